@@ -1,1 +1,57 @@
-//! placeholder while the vocabulary is written
+//! The vocabulary every seawall layer speaks.
+//!
+//! Every response and transport error becomes one [`Failure`]: a [`Class`]
+//! (can the same request succeed?), a stable [`Code`], the [`Evidence`] of
+//! what the transport saw, and from those an [`Action`] (retry, fail over,
+//! surface, escalate, return to the model). Layers decide only from this
+//! vocabulary, never from provider-specific strings.
+//!
+//! Beside it live the shared types later layers fill — [`Deadline`] (in the
+//! request extensions), [`RouteId`], [`Receipt`] — the retry-hint parsers in
+//! [`hint`], the provider error table in [`provider`] and finish reasons in
+//! [`finish`].
+//!
+//! ```
+//! use seawall_core::provider::{classify_error, ErrorContext, Provider, QuotaWall};
+//! use seawall_core::hint::RetryHint;
+//! use seawall_core::{Action, Class, Code};
+//! use std::time::{Duration, SystemTime};
+//!
+//! let body = br#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+//! let cx = ErrorContext {
+//!     status: Some(429),
+//!     hint: RetryHint::default(),
+//!     quota_wall: QuotaWall::default(),
+//!     now: SystemTime::now(),
+//! };
+//! let failure = classify_error(Provider::OpenAi, body, cx);
+//! assert_eq!(failure.class(), Class::Permanent);
+//! assert_eq!(failure.code(), Code::QuotaExhausted);
+//! assert_eq!(failure.action(), Action::Surface);
+//! ```
+#![deny(missing_docs)]
+
+mod action;
+mod class;
+mod code;
+mod deadline;
+mod evidence;
+mod failure;
+pub mod finish;
+pub mod hint;
+pub mod provider;
+mod receipt;
+mod route;
+
+pub use action::Action;
+pub use class::Class;
+pub use code::{Code, UnknownCode};
+pub use deadline::Deadline;
+pub use evidence::{ClosedBy, Evidence};
+pub use failure::{Failure, Interrupted, MESSAGE_EXCERPT_BYTES, excerpt};
+pub use finish::{Finish, FinishKind};
+pub use receipt::{Attempt, Receipt, StopReason};
+pub use route::RouteId;
+
+/// The error type that travels between tower services.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

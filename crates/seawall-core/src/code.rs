@@ -1,0 +1,136 @@
+use std::fmt;
+use std::str::FromStr;
+
+use crate::Class;
+
+macro_rules! codes {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal, $class:ident; )*) => {
+        /// A stable failure code owned by seawall.
+        ///
+        /// [`Code::as_str`] gives a snake_case name that never changes once
+        /// released: dashboards, logs and stored receipts may rely on it.
+        /// New codes may be added, hence `#[non_exhaustive]`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Code {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Code {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [Code] = &[ $( Code::$variant, )* ];
+
+            /// The stable snake_case name of this code.
+            pub const fn as_str(self) -> &'static str {
+                match self { $( Code::$variant => $name, )* }
+            }
+
+            /// The class a failure with this code has unless the evidence
+            /// says otherwise (for example a 429 past the quota wall is
+            /// `quota_exhausted`, a different code, rather than a different
+            /// class of `rate_limited`).
+            pub const fn default_class(self) -> Class {
+                match self { $( Code::$variant => Class::$class, )* }
+            }
+        }
+
+        impl FromStr for Code {
+            type Err = UnknownCode;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $( $name => Ok(Code::$variant), )*
+                    _ => Err(UnknownCode),
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    /// The provider asked us to slow down, for a short while.
+    RateLimited => "rate_limited", Transient;
+    /// A quota or billing wall: the hint is longer than the quota-wall
+    /// threshold, or the provider said the quota is gone.
+    QuotaExhausted => "quota_exhausted", Permanent;
+    /// 5xx, 408, 409 and their protocol equivalents.
+    ProviderUnavailable => "provider_unavailable", Transient;
+    /// The provider said it is overloaded (Anthropic 529, Gemini UNAVAILABLE).
+    Overloaded => "overloaded", Transient;
+    /// The prompt does not fit the model's context window.
+    ContextTooLong => "context_too_long", Permanent;
+    /// The request is larger than the provider accepts (bytes or tokens per minute).
+    RequestTooLarge => "request_too_large", Permanent;
+    /// The model refused to answer.
+    Refused => "refused", Policy;
+    /// A content filter stopped the answer or the prompt.
+    ContentFiltered => "content_filtered", Policy;
+    /// Any other rejected request.
+    BadRequest => "bad_request", Permanent;
+    /// The model produced malformed tool arguments or a malformed call.
+    BadArguments => "bad_arguments", ModelFixable;
+    /// Missing, invalid or insufficient credentials.
+    Auth => "auth", Permanent;
+    /// Unknown model, path or resource.
+    NotFound => "not_found", Permanent;
+    /// A successful status with nothing in it: no text, no tool call.
+    EmptyResponse => "empty_response", Transient;
+    /// An attempt's own time bound fired.
+    Timeout => "timeout", Transient;
+    /// Headers (or nothing at all) and then no byte within the first-byte bound.
+    FirstByteTimeout => "first_byte_timeout", Transient;
+    /// A stream went quiet for longer than the idle bound.
+    IdleTimeout => "idle_timeout", Transient;
+    /// Connect refused, reset, broken pipe, protocol error.
+    Transport => "transport", Transient;
+    /// The caller went away: nobody is waiting for the answer.
+    Cancelled => "cancelled", Permanent;
+    /// A breaker refused the call without trying the route.
+    CircuitOpen => "circuit_open", Transient;
+    /// A stream failed after content reached the caller.
+    StreamInterrupted => "stream_interrupted", Transient;
+    /// A stream ended cleanly but without its finish marker after content.
+    Truncated => "truncated", Transient;
+    /// The operation's own deadline passed.
+    DeadlineExceeded => "deadline_exceeded", Permanent;
+    /// The retry budget had no token left for another attempt.
+    BudgetExhausted => "budget_exhausted", Transient;
+    /// Nobody recognised the error: fail closed.
+    Unknown => "unknown", Permanent;
+}
+
+/// Returned when a string is not the name of any [`Code`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a seawall failure code")]
+pub struct UnknownCode;
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_snake_case() {
+        for code in Code::ALL {
+            let name = code.as_str();
+            assert!(
+                name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{name}"
+            );
+            assert_eq!(name.parse::<Code>(), Ok(*code));
+        }
+        assert_eq!("Rate_Limited".parse::<Code>(), Err(UnknownCode));
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<_> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Code::ALL.len());
+    }
+}

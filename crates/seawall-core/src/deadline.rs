@@ -1,0 +1,84 @@
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// The latest instant by which an operation (or one attempt of it) must be
+/// done. Carried in the request extensions.
+///
+/// It uses tokio's clock, so tests on a paused clock see it move with
+/// `tokio::time::advance`. A deadline only ever shrinks:
+/// [`Deadline::narrow`] keeps the earlier of two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Deadline(Instant);
+
+/// How far in the future "no deadline" lies when a duration would overflow
+/// the clock: a century is beyond any operation.
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+impl Deadline {
+    /// A deadline at an instant.
+    pub fn at(instant: Instant) -> Self {
+        Deadline(instant)
+    }
+
+    /// A deadline `timeout` from now. A timeout too large for the clock is
+    /// clamped (a century) instead of panicking.
+    pub fn after(timeout: Duration) -> Self {
+        let now = Instant::now();
+        Deadline(
+            now.checked_add(timeout)
+                .or_else(|| now.checked_add(FAR_FUTURE))
+                .unwrap_or(now),
+        )
+    }
+
+    /// The instant of the deadline.
+    pub fn instant(self) -> Instant {
+        self.0
+    }
+
+    /// Time left before the deadline; zero once it passed.
+    pub fn remaining(self) -> Duration {
+        self.0.saturating_duration_since(Instant::now())
+    }
+
+    /// True once the deadline has passed.
+    pub fn is_expired(self) -> bool {
+        Instant::now() >= self.0
+    }
+
+    /// The earlier of the two deadlines.
+    pub fn narrow(self, other: Deadline) -> Deadline {
+        self.min(other)
+    }
+
+    /// The deadline in a request's extensions, if any.
+    pub fn of<B>(request: &http::Request<B>) -> Option<Deadline> {
+        request.extensions().get::<Deadline>().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn remaining_moves_with_the_paused_clock() {
+        let deadline = Deadline::after(Duration::from_secs(10));
+        assert_eq!(deadline.remaining(), Duration::from_secs(10));
+        tokio::time::advance(Duration::from_secs(4)).await;
+        assert_eq!(deadline.remaining(), Duration::from_secs(6));
+        tokio::time::advance(Duration::from_secs(7)).await;
+        assert_eq!(deadline.remaining(), Duration::ZERO);
+        assert!(deadline.is_expired());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn narrow_keeps_the_earlier_and_huge_timeouts_do_not_panic() {
+        let near = Deadline::after(Duration::from_secs(1));
+        let far = Deadline::after(Duration::MAX);
+        assert_eq!(near.narrow(far), near);
+        assert_eq!(far.narrow(near), near);
+        assert!(far.remaining() > Duration::from_secs(365 * 24 * 3600));
+    }
+}

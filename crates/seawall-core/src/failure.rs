@@ -1,0 +1,365 @@
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use crate::{Action, Class, Code, Evidence, Receipt, RouteId};
+
+/// How many bytes of a provider's message a [`Failure`] keeps.
+pub const MESSAGE_EXCERPT_BYTES: usize = 512;
+
+/// A classified failure: the one error type every seawall layer produces and
+/// reads.
+///
+/// It travels as a `tower::BoxError`; [`Failure::find`] digs it out of any
+/// error chain, so a layer never needs to know which layer produced it.
+///
+/// ```
+/// use seawall_core::{Action, Class, Code, Failure};
+/// use std::time::Duration;
+///
+/// let failure = Failure::new(Code::RateLimited)
+///     .with_status(429)
+///     .with_retry_after(Duration::from_secs(2));
+/// assert_eq!(failure.class(), Class::Transient);
+/// assert_eq!(failure.action(), Action::Retry);
+///
+/// let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(failure);
+/// let found = Failure::find(&*boxed).unwrap();
+/// assert_eq!(found.code(), Code::RateLimited);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Failure {
+    class: Class,
+    code: Code,
+    action: Option<Action>,
+    retry_after: Option<Duration>,
+    reset_at: Option<SystemTime>,
+    provider_type: Option<Box<str>>,
+    provider_code: Option<Box<str>>,
+    message: Option<Box<str>>,
+    route: Option<RouteId>,
+    evidence: Evidence,
+    interrupted: Option<Box<Interrupted>>,
+    receipt: Option<Box<Receipt>>,
+}
+
+/// What had been delivered when a stream was interrupted after content.
+///
+/// With it a caller can resume (prefill the delivered text) instead of
+/// restarting and showing the user a second answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Interrupted {
+    /// Content events delivered to the caller.
+    pub content_events: u64,
+    /// Body bytes delivered to the caller.
+    pub bytes: u64,
+    /// The delivered text, reconstructed from the protocol's deltas, when
+    /// reconstruction is on.
+    pub delivered_text: Option<String>,
+    /// True when `delivered_text` stopped at its cap and is only a prefix.
+    pub text_capped: bool,
+}
+
+impl Failure {
+    /// A failure with `code` and the code's default class.
+    pub fn new(code: Code) -> Self {
+        Failure::with_class(code.default_class(), code)
+    }
+
+    /// A failure with an explicit class.
+    pub fn with_class(class: Class, code: Code) -> Self {
+        Failure {
+            class,
+            code,
+            action: None,
+            retry_after: None,
+            reset_at: None,
+            provider_type: None,
+            provider_code: None,
+            message: None,
+            route: None,
+            evidence: Evidence::default(),
+            interrupted: None,
+            receipt: None,
+        }
+    }
+
+    /// Sets the HTTP status (in the evidence).
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.evidence.status = Some(status);
+        self
+    }
+
+    /// Sets the provider's hint of when to try again.
+    pub fn with_retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = Some(after);
+        self
+    }
+
+    /// Sets when a quota is expected to reset.
+    pub fn with_reset_at(mut self, at: SystemTime) -> Self {
+        self.reset_at = Some(at);
+        self
+    }
+
+    /// Sets the provider's own error type string (e.g. `rate_limit_error`).
+    pub fn with_provider_type(mut self, ty: impl Into<Box<str>>) -> Self {
+        self.provider_type = Some(ty.into());
+        self
+    }
+
+    /// Sets the provider's own error code string (e.g. `insufficient_quota`).
+    pub fn with_provider_code(mut self, code: impl Into<Box<str>>) -> Self {
+        self.provider_code = Some(code.into());
+        self
+    }
+
+    /// Keeps an excerpt (at most [`MESSAGE_EXCERPT_BYTES`], cut at a
+    /// character boundary) of the provider's message.
+    pub fn with_message(mut self, message: &str) -> Self {
+        self.message = Some(excerpt(message, MESSAGE_EXCERPT_BYTES).into());
+        self
+    }
+
+    /// Sets the route the failing attempt went to.
+    pub fn with_route(mut self, route: RouteId) -> Self {
+        self.route = Some(route);
+        self
+    }
+
+    /// Replaces the evidence, keeping a status already set when the new
+    /// evidence has none.
+    pub fn with_evidence(mut self, mut evidence: Evidence) -> Self {
+        if evidence.status.is_none() {
+            evidence.status = self.evidence.status;
+        }
+        self.evidence = evidence;
+        self
+    }
+
+    /// Overrides the action the table would derive. Used by layers that
+    /// know more than one failure shows, e.g. the retry layer promoting
+    /// repeated zero-byte timeouts to [`Action::Failover`].
+    pub fn with_action(mut self, action: Action) -> Self {
+        self.action = Some(action);
+        self
+    }
+
+    /// Attaches what was delivered before an interruption.
+    pub fn with_interrupted(mut self, interrupted: Interrupted) -> Self {
+        self.interrupted = Some(Box::new(interrupted));
+        self
+    }
+
+    /// Attaches the operation's receipt.
+    pub fn with_receipt(mut self, receipt: Receipt) -> Self {
+        self.receipt = Some(Box::new(receipt));
+        self
+    }
+
+    /// The failure's class.
+    pub fn class(&self) -> Class {
+        self.class
+    }
+
+    /// The failure's stable code.
+    pub fn code(&self) -> Code {
+        self.code
+    }
+
+    /// What to do: an explicit override, else [`Action::decide`].
+    pub fn action(&self) -> Action {
+        self.action
+            .unwrap_or_else(|| Action::decide(self.class, self.code, &self.evidence))
+    }
+
+    /// The provider's hint of when to try again, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    /// When an exhausted quota is expected to reset, if known.
+    pub fn reset_at(&self) -> Option<SystemTime> {
+        self.reset_at
+    }
+
+    /// The HTTP status, if a response arrived.
+    pub fn status(&self) -> Option<u16> {
+        self.evidence.status
+    }
+
+    /// The provider's own error type string.
+    pub fn provider_type(&self) -> Option<&str> {
+        self.provider_type.as_deref()
+    }
+
+    /// The provider's own error code string.
+    pub fn provider_code(&self) -> Option<&str> {
+        self.provider_code.as_deref()
+    }
+
+    /// A bounded excerpt of the provider's message.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The route the failing attempt went to.
+    pub fn route(&self) -> Option<&RouteId> {
+        self.route.as_ref()
+    }
+
+    /// What the transport saw.
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+
+    /// Mutable access to the evidence, for layers that add what they saw.
+    pub fn evidence_mut(&mut self) -> &mut Evidence {
+        &mut self.evidence
+    }
+
+    /// What had been delivered before an interruption after content.
+    pub fn interrupted(&self) -> Option<&Interrupted> {
+        self.interrupted.as_deref()
+    }
+
+    /// The operation's receipt, when a retry or fallback layer attached one.
+    pub fn receipt(&self) -> Option<&Receipt> {
+        self.receipt.as_deref()
+    }
+
+    /// Mutable access to the receipt slot.
+    pub fn receipt_mut(&mut self) -> &mut Option<Box<Receipt>> {
+        &mut self.receipt
+    }
+
+    /// True when this failure is the shape of a route that accepts
+    /// connections and does not generate: a timeout (or a breaker refusal)
+    /// before a single body byte arrived.
+    pub fn is_route_shaped(&self) -> bool {
+        matches!(
+            self.code,
+            Code::Timeout | Code::FirstByteTimeout | Code::CircuitOpen
+        ) && self.evidence.nothing_arrived()
+    }
+
+    /// Finds a `Failure` in an error or anywhere in its source chain.
+    pub fn find<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a Failure> {
+        let mut current = Some(error);
+        while let Some(err) = current {
+            if let Some(failure) = err.downcast_ref::<Failure>() {
+                return Some(failure);
+            }
+            current = err.source();
+        }
+        None
+    }
+
+    /// Takes the `Failure` out of a boxed error when the box holds one
+    /// directly, giving the box back otherwise.
+    pub fn downcast(
+        error: Box<dyn StdError + Send + Sync>,
+    ) -> Result<Failure, Box<dyn StdError + Send + Sync>> {
+        error.downcast::<Failure>().map(|boxed| *boxed)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}", self.code, self.class)?;
+        if let Some(status) = self.evidence.status {
+            write!(f, ", status {status}")?;
+        }
+        if let Some(route) = &self.route {
+            write!(f, ", route {route}")?;
+        }
+        f.write_str(")")?;
+        if let Some(message) = &self.message {
+            write!(f, ": {message}")?;
+        }
+        Ok(())
+    }
+}
+
+impl StdError for Failure {}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a
+/// character boundary.
+pub fn excerpt(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Wrapper(Box<dyn StdError + Send + Sync>);
+    impl fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("wrapped")
+        }
+    }
+    impl StdError for Wrapper {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&*self.0)
+        }
+    }
+
+    #[test]
+    fn find_walks_the_source_chain() {
+        let inner = Box::new(Failure::new(Code::Overloaded).with_status(529));
+        let outer: Box<dyn StdError + Send + Sync> = Box::new(Wrapper(Wrapper(inner).into()));
+        let found = Failure::find(&*outer).expect("found through two wrappers");
+        assert_eq!(found.code(), Code::Overloaded);
+        assert_eq!(found.status(), Some(529));
+
+        let plain: Box<dyn StdError + Send + Sync> = "not ours".into();
+        assert!(Failure::find(&*plain).is_none());
+    }
+
+    #[test]
+    fn message_is_bounded_at_a_char_boundary() {
+        let long = "é".repeat(1000);
+        let failure = Failure::new(Code::BadRequest).with_message(&long);
+        let kept = failure.message().unwrap();
+        assert!(kept.len() <= MESSAGE_EXCERPT_BYTES);
+        assert!(kept.len() >= MESSAGE_EXCERPT_BYTES - 1);
+        assert!(kept.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn action_override_wins_and_route_shape_needs_silence() {
+        let timeout = Failure::new(Code::Timeout);
+        assert_eq!(timeout.action(), Action::Retry);
+        assert!(timeout.is_route_shaped());
+        let promoted = timeout.clone().with_action(Action::Failover);
+        assert_eq!(promoted.action(), Action::Failover);
+
+        let evidence = Evidence {
+            bytes: 40,
+            ..Evidence::default()
+        };
+        let spoke = Failure::new(Code::Timeout).with_evidence(evidence);
+        assert!(!spoke.is_route_shaped());
+    }
+
+    #[test]
+    fn display_names_code_class_and_status() {
+        let failure = Failure::new(Code::ContextTooLong)
+            .with_status(400)
+            .with_message("maximum context length is 8192 tokens");
+        assert_eq!(
+            failure.to_string(),
+            "context_too_long (permanent, status 400): maximum context length is 8192 tokens"
+        );
+    }
+}

@@ -1,0 +1,138 @@
+//! How a message ended, in one vocabulary for every provider.
+
+use std::fmt;
+
+use crate::{Class, Code, Failure};
+
+/// What a provider's finish reason means for the caller.
+///
+/// `Complete` finishes the message and the task. `Truncated` finishes the
+/// message but not the task: it is delivered and marked, never silently
+/// equal to success. `Refused` and `Filtered` are policy outcomes;
+/// `Malformed` is the model's own mistake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FinishKind {
+    /// `stop`, `end_turn`, `tool_calls`, `STOP`, …
+    Complete,
+    /// `length`, `max_tokens`, `MAX_TOKENS`: a completed but cut answer.
+    Truncated,
+    /// The model refused (`refusal`).
+    Refused,
+    /// A content filter ended it (`content_filter`, `SAFETY`, `RECITATION`, …).
+    Filtered,
+    /// The model produced a malformed call (`MALFORMED_FUNCTION_CALL`).
+    Malformed,
+    /// A reason seawall does not know; treated as complete but reported as is.
+    Other,
+}
+
+impl FinishKind {
+    /// OpenAI chat completions `finish_reason`.
+    pub fn openai(reason: &str) -> FinishKind {
+        match reason {
+            "stop" | "tool_calls" | "function_call" => FinishKind::Complete,
+            "length" => FinishKind::Truncated,
+            "content_filter" => FinishKind::Filtered,
+            _ => FinishKind::Other,
+        }
+    }
+
+    /// Anthropic messages `stop_reason`.
+    pub fn anthropic(reason: &str) -> FinishKind {
+        match reason {
+            "end_turn" | "stop_sequence" | "tool_use" | "pause_turn" => FinishKind::Complete,
+            "max_tokens" | "model_context_window_exceeded" => FinishKind::Truncated,
+            "refusal" => FinishKind::Refused,
+            _ => FinishKind::Other,
+        }
+    }
+
+    /// Gemini `finishReason`.
+    pub fn gemini(reason: &str) -> FinishKind {
+        match reason {
+            "STOP" => FinishKind::Complete,
+            "MAX_TOKENS" => FinishKind::Truncated,
+            "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
+            | "IMAGE_SAFETY" | "LANGUAGE" => FinishKind::Filtered,
+            "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" => FinishKind::Malformed,
+            _ => FinishKind::Other,
+        }
+    }
+
+    /// True when the message is complete and nothing is missing from it.
+    pub fn completes_task(self) -> bool {
+        matches!(self, FinishKind::Complete | FinishKind::Other)
+    }
+
+    /// The failure this finish amounts to, if it is one: refusals and
+    /// filters are policy failures, malformed calls model-fixable ones.
+    /// `Complete`, `Other` and `Truncated` are delivered answers.
+    pub fn failure(self) -> Option<Failure> {
+        match self {
+            FinishKind::Refused => Some(Failure::new(Code::Refused)),
+            FinishKind::Filtered => Some(Failure::new(Code::ContentFiltered)),
+            FinishKind::Malformed => {
+                Some(Failure::with_class(Class::ModelFixable, Code::BadArguments))
+            }
+            FinishKind::Complete | FinishKind::Truncated | FinishKind::Other => None,
+        }
+    }
+
+    /// The stable snake_case name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FinishKind::Complete => "complete",
+            FinishKind::Truncated => "truncated",
+            FinishKind::Refused => "refused",
+            FinishKind::Filtered => "filtered",
+            FinishKind::Malformed => "malformed",
+            FinishKind::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for FinishKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a delivered answer ended: the provider's own reason and what it
+/// means. Put in the response extensions by the layers that read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    /// What the reason means.
+    pub kind: FinishKind,
+    /// The provider's reason string as sent.
+    pub reason: Box<str>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_map_per_provider() {
+        assert_eq!(FinishKind::openai("stop"), FinishKind::Complete);
+        assert_eq!(FinishKind::openai("tool_calls"), FinishKind::Complete);
+        assert_eq!(FinishKind::openai("length"), FinishKind::Truncated);
+        assert_eq!(FinishKind::openai("content_filter"), FinishKind::Filtered);
+        assert_eq!(FinishKind::anthropic("end_turn"), FinishKind::Complete);
+        assert_eq!(FinishKind::anthropic("max_tokens"), FinishKind::Truncated);
+        assert_eq!(FinishKind::anthropic("refusal"), FinishKind::Refused);
+        assert_eq!(FinishKind::gemini("STOP"), FinishKind::Complete);
+        assert_eq!(FinishKind::gemini("MAX_TOKENS"), FinishKind::Truncated);
+        assert_eq!(FinishKind::gemini("SAFETY"), FinishKind::Filtered);
+        assert_eq!(
+            FinishKind::gemini("MALFORMED_FUNCTION_CALL"),
+            FinishKind::Malformed
+        );
+        assert!(!FinishKind::Truncated.completes_task());
+        assert_eq!(FinishKind::Refused.failure().unwrap().code(), Code::Refused);
+        assert_eq!(
+            FinishKind::Malformed.failure().unwrap().class(),
+            Class::ModelFixable
+        );
+        assert!(FinishKind::Truncated.failure().is_none());
+    }
+}

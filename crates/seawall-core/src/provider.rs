@@ -1,0 +1,596 @@
+//! What a provider's error means: the one table from status, declared error
+//! type/code and (last) message text to a [`Failure`].
+//!
+//! Two layers need it: the classifier for error responses, and the stream
+//! guard for errors that arrive inside a `200` stream (no status there, so
+//! the declared type decides). Rules look at structure first (status,
+//! headers), the provider's declared codes second, message text last.
+
+use std::borrow::Cow;
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+
+use crate::hint::{RetryHint, parse_proto_duration, parse_text_hint};
+use crate::{Class, Code, Failure};
+
+/// Whose wire format an error body is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// OpenAI and OpenAI-compatible APIs: `{"error":{"message","type","param","code"}}`.
+    OpenAi,
+    /// Anthropic messages: `{"type":"error","error":{"type","message"}}`.
+    Anthropic,
+    /// Gemini: `{"error":{"code","message","status","details"}}`.
+    Gemini,
+    /// Any HTTP service: the status alone decides.
+    Http,
+}
+
+impl Provider {
+    /// The stable name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+            Provider::Http => "http",
+        }
+    }
+}
+
+/// The threshold past which a rate-limit hint is not a blip but a quota
+/// wall: `Permanent`/`quota_exhausted` with `reset_at`, so the caller can
+/// schedule instead of a task sleeping until tomorrow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaWall {
+    threshold: Duration,
+}
+
+impl QuotaWall {
+    /// The default threshold: 60 seconds.
+    pub const DEFAULT_THRESHOLD: Duration = Duration::from_secs(60);
+
+    /// A wall at `threshold`.
+    pub const fn new(threshold: Duration) -> Self {
+        QuotaWall { threshold }
+    }
+
+    /// The threshold.
+    pub const fn threshold(self) -> Duration {
+        self.threshold
+    }
+
+    /// The failure for a rate limit with this hint: `rate_limited` with the
+    /// hint when it is short enough to wait, else `quota_exhausted` with
+    /// `reset_at = now + hint`.
+    pub fn judge(self, hint: Option<Duration>, now: SystemTime) -> Failure {
+        match hint {
+            Some(after) if after > self.threshold => {
+                let failure = Failure::new(Code::QuotaExhausted).with_retry_after(after);
+                match now.checked_add(after) {
+                    Some(at) => failure.with_reset_at(at),
+                    None => failure,
+                }
+            }
+            Some(after) => Failure::new(Code::RateLimited).with_retry_after(after),
+            None => Failure::new(Code::RateLimited),
+        }
+    }
+}
+
+impl Default for QuotaWall {
+    fn default() -> Self {
+        QuotaWall::new(Self::DEFAULT_THRESHOLD)
+    }
+}
+
+/// Everything a classification needs besides the body.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorContext {
+    /// The HTTP status, or `None` for an error inside a stream.
+    pub status: Option<u16>,
+    /// What the headers said about retrying.
+    pub hint: RetryHint,
+    /// The quota-wall threshold.
+    pub quota_wall: QuotaWall,
+    /// The wall clock, for `reset_at`.
+    pub now: SystemTime,
+}
+
+impl ErrorContext {
+    /// A context for an error inside a stream: no status, no header hint.
+    pub fn in_stream(now: SystemTime) -> Self {
+        ErrorContext {
+            status: None,
+            hint: RetryHint::default(),
+            quota_wall: QuotaWall::default(),
+            now,
+        }
+    }
+}
+
+/// Classifies an error body (possibly empty, truncated or not JSON at all)
+/// in `provider`'s wire format.
+pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Failure {
+    let parsed = match provider {
+        Provider::OpenAi => parse_openai(body),
+        Provider::Anthropic => parse_anthropic(body),
+        Provider::Gemini => parse_gemini(body),
+        Provider::Http => None,
+    };
+    let declared = parsed.unwrap_or_default();
+    let verdict = match provider {
+        Provider::OpenAi => openai_rule(cx.status, &declared),
+        Provider::Anthropic => anthropic_rule(cx.status, &declared),
+        Provider::Gemini => gemini_rule(cx.status, &declared),
+        Provider::Http => None,
+    }
+    .or_else(|| cx.status.map(status_rule))
+    .unwrap_or(Verdict::Fixed(Class::Permanent, Code::Unknown));
+
+    let hint = cx.hint.after.or(declared.body_hint).or_else(|| {
+        declared
+            .message
+            .as_deref()
+            .filter(|_| verdict == Verdict::RateLimit)
+            .and_then(parse_text_hint)
+    });
+    let mut failure = match verdict {
+        Verdict::RateLimit => cx.quota_wall.judge(hint, cx.now),
+        Verdict::Fixed(class, code) => {
+            let failure = Failure::with_class(class, code);
+            match hint {
+                Some(after) => failure.with_retry_after(after),
+                None => failure,
+            }
+        }
+    };
+    failure = apply_should_retry(failure, cx.hint.should_retry);
+    if let Some(status) = cx.status {
+        failure = failure.with_status(status);
+    }
+    if let Some(ty) = declared.error_type {
+        failure = failure.with_provider_type(ty);
+    }
+    if let Some(code) = declared.error_code {
+        failure = failure.with_provider_code(code);
+    }
+    if let Some(message) = declared.message {
+        failure = failure.with_message(&message);
+    }
+    failure
+}
+
+/// Classifies a gRPC status code (from `grpc-status`).
+pub fn classify_grpc(status: u32, message: Option<&str>, cx: ErrorContext) -> Failure {
+    let verdict = match status {
+        8 => Verdict::RateLimit,
+        14 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
+        10 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
+        4 => Verdict::Fixed(Class::Transient, Code::Timeout),
+        1 => Verdict::Fixed(Class::Permanent, Code::Cancelled),
+        3 | 9 | 11 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
+        6 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
+        5 | 12 => Verdict::Fixed(Class::Permanent, Code::NotFound),
+        7 | 16 => Verdict::Fixed(Class::Permanent, Code::Auth),
+        // UNKNOWN, INTERNAL, DATA_LOSS and anything else: fail closed.
+        _ => Verdict::Fixed(Class::Permanent, Code::Unknown),
+    };
+    let mut failure = match verdict {
+        Verdict::RateLimit => cx.quota_wall.judge(cx.hint.after, cx.now),
+        Verdict::Fixed(class, code) => Failure::with_class(class, code),
+    };
+    failure = apply_should_retry(failure, cx.hint.should_retry);
+    if let Some(status) = cx.status {
+        failure = failure.with_status(status);
+    }
+    failure = failure.with_provider_code(status.to_string());
+    if let Some(message) = message {
+        failure = failure.with_message(message);
+    }
+    failure
+}
+
+/// The generic HTTP table: 408/409/5xx transient, 429 a rate limit, other
+/// 4xx permanent.
+fn status_rule(status: u16) -> Verdict {
+    use Class::*;
+    match status {
+        429 => Verdict::RateLimit,
+        529 => Verdict::Fixed(Transient, Code::Overloaded),
+        408 | 409 | 425 | 500..=599 => Verdict::Fixed(Transient, Code::ProviderUnavailable),
+        401 | 403 => Verdict::Fixed(Permanent, Code::Auth),
+        402 => Verdict::Fixed(Permanent, Code::QuotaExhausted),
+        404 => Verdict::Fixed(Permanent, Code::NotFound),
+        413 => Verdict::Fixed(Permanent, Code::RequestTooLarge),
+        400..=499 => Verdict::Fixed(Permanent, Code::BadRequest),
+        _ => Verdict::Fixed(Permanent, Code::Unknown),
+    }
+}
+
+/// `x-should-retry` is the provider's explicit word. `false` stops any
+/// retry; `true` lifts only the verdicts that mean "we do not know"
+/// (`bad_request`, `unknown`, `provider_unavailable` made permanent), never a
+/// quota, a context length or a policy failure.
+fn apply_should_retry(failure: Failure, should_retry: Option<bool>) -> Failure {
+    match should_retry {
+        Some(false) if failure.class() == Class::Transient => {
+            failure.with_action(crate::Action::Surface)
+        }
+        Some(true)
+            if failure.class() == Class::Permanent
+                && matches!(failure.code(), Code::BadRequest | Code::Unknown) =>
+        {
+            let mut lifted = Failure::with_class(Class::Transient, failure.code());
+            if let Some(after) = failure.retry_after() {
+                lifted = lifted.with_retry_after(after);
+            }
+            lifted
+        }
+        _ => failure,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// A rate limit: the quota wall decides between `rate_limited` and
+    /// `quota_exhausted` once the hint is known.
+    RateLimit,
+    Fixed(Class, Code),
+}
+
+/// What a provider declared in its error body.
+#[derive(Debug, Default)]
+struct Declared {
+    error_type: Option<String>,
+    error_code: Option<String>,
+    message: Option<String>,
+    body_hint: Option<Duration>,
+    per_day_quota: bool,
+}
+
+fn contains_ci(haystack: &str, needle: &str) -> bool {
+    haystack.to_ascii_lowercase().contains(needle)
+}
+
+fn openai_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
+    use Class::*;
+    let ty = d.error_type.as_deref().unwrap_or("");
+    let code = d.error_code.as_deref().unwrap_or("");
+    let message = d.message.as_deref().unwrap_or("");
+    let is = |name: &str| ty == name || code == name;
+    if is("insufficient_quota") {
+        return Some(Verdict::Fixed(Permanent, Code::QuotaExhausted));
+    }
+    if is("context_length_exceeded") || contains_ci(message, "maximum context length") {
+        return Some(Verdict::Fixed(Permanent, Code::ContextTooLong));
+    }
+    if is("content_filter") || is("content_policy_violation") {
+        return Some(Verdict::Fixed(Policy, Code::ContentFiltered));
+    }
+    match status {
+        Some(429) => {
+            if contains_ci(message, "request too large") && contains_ci(message, "tokens per min") {
+                Some(Verdict::Fixed(ModelFixable, Code::RequestTooLarge))
+            } else {
+                Some(Verdict::RateLimit)
+            }
+        }
+        Some(400) => Some(Verdict::Fixed(Permanent, Code::BadRequest)),
+        Some(_) => None,
+        // An error inside a stream: only the declared type is there.
+        None => Some(match ty {
+            "server_error" | "internal_error" | "api_error" => {
+                Verdict::Fixed(Transient, Code::ProviderUnavailable)
+            }
+            "overloaded_error" | "overloaded" => Verdict::Fixed(Transient, Code::Overloaded),
+            "rate_limit_exceeded" | "rate_limit_error" | "requests" | "tokens" => {
+                Verdict::RateLimit
+            }
+            "timeout" | "timeout_error" => Verdict::Fixed(Transient, Code::Timeout),
+            "invalid_request_error" => Verdict::Fixed(Permanent, Code::BadRequest),
+            _ if code == "rate_limit_exceeded" => Verdict::RateLimit,
+            _ => Verdict::Fixed(Permanent, Code::Unknown),
+        }),
+    }
+}
+
+fn anthropic_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
+    use Class::*;
+    let message = d.message.as_deref().unwrap_or("");
+    let verdict = match d.error_type.as_deref()? {
+        "rate_limit_error" => Verdict::RateLimit,
+        "overloaded_error" => Verdict::Fixed(Transient, Code::Overloaded),
+        "api_error" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
+        "timeout_error" => Verdict::Fixed(Transient, Code::Timeout),
+        "invalid_request_error" if contains_ci(message, "prompt is too long") => {
+            Verdict::Fixed(Permanent, Code::ContextTooLong)
+        }
+        "invalid_request_error" => Verdict::Fixed(Permanent, Code::BadRequest),
+        "request_too_large" => Verdict::Fixed(Permanent, Code::RequestTooLarge),
+        "billing_error" => Verdict::Fixed(Permanent, Code::QuotaExhausted),
+        "authentication_error" | "permission_error" => Verdict::Fixed(Permanent, Code::Auth),
+        "not_found_error" => Verdict::Fixed(Permanent, Code::NotFound),
+        _ if status.is_some() => return None,
+        _ => Verdict::Fixed(Permanent, Code::Unknown),
+    };
+    Some(verdict)
+}
+
+fn gemini_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
+    use Class::*;
+    let message = d.message.as_deref().unwrap_or("");
+    let verdict = match d.error_type.as_deref()? {
+        "RESOURCE_EXHAUSTED" if d.per_day_quota => Verdict::Fixed(Permanent, Code::QuotaExhausted),
+        "RESOURCE_EXHAUSTED" => Verdict::RateLimit,
+        "UNAVAILABLE" => Verdict::Fixed(Transient, Code::Overloaded),
+        "INTERNAL" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
+        "DEADLINE_EXCEEDED" => Verdict::Fixed(Transient, Code::Timeout),
+        "INVALID_ARGUMENT"
+            if contains_ci(message, "input token count") && contains_ci(message, "exceed") =>
+        {
+            Verdict::Fixed(Permanent, Code::ContextTooLong)
+        }
+        "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "OUT_OF_RANGE" => {
+            Verdict::Fixed(Permanent, Code::BadRequest)
+        }
+        "PERMISSION_DENIED" | "UNAUTHENTICATED" => Verdict::Fixed(Permanent, Code::Auth),
+        "NOT_FOUND" => Verdict::Fixed(Permanent, Code::NotFound),
+        _ if status.is_some() => return None,
+        _ => Verdict::Fixed(Permanent, Code::Unknown),
+    };
+    Some(verdict)
+}
+
+// Wire shapes: only the fields the rules read, borrowed where the JSON has
+// no escapes.
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StrOrNum<'a> {
+    Str(#[serde(borrow)] Cow<'a, str>),
+    Num(serde_json::Number),
+}
+
+impl StrOrNum<'_> {
+    fn into_string(self) -> String {
+        match self {
+            StrOrNum::Str(s) => s.into_owned(),
+            StrOrNum::Num(n) => n.to_string(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct OpenAiEnvelope<'a> {
+    #[serde(borrow)]
+    error: OpenAiError<'a>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiError<'a> {
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+    #[serde(borrow, default, rename = "type")]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    code: Option<StrOrNum<'a>>,
+}
+
+fn parse_openai(body: &[u8]) -> Option<Declared> {
+    let envelope: OpenAiEnvelope<'_> = serde_json::from_slice(body).ok()?;
+    let e = envelope.error;
+    Some(Declared {
+        error_type: e.ty.map(Cow::into_owned),
+        error_code: e.code.map(StrOrNum::into_string),
+        message: e.message.map(Cow::into_owned),
+        ..Declared::default()
+    })
+}
+
+#[derive(Deserialize)]
+struct AnthropicEnvelope<'a> {
+    #[serde(borrow)]
+    error: AnthropicError<'a>,
+}
+
+#[derive(Deserialize)]
+struct AnthropicError<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Cow<'a, str>,
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+}
+
+fn parse_anthropic(body: &[u8]) -> Option<Declared> {
+    let envelope: AnthropicEnvelope<'_> = serde_json::from_slice(body).ok()?;
+    Some(Declared {
+        error_type: Some(envelope.error.ty.into_owned()),
+        message: envelope.error.message.map(Cow::into_owned),
+        ..Declared::default()
+    })
+}
+
+#[derive(Deserialize)]
+struct GeminiEnvelope<'a> {
+    #[serde(borrow)]
+    error: GeminiError<'a>,
+}
+
+#[derive(Deserialize)]
+struct GeminiError<'a> {
+    #[serde(default)]
+    code: Option<i64>,
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    details: Vec<GeminiDetail<'a>>,
+}
+
+#[derive(Deserialize)]
+struct GeminiDetail<'a> {
+    #[serde(borrow, default, rename = "@type")]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow, default, rename = "retryDelay")]
+    retry_delay: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    violations: Vec<GeminiViolation<'a>>,
+}
+
+#[derive(Deserialize)]
+struct GeminiViolation<'a> {
+    #[serde(borrow, default, rename = "quotaId")]
+    quota_id: Option<Cow<'a, str>>,
+}
+
+fn parse_gemini(body: &[u8]) -> Option<Declared> {
+    // The non-SSE streaming endpoint wraps errors in an array.
+    let envelope: GeminiEnvelope<'_> = serde_json::from_slice(body).ok().or_else(|| {
+        serde_json::from_slice::<Vec<GeminiEnvelope<'_>>>(body)
+            .ok()?
+            .into_iter()
+            .next()
+    })?;
+    let e = envelope.error;
+    let mut declared = Declared {
+        error_type: e.status.map(Cow::into_owned),
+        error_code: e.code.map(|c| c.to_string()),
+        message: e.message.map(Cow::into_owned),
+        ..Declared::default()
+    };
+    for detail in e.details {
+        let ty = detail.ty.as_deref().unwrap_or("");
+        if ty.ends_with("google.rpc.RetryInfo") {
+            declared.body_hint = detail.retry_delay.as_deref().and_then(parse_proto_duration);
+        }
+        if ty.ends_with("google.rpc.QuotaFailure") {
+            declared.per_day_quota |= detail
+                .violations
+                .iter()
+                .filter_map(|v| v.quota_id.as_deref())
+                .any(|id| contains_ci(id, "perday"));
+        }
+    }
+    Some(declared)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Action;
+
+    fn cx(status: u16) -> ErrorContext {
+        ErrorContext {
+            status: Some(status),
+            hint: RetryHint::default(),
+            quota_wall: QuotaWall::default(),
+            now: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        }
+    }
+
+    #[test]
+    fn quota_wall_turns_a_long_hint_permanent() {
+        let now = SystemTime::UNIX_EPOCH;
+        let wall = QuotaWall::default();
+        let blip = wall.judge(Some(Duration::from_secs(2)), now);
+        assert_eq!(
+            (blip.class(), blip.code()),
+            (Class::Transient, Code::RateLimited)
+        );
+        let wall_hit = wall.judge(Some(Duration::from_secs(48489)), now);
+        assert_eq!(
+            (wall_hit.class(), wall_hit.code()),
+            (Class::Permanent, Code::QuotaExhausted)
+        );
+        assert_eq!(wall_hit.reset_at(), Some(now + Duration::from_secs(48489)));
+        assert_eq!(wall_hit.action(), Action::Surface);
+    }
+
+    #[test]
+    fn openai_in_stream_error_by_type() {
+        let body = br#"{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}"#;
+        let f = classify_error(
+            Provider::OpenAi,
+            body,
+            ErrorContext::in_stream(SystemTime::now()),
+        );
+        assert_eq!(
+            (f.code(), f.action()),
+            (Code::ProviderUnavailable, Action::Retry)
+        );
+        assert_eq!(f.provider_type(), Some("server_error"));
+    }
+
+    #[test]
+    fn anthropic_overloaded_in_stream() {
+        let body =
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let f = classify_error(
+            Provider::Anthropic,
+            body,
+            ErrorContext::in_stream(SystemTime::now()),
+        );
+        assert_eq!((f.class(), f.code()), (Class::Transient, Code::Overloaded));
+        assert_eq!(f.status(), None);
+    }
+
+    #[test]
+    fn gemini_retry_info_and_per_day_quota() {
+        let minute = br#"{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
+        let f = classify_error(Provider::Gemini, minute, cx(429));
+        assert_eq!(f.code(), Code::RateLimited);
+        assert_eq!(f.retry_after(), Some(Duration::from_secs(26)));
+        let day = br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
+        let f = classify_error(Provider::Gemini, day, cx(429));
+        assert_eq!(
+            (f.class(), f.code()),
+            (Class::Permanent, Code::QuotaExhausted)
+        );
+    }
+
+    #[test]
+    fn garbage_falls_back_to_status_then_unknown() {
+        let f = classify_error(Provider::OpenAi, b"\xff\xfe<html>", cx(503));
+        assert_eq!(f.code(), Code::ProviderUnavailable);
+        let f = classify_error(
+            Provider::Anthropic,
+            b"",
+            ErrorContext::in_stream(SystemTime::now()),
+        );
+        assert_eq!((f.class(), f.code()), (Class::Permanent, Code::Unknown));
+    }
+
+    #[test]
+    fn should_retry_false_stops_a_transient() {
+        let mut c = cx(503);
+        c.hint.should_retry = Some(false);
+        let f = classify_error(Provider::Http, b"", c);
+        assert_eq!(
+            (f.code(), f.action()),
+            (Code::ProviderUnavailable, Action::Surface)
+        );
+        let mut c = cx(400);
+        c.hint.should_retry = Some(true);
+        let f = classify_error(Provider::Http, b"", c);
+        assert_eq!((f.class(), f.action()), (Class::Transient, Action::Retry));
+    }
+
+    #[test]
+    fn grpc_table() {
+        let c = cx(200);
+        assert_eq!(classify_grpc(14, None, c).action(), Action::Retry);
+        assert_eq!(classify_grpc(4, None, c).code(), Code::Timeout);
+        assert_eq!(classify_grpc(3, None, c).class(), Class::Permanent);
+        assert_eq!(classify_grpc(13, None, c).code(), Code::Unknown);
+        let mut pushed = c;
+        pushed.hint.after = Some(Duration::from_millis(300));
+        let f = classify_grpc(8, Some("slow down"), pushed);
+        assert_eq!(
+            (f.code(), f.retry_after()),
+            (Code::RateLimited, Some(Duration::from_millis(300)))
+        );
+    }
+}

@@ -1,0 +1,80 @@
+use std::fmt;
+use std::sync::Arc;
+
+/// The identity of a route: one provider endpoint (and optionally model)
+/// whose health is tracked as a unit.
+///
+/// Cheap to clone (an `Arc<str>`). A caller may put one in the request
+/// extensions; otherwise layers derive it from the URI authority with
+/// [`RouteId::of_request`].
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RouteId(Arc<str>);
+
+impl RouteId {
+    /// A route with the given name.
+    pub fn new(name: impl Into<Arc<str>>) -> Self {
+        RouteId(name.into())
+    }
+
+    /// The route's name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The route of a URI: its authority (`host:port`), or `"default"` for a
+    /// URI without one.
+    pub fn from_uri(uri: &http::Uri) -> Self {
+        match uri.authority() {
+            Some(authority) => RouteId::new(authority.as_str()),
+            None => RouteId::new("default"),
+        }
+    }
+
+    /// The route a request goes to: the `RouteId` in its extensions when the
+    /// caller set one, else the URI's authority.
+    pub fn of_request<B>(request: &http::Request<B>) -> Self {
+        request
+            .extensions()
+            .get::<RouteId>()
+            .cloned()
+            .unwrap_or_else(|| RouteId::from_uri(request.uri()))
+    }
+}
+
+impl fmt::Debug for RouteId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for RouteId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for RouteId {
+    fn from(name: &str) -> Self {
+        RouteId::new(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_wins_over_authority() {
+        let mut request = http::Request::get("https://api.example.com:443/v1/x")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            RouteId::of_request(&request).as_str(),
+            "api.example.com:443"
+        );
+        request.extensions_mut().insert(RouteId::new("primary"));
+        assert_eq!(RouteId::of_request(&request).as_str(), "primary");
+        let relative = http::Request::get("/v1/x").body(()).unwrap();
+        assert_eq!(RouteId::of_request(&relative).as_str(), "default");
+    }
+}
