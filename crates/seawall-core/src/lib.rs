@@ -41,6 +41,7 @@ pub mod finish;
 pub mod hint;
 pub mod provider;
 mod receipt;
+pub mod replay;
 mod route;
 
 pub use action::Action;

@@ -1,0 +1,423 @@
+//! Sending a request again: a body that records what it sends, up to a cap,
+//! so another attempt (a retry or a fallback) can send the same bytes.
+//!
+//! Recording is lazy: the first attempt streams the body through as it is
+//! read, keeping each chunk (a cheap `Bytes` clone, no copy). A clone made
+//! for the next attempt replays the recorded chunks and then continues with
+//! whatever the first attempt left unread. Past `max_bytes` recording stops
+//! and [`ReplayBody::is_replayable`] turns false: that operation runs once,
+//! intact, rather than sending a second attempt a truncated body.
+//!
+//! A body already in memory (`Full<Bytes>`, `String`) is one chunk: it is
+//! "recorded" by a reference-count bump, so replaying it costs nothing.
+//!
+//! Replay needs `B: Unpin` — true of hyper's `Incoming`, `Full`, boxed
+//! bodies and every body seawall knows of — so the recorded state can live
+//! behind one shared lock without unsafe pinning.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, ready};
+
+use bytes::{Buf, Bytes};
+use http::HeaderMap;
+use http_body::{Body, Frame, SizeHint};
+
+use crate::BoxError;
+
+/// The default cap on recorded request bytes: 1 MiB.
+pub const DEFAULT_MAX_REPLAY_BYTES: usize = 1024 * 1024;
+
+/// A request body that can be sent again. See the [module docs](self).
+pub struct ReplayBody<B> {
+    mode: Mode<B>,
+}
+
+enum Mode<B> {
+    /// Not recorded: no attempt after this one is possible.
+    Once(B),
+    /// Recorded: this handle's position in the shared recording.
+    Replay {
+        shared: Arc<Mutex<Shared<B>>>,
+        /// Index of the next recorded chunk this handle sends.
+        next_chunk: usize,
+        /// Bytes this handle has sent.
+        sent: u64,
+        /// Whether this handle has sent the trailers (or the end).
+        trailers_sent: bool,
+    },
+}
+
+struct Shared<B> {
+    /// The original body, read by whichever handle runs past the recording.
+    body: B,
+    /// The first chunk, kept apart so a one-chunk body needs no `Vec`.
+    chunks: Chunks,
+    recorded_bytes: usize,
+    max_bytes: usize,
+    /// True once the recording stopped at the cap: it is only a prefix.
+    capped: bool,
+    /// Bytes read from the original body so far, by any handle.
+    live_bytes: u64,
+    /// True once the original body reported its end.
+    body_done: bool,
+    trailers: Option<HeaderMap>,
+    /// The original body's exact length, when it announced one.
+    exact_len: Option<u64>,
+}
+
+#[derive(Default)]
+struct Chunks {
+    first: Option<Bytes>,
+    rest: Vec<Bytes>,
+}
+
+impl Chunks {
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+
+    fn get(&self, index: usize) -> Option<&Bytes> {
+        match index {
+            0 => self.first.as_ref(),
+            n => self.rest.get(n - 1),
+        }
+    }
+
+    fn push(&mut self, chunk: Bytes) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(chunk);
+        } else {
+            self.rest.push(chunk);
+        }
+    }
+}
+
+/// A replayed body could not send the same bytes again: the recording
+/// stopped at its cap before this attempt needed it.
+#[derive(Debug, thiserror::Error)]
+#[error("request body exceeded the replay cap and cannot be sent again")]
+pub struct ReplayCapExceeded;
+
+impl<B> ReplayBody<B> {
+    /// A body sent once, not recorded.
+    pub fn once(body: B) -> Self {
+        ReplayBody {
+            mode: Mode::Once(body),
+        }
+    }
+
+    /// A body recorded as it is sent, up to `max_bytes`.
+    pub fn recorded(body: B, max_bytes: usize) -> Self
+    where
+        B: Body,
+    {
+        let exact_len = body.size_hint().exact();
+        ReplayBody {
+            mode: Mode::Replay {
+                shared: Arc::new(Mutex::new(Shared {
+                    body,
+                    chunks: Chunks::default(),
+                    recorded_bytes: 0,
+                    live_bytes: 0,
+                    max_bytes,
+                    capped: false,
+                    body_done: false,
+                    trailers: None,
+                    exact_len,
+                })),
+                next_chunk: 0,
+                sent: 0,
+                trailers_sent: false,
+            },
+        }
+    }
+
+    /// True when another handle can send the whole body again: the body is
+    /// recorded and the recording did not stop at its cap.
+    pub fn is_replayable(&self) -> bool {
+        match &self.mode {
+            Mode::Once(_) => false,
+            Mode::Replay { shared, .. } => !lock(shared).capped,
+        }
+    }
+
+    /// A handle that sends the body again from its start, or `None` when
+    /// that is not possible (sent once, or over the cap).
+    pub fn replay(&self) -> Option<Self> {
+        match &self.mode {
+            Mode::Replay { shared, .. } if !lock(shared).capped => Some(ReplayBody {
+                mode: Mode::Replay {
+                    shared: Arc::clone(shared),
+                    next_chunk: 0,
+                    sent: 0,
+                    trailers_sent: false,
+                },
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A poisoned lock only means another handle panicked mid-poll; the
+/// recording itself is still consistent (every write is a single push).
+fn lock<B>(shared: &Mutex<Shared<B>>) -> MutexGuard<'_, Shared<B>> {
+    shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl<B> Body for ReplayBody<B>
+where
+    B: Body + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match &mut self.get_mut().mode {
+            Mode::Once(body) => {
+                let frame = ready!(Pin::new(body).poll_frame(cx));
+                Poll::Ready(frame.map(|res| {
+                    res.map(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
+                        .map_err(Into::into)
+                }))
+            }
+            Mode::Replay {
+                shared,
+                next_chunk,
+                sent,
+                trailers_sent,
+            } => {
+                let mut state = lock(shared);
+                if let Some(chunk) = state.chunks.get(*next_chunk) {
+                    let chunk = chunk.clone();
+                    *next_chunk += 1;
+                    *sent += chunk.len() as u64;
+                    return Poll::Ready(Some(Ok(Frame::data(chunk))));
+                }
+                // This handle has sent the whole recording. If another handle
+                // read past it after the cap, the bytes in between are gone.
+                if *sent < state.live_bytes {
+                    return Poll::Ready(Some(Err(ReplayCapExceeded.into())));
+                }
+                if state.body_done {
+                    if !*trailers_sent {
+                        *trailers_sent = true;
+                        if let Some(trailers) = state.trailers.clone() {
+                            return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+                        }
+                    }
+                    return Poll::Ready(None);
+                }
+                let frame = ready!(Pin::new(&mut state.body).poll_frame(cx));
+                let frame = match frame {
+                    None => {
+                        state.body_done = true;
+                        *trailers_sent = true;
+                        return Poll::Ready(None);
+                    }
+                    Some(Err(err)) => return Poll::Ready(Some(Err(err.into()))),
+                    Some(Ok(frame)) => frame,
+                };
+                match frame.into_data() {
+                    Ok(mut data) => {
+                        let chunk = data.copy_to_bytes(data.remaining());
+                        *sent += chunk.len() as u64;
+                        state.live_bytes += chunk.len() as u64;
+                        if !state.capped {
+                            if state.recorded_bytes + chunk.len() <= state.max_bytes {
+                                state.recorded_bytes += chunk.len();
+                                state.chunks.push(chunk.clone());
+                                *next_chunk = state.chunks.len();
+                            } else {
+                                state.capped = true;
+                            }
+                        }
+                        Poll::Ready(Some(Ok(Frame::data(chunk))))
+                    }
+                    Err(frame) => {
+                        let trailers = frame.into_trailers().ok();
+                        state.trailers = trailers.clone();
+                        state.body_done = true;
+                        *trailers_sent = true;
+                        Poll::Ready(trailers.map(|t| Ok(Frame::trailers(t))))
+                    }
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.mode {
+            Mode::Once(body) => body.is_end_stream(),
+            Mode::Replay {
+                shared,
+                next_chunk,
+                sent,
+                trailers_sent,
+            } => {
+                let state = lock(shared);
+                let fresh_and_empty =
+                    state.live_bytes == 0 && !state.body_done && state.body.is_end_stream();
+                let all_sent = *next_chunk == state.chunks.len()
+                    && *sent == state.live_bytes
+                    && state.body_done
+                    && (*trailers_sent || state.trailers.is_none());
+                fresh_and_empty || all_sent
+            }
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.mode {
+            Mode::Once(body) => body.size_hint(),
+            Mode::Replay { shared, sent, .. } => {
+                let state = lock(shared);
+                match state.exact_len {
+                    Some(len) => SizeHint::with_exact(len.saturating_sub(*sent)),
+                    None => SizeHint::default(),
+                }
+            }
+        }
+    }
+}
+
+impl<B> fmt::Debug for ReplayBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.mode {
+            Mode::Once(_) => f.write_str("ReplayBody::Once"),
+            Mode::Replay { sent, .. } => f
+                .debug_struct("ReplayBody::Replay")
+                .field("sent", sent)
+                .finish(),
+        }
+    }
+}
+
+/// A copy of a request's head (method, URI, version, headers, extensions)
+/// with another body: what every attempt after the first is built from.
+pub fn clone_head<B>(request: &http::Request<B>, body: B) -> http::Request<B> {
+    let mut copy = http::Request::new(body);
+    *copy.method_mut() = request.method().clone();
+    *copy.uri_mut() = request.uri().clone();
+    *copy.version_mut() = request.version();
+    *copy.headers_mut() = request.headers().clone();
+    *copy.extensions_mut() = request.extensions().clone();
+    copy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::{BodyExt, Full};
+
+    async fn collect<B>(body: B) -> Result<Bytes, BoxError>
+    where
+        B: Body<Data = Bytes, Error = BoxError>,
+    {
+        Ok(body.collect().await?.to_bytes())
+    }
+
+    fn chunked(parts: &[&'static str]) -> frames::Iter {
+        frames::Iter(
+            parts
+                .iter()
+                .map(|p| Ok(Frame::data(Bytes::from_static(p.as_bytes()))))
+                .collect(),
+        )
+    }
+
+    /// A body of queued frames with no exact size, like a streamed upload.
+    mod frames {
+        use super::*;
+        use std::collections::VecDeque;
+
+        pub struct Iter(pub VecDeque<Result<Frame<Bytes>, std::io::Error>>);
+
+        impl http_body::Body for Iter {
+            type Data = Bytes;
+            type Error = std::io::Error;
+            fn poll_frame(
+                mut self: Pin<&mut Self>,
+                _: &mut Context<'_>,
+            ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+                Poll::Ready(self.0.pop_front())
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn in_memory_body_replays_identically() {
+        let first = ReplayBody::recorded(Full::new(Bytes::from_static(b"{\"model\":\"m\"}")), 1024);
+        assert_eq!(first.size_hint().exact(), Some(13));
+        let second = first.replay().unwrap();
+        assert_eq!(collect(first).await.unwrap(), &b"{\"model\":\"m\"}"[..]);
+        assert_eq!(second.size_hint().exact(), Some(13));
+        assert_eq!(collect(second).await.unwrap(), &b"{\"model\":\"m\"}"[..]);
+    }
+
+    #[tokio::test]
+    async fn streaming_body_below_the_cap_replays_byte_for_byte() {
+        let first = ReplayBody::recorded(chunked(&["ab", "cd", "ef"]), 16);
+        let keep = first.replay().unwrap();
+        assert_eq!(collect(first).await.unwrap(), &b"abcdef"[..]);
+        assert!(keep.is_replayable());
+        let third = keep.replay().unwrap();
+        assert_eq!(collect(keep).await.unwrap(), &b"abcdef"[..]);
+        assert_eq!(collect(third).await.unwrap(), &b"abcdef"[..]);
+    }
+
+    #[tokio::test]
+    async fn a_partly_read_body_continues_from_the_original() {
+        let mut first = ReplayBody::recorded(chunked(&["ab", "cd", "ef"]), 16);
+        let frame = first.frame().await.unwrap().unwrap();
+        assert_eq!(frame.into_data().unwrap(), &b"ab"[..]);
+        let second = first.replay().unwrap();
+        drop(first);
+        assert_eq!(collect(second).await.unwrap(), &b"abcdef"[..]);
+    }
+
+    #[tokio::test]
+    async fn over_the_cap_the_body_is_sent_once_intact_and_not_replayable() {
+        let first = ReplayBody::recorded(chunked(&["abcd", "efgh", "ijkl"]), 6);
+        let stale = first.replay().unwrap();
+        assert_eq!(collect(first).await.unwrap(), &b"abcdefghijkl"[..]);
+        assert!(!stale.is_replayable());
+        assert!(stale.replay().is_none());
+        // A handle made before the cap was hit cannot invent the lost bytes.
+        let err = collect(stale).await.unwrap_err();
+        assert!(err.is::<ReplayCapExceeded>());
+    }
+
+    #[tokio::test]
+    async fn once_is_never_replayable() {
+        let body = ReplayBody::once(Full::new(Bytes::from_static(b"x")));
+        assert!(!body.is_replayable());
+        assert!(body.replay().is_none());
+        assert_eq!(collect(body).await.unwrap(), &b"x"[..]);
+    }
+
+    #[test]
+    fn clone_head_copies_everything_but_the_body() {
+        let mut request = http::Request::post("http://h/v1")
+            .header("x-a", "1")
+            .body(1)
+            .unwrap();
+        request.extensions_mut().insert(crate::RouteId::new("r"));
+        let copy = clone_head(&request, 2);
+        assert_eq!(copy.uri(), request.uri());
+        assert_eq!(copy.method(), http::Method::POST);
+        assert_eq!(copy.headers()["x-a"], "1");
+        assert_eq!(
+            copy.extensions().get::<crate::RouteId>().unwrap().as_str(),
+            "r"
+        );
+        assert_eq!(*copy.body(), 2);
+    }
+}
