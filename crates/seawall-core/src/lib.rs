@@ -37,6 +37,7 @@ mod code;
 mod deadline;
 mod evidence;
 mod failure;
+mod progress;
 pub mod finish;
 pub mod hint;
 pub mod provider;
@@ -51,6 +52,7 @@ pub use deadline::Deadline;
 pub use evidence::{ClosedBy, Evidence};
 pub use failure::{Failure, Interrupted, MESSAGE_EXCERPT_BYTES, excerpt};
 pub use finish::{Finish, FinishKind};
+pub use progress::Progress;
 pub use receipt::{Attempt, Receipt, StopReason};
 pub use route::RouteId;
 
