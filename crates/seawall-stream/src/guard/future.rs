@@ -1,0 +1,131 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http::Response;
+use http_body::Body;
+use pin_project_lite::pin_project;
+use seawall_core::BoxError;
+use tokio::time::Instant;
+
+use super::stream::{Stream, Track};
+use super::{Config, GuardBody};
+use crate::protocol::Protocol;
+use crate::report::StreamReportHandle;
+
+pin_project! {
+    /// The response future of [`StreamGuard`](super::StreamGuard).
+    ///
+    /// For a guarded stream it resolves only when the first content event
+    /// arrives, or fails with a complete-evidence
+    /// [`Failure`](seawall_core::Failure) before that, while nothing has
+    /// reached the caller and outer layers may still retry or fail over.
+    pub struct ResponseFuture<F, B> {
+        #[pin]
+        state: State<F, B>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F, B> {
+        Calling {
+            #[pin]
+            future: F,
+            config: Arc<Config>,
+            protocol: Protocol,
+            started: Instant,
+        },
+        Holding {
+            parts: Option<http::response::Parts>,
+            stream: Option<Pin<Box<Stream<B>>>>,
+        },
+        Finished,
+    }
+}
+
+impl<F, B> ResponseFuture<F, B> {
+    pub(crate) fn new(
+        future: F,
+        config: Arc<Config>,
+        protocol: Protocol,
+        started: Instant,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Calling {
+                future,
+                config,
+                protocol,
+                started,
+            },
+        }
+    }
+}
+
+impl<F, E, B> Future for ResponseFuture<F, B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    E: Into<BoxError>,
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Output = Result<Response<GuardBody<B>>, BoxError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let next = match self.as_mut().project().state.project() {
+                StateProj::Calling {
+                    future,
+                    config,
+                    protocol,
+                    started,
+                } => {
+                    let response = match ready!(future.poll(cx)) {
+                        Ok(response) => response,
+                        Err(error) => {
+                            self.as_mut().project().state.set(State::Finished);
+                            return Poll::Ready(Err(error.into()));
+                        }
+                    };
+                    if !config.guards(&response) {
+                        let response = response.map(GuardBody::passthrough);
+                        self.as_mut().project().state.set(State::Finished);
+                        return Poll::Ready(Ok(response));
+                    }
+                    let (mut parts, body) = response.into_parts();
+                    let handle = StreamReportHandle::default();
+                    parts.extensions.insert(handle.clone());
+                    let track = Track::new(
+                        config.clone(),
+                        *protocol,
+                        *started,
+                        parts.status.as_u16(),
+                        handle,
+                    );
+                    State::Holding {
+                        parts: Some(parts),
+                        stream: Some(Stream::new(body, track)),
+                    }
+                }
+                StateProj::Holding { parts, stream } => {
+                    let held = stream.as_mut().expect("stream present while holding");
+                    let outcome = ready!(held.as_mut().poll_hold(cx));
+                    let result = match outcome {
+                        Ok(()) => {
+                            let parts = parts.take().expect("parts present while holding");
+                            let stream = stream.take().expect("stream present while holding");
+                            Ok(Response::from_parts(parts, GuardBody::guarded(stream)))
+                        }
+                        Err(failure) => Err(failure.into()),
+                    };
+                    self.as_mut().project().state.set(State::Finished);
+                    return Poll::Ready(result);
+                }
+                StateProj::Finished => panic!("ResponseFuture polled after completion"),
+            };
+            self.as_mut().project().state.set(next);
+        }
+    }
+}

@@ -1,0 +1,143 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use tower_layer::Layer;
+
+use super::stream::MAX_BOUND;
+use super::{Config, StreamGuard};
+use crate::protocol::Protocol;
+
+/// Guards streamed responses: holds them back until the first content
+/// event, bounds every gap, and turns a stream that ends without its
+/// finish marker into a failure. See the [module docs](crate::guard).
+///
+/// ```
+/// use seawall_stream::{Protocol, StreamGuardLayer};
+/// use std::time::Duration;
+///
+/// let layer = StreamGuardLayer::interactive()
+///     .first_byte_timeout(Duration::from_secs(10))
+///     .idle_timeout(Duration::from_secs(20))
+///     .protocol(Protocol::Anthropic);
+/// # let _ = layer;
+/// ```
+#[derive(Debug, Clone)]
+pub struct StreamGuardLayer {
+    config: Config,
+}
+
+impl Default for StreamGuardLayer {
+    fn default() -> Self {
+        StreamGuardLayer::interactive()
+    }
+}
+
+impl StreamGuardLayer {
+    /// The interactive preset (also the default): first byte within 15 s,
+    /// first content within 60 s, at most 30 s between content or progress
+    /// events, no bound on the whole stream.
+    pub fn interactive() -> Self {
+        StreamGuardLayer {
+            config: Config {
+                first_byte: Duration::from_secs(15),
+                first_content: Duration::from_secs(60),
+                idle: Duration::from_secs(30),
+                max_duration: None,
+                max_line: crate::sse::DEFAULT_MAX_LINE,
+                max_event: crate::sse::DEFAULT_MAX_LINE,
+                max_held: 4 << 20,
+                max_text: Some(1 << 20),
+                protocol: None,
+                content_type: "text/event-stream",
+            },
+        }
+    }
+
+    /// The reasoning preset: a model that thinks before it writes may take
+    /// minutes to its first content. First byte within 60 s, first content
+    /// within 10 min, at most 2 min between content or progress events.
+    pub fn reasoning() -> Self {
+        StreamGuardLayer::interactive()
+            .first_byte_timeout(Duration::from_secs(60))
+            .first_content_timeout(Duration::from_secs(600))
+            .idle_timeout(Duration::from_secs(120))
+    }
+
+    /// No body byte within this long after the call: `first_byte_timeout`,
+    /// route-shaped (fail over, do not retry).
+    pub fn first_byte_timeout(mut self, bound: Duration) -> Self {
+        self.config.first_byte = bound.min(MAX_BOUND);
+        self
+    }
+
+    /// No content event within this long after the call (pings do not
+    /// count): `timeout`.
+    pub fn first_content_timeout(mut self, bound: Duration) -> Self {
+        self.config.first_content = bound.min(MAX_BOUND);
+        self
+    }
+
+    /// After content, the longest gap between content or progress events
+    /// (keep-alives do not reset it): `stream_interrupted`.
+    pub fn idle_timeout(mut self, bound: Duration) -> Self {
+        self.config.idle = bound.min(MAX_BOUND);
+        self
+    }
+
+    /// A bound on the whole stream, or `None` (the default) for none.
+    pub fn max_duration(mut self, bound: Option<Duration>) -> Self {
+        self.config.max_duration = bound.map(|b| b.min(MAX_BOUND));
+        self
+    }
+
+    /// The longest line, and the largest event, the scanner accepts
+    /// (default 1 MiB); past it the stream fails instead of growing.
+    pub fn max_event_bytes(mut self, cap: usize) -> Self {
+        self.config.max_line = cap;
+        self.config.max_event = cap;
+        self
+    }
+
+    /// The most bytes held back before the first content event (default
+    /// 4 MiB).
+    pub fn max_held_bytes(mut self, cap: usize) -> Self {
+        self.config.max_held = cap;
+        self
+    }
+
+    /// Reconstruct the delivered text up to `cap` bytes (default 1 MiB), for
+    /// the [`Interrupted`](seawall_core::Interrupted) record; `None` turns
+    /// reconstruction off.
+    pub fn delivered_text(mut self, cap: Option<usize>) -> Self {
+        self.config.max_text = cap;
+        self
+    }
+
+    /// Reads every stream as `protocol` instead of choosing by request path.
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.config.protocol = Some(protocol);
+        self
+    }
+
+    /// Chooses the protocol by request path at call time (the default); see
+    /// [`Protocol::for_path`].
+    pub fn auto_protocol(mut self) -> Self {
+        self.config.protocol = None;
+        self
+    }
+
+    /// The media type of responses to guard (default `text/event-stream`);
+    /// other responses pass through.
+    pub fn content_type(mut self, media_type: &'static str) -> Self {
+        self.config.content_type = media_type;
+        self
+    }
+}
+
+impl<S> Layer<S> for StreamGuardLayer {
+    type Service = StreamGuard<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        StreamGuard::new(inner, Arc::new(self.config.clone()))
+    }
+}

@@ -1,0 +1,116 @@
+//! The stream guard: HTTP 200 is not a finished answer, and replay ends
+//! where content begins.
+//!
+//! A streamed completion is four nested agreements — socket, HTTP response,
+//! event stream, assistant message — and each can end on its own. The guard
+//! reads the event stream with the request's [`Protocol`] and decides from
+//! what the events mean:
+//!
+//! - **Before the first content event** the response future does not
+//!   resolve. It fails with a complete-evidence
+//!   [`Failure`](seawall_core::Failure) — `first_byte_timeout` (fail over),
+//!   `timeout` (no content within `first_content`; pings do not count),
+//!   `empty_response` (a finish or EOF before content), the in-stream
+//!   error's own class (`overloaded`, …) or `transport` — so outer layers
+//!   can still retry or fail over: nothing has reached the caller.
+//! - **At the first content event** it resolves with a body that replays
+//!   the held frames and continues live. From then on frames pass through
+//!   untouched and the body never replays. It fails with
+//!   `stream_interrupted` (reset, in-stream error, idle gap, max duration)
+//!   or `truncated` (clean EOF without the finish marker), whose action is
+//!   `surface`, with an [`Interrupted`](seawall_core::Interrupted) record of
+//!   what was delivered, text included.
+//! - **Timeouts bound gaps**, not streams: one timer, reset as the stream
+//!   moves — first byte, first content, then idle (reset by content and
+//!   progress events, never by keep-alives), plus an optional
+//!   `max_duration`.
+//! - **Every stream leaves a [`StreamReport`](crate::StreamReport)** in the
+//!   [`StreamReportHandle`](crate::StreamReportHandle) in the response
+//!   extensions, and one `tracing` event (target `seawall::stream`).
+//!
+//! Responses that are not a 2xx `text/event-stream` pass through, at the
+//! cost of a header check.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use http_body_util::{BodyExt, Full};
+//! use seawall_core::FinishKind;
+//! use seawall_stream::{StreamGuardLayer, StreamReportHandle};
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), seawall_core::BoxError> {
+//! let provider = service_fn(|_request: http::Request<()>| async {
+//!     let stream = concat!(
+//!         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"},\"finish_reason\":null}]}\n\n",
+//!         "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+//!         "data: [DONE]\n\n",
+//!     );
+//!     let response = http::Response::builder()
+//!         .header("content-type", "text/event-stream")
+//!         .body(Full::new(Bytes::from_static(stream.as_bytes())))?;
+//!     Ok::<_, seawall_core::BoxError>(response)
+//! });
+//! let guarded = ServiceBuilder::new()
+//!     .layer(StreamGuardLayer::interactive())
+//!     .service(provider);
+//!
+//! let request = http::Request::post("https://api.example/v1/chat/completions").body(())?;
+//! let response = guarded.oneshot(request).await?;
+//! let handle = response.extensions().get::<StreamReportHandle>().cloned().unwrap();
+//! let body = response.into_body().collect().await?.to_bytes();
+//! assert!(body.ends_with(b"data: [DONE]\n\n"));
+//!
+//! let report = handle.get().expect("the body ended");
+//! assert_eq!(report.finish.as_ref().unwrap().kind, FinishKind::Complete);
+//! assert_eq!(report.content_events, 1);
+//! assert!(report.completed_task());
+//! # Ok(())
+//! # }
+//! ```
+
+mod body;
+mod future;
+mod layer;
+mod service;
+mod stream;
+
+use std::time::Duration;
+
+pub use body::GuardBody;
+pub use future::ResponseFuture;
+pub use layer::StreamGuardLayer;
+pub use service::StreamGuard;
+
+use crate::protocol::Protocol;
+
+/// The settings of one layer, shared by its services.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    first_byte: Duration,
+    first_content: Duration,
+    idle: Duration,
+    max_duration: Option<Duration>,
+    max_line: usize,
+    max_event: usize,
+    max_held: usize,
+    max_text: Option<usize>,
+    protocol: Option<Protocol>,
+    content_type: &'static str,
+}
+
+impl Config {
+    /// True for a 2xx response of the guarded media type (parameters such
+    /// as `; charset=utf-8` ignored).
+    fn guards<B>(&self, response: &http::Response<B>) -> bool {
+        response.status().is_success()
+            && response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|value| value.to_str().ok())
+                .is_some_and(|value| {
+                    let media = value.split(';').next().unwrap_or("").trim();
+                    media.eq_ignore_ascii_case(self.content_type)
+                })
+    }
+}

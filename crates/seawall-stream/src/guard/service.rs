@@ -1,0 +1,61 @@
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use seawall_core::BoxError;
+use tokio::time::Instant;
+use tower_service::Service;
+
+use super::future::ResponseFuture;
+use super::{Config, GuardBody};
+
+/// The service built by [`StreamGuardLayer`](super::StreamGuardLayer).
+#[derive(Debug, Clone)]
+pub struct StreamGuard<S> {
+    inner: S,
+    config: Arc<Config>,
+}
+
+impl<S> StreamGuard<S> {
+    pub(crate) fn new(inner: S, config: Arc<Config>) -> Self {
+        StreamGuard { inner, config }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S, ReqBody, B> Service<Request<ReqBody>> for StreamGuard<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<GuardBody<B>>;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future, B>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        // Chosen now, from the request, and recorded in the report.
+        let protocol = self
+            .config
+            .protocol
+            .unwrap_or_else(|| crate::Protocol::for_path(request.uri().path()));
+        let started = Instant::now();
+        ResponseFuture::new(
+            self.inner.call(request),
+            self.config.clone(),
+            protocol,
+            started,
+        )
+    }
+}

@@ -1,0 +1,589 @@
+//! One guarded stream: the scanner, the decoder, the counters, the one
+//! timer and the frames held back until the first content event.
+//!
+//! The response future drives it until the first content event
+//! ([`Stream::poll_hold`]), then hands the same box to the body, which
+//! replays the held frames and continues live ([`Stream::poll_live`]).
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use pin_project_lite::pin_project;
+use seawall_core::{
+    BoxError, Class, ClosedBy, Code, Evidence, Failure, Finish, FinishKind, Interrupted,
+};
+use tokio::time::{Instant, Sleep, sleep_until};
+
+use super::Config;
+use crate::protocol::{Decoder, Protocol, Reason, Signal};
+use crate::report::{StreamReport, StreamReportHandle, trace};
+use crate::sse::{Item, ScanError, Scanner};
+
+/// Which bound a timer expiry means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gap {
+    FirstByte,
+    FirstContent,
+    Idle,
+    MaxDuration,
+}
+
+/// Why a stream stopped early.
+#[derive(Debug)]
+enum Cause {
+    /// The provider sent an error event.
+    InStream(Failure),
+    /// A finish or done marker before any content.
+    FinishedEmpty,
+    /// A clean EOF without the finish marker.
+    Eof,
+    /// The body failed (reset, broken pipe, protocol error).
+    Transport(BoxError),
+    Timeout(Gap),
+    Scan(ScanError),
+    /// More bytes arrived before the first content event than the guard
+    /// holds back.
+    HoldTooLarge,
+}
+
+/// What the events of a stream add up to.
+#[derive(Debug)]
+struct Tally {
+    events: u64,
+    content_events: u64,
+    keepalives: u64,
+    first_content: Option<Instant>,
+    last_activity: Instant,
+    finish: Option<Finish>,
+    /// The delivered text, when reconstruction is on.
+    text: Option<String>,
+    text_cap: usize,
+    text_capped: bool,
+    stop: Option<Cause>,
+}
+
+impl Tally {
+    fn apply(&mut self, signal: Signal<'_>, now: Instant) {
+        if self.stop.is_some() {
+            return;
+        }
+        match signal {
+            Signal::Content { text, finish } => {
+                self.content_events += 1;
+                self.first_content.get_or_insert(now);
+                self.last_activity = now;
+                if let Some(text) = text {
+                    self.append(&text);
+                }
+                if let Some(reason) = finish {
+                    self.finish(reason);
+                }
+            }
+            Signal::Progress => self.last_activity = now,
+            Signal::KeepAlive => self.keepalives += 1,
+            Signal::Finish(reason) => {
+                self.last_activity = now;
+                self.finish(reason);
+                if self.content_events == 0 {
+                    self.stop = Some(Cause::FinishedEmpty);
+                }
+            }
+            Signal::Error(failure) => self.stop = Some(Cause::InStream(failure)),
+            Signal::Done => {
+                // `[DONE]` or `message_stop` without a reason still closes
+                // the message.
+                if self.finish.is_none() {
+                    self.finish(Reason {
+                        kind: FinishKind::Other,
+                        reason: "done".into(),
+                    });
+                }
+                if self.content_events == 0 {
+                    self.stop = Some(Cause::FinishedEmpty);
+                }
+            }
+            Signal::Other => {}
+        }
+    }
+
+    fn finish(&mut self, reason: Reason<'_>) {
+        self.finish = Some(Finish {
+            kind: reason.kind,
+            reason: reason.reason.into(),
+        });
+    }
+
+    fn append(&mut self, delta: &str) {
+        let Some(text) = &mut self.text else { return };
+        if self.text_capped {
+            return;
+        }
+        let room = self.text_cap - text.len();
+        if delta.len() <= room {
+            text.push_str(delta);
+        } else {
+            text.push_str(seawall_core::excerpt(delta, room));
+            self.text_capped = true;
+        }
+    }
+}
+
+/// Everything a stream knows besides its body and timer.
+#[derive(Debug)]
+pub(crate) struct Track {
+    config: Arc<Config>,
+    protocol: Protocol,
+    scanner: Scanner,
+    decoder: Decoder,
+    tally: Tally,
+    status: u16,
+    started: Instant,
+    first_byte: Option<Instant>,
+    bytes: u64,
+    chunks: u64,
+    handle: StreamReportHandle,
+    reported: bool,
+}
+
+impl Track {
+    pub(crate) fn new(
+        config: Arc<Config>,
+        protocol: Protocol,
+        started: Instant,
+        status: u16,
+        handle: StreamReportHandle,
+    ) -> Self {
+        Track {
+            scanner: Scanner::new(config.max_line, config.max_event),
+            decoder: protocol.decoder(),
+            tally: Tally {
+                events: 0,
+                content_events: 0,
+                keepalives: 0,
+                first_content: None,
+                last_activity: started,
+                finish: None,
+                text: config.max_text.map(|_| String::new()),
+                text_cap: config.max_text.unwrap_or(0),
+                text_capped: false,
+                stop: None,
+            },
+            config,
+            protocol,
+            status,
+            started,
+            first_byte: None,
+            bytes: 0,
+            chunks: 0,
+            handle,
+            reported: false,
+        }
+    }
+
+    fn content_seen(&self) -> bool {
+        self.tally.content_events > 0
+    }
+
+    fn message_complete(&self) -> bool {
+        self.tally.finish.is_some()
+    }
+
+    /// Scans one data frame; returns why the stream must stop, if it must.
+    fn feed(&mut self, data: &[u8], now: Instant) -> Option<Cause> {
+        self.chunks += 1;
+        self.bytes += data.len() as u64;
+        if !data.is_empty() {
+            self.first_byte.get_or_insert(now);
+        }
+        let Track {
+            scanner,
+            decoder,
+            tally,
+            ..
+        } = self;
+        let scanned = scanner.feed(data, |item| {
+            if let Item::Event(_) = item {
+                tally.events += 1;
+            }
+            tally.apply(decoder.decode(item), now);
+        });
+        if let Err(error) = scanned {
+            tally.stop.get_or_insert(Cause::Scan(error));
+        }
+        tally.stop.take()
+    }
+
+    /// The next instant a bound expires, and which bound it is. Only
+    /// content and progress move the idle bound; keep-alives do not.
+    fn deadline(&self) -> (Instant, Gap) {
+        let config = &self.config;
+        let (at, gap) = match (self.first_byte, self.tally.first_content) {
+            (None, _) => (
+                self.started + config.first_byte.min(config.first_content),
+                Gap::FirstByte,
+            ),
+            (Some(_), None) => (self.started + config.first_content, Gap::FirstContent),
+            (Some(_), Some(_)) => (self.tally.last_activity + config.idle, Gap::Idle),
+        };
+        match config.max_duration {
+            Some(max) if self.started + max < at => (self.started + max, Gap::MaxDuration),
+            _ => (at, gap),
+        }
+    }
+
+    /// A clean EOF: true (and reported) when the finish marker came, or EOF
+    /// is the finish; false when the stream is cut.
+    fn end_of_stream(&mut self, now: Instant) -> bool {
+        if self.tally.finish.is_none() && self.protocol.eof_finishes() && self.content_seen() {
+            self.tally.finish(Reason {
+                kind: FinishKind::Complete,
+                reason: "eof".into(),
+            });
+        }
+        if self.message_complete() && self.content_seen() {
+            self.report(None, ClosedBy::Them, now);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Ends the live body on `cause`: a failure, unless the message was
+    /// already complete and the cause is only the connection going away
+    /// (or going quiet) after it.
+    fn close(&mut self, cause: Cause) -> Option<Result<Frame<Bytes>, BoxError>> {
+        let now = Instant::now();
+        match cause {
+            Cause::Transport(_) if self.message_complete() => {
+                self.report(None, ClosedBy::Them, now);
+                None
+            }
+            Cause::Timeout(_) if self.message_complete() => {
+                self.report(None, ClosedBy::Us, now);
+                None
+            }
+            cause => Some(Err(Box::new(self.fail(cause, now)))),
+        }
+    }
+
+    /// The failure `cause` amounts to, with complete evidence, and the
+    /// report written.
+    fn fail(&mut self, cause: Cause, now: Instant) -> Failure {
+        let content = self.content_seen();
+        let config = &self.config;
+        let (failure, closed_by) = match cause {
+            Cause::InStream(failure) if !content => (failure, ClosedBy::Them),
+            // A policy or model verdict stays what it is after content.
+            Cause::InStream(failure)
+                if matches!(failure.class(), Class::Policy | Class::ModelFixable) =>
+            {
+                (failure, ClosedBy::Them)
+            }
+            Cause::InStream(failure) => (interrupted_by(&failure), ClosedBy::Them),
+            Cause::FinishedEmpty => {
+                let kind = self.tally.finish.as_ref().map(|f| f.kind);
+                let failure = kind
+                    .and_then(FinishKind::failure)
+                    .unwrap_or_else(|| Failure::new(Code::EmptyResponse));
+                (failure, ClosedBy::Them)
+            }
+            Cause::Eof if content => (Failure::new(Code::Truncated), ClosedBy::Them),
+            Cause::Eof => (Failure::new(Code::EmptyResponse), ClosedBy::Them),
+            Cause::Transport(error) => (
+                Failure::new(after(content, Code::Transport)).with_message(&error.to_string()),
+                ClosedBy::Them,
+            ),
+            Cause::Timeout(gap) => {
+                let (code, bound) = match gap {
+                    Gap::FirstByte => (Code::FirstByteTimeout, config.first_byte),
+                    Gap::FirstContent => (Code::Timeout, config.first_content),
+                    Gap::Idle => (Code::StreamInterrupted, config.idle),
+                    Gap::MaxDuration => (
+                        after(content, Code::Timeout),
+                        config.max_duration.unwrap_or_default(),
+                    ),
+                };
+                let message = format!("{} bound of {bound:?} passed", gap_name(gap));
+                (Failure::new(code).with_message(&message), ClosedBy::Us)
+            }
+            // TODO(core): a `protocol_violation` code for streams that break
+            // the event-stream format; `transport` (with the stable name in
+            // the message) until core has one.
+            Cause::Scan(error) => (
+                Failure::new(after(content, Code::Transport))
+                    .with_message(&format!("{}: {error}", error.as_str())),
+                ClosedBy::Us,
+            ),
+            Cause::HoldTooLarge => (
+                Failure::new(Code::Transport).with_message(&format!(
+                    "sse_hold_too_large: more than {} bytes before the first content event",
+                    config.max_held
+                )),
+                ClosedBy::Us,
+            ),
+        };
+        let mut evidence = Evidence::default();
+        evidence.status = Some(self.status);
+        evidence.bytes = self.bytes;
+        evidence.chunks = self.chunks;
+        evidence.events = self.tally.events;
+        evidence.content_events = self.tally.content_events;
+        evidence.time_to_first_byte = self.first_byte.map(|at| at - self.started);
+        evidence.elapsed = Some(now - self.started);
+        evidence.finish_seen = self.message_complete();
+        evidence.content_seen = content;
+        evidence.closed_by = Some(closed_by);
+        let mut failure = failure.with_evidence(evidence);
+        if content {
+            let mut delivered = Interrupted::default();
+            delivered.content_events = self.tally.content_events;
+            delivered.bytes = self.bytes;
+            delivered.delivered_text = self.tally.text.take();
+            delivered.text_capped = self.tally.text_capped;
+            failure = failure.with_interrupted(delivered);
+        }
+        self.report(Some(failure.code()), closed_by, now);
+        failure
+    }
+
+    fn report(&mut self, code: Option<Code>, closed_by: ClosedBy, now: Instant) {
+        if self.reported {
+            return;
+        }
+        self.reported = true;
+        let report = StreamReport {
+            protocol: self.protocol,
+            status: self.status,
+            code,
+            finish: self.tally.finish.take(),
+            content_events: self.tally.content_events,
+            events: self.tally.events,
+            keepalives: self.tally.keepalives,
+            bytes: self.bytes,
+            chunks: self.chunks,
+            time_to_first_byte: self.first_byte.map(|at| at - self.started),
+            time_to_first_content: self.tally.first_content.map(|at| at - self.started),
+            elapsed: now - self.started,
+            closed_by,
+        };
+        trace(&report);
+        self.handle.set(report);
+    }
+
+    /// Bytes held in buffers: the scanner's and the delivered text.
+    fn buffered(&self) -> usize {
+        self.scanner.buffered() + self.tally.text.as_ref().map_or(0, String::capacity)
+    }
+}
+
+impl Drop for Track {
+    /// A stream nobody reads to its end was closed by us: finished if the
+    /// message was complete, else `cancelled` — never a provider failure.
+    fn drop(&mut self) {
+        if !self.reported {
+            let code = (!self.message_complete()).then_some(Code::Cancelled);
+            self.report(code, ClosedBy::Us, Instant::now());
+        }
+    }
+}
+
+/// After content, transport trouble is an interruption of what the caller
+/// is reading.
+fn after(content: bool, code: Code) -> Code {
+    if content {
+        Code::StreamInterrupted
+    } else {
+        code
+    }
+}
+
+fn interrupted_by(cause: &Failure) -> Failure {
+    let mut failure = Failure::new(Code::StreamInterrupted);
+    if let Some(ty) = cause.provider_type() {
+        failure = failure.with_provider_type(ty);
+    }
+    if let Some(code) = cause.provider_code() {
+        failure = failure.with_provider_code(code);
+    }
+    let message = match cause.message() {
+        Some(message) => format!("in-stream {}: {message}", cause.code()),
+        None => format!("in-stream {}", cause.code()),
+    };
+    failure.with_message(&message)
+}
+
+fn gap_name(gap: Gap) -> &'static str {
+    match gap {
+        Gap::FirstByte => "first_byte",
+        Gap::FirstContent => "first_content",
+        Gap::Idle => "idle",
+        Gap::MaxDuration => "max_duration",
+    }
+}
+
+/// One step of reading the body.
+enum Step {
+    /// A frame, and why the stream must stop after it, if it must.
+    Frame(Frame<Bytes>, Option<Cause>),
+    /// Clean EOF.
+    End,
+    Fail(Cause),
+}
+
+pin_project! {
+    /// The body, its timer and its track, boxed once per stream so the
+    /// response future can hand it to the response body.
+    pub(crate) struct Stream<B> {
+        #[pin]
+        body: B,
+        #[pin]
+        timer: Sleep,
+        armed: Instant,
+        held: VecDeque<Frame<Bytes>>,
+        held_bytes: usize,
+        pending: Option<Cause>,
+        ended: bool,
+        track: Track,
+    }
+}
+
+impl<B> Stream<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    pub(crate) fn new(body: B, track: Track) -> Pin<Box<Self>> {
+        let (at, _) = track.deadline();
+        Box::pin(Stream {
+            body,
+            timer: sleep_until(at),
+            armed: at,
+            held: VecDeque::new(),
+            held_bytes: 0,
+            pending: None,
+            ended: false,
+            track,
+        })
+    }
+
+    fn poll_step(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Step> {
+        let mut this = self.project();
+        match this.body.poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let now = Instant::now();
+                let mut stop = match frame.data_ref() {
+                    Some(data) => this.track.feed(data, now),
+                    None => None,
+                };
+                // A body that is always ready never lets the timer fire:
+                // check the bound here too.
+                let (at, gap) = this.track.deadline();
+                if stop.is_none() && now >= at {
+                    stop = Some(Cause::Timeout(gap));
+                }
+                return Poll::Ready(Step::Frame(frame, stop));
+            }
+            Poll::Ready(Some(Err(error))) => {
+                return Poll::Ready(Step::Fail(Cause::Transport(error.into())));
+            }
+            Poll::Ready(None) => return Poll::Ready(Step::End),
+            Poll::Pending => {}
+        }
+        let (at, gap) = this.track.deadline();
+        if at != *this.armed {
+            this.timer.as_mut().reset(at);
+            *this.armed = at;
+        }
+        ready!(this.timer.poll(cx));
+        Poll::Ready(Step::Fail(Cause::Timeout(gap)))
+    }
+
+    /// Reads until the first content event (`Ok`) or a failure before it.
+    pub(crate) fn poll_hold(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), Failure>> {
+        loop {
+            let step = ready!(self.as_mut().poll_step(cx));
+            let this = self.as_mut().project();
+            let now = Instant::now();
+            match step {
+                Step::Frame(frame, stop) => {
+                    *this.held_bytes += frame.data_ref().map_or(0, Bytes::len);
+                    this.held.push_back(frame);
+                    if this.track.content_seen() {
+                        *this.pending = stop;
+                        return Poll::Ready(Ok(()));
+                    }
+                    if let Some(cause) = stop {
+                        return Poll::Ready(Err(this.track.fail(cause, now)));
+                    }
+                    if *this.held_bytes > this.track.config.max_held {
+                        return Poll::Ready(Err(this.track.fail(Cause::HoldTooLarge, now)));
+                    }
+                }
+                Step::End => return Poll::Ready(Err(this.track.fail(Cause::Eof, now))),
+                Step::Fail(cause) => return Poll::Ready(Err(this.track.fail(cause, now))),
+            }
+        }
+    }
+
+    /// Replays the held frames, then reads live.
+    pub(crate) fn poll_live(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.as_mut().project();
+        if let Some(frame) = this.held.pop_front() {
+            *this.held_bytes -= frame.data_ref().map_or(0, Bytes::len);
+            return Poll::Ready(Some(Ok(frame)));
+        }
+        if *this.ended {
+            return Poll::Ready(None);
+        }
+        if let Some(cause) = this.pending.take() {
+            *this.ended = true;
+            return Poll::Ready(this.track.close(cause));
+        }
+        let step = ready!(self.as_mut().poll_step(cx));
+        let this = self.project();
+        match step {
+            Step::Frame(frame, stop) => {
+                *this.pending = stop;
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Step::End => {
+                *this.ended = true;
+                if this.track.end_of_stream(Instant::now()) {
+                    Poll::Ready(None)
+                } else {
+                    Poll::Ready(this.track.close(Cause::Eof))
+                }
+            }
+            Step::Fail(cause) => {
+                *this.ended = true;
+                Poll::Ready(this.track.close(cause))
+            }
+        }
+    }
+
+    /// True once the live body has nothing more to yield.
+    pub(crate) fn is_end_stream(&self) -> bool {
+        self.ended && self.held.is_empty() && self.pending.is_none()
+    }
+
+    /// Bytes this stream holds: frames held back, the scanner's buffers and
+    /// the delivered text.
+    pub(crate) fn buffered(&self) -> usize {
+        self.held_bytes + self.track.buffered()
+    }
+}
+
+/// The bounds of a duration setter: longer than a year is no bound, and
+/// could overflow the clock.
+pub(crate) const MAX_BOUND: Duration = Duration::from_secs(365 * 24 * 3600);

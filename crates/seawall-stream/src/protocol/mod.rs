@@ -1,0 +1,183 @@
+//! What each event of a provider's stream means.
+//!
+//! A [`Decoder`] turns every scanned [`Item`] into a [`Signal`]: content
+//! (text or a tool-call delta: something the caller will show or act on),
+//! progress that is not content (a role delta, `message_start`, usage),
+//! a keep-alive, a finish reason, an in-stream error (classified through
+//! [`seawall_core::provider::classify_error`]), or the done marker.
+//!
+//! Event JSON is read with serde into borrowed structs that name only the
+//! fields a decision needs; everything else is skipped without building a
+//! tree.
+
+mod anthropic;
+mod gemini;
+mod generic;
+mod openai;
+mod wire;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::SystemTime;
+
+use seawall_core::provider::{ErrorContext, Provider, classify_error};
+use seawall_core::{Failure, FinishKind};
+
+use crate::sse::Item;
+
+/// A provider's stream protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// OpenAI chat completions (and compatible servers): content and tool
+    /// call deltas in `choices[].delta`, `finish_reason`, then `[DONE]`.
+    OpenAi,
+    /// Anthropic messages: typed events, `message_delta.stop_reason`, then
+    /// `message_stop`.
+    Anthropic,
+    /// Gemini `streamGenerateContent?alt=sse`: the frame carrying
+    /// `finishReason` is the finish, then EOF; there is no `[DONE]`.
+    Gemini,
+    /// Any other event stream: any non-empty data is content and a clean
+    /// EOF is the finish.
+    Generic,
+}
+
+impl Protocol {
+    /// The protocol a request path speaks: `…/chat/completions` is OpenAI,
+    /// `…/messages` Anthropic, `…:streamGenerateContent` Gemini, anything
+    /// else generic.
+    pub fn for_path(path: &str) -> Protocol {
+        if path.ends_with("/chat/completions") {
+            Protocol::OpenAi
+        } else if path.ends_with("/messages") {
+            Protocol::Anthropic
+        } else if path.ends_with(":streamGenerateContent") {
+            Protocol::Gemini
+        } else {
+            Protocol::Generic
+        }
+    }
+
+    /// The stable name: `openai`, `anthropic`, `gemini` or `generic`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Protocol::OpenAi => "openai",
+            Protocol::Anthropic => "anthropic",
+            Protocol::Gemini => "gemini",
+            Protocol::Generic => "generic",
+        }
+    }
+
+    /// Whose error table classifies this protocol's in-stream errors.
+    pub const fn provider(self) -> Provider {
+        match self {
+            Protocol::OpenAi => Provider::OpenAi,
+            Protocol::Anthropic => Provider::Anthropic,
+            Protocol::Gemini => Provider::Gemini,
+            Protocol::Generic => Provider::Http,
+        }
+    }
+
+    /// True when a clean EOF is itself the finish marker.
+    pub const fn eof_finishes(self) -> bool {
+        matches!(self, Protocol::Generic)
+    }
+
+    /// A decoder for one stream of this protocol.
+    pub fn decoder(self) -> Decoder {
+        Decoder {
+            protocol: self,
+            refused: false,
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A finish reason as sent, and what it means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason<'a> {
+    /// What the reason means.
+    pub kind: FinishKind,
+    /// The provider's reason string.
+    pub reason: Cow<'a, str>,
+}
+
+/// What one scanned item means.
+#[derive(Debug, Clone)]
+pub enum Signal<'a> {
+    /// Something the caller will show or act on, with the delta's text when
+    /// it is text, and the finish reason when the same event carries it.
+    Content {
+        /// The text delta, if the content is text.
+        text: Option<Cow<'a, str>>,
+        /// A finish reason carried by the same event.
+        finish: Option<Reason<'a>>,
+    },
+    /// Progress that is not content: role deltas, block starts, usage,
+    /// thinking. Resets the idle timer.
+    Progress,
+    /// A keep-alive (ping event or comment): proves nothing, resets nothing.
+    KeepAlive,
+    /// The finish reason, on an event without content.
+    Finish(Reason<'a>),
+    /// An error sent inside the stream, classified.
+    Error(Failure),
+    /// The protocol's end marker (`[DONE]`, `message_stop`).
+    Done,
+    /// An event this protocol does not know or could not read.
+    Other,
+}
+
+/// Decodes the events of one stream; keeps the little state a protocol
+/// needs across events (an OpenAI refusal streamed as `delta.refusal` ends
+/// with `finish_reason: "stop"`, and is still a refusal).
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    protocol: Protocol,
+    refused: bool,
+}
+
+impl Decoder {
+    /// The protocol decoded.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// What `item` means.
+    pub fn decode<'a>(&mut self, item: Item<'a>) -> Signal<'a> {
+        let event = match item {
+            Item::Comment(_) => return Signal::KeepAlive,
+            Item::Event(event) => event,
+        };
+        let signal = match self.protocol {
+            Protocol::OpenAi => openai::decode(event.data, &mut self.refused),
+            Protocol::Anthropic => anthropic::decode(event.data),
+            Protocol::Gemini => gemini::decode(event.data),
+            Protocol::Generic => generic::decode(event.data),
+        };
+        match signal {
+            // An event named `error` is an error whatever its data looks like.
+            Signal::Other if event.name == b"error" => self.error(event.data),
+            signal => signal,
+        }
+    }
+
+    fn error(&self, data: &[u8]) -> Signal<'static> {
+        Signal::Error(in_stream_error(self.protocol, data))
+    }
+}
+
+/// Classifies an error sent inside a stream with the provider's table.
+fn in_stream_error(protocol: Protocol, data: &[u8]) -> Failure {
+    classify_error(
+        protocol.provider(),
+        data,
+        ErrorContext::in_stream(SystemTime::now()),
+    )
+}

@@ -1,0 +1,116 @@
+//! Serde helpers shared by the protocols: borrowed text and sequences read
+//! without allocating a `Vec`.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
+
+/// A JSON string, borrowed from the event when it has no escapes.
+///
+/// (`Option<Cow<str>>` with `#[serde(borrow)]` would always allocate.)
+#[derive(Debug)]
+pub(super) struct Text<'a>(pub(super) Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor(PhantomData))
+    }
+}
+
+impl<'a> Text<'a> {
+    /// The text, or `None` when it is empty.
+    pub(super) fn non_empty(self) -> Option<Cow<'a, str>> {
+        (!self.0.is_empty()).then_some(self.0)
+    }
+}
+
+/// The first element of a JSON array; the rest are skipped. `null` reads
+/// as no element.
+#[derive(Debug)]
+pub(super) struct First<T>(pub(super) Option<T>);
+
+impl<T> Default for First<T> {
+    fn default() -> Self {
+        First(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold_seq(deserializer, None, |first: &mut Option<T>, item: T| {
+            if first.is_none() {
+                *first = Some(item);
+            }
+        })
+        .map(First)
+    }
+}
+
+/// Reads every element of a JSON array (`null` reads as none) into `acc`,
+/// without a `Vec`.
+pub(super) fn fold_seq<'de, D, T, A, F>(deserializer: D, acc: A, fold: F) -> Result<A, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+    F: FnMut(&mut A, T),
+{
+    deserializer.deserialize_any(Fold {
+        acc,
+        fold,
+        item: PhantomData,
+    })
+}
+
+struct Fold<T, A, F> {
+    acc: A,
+    fold: F,
+    item: PhantomData<T>,
+}
+
+impl<'de, T, A, F> Visitor<'de> for Fold<T, A, F>
+where
+    T: Deserialize<'de>,
+    F: FnMut(&mut A, T),
+{
+    type Value = A;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array or null")
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(self.acc)
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<Self::Value, S::Error> {
+        while let Some(item) = seq.next_element::<T>()? {
+            (self.fold)(&mut self.acc, item);
+        }
+        Ok(self.acc)
+    }
+}
+
+/// Present when the field is there and not `null`, whatever it holds.
+#[derive(Debug)]
+pub(super) struct Present;
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(deserializer).map(|_| Present)
+    }
+}

@@ -1,0 +1,113 @@
+//! What happened to one guarded stream, for the caller and for logs.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use seawall_core::{ClosedBy, Code, Finish, FinishKind};
+
+use crate::protocol::Protocol;
+
+/// The record of one guarded stream, written once when it ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamReport {
+    /// The protocol the stream was read as (chosen at call time).
+    pub protocol: Protocol,
+    /// The response status.
+    pub status: u16,
+    /// `None` when the stream ended well; otherwise the code of the failure
+    /// it ended with (`cancelled` when the caller dropped the body early).
+    pub code: Option<Code>,
+    /// The finish reason, when the protocol sent one (or the clean EOF of
+    /// the generic protocol).
+    pub finish: Option<Finish>,
+    /// Events that carried content.
+    pub content_events: u64,
+    /// All events, content or not (comments not counted).
+    pub events: u64,
+    /// Keep-alives: ping events and comment lines.
+    pub keepalives: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// Body frames received.
+    pub chunks: u64,
+    /// From the call to the first body byte.
+    pub time_to_first_byte: Option<Duration>,
+    /// From the call to the first content event.
+    pub time_to_first_content: Option<Duration>,
+    /// From the call to the end of the stream.
+    pub elapsed: Duration,
+    /// Who ended the stream: the provider (`Them`) or the guard or the
+    /// caller (`Us`).
+    pub closed_by: ClosedBy,
+}
+
+impl StreamReport {
+    /// True when the stream ended well *and* its finish completes the task:
+    /// a `length`/`max_tokens` cut, a refusal or a filter is a delivered
+    /// message, never silently equal to success.
+    pub fn completed_task(&self) -> bool {
+        self.code.is_none()
+            && self
+                .finish
+                .as_ref()
+                .is_some_and(|finish| finish.kind.completes_task())
+    }
+
+    /// The finish kind, if any.
+    pub fn finish_kind(&self) -> Option<FinishKind> {
+        self.finish.as_ref().map(|finish| finish.kind)
+    }
+}
+
+/// Where a guarded response's [`StreamReport`] appears once the body ends.
+///
+/// The guard puts one in the response extensions of every stream it
+/// guards. The report is written before the body yields its last frame
+/// result (`None` or the error), so a layer that wraps the body can read it
+/// right when it sees the end.
+///
+/// ```
+/// use seawall_stream::StreamReportHandle;
+///
+/// let handle = StreamReportHandle::default();
+/// assert!(handle.get().is_none(), "nothing until the body ends");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct StreamReportHandle(Arc<OnceLock<StreamReport>>);
+
+impl StreamReportHandle {
+    /// The report, once the stream ended (well, badly, or dropped).
+    pub fn get(&self) -> Option<&StreamReport> {
+        self.0.get()
+    }
+
+    pub(crate) fn set(&self, report: StreamReport) {
+        // Written once by the guard; a second write cannot happen.
+        let _ = self.0.set(report);
+    }
+}
+
+/// Emits the one event a stream leaves in the logs, with stable field
+/// names.
+pub(crate) fn trace(report: &StreamReport) {
+    let millis = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
+    tracing::info!(
+        target: "seawall::stream",
+        protocol = report.protocol.as_str(),
+        status = report.status,
+        outcome = report.code.map_or("finished", Code::as_str),
+        finish_reason = report.finish.as_ref().map(|f| &*f.reason),
+        finish_kind = report.finish_kind().map(FinishKind::as_str),
+        content_events = report.content_events,
+        events = report.events,
+        keepalives = report.keepalives,
+        bytes = report.bytes,
+        chunks = report.chunks,
+        ttfb_ms = millis(report.time_to_first_byte),
+        ttfc_ms = millis(report.time_to_first_content),
+        elapsed_ms = report.elapsed.as_millis() as u64,
+        closed_by = report.closed_by.as_str(),
+        "stream ended"
+    );
+}

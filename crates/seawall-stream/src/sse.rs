@@ -1,0 +1,336 @@
+//! An incremental scanner for the WHATWG event-stream format.
+//!
+//! Frames are scanned in place with `memchr`: only a line cut by a frame
+//! boundary is carried over, and only `data:` values are copied (into one
+//! reused buffer, so the lines of one event can be joined with `\n`). Both
+//! buffers are capped; a line or an event longer than its cap is an error,
+//! never unbounded growth.
+
+use std::mem;
+
+use memchr::{memchr, memchr2};
+
+/// The default cap on one line, and on one event's data: 1 MiB.
+pub const DEFAULT_MAX_LINE: usize = 1 << 20;
+
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
+/// One thing the scanner found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item<'a> {
+    /// A dispatched event (a blank line after at least one `data:` line).
+    Event(Event<'a>),
+    /// A comment line (starting with `:`), without the colon. Servers send
+    /// them as keep-alives.
+    Comment(&'a [u8]),
+}
+
+/// A dispatched event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// The `event:` field, empty when the event had none (the WHATWG
+    /// default name is `message`).
+    pub name: &'a [u8],
+    /// The `data:` lines, joined with `\n`.
+    pub data: &'a [u8],
+}
+
+/// Why the scanner gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ScanError {
+    /// A line without a line end grew past the cap.
+    #[error("event-stream line longer than {cap} bytes")]
+    LineTooLong {
+        /// The cap in bytes.
+        cap: usize,
+    },
+    /// An event's data grew past the cap.
+    #[error("event-stream event larger than {cap} bytes")]
+    EventTooLarge {
+        /// The cap in bytes.
+        cap: usize,
+    },
+}
+
+impl ScanError {
+    /// A stable snake_case name for logs and messages.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ScanError::LineTooLong { .. } => "sse_line_too_long",
+            ScanError::EventTooLarge { .. } => "sse_event_too_large",
+        }
+    }
+}
+
+/// The incremental scanner. Feed it frames in order; it calls back with
+/// every complete comment and event, whatever the frame boundaries were.
+#[derive(Debug)]
+pub struct Scanner {
+    /// The start of a line cut by a frame boundary.
+    line: Vec<u8>,
+    /// The current event's data lines, joined with `\n`.
+    data: Vec<u8>,
+    /// The current event's name.
+    name: Vec<u8>,
+    has_data: bool,
+    /// The previous frame ended in CR: a leading LF in this one is the
+    /// second half of a CRLF, not a blank line.
+    skip_lf: bool,
+    /// How many bytes of a leading BOM matched so far; `None` once decided.
+    bom_matched: Option<u8>,
+    max_line: usize,
+    max_event: usize,
+}
+
+impl Default for Scanner {
+    fn default() -> Self {
+        Scanner::new(DEFAULT_MAX_LINE, DEFAULT_MAX_LINE)
+    }
+}
+
+impl Scanner {
+    /// A scanner with caps on one line and on one event's data, in bytes.
+    pub fn new(max_line: usize, max_event: usize) -> Self {
+        Scanner {
+            line: Vec::new(),
+            data: Vec::new(),
+            name: Vec::new(),
+            has_data: false,
+            skip_lf: false,
+            bom_matched: Some(0),
+            max_line,
+            max_event,
+        }
+    }
+
+    /// Bytes of memory the scanner holds in its buffers (capacity, not
+    /// length): bounded by the caps.
+    pub fn buffered(&self) -> usize {
+        self.line.capacity() + self.data.capacity() + self.name.capacity()
+    }
+
+    /// Scans one frame, calling `on_item` for each complete comment and
+    /// event. After an error the scanner must not be fed again.
+    pub fn feed(
+        &mut self,
+        frame: &[u8],
+        mut on_item: impl FnMut(Item<'_>),
+    ) -> Result<(), ScanError> {
+        let mut rest = self.skip_bom(frame);
+        if self.skip_lf && !rest.is_empty() {
+            self.skip_lf = false;
+            if rest[0] == b'\n' {
+                rest = &rest[1..];
+            }
+        }
+        while let Some(end) = memchr2(b'\n', b'\r', rest) {
+            let next = if rest[end] == b'\r' {
+                match rest.get(end + 1) {
+                    Some(b'\n') => end + 2,
+                    Some(_) => end + 1,
+                    None => {
+                        self.skip_lf = true;
+                        end + 1
+                    }
+                }
+            } else {
+                end + 1
+            };
+            let part = &rest[..end];
+            if self.line.is_empty() {
+                if part.len() > self.max_line {
+                    return Err(ScanError::LineTooLong { cap: self.max_line });
+                }
+                self.line_complete(part, &mut on_item)?;
+            } else {
+                self.carry(part)?;
+                let line = mem::take(&mut self.line);
+                let result = self.line_complete(&line, &mut on_item);
+                self.line = line;
+                self.line.clear();
+                result?;
+            }
+            rest = &rest[next..];
+        }
+        self.carry(rest)
+    }
+
+    /// Consumes a leading UTF-8 BOM at the very start of the stream, even
+    /// when it is split across frames.
+    fn skip_bom<'f>(&mut self, mut frame: &'f [u8]) -> &'f [u8] {
+        while let (Some(matched), Some(&byte)) = (self.bom_matched, frame.first()) {
+            if byte != BOM[usize::from(matched)] {
+                // Not a BOM after all: what matched so far is line content
+                // (none of it can be a line end).
+                self.line.extend_from_slice(&BOM[..usize::from(matched)]);
+                self.bom_matched = None;
+                break;
+            }
+            frame = &frame[1..];
+            self.bom_matched = if matched == 2 {
+                None
+            } else {
+                Some(matched + 1)
+            };
+        }
+        frame
+    }
+
+    fn carry(&mut self, part: &[u8]) -> Result<(), ScanError> {
+        if self.line.len() + part.len() > self.max_line {
+            return Err(ScanError::LineTooLong { cap: self.max_line });
+        }
+        self.line.extend_from_slice(part);
+        Ok(())
+    }
+
+    fn line_complete(
+        &mut self,
+        line: &[u8],
+        on_item: &mut impl FnMut(Item<'_>),
+    ) -> Result<(), ScanError> {
+        if line.is_empty() {
+            if self.has_data {
+                on_item(Item::Event(Event {
+                    name: &self.name,
+                    data: &self.data,
+                }));
+            }
+            self.data.clear();
+            self.name.clear();
+            self.has_data = false;
+            return Ok(());
+        }
+        if line[0] == b':' {
+            on_item(Item::Comment(&line[1..]));
+            return Ok(());
+        }
+        let (field, value) = match memchr(b':', line) {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &[][..]),
+        };
+        match field {
+            b"data" => {
+                let extra = usize::from(self.has_data) + value.len();
+                if self.data.len() + extra > self.max_event {
+                    return Err(ScanError::EventTooLarge {
+                        cap: self.max_event,
+                    });
+                }
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+            b"event" => {
+                self.name.clear();
+                self.name.extend_from_slice(value);
+            }
+            // `id` and `retry` steer reconnection, which a guard that never
+            // replays does not do; unknown fields are ignored by the spec.
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Eq)]
+    enum Owned {
+        Event(String, String),
+        Comment(String),
+    }
+
+    fn scan(frames: &[&[u8]]) -> Vec<Owned> {
+        let mut scanner = Scanner::default();
+        let mut out = Vec::new();
+        for frame in frames {
+            scanner
+                .feed(frame, |item| {
+                    out.push(match item {
+                        Item::Event(e) => Owned::Event(
+                            String::from_utf8_lossy(e.name).into_owned(),
+                            String::from_utf8_lossy(e.data).into_owned(),
+                        ),
+                        Item::Comment(c) => Owned::Comment(String::from_utf8_lossy(c).into_owned()),
+                    })
+                })
+                .unwrap();
+        }
+        out
+    }
+
+    fn ev(name: &str, data: &str) -> Owned {
+        Owned::Event(name.into(), data.into())
+    }
+
+    #[test]
+    fn whatwg_rules() {
+        let stream = b"\xEF\xBB\xBF: hi\nevent: a\ndata: 1\ndata:2\r\n\r\ndata\rid: 7\r\rfoo: bar\n\ndata:  two spaces\n\n";
+        let expected = vec![
+            Owned::Comment(" hi".into()),
+            ev("a", "1\n2"),
+            ev("", ""),
+            ev("", " two spaces"),
+        ];
+        assert_eq!(scan(&[stream]), expected);
+        // Byte by byte, including inside the BOM and every CRLF.
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(scan(&bytes), expected);
+    }
+
+    #[test]
+    fn split_crlf_is_one_line_end() {
+        assert_eq!(scan(&[b"data: x\r", b"\n\r", b"\n"]), vec![ev("", "x")]);
+        // A lone CR then a blank line: two line ends, one dispatch.
+        assert_eq!(scan(&[b"data: x\r", b"\r"]), vec![ev("", "x")]);
+    }
+
+    #[test]
+    fn no_data_no_dispatch_and_partial_event_stays_pending() {
+        assert_eq!(scan(&[b"event: ping\n\n", b"data: cut"]), vec![]);
+    }
+
+    #[test]
+    fn caps_bound_memory() {
+        let mut scanner = Scanner::new(64, 128);
+        let long = [b'a'; 40];
+        scanner.feed(b"data: ", |_| {}).unwrap();
+        scanner.feed(&long, |_| {}).unwrap();
+        assert_eq!(
+            scanner.feed(&long, |_| {}),
+            Err(ScanError::LineTooLong { cap: 64 })
+        );
+        assert!(scanner.buffered() <= 64 * 2 + 128 * 2);
+
+        let mut scanner = Scanner::new(64, 128);
+        assert_eq!(scanner.feed(&[b'x'; 60], |_| {}), Ok(()));
+        assert_eq!(
+            scanner.feed(&[b'x'; 5], |_| {}),
+            Err(ScanError::LineTooLong { cap: 64 })
+        );
+        let mut scanner = Scanner::new(64, 128);
+        let mut frame = [b'x'; 70];
+        frame[69] = b'\n';
+        assert_eq!(
+            scanner.feed(&frame, |_| {}),
+            Err(ScanError::LineTooLong { cap: 64 })
+        );
+
+        let mut scanner = Scanner::new(64, 100);
+        let line = b"data: 0123456789012345678901234567890123456789\n";
+        scanner.feed(line, |_| {}).unwrap();
+        scanner.feed(line, |_| {}).unwrap();
+        assert_eq!(
+            scanner.feed(line, |_| {}),
+            Err(ScanError::EventTooLarge { cap: 100 })
+        );
+    }
+}
