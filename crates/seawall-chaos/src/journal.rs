@@ -1,0 +1,200 @@
+//! The journal: one row per request, what it asked for and what went over the wire.
+
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+use crate::wire::Provider;
+
+/// How a response ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Still being written.
+    InFlight,
+    /// The whole response was handed to the connection.
+    Completed,
+    /// The fault cut it short: a reset, a truncation, an in-stream error, a lone frame.
+    CutByFault,
+    /// The client went away before the response was complete.
+    ClientDisconnected,
+    /// An error status was answered (injected by `status`, or the request was refused).
+    Rejected(u16),
+    /// The server shut down while the response was still open.
+    ServerShutdown,
+}
+
+impl Outcome {
+    /// Whether the response is over, whatever the way.
+    pub fn is_final(self) -> bool {
+        self != Outcome::InFlight
+    }
+}
+
+/// Where the applied fault came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultSource {
+    /// No header, no script: the healthy default.
+    Default,
+    /// The `x-chaos-fault` header.
+    Header,
+    /// A script queued for the route.
+    Script,
+}
+
+/// One request as the server saw and answered it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// Arrival order, from 1, unique for the server's life (not reset by `reset`).
+    pub seq: u64,
+    /// Arrival, in milliseconds since the Unix epoch.
+    pub arrived_unix_ms: u64,
+    /// Request path, without the query.
+    pub path: String,
+    /// The provider API of the route.
+    pub provider: Option<Provider>,
+    /// The model asked for, when the request named one.
+    pub model: Option<String>,
+    /// Whether the request asked for a stream.
+    pub stream: bool,
+    /// The `x-chaos-request-id` header, when sent.
+    pub request_id: Option<String>,
+    /// [`body_hash`] of the request body (absent when the body was refused).
+    pub body_hash: Option<String>,
+    /// Request body length in bytes.
+    pub body_bytes: u64,
+    /// The fault applied, in header syntax (`ok` when healthy). For `random`, the fault drawn.
+    pub fault: String,
+    /// Where the fault came from.
+    pub fault_source: FaultSource,
+    /// Position of the fault in its route's script (1-based), when scripted.
+    pub attempt: Option<u32>,
+    /// Status sent; absent when the connection was closed before any response.
+    pub status: Option<u16>,
+    /// Response body bytes handed to the connection.
+    pub bytes_written: u64,
+    /// Content tokens handed to the connection.
+    pub tokens_written: u32,
+    /// How the response ended.
+    pub outcome: Outcome,
+    /// Milliseconds from arrival to the end of the response, once it ended.
+    pub duration_ms: Option<u64>,
+}
+
+/// FNV-1a, 64 bits, as 16 lowercase hex digits: the `body_hash` of a request body.
+/// Deterministic across runs and machines, so a test can compute it on its side.
+pub fn body_hash(body: &[u8]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in body {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+pub(crate) fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The end of a response, written into its row.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ending {
+    pub outcome: Outcome,
+    pub bytes_written: u64,
+    pub tokens_written: u32,
+    pub elapsed: Duration,
+}
+
+/// Rows in arrival order, and a signal for those waiting on a row to end.
+#[derive(Debug, Default)]
+pub(crate) struct Journal {
+    rows: Mutex<Vec<JournalEntry>>,
+    ended: Notify,
+}
+
+impl Journal {
+    pub(crate) fn push(&self, entry: JournalEntry) {
+        let ended = entry.outcome.is_final();
+        lock(&self.rows).push(entry);
+        if ended {
+            self.ended.notify_waiters();
+        }
+    }
+
+    pub(crate) fn end(&self, seq: u64, ending: Ending) {
+        {
+            let mut rows = lock(&self.rows);
+            // Rows are pushed in `seq` order; a row missing here was cleared by `reset`.
+            if let Ok(i) = rows.binary_search_by_key(&seq, |r| r.seq) {
+                let row = &mut rows[i];
+                row.outcome = ending.outcome;
+                row.bytes_written = ending.bytes_written;
+                row.tokens_written = ending.tokens_written;
+                row.duration_ms =
+                    Some(u64::try_from(ending.elapsed.as_millis()).unwrap_or(u64::MAX));
+            }
+        }
+        self.ended.notify_waiters();
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<JournalEntry> {
+        lock(&self.rows).clone()
+    }
+
+    pub(crate) fn clear(&self) {
+        lock(&self.rows).clear();
+    }
+
+    /// Waits until a row matching `pred` has ended, and returns it.
+    pub(crate) async fn wait_ended(&self, pred: impl Fn(&JournalEntry) -> bool) -> JournalEntry {
+        loop {
+            let notified = self.ended.notified();
+            tokio::pin!(notified);
+            // Register before looking, so an end between the look and the wait is not missed.
+            notified.as_mut().enable();
+            if let Some(row) = lock(&self.rows)
+                .iter()
+                .find(|r| r.outcome.is_final() && pred(r))
+                .cloned()
+            {
+                return row;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Locks a mutex, recovering the data if a panicking holder poisoned it: every
+/// critical section here leaves the rows consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_hash_is_fnv1a_64() {
+        // Reference values of FNV-1a 64.
+        assert_eq!(body_hash(b""), "cbf29ce484222325");
+        assert_eq!(body_hash(b"a"), "af63dc4c8601ec8c");
+    }
+
+    #[test]
+    fn outcome_serializes_as_snake_case() {
+        assert_eq!(
+            serde_json::to_string(&Outcome::CutByFault).unwrap(),
+            "\"cut_by_fault\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Outcome::Rejected(429)).unwrap(),
+            "{\"rejected\":429}"
+        );
+    }
+}

@@ -1,0 +1,129 @@
+//! A plain hyper client, no seawall layers: what goes over the wire is what the tests see.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// A response read to its end, or to the error that cut it.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    /// The body error, when the body did not end cleanly.
+    pub error: Option<hyper::Error>,
+}
+
+impl Reply {
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).expect("utf-8 body")
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("json body")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+}
+
+pub fn request(
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Request<Full<Bytes>> {
+    let mut builder = Request::post(path).header("host", "chaos.test");
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder.body(Full::new(body.into())).unwrap()
+}
+
+/// Sends one request on a fresh connection; returns the head and the open body.
+pub async fn open(
+    addr: SocketAddr,
+    req: Request<Full<Bytes>>,
+) -> Result<http::Response<Incoming>, hyper::Error> {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .expect("handshake");
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    sender.send_request(req).await
+}
+
+/// Reads a body to its end, keeping the bytes that arrived before an error.
+pub async fn drain(mut body: Incoming) -> (Vec<u8>, Option<hyper::Error>) {
+    let mut out = Vec::new();
+    loop {
+        match body.frame().await {
+            None => return (out, None),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    out.extend_from_slice(&data);
+                }
+            }
+            Some(Err(e)) => return (out, Some(e)),
+        }
+    }
+}
+
+/// Sends one POST and reads the reply to its end.
+pub async fn post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let res = open(addr, request(path, headers, body.to_owned()))
+        .await
+        .expect("response head");
+    let (parts, incoming) = res.into_parts();
+    let (body, error) = drain(incoming).await;
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+        error,
+    }
+}
+
+pub const OPENAI: &str = "/v1/chat/completions";
+pub const ANTHROPIC: &str = "/v1/messages";
+pub const GEMINI_UNARY: &str = "/v1beta/models/gemini-x:generateContent";
+pub const GEMINI_STREAM: &str = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse";
+
+pub const OPENAI_STREAM_BODY: &str =
+    r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+pub const OPENAI_UNARY_BODY: &str =
+    r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#;
+pub const ANTHROPIC_STREAM_BODY: &str = r#"{"model":"claude-x","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
+pub const ANTHROPIC_UNARY_BODY: &str =
+    r#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
+pub const GEMINI_BODY: &str = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#;
+
+/// The SSE `data:` payloads of a body, in order (comments and `event:` lines skipped).
+pub fn data_lines(body: &str) -> Vec<String> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|l| l.trim_end_matches('\r').to_owned())
+        .collect()
+}
+
+/// Concatenated OpenAI `delta.content` of a stream.
+pub fn openai_text(body: &str) -> String {
+    data_lines(body)
+        .iter()
+        .filter(|d| d.as_str() != "[DONE]")
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .filter_map(|v| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
