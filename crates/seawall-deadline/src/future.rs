@@ -1,0 +1,145 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use http::Response;
+use pin_project_lite::pin_project;
+use seawall_core::{BoxError, Code, Deadline, Evidence, Failure, Progress};
+use tokio::time::{Instant, Sleep, sleep_until};
+
+use crate::body::DeadlineBody;
+
+/// When a request's bound passes, and what failure that is.
+#[derive(Debug)]
+pub(crate) struct Expiry {
+    pub(crate) deadline: Deadline,
+    pub(crate) started: Instant,
+    /// `deadline_exceeded` for the operation's deadline, `timeout` for an
+    /// attempt's own bound.
+    pub(crate) fires_as: Code,
+    /// What the attempt received, filled by layers nearer the wire.
+    pub(crate) progress: Option<Progress>,
+    /// Whether the deadline goes on to bound the response body.
+    pub(crate) bounds_body: bool,
+}
+
+impl Expiry {
+    /// The failure for this bound passing now.
+    pub(crate) fn failure(&self) -> Failure {
+        let mut evidence = Evidence::default();
+        evidence.elapsed = Some(Instant::now().saturating_duration_since(self.started));
+        if let Some(progress) = &self.progress {
+            evidence.bytes = progress.bytes();
+            evidence.content_events = progress.content_events();
+        }
+        Failure::new(self.fires_as).with_evidence(evidence)
+    }
+}
+
+pin_project! {
+    /// The response future of [`DeadlineService`](crate::DeadlineService).
+    pub struct ResponseFuture<F> {
+        #[pin]
+        state: State<F>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Running {
+            #[pin]
+            inner: F,
+            // Created on the first `Pending`: a response that is ready at
+            // once never registers a timer.
+            #[pin]
+            sleep: Option<Sleep>,
+            expiry: Option<Expiry>,
+        },
+        Expired {
+            expiry: Option<Expiry>,
+        },
+    }
+}
+
+impl<F> ResponseFuture<F> {
+    pub(crate) fn bounded(inner: F, expiry: Expiry) -> Self {
+        ResponseFuture {
+            state: State::Running {
+                inner,
+                sleep: None,
+                expiry: Some(expiry),
+            },
+        }
+    }
+
+    pub(crate) fn unbounded(inner: F) -> Self {
+        ResponseFuture {
+            state: State::Running {
+                inner,
+                sleep: None,
+                expiry: None,
+            },
+        }
+    }
+
+    pub(crate) fn expired(expiry: Expiry) -> Self {
+        ResponseFuture {
+            state: State::Expired {
+                expiry: Some(expiry),
+            },
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<Response<DeadlineBody<B>>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Running {
+                inner,
+                mut sleep,
+                expiry,
+            } => {
+                if let Poll::Ready(result) = inner.poll(cx) {
+                    let body_deadline = expiry
+                        .as_ref()
+                        .filter(|expiry| expiry.bounds_body)
+                        .map(|expiry| (expiry.deadline.instant(), expiry.started));
+                    return Poll::Ready(match result {
+                        Ok(response) => {
+                            Ok(response.map(|body| DeadlineBody::new(body, body_deadline)))
+                        }
+                        Err(err) => Err(err.into()),
+                    });
+                }
+                let Some(deadline) = expiry.as_ref().map(|expiry| expiry.deadline) else {
+                    return Poll::Pending;
+                };
+                if sleep.is_none() {
+                    sleep.set(Some(sleep_until(deadline.instant())));
+                }
+                if let Some(sleep) = sleep.as_pin_mut() {
+                    ready!(sleep.poll(cx));
+                }
+                Poll::Ready(Err(fire(expiry)))
+            }
+            StateProj::Expired { expiry } => Poll::Ready(Err(fire(expiry))),
+        }
+    }
+}
+
+/// The failure of an expiry, boxed for the service's error type. Polling
+/// again after that is a caller bug; it yields a bare `deadline_exceeded`.
+fn fire(expiry: &mut Option<Expiry>) -> BoxError {
+    let failure = match expiry.take() {
+        Some(expiry) => expiry.failure(),
+        None => Failure::new(Code::DeadlineExceeded),
+    };
+    Box::new(failure)
+}

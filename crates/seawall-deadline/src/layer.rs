@@ -1,0 +1,100 @@
+use std::time::Duration;
+
+use http::HeaderName;
+use tower_layer::Layer;
+
+use crate::{DeadlineService, WireTimeout};
+
+/// Sets the operation's deadline, or bounds one attempt inside it.
+///
+/// See the [crate docs](crate) for what fails and how.
+#[derive(Debug, Clone)]
+pub struct DeadlineLayer {
+    pub(crate) config: Config,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) bound: Bound,
+    /// Where to write the remaining time for the next hop.
+    pub(crate) propagate: Option<WireTimeout>,
+    /// Where to read the caller's remaining time from.
+    pub(crate) incoming: Option<WireTimeout>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Bound {
+    /// The operation's deadline (`None`: only what is already in the
+    /// extensions or read from the wire). Bounds the body too.
+    Total(Option<Duration>),
+    /// One attempt's bound, inside the operation's deadline.
+    PerAttempt(Duration),
+}
+
+impl DeadlineLayer {
+    /// The operation must be done within `total`, body included.
+    ///
+    /// The deadline is computed once, when the request enters the layer,
+    /// and stored as a [`seawall_core::Deadline`] in the request extensions;
+    /// an earlier deadline already there is kept.
+    pub fn new(total: Duration) -> Self {
+        DeadlineLayer::with_bound(Bound::Total(Some(total)))
+    }
+
+    /// Each attempt must produce its response within `attempt` (and within
+    /// the operation's deadline). Place it inside the retry layer.
+    ///
+    /// When this bound fires first the failure is a transient `timeout`
+    /// carrying the attempt's evidence; when the operation's deadline is the
+    /// earlier bound, it is `deadline_exceeded`. The response body is not
+    /// bounded here (the operation deadline bounds it).
+    pub fn per_attempt(attempt: Duration) -> Self {
+        DeadlineLayer::with_bound(Bound::PerAttempt(attempt))
+    }
+
+    /// Server side: the deadline is whatever the caller sent in `wire`
+    /// (malformed or missing: no deadline from this layer). Use
+    /// [`DeadlineLayer::read_incoming`] on [`DeadlineLayer::new`] to also
+    /// cap it with a bound of our own.
+    pub fn from_incoming(wire: WireTimeout) -> Self {
+        DeadlineLayer::with_bound(Bound::Total(None)).read_incoming(wire)
+    }
+
+    /// Also reads the caller's remaining time from `wire`; the earlier of
+    /// the two deadlines wins.
+    pub fn read_incoming(mut self, wire: WireTimeout) -> Self {
+        self.config.incoming = Some(wire);
+        self
+    }
+
+    /// Writes the remaining time as `grpc-timeout` on the request.
+    pub fn propagate_grpc_timeout(mut self) -> Self {
+        self.config.propagate = Some(WireTimeout::Grpc);
+        self
+    }
+
+    /// Writes the remaining time in whole milliseconds into the header
+    /// `name` (for example `x-request-timeout-ms`).
+    pub fn propagate_header(mut self, name: HeaderName) -> Self {
+        self.config.propagate = Some(WireTimeout::Millis(name));
+        self
+    }
+
+    fn with_bound(bound: Bound) -> Self {
+        DeadlineLayer {
+            config: Config {
+                bound,
+                propagate: None,
+                incoming: None,
+            },
+        }
+    }
+}
+
+impl<S> Layer<S> for DeadlineLayer {
+    type Service = DeadlineService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        DeadlineService::new(inner, self.config.clone())
+    }
+}

@@ -1,0 +1,109 @@
+use std::task::{Context, Poll};
+
+use http::{Request, Response};
+use seawall_core::{BoxError, Code, Deadline, Progress};
+use tokio::time::Instant;
+use tower_service::Service;
+
+use crate::body::DeadlineBody;
+use crate::future::{Expiry, ResponseFuture};
+use crate::layer::{Bound, Config};
+
+/// The service [`DeadlineLayer`](crate::DeadlineLayer) builds.
+#[derive(Debug, Clone)]
+pub struct DeadlineService<S> {
+    inner: S,
+    config: Config,
+}
+
+impl<S> DeadlineService<S> {
+    pub(crate) fn new(inner: S, config: Config) -> Self {
+        DeadlineService { inner, config }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Consumes the layer, returning the wrapped service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// `start + bound`, as a deadline that cannot overflow the clock.
+fn after(start: Instant, bound: std::time::Duration) -> Deadline {
+    match start.checked_add(bound) {
+        Some(at) => Deadline::at(at),
+        None => Deadline::after(bound),
+    }
+}
+
+impl<S, B, ResB> Service<Request<B>> for DeadlineService<S>
+where
+    S: Service<Request<B>, Response = Response<ResB>>,
+    S::Error: Into<BoxError>,
+{
+    type Response = Response<DeadlineBody<ResB>>;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        let started = Instant::now();
+        let existing = Deadline::of(&request);
+        let expiry = match self.config.bound {
+            Bound::Total(total) => {
+                let own = total.map(|total| after(started, total));
+                let incoming = self
+                    .config
+                    .incoming
+                    .as_ref()
+                    .and_then(|wire| wire.read(request.headers()))
+                    .map(|remaining| after(started, remaining));
+                let deadline = [existing, own, incoming].into_iter().flatten().min();
+                deadline.map(|deadline| Expiry {
+                    deadline,
+                    started,
+                    fires_as: Code::DeadlineExceeded,
+                    progress: None,
+                    bounds_body: true,
+                })
+            }
+            Bound::PerAttempt(bound) => {
+                let own = after(started, bound);
+                // Ties go to the attempt: its own bound is what stopped it.
+                let (deadline, fires_as) = match existing {
+                    Some(operation) if operation < own => (operation, Code::DeadlineExceeded),
+                    _ => (own, Code::Timeout),
+                };
+                let progress = Progress::default();
+                request.extensions_mut().insert(progress.clone());
+                Some(Expiry {
+                    deadline,
+                    started,
+                    fires_as,
+                    progress: Some(progress),
+                    bounds_body: false,
+                })
+            }
+        };
+        let Some(expiry) = expiry else {
+            return ResponseFuture::unbounded(self.inner.call(request));
+        };
+        if Some(expiry.deadline) != existing {
+            request.extensions_mut().insert(expiry.deadline);
+        }
+        if expiry.deadline.instant() <= started {
+            return ResponseFuture::expired(expiry);
+        }
+        if let Some(wire) = &self.config.propagate {
+            wire.write(request.headers_mut(), expiry.deadline.instant() - started);
+        }
+        ResponseFuture::bounded(self.inner.call(request), expiry)
+    }
+}

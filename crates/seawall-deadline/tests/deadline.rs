@@ -1,0 +1,376 @@
+//! DeadlineLayer behaviour, all on tokio's paused clock.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::stream::{self, StreamExt};
+use http::{HeaderName, Request, Response};
+use http_body_util::{BodyExt, Full, StreamBody};
+use seawall_core::{Action, Class, Code, Deadline, Failure, Progress};
+use seawall_deadline::{DeadlineLayer, WireTimeout};
+use tokio::time::Instant;
+use tower::{BoxError, Layer, ServiceExt, service_fn};
+
+type Body = Full<Bytes>;
+
+fn failure(err: &BoxError) -> &Failure {
+    Failure::find(&**err).expect("a seawall Failure")
+}
+
+/// An inner service that answers after `delay`, counting its calls.
+fn answers_after(
+    delay: Duration,
+    calls: Arc<AtomicUsize>,
+) -> impl tower::Service<
+    Request<()>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Body>, Infallible>>,
+> + Clone {
+    service_fn(move |_req: Request<()>| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async move {
+            tokio::time::sleep(delay).await;
+            Ok(Response::new(Full::new(Bytes::from_static(b"ok"))))
+        }
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn total_deadline_fires_as_deadline_exceeded_and_surfaces() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let svc = DeadlineLayer::new(Duration::from_secs(10))
+        .layer(answers_after(Duration::from_secs(60), calls.clone()));
+    let start = Instant::now();
+    let err = svc.oneshot(Request::new(())).await.unwrap_err();
+    assert_eq!(start.elapsed(), Duration::from_secs(10));
+    let failure = failure(&err);
+    assert_eq!(failure.code(), Code::DeadlineExceeded);
+    assert_eq!(failure.action(), Action::Surface);
+    assert_eq!(failure.evidence().elapsed, Some(Duration::from_secs(10)));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_response_in_time_passes_with_its_body() {
+    let svc = DeadlineLayer::new(Duration::from_secs(10))
+        .layer(answers_after(Duration::from_secs(3), Arc::default()));
+    let response = svc.oneshot(Request::new(())).await.unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "ok");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_goes_into_the_extensions_and_only_shrinks() {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let record = {
+        let seen = seen.clone();
+        service_fn(move |req: Request<()>| {
+            *seen.lock().unwrap() = Deadline::of(&req);
+            async { Ok::<_, Infallible>(Response::new(Body::default())) }
+        })
+    };
+    let layer = DeadlineLayer::new(Duration::from_secs(10));
+    let now = Instant::now();
+
+    layer
+        .layer(record.clone())
+        .oneshot(Request::new(()))
+        .await
+        .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(Deadline::at(now + Duration::from_secs(10)))
+    );
+
+    let mut earlier = Request::new(());
+    earlier
+        .extensions_mut()
+        .insert(Deadline::at(now + Duration::from_secs(4)));
+    layer.layer(record.clone()).oneshot(earlier).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(Deadline::at(now + Duration::from_secs(4)))
+    );
+
+    let mut later = Request::new(());
+    later
+        .extensions_mut()
+        .insert(Deadline::at(now + Duration::from_secs(40)));
+    layer.layer(record).oneshot(later).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(Deadline::at(now + Duration::from_secs(10)))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_deadline_fails_at_once_without_calling_inner() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut request = Request::new(());
+    request.extensions_mut().insert(Deadline::at(start));
+    for layer in [
+        DeadlineLayer::new(Duration::from_secs(10)),
+        DeadlineLayer::per_attempt(Duration::from_secs(10)),
+    ] {
+        let mut request = Request::new(());
+        request.extensions_mut().insert(Deadline::at(start));
+        let err = layer
+            .layer(answers_after(Duration::ZERO, calls.clone()))
+            .oneshot(request)
+            .await
+            .unwrap_err();
+        assert_eq!(failure(&err).code(), Code::DeadlineExceeded);
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn per_attempt_bound_is_a_route_shaped_timeout_when_nothing_arrived() {
+    let svc = DeadlineLayer::per_attempt(Duration::from_secs(30))
+        .layer(answers_after(Duration::from_secs(600), Arc::default()));
+    let start = Instant::now();
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(Deadline::at(start + Duration::from_secs(600)));
+    let err = svc.oneshot(request).await.unwrap_err();
+    assert_eq!(start.elapsed(), Duration::from_secs(30));
+    let failure = failure(&err);
+    assert_eq!(failure.code(), Code::Timeout);
+    assert_eq!(failure.class(), Class::Transient);
+    assert_eq!(failure.action(), Action::Retry);
+    assert!(failure.is_route_shaped());
+    assert_eq!(failure.evidence().elapsed, Some(Duration::from_secs(30)));
+    assert_eq!(failure.evidence().bytes, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn per_attempt_timeout_carries_the_progress_the_attempt_made() {
+    // Bytes arrived (say, SSE keep-alives) but no content: the guard holds
+    // the response back and records the bytes in the attempt's Progress.
+    let trickle = service_fn(|req: Request<()>| {
+        let progress = req.extensions().get::<Progress>().cloned().unwrap();
+        async move {
+            progress.add_bytes(17);
+            std::future::pending::<()>().await;
+            Ok::<_, Infallible>(Response::new(Body::default()))
+        }
+    });
+    let err = DeadlineLayer::per_attempt(Duration::from_secs(5))
+        .layer(trickle)
+        .oneshot(Request::new(()))
+        .await
+        .unwrap_err();
+    let failure = failure(&err);
+    assert_eq!(failure.code(), Code::Timeout);
+    assert_eq!(failure.evidence().bytes, 17);
+    assert!(!failure.is_route_shaped());
+    assert_eq!(failure.action(), Action::Retry);
+}
+
+#[tokio::test(start_paused = true)]
+async fn per_attempt_inside_an_earlier_operation_deadline_fires_as_deadline_exceeded() {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let inner = {
+        let seen = seen.clone();
+        service_fn(move |req: Request<()>| {
+            *seen.lock().unwrap() = Deadline::of(&req);
+            std::future::pending::<Result<Response<Body>, Infallible>>()
+        })
+    };
+    let start = Instant::now();
+    let mut request = Request::new(());
+    let operation = Deadline::at(start + Duration::from_secs(7));
+    request.extensions_mut().insert(operation);
+    let err = DeadlineLayer::per_attempt(Duration::from_secs(30))
+        .layer(inner)
+        .oneshot(request)
+        .await
+        .unwrap_err();
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+    assert_eq!(failure(&err).code(), Code::DeadlineExceeded);
+    assert_eq!(*seen.lock().unwrap(), Some(operation));
+}
+
+#[tokio::test(start_paused = true)]
+async fn per_attempt_narrows_the_deadline_the_attempt_sees() {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let inner = {
+        let seen = seen.clone();
+        service_fn(move |req: Request<()>| {
+            *seen.lock().unwrap() = Deadline::of(&req);
+            async { Ok::<_, Infallible>(Response::new(Body::default())) }
+        })
+    };
+    let start = Instant::now();
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(Deadline::at(start + Duration::from_secs(600)));
+    DeadlineLayer::per_attempt(Duration::from_secs(30))
+        .layer(inner)
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(Deadline::at(start + Duration::from_secs(30)))
+    );
+}
+
+/// A streamed body: one chunk, then silence.
+fn one_chunk_then_silence()
+-> StreamBody<impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, Infallible>>> {
+    StreamBody::new(
+        stream::iter([Ok(http_body::Frame::data(Bytes::from_static(b"hello")))])
+            .chain(stream::pending()),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn total_deadline_bounds_the_body_and_says_content_was_seen() {
+    let inner = service_fn(|_req: Request<()>| async {
+        Ok::<_, Infallible>(Response::new(one_chunk_then_silence()))
+    });
+    let start = Instant::now();
+    let response = DeadlineLayer::new(Duration::from_secs(10))
+        .layer(inner)
+        .oneshot(Request::new(()))
+        .await
+        .unwrap();
+    let mut body = std::pin::pin!(response.into_body());
+    let first = body.frame().await.unwrap().unwrap();
+    assert_eq!(first.into_data().unwrap(), "hello");
+    let err = body.frame().await.unwrap().unwrap_err();
+    assert_eq!(start.elapsed(), Duration::from_secs(10));
+    let failure = failure(&err);
+    assert_eq!(failure.code(), Code::DeadlineExceeded);
+    assert!(failure.evidence().content_seen);
+    assert_eq!(failure.evidence().bytes, 5);
+    assert_eq!(failure.action(), Action::Surface);
+    assert!(
+        body.frame().await.is_none(),
+        "the body ends after its deadline"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn per_attempt_does_not_bound_a_long_healthy_stream() {
+    let inner = service_fn(|_req: Request<()>| async {
+        let ticks = stream::unfold(0u32, |n| async move {
+            (n < 10).then_some(())?;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Some((
+                Ok::<_, Infallible>(http_body::Frame::data(Bytes::from_static(b"x"))),
+                n + 1,
+            ))
+        });
+        Ok::<_, Infallible>(Response::new(StreamBody::new(ticks)))
+    });
+    let response = DeadlineLayer::per_attempt(Duration::from_secs(5))
+        .layer(inner)
+        .oneshot(Request::new(()))
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body.len(), 10);
+    assert_eq!(start.elapsed(), Duration::from_secs(20));
+}
+
+#[tokio::test(start_paused = true)]
+async fn remaining_time_is_written_on_the_wire() {
+    let seen = Arc::new(std::sync::Mutex::new(http::HeaderMap::new()));
+    let inner = {
+        let seen = seen.clone();
+        service_fn(move |req: Request<()>| {
+            *seen.lock().unwrap() = req.headers().clone();
+            async { Ok::<_, Infallible>(Response::new(Body::default())) }
+        })
+    };
+    let start = Instant::now();
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(Deadline::at(start + Duration::from_millis(2500)));
+    DeadlineLayer::new(Duration::from_secs(10))
+        .propagate_grpc_timeout()
+        .layer(inner.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(seen.lock().unwrap()["grpc-timeout"], "2500000u");
+
+    DeadlineLayer::per_attempt(Duration::from_secs(3))
+        .propagate_header(HeaderName::from_static("x-request-timeout-ms"))
+        .layer(inner)
+        .oneshot(Request::new(()))
+        .await
+        .unwrap();
+    assert_eq!(seen.lock().unwrap()["x-request-timeout-ms"], "3000");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_takes_its_deadline_from_the_caller() {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let inner = {
+        let seen = seen.clone();
+        service_fn(move |req: Request<()>| {
+            *seen.lock().unwrap() = Deadline::of(&req);
+            async { Ok::<_, Infallible>(Response::new(Body::default())) }
+        })
+    };
+    let start = Instant::now();
+    let layer = DeadlineLayer::from_incoming(WireTimeout::grpc());
+    let request = Request::builder()
+        .header("grpc-timeout", "2S")
+        .body(())
+        .unwrap();
+    layer.layer(inner.clone()).oneshot(request).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(Deadline::at(start + Duration::from_secs(2)))
+    );
+
+    let garbage = Request::builder()
+        .header("grpc-timeout", "soon")
+        .body(())
+        .unwrap();
+    layer.layer(inner.clone()).oneshot(garbage).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        None,
+        "a malformed header sets no deadline"
+    );
+
+    // Our own bound caps a generous caller.
+    let capped = DeadlineLayer::new(Duration::from_secs(1)).read_incoming(WireTimeout::grpc());
+    let request = Request::builder()
+        .header("grpc-timeout", "1H")
+        .body(())
+        .unwrap();
+    capped.layer(inner).oneshot(request).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(Deadline::at(start + Duration::from_secs(1)))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn inner_errors_pass_through() {
+    let inner = service_fn(|_req: Request<()>| async {
+        Err::<Response<Body>, BoxError>(Box::new(Failure::new(Code::Overloaded)))
+    });
+    let err = DeadlineLayer::new(Duration::from_secs(10))
+        .layer(inner)
+        .oneshot(Request::new(()))
+        .await
+        .unwrap_err();
+    assert_eq!(failure(&err).code(), Code::Overloaded);
+}
