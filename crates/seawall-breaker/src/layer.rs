@@ -1,0 +1,182 @@
+use std::sync::Arc;
+
+use seawall_core::RouteId;
+use tokio::time::Instant;
+use tower_layer::Layer;
+
+use crate::handle::BreakerHandle;
+use crate::policy::{BreakDuration, Trip, TripRule};
+use crate::service::Breaker;
+use crate::shared::{RequestHead, RouteFn, Shared};
+use crate::state::{MAX_TRIALS, Policy, Transition, TransitionFn};
+
+/// Wraps a service in a per-route circuit breaker. See the
+/// [crate docs](crate).
+///
+/// Every service the layer makes, and every clone of those, shares one set
+/// of breakers. Configure first, then take the [`handle`](Self::handle):
+/// each builder call starts a fresh set.
+#[derive(Clone)]
+pub struct BreakerLayer {
+    config: Config,
+    shared: Arc<Shared>,
+}
+
+#[derive(Clone)]
+struct Config {
+    trip: Trip,
+    trials: u32,
+    close_after: u32,
+    break_duration: BreakDuration,
+    rate_limited_counts: bool,
+    gate_readiness: bool,
+    max_routes: usize,
+    route_fn: Option<RouteFn>,
+    on_transition: Option<TransitionFn>,
+}
+
+impl Config {
+    fn build(&self) -> Shared {
+        let policy = Policy {
+            trip: TripRule::from_trip(self.trip),
+            trials: u64::from(self.trials).clamp(1, MAX_TRIALS),
+            close_after: u64::from(self.close_after).clamp(1, MAX_TRIALS),
+            break_duration: self.break_duration,
+            rate_limited_counts: self.rate_limited_counts,
+            epoch: Instant::now(),
+            on_transition: self.on_transition.clone(),
+        };
+        Shared::new(
+            policy,
+            self.route_fn.clone(),
+            self.gate_readiness,
+            self.max_routes.max(1),
+        )
+    }
+}
+
+impl Default for BreakerLayer {
+    fn default() -> Self {
+        BreakerLayer::new()
+    }
+}
+
+impl BreakerLayer {
+    /// A breaker with the defaults: [`Trip::default`] (half the calls
+    /// failing over 30 s, at least 20 calls), 3 half-open trials and 3
+    /// successes to close, [`BreakDuration::default`] (5 s doubling to
+    /// 5 min, 20 % jitter), `rate_limited` not counted, readiness not gated,
+    /// at most 1024 routes.
+    pub fn new() -> Self {
+        let config = Config {
+            trip: Trip::default(),
+            trials: 3,
+            close_after: 3,
+            break_duration: BreakDuration::default(),
+            rate_limited_counts: false,
+            gate_readiness: false,
+            max_routes: 1024,
+            route_fn: None,
+            on_transition: None,
+        };
+        let shared = Arc::new(config.build());
+        BreakerLayer { config, shared }
+    }
+
+    fn with(mut self, change: impl FnOnce(&mut Config)) -> Self {
+        change(&mut self.config);
+        self.shared = Arc::new(self.config.build());
+        self
+    }
+
+    /// What opens a closed breaker.
+    pub fn trip(self, trip: Trip) -> Self {
+        self.with(|c| c.trip = trip)
+    }
+
+    /// How many trial calls a half-open breaker lets through at once
+    /// (1 to 255). More than one, so a single flaky probe does not decide.
+    pub fn half_open_trials(self, trials: u32) -> Self {
+        self.with(|c| c.trials = trials)
+    }
+
+    /// How many successful trials close a half-open breaker (1 to 255).
+    /// Any counted failure among the trials re-opens it.
+    pub fn close_after(self, successes: u32) -> Self {
+        self.with(|c| c.close_after = successes)
+    }
+
+    /// How long an open breaker waits before probing.
+    pub fn break_duration(self, duration: BreakDuration) -> Self {
+        self.with(|c| c.break_duration = duration)
+    }
+
+    /// Whether `rate_limited` failures count against the route (default
+    /// no: a 429 says the caller is fast, not that the route is down).
+    pub fn count_rate_limited(self, counts: bool) -> Self {
+        self.with(|c| c.rate_limited_counts = counts)
+    }
+
+    /// Whether `poll_ready` waits while the breaker of the last route this
+    /// service called is open (default no: `poll_ready` is the inner
+    /// service's). Turn it on under a balancer, so it picks another
+    /// endpoint instead of one that would refuse.
+    pub fn gate_readiness(self, gate: bool) -> Self {
+        self.with(|c| c.gate_readiness = gate)
+    }
+
+    /// The most routes tracked (default 1024). Calls to further routes go
+    /// through unguarded, with a warning, so that memory stays bounded.
+    pub fn max_routes(self, max: usize) -> Self {
+        self.with(|c| c.max_routes = max)
+    }
+
+    /// Derives each request's route with `route_of` instead of
+    /// [`RouteId::of_request`], e.g. to give each model of a provider its
+    /// own breaker from a header or an extension.
+    pub fn route_with<F>(self, route_of: F) -> Self
+    where
+        F: Fn(&RequestHead<'_>) -> RouteId + Send + Sync + 'static,
+    {
+        self.with(|c| c.route_fn = Some(Arc::new(route_of)))
+    }
+
+    /// Calls `callback` on every state change, besides the `tracing` event
+    /// (target `seawall::breaker`, fields `route`, `from`, `to`). It runs
+    /// inline on the thread that made the change: keep it short.
+    pub fn on_transition<F>(self, callback: F) -> Self
+    where
+        F: Fn(&Transition<'_>) + Send + Sync + 'static,
+    {
+        self.with(|c| c.on_transition = Some(Arc::new(callback)))
+    }
+
+    /// A handle to read and force the state of this layer's breakers.
+    pub fn handle(&self) -> BreakerHandle {
+        BreakerHandle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S> Layer<S> for BreakerLayer {
+    type Service = Breaker<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Breaker::new(inner, Arc::clone(&self.shared))
+    }
+}
+
+impl std::fmt::Debug for BreakerLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BreakerLayer")
+            .field("trip", &self.config.trip)
+            .field("half_open_trials", &self.config.trials)
+            .field("close_after", &self.config.close_after)
+            .field("break_duration", &self.config.break_duration)
+            .field("rate_limited_counts", &self.config.rate_limited_counts)
+            .field("gate_readiness", &self.config.gate_readiness)
+            .field("max_routes", &self.config.max_routes)
+            .finish_non_exhaustive()
+    }
+}

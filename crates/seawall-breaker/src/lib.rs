@@ -1,0 +1,93 @@
+//! A per-route circuit breaker for calls to LLM providers.
+//!
+//! A retry loop has no memory that the last twelve calls to a provider
+//! failed; a breaker is that memory. [`BreakerLayer`] keeps one breaker per
+//! route ([`RouteId`](seawall_core::RouteId): the one in the request
+//! extensions, else the URI authority, or your own [`route_with`]
+//! function), shared by every clone of the service.
+//!
+//! - **Closed**: calls go through. Only failures that say something about
+//!   the route count: `provider_unavailable`, `overloaded`, `transport`,
+//!   `timeout`, `first_byte_timeout`, `idle_timeout`, `empty_response`, and
+//!   `stream_interrupted` closed by the provider (`rate_limited` when
+//!   [`count_rate_limited`] is on). A 400, a refusal, a cancellation, the
+//!   operation's own `deadline_exceeded` or an error that is not a seawall
+//!   [`Failure`](seawall_core::Failure) count neither way. By [`Trip`] the
+//!   breaker opens on a failure ratio over a sliding window with a minimum
+//!   of calls (the default), or on a run of consecutive failures.
+//! - **Open**: calls fail at once, without touching the inner service, with
+//!   a transient `circuit_open` failure (action `failover`) whose
+//!   `retry_after` is the time until the next probe and whose route is set.
+//! - **Half-open**: after the break, up to [`half_open_trials`] trial calls
+//!   go through at once; [`close_after`] successes close the breaker, any
+//!   counted failure re-opens it with a longer break (doubling, capped,
+//!   jittered: [`BreakDuration`]).
+//!
+//! The outcome of a streamed answer is known only at its end, so the
+//! response body is wrapped in a [`BreakerBody`] that records it there: a
+//! provider that drops every stream half-way trips the breaker. A dropped
+//! future or body records nothing and gives back its half-open place.
+//!
+//! The success path takes no lock and allocates nothing: each service clone
+//! keeps the breaker of the last route it called, and a breaker's state and
+//! window are atomics (one word for the state machine, one per window
+//! bucket). A refusal allocates once, for the boxed error.
+//!
+//! [`route_with`]: BreakerLayer::route_with
+//! [`count_rate_limited`]: BreakerLayer::count_rate_limited
+//! [`half_open_trials`]: BreakerLayer::half_open_trials
+//! [`close_after`]: BreakerLayer::close_after
+//!
+//! ```
+//! use std::time::Duration;
+//! use bytes::Bytes;
+//! use http_body_util::Full;
+//! use seawall_breaker::{BreakerLayer, BreakerState, Trip};
+//! use seawall_core::{Code, Failure, RouteId};
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let layer = BreakerLayer::new().trip(Trip::Consecutive { failures: 2 });
+//! let handle = layer.handle();
+//! let provider = tower::service_fn(|_req: http::Request<()>| async {
+//!     Err::<http::Response<Full<Bytes>>, _>(Failure::new(Code::Overloaded))
+//! });
+//! let service = ServiceBuilder::new().layer(layer).service(provider);
+//!
+//! for _ in 0..2 {
+//!     let request = http::Request::get("https://api.example.com/v1/chat").body(()).unwrap();
+//!     let error = service.clone().oneshot(request).await.unwrap_err();
+//!     assert_eq!(Failure::find(&*error).unwrap().code(), Code::Overloaded);
+//! }
+//! let route = RouteId::new("api.example.com");
+//! assert_eq!(handle.state(&route), BreakerState::Open);
+//!
+//! // Now the route is refused without being called.
+//! let request = http::Request::get("https://api.example.com/v1/chat").body(()).unwrap();
+//! let error = service.clone().oneshot(request).await.unwrap_err();
+//! let failure = Failure::find(&*error).unwrap();
+//! assert_eq!(failure.code(), Code::CircuitOpen);
+//! assert_eq!(failure.route(), Some(&route));
+//! assert!(failure.retry_after().unwrap() <= Duration::from_secs(5));
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod body;
+mod future;
+mod handle;
+mod layer;
+mod policy;
+mod service;
+mod shared;
+mod state;
+
+pub use body::BreakerBody;
+pub use future::ResponseFuture;
+pub use handle::BreakerHandle;
+pub use layer::BreakerLayer;
+pub use policy::{BreakDuration, Trip};
+pub use service::Breaker;
+pub use shared::RequestHead;
+pub use state::{BreakerState, Transition};

@@ -1,0 +1,231 @@
+//! What trips a breaker, how long it stays open, and which failures count.
+
+use std::time::Duration;
+
+use seawall_core::{Class, ClosedBy, Code, Failure};
+
+/// When a closed breaker opens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Trip {
+    /// Open when, over the last `window` (kept as `buckets` slices), at least
+    /// `min_calls` calls were recorded and the share of failures among them
+    /// reached `ratio`. The minimum keeps a quiet route from tripping on one
+    /// unlucky call.
+    FailureRatio {
+        /// Failure share that opens the breaker, in `(0, 1]`.
+        ratio: f64,
+        /// How far back the window looks.
+        window: Duration,
+        /// How many slices the window is kept in (1 to 1024): the window
+        /// slides by `window / buckets`.
+        buckets: u16,
+        /// Fewest recorded calls in the window before the ratio is trusted.
+        min_calls: u32,
+    },
+    /// Open after `failures` counted failures in a row (a success resets the
+    /// run).
+    Consecutive {
+        /// Length of the run that opens the breaker (at least 1).
+        failures: u32,
+    },
+}
+
+impl Default for Trip {
+    /// Half the calls failing over 30 seconds (10 buckets), with at least 20
+    /// calls in the window.
+    fn default() -> Self {
+        Trip::FailureRatio {
+            ratio: 0.5,
+            window: Duration::from_secs(30),
+            buckets: 10,
+            min_calls: 20,
+        }
+    }
+}
+
+/// Validated trip parameters, in the units the atomics use.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TripRule {
+    Ratio {
+        ratio: f64,
+        bucket_ms: u64,
+        buckets: usize,
+        min_calls: u64,
+    },
+    Consecutive {
+        failures: u32,
+    },
+}
+
+impl TripRule {
+    /// Clamps absurd values instead of panicking: a ratio outside `(0, 1]`
+    /// becomes 1, buckets are kept within 1..=1024 and at least 1 ms wide.
+    pub(crate) fn from_trip(trip: Trip) -> Self {
+        match trip {
+            Trip::FailureRatio {
+                ratio,
+                window,
+                buckets,
+                min_calls,
+            } => {
+                let ratio = if ratio > 0.0 && ratio <= 1.0 {
+                    ratio
+                } else {
+                    1.0
+                };
+                let buckets = usize::from(buckets.clamp(1, 1024));
+                let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+                let bucket_ms = (window_ms / buckets as u64).max(1);
+                TripRule::Ratio {
+                    ratio,
+                    bucket_ms,
+                    buckets,
+                    min_calls: u64::from(min_calls.max(1)),
+                }
+            }
+            Trip::Consecutive { failures } => TripRule::Consecutive {
+                failures: failures.max(1),
+            },
+        }
+    }
+}
+
+/// How long an open breaker waits before probing: `base` after the first
+/// trip, doubled on each re-open from half-open, capped at `max`, then
+/// shortened by a random share of at most `jitter` so that many clients do
+/// not probe a recovering provider in the same instant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BreakDuration {
+    /// The break after the first trip.
+    pub base: Duration,
+    /// The longest break.
+    pub max: Duration,
+    /// Share of the break removed at random, in `[0, 1)`; 0 disables jitter.
+    pub jitter: f64,
+}
+
+impl Default for BreakDuration {
+    /// 5 seconds, doubling up to 5 minutes, with 20 % jitter.
+    fn default() -> Self {
+        BreakDuration {
+            base: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+            jitter: 0.2,
+        }
+    }
+}
+
+impl BreakDuration {
+    /// The break after the `trips`-th consecutive trip (1 for the first).
+    pub(crate) fn after_trips(&self, trips: u32) -> Duration {
+        let doublings = trips.saturating_sub(1).min(32);
+        let full = self
+            .base
+            .checked_mul(1u32 << doublings.min(31))
+            .unwrap_or(self.max)
+            .min(self.max);
+        let jitter = self.jitter.clamp(0.0, 0.99);
+        if jitter == 0.0 {
+            return full;
+        }
+        full.mul_f64(1.0 - jitter * rand::random::<f64>())
+    }
+}
+
+/// True when `failure` says something about the route's health.
+///
+/// Counted: transient `provider_unavailable`, `overloaded`, `transport`,
+/// `timeout`, `first_byte_timeout`, `idle_timeout`, `empty_response`, and
+/// `stream_interrupted` when the provider or the network closed the stream;
+/// `rate_limited` only when `rate_limited_counts`. Everything else — the
+/// permanent, policy and model-fixable classes, `deadline_exceeded` (the
+/// operation's own budget), `cancelled`, a breaker's own `circuit_open` —
+/// says nothing about the route.
+pub(crate) fn counts(failure: &Failure, rate_limited_counts: bool) -> bool {
+    if failure.class() != Class::Transient {
+        return false;
+    }
+    match failure.code() {
+        Code::ProviderUnavailable
+        | Code::Overloaded
+        | Code::Transport
+        | Code::Timeout
+        | Code::FirstByteTimeout
+        | Code::IdleTimeout
+        | Code::EmptyResponse => true,
+        Code::StreamInterrupted => failure.evidence().closed_by == Some(ClosedBy::Them),
+        Code::RateLimited => rate_limited_counts,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use seawall_core::Evidence;
+
+    #[test]
+    fn only_route_health_counts() {
+        let counted = [
+            Code::ProviderUnavailable,
+            Code::Overloaded,
+            Code::Transport,
+            Code::Timeout,
+            Code::FirstByteTimeout,
+            Code::IdleTimeout,
+            Code::EmptyResponse,
+        ];
+        for code in Code::ALL {
+            let failure = Failure::new(*code);
+            assert_eq!(counts(&failure, false), counted.contains(code), "{code}");
+        }
+        assert!(counts(&Failure::new(Code::RateLimited), true));
+        // A classifier that made a 5xx permanent has decided it is not health.
+        let permanent = Failure::with_class(Class::Permanent, Code::ProviderUnavailable);
+        assert!(!counts(&permanent, false));
+    }
+
+    #[test]
+    fn stream_interrupted_counts_only_when_they_closed_it() {
+        let mut evidence = Evidence::default();
+        evidence.content_seen = true;
+        evidence.closed_by = Some(ClosedBy::Them);
+        let remote = Failure::new(Code::StreamInterrupted).with_evidence(evidence.clone());
+        assert!(counts(&remote, false));
+        evidence.closed_by = Some(ClosedBy::Us);
+        let local = Failure::new(Code::StreamInterrupted).with_evidence(evidence);
+        assert!(!counts(&local, false));
+        assert!(!counts(&Failure::new(Code::StreamInterrupted), false));
+    }
+
+    #[test]
+    fn break_grows_is_capped_and_absurd_values_do_not_panic() {
+        let exact = BreakDuration {
+            base: Duration::from_secs(5),
+            max: Duration::from_secs(60),
+            jitter: 0.0,
+        };
+        assert_eq!(exact.after_trips(1), Duration::from_secs(5));
+        assert_eq!(exact.after_trips(2), Duration::from_secs(10));
+        assert_eq!(exact.after_trips(4), Duration::from_secs(40));
+        assert_eq!(exact.after_trips(5), Duration::from_secs(60));
+        assert_eq!(exact.after_trips(u32::MAX), Duration::from_secs(60));
+        let huge = BreakDuration {
+            base: Duration::MAX,
+            max: Duration::MAX,
+            jitter: 5.0,
+        };
+        assert!(huge.after_trips(40) > Duration::from_secs(1));
+        let jittered = BreakDuration {
+            jitter: 0.2,
+            ..exact
+        };
+        for _ in 0..100 {
+            let d = jittered.after_trips(2);
+            assert!(
+                d <= Duration::from_secs(10) && d >= Duration::from_secs(8),
+                "{d:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,143 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use seawall_core::{BoxError, Code, Failure, RouteId};
+use tokio::time::{Instant, Sleep};
+use tower_service::Service;
+
+use crate::future::ResponseFuture;
+use crate::shared::{Permit, RequestHead, Shared, route_name};
+use crate::state::{BreakerState, RouteBreaker};
+
+/// How often readiness gating looks again at an isolated route, which has
+/// no probe time of its own.
+const ISOLATED_RECHECK: Duration = Duration::from_secs(1);
+
+/// The service made by [`BreakerLayer`](crate::BreakerLayer).
+///
+/// Every clone shares the layer's breakers. Each clone also keeps the
+/// breaker of the last route it called, so a service that talks to one
+/// route finds its breaker without touching the shared map.
+pub struct Breaker<S> {
+    inner: S,
+    shared: Arc<Shared>,
+    last: Option<Arc<RouteBreaker>>,
+    gate: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S> Breaker<S> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Breaker {
+            inner,
+            shared,
+            last: None,
+            gate: None,
+        }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The breaker of the request's route.
+    fn breaker_for<B>(&mut self, request: &http::Request<B>) -> Option<Arc<RouteBreaker>> {
+        let derived: Option<RouteId> = self
+            .shared
+            .route_fn
+            .as_ref()
+            .map(|route_of| route_of(&RequestHead::of(request)));
+        let name = match &derived {
+            Some(route) => route.as_str(),
+            None => route_name(request),
+        };
+        if let Some(last) = &self.last
+            && last.route.as_str() == name
+        {
+            return Some(Arc::clone(last));
+        }
+        let found = self.shared.breaker(name, false);
+        self.last.clone_from(&found);
+        found
+    }
+
+    /// With readiness gating on: how long until the last route called may
+    /// take a call again, if it may not now.
+    fn gated_for(&self) -> Option<Duration> {
+        let last = self.last.as_ref()?;
+        match last.state() {
+            BreakerState::Isolated => Some(ISOLATED_RECHECK),
+            BreakerState::Open => last.open_for().filter(|wait| !wait.is_zero()),
+            BreakerState::Closed | BreakerState::HalfOpen => None,
+        }
+    }
+}
+
+impl<S: Clone> Clone for Breaker<S> {
+    fn clone(&self) -> Self {
+        Breaker {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+            last: self.last.clone(),
+            gate: None,
+        }
+    }
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for Breaker<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Breaker")
+            .field("inner", &self.inner)
+            .field("last_route", &self.last.as_ref().map(|b| &b.route))
+            .finish()
+    }
+}
+
+impl<S, B, RB> Service<http::Request<B>> for Breaker<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<RB>>,
+    S::Error: Into<BoxError>,
+    RB: http_body::Body,
+{
+    type Response = http::Response<crate::BreakerBody<RB>>;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if self.shared.gate_readiness
+            && let Some(wait) = self.gated_for()
+        {
+            let until = Instant::now() + wait;
+            let gate = self
+                .gate
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+            gate.as_mut().reset(until);
+            if gate.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let Some(breaker) = self.breaker_for(&request) else {
+            return ResponseFuture::called(self.inner.call(request), None);
+        };
+        match breaker.admit() {
+            Ok(ticket) => {
+                let permit = Permit::new(breaker, ticket);
+                ResponseFuture::called(self.inner.call(request), Some(permit))
+            }
+            Err(refused) => {
+                let mut failure = Failure::new(Code::CircuitOpen).with_route(breaker.route.clone());
+                if let Some(after) = refused.retry_after {
+                    failure = failure.with_retry_after(after);
+                }
+                ResponseFuture::refused(failure)
+            }
+        }
+    }
+}

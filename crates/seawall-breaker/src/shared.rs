@@ -1,0 +1,180 @@
+//! The routes of one layer: found by name without allocating, created on
+//! first use, shared by every clone of the service.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use seawall_core::{BoxError, Failure, RouteId};
+
+use crate::policy::counts;
+use crate::state::{Outcome, Policy, RouteBreaker, Ticket};
+
+/// The head of a request, given to a user's route function.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct RequestHead<'a> {
+    /// The request method.
+    pub method: &'a http::Method,
+    /// The request URI.
+    pub uri: &'a http::Uri,
+    /// The request headers.
+    pub headers: &'a http::HeaderMap,
+    /// The request extensions.
+    pub extensions: &'a http::Extensions,
+}
+
+impl<'a> RequestHead<'a> {
+    pub(crate) fn of<B>(request: &'a http::Request<B>) -> Self {
+        RequestHead {
+            method: request.method(),
+            uri: request.uri(),
+            headers: request.headers(),
+            extensions: request.extensions(),
+        }
+    }
+
+    /// The route seawall would use without a route function: the
+    /// [`RouteId`] in the extensions, else the URI's authority.
+    pub fn default_route(&self) -> RouteId {
+        self.extensions
+            .get::<RouteId>()
+            .cloned()
+            .unwrap_or_else(|| RouteId::from_uri(self.uri))
+    }
+}
+
+pub(crate) type RouteFn = Arc<dyn Fn(&RequestHead<'_>) -> RouteId + Send + Sync>;
+
+/// The name of the route a request goes to, borrowed from the request.
+///
+/// TODO(core): this is `RouteId::of_request` without its allocation (it
+/// builds an `Arc<str>` when the caller set no `RouteId`); a borrowed
+/// `RouteId::name_of_request` in seawall-core would replace it.
+pub(crate) fn route_name<B>(request: &http::Request<B>) -> &str {
+    match request.extensions().get::<RouteId>() {
+        Some(route) => route.as_str(),
+        None => request
+            .uri()
+            .authority()
+            .map_or("default", |authority| authority.as_str()),
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) route_fn: Option<RouteFn>,
+    pub(crate) gate_readiness: bool,
+    pub(crate) max_routes: usize,
+    routes: RwLock<HashMap<Box<str>, Arc<RouteBreaker>>>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        policy: Policy,
+        route_fn: Option<RouteFn>,
+        gate_readiness: bool,
+        max_routes: usize,
+    ) -> Self {
+        Shared {
+            policy: Arc::new(policy),
+            route_fn,
+            gate_readiness,
+            max_routes,
+            routes: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The breaker of a route, created on first use. `None` once
+    /// `max_routes` routes exist: a flood of distinct authorities must not
+    /// grow memory without bound, so further routes go unguarded (and a
+    /// warning says so).
+    pub(crate) fn breaker(&self, name: &str, force: bool) -> Option<Arc<RouteBreaker>> {
+        if let Some(found) = self
+            .routes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+        {
+            return Some(Arc::clone(found));
+        }
+        let mut routes = self.routes.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = routes.get(name) {
+            return Some(Arc::clone(found));
+        }
+        if routes.len() >= self.max_routes && !force {
+            tracing::warn!(
+                target: "seawall::breaker",
+                route = name,
+                max_routes = self.max_routes,
+                "circuit breaker route limit reached; route is not guarded"
+            );
+            return None;
+        }
+        let breaker = Arc::new(RouteBreaker::new(
+            RouteId::new(name),
+            Arc::clone(&self.policy),
+        ));
+        routes.insert(name.into(), Arc::clone(&breaker));
+        Some(breaker)
+    }
+
+    /// Every known route's breaker.
+    pub(crate) fn all(&self) -> Vec<Arc<RouteBreaker>> {
+        self.routes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn existing(&self, name: &str) -> Option<Arc<RouteBreaker>> {
+        self.routes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
+    }
+}
+
+/// One admitted call's claim on its route's breaker. The outcome is
+/// recorded when the permit drops: a permit dropped without an outcome (a
+/// dropped future or body) records nothing and gives a half-open trial's
+/// place back.
+pub(crate) struct Permit {
+    breaker: Arc<RouteBreaker>,
+    ticket: Ticket,
+    outcome: Outcome,
+}
+
+impl Permit {
+    pub(crate) fn new(breaker: Arc<RouteBreaker>, ticket: Ticket) -> Self {
+        Permit {
+            breaker,
+            ticket,
+            outcome: Outcome::Neutral,
+        }
+    }
+
+    pub(crate) fn succeed(mut self) {
+        self.outcome = Outcome::Success;
+    }
+
+    /// Records an error: a failure when it carries a [`Failure`] about the
+    /// route's health, nothing otherwise. An error that is not a `Failure`
+    /// (no classifier below) is not counted: the breaker cannot tell a dead
+    /// route from a caller's mistake.
+    pub(crate) fn fail(mut self, error: &BoxError) {
+        let counted = Failure::find(&**error)
+            .is_some_and(|failure| counts(failure, self.breaker.policy.rate_limited_counts));
+        if counted {
+            self.outcome = Outcome::Failure;
+        }
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.breaker.record(self.ticket, self.outcome);
+    }
+}

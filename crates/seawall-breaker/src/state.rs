@@ -1,0 +1,432 @@
+//! One route's breaker: its whole state machine in one atomic word, and the
+//! sliding window in one packed atomic per bucket. Every transition is a
+//! single compare-and-swap, so concurrent callers never see half a
+//! transition (an `Open` word always carries its own probe time, a
+//! `HalfOpen` word its own trial count).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use seawall_core::RouteId;
+use tokio::time::Instant;
+
+use crate::policy::{BreakDuration, TripRule};
+
+/// The state of one route's breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BreakerState {
+    /// Calls go through; outcomes are counted.
+    Closed,
+    /// Calls fail at once with `circuit_open` until the probe time.
+    Open,
+    /// A limited number of trial calls go through; the rest fail at once.
+    HalfOpen,
+    /// Forced open through the handle: no call and no probe until a reset.
+    Isolated,
+}
+
+impl BreakerState {
+    /// The stable snake_case name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+            BreakerState::Isolated => "isolated",
+        }
+    }
+
+    fn from_bits(bits: u64) -> Self {
+        match bits & STATE_MASK {
+            CLOSED => BreakerState::Closed,
+            OPEN => BreakerState::Open,
+            HALF_OPEN => BreakerState::HalfOpen,
+            _ => BreakerState::Isolated,
+        }
+    }
+}
+
+impl fmt::Display for BreakerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A state change of one route's breaker, given to the transition callback.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Transition<'a> {
+    /// The route whose breaker changed state.
+    pub route: &'a RouteId,
+    /// The state it left.
+    pub from: BreakerState,
+    /// The state it entered.
+    pub to: BreakerState,
+}
+
+pub(crate) type TransitionFn = Arc<dyn Fn(&Transition<'_>) + Send + Sync>;
+
+/// Settings shared by every route of one layer.
+pub(crate) struct Policy {
+    pub(crate) trip: TripRule,
+    pub(crate) trials: u64,
+    pub(crate) close_after: u64,
+    pub(crate) break_duration: BreakDuration,
+    pub(crate) rate_limited_counts: bool,
+    /// The zero of the breaker's millisecond clock (tokio's clock, so paused
+    /// tests move it).
+    pub(crate) epoch: Instant,
+    pub(crate) on_transition: Option<TransitionFn>,
+}
+
+impl Policy {
+    pub(crate) fn now_ms(&self) -> u64 {
+        let since = Instant::now().saturating_duration_since(self.epoch);
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+// The state word: | payload (56 bits) | trips (6 bits) | state (2 bits) |
+// Open:     payload = probe time in ms since `Policy::epoch`.
+// HalfOpen: payload = period (40 bits) | in flight (8 bits) | successes (8 bits).
+// `trips` counts trips since the breaker last closed; it sets the break.
+const STATE_MASK: u64 = 0b11;
+const CLOSED: u64 = 0;
+const OPEN: u64 = 1;
+const HALF_OPEN: u64 = 2;
+const ISOLATED: u64 = 3;
+const TRIPS_SHIFT: u32 = 2;
+const TRIPS_MAX: u64 = 0x3f;
+const PAYLOAD_SHIFT: u32 = 8;
+const PAYLOAD_MAX: u64 = (1 << 56) - 1;
+const PERIOD_MASK: u64 = (1 << 40) - 1;
+/// The most trials or successes a half-open word can count.
+pub(crate) const MAX_TRIALS: u64 = 0xff;
+
+fn pack(state: u64, trips: u64, payload: u64) -> u64 {
+    (payload.min(PAYLOAD_MAX) << PAYLOAD_SHIFT) | (trips.min(TRIPS_MAX) << TRIPS_SHIFT) | state
+}
+
+fn trips_of(word: u64) -> u64 {
+    (word >> TRIPS_SHIFT) & TRIPS_MAX
+}
+
+fn payload_of(word: u64) -> u64 {
+    word >> PAYLOAD_SHIFT
+}
+
+fn half_open(trips: u64, period: u64, in_flight: u64, successes: u64) -> u64 {
+    pack(
+        HALF_OPEN,
+        trips,
+        ((period & PERIOD_MASK) << 16) | (in_flight << 8) | successes,
+    )
+}
+
+/// (period, in flight, successes) of a half-open word.
+fn trials_of(word: u64) -> (u64, u64, u64) {
+    let payload = payload_of(word);
+    (payload >> 16, (payload >> 8) & 0xff, payload & 0xff)
+}
+
+// A window bucket: | slice number (24 bits) | failures (20 bits) | calls (20 bits) |
+const COUNT_BITS: u32 = 20;
+const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
+const SLICE_MASK: u64 = (1 << 24) - 1;
+
+/// What a call is allowed to do, and what its outcome will be recorded as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ticket {
+    /// Admitted while closed: the outcome goes to the window.
+    Closed,
+    /// A half-open trial of the given period: the outcome decides the state.
+    Trial(u64),
+}
+
+/// How a call ended, for the breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Success,
+    Failure,
+    /// Nothing about the route's health: a cancellation, a permanent failure,
+    /// a dropped future or body. A trial's place is given back.
+    Neutral,
+}
+
+/// A refused call: when the next probe may go through, if known.
+pub(crate) struct Refused {
+    pub(crate) retry_after: Option<Duration>,
+}
+
+pub(crate) struct RouteBreaker {
+    pub(crate) route: RouteId,
+    pub(crate) policy: Arc<Policy>,
+    word: AtomicU64,
+    /// Hands out half-open period numbers, so a trial of an earlier period
+    /// finishing late cannot count in the current one.
+    periods: AtomicU64,
+    consecutive: AtomicU32,
+    buckets: Box<[AtomicU64]>,
+}
+
+impl fmt::Debug for RouteBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RouteBreaker")
+            .field("route", &self.route)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl RouteBreaker {
+    pub(crate) fn new(route: RouteId, policy: Arc<Policy>) -> Self {
+        let buckets = match policy.trip {
+            TripRule::Ratio { buckets, .. } => buckets,
+            TripRule::Consecutive { .. } => 0,
+        };
+        RouteBreaker {
+            route,
+            policy,
+            word: AtomicU64::new(pack(CLOSED, 0, 0)),
+            periods: AtomicU64::new(0),
+            consecutive: AtomicU32::new(0),
+            buckets: (0..buckets).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    pub(crate) fn state(&self) -> BreakerState {
+        BreakerState::from_bits(self.word.load(Ordering::Acquire))
+    }
+
+    /// Time until the probe while open; `None` in any other state.
+    pub(crate) fn open_for(&self) -> Option<Duration> {
+        let word = self.word.load(Ordering::Acquire);
+        (word & STATE_MASK == OPEN)
+            .then(|| Duration::from_millis(payload_of(word).saturating_sub(self.policy.now_ms())))
+    }
+
+    /// Decides whether a call may go to the route. The closed path is one
+    /// atomic load.
+    pub(crate) fn admit(&self) -> Result<Ticket, Refused> {
+        let mut word = self.word.load(Ordering::Acquire);
+        loop {
+            let next = match word & STATE_MASK {
+                CLOSED => return Ok(Ticket::Closed),
+                ISOLATED => return Err(Refused { retry_after: None }),
+                OPEN => {
+                    let now = self.policy.now_ms();
+                    let probe_at = payload_of(word);
+                    if now < probe_at {
+                        return Err(Refused {
+                            retry_after: Some(Duration::from_millis(probe_at - now)),
+                        });
+                    }
+                    // Probe time: this call becomes the first trial.
+                    let period = self.periods.fetch_add(1, Ordering::Relaxed) + 1;
+                    half_open(trips_of(word), period, 1, 0)
+                }
+                _ => {
+                    let (period, in_flight, successes) = trials_of(word);
+                    if in_flight >= self.policy.trials {
+                        return Err(Refused { retry_after: None });
+                    }
+                    half_open(trips_of(word), period, in_flight + 1, successes)
+                }
+            };
+            match self
+                .word
+                .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    if word & STATE_MASK == OPEN {
+                        self.announce(BreakerState::Open, BreakerState::HalfOpen);
+                    }
+                    return Ok(Ticket::Trial(trials_of(next).0));
+                }
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    pub(crate) fn record(&self, ticket: Ticket, outcome: Outcome) {
+        match ticket {
+            Ticket::Closed => self.record_closed(outcome),
+            Ticket::Trial(period) => self.record_trial(period, outcome),
+        }
+    }
+
+    fn record_closed(&self, outcome: Outcome) {
+        let failed = match outcome {
+            Outcome::Neutral => return,
+            Outcome::Success => false,
+            Outcome::Failure => true,
+        };
+        let trips = match self.policy.trip {
+            TripRule::Ratio {
+                ratio,
+                bucket_ms,
+                min_calls,
+                ..
+            } => {
+                let slice = self.policy.now_ms() / bucket_ms;
+                self.count(slice, failed);
+                failed && {
+                    let (calls, failures) = self.window(slice);
+                    calls >= min_calls && failures as f64 >= ratio * calls as f64
+                }
+            }
+            TripRule::Consecutive { failures } => {
+                if failed {
+                    self.consecutive.fetch_add(1, Ordering::AcqRel) + 1 >= failures
+                } else {
+                    // Read first: the success path of a healthy route then
+                    // never writes this cache line.
+                    if self.consecutive.load(Ordering::Relaxed) != 0 {
+                        self.consecutive.store(0, Ordering::Relaxed);
+                    }
+                    false
+                }
+            }
+        };
+        if trips {
+            let closed = pack(CLOSED, 0, 0);
+            let open = self.open_word(1);
+            if self
+                .word
+                .compare_exchange(closed, open, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                self.announce(BreakerState::Closed, BreakerState::Open);
+            }
+        }
+    }
+
+    fn record_trial(&self, period: u64, outcome: Outcome) {
+        let mut word = self.word.load(Ordering::Acquire);
+        loop {
+            if word & STATE_MASK != HALF_OPEN || trials_of(word).0 != period & PERIOD_MASK {
+                // The trial's period is over (re-opened, closed, reset).
+                return;
+            }
+            let (_, in_flight, successes) = trials_of(word);
+            let trips = trips_of(word);
+            let in_flight = in_flight.saturating_sub(1);
+            let next = match outcome {
+                Outcome::Neutral => half_open(trips, period, in_flight, successes),
+                Outcome::Success if successes + 1 >= self.policy.close_after => pack(CLOSED, 0, 0),
+                Outcome::Success => half_open(trips, period, in_flight, successes + 1),
+                Outcome::Failure => self.open_word(trips + 1),
+            };
+            match self
+                .word
+                .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    match next & STATE_MASK {
+                        CLOSED => {
+                            self.clear_counts();
+                            self.announce(BreakerState::HalfOpen, BreakerState::Closed);
+                        }
+                        OPEN => self.announce(BreakerState::HalfOpen, BreakerState::Open),
+                        _ => {}
+                    }
+                    return;
+                }
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    /// An open word for the `trips`-th trip since the last close.
+    fn open_word(&self, trips: u64) -> u64 {
+        let trips = trips.min(TRIPS_MAX);
+        let pause = self.policy.break_duration.after_trips(trips as u32);
+        let pause_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX);
+        pack(OPEN, trips, self.policy.now_ms().saturating_add(pause_ms))
+    }
+
+    /// Forces the breaker open until [`RouteBreaker::reset`].
+    pub(crate) fn isolate(&self) {
+        let before = self.word.swap(pack(ISOLATED, 0, 0), Ordering::AcqRel);
+        self.announce(BreakerState::from_bits(before), BreakerState::Isolated);
+    }
+
+    /// Forces the breaker closed with a clean window.
+    pub(crate) fn reset(&self) {
+        self.clear_counts();
+        let before = self.word.swap(pack(CLOSED, 0, 0), Ordering::AcqRel);
+        self.announce(BreakerState::from_bits(before), BreakerState::Closed);
+    }
+
+    fn clear_counts(&self) {
+        for bucket in &self.buckets[..] {
+            bucket.store(0, Ordering::Relaxed);
+        }
+        self.consecutive.store(0, Ordering::Relaxed);
+    }
+
+    /// Adds one call (and maybe one failure) to the bucket of `slice`,
+    /// starting the bucket afresh when it still holds an older slice.
+    /// Counts saturate instead of spilling into the slice number.
+    fn count(&self, slice: u64, failed: bool) {
+        let bucket = &self.buckets[(slice % self.buckets.len() as u64) as usize];
+        let tag = slice & SLICE_MASK;
+        let mut current = bucket.load(Ordering::Relaxed);
+        loop {
+            let (calls, failures) = if current >> (2 * COUNT_BITS) == tag {
+                (current & COUNT_MAX, (current >> COUNT_BITS) & COUNT_MAX)
+            } else {
+                (0, 0)
+            };
+            if calls == COUNT_MAX {
+                return;
+            }
+            let next = (tag << (2 * COUNT_BITS))
+                | ((failures + u64::from(failed)) << COUNT_BITS)
+                | (calls + 1);
+            match bucket.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// (calls, failures) over the buckets of the window ending at `slice`.
+    fn window(&self, slice: u64) -> (u64, u64) {
+        let span = self.buckets.len() as u64;
+        let tag = slice & SLICE_MASK;
+        let (mut calls, mut failures) = (0, 0);
+        for bucket in &self.buckets[..] {
+            let value = bucket.load(Ordering::Relaxed);
+            let age = tag.wrapping_sub(value >> (2 * COUNT_BITS)) & SLICE_MASK;
+            if age < span {
+                calls += value & COUNT_MAX;
+                failures += (value >> COUNT_BITS) & COUNT_MAX;
+            }
+        }
+        (calls, failures)
+    }
+
+    fn announce(&self, from: BreakerState, to: BreakerState) {
+        if from == to {
+            return;
+        }
+        tracing::info!(
+            target: "seawall::breaker",
+            route = %self.route,
+            from = from.as_str(),
+            to = to.as_str(),
+            "circuit breaker state changed"
+        );
+        if let Some(callback) = &self.policy.on_transition {
+            callback(&Transition {
+                route: &self.route,
+                from,
+                to,
+            });
+        }
+    }
+}

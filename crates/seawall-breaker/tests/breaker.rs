@@ -1,0 +1,571 @@
+//! The breaker's behaviour through its tower interface, on tokio's paused
+//! clock.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use seawall_breaker::{BreakDuration, BreakerHandle, BreakerLayer, BreakerState, Trip};
+use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure, RouteId};
+use tokio::sync::Semaphore;
+use tower::{Layer, Service, ServiceExt};
+
+/// A response body of scripted frames.
+#[derive(Default)]
+struct Script(VecDeque<Result<Frame<Bytes>, BoxError>>);
+
+impl Body for Script {
+    type Data = Bytes;
+    type Error = BoxError;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Poll::Ready(self.0.pop_front())
+    }
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// What the fake provider does with a request, by its `x-outcome` header.
+#[derive(Clone, Copy, Debug)]
+enum Plan {
+    /// An empty successful response.
+    Ok,
+    /// Fails with this code before any response.
+    Fail(Code),
+    /// A streamed answer: one chunk, then the provider drops the stream.
+    DropsMidStream,
+    /// A streamed answer that finishes.
+    Streams,
+    /// Waits for the test to release it, then answers `Ok`.
+    Hold,
+}
+
+const ROUTE: &str = "api.example.com";
+
+fn request(plan: Plan) -> http::Request<Plan> {
+    http::Request::get(format!("https://{ROUTE}/v1/chat"))
+        .body(plan)
+        .unwrap()
+}
+
+#[derive(Clone)]
+struct Provider {
+    calls: Arc<AtomicUsize>,
+    gate: Arc<Semaphore>,
+}
+
+impl Provider {
+    fn new() -> Self {
+        Provider {
+            calls: Arc::new(AtomicUsize::new(0)),
+            gate: Arc::new(Semaphore::new(0)),
+        }
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+impl Service<http::Request<Plan>> for Provider {
+    type Response = http::Response<Script>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<http::Response<Script>, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Plan>) -> Self::Future {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let gate = Arc::clone(&self.gate);
+        Box::pin(async move {
+            let chunk = || Ok(Frame::data(Bytes::from_static(b"data: {}\n\n")));
+            let body = match *request.body() {
+                Plan::Ok => Script::default(),
+                Plan::Fail(code) => return Err(Failure::new(code).into()),
+                Plan::Streams => Script([chunk(), chunk()].into()),
+                Plan::DropsMidStream => {
+                    let mut evidence = Evidence::default();
+                    evidence.bytes = 10;
+                    evidence.content_seen = true;
+                    evidence.closed_by = Some(ClosedBy::Them);
+                    let cut = Failure::new(Code::StreamInterrupted).with_evidence(evidence);
+                    Script([chunk(), Err(cut.into())].into())
+                }
+                Plan::Hold => {
+                    gate.acquire().await.unwrap().forget();
+                    Script::default()
+                }
+            };
+            Ok(http::Response::new(body))
+        })
+    }
+}
+
+fn exact_break(base: u64) -> BreakDuration {
+    BreakDuration {
+        base: Duration::from_secs(base),
+        max: Duration::from_secs(60),
+        jitter: 0.0,
+    }
+}
+
+fn route() -> RouteId {
+    RouteId::new(ROUTE)
+}
+
+type Svc = seawall_breaker::Breaker<Provider>;
+
+fn build(layer: BreakerLayer) -> (Svc, BreakerHandle, Provider) {
+    let provider = Provider::new();
+    let handle = layer.handle();
+    (layer.layer(provider.clone()), handle, provider)
+}
+
+/// Sends one request and reads its whole body; returns the failure code, if any.
+async fn send(service: &Svc, plan: Plan) -> Option<Code> {
+    match service.clone().oneshot(request(plan)).await {
+        Ok(response) => match response.into_body().collect().await {
+            Ok(_) => None,
+            Err(error) => Some(Failure::find(&*error).expect("a failure").code()),
+        },
+        Err(error) => Some(Failure::find(&*error).expect("a failure").code()),
+    }
+}
+
+async fn refusal(service: &Svc) -> Failure {
+    let error = service
+        .clone()
+        .oneshot(request(Plan::Ok))
+        .await
+        .unwrap_err();
+    Failure::find(&*error).expect("a failure").clone()
+}
+
+fn ratio_layer() -> BreakerLayer {
+    BreakerLayer::new()
+        .trip(Trip::FailureRatio {
+            ratio: 0.5,
+            window: Duration::from_secs(10),
+            buckets: 10,
+            min_calls: 10,
+        })
+        .break_duration(exact_break(5))
+}
+
+#[tokio::test(start_paused = true)]
+async fn opens_on_the_ratio_only_past_the_minimum_throughput() {
+    let (service, handle, provider) = build(ratio_layer());
+    for _ in 0..9 {
+        assert_eq!(
+            send(&service, Plan::Fail(Code::Overloaded)).await,
+            Some(Code::Overloaded)
+        );
+    }
+    // Nine failures out of nine, but below the minimum of ten calls.
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    assert_eq!(
+        send(&service, Plan::Fail(Code::Transport)).await,
+        Some(Code::Transport)
+    );
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+
+    // Open: refused at once, without calling the provider.
+    let calls = provider.calls();
+    let refused = refusal(&service).await;
+    assert_eq!(provider.calls(), calls);
+    assert_eq!(refused.code(), Code::CircuitOpen);
+    assert_eq!(refused.action(), seawall_core::Action::Failover);
+    assert_eq!(refused.route(), Some(&route()));
+    assert_eq!(refused.retry_after(), Some(Duration::from_secs(5)));
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert_eq!(
+        refusal(&service).await.retry_after(),
+        Some(Duration::from_secs(3))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn below_the_ratio_or_outside_the_window_it_stays_closed() {
+    let (service, handle, _) = build(ratio_layer());
+    // 4 failures out of 10: below half.
+    for i in 0..10 {
+        let plan = if i < 4 {
+            Plan::Fail(Code::Overloaded)
+        } else {
+            Plan::Ok
+        };
+        send(&service, plan).await;
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    // The window slides: those calls are forgotten after 10 s, so 6
+    // failures now are 6 of 6 — below the minimum throughput.
+    tokio::time::advance(Duration::from_secs(11)).await;
+    for _ in 0..6 {
+        send(&service, Plan::Fail(Code::Overloaded)).await;
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    // Within the window: 4 successes and 6 failures of 10 trip it.
+    for _ in 0..3 {
+        send(&service, Plan::Ok).await;
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    send(&service, Plan::Fail(Code::Overloaded)).await;
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+}
+
+fn consecutive(failures: u32) -> BreakerLayer {
+    BreakerLayer::new()
+        .trip(Trip::Consecutive { failures })
+        .break_duration(exact_break(5))
+}
+
+#[tokio::test(start_paused = true)]
+async fn consecutive_failures_trip_and_a_success_resets_the_run() {
+    let (service, handle, _) = build(consecutive(3));
+    send(&service, Plan::Fail(Code::Timeout)).await;
+    send(&service, Plan::Fail(Code::Timeout)).await;
+    send(&service, Plan::Ok).await;
+    send(&service, Plan::Fail(Code::Timeout)).await;
+    send(&service, Plan::Fail(Code::Timeout)).await;
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    send(&service, Plan::Fail(Code::FirstByteTimeout)).await;
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+}
+
+#[tokio::test(start_paused = true)]
+async fn half_open_admits_exactly_the_trials_then_closes_after_the_successes() {
+    let (service, handle, provider) = build(consecutive(1).half_open_trials(3).close_after(3));
+    send(&service, Plan::Fail(Code::Overloaded)).await;
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+    tokio::time::advance(Duration::from_secs(5)).await;
+
+    let calls = provider.calls();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut future = Box::pin(service.clone().oneshot(request(Plan::Hold)));
+        assert!(
+            futures_poll(&mut future).is_none(),
+            "a trial waits for the provider"
+        );
+        held.push(future);
+    }
+    assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
+    // The fourth and fifth are refused while three trials are out.
+    for _ in 0..2 {
+        let refused = refusal(&service).await;
+        assert_eq!(refused.code(), Code::CircuitOpen);
+        assert_eq!(refused.retry_after(), None);
+    }
+    assert_eq!(provider.calls(), calls + 3);
+
+    provider.gate.add_permits(3);
+    for future in held {
+        future.await.unwrap().into_body().collect().await.unwrap();
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    assert_eq!(send(&service, Plan::Ok).await, None);
+}
+
+/// Polls a future once.
+fn futures_poll<F: Future + Unpin>(future: &mut F) -> Option<F::Output> {
+    let waker = std::task::Waker::noop();
+    match Pin::new(future).poll(&mut Context::from_waker(waker)) {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_trial_reopens_with_a_longer_break() {
+    let (service, handle, _) = build(consecutive(1).half_open_trials(2).close_after(2));
+    send(&service, Plan::Fail(Code::Overloaded)).await;
+    assert_eq!(
+        refusal(&service).await.retry_after(),
+        Some(Duration::from_secs(5))
+    );
+    tokio::time::advance(Duration::from_secs(5)).await;
+    // The first trial succeeds, the second fails: any failure re-opens.
+    assert_eq!(send(&service, Plan::Ok).await, None);
+    assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
+    send(&service, Plan::Fail(Code::ProviderUnavailable)).await;
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+    assert_eq!(
+        refusal(&service).await.retry_after(),
+        Some(Duration::from_secs(10))
+    );
+    tokio::time::advance(Duration::from_secs(10)).await;
+    send(&service, Plan::Fail(Code::Transport)).await;
+    assert_eq!(
+        refusal(&service).await.retry_after(),
+        Some(Duration::from_secs(20))
+    );
+    // After it closes, the next trip starts from the base break again.
+    tokio::time::advance(Duration::from_secs(20)).await;
+    send(&service, Plan::Ok).await;
+    send(&service, Plan::Ok).await;
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    send(&service, Plan::Fail(Code::Transport)).await;
+    assert_eq!(
+        refusal(&service).await.retry_after(),
+        Some(Duration::from_secs(5))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_trial_gives_its_place_back_and_records_nothing() {
+    let (service, handle, provider) = build(consecutive(1).half_open_trials(1).close_after(1));
+    send(&service, Plan::Fail(Code::Overloaded)).await;
+    tokio::time::advance(Duration::from_secs(5)).await;
+    let mut trial = Box::pin(service.clone().oneshot(request(Plan::Hold)));
+    assert!(futures_poll(&mut trial).is_none());
+    assert_eq!(refusal(&service).await.code(), Code::CircuitOpen);
+    drop(trial);
+    assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
+    // A streamed trial whose body is dropped before its end: nothing either.
+    let response = service
+        .clone()
+        .oneshot(request(Plan::Streams))
+        .await
+        .unwrap();
+    drop(response);
+    assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
+    let calls = provider.calls();
+    assert_eq!(send(&service, Plan::Ok).await, None);
+    assert_eq!(provider.calls(), calls + 1);
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_route_health_failures_count() {
+    let (service, handle, provider) = build(consecutive(5));
+    for _ in 0..1000 {
+        assert_eq!(
+            send(&service, Plan::Fail(Code::ContextTooLong)).await,
+            Some(Code::ContextTooLong)
+        );
+    }
+    for code in [
+        Code::Cancelled,
+        Code::DeadlineExceeded,
+        Code::BadRequest,
+        Code::Refused,
+        Code::BadArguments,
+        Code::RateLimited,
+        Code::CircuitOpen,
+    ] {
+        for _ in 0..20 {
+            send(&service, Plan::Fail(code)).await;
+        }
+    }
+    // 1000 cancellations by dropping the call before it finished.
+    for _ in 0..1000 {
+        let mut future = Box::pin(service.clone().oneshot(request(Plan::Hold)));
+        assert!(futures_poll(&mut future).is_none());
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    assert_eq!(provider.calls(), 1000 + 7 * 20 + 1000);
+
+    let (ratio, handle, _) = build(ratio_layer());
+    for _ in 0..1000 {
+        send(&ratio, Plan::Fail(Code::ContextTooLong)).await;
+        send(&ratio, Plan::Fail(Code::Cancelled)).await;
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn rate_limits_count_when_asked() {
+    let (service, handle, _) = build(consecutive(3).count_rate_limited(true));
+    for _ in 0..3 {
+        send(&service, Plan::Fail(Code::RateLimited)).await;
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+}
+
+#[tokio::test(start_paused = true)]
+async fn streams_dropped_mid_way_trip_it_at_the_body_end() {
+    let (service, handle, _) = build(consecutive(3));
+    for _ in 0..2 {
+        assert_eq!(
+            send(&service, Plan::DropsMidStream).await,
+            Some(Code::StreamInterrupted)
+        );
+    }
+    // Headers of the third arrived well; the outcome waits for the body.
+    let response = service
+        .clone()
+        .oneshot(request(Plan::DropsMidStream))
+        .await
+        .unwrap();
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    let error = response.into_body().collect().await.unwrap_err();
+    assert_eq!(
+        Failure::find(&*error).unwrap().code(),
+        Code::StreamInterrupted
+    );
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+
+    // Finished streams are successes.
+    let (service, handle, _) = build(consecutive(2));
+    for _ in 0..10 {
+        send(&service, Plan::Fail(Code::Overloaded)).await;
+        assert_eq!(send(&service, Plan::Streams).await, None);
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn routes_are_separate_and_can_be_derived_by_a_function() {
+    let layer = consecutive(1).route_with(|head| {
+        let model = head
+            .headers
+            .get("x-model")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none");
+        RouteId::new(format!("{}/{model}", head.default_route()))
+    });
+    let (service, handle, _) = build(layer);
+    let mut broken = request(Plan::Fail(Code::Overloaded));
+    broken
+        .headers_mut()
+        .insert("x-model", "big".parse().unwrap());
+    service.clone().oneshot(broken).await.unwrap_err();
+    assert_eq!(
+        handle.state(&RouteId::new("api.example.com/big")),
+        BreakerState::Open
+    );
+    let mut other = request(Plan::Ok);
+    other
+        .headers_mut()
+        .insert("x-model", "small".parse().unwrap());
+    service.clone().oneshot(other).await.unwrap();
+    // An explicit RouteId in the extensions is the default route.
+    let (service, handle, _) = build(consecutive(1));
+    let mut pinned = request(Plan::Fail(Code::Overloaded));
+    pinned.extensions_mut().insert(RouteId::new("primary"));
+    service.clone().oneshot(pinned).await.unwrap_err();
+    assert_eq!(handle.state(&RouteId::new("primary")), BreakerState::Open);
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    assert_eq!(send(&service, Plan::Ok).await, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_handle_isolates_resets_and_transitions_are_reported() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let layer = consecutive(1).on_transition(move |t| {
+        record
+            .lock()
+            .unwrap()
+            .push(format!("{} {}->{}", t.route, t.from, t.to));
+    });
+    let (service, handle, provider) = build(layer);
+    handle.isolate(&route());
+    assert_eq!(handle.state(&route()), BreakerState::Isolated);
+    let refused = refusal(&service).await;
+    assert_eq!(
+        (refused.code(), refused.retry_after()),
+        (Code::CircuitOpen, None)
+    );
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    assert_eq!(refusal(&service).await.code(), Code::CircuitOpen);
+    assert_eq!(provider.calls(), 0);
+    handle.reset(&route());
+    assert_eq!(
+        send(&service, Plan::Fail(Code::Overloaded)).await,
+        Some(Code::Overloaded)
+    );
+    tokio::time::advance(Duration::from_secs(5)).await;
+    send(&service, Plan::Ok).await;
+    assert_eq!(handle.routes(), vec![(route(), BreakerState::HalfOpen)]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "api.example.com closed->isolated",
+            "api.example.com isolated->closed",
+            "api.example.com closed->open",
+            "api.example.com open->half_open",
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn readiness_gating_waits_for_the_probe_time() {
+    let (mut service, _, _) = build(consecutive(1).gate_readiness(true));
+    service.ready().await.unwrap();
+    service
+        .call(request(Plan::Fail(Code::Overloaded)))
+        .await
+        .unwrap_err();
+    let mut ready = Box::pin(async { service.ready().await.map(|_| ()) });
+    assert!(futures_poll(&mut ready).is_none(), "not ready while open");
+    tokio::time::advance(Duration::from_secs(4)).await;
+    assert!(futures_poll(&mut ready).is_none());
+    tokio::time::advance(Duration::from_secs(1)).await;
+    tokio::time::timeout(Duration::from_millis(1), ready)
+        .await
+        .expect("ready at the probe time")
+        .unwrap();
+
+    // Without gating, readiness is the inner service's.
+    let (mut plain, _, _) = build(consecutive(1));
+    plain.ready().await.unwrap();
+    plain
+        .call(request(Plan::Fail(Code::Overloaded)))
+        .await
+        .unwrap_err();
+    let mut ready = Box::pin(async { plain.ready().await.map(|_| ()) });
+    assert!(futures_poll(&mut ready).is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_route_limit_bounds_memory() {
+    let (service, handle, _) = build(consecutive(1).max_routes(4));
+    for i in 0..100 {
+        let request = http::Request::get(format!("https://host{i}.example/v1"))
+            .body(Plan::Fail(Code::Overloaded))
+            .unwrap();
+        service.clone().oneshot(request).await.unwrap_err();
+    }
+    assert_eq!(handle.routes().len(), 4);
+}
+
+#[test]
+fn absurd_settings_are_clamped_not_panics() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let layer = BreakerLayer::new()
+            .trip(Trip::FailureRatio {
+                ratio: f64::NAN,
+                window: Duration::ZERO,
+                buckets: 0,
+                min_calls: 0,
+            })
+            .half_open_trials(0)
+            .close_after(100_000)
+            .break_duration(BreakDuration {
+                base: Duration::MAX,
+                max: Duration::MAX,
+                jitter: -3.0,
+            });
+        let (service, handle, _) = build(layer);
+        send(&service, Plan::Fail(Code::Overloaded)).await;
+        assert_eq!(handle.state(&route()), BreakerState::Open);
+        assert!(refusal(&service).await.retry_after().unwrap() > Duration::from_secs(3600));
+    });
+}
