@@ -37,6 +37,14 @@ pin_project! {
     }
 }
 
+impl<B> std::fmt::Debug for GuardBody<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardBody")
+            .field("guarded", &self.is_guarded())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<B> GuardBody<B> {
     pub(crate) fn passthrough(body: B) -> Self {
         GuardBody {

@@ -1,6 +1,5 @@
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
@@ -8,11 +7,9 @@ use http::Response;
 use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::BoxError;
-use tokio::time::Instant;
 
-use super::stream::{Stream, Track};
-use super::{Config, GuardBody};
-use crate::protocol::Protocol;
+use super::GuardBody;
+use super::stream::{Setup, Stream, Track};
 use crate::report::StreamReportHandle;
 
 pin_project! {
@@ -34,9 +31,7 @@ pin_project! {
         Calling {
             #[pin]
             future: F,
-            config: Arc<Config>,
-            protocol: Protocol,
-            started: Instant,
+            setup: Option<Setup>,
         },
         Holding {
             parts: Option<http::response::Parts>,
@@ -47,18 +42,11 @@ pin_project! {
 }
 
 impl<F, B> ResponseFuture<F, B> {
-    pub(crate) fn new(
-        future: F,
-        config: Arc<Config>,
-        protocol: Protocol,
-        started: Instant,
-    ) -> Self {
+    pub(crate) fn new(future: F, setup: Setup) -> Self {
         ResponseFuture {
             state: State::Calling {
                 future,
-                config,
-                protocol,
-                started,
+                setup: Some(setup),
             },
         }
     }
@@ -76,12 +64,7 @@ where
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
             let next = match self.as_mut().project().state.project() {
-                StateProj::Calling {
-                    future,
-                    config,
-                    protocol,
-                    started,
-                } => {
+                StateProj::Calling { future, setup } => {
                     let response = match ready!(future.poll(cx)) {
                         Ok(response) => response,
                         Err(error) => {
@@ -89,7 +72,8 @@ where
                             return Poll::Ready(Err(error.into()));
                         }
                     };
-                    if !config.guards(&response) {
+                    let setup = setup.take().expect("setup present while calling");
+                    if !setup.config.guards(&response) {
                         let response = response.map(GuardBody::passthrough);
                         self.as_mut().project().state.set(State::Finished);
                         return Poll::Ready(Ok(response));
@@ -97,13 +81,7 @@ where
                     let (mut parts, body) = response.into_parts();
                     let handle = StreamReportHandle::default();
                     parts.extensions.insert(handle.clone());
-                    let track = Track::new(
-                        config.clone(),
-                        *protocol,
-                        *started,
-                        parts.status.as_u16(),
-                        handle,
-                    );
+                    let track = Track::new(setup, parts.status.as_u16(), handle);
                     State::Holding {
                         parts: Some(parts),
                         stream: Some(Stream::new(body, track)),

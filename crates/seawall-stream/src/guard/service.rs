@@ -4,11 +4,12 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use seawall_core::BoxError;
+use seawall_core::{BoxError, Progress};
 use tokio::time::Instant;
 use tower_service::Service;
 
 use super::future::ResponseFuture;
+use super::stream::Setup;
 use super::{Config, GuardBody};
 
 /// The service built by [`StreamGuardLayer`](super::StreamGuardLayer).
@@ -50,12 +51,12 @@ where
             .config
             .protocol
             .unwrap_or_else(|| crate::Protocol::for_path(request.uri().path()));
-        let started = Instant::now();
-        ResponseFuture::new(
-            self.inner.call(request),
-            self.config.clone(),
+        let setup = Setup {
+            config: self.config.clone(),
             protocol,
-            started,
-        )
+            started: Instant::now(),
+            progress: request.extensions().get::<Progress>().cloned(),
+        };
+        ResponseFuture::new(self.inner.call(request), setup)
     }
 }

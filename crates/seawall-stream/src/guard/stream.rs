@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame};
 use pin_project_lite::pin_project;
 use seawall_core::{
-    BoxError, Class, ClosedBy, Code, Evidence, Failure, Finish, FinishKind, Interrupted,
+    BoxError, Class, ClosedBy, Code, Evidence, Failure, Finish, FinishKind, Interrupted, Progress,
 };
 use tokio::time::{Instant, Sleep, sleep_until};
 
@@ -133,11 +133,24 @@ impl Tally {
     }
 }
 
+/// What the service knows at call time.
+#[derive(Debug)]
+pub(crate) struct Setup {
+    pub(crate) config: Arc<Config>,
+    /// Chosen from the request (or the layer's setting) at call time.
+    pub(crate) protocol: Protocol,
+    pub(crate) started: Instant,
+    /// The attempt's shared progress, when a per-attempt deadline put one in
+    /// the request extensions: it reads it to tell silence from slowness.
+    pub(crate) progress: Option<Progress>,
+}
+
 /// Everything a stream knows besides its body and timer.
 #[derive(Debug)]
 pub(crate) struct Track {
     config: Arc<Config>,
     protocol: Protocol,
+    progress: Option<Progress>,
     scanner: Scanner,
     decoder: Decoder,
     tally: Tally,
@@ -151,13 +164,13 @@ pub(crate) struct Track {
 }
 
 impl Track {
-    pub(crate) fn new(
-        config: Arc<Config>,
-        protocol: Protocol,
-        started: Instant,
-        status: u16,
-        handle: StreamReportHandle,
-    ) -> Self {
+    pub(crate) fn new(setup: Setup, status: u16, handle: StreamReportHandle) -> Self {
+        let Setup {
+            config,
+            protocol,
+            started,
+            progress,
+        } = setup;
         Track {
             scanner: Scanner::new(config.max_line, config.max_event),
             decoder: protocol.decoder(),
@@ -175,6 +188,7 @@ impl Track {
             },
             config,
             protocol,
+            progress,
             status,
             started,
             first_byte: None,
@@ -204,14 +218,27 @@ impl Track {
             scanner,
             decoder,
             tally,
+            progress,
             ..
         } = self;
+        let content_before = tally.content_events;
         let scanned = scanner.feed(data, |item| {
+            // Nothing after a stop counts: the same stream gives the same
+            // counts however it is framed.
+            if tally.stop.is_some() {
+                return;
+            }
             if let Item::Event(_) = item {
                 tally.events += 1;
             }
             tally.apply(decoder.decode(item), now);
         });
+        if let Some(progress) = progress {
+            progress.add_bytes(data.len() as u64);
+            for _ in content_before..tally.content_events {
+                progress.add_content_event();
+            }
+        }
         if let Err(error) = scanned {
             tally.stop.get_or_insert(Cause::Scan(error));
         }

@@ -1,0 +1,186 @@
+//! Test helpers: a channel-fed body, a provider that answers with it, and
+//! a reader that drains a guarded body.
+#![allow(dead_code)]
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use seawall_core::{BoxError, Failure};
+use seawall_stream::{GuardBody, StreamGuardLayer, StreamReport, StreamReportHandle};
+use tokio::sync::mpsc;
+use tower::{Layer, ServiceExt};
+
+/// A body fed through a channel: frames, errors, and EOF when the sender
+/// is dropped.
+pub struct ChannelBody {
+    rx: mpsc::UnboundedReceiver<Result<Bytes, BoxError>>,
+}
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.rx
+            .poll_recv(cx)
+            .map(|item| item.map(|result| result.map(Frame::data)))
+    }
+}
+
+/// One step of a scripted stream.
+pub enum Step {
+    /// Wait this long (virtual time).
+    Wait(Duration),
+    /// Send a frame.
+    Send(Bytes),
+    /// Fail the body (a reset).
+    Reset,
+    /// Hold the connection open forever.
+    Hang,
+}
+
+pub fn wait(secs: f64) -> Step {
+    Step::Wait(Duration::from_secs_f64(secs))
+}
+
+pub fn send(frame: impl Into<Bytes>) -> Step {
+    Step::Send(frame.into())
+}
+
+#[derive(Debug)]
+pub struct ResetError;
+impl std::fmt::Display for ResetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection reset by peer")
+    }
+}
+impl std::error::Error for ResetError {}
+
+/// A body played from a script by a spawned task; EOF after the last step.
+pub fn scripted(script: Vec<Step>) -> ChannelBody {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        for step in script {
+            match step {
+                Step::Wait(d) => tokio::time::sleep(d).await,
+                Step::Send(frame) => {
+                    if tx.send(Ok(frame)).is_err() {
+                        return;
+                    }
+                }
+                Step::Reset => {
+                    let _ = tx.send(Err(Box::new(ResetError) as BoxError));
+                    return;
+                }
+                Step::Hang => {
+                    tx.closed().await;
+                    return;
+                }
+            }
+        }
+    });
+    ChannelBody { rx }
+}
+
+pub fn sse<B>(body: B) -> Response<B> {
+    Response::builder()
+        .header("content-type", "text/event-stream; charset=utf-8")
+        .body(body)
+        .unwrap()
+}
+
+pub fn request(path: &str) -> Request<()> {
+    Request::post(format!("https://provider.example{path}"))
+        .body(())
+        .unwrap()
+}
+
+/// Calls a guard over a provider that answers once with `body`.
+pub async fn call<B>(
+    layer: StreamGuardLayer,
+    path: &str,
+    body: B,
+) -> Result<Response<GuardBody<B>>, BoxError>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let mut body = Some(body);
+    let provider = tower::service_fn(move |_req: Request<()>| {
+        let body = body.take().expect("called once");
+        async move { Ok::<_, Infallible>(sse(body)) }
+    });
+    layer.layer(provider).oneshot(request(path)).await
+}
+
+/// What reading a guarded body to its end gave.
+pub struct Drained {
+    pub bytes: Vec<u8>,
+    pub error: Option<Failure>,
+    pub report: StreamReport,
+}
+
+pub async fn drain<B>(response: Response<GuardBody<B>>) -> Drained
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let handle = response
+        .extensions()
+        .get::<StreamReportHandle>()
+        .cloned()
+        .expect("a guarded stream has a report handle");
+    let mut body = std::pin::pin!(response.into_body());
+    let mut bytes = Vec::new();
+    let mut error = None;
+    while let Some(frame) = body.as_mut().frame().await {
+        match frame {
+            Ok(frame) => bytes.extend_from_slice(frame.data_ref().expect("data frame")),
+            Err(e) => {
+                let failure = Failure::downcast(e).expect("the body error is a Failure");
+                assert!(
+                    handle.get().is_some(),
+                    "the report is written before the error is yielded"
+                );
+                error = Some(failure);
+                break;
+            }
+        }
+    }
+    let report = handle.get().cloned().expect("the body ended");
+    Drained {
+        bytes,
+        error,
+        report,
+    }
+}
+
+/// The failure a response future failed with.
+pub fn failure_of<T: std::fmt::Debug>(result: Result<T, BoxError>) -> Failure {
+    let error = result.expect_err("the guard fails before content");
+    Failure::downcast(error).expect("the error is a Failure")
+}
+
+/// An OpenAI content chunk.
+pub fn openai_delta(text: &str) -> String {
+    format!(
+        "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
+        serde_json::to_string(text).unwrap()
+    )
+}
+
+pub const OPENAI_ROLE: &str = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
+pub const OPENAI_STOP: &str = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n";
+pub const DONE: &str = "data: [DONE]\n\n";
+pub const CHAT: &str = "/v1/chat/completions";
+pub const MESSAGES: &str = "/v1/messages";
+pub const GEMINI: &str = "/v1beta/models/gemini-x:streamGenerateContent";

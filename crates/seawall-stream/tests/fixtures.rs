@@ -1,0 +1,344 @@
+//! Each provider's exact wire shape: normal end, `[DONE]`, usage-only
+//! final chunk, in-stream errors before and after content, `length`,
+//! refusals and filters. Every fixture is read whole and byte by byte.
+
+mod common;
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::Full;
+use seawall_core::{Action, Class, ClosedBy, Code, Failure, FinishKind};
+use seawall_stream::{Protocol, StreamGuardLayer};
+
+enum Outcome {
+    /// The future failed before content.
+    Failed(Failure),
+    /// The body was delivered (and ended well or badly).
+    Delivered(Drained),
+}
+
+async fn run_framed(path: &str, fixture: &[u8], frame: usize) -> Outcome {
+    let frames: Vec<Step> = fixture
+        .chunks(frame)
+        .map(|c| send(Bytes::copy_from_slice(c)))
+        .collect();
+    match call(StreamGuardLayer::interactive(), path, scripted(frames)).await {
+        Ok(response) => Outcome::Delivered(drain(response).await),
+        Err(e) => Outcome::Failed(Failure::downcast(e).expect("a Failure")),
+    }
+}
+
+/// Runs the fixture whole and byte by byte, checks both agree, returns
+/// the whole run.
+async fn run(path: &str, fixture: &'static str) -> Outcome {
+    let whole = match call(
+        StreamGuardLayer::interactive(),
+        path,
+        Full::new(Bytes::from_static(fixture.as_bytes())),
+    )
+    .await
+    {
+        Ok(response) => Outcome::Delivered(drain(response).await),
+        Err(e) => Outcome::Failed(Failure::downcast(e).expect("a Failure")),
+    };
+    let bytewise = run_framed(path, fixture.as_bytes(), 1).await;
+    match (&whole, &bytewise) {
+        (Outcome::Failed(a), Outcome::Failed(b)) => {
+            assert_eq!((a.code(), a.class()), (b.code(), b.class()));
+            assert_eq!(a.evidence().events, b.evidence().events);
+        }
+        (Outcome::Delivered(a), Outcome::Delivered(b)) => {
+            // After an error event the guard stops reading: the bytes of
+            // the frame that carried it pass, so the split run may hold a
+            // few bytes fewer.
+            if a.error.is_some() {
+                assert!(a.bytes.starts_with(&b.bytes));
+            } else {
+                assert_eq!(a.bytes, b.bytes);
+            }
+            assert_eq!(
+                a.error.as_ref().map(Failure::code),
+                b.error.as_ref().map(Failure::code)
+            );
+            assert_eq!(a.report.finish, b.report.finish);
+            assert_eq!(a.report.content_events, b.report.content_events);
+            assert_eq!(a.report.events, b.report.events);
+        }
+        _ => panic!("whole and byte-by-byte runs disagree"),
+    }
+    whole
+}
+
+fn delivered(outcome: Outcome) -> Drained {
+    match outcome {
+        Outcome::Delivered(d) => d,
+        Outcome::Failed(f) => panic!("expected a delivered stream, got {f}"),
+    }
+}
+
+fn failed(outcome: Outcome) -> Failure {
+    match outcome {
+        Outcome::Failed(f) => f,
+        Outcome::Delivered(d) => panic!("expected a failure before content, got {:?}", d.report),
+    }
+}
+
+fn assert_finished(d: &Drained, fixture: &str, kind: FinishKind, reason: &str) {
+    assert!(d.error.is_none(), "{:?}", d.error);
+    assert_eq!(d.bytes, fixture.as_bytes(), "frames pass through untouched");
+    let finish = d.report.finish.as_ref().expect("a finish");
+    assert_eq!((finish.kind, &*finish.reason), (kind, reason));
+    assert_eq!(d.report.code, None);
+    assert_eq!(d.report.closed_by, ClosedBy::Them);
+    assert_eq!(d.report.completed_task(), kind.completes_task());
+}
+
+fn assert_interrupted(d: &Drained, code: Code, text: &str) {
+    let failure = d.error.as_ref().expect("the body failed");
+    assert_eq!(failure.code(), code);
+    assert_eq!(failure.action(), Action::Surface);
+    assert!(failure.evidence().content_seen);
+    let delivered = failure.interrupted().expect("an Interrupted record");
+    assert_eq!(delivered.delivered_text.as_deref(), Some(text));
+    assert_eq!(delivered.bytes, d.bytes.len() as u64);
+    assert_eq!(delivered.content_events, d.report.content_events);
+    assert_eq!(d.report.code, Some(code));
+}
+
+macro_rules! fixture {
+    ($path:literal) => {
+        include_str!(concat!("fixtures/", $path))
+    };
+}
+
+#[tokio::test]
+async fn openai_normal_end_with_done() {
+    let f = fixture!("openai/normal.sse");
+    let d = delivered(run(CHAT, f).await);
+    assert_finished(&d, f, FinishKind::Complete, "stop");
+    assert_eq!(d.report.protocol, Protocol::OpenAi);
+    assert_eq!(d.report.content_events, 3);
+    assert_eq!(d.report.events, 6);
+}
+
+#[tokio::test]
+async fn openai_usage_only_final_chunk_and_finish_without_done() {
+    let f = fixture!("openai/usage_final_chunk.sse");
+    assert_finished(
+        &delivered(run(CHAT, f).await),
+        f,
+        FinishKind::Complete,
+        "stop",
+    );
+    // The finish chunk closes the message even if `[DONE]` never comes.
+    let f = fixture!("openai/no_done.sse");
+    assert_finished(
+        &delivered(run(CHAT, f).await),
+        f,
+        FinishKind::Complete,
+        "stop",
+    );
+}
+
+#[tokio::test]
+async fn openai_length_refusal_filter_are_delivered_but_not_success() {
+    let f = fixture!("openai/length.sse");
+    assert_finished(
+        &delivered(run(CHAT, f).await),
+        f,
+        FinishKind::Truncated,
+        "length",
+    );
+    let f = fixture!("openai/refusal.sse");
+    let d = delivered(run(CHAT, f).await);
+    assert_finished(&d, f, FinishKind::Refused, "stop");
+    assert!(!d.report.completed_task());
+    let f = fixture!("openai/content_filter.sse");
+    assert_finished(
+        &delivered(run(CHAT, f).await),
+        f,
+        FinishKind::Filtered,
+        "content_filter",
+    );
+}
+
+#[tokio::test]
+async fn openai_tool_call_deltas_are_content() {
+    let f = fixture!("openai/tool_calls.sse");
+    let d = delivered(run(CHAT, f).await);
+    assert_finished(&d, f, FinishKind::Complete, "tool_calls");
+    assert_eq!(d.report.content_events, 3);
+}
+
+#[tokio::test]
+async fn openai_in_stream_error_before_and_after_content() {
+    let failure = failed(run(CHAT, fixture!("openai/error_before_content.sse")).await);
+    assert_eq!(failure.code(), Code::ProviderUnavailable);
+    assert_eq!(failure.action(), Action::Retry);
+    assert_eq!(failure.provider_type(), Some("server_error"));
+    assert_eq!(failure.evidence().status, Some(200));
+    assert_eq!(failure.evidence().events, 2);
+    assert!(!failure.evidence().content_seen);
+    assert!(failure.interrupted().is_none());
+
+    let d = delivered(run(CHAT, fixture!("openai/error_after_content.sse")).await);
+    assert_interrupted(&d, Code::StreamInterrupted, "Hello");
+    let failure = d.error.unwrap();
+    assert_eq!(failure.provider_type(), Some("server_error"));
+    assert_eq!(failure.evidence().closed_by, Some(ClosedBy::Them));
+}
+
+#[tokio::test]
+async fn openai_truncated_and_empty() {
+    let d = delivered(run(CHAT, fixture!("openai/truncated.sse")).await);
+    assert_interrupted(&d, Code::Truncated, "Hello");
+    let failure = failed(run(CHAT, fixture!("openai/done_without_content.sse")).await);
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::EmptyResponse, Action::Retry)
+    );
+    assert!(failure.evidence().finish_seen);
+}
+
+#[tokio::test]
+async fn anthropic_normal_end_pings_do_not_count() {
+    let f = fixture!("anthropic/normal.sse");
+    let d = delivered(run(MESSAGES, f).await);
+    assert_finished(&d, f, FinishKind::Complete, "end_turn");
+    assert_eq!(d.report.protocol, Protocol::Anthropic);
+    assert_eq!((d.report.content_events, d.report.keepalives), (2, 1));
+}
+
+#[tokio::test]
+async fn anthropic_length_tool_use_and_thinking() {
+    let f = fixture!("anthropic/length.sse");
+    assert_finished(
+        &delivered(run(MESSAGES, f).await),
+        f,
+        FinishKind::Truncated,
+        "max_tokens",
+    );
+    let f = fixture!("anthropic/tool_use.sse");
+    let d = delivered(run(MESSAGES, f).await);
+    assert_finished(&d, f, FinishKind::Complete, "tool_use");
+    assert_eq!(d.report.content_events, 1);
+    // Thinking is progress, not content: only the text delta counts.
+    let f = fixture!("anthropic/thinking.sse");
+    let d = delivered(run(MESSAGES, f).await);
+    assert_finished(&d, f, FinishKind::Complete, "end_turn");
+    assert_eq!(d.report.content_events, 1);
+}
+
+#[tokio::test]
+async fn anthropic_refusal_before_content_is_policy() {
+    let failure = failed(run(MESSAGES, fixture!("anthropic/refusal_before_content.sse")).await);
+    assert_eq!(failure.code(), Code::Refused);
+    assert_eq!(failure.class(), Class::Policy);
+    assert_eq!(failure.action(), Action::Escalate);
+    let f = fixture!("anthropic/refusal_after_content.sse");
+    let d = delivered(run(MESSAGES, f).await);
+    assert_finished(&d, f, FinishKind::Refused, "refusal");
+}
+
+#[tokio::test]
+async fn anthropic_overloaded_before_and_after_content() {
+    let failure = failed(run(MESSAGES, fixture!("anthropic/error_before_content.sse")).await);
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Class::Transient, Code::Overloaded)
+    );
+    assert_eq!(failure.action(), Action::Retry);
+    assert_eq!(failure.provider_type(), Some("overloaded_error"));
+
+    let d = delivered(run(MESSAGES, fixture!("anthropic/error_after_content.sse")).await);
+    assert_interrupted(&d, Code::StreamInterrupted, "Hello");
+    assert_eq!(d.error.unwrap().provider_type(), Some("overloaded_error"));
+    let d = delivered(run(MESSAGES, fixture!("anthropic/truncated.sse")).await);
+    assert_interrupted(&d, Code::Truncated, "Hello");
+}
+
+#[tokio::test]
+async fn gemini_finish_frame_then_eof() {
+    let f = fixture!("gemini/normal.sse");
+    let d = delivered(run(GEMINI, f).await);
+    assert_finished(&d, f, FinishKind::Complete, "STOP");
+    assert_eq!(d.report.protocol, Protocol::Gemini);
+    assert_eq!(d.report.content_events, 2);
+    let f = fixture!("gemini/usage_final_chunk.sse");
+    assert_finished(
+        &delivered(run(GEMINI, f).await),
+        f,
+        FinishKind::Complete,
+        "STOP",
+    );
+    let f = fixture!("gemini/function_call.sse");
+    assert_finished(
+        &delivered(run(GEMINI, f).await),
+        f,
+        FinishKind::Complete,
+        "STOP",
+    );
+}
+
+#[tokio::test]
+async fn gemini_length_safety_and_blocked_prompt() {
+    let f = fixture!("gemini/length.sse");
+    assert_finished(
+        &delivered(run(GEMINI, f).await),
+        f,
+        FinishKind::Truncated,
+        "MAX_TOKENS",
+    );
+    let f = fixture!("gemini/safety.sse");
+    assert_finished(
+        &delivered(run(GEMINI, f).await),
+        f,
+        FinishKind::Filtered,
+        "SAFETY",
+    );
+    let failure = failed(run(GEMINI, fixture!("gemini/prompt_blocked.sse")).await);
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::ContentFiltered, Action::Escalate)
+    );
+}
+
+#[tokio::test]
+async fn gemini_errors_and_truncation() {
+    let failure = failed(run(GEMINI, fixture!("gemini/error_before_content.sse")).await);
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::Overloaded, Action::Retry)
+    );
+    let d = delivered(run(GEMINI, fixture!("gemini/error_after_content.sse")).await);
+    assert_interrupted(&d, Code::StreamInterrupted, "Hello");
+    // No finishReason, then EOF: a fragment, however many bytes it holds.
+    let d = delivered(run(GEMINI, fixture!("gemini/truncated.sse")).await);
+    assert_interrupted(&d, Code::Truncated, "Hello wor");
+}
+
+#[tokio::test]
+async fn generic_any_data_is_content_and_eof_finishes() {
+    let f = "data: one\n\n: keep-alive\n\ndata: two\n\n";
+    let d = delivered(run("/v1/events", f).await);
+    assert_finished(&d, f, FinishKind::Complete, "eof");
+    assert_eq!(d.report.protocol, Protocol::Generic);
+    assert_eq!((d.report.content_events, d.report.keepalives), (2, 1));
+    let failure = failed(run("/v1/events", ": only a comment\n\n").await);
+    assert_eq!(failure.code(), Code::EmptyResponse);
+}
+
+#[tokio::test]
+async fn configured_protocol_wins_over_the_path() {
+    let f = fixture!("anthropic/normal.sse");
+    let response = call(
+        StreamGuardLayer::interactive().protocol(Protocol::Anthropic),
+        "/proxy/stream",
+        Full::new(Bytes::from_static(f.as_bytes())),
+    )
+    .await
+    .unwrap();
+    let d = drain(response).await;
+    assert_eq!(d.report.protocol, Protocol::Anthropic);
+    assert_eq!(d.report.finish.unwrap().kind, FinishKind::Complete);
+}

@@ -1,0 +1,150 @@
+//! Any split of the same byte stream into frames — inside CRLF, inside
+//! UTF-8 sequences, one byte at a time — yields the same events and the
+//! same report.
+
+mod common;
+
+use bytes::Bytes;
+use common::*;
+use proptest::prelude::*;
+use seawall_core::Code;
+use seawall_stream::StreamGuardLayer;
+use seawall_stream::protocol::{Protocol, Signal};
+use seawall_stream::sse::Scanner;
+
+fn stream(finished: bool) -> String {
+    let mut s = String::from("\u{FEFF}: hello\r\n\r\n");
+    s.push_str(&OPENAI_ROLE.replace("\n\n", "\r\n\r\n"));
+    for (i, text) in ["é", "日本語", "🦀 crab", "line\nbreak", "\"quoted\""]
+        .iter()
+        .enumerate()
+    {
+        let event = openai_delta(text);
+        // Mix the three line ends.
+        let event = match i % 3 {
+            0 => event,
+            1 => event.replace('\n', "\r\n"),
+            _ => event.replace('\n', "\r"),
+        };
+        s.push_str(&event);
+        s.push_str(":ping\n\n");
+    }
+    if finished {
+        s.push_str(OPENAI_STOP);
+        s.push_str(DONE);
+    }
+    s
+}
+
+fn frames(bytes: &[u8], mut cuts: Vec<usize>) -> Vec<Bytes> {
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for cut in cuts.into_iter().chain([bytes.len()]) {
+        out.push(Bytes::copy_from_slice(&bytes[at..cut]));
+        at = cut;
+    }
+    out
+}
+
+/// What the scanner and decoder saw, as comparable values.
+fn signals(frames: &[Bytes]) -> Vec<String> {
+    let mut scanner = Scanner::default();
+    let mut decoder = Protocol::OpenAi.decoder();
+    let mut out = Vec::new();
+    for frame in frames {
+        scanner
+            .feed(frame, |item| {
+                out.push(match decoder.decode(item) {
+                    Signal::Content { text, finish } => format!("content {text:?} {finish:?}"),
+                    other => format!("{other:?}"),
+                })
+            })
+            .unwrap();
+    }
+    out
+}
+
+fn guarded(frames: Vec<Bytes>) -> Drained {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let script = frames.into_iter().map(send).collect();
+        let response = call(StreamGuardLayer::interactive(), CHAT, scripted(script))
+            .await
+            .unwrap();
+        drain(response).await
+    })
+}
+
+fn same_outcome(a: &Drained, b: &Drained) {
+    assert_eq!(a.bytes, b.bytes);
+    assert_eq!(
+        a.error
+            .as_ref()
+            .map(|f| (f.code(), f.interrupted().cloned())),
+        b.error
+            .as_ref()
+            .map(|f| (f.code(), f.interrupted().cloned()))
+    );
+    let (ra, rb) = (&a.report, &b.report);
+    assert_eq!(
+        (
+            ra.code,
+            &ra.finish,
+            ra.content_events,
+            ra.events,
+            ra.keepalives,
+            ra.bytes
+        ),
+        (
+            rb.code,
+            &rb.finish,
+            rb.content_events,
+            rb.events,
+            rb.keepalives,
+            rb.bytes
+        )
+    );
+}
+
+#[test]
+fn reference_runs_are_what_they_should_be() {
+    let whole = stream(true);
+    let d = guarded(vec![Bytes::from(whole.clone())]);
+    assert!(d.error.is_none());
+    assert_eq!((d.report.content_events, d.report.keepalives), (5, 6));
+    let cut = guarded(vec![Bytes::from(stream(false))]);
+    let failure = cut.error.unwrap();
+    assert_eq!(failure.code(), Code::Truncated);
+    assert_eq!(
+        failure.interrupted().unwrap().delivered_text.as_deref(),
+        Some("é日本語🦀 crabline\nbreak\"quoted\"")
+    );
+    // Byte by byte.
+    let bytes = whole.as_bytes();
+    let one_by_one = frames(bytes, (1..bytes.len()).collect());
+    same_outcome(&d, &guarded(one_by_one));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_split_gives_the_same_events_and_report(
+        finished in any::<bool>(),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..40),
+    ) {
+        let text = stream(finished);
+        let bytes = text.as_bytes();
+        let cuts: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len())).collect();
+        let split = frames(bytes, cuts);
+        let whole = vec![Bytes::copy_from_slice(bytes)];
+        prop_assert_eq!(signals(&split), signals(&whole));
+        same_outcome(&guarded(split), &guarded(whole));
+    }
+}

@@ -1,0 +1,324 @@
+//! The three real shapes and the gap timers, on tokio's paused clock with
+//! a channel-fed body.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::BodyExt;
+use seawall_core::{Action, ClosedBy, Code, FinishKind, Progress};
+use seawall_stream::{StreamGuardLayer, StreamReportHandle};
+use tokio::time::Instant;
+use tower::{Layer, ServiceExt};
+
+const PING: &str = "event: ping\ndata: {\"type\":\"ping\"}\n\n";
+const MESSAGE_START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-x\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n";
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+/// (a) One 40-byte frame, then EOF at 0.8 s: a broken completion, cheap to
+/// retry.
+#[tokio::test(start_paused = true)]
+async fn forty_bytes_then_eof_is_an_empty_response_to_retry() {
+    let frame = &OPENAI_ROLE.as_bytes()[..40];
+    let body = scripted(vec![
+        wait(0.3),
+        send(Bytes::copy_from_slice(frame)),
+        wait(0.5),
+    ]);
+    let start = Instant::now();
+    let failure = failure_of(call(StreamGuardLayer::interactive(), CHAT, body).await);
+    assert_eq!(failure.code(), Code::EmptyResponse);
+    assert_eq!(failure.action(), Action::Retry);
+    assert!(!failure.is_route_shaped());
+    let evidence = failure.evidence();
+    assert_eq!(
+        (evidence.bytes, evidence.chunks, evidence.events),
+        (40, 1, 0)
+    );
+    assert_eq!(evidence.time_to_first_byte, Some(secs(0.3)));
+    assert_eq!(evidence.elapsed, Some(secs(0.8)));
+    assert_eq!(evidence.closed_by, Some(ClosedBy::Them));
+    assert!(!evidence.content_seen && !evidence.finish_seen);
+    assert_eq!(start.elapsed(), secs(0.8));
+}
+
+/// (b) 150 KB over 29 s, then a reset: a partial answer the user has read,
+/// never to be replayed — surfaced with what was delivered.
+#[tokio::test(start_paused = true)]
+async fn reset_after_content_is_an_interruption_with_the_delivered_prefix() {
+    let mut script = vec![wait(0.4), send(OPENAI_ROLE)];
+    let mut expected_text = String::new();
+    let mut sent = OPENAI_ROLE.len();
+    let mut n = 0;
+    while sent < 150_000 {
+        let delta = format!("token {n} of a long answer, with \"quotes\" and é; ").repeat(20);
+        let frame = openai_delta(&delta);
+        sent += frame.len();
+        expected_text.push_str(&delta);
+        script.push(wait(0.1));
+        script.push(send(frame));
+        n += 1;
+    }
+    let step = 29.0 - 0.4 - 0.1 * n as f64;
+    script.push(wait(step));
+    script.push(Step::Reset);
+
+    let start = Instant::now();
+    let response = call(StreamGuardLayer::interactive(), CHAT, scripted(script))
+        .await
+        .expect("released at the first content event");
+    assert_eq!(
+        start.elapsed(),
+        secs(0.5),
+        "released at the first content, not at the end"
+    );
+    let d = drain(response).await;
+    assert_eq!(d.bytes.len(), sent);
+    let failure = d.error.expect("interrupted");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(failure.action(), Action::Surface);
+    assert!(failure.message().unwrap().contains("connection reset"));
+    let evidence = failure.evidence();
+    assert!(evidence.content_seen);
+    assert_eq!(evidence.closed_by, Some(ClosedBy::Them));
+    assert_eq!(evidence.elapsed, Some(secs(29.0)));
+    let delivered = failure.interrupted().expect("the delivered record");
+    assert_eq!(delivered.content_events, n);
+    assert_eq!(delivered.bytes, sent as u64);
+    assert_eq!(delivered.delivered_text.as_deref(), Some(&*expected_text));
+    assert!(!delivered.text_capped);
+    assert_eq!(d.report.code, Some(Code::StreamInterrupted));
+    assert_eq!(d.report.time_to_first_content, Some(secs(0.5)));
+    assert_eq!(d.report.time_to_first_byte, Some(secs(0.4)));
+}
+
+/// (c) Headers, then zero bytes: a route that accepts connections and does
+/// not generate — fail over at the first-byte bound, do not wait 600 s.
+#[tokio::test(start_paused = true)]
+async fn headers_then_silence_fails_over_at_the_first_byte_bound() {
+    let body = scripted(vec![wait(600.0)]);
+    let start = Instant::now();
+    let failure = failure_of(call(StreamGuardLayer::interactive(), CHAT, body).await);
+    assert_eq!(failure.code(), Code::FirstByteTimeout);
+    assert_eq!(failure.action(), Action::Failover);
+    assert!(failure.is_route_shaped());
+    assert_eq!(failure.evidence().bytes, 0);
+    assert_eq!(failure.evidence().closed_by, Some(ClosedBy::Us));
+    assert_eq!(failure.evidence().elapsed, Some(secs(15.0)));
+    assert_eq!(start.elapsed(), secs(15.0));
+}
+
+/// Keep-alives prove nothing: pings every 10 s, no content → `timeout`
+/// at the first-content bound.
+#[tokio::test(start_paused = true)]
+async fn pings_without_content_fail_at_the_first_content_bound() {
+    let mut script = vec![send(MESSAGE_START)];
+    for _ in 0..100 {
+        script.push(wait(10.0));
+        script.push(send(PING));
+    }
+    let layer = StreamGuardLayer::interactive().first_content_timeout(secs(45.0));
+    let failure = failure_of(call(layer, MESSAGES, scripted(script)).await);
+    assert_eq!(failure.code(), Code::Timeout);
+    assert_eq!(
+        failure.action(),
+        Action::Retry,
+        "bytes arrived: not route-shaped"
+    );
+    assert!(!failure.is_route_shaped());
+    assert_eq!(failure.evidence().elapsed, Some(secs(45.0)));
+    assert_eq!(failure.evidence().events, 5, "message_start and four pings");
+    assert_eq!(failure.evidence().content_events, 0);
+}
+
+/// Gaps, not streams: content every 50 s with idle 60 s runs ten virtual
+/// minutes and finishes.
+#[tokio::test(start_paused = true)]
+async fn slow_steady_stream_runs_ten_minutes() {
+    let mut script = vec![send(OPENAI_ROLE)];
+    for i in 0..12 {
+        script.push(wait(50.0));
+        script.push(send(openai_delta(&format!("part {i} "))));
+    }
+    script.push(send(OPENAI_STOP));
+    script.push(send(DONE));
+    let layer = StreamGuardLayer::interactive()
+        .first_content_timeout(secs(120.0))
+        .idle_timeout(secs(60.0));
+    let response = call(layer, CHAT, scripted(script)).await.unwrap();
+    let d = drain(response).await;
+    assert!(d.error.is_none(), "{:?}", d.error);
+    assert_eq!(d.report.content_events, 12);
+    assert_eq!(d.report.elapsed, secs(600.0));
+    assert_eq!(d.report.finish.as_ref().unwrap().kind, FinishKind::Complete);
+    assert!(d.report.completed_task());
+}
+
+/// After content, pings do not reset the idle bound.
+#[tokio::test(start_paused = true)]
+async fn idle_gap_after_content_is_an_interruption() {
+    let mut script = vec![send(OPENAI_ROLE), wait(1.0), send(openai_delta("Hel"))];
+    for _ in 0..20 {
+        script.push(wait(10.0));
+        script.push(send(": keep-alive\n\n"));
+    }
+    let layer = StreamGuardLayer::interactive().idle_timeout(secs(30.0));
+    let d = drain(call(layer, CHAT, scripted(script)).await.unwrap()).await;
+    let failure = d.error.expect("idle");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(failure.action(), Action::Surface);
+    assert_eq!(failure.evidence().closed_by, Some(ClosedBy::Us));
+    assert_eq!(failure.evidence().elapsed, Some(secs(31.0)));
+    assert!(failure.message().unwrap().contains("idle"));
+    assert_eq!(
+        failure.interrupted().unwrap().delivered_text.as_deref(),
+        Some("Hel")
+    );
+    assert_eq!(d.report.keepalives, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_duration_bounds_the_whole_stream() {
+    let mut script = vec![send(OPENAI_ROLE)];
+    for _ in 0..100 {
+        script.push(wait(5.0));
+        script.push(send(openai_delta("x")));
+    }
+    let layer = StreamGuardLayer::interactive().max_duration(Some(secs(22.0)));
+    let d = drain(call(layer, CHAT, scripted(script)).await.unwrap()).await;
+    let failure = d.error.expect("bounded");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(failure.evidence().elapsed, Some(secs(22.0)));
+    assert_eq!(failure.interrupted().unwrap().content_events, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn reasoning_preset_waits_minutes_for_first_content() {
+    let script = vec![
+        send(OPENAI_ROLE),
+        wait(300.0),
+        send(openai_delta("After thinking")),
+        send(OPENAI_STOP),
+        send(DONE),
+    ];
+    let d = drain(
+        call(StreamGuardLayer::reasoning(), CHAT, scripted(script))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(d.error.is_none());
+    assert_eq!(d.report.time_to_first_content, Some(secs(300.0)));
+
+    let script = vec![send(OPENAI_ROLE), wait(300.0), send(openai_delta("late"))];
+    let failure = failure_of(call(StreamGuardLayer::interactive(), CHAT, scripted(script)).await);
+    assert_eq!(failure.code(), Code::Timeout);
+}
+
+/// A caller that drops the body early closed it: `cancelled`, by us.
+#[tokio::test(start_paused = true)]
+async fn dropping_the_body_early_is_cancelled_by_us() {
+    let script = vec![send(OPENAI_ROLE), send(openai_delta("Hello")), Step::Hang];
+    let response = call(StreamGuardLayer::interactive(), CHAT, scripted(script))
+        .await
+        .unwrap();
+    let handle = response
+        .extensions()
+        .get::<StreamReportHandle>()
+        .cloned()
+        .unwrap();
+    let mut body = response.into_body();
+    body.frame().await.unwrap().unwrap();
+    assert!(handle.get().is_none(), "still streaming");
+    drop(body);
+    let report = handle.get().expect("written on drop");
+    assert_eq!(report.code, Some(Code::Cancelled));
+    assert_eq!(report.closed_by, ClosedBy::Us);
+    assert_eq!(report.content_events, 1);
+}
+
+/// Dropping after the finish marker is a finished stream, not a cancel.
+#[tokio::test(start_paused = true)]
+async fn dropping_after_the_finish_is_finished() {
+    let script = vec![
+        send(OPENAI_ROLE),
+        send(openai_delta("Hi")),
+        send(OPENAI_STOP),
+        Step::Hang,
+    ];
+    let response = call(StreamGuardLayer::interactive(), CHAT, scripted(script))
+        .await
+        .unwrap();
+    let handle = response
+        .extensions()
+        .get::<StreamReportHandle>()
+        .cloned()
+        .unwrap();
+    let mut body = response.into_body();
+    for _ in 0..3 {
+        body.frame().await.unwrap().unwrap();
+    }
+    drop(body);
+    let report = handle.get().unwrap();
+    assert_eq!((report.code, report.closed_by), (None, ClosedBy::Us));
+    assert_eq!(report.finish.as_ref().unwrap().reason.as_ref(), "stop");
+}
+
+#[tokio::test(start_paused = true)]
+async fn other_responses_pass_through() {
+    let provider = tower::service_fn(|_req: http::Request<()>| async {
+        let response = http::Response::builder()
+            .header("content-type", "application/json")
+            .body(http_body_util::Full::new(Bytes::from_static(
+                b"{\"ok\":true}",
+            )))
+            .unwrap();
+        Ok::<_, std::convert::Infallible>(response)
+    });
+    let response = StreamGuardLayer::interactive()
+        .layer(provider)
+        .oneshot(request(CHAT))
+        .await
+        .unwrap();
+    assert!(response.extensions().get::<StreamReportHandle>().is_none());
+    assert!(!response.body().is_guarded());
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&body[..], b"{\"ok\":true}");
+}
+
+/// The attempt's shared progress sees what the guard sees, before the
+/// response is released.
+#[tokio::test(start_paused = true)]
+async fn progress_in_the_request_is_fed() {
+    let progress = Progress::default();
+    let seen = progress.clone();
+    let body = scripted(vec![
+        send(OPENAI_ROLE),
+        send(openai_delta("a")),
+        send(OPENAI_STOP),
+        send(DONE),
+    ]);
+    let mut body = Some(body);
+    let provider = tower::service_fn(move |_req: http::Request<()>| {
+        let body = body.take().unwrap();
+        async move { Ok::<_, std::convert::Infallible>(sse(body)) }
+    });
+    let mut req = request(CHAT);
+    req.extensions_mut().insert(progress);
+    let response = StreamGuardLayer::interactive()
+        .layer(provider)
+        .oneshot(req)
+        .await
+        .unwrap();
+    assert_eq!(seen.content_events(), 1);
+    assert_eq!(
+        seen.bytes(),
+        (OPENAI_ROLE.len() + openai_delta("a").len()) as u64
+    );
+    drain(response).await;
+}
