@@ -1,0 +1,93 @@
+//! Change route when waiting would re-buy the same broken thing — once, and
+//! only when it is safe.
+//!
+//! [`FallbackLayer`] sends a request to the primary service and, when the
+//! primary's final failure is one another route can fix, once to a fallback
+//! service:
+//!
+//! - **Only transient failures**: the failure's action is
+//!   [`Action::Retry`](seawall_core::Action::Retry) (the ladder below gave
+//!   up) or [`Action::Failover`](seawall_core::Action::Failover) (circuit
+//!   open, a route that answers with silence). Never for permanent, policy,
+//!   model-fixable, `cancelled` or `deadline_exceeded` failures, nor for an
+//!   error that is not a seawall [`Failure`](seawall_core::Failure).
+//! - **Only before content**: the layer looks only at the response future.
+//!   A failure after content reached the caller arrives through the response
+//!   body, which passes through untouched — by construction it never falls
+//!   back, so the caller is never shown two answers.
+//! - **Only once**: the fallback is one call; its failure is returned, with
+//!   both attempts in its [`Receipt`](seawall_core::Receipt).
+//! - **Only in time**: with a [`Deadline`](seawall_core::Deadline) in the
+//!   request extensions, only when at least
+//!   [`min_remaining`](FallbackLayer::min_remaining) is left.
+//! - **Only to another route**: a fallback whose route is the primary's is
+//!   a configuration error ([`SameRouteFallback`]), never a doomed call.
+//!
+//! The request body is recorded as the primary sends it
+//! ([`ReplayBody`](seawall_core::replay::ReplayBody), up to
+//! [`max_replay_bytes`](FallbackLayer::max_replay_bytes)), so both services
+//! take `http::Request<ReplayBody<B>>`. A body over the cap is sent once:
+//! no fallback, and the receipt's stop reason says `not_replayable`.
+//!
+//! Every response carries [`ServedBy`] in its extensions (and, opt-in, an
+//! `x-seawall-served-by` header). A fallback's response or failure carries
+//! the merged receipt: the primary's attempts, then the fallback's, with
+//! `fallback = true`. Each fallback emits a `tracing` event (target
+//! `seawall::fallback`, fields `from`, `to`, `cause`).
+//!
+//! ```
+//! use std::time::Duration;
+//! use bytes::Bytes;
+//! use http_body_util::Full;
+//! use seawall_core::replay::ReplayBody;
+//! use seawall_core::{Code, Failure, Receipt, RouteId};
+//! use seawall_fallback::{FallbackLayer, ServedBy};
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! type Request = http::Request<ReplayBody<Full<Bytes>>>;
+//! type Response = http::Response<Full<Bytes>>;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let primary = tower::service_fn(|_req: Request| async {
+//!     Err::<Response, _>(Failure::new(Code::CircuitOpen))
+//! });
+//! let other = tower::service_fn(|req: Request| async move {
+//!     assert_eq!(req.uri().host(), Some("other.example.com"));
+//!     Ok::<_, Failure>(Response::new(Full::new(Bytes::from_static(b"hello"))))
+//! });
+//! let service = ServiceBuilder::new()
+//!     .layer(
+//!         FallbackLayer::new(other)
+//!             .rewrite(|req: &mut Request| {
+//!                 *req.uri_mut() = "https://other.example.com/v1/chat".parse().unwrap();
+//!             })
+//!             .min_remaining(Duration::from_secs(2)),
+//!     )
+//!     .service(primary);
+//!
+//! let request = http::Request::post("https://api.example.com/v1/chat")
+//!     .body(Full::new(Bytes::from_static(b"{}")))
+//!     .unwrap();
+//! let response = service.oneshot(request).await.unwrap();
+//! let served = response.extensions().get::<ServedBy>().unwrap();
+//! assert_eq!(served.route, RouteId::new("other.example.com"));
+//! assert!(served.fallback);
+//! let receipt = response.extensions().get::<Receipt>().unwrap();
+//! assert_eq!(receipt.attempts.len(), 2);
+//! assert!(receipt.fallback);
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod future;
+mod layer;
+mod rewrite;
+mod service;
+
+pub use error::SameRouteFallback;
+pub use future::ResponseFuture;
+pub use layer::FallbackLayer;
+pub use rewrite::{Rewrite, Unchanged};
+pub use service::{Fallback, SERVED_BY_HEADER, ServedBy};

@@ -1,0 +1,30 @@
+use seawall_core::replay::ReplayBody;
+
+/// Changes the fallback's copy of the request before it is sent: another
+/// base URL, model header, API key or extension.
+///
+/// The body is the primary's, replayed. Reshaping it for another provider's
+/// wire format is the fallback service's job (a layer inside it that maps
+/// the request), since that needs the whole body and may fail.
+pub trait Rewrite<B> {
+    /// Rewrites the request in place.
+    fn rewrite(&self, request: &mut http::Request<ReplayBody<B>>);
+}
+
+/// The default [`Rewrite`]: the fallback gets the primary's request as it
+/// was.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unchanged;
+
+impl<B> Rewrite<B> for Unchanged {
+    fn rewrite(&self, _: &mut http::Request<ReplayBody<B>>) {}
+}
+
+impl<B, F> Rewrite<B> for F
+where
+    F: Fn(&mut http::Request<ReplayBody<B>>),
+{
+    fn rewrite(&self, request: &mut http::Request<ReplayBody<B>>) {
+        self(request)
+    }
+}

@@ -1,0 +1,432 @@
+//! When the fallback fires, and what the caller gets back.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, Full};
+use seawall_core::replay::ReplayBody;
+use seawall_core::{
+    Action, Attempt, BoxError, ClosedBy, Code, Deadline, Evidence, Failure, Receipt, RouteId,
+    StopReason,
+};
+use seawall_fallback::{FallbackLayer, SERVED_BY_HEADER, SameRouteFallback, ServedBy};
+use tower::{Layer, ServiceExt, service_fn};
+
+/// A response body of scripted frames.
+#[derive(Default, Debug)]
+struct Script(VecDeque<Result<Frame<Bytes>, BoxError>>);
+
+impl Body for Script {
+    type Data = Bytes;
+    type Error = BoxError;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Poll::Ready(self.0.pop_front())
+    }
+}
+
+type Req = http::Request<ReplayBody<Full<Bytes>>>;
+type Resp = http::Response<Script>;
+
+/// How the primary ends.
+#[derive(Clone)]
+enum Primary {
+    /// Fails before any response, with this failure.
+    Before(Failure),
+    /// Answers, then the body fails after content with this failure.
+    After(Failure),
+    /// Answers well.
+    Ok,
+    /// Fails with an error that is not a seawall failure.
+    Foreign,
+}
+
+fn primary_service(
+    how: Primary,
+    calls: Arc<AtomicUsize>,
+) -> impl tower::Service<Req, Response = Resp, Error = BoxError, Future: Send> + Clone {
+    service_fn(move |request: Req| {
+        let how = how.clone();
+        let calls = Arc::clone(&calls);
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            // The primary sends its whole body before failing.
+            request.into_body().collect().await?;
+            match how {
+                Primary::Before(failure) => Err(failure.into()),
+                Primary::After(failure) => Ok(http::Response::new(Script(
+                    [
+                        Ok(Frame::data(Bytes::from_static(b"Hel"))),
+                        Err(failure.into()),
+                    ]
+                    .into(),
+                ))),
+                Primary::Ok => Ok(http::Response::new(Script::default())),
+                Primary::Foreign => Err("connection pool closed".into()),
+            }
+        }
+    })
+}
+
+/// A fallback that records what it was sent.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<Sent>>>);
+
+/// A request as the fallback received it: URI, route extension, body.
+type Sent = (http::Uri, Option<RouteId>, Bytes);
+
+fn fallback_service(
+    seen: Seen,
+    fails: Option<Code>,
+) -> impl tower::Service<Req, Response = Resp, Error = BoxError, Future: Send> + Clone {
+    service_fn(move |request: Req| {
+        let seen = seen.clone();
+        async move {
+            let (head, body) = request.into_parts();
+            let body = body.collect().await?.to_bytes();
+            let route = head.extensions.get::<RouteId>().cloned();
+            seen.0.lock().unwrap().push((head.uri, route, body));
+            match fails {
+                Some(code) => Err(Failure::new(code).into()),
+                None => Ok(http::Response::new(Script(
+                    [Ok(Frame::data(Bytes::from_static(b"Hello")))].into(),
+                ))),
+            }
+        }
+    })
+}
+
+const PRIMARY: &str = "api.primary.example";
+const OTHER: &str = "api.other.example";
+
+fn request() -> http::Request<Full<Bytes>> {
+    http::Request::post(format!("https://{PRIMARY}/v1/chat"))
+        .body(Full::new(Bytes::from_static(b"{\"model\":\"big\"}")))
+        .unwrap()
+}
+
+fn to_other(request: &mut Req) {
+    *request.uri_mut() = format!("https://{OTHER}/v1/chat").parse().unwrap();
+}
+
+struct Run {
+    result: Result<Resp, BoxError>,
+    primary_calls: usize,
+    seen: Seen,
+}
+
+type Boxed = tower::util::BoxCloneSyncService<Req, Resp, BoxError>;
+
+/// The primary behind a fallback to `OTHER` (rewritten URI), configured
+/// further by `configure`.
+async fn run_with<R>(
+    how: Primary,
+    fallback_fails: Option<Code>,
+    request: http::Request<Full<Bytes>>,
+    configure: impl FnOnce(FallbackLayer<Boxed>) -> FallbackLayer<Boxed, R>,
+) -> Run
+where
+    R: seawall_fallback::Rewrite<Full<Bytes>> + Send + Sync + 'static,
+{
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Seen::default();
+    let layer = configure(FallbackLayer::new(Boxed::new(fallback_service(
+        seen.clone(),
+        fallback_fails,
+    ))));
+    let service = layer.layer(primary_service(how, Arc::clone(&calls)));
+    let result = service.oneshot(request).await;
+    Run {
+        result,
+        primary_calls: calls.load(Ordering::SeqCst),
+        seen,
+    }
+}
+
+async fn run(how: Primary) -> Run {
+    run_with(how, None, request(), |layer| layer.rewrite(to_other)).await
+}
+
+impl Run {
+    fn fired(&self) -> bool {
+        !self.seen.0.lock().unwrap().is_empty()
+    }
+
+    fn failure(&self) -> &Failure {
+        let error = self.result.as_ref().expect_err("an error");
+        Failure::find(&**error).expect("a seawall failure")
+    }
+}
+
+/// The codes whose failure, before content, another route may fix.
+const FAILS_OVER: &[Code] = &[
+    Code::RateLimited,
+    Code::ProviderUnavailable,
+    Code::Overloaded,
+    Code::EmptyResponse,
+    Code::Timeout,
+    Code::FirstByteTimeout,
+    Code::IdleTimeout,
+    Code::Transport,
+    Code::CircuitOpen,
+    Code::BudgetExhausted,
+];
+
+#[tokio::test]
+async fn matrix_before_content_fires_only_for_transient_route_failures() {
+    for code in Code::ALL {
+        let run = run(Primary::Before(Failure::new(*code))).await;
+        let expected = FAILS_OVER.contains(code);
+        assert_eq!(run.fired(), expected, "{code} before content");
+        assert_eq!(run.primary_calls, 1);
+        match &run.result {
+            Ok(response) => {
+                assert!(expected, "{code}");
+                let served = response.extensions().get::<ServedBy>().unwrap();
+                assert_eq!(
+                    served,
+                    &ServedBy {
+                        route: RouteId::new(OTHER),
+                        fallback: true
+                    }
+                );
+            }
+            Err(_) => {
+                assert!(!expected, "{code}");
+                // The primary's own failure comes back unchanged.
+                assert_eq!(run.failure().code(), *code);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn matrix_after_content_never_fires() {
+    for code in Code::ALL {
+        let mut evidence = Evidence::default();
+        evidence.bytes = 3;
+        evidence.content_events = 1;
+        evidence.content_seen = true;
+        evidence.closed_by = Some(ClosedBy::Them);
+        let failure = Failure::new(*code).with_evidence(evidence);
+        let run = run(Primary::After(failure)).await;
+        let response = run.result.expect("the response reached the caller");
+        assert_eq!(
+            response.extensions().get::<ServedBy>(),
+            Some(&ServedBy {
+                route: RouteId::new(PRIMARY),
+                fallback: false
+            })
+        );
+        let error = response.into_body().collect().await.unwrap_err();
+        assert_eq!(Failure::find(&*error).unwrap().code(), *code);
+        assert!(
+            run.seen.0.lock().unwrap().is_empty(),
+            "{code} after content"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_action_decides_not_the_code() {
+    // A retry ladder that promoted repeated silent timeouts.
+    let promoted = Failure::new(Code::Timeout).with_action(Action::Failover);
+    assert!(run(Primary::Before(promoted)).await.fired());
+    let surfaced = Failure::new(Code::Overloaded).with_action(Action::Surface);
+    assert!(!run(Primary::Before(surfaced)).await.fired());
+    // Even forced to Retry, a cancellation or the operation's deadline never fails over.
+    for code in [Code::Cancelled, Code::DeadlineExceeded] {
+        let forced = Failure::new(code).with_action(Action::Retry);
+        assert!(!run(Primary::Before(forced)).await.fired(), "{code}");
+    }
+    // An error that is not a seawall failure is not understood: no fallback.
+    let foreign = run(Primary::Foreign).await;
+    assert!(!foreign.fired());
+    assert!(foreign.result.is_err());
+}
+
+#[tokio::test]
+async fn a_success_is_labelled_with_the_primary_and_left_alone() {
+    let run = run_with(Primary::Ok, None, request(), |layer| {
+        layer.rewrite(to_other).served_by_header(true)
+    })
+    .await;
+    assert!(!run.fired());
+    let response = run.result.unwrap();
+    assert_eq!(response.headers()[SERVED_BY_HEADER], PRIMARY);
+    assert_eq!(
+        response.extensions().get::<ServedBy>(),
+        Some(&ServedBy {
+            route: RouteId::new(PRIMARY),
+            fallback: false
+        })
+    );
+    assert!(response.extensions().get::<Receipt>().is_none());
+}
+
+#[tokio::test]
+async fn the_fallback_gets_the_same_body_its_route_and_the_rewrite() {
+    let run = run_with(
+        Primary::Before(Failure::new(Code::Overloaded)),
+        None,
+        request(),
+        |layer| {
+            layer
+                .rewrite(to_other)
+                .route(RouteId::new("other"))
+                .served_by_header(true)
+        },
+    )
+    .await;
+    let response = run.result.unwrap();
+    let seen = run.seen.0.lock().unwrap();
+    let (uri, route, body) = &seen[0];
+    assert_eq!(uri.host(), Some(OTHER));
+    assert_eq!(route.as_ref(), Some(&RouteId::new("other")));
+    assert_eq!(&body[..], b"{\"model\":\"big\"}");
+    assert_eq!(response.headers()[SERVED_BY_HEADER], "other; fallback");
+}
+
+#[tokio::test]
+async fn receipts_are_merged_in_the_response_and_in_the_failure() {
+    // The primary's ladder made three attempts.
+    let mut ladder = Receipt::default();
+    for delay in [0, 250, 500] {
+        ladder.push(Attempt::new(
+            RouteId::new(PRIMARY),
+            Some(Code::Overloaded),
+            Duration::from_millis(delay),
+        ));
+    }
+    ladder.stop = Some(StopReason::Attempts);
+    let failure = Failure::new(Code::Overloaded).with_receipt(ladder);
+
+    let served = run(Primary::Before(failure.clone())).await;
+    let response = served.result.unwrap();
+    let receipt = response.extensions().get::<Receipt>().unwrap();
+    assert_eq!(receipt.attempts.len(), 4);
+    assert_eq!(
+        receipt.routes(),
+        vec![&RouteId::new(PRIMARY), &RouteId::new(OTHER)]
+    );
+    assert_eq!(receipt.attempts[3].code, None);
+    assert_eq!(receipt.stop, Some(StopReason::Succeeded));
+    assert!(receipt.fallback);
+
+    // One attempt on the fallback; its failure comes back with both in the receipt.
+    let failed = run_with(
+        Primary::Before(failure),
+        Some(Code::ProviderUnavailable),
+        request(),
+        |layer| layer.rewrite(to_other),
+    )
+    .await;
+    assert_eq!(failed.seen.0.lock().unwrap().len(), 1);
+    let returned = failed.failure();
+    assert_eq!(returned.code(), Code::ProviderUnavailable);
+    assert_eq!(returned.route(), Some(&RouteId::new(OTHER)));
+    let receipt = returned.receipt().unwrap();
+    assert_eq!(receipt.attempts.len(), 4);
+    assert_eq!(receipt.attempts[3].code, Some(Code::ProviderUnavailable));
+    assert_eq!(
+        receipt.routes(),
+        vec![&RouteId::new(PRIMARY), &RouteId::new(OTHER)]
+    );
+    assert!(receipt.fallback);
+}
+
+#[tokio::test]
+async fn an_identical_route_is_a_configuration_error_not_a_call() {
+    // Configured: refused before the primary is called.
+    let run = run_with(
+        Primary::Before(Failure::new(Code::Overloaded)),
+        None,
+        request(),
+        |layer| layer.route(RouteId::new(PRIMARY)),
+    )
+    .await;
+    assert_eq!(run.primary_calls, 0);
+    assert!(!run.fired());
+    let error = run.result.unwrap_err();
+    let same = error.downcast_ref::<SameRouteFallback>().unwrap();
+    assert_eq!(same.route(), &RouteId::new(PRIMARY));
+    assert_eq!(same.code(), "fallback_same_route");
+
+    // Derived (no rewrite): found when the fallback would fire; the
+    // primary's failure stays reachable.
+    let run = run_with(
+        Primary::Before(Failure::new(Code::Overloaded)),
+        None,
+        request(),
+        |layer| layer,
+    )
+    .await;
+    assert_eq!(run.primary_calls, 1);
+    assert!(!run.fired());
+    let error = run.result.as_ref().unwrap_err();
+    assert!(error.downcast_ref::<SameRouteFallback>().is_some());
+    assert_eq!(run.failure().code(), Code::Overloaded);
+}
+
+#[tokio::test(start_paused = true)]
+async fn not_fired_when_the_deadline_is_too_short() {
+    let mut short = request();
+    short
+        .extensions_mut()
+        .insert(Deadline::after(Duration::from_millis(500)));
+    let run = run_with(
+        Primary::Before(Failure::new(Code::CircuitOpen)),
+        None,
+        short,
+        |layer| {
+            layer
+                .rewrite(to_other)
+                .min_remaining(Duration::from_secs(1))
+        },
+    )
+    .await;
+    assert!(!run.fired());
+    let failure = run.failure();
+    assert_eq!(failure.code(), Code::CircuitOpen);
+    assert_eq!(failure.receipt().unwrap().stop, Some(StopReason::Deadline));
+
+    let mut long = request();
+    long.extensions_mut()
+        .insert(Deadline::after(Duration::from_secs(30)));
+    let run = run_with(
+        Primary::Before(Failure::new(Code::CircuitOpen)),
+        None,
+        long,
+        |layer| {
+            layer
+                .rewrite(to_other)
+                .min_remaining(Duration::from_secs(1))
+        },
+    )
+    .await;
+    assert!(run.fired());
+}
+
+#[tokio::test]
+async fn a_body_over_the_replay_cap_is_sent_once_and_not_replayed() {
+    let run = run_with(
+        Primary::Before(Failure::new(Code::Overloaded)),
+        None,
+        request(),
+        |layer| layer.rewrite(to_other).max_replay_bytes(4),
+    )
+    .await;
+    assert!(!run.fired());
+    assert_eq!(
+        run.failure().receipt().unwrap().stop,
+        Some(StopReason::NotReplayable)
+    );
+}
