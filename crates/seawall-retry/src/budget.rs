@@ -1,0 +1,410 @@
+//! Retry budgets: how many retries the whole service may make, shared by
+//! every clone, so a failing provider is not hammered by every caller's
+//! ladder at once.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// A retry budget shared by every clone of the service (and of the budget):
+/// an `Arc` of atomics, updated by compare-and-swap, never locked.
+///
+/// An empty budget ends a ladder at once: the last failure is returned with
+/// `StopReason::Budget` in its receipt.
+#[derive(Clone)]
+pub struct Budget(Arc<Kind>);
+
+enum Kind {
+    Unlimited,
+    Grpc(GrpcBucket),
+    Aws(AwsBucket),
+    Ratio(RatioBudget),
+}
+
+/// What a granted retry withdrew, refunded by the AWS bucket on success.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Grant(u64);
+
+impl Budget {
+    /// No limit: only `max_attempts` and the deadline bound retries.
+    pub fn unlimited() -> Self {
+        Budget(Arc::new(Kind::Unlimited))
+    }
+
+    /// gRPC retry throttling (gRFC A6): the bucket starts full at
+    /// `max_tokens`; every retryable failure takes one token, every success
+    /// adds `token_ratio`; retries are allowed only while more than half the
+    /// tokens remain. Tokens are kept in thousandths, as A6 specifies three
+    /// decimal places for the ratio. `max_tokens` is clamped to 1..=1000.
+    pub fn grpc(max_tokens: u32, token_ratio: f64) -> Self {
+        let max = u64::from(max_tokens.clamp(1, 1000)) * MILLI;
+        let ratio = if token_ratio.is_finite() && token_ratio > 0.0 {
+            (token_ratio * MILLI as f64).round().min(max as f64) as u64
+        } else {
+            0
+        };
+        Budget(Arc::new(Kind::Grpc(GrpcBucket {
+            max,
+            ratio,
+            tokens: AtomicU64::new(max),
+        })))
+    }
+
+    /// The AWS SDKs' standard retry quota: 500 tokens; a retry costs 5, a
+    /// retry after a timeout 10; a success refunds what its last retry cost,
+    /// or adds 1 when it needed no retry.
+    pub fn aws_standard() -> Self {
+        Budget(Arc::new(Kind::Aws(AwsBucket {
+            max: 500,
+            retry_cost: 5,
+            timeout_cost: 10,
+            tokens: AtomicU64::new(500),
+        })))
+    }
+
+    /// A ratio of retries to operations over a sliding window of `ttl`
+    /// (Finagle's and tower's `TpsBudget`): every operation deposits
+    /// `retry_ratio` of a retry, every retry withdraws one, deposits expire
+    /// after `ttl`, and `min_per_sec × ttl` retries are always allowed.
+    ///
+    /// `retry_ratio` is a fraction: `0.2` lets 20 % of operations retry once,
+    /// `0.6` lets 60 % (not 100 %, as rounding `1 / ratio` to an integer
+    /// would), `2.0` lets every operation retry twice. It is clamped to
+    /// `0..=1000`; `ttl` to 1 s..=1 h.
+    pub fn ratio(retry_ratio: f64, min_per_sec: u32, ttl: Duration) -> Self {
+        let ratio = if retry_ratio.is_finite() {
+            retry_ratio.clamp(0.0, 1000.0)
+        } else {
+            0.0
+        };
+        let ttl = ttl.clamp(Duration::from_secs(1), Duration::from_secs(3600));
+        let slot_nanos = (ttl.as_nanos() / SLOTS as u128) as u64;
+        Budget(Arc::new(Kind::Ratio(RatioBudget {
+            origin: Instant::now(),
+            slot_nanos,
+            deposit: (ratio * MILLI as f64).round() as i64,
+            reserve: (f64::from(min_per_sec) * ttl.as_secs_f64() * MILLI as f64) as i64,
+            slots: Default::default(),
+        })))
+    }
+
+    /// The tokens left: for [`Budget::ratio`], the retries it would allow
+    /// now; infinite for [`Budget::unlimited`].
+    pub fn tokens(&self) -> f64 {
+        match &*self.0 {
+            Kind::Unlimited => f64::INFINITY,
+            Kind::Grpc(bucket) => bucket.tokens.load(Ordering::Relaxed) as f64 / MILLI as f64,
+            Kind::Aws(bucket) => bucket.tokens.load(Ordering::Relaxed) as f64,
+            Kind::Ratio(budget) => budget.balance() as f64 / MILLI as f64,
+        }
+    }
+
+    /// An operation starts.
+    pub(crate) fn start(&self) {
+        if let Kind::Ratio(budget) = &*self.0 {
+            budget.add(budget.deposit);
+        }
+    }
+
+    /// An operation succeeded; `grant` is what its last retry withdrew.
+    pub(crate) fn succeeded(&self, grant: Option<Grant>) {
+        match &*self.0 {
+            Kind::Grpc(bucket) => add_capped(&bucket.tokens, bucket.ratio, bucket.max),
+            Kind::Aws(bucket) => {
+                let refund = grant.map_or(1, |Grant(cost)| cost);
+                add_capped(&bucket.tokens, refund, bucket.max);
+            }
+            Kind::Unlimited | Kind::Ratio(_) => {}
+        }
+    }
+
+    /// An attempt failed in a retryable way. `wants_retry` says whether the
+    /// ladder would retry if the budget allows; the answer is the grant, or
+    /// `None` when the budget refuses (or no retry was asked for).
+    pub(crate) fn failed(&self, timeout: bool, wants_retry: bool) -> Option<Grant> {
+        match &*self.0 {
+            Kind::Unlimited => wants_retry.then_some(Grant(0)),
+            Kind::Grpc(bucket) => {
+                // Every retryable failure costs a token, retried or not.
+                let left = bucket
+                    .tokens
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                        Some(t.saturating_sub(MILLI))
+                    })
+                    .map_or(0, |before| before.saturating_sub(MILLI));
+                (wants_retry && left > bucket.max / 2).then_some(Grant(0))
+            }
+            Kind::Aws(bucket) => {
+                if !wants_retry {
+                    return None;
+                }
+                let cost = if timeout {
+                    bucket.timeout_cost
+                } else {
+                    bucket.retry_cost
+                };
+                bucket
+                    .tokens
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(cost))
+                    .ok()
+                    .map(|_| Grant(cost))
+            }
+            Kind::Ratio(budget) => (wants_retry && budget.withdraw()).then_some(Grant(0)),
+        }
+    }
+}
+
+impl fmt::Debug for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &*self.0 {
+            Kind::Unlimited => "unlimited",
+            Kind::Grpc(_) => "grpc",
+            Kind::Aws(_) => "aws_standard",
+            Kind::Ratio(_) => "ratio",
+        };
+        f.debug_struct("Budget")
+            .field("kind", &kind)
+            .field("tokens", &self.tokens())
+            .finish()
+    }
+}
+
+/// Fixed-point scale: thousandths of a token.
+const MILLI: u64 = 1000;
+
+fn add_capped(tokens: &AtomicU64, amount: u64, max: u64) {
+    // The closure always returns `Some`: the update cannot fail.
+    let _ = tokens.fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+        Some(t.saturating_add(amount).min(max))
+    });
+}
+
+struct GrpcBucket {
+    /// Thousandths of a token.
+    max: u64,
+    ratio: u64,
+    tokens: AtomicU64,
+}
+
+struct AwsBucket {
+    max: u64,
+    retry_cost: u64,
+    timeout_cost: u64,
+    tokens: AtomicU64,
+}
+
+/// Slots in the ratio budget's sliding window.
+const SLOTS: usize = 10;
+/// Bits of a slot holding its epoch tag; the rest hold the signed balance.
+const TAG_BITS: u32 = 24;
+const VALUE_BITS: u32 = 64 - TAG_BITS;
+const VALUE_MASK: u64 = (1 << VALUE_BITS) - 1;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+const VALUE_MAX: i64 = (1 << (VALUE_BITS - 1)) - 1;
+
+/// Deposits and withdrawals per time slot, each slot one atomic word
+/// (epoch tag and balance packed together) so a stale slot is reset and
+/// updated in one compare-and-swap.
+struct RatioBudget {
+    origin: Instant,
+    slot_nanos: u64,
+    /// Thousandths of a retry deposited per operation.
+    deposit: i64,
+    /// Thousandths of a retry always available.
+    reserve: i64,
+    slots: [AtomicU64; SLOTS],
+}
+
+impl RatioBudget {
+    fn epoch(&self) -> u64 {
+        let elapsed = Instant::now()
+            .saturating_duration_since(self.origin)
+            .as_nanos();
+        (elapsed / u128::from(self.slot_nanos.max(1))) as u64
+    }
+
+    fn add(&self, amount: i64) {
+        let epoch = self.epoch();
+        let tag = epoch & TAG_MASK;
+        let slot = &self.slots[(epoch % SLOTS as u64) as usize];
+        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |packed| {
+            let (slot_tag, value) = unpack(packed);
+            let value = if slot_tag == tag { value } else { 0 };
+            Some(pack(
+                tag,
+                value.saturating_add(amount).clamp(-VALUE_MAX, VALUE_MAX),
+            ))
+        });
+    }
+
+    /// Reserve plus every live slot's balance, in thousandths.
+    fn balance(&self) -> i64 {
+        let epoch = self.epoch();
+        let live: i64 = (0..SLOTS as u64)
+            .filter(|&age| age <= epoch)
+            .map(|age| {
+                let slot_epoch = epoch - age;
+                let (tag, value) = unpack(
+                    self.slots[(slot_epoch % SLOTS as u64) as usize].load(Ordering::Acquire),
+                );
+                if tag == slot_epoch & TAG_MASK {
+                    value
+                } else {
+                    0
+                }
+            })
+            .sum();
+        self.reserve.saturating_add(live)
+    }
+
+    /// Takes one retry when the balance has one. Concurrent withdrawals may
+    /// both see the last retry (as in tower's `TpsBudget`): the overspend is
+    /// bounded by the number of simultaneous callers.
+    fn withdraw(&self) -> bool {
+        if self.balance() >= MILLI as i64 {
+            self.add(-(MILLI as i64));
+            true
+        } else {
+            false
+        }
+    }
+}
+
+fn pack(tag: u64, value: i64) -> u64 {
+    (tag << VALUE_BITS) | (value as u64 & VALUE_MASK)
+}
+
+fn unpack(packed: u64) -> (u64, i64) {
+    let raw = packed & VALUE_MASK;
+    // Sign-extend the balance from VALUE_BITS.
+    let value = ((raw << TAG_BITS) as i64) >> TAG_BITS;
+    (packed >> VALUE_BITS, value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn grpc_throttles_at_half_and_refills_by_the_ratio() {
+        let budget = Budget::grpc(10, 0.1);
+        let granted: Vec<bool> = (0..6)
+            .map(|_| budget.failed(false, true).is_some())
+            .collect();
+        // 10 → 9, 8, 7, 6 allow; 5 is not more than half.
+        assert_eq!(granted, [true, true, true, true, false, false]);
+        assert_eq!(budget.tokens(), 4.0);
+        for _ in 0..20 {
+            budget.succeeded(None);
+        }
+        assert_eq!(budget.tokens(), 6.0);
+        assert!(
+            budget.failed(false, false).is_none(),
+            "counted, not granted"
+        );
+        assert_eq!(budget.tokens(), 5.0);
+    }
+
+    #[test]
+    fn aws_charges_timeouts_double_and_refunds_on_success() {
+        let budget = Budget::aws_standard();
+        let grant = budget.failed(false, true).unwrap();
+        assert_eq!(budget.tokens(), 495.0);
+        budget.failed(true, true).unwrap();
+        assert_eq!(budget.tokens(), 485.0);
+        budget.succeeded(Some(grant));
+        assert_eq!(budget.tokens(), 490.0);
+        budget.succeeded(None);
+        assert_eq!(budget.tokens(), 491.0);
+        while budget.failed(true, true).is_some() {}
+        assert_eq!(budget.tokens(), 1.0);
+        assert!(budget.failed(false, true).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fractional_ratio_allows_that_fraction() {
+        let budget = Budget::ratio(0.6, 0, Duration::from_secs(10));
+        for _ in 0..100 {
+            budget.start();
+        }
+        let retries = (0..100)
+            .filter(|_| budget.failed(false, true).is_some())
+            .count();
+        assert_eq!(retries, 60);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ratio_deposits_expire_and_the_reserve_stays() {
+        let budget = Budget::ratio(1.0, 1, Duration::from_secs(10));
+        assert_eq!(budget.tokens(), 10.0, "reserve of min_per_sec × ttl");
+        for _ in 0..5 {
+            budget.start();
+        }
+        assert_eq!(budget.tokens(), 15.0);
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(budget.tokens(), 10.0);
+        let retries = (0..20)
+            .filter(|_| budget.failed(false, true).is_some())
+            .count();
+        assert_eq!(retries, 10);
+    }
+
+    #[test]
+    fn packing_round_trips_signed_balances() {
+        for value in [0, 1, -1, VALUE_MAX, -VALUE_MAX, 123_456, -987_654] {
+            for tag in [0, 1, TAG_MASK] {
+                assert_eq!(unpack(pack(tag, value)), (tag, value));
+            }
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Start,
+        Success(bool),
+        Failure { timeout: bool, wants_retry: bool },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            Just(Op::Start),
+            any::<bool>().prop_map(Op::Success),
+            (any::<bool>(), any::<bool>()).prop_map(|(timeout, wants_retry)| Op::Failure {
+                timeout,
+                wants_retry
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn tokens_stay_between_zero_and_max(
+            max in 1u32..50,
+            ratio in 0.0f64..3.0,
+            ops in proptest::collection::vec(op(), 0..300),
+        ) {
+            let grpc = Budget::grpc(max, ratio);
+            let aws = Budget::aws_standard();
+            for op in ops {
+                for (budget, cap) in [(&grpc, f64::from(max)), (&aws, 500.0)] {
+                    match op {
+                        Op::Start => budget.start(),
+                        Op::Success(after_retry) => {
+                            budget.succeeded(after_retry.then_some(Grant(10)));
+                        }
+                        Op::Failure { timeout, wants_retry } => {
+                            let granted = budget.failed(timeout, wants_retry);
+                            prop_assert!(wants_retry || granted.is_none());
+                        }
+                    }
+                    let tokens = budget.tokens();
+                    prop_assert!((0.0..=cap).contains(&tokens), "{tokens} of {cap}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,336 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use http::{Request, Response};
+use pin_project_lite::pin_project;
+use seawall_core::replay::{ReplayBody, clone_head};
+use seawall_core::{
+    Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RouteId, StopReason,
+};
+use tokio::time::{Instant, Sleep, sleep};
+use tower_service::Service;
+
+use crate::budget::Grant;
+use crate::layer::Shared;
+
+pin_project! {
+    /// The response future of [`RetryBudget`](crate::RetryBudget): a state
+    /// machine that calls, sleeps, waits for readiness and calls again.
+    pub struct ResponseFuture<S, B>
+    where
+        S: Service<Request<ReplayBody<B>>>,
+    {
+        #[pin]
+        state: State<S::Future>,
+        // `None` when an outer ladder owns the retries: one attempt, as is.
+        ladder: Option<Ladder<S, B>>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Calling { #[pin] future: F },
+        Sleeping { #[pin] sleep: Sleep },
+        Readying,
+    }
+}
+
+/// What another attempt needs: the service and the request to copy.
+pub(crate) struct Again<S, B> {
+    pub(crate) service: S,
+    /// The first request's head and a replay handle of its body.
+    pub(crate) template: Request<ReplayBody<B>>,
+}
+
+/// One operation's ladder: where it stands and what it has seen.
+pub(crate) struct Ladder<S, B> {
+    shared: Arc<Shared>,
+    /// `None` when no retry is possible at all (`max_attempts` is 1).
+    again: Option<Again<S, B>>,
+    next_request: Option<Request<ReplayBody<B>>>,
+    route: RouteId,
+    deadline: Option<Deadline>,
+    /// The attempt in flight, from 1.
+    attempt: u32,
+    /// When the attempt in flight started; kept only under a deadline.
+    attempt_started: Option<Instant>,
+    /// The delay slept before the attempt in flight.
+    slept: Duration,
+    /// The previous attempt's failure, when it was route-shaped.
+    last_route_shaped: Option<(Code, RouteId)>,
+    grant: Option<Grant>,
+    receipt: Receipt,
+    span: tracing::Span,
+}
+
+enum Next {
+    Retry(Duration),
+    Stop(BoxError),
+}
+
+impl<S, B> ResponseFuture<S, B>
+where
+    S: Service<Request<ReplayBody<B>>>,
+{
+    pub(crate) fn single(future: S::Future) -> Self {
+        ResponseFuture {
+            state: State::Calling { future },
+            ladder: None,
+        }
+    }
+
+    pub(crate) fn ladder(future: S::Future, ladder: Ladder<S, B>) -> Self {
+        ResponseFuture {
+            state: State::Calling { future },
+            ladder: Some(ladder),
+        }
+    }
+}
+
+impl<S, B, ResB> Future for ResponseFuture<S, B>
+where
+    S: Service<Request<ReplayBody<B>>, Response = Response<ResB>>,
+    S::Error: Into<BoxError>,
+{
+    type Output = Result<Response<ResB>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let Some(ladder) = this.ladder.as_mut() else {
+            let StateProj::Calling { future } = this.state.project() else {
+                unreachable!("a single attempt only ever calls");
+            };
+            return future.poll(cx).map_err(Into::into);
+        };
+        let _entered = ladder.span.clone().entered();
+        loop {
+            match this.state.as_mut().project() {
+                StateProj::Calling { future } => match ready!(future.poll(cx)) {
+                    Ok(mut response) => {
+                        ladder.succeeded(&mut response);
+                        return Poll::Ready(Ok(response));
+                    }
+                    Err(err) => match ladder.failed(err.into()) {
+                        Next::Stop(err) => return Poll::Ready(Err(err)),
+                        Next::Retry(Duration::ZERO) => this.state.set(State::Readying),
+                        Next::Retry(delay) => this.state.set(State::Sleeping {
+                            sleep: sleep(delay),
+                        }),
+                    },
+                },
+                StateProj::Sleeping { sleep } => {
+                    ready!(sleep.poll(cx));
+                    this.state.set(State::Readying);
+                }
+                StateProj::Readying => {
+                    let future = ready!(ladder.poll_call(cx))?;
+                    this.state.set(State::Calling { future });
+                }
+            }
+        }
+    }
+}
+
+impl<S, B> Ladder<S, B> {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        again: Option<Again<S, B>>,
+        route: RouteId,
+        deadline: Option<Deadline>,
+    ) -> Self {
+        let span = tracing::debug_span!("retry_ladder", max_attempts = shared.policy.max_attempts);
+        Ladder {
+            shared,
+            again,
+            next_request: None,
+            route,
+            deadline,
+            attempt: 1,
+            attempt_started: deadline.map(|_| Instant::now()),
+            slept: Duration::ZERO,
+            last_route_shaped: None,
+            grant: None,
+            receipt: Receipt::default(),
+            span,
+        }
+    }
+
+    fn succeeded<ResB>(&mut self, response: &mut Response<ResB>) {
+        self.shared.budget.succeeded(self.grant);
+        self.receipt
+            .push(Attempt::new(self.route.clone(), None, self.slept));
+        self.receipt.stop = Some(StopReason::Succeeded);
+        tracing::debug!(
+            attempt = self.attempt,
+            delay_ms = millis(self.slept),
+            budget_tokens = self.shared.budget.tokens(),
+            stop_reason = StopReason::Succeeded.as_str(),
+            "attempt succeeded"
+        );
+        response
+            .extensions_mut()
+            .insert(std::mem::take(&mut self.receipt));
+    }
+
+    /// An attempt failed: retry after a delay, or stop with the error to
+    /// return.
+    fn failed(&mut self, err: BoxError) -> Next {
+        let failure = match Failure::downcast(err) {
+            Ok(failure) => failure,
+            Err(other) => match Failure::find(&*other) {
+                Some(found) => found.clone(),
+                None => {
+                    // Unclassified: nobody said it is safe to repeat.
+                    tracing::debug!(
+                        attempt = self.attempt,
+                        stop_reason = StopReason::NotRetryable.as_str(),
+                        "attempt failed with an unclassified error"
+                    );
+                    return Next::Stop(other);
+                }
+            },
+        };
+        let failure = match failure.route() {
+            Some(_) => failure,
+            None => failure.with_route(self.route.clone()),
+        };
+        let route = failure
+            .route()
+            .cloned()
+            .unwrap_or_else(|| self.route.clone());
+        self.receipt.push(Attempt::new(
+            route.clone(),
+            Some(failure.code()),
+            self.slept,
+        ));
+        let verdict = self.judge(&failure, route);
+        tracing::debug!(
+            attempt = self.attempt,
+            class = failure.class().as_str(),
+            code = failure.code().as_str(),
+            delay_ms = verdict.as_ref().ok().map(|&delay| millis(delay)),
+            retry_after_ms = failure.retry_after().map(millis),
+            budget_tokens = self.shared.budget.tokens(),
+            stop_reason = verdict.as_ref().err().map(|reason| reason.as_str()),
+            "attempt failed"
+        );
+        match verdict {
+            Ok(delay) => {
+                self.slept = delay;
+                Next::Retry(delay)
+            }
+            Err(reason) => {
+                let mut failure = match reason {
+                    StopReason::Failover => failure.with_action(Action::Failover),
+                    _ => failure,
+                };
+                self.receipt.stop = Some(reason);
+                *failure.receipt_mut() = Some(Box::new(std::mem::take(&mut self.receipt)));
+                Next::Stop(Box::new(failure))
+            }
+        }
+    }
+
+    /// The delay before the next attempt, or why there is none.
+    fn judge(&mut self, failure: &Failure, route: RouteId) -> Result<Duration, StopReason> {
+        if failure.action() != Action::Retry {
+            return Err(StopReason::NotRetryable);
+        }
+        let blocker = self.next_attempt(failure, route);
+        let timeout = matches!(
+            failure.code(),
+            Code::Timeout | Code::FirstByteTimeout | Code::IdleTimeout
+        );
+        // The budget hears of every retryable failure (gRPC counts them
+        // all), but grants only a retry the ladder would make.
+        let grant = self.shared.budget.failed(timeout, blocker.is_ok());
+        let delay = blocker?;
+        match grant {
+            Some(grant) => {
+                self.grant = Some(grant);
+                Ok(delay)
+            }
+            None => {
+                self.next_request = None;
+                Err(StopReason::Budget)
+            }
+        }
+    }
+
+    /// Everything but the budget: promotion, attempts, replay, the hint and
+    /// the deadline. Prepares the next request when a retry fits.
+    fn next_attempt(&mut self, failure: &Failure, route: RouteId) -> Result<Duration, StopReason> {
+        let policy = &self.shared.policy;
+        let now = Instant::now();
+        let shape = failure.is_route_shaped().then(|| (failure.code(), route));
+        let repeated = shape.is_some() && shape == self.last_route_shaped;
+        self.last_route_shaped = shape;
+        let consumed_most = match (self.deadline, self.attempt_started) {
+            (Some(deadline), Some(started)) => {
+                let left = deadline.instant().saturating_duration_since(started);
+                let took = now.saturating_duration_since(started);
+                !left.is_zero()
+                    && took.as_secs_f64() > policy.failover_fraction * left.as_secs_f64()
+            }
+            _ => false,
+        };
+        if repeated || consumed_most {
+            return Err(StopReason::Failover);
+        }
+        let again = match &self.again {
+            Some(again) if self.attempt < policy.max_attempts => again,
+            _ => return Err(StopReason::Attempts),
+        };
+        let Some(body) = again.template.body().replay() else {
+            return Err(StopReason::NotReplayable);
+        };
+        let delay = match failure.retry_after() {
+            Some(hint) if hint > policy.max_retry_after => return Err(StopReason::NotRetryable),
+            Some(hint) => hint,
+            None => self
+                .shared
+                .random
+                .with(|rng| policy.backoff.delay(self.attempt - 1, self.slept, rng)),
+        };
+        if let Some(deadline) = self.deadline {
+            let latest = deadline.instant().checked_sub(policy.fallback_reserve);
+            let ready_by = now
+                .checked_add(delay)
+                .and_then(|at| at.checked_add(policy.min_attempt_time));
+            match (latest, ready_by) {
+                (Some(latest), Some(ready_by)) if ready_by <= latest => {}
+                _ => return Err(StopReason::Deadline),
+            }
+        }
+        self.next_request = Some(clone_head(&again.template, body));
+        Ok(delay)
+    }
+
+    /// Waits for the service to be ready again, then makes the next attempt.
+    fn poll_call(&mut self, cx: &mut Context<'_>) -> Poll<Result<S::Future, BoxError>>
+    where
+        S: Service<Request<ReplayBody<B>>>,
+        S::Error: Into<BoxError>,
+    {
+        let again = self
+            .again
+            .as_mut()
+            .expect("only a ladder that can retry waits for readiness");
+        ready!(again.service.poll_ready(cx)).map_err(Into::into)?;
+        let request = self
+            .next_request
+            .take()
+            .expect("a retry prepared its request");
+        self.attempt += 1;
+        self.attempt_started = self.deadline.map(|_| Instant::now());
+        Poll::Ready(Ok(again.service.call(request)))
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

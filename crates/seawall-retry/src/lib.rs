@@ -1,0 +1,91 @@
+//! One bounded retry ladder per operation.
+//!
+//! Retries nested inside retries multiply; three attempts at a 600 s
+//! timeout is a 30-minute operation; a `Retry-After` of 48489 s must never
+//! park a task until tomorrow. [`RetryBudgetLayer`] retries only what the
+//! inner layers classified as [`Action::Retry`](seawall_core::Action::Retry),
+//! and before every retry checks, in order:
+//!
+//! 1. **Promotion**: two consecutive identical route-shaped failures (zero
+//!    bytes until a timeout), or one failure that took most of the time
+//!    left, end the ladder with the failure turned into
+//!    [`Action::Failover`](seawall_core::Action::Failover): asking the same
+//!    route again re-buys the same broken thing.
+//! 2. **Attempts**: `max_attempts` counts the first attempt (3 = one try and
+//!    two retries).
+//! 3. **Replay**: the request body is recorded lazily up to
+//!    `max_replay_bytes`; past that the operation runs once, intact.
+//! 4. **Delay**: the failure's `Retry-After` hint when it has one (a hint
+//!    longer than `max_retry_after` stops the ladder), else exponential
+//!    [`Backoff`] with [`Jitter`].
+//! 5. **Deadline**: `now + delay + min_attempt_time` must fit before the
+//!    operation's [`Deadline`](seawall_core::Deadline) less the fallback
+//!    reserve. A hint past the deadline stops at once, never sleeps.
+//! 6. **Budget**: a token from the shared [`Budget`].
+//!
+//! Whatever stops the ladder, the last failure is returned with a
+//! [`Receipt`](seawall_core::Receipt) inside it
+//! ([`Failure::receipt`](seawall_core::Failure::receipt)) saying every
+//! attempt and the [`StopReason`](seawall_core::StopReason); on success the
+//! receipt is in the response extensions. Errors that are not a
+//! [`Failure`](seawall_core::Failure) are returned as they are, untried
+//! again. Every retry polls the inner service's readiness again.
+//!
+//! The inner service receives `http::Request<ReplayBody<B>>`
+//! ([`ReplayBody`](seawall_core::replay::ReplayBody)). A ladder marks the
+//! request; an inner ladder that finds the mark makes a single attempt
+//! (unless [`RetryPolicy::allow_nested`]), so nesting costs `max_attempts`
+//! calls, not the product.
+//!
+//! tracing: a `retry_ladder` span per operation and a debug event per
+//! attempt with the fields `attempt`, `class`, `code`, `delay_ms`,
+//! `retry_after_ms`, `budget_tokens`, `stop_reason`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use http::{Request, Response};
+//! use seawall_core::replay::ReplayBody;
+//! use seawall_core::{Code, Failure, Receipt, StopReason};
+//! use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//! use std::sync::Arc;
+//! use tower::{BoxError, ServiceBuilder, ServiceExt, service_fn};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! // An upstream that is overloaded once, then answers.
+//! let calls = Arc::new(AtomicU32::new(0));
+//! let upstream = service_fn(move |_req: Request<ReplayBody<String>>| {
+//!     let n = calls.fetch_add(1, Ordering::SeqCst);
+//!     async move {
+//!         match n {
+//!             0 => Err::<Response<()>, BoxError>(Box::new(Failure::new(Code::Overloaded).with_status(529))),
+//!             _ => Ok(Response::new(())),
+//!         }
+//!     }
+//! });
+//! let svc = ServiceBuilder::new()
+//!     .layer(RetryBudgetLayer::new(RetryPolicy::interactive(), Budget::grpc(10, 0.1)))
+//!     .service(upstream);
+//! let response = svc.oneshot(Request::new(String::from("{}"))).await.unwrap();
+//! let receipt = response.extensions().get::<Receipt>().unwrap();
+//! assert_eq!(receipt.attempts.len(), 2);
+//! assert_eq!(receipt.attempts[0].code, Some(Code::Overloaded));
+//! assert_eq!(receipt.stop, Some(StopReason::Succeeded));
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod backoff;
+mod budget;
+mod future;
+mod layer;
+mod policy;
+mod service;
+
+pub use backoff::{Backoff, Jitter};
+pub use budget::Budget;
+pub use future::ResponseFuture;
+pub use layer::RetryBudgetLayer;
+pub use policy::RetryPolicy;
+pub use service::RetryBudget;

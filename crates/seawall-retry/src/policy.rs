@@ -1,0 +1,142 @@
+use std::time::Duration;
+
+use http::HeaderName;
+use seawall_core::replay::DEFAULT_MAX_REPLAY_BYTES;
+
+use crate::{Backoff, Jitter};
+
+/// How one operation's ladder climbs: how many attempts, how long between
+/// them, and when to stop early.
+///
+/// `max_attempts` counts the first attempt: `3` is one try and at most two
+/// retries.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    pub(crate) max_attempts: u32,
+    pub(crate) backoff: Backoff,
+    pub(crate) max_retry_after: Duration,
+    pub(crate) min_attempt_time: Duration,
+    pub(crate) fallback_reserve: Duration,
+    pub(crate) failover_fraction: f64,
+    pub(crate) max_replay_bytes: usize,
+    pub(crate) idempotency_key: Option<HeaderName>,
+    pub(crate) allow_nested: bool,
+}
+
+impl RetryPolicy {
+    /// For a person waiting: 3 attempts, 250 ms initial backoff, 8 s cap,
+    /// full jitter.
+    pub fn interactive() -> Self {
+        RetryPolicy::with_backoff(
+            3,
+            Backoff::exponential(Duration::from_millis(250), Duration::from_secs(8)),
+        )
+    }
+
+    /// For background work: 6 attempts, 500 ms initial backoff, 30 s cap,
+    /// full jitter.
+    pub fn batch() -> Self {
+        RetryPolicy::with_backoff(
+            6,
+            Backoff::exponential(Duration::from_millis(500), Duration::from_secs(30)),
+        )
+    }
+
+    /// `attempts` attempts with no backoff, for tests. A `Retry-After` hint
+    /// is still honoured.
+    pub fn no_wait(attempts: u32) -> Self {
+        RetryPolicy::with_backoff(attempts, Backoff::none())
+    }
+
+    fn with_backoff(max_attempts: u32, backoff: Backoff) -> Self {
+        RetryPolicy {
+            max_attempts: max_attempts.max(1),
+            backoff,
+            max_retry_after: Duration::from_secs(60),
+            min_attempt_time: Duration::from_secs(1),
+            fallback_reserve: Duration::ZERO,
+            failover_fraction: 0.5,
+            max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
+            idempotency_key: None,
+            allow_nested: false,
+        }
+    }
+
+    /// Attempts in total, the first included (at least 1).
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// The backoff between attempts when the failure carries no hint.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The backoff's jitter.
+    pub fn jitter(mut self, jitter: Jitter) -> Self {
+        self.backoff = self.backoff.with_jitter(jitter);
+        self
+    }
+
+    /// The longest `Retry-After` hint the ladder sleeps (default 60 s). A
+    /// longer hint is not shortened, since retrying early only buys another
+    /// rate limit: the ladder stops and returns the failure with its hint,
+    /// for the caller to schedule.
+    pub fn max_retry_after(mut self, max: Duration) -> Self {
+        self.max_retry_after = max;
+        self
+    }
+
+    /// The least time an attempt needs to be worth making (default 1 s): a
+    /// retry is made only if `now + delay + min_attempt_time` fits before the
+    /// deadline (less the fallback reserve).
+    pub fn min_attempt_time(mut self, min: Duration) -> Self {
+        self.min_attempt_time = min;
+        self
+    }
+
+    /// Time before the deadline the ladder leaves unused, for a fallback
+    /// route to run in (default none).
+    pub fn fallback_reserve(mut self, reserve: Duration) -> Self {
+        self.fallback_reserve = reserve;
+        self
+    }
+
+    /// A retryable failure that took more than this fraction of the time
+    /// that was left when its attempt started ends the ladder with
+    /// `Action::Failover` (default 0.5: "most of the remaining deadline").
+    /// Clamped to `0.0..=1.0`; 1.0 turns the rule off.
+    pub fn failover_fraction(mut self, fraction: f64) -> Self {
+        self.failover_fraction = if fraction.is_nan() {
+            0.5
+        } else {
+            fraction.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// The most request-body bytes kept for replay (default 1 MiB). A
+    /// larger body is sent once, intact, and the receipt says
+    /// `not_replayable`.
+    pub fn max_replay_bytes(mut self, max: usize) -> Self {
+        self.max_replay_bytes = max;
+        self
+    }
+
+    /// Sends the same key in header `name` on every attempt of an operation,
+    /// generating one when the caller set none.
+    pub fn idempotency_key(mut self, name: HeaderName) -> Self {
+        self.idempotency_key = Some(name);
+        self
+    }
+
+    /// Lets this ladder retry even under an outer one. Without it, a ladder
+    /// that finds an outer ladder makes one attempt, so that nested layers
+    /// make `max_attempts` upstream calls in total, not the product.
+    pub fn allow_nested(mut self) -> Self {
+        self.allow_nested = true;
+        self
+    }
+}

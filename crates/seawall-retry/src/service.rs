@@ -1,0 +1,107 @@
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+
+use http::{HeaderValue, Request, Response};
+use http_body::Body;
+use rand::Rng;
+use seawall_core::replay::{ReplayBody, clone_head};
+use seawall_core::{BoxError, Deadline, RouteId};
+use tower_service::Service;
+
+use crate::future::{Again, Ladder, ResponseFuture};
+use crate::layer::Shared;
+
+/// The service [`RetryBudgetLayer`](crate::RetryBudgetLayer) builds.
+#[derive(Debug, Clone)]
+pub struct RetryBudget<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+/// Marks a request as owned by a ladder, so an inner ladder does not retry
+/// it again.
+#[derive(Debug, Clone, Copy)]
+struct OuterLadder;
+
+impl<S> RetryBudget<S> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        RetryBudget { inner, shared }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Consumes the layer, returning the wrapped service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B, ResB> Service<Request<B>> for RetryBudget<S>
+where
+    S: Service<Request<ReplayBody<B>>, Response = Response<ResB>> + Clone,
+    S::Error: Into<BoxError>,
+    B: Body,
+{
+    type Response = Response<ResB>;
+    type Error = BoxError;
+    type Future = ResponseFuture<S, B>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        let policy = &self.shared.policy;
+        if request.extensions().get::<OuterLadder>().is_some() && !policy.allow_nested {
+            warn_nested_once();
+            return ResponseFuture::single(self.inner.call(request.map(ReplayBody::once)));
+        }
+        request.extensions_mut().insert(OuterLadder);
+        if let Some(name) = &policy.idempotency_key
+            && !request.headers().contains_key(name)
+        {
+            let key = self.shared.random.with(|rng| rng.random::<u128>());
+            let value = HeaderValue::try_from(format!("{key:032x}"))
+                .expect("hex digits are a valid header value");
+            request.headers_mut().insert(name.clone(), value);
+        }
+        let route = RouteId::of_request(&request);
+        let deadline = Deadline::of(&request);
+        self.shared.budget.start();
+        let (first, again) = if policy.max_attempts > 1 {
+            let (parts, body) = request.into_parts();
+            let body = ReplayBody::recorded(body, policy.max_replay_bytes);
+            let template_body = body.replay().expect("a fresh recording replays");
+            let first = Request::from_parts(parts, body);
+            let template = clone_head(&first, template_body);
+            (first, Some(template))
+        } else {
+            (request.map(ReplayBody::once), None)
+        };
+        let future = self.inner.call(first);
+        let again = again.map(|template| Again {
+            service: self.inner.clone(),
+            template,
+        });
+        ResponseFuture::ladder(
+            future,
+            Ladder::new(self.shared.clone(), again, route, deadline),
+        )
+    }
+}
+
+/// Nested ladders multiply attempts; the inner one stands down, and says so
+/// once per process.
+fn warn_nested_once() {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "a retry ladder found an outer ladder and makes a single attempt; \
+             use RetryPolicy::allow_nested to retry at both levels"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! The shared budget under load, and nested ladders.
+
+mod common;
+
+use common::{Step, Upstream, failure, receipt};
+use http::Request;
+use seawall_core::replay::ReplayBody;
+use seawall_core::{Code, Failure, StopReason};
+use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+use tower::{Layer, ServiceBuilder, ServiceExt};
+
+#[tokio::test(start_paused = true)]
+async fn a_thousand_failing_operations_spend_at_most_the_grpc_budget() {
+    let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded))]);
+    let budget = Budget::grpc(10, 0.1);
+    let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(3), budget.clone())
+        .seed(1)
+        .layer(upstream.service::<ReplayBody<String>>());
+    let tasks: Vec<_> = (0..1000)
+        .map(|_| tokio::spawn(svc.clone().oneshot(Request::new(String::from("{}")))))
+        .collect();
+    let mut stopped_by_budget = 0;
+    for task in tasks {
+        let err = task.await.unwrap().unwrap_err();
+        if receipt(&err).stop == Some(StopReason::Budget) {
+            stopped_by_budget += 1;
+        }
+    }
+    // 10 tokens, retries only while more than 5 remain: 4 retries at most.
+    let retries = upstream.count() - 1000;
+    assert!(retries <= 4, "{retries} retries");
+    assert!(retries >= 1, "the budget allows some retries");
+    assert!(stopped_by_budget >= 990);
+    assert_eq!(budget.tokens(), 0.0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_aws_bucket_returns_the_failure_at_once() {
+    let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded))]);
+    let budget = Budget::aws_standard();
+    let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(2), budget.clone())
+        .layer(upstream.service::<ReplayBody<String>>());
+    // 500 tokens at 5 per retry: 100 retries, then none.
+    for _ in 0..150 {
+        let err = svc
+            .clone()
+            .oneshot(Request::new(String::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(failure(&err).code(), Code::Overloaded);
+    }
+    assert_eq!(upstream.count(), 150 + 100);
+    assert_eq!(budget.tokens(), 0.0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ratio_budget_allows_its_fraction_of_retries() {
+    let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded))]);
+    let budget = Budget::ratio(0.6, 0, std::time::Duration::from_secs(10));
+    let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(2), budget)
+        .layer(upstream.service::<ReplayBody<String>>());
+    for _ in 0..100 {
+        svc.clone()
+            .oneshot(Request::new(String::new()))
+            .await
+            .unwrap_err();
+    }
+    // Each operation deposits 0.6 before it fails; 60 retries, give or
+    // take the one a deposit arrives too late for.
+    let retries = upstream.count() - 100;
+    assert!((59..=60).contains(&retries), "{retries} retries");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_inner_ladder_under_an_outer_one_does_not_multiply_attempts() {
+    let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded))]);
+    let svc = ServiceBuilder::new()
+        .layer(RetryBudgetLayer::new(
+            RetryPolicy::no_wait(3),
+            Budget::unlimited(),
+        ))
+        .layer(RetryBudgetLayer::new(
+            RetryPolicy::no_wait(3),
+            Budget::unlimited(),
+        ))
+        .service(upstream.service::<ReplayBody<ReplayBody<String>>>());
+    let err = svc
+        .oneshot(Request::new(String::from("{}")))
+        .await
+        .unwrap_err();
+    assert_eq!(upstream.count(), 3, "max_attempts in total, not 3 × 3");
+    assert_eq!(receipt(&err).attempts.len(), 3);
+    assert_eq!(receipt(&err).stop, Some(StopReason::Attempts));
+}
+
+#[tokio::test(start_paused = true)]
+async fn allow_nested_lets_both_ladders_retry() {
+    let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded))]);
+    let svc = ServiceBuilder::new()
+        .layer(RetryBudgetLayer::new(
+            RetryPolicy::no_wait(2),
+            Budget::unlimited(),
+        ))
+        .layer(RetryBudgetLayer::new(
+            RetryPolicy::no_wait(2).allow_nested(),
+            Budget::unlimited(),
+        ))
+        .service(upstream.service::<ReplayBody<ReplayBody<String>>>());
+    svc.oneshot(Request::new(String::from("{}")))
+        .await
+        .unwrap_err();
+    assert_eq!(upstream.count(), 4);
+}

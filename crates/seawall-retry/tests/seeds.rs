@@ -1,0 +1,260 @@
+//! The issue's seeds, on tokio's paused clock.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{RATE_LIMIT_BODY, Step, Upstream, failure, openai, receipt};
+use http::Request;
+use seawall_core::replay::ReplayBody;
+use seawall_core::{Action, Code, Deadline, Failure, Receipt, StopReason};
+use seawall_deadline::DeadlineLayer;
+use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+use tokio::time::Instant;
+use tower::{BoxError, Layer, ServiceBuilder, ServiceExt};
+
+const SEC: Duration = Duration::from_secs(1);
+
+fn ladder(policy: RetryPolicy) -> RetryBudgetLayer {
+    RetryBudgetLayer::new(policy, Budget::unlimited()).seed(4)
+}
+
+fn request() -> Request<String> {
+    Request::post("https://api.openai.example/v1/chat/completions")
+        .body(String::from(r#"{"model":"m"}"#))
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_48489s_is_a_quota_wall_returned_at_once() {
+    let wall = openai(429, Some(Duration::from_secs(48489)), RATE_LIMIT_BODY);
+    assert_eq!(wall.code(), Code::QuotaExhausted);
+    let upstream = Upstream::new([Step::Fail(wall)]);
+    let svc = ladder(RetryPolicy::interactive()).layer(upstream.service::<ReplayBody<String>>());
+    let start = Instant::now();
+    let err = svc.oneshot(request()).await.unwrap_err();
+    assert!(start.elapsed() < Duration::from_millis(1));
+    assert_eq!(upstream.count(), 1);
+    let failure = failure(&err);
+    assert_eq!(failure.code(), Code::QuotaExhausted);
+    assert!(failure.reset_at().is_some());
+    assert_eq!(failure.retry_after(), Some(Duration::from_secs(48489)));
+    assert_eq!(receipt(&err).stop, Some(StopReason::NotRetryable));
+    assert_eq!(receipt(&err).attempts.len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_2s_is_waited_for() {
+    let limited = openai(429, Some(2 * SEC), RATE_LIMIT_BODY);
+    assert_eq!(limited.code(), Code::RateLimited);
+    let upstream = Upstream::new([Step::Fail(limited), Step::Ok]);
+    let svc = ladder(RetryPolicy::interactive()).layer(upstream.service::<ReplayBody<String>>());
+    let response = svc.oneshot(request()).await.unwrap();
+    let calls = upstream.calls();
+    assert_eq!(calls.len(), 2);
+    assert!(calls[1].at - calls[0].at >= 2 * SEC);
+    let receipt = response.extensions().get::<Receipt>().unwrap();
+    assert_eq!(receipt.attempts[1].delay, 2 * SEC);
+    assert_eq!(receipt.stop, Some(StopReason::Succeeded));
+}
+
+#[tokio::test(start_paused = true)]
+async fn three_503s_are_three_attempts_with_jittered_delays() {
+    let unavailable = openai(503, None, "");
+    assert_eq!(unavailable.action(), Action::Retry);
+    let upstream = Upstream::new([Step::Fail(unavailable)]);
+    let svc = ladder(RetryPolicy::interactive()).layer(upstream.service::<ReplayBody<String>>());
+    let err = svc.oneshot(request()).await.unwrap_err();
+    let calls = upstream.calls();
+    assert_eq!(calls.len(), 3);
+    let receipt = receipt(&err);
+    assert_eq!(receipt.stop, Some(StopReason::Attempts));
+    let delays: Vec<_> = receipt.attempts.iter().map(|a| a.delay).collect();
+    assert_eq!(delays[0], Duration::ZERO);
+    // Full jitter: random(0, min(8 s, 250 ms × 2^retry)).
+    assert!(delays[1] <= Duration::from_millis(250), "{delays:?}");
+    assert!(delays[2] <= Duration::from_millis(500), "{delays:?}");
+    // The timer wheel has millisecond resolution: a sleep ends within 1 ms
+    // after its delay.
+    for n in 1..3 {
+        let gap = calls[n].at - calls[n - 1].at;
+        assert!(
+            gap >= delays[n] && gap < delays[n] + Duration::from_millis(1),
+            "{gap:?}"
+        );
+    }
+    assert!(
+        receipt
+            .attempts
+            .iter()
+            .all(|a| a.code == Some(Code::ProviderUnavailable))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn context_length_and_refusal_are_tried_once() {
+    let too_long = openai(
+        400,
+        None,
+        r#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+    );
+    assert_eq!(too_long.code(), Code::ContextTooLong);
+    for fatal in [too_long, Failure::new(Code::Refused)] {
+        let code = fatal.code();
+        let upstream = Upstream::new([Step::Fail(fatal)]);
+        let svc =
+            ladder(RetryPolicy::interactive()).layer(upstream.service::<ReplayBody<String>>());
+        let err = svc.oneshot(request()).await.unwrap_err();
+        assert_eq!(upstream.count(), 1, "{code}");
+        assert_eq!(failure(&err).code(), code);
+        assert_eq!(receipt(&err).stop, Some(StopReason::NotRetryable));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_600s_attempt_in_a_10_minute_deadline_is_tried_once_then_fails_over() {
+    let upstream = Upstream::new([Step::Hang]);
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(600 * SEC))
+        .layer(ladder(RetryPolicy::interactive()))
+        .layer(DeadlineLayer::per_attempt(600 * SEC))
+        .service(upstream.service());
+    let start = Instant::now();
+    let err = svc.oneshot(request()).await.unwrap_err();
+    assert_eq!(start.elapsed(), 600 * SEC);
+    assert_eq!(upstream.count(), 1);
+    let failure = failure(&err);
+    assert_eq!(failure.code(), Code::Timeout);
+    assert_eq!(failure.action(), Action::Failover);
+    assert_eq!(receipt(&err).stop, Some(StopReason::Failover));
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_zero_byte_timeouts_in_20_minutes_fail_over_after_the_second() {
+    let upstream = Upstream::new([Step::Hang]);
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(1200 * SEC))
+        .layer(ladder(RetryPolicy::interactive()))
+        .layer(DeadlineLayer::per_attempt(300 * SEC))
+        .service(upstream.service());
+    let err = svc.oneshot(request()).await.unwrap_err();
+    assert_eq!(
+        upstream.count(),
+        2,
+        "promoted after the second, never a third"
+    );
+    let failure = failure(&err);
+    assert!(failure.is_route_shaped());
+    assert_eq!(failure.action(), Action::Failover);
+    let receipt = receipt(&err);
+    assert_eq!(receipt.stop, Some(StopReason::Failover));
+    assert_eq!(receipt.attempts.len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hint_beyond_the_deadline_stops_now_with_the_hint() {
+    let limited = openai(429, Some(30 * SEC), RATE_LIMIT_BODY);
+    let upstream = Upstream::new([Step::Fail(limited)]);
+    let svc = ladder(RetryPolicy::interactive()).layer(upstream.service::<ReplayBody<String>>());
+    let mut request = request();
+    request.extensions_mut().insert(Deadline::after(10 * SEC));
+    let start = Instant::now();
+    let err = svc.oneshot(request).await.unwrap_err();
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert_eq!(upstream.count(), 1);
+    assert_eq!(failure(&err).retry_after(), Some(30 * SEC));
+    assert_eq!(receipt(&err).stop, Some(StopReason::Deadline));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_needs_room_for_a_useful_attempt_and_the_fallback_reserve() {
+    let policy = RetryPolicy::no_wait(5)
+        .min_attempt_time(2 * SEC)
+        .fallback_reserve(3 * SEC);
+    let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded))]);
+    let svc = ladder(policy).layer(upstream.service::<ReplayBody<String>>());
+    let mut request = request();
+    // 4.9 s left: 2 s of attempt + 3 s of reserve do not fit.
+    request
+        .extensions_mut()
+        .insert(Deadline::after(Duration::from_millis(4900)));
+    let err = svc.oneshot(request).await.unwrap_err();
+    assert_eq!(upstream.count(), 1);
+    assert_eq!(receipt(&err).stop, Some(StopReason::Deadline));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hint_past_max_retry_after_is_returned_not_shortened() {
+    let limited = openai(429, Some(20 * SEC), RATE_LIMIT_BODY);
+    let upstream = Upstream::new([Step::Fail(limited)]);
+    let policy = RetryPolicy::interactive().max_retry_after(10 * SEC);
+    let svc = ladder(policy).layer(upstream.service::<ReplayBody<String>>());
+    let err = svc.oneshot(request()).await.unwrap_err();
+    assert_eq!(upstream.count(), 1);
+    assert_eq!(failure(&err).retry_after(), Some(20 * SEC));
+    assert_eq!(receipt(&err).stop, Some(StopReason::NotRetryable));
+}
+
+#[tokio::test(start_paused = true)]
+async fn unclassified_errors_pass_through_after_one_attempt() {
+    let svc = ladder(RetryPolicy::no_wait(3)).layer(tower::service_fn(
+        |_req: Request<ReplayBody<String>>| async {
+            Err::<http::Response<()>, BoxError>("connection reset by a test".into())
+        },
+    ));
+    let err = svc.oneshot(request()).await.unwrap_err();
+    assert!(Failure::find(&*err).is_none());
+    assert_eq!(err.to_string(), "connection reset by a test");
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_attempt_waits_for_readiness_again() {
+    let (mock, mut handle) =
+        tower_test::mock::pair::<Request<ReplayBody<String>>, http::Response<()>>();
+    let svc = ladder(RetryPolicy::no_wait(2)).layer(mock);
+    handle.allow(1);
+    let call = tokio::spawn(svc.oneshot(request()));
+    let (_, reply) = handle.next_request().await.unwrap();
+    reply.send_error(Failure::new(Code::Overloaded));
+    // Not ready: the retry must wait, not call.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1), handle.next_request())
+            .await
+            .is_err()
+    );
+    handle.allow(1);
+    let (_, reply) = handle.next_request().await.unwrap();
+    reply.send_response(http::Response::new(()));
+    let response = call.await.unwrap().unwrap();
+    assert_eq!(
+        response
+            .extensions()
+            .get::<Receipt>()
+            .unwrap()
+            .attempts
+            .len(),
+        2
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_idempotency_key_is_the_same_on_every_attempt() {
+    let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded)), Step::Ok]);
+    let policy =
+        RetryPolicy::no_wait(3).idempotency_key(http::HeaderName::from_static("idempotency-key"));
+    let svc = ladder(policy).layer(upstream.service::<ReplayBody<String>>());
+    svc.clone().oneshot(request()).await.unwrap();
+    let calls = upstream.calls();
+    let key = &calls[0].headers["idempotency-key"];
+    assert_eq!(key.len(), 32);
+    assert_eq!(&calls[1].headers["idempotency-key"], key);
+
+    let mut mine = request();
+    mine.headers_mut().insert(
+        "idempotency-key",
+        http::HeaderValue::from_static("caller-1"),
+    );
+    svc.oneshot(mine).await.unwrap();
+    assert_eq!(upstream.calls()[2].headers["idempotency-key"], "caller-1");
+}
