@@ -129,9 +129,10 @@ impl Journal {
     pub(crate) fn end(&self, seq: u64, ending: Ending) {
         {
             let mut rows = lock(&self.rows);
-            // Rows are pushed in `seq` order; a row missing here was cleared by `reset`.
-            if let Ok(i) = rows.binary_search_by_key(&seq, |r| r.seq) {
-                let row = &mut rows[i];
+            // Concurrent requests push rows slightly out of `seq` order, and open
+            // rows are the recent ones: search from the end. A row missing here
+            // was cleared by `reset`.
+            if let Some(row) = rows.iter_mut().rev().find(|r| r.seq == seq) {
                 row.outcome = ending.outcome;
                 row.bytes_written = ending.bytes_written;
                 row.tokens_written = ending.tokens_written;
@@ -142,8 +143,11 @@ impl Journal {
         self.ended.notify_waiters();
     }
 
+    /// The rows in `seq` (arrival) order.
     pub(crate) fn snapshot(&self) -> Vec<JournalEntry> {
-        lock(&self.rows).clone()
+        let mut rows = lock(&self.rows).clone();
+        rows.sort_by_key(|r| r.seq);
+        rows
     }
 
     pub(crate) fn clear(&self) {
