@@ -124,12 +124,20 @@ impl Tally {
             return;
         }
         let room = self.text_cap - text.len();
-        if delta.len() <= room {
-            text.push_str(delta);
+        let delta = if delta.len() <= room {
+            delta
         } else {
-            text.push_str(seawall_core::excerpt(delta, room));
             self.text_capped = true;
+            seawall_core::excerpt(delta, room)
+        };
+        // Grow by doubling, but never past the cap.
+        if text.capacity() - text.len() < delta.len() {
+            let want = (text.len() * 2)
+                .max(text.len() + delta.len())
+                .min(self.text_cap);
+            text.reserve_exact(want - text.len());
         }
+        text.push_str(delta);
     }
 }
 

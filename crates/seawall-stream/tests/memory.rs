@@ -1,0 +1,161 @@
+//! Bounded memory: an endless line, an endless stream of pings, and a
+//! large stream with content all stay within the configured caps.
+
+mod common;
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use common::*;
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use seawall_core::{Action, Code};
+use seawall_stream::{Protocol, StreamGuardLayer};
+
+/// A body that is always ready: `head`, then `frame` `count` times, then
+/// `tail`.
+struct Repeat {
+    head: Option<Bytes>,
+    frame: Bytes,
+    count: u64,
+    tail: Option<Bytes>,
+}
+
+impl Repeat {
+    fn new(head: &str, frame: Bytes, count: u64, tail: &str) -> Self {
+        Repeat {
+            head: Some(Bytes::copy_from_slice(head.as_bytes())).filter(|b| !b.is_empty()),
+            frame,
+            count,
+            tail: Some(Bytes::copy_from_slice(tail.as_bytes())).filter(|b| !b.is_empty()),
+        }
+    }
+}
+
+impl Body for Repeat {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if let Some(head) = self.head.take() {
+            return Poll::Ready(Some(Ok(Frame::data(head))));
+        }
+        if self.count > 0 {
+            self.count -= 1;
+            return Poll::Ready(Some(Ok(Frame::data(self.frame.clone()))));
+        }
+        Poll::Ready(self.tail.take().map(|tail| Ok(Frame::data(tail))))
+    }
+}
+
+const KIB: usize = 1 << 10;
+const MIB: usize = 1 << 20;
+
+#[tokio::test(start_paused = true)]
+async fn endless_line_before_content_fails_at_the_cap() {
+    let endless = Repeat::new("data: ", Bytes::from(vec![b'a'; 64 * KIB]), u64::MAX, "");
+    let layer = StreamGuardLayer::interactive().max_event_bytes(MIB);
+    let failure = failure_of(call(layer, CHAT, endless).await);
+    assert_eq!(failure.code(), Code::Transport);
+    assert!(failure.message().unwrap().starts_with("sse_line_too_long"));
+    assert_eq!(failure.action(), Action::Retry);
+    let bytes = failure.evidence().bytes as usize;
+    assert!(
+        bytes > MIB && bytes <= MIB + 64 * KIB + 6,
+        "stopped at the cap: {bytes}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn endless_line_after_content_is_an_interruption_within_the_cap() {
+    let head = format!("{OPENAI_ROLE}{}data: ", openai_delta("Hello"));
+    let endless = Repeat::new(&head, Bytes::from(vec![b'a'; 64 * KIB]), u64::MAX, "");
+    let layer = StreamGuardLayer::interactive().max_event_bytes(256 * KIB);
+    let response = call(layer, CHAT, endless).await.unwrap();
+    let mut body = response.into_body();
+    let mut most = 0;
+    let error = loop {
+        match body.frame().await {
+            Some(Ok(_)) => most = most.max(body.buffered_bytes()),
+            Some(Err(error)) => break error,
+            None => panic!("an endless line never ends well"),
+        }
+    };
+    let failure = seawall_core::Failure::downcast(error).unwrap();
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert!(failure.message().unwrap().starts_with("sse_line_too_long"));
+    assert_eq!(
+        failure.interrupted().unwrap().delivered_text.as_deref(),
+        Some("Hello")
+    );
+    // Line buffer (capacity may round up to twice the cap) plus small change.
+    assert!(most <= 2 * 256 * KIB + 4 * KIB, "held {most} bytes");
+}
+
+#[tokio::test(start_paused = true)]
+async fn endless_pings_before_content_stop_at_the_hold_cap() {
+    let pings = Bytes::from(": ping\n\n".repeat(512));
+    let endless = Repeat::new("", pings, u64::MAX, "");
+    let layer = StreamGuardLayer::interactive().max_held_bytes(MIB);
+    let failure = failure_of(call(layer, CHAT, endless).await);
+    assert_eq!(failure.code(), Code::Transport);
+    assert!(failure.message().unwrap().starts_with("sse_hold_too_large"));
+    assert!(failure.evidence().bytes as usize <= MIB + 4 * KIB);
+}
+
+#[tokio::test(start_paused = true)]
+async fn endless_pings_after_content_hold_nothing() {
+    let head = format!("{OPENAI_ROLE}{}", openai_delta("Hello"));
+    let pings = Bytes::from(": ping\n\nevent: ping\ndata: {}\n\n".repeat(256));
+    let tail = format!("{OPENAI_STOP}{DONE}");
+    let body = Repeat::new(&head, pings, 2_000, &tail);
+    let response = call(StreamGuardLayer::interactive(), CHAT, body)
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let mut most = 0;
+    while let Some(frame) = body.frame().await {
+        frame.unwrap();
+        most = most.max(body.buffered_bytes());
+    }
+    assert!(most <= 8 * KIB, "held {most} bytes over ~15 MiB of pings");
+}
+
+/// A large stream with content: everything passes, and what the guard
+/// holds stays within its caps (delivered text at its cap, scanner buffers
+/// at the largest event). 64 MiB here; the same test over 1 GiB runs with
+/// `cargo test --release -p seawall-stream --test memory -- --ignored`.
+async fn large_stream_with_content(total: usize) {
+    let event = format!("data: {}\n\n", "x".repeat(4 * KIB - 8));
+    let frame = Bytes::from(event.repeat(16));
+    let count = (total / frame.len()) as u64;
+    let body = Repeat::new("", frame.clone(), count, "");
+    let layer = StreamGuardLayer::interactive()
+        .protocol(Protocol::Generic)
+        .delivered_text(Some(MIB));
+    let response = call(layer, "/v1/events", body).await.unwrap();
+    let mut body = response.into_body();
+    let (mut bytes, mut most) = (0, 0);
+    while let Some(frame) = body.frame().await {
+        bytes += frame.unwrap().data_ref().unwrap().len();
+        most = most.max(body.buffered_bytes());
+    }
+    assert_eq!(bytes as u64, count * frame.len() as u64);
+    assert!(most <= MIB + 64 * KIB, "held {most} bytes");
+}
+
+#[tokio::test(start_paused = true)]
+async fn large_stream_with_content_stays_within_caps() {
+    large_stream_with_content(64 * MIB).await;
+}
+
+#[tokio::test(start_paused = true)]
+#[ignore = "1 GiB: run in release"]
+async fn one_gib_stream_with_content_stays_within_caps() {
+    large_stream_with_content(1 << 30).await;
+}
