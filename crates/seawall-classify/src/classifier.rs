@@ -1,0 +1,167 @@
+//! The `Classifier` trait: what a response or an error means.
+
+use std::error::Error as StdError;
+
+use http::response::Parts;
+use seawall_core::provider::{ErrorContext, QuotaWall};
+use seawall_core::{Failure, Finish};
+
+/// Decides what responses and errors mean. [`ClassifyLayer`] calls it; the
+/// built-in [`ProviderClassifier`] implements it for each provider, and users
+/// implement it for their own services.
+///
+/// Every method has a default that knows nothing, so a classifier only
+/// writes the rules it has. What nobody recognises, the layer settles
+/// itself: a non-2xx response by the generic HTTP status table, an error by
+/// the transport rules and then as `unknown`.
+///
+/// [`ClassifyLayer`]: crate::ClassifyLayer
+/// [`ProviderClassifier`]: crate::ProviderClassifier
+pub trait Classifier {
+    /// Classifies a non-2xx response from its head and the first bytes of
+    /// its body (at most the layer's `max_error_body`; the body may be
+    /// empty, cut short or not UTF-8). `cx` carries the status, the retry
+    /// hint of the headers, the quota wall and the clock. `None` means "not
+    /// mine": the next rules, then the generic status table, decide.
+    fn classify_response(&self, parts: &Parts, body: &[u8], cx: ErrorContext) -> Option<Failure> {
+        let _ = (parts, body, cx);
+        None
+    }
+
+    /// Looks at the head of a 2xx response. Called on every success, so it
+    /// must be cheap: a header lookup or two.
+    fn inspect_success(&self, parts: &Parts, quota_wall: QuotaWall) -> Inspection {
+        let _ = (parts, quota_wall);
+        Inspection::Deliver
+    }
+
+    /// Checks a whole 2xx body that [`inspect_success`] asked to read.
+    ///
+    /// [`inspect_success`]: Classifier::inspect_success
+    fn check_success(&self, parts: &Parts, body: &[u8]) -> Checked {
+        let _ = (parts, body);
+        Checked::Deliver(None)
+    }
+
+    /// Classifies an error of the inner service or of a body read. `None`
+    /// leaves it to the layer's transport rules.
+    fn classify_error(&self, error: &(dyn StdError + 'static)) -> Option<Failure> {
+        let _ = error;
+        None
+    }
+}
+
+/// What the head of a 2xx response calls for.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Inspection {
+    /// Deliver the response untouched; its body is never polled here.
+    Deliver,
+    /// Read the body (up to the layer's `max_success_body`) and pass it to
+    /// [`Classifier::check_success`].
+    CheckBody,
+    /// The head alone is a failure, e.g. a trailers-only gRPC error.
+    Fail(Failure),
+}
+
+/// What a checked 2xx body amounts to.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Checked {
+    /// Deliver it, with the finish reason it declared (put in the response
+    /// extensions), if any.
+    Deliver(Option<Finish>),
+    /// The failure a "successful" body amounts to: empty, refused, filtered.
+    Fail(Failure),
+}
+
+/// Rules put in front of a classifier: built by
+/// [`ClassifyLayer::with_rules`](crate::ClassifyLayer::with_rules).
+///
+/// For every question the rules answer first; where they answer `None`
+/// (or `Deliver`) the defaults behind them decide.
+#[derive(Debug, Clone)]
+pub struct WithRules<R, C> {
+    rules: R,
+    defaults: C,
+}
+
+impl<R, C> WithRules<R, C> {
+    /// `rules` in front of `defaults`.
+    pub fn new(rules: R, defaults: C) -> Self {
+        WithRules { rules, defaults }
+    }
+}
+
+impl<R: Classifier, C: Classifier> Classifier for WithRules<R, C> {
+    fn classify_response(&self, parts: &Parts, body: &[u8], cx: ErrorContext) -> Option<Failure> {
+        self.rules
+            .classify_response(parts, body, cx)
+            .or_else(|| self.defaults.classify_response(parts, body, cx))
+    }
+
+    fn inspect_success(&self, parts: &Parts, quota_wall: QuotaWall) -> Inspection {
+        match self.rules.inspect_success(parts, quota_wall) {
+            Inspection::Deliver => self.defaults.inspect_success(parts, quota_wall),
+            Inspection::CheckBody => match self.defaults.inspect_success(parts, quota_wall) {
+                fail @ Inspection::Fail(_) => fail,
+                _ => Inspection::CheckBody,
+            },
+            fail @ Inspection::Fail(_) => fail,
+        }
+    }
+
+    fn check_success(&self, parts: &Parts, body: &[u8]) -> Checked {
+        let first = match self.rules.check_success(parts, body) {
+            Checked::Deliver(finish) => finish,
+            fail @ Checked::Fail(_) => return fail,
+        };
+        match self.defaults.check_success(parts, body) {
+            Checked::Deliver(second) => Checked::Deliver(first.or(second)),
+            fail @ Checked::Fail(_) => fail,
+        }
+    }
+
+    fn classify_error(&self, error: &(dyn StdError + 'static)) -> Option<Failure> {
+        self.rules
+            .classify_error(error)
+            .or_else(|| self.defaults.classify_error(error))
+    }
+}
+
+/// A classifier made of one closure over non-2xx responses: see
+/// [`response_rule`].
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseRule<F>(F);
+
+/// Wraps a closure as a [`Classifier`] that only classifies non-2xx
+/// responses, the usual shape of a user rule.
+///
+/// ```
+/// use seawall_classify::{ClassifyLayer, response_rule};
+/// use seawall_core::{Class, Code, Failure};
+///
+/// // A gateway that says "try later" with a 400 and a marker header.
+/// let layer = ClassifyLayer::openai().with_rules(response_rule(|parts, _body, _cx| {
+///     parts
+///         .headers
+///         .contains_key("x-gateway-busy")
+///         .then(|| Failure::with_class(Class::Transient, Code::Overloaded))
+/// }));
+/// # let _ = layer;
+/// ```
+pub fn response_rule<F>(rule: F) -> ResponseRule<F>
+where
+    F: Fn(&Parts, &[u8], ErrorContext) -> Option<Failure>,
+{
+    ResponseRule(rule)
+}
+
+impl<F> Classifier for ResponseRule<F>
+where
+    F: Fn(&Parts, &[u8], ErrorContext) -> Option<Failure>,
+{
+    fn classify_response(&self, parts: &Parts, body: &[u8], cx: ErrorContext) -> Option<Failure> {
+        (self.0)(parts, body, cx)
+    }
+}

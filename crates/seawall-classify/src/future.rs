@@ -1,0 +1,410 @@
+use std::future::Future;
+use std::mem;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use http::response::Parts;
+use http::{HeaderMap, Response};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use seawall_core::provider::{Provider, classify_error};
+use seawall_core::{Code, Evidence, Failure};
+use tower::BoxError;
+
+use crate::classifier::{Checked, Classifier, Inspection};
+use crate::layer::Settings;
+use crate::{ClassifiedBody, error_context, transport_failure};
+
+pin_project! {
+    /// The future of [`Classify`](crate::Classify): the inner call, then,
+    /// for error responses and checked unary answers, the body read.
+    pub struct ResponseFuture<F, C, B> {
+        #[pin]
+        inner: F,
+        state: State<B>,
+        classifier: Arc<C>,
+        settings: Settings,
+        started: Instant,
+    }
+}
+
+impl<F, C, B> ResponseFuture<F, C, B> {
+    pub(crate) fn new(inner: F, classifier: Arc<C>, settings: Settings, started: Instant) -> Self {
+        ResponseFuture {
+            inner,
+            state: State::Waiting,
+            classifier,
+            settings,
+            started,
+        }
+    }
+}
+
+enum State<B> {
+    /// The inner service has not answered yet.
+    Waiting,
+    /// A non-2xx answer: its body is read up to `max_error_body`.
+    ReadingError(Reading<B>),
+    /// A 2xx answer the classifier wants to check: read up to `max_success_body`.
+    CheckingSuccess(Reading<B>),
+    Done,
+}
+
+impl<F, C, B, E> Future for ResponseFuture<F, C, B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    E: Into<BoxError>,
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+    C: Classifier,
+{
+    type Output = Result<Response<ClassifiedBody<B>>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let classifier = &**this.classifier;
+        let settings = *this.settings;
+        let started = *this.started;
+        loop {
+            match mem::replace(this.state, State::Done) {
+                State::Waiting => {
+                    let response = match this.inner.as_mut().poll(cx) {
+                        Poll::Pending => {
+                            *this.state = State::Waiting;
+                            return Poll::Pending;
+                        }
+                        Poll::Ready(Ok(response)) => response,
+                        Poll::Ready(Err(error)) => {
+                            let error = classify_inner_error(
+                                classifier,
+                                &settings,
+                                error.into(),
+                                |evidence| {
+                                    evidence.elapsed = Some(started.elapsed());
+                                },
+                            );
+                            return Poll::Ready(Err(error));
+                        }
+                    };
+                    let (parts, body) = response.into_parts();
+                    if !parts.status.is_success() {
+                        *this.state = State::ReadingError(Reading::new(parts, body));
+                        continue;
+                    }
+                    match classifier.inspect_success(&parts, settings.quota_wall) {
+                        Inspection::Deliver => {
+                            let body = ClassifiedBody::inner(body);
+                            return Poll::Ready(Ok(Response::from_parts(parts, body)));
+                        }
+                        Inspection::CheckBody => {
+                            *this.state = State::CheckingSuccess(Reading::new(parts, body));
+                        }
+                        Inspection::Fail(mut failure) => {
+                            let evidence = failure.evidence_mut();
+                            evidence.status = Some(parts.status.as_u16());
+                            evidence.elapsed = Some(started.elapsed());
+                            return Poll::Ready(Err(report(failure)));
+                        }
+                    }
+                }
+                State::ReadingError(mut reading) => {
+                    if reading
+                        .poll_error_body(cx, settings.max_error_body, started)
+                        .is_pending()
+                    {
+                        *this.state = State::ReadingError(reading);
+                        return Poll::Pending;
+                    }
+                    return Poll::Ready(Err(reading.error_failure(classifier, &settings, started)));
+                }
+                State::CheckingSuccess(mut reading) => {
+                    let read =
+                        match reading.poll_success_body(cx, settings.max_success_body, started) {
+                            Poll::Pending => {
+                                *this.state = State::CheckingSuccess(reading);
+                                return Poll::Pending;
+                            }
+                            Poll::Ready(read) => read,
+                        };
+                    return Poll::Ready(
+                        reading.finish_success(read, classifier, &settings, started),
+                    );
+                }
+                State::Done => panic!("ResponseFuture polled after completion"),
+            }
+        }
+    }
+}
+
+/// A response whose body is being read.
+struct Reading<B> {
+    parts: Parts,
+    body: Pin<Box<B>>,
+    buffer: Buffer,
+    trailers: Option<HeaderMap>,
+    /// Whether the body's first non-blank byte opened a JSON object.
+    object_seen: bool,
+    pulled: u64,
+    chunks: u64,
+    first_byte: Option<Duration>,
+}
+
+/// How reading a 2xx body ended.
+enum SuccessRead {
+    /// The whole body is in the buffer.
+    Whole,
+    /// The body is not a checkable answer (too long, or not a JSON object):
+    /// hand it on with what was read.
+    Unchecked,
+    /// The body failed mid-read.
+    Failed(BoxError),
+}
+
+impl<B> Reading<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    fn new(parts: Parts, body: B) -> Self {
+        Reading {
+            parts,
+            body: Box::pin(body),
+            buffer: Buffer::Empty,
+            trailers: None,
+            object_seen: false,
+            pulled: 0,
+            chunks: 0,
+            first_byte: None,
+        }
+    }
+
+    fn count(&mut self, data: &Bytes, started: Instant) {
+        self.pulled += data.len() as u64;
+        self.chunks += 1;
+        if self.first_byte.is_none() && !data.is_empty() {
+            self.first_byte = Some(started.elapsed());
+        }
+    }
+
+    /// Reads until the body ends, fails, or `cap` bytes are kept. Past the
+    /// cap the body is not polled again: it is dropped with the future.
+    fn poll_error_body(&mut self, cx: &mut Context<'_>, cap: usize, started: Instant) -> Poll<()> {
+        loop {
+            let room = cap.saturating_sub(self.buffer.len());
+            if room == 0 {
+                return Poll::Ready(());
+            }
+            match ready!(self.body.as_mut().poll_frame(cx)) {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.count(&data, started);
+                        if data.len() <= room {
+                            self.buffer.push(data);
+                        } else {
+                            self.buffer.push(Bytes::copy_from_slice(&data[..room]));
+                        }
+                    }
+                }
+                // A failed read classifies by what arrived: the status at least.
+                Some(Err(_)) | None => return Poll::Ready(()),
+            }
+        }
+    }
+
+    fn poll_success_body(
+        &mut self,
+        cx: &mut Context<'_>,
+        cap: usize,
+        started: Instant,
+    ) -> Poll<SuccessRead> {
+        loop {
+            match ready!(self.body.as_mut().poll_frame(cx)) {
+                None => return Poll::Ready(SuccessRead::Whole),
+                Some(Err(error)) => return Poll::Ready(SuccessRead::Failed(error.into())),
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
+                        self.count(&data, started);
+                        self.buffer.push(data);
+                        if !self.object_seen {
+                            // A unary answer is an object; an array is a
+                            // stream of objects (Gemini without `alt=sse`)
+                            // and must not be held back until it ends.
+                            match self
+                                .buffer
+                                .as_slice()
+                                .iter()
+                                .find(|b| !b.is_ascii_whitespace())
+                            {
+                                Some(b'{') => self.object_seen = true,
+                                Some(_) => return Poll::Ready(SuccessRead::Unchecked),
+                                None => {}
+                            }
+                        }
+                        if self.buffer.len() > cap {
+                            return Poll::Ready(SuccessRead::Unchecked);
+                        }
+                    }
+                    Err(frame) => {
+                        if let Ok(trailers) = frame.into_trailers() {
+                            self.trailers = Some(trailers);
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    fn fill(&self, evidence: &mut Evidence, started: Instant) {
+        evidence.status = Some(self.parts.status.as_u16());
+        evidence.bytes = self.pulled;
+        evidence.chunks = self.chunks;
+        evidence.time_to_first_byte = self.first_byte;
+        evidence.elapsed = Some(started.elapsed());
+    }
+
+    fn error_failure<C: Classifier>(
+        self,
+        classifier: &C,
+        settings: &Settings,
+        started: Instant,
+    ) -> BoxError {
+        let cx = error_context(&self.parts, settings.quota_wall);
+        let body = self.buffer.as_slice();
+        let mut failure = classifier
+            .classify_response(&self.parts, body, cx)
+            .unwrap_or_else(|| classify_error(Provider::Http, body, cx));
+        self.fill(failure.evidence_mut(), started);
+        report(failure)
+    }
+
+    fn finish_success<C: Classifier>(
+        self,
+        read: SuccessRead,
+        classifier: &C,
+        settings: &Settings,
+        started: Instant,
+    ) -> Result<Response<ClassifiedBody<B>>, BoxError> {
+        match read {
+            SuccessRead::Whole => {
+                match classifier.check_success(&self.parts, self.buffer.as_slice()) {
+                    Checked::Deliver(finish) => {
+                        let mut parts = self.parts;
+                        if let Some(finish) = finish {
+                            parts.extensions.insert(finish);
+                        }
+                        let body = ClassifiedBody::read(self.buffer.into_bytes(), self.trailers);
+                        Ok(Response::from_parts(parts, body))
+                    }
+                    Checked::Fail(mut failure) => {
+                        self.fill(failure.evidence_mut(), started);
+                        Err(report(failure))
+                    }
+                }
+            }
+            SuccessRead::Unchecked => {
+                tracing::debug!(
+                    target: "seawall_classify",
+                    bytes = self.pulled,
+                    "2xx body handed on unchecked: longer than the check cap or not a JSON object"
+                );
+                let body = ClassifiedBody::resumed(self.buffer.into_bytes(), self.body);
+                Ok(Response::from_parts(self.parts, body))
+            }
+            SuccessRead::Failed(error) => Err(classify_inner_error(
+                classifier,
+                settings,
+                error,
+                |evidence| self.fill(evidence, started),
+            )),
+        }
+    }
+}
+
+/// Turns an error of the inner service or of a body read into a failure:
+/// one that already holds a `Failure` passes unchanged; else the classifier,
+/// then the transport rules, then `unknown` with the configured class.
+pub(crate) fn classify_inner_error<C: Classifier>(
+    classifier: &C,
+    settings: &Settings,
+    error: BoxError,
+    evidence: impl FnOnce(&mut Evidence),
+) -> BoxError {
+    if Failure::find(&*error).is_some() {
+        return error;
+    }
+    let mut failure = classifier
+        .classify_error(&*error)
+        .or_else(|| transport_failure(&*error))
+        .unwrap_or_else(|| {
+            Failure::with_class(settings.unknown_errors, Code::Unknown)
+                .with_message(&error.to_string())
+        });
+    evidence(failure.evidence_mut());
+    report(failure)
+}
+
+/// Emits the one event per classified failure and boxes it.
+fn report(failure: Failure) -> BoxError {
+    tracing::warn!(
+        target: "seawall_classify",
+        class = failure.class().as_str(),
+        code = failure.code().as_str(),
+        status = failure.status(),
+        action = failure.action().as_str(),
+        retry_after_ms = failure.retry_after().map(|after| after.as_millis() as u64),
+        "classified failure"
+    );
+    Box::new(failure)
+}
+
+/// Bytes read from a body: one chunk kept as is (the common case), more
+/// chunks joined once.
+enum Buffer {
+    Empty,
+    One(Bytes),
+    Many(BytesMut),
+}
+
+impl Buffer {
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Buffer::Empty => &[],
+            Buffer::One(bytes) => bytes,
+            Buffer::Many(bytes) => bytes,
+        }
+    }
+
+    fn push(&mut self, data: Bytes) {
+        if data.is_empty() {
+            return;
+        }
+        *self = match mem::replace(self, Buffer::Empty) {
+            Buffer::Empty => Buffer::One(data),
+            Buffer::One(first) => {
+                let mut joined = BytesMut::with_capacity(first.len() + data.len());
+                joined.extend_from_slice(&first);
+                joined.extend_from_slice(&data);
+                Buffer::Many(joined)
+            }
+            Buffer::Many(mut joined) => {
+                joined.extend_from_slice(&data);
+                Buffer::Many(joined)
+            }
+        };
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Buffer::Empty => Bytes::new(),
+            Buffer::One(bytes) => bytes,
+            Buffer::Many(bytes) => bytes.freeze(),
+        }
+    }
+}

@@ -1,0 +1,130 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use seawall_core::Class;
+use seawall_core::provider::QuotaWall;
+use tower_layer::Layer;
+
+use crate::classifier::WithRules;
+use crate::{Classify, ProviderClassifier};
+
+/// Bounds and policies of a [`ClassifyLayer`], shared by its services.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    pub(crate) quota_wall: QuotaWall,
+    pub(crate) max_error_body: usize,
+    pub(crate) max_success_body: usize,
+    pub(crate) unknown_errors: Class,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            quota_wall: QuotaWall::default(),
+            max_error_body: ClassifyLayer::DEFAULT_MAX_ERROR_BODY,
+            max_success_body: ClassifyLayer::DEFAULT_MAX_SUCCESS_BODY,
+            unknown_errors: Class::Permanent,
+        }
+    }
+}
+
+/// Turns responses and errors of the inner service into
+/// [`Failure`](seawall_core::Failure)s. See the [crate docs](crate).
+#[derive(Debug, Clone)]
+pub struct ClassifyLayer<C = ProviderClassifier> {
+    classifier: C,
+    settings: Settings,
+}
+
+impl ClassifyLayer {
+    /// How much of an error body is read by default: 64 KiB.
+    pub const DEFAULT_MAX_ERROR_BODY: usize = 64 * 1024;
+    /// How much of a 2xx unary JSON body is read to check it by default: 8 MiB.
+    pub const DEFAULT_MAX_SUCCESS_BODY: usize = 8 * 1024 * 1024;
+
+    /// OpenAI and OpenAI-compatible APIs.
+    pub fn openai() -> Self {
+        ClassifyLayer::new(ProviderClassifier::openai())
+    }
+
+    /// Anthropic messages.
+    pub fn anthropic() -> Self {
+        ClassifyLayer::new(ProviderClassifier::anthropic())
+    }
+
+    /// Gemini.
+    pub fn gemini() -> Self {
+        ClassifyLayer::new(ProviderClassifier::gemini())
+    }
+
+    /// gRPC services: trailers-only errors in `grpc-status`.
+    pub fn grpc() -> Self {
+        ClassifyLayer::new(ProviderClassifier::grpc())
+    }
+
+    /// Any HTTP service: 408/429/5xx transient, other 4xx permanent.
+    pub fn http() -> Self {
+        ClassifyLayer::new(ProviderClassifier::http())
+    }
+}
+
+impl<C> ClassifyLayer<C> {
+    /// A layer with a classifier of the user's own.
+    pub fn new(classifier: C) -> Self {
+        ClassifyLayer {
+            classifier,
+            settings: Settings::default(),
+        }
+    }
+
+    /// Puts `rules` in front of this layer's classifier: they answer first
+    /// and fall through to it where they answer `None`.
+    pub fn with_rules<R>(self, rules: R) -> ClassifyLayer<WithRules<R, C>> {
+        ClassifyLayer {
+            classifier: WithRules::new(rules, self.classifier),
+            settings: self.settings,
+        }
+    }
+
+    /// A rate-limit hint longer than `threshold` is a quota wall:
+    /// `Permanent`/`quota_exhausted` with `reset_at`. Default 60 s.
+    pub fn quota_wall(mut self, threshold: Duration) -> Self {
+        self.settings.quota_wall = QuotaWall::new(threshold);
+        self
+    }
+
+    /// How many bytes of an error body are read to classify it; the rest is
+    /// not polled and the body is dropped. Default 64 KiB.
+    pub fn max_error_body(mut self, bytes: usize) -> Self {
+        self.settings.max_error_body = bytes;
+        self
+    }
+
+    /// How many bytes of a 2xx unary JSON body are read to check it. A
+    /// longer body is handed on unchecked, what was read first and then the
+    /// rest, with no finish in its extensions. Default 8 MiB.
+    pub fn max_success_body(mut self, bytes: usize) -> Self {
+        self.settings.max_success_body = bytes;
+        self
+    }
+
+    /// The class of an error nobody recognises (code `unknown`). Default
+    /// `Permanent`: fail closed.
+    pub fn unknown_errors(mut self, class: Class) -> Self {
+        self.settings.unknown_errors = class;
+        self
+    }
+
+    /// The classifier.
+    pub fn classifier(&self) -> &C {
+        &self.classifier
+    }
+}
+
+impl<S, C: Clone> Layer<S> for ClassifyLayer<C> {
+    type Service = Classify<S, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Classify::new(inner, Arc::new(self.classifier.clone()), self.settings)
+    }
+}

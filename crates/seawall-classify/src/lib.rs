@@ -1,0 +1,108 @@
+//! `ClassifyLayer`: turns what a provider answered, or what the network did,
+//! into one [`Failure`](seawall_core::Failure) every other seawall layer can act on.
+//!
+//! A call to an LLM provider fails in more ways than its status says. A 429
+//! may be a two-second blip or a quota that resets tomorrow; a 400 may be a
+//! prompt that is too long (retrying cannot help) or a malformed request; a
+//! `200 OK` may hold no text at all, or a refusal. The layer reads just
+//! enough to tell these apart:
+//!
+//! - **Non-2xx** responses become `Err(Failure)`. The error body is read up
+//!   to a cap (64 KiB by default; the rest is never polled) and classified
+//!   by the provider's table in [`seawall_core::provider`]: structure first
+//!   (status, headers), declared error codes second, message text last.
+//!   Retry hints come from the headers (and Gemini's `RetryInfo`); a hint
+//!   past the quota wall makes a 429 `Permanent`/`quota_exhausted` with
+//!   `reset_at`.
+//! - **2xx streams** (`text/event-stream`, and anything that is not JSON) are
+//!   handed on untouched: the body is not polled here.
+//! - **2xx unary JSON** answers from LLM providers are read (up to 8 MiB) and
+//!   checked for 200-with-nothing-in-it (`empty_response`), refusals and
+//!   content filters (`Policy`). A delivered answer carries its
+//!   [`Finish`](seawall_core::Finish) in the response extensions, so a
+//!   `length`/`max_tokens` cut is marked, never silently a success.
+//! - **gRPC** trailers-only errors (`grpc-status` in the headers) are
+//!   classified with their `grpc-retry-pushback-ms`.
+//! - **Errors** of the inner service are walked down their source chain:
+//!   connection refused/reset and hyper protocol errors are
+//!   `Transient`/`transport`, timeouts `timeout`; an error that already holds
+//!   a `Failure` passes unchanged; anything else is `Permanent`/`unknown`
+//!   (fail closed, see [`ClassifyLayer::unknown_errors`]).
+//!
+//! Every classified failure emits one `tracing` event (target
+//! `seawall_classify`) with the fields `class`, `code`, `status`, `action`
+//! and `retry_after_ms`.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use http::{Request, Response, StatusCode};
+//! use http_body_util::Full;
+//! use seawall_classify::ClassifyLayer;
+//! use seawall_core::{Action, Class, Code, Failure};
+//! use std::time::Duration;
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let provider = service_fn(|_request: Request<()>| async {
+//!     let body = r#"{"error":{"message":"Rate limit reached for gpt-x. Please try again in 1.574s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#;
+//!     Response::builder()
+//!         .status(StatusCode::TOO_MANY_REQUESTS)
+//!         .header("content-type", "application/json")
+//!         .body(Full::new(Bytes::from(body)))
+//!         .map_err(tower::BoxError::from)
+//! });
+//! let service = ServiceBuilder::new()
+//!     .layer(ClassifyLayer::openai())
+//!     .service(provider);
+//!
+//! let error = service.oneshot(Request::new(())).await.unwrap_err();
+//! let failure = Failure::find(&*error).unwrap();
+//! assert_eq!(failure.class(), Class::Transient);
+//! assert_eq!(failure.code(), Code::RateLimited);
+//! assert_eq!(failure.action(), Action::Retry);
+//! assert_eq!(failure.retry_after(), Some(Duration::from_millis(1574)));
+//! # }
+//! ```
+//!
+//! Users put their own rules in front of a provider's with
+//! [`ClassifyLayer::with_rules`] (see [`response_rule`]), or classify a
+//! service of their own with [`ClassifyLayer::new`] and a [`Classifier`].
+#![deny(missing_docs)]
+
+mod body;
+mod classifier;
+mod future;
+mod grpc;
+mod layer;
+mod provider;
+mod service;
+mod transport;
+mod unary;
+
+use std::time::SystemTime;
+
+use http::response::Parts;
+use seawall_core::hint::RetryHint;
+use seawall_core::provider::{ErrorContext, QuotaWall};
+
+pub use body::ClassifiedBody;
+pub use classifier::{Checked, Classifier, Inspection, ResponseRule, WithRules, response_rule};
+pub use future::ResponseFuture;
+pub use layer::ClassifyLayer;
+pub use provider::ProviderClassifier;
+pub use service::Classify;
+pub use transport::transport_failure;
+
+/// The [`ErrorContext`] of a response head: its status, the retry hint of its
+/// headers, `quota_wall` and the wall clock now. For classifiers that judge
+/// a head themselves.
+pub fn error_context(parts: &Parts, quota_wall: QuotaWall) -> ErrorContext {
+    let now = SystemTime::now();
+    ErrorContext {
+        status: Some(parts.status.as_u16()),
+        hint: RetryHint::from_headers(&parts.headers, now),
+        quota_wall,
+        now,
+    }
+}

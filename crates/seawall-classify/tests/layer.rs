@@ -1,0 +1,652 @@
+//! The layer's own behaviour: bounded error bodies, untouched streams,
+//! checked unary answers, transport errors, user rules.
+
+mod common;
+
+use std::error::Error as StdError;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{Chunks, Repeat, collect, expect, found, response, through};
+use http::response::Parts;
+use http::{Request, Response};
+use http_body::Body;
+use seawall_classify::{
+    Checked, Classifier, ClassifyLayer, Inspection, ProviderClassifier, response_rule,
+    transport_failure,
+};
+use seawall_core::provider::{ErrorContext, QuotaWall};
+use seawall_core::{Action, Class, Code, Failure, Finish, FinishKind};
+use tower::{BoxError, Layer, Service, ServiceExt, service_fn};
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+const SSE: (&str, &str) = ("content-type", "text/event-stream");
+
+#[tokio::test]
+async fn a_100_mib_error_body_is_not_buffered() {
+    static CHUNK: [u8; 64 * 1024] = [b'x'; 64 * 1024];
+    let body = Repeat::new(Bytes::from_static(&CHUNK), 1600); // 100 MiB
+    let pulled = body.pulled.clone();
+    let response = Response::builder().status(500).body(body).unwrap();
+    let error = through(&ClassifyLayer::openai(), response)
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    let failure = found(&error);
+    assert_eq!(failure.code(), Code::ProviderUnavailable);
+    let pulled = pulled.load(Ordering::SeqCst);
+    assert_eq!(pulled, 64 * 1024, "stopped at the 64 KiB cap");
+    assert_eq!(failure.evidence().bytes, pulled);
+    assert_eq!(failure.evidence().chunks, 1);
+
+    // A smaller cap, chunks that straddle it: at most one chunk past it.
+    let body = Repeat::new(Bytes::from_static(&CHUNK[..1000]), 100_000);
+    let pulled = body.pulled.clone();
+    let layer = ClassifyLayer::openai().max_error_body(2500);
+    let response = Response::builder().status(429).body(body).unwrap();
+    let error = through(&layer, response).await.map(|_| ()).unwrap_err();
+    assert_eq!(found(&error).code(), Code::RateLimited);
+    assert_eq!(pulled.load(Ordering::SeqCst), 3000);
+}
+
+#[tokio::test]
+async fn the_cap_cuts_a_json_body_and_the_status_still_decides() {
+    // The declared code sits past the cap: the status table decides.
+    let body = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+    let layer = ClassifyLayer::openai().max_error_body(20);
+    let error = through(&layer, response(429, &[JSON], body))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::RateLimited);
+}
+
+#[tokio::test]
+async fn non_utf8_and_failed_error_bodies_classify_by_status() {
+    let cases = [
+        (503, Code::ProviderUnavailable),
+        (429, Code::RateLimited),
+        (401, Code::Auth),
+    ];
+    for (status, code) in cases {
+        for layer in [
+            ClassifyLayer::openai(),
+            ClassifyLayer::anthropic(),
+            ClassifyLayer::gemini(),
+        ] {
+            let body = Chunks::new([Bytes::from_static(b"\xff\xfe\x00\xc3(")]);
+            let response = Response::builder().status(status).body(body).unwrap();
+            let error = through(&layer, response).await.map(|_| ()).unwrap_err();
+            assert_eq!(found(&error).code(), code, "{status}");
+        }
+    }
+
+    // The body breaks half-way: what arrived plus the status decide.
+    let body =
+        Chunks::new([r#"{"error":{"type":"overloa"#]).then_error(io::ErrorKind::ConnectionReset);
+    let response = Response::builder().status(529).body(body).unwrap();
+    let error = through(&ClassifyLayer::anthropic(), response)
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::Overloaded);
+}
+
+#[tokio::test]
+async fn a_2xx_event_stream_is_not_polled() {
+    for layer in [
+        ClassifyLayer::openai(),
+        ClassifyLayer::anthropic(),
+        ClassifyLayer::gemini(),
+        ClassifyLayer::grpc(),
+        ClassifyLayer::http(),
+    ] {
+        let events = ["data: {\"choices\":[]}\n\n", "data: [DONE]\n\n"];
+        let body = Chunks::new(events);
+        let polls = body.polls.clone();
+        let response = Response::builder()
+            .status(200)
+            .header(SSE.0, SSE.1)
+            .body(body)
+            .unwrap();
+        let response = through(&layer, response).await.unwrap();
+        assert_eq!(polls.load(Ordering::SeqCst), 0, "the layer read the stream");
+        assert!(response.extensions().get::<Finish>().is_none());
+        let (_, body) = response.into_parts();
+        assert_eq!(body.size_hint().exact(), Some(events.concat().len() as u64));
+        assert_eq!(collect(body).await, events.concat());
+    }
+}
+
+async fn unary(layer: &ClassifyLayer, body: &str) -> Result<Response<Bytes>, BoxError> {
+    let response = through(
+        layer,
+        response(
+            200,
+            &[("content-type", "application/json; charset=utf-8")],
+            body,
+        ),
+    )
+    .await?;
+    let (parts, body) = response.into_parts();
+    assert!(!body.is_end_stream() || body.size_hint().exact() == Some(0));
+    Ok(Response::from_parts(parts, collect(body).await))
+}
+
+fn finish(response: &Response<Bytes>) -> (FinishKind, &str) {
+    let finish = response
+        .extensions()
+        .get::<Finish>()
+        .expect("finish marked");
+    (finish.kind, &finish.reason)
+}
+
+#[tokio::test]
+async fn openai_unary_answers() {
+    let layer = ClassifyLayer::openai();
+    let ok = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}"#;
+    let response = unary(&layer, ok).await.unwrap();
+    assert_eq!(finish(&response), (FinishKind::Complete, "stop"));
+    assert_eq!(response.body(), ok, "the checked body is delivered whole");
+
+    let cut = r#"{"id":"chatcmpl-2","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Once upon a","refusal":null},"logprobs":null,"finish_reason":"length"}]}"#;
+    let response = unary(&layer, cut).await.unwrap();
+    assert_eq!(finish(&response), (FinishKind::Truncated, "length"));
+
+    let tool = r#"{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}],"refusal":null},"finish_reason":"tool_calls"}]}"#;
+    assert_eq!(
+        finish(&unary(&layer, tool).await.unwrap()),
+        (FinishKind::Complete, "tool_calls")
+    );
+
+    let cases = [
+        (
+            "content_filter",
+            r#"{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null},"finish_reason":"content_filter"}]}"#,
+            expect(Class::Policy, Code::ContentFiltered, Action::Escalate),
+        ),
+        (
+            "refusal",
+            r#"{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I'm sorry, I can't help with that."},"finish_reason":"stop"}]}"#,
+            expect(Class::Policy, Code::Refused, Action::Escalate),
+        ),
+        (
+            "200 with nothing in it",
+            r#"{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"","refusal":null},"finish_reason":"stop"}]}"#,
+            expect(Class::Transient, Code::EmptyResponse, Action::Retry),
+        ),
+        (
+            "no choices",
+            r#"{"object":"chat.completion","choices":[]}"#,
+            expect(Class::Transient, Code::EmptyResponse, Action::Retry),
+        ),
+    ];
+    for (name, body, want) in cases {
+        let error = unary(&layer, body).await.unwrap_err();
+        let failure = found(&error);
+        want.check(name, failure);
+        assert_eq!(failure.status(), Some(200));
+        assert_eq!(failure.evidence().bytes, body.len() as u64);
+    }
+    let error = unary(&layer, cases[1].1).await.unwrap_err();
+    assert_eq!(
+        found(&error).message(),
+        Some("I'm sorry, I can't help with that.")
+    );
+
+    // Other endpoints' JSON is delivered unchecked and unmarked.
+    let embeddings = r#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}],"model":"text-embedding-3-small"}"#;
+    let response = unary(&layer, embeddings).await.unwrap();
+    assert!(response.extensions().get::<Finish>().is_none());
+    assert_eq!(response.body(), embeddings);
+}
+
+#[tokio::test]
+async fn anthropic_unary_answers() {
+    let layer = ClassifyLayer::anthropic();
+    let ok = r#"{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":3}}"#;
+    assert_eq!(
+        finish(&unary(&layer, ok).await.unwrap()),
+        (FinishKind::Complete, "end_turn")
+    );
+    let cut = r#"{"id":"msg_02","type":"message","role":"assistant","content":[{"type":"text","text":"Once"}],"stop_reason":"max_tokens","stop_sequence":null}"#;
+    assert_eq!(
+        finish(&unary(&layer, cut).await.unwrap()),
+        (FinishKind::Truncated, "max_tokens")
+    );
+    let tool = r#"{"id":"msg_03","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{"city":"Paris"}}],"stop_reason":"tool_use"}"#;
+    assert!(unary(&layer, tool).await.is_ok());
+
+    let refusal = r#"{"id":"msg_04","type":"message","role":"assistant","content":[],"stop_reason":"refusal","stop_sequence":null}"#;
+    let error = unary(&layer, refusal).await.unwrap_err();
+    expect(Class::Policy, Code::Refused, Action::Escalate).check("refusal", found(&error));
+    assert_eq!(found(&error).provider_code(), Some("refusal"));
+
+    let empty = r#"{"id":"msg_05","type":"message","role":"assistant","content":[{"type":"text","text":""}],"stop_reason":"end_turn"}"#;
+    let error = unary(&layer, empty).await.unwrap_err();
+    expect(Class::Transient, Code::EmptyResponse, Action::Retry).check("empty", found(&error));
+}
+
+#[tokio::test]
+async fn gemini_unary_answers() {
+    let layer = ClassifyLayer::gemini();
+    let ok = r#"{"candidates":[{"content":{"parts":[{"text":"Hello"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1,"totalTokenCount":4},"modelVersion":"gemini-2.0-flash"}"#;
+    assert_eq!(
+        finish(&unary(&layer, ok).await.unwrap()),
+        (FinishKind::Complete, "STOP")
+    );
+    let cut = r#"{"candidates":[{"content":{"parts":[{"text":"Once"}],"role":"model"},"finishReason":"MAX_TOKENS","index":0}]}"#;
+    assert_eq!(
+        finish(&unary(&layer, cut).await.unwrap()),
+        (FinishKind::Truncated, "MAX_TOKENS")
+    );
+
+    let cases = [
+        (
+            "finishReason SAFETY",
+            r#"{"candidates":[{"content":{"parts":[{"text":"Here is"}],"role":"model"},"finishReason":"SAFETY","index":0,"safetyRatings":[{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","probability":"HIGH","blocked":true}]}]}"#,
+            expect(Class::Policy, Code::ContentFiltered, Action::Escalate),
+        ),
+        (
+            "promptFeedback.blockReason",
+            r#"{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","safetyRatings":[]},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash"}"#,
+            expect(Class::Policy, Code::ContentFiltered, Action::Escalate),
+        ),
+        (
+            "no candidates, no block reason",
+            r#"{"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash"}"#,
+            expect(Class::Transient, Code::EmptyResponse, Action::Retry),
+        ),
+        (
+            "empty parts",
+            r#"{"candidates":[{"content":{"parts":[{"text":""}],"role":"model"},"finishReason":"STOP","index":0}]}"#,
+            expect(Class::Transient, Code::EmptyResponse, Action::Retry),
+        ),
+        (
+            "MALFORMED_FUNCTION_CALL",
+            r#"{"candidates":[{"content":{},"finishReason":"MALFORMED_FUNCTION_CALL","index":0}]}"#,
+            expect(
+                Class::ModelFixable,
+                Code::BadArguments,
+                Action::ReturnToModel,
+            ),
+        ),
+    ];
+    for (name, body, want) in cases {
+        let error = unary(&layer, body).await.unwrap_err();
+        want.check(name, found(&error));
+    }
+    let error = unary(&layer, cases[1].1).await.unwrap_err();
+    assert_eq!(found(&error).provider_code(), Some("PROHIBITED_CONTENT"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_json_array_stream_is_handed_on_after_its_first_chunk() {
+    // Gemini's streamGenerateContent without alt=sse: a JSON array that
+    // arrives over time. The layer must not wait for it to end.
+    let first = r#"[{"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"}}]}"#;
+    let body = Chunks::new([first]).then_pending();
+    let polls = body.polls.clone();
+    let response = Response::builder()
+        .status(200)
+        .header(JSON.0, JSON.1)
+        .body(body)
+        .unwrap();
+    let response = tokio::time::timeout(
+        Duration::from_secs(5),
+        through(&ClassifyLayer::gemini(), response),
+    )
+    .await
+    .expect("handed on without waiting for the end")
+    .unwrap();
+    assert_eq!(polls.load(Ordering::SeqCst), 1);
+    assert!(response.extensions().get::<Finish>().is_none());
+    let mut body = response.into_body();
+    let frame = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        frame.into_data().unwrap(),
+        first,
+        "what was read is replayed"
+    );
+}
+
+#[tokio::test]
+async fn a_unary_body_past_the_check_cap_is_delivered_unchecked() {
+    let chunks = [
+        r#"{"object":"chat.completion","#,
+        r#""choices":[{"index":0,"#,
+        r#""message":{"content":""},"finish_reason":"stop"}]}"#,
+    ];
+    let whole: String = chunks.concat();
+    let body = Chunks::new(chunks);
+    let pulled = body.pulled.clone();
+    let response = Response::builder()
+        .status(200)
+        .header(JSON.0, JSON.1)
+        .body(body)
+        .unwrap();
+    let layer = ClassifyLayer::openai().max_success_body(40);
+    let response = through(&layer, response).await.unwrap();
+    assert_eq!(
+        pulled.load(Ordering::SeqCst),
+        (chunks[0].len() + chunks[1].len()) as u64
+    );
+    assert!(response.extensions().get::<Finish>().is_none());
+    let body = response.into_body();
+    assert_eq!(body.size_hint().exact(), Some(whole.len() as u64));
+    assert_eq!(collect(body).await, whole, "nothing lost");
+}
+
+#[tokio::test]
+async fn a_2xx_body_that_breaks_while_checked_is_a_transport_failure() {
+    let head = r#"{"choices":[{"#;
+    let body = Chunks::new([head]).then_error(io::ErrorKind::ConnectionReset);
+    let response = Response::builder()
+        .status(200)
+        .header(JSON.0, JSON.1)
+        .body(body)
+        .unwrap();
+    let error = through(&ClassifyLayer::openai(), response)
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    let failure = found(&error);
+    expect(Class::Transient, Code::Transport, Action::Retry).check("reset", failure);
+    assert_eq!(failure.status(), Some(200));
+    assert_eq!(failure.evidence().bytes, head.len() as u64);
+}
+
+/// An error wrapping another, as clients build them.
+#[derive(Debug)]
+struct Wrapped(&'static str, Box<dyn StdError + Send + Sync>);
+
+impl std::fmt::Display for Wrapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl StdError for Wrapped {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.1)
+    }
+}
+
+async fn failing(layer: &ClassifyLayer, error: BoxError) -> BoxError {
+    let mut error = Some(error);
+    let inner = service_fn(move |_: Request<()>| {
+        let error = error.take().unwrap();
+        async move { Err::<Response<Chunks>, _>(error) }
+    });
+    layer
+        .layer(inner)
+        .oneshot(Request::new(()))
+        .await
+        .map(|_| ())
+        .unwrap_err()
+}
+
+#[tokio::test]
+async fn transport_errors_map_by_their_source_chain() {
+    use io::ErrorKind::*;
+    let layer = ClassifyLayer::openai();
+    for kind in [
+        ConnectionRefused,
+        ConnectionReset,
+        ConnectionAborted,
+        BrokenPipe,
+        UnexpectedEof,
+        NotConnected,
+    ] {
+        let error: BoxError = Box::new(Wrapped("client error", Box::new(io::Error::from(kind))));
+        let error = failing(&layer, error).await;
+        let failure = found(&error);
+        expect(Class::Transient, Code::Transport, Action::Retry)
+            .check(&format!("{kind:?}"), failure);
+        assert_eq!(failure.status(), None);
+        assert!(failure.evidence().elapsed.is_some());
+        assert_eq!(failure.message(), Some("client error"));
+    }
+    let timeouts: [BoxError; 4] = [
+        Box::new(io::Error::from(TimedOut)),
+        Box::new(tower::timeout::error::Elapsed::new()),
+        Box::new(io::Error::other(tower::timeout::error::Elapsed::new())),
+        Box::new(Wrapped(
+            "connect",
+            Box::new(Wrapped("tcp", Box::new(io::Error::from(TimedOut)))),
+        )),
+    ];
+    for error in timeouts {
+        let error = failing(&layer, error).await;
+        expect(Class::Transient, Code::Timeout, Action::Retry).check("timeout", found(&error));
+    }
+    let elapsed = tokio::time::timeout(Duration::ZERO, std::future::pending::<()>())
+        .await
+        .unwrap_err();
+    let error = failing(&layer, Box::new(elapsed)).await;
+    assert_eq!(found(&error).code(), Code::Timeout);
+}
+
+#[tokio::test]
+async fn unknown_errors_fail_closed_unless_told_otherwise() {
+    let error = failing(&ClassifyLayer::openai(), "tls: certificate expired".into()).await;
+    let failure = found(&error);
+    expect(Class::Permanent, Code::Unknown, Action::Surface).check("unknown", failure);
+    assert_eq!(failure.message(), Some("tls: certificate expired"));
+    // An io error kind that says nothing about the network is unknown too.
+    let error = failing(
+        &ClassifyLayer::openai(),
+        Box::new(io::Error::from(io::ErrorKind::InvalidData)),
+    )
+    .await;
+    assert_eq!(found(&error).code(), Code::Unknown);
+
+    let lenient = ClassifyLayer::openai().unknown_errors(Class::Transient);
+    let error = failing(&lenient, "weird".into()).await;
+    expect(Class::Transient, Code::Unknown, Action::Retry).check("lenient", found(&error));
+}
+
+#[tokio::test]
+async fn a_failure_passes_through_unchanged() {
+    let original = Failure::new(Code::CircuitOpen).with_message("breaker open");
+    let error = failing(
+        &ClassifyLayer::openai(),
+        Box::new(Wrapped("outer", Box::new(original))),
+    )
+    .await;
+    // The very same error: still the wrapper, with the failure inside.
+    assert_eq!(error.to_string(), "outer");
+    let failure = found(&error);
+    assert_eq!(
+        (failure.code(), failure.message()),
+        (Code::CircuitOpen, Some("breaker open"))
+    );
+}
+
+#[tokio::test]
+async fn hyper_errors_from_a_real_client() {
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+
+    let client = Client::builder(TokioExecutor::new()).build_http::<http_body_util::Empty<Bytes>>();
+    let layer = ClassifyLayer::openai();
+
+    // Connection refused: a port nobody listens on any more.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let refused = listener.local_addr().unwrap();
+    drop(listener);
+    let error = client
+        .request(
+            Request::get(format!("http://{refused}/"))
+                .body(Default::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert!(error.is_connect());
+    let failure = transport_failure(&error).expect("recognised");
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Class::Transient, Code::Transport)
+    );
+
+    // Closed before the response: hyper's incomplete message.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        drop(stream);
+    });
+    let mut service = layer.layer(tower::service_fn(
+        move |request: Request<http_body_util::Empty<Bytes>>| {
+            let client = client.clone();
+            async move { client.request(request).await }
+        },
+    ));
+    let request = Request::get(format!("http://{addr}/"))
+        .body(Default::default())
+        .unwrap();
+    let error = service
+        .ready()
+        .await
+        .unwrap()
+        .call(request)
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    server.await.unwrap();
+    expect(Class::Transient, Code::Transport, Action::Retry).check("closed", found(&error));
+}
+
+#[tokio::test]
+async fn poll_ready_errors_are_classified() {
+    struct NotReady;
+    impl Service<Request<()>> for NotReady {
+        type Response = Response<Chunks>;
+        type Error = io::Error;
+        type Future = std::future::Ready<Result<Response<Chunks>, io::Error>>;
+        fn poll_ready(
+            &mut self,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), io::Error>> {
+            std::task::Poll::Ready(Err(io::Error::from(io::ErrorKind::ConnectionRefused)))
+        }
+        fn call(&mut self, _: Request<()>) -> Self::Future {
+            unreachable!("never ready")
+        }
+    }
+    let error = ClassifyLayer::http()
+        .layer(NotReady)
+        .oneshot(Request::new(()))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::Transport);
+}
+
+#[tokio::test]
+async fn user_rules_come_first_and_fall_through() {
+    let layer = ClassifyLayer::openai().with_rules(response_rule(
+        |parts: &Parts, _body: &[u8], _cx: ErrorContext| {
+            parts
+                .headers
+                .contains_key("x-gateway-busy")
+                .then(|| Failure::with_class(Class::Transient, Code::Overloaded))
+        },
+    ));
+    let body =
+        r#"{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":null}}"#;
+    let error = through(
+        &layer,
+        response(400, &[JSON, ("x-gateway-busy", "1")], body),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    expect(Class::Transient, Code::Overloaded, Action::Retry).check("rule", found(&error));
+    assert_eq!(
+        found(&error).status(),
+        Some(400),
+        "evidence filled for rules too"
+    );
+
+    let error = through(&layer, response(400, &[JSON], body))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    expect(Class::Permanent, Code::BadRequest, Action::Surface)
+        .check("fall through", found(&error));
+
+    // The provider's unary checks still run behind the rule.
+    let empty = r#"{"choices":[]}"#;
+    let error = through(&layer, response(200, &[JSON], empty))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::EmptyResponse);
+}
+
+/// A service of the user's own: answers 200 with `{"ok":false}` when busy.
+#[derive(Clone)]
+struct OwnApi;
+
+impl Classifier for OwnApi {
+    fn inspect_success(&self, _parts: &Parts, _wall: QuotaWall) -> Inspection {
+        Inspection::CheckBody
+    }
+    fn check_success(&self, _parts: &Parts, body: &[u8]) -> Checked {
+        if body == br#"{"ok":false}"# {
+            return Checked::Fail(Failure::new(Code::Overloaded));
+        }
+        Checked::Deliver(None)
+    }
+    fn classify_error(&self, error: &(dyn StdError + 'static)) -> Option<Failure> {
+        (error.to_string() == "drained").then(|| Failure::new(Code::ProviderUnavailable))
+    }
+}
+
+#[tokio::test]
+async fn custom_classifiers() {
+    let layer = ClassifyLayer::new(OwnApi);
+    let error = through(&layer, response(200, &[], r#"{"ok":false}"#))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::Overloaded);
+    let ok = through(&layer, response(200, &[], r#"{"ok":true}"#))
+        .await
+        .unwrap();
+    assert_eq!(collect(ok.into_body()).await, r#"{"ok":true}"#);
+    // Non-2xx the classifier leaves alone: the generic status table.
+    let error = through(&layer, response(503, &[], ""))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::ProviderUnavailable);
+
+    let mut drained = Some(BoxError::from("drained"));
+    let inner = service_fn(move |_: Request<()>| {
+        let error = drained.take().unwrap();
+        async move { Err::<Response<Chunks>, _>(error) }
+    });
+    let error = layer
+        .layer(inner)
+        .oneshot(Request::new(()))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::ProviderUnavailable);
+
+    // Provider rules can sit behind a user's classifier as well.
+    let both = ClassifyLayer::new(ProviderClassifier::gemini()).with_rules(OwnApi);
+    let error = through(&both, response(200, &[JSON], r#"{"ok":false}"#))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::Overloaded);
+}

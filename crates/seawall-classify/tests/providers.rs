@@ -1,0 +1,493 @@
+//! Every provider rule, through the layer, with the providers' documented
+//! wire shapes as fixtures.
+
+mod common;
+
+use std::time::{Duration, SystemTime};
+
+use common::{Expect, expect, found, response, through};
+use seawall_classify::ClassifyLayer;
+use seawall_core::{Action, Class, Code};
+
+use Action::{Retry, ReturnToModel, Surface};
+use Class::{ModelFixable, Permanent, Transient};
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+struct Case {
+    name: &'static str,
+    status: u16,
+    headers: &'static [(&'static str, &'static str)],
+    body: &'static str,
+    expect: Expect,
+}
+
+async fn run(layer: ClassifyLayer, cases: &[Case]) {
+    for case in cases {
+        let mut headers = vec![JSON];
+        headers.extend_from_slice(case.headers);
+        let error = through(&layer, response(case.status, &headers, case.body))
+            .await
+            .map(|_| ())
+            .expect_err(case.name);
+        let failure = found(&error);
+        case.expect.check(case.name, failure);
+        assert_eq!(failure.status(), Some(case.status), "{}", case.name);
+        assert_eq!(
+            failure.evidence().bytes,
+            case.body.len() as u64,
+            "{}",
+            case.name
+        );
+    }
+}
+
+const OPENAI_RPM: &str = r#"{"error":{"message":"Rate limit reached for gpt-4o in organization org-abc on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 1.574s. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#;
+const OPENAI_SERVER: &str = r#"{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}"#;
+
+#[tokio::test]
+async fn openai() {
+    let cases = [
+        Case {
+            name: "429 rate_limit_exceeded, header hint wins over text",
+            status: 429,
+            headers: &[("retry-after-ms", "1200")],
+            body: OPENAI_RPM,
+            expect: expect(Transient, Code::RateLimited, Retry).after(Duration::from_millis(1200)),
+        },
+        Case {
+            name: "429 rate_limit_exceeded, Retry-After seconds",
+            status: 429,
+            headers: &[("retry-after", "3")],
+            body: OPENAI_RPM,
+            expect: expect(Transient, Code::RateLimited, Retry).after(Duration::from_secs(3)),
+        },
+        Case {
+            name: "429 rate_limit_exceeded, hint from the message text",
+            status: 429,
+            headers: &[],
+            body: OPENAI_RPM,
+            expect: expect(Transient, Code::RateLimited, Retry).after(Duration::from_millis(1574)),
+        },
+        Case {
+            name: "429 insufficient_quota",
+            status: 429,
+            headers: &[],
+            body: r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#,
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "429 request too large for the TPM limit",
+            status: 429,
+            headers: &[],
+            body: r#"{"error":{"message":"Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 41234. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#,
+            expect: expect(ModelFixable, Code::RequestTooLarge, ReturnToModel),
+        },
+        Case {
+            name: "400 context_length_exceeded",
+            status: 400,
+            headers: &[],
+            body: r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130017 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+            expect: expect(Permanent, Code::ContextTooLong, Surface),
+        },
+        Case {
+            name: "400 other",
+            status: 400,
+            headers: &[],
+            body: r#"{"error":{"message":"Invalid value for 'temperature': expected a number between 0 and 2.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}"#,
+            expect: expect(Permanent, Code::BadRequest, Surface),
+        },
+        Case {
+            name: "401 invalid_api_key",
+            status: 401,
+            headers: &[],
+            body: r#"{"error":{"message":"Incorrect API key provided: sk-abc. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#,
+            expect: expect(Permanent, Code::Auth, Surface),
+        },
+        Case {
+            name: "403 unsupported region",
+            status: 403,
+            headers: &[],
+            body: r#"{"error":{"message":"Country, region, or territory not supported","type":"request_forbidden","param":null,"code":"unsupported_country_region_territory"}}"#,
+            expect: expect(Permanent, Code::Auth, Surface),
+        },
+        Case {
+            name: "404 model_not_found",
+            status: 404,
+            headers: &[],
+            body: r#"{"error":{"message":"The model `gpt-9` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#,
+            expect: expect(Permanent, Code::NotFound, Surface),
+        },
+        Case {
+            name: "408",
+            status: 408,
+            headers: &[],
+            body: "",
+            expect: expect(Transient, Code::ProviderUnavailable, Retry),
+        },
+        Case {
+            name: "409",
+            status: 409,
+            headers: &[],
+            body: OPENAI_SERVER,
+            expect: expect(Transient, Code::ProviderUnavailable, Retry),
+        },
+        Case {
+            name: "500 server_error",
+            status: 500,
+            headers: &[],
+            body: OPENAI_SERVER,
+            expect: expect(Transient, Code::ProviderUnavailable, Retry),
+        },
+        Case {
+            name: "502 html from a proxy",
+            status: 502,
+            headers: &[],
+            body: "<html><body><h1>502 Bad Gateway</h1></body></html>",
+            expect: expect(Transient, Code::ProviderUnavailable, Retry),
+        },
+        Case {
+            name: "503 with x-should-retry: false",
+            status: 503,
+            headers: &[("x-should-retry", "false")],
+            body: OPENAI_SERVER,
+            expect: expect(Transient, Code::ProviderUnavailable, Surface),
+        },
+    ];
+    run(ClassifyLayer::openai(), &cases).await;
+}
+
+#[tokio::test]
+async fn openai_quota_wall_from_retry_after() {
+    let before = SystemTime::now();
+    let error = through(
+        &ClassifyLayer::openai(),
+        response(429, &[JSON, ("retry-after", "48489")], OPENAI_RPM),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    let failure = found(&error);
+    expect(Permanent, Code::QuotaExhausted, Surface)
+        .after(Duration::from_secs(48489))
+        .check("Retry-After 48489", failure);
+    let reset_at = failure.reset_at().expect("reset_at set");
+    let hint = Duration::from_secs(48489);
+    assert!(reset_at >= before + hint);
+    assert!(reset_at <= SystemTime::now() + hint);
+
+    // The wall is configurable: a one-day threshold keeps it a rate limit.
+    let patient = ClassifyLayer::openai().quota_wall(Duration::from_secs(86_400));
+    let error = through(
+        &patient,
+        response(429, &[JSON, ("retry-after", "48489")], OPENAI_RPM),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    expect(Transient, Code::RateLimited, Retry)
+        .after(hint)
+        .check("patient wall", found(&error));
+}
+
+fn anthropic_error(kind: &str, message: &str) -> &'static str {
+    let body = format!(
+        r#"{{"type":"error","error":{{"type":"{kind}","message":"{message}"}},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}}"#
+    );
+    Box::leak(body.into_boxed_str())
+}
+
+#[tokio::test]
+async fn anthropic() {
+    let cases = [
+        Case {
+            name: "400 invalid_request_error",
+            status: 400,
+            headers: &[],
+            body: anthropic_error(
+                "invalid_request_error",
+                r#"messages: roles must alternate between \"user\" and \"assistant\""#,
+            ),
+            expect: expect(Permanent, Code::BadRequest, Surface),
+        },
+        Case {
+            name: "400 prompt is too long",
+            status: 400,
+            headers: &[],
+            body: anthropic_error(
+                "invalid_request_error",
+                "prompt is too long: 215344 tokens > 200000 maximum",
+            ),
+            expect: expect(Permanent, Code::ContextTooLong, Surface),
+        },
+        Case {
+            name: "401 authentication_error",
+            status: 401,
+            headers: &[],
+            body: anthropic_error("authentication_error", "invalid x-api-key"),
+            expect: expect(Permanent, Code::Auth, Surface),
+        },
+        Case {
+            name: "402 billing_error",
+            status: 402,
+            headers: &[],
+            body: anthropic_error(
+                "billing_error",
+                "Your credit balance is too low to access the Anthropic API.",
+            ),
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "403 permission_error",
+            status: 403,
+            headers: &[],
+            body: anthropic_error(
+                "permission_error",
+                "Your API key does not have permission to use the specified resource.",
+            ),
+            expect: expect(Permanent, Code::Auth, Surface),
+        },
+        Case {
+            name: "404 not_found_error",
+            status: 404,
+            headers: &[],
+            body: anthropic_error("not_found_error", "model: claude-9"),
+            expect: expect(Permanent, Code::NotFound, Surface),
+        },
+        Case {
+            name: "413 request_too_large",
+            status: 413,
+            headers: &[],
+            body: anthropic_error(
+                "request_too_large",
+                "Request exceeds the maximum allowed number of bytes.",
+            ),
+            expect: expect(Permanent, Code::RequestTooLarge, Surface),
+        },
+        Case {
+            name: "429 rate_limit_error with retry-after",
+            status: 429,
+            headers: &[("retry-after", "7")],
+            body: anthropic_error(
+                "rate_limit_error",
+                "This request would exceed the rate limit for your organization of 50 requests per minute.",
+            ),
+            expect: expect(Transient, Code::RateLimited, Retry).after(Duration::from_secs(7)),
+        },
+        Case {
+            name: "500 api_error",
+            status: 500,
+            headers: &[],
+            body: anthropic_error("api_error", "Internal server error"),
+            expect: expect(Transient, Code::ProviderUnavailable, Retry),
+        },
+        Case {
+            name: "504 timeout_error",
+            status: 504,
+            headers: &[],
+            body: anthropic_error("timeout_error", "Request timed out"),
+            expect: expect(Transient, Code::Timeout, Retry),
+        },
+        Case {
+            name: "529 overloaded_error",
+            status: 529,
+            headers: &[],
+            body: anthropic_error("overloaded_error", "Overloaded"),
+            expect: expect(Transient, Code::Overloaded, Retry),
+        },
+    ];
+    run(ClassifyLayer::anthropic(), &cases).await;
+}
+
+const GEMINI_PER_MINUTE: &str = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier","quotaDimensions":{"location":"global","model":"gemini-2.0-flash"},"quotaValue":"15"}]},{"@type":"type.googleapis.com/google.rpc.Help","links":[{"description":"Learn more about Gemini API quotas","url":"https://ai.google.dev/gemini-api/docs/rate-limits"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
+const GEMINI_PER_DAY: &str = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier","quotaDimensions":{"location":"global","model":"gemini-2.0-flash"},"quotaValue":"200"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
+
+#[tokio::test]
+async fn gemini() {
+    let cases = [
+        Case {
+            name: "429 RESOURCE_EXHAUSTED per minute, RetryInfo hint",
+            status: 429,
+            headers: &[],
+            body: GEMINI_PER_MINUTE,
+            expect: expect(Transient, Code::RateLimited, Retry).after(Duration::from_secs(26)),
+        },
+        Case {
+            name: "429 RESOURCE_EXHAUSTED per day",
+            status: 429,
+            headers: &[],
+            body: GEMINI_PER_DAY,
+            expect: expect(Permanent, Code::QuotaExhausted, Surface).after(Duration::from_secs(26)),
+        },
+        Case {
+            name: "503 UNAVAILABLE",
+            status: 503,
+            headers: &[],
+            body: r#"{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}"#,
+            expect: expect(Transient, Code::Overloaded, Retry),
+        },
+        Case {
+            name: "400 INVALID_ARGUMENT",
+            status: 400,
+            headers: &[],
+            body: r#"{"error":{"code":400,"message":"* GenerateContentRequest.contents: contents is not specified\n","status":"INVALID_ARGUMENT"}}"#,
+            expect: expect(Permanent, Code::BadRequest, Surface),
+        },
+        Case {
+            name: "400 INVALID_ARGUMENT, input token count exceeds",
+            status: 400,
+            headers: &[],
+            body: r#"{"error":{"code":400,"message":"The input token count (1284921) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#,
+            expect: expect(Permanent, Code::ContextTooLong, Surface),
+        },
+        Case {
+            name: "403 PERMISSION_DENIED",
+            status: 403,
+            headers: &[],
+            body: r#"{"error":{"code":403,"message":"Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.","status":"PERMISSION_DENIED"}}"#,
+            expect: expect(Permanent, Code::Auth, Surface),
+        },
+        Case {
+            name: "404 NOT_FOUND",
+            status: 404,
+            headers: &[],
+            body: r#"{"error":{"code":404,"message":"models/gemini-9 is not found for API version v1beta, or is not supported for generateContent.","status":"NOT_FOUND"}}"#,
+            expect: expect(Permanent, Code::NotFound, Surface),
+        },
+        Case {
+            name: "500 INTERNAL",
+            status: 500,
+            headers: &[],
+            body: r#"{"error":{"code":500,"message":"An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting","status":"INTERNAL"}}"#,
+            expect: expect(Transient, Code::ProviderUnavailable, Retry),
+        },
+    ];
+    run(ClassifyLayer::gemini(), &cases).await;
+}
+
+#[tokio::test]
+async fn grpc_trailers_only() {
+    type Headers = &'static [(&'static str, &'static str)];
+    let cases: &[(&str, Headers, Expect)] = &[
+        (
+            "UNAVAILABLE",
+            &[("grpc-status", "14")],
+            expect(Transient, Code::ProviderUnavailable, Retry),
+        ),
+        (
+            "RESOURCE_EXHAUSTED with pushback",
+            &[("grpc-status", "8"), ("grpc-retry-pushback-ms", "300")],
+            expect(Transient, Code::RateLimited, Retry).after(Duration::from_millis(300)),
+        ),
+        (
+            "RESOURCE_EXHAUSTED, negative pushback: do not retry",
+            &[("grpc-status", "8"), ("grpc-retry-pushback-ms", "-1")],
+            expect(Transient, Code::RateLimited, Surface),
+        ),
+        (
+            "RESOURCE_EXHAUSTED past the quota wall",
+            &[("grpc-status", "8"), ("grpc-retry-pushback-ms", "3600000")],
+            expect(Permanent, Code::QuotaExhausted, Surface).after(Duration::from_secs(3600)),
+        ),
+        (
+            "DEADLINE_EXCEEDED",
+            &[("grpc-status", "4")],
+            expect(Transient, Code::Timeout, Retry),
+        ),
+        (
+            "INVALID_ARGUMENT",
+            &[("grpc-status", "3")],
+            expect(Permanent, Code::BadRequest, Surface),
+        ),
+        (
+            "NOT_FOUND",
+            &[("grpc-status", "5")],
+            expect(Permanent, Code::NotFound, Surface),
+        ),
+        (
+            "PERMISSION_DENIED",
+            &[("grpc-status", "7")],
+            expect(Permanent, Code::Auth, Surface),
+        ),
+        (
+            "UNAUTHENTICATED",
+            &[("grpc-status", "16")],
+            expect(Permanent, Code::Auth, Surface),
+        ),
+        (
+            "garbage status is UNKNOWN: fail closed",
+            &[("grpc-status", "fourteen")],
+            expect(Permanent, Code::Unknown, Surface),
+        ),
+    ];
+    let layer = ClassifyLayer::grpc();
+    for (name, headers, want) in cases {
+        let mut all = vec![("content-type", "application/grpc")];
+        all.extend_from_slice(headers);
+        let error = through(&layer, response(200, &all, ""))
+            .await
+            .map(|_| ())
+            .expect_err(name);
+        let failure = found(&error);
+        want.check(name, failure);
+        assert_eq!(failure.status(), Some(200), "{name}");
+    }
+
+    // grpc-message is percent-decoded.
+    let error = through(
+        &layer,
+        response(
+            200,
+            &[
+                ("grpc-status", "14"),
+                ("grpc-message", "upstream%20connect%20error%3A%20reset"),
+            ],
+            "",
+        ),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    assert_eq!(
+        found(&error).message(),
+        Some("upstream connect error: reset")
+    );
+
+    // OK and streams whose status comes in trailers are delivered untouched.
+    for headers in [&[("grpc-status", "0")][..], &[][..]] {
+        let ok = through(&layer, response(200, headers, "\0\0\0\0\0")).await;
+        assert!(ok.is_ok());
+    }
+    // A proxy in front answering 503 without grpc-status.
+    let error = through(&layer, response(503, &[], "no healthy upstream"))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    expect(Transient, Code::ProviderUnavailable, Retry).check("proxy 503", found(&error));
+}
+
+#[tokio::test]
+async fn generic_http() {
+    let layer = ClassifyLayer::http();
+    let table = [
+        (408, expect(Transient, Code::ProviderUnavailable, Retry)),
+        (429, expect(Transient, Code::RateLimited, Retry)),
+        (500, expect(Transient, Code::ProviderUnavailable, Retry)),
+        (503, expect(Transient, Code::ProviderUnavailable, Retry)),
+        (400, expect(Permanent, Code::BadRequest, Surface)),
+        (401, expect(Permanent, Code::Auth, Surface)),
+        (404, expect(Permanent, Code::NotFound, Surface)),
+        (422, expect(Permanent, Code::BadRequest, Surface)),
+    ];
+    for (status, want) in table {
+        // A provider-looking body means nothing to the generic table.
+        let error = through(&layer, response(status, &[JSON], OPENAI_RPM))
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        want.check(&status.to_string(), found(&error));
+    }
+    // 2xx JSON is not read by the generic classifier.
+    let ok = through(&layer, response(200, &[JSON], r#"{"choices":[]}"#)).await;
+    assert!(ok.is_ok());
+}
