@@ -569,3 +569,162 @@ fn absurd_settings_are_clamped_not_panics() {
         assert!(refusal(&service).await.retry_after().unwrap() > Duration::from_secs(3600));
     });
 }
+
+/// Counts calls in flight at the provider and the most seen at once.
+#[derive(Default)]
+struct Gauge {
+    now: AtomicUsize,
+    max: AtomicUsize,
+    calls: AtomicUsize,
+}
+
+struct InFlight(Arc<Gauge>);
+
+/// A provider that takes a few scheduler turns to answer.
+#[derive(Clone)]
+struct Yielding(Arc<Gauge>);
+
+impl Service<http::Request<Plan>> for Yielding {
+    type Response = http::Response<Script>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<http::Response<Script>, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Plan>) -> Self::Future {
+        let in_flight = InFlight::enter(&self.0);
+        Box::pin(async move {
+            let _in_flight = in_flight;
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            match *request.body() {
+                Plan::Fail(code) => Err(Failure::new(code).into()),
+                _ => Ok(http::Response::new(Script::default())),
+            }
+        })
+    }
+}
+
+impl InFlight {
+    fn enter(gauge: &Arc<Gauge>) -> Self {
+        gauge.calls.fetch_add(1, Ordering::SeqCst);
+        let now = gauge.now.fetch_add(1, Ordering::SeqCst) + 1;
+        gauge.max.fetch_max(now, Ordering::SeqCst);
+        InFlight(Arc::clone(gauge))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_tasks_never_get_more_trials_than_allowed() {
+    const TRIALS: usize = 4;
+    const TASKS: usize = 16;
+    const CALLS: usize = 400;
+    let closings = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&closings);
+    let layer = BreakerLayer::new()
+        .trip(Trip::Consecutive { failures: 1 })
+        .half_open_trials(TRIALS as u32)
+        .close_after(200)
+        .break_duration(BreakDuration {
+            base: Duration::ZERO,
+            max: Duration::ZERO,
+            jitter: 0.0,
+        })
+        .on_transition(move |t| {
+            if t.to == BreakerState::Closed {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    let handle = layer.handle();
+    let gauge = Arc::new(Gauge::default());
+    let provider = Yielding(Arc::clone(&gauge));
+    let service = layer.layer(provider);
+
+    // One failure opens it; with a zero break the next call starts a
+    // half-open period, and neutral outcomes keep it in that period.
+    send_plain(&service, Plan::Fail(Code::Overloaded)).await;
+    let before = gauge.calls.load(Ordering::SeqCst);
+    let refused = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let service = service.clone();
+        let refused = Arc::clone(&refused);
+        tasks.push(tokio::spawn(async move {
+            for call in 0..CALLS {
+                let future = service
+                    .clone()
+                    .oneshot(request(Plan::Fail(Code::ContextTooLong)));
+                // Every third call is abandoned after its first poll.
+                let result = if (task + call) % 3 == 0 {
+                    match tokio::time::timeout(Duration::ZERO, future).await {
+                        Ok(result) => result,
+                        Err(_) => continue,
+                    }
+                } else {
+                    future.await
+                };
+                if let Err(error) = result
+                    && Failure::find(&*error).unwrap().code() == Code::CircuitOpen
+                {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let reached = gauge.calls.load(Ordering::SeqCst) - before;
+    assert_eq!(reached + refused.load(Ordering::SeqCst), TASKS * CALLS);
+    assert!(
+        gauge.max.load(Ordering::SeqCst) <= TRIALS,
+        "at most {TRIALS} trials at once"
+    );
+    assert!(
+        refused.load(Ordering::SeqCst) > 0,
+        "contention produced refusals"
+    );
+    assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
+    assert_eq!(gauge.now.load(Ordering::SeqCst), 0);
+
+    // Now every trial succeeds: it closes exactly once.
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let service = service.clone();
+        let handle = handle.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..10_000 {
+                if handle.state(&route()) == BreakerState::Closed {
+                    return;
+                }
+                if service.clone().oneshot(request(Plan::Ok)).await.is_err() {
+                    // Refused: let the trials in flight finish.
+                    tokio::task::yield_now().await;
+                }
+            }
+            panic!("never closed");
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    assert_eq!(closings.load(Ordering::SeqCst), 1);
+    assert!(gauge.max.load(Ordering::SeqCst) <= TRIALS);
+}
+
+async fn send_plain<S>(service: &S, plan: Plan)
+where
+    S: Service<http::Request<Plan>> + Clone,
+{
+    let _ = service.clone().oneshot(request(plan)).await;
+}
