@@ -322,3 +322,31 @@ async fn progress_in_the_request_is_fed() {
     );
     drain(response).await;
 }
+
+/// A body error a layer below already classified keeps its verdict before
+/// content, and becomes an interruption after.
+#[tokio::test(start_paused = true)]
+async fn classified_body_errors_keep_their_verdict_before_content() {
+    let overloaded = seawall_core::Failure::new(Code::Overloaded);
+    let script = vec![send(OPENAI_ROLE), Step::Fail(overloaded.clone())];
+    let failure = failure_of(call(StreamGuardLayer::interactive(), CHAT, scripted(script)).await);
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::Overloaded, Action::Retry)
+    );
+    assert_eq!(failure.evidence().bytes, OPENAI_ROLE.len() as u64);
+
+    let script = vec![send(openai_delta("Hi")), Step::Fail(overloaded)];
+    let d = drain(
+        call(StreamGuardLayer::interactive(), CHAT, scripted(script))
+            .await
+            .unwrap(),
+    )
+    .await;
+    let failure = d.error.unwrap();
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::StreamInterrupted, Action::Surface)
+    );
+    assert_eq!(failure.message(), Some("overloaded"));
+}

@@ -329,10 +329,16 @@ impl Track {
             }
             Cause::Eof if content => (Failure::new(Code::Truncated), ClosedBy::Them),
             Cause::Eof => (Failure::new(Code::EmptyResponse), ClosedBy::Them),
-            Cause::Transport(error) => (
-                Failure::new(after(content, Code::Transport)).with_message(&error.to_string()),
-                ClosedBy::Them,
-            ),
+            // A body error that is already classified (a layer below knew
+            // more) keeps its verdict before content.
+            Cause::Transport(error) => match Failure::find(&*error) {
+                Some(failure) if !content => (failure.clone(), ClosedBy::Them),
+                Some(failure) => (interrupted_by(failure), ClosedBy::Them),
+                None => (
+                    Failure::new(after(content, Code::Transport)).with_message(&error.to_string()),
+                    ClosedBy::Them,
+                ),
+            },
             Cause::Timeout(gap) => {
                 let (code, bound) = match gap {
                     Gap::FirstByte => (Code::FirstByteTimeout, config.first_byte),
@@ -446,8 +452,8 @@ fn interrupted_by(cause: &Failure) -> Failure {
         failure = failure.with_provider_code(code);
     }
     let message = match cause.message() {
-        Some(message) => format!("in-stream {}: {message}", cause.code()),
-        None => format!("in-stream {}", cause.code()),
+        Some(message) => format!("{}: {message}", cause.code()),
+        None => cause.code().to_string(),
     };
     failure.with_message(&message)
 }

@@ -44,6 +44,8 @@ pub enum Step {
     Send(Bytes),
     /// Fail the body (a reset).
     Reset,
+    /// Fail the body with an error a layer below already classified.
+    Fail(Failure),
     /// Hold the connection open forever.
     Hang,
 }
@@ -79,6 +81,10 @@ pub fn scripted(script: Vec<Step>) -> ChannelBody {
                 }
                 Step::Reset => {
                     let _ = tx.send(Err(Box::new(ResetError) as BoxError));
+                    return;
+                }
+                Step::Fail(failure) => {
+                    let _ = tx.send(Err(Box::new(failure) as BoxError));
                     return;
                 }
                 Step::Hang => {
