@@ -79,7 +79,6 @@ impl ChaosBody {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn played(
         steps: VecDeque<Step>,
         ctx: Arc<Ctx>,

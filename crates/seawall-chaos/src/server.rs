@@ -494,16 +494,16 @@ async fn answer(
     row.body_hash = Some(body_hash(&body));
     row.body_bytes = body.len() as u64;
 
-    let header_fault = match header_fault.transpose() {
-        Ok(fault) => fault,
-        Err(e) => return Ok(reject(row, e.into())),
-    };
     let request = match parse_request(provider, &body, model_in_path, stream_by_path) {
         Ok(request) => request,
         Err(r) => return Ok(reject(row, r)),
     };
     row.model = Some(request.model.clone());
     row.stream = request.stream;
+    let header_fault = match header_fault.transpose() {
+        Ok(fault) => fault,
+        Err(e) => return Ok(reject(row, e.into())),
+    };
 
     let (fault, source, attempt) = match state.next_scripted(provider) {
         Some((fault, attempt)) => (fault, FaultSource::Script, Some(attempt)),
