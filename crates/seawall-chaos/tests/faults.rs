@@ -348,7 +348,8 @@ async fn stall_after_with_pings_keeps_the_stream_alive() {
     let after_w1 = &text[text.find("\"w1\"").unwrap()..text.find("\" w2\"").unwrap()];
     let pings = after_w1.matches("event: ping\n").count();
     assert!(
-        (3..=5).contains(&pings),
+        // Late timers on a loaded machine can only mean fewer pings, never more.
+        (2..=5).contains(&pings),
         "{pings} pings during a 250 ms stall every 50 ms"
     );
     assert!(text.ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
