@@ -29,6 +29,16 @@
 //!   a `Failure` passes unchanged; anything else is `Permanent`/`unknown`
 //!   (fail closed, see [`ClassifyLayer::unknown_errors`]).
 //!
+//! A 2xx JSON body longer than the check cap, or one that does not open with
+//! a JSON object (Gemini's non-SSE `streamGenerateContent` sends an array
+//! over time), is handed on unchecked as soon as that is known: what was
+//! read first, then the rest of the body. Nothing is lost and a stream is
+//! not held back until it ends.
+//!
+//! Put the layer inside retry, breaker and fallback (they decide from its
+//! failures) and around the HTTP client, after any response decompression:
+//! a compressed body cannot be read, so it classifies by status alone.
+//!
 //! Every classified failure emits one `tracing` event (target
 //! `seawall_classify`) with the fields `class`, `code`, `status`, `action`
 //! and `retry_after_ms`.
