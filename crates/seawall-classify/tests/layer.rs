@@ -651,9 +651,12 @@ async fn custom_classifiers() {
     assert_eq!(found(&error).code(), Code::Overloaded);
 }
 
+/// The fields of one event, by name.
+type Fields = Vec<(String, String)>;
+
 /// Records the fields of every event.
 #[derive(Default, Clone)]
-struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<Vec<(String, String)>>>>);
+struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<Fields>>>);
 
 impl tracing::Subscriber for Recorder {
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
@@ -665,8 +668,8 @@ impl tracing::Subscriber for Recorder {
     fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &tracing::Event<'_>) {
-        struct Fields(Vec<(String, String)>);
-        impl tracing::field::Visit for Fields {
+        struct Visitor(Fields);
+        impl tracing::field::Visit for Visitor {
             fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
                 self.0.push((field.name().to_owned(), format!("{value:?}")));
             }
@@ -674,7 +677,7 @@ impl tracing::Subscriber for Recorder {
                 self.0.push((field.name().to_owned(), value.to_owned()));
             }
         }
-        let mut fields = Fields(Vec::new());
+        let mut fields = Visitor(Vec::new());
         event.record(&mut fields);
         self.0.lock().unwrap().push(fields.0);
     }
