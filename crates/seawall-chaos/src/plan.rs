@@ -128,7 +128,14 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
                 steps.push_back(Step::Sleep(ms(*wait)));
             }
             preamble(&mut steps);
-            stream_tail(ctx, 1, a.tokens, ms(a.delay_ms), Finish::Stop, &mut steps);
+            stream_tail(
+                ctx,
+                ctx.first_token,
+                a.tokens,
+                ms(a.delay_ms),
+                Finish::Stop,
+                &mut steps,
+            );
             end = Outcome::Completed;
         }
         Fault::Empty | Fault::Refusal(_) | Fault::Length(_) => {
@@ -199,9 +206,9 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
 
 fn plan_unary(fault: &Fault, ctx: &Ctx) -> Plan {
     let mut steps = VecDeque::new();
-    let full = |finish: Finish, a: &Answer| {
+    let full = |finish: Finish, a: &Answer, from: u32| {
         let (prefix, suffix) = wire::unary_parts(ctx, finish, a.tokens);
-        Bytes::from(format!("{prefix}{}{suffix}", text(1, a.tokens)))
+        Bytes::from(format!("{prefix}{}{suffix}", text(from, a.tokens)))
     };
     let complete = |steps: VecDeque<Step>, body: Bytes, tokens: u32| {
         let len = body.len() as u64;
@@ -233,14 +240,22 @@ fn plan_unary(fault: &Fault, ctx: &Ctx) -> Plan {
             if !wait.is_zero() {
                 steps.push_back(Step::Sleep(wait));
             }
-            complete(steps, full(finish, a), a.tokens)
+            // Only a healthy answer continues a resumed one; refusals and
+            // truncations keep their own shape.
+            let from = if finish == Finish::Stop {
+                ctx.first_token
+            } else {
+                1
+            };
+            let tokens = a.tokens.saturating_sub(from - 1);
+            complete(steps, full(finish, a, from), tokens)
         }
         Fault::Empty => {
             let a = Answer {
                 tokens: 0,
                 delay_ms: 0,
             };
-            complete(steps, full(Finish::Stop, &a), 0)
+            complete(steps, full(Finish::Stop, &a, 1), 0)
         }
         Fault::HangAfterHeaders => {
             steps.push_back(Step::Hang);

@@ -296,6 +296,10 @@ struct RequestShape {
     model: String,
     stream: bool,
     include_usage: bool,
+    /// The answer continues after this many tokens: the conversation ends
+    /// with an assistant (or model) turn whose text ends in `wK`, the way a
+    /// client resumes an interrupted stream.
+    continues_after: u32,
 }
 
 #[derive(Deserialize)]
@@ -304,6 +308,60 @@ struct RequestFields {
     #[serde(default)]
     stream: bool,
     stream_options: Option<StreamOptions>,
+    /// OpenAI and Anthropic conversations.
+    #[serde(default)]
+    messages: Vec<Turn>,
+    /// Gemini conversations.
+    #[serde(default)]
+    contents: Vec<Turn>,
+}
+
+/// One conversation turn, in any of the three shapes: only what continuation needs.
+#[derive(Deserialize)]
+struct Turn {
+    #[serde(default)]
+    role: String,
+    /// OpenAI / Anthropic: a string or a list of content blocks.
+    #[serde(default)]
+    content: Option<serde_json::Value>,
+    /// Gemini: a list of parts.
+    #[serde(default)]
+    parts: Option<serde_json::Value>,
+}
+
+impl Turn {
+    /// The text of the turn: the string content, or the `text` of its blocks/parts.
+    fn text(&self) -> String {
+        let blocks = match (&self.content, &self.parts) {
+            (Some(serde_json::Value::String(text)), _) => return text.clone(),
+            (Some(list), _) | (None, Some(list)) => list,
+            (None, None) => return String::new(),
+        };
+        blocks
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| item.get("text").and_then(serde_json::Value::as_str))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// `K` when the last turn is the assistant's (`assistant` or Gemini's `model`)
+/// and its text ends with the token `wK`.
+fn continues_after(turns: &[Turn]) -> u32 {
+    let Some(last) = turns.last() else { return 0 };
+    if last.role != "assistant" && last.role != "model" {
+        return 0;
+    }
+    last.text()
+        .split_whitespace()
+        .last()
+        .and_then(|token| token.strip_prefix('w'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 #[derive(Deserialize)]
@@ -518,13 +576,14 @@ async fn answer(
     row.fault_source = source;
     row.attempt = attempt;
 
-    let ctx = Ctx::new(
+    let mut ctx = Ctx::new(
         provider,
         &request.model,
         seq,
         request.include_usage,
         body.len(),
     );
+    ctx.first_token = request.continues_after.saturating_add(1);
     let mut res = match plan(&fault, &ctx, request.stream) {
         Plan::CloseBeforeHeaders => {
             row.outcome = Outcome::CutByFault;
@@ -666,11 +725,12 @@ fn parse_request(
     };
     match (model_in_path, stream_by_path) {
         (Some(model), Some(stream)) => {
-            serde_json::from_slice::<serde::de::IgnoredAny>(body).map_err(invalid)?;
+            let fields: RequestFields = serde_json::from_slice(body).map_err(invalid)?;
             Ok(RequestShape {
                 model,
                 stream,
                 include_usage: false,
+                continues_after: continues_after(&fields.contents),
             })
         }
         _ => {
@@ -680,6 +740,7 @@ fn parse_request(
                 stream: fields.stream,
                 include_usage: provider == Provider::OpenAi
                     && fields.stream_options.is_some_and(|o| o.include_usage),
+                continues_after: continues_after(&fields.messages),
             })
         }
     }

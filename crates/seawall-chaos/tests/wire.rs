@@ -392,3 +392,29 @@ async fn gemini_status_bodies_carry_retry_info_and_quota() {
     assert_eq!(reply.json()["error"]["status"], "UNAVAILABLE");
     assert!(reply.json()["error"].get("details").is_none());
 }
+
+#[tokio::test]
+async fn an_answer_resumed_after_token_k_continues_from_k_plus_one() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let fault = [("x-chaos-fault", "ok;tokens=6")];
+    // OpenAI: the delivered text as a trailing assistant message.
+    let openai = r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"w1 w2 w3"}]}"#;
+    let reply = post(chaos.addr(), OPENAI, &fault, openai).await;
+    assert_eq!(openai_text(&reply.text()), " w4 w5 w6");
+    // Anthropic: an assistant prefill made of content blocks, unary.
+    let anthropic = r#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"w1 w2"}]}]}"#;
+    let reply = post(chaos.addr(), "/v1/messages", &fault, anthropic).await;
+    assert_eq!(reply.json()["content"][0]["text"], " w3 w4 w5 w6");
+    // A conversation that ends with the user is answered from the start.
+    let fresh = r#"{"model":"gpt-x","messages":[{"role":"assistant","content":"w1 w2"},{"role":"user","content":"again"}]}"#;
+    let reply = post(chaos.addr(), OPENAI, &fault, fresh).await;
+    assert_eq!(
+        reply.json()["choices"][0]["message"]["content"],
+        "w1 w2 w3 w4 w5 w6"
+    );
+    let rows = chaos.journal();
+    assert_eq!(
+        rows.iter().map(|r| r.tokens_written).collect::<Vec<_>>(),
+        vec![3, 4, 6]
+    );
+}

@@ -107,6 +107,9 @@ pub(crate) struct Ctx {
     pub include_usage: bool,
     /// A deterministic stand-in for the prompt's token count.
     pub prompt_tokens: u32,
+    /// The first token of a healthy answer: 1, or `K + 1` when the request
+    /// continues an answer that stopped after token `K`.
+    pub first_token: u32,
 }
 
 impl Ctx {
@@ -128,6 +131,7 @@ impl Ctx {
             id,
             include_usage,
             prompt_tokens: u32::try_from(body_len / 4).unwrap_or(u32::MAX).max(1),
+            first_token: 1,
         }
     }
 }
