@@ -31,7 +31,8 @@ impl FinishKind {
     pub fn openai(reason: &str) -> FinishKind {
         match reason {
             "stop" | "tool_calls" | "function_call" => FinishKind::Complete,
-            "length" => FinishKind::Truncated,
+            // `max_output_tokens` is the Responses API's incomplete reason.
+            "length" | "max_output_tokens" => FinishKind::Truncated,
             "content_filter" => FinishKind::Filtered,
             _ => FinishKind::Other,
         }

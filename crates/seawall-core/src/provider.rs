@@ -129,7 +129,10 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
     .or_else(|| cx.status.map(status_rule))
     .unwrap_or(Verdict::Fixed(Class::Permanent, Code::Unknown));
 
-    let hint = cx.hint.after.or(declared.body_hint).or_else(|| {
+    // A per-day quota's RetryInfo speaks of the per-minute window: waiting
+    // that long only meets the daily wall again, so it is no hint at all.
+    let body_hint = declared.body_hint.filter(|_| !declared.per_day_quota);
+    let hint = cx.hint.after.or(body_hint).or_else(|| {
         declared
             .message
             .as_deref()
@@ -248,6 +251,8 @@ struct Declared {
     message: Option<String>,
     body_hint: Option<Duration>,
     per_day_quota: bool,
+    /// Gemini `google.rpc.ErrorInfo.reason`, e.g. `API_KEY_INVALID`.
+    reason: Option<String>,
 }
 
 fn contains_ci(haystack: &str, needle: &str) -> bool {
@@ -321,6 +326,13 @@ fn anthropic_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
 fn gemini_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
     use Class::*;
     let message = d.message.as_deref().unwrap_or("");
+    if d.reason
+        .as_deref()
+        .is_some_and(|r| r.starts_with("API_KEY_"))
+    {
+        // A bad key comes back as 400 INVALID_ARGUMENT; ErrorInfo says what it is.
+        return Some(Verdict::Fixed(Permanent, Code::Auth));
+    }
     let verdict = match d.error_type.as_deref()? {
         "RESOURCE_EXHAUSTED" if d.per_day_quota => Verdict::Fixed(Permanent, Code::QuotaExhausted),
         "RESOURCE_EXHAUSTED" => Verdict::RateLimit,
@@ -438,6 +450,8 @@ struct GeminiDetail<'a> {
     retry_delay: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     violations: Vec<GeminiViolation<'a>>,
+    #[serde(borrow, default)]
+    reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -465,6 +479,9 @@ fn parse_gemini(body: &[u8]) -> Option<Declared> {
         let ty = detail.ty.as_deref().unwrap_or("");
         if ty.ends_with("google.rpc.RetryInfo") {
             declared.body_hint = detail.retry_delay.as_deref().and_then(parse_proto_duration);
+        }
+        if ty.ends_with("google.rpc.ErrorInfo") {
+            declared.reason = detail.reason.map(Cow::into_owned);
         }
         if ty.ends_with("google.rpc.QuotaFailure") {
             declared.per_day_quota |= detail
@@ -549,6 +566,18 @@ mod tests {
             (f.class(), f.code()),
             (Class::Permanent, Code::QuotaExhausted)
         );
+        assert_eq!(
+            f.retry_after(),
+            None,
+            "the per-minute hint is no hint for a daily wall"
+        );
+    }
+
+    #[test]
+    fn gemini_bad_key_is_auth_not_bad_request() {
+        let body = br#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com","metadata":{"service":"generativelanguage.googleapis.com"}}]}}"#;
+        let f = classify_error(Provider::Gemini, body, cx(400));
+        assert_eq!((f.class(), f.code()), (Class::Permanent, Code::Auth));
     }
 
     #[test]
