@@ -2,9 +2,73 @@
 //!
 //! Each layer lives in its own crate and is re-exported here behind a cargo
 //! feature of the same name (all on by default). The vocabulary they share
-//! is [`core`] (`seawall-core`).
+//! is [`core`] (`seawall-core`): every failure becomes a
+//! [`Failure`](core::Failure) with a class, a stable code, evidence and an
+//! action, whichever layer produced it.
+//!
+//! With every feature on, [`stack`] assembles the layers in the recommended
+//! order, with presets; [`resume`] builds the continuation of an
+//! interrupted stream.
+//!
+//! | module | crate | layer |
+//! |---|---|---|
+//! | [`classify`] | `seawall-classify` | `ClassifyLayer`: responses and transport errors → `Failure` |
+//! | [`deadline`] | `seawall-deadline` | `DeadlineLayer`: one deadline per operation, narrowed per attempt |
+//! | [`retry`] | `seawall-retry` | `RetryBudgetLayer`: one bounded ladder, shared budget |
+//! | [`breaker`] | `seawall-breaker` | `BreakerLayer`: per-route circuit breaker |
+//! | [`stream`] | `seawall-stream` | `StreamGuardLayer`: SSE gap timeouts, hold-back until first content |
+//! | [`fallback`] | `seawall-fallback` | `FallbackLayer`: one other route, only when safe |
 #![deny(missing_docs)]
 
 pub use seawall_core as core;
 
+#[cfg(feature = "breaker")]
+pub use seawall_breaker as breaker;
+#[cfg(feature = "classify")]
+pub use seawall_classify as classify;
+#[cfg(feature = "deadline")]
+pub use seawall_deadline as deadline;
+#[cfg(feature = "fallback")]
+pub use seawall_fallback as fallback;
+#[cfg(feature = "retry")]
+pub use seawall_retry as retry;
+#[cfg(feature = "stream")]
+pub use seawall_stream as stream;
+
 pub mod resume;
+#[cfg(all(
+    feature = "classify",
+    feature = "deadline",
+    feature = "retry",
+    feature = "breaker",
+    feature = "stream",
+    feature = "fallback"
+))]
+pub mod stack;
+
+/// The names most code needs, in one import: `use seawall::prelude::*;`.
+pub mod prelude {
+    pub use seawall_core::{Action, Class, Code, Deadline, Failure, Receipt, RouteId};
+
+    #[cfg(all(
+        feature = "classify",
+        feature = "deadline",
+        feature = "retry",
+        feature = "breaker",
+        feature = "stream",
+        feature = "fallback"
+    ))]
+    pub use crate::stack::Stack;
+    #[cfg(feature = "breaker")]
+    pub use seawall_breaker::BreakerLayer;
+    #[cfg(feature = "classify")]
+    pub use seawall_classify::ClassifyLayer;
+    #[cfg(feature = "deadline")]
+    pub use seawall_deadline::DeadlineLayer;
+    #[cfg(feature = "fallback")]
+    pub use seawall_fallback::{FallbackLayer, ServedBy};
+    #[cfg(feature = "retry")]
+    pub use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    #[cfg(feature = "stream")]
+    pub use seawall_stream::{StreamGuardLayer, StreamReport};
+}

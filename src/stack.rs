@@ -1,0 +1,209 @@
+//! The assembled stack, in the recommended order, with presets.
+//!
+//! ```text
+//! Deadline(total) → Fallback → RetryBudget → Breaker → Deadline(per attempt) → StreamGuard → Classify → client
+//! ```
+//!
+//! The order is the design: whichever layer runs first spends the clock the
+//! next one needs.
+//!
+//! - **Deadline(total)** is outermost so that every attempt, every backoff
+//!   and the fallback share one clock; nothing inside can make the
+//!   operation longer than the caller asked.
+//! - **Fallback** sits outside the retry ladder: it sees the ladder's final
+//!   verdict (gave up on a transient failure, or promoted it to
+//!   `Failover`) and spends what is left of the deadline on one attempt
+//!   elsewhere — not a whole second ladder.
+//! - **RetryBudget** outside **Breaker**: each attempt passes the breaker,
+//!   so an open circuit ends the ladder at once (`circuit_open` is
+//!   `Failover`), and the breaker counts attempts, not operations.
+//! - **Deadline(per attempt)** inside the ladder bounds one attempt and
+//!   never outlives the operation's deadline.
+//! - **StreamGuard** inside the per-attempt bound and the ladder: until the
+//!   first content arrives the response is held back, so a stream that dies
+//!   before content is still an attempt the ladder may retry; after that,
+//!   failures come through the body and are never replayed.
+//! - **Classify** innermost, next to the client, so every layer above it
+//!   speaks one vocabulary.
+//!
+//! ```
+//! use std::convert::Infallible;
+//! use bytes::Bytes;
+//! use http_body_util::Full;
+//! use seawall::classify::ClassifyLayer;
+//! use seawall::stack::Stack;
+//! use tower::{ServiceExt, service_fn};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! // Any client service will do; here, a canned OpenAI answer.
+//! let client = service_fn(|_req: http::Request<_>| async {
+//!     let body = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#;
+//!     let response = http::Response::builder()
+//!         .header("content-type", "application/json")
+//!         .body(Full::new(Bytes::from_static(body.as_bytes())))
+//!         .unwrap();
+//!     Ok::<_, Infallible>(response)
+//! });
+//! let service = Stack::interactive().build(&ClassifyLayer::openai(), client);
+//! let request = http::Request::post("http://api.example.com/v1/chat/completions")
+//!     .body(Full::new(Bytes::from_static(b"{}")))
+//!     .unwrap();
+//! let response = service.oneshot(request).await.unwrap();
+//! assert_eq!(response.status(), 200);
+//! # }
+//! ```
+
+use std::time::Duration;
+
+use seawall_breaker::{Breaker, BreakerLayer};
+use seawall_classify::{Classify, ClassifyLayer};
+use seawall_deadline::{DeadlineLayer, DeadlineService};
+use seawall_fallback::{Fallback, FallbackLayer};
+use seawall_retry::{Budget, RetryBudget, RetryBudgetLayer, RetryPolicy};
+use seawall_stream::{StreamGuard, StreamGuardLayer};
+use tower_layer::Layer;
+
+/// One attempt: Breaker → Deadline(per attempt) → StreamGuard → Classify → client.
+pub type Attempt<S, C> = Breaker<DeadlineService<StreamGuard<Classify<S, C>>>>;
+
+/// The whole stack without a fallback.
+pub type Seawall<S, C> = DeadlineService<RetryBudget<Attempt<S, C>>>;
+
+/// The whole stack with a fallback service `F` (usually another
+/// [`Attempt`]) and its request rewrite `R`.
+pub type SeawallWithFallback<S, C, F, R> =
+    DeadlineService<Fallback<RetryBudget<Attempt<S, C>>, F, R>>;
+
+/// The settings of the assembled stack. Start from a preset and override
+/// any knob; the layers themselves are the seawall crates' own, so each
+/// knob is documented there.
+///
+/// Clones of a `Stack` (and every service built from it) share the retry
+/// budget and the breaker state, so a primary and a fallback built from one
+/// `Stack` are tracked route by route in one breaker.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    total: Duration,
+    per_attempt: Duration,
+    retry: RetryPolicy,
+    budget: Budget,
+    breaker: BreakerLayer,
+    guard: StreamGuardLayer,
+}
+
+impl Stack {
+    /// A person is waiting: 60 s for the operation, 20 s per attempt, three
+    /// attempts with 250 ms–8 s full-jitter backoff, a 20 % retry budget
+    /// (at least 10 retries a second), the interactive stream guard (first
+    /// byte 15 s, first content 60 s, idle 30 s).
+    pub fn interactive() -> Self {
+        Stack {
+            total: Duration::from_secs(60),
+            per_attempt: Duration::from_secs(20),
+            retry: RetryPolicy::interactive(),
+            budget: Budget::ratio(0.2, 10, Duration::from_secs(10)),
+            breaker: BreakerLayer::new(),
+            guard: StreamGuardLayer::interactive(),
+        }
+    }
+
+    /// Nobody is waiting: 10 min for the operation, 2 min per attempt, six
+    /// attempts with 500 ms–30 s backoff, the interactive stream guard.
+    pub fn batch() -> Self {
+        Stack {
+            total: Duration::from_secs(600),
+            per_attempt: Duration::from_secs(120),
+            retry: RetryPolicy::batch(),
+            ..Stack::interactive()
+        }
+    }
+
+    /// A model that thinks before it writes: 20 min for the operation,
+    /// 11 min per attempt, a short ladder (two attempts: a third attempt
+    /// of a ten-minute think rarely fits), the reasoning stream guard
+    /// (first content may take 10 min).
+    pub fn reasoning() -> Self {
+        Stack {
+            total: Duration::from_secs(1200),
+            per_attempt: Duration::from_secs(660),
+            retry: RetryPolicy::interactive().max_attempts(2),
+            guard: StreamGuardLayer::reasoning(),
+            ..Stack::interactive()
+        }
+    }
+
+    /// The operation's deadline.
+    pub fn total_deadline(mut self, total: Duration) -> Self {
+        self.total = total;
+        self
+    }
+
+    /// The bound on one attempt (never past the operation's deadline).
+    pub fn attempt_timeout(mut self, per_attempt: Duration) -> Self {
+        self.per_attempt = per_attempt;
+        self
+    }
+
+    /// The retry ladder.
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// The retry budget, shared by every service built from this stack.
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The breaker, shared by every service built from this stack.
+    pub fn breaker(mut self, breaker: BreakerLayer) -> Self {
+        self.breaker = breaker;
+        self
+    }
+
+    /// The stream guard.
+    pub fn stream_guard(mut self, guard: StreamGuardLayer) -> Self {
+        self.guard = guard;
+        self
+    }
+
+    /// The breaker layer, e.g. for its [`handle`](BreakerLayer::handle).
+    pub fn breaker_layer(&self) -> &BreakerLayer {
+        &self.breaker
+    }
+
+    /// One attempt around `client`: Breaker → Deadline(per attempt) →
+    /// StreamGuard → Classify. This is also what a fallback route should
+    /// be: one attempt, no ladder of its own.
+    pub fn attempt<S, C: Clone>(&self, classify: &ClassifyLayer<C>, client: S) -> Attempt<S, C> {
+        let classified = classify.layer(client);
+        let guarded = self.guard.layer(classified);
+        let bounded = DeadlineLayer::per_attempt(self.per_attempt).layer(guarded);
+        self.breaker.layer(bounded)
+    }
+
+    /// The whole stack around `client`, without a fallback.
+    pub fn build<S, C: Clone>(&self, classify: &ClassifyLayer<C>, client: S) -> Seawall<S, C> {
+        let ladder = self.ladder().layer(self.attempt(classify, client));
+        DeadlineLayer::new(self.total).layer(ladder)
+    }
+
+    /// The whole stack around `client`, failing over once to `fallback`
+    /// (typically a [`FallbackLayer`] around [`Stack::attempt`] of another
+    /// client, with a rewrite to that route).
+    pub fn build_with_fallback<S, C: Clone, F: Clone, R>(
+        &self,
+        classify: &ClassifyLayer<C>,
+        client: S,
+        fallback: FallbackLayer<F, R>,
+    ) -> SeawallWithFallback<S, C, F, R> {
+        let ladder = self.ladder().layer(self.attempt(classify, client));
+        DeadlineLayer::new(self.total).layer(fallback.layer(ladder))
+    }
+
+    fn ladder(&self) -> RetryBudgetLayer {
+        RetryBudgetLayer::new(self.retry.clone(), self.budget.clone())
+    }
+}
