@@ -107,7 +107,8 @@ impl RetryPolicy {
     /// A retryable failure that took more than this fraction of the time
     /// that was left when its attempt started ends the ladder with
     /// `Action::Failover` (default 0.5: "most of the remaining deadline").
-    /// Clamped to `0.0..=1.0`; 1.0 turns the rule off.
+    /// Clamped to `0.0..=1.0`; at 1.0 only a failure that outlived the
+    /// deadline is promoted.
     pub fn failover_fraction(mut self, fraction: f64) -> Self {
         self.failover_fraction = if fraction.is_nan() {
             0.5
