@@ -1,1 +1,197 @@
-fn main() {}
+//! The breaker's closed success path and its open-circuit refusal, against
+//! `failsafe` and `tower-resilience`'s circuit breaker in the same run, and
+//! the allocations per call of each.
+//!
+//! `cargo bench -p seawall-breaker --bench breaker`
+
+use std::alloc::System;
+use std::future::{Ready, ready};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group, criterion_main};
+use failsafe::futures::CircuitBreaker as _;
+use http_body_util::Empty;
+use seawall_breaker::{BreakerLayer, Trip};
+use seawall_core::{BoxError, Code, Failure, RouteId};
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+use tower::{Layer, Service, ServiceExt};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+type Response = http::Response<Empty<Bytes>>;
+
+/// A provider that answers at once, or fails at once.
+#[derive(Clone, Copy)]
+struct Provider {
+    fail: bool,
+}
+
+impl Service<http::Request<()>> for Provider {
+    type Response = Response;
+    type Error = BoxError;
+    type Future = Ready<Result<Response, BoxError>>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, _: http::Request<()>) -> Self::Future {
+        ready(if self.fail {
+            Err(Failure::new(Code::Overloaded).into())
+        } else {
+            Ok(http::Response::new(Empty::new()))
+        })
+    }
+}
+
+fn request() -> http::Request<()> {
+    let mut request = http::Request::new(());
+    *request.uri_mut() = http::Uri::from_static("https://api.example.com/v1/chat");
+    request
+}
+
+/// Runs `call` `n` times on a current-thread runtime, counting allocations.
+fn allocations<F: Future>(
+    runtime: &tokio::runtime::Runtime,
+    n: u32,
+    mut call: impl FnMut() -> F,
+) -> f64 {
+    runtime.block_on(async {
+        call().await; // warm: the route's breaker is created on first use
+        let region = Region::new(GLOBAL);
+        for _ in 0..n {
+            call().await;
+        }
+        region.change().allocations as f64 / f64::from(n)
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let _guard = runtime.enter();
+
+    let ok = Provider { fail: false };
+    let seawall = BreakerLayer::new().layer(ok);
+    let seawall_open = {
+        let layer = BreakerLayer::new().trip(Trip::Consecutive { failures: 1 });
+        layer.handle().isolate(&RouteId::new("api.example.com"));
+        layer.layer(ok)
+    };
+    let failsafe = failsafe::Config::new().build();
+    let failsafe_open = {
+        let breaker = failsafe::Config::new().build();
+        let mut provider = Provider { fail: true };
+        while breaker.is_call_permitted() {
+            let _ = runtime.block_on(breaker.call(provider.call(request())));
+        }
+        breaker
+    };
+    let resilience = tower_resilience::circuitbreaker::CircuitBreakerLayer::builder()
+        .build()
+        .unwrap()
+        .layer(ok);
+    let resilience_open = {
+        let service = tower_resilience::circuitbreaker::CircuitBreakerLayer::builder()
+            .wait_duration_in_open(Duration::from_secs(3600))
+            .build()
+            .unwrap()
+            .layer(ok);
+        runtime.block_on(service.force_open());
+        service
+    };
+
+    // Each closure makes one call through a service clone kept ready, as a
+    // server handler would.
+    let bare_call = || {
+        let mut s = ok;
+        async move { s.call(request()).await.is_ok() }
+    };
+    let seawall_call = |service: &seawall_breaker::Breaker<Provider>| {
+        let mut s = service.clone();
+        async move { s.call(request()).await.is_ok() }
+    };
+    let failsafe_call = |breaker: &_| {
+        let breaker: &failsafe::StateMachine<_, _> = breaker;
+        let fut = breaker.call(Provider { fail: false }.call(request()));
+        async move { fut.await.is_ok() }
+    };
+
+    let mut closed = c.benchmark_group("closed_success");
+    closed.bench_function("bare_provider", |b| b.to_async(&runtime).iter(bare_call));
+    closed.bench_function("seawall", |b| {
+        b.to_async(&runtime).iter(|| seawall_call(&seawall))
+    });
+    closed.bench_function("failsafe", |b| {
+        b.to_async(&runtime).iter(|| failsafe_call(&failsafe))
+    });
+    closed.bench_function("tower_resilience", |b| {
+        b.to_async(&runtime).iter(|| {
+            let s = resilience.clone();
+            async move { s.oneshot(request()).await.is_ok() }
+        })
+    });
+    closed.finish();
+
+    let mut open = c.benchmark_group("open_rejection");
+    open.bench_function("seawall", |b| {
+        b.to_async(&runtime).iter(|| seawall_call(&seawall_open))
+    });
+    open.bench_function("failsafe", |b| {
+        b.to_async(&runtime).iter(|| failsafe_call(&failsafe_open))
+    });
+    open.bench_function("tower_resilience", |b| {
+        b.to_async(&runtime).iter(|| {
+            let s = resilience_open.clone();
+            async move { s.oneshot(request()).await.is_ok() }
+        })
+    });
+    open.finish();
+
+    let n = 10_000;
+    let report = [
+        (
+            "closed_success/bare_provider",
+            allocations(&runtime, n, bare_call),
+        ),
+        (
+            "closed_success/seawall",
+            allocations(&runtime, n, || seawall_call(&seawall)),
+        ),
+        (
+            "closed_success/failsafe",
+            allocations(&runtime, n, || failsafe_call(&failsafe)),
+        ),
+        (
+            "closed_success/tower_resilience",
+            allocations(&runtime, n, || {
+                let s = resilience.clone();
+                async move { s.oneshot(request()).await.is_ok() }
+            }),
+        ),
+        (
+            "open_rejection/seawall",
+            allocations(&runtime, n, || seawall_call(&seawall_open)),
+        ),
+        (
+            "open_rejection/failsafe",
+            allocations(&runtime, n, || failsafe_call(&failsafe_open)),
+        ),
+        (
+            "open_rejection/tower_resilience",
+            allocations(&runtime, n, || {
+                let s = resilience_open.clone();
+                async move { s.oneshot(request()).await.is_ok() }
+            }),
+        ),
+    ];
+    for (name, per_call) in report {
+        println!("allocations per call: {name}: {per_call:.2}");
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

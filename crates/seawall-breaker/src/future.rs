@@ -26,8 +26,10 @@ pin_project! {
             future: F,
             permit: Option<Permit>,
         },
+        // Boxed at once: the error must be boxed anyway, and a small
+        // future keeps the closed path from moving a large `Failure` around.
         Refused {
-            failure: Option<Failure>,
+            failure: Option<Box<Failure>>,
         },
     }
 }
@@ -42,7 +44,7 @@ impl<F> ResponseFuture<F> {
     pub(crate) fn refused(failure: Failure) -> Self {
         ResponseFuture {
             kind: Kind::Refused {
-                failure: Some(failure),
+                failure: Some(Box::new(failure)),
             },
         }
     }
@@ -75,7 +77,7 @@ where
                 let failure = failure
                     .take()
                     .expect("ResponseFuture polled after completion");
-                Poll::Ready(Err(Box::new(failure)))
+                Poll::Ready(Err(failure))
             }
         }
     }
