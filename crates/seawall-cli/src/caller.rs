@@ -1,0 +1,214 @@
+//! Reading an answer the way an application does: text deltas as they
+//! arrive, for streams; the message text, for unary answers.
+//!
+//! Both the naive stack and the seawall stack are read by this one caller,
+//! so what the replay table says the caller "saw" is the same measurement
+//! for both.
+
+use bytes::Bytes;
+use http_body::Body;
+use http_body_util::BodyExt;
+use seawall::core::BoxError;
+use seawall::core::provider::Provider;
+use seawall::stream::Protocol;
+use seawall::stream::protocol::Signal;
+use seawall::stream::sse::Scanner;
+use serde_json::Value;
+
+/// What reached the caller from one response.
+#[derive(Debug, Default)]
+pub struct Delivery {
+    /// The text the caller was shown.
+    pub text: String,
+    /// Content events read (streams) or 1 for a unary answer with text.
+    pub content_events: u64,
+    /// The finish reason the caller saw, if any.
+    pub finish: Option<String>,
+    /// The body error that ended the read, if any.
+    pub error: Option<BoxError>,
+    /// True when the caller stopped reading on purpose.
+    pub cancelled: bool,
+}
+
+/// The stream protocol of a provider.
+pub fn protocol(provider: Provider) -> Protocol {
+    match provider {
+        Provider::OpenAi => Protocol::OpenAi,
+        Provider::Anthropic => Protocol::Anthropic,
+        Provider::Gemini => Protocol::Gemini,
+        _ => Protocol::Generic,
+    }
+}
+
+/// Reads an event stream, calling `on_text` with every text delta as it
+/// arrives. `prefix` is a frame already read by whoever opened the stream.
+/// With `stop_after`, the caller stops (drops the body) after that many
+/// content events.
+pub async fn read_stream<B>(
+    prefix: Option<Bytes>,
+    body: B,
+    provider: Provider,
+    stop_after: Option<u64>,
+    mut on_text: impl FnMut(&str),
+) -> Delivery
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut scanner = Scanner::default();
+    let mut decoder = protocol(provider).decoder();
+    let mut delivery = Delivery::default();
+    let mut feed = |frame: &[u8], delivery: &mut Delivery| {
+        let scanned = scanner.feed(frame, |item| match decoder.decode(item) {
+            Signal::Content { text, finish } => {
+                delivery.content_events += 1;
+                if let Some(text) = text {
+                    on_text(&text);
+                    delivery.text.push_str(&text);
+                }
+                if let Some(finish) = finish {
+                    delivery.finish = Some(finish.reason.into_owned());
+                }
+            }
+            Signal::Finish(reason) => delivery.finish = Some(reason.reason.into_owned()),
+            _ => {}
+        });
+        if let Err(err) = scanned {
+            delivery.error = Some(err.into());
+        }
+    };
+    if let Some(frame) = prefix {
+        feed(&frame, &mut delivery);
+    }
+    while delivery.error.is_none() {
+        if stop_after.is_some_and(|n| delivery.content_events >= n) {
+            delivery.cancelled = true;
+            break;
+        }
+        match body.frame().await {
+            None => break,
+            Some(Err(err)) => delivery.error = Some(err.into()),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    feed(&data, &mut delivery);
+                }
+            }
+        }
+    }
+    delivery
+}
+
+/// Reads a unary answer and extracts the message text in the provider's
+/// shape.
+pub async fn read_unary<B>(body: B, provider: Provider) -> Delivery
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut delivery = Delivery::default();
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) => {
+            delivery.error = Some(err.into());
+            return delivery;
+        }
+    };
+    let Ok(json) = serde_json::from_slice::<Value>(&bytes) else {
+        delivery.error = Some("the answer is not JSON".into());
+        return delivery;
+    };
+    let (text, finish) = unary_text(&json, provider);
+    if !text.is_empty() {
+        delivery.content_events = 1;
+    }
+    delivery.text = text;
+    delivery.finish = finish;
+    delivery
+}
+
+fn unary_text(json: &Value, provider: Provider) -> (String, Option<String>) {
+    let string = |v: &Value| v.as_str().map(str::to_owned);
+    match provider {
+        Provider::OpenAi => {
+            let choice = &json["choices"][0];
+            (
+                string(&choice["message"]["content"]).unwrap_or_default(),
+                string(&choice["finish_reason"]),
+            )
+        }
+        Provider::Anthropic => {
+            let text = json["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|block| block["text"].as_str())
+                .collect();
+            (text, string(&json["stop_reason"]))
+        }
+        _ => {
+            let candidate = &json["candidates"][0];
+            let text = candidate["content"]["parts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|part| part["text"].as_str())
+                .collect();
+            (text, string(&candidate["finishReason"]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::Full;
+
+    #[tokio::test]
+    async fn stream_text_and_finish_are_read_across_frames() {
+        let body = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w1\"},\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w2\"},\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let (head, tail) = body.split_at(57);
+        let mut seen = Vec::new();
+        let delivery = read_stream(
+            Some(Bytes::from_static(head.as_bytes())),
+            Full::new(Bytes::from_static(tail.as_bytes())),
+            Provider::OpenAi,
+            None,
+            |t| seen.push(t.to_owned()),
+        )
+        .await;
+        assert_eq!(delivery.text, "w1 w2");
+        assert_eq!(seen, vec!["w1", " w2"]);
+        assert_eq!(delivery.content_events, 2);
+        assert_eq!(delivery.finish.as_deref(), Some("stop"));
+        assert!(delivery.error.is_none());
+    }
+
+    #[tokio::test]
+    async fn unary_text_per_provider() {
+        let anthropic = r#"{"content":[{"type":"text","text":"w1 w2"}],"stop_reason":"end_turn"}"#;
+        let d = read_unary(
+            Full::new(Bytes::from_static(anthropic.as_bytes())),
+            Provider::Anthropic,
+        )
+        .await;
+        assert_eq!(
+            (d.text.as_str(), d.finish.as_deref()),
+            ("w1 w2", Some("end_turn"))
+        );
+        let gemini =
+            r#"{"candidates":[{"content":{"parts":[{"text":"w1"}]},"finishReason":"STOP"}]}"#;
+        let d = read_unary(
+            Full::new(Bytes::from_static(gemini.as_bytes())),
+            Provider::Gemini,
+        )
+        .await;
+        assert_eq!((d.text.as_str(), d.finish.as_deref()), ("w1", Some("STOP")));
+    }
+}

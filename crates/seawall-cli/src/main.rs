@@ -1,0 +1,92 @@
+//! `seawall`: replay real LLM failure stories through a naive stack and
+//! seawall, chat with any endpoint through the policies, or run the chaos
+//! server.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "seawall",
+    version,
+    about = "Make calls to LLM providers fail correctly."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replay real failure stories against an in-process chaos server,
+    /// through a naive stack and the seawall preset, side by side.
+    Replay(ReplayArgs),
+    /// Run the chaos server (the same as the `seawall-chaos` binary).
+    Chaos(seawall_chaos::cli::Args),
+}
+
+#[derive(clap::Args)]
+struct ReplayArgs {
+    /// Real milliseconds per incident second.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Print one JSON object per incident and stack instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("seawall: cannot start the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Replay(args) => replay(args).await,
+            Command::Chaos(args) => match seawall_chaos::cli::serve(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("seawall chaos: {err}");
+                    ExitCode::FAILURE
+                }
+            },
+        }
+    })
+}
+
+async fn replay(args: ReplayArgs) -> ExitCode {
+    if !(args.scale.is_finite() && args.scale > 0.0) {
+        eprintln!("seawall replay: --scale must be a positive number of milliseconds");
+        return ExitCode::from(2);
+    }
+    let chaos = match seawall_chaos::ChaosServer::builder().start().await {
+        Ok(chaos) => chaos,
+        Err(err) => {
+            eprintln!("seawall replay: cannot start the chaos server: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // A closed stdout (`| head`) ends the output quietly, not with a panic.
+    let mut out = std::io::stdout();
+    let mut open = args.json || writeln!(out, "{}", seawall_cli::replay::table_header()).is_ok();
+    seawall_cli::replay::run(&chaos, args.scale, |row| {
+        if !open {
+            return;
+        }
+        let line = if args.json {
+            serde_json::to_string(row).expect("rows serialize")
+        } else {
+            seawall_cli::replay::table_line(row)
+        };
+        open = writeln!(out, "{line}").is_ok();
+    })
+    .await;
+    chaos.shutdown().await;
+    ExitCode::SUCCESS
+}
