@@ -9,6 +9,12 @@
 //!   same job (content or not, finish reason, text);
 //! - `memchr_boundaries`: a bare `memchr` scan for event boundaries, the
 //!   floor any event-stream scanner pays.
+//!
+//! Run: `cargo bench -p seawall-stream --bench stream -- --warm-up-time 1
+//! --measurement-time 5`. One run on the 2-core development machine gave
+//! guard 470 MiB/s, eventsource_value 95 MiB/s (the guard 4.9× faster) and
+//! memchr_boundaries 5.4 GiB/s (the guard at 1/11.5 of that floor; JSON
+//! parsing of each event is most of the difference).
 
 use std::convert::Infallible;
 use std::pin::Pin;

@@ -139,6 +139,11 @@ async fn large_stream_with_content(total: usize) {
         .protocol(Protocol::Generic)
         .delivered_text(Some(MIB));
     let response = call(layer, "/v1/events", body).await.unwrap();
+    let handle = response
+        .extensions()
+        .get::<seawall_stream::StreamReportHandle>()
+        .cloned()
+        .unwrap();
     let mut body = response.into_body();
     let (mut bytes, mut most) = (0, 0);
     while let Some(frame) = body.frame().await {
@@ -146,6 +151,9 @@ async fn large_stream_with_content(total: usize) {
         most = most.max(body.buffered_bytes());
     }
     assert_eq!(bytes as u64, count * frame.len() as u64);
+    let report = handle.get().unwrap();
+    assert_eq!(report.content_events, count * 16, "every event was scanned");
+    assert!(report.completed_task());
     assert!(most <= MIB + 64 * KIB, "held {most} bytes");
 }
 

@@ -3,7 +3,7 @@
 use seawall_core::FinishKind;
 use serde::Deserialize;
 
-use super::wire::Text;
+use super::wire::{Text, parse};
 use super::{Protocol, Reason, Signal, in_stream_error};
 
 #[derive(Deserialize)]
@@ -33,7 +33,7 @@ struct Block<'a> {
 }
 
 pub(super) fn decode(data: &[u8]) -> Signal<'_> {
-    let Ok(event) = serde_json::from_slice::<Event<'_>>(data) else {
+    let Some(event) = parse::<Event<'_>>(data) else {
         return Signal::Other;
     };
     match &*event.ty.0 {

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use seawall_core::FinishKind;
 use serde::{Deserialize, Deserializer};
 
-use super::wire::{First, Present, Text, fold_seq};
+use super::wire::{First, Present, Text, fold_seq, parse};
 use super::{Protocol, Reason, Signal, in_stream_error};
 
 #[derive(Deserialize)]
@@ -84,7 +84,7 @@ fn parts<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Parts<'a>
 }
 
 pub(super) fn decode(data: &[u8]) -> Signal<'_> {
-    let Ok(chunk) = serde_json::from_slice::<Chunk<'_>>(data) else {
+    let Some(chunk) = parse::<Chunk<'_>>(data) else {
         return Signal::Other;
     };
     if chunk.error.is_some() {

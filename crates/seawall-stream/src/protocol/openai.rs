@@ -3,7 +3,7 @@
 use seawall_core::FinishKind;
 use serde::Deserialize;
 
-use super::wire::{First, Present, Text};
+use super::wire::{First, Present, Text, parse};
 use super::{Protocol, Reason, Signal, in_stream_error};
 
 #[derive(Deserialize)]
@@ -35,7 +35,7 @@ pub(super) fn decode<'a>(data: &'a [u8], refused: &mut bool) -> Signal<'a> {
     if data == b"[DONE]" {
         return Signal::Done;
     }
-    let Ok(chunk) = serde_json::from_slice::<Chunk<'a>>(data) else {
+    let Some(chunk) = parse::<Chunk<'_>>(data) else {
         return Signal::Other;
     };
     if chunk.error.is_some() {
