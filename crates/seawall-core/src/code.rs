@@ -103,6 +103,18 @@ codes! {
 #[error("not a seawall failure code")]
 pub struct UnknownCode;
 
+impl Code {
+    /// True for the codes of a time bound firing: `timeout`,
+    /// `first_byte_timeout`, `idle_timeout` (not the operation's
+    /// `deadline_exceeded`, which ends the operation).
+    pub const fn is_timeout(self) -> bool {
+        matches!(
+            self,
+            Code::Timeout | Code::FirstByteTimeout | Code::IdleTimeout
+        )
+    }
+}
+
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -30,6 +30,16 @@ impl RouteId {
         }
     }
 
+    /// The name of the route a request goes to, borrowed: what
+    /// [`RouteId::of_request`] would name, without allocating. Layers on
+    /// the success path compare this against a cached route.
+    pub fn name_of_request<B>(request: &http::Request<B>) -> &str {
+        match request.extensions().get::<RouteId>() {
+            Some(route) => route.as_str(),
+            None => request.uri().authority().map_or("default", |a| a.as_str()),
+        }
+    }
+
     /// The route a request goes to: the `RouteId` in its extensions when the
     /// caller set one, else the URI's authority.
     pub fn of_request<B>(request: &http::Request<B>) -> Self {
@@ -74,7 +84,9 @@ mod tests {
         );
         request.extensions_mut().insert(RouteId::new("primary"));
         assert_eq!(RouteId::of_request(&request).as_str(), "primary");
+        assert_eq!(RouteId::name_of_request(&request), "primary");
         let relative = http::Request::get("/v1/x").body(()).unwrap();
         assert_eq!(RouteId::of_request(&relative).as_str(), "default");
+        assert_eq!(RouteId::name_of_request(&relative), "default");
     }
 }
