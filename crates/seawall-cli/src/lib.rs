@@ -5,5 +5,6 @@
 #![deny(missing_docs)]
 
 pub mod caller;
+pub mod chat;
 pub mod naive;
 pub mod replay;

@@ -23,6 +23,9 @@ enum Command {
     /// Replay real failure stories against an in-process chaos server,
     /// through a naive stack and the seawall preset, side by side.
     Replay(ReplayArgs),
+    /// Send one prompt to a real endpoint through the seawall policies:
+    /// the answer on stdout, progress and a JSON receipt on stderr.
+    Chat(seawall_cli::chat::ChatArgs),
     /// Run the chaos server (the same as the `seawall-chaos` binary).
     Chaos(seawall_chaos::cli::Args),
 }
@@ -39,6 +42,16 @@ struct ReplayArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The layers' own events (retries, fallbacks, breaker transitions,
+    // stream reports) on stderr when RUST_LOG asks for them, e.g.
+    // RUST_LOG=seawall=debug.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -49,6 +62,12 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         match cli.command {
             Command::Replay(args) => replay(args).await,
+            Command::Chat(args) => {
+                let status =
+                    seawall_cli::chat::run(args, &mut std::io::stdout(), &mut std::io::stderr())
+                        .await;
+                ExitCode::from(status)
+            }
             Command::Chaos(args) => match seawall_chaos::cli::serve(args).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {

@@ -1,0 +1,529 @@
+//! `seawall chat`: one prompt to any real endpoint, through the policies.
+//!
+//! stdout carries exactly the answer text as it is delivered (incrementally
+//! with `--stream`); stderr carries progress lines and, last, one JSON
+//! receipt. The exit status says whether the answer is complete:
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 0 | a complete answer |
+//! | 1 | a failure before any content (the receipt says which) |
+//! | 2 | bad arguments |
+//! | 3 | interrupted after content: the receipt carries `delivered_chars` |
+//! | 4 | delivered but not complete: cut by `length`/`max_tokens`, refused or filtered |
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Uri};
+use http_body::Body;
+use http_body_util::Full;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use seawall::classify::ClassifyLayer;
+use seawall::core::provider::Provider;
+use seawall::core::replay::ReplayBody;
+use seawall::core::{BoxError, Failure, FinishKind, Receipt, RouteId};
+use seawall::fallback::{FallbackLayer, ServedBy};
+use seawall::stack::Stack;
+use serde_json::json;
+use tower::{Service, ServiceExt};
+
+use crate::caller::{self, Delivery};
+
+/// The arguments of `seawall chat`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ChatArgs {
+    /// The provider's wire format: openai, anthropic or gemini.
+    #[arg(long, value_parser = parse_provider)]
+    pub provider: Provider,
+    /// Scheme, host and port (and any path prefix) before `/v1`
+    /// (`/v1beta` for Gemini), e.g. https://api.openai.com.
+    #[arg(long, value_parser = parse_base_url)]
+    pub base_url: String,
+    /// The model.
+    #[arg(long)]
+    pub model: String,
+    /// A second route for one failover: its base URL.
+    #[arg(long, value_parser = parse_base_url, requires = "fallback_model")]
+    pub fallback_base_url: Option<String>,
+    /// The fallback route's model.
+    #[arg(long, requires = "fallback_base_url")]
+    pub fallback_model: Option<String>,
+    /// The fallback route's wire format (default: the primary's).
+    #[arg(long, value_parser = parse_provider)]
+    pub fallback_provider: Option<Provider>,
+    /// Stream the answer.
+    #[arg(long)]
+    pub stream: bool,
+    /// The operation's deadline (e.g. 30s, 500ms, 2m).
+    #[arg(long, value_parser = parse_duration)]
+    pub deadline: Option<Duration>,
+    /// The bound on one attempt.
+    #[arg(long, value_parser = parse_duration)]
+    pub attempt_timeout: Option<Duration>,
+    /// The preset: interactive, batch or reasoning.
+    #[arg(long, default_value = "interactive", value_parser = ["interactive", "batch", "reasoning"])]
+    pub preset: String,
+    /// The environment variable holding the API key (default:
+    /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// The prompt.
+    pub prompt: String,
+}
+
+fn parse_provider(text: &str) -> Result<Provider, String> {
+    match text {
+        "openai" => Ok(Provider::OpenAi),
+        "anthropic" => Ok(Provider::Anthropic),
+        "gemini" => Ok(Provider::Gemini),
+        other => Err(format!(
+            "unknown provider `{other}` (openai, anthropic or gemini)"
+        )),
+    }
+}
+
+fn parse_base_url(text: &str) -> Result<String, String> {
+    let uri: Uri = text.parse().map_err(|e| format!("not a URL: {e}"))?;
+    match (uri.scheme_str(), uri.authority()) {
+        (Some("http" | "https"), Some(_)) => Ok(text.trim_end_matches('/').to_owned()),
+        _ => Err("expected an http:// or https:// URL with a host".to_owned()),
+    }
+}
+
+/// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (e.g. 30s, 500ms, 2m)"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("`{text}`: unknown unit `{unit}` (ms, s, m, h)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is out of range"))
+}
+
+/// One route: where, in which wire format, with which model and key.
+#[derive(Debug, Clone)]
+struct Route {
+    provider: Provider,
+    base_url: String,
+    model: String,
+    api_key: Option<String>,
+}
+
+impl Route {
+    /// The provider request for `prompt` on this route.
+    fn request(&self, prompt: &str, stream: bool) -> Result<http::Request<Full<Bytes>>, BoxError> {
+        let (path, body) = match self.provider {
+            Provider::Anthropic => (
+                "/v1/messages".to_owned(),
+                json!({"model": self.model, "max_tokens": 1024, "stream": stream,
+                       "messages": [{"role": "user", "content": prompt}]}),
+            ),
+            Provider::Gemini => (
+                format!(
+                    "/v1beta/models/{}:{}",
+                    self.model,
+                    if stream {
+                        "streamGenerateContent?alt=sse"
+                    } else {
+                        "generateContent"
+                    }
+                ),
+                json!({"contents": [{"role": "user", "parts": [{"text": prompt}]}]}),
+            ),
+            _ => (
+                "/v1/chat/completions".to_owned(),
+                json!({"model": self.model, "stream": stream,
+                       "messages": [{"role": "user", "content": prompt}]}),
+            ),
+        };
+        // A base URL that already ends in the version keeps it once.
+        let base = self
+            .base_url
+            .strip_suffix("/v1beta")
+            .or_else(|| self.base_url.strip_suffix("/v1"))
+            .unwrap_or(&self.base_url);
+        let mut builder =
+            http::Request::post(format!("{base}{path}")).header("content-type", "application/json");
+        if let Some(key) = &self.api_key {
+            let (name, value) = match self.provider {
+                Provider::Anthropic => ("x-api-key", key.clone()),
+                Provider::Gemini => ("x-goog-api-key", key.clone()),
+                _ => ("authorization", format!("Bearer {key}")),
+            };
+            builder = builder.header(
+                HeaderName::from_static(name),
+                HeaderValue::from_str(&value)?,
+            );
+        }
+        if self.provider == Provider::Anthropic {
+            builder = builder.header("anthropic-version", "2023-06-01");
+        }
+        Ok(builder.body(Full::new(Bytes::from(body.to_string())))?)
+    }
+
+    fn classify(&self) -> ClassifyLayer {
+        match self.provider {
+            Provider::Anthropic => ClassifyLayer::anthropic(),
+            Provider::Gemini => ClassifyLayer::gemini(),
+            _ => ClassifyLayer::openai(),
+        }
+    }
+}
+
+fn api_key(provider: Provider, explicit: Option<&str>) -> Result<Option<String>, String> {
+    let default = match provider {
+        Provider::Anthropic => "ANTHROPIC_API_KEY",
+        Provider::Gemini => "GEMINI_API_KEY",
+        _ => "OPENAI_API_KEY",
+    };
+    match explicit {
+        Some(name) => std::env::var(name)
+            .map(Some)
+            .map_err(|_| format!("--api-key-env {name}: the variable is not set")),
+        // No key for a local server is fine; a real provider answers 401.
+        None => Ok(std::env::var(default).ok()),
+    }
+}
+
+type Https = HttpsConnector<HttpConnector>;
+
+fn connector() -> Result<Https, String> {
+    let builder = hyper_rustls::HttpsConnectorBuilder::new();
+    let builder = match builder.with_native_roots() {
+        Ok(native) => native,
+        Err(_) => hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots(),
+    };
+    Ok(builder.https_or_http().enable_http1().build())
+}
+
+/// Runs `seawall chat`, writing the answer to `out` and progress and the
+/// receipt to `log`. Returns the exit status.
+pub async fn run(
+    args: ChatArgs,
+    out: &mut (impl Write + Send),
+    log: &mut (impl Write + Send),
+) -> u8 {
+    let primary = match api_key(args.provider, args.api_key_env.as_deref()) {
+        Ok(api_key) => Route {
+            provider: args.provider,
+            base_url: args.base_url.clone(),
+            model: args.model.clone(),
+            api_key,
+        },
+        Err(message) => {
+            let _ = writeln!(log, "seawall chat: {message}");
+            return 2;
+        }
+    };
+    let fallback = match (&args.fallback_base_url, &args.fallback_model) {
+        (Some(base_url), Some(model)) => {
+            let provider = args.fallback_provider.unwrap_or(args.provider);
+            let api_key = api_key(provider, None).unwrap_or(None);
+            Some(Route {
+                provider,
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key,
+            })
+        }
+        _ => None,
+    };
+    let mut stack = match args.preset.as_str() {
+        "batch" => Stack::batch(),
+        "reasoning" => Stack::reasoning(),
+        _ => Stack::interactive(),
+    };
+    if let Some(deadline) = args.deadline {
+        stack = stack.total_deadline(deadline);
+    }
+    if let Some(attempt) = args.attempt_timeout {
+        stack = stack.attempt_timeout(attempt);
+    }
+    let connector = match connector() {
+        Ok(connector) => connector,
+        Err(message) => {
+            let _ = writeln!(log, "seawall chat: {message}");
+            return 1;
+        }
+    };
+    let request = match primary.request(&args.prompt, args.stream) {
+        Ok(request) => request,
+        Err(err) => {
+            let _ = writeln!(log, "seawall chat: cannot build the request: {err}");
+            return 2;
+        }
+    };
+    let _ = writeln!(
+        log,
+        "seawall: {} {} ({}{}, {} preset)",
+        request.method(),
+        request.uri(),
+        primary.provider.as_str(),
+        if args.stream { ", streaming" } else { "" },
+        args.preset
+    );
+    let started = Instant::now();
+    let classify = primary.classify();
+    let session = Session {
+        provider: primary.provider,
+        stream: args.stream,
+        started,
+    };
+    match fallback {
+        None => {
+            let client = Client::builder(TokioExecutor::new()).build(connector);
+            session
+                .drive(stack.build(&classify, client), request, out, log)
+                .await
+        }
+        Some(fallback) => {
+            let _ = writeln!(
+                log,
+                "seawall: fallback route {} ({})",
+                fallback.base_url,
+                fallback.provider.as_str()
+            );
+            let prompt = args.prompt.clone();
+            let stream = args.stream;
+            let to_fallback = fallback.clone();
+            if let Err(err) = fallback.request(&args.prompt, args.stream) {
+                let _ = writeln!(
+                    log,
+                    "seawall chat: cannot build the fallback request: {err}"
+                );
+                return 2;
+            }
+            // The fallback speaks its own wire format: its request is built
+            // anew from the prompt, not reshaped from the primary's body —
+            // outside its attempt layers, so the guard and the classifier
+            // see the request the fallback really receives.
+            let attempt = stack.attempt(
+                &fallback.classify(),
+                Client::builder(TokioExecutor::new()).build(connector.clone()),
+            );
+            let fallback_service = tower::ServiceBuilder::new()
+                .map_request(move |_: http::Request<ReplayBody<Full<Bytes>>>| {
+                    to_fallback
+                        .request(&prompt, stream)
+                        .expect("the fallback request was built once before")
+                })
+                .service(attempt);
+            let layer = FallbackLayer::new(fallback_service)
+                .route(RouteId::new(format!("fallback:{}", fallback.base_url)));
+            let client = Client::builder(TokioExecutor::new()).build(connector);
+            let service = stack.build_with_fallback(&classify, client, layer);
+            // The answer is read in the fallback's format if it served.
+            let session = Session {
+                provider: primary.provider,
+                ..session
+            };
+            session
+                .with_fallback_provider(fallback.provider)
+                .drive(service, request, out, log)
+                .await
+        }
+    }
+}
+
+/// One chat operation's constants.
+#[derive(Debug, Clone, Copy)]
+struct Session {
+    provider: Provider,
+    stream: bool,
+    started: Instant,
+}
+
+/// A session that knows how to read a fallback's answer.
+struct WithFallback {
+    session: Session,
+    fallback_provider: Provider,
+}
+
+impl Session {
+    fn with_fallback_provider(self, fallback_provider: Provider) -> WithFallback {
+        WithFallback {
+            session: self,
+            fallback_provider,
+        }
+    }
+
+    async fn drive<S, B>(
+        self,
+        service: S,
+        request: http::Request<Full<Bytes>>,
+        out: &mut (impl Write + Send),
+        log: &mut (impl Write + Send),
+    ) -> u8
+    where
+        S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        drive(self, None, service, request, out, log).await
+    }
+}
+
+impl WithFallback {
+    async fn drive<S, B>(
+        self,
+        service: S,
+        request: http::Request<Full<Bytes>>,
+        out: &mut (impl Write + Send),
+        log: &mut (impl Write + Send),
+    ) -> u8
+    where
+        S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        drive(
+            self.session,
+            Some(self.fallback_provider),
+            service,
+            request,
+            out,
+            log,
+        )
+        .await
+    }
+}
+
+async fn drive<S, B>(
+    session: Session,
+    fallback_provider: Option<Provider>,
+    service: S,
+    request: http::Request<Full<Bytes>>,
+    out: &mut (impl Write + Send),
+    log: &mut (impl Write + Send),
+) -> u8
+where
+    S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let response = match service.oneshot(request).await {
+        Ok(response) => response,
+        Err(err) => {
+            let failure = Failure::find(&*err);
+            let _ = writeln!(log, "seawall chat: {err}");
+            let receipt = failure.and_then(Failure::receipt);
+            let line = receipt_json(
+                &session,
+                Outcome::Failed(failure),
+                receipt,
+                &Delivery::default(),
+            );
+            let _ = writeln!(log, "{line}");
+            return 1;
+        }
+    };
+    let served_by_fallback = response
+        .extensions()
+        .get::<ServedBy>()
+        .is_some_and(|s| s.fallback);
+    let receipt = response.extensions().get::<Receipt>().cloned();
+    let provider = match fallback_provider {
+        Some(fallback) if served_by_fallback => fallback,
+        _ => session.provider,
+    };
+    if served_by_fallback {
+        let _ = writeln!(log, "seawall: the fallback route served this answer");
+    }
+    let delivery = if session.stream {
+        caller::read_stream(None, response.into_body(), provider, None, |text| {
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        })
+        .await
+    } else {
+        let delivery = caller::read_unary(response.into_body(), provider).await;
+        let _ = out.write_all(delivery.text.as_bytes());
+        delivery
+    };
+    let _ = writeln!(out);
+    let _ = out.flush();
+    if let Some(err) = &delivery.error {
+        let failure = Failure::find(&**err);
+        let _ = writeln!(log, "seawall chat: interrupted after content: {err}");
+        let line = receipt_json(
+            &session,
+            Outcome::Interrupted(failure),
+            receipt.as_ref(),
+            &delivery,
+        );
+        let _ = writeln!(log, "{line}");
+        return 3;
+    }
+    let complete = delivery.finish.as_deref().is_none_or(|reason| {
+        let kind = match provider {
+            Provider::Anthropic => FinishKind::anthropic(reason),
+            Provider::Gemini => FinishKind::gemini(reason),
+            _ => FinishKind::openai(reason),
+        };
+        kind.completes_task()
+    });
+    let line = receipt_json(&session, Outcome::Delivered, receipt.as_ref(), &delivery);
+    let _ = writeln!(log, "{line}");
+    if complete {
+        0
+    } else {
+        let _ = writeln!(
+            log,
+            "seawall chat: the answer is not complete (finish reason {:?})",
+            delivery.finish
+        );
+        4
+    }
+}
+
+enum Outcome<'a> {
+    Delivered,
+    Failed(Option<&'a Failure>),
+    Interrupted(Option<&'a Failure>),
+}
+
+fn receipt_json(
+    session: &Session,
+    outcome: Outcome<'_>,
+    receipt: Option<&Receipt>,
+    delivery: &Delivery,
+) -> String {
+    let failure = match outcome {
+        Outcome::Delivered => None,
+        Outcome::Failed(failure) | Outcome::Interrupted(failure) => failure,
+    };
+    let receipt = failure.and_then(Failure::receipt).or(receipt);
+    let mut line = json!({
+        "outcome": if matches!(outcome, Outcome::Delivered) { "ok" } else { "error" },
+        "class": failure.map(|f| f.class().as_str()),
+        "code": match outcome {
+            Outcome::Delivered => None,
+            _ => Some(failure.map_or("unclassified", |f| f.code().as_str())),
+        },
+        "attempts": receipt.map_or(1, |r| r.attempts.len()),
+        "routes": receipt.map(|r| r.routes().iter().map(|route| route.to_string()).collect::<Vec<_>>()).unwrap_or_default(),
+        "fallback": receipt.is_some_and(|r| r.fallback),
+        "finish_reason": delivery.finish,
+        "content_events": delivery.content_events,
+        "elapsed_ms": u64::try_from(session.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    });
+    if let Outcome::Interrupted(_) = outcome {
+        line["delivered_chars"] = json!(delivery.text.chars().count());
+    }
+    line.to_string()
+}

@@ -1,0 +1,176 @@
+//! `seawall chat` against a real chaos server: what reaches stdout, the
+//! receipt on stderr, and the exit status.
+
+use clap::Parser;
+use seawall_chaos::{ChaosServer, Fault};
+use seawall_cli::chat::{ChatArgs, run};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: ChatArgs,
+}
+
+async fn chat(args: &[&str]) -> (u8, String, String) {
+    let cli = Cli::try_parse_from(std::iter::once("chat").chain(args.iter().copied()))
+        .expect("valid flags");
+    let (mut out, mut log) = (Vec::new(), Vec::new());
+    let status = run(cli.args, &mut out, &mut log).await;
+    (
+        status,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(log).unwrap(),
+    )
+}
+
+fn receipt(log: &str) -> serde_json::Value {
+    serde_json::from_str(log.lines().last().expect("a receipt line"))
+        .expect("the last line is JSON")
+}
+
+#[tokio::test]
+async fn a_complete_stream_is_exactly_the_answer_on_stdout() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let base = chaos.base_url();
+    let (status, out, log) = chat(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+        "--stream",
+        "hi",
+    ])
+    .await;
+    assert_eq!(status, 0);
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+    let receipt = receipt(&log);
+    assert_eq!(receipt["outcome"], "ok");
+    assert_eq!(receipt["code"], serde_json::Value::Null);
+    assert_eq!(receipt["attempts"], 1);
+    assert_eq!(receipt["content_events"], 8);
+    assert_eq!(receipt["finish_reason"], "stop");
+}
+
+#[tokio::test]
+async fn an_interruption_after_content_exits_non_zero_with_what_was_delivered() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    chaos
+        .script(
+            "anthropic",
+            vec!["reset_after;tokens=3".parse::<Fault>().unwrap()],
+        )
+        .unwrap();
+    let base = chaos.base_url();
+    let (status, out, log) = chat(&[
+        "--provider",
+        "anthropic",
+        "--base-url",
+        &base,
+        "--model",
+        "c",
+        "--stream",
+        "hi",
+    ])
+    .await;
+    assert_eq!(status, 3);
+    assert_eq!(out, "w1 w2 w3\n");
+    let receipt = receipt(&log);
+    assert_eq!(receipt["code"], "stream_interrupted");
+    assert_eq!(receipt["delivered_chars"], 8);
+    assert_eq!(chaos.journal().len(), 1, "never replayed");
+}
+
+#[tokio::test]
+async fn a_silent_primary_fails_over_to_another_provider() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let hang = || "hang_after_headers".parse::<Fault>().unwrap();
+    chaos
+        .script("openai", vec![hang(), hang(), hang()])
+        .unwrap();
+    let base = chaos.base_url();
+    let fallback = base.replace("127.0.0.1", "localhost");
+    let (status, out, log) = chat(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--model",
+        "gpt-x",
+        "--stream",
+        "--attempt-timeout",
+        "300ms",
+        "--deadline",
+        "10s",
+        "--fallback-base-url",
+        &fallback,
+        "--fallback-model",
+        "claude-x",
+        "--fallback-provider",
+        "anthropic",
+        "hi",
+    ])
+    .await;
+    assert_eq!(status, 0, "{log}");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+    let receipt = receipt(&log);
+    assert_eq!(receipt["fallback"], true);
+    // Two zero-byte timeouts promote the ladder to failover: not a third.
+    assert_eq!(receipt["attempts"], 3);
+    let paths: Vec<_> = chaos.journal().into_iter().map(|e| e.path).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/chat/completions",
+            "/v1/chat/completions",
+            "/v1/messages"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_endpoint_is_one_clear_line_and_a_receipt() {
+    let (status, out, log) = chat(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:1",
+        "--model",
+        "m",
+        "--deadline",
+        "3s",
+        "hi",
+    ])
+    .await;
+    assert_eq!(status, 1);
+    assert_eq!(out, "");
+    let lines: Vec<_> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(lines[1].starts_with("seawall chat: transport"), "{log}");
+    assert_eq!(receipt(&log)["code"], "transport");
+}
+
+#[test]
+fn bad_flags_are_one_clear_line_not_a_backtrace() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_seawall"))
+        .args([
+            "chat",
+            "--provider",
+            "openai",
+            "--base-url",
+            "ftp://x",
+            "--model",
+            "m",
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("expected an http:// or https:// URL"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"));
+}
