@@ -82,6 +82,10 @@ codes! {
     IdleTimeout => "idle_timeout", Transient;
     /// Connect refused, reset, broken pipe, protocol error.
     Transport => "transport", Transient;
+    /// The body broke its own format: an event-stream line or event past
+    /// its cap, more than the hold cap before any content. Bounded memory
+    /// ends the read; the same route may well answer properly next time.
+    ProtocolViolation => "protocol_violation", Transient;
     /// The caller went away: nobody is waiting for the answer.
     Cancelled => "cancelled", Permanent;
     /// A breaker refused the call without trying the route.

@@ -61,7 +61,7 @@ async fn endless_line_before_content_fails_at_the_cap() {
     let endless = Repeat::new("data: ", Bytes::from(vec![b'a'; 64 * KIB]), u64::MAX, "");
     let layer = StreamGuardLayer::interactive().max_event_bytes(MIB);
     let failure = failure_of(call(layer, CHAT, endless).await);
-    assert_eq!(failure.code(), Code::Transport);
+    assert_eq!(failure.code(), Code::ProtocolViolation);
     assert!(failure.message().unwrap().starts_with("sse_line_too_long"));
     assert_eq!(failure.action(), Action::Retry);
     let bytes = failure.evidence().bytes as usize;
@@ -103,7 +103,7 @@ async fn endless_pings_before_content_stop_at_the_hold_cap() {
     let endless = Repeat::new("", pings, u64::MAX, "");
     let layer = StreamGuardLayer::interactive().max_held_bytes(MIB);
     let failure = failure_of(call(layer, CHAT, endless).await);
-    assert_eq!(failure.code(), Code::Transport);
+    assert_eq!(failure.code(), Code::ProtocolViolation);
     assert!(failure.message().unwrap().starts_with("sse_hold_too_large"));
     assert!(failure.evidence().bytes as usize <= MIB + 4 * KIB);
 }

@@ -352,16 +352,14 @@ impl Track {
                 let message = format!("{} bound of {bound:?} passed", gap_name(gap));
                 (Failure::new(code).with_message(&message), ClosedBy::Us)
             }
-            // TODO(core): a `protocol_violation` code for streams that break
-            // the event-stream format; `transport` (with the stable name in
-            // the message) until core has one.
+            // The stable name of what broke leads the message.
             Cause::Scan(error) => (
-                Failure::new(after(content, Code::Transport))
+                Failure::new(after(content, Code::ProtocolViolation))
                     .with_message(&format!("{}: {error}", error.as_str())),
                 ClosedBy::Us,
             ),
             Cause::HoldTooLarge => (
-                Failure::new(Code::Transport).with_message(&format!(
+                Failure::new(Code::ProtocolViolation).with_message(&format!(
                     "sse_hold_too_large: more than {} bytes before the first content event",
                     config.max_held
                 )),
