@@ -21,7 +21,14 @@ const CI: &[Step] = &[
     Step {
         name: "clippy",
         program: "cargo",
-        args: &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+        args: &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
         env: &[],
     },
     Step {
@@ -51,7 +58,12 @@ fn main() -> ExitCode {
 
 fn run(steps: &[Step]) -> ExitCode {
     for step in steps {
-        eprintln!("xtask: {} ({} {})", step.name, step.program, step.args.join(" "));
+        eprintln!(
+            "xtask: {} ({} {})",
+            step.name,
+            step.program,
+            step.args.join(" ")
+        );
         let status = Command::new(step.program)
             .args(step.args)
             .envs(step.env.iter().copied())

@@ -2,7 +2,7 @@
 //! and prints what each one means.
 //!
 //! ```text
-//! cargo run -p seawall-classify --example classify
+//! cargo run --example classify
 //! ```
 
 use std::convert::Infallible;
@@ -11,8 +11,8 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
-use seawall_classify::ClassifyLayer;
-use seawall_core::{Failure, Finish};
+use seawall::classify::ClassifyLayer;
+use seawall::core::{Failure, Finish};
 use tower::{Layer, ServiceExt, service_fn};
 
 struct Canned {
