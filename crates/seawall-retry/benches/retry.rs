@@ -131,6 +131,16 @@ fn main() {
         RetryBudgetLayer::new(RetryPolicy::interactive(), Budget::grpc(10, 0.1))
             .layer(service_fn(ok::<ReplayBody<Full<Bytes>>>)),
     );
+    let tower_timeout_allocs = allocations_per_call(
+        &runtime,
+        ServiceBuilder::new()
+            .timeout(Duration::from_secs(30))
+            .service(bare()),
+    );
+    let tower_retry_allocs = allocations_per_call(
+        &runtime,
+        ServiceBuilder::new().retry(Attempts(3)).service(bare()),
+    );
     println!("allocations per call: bare upstream {bare_allocs:.2}");
     println!(
         "allocations per call: seawall deadline+retry {seawall_allocs:.2} (+{:.2} over bare)",
@@ -144,6 +154,11 @@ fn main() {
     println!(
         "allocations per call: tower timeout+retry {tower_allocs:.2} (+{:.2} over bare)",
         tower_allocs - bare_allocs
+    );
+    println!(
+        "allocations per call: of which timeout alone +{:.2}, retry alone +{:.2}",
+        tower_timeout_allocs - bare_allocs,
+        tower_retry_allocs - bare_allocs
     );
 
     let mut criterion = Criterion::default().configure_from_args();

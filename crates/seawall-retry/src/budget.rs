@@ -176,9 +176,11 @@ impl fmt::Debug for Budget {
 const MILLI: u64 = 1000;
 
 fn add_capped(tokens: &AtomicU64, amount: u64, max: u64) {
-    // The closure always returns `Some`: the update cannot fail.
+    // A full bucket is left unwritten (`None` ends the update): the success
+    // path of a healthy service then only reads the shared cache line.
     let _ = tokens.fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
-        Some(t.saturating_add(amount).min(max))
+        let next = t.saturating_add(amount).min(max);
+        (next != t).then_some(next)
     });
 }
 

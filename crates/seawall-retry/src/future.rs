@@ -15,6 +15,7 @@ use tower_service::Service;
 
 use crate::budget::Grant;
 use crate::layer::Shared;
+use crate::service::OuterLadder;
 
 pin_project! {
     /// The response future of [`RetryBudget`](crate::RetryBudget): a state
@@ -51,7 +52,8 @@ pub(crate) struct Ladder<S, B> {
     shared: Arc<Shared>,
     /// `None` when no retry is possible at all (`max_attempts` is 1).
     again: Option<Again<S, B>>,
-    next_request: Option<Request<ReplayBody<B>>>,
+    /// The body of the next attempt, once a retry is decided.
+    next_body: Option<ReplayBody<B>>,
     route: RouteId,
     deadline: Option<Deadline>,
     /// The attempt in flight, from 1.
@@ -146,7 +148,7 @@ impl<S, B> Ladder<S, B> {
         Ladder {
             shared,
             again,
-            next_request: None,
+            next_body: None,
             route,
             deadline,
             attempt: 1,
@@ -161,6 +163,9 @@ impl<S, B> Ladder<S, B> {
 
     fn succeeded<ResB>(&mut self, response: &mut Response<ResB>) {
         self.shared.budget.succeeded(self.grant);
+        // Most operations succeed at once: a receipt of one attempt needs
+        // room for one, not a `Vec`'s default four.
+        self.receipt.attempts.reserve_exact(1);
         self.receipt
             .push(Attempt::new(self.route.clone(), None, self.slept));
         self.receipt.stop = Some(StopReason::Succeeded);
@@ -241,10 +246,7 @@ impl<S, B> Ladder<S, B> {
             return Err(StopReason::NotRetryable);
         }
         let blocker = self.next_attempt(failure, route);
-        let timeout = matches!(
-            failure.code(),
-            Code::Timeout | Code::FirstByteTimeout | Code::IdleTimeout
-        );
+        let timeout = failure.code().is_timeout();
         // The budget hears of every retryable failure (gRPC counts them
         // all), but grants only a retry the ladder would make.
         let grant = self.shared.budget.failed(timeout, blocker.is_ok());
@@ -255,7 +257,7 @@ impl<S, B> Ladder<S, B> {
                 Ok(delay)
             }
             None => {
-                self.next_request = None;
+                self.next_body = None;
                 Err(StopReason::Budget)
             }
         }
@@ -306,7 +308,7 @@ impl<S, B> Ladder<S, B> {
                 _ => return Err(StopReason::Deadline),
             }
         }
-        self.next_request = Some(clone_head(&again.template, body));
+        self.next_body = Some(body);
         Ok(delay)
     }
 
@@ -321,10 +323,9 @@ impl<S, B> Ladder<S, B> {
             .as_mut()
             .expect("only a ladder that can retry waits for readiness");
         ready!(again.service.poll_ready(cx)).map_err(Into::into)?;
-        let request = self
-            .next_request
-            .take()
-            .expect("a retry prepared its request");
+        let body = self.next_body.take().expect("a retry prepared its body");
+        let mut request = clone_head(&again.template, body);
+        request.extensions_mut().insert(OuterLadder);
         self.attempt += 1;
         self.attempt_started = self.deadline.map(|_| Instant::now());
         Poll::Ready(Ok(again.service.call(request)))

@@ -6,7 +6,7 @@ use http::{HeaderValue, Request, Response};
 use http_body::Body;
 use rand::Rng;
 use seawall_core::replay::{ReplayBody, clone_head};
-use seawall_core::{BoxError, Deadline, RouteId};
+use seawall_core::{BoxError, Deadline};
 use tower_service::Service;
 
 use crate::future::{Again, Ladder, ResponseFuture};
@@ -22,7 +22,7 @@ pub struct RetryBudget<S> {
 /// Marks a request as owned by a ladder, so an inner ladder does not retry
 /// it again.
 #[derive(Debug, Clone, Copy)]
-struct OuterLadder;
+pub(crate) struct OuterLadder;
 
 impl<S> RetryBudget<S> {
     pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
@@ -60,7 +60,6 @@ where
             warn_nested_once();
             return ResponseFuture::single(self.inner.call(request.map(ReplayBody::once)));
         }
-        request.extensions_mut().insert(OuterLadder);
         if let Some(name) = &policy.idempotency_key
             && !request.headers().contains_key(name)
         {
@@ -69,19 +68,23 @@ where
                 .expect("hex digits are a valid header value");
             request.headers_mut().insert(name.clone(), value);
         }
-        let route = RouteId::of_request(&request);
+        let route = self.shared.route_of(&request);
         let deadline = Deadline::of(&request);
         self.shared.budget.start();
-        let (first, again) = if policy.max_attempts > 1 {
+        let (mut first, again) = if policy.max_attempts > 1 {
             let (parts, body) = request.into_parts();
             let body = ReplayBody::recorded(body, policy.max_replay_bytes);
             let template_body = body.replay().expect("a fresh recording replays");
             let first = Request::from_parts(parts, body);
+            // Copied before the mark goes in: a request whose extensions are
+            // empty then copies no map at all. Each retry is marked when it
+            // is made.
             let template = clone_head(&first, template_body);
             (first, Some(template))
         } else {
             (request.map(ReplayBody::once), None)
         };
+        first.extensions_mut().insert(OuterLadder);
         let future = self.inner.call(first);
         let again = again.map(|template| Again {
             service: self.inner.clone(),
