@@ -1,0 +1,508 @@
+//! What the loopback suites share: a real seawall-chaos server, the
+//! assembled stack with short bounds, the request an application sends, and
+//! a caller that reads the answer the way an application does.
+//!
+//! Every figure a test asserts comes from one of two places: the chaos
+//! server's journal (what reached the provider) or what the caller read
+//! (what reached the user).
+#![allow(dead_code)] // each test file uses its own part of this module
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::HeaderValue;
+use http_body::Body;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use seawall::classify::ClassifyLayer;
+use seawall::core::provider::Provider;
+use seawall::core::replay::ReplayBody;
+use seawall::core::{BoxError, Failure, Finish, Receipt, RouteId};
+use seawall::fallback::{FallbackLayer, ServedBy};
+use seawall::retry::{Backoff, Budget, RetryPolicy};
+use seawall::stack::Stack;
+use seawall::stream::protocol::Signal;
+use seawall::stream::sse::Scanner;
+use seawall::stream::{Protocol, StreamGuardLayer, StreamReport, StreamReportHandle};
+use seawall_chaos::{ChaosHandle, ChaosServer, Fault, JournalEntry, Outcome};
+use serde_json::Value;
+use tower::{Service, ServiceExt};
+
+/// Tags every request of one operation in the journal.
+pub const REQUEST_ID: &str = "x-chaos-request-id";
+/// Selects the fault of every attempt that no script overrides.
+pub const FAULT: &str = "x-chaos-fault";
+
+/// The stream guard's first-byte bound in every suite.
+pub const FIRST_BYTE: Duration = Duration::from_millis(200);
+/// The stream guard's first-content bound.
+pub const FIRST_CONTENT: Duration = Duration::from_millis(400);
+/// The stream guard's idle bound.
+pub const IDLE: Duration = Duration::from_millis(300);
+/// The per-attempt bound.
+pub const ATTEMPT: Duration = Duration::from_millis(1500);
+/// The operation's deadline.
+pub const TOTAL: Duration = Duration::from_secs(5);
+
+/// The request the fallback route receives.
+pub type FallbackRequest = http::Request<ReplayBody<Full<Bytes>>>;
+
+/// The fallback route: one attempt, no ladder of its own.
+pub type FallbackAttempt = seawall::stack::Attempt<
+    Client<HttpConnector, ReplayBody<Full<Bytes>>>,
+    seawall::classify::ProviderClassifier,
+>;
+
+/// A fresh client (its own connection pool), for any request body.
+pub fn client<B>() -> Client<HttpConnector, B>
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+{
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// A chaos server on a free loopback port.
+pub async fn chaos() -> ChaosHandle {
+    ChaosServer::builder()
+        .start()
+        .await
+        .expect("chaos starts on loopback")
+}
+
+/// The interactive preset with every bound short, so a suite runs in
+/// seconds: first byte 200 ms, first content 400 ms, idle 300 ms, attempt
+/// 1.5 s, operation 5 s, backoff 5–20 ms, no retry budget limit.
+pub fn short_stack() -> Stack {
+    Stack::interactive()
+        .total_deadline(TOTAL)
+        .attempt_timeout(ATTEMPT)
+        .retry_policy(
+            RetryPolicy::interactive()
+                .backoff(Backoff::exponential(
+                    Duration::from_millis(5),
+                    Duration::from_millis(20),
+                ))
+                .min_attempt_time(Duration::from_millis(100)),
+        )
+        .budget(Budget::unlimited())
+        .stream_guard(
+            StreamGuardLayer::interactive()
+                .first_byte_timeout(FIRST_BYTE)
+                .first_content_timeout(FIRST_CONTENT)
+                .idle_timeout(IDLE),
+        )
+}
+
+/// The provider's classifier.
+pub fn classify(provider: Provider) -> ClassifyLayer {
+    match provider {
+        Provider::Anthropic => ClassifyLayer::anthropic(),
+        Provider::Gemini => ClassifyLayer::gemini(),
+        _ => ClassifyLayer::openai(),
+    }
+}
+
+/// The chaos route name of a provider (for scripts).
+pub fn route_name(provider: Provider) -> &'static str {
+    match provider {
+        Provider::Anthropic => "anthropic",
+        Provider::Gemini => "gemini",
+        _ => "openai",
+    }
+}
+
+/// The route the fallback is tracked as, in receipts and the breaker.
+pub fn fallback_route() -> RouteId {
+    RouteId::new("fallback")
+}
+
+/// What an application asks.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// Whose wire format.
+    pub provider: Provider,
+    /// A streamed request?
+    pub stream: bool,
+    /// Tags the rows of this operation in the journal.
+    pub id: String,
+    /// The `x-chaos-fault` header (every attempt no script overrides).
+    pub fault: Option<String>,
+    /// The caller drops the body after this many content events.
+    pub stop_after: Option<u64>,
+}
+
+/// The request an application sends to `base`.
+pub fn request(base: &str, ask: &Ask) -> http::Request<Full<Bytes>> {
+    let prompt = "Tell me the story of the seawall.";
+    let (uri, body) = match (ask.provider, ask.stream) {
+        (Provider::Anthropic, stream) => (
+            format!("{base}/v1/messages"),
+            serde_json::json!({
+                "model": "claude-x", "max_tokens": 1024, "stream": stream,
+                "messages": [{"role": "user", "content": prompt}],
+            }),
+        ),
+        (Provider::Gemini, stream) => (
+            if stream {
+                format!("{base}/v1beta/models/gemini-x:streamGenerateContent?alt=sse")
+            } else {
+                format!("{base}/v1beta/models/gemini-x:generateContent")
+            },
+            serde_json::json!({"contents": [{"role": "user", "parts": [{"text": prompt}]}]}),
+        ),
+        (_, stream) => (
+            format!("{base}/v1/chat/completions"),
+            serde_json::json!({
+                "model": "gpt-x", "stream": stream,
+                "messages": [{"role": "user", "content": prompt}],
+            }),
+        ),
+    };
+    let mut builder = http::Request::post(uri)
+        .header("content-type", "application/json")
+        .header(REQUEST_ID, ask.id.as_str());
+    if let Some(fault) = &ask.fault {
+        builder = builder.header(FAULT, fault.as_str());
+    }
+    builder
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("a valid request")
+}
+
+/// A fallback to another chaos server: the same request, healthy (the fault
+/// header removed), sent to `fallback_base`, tracked as route `fallback`.
+pub fn fallback_to(
+    stack: &Stack,
+    provider: Provider,
+    fallback_base: &str,
+) -> FallbackLayer<FallbackAttempt, impl Fn(&mut FallbackRequest) + Clone + Send + Sync + 'static> {
+    let authority: http::uri::Authority = fallback_base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("a loopback authority");
+    FallbackLayer::new(stack.attempt(&classify(provider), client()))
+        .route(fallback_route())
+        .rewrite(move |req: &mut FallbackRequest| {
+            req.headers_mut().remove(FAULT);
+            let mut parts = req.uri().clone().into_parts();
+            parts.authority = Some(authority.clone());
+            *req.uri_mut() = http::Uri::from_parts(parts).expect("same URI, other authority");
+            if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
+                req.headers_mut().insert(http::header::HOST, host);
+            }
+        })
+}
+
+/// How an operation ended for the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// The body ended cleanly.
+    Ok,
+    /// The call failed before any content (the response future's error).
+    FailedBeforeContent,
+    /// The body failed after content reached the caller.
+    FailedAfterContent,
+    /// The caller stopped reading on purpose.
+    Cancelled,
+    /// A 2xx body the caller could not read as the provider's answer.
+    Undecodable,
+}
+
+/// Everything the caller saw of one operation.
+#[derive(Debug)]
+pub struct Seen {
+    /// How it ended.
+    pub ending: Ending,
+    /// The classified failure, when it failed.
+    pub failure: Option<Failure>,
+    /// An error that is not a seawall `Failure` (never expected).
+    pub unclassified: Option<String>,
+    /// The receipt: the response's on success, the failure's on error.
+    pub receipt: Option<Receipt>,
+    /// Who served the response, when one came.
+    pub served_by: Option<ServedBy>,
+    /// The text the caller was shown.
+    pub text: String,
+    /// Content events read (streams), 1 for a unary answer with text.
+    pub content_events: u64,
+    /// The finish reason the caller read on the wire.
+    pub finish: Option<String>,
+    /// The unary answer's finish as classified (response extensions).
+    pub classified_finish: Option<Finish>,
+    /// The stream guard's report, once the body ended.
+    pub report: Option<StreamReport>,
+}
+
+impl Seen {
+    fn delivered(ending: Ending, receipt: Option<Receipt>) -> Seen {
+        Seen {
+            ending,
+            failure: None,
+            unclassified: None,
+            receipt,
+            served_by: None,
+            text: String::new(),
+            content_events: 0,
+            finish: None,
+            classified_finish: None,
+            report: None,
+        }
+    }
+
+    fn failed(error: &BoxError, ending: Ending) -> Seen {
+        let failure = Failure::find(&**error).cloned();
+        let unclassified = failure.is_none().then(|| error.to_string());
+        Seen {
+            ending,
+            receipt: failure.as_ref().and_then(|f| f.receipt().cloned()),
+            failure,
+            unclassified,
+            served_by: None,
+            text: String::new(),
+            content_events: 0,
+            finish: None,
+            classified_finish: None,
+            report: None,
+        }
+    }
+}
+
+/// Sends `request` through `service` and reads the answer as an
+/// application does.
+pub async fn call<S, B>(service: S, request: http::Request<Full<Bytes>>, ask: &Ask) -> Seen
+where
+    S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let response = match service.oneshot(request).await {
+        Ok(response) => response,
+        Err(error) => return Seen::failed(&error, Ending::FailedBeforeContent),
+    };
+    let receipt = response.extensions().get::<Receipt>().cloned();
+    let served_by = response.extensions().get::<ServedBy>().cloned();
+    let classified_finish = response.extensions().get::<Finish>().cloned();
+    let report = response.extensions().get::<StreamReportHandle>().cloned();
+    let read = if ask.stream {
+        read_stream(response.into_body(), ask.provider, ask.stop_after).await
+    } else {
+        read_unary(response.into_body(), ask.provider).await
+    };
+    let mut seen = match &read.error {
+        Some(ReadError::Body(error)) => {
+            let mut seen = Seen::failed(error, Ending::FailedAfterContent);
+            // The ladder resolved at first content: its receipt is the response's.
+            seen.receipt = seen.receipt.or(receipt);
+            seen
+        }
+        Some(ReadError::Undecodable) => Seen::delivered(Ending::Undecodable, receipt),
+        None if read.cancelled => Seen::delivered(Ending::Cancelled, receipt),
+        None => Seen::delivered(Ending::Ok, receipt),
+    };
+    seen.served_by = served_by;
+    seen.text = read.text;
+    seen.content_events = read.content_events;
+    seen.finish = read.finish;
+    seen.classified_finish = classified_finish;
+    seen.report = report.and_then(|r| r.get().cloned());
+    seen
+}
+
+/// Why reading a body stopped early.
+#[derive(Debug)]
+enum ReadError {
+    /// The body failed.
+    Body(BoxError),
+    /// A 2xx unary body that is not the provider's JSON answer.
+    Undecodable,
+}
+
+/// What the caller read from a body.
+#[derive(Debug, Default)]
+struct Read {
+    text: String,
+    content_events: u64,
+    finish: Option<String>,
+    error: Option<ReadError>,
+    cancelled: bool,
+}
+
+fn protocol(provider: Provider) -> Protocol {
+    match provider {
+        Provider::OpenAi => Protocol::OpenAi,
+        Provider::Anthropic => Protocol::Anthropic,
+        Provider::Gemini => Protocol::Gemini,
+        _ => Protocol::Generic,
+    }
+}
+
+/// Reads an event stream delta by delta; stops (drops the body) after
+/// `stop_after` content events.
+async fn read_stream<B>(body: B, provider: Provider, stop_after: Option<u64>) -> Read
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut scanner = Scanner::default();
+    let mut decoder = protocol(provider).decoder();
+    let mut read = Read::default();
+    while read.error.is_none() {
+        if stop_after.is_some_and(|n| read.content_events >= n) {
+            read.cancelled = true;
+            break;
+        }
+        let data = match body.frame().await {
+            None => break,
+            Some(Err(error)) => {
+                read.error = Some(ReadError::Body(error.into()));
+                break;
+            }
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue,
+            },
+        };
+        let scanned = scanner.feed(&data, |item| match decoder.decode(item) {
+            Signal::Content { text, finish } => {
+                read.content_events += 1;
+                if let Some(text) = text {
+                    read.text.push_str(&text);
+                }
+                if let Some(finish) = finish {
+                    read.finish = Some(finish.reason.into_owned());
+                }
+            }
+            Signal::Finish(reason) => read.finish = Some(reason.reason.into_owned()),
+            _ => {}
+        });
+        if let Err(error) = scanned {
+            read.error = Some(ReadError::Body(error.into()));
+        }
+    }
+    read
+}
+
+/// Reads a unary answer and takes the message text in the provider's shape.
+async fn read_unary<B>(body: B, provider: Provider) -> Read
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut read = Read::default();
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) => {
+            read.error = Some(ReadError::Body(error.into()));
+            return read;
+        }
+    };
+    let Ok(json) = serde_json::from_slice::<Value>(&bytes) else {
+        read.error = Some(ReadError::Undecodable);
+        return read;
+    };
+    let string = |v: &Value| v.as_str().map(str::to_owned);
+    let (text, finish) = match provider {
+        Provider::Anthropic => (
+            json["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|block| block["text"].as_str())
+                .collect::<String>(),
+            string(&json["stop_reason"]),
+        ),
+        Provider::Gemini => {
+            let candidate = &json["candidates"][0];
+            (
+                candidate["content"]["parts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|part| part["text"].as_str())
+                    .collect(),
+                string(&candidate["finishReason"]),
+            )
+        }
+        _ => {
+            let choice = &json["choices"][0];
+            (
+                string(&choice["message"]["content"]).unwrap_or_default(),
+                string(&choice["finish_reason"]),
+            )
+        }
+    };
+    if !text.is_empty() {
+        read.content_events = 1;
+    }
+    read.text = text;
+    read.finish = finish;
+    read
+}
+
+/// The numbers of the `wN` tokens in `text`, in order. Split on `w` too,
+/// so a restarted answer glued to the last token (`w3w1`) still counts.
+pub fn token_numbers(text: &str) -> Vec<u32> {
+    text.split(|c: char| c.is_whitespace() || c == 'w')
+        .filter_map(|n| n.parse().ok())
+        .collect()
+}
+
+/// True when some token reached the caller twice.
+pub fn duplicated(text: &str) -> bool {
+    let mut seen = BTreeSet::new();
+    token_numbers(text).into_iter().any(|n| !seen.insert(n))
+}
+
+/// The rows of one operation, once none is still in flight (a disconnect
+/// is noticed by the server a moment after the client leaves).
+pub async fn settled_rows(chaos: &ChaosHandle, id: &str) -> Vec<JournalEntry> {
+    let mine = || -> Vec<JournalEntry> {
+        chaos
+            .journal()
+            .into_iter()
+            .filter(|e| e.request_id.as_deref() == Some(id))
+            .collect()
+    };
+    for _ in 0..300 {
+        let rows = mine();
+        if rows.iter().all(|e| e.outcome != Outcome::InFlight) {
+            return rows;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    mine()
+}
+
+/// Parses a fault written in header syntax.
+pub fn fault(text: &str) -> Fault {
+    text.parse()
+        .unwrap_or_else(|e| panic!("fault `{text}`: {e}"))
+}
+
+/// Runs `ask` through the short stack against `primary` (and a fallback
+/// route on `fallback`, when given).
+pub async fn through_stack(
+    stack: &Stack,
+    primary: &ChaosHandle,
+    fallback: Option<&ChaosHandle>,
+    ask: &Ask,
+) -> Seen {
+    let classify = classify(ask.provider);
+    let request = request(&primary.base_url(), ask);
+    match fallback {
+        Some(other) => {
+            let layer = fallback_to(stack, ask.provider, &other.base_url());
+            let service = stack.build_with_fallback(&classify, client(), layer);
+            call(service, request, ask).await
+        }
+        None => {
+            let service = stack.build(&classify, client());
+            call(service, request, ask).await
+        }
+    }
+}
