@@ -484,19 +484,32 @@ pub fn fault(text: &str) -> Fault {
         .unwrap_or_else(|e| panic!("fault `{text}`: {e}"))
 }
 
-/// Runs `ask` through the short stack against `primary` (and a fallback
-/// route on `fallback`, when given).
+/// Runs `ask` through `stack` against `primary` (and a fallback route on
+/// `fallback`, when given).
 pub async fn through_stack(
     stack: &Stack,
     primary: &ChaosHandle,
     fallback: Option<&ChaosHandle>,
     ask: &Ask,
 ) -> Seen {
+    let fallback_base = fallback.map(ChaosHandle::base_url);
+    through_base(stack, &primary.base_url(), fallback_base.as_deref(), ask).await
+}
+
+/// Runs `ask` through `stack` against the chaos server at `primary_base`
+/// (and a fallback route to `fallback_base`, when given), each with a
+/// client of its own.
+pub async fn through_base(
+    stack: &Stack,
+    primary_base: &str,
+    fallback_base: Option<&str>,
+    ask: &Ask,
+) -> Seen {
     let classify = classify(ask.provider);
-    let request = request(&primary.base_url(), ask);
-    match fallback {
+    let request = request(primary_base, ask);
+    match fallback_base {
         Some(other) => {
-            let layer = fallback_to(stack, ask.provider, &other.base_url());
+            let layer = fallback_to(stack, ask.provider, other);
             let service = stack.build_with_fallback(&classify, client(), layer);
             call(service, request, ask).await
         }

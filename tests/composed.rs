@@ -1,0 +1,201 @@
+//! The composed order, end to end:
+//!
+//! ```text
+//! Deadline(total) → Fallback → RetryBudget → Breaker → Deadline(per attempt) → StreamGuard → Classify → client
+//! ```
+//!
+//! A primary that sends its headers and then nothing must reach the
+//! fallback after ONE first-byte bound: the stream guard's
+//! `first_byte_timeout` is route-shaped (`Failover`), so the ladder stops
+//! at once instead of climbing its three attempts, the per-attempt bound
+//! never fires, and the fallback still has almost the whole deadline.
+//! Checked over loopback against chaos (counts from the journal, elapsed
+//! with a generous margin) and on tokio's paused clock with in-process
+//! clients (elapsed exactly the bound).
+
+mod common;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use bytes::Bytes;
+use common::{Ask, Ending};
+use http_body::Frame;
+use http_body_util::{BodyExt, Full, StreamBody};
+use seawall::classify::ClassifyLayer;
+use seawall::core::Receipt;
+use seawall::core::provider::Provider;
+use seawall::core::replay::ReplayBody;
+use seawall::core::{Code, RouteId, StopReason};
+use seawall::fallback::{FallbackLayer, ServedBy};
+use seawall_chaos::Outcome;
+use tokio::time::Instant;
+use tower::{ServiceExt, service_fn};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_primary_fails_over_after_one_first_byte_bound_over_loopback() {
+    let primary = common::chaos().await;
+    let fallback = common::chaos().await;
+    let stack = common::short_stack();
+    let ask = Ask {
+        provider: Provider::OpenAi,
+        stream: true,
+        id: "composed/hang".to_owned(),
+        fault: Some("hang_after_headers".to_owned()),
+        stop_after: None,
+    };
+
+    let started = std::time::Instant::now();
+    let seen = common::through_stack(&stack, &primary, Some(&fallback), &ask).await;
+    let elapsed = started.elapsed();
+
+    assert_eq!(seen.ending, Ending::Ok, "{:?}", seen.failure);
+    assert_eq!(seen.text, seawall_chaos::answer_text(8));
+    let primary_rows = common::settled_rows(&primary, &ask.id).await;
+    let fallback_rows = common::settled_rows(&fallback, &ask.id).await;
+    assert_eq!(primary_rows.len(), 1, "one primary attempt, not the ladder");
+    assert_eq!(primary_rows[0].outcome, Outcome::ClientDisconnected);
+    assert_eq!(fallback_rows.len(), 1);
+    assert_eq!(fallback_rows[0].outcome, Outcome::Completed);
+
+    let receipt = seen.receipt.expect("a receipt");
+    let attempts: Vec<_> = receipt
+        .attempts
+        .iter()
+        .map(|a| (a.route.clone(), a.code))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            (
+                RouteId::new(primary.addr().to_string()),
+                Some(Code::FirstByteTimeout)
+            ),
+            (common::fallback_route(), None),
+        ]
+    );
+    assert!(receipt.fallback);
+    assert_eq!(receipt.stop, Some(StopReason::Succeeded));
+    assert_eq!(
+        seen.served_by.map(|s| (s.route, s.fallback)),
+        Some((common::fallback_route(), true))
+    );
+
+    // At least the bound was waited; well under two of them was spent:
+    // not three attempts, not the 1.5 s per-attempt bound.
+    assert!(elapsed >= common::FIRST_BYTE, "{elapsed:?}");
+    assert!(elapsed < common::FIRST_BYTE * 2, "{elapsed:?}");
+
+    primary.shutdown().await;
+    fallback.shutdown().await;
+}
+
+/// A healthy OpenAI stream of three tokens.
+const HEALTHY_STREAM: &str = concat!(
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w1\"},\"finish_reason\":null}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w2\"},\"finish_reason\":null}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w3\"},\"finish_reason\":null}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+    "data: [DONE]\n\n",
+);
+
+#[tokio::test(start_paused = true)]
+async fn silent_primary_fails_over_after_exactly_one_first_byte_bound_on_paused_clock() {
+    let primary_calls = Arc::new(AtomicU32::new(0));
+    let fallback_calls = Arc::new(AtomicU32::new(0));
+
+    // 200 and event-stream headers, then a body that never yields. Both
+    // routes answer with one body type, as a fallback needs.
+    let silent = {
+        let calls = Arc::clone(&primary_calls);
+        service_fn(
+            move |_req: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                async {
+                    let never = futures_util::stream::pending::<Result<Frame<Bytes>, Infallible>>();
+                    let response = http::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(StreamBody::new(never).boxed())
+                        .expect("a response");
+                    Ok::<_, Infallible>(response)
+                }
+            },
+        )
+    };
+    let healthy = {
+        let calls = Arc::clone(&fallback_calls);
+        service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async {
+                let response = http::Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Full::new(Bytes::from_static(HEALTHY_STREAM.as_bytes())).boxed())
+                    .expect("a response");
+                Ok::<_, Infallible>(response)
+            }
+        })
+    };
+
+    let stack = common::short_stack();
+    let classify = ClassifyLayer::openai();
+    let fallback =
+        FallbackLayer::new(stack.attempt(&classify, healthy)).route(RouteId::new("other"));
+    let service = stack.build_with_fallback(&classify, silent, fallback);
+
+    let request = http::Request::post("http://primary.example/v1/chat/completions")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
+        .expect("a request");
+    let started = Instant::now();
+    let response = service
+        .oneshot(request)
+        .await
+        .expect("the fallback answers");
+    let elapsed = started.elapsed();
+
+    // Exactly one first-byte bound: not three attempts, not the per-attempt
+    // bound, not the operation's deadline.
+    assert_eq!(elapsed, common::FIRST_BYTE);
+    assert_eq!(primary_calls.load(Ordering::SeqCst), 1);
+    assert_eq!(fallback_calls.load(Ordering::SeqCst), 1);
+
+    let served = response
+        .extensions()
+        .get::<ServedBy>()
+        .cloned()
+        .expect("served by");
+    assert_eq!(
+        (served.route, served.fallback),
+        (RouteId::new("other"), true)
+    );
+    let receipt = response
+        .extensions()
+        .get::<Receipt>()
+        .cloned()
+        .expect("a receipt");
+    let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(codes, [Some(Code::FirstByteTimeout), None]);
+    assert!(receipt.fallback);
+
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a whole body")
+        .to_bytes();
+    assert_eq!(body, HEALTHY_STREAM.as_bytes());
+    assert_eq!(
+        Instant::now() - started,
+        common::FIRST_BYTE,
+        "reading took no time"
+    );
+
+    // The primary route's breaker counted one failure and stayed closed.
+    let handle = stack.breaker_layer().handle();
+    assert_eq!(
+        handle.state(&RouteId::new("primary.example")),
+        seawall::breaker::BreakerState::Closed
+    );
+}
