@@ -40,8 +40,12 @@ enum Want {
     /// filter) after `tokens` tokens: the verdict is the stream report's
     /// finish, and the answer does not complete the task.
     PolicyFinish { tokens: u32, finish: FinishKind },
-    /// The caller dropped the body after `read` content events.
+    /// The caller dropped the body mid-stream: one attempt, disconnected.
     Cancelled,
+    /// Not a silent success: either a classified failure before content or,
+    /// after a retry, the complete answer (which of the two is the
+    /// classifier's call, so attempt counts are not fixed).
+    NotSilent,
 }
 
 /// One row of the matrix.
@@ -65,6 +69,8 @@ struct Case {
     fallback_rows: usize,
     /// The receipt's stop reason.
     stop: StopReason,
+    /// The code of every failed attempt in the receipt (they all fail alike).
+    fails: Option<Code>,
     /// A contract the code breaks today: the case runs only in the ignored test.
     bug: Option<&'static str>,
 }
@@ -92,6 +98,7 @@ fn base(provider: Provider, stream: bool) -> Case {
         primary: 1,
         fallback_rows: 0,
         stop: StopReason::Succeeded,
+        fails: None,
         bug: None,
     }
 }
@@ -101,6 +108,25 @@ fn refusal_code(provider: Provider) -> Code {
     match provider {
         Provider::Gemini => Code::ContentFiltered,
         _ => Code::Refused,
+    }
+}
+
+/// A 503 by the provider's table: Gemini's `UNAVAILABLE` is overload.
+fn unavailable(provider: Provider) -> Code {
+    match provider {
+        Provider::Gemini => Code::Overloaded,
+        _ => Code::ProviderUnavailable,
+    }
+}
+
+/// What chaos's `stream_error_after` amounts to before content, by the
+/// provider's table: Anthropic's `overloaded_error` (unary: 529) is
+/// overload, Gemini's unary 503 `UNAVAILABLE` too; the others are errors
+/// of the provider.
+fn in_stream_error(provider: Provider, stream: bool) -> Code {
+    match (provider, stream) {
+        (Provider::Anthropic, _) | (Provider::Gemini, false) => Code::Overloaded,
+        _ => Code::ProviderUnavailable,
     }
 }
 
@@ -122,6 +148,7 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
         // A short 429 is retried after its hint; the ladder then succeeds.
         Case {
             name: "429 retry_after=1 once, then ok",
+            fails: Some(Code::RateLimited),
             script: &["status;code=429;retry_after=1", "ok"],
             primary: 2,
             ..b()
@@ -130,6 +157,7 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
         // failed over, even with a fallback configured.
         Case {
             name: "429 quota wall (Retry-After 48489)",
+            fails: Some(Code::QuotaExhausted),
             header: Some("status;code=429;retry_after=48489"),
             fallback: true,
             want: Want::Before {
@@ -141,6 +169,7 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
         },
         Case {
             name: "503 once, then ok",
+            fails: Some(unavailable(provider)),
             script: &["status;code=503", "ok"],
             primary: 2,
             ..b()
@@ -149,6 +178,7 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
         // the fallback serves the answer, once.
         Case {
             name: "503 every attempt, fallback",
+            fails: Some(unavailable(provider)),
             header: Some("status;code=503"),
             fallback: true,
             primary: 3,
@@ -157,6 +187,7 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
         },
         Case {
             name: "400 context_length",
+            fails: Some(Code::ContextTooLong),
             header: Some("status;code=400;kind=context_length"),
             fallback: true,
             want: Want::Before {
@@ -168,6 +199,7 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
         },
         Case {
             name: "401",
+            fails: Some(Code::Auth),
             header: Some("status;code=401"),
             fallback: true,
             want: Want::Before {
@@ -180,6 +212,7 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
         // 200 with nothing in it is a transient failure, retried.
         Case {
             name: "empty once, then ok",
+            fails: Some(Code::EmptyResponse),
             script: &["empty", "ok"],
             primary: 2,
             ..b()
@@ -204,6 +237,7 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
                 name: "refusal",
                 header: Some("refusal"),
                 fallback: true,
+                fails: Some(refusal_code(provider)),
                 want: Want::Before {
                     code: refusal_code(provider),
                     action: Action::Escalate,
@@ -241,12 +275,14 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
         // (unary: the provider's 5xx): retried.
         Case {
             name: "stream_error_after tokens=0 once, then ok",
+            fails: Some(in_stream_error(provider, stream)),
             script: &["stream_error_after;tokens=0", "ok"],
             primary: 2,
             ..b()
         },
         Case {
             name: "reset_after tokens=0 once, then ok",
+            fails: Some(Code::Transport),
             script: &["reset_after;tokens=0", "ok"],
             primary: 2,
             ..b()
@@ -254,12 +290,14 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
         // No response at all: transport, retried.
         Case {
             name: "reset_before_headers once, then ok",
+            fails: Some(Code::Transport),
             script: &["reset_before_headers", "ok"],
             primary: 2,
             ..b()
         },
         Case {
             name: "reset_before_headers every attempt, fallback",
+            fails: Some(Code::Transport),
             header: Some("reset_before_headers"),
             fallback: true,
             primary: 3,
@@ -270,6 +308,7 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
     if provider == Provider::Anthropic {
         cases.push(Case {
             name: "529 overloaded once, then ok",
+            fails: Some(Code::Overloaded),
             script: &["status;code=529", "ok"],
             primary: 2,
             ..b()
@@ -299,6 +338,7 @@ fn stream_cases(provider: Provider) -> Vec<Case> {
             name: "hang_after_headers, fallback",
             header: Some("hang_after_headers"),
             fallback: true,
+            fails: Some(Code::FirstByteTimeout),
             fallback_rows: 1,
             ..b()
         },
@@ -306,12 +346,14 @@ fn stream_cases(provider: Provider) -> Vec<Case> {
             name: "slow_first_byte 600 ms (> first byte bound), fallback",
             header: Some("slow_first_byte;ms=600"),
             fallback: true,
+            fails: Some(Code::FirstByteTimeout),
             fallback_rows: 1,
             ..b()
         },
         // One frame, then a clean EOF before content: empty_response, retried.
         Case {
             name: "frame_then_eof once, then ok",
+            fails: Some(Code::EmptyResponse),
             script: &["frame_then_eof", "ok"],
             primary: 2,
             ..b()
@@ -401,6 +443,7 @@ fn unary_cases(provider: Provider) -> Vec<Case> {
             name: "hang_after_headers, fallback",
             header: Some("hang_after_headers"),
             fallback: true,
+            fails: Some(Code::Timeout),
             primary: 2,
             fallback_rows: 1,
             ..b()
@@ -415,6 +458,7 @@ fn unary_cases(provider: Provider) -> Vec<Case> {
         // The body broke while the classifier read it: transport, retried.
         Case {
             name: "reset_after 3 tokens once, then ok",
+            fails: Some(Code::Transport),
             script: &["reset_after;tokens=3", "ok"],
             fallback: true,
             primary: 2,
@@ -433,6 +477,7 @@ fn unary_cases(provider: Provider) -> Vec<Case> {
         },
         Case {
             name: "stream_error_after 3 tokens once (a 5xx), then ok",
+            fails: Some(in_stream_error(provider, false)),
             script: &["stream_error_after;tokens=3", "ok"],
             fallback: true,
             primary: 2,
@@ -443,6 +488,7 @@ fn unary_cases(provider: Provider) -> Vec<Case> {
             name: "refusal after 3 tokens",
             header: Some("refusal;tokens=3"),
             fallback: true,
+            fails: Some(refusal_code(provider)),
             want: Want::Before {
                 code: refusal_code(provider),
                 action: Action::Escalate,
@@ -457,6 +503,7 @@ fn unary_cases(provider: Provider) -> Vec<Case> {
         // must not reach the caller as a success.
         Case {
             name: "frame_then_eof once, then ok",
+            fails: Some(Code::EmptyResponse),
             script: &["frame_then_eof", "ok"],
             primary: 2,
             bug: Some(CUT_JSON_BUG),
@@ -465,11 +512,26 @@ fn unary_cases(provider: Provider) -> Vec<Case> {
         Case {
             name: "truncate_after 3 tokens once, then ok",
             script: &["truncate_after;tokens=3", "ok"],
-            primary: 2,
+            want: Want::NotSilent,
             bug: Some(CUT_JSON_BUG),
             ..b()
         },
     ]
+}
+
+impl Case {
+    /// The receipt's codes, attempt by attempt: every failed attempt
+    /// `fails`, a successful one `None`.
+    fn attempt_codes(&self) -> Vec<Option<Code>> {
+        let attempts = self.primary + self.fallback_rows;
+        let succeeded = match self.want {
+            Want::Before { .. } => 0,
+            _ => 1,
+        };
+        let mut codes = vec![self.fails; attempts - succeeded];
+        codes.extend(vec![None; succeeded]);
+        codes
+    }
 }
 
 /// What one case produced.
@@ -540,8 +602,12 @@ fn observed(run: &Run) -> String {
         || "none".to_owned(),
         |r| {
             format!(
-                "{}x {} fb={}",
+                "{}x {:?} {} fb={}",
                 r.attempts.len(),
+                r.attempts
+                    .iter()
+                    .map(|a| a.code.map_or("ok", Code::as_str))
+                    .collect::<Vec<_>>(),
                 r.stop.map_or("-", StopReason::as_str),
                 r.fallback
             )
@@ -579,8 +645,9 @@ fn check(case: &Case, run: &Run) -> Vec<String> {
     let seen = &run.seen;
 
     // What reached the provider.
+    let counted = !matches!(case.want, Want::NotSilent);
     expect(
-        run.primary.len() == case.primary,
+        run.primary.len() == case.primary || !counted,
         format!("primary rows {} != {}", run.primary.len(), case.primary),
     );
     expect(
@@ -631,8 +698,14 @@ fn check(case: &Case, run: &Run) -> Vec<String> {
                 routes == want_routes,
                 format!("receipt routes {routes:?} != {want_routes:?}"),
             );
+            let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+            let want_codes = case.attempt_codes();
             expect(
-                receipt.stop == Some(case.stop),
+                codes == want_codes || !counted,
+                format!("receipt codes {codes:?} != {want_codes:?}"),
+            );
+            expect(
+                receipt.stop == Some(case.stop) || !counted,
                 format!("receipt stop {:?} != {:?}", receipt.stop, case.stop),
             );
             expect(
@@ -718,6 +791,17 @@ fn check(case: &Case, run: &Run) -> Vec<String> {
                 "the report says the task completed".to_owned(),
             );
         }
+        Want::NotSilent => match seen.ending {
+            Ending::FailedBeforeContent => expect(
+                seen.failure.is_some() && k == 0,
+                format!("unclassified or content shown: {:?}", seen.failure),
+            ),
+            Ending::Ok => expect(
+                k == FULL && run.primary.len() > 1,
+                format!("{k} tokens after {} attempts", run.primary.len()),
+            ),
+            ref other => expect(false, format!("ending {other:?}: a silent success")),
+        },
         Want::Cancelled => {
             expect(
                 seen.ending == Ending::Cancelled,
