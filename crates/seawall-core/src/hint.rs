@@ -119,10 +119,10 @@ pub fn parse_proto_duration(text: &str) -> Option<Duration> {
 /// The last resort: a hint in a message, as in OpenAI's "Please try again in
 /// 1.574s." or "try again in 20ms" or "Please try again in 6m0s.".
 pub fn parse_text_hint(message: &str) -> Option<Duration> {
-    const MARKER: &str = "try again in ";
-    let lower = crate::failure::excerpt(message, 4096).to_ascii_lowercase();
-    let start = lower.find(MARKER)? + MARKER.len();
-    let rest = &lower[start..];
+    const MARKER: &[u8] = b"try again in ";
+    let searched = crate::failure::excerpt(message, 4096).as_bytes();
+    let start = crate::text::find_ci(searched, MARKER)? + MARKER.len();
+    let rest = &message[start..];
     let end = rest
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
         .unwrap_or(rest.len());
@@ -143,12 +143,17 @@ fn parse_go_duration(text: &str) -> Option<Duration> {
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit())
             .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
+        let unit = &rest[..unit_len];
+        let scale = if unit.eq_ignore_ascii_case("ms") {
+            0.001
+        } else if unit.eq_ignore_ascii_case("s") {
+            1.0
+        } else if unit.eq_ignore_ascii_case("m") {
+            60.0
+        } else if unit.eq_ignore_ascii_case("h") {
+            3600.0
+        } else {
+            return None;
         };
         total += number * scale;
         rest = &rest[unit_len..];

@@ -44,6 +44,7 @@ pub mod provider;
 mod receipt;
 pub mod replay;
 mod route;
+mod text;
 
 pub use action::Action;
 pub use class::Class;

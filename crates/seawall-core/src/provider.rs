@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 
 use crate::hint::{RetryHint, parse_proto_duration, parse_text_hint};
+use crate::text::contains_ci;
 use crate::{Class, Code, Failure};
 
 /// Whose wire format an error body is in.
@@ -154,10 +155,10 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
         failure = failure.with_status(status);
     }
     if let Some(ty) = declared.error_type {
-        failure = failure.with_provider_type(ty);
+        failure = failure.with_provider_type(&*ty);
     }
     if let Some(code) = declared.error_code {
-        failure = failure.with_provider_code(code);
+        failure = failure.with_provider_code(&*code);
     }
     if let Some(message) = declared.message {
         failure = failure.with_message(&message);
@@ -245,21 +246,17 @@ enum Verdict {
 
 /// What a provider declared in its error body.
 #[derive(Debug, Default)]
-struct Declared {
-    error_type: Option<String>,
-    error_code: Option<String>,
-    message: Option<String>,
+struct Declared<'a> {
+    error_type: Option<Cow<'a, str>>,
+    error_code: Option<Cow<'a, str>>,
+    message: Option<Cow<'a, str>>,
     body_hint: Option<Duration>,
     per_day_quota: bool,
     /// Gemini `google.rpc.ErrorInfo.reason`, e.g. `API_KEY_INVALID`.
-    reason: Option<String>,
+    reason: Option<Cow<'a, str>>,
 }
 
-fn contains_ci(haystack: &str, needle: &str) -> bool {
-    haystack.to_ascii_lowercase().contains(needle)
-}
-
-fn openai_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
+fn openai_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
     use Class::*;
     let ty = d.error_type.as_deref().unwrap_or("");
     let code = d.error_code.as_deref().unwrap_or("");
@@ -268,7 +265,12 @@ fn openai_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
     if is("insufficient_quota") {
         return Some(Verdict::Fixed(Permanent, Code::QuotaExhausted));
     }
-    if is("context_length_exceeded") || contains_ci(message, "maximum context length") {
+    // The message text is the last resort, read only where it can decide:
+    // a context overflow is a 400 (or an in-stream error).
+    let may_be_context = matches!(status, Some(400) | None);
+    if is("context_length_exceeded")
+        || (may_be_context && contains_ci(message, "maximum context length"))
+    {
         return Some(Verdict::Fixed(Permanent, Code::ContextTooLong));
     }
     if is("content_filter") || is("content_policy_violation") {
@@ -301,7 +303,7 @@ fn openai_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
     }
 }
 
-fn anthropic_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
+fn anthropic_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
     use Class::*;
     let message = d.message.as_deref().unwrap_or("");
     let verdict = match d.error_type.as_deref()? {
@@ -323,7 +325,7 @@ fn anthropic_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
     Some(verdict)
 }
 
-fn gemini_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
+fn gemini_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
     use Class::*;
     let message = d.message.as_deref().unwrap_or("");
     if d.reason
@@ -358,18 +360,47 @@ fn gemini_rule(status: Option<u16>, d: &Declared) -> Option<Verdict> {
 // Wire shapes: only the fields the rules read, borrowed where the JSON has
 // no escapes.
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// OpenAI's `code` is a string, a number or null depending on the
+/// server. A hand-written visitor keeps it borrowed; serde's untagged enums
+/// buffer the value first and cost more than the rest of the parse.
 enum StrOrNum<'a> {
-    Str(#[serde(borrow)] Cow<'a, str>),
-    Num(serde_json::Number),
+    Str(Cow<'a, str>),
+    Num(String),
 }
 
-impl StrOrNum<'_> {
-    fn into_string(self) -> String {
+impl<'de: 'a, 'a> Deserialize<'de> for StrOrNum<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visitor<'a> {
+            type Value = StrOrNum<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(StrOrNum::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(StrOrNum::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(StrOrNum::Num(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(StrOrNum::Num(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(StrOrNum::Num(v.to_string()))
+            }
+        }
+        deserializer.deserialize_any(Visitor(std::marker::PhantomData))
+    }
+}
+
+impl<'a> StrOrNum<'a> {
+    fn into_cow(self) -> Cow<'a, str> {
         match self {
-            StrOrNum::Str(s) => s.into_owned(),
-            StrOrNum::Num(n) => n.to_string(),
+            StrOrNum::Str(s) => s,
+            StrOrNum::Num(n) => Cow::Owned(n),
         }
     }
 }
@@ -390,13 +421,13 @@ struct OpenAiError<'a> {
     code: Option<StrOrNum<'a>>,
 }
 
-fn parse_openai(body: &[u8]) -> Option<Declared> {
+fn parse_openai(body: &[u8]) -> Option<Declared<'_>> {
     let envelope: OpenAiEnvelope<'_> = serde_json::from_slice(body).ok()?;
     let e = envelope.error;
     Some(Declared {
-        error_type: e.ty.map(Cow::into_owned),
-        error_code: e.code.map(StrOrNum::into_string),
-        message: e.message.map(Cow::into_owned),
+        error_type: e.ty,
+        error_code: e.code.map(StrOrNum::into_cow),
+        message: e.message,
         ..Declared::default()
     })
 }
@@ -415,11 +446,11 @@ struct AnthropicError<'a> {
     message: Option<Cow<'a, str>>,
 }
 
-fn parse_anthropic(body: &[u8]) -> Option<Declared> {
+fn parse_anthropic(body: &[u8]) -> Option<Declared<'_>> {
     let envelope: AnthropicEnvelope<'_> = serde_json::from_slice(body).ok()?;
     Some(Declared {
-        error_type: Some(envelope.error.ty.into_owned()),
-        message: envelope.error.message.map(Cow::into_owned),
+        error_type: Some(envelope.error.ty),
+        message: envelope.error.message,
         ..Declared::default()
     })
 }
@@ -460,7 +491,7 @@ struct GeminiViolation<'a> {
     quota_id: Option<Cow<'a, str>>,
 }
 
-fn parse_gemini(body: &[u8]) -> Option<Declared> {
+fn parse_gemini(body: &[u8]) -> Option<Declared<'_>> {
     // The non-SSE streaming endpoint wraps errors in an array.
     let envelope: GeminiEnvelope<'_> = serde_json::from_slice(body).ok().or_else(|| {
         serde_json::from_slice::<Vec<GeminiEnvelope<'_>>>(body)
@@ -470,9 +501,9 @@ fn parse_gemini(body: &[u8]) -> Option<Declared> {
     })?;
     let e = envelope.error;
     let mut declared = Declared {
-        error_type: e.status.map(Cow::into_owned),
-        error_code: e.code.map(|c| c.to_string()),
-        message: e.message.map(Cow::into_owned),
+        error_type: e.status,
+        error_code: e.code.map(|c| Cow::Owned(c.to_string())),
+        message: e.message,
         ..Declared::default()
     };
     for detail in e.details {
@@ -481,7 +512,7 @@ fn parse_gemini(body: &[u8]) -> Option<Declared> {
             declared.body_hint = detail.retry_delay.as_deref().and_then(parse_proto_duration);
         }
         if ty.ends_with("google.rpc.ErrorInfo") {
-            declared.reason = detail.reason.map(Cow::into_owned);
+            declared.reason = detail.reason;
         }
         if ty.ends_with("google.rpc.QuotaFailure") {
             declared.per_day_quota |= detail
