@@ -5,6 +5,9 @@
 //! A body that is not the provider's generation shape (an embeddings or
 //! models response, or not JSON at all) is delivered unchecked: these checks
 //! catch answers that lie about success, they do not police other endpoints.
+//! A body that opens a JSON object and then breaks off or turns to garbage
+//! is `protocol_violation` (transient): it is no answer, and nothing of it
+//! has reached the caller, so it may be retried.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -90,12 +93,28 @@ struct ChatMessage<'a> {
     refusal: Option<Str<'a>>,
 }
 
+/// A body that does not parse: cut or broken JSON is a failure (nothing
+/// reached the caller yet, so it may be retried); valid JSON of another
+/// shape is another endpoint's answer, delivered unchecked.
+fn unreadable(error: serde_json::Error) -> Checked {
+    match error.classify() {
+        serde_json::error::Category::Eof | serde_json::error::Category::Syntax => Checked::Fail(
+            Failure::new(Code::ProtocolViolation)
+                .with_message(&format!("the 2xx answer is not valid JSON: {error}")),
+        ),
+        serde_json::error::Category::Data | serde_json::error::Category::Io => {
+            Checked::Deliver(None)
+        }
+    }
+}
+
 fn check_openai(body: &[u8]) -> Checked {
-    let Ok(ChatCompletion {
-        choices: Some(choices),
-    }) = serde_json::from_slice(body)
-    else {
-        return Checked::Deliver(None);
+    let choices = match serde_json::from_slice(body) {
+        Ok(ChatCompletion {
+            choices: Some(choices),
+        }) => choices,
+        Ok(ChatCompletion { choices: None }) => return Checked::Deliver(None),
+        Err(error) => return unreadable(error),
     };
     let policy = choices.iter().find_map(|choice| {
         let refusal = choice.message.as_ref().and_then(|m| m.refusal.as_ref());
@@ -141,8 +160,9 @@ struct ContentBlock<'a> {
 }
 
 fn check_anthropic(body: &[u8]) -> Checked {
-    let Ok(message) = serde_json::from_slice::<AnthropicMessage<'_>>(body) else {
-        return Checked::Deliver(None);
+    let message = match serde_json::from_slice::<AnthropicMessage<'_>>(body) {
+        Ok(message) => message,
+        Err(error) => return unreadable(error),
     };
     if message.ty.as_ref().is_none_or(|ty| ty.0 != "message") {
         return Checked::Deliver(None);
@@ -198,8 +218,9 @@ struct GeminiContent {
 }
 
 fn check_gemini(body: &[u8]) -> Checked {
-    let Ok(response) = serde_json::from_slice::<GeminiResponse<'_>>(body) else {
-        return Checked::Deliver(None);
+    let response = match serde_json::from_slice::<GeminiResponse<'_>>(body) {
+        Ok(response) => response,
+        Err(error) => return unreadable(error),
     };
     if response.candidates.is_none()
         && response.prompt_feedback.is_none()
@@ -422,7 +443,18 @@ mod tests {
         let embeddings =
             br#"{"object":"list","data":[{"object":"embedding","embedding":[0.1],"index":0}]}"#;
         assert!(delivered(check_openai(embeddings)).is_none());
-        assert!(delivered(check_openai(b"\xff not json")).is_none());
+        // Only bodies that open a JSON object reach the check (the layer
+        // delivers anything else unchecked); one that then breaks off is
+        // not an answer, and nothing of it has reached the caller.
+        for cut in [
+            &b"{\"id\":\"c\",\"choices\":[{\"index\":0,"[..],
+            b"{\"id\": nope}",
+        ] {
+            match check_openai(cut) {
+                Checked::Fail(failure) => assert_eq!(failure.code(), Code::ProtocolViolation),
+                Checked::Deliver(_) => panic!("a cut body was delivered"),
+            }
+        }
     }
 
     #[test]
