@@ -5,23 +5,40 @@
 //! body read to the end in every case. Heap allocations per call are
 //! counted by an instrumented global allocator and printed first.
 //!
+//! The `layers_*` groups build the same stack one layer at a time over the
+//! same upstream (`+classify`, `+guard`, `+attempt_deadline`, `+breaker`,
+//! `+retry`, `+total_deadline`, which is the whole stack), so each layer's
+//! cost is the difference to the line before it.
+//!
 //! `cargo bench --bench stack`
+//!
+//! On a busy machine, count instructions instead of timing: with
+//! `STACK_BENCH_ONLY=<group>/<case>` (e.g. `layers_stream/+guard`) the bench
+//! runs only that case's 10 010 counted calls and skips criterion, so
+//! `valgrind --tool=callgrind --toggle-collect='stack::call*'
+//! target/release/deps/stack-<hash>` gives the instructions of those calls
+//! (divide by 10 010), and `--tool=dhat` their allocation sites.
 
 use std::alloc::System;
 use std::convert::Infallible;
 use std::future::{Ready, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::Criterion;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
+use seawall::breaker::BreakerLayer;
 use seawall::classify::ClassifyLayer;
 use seawall::core::replay::clone_head;
+use seawall::deadline::DeadlineLayer;
+use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use seawall::stack::Stack;
+use seawall::stream::StreamGuardLayer;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tower::retry::Policy;
-use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -38,6 +55,9 @@ const STREAM: &str = concat!(
 
 const UNARY: &str = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop"}]}"#;
 
+/// Calls counted per case (after 10 warm-up calls).
+const CALLS: usize = 10_000;
+
 fn request() -> Request<Full<Bytes>> {
     Request::post("https://api.llm.example/v1/chat/completions")
         .header("content-type", "application/json")
@@ -46,19 +66,34 @@ fn request() -> Request<Full<Bytes>> {
         .unwrap()
 }
 
-/// A ready upstream answering `body` with `content_type`.
-fn upstream<B>(
+/// A ready upstream answering `body` with `content_type`, whatever the
+/// request body type (so one value serves every layer of the stack).
+#[derive(Clone, Copy)]
+struct Upstream {
     content_type: &'static str,
     body: &'static str,
-) -> impl Service<Request<B>, Response = Response<Full<Bytes>>, Error = Infallible, Future: Send> + Clone
-{
-    service_fn(move |_: Request<B>| {
+}
+
+fn upstream(content_type: &'static str, body: &'static str) -> Upstream {
+    Upstream { content_type, body }
+}
+
+impl<B> Service<Request<B>> for Upstream {
+    type Response = Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future = Ready<Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<B>) -> Self::Future {
         let response = Response::builder()
-            .header("content-type", content_type)
-            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .header("content-type", self.content_type)
+            .body(Full::new(Bytes::from_static(self.body.as_bytes())))
             .unwrap();
-        ready(Ok::<_, Infallible>(response))
-    })
+        ready(Ok(response))
+    }
 }
 
 #[derive(Clone)]
@@ -101,7 +136,6 @@ where
     B: http_body::Body,
     B::Error: std::fmt::Debug,
 {
-    const CALLS: usize = 10_000;
     runtime.block_on(async {
         for _ in 0..10 {
             call(svc.clone()).await;
@@ -114,11 +148,60 @@ where
     })
 }
 
+/// Runs the cases: allocation counts first, then criterion timings; or,
+/// with `STACK_BENCH_ONLY`, only the counted calls of one case.
+struct Bench {
+    runtime: tokio::runtime::Runtime,
+    criterion: Criterion,
+    only: Option<String>,
+    /// Allocations per call of the previous case in the group, for the
+    /// difference a layer makes.
+    previous: Option<f64>,
+}
+
+impl Bench {
+    /// Counts allocations of `svc` (printed against the previous case of
+    /// the group when `layered`) and times it in criterion group `group`.
+    fn case<S, B>(&mut self, group: &str, name: &str, layered: bool, svc: S) -> f64
+    where
+        S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+        S::Error: std::fmt::Debug,
+        B: http_body::Body,
+        B::Error: std::fmt::Debug,
+    {
+        let id = format!("{group}/{name}");
+        if self.only.as_ref().is_some_and(|only| *only != id) {
+            return 0.0;
+        }
+        let allocations = allocations_per_call(&self.runtime, svc.clone());
+        match self.previous.filter(|_| layered) {
+            Some(previous) => println!(
+                "{id}: allocations per call {allocations:.2} ({:+.2})",
+                allocations - previous
+            ),
+            None => println!("{id}: allocations per call {allocations:.2}"),
+        }
+        self.previous = Some(allocations);
+        if self.only.is_none() {
+            let runtime = &self.runtime;
+            self.criterion
+                .benchmark_group(group)
+                .bench_function(name, |b| b.to_async(runtime).iter(|| call(svc.clone())));
+        }
+        allocations
+    }
+}
+
 fn main() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let mut bench = Bench {
+        runtime: tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
+        criterion: Criterion::default().configure_from_args(),
+        only: std::env::var("STACK_BENCH_ONLY").ok(),
+        previous: None,
+    };
     let stack = Stack::interactive();
     let classify = ClassifyLayer::openai();
     let tower_stack = |content_type, body| {
@@ -133,35 +216,55 @@ fn main() {
         ("unary", "application/json", UNARY),
     ];
     for (name, content_type, body) in cases {
-        let bare = allocations_per_call(&runtime, upstream(content_type, body));
-        let seawall = allocations_per_call(
-            &runtime,
+        let group = format!("stack_{name}");
+        bench.previous = None;
+        let seawall = bench.case(
+            &group,
+            "seawall_stack",
+            false,
             stack.build(&classify, upstream(content_type, body)),
         );
-        let tower = allocations_per_call(&runtime, tower_stack(content_type, body));
-        println!(
-            "{name}: allocations per call: bare {bare:.2}, seawall stack {seawall:.2} (+{:.2}), tower timeout+retry {tower:.2} (+{:.2})",
-            seawall - bare,
-            tower - bare
+        let tower = bench.case(
+            &group,
+            "tower_timeout_retry",
+            false,
+            tower_stack(content_type, body),
         );
+        let bare = bench.case(&group, "bare_upstream", false, upstream(content_type, body));
+        if bench.only.is_none() {
+            println!(
+                "{name}: allocations per call: bare {bare:.2}, seawall stack {seawall:.2} (+{:.2}), tower timeout+retry {tower:.2} (+{:.2})",
+                seawall - bare,
+                tower - bare
+            );
+        }
     }
 
-    let mut criterion = Criterion::default().configure_from_args();
+    // The same stack, one layer at a time, in the order `Stack::build`
+    // assembles it (innermost first).
     for (name, content_type, body) in cases {
-        let mut group = criterion.benchmark_group(format!("stack_{name}"));
-        group.bench_function("seawall_stack", |b| {
-            let svc = stack.build(&classify, upstream(content_type, body));
-            b.to_async(&runtime).iter(|| call(svc.clone()));
-        });
-        group.bench_function("tower_timeout_retry", |b| {
-            let svc = tower_stack(content_type, body);
-            b.to_async(&runtime).iter(|| call(svc.clone()));
-        });
-        group.bench_function("bare_upstream", |b| {
-            let svc = upstream(content_type, body);
-            b.to_async(&runtime).iter(|| call(svc.clone()));
-        });
-        group.finish();
+        let group = format!("layers_{name}");
+        let classified = || classify.layer(upstream(content_type, body));
+        let guarded = || StreamGuardLayer::interactive().layer(classified());
+        let attempt = || DeadlineLayer::per_attempt(Duration::from_secs(20)).layer(guarded());
+        let breaker = || BreakerLayer::new().layer(attempt());
+        let retry = || {
+            RetryBudgetLayer::new(
+                RetryPolicy::interactive(),
+                Budget::ratio(0.2, 10, Duration::from_secs(10)),
+            )
+            .layer(breaker())
+        };
+        let total = || DeadlineLayer::new(Duration::from_secs(60)).layer(retry());
+        bench.previous = None;
+        bench.case(&group, "bare", true, upstream(content_type, body));
+        bench.case(&group, "+classify", true, classified());
+        bench.case(&group, "+guard", true, guarded());
+        bench.case(&group, "+attempt_deadline", true, attempt());
+        bench.case(&group, "+breaker", true, breaker());
+        bench.case(&group, "+retry", true, retry());
+        bench.case(&group, "+total_deadline", true, total());
     }
-    criterion.final_summary();
+
+    bench.criterion.final_summary();
 }

@@ -1,10 +1,12 @@
 //! An incremental scanner for the WHATWG event-stream format.
 //!
 //! Frames are scanned in place with `memchr`: only a line cut by a frame
-//! boundary is carried over, and only `data:` values are copied (into one
-//! reused buffer, so the lines of one event can be joined with `\n`). Both
-//! buffers are capped; a line or an event longer than its cap is an error,
-//! never unbounded growth.
+//! boundary is carried over. An event whose one `data:` line lies whole in
+//! the frame is handed on as a slice of the frame, uncopied (the common
+//! case: one JSON object per event); only an event of several `data:` lines,
+//! or one that spans frames, is copied into a reused buffer, so its lines
+//! can be joined with `\n`. Both buffers are capped; a line or an event
+//! longer than its cap is an error, never unbounded growth.
 
 use std::mem;
 
@@ -123,6 +125,8 @@ impl Scanner {
                 rest = &rest[1..];
             }
         }
+        // The current event's only data line so far, still in the frame.
+        let mut in_frame = None;
         while let Some(end) = memchr2(b'\n', b'\r', rest) {
             let next = if rest[end] == b'\r' {
                 match rest.get(end + 1) {
@@ -141,16 +145,26 @@ impl Scanner {
                 if part.len() > self.max_line {
                     return Err(ScanError::LineTooLong { cap: self.max_line });
                 }
-                self.line_complete(part, &mut on_item)?;
+                self.line_complete(part, &mut in_frame, &mut on_item)?;
             } else {
                 self.carry(part)?;
                 let line = mem::take(&mut self.line);
-                let result = self.line_complete(&line, &mut on_item);
+                // A carried line is the frame's first: nothing is in the
+                // frame yet, and its data is copied.
+                let mut carried = None;
+                let result = self.line_complete(&line, &mut carried, &mut on_item);
+                if let Some(value) = carried {
+                    self.data.extend_from_slice(value);
+                }
                 self.line = line;
                 self.line.clear();
                 result?;
             }
             rest = &rest[next..];
+        }
+        // The event goes on in the next frame: keep its data.
+        if let Some(value) = in_frame {
+            self.data.extend_from_slice(value);
         }
         self.carry(rest)
     }
@@ -184,16 +198,24 @@ impl Scanner {
         Ok(())
     }
 
-    fn line_complete(
+    /// Handles one complete line. `in_frame` is the current event's data
+    /// while it is a single line borrowed from the frame (the event's data
+    /// buffer is then empty); a second data line copies it into the buffer.
+    fn line_complete<'f>(
         &mut self,
-        line: &[u8],
+        line: &'f [u8],
+        in_frame: &mut Option<&'f [u8]>,
         on_item: &mut impl FnMut(Item<'_>),
     ) -> Result<(), ScanError> {
         if line.is_empty() {
             if self.has_data {
+                let data = match in_frame.take() {
+                    Some(value) => value,
+                    None => &self.data,
+                };
                 on_item(Item::Event(Event {
                     name: &self.name,
-                    data: &self.data,
+                    data,
                 }));
             }
             self.data.clear();
@@ -214,16 +236,22 @@ impl Scanner {
         };
         match field {
             b"data" => {
+                let held = in_frame.map_or(self.data.len(), <[u8]>::len);
                 let extra = usize::from(self.has_data) + value.len();
-                if self.data.len() + extra > self.max_event {
+                if held + extra > self.max_event {
                     return Err(ScanError::EventTooLarge {
                         cap: self.max_event,
                     });
                 }
-                if self.has_data {
+                if !self.has_data {
+                    *in_frame = Some(value);
+                } else {
+                    if let Some(first) = in_frame.take() {
+                        self.data.extend_from_slice(first);
+                    }
                     self.data.push(b'\n');
+                    self.data.extend_from_slice(value);
                 }
-                self.data.extend_from_slice(value);
                 self.has_data = true;
             }
             b"event" => {
@@ -296,6 +324,40 @@ mod tests {
     #[test]
     fn no_data_no_dispatch_and_partial_event_stays_pending() {
         assert_eq!(scan(&[b"event: ping\n\n", b"data: cut"]), vec![]);
+    }
+
+    #[test]
+    fn events_whole_in_the_frame_are_not_copied() {
+        let mut scanner = Scanner::default();
+        let frame = b"data: {\"a\":1}\n\n: ping\nevent: x\ndata: 2\n\n";
+        let mut data = Vec::new();
+        scanner
+            .feed(frame, |item| {
+                if let Item::Event(event) = item {
+                    assert!(frame.as_ptr_range().contains(&event.data.as_ptr()));
+                    data.push(event.data.to_vec());
+                }
+            })
+            .unwrap();
+        assert_eq!(data, [b"{\"a\":1}".to_vec(), b"2".to_vec()]);
+        assert_eq!(scanner.data.capacity(), 0, "nothing copied");
+
+        // Several data lines, and an event cut by the frame end, are copied
+        // and joined.
+        let mut out = Vec::new();
+        let mut feed = |frame: &[u8]| {
+            scanner
+                .feed(frame, |item| {
+                    if let Item::Event(event) = item {
+                        out.push(String::from_utf8_lossy(event.data).into_owned());
+                    }
+                })
+                .unwrap()
+        };
+        feed(b"data: a\ndata: b\n\ndata: c");
+        feed(b"ut\ndata: d\n");
+        feed(b"\n");
+        assert_eq!(out, ["a\nb", "cut\nd"]);
     }
 
     #[test]

@@ -130,16 +130,22 @@ impl Tally {
             self.text_capped = true;
             seawall_core::excerpt(delta, room)
         };
-        // Grow by doubling, but never past the cap.
+        // Grow by doubling from a first step that holds a few deltas, but
+        // never past the cap.
         if text.capacity() - text.len() < delta.len() {
             let want = (text.len() * 2)
                 .max(text.len() + delta.len())
+                .max(FIRST_TEXT_CAPACITY)
                 .min(self.text_cap);
             text.reserve_exact(want - text.len());
         }
         text.push_str(delta);
     }
 }
+
+/// The delivered text's first allocation: deltas are a few bytes each, so
+/// starting at the first one's size would reallocate on every early event.
+const FIRST_TEXT_CAPACITY: usize = 64;
 
 /// What the service knows at call time.
 #[derive(Debug)]
@@ -465,6 +471,33 @@ fn gap_name(gap: Gap) -> &'static str {
     }
 }
 
+/// The frames held back until the first content event, in order. Content
+/// usually comes in the first frame, so that one is kept inline and only a
+/// longer hold allocates.
+#[derive(Debug, Default)]
+struct Held {
+    first: Option<Frame<Bytes>>,
+    rest: VecDeque<Frame<Bytes>>,
+}
+
+impl Held {
+    fn push_back(&mut self, frame: Frame<Bytes>) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(frame);
+        } else {
+            self.rest.push_back(frame);
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<Frame<Bytes>> {
+        self.first.take().or_else(|| self.rest.pop_front())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none() && self.rest.is_empty()
+    }
+}
+
 /// One step of reading the body.
 enum Step {
     /// A frame, and why the stream must stop after it, if it must.
@@ -483,7 +516,7 @@ pin_project! {
         #[pin]
         timer: Sleep,
         armed: Instant,
-        held: VecDeque<Frame<Bytes>>,
+        held: Held,
         held_bytes: usize,
         pending: Option<Cause>,
         ended: bool,
@@ -502,7 +535,7 @@ where
             body,
             timer: sleep_until(at),
             armed: at,
-            held: VecDeque::new(),
+            held: Held::default(),
             held_bytes: 0,
             pending: None,
             ended: false,
