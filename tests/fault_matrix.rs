@@ -128,8 +128,8 @@ fn in_stream_error(provider: Provider, stream: bool) -> Code {
 /// an Anthropic one with `refusal`.
 fn policy_finish(provider: Provider) -> FinishKind {
     match provider {
-        Provider::Anthropic => FinishKind::Refused,
-        _ => FinishKind::Filtered,
+        Provider::Gemini => FinishKind::Filtered,
+        _ => FinishKind::Refused,
     }
 }
 
@@ -210,34 +210,19 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
             primary: 2,
             ..b()
         },
-        // A refusal is policy: escalated, exactly one call, no fallback.
-        // OpenAI streams the refusal as a `delta.refusal` message, which the
-        // stream guard counts as content: the caller gets it as a stream
-        // whose report finishes `refused`.
-        if stream && provider == Provider::OpenAi {
-            Case {
-                name: "refusal",
-                header: Some("refusal"),
-                fallback: true,
-                want: Want::PolicyFinish {
-                    tokens: 0,
-                    finish: policy_finish(provider),
-                },
-                ..b()
-            }
-        } else {
-            Case {
-                name: "refusal",
-                header: Some("refusal"),
-                fallback: true,
-                fails: Some(refusal_code(provider)),
-                want: Want::Before {
-                    code: refusal_code(provider),
-                    action: Action::Escalate,
-                },
-                stop: StopReason::NotRetryable,
-                ..b()
-            }
+        // A refusal is policy: escalated, exactly one call, no fallback —
+        // streamed or not, whichever way the provider words it.
+        Case {
+            name: "refusal",
+            header: Some("refusal"),
+            fallback: true,
+            fails: Some(refusal_code(provider)),
+            want: Want::Before {
+                code: refusal_code(provider),
+                action: Action::Escalate,
+            },
+            stop: StopReason::NotRetryable,
+            ..b()
         },
         // A length cut is a delivered answer, marked truncated.
         Case {

@@ -141,7 +141,7 @@ async fn openai_usage_only_final_chunk_and_finish_without_done() {
 }
 
 #[tokio::test]
-async fn openai_length_refusal_filter_are_delivered_but_not_success() {
+async fn openai_length_and_filter_are_delivered_but_not_success_and_a_refusal_fails() {
     let f = fixture!("openai/length.sse");
     assert_finished(
         &delivered(run(CHAT, f).await),
@@ -149,10 +149,12 @@ async fn openai_length_refusal_filter_are_delivered_but_not_success() {
         FinishKind::Truncated,
         "length",
     );
-    let f = fixture!("openai/refusal.sse");
-    let d = delivered(run(CHAT, f).await);
-    assert_finished(&d, f, FinishKind::Refused, "stop");
-    assert!(!d.report.completed_task());
+    // A refusal streamed as `delta.refusal` is no content: it fails as
+    // policy before the response is released, as Anthropic's and Gemini's do.
+    let refused = failed(run(CHAT, fixture!("openai/refusal.sse")).await);
+    assert_eq!(refused.code(), Code::Refused);
+    assert_eq!(refused.action(), Action::Escalate);
+    assert!(!refused.evidence().content_seen);
     let f = fixture!("openai/content_filter.sse");
     assert_finished(
         &delivered(run(CHAT, f).await),

@@ -48,18 +48,23 @@ pub(super) fn decode<'a>(data: &'a [u8], refused: &mut bool) -> Signal<'a> {
     };
     let (text, content) = match choice.delta {
         Some(delta) => {
-            let refusal = delta.refusal.and_then(Text::non_empty).is_some();
-            *refused |= refusal;
+            // A refusal delta is the model declining, not an answer: it
+            // marks the stream refused and moves it on, like Anthropic's and
+            // Gemini's refusals, so a refusal before any content fails as
+            // policy while the response is still held back.
+            *refused |= delta.refusal.and_then(Text::non_empty).is_some();
             let text = delta.content.and_then(Text::non_empty);
             let acts = delta.tool_calls.is_some() || delta.function_call.is_some();
-            let content = text.is_some() || refusal || acts;
+            let content = text.is_some() || acts;
             (text, content)
         }
         None => (None, false),
     };
     let finish = choice.finish_reason.map(|Text(reason)| {
         let kind = match FinishKind::openai(&reason) {
-            FinishKind::Complete if *refused => FinishKind::Refused,
+            // A refusal message ends in `stop` or `content_filter`: either
+            // way the model declined, as the unary `message.refusal` says.
+            FinishKind::Complete | FinishKind::Filtered if *refused => FinishKind::Refused,
             kind => kind,
         };
         Reason { kind, reason }
