@@ -9,7 +9,7 @@ use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
 use crate::future::ResponseFuture;
-use crate::shared::{Permit, RequestHead, Shared, route_name};
+use crate::shared::{Permit, RequestHead, Shared};
 use crate::state::{BreakerState, RouteBreaker};
 
 /// How often readiness gating looks again at an isolated route, which has
@@ -43,8 +43,9 @@ impl<S> Breaker<S> {
         &self.inner
     }
 
-    /// The breaker of the request's route.
-    fn breaker_for<B>(&mut self, request: &http::Request<B>) -> Option<Arc<RouteBreaker>> {
+    /// Points `last` at the breaker of the request's route (`None`: the
+    /// route is over the limit and goes unguarded).
+    fn find_breaker<B>(&mut self, request: &http::Request<B>) {
         let derived: Option<RouteId> = self
             .shared
             .route_fn
@@ -52,16 +53,15 @@ impl<S> Breaker<S> {
             .map(|route_of| route_of(&RequestHead::of(request)));
         let name = match &derived {
             Some(route) => route.as_str(),
-            None => route_name(request),
+            None => RouteId::name_of_request(request),
         };
-        if let Some(last) = &self.last
-            && last.route.as_str() == name
+        if self
+            .last
+            .as_ref()
+            .is_none_or(|last| last.route.as_str() != name)
         {
-            return Some(Arc::clone(last));
+            self.last = self.shared.breaker(name, false);
         }
-        let found = self.shared.breaker(name, false);
-        self.last.clone_from(&found);
-        found
     }
 
     /// With readiness gating on: how long until the last route called may
@@ -123,20 +123,24 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let Some(breaker) = self.breaker_for(&request) else {
+        self.find_breaker(&request);
+        // Borrowed, not cloned: only an admitted call takes a reference
+        // (its permit's), so a refusal touches no reference count but the
+        // route's.
+        let Some(breaker) = &self.last else {
             return ResponseFuture::called(self.inner.call(request), None);
         };
         match breaker.admit() {
             Ok(ticket) => {
-                let permit = Permit::new(breaker, ticket);
+                let permit = Permit::new(Arc::clone(breaker), ticket);
                 ResponseFuture::called(self.inner.call(request), Some(permit))
             }
             Err(refused) => {
-                let mut failure = Failure::new(Code::CircuitOpen).with_route(breaker.route.clone());
-                if let Some(after) = refused.retry_after {
-                    failure = failure.with_retry_after(after);
-                }
-                ResponseFuture::refused(failure)
+                let failure = Failure::new(Code::CircuitOpen).with_route(breaker.route.clone());
+                ResponseFuture::refused(match refused.retry_after {
+                    Some(after) => failure.with_retry_after(after),
+                    None => failure,
+                })
             }
         }
     }

@@ -2,7 +2,7 @@
 //! first use, shared by every clone of the service.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use seawall_core::{BoxError, Failure, RouteId};
 
@@ -45,27 +45,17 @@ impl<'a> RequestHead<'a> {
 
 pub(crate) type RouteFn = Arc<dyn Fn(&RequestHead<'_>) -> RouteId + Send + Sync>;
 
-/// The name of the route a request goes to, borrowed from the request.
-///
-/// TODO(core): this is `RouteId::of_request` without its allocation (it
-/// builds an `Arc<str>` when the caller set no `RouteId`); a borrowed
-/// `RouteId::name_of_request` in seawall-core would replace it.
-pub(crate) fn route_name<B>(request: &http::Request<B>) -> &str {
-    match request.extensions().get::<RouteId>() {
-        Some(route) => route.as_str(),
-        None => request
-            .uri()
-            .authority()
-            .map_or("default", |authority| authority.as_str()),
-    }
-}
-
 pub(crate) struct Shared {
     pub(crate) policy: Arc<Policy>,
     pub(crate) route_fn: Option<RouteFn>,
     pub(crate) gate_readiness: bool,
     pub(crate) max_routes: usize,
     routes: RwLock<HashMap<Box<str>, Arc<RouteBreaker>>>,
+    /// The first route's breaker, also in `routes`. A service that talks
+    /// to one provider finds it with one atomic load and a name comparison,
+    /// without the map's lock or hashing. Routes are never removed, so it
+    /// stays the map's breaker for that name.
+    first: OnceLock<Arc<RouteBreaker>>,
 }
 
 impl Shared {
@@ -81,6 +71,7 @@ impl Shared {
             gate_readiness,
             max_routes,
             routes: RwLock::new(HashMap::new()),
+            first: OnceLock::new(),
         }
     }
 
@@ -89,6 +80,11 @@ impl Shared {
     /// grow memory without bound, so further routes go unguarded (and a
     /// warning says so).
     pub(crate) fn breaker(&self, name: &str, force: bool) -> Option<Arc<RouteBreaker>> {
+        if let Some(first) = self.first.get()
+            && first.route.as_str() == name
+        {
+            return Some(Arc::clone(first));
+        }
         if let Some(found) = self
             .routes
             .read()
@@ -115,6 +111,8 @@ impl Shared {
             Arc::clone(&self.policy),
         ));
         routes.insert(name.into(), Arc::clone(&breaker));
+        // Set under the write lock: the first breaker created wins.
+        let _ = self.first.set(Arc::clone(&breaker));
         Some(breaker)
     }
 

@@ -136,6 +136,16 @@ const COUNT_BITS: u32 = 20;
 const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
 const SLICE_MASK: u64 = (1 << 24) - 1;
 
+/// The ring length for a window of `buckets` slices: the next power of two
+/// (1024 buckets at most, so at most 1024 slots; it divides the 24-bit
+/// slice tag, so ring positions and tags agree when the tag wraps).
+fn ring_len(buckets: usize) -> usize {
+    match buckets {
+        0 => 0,
+        n => n.next_power_of_two(),
+    }
+}
+
 /// What a call is allowed to do, and what its outcome will be recorded as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ticket {
@@ -168,6 +178,9 @@ pub(crate) struct RouteBreaker {
     /// finishing late cannot count in the current one.
     periods: AtomicU64,
     consecutive: AtomicU32,
+    /// The window's ring of buckets, a power of two long (at least the
+    /// configured count) so a slice finds its bucket with a mask instead
+    /// of a division; buckets older than the window are ignored by age.
     buckets: Box<[AtomicU64]>,
 }
 
@@ -192,7 +205,7 @@ impl RouteBreaker {
             word: AtomicU64::new(pack(CLOSED, 0, 0)),
             periods: AtomicU64::new(0),
             consecutive: AtomicU32::new(0),
-            buckets: (0..buckets).map(|_| AtomicU64::new(0)).collect(),
+            buckets: (0..ring_len(buckets)).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -267,13 +280,13 @@ impl RouteBreaker {
             TripRule::Ratio {
                 ratio,
                 bucket_ms,
+                buckets,
                 min_calls,
-                ..
             } => {
                 let slice = self.policy.now_ms() / bucket_ms;
                 self.count(slice, failed);
                 failed && {
-                    let (calls, failures) = self.window(slice);
+                    let (calls, failures) = self.window(slice, buckets as u64);
                     calls >= min_calls && failures as f64 >= ratio * calls as f64
                 }
             }
@@ -371,7 +384,7 @@ impl RouteBreaker {
     /// starting the bucket afresh when it still holds an older slice.
     /// Counts saturate instead of spilling into the slice number.
     fn count(&self, slice: u64, failed: bool) {
-        let bucket = &self.buckets[(slice % self.buckets.len() as u64) as usize];
+        let bucket = &self.buckets[(slice & (self.buckets.len() as u64 - 1)) as usize];
         let tag = slice & SLICE_MASK;
         let mut current = bucket.load(Ordering::Relaxed);
         loop {
@@ -394,9 +407,9 @@ impl RouteBreaker {
         }
     }
 
-    /// (calls, failures) over the buckets of the window ending at `slice`.
-    fn window(&self, slice: u64) -> (u64, u64) {
-        let span = self.buckets.len() as u64;
+    /// (calls, failures) over the `span` buckets of the window ending at
+    /// `slice`.
+    fn window(&self, slice: u64, span: u64) -> (u64, u64) {
         let tag = slice & SLICE_MASK;
         let (mut calls, mut failures) = (0, 0);
         for bucket in &self.buckets[..] {
