@@ -287,9 +287,8 @@ pub async fn run(
     match fallback {
         None => {
             let client = Client::builder(TokioExecutor::new()).build(connector);
-            session
-                .drive(stack.build(&classify, client), request, out, log)
-                .await
+            let service = stack.build(&classify, client);
+            drive(session, None, service, request, out, log).await
         }
         Some(fallback) => {
             let _ = writeln!(
@@ -328,14 +327,7 @@ pub async fn run(
             let client = Client::builder(TokioExecutor::new()).build(connector);
             let service = stack.build_with_fallback(&classify, client, layer);
             // The answer is read in the fallback's format if it served.
-            let session = Session {
-                provider: primary.provider,
-                ..session
-            };
-            session
-                .with_fallback_provider(fallback.provider)
-                .drive(service, request, out, log)
-                .await
+            drive(session, Some(fallback.provider), service, request, out, log).await
         }
     }
 }
@@ -346,61 +338,6 @@ struct Session {
     provider: Provider,
     stream: bool,
     started: Instant,
-}
-
-/// A session that knows how to read a fallback's answer.
-struct WithFallback {
-    session: Session,
-    fallback_provider: Provider,
-}
-
-impl Session {
-    fn with_fallback_provider(self, fallback_provider: Provider) -> WithFallback {
-        WithFallback {
-            session: self,
-            fallback_provider,
-        }
-    }
-
-    async fn drive<S, B>(
-        self,
-        service: S,
-        request: http::Request<Full<Bytes>>,
-        out: &mut (impl Write + Send),
-        log: &mut (impl Write + Send),
-    ) -> u8
-    where
-        S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
-        B: Body<Data = Bytes>,
-        B::Error: Into<BoxError>,
-    {
-        drive(self, None, service, request, out, log).await
-    }
-}
-
-impl WithFallback {
-    async fn drive<S, B>(
-        self,
-        service: S,
-        request: http::Request<Full<Bytes>>,
-        out: &mut (impl Write + Send),
-        log: &mut (impl Write + Send),
-    ) -> u8
-    where
-        S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
-        B: Body<Data = Bytes>,
-        B::Error: Into<BoxError>,
-    {
-        drive(
-            self.session,
-            Some(self.fallback_provider),
-            service,
-            request,
-            out,
-            log,
-        )
-        .await
-    }
 }
 
 async fn drive<S, B>(
