@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use seawall_core::provider::Provider;
 use seawall_core::{Code, Failure, Finish, FinishKind};
@@ -18,6 +19,16 @@ use seawall_core::{Code, Failure, Finish, FinishKind};
 use crate::classifier::Checked;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// Reads a body as `T`. A body that is valid UTF-8 (nearly all) is checked
+/// once, whole, so the parser need not check each string again; any other
+/// body is read as bytes, exactly as before.
+fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(body) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(body),
+    }
+}
 
 /// Checks a whole 2xx body in `provider`'s generation shape.
 pub(crate) fn check(provider: Provider, body: &[u8]) -> Checked {
@@ -66,7 +77,7 @@ fn finish_failure(kind: FinishKind, reason: &str) -> Option<Failure> {
 #[derive(Deserialize)]
 struct ChatCompletion<'a> {
     #[serde(borrow)]
-    choices: Option<Vec<Choice<'a>>>,
+    choices: Option<Outcome<'a, Choice<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -93,6 +104,30 @@ struct ChatMessage<'a> {
     refusal: Option<Str<'a>>,
 }
 
+impl<'a> Candidacy<'a> for Choice<'a> {
+    fn policy(&self) -> Option<Failure> {
+        let refusal = self.message.as_ref().and_then(|m| m.refusal.as_ref());
+        if let Some(refusal) = refusal.filter(|r| !r.0.is_empty()) {
+            return Some(Failure::new(Code::Refused).with_message(&refusal.0));
+        }
+        let reason = self.finish_reason.as_ref()?;
+        finish_failure(FinishKind::openai(&reason.0), &reason.0)
+    }
+
+    fn has_content(&self) -> bool {
+        self.text.0
+            || self
+                .message
+                .as_ref()
+                .is_some_and(|m| m.content.0 || m.tool_calls.0 || m.function_call.0 || m.audio.0)
+    }
+
+    fn finish(self) -> Option<(FinishKind, Str<'a>)> {
+        self.finish_reason
+            .map(|reason| (FinishKind::openai(&reason.0), reason))
+    }
+}
+
 /// A body that does not parse: cut or broken JSON is a failure (nothing
 /// reached the caller yet, so it may be retried); valid JSON of another
 /// shape is another endpoint's answer, delivered unchecked.
@@ -109,34 +144,14 @@ fn unreadable(error: serde_json::Error) -> Checked {
 }
 
 fn check_openai(body: &[u8]) -> Checked {
-    let choices = match serde_json::from_slice(body) {
+    let choices = match parse(body) {
         Ok(ChatCompletion {
             choices: Some(choices),
         }) => choices,
         Ok(ChatCompletion { choices: None }) => return Checked::Deliver(None),
         Err(error) => return unreadable(error),
     };
-    let policy = choices.iter().find_map(|choice| {
-        let refusal = choice.message.as_ref().and_then(|m| m.refusal.as_ref());
-        if let Some(refusal) = refusal.filter(|r| !r.0.is_empty()) {
-            return Some(Failure::new(Code::Refused).with_message(&refusal.0));
-        }
-        let reason = choice.finish_reason.as_ref()?;
-        finish_failure(FinishKind::openai(&reason.0), &reason.0)
-    });
-    let has_content = choices.iter().any(|choice| {
-        choice.text.0
-            || choice
-                .message
-                .as_ref()
-                .is_some_and(|m| m.content.0 || m.tool_calls.0 || m.function_call.0 || m.audio.0)
-    });
-    let finish = choices
-        .into_iter()
-        .next()
-        .and_then(|choice| choice.finish_reason)
-        .map(|reason| (FinishKind::openai(&reason.0), reason));
-    verdict(policy, has_content, finish)
+    verdict(choices.policy, choices.has_content, choices.finish)
 }
 
 // Anthropic messages.
@@ -146,7 +161,7 @@ struct AnthropicMessage<'a> {
     #[serde(borrow, rename = "type")]
     ty: Option<Str<'a>>,
     #[serde(borrow, default)]
-    content: Vec<ContentBlock<'a>>,
+    content: Any<ContentBlock<'a>>,
     #[serde(borrow, default)]
     stop_reason: Option<Str<'a>>,
 }
@@ -159,8 +174,20 @@ struct ContentBlock<'a> {
     text: Presence,
 }
 
+impl Present for ContentBlock<'_> {
+    /// Thinking alone is not an answer; any other block (text, tool use,
+    /// server tool results) is.
+    fn present(&self) -> bool {
+        match &*self.ty.0 {
+            "text" => self.text.0,
+            "thinking" | "redacted_thinking" => false,
+            _ => true,
+        }
+    }
+}
+
 fn check_anthropic(body: &[u8]) -> Checked {
-    let message = match serde_json::from_slice::<AnthropicMessage<'_>>(body) {
+    let message = match parse::<AnthropicMessage<'_>>(body) {
         Ok(message) => message,
         Err(error) => return unreadable(error),
     };
@@ -173,14 +200,7 @@ fn check_anthropic(body: &[u8]) -> Checked {
     let policy = finish
         .as_ref()
         .and_then(|(kind, reason)| finish_failure(*kind, &reason.0));
-    // Thinking alone is not an answer; any other block (text, tool use,
-    // server tool results) is.
-    let has_content = message.content.iter().any(|block| match &*block.ty.0 {
-        "text" => block.text.0,
-        "thinking" | "redacted_thinking" => false,
-        _ => true,
-    });
-    verdict(policy, has_content, finish)
+    verdict(policy, message.content.0, finish)
 }
 
 // Gemini generateContent.
@@ -189,7 +209,7 @@ fn check_anthropic(body: &[u8]) -> Checked {
 #[serde(rename_all = "camelCase")]
 struct GeminiResponse<'a> {
     #[serde(borrow)]
-    candidates: Option<Vec<Candidate<'a>>>,
+    candidates: Option<Outcome<'a, Candidate<'a>>>,
     #[serde(borrow)]
     prompt_feedback: Option<PromptFeedback<'a>>,
     usage_metadata: Option<IgnoredAny>,
@@ -214,11 +234,27 @@ struct Candidate<'a> {
 #[derive(Deserialize)]
 struct GeminiContent {
     #[serde(default)]
-    parts: Vec<GeminiPart>,
+    parts: Any<GeminiPart>,
+}
+
+impl<'a> Candidacy<'a> for Candidate<'a> {
+    fn policy(&self) -> Option<Failure> {
+        let reason = self.finish_reason.as_ref()?;
+        finish_failure(FinishKind::gemini(&reason.0), &reason.0)
+    }
+
+    fn has_content(&self) -> bool {
+        self.content.as_ref().is_some_and(|content| content.parts.0)
+    }
+
+    fn finish(self) -> Option<(FinishKind, Str<'a>)> {
+        self.finish_reason
+            .map(|reason| (FinishKind::gemini(&reason.0), reason))
+    }
 }
 
 fn check_gemini(body: &[u8]) -> Checked {
-    let response = match serde_json::from_slice::<GeminiResponse<'_>>(body) {
+    let response = match parse::<GeminiResponse<'_>>(body) {
         Ok(response) => response,
         Err(error) => return unreadable(error),
     };
@@ -233,27 +269,106 @@ fn check_gemini(body: &[u8]) -> Checked {
         .prompt_feedback
         .and_then(|feedback| feedback.block_reason)
         .map(|reason| Failure::new(Code::ContentFiltered).with_provider_code(&*reason.0));
-    let policy = blocked.or_else(|| {
-        candidates.iter().find_map(|candidate| {
-            let reason = candidate.finish_reason.as_ref()?;
-            finish_failure(FinishKind::gemini(&reason.0), &reason.0)
-        })
-    });
-    let has_content = candidates.iter().any(|candidate| {
-        candidate
-            .content
-            .as_ref()
-            .is_some_and(|content| content.parts.iter().any(|part| part.0))
-    });
-    let finish = candidates
-        .into_iter()
-        .next()
-        .and_then(|candidate| candidate.finish_reason)
-        .map(|reason| (FinishKind::gemini(&reason.0), reason));
-    verdict(policy, has_content, finish)
+    let policy = blocked.or(candidates.policy);
+    verdict(policy, candidates.has_content, candidates.finish)
 }
 
 // Small readers that look at values without keeping them.
+
+/// One choice (OpenAI) or candidate (Gemini) of an answer, as the verdict
+/// reads it.
+trait Candidacy<'a> {
+    /// The policy failure this one amounts to (a refusal, a filter).
+    fn policy(&self) -> Option<Failure>;
+    /// Whether it holds any part of an answer.
+    fn has_content(&self) -> bool;
+    /// Its finish reason.
+    fn finish(self) -> Option<(FinishKind, Str<'a>)>;
+}
+
+/// What the choices or candidates of an answer add up to, read one by one
+/// instead of collected into a `Vec`: the first policy failure, whether any
+/// holds content, and the first one's finish reason.
+struct Outcome<'a, T> {
+    policy: Option<Failure>,
+    has_content: bool,
+    finish: Option<(FinishKind, Str<'a>)>,
+    item: PhantomData<T>,
+}
+
+impl<T> Default for Outcome<'_, T> {
+    fn default() -> Self {
+        Outcome {
+            policy: None,
+            has_content: false,
+            finish: None,
+            item: PhantomData,
+        }
+    }
+}
+
+impl<'de: 'a, 'a, T: Candidacy<'a> + Deserialize<'de>> Deserialize<'de> for Outcome<'a, T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OutcomeVisitor<'a, T>(PhantomData<Outcome<'a, T>>);
+        impl<'de: 'a, 'a, T: Candidacy<'a> + Deserialize<'de>> Visitor<'de> for OutcomeVisitor<'a, T> {
+            type Value = Outcome<'a, T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut outcome = Outcome::default();
+                let mut first = true;
+                while let Some(item) = seq.next_element::<T>()? {
+                    if outcome.policy.is_none() {
+                        outcome.policy = item.policy();
+                    }
+                    outcome.has_content |= item.has_content();
+                    if first {
+                        outcome.finish = item.finish();
+                        first = false;
+                    }
+                }
+                Ok(outcome)
+            }
+        }
+        deserializer.deserialize_seq(OutcomeVisitor(PhantomData))
+    }
+}
+
+/// Whether an array element is part of an answer.
+trait Present {
+    fn present(&self) -> bool;
+}
+
+/// Whether any element of an array is part of an answer, read without
+/// collecting the array.
+struct Any<T>(bool, PhantomData<T>);
+
+impl<T> Default for Any<T> {
+    fn default() -> Self {
+        Any(false, PhantomData)
+    }
+}
+
+impl<'de, T: Present + Deserialize<'de>> Deserialize<'de> for Any<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct AnyVisitor<T>(PhantomData<T>);
+        impl<'de, T: Present + Deserialize<'de>> Visitor<'de> for AnyVisitor<T> {
+            type Value = Any<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut any = false;
+                while let Some(item) = seq.next_element::<T>()? {
+                    any |= item.present();
+                }
+                Ok(Any(any, PhantomData))
+            }
+        }
+        deserializer.deserialize_seq(AnyVisitor(PhantomData))
+    }
+}
 
 /// A string, borrowed from the body when it has no escapes.
 struct Str<'a>(Cow<'a, str>);
@@ -338,6 +453,12 @@ impl<'de> Visitor<'de> for PresenceVisitor {
 /// Unknown part kinds count as content, so a new kind is never mistaken for
 /// an empty answer.
 struct GeminiPart(bool);
+
+impl Present for GeminiPart {
+    fn present(&self) -> bool {
+        self.0
+    }
+}
 
 impl<'de> Deserialize<'de> for GeminiPart {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
