@@ -117,7 +117,10 @@ fn bench(c: &mut Criterion) {
     };
     let seawall_call = |s: &mut seawall_breaker::Breaker<Provider>| {
         let ready = s.poll_ready(&mut Context::from_waker(Waker::noop()));
-        assert!(ready.is_ready(), "the breaker is ready when its provider is");
+        assert!(
+            ready.is_ready(),
+            "the breaker is ready when its provider is"
+        );
         let future = s.call(request());
         async move { future.await.is_ok() }
     };
@@ -152,7 +155,8 @@ fn bench(c: &mut Criterion) {
 
     let mut open = c.benchmark_group("open_rejection");
     open.bench_function("seawall", |b| {
-        b.to_async(&runtime).iter(|| seawall_call(&mut seawall_open))
+        b.to_async(&runtime)
+            .iter(|| seawall_call(&mut seawall_open))
     });
     open.bench_function("failsafe", |b| {
         b.to_async(&runtime).iter(|| failsafe_call(&failsafe_open))

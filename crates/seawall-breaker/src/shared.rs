@@ -141,21 +141,20 @@ impl Shared {
 /// place back.
 pub(crate) struct Permit {
     breaker: Arc<RouteBreaker>,
-    ticket: Ticket,
-    outcome: Outcome,
+    /// `None` once the outcome is recorded.
+    ticket: Option<Ticket>,
 }
 
 impl Permit {
     pub(crate) fn new(breaker: Arc<RouteBreaker>, ticket: Ticket) -> Self {
         Permit {
             breaker,
-            ticket,
-            outcome: Outcome::Neutral,
+            ticket: Some(ticket),
         }
     }
 
     pub(crate) fn succeed(mut self) {
-        self.outcome = Outcome::Success;
+        self.record(Outcome::Success);
     }
 
     /// Records an error: a failure when it carries a [`Failure`] about the
@@ -166,13 +165,19 @@ impl Permit {
         let counted = Failure::find(&**error)
             .is_some_and(|failure| counts(failure, self.breaker.policy.rate_limited_counts));
         if counted {
-            self.outcome = Outcome::Failure;
+            self.record(Outcome::Failure);
+        }
+    }
+
+    fn record(&mut self, outcome: Outcome) {
+        if let Some(ticket) = self.ticket.take() {
+            self.breaker.record(ticket, outcome);
         }
     }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.breaker.record(self.ticket, self.outcome);
+        self.record(Outcome::Neutral);
     }
 }

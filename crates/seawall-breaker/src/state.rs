@@ -5,6 +5,7 @@
 //! `HalfOpen` word its own trial count).
 
 use std::fmt;
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -146,13 +147,29 @@ fn ring_len(buckets: usize) -> usize {
     }
 }
 
-/// What a call is allowed to do, and what its outcome will be recorded as.
+/// What a call is allowed to do, and what its outcome will be recorded as:
+/// admitted while closed (the outcome goes to the window), or a half-open
+/// trial of a period (the outcome decides the state).
+///
+/// One non-zero word, so that a permit (`Arc` and `Option<Ticket>`) is two
+/// words and a response future over a provider's response stays small
+/// enough to be moved without a `memcpy` call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ticket {
-    /// Admitted while closed: the outcome goes to the window.
-    Closed,
-    /// A half-open trial of the given period: the outcome decides the state.
-    Trial(u64),
+pub(crate) struct Ticket(NonZeroU64);
+
+impl Ticket {
+    /// Admitted while closed. Periods are 40-bit, so they never reach it.
+    const CLOSED: Ticket = Ticket(NonZeroU64::MAX);
+
+    /// A trial of `period` (40-bit, stored plus one to stay non-zero).
+    fn trial(period: u64) -> Ticket {
+        Ticket(NonZeroU64::MIN.saturating_add(period & PERIOD_MASK))
+    }
+
+    /// The trial's period; `None` for a call admitted while closed.
+    fn period(self) -> Option<u64> {
+        (self != Ticket::CLOSED).then(|| self.0.get() - 1)
+    }
 }
 
 /// How a call ended, for the breaker.
@@ -226,7 +243,7 @@ impl RouteBreaker {
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             let next = match word & STATE_MASK {
-                CLOSED => return Ok(Ticket::Closed),
+                CLOSED => return Ok(Ticket::CLOSED),
                 ISOLATED => return Err(Refused { retry_after: None }),
                 OPEN => {
                     let now = self.policy.now_ms();
@@ -256,7 +273,7 @@ impl RouteBreaker {
                     if word & STATE_MASK == OPEN {
                         self.announce(BreakerState::Open, BreakerState::HalfOpen);
                     }
-                    return Ok(Ticket::Trial(trials_of(next).0));
+                    return Ok(Ticket::trial(trials_of(next).0));
                 }
                 Err(current) => word = current,
             }
@@ -264,9 +281,9 @@ impl RouteBreaker {
     }
 
     pub(crate) fn record(&self, ticket: Ticket, outcome: Outcome) {
-        match ticket {
-            Ticket::Closed => self.record_closed(outcome),
-            Ticket::Trial(period) => self.record_trial(period, outcome),
+        match ticket.period() {
+            None => self.record_closed(outcome),
+            Some(period) => self.record_trial(period, outcome),
         }
     }
 
