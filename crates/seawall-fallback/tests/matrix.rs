@@ -176,6 +176,7 @@ const FAILS_OVER: &[Code] = &[
     Code::FirstByteTimeout,
     Code::IdleTimeout,
     Code::Transport,
+    Code::ProtocolViolation,
     Code::CircuitOpen,
     Code::BudgetExhausted,
 ];
