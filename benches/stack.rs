@@ -8,7 +8,8 @@
 //! The `layers_*` groups build the same stack one layer at a time over the
 //! same upstream (`+classify`, `+guard`, `+attempt_deadline`, `+breaker`,
 //! `+retry`, `+total_deadline`, which is the whole stack), so each layer's
-//! cost is the difference to the line before it.
+//! cost is the difference to the line before it; `+fallback` is the whole
+//! stack with a fallback route that the successful primary never needs.
 //!
 //! `cargo bench --bench stack`
 //!
@@ -31,8 +32,10 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use seawall::breaker::BreakerLayer;
 use seawall::classify::ClassifyLayer;
+use seawall::core::RouteId;
 use seawall::core::replay::clone_head;
 use seawall::deadline::DeadlineLayer;
+use seawall::fallback::FallbackLayer;
 use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::StreamGuardLayer;
@@ -256,6 +259,13 @@ fn main() {
             .layer(breaker())
         };
         let total = || DeadlineLayer::new(Duration::from_secs(60)).layer(retry());
+        // The whole stack with a fallback route that is never needed: its
+        // cost is the difference to `+total_deadline`.
+        let with_fallback = || {
+            let backup = FallbackLayer::new(stack.attempt(&classify, upstream(content_type, body)))
+                .route(RouteId::new("backup.llm.example"));
+            DeadlineLayer::new(Duration::from_secs(60)).layer(backup.layer(retry()))
+        };
         bench.previous = None;
         bench.case(&group, "bare", true, upstream(content_type, body));
         bench.case(&group, "+classify", true, classified());
@@ -264,6 +274,7 @@ fn main() {
         bench.case(&group, "+breaker", true, breaker());
         bench.case(&group, "+retry", true, retry());
         bench.case(&group, "+total_deadline", true, total());
+        bench.case(&group, "+fallback", true, with_fallback());
     }
 
     bench.criterion.final_summary();

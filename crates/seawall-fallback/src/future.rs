@@ -1,5 +1,6 @@
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -12,14 +13,13 @@ use tower::util::Oneshot;
 use tower_service::Service;
 
 use crate::error::SameRouteFallback;
-use crate::layer::Settings;
 use crate::rewrite::Rewrite;
-use crate::service::{SERVED_BY_HEADER, ServedBy};
+use crate::service::{SERVED_BY_HEADER, ServedBy, Shared};
 
 /// What a fallback needs, taken when it fires.
 pub(crate) struct Plan<F, R, B> {
-    pub(crate) fallback: F,
-    pub(crate) settings: Settings<R>,
+    /// The fallback service (cloned only when it fires) and the settings.
+    pub(crate) shared: Arc<Shared<F, R>>,
     /// The request's head and a handle on its recorded body; `None` when the
     /// body could not be recorded.
     pub(crate) request: Option<http::Request<ReplayBody<B>>>,
@@ -61,7 +61,7 @@ where
     F: Service<http::Request<ReplayBody<B>>>,
 {
     pub(crate) fn primary(future: PF, route: RouteId, plan: Plan<F, R, B>) -> Self {
-        let header = plan.settings.served_by_header;
+        let header = plan.shared.settings.served_by_header;
         ResponseFuture {
             state: State::Primary { future },
             primary_route: Some(route),
@@ -86,7 +86,7 @@ impl<PF, F, R, B, RB, E> Future for ResponseFuture<PF, F, R, B>
 where
     PF: Future<Output = Result<http::Response<RB>, E>>,
     E: Into<BoxError>,
-    F: Service<http::Request<ReplayBody<B>>, Response = http::Response<RB>>,
+    F: Service<http::Request<ReplayBody<B>>, Response = http::Response<RB>> + Clone,
     F::Error: Into<BoxError>,
     R: Rewrite<B>,
 {
@@ -152,6 +152,7 @@ fn fire<F, R, B>(
     plan: Plan<F, R, B>,
 ) -> Result<(F, http::Request<ReplayBody<B>>, Fired), BoxError>
 where
+    F: Clone,
     R: Rewrite<B>,
 {
     let Some(failure) = Failure::find(&*error) else {
@@ -167,11 +168,8 @@ where
         .receipt()
         .cloned()
         .unwrap_or_else(|| single(&from, Some(cause)));
-    let Plan {
-        fallback,
-        settings,
-        request,
-    } = plan;
+    let Plan { shared, request } = plan;
+    let settings = &shared.settings;
     let Some(mut request) = request.filter(|r| r.body().is_replayable()) else {
         return Err(skipped(error, &from, cause, StopReason::NotReplayable));
     };
@@ -198,7 +196,11 @@ where
         cause = cause.as_str(),
         "falling back to another route"
     );
-    Ok((fallback, request, Fired { route: to, primary }))
+    Ok((
+        shared.fallback.clone(),
+        request,
+        Fired { route: to, primary },
+    ))
 }
 
 /// The primary's error, returned without a fallback: the receipt's stop

@@ -6,7 +6,7 @@ use seawall_core::replay::DEFAULT_MAX_REPLAY_BYTES;
 use tower_layer::Layer;
 
 use crate::rewrite::Unchanged;
-use crate::service::Fallback;
+use crate::service::{Fallback, Shared};
 
 /// Fails over to `fallback` once when the primary's failure allows it. See
 /// the [crate docs](crate).
@@ -143,8 +143,7 @@ impl<S, F: Clone, R> Layer<S> for FallbackLayer<F, R> {
     fn layer(&self, primary: S) -> Self::Service {
         Fallback {
             primary,
-            fallback: self.fallback.clone(),
-            settings: self.settings.clone(),
+            shared: Arc::new(Shared::new(self.fallback.clone(), self.settings.clone())),
         }
     }
 }

@@ -1,3 +1,4 @@
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use http_body::Body;
@@ -28,16 +29,50 @@ pub struct ServedBy {
 /// The service made by [`FallbackLayer`](crate::FallbackLayer).
 pub struct Fallback<S, F, R> {
     pub(crate) primary: S,
-    pub(crate) fallback: F,
-    pub(crate) settings: Settings<R>,
+    pub(crate) shared: Arc<Shared<F, R>>,
 }
 
-impl<S: Clone, F: Clone, R> Clone for Fallback<S, F, R> {
+/// What every clone of a [`Fallback`] and every call shares: a call keeps
+/// one reference to it, and clones the fallback service only when it fires.
+pub(crate) struct Shared<F, R> {
+    pub(crate) fallback: F,
+    pub(crate) settings: Settings<R>,
+    /// The primary route of the first request, so that later requests to
+    /// the same route share its name instead of allocating their own.
+    // TODO(core): seawall-retry keeps the same cache; a `RouteId` cache in
+    // seawall-core would serve both.
+    primary_route: OnceLock<RouteId>,
+}
+
+impl<F, R> Shared<F, R> {
+    pub(crate) fn new(fallback: F, settings: Settings<R>) -> Self {
+        Shared {
+            fallback,
+            settings,
+            primary_route: OnceLock::new(),
+        }
+    }
+
+    /// The route a request goes to: [`RouteId::of_request`], without its
+    /// allocation when the route is the one this service called first.
+    fn route_of<B>(&self, request: &http::Request<B>) -> RouteId {
+        let name = RouteId::name_of_request(request);
+        match self.primary_route.get() {
+            Some(known) if known.as_str() == name => known.clone(),
+            Some(_) => RouteId::of_request(request),
+            None => self
+                .primary_route
+                .get_or_init(|| RouteId::of_request(request))
+                .clone(),
+        }
+    }
+}
+
+impl<S: Clone, F, R> Clone for Fallback<S, F, R> {
     fn clone(&self) -> Self {
         Fallback {
             primary: self.primary.clone(),
-            fallback: self.fallback.clone(),
-            settings: self.settings.clone(),
+            shared: Arc::clone(&self.shared),
         }
     }
 }
@@ -46,8 +81,8 @@ impl<S: std::fmt::Debug, F: std::fmt::Debug, R> std::fmt::Debug for Fallback<S, 
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fallback")
             .field("primary", &self.primary)
-            .field("fallback", &self.fallback)
-            .field("settings", &self.settings)
+            .field("fallback", &self.shared.fallback)
+            .field("settings", &self.shared.settings)
             .finish()
     }
 }
@@ -70,12 +105,12 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let primary_route = RouteId::of_request(&request);
-        if self.settings.route.as_ref() == Some(&primary_route) {
+        let settings = &self.shared.settings;
+        let primary_route = self.shared.route_of(&request);
+        if settings.route.as_ref() == Some(&primary_route) {
             return ResponseFuture::refused(SameRouteFallback::new(primary_route, None).into());
         }
-        let request =
-            request.map(|body| ReplayBody::recorded(body, self.settings.max_replay_bytes));
+        let request = request.map(|body| ReplayBody::recorded(body, settings.max_replay_bytes));
         // The primary sends the original handle; the kept copy starts from
         // the beginning of the recording, for the fallback.
         let kept = request
@@ -83,10 +118,35 @@ where
             .replay()
             .map(|body| clone_head(&request, body));
         let plan = Plan {
-            fallback: self.fallback.clone(),
-            settings: self.settings.clone(),
+            shared: Arc::clone(&self.shared),
             request: kept,
         };
         ResponseFuture::primary(self.primary.call(request), primary_route, plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layer::FallbackLayer;
+
+    fn to(uri: &str) -> http::Request<()> {
+        http::Request::get(uri).body(()).unwrap()
+    }
+
+    #[test]
+    fn the_route_cache_never_names_another_route() {
+        let shared = Shared::new((), FallbackLayer::new(()).settings);
+        let first = shared.route_of(&to("https://a.example/v1"));
+        assert_eq!(first.as_str(), "a.example");
+        let again = shared.route_of(&to("https://a.example/v2"));
+        assert_eq!(again, first);
+        assert_eq!(
+            shared.route_of(&to("https://b.example/v1")).as_str(),
+            "b.example"
+        );
+        let mut named = to("https://a.example/v1");
+        named.extensions_mut().insert(RouteId::new("primary"));
+        assert_eq!(shared.route_of(&named).as_str(), "primary");
     }
 }
