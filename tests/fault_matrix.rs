@@ -36,10 +36,6 @@ enum Want {
         action: Action,
         delivered: u32,
     },
-    /// A stream that ends cleanly on a policy finish (a refusal or a
-    /// filter) after `tokens` tokens: the verdict is the stream report's
-    /// finish, and the answer does not complete the task.
-    PolicyFinish { tokens: u32, finish: FinishKind },
     /// The caller dropped the body mid-stream: one attempt, disconnected.
     Cancelled,
 }
@@ -120,16 +116,6 @@ fn in_stream_error(provider: Provider, stream: bool) -> Code {
     match (provider, stream) {
         (Provider::Anthropic, _) | (Provider::Gemini, false) => Code::Overloaded,
         _ => Code::ProviderUnavailable,
-    }
-}
-
-/// The finish kind a streamed refusal ends on: chaos ends an OpenAI
-/// refusal with `content_filter` and a Gemini one with `SAFETY` (filters),
-/// an Anthropic one with `refusal`.
-fn policy_finish(provider: Provider) -> FinishKind {
-    match provider {
-        Provider::Gemini => FinishKind::Filtered,
-        _ => FinishKind::Refused,
     }
 }
 
@@ -378,16 +364,18 @@ fn stream_cases(provider: Provider) -> Vec<Case> {
             },
             ..b()
         },
-        // A refusal after content ends the stream on its finish marker: the
-        // text already shown stays shown, the report says policy, and
-        // nothing is sent again anywhere.
+        // A refusal after content: the text already shown stays shown, the
+        // body ends with the policy verdict (escalate) and what was
+        // delivered — never a silent clean end — and nothing is sent again
+        // anywhere.
         Case {
             name: "refusal after 3 tokens",
             header: Some("refusal;tokens=3"),
             fallback: true,
-            want: Want::PolicyFinish {
-                tokens: 3,
-                finish: policy_finish(provider),
+            want: Want::After {
+                code: refusal_code(provider),
+                action: Action::Escalate,
+                delivered: 3,
             },
             ..b()
         },
@@ -731,33 +719,14 @@ fn check(case: &Case, run: &Run) -> Vec<String> {
                 k == delivered,
                 format!("{k} tokens != {delivered} delivered"),
             );
-            if code != Code::Refused && code != Code::ContentFiltered {
-                let record = seen
-                    .failure
-                    .as_ref()
-                    .and_then(|f| f.interrupted())
-                    .and_then(|i| i.delivered_text.clone());
-                expect(
-                    record.as_deref() == Some(seen.text.as_str()),
-                    format!("interrupted record {record:?} != caller text"),
-                );
-            }
-        }
-        Want::PolicyFinish { tokens, finish } => {
+            let record = seen
+                .failure
+                .as_ref()
+                .and_then(|f| f.interrupted())
+                .and_then(|i| i.delivered_text.clone());
             expect(
-                seen.ending == Ending::Ok,
-                format!("ending {:?} != Ok ({:?})", seen.ending, seen.failure),
-            );
-            expect(k == tokens, format!("{k} tokens != {tokens}"));
-            let report = seen.report.as_ref();
-            let kind = report.and_then(|r| r.finish.as_ref()).map(|f| f.kind);
-            expect(
-                kind == Some(finish),
-                format!("report finish {kind:?} != {finish:?}"),
-            );
-            expect(
-                report.is_some_and(|r| !r.completed_task()),
-                "the report says the task completed".to_owned(),
+                record.as_deref() == Some(seen.text.as_str()),
+                format!("interrupted record {record:?} != caller text"),
             );
         }
         Want::Cancelled => {

@@ -26,7 +26,7 @@ use hyper_util::rt::TokioExecutor;
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
 use seawall::core::replay::ReplayBody;
-use seawall::core::{BoxError, Failure, FinishKind, Receipt, RouteId};
+use seawall::core::{BoxError, Class, Failure, FinishKind, Receipt, RouteId};
 use seawall::fallback::{FallbackLayer, ServedBy};
 use seawall::stack::Stack;
 use serde_json::json;
@@ -396,7 +396,16 @@ where
     let _ = out.flush();
     if let Some(err) = &delivery.error {
         let failure = Failure::find(&**err);
-        let _ = writeln!(log, "seawall chat: interrupted after content: {err}");
+        // A refusal or filter that ends a delivered answer is a verdict on
+        // the answer, not a broken stream.
+        let verdict =
+            failure.is_some_and(|f| matches!(f.class(), Class::Policy | Class::ModelFixable));
+        let what = if verdict {
+            "the answer ended with a verdict"
+        } else {
+            "interrupted after content"
+        };
+        let _ = writeln!(log, "seawall chat: {what}: {err}");
         let line = receipt_json(
             &session,
             Outcome::Interrupted(failure),
@@ -404,7 +413,7 @@ where
             &delivery,
         );
         let _ = writeln!(log, "{line}");
-        return 3;
+        return if verdict { 4 } else { 3 };
     }
     let complete = delivery.finish.as_deref().is_none_or(|reason| {
         let kind = match provider {

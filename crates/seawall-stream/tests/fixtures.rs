@@ -83,14 +83,43 @@ fn failed(outcome: Outcome) -> Failure {
     }
 }
 
+/// A finished stream: every frame delivered untouched and the finish in
+/// the report. A refusal, filter or malformed call after content is no
+/// success: the body then ends with that verdict (escalate or return to
+/// the model) carrying what was delivered, never a silent clean end.
 fn assert_finished(d: &Drained, fixture: &str, kind: FinishKind, reason: &str) {
-    assert!(d.error.is_none(), "{:?}", d.error);
     assert_eq!(d.bytes, fixture.as_bytes(), "frames pass through untouched");
     let finish = d.report.finish.as_ref().expect("a finish");
     assert_eq!((finish.kind, &*finish.reason), (kind, reason));
-    assert_eq!(d.report.code, None);
     assert_eq!(d.report.closed_by, ClosedBy::Them);
     assert_eq!(d.report.completed_task(), kind.completes_task());
+    match kind.failure() {
+        None => {
+            assert!(d.error.is_none(), "{:?}", d.error);
+            assert_eq!(d.report.code, None);
+        }
+        Some(verdict) => {
+            let failure = d
+                .error
+                .as_ref()
+                .expect("a policy finish ends the body in error");
+            assert_eq!(
+                (failure.class(), failure.code()),
+                (verdict.class(), verdict.code())
+            );
+            assert_ne!(failure.action(), Action::Surface);
+            assert_ne!(failure.action(), Action::Retry);
+            assert_eq!(failure.provider_code(), Some(reason));
+            assert!(failure.evidence().content_seen);
+            assert!(
+                failure
+                    .interrupted()
+                    .and_then(|i| i.delivered_text.as_deref())
+                    .is_some()
+            );
+            assert_eq!(d.report.code, Some(verdict.code()));
+        }
+    }
 }
 
 fn assert_interrupted(d: &Drained, code: Code, text: &str) {

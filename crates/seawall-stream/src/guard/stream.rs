@@ -42,6 +42,10 @@ enum Cause {
     FinishedEmpty,
     /// A clean EOF without the finish marker.
     Eof,
+    /// The message finished after content with a verdict that is no
+    /// success: a refusal or filter (policy) or a malformed call
+    /// (model-fixable). Delivered, and never silently equal to success.
+    PolicyFinish,
     /// The body failed (reset, broken pipe, protocol error).
     Transport(BoxError),
     Timeout(Gap),
@@ -277,21 +281,33 @@ impl Track {
         }
     }
 
-    /// A clean EOF: true (and reported) when the finish marker came, or EOF
-    /// is the finish; false when the stream is cut.
-    fn end_of_stream(&mut self, now: Instant) -> bool {
+    /// The failure the finish amounts to once content was delivered, if the
+    /// finish is a refusal, a filter or a malformed call.
+    fn finish_verdict(&self) -> Option<Failure> {
+        if !self.content_seen() {
+            return None;
+        }
+        let finish = self.tally.finish.as_ref()?;
+        Some(finish.kind.failure()?.with_provider_code(&*finish.reason))
+    }
+
+    /// A clean EOF: `None` (and reported) when the finish marker came, or
+    /// EOF is the finish; otherwise why the stream ends badly.
+    fn end_of_stream(&mut self, now: Instant) -> Option<Cause> {
         if self.tally.finish.is_none() && self.protocol.eof_finishes() && self.content_seen() {
             self.tally.finish(Reason {
                 kind: FinishKind::Complete,
                 reason: "eof".into(),
             });
         }
-        if self.message_complete() && self.content_seen() {
-            self.report(None, ClosedBy::Them, now);
-            true
-        } else {
-            false
+        if !(self.message_complete() && self.content_seen()) {
+            return Some(Cause::Eof);
         }
+        if self.finish_verdict().is_some() {
+            return Some(Cause::PolicyFinish);
+        }
+        self.report(None, ClosedBy::Them, now);
+        None
     }
 
     /// Ends the live body on `cause`: a failure, unless the message was
@@ -299,12 +315,17 @@ impl Track {
     /// (or going quiet) after it.
     fn close(&mut self, cause: Cause) -> Option<Result<Frame<Bytes>, BoxError>> {
         let now = Instant::now();
+        let after_finish =
+            matches!(cause, Cause::Transport(_) | Cause::Timeout(_)) && self.message_complete();
         match cause {
-            Cause::Transport(_) if self.message_complete() => {
+            _ if after_finish && self.finish_verdict().is_some() => {
+                Some(Err(Box::new(self.fail(Cause::PolicyFinish, now))))
+            }
+            Cause::Transport(_) if after_finish => {
                 self.report(None, ClosedBy::Them, now);
                 None
             }
-            Cause::Timeout(_) if self.message_complete() => {
+            Cause::Timeout(_) if after_finish => {
                 self.report(None, ClosedBy::Us, now);
                 None
             }
@@ -333,6 +354,11 @@ impl Track {
                     .unwrap_or_else(|| Failure::new(Code::EmptyResponse));
                 (failure, ClosedBy::Them)
             }
+            Cause::PolicyFinish => (
+                self.finish_verdict()
+                    .unwrap_or_else(|| Failure::new(Code::Unknown)),
+                ClosedBy::Them,
+            ),
             Cause::Eof if content => (Failure::new(Code::Truncated), ClosedBy::Them),
             Cause::Eof => (Failure::new(Code::EmptyResponse), ClosedBy::Them),
             // A body error that is already classified (a layer below knew
@@ -631,10 +657,9 @@ where
             }
             Step::End => {
                 *this.ended = true;
-                if this.track.end_of_stream(Instant::now()) {
-                    Poll::Ready(None)
-                } else {
-                    Poll::Ready(this.track.close(Cause::Eof))
+                match this.track.end_of_stream(Instant::now()) {
+                    None => Poll::Ready(None),
+                    Some(cause) => Poll::Ready(this.track.close(cause)),
                 }
             }
             Step::Fail(cause) => {
