@@ -10,7 +10,8 @@
 //!   resolve. It fails with a complete-evidence
 //!   [`Failure`](seawall_core::Failure) — `first_byte_timeout` (fail over),
 //!   `timeout` (no content within `first_content`; pings do not count),
-//!   `empty_response` (a finish or EOF before content), the in-stream
+//!   `empty_response` (a finish or EOF before content), a refusal or
+//!   filter (`refused`, `content_filtered`: escalate), the in-stream
 //!   error's own class (`overloaded`, …) or `transport` — so outer layers
 //!   can still retry or fail over: nothing has reached the caller.
 //! - **At the first content event** it resolves with a body that replays
@@ -20,6 +21,11 @@
 //!   or `truncated` (clean EOF without the finish marker), whose action is
 //!   `surface`, with an [`Interrupted`](seawall_core::Interrupted) record of
 //!   what was delivered, text included.
+//! - **A finish is not always success.** `length`/`max_tokens` ends the
+//!   body cleanly and the report marks it truncated. A refusal, a filter or
+//!   a malformed call after content ends the body with that verdict
+//!   (`refused`/`content_filtered`: escalate; `bad_arguments`: return to
+//!   the model) and the same delivered record, never a silent clean end.
 //! - **Timeouts bound gaps**, not streams: one timer, reset as the stream
 //!   moves — first byte, first content, then idle (reset by content and
 //!   progress events, never by keep-alives), plus an optional
