@@ -41,7 +41,7 @@ pub struct ChatArgs {
     #[arg(long, value_parser = parse_provider)]
     pub provider: Provider,
     /// Scheme, host and port (and any path prefix) before `/v1`
-    /// (`/v1beta` for Gemini), e.g. https://api.openai.com.
+    /// (`/v1beta` for Gemini), e.g. `https://api.openai.com`.
     #[arg(long, value_parser = parse_base_url)]
     pub base_url: String,
     /// The model.
