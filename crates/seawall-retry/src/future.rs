@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
-use seawall_core::replay::{ReplayBody, clone_head};
+use seawall_core::replay::ReplayBody;
 use seawall_core::{
     Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RouteId, StopReason,
 };
@@ -15,7 +15,7 @@ use tower_service::Service;
 
 use crate::budget::Grant;
 use crate::layer::Shared;
-use crate::service::OuterLadder;
+use crate::template::Template;
 
 pin_project! {
     /// The response future of [`RetryBudget`](crate::RetryBudget): a state
@@ -43,8 +43,7 @@ pin_project! {
 /// What another attempt needs: the service and the request to copy.
 pub(crate) struct Again<S, B> {
     pub(crate) service: S,
-    /// The first request's head and a replay handle of its body.
-    pub(crate) template: Request<ReplayBody<B>>,
+    pub(crate) template: Template<B>,
 }
 
 /// One operation's ladder: where it stands and what it has seen.
@@ -324,8 +323,7 @@ impl<S, B> Ladder<S, B> {
             .expect("only a ladder that can retry waits for readiness");
         ready!(again.service.poll_ready(cx)).map_err(Into::into)?;
         let body = self.next_body.take().expect("a retry prepared its body");
-        let mut request = clone_head(&again.template, body);
-        request.extensions_mut().insert(OuterLadder);
+        let request = again.template.request(body);
         self.attempt += 1;
         self.attempt_started = self.deadline.map(|_| Instant::now());
         Poll::Ready(Ok(again.service.call(request)))

@@ -82,6 +82,7 @@ mod future;
 mod layer;
 mod policy;
 mod service;
+mod template;
 
 pub use backoff::{Backoff, Jitter};
 pub use budget::Budget;

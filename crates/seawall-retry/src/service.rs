@@ -5,12 +5,13 @@ use std::task::{Context, Poll};
 use http::{HeaderValue, Request, Response};
 use http_body::Body;
 use rand::Rng;
-use seawall_core::replay::{ReplayBody, clone_head};
+use seawall_core::replay::ReplayBody;
 use seawall_core::{BoxError, Deadline};
 use tower_service::Service;
 
 use crate::future::{Again, Ladder, ResponseFuture};
 use crate::layer::Shared;
+use crate::template::{OuterLadder, Template};
 
 /// The service [`RetryBudgetLayer`](crate::RetryBudgetLayer) builds.
 #[derive(Debug, Clone)]
@@ -18,11 +19,6 @@ pub struct RetryBudget<S> {
     inner: S,
     shared: Arc<Shared>,
 }
-
-/// Marks a request as owned by a ladder, so an inner ladder does not retry
-/// it again.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OuterLadder;
 
 impl<S> RetryBudget<S> {
     pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
@@ -75,11 +71,10 @@ where
             let (parts, body) = request.into_parts();
             let body = ReplayBody::recorded(body, policy.max_replay_bytes);
             let template_body = body.replay().expect("a fresh recording replays");
-            let first = Request::from_parts(parts, body);
-            // Copied before the mark goes in: a request whose extensions are
-            // empty then copies no map at all. Each retry is marked when it
-            // is made.
-            let template = clone_head(&first, template_body);
+            let mut first = Request::from_parts(parts, body);
+            // Taken before the mark goes in; each retry is marked when it is
+            // made.
+            let template = Template::of(&mut first, template_body);
             (first, Some(template))
         } else {
             (request.map(ReplayBody::once), None)

@@ -1,0 +1,78 @@
+//! What a later attempt is made from: a copy of the first request's head,
+//! taken before the first attempt consumes the request.
+
+use std::mem;
+
+use http::Request;
+use seawall_core::replay::{ReplayBody, clone_head};
+use seawall_core::{Deadline, RouteId};
+
+/// Marks a request as owned by a ladder, so an inner ladder does not retry
+/// it again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OuterLadder;
+
+/// The first request's head and a replay handle of its body.
+pub(crate) struct Template<B> {
+    head: Request<ReplayBody<B>>,
+    /// The extensions, kept as values when they hold nothing but what the
+    /// ladder knows; `None` when `head` carries a copy of the whole map.
+    known: Option<Known>,
+}
+
+/// The extensions a ladder usually finds: the operation's deadline, a
+/// caller's route (and an outer ladder's mark, which every retry gets
+/// anyway). Copying a map costs three allocations on every call; keeping
+/// these values costs none, and the map is rebuilt only for a retry.
+struct Known {
+    deadline: Option<Deadline>,
+    route: Option<RouteId>,
+}
+
+impl<B> Template<B> {
+    /// The template of `first`, whose body `body` replays. Call it before
+    /// the first request is marked.
+    pub(crate) fn of(first: &mut Request<ReplayBody<B>>, body: ReplayBody<B>) -> Self {
+        let extensions = first.extensions();
+        let deadline = extensions.get::<Deadline>().copied();
+        let route = extensions.get::<RouteId>().cloned();
+        let known = usize::from(deadline.is_some())
+            + usize::from(route.is_some())
+            + usize::from(extensions.get::<OuterLadder>().is_some());
+        if extensions.len() != known {
+            return Template {
+                head: clone_head(first, body),
+                known: None,
+            };
+        }
+        // Copy the head without the map: set it aside for the copy.
+        let extensions = mem::take(first.extensions_mut());
+        let head = clone_head(first, body);
+        *first.extensions_mut() = extensions;
+        Template {
+            head,
+            known: Some(Known { deadline, route }),
+        }
+    }
+
+    /// The body to replay.
+    pub(crate) fn body(&self) -> &ReplayBody<B> {
+        self.head.body()
+    }
+
+    /// The request of a later attempt, with `body`, marked as this ladder's.
+    pub(crate) fn request(&self, body: ReplayBody<B>) -> Request<ReplayBody<B>> {
+        let mut request = clone_head(&self.head, body);
+        let extensions = request.extensions_mut();
+        if let Some(known) = &self.known {
+            if let Some(deadline) = known.deadline {
+                extensions.insert(deadline);
+            }
+            if let Some(route) = &known.route {
+                extensions.insert(route.clone());
+            }
+        }
+        extensions.insert(OuterLadder);
+        request
+    }
+}

@@ -1,0 +1,86 @@
+//! Every attempt carries the first request's extensions, whether the ladder
+//! kept them as known values or copied the whole map.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Request, Response};
+use seawall_core::replay::ReplayBody;
+use seawall_core::{Code, Deadline, Failure, Receipt, RouteId};
+use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+use tower::{BoxError, Layer, ServiceExt, service_fn};
+
+/// A caller's own extension, unknown to the ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Tenant(u32);
+
+type Seen = (Option<Deadline>, Option<RouteId>, Option<Tenant>);
+
+/// Fails the first attempt with a retryable failure, answers the second,
+/// and records what each attempt found in its extensions.
+async fn attempts(request: Request<String>) -> (Vec<Seen>, Response<()>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let upstream = {
+        let seen = Arc::clone(&seen);
+        service_fn(move |request: Request<ReplayBody<String>>| {
+            let extensions = request.extensions();
+            let mut seen = seen.lock().unwrap();
+            seen.push((
+                extensions.get::<Deadline>().copied(),
+                extensions.get::<RouteId>().cloned(),
+                extensions.get::<Tenant>().copied(),
+            ));
+            let first = seen.len() == 1;
+            async move {
+                if first {
+                    Err::<Response<()>, BoxError>(Box::new(Failure::new(Code::Overloaded)))
+                } else {
+                    Ok(Response::new(()))
+                }
+            }
+        })
+    };
+    let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited()).layer(upstream);
+    let response = svc.oneshot(request).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    (seen, response)
+}
+
+fn request() -> Request<String> {
+    Request::post("https://api.llm.example/v1/chat/completions")
+        .body(String::from("{}"))
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_and_a_route_reach_every_attempt() {
+    let deadline = Deadline::after(Duration::from_secs(30));
+    let mut request = request();
+    request.extensions_mut().insert(deadline);
+    request.extensions_mut().insert(RouteId::new("primary"));
+    let (seen, response) = attempts(request).await;
+    let expected = (Some(deadline), Some(RouteId::new("primary")), None);
+    assert_eq!(seen, vec![expected.clone(), expected]);
+    let receipt = response.extensions().get::<Receipt>().unwrap();
+    assert_eq!(receipt.attempts.len(), 2);
+    assert_eq!(receipt.attempts[1].route, RouteId::new("primary"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_callers_own_extension_reaches_every_attempt() {
+    let deadline = Deadline::after(Duration::from_secs(30));
+    let mut request = request();
+    request.extensions_mut().insert(deadline);
+    request.extensions_mut().insert(Tenant(7));
+    let (seen, _) = attempts(request).await;
+    let expected = (Some(deadline), None, Some(Tenant(7)));
+    assert_eq!(seen, vec![expected.clone(), expected]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_without_extensions_gets_none_on_a_retry() {
+    let (seen, response) = attempts(request()).await;
+    assert_eq!(seen, vec![(None, None, None), (None, None, None)]);
+    let receipt = response.extensions().get::<Receipt>().unwrap();
+    assert_eq!(receipt.attempts[0].route, RouteId::new("api.llm.example"));
+}
