@@ -55,7 +55,7 @@ pub use failure::{Failure, Interrupted, MESSAGE_EXCERPT_BYTES, excerpt};
 pub use finish::{Finish, FinishKind};
 pub use progress::Progress;
 pub use receipt::{Attempt, Receipt, StopReason};
-pub use route::RouteId;
+pub use route::{RouteCache, RouteId};
 
 /// The error type that travels between tower services.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -51,6 +51,25 @@ impl RouteId {
     }
 }
 
+/// Remembers the first route a service called, so that later requests to
+/// the same route share its name instead of allocating their own: a client
+/// usually talks to one provider. Other routes cost their own name.
+#[derive(Debug, Default)]
+pub struct RouteCache(std::sync::OnceLock<RouteId>);
+
+impl RouteCache {
+    /// [`RouteId::of_request`], without its allocation when the route is the
+    /// one this cache saw first.
+    pub fn route_of<B>(&self, request: &http::Request<B>) -> RouteId {
+        let name = RouteId::name_of_request(request);
+        match self.0.get() {
+            Some(known) if known.as_str() == name => known.clone(),
+            Some(_) => RouteId::of_request(request),
+            None => self.0.get_or_init(|| RouteId::of_request(request)).clone(),
+        }
+    }
+}
+
 impl fmt::Debug for RouteId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&*self.0, f)
@@ -72,6 +91,24 @@ impl From<&str> for RouteId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cache_shares_the_first_route_and_names_others() {
+        let cache = RouteCache::default();
+        let a = http::Request::get("http://a.example/x").body(()).unwrap();
+        let b = http::Request::get("http://b.example/x").body(()).unwrap();
+        let first = cache.route_of(&a);
+        let again = cache.route_of(&a);
+        assert!(
+            Arc::ptr_eq(&first.0, &again.0),
+            "the first route's name is shared"
+        );
+        assert_eq!(cache.route_of(&b).as_str(), "b.example");
+        assert_eq!(cache.route_of(&a).as_str(), "a.example");
+        let mut named = http::Request::get("http://a.example/x").body(()).unwrap();
+        named.extensions_mut().insert(RouteId::new("primary"));
+        assert_eq!(cache.route_of(&named).as_str(), "primary");
+    }
 
     #[test]
     fn extension_wins_over_authority() {

@@ -1,9 +1,9 @@
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http_body::Body;
 use seawall_core::replay::{ReplayBody, clone_head};
-use seawall_core::{BoxError, RouteId};
+use seawall_core::{BoxError, RouteCache, RouteId};
 use tower_service::Service;
 
 use crate::error::SameRouteFallback;
@@ -37,11 +37,8 @@ pub struct Fallback<S, F, R> {
 pub(crate) struct Shared<F, R> {
     pub(crate) fallback: F,
     pub(crate) settings: Settings<R>,
-    /// The primary route of the first request, so that later requests to
-    /// the same route share its name instead of allocating their own.
-    // TODO(core): seawall-retry keeps the same cache; a `RouteId` cache in
-    // seawall-core would serve both.
-    primary_route: OnceLock<RouteId>,
+    /// The primary route of each request, without allocating for the usual one.
+    pub(crate) primary_routes: RouteCache,
 }
 
 impl<F, R> Shared<F, R> {
@@ -49,21 +46,7 @@ impl<F, R> Shared<F, R> {
         Shared {
             fallback,
             settings,
-            primary_route: OnceLock::new(),
-        }
-    }
-
-    /// The route a request goes to: [`RouteId::of_request`], without its
-    /// allocation when the route is the one this service called first.
-    fn route_of<B>(&self, request: &http::Request<B>) -> RouteId {
-        let name = RouteId::name_of_request(request);
-        match self.primary_route.get() {
-            Some(known) if known.as_str() == name => known.clone(),
-            Some(_) => RouteId::of_request(request),
-            None => self
-                .primary_route
-                .get_or_init(|| RouteId::of_request(request))
-                .clone(),
+            primary_routes: RouteCache::default(),
         }
     }
 }
@@ -106,7 +89,7 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let settings = &self.shared.settings;
-        let primary_route = self.shared.route_of(&request);
+        let primary_route = self.shared.primary_routes.route_of(&request);
         if settings.route.as_ref() == Some(&primary_route) {
             return ResponseFuture::refused(SameRouteFallback::new(primary_route, None).into());
         }
@@ -122,31 +105,5 @@ where
             request: kept,
         };
         ResponseFuture::primary(self.primary.call(request), primary_route, plan)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::layer::FallbackLayer;
-
-    fn to(uri: &str) -> http::Request<()> {
-        http::Request::get(uri).body(()).unwrap()
-    }
-
-    #[test]
-    fn the_route_cache_never_names_another_route() {
-        let shared = Shared::new((), FallbackLayer::new(()).settings);
-        let first = shared.route_of(&to("https://a.example/v1"));
-        assert_eq!(first.as_str(), "a.example");
-        let again = shared.route_of(&to("https://a.example/v2"));
-        assert_eq!(again, first);
-        assert_eq!(
-            shared.route_of(&to("https://b.example/v1")).as_str(),
-            "b.example"
-        );
-        let mut named = to("https://a.example/v1");
-        named.extensions_mut().insert(RouteId::new("primary"));
-        assert_eq!(shared.route_of(&named).as_str(), "primary");
     }
 }

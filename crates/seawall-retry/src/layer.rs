@@ -1,8 +1,8 @@
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
-use seawall_core::RouteId;
+use seawall_core::RouteCache;
 use tower_layer::Layer;
 
 use crate::{Budget, RetryBudget, RetryPolicy};
@@ -50,7 +50,7 @@ impl<S> Layer<S> for RetryBudgetLayer {
                 policy: self.policy.clone(),
                 budget: self.budget.clone(),
                 random,
-                route: OnceLock::new(),
+                routes: RouteCache::default(),
             }),
         )
     }
@@ -63,26 +63,8 @@ pub(crate) struct Shared {
     pub(crate) policy: RetryPolicy,
     pub(crate) budget: Budget,
     pub(crate) random: Random,
-    /// The route of the first request, so that later requests to the same
-    /// route share its name instead of allocating their own.
-    route: OnceLock<RouteId>,
-}
-
-impl Shared {
-    /// The route a request goes to: [`RouteId::of_request`], without its
-    /// allocation when the route is the one this service called first (a
-    /// client talks to one provider). Other routes cost their own name.
-    pub(crate) fn route_of<B>(&self, request: &http::Request<B>) -> RouteId {
-        let name = RouteId::name_of_request(request);
-        match self.route.get() {
-            Some(known) if known.as_str() == name => known.clone(),
-            Some(_) => RouteId::of_request(request),
-            None => self
-                .route
-                .get_or_init(|| RouteId::of_request(request))
-                .clone(),
-        }
-    }
+    /// The route of each request, without allocating for the usual one.
+    pub(crate) routes: RouteCache,
 }
 
 /// Where jitter comes from. Only retries draw from it, so the seeded

@@ -64,7 +64,7 @@ where
                 .expect("hex digits are a valid header value");
             request.headers_mut().insert(name.clone(), value);
         }
-        let route = self.shared.route_of(&request);
+        let route = self.shared.routes.route_of(&request);
         let deadline = Deadline::of(&request);
         self.shared.budget.start();
         let (mut first, again) = if policy.max_attempts > 1 {
