@@ -8,8 +8,10 @@
 //!
 //! - **Closed**: calls go through. Only failures that say something about
 //!   the route count: `provider_unavailable`, `overloaded`, `transport`,
-//!   `timeout`, `first_byte_timeout`, `idle_timeout`, `empty_response`, and
-//!   `stream_interrupted` closed by the provider (`rate_limited` when
+//!   `timeout`, `first_byte_timeout`, `idle_timeout`, `empty_response`,
+//!   `protocol_violation`, and a `stream_interrupted` whose cause (the
+//!   [`Interrupted`](seawall_core::Interrupted) record's) is one of those:
+//!   a reset, an overload, a silent gap (`rate_limited` when
 //!   [`count_rate_limited`] is on). A 400, a refusal, a cancellation, the
 //!   operation's own `deadline_exceeded` or an error that is not a seawall
 //!   [`Failure`](seawall_core::Failure) count neither way. By [`Trip`] the

@@ -135,8 +135,9 @@ impl BreakDuration {
 /// True when `failure` says something about the route's health.
 ///
 /// Counted: transient `provider_unavailable`, `overloaded`, `transport`,
-/// `timeout`, `first_byte_timeout`, `idle_timeout`, `empty_response`, and
-/// `stream_interrupted` when the provider or the network closed the stream;
+/// `timeout`, `first_byte_timeout`, `idle_timeout`, `empty_response`,
+/// `protocol_violation`, and `stream_interrupted` by its recorded cause
+/// (without one: when the provider or the network closed the stream);
 /// `rate_limited` only when `rate_limited_counts`. Everything else — the
 /// permanent, policy and model-fixable classes, `deadline_exceeded` (the
 /// operation's own budget), `cancelled`, a breaker's own `circuit_open` —
@@ -145,15 +146,28 @@ pub(crate) fn counts(failure: &Failure, rate_limited_counts: bool) -> bool {
     if failure.class() != Class::Transient {
         return false;
     }
-    match failure.code() {
+    // An interruption after content counts for what interrupted it: a reset,
+    // an overload or a silent gap says something about the route; a rate
+    // limit only when configured; a permanent error event, nothing.
+    if failure.code() == Code::StreamInterrupted {
+        return match failure.interrupted().and_then(|i| i.cause) {
+            Some(cause) => counts_code(cause, rate_limited_counts),
+            None => failure.evidence().closed_by == Some(ClosedBy::Them),
+        };
+    }
+    counts_code(failure.code(), rate_limited_counts)
+}
+
+fn counts_code(code: Code, rate_limited_counts: bool) -> bool {
+    match code {
         Code::ProviderUnavailable
         | Code::Overloaded
         | Code::Transport
         | Code::Timeout
         | Code::FirstByteTimeout
         | Code::IdleTimeout
-        | Code::EmptyResponse => true,
-        Code::StreamInterrupted => failure.evidence().closed_by == Some(ClosedBy::Them),
+        | Code::EmptyResponse
+        | Code::ProtocolViolation => true,
         Code::RateLimited => rate_limited_counts,
         _ => false,
     }
@@ -174,6 +188,7 @@ mod tests {
             Code::FirstByteTimeout,
             Code::IdleTimeout,
             Code::EmptyResponse,
+            Code::ProtocolViolation,
         ];
         for code in Code::ALL {
             let failure = Failure::new(*code);
@@ -196,6 +211,22 @@ mod tests {
         let local = Failure::new(Code::StreamInterrupted).with_evidence(evidence);
         assert!(!counts(&local, false));
         assert!(!counts(&Failure::new(Code::StreamInterrupted), false));
+    }
+
+    #[test]
+    fn an_interruption_counts_for_what_interrupted_it() {
+        let interrupted = |cause| {
+            let mut delivered = seawall_core::Interrupted::default();
+            delivered.cause = Some(cause);
+            Failure::new(Code::StreamInterrupted).with_interrupted(delivered)
+        };
+        // A silent gap is our bound firing, and still the route's fault.
+        assert!(counts(&interrupted(Code::IdleTimeout), false));
+        assert!(counts(&interrupted(Code::Overloaded), false));
+        assert!(counts(&interrupted(Code::Transport), false));
+        assert!(!counts(&interrupted(Code::RateLimited), false));
+        assert!(counts(&interrupted(Code::RateLimited), true));
+        assert!(!counts(&interrupted(Code::BadRequest), false));
     }
 
     #[test]

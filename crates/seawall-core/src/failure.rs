@@ -59,6 +59,14 @@ pub struct Interrupted {
     pub delivered_text: Option<String>,
     /// True when `delivered_text` stopped at its cap and is only a prefix.
     pub text_capped: bool,
+    /// What ended the stream, as its own code: the in-stream error's
+    /// (`overloaded`, `rate_limited`, `bad_request`, …), `transport` for a
+    /// reset, `idle_timeout` for a silent gap, `timeout` for the whole
+    /// stream's bound, `protocol_violation` for a broken event stream;
+    /// `None` for a clean end without the finish marker. The failure's own
+    /// code stays `stream_interrupted` (surface): this says whether the
+    /// route is to blame, for a breaker.
+    pub cause: Option<crate::Code>,
 }
 
 impl Failure {

@@ -337,6 +337,7 @@ impl Track {
     /// report written.
     fn fail(&mut self, cause: Cause, now: Instant) -> Failure {
         let content = self.content_seen();
+        let underlying = underlying_code(&cause);
         let config = &self.config;
         let (failure, closed_by) = match cause {
             Cause::InStream(failure) if !content => (failure, ClosedBy::Them),
@@ -416,6 +417,7 @@ impl Track {
             delivered.bytes = self.bytes;
             delivered.delivered_text = self.tally.text.take();
             delivered.text_capped = self.tally.text_capped;
+            delivered.cause = underlying;
             failure = failure.with_interrupted(delivered);
         }
         self.report(Some(failure.code()), closed_by, now);
@@ -470,6 +472,20 @@ fn after(content: bool, code: Code) -> Code {
         Code::StreamInterrupted
     } else {
         code
+    }
+}
+
+/// What a cause amounts to in its own terms, for the interruption record.
+fn underlying_code(cause: &Cause) -> Option<Code> {
+    match cause {
+        Cause::InStream(failure) => Some(failure.code()),
+        Cause::Transport(error) => {
+            Some(Failure::find(&**error).map_or(Code::Transport, Failure::code))
+        }
+        Cause::Timeout(Gap::Idle) => Some(Code::IdleTimeout),
+        Cause::Timeout(_) => Some(Code::Timeout),
+        Cause::Scan(_) | Cause::HoldTooLarge => Some(Code::ProtocolViolation),
+        Cause::FinishedEmpty | Cause::Eof | Cause::PolicyFinish => None,
     }
 }
 
