@@ -13,7 +13,7 @@ use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use failsafe::futures::CircuitBreaker as _;
 use http_body_util::Empty;
-use seawall_breaker::{BreakerLayer, Trip};
+use seawall_breaker::{BreakDuration, BreakerLayer, BreakerState, Trip};
 use seawall_core::{BoxError, Code, Failure, RouteId};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tower::{Layer, Service, ServiceExt};
@@ -67,6 +67,12 @@ fn allocations<F: Future>(
     })
 }
 
+/// One call through a failsafe breaker shared by reference.
+fn failsafe_call(breaker: &impl failsafe::futures::CircuitBreaker) -> impl Future<Output = bool> {
+    let future = breaker.call(Provider { fail: false }.call(request()));
+    async move { future.await.is_ok() }
+}
+
 fn bench(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -76,14 +82,39 @@ fn bench(c: &mut Criterion) {
 
     let ok = Provider { fail: false };
     let mut seawall = BreakerLayer::new().layer(ok);
-    let mut seawall_open = {
-        let layer = BreakerLayer::new().trip(Trip::Consecutive { failures: 1 });
-        layer.handle().isolate(&RouteId::new("api.example.com"));
-        layer.layer(ok)
+    // Tripped by a real failure (not isolated by hand), so a refusal reads
+    // the clock for its `retry_after`, as in production; failsafe's open
+    // breaker below is tripped the same way.
+    let seawall_open_layer = BreakerLayer::new()
+        .trip(Trip::Consecutive { failures: 1 })
+        .break_duration(BreakDuration {
+            base: Duration::from_secs(3600),
+            max: Duration::from_secs(3600),
+            jitter: 0.0,
+        });
+    let _ = runtime.block_on(
+        seawall_open_layer
+            .layer(Provider { fail: true })
+            .call(request()),
+    );
+    let mut seawall_open = seawall_open_layer.layer(ok);
+    let seawall_open_state = || {
+        seawall_open_layer
+            .handle()
+            .state(&RouteId::new("api.example.com"))
     };
+    assert_eq!(seawall_open_state(), BreakerState::Open);
     let failsafe = failsafe::Config::new().build();
+    // Open for an hour, like the seawall and tower-resilience open cases:
+    // with failsafe's default backoff (5-10 s for the first trip) the
+    // breaker would be probing again, and closed, before its group runs.
     let failsafe_open = {
-        let breaker = failsafe::Config::new().build();
+        let breaker = failsafe::Config::new()
+            .failure_policy(failsafe::failure_policy::consecutive_failures(
+                1,
+                failsafe::backoff::constant(Duration::from_secs(3600)),
+            ))
+            .build();
         let mut provider = Provider { fail: true };
         while breaker.is_call_permitted() {
             let _ = runtime.block_on(breaker.call(provider.call(request())));
@@ -128,12 +159,6 @@ fn bench(c: &mut Criterion) {
         let mut s = service.clone();
         async move { s.call(request()).await.is_ok() }
     };
-    let failsafe_call = |breaker: &_| {
-        let breaker: &failsafe::StateMachine<_, _> = breaker;
-        let fut = breaker.call(Provider { fail: false }.call(request()));
-        async move { fut.await.is_ok() }
-    };
-
     let mut closed = c.benchmark_group("closed_success");
     closed.bench_function("bare_provider", |b| b.to_async(&runtime).iter(bare_call));
     closed.bench_function("seawall", |b| {
@@ -168,6 +193,9 @@ fn bench(c: &mut Criterion) {
         })
     });
     open.finish();
+    // Every open case refused throughout, rather than probing and closing.
+    assert!(!failsafe_open.is_call_permitted());
+    assert_eq!(seawall_open_state(), BreakerState::Open);
 
     let n = 10_000;
     let report = [
