@@ -193,14 +193,27 @@ impl Stack {
     /// The whole stack around `client`, failing over once to `fallback`
     /// (typically a [`FallbackLayer`] around [`Stack::attempt`] of another
     /// client, with a rewrite to that route).
+    ///
+    /// The ladder keeps time in reserve for the fallback: one attempt's
+    /// bound, at least the fallback's
+    /// [`required_remaining`](FallbackLayer::required_remaining), at most
+    /// half the operation. Without it a ladder of slow transient failures
+    /// could spend the deadline to the end, and the fallback configured for
+    /// exactly that case would find no time left to fire.
     pub fn build_with_fallback<S, C: Clone, F: Clone, R>(
         &self,
         classify: &ClassifyLayer<C>,
         client: S,
         fallback: FallbackLayer<F, R>,
     ) -> SeawallWithFallback<S, C, F, R> {
-        let ladder = self.ladder().layer(self.attempt(classify, client));
-        DeadlineLayer::new(self.total).layer(fallback.layer(ladder))
+        let reserve = self
+            .per_attempt
+            .max(fallback.required_remaining())
+            .min(self.total / 2);
+        let policy = self.retry.clone().fallback_reserve(reserve);
+        let ladder = RetryBudgetLayer::new(policy, self.budget.clone());
+        let primary = ladder.layer(self.attempt(classify, client));
+        DeadlineLayer::new(self.total).layer(fallback.layer(primary))
     }
 
     fn ladder(&self) -> RetryBudgetLayer {

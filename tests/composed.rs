@@ -91,6 +91,63 @@ async fn silent_primary_fails_over_after_one_first_byte_bound_over_loopback() {
     fallback.shutdown().await;
 }
 
+/// A primary that keeps the connection alive with pings and never writes
+/// content, with a per-attempt bound shorter than the first-content bound:
+/// every attempt ends as a retryable `timeout` (bytes arrived, so it is not
+/// route-shaped). The ladder must stop in time to leave the fallback its
+/// share of the deadline, and the fallback must serve the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_that_only_pings_still_reaches_the_fallback_in_time() {
+    let primary = common::chaos().await;
+    let fallback = common::chaos().await;
+    let attempt = std::time::Duration::from_millis(300);
+    let total = std::time::Duration::from_millis(2000);
+    // A long ladder: attempts alone would not stop it before the deadline.
+    let ladder = seawall::retry::RetryPolicy::interactive()
+        .max_attempts(10)
+        .backoff(seawall::retry::Backoff::exponential(
+            std::time::Duration::from_millis(5),
+            std::time::Duration::from_millis(20),
+        ))
+        .min_attempt_time(std::time::Duration::from_millis(100));
+    let stack = common::short_stack()
+        .total_deadline(total)
+        .attempt_timeout(attempt)
+        .retry_policy(ladder)
+        .stream_guard(
+            seawall::stream::StreamGuardLayer::interactive()
+                .first_byte_timeout(common::FIRST_BYTE)
+                .first_content_timeout(std::time::Duration::from_secs(30))
+                .idle_timeout(common::IDLE),
+        );
+    let ask = Ask {
+        provider: Provider::OpenAi,
+        stream: true,
+        id: "composed/pings".to_owned(),
+        fault: Some("stall_after;tokens=0;ms=60000;pings=1;ping_ms=50".to_owned()),
+        stop_after: None,
+    };
+    let started = std::time::Instant::now();
+    let seen = common::through_stack(&stack, &primary, Some(&fallback), &ask).await;
+    assert_eq!(seen.ending, Ending::Ok, "{:?}", seen.failure);
+    assert_eq!(seen.text, seawall_chaos::answer_text(8));
+    assert!(started.elapsed() < total, "{:?}", started.elapsed());
+    let receipt = seen.receipt.expect("a receipt");
+    assert!(receipt.fallback);
+    let primary_codes: Vec<_> = receipt
+        .attempts
+        .iter()
+        .filter(|a| a.route != common::fallback_route())
+        .map(|a| a.code)
+        .collect();
+    assert!(!primary_codes.is_empty());
+    assert!(
+        primary_codes.iter().all(|c| *c == Some(Code::Timeout)),
+        "{primary_codes:?}"
+    );
+    assert_eq!(common::settled_rows(&fallback, &ask.id).await.len(), 1);
+}
+
 /// A healthy OpenAI stream of three tokens.
 const HEALTHY_STREAM: &str = concat!(
     "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",

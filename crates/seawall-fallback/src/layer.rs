@@ -122,6 +122,13 @@ impl<F, R> FallbackLayer<F, R> {
         self
     }
 
+    /// How much of the deadline must be left for the fallback to fire: what
+    /// [`min_remaining`](Self::min_remaining) set. A ladder below can keep
+    /// this much in reserve.
+    pub fn required_remaining(&self) -> Duration {
+        self.settings.min_remaining
+    }
+
     /// The most request-body bytes recorded for the fallback (default
     /// 1 MiB). Past it the body is sent once and there is no fallback.
     pub fn max_replay_bytes(mut self, max: usize) -> Self {
