@@ -25,7 +25,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
-use seawall::core::replay::ReplayBody;
+use seawall::core::replay::{ReplayBody, clone_head};
 use seawall::core::{BoxError, Class, Failure, FinishKind, Receipt, RouteId};
 use seawall::fallback::{FallbackLayer, ServedBy};
 use seawall::stack::Stack;
@@ -297,29 +297,31 @@ pub async fn run(
                 fallback.base_url,
                 fallback.provider.as_str()
             );
-            let prompt = args.prompt.clone();
-            let stream = args.stream;
-            let to_fallback = fallback.clone();
-            if let Err(err) = fallback.request(&args.prompt, args.stream) {
-                let _ = writeln!(
-                    log,
-                    "seawall chat: cannot build the fallback request: {err}"
-                );
-                return 2;
-            }
+            let template = match fallback.request(&args.prompt, args.stream) {
+                Ok(template) => template,
+                Err(err) => {
+                    let _ = writeln!(
+                        log,
+                        "seawall chat: cannot build the fallback request: {err}"
+                    );
+                    return 2;
+                }
+            };
             // The fallback speaks its own wire format: its request is built
-            // anew from the prompt, not reshaped from the primary's body —
-            // outside its attempt layers, so the guard and the classifier
-            // see the request the fallback really receives.
+            // from the prompt, not reshaped from the primary's body — outside
+            // its attempt layers, so the guard and the classifier see the
+            // request the fallback really receives. The extensions the
+            // fallback layer set (the deadline, the fallback's route) carry
+            // over.
             let attempt = stack.attempt(
                 &fallback.classify(),
                 Client::builder(TokioExecutor::new()).build(connector.clone()),
             );
             let fallback_service = tower::ServiceBuilder::new()
-                .map_request(move |_: http::Request<ReplayBody<Full<Bytes>>>| {
-                    to_fallback
-                        .request(&prompt, stream)
-                        .expect("the fallback request was built once before")
+                .map_request(move |incoming: http::Request<ReplayBody<Full<Bytes>>>| {
+                    let mut request = clone_head(&template, template.body().clone());
+                    *request.extensions_mut() = incoming.into_parts().0.extensions;
+                    request
                 })
                 .service(attempt);
             let layer = FallbackLayer::new(fallback_service)
