@@ -34,8 +34,8 @@ impl<B> Template<B> {
     /// the first request is marked.
     pub(crate) fn of(first: &mut Request<ReplayBody<B>>, body: ReplayBody<B>) -> Self {
         let extensions = first.extensions();
-        let deadline = extensions.get::<Deadline>().copied();
-        let route = extensions.get::<RouteId>().cloned();
+        let deadline = extensions.get::<Deadline>();
+        let route = extensions.get::<RouteId>();
         let known = usize::from(deadline.is_some())
             + usize::from(route.is_some())
             + usize::from(extensions.get::<OuterLadder>().is_some());
@@ -45,13 +45,17 @@ impl<B> Template<B> {
                 known: None,
             };
         }
+        let known = Known {
+            deadline: deadline.copied(),
+            route: route.cloned(),
+        };
         // Copy the head without the map: set it aside for the copy.
         let extensions = mem::take(first.extensions_mut());
         let head = clone_head(first, body);
         *first.extensions_mut() = extensions;
         Template {
             head,
-            known: Some(Known { deadline, route }),
+            known: Some(known),
         }
     }
 
