@@ -3,7 +3,9 @@ use std::mem;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::response::Parts;
@@ -11,7 +13,7 @@ use http::{HeaderMap, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::provider::{Provider, classify_error};
-use seawall_core::{Code, Evidence, Failure};
+use seawall_core::{Code, Evidence, Failure, Progress};
 use tower::BoxError;
 
 use crate::classifier::{Checked, Classifier, Inspection};
@@ -28,17 +30,27 @@ pin_project! {
         classifier: Arc<C>,
         settings: Settings,
         started: Instant,
+        // The attempt's progress, when a per-attempt deadline tracks it: a
+        // slow body read here is bytes arriving, not a silent route.
+        progress: Option<Progress>,
     }
 }
 
 impl<F, C, B> ResponseFuture<F, C, B> {
-    pub(crate) fn new(inner: F, classifier: Arc<C>, settings: Settings, started: Instant) -> Self {
+    pub(crate) fn new(
+        inner: F,
+        classifier: Arc<C>,
+        settings: Settings,
+        started: Instant,
+        progress: Option<Progress>,
+    ) -> Self {
         ResponseFuture {
             inner,
             state: State::Waiting,
             classifier,
             settings,
             started,
+            progress,
         }
     }
 }
@@ -91,7 +103,8 @@ where
                     };
                     let (parts, body) = response.into_parts();
                     if !parts.status.is_success() {
-                        *this.state = State::ReadingError(Reading::new(parts, body));
+                        *this.state =
+                            State::ReadingError(Reading::new(parts, body, this.progress.take()));
                         continue;
                     }
                     match classifier.inspect_success(&parts, settings.quota_wall) {
@@ -100,7 +113,11 @@ where
                             return Poll::Ready(Ok(Response::from_parts(parts, body)));
                         }
                         Inspection::CheckBody => {
-                            *this.state = State::CheckingSuccess(Reading::new(parts, body));
+                            *this.state = State::CheckingSuccess(Reading::new(
+                                parts,
+                                body,
+                                this.progress.take(),
+                            ));
                         }
                         Inspection::Fail(mut failure) => {
                             let evidence = failure.evidence_mut();
@@ -141,6 +158,8 @@ where
 
 /// A response whose body is being read.
 struct Reading<B> {
+    /// The attempt's progress, fed as bytes are read.
+    progress: Option<Progress>,
     parts: Parts,
     body: Pin<Box<B>>,
     buffer: Buffer,
@@ -168,8 +187,9 @@ where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
-    fn new(parts: Parts, body: B) -> Self {
+    fn new(parts: Parts, body: B, progress: Option<Progress>) -> Self {
         Reading {
+            progress,
             parts,
             body: Box::pin(body),
             buffer: Buffer::Empty,
@@ -182,6 +202,9 @@ where
     }
 
     fn count(&mut self, data: &Bytes, started: Instant) {
+        if let Some(progress) = &self.progress {
+            progress.add_bytes(data.len() as u64);
+        }
         self.pulled += data.len() as u64;
         self.chunks += 1;
         if self.first_byte.is_none() && !data.is_empty() {

@@ -1,10 +1,11 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
+use seawall_core::Progress;
+use tokio::time::Instant;
 use tower::BoxError;
 use tower_service::Service;
 
@@ -79,11 +80,13 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let started = Instant::now();
+        let progress = request.extensions().get::<Progress>().cloned();
         ResponseFuture::new(
             self.inner.call(request),
             Arc::clone(&self.classifier),
             self.settings,
             started,
+            progress,
         )
     }
 }

@@ -315,6 +315,32 @@ async fn a_json_array_stream_is_handed_on_after_its_first_chunk() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_slow_body_read_here_counts_as_the_attempts_progress() {
+    // A per-attempt deadline outside reads `Progress` when it fires: bytes
+    // that arrived while this layer read a slow body are not silence.
+    let progress = seawall_core::Progress::default();
+    let first = r#"{"choices":[{"index":0,"#;
+    let body = Chunks::new([first]).then_pending();
+    let mut response = Some(
+        Response::builder()
+            .status(200)
+            .header(JSON.0, JSON.1)
+            .body(body)
+            .unwrap(),
+    );
+    let inner = service_fn(move |_: Request<()>| {
+        let response = response.take().expect("one call");
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let mut request = Request::new(());
+    request.extensions_mut().insert(progress.clone());
+    let call = ClassifyLayer::openai().layer(inner).oneshot(request);
+    let waited = tokio::time::timeout(Duration::from_secs(1), call).await;
+    assert!(waited.is_err(), "the body never ends");
+    assert_eq!(progress.bytes(), first.len() as u64);
+}
+
 #[tokio::test]
 async fn a_unary_body_past_the_check_cap_is_delivered_unchecked() {
     let chunks = [
