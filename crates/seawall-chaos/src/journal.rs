@@ -110,17 +110,27 @@ pub(crate) struct Ending {
     pub elapsed: Duration,
 }
 
+/// The most rows the journal keeps: a long-running server forgets its
+/// oldest rows rather than growing without bound.
+pub const MAX_JOURNAL_ROWS: usize = 100_000;
+
 /// Rows in arrival order, and a signal for those waiting on a row to end.
 #[derive(Debug, Default)]
 pub(crate) struct Journal {
-    rows: Mutex<Vec<JournalEntry>>,
+    rows: Mutex<std::collections::VecDeque<JournalEntry>>,
     ended: Notify,
 }
 
 impl Journal {
     pub(crate) fn push(&self, entry: JournalEntry) {
         let ended = entry.outcome.is_final();
-        lock(&self.rows).push(entry);
+        {
+            let mut rows = lock(&self.rows);
+            if rows.len() == MAX_JOURNAL_ROWS {
+                rows.pop_front();
+            }
+            rows.push_back(entry);
+        }
         if ended {
             self.ended.notify_waiters();
         }
@@ -145,7 +155,7 @@ impl Journal {
 
     /// The rows in `seq` (arrival) order.
     pub(crate) fn snapshot(&self) -> Vec<JournalEntry> {
-        let mut rows = lock(&self.rows).clone();
+        let mut rows: Vec<JournalEntry> = lock(&self.rows).iter().cloned().collect();
         rows.sort_by_key(|r| r.seq);
         rows
     }
@@ -199,6 +209,48 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&Outcome::Rejected(429)).unwrap(),
             "{\"rejected\":429}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod bound {
+    use super::*;
+
+    fn row(seq: u64) -> JournalEntry {
+        JournalEntry {
+            seq,
+            arrived_unix_ms: 0,
+            path: "/v1/chat/completions".to_owned(),
+            provider: None,
+            model: None,
+            stream: false,
+            request_id: None,
+            body_hash: None,
+            body_bytes: 0,
+            fault: "ok".to_owned(),
+            fault_source: FaultSource::Default,
+            attempt: None,
+            status: Some(200),
+            bytes_written: 0,
+            tokens_written: 0,
+            outcome: Outcome::Completed,
+            duration_ms: None,
+        }
+    }
+
+    #[test]
+    fn the_journal_forgets_its_oldest_rows_past_the_bound() {
+        let journal = Journal::default();
+        for seq in 1..=(MAX_JOURNAL_ROWS as u64 + 5) {
+            journal.push(row(seq));
+        }
+        let rows = journal.snapshot();
+        assert_eq!(rows.len(), MAX_JOURNAL_ROWS);
+        assert_eq!(rows.first().map(|r| r.seq), Some(6));
+        assert_eq!(
+            rows.last().map(|r| r.seq),
+            Some(MAX_JOURNAL_ROWS as u64 + 5)
         );
     }
 }

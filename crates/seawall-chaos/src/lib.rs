@@ -57,7 +57,7 @@ pub use fault::{
     Answer, DEFAULT_PING_MS, DEFAULT_TOKENS, FAULT_NAMES, Fault, FaultParseError, MAX_FAULT_LEN,
     MAX_MS, MAX_TOKENS, StatusFault, StatusKind,
 };
-pub use journal::{FaultSource, JournalEntry, Outcome, body_hash};
+pub use journal::{FaultSource, JournalEntry, MAX_JOURNAL_ROWS, Outcome, body_hash};
 pub use server::{
     APPLIED_HEADER, ChaosHandle, ChaosServer, ChaosServerBuilder, DEFAULT_MAX_BODY_BYTES,
     FAULT_HEADER, REQUEST_ID_HEADER, SEQ_HEADER,
