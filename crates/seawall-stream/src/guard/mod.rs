@@ -29,7 +29,12 @@
 //! - **Timeouts bound gaps**, not streams: one timer, reset as the stream
 //!   moves — first byte, first content, then idle (reset by content and
 //!   progress events, never by keep-alives), plus an optional
-//!   `max_duration`.
+//!   `max_duration`. The clock starts at the call; the guard takes charge
+//!   once the response says `text/event-stream`. Before the headers it
+//!   cannot tell a stream from a unary answer that may rightly take a
+//!   minute, so a route that never sends headers is bounded by the
+//!   per-attempt deadline outside (`timeout`, nothing arrived), and the
+//!   retry ladder turns a second such timeout into a failover.
 //! - **Every stream leaves a [`StreamReport`](crate::StreamReport)** in the
 //!   [`StreamReportHandle`](crate::StreamReportHandle) in the response
 //!   extensions, and one `tracing` event (target `seawall::stream`).
