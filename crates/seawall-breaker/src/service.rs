@@ -114,7 +114,12 @@ where
             let gate = self
                 .gate
                 .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
-            gate.as_mut().reset(until);
+            // Move the gate only when it fired or the route opens earlier:
+            // re-arming on every poll would let spurious wake-ups push an
+            // isolated route's recheck forward for ever.
+            if gate.is_elapsed() || until < gate.deadline() {
+                gate.as_mut().reset(until);
+            }
             if gate.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }

@@ -728,3 +728,37 @@ where
 {
     let _ = service.clone().oneshot(request(plan)).await;
 }
+
+/// Counts the wake-ups of the task that polls with it.
+struct Wakes(AtomicUsize);
+
+impl std::task::Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_isolated_routes_recheck_is_not_pushed_back_by_spurious_polls() {
+    let (mut service, handle, _) = build(consecutive(1).gate_readiness(true));
+    service.ready().await.unwrap();
+    service.call(request(Plan::Ok)).await.unwrap();
+    handle.isolate(&route());
+    let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
+    let waker = std::task::Waker::from(Arc::clone(&wakes));
+    let mut cx = Context::from_waker(&waker);
+    assert!(service.poll_ready(&mut cx).is_pending(), "isolated");
+    // A spurious poll half-way must not move the recheck (1 s after the
+    // first poll) later.
+    tokio::time::advance(Duration::from_millis(500)).await;
+    assert!(service.poll_ready(&mut cx).is_pending());
+    tokio::time::advance(Duration::from_millis(600)).await;
+    assert!(
+        wakes.0.load(Ordering::SeqCst) >= 1,
+        "woken for the recheck at 1 s"
+    );
+    assert!(service.poll_ready(&mut cx).is_pending(), "still isolated");
+    handle.reset(&route());
+    tokio::time::advance(Duration::from_millis(1100)).await;
+    assert!(service.poll_ready(&mut cx).is_ready(), "ready once reset");
+}
