@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::HeaderValue;
 use http_body::Body;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -24,11 +24,9 @@ use seawall::core::{BoxError, Failure, Finish, Receipt, RouteId};
 use seawall::fallback::{FallbackLayer, ServedBy};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
-use seawall::stream::protocol::Signal;
-use seawall::stream::sse::Scanner;
-use seawall::stream::{Protocol, StreamGuardLayer, StreamReport, StreamReportHandle};
+use seawall::stream::{StreamGuardLayer, StreamReport, StreamReportHandle};
 use seawall_chaos::{ChaosHandle, ChaosServer, Fault, JournalEntry, Outcome};
-use serde_json::Value;
+use seawall_cli::caller::{self, Delivery, NotAnAnswer};
 use tower::{Service, ServiceExt};
 
 /// Tags every request of one operation in the journal.
@@ -287,11 +285,18 @@ where
     let served_by = response.extensions().get::<ServedBy>().cloned();
     let classified_finish = response.extensions().get::<Finish>().cloned();
     let report = response.extensions().get::<StreamReportHandle>().cloned();
-    let read = if ask.stream {
-        read_stream(response.into_body(), ask.provider, ask.stop_after).await
+    let read = Read::from(if ask.stream {
+        caller::read_stream(
+            None,
+            response.into_body(),
+            ask.provider,
+            ask.stop_after,
+            |_| {},
+        )
+        .await
     } else {
-        read_unary(response.into_body(), ask.provider).await
-    };
+        caller::read_unary(response.into_body(), ask.provider).await
+    });
     let mut seen = match &read.error {
         Some(ReadError::Body(error)) => {
             let mut seen = Seen::failed(error, Ending::FailedAfterContent);
@@ -321,8 +326,8 @@ enum ReadError {
     Undecodable,
 }
 
-/// What the caller read from a body.
-#[derive(Debug, Default)]
+/// What the caller read from a body: the CLI's own caller, so the suite
+/// measures what `seawall replay` and `seawall chat` show.
 struct Read {
     text: String,
     content_events: u64,
@@ -331,117 +336,23 @@ struct Read {
     cancelled: bool,
 }
 
-fn protocol(provider: Provider) -> Protocol {
-    match provider {
-        Provider::OpenAi => Protocol::OpenAi,
-        Provider::Anthropic => Protocol::Anthropic,
-        Provider::Gemini => Protocol::Gemini,
-        _ => Protocol::Generic,
-    }
-}
-
-/// Reads an event stream delta by delta; stops (drops the body) after
-/// `stop_after` content events.
-async fn read_stream<B>(body: B, provider: Provider, stop_after: Option<u64>) -> Read
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
-    let mut body = std::pin::pin!(body);
-    let mut scanner = Scanner::default();
-    let mut decoder = protocol(provider).decoder();
-    let mut read = Read::default();
-    while read.error.is_none() {
-        if stop_after.is_some_and(|n| read.content_events >= n) {
-            read.cancelled = true;
-            break;
-        }
-        let data = match body.frame().await {
-            None => break,
-            Some(Err(error)) => {
-                read.error = Some(ReadError::Body(error.into()));
-                break;
+impl From<Delivery> for Read {
+    fn from(delivery: Delivery) -> Read {
+        let error = delivery.error.map(|error| {
+            if error.is::<NotAnAnswer>() {
+                ReadError::Undecodable
+            } else {
+                ReadError::Body(error)
             }
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => data,
-                Err(_) => continue,
-            },
-        };
-        let scanned = scanner.feed(&data, |item| match decoder.decode(item) {
-            Signal::Content { text, finish } => {
-                read.content_events += 1;
-                if let Some(text) = text {
-                    read.text.push_str(&text);
-                }
-                if let Some(finish) = finish {
-                    read.finish = Some(finish.reason.into_owned());
-                }
-            }
-            Signal::Finish(reason) => read.finish = Some(reason.reason.into_owned()),
-            _ => {}
         });
-        if let Err(error) = scanned {
-            read.error = Some(ReadError::Body(error.into()));
+        Read {
+            text: delivery.text,
+            content_events: delivery.content_events,
+            finish: delivery.finish,
+            error,
+            cancelled: delivery.cancelled,
         }
     }
-    read
-}
-
-/// Reads a unary answer and takes the message text in the provider's shape.
-async fn read_unary<B>(body: B, provider: Provider) -> Read
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
-    let mut read = Read::default();
-    let bytes = match body.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) => {
-            read.error = Some(ReadError::Body(error.into()));
-            return read;
-        }
-    };
-    let Ok(json) = serde_json::from_slice::<Value>(&bytes) else {
-        read.error = Some(ReadError::Undecodable);
-        return read;
-    };
-    let string = |v: &Value| v.as_str().map(str::to_owned);
-    let (text, finish) = match provider {
-        Provider::Anthropic => (
-            json["content"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|block| block["text"].as_str())
-                .collect::<String>(),
-            string(&json["stop_reason"]),
-        ),
-        Provider::Gemini => {
-            let candidate = &json["candidates"][0];
-            (
-                candidate["content"]["parts"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|part| part["text"].as_str())
-                    .collect(),
-                string(&candidate["finishReason"]),
-            )
-        }
-        _ => {
-            let choice = &json["choices"][0];
-            (
-                string(&choice["message"]["content"]).unwrap_or_default(),
-                string(&choice["finish_reason"]),
-            )
-        }
-    };
-    if !text.is_empty() {
-        read.content_events = 1;
-    }
-    read.text = text;
-    read.finish = finish;
-    read
 }
 
 /// The numbers of the `wN` tokens in `text`, in order. Split on `w` too,

@@ -30,6 +30,19 @@ pub struct Delivery {
     pub cancelled: bool,
 }
 
+/// A 2xx unary body the caller could not read as the provider's answer:
+/// what a caller meets when a cut body slips through as a success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotAnAnswer;
+
+impl std::fmt::Display for NotAnAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the answer is not the provider's JSON")
+    }
+}
+
+impl std::error::Error for NotAnAnswer {}
+
 /// The stream protocol of a provider.
 pub fn protocol(provider: Provider) -> Protocol {
     match provider {
@@ -115,7 +128,7 @@ where
         }
     };
     let Ok(json) = serde_json::from_slice::<Value>(&bytes) else {
-        delivery.error = Some("the answer is not JSON".into());
+        delivery.error = Some(Box::new(NotAnAnswer));
         return delivery;
     };
     let (text, finish) = unary_text(&json, provider);
