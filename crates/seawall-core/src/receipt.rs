@@ -15,6 +15,9 @@ pub enum StopReason {
     Attempts,
     /// The failure's action was not `Retry`.
     NotRetryable,
+    /// The provider asked to wait longer than the ladder waits
+    /// (`max_retry_after`): the failure is returned with its hint.
+    HintTooLong,
     /// The request body could not be replayed (over the replay cap).
     NotReplayable,
     /// The same route failed in a route-shaped way: ended with `Failover`.
@@ -32,6 +35,7 @@ impl StopReason {
             StopReason::Budget => "budget",
             StopReason::Attempts => "attempts",
             StopReason::NotRetryable => "not_retryable",
+            StopReason::HintTooLong => "hint_too_long",
             StopReason::NotReplayable => "not_replayable",
             StopReason::Failover => "failover",
             StopReason::OuterLadder => "outer_ladder",

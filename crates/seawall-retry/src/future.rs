@@ -290,7 +290,7 @@ impl<S, B> Ladder<S, B> {
             return Err(StopReason::NotReplayable);
         };
         let delay = match failure.retry_after() {
-            Some(hint) if hint > policy.max_retry_after => return Err(StopReason::NotRetryable),
+            Some(hint) if hint > policy.max_retry_after => return Err(StopReason::HintTooLong),
             Some(hint) => hint,
             None => self
                 .shared

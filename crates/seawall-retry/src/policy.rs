@@ -82,8 +82,9 @@ impl RetryPolicy {
 
     /// The longest `Retry-After` hint the ladder sleeps (default 60 s). A
     /// longer hint is not shortened, since retrying early only buys another
-    /// rate limit: the ladder stops and returns the failure with its hint,
-    /// for the caller to schedule.
+    /// rate limit: the ladder stops (`StopReason::HintTooLong` in the
+    /// receipt) and returns the failure with its hint, for the caller to
+    /// schedule.
     pub fn max_retry_after(mut self, max: Duration) -> Self {
         self.max_retry_after = max;
         self

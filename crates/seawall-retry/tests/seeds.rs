@@ -192,7 +192,7 @@ async fn a_hint_past_max_retry_after_is_returned_not_shortened() {
     let err = svc.oneshot(request()).await.unwrap_err();
     assert_eq!(upstream.count(), 1);
     assert_eq!(failure(&err).retry_after(), Some(20 * SEC));
-    assert_eq!(receipt(&err).stop, Some(StopReason::NotRetryable));
+    assert_eq!(receipt(&err).stop, Some(StopReason::HintTooLong));
 }
 
 #[tokio::test(start_paused = true)]
