@@ -90,6 +90,7 @@ impl Policy {
 }
 
 // The state word: | payload (56 bits) | trips (6 bits) | state (2 bits) |
+// Closed:   payload = period (40 bits): which closed spell this is.
 // Open:     payload = probe time in ms since `Policy::epoch`.
 // HalfOpen: payload = period (40 bits) | in flight (8 bits) | successes (8 bits).
 // `trips` counts trips since the breaker last closed; it sets the break.
@@ -158,18 +159,36 @@ fn ring_len(buckets: usize) -> usize {
 pub(crate) struct Ticket(NonZeroU64);
 
 impl Ticket {
-    /// Admitted while closed. Periods are 40-bit, so they never reach it.
-    const CLOSED: Ticket = Ticket(NonZeroU64::MAX);
+    /// Closed tickets carry this bit; trial periods are 40-bit and never
+    /// reach it.
+    const CLOSED_BIT: u64 = 1 << 63;
+
+    /// Admitted during the closed spell `period`.
+    fn closed(period: u64) -> Ticket {
+        let bits = Ticket::CLOSED_BIT | (period & PERIOD_MASK);
+        Ticket(NonZeroU64::new(bits).unwrap_or(NonZeroU64::MAX))
+    }
 
     /// A trial of `period` (40-bit, stored plus one to stay non-zero).
     fn trial(period: u64) -> Ticket {
         Ticket(NonZeroU64::MIN.saturating_add(period & PERIOD_MASK))
     }
 
-    /// The trial's period; `None` for a call admitted while closed.
-    fn period(self) -> Option<u64> {
-        (self != Ticket::CLOSED).then(|| self.0.get() - 1)
+    /// Whose outcome this is: a closed spell's or a half-open period's.
+    fn spell(self) -> Spell {
+        let bits = self.0.get();
+        if bits & Ticket::CLOSED_BIT != 0 {
+            Spell::Closed(bits & PERIOD_MASK)
+        } else {
+            Spell::Trial(bits - 1)
+        }
     }
+}
+
+/// The stretch of a breaker's life a call was admitted in.
+enum Spell {
+    Closed(u64),
+    Trial(u64),
 }
 
 /// How a call ended, for the breaker.
@@ -243,7 +262,7 @@ impl RouteBreaker {
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             let next = match word & STATE_MASK {
-                CLOSED => return Ok(Ticket::CLOSED),
+                CLOSED => return Ok(Ticket::closed(payload_of(word))),
                 ISOLATED => return Err(Refused { retry_after: None }),
                 OPEN => {
                     let now = self.policy.now_ms();
@@ -281,18 +300,24 @@ impl RouteBreaker {
     }
 
     pub(crate) fn record(&self, ticket: Ticket, outcome: Outcome) {
-        match ticket.period() {
-            None => self.record_closed(outcome),
-            Some(period) => self.record_trial(period, outcome),
+        match ticket.spell() {
+            Spell::Closed(period) => self.record_closed(period, outcome),
+            Spell::Trial(period) => self.record_trial(period, outcome),
         }
     }
 
-    fn record_closed(&self, outcome: Outcome) {
+    fn record_closed(&self, period: u64, outcome: Outcome) {
         let failed = match outcome {
             Outcome::Neutral => return,
             Outcome::Success => false,
             Outcome::Failure => true,
         };
+        let closed = pack(CLOSED, 0, period);
+        if self.word.load(Ordering::Acquire) != closed {
+            // Admitted in an earlier closed spell (a long stream that ends
+            // after a trip and a recovery): it says nothing about this one.
+            return;
+        }
         let trips = match self.policy.trip {
             TripRule::Ratio {
                 ratio,
@@ -321,7 +346,6 @@ impl RouteBreaker {
             }
         };
         if trips {
-            let closed = pack(CLOSED, 0, 0);
             let open = self.open_word(1);
             if self
                 .word
@@ -345,7 +369,7 @@ impl RouteBreaker {
             let in_flight = in_flight.saturating_sub(1);
             let next = match outcome {
                 Outcome::Neutral => half_open(trips, period, in_flight, successes),
-                Outcome::Success if successes + 1 >= self.policy.close_after => pack(CLOSED, 0, 0),
+                Outcome::Success if successes + 1 >= self.policy.close_after => self.closed_word(),
                 Outcome::Success => half_open(trips, period, in_flight, successes + 1),
                 Outcome::Failure => self.open_word(trips + 1),
             };
@@ -383,10 +407,16 @@ impl RouteBreaker {
         self.announce(BreakerState::from_bits(before), BreakerState::Isolated);
     }
 
+    /// A closed word for a new closed spell.
+    fn closed_word(&self) -> u64 {
+        let period = self.periods.fetch_add(1, Ordering::Relaxed) + 1;
+        pack(CLOSED, 0, period & PERIOD_MASK)
+    }
+
     /// Forces the breaker closed with a clean window.
     pub(crate) fn reset(&self) {
         self.clear_counts();
-        let before = self.word.swap(pack(CLOSED, 0, 0), Ordering::AcqRel);
+        let before = self.word.swap(self.closed_word(), Ordering::AcqRel);
         self.announce(BreakerState::from_bits(before), BreakerState::Closed);
     }
 

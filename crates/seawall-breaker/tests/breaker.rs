@@ -762,3 +762,37 @@ async fn an_isolated_routes_recheck_is_not_pushed_back_by_spurious_polls() {
     tokio::time::advance(Duration::from_millis(1100)).await;
     assert!(service.poll_ready(&mut cx).is_ready(), "ready once reset");
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_outcome_from_before_a_trip_does_not_count_after_the_recovery() {
+    let layer = consecutive(2)
+        .half_open_trials(1)
+        .close_after(1)
+        .break_duration(exact_break(5));
+    let (mut service, handle, _) = build(layer);
+    let fail = |service: &mut Svc| {
+        let call = service.call(request(Plan::Fail(Code::Overloaded)));
+        async move { call.await.unwrap_err() }
+    };
+    // A long stream admitted while closed; its end comes much later.
+    let long = service
+        .ready()
+        .await
+        .unwrap()
+        .call(request(Plan::DropsMidStream))
+        .await
+        .unwrap();
+    fail(service.ready().await.unwrap()).await;
+    fail(service.ready().await.unwrap()).await;
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    let probe = service.ready().await.unwrap().call(request(Plan::Ok)).await;
+    probe.unwrap().into_body().collect().await.unwrap();
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    // The old stream now fails: it belongs to the closed spell before the
+    // trip and says nothing about the route since it recovered, so one
+    // fresh failure is one, not the second of two.
+    long.into_body().collect().await.unwrap_err();
+    fail(service.ready().await.unwrap()).await;
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+}
