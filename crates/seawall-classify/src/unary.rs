@@ -60,10 +60,7 @@ fn verdict(
             None => failure,
         });
     }
-    Checked::Deliver(finish.map(|(kind, reason)| Finish {
-        kind,
-        reason: reason.0.into(),
-    }))
+    Checked::Deliver(finish.map(|(kind, reason)| Finish::new(kind, &reason.0)))
 }
 
 /// The failure a finish reason amounts to, with the reason as the

@@ -1,5 +1,6 @@
 //! How a message ended, in one vocabulary for every provider.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::{Class, Code, Failure};
@@ -105,7 +106,50 @@ pub struct Finish {
     /// What the reason means.
     pub kind: FinishKind,
     /// The provider's reason string as sent.
-    pub reason: Box<str>,
+    pub reason: Cow<'static, str>,
+}
+
+/// Every reason seawall knows, so a known one costs no allocation.
+const KNOWN_REASONS: &[&str] = &[
+    "stop",
+    "length",
+    "tool_calls",
+    "function_call",
+    "content_filter",
+    "max_output_tokens",
+    "end_turn",
+    "max_tokens",
+    "stop_sequence",
+    "tool_use",
+    "pause_turn",
+    "refusal",
+    "model_context_window_exceeded",
+    "STOP",
+    "MAX_TOKENS",
+    "SAFETY",
+    "RECITATION",
+    "LANGUAGE",
+    "OTHER",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "IMAGE_SAFETY",
+    "MALFORMED_FUNCTION_CALL",
+    "UNEXPECTED_TOOL_CALL",
+    "done",
+    "eof",
+];
+
+impl Finish {
+    /// A finish with the provider's `reason`, borrowed from a static table
+    /// when it is a reason seawall knows (every response carries one).
+    pub fn new(kind: FinishKind, reason: &str) -> Finish {
+        let reason = match KNOWN_REASONS.iter().find(|known| **known == reason) {
+            Some(known) => Cow::Borrowed(*known),
+            None => Cow::Owned(reason.to_owned()),
+        };
+        Finish { kind, reason }
+    }
 }
 
 #[cfg(test)]
@@ -135,5 +179,13 @@ mod tests {
             Class::ModelFixable
         );
         assert!(FinishKind::Truncated.failure().is_none());
+    }
+
+    #[test]
+    fn known_reasons_are_borrowed_and_others_kept() {
+        let known = Finish::new(FinishKind::Complete, "end_turn");
+        assert!(matches!(known.reason, Cow::Borrowed("end_turn")));
+        let other = Finish::new(FinishKind::Other, "something_new");
+        assert_eq!(&*other.reason, "something_new");
     }
 }

@@ -116,10 +116,7 @@ impl Tally {
     }
 
     fn finish(&mut self, reason: Reason<'_>) {
-        self.finish = Some(Finish {
-            kind: reason.kind,
-            reason: reason.reason.into(),
-        });
+        self.finish = Some(Finish::new(reason.kind, &reason.reason));
     }
 
     fn append(&mut self, delta: &str) {
