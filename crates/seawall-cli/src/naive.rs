@@ -2,12 +2,12 @@
 //! for, built from tower's own parts.
 //!
 //! - API level: `tower::retry` with a policy that retries *every* error
-//!   (and every non-2xx status, turned into an error the way SDKs do)
-//!   three times, a fixed pause in between, plus `tower::timeout` per
+//!   (and every non-2xx status, turned into an error the way SDKs do),
+//!   three attempts in all, a fixed pause in between, plus `tower::timeout` per
 //!   attempt around opening the stream (the request and its first body
 //!   frame).
-//! - Caller level: a loop that restarts the whole stream up to three times
-//!   when reading it fails — nested around the API level, so the attempts
+//! - Caller level: a loop that makes up to three stream attempts, restarting
+//!   the whole stream when opening or reading it fails — nested around the API level, so the attempts
 //!   multiply.
 //!
 //! Nothing here classifies anything: that is the point of the comparison.
