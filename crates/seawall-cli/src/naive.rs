@@ -3,12 +3,12 @@
 //!
 //! - API level: `tower::retry` with a policy that retries *every* error
 //!   (and every non-2xx status, turned into an error the way SDKs do),
-//!   three attempts in all, a fixed pause in between, plus `tower::timeout` per
-//!   attempt around opening the stream (the request and its first body
-//!   frame).
-//! - Caller level: a loop that makes up to three stream attempts, restarting
-//!   the whole stream when opening or reading it fails — nested around the API level, so the attempts
-//!   multiply.
+//!   three attempts in all, a fixed pause in between, plus
+//!   `tower::timeout` per attempt around opening the stream (the request
+//!   and its first body frame).
+//! - Caller level: a loop that makes up to three stream attempts,
+//!   restarting the whole stream when opening or reading it fails —
+//!   nested around the API level, so the attempts multiply.
 //!
 //! Nothing here classifies anything: that is the point of the comparison.
 
