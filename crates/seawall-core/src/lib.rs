@@ -54,7 +54,7 @@ pub use evidence::{ClosedBy, Evidence};
 pub use failure::{Failure, Interrupted, MESSAGE_EXCERPT_BYTES, excerpt};
 pub use finish::{Finish, FinishKind};
 pub use progress::Progress;
-pub use receipt::{Attempt, Receipt, StopReason};
+pub use receipt::{Attempt, Attempts, Receipt, StopReason};
 pub use route::{RouteCache, RouteId};
 
 /// The error type that travels between tower services.

@@ -62,6 +62,92 @@ impl Attempt {
     }
 }
 
+/// The attempts of an operation, in order. Reads as a slice of
+/// [`Attempt`]s; holds the first one inline, so the common operation — one
+/// attempt that succeeds — costs no allocation for it.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Attempts(Inline);
+
+#[derive(Clone, Default, PartialEq, Eq)]
+enum Inline {
+    #[default]
+    Empty,
+    One(Attempt),
+    Many(Vec<Attempt>),
+}
+
+impl Attempts {
+    /// Records an attempt after the others.
+    pub fn push(&mut self, attempt: Attempt) {
+        self.0 = match std::mem::take(&mut self.0) {
+            Inline::Empty => Inline::One(attempt),
+            Inline::One(first) => Inline::Many(vec![first, attempt]),
+            Inline::Many(mut all) => {
+                all.push(attempt);
+                Inline::Many(all)
+            }
+        };
+    }
+
+    /// The attempts as a slice.
+    pub fn as_slice(&self) -> &[Attempt] {
+        match &self.0 {
+            Inline::Empty => &[],
+            Inline::One(first) => std::slice::from_ref(first),
+            Inline::Many(all) => all,
+        }
+    }
+}
+
+impl std::ops::Deref for Attempts {
+    type Target = [Attempt];
+    fn deref(&self) -> &[Attempt] {
+        self.as_slice()
+    }
+}
+
+impl std::fmt::Debug for Attempts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+impl<'a> IntoIterator for &'a Attempts {
+    type Item = &'a Attempt;
+    type IntoIter = std::slice::Iter<'a, Attempt>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_slice().iter()
+    }
+}
+
+impl IntoIterator for Attempts {
+    type Item = Attempt;
+    type IntoIter = std::vec::IntoIter<Attempt>;
+    fn into_iter(self) -> Self::IntoIter {
+        match self.0 {
+            Inline::Empty => Vec::new().into_iter(),
+            Inline::One(first) => vec![first].into_iter(),
+            Inline::Many(all) => all.into_iter(),
+        }
+    }
+}
+
+impl Extend<Attempt> for Attempts {
+    fn extend<I: IntoIterator<Item = Attempt>>(&mut self, attempts: I) {
+        for attempt in attempts {
+            self.push(attempt);
+        }
+    }
+}
+
+impl FromIterator<Attempt> for Attempts {
+    fn from_iter<I: IntoIterator<Item = Attempt>>(attempts: I) -> Self {
+        let mut all = Attempts::default();
+        all.extend(attempts);
+        all
+    }
+}
+
 /// One per operation: every attempt, why the ladder stopped, and whether a
 /// fallback served the answer.
 ///
@@ -72,7 +158,7 @@ impl Attempt {
 #[non_exhaustive]
 pub struct Receipt {
     /// Every upstream attempt, in order.
-    pub attempts: Vec<Attempt>,
+    pub attempts: Attempts,
     /// Why the (last) ladder stopped.
     pub stop: Option<StopReason>,
     /// True when the fallback route produced the outcome.
@@ -128,6 +214,8 @@ mod tests {
         fallback.fallback = true;
         receipt.append(fallback);
         assert_eq!(receipt.routes(), vec![&a, &b]);
+        let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+        assert_eq!(codes, [Some(Code::Timeout), Some(Code::Timeout), None]);
         assert_eq!(receipt.attempts.len(), 3);
         assert_eq!(receipt.stop, Some(StopReason::Succeeded));
         assert!(receipt.fallback);

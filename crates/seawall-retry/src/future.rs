@@ -162,9 +162,6 @@ impl<S, B> Ladder<S, B> {
 
     fn succeeded<ResB>(&mut self, response: &mut Response<ResB>) {
         self.shared.budget.succeeded(self.grant);
-        // Most operations succeed at once: a receipt of one attempt needs
-        // room for one, not a `Vec`'s default four.
-        self.receipt.attempts.reserve_exact(1);
         self.receipt
             .push(Attempt::new(self.route.clone(), None, self.slept));
         self.receipt.stop = Some(StopReason::Succeeded);
