@@ -21,6 +21,27 @@ fn failure(err: &BoxError) -> &Failure {
 }
 
 /// An inner service that answers after `delay`, counting its calls.
+/// An upstream that answers at once and keeps the deadline each request
+/// carried.
+/// The deadline an upstream saw last.
+type Seen = Arc<std::sync::Mutex<Option<Deadline>>>;
+
+fn records_deadline() -> (
+    Seen,
+    impl tower::Service<Request<()>, Response = Response<Body>, Error = Infallible, Future: Send>
+    + Clone,
+) {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let record = {
+        let seen = seen.clone();
+        service_fn(move |req: Request<()>| {
+            *seen.lock().unwrap() = Deadline::of(&req);
+            async { Ok::<_, Infallible>(Response::new(Body::default())) }
+        })
+    };
+    (seen, record)
+}
+
 fn answers_after(
     delay: Duration,
     calls: Arc<AtomicUsize>,
@@ -65,14 +86,7 @@ async fn a_response_in_time_passes_with_its_body() {
 
 #[tokio::test(start_paused = true)]
 async fn the_deadline_goes_into_the_extensions_and_only_shrinks() {
-    let seen = Arc::new(std::sync::Mutex::new(None));
-    let record = {
-        let seen = seen.clone();
-        service_fn(move |req: Request<()>| {
-            *seen.lock().unwrap() = Deadline::of(&req);
-            async { Ok::<_, Infallible>(Response::new(Body::default())) }
-        })
-    };
+    let (seen, record) = records_deadline();
     let layer = DeadlineLayer::new(Duration::from_secs(10));
     let now = Instant::now();
 
@@ -200,14 +214,7 @@ async fn per_attempt_inside_an_earlier_operation_deadline_fires_as_deadline_exce
 
 #[tokio::test(start_paused = true)]
 async fn per_attempt_narrows_the_deadline_the_attempt_sees() {
-    let seen = Arc::new(std::sync::Mutex::new(None));
-    let inner = {
-        let seen = seen.clone();
-        service_fn(move |req: Request<()>| {
-            *seen.lock().unwrap() = Deadline::of(&req);
-            async { Ok::<_, Infallible>(Response::new(Body::default())) }
-        })
-    };
+    let (seen, inner) = records_deadline();
     let start = Instant::now();
     let mut request = Request::new(());
     request
@@ -318,14 +325,7 @@ async fn remaining_time_is_written_on_the_wire() {
 
 #[tokio::test(start_paused = true)]
 async fn a_server_takes_its_deadline_from_the_caller() {
-    let seen = Arc::new(std::sync::Mutex::new(None));
-    let inner = {
-        let seen = seen.clone();
-        service_fn(move |req: Request<()>| {
-            *seen.lock().unwrap() = Deadline::of(&req);
-            async { Ok::<_, Infallible>(Response::new(Body::default())) }
-        })
-    };
+    let (seen, inner) = records_deadline();
     let start = Instant::now();
     let layer = DeadlineLayer::from_incoming(WireTimeout::grpc());
     let request = Request::builder()
