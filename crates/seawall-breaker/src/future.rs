@@ -4,9 +4,10 @@ use std::task::{Context, Poll, ready};
 
 use http_body::Body;
 use pin_project_lite::pin_project;
-use seawall_core::{BoxError, Failure};
+use seawall_core::BoxError;
 
 use crate::body::BreakerBody;
+use crate::error::{BreakerError, CircuitOpen};
 use crate::shared::Permit;
 
 pin_project! {
@@ -26,10 +27,8 @@ pin_project! {
             future: F,
             permit: Option<Permit>,
         },
-        // Boxed at once: the error must be boxed anyway, and a small
-        // future keeps the closed path from moving a large `Failure` around.
         Refused {
-            failure: Option<Box<Failure>>,
+            refusal: Option<CircuitOpen>,
         },
     }
 }
@@ -41,10 +40,10 @@ impl<F> ResponseFuture<F> {
         }
     }
 
-    pub(crate) fn refused(failure: Failure) -> Self {
+    pub(crate) fn refused(refusal: CircuitOpen) -> Self {
         ResponseFuture {
             kind: Kind::Refused {
-                failure: Some(Box::new(failure)),
+                refusal: Some(refusal),
             },
         }
     }
@@ -56,7 +55,7 @@ where
     E: Into<BoxError>,
     B: Body,
 {
-    type Output = Result<http::Response<BreakerBody<B>>, BoxError>;
+    type Output = Result<http::Response<BreakerBody<B>>, BreakerError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().kind.project() {
@@ -70,14 +69,14 @@ where
                     if let Some(permit) = permit.take() {
                         permit.fail(&error);
                     }
-                    Poll::Ready(Err(error))
+                    Poll::Ready(Err(BreakerError::Inner(error)))
                 }
             },
-            KindProj::Refused { failure } => {
-                let failure = failure
+            KindProj::Refused { refusal } => {
+                let refusal = refusal
                     .take()
                     .expect("ResponseFuture polled after completion");
-                Poll::Ready(Err(failure))
+                Poll::Ready(Err(BreakerError::Open(refusal)))
             }
         }
     }

@@ -18,8 +18,11 @@
 //!   breaker opens on a failure ratio over a sliding window with a minimum
 //!   of calls (the default), or on a run of consecutive failures.
 //! - **Open**: calls fail at once, without touching the inner service, with
-//!   a transient `circuit_open` failure (action `failover`) whose
-//!   `retry_after` is the time until the next probe and whose route is set.
+//!   [`BreakerError::Open`]: the route and the time until the next probe.
+//!   Converted into a `BoxError` (by a layer above, or `?`), it is a
+//!   transient `circuit_open` [`Failure`](seawall_core::Failure) (action
+//!   `failover`) with that route and `retry_after`; the inner service's own
+//!   errors come back as the box they were.
 //! - **Half-open**: after the break, up to [`half_open_trials`] trial calls
 //!   go through at once; [`close_after`] successes close the breaker, any
 //!   counted failure re-opens it with a longer break (doubling, capped,
@@ -33,7 +36,8 @@
 //! The success path takes no lock and allocates nothing: each service clone
 //! keeps the breaker of the last route it called, and a breaker's state and
 //! window are atomics (one word for the state machine, one per window
-//! bucket). A refusal allocates once, for the boxed error.
+//! bucket). A refusal allocates nothing either: it is a value until
+//! something converts it into a `BoxError`.
 //!
 //! [`route_with`]: BreakerLayer::route_with
 //! [`count_rate_limited`]: BreakerLayer::count_rate_limited
@@ -59,7 +63,7 @@
 //!
 //! for _ in 0..2 {
 //!     let request = http::Request::get("https://api.example.com/v1/chat").body(()).unwrap();
-//!     let error = service.clone().oneshot(request).await.unwrap_err();
+//!     let error = service.clone().oneshot(request).await.unwrap_err().into_box();
 //!     assert_eq!(Failure::find(&*error).unwrap().code(), Code::Overloaded);
 //! }
 //! let route = RouteId::new("api.example.com");
@@ -68,15 +72,20 @@
 //! // Now the route is refused without being called.
 //! let request = http::Request::get("https://api.example.com/v1/chat").body(()).unwrap();
 //! let error = service.clone().oneshot(request).await.unwrap_err();
-//! let failure = Failure::find(&*error).unwrap();
+//! let refusal = error.as_open().expect("refused by the breaker");
+//! assert_eq!(refusal.route(), &route);
+//! assert!(refusal.retry_after().unwrap() <= Duration::from_secs(5));
+//!
+//! // What the layers above see: a `circuit_open` failure, action failover.
+//! let failure = Failure::downcast(error.into_box()).unwrap();
 //! assert_eq!(failure.code(), Code::CircuitOpen);
 //! assert_eq!(failure.route(), Some(&route));
-//! assert!(failure.retry_after().unwrap() <= Duration::from_secs(5));
 //! # }
 //! ```
 #![deny(missing_docs)]
 
 mod body;
+mod error;
 mod future;
 mod handle;
 mod layer;
@@ -86,6 +95,7 @@ mod shared;
 mod state;
 
 pub use body::BreakerBody;
+pub use error::{BreakerError, CircuitOpen};
 pub use future::ResponseFuture;
 pub use handle::BreakerHandle;
 pub use layer::BreakerLayer;

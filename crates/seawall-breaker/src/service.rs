@@ -4,10 +4,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use seawall_core::{BoxError, Code, Failure, RouteId};
+use seawall_core::{BoxError, RouteId};
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
+use crate::error::{BreakerError, CircuitOpen};
 use crate::future::ResponseFuture;
 use crate::shared::{Permit, RequestHead, Shared};
 use crate::state::{BreakerState, RouteBreaker};
@@ -103,7 +104,7 @@ where
     RB: http_body::Body,
 {
     type Response = http::Response<crate::BreakerBody<RB>>;
-    type Error = BoxError;
+    type Error = BreakerError;
     type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -124,7 +125,9 @@ where
                 return Poll::Pending;
             }
         }
-        self.inner.poll_ready(cx).map_err(Into::into)
+        self.inner
+            .poll_ready(cx)
+            .map_err(|error| BreakerError::Inner(error.into()))
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
@@ -140,13 +143,10 @@ where
                 let permit = Permit::new(Arc::clone(breaker), ticket);
                 ResponseFuture::called(self.inner.call(request), Some(permit))
             }
-            Err(refused) => {
-                let failure = Failure::new(Code::CircuitOpen).with_route(breaker.route.clone());
-                ResponseFuture::refused(match refused.retry_after {
-                    Some(after) => failure.with_retry_after(after),
-                    None => failure,
-                })
-            }
+            Err(refused) => ResponseFuture::refused(CircuitOpen::new(
+                breaker.route.clone(),
+                refused.retry_after,
+            )),
         }
     }
 }

@@ -189,14 +189,12 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         .unwrap();
                     let got = match service.clone().oneshot(request).await {
                         Ok(_) => Ok(()),
-                        Err(error) => {
-                            let failure = Failure::find(&*error).unwrap();
-                            if failure.code() == Code::CircuitOpen {
-                                Err(failure.retry_after().map(|d| d.as_millis() as u64))
-                            } else {
-                                Ok(())
+                        Err(error) => match error.as_open() {
+                            Some(refusal) => {
+                                Err(refusal.retry_after().map(|d| d.as_millis() as u64))
                             }
-                        }
+                            None => Ok(()),
+                        },
                     };
                     let expected = model.call(outcome);
                     prop_assert_eq!(got, expected, "step {} {:?}", step, op);
