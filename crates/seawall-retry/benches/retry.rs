@@ -1,7 +1,8 @@
-//! The success path of Deadline + RetryBudget over a ready upstream, against
-//! `tower::timeout` + `tower::retry` in the same run, and the heap
-//! allocations per call of each (counted by an instrumented global
-//! allocator and printed before the timings).
+//! The success path of Deadline + RetryBudget + Classify over a ready
+//! upstream, against `tower::timeout` + `tower::retry` over the same upstream
+//! in the same run, and the heap allocations per call of each (counted by an
+//! instrumented global allocator and printed before the timings), with the
+//! share of each seawall layer.
 //!
 //! `cargo bench -p seawall-retry --bench retry`
 
@@ -12,19 +13,22 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::Criterion;
+use http::header::{CONTENT_TYPE, HeaderValue};
 use http::{Request, Response};
 use http_body_util::Full;
+use seawall_classify::ClassifyLayer;
 use seawall_core::replay::{ReplayBody, clone_head};
 use seawall_deadline::DeadlineLayer;
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tower::retry::Policy;
-use tower::{Layer, Service, ServiceBuilder, ServiceExt, service_fn};
+use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt, service_fn};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
-const BODY: &[u8] = br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+const BODY: &[u8] = br#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}"#;
+const CHUNK: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n";
 
 /// A chat request as a client sends it.
 fn request() -> Request<Full<Bytes>> {
@@ -35,9 +39,14 @@ fn request() -> Request<Full<Bytes>> {
         .unwrap()
 }
 
-/// The upstream after classification: a ready 200.
-async fn ok<B>(_: Request<B>) -> Result<Response<()>, Infallible> {
-    Ok(Response::new(()))
+/// The provider: a ready 200 event stream, which Classify passes through
+/// unread (its content is the stream guard's business, not measured here).
+async fn ok<B>(_: Request<B>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let mut response = Response::new(Full::new(Bytes::from_static(CHUNK)));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    Ok(response)
 }
 
 /// tower's retry, told what seawall's ladder is told: three attempts, and
@@ -63,31 +72,26 @@ impl<B: Clone, Res, E> Policy<Request<B>, Res, E> for Attempts {
     }
 }
 
-fn seawall() -> impl Service<
-    Request<Full<Bytes>>,
-    Response = Response<seawall_deadline::DeadlineBody<()>>,
-    Error = tower::BoxError,
-    Future: Send,
-> + Clone {
+fn seawall() -> impl Service<Request<Full<Bytes>>, Error = BoxError, Future: Send> + Clone {
     ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(30)))
         .layer(RetryBudgetLayer::new(
             RetryPolicy::interactive(),
             Budget::grpc(10, 0.1),
         ))
+        .layer(ClassifyLayer::openai())
         .service(service_fn(ok::<ReplayBody<Full<Bytes>>>))
 }
 
-fn tower()
--> impl Service<Request<Full<Bytes>>, Response = Response<()>, Error = tower::BoxError, Future: Send>
-+ Clone {
+fn tower() -> impl Service<Request<Full<Bytes>>, Error = BoxError, Future: Send> + Clone {
     ServiceBuilder::new()
         .timeout(Duration::from_secs(30))
         .retry(Attempts(3))
         .service(service_fn(ok::<Full<Bytes>>))
 }
 
-fn bare() -> impl Service<Request<Full<Bytes>>, Response = Response<()>, Error = Infallible> + Clone
+fn bare()
+-> impl Service<Request<Full<Bytes>>, Response = Response<Full<Bytes>>, Error = Infallible> + Clone
 {
     service_fn(ok::<Full<Bytes>>)
 }
@@ -131,6 +135,7 @@ fn main() {
         RetryBudgetLayer::new(RetryPolicy::interactive(), Budget::grpc(10, 0.1))
             .layer(service_fn(ok::<ReplayBody<Full<Bytes>>>)),
     );
+    let classify_allocs = allocations_per_call(&runtime, ClassifyLayer::openai().layer(bare()));
     let tower_timeout_allocs = allocations_per_call(
         &runtime,
         ServiceBuilder::new()
@@ -143,27 +148,28 @@ fn main() {
     );
     println!("allocations per call: bare upstream {bare_allocs:.2}");
     println!(
-        "allocations per call: seawall deadline+retry {seawall_allocs:.2} (+{:.2} over bare)",
+        "allocations per call: seawall deadline+retry+classify {seawall_allocs:.2} (+{:.2} over bare)",
         seawall_allocs - bare_allocs
     );
     println!(
-        "allocations per call: of which deadline alone +{:.2}, retry alone +{:.2}",
+        "allocations per call: of which, each alone over bare: deadline +{:.2}, retry +{:.2}, classify +{:.2}",
         deadline_allocs - bare_allocs,
-        retry_allocs - bare_allocs
+        retry_allocs - bare_allocs,
+        classify_allocs - bare_allocs
     );
     println!(
         "allocations per call: tower timeout+retry {tower_allocs:.2} (+{:.2} over bare)",
         tower_allocs - bare_allocs
     );
     println!(
-        "allocations per call: of which timeout alone +{:.2}, retry alone +{:.2}",
+        "allocations per call: of which, each alone over bare: timeout +{:.2}, retry +{:.2}",
         tower_timeout_allocs - bare_allocs,
         tower_retry_allocs - bare_allocs
     );
 
     let mut criterion = Criterion::default().configure_from_args();
     let mut group = criterion.benchmark_group("success_path");
-    group.bench_function("seawall_deadline_retry", |b| {
+    group.bench_function("seawall_deadline_retry_classify", |b| {
         let svc = seawall();
         b.to_async(&runtime).iter(|| svc.clone().oneshot(request()));
     });
