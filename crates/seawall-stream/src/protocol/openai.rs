@@ -3,10 +3,12 @@
 use seawall_core::FinishKind;
 use serde::Deserialize;
 
-use super::wire::{First, Present, Text, parse};
+use super::scan::{Cursor, Scan, first_time};
+use super::wire::{First, Present, Text, parse_text};
 use super::{Protocol, Reason, Signal, in_stream_error};
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Chunk<'a> {
     #[serde(borrow, default)]
     choices: First<Choice<'a>>,
@@ -14,6 +16,7 @@ struct Chunk<'a> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Choice<'a> {
     #[serde(borrow)]
     delta: Option<Delta<'a>>,
@@ -22,6 +25,7 @@ struct Choice<'a> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Delta<'a> {
     #[serde(borrow)]
     content: Option<Text<'a>>,
@@ -31,11 +35,98 @@ struct Delta<'a> {
     function_call: Option<Present>,
 }
 
+/// Reads a chunk with the cursor, reading what serde's derive would; gives
+/// up on anything else.
+fn scan(text: &str) -> Scan<Chunk<'_>> {
+    let mut cursor = Cursor::new(text);
+    let mut chunk = Chunk {
+        choices: First(None),
+        error: None,
+    };
+    let mut seen = [false; 2];
+    cursor.object(|cursor, key| {
+        match key {
+            "choices" => {
+                first_time(&mut seen[0])?;
+                let choice = cursor.nullable(|cursor| cursor.lone_element(scan_choice))?;
+                chunk.choices = First(choice.flatten());
+            }
+            "error" => {
+                first_time(&mut seen[1])?;
+                chunk.error = cursor.present()?;
+            }
+            _ => cursor.skip()?,
+        }
+        Ok(())
+    })?;
+    cursor.end()?;
+    Ok(chunk)
+}
+
+fn scan_choice<'a>(cursor: &mut Cursor<'a>) -> Scan<Choice<'a>> {
+    let mut choice = Choice {
+        delta: None,
+        finish_reason: None,
+    };
+    let mut seen = [false; 2];
+    cursor.object(|cursor, key| {
+        match key {
+            "delta" => {
+                first_time(&mut seen[0])?;
+                choice.delta = cursor.nullable(scan_delta)?;
+            }
+            "finish_reason" => {
+                first_time(&mut seen[1])?;
+                choice.finish_reason = cursor.text()?;
+            }
+            _ => cursor.skip()?,
+        }
+        Ok(())
+    })?;
+    Ok(choice)
+}
+
+fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
+    let mut delta = Delta {
+        content: None,
+        refusal: None,
+        tool_calls: None,
+        function_call: None,
+    };
+    let mut seen = [false; 4];
+    cursor.object(|cursor, key| {
+        match key {
+            "content" => {
+                first_time(&mut seen[0])?;
+                delta.content = cursor.text()?;
+            }
+            "refusal" => {
+                first_time(&mut seen[1])?;
+                delta.refusal = cursor.text()?;
+            }
+            "tool_calls" => {
+                first_time(&mut seen[2])?;
+                delta.tool_calls = cursor.present()?;
+            }
+            "function_call" => {
+                first_time(&mut seen[3])?;
+                delta.function_call = cursor.present()?;
+            }
+            _ => cursor.skip()?,
+        }
+        Ok(())
+    })?;
+    Ok(delta)
+}
+
 pub(super) fn decode<'a>(data: &'a [u8], refused: &mut bool) -> Signal<'a> {
     if data == b"[DONE]" {
         return Signal::Done;
     }
-    let Some(chunk) = parse::<Chunk<'_>>(data) else {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Signal::Other;
+    };
+    let Some(chunk) = scan(text).ok().or_else(|| parse_text::<Chunk<'_>>(text)) else {
         return Signal::Other;
     };
     if chunk.error.is_some() {
@@ -73,5 +164,195 @@ pub(super) fn decode<'a>(data: &'a [u8], refused: &mut bool) -> Signal<'a> {
         (true, finish) => Signal::Content { text, finish },
         (false, Some(reason)) => Signal::Finish(reason),
         (false, None) => Signal::Progress,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Chunks as OpenAI and compatible servers send them.
+    const SAMPLES: &[&str] = &[
+        r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{"content":"Hello\n\"world\" caf\u00e9 \ud83d\ude00"},"finish_reason":null}]}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":null}]}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+        r#"{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0}}}"#,
+        r#"{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}"#,
+        r#" { "choices" : [ { "delta" : { "content" : "spaced" } , "finish_reason" : null } ] } "#,
+    ];
+
+    #[test]
+    fn the_cursor_reads_real_chunks_as_serde_does() {
+        for sample in SAMPLES {
+            let scanned = scan(sample).unwrap_or_else(|_| panic!("gave up on {sample}"));
+            assert_eq!(Some(scanned), parse_text::<Chunk<'_>>(sample), "{sample}");
+        }
+    }
+
+    #[test]
+    fn the_cursor_leaves_doubtful_chunks_to_serde() {
+        for doubtful in [
+            r#"{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}"#,
+            r#"{"choices":[],"choices":[]}"#,
+            r#"{"choi\u0063es":[]}"#,
+            r#"{"choices":[{"delta":{"content":"\ud800"}}]}"#,
+            r#"[[{"delta":null,"finish_reason":"stop"}],null]"#,
+            r#"{"choices":[{"delta":{"content":1}}]}"#,
+            r#"{"choices":[]} x"#,
+        ] {
+            assert!(scan(doubtful).is_err(), "{doubtful}");
+        }
+    }
+
+    /// A JSON string, now and then with a doubtful escape or a raw control
+    /// character.
+    fn string() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            8 => prop::sample::select(vec![
+                "a", "é", " ", "😀", "\u{7f}", "\\n", "\\t", "\\\"", "\\\\", "\\/", "\\b",
+                "\\u00e9", "\\u0000", "\\ud83d\\ude00",
+            ]),
+            1 => prop::sample::select(vec!["\\ud83d", "\\ude00", "\\x", "\\u12", "\t", "\n"]),
+        ];
+        prop::collection::vec(piece, 0..5).prop_map(|parts| format!("\"{}\"", parts.concat()))
+    }
+
+    /// Any JSON-ish value, mostly valid.
+    fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            4 => prop::sample::select(vec![
+                "null", "true", "false", "0", "-1", "12.5", "1e9", "-0.0E-3", "[]", "{}",
+            ])
+            .prop_map(str::to_owned),
+            1 => prop::sample::select(vec!["01", "1.", "-", "1e", "nul", "tru", "+1"])
+                .prop_map(str::to_owned),
+            4 => string(),
+        ];
+        leaf.prop_recursive(3, 16, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3)
+                    .prop_map(|items| format!("[{}]", items.join(","))),
+                prop::collection::vec((prop::sample::select(vec!["a", "b", "index"]), inner), 0..3)
+                    .prop_map(|members| object(
+                        members.into_iter().map(|(k, v)| (k.to_owned(), v))
+                    )),
+            ]
+        })
+    }
+
+    fn object(members: impl Iterator<Item = (String, String)>) -> String {
+        let members: Vec<_> = members.map(|(k, v)| format!("\"{k}\":{v}")).collect();
+        format!("{{{}}}", members.join(","))
+    }
+
+    /// An object with some of `fields` (each with its own value strategy),
+    /// in any order, sometimes twice, plus unknown members.
+    fn members(fields: Vec<(&'static str, BoxedStrategy<String>)>) -> BoxedStrategy<String> {
+        let chosen: Vec<_> = fields
+            .into_iter()
+            .map(|(key, value)| {
+                prop::option::weighted(0.7, value.prop_map(move |v| (key.to_owned(), v)))
+            })
+            .collect();
+        let extra = prop::collection::vec(
+            (
+                prop::sample::select(vec!["id", "role", "index", "logprobs", "choi\\u0063es"]),
+                value(),
+            ),
+            0..3,
+        );
+        (chosen, extra, any::<prop::sample::Index>(), any::<u8>())
+            .prop_map(|(chosen, extra, at, twice)| {
+                let mut members: Vec<_> = chosen.into_iter().flatten().collect();
+                members.extend(extra.into_iter().map(|(k, v)| (k.to_owned(), v)));
+                if !members.is_empty() {
+                    let i = at.index(members.len());
+                    // Shuffle a little: rotate, and now and then repeat one.
+                    members.rotate_left(i);
+                    if twice < 16 {
+                        members.push(members[0].clone());
+                    }
+                }
+                object(members.into_iter())
+            })
+            .boxed()
+    }
+
+    fn nullable(value: BoxedStrategy<String>) -> BoxedStrategy<String> {
+        prop_oneof![1 => Just("null".to_owned()), 4 => value, 1 => super::tests::value()].boxed()
+    }
+
+    /// A chunk-shaped text.
+    fn chunk() -> impl Strategy<Value = String> {
+        let delta = members(vec![
+            ("content", nullable(string().boxed())),
+            ("refusal", nullable(string().boxed())),
+            ("tool_calls", value().boxed()),
+            ("function_call", value().boxed()),
+        ]);
+        let choice = members(vec![
+            ("delta", nullable(delta)),
+            ("finish_reason", nullable(string().boxed())),
+        ]);
+        let choices = prop_oneof![
+            1 => Just("null".to_owned()),
+            1 => Just("[]".to_owned()),
+            6 => choice.clone().prop_map(|c| format!("[{c}]")),
+            1 => (choice.clone(), choice).prop_map(|(a, b)| format!("[{a},{b}]")),
+            1 => value(),
+        ];
+        members(vec![
+            ("choices", choices.boxed()),
+            ("error", value().boxed()),
+        ])
+    }
+
+    /// A chunk, maybe with one byte cut out or one character put in, and
+    /// maybe spaced out.
+    fn mutated() -> impl Strategy<Value = String> {
+        (
+            chunk(),
+            any::<prop::sample::Index>(),
+            prop::option::weighted(
+                0.2,
+                prop::sample::select(vec!['{', '}', '[', ']', ',', ':', '"', '\\', ' ', 'n', '0']),
+            ),
+            prop::bool::weighted(0.2),
+            prop::bool::weighted(0.2),
+        )
+            .prop_map(|(text, at, put, cut, spaced)| {
+                let mut text = if spaced {
+                    text.replace(',', " ,\n ").replace(':', " : ")
+                } else {
+                    text
+                };
+                let mut at = at.index(text.len());
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                match put {
+                    Some(c) => text.insert(at, c),
+                    None if cut => {
+                        text.remove(at);
+                    }
+                    None => {}
+                }
+                text
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Whenever the cursor answers, serde gives the same answer.
+        #[test]
+        fn the_cursor_never_disagrees_with_serde(text in mutated()) {
+            if let Ok(scanned) = scan(&text) {
+                prop_assert_eq!(Some(scanned), parse_text::<Chunk<'_>>(&text), "{}", text);
+            }
+        }
     }
 }

@@ -12,13 +12,19 @@ use serde::de::{Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
 /// The data is checked as UTF-8 once, whole, so serde_json need not check
 /// each string again (measured faster than `from_slice` on typical chunks).
 pub(super) fn parse<'a, T: Deserialize<'a>>(data: &'a [u8]) -> Option<T> {
-    serde_json::from_str(std::str::from_utf8(data).ok()?).ok()
+    parse_text(std::str::from_utf8(data).ok()?)
+}
+
+/// Reads an event's JSON already checked as UTF-8.
+pub(super) fn parse_text<'a, T: Deserialize<'a>>(text: &'a str) -> Option<T> {
+    serde_json::from_str(text).ok()
 }
 
 /// A JSON string, borrowed from the event when it has no escapes.
 ///
 /// (`Option<Cow<str>>` with `#[serde(borrow)]` would always allocate.)
 #[derive(Debug)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(super) struct Text<'a>(pub(super) Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
@@ -50,6 +56,7 @@ impl<'a> Text<'a> {
 /// The first element of a JSON array; the rest are skipped. `null` reads
 /// as no element.
 #[derive(Debug)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(super) struct First<T>(pub(super) Option<T>);
 
 impl<T> Default for First<T> {
@@ -115,6 +122,7 @@ where
 
 /// Present when the field is there and not `null`, whatever it holds.
 #[derive(Debug)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(super) struct Present;
 
 impl<'de> Deserialize<'de> for Present {

@@ -1,0 +1,505 @@
+//! A strict JSON cursor for the hot path: it reads the few fields a
+//! decision needs straight from an event's text and steps over the rest,
+//! without serde's visitor machinery (most of the guard's time per event
+//! went there).
+//!
+//! It answers only what it is sure of. Whatever it does not handle itself
+//! (an escape in a key, a lone surrogate, a number or literal it would have
+//! to judge, duplicate fields, deep nesting, a shape the caller did not
+//! expect) makes it give up, and the caller asks serde instead. So it can
+//! only ever be slow, not wrong; a differential test holds it to serde's
+//! answers.
+
+use std::borrow::Cow;
+
+use memchr::memchr;
+
+use super::wire::{Present, Text};
+
+/// The cursor gave up: serde decides.
+#[derive(Debug)]
+pub(super) struct GiveUp;
+
+pub(super) type Scan<T> = Result<T, GiveUp>;
+
+/// The bytes that end a run of plain string content: the closing quote,
+/// an escape, and the control characters JSON forbids raw.
+static STOPS: [bool; 256] = {
+    let mut stops = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        stops[byte] = true;
+        byte += 1;
+    }
+    stops[b'"' as usize] = true;
+    stops[b'\\' as usize] = true;
+    stops
+};
+
+/// Where the first byte that ends a run of plain string content is: eight
+/// bytes at a time (keys and values are short, too short to pay for
+/// setting up a vector search each), then the table for the tail.
+fn next_stop(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    // Sets the high bit of every byte of `word` below `n` (n <= 128); exact
+    // up to the first such byte, which is all that is read of it.
+    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let stops = below(word ^ (ONES * u64::from(b'"')), 1)
+            | below(word ^ (ONES * u64::from(b'\\')), 1)
+            | below(word, 0x20);
+        if stops != 0 {
+            return Some(at + (stops.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&byte| STOPS[usize::from(byte)])
+        .map(|found| at + found)
+}
+
+/// Deeper than this, give up (serde's own limit is 128; one bit per level
+/// in `skip`).
+const MAX_DEPTH: usize = 64;
+
+/// Marks a field read, giving up when it was read before (serde refuses
+/// a duplicate field; leave the verdict to it).
+pub(super) fn first_time(seen: &mut bool) -> Scan<()> {
+    if std::mem::replace(seen, true) {
+        return Err(GiveUp);
+    }
+    Ok(())
+}
+
+/// A position in an event's text.
+pub(super) struct Cursor<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub(super) fn new(text: &'a str) -> Self {
+        Cursor { text, at: 0 }
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    /// The next byte after whitespace, not consumed.
+    pub(super) fn peek(&mut self) -> Option<u8> {
+        while let Some(&byte) = self.bytes().get(self.at) {
+            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(byte);
+            }
+            self.at += 1;
+        }
+        None
+    }
+
+    /// Consumes `byte` (after whitespace) or gives up.
+    pub(super) fn expect(&mut self, byte: u8) -> Scan<()> {
+        if self.peek() == Some(byte) {
+            self.at += 1;
+            Ok(())
+        } else {
+            Err(GiveUp)
+        }
+    }
+
+    /// Consumes `null` when it comes next.
+    pub(super) fn null(&mut self) -> bool {
+        let found = self.peek() == Some(b'n') && self.bytes()[self.at..].starts_with(b"null");
+        if found {
+            self.at += 4;
+        }
+        found
+    }
+
+    /// Nothing but whitespace is left.
+    pub(super) fn end(&mut self) -> Scan<()> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => Err(GiveUp),
+        }
+    }
+
+    /// Reads the members of an object, calling `member` with each key; it
+    /// must consume the value.
+    pub(super) fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a str) -> Scan<()>,
+    ) -> Scan<()> {
+        self.expect(b'{')?;
+        if self.peek() == Some(b'}') {
+            self.at += 1;
+            return Ok(());
+        }
+        loop {
+            let (key, escaped) = self.pass_string()?;
+            // serde matches the unescaped key: leave escaped keys to it.
+            if escaped {
+                return Err(GiveUp);
+            }
+            self.expect(b':')?;
+            member(self, key)?;
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b'}') => {
+                    self.at += 1;
+                    return Ok(());
+                }
+                _ => return Err(GiveUp),
+            }
+        }
+    }
+
+    /// Reads an array holding at most one element, with `element`; gives up
+    /// on more (serde would check every one).
+    pub(super) fn lone_element<T>(
+        &mut self,
+        element: impl FnOnce(&mut Self) -> Scan<T>,
+    ) -> Scan<Option<T>> {
+        self.expect(b'[')?;
+        if self.peek() == Some(b']') {
+            self.at += 1;
+            return Ok(None);
+        }
+        let value = element(self)?;
+        self.expect(b']')?;
+        Ok(Some(value))
+    }
+
+    /// Reads `null` as `None` and a string as its text (serde's
+    /// `Option<Text>`).
+    pub(super) fn text(&mut self) -> Scan<Option<Text<'a>>> {
+        if self.null() {
+            return Ok(None);
+        }
+        self.string().map(|text| Some(Text(text)))
+    }
+
+    /// Reads `null` as `None` and any other value as present (serde's
+    /// `Option<Present>`).
+    pub(super) fn present(&mut self) -> Scan<Option<Present>> {
+        if self.null() {
+            return Ok(None);
+        }
+        self.skip().map(|()| Some(Present))
+    }
+
+    /// Reads `null` as `None` and an object with `read` (serde's
+    /// `Option<T>` of a struct).
+    pub(super) fn nullable<T>(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Scan<T>,
+    ) -> Scan<Option<T>> {
+        if self.null() {
+            return Ok(None);
+        }
+        read(self).map(Some)
+    }
+
+    /// Reads a string: borrowed when it has no escapes, unescaped otherwise.
+    pub(super) fn string(&mut self) -> Scan<Cow<'a, str>> {
+        let (raw, escaped) = self.pass_string()?;
+        if !escaped {
+            return Ok(Cow::Borrowed(raw));
+        }
+        // Escapes are rare in the fields read: decode them in a second walk.
+        let mut text = String::with_capacity(raw.len());
+        let mut inner = Cursor::new(raw);
+        while let Some(found) = memchr(b'\\', &inner.bytes()[inner.at..]) {
+            text.push_str(&raw[inner.at..inner.at + found]);
+            inner.at += found;
+            text.push(inner.escape()?);
+        }
+        text.push_str(&raw[inner.at..]);
+        Ok(Cow::Owned(text))
+    }
+
+    /// Steps over a string, checking it: its raw content, and whether it
+    /// holds escapes.
+    fn pass_string(&mut self) -> Scan<(&'a str, bool)> {
+        self.expect(b'"')?;
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            self.at += next_stop(&self.bytes()[self.at..]).ok_or(GiveUp)?;
+            match self.bytes()[self.at] {
+                b'"' => {
+                    let raw = &self.text[start..self.at];
+                    self.at += 1;
+                    return Ok((raw, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.escape()?;
+                }
+                // A raw control character is not allowed in a JSON string.
+                _ => return Err(GiveUp),
+            }
+        }
+    }
+
+    /// Reads the escape at the cursor (`\` included).
+    fn escape(&mut self) -> Scan<char> {
+        let kind = *self.bytes().get(self.at + 1).ok_or(GiveUp)?;
+        self.at += 2;
+        Ok(match kind {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = self.hex4()?;
+                match unit {
+                    0xD800..=0xDBFF => {
+                        // A high surrogate must be followed by a low one.
+                        if !self.bytes()[self.at..].starts_with(b"\\u") {
+                            return Err(GiveUp);
+                        }
+                        self.at += 2;
+                        let low = self.hex4()?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return Err(GiveUp);
+                        }
+                        let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                        char::from_u32(code).ok_or(GiveUp)?
+                    }
+                    0xDC00..=0xDFFF => return Err(GiveUp),
+                    _ => char::from_u32(unit).ok_or(GiveUp)?,
+                }
+            }
+            _ => return Err(GiveUp),
+        })
+    }
+
+    fn hex4(&mut self) -> Scan<u32> {
+        let digits = self.bytes().get(self.at..self.at + 4).ok_or(GiveUp)?;
+        let mut value = 0;
+        for &digit in digits {
+            value = value * 16 + char::from(digit).to_digit(16).ok_or(GiveUp)?;
+        }
+        self.at += 4;
+        Ok(value)
+    }
+
+    /// Steps over one value of any kind.
+    pub(super) fn skip(&mut self) -> Scan<()> {
+        // Bit `i` set: the container open at depth `i` is an object.
+        let mut objects: u64 = 0;
+        let mut depth = 0;
+        loop {
+            // A value.
+            match self.peek().ok_or(GiveUp)? {
+                b'"' => {
+                    self.pass_string()?;
+                }
+                b'n' if self.null() => {}
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'-' | b'0'..=b'9' => self.number()?,
+                byte @ (b'{' | b'[') => {
+                    if depth == MAX_DEPTH {
+                        return Err(GiveUp);
+                    }
+                    self.at += 1;
+                    let object = byte == b'{';
+                    let close = if object { b'}' } else { b']' };
+                    if self.peek() == Some(close) {
+                        self.at += 1;
+                    } else {
+                        objects = objects & !(1 << depth) | u64::from(object) << depth;
+                        depth += 1;
+                        if object {
+                            self.key()?;
+                        }
+                        continue;
+                    }
+                }
+                _ => return Err(GiveUp),
+            }
+            // What follows it: more of the same container, or its end.
+            loop {
+                if depth == 0 {
+                    return Ok(());
+                }
+                let object = objects >> (depth - 1) & 1 == 1;
+                match self.peek() {
+                    Some(b',') => {
+                        self.at += 1;
+                        if object {
+                            self.key()?;
+                        }
+                        break;
+                    }
+                    Some(b'}') if object => {
+                        self.at += 1;
+                        depth -= 1;
+                    }
+                    Some(b']') if !object => {
+                        self.at += 1;
+                        depth -= 1;
+                    }
+                    _ => return Err(GiveUp),
+                }
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Scan<()> {
+        if !self.bytes()[self.at..].starts_with(word) {
+            return Err(GiveUp);
+        }
+        self.at += word.len();
+        Ok(())
+    }
+
+    /// A number, by JSON's grammar: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
+    /// What may follow it is checked by the caller.
+    fn number(&mut self) -> Scan<()> {
+        if self.bytes()[self.at] == b'-' {
+            self.at += 1;
+        }
+        match self.bytes().get(self.at) {
+            Some(b'0') => {
+                self.at += 1;
+                if self.bytes().get(self.at).is_some_and(u8::is_ascii_digit) {
+                    return Err(GiveUp);
+                }
+            }
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(GiveUp),
+        }
+        if self.bytes().get(self.at) == Some(&b'.') {
+            self.at += 1;
+            if self.digits() == 0 {
+                return Err(GiveUp);
+            }
+        }
+        if matches!(self.bytes().get(self.at), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.bytes().get(self.at), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            if self.digits() == 0 {
+                return Err(GiveUp);
+            }
+        }
+        Ok(())
+    }
+
+    /// Steps over a run of digits, returning its length.
+    fn digits(&mut self) -> usize {
+        let run = self.bytes()[self.at..]
+            .iter()
+            .take_while(|byte| byte.is_ascii_digit())
+            .count();
+        self.at += run;
+        run
+    }
+
+    /// A key and its colon, inside a skipped object.
+    fn key(&mut self) -> Scan<()> {
+        self.pass_string()?;
+        self.expect(b':')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string(text: &str) -> Option<Cow<'_, str>> {
+        Cursor::new(text).string().ok()
+    }
+
+    fn skips(text: &str) -> bool {
+        let mut cursor = Cursor::new(text);
+        cursor.skip().is_ok() && cursor.end().is_ok()
+    }
+
+    #[test]
+    fn strings_borrow_without_escapes_and_unescape_with_them() {
+        assert!(matches!(string(r#""plain""#), Some(Cow::Borrowed("plain"))));
+        assert_eq!(string(r#""a\nb\"c\\d\/""#).unwrap(), "a\nb\"c\\d/");
+        assert_eq!(string(r#""caf\u00e9 \ud83d\ude00""#).unwrap(), "café 😀");
+        assert_eq!(string("\"ok\u{7f}\"").unwrap(), "ok\u{7f}");
+    }
+
+    #[test]
+    fn the_first_stop_is_found_at_every_offset() {
+        for length in 0..24 {
+            for stop in [b'"', b'\\', 0x00, 0x1f] {
+                let mut bytes = vec![b'a'; length];
+                assert_eq!(next_stop(&bytes), None);
+                for at in 0..length {
+                    bytes.fill(b'a');
+                    // Bytes the word tricks could mistake: just above the
+                    // limits, and the stops' neighbours.
+                    for (i, byte) in bytes.iter_mut().enumerate() {
+                        *byte = [b' ', b'!', b'#', b'[', b']', 0x7f, 0x80, 0xff][i % 8];
+                    }
+                    bytes[at] = stop;
+                    if at + 1 < length {
+                        bytes[at + 1] = b'"';
+                    }
+                    assert_eq!(next_stop(&bytes), Some(at), "{bytes:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn doubtful_strings_give_up() {
+        for text in [
+            r#""lone \ud83d""#,
+            r#""low \ude00""#,
+            r#""bad \x""#,
+            r#""short \u12""#,
+            "\"raw\ttab\"",
+            r#""unterminated"#,
+        ] {
+            assert!(string(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn skips_nested_values_and_gives_up_on_what_serde_must_judge() {
+        assert!(skips(r#"{"a":[{"b":null},[],{}],"c":"d"}"#));
+        assert!(skips(r#" [ "x" , { "y" : [ null ] } ] "#));
+        assert!(skips(r#"[0,-1,12.5,1e9,-0.0E-3,true,false]"#));
+        for text in [
+            r#"{"a":01}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":1e}"#,
+            r#"{"a":-}"#,
+            r#"{"a":+1}"#,
+            r#"{"a":1x}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":nul}"#,
+            r#"{"a" "b"}"#,
+            r#"[null,]"#,
+            r#"{"a":null"#,
+            r#"{"a":null}}"#,
+            r#"{"a":[}"#,
+        ] {
+            assert!(!skips(text), "{text}");
+        }
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert!(!skips(&deep));
+        let fits = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(skips(&fits));
+    }
+}
