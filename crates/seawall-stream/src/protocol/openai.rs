@@ -3,7 +3,7 @@
 use seawall_core::FinishKind;
 use serde::Deserialize;
 
-use super::scan::{Cursor, Scan, first_time};
+use super::scan::{Cursor, Scan};
 use super::wire::{First, Present, Text, parse_text};
 use super::{Protocol, Reason, Signal, in_stream_error};
 
@@ -43,19 +43,12 @@ fn scan(text: &str) -> Scan<Chunk<'_>> {
         choices: First(None),
         error: None,
     };
-    let mut seen = [false; 2];
-    cursor.object(|cursor, key| {
-        match key {
-            "choices" => {
-                first_time(&mut seen[0])?;
-                let choice = cursor.nullable(|cursor| cursor.lone_element(scan_choice))?;
-                chunk.choices = First(choice.flatten());
-            }
-            "error" => {
-                first_time(&mut seen[1])?;
-                chunk.error = cursor.present()?;
-            }
-            _ => cursor.skip()?,
+    cursor.fields(["choices", "error"], |cursor, field| {
+        if field == 0 {
+            let choice = cursor.nullable(|cursor| cursor.lone_element(scan_choice))?;
+            chunk.choices = First(choice.flatten());
+        } else {
+            chunk.error = cursor.present()?;
         }
         Ok(())
     })?;
@@ -68,18 +61,11 @@ fn scan_choice<'a>(cursor: &mut Cursor<'a>) -> Scan<Choice<'a>> {
         delta: None,
         finish_reason: None,
     };
-    let mut seen = [false; 2];
-    cursor.object(|cursor, key| {
-        match key {
-            "delta" => {
-                first_time(&mut seen[0])?;
-                choice.delta = cursor.nullable(scan_delta)?;
-            }
-            "finish_reason" => {
-                first_time(&mut seen[1])?;
-                choice.finish_reason = cursor.text()?;
-            }
-            _ => cursor.skip()?,
+    cursor.fields(["delta", "finish_reason"], |cursor, field| {
+        if field == 0 {
+            choice.delta = cursor.nullable(scan_delta)?;
+        } else {
+            choice.finish_reason = cursor.text()?;
         }
         Ok(())
     })?;
@@ -93,26 +79,13 @@ fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
         tool_calls: None,
         function_call: None,
     };
-    let mut seen = [false; 4];
-    cursor.object(|cursor, key| {
-        match key {
-            "content" => {
-                first_time(&mut seen[0])?;
-                delta.content = cursor.text()?;
-            }
-            "refusal" => {
-                first_time(&mut seen[1])?;
-                delta.refusal = cursor.text()?;
-            }
-            "tool_calls" => {
-                first_time(&mut seen[2])?;
-                delta.tool_calls = cursor.present()?;
-            }
-            "function_call" => {
-                first_time(&mut seen[3])?;
-                delta.function_call = cursor.present()?;
-            }
-            _ => cursor.skip()?,
+    let names = ["content", "refusal", "tool_calls", "function_call"];
+    cursor.fields(names, |cursor, field| {
+        match field {
+            0 => delta.content = cursor.text()?,
+            1 => delta.refusal = cursor.text()?,
+            2 => delta.tool_calls = cursor.present()?,
+            _ => delta.function_call = cursor.present()?,
         }
         Ok(())
     })?;

@@ -66,15 +66,6 @@ fn next_stop(bytes: &[u8]) -> Option<usize> {
 /// in `skip`).
 const MAX_DEPTH: usize = 64;
 
-/// Marks a field read, giving up when it was read before (serde refuses
-/// a duplicate field; leave the verdict to it).
-pub(super) fn first_time(seen: &mut bool) -> Scan<()> {
-    if std::mem::replace(seen, true) {
-        return Err(GiveUp);
-    }
-    Ok(())
-}
-
 /// A position in an event's text.
 pub(super) struct Cursor<'a> {
     text: &'a str,
@@ -130,7 +121,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads the members of an object, calling `member` with each key; it
     /// must consume the value.
-    pub(super) fn object(
+    fn object(
         &mut self,
         mut member: impl FnMut(&mut Self, &'a str) -> Scan<()>,
     ) -> Scan<()> {
@@ -156,6 +147,24 @@ impl<'a> Cursor<'a> {
                 _ => return Err(GiveUp),
             }
         }
+    }
+
+    /// Reads an object for the members `names` (by their index in it),
+    /// skipping the others. `field` must consume the value. A name twice is
+    /// left to serde, which refuses a duplicate field.
+    pub(super) fn fields<const N: usize>(
+        &mut self,
+        names: [&str; N],
+        mut field: impl FnMut(&mut Self, usize) -> Scan<()>,
+    ) -> Scan<()> {
+        let mut seen = [false; N];
+        self.object(
+            |cursor, key| match names.iter().position(|name| *name == key) {
+                Some(index) if std::mem::replace(&mut seen[index], true) => Err(GiveUp),
+                Some(index) => field(cursor, index),
+                None => cursor.skip(),
+            },
+        )
     }
 
     /// Reads an array holding at most one element, with `element`; gives up
