@@ -121,10 +121,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads the members of an object, calling `member` with each key; it
     /// must consume the value.
-    fn object(
-        &mut self,
-        mut member: impl FnMut(&mut Self, &'a str) -> Scan<()>,
-    ) -> Scan<()> {
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Scan<()>) -> Scan<()> {
         self.expect(b'{')?;
         if self.peek() == Some(b'}') {
             self.at += 1;
