@@ -21,7 +21,7 @@ use common::{Ask, Ending, Seen};
 use futures_util::stream::{self, StreamExt};
 use seawall::core::provider::Provider;
 use seawall::core::{Action, Code, FinishKind, RouteId, StopReason};
-use seawall_chaos::{JournalEntry, Outcome, answer_text};
+use seawall_chaos::{JournalEntry, Outcome, answer_text, repeats_a_token, token_numbers};
 
 /// What the caller must end with.
 #[derive(Debug, Clone, Copy)]
@@ -576,7 +576,7 @@ fn observed(run: &Run) -> String {
         seen.ending,
         run.primary.len(),
         run.fallback.len(),
-        common::token_numbers(&seen.text).len(),
+        token_numbers(&seen.text).count(),
         seen.finish.as_deref().unwrap_or("-"),
         run.elapsed,
     )
@@ -623,9 +623,9 @@ fn check(case: &Case, run: &Run) -> Vec<String> {
     expect(!unsettled, "a journal row is still in flight".to_owned());
 
     // What reached the caller: never a token twice, never a gap.
-    let tokens = common::token_numbers(&seen.text);
+    let tokens: Vec<u32> = token_numbers(&seen.text).collect();
     expect(
-        !common::duplicated(&seen.text),
+        !repeats_a_token(&seen.text),
         format!("duplicated text: {:?}", seen.text),
     );
     let k = u32::try_from(tokens.len()).unwrap_or(u32::MAX);

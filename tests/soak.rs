@@ -22,7 +22,7 @@ use seawall::breaker::{BreakDuration, BreakerLayer, BreakerState, Trip};
 use seawall::core::provider::Provider;
 use seawall::core::{Code, RouteId};
 use seawall::retry::Budget;
-use seawall_chaos::{Outcome, answer_text};
+use seawall_chaos::{Outcome, answer_text, repeats_a_token, token_numbers};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -113,9 +113,9 @@ async fn two_thousand_random_faults_at_64_in_flight() {
                     ending: seen.ending.clone(),
                     code: seen.failure.as_ref().map(|f| f.code()),
                     unclassified: seen.unclassified.clone(),
-                    duplicated: common::duplicated(&seen.text),
+                    duplicated: repeats_a_token(&seen.text),
                     gap: {
-                        let k = common::token_numbers(&seen.text).len();
+                        let k = token_numbers(&seen.text).count();
                         seen.text != answer_text(u32::try_from(k).unwrap_or(u32::MAX))
                     },
                 }

@@ -7,7 +7,6 @@
 //! (what reached the user).
 #![allow(dead_code)] // each test file uses its own part of this module
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -353,20 +352,6 @@ impl From<Delivery> for Read {
             cancelled: delivery.cancelled,
         }
     }
-}
-
-/// The numbers of the `wN` tokens in `text`, in order. Split on `w` too,
-/// so a restarted answer glued to the last token (`w3w1`) still counts.
-pub fn token_numbers(text: &str) -> Vec<u32> {
-    text.split(|c: char| c.is_whitespace() || c == 'w')
-        .filter_map(|n| n.parse().ok())
-        .collect()
-}
-
-/// True when some token reached the caller twice.
-pub fn duplicated(text: &str) -> bool {
-    let mut seen = BTreeSet::new();
-    token_numbers(text).into_iter().any(|n| !seen.insert(n))
 }
 
 /// The rows of one operation, once none is still in flight (a disconnect

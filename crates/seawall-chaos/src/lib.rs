@@ -62,4 +62,4 @@ pub use server::{
     APPLIED_HEADER, ChaosHandle, ChaosServer, ChaosServerBuilder, DEFAULT_MAX_BODY_BYTES,
     FAULT_HEADER, REQUEST_ID_HEADER, SEQ_HEADER,
 };
-pub use wire::{Provider, UnknownRoute, answer_text};
+pub use wire::{Provider, UnknownRoute, answer_text, repeats_a_token, token_numbers};

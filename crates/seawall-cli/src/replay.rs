@@ -14,7 +14,6 @@
 //! (default 1), so a 600 s timeout takes 0.6 s. Provider hints on the wire
 //! (Retry-After) keep their real meaning.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -32,7 +31,7 @@ use seawall::resume::{self, AnthropicStyle};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::{StreamGuardLayer, StreamReportHandle};
-use seawall_chaos::{ChaosHandle, Fault, JournalEntry, Outcome};
+use seawall_chaos::{ChaosHandle, Fault, JournalEntry, Outcome, repeats_a_token, token_numbers};
 use serde::Serialize;
 use tower::{Service, ServiceExt};
 
@@ -298,9 +297,9 @@ pub async fn run_incident(
         attempts: journal.len(),
         routes,
         elapsed_s: clock.incident_seconds(elapsed),
-        duplicated: duplicated(&run.delivery.text),
+        duplicated: repeats_a_token(&run.delivery.text),
         billed: journal.iter().filter(|e| e.status == Some(200)).count(),
-        tokens: tokens(&run.delivery.text),
+        tokens: token_numbers(&run.delivery.text).count(),
         outcome: run.outcome,
         code: run.code,
     }
@@ -335,25 +334,6 @@ async fn settled_journal(chaos: &ChaosHandle, id: &str) -> Vec<JournalEntry> {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     mine(chaos)
-}
-
-/// The numbers of the `wN` tokens the caller received. Split on `w` too:
-/// a restarted stream glues its first token to the last one shown
-/// (`w400w1`).
-fn token_numbers(text: &str) -> impl Iterator<Item = u32> + '_ {
-    text.split(|c: char| c.is_whitespace() || c == 'w')
-        .filter_map(|n| n.parse().ok())
-}
-
-fn tokens(text: &str) -> usize {
-    token_numbers(text).count()
-}
-
-/// The chaos answer numbers its tokens, so a token seen twice is text the
-/// caller was shown twice.
-fn duplicated(text: &str) -> bool {
-    let mut seen = BTreeSet::new();
-    token_numbers(text).any(|n| !seen.insert(n))
 }
 
 /// The request an application sends for this incident.

@@ -150,6 +150,21 @@ pub fn answer_text(n: u32) -> String {
     (1..=n).map(token_text).collect()
 }
 
+/// The numbers of the `wN` tokens in text a caller received, in order:
+/// what [`answer_text`] wrote, read back. It splits on `w` too, because a
+/// restarted stream glues its first token to the last one shown (`w400w1`).
+pub fn token_numbers(text: &str) -> impl Iterator<Item = u32> + '_ {
+    text.split(|c: char| c.is_whitespace() || c == 'w')
+        .filter_map(|n| n.parse().ok())
+}
+
+/// True when some token reached the caller twice: since every answer
+/// numbers its tokens, that is text the user was shown twice.
+pub fn repeats_a_token(text: &str) -> bool {
+    let mut seen = std::collections::BTreeSet::new();
+    token_numbers(text).any(|n| !seen.insert(n))
+}
+
 /// Whether the finish marker rides on the last content frame instead of a frame of its own.
 pub(crate) fn finish_merges_into_last_token(ctx: &Ctx, finish: Finish, tokens: u32) -> bool {
     ctx.provider == Provider::Gemini && finish != Finish::Refusal && tokens > 0
@@ -288,6 +303,15 @@ mod tests {
     fn answer_text_is_numbered_words() {
         assert_eq!(answer_text(0), "");
         assert_eq!(answer_text(3), "w1 w2 w3");
+    }
+
+    #[test]
+    fn token_numbers_read_back_what_answer_text_wrote() {
+        assert!(token_numbers(&answer_text(5)).eq(1..=5));
+        assert!(!repeats_a_token(&answer_text(5)));
+        // A restart glued to the last token shown, then repeating it.
+        assert!(token_numbers("w1 w2w1 w2").eq([1, 2, 1, 2]));
+        assert!(repeats_a_token("w1 w2w1 w2"));
     }
 
     #[test]
