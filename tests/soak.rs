@@ -159,19 +159,13 @@ async fn two_thousand_random_faults_at_64_in_flight() {
 
     // The server saw every exchange end.
     for chaos in [&primary, &fallback] {
-        let mut settled = false;
-        for _ in 0..300 {
-            if chaos
-                .journal()
-                .iter()
-                .all(|r| r.outcome != Outcome::InFlight)
-            {
-                settled = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(settled, "a journal row stayed in flight");
+        let rows = chaos
+            .settled_journal(Duration::from_secs(3), |_| true)
+            .await;
+        assert!(
+            rows.iter().all(|r| r.outcome != Outcome::InFlight),
+            "a journal row stayed in flight"
+        );
     }
 
     // No leaked half-open trial: once the provider is healthy and the

@@ -24,7 +24,7 @@ use seawall::fallback::{FallbackLayer, ServedBy};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::{StreamGuardLayer, StreamReport, StreamReportHandle};
-use seawall_chaos::{ChaosHandle, ChaosServer, Fault, JournalEntry, Outcome};
+use seawall_chaos::{ChaosHandle, ChaosServer, Fault, JournalEntry};
 use seawall_cli::caller::{self, Delivery, NotAnAnswer};
 use tower::{Service, ServiceExt};
 
@@ -357,21 +357,11 @@ impl From<Delivery> for Read {
 /// The rows of one operation, once none is still in flight (a disconnect
 /// is noticed by the server a moment after the client leaves).
 pub async fn settled_rows(chaos: &ChaosHandle, id: &str) -> Vec<JournalEntry> {
-    let mine = || -> Vec<JournalEntry> {
-        chaos
-            .journal()
-            .into_iter()
-            .filter(|e| e.request_id.as_deref() == Some(id))
-            .collect()
-    };
-    for _ in 0..300 {
-        let rows = mine();
-        if rows.iter().all(|e| e.outcome != Outcome::InFlight) {
-            return rows;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    mine()
+    chaos
+        .settled_journal(Duration::from_secs(3), |row| {
+            row.request_id.as_deref() == Some(id)
+        })
+        .await
 }
 
 /// Parses a fault written in header syntax.

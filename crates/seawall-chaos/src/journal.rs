@@ -1,5 +1,6 @@
 //! The journal: one row per request, what it asked for and what went over the wire.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -117,7 +118,7 @@ pub const MAX_JOURNAL_ROWS: usize = 100_000;
 /// Rows in arrival order, and a signal for those waiting on a row to end.
 #[derive(Debug, Default)]
 pub(crate) struct Journal {
-    rows: Mutex<std::collections::VecDeque<JournalEntry>>,
+    rows: Mutex<VecDeque<JournalEntry>>,
     ended: Notify,
 }
 
@@ -166,17 +167,39 @@ impl Journal {
 
     /// Waits until a row matching `pred` has ended, and returns it.
     pub(crate) async fn wait_ended(&self, pred: impl Fn(&JournalEntry) -> bool) -> JournalEntry {
+        self.wait_for(|rows| {
+            rows.iter()
+                .find(|r| r.outcome.is_final() && pred(r))
+                .cloned()
+        })
+        .await
+    }
+
+    /// Waits until no row matching `pred` is in flight, and returns those
+    /// rows in `seq` order.
+    pub(crate) async fn wait_settled(
+        &self,
+        pred: impl Fn(&JournalEntry) -> bool,
+    ) -> Vec<JournalEntry> {
+        let mut rows = self
+            .wait_for(|rows| {
+                let mine: Vec<JournalEntry> = rows.iter().filter(|r| pred(r)).cloned().collect();
+                mine.iter().all(|r| r.outcome.is_final()).then_some(mine)
+            })
+            .await;
+        rows.sort_by_key(|r| r.seq);
+        rows
+    }
+
+    /// Looks at the rows each time one ends, until `look` finds something.
+    async fn wait_for<T>(&self, look: impl Fn(&VecDeque<JournalEntry>) -> Option<T>) -> T {
         loop {
             let notified = self.ended.notified();
             tokio::pin!(notified);
             // Register before looking, so an end between the look and the wait is not missed.
             notified.as_mut().enable();
-            if let Some(row) = lock(&self.rows)
-                .iter()
-                .find(|r| r.outcome.is_final() && pred(r))
-                .cloned()
-            {
-                return row;
+            if let Some(found) = look(&lock(&self.rows)) {
+                return found;
             }
             notified.await;
         }

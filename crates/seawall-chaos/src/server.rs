@@ -149,6 +149,20 @@ impl ChaosHandle {
             .await
     }
 
+    /// The rows matching `matches`, in arrival order, once none of them is
+    /// still in flight (a client's disconnect reaches the server a moment
+    /// after the client has moved on), or as they stand after `within`.
+    pub async fn settled_journal(
+        &self,
+        within: Duration,
+        matches: impl Fn(&JournalEntry) -> bool,
+    ) -> Vec<JournalEntry> {
+        match tokio::time::timeout(within, self.state.journal.wait_settled(&matches)).await {
+            Ok(rows) => rows,
+            Err(_) => self.journal().into_iter().filter(|r| matches(r)).collect(),
+        }
+    }
+
     /// Replaces the script of `route` (a provider name, `openai`/`anthropic`/`gemini`,
     /// or a served path): the next requests on that provider get these faults in
     /// order, whatever their header says; once the script is used up, headers

@@ -166,6 +166,62 @@ async fn client_disconnect_mid_stream_is_journaled_as_such() {
     assert!(row.tokens_written < 100, "{row:?}");
 }
 
+/// `settled_journal` returns an operation's rows once the server has seen
+/// each end, however late a disconnect reaches it, and gives up after its
+/// bound on a row that never ends.
+#[tokio::test]
+async fn settled_journal_waits_for_every_row_of_an_operation_to_end() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let done = post(
+        chaos.addr(),
+        OPENAI,
+        &[("x-chaos-request-id", "op:1")],
+        OPENAI_STREAM_BODY,
+    )
+    .await;
+    assert_eq!(done.status, 200);
+    let headers = [
+        ("x-chaos-fault", "ok;tokens=100;delay_ms=20"),
+        ("x-chaos-request-id", "op:2"),
+    ];
+    let res = open(chaos.addr(), request(OPENAI, &headers, OPENAI_STREAM_BODY))
+        .await
+        .unwrap();
+    let mut body = res.into_body();
+    body.frame().await.unwrap().unwrap();
+    drop(body);
+    let of_op = |row: &seawall_chaos::JournalEntry| {
+        row.request_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with("op:"))
+    };
+    let rows = chaos.settled_journal(WAIT, of_op).await;
+    let outcomes: Vec<_> = rows.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [Outcome::Completed, Outcome::ClientDisconnected],
+        "{rows:?}"
+    );
+
+    // A request the server still holds open: the bound ends the wait.
+    let headers = [
+        ("x-chaos-fault", "hang_after_headers"),
+        ("x-chaos-request-id", "held"),
+    ];
+    let _held = open(chaos.addr(), request(OPENAI, &headers, OPENAI_STREAM_BODY))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let rows = chaos
+        .settled_journal(Duration::from_millis(200), |row| {
+            row.request_id.as_deref() == Some("held")
+        })
+        .await;
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].outcome, Outcome::InFlight);
+}
+
 #[tokio::test]
 async fn slow_first_byte_holds_the_body_then_answers() {
     let chaos = ChaosServer::builder().start().await.unwrap();

@@ -31,7 +31,7 @@ use seawall::resume::{self, AnthropicStyle};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::{StreamGuardLayer, StreamReportHandle};
-use seawall_chaos::{ChaosHandle, Fault, JournalEntry, Outcome, repeats_a_token, token_numbers};
+use seawall_chaos::{ChaosHandle, Fault, JournalEntry, repeats_a_token, token_numbers};
 use serde::Serialize;
 use tower::{Service, ServiceExt};
 
@@ -282,7 +282,15 @@ pub async fn run_incident(
     };
     let elapsed = started.elapsed();
     chaos.script(route, Vec::new()).expect("a provider route");
-    let journal = settled_journal(chaos, &id).await;
+    // Every attempt of the operation (the fallback's id is `{id}:fallback`),
+    // once the server has seen each end.
+    let journal = chaos
+        .settled_journal(Duration::from_secs(2), |row| {
+            row.request_id
+                .as_deref()
+                .is_some_and(|r| r.split(':').next() == Some(id.as_str()))
+        })
+        .await;
     let mut routes = Vec::new();
     for entry in &journal {
         let name = route_of(entry);
@@ -310,30 +318,6 @@ fn route_of(entry: &JournalEntry) -> &'static str {
         Some(id) if id.ends_with(":fallback") => "fallback",
         _ => "primary",
     }
-}
-
-/// The journal rows of one operation once none is still in flight (a
-/// disconnect is noticed by the server a moment after the client leaves).
-async fn settled_journal(chaos: &ChaosHandle, id: &str) -> Vec<JournalEntry> {
-    let mine = |chaos: &ChaosHandle| -> Vec<JournalEntry> {
-        chaos
-            .journal()
-            .into_iter()
-            .filter(|e| {
-                e.request_id
-                    .as_deref()
-                    .is_some_and(|r| r.split(':').next() == Some(id))
-            })
-            .collect()
-    };
-    for _ in 0..200 {
-        let rows = mine(chaos);
-        if rows.iter().all(|e| e.outcome != Outcome::InFlight) {
-            return rows;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    mine(chaos)
 }
 
 /// The request an application sends for this incident.
