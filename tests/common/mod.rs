@@ -252,18 +252,11 @@ impl Seen {
 
     fn failed(error: &BoxError, ending: Ending) -> Seen {
         let failure = Failure::find(&**error).cloned();
-        let unclassified = failure.is_none().then(|| error.to_string());
+        let receipt = failure.as_ref().and_then(|f| f.receipt().cloned());
         Seen {
-            ending,
-            receipt: failure.as_ref().and_then(|f| f.receipt().cloned()),
+            unclassified: failure.is_none().then(|| error.to_string()),
             failure,
-            unclassified,
-            served_by: None,
-            text: String::new(),
-            content_events: 0,
-            finish: None,
-            classified_finish: None,
-            report: None,
+            ..Seen::delivered(ending, receipt)
         }
     }
 }

@@ -543,33 +543,26 @@ async fn the_route_limit_bounds_memory() {
     assert_eq!(handle.routes().len(), 4);
 }
 
-#[test]
-fn absurd_settings_are_clamped_not_panics() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let layer = BreakerLayer::new()
-            .trip(Trip::FailureRatio {
-                ratio: f64::NAN,
-                window: Duration::ZERO,
-                buckets: 0,
-                min_calls: 0,
-            })
-            .half_open_trials(0)
-            .close_after(100_000)
-            .break_duration(BreakDuration {
-                base: Duration::MAX,
-                max: Duration::MAX,
-                jitter: -3.0,
-            });
-        let (service, handle, _) = build(layer);
-        send(&service, Plan::Fail(Code::Overloaded)).await;
-        assert_eq!(handle.state(&route()), BreakerState::Open);
-        assert!(refusal(&service).await.retry_after().unwrap() > Duration::from_secs(3600));
-    });
+#[tokio::test(start_paused = true)]
+async fn absurd_settings_are_clamped_not_panics() {
+    let layer = BreakerLayer::new()
+        .trip(Trip::FailureRatio {
+            ratio: f64::NAN,
+            window: Duration::ZERO,
+            buckets: 0,
+            min_calls: 0,
+        })
+        .half_open_trials(0)
+        .close_after(100_000)
+        .break_duration(BreakDuration {
+            base: Duration::MAX,
+            max: Duration::MAX,
+            jitter: -3.0,
+        });
+    let (service, handle, _) = build(layer);
+    send(&service, Plan::Fail(Code::Overloaded)).await;
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+    assert!(refusal(&service).await.retry_after().unwrap() > Duration::from_secs(3600));
 }
 
 /// Counts calls in flight at the provider and the most seen at once.

@@ -227,11 +227,7 @@ async fn dropping_the_body_early_is_cancelled_by_us() {
     let response = call(StreamGuardLayer::interactive(), CHAT, scripted(script))
         .await
         .unwrap();
-    let handle = response
-        .extensions()
-        .get::<StreamReportHandle>()
-        .cloned()
-        .unwrap();
+    let handle = report_handle(&response);
     let mut body = response.into_body();
     body.frame().await.unwrap().unwrap();
     assert!(handle.get().is_none(), "still streaming");
@@ -254,11 +250,7 @@ async fn dropping_after_the_finish_is_finished() {
     let response = call(StreamGuardLayer::interactive(), CHAT, scripted(script))
         .await
         .unwrap();
-    let handle = response
-        .extensions()
-        .get::<StreamReportHandle>()
-        .cloned()
-        .unwrap();
+    let handle = report_handle(&response);
     let mut body = response.into_body();
     for _ in 0..3 {
         body.frame().await.unwrap().unwrap();

@@ -135,16 +135,21 @@ pub struct Drained {
     pub report: StreamReport,
 }
 
+/// The report handle a guarded response carries.
+pub fn report_handle<B>(response: &Response<B>) -> StreamReportHandle {
+    response
+        .extensions()
+        .get::<StreamReportHandle>()
+        .cloned()
+        .expect("a guarded stream has a report handle")
+}
+
 pub async fn drain<B>(response: Response<GuardBody<B>>) -> Drained
 where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
-    let handle = response
-        .extensions()
-        .get::<StreamReportHandle>()
-        .cloned()
-        .expect("a guarded stream has a report handle");
+    let handle = report_handle(&response);
     let mut body = std::pin::pin!(response.into_body());
     let mut bytes = Vec::new();
     let mut error = None;
