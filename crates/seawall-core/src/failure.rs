@@ -271,6 +271,19 @@ impl Failure {
     ) -> Result<Failure, Box<dyn StdError + Send + Sync>> {
         error.downcast::<Failure>().map(|boxed| *boxed)
     }
+
+    /// Takes an owned `Failure` out of a boxed error: the box's own when it
+    /// holds one directly (no copy), else a clone of the first one
+    /// [`Failure::find`] sees in its source chain (the wrappers are
+    /// dropped); the box back, untouched, when there is none.
+    pub fn extract(
+        error: Box<dyn StdError + Send + Sync>,
+    ) -> Result<Failure, Box<dyn StdError + Send + Sync>> {
+        Failure::downcast(error).or_else(|other| match Failure::find(&*other) {
+            Some(found) => Ok(found.clone()),
+            None => Err(other),
+        })
+    }
 }
 
 impl fmt::Display for Failure {
@@ -332,6 +345,29 @@ mod tests {
 
         let plain: Box<dyn StdError + Send + Sync> = "not ours".into();
         assert!(Failure::find(&*plain).is_none());
+    }
+
+    #[test]
+    fn extract_takes_the_box_clones_from_the_chain_or_gives_the_box_back() {
+        let direct: Box<dyn StdError + Send + Sync> =
+            Box::new(Failure::new(Code::RateLimited).with_status(429));
+        let taken = Failure::extract(direct).expect("held directly");
+        assert_eq!(
+            (taken.code(), taken.status()),
+            (Code::RateLimited, Some(429))
+        );
+
+        let inner = Box::new(Failure::new(Code::Overloaded).with_status(529));
+        let wrapped: Box<dyn StdError + Send + Sync> = Box::new(Wrapper(Wrapper(inner).into()));
+        let cloned = Failure::extract(wrapped).expect("found through two wrappers");
+        assert_eq!(
+            (cloned.code(), cloned.status()),
+            (Code::Overloaded, Some(529))
+        );
+
+        let plain: Box<dyn StdError + Send + Sync> = "not ours".into();
+        let back = Failure::extract(plain).expect_err("no failure anywhere");
+        assert_eq!(back.to_string(), "not ours");
     }
 
     #[test]

@@ -249,12 +249,9 @@ fn merge(mut primary: Receipt, own: Option<Receipt>, to: &RouteId, code: Option<
 /// The fallback's error with both attempts in its receipt. An error that is
 /// not a seawall `Failure` anywhere in its chain is returned as it is.
 fn with_merged_receipt(error: BoxError, primary: Receipt, to: &RouteId) -> BoxError {
-    let mut failure = match Failure::downcast(error) {
+    let mut failure = match Failure::extract(error) {
         Ok(failure) => failure,
-        Err(error) => match Failure::find(&*error) {
-            Some(found) => found.clone(),
-            None => return error,
-        },
+        Err(error) => return error,
     };
     let own = failure.receipt_mut().take().map(|receipt| *receipt);
     let receipt = merge(primary, own, to, Some(failure.code()));

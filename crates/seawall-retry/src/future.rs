@@ -180,29 +180,25 @@ impl<S, B> Ladder<S, B> {
     /// An attempt failed: retry after a delay, or stop with the error to
     /// return.
     fn failed(&mut self, err: BoxError) -> Next {
-        let failure = match Failure::downcast(err) {
+        let failure = match Failure::extract(err) {
             Ok(failure) => failure,
-            Err(other) => match Failure::find(&*other) {
-                Some(found) => found.clone(),
-                None => {
-                    // Unclassified: nobody said it is safe to repeat.
-                    tracing::debug!(
-                        attempt = self.attempt,
-                        stop_reason = StopReason::NotRetryable.as_str(),
-                        "attempt failed with an unclassified error"
-                    );
-                    return Next::Stop(other);
-                }
-            },
+            Err(other) => {
+                // Unclassified: nobody said it is safe to repeat.
+                tracing::debug!(
+                    attempt = self.attempt,
+                    stop_reason = StopReason::NotRetryable.as_str(),
+                    "attempt failed with an unclassified error"
+                );
+                return Next::Stop(other);
+            }
         };
-        let failure = match failure.route() {
-            Some(_) => failure,
-            None => failure.with_route(self.route.clone()),
-        };
+        // The route the failure names (a breaker's refusal names its own),
+        // else the ladder's.
         let route = failure
             .route()
             .cloned()
             .unwrap_or_else(|| self.route.clone());
+        let failure = failure.with_route(route.clone());
         self.receipt.push(Attempt::new(
             route.clone(),
             Some(failure.code()),
