@@ -9,26 +9,16 @@
 //! is `protocol_violation` (transient): it is no answer, and nothing of it
 //! has reached the caller, so it may be retried.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+use seawall_core::json::{Text, from_bytes};
 use seawall_core::provider::Provider;
 use seawall_core::{Code, Failure, Finish, FinishKind};
 
 use crate::classifier::Checked;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-
-/// Reads a body as `T`. A body that is valid UTF-8 (nearly all) is checked
-/// once, whole, so the parser need not check each string again; any other
-/// body is read as bytes, exactly as before.
-fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> serde_json::Result<T> {
-    match std::str::from_utf8(body) {
-        Ok(text) => serde_json::from_str(text),
-        Err(_) => serde_json::from_slice(body),
-    }
-}
 
 /// Checks a whole 2xx body in `provider`'s generation shape.
 pub(crate) fn check(provider: Provider, body: &[u8]) -> Checked {
@@ -47,7 +37,7 @@ pub(crate) fn check(provider: Provider, body: &[u8]) -> Checked {
 fn verdict(
     policy: Option<Failure>,
     has_content: bool,
-    finish: Option<(FinishKind, Str<'_>)>,
+    finish: Option<(FinishKind, Text<'_>)>,
 ) -> Checked {
     if let Some(failure) = policy {
         return Checked::Fail(failure);
@@ -80,7 +70,7 @@ struct ChatCompletion<'a> {
 #[derive(Deserialize)]
 struct Choice<'a> {
     #[serde(borrow, default)]
-    finish_reason: Option<Str<'a>>,
+    finish_reason: Option<Text<'a>>,
     #[serde(borrow, default)]
     message: Option<ChatMessage<'a>>,
     #[serde(default)]
@@ -98,7 +88,7 @@ struct ChatMessage<'a> {
     #[serde(default)]
     audio: Presence,
     #[serde(borrow, default)]
-    refusal: Option<Str<'a>>,
+    refusal: Option<Text<'a>>,
 }
 
 impl<'a> Candidacy<'a> for Choice<'a> {
@@ -119,7 +109,7 @@ impl<'a> Candidacy<'a> for Choice<'a> {
                 .is_some_and(|m| m.content.0 || m.tool_calls.0 || m.function_call.0 || m.audio.0)
     }
 
-    fn finish(self) -> Option<(FinishKind, Str<'a>)> {
+    fn finish(self) -> Option<(FinishKind, Text<'a>)> {
         self.finish_reason
             .map(|reason| (FinishKind::openai(&reason.0), reason))
     }
@@ -141,7 +131,7 @@ fn unreadable(error: serde_json::Error) -> Checked {
 }
 
 fn check_openai(body: &[u8]) -> Checked {
-    let choices = match parse(body) {
+    let choices = match from_bytes(body) {
         Ok(ChatCompletion {
             choices: Some(choices),
         }) => choices,
@@ -156,17 +146,17 @@ fn check_openai(body: &[u8]) -> Checked {
 #[derive(Deserialize)]
 struct AnthropicMessage<'a> {
     #[serde(borrow, rename = "type")]
-    ty: Option<Str<'a>>,
+    ty: Option<Text<'a>>,
     #[serde(borrow, default)]
     content: Any<ContentBlock<'a>>,
     #[serde(borrow, default)]
-    stop_reason: Option<Str<'a>>,
+    stop_reason: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
 struct ContentBlock<'a> {
     #[serde(borrow, rename = "type")]
-    ty: Str<'a>,
+    ty: Text<'a>,
     #[serde(default)]
     text: Presence,
 }
@@ -184,7 +174,7 @@ impl Present for ContentBlock<'_> {
 }
 
 fn check_anthropic(body: &[u8]) -> Checked {
-    let message = match parse::<AnthropicMessage<'_>>(body) {
+    let message = match from_bytes::<AnthropicMessage<'_>>(body) {
         Ok(message) => message,
         Err(error) => return unreadable(error),
     };
@@ -216,7 +206,7 @@ struct GeminiResponse<'a> {
 #[serde(rename_all = "camelCase")]
 struct PromptFeedback<'a> {
     #[serde(borrow, default)]
-    block_reason: Option<Str<'a>>,
+    block_reason: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -225,7 +215,7 @@ struct Candidate<'a> {
     #[serde(default)]
     content: Option<GeminiContent>,
     #[serde(borrow, default)]
-    finish_reason: Option<Str<'a>>,
+    finish_reason: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -244,14 +234,14 @@ impl<'a> Candidacy<'a> for Candidate<'a> {
         self.content.as_ref().is_some_and(|content| content.parts.0)
     }
 
-    fn finish(self) -> Option<(FinishKind, Str<'a>)> {
+    fn finish(self) -> Option<(FinishKind, Text<'a>)> {
         self.finish_reason
             .map(|reason| (FinishKind::gemini(&reason.0), reason))
     }
 }
 
 fn check_gemini(body: &[u8]) -> Checked {
-    let response = match parse::<GeminiResponse<'_>>(body) {
+    let response = match from_bytes::<GeminiResponse<'_>>(body) {
         Ok(response) => response,
         Err(error) => return unreadable(error),
     };
@@ -280,7 +270,7 @@ trait Candidacy<'a> {
     /// Whether it holds any part of an answer.
     fn has_content(&self) -> bool;
     /// Its finish reason.
-    fn finish(self) -> Option<(FinishKind, Str<'a>)>;
+    fn finish(self) -> Option<(FinishKind, Text<'a>)>;
 }
 
 /// What the choices or candidates of an answer add up to, read one by one
@@ -289,7 +279,7 @@ trait Candidacy<'a> {
 struct Outcome<'a, T> {
     policy: Option<Failure>,
     has_content: bool,
-    finish: Option<(FinishKind, Str<'a>)>,
+    finish: Option<(FinishKind, Text<'a>)>,
     item: PhantomData<T>,
 }
 
@@ -364,28 +354,6 @@ impl<'de, T: Present + Deserialize<'de>> Deserialize<'de> for Any<T> {
             }
         }
         deserializer.deserialize_seq(AnyVisitor(PhantomData))
-    }
-}
-
-/// A string, borrowed from the body when it has no escapes.
-struct Str<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct StrVisitor;
-        impl<'de> Visitor<'de> for StrVisitor {
-            type Value = Str<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v.to_owned())))
-            }
-        }
-        deserializer.deserialize_str(StrVisitor)
     }
 }
 

@@ -39,6 +39,8 @@ mod evidence;
 mod failure;
 pub mod finish;
 pub mod hint;
+#[doc(hidden)]
+pub mod json;
 mod progress;
 pub mod provider;
 mod receipt;

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 
 use crate::hint::{RetryHint, parse_proto_duration, parse_text_hint};
+use crate::json::{Text, from_bytes};
 use crate::text::contains_ci;
 use crate::{Class, Code, Failure};
 
@@ -361,12 +362,10 @@ fn gemini_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
 // no escapes.
 
 /// OpenAI's `code` is a string, a number or null depending on the
-/// server. A hand-written visitor keeps it borrowed; serde's untagged enums
-/// buffer the value first and cost more than the rest of the parse.
-enum StrOrNum<'a> {
-    Str(Cow<'a, str>),
-    Num(String),
-}
+/// server; either way it reads as [`Text`]. A hand-written visitor keeps a
+/// string borrowed; serde's untagged enums buffer the value first and cost
+/// more than the rest of the parse.
+struct StrOrNum<'a>(Text<'a>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for StrOrNum<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -377,19 +376,19 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrNum<'a> {
                 f.write_str("a string or a number")
             }
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(StrOrNum::Str(Cow::Borrowed(v)))
+                Ok(StrOrNum(Text(Cow::Borrowed(v))))
             }
             fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(StrOrNum::Str(Cow::Owned(v.to_owned())))
+                Ok(StrOrNum(Text(Cow::Owned(v.to_owned()))))
             }
             fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(StrOrNum::Num(v.to_string()))
+                Ok(StrOrNum(Text(Cow::Owned(v.to_string()))))
             }
             fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(StrOrNum::Num(v.to_string()))
+                Ok(StrOrNum(Text(Cow::Owned(v.to_string()))))
             }
             fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(StrOrNum::Num(v.to_string()))
+                Ok(StrOrNum(Text(Cow::Owned(v.to_string()))))
             }
         }
         deserializer.deserialize_any(Visitor(std::marker::PhantomData))
@@ -398,10 +397,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrNum<'a> {
 
 impl<'a> StrOrNum<'a> {
     fn into_cow(self) -> Cow<'a, str> {
-        match self {
-            StrOrNum::Str(s) => s,
-            StrOrNum::Num(n) => Cow::Owned(n),
-        }
+        self.0.0
     }
 }
 
@@ -422,7 +418,7 @@ struct OpenAiError<'a> {
 }
 
 fn parse_openai(body: &[u8]) -> Option<Declared<'_>> {
-    let envelope: OpenAiEnvelope<'_> = serde_json::from_slice(body).ok()?;
+    let envelope: OpenAiEnvelope<'_> = from_bytes(body).ok()?;
     let e = envelope.error;
     Some(Declared {
         error_type: e.ty,
@@ -447,7 +443,7 @@ struct AnthropicError<'a> {
 }
 
 fn parse_anthropic(body: &[u8]) -> Option<Declared<'_>> {
-    let envelope: AnthropicEnvelope<'_> = serde_json::from_slice(body).ok()?;
+    let envelope: AnthropicEnvelope<'_> = from_bytes(body).ok()?;
     Some(Declared {
         error_type: Some(envelope.error.ty),
         message: envelope.error.message,
@@ -493,8 +489,8 @@ struct GeminiViolation<'a> {
 
 fn parse_gemini(body: &[u8]) -> Option<Declared<'_>> {
     // The non-SSE streaming endpoint wraps errors in an array.
-    let envelope: GeminiEnvelope<'_> = serde_json::from_slice(body).ok().or_else(|| {
-        serde_json::from_slice::<Vec<GeminiEnvelope<'_>>>(body)
+    let envelope: GeminiEnvelope<'_> = from_bytes(body).ok().or_else(|| {
+        from_bytes::<Vec<GeminiEnvelope<'_>>>(body)
             .ok()?
             .into_iter()
             .next()

@@ -1,56 +1,16 @@
-//! Serde helpers shared by the protocols: borrowed text and sequences read
+//! Serde helpers shared by the protocols: borrowed text (seawall-core's,
+//! shared with the unary checks and the error table) and sequences read
 //! without allocating a `Vec`.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+pub(super) use seawall_core::json::{Text, parse};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
-
-/// Reads an event's JSON, or `None` when it is not JSON of that shape.
-///
-/// The data is checked as UTF-8 once, whole, so serde_json need not check
-/// each string again (measured faster than `from_slice` on typical chunks).
-pub(super) fn parse<'a, T: Deserialize<'a>>(data: &'a [u8]) -> Option<T> {
-    parse_text(std::str::from_utf8(data).ok()?)
-}
 
 /// Reads an event's JSON already checked as UTF-8.
 pub(super) fn parse_text<'a, T: Deserialize<'a>>(text: &'a str) -> Option<T> {
     serde_json::from_str(text).ok()
-}
-
-/// A JSON string, borrowed from the event when it has no escapes.
-///
-/// (`Option<Cow<str>>` with `#[serde(borrow)]` would always allocate.)
-#[derive(Debug)]
-#[cfg_attr(test, derive(PartialEq))]
-pub(super) struct Text<'a>(pub(super) Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TextVisitor<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
-            type Value = Text<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-        }
-        deserializer.deserialize_str(TextVisitor(PhantomData))
-    }
-}
-
-impl<'a> Text<'a> {
-    /// The text, or `None` when it is empty.
-    pub(super) fn non_empty(self) -> Option<Cow<'a, str>> {
-        (!self.0.is_empty()).then_some(self.0)
-    }
 }
 
 /// The first element of a JSON array; the rest are skipped. `null` reads
