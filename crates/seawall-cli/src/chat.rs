@@ -417,14 +417,10 @@ where
         let _ = writeln!(log, "{line}");
         return if verdict { 4 } else { 3 };
     }
-    let complete = delivery.finish.as_deref().is_none_or(|reason| {
-        let kind = match provider {
-            Provider::Anthropic => FinishKind::anthropic(reason),
-            Provider::Gemini => FinishKind::gemini(reason),
-            _ => FinishKind::openai(reason),
-        };
-        kind.completes_task()
-    });
+    let complete = delivery
+        .finish
+        .as_deref()
+        .is_none_or(|reason| FinishKind::for_provider(provider, reason).completes_task());
     let line = receipt_json(&session, Outcome::Delivered, receipt.as_ref(), &delivery);
     let _ = writeln!(log, "{line}");
     if complete {

@@ -25,7 +25,7 @@ use hyper_util::rt::TokioExecutor;
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
 use seawall::core::replay::ReplayBody;
-use seawall::core::{BoxError, Failure, RouteId};
+use seawall::core::{BoxError, Failure, FinishKind, RouteId};
 use seawall::fallback::FallbackLayer;
 use seawall::resume::{self, AnthropicStyle};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
@@ -424,7 +424,9 @@ async fn run_naive(chaos: &ChaosHandle, incident: &Incident, id: &str, clock: Cl
                     Some(err) => code = Some(format!("stream_error: {}", short(&*err))),
                     None => {
                         outcome = "ok";
-                        code = delivery.finish.filter(|f| !is_complete(f));
+                        code = delivery.finish.filter(|f| {
+                            !FinishKind::for_provider(incident.provider, f).completes_task()
+                        });
                         break;
                     }
                 }
@@ -436,13 +438,6 @@ async fn run_naive(chaos: &ChaosHandle, incident: &Incident, id: &str, clock: Cl
         outcome,
         code,
     }
-}
-
-fn is_complete(finish: &str) -> bool {
-    matches!(
-        finish,
-        "stop" | "end_turn" | "STOP" | "tool_calls" | "tool_use"
-    )
 }
 
 fn naive_code(err: &(dyn std::error::Error + 'static)) -> String {
@@ -627,7 +622,10 @@ where
             interrupted,
         };
     }
-    let code = delivery.finish.clone().filter(|f| !is_complete(f));
+    let code = delivery
+        .finish
+        .clone()
+        .filter(|f| !FinishKind::for_provider(incident.provider, f).completes_task());
     SeawallCall {
         run: Run {
             delivery,

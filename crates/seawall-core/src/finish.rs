@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::provider::Provider;
 use crate::{Class, Code, Failure};
 
 /// What a provider's finish reason means for the caller.
@@ -58,6 +59,17 @@ impl FinishKind {
             | "IMAGE_SAFETY" | "LANGUAGE" => FinishKind::Filtered,
             "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" => FinishKind::Malformed,
             _ => FinishKind::Other,
+        }
+    }
+
+    /// `reason` in `provider`'s vocabulary. A plain HTTP service has no
+    /// finish vocabulary of its own: its reasons are read as OpenAI's, the
+    /// format OpenAI-compatible servers share.
+    pub fn for_provider(provider: Provider, reason: &str) -> FinishKind {
+        match provider {
+            Provider::Anthropic => FinishKind::anthropic(reason),
+            Provider::Gemini => FinishKind::gemini(reason),
+            Provider::OpenAi | Provider::Http => FinishKind::openai(reason),
         }
     }
 
@@ -179,6 +191,30 @@ mod tests {
             Class::ModelFixable
         );
         assert!(FinishKind::Truncated.failure().is_none());
+    }
+
+    #[test]
+    fn for_provider_reads_each_vocabulary() {
+        let cases = [
+            (Provider::OpenAi, "stop", FinishKind::Complete),
+            (Provider::OpenAi, "length", FinishKind::Truncated),
+            (Provider::OpenAi, "end_turn", FinishKind::Other),
+            (Provider::Anthropic, "end_turn", FinishKind::Complete),
+            (Provider::Anthropic, "refusal", FinishKind::Refused),
+            (Provider::Anthropic, "length", FinishKind::Other),
+            (Provider::Gemini, "STOP", FinishKind::Complete),
+            (Provider::Gemini, "SAFETY", FinishKind::Filtered),
+            (Provider::Gemini, "stop", FinishKind::Other),
+            (Provider::Http, "stop", FinishKind::Complete),
+            (Provider::Http, "length", FinishKind::Truncated),
+        ];
+        for (provider, reason, kind) in cases {
+            assert_eq!(
+                FinishKind::for_provider(provider, reason),
+                kind,
+                "{provider:?} {reason}"
+            );
+        }
     }
 
     #[test]
