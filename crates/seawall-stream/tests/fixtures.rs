@@ -193,6 +193,33 @@ async fn openai_length_and_filter_are_delivered_but_not_success_and_a_refusal_fa
     );
 }
 
+/// Compatible servers end a streamed refusal without a `finish_reason`,
+/// with `[DONE]` or just EOF: still a refusal (escalate), never an empty
+/// answer to retry.
+#[tokio::test]
+async fn an_openai_refusal_without_a_finish_reason_is_still_a_refusal() {
+    let f = fixture!("openai/refusal.sse");
+    let events: Vec<&str> = f.split_inclusive("\n\n").collect();
+    let finish = events
+        .iter()
+        .position(|e| e.contains("\"finish_reason\":\"stop\""))
+        .expect("the fixture ends with a stop chunk");
+    let with_done: String = events[..finish]
+        .iter()
+        .chain(&events[finish + 1..])
+        .copied()
+        .collect();
+    let at_eof: String = events[..finish].concat();
+    assert!(with_done.ends_with(DONE) && !at_eof.contains("[DONE]"));
+    for stream in [with_done, at_eof] {
+        for frame in [stream.len(), 1] {
+            let refused = failed(run_framed(CHAT, stream.as_bytes(), frame).await);
+            assert_eq!(refused.code(), Code::Refused, "{stream}");
+            assert_eq!(refused.action(), Action::Escalate);
+        }
+    }
+}
+
 #[tokio::test]
 async fn openai_tool_call_deltas_are_content() {
     let f = fixture!("openai/tool_calls.sse");

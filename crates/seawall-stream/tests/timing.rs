@@ -113,6 +113,18 @@ async fn headers_then_silence_fails_over_at_the_first_byte_bound() {
     assert_eq!(start.elapsed(), secs(15.0));
 }
 
+/// A first-content bound shorter than the first-byte bound arms the first
+/// wait: the failure names the bound that fired.
+#[tokio::test(start_paused = true)]
+async fn silence_under_a_shorter_first_content_bound_names_that_bound() {
+    let layer = StreamGuardLayer::interactive().first_content_timeout(secs(5.0));
+    let failure = failure_of(call(layer, CHAT, scripted(vec![wait(600.0)])).await);
+    assert_eq!(failure.code(), Code::FirstByteTimeout);
+    assert_eq!(failure.evidence().elapsed, Some(secs(5.0)));
+    let message = failure.message().expect("a message");
+    assert!(message.contains("bound of 5s passed"), "{message}");
+}
+
 /// Keep-alives prove nothing: pings every 10 s, no content → `timeout`
 /// at the first-content bound.
 #[tokio::test(start_paused = true)]

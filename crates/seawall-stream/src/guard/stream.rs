@@ -291,6 +291,16 @@ impl Track {
     /// A clean EOF: `None` (and reported) when the finish marker came, or
     /// EOF is the finish; otherwise why the stream ends badly.
     fn end_of_stream(&mut self, now: Instant) -> Option<Cause> {
+        if self.tally.finish.is_none()
+            && let Some(reason) = self.decoder.implied_finish()
+        {
+            // A streamed refusal that ends without a reason is still a
+            // refusal, not an empty or cut answer to retry.
+            self.tally.finish(reason);
+            if !self.content_seen() {
+                return Some(Cause::FinishedEmpty);
+            }
+        }
         if self.tally.finish.is_none() && self.protocol.eof_finishes() && self.content_seen() {
             self.tally.finish(Reason {
                 kind: FinishKind::Complete,
@@ -371,7 +381,11 @@ impl Track {
             },
             Cause::Timeout(gap) => {
                 let (code, bound) = match gap {
-                    Gap::FirstByte => (Code::FirstByteTimeout, config.first_byte),
+                    // Armed at the nearer of the two bounds (`deadline`).
+                    Gap::FirstByte => (
+                        Code::FirstByteTimeout,
+                        config.first_byte.min(config.first_content),
+                    ),
                     Gap::FirstContent => (Code::Timeout, config.first_content),
                     Gap::Idle => (Code::StreamInterrupted, config.idle),
                     Gap::MaxDuration => (
@@ -638,7 +652,12 @@ where
                         return Poll::Ready(Err(this.track.fail(Cause::HoldTooLarge, now)));
                     }
                 }
-                Step::End => return Poll::Ready(Err(this.track.fail(Cause::Eof, now))),
+                Step::End => {
+                    // Without content a clean end is never a success; the
+                    // stream's end still decides which failure it is.
+                    let cause = this.track.end_of_stream(now).unwrap_or(Cause::Eof);
+                    return Poll::Ready(Err(this.track.fail(cause, now)));
+                }
                 Step::Fail(cause) => return Poll::Ready(Err(this.track.fail(cause, now))),
             }
         }

@@ -92,6 +92,7 @@ impl Protocol {
         Decoder {
             protocol: self,
             refused: false,
+            finished: false,
         }
     }
 }
@@ -139,11 +140,14 @@ pub enum Signal<'a> {
 
 /// Decodes the events of one stream; keeps the little state a protocol
 /// needs across events (an OpenAI refusal streamed as `delta.refusal` ends
-/// with `finish_reason: "stop"`, and is still a refusal).
+/// with `finish_reason: "stop"`, or with no reason at all, and is still a
+/// refusal).
 #[derive(Debug, Clone)]
 pub struct Decoder {
     protocol: Protocol,
     refused: bool,
+    /// A finish reason was decoded.
+    finished: bool,
 }
 
 impl Decoder {
@@ -167,8 +171,31 @@ impl Decoder {
         match signal {
             // An event named `error` is an error whatever its data looks like.
             Signal::Other if event.name == b"error" => self.error(event.data),
-            signal => signal,
+            Signal::Done if !self.finished => match self.implied_finish() {
+                Some(reason) => Signal::Finish(reason),
+                None => Signal::Done,
+            },
+            signal => {
+                self.finished |= matches!(
+                    signal,
+                    Signal::Finish(_)
+                        | Signal::Content {
+                            finish: Some(_),
+                            ..
+                        }
+                );
+                signal
+            }
         }
+    }
+
+    /// The finish a stream that ends without a reason of its own amounts
+    /// to: a refusal, once the model streamed one, however the stream ends.
+    pub fn implied_finish(&self) -> Option<Reason<'static>> {
+        self.refused.then(|| Reason {
+            kind: FinishKind::Refused,
+            reason: "refusal".into(),
+        })
     }
 
     fn error(&self, data: &[u8]) -> Signal<'static> {
