@@ -204,8 +204,9 @@ where
 }
 
 /// The primary's error, returned without a fallback: the receipt's stop
-/// reason says why (when the failure is ours to edit) and so does a
-/// `tracing` event.
+/// reason says why and so does a `tracing` event. A failure found inside
+/// another error is returned on its own (a clone, with the reason); an
+/// error with no failure anywhere is returned as it is.
 fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason) -> BoxError {
     tracing::debug!(
         target: "seawall::fallback",
@@ -214,7 +215,7 @@ fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason) -> Box
         reason = why.as_str(),
         "no fallback"
     );
-    match Failure::downcast(error) {
+    match Failure::extract(error) {
         Ok(mut failure) => {
             failure
                 .receipt_mut()

@@ -47,6 +47,24 @@ enum Primary {
     Ok,
     /// Fails with an error that is not a seawall failure.
     Foreign,
+    /// Fails before any response, with this failure inside another error.
+    Wrapped(Failure),
+}
+
+/// Another layer's error with a seawall failure as its source.
+#[derive(Debug)]
+struct Wrapper(Failure);
+
+impl std::fmt::Display for Wrapper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("wrapped")
+    }
+}
+
+impl std::error::Error for Wrapper {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
 }
 
 fn primary_service(
@@ -71,6 +89,7 @@ fn primary_service(
                 ))),
                 Primary::Ok => Ok(http::Response::new(Script::default())),
                 Primary::Foreign => Err("connection pool closed".into()),
+                Primary::Wrapped(failure) => Err(Box::new(Wrapper(failure)).into()),
             }
         }
     })
@@ -414,6 +433,33 @@ async fn not_fired_when_the_deadline_is_too_short() {
     )
     .await;
     assert!(run.fired());
+}
+
+/// A failure inside another layer's error gets its receipt and stop
+/// reason too, as one returned directly does.
+#[tokio::test(start_paused = true)]
+async fn a_wrapped_failure_not_fallen_back_still_says_why() {
+    let mut short = request();
+    short
+        .extensions_mut()
+        .insert(Deadline::after(Duration::from_millis(500)));
+    let run = run_with(
+        Primary::Wrapped(Failure::new(Code::CircuitOpen)),
+        None,
+        short,
+        |layer| {
+            layer
+                .rewrite(to_other)
+                .min_remaining(Duration::from_secs(1))
+        },
+    )
+    .await;
+    assert!(!run.fired());
+    let failure = run.failure();
+    assert_eq!(failure.code(), Code::CircuitOpen);
+    let receipt = failure.receipt().expect("a receipt on the wrapped failure");
+    assert_eq!(receipt.stop, Some(StopReason::Deadline));
+    assert_eq!(receipt.attempts.len(), 1);
 }
 
 #[tokio::test]
