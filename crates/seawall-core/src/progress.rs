@@ -23,9 +23,10 @@ impl Progress {
         self.0.bytes.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Records a content event received.
-    pub fn add_content_event(&self) {
-        self.0.content_events.fetch_add(1, Ordering::Relaxed);
+    /// Records `n` content events received (one call per frame, however
+    /// many events it held).
+    pub fn add_content_events(&self, n: u64) {
+        self.0.content_events.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Body bytes received so far.
@@ -48,7 +49,7 @@ mod tests {
         let progress = Progress::default();
         let seen_by_guard = progress.clone();
         seen_by_guard.add_bytes(40);
-        seen_by_guard.add_content_event();
-        assert_eq!((progress.bytes(), progress.content_events()), (40, 1));
+        seen_by_guard.add_content_events(3);
+        assert_eq!((progress.bytes(), progress.content_events()), (40, 3));
     }
 }

@@ -250,9 +250,7 @@ impl Track {
         });
         if let Some(progress) = progress {
             progress.add_bytes(data.len() as u64);
-            for _ in content_before..tally.content_events {
-                progress.add_content_event();
-            }
+            progress.add_content_events(tally.content_events - content_before);
         }
         if let Err(error) = scanned {
             tally.stop.get_or_insert(Cause::Scan(error));
