@@ -94,15 +94,6 @@ pub fn short_stack() -> Stack {
         )
 }
 
-/// The provider's classifier.
-pub fn classify(provider: Provider) -> ClassifyLayer {
-    match provider {
-        Provider::Anthropic => ClassifyLayer::anthropic(),
-        Provider::Gemini => ClassifyLayer::gemini(),
-        _ => ClassifyLayer::openai(),
-    }
-}
-
 /// The chaos route name of a provider (for scripts).
 pub fn route_name(provider: Provider) -> &'static str {
     match provider {
@@ -181,7 +172,7 @@ pub fn fallback_to(
         .trim_start_matches("http://")
         .parse()
         .expect("a loopback authority");
-    FallbackLayer::new(stack.attempt(&classify(provider), client()))
+    FallbackLayer::new(stack.attempt(&ClassifyLayer::for_provider(provider), client()))
         .route(fallback_route())
         .rewrite(move |req: &mut FallbackRequest| {
             req.headers_mut().remove(FAULT);
@@ -384,7 +375,7 @@ pub async fn through_base(
     fallback_base: Option<&str>,
     ask: &Ask,
 ) -> Seen {
-    let classify = classify(ask.provider);
+    let classify = ClassifyLayer::for_provider(ask.provider);
     let request = request(primary_base, ask);
     match fallback_base {
         Some(other) => {

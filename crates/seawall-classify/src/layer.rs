@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use seawall_core::Class;
-use seawall_core::provider::QuotaWall;
+use seawall_core::provider::{Provider, QuotaWall};
 use tower_layer::Layer;
 
 use crate::classifier::WithRules;
@@ -66,6 +66,18 @@ impl ClassifyLayer {
     pub fn http() -> Self {
         ClassifyLayer::new(ProviderClassifier::http())
     }
+
+    /// The layer for `provider`'s wire format: [`openai`](Self::openai),
+    /// [`anthropic`](Self::anthropic), [`gemini`](Self::gemini) or
+    /// [`http`](Self::http). gRPC has no [`Provider`]: use [`grpc`](Self::grpc).
+    pub fn for_provider(provider: Provider) -> Self {
+        match provider {
+            Provider::OpenAi => ClassifyLayer::openai(),
+            Provider::Anthropic => ClassifyLayer::anthropic(),
+            Provider::Gemini => ClassifyLayer::gemini(),
+            Provider::Http => ClassifyLayer::http(),
+        }
+    }
 }
 
 impl<C> ClassifyLayer<C> {
@@ -126,5 +138,26 @@ impl<S, C: Clone> Layer<S> for ClassifyLayer<C> {
 
     fn layer(&self, inner: S) -> Self::Service {
         Classify::new(inner, Arc::new(self.classifier.clone()), self.settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn for_provider_picks_the_provider_wire() {
+        let cases = [
+            (Provider::OpenAi, ProviderClassifier::openai()),
+            (Provider::Anthropic, ProviderClassifier::anthropic()),
+            (Provider::Gemini, ProviderClassifier::gemini()),
+            (Provider::Http, ProviderClassifier::http()),
+        ];
+        for (provider, classifier) in cases {
+            assert_eq!(
+                ClassifyLayer::for_provider(provider).classifier(),
+                &classifier
+            );
+        }
     }
 }

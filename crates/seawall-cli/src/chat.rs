@@ -175,14 +175,6 @@ impl Route {
         }
         Ok(builder.body(Full::new(Bytes::from(body.to_string())))?)
     }
-
-    fn classify(&self) -> ClassifyLayer {
-        match self.provider {
-            Provider::Anthropic => ClassifyLayer::anthropic(),
-            Provider::Gemini => ClassifyLayer::gemini(),
-            _ => ClassifyLayer::openai(),
-        }
-    }
 }
 
 fn api_key(provider: Provider, explicit: Option<&str>) -> Result<Option<String>, String> {
@@ -278,7 +270,7 @@ pub async fn run(
         args.preset
     );
     let started = Instant::now();
-    let classify = primary.classify();
+    let classify = ClassifyLayer::for_provider(primary.provider);
     let session = Session {
         provider: primary.provider,
         stream: args.stream,
@@ -314,7 +306,7 @@ pub async fn run(
             // fallback layer set (the deadline, the fallback's route) carry
             // over.
             let attempt = stack.attempt(
-                &fallback.classify(),
+                &ClassifyLayer::for_provider(fallback.provider),
                 Client::builder(TokioExecutor::new()).build(connector.clone()),
             );
             let fallback_service = tower::ServiceBuilder::new()

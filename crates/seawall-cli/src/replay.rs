@@ -479,17 +479,9 @@ fn seawall_stack(clock: Clock) -> Stack {
         )
 }
 
-fn classify(provider: Provider) -> ClassifyLayer {
-    match provider {
-        Provider::Anthropic => ClassifyLayer::anthropic(),
-        Provider::Gemini => ClassifyLayer::gemini(),
-        _ => ClassifyLayer::openai(),
-    }
-}
-
 async fn run_seawall(chaos: &ChaosHandle, incident: &Incident, id: &str, clock: Clock) -> Run {
     let stack = seawall_stack(clock);
-    let classify = classify(incident.provider);
+    let classify = ClassifyLayer::for_provider(incident.provider);
     if incident.fallback {
         let fallback_client = Client::builder(TokioExecutor::new()).build_http();
         let fallback = FallbackLayer::new(stack.attempt(&classify, fallback_client))
