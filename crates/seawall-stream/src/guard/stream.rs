@@ -45,7 +45,7 @@ enum Cause {
     /// The message finished after content with a verdict that is no
     /// success: a refusal or filter (policy) or a malformed call
     /// (model-fixable). Delivered, and never silently equal to success.
-    PolicyFinish,
+    PolicyFinish(Failure),
     /// The body failed (reset, broken pipe, protocol error).
     Transport(BoxError),
     Timeout(Gap),
@@ -164,7 +164,6 @@ pub(crate) struct Setup {
 #[derive(Debug)]
 pub(crate) struct Track {
     config: Arc<Config>,
-    protocol: Protocol,
     progress: Option<Progress>,
     scanner: Scanner,
     decoder: Decoder,
@@ -202,7 +201,6 @@ impl Track {
                 stop: None,
             },
             config,
-            protocol,
             progress,
             status,
             started,
@@ -299,7 +297,10 @@ impl Track {
                 return Some(Cause::FinishedEmpty);
             }
         }
-        if self.tally.finish.is_none() && self.protocol.eof_finishes() && self.content_seen() {
+        if self.tally.finish.is_none()
+            && self.decoder.protocol().eof_finishes()
+            && self.content_seen()
+        {
             self.tally.finish(Reason {
                 kind: FinishKind::Complete,
                 reason: "eof".into(),
@@ -308,8 +309,8 @@ impl Track {
         if !(self.message_complete() && self.content_seen()) {
             return Some(Cause::Eof);
         }
-        if self.finish_verdict().is_some() {
-            return Some(Cause::PolicyFinish);
+        if let Some(verdict) = self.finish_verdict() {
+            return Some(Cause::PolicyFinish(verdict));
         }
         self.report(None, ClosedBy::Them, now);
         None
@@ -322,9 +323,10 @@ impl Track {
         let now = Instant::now();
         let after_finish =
             matches!(cause, Cause::Transport(_) | Cause::Timeout(_)) && self.message_complete();
+        let verdict = after_finish.then(|| self.finish_verdict()).flatten();
         match cause {
-            _ if after_finish && self.finish_verdict().is_some() => {
-                Some(Err(Box::new(self.fail(Cause::PolicyFinish, now))))
+            _ if let Some(verdict) = verdict => {
+                Some(Err(Box::new(self.fail(Cause::PolicyFinish(verdict), now))))
             }
             Cause::Transport(_) if after_finish => {
                 self.report(None, ClosedBy::Them, now);
@@ -360,11 +362,7 @@ impl Track {
                     .unwrap_or_else(|| Failure::new(Code::EmptyResponse));
                 (failure, ClosedBy::Them)
             }
-            Cause::PolicyFinish => (
-                self.finish_verdict()
-                    .unwrap_or_else(|| Failure::new(Code::Unknown)),
-                ClosedBy::Them,
-            ),
+            Cause::PolicyFinish(verdict) => (verdict, ClosedBy::Them),
             Cause::Eof if content => (Failure::new(Code::Truncated), ClosedBy::Them),
             Cause::Eof => (Failure::new(Code::EmptyResponse), ClosedBy::Them),
             // A body error that is already classified (a layer below knew
@@ -439,7 +437,7 @@ impl Track {
         }
         self.reported = true;
         let report = StreamReport {
-            protocol: self.protocol,
+            protocol: self.decoder.protocol(),
             status: self.status,
             code,
             finish: self.tally.finish.take(),
@@ -494,7 +492,7 @@ fn underlying_code(cause: &Cause) -> Option<Code> {
         Cause::Timeout(Gap::Idle) => Some(Code::IdleTimeout),
         Cause::Timeout(_) => Some(Code::Timeout),
         Cause::Scan(_) | Cause::HoldTooLarge => Some(Code::ProtocolViolation),
-        Cause::FinishedEmpty | Cause::Eof | Cause::PolicyFinish => None,
+        Cause::FinishedEmpty | Cause::Eof | Cause::PolicyFinish(_) => None,
     }
 }
 
