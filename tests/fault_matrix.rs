@@ -511,7 +511,7 @@ async fn run(case: &Case) -> Run {
     if !case.script.is_empty() {
         let faults = case.script.iter().map(|f| common::fault(f)).collect();
         primary
-            .script(common::route_name(case.provider), faults)
+            .script(case.provider.as_str(), faults)
             .expect("a provider route");
     }
     let ask = Ask {
@@ -519,7 +519,7 @@ async fn run(case: &Case) -> Run {
         stream: case.stream,
         id: format!(
             "{}/{}/{}",
-            common::route_name(case.provider),
+            case.provider.as_str(),
             if case.stream { "stream" } else { "unary" },
             case.name
         ),

@@ -24,14 +24,11 @@ use seawall::fallback::{FallbackLayer, ServedBy};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::{StreamGuardLayer, StreamReport, StreamReportHandle};
-use seawall_chaos::{ChaosHandle, ChaosServer, Fault, JournalEntry};
+use seawall_chaos::{
+    ChaosHandle, ChaosServer, FAULT_HEADER, Fault, JournalEntry, REQUEST_ID_HEADER,
+};
 use seawall_cli::caller::{self, Delivery, NotAnAnswer};
 use tower::{Service, ServiceExt};
-
-/// Tags every request of one operation in the journal.
-pub const REQUEST_ID: &str = "x-chaos-request-id";
-/// Selects the fault of every attempt that no script overrides.
-pub const FAULT: &str = "x-chaos-fault";
 
 /// The stream guard's first-byte bound in every suite.
 pub const FIRST_BYTE: Duration = Duration::from_millis(200);
@@ -94,15 +91,6 @@ pub fn short_stack() -> Stack {
         )
 }
 
-/// The chaos route name of a provider (for scripts).
-pub fn route_name(provider: Provider) -> &'static str {
-    match provider {
-        Provider::Anthropic => "anthropic",
-        Provider::Gemini => "gemini",
-        _ => "openai",
-    }
-}
-
 /// The route the fallback is tracked as, in receipts and the breaker.
 pub fn fallback_route() -> RouteId {
     RouteId::new("fallback")
@@ -152,9 +140,9 @@ pub fn request(base: &str, ask: &Ask) -> http::Request<Full<Bytes>> {
     };
     let mut builder = http::Request::post(uri)
         .header("content-type", "application/json")
-        .header(REQUEST_ID, ask.id.as_str());
+        .header(REQUEST_ID_HEADER, ask.id.as_str());
     if let Some(fault) = &ask.fault {
-        builder = builder.header(FAULT, fault.as_str());
+        builder = builder.header(FAULT_HEADER, fault.as_str());
     }
     builder
         .body(Full::new(Bytes::from(body.to_string())))
@@ -175,7 +163,7 @@ pub fn fallback_to(
     FallbackLayer::new(stack.attempt(&ClassifyLayer::for_provider(provider), client()))
         .route(fallback_route())
         .rewrite(move |req: &mut FallbackRequest| {
-            req.headers_mut().remove(FAULT);
+            req.headers_mut().remove(FAULT_HEADER);
             let mut parts = req.uri().clone().into_parts();
             parts.authority = Some(authority.clone());
             *req.uri_mut() = http::Uri::from_parts(parts).expect("same URI, other authority");

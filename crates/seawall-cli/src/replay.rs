@@ -31,17 +31,15 @@ use seawall::resume::{self, AnthropicStyle};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::{StreamGuardLayer, StreamReportHandle};
-use seawall_chaos::{ChaosHandle, Fault, JournalEntry, repeats_a_token, token_numbers};
+use seawall_chaos::{
+    ChaosHandle, FAULT_HEADER, Fault, JournalEntry, REQUEST_ID_HEADER, repeats_a_token,
+    token_numbers,
+};
 use serde::Serialize;
 use tower::{Service, ServiceExt};
 
 use crate::caller::{self, Delivery};
 use crate::naive::{self, NaiveClient, NaiveSettings, StatusError};
-
-/// The header that tags every request of one operation in the journal.
-const REQUEST_ID: &str = "x-chaos-request-id";
-/// The header that selects the fault for every attempt.
-const FAULT: &str = "x-chaos-fault";
 
 /// One incident: what the server does, and what the caller does.
 #[derive(Debug, Clone)]
@@ -338,9 +336,9 @@ fn request(
     };
     let mut builder = http::Request::post(uri)
         .header("content-type", "application/json")
-        .header(REQUEST_ID, id);
+        .header(REQUEST_ID_HEADER, id);
     if let Some(fault) = incident.every_attempt {
-        builder = builder.header(FAULT, fault);
+        builder = builder.header(FAULT_HEADER, fault);
     }
     builder
         .body(Full::new(Bytes::from(body.to_string())))
@@ -488,14 +486,14 @@ async fn run_seawall(chaos: &ChaosHandle, incident: &Incident, id: &str, clock: 
             .route(RouteId::new("fallback"))
             .rewrite(|req: &mut http::Request<ReplayBody<Full<Bytes>>>| {
                 // The other route: the same server, healthy, tagged for the journal.
-                req.headers_mut().remove(FAULT);
+                req.headers_mut().remove(FAULT_HEADER);
                 let tagged = req
                     .headers()
-                    .get(REQUEST_ID)
+                    .get(REQUEST_ID_HEADER)
                     .and_then(|v| v.to_str().ok())
                     .map(|id| format!("{id}:fallback"));
                 if let Some(value) = tagged.and_then(|t| HeaderValue::from_str(&t).ok()) {
-                    req.headers_mut().insert(REQUEST_ID, value);
+                    req.headers_mut().insert(REQUEST_ID_HEADER, value);
                 }
             });
         let client = Client::builder(TokioExecutor::new()).build_http();
