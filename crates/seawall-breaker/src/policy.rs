@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use seawall_core::{Class, ClosedBy, Code, Failure};
+use seawall_core::{Class, ClosedBy, Code, Failure, capped_doubling};
 
 /// When a closed breaker opens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,12 +118,7 @@ impl Default for BreakDuration {
 impl BreakDuration {
     /// The break after the `trips`-th consecutive trip (1 for the first).
     pub(crate) fn after_trips(&self, trips: u32) -> Duration {
-        let doublings = trips.saturating_sub(1).min(32);
-        let full = self
-            .base
-            .checked_mul(1u32 << doublings.min(31))
-            .unwrap_or(self.max)
-            .min(self.max);
+        let full = capped_doubling(self.base, self.max, trips.saturating_sub(1));
         let jitter = self.jitter.clamp(0.0, 0.99);
         if jitter == 0.0 {
             return full;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use rand::{Rng, RngCore};
+use seawall_core::capped_doubling;
 
 /// How the delay before a retry is randomised, with the definitions of the
 /// AWS Architecture Blog's "Exponential Backoff And Jitter", where
@@ -72,15 +73,10 @@ impl Backoff {
         self.jitter
     }
 
-    /// `min(cap, initial × 2^retry)`, without overflow.
+    /// `min(cap, initial × 2^retry)`, without overflow
+    /// ([`capped_doubling`]).
     pub fn ceiling(&self, retry: u32) -> Duration {
-        let doubled = 1u32
-            .checked_shl(retry)
-            .and_then(|factor| self.initial.checked_mul(factor));
-        match doubled {
-            Some(delay) => delay.min(self.cap),
-            None => self.cap,
-        }
+        capped_doubling(self.initial, self.cap, retry)
     }
 
     /// The delay before retry number `retry` (0 for the first), given the
