@@ -16,7 +16,9 @@ pin_project! {
     /// through untouched. When the deadline passes while the body waits for
     /// its next frame, the body yields a `deadline_exceeded`
     /// [`Failure`] whose evidence says how many bytes were delivered and
-    /// whether any were (`content_seen`), then ends.
+    /// whether any were (`content_seen`), then ends. A data frame that is
+    /// ready after the deadline is still delivered; the failure follows on
+    /// the next poll.
     pub struct DeadlineBody<B> {
         #[pin]
         inner: B,
@@ -26,6 +28,8 @@ pin_project! {
         // The deadline and when the operation started; `None` once it fired.
         bound: Option<(Instant, Instant)>,
         delivered: u64,
+        // A ready frame came after the deadline: the next poll fails.
+        overdue: bool,
         ended: bool,
     }
 }
@@ -37,6 +41,7 @@ impl<B> DeadlineBody<B> {
             sleep: None,
             bound,
             delivered: 0,
+            overdue: false,
             ended: false,
         }
     }
@@ -58,26 +63,39 @@ where
         if *this.ended {
             return Poll::Ready(None);
         }
-        if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
-            if let Some(Ok(data)) = frame.as_ref().map(|f| f.as_ref().map(Frame::data_ref)) {
-                *this.delivered += data.map_or(0, |d| d.remaining() as u64);
+        if !*this.overdue {
+            if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
+                if let Some(Ok(Some(data))) =
+                    frame.as_ref().map(|f| f.as_ref().map(Frame::data_ref))
+                {
+                    *this.delivered += data.remaining() as u64;
+                    // A body that is always ready never lets the timer fire:
+                    // check the bound here too.
+                    if let Some((deadline, _)) = *this.bound
+                        && Instant::now() >= deadline
+                    {
+                        *this.overdue = true;
+                    }
+                }
+                return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
             }
-            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
-        }
-        let Some((deadline, started)) = *this.bound else {
-            return Poll::Pending;
-        };
-        if this.sleep.is_none() {
-            this.sleep.set(Some(sleep_until(deadline)));
-        }
-        if let Some(sleep) = this.sleep.as_pin_mut()
-            && sleep.poll(cx).is_pending()
-        {
-            return Poll::Pending;
+            let Some((deadline, _)) = *this.bound else {
+                return Poll::Pending;
+            };
+            if this.sleep.is_none() {
+                this.sleep.set(Some(sleep_until(deadline)));
+            }
+            if let Some(sleep) = this.sleep.as_pin_mut()
+                && sleep.poll(cx).is_pending()
+            {
+                return Poll::Pending;
+            }
         }
         *this.ended = true;
         let mut evidence = Evidence::default();
-        evidence.elapsed = Some(Instant::now().saturating_duration_since(started));
+        if let Some((_, started)) = *this.bound {
+            evidence.elapsed = Some(Instant::now().saturating_duration_since(started));
+        }
         evidence.bytes = *this.delivered;
         evidence.content_seen = *this.delivered > 0;
         let failure = Failure::new(Code::DeadlineExceeded).with_evidence(evidence);

@@ -31,6 +31,8 @@
 //!
 //! Cost on the success path: one clock read, and one timer that is only
 //! registered when the inner future (or the body) is not ready at once.
+//! Under the total deadline the body reads the clock once per data frame,
+//! so a body whose frames are always ready still ends at the deadline.
 //!
 //! ```
 //! use std::time::Duration;

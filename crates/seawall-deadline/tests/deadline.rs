@@ -267,6 +267,71 @@ async fn total_deadline_bounds_the_body_and_says_content_was_seen() {
     );
 }
 
+/// A streamed body whose frames are always ready: an upstream faster than
+/// its reader.
+fn always_ready()
+-> StreamBody<impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, Infallible>>> {
+    StreamBody::new(stream::repeat_with(|| {
+        Ok(http_body::Frame::data(Bytes::from_static(b"tok")))
+    }))
+}
+
+#[tokio::test(start_paused = true)]
+async fn total_deadline_bounds_a_body_that_is_always_ready() {
+    let inner = service_fn(|_req: Request<()>| async {
+        Ok::<_, Infallible>(Response::new(always_ready()))
+    });
+    let start = Instant::now();
+    let response = DeadlineLayer::new(Duration::from_secs(10))
+        .layer(inner)
+        .oneshot(Request::new(()))
+        .await
+        .unwrap();
+    let mut body = std::pin::pin!(response.into_body());
+    // A slow reader: the timer never gets a `Pending` to fire on.
+    let first = body.frame().await.unwrap().unwrap();
+    assert_eq!(first.into_data().unwrap(), "tok");
+    tokio::time::advance(Duration::from_secs(11)).await;
+    // The frame that was ready is still delivered...
+    let late = body.frame().await.unwrap().unwrap();
+    assert_eq!(late.into_data().unwrap(), "tok");
+    // ...and the body then ends with the deadline's failure.
+    let err = body
+        .frame()
+        .await
+        .unwrap()
+        .expect_err("the deadline passed while the body was read");
+    let failure = failure(&err);
+    assert_eq!(failure.code(), Code::DeadlineExceeded);
+    assert_eq!(failure.action(), Action::Surface);
+    assert_eq!(failure.evidence().elapsed, Some(Duration::from_secs(11)));
+    assert_eq!(failure.evidence().bytes, 6);
+    assert!(failure.evidence().content_seen);
+    assert!(
+        body.frame().await.is_none(),
+        "the body ends after its deadline"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(11));
+}
+
+#[tokio::test(start_paused = true)]
+async fn per_attempt_does_not_bound_a_body_that_is_always_ready() {
+    let inner = service_fn(|_req: Request<()>| async {
+        Ok::<_, Infallible>(Response::new(always_ready()))
+    });
+    let response = DeadlineLayer::per_attempt(Duration::from_secs(5))
+        .layer(inner)
+        .oneshot(Request::new(()))
+        .await
+        .unwrap();
+    let mut body = std::pin::pin!(response.into_body());
+    for _ in 0..5 {
+        let frame = body.frame().await.unwrap().unwrap();
+        assert_eq!(frame.into_data().unwrap(), "tok");
+        tokio::time::advance(Duration::from_secs(6)).await;
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn per_attempt_does_not_bound_a_long_healthy_stream() {
     let inner = service_fn(|_req: Request<()>| async {
