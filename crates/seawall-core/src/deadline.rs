@@ -24,11 +24,17 @@ impl Deadline {
     /// A deadline `timeout` from now. A timeout too large for the clock is
     /// clamped (a century) instead of panicking.
     pub fn after(timeout: Duration) -> Self {
-        let now = Instant::now();
+        Deadline::after_from(Instant::now(), timeout)
+    }
+
+    /// A deadline `timeout` after `start`, clamped like [`Deadline::after`]
+    /// when the sum would overflow the clock.
+    pub fn after_from(start: Instant, timeout: Duration) -> Self {
         Deadline(
-            now.checked_add(timeout)
-                .or_else(|| now.checked_add(FAR_FUTURE))
-                .unwrap_or(now),
+            start
+                .checked_add(timeout)
+                .or_else(|| start.checked_add(FAR_FUTURE))
+                .unwrap_or(start),
         )
     }
 
@@ -80,5 +86,16 @@ mod tests {
         assert_eq!(near.narrow(far), near);
         assert_eq!(far.narrow(near), near);
         assert!(far.remaining() > Duration::from_secs(365 * 24 * 3600));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_from_counts_from_its_start_and_clamps_like_after() {
+        let start = Instant::now();
+        tokio::time::advance(Duration::from_secs(3)).await;
+        let deadline = Deadline::after_from(start, Duration::from_secs(10));
+        assert_eq!(deadline.instant(), start + Duration::from_secs(10));
+        assert_eq!(deadline.remaining(), Duration::from_secs(7));
+        let far = Deadline::after_from(start, Duration::MAX);
+        assert_eq!(far.instant(), start + FAR_FUTURE);
     }
 }

@@ -1,13 +1,14 @@
 use std::fmt;
-use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::Buf;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use seawall_core::{BoxError, Code, Evidence, Failure};
-use tokio::time::{Instant, Sleep, sleep_until};
+use seawall_core::{BoxError, Code};
+use tokio::time::{Instant, Sleep};
+
+use crate::future::{bound_passed, poll_timer};
 
 pin_project! {
     /// A response body bounded by the operation's deadline.
@@ -25,7 +26,8 @@ pin_project! {
         // Created on the first `Pending`, like the response future's.
         #[pin]
         sleep: Option<Sleep>,
-        // The deadline and when the operation started; `None` once it fired.
+        // The deadline and when the operation started; `None` when the body
+        // is not bounded, and once the deadline fired.
         bound: Option<(Instant, Instant)>,
         delivered: u64,
         // A ready frame came after the deadline: the next poll fails.
@@ -59,7 +61,7 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        let mut this = self.project();
+        let this = self.project();
         if *this.ended {
             return Poll::Ready(None);
         }
@@ -82,23 +84,19 @@ where
             let Some((deadline, _)) = *this.bound else {
                 return Poll::Pending;
             };
-            if this.sleep.is_none() {
-                this.sleep.set(Some(sleep_until(deadline)));
-            }
-            if let Some(sleep) = this.sleep.as_pin_mut()
-                && sleep.poll(cx).is_pending()
-            {
-                return Poll::Pending;
-            }
+            ready!(poll_timer(this.sleep, deadline, cx));
         }
+        // The deadline fired, or a frame came after it; either way only a
+        // bounded body gets here.
         *this.ended = true;
-        let mut evidence = Evidence::default();
-        if let Some((_, started)) = *this.bound {
-            evidence.elapsed = Some(Instant::now().saturating_duration_since(started));
-        }
-        evidence.bytes = *this.delivered;
-        evidence.content_seen = *this.delivered > 0;
-        let failure = Failure::new(Code::DeadlineExceeded).with_evidence(evidence);
+        let Some((_, started)) = this.bound.take() else {
+            return Poll::Ready(None);
+        };
+        let delivered = *this.delivered;
+        let failure = bound_passed(Code::DeadlineExceeded, started, |evidence| {
+            evidence.bytes = delivered;
+            evidence.content_seen = delivered > 0;
+        });
         Poll::Ready(Some(Err(Box::new(failure))))
     }
 

@@ -17,23 +17,56 @@ pub(crate) struct Expiry {
     /// `deadline_exceeded` for the operation's deadline, `timeout` for an
     /// attempt's own bound.
     pub(crate) fires_as: Code,
-    /// What the attempt received, filled by layers nearer the wire.
+    /// What the attempt received, filled by layers nearer the wire; only
+    /// an attempt's bound has it.
     pub(crate) progress: Option<Progress>,
-    /// Whether the deadline goes on to bound the response body.
-    pub(crate) bounds_body: bool,
 }
 
 impl Expiry {
+    /// Whether the deadline goes on to bound the response body: the
+    /// operation's deadline does, an attempt's bound (the one with
+    /// progress) does not.
+    pub(crate) fn bounds_body(&self) -> bool {
+        self.progress.is_none()
+    }
+
     /// The failure for this bound passing now.
     pub(crate) fn failure(&self) -> Failure {
-        let mut evidence = Evidence::default();
-        evidence.elapsed = Some(Instant::now().saturating_duration_since(self.started));
-        if let Some(progress) = &self.progress {
-            evidence.bytes = progress.bytes();
-            evidence.content_events = progress.content_events();
-        }
-        Failure::new(self.fires_as).with_evidence(evidence)
+        bound_passed(self.fires_as, self.started, |evidence| {
+            if let Some(progress) = &self.progress {
+                evidence.bytes = progress.bytes();
+                evidence.content_events = progress.content_events();
+            }
+        })
     }
+}
+
+/// The failure of a bound that passed now: `code`, with the time since
+/// `started` as evidence and whatever `record` adds of what was received.
+pub(crate) fn bound_passed(
+    code: Code,
+    started: Instant,
+    record: impl FnOnce(&mut Evidence),
+) -> Failure {
+    let mut evidence = Evidence::default();
+    evidence.elapsed = Some(Instant::now().saturating_duration_since(started));
+    record(&mut evidence);
+    Failure::new(code).with_evidence(evidence)
+}
+
+/// Polls the timer for `deadline`, creating it on the first call: a future
+/// or body that is ready at once never registers one.
+pub(crate) fn poll_timer(
+    mut sleep: Pin<&mut Option<Sleep>>,
+    deadline: Instant,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    if sleep.is_none() {
+        sleep.set(Some(sleep_until(deadline)));
+    }
+    sleep
+        .as_pin_mut()
+        .map_or(Poll::Ready(()), |sleep| sleep.poll(cx))
 }
 
 pin_project! {
@@ -50,8 +83,7 @@ pin_project! {
         Running {
             #[pin]
             inner: F,
-            // Created on the first `Pending`: a response that is ready at
-            // once never registers a timer.
+            // Created on the first `Pending` (see `poll_timer`).
             #[pin]
             sleep: Option<Sleep>,
             expiry: Option<Expiry>,
@@ -103,13 +135,13 @@ where
         match self.project().state.project() {
             StateProj::Running {
                 inner,
-                mut sleep,
+                sleep,
                 expiry,
             } => {
                 if let Poll::Ready(result) = inner.poll(cx) {
                     let body_deadline = expiry
                         .as_ref()
-                        .filter(|expiry| expiry.bounds_body)
+                        .filter(|expiry| expiry.bounds_body())
                         .map(|expiry| (expiry.deadline.instant(), expiry.started));
                     return Poll::Ready(match result {
                         Ok(response) => {
@@ -121,12 +153,7 @@ where
                 let Some(deadline) = expiry.as_ref().map(|expiry| expiry.deadline) else {
                     return Poll::Pending;
                 };
-                if sleep.is_none() {
-                    sleep.set(Some(sleep_until(deadline.instant())));
-                }
-                if let Some(sleep) = sleep.as_pin_mut() {
-                    ready!(sleep.poll(cx));
-                }
+                ready!(poll_timer(sleep, deadline.instant(), cx));
                 Poll::Ready(Err(fire(expiry)))
             }
             StateProj::Expired { expiry } => Poll::Ready(Err(fire(expiry))),

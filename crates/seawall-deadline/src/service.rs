@@ -32,14 +32,6 @@ impl<S> DeadlineService<S> {
     }
 }
 
-/// `start + bound`, as a deadline that cannot overflow the clock.
-fn after(start: Instant, bound: std::time::Duration) -> Deadline {
-    match start.checked_add(bound) {
-        Some(at) => Deadline::at(at),
-        None => Deadline::after(bound),
-    }
-}
-
 impl<S, B, ResB> Service<Request<B>> for DeadlineService<S>
 where
     S: Service<Request<B>, Response = Response<ResB>>,
@@ -58,24 +50,23 @@ where
         let existing = Deadline::of(&request);
         let expiry = match self.config.bound {
             Bound::Total(total) => {
-                let own = total.map(|total| after(started, total));
+                let own = total.map(|total| Deadline::after_from(started, total));
                 let incoming = self
                     .config
                     .incoming
                     .as_ref()
                     .and_then(|wire| wire.read(request.headers()))
-                    .map(|remaining| after(started, remaining));
+                    .map(|remaining| Deadline::after_from(started, remaining));
                 let deadline = [existing, own, incoming].into_iter().flatten().min();
                 deadline.map(|deadline| Expiry {
                     deadline,
                     started,
                     fires_as: Code::DeadlineExceeded,
                     progress: None,
-                    bounds_body: true,
                 })
             }
             Bound::PerAttempt(bound) => {
-                let own = after(started, bound);
+                let own = Deadline::after_from(started, bound);
                 // Ties go to the attempt: its own bound is what stopped it.
                 let (deadline, fires_as) = match existing {
                     Some(operation) if operation < own => (operation, Code::DeadlineExceeded),
@@ -88,7 +79,6 @@ where
                     started,
                     fires_as,
                     progress: Some(progress),
-                    bounds_body: false,
                 })
             }
         };
