@@ -20,12 +20,11 @@ fn failure(err: &BoxError) -> &Failure {
     Failure::find(&**err).expect("a seawall Failure")
 }
 
-/// An inner service that answers after `delay`, counting its calls.
-/// An upstream that answers at once and keeps the deadline each request
-/// carried.
 /// The deadline an upstream saw last.
 type Seen = Arc<std::sync::Mutex<Option<Deadline>>>;
 
+/// An upstream that answers at once and keeps the deadline each request
+/// carried.
 fn records_deadline() -> (
     Seen,
     impl tower::Service<Request<()>, Response = Response<Body>, Error = Infallible, Future: Send>
@@ -42,6 +41,7 @@ fn records_deadline() -> (
     (seen, record)
 }
 
+/// An inner service that answers after `delay`, counting its calls.
 fn answers_after(
     delay: Duration,
     calls: Arc<AtomicUsize>,
@@ -125,8 +125,6 @@ async fn the_deadline_goes_into_the_extensions_and_only_shrinks() {
 async fn an_expired_deadline_fails_at_once_without_calling_inner() {
     let calls = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
-    let mut request = Request::new(());
-    request.extensions_mut().insert(Deadline::at(start));
     for layer in [
         DeadlineLayer::new(Duration::from_secs(10)),
         DeadlineLayer::per_attempt(Duration::from_secs(10)),
