@@ -36,8 +36,11 @@
 //! The success path takes no lock and allocates nothing: each service clone
 //! keeps the breaker of the last route it called, and a breaker's state and
 //! window are atomics (one word for the state machine, one per window
-//! bucket). A refusal allocates nothing either: it is a value until
-//! something converts it into a `BoxError`.
+//! bucket). The breaker's refusal allocates nothing either: it is a value
+//! until something converts it into a `BoxError`. In the assembled stack
+//! that is at once: the retry layer right above converts every error into a
+//! `BoxError`, which boxes the refusal's `Failure`, so there a refused call
+//! does allocate.
 //!
 //! [`route_with`]: BreakerLayer::route_with
 //! [`count_rate_limited`]: BreakerLayer::count_rate_limited

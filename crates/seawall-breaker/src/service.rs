@@ -8,7 +8,7 @@ use seawall_core::{BoxError, RouteId};
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
-use crate::error::{BreakerError, CircuitOpen};
+use crate::error::BreakerError;
 use crate::future::ResponseFuture;
 use crate::shared::{Permit, RequestHead, Shared};
 use crate::state::{BreakerState, RouteBreaker};
@@ -143,10 +143,7 @@ where
                 let permit = Permit::new(Arc::clone(breaker), ticket);
                 ResponseFuture::called(self.inner.call(request), Some(permit))
             }
-            Err(refused) => ResponseFuture::refused(CircuitOpen::new(
-                breaker.route.clone(),
-                refused.retry_after,
-            )),
+            Err(refusal) => ResponseFuture::refused(refusal),
         }
     }
 }

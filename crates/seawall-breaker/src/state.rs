@@ -13,6 +13,7 @@ use std::time::Duration;
 use seawall_core::RouteId;
 use tokio::time::Instant;
 
+use crate::error::CircuitOpen;
 use crate::policy::{BreakDuration, TripRule};
 
 /// The state of one route's breaker.
@@ -201,11 +202,6 @@ pub(crate) enum Outcome {
     Neutral,
 }
 
-/// A refused call: when the next probe may go through, if known.
-pub(crate) struct Refused {
-    pub(crate) retry_after: Option<Duration>,
-}
-
 pub(crate) struct RouteBreaker {
     pub(crate) route: RouteId,
     pub(crate) policy: Arc<Policy>,
@@ -256,21 +252,21 @@ impl RouteBreaker {
             .then(|| Duration::from_millis(payload_of(word).saturating_sub(self.policy.now_ms())))
     }
 
-    /// Decides whether a call may go to the route. The closed path is one
-    /// atomic load.
-    pub(crate) fn admit(&self) -> Result<Ticket, Refused> {
+    /// Decides whether a call may go to the route: a ticket, or the
+    /// refusal naming the route and the time to the next probe. The closed
+    /// path is one atomic load.
+    pub(crate) fn admit(&self) -> Result<Ticket, CircuitOpen> {
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             let next = match word & STATE_MASK {
                 CLOSED => return Ok(Ticket::closed(payload_of(word))),
-                ISOLATED => return Err(Refused { retry_after: None }),
+                ISOLATED => return Err(CircuitOpen::new(self.route.clone(), None)),
                 OPEN => {
                     let now = self.policy.now_ms();
                     let probe_at = payload_of(word);
                     if now < probe_at {
-                        return Err(Refused {
-                            retry_after: Some(Duration::from_millis(probe_at - now)),
-                        });
+                        let retry_after = Duration::from_millis(probe_at - now);
+                        return Err(CircuitOpen::new(self.route.clone(), Some(retry_after)));
                     }
                     // Probe time: this call becomes the first trial.
                     let period = self.periods.fetch_add(1, Ordering::Relaxed) + 1;
@@ -279,7 +275,7 @@ impl RouteBreaker {
                 _ => {
                     let (period, in_flight, successes) = trials_of(word);
                     if in_flight >= self.policy.trials {
-                        return Err(Refused { retry_after: None });
+                        return Err(CircuitOpen::new(self.route.clone(), None));
                     }
                     half_open(trips_of(word), period, in_flight + 1, successes)
                 }
