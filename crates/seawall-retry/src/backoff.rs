@@ -134,18 +134,6 @@ mod tests {
         assert_eq!(huge.ceiling(u32::MAX), Duration::MAX);
     }
 
-    #[test]
-    fn a_seeded_rng_gives_the_same_delays() {
-        let backoff = Backoff::exponential(250 * MS, 8000 * MS);
-        let run = || {
-            let mut rng = SmallRng::seed_from_u64(7);
-            (0..5)
-                .map(|n| backoff.delay(n, Duration::ZERO, &mut rng))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(run(), run());
-    }
-
     proptest! {
         #[test]
         fn every_jitter_stays_inside_its_aws_bounds(

@@ -91,6 +91,26 @@ async fn three_503s_are_three_attempts_with_jittered_delays() {
     );
 }
 
+/// The layer's seed decides the jitter: the three-503s ladder twice with
+/// one seed sleeps the same delays, and with another seed other ones.
+#[tokio::test(start_paused = true)]
+async fn the_layer_seed_decides_the_jitter() {
+    async fn delays(seed: u64) -> Vec<Duration> {
+        let upstream = Upstream::new([Step::Fail(openai(503, None, ""))]);
+        let svc = RetryBudgetLayer::new(RetryPolicy::interactive(), Budget::unlimited())
+            .seed(seed)
+            .layer(upstream.service::<ReplayBody<String>>());
+        let err = svc.oneshot(request()).await.unwrap_err();
+        assert_eq!(upstream.count(), 3);
+        receipt(&err).attempts.iter().map(|a| a.delay).collect()
+    }
+    let seeded = delays(4).await;
+    assert_eq!(seeded.len(), 3);
+    assert!(seeded[1..].iter().all(|d| !d.is_zero()), "{seeded:?}");
+    assert_eq!(delays(4).await, seeded, "the same seed");
+    assert_ne!(delays(5).await, seeded, "another seed");
+}
+
 #[tokio::test(start_paused = true)]
 async fn context_length_and_refusal_are_tried_once() {
     let too_long = openai(
