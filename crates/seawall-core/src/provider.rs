@@ -359,7 +359,8 @@ fn gemini_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
 }
 
 // Wire shapes: only the fields the rules read, borrowed where the JSON has
-// no escapes.
+// no escapes (optional strings through `Text`: serde does not borrow
+// through `Option<Cow<str>>`).
 
 /// OpenAI's `code` is a string, a number or null depending on the
 /// server; either way it reads as [`Text`]. A hand-written visitor keeps a
@@ -410,9 +411,9 @@ struct OpenAiEnvelope<'a> {
 #[derive(Deserialize)]
 struct OpenAiError<'a> {
     #[serde(borrow, default)]
-    message: Option<Cow<'a, str>>,
+    message: Option<Text<'a>>,
     #[serde(borrow, default, rename = "type")]
-    ty: Option<Cow<'a, str>>,
+    ty: Option<Text<'a>>,
     #[serde(borrow, default)]
     code: Option<StrOrNum<'a>>,
 }
@@ -421,9 +422,9 @@ fn parse_openai(body: &[u8]) -> Option<Declared<'_>> {
     let envelope: OpenAiEnvelope<'_> = from_bytes(body).ok()?;
     let e = envelope.error;
     Some(Declared {
-        error_type: e.ty,
+        error_type: e.ty.map(|t| t.0),
         error_code: e.code.map(StrOrNum::into_cow),
-        message: e.message,
+        message: e.message.map(|t| t.0),
         ..Declared::default()
     })
 }
@@ -439,14 +440,14 @@ struct AnthropicError<'a> {
     #[serde(borrow, rename = "type")]
     ty: Cow<'a, str>,
     #[serde(borrow, default)]
-    message: Option<Cow<'a, str>>,
+    message: Option<Text<'a>>,
 }
 
 fn parse_anthropic(body: &[u8]) -> Option<Declared<'_>> {
     let envelope: AnthropicEnvelope<'_> = from_bytes(body).ok()?;
     Some(Declared {
         error_type: Some(envelope.error.ty),
-        message: envelope.error.message,
+        message: envelope.error.message.map(|t| t.0),
         ..Declared::default()
     })
 }
@@ -462,9 +463,9 @@ struct GeminiError<'a> {
     #[serde(default)]
     code: Option<i64>,
     #[serde(borrow, default)]
-    message: Option<Cow<'a, str>>,
+    message: Option<Text<'a>>,
     #[serde(borrow, default)]
-    status: Option<Cow<'a, str>>,
+    status: Option<Text<'a>>,
     #[serde(borrow, default)]
     details: Vec<GeminiDetail<'a>>,
 }
@@ -472,19 +473,19 @@ struct GeminiError<'a> {
 #[derive(Deserialize)]
 struct GeminiDetail<'a> {
     #[serde(borrow, default, rename = "@type")]
-    ty: Option<Cow<'a, str>>,
+    ty: Option<Text<'a>>,
     #[serde(borrow, default, rename = "retryDelay")]
-    retry_delay: Option<Cow<'a, str>>,
+    retry_delay: Option<Text<'a>>,
     #[serde(borrow, default)]
     violations: Vec<GeminiViolation<'a>>,
     #[serde(borrow, default)]
-    reason: Option<Cow<'a, str>>,
+    reason: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
 struct GeminiViolation<'a> {
     #[serde(borrow, default, rename = "quotaId")]
-    quota_id: Option<Cow<'a, str>>,
+    quota_id: Option<Text<'a>>,
 }
 
 fn parse_gemini(body: &[u8]) -> Option<Declared<'_>> {
@@ -497,25 +498,28 @@ fn parse_gemini(body: &[u8]) -> Option<Declared<'_>> {
     })?;
     let e = envelope.error;
     let mut declared = Declared {
-        error_type: e.status,
+        error_type: e.status.map(|t| t.0),
         error_code: e.code.map(|c| Cow::Owned(c.to_string())),
-        message: e.message,
+        message: e.message.map(|t| t.0),
         ..Declared::default()
     };
     for detail in e.details {
-        let ty = detail.ty.as_deref().unwrap_or("");
+        let ty = detail.ty.as_ref().map_or("", |t| &*t.0);
         if ty.ends_with("google.rpc.RetryInfo") {
-            declared.body_hint = detail.retry_delay.as_deref().and_then(parse_proto_duration);
+            declared.body_hint = detail
+                .retry_delay
+                .as_ref()
+                .and_then(|t| parse_proto_duration(&t.0));
         }
         if ty.ends_with("google.rpc.ErrorInfo") {
-            declared.reason = detail.reason;
+            declared.reason = detail.reason.map(|t| t.0);
         }
         if ty.ends_with("google.rpc.QuotaFailure") {
             declared.per_day_quota |= detail
                 .violations
                 .iter()
-                .filter_map(|v| v.quota_id.as_deref())
-                .any(|id| contains_ci(id, "perday"));
+                .filter_map(|v| v.quota_id.as_ref())
+                .any(|id| contains_ci(&id.0, "perday"));
         }
     }
     Some(declared)
@@ -632,6 +636,22 @@ mod tests {
         c.hint.should_retry = Some(true);
         let f = classify_error(Provider::Http, b"", c);
         assert_eq!((f.class(), f.action()), (Class::Transient, Action::Retry));
+    }
+
+    #[test]
+    fn declared_strings_borrow_unless_escaped() {
+        let body = br#"{"error":{"message":"plain","type":"a\"b","param":null,"code":"c"}}"#;
+        let d = parse_openai(body).unwrap();
+        assert!(matches!(d.message, Some(Cow::Borrowed("plain"))));
+        assert!(matches!(d.error_code, Some(Cow::Borrowed("c"))));
+        assert!(matches!(d.error_type, Some(Cow::Owned(ref t)) if t == "a\"b"));
+        let body = br#"{"error":{"code":400,"message":"m","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}"#;
+        let d = parse_gemini(body).unwrap();
+        assert!(matches!(d.reason, Some(Cow::Borrowed("API_KEY_INVALID"))));
+        assert!(matches!(
+            d.error_type,
+            Some(Cow::Borrowed("INVALID_ARGUMENT"))
+        ));
     }
 
     #[test]
