@@ -256,3 +256,108 @@ async fn silent_primary_fails_over_after_exactly_one_first_byte_bound_on_paused_
         seawall::breaker::BreakerState::Closed
     );
 }
+
+/// A primary route isolated through the breaker's handle is never called:
+/// the breaker refuses with `circuit_open` (failover), the ladder stops at
+/// once instead of retrying a refusal, and the fallback serves the answer,
+/// all without a moment passing on the paused clock.
+#[tokio::test(start_paused = true)]
+async fn an_isolated_primary_is_not_called_and_the_fallback_serves_at_once() {
+    let primary_calls = Arc::new(AtomicU32::new(0));
+    let fallback_calls = Arc::new(AtomicU32::new(0));
+    let answering = |calls: &Arc<AtomicU32>| {
+        let calls = Arc::clone(calls);
+        move || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async {
+                let response = http::Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Full::new(Bytes::from_static(HEALTHY_STREAM.as_bytes())).boxed())
+                    .expect("a response");
+                Ok::<_, Infallible>(response)
+            }
+        }
+    };
+    // Both routes would answer well: only the breaker keeps the primary out.
+    let primary = {
+        let answer = answering(&primary_calls);
+        service_fn(move |_req: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| answer())
+    };
+    let healthy = {
+        let answer = answering(&fallback_calls);
+        service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| answer())
+    };
+
+    let stack = common::short_stack();
+    let primary_route = RouteId::new("primary.example");
+    let handle = stack.breaker_layer().handle();
+    handle.isolate(&primary_route);
+    let classify = ClassifyLayer::openai();
+    let fallback =
+        FallbackLayer::new(stack.attempt(&classify, healthy)).route(RouteId::new("other"));
+    let service = stack.build_with_fallback(&classify, primary, fallback);
+
+    let request = http::Request::post("http://primary.example/v1/chat/completions")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
+        .expect("a request");
+    let started = Instant::now();
+    let response = service
+        .oneshot(request)
+        .await
+        .expect("the fallback answers");
+
+    assert_eq!(
+        Instant::now() - started,
+        std::time::Duration::ZERO,
+        "no wait"
+    );
+    assert_eq!(
+        primary_calls.load(Ordering::SeqCst),
+        0,
+        "the primary was not called"
+    );
+    assert_eq!(fallback_calls.load(Ordering::SeqCst), 1);
+    let served = response
+        .extensions()
+        .get::<ServedBy>()
+        .cloned()
+        .expect("served by");
+    assert_eq!(
+        (served.route, served.fallback),
+        (RouteId::new("other"), true)
+    );
+    // One refused attempt on the primary, not a ladder of them; then the
+    // fallback's answer.
+    let receipt = response
+        .extensions()
+        .get::<Receipt>()
+        .cloned()
+        .expect("a receipt");
+    let attempts: Vec<_> = receipt
+        .attempts
+        .iter()
+        .map(|a| (a.route.clone(), a.code))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            (primary_route.clone(), Some(Code::CircuitOpen)),
+            (RouteId::new("other"), None),
+        ]
+    );
+    assert!(receipt.fallback);
+    assert_eq!(receipt.stop, Some(StopReason::Succeeded));
+
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a whole body")
+        .to_bytes();
+    assert_eq!(body, HEALTHY_STREAM.as_bytes());
+    assert_eq!(
+        handle.state(&primary_route),
+        seawall::breaker::BreakerState::Isolated
+    );
+}
