@@ -131,30 +131,14 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
     .or_else(|| cx.status.map(status_rule))
     .unwrap_or(Verdict::Fixed(Class::Permanent, Code::Unknown));
 
-    // A per-day quota's RetryInfo speaks of the per-minute window: waiting
-    // that long only meets the daily wall again, so it is no hint at all.
-    let body_hint = declared.body_hint.filter(|_| !declared.per_day_quota);
-    let hint = cx.hint.after.or(body_hint).or_else(|| {
+    let hint = cx.hint.after.or(declared.body_hint).or_else(|| {
         declared
             .message
             .as_deref()
             .filter(|_| verdict == Verdict::RateLimit)
             .and_then(parse_text_hint)
     });
-    let mut failure = match verdict {
-        Verdict::RateLimit => cx.quota_wall.judge(hint, cx.now),
-        Verdict::Fixed(class, code) => {
-            let failure = Failure::with_class(class, code);
-            match hint {
-                Some(after) => failure.with_retry_after(after),
-                None => failure,
-            }
-        }
-    };
-    failure = apply_should_retry(failure, cx.hint.should_retry);
-    if let Some(status) = cx.status {
-        failure = failure.with_status(status);
-    }
+    let mut failure = conclude(verdict, hint, &cx);
     if let Some(ty) = declared.error_type {
         failure = failure.with_provider_type(&*ty);
     }
@@ -182,19 +166,35 @@ pub fn classify_grpc(status: u32, message: Option<&str>, cx: ErrorContext) -> Fa
         // UNKNOWN, INTERNAL, DATA_LOSS and anything else: fail closed.
         _ => Verdict::Fixed(Class::Permanent, Code::Unknown),
     };
-    let mut failure = match verdict {
-        Verdict::RateLimit => cx.quota_wall.judge(cx.hint.after, cx.now),
-        Verdict::Fixed(class, code) => Failure::with_class(class, code),
-    };
-    failure = apply_should_retry(failure, cx.hint.should_retry);
-    if let Some(status) = cx.status {
-        failure = failure.with_status(status);
-    }
-    failure = failure.with_provider_code(status.to_string());
+    // Kept as before: the header hint is used for a rate limit only; any
+    // other gRPC verdict carries no `retry_after`.
+    let hint = cx.hint.after.filter(|_| verdict == Verdict::RateLimit);
+    let mut failure = conclude(verdict, hint, &cx).with_provider_code(status.to_string());
     if let Some(message) = message {
         failure = failure.with_message(message);
     }
     failure
+}
+
+/// The failure a verdict comes to with `hint`: the quota wall judges a rate
+/// limit, any other verdict carries the hint as `retry_after`; then
+/// `x-should-retry` and the status.
+fn conclude(verdict: Verdict, hint: Option<Duration>, cx: &ErrorContext) -> Failure {
+    let failure = match verdict {
+        Verdict::RateLimit => cx.quota_wall.judge(hint, cx.now),
+        Verdict::Fixed(class, code) => {
+            let failure = Failure::with_class(class, code);
+            match hint {
+                Some(after) => failure.with_retry_after(after),
+                None => failure,
+            }
+        }
+    };
+    let failure = apply_should_retry(failure, cx.hint.should_retry);
+    match cx.status {
+        Some(status) => failure.with_status(status),
+        None => failure,
+    }
 }
 
 /// The generic HTTP table: 408/409/5xx transient, 429 a rate limit, other
@@ -215,9 +215,9 @@ fn status_rule(status: u16) -> Verdict {
 }
 
 /// `x-should-retry` is the provider's explicit word. `false` stops any
-/// retry; `true` lifts only the verdicts that mean "we do not know"
-/// (`bad_request`, `unknown`, `provider_unavailable` made permanent), never a
-/// quota, a context length or a policy failure.
+/// retry; `true` lifts only the permanent verdicts that mean "we do not
+/// know" (`bad_request`, `unknown`), never a quota, a context length or a
+/// policy failure.
 fn apply_should_retry(failure: Failure, should_retry: Option<bool>) -> Failure {
     match should_retry {
         Some(false) if failure.class() == Class::Transient => {
@@ -521,6 +521,11 @@ fn parse_gemini(body: &[u8]) -> Option<Declared<'_>> {
                 .filter_map(|v| v.quota_id.as_ref())
                 .any(|id| contains_ci(&id.0, "perday"));
         }
+    }
+    // A per-day quota's RetryInfo speaks of the per-minute window: waiting
+    // that long only meets the daily wall again, so it is no hint at all.
+    if declared.per_day_quota {
+        declared.body_hint = None;
     }
     Some(declared)
 }
