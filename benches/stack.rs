@@ -259,12 +259,13 @@ fn main() {
             .layer(breaker())
         };
         let total = || DeadlineLayer::new(Duration::from_secs(60)).layer(retry());
-        // The whole stack with a fallback route that is never needed: its
-        // cost is the difference to `+total_deadline`.
+        // The whole stack with a fallback route that is never needed, as
+        // `Stack::build_with_fallback` assembles it (with the ladder's
+        // fallback reserve): its cost is the difference to `+total_deadline`.
         let with_fallback = || {
             let backup = FallbackLayer::new(stack.attempt(&classify, upstream(content_type, body)))
                 .route(RouteId::new("backup.llm.example"));
-            DeadlineLayer::new(Duration::from_secs(60)).layer(backup.layer(retry()))
+            stack.build_with_fallback(&classify, upstream(content_type, body), backup)
         };
         bench.previous = None;
         bench.case(&group, "bare", true, upstream(content_type, body));
