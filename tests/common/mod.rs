@@ -24,9 +24,8 @@ use seawall::fallback::{FallbackLayer, ServedBy};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::{StreamGuardLayer, StreamReport, StreamReportHandle};
-use seawall_chaos::{
-    ChaosHandle, ChaosServer, FAULT_HEADER, Fault, JournalEntry, REQUEST_ID_HEADER,
-};
+use seawall_chaos::{ChaosHandle, ChaosServer, FAULT_HEADER, Fault, JournalEntry};
+use seawall_cli::app;
 use seawall_cli::caller::{self, Delivery, NotAnAnswer};
 use tower::{Service, ServiceExt};
 
@@ -111,42 +110,17 @@ pub struct Ask {
     pub stop_after: Option<u64>,
 }
 
-/// The request an application sends to `base`.
+/// The request an application sends to `base`: the CLI's own, so the
+/// suites send what `seawall replay` sends.
 pub fn request(base: &str, ask: &Ask) -> http::Request<Full<Bytes>> {
-    let prompt = "Tell me the story of the seawall.";
-    let (uri, body) = match (ask.provider, ask.stream) {
-        (Provider::Anthropic, stream) => (
-            format!("{base}/v1/messages"),
-            serde_json::json!({
-                "model": "claude-x", "max_tokens": 1024, "stream": stream,
-                "messages": [{"role": "user", "content": prompt}],
-            }),
-        ),
-        (Provider::Gemini, stream) => (
-            if stream {
-                format!("{base}/v1beta/models/gemini-x:streamGenerateContent?alt=sse")
-            } else {
-                format!("{base}/v1beta/models/gemini-x:generateContent")
-            },
-            serde_json::json!({"contents": [{"role": "user", "parts": [{"text": prompt}]}]}),
-        ),
-        (_, stream) => (
-            format!("{base}/v1/chat/completions"),
-            serde_json::json!({
-                "model": "gpt-x", "stream": stream,
-                "messages": [{"role": "user", "content": prompt}],
-            }),
-        ),
-    };
-    let mut builder = http::Request::post(uri)
-        .header("content-type", "application/json")
-        .header(REQUEST_ID_HEADER, ask.id.as_str());
-    if let Some(fault) = &ask.fault {
-        builder = builder.header(FAULT_HEADER, fault.as_str());
-    }
-    builder
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("a valid request")
+    app::request(
+        base,
+        ask.provider,
+        ask.stream,
+        &ask.id,
+        ask.fault.as_deref(),
+        &app::conversation(ask.provider, ask.stream),
+    )
 }
 
 /// A fallback to another chaos server: the same request, healthy (the fault

@@ -32,6 +32,7 @@ use seawall::stack::Stack;
 use serde_json::json;
 use tower::{Service, ServiceExt};
 
+use crate::app;
 use crate::caller::{self, Delivery};
 
 /// The arguments of `seawall chat`.
@@ -127,30 +128,8 @@ struct Route {
 impl Route {
     /// The provider request for `prompt` on this route.
     fn request(&self, prompt: &str, stream: bool) -> Result<http::Request<Full<Bytes>>, BoxError> {
-        let (path, body) = match self.provider {
-            Provider::Anthropic => (
-                "/v1/messages".to_owned(),
-                json!({"model": self.model, "max_tokens": 1024, "stream": stream,
-                       "messages": [{"role": "user", "content": prompt}]}),
-            ),
-            Provider::Gemini => (
-                format!(
-                    "/v1beta/models/{}:{}",
-                    self.model,
-                    if stream {
-                        "streamGenerateContent?alt=sse"
-                    } else {
-                        "generateContent"
-                    }
-                ),
-                json!({"contents": [{"role": "user", "parts": [{"text": prompt}]}]}),
-            ),
-            _ => (
-                "/v1/chat/completions".to_owned(),
-                json!({"model": self.model, "stream": stream,
-                       "messages": [{"role": "user", "content": prompt}]}),
-            ),
-        };
+        let path = app::path(self.provider, &self.model, stream);
+        let body = app::body(self.provider, &self.model, prompt, stream);
         // A base URL that already ends in the version keeps it once.
         let base = self
             .base_url

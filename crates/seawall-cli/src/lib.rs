@@ -4,6 +4,7 @@
 //! the binary runs.
 #![deny(missing_docs)]
 
+pub mod app;
 pub mod caller;
 pub mod chat;
 pub mod naive;

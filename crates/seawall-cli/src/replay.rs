@@ -38,6 +38,7 @@ use seawall_chaos::{
 use serde::Serialize;
 use tower::{Service, ServiceExt};
 
+use crate::app;
 use crate::caller::{self, Delivery};
 use crate::naive::{self, NaiveClient, NaiveSettings, StatusError};
 
@@ -318,49 +319,21 @@ fn route_of(entry: &JournalEntry) -> &'static str {
     }
 }
 
-/// The request an application sends for this incident.
+/// The request an application sends for this incident, carrying `body`.
 fn request(
     chaos: &ChaosHandle,
     incident: &Incident,
     id: &str,
     body: &serde_json::Value,
 ) -> http::Request<Full<Bytes>> {
-    let base = chaos.base_url();
-    let uri = match (incident.provider, incident.stream) {
-        (Provider::Anthropic, _) => format!("{base}/v1/messages"),
-        (Provider::Gemini, true) => {
-            format!("{base}/v1beta/models/gemini-x:streamGenerateContent?alt=sse")
-        }
-        (Provider::Gemini, false) => format!("{base}/v1beta/models/gemini-x:generateContent"),
-        _ => format!("{base}/v1/chat/completions"),
-    };
-    let mut builder = http::Request::post(uri)
-        .header("content-type", "application/json")
-        .header(REQUEST_ID_HEADER, id);
-    if let Some(fault) = incident.every_attempt {
-        builder = builder.header(FAULT_HEADER, fault);
-    }
-    builder
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("a valid request")
-}
-
-/// The conversation an application sends.
-fn original_body(incident: &Incident) -> serde_json::Value {
-    let prompt = "Tell me the story of the seawall.";
-    match incident.provider {
-        Provider::Anthropic => serde_json::json!({
-            "model": "claude-x", "max_tokens": 1024, "stream": incident.stream,
-            "messages": [{"role": "user", "content": prompt}],
-        }),
-        Provider::Gemini => serde_json::json!({
-            "contents": [{"role": "user", "parts": [{"text": prompt}]}],
-        }),
-        _ => serde_json::json!({
-            "model": "gpt-x", "stream": incident.stream,
-            "messages": [{"role": "user", "content": prompt}],
-        }),
-    }
+    app::request(
+        &chaos.base_url(),
+        incident.provider,
+        incident.stream,
+        id,
+        incident.every_attempt,
+        body,
+    )
 }
 
 async fn run_naive(chaos: &ChaosHandle, incident: &Incident, id: &str, clock: Clock) -> Run {
@@ -371,7 +344,7 @@ async fn run_naive(chaos: &ChaosHandle, incident: &Incident, id: &str, clock: Cl
         attempt_timeout: clock.secs(600.0),
         pause: clock.secs(1.0),
     };
-    let body = original_body(incident);
+    let body = app::conversation(incident.provider, incident.stream);
     let mut shown = Delivery::default();
     let mut outcome = "error";
     let mut code = None;
@@ -512,7 +485,7 @@ where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
-    let body = original_body(incident);
+    let body = app::conversation(incident.provider, incident.stream);
     let first = call_seawall(service.clone(), chaos, incident, id, &body).await;
     // An interruption after content: continue from what the caller has,
     // never restart it.
