@@ -285,9 +285,6 @@ async fn three_hundred_concurrent_streams_complete_with_correct_journals() {
         assert_eq!(row.tokens_written, 10, "{id}");
         assert_eq!(row.bytes_written, received[id], "{id}");
     }
-    let mut seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
-    seqs.dedup();
-    assert_eq!(seqs.len(), N, "seq is unique and rows are in seq order");
 }
 
 #[tokio::test]
