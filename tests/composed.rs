@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use bytes::Bytes;
 use common::{Ask, Ending};
 use http_body::Frame;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use seawall::classify::ClassifyLayer;
 use seawall::core::Receipt;
@@ -158,6 +159,35 @@ const HEALTHY_STREAM: &str = concat!(
     "data: [DONE]\n\n",
 );
 
+/// The healthy route's answer: a whole stream at once.
+fn healthy_response() -> http::Response<BoxBody<Bytes, Infallible>> {
+    http::Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Full::new(Bytes::from_static(HEALTHY_STREAM.as_bytes())).boxed())
+        .expect("a response")
+}
+
+/// A streamed chat request to the primary route.
+fn chat_request() -> http::Request<Full<Bytes>> {
+    http::Request::post("http://primary.example/v1/chat/completions")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
+        .expect("a request")
+}
+
+/// The response is labelled as the fallback route's.
+fn assert_served_by_the_fallback<B>(response: &http::Response<B>) {
+    let served = response
+        .extensions()
+        .get::<ServedBy>()
+        .cloned()
+        .expect("served by");
+    assert_eq!(
+        (served.route, served.fallback),
+        (RouteId::new("other"), true)
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn silent_primary_fails_over_after_exactly_one_first_byte_bound_on_paused_clock() {
     let primary_calls = Arc::new(AtomicU32::new(0));
@@ -185,13 +215,7 @@ async fn silent_primary_fails_over_after_exactly_one_first_byte_bound_on_paused_
         let calls = Arc::clone(&fallback_calls);
         service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| {
             calls.fetch_add(1, Ordering::SeqCst);
-            async {
-                let response = http::Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .body(Full::new(Bytes::from_static(HEALTHY_STREAM.as_bytes())).boxed())
-                    .expect("a response");
-                Ok::<_, Infallible>(response)
-            }
+            async { Ok::<_, Infallible>(healthy_response()) }
         })
     };
 
@@ -201,10 +225,7 @@ async fn silent_primary_fails_over_after_exactly_one_first_byte_bound_on_paused_
         FallbackLayer::new(stack.attempt(&classify, healthy)).route(RouteId::new("other"));
     let service = stack.build_with_fallback(&classify, silent, fallback);
 
-    let request = http::Request::post("http://primary.example/v1/chat/completions")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
-        .expect("a request");
+    let request = chat_request();
     let started = Instant::now();
     let response = service
         .oneshot(request)
@@ -218,15 +239,7 @@ async fn silent_primary_fails_over_after_exactly_one_first_byte_bound_on_paused_
     assert_eq!(primary_calls.load(Ordering::SeqCst), 1);
     assert_eq!(fallback_calls.load(Ordering::SeqCst), 1);
 
-    let served = response
-        .extensions()
-        .get::<ServedBy>()
-        .cloned()
-        .expect("served by");
-    assert_eq!(
-        (served.route, served.fallback),
-        (RouteId::new("other"), true)
-    );
+    assert_served_by_the_fallback(&response);
     let receipt = response
         .extensions()
         .get::<Receipt>()
@@ -269,13 +282,7 @@ async fn an_isolated_primary_is_not_called_and_the_fallback_serves_at_once() {
         let calls = Arc::clone(calls);
         move || {
             calls.fetch_add(1, Ordering::SeqCst);
-            async {
-                let response = http::Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .body(Full::new(Bytes::from_static(HEALTHY_STREAM.as_bytes())).boxed())
-                    .expect("a response");
-                Ok::<_, Infallible>(response)
-            }
+            async { Ok::<_, Infallible>(healthy_response()) }
         }
     };
     // Both routes would answer well: only the breaker keeps the primary out.
@@ -297,10 +304,7 @@ async fn an_isolated_primary_is_not_called_and_the_fallback_serves_at_once() {
         FallbackLayer::new(stack.attempt(&classify, healthy)).route(RouteId::new("other"));
     let service = stack.build_with_fallback(&classify, primary, fallback);
 
-    let request = http::Request::post("http://primary.example/v1/chat/completions")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
-        .expect("a request");
+    let request = chat_request();
     let started = Instant::now();
     let response = service
         .oneshot(request)
@@ -318,15 +322,7 @@ async fn an_isolated_primary_is_not_called_and_the_fallback_serves_at_once() {
         "the primary was not called"
     );
     assert_eq!(fallback_calls.load(Ordering::SeqCst), 1);
-    let served = response
-        .extensions()
-        .get::<ServedBy>()
-        .cloned()
-        .expect("served by");
-    assert_eq!(
-        (served.route, served.fallback),
-        (RouteId::new("other"), true)
-    );
+    assert_served_by_the_fallback(&response);
     // One refused attempt on the primary, not a ladder of them; then the
     // fallback's answer.
     let receipt = response
