@@ -229,6 +229,19 @@ async fn per_attempt_narrows_the_deadline_the_attempt_sees() {
     );
 }
 
+/// The response `layer` gives over an upstream that answers `body`.
+async fn answer_under<B>(
+    layer: DeadlineLayer,
+    body: B,
+) -> Response<seawall_deadline::DeadlineBody<B>> {
+    let mut body = Some(body);
+    let inner = service_fn(move |_req: Request<()>| {
+        let body = body.take().expect("one call");
+        async { Ok::<_, Infallible>(Response::new(body)) }
+    });
+    layer.layer(inner).oneshot(Request::new(())).await.unwrap()
+}
+
 /// A streamed body: one chunk, then silence.
 fn one_chunk_then_silence()
 -> StreamBody<impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, Infallible>>> {
@@ -240,15 +253,12 @@ fn one_chunk_then_silence()
 
 #[tokio::test(start_paused = true)]
 async fn total_deadline_bounds_the_body_and_says_content_was_seen() {
-    let inner = service_fn(|_req: Request<()>| async {
-        Ok::<_, Infallible>(Response::new(one_chunk_then_silence()))
-    });
     let start = Instant::now();
-    let response = DeadlineLayer::new(Duration::from_secs(10))
-        .layer(inner)
-        .oneshot(Request::new(()))
-        .await
-        .unwrap();
+    let response = answer_under(
+        DeadlineLayer::new(Duration::from_secs(10)),
+        one_chunk_then_silence(),
+    )
+    .await;
     let mut body = std::pin::pin!(response.into_body());
     let first = body.frame().await.unwrap().unwrap();
     assert_eq!(first.into_data().unwrap(), "hello");
@@ -276,15 +286,8 @@ fn always_ready()
 
 #[tokio::test(start_paused = true)]
 async fn total_deadline_bounds_a_body_that_is_always_ready() {
-    let inner = service_fn(|_req: Request<()>| async {
-        Ok::<_, Infallible>(Response::new(always_ready()))
-    });
     let start = Instant::now();
-    let response = DeadlineLayer::new(Duration::from_secs(10))
-        .layer(inner)
-        .oneshot(Request::new(()))
-        .await
-        .unwrap();
+    let response = answer_under(DeadlineLayer::new(Duration::from_secs(10)), always_ready()).await;
     let mut body = std::pin::pin!(response.into_body());
     // A slow reader: the timer never gets a `Pending` to fire on.
     let first = body.frame().await.unwrap().unwrap();
@@ -314,14 +317,11 @@ async fn total_deadline_bounds_a_body_that_is_always_ready() {
 
 #[tokio::test(start_paused = true)]
 async fn per_attempt_does_not_bound_a_body_that_is_always_ready() {
-    let inner = service_fn(|_req: Request<()>| async {
-        Ok::<_, Infallible>(Response::new(always_ready()))
-    });
-    let response = DeadlineLayer::per_attempt(Duration::from_secs(5))
-        .layer(inner)
-        .oneshot(Request::new(()))
-        .await
-        .unwrap();
+    let response = answer_under(
+        DeadlineLayer::per_attempt(Duration::from_secs(5)),
+        always_ready(),
+    )
+    .await;
     let mut body = std::pin::pin!(response.into_body());
     for _ in 0..5 {
         let frame = body.frame().await.unwrap().unwrap();
