@@ -396,42 +396,29 @@ async fn an_identical_route_is_a_configuration_error_not_a_call() {
     assert_eq!(run.failure().code(), Code::Overloaded);
 }
 
+/// Runs `how` on a request due in `due`, with a fallback that needs 1 s of
+/// the operation's deadline left.
+async fn run_due_in(how: Primary, due: Duration) -> Run {
+    let mut request = request();
+    request.extensions_mut().insert(Deadline::after(due));
+    run_with(how, None, request, |layer| {
+        layer
+            .rewrite(to_other)
+            .min_remaining(Duration::from_secs(1))
+    })
+    .await
+}
+
 #[tokio::test(start_paused = true)]
 async fn not_fired_when_the_deadline_is_too_short() {
-    let mut short = request();
-    short
-        .extensions_mut()
-        .insert(Deadline::after(Duration::from_millis(500)));
-    let run = run_with(
-        Primary::Before(Failure::new(Code::CircuitOpen)),
-        None,
-        short,
-        |layer| {
-            layer
-                .rewrite(to_other)
-                .min_remaining(Duration::from_secs(1))
-        },
-    )
-    .await;
+    let open = || Primary::Before(Failure::new(Code::CircuitOpen));
+    let run = run_due_in(open(), Duration::from_millis(500)).await;
     assert!(!run.fired());
     let failure = run.failure();
     assert_eq!(failure.code(), Code::CircuitOpen);
     assert_eq!(failure.receipt().unwrap().stop, Some(StopReason::Deadline));
 
-    let mut long = request();
-    long.extensions_mut()
-        .insert(Deadline::after(Duration::from_secs(30)));
-    let run = run_with(
-        Primary::Before(Failure::new(Code::CircuitOpen)),
-        None,
-        long,
-        |layer| {
-            layer
-                .rewrite(to_other)
-                .min_remaining(Duration::from_secs(1))
-        },
-    )
-    .await;
+    let run = run_due_in(open(), Duration::from_secs(30)).await;
     assert!(run.fired());
 }
 
@@ -439,19 +426,9 @@ async fn not_fired_when_the_deadline_is_too_short() {
 /// reason too, as one returned directly does.
 #[tokio::test(start_paused = true)]
 async fn a_wrapped_failure_not_fallen_back_still_says_why() {
-    let mut short = request();
-    short
-        .extensions_mut()
-        .insert(Deadline::after(Duration::from_millis(500)));
-    let run = run_with(
+    let run = run_due_in(
         Primary::Wrapped(Failure::new(Code::CircuitOpen)),
-        None,
-        short,
-        |layer| {
-            layer
-                .rewrite(to_other)
-                .min_remaining(Duration::from_secs(1))
-        },
+        Duration::from_millis(500),
     )
     .await;
     assert!(!run.fired());
