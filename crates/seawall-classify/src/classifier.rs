@@ -112,10 +112,27 @@ impl<R: Classifier, C: Classifier> Classifier for WithRules<R, C> {
     }
 
     fn check_success(&self, parts: &Parts, body: &[u8]) -> Checked {
-        let first = match self.rules.check_success(parts, body) {
-            Checked::Deliver(finish) => finish,
-            fail @ Checked::Fail(_) => return fail,
+        // The body is read when either side asks; each side checks only the
+        // bodies it asked for (a provider's JSON check must not judge the
+        // plain-text body a user's rule wanted). The quota wall only shapes a
+        // refusal, never whether a side asks, so the default serves here.
+        let asks = |side: &dyn Classifier| {
+            matches!(
+                side.inspect_success(parts, QuotaWall::default()),
+                Inspection::CheckBody
+            )
         };
+        let first = if asks(&self.rules) {
+            match self.rules.check_success(parts, body) {
+                Checked::Deliver(finish) => finish,
+                fail @ Checked::Fail(_) => return fail,
+            }
+        } else {
+            None
+        };
+        if !asks(&self.defaults) {
+            return Checked::Deliver(first);
+        }
         match self.defaults.check_success(parts, body) {
             Checked::Deliver(second) => Checked::Deliver(first.or(second)),
             fail @ Checked::Fail(_) => fail,

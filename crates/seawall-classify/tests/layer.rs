@@ -675,4 +675,10 @@ async fn custom_classifiers() {
         .map(|_| ())
         .unwrap_err();
     assert_eq!(found(&error).code(), Code::Overloaded);
+    // The user's rule reads every body; the provider's JSON check still
+    // judges only the JSON ones, so a plain-text answer is delivered.
+    let text = through(&both, response(200, &[], "{not json, just text"))
+        .await
+        .unwrap();
+    assert_eq!(collect(text.into_body()).await, "{not json, just text");
 }
