@@ -12,6 +12,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use seawall_core::finish::empty_answer;
 use seawall_core::json::{Text, from_bytes};
 use seawall_core::provider::Provider;
 use seawall_core::{Code, Failure, Finish, FinishKind};
@@ -42,13 +43,11 @@ fn verdict(
     if let Some(failure) = policy {
         return Checked::Fail(failure);
     }
-    let truncated = matches!(finish, Some((FinishKind::Truncated, _)));
-    if !has_content && !truncated {
-        let failure = Failure::new(Code::EmptyResponse);
-        return Checked::Fail(match finish {
-            Some((_, reason)) => failure.with_provider_code(&*reason.0),
-            None => failure,
-        });
+    if !has_content
+        && let Some(failure) =
+            empty_answer(finish.as_ref().map(|(kind, reason)| (*kind, &*reason.0)))
+    {
+        return Checked::Fail(failure);
     }
     Checked::Deliver(finish.map(|(kind, reason)| Finish::new(kind, &reason.0)))
 }

@@ -105,6 +105,25 @@ impl FinishKind {
     }
 }
 
+/// What an answer without content amounts to, given how it finished
+/// (kind and the provider's reason): `None` when it is still an answer to
+/// deliver — the token limit cut it, and sending it again would be cut the
+/// same way — else its failure: the finish's own verdict (a refusal, a
+/// filter, a malformed call) or `empty_response`, with the provider's
+/// reason as its code. The unary check and the stream guard both ask here.
+pub fn empty_answer(finish: Option<(FinishKind, &str)>) -> Option<Failure> {
+    let Some((kind, reason)) = finish else {
+        return Some(Failure::new(Code::EmptyResponse));
+    };
+    if kind == FinishKind::Truncated {
+        return None;
+    }
+    let failure = kind
+        .failure()
+        .unwrap_or_else(|| Failure::new(Code::EmptyResponse));
+    Some(failure.with_provider_code(reason))
+}
+
 impl fmt::Display for FinishKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -167,6 +186,19 @@ impl Finish {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_answer_is_a_failure_unless_the_token_limit_cut_it() {
+        assert!(empty_answer(Some((FinishKind::Truncated, "length"))).is_none());
+        let stop = empty_answer(Some((FinishKind::Complete, "stop"))).unwrap();
+        assert_eq!(
+            (stop.code(), stop.provider_code()),
+            (Code::EmptyResponse, Some("stop"))
+        );
+        let refused = empty_answer(Some((FinishKind::Refused, "refusal"))).unwrap();
+        assert_eq!(refused.code(), Code::Refused);
+        assert_eq!(empty_answer(None).unwrap().code(), Code::EmptyResponse);
+    }
 
     #[test]
     fn reasons_map_per_provider() {

@@ -220,6 +220,30 @@ async fn an_openai_refusal_without_a_finish_reason_is_still_a_refusal() {
     }
 }
 
+/// A reasoning model that spends its whole budget thinking finishes at the
+/// token limit with no text: delivered as truncated, as the unary check
+/// does (sending it again would be cut the same way); a plain stop with no
+/// text stays an empty answer.
+#[tokio::test]
+async fn an_openai_answer_cut_by_the_token_limit_before_any_text_is_delivered_truncated() {
+    let role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n";
+    let finish = |reason: &str| {
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{reason}\"}}]}}\n\n"
+        )
+    };
+    let cut = format!("{role}{}{DONE}", finish("length"));
+    for frame in [cut.len(), 1] {
+        let d = delivered(run_framed(CHAT, cut.as_bytes(), frame).await);
+        assert_finished(&d, &cut, FinishKind::Truncated, "length");
+        assert_eq!(d.report.content_events, 0);
+    }
+    let empty = format!("{role}{}{DONE}", finish("stop"));
+    let failure = failed(run_framed(CHAT, empty.as_bytes(), empty.len()).await);
+    assert_eq!(failure.code(), Code::EmptyResponse);
+    assert_eq!(failure.provider_code(), Some("stop"));
+}
+
 #[tokio::test]
 async fn openai_tool_call_deltas_are_content() {
     let f = fixture!("openai/tool_calls.sse");

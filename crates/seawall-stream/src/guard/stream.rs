@@ -14,6 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use pin_project_lite::pin_project;
+use seawall_core::finish::empty_answer;
 use seawall_core::{
     BoxError, Class, ClosedBy, Code, Evidence, Failure, Finish, FinishKind, Interrupted, Progress,
 };
@@ -93,9 +94,7 @@ impl Tally {
             Signal::Finish(reason) => {
                 self.last_activity = now;
                 self.finish(reason);
-                if self.content_events == 0 {
-                    self.stop = Some(Cause::FinishedEmpty);
-                }
+                self.stop_if_empty();
             }
             Signal::Error(failure) => self.stop = Some(Cause::InStream(failure)),
             Signal::Done => {
@@ -107,9 +106,7 @@ impl Tally {
                         reason: "done".into(),
                     });
                 }
-                if self.content_events == 0 {
-                    self.stop = Some(Cause::FinishedEmpty);
-                }
+                self.stop_if_empty();
             }
             Signal::Other => {}
         }
@@ -117,6 +114,21 @@ impl Tally {
 
     fn finish(&mut self, reason: Reason<'_>) {
         self.finish = Some(Finish::new(reason.kind, &reason.reason));
+    }
+
+    /// What the message amounts to if it finished without content: `None`
+    /// when it is still an answer (cut by the token limit), else its
+    /// failure.
+    fn empty_verdict(&self) -> Option<Failure> {
+        empty_answer(self.finish.as_ref().map(|f| (f.kind, &*f.reason)))
+    }
+
+    /// A message that finished without content and is no answer stops the
+    /// stream.
+    fn stop_if_empty(&mut self) {
+        if self.content_events == 0 && self.empty_verdict().is_some() {
+            self.stop = Some(Cause::FinishedEmpty);
+        }
     }
 
     fn append(&mut self, delta: &str) {
@@ -216,6 +228,12 @@ impl Track {
         self.tally.content_events > 0
     }
 
+    /// The stream carries an answer to release: content, or a finish that
+    /// makes a message without content an answer (cut by the token limit).
+    fn answered(&self) -> bool {
+        self.content_seen() || (self.message_complete() && self.tally.empty_verdict().is_none())
+    }
+
     fn message_complete(&self) -> bool {
         self.tally.finish.is_some()
     }
@@ -306,7 +324,7 @@ impl Track {
                 reason: "eof".into(),
             });
         }
-        if !(self.message_complete() && self.content_seen()) {
+        if !(self.message_complete() && self.answered()) {
             return Some(Cause::Eof);
         }
         if let Some(verdict) = self.finish_verdict() {
@@ -355,13 +373,12 @@ impl Track {
                 (failure, ClosedBy::Them)
             }
             Cause::InStream(failure) => (interrupted_by(&failure), ClosedBy::Them),
-            Cause::FinishedEmpty => {
-                let kind = self.tally.finish.as_ref().map(|f| f.kind);
-                let failure = kind
-                    .and_then(FinishKind::failure)
-                    .unwrap_or_else(|| Failure::new(Code::EmptyResponse));
-                (failure, ClosedBy::Them)
-            }
+            Cause::FinishedEmpty => (
+                self.tally
+                    .empty_verdict()
+                    .unwrap_or_else(|| Failure::new(Code::EmptyResponse)),
+                ClosedBy::Them,
+            ),
             Cause::PolicyFinish(verdict) => (verdict, ClosedBy::Them),
             Cause::Eof if content => (Failure::new(Code::Truncated), ClosedBy::Them),
             Cause::Eof => (Failure::new(Code::EmptyResponse), ClosedBy::Them),
@@ -637,7 +654,7 @@ where
                 Step::Frame(frame, stop) => {
                     *this.held_bytes += frame.data_ref().map_or(0, Bytes::len);
                     this.held.push_back(frame);
-                    if this.track.content_seen() {
+                    if this.track.answered() {
                         *this.pending = stop;
                         return Poll::Ready(Ok(()));
                     }
