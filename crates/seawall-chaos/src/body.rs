@@ -15,7 +15,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use crate::conn::ConnControl;
 use crate::journal::{Ending, Journal, Outcome};
 use crate::plan::Step;
-use crate::wire::{self, Ctx};
+use crate::wire::{self, Ctx, Sent};
 
 /// Why a body stopped early. hyper aborts the connection when a body fails.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +50,8 @@ pub(crate) struct ChaosBody {
     stall_until: Option<Instant>,
     bytes: u64,
     tokens: u32,
+    /// The number of the last content token written (0 before the first).
+    last_token: u32,
     ended: bool,
 }
 
@@ -75,6 +77,7 @@ impl ChaosBody {
             stall_until: None,
             bytes: 0,
             tokens: 0,
+            last_token: 0,
             ended: len == 0,
         }
     }
@@ -101,6 +104,7 @@ impl ChaosBody {
             stall_until: None,
             bytes: 0,
             tokens: 0,
+            last_token: 0,
             ended: false,
         }
     }
@@ -124,6 +128,14 @@ impl ChaosBody {
     }
 
     /// Hands bytes to the connection; ends the row when they are the last.
+    /// The content tokens written so far.
+    fn sent(&self) -> Sent {
+        Sent {
+            count: self.tokens,
+            last: self.last_token,
+        }
+    }
+
     fn emit(&mut self, bytes: Bytes, tokens: u32) -> Poll<Option<Result<Frame<Bytes>, BodyCut>>> {
         self.bytes += bytes.len() as u64;
         self.tokens += tokens;
@@ -211,7 +223,9 @@ impl http_body::Body for ChaosBody {
                         return this.pending_or_shutdown(cx);
                     }
                     let ctx = this.ctx.as_ref().expect("played bodies have a context");
-                    let frame = wire::token(ctx, i, if is_last { finish } else { None });
+                    let finish = if is_last { finish } else { None };
+                    let frame = wire::token(ctx, i, finish, this.sent());
+                    this.last_token = i;
                     if is_last {
                         this.steps.pop_front();
                     } else if let Some(Step::Tokens { next, .. }) = this.steps.front_mut() {
@@ -223,7 +237,7 @@ impl http_body::Body for ChaosBody {
                     let finish = *finish;
                     this.steps.pop_front();
                     let ctx = this.ctx.as_ref().expect("played bodies have a context");
-                    let frame = wire::finish(ctx, finish, this.tokens);
+                    let frame = wire::finish(ctx, finish, this.sent());
                     return this.emit(frame, 0);
                 }
                 Step::Sleep(length) => {

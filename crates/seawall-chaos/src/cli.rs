@@ -19,6 +19,7 @@ pub const FAULTS_HELP: &str = r#"FAULTS
     Anthropic  POST /v1/messages                    ("stream": true for SSE)
     Gemini     POST /v1beta/models/M:generateContent
                POST /v1beta/models/M:streamGenerateContent?alt=sse
+    OpenAI Responses  POST /v1/responses            ("stream": true for SSE)
   The answer is `w1 w2 w3 ...` (token i = "w{i}"), so what a client delivered
   can be checked exactly. Examples use B='{"model":"gpt-x","stream":true,"messages":[]}'.
 
@@ -48,6 +49,7 @@ pub const FAULTS_HELP: &str = r#"FAULTS
     curl -N localhost:8080/v1/messages -H 'x-chaos-fault: stream_error_after;tokens=2' -d '{"model":"claude-x","stream":true}'
   truncate_after;tokens=N    N tokens, then a clean end without finish marker
     curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: truncate_after;tokens=5' -d "$B"
+    curl -N localhost:8080/v1/responses -H 'x-chaos-fault: truncate_after;tokens=5' -d '{"model":"gpt-x","stream":true,"input":"hi"}'
   reset_before_headers       read the request, then reset the connection without answering
     curl -v localhost:8080/v1/chat/completions -H 'x-chaos-fault: reset_before_headers' -d "$B"
   random;seed=S;p=P          seeded draw per request: with probability P a failure, else ok
@@ -55,7 +57,8 @@ pub const FAULTS_HELP: &str = r#"FAULTS
   The *_after faults take total=N (answer length, default 8) and delay_ms=N.
 
 SCRIPTS AND JOURNAL
-  Queue faults per route, used in order whatever the header says ("fail twice, then ok"):
+  Queue faults per route (openai, anthropic, gemini, openai_responses or a path),
+  used in order whatever the header says ("fail twice, then ok"):
     curl localhost:8080/_chaos/script -d '{"route":"openai","faults":["status;code=503","status;code=503","ok"]}'
   Every request is journaled (add `x-chaos-request-id: ID` to find yours):
     curl localhost:8080/_chaos/journal
@@ -67,7 +70,7 @@ SCRIPTS AND JOURNAL
 #[command(
     name = "seawall-chaos",
     version,
-    about = "A fault-injecting LLM provider server (OpenAI, Anthropic, Gemini wire formats).",
+    about = "A fault-injecting LLM provider server (OpenAI chat and Responses, Anthropic, Gemini wire formats).",
     after_help = "Run with --help for every fault and an example curl for each.",
     after_long_help = FAULTS_HELP
 )]

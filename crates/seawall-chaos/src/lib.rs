@@ -4,10 +4,11 @@
 //! Mocks prove a layer calls its inner service; they cannot prove what happens
 //! when a real socket hangs after the headers, a stream is reset after 400
 //! tokens, or an SSE body ends without its finish marker. `seawall-chaos`
-//! serves the OpenAI, Anthropic and Gemini wire formats over real HTTP/1.1 and
-//! fails on command:
+//! serves the OpenAI (chat completions and Responses), Anthropic and Gemini
+//! wire formats over real HTTP/1.1 and fails on command:
 //!
 //! - `POST /v1/chat/completions` (OpenAI, unary and `"stream": true`),
+//! - `POST /v1/responses` (OpenAI Responses API, unary and `"stream": true`),
 //! - `POST /v1/messages` (Anthropic, unary and `"stream": true`),
 //! - `POST /v1beta/models/{model}:generateContent` and
 //!   `:streamGenerateContent?alt=sse` (Gemini).

@@ -164,7 +164,7 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
             match fault {
                 Fault::ResetAfter { .. } => steps.push_back(Step::Reset),
                 Fault::StreamErrorAfter { .. } => {
-                    steps.push_back(Step::Bytes(wire::stream_error(ctx), 0))
+                    steps.push_back(Step::Bytes(wire::stream_error(ctx, *tokens), 0))
                 }
                 _ => {}
             }

@@ -163,8 +163,8 @@ impl ChaosHandle {
         }
     }
 
-    /// Replaces the script of `route` (a provider name, `openai`/`anthropic`/`gemini`,
-    /// or a served path): the next requests on that provider get these faults in
+    /// Replaces the script of `route` (a provider name,
+    /// `openai`/`anthropic`/`gemini`/`openai_responses`, or a served path): the next requests on that provider get these faults in
     /// order, whatever their header says; once the script is used up, headers
     /// rule again.
     pub fn script(&self, route: &str, faults: Vec<Fault>) -> Result<(), UnknownRoute> {
@@ -328,14 +328,35 @@ struct RequestFields {
     /// Gemini conversations.
     #[serde(default)]
     contents: Vec<Turn>,
+    /// Responses API input: a string, or a list of items.
+    #[serde(default)]
+    input: Option<serde_json::Value>,
 }
 
-/// One conversation turn, in any of the three shapes: only what continuation needs.
-#[derive(Deserialize)]
+impl RequestFields {
+    /// The turns of the conversation, in `provider`'s field. Responses input
+    /// items that are not turns (tool calls, ...) count as turns of no role.
+    fn turns(&mut self, provider: Provider) -> Vec<Turn> {
+        match provider {
+            Provider::OpenAi | Provider::Anthropic => std::mem::take(&mut self.messages),
+            Provider::Gemini => std::mem::take(&mut self.contents),
+            Provider::OpenAiResponses => match self.input.take() {
+                Some(serde_json::Value::Array(items)) => items
+                    .into_iter()
+                    .map(|item| serde_json::from_value(item).unwrap_or_default())
+                    .collect(),
+                _ => Vec::new(),
+            },
+        }
+    }
+}
+
+/// One conversation turn, in any of the four shapes: only what continuation needs.
+#[derive(Default, Deserialize)]
 struct Turn {
     #[serde(default)]
     role: String,
-    /// OpenAI / Anthropic: a string or a list of content blocks.
+    /// OpenAI / Anthropic / Responses: a string or a list of content blocks (parts).
     #[serde(default)]
     content: Option<serde_json::Value>,
     /// Gemini: a list of parts.
@@ -443,7 +464,9 @@ fn json_response(status: u16, body: String) -> Response<ChaosBody> {
 /// The provider's request-id header, when it has one.
 fn request_id_header(provider: Provider) -> Option<HeaderName> {
     match provider {
-        Provider::OpenAi => Some(HeaderName::from_static("x-request-id")),
+        Provider::OpenAi | Provider::OpenAiResponses => {
+            Some(HeaderName::from_static("x-request-id"))
+        }
         Provider::Anthropic => Some(HeaderName::from_static("request-id")),
         Provider::Gemini => None,
     }
@@ -739,22 +762,23 @@ fn parse_request(
     };
     match (model_in_path, stream_by_path) {
         (Some(model), Some(stream)) => {
-            let fields: RequestFields = serde_json::from_slice(body).map_err(invalid)?;
+            let mut fields: RequestFields = serde_json::from_slice(body).map_err(invalid)?;
             Ok(RequestShape {
                 model,
                 stream,
                 include_usage: false,
-                continues_after: continues_after(&fields.contents),
+                continues_after: continues_after(&fields.turns(provider)),
             })
         }
         _ => {
-            let fields: RequestFields = serde_json::from_slice(body).map_err(invalid)?;
+            let mut fields: RequestFields = serde_json::from_slice(body).map_err(invalid)?;
+            let turns = fields.turns(provider);
             Ok(RequestShape {
                 model: fields.model.unwrap_or_else(|| "chaos-model".to_owned()),
                 stream: fields.stream,
                 include_usage: provider == Provider::OpenAi
                     && fields.stream_options.is_some_and(|o| o.include_usage),
-                continues_after: continues_after(&fields.messages),
+                continues_after: continues_after(&turns),
             })
         }
     }

@@ -8,6 +8,7 @@
 mod anthropic;
 mod gemini;
 mod openai;
+mod openai_responses;
 
 use std::fmt;
 use std::str::FromStr;
@@ -28,15 +29,20 @@ pub enum Provider {
     Anthropic,
     /// Gemini: `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent?alt=sse`.
     Gemini,
+    /// OpenAI Responses API: `POST /v1/responses`.
+    #[serde(rename = "openai_responses")]
+    OpenAiResponses,
 }
 
 impl Provider {
-    /// The name used in scripts and the journal: `openai`, `anthropic` or `gemini`.
+    /// The name used in scripts and the journal: `openai`, `anthropic`,
+    /// `gemini` or `openai_responses`.
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
             Provider::Anthropic => "anthropic",
             Provider::Gemini => "gemini",
+            Provider::OpenAiResponses => "openai_responses",
         }
     }
 
@@ -45,6 +51,7 @@ impl Provider {
         match path {
             "/v1/chat/completions" => Some(Provider::OpenAi),
             "/v1/messages" => Some(Provider::Anthropic),
+            "/v1/responses" => Some(Provider::OpenAiResponses),
             p if p.starts_with("/v1beta/models/") => Some(Provider::Gemini),
             _ => None,
         }
@@ -60,21 +67,23 @@ impl fmt::Display for Provider {
 /// A route name that is neither a provider name nor a served path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown route `{0}`: expected openai, anthropic, gemini, /v1/chat/completions, \
-     /v1/messages or a /v1beta/models/... path"
+    "unknown route `{0}`: expected openai, anthropic, gemini, openai_responses, \
+     /v1/chat/completions, /v1/messages, /v1/responses or a /v1beta/models/... path"
 )]
 pub struct UnknownRoute(pub String);
 
 impl FromStr for Provider {
     type Err = UnknownRoute;
 
-    /// Accepts a provider name (`openai`, `open_ai`, `anthropic`, `gemini`) or a served path.
+    /// Accepts a provider name (`openai`, `open_ai`, `anthropic`, `gemini`,
+    /// `openai_responses`, `open_ai_responses`) or a served path.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
         match s.to_ascii_lowercase().as_str() {
             "openai" | "open_ai" => Ok(Provider::OpenAi),
             "anthropic" => Ok(Provider::Anthropic),
             "gemini" => Ok(Provider::Gemini),
+            "openai_responses" | "open_ai_responses" => Ok(Provider::OpenAiResponses),
             _ => Provider::for_path(s.split('?').next().unwrap_or_default())
                 .ok_or_else(|| UnknownRoute(s.chars().take(128).collect())),
         }
@@ -84,15 +93,15 @@ impl FromStr for Provider {
 /// How an answer ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Finish {
-    /// Natural end: `stop` / `end_turn` / `STOP`.
+    /// Natural end: `stop` / `end_turn` / `STOP` / `completed`.
     Stop,
-    /// Max tokens reached: `length` / `max_tokens` / `MAX_TOKENS`.
+    /// Max tokens reached: `length` / `max_tokens` / `MAX_TOKENS` / `incomplete`.
     Length,
-    /// Refused: `content_filter` + `delta.refusal` / `refusal` / `SAFETY`.
+    /// Refused: `content_filter` + `delta.refusal` / `refusal` / `SAFETY` / a `refusal` part.
     Refusal,
 }
 
-/// What OpenAI says when it refuses.
+/// What OpenAI chat completions says when it refuses.
 pub(crate) const REFUSAL_TEXT: &str = "I'm sorry, but I can't help with that.";
 
 /// Everything a frame needs to know about its request.
@@ -124,6 +133,7 @@ impl Ctx {
             Provider::OpenAi => format!("chatcmpl-chaos{seq}"),
             Provider::Anthropic => format!("msg_chaos{seq}"),
             Provider::Gemini => format!("chaos{seq}"),
+            Provider::OpenAiResponses => format!("resp_chaos{seq}"),
         };
         Ctx {
             provider,
@@ -165,6 +175,23 @@ pub fn repeats_a_token(text: &str) -> bool {
     token_numbers(text).any(|n| !seen.insert(n))
 }
 
+/// The content tokens a stream body has written so far: one run of
+/// `count` tokens ending with token `last` (both 0 before the first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Sent {
+    pub count: u32,
+    pub last: u32,
+}
+
+impl Sent {
+    /// The text of the run: tokens `last - count + 1 ..= last`.
+    pub(crate) fn text(self) -> String {
+        (self.last + 1 - self.count..=self.last)
+            .map(token_text)
+            .collect()
+    }
+}
+
 /// Whether the finish marker rides on the last content frame instead of a frame of its own.
 pub(crate) fn finish_merges_into_last_token(ctx: &Ctx, finish: Finish, tokens: u32) -> bool {
     ctx.provider == Provider::Gemini && finish != Finish::Refusal && tokens > 0
@@ -176,6 +203,7 @@ pub(crate) fn preamble(ctx: &Ctx) -> Option<Bytes> {
         Provider::OpenAi => Some(openai::role_chunk(ctx).into()),
         Provider::Anthropic => Some(anthropic::message_start(ctx).into()),
         Provider::Gemini => None,
+        Provider::OpenAiResponses => Some(openai_responses::preamble(ctx).into()),
     }
 }
 
@@ -185,36 +213,42 @@ pub(crate) fn first_frame(ctx: &Ctx) -> Bytes {
         Provider::OpenAi => openai::role_chunk(ctx).into(),
         Provider::Anthropic => anthropic::message_start(ctx).into(),
         Provider::Gemini => gemini::role_frame(ctx).into(),
+        Provider::OpenAiResponses => openai_responses::created(ctx).into(),
     }
 }
 
-/// Content token `i`; `finish` set when the finish marker rides on it.
-pub(crate) fn token(ctx: &Ctx, i: u32, finish: Option<Finish>) -> Bytes {
+/// Content token `i`, written after `sent`; `finish` set when the finish marker rides on it.
+pub(crate) fn token(ctx: &Ctx, i: u32, finish: Option<Finish>, sent: Sent) -> Bytes {
     match ctx.provider {
         Provider::OpenAi => openai::token_chunk(ctx, i),
         Provider::Anthropic => anthropic::token_delta(i),
         Provider::Gemini => gemini::token_frame(ctx, i, finish),
+        Provider::OpenAiResponses => openai_responses::token_events(ctx, i, sent.count),
     }
     .into()
 }
 
-/// The frames that end a stream after `tokens` content tokens (empty when merged).
-pub(crate) fn finish(ctx: &Ctx, finish: Finish, tokens: u32) -> Bytes {
+/// The frames that end a stream after the content tokens `sent` (empty when merged).
+pub(crate) fn finish(ctx: &Ctx, finish: Finish, sent: Sent) -> Bytes {
+    let tokens = sent.count;
     match ctx.provider {
         Provider::OpenAi => openai::finish_chunks(ctx, finish, tokens),
         Provider::Anthropic => anthropic::finish_events(finish, tokens),
         Provider::Gemini if finish_merges_into_last_token(ctx, finish, tokens) => String::new(),
         Provider::Gemini => gemini::finish_frame(ctx, finish, tokens),
+        Provider::OpenAiResponses => openai_responses::finish_events(ctx, finish, sent),
     }
     .into()
 }
 
-/// The in-stream error event.
-pub(crate) fn stream_error(ctx: &Ctx) -> Bytes {
+/// The in-stream error event, after `tokens` content tokens.
+pub(crate) fn stream_error(ctx: &Ctx, tokens: u32) -> Bytes {
     Bytes::from_static(match ctx.provider {
         Provider::OpenAi => openai::STREAM_ERROR.as_bytes(),
         Provider::Anthropic => anthropic::STREAM_ERROR.as_bytes(),
         Provider::Gemini => gemini::STREAM_ERROR.as_bytes(),
+        // Numbered with the rest of the stream.
+        Provider::OpenAiResponses => return openai_responses::stream_error(tokens).into(),
     })
 }
 
@@ -222,7 +256,7 @@ pub(crate) fn stream_error(ctx: &Ctx) -> Bytes {
 pub(crate) fn ping(ctx: &Ctx) -> Bytes {
     Bytes::from_static(match ctx.provider {
         Provider::Anthropic => anthropic::PING.as_bytes(),
-        Provider::OpenAi | Provider::Gemini => b": ping\n\n",
+        Provider::OpenAi | Provider::Gemini | Provider::OpenAiResponses => b": ping\n\n",
     })
 }
 
@@ -233,6 +267,7 @@ pub(crate) fn unary_parts(ctx: &Ctx, finish: Finish, tokens: u32) -> (String, St
         Provider::OpenAi => openai::unary_parts(ctx, finish, tokens),
         Provider::Anthropic => anthropic::unary_parts(ctx, finish, tokens),
         Provider::Gemini => gemini::unary_parts(ctx, finish, tokens),
+        Provider::OpenAiResponses => openai_responses::unary_parts(ctx, finish, tokens),
     }
 }
 
@@ -247,6 +282,7 @@ pub(crate) fn error_body(
         Provider::OpenAi => openai::error_body(model, fault),
         Provider::Anthropic => anthropic::error_body(model, request_id, fault),
         Provider::Gemini => gemini::error_body(model, fault),
+        Provider::OpenAiResponses => openai_responses::error_body(model, fault),
     }
     .to_string()
 }
@@ -260,7 +296,9 @@ pub(crate) fn rejection_body(
     request_id: &str,
 ) -> String {
     match provider {
-        Provider::OpenAi => openai::rejection_body(status, code, message),
+        Provider::OpenAi | Provider::OpenAiResponses => {
+            openai::rejection_body(status, code, message)
+        }
         Provider::Anthropic => anthropic::rejection_body(status, message, request_id),
         Provider::Gemini => gemini::rejection_body(status, message),
     }
@@ -271,7 +309,7 @@ pub(crate) fn rejection_body(
 /// request was unary: there is no stream to carry the event, so it becomes a 5xx.
 pub(crate) fn unary_stream_error(provider: Provider) -> StatusFault {
     match provider {
-        Provider::OpenAi => StatusFault::new(500),
+        Provider::OpenAi | Provider::OpenAiResponses => StatusFault::new(500),
         Provider::Anthropic => StatusFault::new(529),
         Provider::Gemini => StatusFault::new(503),
     }
@@ -321,6 +359,19 @@ mod tests {
         assert_eq!(
             "/v1beta/models/gemini-x:streamGenerateContent?alt=sse".parse::<Provider>(),
             Ok(Provider::Gemini)
+        );
+        assert_eq!(
+            "openai_responses".parse::<Provider>(),
+            Ok(Provider::OpenAiResponses)
+        );
+        assert_eq!(
+            "/v1/responses".parse::<Provider>(),
+            Ok(Provider::OpenAiResponses)
+        );
+        assert_eq!(Provider::OpenAiResponses.as_str(), "openai_responses");
+        assert_eq!(
+            serde_json::to_string(&Provider::OpenAiResponses).unwrap(),
+            "\"openai_responses\""
         );
         assert!("/v2/nothing".parse::<Provider>().is_err());
     }
