@@ -4,11 +4,17 @@
 //! as an HTTP date, `retry-after-ms`, `x-should-retry`, gRPC's
 //! `grpc-retry-pushback-ms`, Gemini's `google.rpc.RetryInfo.retryDelay` in
 //! the error body, and, as a last resort, "try again in 1.574s" in a message.
-//! Every parser here returns `None` for anything absurd — negative, garbage,
-//! overflowing, a date in the past — and never panics. A hint longer than
-//! [`MAX_RETRY_HINT`] is clamped to it: that is still far past any quota
-//! wall, so the quota verdict is unchanged, and no arithmetic downstream can
-//! overflow.
+//! Every parser here returns `None` for anything malformed — negative,
+//! garbage, a date in the past — and never panics. A well-formed hint longer
+//! than [`MAX_RETRY_HINT`] is clamped to it, however many digits it has (a
+//! value too long for any integer type included): that is still far past
+//! any quota wall, so the quota verdict is the same for every absurdly long
+//! hint, and no arithmetic downstream can overflow.
+//!
+//! Values are trimmed of surrounding whitespace first; whitespace inside a
+//! number, a sign and an exponent make it malformed. Only the millisecond,
+//! protobuf and text forms take a fraction (`20.5`); `Retry-After`'s
+//! delta-seconds and gRPC's pushback are whole numbers.
 
 use std::time::{Duration, SystemTime};
 
@@ -57,8 +63,10 @@ impl RetryHint {
     }
 }
 
-/// `Retry-After`: delta-seconds (`120`) or an HTTP date. A date in the past
-/// or garbage gives `None`.
+/// `Retry-After`: delta-seconds (`120`, whole digits only) or an HTTP date.
+/// Delta-seconds past [`MAX_RETRY_HINT`] are clamped to it, however many
+/// digits. A date in the past, a negative or fractional number (`-5`,
+/// `1.5`) or garbage gives `None`.
 pub fn parse_retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duration> {
     let text = value.to_str().ok()?.trim();
     if text.bytes().all(|b| b.is_ascii_digit()) {
@@ -69,7 +77,9 @@ pub fn parse_retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duratio
     (!delay.is_zero()).then(|| delay.min(MAX_RETRY_HINT))
 }
 
-/// `retry-after-ms`: whole or fractional milliseconds (`1500`, `20.5`).
+/// `retry-after-ms`: whole or fractional milliseconds (`1500`, `20.5`),
+/// clamped to [`MAX_RETRY_HINT`] however many digits. A sign, an exponent
+/// (`-1`, `1e9`) or garbage gives `None`.
 pub fn parse_retry_after_ms(value: &HeaderValue) -> Option<Duration> {
     let millis = parse_decimal(value.to_str().ok()?.trim())?;
     Some(secs_f64_capped(millis / 1000.0))
@@ -93,31 +103,31 @@ pub enum Pushback {
     DoNotRetry,
 }
 
-/// `grpc-retry-pushback-ms`: an integer; negative means do not retry.
+/// `grpc-retry-pushback-ms`: an integer; negative means do not retry. A
+/// positive one is clamped to [`MAX_RETRY_HINT`] however many digits.
 pub fn parse_grpc_pushback(value: &HeaderValue) -> Option<Pushback> {
     let text = value.to_str().ok()?.trim();
     if let Some(rest) = text.strip_prefix('-') {
         return (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
             .then_some(Pushback::DoNotRetry);
     }
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let millis: u64 = text.parse().ok()?;
+    let millis = parse_digits(text)?;
     Some(Pushback::After(
         Duration::from_millis(millis).min(MAX_RETRY_HINT),
     ))
 }
 
 /// A protobuf JSON duration, as in Gemini's `RetryInfo.retryDelay`: `"26s"`,
-/// `"1.5s"`, `"0.200s"`.
+/// `"1.5s"`, `"0.200s"`; clamped to [`MAX_RETRY_HINT`] however many digits.
+/// A sign (`"-3s"`) or a space before the unit gives `None`.
 pub fn parse_proto_duration(text: &str) -> Option<Duration> {
     let seconds = text.trim().strip_suffix('s')?;
     Some(secs_f64_capped(parse_decimal(seconds)?))
 }
 
 /// The last resort: a hint in a message, as in OpenAI's "Please try again in
-/// 1.574s." or "try again in 20ms" or "Please try again in 6m0s.".
+/// 1.574s." or "try again in 20ms" or "Please try again in 6m0s.";
+/// clamped to [`MAX_RETRY_HINT`] however many digits.
 pub fn parse_text_hint(message: &str) -> Option<Duration> {
     const MARKER: &[u8] = b"try again in ";
     let searched = crate::failure::excerpt(message, 4096).as_bytes();
@@ -162,18 +172,29 @@ fn parse_go_duration(text: &str) -> Option<Duration> {
 }
 
 fn parse_whole_seconds(text: &str) -> Option<Duration> {
-    if text.is_empty() {
-        return None;
-    }
-    // Digits only (checked by the caller); overflow of u64 is absurd → None.
-    let seconds: u64 = text.parse().ok()?;
+    let seconds = parse_digits(text)?;
     Some(Duration::from_secs(seconds).min(MAX_RETRY_HINT))
 }
 
-/// A non-negative decimal number of plain digits and at most one dot.
+/// A non-empty run of ASCII digits as a `u64`, saturating: a number too
+/// long for it is `u64::MAX`, which every caller clamps to the cap, so an
+/// absurdly long hint means the same as the longest one that fits.
+fn parse_digits(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    match text.parse::<u64>() {
+        Ok(n) => Some(n),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Some(u64::MAX),
+        Err(_) => None,
+    }
+}
+
+/// A non-negative decimal number of plain digits and at most one dot, of
+/// any length: one too large for an `f64` is infinite, which
+/// [`secs_f64_capped`] clamps to the cap like any other huge value.
 fn parse_decimal(text: &str) -> Option<f64> {
     let well_formed = !text.is_empty()
-        && text.len() <= 32
         && text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
         && text.bytes().filter(|&b| b == b'.').count() <= 1
         && text.bytes().any(|b| b.is_ascii_digit());
@@ -181,9 +202,10 @@ fn parse_decimal(text: &str) -> Option<f64> {
         return None;
     }
     let value: f64 = text.parse().ok()?;
-    value.is_finite().then_some(value)
+    (!value.is_nan()).then_some(value)
 }
 
+/// Non-negative seconds (infinity included) as a duration, at most the cap.
 fn secs_f64_capped(seconds: f64) -> Duration {
     if seconds >= MAX_RETRY_HINT.as_secs_f64() {
         MAX_RETRY_HINT
@@ -220,7 +242,10 @@ mod tests {
         assert_eq!(parse_retry_after(&hv("-5"), now), None);
         assert_eq!(parse_retry_after(&hv("soon"), now), None);
         assert_eq!(parse_retry_after(&hv("1.5"), now), None);
-        assert_eq!(parse_retry_after(&hv("99999999999999999999999"), now), None);
+        assert_eq!(
+            parse_retry_after(&hv("99999999999999999999999"), now),
+            Some(MAX_RETRY_HINT)
+        );
         assert_eq!(
             parse_retry_after(&hv("48489"), now),
             Some(Duration::from_secs(48489))
@@ -228,6 +253,116 @@ mod tests {
         assert_eq!(
             parse_retry_after(&hv("9999999999"), now),
             Some(MAX_RETRY_HINT)
+        );
+    }
+
+    /// A well-formed value too long for any integer type means what the
+    /// longest one that parses means: the cap, a quota wall. Before, it was
+    /// no hint at all, retried as a plain rate limit.
+    #[test]
+    fn absurdly_long_values_are_clamped_like_long_ones() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
+        let long = "9".repeat(200);
+        let past_u64 = "18446744073709551616"; // u64::MAX + 1
+        for digits in [past_u64, "99999999999999999999999", long.as_str()] {
+            assert_eq!(
+                parse_retry_after(&hv(digits), now),
+                Some(MAX_RETRY_HINT),
+                "{digits}"
+            );
+            assert_eq!(
+                parse_retry_after_ms(&hv(digits)),
+                Some(MAX_RETRY_HINT),
+                "{digits}"
+            );
+            assert_eq!(
+                parse_grpc_pushback(&hv(digits)),
+                Some(Pushback::After(MAX_RETRY_HINT))
+            );
+            assert_eq!(
+                parse_proto_duration(&format!("{digits}s")),
+                Some(MAX_RETRY_HINT)
+            );
+            assert_eq!(
+                parse_text_hint(&format!("Please try again in {digits}ms.")),
+                Some(MAX_RETRY_HINT)
+            );
+            assert_eq!(
+                parse_grpc_pushback(&hv(&format!("-{digits}"))),
+                Some(Pushback::DoNotRetry)
+            );
+            assert_eq!(parse_retry_after(&hv(&format!("-{digits}")), now), None);
+        }
+        // Past f64's range too (1.8e308): still the cap, never "no hint".
+        let beyond_f64 = "9".repeat(400);
+        assert_eq!(parse_retry_after_ms(&hv(&beyond_f64)), Some(MAX_RETRY_HINT));
+        assert_eq!(
+            parse_retry_after_ms(&hv(&format!("{beyond_f64}.5"))),
+            Some(MAX_RETRY_HINT)
+        );
+        assert_eq!(
+            parse_proto_duration(&format!("{beyond_f64}s")),
+            Some(MAX_RETRY_HINT)
+        );
+        // Leading zeros are not magnitude.
+        let padded = format!("{}120", "0".repeat(60));
+        assert_eq!(
+            parse_retry_after(&hv(&padded), now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            parse_retry_after_ms(&hv(&padded)),
+            Some(Duration::from_millis(120))
+        );
+        // The same verdict through the headers as the longest value that fits.
+        let hint_of = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(http::header::RETRY_AFTER, hv(value));
+            RetryHint::from_headers(&headers, now)
+        };
+        assert_eq!(hint_of(&long), hint_of(&u64::MAX.to_string()));
+        assert_eq!(hint_of(&long).after, Some(MAX_RETRY_HINT));
+    }
+
+    /// Signs, fractions, exponents and inner whitespace are malformed where
+    /// the docs say so; surrounding whitespace is trimmed.
+    #[test]
+    fn signs_fractions_and_whitespace_behave_as_documented() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
+        for bad in ["-5", "+5", "1.5", "1e3", "1 2", "", "   ", "0x10", "5s"] {
+            assert_eq!(parse_retry_after(&hv(bad), now), None, "{bad:?}");
+            // A negative pushback is not malformed: it refuses a retry.
+            if !bad.starts_with('-') {
+                assert_eq!(parse_grpc_pushback(&hv(bad)), None, "{bad:?}");
+            }
+        }
+        for bad in [
+            "-1", "+1", "1e3", "1 2", "", ".", "1.2.3", "-0.5", "inf", "NaN",
+        ] {
+            assert_eq!(parse_retry_after_ms(&hv(bad)), None, "{bad:?}");
+            assert_eq!(parse_proto_duration(&format!("{bad}s")), None, "{bad:?}");
+        }
+        assert_eq!(parse_proto_duration("26 s"), None);
+        assert_eq!(
+            parse_retry_after(&hv(" \t120 "), now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            parse_retry_after_ms(&hv(" 20.5\t")),
+            Some(Duration::from_micros(20_500))
+        );
+        assert_eq!(
+            parse_retry_after_ms(&hv(".5")),
+            Some(Duration::from_micros(500))
+        );
+        assert_eq!(
+            parse_grpc_pushback(&hv(" 250 ")),
+            Some(Pushback::After(Duration::from_millis(250)))
+        );
+        assert_eq!(parse_grpc_pushback(&hv(" -1 ")), Some(Pushback::DoNotRetry));
+        assert_eq!(
+            parse_proto_duration(" 1.5s "),
+            Some(Duration::from_millis(1500))
         );
     }
 
@@ -326,6 +461,84 @@ mod tests {
             let text = String::from_utf8_lossy(&bytes);
             prop_assert!(parse_proto_duration(&text).is_none_or(|d| d <= MAX_RETRY_HINT));
             prop_assert!(parse_text_hint(&text).is_none_or(|d| d <= MAX_RETRY_HINT));
+        }
+
+        /// Any run of digits is a hint, at most the cap, and exactly the
+        /// number it spells up to the cap; leading zeros change nothing.
+        #[test]
+        fn any_run_of_digits_is_a_capped_hint(digits in "[0-9]{1,200}") {
+            let value = hv(&digits);
+            let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
+            let significant = digits.trim_start_matches('0');
+            let cap = MAX_RETRY_HINT.as_secs();
+            // The cap has 6 digits: longer is past it, shorter fits a u64.
+            let spelled = (significant.len() <= 7)
+                .then(|| significant.parse::<u64>().unwrap_or(0))
+                .filter(|&n| n < cap);
+            prop_assert_eq!(
+                parse_retry_after(&value, now),
+                Some(spelled.map_or(MAX_RETRY_HINT, Duration::from_secs))
+            );
+            let after = parse_retry_after_ms(&value);
+            prop_assert!(after.is_some_and(|d| d <= MAX_RETRY_HINT));
+            let pushback = parse_grpc_pushback(&value);
+            prop_assert!(matches!(pushback, Some(Pushback::After(d)) if d <= MAX_RETRY_HINT));
+            let (proto, text) = (format!("{digits}s"), format!("try again in {digits}s."));
+            let proto = parse_proto_duration(&proto);
+            prop_assert!(proto.is_some_and(|d| d <= MAX_RETRY_HINT));
+            prop_assert_eq!(parse_text_hint(&text), proto);
+        }
+
+        /// A larger number never gives a shorter hint, in any form.
+        #[test]
+        fn longer_numbers_never_give_shorter_hints(
+            a in "[0-9]{1,200}",
+            b in "[0-9]{1,200}",
+            fraction in proptest::option::of("[0-9]{1,12}"),
+        ) {
+            let magnitude = |s: &str| {
+                let s = s.trim_start_matches('0');
+                (s.len(), s.to_owned())
+            };
+            let (small, large) = if magnitude(&a) <= magnitude(&b) { (a, b) } else { (b, a) };
+            let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
+            prop_assert!(parse_retry_after(&hv(&small), now) <= parse_retry_after(&hv(&large), now));
+            let pushback = |s: &str| match parse_grpc_pushback(&hv(s)) {
+                Some(Pushback::After(d)) => Some(d),
+                _ => None,
+            };
+            prop_assert!(pushback(&small) <= pushback(&large));
+            // A fraction on the smaller number cannot lift it past the
+            // larger, unless the two are equal.
+            let small = match &fraction {
+                Some(f) if magnitude(&small) < magnitude(&large) => format!("{small}.{f}"),
+                _ => small,
+            };
+            let ms = (parse_retry_after_ms(&hv(&small)), parse_retry_after_ms(&hv(&large)));
+            prop_assert!(ms.0 <= ms.1);
+            let (small_s, large_s) = (format!("{small}s"), format!("{large}s"));
+            let proto = (parse_proto_duration(&small_s), parse_proto_duration(&large_s));
+            prop_assert!(proto.0 <= proto.1);
+            let (small_t, large_t) = (format!("try again in {small}ms"), format!("try again in {large}ms"));
+            let text = (parse_text_hint(&small_t), parse_text_hint(&large_t));
+            prop_assert!(text.0 <= text.1);
+        }
+
+        /// Digits with anything but a digit (or, where fractions are
+        /// allowed, one dot) inside are no hint, however long.
+        #[test]
+        fn digits_with_garbage_inside_are_no_hint(
+            head in "[0-9]{1,100}",
+            junk in "[-+eEx,_ :/]",
+            tail in "[0-9]{1,100}",
+        ) {
+            let text = format!("{head}{junk}{tail}");
+            let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
+            prop_assert_eq!(parse_retry_after(&hv(&text), now), None);
+            prop_assert_eq!(parse_retry_after_ms(&hv(&text)), None);
+            prop_assert_eq!(parse_grpc_pushback(&hv(&text)), None);
+            let proto = format!("{text}s");
+            prop_assert_eq!(parse_proto_duration(&proto), None);
         }
 
         #[test]
