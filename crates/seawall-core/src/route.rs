@@ -7,6 +7,10 @@ use std::sync::Arc;
 /// Cheap to clone (an `Arc<str>`). A caller may put one in the request
 /// extensions; otherwise layers derive it from the URI authority with
 /// [`RouteId::of_request`].
+///
+/// A derived name is the authority's `host:port` only: never the userinfo
+/// (`user:password@`, where a key in a base URL would sit), nor a path or
+/// query. Route names end up in receipts, logs, errors and metric labels.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RouteId(Arc<str>);
 
@@ -21,13 +25,10 @@ impl RouteId {
         &self.0
     }
 
-    /// The route of a URI: its authority (`host:port`), or `"default"` for a
-    /// URI without one.
+    /// The route of a URI: its authority's `host:port`, without any
+    /// `user:password@` in front, or `"default"` for a URI without one.
     pub fn from_uri(uri: &http::Uri) -> Self {
-        match uri.authority() {
-            Some(authority) => RouteId::new(authority.as_str()),
-            None => RouteId::new("default"),
-        }
+        RouteId::new(name_of_uri(uri))
     }
 
     /// The name of the route a request goes to, borrowed: what
@@ -36,7 +37,7 @@ impl RouteId {
     pub fn name_of_request<B>(request: &http::Request<B>) -> &str {
         match request.extensions().get::<RouteId>() {
             Some(route) => route.as_str(),
-            None => request.uri().authority().map_or("default", |a| a.as_str()),
+            None => name_of_uri(request.uri()),
         }
     }
 
@@ -48,6 +49,22 @@ impl RouteId {
             .get::<RouteId>()
             .cloned()
             .unwrap_or_else(|| RouteId::from_uri(request.uri()))
+    }
+}
+
+/// The route name of a URI, borrowed from it: the authority after its last
+/// `@` (a host cannot contain one; userinfo can, so the last one ends it),
+/// or `"default"` without an authority. Never the path or query: they are
+/// not part of the authority.
+fn name_of_uri(uri: &http::Uri) -> &str {
+    match uri.authority() {
+        Some(authority) => {
+            let authority = authority.as_str();
+            authority
+                .rfind('@')
+                .map_or(authority, |at| &authority[at + 1..])
+        }
+        None => "default",
     }
 }
 
@@ -108,6 +125,80 @@ mod tests {
         let mut named = http::Request::get("http://a.example/x").body(()).unwrap();
         named.extensions_mut().insert(RouteId::new("primary"));
         assert_eq!(cache.route_of(&named).as_str(), "primary");
+    }
+
+    /// Every way of naming a request's route, for a URI.
+    fn names(uri: &str) -> [String; 4] {
+        let request = http::Request::get(uri).body(()).unwrap();
+        [
+            RouteId::from_uri(request.uri()).as_str().to_owned(),
+            RouteId::name_of_request(&request).to_owned(),
+            RouteId::of_request(&request).as_str().to_owned(),
+            RouteCache::default().route_of(&request).as_str().to_owned(),
+        ]
+    }
+
+    #[test]
+    fn route_names_never_carry_userinfo_path_or_query() {
+        for (uri, name) in [
+            ("http://key:secret@host:8080/v1", "host:8080"),
+            ("http://user@host", "host"),
+            ("http://@host/x", "host"),
+            ("https://u:p@ss@host:443/v1?key=secret", "host:443"),
+            ("http://host:8080/v1?key=secret#frag", "host:8080"),
+            ("http://[::1]:8080/v1", "[::1]:8080"),
+            ("http://key:secret@[::1]:8080/v1", "[::1]:8080"),
+            ("http://user@[fe80::1%25eth0]/v1", "[fe80::1%25eth0]"),
+            ("http://a%40b:c%40d@host/", "host"),
+        ] {
+            assert_eq!(names(uri), [name; 4].map(String::from), "{uri}");
+        }
+    }
+
+    #[test]
+    fn the_borrowed_name_is_a_slice_of_the_uri() {
+        let request = http::Request::get("http://key:secret@host:8080/v1")
+            .body(())
+            .unwrap();
+        let name = RouteId::name_of_request(&request);
+        let authority = request.uri().authority().unwrap().as_str();
+        assert_eq!(name, "host:8080");
+        assert!(authority.as_bytes().as_ptr_range().contains(&name.as_ptr()));
+    }
+
+    #[test]
+    fn the_cache_never_shares_a_name_with_userinfo() {
+        let cache = RouteCache::default();
+        let plain = http::Request::get("http://host:8080/v1").body(()).unwrap();
+        let keyed = http::Request::get("http://k:s@host:8080/v1")
+            .body(())
+            .unwrap();
+        let first = cache.route_of(&keyed);
+        let again = cache.route_of(&plain);
+        assert_eq!(first.as_str(), "host:8080");
+        assert!(Arc::ptr_eq(&first.0, &again.0), "one route, one name");
+    }
+
+    proptest::proptest! {
+        /// Userinfo of any allowed characters, with one `@` or more in it,
+        /// in front of a name, an IPv6 literal, with or without a port.
+        #[test]
+        fn no_route_name_contains_an_at_sign(
+            user in "[A-Za-z0-9._~!$&'()*+,;=:%-]{0,24}",
+            ats in 1usize..3,
+            host in "([a-z0-9-]{1,20}(\\.[a-z0-9-]{1,10}){0,2}|\\[[0-9a-f:]{2,20}\\])",
+            port in proptest::option::of(1u16..),
+            rest in "(/[a-z0-9?=&]{0,12}){0,3}",
+        ) {
+            let port = port.map(|p| format!(":{p}")).unwrap_or_default();
+            let userinfo = vec![user.as_str(); ats].join("@");
+            let uri = format!("http://{userinfo}@{host}{port}{rest}");
+            let expected = format!("{host}{port}");
+            for name in &names(&uri) {
+                proptest::prop_assert!(!name.contains('@'), "{} from {}", name, uri);
+                proptest::prop_assert_eq!(name, &expected);
+            }
+        }
     }
 
     #[test]
