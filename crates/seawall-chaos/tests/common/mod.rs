@@ -127,3 +127,43 @@ pub fn openai_text(body: &str) -> String {
         })
         .collect()
 }
+
+pub const RESPONSES: &str = "/v1/responses";
+pub const RESPONSES_STREAM_BODY: &str = r#"{"model":"gpt-x","stream":true,"input":"hi"}"#;
+pub const RESPONSES_UNARY_BODY: &str =
+    r#"{"model":"gpt-x","input":[{"role":"user","content":"hi"}],"max_output_tokens":64}"#;
+
+/// One event of a Responses stream: its `event:` name and its `data:` parsed.
+#[derive(Debug)]
+pub struct Event {
+    pub name: String,
+    pub data: serde_json::Value,
+}
+
+/// The events of a Responses stream, in order; comment-only blocks (`: ping`) skipped.
+pub fn events(body: &str) -> Vec<Event> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let name = block.lines().find_map(|l| l.strip_prefix("event: "))?;
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+            Some(Event {
+                name: name.to_owned(),
+                data: serde_json::from_str(data).expect("event data is JSON"),
+            })
+        })
+        .collect()
+}
+
+/// The event names of a Responses stream, in order.
+pub fn event_names(body: &str) -> Vec<String> {
+    events(body).into_iter().map(|e| e.name).collect()
+}
+
+/// Concatenated `response.output_text.delta` text of a Responses stream.
+pub fn responses_text(body: &str) -> String {
+    events(body)
+        .iter()
+        .filter(|e| e.name == "response.output_text.delta")
+        .filter_map(|e| e.data["delta"].as_str().map(str::to_owned))
+        .collect()
+}
