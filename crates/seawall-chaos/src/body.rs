@@ -127,7 +127,6 @@ impl ChaosBody {
         }
     }
 
-    /// Hands bytes to the connection; ends the row when they are the last.
     /// The content tokens written so far.
     fn sent(&self) -> Sent {
         Sent {
@@ -136,6 +135,7 @@ impl ChaosBody {
         }
     }
 
+    /// Hands bytes to the connection; ends the row when they are the last.
     fn emit(&mut self, bytes: Bytes, tokens: u32) -> Poll<Option<Result<Frame<Bytes>, BodyCut>>> {
         self.bytes += bytes.len() as u64;
         self.tokens += tokens;

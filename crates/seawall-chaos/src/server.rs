@@ -164,9 +164,9 @@ impl ChaosHandle {
     }
 
     /// Replaces the script of `route` (a provider name,
-    /// `openai`/`anthropic`/`gemini`/`openai_responses`, or a served path): the next requests on that provider get these faults in
-    /// order, whatever their header says; once the script is used up, headers
-    /// rule again.
+    /// `openai`/`anthropic`/`gemini`/`openai_responses`, or a served path):
+    /// the next requests on that provider get these faults in order, whatever
+    /// their header says; once the script is used up, headers rule again.
     pub fn script(&self, route: &str, faults: Vec<Fault>) -> Result<(), UnknownRoute> {
         let provider: Provider = route.parse()?;
         self.state.set_script(provider, faults);
