@@ -13,6 +13,8 @@
 //!   that refuse prefill, a `user` message asking to continue from the
 //!   delivered text.
 //! - Gemini: the delivered text as a trailing `model` turn.
+//! - OpenAI Responses API: the delivered text as a trailing `assistant`
+//!   item of `input` (a string `input` becomes one user item first).
 //!
 //! And a rule of thumb: below a few delivered tokens a restart is cheaper
 //! and cleaner than a continuation ([`plan`]).
@@ -108,6 +110,15 @@ pub fn continuation(
             "contents",
             json!({"role": "model", "parts": [{"text": delivered}]}),
         ),
+        Provider::OpenAiResponses => {
+            // `input` may be a plain string: the same conversation as one
+            // user message, so it becomes that to take a second turn.
+            if let Some(text) = body.get("input").and_then(Value::as_str) {
+                let text = text.to_owned();
+                body["input"] = json!([{"role": "user", "content": text}]);
+            }
+            ("input", json!({"role": "assistant", "content": delivered}))
+        }
         Provider::Http => return Err(ResumeError::Unsupported("http")),
     };
     body.get_mut(key)
@@ -120,6 +131,22 @@ pub fn continuation(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn responses_appends_an_assistant_item_to_input() {
+        let original = json!({"model": "gpt-x", "stream": true, "input": "Count."});
+        let next = continuation(
+            Provider::OpenAiResponses,
+            &original,
+            "w1 w2",
+            AnthropicStyle::Prefill,
+        )
+        .unwrap();
+        assert_eq!(
+            next["input"],
+            json!([{"role": "user", "content": "Count."}, {"role": "assistant", "content": "w1 w2"}])
+        );
+    }
 
     #[test]
     fn openai_appends_an_assistant_message() {

@@ -4,7 +4,7 @@ use std::error::Error as StdError;
 
 use http::response::Parts;
 use seawall_core::provider::{ErrorContext, QuotaWall};
-use seawall_core::{Failure, Finish};
+use seawall_core::{Failure, Finish, RequestFacts};
 
 /// Decides what responses and errors mean. [`ClassifyLayer`] calls it; the
 /// built-in [`ProviderClassifier`] implements it for each provider, and users
@@ -29,17 +29,18 @@ pub trait Classifier {
     }
 
     /// Looks at the head of a 2xx response. Called on every success, so it
-    /// must be cheap: a header lookup or two.
-    fn inspect_success(&self, parts: &Parts, quota_wall: QuotaWall) -> Inspection {
-        let _ = (parts, quota_wall);
+    /// must be cheap: a header lookup or two. `cx` says what the request
+    /// asked for and the quota wall.
+    fn inspect_success(&self, parts: &Parts, cx: &SuccessContext<'_>) -> Inspection {
+        let _ = (parts, cx);
         Inspection::Deliver
     }
 
     /// Checks a whole 2xx body that [`inspect_success`] asked to read.
     ///
     /// [`inspect_success`]: Classifier::inspect_success
-    fn check_success(&self, parts: &Parts, body: &[u8]) -> Checked {
-        let _ = (parts, body);
+    fn check_success(&self, parts: &Parts, body: &[u8], cx: &SuccessContext<'_>) -> Checked {
+        let _ = (parts, body, cx);
         Checked::Deliver(None)
     }
 
@@ -48,6 +49,34 @@ pub trait Classifier {
     fn classify_error(&self, error: &(dyn StdError + 'static)) -> Option<Failure> {
         let _ = error;
         None
+    }
+}
+
+/// What a classifier knows when it looks at a 2xx answer besides the
+/// answer: what the request asked for and the quota wall.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct SuccessContext<'a> {
+    /// What the request asked for: the provider whose generation endpoint
+    /// it called, whether it asked for a stream.
+    pub facts: &'a RequestFacts,
+    /// The quota-wall threshold of the layer.
+    pub quota_wall: QuotaWall,
+}
+
+impl<'a> SuccessContext<'a> {
+    /// A context for `facts` with the default quota wall.
+    pub fn new(facts: &'a RequestFacts) -> Self {
+        SuccessContext {
+            facts,
+            quota_wall: QuotaWall::default(),
+        }
+    }
+
+    /// This context with `quota_wall`.
+    pub fn with_quota_wall(mut self, quota_wall: QuotaWall) -> Self {
+        self.quota_wall = quota_wall;
+        self
     }
 }
 
@@ -100,10 +129,10 @@ impl<R: Classifier, C: Classifier> Classifier for WithRules<R, C> {
             .or_else(|| self.defaults.classify_response(parts, body, cx))
     }
 
-    fn inspect_success(&self, parts: &Parts, quota_wall: QuotaWall) -> Inspection {
-        match self.rules.inspect_success(parts, quota_wall) {
-            Inspection::Deliver => self.defaults.inspect_success(parts, quota_wall),
-            Inspection::CheckBody => match self.defaults.inspect_success(parts, quota_wall) {
+    fn inspect_success(&self, parts: &Parts, cx: &SuccessContext<'_>) -> Inspection {
+        match self.rules.inspect_success(parts, cx) {
+            Inspection::Deliver => self.defaults.inspect_success(parts, cx),
+            Inspection::CheckBody => match self.defaults.inspect_success(parts, cx) {
                 fail @ Inspection::Fail(_) => fail,
                 _ => Inspection::CheckBody,
             },
@@ -111,19 +140,16 @@ impl<R: Classifier, C: Classifier> Classifier for WithRules<R, C> {
         }
     }
 
-    fn check_success(&self, parts: &Parts, body: &[u8]) -> Checked {
+    fn check_success(&self, parts: &Parts, body: &[u8], cx: &SuccessContext<'_>) -> Checked {
         // The body is read when either side asks; each side checks only the
         // bodies it asked for (a provider's JSON check must not judge the
         // plain-text body a user's rule wanted). The quota wall only shapes a
-        // refusal, never whether a side asks, so the default serves here.
+        // refusal, never whether a side asks.
         let asks = |side: &dyn Classifier| {
-            matches!(
-                side.inspect_success(parts, QuotaWall::default()),
-                Inspection::CheckBody
-            )
+            matches!(side.inspect_success(parts, cx), Inspection::CheckBody)
         };
         let first = if asks(&self.rules) {
-            match self.rules.check_success(parts, body) {
+            match self.rules.check_success(parts, body, cx) {
                 Checked::Deliver(finish) => finish,
                 fail @ Checked::Fail(_) => return fail,
             }
@@ -133,7 +159,7 @@ impl<R: Classifier, C: Classifier> Classifier for WithRules<R, C> {
         if !asks(&self.defaults) {
             return Checked::Deliver(first);
         }
-        match self.defaults.check_success(parts, body) {
+        match self.defaults.check_success(parts, body, cx) {
             Checked::Deliver(second) => Checked::Deliver(first.or(second)),
             fail @ Checked::Fail(_) => fail,
         }

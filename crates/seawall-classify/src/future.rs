@@ -13,10 +13,10 @@ use http::{HeaderMap, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::provider::{Provider, classify_error};
-use seawall_core::{Code, Evidence, Failure, Progress};
+use seawall_core::{Code, Evidence, Failure, Progress, RequestFacts};
 use tower::BoxError;
 
-use crate::classifier::{Checked, Classifier, Inspection};
+use crate::classifier::{Checked, Classifier, Inspection, SuccessContext};
 use crate::layer::Settings;
 use crate::{ClassifiedBody, error_context, transport_failure};
 
@@ -30,6 +30,8 @@ pin_project! {
         classifier: Arc<C>,
         settings: Settings,
         started: Instant,
+        // What the request asked for: decides what a 2xx body must be.
+        facts: RequestFacts,
         // The attempt's progress, when a per-attempt deadline tracks it: a
         // slow body read here is bytes arriving, not a silent route.
         progress: Option<Progress>,
@@ -42,6 +44,7 @@ impl<F, C, B> ResponseFuture<F, C, B> {
         classifier: Arc<C>,
         settings: Settings,
         started: Instant,
+        facts: RequestFacts,
         progress: Option<Progress>,
     ) -> Self {
         ResponseFuture {
@@ -50,6 +53,7 @@ impl<F, C, B> ResponseFuture<F, C, B> {
             classifier,
             settings,
             started,
+            facts,
             progress,
         }
     }
@@ -80,6 +84,7 @@ where
         let classifier = &**this.classifier;
         let settings = *this.settings;
         let started = *this.started;
+        let success_cx = SuccessContext::new(this.facts).with_quota_wall(settings.quota_wall);
         loop {
             match mem::replace(this.state, State::Done) {
                 State::Waiting => {
@@ -107,7 +112,7 @@ where
                             State::ReadingError(Reading::new(parts, body, this.progress.take()));
                         continue;
                     }
-                    match classifier.inspect_success(&parts, settings.quota_wall) {
+                    match classifier.inspect_success(&parts, &success_cx) {
                         Inspection::Deliver => {
                             let body = ClassifiedBody::inner(body);
                             return Poll::Ready(Ok(Response::from_parts(parts, body)));
@@ -138,17 +143,25 @@ where
                     return Poll::Ready(Err(reading.error_failure(classifier, &settings, started)));
                 }
                 State::CheckingSuccess(mut reading) => {
-                    let read =
-                        match reading.poll_success_body(cx, settings.max_success_body, started) {
-                            Poll::Pending => {
-                                *this.state = State::CheckingSuccess(reading);
-                                return Poll::Pending;
-                            }
-                            Poll::Ready(read) => read,
-                        };
-                    return Poll::Ready(
-                        reading.finish_success(read, classifier, &settings, started),
-                    );
+                    let read = match reading.poll_success_body(
+                        cx,
+                        settings.max_success_body,
+                        started,
+                        this.facts,
+                    ) {
+                        Poll::Pending => {
+                            *this.state = State::CheckingSuccess(reading);
+                            return Poll::Pending;
+                        }
+                        Poll::Ready(read) => read,
+                    };
+                    return Poll::Ready(reading.finish_success(
+                        read,
+                        classifier,
+                        &settings,
+                        &success_cx,
+                        started,
+                    ));
                 }
                 State::Done => panic!("ResponseFuture polled after completion"),
             }
@@ -180,6 +193,9 @@ enum SuccessRead {
     Unchecked,
     /// The body failed mid-read.
     Failed(BoxError),
+    /// A generation endpoint's 2xx body opens like neither an answer nor a
+    /// stream: an HTML page from a proxy, binary, plain text.
+    NotAnAnswer(u8),
 }
 
 impl<B> Reading<B>
@@ -242,6 +258,7 @@ where
         cx: &mut Context<'_>,
         cap: usize,
         started: Instant,
+        facts: &RequestFacts,
     ) -> Poll<SuccessRead> {
         loop {
             match ready!(self.body.as_mut().poll_frame(cx)) {
@@ -255,14 +272,15 @@ where
                             // A unary answer is an object; an array is a
                             // stream of objects (Gemini without `alt=sse`)
                             // and must not be held back until it ends.
-                            match self
-                                .buffer
-                                .as_slice()
-                                .iter()
-                                .find(|b| !b.is_ascii_whitespace())
-                            {
+                            match opening(self.buffer.as_slice()) {
                                 Some(b'{') => self.object_seen = true,
-                                Some(_) => return Poll::Ready(SuccessRead::Unchecked),
+                                Some(first) => {
+                                    return Poll::Ready(if is_answer_opening(first, facts) {
+                                        SuccessRead::Unchecked
+                                    } else {
+                                        SuccessRead::NotAnAnswer(first)
+                                    });
+                                }
                                 None => {}
                             }
                         }
@@ -308,11 +326,25 @@ where
         read: SuccessRead,
         classifier: &C,
         settings: &Settings,
+        success_cx: &SuccessContext<'_>,
         started: Instant,
     ) -> Result<Response<ClassifiedBody<B>>, BoxError> {
         match read {
+            SuccessRead::NotAnAnswer(first) => {
+                let mut failure = Failure::new(Code::ProtocolViolation).with_message(&format!(
+                    "the 2xx answer of a generation endpoint is neither JSON nor an event \
+                     stream (content type {:?}, first byte {:?})",
+                    self.parts
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .map_or("none", |v| v.to_str().unwrap_or("unreadable")),
+                    char::from(first),
+                ));
+                self.fill(failure.evidence_mut(), started);
+                Err(report(failure))
+            }
             SuccessRead::Whole => {
-                match classifier.check_success(&self.parts, self.buffer.as_slice()) {
+                match classifier.check_success(&self.parts, self.buffer.as_slice(), success_cx) {
                     Checked::Deliver(finish) => {
                         let mut parts = self.parts;
                         if let Some(finish) = finish {
@@ -342,6 +374,27 @@ where
                 error,
                 |evidence| self.fill(evidence, started),
             )),
+        }
+    }
+}
+
+/// The first byte of a body that is not blank, after a UTF-8 byte-order
+/// mark.
+fn opening(body: &[u8]) -> Option<u8> {
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    body.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
+
+/// Whether a 2xx body that does not open a JSON object may still be an
+/// answer, handed on unread: anything, except on a generation endpoint,
+/// where only an event stream (a field line or a comment) or Gemini's JSON
+/// array stream is.
+fn is_answer_opening(first: u8, facts: &RequestFacts) -> bool {
+    match facts.provider() {
+        None => true,
+        Some(provider) => {
+            matches!(first, b'd' | b'e' | b'i' | b'r' | b':')
+                || (first == b'[' && provider == Provider::Gemini)
         }
     }
 }

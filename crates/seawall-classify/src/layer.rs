@@ -47,6 +47,12 @@ impl ClassifyLayer {
         ClassifyLayer::new(ProviderClassifier::openai())
     }
 
+    /// The OpenAI Responses API. An [`openai`](Self::openai) layer reads
+    /// `…/responses` answers as this one does.
+    pub fn openai_responses() -> Self {
+        ClassifyLayer::new(ProviderClassifier::openai_responses())
+    }
+
     /// Anthropic messages.
     pub fn anthropic() -> Self {
         ClassifyLayer::new(ProviderClassifier::anthropic())
@@ -73,6 +79,7 @@ impl ClassifyLayer {
     pub fn for_provider(provider: Provider) -> Self {
         match provider {
             Provider::OpenAi => ClassifyLayer::openai(),
+            Provider::OpenAiResponses => ClassifyLayer::openai_responses(),
             Provider::Anthropic => ClassifyLayer::anthropic(),
             Provider::Gemini => ClassifyLayer::gemini(),
             Provider::Http => ClassifyLayer::http(),

@@ -97,7 +97,9 @@ use seawall_core::hint::RetryHint;
 use seawall_core::provider::{ErrorContext, QuotaWall};
 
 pub use body::ClassifiedBody;
-pub use classifier::{Checked, Classifier, Inspection, ResponseRule, WithRules, response_rule};
+pub use classifier::{
+    Checked, Classifier, Inspection, ResponseRule, SuccessContext, WithRules, response_rule,
+};
 pub use future::ResponseFuture;
 pub use layer::ClassifyLayer;
 pub use provider::ProviderClassifier;

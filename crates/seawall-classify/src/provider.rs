@@ -1,10 +1,10 @@
 //! The built-in classifiers: one per provider wire format, gRPC and plain HTTP.
 
 use http::response::Parts;
-use seawall_core::Failure;
-use seawall_core::provider::{ErrorContext, Provider, QuotaWall, classify_error};
+use seawall_core::provider::{ErrorContext, Provider, classify_error};
+use seawall_core::{Code, Failure, RequestFacts};
 
-use crate::classifier::{Checked, Classifier, Inspection};
+use crate::classifier::{Checked, Classifier, Inspection, SuccessContext};
 use crate::{grpc, unary};
 
 /// The classifier behind [`ClassifyLayer::openai`], [`::anthropic`],
@@ -43,6 +43,13 @@ impl ProviderClassifier {
         }
     }
 
+    /// The OpenAI Responses API (`POST /v1/responses`).
+    pub const fn openai_responses() -> Self {
+        ProviderClassifier {
+            wire: Wire::Http(Provider::OpenAiResponses),
+        }
+    }
+
     /// Anthropic messages.
     pub const fn anthropic() -> Self {
         ProviderClassifier {
@@ -78,6 +85,18 @@ impl ProviderClassifier {
     }
 }
 
+impl ProviderClassifier {
+    /// Whose answers a request's 2xx body holds: the layer's provider, or
+    /// the Responses API when an OpenAI layer calls `…/responses` (one
+    /// OpenAI client serves both APIs).
+    fn answer_provider(self, facts: &RequestFacts) -> Provider {
+        match (self.provider(), facts.provider()) {
+            (Provider::OpenAi, Some(Provider::OpenAiResponses)) => Provider::OpenAiResponses,
+            (provider, _) => provider,
+        }
+    }
+}
+
 impl Classifier for ProviderClassifier {
     fn classify_response(&self, parts: &Parts, body: &[u8], cx: ErrorContext) -> Option<Failure> {
         let grpc = match self.wire {
@@ -87,31 +106,64 @@ impl Classifier for ProviderClassifier {
         Some(grpc.unwrap_or_else(|| classify_error(self.provider(), body, cx)))
     }
 
-    fn inspect_success(&self, parts: &Parts, quota_wall: QuotaWall) -> Inspection {
+    /// A provider's 2xx answer is read when it is JSON, and — on a
+    /// generation endpoint, where every 2xx must be an answer — when it does
+    /// not say what it is (no content type, `text/plain`, `text/html`, …):
+    /// the read decides whether it is an answer, an event stream or
+    /// neither. A compressed body nobody decoded is no answer.
+    fn inspect_success(&self, parts: &Parts, cx: &SuccessContext<'_>) -> Inspection {
         match self.wire {
-            Wire::Grpc => match grpc::head_failure(parts, quota_wall) {
+            Wire::Grpc => match grpc::head_failure(parts, cx.quota_wall) {
                 Some(failure) => Inspection::Fail(failure),
                 None => Inspection::Deliver,
             },
             Wire::Http(Provider::Http) => Inspection::Deliver,
-            Wire::Http(_) if is_json(parts) => Inspection::CheckBody,
-            Wire::Http(_) => Inspection::Deliver,
+            Wire::Http(_) => {
+                if let Some(encoding) = undecoded_encoding(parts) {
+                    return Inspection::Fail(Failure::new(Code::ProtocolViolation).with_message(
+                        &format!(
+                            "the 2xx answer is compressed ({encoding}) and nothing decoded it: \
+                             put a decompression layer between ClassifyLayer and the client"
+                        ),
+                    ));
+                }
+                match media_type(parts) {
+                    Some(media) if is_json(media) => Inspection::CheckBody,
+                    Some(media) if media.eq_ignore_ascii_case(b"text/event-stream") => {
+                        Inspection::Deliver
+                    }
+                    _ if cx.facts.is_generation() => Inspection::CheckBody,
+                    _ => Inspection::Deliver,
+                }
+            }
         }
     }
 
-    fn check_success(&self, _parts: &Parts, body: &[u8]) -> Checked {
-        unary::check(self.provider(), body)
+    fn check_success(&self, _parts: &Parts, body: &[u8], cx: &SuccessContext<'_>) -> Checked {
+        unary::check(
+            self.answer_provider(cx.facts),
+            body,
+            cx.facts.is_generation(),
+        )
     }
 }
 
-/// `application/json`, with or without parameters. `text/event-stream` and
-/// anything else is not read.
-fn is_json(parts: &Parts) -> bool {
-    let Some(value) = parts.headers.get(http::header::CONTENT_TYPE) else {
-        return false;
-    };
-    let essence = value.as_bytes().split(|&b| b == b';').next().unwrap_or(&[]);
-    essence
-        .trim_ascii()
-        .eq_ignore_ascii_case(b"application/json")
+/// The media type of the answer, parameters dropped.
+fn media_type(parts: &Parts) -> Option<&[u8]> {
+    let value = parts.headers.get(http::header::CONTENT_TYPE)?;
+    Some(value.as_bytes().split(|&b| b == b';').next()?.trim_ascii())
+}
+
+/// `application/json` or a `+json` type.
+fn is_json(media: &[u8]) -> bool {
+    media.eq_ignore_ascii_case(b"application/json")
+        || (media.len() > 5 && media[media.len() - 5..].eq_ignore_ascii_case(b"+json"))
+}
+
+/// A `content-encoding` other than `identity`: the bytes are not the answer
+/// until something decodes them.
+fn undecoded_encoding(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(http::header::CONTENT_ENCODING)?;
+    let value = value.to_str().unwrap_or("unreadable").trim();
+    (!value.is_empty() && !value.eq_ignore_ascii_case("identity")).then_some(value)
 }

@@ -4,7 +4,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use seawall_core::Progress;
+use seawall_core::{Progress, RequestFacts};
 use tokio::time::Instant;
 use tower::BoxError;
 use tower_service::Service;
@@ -81,11 +81,13 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let started = Instant::now();
         let progress = request.extensions().get::<Progress>().cloned();
+        let facts = RequestFacts::of_request(&request);
         ResponseFuture::new(
             self.inner.call(request),
             Arc::clone(&self.classifier),
             self.settings,
             started,
+            facts,
             progress,
         )
     }

@@ -14,20 +14,36 @@ use std::marker::PhantomData;
 
 use seawall_core::finish::empty_answer;
 use seawall_core::json::{Text, from_bytes};
-use seawall_core::provider::Provider;
+use std::time::SystemTime;
+
+use seawall_core::provider::{ErrorContext, Provider, classify_declared};
 use seawall_core::{Code, Failure, Finish, FinishKind};
 
 use crate::classifier::Checked;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-/// Checks a whole 2xx body in `provider`'s generation shape.
-pub(crate) fn check(provider: Provider, body: &[u8]) -> Checked {
-    match provider {
+/// Checks a whole 2xx body in `provider`'s generation shape. `strict` (the
+/// request called a generation endpoint, so the body must be an answer):
+/// valid JSON of another shape is `protocol_violation` too, instead of
+/// another endpoint's answer delivered unchecked.
+pub(crate) fn check(provider: Provider, body: &[u8], strict: bool) -> Checked {
+    let checked = match provider {
         Provider::OpenAi => check_openai(body),
+        Provider::OpenAiResponses => check_responses(body),
         Provider::Anthropic => check_anthropic(body),
         Provider::Gemini => check_gemini(body),
-        Provider::Http => Checked::Deliver(None),
+        Provider::Http => return Checked::Deliver(None),
+    };
+    match checked {
+        Some(checked) => checked,
+        None if strict => {
+            Checked::Fail(Failure::new(Code::ProtocolViolation).with_message(&format!(
+                "the 2xx answer of a generation endpoint is JSON but not a {} answer",
+                provider.as_str()
+            )))
+        }
+        None => Checked::Deliver(None),
     }
 }
 
@@ -116,28 +132,28 @@ impl<'a> Candidacy<'a> for Choice<'a> {
 
 /// A body that does not parse: cut or broken JSON is a failure (nothing
 /// reached the caller yet, so it may be retried); valid JSON of another
-/// shape is another endpoint's answer, delivered unchecked.
-fn unreadable(error: serde_json::Error) -> Checked {
+/// shape is `None`, another shape (see [`check`]).
+fn unreadable(error: serde_json::Error) -> Option<Checked> {
     match error.classify() {
-        serde_json::error::Category::Eof | serde_json::error::Category::Syntax => Checked::Fail(
-            Failure::new(Code::ProtocolViolation)
-                .with_message(&format!("the 2xx answer is not valid JSON: {error}")),
-        ),
-        serde_json::error::Category::Data | serde_json::error::Category::Io => {
-            Checked::Deliver(None)
+        serde_json::error::Category::Eof | serde_json::error::Category::Syntax => {
+            Some(Checked::Fail(
+                Failure::new(Code::ProtocolViolation)
+                    .with_message(&format!("the 2xx answer is not valid JSON: {error}")),
+            ))
         }
+        serde_json::error::Category::Data | serde_json::error::Category::Io => None,
     }
 }
 
-fn check_openai(body: &[u8]) -> Checked {
+fn check_openai(body: &[u8]) -> Option<Checked> {
     let choices = match from_bytes(body) {
         Ok(ChatCompletion {
             choices: Some(choices),
         }) => choices,
-        Ok(ChatCompletion { choices: None }) => return Checked::Deliver(None),
+        Ok(ChatCompletion { choices: None }) => return None,
         Err(error) => return unreadable(error),
     };
-    verdict(choices.policy, choices.has_content, choices.finish)
+    Some(verdict(choices.policy, choices.has_content, choices.finish))
 }
 
 // Anthropic messages.
@@ -172,13 +188,13 @@ impl Present for ContentBlock<'_> {
     }
 }
 
-fn check_anthropic(body: &[u8]) -> Checked {
+fn check_anthropic(body: &[u8]) -> Option<Checked> {
     let message = match from_bytes::<AnthropicMessage<'_>>(body) {
         Ok(message) => message,
         Err(error) => return unreadable(error),
     };
     if message.ty.as_ref().is_none_or(|ty| ty.0 != "message") {
-        return Checked::Deliver(None);
+        return None;
     }
     let finish = message
         .stop_reason
@@ -186,7 +202,7 @@ fn check_anthropic(body: &[u8]) -> Checked {
     let policy = finish
         .as_ref()
         .and_then(|(kind, reason)| finish_failure(*kind, &reason.0));
-    verdict(policy, message.content.0, finish)
+    Some(verdict(policy, message.content.0, finish))
 }
 
 // Gemini generateContent.
@@ -239,7 +255,7 @@ impl<'a> Candidacy<'a> for Candidate<'a> {
     }
 }
 
-fn check_gemini(body: &[u8]) -> Checked {
+fn check_gemini(body: &[u8]) -> Option<Checked> {
     let response = match from_bytes::<GeminiResponse<'_>>(body) {
         Ok(response) => response,
         Err(error) => return unreadable(error),
@@ -248,7 +264,7 @@ fn check_gemini(body: &[u8]) -> Checked {
         && response.prompt_feedback.is_none()
         && response.usage_metadata.is_none()
     {
-        return Checked::Deliver(None);
+        return None;
     }
     let candidates = response.candidates.unwrap_or_default();
     let blocked = response
@@ -256,7 +272,188 @@ fn check_gemini(body: &[u8]) -> Checked {
         .and_then(|feedback| feedback.block_reason)
         .map(|reason| Failure::new(Code::ContentFiltered).with_provider_code(&*reason.0));
     let policy = blocked.or(candidates.policy);
-    verdict(policy, candidates.has_content, candidates.finish)
+    Some(verdict(policy, candidates.has_content, candidates.finish))
+}
+
+// OpenAI Responses API.
+
+#[derive(Deserialize)]
+struct ResponsesAnswer<'a> {
+    #[serde(borrow)]
+    object: Option<Text<'a>>,
+    #[serde(borrow)]
+    status: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    incomplete_details: Option<IncompleteDetails<'a>>,
+    #[serde(borrow, default)]
+    error: Option<ResponsesError<'a>>,
+    #[serde(borrow, default)]
+    output: Option<ResponsesOutput<'a>>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails<'a> {
+    #[serde(borrow, default)]
+    reason: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ResponsesError<'a> {
+    #[serde(borrow, default)]
+    code: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    message: Option<Text<'a>>,
+}
+
+/// What the output items add up to: whether any is part of an answer (text,
+/// a tool call), and the first refusal.
+#[derive(Default)]
+struct ResponsesOutput<'a> {
+    has_content: bool,
+    refusal: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OutputItem<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Text<'a>,
+    #[serde(borrow, default)]
+    content: Option<PartsOf<'a>>,
+}
+
+#[derive(Default)]
+struct PartsOf<'a> {
+    has_text: bool,
+    refusal: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OutputPart<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Text<'a>,
+    #[serde(default)]
+    text: Presence,
+    #[serde(borrow, default)]
+    refusal: Option<Text<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for PartsOf<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold(
+            deserializer,
+            |acc: &mut PartsOf<'a>, part: OutputPart<'a>| match &*part.ty.0 {
+                "refusal" => {
+                    if acc.refusal.is_none() {
+                        acc.refusal = part.refusal;
+                    }
+                }
+                _ => acc.has_text |= part.text.0,
+            },
+        )
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ResponsesOutput<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold(
+            deserializer,
+            |acc: &mut ResponsesOutput<'a>, item: OutputItem<'a>| {
+                match &*item.ty.0 {
+                    "message" => {
+                        let parts = item.content.unwrap_or_default();
+                        acc.has_content |= parts.has_text;
+                        if acc.refusal.is_none() {
+                            acc.refusal = parts.refusal;
+                        }
+                    }
+                    // Reasoning alone is the model working, not the answer.
+                    "reasoning" => {}
+                    // Tool calls of every kind are acts the caller carries out.
+                    _ => acc.has_content = true,
+                }
+            },
+        )
+    }
+}
+
+/// Reads every element of a JSON array into a default accumulator.
+fn fold<'de, D, T, A>(deserializer: D, step: impl FnMut(&mut A, T)) -> Result<A, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+    A: Default,
+{
+    struct FoldVisitor<T, A, F>(F, PhantomData<(T, A)>);
+    impl<'de, T: Deserialize<'de>, A: Default, F: FnMut(&mut A, T)> Visitor<'de>
+        for FoldVisitor<T, A, F>
+    {
+        type Value = A;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a sequence")
+        }
+        fn visit_unit<E>(self) -> Result<A, E> {
+            Ok(A::default())
+        }
+        fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<A, S::Error> {
+            let mut acc = A::default();
+            while let Some(item) = seq.next_element::<T>()? {
+                (self.0)(&mut acc, item);
+            }
+            Ok(acc)
+        }
+    }
+    deserializer.deserialize_any(FoldVisitor(step, PhantomData))
+}
+
+/// A Responses API answer: `completed` with output, `incomplete` with its
+/// reason (cut at the token limit: delivered and marked; filtered: a policy
+/// failure), `failed` with the provider's error, a refusal part. A response
+/// still `queued`/`in_progress` (background mode) is a handle, not an
+/// answer: delivered unchecked.
+fn check_responses(body: &[u8]) -> Option<Checked> {
+    let answer = match from_bytes::<ResponsesAnswer<'_>>(body) {
+        Ok(answer) => answer,
+        Err(error) => return unreadable(error),
+    };
+    if answer.object.as_ref().is_some_and(|o| o.0 != "response") {
+        return None;
+    }
+    let status = answer.status?;
+    let output = answer.output.unwrap_or_default();
+    match &*status.0 {
+        "failed" => {
+            let error = answer.error;
+            Some(Checked::Fail(classify_declared(
+                Provider::OpenAiResponses,
+                None,
+                error.as_ref().and_then(|e| e.code.as_ref()).map(|c| &*c.0),
+                error
+                    .as_ref()
+                    .and_then(|e| e.message.as_ref())
+                    .map(|m| &*m.0),
+                ErrorContext::in_stream(SystemTime::now()),
+            )))
+        }
+        "completed" | "incomplete" => {
+            let reason = match &*status.0 {
+                "completed" => status,
+                _ => answer
+                    .incomplete_details
+                    .and_then(|d| d.reason)
+                    .unwrap_or(Text("incomplete".into())),
+            };
+            let kind = match FinishKind::openai_responses(&reason.0) {
+                FinishKind::Other if reason.0 != "completed" => FinishKind::Truncated,
+                kind => kind,
+            };
+            let policy = match &output.refusal {
+                Some(refusal) => Some(Failure::new(Code::Refused).with_message(&refusal.0)),
+                None => finish_failure(kind, &reason.0),
+            };
+            Some(verdict(policy, output.has_content, Some((kind, reason))))
+        }
+        _ => Some(Checked::Deliver(None)),
+    }
 }
 
 // Small readers that look at values without keeping them.
@@ -487,6 +684,106 @@ impl<'de> Deserialize<'de> for PartKey {
 mod tests {
     use super::*;
     use seawall_core::Class;
+
+    // The checks as a body on an unknown path meets them: another shape is
+    // delivered unchecked.
+    fn check_openai(body: &[u8]) -> Checked {
+        check(Provider::OpenAi, body, false)
+    }
+    fn check_anthropic(body: &[u8]) -> Checked {
+        check(Provider::Anthropic, body, false)
+    }
+    fn check_gemini(body: &[u8]) -> Checked {
+        check(Provider::Gemini, body, false)
+    }
+    fn check_responses(body: &[u8]) -> Checked {
+        check(Provider::OpenAiResponses, body, true)
+    }
+
+    #[test]
+    fn on_a_generation_endpoint_another_shape_is_no_answer() {
+        for (provider, body) in [
+            (Provider::OpenAi, &br#"{"object":"list","data":[]}"#[..]),
+            (Provider::OpenAi, br#"{}"#),
+            (Provider::Anthropic, br#"{"id":"x","type":"other"}"#),
+            (Provider::Gemini, br#"{"foo":1}"#),
+            (Provider::OpenAiResponses, br#"{"object":"list"}"#),
+            (Provider::OpenAi, br#"{"choices":"nope"}"#),
+        ] {
+            assert_eq!(
+                code(check(provider, body, true)),
+                Some(Code::ProtocolViolation),
+                "{provider:?} {}",
+                String::from_utf8_lossy(body)
+            );
+            assert_eq!(code(check(provider, body, false)), None, "{provider:?}");
+        }
+    }
+
+    #[test]
+    fn responses_answers() {
+        let text = br#"{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","summary":[]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"w1 w2","annotations":[]}]}],"usage":{"input_tokens":3,"output_tokens":2,"total_tokens":5}}"#;
+        let finish = delivered(check_responses(text)).unwrap();
+        assert_eq!(
+            (finish.kind, &*finish.reason),
+            (FinishKind::Complete, "completed")
+        );
+
+        let call = br#"{"object":"response","status":"completed","output":[{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}]}"#;
+        assert!(delivered(check_responses(call)).is_some());
+
+        let cut = br#"{"object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"type":"message","content":[{"type":"output_text","text":"w1"}]}]}"#;
+        let finish = delivered(check_responses(cut)).unwrap();
+        assert_eq!(finish.kind, FinishKind::Truncated);
+
+        let cut_empty = br#"{"object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"type":"reasoning"}]}"#;
+        assert_eq!(
+            delivered(check_responses(cut_empty)).unwrap().kind,
+            FinishKind::Truncated
+        );
+
+        let filtered = br#"{"object":"response","status":"incomplete","incomplete_details":{"reason":"content_filter"},"output":[]}"#;
+        assert_eq!(code(check_responses(filtered)), Some(Code::ContentFiltered));
+
+        let empty = br#"{"object":"response","status":"completed","output":[]}"#;
+        assert_eq!(code(check_responses(empty)), Some(Code::EmptyResponse));
+
+        let only_reasoning = br#"{"object":"response","status":"completed","output":[{"type":"reasoning","summary":[{"type":"summary_text","text":"hm"}]}]}"#;
+        assert_eq!(
+            code(check_responses(only_reasoning)),
+            Some(Code::EmptyResponse)
+        );
+
+        let refusal = br#"{"object":"response","status":"completed","output":[{"type":"message","content":[{"type":"refusal","refusal":"I can't help with that."}]}]}"#;
+        let Checked::Fail(failure) = check_responses(refusal) else {
+            panic!("a refusal is not delivered")
+        };
+        assert_eq!(
+            (failure.code(), failure.class()),
+            (Code::Refused, Class::Policy)
+        );
+
+        let failed = br#"{"object":"response","status":"failed","error":{"code":"server_error","message":"boom"},"output":[]}"#;
+        let Checked::Fail(failure) = check_responses(failed) else {
+            panic!("a failed response is not delivered")
+        };
+        assert_eq!(
+            (failure.code(), failure.class()),
+            (Code::ProviderUnavailable, Class::Transient)
+        );
+        let rate = br#"{"object":"response","status":"failed","error":{"code":"rate_limit_exceeded","message":"slow"}}"#;
+        assert_eq!(code(check_responses(rate)), Some(Code::RateLimited));
+
+        // Background mode: a handle to poll, not an answer.
+        let queued = br#"{"id":"resp_1","object":"response","status":"queued","output":[]}"#;
+        assert!(matches!(check_responses(queued), Checked::Deliver(None)));
+
+        let cut_json = br#"{"object":"response","status":"completed","output":[{"type":"mess"#;
+        assert_eq!(
+            code(check_responses(cut_json)),
+            Some(Code::ProtocolViolation)
+        );
+    }
 
     fn code(checked: Checked) -> Option<Code> {
         match checked {

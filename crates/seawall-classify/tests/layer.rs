@@ -14,10 +14,10 @@ use http::response::Parts;
 use http::{Request, Response};
 use http_body::Body;
 use seawall_classify::{
-    Checked, Classifier, ClassifyLayer, Inspection, ProviderClassifier, response_rule,
-    transport_failure,
+    Checked, Classifier, ClassifyLayer, Inspection, ProviderClassifier, SuccessContext,
+    response_rule, transport_failure,
 };
-use seawall_core::provider::{ErrorContext, QuotaWall};
+use seawall_core::provider::ErrorContext;
 use seawall_core::{Action, Class, Code, Failure, Finish, FinishKind};
 use tower::{BoxError, Layer, Service, ServiceExt, service_fn};
 
@@ -622,10 +622,10 @@ async fn user_rules_come_first_and_fall_through() {
 struct OwnApi;
 
 impl Classifier for OwnApi {
-    fn inspect_success(&self, _parts: &Parts, _wall: QuotaWall) -> Inspection {
+    fn inspect_success(&self, _parts: &Parts, _cx: &SuccessContext<'_>) -> Inspection {
         Inspection::CheckBody
     }
-    fn check_success(&self, _parts: &Parts, body: &[u8]) -> Checked {
+    fn check_success(&self, _parts: &Parts, body: &[u8], _cx: &SuccessContext<'_>) -> Checked {
         if body == br#"{"ok":false}"# {
             return Checked::Fail(Failure::new(Code::Overloaded));
         }

@@ -66,6 +66,10 @@ codes! {
     ContentFiltered => "content_filtered", Policy;
     /// Any other rejected request.
     BadRequest => "bad_request", Permanent;
+    /// The route answered with a redirect (3xx). seawall never follows one:
+    /// the request would carry its key to another host. The base URL is
+    /// wrong or has moved; fix the configuration.
+    Redirected => "redirected", Permanent;
     /// The model produced malformed tool arguments or a malformed call.
     BadArguments => "bad_arguments", ModelFixable;
     /// Missing, invalid or insufficient credentials.

@@ -40,6 +40,18 @@ impl FinishKind {
         }
     }
 
+    /// The Responses API's `status` (`completed`) or its
+    /// `incomplete_details.reason` (`max_output_tokens`, `content_filter`).
+    pub fn openai_responses(reason: &str) -> FinishKind {
+        match reason {
+            "completed" => FinishKind::Complete,
+            "max_output_tokens" => FinishKind::Truncated,
+            "content_filter" => FinishKind::Filtered,
+            "refusal" => FinishKind::Refused,
+            _ => FinishKind::Other,
+        }
+    }
+
     /// Anthropic messages `stop_reason`.
     pub fn anthropic(reason: &str) -> FinishKind {
         match reason {
@@ -69,6 +81,7 @@ impl FinishKind {
         match provider {
             Provider::Anthropic => FinishKind::anthropic(reason),
             Provider::Gemini => FinishKind::gemini(reason),
+            Provider::OpenAiResponses => FinishKind::openai_responses(reason),
             Provider::OpenAi | Provider::Http => FinishKind::openai(reason),
         }
     }

@@ -21,6 +21,9 @@ use crate::{Class, Code, Failure};
 pub enum Provider {
     /// OpenAI and OpenAI-compatible APIs: `{"error":{"message","type","param","code"}}`.
     OpenAi,
+    /// The OpenAI Responses API (`POST /v1/responses`): the same error
+    /// bodies as [`Provider::OpenAi`], its own answers and stream events.
+    OpenAiResponses,
     /// Anthropic messages: `{"type":"error","error":{"type","message"}}`.
     Anthropic,
     /// Gemini: `{"error":{"code","message","status","details"}}`.
@@ -34,9 +37,46 @@ impl Provider {
     pub const fn as_str(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
+            Provider::OpenAiResponses => "openai_responses",
             Provider::Anthropic => "anthropic",
             Provider::Gemini => "gemini",
             Provider::Http => "http",
+        }
+    }
+
+    /// The provider whose generation endpoint `path` is (query string
+    /// excluded): `…/chat/completions` OpenAI,
+    /// `…/responses` the Responses API, `…/messages` Anthropic,
+    /// `…:generateContent`/`…:streamGenerateContent` Gemini; `None` for any
+    /// other path (embeddings, model lists, a service of the user's own).
+    pub fn for_path(path: &str) -> Option<Provider> {
+        let path = path.split('?').next().unwrap_or(path);
+        let path = path.strip_suffix('/').unwrap_or(path);
+        if path.ends_with("/chat/completions") {
+            Some(Provider::OpenAi)
+        } else if path.ends_with("/responses") {
+            Some(Provider::OpenAiResponses)
+        } else if path.ends_with("/messages") {
+            Some(Provider::Anthropic)
+        } else if path.ends_with(":streamGenerateContent") || path.ends_with(":generateContent") {
+            Some(Provider::Gemini)
+        } else {
+            None
+        }
+    }
+
+    /// The provider named `name` ([`as_str`](Self::as_str) names, plus
+    /// `openai-responses` and `responses`).
+    pub fn from_name(name: &str) -> Option<Provider> {
+        match name {
+            "openai" => Some(Provider::OpenAi),
+            "openai_responses" | "openai-responses" | "responses" => {
+                Some(Provider::OpenAiResponses)
+            }
+            "anthropic" => Some(Provider::Anthropic),
+            "gemini" => Some(Provider::Gemini),
+            "http" => Some(Provider::Http),
+            _ => None,
         }
     }
 }
@@ -116,14 +156,38 @@ impl ErrorContext {
 /// in `provider`'s wire format.
 pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Failure {
     let parsed = match provider {
-        Provider::OpenAi => parse_openai(body),
+        Provider::OpenAi | Provider::OpenAiResponses => parse_openai(body),
         Provider::Anthropic => parse_anthropic(body),
         Provider::Gemini => parse_gemini(body),
         Provider::Http => None,
     };
-    let declared = parsed.unwrap_or_default();
+    judge(provider, parsed.unwrap_or_default(), &cx)
+}
+
+/// Classifies an error the provider declared in fields of its own rather
+/// than an error body: the Responses API's `error` event and a failed
+/// response's `error` object (`{code, message}`), read through `provider`'s
+/// table as [`classify_error`] reads a body.
+pub fn classify_declared(
+    provider: Provider,
+    error_type: Option<&str>,
+    error_code: Option<&str>,
+    message: Option<&str>,
+    cx: ErrorContext,
+) -> Failure {
+    let declared = Declared {
+        error_type: error_type.map(Cow::Borrowed),
+        error_code: error_code.map(Cow::Borrowed),
+        message: message.map(Cow::Borrowed),
+        ..Declared::default()
+    };
+    judge(provider, declared, &cx)
+}
+
+/// The table's verdict on what the provider declared, as a failure.
+fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failure {
     let verdict = match provider {
-        Provider::OpenAi => openai_rule(cx.status, &declared),
+        Provider::OpenAi | Provider::OpenAiResponses => openai_rule(cx.status, &declared),
         Provider::Anthropic => anthropic_rule(cx.status, &declared),
         Provider::Gemini => gemini_rule(cx.status, &declared),
         Provider::Http => None,
@@ -138,7 +202,7 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
             .filter(|_| verdict == Verdict::RateLimit)
             .and_then(parse_text_hint)
     });
-    let mut failure = conclude(verdict, hint, &cx);
+    let mut failure = conclude(verdict, hint, cx);
     if let Some(ty) = declared.error_type {
         failure = failure.with_provider_type(&*ty);
     }
@@ -203,6 +267,9 @@ fn status_rule(status: u16) -> Verdict {
     use Class::*;
     match status {
         429 => Verdict::RateLimit,
+        // Never followed: an API call that follows a redirect carries its
+        // key to wherever the answer points.
+        300..=399 => Verdict::Fixed(Permanent, Code::Redirected),
         529 => Verdict::Fixed(Transient, Code::Overloaded),
         408 | 409 | 425 | 500..=599 => Verdict::Fixed(Transient, Code::ProviderUnavailable),
         401 | 403 => Verdict::Fixed(Permanent, Code::Auth),
@@ -287,8 +354,9 @@ fn openai_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
         }
         Some(400) => Some(Verdict::Fixed(Permanent, Code::BadRequest)),
         Some(_) => None,
-        // An error inside a stream: only the declared type is there.
-        None => Some(match ty {
+        // An error inside a stream: only the declared type is there (the
+        // Responses API declares a code alone).
+        None => Some(match if ty.is_empty() { code } else { ty } {
             "server_error" | "internal_error" | "api_error" => {
                 Verdict::Fixed(Transient, Code::ProviderUnavailable)
             }

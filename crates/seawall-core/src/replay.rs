@@ -25,6 +25,7 @@ use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 
 use crate::BoxError;
+use crate::facts::BodySlot;
 
 /// The default cap on recorded request bytes: 1 MiB.
 pub const DEFAULT_MAX_REPLAY_BYTES: usize = 1024 * 1024;
@@ -65,6 +66,33 @@ struct Shared<B> {
     trailers: Option<HeaderMap>,
     /// The original body's exact length, when it announced one.
     exact_len: Option<u64>,
+    /// Filled with the request facts the whole recording gives, when the
+    /// body ends within the cap.
+    facts: Option<Arc<BodySlot>>,
+}
+
+impl<B> Shared<B> {
+    /// The original body ended: the recording, if whole, tells the facts.
+    fn end(&mut self) {
+        self.body_done = true;
+        if self.capped {
+            return;
+        }
+        if let Some(slot) = &self.facts {
+            match (&self.chunks.first, self.chunks.rest.is_empty()) {
+                (None, _) => slot.fill(&[]),
+                (Some(first), true) => slot.fill(first),
+                (Some(first), false) => {
+                    let mut joined = Vec::with_capacity(self.recorded_bytes);
+                    joined.extend_from_slice(first);
+                    for chunk in &self.chunks.rest {
+                        joined.extend_from_slice(chunk);
+                    }
+                    slot.fill(&joined);
+                }
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -126,12 +154,23 @@ impl<B> ReplayBody<B> {
                     body_done: false,
                     trailers: None,
                     exact_len,
+                    facts: None,
                 })),
                 next_chunk: 0,
                 sent: 0,
                 trailers_sent: false,
             },
         }
+    }
+
+    /// Has the recording fill `slot` with the request's facts when the body
+    /// ends within the cap (see [`RequestFacts`](crate::RequestFacts)). A
+    /// body sent once records nothing and fills nothing.
+    pub fn fill_facts(self, slot: Arc<BodySlot>) -> Self {
+        if let Mode::Replay { shared, .. } = &self.mode {
+            lock(shared).facts = Some(slot);
+        }
+        self
     }
 
     /// True when another handle can send the whole body again: the body is
@@ -218,7 +257,7 @@ where
                 let frame = ready!(Pin::new(&mut state.body).poll_frame(cx));
                 let frame = match frame {
                     None => {
-                        state.body_done = true;
+                        state.end();
                         *trailers_sent = true;
                         return Poll::Ready(None);
                     }
@@ -244,7 +283,7 @@ where
                     Err(frame) => {
                         let trailers = frame.into_trailers().ok();
                         state.trailers = trailers.clone();
-                        state.body_done = true;
+                        state.end();
                         *trailers_sent = true;
                         Poll::Ready(trailers.map(|t| Ok(Frame::trailers(t))))
                     }

@@ -5,8 +5,9 @@ use std::task::{Context, Poll};
 use http::{HeaderValue, Request, Response};
 use http_body::Body;
 use rand::Rng;
+use seawall_core::facts::BodySlot;
 use seawall_core::replay::ReplayBody;
-use seawall_core::{BoxError, Deadline};
+use seawall_core::{BoxError, Deadline, RequestFacts};
 use tower_service::Service;
 
 use crate::future::{Again, Ladder, ResponseFuture};
@@ -68,8 +69,15 @@ where
         let deadline = Deadline::of(&request);
         self.shared.budget.start();
         let (mut first, again) = if policy.max_attempts > 1 {
-            let (parts, body) = request.into_parts();
-            let body = ReplayBody::recorded(body, policy.max_replay_bytes);
+            let (mut parts, body) = request.into_parts();
+            // The recording tells every layer below what the body asked
+            // for (a stream, a model) once it has been sent.
+            let slot = Arc::new(BodySlot::default());
+            if parts.extensions.get::<RequestFacts>().is_none() {
+                let facts = RequestFacts::from_parts(&parts).with_body_slot(slot.clone());
+                parts.extensions.insert(facts);
+            }
+            let body = ReplayBody::recorded(body, policy.max_replay_bytes).fill_facts(slot);
             let template_body = body.replay().expect("a fresh recording replays");
             let mut first = Request::from_parts(parts, body);
             // Taken before the mark goes in; each retry is marked when it is

@@ -72,8 +72,9 @@ where
                             return Poll::Ready(Err(error.into()));
                         }
                     };
-                    let setup = setup.take().expect("setup present while calling");
-                    if !setup.config.guards(&response) {
+                    let mut setup = setup.take().expect("setup present while calling");
+                    setup.recognised = setup.config.guards(&response, &setup.facts);
+                    if setup.recognised.is_none() {
                         let response = response.map(GuardBody::passthrough);
                         self.as_mut().project().state.set(State::Finished);
                         return Poll::Ready(Ok(response));

@@ -93,6 +93,8 @@ pub use future::ResponseFuture;
 pub use layer::StreamGuardLayer;
 pub use service::StreamGuard;
 
+use seawall_core::RequestFacts;
+
 use crate::protocol::Protocol;
 
 /// The settings of one layer, shared by its services.
@@ -110,18 +112,49 @@ pub(crate) struct Config {
     content_type: &'static str,
 }
 
+/// How a guarded response was recognised as a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recognised {
+    /// It says so: the guarded media type.
+    ContentType,
+    /// A stream was asked for and the answer does not say it is JSON: it
+    /// must open like an event stream, or it is no answer.
+    Requested,
+}
+
 impl Config {
-    /// True for a 2xx response of the guarded media type (parameters such
-    /// as `; charset=utf-8` ignored).
-    fn guards<B>(&self, response: &http::Response<B>) -> bool {
-        response.status().is_success()
-            && response
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|value| value.to_str().ok())
-                .is_some_and(|value| {
-                    let media = value.split(';').next().unwrap_or("").trim();
-                    media.eq_ignore_ascii_case(self.content_type)
-                })
+    /// Whether to guard a response, and why: a 2xx of the guarded media
+    /// type (parameters such as `; charset=utf-8` ignored), or a 2xx whose
+    /// content type is missing or neither that nor JSON from a generation
+    /// endpoint asked for a stream (a proxy that dropped the type must not
+    /// turn a stream into an unchecked body). A stream request answered
+    /// with JSON is a unary answer: the classifier checks it.
+    fn guards<B>(&self, response: &http::Response<B>, facts: &RequestFacts) -> Option<Recognised> {
+        if !response.status().is_success() {
+            return None;
+        }
+        let media = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .map(|value| {
+                let essence = value.as_bytes().split(|&b| b == b';').next().unwrap_or(&[]);
+                essence.trim_ascii()
+            });
+        match media {
+            Some(media) if media.eq_ignore_ascii_case(self.content_type.as_bytes()) => {
+                Some(Recognised::ContentType)
+            }
+            Some(media) if is_json(media) => None,
+            _ if facts.is_generation() && facts.stream_requested() == Some(true) => {
+                Some(Recognised::Requested)
+            }
+            _ => None,
+        }
     }
+}
+
+/// `application/json` or any `+json` type.
+fn is_json(media: &[u8]) -> bool {
+    media.eq_ignore_ascii_case(b"application/json")
+        || (media.len() > 5 && media[media.len() - 5..].eq_ignore_ascii_case(b"+json"))
 }

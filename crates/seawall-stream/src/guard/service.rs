@@ -4,7 +4,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use seawall_core::{BoxError, Progress};
+use seawall_core::{BoxError, Progress, RequestFacts};
 use tokio::time::Instant;
 use tower_service::Service;
 
@@ -53,6 +53,8 @@ where
             .unwrap_or_else(|| crate::Protocol::for_path(request.uri().path()));
         let setup = Setup {
             config: self.config.clone(),
+            facts: RequestFacts::of_request(&request),
+            recognised: None,
             protocol,
             started: Instant::now(),
             progress: request.extensions().get::<Progress>().cloned(),

@@ -17,10 +17,11 @@ use pin_project_lite::pin_project;
 use seawall_core::finish::empty_answer;
 use seawall_core::{
     BoxError, Class, ClosedBy, Code, Evidence, Failure, Finish, FinishKind, Interrupted, Progress,
+    RequestFacts,
 };
 use tokio::time::{Instant, Sleep, sleep_until};
 
-use super::Config;
+use super::{Config, Recognised};
 use crate::protocol::{Decoder, Protocol, Reason, Signal};
 use crate::report::{StreamReport, StreamReportHandle, trace};
 use crate::sse::{Item, ScanError, Scanner};
@@ -51,6 +52,11 @@ enum Cause {
     Transport(BoxError),
     Timeout(Gap),
     Scan(ScanError),
+    /// Event data that is not UTF-8 or not JSON: text may be lost in it.
+    Undecodable(&'static str),
+    /// A body the guard took for a stream (no event-stream content type,
+    /// but a stream was asked for) that does not open like one.
+    NotAStream,
     /// More bytes arrived before the first content event than the guard
     /// holds back.
     HoldTooLarge,
@@ -109,6 +115,7 @@ impl Tally {
                 self.stop_if_empty();
             }
             Signal::Other => {}
+            Signal::Undecodable(why) => self.stop = Some(Cause::Undecodable(why)),
         }
     }
 
@@ -156,6 +163,15 @@ impl Tally {
     }
 }
 
+/// Whether a body opens like an event stream: its first non-blank byte
+/// (after a byte-order mark) starts a field line (`data`, `event`, `id`,
+/// `retry`) or a comment. `None` while only blanks have arrived.
+fn opens_like_event_stream(data: &[u8]) -> Option<bool> {
+    let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
+    let first = data.iter().find(|b| !b.is_ascii_whitespace())?;
+    Some(matches!(first, b'd' | b'e' | b'i' | b'r' | b':'))
+}
+
 /// The delivered text's first allocation: deltas are a few bytes each, so
 /// starting at the first one's size would reallocate on every early event.
 const FIRST_TEXT_CAPACITY: usize = 64;
@@ -164,6 +180,10 @@ const FIRST_TEXT_CAPACITY: usize = 64;
 #[derive(Debug)]
 pub(crate) struct Setup {
     pub(crate) config: Arc<Config>,
+    /// What the request asked for.
+    pub(crate) facts: RequestFacts,
+    /// How the response was recognised as a stream, once it arrived.
+    pub(crate) recognised: Option<Recognised>,
     /// Chosen from the request (or the layer's setting) at call time.
     pub(crate) protocol: Protocol,
     pub(crate) started: Instant,
@@ -187,6 +207,9 @@ pub(crate) struct Track {
     chunks: u64,
     handle: StreamReportHandle,
     reported: bool,
+    /// The body was taken for a stream without its content type saying so,
+    /// and its first bytes have not been looked at yet.
+    opening_unchecked: bool,
 }
 
 impl Track {
@@ -196,6 +219,8 @@ impl Track {
             protocol,
             started,
             progress,
+            recognised,
+            facts: _,
         } = setup;
         Track {
             scanner: Scanner::new(config.max_line, config.max_event),
@@ -221,6 +246,8 @@ impl Track {
             chunks: 0,
             handle,
             reported: false,
+            // Only a body not declared an event stream must show it is one.
+            opening_unchecked: recognised == Some(Recognised::Requested),
         }
     }
 
@@ -244,6 +271,13 @@ impl Track {
         self.bytes += data.len() as u64;
         if !data.is_empty() {
             self.first_byte.get_or_insert(now);
+        }
+        if self.opening_unchecked {
+            match opens_like_event_stream(data) {
+                Some(true) => self.opening_unchecked = false,
+                Some(false) => return Some(Cause::NotAStream),
+                None => {}
+            }
         }
         let Track {
             scanner,
@@ -415,6 +449,17 @@ impl Track {
                     .with_message(&format!("{}: {error}", error.as_str())),
                 ClosedBy::Us,
             ),
+            Cause::Undecodable(why) => (
+                Failure::new(after(content, Code::ProtocolViolation))
+                    .with_message(&format!("sse_undecodable_event: {why}")),
+                ClosedBy::Us,
+            ),
+            Cause::NotAStream => (
+                Failure::new(Code::ProtocolViolation).with_message(
+                    "sse_not_a_stream: a stream was asked for and the body is not an event stream",
+                ),
+                ClosedBy::Us,
+            ),
             Cause::HoldTooLarge => (
                 Failure::new(Code::ProtocolViolation).with_message(&format!(
                     "sse_hold_too_large: more than {} bytes before the first content event",
@@ -508,7 +553,9 @@ fn underlying_code(cause: &Cause) -> Option<Code> {
         }
         Cause::Timeout(Gap::Idle) => Some(Code::IdleTimeout),
         Cause::Timeout(_) => Some(Code::Timeout),
-        Cause::Scan(_) | Cause::HoldTooLarge => Some(Code::ProtocolViolation),
+        Cause::Scan(_) | Cause::HoldTooLarge | Cause::Undecodable(_) | Cause::NotAStream => {
+            Some(Code::ProtocolViolation)
+        }
         Cause::FinishedEmpty | Cause::Eof | Cause::PolicyFinish(_) => None,
     }
 }

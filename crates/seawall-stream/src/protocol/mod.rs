@@ -16,6 +16,7 @@ mod anthropic;
 mod gemini;
 mod generic;
 mod openai;
+mod openai_responses;
 mod scan;
 mod wire;
 
@@ -35,6 +36,11 @@ pub enum Protocol {
     /// OpenAI chat completions (and compatible servers): content and tool
     /// call deltas in `choices[].delta`, `finish_reason`, then `[DONE]`.
     OpenAi,
+    /// The OpenAI Responses API: typed events, text in
+    /// `response.output_text.delta`, one terminal event
+    /// (`response.completed`, `response.incomplete`, `response.failed`),
+    /// no `[DONE]`.
+    OpenAiResponses,
     /// Anthropic messages: typed events, `message_delta.stop_reason`, then
     /// `message_stop`.
     Anthropic,
@@ -47,25 +53,31 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    /// The protocol a request path speaks: `…/chat/completions` is OpenAI,
-    /// `…/messages` Anthropic, `…:streamGenerateContent` Gemini, anything
+    /// The protocol a request path speaks: the provider whose generation
+    /// endpoint it is ([`Provider::for_path`]: `…/chat/completions`,
+    /// `…/responses`, `…/messages`, `…:streamGenerateContent`), anything
     /// else generic.
     pub fn for_path(path: &str) -> Protocol {
-        if path.ends_with("/chat/completions") {
-            Protocol::OpenAi
-        } else if path.ends_with("/messages") {
-            Protocol::Anthropic
-        } else if path.ends_with(":streamGenerateContent") {
-            Protocol::Gemini
-        } else {
-            Protocol::Generic
+        Provider::for_path(path).map_or(Protocol::Generic, Protocol::of_provider)
+    }
+
+    /// The protocol `provider` streams in; plain HTTP is generic.
+    pub const fn of_provider(provider: Provider) -> Protocol {
+        match provider {
+            Provider::OpenAi => Protocol::OpenAi,
+            Provider::OpenAiResponses => Protocol::OpenAiResponses,
+            Provider::Anthropic => Protocol::Anthropic,
+            Provider::Gemini => Protocol::Gemini,
+            Provider::Http => Protocol::Generic,
         }
     }
 
-    /// The stable name: `openai`, `anthropic`, `gemini` or `generic`.
+    /// The stable name: `openai`, `openai_responses`, `anthropic`, `gemini`
+    /// or `generic`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Protocol::OpenAi => "openai",
+            Protocol::OpenAiResponses => "openai_responses",
             Protocol::Anthropic => "anthropic",
             Protocol::Gemini => "gemini",
             Protocol::Generic => "generic",
@@ -76,6 +88,7 @@ impl Protocol {
     pub const fn provider(self) -> Provider {
         match self {
             Protocol::OpenAi => Provider::OpenAi,
+            Protocol::OpenAiResponses => Provider::OpenAiResponses,
             Protocol::Anthropic => Provider::Anthropic,
             Protocol::Gemini => Provider::Gemini,
             Protocol::Generic => Provider::Http,
@@ -134,8 +147,13 @@ pub enum Signal<'a> {
     Error(Failure),
     /// The protocol's end marker (`[DONE]`, `message_stop`).
     Done,
-    /// An event this protocol does not know or could not read.
+    /// Well-formed JSON this protocol does not know (an event type added
+    /// later, a member of another type): skipped.
     Other,
+    /// Event data that is not UTF-8 or not well-formed JSON: part of the
+    /// answer may be in it, so it cannot be skipped. The reason names what
+    /// broke.
+    Undecodable(&'static str),
 }
 
 /// Decodes the events of one stream; keeps the little state a protocol
@@ -164,6 +182,7 @@ impl Decoder {
         };
         let signal = match self.protocol {
             Protocol::OpenAi => openai::decode(event.data, &mut self.refused),
+            Protocol::OpenAiResponses => openai_responses::decode(event.data, &mut self.refused),
             Protocol::Anthropic => anthropic::decode(event.data),
             Protocol::Gemini => gemini::decode(event.data),
             Protocol::Generic => generic::decode(event.data),
@@ -171,6 +190,12 @@ impl Decoder {
         match signal {
             // An event named `error` is an error whatever its data looks like.
             Signal::Other if event.name == b"error" => self.error(event.data),
+            // Checked only once the protocol's own reading failed, so a
+            // healthy stream pays nothing for it.
+            Signal::Other if self.protocol != Protocol::Generic => match undecodable(event.data) {
+                Some(why) => Signal::Undecodable(why),
+                None => Signal::Other,
+            },
             Signal::Done if !self.finished => match self.implied_finish() {
                 Some(reason) => Signal::Finish(reason),
                 None => Signal::Done,
@@ -200,6 +225,19 @@ impl Decoder {
 
     fn error(&self, data: &[u8]) -> Signal<'static> {
         Signal::Error(in_stream_error(self.protocol, data))
+    }
+}
+
+/// Why `data` cannot be read as a JSON event at all, if it cannot: not
+/// UTF-8, or not well-formed JSON. A structural check only: skipping every
+/// value without keeping any.
+fn undecodable(data: &[u8]) -> Option<&'static str> {
+    if std::str::from_utf8(data).is_err() {
+        return Some("event data is not UTF-8");
+    }
+    match serde_json::from_slice::<serde::de::IgnoredAny>(data) {
+        Ok(_) => None,
+        Err(_) => Some("event data is not well-formed JSON"),
     }
 }
 

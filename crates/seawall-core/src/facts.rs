@@ -1,0 +1,294 @@
+//! What a request is: the facts every layer needs to read its answer.
+//!
+//! Whether an answer is a stream cannot be read off the response alone: a
+//! server that ignores `"stream": true`, a proxy that drops the content
+//! type, or a captive portal answering HTML with `200` all send bodies
+//! whose headers lie. The request says what was asked for, so
+//! [`RequestFacts`] keeps it:
+//!
+//! - the [`Provider`] whose generation endpoint the path names
+//!   ([`Provider::for_path`]), or none for any other path;
+//! - whether a stream was asked for — from the head at once (`Accept:
+//!   text/event-stream`, Gemini's `:streamGenerateContent`), and from the
+//!   body's `"stream"` member once the body has been sent;
+//! - the model, from the body's `"model"` member (or Gemini's path).
+//!
+//! The body facts come from the bytes the retry layer already records for
+//! replay ([`ReplayBody`](crate::replay::ReplayBody)): no second buffering.
+//! The recording fills a shared slot when the body ends, which is before
+//! the response arrives for every HTTP/1 and HTTP/2 client that sends its
+//! body first. Without a recording (no retry layer) the body facts are
+//! unknown and the head decides alone.
+//!
+//! The retry layer puts one `RequestFacts` in the request extensions;
+//! [`RequestFacts::of_request`] reads it back, or the head alone when no
+//! layer put one there.
+
+use std::sync::{Arc, OnceLock};
+
+use serde::Deserialize;
+
+use crate::json::{Text, from_bytes};
+use crate::provider::Provider;
+
+/// What a request asked for. See the [module docs](self).
+///
+/// Cheap to clone: the head facts are plain values, the body facts one
+/// shared slot.
+#[derive(Debug, Clone, Default)]
+pub struct RequestFacts {
+    provider: Option<Provider>,
+    /// What the head says about streaming, if anything.
+    head_stream: Option<bool>,
+    /// Filled by the body recording when the body ends.
+    body: Option<Arc<BodySlot>>,
+}
+
+/// The slot a recorded body fills with its facts when it ends.
+#[derive(Debug, Default)]
+pub struct BodySlot(OnceLock<BodyFacts>);
+
+impl BodySlot {
+    /// Reads `body` (the whole request body) once; later calls are ignored.
+    pub fn fill(&self, body: &[u8]) {
+        self.0.get_or_init(|| BodyFacts::parse(body));
+    }
+
+    fn get(&self) -> Option<&BodyFacts> {
+        self.0.get()
+    }
+}
+
+/// The facts read from a JSON request body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct BodyFacts {
+    stream: Option<bool>,
+    model: Option<Box<str>>,
+}
+
+#[derive(Deserialize)]
+struct Members<'a> {
+    #[serde(borrow, default)]
+    model: Option<Text<'a>>,
+    #[serde(default)]
+    stream: Option<bool>,
+}
+
+impl BodyFacts {
+    /// Only the two members are read; anything else, and a body that is
+    /// not a JSON object, gives no facts.
+    fn parse(body: &[u8]) -> BodyFacts {
+        match from_bytes::<Members<'_>>(body) {
+            Ok(members) => BodyFacts {
+                stream: members.stream,
+                model: members.model.map(|model| model.0.into()),
+            },
+            Err(_) => BodyFacts::default(),
+        }
+    }
+}
+
+impl RequestFacts {
+    /// The facts the head of `request` gives: the provider from the path,
+    /// streaming from `Accept` and Gemini's path. Allocates nothing.
+    pub fn from_head<B>(request: &http::Request<B>) -> Self {
+        RequestFacts::of_head(request.uri(), request.headers())
+    }
+
+    /// [`from_head`](Self::from_head), for a request taken apart.
+    pub fn from_parts(parts: &http::request::Parts) -> Self {
+        RequestFacts::of_head(&parts.uri, &parts.headers)
+    }
+
+    fn of_head(uri: &http::Uri, headers: &http::HeaderMap) -> Self {
+        let path = uri.path();
+        let provider = Provider::for_path(path);
+        let head_stream = if path.ends_with(":streamGenerateContent") {
+            Some(true)
+        } else if path.ends_with(":generateContent") {
+            Some(false)
+        } else if accepts_event_stream(headers) {
+            Some(true)
+        } else {
+            None
+        };
+        RequestFacts {
+            provider,
+            head_stream,
+            body: None,
+        }
+    }
+
+    /// The facts in `request`'s extensions, or those of its head when no
+    /// layer put any there.
+    pub fn of_request<B>(request: &http::Request<B>) -> Self {
+        match request.extensions().get::<RequestFacts>() {
+            Some(facts) => facts.clone(),
+            None => RequestFacts::from_head(request),
+        }
+    }
+
+    /// These facts, with the body's to come from `slot`.
+    pub fn with_body_slot(mut self, slot: Arc<BodySlot>) -> Self {
+        self.body = Some(slot);
+        self
+    }
+
+    /// The provider whose generation endpoint the request calls, if any.
+    pub fn provider(&self) -> Option<Provider> {
+        self.provider
+    }
+
+    /// True when the request calls a provider's generation endpoint, whose
+    /// every 2xx answer must be an answer in that provider's shape.
+    pub fn is_generation(&self) -> bool {
+        self.provider.is_some()
+    }
+
+    /// Whether a stream was asked for: `Some(true)` or `Some(false)` when
+    /// the head or the body says so, `None` when nothing says (the body is
+    /// not recorded, not sent yet, or has no `"stream"` member). A body
+    /// without `"stream"` on an endpoint where streaming is opt-in (OpenAI,
+    /// Anthropic) asked for a unary answer.
+    pub fn stream_requested(&self) -> Option<bool> {
+        if self.head_stream.is_some() {
+            return self.head_stream;
+        }
+        let body = self.body.as_ref()?.get()?;
+        match (body.stream, self.provider) {
+            (Some(stream), _) => Some(stream),
+            (None, Some(Provider::OpenAi | Provider::OpenAiResponses | Provider::Anthropic)) => {
+                Some(false)
+            }
+            (None, _) => None,
+        }
+    }
+
+    /// The model the body names, once the body has been read.
+    pub fn model(&self) -> Option<&str> {
+        self.body.as_ref()?.get()?.model.as_deref()
+    }
+}
+
+/// `Accept` lists `text/event-stream` (parameters and case ignored).
+fn accepts_event_stream(headers: &http::HeaderMap) -> bool {
+    headers.get_all(http::header::ACCEPT).iter().any(|value| {
+        value.as_bytes().split(|&b| b == b',').any(|item| {
+            let media = item.split(|&b| b == b';').next().unwrap_or_default();
+            media
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"text/event-stream")
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(path: &str, accept: Option<&str>) -> http::Request<()> {
+        let mut builder = http::Request::post(format!("http://api.example{path}"));
+        if let Some(accept) = accept {
+            builder = builder.header("accept", accept);
+        }
+        builder.body(()).unwrap()
+    }
+
+    #[test]
+    fn the_head_names_provider_and_stream() {
+        let cases = [
+            ("/v1/chat/completions", None, Some(Provider::OpenAi), None),
+            (
+                "/v1/chat/completions",
+                Some("application/json, Text/Event-Stream; q=0.9"),
+                Some(Provider::OpenAi),
+                Some(true),
+            ),
+            ("/v1/responses", None, Some(Provider::OpenAiResponses), None),
+            ("/v1/messages", None, Some(Provider::Anthropic), None),
+            (
+                "/v1beta/models/g:streamGenerateContent?alt=sse",
+                None,
+                Some(Provider::Gemini),
+                Some(true),
+            ),
+            (
+                "/v1beta/models/g:generateContent",
+                None,
+                Some(Provider::Gemini),
+                Some(false),
+            ),
+            ("/v1/embeddings", Some("application/json"), None, None),
+        ];
+        for (path, accept, provider, stream) in cases {
+            let facts = RequestFacts::from_head(&request(path, accept));
+            assert_eq!(facts.provider(), provider, "{path}");
+            assert_eq!(facts.stream_requested(), stream, "{path} {accept:?}");
+            assert_eq!(facts.is_generation(), provider.is_some());
+        }
+    }
+
+    #[test]
+    fn the_body_fills_stream_and_model_once_sent() {
+        let slot = Arc::new(BodySlot::default());
+        let facts = RequestFacts::from_head(&request("/v1/chat/completions", None))
+            .with_body_slot(slot.clone());
+        assert_eq!(facts.stream_requested(), None, "not sent yet");
+        assert_eq!(facts.model(), None);
+        slot.fill(
+            br#"{"messages":[{"role":"user","content":"x"}],"model":"gpt-\u0078","stream":true}"#,
+        );
+        assert_eq!(facts.stream_requested(), Some(true));
+        assert_eq!(facts.model(), Some("gpt-x"));
+        // Filled once: a replayed body does not change the facts.
+        slot.fill(br#"{"model":"other","stream":false}"#);
+        assert_eq!(facts.model(), Some("gpt-x"));
+    }
+
+    #[test]
+    fn a_body_without_stream_asked_for_a_unary_answer_where_streaming_is_opt_in() {
+        for (path, expected) in [
+            ("/v1/chat/completions", Some(false)),
+            ("/v1/messages", Some(false)),
+            ("/v1/responses", Some(false)),
+            ("/v1/embeddings", None),
+        ] {
+            let slot = Arc::new(BodySlot::default());
+            let facts = RequestFacts::from_head(&request(path, None)).with_body_slot(slot.clone());
+            slot.fill(br#"{"model":"m"}"#);
+            assert_eq!(facts.stream_requested(), expected, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_json_object_gives_no_facts() {
+        for body in [
+            &b"not json"[..],
+            b"[1,2]",
+            b"{\"stream\":\"yes\"}",
+            b"",
+            b"{\"model\":",
+        ] {
+            let slot = Arc::new(BodySlot::default());
+            let facts = RequestFacts::from_head(&request("/v1/embeddings", None))
+                .with_body_slot(slot.clone());
+            slot.fill(body);
+            assert_eq!(facts.stream_requested(), None);
+            assert_eq!(facts.model(), None);
+        }
+    }
+
+    #[test]
+    fn the_extension_wins_over_the_head() {
+        let mut request = request("/v1/embeddings", None);
+        let slot = Arc::new(BodySlot::default());
+        slot.fill(br#"{"stream":true}"#);
+        request
+            .extensions_mut()
+            .insert(RequestFacts::default().with_body_slot(slot));
+        assert_eq!(
+            RequestFacts::of_request(&request).stream_requested(),
+            Some(true)
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! OpenAI Responses API stream events (`POST /v1/responses`, `stream: true`).
+//!
+//! Every event names its `type`; the stream ends with exactly one terminal
+//! event — `response.completed`, `response.incomplete` or
+//! `response.failed` — or an `error` event, and has no `[DONE]`. Content is
+//! text (`response.output_text.delta`), a refusal (`response.refusal.delta`,
+//! which makes the whole answer a refusal) or a tool call's arguments
+//! (`response.function_call_arguments.delta`); everything else is the
+//! response's lifecycle and counts as progress.
+
+use seawall_core::FinishKind;
+use seawall_core::provider::{ErrorContext, Provider, classify_declared};
+use serde::Deserialize;
+
+use super::wire::{Text, parse};
+use super::{Reason, Signal};
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Text<'a>,
+    #[serde(borrow)]
+    delta: Option<Text<'a>>,
+    #[serde(borrow)]
+    response: Option<Response<'a>>,
+    // The `error` event's own fields.
+    #[serde(borrow)]
+    code: Option<Text<'a>>,
+    #[serde(borrow)]
+    message: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Response<'a> {
+    #[serde(borrow)]
+    incomplete_details: Option<Incomplete<'a>>,
+    #[serde(borrow)]
+    error: Option<ResponseError<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Incomplete<'a> {
+    #[serde(borrow)]
+    reason: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct ResponseError<'a> {
+    #[serde(borrow)]
+    code: Option<Text<'a>>,
+    #[serde(borrow)]
+    message: Option<Text<'a>>,
+}
+
+pub(super) fn decode<'a>(data: &'a [u8], refused: &mut bool) -> Signal<'a> {
+    let Some(event) = parse::<Event<'_>>(data) else {
+        return Signal::Other;
+    };
+    match &*event.ty.0 {
+        "response.output_text.delta" => match event.delta.and_then(Text::non_empty) {
+            Some(text) => Signal::Content {
+                text: Some(text),
+                finish: None,
+            },
+            None => Signal::Progress,
+        },
+        "response.refusal.delta" => {
+            *refused |= event.delta.and_then(Text::non_empty).is_some();
+            Signal::Progress
+        }
+        "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+            Signal::Content {
+                text: None,
+                finish: None,
+            }
+        }
+        "response.completed" => Signal::Finish(Reason {
+            kind: if *refused {
+                FinishKind::Refused
+            } else {
+                FinishKind::Complete
+            },
+            reason: "completed".into(),
+        }),
+        "response.incomplete" => {
+            let reason = event
+                .response
+                .and_then(|r| r.incomplete_details)
+                .and_then(|d| d.reason)
+                .map_or_else(|| "incomplete".into(), |Text(reason)| reason);
+            Signal::Finish(Reason {
+                kind: match FinishKind::openai_responses(&reason) {
+                    FinishKind::Other => FinishKind::Truncated,
+                    kind => kind,
+                },
+                reason,
+            })
+        }
+        "response.failed" => {
+            let error = event.response.and_then(|r| r.error);
+            Signal::Error(failure(
+                error.as_ref().and_then(|e| e.code.as_ref()),
+                error.as_ref().and_then(|e| e.message.as_ref()),
+            ))
+        }
+        "error" => Signal::Error(failure(event.code.as_ref(), event.message.as_ref())),
+        "keepalive" => Signal::KeepAlive,
+        // Lifecycle, item and part boundaries, reasoning, tool progress:
+        // the response is moving, the caller has nothing new to show.
+        ty if ty.starts_with("response.") => Signal::Progress,
+        _ => Signal::Other,
+    }
+}
+
+/// A failure the Responses API declared inside the stream: its code (e.g.
+/// `server_error`, `rate_limit_exceeded`) through the OpenAI table.
+fn failure(code: Option<&Text<'_>>, message: Option<&Text<'_>>) -> seawall_core::Failure {
+    classify_declared(
+        Provider::OpenAiResponses,
+        None,
+        code.map(|c| &*c.0),
+        message.map(|m| &*m.0),
+        ErrorContext::in_stream(std::time::SystemTime::now()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use seawall_core::{Class, Code};
+
+    use super::*;
+
+    fn decode_one(data: &str) -> String {
+        let mut refused = false;
+        match decode(data.as_bytes(), &mut refused) {
+            Signal::Content { text, finish } => format!("content {text:?} {finish:?}"),
+            Signal::Finish(reason) => format!("finish {:?} {}", reason.kind, reason.reason),
+            Signal::Error(failure) => format!("error {} {}", failure.code(), failure.class()),
+            Signal::Progress => "progress".into(),
+            Signal::KeepAlive => "keepalive".into(),
+            Signal::Done => "done".into(),
+            Signal::Other => "other".into(),
+            Signal::Undecodable(why) => format!("undecodable {why}"),
+        }
+    }
+
+    #[test]
+    fn events_mean_what_the_api_says() {
+        let cases = [
+            (
+                r#"{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"Hi","sequence_number":4}"#,
+                r#"content Some("Hi") None"#,
+            ),
+            (
+                r#"{"type":"response.output_text.delta","delta":"","sequence_number":4}"#,
+                "progress",
+            ),
+            (
+                r#"{"type":"response.function_call_arguments.delta","delta":"{\"a\"","sequence_number":5}"#,
+                "content None None",
+            ),
+            (
+                r#"{"type":"response.created","response":{"id":"r","status":"in_progress","output":[]},"sequence_number":0}"#,
+                "progress",
+            ),
+            (
+                r#"{"type":"response.completed","response":{"status":"completed","incomplete_details":null,"error":null},"sequence_number":9}"#,
+                "finish Complete completed",
+            ),
+            (
+                r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}},"sequence_number":9}"#,
+                "finish Truncated max_output_tokens",
+            ),
+            (
+                r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"content_filter"}},"sequence_number":9}"#,
+                "finish Filtered content_filter",
+            ),
+            (
+                r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"boom"}},"sequence_number":9}"#,
+                "error provider_unavailable transient",
+            ),
+            (
+                r#"{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null,"sequence_number":3}"#,
+                "error rate_limited transient",
+            ),
+            (
+                r#"{"type":"error","code":"context_length_exceeded","message":"too long","sequence_number":3}"#,
+                "error context_too_long permanent",
+            ),
+            (r#"{"type":"something.else"}"#, "other"),
+        ];
+        for (data, expected) in cases {
+            assert_eq!(decode_one(data), expected, "{data}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_makes_the_completion_a_refusal() {
+        let mut refused = false;
+        let delta = br#"{"type":"response.refusal.delta","delta":"I can't","sequence_number":5}"#;
+        assert!(matches!(decode(delta, &mut refused), Signal::Progress));
+        assert!(refused);
+        let done = br#"{"type":"response.completed","response":{"status":"completed"}}"#;
+        match decode(done, &mut refused) {
+            Signal::Finish(reason) => assert_eq!(reason.kind, FinishKind::Refused),
+            _ => panic!("not a finish"),
+        }
+        let failure = FinishKind::Refused.failure().unwrap();
+        assert_eq!(
+            (failure.code(), failure.class()),
+            (Code::Refused, Class::Policy)
+        );
+    }
+}
