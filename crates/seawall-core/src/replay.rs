@@ -75,10 +75,18 @@ impl<B> Shared<B> {
     /// The original body ended: the recording, if whole, tells the facts.
     fn end(&mut self) {
         self.body_done = true;
+        self.tell_facts();
+    }
+
+    /// Fills the facts slot from the whole recording, if there is one. A
+    /// client may never poll a body of announced length to its end (hyper
+    /// stops once the length is sent), so this runs as soon as the last
+    /// announced byte is recorded, too.
+    fn tell_facts(&mut self) {
         if self.capped {
             return;
         }
-        if let Some(slot) = &self.facts {
+        if let Some(slot) = self.facts.take() {
             match (&self.chunks.first, self.chunks.rest.is_empty()) {
                 (None, _) => slot.fill(&[]),
                 (Some(first), true) => slot.fill(first),
@@ -278,6 +286,9 @@ where
                                 state.capped = true;
                             }
                         }
+                        if state.exact_len == Some(state.live_bytes) {
+                            state.tell_facts();
+                        }
                         Poll::Ready(Some(Ok(Frame::data(chunk))))
                     }
                     Err(frame) => {
@@ -370,6 +381,43 @@ mod tests {
                 .map(|p| Ok(Frame::data(Bytes::from_static(p.as_bytes()))))
                 .collect(),
         )
+    }
+
+    #[tokio::test]
+    async fn the_recording_tells_the_facts_once_the_announced_length_is_sent() {
+        use std::future::poll_fn;
+        let slot = Arc::new(BodySlot::default());
+        let facts = crate::RequestFacts::default().with_body_slot(slot.clone());
+        let body = Full::new(Bytes::from_static(br#"{"model":"m","stream":true}"#));
+        let mut body = ReplayBody::recorded(body, 1024).fill_facts(slot);
+        assert_eq!(facts.stream_requested(), None);
+        // One data frame, as a client that stops at the announced length
+        // reads it: never polled to its end.
+        let frame = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+        assert!(frame.is_some());
+        assert_eq!(facts.stream_requested(), Some(true));
+        assert_eq!(facts.model(), Some("m"));
+    }
+
+    #[tokio::test]
+    async fn a_recording_in_chunks_tells_the_facts_at_its_end() {
+        let slot = Arc::new(BodySlot::default());
+        let facts = crate::RequestFacts::default().with_body_slot(slot.clone());
+        let body = chunked(&[r#"{"model":"#, r#""m2","str"#, r#"eam":false}"#]);
+        let body = ReplayBody::recorded(body, 1024).fill_facts(slot);
+        collect(body).await.unwrap();
+        assert_eq!(facts.stream_requested(), Some(false));
+        assert_eq!(facts.model(), Some("m2"));
+    }
+
+    #[tokio::test]
+    async fn a_recording_over_its_cap_tells_no_facts() {
+        let slot = Arc::new(BodySlot::default());
+        let facts = crate::RequestFacts::default().with_body_slot(slot.clone());
+        let body = chunked(&[r#"{"model":"#, r#""m2","str"#, r#"eam":true}"#]);
+        let body = ReplayBody::recorded(body, 12).fill_facts(slot);
+        collect(body).await.unwrap();
+        assert_eq!(facts.stream_requested(), None);
     }
 
     /// A body of queued frames with no exact size, like a streamed upload.
