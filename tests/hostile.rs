@@ -248,7 +248,7 @@ async fn ask_at(base: &str, stream: bool, stack: &Stack) -> Outcome {
             error_text: None,
             receipt,
         },
-        Err(error) => failed(error.into(), receipt),
+        Err(error) => failed(error, receipt),
     }
 }
 
