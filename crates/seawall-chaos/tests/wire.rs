@@ -418,3 +418,49 @@ async fn an_answer_resumed_after_token_k_continues_from_k_plus_one() {
         vec![3, 4, 6]
     );
 }
+
+#[tokio::test]
+async fn an_anthropic_stream_resumed_after_a_prefill_is_well_formed() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let resumed = r#"{"model":"claude-x","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"w1 w2"}]}"#;
+    let reply = post(
+        chaos.addr(),
+        ANTHROPIC,
+        &[("x-chaos-fault", "ok;tokens=4")],
+        resumed,
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    assert!(reply.error.is_none());
+    let events = events(&reply.text());
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    // The text block opens before its first delta, even when that delta is `w3`.
+    assert_eq!(
+        names,
+        [
+            "message_start",
+            "content_block_start",
+            "ping",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ]
+    );
+    assert_eq!(events[1].data["index"], 0);
+    assert_eq!(events[1].data["content_block"]["type"], "text");
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter(|e| e.name == "content_block_delta")
+        .map(|e| {
+            assert_eq!(e.data["index"], 0);
+            e.data["delta"]["text"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(deltas, [" w3", " w4"]);
+    assert_eq!(events[5].data["index"], 0);
+    assert_eq!(events[6].data["delta"]["stop_reason"], "end_turn");
+    assert_eq!(events[6].data["usage"]["output_tokens"], 2);
+    assert_eq!(chaos.journal()[0].tokens_written, 2);
+}

@@ -21,13 +21,15 @@ pub(super) fn message_start(ctx: &Ctx) -> String {
     )
 }
 
-/// Token `i`; the first one opens the text block (and a ping follows it, as the API does).
-pub(super) fn token_delta(i: u32) -> String {
+/// Token `i`, after `sent` earlier tokens of this stream. The first one the
+/// stream carries opens the text block (and a ping follows it, as the API
+/// does): token 1 of a fresh answer, or `w{K+1}` of one resumed after a prefill.
+pub(super) fn token_delta(i: u32, sent: u32) -> String {
     let delta = format!(
         "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{}\"}}}}\n\n",
         token_text(i)
     );
-    if i == 1 {
+    if sent == 0 {
         format!("{BLOCK_START}{PING}{delta}")
     } else {
         delta

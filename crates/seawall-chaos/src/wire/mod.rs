@@ -221,7 +221,7 @@ pub(crate) fn first_frame(ctx: &Ctx) -> Bytes {
 pub(crate) fn token(ctx: &Ctx, i: u32, finish: Option<Finish>, sent: Sent) -> Bytes {
     match ctx.provider {
         Provider::OpenAi => openai::token_chunk(ctx, i),
-        Provider::Anthropic => anthropic::token_delta(i),
+        Provider::Anthropic => anthropic::token_delta(i, sent.count),
         Provider::Gemini => gemini::token_frame(ctx, i, finish),
         Provider::OpenAiResponses => openai_responses::token_events(ctx, i, sent.count),
     }
