@@ -1,9 +1,11 @@
 //! `cargo xtask ci`: the same steps `.ci/run` runs, in the same order, so a
 //! green local run means a green CI run.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-/// One CI step: a name for the log and the command line.
+/// One CI step: a name for the log and the command line. A program under
+/// `.ci/` is one of CI's scripts, run from the workspace root.
 struct Step {
     name: &'static str,
     program: &'static str,
@@ -16,6 +18,12 @@ const CI: &[Step] = &[
         name: "fmt",
         program: "cargo",
         args: &["fmt", "--all", "--check"],
+        env: &[],
+    },
+    Step {
+        name: "msrv",
+        program: ".ci/msrv",
+        args: &[],
         env: &[],
     },
     Step {
@@ -34,7 +42,13 @@ const CI: &[Step] = &[
     Step {
         name: "test",
         program: "cargo",
-        args: &["test", "--workspace"],
+        args: &["test", "--workspace", "--all-features"],
+        env: &[],
+    },
+    Step {
+        name: "features",
+        program: ".ci/features",
+        args: &[],
         env: &[],
     },
     Step {
@@ -42,6 +56,12 @@ const CI: &[Step] = &[
         program: "cargo",
         args: &["doc", "--workspace", "--no-deps"],
         env: &[("RUSTDOCFLAGS", "-D warnings")],
+    },
+    Step {
+        name: "fuzz",
+        program: ".ci/fuzz",
+        args: &[],
+        env: &[],
     },
 ];
 
@@ -56,15 +76,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// The workspace root: xtask's parent directory.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace root")
+}
+
 fn run(steps: &[Step]) -> ExitCode {
+    let root = root();
     for step in steps {
+        let program = if step.program.starts_with(".ci/") {
+            root.join(step.program)
+        } else {
+            PathBuf::from(step.program)
+        };
         eprintln!(
             "xtask: {} ({} {})",
             step.name,
             step.program,
             step.args.join(" ")
         );
-        let status = Command::new(step.program)
+        let status = Command::new(&program)
+            .current_dir(root)
             .args(step.args)
             .envs(step.env.iter().copied())
             .status();
