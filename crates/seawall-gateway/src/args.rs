@@ -1,0 +1,141 @@
+//! The command line of `seawall gateway`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::config::{Config, ConfigError, Preset, parse_duration};
+
+/// The arguments of `seawall gateway`: a config file, or routes on the
+/// command line; the flags override the file's values.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct GatewayArgs {
+    /// Where to listen [default: 127.0.0.1:8787]. A non-loopback address
+    /// needs --token-env.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// A TOML config file (routes, models, keys, policy).
+    #[arg(long, conflicts_with = "routes")]
+    pub config: Option<PathBuf>,
+    /// A route, NAME=WIRE@BASE_URL (WIRE: openai or anthropic; BASE_URL:
+    /// what comes before /v1). The first is the primary for every model,
+    /// the next its fallback.
+    #[arg(long = "route", value_name = "NAME=WIRE@BASE_URL")]
+    pub routes: Vec<String>,
+    /// Gives a route its own key: NAME=ENV_VAR.
+    #[arg(long = "route-key", value_name = "NAME=ENV_VAR")]
+    pub route_keys: Vec<String>,
+    /// The environment variable holding the token clients must present
+    /// (`Authorization: Bearer …`); required when a route has its own key
+    /// or the address is not loopback.
+    #[arg(long)]
+    pub token_env: Option<String>,
+    /// The preset: interactive, batch or reasoning.
+    #[arg(long, value_parser = ["interactive", "batch", "reasoning"])]
+    pub preset: Option<String>,
+    /// The operation's deadline (e.g. 30s, 500ms, 2m).
+    #[arg(long, value_parser = parse_duration)]
+    pub deadline: Option<Duration>,
+    /// The bound on one attempt.
+    #[arg(long, value_parser = parse_duration)]
+    pub attempt_timeout: Option<Duration>,
+    /// The stream guard's bound on the first body byte.
+    #[arg(long, value_parser = parse_duration)]
+    pub first_byte_timeout: Option<Duration>,
+    /// The stream guard's bound on the first content event.
+    #[arg(long, value_parser = parse_duration)]
+    pub first_content_timeout: Option<Duration>,
+    /// The stream guard's bound on a gap between events after content.
+    #[arg(long, value_parser = parse_duration)]
+    pub idle_timeout: Option<Duration>,
+    /// The largest request body accepted, in bytes [default: 8 MiB].
+    #[arg(long)]
+    pub max_body_bytes: Option<usize>,
+    /// How long in-flight answers may run on after SIGINT/SIGTERM
+    /// [default: 30s].
+    #[arg(long, value_parser = parse_duration)]
+    pub shutdown_grace: Option<Duration>,
+}
+
+impl GatewayArgs {
+    /// The configuration these arguments describe (not yet validated).
+    pub fn to_config(&self) -> Result<Config, ConfigError> {
+        let mut config = match &self.config {
+            Some(path) => Config::from_file(path)?,
+            None => Config::from_routes(&self.routes)?,
+        };
+        for spec in &self.route_keys {
+            let (name, env) = spec.split_once('=').ok_or_else(|| {
+                ConfigError::Invalid(format!("--route-key `{spec}`: expected NAME=ENV_VAR"))
+            })?;
+            config.set_route_key(name.trim(), env.trim())?;
+        }
+        if let Some(listen) = self.listen {
+            config.listen = listen;
+        }
+        if let Some(token_env) = &self.token_env {
+            config.token_env = Some(token_env.clone());
+        }
+        if let Some(preset) = &self.preset {
+            config.policy.preset = preset.parse::<Preset>()?;
+        }
+        let policy = &mut config.policy;
+        policy.deadline = self.deadline.or(policy.deadline);
+        policy.attempt_timeout = self.attempt_timeout.or(policy.attempt_timeout);
+        policy.first_byte_timeout = self.first_byte_timeout.or(policy.first_byte_timeout);
+        policy.first_content_timeout = self.first_content_timeout.or(policy.first_content_timeout);
+        policy.idle_timeout = self.idle_timeout.or(policy.idle_timeout);
+        if let Some(max) = self.max_body_bytes {
+            config.max_body_bytes = max;
+        }
+        if let Some(grace) = self.shutdown_grace {
+            config.shutdown_grace = grace;
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: GatewayArgs,
+    }
+
+    #[test]
+    fn flags_make_a_config() {
+        let cli = Cli::try_parse_from([
+            "gw",
+            "--route",
+            "main=anthropic@http://127.0.0.1:1",
+            "--route",
+            "spare=anthropic@http://127.0.0.1:2",
+            "--route-key",
+            "spare=SPARE_KEY",
+            "--token-env",
+            "GW",
+            "--preset",
+            "batch",
+            "--first-byte-timeout",
+            "200ms",
+        ])
+        .unwrap();
+        let config = cli.args.to_config().unwrap();
+        config.validate().unwrap();
+        assert_eq!(config.policy.preset, Preset::Batch);
+        assert_eq!(
+            config.route("spare").unwrap().key_env.as_deref(),
+            Some("SPARE_KEY")
+        );
+        assert_eq!(config.token_env.as_deref(), Some("GW"));
+        assert!(
+            Cli::try_parse_from(["gw", "--config", "x.toml", "--route", "a=openai@http://h"])
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,542 @@
+//! The gateway's configuration: routes, the models they serve, the policy.
+//!
+//! Two sources give the same [`Config`]: a TOML file (`--config`), or the
+//! command line alone (`--route NAME=WIRE@BASE_URL …`, see
+//! [`GatewayArgs`](crate::GatewayArgs)). [`Config::validate`] checks it
+//! before anything listens: unknown route names, a model whose routes speak
+//! different wire formats, a fallback list that would carry one client's key
+//! to another provider.
+//!
+//! ```toml
+//! listen = "127.0.0.1:8787"
+//! token_env = "SEAWALL_GATEWAY_TOKEN"   # clients send `Authorization: Bearer <it>`
+//! preset = "interactive"                # or batch, reasoning
+//! deadline = "60s"
+//!
+//! [[route]]
+//! name = "openai"
+//! wire = "openai"
+//! base_url = "https://api.openai.com"
+//! key_env = "OPENAI_API_KEY"
+//!
+//! [[route]]
+//! name = "backup"
+//! wire = "openai"
+//! base_url = "https://openai-compatible.example.com"
+//! key_env = "BACKUP_KEY"
+//! model = "gpt-4o-mini-backup"          # the model name this route knows
+//! preset = "batch"
+//!
+//! [models]
+//! "gpt-4o-mini" = ["openai", "backup"]  # primary, then fallbacks in order
+//! "*" = ["openai"]                      # every other model
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use seawall::core::provider::Provider;
+use serde::{Deserialize, Deserializer};
+
+/// The default listen address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+/// The default cap on a request body: 8 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
+/// The default time in-flight answers get to finish after a shutdown signal.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// The model key whose routes serve every model not listed by name.
+pub const ANY_MODEL: &str = "*";
+
+/// A provider wire format the gateway serves and speaks upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Wire {
+    /// OpenAI chat completions: `POST /v1/chat/completions`.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic messages: `POST /v1/messages`.
+    Anthropic,
+}
+
+impl Wire {
+    /// `openai` or `anthropic`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wire::OpenAi => "openai",
+            Wire::Anthropic => "anthropic",
+        }
+    }
+
+    /// The path this wire format is served at, here and upstream.
+    pub fn path(self) -> &'static str {
+        match self {
+            Wire::OpenAi => "/v1/chat/completions",
+            Wire::Anthropic => "/v1/messages",
+        }
+    }
+
+    /// The provider whose errors and streams this wire format carries.
+    pub fn provider(self) -> Provider {
+        match self {
+            Wire::OpenAi => Provider::OpenAi,
+            Wire::Anthropic => Provider::Anthropic,
+        }
+    }
+}
+
+impl std::str::FromStr for Wire {
+    type Err = ConfigError;
+
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        match text {
+            "openai" => Ok(Wire::OpenAi),
+            "anthropic" => Ok(Wire::Anthropic),
+            other => Err(ConfigError::Invalid(format!(
+                "unknown wire format `{other}` (openai or anthropic)"
+            ))),
+        }
+    }
+}
+
+/// The policy preset of [`seawall::stack::Stack`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    /// A person is waiting (the default).
+    #[default]
+    Interactive,
+    /// Nobody is waiting.
+    Batch,
+    /// A model that thinks before it writes.
+    Reasoning,
+}
+
+impl std::str::FromStr for Preset {
+    type Err = ConfigError;
+
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        match text {
+            "interactive" => Ok(Preset::Interactive),
+            "batch" => Ok(Preset::Batch),
+            "reasoning" => Ok(Preset::Reasoning),
+            other => Err(ConfigError::Invalid(format!(
+                "unknown preset `{other}` (interactive, batch or reasoning)"
+            ))),
+        }
+    }
+}
+
+/// The policy knobs on top of a preset; `None` keeps the preset's value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// The preset.
+    pub preset: Preset,
+    /// The operation's deadline.
+    pub deadline: Option<Duration>,
+    /// The bound on one attempt.
+    pub attempt_timeout: Option<Duration>,
+    /// The stream guard's first-byte bound.
+    pub first_byte_timeout: Option<Duration>,
+    /// The stream guard's first-content bound.
+    pub first_content_timeout: Option<Duration>,
+    /// The stream guard's idle bound after content.
+    pub idle_timeout: Option<Duration>,
+}
+
+/// One upstream route.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// The route's name: in `x-seawall-served-by`, receipts, logs and the
+    /// breaker.
+    pub name: String,
+    /// Its wire format.
+    pub wire: Wire,
+    /// Scheme, host, port and any path prefix before `/v1`.
+    pub base_url: String,
+    /// The environment variable holding the route's own key. Without one,
+    /// the client's own `Authorization` / `x-api-key` is forwarded.
+    #[serde(default)]
+    pub key_env: Option<String>,
+    /// The model name to send this route instead of the client's.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// This route's preset, when not the gateway's (applies to a model this
+    /// route is the primary of, and to its own attempts as a fallback).
+    #[serde(default)]
+    pub preset: Option<Preset>,
+}
+
+/// The whole configuration. Build it from a file ([`Config::from_toml`]) or
+/// from the command line ([`GatewayArgs`](crate::GatewayArgs)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Where to listen (default `127.0.0.1:8787`).
+    pub listen: SocketAddr,
+    /// The environment variable holding the gateway's own client token.
+    pub token_env: Option<String>,
+    /// The largest request body accepted (default 8 MiB).
+    pub max_body_bytes: usize,
+    /// How long in-flight answers may run on after a shutdown signal.
+    pub shutdown_grace: Duration,
+    /// The policy for every route without its own preset.
+    pub policy: Policy,
+    /// The routes, by name.
+    pub routes: Vec<RouteConfig>,
+    /// Model name (or [`ANY_MODEL`]) → its routes, primary first.
+    pub models: BTreeMap<String, Vec<String>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: DEFAULT_LISTEN.parse().expect("a valid literal address"),
+            token_env: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            policy: Policy::default(),
+            routes: Vec::new(),
+            models: BTreeMap::new(),
+        }
+    }
+}
+
+/// A configuration the gateway cannot run with. The message names the
+/// field and never a key's value.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown fields.
+    #[error("{0}")]
+    Parse(String),
+    /// The configuration is inconsistent.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The file form: every field optional, so flags can fill or override.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    listen: Option<SocketAddr>,
+    token_env: Option<String>,
+    max_body_bytes: Option<usize>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    shutdown_grace: Option<Duration>,
+    preset: Option<Preset>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    deadline: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    attempt_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    first_byte_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    first_content_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    idle_timeout: Option<Duration>,
+    #[serde(default)]
+    route: Vec<RouteConfig>,
+    #[serde(default)]
+    models: BTreeMap<String, Vec<String>>,
+}
+
+fn opt_duration<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Duration>, D::Error> {
+    let text = String::deserialize(de)?;
+    parse_duration(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+impl Config {
+    /// Reads a TOML file (see the [module docs](self) for its shape).
+    pub fn from_file(path: &std::path::Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::from_toml(&text)
+    }
+
+    /// Parses TOML text (see the [module docs](self) for its shape).
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let file: File = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let defaults = Config::default();
+        Ok(Config {
+            listen: file.listen.unwrap_or(defaults.listen),
+            token_env: file.token_env,
+            max_body_bytes: file.max_body_bytes.unwrap_or(defaults.max_body_bytes),
+            shutdown_grace: file.shutdown_grace.unwrap_or(defaults.shutdown_grace),
+            policy: Policy {
+                preset: file.preset.unwrap_or_default(),
+                deadline: file.deadline,
+                attempt_timeout: file.attempt_timeout,
+                first_byte_timeout: file.first_byte_timeout,
+                first_content_timeout: file.first_content_timeout,
+                idle_timeout: file.idle_timeout,
+            },
+            routes: file.route,
+            models: file.models,
+        })
+    }
+
+    /// A configuration from `--route NAME=WIRE@BASE_URL` values: the first
+    /// route is the primary for every model, the others its fallbacks in
+    /// order.
+    pub fn from_routes<S: AsRef<str>>(routes: &[S]) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        for spec in routes {
+            config.routes.push(parse_route(spec.as_ref())?);
+        }
+        let names = config.routes.iter().map(|r| r.name.clone()).collect();
+        config.models.insert(ANY_MODEL.to_owned(), names);
+        Ok(config)
+    }
+
+    /// Gives route `name` the key in environment variable `env`
+    /// (`--route-key NAME=ENV_VAR`).
+    pub fn set_route_key(&mut self, name: &str, env: &str) -> Result<(), ConfigError> {
+        match self.routes.iter_mut().find(|r| r.name == name) {
+            Some(route) => {
+                route.key_env = Some(env.to_owned());
+                Ok(())
+            }
+            None => Err(ConfigError::Invalid(format!(
+                "--route-key {name}=…: no route named `{name}`"
+            ))),
+        }
+    }
+
+    /// The route named `name`.
+    pub fn route(&self, name: &str) -> Option<&RouteConfig> {
+        self.routes.iter().find(|r| r.name == name)
+    }
+
+    /// Checks the configuration as a whole; [`Gateway`](crate::Gateway)
+    /// calls it before building anything.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |message: String| Err(ConfigError::Invalid(message));
+        if self.routes.is_empty() {
+            return invalid("no routes: give --route NAME=WIRE@BASE_URL or a config file".into());
+        }
+        let mut seen = BTreeSet::new();
+        for route in &self.routes {
+            if route.name.is_empty()
+                || !route
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            {
+                return invalid(format!(
+                    "route name `{}`: use letters, digits, `-`, `_` or `.`",
+                    route.name
+                ));
+            }
+            if !seen.insert(route.name.as_str()) {
+                return invalid(format!("route `{}` is defined twice", route.name));
+            }
+            check_base_url(&route.base_url)
+                .map_err(|e| ConfigError::Invalid(format!("route `{}`: {e}", route.name)))?;
+        }
+        if self.models.is_empty() {
+            return invalid("no models: map at least one model (or \"*\") to its routes".into());
+        }
+        if self.max_body_bytes == 0 {
+            return invalid("max_body_bytes must be at least 1".into());
+        }
+        for (model, names) in &self.models {
+            let Some(first) = names.first() else {
+                return invalid(format!("model `{model}` has no routes"));
+            };
+            let mut wires = Vec::new();
+            let mut keyless_hosts = BTreeSet::new();
+            let mut listed = BTreeSet::new();
+            for name in names {
+                let Some(route) = self.route(name) else {
+                    return invalid(format!("model `{model}`: no route named `{name}`"));
+                };
+                if !listed.insert(name.as_str()) {
+                    return invalid(format!("model `{model}` lists route `{name}` twice"));
+                }
+                wires.push((name.as_str(), route.wire));
+                if route.key_env.is_none() {
+                    keyless_hosts.insert(host_of(&route.base_url));
+                }
+            }
+            let primary_wire = wires[0].1;
+            if let Some((other, wire)) = wires.iter().find(|(_, w)| *w != primary_wire) {
+                return invalid(format!(
+                    "model `{model}`: route `{first}` speaks {} but route `{other}` speaks {}; \
+                     the routes of one model must share one wire format (the gateway passes \
+                     the provider's bytes through, it does not translate)",
+                    primary_wire.as_str(),
+                    wire.as_str()
+                ));
+            }
+            if keyless_hosts.len() > 1 {
+                return invalid(format!(
+                    "model `{model}`: routes without their own key on different hosts ({}); \
+                     a client's key would be sent to a provider it was not meant for — give \
+                     all but one of them a key (--route-key / key_env)",
+                    keyless_hosts.into_iter().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn host_of(base_url: &str) -> String {
+    base_url
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|uri| uri.authority().map(|a| a.as_str().to_owned()))
+        .unwrap_or_default()
+}
+
+/// `NAME=WIRE@BASE_URL`.
+pub(crate) fn parse_route(spec: &str) -> Result<RouteConfig, ConfigError> {
+    let bad = || {
+        ConfigError::Invalid(format!(
+            "--route `{spec}`: expected NAME=WIRE@BASE_URL, e.g. main=openai@https://api.openai.com"
+        ))
+    };
+    let (name, rest) = spec.split_once('=').ok_or_else(bad)?;
+    let (wire, base_url) = rest.split_once('@').ok_or_else(bad)?;
+    Ok(RouteConfig {
+        name: name.trim().to_owned(),
+        wire: wire.trim().parse()?,
+        base_url: base_url.trim().to_owned(),
+        key_env: None,
+        model: None,
+        preset: None,
+    })
+}
+
+fn check_base_url(text: &str) -> Result<(), String> {
+    let uri: http::Uri = text
+        .parse()
+        .map_err(|e| format!("base_url is not a URL: {e}"))?;
+    match (uri.scheme_str(), uri.authority()) {
+        (Some("http" | "https"), Some(authority)) if !authority.as_str().contains('@') => Ok(()),
+        (Some("http" | "https"), Some(_)) => {
+            Err("base_url must not carry credentials; use key_env".to_owned())
+        }
+        _ => Err("base_url must be an http:// or https:// URL with a host".to_owned()),
+    }
+}
+
+/// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = text.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (text, 1.0)
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (e.g. 30s, 500ms, 2m)"))?;
+    if !(value.is_finite() && value >= 0.0) {
+        return Err(format!("`{text}` is not a duration"));
+    }
+    Duration::try_from_secs_f64(value * scale).map_err(|_| format!("`{text}` is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_from_flags_serve_every_model() {
+        let config = Config::from_routes(&[
+            "main=openai@http://127.0.0.1:1",
+            "backup=openai@http://127.0.0.1:2/",
+        ])
+        .unwrap();
+        assert_eq!(config.models[ANY_MODEL], vec!["main", "backup"]);
+        assert_eq!(config.routes[0].wire, Wire::OpenAi);
+        // Two keyless routes on different hosts: one client key, two providers.
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("without their own key"), "{err}");
+    }
+
+    #[test]
+    fn cross_format_is_rejected_at_load() {
+        let mut config = Config::from_routes(&[
+            "a=openai@http://127.0.0.1:1",
+            "b=anthropic@http://127.0.0.1:2",
+        ])
+        .unwrap();
+        config.set_route_key("b", "B_KEY").unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("must share one wire format"), "{err}");
+        assert!(err.contains("`a` speaks openai"), "{err}");
+    }
+
+    #[test]
+    fn file_form() {
+        let config = Config::from_toml(
+            r#"
+            listen = "127.0.0.1:9000"
+            token_env = "GW_TOKEN"
+            deadline = "30s"
+            first_byte_timeout = "250ms"
+            [[route]]
+            name = "a"
+            wire = "anthropic"
+            base_url = "https://api.anthropic.com"
+            key_env = "ANTHROPIC_API_KEY"
+            [[route]]
+            name = "b"
+            wire = "anthropic"
+            base_url = "https://other.example.com"
+            key_env = "OTHER"
+            model = "claude-x"
+            preset = "batch"
+            [models]
+            "claude-3" = ["a", "b"]
+            "#,
+        )
+        .unwrap();
+        config.validate().unwrap();
+        assert_eq!(config.policy.deadline, Some(Duration::from_secs(30)));
+        assert_eq!(
+            config.policy.first_byte_timeout,
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(config.route("b").unwrap().preset, Some(Preset::Batch));
+        assert!(Config::from_toml("nonsense = 1").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn base_urls_never_carry_credentials() {
+        let config =
+            Config::from_routes(&["a=openai@https://user:sk-secret@api.example.com"]).unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert!(!err.contains("sk-secret"), "{err}");
+    }
+}

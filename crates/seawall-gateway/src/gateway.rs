@@ -1,0 +1,491 @@
+//! The gateway: routes and models resolved, stacks built once, the axum
+//! handlers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use seawall::core::{Code, Failure, Receipt};
+use seawall::fallback::ServedBy;
+use tower::ServiceExt;
+
+use crate::config::{ANY_MODEL, Config, Wire};
+use crate::relay::{Counters, End, Relay, Stats, Tracker, describe};
+use crate::secret::{Redactor, Secret};
+use crate::upstream::{ClientCall, Shared, Target, Upstream};
+use crate::wire_error::{ATTEMPTS_HEADER, SERVED_BY_HEADER, WireError};
+
+/// The header a client may present the gateway's token in instead of
+/// `Authorization: Bearer`, leaving `Authorization` for its own key.
+pub const TOKEN_HEADER: &str = "x-seawall-token";
+
+/// The shortest gateway token accepted.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// Why the gateway will not start. Messages name variables and routes,
+/// never a key's or token's value.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The configuration is invalid.
+    #[error("seawall gateway: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    /// A key or token variable is not set (or empty).
+    #[error("seawall gateway: {what}: the environment variable {var} is not set")]
+    MissingEnv {
+        /// Which setting needs it.
+        what: String,
+        /// The variable's name.
+        var: String,
+    },
+    /// The configuration would expose routes' keys.
+    #[error("seawall gateway: {0}")]
+    Unsafe(String),
+    /// The address could not be bound.
+    #[error("seawall gateway: cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+#[derive(Clone)]
+struct Model {
+    wire: Wire,
+    primary: Arc<Target>,
+    service: Upstream,
+}
+
+struct Inner {
+    config: Config,
+    token: Option<Secret>,
+    models: HashMap<String, Model>,
+    any: Option<Model>,
+    counters: Arc<Counters>,
+    redactor: Arc<Redactor>,
+}
+
+/// The gateway: one seawall stack per model, built once; every request
+/// clones it, so breakers and the retry budget are shared by all requests.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("listen", &self.inner.config.listen)
+            .field("models", &self.inner.config.models)
+            .field("token", &self.inner.token)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Builds the gateway, reading keys and the token from the process
+    /// environment.
+    pub fn new(config: Config) -> Result<Gateway, GatewayError> {
+        Gateway::with_env(config, |name| std::env::var(name).ok())
+    }
+
+    /// Builds the gateway, reading keys and the token with `env` (tests
+    /// pass a map; the binary the process environment).
+    pub fn with_env(
+        config: Config,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Gateway, GatewayError> {
+        config.validate()?;
+        let read = |what: String, var: &str| {
+            env(var)
+                .filter(|value| !value.is_empty())
+                .map(Secret::new)
+                .ok_or_else(|| GatewayError::MissingEnv {
+                    what,
+                    var: var.to_owned(),
+                })
+        };
+        let mut redactor = Redactor::default();
+        let token = match &config.token_env {
+            Some(var) => {
+                let token = read("the gateway token (token_env)".into(), var)?;
+                if token.expose().len() < MIN_TOKEN_LEN {
+                    return Err(GatewayError::Unsafe(format!(
+                        "the gateway token in {var} is shorter than {MIN_TOKEN_LEN} characters"
+                    )));
+                }
+                redactor.push(&token);
+                Some(token)
+            }
+            None => None,
+        };
+        let mut targets = HashMap::new();
+        for route in &config.routes {
+            let key = match &route.key_env {
+                Some(var) => {
+                    let key = read(format!("route `{}` key", route.name), var)?;
+                    redactor.push(&key);
+                    Some(key)
+                }
+                None => None,
+            };
+            targets.insert(route.name.clone(), Arc::new(Target::new(route, key)));
+        }
+        if token.is_none() {
+            if let Some(keyed) = config.routes.iter().find(|r| r.key_env.is_some()) {
+                return Err(GatewayError::Unsafe(format!(
+                    "route `{}` carries its own key: set --token-env (token_env) so only \
+                     clients holding the gateway's token can spend it",
+                    keyed.name
+                )));
+            }
+            if !config.listen.ip().is_loopback() {
+                return Err(GatewayError::Unsafe(format!(
+                    "{} is not a loopback address: set --token-env (token_env) before \
+                     listening beyond this machine",
+                    config.listen
+                )));
+            }
+        }
+        let shared = Shared::new(config.policy.clone(), config.max_body_bytes);
+        let mut models = HashMap::new();
+        let mut any = None;
+        for (name, routes) in &config.models {
+            let primary = &targets[&routes[0]];
+            let fallback = routes.get(1).map(|r| &targets[r]);
+            if routes.len() > 2 {
+                tracing::warn!(
+                    target: "seawall::gateway",
+                    model = %name,
+                    unused = ?&routes[2..],
+                    "the fallback layer takes one route today: routes after the first \
+                     fallback wait for route chains"
+                );
+            }
+            let model = Model {
+                wire: primary.wire,
+                primary: Arc::clone(primary),
+                service: shared.model(primary, fallback),
+            };
+            if name == ANY_MODEL {
+                any = Some(model);
+            } else {
+                models.insert(name.clone(), model);
+            }
+        }
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                config,
+                token,
+                models,
+                any,
+                counters: Arc::default(),
+                redactor: Arc::new(redactor),
+            }),
+        })
+    }
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// How requests have ended so far.
+    pub fn stats(&self) -> Stats {
+        self.inner.counters.snapshot()
+    }
+
+    /// The axum app: `POST /v1/chat/completions`, `POST /v1/messages`,
+    /// `GET /healthz`. Serve it with [`Gateway::serve`], or nest it in an
+    /// app of your own.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/v1/chat/completions", post(openai))
+            .route("/v1/messages", post(anthropic))
+            .route("/healthz", get(health))
+            // axum's default is 2 MB; the gateway's own cap rules (and is
+            // checked without buffering past it, in `handle`).
+            .layer(DefaultBodyLimit::max(self.inner.config.max_body_bytes))
+            .with_state(self.clone())
+    }
+
+    async fn handle(&self, wire: Wire, request: Request) -> Response {
+        let inner = &*self.inner;
+        let (parts, body) = request.into_parts();
+        let refuse = |status, code, message: String| {
+            inner.counters.refused();
+            tracing::info!(
+                target: "seawall::gateway",
+                wire = wire.as_str(),
+                status = u16::from(status),
+                code = Code::as_str(code),
+                "request refused"
+            );
+            WireError::gateway(status, code, message).response(wire)
+        };
+        let authorization_is_token = match &inner.token {
+            None => false,
+            Some(token) => match presented_token(&parts.headers, token) {
+                Presented::Authorization => true,
+                Presented::Header => false,
+                Presented::No => {
+                    let mut response = refuse(
+                        StatusCode::UNAUTHORIZED,
+                        Code::Auth,
+                        "the gateway needs its token: send `Authorization: Bearer <token>` \
+                         (or `x-seawall-token: <token>`)"
+                            .into(),
+                    );
+                    response
+                        .headers_mut()
+                        .insert("www-authenticate", HeaderValue::from_static("Bearer"));
+                    return response;
+                }
+            },
+        };
+        let cap = inner.config.max_body_bytes;
+        let too_large =
+            || format!("the request body is larger than the gateway's cap of {cap} bytes");
+        let announced = parts
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if announced.is_some_and(|len| len > cap as u64) {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Code::RequestTooLarge,
+                too_large(),
+            );
+        }
+        let bytes = match Limited::new(body, cap).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
+                return refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    Code::RequestTooLarge,
+                    too_large(),
+                );
+            }
+            Err(_) => {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    Code::BadRequest,
+                    "the request body could not be read".into(),
+                );
+            }
+        };
+        let json = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(serde_json::Value::Object(json)) => json,
+            _ => {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    Code::BadRequest,
+                    "the request body is not a JSON object".into(),
+                );
+            }
+        };
+        let Some(model_name) = json
+            .get("model")
+            .and_then(|m| m.as_str())
+            .map(str::to_owned)
+        else {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                Code::BadRequest,
+                "the request names no \"model\"".into(),
+            );
+        };
+        let stream = json
+            .get("stream")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        let Some(model) = inner.models.get(&model_name).or(inner.any.as_ref()) else {
+            return refuse(
+                StatusCode::NOT_FOUND,
+                Code::NotFound,
+                format!("no route serves model `{}`", excerpt(&model_name)),
+            );
+        };
+        if model.wire != wire {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                Code::BadRequest,
+                format!(
+                    "model `{}` is served over the {} wire format: call {}",
+                    excerpt(&model_name),
+                    model.wire.as_str(),
+                    model.wire.path()
+                ),
+            );
+        }
+        let call = Arc::new(ClientCall {
+            body: bytes,
+            json,
+            headers: ClientCall::forwarded_headers(&parts.headers),
+            credential: client_credential(&parts.headers, wire, authorization_is_token),
+        });
+        let mut tracker = Tracker::new(Arc::clone(&inner.counters), &model_name, wire, stream);
+        let mut upstream = match model.primary.request(&call) {
+            Ok(request) => request,
+            Err(err) => {
+                tracker.end(End::Failed, Some(Code::BadRequest.as_str()));
+                let message = inner.redactor.scrub(&format!("seawall: {err}"));
+                return WireError::gateway(StatusCode::BAD_REQUEST, Code::BadRequest, message)
+                    .response(wire);
+            }
+        };
+        upstream.extensions_mut().insert(call);
+        // If the client goes away, hyper drops this future (or, once
+        // answering, the body): the upstream call is dropped with it and
+        // the tracker counts `cancelled`.
+        match model.service.clone().oneshot(upstream).await {
+            Ok(response) => {
+                let (mut head, body) = response.into_parts();
+                let attempts = head
+                    .extensions
+                    .get::<Receipt>()
+                    .map_or(1, |r| r.attempts.len().max(1));
+                let served_by = match head.extensions.get::<ServedBy>() {
+                    Some(served) if served.fallback => format!("{}; fallback", served.route),
+                    Some(served) => served.route.to_string(),
+                    None => model.primary.name.clone(),
+                };
+                tracker.answered(&served_by, attempts);
+                let sse = head
+                    .headers
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+                strip_upstream_headers(&mut head.headers);
+                head.headers
+                    .insert(ATTEMPTS_HEADER, HeaderValue::from(attempts));
+                if let Ok(value) = HeaderValue::from_str(&served_by) {
+                    head.headers.insert(SERVED_BY_HEADER, value);
+                }
+                head.extensions = http::Extensions::new();
+                let relay = Relay::new(body, wire, sse, tracker, Arc::clone(&inner.redactor));
+                Response::from_parts(head, Body::new(relay))
+            }
+            Err(err) => {
+                let failure = Failure::find(&*err);
+                let message = describe(failure, &err, &inner.redactor);
+                let error = match failure {
+                    Some(failure) => WireError::before_content(failure, message),
+                    None => WireError::gateway(StatusCode::BAD_GATEWAY, Code::Unknown, message),
+                };
+                if let Some(receipt) = failure.and_then(Failure::receipt) {
+                    tracker.answered(
+                        receipt
+                            .attempts
+                            .as_slice()
+                            .last()
+                            .map_or("-", |a| a.route.as_str()),
+                        receipt.attempts.len(),
+                    );
+                }
+                tracker.end(End::Failed, Some(error.code));
+                error.response(wire)
+            }
+        }
+    }
+}
+
+/// At most 64 bytes of a client-given name, for messages.
+fn excerpt(text: &str) -> &str {
+    seawall::core::excerpt(text, 64)
+}
+
+enum Presented {
+    /// In `Authorization: Bearer`: that header is the gateway's, not
+    /// forwarded.
+    Authorization,
+    /// In `x-seawall-token`.
+    Header,
+    No,
+}
+
+fn presented_token(headers: &HeaderMap, token: &Secret) -> Presented {
+    let bearer = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    if bearer.is_some_and(|value| token.matches(value)) {
+        return Presented::Authorization;
+    }
+    if headers
+        .get(TOKEN_HEADER)
+        .is_some_and(|value| token.matches(value.as_bytes()))
+    {
+        return Presented::Header;
+    }
+    Presented::No
+}
+
+/// The client's own key, forwarded only to routes without a key of their
+/// own: `x-api-key` for Anthropic (else `Authorization`), `Authorization`
+/// for OpenAI — unless `Authorization` carried the gateway's token.
+fn client_credential(
+    headers: &HeaderMap,
+    wire: Wire,
+    authorization_is_token: bool,
+) -> Option<(HeaderName, HeaderValue)> {
+    let authorization = (!authorization_is_token)
+        .then(|| headers.get(http::header::AUTHORIZATION))
+        .flatten()
+        .map(|v| (http::header::AUTHORIZATION, v.clone()));
+    let credential = match wire {
+        Wire::Anthropic => headers
+            .get("x-api-key")
+            .map(|v| (HeaderName::from_static("x-api-key"), v.clone()))
+            .or(authorization),
+        Wire::OpenAi => authorization,
+    };
+    credential.map(|(name, mut value)| {
+        value.set_sensitive(true);
+        (name, value)
+    })
+}
+
+/// Hop-by-hop headers and the length (the body is relayed frame by frame)
+/// do not cross the gateway; nor do cookies.
+fn strip_upstream_headers(headers: &mut HeaderMap) {
+    for name in [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "content-length",
+        "set-cookie",
+    ] {
+        headers.remove(name);
+    }
+}
+
+async fn openai(State(gateway): State<Gateway>, request: Request) -> Response {
+    gateway.handle(Wire::OpenAi, request).await
+}
+
+async fn anthropic(State(gateway): State<Gateway>, request: Request) -> Response {
+    gateway.handle(Wire::Anthropic, request).await
+}
+
+async fn health(State(gateway): State<Gateway>) -> Response {
+    let body = serde_json::json!({ "status": "ok", "stats": gateway.stats() });
+    (
+        [(http::header::CONTENT_TYPE, "application/json")],
+        Bytes::from(body.to_string()),
+    )
+        .into_response()
+}

@@ -1,0 +1,314 @@
+//! The upstream side: one seawall stack per model, built once, over one
+//! hyper-util client; breaker and retry budget shared by every model.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use seawall::breaker::BreakerLayer;
+use seawall::classify::ClassifyLayer;
+use seawall::core::replay::ReplayBody;
+use seawall::core::{BoxError, RouteId};
+use seawall::fallback::FallbackLayer;
+use seawall::retry::{Budget, RetryPolicy};
+use seawall::stack::Stack;
+use seawall::stream::StreamGuardLayer;
+use tower::ServiceBuilder;
+use tower::util::BoxCloneSyncService;
+
+use crate::config::{Policy, Preset, RouteConfig, Wire};
+use crate::secret::Secret;
+
+/// The body the gateway hands the client: the provider's bytes as they came.
+pub(crate) type UpstreamBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// One model's whole stack, cloned per request.
+pub(crate) type Upstream =
+    BoxCloneSyncService<http::Request<Full<Bytes>>, http::Response<UpstreamBody>, BoxError>;
+
+type Https = HttpsConnector<HttpConnector>;
+type HttpClient = Client<Https, ReplayBody<Full<Bytes>>>;
+/// The primary's client under a fallback: the fallback layer records the
+/// body, then the ladder records that.
+type NestedClient = Client<Https, ReplayBody<ReplayBody<Full<Bytes>>>>;
+
+/// The headers a client may send that the gateway passes upstream. Anything
+/// else (cookies, proxies' headers, `accept-encoding`: the bytes go through
+/// the stream guard unmodified, so no compression) stays here.
+/// `x-chaos-*` lets a test pick a fault on a seawall-chaos upstream.
+const FORWARDED: &[&str] = &[
+    "content-type",
+    "accept",
+    "user-agent",
+    "anthropic-version",
+    "anthropic-beta",
+    "openai-organization",
+    "openai-project",
+    "openai-beta",
+    "idempotency-key",
+    "x-chaos-fault",
+    "x-chaos-request-id",
+];
+
+/// What the client sent, kept so each route builds its own request from it.
+#[derive(Debug)]
+pub(crate) struct ClientCall {
+    /// The request body, as received.
+    pub body: Bytes,
+    /// The parsed body, for a route that renames the model.
+    pub json: serde_json::Map<String, serde_json::Value>,
+    /// The forwardable headers.
+    pub headers: HeaderMap,
+    /// The client's own credential header, for routes without a key.
+    pub credential: Option<(HeaderName, HeaderValue)>,
+}
+
+impl ClientCall {
+    /// Picks the forwardable headers out of the client's.
+    pub fn forwarded_headers(from: &HeaderMap) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for name in FORWARDED {
+            for value in from.get_all(*name) {
+                headers.append(HeaderName::from_static(name), value.clone());
+            }
+        }
+        headers
+    }
+}
+
+/// One upstream route, resolved: its key read, its base normalised.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub name: String,
+    pub wire: Wire,
+    /// Base URL without a trailing `/` or `/v1`.
+    pub base: String,
+    pub key: Option<Secret>,
+    pub rename: Option<String>,
+    pub preset: Option<Preset>,
+}
+
+impl Target {
+    pub fn new(route: &RouteConfig, key: Option<Secret>) -> Target {
+        let trimmed = route.base_url.trim_end_matches('/');
+        let base = trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_owned();
+        Target {
+            name: route.name.clone(),
+            wire: route.wire,
+            base,
+            key,
+            rename: route.model.clone(),
+            preset: route.preset,
+        }
+    }
+
+    /// This route's request for the client's call.
+    pub fn request(&self, call: &ClientCall) -> Result<http::Request<Full<Bytes>>, BoxError> {
+        let body = match &self.rename {
+            Some(model) => {
+                let mut json = call.json.clone();
+                json.insert("model".into(), serde_json::Value::String(model.clone()));
+                Bytes::from(serde_json::to_vec(&json)?)
+            }
+            None => call.body.clone(),
+        };
+        let mut request = http::Request::post(format!("{}{}", self.base, self.wire.path()))
+            .body(Full::new(body))?;
+        let headers = request.headers_mut();
+        headers.extend(call.headers.clone());
+        if !headers.contains_key(http::header::CONTENT_TYPE) {
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+        }
+        if self.wire == Wire::Anthropic && !headers.contains_key("anthropic-version") {
+            headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        }
+        match (&self.key, &call.credential) {
+            (Some(key), _) => {
+                let (name, value) = match self.wire {
+                    Wire::OpenAi => (
+                        http::header::AUTHORIZATION,
+                        format!("Bearer {}", key.expose()),
+                    ),
+                    Wire::Anthropic => (
+                        HeaderName::from_static("x-api-key"),
+                        key.expose().to_owned(),
+                    ),
+                };
+                let mut value = HeaderValue::from_str(&value)
+                    .map_err(|_| format!("route `{}`: the key is not a valid header", self.name))?;
+                value.set_sensitive(true);
+                headers.insert(name, value);
+            }
+            (None, Some((name, value))) => {
+                headers.insert(name.clone(), value.clone());
+            }
+            (None, None) => {}
+        }
+        request
+            .extensions_mut()
+            .insert(RouteId::new(self.name.as_str()));
+        Ok(request)
+    }
+}
+
+/// The HTTPS (rustls, ring) or plain HTTP connector.
+fn connector() -> Https {
+    let builder = hyper_rustls::HttpsConnectorBuilder::new();
+    let builder = match builder.with_native_roots() {
+        Ok(native) => native,
+        Err(_) => hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots(),
+    };
+    builder.https_or_http().enable_http1().build()
+}
+
+/// The policy state every model shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    client: HttpClient,
+    nested: NestedClient,
+    pub breaker: BreakerLayer,
+    pub budget: Budget,
+    pub policy: Policy,
+    pub max_body_bytes: usize,
+}
+
+impl Shared {
+    /// The clients (one connection pool per body type) and the shared
+    /// breaker and budget.
+    pub fn new(policy: Policy, max_body_bytes: usize) -> Shared {
+        let connector = connector();
+        Shared {
+            client: Client::builder(TokioExecutor::new()).build(connector.clone()),
+            nested: Client::builder(TokioExecutor::new()).build(connector),
+            breaker: BreakerLayer::new(),
+            // The interactive preset's budget: retries up to 20 % of calls,
+            // at least 10 a second, for the whole gateway.
+            budget: Budget::ratio(0.2, 10, std::time::Duration::from_secs(10)),
+            policy,
+            max_body_bytes,
+        }
+    }
+
+    /// The stack for one route's preset and the gateway's overrides.
+    fn stack(&self, preset: Option<Preset>) -> Stack {
+        let preset = preset.unwrap_or(self.policy.preset);
+        let (stack, retry, guard) = match preset {
+            Preset::Interactive => (
+                Stack::interactive(),
+                RetryPolicy::interactive(),
+                StreamGuardLayer::interactive(),
+            ),
+            Preset::Batch => (
+                Stack::batch(),
+                RetryPolicy::batch(),
+                StreamGuardLayer::interactive(),
+            ),
+            Preset::Reasoning => (
+                Stack::reasoning(),
+                RetryPolicy::interactive().max_attempts(2),
+                StreamGuardLayer::reasoning(),
+            ),
+        };
+        let mut stack = stack;
+        let mut guard = guard;
+        let policy = &self.policy;
+        if let Some(deadline) = policy.deadline {
+            stack = stack.total_deadline(deadline);
+        }
+        if let Some(attempt) = policy.attempt_timeout {
+            stack = stack.attempt_timeout(attempt);
+        }
+        if let Some(bound) = policy.first_byte_timeout {
+            guard = guard.first_byte_timeout(bound);
+        }
+        if let Some(bound) = policy.first_content_timeout {
+            guard = guard.first_content_timeout(bound);
+        }
+        if let Some(bound) = policy.idle_timeout {
+            guard = guard.idle_timeout(bound);
+        }
+        stack
+            .retry_policy(retry.max_replay_bytes(self.max_body_bytes))
+            .stream_guard(guard)
+            .breaker(self.breaker.clone())
+            .budget(self.budget.clone())
+    }
+
+    /// One model's service: the primary's ladder, then one fallback.
+    pub fn model(&self, primary: &Arc<Target>, fallback: Option<&Arc<Target>>) -> Upstream {
+        let classify = ClassifyLayer::for_provider(primary.wire.provider());
+        let stack = self.stack(primary.preset);
+        match fallback {
+            None => boxed(stack.build(&classify, self.client.clone())),
+            Some(fallback) => {
+                let target = Arc::clone(fallback);
+                let attempt = self
+                    .stack(fallback.preset)
+                    .attempt(&classify, self.client.clone());
+                // The fallback speaks to its own route with its own key and
+                // model name: its request is rebuilt from the client's call,
+                // keeping the extensions the layers above set (the
+                // deadline, the fallback's route).
+                let service = ServiceBuilder::new()
+                    .map_request(move |incoming: http::Request<ReplayBody<Full<Bytes>>>| {
+                        let (mut parts, body) = incoming.into_parts();
+                        let rebuilt = parts
+                            .extensions
+                            .get::<Arc<ClientCall>>()
+                            .map(|call| target.request(call));
+                        match rebuilt {
+                            Some(Ok(request)) => {
+                                let (head, body) = request.into_parts();
+                                let mut request = http::Request::from_parts(head, body);
+                                *request.extensions_mut() = parts.extensions;
+                                request.map(ReplayBody::once)
+                            }
+                            // Not reached: the gateway always attaches the
+                            // call. Send the primary's body to this route.
+                            _ => {
+                                parts.uri = format!("{}{}", target.base, target.wire.path())
+                                    .parse()
+                                    .unwrap_or(parts.uri);
+                                parts.headers.remove(http::header::AUTHORIZATION);
+                                parts.headers.remove("x-api-key");
+                                http::Request::from_parts(parts, body)
+                            }
+                        }
+                    })
+                    .service(attempt);
+                let layer = FallbackLayer::new(service)
+                    .route(RouteId::new(fallback.name.as_str()))
+                    .max_replay_bytes(self.max_body_bytes);
+                boxed(stack.build_with_fallback(&classify, self.nested.clone(), layer))
+            }
+        }
+    }
+}
+
+fn boxed<S, B>(service: S) -> Upstream
+where
+    S: tower::Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let service = ServiceBuilder::new()
+        .map_response(|response: http::Response<B>| {
+            response.map(|body| body.map_err(Into::into).boxed_unsync())
+        })
+        .service(service);
+    BoxCloneSyncService::new(service)
+}

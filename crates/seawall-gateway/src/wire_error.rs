@@ -1,0 +1,151 @@
+//! Failures in the client's wire format: a JSON error body before content,
+//! one final SSE error event after it.
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode};
+use seawall::core::{Code, Failure};
+
+/// A JSON string literal.
+fn quote(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+use crate::config::Wire;
+
+/// The header naming the seawall code of a failure.
+pub const CODE_HEADER: &str = "x-seawall-code";
+/// The header counting the attempts behind an answer.
+pub const ATTEMPTS_HEADER: &str = "x-seawall-attempts";
+/// The header naming the route that served an answer (`<route>` or
+/// `<route>; fallback`).
+pub const SERVED_BY_HEADER: &str = "x-seawall-served-by";
+
+/// One error as the client will see it.
+#[derive(Debug, Clone)]
+pub(crate) struct WireError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    /// The seawall class (`transient`, `permanent`, …), the OpenAI `type`.
+    pub class: &'static str,
+    pub message: String,
+    pub retry_after: Option<u64>,
+    pub attempts: Option<usize>,
+}
+
+impl WireError {
+    /// An error the gateway itself answers (auth, size, a bad request).
+    pub fn gateway(status: StatusCode, code: Code, message: impl Into<String>) -> WireError {
+        WireError {
+            status,
+            code: code.as_str(),
+            class: code.default_class().as_str(),
+            message: message.into(),
+            retry_after: None,
+            attempts: None,
+        }
+    }
+
+    /// A failure of the stack before any content: the upstream status if
+    /// there was one, else 504 for a time bound, else 502.
+    pub fn before_content(failure: &Failure, message: String) -> WireError {
+        let code = failure.code();
+        let status = failure
+            .status()
+            .filter(|s| *s >= 400)
+            .and_then(|s| StatusCode::from_u16(s).ok())
+            .unwrap_or(if code.is_timeout() || code == Code::DeadlineExceeded {
+                StatusCode::GATEWAY_TIMEOUT
+            } else {
+                StatusCode::BAD_GATEWAY
+            });
+        let retry_after = failure
+            .retry_after()
+            .map(|after| after.as_secs() + u64::from(after.subsec_nanos() > 0));
+        WireError {
+            status,
+            code: code.as_str(),
+            class: failure.class().as_str(),
+            message,
+            retry_after,
+            attempts: failure.receipt().map(|r| r.attempts.len()),
+        }
+    }
+
+    /// The JSON error object in `wire`'s shape, carrying the seawall code.
+    ///
+    /// OpenAI: `{"error":{"message","type","code"}}` (`type` is the seawall
+    /// class, `code` the seawall code). Anthropic:
+    /// `{"type":"error","error":{"type","message"}}` (`type` is the seawall
+    /// code).
+    pub fn json(&self, wire: Wire) -> String {
+        // Written by hand for a stable field order: the providers' own.
+        let message = quote(&self.message);
+        match wire {
+            Wire::OpenAi => format!(
+                r#"{{"error":{{"message":{message},"type":{},"code":{}}}}}"#,
+                quote(self.class),
+                quote(self.code)
+            ),
+            Wire::Anthropic => format!(
+                r#"{{"type":"error","error":{{"type":{},"message":{message}}}}}"#,
+                quote(self.code)
+            ),
+        }
+    }
+
+    /// The final SSE event that ends an interrupted stream.
+    pub fn event(&self, wire: Wire) -> Bytes {
+        let data = self.json(wire);
+        Bytes::from(match wire {
+            Wire::OpenAi => format!("data: {data}\n\n"),
+            Wire::Anthropic => format!("event: error\ndata: {data}\n\n"),
+        })
+    }
+
+    /// The whole error response.
+    pub fn response(&self, wire: Wire) -> Response {
+        let mut response = Response::new(Body::from(self.json(wire)));
+        *response.status_mut() = self.status;
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(CODE_HEADER, HeaderValue::from_static(self.code));
+        // The gateway already ran its ladder: an SDK retrying on top would
+        // multiply it.
+        headers.insert("x-should-retry", HeaderValue::from_static("false"));
+        if let Some(after) = self.retry_after {
+            headers.insert(http::header::RETRY_AFTER, HeaderValue::from(after));
+        }
+        if let Some(attempts) = self.attempts {
+            headers.insert(ATTEMPTS_HEADER, HeaderValue::from(attempts));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        let error = WireError::gateway(StatusCode::BAD_GATEWAY, Code::StreamInterrupted, "cut");
+        assert_eq!(
+            error.event(Wire::OpenAi),
+            r#"data: {"error":{"message":"cut","type":"transient","code":"stream_interrupted"}}
+
+"#
+        );
+        assert_eq!(
+            error.event(Wire::Anthropic),
+            r#"event: error
+data: {"type":"error","error":{"type":"stream_interrupted","message":"cut"}}
+
+"#
+        );
+    }
+}
