@@ -1,0 +1,87 @@
+//! The admin routes, for clients in other languages: `GET /_chaos/journal`,
+//! `POST /_chaos/reset` and `POST /_chaos/script`.
+
+use http::{Method, Request, Response};
+use hyper::body::Incoming;
+use serde::Deserialize;
+
+use super::request::{ReadError, read_capped};
+use super::state::State;
+use super::{error_response, json_response};
+use crate::body::ChaosBody;
+use crate::fault::Fault;
+use crate::wire::Provider;
+
+/// Cap for bodies of `/_chaos/*` requests.
+const MAX_ADMIN_BODY: usize = 64 * 1024;
+
+#[derive(Deserialize)]
+struct ScriptRequest {
+    route: String,
+    faults: Vec<String>,
+}
+
+pub(super) async fn admin(state: &State, req: Request<Incoming>) -> Response<ChaosBody> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    match (method, path.as_str()) {
+        (Method::GET, "/_chaos/journal") => json_response(
+            200,
+            serde_json::to_string(&state.journal.snapshot()).unwrap_or_else(|_| "[]".to_owned()),
+        ),
+        (Method::POST, "/_chaos/reset") => {
+            state.reset();
+            json_response(200, r#"{"reset":true}"#.to_owned())
+        }
+        (Method::POST, "/_chaos/script") => script(state, req).await,
+        (method, path) => error_response(
+            404,
+            "no_route",
+            format!("seawall-chaos: no admin route {method} {path}"),
+        ),
+    }
+}
+
+/// `POST /_chaos/script` `{"route":"openai","faults":["status;code=503","ok"]}`.
+async fn script(state: &State, req: Request<Incoming>) -> Response<ChaosBody> {
+    let body = match read_capped(req, MAX_ADMIN_BODY).await {
+        Ok(body) => body,
+        Err(ReadError::TooLarge) => {
+            return error_response(
+                413,
+                "request_too_large",
+                format!("script exceeds {MAX_ADMIN_BODY} bytes"),
+            );
+        }
+        Err(ReadError::Client(e)) => return error_response(400, "unreadable_body", e),
+    };
+    let script: ScriptRequest = match serde_json::from_slice(&body) {
+        Ok(script) => script,
+        Err(e) => {
+            return error_response(
+                400,
+                "invalid_json",
+                format!(
+                    "expected {{\"route\":\"openai\",\"faults\":[\"status;code=503\",\"ok\"]}}: {e}"
+                ),
+            );
+        }
+    };
+    let provider: Provider = match script.route.parse() {
+        Ok(provider) => provider,
+        Err(e) => return error_response(400, "unknown_route", e.to_string()),
+    };
+    let mut faults = Vec::with_capacity(script.faults.len());
+    for (i, text) in script.faults.iter().enumerate() {
+        match text.parse::<Fault>() {
+            Ok(fault) => faults.push(fault),
+            Err(e) => return error_response(400, e.code(), format!("faults[{i}]: {e}")),
+        }
+    }
+    let queued = faults.len();
+    state.set_script(provider, faults);
+    json_response(
+        200,
+        serde_json::json!({"route": provider.as_str(), "queued": queued}).to_string(),
+    )
+}
