@@ -1,16 +1,21 @@
 //! `seawall chat`: one prompt to any real endpoint, through the policies.
 //!
 //! stdout carries exactly the answer text as it is delivered (incrementally
-//! with `--stream`); stderr carries progress lines and, last, one JSON
-//! receipt. The exit status says whether the answer is complete:
+//! with `--stream`); stderr carries progress lines and, always the very last
+//! line whatever the exit status, one JSON receipt. The exit status says
+//! whether the answer is complete:
 //!
 //! | status | meaning |
 //! |---|---|
 //! | 0 | a complete answer |
 //! | 1 | a failure before any content (the receipt says which) |
-//! | 2 | bad arguments |
+//! | 2 | bad arguments (receipt code `usage`) |
 //! | 3 | interrupted after content: the receipt carries `delivered_chars` |
 //! | 4 | delivered but not complete: cut by `length`/`max_tokens`, refused or filtered |
+//!
+//! The receipt's `code` is a stable seawall failure code (`rate_limited`,
+//! `protocol_violation`, …), or one of the CLI's own: `usage` (exit 2) and
+//! `unclassified` (an error that carried no seawall failure).
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -173,22 +178,40 @@ fn api_key(provider: Provider, explicit: Option<&str>) -> Result<Option<String>,
 
 type Https = HttpsConnector<HttpConnector>;
 
-fn connector() -> Result<Https, String> {
+fn connector() -> Https {
     let builder = hyper_rustls::HttpsConnectorBuilder::new();
     let builder = match builder.with_native_roots() {
         Ok(native) => native,
         Err(_) => hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots(),
     };
-    Ok(builder.https_or_http().enable_http1().build())
+    builder.https_or_http().enable_http1().build()
+}
+
+/// The receipt of a `seawall chat` whose arguments were rejected before it
+/// started (exit 2): code `usage`. `seawall chat` prints it after the
+/// argument parser's message.
+pub fn usage_receipt() -> String {
+    receipt_json(Instant::now(), Verdict::Usage, None, &Delivery::default())
 }
 
 /// Runs `seawall chat`, writing the answer to `out` and progress and the
-/// receipt to `log`. Returns the exit status.
+/// receipt to `log`. Returns the exit status. Whatever the status, the
+/// receipt is the last line written to `log`.
 pub async fn run(
     args: ChatArgs,
     out: &mut (impl Write + Send),
     log: &mut (impl Write + Send),
 ) -> u8 {
+    let started = Instant::now();
+    let usage = |log: &mut dyn Write, message: &str| {
+        let _ = writeln!(log, "seawall chat: {message}");
+        let _ = writeln!(
+            log,
+            "{}",
+            receipt_json(started, Verdict::Usage, None, &Delivery::default())
+        );
+        2
+    };
     let primary = match api_key(args.provider, args.api_key_env.as_deref()) {
         Ok(api_key) => Route {
             provider: args.provider,
@@ -196,10 +219,7 @@ pub async fn run(
             model: args.model.clone(),
             api_key,
         },
-        Err(message) => {
-            let _ = writeln!(log, "seawall chat: {message}");
-            return 2;
-        }
+        Err(message) => return usage(log, &message),
     };
     let fallback = match (&args.fallback_base_url, &args.fallback_model) {
         (Some(base_url), Some(model)) => {
@@ -225,19 +245,10 @@ pub async fn run(
     if let Some(attempt) = args.attempt_timeout {
         stack = stack.attempt_timeout(attempt);
     }
-    let connector = match connector() {
-        Ok(connector) => connector,
-        Err(message) => {
-            let _ = writeln!(log, "seawall chat: {message}");
-            return 1;
-        }
-    };
+    let connector = connector();
     let request = match primary.request(&args.prompt, args.stream) {
         Ok(request) => request,
-        Err(err) => {
-            let _ = writeln!(log, "seawall chat: cannot build the request: {err}");
-            return 2;
-        }
+        Err(err) => return usage(log, &format!("cannot build the request: {err}")),
     };
     let _ = writeln!(
         log,
@@ -248,7 +259,6 @@ pub async fn run(
         if args.stream { ", streaming" } else { "" },
         args.preset
     );
-    let started = Instant::now();
     let classify = ClassifyLayer::for_provider(primary.provider);
     let session = Session {
         provider: primary.provider,
@@ -271,11 +281,7 @@ pub async fn run(
             let template = match fallback.request(&args.prompt, args.stream) {
                 Ok(template) => template,
                 Err(err) => {
-                    let _ = writeln!(
-                        log,
-                        "seawall chat: cannot build the fallback request: {err}"
-                    );
-                    return 2;
+                    return usage(log, &format!("cannot build the fallback request: {err}"));
                 }
             };
             // The fallback speaks its own wire format: its request is built
@@ -333,8 +339,8 @@ where
             let _ = writeln!(log, "seawall chat: {err}");
             let receipt = failure.and_then(Failure::receipt);
             let line = receipt_json(
-                &session,
-                Outcome::Failed(failure),
+                session.started,
+                Verdict::Failed(failure),
                 receipt,
                 &Delivery::default(),
             );
@@ -380,8 +386,8 @@ where
         };
         let _ = writeln!(log, "seawall chat: {what}: {err}");
         let line = receipt_json(
-            &session,
-            Outcome::Interrupted(failure),
+            session.started,
+            Verdict::Interrupted(failure),
             receipt.as_ref(),
             &delivery,
         );
@@ -392,52 +398,65 @@ where
         .finish
         .as_deref()
         .is_none_or(|reason| FinishKind::for_provider(provider, reason).completes_task());
-    let line = receipt_json(&session, Outcome::Delivered, receipt.as_ref(), &delivery);
-    let _ = writeln!(log, "{line}");
-    if complete {
-        0
-    } else {
+    if !complete {
         let _ = writeln!(
             log,
             "seawall chat: the answer is not complete (finish reason {:?})",
-            delivery.finish
+            delivery.finish.as_deref().unwrap_or_default()
         );
-        4
     }
+    let line = receipt_json(
+        session.started,
+        Verdict::Delivered,
+        receipt.as_ref(),
+        &delivery,
+    );
+    let _ = writeln!(log, "{line}");
+    if complete { 0 } else { 4 }
 }
 
-enum Outcome<'a> {
+/// How a chat ended, for its receipt.
+enum Verdict<'a> {
     Delivered,
     Failed(Option<&'a Failure>),
     Interrupted(Option<&'a Failure>),
+    Usage,
 }
 
 fn receipt_json(
-    session: &Session,
-    outcome: Outcome<'_>,
+    started: Instant,
+    verdict: Verdict<'_>,
     receipt: Option<&Receipt>,
     delivery: &Delivery,
 ) -> String {
-    let failure = match outcome {
-        Outcome::Delivered => None,
-        Outcome::Failed(failure) | Outcome::Interrupted(failure) => failure,
+    let failure = match verdict {
+        Verdict::Delivered | Verdict::Usage => None,
+        Verdict::Failed(failure) | Verdict::Interrupted(failure) => failure,
     };
     let receipt = failure.and_then(Failure::receipt).or(receipt);
+    let code = match verdict {
+        Verdict::Delivered => None,
+        Verdict::Usage => Some("usage"),
+        Verdict::Failed(_) | Verdict::Interrupted(_) => {
+            Some(failure.map_or("unclassified", |f| f.code().as_str()))
+        }
+    };
+    let attempts = match verdict {
+        Verdict::Usage => 0,
+        _ => receipt.map_or(1, |r| r.attempts.len()),
+    };
     let mut line = json!({
-        "outcome": if matches!(outcome, Outcome::Delivered) { "ok" } else { "error" },
+        "outcome": if matches!(verdict, Verdict::Delivered) { "ok" } else { "error" },
         "class": failure.map(|f| f.class().as_str()),
-        "code": match outcome {
-            Outcome::Delivered => None,
-            _ => Some(failure.map_or("unclassified", |f| f.code().as_str())),
-        },
-        "attempts": receipt.map_or(1, |r| r.attempts.len()),
+        "code": code,
+        "attempts": attempts,
         "routes": receipt.map(|r| r.routes().iter().map(|route| route.to_string()).collect::<Vec<_>>()).unwrap_or_default(),
         "fallback": receipt.is_some_and(|r| r.fallback),
         "finish_reason": delivery.finish,
         "content_events": delivery.content_events,
-        "elapsed_ms": u64::try_from(session.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "elapsed_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     });
-    if let Outcome::Interrupted(_) = outcome {
+    if let Verdict::Interrupted(_) = verdict {
         line["delivered_chars"] = json!(delivery.text.chars().count());
     }
     line.to_string()

@@ -41,7 +41,10 @@ struct ReplayArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return rejected(&err),
+    };
     // The layers' own events (retries, fallbacks, breaker transitions,
     // stream reports) on stderr when RUST_LOG asks for them, e.g.
     // RUST_LOG=seawall=debug.
@@ -77,6 +80,24 @@ fn main() -> ExitCode {
             },
         }
     })
+}
+
+/// The argument parser's verdict: help and version on stdout, errors on
+/// stderr. For `seawall chat` the JSON receipt (code `usage`) is the last
+/// line, as on every other exit.
+fn rejected(err: &clap::Error) -> ExitCode {
+    let chat = std::env::args_os().nth(1).is_some_and(|arg| arg == "chat");
+    if !chat || !err.use_stderr() {
+        err.exit();
+    }
+    let message = err.render().to_string();
+    let mut log = std::io::stderr();
+    let _ = write!(log, "{message}");
+    if !message.ends_with('\n') {
+        let _ = writeln!(log);
+    }
+    let _ = writeln!(log, "{}", seawall_cli::chat::usage_receipt());
+    ExitCode::from(2)
 }
 
 async fn replay(args: ReplayArgs) -> ExitCode {

@@ -2,7 +2,7 @@
 //! receipt on stderr, and the exit status.
 
 use clap::Parser;
-use seawall_chaos::{ChaosServer, Fault};
+use seawall_chaos::{ChaosHandle, ChaosServer, Fault};
 use seawall_cli::chat::{ChatArgs, run};
 
 #[derive(Parser)]
@@ -173,4 +173,88 @@ fn bad_flags_are_one_clear_line_not_a_backtrace() {
         "{stderr}"
     );
     assert!(!stderr.contains("panicked"));
+}
+
+async fn chat_with(chaos: &ChaosHandle, provider: &str, extra: &[&str]) -> (u8, String, String) {
+    let base = chaos.base_url();
+    let mut args = vec!["--provider", provider, "--base-url", &base, "--model", "m"];
+    args.extend_from_slice(extra);
+    args.push("hi");
+    chat(&args).await
+}
+
+/// Every exit status `chat` has, reached over loopback: the receipt is the
+/// last line of stderr, with the status's code.
+#[tokio::test]
+async fn the_receipt_is_the_last_line_on_every_exit() {
+    // Provider, fault, flags, exit status, receipt code.
+    type Case = (
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        u8,
+        Option<&'static str>,
+    );
+    let cases: [Case; 6] = [
+        ("openai", "ok", &["--stream"], 0, None),
+        ("openai", "status;code=400", &[], 1, Some("bad_request")),
+        (
+            "openai",
+            "ok",
+            &["--api-key-env", "SEAWALL_TEST_UNSET_VARIABLE"],
+            2,
+            Some("usage"),
+        ),
+        (
+            "anthropic",
+            "reset_after;tokens=3",
+            &["--stream"],
+            3,
+            Some("stream_interrupted"),
+        ),
+        ("openai", "length;tokens=2", &["--stream"], 4, None),
+        (
+            "openai",
+            "refusal;tokens=2",
+            &["--stream"],
+            4,
+            Some("refused"),
+        ),
+    ];
+    for (provider, fault, flags, exit, code) in cases {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        chaos
+            .script(provider, vec![fault.parse::<Fault>().unwrap()])
+            .unwrap();
+        let (status, _out, log) = chat_with(&chaos, provider, flags).await;
+        assert_eq!(status, exit, "{fault}: {log}");
+        let receipt = receipt(&log);
+        assert_eq!(receipt["code"].as_str(), code, "{fault}: {log}");
+        assert_eq!(
+            receipt["outcome"],
+            if code.is_none() { "ok" } else { "error" },
+            "{fault}: {log}"
+        );
+    }
+}
+
+#[test]
+fn a_rejected_flag_still_ends_with_a_receipt() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_seawall"))
+        .args([
+            "chat",
+            "--provider",
+            "nonesuch",
+            "--base-url",
+            "http://x",
+            "--model",
+            "m",
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("unknown provider `nonesuch`"), "{stderr}");
+    assert_eq!(receipt(&stderr)["code"], "usage", "{stderr}");
 }
