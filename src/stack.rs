@@ -58,7 +58,7 @@ use std::time::Duration;
 
 use seawall_breaker::{Breaker, BreakerLayer};
 use seawall_classify::{Classify, ClassifyLayer};
-use seawall_deadline::{DeadlineLayer, DeadlineService};
+use seawall_deadline::{DeadlineLayer, DeadlineService, WireTimeout};
 use seawall_fallback::{Fallback, FallbackLayer};
 use seawall_retry::{Budget, RetryBudget, RetryBudgetLayer, RetryPolicy};
 use seawall_stream::{StreamGuard, StreamGuardLayer};
@@ -90,6 +90,8 @@ pub struct Stack {
     budget: Budget,
     breaker: BreakerLayer,
     guard: StreamGuardLayer,
+    /// How each attempt tells the server its remaining time, if it does.
+    propagate: Option<WireTimeout>,
 }
 
 impl Stack {
@@ -105,6 +107,7 @@ impl Stack {
             budget: Budget::ratio(0.2, 10, Duration::from_secs(10)),
             breaker: BreakerLayer::new(),
             guard: StreamGuardLayer::interactive(),
+            propagate: None,
         }
     }
 
@@ -169,6 +172,15 @@ impl Stack {
         self
     }
 
+    /// Each attempt tells the server the time it has left, as `wire` says
+    /// (`WireTimeout::grpc()` for gRPC's `grpc-timeout`): the attempt's
+    /// own bound, narrowed by what is left of the operation. Off by
+    /// default.
+    pub fn propagate_deadline(mut self, wire: WireTimeout) -> Self {
+        self.propagate = Some(wire);
+        self
+    }
+
     /// The breaker layer, e.g. for its [`handle`](BreakerLayer::handle).
     pub fn breaker_layer(&self) -> &BreakerLayer {
         &self.breaker
@@ -180,7 +192,11 @@ impl Stack {
     pub fn attempt<S, C: Clone>(&self, classify: &ClassifyLayer<C>, client: S) -> Attempt<S, C> {
         let classified = classify.layer(client);
         let guarded = self.guard.layer(classified);
-        let bounded = DeadlineLayer::per_attempt(self.per_attempt).layer(guarded);
+        let mut bound = DeadlineLayer::per_attempt(self.per_attempt);
+        if let Some(wire) = &self.propagate {
+            bound = bound.propagate(wire.clone());
+        }
+        let bounded = bound.layer(guarded);
         self.breaker.layer(bounded)
     }
 

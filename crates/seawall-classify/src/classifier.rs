@@ -91,6 +91,13 @@ pub enum Inspection {
     CheckBody,
     /// The head alone is a failure, e.g. a trailers-only gRPC error.
     Fail(Failure),
+    /// The outcome is in the trailers (gRPC's `grpc-status`): wait for the
+    /// body's first frame. Trailers first (no message) are read as the
+    /// call's status and a failure fails the response future, while outer
+    /// layers may still retry; a message first resolves it, and a failed
+    /// status in the trailers after messages ends the body with an
+    /// interruption carrying what was delivered.
+    AwaitTrailers,
 }
 
 /// What a checked 2xx body amounts to.
@@ -137,6 +144,10 @@ impl<R: Classifier, C: Classifier> Classifier for WithRules<R, C> {
                 _ => Inspection::CheckBody,
             },
             fail @ Inspection::Fail(_) => fail,
+            Inspection::AwaitTrailers => match self.defaults.inspect_success(parts, cx) {
+                fail @ Inspection::Fail(_) => fail,
+                _ => Inspection::AwaitTrailers,
+            },
         }
     }
 

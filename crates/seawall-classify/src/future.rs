@@ -18,7 +18,7 @@ use tower::BoxError;
 
 use crate::classifier::{Checked, Classifier, Inspection, SuccessContext};
 use crate::layer::Settings;
-use crate::{ClassifiedBody, error_context, transport_failure};
+use crate::{ClassifiedBody, error_context, grpc, transport_failure};
 
 pin_project! {
     /// The future of [`Classify`](crate::Classify): the inner call, then,
@@ -66,6 +66,9 @@ enum State<B> {
     ReadingError(Reading<B>),
     /// A 2xx answer the classifier wants to check: read up to `max_success_body`.
     CheckingSuccess(Reading<B>),
+    /// A 2xx answer whose status comes in its trailers: its first frame
+    /// decides.
+    AwaitingTrailers(Reading<B>),
     Done,
 }
 
@@ -124,6 +127,13 @@ where
                                 this.progress.take(),
                             ));
                         }
+                        Inspection::AwaitTrailers => {
+                            *this.state = State::AwaitingTrailers(Reading::new(
+                                parts,
+                                body,
+                                this.progress.take(),
+                            ));
+                        }
                         Inspection::Fail(mut failure) => {
                             let evidence = failure.evidence_mut();
                             evidence.status = Some(parts.status.as_u16());
@@ -162,6 +172,16 @@ where
                         &success_cx,
                         started,
                     ));
+                }
+                State::AwaitingTrailers(mut reading) => {
+                    let first = match reading.body.as_mut().poll_frame(cx) {
+                        Poll::Pending => {
+                            *this.state = State::AwaitingTrailers(reading);
+                            return Poll::Pending;
+                        }
+                        Poll::Ready(first) => first,
+                    };
+                    return Poll::Ready(reading.first_frame(first, classifier, &settings, started));
                 }
                 State::Done => panic!("ResponseFuture polled after completion"),
             }
@@ -395,6 +415,70 @@ fn is_answer_opening(first: u8, facts: &RequestFacts) -> bool {
         Some(provider) => {
             matches!(first, b'd' | b'e' | b'i' | b'r' | b':')
                 || (first == b'[' && provider == Provider::Gemini)
+        }
+    }
+}
+
+impl<B> Reading<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    /// The first frame of an answer whose status is in its trailers: a
+    /// message resolves the response (the body then watches the trailers);
+    /// trailers first are the whole answer and their status decides; an end
+    /// without any status is no gRPC answer.
+    fn first_frame<C: Classifier>(
+        mut self,
+        first: Option<Result<http_body::Frame<Bytes>, B::Error>>,
+        classifier: &C,
+        settings: &Settings,
+        started: Instant,
+    ) -> Result<Response<ClassifiedBody<B>>, BoxError> {
+        let status = self.parts.status.as_u16();
+        let frame = match first {
+            Some(Ok(frame)) => frame,
+            Some(Err(error)) => {
+                return Err(classify_inner_error(
+                    classifier,
+                    settings,
+                    error.into(),
+                    |evidence| self.fill(evidence, started),
+                ));
+            }
+            None => {
+                let mut failure = Failure::new(Code::ProtocolViolation)
+                    .with_message("the gRPC answer ended without a grpc-status");
+                self.fill(failure.evidence_mut(), started);
+                return Err(report(failure));
+            }
+        };
+        match frame.into_data() {
+            Ok(data) => {
+                self.count(&data, started);
+                let body =
+                    ClassifiedBody::watching_trailers(data, self.body, status, settings.quota_wall);
+                Ok(Response::from_parts(self.parts, body))
+            }
+            Err(frame) => {
+                let trailers = frame.into_trailers().unwrap_or_default();
+                match grpc::trailers_status(status, &trailers, settings.quota_wall) {
+                    grpc::Status::Failed(mut failure) => {
+                        self.fill(failure.evidence_mut(), started);
+                        Err(report(failure))
+                    }
+                    grpc::Status::Ok => {
+                        let body = ClassifiedBody::read(Bytes::new(), Some(trailers));
+                        Ok(Response::from_parts(self.parts, body))
+                    }
+                    grpc::Status::Absent => {
+                        let mut failure = Failure::new(Code::ProtocolViolation)
+                            .with_message("the gRPC trailers carry no grpc-status");
+                        self.fill(failure.evidence_mut(), started);
+                        Err(report(failure))
+                    }
+                }
+            }
         }
     }
 }

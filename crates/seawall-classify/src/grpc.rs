@@ -1,35 +1,223 @@
-//! Trailers-only gRPC errors: `grpc-status` in the response headers.
+//! gRPC statuses, wherever they arrive.
+//!
+//! A gRPC answer is HTTP 200 whatever happened; the outcome is
+//! `grpc-status` (with `grpc-message` and `grpc-status-details-bin`), sent
+//! in the response headers when the call fails before any message
+//! (trailers-only) and in the trailers after the messages otherwise — the
+//! normal case for streaming calls, and for unary errors behind many
+//! proxies. [`status_failure`] reads either map the same way.
 
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+use http::HeaderMap;
 use http::response::Parts;
 use seawall_core::Failure;
-use seawall_core::provider::{QuotaWall, classify_grpc};
+use seawall_core::hint::{MAX_RETRY_HINT, RetryHint};
+use seawall_core::provider::{ErrorContext, QuotaWall, classify_grpc};
+use std::time::{Duration, SystemTime};
 
 use crate::error_context;
 
 /// gRPC `UNKNOWN`, used when `grpc-status` is present but unreadable.
 const UNKNOWN: u32 = 2;
 
-/// The failure a response head carries in `grpc-status`, if any. Streams
-/// whose status arrives in trailers are the stream guard's business.
+/// What a map of headers or trailers says of the call.
+#[derive(Debug)]
+pub(crate) enum Status {
+    /// No `grpc-status` in it.
+    Absent,
+    /// `grpc-status: 0`.
+    Ok,
+    /// Any other status, classified.
+    Failed(Failure),
+}
+
+/// The failure a response head carries in `grpc-status` (trailers-only),
+/// if any.
 pub(crate) fn head_failure(parts: &Parts, quota_wall: QuotaWall) -> Option<Failure> {
-    let value = parts.headers.get("grpc-status")?;
+    match status_failure(&parts.headers, error_context(parts, quota_wall)) {
+        Status::Failed(failure) => Some(failure),
+        Status::Absent | Status::Ok => None,
+    }
+}
+
+/// Whether the head answers the call already: a `grpc-status` in the
+/// headers (trailers-only) means the body holds nothing more to wait for.
+pub(crate) fn head_has_status(parts: &Parts) -> bool {
+    parts.headers.contains_key("grpc-status")
+}
+
+/// The status the trailers of a `status` response carry.
+pub(crate) fn trailers_status(status: u16, trailers: &HeaderMap, quota_wall: QuotaWall) -> Status {
+    let now = SystemTime::now();
+    let cx = ErrorContext {
+        status: Some(status),
+        hint: RetryHint::from_headers(trailers, now),
+        quota_wall,
+        now,
+    };
+    status_failure(trailers, cx)
+}
+
+/// Reads `grpc-status`, `grpc-message` and the `google.rpc.RetryInfo` in
+/// `grpc-status-details-bin` from `map` (headers or trailers). A delay in
+/// `RetryInfo` is a hint like `grpc-retry-pushback-ms`; the header wins
+/// where both are sent.
+pub(crate) fn status_failure(map: &HeaderMap, mut cx: ErrorContext) -> Status {
+    let Some(value) = map.get("grpc-status") else {
+        return Status::Absent;
+    };
     let status = value
         .to_str()
         .ok()
         .and_then(|text| text.trim().parse::<u32>().ok())
         .unwrap_or(UNKNOWN);
     if status == 0 {
-        return None;
+        return Status::Ok;
     }
-    let message = parts
-        .headers
+    let message = map
         .get("grpc-message")
         .map(|v| percent_decode(v.as_bytes()));
-    Some(classify_grpc(
-        status,
-        message.as_deref(),
-        error_context(parts, quota_wall),
-    ))
+    if cx.hint.after.is_none() {
+        cx.hint.after = map
+            .get("grpc-status-details-bin")
+            .and_then(|v| retry_delay(v.as_bytes()));
+    }
+    Status::Failed(classify_grpc(status, message.as_deref(), cx))
+}
+
+/// The `retry_delay` of a `google.rpc.RetryInfo` among the details of a
+/// base64 `google.rpc.Status`, capped at [`MAX_RETRY_HINT`]. Anything
+/// malformed reads as no delay.
+fn retry_delay(encoded: &[u8]) -> Option<Duration> {
+    // Senders differ on padding and alphabet; both are accepted.
+    let trimmed: Vec<u8> = encoded
+        .iter()
+        .copied()
+        .filter(|b| *b != b'=' && !b.is_ascii_whitespace())
+        .collect();
+    let status = STANDARD_NO_PAD
+        .decode(&trimmed)
+        .or_else(|_| URL_SAFE_NO_PAD.decode(&trimmed))
+        .ok()?;
+    // google.rpc.Status: 3 = repeated google.protobuf.Any details.
+    Fields::new(&status).find_map(|(number, field)| match (number, field) {
+        (3, Field::Bytes(any)) => retry_info_delay(any),
+        _ => None,
+    })
+}
+
+const RETRY_INFO: &[u8] = b"type.googleapis.com/google.rpc.RetryInfo";
+
+/// A `google.protobuf.Any` holding a `RetryInfo`: its delay.
+fn retry_info_delay(any: &[u8]) -> Option<Duration> {
+    let mut is_retry_info = false;
+    let mut value = None;
+    for (number, field) in Fields::new(any) {
+        match (number, field) {
+            (1, Field::Bytes(url)) => is_retry_info = url == RETRY_INFO,
+            (2, Field::Bytes(bytes)) => value = Some(bytes),
+            _ => {}
+        }
+    }
+    if !is_retry_info {
+        return None;
+    }
+    // RetryInfo: 1 = google.protobuf.Duration retry_delay.
+    let delay = Fields::new(value?).find_map(|(number, field)| match (number, field) {
+        (1, Field::Bytes(delay)) => Some(delay),
+        _ => None,
+    })?;
+    let (mut seconds, mut nanos) = (0u64, 0u64);
+    for (number, field) in Fields::new(delay) {
+        match (number, field) {
+            (1, Field::Varint(v)) => seconds = v,
+            (2, Field::Varint(v)) => nanos = v,
+            _ => {}
+        }
+    }
+    // Negative values (two's complement, so huge here) are no delay.
+    if seconds > i64::MAX as u64 || nanos >= 1_000_000_000 {
+        return None;
+    }
+    let delay = Duration::from_secs(seconds).saturating_add(Duration::from_nanos(nanos));
+    Some(delay.min(MAX_RETRY_HINT))
+}
+
+/// One field of a protobuf message, as far as these readers care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field<'a> {
+    Varint(u64),
+    Bytes(&'a [u8]),
+    /// A fixed-width field, skipped.
+    Fixed,
+}
+
+/// The fields of a protobuf message; stops at the first malformed byte.
+struct Fields<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    fn new(message: &'a [u8]) -> Self {
+        Fields { rest: message }
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = self.rest.split_first()?;
+            self.rest = rest;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.rest.len() < n {
+            return None;
+        }
+        let (taken, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Some(taken)
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = (u64, Field<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let parsed = (|| {
+            let key = self.varint()?;
+            let field = match key & 7 {
+                0 => Field::Varint(self.varint()?),
+                1 => {
+                    self.take(8)?;
+                    Field::Fixed
+                }
+                2 => {
+                    let len = usize::try_from(self.varint()?).ok()?;
+                    Field::Bytes(self.take(len)?)
+                }
+                5 => {
+                    self.take(4)?;
+                    Field::Fixed
+                }
+                _ => return None,
+            };
+            Some((key >> 3, field))
+        })();
+        if parsed.is_none() {
+            self.rest = &[];
+        }
+        parsed
+    }
 }
 
 /// `grpc-message` is percent-encoded UTF-8. Malformed escapes are kept as
@@ -57,7 +245,8 @@ fn percent_decode(raw: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::percent_decode;
+    use super::*;
+    use base64::engine::general_purpose::STANDARD;
 
     #[test]
     fn percent_decoding_is_lenient() {
@@ -69,5 +258,101 @@ mod tests {
         assert_eq!(percent_decode(b"100%"), "100%");
         assert_eq!(percent_decode(b"%zz%4"), "%zz%4");
         assert_eq!(percent_decode(b"%FF"), "\u{FFFD}");
+    }
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+
+    fn bytes_field(number: u64, bytes: &[u8], out: &mut Vec<u8>) {
+        varint(number << 3 | 2, out);
+        varint(bytes.len() as u64, out);
+        out.extend_from_slice(bytes);
+    }
+
+    /// A `google.rpc.Status` with one `RetryInfo` detail, as servers send it.
+    fn status_with_delay(seconds: u64, nanos: u64) -> Vec<u8> {
+        let mut duration = Vec::new();
+        varint(1 << 3, &mut duration);
+        varint(seconds, &mut duration);
+        varint(2 << 3, &mut duration);
+        varint(nanos, &mut duration);
+        let mut retry_info = Vec::new();
+        bytes_field(1, &duration, &mut retry_info);
+        let mut any = Vec::new();
+        bytes_field(1, RETRY_INFO, &mut any);
+        bytes_field(2, &retry_info, &mut any);
+        let mut status = Vec::new();
+        varint(1 << 3, &mut status);
+        varint(8, &mut status);
+        bytes_field(2, b"slow down", &mut status);
+        bytes_field(3, &any, &mut status);
+        status
+    }
+
+    #[test]
+    fn retry_info_is_read_with_or_without_padding() {
+        let status = status_with_delay(26, 500_000_000);
+        for encoded in [STANDARD.encode(&status), STANDARD_NO_PAD.encode(&status)] {
+            assert_eq!(
+                retry_delay(encoded.as_bytes()),
+                Some(Duration::from_millis(26_500))
+            );
+        }
+        let huge = STANDARD.encode(status_with_delay(u32::MAX.into(), 0));
+        assert_eq!(retry_delay(huge.as_bytes()), Some(MAX_RETRY_HINT));
+        let negative = STANDARD.encode(status_with_delay(u64::MAX, 0));
+        assert_eq!(retry_delay(negative.as_bytes()), None);
+    }
+
+    #[test]
+    fn malformed_details_are_no_delay() {
+        let status = status_with_delay(3, 0);
+        for bad in [
+            b"!!!not base64".to_vec(),
+            STANDARD.encode(&status[..status.len() - 3]).into_bytes(),
+            STANDARD.encode([0xff; 12]).into_bytes(),
+            Vec::new(),
+        ] {
+            assert_eq!(retry_delay(&bad), None, "{}", String::from_utf8_lossy(&bad));
+        }
+    }
+
+    #[test]
+    fn a_status_in_trailers_reads_like_one_in_headers() {
+        let mut trailers = HeaderMap::new();
+        trailers.insert("grpc-status", "8".parse().unwrap());
+        trailers.insert("grpc-message", "quota%20low".parse().unwrap());
+        trailers.insert(
+            "grpc-status-details-bin",
+            STANDARD_NO_PAD
+                .encode(status_with_delay(2, 0))
+                .parse()
+                .unwrap(),
+        );
+        let Status::Failed(failure) = trailers_status(200, &trailers, QuotaWall::default()) else {
+            panic!("a failed status");
+        };
+        assert_eq!(failure.code(), seawall_core::Code::RateLimited);
+        assert_eq!(failure.retry_after(), Some(Duration::from_secs(2)));
+        assert_eq!(failure.message(), Some("quota low"));
+
+        trailers.insert("grpc-status", "0".parse().unwrap());
+        assert!(matches!(
+            trailers_status(200, &trailers, QuotaWall::default()),
+            Status::Ok
+        ));
+        assert!(matches!(
+            trailers_status(200, &HeaderMap::new(), QuotaWall::default()),
+            Status::Absent
+        ));
     }
 }

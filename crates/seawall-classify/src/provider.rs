@@ -13,7 +13,7 @@ use crate::{grpc, unary};
 /// | | non-2xx | 2xx head | 2xx body |
 /// |---|---|---|---|
 /// | `openai`, `anthropic`, `gemini` | the provider's error table | `application/json` is read | empty, refused, filtered; finish reason |
-/// | `grpc` | `grpc-status` if present, else the status table | non-zero `grpc-status` fails | — |
+/// | `grpc` | `grpc-status` if present, else the status table | non-zero `grpc-status` fails | `grpc-status` in the trailers |
 /// | `http` | the status table (408/429/5xx transient, other 4xx permanent) | — | — |
 ///
 /// The error tables live in [`seawall_core::provider`], shared with the
@@ -115,6 +115,9 @@ impl Classifier for ProviderClassifier {
         match self.wire {
             Wire::Grpc => match grpc::head_failure(parts, cx.quota_wall) {
                 Some(failure) => Inspection::Fail(failure),
+                None if grpc::head_has_status(parts) => Inspection::Deliver,
+                // Only a gRPC answer keeps its status for the trailers.
+                None if media_type(parts).is_some_and(is_grpc) => Inspection::AwaitTrailers,
                 None => Inspection::Deliver,
             },
             Wire::Http(Provider::Http) => Inspection::Deliver,
@@ -152,6 +155,11 @@ impl Classifier for ProviderClassifier {
 fn media_type(parts: &Parts) -> Option<&[u8]> {
     let value = parts.headers.get(http::header::CONTENT_TYPE)?;
     Some(value.as_bytes().split(|&b| b == b';').next()?.trim_ascii())
+}
+
+/// `application/grpc`, with or without a `+proto`-style suffix.
+fn is_grpc(media: &[u8]) -> bool {
+    media.len() >= 16 && media[..16].eq_ignore_ascii_case(b"application/grpc")
 }
 
 /// `application/json` or a `+json` type.

@@ -75,6 +75,25 @@ impl Failure {
         Failure::with_class(code.default_class(), code)
     }
 
+    /// The `stream_interrupted` failure that `cause` amounts to once content
+    /// reached the caller: the provider's type and code kept, the cause's
+    /// own code leading the message. The caller adds the evidence and the
+    /// [`Interrupted`] record (with `cause: Some(cause.code())`).
+    pub fn interrupted_by(cause: &Failure) -> Failure {
+        let mut failure = Failure::new(Code::StreamInterrupted);
+        if let Some(ty) = cause.provider_type() {
+            failure = failure.with_provider_type(ty);
+        }
+        if let Some(code) = cause.provider_code() {
+            failure = failure.with_provider_code(code);
+        }
+        let message = match cause.message() {
+            Some(message) => format!("{}: {message}", cause.code()),
+            None => cause.code().to_string(),
+        };
+        failure.with_message(&message)
+    }
+
     /// A failure with an explicit class.
     pub fn with_class(class: Class, code: Code) -> Self {
         Failure {

@@ -67,6 +67,12 @@ impl DeadlineLayer {
         self
     }
 
+    /// Writes the remaining time on the request as `wire` says.
+    pub fn propagate(mut self, wire: WireTimeout) -> Self {
+        self.config.propagate = Some(wire);
+        self
+    }
+
     /// Writes the remaining time as `grpc-timeout` on the request.
     pub fn propagate_grpc_timeout(mut self) -> Self {
         self.config.propagate = Some(WireTimeout::Grpc);

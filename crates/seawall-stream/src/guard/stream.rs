@@ -406,7 +406,7 @@ impl Track {
             {
                 (failure, ClosedBy::Them)
             }
-            Cause::InStream(failure) => (interrupted_by(&failure), ClosedBy::Them),
+            Cause::InStream(failure) => (Failure::interrupted_by(&failure), ClosedBy::Them),
             Cause::FinishedEmpty => (
                 self.tally
                     .empty_verdict()
@@ -420,7 +420,7 @@ impl Track {
             // more) keeps its verdict before content.
             Cause::Transport(error) => match Failure::find(&*error) {
                 Some(failure) if !content => (failure.clone(), ClosedBy::Them),
-                Some(failure) => (interrupted_by(failure), ClosedBy::Them),
+                Some(failure) => (Failure::interrupted_by(failure), ClosedBy::Them),
                 None => (
                     Failure::new(after(content, Code::Transport)).with_message(&error.to_string()),
                     ClosedBy::Them,
@@ -558,21 +558,6 @@ fn underlying_code(cause: &Cause) -> Option<Code> {
         }
         Cause::FinishedEmpty | Cause::Eof | Cause::PolicyFinish(_) => None,
     }
-}
-
-fn interrupted_by(cause: &Failure) -> Failure {
-    let mut failure = Failure::new(Code::StreamInterrupted);
-    if let Some(ty) = cause.provider_type() {
-        failure = failure.with_provider_type(ty);
-    }
-    if let Some(code) = cause.provider_code() {
-        failure = failure.with_provider_code(code);
-    }
-    let message = match cause.message() {
-        Some(message) => format!("{}: {message}", cause.code()),
-        None => cause.code().to_string(),
-    };
-    failure.with_message(&message)
 }
 
 fn gap_name(gap: Gap) -> &'static str {

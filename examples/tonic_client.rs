@@ -1,0 +1,120 @@
+//! seawall under a tonic channel: each layer stacked with `ServiceBuilder`,
+//! against a local gRPC health server that is unavailable once.
+//!
+//! ```text
+//! cargo run --example tonic_client
+//! ```
+//!
+//! The one thing tonic needs: the retry layer hands the channel a
+//! `ReplayBody` (so the next attempt can send the same request again), and
+//! a `Channel` takes tonic's own body type, so one `map_request` wraps it.
+//! The deadline travels to the server as `grpc-timeout`, narrowed to each
+//! attempt's bound.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use seawall::classify::ClassifyLayer;
+use seawall::core::replay::ReplayBody;
+use seawall::core::{Failure, Receipt};
+use seawall::deadline::DeadlineLayer;
+use seawall::retry::{Backoff, Budget, RetryBudgetLayer, RetryPolicy};
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Channel, Server};
+use tonic::{Request, Response, Status};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::health_server::{Health, HealthServer};
+use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
+use tower::ServiceBuilder;
+
+/// A health service that is unavailable on its first call.
+#[derive(Default)]
+struct Flaky(AtomicUsize);
+
+type Watch = Pin<Box<dyn tokio_stream::Stream<Item = Result<HealthCheckResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Health for Flaky {
+    async fn check(
+        &self,
+        request: Request<HealthCheckRequest>,
+    ) -> Result<Response<HealthCheckResponse>, Status> {
+        let timeout = request.metadata().get("grpc-timeout").cloned();
+        println!("server: call with grpc-timeout {timeout:?}");
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(Status::unavailable("warming up"));
+        }
+        Ok(Response::new(HealthCheckResponse {
+            status: ServingStatus::Serving as i32,
+        }))
+    }
+
+    type WatchStream = Watch;
+
+    async fn watch(
+        &self,
+        _request: Request<HealthCheckRequest>,
+    ) -> Result<Response<Watch>, Status> {
+        Err(Status::unimplemented("watch"))
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), tower::BoxError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(
+        Server::builder()
+            .add_service(HealthServer::new(Flaky::default()))
+            .serve_with_incoming(TcpListenerStream::new(listener)),
+    );
+
+    let channel = Channel::from_shared(url)?.connect().await?;
+    let service = ServiceBuilder::new()
+        // The operation: 10 s, whatever the ladder does.
+        .layer(DeadlineLayer::new(Duration::from_secs(10)))
+        // Three attempts, short backoff, at most 20 % retries.
+        .layer(RetryBudgetLayer::new(
+            RetryPolicy::interactive().backoff(Backoff::exponential(
+                Duration::from_millis(50),
+                Duration::from_secs(1),
+            )),
+            Budget::ratio(0.2, 10, Duration::from_secs(10)),
+        ))
+        // Each attempt: 2 s, told to the server as `grpc-timeout`.
+        .layer(DeadlineLayer::per_attempt(Duration::from_secs(2)).propagate_grpc_timeout())
+        // `grpc-status` in headers or trailers, `RetryInfo` honoured.
+        .layer(ClassifyLayer::grpc())
+        // The body mapping tonic needs.
+        .map_request(|request: http::Request<ReplayBody<tonic::body::Body>>| {
+            request.map(tonic::body::Body::new)
+        })
+        .service(channel);
+
+    let mut client = HealthClient::new(service);
+    match client
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+    {
+        Ok(response) => {
+            println!("client: {:?}", response.get_ref());
+            if let Some(receipt) = response.extensions().get::<Receipt>() {
+                for attempt in &receipt.attempts {
+                    let code = attempt.code.map_or("ok", |c| c.as_str());
+                    println!("client: attempt {code} after {:?}", attempt.delay);
+                }
+            }
+        }
+        // tonic reports a service error as `Unknown`; the seawall failure
+        // is its source, with the gRPC code as the provider's code.
+        Err(status) => {
+            let failure = std::error::Error::source(&status).and_then(Failure::find);
+            println!("client: failed: {failure:?}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! seawall under a tonic channel, against a real tonic server over loopback.
+//!
+//! The server is the standard gRPC health service (`tonic-health`'s
+//! generated `Health` trait, so no protoc is needed) with a scripted
+//! implementation: each call takes the next outcome of its script. The
+//! client is tonic's own generated `HealthClient` over a `Channel` wrapped
+//! in the seawall stack — the body mapping tonic needs is one `map_request`.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use seawall::classify::ClassifyLayer;
+use seawall::core::replay::ReplayBody;
+use seawall::core::{Class, Code, Failure, Receipt};
+use seawall::deadline::WireTimeout;
+use seawall::retry::{Backoff, Budget, RetryPolicy};
+use seawall::stack::Stack;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Channel, Server};
+use tonic::{Request, Response, Status};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::health_server::{Health, HealthServer};
+use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
+use tonic_types::{ErrorDetails, StatusExt};
+use tower::ServiceBuilder;
+
+/// What one call of the scripted service does.
+#[derive(Clone)]
+enum Step {
+    Serve,
+    Fail(Status),
+    /// Watch: `n` messages, then this status (or a clean end).
+    Stream(usize, Option<Status>),
+}
+
+#[derive(Default)]
+struct Scripted {
+    script: Mutex<Vec<Step>>,
+    calls: AtomicUsize,
+    timeouts: Mutex<Vec<Option<String>>>,
+}
+
+impl Scripted {
+    fn next(&self, request: &Request<HealthCheckRequest>) -> Step {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        let timeout = request
+            .metadata()
+            .get("grpc-timeout")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        self.timeouts.lock().unwrap().push(timeout);
+        let script = self.script.lock().unwrap();
+        script[n.min(script.len() - 1)].clone()
+    }
+}
+
+fn serving() -> HealthCheckResponse {
+    HealthCheckResponse {
+        status: ServingStatus::Serving as i32,
+    }
+}
+
+type WatchStream = Pin<Box<dyn Stream<Item = Result<HealthCheckResponse, Status>> + Send>>;
+
+/// The scripted service as the server holds it.
+#[derive(Clone)]
+struct Service(Arc<Scripted>);
+
+#[tonic::async_trait]
+impl Health for Service {
+    async fn check(
+        &self,
+        request: Request<HealthCheckRequest>,
+    ) -> Result<Response<HealthCheckResponse>, Status> {
+        match self.0.next(&request) {
+            Step::Serve | Step::Stream(..) => Ok(Response::new(serving())),
+            Step::Fail(status) => Err(status),
+        }
+    }
+
+    type WatchStream = WatchStream;
+
+    async fn watch(
+        &self,
+        request: Request<HealthCheckRequest>,
+    ) -> Result<Response<WatchStream>, Status> {
+        let (messages, end) = match self.0.next(&request) {
+            Step::Serve => (1, None),
+            Step::Fail(status) => (0, Some(status)),
+            Step::Stream(n, end) => (n, end),
+        };
+        let items = (0..messages)
+            .map(|_| Ok(serving()))
+            .chain(end.map(Err))
+            .collect::<Vec<_>>();
+        Ok(Response::new(Box::pin(tokio_stream::iter(items))))
+    }
+}
+
+/// A tonic server on a free loopback port running `script`.
+async fn server(script: Vec<Step>) -> (String, Arc<Scripted>) {
+    let scripted = Arc::new(Scripted {
+        script: Mutex::new(script),
+        ..Scripted::default()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let service = HealthServer::new(Service(scripted.clone()));
+    tokio::spawn(
+        Server::builder()
+            .add_service(service)
+            .serve_with_incoming(TcpListenerStream::new(listener)),
+    );
+    (url, scripted)
+}
+
+fn stack() -> Stack {
+    Stack::interactive()
+        .total_deadline(Duration::from_secs(10))
+        .attempt_timeout(Duration::from_secs(3))
+        .retry_policy(
+            RetryPolicy::interactive()
+                .backoff(Backoff::exponential(
+                    Duration::from_millis(5),
+                    Duration::from_millis(20),
+                ))
+                .min_attempt_time(Duration::from_millis(10)),
+        )
+        .budget(Budget::unlimited())
+        .propagate_deadline(WireTimeout::grpc())
+}
+
+/// tonic's client over a seawall-wrapped channel: the stack hands the
+/// channel a `ReplayBody` (so a retry can send the request again), which
+/// tonic's own body type wraps.
+async fn client(
+    url: &str,
+    stack: Stack,
+) -> HealthClient<
+    impl tonic::client::GrpcService<
+        tonic::body::Body,
+        Error = seawall::core::BoxError,
+        ResponseBody = impl http_body::Body<Data = bytes::Bytes, Error = seawall::core::BoxError>
+                       + Send
+                       + 'static,
+    > + Clone,
+> {
+    let channel = Channel::from_shared(url.to_owned())
+        .unwrap()
+        .connect()
+        .await
+        .expect("the server listens");
+    let channel = ServiceBuilder::new()
+        .map_request(|request: http::Request<ReplayBody<tonic::body::Body>>| {
+            request.map(tonic::body::Body::new)
+        })
+        .service(channel);
+    HealthClient::new(stack.build(&ClassifyLayer::grpc(), channel))
+}
+
+fn failure_of(status: &Status) -> Option<&Failure> {
+    use std::error::Error;
+    let mut source: Option<&(dyn Error + 'static)> = status.source();
+    while let Some(error) = source {
+        if let Some(failure) = Failure::find(error) {
+            return Some(failure);
+        }
+        source = error.source();
+    }
+    None
+}
+
+fn ask() -> HealthCheckRequest {
+    HealthCheckRequest {
+        service: String::new(),
+    }
+}
+
+#[tokio::test]
+async fn unavailable_then_ok_is_retried_with_the_request_replayed() {
+    let (url, scripted) = server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
+    let mut client = client(&url, stack()).await;
+    let response = client.check(ask()).await.expect("the retry answers");
+    assert_eq!(response.get_ref().status, ServingStatus::Serving as i32);
+    assert_eq!(scripted.calls.load(Ordering::SeqCst), 2);
+    let receipt = response.extensions().get::<Receipt>().expect("a receipt");
+    assert_eq!(receipt.attempts.len(), 2);
+    assert_eq!(
+        receipt.attempts.iter().next().unwrap().code,
+        Some(Code::ProviderUnavailable)
+    );
+}
+
+#[tokio::test]
+async fn resource_exhausted_with_retry_info_is_waited_for() {
+    let details = ErrorDetails::with_retry_info(Some(Duration::from_millis(300)));
+    let limited = Status::with_error_details(tonic::Code::ResourceExhausted, "slow", details);
+    let (url, scripted) = server(vec![Step::Fail(limited), Step::Serve]).await;
+    let mut client = client(&url, stack()).await;
+    let started = tokio::time::Instant::now();
+    client.check(ask()).await.expect("answered after the hint");
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "the RetryInfo delay is honoured: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(scripted.calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_long_retry_info_is_a_quota_wall_not_a_wait() {
+    let details = ErrorDetails::with_retry_info(Some(Duration::from_secs(48_489)));
+    let wall = Status::with_error_details(tonic::Code::ResourceExhausted, "quota", details);
+    let (url, scripted) = server(vec![Step::Fail(wall)]).await;
+    let mut client = client(&url, stack()).await;
+    let status = client.check(ask()).await.expect_err("a quota wall");
+    let failure = failure_of(&status).expect("the seawall failure inside tonic's status");
+    assert_eq!(failure.code(), Code::QuotaExhausted);
+    assert_eq!(scripted.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn the_deadline_travels_as_grpc_timeout_narrowed_per_attempt() {
+    let (url, scripted) = server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
+    let mut client = client(&url, stack()).await;
+    client.check(ask()).await.expect("the retry answers");
+    let timeouts = scripted.timeouts.lock().unwrap().clone();
+    assert_eq!(timeouts.len(), 2);
+    for timeout in &timeouts {
+        let timeout = timeout.as_deref().expect("grpc-timeout on every attempt");
+        let remaining = seawall::deadline::parse_grpc_timeout(&timeout.parse().unwrap())
+            .expect("a valid grpc-timeout");
+        assert!(
+            remaining <= Duration::from_secs(3) && remaining > Duration::from_secs(2),
+            "narrowed to the attempt's 3 s bound: {timeout}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_status_in_trailers_before_any_message_is_retried() {
+    let (url, scripted) = server(vec![
+        Step::Stream(0, Some(Status::unavailable("draining"))),
+        Step::Stream(2, None),
+    ])
+    .await;
+    let mut client = client(&url, stack()).await;
+    let mut stream = client.watch(ask()).await.expect("retried").into_inner();
+    let mut messages = 0;
+    while let Some(message) = stream.message().await.expect("a clean end") {
+        assert_eq!(message.status, ServingStatus::Serving as i32);
+        messages += 1;
+    }
+    assert_eq!(messages, 2);
+    assert_eq!(scripted.calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_stream_that_fails_after_messages_is_not_replayed() {
+    let (url, scripted) = server(vec![
+        Step::Stream(2, Some(Status::unavailable("lost the leader"))),
+        Step::Stream(5, None),
+    ])
+    .await;
+    let mut client = client(&url, stack()).await;
+    let mut stream = client
+        .watch(ask())
+        .await
+        .expect("messages came")
+        .into_inner();
+    let mut messages = 0;
+    let status = loop {
+        match stream.message().await {
+            Ok(Some(_)) => messages += 1,
+            Ok(None) => panic!("a failed stream must not end cleanly"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(messages, 2);
+    let failure = failure_of(&status).expect("the seawall failure inside tonic's status");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(failure.class(), Class::Transient);
+    assert_eq!(
+        failure.interrupted().and_then(|i| i.cause),
+        Some(Code::ProviderUnavailable)
+    );
+    assert_eq!(
+        failure.action(),
+        seawall::core::Action::Surface,
+        "after messages nothing is replayed"
+    );
+    assert_eq!(scripted.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_permanent_status_is_not_retried() {
+    let (url, scripted) = server(vec![
+        Step::Fail(Status::invalid_argument("no")),
+        Step::Serve,
+    ])
+    .await;
+    let mut client = client(&url, stack()).await;
+    let status = client.check(ask()).await.expect_err("invalid argument");
+    // tonic reports an error of its service as `Unknown` with the error as
+    // the source: the seawall failure, which keeps the gRPC code.
+    let failure = failure_of(&status).expect("the seawall failure inside tonic's status");
+    assert_eq!(failure.code(), Code::BadRequest);
+    assert_eq!(failure.provider_code(), Some("3"));
+    assert_eq!(scripted.calls.load(Ordering::SeqCst), 1);
+}
