@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 /// What the application asks.
 pub const PROMPT: &str = "Tell me the story of the seawall.";
 
-/// The model the application asks for: `gpt-x`, `claude-x` or `gemini-x`.
+/// The model the application asks for: `gpt-x` (chat completions and the
+/// Responses API), `claude-x` or `gemini-x`.
 pub const fn model(provider: Provider) -> &'static str {
     match provider {
         Provider::Anthropic => "claude-x",
@@ -22,9 +23,11 @@ pub const fn model(provider: Provider) -> &'static str {
 }
 
 /// The path of `provider`'s generation endpoint for `model`, after the
-/// base URL. Anything but Anthropic and Gemini is OpenAI's.
+/// base URL: `/v1/responses` for the Responses API; anything but it,
+/// Anthropic and Gemini is OpenAI's chat completions.
 pub fn path(provider: Provider, model: &str, stream: bool) -> String {
     match provider {
+        Provider::OpenAiResponses => "/v1/responses".to_owned(),
         Provider::Anthropic => "/v1/messages".to_owned(),
         Provider::Gemini => format!(
             "/v1beta/models/{model}:{}",
@@ -39,9 +42,14 @@ pub fn path(provider: Provider, model: &str, stream: bool) -> String {
 }
 
 /// One user message, `prompt`, to `model` in `provider`'s request body.
-/// Anything but Anthropic and Gemini is OpenAI's.
+/// The Responses API takes the prompt as its `input` string (no token limit
+/// is set, so no `max_output_tokens`); anything but it, Anthropic and Gemini
+/// is OpenAI's chat completions.
 pub fn body(provider: Provider, model: &str, prompt: &str, stream: bool) -> Value {
     match provider {
+        Provider::OpenAiResponses => json!({
+            "model": model, "input": prompt, "stream": stream,
+        }),
         Provider::Anthropic => json!({
             "model": model, "max_tokens": 1024, "stream": stream,
             "messages": [{"role": "user", "content": prompt}],

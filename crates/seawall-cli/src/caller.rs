@@ -9,9 +9,10 @@ use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
 use seawall::core::BoxError;
+use seawall::core::FinishKind;
 use seawall::core::provider::Provider;
 use seawall::stream::Protocol;
-use seawall::stream::protocol::Signal;
+use seawall::stream::protocol::{Reason, Signal};
 use seawall::stream::sse::Scanner;
 use serde_json::Value;
 
@@ -24,10 +25,19 @@ pub struct Delivery {
     pub content_events: u64,
     /// The finish reason the caller saw, if any.
     pub finish: Option<String>,
+    /// What the finish reason means, as the provider's decoder read it.
+    pub finish_kind: Option<FinishKind>,
     /// The body error that ended the read, if any.
     pub error: Option<BoxError>,
     /// True when the caller stopped reading on purpose.
     pub cancelled: bool,
+}
+
+impl Delivery {
+    fn finish(&mut self, reason: Reason<'_>) {
+        self.finish_kind = Some(reason.kind);
+        self.finish = Some(reason.reason.into_owned());
+    }
 }
 
 /// A 2xx unary body the caller could not read as the provider's answer:
@@ -45,12 +55,7 @@ impl std::error::Error for NotAnAnswer {}
 
 /// The stream protocol of a provider.
 pub fn protocol(provider: Provider) -> Protocol {
-    match provider {
-        Provider::OpenAi => Protocol::OpenAi,
-        Provider::Anthropic => Protocol::Anthropic,
-        Provider::Gemini => Protocol::Gemini,
-        _ => Protocol::Generic,
-    }
+    Protocol::of_provider(provider)
 }
 
 /// Reads an event stream, calling `on_text` with every text delta as it
@@ -81,10 +86,10 @@ where
                     delivery.text.push_str(&text);
                 }
                 if let Some(finish) = finish {
-                    delivery.finish = Some(finish.reason.into_owned());
+                    delivery.finish(finish);
                 }
             }
-            Signal::Finish(reason) => delivery.finish = Some(reason.reason.into_owned()),
+            Signal::Finish(reason) => delivery.finish(reason),
             _ => {}
         });
         if let Err(err) = scanned {
@@ -136,19 +141,60 @@ where
         delivery.content_events = 1;
     }
     delivery.text = text;
-    delivery.finish = finish;
+    delivery.finish_kind = finish.map(|(kind, _)| kind);
+    delivery.finish = finish.map(|(_, reason)| reason.to_owned());
     delivery
 }
 
-fn unary_text(json: &Value, provider: Provider) -> (String, Option<String>) {
-    let string = |v: &Value| v.as_str().map(str::to_owned);
+/// The answer's text and its finish (what it means, the reason as sent).
+fn unary_text(json: &Value, provider: Provider) -> (String, Option<(FinishKind, &str)>) {
+    fn reason_of(provider: Provider, reason: Option<&Value>) -> Option<(FinishKind, &str)> {
+        reason
+            .and_then(Value::as_str)
+            .map(|reason| (FinishKind::for_provider(provider, reason), reason))
+    }
+    let finish = |reason| reason_of(provider, reason);
     match provider {
         Provider::OpenAi => {
             let choice = &json["choices"][0];
             (
-                string(&choice["message"]["content"]).unwrap_or_default(),
-                string(&choice["finish_reason"]),
+                choice["message"]["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                finish(choice.get("finish_reason")),
             )
+        }
+        Provider::OpenAiResponses => {
+            let parts = || {
+                json["output"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|item| item["content"].as_array())
+                    .flatten()
+            };
+            let text = parts()
+                .filter(|part| part["type"] == "output_text")
+                .filter_map(|part| part["text"].as_str())
+                .collect();
+            let refused = parts().any(|part| part["type"] == "refusal");
+            let finish = match json["status"].as_str() {
+                // Incomplete for a reason this CLI does not know is still
+                // not a finished answer.
+                Some("incomplete") => {
+                    let reason = json["incomplete_details"]["reason"]
+                        .as_str()
+                        .unwrap_or("incomplete");
+                    Some(match FinishKind::openai_responses(reason) {
+                        FinishKind::Other => (FinishKind::Truncated, reason),
+                        kind => (kind, reason),
+                    })
+                }
+                Some("completed") if refused => Some((FinishKind::Refused, "refusal")),
+                status => status.map(|s| (FinishKind::openai_responses(s), s)),
+            };
+            (text, finish)
         }
         Provider::Anthropic => {
             let text = json["content"]
@@ -157,7 +203,7 @@ fn unary_text(json: &Value, provider: Provider) -> (String, Option<String>) {
                 .flatten()
                 .filter_map(|block| block["text"].as_str())
                 .collect();
-            (text, string(&json["stop_reason"]))
+            (text, finish(json.get("stop_reason")))
         }
         _ => {
             let candidate = &json["candidates"][0];
@@ -167,7 +213,7 @@ fn unary_text(json: &Value, provider: Provider) -> (String, Option<String>) {
                 .flatten()
                 .filter_map(|part| part["text"].as_str())
                 .collect();
-            (text, string(&candidate["finishReason"]))
+            (text, finish(candidate.get("finishReason")))
         }
     }
 }
@@ -223,5 +269,41 @@ mod tests {
         )
         .await;
         assert_eq!((d.text.as_str(), d.finish.as_deref()), ("w1", Some("STOP")));
+    }
+
+    #[tokio::test]
+    async fn responses_api_unary_text_and_finish() {
+        let read = |json: &'static str| {
+            read_unary(
+                Full::new(Bytes::from_static(json.as_bytes())),
+                Provider::OpenAiResponses,
+            )
+        };
+        let d = read(
+            r#"{"status":"completed","output":[{"type":"reasoning"},{"type":"message","content":[{"type":"output_text","text":"w1"},{"type":"output_text","text":" w2"}]}]}"#,
+        )
+        .await;
+        assert_eq!(
+            (d.text.as_str(), d.finish.as_deref(), d.finish_kind),
+            ("w1 w2", Some("completed"), Some(FinishKind::Complete))
+        );
+        let d = read(
+            r#"{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"type":"message","content":[{"type":"output_text","text":"w1"}]}]}"#,
+        )
+        .await;
+        assert_eq!(d.finish_kind, Some(FinishKind::Truncated));
+        // Incomplete for a reason nobody knows yet is still not complete.
+        let d =
+            read(r#"{"status":"incomplete","incomplete_details":{"reason":"new"},"output":[]}"#)
+                .await;
+        assert_eq!(
+            (d.finish.as_deref(), d.finish_kind),
+            (Some("new"), Some(FinishKind::Truncated))
+        );
+        let d = read(
+            r#"{"status":"completed","output":[{"type":"message","content":[{"type":"refusal","refusal":"no"}]}]}"#,
+        )
+        .await;
+        assert_eq!(d.finish_kind, Some(FinishKind::Refused));
     }
 }

@@ -11,7 +11,7 @@
 //! | 1 | a failure before any content (the receipt says which) |
 //! | 2 | bad arguments (receipt code `usage`) |
 //! | 3 | interrupted after content: the receipt carries `delivered_chars` |
-//! | 4 | delivered but not complete: cut by `length`/`max_tokens`, refused or filtered |
+//! | 4 | delivered but not complete: cut by `length`/`max_tokens`/`max_output_tokens`, refused or filtered |
 //!
 //! The receipt's `code` is a stable seawall failure code (`rate_limited`,
 //! `protocol_violation`, …), or one of the CLI's own: `usage` (exit 2) and
@@ -43,7 +43,9 @@ use crate::caller::{self, Delivery};
 /// The arguments of `seawall chat`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ChatArgs {
-    /// The provider's wire format: openai, anthropic or gemini.
+    /// The provider's wire format: openai (chat completions),
+    /// openai-responses (the Responses API, `POST /v1/responses`; also
+    /// openai_responses), anthropic or gemini.
     #[arg(long, value_parser = parse_provider)]
     pub provider: Provider,
     /// Scheme, host and port (and any path prefix) before `/v1`
@@ -59,7 +61,8 @@ pub struct ChatArgs {
     /// The fallback route's model.
     #[arg(long, requires = "fallback_base_url")]
     pub fallback_model: Option<String>,
-    /// The fallback route's wire format (default: the primary's).
+    /// The fallback route's wire format, as --provider (default: the
+    /// primary's).
     #[arg(long, value_parser = parse_provider)]
     pub fallback_provider: Option<Provider>,
     /// Stream the answer.
@@ -83,13 +86,11 @@ pub struct ChatArgs {
 }
 
 fn parse_provider(text: &str) -> Result<Provider, String> {
-    match text {
-        "openai" => Ok(Provider::OpenAi),
-        "anthropic" => Ok(Provider::Anthropic),
-        "gemini" => Ok(Provider::Gemini),
-        other => Err(format!(
-            "unknown provider `{other}` (openai, anthropic or gemini)"
+    match Provider::from_name(text) {
+        Some(Provider::Http) | None => Err(format!(
+            "unknown provider `{text}` (openai, openai-responses, anthropic or gemini)"
         )),
+        Some(provider) => Ok(provider),
     }
 }
 
@@ -394,10 +395,7 @@ where
         let _ = writeln!(log, "{line}");
         return if verdict { 4 } else { 3 };
     }
-    let complete = delivery
-        .finish
-        .as_deref()
-        .is_none_or(|reason| FinishKind::for_provider(provider, reason).completes_task());
+    let complete = delivery.finish_kind.is_none_or(FinishKind::completes_task);
     if !complete {
         let _ = writeln!(
             log,
@@ -460,4 +458,23 @@ fn receipt_json(
         line["delivered_chars"] = json!(delivery.text.chars().count());
     }
     line.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn providers_by_name() {
+        for (name, provider) in [
+            ("openai", Provider::OpenAi),
+            ("openai-responses", Provider::OpenAiResponses),
+            ("openai_responses", Provider::OpenAiResponses),
+            ("anthropic", Provider::Anthropic),
+            ("gemini", Provider::Gemini),
+        ] {
+            assert_eq!(parse_provider(name), Ok(provider));
+        }
+        assert!(parse_provider("http").is_err());
+    }
 }

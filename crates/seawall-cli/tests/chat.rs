@@ -183,6 +183,82 @@ async fn chat_with(chaos: &ChaosHandle, provider: &str, extra: &[&str]) -> (u8, 
     chat(&args).await
 }
 
+#[tokio::test]
+async fn the_responses_api_streams_and_answers_unary() {
+    for name in ["openai-responses", "openai_responses"] {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let (status, out, log) = chat_with(&chaos, name, &["--stream"]).await;
+        assert_eq!(status, 0, "{log}");
+        assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+        let streamed = receipt(&log);
+        assert_eq!(streamed["finish_reason"], "completed");
+        assert_eq!(streamed["content_events"], 8);
+        let (status, out, log) = chat_with(&chaos, name, &[]).await;
+        assert_eq!(status, 0, "{log}");
+        assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+        assert_eq!(receipt(&log)["finish_reason"], "completed");
+        let journal = chaos.journal();
+        let rows: Vec<_> = journal
+            .iter()
+            .map(|e| (e.path.as_str(), e.stream))
+            .collect();
+        assert_eq!(rows, [("/v1/responses", true), ("/v1/responses", false)]);
+        assert!(log.contains("(openai_responses, "), "{log}");
+    }
+}
+
+#[tokio::test]
+async fn a_responses_answer_cut_by_the_token_limit_exits_4_streamed_or_not() {
+    for stream in [true, false] {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        chaos
+            .script("openai_responses", vec!["length;tokens=3".parse().unwrap()])
+            .unwrap();
+        let flags: &[&str] = if stream { &["--stream"] } else { &[] };
+        let (status, out, log) = chat_with(&chaos, "openai-responses", flags).await;
+        assert_eq!(status, 4, "stream {stream}: {log}");
+        assert_eq!(out, "w1 w2 w3\n");
+        let receipt = receipt(&log);
+        assert_eq!(receipt["finish_reason"], "max_output_tokens", "{log}");
+        assert_eq!(receipt["outcome"], "ok");
+    }
+}
+
+#[tokio::test]
+async fn the_fallback_may_speak_the_responses_api() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let status = || "status;code=500".parse::<Fault>().unwrap();
+    chaos
+        .script("openai", vec![status(), status(), status(), status()])
+        .unwrap();
+    let base = chaos.base_url();
+    let fallback = base.replace("127.0.0.1", "localhost");
+    let (status, out, log) = chat(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--model",
+        "gpt-x",
+        "--stream",
+        "--deadline",
+        "20s",
+        "--fallback-base-url",
+        &fallback,
+        "--fallback-model",
+        "gpt-x",
+        "--fallback-provider",
+        "openai-responses",
+        "hi",
+    ])
+    .await;
+    assert_eq!(status, 0, "{log}");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+    assert_eq!(receipt(&log)["fallback"], true);
+    let last = chaos.journal().pop().unwrap();
+    assert_eq!(last.path, "/v1/responses");
+}
+
 /// Every exit status `chat` has, reached over loopback: the receipt is the
 /// last line of stderr, with the status's code.
 #[tokio::test]
