@@ -30,6 +30,8 @@ pub use seawall_classify as classify;
 pub use seawall_deadline as deadline;
 #[cfg(feature = "fallback")]
 pub use seawall_fallback as fallback;
+#[cfg(feature = "reqwest")]
+pub use seawall_reqwest as reqwest;
 #[cfg(feature = "retry")]
 pub use seawall_retry as retry;
 #[cfg(feature = "stream")]

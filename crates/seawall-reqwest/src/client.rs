@@ -1,0 +1,80 @@
+//! A `reqwest::Client` fit to sit under seawall, and its TLS.
+
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls_platform_verifier::BuilderVerifierExt;
+
+/// The crypto provider of the whole workspace: rustls's `ring`, as the
+/// hyper-rustls connector of `seawall chat` uses.
+pub fn crypto_provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A rustls client configuration over [`crypto_provider`] (ring) that
+/// verifies servers with the platform's verifier (the system's roots on
+/// Linux), offering HTTP/1.1 by ALPN.
+///
+/// Built explicitly, so it needs no process-wide default provider.
+pub fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
+    let mut config = rustls::ClientConfig::builder_with_provider(crypto_provider())
+        .with_safe_default_protocol_versions()?
+        .with_platform_verifier()?
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// Installs ring as rustls's process-wide default provider, unless one is
+/// installed already (then that one stays).
+///
+/// Only needed by code that builds a `reqwest::Client` itself with
+/// reqwest's defaults, such as `async_openai::Client::new()` and
+/// `Client::with_config()`: reqwest's `rustls-no-provider` feature (the one
+/// this workspace uses, so that aws-lc-rs is never built) panics when it
+/// finds no default. [`client_builder`] does not need it.
+pub fn install_crypto_provider() {
+    if CryptoProvider::get_default().is_none() {
+        // An error means another thread installed one first: there is one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// A `reqwest::ClientBuilder` set up to sit under seawall:
+///
+/// - redirects are **not followed** (`redirect::Policy::none()`): a 3xx
+///   reaches the classifier, which fails it as `redirected` (the request
+///   would carry its API key to another host);
+/// - reqwest's own **retry is off** (`retry::never()`): reqwest 0.13
+///   retries protocol NACKs by default, which would be a second ladder
+///   under seawall's, invisible to its receipt;
+/// - **no timeouts** (reqwest has none unless asked): seawall's deadline
+///   layers and the stream guard own every bound;
+/// - TLS from [`tls_config`] (ring, preconfigured: no default provider
+///   needed).
+///
+/// Add what your deployment needs (proxies, a user agent, pool settings),
+/// but leave `timeout`, `read_timeout`, `connect_timeout` beyond a generous
+/// connect bound, and `retry` alone: see the
+/// [crate docs](crate#one-deadline-one-ladder).
+///
+/// Should the TLS configuration fail to build (no usable platform
+/// verifier), the builder keeps reqwest's own and ring is installed as the
+/// default provider for it.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .retry(reqwest::retry::never());
+    match tls_config() {
+        Ok(config) => builder.tls_backend_preconfigured(config),
+        Err(_) => {
+            install_crypto_provider();
+            builder
+        }
+    }
+}
+
+/// [`client_builder`], built.
+pub fn client() -> Result<reqwest::Client, reqwest::Error> {
+    client_builder().build()
+}

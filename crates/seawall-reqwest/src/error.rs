@@ -1,0 +1,160 @@
+//! What [`ReqwestService`](crate::ReqwestService) fails with, shaped so the
+//! classifier reads it without looking at message text.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::io;
+
+use seawall_core::{BoxError, Code, Failure};
+
+/// The error of [`ReqwestService`](crate::ReqwestService) and of its
+/// response body.
+///
+/// Every variant is built so that `ClassifyLayer` (or
+/// [`Failure::find`]) reaches the right verdict by walking the source chain:
+///
+/// - [`Error::Transport`] holds an [`io::Error`] whose kind says what
+///   happened (`TimedOut`, `ConnectionRefused`, `ConnectionAborted`, …) and
+///   whose payload is reqwest's own error, with hyper's and the socket's
+///   errors below it: `transport` or `timeout`, retryable.
+/// - [`Error::InvalidRequest`] and [`Error::RequestBody`] carry a permanent
+///   [`Failure`] (`bad_request`) in their chain, so no layer retries them
+///   whatever its settings for unknown errors: a request reqwest cannot send
+///   fails the same way every time, and a body that broke mid-send must not
+///   be sent again half-read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The `http::Request` cannot be turned into a request reqwest sends:
+    /// a relative URI, a scheme other than `http`/`https`, no host.
+    #[error("reqwest cannot send a request to `{uri}`: {reason}")]
+    InvalidRequest {
+        /// The request's URI as given.
+        uri: String,
+        /// What reqwest said.
+        reason: String,
+        /// `bad_request`, permanent.
+        #[source]
+        failure: Failure,
+    },
+    /// The request body failed while it was being sent. The attempt is
+    /// over, and nothing sends it again.
+    #[error("the request body failed while it was being sent: {reason}")]
+    RequestBody {
+        /// The body's own error, as text (its source chain is not followed:
+        /// a body reading a socket may fail with `ConnectionReset`, which
+        /// must not read as the route's fault).
+        reason: String,
+        /// `bad_request`, permanent.
+        #[source]
+        failure: Failure,
+    },
+    /// The network or the HTTP exchange failed: connect, reset, timeout, a
+    /// response body that broke off.
+    #[error("{0}")]
+    Transport(#[source] io::Error),
+}
+
+impl Error {
+    /// Maps one of reqwest's errors. `uri` names the request in an
+    /// [`Error::InvalidRequest`].
+    pub(crate) fn from_reqwest(error: reqwest::Error, uri: &dyn fmt::Display) -> Error {
+        if let Some(body) = request_body_error(&error) {
+            return Error::request_body(body.0.to_string());
+        }
+        if error.is_builder() {
+            return Error::invalid_request(uri, &error);
+        }
+        Error::Transport(io::Error::new(transport_kind(&error), error))
+    }
+
+    pub(crate) fn invalid_request(uri: &dyn fmt::Display, reason: &dyn fmt::Display) -> Error {
+        let uri = uri.to_string();
+        let reason = reason.to_string();
+        let failure = Failure::new(Code::BadRequest).with_message(&format!(
+            "reqwest cannot send a request to `{uri}`: {reason}"
+        ));
+        Error::InvalidRequest {
+            uri,
+            reason,
+            failure,
+        }
+    }
+
+    fn request_body(reason: String) -> Error {
+        let failure = Failure::new(Code::BadRequest).with_message(&format!(
+            "the request body failed while it was being sent: {reason}"
+        ));
+        Error::RequestBody { reason, failure }
+    }
+}
+
+/// The io kind a reqwest error stands for. `Other` when the chain already
+/// holds something the classifier recognises (hyper's errors, io errors),
+/// so the chain speaks for itself; otherwise reqwest's own predicates,
+/// which see its private error types (its `TimedOut`) that no downcast can.
+fn transport_kind(error: &reqwest::Error) -> io::ErrorKind {
+    if seawall_classify::transport_failure(error).is_some() {
+        io::ErrorKind::Other
+    } else if error.is_timeout() {
+        io::ErrorKind::TimedOut
+    } else if error.is_connect() {
+        io::ErrorKind::ConnectionRefused
+    } else if error.is_request() || error.is_body() {
+        io::ErrorKind::ConnectionAborted
+    } else {
+        io::ErrorKind::Other
+    }
+}
+
+/// The request body's own failure, found in the chain of the error reqwest
+/// (hyper, underneath) returned for the exchange.
+fn request_body_error<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a RequestBodyError> {
+    let mut current = Some(error);
+    for _ in 0..32 {
+        let link = current?;
+        if let Some(found) = link.downcast_ref::<RequestBodyError>() {
+            return Some(found);
+        }
+        current = link.source();
+    }
+    None
+}
+
+/// Marks an error of the request body on its way through reqwest and hyper.
+#[derive(Debug)]
+pub(crate) struct RequestBodyError(pub(crate) BoxError);
+
+impl fmt::Display for RequestBodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "request body: {}", self.0)
+    }
+}
+
+// No `source`: see `Error::RequestBody::reason`.
+impl StdError for RequestBodyError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_error_is_found_below_other_errors() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer")]
+        struct Outer(#[source] RequestBodyError);
+        let outer = Outer(RequestBodyError("disk gone".into()));
+        let found = request_body_error(&outer).unwrap();
+        assert_eq!(found.to_string(), "request body: disk gone");
+    }
+
+    #[test]
+    fn invalid_requests_and_broken_bodies_are_permanent() {
+        let error = Error::invalid_request(&"/v1/chat/completions", &"relative URL");
+        let failure = Failure::find(&error).unwrap();
+        assert_eq!(failure.code(), Code::BadRequest);
+        assert!(error.to_string().contains("`/v1/chat/completions`"));
+        let error = Error::request_body("disk gone".into());
+        assert_eq!(Failure::find(&error).unwrap().code(), Code::BadRequest);
+    }
+}

@@ -1,0 +1,140 @@
+//! seawall under reqwest, and under async-openai.
+//!
+//! Most Rust code that calls an LLM provider does it with
+//! [reqwest](https://docs.rs/reqwest), often through
+//! [async-openai](https://docs.rs/async-openai). This crate puts seawall's
+//! layers underneath both:
+//!
+//! - [`ReqwestService`]: a `tower::Service<http::Request<B>>` over a
+//!   `reqwest::Client`. The request body is streamed into reqwest, the
+//!   response body comes out frame by frame as reqwest delivers it (so the
+//!   stream guard above sees the real timing), and reqwest's errors become
+//!   [`Error`]s whose source chain `ClassifyLayer` reads: connect, reset,
+//!   timeout and body errors are `transport`/`timeout`, retryable, with the
+//!   evidence of what arrived; a URI reqwest cannot send and a request body
+//!   that fails mid-send are permanent `bad_request`s naming the problem.
+//! - [`client_builder`]: a `reqwest::ClientBuilder` that follows no
+//!   redirects, retries nothing and has no timeouts, with TLS on rustls and
+//!   ring.
+//! - With the `async-openai` feature (on by default), [`OpenAiService`] for
+//!   `async_openai::Client::with_http_service`, and [`scope`], which gets
+//!   seawall's [`Failure`](seawall_core::Failure) and
+//!   [`Receipt`](seawall_core::Receipt) of a call back out of async-openai.
+//!
+//! # The story
+//!
+//! A team moved their assistant onto async-openai and got its retry for
+//! free: 429s and 5xx retried with backoff, `Retry-After` honoured. Then the
+//! account ran out of credit. The provider answered `429` with
+//! `insufficient_quota`; the 429 branch honoured its hint, so every request
+//! from every user waited, retried, and waited again, until the on-call
+//! engineer found the bill. Underneath, reqwest 0.13 retried protocol NACKs
+//! on its own, and a `timeout(30 s)` set on the client cut off the long
+//! answers of the reasoning model mid-stream — with the user already
+//! reading them. Three layers each owned a piece of the policy, and none
+//! knew about the others.
+//!
+//! With this crate async-openai builds the request, seawall decides
+//! everything else, and reqwest only moves bytes: the quota wall is one
+//! attempt and a `quota_exhausted` the caller can read from
+//! [`Outcome::code`]; a stream cut after content is an interruption with
+//! the delivered text, not a restart.
+//!
+//! ```no_run
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! use bytes::Bytes;
+//! use http_body_util::Full;
+//! use seawall::classify::ClassifyLayer;
+//! use seawall::core::{Failure, Receipt};
+//! use seawall::stack::Stack;
+//! use seawall_reqwest::ReqwestService;
+//! use tower::ServiceExt;
+//!
+//! let client = ReqwestService::new(seawall_reqwest::client()?);
+//! let service = Stack::interactive().build(&ClassifyLayer::openai(), client);
+//! let request = http::Request::post("http://127.0.0.1:8080/v1/chat/completions")
+//!     .header("content-type", "application/json")
+//!     .body(Full::new(Bytes::from(r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#)))?;
+//! match service.oneshot(request).await {
+//!     Ok(response) => println!("{:?}", response.extensions().get::<Receipt>()),
+//!     Err(err) => println!("{:?}", Failure::find(&*err).map(|f| (f.code(), f.action()))),
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # One deadline, one ladder
+//!
+//! Every bound and every retry decision belongs to seawall's layers above
+//! the client; reqwest's own must stay off, or they fight:
+//!
+//! - **`ClientBuilder::timeout`** bounds the whole exchange, body included,
+//!   for every request alike. It cuts a long stream after content (a
+//!   `timeout` the guard reports as an interruption) and cannot know the
+//!   operation's deadline. Use `DeadlineLayer` (total and per attempt) and
+//!   the stream guard's first-byte / first-content / idle bounds instead.
+//! - **`read_timeout`** is an idle bound per read that a keep-alive comment
+//!   resets; the stream guard's idle bound counts content, not pings. If you
+//!   set either anyway, set it longer than seawall's bounds: it then only
+//!   fires when they failed to, and surfaces as `timeout` (retryable before
+//!   content).
+//! - **reqwest 0.13's retry** (protocol NACKs by default, or a
+//!   `retry::for_host` policy) is a ladder under the ladder, invisible to
+//!   the receipt and the retry budget. [`client_builder`] sets
+//!   `retry::never()`.
+//! - **Redirects** would send the request, API key included, to another
+//!   host; [`client_builder`] sets `redirect::Policy::none()` and the
+//!   classifier fails a 3xx as `redirected`.
+//! - async-openai's retry: see [`openai`](crate::openai#one-ladder).
+//!
+//! A `connect_timeout` is harmless (it bounds only the connect, well under
+//! any attempt bound) but not needed: the per-attempt deadline covers it.
+//!
+//! # TLS: one crypto provider
+//!
+//! rustls picks its provider from its cargo features. reqwest's and
+//! async-openai's default `rustls` features pull in aws-lc-rs; the rest of
+//! the workspace (hyper-rustls in `seawall chat`) uses ring. With both
+//! built into one binary rustls cannot choose, and the first client that
+//! asks for the default panics. This crate uses reqwest's
+//! `rustls-no-provider` feature and async-openai without default features,
+//! so aws-lc-rs is never built (`cargo tree -p seawall-reqwest
+//! --all-features -i aws-lc-rs` finds nothing), and [`tls_config`] builds
+//! the rustls configuration over ring explicitly. Code that builds a
+//! `reqwest::Client` with reqwest's defaults (`async_openai::Client::new()`
+//! does) needs a process default first: [`install_crypto_provider`]. Prefer
+//! `async_openai::Client::build(seawall_reqwest::client()?, config)`.
+//!
+//! # Differences from async-openai's `ReqwestService` and `OpenAIRetryLayer`
+//!
+//! async-openai's middleware rebuilds the request from its factory for each
+//! attempt and retries 429/5xx/connect errors by status; a 429 is read to
+//! tell a rate limit from a quota wall, but a stream that dies after its
+//! headers, an empty 200, a refusal or a cut stream are not its concern, and
+//! its `Retry-After` is honoured whatever its length. Here the request is
+//! built once and its body replayed by seawall, failures are classified by
+//! the provider's table (one attempt at a quota wall, at a refusal, at a
+//! 400), the stream is guarded, and the verdict comes back through
+//! [`scope`]. Differences from reqwest's own retry: see above — it is off.
+#![deny(missing_docs)]
+
+mod body;
+mod client;
+mod error;
+#[cfg(feature = "async-openai")]
+pub mod openai;
+mod service;
+
+pub use body::ResponseBody;
+pub use client::{client, client_builder, crypto_provider, install_crypto_provider, tls_config};
+pub use error::Error;
+pub use service::{ReqwestService, ResponseFuture};
+
+#[cfg(feature = "async-openai")]
+pub use openai::{OpenAiLayer, OpenAiService, Outcome, scope};
+
+/// The reqwest this crate is built against.
+pub use reqwest;
+
+/// The async-openai this crate is built against (feature `async-openai`).
+#[cfg(feature = "async-openai")]
+pub use async_openai;

@@ -1,0 +1,400 @@
+//! The async-openai adapter: seawall under `async_openai::Client`.
+//!
+//! [`OpenAiService`] is the tower service to hand
+//! [`Client::with_http_service`](async_openai::Client::with_http_service).
+//! Each call builds the `reqwest::Request` **once** from async-openai's
+//! [`HttpRequestFactory`], turns it into an `http::Request<reqwest::Body>`
+//! and sends it through the service it wraps — a seawall stack over
+//! [`ReqwestService`](crate::ReqwestService) — then hands async-openai a
+//! `reqwest::Response` whose body streams the stack's body frame by frame.
+//!
+//! # One ladder
+//!
+//! - `with_http_service` replaces async-openai's default executor, and with
+//!   it async-openai's own retry (`OpenAIRetry`); nothing of it runs
+//!   underneath.
+//! - The adapter calls the factory once per call; a retry or a fallback
+//!   replays the request body from seawall's own
+//!   [`ReplayBody`](seawall_core::replay::ReplayBody), byte for byte.
+//! - Every failure reaches async-openai as `OpenAIError::Boxed`, and over a
+//!   stack with `ClassifyLayer` every response it gets is a 2xx (the
+//!   classifier fails the rest). async-openai's retry policy
+//!   (`should_retry`) retries only 429 and 5xx responses and
+//!   `OpenAIError::Reqwest` connect errors, so even an `OpenAIRetryLayer`
+//!   stacked above the adapter by mistake never fires: one ladder, seawall's.
+//!
+//! # The verdict
+//!
+//! async-openai consumes the response (its extensions, where the
+//! [`Receipt`] is, never reach the caller), turns a stream's body error into
+//! a string, and `OpenAIError::Boxed` is `#[error(transparent)]`, so
+//! [`Failure::find`] on an `OpenAIError` finds nothing. Run the call in
+//! [`scope`] instead: the adapter fills the [`Outcome`] it returns, from
+//! the response head and from the body as async-openai reads it (also from
+//! the task async-openai spawns to read a stream).
+//!
+//! ```no_run
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! use async_openai::{Client, config::OpenAIConfig};
+//! use async_openai::types::chat::CreateChatCompletionRequestArgs;
+//! use seawall::classify::ClassifyLayer;
+//! use seawall::stack::Stack;
+//! use seawall_reqwest::{OpenAiService, ReqwestService};
+//!
+//! let http = seawall_reqwest::client()?;
+//! let stack = Stack::interactive().build(&ClassifyLayer::openai(), ReqwestService::new(http.clone()));
+//! let config = OpenAIConfig::new().with_api_base("http://127.0.0.1:8080/v1");
+//! let client = Client::build(http, config).with_http_service(OpenAiService::new(stack));
+//!
+//! let request = CreateChatCompletionRequestArgs::default()
+//!     .model("gpt-x")
+//!     .messages([async_openai::types::chat::ChatCompletionRequestUserMessage::from("hi").into()])
+//!     .build()?;
+//! let (result, outcome) = seawall_reqwest::scope(client.chat().create(request)).await;
+//! match result {
+//!     Ok(answer) => println!("{:?} in {} attempts", answer.choices[0].message.content, outcome.attempts()),
+//!     Err(_) => println!("failed: {:?}", outcome.code()),
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use seawall_core::{BoxError, Code, Failure, Receipt};
+use tower_layer::Layer;
+use tower_service::Service;
+
+tokio::task_local! {
+    static OUTCOME: Outcome;
+}
+
+/// Runs `future` (calls through [`OpenAiService`]) and returns its output
+/// with the [`Outcome`] of the last call made in it.
+///
+/// ```no_run
+/// # async fn f(client: async_openai::Client<async_openai::config::OpenAIConfig>,
+/// #            request: async_openai::types::chat::CreateChatCompletionRequest) {
+/// let (result, outcome) = seawall_reqwest::scope(client.chat().create(request)).await;
+/// if result.is_err() {
+///     let failure = outcome.failure().expect("seawall's verdict");
+///     eprintln!("{} ({}) after {} attempts", failure.code(), failure.class(), outcome.attempts());
+/// }
+/// # }
+/// ```
+///
+/// A stream is read after `create_stream` returns: read it inside the scope,
+/// or keep the `Outcome` and look once the stream has ended — the adapter
+/// keeps filling it as the body is read.
+pub async fn scope<F: Future>(future: F) -> (F::Output, Outcome) {
+    let outcome = Outcome::default();
+    let output = OUTCOME.scope(outcome.clone(), future).await;
+    (output, outcome)
+}
+
+/// What seawall made of a call made through async-openai: its
+/// [`Failure`] (code, class, delivered text) and its [`Receipt`].
+///
+/// Cheap to clone; clones share the state. Filled by [`OpenAiService`] for
+/// calls made inside [`scope`]; with several calls in one scope it
+/// describes the last one to start.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    calls: u32,
+    answered: bool,
+    ended: bool,
+    receipt: Option<Receipt>,
+    failure: Option<Failure>,
+    error: Option<String>,
+}
+
+impl Outcome {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn current() -> Option<Outcome> {
+        OUTCOME.try_with(Outcome::clone).ok()
+    }
+
+    fn begin(&self) {
+        let mut state = self.lock();
+        let calls = state.calls + 1;
+        *state = State {
+            calls,
+            ..State::default()
+        };
+    }
+
+    fn answered(&self, receipt: Option<Receipt>) {
+        let mut state = self.lock();
+        state.answered = true;
+        state.receipt = receipt;
+    }
+
+    fn failed(&self, error: &(dyn std::error::Error + 'static)) {
+        let mut state = self.lock();
+        match Failure::find(error) {
+            Some(failure) => state.failure = Some(failure.clone()),
+            None => state.error = Some(error.to_string()),
+        }
+    }
+
+    fn ended(&self) {
+        self.lock().ended = true;
+    }
+
+    /// Calls made through the adapter in this scope.
+    pub fn calls(&self) -> u32 {
+        self.lock().calls
+    }
+
+    /// seawall's failure, when the call failed: before the response (the
+    /// ladder's verdict) or in its body (an interruption, with what was
+    /// delivered).
+    pub fn failure(&self) -> Option<Failure> {
+        self.lock().failure.clone()
+    }
+
+    /// The failure's code.
+    pub fn code(&self) -> Option<Code> {
+        self.lock().failure.as_ref().map(Failure::code)
+    }
+
+    /// An error that is not a seawall [`Failure`]: async-openai's own
+    /// (building the request) or one from a stack without `ClassifyLayer`.
+    pub fn error(&self) -> Option<String> {
+        self.lock().error.clone()
+    }
+
+    /// The text delivered before an interruption, as the stream guard
+    /// reconstructed it.
+    pub fn delivered_text(&self) -> Option<String> {
+        let state = self.lock();
+        let interrupted = state.failure.as_ref()?.interrupted()?;
+        interrupted.delivered_text.clone()
+    }
+
+    /// The receipt: the failure's, else the response's.
+    pub fn receipt(&self) -> Option<Receipt> {
+        let state = self.lock();
+        state
+            .failure
+            .as_ref()
+            .and_then(Failure::receipt)
+            .or(state.receipt.as_ref())
+            .cloned()
+    }
+
+    /// Upstream attempts, by the receipt (0 without one).
+    pub fn attempts(&self) -> usize {
+        self.receipt().map_or(0, |receipt| receipt.attempts.len())
+    }
+
+    /// True when a response came back and nothing failed since: no
+    /// failure before the response, none in its body so far.
+    pub fn is_ok(&self) -> bool {
+        let state = self.lock();
+        state.answered && state.failure.is_none() && state.error.is_none()
+    }
+
+    /// True once the body was read to its end without an error.
+    /// (async-openai stops reading a stream at `data: [DONE]`, which may be
+    /// just before the end: use [`Outcome::is_ok`] and the finish reason
+    /// async-openai reports to judge an answer.)
+    pub fn body_ended(&self) -> bool {
+        self.lock().ended
+    }
+}
+
+/// The service for `async_openai::Client::with_http_service`, over `S`: a
+/// seawall stack taking `http::Request<reqwest::Body>`. See the
+/// [module docs](self).
+#[derive(Debug, Clone)]
+pub struct OpenAiService<S> {
+    inner: S,
+}
+
+impl<S> OpenAiService<S> {
+    /// The adapter over `inner`.
+    pub fn new(inner: S) -> Self {
+        OpenAiService { inner }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+/// The [`Layer`] of [`OpenAiService`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenAiLayer;
+
+impl<S> Layer<S> for OpenAiLayer {
+    type Service = OpenAiService<S>;
+
+    fn layer(&self, inner: S) -> OpenAiService<S> {
+        OpenAiService::new(inner)
+    }
+}
+
+impl<S, RB> Service<HttpRequestFactory> for OpenAiService<S>
+where
+    S: Service<http::Request<reqwest::Body>, Response = http::Response<RB>>
+        + Clone
+        + Send
+        + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    RB: Body<Data = Bytes> + Send + Sync + 'static,
+    RB::Error: Into<BoxError>,
+{
+    type Response = reqwest::Response;
+    type Error = OpenAIError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), OpenAIError>> {
+        self.inner
+            .poll_ready(cx)
+            .map_err(|error| OpenAIError::Boxed(error.into()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> ResponseFuture {
+        // The ready service goes with the call; a clone stays for the next.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let outcome = Outcome::current();
+        if let Some(outcome) = &outcome {
+            outcome.begin();
+        }
+        let future = async move {
+            let request = match build_once(&factory).await {
+                Ok(request) => request,
+                Err(error) => {
+                    if let Some(outcome) = &outcome {
+                        outcome.failed(&error);
+                    }
+                    return Err(error);
+                }
+            };
+            match inner.call(request).await {
+                Ok(response) => {
+                    if let Some(outcome) = &outcome {
+                        outcome.answered(response.extensions().get::<Receipt>().cloned());
+                    }
+                    let response =
+                        response.map(|body| reqwest::Body::wrap(OutcomeBody { body, outcome }));
+                    Ok(reqwest::Response::from(response))
+                }
+                Err(error) => {
+                    let error: BoxError = error.into();
+                    if let Some(outcome) = &outcome {
+                        outcome.failed(&*error);
+                    }
+                    Err(OpenAIError::Boxed(error))
+                }
+            }
+        };
+        ResponseFuture {
+            inner: Box::pin(future),
+        }
+    }
+}
+
+/// The one build of a call's request, as an `http::Request`.
+async fn build_once(
+    factory: &HttpRequestFactory,
+) -> Result<http::Request<reqwest::Body>, OpenAIError> {
+    let request = factory.build().await?;
+    http::Request::try_from(request).map_err(OpenAIError::Reqwest)
+}
+
+type Boxed = Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;
+
+/// The future of [`OpenAiService`] (boxed: it awaits async-openai's
+/// request factory, whose future has no name).
+pub struct ResponseFuture {
+    inner: Boxed,
+}
+
+impl std::fmt::Debug for ResponseFuture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<reqwest::Response, OpenAIError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The stack's body under async-openai, telling the [`Outcome`] how
+    /// it ends.
+    struct OutcomeBody<B> {
+        #[pin]
+        body: B,
+        outcome: Option<Outcome>,
+    }
+}
+
+impl<B> Body for OutcomeBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.project();
+        let poll = this.body.poll_frame(cx);
+        match &poll {
+            Poll::Ready(None) => {
+                if let Some(outcome) = this.outcome.as_ref() {
+                    outcome.ended();
+                }
+            }
+            Poll::Ready(Some(Err(_))) | Poll::Ready(Some(Ok(_))) | Poll::Pending => {}
+        }
+        poll.map(|frame| {
+            frame.map(|result| {
+                result.map_err(|error| {
+                    let error: BoxError = error.into();
+                    if let Some(outcome) = this.outcome.as_ref() {
+                        outcome.failed(&*error);
+                    }
+                    error
+                })
+            })
+        })
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}

@@ -1,0 +1,144 @@
+//! [`ReqwestService`]: `tower::Service<http::Request<B>>` over a
+//! `reqwest::Client`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::Body;
+use seawall_core::BoxError;
+use tower_service::Service;
+
+use crate::body::{ResponseBody, SendBody};
+use crate::error::Error;
+
+/// A `tower::Service` that sends `http::Request<B>`s with a
+/// [`reqwest::Client`] and answers `http::Response<`[`ResponseBody`]`>`.
+///
+/// The request body is streamed into reqwest as it is read (never
+/// collected first); the response body yields frames as reqwest delivers
+/// them. Errors are [`Error`]s, shaped for `ClassifyLayer`: put it
+/// innermost, as any client in the seawall [stack](https://docs.rs/seawall).
+///
+/// The client should be one built from [`client_builder`](crate::client_builder)
+/// (no redirects, no retries, no timeouts of its own): see the
+/// [crate docs](crate#one-deadline-one-ladder) for why.
+///
+/// ```
+/// use bytes::Bytes;
+/// use http_body_util::Full;
+/// use seawall_reqwest::ReqwestService;
+/// use tower::ServiceExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// let service = ReqwestService::new(seawall_reqwest::client()?);
+/// // A URI reqwest cannot send is an error naming it, not a panic.
+/// let request = http::Request::post("/v1/chat/completions").body(Full::new(Bytes::new()))?;
+/// let error = service.oneshot(request).await.unwrap_err();
+/// assert!(error.to_string().contains("`/v1/chat/completions`"));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ReqwestService {
+    client: reqwest::Client,
+}
+
+impl ReqwestService {
+    /// A service over `client`.
+    pub fn new(client: reqwest::Client) -> Self {
+        ReqwestService { client }
+    }
+
+    /// The client.
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+}
+
+impl From<reqwest::Client> for ReqwestService {
+    fn from(client: reqwest::Client) -> Self {
+        ReqwestService::new(client)
+    }
+}
+
+impl<B> Service<http::Request<B>> for ReqwestService
+where
+    B: Body<Data = Bytes> + Send + Sync + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = http::Response<ResponseBody>;
+    type Error = Error;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        // reqwest's client has no readiness of its own: its pool waits
+        // inside `execute`.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> ResponseFuture {
+        let uri = request.uri().clone();
+        let request = request.map(|body| reqwest::Body::wrap(SendBody::new(body)));
+        match reqwest::Request::try_from(request) {
+            Ok(request) => ResponseFuture {
+                state: State::Sending {
+                    future: Box::pin(self.client.execute(request)),
+                    uri,
+                },
+            },
+            Err(error) => ResponseFuture {
+                state: State::Failed {
+                    error: Some(Error::from_reqwest(error, &uri)),
+                },
+            },
+        }
+    }
+}
+
+type Sending = Pin<Box<dyn Future<Output = Result<reqwest::Response, reqwest::Error>> + Send>>;
+
+pin_project_lite::pin_project! {
+    /// The future of [`ReqwestService`]: reqwest's own (boxed: reqwest
+    /// does not name its future), mapped.
+    pub struct ResponseFuture {
+        #[pin]
+        state: State,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State {
+        Sending { future: Sending, uri: http::Uri },
+        Failed { error: Option<Error> },
+    }
+}
+
+impl std::fmt::Debug for ResponseFuture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<http::Response<ResponseBody>, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Sending { future, uri } => match future.as_mut().poll(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(Ok(response)) => {
+                    let response = http::Response::<reqwest::Body>::from(response);
+                    Poll::Ready(Ok(response.map(ResponseBody::new)))
+                }
+                Poll::Ready(Err(error)) => Poll::Ready(Err(Error::from_reqwest(error, uri))),
+            },
+            StateProj::Failed { error } => Poll::Ready(Err(error
+                .take()
+                .expect("ResponseFuture polled after completion"))),
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! The seawall stack over a bare `ReqwestService`, with `http::Request`s,
+//! against a real seawall-chaos server over loopback: every figure from
+//! the server's journal (what reached the provider) or from what the caller
+//! read.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{Read, rows, same_body, words};
+use futures_util::stream;
+use http_body_util::{Full, StreamBody};
+use seawall::classify::ClassifyLayer;
+use seawall::core::{Action, BoxError, Code, Failure, Receipt};
+use seawall_chaos::{ChaosHandle, FAULT_HEADER, Fault, JournalEntry};
+use tower::ServiceExt;
+
+/// How one call ended, for the caller and for the provider.
+#[derive(Debug)]
+struct Seen {
+    /// The failure before any content, or in the body.
+    failure: Option<Failure>,
+    /// True when the failure came in the body, after the response.
+    in_body: bool,
+    receipt: Option<Receipt>,
+    text: String,
+    primary: Vec<JournalEntry>,
+    fallback: Vec<JournalEntry>,
+    elapsed: Duration,
+}
+
+/// One call through the short stack: `fault` as the header of every
+/// attempt, `script` for the first ones, a healthy fallback when asked.
+async fn call(stream: bool, fault: Option<&str>, script: &[&str], with_fallback: bool) -> Seen {
+    let primary = common::chaos().await;
+    let fallback = common::chaos().await;
+    if !script.is_empty() {
+        let faults = script.iter().map(|f| f.parse::<Fault>().unwrap()).collect();
+        primary.script("openai", faults).unwrap();
+    }
+    let mut request = http::Request::post(format!("{}/v1/chat/completions", primary.base_url()))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(common::chat_body(stream))))
+        .unwrap();
+    if let Some(fault) = fault {
+        request
+            .headers_mut()
+            .insert(FAULT_HEADER, fault.parse().unwrap());
+    }
+    let stack = common::short_stack();
+    let classify = ClassifyLayer::openai();
+    let started = Instant::now();
+    let result = if with_fallback {
+        let layer = common::fallback_to(&stack, &fallback.base_url());
+        let service = stack.build_with_fallback(&classify, common::service(), layer);
+        respond(service.oneshot(request).await, stream).await
+    } else {
+        let service = stack.build(&classify, common::service());
+        respond(service.oneshot(request).await, stream).await
+    };
+    let elapsed = started.elapsed();
+    let (read, failure, in_body, receipt) = result;
+    Seen {
+        failure,
+        in_body,
+        receipt,
+        text: read.text,
+        primary: rows(&primary).await,
+        fallback: rows(&fallback).await,
+        elapsed,
+    }
+}
+
+async fn respond<B>(
+    result: Result<http::Response<B>, BoxError>,
+    stream: bool,
+) -> (Read, Option<Failure>, bool, Option<Receipt>)
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    match result {
+        Err(error) => {
+            let failure = Failure::find(&*error).cloned();
+            assert!(failure.is_some(), "a classified failure: {error}");
+            let receipt = failure.as_ref().and_then(|f| f.receipt().cloned());
+            (Read::default(), failure, false, receipt)
+        }
+        Ok(response) => {
+            let receipt = response.extensions().get::<Receipt>().cloned();
+            let read = common::read(response.into_body(), stream).await;
+            let failure = read.error.as_ref().map(|e| {
+                Failure::find(&**e)
+                    .cloned()
+                    .expect("a classified body failure")
+            });
+            let receipt = failure
+                .as_ref()
+                .and_then(|f| f.receipt().cloned())
+                .or(receipt);
+            (read, failure, true, receipt)
+        }
+    }
+}
+
+fn attempts(seen: &Seen) -> usize {
+    seen.receipt.as_ref().map_or(0, |r| r.attempts.len())
+}
+
+#[tokio::test]
+async fn a_503_then_ok_is_two_attempts_with_the_same_body() {
+    for stream in [false, true] {
+        let seen = call(stream, None, &["status;code=503", "ok"], false).await;
+        assert!(seen.failure.is_none(), "{seen:?}");
+        assert_eq!(seen.text, words(8));
+        assert_eq!(seen.primary.len(), 2);
+        assert_eq!(attempts(&seen), 2);
+        same_body(&seen.primary);
+    }
+}
+
+#[tokio::test]
+async fn the_quota_wall_is_one_attempt() {
+    for stream in [false, true] {
+        let seen = call(
+            stream,
+            Some("status;code=429;retry_after=48489;kind=insufficient_quota"),
+            &[],
+            true,
+        )
+        .await;
+        let failure = seen.failure.as_ref().expect("a failure");
+        assert_eq!(failure.code(), Code::QuotaExhausted);
+        assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+        assert_eq!(attempts(&seen), 1);
+    }
+}
+
+#[tokio::test]
+async fn headers_then_silence_fails_over_after_one_first_byte_bound() {
+    let seen = call(true, Some("hang_after_headers"), &[], true).await;
+    assert!(seen.failure.is_none(), "{seen:?}");
+    assert_eq!(seen.text, words(8));
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 1));
+    let receipt = seen.receipt.as_ref().unwrap();
+    assert_eq!(receipt.attempts[0].code, Some(Code::FirstByteTimeout));
+    assert!(receipt.fallback);
+    // One first-byte bound, not an attempt bound: generous margins.
+    assert!(seen.elapsed >= common::FIRST_BYTE, "{:?}", seen.elapsed);
+    assert!(seen.elapsed < common::ATTEMPT, "{:?}", seen.elapsed);
+    same_body(&[seen.primary[0].clone(), seen.fallback[0].clone()]);
+}
+
+#[tokio::test]
+async fn a_unary_answer_that_never_comes_fails_over_after_two_attempt_bounds() {
+    let seen = call(false, Some("hang_after_headers"), &[], true).await;
+    assert!(seen.failure.is_none(), "{seen:?}");
+    assert_eq!(seen.text, words(8));
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (2, 1));
+    assert_eq!(seen.receipt.unwrap().attempts[0].code, Some(Code::Timeout));
+}
+
+#[tokio::test]
+async fn a_reset_after_content_surfaces_what_was_delivered_without_a_second_request() {
+    let seen = call(true, None, &["reset_after;tokens=3", "ok"], true).await;
+    let failure = seen.failure.as_ref().expect("an interruption");
+    assert!(seen.in_body);
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(failure.action(), Action::Surface);
+    let interrupted = failure.interrupted().expect("what was delivered");
+    assert_eq!(interrupted.content_events, 3);
+    assert_eq!(
+        interrupted.delivered_text.as_deref(),
+        Some(words(3).as_str())
+    );
+    assert_eq!(interrupted.cause, Some(Code::Transport));
+    assert_eq!(seen.text, words(3));
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+}
+
+#[tokio::test]
+async fn a_unary_body_reset_is_transport_and_retried() {
+    let seen = call(false, None, &["reset_after;tokens=3", "ok"], false).await;
+    assert!(seen.failure.is_none(), "{seen:?}");
+    assert_eq!(seen.text, words(8));
+    assert_eq!(seen.primary.len(), 2);
+    assert_eq!(
+        seen.receipt.unwrap().attempts[0].code,
+        Some(Code::Transport)
+    );
+}
+
+#[tokio::test]
+async fn a_reset_before_headers_is_transport_and_retried() {
+    let seen = call(true, None, &["reset_before_headers", "ok"], false).await;
+    assert!(seen.failure.is_none(), "{seen:?}");
+    assert_eq!(seen.primary.len(), 2);
+    assert_eq!(
+        seen.receipt.unwrap().attempts[0].code,
+        Some(Code::Transport)
+    );
+}
+
+#[tokio::test]
+async fn an_empty_answer_is_retried_to_an_answer() {
+    for stream in [false, true] {
+        let seen = call(stream, None, &["empty", "ok"], false).await;
+        assert!(seen.failure.is_none(), "{seen:?}");
+        assert_eq!(seen.text, words(8));
+        assert_eq!(seen.primary.len(), 2);
+        assert_eq!(
+            seen.receipt.unwrap().attempts[0].code,
+            Some(Code::EmptyResponse)
+        );
+        same_body(&seen.primary);
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_is_not_retried() {
+    for stream in [false, true] {
+        let seen = call(stream, Some("refusal"), &[], true).await;
+        let failure = seen.failure.as_ref().expect("a refusal");
+        assert_eq!(failure.code(), Code::Refused);
+        assert_eq!(failure.action(), Action::Escalate);
+        assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+    }
+}
+
+/// A server that answers every connection with one raw HTTP response.
+async fn raw_server(
+    answer: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicU32>) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(AtomicU32::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buffer = vec![0; 64 * 1024];
+                let _ = socket.read(&mut buffer).await;
+                let _ = socket.write_all(answer.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    (base, hits)
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed() {
+    let (base, hits) = raw_server(
+        "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.1:9/v1/chat/completions\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    let request = http::Request::post(format!("{base}/v1/chat/completions"))
+        .body(Full::new(Bytes::from(common::chat_body(false))))
+        .unwrap();
+    let service = common::short_stack().build(&ClassifyLayer::openai(), common::service());
+    let error = service.oneshot(request).await.unwrap_err();
+    let failure = Failure::find(&*error).expect("a classified failure");
+    assert_eq!(failure.code(), Code::Redirected, "{error}");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+type Frames = std::vec::IntoIter<Result<http_body::Frame<Bytes>, std::io::Error>>;
+
+/// A request body that sends one chunk, then fails.
+fn failing_body() -> StreamBody<stream::Iter<Frames>> {
+    StreamBody::new(stream::iter(vec![
+        Ok(http_body::Frame::data(Bytes::from_static(
+            b"{\"model\":\"gpt-x\",",
+        ))),
+        Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+    ]))
+}
+
+#[tokio::test]
+async fn a_request_body_failing_mid_stream_is_a_clear_error_never_retried() {
+    let chaos = common::chaos().await;
+    let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+        .header("content-type", "application/json")
+        .body(failing_body())
+        .unwrap();
+    let service = common::short_stack().build(&ClassifyLayer::openai(), common::service());
+    let error = service.oneshot(request).await.unwrap_err();
+    let failure = Failure::find(&*error).expect("a classified failure");
+    assert_eq!(failure.code(), Code::BadRequest, "{error}");
+    assert_eq!(failure.action(), Action::Surface);
+    assert!(error.to_string().contains("request body failed"), "{error}");
+    assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
+    // The server saw at most the one broken attempt.
+    assert!(rows(&chaos).await.len() <= 1);
+}
+
+#[tokio::test]
+async fn a_uri_reqwest_cannot_send_is_a_clear_error_naming_it() {
+    let service = common::short_stack().build(&ClassifyLayer::openai(), common::service());
+    for uri in [
+        "/v1/chat/completions",
+        "ftp://127.0.0.1:9/v1/chat/completions",
+    ] {
+        let request = http::Request::post(uri)
+            .body(Full::new(Bytes::from(common::chat_body(false))))
+            .unwrap();
+        let error = service.clone().oneshot(request).await.unwrap_err();
+        assert!(error.to_string().contains(uri), "{error}");
+        let failure = Failure::find(&*error).expect("a classified failure");
+        assert_eq!(failure.code(), Code::BadRequest);
+        assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
+    }
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_transport() {
+    // Bind a port, then free it: nothing listens there.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let request = http::Request::post(format!("http://127.0.0.1:{port}/v1/chat/completions"))
+        .body(Full::new(Bytes::from(common::chat_body(false))))
+        .unwrap();
+    let error = common::service().oneshot(request).await.unwrap_err();
+    let failure = seawall::classify::transport_failure(&error).expect("recognised");
+    assert_eq!(failure.code(), Code::Transport);
+}
+
+/// The server the frames come from, for the timing test below.
+async fn slow_stream(chaos: &ChaosHandle) -> Vec<Duration> {
+    use http_body_util::BodyExt;
+    let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+        .header(FAULT_HEADER, "ok;tokens=4;delay_ms=100")
+        .body(Full::new(Bytes::from(common::chat_body(true))))
+        .unwrap();
+    let response = common::service().oneshot(request).await.unwrap();
+    let started = Instant::now();
+    let mut body = response.into_body();
+    let mut at = Vec::new();
+    while let Some(frame) = body.frame().await {
+        frame.unwrap();
+        at.push(started.elapsed());
+    }
+    at
+}
+
+#[tokio::test]
+async fn frames_arrive_as_the_server_sends_them() {
+    let chaos = common::chaos().await;
+    let at = slow_stream(&chaos).await;
+    // Four tokens 100 ms apart: the body is not collected before it is
+    // handed on, so the frames are spread over ~300 ms.
+    assert!(at.len() >= 4, "{at:?}");
+    assert!(at[0] < Duration::from_millis(150), "{at:?}");
+    assert!(*at.last().unwrap() >= Duration::from_millis(250), "{at:?}");
+}
