@@ -1,0 +1,185 @@
+//! Shared harness: a gateway over loopback in front of seawall-chaos
+//! servers, and a hyper-util client.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use seawall_chaos::ChaosHandle;
+use seawall_gateway::{Config, Gateway, RouteConfig, Wire};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type ClientBody = BoxBody<Bytes, BoxError>;
+pub type HttpClient = Client<HttpConnector, ClientBody>;
+
+/// The gateway token every test client presents.
+pub const TOKEN: &str = "test-gateway-token-0123456789";
+
+pub const OPENAI_STREAM: &str =
+    r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+pub const OPENAI_UNARY: &str = r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#;
+pub const ANTHROPIC_STREAM: &str = r#"{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+pub const ANTHROPIC_UNARY: &str =
+    r#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
+
+pub fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+pub fn full(body: impl Into<Bytes>) -> ClientBody {
+    Full::new(body.into()).map_err(|e| match e {}).boxed()
+}
+
+/// A config whose routes (in order: primary, fallbacks) each carry a key
+/// (`KEY_<NAME>`), so the gateway needs [`TOKEN`]; short stream-guard
+/// bounds so a silent route fails over in a fraction of a second.
+pub fn config(wire: Wire, routes: &[(&str, &ChaosHandle)]) -> Config {
+    let mut config = Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token_env: Some("GATEWAY_TOKEN".into()),
+        ..Config::default()
+    };
+    config.policy.first_byte_timeout = Some(Duration::from_millis(300));
+    config.policy.first_content_timeout = Some(Duration::from_secs(2));
+    config.policy.deadline = Some(Duration::from_secs(10));
+    for (name, chaos) in routes {
+        config.routes.push(RouteConfig {
+            name: (*name).into(),
+            wire,
+            base_url: chaos.base_url(),
+            key_env: Some(format!("KEY_{}", name.to_uppercase())),
+            model: None,
+            preset: None,
+        });
+    }
+    config.models.insert(
+        "*".into(),
+        routes.iter().map(|(name, _)| (*name).to_owned()).collect(),
+    );
+    config
+}
+
+pub fn env(name: &str) -> Option<String> {
+    match name {
+        "GATEWAY_TOKEN" => Some(TOKEN.into()),
+        other => other
+            .strip_prefix("KEY_")
+            .map(|route| format!("sk-route-{}-secret", route.to_lowercase())),
+    }
+}
+
+/// A gateway serving on an ephemeral loopback port.
+pub struct Running {
+    pub gateway: Gateway,
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    pub task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl Running {
+    pub async fn start(config: Config) -> Running {
+        let gateway = Gateway::with_env(config, env).expect("a valid gateway");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(gateway.clone().serve(listener, async move {
+            let _ = stopped.await;
+        }));
+        Running {
+            gateway,
+            addr,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Signals shutdown; the serve task is in `task`.
+    pub fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A POST with the gateway token and the given extra headers.
+pub fn post(url: &str, body: &'static str, headers: &[(&str, &str)]) -> http::Request<ClientBody> {
+    let mut builder = http::Request::post(url)
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {TOKEN}"));
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder.body(full(body)).unwrap()
+}
+
+/// A direct POST to the chaos server (no token).
+pub fn direct(
+    url: &str,
+    body: &'static str,
+    headers: &[(&str, &str)],
+) -> http::Request<ClientBody> {
+    let mut builder = http::Request::post(url).header("content-type", "application/json");
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder.body(full(body)).unwrap()
+}
+
+/// Status, headers and the whole body.
+pub async fn send(
+    client: &HttpClient,
+    request: http::Request<ClientBody>,
+) -> (http::StatusCode, http::HeaderMap, Bytes) {
+    let response = tokio::time::timeout(Duration::from_secs(20), client.request(request))
+        .await
+        .expect("an answer in time")
+        .expect("a response");
+    let (parts, body) = response.into_parts();
+    let body = tokio::time::timeout(Duration::from_secs(20), body.collect())
+        .await
+        .expect("the body in time")
+        .expect("a whole body")
+        .to_bytes();
+    (parts.status, parts.headers, body)
+}
+
+pub fn header<'a>(headers: &'a http::HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .map(|v| v.to_str().unwrap())
+        .unwrap_or_else(|| panic!("no {name} header in {headers:?}"))
+}
+
+/// The `data:` payloads of an SSE body, in order.
+pub fn data_lines(body: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(body)
+        .split("\n\n")
+        .filter_map(|event| {
+            event
+                .lines()
+                .find_map(|line| line.strip_prefix("data: ").map(str::to_owned))
+        })
+        .collect()
+}
+
+pub fn chaos_url(chaos: &ChaosHandle, wire: Wire) -> String {
+    format!("{}{}", chaos.base_url(), wire.path())
+}

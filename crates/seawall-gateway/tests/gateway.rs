@@ -1,0 +1,587 @@
+//! client → gateway → seawall-chaos, over loopback.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::{BodyExt, StreamBody};
+use seawall_chaos::{ChaosServer, Fault, Outcome};
+use seawall_gateway::{Config, Gateway, GatewayError, Wire};
+
+fn fault(text: &str) -> Fault {
+    text.parse().expect("a valid fault")
+}
+
+/// The same request straight to one chaos server and through the gateway
+/// to another, fresh one (response ids count requests per server): the
+/// bytes must be identical.
+async fn byte_identical(wire: Wire, body: &'static str, fault: &str) {
+    let direct_chaos = ChaosServer::builder().start().await.unwrap();
+    let routed_chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(wire, &[("main", &routed_chaos)])).await;
+    let client = client();
+    let headers = [("x-chaos-fault", fault)];
+    let (status, direct_headers, direct_body) = send(
+        &client,
+        common::direct(&chaos_url(&direct_chaos, wire), body, &headers),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, headers, routed_body) =
+        send(&client, post(&gateway.url(wire.path()), body, &headers)).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&routed_body));
+    assert_eq!(
+        routed_body,
+        direct_body,
+        "{}",
+        String::from_utf8_lossy(&routed_body)
+    );
+    assert_eq!(header(&headers, "x-seawall-attempts"), "1");
+    assert_eq!(header(&headers, "x-seawall-served-by"), "main");
+    assert_eq!(
+        header(&headers, "content-type"),
+        header(&direct_headers, "content-type")
+    );
+    let stats = gateway.gateway.stats();
+    assert_eq!((stats.served, stats.failed, stats.cancelled), (1, 0, 0));
+}
+
+#[tokio::test]
+async fn openai_unary_is_byte_identical() {
+    byte_identical(Wire::OpenAi, OPENAI_UNARY, "ok;tokens=12").await;
+}
+
+#[tokio::test]
+async fn openai_stream_is_byte_identical() {
+    byte_identical(Wire::OpenAi, OPENAI_STREAM, "ok;tokens=12;delay_ms=2").await;
+}
+
+#[tokio::test]
+async fn anthropic_unary_is_byte_identical() {
+    byte_identical(Wire::Anthropic, ANTHROPIC_UNARY, "ok;tokens=12").await;
+}
+
+#[tokio::test]
+async fn anthropic_stream_is_byte_identical() {
+    byte_identical(Wire::Anthropic, ANTHROPIC_STREAM, "ok;tokens=12;delay_ms=2").await;
+}
+
+#[tokio::test]
+async fn silent_primary_fails_over_to_the_fallback_route() {
+    let primary = ChaosServer::builder().start().await.unwrap();
+    let spare = ChaosServer::builder().start().await.unwrap();
+    // The script beats the header: only the primary hangs.
+    primary
+        .script("openai", vec![fault("hang_after_headers")])
+        .unwrap();
+    let gateway = Running::start(config(
+        Wire::OpenAi,
+        &[("main", &primary), ("spare", &spare)],
+    ))
+    .await;
+    let started = std::time::Instant::now();
+    let (status, headers, body) = send(
+        &client(),
+        post(
+            &gateway.url("/v1/chat/completions"),
+            OPENAI_STREAM,
+            &[("x-chaos-request-id", "failover")],
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "x-seawall-served-by"), "spare; fallback");
+    assert_eq!(header(&headers, "x-seawall-attempts"), "2");
+    let data = data_lines(&body);
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "one short first-byte bound"
+    );
+    let hung = primary.wait_for_request("failover").await;
+    assert_eq!(hung.fault, "hang_after_headers");
+    assert_eq!(hung.outcome, Outcome::ClientDisconnected);
+    let served = spare.wait_for_request("failover").await;
+    assert_eq!(served.outcome, Outcome::Completed);
+}
+
+/// `reset_after;tokens=3`: three tokens reach the client, then exactly one
+/// error event in the client's wire format, then a clean end.
+async fn interrupted_after_content(wire: Wire, body: &'static str) -> (Vec<String>, String) {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(wire, &[("main", &chaos)])).await;
+    let (status, headers, body) = send(
+        &client(),
+        post(
+            &gateway.url(wire.path()),
+            body,
+            &[("x-chaos-fault", "reset_after;tokens=3")],
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(header(&headers, "x-seawall-attempts"), "1");
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    let stats = gateway.gateway.stats();
+    assert_eq!((stats.interrupted, stats.served), (1, 0));
+    (data_lines(&body), text)
+}
+
+#[tokio::test]
+async fn openai_interruption_ends_with_one_error_event() {
+    let (data, text) = interrupted_after_content(Wire::OpenAi, OPENAI_STREAM).await;
+    let tokens = data.iter().filter(|d| d.contains("\"content\":\"")).count();
+    assert!(
+        text.contains(r#""content":"w1""#) && text.contains(r#""content":" w3""#),
+        "{text}"
+    );
+    assert!(!text.contains("w4"), "{text}");
+    assert!(tokens >= 3, "{text}");
+    let last = data.last().unwrap();
+    let error: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(error["error"]["code"], "stream_interrupted", "{last}");
+    assert_eq!(error["error"]["type"], "transient");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("seawall: ")
+    );
+    let keys: Vec<_> = error["error"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys.len(), 3, "message, type, code: {last}");
+    assert!(text.ends_with(&format!("data: {last}\n\n")), "{text}");
+    assert!(last.starts_with(r#"{"error":{"message":"#), "{last}");
+    assert!(!text.contains("[DONE]"));
+}
+
+#[tokio::test]
+async fn anthropic_interruption_ends_with_one_error_event() {
+    let (data, text) = interrupted_after_content(Wire::Anthropic, ANTHROPIC_STREAM).await;
+    assert!(
+        text.contains(r#""text":" w3""#) && !text.contains("w4"),
+        "{text}"
+    );
+    let last = data.last().unwrap();
+    assert!(
+        text.ends_with(&format!("event: error\ndata: {last}\n\n")),
+        "{text}"
+    );
+    assert!(
+        last.starts_with(r#"{"type":"error","error":{"type":"#),
+        "{last}"
+    );
+    let error: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(error["type"], "error");
+    assert_eq!(error["error"]["type"], "stream_interrupted");
+    assert_eq!(error["error"].as_object().unwrap().len(), 2, "{last}");
+    assert!(!text.contains("message_stop"));
+}
+
+#[tokio::test]
+async fn failures_before_content_keep_the_status_and_retry_after() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let (status, headers, body) = send(
+        &client(),
+        post(
+            &gateway.url("/v1/chat/completions"),
+            OPENAI_UNARY,
+            // Longer than the deadline: the ladder cannot wait it out.
+            &[("x-chaos-fault", "status;code=429;retry_after=30")],
+        ),
+    )
+    .await;
+    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "retry-after"), "30");
+    assert_eq!(header(&headers, "x-should-retry"), "false");
+    let code = header(&headers, "x-seawall-code").to_owned();
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["code"], code.as_str());
+    assert_eq!(code, "rate_limited");
+    let text = String::from_utf8_lossy(&body);
+    assert!(!text.contains("sk-route"), "no key in errors: {text}");
+    for (name, value) in &headers {
+        assert!(
+            !value.to_str().unwrap_or("").contains("sk-route"),
+            "no key in header {name}"
+        );
+    }
+    assert_eq!(gateway.gateway.stats().failed, 1);
+}
+
+#[tokio::test]
+async fn anthropic_failure_before_content_is_in_anthropic_shape() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::Anthropic, &[("main", &chaos)])).await;
+    let (status, headers, body) = send(
+        &client(),
+        post(
+            &gateway.url("/v1/messages"),
+            ANTHROPIC_UNARY,
+            &[("x-chaos-fault", "status;code=400;kind=context_length")],
+        ),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(header(&headers, "x-seawall-code"), "context_too_long");
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["type"], "error");
+    assert_eq!(error["error"]["type"], "context_too_long");
+    // One attempt: a context-length 400 is never retried.
+    assert_eq!(chaos.journal().len(), 1);
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_streams() {
+    const STREAMS: usize = 200;
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = client();
+    let url = gateway.url("/v1/chat/completions");
+    let tasks: Vec<_> = (0..STREAMS)
+        .map(|i| {
+            let client = client.clone();
+            let url = url.clone();
+            tokio::spawn(async move {
+                let id = format!("stream-{i}");
+                let (status, headers, body) = send(
+                    &client,
+                    post(
+                        &url,
+                        OPENAI_STREAM,
+                        &[
+                            ("x-chaos-fault", "ok;tokens=20;delay_ms=5"),
+                            ("x-chaos-request-id", &id),
+                        ],
+                    ),
+                )
+                .await;
+                assert_eq!(status, 200);
+                assert_eq!(header(&headers, "x-seawall-attempts"), "1");
+                let text: String = data_lines(&body)
+                    .iter()
+                    .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+                    .filter_map(|v| {
+                        v["choices"][0]["delta"]["content"]
+                            .as_str()
+                            .map(str::to_owned)
+                    })
+                    .collect();
+                assert_eq!(text, seawall_chaos::answer_text(20), "{id}");
+                assert_eq!(data_lines(&body).last().map(String::as_str), Some("[DONE]"));
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let rows = chaos
+        .settled_journal(Duration::from_secs(5), |row| {
+            row.request_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with("stream-"))
+        })
+        .await;
+    assert_eq!(rows.len(), STREAMS);
+    let mut ids: Vec<_> = rows.iter().filter_map(|r| r.request_id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), STREAMS, "one upstream call per stream");
+    for row in &rows {
+        assert_eq!(row.outcome, Outcome::Completed, "{row:?}");
+        assert_eq!(row.tokens_written, 20);
+    }
+    let stats = gateway.gateway.stats();
+    assert_eq!(stats.served, STREAMS as u64);
+    assert_eq!(stats.in_flight, 0);
+}
+
+#[tokio::test]
+async fn bodies_over_the_cap_get_413_unread() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = client();
+    let url = gateway.url("/v1/chat/completions");
+    // Announced at 9 MiB, and never sent: the answer cannot wait for it.
+    let never = StreamBody::new(futures_util::stream::pending::<
+        Result<http_body::Frame<Bytes>, BoxError>,
+    >());
+    let request = http::Request::post(&url)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("content-length", 9 << 20)
+        .body(BodyExt::boxed(never))
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), client.request(request))
+        .await
+        .expect("413 without reading the body")
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    assert_eq!(response.headers()["x-seawall-code"], "request_too_large");
+    // Chunked, no length: cut at the cap.
+    let chunk = Bytes::from(vec![b' '; 1 << 20]);
+    let chunks = futures_util::stream::iter(
+        (0..9).map(move |_| Ok::<_, BoxError>(http_body::Frame::data(chunk.clone()))),
+    );
+    let request = http::Request::post(&url)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(BodyExt::boxed(StreamBody::new(chunks)))
+        .unwrap();
+    let (status, _, _) = send(&client, request).await;
+    assert_eq!(status, 413);
+    // Under the cap is fine, past axum's own 2 MB default.
+    let mut big =
+        String::from(r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}],"pad":""#);
+    big.push_str(&" ".repeat(3 << 20));
+    big.push_str("\"}");
+    let request = http::Request::post(&url)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(full(big))
+        .unwrap();
+    let (status, _, body) = send(&client, request).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        chaos.journal().len(),
+        1,
+        "only the request under the cap went upstream"
+    );
+    assert_eq!(gateway.gateway.stats().refused, 2);
+}
+
+#[tokio::test]
+async fn keyed_routes_need_the_gateway_token() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = client();
+    let url = gateway.url("/v1/chat/completions");
+    for auth in [
+        None,
+        Some("Bearer wrong-token-wrong-token"),
+        Some("Bearer "),
+    ] {
+        let mut builder = http::Request::post(&url);
+        if let Some(auth) = auth {
+            builder = builder.header("authorization", auth);
+        }
+        let (status, headers, body) =
+            send(&client, builder.body(full(OPENAI_UNARY)).unwrap()).await;
+        assert_eq!(status, 401);
+        assert_eq!(header(&headers, "x-seawall-code"), "auth");
+        assert_eq!(header(&headers, "x-should-retry"), "false");
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(error["error"]["code"], "auth");
+    }
+    assert!(chaos.journal().is_empty(), "nothing went upstream");
+    // The token in its own header works too.
+    let request = http::Request::post(&url)
+        .header("x-seawall-token", TOKEN)
+        .body(full(OPENAI_UNARY))
+        .unwrap();
+    assert_eq!(send(&client, request).await.0, 200);
+    let (status, _, _) = send(&client, post(&url, OPENAI_UNARY, &[])).await;
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn unsafe_configurations_do_not_start() {
+    let routes = Config::from_routes(&["main=openai@http://127.0.0.1:9"]).unwrap();
+    // A keyed route without a gateway token.
+    let mut keyed = routes.clone();
+    keyed.set_route_key("main", "KEY_MAIN").unwrap();
+    let err = Gateway::with_env(keyed.clone(), env).unwrap_err();
+    assert!(matches!(err, GatewayError::Unsafe(_)), "{err}");
+    // Beyond loopback without a token.
+    let mut open = routes.clone();
+    open.listen = "0.0.0.0:8787".parse().unwrap();
+    let err = Gateway::with_env(open, env).unwrap_err();
+    assert!(err.to_string().contains("not a loopback address"), "{err}");
+    // A key variable that is not set: named, never a value.
+    keyed.token_env = Some("GATEWAY_TOKEN".into());
+    keyed.set_route_key("main", "NOT_SET").unwrap();
+    let err = Gateway::with_env(keyed, env).unwrap_err();
+    assert!(err.to_string().contains("NOT_SET"), "{err}");
+    // Keyless and on loopback is fine.
+    Gateway::with_env(routes, env).unwrap();
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_cancels_the_upstream_call() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = client();
+    let response = client
+        .request(post(
+            &gateway.url("/v1/chat/completions"),
+            OPENAI_STREAM,
+            &[
+                ("x-chaos-fault", "ok;tokens=2000;delay_ms=5"),
+                ("x-chaos-request-id", "leaver"),
+            ],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap();
+    assert!(first.data_ref().is_some_and(|d| !d.is_empty()));
+    drop(body);
+    drop(client);
+    let row = tokio::time::timeout(Duration::from_secs(5), chaos.wait_for_request("leaver"))
+        .await
+        .expect("the upstream call ends with the client");
+    assert_eq!(row.outcome, Outcome::ClientDisconnected);
+    assert!(row.tokens_written < 2000);
+    // Counted as cancelled, not as a failure; the route stays healthy.
+    for _ in 0..50 {
+        if gateway.gateway.stats().cancelled == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stats = gateway.gateway.stats();
+    assert_eq!(
+        (stats.cancelled, stats.failed, stats.interrupted),
+        (1, 0, 0)
+    );
+    let (status, _, _) = send(
+        &common::client(),
+        post(&gateway.url("/v1/chat/completions"), OPENAI_UNARY, &[]),
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_before_content_cancels_too() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = client();
+    let request = client.request(post(
+        &gateway.url("/v1/chat/completions"),
+        OPENAI_STREAM,
+        &[
+            ("x-chaos-fault", "slow_first_byte;ms=1500"),
+            ("x-chaos-request-id", "impatient"),
+        ],
+    ));
+    // Give up while the gateway still holds the stream back.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), request)
+            .await
+            .is_err()
+    );
+    drop(client);
+    let row = tokio::time::timeout(Duration::from_secs(5), chaos.wait_for_request("impatient"))
+        .await
+        .expect("the upstream call ends with the client");
+    assert_eq!(row.outcome, Outcome::ClientDisconnected);
+    for _ in 0..50 {
+        if gateway.gateway.stats().cancelled == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(gateway.gateway.stats().cancelled, 1);
+    assert_eq!(gateway.gateway.stats().failed, 0);
+}
+
+#[tokio::test]
+async fn shutdown_lets_in_flight_streams_finish() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = client();
+    let response = client
+        .request(post(
+            &gateway.url("/v1/chat/completions"),
+            OPENAI_STREAM,
+            &[("x-chaos-fault", "ok;tokens=30;delay_ms=20")],
+        ))
+        .await
+        .unwrap();
+    gateway.shutdown();
+    let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())
+        .await
+        .unwrap()
+        .expect("the stream finishes after the signal")
+        .to_bytes();
+    let data = data_lines(&body);
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    let task = gateway.task.take().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("serve returns once drained")
+        .unwrap()
+        .unwrap();
+    // No longer listening.
+    assert!(tokio::net::TcpStream::connect(gateway.addr).await.is_err());
+}
+
+#[tokio::test]
+async fn shutdown_cuts_what_outlives_the_grace_period() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    config.shutdown_grace = Duration::from_millis(200);
+    let mut gateway = Running::start(config).await;
+    let response = client()
+        .request(post(
+            &gateway.url("/v1/chat/completions"),
+            OPENAI_STREAM,
+            &[("x-chaos-fault", "ok;tokens=1000;delay_ms=20")],
+        ))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    gateway.shutdown();
+    let task = gateway.task.take().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("serve returns after the grace period")
+        .unwrap()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // The client sees a broken body, not a clean end.
+    let mut body = response.into_body();
+    let mut failed = false;
+    while let Some(frame) = body.frame().await {
+        if frame.is_err() {
+            failed = true;
+            break;
+        }
+    }
+    assert!(failed, "a cut stream must not look complete");
+}
+
+#[tokio::test]
+async fn health_and_unknown_paths() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = client();
+    let request = http::Request::get(gateway.url("/healthz"))
+        .body(full(Bytes::new()))
+        .unwrap();
+    let (status, _, body) = send(&client, request).await;
+    assert_eq!(status, 200);
+    let health: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(health["status"], "ok");
+    // The wrong wire for the model's routes.
+    let (status, _, body) = send(
+        &client,
+        post(&gateway.url("/v1/messages"), ANTHROPIC_UNARY, &[]),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["type"], "error");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/v1/chat/completions")
+    );
+}
