@@ -4,23 +4,46 @@
 //! Both the naive stack and the seawall stack are read by this one caller,
 //! so what the replay table says the caller "saw" is the same measurement
 //! for both.
+//!
+//! The caller only extracts text. When a body read ends with an error, the
+//! verdict is the library's: the stream guard's classified
+//! [`Failure`](seawall::core::Failure) travels in the error. The caller's
+//! own reason to stop (an event it cannot decode, a line past its scanner's
+//! cap) only ends the text; it becomes the delivery's error, itself a coded
+//! `Failure`, when the body does not end with a verdict of its own.
+//! Memory is bounded: a stream's text is counted and handed on as it
+//! arrives (kept only on request), a unary body is read up to a cap.
 
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
-use seawall::core::BoxError;
-use seawall::core::FinishKind;
+use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
+use seawall::core::{BoxError, Code, Failure, FinishKind};
 use seawall::stream::Protocol;
 use seawall::stream::protocol::{Reason, Signal};
-use seawall::stream::sse::Scanner;
+use seawall::stream::sse::{DEFAULT_MAX_LINE, Scanner};
 use serde_json::Value;
+
+/// The default cap on a unary answer body, in bytes: the classifier's own
+/// check cap ([`ClassifyLayer::DEFAULT_MAX_SUCCESS_BODY`], 8 MiB). A unary
+/// answer is JSON and must be parsed whole, so it is held whole; a longer
+/// one is not read further: `protocol_violation`.
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = ClassifyLayer::DEFAULT_MAX_SUCCESS_BODY;
+
+/// How much more of a stream is read once the caller stopped extracting
+/// text, waiting for the body's own verdict (the stream guard ends the body
+/// right after the frame that broke it).
+const DRAIN_AFTER_STOP: usize = DEFAULT_MAX_LINE;
 
 /// What reached the caller from one response.
 #[derive(Debug, Default)]
 pub struct Delivery {
-    /// The text the caller was shown.
+    /// The text the caller was shown, when the read keeps it
+    /// ([`Reading::keep_text`]; [`read_unary`] always does).
     pub text: String,
+    /// Characters of text the caller was shown, counted as they arrived.
+    pub chars: u64,
     /// Content events read (streams) or 1 for a unary answer with text.
     pub content_events: u64,
     /// The finish reason the caller saw, if any.
@@ -58,15 +81,53 @@ pub fn protocol(provider: Provider) -> Protocol {
     Protocol::of_provider(provider)
 }
 
+/// How a stream is read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Reading {
+    /// Stop (drop the body) after this many content events.
+    pub stop_after: Option<u64>,
+    /// Keep the text in [`Delivery::text`]. Without it the text is only
+    /// handed to the callback and counted: memory stays bounded however
+    /// long the answer.
+    pub keep_text: bool,
+}
+
 /// Reads an event stream, calling `on_text` with every text delta as it
-/// arrives. `prefix` is a frame already read by whoever opened the stream.
-/// With `stop_after`, the caller stops (drops the body) after that many
-/// content events.
+/// arrives, and keeps the text. `prefix` is a frame already read by whoever
+/// opened the stream. With `stop_after`, the caller stops (drops the body)
+/// after that many content events.
 pub async fn read_stream<B>(
     prefix: Option<Bytes>,
     body: B,
     provider: Provider,
     stop_after: Option<u64>,
+    on_text: impl FnMut(&str),
+) -> Delivery
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let reading = Reading {
+        stop_after,
+        keep_text: true,
+    };
+    read_stream_with(prefix, body, provider, reading, on_text).await
+}
+
+/// Reads an event stream as [`read_stream`] does, as `reading` says.
+///
+/// The caller's scanner and decoder only extract text. An in-stream error
+/// event is not the caller's to judge (the stream guard turns it into the
+/// body's error). An event that cannot be decoded, or a line or event past
+/// the scanner's cap, ends the text there; the rest of the body is read (up
+/// to 1 MiB) for the body's own verdict, and only when the body brings none
+/// is the caller's reason the delivery's error: `protocol_violation`
+/// (`stream_interrupted` after content), as the guard would have said.
+pub async fn read_stream_with<B>(
+    prefix: Option<Bytes>,
+    body: B,
+    provider: Provider,
+    reading: Reading,
     mut on_text: impl FnMut(&str),
 ) -> Delivery
 where
@@ -77,69 +138,153 @@ where
     let mut scanner = Scanner::default();
     let mut decoder = protocol(provider).decoder();
     let mut delivery = Delivery::default();
-    let mut feed = |frame: &[u8], delivery: &mut Delivery| {
-        let scanned = scanner.feed(frame, |item| match decoder.decode(item) {
-            Signal::Content { text, finish } => {
-                delivery.content_events += 1;
-                if let Some(text) = text {
-                    on_text(&text);
-                    delivery.text.push_str(&text);
-                }
-                if let Some(finish) = finish {
-                    delivery.finish(finish);
-                }
+    // Why the caller stopped extracting text, if it did.
+    let mut stopped: Option<String> = None;
+    let mut feed = |frame: &[u8], delivery: &mut Delivery, stopped: &mut Option<String>| {
+        if stopped.is_some() {
+            return;
+        }
+        let scanned = scanner.feed(frame, |item| {
+            if stopped.is_some() {
+                return;
             }
-            Signal::Finish(reason) => delivery.finish(reason),
-            _ => {}
+            match decoder.decode(item) {
+                Signal::Content { text, finish } => {
+                    delivery.content_events += 1;
+                    if let Some(text) = text {
+                        on_text(&text);
+                        delivery.chars += text.chars().count() as u64;
+                        if reading.keep_text {
+                            delivery.text.push_str(&text);
+                        }
+                    }
+                    if let Some(finish) = finish {
+                        delivery.finish(finish);
+                    }
+                }
+                Signal::Finish(reason) => delivery.finish(reason),
+                Signal::Undecodable(why) => {
+                    *stopped = Some(format!("sse_undecodable_event: {why}"));
+                }
+                // An error event is the guard's to classify; a naive caller
+                // reads past it, as naive callers do.
+                Signal::Error(_)
+                | Signal::Progress
+                | Signal::KeepAlive
+                | Signal::Done
+                | Signal::Other => {}
+            }
         });
         if let Err(err) = scanned {
-            delivery.error = Some(err.into());
+            stopped.get_or_insert_with(|| format!("{}: {err}", err.as_str()));
         }
     };
     if let Some(frame) = prefix {
-        feed(&frame, &mut delivery);
+        feed(&frame, &mut delivery, &mut stopped);
     }
-    while delivery.error.is_none() {
-        if stop_after.is_some_and(|n| delivery.content_events >= n) {
+    let mut drained = 0usize;
+    loop {
+        if stopped.is_none()
+            && reading
+                .stop_after
+                .is_some_and(|n| delivery.content_events >= n)
+        {
             delivery.cancelled = true;
             break;
         }
         match body.frame().await {
             None => break,
-            Some(Err(err)) => delivery.error = Some(err.into()),
+            Some(Err(err)) => {
+                delivery.error = Some(err.into());
+                break;
+            }
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    feed(&data, &mut delivery);
+                    if stopped.is_some() {
+                        drained += data.len();
+                        if drained > DRAIN_AFTER_STOP {
+                            break;
+                        }
+                    } else {
+                        feed(&data, &mut delivery, &mut stopped);
+                    }
                 }
             }
         }
     }
+    if let (None, Some(why)) = (&delivery.error, stopped) {
+        let code = if delivery.content_events > 0 {
+            Code::StreamInterrupted
+        } else {
+            Code::ProtocolViolation
+        };
+        delivery.error = Some(Box::new(Failure::new(code).with_message(&why)));
+    }
     delivery
 }
 
-/// Reads a unary answer and extracts the message text in the provider's
-/// shape.
+/// Reads a unary answer of at most [`DEFAULT_MAX_ANSWER_BYTES`] and
+/// extracts the message text in the provider's shape.
 pub async fn read_unary<B>(body: B, provider: Provider) -> Delivery
 where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
+    read_unary_capped(body, provider, DEFAULT_MAX_ANSWER_BYTES).await
+}
+
+/// Reads a unary answer of at most `cap` bytes and extracts the message
+/// text in the provider's shape. A longer body is not read further (nor,
+/// when its length is declared, at all): the delivery's error is
+/// `protocol_violation` with the message `answer_too_large: …`. A body
+/// that is not JSON is [`NotAnAnswer`].
+pub async fn read_unary_capped<B>(body: B, provider: Provider, cap: usize) -> Delivery
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
     let mut delivery = Delivery::default();
-    let bytes = match body.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(err) => {
-            delivery.error = Some(err.into());
-            return delivery;
-        }
+    let too_large = || {
+        Box::new(Failure::new(Code::ProtocolViolation).with_message(&format!(
+            "answer_too_large: the unary answer is longer than {cap} bytes \
+             (--max-answer-bytes); it is not read further"
+        )))
     };
+    let mut body = std::pin::pin!(body);
+    let declared = body.size_hint().lower();
+    if usize::try_from(declared).map_or(true, |declared| declared > cap) {
+        delivery.error = Some(too_large());
+        return delivery;
+    }
+    let mut bytes = Vec::new();
+    loop {
+        match body.frame().await {
+            None => break,
+            Some(Err(err)) => {
+                delivery.error = Some(err.into());
+                return delivery;
+            }
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    if bytes.len() + data.len() > cap {
+                        delivery.error = Some(too_large());
+                        return delivery;
+                    }
+                    bytes.extend_from_slice(&data);
+                }
+            }
+        }
+    }
     let Ok(json) = serde_json::from_slice::<Value>(&bytes) else {
         delivery.error = Some(Box::new(NotAnAnswer));
         return delivery;
     };
+    drop(bytes);
     let (text, finish) = unary_text(&json, provider);
     if !text.is_empty() {
         delivery.content_events = 1;
     }
+    delivery.chars = text.chars().count() as u64;
     delivery.text = text;
     delivery.finish_kind = finish.map(|(kind, _)| kind);
     delivery.finish = finish.map(|(_, reason)| reason.to_owned());
@@ -269,6 +414,145 @@ mod tests {
         )
         .await;
         assert_eq!((d.text.as_str(), d.finish.as_deref()), ("w1", Some("STOP")));
+    }
+    /// A body of these frames and errors, in order, with no size hint.
+    struct Frames(std::collections::VecDeque<Result<Bytes, BoxError>>);
+
+    impl Frames {
+        fn new(items: impl IntoIterator<Item = Result<&'static str, Failure>>) -> Self {
+            Frames(
+                items
+                    .into_iter()
+                    .map(|item| {
+                        item.map(|text| Bytes::from_static(text.as_bytes()))
+                            .map_err(|failure| Box::new(failure) as BoxError)
+                    })
+                    .collect(),
+            )
+        }
+    }
+
+    impl Body for Frames {
+        type Data = Bytes;
+        type Error = BoxError;
+
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+            std::task::Poll::Ready(
+                self.0
+                    .pop_front()
+                    .map(|item| item.map(http_body::Frame::data)),
+            )
+        }
+    }
+
+    fn chunk(text: &str) -> String {
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
+        )
+    }
+
+    fn code(delivery: &Delivery) -> Option<Code> {
+        delivery
+            .error
+            .as_ref()
+            .and_then(|err| Failure::find(&**err))
+            .map(Failure::code)
+    }
+
+    #[tokio::test]
+    async fn a_stream_read_without_keeping_text_counts_it() {
+        let body = format!("{}{}data: [DONE]\n\n", chunk("wé"), chunk(" w2"));
+        let mut seen = String::new();
+        let reading = Reading {
+            stop_after: None,
+            keep_text: false,
+        };
+        let delivery = read_stream_with(
+            None,
+            Full::new(Bytes::from(body)),
+            Provider::OpenAi,
+            reading,
+            |t| seen.push_str(t),
+        )
+        .await;
+        assert_eq!(seen, "wé w2");
+        assert_eq!((delivery.text.as_str(), delivery.chars), ("", 5));
+    }
+
+    /// Text stops at an undecodable event; the body's own verdict, when it
+    /// brings one, is the delivery's error; without one, the caller's is,
+    /// coded as the guard codes it.
+    #[tokio::test]
+    async fn the_bodys_verdict_wins_over_the_callers_own_stop() {
+        let broken: &'static str = Box::leak(
+            format!("{}data: {{\"choices\n\n{}", chunk("w1"), chunk(" w2")).into_boxed_str(),
+        );
+        let verdict = Failure::new(Code::Overloaded);
+        let delivery = read_stream_with(
+            None,
+            Frames::new([Ok(broken), Err(verdict)]),
+            Provider::OpenAi,
+            Reading::default(),
+            |_| {},
+        )
+        .await;
+        assert_eq!(code(&delivery), Some(Code::Overloaded));
+        assert_eq!(delivery.chars, 2);
+        let delivery = read_stream_with(
+            None,
+            Frames::new([Ok(broken)]),
+            Provider::OpenAi,
+            Reading::default(),
+            |_| {},
+        )
+        .await;
+        assert_eq!(code(&delivery), Some(Code::StreamInterrupted));
+        let message = Failure::find(&**delivery.error.as_ref().unwrap())
+            .and_then(Failure::message)
+            .unwrap()
+            .to_owned();
+        assert!(message.starts_with("sse_undecodable_event"), "{message}");
+        // A line past the scanner's cap before any content.
+        let long: &'static str =
+            Box::leak(format!("data: {}", "x".repeat(DEFAULT_MAX_LINE + 1)).into_boxed_str());
+        let delivery = read_stream_with(
+            None,
+            Frames::new([Ok(long)]),
+            Provider::OpenAi,
+            Reading::default(),
+            |_| {},
+        )
+        .await;
+        assert_eq!(code(&delivery), Some(Code::ProtocolViolation));
+    }
+
+    #[tokio::test]
+    async fn a_unary_answer_past_the_cap_is_not_read() {
+        let answer =
+            r#"{"choices":[{"index":0,"message":{"content":"w1"},"finish_reason":"stop"}]}"#;
+        // Declared (a size hint) or not.
+        let declared = read_unary_capped(
+            Full::new(Bytes::from_static(answer.as_bytes())),
+            Provider::OpenAi,
+            10,
+        )
+        .await;
+        let streamed = read_unary_capped(
+            Frames::new([Ok(answer)]),
+            Provider::OpenAi,
+            answer.len() - 1,
+        )
+        .await;
+        for delivery in [declared, streamed] {
+            assert_eq!(code(&delivery), Some(Code::ProtocolViolation));
+            assert_eq!(delivery.text, "");
+        }
+        let whole =
+            read_unary_capped(Frames::new([Ok(answer)]), Provider::OpenAi, answer.len()).await;
+        assert_eq!((whole.text.as_str(), whole.chars), ("w1", 2));
     }
 
     #[tokio::test]

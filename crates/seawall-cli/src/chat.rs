@@ -14,8 +14,17 @@
 //! | 4 | delivered but not complete: cut by `length`/`max_tokens`/`max_output_tokens`, refused or filtered |
 //!
 //! The receipt's `code` is a stable seawall failure code (`rate_limited`,
-//! `protocol_violation`, …), or one of the CLI's own: `usage` (exit 2) and
-//! `unclassified` (an error that carried no seawall failure).
+//! `protocol_violation`, …), or one of the CLI's own:
+//! `usage` (exit 2) and `unclassified` (an error that carried no seawall
+//! failure).
+//!
+//! Memory is bounded whatever the endpoint sends. A stream is written to
+//! stdout as it arrives and only counted; the stream guard caps one
+//! event-stream line or event at 1 MiB (`protocol_violation`, or
+//! `stream_interrupted` after content). A unary answer is JSON, parsed
+//! whole, so it is read up to `--max-answer-bytes` (default 8 MiB, the
+//! classifier's own check cap); a longer one is `protocol_violation` with
+//! the message `answer_too_large: …`, exit 1.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -31,14 +40,14 @@ use hyper_util::rt::TokioExecutor;
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
 use seawall::core::replay::{ReplayBody, clone_head};
-use seawall::core::{BoxError, Class, Failure, FinishKind, Receipt, RouteId};
+use seawall::core::{BoxError, Class, Code, Failure, FinishKind, Receipt, RouteId};
 use seawall::fallback::{FallbackLayer, ServedBy};
 use seawall::stack::Stack;
 use serde_json::json;
 use tower::{Service, ServiceExt};
 
 use crate::app;
-use crate::caller::{self, Delivery};
+use crate::caller::{self, Delivery, NotAnAnswer, Reading};
 
 /// The arguments of `seawall chat`.
 #[derive(Debug, Clone, clap::Args)]
@@ -65,7 +74,7 @@ pub struct ChatArgs {
     /// primary's).
     #[arg(long, value_parser = parse_provider)]
     pub fallback_provider: Option<Provider>,
-    /// Stream the answer.
+    /// Stream the answer: text reaches stdout as it arrives.
     #[arg(long)]
     pub stream: bool,
     /// The operation's deadline (e.g. 30s, 500ms, 2m).
@@ -77,6 +86,12 @@ pub struct ChatArgs {
     /// The preset: interactive, batch or reasoning.
     #[arg(long, default_value = "interactive", value_parser = ["interactive", "batch", "reasoning"])]
     pub preset: String,
+    /// The largest unary (not streamed) answer read, in bytes (suffixes
+    /// KiB, MiB, GiB): it is JSON and parsed whole. A longer answer is not
+    /// read further: code protocol_violation (`answer_too_large`), exit 1.
+    /// Streams are not held: their lines are capped at 1 MiB by the guard.
+    #[arg(long, value_parser = parse_size, default_value = "8MiB")]
+    pub max_answer_bytes: usize,
     /// The environment variable holding the API key (default:
     /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY).
     #[arg(long)]
@@ -100,6 +115,28 @@ fn parse_base_url(text: &str) -> Result<String, String> {
         (Some("http" | "https"), Some(_)) => Ok(text.trim_end_matches('/').to_owned()),
         _ => Err("expected an http:// or https:// URL with a host".to_owned()),
     }
+}
+
+/// A number of bytes: bare, or with a suffix `KiB`, `MiB` or `GiB`.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: usize = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (e.g. 8MiB, 65536)"))?;
+    let scale: usize = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        unit => return Err(format!("`{text}`: unknown unit `{unit}` (KiB, MiB, GiB)")),
+    };
+    value
+        .checked_mul(scale)
+        .ok_or_else(|| format!("`{text}` is out of range"))
 }
 
 /// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.
@@ -264,6 +301,7 @@ pub async fn run(
     let session = Session {
         provider: primary.provider,
         stream: args.stream,
+        max_answer_bytes: args.max_answer_bytes,
         started,
     };
     match fallback {
@@ -317,6 +355,7 @@ pub async fn run(
 struct Session {
     provider: Provider,
     stream: bool,
+    max_answer_bytes: usize,
     started: Instant,
 }
 
@@ -361,39 +400,79 @@ where
     if served_by_fallback {
         let _ = writeln!(log, "seawall: the fallback route served this answer");
     }
-    let delivery = if session.stream {
-        caller::read_stream(None, response.into_body(), provider, None, |text| {
+    // A stream request may be answered with one JSON answer (the classifier
+    // checked it as one): it is read as the unary answer it is.
+    let json = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .map(str::trim)
+        .is_some_and(|media| {
+            media.eq_ignore_ascii_case("application/json")
+                || media.to_ascii_lowercase().ends_with("+json")
+        });
+    let delivery = if session.stream && !json {
+        // Text goes out as it arrives and is only counted, never kept.
+        let reading = Reading {
+            stop_after: None,
+            keep_text: false,
+        };
+        caller::read_stream_with(None, response.into_body(), provider, reading, |text| {
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
         })
         .await
     } else {
-        let delivery = caller::read_unary(response.into_body(), provider).await;
+        let delivery =
+            caller::read_unary_capped(response.into_body(), provider, session.max_answer_bytes)
+                .await;
         let _ = out.write_all(delivery.text.as_bytes());
         delivery
     };
-    let _ = writeln!(out);
+    let shown = delivery.content_events > 0;
+    if shown || delivery.error.is_none() {
+        let _ = writeln!(out);
+    }
     let _ = out.flush();
     if let Some(err) = &delivery.error {
-        let failure = Failure::find(&**err);
+        // The library's verdict decides: the failure the body's error
+        // carries. A unary body that is not the provider's JSON is the
+        // caller's own finding, in the same vocabulary.
+        let not_json;
+        let failure = match Failure::find(&**err) {
+            Some(failure) => Some(failure),
+            None if err.is::<NotAnAnswer>() => {
+                not_json = Failure::new(Code::ProtocolViolation).with_message(&err.to_string());
+                Some(&not_json)
+            }
+            None => None,
+        };
         // A refusal or filter that ends a delivered answer is a verdict on
         // the answer, not a broken stream.
         let verdict =
             failure.is_some_and(|f| matches!(f.class(), Class::Policy | Class::ModelFixable));
-        let what = if verdict {
-            "the answer ended with a verdict"
-        } else {
-            "interrupted after content"
+        let (what, status, outcome) = match (shown, verdict) {
+            (_, true) => (
+                "the answer ended with a verdict",
+                4,
+                Verdict::Interrupted(failure),
+            ),
+            (true, false) => (
+                "interrupted after content",
+                3,
+                Verdict::Interrupted(failure),
+            ),
+            (false, false) => ("no answer", 1, Verdict::Failed(failure)),
         };
-        let _ = writeln!(log, "seawall chat: {what}: {err}");
-        let line = receipt_json(
-            session.started,
-            Verdict::Interrupted(failure),
-            receipt.as_ref(),
-            &delivery,
-        );
+        let shown_err: &dyn std::fmt::Display = match failure {
+            Some(failure) => failure,
+            None => err,
+        };
+        let _ = writeln!(log, "seawall chat: {what}: {shown_err}");
+        let line = receipt_json(session.started, outcome, receipt.as_ref(), &delivery);
         let _ = writeln!(log, "{line}");
-        return if verdict { 4 } else { 3 };
+        return status;
     }
     let complete = delivery.finish_kind.is_none_or(FinishKind::completes_task);
     if !complete {
@@ -455,7 +534,7 @@ fn receipt_json(
         "elapsed_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     });
     if let Verdict::Interrupted(_) = verdict {
-        line["delivered_chars"] = json!(delivery.text.chars().count());
+        line["delivered_chars"] = json!(delivery.chars);
     }
     line.to_string()
 }
@@ -463,6 +542,15 @@ fn receipt_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_the_default_cap() {
+        assert_eq!(parse_size("8MiB"), Ok(caller::DEFAULT_MAX_ANSWER_BYTES));
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert_eq!(parse_size("2 KiB"), Ok(2048));
+        assert!(parse_size("2MB").is_err());
+        assert!(parse_size("99999999999999999999GiB").is_err());
+    }
 
     #[test]
     fn providers_by_name() {

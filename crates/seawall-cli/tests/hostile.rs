@@ -1,0 +1,418 @@
+//! `seawall chat` against a hostile endpoint: a raw TCP server that sends
+//! what no healthy provider (and not seawall-chaos) sends — a 1 GiB line, a
+//! 200 MB answer, an undecodable event — and what the binary makes of
+//! it: bounded memory, the library's verdict, the receipt last.
+//!
+//! The memory tests run the debug binary (`CARGO_BIN_EXE_seawall`) as a
+//! child and read its peak resident set (`VmHWM` in `/proc/<pid>/status`)
+//! while it runs. For the release figures:
+//! `cargo test --release -p seawall-cli --test hostile -- --nocapture`.
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The bound on the child's peak resident set.
+const MAX_PEAK_KIB: u64 = 64 * 1024;
+
+/// What the raw server answers every connection with.
+#[derive(Clone)]
+enum Answer {
+    /// These bytes, then close.
+    Bytes(Vec<u8>),
+    /// `head`, then `prefix`, then `fill` until `total` bytes or the client
+    /// goes away.
+    Endless {
+        head: String,
+        prefix: Vec<u8>,
+        fill: u8,
+        total: usize,
+    },
+}
+
+/// One request as received.
+#[derive(Debug, Clone)]
+struct Captured {
+    head: String,
+    body: Vec<u8>,
+}
+
+struct Raw {
+    addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<Captured>>>,
+}
+
+impl Raw {
+    async fn start(answer: Answer) -> Raw {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (count, log) = (connections.clone(), requests.clone());
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                let (answer, log) = (answer.clone(), log.clone());
+                tokio::spawn(async move {
+                    let _ = serve(socket, answer, log).await;
+                });
+            }
+        });
+        Raw {
+            addr,
+            connections,
+            requests,
+        }
+    }
+
+    fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn requests(&self) -> Vec<Captured> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn serve(
+    mut socket: TcpStream,
+    answer: Answer,
+    log: Arc<Mutex<Vec<Captured>>>,
+) -> std::io::Result<()> {
+    let mut read = Vec::new();
+    let mut buf = [0u8; 8192];
+    let head_end = loop {
+        let n = socket.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        read.extend_from_slice(&buf[..n]);
+        if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&read[..head_end]).into_owned();
+    let length = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    while read.len() < head_end + length {
+        let n = socket.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        read.extend_from_slice(&buf[..n]);
+    }
+    log.lock().unwrap().push(Captured {
+        head,
+        body: read[head_end..].to_vec(),
+    });
+    match answer {
+        Answer::Bytes(bytes) => socket.write_all(&bytes).await?,
+        Answer::Endless {
+            head,
+            prefix,
+            fill,
+            total,
+        } => {
+            socket.write_all(head.as_bytes()).await?;
+            socket.write_all(&prefix).await?;
+            let chunk = vec![fill; 64 * 1024];
+            let mut sent = prefix.len();
+            while sent < total {
+                socket.write_all(&chunk).await?;
+                sent += chunk.len();
+            }
+        }
+    }
+    socket.shutdown().await
+}
+
+fn response(status: &str, headers: &[&str], body: &str) -> Answer {
+    let mut text = format!("HTTP/1.1 {status}\r\nconnection: close\r\n");
+    for header in headers {
+        text.push_str(header);
+        text.push_str("\r\n");
+    }
+    text.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+    Answer::Bytes(text.into_bytes())
+}
+
+fn sse(events: &str) -> Answer {
+    response("200 OK", &["content-type: text/event-stream"], events)
+}
+
+/// What a finished `seawall chat` child left: status, stdout, stderr, and
+/// its peak resident set in KiB as last read while it ran.
+struct Finished {
+    status: Option<i32>,
+    out: String,
+    err: String,
+    peak_kib: u64,
+}
+
+impl Finished {
+    fn receipt(&self) -> serde_json::Value {
+        let last = self.err.lines().last().expect("a receipt line");
+        serde_json::from_str(last).unwrap_or_else(|_| panic!("last line not JSON: {}", self.err))
+    }
+}
+
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Runs the `seawall` binary with `args` and `env`, sampling its peak
+/// resident set every millisecond until it exits.
+async fn seawall(args: &[&str], env: &[(&str, &str)]) -> Finished {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_seawall"));
+    command
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let child = command.spawn().expect("the seawall binary runs");
+    let pid = child.id().expect("a running child");
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(Ordering::SeqCst) {
+                match vm_hwm_kib(pid) {
+                    Some(kib) => peak = peak.max(kib),
+                    // A zombie has no VmHWM: the run is over.
+                    None => break,
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            peak
+        })
+    };
+    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("seawall chat ends within 2 minutes")
+        .unwrap();
+    done.store(true, Ordering::SeqCst);
+    let peak_kib = sampler.join().unwrap();
+    Finished {
+        status: output.status.code(),
+        out: String::from_utf8_lossy(&output.stdout).into_owned(),
+        err: String::from_utf8_lossy(&output.stderr).into_owned(),
+        peak_kib,
+    }
+}
+
+async fn chat(raw: &Raw, provider: &str, extra: &[&str]) -> Finished {
+    let base = raw.base_url();
+    let mut args = vec![
+        "chat",
+        "--provider",
+        provider,
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+        "--deadline",
+        "60s",
+    ];
+    args.extend_from_slice(extra);
+    args.push("hi");
+    seawall(&args, &[]).await
+}
+
+const GIB: usize = 1 << 30;
+
+fn endless_line(prefix: &str) -> Answer {
+    Answer::Endless {
+        head: "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+            .to_owned(),
+        prefix: prefix.as_bytes().to_vec(),
+        fill: b'x',
+        total: GIB,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_gib_stream_line_is_a_protocol_violation_in_bounded_memory() {
+    let raw = Raw::start(endless_line("data: ")).await;
+    let run = chat(&raw, "openai", &["--stream"]).await;
+    eprintln!(
+        "peak resident set, 1 GiB SSE line: {} KiB ({} attempts)",
+        run.peak_kib,
+        raw.connections.load(Ordering::SeqCst)
+    );
+    assert_eq!(run.status, Some(1), "{}", run.err);
+    assert_eq!(run.out, "");
+    assert_eq!(run.receipt()["code"], "protocol_violation", "{}", run.err);
+    assert!(run.err.contains("sse_line_too_long"), "{}", run.err);
+    assert!(
+        run.peak_kib > 0 && run.peak_kib < MAX_PEAK_KIB,
+        "{} KiB",
+        run.peak_kib
+    );
+}
+
+/// The guard ends the body after the frame that broke the line; the
+/// caller's own scanner breaks on the same frame. The guard's verdict is
+/// the one reported, with what was delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_gib_line_after_content_is_the_guards_verdict_in_bounded_memory() {
+    let content = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w1\"},\"finish_reason\":null}]}\n\n";
+    let raw = Raw::start(endless_line(&format!("{content}data: "))).await;
+    let run = chat(&raw, "openai", &["--stream"]).await;
+    eprintln!(
+        "peak resident set, 1 GiB SSE line after content: {} KiB",
+        run.peak_kib
+    );
+    assert_eq!(run.status, Some(3), "{}", run.err);
+    assert_eq!(run.out, "w1\n");
+    let receipt = run.receipt();
+    assert_eq!(receipt["code"], "stream_interrupted", "{}", run.err);
+    assert_eq!(receipt["delivered_chars"], 2);
+    assert!(run.err.contains("sse_line_too_long"), "{}", run.err);
+    assert_eq!(raw.connections.load(Ordering::SeqCst), 1, "never replayed");
+    assert!(
+        run.peak_kib > 0 && run.peak_kib < MAX_PEAK_KIB,
+        "{} KiB",
+        run.peak_kib
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_200_mb_unary_answer_is_refused_in_bounded_memory() {
+    let raw = Raw::start(Answer::Endless {
+        head: "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n"
+            .to_owned(),
+        prefix: br#"{"choices":[{"index":0,"message":{"role":"assistant","content":""#.to_vec(),
+        fill: b'x',
+        total: 200_000_000,
+    })
+    .await;
+    let run = chat(&raw, "openai", &[]).await;
+    eprintln!(
+        "peak resident set, 200 MB unary answer: {} KiB",
+        run.peak_kib
+    );
+    assert_eq!(run.status, Some(1), "{}", run.err);
+    assert_eq!(run.out, "");
+    let receipt = run.receipt();
+    assert_eq!(receipt["code"], "protocol_violation", "{}", run.err);
+    assert!(run.err.contains("answer_too_large"), "{}", run.err);
+    assert!(
+        run.peak_kib > 0 && run.peak_kib < MAX_PEAK_KIB,
+        "{} KiB",
+        run.peak_kib
+    );
+}
+
+#[tokio::test]
+async fn a_declared_length_over_the_cap_is_refused_before_reading() {
+    let answer = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w1 w2 w3 w4"},"finish_reason":"stop"}]}"#;
+    let raw = Raw::start(response(
+        "200 OK",
+        &["content-type: application/json"],
+        answer,
+    ))
+    .await;
+    let run = chat(&raw, "openai", &["--max-answer-bytes", "64"]).await;
+    assert_eq!(run.status, Some(1), "{}", run.err);
+    assert_eq!(run.receipt()["code"], "protocol_violation", "{}", run.err);
+    assert!(run.err.contains("longer than 64 bytes"), "{}", run.err);
+    let run = chat(&raw, "openai", &["--max-answer-bytes", "1KiB"]).await;
+    assert_eq!(
+        (run.status, run.out.as_str()),
+        (Some(0), "w1 w2 w3 w4\n"),
+        "{}",
+        run.err
+    );
+}
+
+/// The events after one that cannot be decoded are not shown: the guard
+/// ends the body there, and what it says was delivered is what stdout has.
+#[tokio::test]
+async fn nothing_after_an_undecodable_event_is_shown() {
+    let chunk = |text: &str| {
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
+        )
+    };
+    let events = format!(
+        "{}data: {{\"choices\":[{{\"index\n\n{}data: [DONE]\n\n",
+        chunk("w1"),
+        chunk(" w2")
+    );
+    let raw = Raw::start(sse(&events)).await;
+    let run = chat(&raw, "openai", &["--stream"]).await;
+    assert_eq!(run.status, Some(3), "{}", run.err);
+    assert_eq!(run.out, "w1\n");
+    let receipt = run.receipt();
+    assert_eq!(receipt["code"], "stream_interrupted", "{}", run.err);
+    assert_eq!(receipt["delivered_chars"], 2);
+    assert!(run.err.contains("sse_undecodable_event"), "{}", run.err);
+}
+
+#[tokio::test]
+async fn the_responses_api_request_is_input_and_stream() {
+    let answer = r#"{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","summary":[]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"w1 w2","annotations":[]},{"type":"output_text","text":" w3","annotations":[]}]}]}"#;
+    let raw = Raw::start(response(
+        "200 OK",
+        &["content-type: application/json"],
+        answer,
+    ))
+    .await;
+    let run = chat(&raw, "openai-responses", &[]).await;
+    assert_eq!(run.status, Some(0), "{}", run.err);
+    assert_eq!(run.out, "w1 w2 w3\n");
+    assert_eq!(run.receipt()["finish_reason"], "completed");
+    let requests = raw.requests();
+    assert!(
+        requests[0]
+            .head
+            .starts_with("POST /v1/responses HTTP/1.1\r\n"),
+        "{}",
+        requests[0].head
+    );
+    let body: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"model": "m", "input": "hi", "stream": false})
+    );
+}
+
+#[tokio::test]
+async fn a_stream_request_answered_with_json_shows_the_answer() {
+    let answer = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w1 w2"},"finish_reason":"stop"}]}"#;
+    let raw = Raw::start(response(
+        "200 OK",
+        &["content-type: application/json; charset=utf-8"],
+        answer,
+    ))
+    .await;
+    let run = chat(&raw, "openai", &["--stream"]).await;
+    assert_eq!(run.status, Some(0), "{}", run.err);
+    assert_eq!(run.out, "w1 w2\n");
+    assert_eq!(run.receipt()["finish_reason"], "stop");
+}
