@@ -14,7 +14,7 @@
 //! | 4 | delivered but not complete: cut by `length`/`max_tokens`/`max_output_tokens`, refused or filtered |
 //!
 //! The receipt's `code` is a stable seawall failure code (`rate_limited`,
-//! `protocol_violation`, …), or one of the CLI's own:
+//! `protocol_violation`, `redirected`, …), or one of the CLI's own:
 //! `usage` (exit 2) and `unclassified` (an error that carried no seawall
 //! failure).
 //!
@@ -25,6 +25,11 @@
 //! whole, so it is read up to `--max-answer-bytes` (default 8 MiB, the
 //! classifier's own check cap); a longer one is `protocol_violation` with
 //! the message `answer_too_large: …`, exit 1.
+//!
+//! A 3xx answer is never followed (the API key would travel with it): code
+//! `redirected`, exit 1. Userinfo in a base URL (`http://user:secret@host`)
+//! is neither sent nor shown: routes, log lines and errors name the host
+//! and port only.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -58,15 +63,17 @@ pub struct ChatArgs {
     #[arg(long, value_parser = parse_provider)]
     pub provider: Provider,
     /// Scheme, host and port (and any path prefix) before `/v1`
-    /// (`/v1beta` for Gemini), e.g. `https://api.openai.com`.
+    /// (`/v1beta` for Gemini), e.g. `https://api.openai.com`. Userinfo
+    /// (`user:secret@`) is neither sent nor shown: the key comes from
+    /// --api-key-env.
     #[arg(long, value_parser = parse_base_url)]
-    pub base_url: String,
+    pub base_url: BaseUrl,
     /// The model.
     #[arg(long)]
     pub model: String,
     /// A second route for one failover: its base URL.
     #[arg(long, value_parser = parse_base_url, requires = "fallback_model")]
-    pub fallback_base_url: Option<String>,
+    pub fallback_base_url: Option<BaseUrl>,
     /// The fallback route's model.
     #[arg(long, requires = "fallback_base_url")]
     pub fallback_model: Option<String>,
@@ -100,6 +107,31 @@ pub struct ChatArgs {
     pub prompt: String,
 }
 
+/// A base URL without its userinfo: what is sent and what is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrl {
+    url: String,
+    had_userinfo: bool,
+}
+
+impl BaseUrl {
+    /// The URL, without userinfo and without a trailing `/`.
+    pub fn as_str(&self) -> &str {
+        &self.url
+    }
+
+    /// True when the URL as given carried userinfo (dropped).
+    pub fn had_userinfo(&self) -> bool {
+        self.had_userinfo
+    }
+}
+
+impl std::fmt::Display for BaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.url)
+    }
+}
+
 fn parse_provider(text: &str) -> Result<Provider, String> {
     match Provider::from_name(text) {
         Some(Provider::Http) | None => Err(format!(
@@ -109,12 +141,51 @@ fn parse_provider(text: &str) -> Result<Provider, String> {
     }
 }
 
-fn parse_base_url(text: &str) -> Result<String, String> {
-    let uri: Uri = text.parse().map_err(|e| format!("not a URL: {e}"))?;
-    match (uri.scheme_str(), uri.authority()) {
-        (Some("http" | "https"), Some(_)) => Ok(text.trim_end_matches('/').to_owned()),
-        _ => Err("expected an http:// or https:// URL with a host".to_owned()),
+/// An `http://` or `https://` URL with a host; any userinfo is dropped.
+pub fn parse_base_url(text: &str) -> Result<BaseUrl, String> {
+    // The parser's message never quotes the URL: it may hold a secret.
+    let uri: Uri = text
+        .parse()
+        .map_err(|_| "not a URL: expected an http:// or https:// URL with a host".to_owned())?;
+    let (Some(scheme @ ("http" | "https")), Some(authority)) = (uri.scheme_str(), uri.authority())
+    else {
+        return Err("expected an http:// or https:// URL with a host".to_owned());
+    };
+    let authority = authority.as_str();
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let rest = uri.path_and_query().map_or("", |p| p.as_str());
+    let url = format!("{scheme}://{host}{rest}");
+    Ok(BaseUrl {
+        url: url.trim_end_matches('/').to_owned(),
+        had_userinfo: host.len() != authority.len(),
+    })
+}
+
+/// `text` with the userinfo of every URL in it (`scheme://user:secret@`)
+/// replaced by `***@`: for messages that quote what the user typed.
+pub fn redact_userinfo(text: &str) -> String {
+    let mut redacted = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        redacted.push_str(head);
+        // The authority ends at the path, query, fragment, a quote or a
+        // space; userinfo is what comes before its last `@`.
+        let end = tail
+            .find(|c: char| matches!(c, '/' | '?' | '#' | '\'' | '"' | '`') || c.is_whitespace())
+            .unwrap_or(tail.len());
+        match tail[..end].rfind('@') {
+            Some(at) => {
+                redacted.push_str("***");
+                rest = &tail[at..];
+            }
+            None => rest = tail,
+        }
     }
+    redacted.push_str(rest);
+    redacted
 }
 
 /// A number of bytes: bare, or with a suffix `KiB`, `MiB` or `GiB`.
@@ -163,7 +234,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 #[derive(Debug, Clone)]
 struct Route {
     provider: Provider,
-    base_url: String,
+    base_url: BaseUrl,
     model: String,
     api_key: Option<String>,
 }
@@ -174,11 +245,11 @@ impl Route {
         let path = app::path(self.provider, &self.model, stream);
         let body = app::body(self.provider, &self.model, prompt, stream);
         // A base URL that already ends in the version keeps it once.
-        let base = self
-            .base_url
+        let base_url = self.base_url.as_str();
+        let base = base_url
             .strip_suffix("/v1beta")
-            .or_else(|| self.base_url.strip_suffix("/v1"))
-            .unwrap_or(&self.base_url);
+            .or_else(|| base_url.strip_suffix("/v1"))
+            .unwrap_or(base_url);
         let mut builder =
             http::Request::post(format!("{base}{path}")).header("content-type", "application/json");
         if let Some(key) = &self.api_key {
@@ -288,6 +359,19 @@ pub async fn run(
         Ok(request) => request,
         Err(err) => return usage(log, &format!("cannot build the request: {err}")),
     };
+    for (flag, url) in [
+        ("--base-url", Some(&args.base_url)),
+        ("--fallback-base-url", args.fallback_base_url.as_ref()),
+    ] {
+        if url.is_some_and(BaseUrl::had_userinfo) {
+            let _ = writeln!(
+                log,
+                "seawall: the userinfo in {flag} is neither sent nor shown; \
+                 the key comes from --api-key-env"
+            );
+        }
+    }
+    // The request's URI was built from the base URL without userinfo.
     let _ = writeln!(
         log,
         "seawall: {} {} ({}{}, {} preset)",
@@ -359,6 +443,17 @@ struct Session {
     started: Instant,
 }
 
+/// What to tell the user about a failure besides its own line, if anything.
+fn advice(failure: &Failure) -> Option<&'static str> {
+    match failure.code() {
+        Code::Redirected => Some(
+            "the route answered with a redirect, which seawall never follows \
+             (the API key would travel with it): check --base-url",
+        ),
+        _ => None,
+    }
+}
+
 async fn drive<S, B>(
     session: Session,
     fallback_provider: Option<Provider>,
@@ -377,6 +472,9 @@ where
         Err(err) => {
             let failure = Failure::find(&*err);
             let _ = writeln!(log, "seawall chat: {err}");
+            if let Some(advice) = failure.and_then(advice) {
+                let _ = writeln!(log, "seawall chat: {advice}");
+            }
             let receipt = failure.and_then(Failure::receipt);
             let line = receipt_json(
                 session.started,
@@ -542,6 +640,35 @@ fn receipt_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base_urls_lose_their_userinfo() {
+        for (given, kept, had) in [
+            (
+                "http://user:secret@127.0.0.1:8080",
+                "http://127.0.0.1:8080",
+                true,
+            ),
+            ("https://k@api.example/v1/", "https://api.example/v1", true),
+            ("https://a:b@c@api.example", "https://api.example", true),
+            ("http://127.0.0.1:8080/", "http://127.0.0.1:8080", false),
+        ] {
+            let url = parse_base_url(given).unwrap();
+            assert_eq!((url.as_str(), url.had_userinfo()), (kept, had), "{given}");
+        }
+        let err = parse_base_url("ftp://user:secret@host").unwrap_err();
+        assert!(!err.contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn messages_lose_the_userinfo_of_their_urls() {
+        assert_eq!(
+            redact_userinfo(
+                "invalid value 'ftp://user:secret@host/x' and http://h:1 and https://k@h"
+            ),
+            "invalid value 'ftp://***@host/x' and http://h:1 and https://***@h"
+        );
+    }
 
     #[test]
     fn sizes_and_the_default_cap() {

@@ -25,6 +25,20 @@ enum Command {
     Replay(ReplayArgs),
     /// Send one prompt to a real endpoint through the seawall policies:
     /// the answer on stdout, progress and a JSON receipt on stderr.
+    ///
+    /// The receipt is always the last line of stderr. Exit status: 0 a
+    /// complete answer; 1 a failure before any content; 2 bad arguments
+    /// (receipt code `usage`); 3 interrupted after content (the receipt
+    /// carries `delivered_chars`); 4 delivered but not complete (cut by the
+    /// token limit, refused or filtered). The receipt's `code` is a stable
+    /// seawall failure code (`protocol_violation`, `redirected`, …), `usage`
+    /// or `unclassified`.
+    ///
+    /// Memory is bounded: a stream goes to stdout as it arrives and is only
+    /// counted (the stream guard caps one line or event at 1 MiB); a unary
+    /// answer is read up to --max-answer-bytes. Redirects are never
+    /// followed (code `redirected`). Userinfo in a base URL is neither sent
+    /// nor shown.
     Chat(seawall_cli::chat::ChatArgs),
     /// Run the chaos server (the same as the `seawall-chaos` binary).
     Chaos(seawall_chaos::cli::Args),
@@ -83,14 +97,14 @@ fn main() -> ExitCode {
 }
 
 /// The argument parser's verdict: help and version on stdout, errors on
-/// stderr. For `seawall chat` the JSON receipt (code `usage`) is the last
-/// line, as on every other exit.
+/// stderr. For `seawall chat`, an error's URLs lose their userinfo and the
+/// JSON receipt (code `usage`) is the last line, as on every other exit.
 fn rejected(err: &clap::Error) -> ExitCode {
     let chat = std::env::args_os().nth(1).is_some_and(|arg| arg == "chat");
     if !chat || !err.use_stderr() {
         err.exit();
     }
-    let message = err.render().to_string();
+    let message = seawall_cli::chat::redact_userinfo(&err.render().to_string());
     let mut log = std::io::stderr();
     let _ = write!(log, "{message}");
     if !message.ends_with('\n') {

@@ -1,7 +1,8 @@
 //! `seawall chat` against a hostile endpoint: a raw TCP server that sends
 //! what no healthy provider (and not seawall-chaos) sends — a 1 GiB line, a
-//! 200 MB answer, an undecodable event — and what the binary makes of
-//! it: bounded memory, the library's verdict, the receipt last.
+//! 200 MB answer, an undecodable event, a redirect — and what the binary
+//! makes of it: bounded memory, the library's verdict, the receipt last,
+//! no secret shown.
 //!
 //! The memory tests run the debug binary (`CARGO_BIN_EXE_seawall`) as a
 //! child and read its peak resident set (`VmHWM` in `/proc/<pid>/status`)
@@ -375,6 +376,25 @@ async fn nothing_after_an_undecodable_event_is_shown() {
 }
 
 #[tokio::test]
+async fn a_redirect_is_not_followed() {
+    let raw = Raw::start(response(
+        "307 Temporary Redirect",
+        &["location: http://127.0.0.1:1/elsewhere"],
+        "",
+    ))
+    .await;
+    let run = chat(&raw, "openai", &[]).await;
+    assert_eq!(run.status, Some(1), "{}", run.err);
+    assert_eq!(run.out, "");
+    let receipt = run.receipt();
+    assert_eq!(receipt["code"], "redirected", "{}", run.err);
+    assert_eq!(receipt["attempts"], 1, "{}", run.err);
+    assert!(run.err.contains("status 307"), "{}", run.err);
+    assert!(run.err.contains("never follows"), "{}", run.err);
+    assert_eq!(raw.requests().len(), 1, "one request, to the route only");
+}
+
+#[tokio::test]
 async fn the_responses_api_request_is_input_and_stream() {
     let answer = r#"{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","summary":[]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"w1 w2","annotations":[]},{"type":"output_text","text":" w3","annotations":[]}]}]}"#;
     let raw = Raw::start(response(
@@ -415,4 +435,55 @@ async fn a_stream_request_answered_with_json_shows_the_answer() {
     assert_eq!(run.status, Some(0), "{}", run.err);
     assert_eq!(run.out, "w1 w2\n");
     assert_eq!(run.receipt()["finish_reason"], "stop");
+}
+
+#[tokio::test]
+async fn userinfo_in_a_base_url_is_never_shown_nor_sent() {
+    let answer = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w1"},"finish_reason":"stop"}]}"#;
+    let raw = Raw::start(response(
+        "200 OK",
+        &["content-type: application/json"],
+        answer,
+    ))
+    .await;
+    let keyed = format!("http://user:secret@{}", raw.addr);
+    let unreachable = "http://user:secret@127.0.0.1:1".to_owned();
+    let runs = [
+        // A healthy answer, every layer logging.
+        (vec!["--base-url", keyed.as_str()], Some(0)),
+        // A transport failure, and a fallback route with userinfo.
+        (
+            vec![
+                "--base-url",
+                unreachable.as_str(),
+                "--fallback-base-url",
+                keyed.as_str(),
+                "--fallback-model",
+                "m",
+            ],
+            Some(0),
+        ),
+        (vec!["--base-url", unreachable.as_str()], Some(1)),
+        // A URL the parser rejects.
+        (vec!["--base-url", "ftp://user:secret@example.com"], Some(2)),
+    ];
+    for (flags, exit) in runs {
+        let mut args = vec!["chat", "--provider", "openai", "--model", "m"];
+        args.extend(flags.iter().copied());
+        args.extend(["--deadline", "10s", "hi"]);
+        let run = seawall(&args, &[("RUST_LOG", "trace")]).await;
+        assert_eq!(run.status, exit, "{args:?}: {}", run.err);
+        assert!(!run.out.contains("secret"), "{args:?}: {}", run.out);
+        assert!(!run.err.contains("secret"), "{args:?}: {}", run.err);
+        run.receipt();
+    }
+    for request in raw.requests() {
+        assert!(!request.head.contains("secret"), "{}", request.head);
+        // Basic auth would carry base64("user:secret").
+        assert!(
+            !request.head.contains("dXNlcjpzZWNyZXQ"),
+            "{}",
+            request.head
+        );
+    }
 }
