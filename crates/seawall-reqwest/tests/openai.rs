@@ -1,0 +1,292 @@
+//! async-openai chat completions, unary and streamed, with the seawall
+//! stack underneath (`OpenAiService` over the short stack over
+//! `ReqwestService`), against a real seawall-chaos server over loopback.
+//! No mocks: attempts and bodies come from the server's journal, the
+//! verdict from `seawall_reqwest::scope`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::middleware::retry::OpenAIRetryLayer;
+use async_openai::types::chat::{
+    ChatCompletionRequestUserMessage, CreateChatCompletionRequest, CreateChatCompletionRequestArgs,
+    FinishReason,
+};
+use common::{rows, same_body, words};
+use futures_util::StreamExt;
+use seawall::classify::ClassifyLayer;
+use seawall::core::{Action, Code, Failure};
+use seawall_chaos::{ChaosHandle, FAULT_HEADER, Fault, JournalEntry};
+use seawall_reqwest::{OpenAiLayer, OpenAiService, Outcome};
+use tower::Layer;
+
+/// How the stack is assembled under async-openai.
+#[derive(Clone, Copy, PartialEq)]
+enum Under {
+    /// The short stack.
+    Stack,
+    /// The short stack with a fallback to a second server.
+    Fallback,
+    /// The short stack, and async-openai's own retry layer above the
+    /// adapter, as someone might add it by mistake.
+    StackUnderOpenAiRetry,
+}
+
+/// An async-openai client for `primary`, seawall underneath.
+fn client(
+    primary: &ChaosHandle,
+    fallback: &ChaosHandle,
+    fault: Option<&str>,
+    under: Under,
+) -> Client<OpenAIConfig> {
+    let http = common::reqwest_client();
+    let mut config = OpenAIConfig::new()
+        .with_api_base(format!("{}/v1", primary.base_url()))
+        .with_api_key("test-key");
+    if let Some(fault) = fault {
+        config = config.with_header(FAULT_HEADER, fault).expect("a header");
+    }
+    let stack = common::short_stack();
+    let classify = ClassifyLayer::openai();
+    let service = seawall_reqwest::ReqwestService::new(http.clone());
+    let client = Client::build(http, config);
+    match under {
+        Under::Stack => {
+            client.with_http_service(OpenAiService::new(stack.build(&classify, service)))
+        }
+        Under::Fallback => {
+            let layer = common::fallback_to(&stack, &fallback.base_url());
+            let seawall = stack.build_with_fallback(&classify, service, layer);
+            client.with_http_service(OpenAiLayer.layer(seawall))
+        }
+        Under::StackUnderOpenAiRetry => {
+            let adapter = OpenAiService::new(stack.build(&classify, service));
+            client.with_http_service(OpenAIRetryLayer::new(3).layer(adapter))
+        }
+    }
+}
+
+fn request() -> CreateChatCompletionRequest {
+    CreateChatCompletionRequestArgs::default()
+        .model("gpt-x")
+        .messages([ChatCompletionRequestUserMessage::from("Say eight words.").into()])
+        .build()
+        .expect("a request")
+}
+
+/// What the caller saw of one call, and what the servers saw.
+#[derive(Debug)]
+struct Seen {
+    /// The text async-openai handed the caller.
+    text: String,
+    /// async-openai's error, when it returned one.
+    error: Option<async_openai::error::OpenAIError>,
+    finish: Option<FinishReason>,
+    outcome: Outcome,
+    primary: Vec<JournalEntry>,
+    fallback: Vec<JournalEntry>,
+    elapsed: Duration,
+}
+
+async fn call(stream: bool, fault: Option<&str>, script: &[&str], under: Under) -> Seen {
+    let primary = common::chaos().await;
+    let fallback = common::chaos().await;
+    if !script.is_empty() {
+        let faults = script.iter().map(|f| f.parse::<Fault>().unwrap()).collect();
+        primary.script("openai", faults).unwrap();
+    }
+    let client = client(&primary, &fallback, fault, under);
+    let started = Instant::now();
+    let ((text, finish, error), outcome) = if stream {
+        seawall_reqwest::scope(async {
+            let mut text = String::new();
+            let mut finish = None;
+            let mut chunks = match client.chat().create_stream(request()).await {
+                Ok(chunks) => chunks,
+                Err(error) => return (text, finish, Some(error)),
+            };
+            while let Some(chunk) = chunks.next().await {
+                match chunk {
+                    Ok(chunk) => {
+                        for choice in chunk.choices {
+                            text.extend(choice.delta.content);
+                            finish = choice.finish_reason.or(finish);
+                        }
+                    }
+                    Err(error) => return (text, finish, Some(error)),
+                }
+            }
+            (text, finish, None)
+        })
+        .await
+    } else {
+        seawall_reqwest::scope(async {
+            match client.chat().create(request()).await {
+                Ok(answer) => {
+                    let choice = answer.choices.into_iter().next().expect("a choice");
+                    (
+                        choice.message.content.unwrap_or_default(),
+                        choice.finish_reason,
+                        None,
+                    )
+                }
+                Err(error) => (String::new(), None, Some(error)),
+            }
+        })
+        .await
+    };
+    let elapsed = started.elapsed();
+    Seen {
+        text,
+        error,
+        finish,
+        outcome,
+        primary: rows(&primary).await,
+        fallback: rows(&fallback).await,
+        elapsed,
+    }
+}
+
+fn assert_ok(seen: &Seen) {
+    assert!(seen.error.is_none(), "{seen:#?}");
+    assert!(seen.outcome.is_ok(), "{seen:#?}");
+    assert!(seen.outcome.failure().is_none());
+    assert_eq!(seen.text, words(8));
+    assert_eq!(seen.finish, Some(FinishReason::Stop));
+}
+
+#[tokio::test]
+async fn a_503_then_ok_is_two_upstream_attempts_none_by_async_openai() {
+    for stream in [false, true] {
+        let seen = call(stream, None, &["status;code=503", "ok"], Under::Stack).await;
+        assert_ok(&seen);
+        assert_eq!(seen.primary.len(), 2, "stream={stream}");
+        assert_eq!(seen.outcome.attempts(), 2);
+        assert_eq!(seen.outcome.calls(), 1, "one call into the adapter");
+        same_body(&seen.primary);
+    }
+}
+
+#[tokio::test]
+async fn the_quota_wall_is_one_attempt_and_the_caller_reads_quota_exhausted() {
+    for stream in [false, true] {
+        let seen = call(
+            stream,
+            Some("status;code=429;retry_after=48489;kind=insufficient_quota"),
+            &[],
+            Under::Fallback,
+        )
+        .await;
+        let error = seen.error.as_ref().expect("an error");
+        // async-openai's error hides the failure (`Boxed` is transparent)...
+        assert!(Failure::find(error).is_none());
+        // ...the scope has it.
+        assert_eq!(seen.outcome.code(), Some(Code::QuotaExhausted));
+        assert_eq!(seen.outcome.attempts(), 1);
+        assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+    }
+}
+
+#[tokio::test]
+async fn headers_then_silence_fails_over_after_one_first_byte_bound() {
+    let seen = call(true, Some("hang_after_headers"), &[], Under::Fallback).await;
+    assert_ok(&seen);
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 1));
+    let receipt = seen.outcome.receipt().expect("a receipt");
+    assert_eq!(receipt.attempts[0].code, Some(Code::FirstByteTimeout));
+    assert!(receipt.fallback);
+    assert!(seen.elapsed >= common::FIRST_BYTE, "{:?}", seen.elapsed);
+    assert!(seen.elapsed < common::ATTEMPT, "{:?}", seen.elapsed);
+    same_body(&[seen.primary[0].clone(), seen.fallback[0].clone()]);
+}
+
+#[tokio::test]
+async fn a_unary_answer_that_never_comes_fails_over() {
+    let seen = call(false, Some("hang_after_headers"), &[], Under::Fallback).await;
+    assert_ok(&seen);
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (2, 1));
+    assert_eq!(seen.outcome.attempts(), 3);
+}
+
+#[tokio::test]
+async fn a_reset_after_content_carries_the_delivered_tokens_and_sends_nothing_again() {
+    let seen = call(true, None, &["reset_after;tokens=3", "ok"], Under::Fallback).await;
+    assert!(seen.error.is_some(), "{seen:#?}");
+    assert_eq!(seen.text, words(3));
+    let failure = seen.outcome.failure().expect("seawall's verdict");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(failure.action(), Action::Surface);
+    assert_eq!(seen.outcome.delivered_text(), Some(words(3)));
+    assert_eq!(seen.outcome.attempts(), 1);
+    assert!(!seen.outcome.is_ok());
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+}
+
+#[tokio::test]
+async fn an_empty_answer_is_retried_to_an_answer() {
+    for stream in [false, true] {
+        let seen = call(stream, None, &["empty", "ok"], Under::Stack).await;
+        assert_ok(&seen);
+        assert_eq!(seen.primary.len(), 2);
+        let receipt = seen.outcome.receipt().expect("a receipt");
+        assert_eq!(receipt.attempts[0].code, Some(Code::EmptyResponse));
+        same_body(&seen.primary);
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_is_not_retried() {
+    for stream in [false, true] {
+        let seen = call(stream, Some("refusal"), &[], Under::Fallback).await;
+        assert!(seen.error.is_some(), "{seen:#?}");
+        assert_eq!(seen.outcome.code(), Some(Code::Refused));
+        assert_eq!(seen.outcome.attempts(), 1);
+        assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+    }
+}
+
+#[tokio::test]
+async fn async_openai_retry_above_the_adapter_never_fires() {
+    // A 503 on every attempt: seawall's ladder makes its three attempts;
+    // OpenAIRetry above sees an `OpenAIError::Boxed` and retries nothing,
+    // so it is 3 rows, not 3 × 4.
+    for stream in [false, true] {
+        let seen = call(
+            stream,
+            Some("status;code=503"),
+            &[],
+            Under::StackUnderOpenAiRetry,
+        )
+        .await;
+        assert!(seen.error.is_some());
+        assert_eq!(seen.outcome.code(), Some(Code::ProviderUnavailable));
+        assert_eq!(seen.outcome.attempts(), 3);
+        assert_eq!(seen.primary.len(), 3);
+        assert_eq!(seen.outcome.calls(), 1);
+        same_body(&seen.primary);
+    }
+    // And the quota wall it would have waited 48489 s on: one attempt.
+    let seen = call(
+        false,
+        Some("status;code=429;retry_after=48489"),
+        &[],
+        Under::StackUnderOpenAiRetry,
+    )
+    .await;
+    assert_eq!(seen.outcome.code(), Some(Code::QuotaExhausted));
+    assert_eq!(seen.primary.len(), 1);
+}
+
+#[tokio::test]
+async fn outside_a_scope_the_adapter_still_works() {
+    let primary = common::chaos().await;
+    let client = client(&primary, &primary, None, Under::Stack);
+    let answer = client.chat().create(request()).await.expect("an answer");
+    assert_eq!(
+        answer.choices[0].message.content.as_deref(),
+        Some(words(8).as_str())
+    );
+}

@@ -1,0 +1,88 @@
+//! One rustls crypto provider for the whole workspace: ring.
+//!
+//! This test binary links reqwest (rustls, no provider of its own), async-
+//! openai (default features off) and hyper-rustls (ring), as an application
+//! using `seawall chat`'s connector next to async-openai would. Were
+//! aws-lc-rs built in too, rustls could not pick a default provider from
+//! its features and `ClientConfig::builder()` — what hyper-rustls's
+//! `with_native_roots()` calls — would panic.
+
+mod common;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use seawall::core::Code;
+use tower::ServiceExt;
+
+/// The HTTPS connector exactly as `seawall chat` builds it.
+fn cli_connector()
+-> hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector> {
+    let builder = hyper_rustls::HttpsConnectorBuilder::new();
+    let builder = match builder.with_native_roots() {
+        Ok(native) => native,
+        Err(_) => hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots(),
+    };
+    builder.https_or_http().enable_http1().build()
+}
+
+#[tokio::test]
+async fn hyper_rustls_and_reqwest_build_https_clients_in_one_binary() {
+    // The CLI's connector: rustls picks its default provider by features.
+    let connector = cli_connector();
+    let _hyper: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
+    let provider = rustls::crypto::CryptoProvider::get_default().expect("a default provider");
+    let ring = rustls::crypto::ring::default_provider();
+    assert_eq!(
+        format!("{:?}", provider.cipher_suites),
+        format!("{:?}", ring.cipher_suites),
+        "the default provider is ring"
+    );
+    // reqwest with rustls, configured over ring explicitly.
+    let config = seawall_reqwest::tls_config().expect("a TLS config over ring");
+    assert_eq!(
+        format!("{:?}", config.crypto_provider().cipher_suites),
+        format!("{:?}", ring.cipher_suites)
+    );
+    seawall_reqwest::client().expect("a reqwest client with rustls");
+    // And one built the way async-openai's `Client::new()` does, once a
+    // default is installed (here by hyper-rustls already; the helper is a
+    // no-op then).
+    seawall_reqwest::install_crypto_provider();
+    reqwest::Client::builder()
+        .build()
+        .expect("reqwest's own rustls setup");
+}
+
+#[tokio::test]
+async fn a_tls_handshake_runs_and_its_failure_is_transport() {
+    // A plain-HTTP server spoken to over https: the handshake (ring) runs and
+    // fails, which the classifier reads as a transport failure.
+    let chaos = common::chaos().await;
+    let url = format!("https://{}/v1/chat/completions", chaos.addr());
+    let request = http::Request::post(url)
+        .body(Full::new(Bytes::from(common::chat_body(false))))
+        .unwrap();
+    let error = common::service().oneshot(request).await.unwrap_err();
+    assert!(
+        matches!(error, seawall_reqwest::Error::Transport(_)),
+        "{error:?}"
+    );
+    let failure = seawall::classify::transport_failure(&error);
+    assert_eq!(
+        failure.map(|f| f.code()),
+        Some(Code::Transport),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn aws_lc_rs_is_not_in_the_workspace() {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock"))
+        .expect("the workspace lock file");
+    assert!(
+        !lock.contains("name = \"aws-lc-rs\"") && !lock.contains("name = \"aws-lc-sys\""),
+        "aws-lc-rs is in Cargo.lock: a second rustls provider (see `cargo tree -i aws-lc-rs`)"
+    );
+}
