@@ -9,10 +9,11 @@ use std::net::SocketAddr;
 
 use clap::Parser;
 
+use crate::fault;
 use crate::server::{ChaosServer, DEFAULT_MAX_BODY_BYTES};
 
-/// Every fault with an example `curl`, as `--help` prints it.
-pub const FAULTS_HELP: &str = r#"FAULTS
+/// What `--help` says before the faults.
+const FAULTS_INTRO: &str = r#"FAULTS
   Pick one per request with the header `x-chaos-fault: name;key=value;...`
   (absent = ok). Every fault answers in the shape of the endpoint called:
     OpenAI     POST /v1/chat/completions            ("stream": true for SSE)
@@ -23,39 +24,10 @@ pub const FAULTS_HELP: &str = r#"FAULTS
   The answer is `w1 w2 w3 ...` (token i = "w{i}"), so what a client delivered
   can be checked exactly. Examples use B='{"model":"gpt-x","stream":true,"messages":[]}'.
 
-  ok;tokens=N;delay_ms=N     healthy answer of N tokens (default 8), delay between tokens
-    curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: ok;tokens=3;delay_ms=100' -d "$B"
-  status;code=N              error response with the provider's real error body;
-      retry_after=S retry_after_date=1 retry_after_ms=N x_should_retry=true|false
-      kind=insufficient_quota|context_length|too_large_tpm|refusal|bad_args|overloaded|auth|not_found
-    curl -i localhost:8080/v1/chat/completions -H 'x-chaos-fault: status;code=429;retry_after=2' -d "$B"
-  empty                      200 without content (stream: finish marker only)
-    curl -N localhost:8080/v1/messages -H 'x-chaos-fault: empty' -d '{"model":"claude-x","stream":true}'
-  refusal;tokens=N           N tokens (default 0), then content_filter / refusal / SAFETY
-    curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: refusal' -d "$B"
-  length;tokens=N            N tokens, then finish_reason length / max_tokens / MAX_TOKENS
-    curl -N 'localhost:8080/v1beta/models/gemini-x:streamGenerateContent?alt=sse' -H 'x-chaos-fault: length;tokens=4' -d '{}'
-  hang_after_headers         200 and headers, then nothing until the client leaves
-    curl -N -m 2 localhost:8080/v1/chat/completions -H 'x-chaos-fault: hang_after_headers' -d "$B"
-  slow_first_byte;ms=N       headers, N ms of silence, then a healthy answer
-    curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: slow_first_byte;ms=1500' -d "$B"
-  frame_then_eof             the first frame (role chunk / message_start), then a clean end
-    curl -N localhost:8080/v1/messages -H 'x-chaos-fault: frame_then_eof' -d '{"model":"claude-x","stream":true}'
-  reset_after;tokens=N       N tokens, then an abrupt TCP reset (no finish, no [DONE])
-    curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: reset_after;tokens=3' -d "$B"
-  stall_after;tokens=N;ms=M  N tokens, M ms of silence (pings=1;ping_ms=P: keep-alives), then the rest
-    curl -N localhost:8080/v1/messages -H 'x-chaos-fault: stall_after;tokens=2;ms=3000;pings=1' -d '{"model":"claude-x","stream":true}'
-  stream_error_after;tokens=N  N tokens, then an in-stream error event, then close (tokens=0: before content)
-    curl -N localhost:8080/v1/messages -H 'x-chaos-fault: stream_error_after;tokens=2' -d '{"model":"claude-x","stream":true}'
-  truncate_after;tokens=N    N tokens, then a clean end without finish marker
-    curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: truncate_after;tokens=5' -d "$B"
-    curl -N localhost:8080/v1/responses -H 'x-chaos-fault: truncate_after;tokens=5' -d '{"model":"gpt-x","stream":true,"input":"hi"}'
-  reset_before_headers       read the request, then reset the connection without answering
-    curl -v localhost:8080/v1/chat/completions -H 'x-chaos-fault: reset_before_headers' -d "$B"
-  random;seed=S;p=P          seeded draw per request: with probability P a failure, else ok
-    curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: random;seed=7;p=0.3' -d "$B"
-  The *_after faults take total=N (answer length, default 8) and delay_ms=N.
+"#;
 
+/// What `--help` says after the faults.
+const FAULTS_OUTRO: &str = r#"
 SCRIPTS AND JOURNAL
   Queue faults per route (openai, anthropic, gemini, openai_responses or a path),
   used in order whatever the header says ("fail twice, then ok"):
@@ -65,6 +37,12 @@ SCRIPTS AND JOURNAL
     curl -X POST localhost:8080/_chaos/reset
 "#;
 
+/// Every fault with its parameters and an example `curl`, as `--help` prints
+/// it: written from the fault table, so it lists exactly the faults parsed.
+pub fn faults_help() -> String {
+    format!("{FAULTS_INTRO}{}{FAULTS_OUTRO}", fault::help_entries())
+}
+
 /// Command-line arguments of `seawall-chaos`.
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -72,7 +50,7 @@ SCRIPTS AND JOURNAL
     version,
     about = "A fault-injecting LLM provider server (OpenAI chat and Responses, Anthropic, Gemini wire formats).",
     after_help = "Run with --help for every fault and an example curl for each.",
-    after_long_help = FAULTS_HELP
+    after_long_help = faults_help()
 )]
 pub struct Args {
     /// Address to listen on.

@@ -89,4 +89,21 @@ mod tests {
             "about 60 of 200 expected, got {failures}"
         );
     }
+
+    #[test]
+    fn draws_every_failure_but_hang_and_refusal() {
+        let mut state = 1;
+        let mut drawn: Vec<&str> = (0..2000).map(|_| draw(&mut state, 1.0).name()).collect();
+        drawn.push(draw(&mut state, 0.0).name());
+        drawn.sort_unstable();
+        drawn.dedup();
+        let mut expected: Vec<&str> = crate::fault::FAULT_NAMES
+            .iter()
+            .copied()
+            .filter(|name| !["hang_after_headers", "refusal", "random"].contains(name))
+            .collect();
+        expected.sort_unstable();
+        // What the `random` row of the fault table promises.
+        assert_eq!(drawn, expected);
+    }
 }
