@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use super::spec::{FAULT_NAMES, FAULTS, FaultSpec};
+use super::spec::{FAULT_NAMES, FAULTS, FaultSpec, IfAbsent};
 use super::{Answer, Fault, MAX_FAULT_LEN, MAX_MS, MAX_TOKENS};
 
 /// Why a fault text was refused. `Display` names the problem; [`code`](Self::code)
@@ -159,7 +159,7 @@ impl<'a> Params<'a> {
     fn value(&self, key: &str) -> Option<&'a str> {
         let given = self.items.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
         given.or_else(|| match self.spec.param(key)?.if_absent {
-            super::spec::IfAbsent::Default(value) => Some(value),
+            IfAbsent::Default(value) => Some(value),
             _ => None,
         })
     }
