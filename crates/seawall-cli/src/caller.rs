@@ -6,11 +6,11 @@
 //! for both.
 //!
 //! The caller only extracts text. When a body read ends with an error, the
-//! verdict is the library's: the stream guard's classified
-//! [`Failure`](seawall::core::Failure) travels in the error. The caller's
-//! own reason to stop (an event it cannot decode, a line past its scanner's
-//! cap) only ends the text; it becomes the delivery's error, itself a coded
-//! `Failure`, when the body does not end with a verdict of its own.
+//! verdict is the library's: the stream guard's classified [`Failure`]
+//! travels in the error. The caller's own reason to stop (an event it
+//! cannot decode, a line past its scanner's cap) only ends the text; it
+//! becomes the delivery's error, itself a coded `Failure`, when the body
+//! does not end with a verdict of its own.
 //! Memory is bounded: a stream's text is counted and handed on as it
 //! arrives (kept only on request), a unary body is read up to a cap.
 
