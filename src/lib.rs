@@ -47,6 +47,8 @@ pub mod resume;
     feature = "fallback"
 ))]
 pub mod stack;
+#[cfg(feature = "tower-http")]
+pub mod tower_http;
 
 /// The names most code needs, in one import: `use seawall::prelude::*;`.
 pub mod prelude {

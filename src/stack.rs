@@ -23,8 +23,9 @@
 //!   first content arrives the response is held back, so a stream that dies
 //!   before content is still an attempt the ladder may retry; after that,
 //!   failures come through the body and are never replayed.
-//! - **Classify** innermost, next to the client, so every layer above it
-//!   speaks one vocabulary.
+//! - **Classify** next to the client, so every layer above it speaks one
+//!   vocabulary; only tower-http's **Decompression** is further in, so
+//!   what the classifier and the stream guard read is the answer itself.
 //!
 //! ```
 //! use std::convert::Infallible;
@@ -62,10 +63,12 @@ use seawall_deadline::{DeadlineLayer, DeadlineService, WireTimeout};
 use seawall_fallback::{Fallback, FallbackLayer};
 use seawall_retry::{Budget, RetryBudget, RetryBudgetLayer, RetryPolicy};
 use seawall_stream::{StreamGuard, StreamGuardLayer};
+use tower_http::decompression::{Decompression, DecompressionLayer};
 use tower_layer::Layer;
 
-/// One attempt: Breaker → Deadline(per attempt) → StreamGuard → Classify → client.
-pub type Attempt<S, C> = Breaker<DeadlineService<StreamGuard<Classify<S, C>>>>;
+/// One attempt: Breaker → Deadline(per attempt) → StreamGuard → Classify →
+/// Decompression → client.
+pub type Attempt<S, C> = Breaker<DeadlineService<StreamGuard<Classify<Decompression<S>, C>>>>;
 
 /// The whole stack without a fallback.
 pub type Seawall<S, C> = DeadlineService<RetryBudget<Attempt<S, C>>>;
@@ -187,10 +190,18 @@ impl Stack {
     }
 
     /// One attempt around `client`: Breaker → Deadline(per attempt) →
-    /// StreamGuard → Classify. This is also what a fallback route should
-    /// be: one attempt, no ladder of its own.
+    /// StreamGuard → Classify → Decompression. This is also what a fallback
+    /// route should be: one attempt, no ladder of its own.
+    ///
+    /// Decompression (tower-http's, gzip, deflate, br and zstd) sits
+    /// innermost, so the classifier and the stream guard read decoded bytes;
+    /// it asks for compressed answers with `Accept-Encoding` when the
+    /// request names no encoding of its own. An encoding it does not know
+    /// reaches the classifier still encoded and fails as
+    /// `protocol_violation`, never as a misread answer.
     pub fn attempt<S, C: Clone>(&self, classify: &ClassifyLayer<C>, client: S) -> Attempt<S, C> {
-        let classified = classify.layer(client);
+        let decoded = DecompressionLayer::new().layer(client);
+        let classified = classify.layer(decoded);
         let guarded = self.guard.layer(classified);
         let mut bound = DeadlineLayer::per_attempt(self.per_attempt);
         if let Some(wire) = &self.propagate {

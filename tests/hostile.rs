@@ -315,24 +315,52 @@ async fn a_captive_portal_page_is_no_answer_stream_or_unary() {
     }
 }
 
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
 #[tokio::test]
-async fn a_compressed_answer_nobody_decodes_is_no_answer() {
-    let gzip_of_nothing = [
-        0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x03, 0x00, 0x00, 0x00, 0x00,
-        0x00, 0x00, 0x00, 0x00, 0x00,
-    ];
+async fn a_compressed_answer_is_decoded_before_anything_reads_it() {
+    for (stream, ct, body) in [
+        (false, "application/json", HEALTHY_UNARY),
+        (true, "text/event-stream", HEALTHY_STREAM),
+    ] {
+        let server = Hostile::start(vec![reply(
+            "200 OK",
+            &[("content-type", ct), ("content-encoding", "gzip")],
+            &gzip(body.as_bytes()),
+        )])
+        .await;
+        let outcome = ask(&server, stream).await;
+        assert_eq!(outcome.code(), None, "{outcome:?}");
+        assert_eq!(outcome.text(), body);
+        assert_eq!(server.requests(), 1);
+    }
+}
+
+#[tokio::test]
+async fn an_encoding_nobody_decodes_or_a_corrupt_one_is_no_answer() {
     for stream in [false, true] {
         let ct = if stream {
             "text/event-stream"
         } else {
             "application/json"
         };
-        let first = reply(
+        let unknown = reply(
+            "200 OK",
+            &[("content-type", ct), ("content-encoding", "snappy")],
+            b"\xff\x06\x00\x00sNaPpY",
+        );
+        retried_to_an_answer(unknown, stream).await;
+        let corrupt = reply(
             "200 OK",
             &[("content-type", ct), ("content-encoding", "gzip")],
-            &gzip_of_nothing,
+            b"\x1f\x8b\x08\x00 certainly not deflate data",
         );
-        retried_to_an_answer(first, stream).await;
+        retried_to_an_answer(corrupt, stream).await;
     }
 }
 

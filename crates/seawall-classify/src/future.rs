@@ -388,12 +388,27 @@ where
                 let body = ClassifiedBody::resumed(self.buffer.into_bytes(), self.body);
                 Ok(Response::from_parts(self.parts, body))
             }
-            SuccessRead::Failed(error) => Err(classify_inner_error(
-                classifier,
-                settings,
-                error,
-                |evidence| self.fill(evidence, started),
-            )),
+            SuccessRead::Failed(error) => {
+                // The route accepted the request and its answer broke while
+                // being read (a reset, a decoder that found garbage): nothing
+                // was delivered, so an error nobody recognises here is the
+                // answer's fault, not a reason to fail closed.
+                let recognised = Failure::find(&*error).is_some()
+                    || transport_failure(&*error).is_some()
+                    || classifier.classify_error(&*error).is_some();
+                if !recognised {
+                    let mut failure = Failure::new(Code::ProtocolViolation)
+                        .with_message(&format!("the 2xx answer broke while read: {error}"));
+                    self.fill(failure.evidence_mut(), started);
+                    return Err(report(failure));
+                }
+                Err(classify_inner_error(
+                    classifier,
+                    settings,
+                    error,
+                    |evidence| self.fill(evidence, started),
+                ))
+            }
         }
     }
 }
