@@ -489,3 +489,49 @@ async fn health(State(gateway): State<Gateway>) -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(n, v)| (HeaderName::from_static(n), HeaderValue::from_static(v)))
+            .collect()
+    }
+
+    #[test]
+    fn the_gateway_token_is_never_forwarded() {
+        let token = Secret::new("gateway-token-0123456789".into());
+        let sent = headers(&[("authorization", "Bearer gateway-token-0123456789")]);
+        assert!(matches!(
+            presented_token(&sent, &token),
+            Presented::Authorization
+        ));
+        assert_eq!(client_credential(&sent, Wire::OpenAi, true), None);
+        // Token in its own header: Authorization is the client's key.
+        let sent = headers(&[
+            ("x-seawall-token", "gateway-token-0123456789"),
+            ("authorization", "Bearer sk-client"),
+        ]);
+        assert!(matches!(presented_token(&sent, &token), Presented::Header));
+        let (name, value) = client_credential(&sent, Wire::OpenAi, false).unwrap();
+        assert_eq!(
+            (name.as_str(), value.to_str().unwrap()),
+            ("authorization", "Bearer sk-client")
+        );
+        assert!(value.is_sensitive());
+        // Anthropic: x-api-key first.
+        let sent = headers(&[
+            ("x-api-key", "sk-ant-client"),
+            ("authorization", "Bearer gateway-token-0123456789"),
+        ]);
+        let (name, _) = client_credential(&sent, Wire::Anthropic, true).unwrap();
+        assert_eq!(name, "x-api-key");
+        assert!(matches!(
+            presented_token(&headers(&[("authorization", "Bearer nope")]), &token),
+            Presented::No
+        ));
+    }
+}

@@ -312,3 +312,87 @@ where
         .service(service);
     BoxCloneSyncService::new(service)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(credential: Option<(&'static str, &'static str)>) -> ClientCall {
+        let mut client_headers = HeaderMap::new();
+        client_headers.insert("x-chaos-fault", HeaderValue::from_static("ok"));
+        client_headers.insert("cookie", HeaderValue::from_static("session=1"));
+        client_headers.insert(
+            "authorization",
+            HeaderValue::from_static("Bearer sk-client"),
+        );
+        let body = Bytes::from_static(br#"{"model":"m","stream":true}"#);
+        let json = match serde_json::from_slice(&body).unwrap() {
+            serde_json::Value::Object(json) => json,
+            _ => unreachable!(),
+        };
+        ClientCall {
+            body,
+            json,
+            headers: ClientCall::forwarded_headers(&client_headers),
+            credential: credential.map(|(name, value)| {
+                (
+                    HeaderName::from_static(name),
+                    HeaderValue::from_static(value),
+                )
+            }),
+        }
+    }
+
+    fn route(wire: Wire, key_env: Option<&str>, model: Option<&str>) -> RouteConfig {
+        RouteConfig {
+            name: "r".into(),
+            wire,
+            base_url: "https://api.example.com/v1/".into(),
+            key_env: key_env.map(str::to_owned),
+            model: model.map(str::to_owned),
+            preset: None,
+        }
+    }
+
+    #[test]
+    fn a_keyed_route_sends_its_key_never_the_clients() {
+        let target = Target::new(
+            &route(Wire::Anthropic, Some("K"), None),
+            Some(Secret::new("sk-route-key".into())),
+        );
+        let request = target
+            .request(&call(Some(("x-api-key", "sk-client"))))
+            .unwrap();
+        assert_eq!(request.uri(), "https://api.example.com/v1/messages");
+        let headers = request.headers();
+        assert_eq!(headers["x-api-key"], "sk-route-key");
+        assert!(headers["x-api-key"].is_sensitive());
+        assert!(!headers.contains_key("authorization"));
+        assert!(!headers.contains_key("cookie"));
+        assert_eq!(headers["x-chaos-fault"], "ok");
+        assert_eq!(headers["anthropic-version"], "2023-06-01");
+        assert_eq!(
+            request.extensions().get::<RouteId>(),
+            Some(&RouteId::new("r"))
+        );
+    }
+
+    #[test]
+    fn a_keyless_route_gets_the_clients_own_key_only() {
+        let target = Target::new(&route(Wire::OpenAi, None, Some("renamed")), None);
+        let request = target
+            .request(&call(Some(("authorization", "Bearer sk-client"))))
+            .unwrap();
+        assert_eq!(request.headers()["authorization"], "Bearer sk-client");
+        let request = target.request(&call(None)).unwrap();
+        // The client's Authorization was the gateway's token: not forwarded.
+        assert!(!request.headers().contains_key("authorization"));
+        let body = futures_util::FutureExt::now_or_never(request.into_body().collect())
+            .expect("a full body is ready")
+            .unwrap()
+            .to_bytes();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["model"], "renamed");
+        assert_eq!(body["stream"], true);
+    }
+}
