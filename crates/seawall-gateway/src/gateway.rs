@@ -26,6 +26,9 @@ use crate::wire_error::{ATTEMPTS_HEADER, SERVED_BY_HEADER, WireError};
 /// `Authorization: Bearer`, leaving `Authorization` for its own key.
 pub const TOKEN_HEADER: &str = "x-seawall-token";
 
+/// How long a client may take to send a request body.
+const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The shortest gateway token accepted.
 pub const MIN_TOKEN_LEN: usize = 16;
 
@@ -232,17 +235,18 @@ impl Gateway {
             );
             WireError::gateway(status, code, message).response(wire)
         };
-        let authorization_is_token = match &inner.token {
-            None => false,
+        // The header that carried the gateway's token is the gateway's:
+        // never forwarded.
+        let token_header = match &inner.token {
+            None => None,
             Some(token) => match presented_token(&parts.headers, token) {
-                Presented::Authorization => true,
-                Presented::Header => false,
-                Presented::No => {
+                Some(header) => Some(header),
+                None => {
                     let mut response = refuse(
                         StatusCode::UNAUTHORIZED,
                         Code::Auth,
                         "the gateway needs its token: send `Authorization: Bearer <token>` \
-                         (or `x-seawall-token: <token>`)"
+                         (or `x-api-key: <token>`, or `x-seawall-token: <token>`)"
                             .into(),
                     );
                     response
@@ -267,16 +271,27 @@ impl Gateway {
                 too_large(),
             );
         }
-        let bytes = match Limited::new(body, cap).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
+        let read = tokio::time::timeout(BODY_READ_TIMEOUT, Limited::new(body, cap).collect());
+        let bytes = match read.await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Err(_) => {
+                return refuse(
+                    StatusCode::REQUEST_TIMEOUT,
+                    Code::Timeout,
+                    format!(
+                        "the request body did not arrive within {} s",
+                        BODY_READ_TIMEOUT.as_secs()
+                    ),
+                );
+            }
+            Ok(Err(err)) if err.downcast_ref::<LengthLimitError>().is_some() => {
                 return refuse(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     Code::RequestTooLarge,
                     too_large(),
                 );
             }
-            Err(_) => {
+            Ok(Err(_)) => {
                 return refuse(
                     StatusCode::BAD_REQUEST,
                     Code::BadRequest,
@@ -332,7 +347,7 @@ impl Gateway {
             body: bytes,
             json,
             headers: ClientCall::forwarded_headers(&parts.headers),
-            credential: client_credential(&parts.headers, wire, authorization_is_token),
+            credential: client_credential(&parts.headers, wire, token_header.as_ref()),
         });
         let mut tracker = Tracker::new(Arc::clone(&inner.counters), &model_name, wire, stream);
         let mut upstream = match model.primary.request(&call) {
@@ -405,49 +420,46 @@ fn excerpt(text: &str) -> &str {
     seawall::core::excerpt(text, 64)
 }
 
-enum Presented {
-    /// In `Authorization: Bearer`: that header is the gateway's, not
-    /// forwarded.
-    Authorization,
-    /// In `x-seawall-token`.
-    Header,
-    No,
-}
-
-fn presented_token(headers: &HeaderMap, token: &Secret) -> Presented {
+/// Which header carried the gateway's token: `Authorization: Bearer`
+/// (OpenAI SDKs' `api_key`), `x-api-key` (Anthropic SDKs' `api_key`) or
+/// `x-seawall-token`; `None` when none did.
+fn presented_token(headers: &HeaderMap, token: &Secret) -> Option<HeaderName> {
     let bearer = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
     if bearer.is_some_and(|value| token.matches(value)) {
-        return Presented::Authorization;
+        return Some(http::header::AUTHORIZATION);
     }
-    if headers
-        .get(TOKEN_HEADER)
-        .is_some_and(|value| token.matches(value.as_bytes()))
-    {
-        return Presented::Header;
+    for name in ["x-api-key", TOKEN_HEADER] {
+        if headers
+            .get(name)
+            .is_some_and(|value| token.matches(value.as_bytes()))
+        {
+            return Some(HeaderName::from_static(name));
+        }
     }
-    Presented::No
+    None
 }
 
 /// The client's own key, forwarded only to routes without a key of their
 /// own: `x-api-key` for Anthropic (else `Authorization`), `Authorization`
-/// for OpenAI — unless `Authorization` carried the gateway's token.
+/// for OpenAI — never the header that carried the gateway's token.
 fn client_credential(
     headers: &HeaderMap,
     wire: Wire,
-    authorization_is_token: bool,
+    token_header: Option<&HeaderName>,
 ) -> Option<(HeaderName, HeaderValue)> {
-    let authorization = (!authorization_is_token)
-        .then(|| headers.get(http::header::AUTHORIZATION))
-        .flatten()
-        .map(|v| (http::header::AUTHORIZATION, v.clone()));
+    let own = |name: HeaderName| {
+        if token_header == Some(&name) {
+            return None;
+        }
+        headers.get(&name).map(|value| (name, value.clone()))
+    };
     let credential = match wire {
-        Wire::Anthropic => headers
-            .get("x-api-key")
-            .map(|v| (HeaderName::from_static("x-api-key"), v.clone()))
-            .or(authorization),
-        Wire::OpenAi => authorization,
+        Wire::Anthropic => {
+            own(HeaderName::from_static("x-api-key")).or_else(|| own(http::header::AUTHORIZATION))
+        }
+        Wire::OpenAi => own(http::header::AUTHORIZATION),
     };
     credential.map(|(name, mut value)| {
         value.set_sensitive(true);
@@ -504,34 +516,47 @@ mod tests {
     #[test]
     fn the_gateway_token_is_never_forwarded() {
         let token = Secret::new("gateway-token-0123456789".into());
+        let authorization = Some(http::header::AUTHORIZATION);
         let sent = headers(&[("authorization", "Bearer gateway-token-0123456789")]);
-        assert!(matches!(
-            presented_token(&sent, &token),
-            Presented::Authorization
-        ));
-        assert_eq!(client_credential(&sent, Wire::OpenAi, true), None);
+        assert_eq!(presented_token(&sent, &token), authorization);
+        assert_eq!(
+            client_credential(&sent, Wire::OpenAi, authorization.as_ref()),
+            None
+        );
         // Token in its own header: Authorization is the client's key.
         let sent = headers(&[
             ("x-seawall-token", "gateway-token-0123456789"),
             ("authorization", "Bearer sk-client"),
         ]);
-        assert!(matches!(presented_token(&sent, &token), Presented::Header));
-        let (name, value) = client_credential(&sent, Wire::OpenAi, false).unwrap();
+        let carrier = presented_token(&sent, &token);
+        assert_eq!(
+            carrier.as_ref().map(HeaderName::as_str),
+            Some("x-seawall-token")
+        );
+        let (name, value) = client_credential(&sent, Wire::OpenAi, carrier.as_ref()).unwrap();
         assert_eq!(
             (name.as_str(), value.to_str().unwrap()),
             ("authorization", "Bearer sk-client")
         );
         assert!(value.is_sensitive());
-        // Anthropic: x-api-key first.
+        // Anthropic: the token as x-api-key (an SDK's api_key) stays here.
+        let sent = headers(&[("x-api-key", "gateway-token-0123456789")]);
+        let carrier = presented_token(&sent, &token);
+        assert_eq!(carrier.as_ref().map(HeaderName::as_str), Some("x-api-key"));
+        assert_eq!(
+            client_credential(&sent, Wire::Anthropic, carrier.as_ref()),
+            None
+        );
+        // Anthropic: the client's x-api-key first.
         let sent = headers(&[
             ("x-api-key", "sk-ant-client"),
             ("authorization", "Bearer gateway-token-0123456789"),
         ]);
-        let (name, _) = client_credential(&sent, Wire::Anthropic, true).unwrap();
+        let (name, _) = client_credential(&sent, Wire::Anthropic, authorization.as_ref()).unwrap();
         assert_eq!(name, "x-api-key");
-        assert!(matches!(
+        assert_eq!(
             presented_token(&headers(&[("authorization", "Bearer nope")]), &token),
-            Presented::No
-        ));
+            None
+        );
     }
 }

@@ -2,10 +2,11 @@
 //! one final error event if the stream breaks after content, and the
 //! count of how each request ended.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -170,6 +171,12 @@ pub(crate) fn describe(failure: Option<&Failure>, err: &BoxError, redactor: &Red
 /// The response body: frames pass through untouched; a body error after
 /// content becomes one final error event (for an event stream) and a clean
 /// end, never a silent EOF.
+///
+/// A provider's own in-stream error event (OpenAI `data: {"error":…}`,
+/// Anthropic `event: error`) is held back until the next frame: when the
+/// stream then fails, as it does, seawall's event replaces it (its message
+/// quotes the provider's), so the client reads exactly one error, carrying
+/// seawall's code. Any other frame releases it unchanged.
 pub(crate) struct Relay {
     inner: UpstreamBody,
     wire: Wire,
@@ -179,6 +186,10 @@ pub(crate) struct Relay {
     /// The last two bytes forwarded, to end a half-written event before
     /// the error event.
     tail: [u8; 2],
+    /// Frames ready to go, in order.
+    queue: VecDeque<Frame<Bytes>>,
+    /// A provider error event, waiting to see how the stream ends.
+    held: Option<Bytes>,
     tracker: Tracker,
     redactor: Arc<Redactor>,
     done: bool,
@@ -197,17 +208,43 @@ impl Relay {
             wire,
             sse,
             tail: *b"\n\n",
+            queue: VecDeque::new(),
+            held: None,
             tracker,
             redactor,
             done: false,
         }
     }
 
-    fn remember(&mut self, data: &Bytes) {
+    /// Queues `data` to be sent.
+    fn send(&mut self, data: Bytes) {
+        if data.is_empty() {
+            return;
+        }
         match data.len() {
-            0 => {}
             1 => self.tail = [self.tail[1], data[0]],
             n => self.tail = [data[n - 2], data[n - 1]],
+        }
+        self.queue.push_back(Frame::data(data));
+    }
+
+    /// Sends the held provider error event after all: the stream went on.
+    fn release(&mut self) {
+        if let Some(held) = self.held.take() {
+            self.send(held);
+        }
+    }
+
+    /// Queues `data`, holding back a provider error event in it.
+    fn pass(&mut self, data: Bytes) {
+        self.release();
+        let at_line_start = self.tail[1] == b'\n';
+        match error_event_start(self.wire, &data, at_line_start) {
+            Some(start) if self.sse => {
+                self.send(data.slice(..start));
+                self.held = Some(data.slice(start..));
+            }
+            _ => self.send(data),
         }
     }
 
@@ -219,7 +256,7 @@ impl Relay {
         let event = error.event(self.wire);
         let mut out = BytesMut::with_capacity(event.len() + 2);
         match self.tail {
-            [_, b'\n'] if self.tail[0] == b'\n' => {}
+            [b'\n', b'\n'] => {}
             [_, b'\n'] => out.extend_from_slice(b"\n"),
             _ => out.extend_from_slice(b"\n\n"),
         }
@@ -227,6 +264,33 @@ impl Relay {
         self.tracker.end(End::Interrupted, Some(code.as_str()));
         out.freeze()
     }
+}
+
+/// Where a provider's error event starts in `data`, if it carries one: an
+/// OpenAI `data: {"error"` line, an Anthropic `event: error` line. Neither
+/// can occur inside a JSON string (quotes and newlines are escaped there).
+fn error_event_start(wire: Wire, data: &[u8], at_line_start: bool) -> Option<usize> {
+    let needle: &[u8] = match wire {
+        Wire::OpenAi => b"data: {\"error\"",
+        Wire::Anthropic => b"event: error\n",
+    };
+    let mut from = 0;
+    while let Some(found) = data[from..]
+        .windows(needle.len())
+        .position(|window| window == needle)
+    {
+        let start = from + found;
+        let line_start = if start == 0 {
+            at_line_start
+        } else {
+            data[start - 1] == b'\n'
+        };
+        if line_start {
+            return Some(start);
+        }
+        from = start + 1;
+    }
+    None
 }
 
 impl Body for Relay {
@@ -238,32 +302,39 @@ impl Body for Relay {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
-        if this.done {
-            return Poll::Ready(None);
-        }
-        match Pin::new(&mut this.inner).poll_frame(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    this.remember(data);
-                }
-                Poll::Ready(Some(Ok(frame)))
+        loop {
+            if let Some(frame) = this.queue.pop_front() {
+                return Poll::Ready(Some(Ok(frame)));
             }
-            Poll::Ready(Some(Err(err))) => {
-                this.done = true;
-                if this.sse {
-                    let event = this.final_event(&err);
-                    Poll::Ready(Some(Ok(Frame::data(event))))
-                } else {
-                    let code = Failure::find(&*err).map_or(Code::Unknown, Failure::code);
-                    this.tracker.end(End::Interrupted, Some(code.as_str()));
-                    Poll::Ready(Some(Err(err)))
-                }
+            if this.done {
+                return Poll::Ready(None);
             }
-            Poll::Ready(None) => {
-                this.done = true;
-                this.tracker.end(End::Served, None);
-                Poll::Ready(None)
+            match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => this.pass(data),
+                    Err(frame) => {
+                        this.release();
+                        this.queue.push_back(frame);
+                    }
+                },
+                Some(Err(err)) => {
+                    this.done = true;
+                    if this.sse {
+                        // The held provider event, if any, is replaced.
+                        this.held = None;
+                        let event = this.final_event(&err);
+                        this.queue.push_back(Frame::data(event));
+                    } else {
+                        let code = Failure::find(&*err).map_or(Code::Unknown, Failure::code);
+                        this.tracker.end(End::Interrupted, Some(code.as_str()));
+                        return Poll::Ready(Some(Err(err)));
+                    }
+                }
+                None => {
+                    this.done = true;
+                    this.release();
+                    this.tracker.end(End::Served, None);
+                }
             }
         }
     }
@@ -271,12 +342,38 @@ impl Body for Relay {
     fn is_end_stream(&self) -> bool {
         // Never ends early on the inner body's word: the end is polled, so
         // it is counted.
-        self.done
+        self.done && self.queue.is_empty()
     }
 
     fn size_hint(&self) -> SizeHint {
         // Unknown: with an exact length hyper stops polling after the last
         // byte, and the end would never be seen.
         SizeHint::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_error_events_are_found_at_line_starts_only() {
+        let openai = b"data: {\"choices\":[]}\n\ndata: {\"error\":{}}\n\n";
+        assert_eq!(error_event_start(Wire::OpenAi, openai, true), Some(22));
+        assert_eq!(
+            error_event_start(Wire::OpenAi, b"data: {\"error\":{}}\n\n", false),
+            None
+        );
+        let escaped = br#"data: {"delta":"data: {\"error\""}"#;
+        assert_eq!(error_event_start(Wire::OpenAi, escaped, true), None);
+        let anthropic = b"event: ping\ndata: {}\n\nevent: error\ndata: {}\n\n";
+        assert_eq!(
+            error_event_start(Wire::Anthropic, anthropic, true),
+            Some(22)
+        );
+        assert_eq!(
+            error_event_start(Wire::Anthropic, b"event: ping\n", true),
+            None
+        );
     }
 }

@@ -585,3 +585,48 @@ async fn health_and_unknown_paths() {
             .contains("/v1/chat/completions")
     );
 }
+
+/// A provider's own in-stream error after content is replaced by seawall's
+/// event: the client reads one error, with seawall's code and the
+/// provider's message.
+#[tokio::test]
+async fn a_provider_error_event_becomes_one_seawall_event() {
+    for (wire, body, event, provider_text) in [
+        (
+            Wire::OpenAi,
+            OPENAI_STREAM,
+            "data: {\"error\"",
+            "The server had an error",
+        ),
+        (
+            Wire::Anthropic,
+            ANTHROPIC_STREAM,
+            "event: error",
+            "Overloaded",
+        ),
+    ] {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let gateway = Running::start(config(wire, &[("main", &chaos)])).await;
+        let (status, _, out) = send(
+            &client(),
+            post(
+                &gateway.url(wire.path()),
+                body,
+                &[("x-chaos-fault", "stream_error_after;tokens=2")],
+            ),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let text = String::from_utf8(out.to_vec()).unwrap();
+        assert_eq!(text.matches(event).count(), 1, "{text}");
+        let last = data_lines(&out).pop().unwrap();
+        let error: serde_json::Value = serde_json::from_str(&last).unwrap();
+        let (code, message) = match wire {
+            Wire::OpenAi => (&error["error"]["code"], &error["error"]["message"]),
+            Wire::Anthropic => (&error["error"]["type"], &error["error"]["message"]),
+        };
+        assert_eq!(code, "stream_interrupted", "{text}");
+        assert!(message.as_str().unwrap().contains(provider_text), "{text}");
+        assert!(text.contains("w2") && !text.contains("w3"), "{text}");
+    }
+}
