@@ -7,7 +7,19 @@
 //!
 //! Loopback and the chaos server dominate both sides; the difference is
 //! the layers (classification, the stream guard's scanner, the ladder's
-//! bookkeeping, the body wrappers), so the ratio should stay close to 1.
+//! bookkeeping, the body wrappers).
+//!
+//! One run (2 cores, other builds running; medians):
+//!
+//! ```text
+//! case       bare reqwest   seawall stack   ratio
+//! unary         103.0 µs        107.1 µs    1.04
+//! stream_64     0.998 ms        1.328 ms    1.33
+//! ```
+//!
+//! The stream pays per frame: 64 token frames each pass the classifier's,
+//! the guard's (with its SSE scan) and the deadline's body wrappers, about
+//! 5 µs a frame here, where bare reqwest collects the body in one call.
 
 use std::time::Duration;
 

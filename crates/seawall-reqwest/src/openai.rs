@@ -369,13 +369,8 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.project();
         let poll = this.body.poll_frame(cx);
-        match &poll {
-            Poll::Ready(None) => {
-                if let Some(outcome) = this.outcome.as_ref() {
-                    outcome.ended();
-                }
-            }
-            Poll::Ready(Some(Err(_))) | Poll::Ready(Some(Ok(_))) | Poll::Pending => {}
+        if let (Poll::Ready(None), Some(outcome)) = (&poll, this.outcome.as_ref()) {
+            outcome.ended();
         }
         poll.map(|frame| {
             frame.map(|result| {

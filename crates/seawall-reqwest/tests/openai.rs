@@ -226,6 +226,18 @@ async fn a_reset_after_content_carries_the_delivered_tokens_and_sends_nothing_ag
 }
 
 #[tokio::test]
+async fn a_unary_body_reset_is_retried_before_async_openai_sees_it() {
+    // Nothing reached the caller: the classifier read the broken body
+    // inside the attempt, so the ladder may try again.
+    let seen = call(false, None, &["reset_after;tokens=3", "ok"], Under::Stack).await;
+    assert_ok(&seen);
+    assert_eq!(seen.primary.len(), 2);
+    let receipt = seen.outcome.receipt().expect("a receipt");
+    assert_eq!(receipt.attempts[0].code, Some(Code::Transport));
+    same_body(&seen.primary);
+}
+
+#[tokio::test]
 async fn an_empty_answer_is_retried_to_an_answer() {
     for stream in [false, true] {
         let seen = call(stream, None, &["empty", "ok"], Under::Stack).await;
