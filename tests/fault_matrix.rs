@@ -132,13 +132,21 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
             primary: 2,
             ..b()
         },
-        // A hint past the quota wall is permanent: one call, surfaced, never
-        // failed over, even with a fallback configured.
+        // A hint past the quota wall is permanent for that account, not for
+        // the request: one call, no wait, and the fallback answers.
         Case {
             name: "429 quota wall (Retry-After 48489)",
             fails: Some(Code::QuotaExhausted),
             header: Some("status;code=429;retry_after=48489"),
             fallback: true,
+            fallback_rows: 1,
+            ..b()
+        },
+        // Without another route the wall is surfaced after one call.
+        Case {
+            name: "429 quota wall (Retry-After 48489), no fallback",
+            fails: Some(Code::QuotaExhausted),
+            header: Some("status;code=429;retry_after=48489"),
             want: Want::Before {
                 code: Code::QuotaExhausted,
                 action: Action::Surface,
@@ -176,16 +184,14 @@ fn cases(provider: Provider, stream: bool) -> Vec<Case> {
             stop: StopReason::NotRetryable,
             ..b()
         },
+        // Rejected credentials condemn the route's key, not the request:
+        // another route (another key) answers.
         Case {
             name: "401",
             fails: Some(Code::Auth),
             header: Some("status;code=401"),
             fallback: true,
-            want: Want::Before {
-                code: Code::Auth,
-                action: Action::Surface,
-            },
-            stop: StopReason::NotRetryable,
+            fallback_rows: 1,
             ..b()
         },
         // 200 with nothing in it is a transient failure, retried.
@@ -397,13 +403,13 @@ fn stream_cases(provider: Provider) -> Vec<Case> {
 fn unary_cases(provider: Provider) -> Vec<Case> {
     let b = || base(provider, false);
     vec![
-        // Zero bytes until the attempt bound, twice: promoted to failover.
+        // Zero bytes until the attempt bound, with another route to go to:
+        // the silent route is left after ONE attempt.
         Case {
             name: "hang_after_headers, fallback",
             header: Some("hang_after_headers"),
             fallback: true,
             fails: Some(Code::Timeout),
-            primary: 2,
             fallback_rows: 1,
             ..b()
         },

@@ -63,17 +63,40 @@ impl From<BreakerError> for BoxError {
     }
 }
 
-/// An open circuit's refusal: which route, and how long until the breaker
-/// lets a probe through (`None` while the route is isolated by hand).
+/// The breaker's refusal: which route, and how long until it lets a call
+/// through (`None` while the route is isolated or cooling down until a
+/// reset). Either the circuit is open (failures tripped it, or an operator
+/// isolated it) or the route is cooling down after what it said last — a
+/// quota wall, a rate limit's hint, rejected credentials
+/// ([`cooled_by`](Self::cooled_by)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CircuitOpen {
     route: RouteId,
     retry_after: Option<Duration>,
+    cooled_by: Option<Code>,
 }
 
 impl CircuitOpen {
     pub(crate) fn new(route: RouteId, retry_after: Option<Duration>) -> Self {
-        CircuitOpen { route, retry_after }
+        CircuitOpen {
+            route,
+            retry_after,
+            cooled_by: None,
+        }
+    }
+
+    pub(crate) fn cooling(route: RouteId, cooled_by: Code, retry_after: Option<Duration>) -> Self {
+        CircuitOpen {
+            route,
+            retry_after,
+            cooled_by: Some(cooled_by),
+        }
+    }
+
+    /// The failure that cooled the route down, when the refusal is a
+    /// cooldown rather than an open circuit.
+    pub fn cooled_by(&self) -> Option<Code> {
+        self.cooled_by
     }
 
     /// The refused route.
@@ -89,17 +112,36 @@ impl CircuitOpen {
 
 impl fmt::Display for CircuitOpen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "circuit open for route {}", self.route)?;
-        if let Some(after) = self.retry_after {
-            write!(f, ", next probe in {} ms", after.as_millis())?;
+        match self.cooled_by {
+            Some(code) => {
+                write!(f, "route {} cooling down after {code}", self.route)?;
+                match self.retry_after {
+                    Some(after) => write!(f, ", back in {} ms", after.as_millis()),
+                    None => f.write_str(", until reset"),
+                }
+            }
+            None => {
+                write!(f, "circuit open for route {}", self.route)?;
+                if let Some(after) = self.retry_after {
+                    write!(f, ", next probe in {} ms", after.as_millis())?;
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 
 impl From<CircuitOpen> for Failure {
     fn from(open: CircuitOpen) -> Failure {
-        let failure = Failure::new(Code::CircuitOpen).with_route(open.route);
+        let message = open.cooled_by.map(|_| open.to_string());
+        let code = match open.cooled_by {
+            Some(_) => Code::RouteCoolingDown,
+            None => Code::CircuitOpen,
+        };
+        let mut failure = Failure::new(code).with_route(open.route);
+        if let Some(message) = message {
+            failure = failure.with_message(&message);
+        }
         match open.retry_after {
             Some(after) => failure.with_retry_after(after),
             None => failure,

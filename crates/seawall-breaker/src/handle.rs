@@ -1,6 +1,8 @@
 use std::sync::Arc;
 
-use seawall_core::RouteId;
+use std::time::Duration;
+
+use seawall_core::{Code, RouteId};
 
 use crate::shared::Shared;
 use crate::state::BreakerState;
@@ -32,7 +34,13 @@ impl BreakerHandle {
         }
     }
 
-    /// Forces a route closed with a clean window.
+    /// The failure that cooled a route down and the time left (`None`:
+    /// until [`reset`](Self::reset)), while it is cooling down.
+    pub fn cooldown(&self, route: &RouteId) -> Option<(Code, Option<Duration>)> {
+        self.shared.existing(route.as_str())?.cooling()
+    }
+
+    /// Forces a route closed with a clean window, and ends its cooldown.
     pub fn reset(&self, route: &RouteId) {
         if let Some(breaker) = self.shared.existing(route.as_str()) {
             breaker.reset();

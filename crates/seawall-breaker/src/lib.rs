@@ -28,6 +28,19 @@
 //!   counted failure re-opens it with a longer break (doubling, capped,
 //!   jittered: [`BreakDuration`]).
 //!
+//! - **Cooling down**: besides rates of failure, a route remembers what it
+//!   said last about itself ([`Failure::cooldown`](seawall_core::Failure::cooldown)):
+//!   a quota wall until its reset, a rate limit for its hint, rejected
+//!   credentials until [`BreakerHandle::reset`]. Each is kept on tokio's
+//!   clock from when it was learnt (a `reset_at` wall-clock time is
+//!   converted then, so the paused clock drives cooldowns in tests).
+//!   Meanwhile calls to the route are refused locally, without a call,
+//!   with a transient `route_cooling_down` failure (action `failover`)
+//!   carrying the time left and the code that cooled it
+//!   ([`CircuitOpen::cooled_by`]): the next hundred requests go straight to
+//!   a fallback instead of each meeting the wall.
+//!   [`BreakerHandle::cooldown`] lists it; [`BreakerHandle::reset`] ends it.
+//!
 //! The outcome of a streamed answer is known only at its end, so the
 //! response body is wrapped in a [`BreakerBody`] that records it there: a
 //! provider that drops every stream half-way trips the breaker. A dropped

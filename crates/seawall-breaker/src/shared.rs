@@ -162,9 +162,11 @@ impl Permit {
     /// (no classifier below) is not counted: the breaker cannot tell a dead
     /// route from a caller's mistake.
     pub(crate) fn fail(mut self, error: &BoxError) {
-        let counted = Failure::find(&**error)
-            .is_some_and(|failure| counts(failure, self.breaker.policy.rate_limited_counts));
-        if counted {
+        let Some(failure) = Failure::find(&**error) else {
+            return;
+        };
+        self.breaker.learn(failure);
+        if counts(failure, self.breaker.policy.rate_limited_counts) {
             self.record(Outcome::Failure);
         }
     }

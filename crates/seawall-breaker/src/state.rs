@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use seawall_core::RouteId;
+use std::time::SystemTime;
+
+use seawall_core::{Code, Cooldown, Failure, RouteId};
 use tokio::time::Instant;
 
 use crate::error::CircuitOpen;
@@ -214,6 +216,11 @@ pub(crate) struct RouteBreaker {
     /// configured count) so a slice finds its bucket with a mask instead
     /// of a division; buckets older than the window are ignored by age.
     buckets: Box<[AtomicU64]>,
+    /// The end of the route's cooldown in ms on the policy clock: 0 for
+    /// none, `u64::MAX` until a reset. Read once per admission.
+    cool_until: AtomicU64,
+    /// The code that cooled the route (its index in `Code::ALL`).
+    cooled_by: AtomicU32,
 }
 
 impl fmt::Debug for RouteBreaker {
@@ -238,7 +245,62 @@ impl RouteBreaker {
             periods: AtomicU64::new(0),
             consecutive: AtomicU32::new(0),
             buckets: (0..ring_len(buckets)).map(|_| AtomicU64::new(0)).collect(),
+            cool_until: AtomicU64::new(0),
+            cooled_by: AtomicU32::new(0),
         }
+    }
+
+    /// Cools the route down as `failure` says (see
+    /// [`Failure::cooldown`]): no call goes to it until then. A longer
+    /// cooldown already running is kept.
+    pub(crate) fn learn(&self, failure: &Failure) {
+        let Some(cooldown) = failure.cooldown(SystemTime::now()) else {
+            return;
+        };
+        let until = match cooldown {
+            Cooldown::UntilReset => u64::MAX,
+            Cooldown::For(after) => {
+                let after = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+                self.policy.now_ms().saturating_add(after.max(1))
+            }
+        };
+        let code = Code::ALL
+            .iter()
+            .position(|c| *c == failure.code())
+            .unwrap_or(0);
+        if self.cool_until.fetch_max(until, Ordering::AcqRel) < until {
+            self.cooled_by.store(code as u32, Ordering::Release);
+            tracing::warn!(
+                target: "seawall::breaker",
+                route = %self.route,
+                code = failure.code().as_str(),
+                cooldown_ms = (until != u64::MAX).then(|| until - self.policy.now_ms()),
+                "route cooling down"
+            );
+        }
+    }
+
+    /// The code that cooled the route and the time left (`None`: until a
+    /// reset), while it is cooling down.
+    pub(crate) fn cooling(&self) -> Option<(Code, Option<Duration>)> {
+        let until = self.cool_until.load(Ordering::Acquire);
+        if until == 0 {
+            return None;
+        }
+        let now = self.policy.now_ms();
+        if now >= until {
+            // Over: the next admissions skip this look altogether.
+            let _ = self
+                .cool_until
+                .compare_exchange(until, 0, Ordering::AcqRel, Ordering::Relaxed);
+            return None;
+        }
+        let code = Code::ALL
+            .get(self.cooled_by.load(Ordering::Acquire) as usize)
+            .copied()
+            .unwrap_or(Code::RouteCoolingDown);
+        let left = (until != u64::MAX).then(|| Duration::from_millis(until - now));
+        Some((code, left))
     }
 
     pub(crate) fn state(&self) -> BreakerState {
@@ -256,6 +318,11 @@ impl RouteBreaker {
     /// refusal naming the route and the time to the next probe. The closed
     /// path is one atomic load.
     pub(crate) fn admit(&self) -> Result<Ticket, CircuitOpen> {
+        if self.cool_until.load(Ordering::Relaxed) != 0
+            && let Some((code, left)) = self.cooling()
+        {
+            return Err(CircuitOpen::cooling(self.route.clone(), code, left));
+        }
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             let next = match word & STATE_MASK {
@@ -412,6 +479,7 @@ impl RouteBreaker {
     /// Forces the breaker closed with a clean window.
     pub(crate) fn reset(&self) {
         self.clear_counts();
+        self.cool_until.store(0, Ordering::Release);
         let before = self.word.swap(self.closed_word(), Ordering::AcqRel);
         self.announce(BreakerState::from_bits(before), BreakerState::Closed);
     }

@@ -41,7 +41,7 @@ impl Action {
     /// | 3 | code `cancelled` or `deadline_exceeded` | `Surface` |
     /// | 4 | content already reached the caller (`evidence.content_seen`) | `Surface` |
     /// | 5 | class `Permanent` | `Surface` |
-    /// | 6 | code `circuit_open` or `first_byte_timeout` | `Failover` |
+    /// | 6 | code `circuit_open`, `route_cooling_down` or `first_byte_timeout` | `Failover` |
     /// | 7 | code `stream_interrupted` or `truncated` | `Surface` |
     /// | 8 | any other `Transient` | `Retry` |
     ///
@@ -58,7 +58,9 @@ impl Action {
             (_, Code::Cancelled | Code::DeadlineExceeded) => Action::Surface,
             _ if evidence.content_seen => Action::Surface,
             (Class::Permanent, _) => Action::Surface,
-            (_, Code::CircuitOpen | Code::FirstByteTimeout) => Action::Failover,
+            (_, Code::CircuitOpen | Code::RouteCoolingDown | Code::FirstByteTimeout) => {
+                Action::Failover
+            }
             (_, Code::StreamInterrupted | Code::Truncated) => Action::Surface,
             (Class::Transient, _) => Action::Retry,
         }
@@ -90,6 +92,7 @@ mod tests {
         assert_eq!(decide(Code::QuotaExhausted), Action::Surface);
         assert_eq!(decide(Code::Unknown), Action::Surface);
         assert_eq!(decide(Code::CircuitOpen), Action::Failover);
+        assert_eq!(decide(Code::RouteCoolingDown), Action::Failover);
         assert_eq!(decide(Code::FirstByteTimeout), Action::Failover);
         assert_eq!(decide(Code::Timeout), Action::Retry);
         assert_eq!(decide(Code::RateLimited), Action::Retry);

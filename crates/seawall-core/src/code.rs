@@ -94,6 +94,10 @@ codes! {
     Cancelled => "cancelled", Permanent;
     /// A breaker refused the call without trying the route.
     CircuitOpen => "circuit_open", Transient;
+    /// The route is cooling down after what it said last (a quota wall
+    /// until its reset, a rate limit for its hint, rejected credentials):
+    /// refused locally, without a call, with the time left.
+    RouteCoolingDown => "route_cooling_down", Transient;
     /// A stream failed after content reached the caller.
     StreamInterrupted => "stream_interrupted", Transient;
     /// A stream ended cleanly but without its finish marker after content.

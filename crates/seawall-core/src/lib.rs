@@ -48,6 +48,7 @@ pub mod provider;
 mod receipt;
 pub mod replay;
 mod route;
+mod scope;
 mod text;
 
 pub use action::Action;
@@ -62,6 +63,7 @@ pub use finish::{Finish, FinishKind};
 pub use progress::Progress;
 pub use receipt::{Attempt, Attempts, Receipt, StopReason};
 pub use route::{RouteCache, RouteId};
+pub use scope::{Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope};
 
 /// The error type that travels between tower services.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -159,8 +159,12 @@ where
         return Err(error);
     };
     let cause = failure.code();
-    let eligible = matches!(failure.action(), Action::Retry | Action::Failover)
-        && !matches!(cause, Code::Cancelled | Code::DeadlineExceeded);
+    // The ladder below gave up on something transient, or the route itself
+    // is at fault and another can answer (a quota wall, rejected keys, a
+    // cooldown): see `Scope`.
+    let eligible = (matches!(failure.action(), Action::Retry | Action::Failover)
+        && !matches!(cause, Code::Cancelled | Code::DeadlineExceeded))
+        || failure.moves_route();
     if !eligible {
         return Err(error);
     }

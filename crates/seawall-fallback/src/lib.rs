@@ -5,12 +5,23 @@
 //! primary's final failure is one another route can fix, once to a fallback
 //! service:
 //!
-//! - **Only transient failures**: the failure's action is
-//!   [`Action::Retry`](seawall_core::Action::Retry) (the ladder below gave
-//!   up) or [`Action::Failover`](seawall_core::Action::Failover) (circuit
-//!   open, a route that answers with silence). Never for permanent, policy,
-//!   model-fixable, `cancelled` or `deadline_exceeded` failures, nor for an
-//!   error that is not a seawall [`Failure`](seawall_core::Failure).
+//! - **Only failures another route can fix**
+//!   ([`Failure::moves_route`](seawall_core::Failure::moves_route), the
+//!   [`Scope`](seawall_core::Scope) table): a transient failure whose
+//!   action is [`Action::Retry`](seawall_core::Action::Retry) (the ladder
+//!   below gave up) or [`Action::Failover`](seawall_core::Action::Failover)
+//!   (circuit open, a route cooling down, a route that answers with
+//!   silence), and the route's own permanent verdicts — a quota wall,
+//!   rejected credentials, a model not on that deployment, a redirect —
+//!   which condemn that account, key or host, not the request. Never for a
+//!   request-scoped failure (context length, bad request, refusal, filter,
+//!   malformed call), `cancelled` or `deadline_exceeded`, a transient one
+//!   the provider said not to repeat, nor for an error that is not a
+//!   seawall [`Failure`](seawall_core::Failure).
+//! - **Sooner after silence**: the request carries
+//!   [`OtherRoutes`](seawall_core::OtherRoutes), so a retry ladder below
+//!   leaves a route after its first zero-byte timeout instead of spending a
+//!   second attempt on it.
 //! - **Only before content**: the layer looks only at the response future.
 //!   A failure after content reached the caller arrives through the response
 //!   body, which passes through untouched — by construction it never falls

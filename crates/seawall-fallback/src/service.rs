@@ -2,8 +2,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http_body::Body;
+use seawall_core::facts::BodySlot;
 use seawall_core::replay::{ReplayBody, clone_head};
-use seawall_core::{BoxError, RouteCache, RouteId};
+use seawall_core::{BoxError, OtherRoutes, RequestFacts, RouteCache, RouteId};
 use tower_service::Service;
 
 use crate::error::SameRouteFallback;
@@ -93,7 +94,19 @@ where
         if settings.route.as_ref() == Some(&primary_route) {
             return ResponseFuture::refused(SameRouteFallback::new(primary_route, None).into());
         }
-        let request = request.map(|body| ReplayBody::recorded(body, settings.max_replay_bytes));
+        let (mut parts, body) = request.into_parts();
+        let mut body = ReplayBody::recorded(body, settings.max_replay_bytes);
+        // The recording tells both routes what the body asked for.
+        if parts.extensions.get::<RequestFacts>().is_none() {
+            let slot = Arc::new(BodySlot::default());
+            parts
+                .extensions
+                .insert(RequestFacts::from_parts(&parts).with_body_slot(slot.clone()));
+            body = body.fill_facts(slot);
+        }
+        // A ladder below may move on sooner: this layer has another route.
+        parts.extensions.insert(OtherRoutes);
+        let request = http::Request::from_parts(parts, body);
         // The primary sends the original handle; the kept copy starts from
         // the beginning of the recording, for the fallback.
         let kept = request

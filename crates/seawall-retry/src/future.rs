@@ -63,6 +63,8 @@ pub(crate) struct Ladder<S, B> {
     slept: Duration,
     /// The previous attempt's failure, when it was route-shaped.
     last_route_shaped: Option<(Code, RouteId)>,
+    /// A layer outside can send the request to another route.
+    other_routes: bool,
     grant: Option<Grant>,
     receipt: Receipt,
     span: tracing::Span,
@@ -142,6 +144,7 @@ impl<S, B> Ladder<S, B> {
         again: Option<Again<S, B>>,
         route: RouteId,
         deadline: Option<Deadline>,
+        other_routes: bool,
     ) -> Self {
         let span = tracing::debug_span!("retry_ladder", max_attempts = shared.policy.max_attempts);
         Ladder {
@@ -154,6 +157,7 @@ impl<S, B> Ladder<S, B> {
             attempt_started: deadline.map(|_| Instant::now()),
             slept: Duration::ZERO,
             last_route_shaped: None,
+            other_routes,
             grant: None,
             receipt: Receipt::default(),
             span,
@@ -272,7 +276,10 @@ impl<S, B> Ladder<S, B> {
             }
             _ => false,
         };
-        if repeated || consumed_most {
+        // With another route to go to, a route that answered with silence
+        // is left after one attempt: a second would re-buy the silence.
+        let silent_with_elsewhere = self.other_routes && failure.is_zero_byte_timeout();
+        if repeated || consumed_most || silent_with_elsewhere {
             return Err(StopReason::Failover);
         }
         let again = match &self.again {

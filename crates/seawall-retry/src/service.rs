@@ -7,7 +7,7 @@ use http_body::Body;
 use rand::Rng;
 use seawall_core::facts::BodySlot;
 use seawall_core::replay::ReplayBody;
-use seawall_core::{BoxError, Deadline, RequestFacts};
+use seawall_core::{BoxError, Deadline, OtherRoutes, RequestFacts};
 use tower_service::Service;
 
 use crate::future::{Again, Ladder, ResponseFuture};
@@ -67,6 +67,7 @@ where
         }
         let route = self.shared.routes.route_of(&request);
         let deadline = Deadline::of(&request);
+        let other_routes = request.extensions().get::<OtherRoutes>().is_some();
         self.shared.budget.start();
         let (mut first, again) = if policy.max_attempts > 1 {
             let (mut parts, body) = request.into_parts();
@@ -95,7 +96,7 @@ where
         });
         ResponseFuture::ladder(
             future,
-            Ladder::new(self.shared.clone(), again, route, deadline),
+            Ladder::new(self.shared.clone(), again, route, deadline, other_routes),
         )
     }
 }

@@ -1,0 +1,251 @@
+//! Whom a failure condemns: the request, or only the route it went to.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use crate::{Action, Class, Code, Failure};
+
+/// Whether another route could answer where this one failed.
+///
+/// [`Action::decide`](crate::Action::decide) answers "what now, on this
+/// route?" and stays the same whatever routes exist: a caller with one
+/// route sees exactly what it always saw. The scope answers the question
+/// only a layer that knows other routes asks — the fallback chain, a route
+/// set — "would another route fail the same way?":
+///
+/// | scope | codes | why |
+/// |---|---|---|
+/// | `Request` | `context_too_long`, `bad_request`, `request_too_large`, `refused`, `content_filtered`, `bad_arguments`, `cancelled`, `deadline_exceeded`, `unknown` | the same request fails anywhere, or nobody is waiting; `unknown` fails closed |
+/// | `Route` | `quota_exhausted`, `auth`, `not_found`, `redirected`, `rate_limited`, `circuit_open`, `route_cooling_down`, `provider_unavailable`, `overloaded`, timeouts, `transport`, `empty_response`, `protocol_violation`, `budget_exhausted` | one account, key, deployment or host is at fault; another can answer |
+///
+/// Interruptions after content (`stream_interrupted`, `truncated`) have
+/// `Route` scope too — but content seen wins: nothing moves after content
+/// reached the caller, whatever the scope.
+///
+/// Precedence between retrying and moving, for the layers that can move:
+///
+/// | failure | on the same route | with another route |
+/// |---|---|---|
+/// | transient, short wait (a brief 503, a 429 whose hint fits the ladder's backoff cap) | retry | retry on the same route first |
+/// | a long wait (a hint past the ladder's cap, a quota wall) | surface | move at once |
+/// | permanent, `Route` scope (`quota_exhausted`, `auth`, `not_found`, `redirected`) | surface | move at once |
+/// | a zero-byte timeout (no byte of an answer) | retry, then fail over on the second | move after the first |
+/// | `Request` scope | as `Action::decide` says | never move |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Any route would fail the same way.
+    Request,
+    /// Only this route is at fault.
+    Route,
+}
+
+impl Scope {
+    /// The scope of a failure with `code`.
+    pub const fn of(code: Code) -> Scope {
+        match code {
+            Code::ContextTooLong
+            | Code::BadRequest
+            | Code::RequestTooLarge
+            | Code::Refused
+            | Code::ContentFiltered
+            | Code::BadArguments
+            | Code::Cancelled
+            | Code::DeadlineExceeded
+            | Code::Unknown => Scope::Request,
+            _ => Scope::Route,
+        }
+    }
+
+    /// The stable name: `request` or `route`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scope::Request => "request",
+            Scope::Route => "route",
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Failure {
+    /// Whom this failure condemns: see [`Scope`].
+    pub fn scope(&self) -> Scope {
+        Scope::of(self.code())
+    }
+
+    /// True when a layer that knows other routes should move this request
+    /// to one now: the route is at fault, nothing reached the caller, and
+    /// either the route said it will not answer soon (a permanent verdict, a
+    /// quota wall, a wait the ladder would not make) or it answered with
+    /// silence (a zero-byte timeout, an open circuit, a cooldown).
+    ///
+    /// A transient failure whose action says to leave it be (the provider's
+    /// `x-should-retry: false`) is not moved: the action decides there.
+    pub fn moves_route(&self) -> bool {
+        if self.scope() != Scope::Route || self.evidence().content_seen {
+            return false;
+        }
+        if matches!(self.code(), Code::StreamInterrupted | Code::Truncated) {
+            return false;
+        }
+        self.class() == Class::Permanent
+            || matches!(self.action(), Action::Retry | Action::Failover)
+    }
+
+    /// True for a timeout (the attempt's own bound or the stream guard's
+    /// first byte) that fired before a single byte of an answer arrived:
+    /// the route accepts connections and does not generate.
+    pub fn is_zero_byte_timeout(&self) -> bool {
+        matches!(self.code(), Code::Timeout | Code::FirstByteTimeout)
+            && self.evidence().nothing_arrived()
+    }
+}
+
+/// A request extension saying that a layer outside can send this request
+/// to another route (a fallback): a retry ladder inside then fails over
+/// after the first zero-byte timeout instead of spending a second attempt
+/// on a route that answers with silence. Without it the ladder keeps its
+/// single-route rule (fail over on the second in a row).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OtherRoutes;
+
+/// How long a route should be left alone after a failure, as the failure
+/// itself says: see [`Failure::cooldown`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cooldown {
+    /// For this long, from when the failure was learnt.
+    For(Duration),
+    /// Until an operator says otherwise (rejected credentials).
+    UntilReset,
+}
+
+/// How long a quota wall that names no reset keeps its route cold.
+pub const DEFAULT_QUOTA_COOLDOWN: Duration = Duration::from_secs(60);
+
+impl Failure {
+    /// What this failure says of its route's near future, for a registry of
+    /// route health that outlives one request:
+    ///
+    /// - `quota_exhausted`: until its reset (`retry_after`, else `reset_at`,
+    ///   else [`DEFAULT_QUOTA_COOLDOWN`]);
+    /// - `rate_limited` with a hint: for the hint;
+    /// - `auth`: until reset by hand — a key does not fix itself;
+    /// - anything else: nothing (the breaker judges rates of failure).
+    pub fn cooldown(&self, now: SystemTime) -> Option<Cooldown> {
+        match self.code() {
+            Code::QuotaExhausted => {
+                let until_reset = self.reset_at().and_then(|at| at.duration_since(now).ok());
+                Some(Cooldown::For(
+                    self.retry_after()
+                        .or(until_reset)
+                        .unwrap_or(DEFAULT_QUOTA_COOLDOWN),
+                ))
+            }
+            Code::RateLimited => self.retry_after().map(Cooldown::For),
+            Code::Auth => Some(Cooldown::UntilReset),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Evidence;
+
+    #[test]
+    fn every_code_has_the_scope_the_table_gives() {
+        let request = [
+            Code::ContextTooLong,
+            Code::BadRequest,
+            Code::RequestTooLarge,
+            Code::Refused,
+            Code::ContentFiltered,
+            Code::BadArguments,
+            Code::Cancelled,
+            Code::DeadlineExceeded,
+            Code::Unknown,
+        ];
+        for code in Code::ALL {
+            let expected = if request.contains(code) {
+                Scope::Request
+            } else {
+                Scope::Route
+            };
+            assert_eq!(Scope::of(*code), expected, "{code}");
+        }
+    }
+
+    #[test]
+    fn content_seen_never_moves() {
+        let after = Evidence {
+            content_seen: true,
+            bytes: 10,
+            ..Evidence::default()
+        };
+        for code in [Code::QuotaExhausted, Code::Overloaded, Code::Transport] {
+            assert!(Failure::new(code).moves_route(), "{code}");
+            assert!(
+                !Failure::new(code)
+                    .with_evidence(after.clone())
+                    .moves_route(),
+                "{code}"
+            );
+        }
+        assert!(!Failure::new(Code::ContextTooLong).moves_route());
+        assert!(!Failure::new(Code::StreamInterrupted).moves_route());
+        // The provider said not to try again: the action decides.
+        let stay = Failure::new(Code::Overloaded).with_action(Action::Surface);
+        assert!(!stay.moves_route());
+    }
+
+    #[test]
+    fn what_a_failure_says_of_its_route() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let wall = Failure::new(Code::QuotaExhausted).with_retry_after(Duration::from_secs(48_489));
+        assert_eq!(
+            wall.cooldown(now),
+            Some(Cooldown::For(Duration::from_secs(48_489)))
+        );
+        let dated = Failure::new(Code::QuotaExhausted).with_reset_at(now + Duration::from_secs(90));
+        assert_eq!(
+            dated.cooldown(now),
+            Some(Cooldown::For(Duration::from_secs(90)))
+        );
+        assert_eq!(
+            Failure::new(Code::QuotaExhausted).cooldown(now),
+            Some(Cooldown::For(DEFAULT_QUOTA_COOLDOWN))
+        );
+        let brief = Failure::new(Code::RateLimited).with_retry_after(Duration::from_secs(2));
+        assert_eq!(
+            brief.cooldown(now),
+            Some(Cooldown::For(Duration::from_secs(2)))
+        );
+        assert_eq!(Failure::new(Code::RateLimited).cooldown(now), None);
+        assert_eq!(
+            Failure::new(Code::Auth).cooldown(now),
+            Some(Cooldown::UntilReset)
+        );
+        assert_eq!(Failure::new(Code::Overloaded).cooldown(now), None);
+    }
+
+    #[test]
+    fn zero_byte_timeouts_are_told_from_slow_ones() {
+        assert!(Failure::new(Code::Timeout).is_zero_byte_timeout());
+        assert!(Failure::new(Code::FirstByteTimeout).is_zero_byte_timeout());
+        let some = Evidence {
+            bytes: 1,
+            ..Evidence::default()
+        };
+        assert!(
+            !Failure::new(Code::Timeout)
+                .with_evidence(some)
+                .is_zero_byte_timeout()
+        );
+        assert!(!Failure::new(Code::IdleTimeout).is_zero_byte_timeout());
+    }
+}

@@ -1,0 +1,240 @@
+//! Route-scoped failures over loopback: a quota wall, rejected keys and a
+//! silent route condemn the route, not the request — the fallback answers,
+//! and what the route said is remembered by the breaker for the requests
+//! that follow.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{Ask, client, fallback_to, request};
+use http_body_util::{BodyExt, Full};
+use seawall::classify::ClassifyLayer;
+use seawall::core::provider::Provider;
+use seawall::core::{Code, Failure, Receipt, RouteId};
+use seawall::fallback::ServedBy;
+use seawall_chaos::{ChaosHandle, Fault};
+use tower::{Service, ServiceExt};
+
+fn ask(id: &str) -> Ask {
+    Ask {
+        provider: Provider::OpenAi,
+        stream: false,
+        id: id.to_owned(),
+        fault: None,
+        stop_after: None,
+    }
+}
+
+fn fault(text: &str) -> Fault {
+    common::fault(text)
+}
+
+/// One operation through `service`: who served it, and the receipt.
+async fn one<S, B>(service: &mut S, base: &str, id: &str) -> Result<(ServedBy, Receipt), Failure>
+where
+    S: Service<
+            http::Request<Full<Bytes>>,
+            Response = http::Response<B>,
+            Error = seawall::core::BoxError,
+        >,
+    B: http_body::Body<Data = Bytes>,
+    B::Error: std::fmt::Debug,
+{
+    let request = request(base, &ask(id));
+    let response = match service.ready().await.unwrap().call(request).await {
+        Ok(response) => response,
+        Err(error) => return Err(Failure::find(&*error).expect("a seawall failure").clone()),
+    };
+    let served = response.extensions().get::<ServedBy>().cloned().unwrap();
+    let receipt = response.extensions().get::<Receipt>().cloned().unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&body).contains("w8"));
+    Ok((served, receipt))
+}
+
+fn rows(chaos: &ChaosHandle) -> usize {
+    chaos.journal().len()
+}
+
+#[tokio::test]
+async fn a_quota_wall_fails_over_at_once_and_is_remembered_until_its_reset() {
+    let primary = common::chaos().await;
+    let backup = common::chaos().await;
+    // A 1 s hint is a quota wall here (threshold 100 ms): its reset comes
+    // within the test.
+    primary
+        .script(
+            "openai",
+            vec![fault(
+                "status;code=429;retry_after=1;kind=insufficient_quota",
+            )],
+        )
+        .unwrap();
+    let stack = common::short_stack();
+    let classify = ClassifyLayer::openai().quota_wall(Duration::from_millis(100));
+    let fallback = fallback_to(&stack, Provider::OpenAi, &backup.base_url());
+    let mut service = stack.build_with_fallback(&classify, client(), fallback);
+
+    let started = tokio::time::Instant::now();
+    let (served, receipt) = one(&mut service, &primary.base_url(), "walled")
+        .await
+        .unwrap();
+    assert!(served.fallback, "the backup answered");
+    let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(codes, [Some(Code::QuotaExhausted), None]);
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "no backoff wait: {:?}",
+        started.elapsed()
+    );
+    assert_eq!((rows(&primary), rows(&backup)), (1, 1));
+
+    // The next hundred operations go straight to the backup.
+    for n in 0..100 {
+        let (served, receipt) = one(&mut service, &primary.base_url(), &format!("op{n}"))
+            .await
+            .unwrap();
+        assert!(served.fallback);
+        assert_eq!(
+            receipt.attempts.iter().next().unwrap().code,
+            Some(Code::RouteCoolingDown),
+            "refused locally"
+        );
+    }
+    assert_eq!(rows(&primary), 1, "no attempt on the walled route");
+    assert_eq!(rows(&backup), 101);
+
+    // After its reset, one probe: the wall is gone, the primary answers.
+    let handle = stack.breaker_layer().handle();
+    let route = RouteId::new(primary.base_url().trim_start_matches("http://"));
+    let (code, left) = handle.cooldown(&route).expect("still cooling");
+    assert_eq!(code, Code::QuotaExhausted);
+    tokio::time::sleep(left.unwrap() + Duration::from_millis(20)).await;
+    let (served, _) = one(&mut service, &primary.base_url(), "after")
+        .await
+        .unwrap();
+    assert!(!served.fallback, "the primary is back");
+    assert_eq!(rows(&primary), 2);
+}
+
+#[tokio::test]
+async fn rejected_credentials_fail_over_and_stay_cold_until_reset_by_hand() {
+    let primary = common::chaos().await;
+    let backup = common::chaos().await;
+    primary
+        .script("openai", vec![fault("status;code=401")])
+        .unwrap();
+    let stack = common::short_stack();
+    let fallback = fallback_to(&stack, Provider::OpenAi, &backup.base_url());
+    let mut service = stack.build_with_fallback(&ClassifyLayer::openai(), client(), fallback);
+    for n in 0..5 {
+        let (served, _) = one(&mut service, &primary.base_url(), &format!("op{n}"))
+            .await
+            .unwrap();
+        assert!(served.fallback);
+    }
+    assert_eq!(rows(&primary), 1, "a key does not fix itself");
+    let handle = stack.breaker_layer().handle();
+    let route = RouteId::new(primary.base_url().trim_start_matches("http://"));
+    assert_eq!(handle.cooldown(&route), Some((Code::Auth, None)));
+    handle.reset(&route);
+    let (served, _) = one(&mut service, &primary.base_url(), "after")
+        .await
+        .unwrap();
+    assert!(!served.fallback);
+    assert_eq!(rows(&primary), 2);
+}
+
+#[tokio::test]
+async fn a_brief_503_is_retried_on_the_same_route_and_the_fallback_is_untouched() {
+    let primary = common::chaos().await;
+    let backup = common::chaos().await;
+    primary
+        .script("openai", vec![fault("status;code=503")])
+        .unwrap();
+    let stack = common::short_stack();
+    let fallback = fallback_to(&stack, Provider::OpenAi, &backup.base_url());
+    let mut service = stack.build_with_fallback(&ClassifyLayer::openai(), client(), fallback);
+    let (served, receipt) = one(&mut service, &primary.base_url(), "brief")
+        .await
+        .unwrap();
+    assert!(!served.fallback);
+    assert_eq!(receipt.attempts.len(), 2);
+    assert_eq!((rows(&primary), rows(&backup)), (2, 0));
+}
+
+#[tokio::test]
+async fn without_another_route_the_wall_is_one_attempt_surfaced() {
+    let primary = common::chaos().await;
+    primary
+        .script(
+            "openai",
+            vec![fault(
+                "status;code=429;retry_after=48489;kind=insufficient_quota",
+            )],
+        )
+        .unwrap();
+    let stack = common::short_stack();
+    let mut service = stack.build(&ClassifyLayer::openai(), client());
+    let failure = one(&mut service, &primary.base_url(), "alone")
+        .await
+        .unwrap_err();
+    assert_eq!(failure.code(), Code::QuotaExhausted);
+    assert_eq!(rows(&primary), 1);
+}
+
+/// A listener that accepts connections and never answers: not even headers.
+async fn mute() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (base, task)
+}
+
+#[tokio::test]
+async fn silence_with_an_attempt_bound_shorter_than_first_byte_is_left_after_one_attempt() {
+    let backup = common::chaos().await;
+    // Headers then silence (the stream guard's first-byte bound is longer
+    // than the attempt's), and no headers at all.
+    let hanging = common::chaos().await;
+    hanging
+        .script("openai", vec![fault("hang_after_headers")])
+        .unwrap();
+    let (mute_base, mute_task) = mute().await;
+    for (name, base) in [
+        ("headers, then silence", hanging.base_url()),
+        ("no headers", mute_base),
+    ] {
+        let stack = common::short_stack()
+            .attempt_timeout(Duration::from_millis(150))
+            .stream_guard(
+                seawall::stream::StreamGuardLayer::interactive()
+                    .first_byte_timeout(Duration::from_secs(2)),
+            );
+        let fallback = fallback_to(&stack, Provider::OpenAi, &backup.base_url());
+        let mut service = stack.build_with_fallback(&ClassifyLayer::openai(), client(), fallback);
+        let mut streamed = ask(name);
+        streamed.stream = true;
+        let request = request(&base, &streamed);
+        let response = service
+            .ready()
+            .await
+            .unwrap()
+            .call(request)
+            .await
+            .expect(name);
+        let receipt = response.extensions().get::<Receipt>().cloned().unwrap();
+        let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+        assert_eq!(codes, [Some(Code::Timeout), None], "{name}");
+        assert!(receipt.fallback, "{name}");
+    }
+    assert_eq!(hanging.journal().len(), 1);
+    mute_task.abort();
+}
