@@ -239,8 +239,13 @@ impl Relay {
     fn pass(&mut self, data: Bytes) {
         self.release();
         let at_line_start = self.tail[1] == b'\n';
-        match error_event_start(self.wire, &data, at_line_start) {
-            Some(start) if self.sse => {
+        let error_at = if self.sse {
+            error_event_start(self.wire, &data, at_line_start)
+        } else {
+            None
+        };
+        match error_at {
+            Some(start) => {
                 self.send(data.slice(..start));
                 self.held = Some(data.slice(start..));
             }
@@ -274,23 +279,13 @@ fn error_event_start(wire: Wire, data: &[u8], at_line_start: bool) -> Option<usi
         Wire::OpenAi => b"data: {\"error\"",
         Wire::Anthropic => b"event: error\n",
     };
-    let mut from = 0;
-    while let Some(found) = data[from..]
-        .windows(needle.len())
-        .position(|window| window == needle)
-    {
-        let start = from + found;
-        let line_start = if start == 0 {
+    memchr::memmem::find_iter(data, needle).find(|&start| {
+        if start == 0 {
             at_line_start
         } else {
             data[start - 1] == b'\n'
-        };
-        if line_start {
-            return Some(start);
         }
-        from = start + 1;
-    }
-    None
+    })
 }
 
 impl Body for Relay {
