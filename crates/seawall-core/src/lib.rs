@@ -62,7 +62,7 @@ pub use failure::{Failure, Interrupted, MESSAGE_EXCERPT_BYTES, excerpt};
 pub use finish::{Finish, FinishKind};
 pub use progress::Progress;
 pub use receipt::{Attempt, Attempts, Receipt, StopReason};
-pub use route::{RouteCache, RouteId};
+pub use route::{RouteCache, RouteId, ShownUri};
 pub use scope::{Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope};
 
 /// The error type that travels between tower services.

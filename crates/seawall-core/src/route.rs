@@ -68,6 +68,31 @@ fn name_of_uri(uri: &http::Uri) -> &str {
     }
 }
 
+/// A URI as seawall shows it in errors and logs: scheme, host, port and
+/// path — never the userinfo (a key in a base URL) nor the query (keys
+/// travel there too, e.g. Gemini's `?key=`).
+#[derive(Clone, Copy)]
+pub struct ShownUri<'a>(pub &'a http::Uri);
+
+impl fmt::Display for ShownUri<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let uri = self.0;
+        if let Some(scheme) = uri.scheme_str() {
+            write!(f, "{scheme}://")?;
+        }
+        if uri.authority().is_some() {
+            f.write_str(name_of_uri(uri))?;
+        }
+        f.write_str(uri.path())
+    }
+}
+
+impl fmt::Debug for ShownUri<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
+
 /// Remembers the first route a service called, so that later requests to
 /// the same route share its name instead of allocating their own: a client
 /// usually talks to one provider. Other routes cost their own name.
@@ -102,6 +127,25 @@ impl fmt::Display for RouteId {
 impl From<&str> for RouteId {
     fn from(name: &str) -> Self {
         RouteId::new(name)
+    }
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::ShownUri;
+
+    #[test]
+    fn a_shown_uri_keeps_no_secret() {
+        let uri: http::Uri = "https://sk-user:sk-secret@api.example.com:8443/v1beta/models/g:generateContent?key=AIzaSECRET"
+            .parse()
+            .unwrap();
+        let shown = ShownUri(&uri).to_string();
+        assert_eq!(
+            shown,
+            "https://api.example.com:8443/v1beta/models/g:generateContent"
+        );
+        let relative: http::Uri = "/v1/chat/completions?x=1".parse().unwrap();
+        assert_eq!(ShownUri(&relative).to_string(), "/v1/chat/completions");
     }
 }
 

@@ -29,7 +29,8 @@ pub enum Error {
     /// a relative URI, a scheme other than `http`/`https`, no host.
     #[error("reqwest cannot send a request to `{uri}`: {reason}")]
     InvalidRequest {
-        /// The request's URI as given.
+        /// The request's URI, without userinfo or query
+        /// ([`ShownUri`](seawall_core::ShownUri)).
         uri: String,
         /// What reqwest said.
         reason: String,
@@ -62,6 +63,8 @@ impl Error {
         if let Some(body) = request_body_error(&error) {
             return Error::request_body(body.0.to_string());
         }
+        // reqwest's own message names the full URL, key and all.
+        let error = error.without_url();
         if error.is_builder() {
             return Error::invalid_request(uri, &error);
         }

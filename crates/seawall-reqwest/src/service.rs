@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::Body;
-use seawall_core::BoxError;
+use seawall_core::{BoxError, ShownUri};
 use tower_service::Service;
 
 use crate::body::{ResponseBody, SendBody};
@@ -91,7 +91,7 @@ where
             },
             Err(error) => ResponseFuture {
                 state: State::Failed {
-                    error: Some(Error::from_reqwest(error, &uri)),
+                    error: Some(Error::from_reqwest(error, &ShownUri(&uri))),
                 },
             },
         }
@@ -134,7 +134,9 @@ impl Future for ResponseFuture {
                     let response = http::Response::<reqwest::Body>::from(response);
                     Poll::Ready(Ok(response.map(ResponseBody::new)))
                 }
-                Poll::Ready(Err(error)) => Poll::Ready(Err(Error::from_reqwest(error, uri))),
+                Poll::Ready(Err(error)) => {
+                    Poll::Ready(Err(Error::from_reqwest(error, &ShownUri(uri))))
+                }
             },
             StateProj::Failed { error } => Poll::Ready(Err(error
                 .take()

@@ -172,12 +172,13 @@ async fn a_503_then_ok_is_two_upstream_attempts_none_by_async_openai() {
 
 #[tokio::test]
 async fn the_quota_wall_is_one_attempt_and_the_caller_reads_quota_exhausted() {
+    // One route: the wall is surfaced after one call.
     for stream in [false, true] {
         let seen = call(
             stream,
             Some("status;code=429;retry_after=48489;kind=insufficient_quota"),
             &[],
-            Under::Fallback,
+            Under::Stack,
         )
         .await;
         let error = seen.error.as_ref().expect("an error");
@@ -187,6 +188,26 @@ async fn the_quota_wall_is_one_attempt_and_the_caller_reads_quota_exhausted() {
         assert_eq!(seen.outcome.code(), Some(Code::QuotaExhausted));
         assert_eq!(seen.outcome.attempts(), 1);
         assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+    }
+}
+
+#[tokio::test]
+async fn a_quota_wall_with_a_backup_is_answered_by_the_backup() {
+    // The wall condemns the account, not the request: one call to it, no
+    // wait, and the fallback answers.
+    for stream in [false, true] {
+        let seen = call(
+            stream,
+            Some("status;code=429;retry_after=48489;kind=insufficient_quota"),
+            &[],
+            Under::Fallback,
+        )
+        .await;
+        assert_ok(&seen);
+        assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 1));
+        let receipt = seen.outcome.receipt().expect("a receipt");
+        assert_eq!(receipt.attempts[0].code, Some(Code::QuotaExhausted));
+        assert!(receipt.fallback);
     }
 }
 
@@ -205,10 +226,11 @@ async fn headers_then_silence_fails_over_after_one_first_byte_bound() {
 
 #[tokio::test]
 async fn a_unary_answer_that_never_comes_fails_over() {
+    // With a fallback, one zero-byte attempt bound is enough.
     let seen = call(false, Some("hang_after_headers"), &[], Under::Fallback).await;
     assert_ok(&seen);
-    assert_eq!((seen.primary.len(), seen.fallback.len()), (2, 1));
-    assert_eq!(seen.outcome.attempts(), 3);
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 1));
+    assert_eq!(seen.outcome.attempts(), 2);
 }
 
 #[tokio::test]

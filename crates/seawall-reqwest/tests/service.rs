@@ -123,6 +123,19 @@ async fn a_503_then_ok_is_two_attempts_with_the_same_body() {
 #[tokio::test]
 async fn the_quota_wall_is_one_attempt() {
     for stream in [false, true] {
+        // Alone: surfaced after one call.
+        let seen = call(
+            stream,
+            Some("status;code=429;retry_after=48489;kind=insufficient_quota"),
+            &[],
+            false,
+        )
+        .await;
+        let failure = seen.failure.as_ref().expect("a failure");
+        assert_eq!(failure.code(), Code::QuotaExhausted);
+        assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+        assert_eq!(attempts(&seen), 1);
+        // With a backup: one call to the wall, then the backup answers.
         let seen = call(
             stream,
             Some("status;code=429;retry_after=48489;kind=insufficient_quota"),
@@ -130,10 +143,8 @@ async fn the_quota_wall_is_one_attempt() {
             true,
         )
         .await;
-        let failure = seen.failure.as_ref().expect("a failure");
-        assert_eq!(failure.code(), Code::QuotaExhausted);
-        assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
-        assert_eq!(attempts(&seen), 1);
+        assert!(seen.failure.is_none(), "{seen:?}");
+        assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 1));
     }
 }
 
@@ -153,11 +164,11 @@ async fn headers_then_silence_fails_over_after_one_first_byte_bound() {
 }
 
 #[tokio::test]
-async fn a_unary_answer_that_never_comes_fails_over_after_two_attempt_bounds() {
+async fn a_unary_answer_that_never_comes_fails_over_after_one_attempt_bound() {
     let seen = call(false, Some("hang_after_headers"), &[], true).await;
     assert!(seen.failure.is_none(), "{seen:?}");
     assert_eq!(seen.text, words(8));
-    assert_eq!((seen.primary.len(), seen.fallback.len()), (2, 1));
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 1));
     assert_eq!(seen.receipt.unwrap().attempts[0].code, Some(Code::Timeout));
 }
 
@@ -313,6 +324,20 @@ async fn a_uri_reqwest_cannot_send_is_a_clear_error_naming_it() {
         let failure = Failure::find(&*error).expect("a classified failure");
         assert_eq!(failure.code(), Code::BadRequest);
         assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
+    }
+    // A key in the URI is named nowhere.
+    let secret = "ftp://sk-user:sk-secret@127.0.0.1:9/v1/chat/completions?key=AIzaSECRET";
+    let request = http::Request::post(secret)
+        .body(Full::new(Bytes::from(common::chat_body(false))))
+        .unwrap();
+    let error = service.clone().oneshot(request).await.unwrap_err();
+    let shown = format!("{error} {error:?}");
+    assert!(
+        shown.contains("ftp://127.0.0.1:9/v1/chat/completions"),
+        "{shown}"
+    );
+    for part in ["sk-user", "sk-secret", "AIzaSECRET"] {
+        assert!(!shown.contains(part), "{shown}");
     }
 }
 
