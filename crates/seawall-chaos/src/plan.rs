@@ -103,6 +103,16 @@ fn unary_delay(answer: &Answer, from: u32, to: u32) -> Duration {
     ms(answer.delay_ms.saturating_mul(gaps))
 }
 
+/// The first token of a `repeat_tail` answer: a continuation after `wK`
+/// starts `words` tokens early (never before `w1`); a fresh answer at `w1`.
+fn repeat_from(ctx: &Ctx, words: u32) -> u32 {
+    if ctx.first_token > 1 {
+        ctx.first_token.saturating_sub(words).max(1)
+    } else {
+        1
+    }
+}
+
 /// Plans the answer to `fault` (never `random`: it is drawn before planning).
 pub(crate) fn plan(fault: &Fault, ctx: &Ctx, stream: bool) -> Plan {
     if stream {
@@ -137,6 +147,36 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
                 &mut steps,
             );
             end = Outcome::Completed;
+        }
+        Fault::RepeatTail { words, answer: a } => {
+            preamble(&mut steps);
+            stream_tail(
+                ctx,
+                repeat_from(ctx, *words),
+                a.tokens,
+                ms(a.delay_ms),
+                Finish::Stop,
+                &mut steps,
+            );
+            end = Outcome::Completed;
+        }
+        Fault::ToolCallResetAfter { tokens, answer } => {
+            preamble(&mut steps);
+            stream_tokens(1, *tokens, ms(answer.delay_ms), &mut steps);
+            steps.push_back(Step::Bytes(wire::tool_call_delta(ctx, *tokens), 0));
+            steps.push_back(Step::Reset);
+        }
+        Fault::ResetMidEvent { tokens, answer } => {
+            preamble(&mut steps);
+            stream_tokens(1, *tokens, ms(answer.delay_ms), &mut steps);
+            let sent = wire::Sent {
+                count: *tokens,
+                last: *tokens,
+            };
+            let next = wire::token(ctx, tokens + 1, None, sent);
+            // Cut inside the event: its first half, never its blank line.
+            steps.push_back(Step::Bytes(next.slice(..next.len() / 2), 0));
+            steps.push_back(Step::Reset);
         }
         Fault::Empty | Fault::Refusal(_) | Fault::Length(_) => {
             let (a, finish) = match fault {
@@ -224,6 +264,15 @@ fn plan_unary(fault: &Fault, ctx: &Ctx) -> Plan {
         Fault::Status(s) => Plan::Error(*s),
         Fault::ResetBeforeHeaders => Plan::CloseBeforeHeaders,
         Fault::StreamErrorAfter { .. } => Plan::Error(wire::unary_stream_error(ctx.provider)),
+        Fault::RepeatTail { words, answer: a } => {
+            let from = repeat_from(ctx, *words);
+            let wait = unary_delay(a, from, a.tokens);
+            if !wait.is_zero() {
+                steps.push_back(Step::Sleep(wait));
+            }
+            let tokens = a.tokens.saturating_sub(from - 1);
+            complete(steps, full(Finish::Stop, a, from), tokens)
+        }
         Fault::Ok(a)
         | Fault::SlowFirstByte { answer: a, .. }
         | Fault::Refusal(a)
@@ -275,6 +324,8 @@ fn plan_unary(fault: &Fault, ctx: &Ctx) -> Plan {
             }
         }
         Fault::ResetAfter { tokens, answer }
+        | Fault::ToolCallResetAfter { tokens, answer }
+        | Fault::ResetMidEvent { tokens, answer }
         | Fault::TruncateAfter { tokens, answer }
         | Fault::StallAfter { tokens, answer, .. } => {
             let total = answer.tokens.max(*tokens);
@@ -289,7 +340,9 @@ fn plan_unary(fault: &Fault, ctx: &Ctx) -> Plan {
             ));
             let mut end = Outcome::CutByFault;
             match fault {
-                Fault::ResetAfter { .. } => steps.push_back(Step::Reset),
+                Fault::ResetAfter { .. }
+                | Fault::ToolCallResetAfter { .. }
+                | Fault::ResetMidEvent { .. } => steps.push_back(Step::Reset),
                 Fault::StallAfter { ms: stall, .. } => {
                     // A JSON body has no room for keep-alives: the stall is plain silence.
                     steps.push_back(Step::Stall {

@@ -464,3 +464,32 @@ async fn an_anthropic_stream_resumed_after_a_prefill_is_well_formed() {
     assert_eq!(events[6].data["usage"]["output_tokens"], 2);
     assert_eq!(chaos.journal()[0].tokens_written, 2);
 }
+
+#[tokio::test]
+async fn resume_faults_repeat_the_tail_call_a_tool_and_cut_an_event() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    // A continuation after `w3` that repeats the last two delivered words.
+    let resumed = r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"w1 w2 w3"}]}"#;
+    let fault = [("x-chaos-fault", "repeat_tail;words=2;tokens=6")];
+    let reply = post(chaos.addr(), OPENAI, &fault, resumed).await;
+    assert_eq!(openai_text(&reply.text()), " w2 w3 w4 w5 w6");
+    // A fresh answer is `ok`.
+    let reply = post(chaos.addr(), OPENAI, &fault, OPENAI_STREAM_BODY).await;
+    assert_eq!(openai_text(&reply.text()), "w1 w2 w3 w4 w5 w6");
+    // Two tokens, a tool-call delta, a reset.
+    let fault = [("x-chaos-fault", "tool_call_reset_after;tokens=2")];
+    let reply = post(chaos.addr(), OPENAI, &fault, OPENAI_STREAM_BODY).await;
+    assert!(reply.error.is_some());
+    let text = reply.text();
+    assert!(text.contains("\"tool_calls\""), "{text}");
+    assert!(text.ends_with("\n\n"), "{text}");
+    // Two tokens, then half of the third token's event.
+    let fault = [("x-chaos-fault", "reset_mid_event;tokens=2")];
+    let reply = post(chaos.addr(), OPENAI, &fault, OPENAI_STREAM_BODY).await;
+    assert!(reply.error.is_some());
+    let text = reply.text();
+    assert!(!text.ends_with("\n\n"), "{text}");
+    let (whole, cut) = text.rsplit_once("\n\n").unwrap();
+    assert_eq!(openai_text(&format!("{whole}\n\n")), "w1 w2");
+    assert!(cut.starts_with("data: {") && !cut.contains("w3"), "{cut}");
+}

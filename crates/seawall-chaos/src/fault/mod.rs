@@ -207,6 +207,31 @@ pub enum Fault {
     },
     /// `reset_before_headers`: read the request, then close the connection without a response.
     ResetBeforeHeaders,
+    /// `repeat_tail;words=K`: a healthy answer that, when it continues a
+    /// resumed one, first repeats the last `words` delivered words (as
+    /// models often do).
+    RepeatTail {
+        /// Delivered words repeated at the start of a continuation.
+        words: u32,
+        /// The answer.
+        answer: Answer,
+    },
+    /// `tool_call_reset_after;tokens=N`: N text tokens, then one tool-call
+    /// delta, then an abrupt TCP close (RST) with the call in flight.
+    ToolCallResetAfter {
+        /// Content tokens written before the tool-call delta.
+        tokens: u32,
+        /// The answer being cut.
+        answer: Answer,
+    },
+    /// `reset_mid_event;tokens=N`: N tokens, then the first half of the
+    /// next token's event, then an abrupt TCP close (RST).
+    ResetMidEvent {
+        /// Whole content tokens written before the cut event.
+        tokens: u32,
+        /// The answer being cut.
+        answer: Answer,
+    },
     /// `random;seed=S;p=P`: a seeded draw per request; with probability P one of the
     /// failure faults, otherwise `ok`.
     Random {
@@ -284,6 +309,9 @@ mod tests {
             "truncate_after;tokens=5;total=10",
             "reset_before_headers",
             "random;seed=7;p=0.3",
+            "repeat_tail;words=5;tokens=600",
+            "tool_call_reset_after;tokens=3",
+            "reset_mid_event;tokens=4;total=9",
         ];
         for example in examples {
             let fault = parse(example).unwrap_or_else(|e| panic!("{example}: {e}"));
@@ -291,7 +319,7 @@ mod tests {
             let again = parse(&fault.to_string()).unwrap();
             assert_eq!(fault, again, "{example} -> {fault}");
         }
-        assert_eq!(FAULT_NAMES.len(), 14);
+        assert_eq!(FAULT_NAMES.len(), 17);
     }
 
     #[test]
@@ -400,7 +428,9 @@ mod tests {
         assert_eq!(parse(&long).unwrap_err().code(), "fault_too_long");
         let long_name = "x".repeat(1000);
         let err = parse(&long_name).unwrap_err();
-        assert!(err.to_string().len() < 300, "echo is cut: {err}");
+        // The echo is cut; the list of names it ends with is not.
+        let names = FAULT_NAMES.join(", ").len();
+        assert!(err.to_string().len() < 150 + names, "echo is cut: {err}");
         // Multi-byte characters are cut on a character boundary.
         let err = parse(&"é".repeat(100)).unwrap_err();
         assert_eq!(err.code(), "unknown_fault");

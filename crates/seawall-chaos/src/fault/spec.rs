@@ -257,6 +257,50 @@ const RANDOM: FaultSpec = FaultSpec {
     },
 };
 
+const REPEAT_TAIL: FaultSpec = FaultSpec {
+    name: "repeat_tail",
+    params: &[param("words", "K", IfAbsent::Required), TOKENS_8, DELAY_MS],
+    about: "a healthy answer that, when it continues a resumed one (a prefill ending in `wK`), \
+            first repeats the last `words` delivered words, as models often do; a fresh answer is \
+            `ok`",
+    example: r#"curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: repeat_tail;words=5;tokens=12' -d "$B""#,
+    parse: |p| {
+        Ok(Fault::RepeatTail {
+            words: p.need(
+                "words",
+                |v| v.parse().ok().filter(|n| *n <= super::MAX_TOKENS),
+                "a word count 0..=100000",
+            )?,
+            answer: p.answer("tokens")?,
+        })
+    },
+};
+
+const TOOL_CALL_RESET_AFTER: FaultSpec = FaultSpec {
+    name: "tool_call_reset_after",
+    params: CUT,
+    about: "`tokens` tokens, then one tool-call delta (OpenAI `delta.tool_calls`, Anthropic a \
+            `tool_use` block and its `input_json_delta`, Gemini a `functionCall` part, Responses \
+            `response.function_call_arguments.delta`), then a TCP reset with the call in flight",
+    example: r#"curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: tool_call_reset_after;tokens=3' -d "$B""#,
+    parse: |p| {
+        let (tokens, answer) = p.cut()?;
+        Ok(Fault::ToolCallResetAfter { tokens, answer })
+    },
+};
+
+const RESET_MID_EVENT: FaultSpec = FaultSpec {
+    name: "reset_mid_event",
+    params: CUT,
+    about: "`tokens` tokens, then the first half of the next token's event (a cut in the middle \
+            of an SSE event), then a TCP reset",
+    example: r#"curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: reset_mid_event;tokens=3' -d "$B""#,
+    parse: |p| {
+        let (tokens, answer) = p.cut()?;
+        Ok(Fault::ResetMidEvent { tokens, answer })
+    },
+};
+
 /// Every fault, in the order the documentation lists them.
 pub(crate) const FAULTS: &[FaultSpec] = &[
     OK,
@@ -273,6 +317,9 @@ pub(crate) const FAULTS: &[FaultSpec] = &[
     TRUNCATE_AFTER,
     RESET_BEFORE_HEADERS,
     RANDOM,
+    REPEAT_TAIL,
+    TOOL_CALL_RESET_AFTER,
+    RESET_MID_EVENT,
 ];
 
 /// Every fault name, in the order the documentation lists them.
@@ -304,6 +351,9 @@ impl Fault {
             Fault::TruncateAfter { .. } => &TRUNCATE_AFTER,
             Fault::ResetBeforeHeaders => &RESET_BEFORE_HEADERS,
             Fault::Random { .. } => &RANDOM,
+            Fault::RepeatTail { .. } => &REPEAT_TAIL,
+            Fault::ToolCallResetAfter { .. } => &TOOL_CALL_RESET_AFTER,
+            Fault::ResetMidEvent { .. } => &RESET_MID_EVENT,
         }
     }
 }
@@ -389,9 +439,16 @@ pub(crate) fn values(fault: &Fault) -> Vec<(&'static str, String)> {
             values.extend(answer("tokens", a));
             values
         }
+        Fault::RepeatTail { words, answer: a } => {
+            let mut values = vec![("words", words.to_string())];
+            values.extend(answer("tokens", a));
+            values
+        }
         Fault::ResetAfter { tokens, answer: a }
         | Fault::StreamErrorAfter { tokens, answer: a }
-        | Fault::TruncateAfter { tokens, answer: a } => {
+        | Fault::TruncateAfter { tokens, answer: a }
+        | Fault::ToolCallResetAfter { tokens, answer: a }
+        | Fault::ResetMidEvent { tokens, answer: a } => {
             let mut values = vec![("tokens", tokens.to_string())];
             values.extend(answer("total", a));
             values

@@ -14,6 +14,13 @@ const BLOCK_START: &str = "event: content_block_start\ndata: {\"type\":\"content
 const BLOCK_STOP: &str =
     "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n";
 
+/// The text block closes, a `tool_use` block opens and its input starts.
+pub(super) const TOOL_CALL: &str = concat!(
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_chaos\",\"name\":\"lookup\",\"input\":{}}}\n\n",
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"q\\\": \"}}\n\n",
+);
+
 pub(super) fn message_start(ctx: &Ctx) -> String {
     format!(
         "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{}\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":{},\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{},\"output_tokens\":1}}}}}}\n\n",

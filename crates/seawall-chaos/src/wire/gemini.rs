@@ -38,6 +38,15 @@ fn text_candidate(text: &str, finish: Option<Finish>) -> String {
     format!(r#"{{"content":{{"parts":[{{"text":"{text}"}}],"role":"model"}}{finish},"index":0}}"#)
 }
 
+/// A frame whose part is a `functionCall`.
+pub(super) fn tool_call_frame(ctx: &Ctx) -> String {
+    frame(
+        ctx,
+        r#"{"content":{"parts":[{"functionCall":{"name":"lookup","args":{"q":"w"}}}],"role":"model"},"index":0}"#,
+        None,
+    )
+}
+
 pub(super) fn role_frame(ctx: &Ctx) -> String {
     frame(ctx, &text_candidate("", None), None)
 }

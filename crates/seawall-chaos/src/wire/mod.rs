@@ -241,6 +241,18 @@ pub(crate) fn finish(ctx: &Ctx, finish: Finish, sent: Sent) -> Bytes {
     .into()
 }
 
+/// One tool-call delta after `tokens` content tokens: the call has started
+/// and its arguments are streaming.
+pub(crate) fn tool_call_delta(ctx: &Ctx, tokens: u32) -> Bytes {
+    match ctx.provider {
+        Provider::OpenAi => openai::tool_call_chunk(ctx),
+        Provider::Anthropic => anthropic::TOOL_CALL.to_owned(),
+        Provider::Gemini => gemini::tool_call_frame(ctx),
+        Provider::OpenAiResponses => openai_responses::tool_call_delta(tokens),
+    }
+    .into()
+}
+
 /// The in-stream error event, after `tokens` content tokens.
 pub(crate) fn stream_error(ctx: &Ctx, tokens: u32) -> Bytes {
     Bytes::from_static(match ctx.provider {

@@ -34,6 +34,14 @@ pub(super) fn token_chunk(ctx: &Ctx, i: u32) -> String {
     )
 }
 
+/// A tool-call delta: the call opens with its name and empty arguments.
+pub(super) fn tool_call_chunk(ctx: &Ctx) -> String {
+    chunk(
+        ctx,
+        r#"{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_chaos","type":"function","function":{"name":"lookup","arguments":""}}]},"logprobs":null,"finish_reason":null}"#,
+    )
+}
+
 fn finish_reason(finish: Finish) -> &'static str {
     match finish {
         Finish::Stop => "stop",

@@ -235,6 +235,15 @@ pub(super) fn stream_error(tokens: u32) -> String {
     )
 }
 
+/// A function call's arguments streaming, after `tokens` text deltas.
+pub(super) fn tool_call_delta(tokens: u32) -> String {
+    event(
+        "response.function_call_arguments.delta",
+        r#""item_id":"fc_chaos","output_index":1,"delta":"{\"q\":""#,
+        next_seq(tokens),
+    )
+}
+
 /// The unary response split around its text. Without tokens there is no
 /// text part: the split falls at the start of `output`, which then holds
 /// nothing (`empty`) or a message with only the refusal.
