@@ -67,6 +67,10 @@ pub struct Interrupted {
     /// code stays `stream_interrupted` (surface): this says whether the
     /// route is to blame, for a breaker.
     pub cause: Option<crate::Code>,
+    /// Content events delivered that carried no text: tool or function-call
+    /// deltas. A stream cut while one was in flight cannot be continued by
+    /// text alone.
+    pub tool_call_events: u64,
 }
 
 impl Failure {

@@ -67,6 +67,8 @@ enum Cause {
 struct Tally {
     events: u64,
     content_events: u64,
+    /// Content events without text: tool or function-call deltas.
+    tool_call_events: u64,
     keepalives: u64,
     first_content: Option<Instant>,
     last_activity: Instant,
@@ -88,8 +90,9 @@ impl Tally {
                 self.content_events += 1;
                 self.first_content.get_or_insert(now);
                 self.last_activity = now;
-                if let Some(text) = text {
-                    self.append(&text);
+                match text {
+                    Some(text) => self.append(&text),
+                    None => self.tool_call_events += 1,
                 }
                 if let Some(reason) = finish {
                     self.finish(reason);
@@ -228,6 +231,7 @@ impl Track {
             tally: Tally {
                 events: 0,
                 content_events: 0,
+                tool_call_events: 0,
                 keepalives: 0,
                 first_content: None,
                 last_activity: started,
@@ -487,6 +491,7 @@ impl Track {
             delivered.delivered_text = self.tally.text.take();
             delivered.text_capped = self.tally.text_capped;
             delivered.cause = underlying;
+            delivered.tool_call_events = self.tally.tool_call_events;
             failure = failure.with_interrupted(delivered);
         }
         self.report(Some(failure.code()), closed_by, now);
