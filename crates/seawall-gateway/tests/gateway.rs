@@ -640,3 +640,85 @@ async fn a_provider_error_event_becomes_one_seawall_event() {
         assert!(text.contains("w2") && !text.contains("w3"), "{text}");
     }
 }
+
+/// A file config: a route that renames the model, a fallback, and a third
+/// route that waits for route chains (the gateway starts and serves).
+#[tokio::test]
+async fn a_file_config_renames_the_model_per_route() {
+    let primary = ChaosServer::builder().start().await.unwrap();
+    let spare = ChaosServer::builder().start().await.unwrap();
+    let third = ChaosServer::builder().start().await.unwrap();
+    let text = format!(
+        r#"
+        listen = "127.0.0.1:0"
+        token_env = "GATEWAY_TOKEN"
+        first_byte_timeout = "300ms"
+
+        [[route]]
+        name = "main"
+        wire = "openai"
+        base_url = "{}/v1"
+        key_env = "KEY_MAIN"
+        model = "gpt-x-main"
+
+        [[route]]
+        name = "spare"
+        wire = "openai"
+        base_url = "{}"
+        key_env = "KEY_SPARE"
+        model = "gpt-x-spare"
+        preset = "batch"
+
+        [[route]]
+        name = "third"
+        wire = "openai"
+        base_url = "{}"
+        key_env = "KEY_THIRD"
+
+        [models]
+        "gpt-x" = ["main", "spare", "third"]
+        "#,
+        primary.base_url(),
+        spare.base_url(),
+        third.base_url()
+    );
+    let config = Config::from_toml(&text).unwrap();
+    let gateway = Running::start(config).await;
+    let client = client();
+    let url = gateway.url("/v1/chat/completions");
+    let (status, headers, body) = send(
+        &client,
+        post(&url, OPENAI_UNARY, &[("x-chaos-request-id", "renamed")]),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(header(&headers, "x-seawall-served-by"), "main");
+    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer["model"], "gpt-x-main");
+    let row = primary.wait_for_request("renamed").await;
+    assert_eq!(row.model.as_deref(), Some("gpt-x-main"));
+    // The fallback gets its own name for the model.
+    primary
+        .script("openai", vec![fault("hang_after_headers")])
+        .unwrap();
+    let (status, headers, _) = send(
+        &client,
+        post(&url, OPENAI_STREAM, &[("x-chaos-request-id", "fallback")]),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(header(&headers, "x-seawall-served-by"), "spare; fallback");
+    let row = spare.wait_for_request("fallback").await;
+    assert_eq!(row.model.as_deref(), Some("gpt-x-spare"));
+    assert!(
+        third.journal().is_empty(),
+        "the third route waits for chains"
+    );
+    // A model no route serves.
+    let (status, _, body) = send(
+        &client,
+        post(&url, r#"{"model":"other","messages":[]}"#, &[]),
+    )
+    .await;
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+}
