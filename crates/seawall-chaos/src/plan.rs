@@ -103,6 +103,13 @@ fn unary_delay(answer: &Answer, from: u32, to: u32) -> Duration {
     ms(answer.delay_ms.saturating_mul(gaps))
 }
 
+/// Tokens a stream cut after token `tokens` has sent: a continuation
+/// (after a prefill ending in `wK`) starts at `w{K+1}`, so cut faults cut
+/// a resumed answer again, at the same absolute token.
+fn sent(ctx: &Ctx, tokens: u32) -> u32 {
+    tokens.saturating_sub(ctx.first_token - 1)
+}
+
 /// The first token of a `repeat_tail` answer: a continuation after `wK`
 /// starts `words` tokens early (never before `w1`); a fresh answer at `w1`.
 fn repeat_from(ctx: &Ctx, words: u32) -> u32 {
@@ -162,15 +169,18 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
         }
         Fault::ToolCallResetAfter { tokens, answer } => {
             preamble(&mut steps);
-            stream_tokens(1, *tokens, ms(answer.delay_ms), &mut steps);
-            steps.push_back(Step::Bytes(wire::tool_call_delta(ctx, *tokens), 0));
+            stream_tokens(ctx.first_token, *tokens, ms(answer.delay_ms), &mut steps);
+            steps.push_back(Step::Bytes(
+                wire::tool_call_delta(ctx, sent(ctx, *tokens)),
+                0,
+            ));
             steps.push_back(Step::Reset);
         }
         Fault::ResetMidEvent { tokens, answer } => {
             preamble(&mut steps);
-            stream_tokens(1, *tokens, ms(answer.delay_ms), &mut steps);
+            stream_tokens(ctx.first_token, *tokens, ms(answer.delay_ms), &mut steps);
             let sent = wire::Sent {
-                count: *tokens,
+                count: sent(ctx, *tokens),
                 last: *tokens,
             };
             let next = wire::token(ctx, tokens + 1, None, sent);
@@ -200,11 +210,11 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
         | Fault::StreamErrorAfter { tokens, answer }
         | Fault::TruncateAfter { tokens, answer } => {
             preamble(&mut steps);
-            stream_tokens(1, *tokens, ms(answer.delay_ms), &mut steps);
+            stream_tokens(ctx.first_token, *tokens, ms(answer.delay_ms), &mut steps);
             match fault {
                 Fault::ResetAfter { .. } => steps.push_back(Step::Reset),
                 Fault::StreamErrorAfter { .. } => {
-                    steps.push_back(Step::Bytes(wire::stream_error(ctx, *tokens), 0))
+                    steps.push_back(Step::Bytes(wire::stream_error(ctx, sent(ctx, *tokens)), 0))
                 }
                 _ => {}
             }
@@ -218,7 +228,7 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
         } => {
             let delay = ms(answer.delay_ms);
             preamble(&mut steps);
-            stream_tokens(1, *tokens, delay, &mut steps);
+            stream_tokens(ctx.first_token, *tokens, delay, &mut steps);
             steps.push_back(Step::Stall {
                 length: ms(*stall),
                 ping_every: pings.then(|| ms(*ping_ms)),

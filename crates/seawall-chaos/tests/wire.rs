@@ -492,4 +492,9 @@ async fn resume_faults_repeat_the_tail_call_a_tool_and_cut_an_event() {
     let (whole, cut) = text.rsplit_once("\n\n").unwrap();
     assert_eq!(openai_text(&format!("{whole}\n\n")), "w1 w2");
     assert!(cut.starts_with("data: {") && !cut.contains("w3"), "{cut}");
+    // A cut fault continues a resumed answer and cuts it at the same token.
+    let fault = [("x-chaos-fault", "reset_after;tokens=5")];
+    let reply = post(chaos.addr(), OPENAI, &fault, resumed).await;
+    assert!(reply.error.is_some());
+    assert_eq!(openai_text(&reply.text()), " w4 w5");
 }
