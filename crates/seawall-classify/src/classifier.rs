@@ -4,7 +4,7 @@ use std::error::Error as StdError;
 
 use http::response::Parts;
 use seawall_core::provider::{ErrorContext, QuotaWall};
-use seawall_core::{Failure, Finish, RequestFacts};
+use seawall_core::{Failure, Finish, RequestFacts, Usage};
 
 /// Decides what responses and errors mean. [`ClassifyLayer`] calls it; the
 /// built-in [`ProviderClassifier`] implements it for each provider, and users
@@ -107,8 +107,29 @@ pub enum Checked {
     /// Deliver it, with the finish reason it declared (put in the response
     /// extensions), if any.
     Deliver(Option<Finish>),
+    /// Deliver it, with what the answer said of itself: its finish reason
+    /// and the provider's token usage (each put in the response extensions
+    /// when present).
+    Answer {
+        /// The finish reason the answer declared.
+        finish: Option<Finish>,
+        /// The usage the answer reported.
+        usage: Option<Usage>,
+    },
     /// The failure a "successful" body amounts to: empty, refused, filtered.
     Fail(Failure),
+}
+
+impl Checked {
+    /// What a delivered answer said of itself (finish, usage), or the
+    /// failure it amounts to.
+    pub fn delivered(self) -> Result<(Option<Finish>, Option<Usage>), Box<Failure>> {
+        match self {
+            Checked::Deliver(finish) => Ok((finish, None)),
+            Checked::Answer { finish, usage } => Ok((finish, usage)),
+            Checked::Fail(failure) => Err(Box::new(failure)),
+        }
+    }
 }
 
 /// Rules put in front of a classifier: built by
@@ -159,20 +180,23 @@ impl<R: Classifier, C: Classifier> Classifier for WithRules<R, C> {
         let asks = |side: &dyn Classifier| {
             matches!(side.inspect_success(parts, cx), Inspection::CheckBody)
         };
-        let first = if asks(&self.rules) {
-            match self.rules.check_success(parts, body, cx) {
-                Checked::Deliver(finish) => finish,
-                fail @ Checked::Fail(_) => return fail,
+        let (finish, usage) = if asks(&self.rules) {
+            match self.rules.check_success(parts, body, cx).delivered() {
+                Ok(said) => said,
+                Err(failure) => return Checked::Fail(*failure),
             }
         } else {
-            None
+            (None, None)
         };
         if !asks(&self.defaults) {
-            return Checked::Deliver(first);
+            return Checked::Answer { finish, usage };
         }
-        match self.defaults.check_success(parts, body, cx) {
-            Checked::Deliver(second) => Checked::Deliver(first.or(second)),
-            fail @ Checked::Fail(_) => fail,
+        match self.defaults.check_success(parts, body, cx).delivered() {
+            Ok((second, second_usage)) => Checked::Answer {
+                finish: finish.or(second),
+                usage: usage.or(second_usage),
+            },
+            Err(failure) => Checked::Fail(*failure),
         }
     }
 

@@ -16,7 +16,7 @@ use seawall_core::provider::{Provider, classify_error};
 use seawall_core::{Code, Evidence, Failure, Progress, RequestFacts};
 use tower::BoxError;
 
-use crate::classifier::{Checked, Classifier, Inspection, SuccessContext};
+use crate::classifier::{Classifier, Inspection, SuccessContext};
 use crate::layer::Settings;
 use crate::{ClassifiedBody, error_context, grpc, transport_failure};
 
@@ -364,18 +364,23 @@ where
                 Err(report(failure))
             }
             SuccessRead::Whole => {
-                match classifier.check_success(&self.parts, self.buffer.as_slice(), success_cx) {
-                    Checked::Deliver(finish) => {
+                let checked =
+                    classifier.check_success(&self.parts, self.buffer.as_slice(), success_cx);
+                match checked.delivered() {
+                    Ok((finish, usage)) => {
                         let mut parts = self.parts;
                         if let Some(finish) = finish {
                             parts.extensions.insert(finish);
                         }
+                        if let Some(usage) = usage {
+                            parts.extensions.insert(usage);
+                        }
                         let body = ClassifiedBody::read(self.buffer.into_bytes(), self.trailers);
                         Ok(Response::from_parts(parts, body))
                     }
-                    Checked::Fail(mut failure) => {
+                    Err(mut failure) => {
                         self.fill(failure.evidence_mut(), started);
-                        Err(report(failure))
+                        Err(report(*failure))
                     }
                 }
             }

@@ -17,7 +17,8 @@ use seawall_core::json::{Text, from_bytes};
 use std::time::SystemTime;
 
 use seawall_core::provider::{ErrorContext, Provider, classify_declared};
-use seawall_core::{Code, Failure, Finish, FinishKind};
+use seawall_core::usage::UsageFields;
+use seawall_core::{Code, Failure, Finish, FinishKind, Usage};
 
 use crate::classifier::Checked;
 use serde::Deserialize;
@@ -55,6 +56,7 @@ fn verdict(
     policy: Option<Failure>,
     has_content: bool,
     finish: Option<(FinishKind, Text<'_>)>,
+    usage: Option<Usage>,
 ) -> Checked {
     if let Some(failure) = policy {
         return Checked::Fail(failure);
@@ -65,7 +67,14 @@ fn verdict(
     {
         return Checked::Fail(failure);
     }
-    Checked::Deliver(finish.map(|(kind, reason)| Finish::new(kind, &reason.0)))
+    Checked::Answer {
+        finish: finish.map(|(kind, reason)| Finish::new(kind, &reason.0)),
+        usage,
+    }
+}
+
+fn usage_of(fields: Option<UsageFields>) -> Option<Usage> {
+    fields.as_ref().and_then(UsageFields::usage)
 }
 
 /// The failure a finish reason amounts to, with the reason as the
@@ -80,6 +89,8 @@ fn finish_failure(kind: FinishKind, reason: &str) -> Option<Failure> {
 struct ChatCompletion<'a> {
     #[serde(borrow)]
     choices: Option<Outcome<'a, Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageFields>,
 }
 
 #[derive(Deserialize)]
@@ -146,14 +157,20 @@ fn unreadable(error: serde_json::Error) -> Option<Checked> {
 }
 
 fn check_openai(body: &[u8]) -> Option<Checked> {
-    let choices = match from_bytes(body) {
+    let (choices, usage) = match from_bytes(body) {
         Ok(ChatCompletion {
             choices: Some(choices),
-        }) => choices,
-        Ok(ChatCompletion { choices: None }) => return None,
+            usage,
+        }) => (choices, usage),
+        Ok(ChatCompletion { choices: None, .. }) => return None,
         Err(error) => return unreadable(error),
     };
-    Some(verdict(choices.policy, choices.has_content, choices.finish))
+    Some(verdict(
+        choices.policy,
+        choices.has_content,
+        choices.finish,
+        usage_of(usage),
+    ))
 }
 
 // Anthropic messages.
@@ -166,6 +183,8 @@ struct AnthropicMessage<'a> {
     content: Any<ContentBlock<'a>>,
     #[serde(borrow, default)]
     stop_reason: Option<Text<'a>>,
+    #[serde(default)]
+    usage: Option<UsageFields>,
 }
 
 #[derive(Deserialize)]
@@ -202,7 +221,12 @@ fn check_anthropic(body: &[u8]) -> Option<Checked> {
     let policy = finish
         .as_ref()
         .and_then(|(kind, reason)| finish_failure(*kind, &reason.0));
-    Some(verdict(policy, message.content.0, finish))
+    Some(verdict(
+        policy,
+        message.content.0,
+        finish,
+        usage_of(message.usage),
+    ))
 }
 
 // Gemini generateContent.
@@ -214,7 +238,7 @@ struct GeminiResponse<'a> {
     candidates: Option<Outcome<'a, Candidate<'a>>>,
     #[serde(borrow)]
     prompt_feedback: Option<PromptFeedback<'a>>,
-    usage_metadata: Option<IgnoredAny>,
+    usage_metadata: Option<UsageFields>,
 }
 
 #[derive(Deserialize)]
@@ -272,7 +296,12 @@ fn check_gemini(body: &[u8]) -> Option<Checked> {
         .and_then(|feedback| feedback.block_reason)
         .map(|reason| Failure::new(Code::ContentFiltered).with_provider_code(&*reason.0));
     let policy = blocked.or(candidates.policy);
-    Some(verdict(policy, candidates.has_content, candidates.finish))
+    Some(verdict(
+        policy,
+        candidates.has_content,
+        candidates.finish,
+        usage_of(response.usage_metadata),
+    ))
 }
 
 // OpenAI Responses API.
@@ -289,6 +318,8 @@ struct ResponsesAnswer<'a> {
     error: Option<ResponsesError<'a>>,
     #[serde(borrow, default)]
     output: Option<ResponsesOutput<'a>>,
+    #[serde(default)]
+    usage: Option<UsageFields>,
 }
 
 #[derive(Deserialize)]
@@ -450,7 +481,12 @@ fn check_responses(body: &[u8]) -> Option<Checked> {
                 Some(refusal) => Some(Failure::new(Code::Refused).with_message(&refusal.0)),
                 None => finish_failure(kind, &reason.0),
             };
-            Some(verdict(policy, output.has_content, Some((kind, reason))))
+            Some(verdict(
+                policy,
+                output.has_content,
+                Some((kind, reason)),
+                usage_of(answer.usage),
+            ))
         }
         _ => Some(Checked::Deliver(None)),
     }
@@ -700,6 +736,31 @@ mod tests {
         check(Provider::OpenAiResponses, body, true)
     }
 
+    fn usage(checked: Checked) -> Option<Usage> {
+        match checked.delivered() {
+            Ok((_, usage)) => usage,
+            Err(failure) => panic!("not delivered: {failure}"),
+        }
+    }
+
+    #[test]
+    fn answers_say_their_usage_in_each_providers_spelling() {
+        let openai = br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0}}}"#;
+        assert_eq!(usage(check_openai(openai)), Some(Usage::new(9, 12)));
+        let anthropic = br#"{"type":"message","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":3}}"#;
+        assert_eq!(usage(check_anthropic(anthropic)), Some(Usage::new(10, 3)));
+        let gemini = br#"{"candidates":[{"content":{"parts":[{"text":"hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"totalTokenCount":5}}"#;
+        assert_eq!(usage(check_gemini(gemini)), Some(Usage::new(3, 2)));
+        let responses = br#"{"object":"response","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":4,"output_tokens":1,"total_tokens":5}}"#;
+        assert_eq!(usage(check_responses(responses)), Some(Usage::new(4, 1)));
+        // Odd counts never cost the answer: both spellings, a string, a
+        // negative number, no usage at all.
+        let odd = br#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":"9","input_tokens":7,"completion_tokens":-1}}"#;
+        assert_eq!(usage(check_openai(odd)), Some(Usage::new(7, 0)));
+        let none = br#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}"#;
+        assert_eq!(usage(check_openai(none)), None);
+    }
+
     #[test]
     fn on_a_generation_endpoint_another_shape_is_no_answer() {
         for (provider, body) in [
@@ -786,16 +847,16 @@ mod tests {
     }
 
     fn code(checked: Checked) -> Option<Code> {
-        match checked {
-            Checked::Fail(failure) => Some(failure.code()),
-            Checked::Deliver(_) => None,
+        match checked.delivered() {
+            Err(failure) => Some(failure.code()),
+            Ok(_) => None,
         }
     }
 
     fn delivered(checked: Checked) -> Option<Finish> {
-        match checked {
-            Checked::Deliver(finish) => finish,
-            Checked::Fail(failure) => panic!("not delivered: {failure}"),
+        match checked.delivered() {
+            Ok((finish, _)) => finish,
+            Err(failure) => panic!("not delivered: {failure}"),
         }
     }
 
@@ -834,7 +895,7 @@ mod tests {
         ] {
             match check_openai(cut) {
                 Checked::Fail(failure) => assert_eq!(failure.code(), Code::ProtocolViolation),
-                Checked::Deliver(_) => panic!("a cut body was delivered"),
+                _ => panic!("a cut body was delivered"),
             }
         }
     }

@@ -50,6 +50,7 @@ pub mod replay;
 mod route;
 mod scope;
 mod text;
+pub mod usage;
 
 pub use action::Action;
 pub use class::Class;
@@ -64,6 +65,7 @@ pub use progress::Progress;
 pub use receipt::{Attempt, Attempts, Receipt, StopReason};
 pub use route::{RouteCache, RouteId, ShownUri};
 pub use scope::{Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope};
+pub use usage::{Usage, UsageSlot, UsageSource};
 
 /// The error type that travels between tower services.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use crate::{Code, RouteId};
+use crate::{Code, RouteId, Usage, UsageSlot};
 
 /// Why a retry ladder stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,12 +53,81 @@ pub struct Attempt {
     pub code: Option<Code>,
     /// How long the ladder slept before this attempt.
     pub delay: Duration,
+    /// The provider started a generation: a 2xx answer, billed whatever
+    /// came of it.
+    pub billed: bool,
+    usage: Option<AttemptUsage>,
+}
+
+/// An attempt's usage: known, or to come when its stream ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum AttemptUsage {
+    Known(Usage),
+    Pending(UsageSlot),
 }
 
 impl Attempt {
     /// An attempt record.
     pub fn new(route: RouteId, code: Option<Code>, delay: Duration) -> Self {
-        Attempt { route, code, delay }
+        Attempt {
+            route,
+            code,
+            delay,
+            billed: false,
+            usage: None,
+        }
+    }
+
+    /// The record of an attempt that answered `response`: billed when it is
+    /// 2xx, with the usage its extensions carry (a checked unary answer's
+    /// [`Usage`], or a stream's [`UsageSlot`] filled when it ends).
+    pub fn answered<B>(route: RouteId, delay: Duration, response: &http::Response<B>) -> Self {
+        let attempt = Attempt::new(route, None, delay).with_billed(response.status().is_success());
+        let extensions = response.extensions();
+        if let Some(usage) = extensions.get::<Usage>() {
+            attempt.with_usage(*usage)
+        } else if let Some(slot) = extensions.get::<UsageSlot>() {
+            attempt.with_usage_slot(slot.clone())
+        } else {
+            attempt
+        }
+    }
+
+    /// The record of an attempt that failed with `failure`: billed when the
+    /// provider had answered 2xx (an empty or broken answer, a stream that
+    /// failed before content).
+    pub fn failed(route: RouteId, delay: Duration, failure: &crate::Failure) -> Self {
+        let billed = failure.status().is_some_and(|s| (200..300).contains(&s));
+        Attempt::new(route, Some(failure.code()), delay).with_billed(billed)
+    }
+
+    /// This record, marked billed (the provider answered 2xx).
+    pub fn with_billed(mut self, billed: bool) -> Self {
+        self.billed = billed;
+        self
+    }
+
+    /// This record with the usage the answer reported.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(AttemptUsage::Known(usage));
+        self
+    }
+
+    /// This record with usage still to come: the stream's body fills
+    /// `slot` when it ends.
+    pub fn with_usage_slot(mut self, slot: UsageSlot) -> Self {
+        self.usage = Some(AttemptUsage::Pending(slot));
+        self
+    }
+
+    /// The provider's usage for this attempt, when it reported one — for a
+    /// streamed attempt, once its body ended.
+    pub fn usage(&self) -> Option<Usage> {
+        match &self.usage {
+            Some(AttemptUsage::Known(usage)) => Some(*usage),
+            Some(AttemptUsage::Pending(slot)) => slot.get(),
+            None => None,
+        }
     }
 }
 
@@ -181,6 +250,21 @@ impl Receipt {
         self.fallback |= other.fallback;
     }
 
+    /// The tokens of every attempt that reported usage (a streamed attempt
+    /// reports it once its body ended).
+    pub fn usage(&self) -> Usage {
+        let mut total = Usage::default();
+        for usage in self.attempts.iter().filter_map(Attempt::usage) {
+            total += usage;
+        }
+        total
+    }
+
+    /// Attempts the provider billed: those it answered 2xx.
+    pub fn billed_attempts(&self) -> usize {
+        self.attempts.iter().filter(|a| a.billed).count()
+    }
+
     /// The routes tried, in first-use order, without repeats.
     pub fn routes(&self) -> Vec<&RouteId> {
         let mut routes: Vec<&RouteId> = Vec::new();
@@ -196,6 +280,23 @@ impl Receipt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn totals_add_known_usage_and_count_billed_attempts() {
+        let route = RouteId::new("a");
+        let mut receipt = Receipt::default();
+        let empty = crate::Failure::new(Code::EmptyResponse).with_status(200);
+        receipt.push(Attempt::failed(route.clone(), Duration::ZERO, &empty));
+        let limited = crate::Failure::new(Code::RateLimited).with_status(429);
+        receipt.push(Attempt::failed(route.clone(), Duration::ZERO, &limited));
+        let mut response = http::Response::new(());
+        response.extensions_mut().insert(Usage::new(10, 20));
+        receipt.push(Attempt::answered(route, Duration::ZERO, &response));
+        assert_eq!(receipt.billed_attempts(), 2);
+        assert_eq!(receipt.usage(), Usage::new(10, 20));
+        let billed: Vec<_> = receipt.attempts.iter().map(|a| a.billed).collect();
+        assert_eq!(billed, [true, false, true]);
+    }
 
     #[test]
     fn routes_keep_first_use_order_without_repeats() {

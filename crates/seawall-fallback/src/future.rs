@@ -130,8 +130,20 @@ where
                         this.fired.take().expect("polled after completion");
                     return Poll::Ready(match result {
                         Ok(mut response) => {
-                            let own = response.extensions_mut().remove::<Receipt>();
-                            let receipt = merge(primary, own, &route, None);
+                            let own = response
+                                .extensions_mut()
+                                .remove::<Receipt>()
+                                .unwrap_or_else(|| {
+                                    let mut own = Receipt::default();
+                                    own.push(Attempt::answered(
+                                        route.clone(),
+                                        Duration::ZERO,
+                                        &response,
+                                    ));
+                                    own.stop = Some(StopReason::Succeeded);
+                                    own
+                                });
+                            let receipt = merge(primary, Some(own), &route, None);
                             response.extensions_mut().insert(receipt);
                             label(&mut response, route, true, *this.header);
                             Ok(response)

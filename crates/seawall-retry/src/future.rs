@@ -167,7 +167,7 @@ impl<S, B> Ladder<S, B> {
     fn succeeded<ResB>(&mut self, response: &mut Response<ResB>) {
         self.shared.budget.succeeded(self.grant);
         self.receipt
-            .push(Attempt::new(self.route.clone(), None, self.slept));
+            .push(Attempt::answered(self.route.clone(), self.slept, response));
         self.receipt.stop = Some(StopReason::Succeeded);
         tracing::debug!(
             attempt = self.attempt,
@@ -203,11 +203,8 @@ impl<S, B> Ladder<S, B> {
             .cloned()
             .unwrap_or_else(|| self.route.clone());
         let failure = failure.with_route(route.clone());
-        self.receipt.push(Attempt::new(
-            route.clone(),
-            Some(failure.code()),
-            self.slept,
-        ));
+        self.receipt
+            .push(Attempt::failed(route.clone(), self.slept, &failure));
         let verdict = self.judge(&failure, route);
         tracing::debug!(
             attempt = self.attempt,

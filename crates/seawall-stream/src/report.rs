@@ -3,7 +3,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use seawall_core::{ClosedBy, Code, Finish, FinishKind};
+use seawall_core::{ClosedBy, Code, Finish, FinishKind, Usage, UsageSlot, UsageSource};
 
 use crate::protocol::Protocol;
 
@@ -40,6 +40,9 @@ pub struct StreamReport {
     /// Who ended the stream: the provider (`Them`) or the guard or the
     /// caller (`Us`).
     pub closed_by: ClosedBy,
+    /// The token usage the provider reported in the stream, if it did
+    /// (OpenAI only with `stream_options.include_usage`).
+    pub usage: Option<Usage>,
 }
 
 impl StreamReport {
@@ -74,17 +77,34 @@ impl StreamReport {
 /// assert!(handle.get().is_none(), "nothing until the body ends");
 /// ```
 #[derive(Debug, Clone, Default)]
-pub struct StreamReportHandle(Arc<OnceLock<StreamReport>>);
+pub struct StreamReportHandle(Arc<ReportCell>);
+
+/// The report's one cell, shared by the handle and the attempt's
+/// [`UsageSlot`] (the same allocation).
+#[derive(Debug, Default)]
+struct ReportCell(OnceLock<StreamReport>);
+
+impl UsageSource for ReportCell {
+    fn usage(&self) -> Option<Usage> {
+        self.0.get().and_then(|report| report.usage)
+    }
+}
 
 impl StreamReportHandle {
     /// The report, once the stream ended (well, badly, or dropped).
     pub fn get(&self) -> Option<&StreamReport> {
-        self.0.get()
+        self.0.0.get()
+    }
+
+    /// The stream's usage as a [`UsageSlot`] for the receipt: filled when
+    /// the report is written. Shares the handle's cell: no allocation.
+    pub fn usage_slot(&self) -> UsageSlot {
+        UsageSlot::new(self.0.clone())
     }
 
     pub(crate) fn set(&self, report: StreamReport) {
         // Written once by the guard; a second write cannot happen.
-        let _ = self.0.set(report);
+        let _ = self.0.0.set(report);
     }
 }
 

@@ -81,6 +81,7 @@ where
                     }
                     let (mut parts, body) = response.into_parts();
                     let handle = StreamReportHandle::default();
+                    parts.extensions.insert(handle.usage_slot());
                     parts.extensions.insert(handle.clone());
                     let track = Track::new(setup, parts.status.as_u16(), handle);
                     State::Holding {

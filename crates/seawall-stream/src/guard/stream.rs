@@ -517,6 +517,7 @@ impl Track {
             time_to_first_content: self.tally.first_content.map(|at| at - self.started),
             elapsed: now - self.started,
             closed_by,
+            usage: self.decoder.usage(),
         };
         trace(&report);
         self.handle.set(report);

@@ -1,6 +1,7 @@
 //! Anthropic messages events.
 
-use seawall_core::FinishKind;
+use seawall_core::usage::UsageFields;
+use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
 
 use super::wire::{Text, parse};
@@ -14,6 +15,15 @@ struct Event<'a> {
     delta: Option<Delta<'a>>,
     #[serde(borrow)]
     content_block: Option<Block<'a>>,
+    /// `message_start`'s message, for its usage.
+    message: Option<StartMessage>,
+    /// `message_delta`'s cumulative usage.
+    usage: Option<UsageFields>,
+}
+
+#[derive(Deserialize)]
+struct StartMessage {
+    usage: Option<UsageFields>,
 }
 
 #[derive(Deserialize)]
@@ -32,10 +42,28 @@ struct Block<'a> {
     text: Option<Text<'a>>,
 }
 
-pub(super) fn decode(data: &[u8]) -> Signal<'_> {
+/// Anthropic reports input tokens in `message_start` and the output count
+/// so far in each `message_delta`: the later report of each count wins.
+fn merge_usage(fields: Option<&UsageFields>, usage: &mut Option<Usage>) {
+    let Some(found) = fields.and_then(UsageFields::usage) else {
+        return;
+    };
+    let mut merged = usage.unwrap_or_default();
+    if fields.is_some_and(UsageFields::has_input) {
+        merged.input_tokens = found.input_tokens;
+    }
+    if fields.is_some_and(UsageFields::has_output) {
+        merged.output_tokens = found.output_tokens;
+    }
+    *usage = Some(merged);
+}
+
+pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a> {
     let Some(event) = parse::<Event<'_>>(data) else {
         return Signal::Other;
     };
+    merge_usage(event.message.as_ref().and_then(|m| m.usage.as_ref()), usage);
+    merge_usage(event.usage.as_ref(), usage);
     match &*event.ty.0 {
         "ping" => Signal::KeepAlive,
         "message_start" | "content_block_stop" => Signal::Progress,

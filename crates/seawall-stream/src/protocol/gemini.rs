@@ -2,7 +2,8 @@
 
 use std::borrow::Cow;
 
-use seawall_core::FinishKind;
+use seawall_core::usage::UsageFields;
+use seawall_core::{FinishKind, Usage};
 use serde::{Deserialize, Deserializer};
 
 use super::wire::{First, Present, Text, fold_seq, parse};
@@ -15,6 +16,8 @@ struct Chunk<'a> {
     #[serde(borrow, rename = "promptFeedback")]
     prompt_feedback: Option<Feedback<'a>>,
     error: Option<Present>,
+    #[serde(rename = "usageMetadata")]
+    usage_metadata: Option<UsageFields>,
 }
 
 #[derive(Deserialize)]
@@ -83,10 +86,14 @@ fn parts<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Parts<'a>
     )
 }
 
-pub(super) fn decode(data: &[u8]) -> Signal<'_> {
+pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a> {
     let Some(chunk) = parse::<Chunk<'_>>(data) else {
         return Signal::Other;
     };
+    // Cumulative: the last report is the stream's.
+    if let Some(found) = chunk.usage_metadata.as_ref().and_then(UsageFields::usage) {
+        *usage = Some(found);
+    }
     if chunk.error.is_some() {
         return Signal::Error(in_stream_error(Protocol::Gemini, data));
     }

@@ -25,7 +25,7 @@ use std::fmt;
 use std::time::SystemTime;
 
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
-use seawall_core::{Failure, FinishKind};
+use seawall_core::{Failure, FinishKind, Usage};
 
 use crate::sse::Item;
 
@@ -106,6 +106,7 @@ impl Protocol {
             protocol: self,
             refused: false,
             finished: false,
+            usage: None,
         }
     }
 }
@@ -166,12 +167,20 @@ pub struct Decoder {
     refused: bool,
     /// A finish reason was decoded.
     finished: bool,
+    /// The usage the stream reported so far (the last report wins: every
+    /// provider sends cumulative counts).
+    usage: Option<Usage>,
 }
 
 impl Decoder {
     /// The protocol decoded.
     pub fn protocol(&self) -> Protocol {
         self.protocol
+    }
+
+    /// The token usage the stream reported so far, if it reported any.
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
     }
 
     /// What `item` means.
@@ -181,10 +190,12 @@ impl Decoder {
             Item::Event(event) => event,
         };
         let signal = match self.protocol {
-            Protocol::OpenAi => openai::decode(event.data, &mut self.refused),
-            Protocol::OpenAiResponses => openai_responses::decode(event.data, &mut self.refused),
-            Protocol::Anthropic => anthropic::decode(event.data),
-            Protocol::Gemini => gemini::decode(event.data),
+            Protocol::OpenAi => openai::decode(event.data, &mut self.refused, &mut self.usage),
+            Protocol::OpenAiResponses => {
+                openai_responses::decode(event.data, &mut self.refused, &mut self.usage)
+            }
+            Protocol::Anthropic => anthropic::decode(event.data, &mut self.usage),
+            Protocol::Gemini => gemini::decode(event.data, &mut self.usage),
             Protocol::Generic => generic::decode(event.data),
         };
         match signal {

@@ -1,6 +1,7 @@
 //! OpenAI chat completions chunks.
 
-use seawall_core::FinishKind;
+use seawall_core::usage::UsageFields;
+use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
 
 use super::scan::{Cursor, Scan};
@@ -92,7 +93,30 @@ fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
     Ok(delta)
 }
 
-pub(super) fn decode<'a>(data: &'a [u8], refused: &mut bool) -> Signal<'a> {
+/// A chunk's `usage`, read only from the chunks that can carry it (no
+/// choices, or a finish): once per stream, so serde reads it.
+#[derive(Deserialize)]
+struct UsageChunk {
+    usage: Option<UsageFields>,
+}
+
+fn read_usage(text: &str, usage: &mut Option<Usage>) {
+    if memchr::memmem::find(text.as_bytes(), b"\"usage\"").is_none() {
+        return;
+    }
+    if let Some(found) = parse_text::<UsageChunk>(text)
+        .and_then(|chunk| chunk.usage)
+        .and_then(|fields| fields.usage())
+    {
+        *usage = Some(found);
+    }
+}
+
+pub(super) fn decode<'a>(
+    data: &'a [u8],
+    refused: &mut bool,
+    usage: &mut Option<Usage>,
+) -> Signal<'a> {
     if data == b"[DONE]" {
         return Signal::Done;
     }
@@ -108,8 +132,12 @@ pub(super) fn decode<'a>(data: &'a [u8], refused: &mut bool) -> Signal<'a> {
     // A chunk without choices is the usage-only final chunk (or another
     // bookkeeping chunk): progress, not content.
     let Some(choice) = chunk.choices.0 else {
+        read_usage(text, usage);
         return Signal::Progress;
     };
+    if choice.finish_reason.is_some() {
+        read_usage(text, usage);
+    }
     let (text, content) = match choice.delta {
         Some(delta) => {
             // A refusal delta is the model declining, not an answer: it

@@ -8,8 +8,9 @@
 //! (`response.function_call_arguments.delta`); everything else is the
 //! response's lifecycle and counts as progress.
 
-use seawall_core::FinishKind;
 use seawall_core::provider::{ErrorContext, Provider, classify_declared};
+use seawall_core::usage::UsageFields;
+use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
 
 use super::wire::{Text, parse};
@@ -32,6 +33,7 @@ struct Event<'a> {
 
 #[derive(Deserialize)]
 struct Response<'a> {
+    usage: Option<UsageFields>,
     #[serde(borrow)]
     incomplete_details: Option<Incomplete<'a>>,
     #[serde(borrow)]
@@ -52,10 +54,23 @@ pub(super) struct ResponseError<'a> {
     message: Option<Text<'a>>,
 }
 
-pub(super) fn decode<'a>(data: &'a [u8], refused: &mut bool) -> Signal<'a> {
+pub(super) fn decode<'a>(
+    data: &'a [u8],
+    refused: &mut bool,
+    usage: &mut Option<Usage>,
+) -> Signal<'a> {
     let Some(event) = parse::<Event<'_>>(data) else {
         return Signal::Other;
     };
+    // The terminal events carry the whole response, usage included.
+    if let Some(found) = event
+        .response
+        .as_ref()
+        .and_then(|r| r.usage.as_ref())
+        .and_then(UsageFields::usage)
+    {
+        *usage = Some(found);
+    }
     match &*event.ty.0 {
         "response.output_text.delta" => match event.delta.and_then(Text::non_empty) {
             Some(text) => Signal::Content {
@@ -132,7 +147,7 @@ mod tests {
 
     fn decode_one(data: &str) -> String {
         let mut refused = false;
-        match decode(data.as_bytes(), &mut refused) {
+        match decode(data.as_bytes(), &mut refused, &mut None) {
             Signal::Content { text, finish } => format!("content {text:?} {finish:?}"),
             Signal::Finish(reason) => format!("finish {:?} {}", reason.kind, reason.reason),
             Signal::Error(failure) => format!("error {} {}", failure.code(), failure.class()),
@@ -198,10 +213,13 @@ mod tests {
     fn a_refusal_makes_the_completion_a_refusal() {
         let mut refused = false;
         let delta = br#"{"type":"response.refusal.delta","delta":"I can't","sequence_number":5}"#;
-        assert!(matches!(decode(delta, &mut refused), Signal::Progress));
+        assert!(matches!(
+            decode(delta, &mut refused, &mut None),
+            Signal::Progress
+        ));
         assert!(refused);
         let done = br#"{"type":"response.completed","response":{"status":"completed"}}"#;
-        match decode(done, &mut refused) {
+        match decode(done, &mut refused, &mut None) {
             Signal::Finish(reason) => assert_eq!(reason.kind, FinishKind::Refused),
             _ => panic!("not a finish"),
         }

@@ -1,0 +1,213 @@
+//! What an attempt cost: the provider's own token counts.
+//!
+//! A unary answer says its usage in its body, read when the answer is
+//! checked. A stream says it at its end (OpenAI's usage chunk with
+//! `stream_options.include_usage`, Anthropic's `message_delta`, Gemini's
+//! last `usageMetadata`, the Responses API's `response.completed`) — after
+//! the response, and the [`Receipt`](crate::Receipt) with it, reached the
+//! caller. So an attempt holds either the usage itself or a
+//! [`UsageSlot`] that the stream's body fills when it ends:
+//! [`Attempt::usage`](crate::Attempt::usage) reads whichever it has, and
+//! says `None` for a stream still running (or one whose provider sent no
+//! usage).
+
+use std::fmt;
+use std::ops::AddAssign;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// Tokens as the provider counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Usage {
+    /// Prompt tokens billed (OpenAI `prompt_tokens`, Anthropic and the
+    /// Responses API `input_tokens`, Gemini `promptTokenCount`).
+    pub input_tokens: u64,
+    /// Generated tokens billed (OpenAI `completion_tokens`, Anthropic and
+    /// the Responses API `output_tokens`, Gemini `candidatesTokenCount`).
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// A usage record.
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Usage {
+            input_tokens,
+            output_tokens,
+        }
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+    }
+}
+
+/// Something that will know a stream's usage once the stream ends: the
+/// stream guard's report implements it.
+pub trait UsageSource: Send + Sync {
+    /// The usage, once known.
+    fn usage(&self) -> Option<Usage>;
+}
+
+/// A handle on usage still to come, put in a streamed response's
+/// extensions by the layer that reads the stream. Cloning shares it.
+#[derive(Clone)]
+pub struct UsageSlot(Arc<dyn UsageSource>);
+
+impl UsageSlot {
+    /// A slot read from `source` (usually an `Arc` the reading layer keeps
+    /// anyway: no allocation).
+    pub fn new(source: Arc<dyn UsageSource>) -> Self {
+        UsageSlot(source)
+    }
+
+    /// The usage, once the stream ended and its provider said it.
+    pub fn get(&self) -> Option<Usage> {
+        self.0.usage()
+    }
+}
+
+impl fmt::Debug for UsageSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("UsageSlot").field(&self.get()).finish()
+    }
+}
+
+/// Two slots are equal when they are the same slot.
+impl PartialEq for UsageSlot {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for UsageSlot {}
+
+/// Token counts in any of the providers' spellings: OpenAI chat
+/// (`prompt_tokens`/`completion_tokens`), Anthropic and the Responses API
+/// (`input_tokens`/`output_tokens`), Gemini (`promptTokenCount`/
+/// `candidatesTokenCount`). Read leniently: a count of another type, or a
+/// second spelling beside the first, never fails the answer; a usage
+/// object with no count is none.
+#[derive(Deserialize, Default)]
+pub struct UsageFields {
+    #[serde(default)]
+    prompt_tokens: Count,
+    #[serde(default)]
+    input_tokens: Count,
+    #[serde(default, rename = "promptTokenCount")]
+    prompt_token_count: Count,
+    #[serde(default)]
+    completion_tokens: Count,
+    #[serde(default)]
+    output_tokens: Count,
+    #[serde(default, rename = "candidatesTokenCount")]
+    candidates_token_count: Count,
+}
+
+impl UsageFields {
+    /// True when an input count is there.
+    pub fn has_input(&self) -> bool {
+        self.prompt_tokens.0.is_some()
+            || self.input_tokens.0.is_some()
+            || self.prompt_token_count.0.is_some()
+    }
+
+    /// True when an output count is there.
+    pub fn has_output(&self) -> bool {
+        self.completion_tokens.0.is_some()
+            || self.output_tokens.0.is_some()
+            || self.candidates_token_count.0.is_some()
+    }
+
+    /// The usage these fields give, if any count is there.
+    pub fn usage(&self) -> Option<Usage> {
+        let input = self
+            .prompt_tokens
+            .0
+            .or(self.input_tokens.0)
+            .or(self.prompt_token_count.0);
+        let output = self
+            .completion_tokens
+            .0
+            .or(self.output_tokens.0)
+            .or(self.candidates_token_count.0);
+        if input.is_none() && output.is_none() {
+            return None;
+        }
+        Some(Usage::new(input.unwrap_or(0), output.unwrap_or(0)))
+    }
+}
+
+/// A token count: a non-negative integer, else nothing (never an error).
+#[doc(hidden)]
+#[derive(Default)]
+pub struct Count(Option<u64>);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+        impl<'de> Visitor<'de> for CountVisitor {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a token count")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Count, E> {
+                Ok(Count(Some(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Count, E> {
+                Ok(Count(u64::try_from(v).ok()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Count, E> {
+                Ok(Count(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Count, E> {
+                Ok(Count(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
+                Ok(Count(None))
+            }
+            fn visit_unit<E>(self) -> Result<Count, E> {
+                Ok(Count(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Count(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Count(None))
+            }
+        }
+        deserializer.deserialize_any(CountVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::OnceLock;
+
+    struct Cell(OnceLock<Usage>);
+
+    impl UsageSource for Cell {
+        fn usage(&self) -> Option<Usage> {
+            self.0.get().copied()
+        }
+    }
+
+    #[test]
+    fn a_slot_reads_what_its_source_learns_later() {
+        let cell = Arc::new(Cell(OnceLock::new()));
+        let slot = UsageSlot::new(cell.clone());
+        assert_eq!(slot.get(), None);
+        cell.0.set(Usage::new(10, 20)).unwrap();
+        assert_eq!(slot.clone().get(), Some(Usage::new(10, 20)));
+        let mut total = Usage::new(1, 2);
+        total += Usage::new(10, 20);
+        assert_eq!(total, Usage::new(11, 22));
+    }
+}
