@@ -1,0 +1,625 @@
+//! The response body: the caller's one answer, continued across
+//! interruptions.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderValue, Request, Response};
+use http_body::{Body, Frame};
+use seawall_core::provider::Provider;
+use seawall_core::{BoxError, Class, Code, Deadline, Failure, Receipt, RouteId};
+use seawall_stream::{Protocol, StreamReportHandle};
+use serde_json::Value;
+use tower_service::Service;
+
+use crate::continuation::{continuation_with, never_resume};
+use crate::future::Pending;
+use crate::layer::Config;
+use crate::report::{ResumeRecord, Resumed};
+use crate::service::ResumeRequestBody;
+use crate::splice::{
+    Alignment, Kind, align, classify, ends_at_boundary, last_boundary, rewrite, split_events,
+};
+
+const TARGET: &str = "seawall::resume";
+
+/// The response body of [`Resume`](crate::Resume).
+///
+/// For an answer that is not a 2xx event stream on a provider's generation
+/// endpoint, the inner body, untouched. For an event stream, the inner
+/// body's complete events as they arrive (an event cut by a frame boundary
+/// is held until its end), and, when the stream is interrupted in a way a
+/// continuation can fix, the continuation's events spliced in: its
+/// preamble dropped, the text it repeats trimmed. It ends like the last
+/// stream it read: `None` at its finish, or the interruption (with
+/// everything delivered across continuations) when it could not be
+/// resumed.
+pub struct ResumeBody<S, B, RB>
+where
+    S: Service<Request<ResumeRequestBody<B>>>,
+{
+    kind: BodyKind<S, B, RB>,
+}
+
+enum BodyKind<S, B, RB>
+where
+    S: Service<Request<ResumeRequestBody<B>>>,
+{
+    Passthrough(Pin<Box<RB>>),
+    Resuming(Box<State<S, B, RB>>),
+}
+
+impl<S, B, RB> std::fmt::Debug for ResumeBody<S, B, RB>
+where
+    S: Service<Request<ResumeRequestBody<B>>>,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResumeBody")
+            .field("resuming", &matches!(self.kind, BodyKind::Resuming { .. }))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the current stream is in being spliced.
+enum Segment {
+    /// Complete events pass as they come.
+    Pass,
+    /// A continuation before its first content: nothing passes.
+    Preamble,
+    /// A continuation's first content, held until it lines up.
+    Aligning {
+        events: Vec<(Bytes, Kind)>,
+        head: String,
+    },
+}
+
+enum Phase<F, B> {
+    Live,
+    Ready(Option<Box<Request<ResumeRequestBody<B>>>>),
+    Calling(Pin<Box<F>>),
+    Done,
+}
+
+struct State<S, B, RB>
+where
+    S: Service<Request<ResumeRequestBody<B>>>,
+{
+    config: Arc<Config>,
+    provider: Provider,
+    protocol: Protocol,
+    service: S,
+    head: Request<()>,
+    original: Vec<Bytes>,
+    original_json: Option<Option<Value>>,
+    resumed: Resumed,
+    body: Option<Pin<Box<RB>>>,
+    report: Option<StreamReportHandle>,
+    segment: Segment,
+    /// The start of an event cut by a frame boundary.
+    partial: BytesMut,
+    out: VecDeque<Bytes>,
+    peeked: Option<Option<Result<Frame<Bytes>, BoxError>>>,
+    phase: Phase<S::Future, B>,
+    /// The text the caller was shown before the current stream.
+    delivered: String,
+    /// Bytes of the current stream's text trimmed as a repeat.
+    trimmed: usize,
+    resumes: u32,
+    /// The interruption being resumed.
+    failure: Option<Failure>,
+    final_error: Option<BoxError>,
+}
+
+impl<S, B, RB> ResumeBody<S, B, RB>
+where
+    S: Service<Request<ResumeRequestBody<B>>>,
+{
+    pub(crate) fn passthrough(body: RB) -> Self {
+        ResumeBody {
+            kind: BodyKind::Passthrough(Box::pin(body)),
+        }
+    }
+
+    pub(crate) fn resuming(
+        pending: Pending<S, ()>,
+        original: Vec<Bytes>,
+        resumed: Resumed,
+        body: RB,
+        report: Option<StreamReportHandle>,
+    ) -> Self {
+        ResumeBody {
+            kind: BodyKind::Resuming(Box::new(State {
+                protocol: Protocol::of_provider(pending.provider),
+                provider: pending.provider,
+                config: pending.config,
+                service: pending.service,
+                head: pending.head,
+                original,
+                original_json: None,
+                resumed,
+                body: Some(Box::pin(body)),
+                report,
+                segment: Segment::Pass,
+                partial: BytesMut::new(),
+                out: VecDeque::new(),
+                peeked: None,
+                phase: Phase::Live,
+                delivered: String::new(),
+                trimmed: 0,
+                resumes: 0,
+                failure: None,
+                final_error: None,
+            })),
+        }
+    }
+}
+
+impl<S, B, RB> State<S, B, RB>
+where
+    S: Service<Request<ResumeRequestBody<B>>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+    RB: Body<Data = Bytes>,
+    RB::Error: Into<BoxError>,
+{
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        loop {
+            if let Some(bytes) = self.out.pop_front() {
+                return Poll::Ready(Some(Ok(Frame::data(bytes))));
+            }
+            match &mut self.phase {
+                Phase::Done => return Poll::Ready(self.final_error.take().map(Err)),
+                Phase::Live => {
+                    let Some(body) = self.body.as_mut() else {
+                        self.phase = Phase::Done;
+                        continue;
+                    };
+                    let item = match self.peeked.take() {
+                        Some(item) => item,
+                        None => ready!(body.as_mut().poll_frame(cx)).map(|r| r.map_err(Into::into)),
+                    };
+                    match item {
+                        None => self.on_end(),
+                        Some(Err(error)) => self.on_error(error),
+                        Some(Ok(frame)) => match frame.into_data() {
+                            Ok(data) => {
+                                // A stream that fails after this frame fails
+                                // at once: look, so an error event in it is
+                                // never shown before a continuation.
+                                if let Poll::Ready(next) = body.as_mut().poll_frame(cx) {
+                                    self.peeked = Some(next.map(|r| r.map_err(Into::into)));
+                                }
+                                let peeked = self.peeked.take();
+                                let resumes = match &peeked {
+                                    Some(Some(Err(error))) => self.check(error).is_ok(),
+                                    _ => false,
+                                };
+                                self.peeked = peeked;
+                                if resumes {
+                                    self.push_until_error(data);
+                                } else {
+                                    self.push(data);
+                                }
+                            }
+                            Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                        },
+                    }
+                }
+                Phase::Ready(request) => {
+                    if let Err(error) = ready!(self.service.poll_ready(cx)) {
+                        self.on_call_failed(error.into());
+                        continue;
+                    }
+                    let request = request.take().expect("a request to send");
+                    self.phase = Phase::Calling(Box::pin(self.service.call(*request)));
+                }
+                Phase::Calling(call) => match ready!(call.as_mut().poll(cx)) {
+                    Ok(response) => self.on_continuation(response),
+                    Err(error) => self.on_call_failed(error.into()),
+                },
+            }
+        }
+    }
+
+    /// Passes the complete events of `data`; holds an event cut by the
+    /// frame's end.
+    #[inline]
+    fn push(&mut self, data: Bytes) {
+        if !matches!(self.segment, Segment::Pass) {
+            return self.push_spliced(data);
+        }
+        if self.partial.is_empty() {
+            if ends_at_boundary(&data) {
+                self.out.push_back(data);
+                return;
+            }
+            match last_boundary(&data) {
+                Some(end) => {
+                    self.partial.extend_from_slice(&data[end..]);
+                    self.out.push_back(data.slice(..end));
+                }
+                None => self.partial.extend_from_slice(&data),
+            }
+        } else {
+            self.partial.extend_from_slice(&data);
+            if let Some(end) = last_boundary(&self.partial) {
+                self.out.push_back(self.partial.split_to(end).freeze());
+            }
+        }
+    }
+
+    /// The events of `data` before the in-stream error that ends it.
+    fn push_until_error(&mut self, data: Bytes) {
+        self.partial.extend_from_slice(&data);
+        let all = self.partial.split().freeze();
+        let (events, _) = split_events(&all);
+        for event in events {
+            if classify(self.protocol, &event) == Kind::Error {
+                break;
+            }
+            self.push(event);
+        }
+        self.partial.clear();
+    }
+
+    /// A continuation's events: preamble dropped, head held until aligned.
+    fn push_spliced(&mut self, data: Bytes) {
+        self.partial.extend_from_slice(&data);
+        let all = self.partial.split().freeze();
+        let (events, rest) = split_events(&all);
+        self.partial.extend_from_slice(&all[rest..]);
+        for event in events {
+            if matches!(self.phase, Phase::Done) {
+                return;
+            }
+            match &mut self.segment {
+                Segment::Pass => self.out.push_back(event),
+                Segment::Preamble => {
+                    let kind = classify(self.protocol, &event);
+                    if matches!(kind, Kind::Content { .. }) {
+                        self.segment = Segment::Aligning {
+                            events: Vec::new(),
+                            head: String::new(),
+                        };
+                        self.hold(event, kind);
+                    }
+                }
+                Segment::Aligning { .. } => {
+                    let kind = classify(self.protocol, &event);
+                    self.hold(event, kind);
+                }
+            }
+        }
+    }
+
+    fn hold(&mut self, event: Bytes, kind: Kind) {
+        let Segment::Aligning { events, head } = &mut self.segment else {
+            return;
+        };
+        let complete = matches!(kind, Kind::Content { finish: true, .. } | Kind::End);
+        if let Kind::Content {
+            text: Some(text), ..
+        } = &kind
+        {
+            head.push_str(text);
+        }
+        events.push((event, kind));
+        self.try_align(complete);
+    }
+
+    /// Lines the held head up with the delivered text, when it can.
+    fn try_align(&mut self, complete: bool) {
+        let Segment::Aligning { head, .. } = &mut self.segment else {
+            return;
+        };
+        let alignment = if head.len() > self.config.max_head {
+            Some(Alignment::Misaligned)
+        } else {
+            align(&self.delivered, head, self.config.align_window, complete)
+        };
+        let trim = match alignment {
+            None => return,
+            Some(Alignment::Misaligned) => return self.misaligned(),
+            Some(Alignment::Trim(trim)) => trim,
+        };
+        let Segment::Aligning { events, head } =
+            std::mem::replace(&mut self.segment, Segment::Pass)
+        else {
+            return;
+        };
+        let mut left = trim;
+        let mut spliced = Vec::with_capacity(events.len());
+        for (event, kind) in events {
+            match kind {
+                Kind::Content {
+                    text: Some(text),
+                    finish,
+                } if left > 0 => {
+                    if left >= text.len() && !finish {
+                        left -= text.len();
+                        continue;
+                    }
+                    let keep = &text[left.min(text.len())..];
+                    left = left.saturating_sub(text.len());
+                    match rewrite(self.provider, &event, keep) {
+                        Some(event) => spliced.push(event),
+                        None => return self.misaligned(),
+                    }
+                }
+                _ => spliced.push(event),
+            }
+        }
+        self.out.extend(spliced);
+        self.trimmed = trim;
+        if let Some(last) = self.resumed.lock().resumes.last_mut() {
+            last.trimmed_chars = head[..trim].chars().count() as u64;
+        }
+        tracing::debug!(target: TARGET, trimmed = trim, "continuation spliced in");
+    }
+
+    /// The continuation cannot be lined up: end with the interruption.
+    fn misaligned(&mut self) {
+        tracing::debug!(target: TARGET, "continuation does not line up; ending with the interruption");
+        self.segment = Segment::Pass;
+        self.give_up("misaligned");
+    }
+
+    /// Ends the body with the interruption being resumed, everything
+    /// delivered in its record.
+    fn give_up(&mut self, reason: &'static str) {
+        self.body = None;
+        self.partial.clear();
+        self.resumed.lock().gave_up = Some(reason);
+        if let Some(failure) = self.failure.take() {
+            self.final_error = Some(Box::new(self.with_delivered(failure)));
+        }
+        self.phase = Phase::Done;
+    }
+
+    /// `failure` with everything delivered across continuations.
+    fn with_delivered(&self, mut failure: Failure) -> Failure {
+        if let Some(mut interrupted) = failure.interrupted().cloned() {
+            interrupted.delivered_text = Some(self.delivered.clone());
+            failure = failure.with_interrupted(interrupted);
+        }
+        failure
+    }
+
+    fn on_end(&mut self) {
+        self.try_align(true);
+        if matches!(self.phase, Phase::Done) {
+            return;
+        }
+        if !self.partial.is_empty() {
+            self.out.push_back(self.partial.split().freeze());
+        }
+        let finish = self
+            .report
+            .as_ref()
+            .and_then(|r| r.get())
+            .and_then(|r| r.finish.clone());
+        self.resumed.lock().finish = finish;
+        self.body = None;
+        self.phase = Phase::Done;
+    }
+
+    /// Whether the body error `error` is an interruption to resume now.
+    fn check(&mut self, error: &BoxError) -> Result<(), &'static str> {
+        let failure = Failure::find(&**error).ok_or("not_resumable")?;
+        let interrupted = failure.interrupted().ok_or("not_resumable")?;
+        let fixable = match failure.code() {
+            Code::Truncated => true,
+            Code::StreamInterrupted => match interrupted.cause {
+                Some(Code::Transport | Code::IdleTimeout) => true,
+                Some(Code::Timeout | Code::ProtocolViolation) | None => false,
+                Some(cause) => cause.default_class() == Class::Transient,
+            },
+            _ => false,
+        };
+        if !fixable {
+            return Err("not_resumable");
+        }
+        if interrupted.tool_call_events > 0 {
+            return Err("tool_call");
+        }
+        if interrupted.text_capped || interrupted.delivered_text.is_none() {
+            return Err("text_not_kept");
+        }
+        if self.resumes >= self.config.max_resumes {
+            return Err("max_resumes");
+        }
+        if let Some(deadline) = Deadline::of(&self.head)
+            && (deadline.is_expired() || deadline.remaining() < self.config.min_remaining)
+        {
+            return Err("deadline");
+        }
+        let provider = self.provider;
+        match self.original_json() {
+            None => Err("not_json"),
+            Some(json) => match never_resume(provider, json) {
+                Some(reason) => Err(reason),
+                None => Ok(()),
+            },
+        }
+    }
+
+    fn original_json(&mut self) -> Option<&Value> {
+        let original = &self.original;
+        self.original_json
+            .get_or_insert_with(|| match original.as_slice() {
+                [one] => serde_json::from_slice(one).ok(),
+                chunks => serde_json::from_slice(&chunks.concat()).ok(),
+            })
+            .as_ref()
+    }
+
+    fn on_error(&mut self, error: BoxError) {
+        // What this stream showed, trimmed of its repeat, joins the rest.
+        self.try_align(true);
+        if matches!(self.phase, Phase::Done) {
+            return;
+        }
+        self.partial.clear();
+        let verdict = self.check(&error);
+        let failure = Failure::find(&*error).cloned();
+        if let Some(text) = failure
+            .as_ref()
+            .and_then(Failure::interrupted)
+            .and_then(|i| i.delivered_text.as_deref())
+            && !matches!(self.segment, Segment::Preamble)
+        {
+            self.delivered
+                .push_str(text.get(self.trimmed..).unwrap_or_default());
+        }
+        match (verdict, failure) {
+            (Ok(()), Some(failure)) => {
+                self.failure = Some(failure);
+                self.resume();
+            }
+            (verdict, failure) => {
+                let reason = verdict.err().unwrap_or("not_resumable");
+                tracing::debug!(target: TARGET, reason, "interruption not resumed");
+                self.resumed.lock().gave_up = Some(reason);
+                self.final_error = Some(match failure {
+                    Some(failure) if self.resumes > 0 => Box::new(self.with_delivered(failure)),
+                    _ => error,
+                });
+                self.body = None;
+                self.phase = Phase::Done;
+            }
+        }
+    }
+
+    /// Sends the next continuation of the interruption in `self.failure`.
+    fn resume(&mut self) {
+        let Some(failure) = &self.failure else {
+            return self.give_up("not_resumable");
+        };
+        if self.resumes >= self.config.max_resumes {
+            return self.give_up("max_resumes");
+        }
+        if Deadline::of(&self.head)
+            .is_some_and(|d| d.is_expired() || d.remaining() < self.config.min_remaining)
+        {
+            return self.give_up("deadline");
+        }
+        let cause = failure
+            .interrupted()
+            .and_then(|i| i.cause)
+            .unwrap_or(failure.code());
+        let (provider, styles) = (self.provider, self.config.styles);
+        let delivered = std::mem::take(&mut self.delivered);
+        let next = self
+            .original_json()
+            .map(|json| continuation_with(provider, json, &delivered, &styles));
+        self.delivered = delivered;
+        let Some(Ok(next)) = next else {
+            return self.give_up("not_json");
+        };
+        let bytes = Bytes::from(serde_json::to_vec(&next).expect("JSON values serialize"));
+        let mut request = Request::new(ResumeRequestBody::continuation(bytes.clone()));
+        *request.method_mut() = self.head.method().clone();
+        *request.uri_mut() = self.head.uri().clone();
+        *request.version_mut() = self.head.version();
+        *request.headers_mut() = self.head.headers().clone();
+        request.headers_mut().insert(
+            http::header::CONTENT_LENGTH,
+            HeaderValue::from(bytes.len() as u64),
+        );
+        *request.extensions_mut() = self.head.extensions().clone();
+        self.resumes += 1;
+        let delivered_chars = self.delivered.chars().count() as u64;
+        tracing::debug!(
+            target: TARGET,
+            attempt = self.resumes,
+            delivered_chars,
+            cause = %cause,
+            "resuming an interrupted stream"
+        );
+        self.resumed.lock().resumes.push(ResumeRecord {
+            attempt: self.resumes,
+            route: None,
+            delivered_chars,
+            cause,
+            failed: None,
+            trimmed_chars: 0,
+        });
+        self.body = None;
+        self.peeked = None;
+        self.phase = Phase::Ready(Some(Box::new(request)));
+    }
+
+    fn on_continuation(&mut self, response: Response<RB>) {
+        let route = response
+            .extensions()
+            .get::<Receipt>()
+            .and_then(|r| r.attempts.last().map(|a| a.route.clone()))
+            .unwrap_or_else(|| RouteId::of_request(&self.head));
+        if !response.status().is_success() {
+            return self.on_call_failed(Box::new(Failure::new(Code::ProtocolViolation)));
+        }
+        if let Some(last) = self.resumed.lock().resumes.last_mut() {
+            last.route = Some(route);
+        }
+        self.report = response.extensions().get::<StreamReportHandle>().cloned();
+        self.body = Some(Box::pin(response.into_body()));
+        self.segment = Segment::Preamble;
+        self.trimmed = 0;
+        self.partial.clear();
+        self.peeked = None;
+        self.phase = Phase::Live;
+    }
+
+    /// A continuation failed before content: another, within the bounds.
+    fn on_call_failed(&mut self, error: BoxError) {
+        let failed = Failure::find(&*error);
+        let code = failed.map_or(Code::Unknown, Failure::code);
+        let route = failed
+            .and_then(Failure::receipt)
+            .and_then(|r| r.attempts.last().map(|a| a.route.clone()));
+        if let Some(last) = self.resumed.lock().resumes.last_mut() {
+            last.failed = Some(code);
+            last.route = route.or_else(|| Some(RouteId::of_request(&self.head)));
+        }
+        tracing::debug!(target: TARGET, code = %code, "continuation failed before content");
+        self.resume();
+    }
+}
+
+impl<S, B, RB> Body for ResumeBody<S, B, RB>
+where
+    S: Service<Request<ResumeRequestBody<B>>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+    RB: Body<Data = Bytes>,
+    RB::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match &mut self.get_mut().kind {
+            BodyKind::Passthrough(body) => body
+                .as_mut()
+                .poll_frame(cx)
+                .map(|f| f.map(|r| r.map_err(Into::into))),
+            BodyKind::Resuming(state) => state.poll(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            BodyKind::Passthrough(body) => body.is_end_stream(),
+            BodyKind::Resuming(state) => {
+                matches!(state.phase, Phase::Done)
+                    && state.out.is_empty()
+                    && state.final_error.is_none()
+            }
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! The continuation request: the original request with the delivered text
+//! appended in the provider's own way.
+//!
+//! - OpenAI chat completions: the delivered text as a trailing `assistant`
+//!   message ([`OpenAiStyle::AskToContinue`], optionally followed by a
+//!   `user` turn asking to continue), or, for OpenAI-compatible servers
+//!   that continue a final assistant message (vLLM, SGLang), the same
+//!   message with `continue_final_message: true` and
+//!   `add_generation_prompt: false` ([`OpenAiStyle::ContinueFinalMessage`]).
+//! - Anthropic messages: an assistant *prefill* (right-stripped: the API
+//!   rejects a final assistant turn ending in white space), or, for models
+//!   that refuse prefill, a `user` message asking to continue from the
+//!   delivered text.
+//! - Gemini: the delivered text as a trailing `model` turn.
+//! - OpenAI Responses API: the delivered text as a trailing `assistant`
+//!   item of `input` (a string `input` becomes one user item first).
+//!   Background-mode resumption (`GET /responses/{id}?starting_after=N`)
+//!   would need no continuation at all; it is future work.
+//!
+//! Models often repeat the tail of what they were given; the layer trims
+//! that overlap when it splices the continuation in.
+
+use seawall_core::Interrupted;
+use seawall_core::provider::Provider;
+use serde_json::{Value, json};
+
+/// What to do with an interrupted stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// So little was delivered that starting over is cleaner (the caller
+    /// discards the fragment).
+    Restart,
+    /// Continue from the delivered text.
+    Resume,
+}
+
+/// The rule of thumb: `Restart` below `min_content_events` delivered
+/// content events (or when the text was not reconstructed), `Resume` from
+/// there on.
+pub fn plan(interrupted: &Interrupted, min_content_events: u64) -> Decision {
+    match &interrupted.delivered_text {
+        Some(text)
+            if !text.trim().is_empty() && interrupted.content_events >= min_content_events =>
+        {
+            Decision::Resume
+        }
+        _ => Decision::Restart,
+    }
+}
+
+/// How to ask an Anthropic model to continue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AnthropicStyle {
+    /// A trailing assistant turn the model continues (prefill).
+    #[default]
+    Prefill,
+    /// A user turn quoting the delivered text, for models that refuse prefill.
+    AskToContinue,
+}
+
+/// How to ask an OpenAI chat-completions model to continue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenAiStyle {
+    /// The delivered text as a trailing assistant message; with
+    /// `user_turn`, a user turn after it asking to continue without
+    /// repeating. OpenAI itself answers such a conversation with a new
+    /// message that often repeats the tail: the layer trims the overlap.
+    AskToContinue {
+        /// Add the user turn asking to continue.
+        user_turn: bool,
+    },
+    /// The delivered text as a final assistant message the server
+    /// continues in place (`continue_final_message: true`,
+    /// `add_generation_prompt: false`: vLLM, SGLang and other
+    /// OpenAI-compatible servers). Only for routes that say so.
+    ContinueFinalMessage,
+}
+
+impl Default for OpenAiStyle {
+    fn default() -> Self {
+        OpenAiStyle::AskToContinue { user_turn: false }
+    }
+}
+
+/// The continuation styles, per wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Styles {
+    /// Anthropic messages.
+    pub anthropic: AnthropicStyle,
+    /// OpenAI chat completions.
+    pub openai: OpenAiStyle,
+}
+
+/// The user turn that asks an OpenAI model to continue.
+pub const CONTINUE_PROMPT: &str = "Your previous message was cut off. Continue exactly where it \
+     stops, without repeating any of it.";
+
+/// The request body could not be continued.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResumeError {
+    /// The original body has no `messages` (or `contents`) array.
+    #[error("the original request has no `{0}` array to continue")]
+    NoConversation(&'static str),
+    /// The provider's requests cannot be continued by this helper.
+    #[error("continuation is not supported for the {0} wire format")]
+    Unsupported(&'static str),
+}
+
+/// The continuation request body: the original with the delivered text
+/// appended in the provider's own way, the OpenAI style being the default
+/// one. Every other field (model, stream, max tokens, tools) is kept as it
+/// was.
+pub fn continuation(
+    provider: Provider,
+    original: &Value,
+    delivered: &str,
+    anthropic: AnthropicStyle,
+) -> Result<Value, ResumeError> {
+    let styles = Styles {
+        anthropic,
+        ..Styles::default()
+    };
+    continuation_with(provider, original, delivered, &styles)
+}
+
+/// [`continuation`], with every style chosen.
+pub fn continuation_with(
+    provider: Provider,
+    original: &Value,
+    delivered: &str,
+    styles: &Styles,
+) -> Result<Value, ResumeError> {
+    let mut body = original.clone();
+    let mut extra = None;
+    let (key, turn) = match provider {
+        Provider::OpenAi => {
+            let turn = json!({"role": "assistant", "content": delivered});
+            match styles.openai {
+                OpenAiStyle::AskToContinue { user_turn } => {
+                    if user_turn {
+                        extra = Some(json!({"role": "user", "content": CONTINUE_PROMPT}));
+                    }
+                }
+                OpenAiStyle::ContinueFinalMessage => {
+                    if let Some(object) = body.as_object_mut() {
+                        object.insert("continue_final_message".into(), Value::Bool(true));
+                        object.insert("add_generation_prompt".into(), Value::Bool(false));
+                    }
+                }
+            }
+            ("messages", turn)
+        }
+        Provider::Anthropic => match styles.anthropic {
+            AnthropicStyle::Prefill => (
+                "messages",
+                json!({"role": "assistant", "content": delivered.trim_end()}),
+            ),
+            AnthropicStyle::AskToContinue => (
+                "messages",
+                json!({"role": "user", "content": format!(
+                    "Your previous answer was cut off. It ended with the text below. \
+                     Continue exactly where it stops, without repeating any of it.\n\n{delivered}"
+                )}),
+            ),
+        },
+        Provider::Gemini => (
+            "contents",
+            json!({"role": "model", "parts": [{"text": delivered}]}),
+        ),
+        Provider::OpenAiResponses => {
+            // `input` may be a plain string: the same conversation as one
+            // user message, so it becomes that to take a second turn.
+            if let Some(text) = body.get("input").and_then(Value::as_str) {
+                let text = text.to_owned();
+                body["input"] = json!([{"role": "user", "content": text}]);
+            }
+            ("input", json!({"role": "assistant", "content": delivered}))
+        }
+        Provider::Http => return Err(ResumeError::Unsupported("http")),
+    };
+    let turns = body
+        .get_mut(key)
+        .and_then(Value::as_array_mut)
+        .ok_or(ResumeError::NoConversation(key))?;
+    turns.push(turn);
+    turns.extend(extra);
+    Ok(body)
+}
+
+/// Why a request must never be continued, whatever happens to its stream:
+/// several choices (`n > 1`, `candidateCount > 1`: one body interleaves
+/// them), or Anthropic extended thinking (a prefill cannot carry the
+/// signed thinking blocks the API requires before the text).
+pub fn never_resume(provider: Provider, original: &Value) -> Option<&'static str> {
+    let count = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(1);
+    match provider {
+        Provider::OpenAi if count(original.get("n")) > 1 => Some("n_choices"),
+        Provider::Gemini
+            if count(
+                original
+                    .get("generationConfig")
+                    .and_then(|c| c.get("candidateCount")),
+            ) > 1 =>
+        {
+            Some("n_choices")
+        }
+        Provider::Anthropic
+            if original
+                .get("thinking")
+                .and_then(|t| t.get("type"))
+                .and_then(Value::as_str)
+                .is_some_and(|t| t != "disabled") =>
+        {
+            Some("extended_thinking")
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_appends_an_assistant_item_to_input() {
+        let original = json!({"model": "gpt-x", "stream": true, "input": "Count."});
+        let next = continuation(
+            Provider::OpenAiResponses,
+            &original,
+            "w1 w2",
+            AnthropicStyle::Prefill,
+        )
+        .unwrap();
+        assert_eq!(
+            next["input"],
+            json!([{"role": "user", "content": "Count."}, {"role": "assistant", "content": "w1 w2"}])
+        );
+    }
+
+    #[test]
+    fn openai_appends_an_assistant_message() {
+        let original = json!({"model": "gpt-x", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+        let next = continuation(
+            Provider::OpenAi,
+            &original,
+            "Hello the",
+            AnthropicStyle::Prefill,
+        )
+        .unwrap();
+        assert_eq!(next["messages"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            next["messages"][1],
+            json!({"role": "assistant", "content": "Hello the"})
+        );
+        assert_eq!(next["stream"], json!(true));
+        assert_eq!(next["model"], json!("gpt-x"));
+    }
+
+    #[test]
+    fn openai_styles_ask_or_continue_the_final_message() {
+        let original = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        let ask = Styles {
+            openai: OpenAiStyle::AskToContinue { user_turn: true },
+            ..Styles::default()
+        };
+        let next = continuation_with(Provider::OpenAi, &original, "w1", &ask).unwrap();
+        assert_eq!(next["messages"][1]["role"], json!("assistant"));
+        assert_eq!(
+            next["messages"][2],
+            json!({"role": "user", "content": CONTINUE_PROMPT})
+        );
+        let vllm = Styles {
+            openai: OpenAiStyle::ContinueFinalMessage,
+            ..Styles::default()
+        };
+        let next = continuation_with(Provider::OpenAi, &original, "w1", &vllm).unwrap();
+        assert_eq!(next["messages"].as_array().unwrap().len(), 2);
+        assert_eq!(next["continue_final_message"], json!(true));
+        assert_eq!(next["add_generation_prompt"], json!(false));
+    }
+
+    #[test]
+    fn anthropic_prefill_is_right_stripped_and_the_fallback_asks() {
+        let original = json!({"model": "c", "messages": [{"role": "user", "content": "hi"}]});
+        let prefill = continuation(
+            Provider::Anthropic,
+            &original,
+            "Hello  \n",
+            AnthropicStyle::Prefill,
+        )
+        .unwrap();
+        assert_eq!(prefill["messages"][1]["content"], json!("Hello"));
+        let ask = continuation(
+            Provider::Anthropic,
+            &original,
+            "Hello ",
+            AnthropicStyle::AskToContinue,
+        )
+        .unwrap();
+        assert_eq!(ask["messages"][1]["role"], json!("user"));
+        assert!(
+            ask["messages"][1]["content"]
+                .as_str()
+                .unwrap()
+                .ends_with("Hello ")
+        );
+    }
+
+    #[test]
+    fn gemini_appends_a_model_turn_and_bad_bodies_are_errors() {
+        let original = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+        let next =
+            continuation(Provider::Gemini, &original, "Hel", AnthropicStyle::Prefill).unwrap();
+        assert_eq!(next["contents"][1]["parts"][0]["text"], json!("Hel"));
+        assert_eq!(
+            continuation(
+                Provider::OpenAi,
+                &json!({"prompt": "x"}),
+                "a",
+                AnthropicStyle::Prefill
+            ),
+            Err(ResumeError::NoConversation("messages"))
+        );
+    }
+
+    #[test]
+    fn several_choices_and_thinking_are_never_resumed() {
+        assert_eq!(
+            never_resume(Provider::OpenAi, &json!({"n": 2})),
+            Some("n_choices")
+        );
+        assert_eq!(never_resume(Provider::OpenAi, &json!({"n": 1})), None);
+        assert_eq!(
+            never_resume(
+                Provider::Gemini,
+                &json!({"generationConfig": {"candidateCount": 3}})
+            ),
+            Some("n_choices")
+        );
+        assert_eq!(
+            never_resume(
+                Provider::Anthropic,
+                &json!({"thinking": {"type": "enabled", "budget_tokens": 1024}})
+            ),
+            Some("extended_thinking")
+        );
+        assert_eq!(never_resume(Provider::Anthropic, &json!({})), None);
+    }
+
+    #[test]
+    fn plan_restarts_small_fragments() {
+        let mut interrupted = Interrupted::default();
+        interrupted.delivered_text = Some("w1 w2".into());
+        interrupted.content_events = 2;
+        assert_eq!(plan(&interrupted, 20), Decision::Restart);
+        interrupted.content_events = 400;
+        assert_eq!(plan(&interrupted, 20), Decision::Resume);
+        interrupted.delivered_text = None;
+        assert_eq!(plan(&interrupted, 20), Decision::Restart);
+    }
+}

@@ -1,0 +1,152 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use seawall_core::BoxError;
+use seawall_core::provider::Provider;
+use seawall_core::replay::ReplayBody;
+use tower_service::Service;
+
+use crate::body::ResumeBody;
+use crate::layer::Config;
+use crate::report::Resumed;
+use crate::service::ResumeRequestBody;
+
+/// What a resumable call keeps until its response arrives.
+pub(crate) struct Pending<S, O> {
+    pub(crate) config: Arc<Config>,
+    pub(crate) provider: Provider,
+    pub(crate) service: S,
+    pub(crate) head: Request<()>,
+    /// The request's recording (a replay handle), until it is read.
+    pub(crate) original: O,
+}
+
+pin_project! {
+    /// The response future of [`Resume`](crate::Resume).
+    pub struct ResponseFuture<S, B>
+    where
+        S: Service<Request<ResumeRequestBody<B>>>,
+    {
+        #[pin]
+        inner: S::Future,
+        pending: Option<Pending<S, ReplayBody<B>>>,
+    }
+}
+
+impl<S, B> ResponseFuture<S, B>
+where
+    S: Service<Request<ResumeRequestBody<B>>>,
+{
+    pub(crate) fn new(inner: S::Future, pending: Option<Pending<S, ReplayBody<B>>>) -> Self {
+        ResponseFuture { inner, pending }
+    }
+}
+
+impl<S, B> std::fmt::Debug for ResponseFuture<S, B>
+where
+    S: Service<Request<ResumeRequestBody<B>>>,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("resumable", &self.pending.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A 2xx event stream: the only answer a continuation can extend.
+fn is_event_stream<T>(response: &Response<T>) -> bool {
+    response.status().is_success()
+        && response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| {
+                v.as_bytes()
+                    .get(..17)
+                    .is_some_and(|m| m.eq_ignore_ascii_case(b"text/event-stream"))
+            })
+}
+
+impl<S, B, RB> Future for ResponseFuture<S, B>
+where
+    S: Service<Request<ResumeRequestBody<B>>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+    B: Body + Unpin,
+    B::Error: Into<BoxError>,
+    RB: Body<Data = Bytes>,
+    RB::Error: Into<BoxError>,
+{
+    type Output = Result<Response<ResumeBody<S, B, RB>>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let response = ready!(this.inner.poll(cx)).map_err(Into::into)?;
+        let Some(pending) = this.pending.take() else {
+            return Poll::Ready(Ok(response.map(ResumeBody::passthrough)));
+        };
+        if !is_event_stream(&response) {
+            return Poll::Ready(Ok(response.map(ResumeBody::passthrough)));
+        }
+        let resumed = Resumed::default();
+        let (mut parts, body) = response.into_parts();
+        parts.extensions.insert(resumed.clone());
+        // The request was sent before its answer's first content: the
+        // recording is whole (a few `Bytes` handles) unless it hit its cap.
+        let Pending {
+            config,
+            provider,
+            service,
+            head,
+            original,
+        } = pending;
+        let pending = Pending {
+            config,
+            provider,
+            service,
+            head,
+            original: (),
+        };
+        let Some(original) = read_recording(original, cx) else {
+            resumed.lock().gave_up = Some("replay_cap");
+            return Poll::Ready(Ok(Response::from_parts(
+                parts,
+                ResumeBody::passthrough(body),
+            )));
+        };
+        let report = parts
+            .extensions
+            .get::<seawall_stream::StreamReportHandle>()
+            .cloned();
+        let body = ResumeBody::resuming(pending, original, resumed, body, report);
+        Poll::Ready(Ok(Response::from_parts(parts, body)))
+    }
+}
+
+/// The recorded request body, chunk by chunk; `None` when it is not whole
+/// now (over the replay cap, or not sent yet).
+fn read_recording<B>(mut original: ReplayBody<B>, cx: &mut Context<'_>) -> Option<Vec<Bytes>>
+where
+    B: Body + Unpin,
+    B::Error: Into<BoxError>,
+{
+    if !original.is_replayable() {
+        return None;
+    }
+    let mut chunks = Vec::with_capacity(1);
+    loop {
+        match Pin::new(&mut original).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    chunks.push(data);
+                }
+            }
+            Poll::Ready(None) => return Some(chunks),
+            Poll::Ready(Some(Err(_))) | Poll::Pending => return None,
+        }
+    }
+}

@@ -1,0 +1,101 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use seawall_core::replay::DEFAULT_MAX_REPLAY_BYTES;
+use tower_layer::Layer;
+
+use crate::continuation::{AnthropicStyle, OpenAiStyle, Styles};
+use crate::service::Resume;
+
+/// The settings of one layer, shared by its services.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) max_resumes: u32,
+    pub(crate) max_replay_bytes: usize,
+    pub(crate) styles: Styles,
+    pub(crate) align_window: usize,
+    pub(crate) max_head: usize,
+    pub(crate) min_remaining: Duration,
+}
+
+/// Continues an interrupted stream in the same response body. See the
+/// [crate docs](crate).
+#[derive(Debug, Clone)]
+pub struct ResumeLayer {
+    config: Arc<Config>,
+}
+
+impl Default for ResumeLayer {
+    fn default() -> Self {
+        ResumeLayer::new()
+    }
+}
+
+impl ResumeLayer {
+    /// At most two continuations per operation, request bodies recorded up
+    /// to 1 MiB, Anthropic prefill, OpenAI's trailing assistant message
+    /// without a user turn, a 64-byte alignment window.
+    pub fn new() -> Self {
+        ResumeLayer {
+            config: Arc::new(Config {
+                max_resumes: 2,
+                max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
+                styles: Styles::default(),
+                align_window: 64,
+                max_head: 64 * 1024,
+                min_remaining: Duration::ZERO,
+            }),
+        }
+    }
+
+    fn with(mut self, change: impl FnOnce(&mut Config)) -> Self {
+        change(Arc::make_mut(&mut self.config));
+        self
+    }
+
+    /// At most `n` continuations per operation (those that fail before
+    /// content count too). 0 turns resuming off.
+    pub fn max_resumes(self, n: u32) -> Self {
+        self.with(|c| c.max_resumes = n)
+    }
+
+    /// Request bodies are recorded up to `bytes` to build a continuation;
+    /// a longer request cannot be resumed and its interruption surfaces.
+    pub fn max_replay_bytes(self, bytes: usize) -> Self {
+        self.with(|c| c.max_replay_bytes = bytes)
+    }
+
+    /// How Anthropic models are asked to continue.
+    pub fn anthropic_style(self, style: AnthropicStyle) -> Self {
+        self.with(|c| c.styles.anthropic = style)
+    }
+
+    /// How OpenAI chat-completions models are asked to continue
+    /// ([`OpenAiStyle::ContinueFinalMessage`] for servers that continue a
+    /// final assistant message).
+    pub fn openai_style(self, style: OpenAiStyle) -> Self {
+        self.with(|c| c.styles.openai = style)
+    }
+
+    /// Bytes of a continuation's text held back to line it up with what
+    /// was delivered before any of it is shown (longer while all of it
+    /// repeats the delivered tail).
+    pub fn align_window(self, bytes: usize) -> Self {
+        self.with(|c| c.align_window = bytes.max(1))
+    }
+
+    /// A continuation is only sent while at least `remaining` is left of
+    /// the operation's deadline ([`seawall_core::Deadline`] in the request
+    /// extensions). Default: any time before it.
+    pub fn min_remaining(self, remaining: Duration) -> Self {
+        self.with(|c| c.min_remaining = remaining)
+    }
+}
+
+impl<S> Layer<S> for ResumeLayer {
+    type Service = Resume<S>;
+
+    fn layer(&self, inner: S) -> Resume<S> {
+        Resume::new(inner, self.config.clone())
+    }
+}

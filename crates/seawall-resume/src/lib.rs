@@ -1,0 +1,144 @@
+//! `ResumeLayer`: an interrupted stream continues where it stopped, in the
+//! same body, without repeating a token.
+//!
+//! # The story
+//!
+//! A stream dropped after 400 tokens used to leave two bad choices: fail
+//! (the user sees half an answer and an error) or restart (the user sees
+//! the first 400 tokens twice, and the provider bills them twice). seawall's
+//! rule is that nothing is *replayed* after content reached the caller. A
+//! continuation is not a replay: it asks for what is missing and shows
+//! nothing twice.
+//!
+//! The layer sits outside the stream guard and the retry ladder — it owns
+//! what the caller sees, so it knows what the caller has read:
+//!
+//! ```text
+//! Deadline(total) → Resume → [Fallback →] RetryBudget → Breaker → Deadline(attempt) → StreamGuard → Classify → client
+//! ```
+//!
+//! When a streamed body fails after content with an interruption a
+//! continuation can fix — a reset, an idle gap, an in-stream `overloaded`
+//! or 5xx-type error (`stream_interrupted` with a transient cause), or a
+//! cut without a finish (`truncated`) — it builds the continuation from the
+//! original request (recorded with the shared
+//! [`ReplayBody`](seawall_core::replay::ReplayBody), up to a cap: a longer
+//! request cannot be resumed and its interruption surfaces as before) and
+//! the delivered text (the [`Interrupted`](seawall_core::Interrupted)
+//! record the guard puts in the failure), sends it through the same inner
+//! service (so the same route first, with the ladder and the fallback
+//! behind it), and keeps feeding the **same** response body. The inner
+//! guard holds the continuation back until its first content, so a
+//! continuation that fails before content is just another try; the layer
+//! makes at most [`max_resumes`](ResumeLayer::max_resumes) of them (2),
+//! each only while the operation's [`Deadline`](seawall_core::Deadline)
+//! has time left.
+//!
+//! Splicing happens in the caller's wire format, event by event: the
+//! layer passes only complete events (an event cut by a frame boundary is
+//! held until its end, so a cut in the middle of an event shows nothing of
+//! it), drops an in-stream error event when it resumes, drops the
+//! continuation's preamble (OpenAI's role chunk, Anthropic's
+//! `message_start`, `content_block_start` and `ping`, the Responses API's
+//! `response.created` … `content_part.added`, anything before the first
+//! content), and passes content events as the provider sent them. Only
+//! text is continued, so the content block index (Anthropic) and choice
+//! index (OpenAI) are those of the one text block or choice, as before.
+//! Models often repeat the tail of what they were given: the layer holds
+//! the continuation's first bytes (64 by default) and trims the longest
+//! prefix that repeats the end of the delivered text, word-aligned,
+//! rewriting the one event the cut falls in. A continuation that repeats
+//! delivered text but not as its tail cannot be lined up: the body ends
+//! with the interruption, as without the layer, rather than guess.
+//!
+//! A [`Resumed`] handle in the response extensions reports each resume
+//! (route, characters delivered at the cut, attempt, what was trimmed) and
+//! the answer's final finish.
+//!
+//! # Never resumed
+//!
+//! - A refusal, a filter, a `length` cut or a `stop`: the model finished;
+//!   these are verdicts, not interruptions.
+//! - A caller who drops the body (cancellation): nothing is read further.
+//! - The operation's deadline, or an interruption with no time left.
+//! - A tool or function-call delta delivered before the cut: the
+//!   continuation can only carry text.
+//! - Several choices (`n > 1`, Gemini `candidateCount > 1`).
+//! - Anthropic extended thinking (`thinking` enabled): a prefill cannot
+//!   carry the signed thinking blocks the API requires first.
+//! - A protocol violation or the stream's own `max_duration`.
+//!
+//! A continuation in another wire format (a fallback route of another
+//! provider) is out of scope inside the layer: the continuation goes
+//! through the inner service as the original did. The OpenAI Responses
+//! API is continued with a trailing assistant item; its splice keeps the
+//! continuation's own `item_id` and `sequence_number` (background-mode
+//! `starting_after` resumption is future work).
+//!
+//! # Per provider
+//!
+//! [`continuation_with`] builds the request: an Anthropic assistant
+//! prefill (or a user turn asking to continue), OpenAI's trailing
+//! assistant message (plus, configurably, a user turn asking to continue;
+//! or `continue_final_message` for OpenAI-compatible servers that continue
+//! in place), Gemini's trailing `model` turn, the Responses API's trailing
+//! assistant item.
+//!
+//! # Cost
+//!
+//! On a healthy stream the layer passes each frame on as it came (a
+//! reference-count move, no copy, no allocation per frame), after one
+//! check that it ends an event and one extra poll of the inner body to see
+//! whether it fails right after. Per response it boxes its state once and
+//! keeps the request's recording (`Bytes` handles).
+//!
+//! tracing: debug events on target `seawall::resume`.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use http_body_util::{BodyExt, Full};
+//! use seawall_resume::{ResumeLayer, ResumeRequestBody, Resumed};
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), seawall_core::BoxError> {
+//! let provider = service_fn(|_req: http::Request<ResumeRequestBody<Full<Bytes>>>| async {
+//!     let stream = concat!(
+//!         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"},\"finish_reason\":\"stop\"}]}\n\n",
+//!         "data: [DONE]\n\n",
+//!     );
+//!     let response = http::Response::builder()
+//!         .header("content-type", "text/event-stream")
+//!         .body(Full::new(Bytes::from_static(stream.as_bytes())))?;
+//!     Ok::<_, seawall_core::BoxError>(response)
+//! });
+//! let service = ServiceBuilder::new().layer(ResumeLayer::new()).service(provider);
+//! let request = http::Request::post("https://api.example/v1/chat/completions")
+//!     .body(Full::new(Bytes::from_static(br#"{"model":"m","stream":true,"messages":[]}"#)))?;
+//! let response = service.oneshot(request).await?;
+//! let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+//! let body = response.into_body().collect().await?.to_bytes();
+//! assert!(body.ends_with(b"data: [DONE]\n\n"));
+//! assert_eq!(resumed.count(), 0);
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod body;
+pub mod continuation;
+mod future;
+mod layer;
+mod report;
+mod service;
+mod splice;
+
+pub use body::ResumeBody;
+pub use continuation::{
+    AnthropicStyle, Decision, OpenAiStyle, ResumeError, Styles, continuation, continuation_with,
+    never_resume, plan,
+};
+pub use future::ResponseFuture;
+pub use layer::ResumeLayer;
+pub use report::{ResumeRecord, ResumeReport, Resumed};
+pub use service::{Resume, ResumeRequestBody};

@@ -1,0 +1,69 @@
+//! What the caller holds: a [`Resumed`] handle in the response extensions,
+//! filled as resumes happen.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use seawall_core::{Code, Finish, RouteId};
+
+/// One continuation the layer sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResumeRecord {
+    /// 1 for the first continuation of the operation, 2 for the next, ….
+    pub attempt: u32,
+    /// The route that answered (or failed) the continuation.
+    pub route: Option<RouteId>,
+    /// Characters the caller had been shown when the stream was cut.
+    pub delivered_chars: u64,
+    /// What cut it: the interruption's own cause (`transport`,
+    /// `idle_timeout`, `overloaded`, …), or `truncated`.
+    pub cause: Code,
+    /// The continuation's failure before content, if it failed; `None`
+    /// when it was spliced in.
+    pub failed: Option<Code>,
+    /// Characters the continuation repeated and the layer trimmed.
+    pub trimmed_chars: u64,
+}
+
+/// Everything the layer did for one response.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResumeReport {
+    /// Every continuation, in order.
+    pub resumes: Vec<ResumeRecord>,
+    /// The finish of the answer, once the body ended with one.
+    pub finish: Option<Finish>,
+    /// Why the layer did not resume the interruption the body ended with,
+    /// if it ended with one: `not_resumable`, `max_resumes`, `deadline`,
+    /// `replay_cap`, `misaligned`, `n_choices`, `extended_thinking`,
+    /// `tool_call`, ….
+    pub gave_up: Option<&'static str>,
+}
+
+impl ResumeReport {
+    /// Continuations spliced into the body.
+    pub fn resumed(&self) -> usize {
+        self.resumes.iter().filter(|r| r.failed.is_none()).count()
+    }
+}
+
+/// A handle on the [`ResumeReport`] of one response, in its extensions.
+/// Clones share the report; it fills as the body is read.
+#[derive(Debug, Clone, Default)]
+pub struct Resumed(Arc<Mutex<ResumeReport>>);
+
+impl Resumed {
+    /// A copy of the report as it stands.
+    pub fn report(&self) -> ResumeReport {
+        self.lock().clone()
+    }
+
+    /// Continuations spliced into the body so far.
+    pub fn count(&self) -> usize {
+        self.lock().resumed()
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ResumeReport> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

@@ -1,0 +1,354 @@
+//! Splicing a continuation into the caller's stream, at event granularity:
+//! where events end, what an event means, how much of a continuation
+//! repeats what the caller already has, and an event rewritten without it.
+
+use bytes::Bytes;
+use memchr::{memchr2, memrchr2};
+use seawall_core::provider::Provider;
+use seawall_stream::Protocol;
+use seawall_stream::protocol::Signal;
+use seawall_stream::sse::{Item, Scanner};
+use serde_json::Value;
+
+/// True when `data` ends exactly at the end of an event (a blank line):
+/// the common frame, passed on whole.
+#[inline]
+pub(crate) fn ends_at_boundary(data: &[u8]) -> bool {
+    matches!(data, [.., b'\n', b'\n'] | [.., b'\n', b'\r', b'\n'])
+}
+
+/// The end (exclusive) of the last complete event in `data`, which starts
+/// at an event boundary. A trailing CR may be half of a CRLF: not an end.
+pub(crate) fn last_boundary(data: &[u8]) -> Option<usize> {
+    let mut end = data.len();
+    while let Some(p) = memrchr2(b'\n', b'\r', &data[..end]) {
+        let (start, stop) = if data[p] == b'\n' && p > 0 && data[p - 1] == b'\r' {
+            (p - 1, p + 1)
+        } else if data[p] == b'\r' && p + 1 == data.len() {
+            end = p;
+            continue;
+        } else {
+            (p, p + 1)
+        };
+        if start > 0 && matches!(data[start - 1], b'\n' | b'\r') {
+            return Some(stop);
+        }
+        end = start;
+    }
+    None
+}
+
+/// The end of the first event of `data[from..]`, `from` being an event
+/// boundary.
+pub(crate) fn next_boundary(data: &[u8], from: usize) -> Option<usize> {
+    let mut line = from;
+    loop {
+        let p = line + memchr2(b'\n', b'\r', &data[line..])?;
+        let stop = match (data[p], data.get(p + 1)) {
+            (b'\r', None) => return None,
+            (b'\r', Some(b'\n')) => p + 2,
+            _ => p + 1,
+        };
+        if p == line {
+            return Some(stop);
+        }
+        line = stop;
+    }
+}
+
+/// Splits the complete events off the front of `data` (which starts at an
+/// boundary): the events, as slices, and where the incomplete rest starts.
+pub(crate) fn split_events(data: &Bytes) -> (Vec<Bytes>, usize) {
+    let mut events = Vec::new();
+    let mut at = 0;
+    while let Some(end) = next_boundary(data, at) {
+        events.push(data.slice(at..end));
+        at = end;
+    }
+    (events, at)
+}
+
+/// What one raw event is to the splicer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Content: its text (`None` for a tool-call delta), and whether it
+    /// carries the finish.
+    Content { text: Option<String>, finish: bool },
+    /// The in-stream error that ended the stream.
+    Error,
+    /// A finish or done marker without content.
+    End,
+    /// Anything else: role deltas, block starts, pings, usage, comments.
+    Other,
+}
+
+/// Decodes one raw event (`raw` holds exactly one event).
+pub(crate) fn classify(protocol: Protocol, raw: &[u8]) -> Kind {
+    let mut scanner = Scanner::default();
+    let mut decoder = protocol.decoder();
+    let mut kind = Kind::Other;
+    let _ = scanner.feed(raw, |item| {
+        kind = match decoder.decode(item) {
+            Signal::Content { text, finish } => Kind::Content {
+                text: text.map(|t| t.into_owned()),
+                finish: finish.is_some(),
+            },
+            Signal::Error(_) => Kind::Error,
+            Signal::Finish(_) | Signal::Done => Kind::End,
+            _ => Kind::Other,
+        };
+    });
+    kind
+}
+
+/// `raw` (one content event) with its text replaced by `text`, in the
+/// provider's shape; `None` when the event is not one this knows how to
+/// rewrite.
+pub(crate) fn rewrite(provider: Provider, raw: &[u8], text: &str) -> Option<Bytes> {
+    let mut scanner = Scanner::default();
+    let mut out = None;
+    let _ = scanner.feed(raw, |item| {
+        let Item::Event(event) = item else { return };
+        let Ok(mut json) = serde_json::from_slice::<Value>(event.data) else {
+            return;
+        };
+        let slot = match provider {
+            Provider::OpenAi => json.pointer_mut("/choices/0/delta/content"),
+            Provider::Anthropic => match json.pointer("/delta/text") {
+                Some(_) => json.pointer_mut("/delta/text"),
+                None => json.pointer_mut("/content_block/text"),
+            },
+            Provider::Gemini => {
+                let parts = json
+                    .pointer_mut("/candidates/0/content/parts")
+                    .and_then(Value::as_array_mut);
+                let mut first = true;
+                for part in parts.into_iter().flatten() {
+                    if let Some(t) = part.get_mut("text") {
+                        *t = Value::String(if first {
+                            text.to_owned()
+                        } else {
+                            String::new()
+                        });
+                        first = false;
+                    }
+                }
+                if first {
+                    return;
+                }
+                None
+            }
+            Provider::OpenAiResponses => json.pointer_mut("/delta"),
+            Provider::Http => return,
+        };
+        if let Some(slot) = slot {
+            if !slot.is_string() {
+                return;
+            }
+            *slot = Value::String(text.to_owned());
+        }
+        let mut bytes = Vec::with_capacity(event.data.len() + 32);
+        if !event.name.is_empty() {
+            bytes.extend_from_slice(b"event: ");
+            bytes.extend_from_slice(event.name);
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(b"data: ");
+        bytes.extend_from_slice(json.to_string().as_bytes());
+        bytes.extend_from_slice(b"\n\n");
+        out = Some(Bytes::from(bytes));
+    });
+    out
+}
+
+/// How a continuation lines up with what the caller has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Alignment {
+    /// Drop this many bytes from the continuation's start: they repeat the
+    /// end of the delivered text (0: a clean continuation).
+    Trim(usize),
+    /// The continuation repeats delivered text but not as its tail: no
+    /// guess, the stream ends with its interruption.
+    Misaligned,
+}
+
+/// The shortest repeated text taken as evidence of a restart rather than a
+/// continuation.
+const PROBE_MIN: usize = 12;
+/// How much of the continuation's head is looked for in the delivered
+/// text.
+const PROBE_LEN: usize = 16;
+
+/// How `head` (the continuation's text so far) lines up after `delivered`;
+/// `None` while more text is needed. `complete`: no more is coming.
+///
+/// The overlap is the longest prefix of `head` that is a suffix of
+/// `delivered` and starts a word there (or starts with white space), so a
+/// continuation that repeats the last K words is trimmed by exactly them.
+/// While all of `head` is such a suffix the overlap may go on: more text
+/// is needed (up to `window` past the delivered length). With no overlap,
+/// a head whose first characters occur elsewhere in the delivered text is
+/// a restart or a paraphrase: misaligned.
+pub(crate) fn align(
+    delivered: &str,
+    head: &str,
+    window: usize,
+    complete: bool,
+) -> Option<Alignment> {
+    if head.is_empty() {
+        return complete.then_some(Alignment::Trim(0));
+    }
+    let overlap = overlap(delivered, head);
+    if overlap == head.len() && !complete {
+        // All of it repeats: the repeat may go on.
+        return None;
+    }
+    if overlap == 0 {
+        if head.len() < window && !complete {
+            return None;
+        }
+        let probe = head.trim_start();
+        let probe = &probe[..floor_char(probe, PROBE_LEN)];
+        if probe.len() >= PROBE_MIN
+            && memchr::memmem::find(delivered.as_bytes(), probe.as_bytes()).is_some()
+        {
+            return Some(Alignment::Misaligned);
+        }
+    }
+    Some(Alignment::Trim(overlap))
+}
+
+/// The longest prefix of `head` that is a suffix of `delivered` and begins
+/// a word in it.
+fn overlap(delivered: &str, head: &str) -> usize {
+    let max = head.len().min(delivered.len());
+    let mut best = 0;
+    for l in 1..=max {
+        if !head.is_char_boundary(l) {
+            continue;
+        }
+        let start = delivered.len() - l;
+        if head.as_bytes()[l - 1] != delivered.as_bytes()[delivered.len() - 1]
+            || !delivered.is_char_boundary(start)
+            || delivered[start..] != head[..l]
+        {
+            continue;
+        }
+        let starts_word = start == 0
+            || head.starts_with(char::is_whitespace)
+            || delivered[..start].ends_with(char::is_whitespace);
+        if starts_word {
+            best = l;
+        }
+    }
+    best
+}
+
+fn floor_char(s: &str, mut at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundaries_in_every_line_ending() {
+        assert!(ends_at_boundary(b"data: a\n\n"));
+        assert!(ends_at_boundary(b"data: a\r\n\r\n"));
+        assert!(!ends_at_boundary(b"data: a\n"));
+        assert!(!ends_at_boundary(b"data: a\r\n"));
+        assert_eq!(last_boundary(b"data: a\n\ndata: b"), Some(9));
+        assert_eq!(last_boundary(b"data: a\r\n\r\ndata: b\r\n"), Some(11));
+        assert_eq!(last_boundary(b"data: a\n"), None);
+        assert_eq!(last_boundary(b"data: a\r\n\r"), None);
+        let data = Bytes::from_static(b"event: x\ndata: 1\n\n: ping\n\ndata: 2\r\n\r\ndata: 3");
+        let (events, rest) = split_events(&data);
+        assert_eq!(
+            events,
+            [
+                &b"event: x\ndata: 1\n\n"[..],
+                &b": ping\n\n"[..],
+                &b"data: 2\r\n\r\n"[..]
+            ]
+        );
+        assert_eq!(&data[rest..], b"data: 3");
+    }
+
+    #[test]
+    fn a_repeated_tail_is_trimmed_exactly() {
+        let delivered = "w1 w2 w3 w4 w5 w6 w7";
+        // The last three words again, then new ones.
+        assert_eq!(
+            align(delivered, " w5 w6 w7 w8 w9", 8, false),
+            Some(Alignment::Trim(9))
+        );
+        // Still all repeat: wait for more.
+        assert_eq!(align(delivered, " w5 w6", 8, false), None);
+        // A clean continuation.
+        assert_eq!(
+            align(delivered, " w8 w9 w10", 8, false),
+            Some(Alignment::Trim(0))
+        );
+        // Not inside a word: `7` is no repeat of `w7`.
+        assert_eq!(
+            align(delivered, "7 more", 4, false),
+            Some(Alignment::Trim(0))
+        );
+        // A restart: the whole answer again, trimmed whole.
+        assert_eq!(
+            align(delivered, "w1 w2 w3 w4 w5 w6 w7 w8", 8, false),
+            Some(Alignment::Trim(delivered.len()))
+        );
+        // Repeats that are not the tail: no guess.
+        assert_eq!(
+            align(delivered, "w2 w3 w4 w5 w6 w9", 8, false),
+            Some(Alignment::Misaligned)
+        );
+        assert_eq!(align(delivered, "", 8, true), Some(Alignment::Trim(0)));
+    }
+
+    #[test]
+    fn events_are_classified_and_rewritten_in_their_shape() {
+        let openai =
+            br#"data: {"choices":[{"index":0,"delta":{"content":" w4"},"finish_reason":null}]}
+
+"#;
+        assert_eq!(
+            classify(Protocol::OpenAi, openai),
+            Kind::Content {
+                text: Some(" w4".into()),
+                finish: false
+            }
+        );
+        let rewritten = rewrite(Provider::OpenAi, openai, "4").unwrap();
+        assert_eq!(
+            classify(Protocol::OpenAi, &rewritten),
+            Kind::Content {
+                text: Some("4".into()),
+                finish: false
+            }
+        );
+        let anthropic = b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" w4\"}}\n\n";
+        let rewritten = rewrite(Provider::Anthropic, anthropic, " x").unwrap();
+        assert!(rewritten.starts_with(b"event: content_block_delta\ndata: "));
+        assert_eq!(
+            classify(Protocol::Anthropic, &rewritten),
+            Kind::Content {
+                text: Some(" x".into()),
+                finish: false
+            }
+        );
+        let gemini = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" w4\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}\r\n\r\n";
+        let rewritten = rewrite(Provider::Gemini, gemini, "").unwrap();
+        assert_eq!(classify(Protocol::Gemini, &rewritten), Kind::End);
+        let error = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+        assert_eq!(classify(Protocol::Anthropic, error), Kind::Error);
+    }
+}

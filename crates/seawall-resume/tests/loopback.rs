@@ -1,0 +1,497 @@
+//! ResumeLayer over loopback against seawall-chaos: the caller reads one
+//! answer, every token exactly once, through the layer's body.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::Body;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use seawall_chaos::{
+    ChaosHandle, ChaosServer, FAULT_HEADER, Fault, REQUEST_ID_HEADER, answer_text, repeats_a_token,
+};
+use seawall_classify::ClassifyLayer;
+use seawall_core::provider::Provider;
+use seawall_core::{BoxError, Code, Deadline, Failure};
+use seawall_resume::{OpenAiStyle, ResumeLayer, ResumeReport, Resumed};
+use seawall_retry::{Backoff, Budget, RetryBudgetLayer, RetryPolicy};
+use seawall_stream::protocol::Signal;
+use seawall_stream::sse::Scanner;
+use seawall_stream::{Protocol, StreamGuardLayer};
+use serde_json::{Value, json};
+use tower::{ServiceBuilder, ServiceExt};
+
+fn path(provider: Provider) -> &'static str {
+    match provider {
+        Provider::Anthropic => "/v1/messages",
+        Provider::Gemini => "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+        Provider::OpenAiResponses => "/v1/responses",
+        _ => "/v1/chat/completions",
+    }
+}
+
+fn conversation(provider: Provider) -> Value {
+    match provider {
+        Provider::Anthropic => json!({"model": "claude-x", "max_tokens": 1024, "stream": true,
+            "messages": [{"role": "user", "content": "Count."}]}),
+        Provider::Gemini => json!({"contents": [{"role": "user", "parts": [{"text": "Count."}]}]}),
+        Provider::OpenAiResponses => json!({"model": "gpt-x", "stream": true, "input": "Count."}),
+        _ => json!({"model": "gpt-x", "stream": true,
+            "messages": [{"role": "user", "content": "Count."}]}),
+    }
+}
+
+/// What the caller read.
+#[derive(Debug, Default)]
+struct Read {
+    text: String,
+    /// Events that open a message (role chunk, `message_start`, …).
+    openings: usize,
+    /// In-stream error events the caller was shown.
+    error_events: usize,
+    undecodable: usize,
+    finish: Option<String>,
+    error: Option<BoxError>,
+    report: Option<ResumeReport>,
+    upstream: usize,
+}
+
+impl Read {
+    fn failure(&self) -> Option<&Failure> {
+        self.error.as_ref().and_then(|e| Failure::find(&**e))
+    }
+}
+
+struct Setup {
+    provider: Provider,
+    body: Value,
+    /// Faults for the first attempts on the route, in order.
+    script: Vec<&'static str>,
+    /// The fault of every attempt after the script.
+    header: Option<&'static str>,
+    layer: ResumeLayer,
+    deadline: Option<Duration>,
+    /// The caller stops after this many content events.
+    stop_after: Option<usize>,
+}
+
+impl Setup {
+    fn new(provider: Provider, script: &[&'static str]) -> Self {
+        Setup {
+            provider,
+            body: conversation(provider),
+            script: script.to_vec(),
+            header: None,
+            layer: ResumeLayer::new(),
+            deadline: None,
+            stop_after: None,
+        }
+    }
+
+    async fn run(self, chaos: &ChaosHandle, id: &str) -> Read {
+        let route = match self.provider {
+            Provider::OpenAiResponses => "openai_responses",
+            p => p.as_str(),
+        };
+        let faults = self
+            .script
+            .iter()
+            .map(|f| f.parse::<Fault>().unwrap())
+            .collect();
+        chaos.script(route, faults).unwrap();
+        let client = Client::builder(TokioExecutor::new()).build_http();
+        let service = ServiceBuilder::new()
+            .layer(self.layer)
+            .layer(RetryBudgetLayer::new(
+                RetryPolicy::interactive()
+                    .backoff(Backoff::exponential(
+                        Duration::from_millis(1),
+                        Duration::from_millis(4),
+                    ))
+                    .min_attempt_time(Duration::from_millis(1)),
+                Budget::unlimited(),
+            ))
+            .layer(StreamGuardLayer::interactive().idle_timeout(Duration::from_secs(5)))
+            .layer(ClassifyLayer::for_provider(self.provider))
+            .service(client);
+        let mut builder =
+            http::Request::post(format!("{}{}", chaos.base_url(), path(self.provider)))
+                .header("content-type", "application/json")
+                .header(REQUEST_ID_HEADER, id);
+        if let Some(fault) = self.header {
+            builder = builder.header(FAULT_HEADER, fault);
+        }
+        let mut request = builder
+            .body(Full::new(Bytes::from(self.body.to_string())))
+            .unwrap();
+        if let Some(d) = self.deadline {
+            request.extensions_mut().insert(Deadline::after(d));
+        }
+        let mut read = match service.oneshot(request).await {
+            Ok(response) => {
+                let handle = response.extensions().get::<Resumed>().cloned();
+                let mut read =
+                    read_stream(self.provider, response.into_body(), self.stop_after).await;
+                read.report = handle.map(|h| h.report());
+                read
+            }
+            Err(error) => Read {
+                error: Some(error),
+                ..Read::default()
+            },
+        };
+        let journal = chaos
+            .settled_journal(Duration::from_secs(2), |row| {
+                row.request_id.as_deref() == Some(id)
+            })
+            .await;
+        read.upstream = journal.len();
+        read
+    }
+}
+
+/// Reads the body as a strict client would: every event must decode.
+async fn read_stream<B>(provider: Provider, body: B, stop_after: Option<usize>) -> Read
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut scanner = Scanner::default();
+    let mut decoder = Protocol::of_provider(provider).decoder();
+    let mut read = Read::default();
+    let mut events = 0;
+    loop {
+        if stop_after.is_some_and(|n| events >= n) {
+            break;
+        }
+        match body.frame().await {
+            None => break,
+            Some(Err(error)) => {
+                read.error = Some(error.into());
+                break;
+            }
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                scanner
+                    .feed(&data, |item| {
+                        if let seawall_stream::sse::Item::Event(event) = item {
+                            let opening = event.name == b"message_start"
+                                || event.name == b"response.created"
+                                || (provider == Provider::OpenAi
+                                    && memchr_find(event.data, b"\"role\":\"assistant\""));
+                            read.openings += usize::from(opening);
+                        }
+                        match decoder.decode(item) {
+                            Signal::Content { text, finish } => {
+                                events += 1;
+                                if let Some(text) = text {
+                                    read.text.push_str(&text);
+                                }
+                                if let Some(f) = finish {
+                                    read.finish = Some(f.reason.into_owned());
+                                }
+                            }
+                            Signal::Finish(f) => read.finish = Some(f.reason.into_owned()),
+                            Signal::Error(_) => read.error_events += 1,
+                            Signal::Undecodable(_) => read.undecodable += 1,
+                            _ => {}
+                        }
+                    })
+                    .unwrap();
+            }
+        }
+    }
+    read
+}
+
+fn memchr_find(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+async fn chaos() -> ChaosHandle {
+    ChaosServer::builder().start().await.unwrap()
+}
+
+fn assert_whole(read: &Read, tokens: u32) {
+    assert!(read.error.is_none(), "{:?}", read.error);
+    assert_eq!(read.undecodable, 0);
+    assert_eq!(read.error_events, 0, "an error event was shown");
+    assert!(!repeats_a_token(&read.text), "a token was shown twice");
+    assert_eq!(read.text, answer_text(tokens));
+}
+
+#[tokio::test]
+async fn a_reset_stream_is_resumed_in_the_same_body_in_every_wire_format() {
+    let chaos = chaos().await;
+    for provider in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+        let read = Setup::new(
+            provider,
+            &["reset_after;tokens=400;total=600", "ok;tokens=600"],
+        )
+        .run(&chaos, &format!("reset/{}", provider.as_str()))
+        .await;
+        assert_whole(&read, 600);
+        assert_eq!(read.upstream, 2, "{}", provider.as_str());
+        let report = read.report.unwrap();
+        assert_eq!(report.resumed(), 1, "{}", provider.as_str());
+        let resume = &report.resumes[0];
+        assert_eq!(resume.attempt, 1);
+        assert_eq!(resume.cause, Code::Transport);
+        assert_eq!(resume.delivered_chars, answer_text(400).len() as u64);
+        assert!(resume.route.is_some());
+        assert_eq!(
+            report.finish.as_ref().map(|f| f.kind.completes_task()),
+            Some(true)
+        );
+        if provider != Provider::Gemini {
+            assert_eq!(read.openings, 1, "{}: one preamble", provider.as_str());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_cut_in_the_middle_of_an_event_shows_nothing_of_it() {
+    let chaos = chaos().await;
+    for provider in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+        let read = Setup::new(
+            provider,
+            &["reset_mid_event;tokens=400;total=600", "ok;tokens=600"],
+        )
+        .run(&chaos, &format!("mid/{}", provider.as_str()))
+        .await;
+        assert_whole(&read, 600);
+        assert_eq!(read.upstream, 2);
+        assert_eq!(read.report.unwrap().resumed(), 1);
+    }
+}
+
+#[tokio::test]
+async fn truncation_and_an_in_stream_overload_are_resumed() {
+    let chaos = chaos().await;
+    let read = Setup::new(
+        Provider::OpenAi,
+        &["truncate_after;tokens=40;total=60", "ok;tokens=60"],
+    )
+    .run(&chaos, "truncated")
+    .await;
+    assert_whole(&read, 60);
+    assert_eq!(read.report.unwrap().resumes[0].cause, Code::Truncated);
+    // Incident 8b: `overloaded_error` after 50 tokens.
+    let read = Setup::new(
+        Provider::Anthropic,
+        &["stream_error_after;tokens=50;total=200", "ok;tokens=200"],
+    )
+    .run(&chaos, "overloaded")
+    .await;
+    assert_whole(&read, 200);
+    assert_eq!(read.upstream, 2);
+    assert_eq!(read.report.unwrap().resumes[0].cause, Code::Overloaded);
+}
+
+#[tokio::test]
+async fn a_continuation_that_repeats_the_last_five_words_is_trimmed() {
+    let chaos = chaos().await;
+    for provider in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+        let read = Setup::new(
+            provider,
+            &[
+                "reset_after;tokens=400;total=600",
+                "repeat_tail;words=5;tokens=600",
+            ],
+        )
+        .run(&chaos, &format!("repeat/{}", provider.as_str()))
+        .await;
+        assert_whole(&read, 600);
+        let report = read.report.unwrap();
+        assert_eq!(report.resumed(), 1);
+        assert_eq!(
+            report.resumes[0].trimmed_chars,
+            " w396 w397 w398 w399 w400".len() as u64
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_continuation_that_fails_before_content_is_tried_again() {
+    let chaos = chaos().await;
+    // The ladder inside retries the first 503; then the continuation's
+    // stream dies before content twice (one resume's ladder), and the
+    // next resume lands.
+    let read = Setup::new(
+        Provider::OpenAi,
+        &[
+            "reset_after;tokens=100;total=300",
+            "status;code=503",
+            "ok;tokens=300",
+        ],
+    )
+    .run(&chaos, "retried")
+    .await;
+    assert_whole(&read, 300);
+    assert_eq!(read.upstream, 3);
+    let report = read.report.unwrap();
+    assert_eq!(report.resumed(), 1);
+    let read = Setup::new(
+        Provider::OpenAi,
+        &[
+            "reset_after;tokens=100;total=300",
+            "stream_error_after;tokens=0",
+            "stream_error_after;tokens=0",
+            "stream_error_after;tokens=0",
+            "ok;tokens=300",
+        ],
+    )
+    .run(&chaos, "second resume")
+    .await;
+    assert_whole(&read, 300);
+    let report = read.report.unwrap();
+    assert_eq!(report.resumes.len(), 2);
+    assert!(report.resumes[0].failed.is_some());
+    assert_eq!(report.resumes[1].failed, None);
+}
+
+#[tokio::test]
+async fn after_the_last_failed_resume_the_body_ends_with_the_interruption() {
+    let chaos = chaos().await;
+    let mut setup = Setup::new(Provider::OpenAi, &["reset_after;tokens=100;total=300"]);
+    setup.header = Some("stream_error_after;tokens=0");
+    let read = setup.run(&chaos, "exhausted").await;
+    assert_eq!(read.text, answer_text(100));
+    assert!(!repeats_a_token(&read.text));
+    assert_eq!(read.error_events, 0);
+    let failure = read.failure().expect("the interruption");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(
+        failure.interrupted().unwrap().delivered_text.as_deref(),
+        Some(answer_text(100).as_str())
+    );
+    let report = read.report.unwrap();
+    assert_eq!(report.resumes.len(), 2, "two resumes, the default bound");
+    assert!(report.resumes.iter().all(|r| r.failed.is_some()));
+    assert_eq!(report.gave_up, Some("max_resumes"));
+    // The original, then three attempts of the ladder per resume.
+    assert_eq!(read.upstream, 1 + 2 * 3);
+}
+
+#[tokio::test]
+async fn a_second_interruption_resumes_from_everything_delivered() {
+    let chaos = chaos().await;
+    let read = Setup::new(
+        Provider::Anthropic,
+        &[
+            "reset_after;tokens=100;total=300",
+            "reset_mid_event;tokens=200;total=300",
+            "repeat_tail;words=3;tokens=300",
+        ],
+    )
+    .run(&chaos, "twice")
+    .await;
+    assert_whole(&read, 300);
+    let report = read.report.unwrap();
+    assert_eq!(report.resumed(), 2);
+    assert_eq!(
+        report.resumes[1].delivered_chars,
+        answer_text(200).len() as u64
+    );
+}
+
+#[tokio::test]
+async fn a_continuation_that_restarts_cannot_be_aligned_and_ends_as_before() {
+    let chaos = chaos().await;
+    // A user turn after the delivered text: chaos answers from `w1`.
+    let mut setup = Setup::new(
+        Provider::OpenAi,
+        &["reset_after;tokens=100;total=300", "ok;tokens=300"],
+    );
+    setup.layer = ResumeLayer::new().openai_style(OpenAiStyle::AskToContinue { user_turn: true });
+    let read = setup.run(&chaos, "restart").await;
+    assert_eq!(read.text, answer_text(100));
+    assert_eq!(read.error_events, 0);
+    let failure = read.failure().expect("the interruption");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(
+        failure.interrupted().unwrap().delivered_text.as_deref(),
+        Some(answer_text(100).as_str())
+    );
+    assert_eq!(read.upstream, 2);
+    assert_eq!(read.report.unwrap().gave_up, Some("misaligned"));
+}
+
+#[tokio::test]
+async fn verdicts_cancellation_deadline_and_tool_calls_are_not_resumed() {
+    let chaos = chaos().await;
+    // A refusal after content.
+    let read = Setup::new(Provider::OpenAi, &["refusal;tokens=50"])
+        .run(&chaos, "refusal")
+        .await;
+    assert_eq!(read.failure().map(Failure::code), Some(Code::Refused));
+    assert_eq!(read.upstream, 1);
+    assert_eq!(read.report.unwrap().resumes.len(), 0);
+    // `length`: a clean, cut answer.
+    let read = Setup::new(Provider::Anthropic, &["length;tokens=50"])
+        .run(&chaos, "length")
+        .await;
+    assert!(read.error.is_none());
+    assert_eq!(read.text, answer_text(50));
+    assert_eq!(read.upstream, 1);
+    // The caller stops reading.
+    let mut setup = Setup::new(Provider::OpenAi, &["ok;tokens=400;delay_ms=1"]);
+    setup.stop_after = Some(20);
+    let read = setup.run(&chaos, "cancel").await;
+    assert_eq!(read.upstream, 1);
+    // The operation's deadline passes before the cut.
+    let mut setup = Setup::new(
+        Provider::OpenAi,
+        &["reset_after;tokens=30;total=60;delay_ms=5"],
+    );
+    setup.deadline = Some(Duration::from_millis(50));
+    let read = setup.run(&chaos, "deadline").await;
+    assert_eq!(
+        read.failure().map(Failure::code),
+        Some(Code::StreamInterrupted)
+    );
+    assert_eq!(read.upstream, 1);
+    assert_eq!(read.report.unwrap().gave_up, Some("deadline"));
+    // A tool call in flight, in every wire format.
+    for provider in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+        let read = Setup::new(provider, &["tool_call_reset_after;tokens=30"])
+            .run(&chaos, &format!("tool/{}", provider.as_str()))
+            .await;
+        assert_eq!(
+            read.failure().map(Failure::code),
+            Some(Code::StreamInterrupted)
+        );
+        assert_eq!(read.upstream, 1, "{}", provider.as_str());
+        assert_eq!(
+            read.report.unwrap().gave_up,
+            Some("tool_call"),
+            "{}",
+            provider.as_str()
+        );
+    }
+    // Several choices.
+    let mut setup = Setup::new(Provider::OpenAi, &["reset_after;tokens=30"]);
+    setup.body["n"] = json!(2);
+    let read = setup.run(&chaos, "n2").await;
+    assert_eq!(read.upstream, 1);
+    assert_eq!(read.report.unwrap().gave_up, Some("n_choices"));
+}
+
+#[tokio::test]
+async fn a_request_over_the_replay_cap_surfaces_as_before() {
+    let chaos = chaos().await;
+    let mut setup = Setup::new(Provider::OpenAi, &["reset_after;tokens=30"]);
+    setup.layer = ResumeLayer::new().max_replay_bytes(16);
+    let read = setup.run(&chaos, "cap").await;
+    assert_eq!(
+        read.failure().map(Failure::code),
+        Some(Code::StreamInterrupted)
+    );
+    assert_eq!(read.text, answer_text(30));
+    assert_eq!(read.upstream, 1);
+    assert_eq!(read.report.unwrap().gave_up, Some("replay_cap"));
+}
