@@ -7,8 +7,8 @@
 //! action, whichever layer produced it.
 //!
 //! With every feature on, [`stack`] assembles the layers in the recommended
-//! order, with presets; [`resume`] builds the continuation of an
-//! interrupted stream.
+//! order, with presets; [`resume`] continues an interrupted stream in the
+//! same body (`Stack::resume`).
 //!
 //! | module | crate | layer |
 //! |---|---|---|
@@ -18,6 +18,7 @@
 //! | [`breaker`] | `seawall-breaker` | `BreakerLayer`: per-route circuit breaker |
 //! | [`stream`] | `seawall-stream` | `StreamGuardLayer`: SSE gap timeouts, hold-back until first content |
 //! | [`fallback`] | `seawall-fallback` | `FallbackLayer`: one other route, only when safe |
+//! | [`resume`] | `seawall-resume` | `ResumeLayer`: an interrupted stream continues in the same body |
 #![deny(missing_docs)]
 
 pub use seawall_core as core;
@@ -37,6 +38,7 @@ pub use seawall_retry as retry;
 #[cfg(feature = "stream")]
 pub use seawall_stream as stream;
 
+#[cfg(feature = "resume")]
 pub mod resume;
 #[cfg(all(
     feature = "classify",
@@ -71,6 +73,8 @@ pub mod prelude {
     pub use seawall_deadline::DeadlineLayer;
     #[cfg(feature = "fallback")]
     pub use seawall_fallback::{FallbackLayer, ServedBy};
+    #[cfg(feature = "resume")]
+    pub use seawall_resume::{ResumeLayer, Resumed};
     #[cfg(feature = "retry")]
     pub use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
     #[cfg(feature = "stream")]

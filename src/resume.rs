@@ -1,23 +1,17 @@
-//! Resuming an interrupted stream instead of restarting it.
+//! Resuming an interrupted stream instead of restarting it:
+//! [`ResumeLayer`] (crate `seawall-resume`), re-exported, and the
+//! assembled stack with it ([`Stack::resume`](crate::stack::Stack::resume)).
 //!
 //! When a stream fails after content reached the caller, seawall never
-//! replays it: the caller already showed the text. The failure carries an
-//! [`Interrupted`] record with the delivered text. This module builds the
-//! continuation request from the original request and that text, so the
-//! user sees one answer, continued, and the provider bills the rest once.
+//! replays it: the caller already showed the text. The layer continues it
+//! instead — it builds the continuation request from the original request
+//! and the delivered text, sends it through the same stack and splices it
+//! into the same response body, trimming whatever the model repeats, so
+//! the user sees one answer and the provider bills the rest once. See
+//! [`seawall_resume`] for the whole story.
 //!
-//! - OpenAI chat completions: the delivered text as a trailing `assistant`
-//!   message.
-//! - Anthropic messages: an assistant *prefill* (right-stripped: the API
-//!   rejects a final assistant turn ending in white space), or, for models
-//!   that refuse prefill, a `user` message asking to continue from the
-//!   delivered text.
-//! - Gemini: the delivered text as a trailing `model` turn.
-//! - OpenAI Responses API: the delivered text as a trailing `assistant`
-//!   item of `input` (a string `input` becomes one user item first).
-//!
-//! And a rule of thumb: below a few delivered tokens a restart is cheaper
-//! and cleaner than a continuation ([`plan`]).
+//! The continuation builders are here too, for callers that drive it
+//! themselves:
 //!
 //! ```
 //! use seawall::resume::{continuation, AnthropicStyle};
@@ -30,196 +24,149 @@
 //! assert_eq!(next["messages"][1], json!({"role": "assistant", "content": "one two three"}));
 //! ```
 
-use seawall_core::Interrupted;
-use seawall_core::provider::Provider;
-use serde_json::{Value, json};
+pub use seawall_resume::*;
 
-/// What to do with an interrupted stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// So little was delivered that starting over is cleaner (the caller
-    /// discards the fragment).
-    Restart,
-    /// Continue from the delivered text.
-    Resume,
-}
+#[cfg(all(
+    feature = "classify",
+    feature = "deadline",
+    feature = "retry",
+    feature = "breaker",
+    feature = "stream",
+    feature = "fallback"
+))]
+pub use assembled::{Resumable, ResumableWithFallback, Resuming};
 
-/// The rule of thumb: `Restart` below `min_content_events` delivered
-/// content events (or when the text was not reconstructed), `Resume` from
-/// there on.
-pub fn plan(interrupted: &Interrupted, min_content_events: u64) -> Decision {
-    match &interrupted.delivered_text {
-        Some(text)
-            if !text.trim().is_empty() && interrupted.content_events >= min_content_events =>
-        {
-            Decision::Resume
+#[cfg(all(
+    feature = "classify",
+    feature = "deadline",
+    feature = "retry",
+    feature = "breaker",
+    feature = "stream",
+    feature = "fallback"
+))]
+mod assembled {
+    use seawall_classify::ClassifyLayer;
+    use seawall_deadline::{DeadlineLayer, DeadlineService};
+    use seawall_fallback::{Fallback, FallbackLayer};
+    use seawall_resume::{Resume, ResumeLayer};
+    use seawall_retry::RetryBudget;
+    use tower_layer::Layer;
+
+    use crate::stack::{Attempt, Stack};
+
+    /// The whole stack with resuming, without a fallback:
+    /// Deadline(total) → Resume → RetryBudget → [`Attempt`].
+    pub type Resumable<S, C> = DeadlineService<Resume<RetryBudget<Attempt<S, C>>>>;
+
+    /// The whole stack with resuming and a fallback:
+    /// Deadline(total) → Resume → Fallback → RetryBudget → [`Attempt`].
+    pub type ResumableWithFallback<S, C, F, R> =
+        DeadlineService<Resume<Fallback<RetryBudget<Attempt<S, C>>, F, R>>>;
+
+    /// A [`Stack`] that resumes interrupted streams
+    /// ([`Stack::resume`]). The layer sits inside the operation's
+    /// deadline, so every continuation shares its clock, and outside the
+    /// fallback and the ladder, so a continuation gets the same retries and
+    /// failover as the original request.
+    #[derive(Debug, Clone)]
+    pub struct Resuming {
+        stack: Stack,
+        layer: ResumeLayer,
+    }
+
+    impl Resuming {
+        pub(crate) fn new(stack: Stack, layer: ResumeLayer) -> Self {
+            Resuming { stack, layer }
         }
-        _ => Decision::Restart,
+
+        /// The stack without resuming.
+        pub fn stack(&self) -> &Stack {
+            &self.stack
+        }
+
+        /// [`Stack::build`], with the resume layer inside the total deadline.
+        pub fn build<S, C: Clone>(
+            &self,
+            classify: &ClassifyLayer<C>,
+            client: S,
+        ) -> Resumable<S, C> {
+            let ladder = self.stack.build(classify, client).into_inner();
+            DeadlineLayer::new(self.stack.total()).layer(self.layer.layer(ladder))
+        }
+
+        /// [`Stack::build_with_fallback`], with the resume layer inside the
+        /// total deadline and outside the fallback.
+        pub fn build_with_fallback<S, C: Clone, F: Clone, R>(
+            &self,
+            classify: &ClassifyLayer<C>,
+            client: S,
+            fallback: FallbackLayer<F, R>,
+        ) -> ResumableWithFallback<S, C, F, R> {
+            let inner = self
+                .stack
+                .build_with_fallback(classify, client, fallback)
+                .into_inner();
+            DeadlineLayer::new(self.stack.total()).layer(self.layer.layer(inner))
+        }
     }
 }
 
-/// How to ask an Anthropic model to continue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AnthropicStyle {
-    /// A trailing assistant turn the model continues (prefill).
-    Prefill,
-    /// A user turn quoting the delivered text, for models that refuse prefill.
-    AskToContinue,
-}
-
-/// The request body could not be continued.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ResumeError {
-    /// The original body has no `messages` (or `contents`) array.
-    #[error("the original request has no `{0}` array to continue")]
-    NoConversation(&'static str),
-    /// The provider's requests cannot be continued by this helper.
-    #[error("continuation is not supported for the {0} wire format")]
-    Unsupported(&'static str),
-}
-
-/// The continuation request body: the original with the delivered text
-/// appended in the provider's own way. Every other field (model, stream,
-/// max tokens, tools) is kept as it was.
-pub fn continuation(
-    provider: Provider,
-    original: &Value,
-    delivered: &str,
-    anthropic: AnthropicStyle,
-) -> Result<Value, ResumeError> {
-    let mut body = original.clone();
-    let (key, turn) = match provider {
-        Provider::OpenAi => (
-            "messages",
-            json!({"role": "assistant", "content": delivered}),
-        ),
-        Provider::Anthropic => match anthropic {
-            AnthropicStyle::Prefill => (
-                "messages",
-                json!({"role": "assistant", "content": delivered.trim_end()}),
-            ),
-            AnthropicStyle::AskToContinue => (
-                "messages",
-                json!({"role": "user", "content": format!(
-                    "Your previous answer was cut off. It ended with the text below. \
-                     Continue exactly where it stops, without repeating any of it.\n\n{delivered}"
-                )}),
-            ),
-        },
-        Provider::Gemini => (
-            "contents",
-            json!({"role": "model", "parts": [{"text": delivered}]}),
-        ),
-        Provider::OpenAiResponses => {
-            // `input` may be a plain string: the same conversation as one
-            // user message, so it becomes that to take a second turn.
-            if let Some(text) = body.get("input").and_then(Value::as_str) {
-                let text = text.to_owned();
-                body["input"] = json!([{"role": "user", "content": text}]);
-            }
-            ("input", json!({"role": "assistant", "content": delivered}))
-        }
-        Provider::Http => return Err(ResumeError::Unsupported("http")),
-    };
-    body.get_mut(key)
-        .and_then(Value::as_array_mut)
-        .ok_or(ResumeError::NoConversation(key))?
-        .push(turn);
-    Ok(body)
-}
-
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "classify",
+    feature = "deadline",
+    feature = "retry",
+    feature = "breaker",
+    feature = "stream",
+    feature = "fallback"
+))]
 mod tests {
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+    use seawall_chaos::{ChaosServer, Fault, REQUEST_ID_HEADER, answer_text};
+    use seawall_classify::ClassifyLayer;
+    use tower::ServiceExt;
+
     use super::*;
+    use crate::stack::Stack;
 
-    #[test]
-    fn responses_appends_an_assistant_item_to_input() {
-        let original = json!({"model": "gpt-x", "stream": true, "input": "Count."});
-        let next = continuation(
-            Provider::OpenAiResponses,
-            &original,
-            "w1 w2",
-            AnthropicStyle::Prefill,
-        )
-        .unwrap();
-        assert_eq!(
-            next["input"],
-            json!([{"role": "user", "content": "Count."}, {"role": "assistant", "content": "w1 w2"}])
+    /// The assembled stack with `Stack::resume`: incident 3 reads as one
+    /// answer, every token once.
+    #[tokio::test]
+    async fn the_assembled_stack_resumes_a_reset_stream() {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let faults = ["reset_after;tokens=400;total=600", "ok;tokens=600"]
+            .iter()
+            .map(|f| f.parse::<Fault>().unwrap())
+            .collect();
+        chaos.script("openai", faults).unwrap();
+        let service = Stack::interactive().resume(ResumeLayer::new()).build(
+            &ClassifyLayer::openai(),
+            Client::builder(TokioExecutor::new()).build_http(),
         );
-    }
-
-    #[test]
-    fn openai_appends_an_assistant_message() {
-        let original = json!({"model": "gpt-x", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
-        let next = continuation(
-            Provider::OpenAi,
-            &original,
-            "Hello the",
-            AnthropicStyle::Prefill,
-        )
-        .unwrap();
-        assert_eq!(next["messages"].as_array().unwrap().len(), 2);
-        assert_eq!(
-            next["messages"][1],
-            json!({"role": "assistant", "content": "Hello the"})
-        );
-        assert_eq!(next["stream"], json!(true));
-        assert_eq!(next["model"], json!("gpt-x"));
-    }
-
-    #[test]
-    fn anthropic_prefill_is_right_stripped_and_the_fallback_asks() {
-        let original = json!({"model": "c", "messages": [{"role": "user", "content": "hi"}]});
-        let prefill = continuation(
-            Provider::Anthropic,
-            &original,
-            "Hello  \n",
-            AnthropicStyle::Prefill,
-        )
-        .unwrap();
-        assert_eq!(prefill["messages"][1]["content"], json!("Hello"));
-        let ask = continuation(
-            Provider::Anthropic,
-            &original,
-            "Hello ",
-            AnthropicStyle::AskToContinue,
-        )
-        .unwrap();
-        assert_eq!(ask["messages"][1]["role"], json!("user"));
-        assert!(
-            ask["messages"][1]["content"]
-                .as_str()
-                .unwrap()
-                .ends_with("Hello ")
-        );
-    }
-
-    #[test]
-    fn gemini_appends_a_model_turn_and_bad_bodies_are_errors() {
-        let original = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
-        let next =
-            continuation(Provider::Gemini, &original, "Hel", AnthropicStyle::Prefill).unwrap();
-        assert_eq!(next["contents"][1]["parts"][0]["text"], json!("Hel"));
-        assert_eq!(
-            continuation(
-                Provider::OpenAi,
-                &json!({"prompt": "x"}),
-                "a",
-                AnthropicStyle::Prefill
-            ),
-            Err(ResumeError::NoConversation("messages"))
-        );
-    }
-
-    #[test]
-    fn plan_restarts_small_fragments() {
-        let mut interrupted = Interrupted::default();
-        interrupted.delivered_text = Some("w1 w2".into());
-        interrupted.content_events = 2;
-        assert_eq!(plan(&interrupted, 20), Decision::Restart);
-        interrupted.content_events = 400;
-        assert_eq!(plan(&interrupted, 20), Decision::Resume);
-        interrupted.delivered_text = None;
-        assert_eq!(plan(&interrupted, 20), Decision::Restart);
+        let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+            .header(REQUEST_ID_HEADER, "stack")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"Count."}]}"#,
+            )))
+            .unwrap();
+        let response = service.oneshot(request).await.unwrap();
+        let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let text: String = String::from_utf8_lossy(&body)
+            .split("\n\n")
+            .filter_map(|event| event.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+            .filter_map(|chunk| {
+                chunk["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        assert_eq!(text, answer_text(600));
+        assert_eq!(resumed.count(), 1);
+        assert_eq!(chaos.journal().len(), 2);
     }
 }

@@ -184,6 +184,20 @@ impl Stack {
         self
     }
 
+    /// Opt in to resuming interrupted streams: the same stack with a
+    /// [`ResumeLayer`](seawall_resume::ResumeLayer) inside the total
+    /// deadline, outside the fallback and the ladder.
+    #[cfg(feature = "resume")]
+    pub fn resume(self, layer: seawall_resume::ResumeLayer) -> crate::resume::Resuming {
+        crate::resume::Resuming::new(self, layer)
+    }
+
+    /// The operation's deadline.
+    #[cfg(feature = "resume")]
+    pub(crate) fn total(&self) -> Duration {
+        self.total
+    }
+
     /// The breaker layer, e.g. for its [`handle`](BreakerLayer::handle).
     pub fn breaker_layer(&self) -> &BreakerLayer {
         &self.breaker
