@@ -1,6 +1,8 @@
 //! `seawall`: replay real LLM failure stories through a naive stack and
-//! seawall, chat with any endpoint through the policies, or run the chaos
-//! server.
+//! seawall, chat with any endpoint through the policies, run the chaos
+//! server, or simulate a fleet.
+
+mod fleet;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -42,6 +44,12 @@ enum Command {
     Chat(seawall_cli::chat::ChatArgs),
     /// Run the chaos server (the same as the `seawall-chaos` binary).
     Chaos(seawall_chaos::cli::Args),
+    /// Simulate a fleet of clients, each with its own stack, against one
+    /// provider with a scripted outage, on a virtual clock: retry
+    /// amplification, goodput, latency and recovery per stack (naive, sdk,
+    /// seawall, seawall-fleet), or with --backoff the AWS "Exponential
+    /// Backoff and Jitter" comparison.
+    Fleet(fleet::FleetArgs),
 }
 
 #[derive(clap::Args)]
@@ -69,6 +77,11 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .try_init();
+    // The fleet runs its own paused-clock runtimes, one per thread.
+    let cli = match cli.command {
+        Command::Fleet(args) => return fleet::run(args),
+        command => Cli { command },
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -92,6 +105,7 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             },
+            Command::Fleet(_) => unreachable!("handled before the runtime starts"),
         }
     })
 }

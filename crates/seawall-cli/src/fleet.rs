@@ -1,0 +1,214 @@
+//! `seawall fleet`: a fleet of clients, each with its own stack, against
+//! one simulated provider on tokio's paused clock (`seawall_fleet`).
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use seawall_fleet::aws::{self, AwsConfig, BackoffKind};
+use seawall_fleet::{FleetConfig, OutageKind, StackKind};
+
+#[derive(clap::Args)]
+pub struct FleetArgs {
+    /// Clients, each with its own stack (budget and breaker): at most
+    /// 10000. Default 1000, or 100 with --backoff.
+    #[arg(long)]
+    clients: Option<usize>,
+    /// Operations per second per client.
+    #[arg(long, default_value_t = 1.0)]
+    rate: f64,
+    /// Virtual seconds during which clients start operations.
+    #[arg(long, default_value_t = 180.0)]
+    duration: f64,
+    /// When the outage starts, virtual seconds.
+    #[arg(long, default_value_t = 60.0)]
+    outage_start: f64,
+    /// How long the outage lasts, virtual seconds.
+    #[arg(long, default_value_t = 30.0)]
+    outage: f64,
+    /// A brown-out at this share of capacity (0.2: 20 %) instead of a total
+    /// outage.
+    #[arg(long)]
+    brownout: Option<f64>,
+    /// Provider capacity as a multiple of the fleet's own load.
+    #[arg(long, default_value_t = 1.2)]
+    headroom: f64,
+    /// Provider latency of a served request, milliseconds.
+    #[arg(long, default_value_t = 200)]
+    latency_ms: u64,
+    /// Provider latency of a refusal, milliseconds.
+    #[arg(long, default_value_t = 20)]
+    error_latency_ms: u64,
+    /// Capacity a refusal costs, as a share of a served request.
+    #[arg(long, default_value_t = 0.25)]
+    reject_cost: f64,
+    /// A retry-after (seconds) on the provider's 429s.
+    #[arg(long)]
+    retry_after: Option<u32>,
+    /// Stacks to compare, comma-separated: naive, sdk, seawall,
+    /// seawall-fleet.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "naive,sdk,seawall,seawall-fleet"
+    )]
+    stacks: Vec<String>,
+    /// The seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Stacks simulated at once (default: the cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Run the AWS "Exponential Backoff and Jitter" comparison instead:
+    /// none, exp, equal, full, decorrelated (comma-separated) or all.
+    #[arg(long, value_delimiter = ',')]
+    backoff: Vec<String>,
+    /// Runs averaged in the backoff comparison.
+    #[arg(long, default_value_t = 100)]
+    trials: usize,
+    /// One JSON object per row instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Draw offered load vs capacity over time, per stack, into this SVG.
+    #[arg(long)]
+    svg: Option<std::path::PathBuf>,
+}
+
+fn seconds(value: f64, name: &str) -> Result<Duration, String> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(format!("--{name} must be a non-negative number of seconds"))
+    }
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("seawall fleet: {message}");
+    ExitCode::from(2)
+}
+
+pub fn run(args: FleetArgs) -> ExitCode {
+    if !args.backoff.is_empty() {
+        return run_aws(&args);
+    }
+    let clients = args.clients.unwrap_or(1000);
+    if !(1..=10_000).contains(&clients) {
+        return usage("--clients must be between 1 and 10000");
+    }
+    if !(args.rate.is_finite() && args.rate > 0.0 && args.rate <= 1000.0) {
+        return usage("--rate must be a positive number of operations per second");
+    }
+    if !(args.headroom.is_finite() && args.headroom >= 0.0) {
+        return usage("--headroom must be a non-negative multiple");
+    }
+    if !(args.reject_cost.is_finite() && args.reject_cost >= 0.0) {
+        return usage("--reject-cost must be a non-negative share");
+    }
+    let mut stacks = Vec::new();
+    for name in &args.stacks {
+        match StackKind::parse(name.trim()) {
+            Some(kind) => stacks.push(kind),
+            None => return usage(&format!("unknown stack {name:?}")),
+        }
+    }
+    let outage = match args.brownout {
+        None => OutageKind::Total,
+        Some(share) if (0.0..=1.0).contains(&share) => OutageKind::Brownout { capacity: share },
+        Some(_) => return usage("--brownout must be a share between 0 and 1"),
+    };
+    let (duration, outage_start, outage_len) = match (
+        seconds(args.duration, "duration"),
+        seconds(args.outage_start, "outage-start"),
+        seconds(args.outage, "outage"),
+    ) {
+        (Ok(d), Ok(s), Ok(l)) => (d, s, l),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return usage(&e),
+    };
+    let defaults = FleetConfig::default();
+    let config = FleetConfig {
+        clients,
+        rate: args.rate,
+        duration,
+        outage_start,
+        outage_len,
+        outage,
+        headroom: args.headroom,
+        latency: Duration::from_millis(args.latency_ms),
+        error_latency: Duration::from_millis(args.error_latency_ms),
+        reject_cost: args.reject_cost,
+        retry_after: args.retry_after,
+        seed: args.seed,
+        stacks,
+        threads: args.threads.unwrap_or(defaults.threads),
+    };
+    let reports = seawall_fleet::run(&config);
+    let mut out = std::io::stdout();
+    let mut lines = Vec::new();
+    if args.json {
+        for report in &reports {
+            lines.push(serde_json::to_string(report).expect("reports serialize"));
+        }
+    } else {
+        lines.push(seawall_fleet::table_header());
+        lines.extend(reports.iter().map(seawall_fleet::table_line));
+    }
+    for line in lines {
+        if writeln!(out, "{line}").is_err() {
+            break;
+        }
+    }
+    if let Some(path) = &args.svg {
+        let svg = match seawall_fleet::svg::render(&reports) {
+            Ok(svg) => svg,
+            Err(err) => {
+                eprintln!("seawall fleet: cannot draw the chart: {err}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if let Err(err) = std::fs::write(path, svg) {
+            eprintln!("seawall fleet: cannot write {}: {err}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn run_aws(args: &FleetArgs) -> ExitCode {
+    let mut kinds = Vec::new();
+    for name in &args.backoff {
+        match name.trim() {
+            "all" => kinds.extend(BackoffKind::ALL),
+            name => match BackoffKind::parse(name) {
+                Some(kind) => kinds.push(kind),
+                None => return usage(&format!("unknown backoff {name:?}")),
+            },
+        }
+    }
+    let clients = args.clients.unwrap_or(100);
+    if !(1..=10_000).contains(&clients) {
+        return usage("--clients must be between 1 and 10000");
+    }
+    let config = AwsConfig {
+        clients,
+        trials: args.trials.max(1),
+        seed: args.seed,
+        ..AwsConfig::default()
+    };
+    let reports = aws::run(&config, &kinds);
+    let mut out = std::io::stdout();
+    let mut lines = Vec::new();
+    if args.json {
+        for report in &reports {
+            lines.push(serde_json::to_string(report).expect("reports serialize"));
+        }
+    } else {
+        lines.push(aws::table_header());
+        lines.extend(reports.iter().map(aws::table_line));
+    }
+    for line in lines {
+        if writeln!(out, "{line}").is_err() {
+            break;
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,273 @@
+//! The workload of the AWS Architecture Blog's "Exponential Backoff And
+//! Jitter", run through seawall's own retry layer.
+//!
+//! `clients` clients start at once, each wanting to update one row once
+//! with optimistic concurrency: read its version, write it back; the write
+//! succeeds only if no other write touched the row in between. Every hop
+//! costs a network delay of `|normal(10 ms, 2 ms)|`. A failed write is a
+//! transient failure, and the client's [`RetryBudgetLayer`] (unlimited
+//! budget, seeded jitter) sleeps its backoff before the next read. The
+//! blog's backoffs: base 5 ms (the first retry sleeps `2 × base`), cap 2 s.
+//! The figures are the mean over `trials` runs: writes made, and the time
+//! until the last client succeeded.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Full;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use seawall::core::{BoxError, Code, Failure};
+use seawall::retry::{Backoff, Budget, Jitter, RetryBudgetLayer, RetryPolicy};
+use tokio::time::Instant;
+use tower::{Layer, ServiceExt};
+
+/// A backoff of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackoffKind {
+    /// Retry at once.
+    None,
+    /// Capped exponential, no jitter.
+    Exp,
+    /// Equal jitter.
+    Equal,
+    /// Full jitter.
+    Full,
+    /// Decorrelated jitter.
+    Decorrelated,
+}
+
+impl BackoffKind {
+    /// All five, in the blog's order.
+    pub const ALL: [BackoffKind; 5] = [
+        BackoffKind::None,
+        BackoffKind::Exp,
+        BackoffKind::Equal,
+        BackoffKind::Full,
+        BackoffKind::Decorrelated,
+    ];
+
+    /// The command-line name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackoffKind::None => "none",
+            BackoffKind::Exp => "exp",
+            BackoffKind::Equal => "equal",
+            BackoffKind::Full => "full",
+            BackoffKind::Decorrelated => "decorrelated",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        BackoffKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// seawall's [`Backoff`] for this kind with the blog's base and cap.
+    /// seawall's first retry sleeps `initial`, the blog's `2 × base`, so
+    /// `initial` is 10 ms; decorrelated jitter starts from `base` itself
+    /// (`random(5 ms, 15 ms)` first), as in the blog.
+    pub fn backoff(self, base: Duration, cap: Duration) -> Backoff {
+        let exponential = Backoff::exponential(base * 2, cap);
+        match self {
+            BackoffKind::None => Backoff::none(),
+            BackoffKind::Exp => exponential.with_jitter(Jitter::None),
+            BackoffKind::Equal => exponential.with_jitter(Jitter::Equal),
+            BackoffKind::Full => exponential.with_jitter(Jitter::Full),
+            BackoffKind::Decorrelated => {
+                Backoff::exponential(base, cap).with_jitter(Jitter::Decorrelated)
+            }
+        }
+    }
+}
+
+/// The comparison's settings.
+#[derive(Debug, Clone)]
+pub struct AwsConfig {
+    /// Contending clients (default 100).
+    pub clients: usize,
+    /// Runs averaged (default 100).
+    pub trials: usize,
+    /// The backoff base (default 5 ms).
+    pub base: Duration,
+    /// The backoff cap (default 2 s).
+    pub cap: Duration,
+    /// Mean network delay per hop (default 10 ms).
+    pub net_mean: Duration,
+    /// Its standard deviation (default 2 ms).
+    pub net_sd: Duration,
+    /// The seed.
+    pub seed: u64,
+}
+
+impl Default for AwsConfig {
+    fn default() -> Self {
+        AwsConfig {
+            clients: 100,
+            trials: 100,
+            base: Duration::from_millis(5),
+            cap: Duration::from_secs(2),
+            net_mean: Duration::from_millis(10),
+            net_sd: Duration::from_millis(2),
+            seed: 1,
+        }
+    }
+}
+
+/// One backoff's figures, means over the trials.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AwsReport {
+    /// The backoff.
+    pub backoff: BackoffKind,
+    /// Writes made per run.
+    pub calls: f64,
+    /// Seconds until the last client succeeded.
+    pub completion_s: f64,
+}
+
+struct Row {
+    version: u64,
+    writes: u64,
+    rng: SmallRng,
+    mean: f64,
+    sd: f64,
+}
+
+impl Row {
+    /// `|normal(mean, sd)|`, by Box–Muller.
+    fn delay(&mut self) -> Duration {
+        let u1: f64 = self.rng.random::<f64>().max(f64::MIN_POSITIVE);
+        let u2: f64 = self.rng.random();
+        let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+        Duration::from_secs_f64((self.mean + self.sd * z).abs())
+    }
+}
+
+/// The row, as a service: one call is one read-then-write round.
+#[derive(Clone)]
+struct Occ(Arc<Mutex<Row>>);
+
+impl Occ {
+    fn delay(&self) -> Duration {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .delay()
+    }
+}
+
+impl<B> tower::Service<Request<B>> for Occ {
+    type Response = Response<Full<Bytes>>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _request: Request<B>) -> Self::Future {
+        let row = self.clone();
+        Box::pin(async move {
+            // The read travels there and back.
+            tokio::time::sleep(row.delay()).await;
+            let read = row.0.lock().unwrap_or_else(PoisonError::into_inner).version;
+            tokio::time::sleep(row.delay()).await;
+            // The write travels there…
+            tokio::time::sleep(row.delay()).await;
+            let written = {
+                let mut state = row.0.lock().unwrap_or_else(PoisonError::into_inner);
+                state.writes += 1;
+                let ok = state.version == read;
+                if ok {
+                    state.version += 1;
+                }
+                ok
+            };
+            // …and its answer back.
+            tokio::time::sleep(row.delay()).await;
+            if written {
+                Ok(Response::new(Full::new(Bytes::new())))
+            } else {
+                Err(Failure::new(Code::ProviderUnavailable)
+                    .with_status(409)
+                    .into())
+            }
+        })
+    }
+}
+
+/// Runs the comparison for each of `kinds`.
+pub fn run(config: &AwsConfig, kinds: &[BackoffKind]) -> Vec<AwsReport> {
+    kinds.iter().map(|&kind| run_kind(config, kind)).collect()
+}
+
+fn run_kind(config: &AwsConfig, kind: BackoffKind) -> AwsReport {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let (mut calls, mut time) = (0u64, Duration::ZERO);
+    for trial in 0..config.trials {
+        let (writes, took) = runtime.block_on(one_trial(config, kind, trial));
+        calls += writes;
+        time += took;
+    }
+    let trials = config.trials.max(1) as f64;
+    AwsReport {
+        backoff: kind,
+        calls: calls as f64 / trials,
+        completion_s: time.as_secs_f64() / trials,
+    }
+}
+
+async fn one_trial(config: &AwsConfig, kind: BackoffKind, trial: usize) -> (u64, Duration) {
+    let seed = crate::client_seed(config.seed, trial, 7);
+    let row = Occ(Arc::new(Mutex::new(Row {
+        version: 0,
+        writes: 0,
+        rng: SmallRng::seed_from_u64(seed),
+        mean: config.net_mean.as_secs_f64(),
+        sd: config.net_sd.as_secs_f64(),
+    })));
+    let policy = RetryPolicy::no_wait(100_000).backoff(kind.backoff(config.base, config.cap));
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for client in 0..config.clients {
+        let service = RetryBudgetLayer::new(policy.clone(), Budget::unlimited())
+            .seed(crate::client_seed(seed, client, 8))
+            .layer(row.clone());
+        tasks.spawn(async move {
+            let request = Request::new(Full::new(Bytes::new()));
+            let _ = service.oneshot(request).await;
+            Instant::now()
+        });
+    }
+    let mut last = start;
+    while let Some(done) = tasks.join_next().await {
+        last = last.max(done.expect("a client task"));
+    }
+    let writes = row.0.lock().unwrap_or_else(PoisonError::into_inner).writes;
+    (writes, last - start)
+}
+
+/// The table's header line.
+pub fn table_header() -> String {
+    format!("{:<14} {:>10} {:>14}", "backoff", "calls", "completion_s")
+}
+
+/// One table line.
+pub fn table_line(report: &AwsReport) -> String {
+    format!(
+        "{:<14} {:>10.0} {:>14.2}",
+        report.backoff.as_str(),
+        report.calls,
+        report.completion_s
+    )
+}

@@ -1,0 +1,531 @@
+//! A fleet of clients, each with its own seawall stack, against one
+//! simulated provider: what a retry policy does when ten thousand processes
+//! run it.
+//!
+//! seawall's state is per process by design: every client here builds its
+//! own stack from the real seawall crates, with its own budget and breaker,
+//! as separate processes would. The clients share only the
+//! [`Provider`](provider::Provider), an in-process `tower::Service` with a
+//! capacity, a latency and a scripted outage, whose refusals cost capacity
+//! too (see [`provider`]). Each run is one current-thread tokio runtime on
+//! the paused clock, so ten minutes of fleet time take seconds, and every
+//! random choice comes from a seeded generator, so a seed gives one table.
+//!
+//! [`run`] compares the stacks of [`StackKind`] on one schedule;
+//! [`aws::run`] reproduces the AWS "Exponential Backoff and Jitter"
+//! comparison with seawall's own backoff; [`svg`] draws offered load
+//! against capacity.
+//!
+//! ```
+//! use std::time::Duration;
+//! use seawall_fleet::{FleetConfig, StackKind};
+//!
+//! let config = FleetConfig {
+//!     clients: 20,
+//!     duration: Duration::from_secs(40),
+//!     outage_start: Duration::from_secs(10),
+//!     outage_len: Duration::from_secs(10),
+//!     stacks: vec![StackKind::Naive, StackKind::SeawallFleet],
+//!     ..FleetConfig::default()
+//! };
+//! let reports = seawall_fleet::run(&config);
+//! assert!(reports[0].amplification > 2.5);
+//! assert!(reports[1].amplification <= 1.1);
+//! ```
+#![deny(missing_docs)]
+
+pub mod aws;
+pub mod provider;
+pub mod stacks;
+pub mod svg;
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::time::Instant;
+
+pub use provider::{OutageKind, Provider, ProviderConfig, ProviderLog, SLOT};
+pub use stacks::StackKind;
+
+/// One fleet run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FleetConfig {
+    /// Clients, each with its own stack (default 1000).
+    pub clients: usize,
+    /// Operations per second per client (default 1), each client starting
+    /// at a random point of its first period.
+    pub rate: f64,
+    /// How long clients start operations (default 180 s).
+    #[serde(serialize_with = "secs")]
+    pub duration: Duration,
+    /// When the outage starts (default 60 s).
+    #[serde(serialize_with = "secs")]
+    pub outage_start: Duration,
+    /// How long it lasts (default 30 s).
+    #[serde(serialize_with = "secs")]
+    pub outage_len: Duration,
+    /// What it is (default total).
+    pub outage: OutageKind,
+    /// The provider's capacity as a multiple of the fleet's own load
+    /// (`clients × rate`; default 1.2).
+    pub headroom: f64,
+    /// The provider's latency for a served request (default 200 ms).
+    #[serde(serialize_with = "secs")]
+    pub latency: Duration,
+    /// Its latency for a refusal (default 20 ms).
+    #[serde(serialize_with = "secs")]
+    pub error_latency: Duration,
+    /// Capacity a refusal costs, as a share of a served request (default
+    /// 0.25).
+    pub reject_cost: f64,
+    /// A `retry-after` on the provider's 429s, in seconds (default none).
+    pub retry_after: Option<u32>,
+    /// The seed of every random choice.
+    pub seed: u64,
+    /// The stacks to compare, in table order.
+    pub stacks: Vec<StackKind>,
+    /// Stacks simulated at once, one thread each (default: the cores).
+    #[serde(skip)]
+    pub threads: usize,
+}
+
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl Default for FleetConfig {
+    fn default() -> Self {
+        FleetConfig {
+            clients: 1000,
+            rate: 1.0,
+            duration: Duration::from_secs(180),
+            outage_start: Duration::from_secs(60),
+            outage_len: Duration::from_secs(30),
+            outage: OutageKind::Total,
+            headroom: 1.2,
+            latency: Duration::from_millis(200),
+            error_latency: Duration::from_millis(20),
+            reject_cost: 0.25,
+            retry_after: None,
+            seed: 1,
+            stacks: StackKind::ALL.to_vec(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+impl FleetConfig {
+    /// The provider's healthy capacity, requests per second.
+    pub fn capacity(&self) -> f64 {
+        self.clients as f64 * self.rate * self.headroom
+    }
+
+    /// The provider's script.
+    pub fn provider(&self) -> ProviderConfig {
+        ProviderConfig {
+            capacity: self.capacity(),
+            latency: self.latency,
+            error_latency: self.error_latency,
+            reject_cost: self.reject_cost,
+            retry_after: self.retry_after,
+            outage_start: self.outage_start,
+            outage_len: self.outage_len,
+            outage: self.outage,
+        }
+    }
+
+    fn outage_end(&self) -> Duration {
+        self.outage_start + self.outage_len
+    }
+}
+
+/// One stack's figures.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StackReport {
+    /// The stack.
+    pub stack: StackKind,
+    /// Operations started.
+    pub operations: u64,
+    /// Operations that succeeded.
+    pub succeeded: u64,
+    /// Operations that failed.
+    pub failed: u64,
+    /// Upstream calls (requests that reached the provider).
+    pub calls: u64,
+    /// Upstream calls per operation started during the outage.
+    pub amplification: f64,
+    /// Successful operations per second, over the whole run.
+    pub goodput: f64,
+    /// Successful operations per second before the outage (its last 30 s).
+    pub goodput_before: f64,
+    /// Median operation latency (successes and failures), seconds.
+    pub p50_s: f64,
+    /// 99th percentile operation latency, seconds.
+    pub p99_s: f64,
+    /// Seconds after the outage ends until goodput is back to 95 % of its
+    /// level before and stays there (5 s); `None`: not within the run.
+    pub recover_s: Option<f64>,
+    /// Seconds after the outage ends until the load offered to the
+    /// provider is within its capacity and stays there (5 s).
+    pub over_capacity_s: Option<f64>,
+    /// Per second of the run: `(t, offered calls, capacity, goodput)`.
+    #[serde(skip)]
+    pub series: Vec<(f64, f64, f64, f64)>,
+}
+
+/// Runs every stack of `config` on the same schedule and provider script,
+/// up to `config.threads` at once, and returns their reports in order.
+pub fn run(config: &FleetConfig) -> Vec<StackReport> {
+    let stacks = config.stacks.clone();
+    // The seawall stacks cost the most per operation: start them first so
+    // the threads finish together.
+    let mut queue: Vec<usize> = (0..stacks.len()).collect();
+    queue.sort_by_key(|&i| match stacks[i] {
+        StackKind::Seawall => 0,
+        StackKind::SeawallFleet => 1,
+        StackKind::Sdk => 2,
+        StackKind::Naive => 3,
+    });
+    let next = Mutex::new(0usize);
+    let results = Mutex::new(vec![None; stacks.len()]);
+    let threads = config.threads.clamp(1, stacks.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let index = {
+                        let mut next = next.lock().unwrap_or_else(PoisonError::into_inner);
+                        let Some(&index) = queue.get(*next) else {
+                            return;
+                        };
+                        *next += 1;
+                        index
+                    };
+                    let kind = stacks[index];
+                    let report = run_stack(config, kind);
+                    results.lock().unwrap_or_else(PoisonError::into_inner)[index] = Some(report);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .into_iter()
+        .map(|r| r.expect("every stack ran"))
+        .collect()
+}
+
+/// A seed for one client's generator: SplitMix64 of the run's seed and the
+/// client's index, so every stack gives client `i` the same draws.
+fn client_seed(seed: u64, client: usize, salt: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add((client as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(salt.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Runs one stack on its own paused current-thread runtime.
+pub fn run_stack(config: &FleetConfig, kind: StackKind) -> StackReport {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    runtime.block_on(async {
+        let origin = Instant::now();
+        let provider = Provider::new(config.provider(), origin);
+        let log = match kind {
+            StackKind::Naive => {
+                let clients = (0..config.clients)
+                    .map(|_| stacks::naive(provider.clone()))
+                    .collect();
+                drive(config, clients, origin).await
+            }
+            StackKind::Sdk => {
+                let clients = (0..config.clients)
+                    .map(|i| stacks::sdk(provider.clone(), client_seed(config.seed, i, 1)))
+                    .collect();
+                drive(config, clients, origin).await
+            }
+            StackKind::Seawall | StackKind::SeawallFleet => {
+                let clients = (0..config.clients)
+                    .map(|i| {
+                        let mut rng = SmallRng::seed_from_u64(client_seed(config.seed, i, 2));
+                        let settings = if kind == StackKind::Seawall {
+                            stacks::seawall_settings(&mut rng)
+                        } else {
+                            stacks::seawall_fleet_settings(&mut rng)
+                        };
+                        stacks::seawall(&settings, rng.random(), provider.clone())
+                    })
+                    .collect();
+                drive(config, clients, origin).await
+            }
+        };
+        report(config, kind, &log, &provider.log())
+    })
+}
+
+/// What the clients saw, per [`SLOT`].
+#[derive(Debug, Default)]
+struct OpLog {
+    started: Vec<u32>,
+    succeeded: Vec<u32>,
+    failed: Vec<u32>,
+    /// Operation latencies, per millisecond (the last bucket: longer).
+    latency_ms: Vec<u64>,
+}
+
+const LATENCY_BUCKETS: usize = 300_000;
+
+fn bump(bins: &mut Vec<u32>, index: usize) {
+    if bins.len() <= index {
+        bins.resize(index + 1, 0);
+    }
+    bins[index] += 1;
+}
+
+fn slot_of(t: Duration) -> usize {
+    (t.as_nanos() / SLOT.as_nanos()) as usize
+}
+
+/// Starts every client's operations on schedule and waits for them to end.
+///
+/// The operations run inside this one task (a `FuturesUnordered`), not as
+/// spawned tasks, and each is called on its client's own service (all of
+/// these are always ready), not on a clone: at 10 000 clients the
+/// scheduler's per-task costs were most of the run.
+async fn drive<S, B>(config: &FleetConfig, mut clients: Vec<S>, origin: Instant) -> OpLog
+where
+    S: tower::Service<Request<Full<Bytes>>, Response = Response<B>>,
+    B: http_body::Body,
+{
+    let mut log = OpLog {
+        latency_ms: vec![0; LATENCY_BUCKETS],
+        ..OpLog::default()
+    };
+    let period = Duration::from_secs_f64(1.0 / config.rate.max(1e-6));
+    // Start offsets, whole milliseconds, the same for every stack.
+    let mut rng = SmallRng::seed_from_u64(client_seed(config.seed, usize::MAX, 0));
+    let period_ms = period.as_millis().max(1) as u64;
+    let mut order: Vec<(u64, usize)> = (0..clients.len())
+        .map(|i| (rng.random_range(0..period_ms), i))
+        .collect();
+    order.sort_unstable();
+    let uri = http::Uri::from_static(stacks::URI);
+    let mut inflight = FuturesUnordered::new();
+    let timer = tokio::time::sleep_until(origin);
+    tokio::pin!(timer);
+    let mut round = 0u32;
+    let finish = |log: &mut OpLog, (start, end, ok): (Duration, Duration, bool)| {
+        bump(&mut log.started, slot_of(start));
+        bump(
+            if ok {
+                &mut log.succeeded
+            } else {
+                &mut log.failed
+            },
+            slot_of(end),
+        );
+        let ms = ((end - start).as_millis() as usize).min(LATENCY_BUCKETS - 1);
+        log.latency_ms[ms] += 1;
+    };
+    'schedule: loop {
+        let base = period * round;
+        for &(offset, i) in &order {
+            let at = base + Duration::from_millis(offset);
+            if at >= config.duration {
+                break 'schedule;
+            }
+            if origin + at > Instant::now() {
+                timer.as_mut().reset(origin + at);
+                loop {
+                    tokio::select! {
+                        biased;
+                        Some(done) = inflight.next() => finish(&mut log, done),
+                        () = &mut timer => break,
+                    }
+                }
+            }
+            let service = &mut clients[i];
+            if std::future::poll_fn(|cx| service.poll_ready(cx))
+                .await
+                .is_err()
+            {
+                finish(&mut log, (at, at, false));
+                continue;
+            }
+            // Boxed: the stacks' futures are large, and moving them is costly.
+            let call = Box::pin(service.call(stacks::request(uri.clone())));
+            inflight.push(async move {
+                let ok = match call.await {
+                    Ok(response) => {
+                        let success = response.status().is_success();
+                        // Read to the end: the breaker records a body's
+                        // outcome when it ends.
+                        response.into_body().collect().await.is_ok() && success
+                    }
+                    Err(_) => false,
+                };
+                (at, origin.elapsed(), ok)
+            });
+        }
+        round += 1;
+    }
+    // Every ladder ends well within this: the longest deadline is 60 s,
+    // the SDK's longest ladder two 60 s retry-afters.
+    timer
+        .as_mut()
+        .reset(origin + config.duration + Duration::from_secs(180));
+    loop {
+        tokio::select! {
+            biased;
+            done = inflight.next() => match done {
+                Some(done) => finish(&mut log, done),
+                None => break,
+            },
+            () = &mut timer => break,
+        }
+    }
+    log
+}
+
+fn sum(bins: &[u32], from: usize, to: usize) -> u64 {
+    bins.iter().take(to).skip(from).map(|&n| u64::from(n)).sum()
+}
+
+/// The first slot from `from` at which `holds(window sum of 1 s)` is true
+/// for 5 s on end.
+fn settles(bins: &[u32], from: usize, last: usize, holds: impl Fn(u64) -> bool) -> Option<usize> {
+    let per_s = (Duration::from_secs(1).as_nanos() / SLOT.as_nanos()) as usize;
+    let hold = 5 * per_s;
+    let mut run = 0;
+    for i in from..last {
+        if holds(sum(bins, i, i + per_s)) {
+            run += 1;
+            if run > hold {
+                return Some(i - hold);
+            }
+        } else {
+            run = 0;
+        }
+    }
+    None
+}
+
+fn percentile(hist: &[u64], p: f64) -> f64 {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let rank = ((total as f64) * p).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (ms, &n) in hist.iter().enumerate() {
+        seen += n;
+        if seen >= rank {
+            return ms as f64 / 1000.0;
+        }
+    }
+    (hist.len() - 1) as f64 / 1000.0
+}
+
+fn report(
+    config: &FleetConfig,
+    kind: StackKind,
+    log: &OpLog,
+    provider: &ProviderLog,
+) -> StackReport {
+    let per_s = (Duration::from_secs(1).as_nanos() / SLOT.as_nanos()) as usize;
+    let start = slot_of(config.outage_start);
+    let end = slot_of(config.outage_end());
+    let last = slot_of(config.duration);
+    let operations = sum(&log.started, 0, usize::MAX);
+    let succeeded = sum(&log.succeeded, 0, usize::MAX);
+    let failed = sum(&log.failed, 0, usize::MAX);
+    let calls = sum(&provider.calls, 0, usize::MAX);
+    let outage_ops = sum(&log.started, start, end);
+    let outage_calls = sum(&provider.calls, start, end);
+    let before_from = start.saturating_sub(30 * per_s).max(5 * per_s).min(start);
+    let before_s = (start - before_from) as f64 / per_s as f64;
+    let goodput_before = if before_s > 0.0 {
+        sum(&log.succeeded, before_from, start) as f64 / before_s
+    } else {
+        config.clients as f64 * config.rate
+    };
+    let threshold = 0.95 * goodput_before;
+    let recover = settles(&log.succeeded, end, last, |ok| ok as f64 >= threshold);
+    let capacity = config.capacity();
+    let over = settles(&provider.calls, end, last, |calls| calls as f64 <= capacity);
+    let after = |slot: Option<usize>| slot.map(|s| (s - end) as f64 / per_s as f64);
+    let provider_config = config.provider();
+    let series = (0..last.div_ceil(per_s))
+        .map(|second| {
+            let from = second * per_s;
+            (
+                second as f64,
+                sum(&provider.calls, from, from + per_s) as f64,
+                provider_config.capacity_at(Duration::from_secs(second as u64)),
+                sum(&log.succeeded, from, from + per_s) as f64,
+            )
+        })
+        .collect();
+    StackReport {
+        stack: kind,
+        operations,
+        succeeded,
+        failed,
+        calls,
+        amplification: if outage_ops == 0 {
+            0.0
+        } else {
+            outage_calls as f64 / outage_ops as f64
+        },
+        goodput: succeeded as f64 / config.duration.as_secs_f64().max(1e-9),
+        goodput_before,
+        p50_s: percentile(&log.latency_ms, 0.5),
+        p99_s: percentile(&log.latency_ms, 0.99),
+        recover_s: after(recover),
+        over_capacity_s: after(over),
+        series,
+    }
+}
+
+/// The table's header line.
+pub fn table_header() -> String {
+    format!(
+        "{:<14} {:>9} {:>7} {:>9} {:>7} {:>7} {:>10} {:>10} {:>8}",
+        "stack", "amplif", "goodput", "ok_%", "p50_s", "p99_s", "recover_s", "overcap_s", "failed"
+    )
+}
+
+/// One table line.
+pub fn table_line(report: &StackReport) -> String {
+    let opt = |v: Option<f64>| v.map_or_else(|| "never".to_string(), |v| format!("{v:.1}"));
+    let ok_pct = if report.operations == 0 {
+        0.0
+    } else {
+        100.0 * report.succeeded as f64 / report.operations as f64
+    };
+    format!(
+        "{:<14} {:>8.2}x {:>7.0} {:>9.2} {:>7.2} {:>7.2} {:>10} {:>10} {:>8}",
+        report.stack.as_str(),
+        report.amplification,
+        report.goodput,
+        ok_pct,
+        report.p50_s,
+        report.p99_s,
+        opt(report.recover_s),
+        opt(report.over_capacity_s),
+        report.failed
+    )
+}
