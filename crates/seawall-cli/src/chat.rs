@@ -26,6 +26,14 @@
 //! classifier's own check cap); a longer one is `protocol_violation` with
 //! the message `answer_too_large: …`, exit 1.
 //!
+//! With `--resume`, a stream interrupted after content (a reset, an idle
+//! gap, an in-stream overload, a cut without a finish) is continued in the
+//! same output instead (`seawall::resume`): stdout shows one answer, every
+//! token once, and the receipt lists each resume in `resumes` (route,
+//! delivered characters at the cut, attempt) with `resumed`, the number
+//! spliced in. A continuation that cannot be lined up, or more than two,
+//! end as without it (exit 3).
+//!
 //! A 3xx answer is never followed (the API key would travel with it): code
 //! `redirected`, exit 1. Userinfo in a base URL (`http://user:secret@host`)
 //! is neither sent nor shown: routes, log lines and errors name the host
@@ -47,6 +55,7 @@ use seawall::core::provider::Provider;
 use seawall::core::replay::{ReplayBody, clone_head};
 use seawall::core::{BoxError, Class, Code, Failure, FinishKind, Receipt, RouteId};
 use seawall::fallback::{FallbackLayer, ServedBy};
+use seawall::resume::{ResumeLayer, ResumeRequestBody, Resumed};
 use seawall::stack::Stack;
 use serde_json::json;
 use tower::{Service, ServiceExt};
@@ -103,6 +112,10 @@ pub struct ChatArgs {
     /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY).
     #[arg(long)]
     pub api_key_env: Option<String>,
+    /// Continue a stream interrupted after content in the same output,
+    /// instead of ending with the interruption (at most two resumes).
+    #[arg(long)]
+    pub resume: bool,
     /// The prompt.
     pub prompt: String,
 }
@@ -388,7 +401,15 @@ pub async fn run(
         max_answer_bytes: args.max_answer_bytes,
         started,
     };
+    if args.resume {
+        let _ = writeln!(log, "seawall: an interrupted stream is resumed (--resume)");
+    }
     match fallback {
+        None if args.resume => {
+            let client = Client::builder(TokioExecutor::new()).build(connector);
+            let service = stack.resume(ResumeLayer::new()).build(&classify, client);
+            drive(session, None, service, request, out, log).await
+        }
         None => {
             let client = Client::builder(TokioExecutor::new()).build(connector);
             let service = stack.build(&classify, client);
@@ -417,20 +438,41 @@ pub async fn run(
                 &ClassifyLayer::for_provider(fallback.provider),
                 Client::builder(TokioExecutor::new()).build(connector.clone()),
             );
-            let fallback_service = tower::ServiceBuilder::new()
-                .map_request(move |incoming: http::Request<ReplayBody<Full<Bytes>>>| {
-                    let mut request = clone_head(&template, template.body().clone());
-                    *request.extensions_mut() = incoming.into_parts().0.extensions;
-                    request
-                })
-                .service(attempt);
-            let layer = FallbackLayer::new(fallback_service)
-                .route(RouteId::new(format!("fallback:{}", fallback.base_url)));
-            let client = Client::builder(TokioExecutor::new()).build(connector);
-            let service = stack.build_with_fallback(&classify, client, layer);
+            let route = RouteId::new(format!("fallback:{}", fallback.base_url));
+            let client = Client::builder(TokioExecutor::new());
             // The answer is read in the fallback's format if it served.
-            drive(session, Some(fallback.provider), service, request, out, log).await
+            if args.resume {
+                let fallback_service = tower::ServiceBuilder::new()
+                    .map_request(adopt::<ResumeRequestBody<Full<Bytes>>>(template))
+                    .service(attempt);
+                let layer = FallbackLayer::new(fallback_service).route(route);
+                let service = stack.resume(ResumeLayer::new()).build_with_fallback(
+                    &classify,
+                    client.build(connector),
+                    layer,
+                );
+                drive(session, Some(fallback.provider), service, request, out, log).await
+            } else {
+                let fallback_service = tower::ServiceBuilder::new()
+                    .map_request(adopt::<Full<Bytes>>(template))
+                    .service(attempt);
+                let layer = FallbackLayer::new(fallback_service).route(route);
+                let service = stack.build_with_fallback(&classify, client.build(connector), layer);
+                drive(session, Some(fallback.provider), service, request, out, log).await
+            }
         }
+    }
+}
+
+/// The fallback's request: its own template, with the extensions the
+/// fallback layer set on the incoming request (whatever its body).
+fn adopt<B>(
+    template: http::Request<Full<Bytes>>,
+) -> impl Fn(http::Request<ReplayBody<B>>) -> http::Request<Full<Bytes>> + Clone {
+    move |incoming| {
+        let mut request = clone_head(&template, template.body().clone());
+        *request.extensions_mut() = incoming.into_parts().0.extensions;
+        request
     }
 }
 
@@ -491,6 +533,7 @@ where
         .get::<ServedBy>()
         .is_some_and(|s| s.fallback);
     let receipt = response.extensions().get::<Receipt>().cloned();
+    let resumed = response.extensions().get::<Resumed>().cloned();
     let provider = match fallback_provider {
         Some(fallback) if served_by_fallback => fallback,
         _ => session.provider,
@@ -569,7 +612,7 @@ where
         };
         let _ = writeln!(log, "seawall chat: {what}: {shown_err}");
         let line = receipt_json(session.started, outcome, receipt.as_ref(), &delivery);
-        let _ = writeln!(log, "{line}");
+        let _ = writeln!(log, "{}", with_resumes(line, resumed.as_ref()));
         return status;
     }
     let complete = delivery.finish_kind.is_none_or(FinishKind::completes_task);
@@ -586,8 +629,38 @@ where
         receipt.as_ref(),
         &delivery,
     );
-    let _ = writeln!(log, "{line}");
+    let _ = writeln!(log, "{}", with_resumes(line, resumed.as_ref()));
     if complete { 0 } else { 4 }
+}
+
+/// The receipt line with what the resume layer did, when it was on:
+/// `resumed` (continuations spliced in) and `resumes` (each one's route,
+/// delivered characters at the cut, attempt and failure before content).
+fn with_resumes(line: String, resumed: Option<&Resumed>) -> String {
+    let Some(resumed) = resumed else { return line };
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&line) else {
+        return line;
+    };
+    let report = resumed.report();
+    value["resumed"] = json!(report.resumed());
+    value["resumes"] = report
+        .resumes
+        .iter()
+        .map(|r| {
+            json!({
+                "attempt": r.attempt,
+                "route": r.route.as_ref().map(ToString::to_string),
+                "delivered_chars": r.delivered_chars,
+                "cause": r.cause.as_str(),
+                "failed": r.failed.map(|c| c.as_str()),
+                "trimmed_chars": r.trimmed_chars,
+            })
+        })
+        .collect();
+    if let Some(reason) = report.gave_up {
+        value["resume_gave_up"] = json!(reason);
+    }
+    value.to_string()
 }
 
 /// How a chat ended, for its receipt.
@@ -691,5 +764,75 @@ mod tests {
             assert_eq!(parse_provider(name), Ok(provider));
         }
         assert!(parse_provider("http").is_err());
+    }
+}
+
+#[cfg(test)]
+mod resume_tests {
+    use clap::Parser;
+    use seawall_chaos::{ChaosServer, Fault, answer_text};
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        chat: ChatArgs,
+    }
+
+    async fn chat(flags: &[&str], script: &[&str], provider: &str) -> (u8, String, String, usize) {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let faults = script.iter().map(|f| f.parse::<Fault>().unwrap()).collect();
+        chaos.script(provider, faults).unwrap();
+        let base = chaos.base_url();
+        let model = app::model(parse_provider(provider).unwrap());
+        let mut argv = vec![
+            "chat",
+            "--provider",
+            provider,
+            "--base-url",
+            &base,
+            "--model",
+            model,
+            "--stream",
+        ];
+        argv.extend_from_slice(flags);
+        argv.push("Count.");
+        let args = Cli::try_parse_from(argv).unwrap().chat;
+        let (mut out, mut log) = (Vec::new(), Vec::new());
+        let status = run(args, &mut out, &mut log).await;
+        (
+            status,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(log).unwrap(),
+            chaos.journal().len(),
+        )
+    }
+
+    fn receipt(log: &str) -> serde_json::Value {
+        serde_json::from_str(log.lines().last().unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn with_resume_a_reset_stream_is_one_answer() {
+        let script = ["reset_after;tokens=400;total=600", "ok;tokens=600"];
+        for provider in ["openai", "anthropic", "gemini"] {
+            let (status, out, log, upstream) = chat(&["--resume"], &script, provider).await;
+            assert_eq!(status, 0, "{provider}: {log}");
+            assert_eq!(out, format!("{}\n", answer_text(600)), "{provider}");
+            assert_eq!(upstream, 2);
+            let receipt = receipt(&log);
+            assert_eq!(receipt["resumed"], 1, "{receipt}");
+            assert_eq!(
+                receipt["resumes"][0]["delivered_chars"],
+                answer_text(400).len()
+            );
+        }
+        // Without it: the interruption, as before.
+        let (status, out, log, upstream) = chat(&[], &script, "openai").await;
+        assert_eq!(status, 3);
+        assert_eq!(out, format!("{}\n", answer_text(400)));
+        assert_eq!(upstream, 1);
+        assert!(receipt(&log).get("resumes").is_none());
     }
 }

@@ -10,6 +10,13 @@
 //! from the chaos server's journal, duplicated text and tokens from what
 //! the caller actually received, elapsed time from the clock.
 //!
+//! Incidents marked `resume` run the seawall stack with
+//! [`Stack::resume`]: an interruption after content is continued in the
+//! same body by `seawall::resume`'s layer, and the row says whether every
+//! token reached the caller exactly once. Incident 8b runs both ways: as
+//! the plain preset (the interruption surfaces with its prefix) and, as
+//! `8b+`, resumed.
+//!
 //! Time is scaled: one incident second lasts `scale` real milliseconds
 //! (default 1), so a 600 s timeout takes 0.6 s. Provider hints on the wire
 //! (Retry-After) keep their real meaning.
@@ -27,7 +34,7 @@ use seawall::core::provider::Provider;
 use seawall::core::replay::ReplayBody;
 use seawall::core::{BoxError, Failure, FinishKind, RouteId};
 use seawall::fallback::FallbackLayer;
-use seawall::resume::{self, AnthropicStyle};
+use seawall::resume::{ResumeLayer, Resumed};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::{StreamGuardLayer, StreamReportHandle};
@@ -63,7 +70,7 @@ pub struct Incident {
     pub fallback: bool,
     /// The caller stops reading after this many content events.
     pub caller_stops_after: Option<u64>,
-    /// seawall resumes an interruption after content.
+    /// seawall resumes an interruption after content (`Stack::resume`).
     pub resume: bool,
 }
 
@@ -157,6 +164,16 @@ pub fn incidents() -> Vec<Incident> {
             ..base.clone()
         },
         Incident {
+            number: "8b+",
+            key: "overloaded_after_content_resumed",
+            title: "overloaded after 50 tokens, resumed",
+            provider: Provider::Anthropic,
+            script: &["stream_error_after;tokens=50;total=200"],
+            every_attempt: Some("ok;tokens=200"),
+            resume: true,
+            ..base.clone()
+        },
+        Incident {
             number: "9",
             key: "brief_503",
             title: "a brief 503, then success",
@@ -201,6 +218,8 @@ pub struct Row {
     /// The failure code (seawall's, or the naive stack's own error), or the
     /// finish reason of a delivered answer that is not complete.
     pub code: Option<String>,
+    /// Continuations the resume layer spliced into the answer.
+    pub resumed: usize,
 }
 
 /// Runs every incident through both stacks, in order.
@@ -256,6 +275,7 @@ struct Run {
     delivery: Delivery,
     outcome: &'static str,
     code: Option<String>,
+    resumed: usize,
 }
 
 /// Runs one incident through one stack and reads the journal for it.
@@ -309,6 +329,7 @@ pub async fn run_incident(
         tokens: token_numbers(&run.delivery.text).count(),
         outcome: run.outcome,
         code: run.code,
+        resumed: run.resumed,
     }
 }
 
@@ -408,6 +429,7 @@ async fn run_naive(chaos: &ChaosHandle, incident: &Incident, id: &str, clock: Cl
         delivery: shown,
         outcome,
         code,
+        resumed: 0,
     }
 }
 
@@ -471,80 +493,44 @@ async fn run_seawall(chaos: &ChaosHandle, incident: &Incident, id: &str, clock: 
             });
         let client = Client::builder(TokioExecutor::new()).build_http();
         let service = stack.build_with_fallback(&classify, client, fallback);
-        drive_seawall(service, chaos, incident, id).await
+        call_seawall(service, chaos, incident, id).await
+    } else if incident.resume {
+        let client = Client::builder(TokioExecutor::new()).build_http();
+        let service = stack.resume(ResumeLayer::new()).build(&classify, client);
+        call_seawall(service, chaos, incident, id).await
     } else {
         let client = Client::builder(TokioExecutor::new()).build_http();
         let service = stack.build(&classify, client);
-        drive_seawall(service, chaos, incident, id).await
+        call_seawall(service, chaos, incident, id).await
     }
-}
-
-async fn drive_seawall<S, B>(service: S, chaos: &ChaosHandle, incident: &Incident, id: &str) -> Run
-where
-    S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError> + Clone,
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
-    let body = app::conversation(incident.provider, incident.stream);
-    let first = call_seawall(service.clone(), chaos, incident, id, &body).await;
-    // An interruption after content: continue from what the caller has,
-    // never restart it.
-    let continuation = first
-        .interrupted
-        .as_ref()
-        .filter(|_| incident.resume)
-        .and_then(|interrupted| interrupted.delivered_text.as_deref())
-        .and_then(|delivered| {
-            resume::continuation(incident.provider, &body, delivered, AnthropicStyle::Prefill).ok()
-        });
-    let Some(next) = continuation else {
-        return first.run;
-    };
-    let resumed = call_seawall(service, chaos, incident, &format!("{id}:resume"), &next).await;
-    let mut shown = first.run.delivery;
-    shown.text.push_str(&resumed.run.delivery.text);
-    Run {
-        delivery: shown,
-        ..resumed.run
-    }
-}
-
-/// One call through the seawall stack, and what it left to resume from.
-struct SeawallCall {
-    run: Run,
-    interrupted: Option<seawall::core::Interrupted>,
 }
 
 fn failure_code(err: &BoxError) -> String {
     Failure::find(&**err).map_or_else(|| "unclassified".to_owned(), |f| f.code().to_string())
 }
 
-async fn call_seawall<S, B>(
-    service: S,
-    chaos: &ChaosHandle,
-    incident: &Incident,
-    id: &str,
-    body: &serde_json::Value,
-) -> SeawallCall
+/// One operation through the seawall stack, read as the application reads
+/// it.
+async fn call_seawall<S, B>(service: S, chaos: &ChaosHandle, incident: &Incident, id: &str) -> Run
 where
     S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
-    let response = match service.oneshot(request(chaos, incident, id, body)).await {
+    let body = app::conversation(incident.provider, incident.stream);
+    let response = match service.oneshot(request(chaos, incident, id, &body)).await {
         Ok(response) => response,
         Err(err) => {
-            return SeawallCall {
-                run: Run {
-                    delivery: Delivery::default(),
-                    outcome: "error",
-                    code: Some(failure_code(&err)),
-                },
-                interrupted: None,
+            return Run {
+                delivery: Delivery::default(),
+                outcome: "error",
+                code: Some(failure_code(&err)),
+                resumed: 0,
             };
         }
     };
     let report = response.extensions().get::<StreamReportHandle>().cloned();
+    let resumed = response.extensions().get::<Resumed>().cloned();
     let delivery = if incident.stream {
         caller::read_stream(
             None,
@@ -557,6 +543,7 @@ where
     } else {
         caller::read_unary(response.into_body(), incident.provider).await
     };
+    let resumed = resumed.map_or(0, |r| r.count());
     if delivery.cancelled {
         // The body was dropped: the guard's report says who closed it.
         let code = report
@@ -564,38 +551,31 @@ where
             .and_then(|r| r.get())
             .and_then(|r| r.code)
             .map_or_else(|| "cancelled".to_owned(), |c| c.to_string());
-        return SeawallCall {
-            run: Run {
-                delivery,
-                outcome: "cancelled",
-                code: Some(code),
-            },
-            interrupted: None,
+        return Run {
+            delivery,
+            outcome: "cancelled",
+            code: Some(code),
+            resumed,
         };
     }
     if let Some(err) = &delivery.error {
         let code = Some(failure_code(err));
-        let interrupted = Failure::find(&**err).and_then(|f| f.interrupted()).cloned();
-        return SeawallCall {
-            run: Run {
-                delivery,
-                outcome: "error",
-                code,
-            },
-            interrupted,
+        return Run {
+            delivery,
+            outcome: "error",
+            code,
+            resumed,
         };
     }
     let code = delivery
         .finish
         .clone()
         .filter(|f| !FinishKind::for_provider(incident.provider, f).completes_task());
-    SeawallCall {
-        run: Run {
-            delivery,
-            outcome: "ok",
-            code,
-        },
-        interrupted: None,
+    Run {
+        delivery,
+        outcome: "ok",
+        code,
+        resumed,
     }
 }
 
@@ -637,4 +617,39 @@ pub fn table_line(row: &Row) -> String {
         row.outcome,
         row.code.as_deref().unwrap_or("-"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use seawall_chaos::ChaosServer;
+
+    use super::*;
+
+    async fn row(key: &str) -> Row {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let incident = incidents().into_iter().find(|i| i.key == key).unwrap();
+        run_incident(&chaos, &incident, StackKind::Seawall, 5.0).await
+    }
+
+    /// Incidents 3 and 8b with the resume layer: one answer, every token
+    /// once, one continuation.
+    #[tokio::test]
+    async fn resumed_incidents_deliver_every_token_once() {
+        for (key, tokens) in [
+            ("reset_after_400", 600),
+            ("overloaded_after_content_resumed", 200),
+        ] {
+            let row = row(key).await;
+            assert!(!row.duplicated, "{key}");
+            assert_eq!(
+                (row.outcome, row.tokens, row.attempts, row.resumed),
+                ("ok", tokens, 2, 1),
+                "{key}"
+            );
+            assert_eq!(row.billed, 2, "{key}");
+        }
+        // Without the layer 8b surfaces with its prefix.
+        let row = row("overloaded_after_content").await;
+        assert_eq!((row.outcome, row.tokens, row.resumed), ("error", 50, 0));
+    }
 }
