@@ -545,6 +545,18 @@ impl RouteBreaker {
             to = to.as_str(),
             "circuit breaker state changed"
         );
+        #[cfg(feature = "metrics")]
+        {
+            use seawall_core::metric_names::{BREAKER_TRANSITIONS_TOTAL, BREAKERS_OPEN};
+            let opened = |state| matches!(state, BreakerState::Open | BreakerState::Isolated);
+            metrics::counter!(BREAKER_TRANSITIONS_TOTAL, "route" => self.route.to_shared(), "to" => to.as_str())
+                .increment(1);
+            match (opened(from), opened(to)) {
+                (false, true) => metrics::gauge!(BREAKERS_OPEN).increment(1.0),
+                (true, false) => metrics::gauge!(BREAKERS_OPEN).decrement(1.0),
+                _ => {}
+            }
+        }
         if let Some(callback) = &self.policy.on_transition {
             callback(&Transition {
                 route: &self.route,

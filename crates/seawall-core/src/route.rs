@@ -25,6 +25,12 @@ impl RouteId {
         &self.0
     }
 
+    /// The route's name, shared (a reference count, no copy): for metric
+    /// labels and other owners.
+    pub fn to_shared(&self) -> Arc<str> {
+        Arc::clone(&self.0)
+    }
+
     /// The route of a URI: its authority's `host:port`, without any
     /// `user:password@` in front, or `"default"` for a URI without one.
     pub fn from_uri(uri: &http::Uri) -> Self {

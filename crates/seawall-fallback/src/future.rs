@@ -212,6 +212,14 @@ where
         cause = cause.as_str(),
         "falling back to another route"
     );
+    #[cfg(feature = "metrics")]
+    metrics::counter!(
+        seawall_core::metric_names::FALLBACKS_TOTAL,
+        "from" => from.to_shared(),
+        "to" => to.to_shared(),
+        "code" => cause.as_str()
+    )
+    .increment(1);
     Ok((
         shared.fallback.clone(),
         request,

@@ -108,6 +108,8 @@ impl Gateway {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Gateway, GatewayError> {
         config.validate()?;
+        // The recorder must be in place before the first request records.
+        let _ = prometheus();
         let read = |what: String, var: &str| {
             env(var)
                 .filter(|value| !value.is_empty())
@@ -208,13 +210,15 @@ impl Gateway {
     }
 
     /// The axum app: `POST /v1/chat/completions`, `POST /v1/messages`,
-    /// `GET /healthz`. Serve it with [`Gateway::serve`], or nest it in an
+    /// `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
+    /// `seawall::core::metric_names`). Serve it with [`Gateway::serve`], or nest it in an
     /// app of your own.
     pub fn router(&self) -> Router {
         Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
             .route("/healthz", get(health))
+            .route("/metrics", get(metrics_text))
             // axum's default is 2 MB; the gateway's own cap rules (and is
             // checked without buffering past it, in `handle`).
             .layer(DefaultBodyLimit::max(self.inner.config.max_body_bytes))
@@ -502,6 +506,44 @@ async fn health(State(gateway): State<Gateway>) -> Response {
         .into_response()
 }
 
+/// The process's Prometheus recorder, installed by the first gateway: the
+/// layers record through the `metrics` facade into it. `None` when another
+/// recorder was installed first (the embedding app's own).
+fn prometheus() -> Option<&'static metrics_exporter_prometheus::PrometheusHandle> {
+    static HANDLE: std::sync::OnceLock<Option<metrics_exporter_prometheus::PrometheusHandle>> =
+        std::sync::OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let builder = metrics_exporter_prometheus::PrometheusBuilder::new()
+                .set_buckets(seawall::core::metric_names::SECONDS_BUCKETS)
+                .ok()?;
+            let recorder = builder.build_recorder();
+            let handle = recorder.handle();
+            metrics::set_global_recorder(recorder).ok()?;
+            Some(handle)
+        })
+        .as_ref()
+}
+
+/// `GET /metrics`: the Prometheus text exposition of seawall's metrics.
+async fn metrics_text() -> Response {
+    match prometheus() {
+        Some(handle) => {
+            handle.run_upkeep();
+            (
+                [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                handle.render(),
+            )
+                .into_response()
+        }
+        None => (
+            StatusCode::NOT_FOUND,
+            "another metrics recorder is installed in this process",
+        )
+            .into_response(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,3 +602,4 @@ mod tests {
         );
     }
 }
+

@@ -596,6 +596,36 @@ async fn health_and_unknown_paths() {
     );
 }
 
+#[tokio::test]
+async fn metrics_are_served_for_prometheus() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    chaos
+        .script("openai", vec!["status;code=503".parse().unwrap()])
+        .unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = client();
+    let (status, _, _) = send(
+        &client,
+        post(&gateway.url("/v1/chat/completions"), OPENAI_UNARY, &[]),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let request = http::Request::get(gateway.url("/metrics"))
+        .body(full(Bytes::new()))
+        .unwrap();
+    let (status, _, body) = send(&client, request).await;
+    assert_eq!(status, 200);
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    assert!(text.contains("seawall_attempts_total"), "{text}");
+    assert!(text.contains("seawall_retries_total"), "{text}");
+    assert!(text.contains("code=\"provider_unavailable\""), "{text}");
+    // Histograms, not summaries: explicit buckets.
+    assert!(
+        text.contains("seawall_operation_duration_seconds_bucket"),
+        "{text}"
+    );
+}
+
 /// A provider's own in-stream error after content is replaced by seawall's
 /// event: the client reads one error, with seawall's code and the
 /// provider's message.

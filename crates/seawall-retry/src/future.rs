@@ -6,15 +6,18 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
+use seawall_core::provider::Provider;
 use seawall_core::replay::ReplayBody;
 use seawall_core::{
-    Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RouteId, StopReason,
+    Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RequestFacts, RouteId, StopReason,
+    Usage,
 };
 use tokio::time::{Instant, Sleep, sleep};
 use tower_service::Service;
 
 use crate::budget::Grant;
 use crate::layer::Shared;
+use crate::metrics;
 use crate::template::Template;
 
 pin_project! {
@@ -67,7 +70,16 @@ pub(crate) struct Ladder<S, B> {
     other_routes: bool,
     grant: Option<Grant>,
     receipt: Receipt,
+    /// The operation's span (`otel.name` "{operation} {model}"), parent of
+    /// one span per attempt.
     span: tracing::Span,
+    /// The attempt in flight's span.
+    attempt_span: tracing::Span,
+    /// What the request asked for: provider and model for the spans.
+    facts: Option<RequestFacts>,
+    /// When the operation started, for its duration metric.
+    #[cfg(feature = "metrics")]
+    started: Instant,
 }
 
 enum Next {
@@ -110,6 +122,7 @@ where
             return future.poll(cx).map_err(Into::into);
         };
         let _entered = ladder.span.clone().entered();
+        let _attempt = ladder.attempt_span.clone().entered();
         loop {
             match this.state.as_mut().project() {
                 StateProj::Calling { future } => match ready!(future.poll(cx)) {
@@ -145,8 +158,10 @@ impl<S, B> Ladder<S, B> {
         route: RouteId,
         deadline: Option<Deadline>,
         other_routes: bool,
+        facts: Option<RequestFacts>,
     ) -> Self {
-        let span = tracing::debug_span!("retry_ladder", max_attempts = shared.policy.max_attempts);
+        let span = operation_span(&route, facts.as_ref());
+        let attempt_span = attempt_span(&span, &route, 1, Duration::ZERO);
         Ladder {
             shared,
             again,
@@ -161,6 +176,10 @@ impl<S, B> Ladder<S, B> {
             grant: None,
             receipt: Receipt::default(),
             span,
+            attempt_span,
+            facts,
+            #[cfg(feature = "metrics")]
+            started: Instant::now(),
         }
     }
 
@@ -169,6 +188,25 @@ impl<S, B> Ladder<S, B> {
         self.receipt
             .push(Attempt::answered(self.route.clone(), self.slept, response));
         self.receipt.stop = Some(StopReason::Succeeded);
+        metrics::attempt(&self.route, None);
+        self.record_model();
+        if let Some(usage) = response.extensions().get::<Usage>() {
+            for span in [&self.attempt_span, &self.span] {
+                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+            }
+        }
+        if let Some(finish) = response.extensions().get::<seawall_core::Finish>() {
+            for span in [&self.attempt_span, &self.span] {
+                span.record("gen_ai.response.finish_reasons", &*finish.reason);
+            }
+        }
+        self.span.record("seawall.attempts", self.attempt);
+        if let Some(usage) = response.extensions().get::<Usage>() {
+            metrics::tokens(&self.route, *usage);
+        }
+        #[cfg(feature = "metrics")]
+        metrics::operation(self.started.elapsed(), true);
         tracing::debug!(
             attempt = self.attempt,
             delay_ms = millis(self.slept),
@@ -205,7 +243,32 @@ impl<S, B> Ladder<S, B> {
         let failure = failure.with_route(route.clone());
         self.receipt
             .push(Attempt::failed(route.clone(), self.slept, &failure));
-        let verdict = self.judge(&failure, route);
+        metrics::attempt(&route, Some(failure.code()));
+        self.record_model();
+        self.attempt_span
+            .record("error.type", failure.code().as_str());
+        self.attempt_span.record("otel.status_code", "ERROR");
+        self.attempt_span
+            .record("seawall.action", failure.action().as_str());
+        if let Some(hint) = failure.retry_after() {
+            self.attempt_span
+                .record("seawall.retry_after_ms", millis(hint));
+        }
+        let verdict = self.judge(&failure, route.clone());
+        match &verdict {
+            Ok(_) => metrics::retry(&route, failure.code()),
+            Err(reason) => {
+                if *reason == StopReason::Budget {
+                    metrics::budget_exhausted();
+                }
+                self.span.record("error.type", failure.code().as_str());
+                self.span.record("otel.status_code", "ERROR");
+                self.span.record("seawall.stop_reason", reason.as_str());
+                self.span.record("seawall.attempts", self.attempt);
+                #[cfg(feature = "metrics")]
+                metrics::operation(self.started.elapsed(), false);
+            }
+        }
         tracing::debug!(
             attempt = self.attempt,
             class = failure.class().as_str(),
@@ -323,8 +386,81 @@ impl<S, B> Ladder<S, B> {
         let request = again.template.request(body);
         self.attempt += 1;
         self.attempt_started = self.deadline.map(|_| Instant::now());
+        self.attempt_span = attempt_span(&self.span, &self.route, self.attempt, self.slept);
         Poll::Ready(Ok(again.service.call(request)))
     }
+}
+
+impl<S, B> Ladder<S, B> {
+    /// The model is known once the request body was sent: recorded on the
+    /// operation's span (and its OpenTelemetry name) when an attempt ends.
+    fn record_model(&self) {
+        let Some(facts) = &self.facts else { return };
+        if let Some(model) = facts.model() {
+            self.span.record("gen_ai.request.model", model);
+            self.span
+                .record("otel.name", format!("{} {model}", operation_name(facts)));
+        }
+    }
+}
+
+/// The GenAI operation a request performs, by its provider's endpoint.
+fn operation_name(facts: &RequestFacts) -> &'static str {
+    match facts.provider() {
+        Some(Provider::Gemini) => "generate_content",
+        Some(_) => "chat",
+        None => "request",
+    }
+}
+
+/// One span per operation, client kind, with OpenTelemetry's GenAI
+/// attribute names (see the crate docs' table); the model and the outcome
+/// are recorded when known.
+fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Span {
+    let operation = facts.map_or("request", operation_name);
+    let provider = facts.and_then(RequestFacts::provider).map(Provider::as_str);
+    tracing::info_span!(
+        target: "seawall::retry",
+        "operation",
+        otel.name = operation,
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = operation,
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = tracing::field::Empty,
+        gen_ai.response.finish_reasons = tracing::field::Empty,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        server.address = route.as_str(),
+        error.type = tracing::field::Empty,
+        seawall.attempts = tracing::field::Empty,
+        seawall.stop_reason = tracing::field::Empty,
+    )
+}
+
+/// One span per attempt, a child of the operation's.
+fn attempt_span(
+    operation: &tracing::Span,
+    route: &RouteId,
+    attempt: u32,
+    delay: Duration,
+) -> tracing::Span {
+    tracing::info_span!(
+        target: "seawall::retry",
+        parent: operation,
+        "attempt",
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        server.address = route.as_str(),
+        seawall.attempt = attempt,
+        seawall.delay_ms = millis(delay),
+        seawall.action = tracing::field::Empty,
+        seawall.retry_after_ms = tracing::field::Empty,
+        gen_ai.response.finish_reasons = tracing::field::Empty,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
 }
 
 fn millis(duration: Duration) -> u64 {

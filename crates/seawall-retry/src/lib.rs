@@ -41,6 +41,30 @@
 //! attempt with the fields `attempt`, `class`, `code`, `delay_ms`,
 //! `retry_after_ms`, `budget_tokens`, `stop_reason`.
 //!
+//! ## Spans
+//!
+//! Each operation opens one span and each attempt one child span (target
+//! `seawall::retry`, level info), with OpenTelemetry's GenAI attribute
+//! names, so `tracing-opentelemetry` exports them as client spans named
+//! `"{operation} {model}"`:
+//!
+//! | span | field | value |
+//! |---|---|---|
+//! | `operation` | `otel.name` | `"chat gpt-4o"` (`generate_content` for Gemini; the model once the body was sent) |
+//! | both | `otel.kind` | `client` |
+//! | `operation` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts) |
+//! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's (a stream's usage is on its `seawall::stream` event and in the receipt) |
+//! | both | `server.address` | the route's name |
+//! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR` |
+//! | `operation` | `seawall.attempts`, `seawall.stop_reason` | |
+//! | `attempt` | `seawall.attempt`, `seawall.delay_ms`, `seawall.action`, `seawall.retry_after_ms` | |
+//!
+//! With the `metrics` feature the ladder also records
+//! `seawall_attempts_total`, `seawall_retries_total`,
+//! `seawall_retry_budget_exhausted_total`,
+//! `seawall_operation_duration_seconds` and, for unary answers,
+//! `seawall_tokens_total` ([`seawall_core::metric_names`]).
+//!
 //! ```
 //! use std::time::Duration;
 //! use http::{Request, Response};
@@ -80,6 +104,7 @@ mod backoff;
 mod budget;
 mod future;
 mod layer;
+mod metrics;
 mod policy;
 mod service;
 mod template;

@@ -73,12 +73,13 @@ where
             let (mut parts, body) = request.into_parts();
             // The recording tells every layer below what the body asked
             // for (a stream, a model) once it has been sent.
-            let slot = Arc::new(BodySlot::default());
+            let mut body = ReplayBody::recorded(body, policy.max_replay_bytes);
             if parts.extensions.get::<RequestFacts>().is_none() {
+                let slot = Arc::new(BodySlot::default());
                 let facts = RequestFacts::from_parts(&parts).with_body_slot(slot.clone());
                 parts.extensions.insert(facts);
+                body = body.fill_facts(slot);
             }
-            let body = ReplayBody::recorded(body, policy.max_replay_bytes).fill_facts(slot);
             let template_body = body.replay().expect("a fresh recording replays");
             let mut first = Request::from_parts(parts, body);
             // Taken before the mark goes in; each retry is marked when it is
@@ -89,6 +90,7 @@ where
             (request.map(ReplayBody::once), None)
         };
         first.extensions_mut().insert(OuterLadder);
+        let facts = first.extensions().get::<RequestFacts>().cloned();
         let future = self.inner.call(first);
         let again = again.map(|template| Again {
             service: self.inner.clone(),
@@ -96,7 +98,14 @@ where
         });
         ResponseFuture::ladder(
             future,
-            Ladder::new(self.shared.clone(), again, route, deadline, other_routes),
+            Ladder::new(
+                self.shared.clone(),
+                again,
+                route,
+                deadline,
+                other_routes,
+                facts,
+            ),
         )
     }
 }

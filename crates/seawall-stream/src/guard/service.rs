@@ -58,6 +58,8 @@ where
             protocol,
             started: Instant::now(),
             progress: request.extensions().get::<Progress>().cloned(),
+            #[cfg(feature = "metrics")]
+            route: seawall_core::RouteId::of_request(&request),
         };
         ResponseFuture::new(self.inner.call(request), setup)
     }

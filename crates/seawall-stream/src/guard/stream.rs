@@ -175,6 +175,31 @@ fn opens_like_event_stream(data: &[u8]) -> Option<bool> {
     Some(matches!(first, b'd' | b'e' | b'i' | b'r' | b':'))
 }
 
+/// What a finished stream adds to seawall's metrics.
+#[cfg(feature = "metrics")]
+fn record(report: &StreamReport, route: &seawall_core::RouteId) {
+    use seawall_core::metric_names::{
+        STREAM_INTERRUPTIONS_TOTAL, TIME_TO_FIRST_BYTE_SECONDS, TIME_TO_FIRST_CONTENT_SECONDS,
+        TOKENS_TOTAL,
+    };
+    if let Some(ttfb) = report.time_to_first_byte {
+        metrics::histogram!(TIME_TO_FIRST_BYTE_SECONDS).record(ttfb.as_secs_f64());
+    }
+    if let Some(ttfc) = report.time_to_first_content {
+        metrics::histogram!(TIME_TO_FIRST_CONTENT_SECONDS).record(ttfc.as_secs_f64());
+    }
+    if let Some(code) = report.code.filter(|_| report.content_events > 0) {
+        metrics::counter!(STREAM_INTERRUPTIONS_TOTAL, "route" => route.to_shared(), "code" => code.as_str())
+            .increment(1);
+    }
+    if let Some(usage) = report.usage {
+        metrics::counter!(TOKENS_TOTAL, "route" => route.to_shared(), "kind" => "input")
+            .increment(usage.input_tokens);
+        metrics::counter!(TOKENS_TOTAL, "route" => route.to_shared(), "kind" => "output")
+            .increment(usage.output_tokens);
+    }
+}
+
 /// The delivered text's first allocation: deltas are a few bytes each, so
 /// starting at the first one's size would reallocate on every early event.
 const FIRST_TEXT_CAPACITY: usize = 64;
@@ -193,6 +218,9 @@ pub(crate) struct Setup {
     /// The attempt's shared progress, when a per-attempt deadline put one in
     /// the request extensions: it reads it to tell silence from slowness.
     pub(crate) progress: Option<Progress>,
+    /// The route, for metric labels.
+    #[cfg(feature = "metrics")]
+    pub(crate) route: seawall_core::RouteId,
 }
 
 /// Everything a stream knows besides its body and timer.
@@ -213,6 +241,8 @@ pub(crate) struct Track {
     /// The body was taken for a stream without its content type saying so,
     /// and its first bytes have not been looked at yet.
     opening_unchecked: bool,
+    #[cfg(feature = "metrics")]
+    route: seawall_core::RouteId,
 }
 
 impl Track {
@@ -224,6 +254,8 @@ impl Track {
             progress,
             recognised,
             facts: _,
+            #[cfg(feature = "metrics")]
+            route,
         } = setup;
         Track {
             scanner: Scanner::new(config.max_line, config.max_event),
@@ -252,6 +284,8 @@ impl Track {
             reported: false,
             // Only a body not declared an event stream must show it is one.
             opening_unchecked: recognised == Some(Recognised::Requested),
+            #[cfg(feature = "metrics")]
+            route,
         }
     }
 
@@ -520,6 +554,8 @@ impl Track {
             usage: self.decoder.usage(),
         };
         trace(&report);
+        #[cfg(feature = "metrics")]
+        record(&report, &self.route);
         self.handle.set(report);
     }
 

@@ -1,0 +1,173 @@
+//! The metrics the layers record, read back from a debugging recorder after
+//! real fault scripts over loopback (feature `metrics`).
+#![cfg(feature = "metrics")]
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use metrics_util::{CompositeKey, MetricKind};
+use seawall::breaker::{BreakerLayer, Trip};
+use seawall::classify::ClassifyLayer;
+use seawall::core::metric_names::*;
+use tower::ServiceExt;
+
+/// Runs `body` on a current-thread runtime with `recorder` as this
+/// thread's recorder, and returns the snapshotter.
+fn recorded(body: impl std::future::Future<Output = ()>) -> Snapshotter {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(body)
+    });
+    snapshotter
+}
+
+/// The counter `name` with every label in `labels`, summed over the rest.
+fn counter(snapshot: &[(CompositeKey, DebugValue)], name: &str, labels: &[(&str, &str)]) -> u64 {
+    snapshot
+        .iter()
+        .filter(|(key, _)| key.kind() == MetricKind::Counter && key.key().name() == name)
+        .filter(|(key, _)| {
+            labels.iter().all(|(k, v)| {
+                key.key()
+                    .labels()
+                    .any(|label| label.key() == *k && label.value() == *v)
+            })
+        })
+        .map(|(_, value)| match value {
+            DebugValue::Counter(n) => *n,
+            _ => 0,
+        })
+        .sum()
+}
+
+fn snapshot(snapshotter: &Snapshotter) -> Vec<(CompositeKey, DebugValue)> {
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| (key, value))
+        .collect()
+}
+
+async fn ask(base: &str, stack: &seawall::stack::Stack, stream: bool) -> bool {
+    let service = stack.build(&ClassifyLayer::openai(), common::client());
+    let body = format!(
+        r#"{{"model":"gpt-x","stream":{stream},"stream_options":{{"include_usage":true}},"messages":[{{"role":"user","content":"hi"}}]}}"#
+    );
+    let request = http::Request::post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    match service.oneshot(request).await {
+        Ok(response) => response.into_body().collect().await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn two_503s_then_ok_are_three_attempts_and_two_retries() {
+    let snapshotter = recorded(async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "openai",
+                vec![
+                    common::fault("status;code=503"),
+                    common::fault("status;code=503"),
+                    common::fault("ok"),
+                ],
+            )
+            .unwrap();
+        assert!(ask(&chaos.base_url(), &common::short_stack(), true).await);
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 3);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("code", "provider_unavailable"), ("outcome", "failure")]
+        ),
+        2
+    );
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("outcome", "success")]),
+        1
+    );
+    assert_eq!(counter(&snapshot, RETRIES_TOTAL, &[]), 2);
+    // The stream's usage, reported at its end.
+    assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "output")]), 8);
+    let histograms: Vec<_> = snapshot
+        .iter()
+        .filter(|(key, _)| key.kind() == MetricKind::Histogram)
+        .map(|(key, _)| key.key().name().to_owned())
+        .collect();
+    for name in [
+        OPERATION_DURATION_SECONDS,
+        TIME_TO_FIRST_BYTE_SECONDS,
+        TIME_TO_FIRST_CONTENT_SECONDS,
+    ] {
+        assert!(
+            histograms.iter().any(|h| h == name),
+            "{name}: {histograms:?}"
+        );
+    }
+    // Labels carry no URL, only the route's name.
+    for (key, _) in &snapshot {
+        for label in key.key().labels() {
+            assert!(!label.value().contains("http"), "{label:?}");
+        }
+    }
+}
+
+#[test]
+fn a_quota_wall_is_one_attempt_and_no_retry() {
+    let snapshotter = recorded(async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "openai",
+                vec![common::fault(
+                    "status;code=429;retry_after=48489;kind=insufficient_quota",
+                )],
+            )
+            .unwrap();
+        assert!(!ask(&chaos.base_url(), &common::short_stack(), false).await);
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "quota_exhausted")]),
+        1
+    );
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1);
+    assert_eq!(counter(&snapshot, RETRIES_TOTAL, &[]), 0);
+}
+
+#[test]
+fn a_breaker_trip_is_one_transition_to_open() {
+    let snapshotter = recorded(async {
+        let chaos = common::chaos().await;
+        chaos
+            .script("openai", vec![common::fault("status;code=503"); 3])
+            .unwrap();
+        let stack = common::short_stack()
+            .breaker(BreakerLayer::new().trip(Trip::Consecutive { failures: 3 }))
+            .total_deadline(Duration::from_secs(5));
+        assert!(!ask(&chaos.base_url(), &stack, false).await);
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, BREAKER_TRANSITIONS_TOTAL, &[("to", "open")]),
+        1
+    );
+    assert_eq!(counter(&snapshot, BREAKER_TRANSITIONS_TOTAL, &[]), 1);
+}
