@@ -104,7 +104,8 @@ fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
     assert_eq!(operations.len(), 1, "{spans:#?}");
     let (op_id, op) = operations[0];
     let field = |s: &Captured, name: &str| s.fields.get(name).cloned().unwrap_or_default();
-    assert_eq!(field(op, "otel.name"), "chat gpt-x");
+    // The model is in the body: known after the span started.
+    assert_eq!(field(op, "otel.name"), "chat");
     assert_eq!(field(op, "gen_ai.operation.name"), "chat");
     assert_eq!(field(op, "gen_ai.provider.name"), "openai");
     assert_eq!(field(op, "gen_ai.request.model"), "gpt-x");
@@ -124,4 +125,45 @@ fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
     assert_eq!(field(attempts[0], "seawall.action"), "retry");
     assert_eq!(field(attempts[1], "error.type"), "");
     assert!(!field(attempts[1], "gen_ai.usage.input_tokens").is_empty());
+}
+
+#[test]
+fn a_model_named_in_the_path_names_the_operation_from_its_start() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let chaos = common::chaos().await;
+                let service =
+                    common::short_stack().build(&ClassifyLayer::gemini(), common::client());
+                let request = http::Request::post(format!(
+                    "{}/v1beta/models/gemini-x:generateContent",
+                    chaos.base_url()
+                ))
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from_static(
+                    br#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#,
+                )))
+                .unwrap();
+                let response = service.oneshot(request).await.unwrap();
+                response.into_body().collect().await.unwrap();
+            });
+    });
+    let spans = capture.0.lock().unwrap().clone();
+    let op = spans
+        .values()
+        .find(|s| s.name == "operation")
+        .expect("an operation span");
+    assert_eq!(
+        op.fields.get("otel.name").map(String::as_str),
+        Some("generate_content gemini-x")
+    );
+    assert_eq!(
+        op.fields.get("gen_ai.provider.name").map(String::as_str),
+        Some("gemini")
+    );
 }

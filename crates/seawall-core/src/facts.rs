@@ -42,6 +42,9 @@ pub struct RequestFacts {
     head_stream: Option<bool>,
     /// Filled by the body recording when the body ends.
     body: Option<Arc<BodySlot>>,
+    /// The model named before the body is read: Gemini's path, or the
+    /// caller's own word ([`RequestFacts::with_model`]).
+    head_model: Option<Arc<str>>,
 }
 
 /// The slot a recorded body fills with its facts when it ends.
@@ -112,11 +115,31 @@ impl RequestFacts {
         } else {
             None
         };
+        // Gemini names the model in the path: `/models/{model}:verb`.
+        let head_model = (provider == Some(Provider::Gemini))
+            .then(|| path.rsplit_once("/models/"))
+            .flatten()
+            .and_then(|(_, rest)| rest.split_once(':'))
+            .map(|(model, _)| Arc::from(model));
         RequestFacts {
             provider,
             head_stream,
             body: None,
+            head_model,
         }
+    }
+
+    /// These facts, naming `model` before the body is read (a caller that
+    /// knows it, or a gateway that parsed the body itself): spans are then
+    /// named after it from their start.
+    pub fn with_model(mut self, model: impl Into<Arc<str>>) -> Self {
+        self.head_model = Some(model.into());
+        self
+    }
+
+    /// The model named before the body was read, if any.
+    pub fn head_model(&self) -> Option<&str> {
+        self.head_model.as_deref()
     }
 
     /// The facts in `request`'s extensions, or those of its head when no
@@ -164,8 +187,12 @@ impl RequestFacts {
         }
     }
 
-    /// The model the body names, once the body has been read.
+    /// The model: named before the body was read, else the one the body
+    /// names once it has been read.
     pub fn model(&self) -> Option<&str> {
+        if let Some(model) = &self.head_model {
+            return Some(model);
+        }
         self.body.as_ref()?.get()?.model.as_deref()
     }
 }
@@ -276,6 +303,19 @@ mod tests {
             assert_eq!(facts.stream_requested(), None);
             assert_eq!(facts.model(), None);
         }
+    }
+
+    #[test]
+    fn gemini_names_its_model_in_the_path() {
+        let facts = RequestFacts::from_head(&request(
+            "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+            None,
+        ));
+        assert_eq!(facts.model(), Some("gemini-2.5-flash"));
+        assert_eq!(facts.head_model(), Some("gemini-2.5-flash"));
+        let told =
+            RequestFacts::from_head(&request("/v1/chat/completions", None)).with_model("gpt-x");
+        assert_eq!(told.head_model(), Some("gpt-x"));
     }
 
     #[test]

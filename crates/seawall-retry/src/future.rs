@@ -396,10 +396,11 @@ impl<S, B> Ladder<S, B> {
     /// operation's span (and its OpenTelemetry name) when an attempt ends.
     fn record_model(&self) {
         let Some(facts) = &self.facts else { return };
-        if let Some(model) = facts.model() {
+        if self.attempt == 1
+            && facts.head_model().is_none()
+            && let Some(model) = facts.model()
+        {
             self.span.record("gen_ai.request.model", model);
-            self.span
-                .record("otel.name", format!("{} {model}", operation_name(facts)));
         }
     }
 }
@@ -414,20 +415,28 @@ fn operation_name(facts: &RequestFacts) -> &'static str {
 }
 
 /// One span per operation, client kind, with OpenTelemetry's GenAI
-/// attribute names (see the crate docs' table); the model and the outcome
-/// are recorded when known.
+/// attribute names (see the crate docs' table). An OpenTelemetry span's
+/// name is fixed when it starts: it is `"{operation} {model}"` when the
+/// model is known then (Gemini's path, `RequestFacts::with_model`), else
+/// `"{operation}"`, and `gen_ai.request.model` is recorded once the body
+/// naming it was sent.
 fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Span {
     let operation = facts.map_or("request", operation_name);
     let provider = facts.and_then(RequestFacts::provider).map(Provider::as_str);
+    let model = facts.and_then(RequestFacts::head_model);
+    let name = match model {
+        Some(model) => format!("{operation} {model}"),
+        None => operation.to_owned(),
+    };
     tracing::info_span!(
         target: "seawall::retry",
         "operation",
-        otel.name = operation,
+        otel.name = name,
         otel.kind = "client",
         otel.status_code = tracing::field::Empty,
         gen_ai.operation.name = operation,
         gen_ai.provider.name = provider,
-        gen_ai.request.model = tracing::field::Empty,
+        gen_ai.request.model = model,
         gen_ai.response.finish_reasons = tracing::field::Empty,
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,

@@ -50,9 +50,9 @@
 //!
 //! | span | field | value |
 //! |---|---|---|
-//! | `operation` | `otel.name` | `"chat gpt-4o"` (`generate_content` for Gemini; the model once the body was sent) |
+//! | `operation` | `otel.name` | `"chat gpt-4o"` when the model is known as the call starts (Gemini's path, `RequestFacts::with_model`), else `"chat"` (`generate_content` for Gemini): an OpenTelemetry span's name is fixed when it starts |
 //! | both | `otel.kind` | `client` |
-//! | `operation` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts) |
+//! | `operation` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts); the model once the body naming it was sent |
 //! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's (a stream's usage is on its `seawall::stream` event and in the receipt) |
 //! | both | `server.address` | the route's name |
 //! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR` |
