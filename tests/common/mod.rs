@@ -30,27 +30,27 @@ use seawall_cli::caller::{self, Delivery, NotAnAnswer};
 use tower::{Service, ServiceExt};
 
 /// The stream guard's first-byte bound in every suite.
-pub const FIRST_BYTE: Duration = Duration::from_millis(200);
+pub(crate) const FIRST_BYTE: Duration = Duration::from_millis(200);
 /// The stream guard's first-content bound.
-pub const FIRST_CONTENT: Duration = Duration::from_millis(400);
+pub(crate) const FIRST_CONTENT: Duration = Duration::from_millis(400);
 /// The stream guard's idle bound.
-pub const IDLE: Duration = Duration::from_millis(300);
+pub(crate) const IDLE: Duration = Duration::from_millis(300);
 /// The per-attempt bound.
-pub const ATTEMPT: Duration = Duration::from_millis(1500);
+pub(crate) const ATTEMPT: Duration = Duration::from_millis(1500);
 /// The operation's deadline.
-pub const TOTAL: Duration = Duration::from_secs(5);
+pub(crate) const TOTAL: Duration = Duration::from_secs(5);
 
 /// The request the fallback route receives.
-pub type FallbackRequest = http::Request<ReplayBody<Full<Bytes>>>;
+pub(crate) type FallbackRequest = http::Request<ReplayBody<Full<Bytes>>>;
 
 /// The fallback route: one attempt, no ladder of its own.
-pub type FallbackAttempt = seawall::stack::Attempt<
+pub(crate) type FallbackAttempt = seawall::stack::Attempt<
     Client<HttpConnector, ReplayBody<Full<Bytes>>>,
     seawall::classify::ProviderClassifier,
 >;
 
 /// A fresh client (its own connection pool), for any request body.
-pub fn client<B>() -> Client<HttpConnector, B>
+pub(crate) fn client<B>() -> Client<HttpConnector, B>
 where
     B: Body + Send + 'static,
     B::Data: Send,
@@ -59,7 +59,7 @@ where
 }
 
 /// A chaos server on a free loopback port.
-pub async fn chaos() -> ChaosHandle {
+pub(crate) async fn chaos() -> ChaosHandle {
     ChaosServer::builder()
         .start()
         .await
@@ -69,7 +69,7 @@ pub async fn chaos() -> ChaosHandle {
 /// The interactive preset with every bound short, so a suite runs in
 /// seconds: first byte 200 ms, first content 400 ms, idle 300 ms, attempt
 /// 1.5 s, operation 5 s, backoff 5–20 ms, no retry budget limit.
-pub fn short_stack() -> Stack {
+pub(crate) fn short_stack() -> Stack {
     Stack::interactive()
         .total_deadline(TOTAL)
         .attempt_timeout(ATTEMPT)
@@ -91,13 +91,13 @@ pub fn short_stack() -> Stack {
 }
 
 /// The route the fallback is tracked as, in receipts and the breaker.
-pub fn fallback_route() -> RouteId {
+pub(crate) fn fallback_route() -> RouteId {
     RouteId::new("fallback")
 }
 
 /// What an application asks.
 #[derive(Debug, Clone)]
-pub struct Ask {
+pub(crate) struct Ask {
     /// Whose wire format.
     pub provider: Provider,
     /// A streamed request?
@@ -112,7 +112,7 @@ pub struct Ask {
 
 /// The request an application sends to `base`: the CLI's own, so the
 /// suites send what `seawall replay` sends.
-pub fn request(base: &str, ask: &Ask) -> http::Request<Full<Bytes>> {
+pub(crate) fn request(base: &str, ask: &Ask) -> http::Request<Full<Bytes>> {
     app::request(
         base,
         ask.provider,
@@ -125,7 +125,7 @@ pub fn request(base: &str, ask: &Ask) -> http::Request<Full<Bytes>> {
 
 /// A fallback to another chaos server: the same request, healthy (the fault
 /// header removed), sent to `fallback_base`, tracked as route `fallback`.
-pub fn fallback_to(
+pub(crate) fn fallback_to(
     stack: &Stack,
     provider: Provider,
     fallback_base: &str,
@@ -149,7 +149,7 @@ pub fn fallback_to(
 
 /// How an operation ended for the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// The body ended cleanly.
     Ok,
     /// The call failed before any content (the response future's error).
@@ -164,7 +164,7 @@ pub enum Ending {
 
 /// Everything the caller saw of one operation.
 #[derive(Debug)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// How it ended.
     pub ending: Ending,
     /// The classified failure, when it failed.
@@ -216,7 +216,7 @@ impl Seen {
 
 /// Sends `request` through `service` and reads the answer as an
 /// application does.
-pub async fn call<S, B>(service: S, request: http::Request<Full<Bytes>>, ask: &Ask) -> Seen
+pub(crate) async fn call<S, B>(service: S, request: http::Request<Full<Bytes>>, ask: &Ask) -> Seen
 where
     S: Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
     B: Body<Data = Bytes>,
@@ -302,7 +302,7 @@ impl From<Delivery> for Read {
 
 /// The rows of one operation, once none is still in flight (a disconnect
 /// is noticed by the server a moment after the client leaves).
-pub async fn settled_rows(chaos: &ChaosHandle, id: &str) -> Vec<JournalEntry> {
+pub(crate) async fn settled_rows(chaos: &ChaosHandle, id: &str) -> Vec<JournalEntry> {
     chaos
         .settled_journal(Duration::from_secs(3), |row| {
             row.request_id.as_deref() == Some(id)
@@ -311,14 +311,14 @@ pub async fn settled_rows(chaos: &ChaosHandle, id: &str) -> Vec<JournalEntry> {
 }
 
 /// Parses a fault written in header syntax.
-pub fn fault(text: &str) -> Fault {
+pub(crate) fn fault(text: &str) -> Fault {
     text.parse()
         .unwrap_or_else(|e| panic!("fault `{text}`: {e}"))
 }
 
 /// Runs `ask` through `stack` against `primary` (and a fallback route on
 /// `fallback`, when given).
-pub async fn through_stack(
+pub(crate) async fn through_stack(
     stack: &Stack,
     primary: &ChaosHandle,
     fallback: Option<&ChaosHandle>,
@@ -331,7 +331,7 @@ pub async fn through_stack(
 /// Runs `ask` through `stack` against the chaos server at `primary_base`
 /// (and a fallback route to `fallback_base`, when given), each with a
 /// client of its own.
-pub async fn through_base(
+pub(crate) async fn through_base(
     stack: &Stack,
     primary_base: &str,
     fallback_base: Option<&str>,

@@ -59,6 +59,22 @@ impl<F, C, B> ResponseFuture<F, C, B> {
     }
 }
 
+impl<F, C, B> std::fmt::Debug for ResponseFuture<F, C, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::Waiting => "waiting",
+            State::ReadingError(_) => "reading_error",
+            State::CheckingSuccess(_) => "checking_success",
+            State::AwaitingTrailers(_) => "awaiting_trailers",
+            State::Done => "done",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .field("facts", &self.facts)
+            .finish_non_exhaustive()
+    }
+}
+
 enum State<B> {
     /// The inner service has not answered yet.
     Waiting,

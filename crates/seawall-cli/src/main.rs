@@ -50,6 +50,10 @@ enum Command {
     /// seawall, seawall-fleet), or with --backoff the AWS "Exponential
     /// Backoff and Jitter" comparison.
     Fleet(fleet::FleetArgs),
+    /// Run an OpenAI/Anthropic-compatible proxy (axum) through the seawall
+    /// policies: POST /v1/chat/completions, POST /v1/messages, GET
+    /// /healthz, GET /metrics. Point OPENAI_BASE_URL at it.
+    Gateway(seawall_gateway::GatewayArgs),
 }
 
 #[derive(clap::Args)]
@@ -102,6 +106,13 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
                     eprintln!("seawall chaos: {err}");
+                    ExitCode::FAILURE
+                }
+            },
+            Command::Gateway(args) => match seawall_gateway::run(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("{err}");
                     ExitCode::FAILURE
                 }
             },

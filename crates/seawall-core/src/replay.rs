@@ -425,7 +425,7 @@ mod tests {
         use super::*;
         use std::collections::VecDeque;
 
-        pub struct Iter(pub VecDeque<Result<Frame<Bytes>, std::io::Error>>);
+        pub(super) struct Iter(pub(super) VecDeque<Result<Frame<Bytes>, std::io::Error>>);
 
         impl http_body::Body for Iter {
             type Data = Bytes;

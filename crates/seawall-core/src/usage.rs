@@ -92,7 +92,7 @@ impl Eq for UsageSlot {}
 /// `candidatesTokenCount`). Read leniently: a count of another type, or a
 /// second spelling beside the first, never fails the answer; a usage
 /// object with no count is none.
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default)]
 pub struct UsageFields {
     #[serde(default)]
     prompt_tokens: Count,
@@ -144,7 +144,7 @@ impl UsageFields {
 
 /// A token count: a non-negative integer, else nothing (never an error).
 #[doc(hidden)]
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Count(Option<u64>);
 
 impl<'de> Deserialize<'de> for Count {

@@ -124,6 +124,19 @@ impl<F> ResponseFuture<F> {
     }
 }
 
+impl<F> std::fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (state, expiry) = match &self.state {
+            State::Running { expiry, .. } => ("running", expiry),
+            State::Expired { expiry } => ("expired", expiry),
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .field("expiry", expiry)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<F, B, E> Future for ResponseFuture<F>
 where
     F: Future<Output = Result<Response<B>, E>>,

@@ -51,7 +51,7 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    pub fn snapshot(&self) -> Stats {
+    pub(crate) fn snapshot(&self) -> Stats {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         Stats {
             requests: get(&self.requests),
@@ -64,7 +64,7 @@ impl Counters {
         }
     }
 
-    pub fn refused(&self) {
+    pub(crate) fn refused(&self) {
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.refused.fetch_add(1, Ordering::Relaxed);
     }
@@ -93,7 +93,7 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
-    pub fn new(counters: Arc<Counters>, model: &str, wire: Wire, stream: bool) -> Tracker {
+    pub(crate) fn new(counters: Arc<Counters>, model: &str, wire: Wire, stream: bool) -> Tracker {
         counters.requests.fetch_add(1, Ordering::Relaxed);
         counters.in_flight.fetch_add(1, Ordering::Relaxed);
         Tracker {
@@ -108,12 +108,12 @@ impl Tracker {
         }
     }
 
-    pub fn answered(&mut self, served_by: &str, attempts: usize) {
+    pub(crate) fn answered(&mut self, served_by: &str, attempts: usize) {
         self.served_by = Some(served_by.to_owned());
         self.attempts = attempts;
     }
 
-    pub fn end(&mut self, end: End, code: Option<&str>) {
+    pub(crate) fn end(&mut self, end: End, code: Option<&str>) {
         if self.ended {
             return;
         }
@@ -196,7 +196,7 @@ pub(crate) struct Relay {
 }
 
 impl Relay {
-    pub fn new(
+    pub(crate) fn new(
         inner: UpstreamBody,
         wire: Wire,
         sse: bool,

@@ -9,17 +9,17 @@ use std::sync::Arc;
 pub(crate) struct Secret(Arc<str>);
 
 impl Secret {
-    pub fn new(value: String) -> Secret {
+    pub(crate) fn new(value: String) -> Secret {
         Secret(value.into())
     }
 
     /// The value, for the one header that carries it upstream.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 
     /// Equality whose time does not depend on where the first difference is.
-    pub fn matches(&self, candidate: &[u8]) -> bool {
+    pub(crate) fn matches(&self, candidate: &[u8]) -> bool {
         let expected = self.0.as_bytes();
         let mut diff = expected.len() ^ candidate.len();
         for (i, byte) in expected.iter().enumerate() {
@@ -48,7 +48,7 @@ impl fmt::Display for Secret {
 pub(crate) struct Redactor(Vec<Secret>);
 
 impl Redactor {
-    pub fn push(&mut self, secret: &Secret) {
+    pub(crate) fn push(&mut self, secret: &Secret) {
         // Very short values would scrub ordinary words; they are refused
         // as keys anyway (see `Gateway::with_env`).
         if secret.expose().len() >= 8 && !self.0.contains(secret) {
@@ -56,7 +56,7 @@ impl Redactor {
         }
     }
 
-    pub fn scrub(&self, text: &str) -> String {
+    pub(crate) fn scrub(&self, text: &str) -> String {
         let mut text = text.to_owned();
         for secret in &self.0 {
             if text.contains(secret.expose()) {

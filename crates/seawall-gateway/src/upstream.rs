@@ -71,7 +71,7 @@ pub(crate) struct ClientCall {
 
 impl ClientCall {
     /// Picks the forwardable headers out of the client's.
-    pub fn forwarded_headers(from: &HeaderMap) -> HeaderMap {
+    pub(crate) fn forwarded_headers(from: &HeaderMap) -> HeaderMap {
         let mut headers = HeaderMap::new();
         for name in FORWARDED {
             for value in from.get_all(*name) {
@@ -95,7 +95,7 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    pub fn new(route: &RouteConfig, key: Option<Secret>) -> Target {
+    pub(crate) fn new(route: &RouteConfig, key: Option<Secret>) -> Target {
         let trimmed = route.base_url.trim_end_matches('/');
         let base = trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_owned();
         Target {
@@ -109,7 +109,7 @@ impl Target {
     }
 
     /// This route's request for the client's call.
-    pub fn request(&self, call: &ClientCall) -> Result<http::Request<Full<Bytes>>, BoxError> {
+    pub(crate) fn request(&self, call: &ClientCall) -> Result<http::Request<Full<Bytes>>, BoxError> {
         let body = match &self.rename {
             Some(model) => {
                 let mut json = call.json.clone();
@@ -184,7 +184,7 @@ pub(crate) struct Shared {
 impl Shared {
     /// The clients (one connection pool per body type) and the shared
     /// breaker and budget.
-    pub fn new(policy: Policy, max_body_bytes: usize) -> Shared {
+    pub(crate) fn new(policy: Policy, max_body_bytes: usize) -> Shared {
         let connector = connector();
         Shared {
             client: Client::builder(TokioExecutor::new()).build(connector.clone()),
@@ -244,7 +244,7 @@ impl Shared {
     }
 
     /// One model's service: the primary's ladder, then one fallback.
-    pub fn model(&self, primary: &Arc<Target>, fallback: Option<&Arc<Target>>) -> Upstream {
+    pub(crate) fn model(&self, primary: &Arc<Target>, fallback: Option<&Arc<Target>>) -> Upstream {
         let classify = ClassifyLayer::for_provider(primary.wire.provider());
         let stack = self.stack(primary.preset);
         match fallback {

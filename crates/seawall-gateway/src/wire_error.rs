@@ -36,7 +36,7 @@ pub(crate) struct WireError {
 
 impl WireError {
     /// An error the gateway itself answers (auth, size, a bad request).
-    pub fn gateway(status: StatusCode, code: Code, message: impl Into<String>) -> WireError {
+    pub(crate) fn gateway(status: StatusCode, code: Code, message: impl Into<String>) -> WireError {
         WireError {
             status,
             code: code.as_str(),
@@ -49,7 +49,7 @@ impl WireError {
 
     /// A failure of the stack before any content: the upstream status if
     /// there was one, else 504 for a time bound, else 502.
-    pub fn before_content(failure: &Failure, message: String) -> WireError {
+    pub(crate) fn before_content(failure: &Failure, message: String) -> WireError {
         let code = failure.code();
         let status = failure
             .status()
@@ -79,7 +79,7 @@ impl WireError {
     /// class, `code` the seawall code). Anthropic:
     /// `{"type":"error","error":{"type","message"}}` (`type` is the seawall
     /// code).
-    pub fn json(&self, wire: Wire) -> String {
+    pub(crate) fn json(&self, wire: Wire) -> String {
         // Written by hand for a stable field order: the providers' own.
         let message = quote(&self.message);
         match wire {
@@ -96,7 +96,7 @@ impl WireError {
     }
 
     /// The final SSE event that ends an interrupted stream.
-    pub fn event(&self, wire: Wire) -> Bytes {
+    pub(crate) fn event(&self, wire: Wire) -> Bytes {
         let data = self.json(wire);
         Bytes::from(match wire {
             Wire::OpenAi => format!("data: {data}\n\n"),
@@ -105,7 +105,7 @@ impl WireError {
     }
 
     /// The whole error response.
-    pub fn response(&self, wire: Wire) -> Response {
+    pub(crate) fn response(&self, wire: Wire) -> Response {
         let mut response = Response::new(Body::from(self.json(wire)));
         *response.status_mut() = self.status;
         let headers = response.headers_mut();

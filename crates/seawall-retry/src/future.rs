@@ -106,6 +106,27 @@ where
     }
 }
 
+impl<S, B> std::fmt::Debug for ResponseFuture<S, B>
+where
+    S: Service<Request<ReplayBody<B>>>,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::Calling { .. } => "calling",
+            State::Sleeping { .. } => "sleeping",
+            State::Readying => "readying",
+        };
+        let mut debug = f.debug_struct("ResponseFuture");
+        debug.field("state", &state);
+        if let Some(ladder) = &self.ladder {
+            debug
+                .field("route", &ladder.route)
+                .field("attempt", &ladder.attempt);
+        }
+        debug.finish_non_exhaustive()
+    }
+}
+
 impl<S, B, ResB> Future for ResponseFuture<S, B>
 where
     S: Service<Request<ReplayBody<B>>, Response = Response<ResB>>,

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 
 /// A response read to its end, or to the error that cut it.
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
@@ -21,20 +21,20 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8(self.body.clone()).expect("utf-8 body")
     }
 
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).expect("json body")
     }
 
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(|v| v.to_str().unwrap())
     }
 }
 
-pub fn request(
+pub(crate) fn request(
     path: &str,
     headers: &[(&str, &str)],
     body: impl Into<Bytes>,
@@ -47,7 +47,7 @@ pub fn request(
 }
 
 /// Sends one request on a fresh connection; returns the head and the open body.
-pub async fn open(
+pub(crate) async fn open(
     addr: SocketAddr,
     req: Request<Full<Bytes>>,
 ) -> Result<http::Response<Incoming>, hyper::Error> {
@@ -62,7 +62,7 @@ pub async fn open(
 }
 
 /// Reads a body to its end, keeping the bytes that arrived before an error.
-pub async fn drain(mut body: Incoming) -> (Vec<u8>, Option<hyper::Error>) {
+pub(crate) async fn drain(mut body: Incoming) -> (Vec<u8>, Option<hyper::Error>) {
     let mut out = Vec::new();
     loop {
         match body.frame().await {
@@ -78,7 +78,7 @@ pub async fn drain(mut body: Incoming) -> (Vec<u8>, Option<hyper::Error>) {
 }
 
 /// Sends one POST and reads the reply to its end.
-pub async fn post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+pub(crate) async fn post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     let res = open(addr, request(path, headers, body.to_owned()))
         .await
         .expect("response head");
@@ -92,22 +92,22 @@ pub async fn post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: 
     }
 }
 
-pub const OPENAI: &str = "/v1/chat/completions";
-pub const ANTHROPIC: &str = "/v1/messages";
-pub const GEMINI_UNARY: &str = "/v1beta/models/gemini-x:generateContent";
-pub const GEMINI_STREAM: &str = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse";
+pub(crate) const OPENAI: &str = "/v1/chat/completions";
+pub(crate) const ANTHROPIC: &str = "/v1/messages";
+pub(crate) const GEMINI_UNARY: &str = "/v1beta/models/gemini-x:generateContent";
+pub(crate) const GEMINI_STREAM: &str = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse";
 
-pub const OPENAI_STREAM_BODY: &str =
+pub(crate) const OPENAI_STREAM_BODY: &str =
     r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-pub const OPENAI_UNARY_BODY: &str =
+pub(crate) const OPENAI_UNARY_BODY: &str =
     r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#;
-pub const ANTHROPIC_STREAM_BODY: &str = r#"{"model":"claude-x","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
-pub const ANTHROPIC_UNARY_BODY: &str =
+pub(crate) const ANTHROPIC_STREAM_BODY: &str = r#"{"model":"claude-x","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
+pub(crate) const ANTHROPIC_UNARY_BODY: &str =
     r#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
-pub const GEMINI_BODY: &str = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#;
+pub(crate) const GEMINI_BODY: &str = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#;
 
 /// The SSE `data:` payloads of a body, in order (comments and `event:` lines skipped).
-pub fn data_lines(body: &str) -> Vec<String> {
+pub(crate) fn data_lines(body: &str) -> Vec<String> {
     body.lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .map(|l| l.trim_end_matches('\r').to_owned())
@@ -115,7 +115,7 @@ pub fn data_lines(body: &str) -> Vec<String> {
 }
 
 /// Concatenated OpenAI `delta.content` of a stream.
-pub fn openai_text(body: &str) -> String {
+pub(crate) fn openai_text(body: &str) -> String {
     data_lines(body)
         .iter()
         .filter(|d| d.as_str() != "[DONE]")
@@ -128,20 +128,20 @@ pub fn openai_text(body: &str) -> String {
         .collect()
 }
 
-pub const RESPONSES: &str = "/v1/responses";
-pub const RESPONSES_STREAM_BODY: &str = r#"{"model":"gpt-x","stream":true,"input":"hi"}"#;
-pub const RESPONSES_UNARY_BODY: &str =
+pub(crate) const RESPONSES: &str = "/v1/responses";
+pub(crate) const RESPONSES_STREAM_BODY: &str = r#"{"model":"gpt-x","stream":true,"input":"hi"}"#;
+pub(crate) const RESPONSES_UNARY_BODY: &str =
     r#"{"model":"gpt-x","input":[{"role":"user","content":"hi"}],"max_output_tokens":64}"#;
 
 /// One event of a Responses stream: its `event:` name and its `data:` parsed.
 #[derive(Debug)]
-pub struct Event {
+pub(crate) struct Event {
     pub name: String,
     pub data: serde_json::Value,
 }
 
 /// The events of a Responses stream, in order; comment-only blocks (`: ping`) skipped.
-pub fn events(body: &str) -> Vec<Event> {
+pub(crate) fn events(body: &str) -> Vec<Event> {
     body.split("\n\n")
         .filter_map(|block| {
             let name = block.lines().find_map(|l| l.strip_prefix("event: "))?;
@@ -155,12 +155,12 @@ pub fn events(body: &str) -> Vec<Event> {
 }
 
 /// The event names of a Responses stream, in order.
-pub fn event_names(body: &str) -> Vec<String> {
+pub(crate) fn event_names(body: &str) -> Vec<String> {
     events(body).into_iter().map(|e| e.name).collect()
 }
 
 /// Concatenated `response.output_text.delta` text of a Responses stream.
-pub fn responses_text(body: &str) -> String {
+pub(crate) fn responses_text(body: &str) -> String {
     events(body)
         .iter()
         .filter(|e| e.name == "response.output_text.delta")

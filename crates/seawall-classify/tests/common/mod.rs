@@ -19,7 +19,7 @@ use tower::{BoxError, Layer, ServiceExt, service_fn};
 
 /// Sends one request through `layer` to an inner service that answers
 /// `response`.
-pub async fn through<C, B>(
+pub(crate) async fn through<C, B>(
     layer: &ClassifyLayer<C>,
     response: Response<B>,
 ) -> Result<Response<ClassifiedBody<B>>, BoxError>
@@ -37,7 +37,7 @@ where
 }
 
 /// A response with a status, headers and a body given in chunks.
-pub fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Response<Chunks> {
+pub(crate) fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Response<Chunks> {
     let mut builder = Response::builder().status(status);
     for (name, value) in headers {
         builder = builder.header(*name, *value);
@@ -46,20 +46,20 @@ pub fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Response<C
 }
 
 /// The failure in an error, or a panic naming the error.
-pub fn found(error: &BoxError) -> &Failure {
+pub(crate) fn found(error: &BoxError) -> &Failure {
     Failure::find(&**error).unwrap_or_else(|| panic!("not a failure: {error}"))
 }
 
 /// One expected classification.
 #[derive(Debug, Clone, Copy)]
-pub struct Expect {
+pub(crate) struct Expect {
     pub class: Class,
     pub code: Code,
     pub action: Action,
     pub retry_after: Option<Duration>,
 }
 
-pub const fn expect(class: Class, code: Code, action: Action) -> Expect {
+pub(crate) const fn expect(class: Class, code: Code, action: Action) -> Expect {
     Expect {
         class,
         code,
@@ -69,12 +69,12 @@ pub const fn expect(class: Class, code: Code, action: Action) -> Expect {
 }
 
 impl Expect {
-    pub const fn after(mut self, after: Duration) -> Self {
+    pub(crate) const fn after(mut self, after: Duration) -> Self {
         self.retry_after = Some(after);
         self
     }
 
-    pub fn check(&self, name: &str, failure: &Failure) {
+    pub(crate) fn check(&self, name: &str, failure: &Failure) {
         let got = (
             failure.class(),
             failure.code(),
@@ -88,7 +88,7 @@ impl Expect {
 
 /// A body made of given chunks (or errors), counting what was pulled. After
 /// the last chunk it ends, or stays pending forever when `then_pending`.
-pub struct Chunks {
+pub(crate) struct Chunks {
     items: VecDeque<Result<Bytes, io::Error>>,
     then_pending: bool,
     pub pulled: Arc<AtomicU64>,
@@ -96,7 +96,7 @@ pub struct Chunks {
 }
 
 impl Chunks {
-    pub fn new<I, T>(chunks: I) -> Self
+    pub(crate) fn new<I, T>(chunks: I) -> Self
     where
         I: IntoIterator<Item = T>,
         T: Into<Bytes>,
@@ -109,12 +109,12 @@ impl Chunks {
         }
     }
 
-    pub fn then_error(mut self, kind: io::ErrorKind) -> Self {
+    pub(crate) fn then_error(mut self, kind: io::ErrorKind) -> Self {
         self.items.push_back(Err(io::Error::from(kind)));
         self
     }
 
-    pub fn then_pending(mut self) -> Self {
+    pub(crate) fn then_pending(mut self) -> Self {
         self.then_pending = true;
         self
     }
@@ -162,14 +162,14 @@ impl Body for Chunks {
 
 /// An endless-looking body: `count` copies of one chunk, counting what was
 /// pulled. Holds one chunk in memory however long it is.
-pub struct Repeat {
+pub(crate) struct Repeat {
     chunk: Bytes,
     remaining: u64,
     pub pulled: Arc<AtomicU64>,
 }
 
 impl Repeat {
-    pub fn new(chunk: Bytes, count: u64) -> Self {
+    pub(crate) fn new(chunk: Bytes, count: u64) -> Self {
         Repeat {
             chunk,
             remaining: count,
@@ -197,7 +197,7 @@ impl Body for Repeat {
 }
 
 /// Reads a whole body into bytes.
-pub async fn collect<B>(body: B) -> Bytes
+pub(crate) async fn collect<B>(body: B) -> Bytes
 where
     B: Body<Data = Bytes>,
     B::Error: std::fmt::Debug,

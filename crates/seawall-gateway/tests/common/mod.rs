@@ -16,32 +16,32 @@ use seawall_gateway::{Config, Gateway, RouteConfig, Wire};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-pub type ClientBody = BoxBody<Bytes, BoxError>;
-pub type HttpClient = Client<HttpConnector, ClientBody>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type ClientBody = BoxBody<Bytes, BoxError>;
+pub(crate) type HttpClient = Client<HttpConnector, ClientBody>;
 
 /// The gateway token every test client presents.
-pub const TOKEN: &str = "test-gateway-token-0123456789";
+pub(crate) const TOKEN: &str = "test-gateway-token-0123456789";
 
-pub const OPENAI_STREAM: &str =
+pub(crate) const OPENAI_STREAM: &str =
     r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-pub const OPENAI_UNARY: &str = r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#;
-pub const ANTHROPIC_STREAM: &str = r#"{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-pub const ANTHROPIC_UNARY: &str =
+pub(crate) const OPENAI_UNARY: &str = r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#;
+pub(crate) const ANTHROPIC_STREAM: &str = r#"{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+pub(crate) const ANTHROPIC_UNARY: &str =
     r#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
 
-pub fn client() -> HttpClient {
+pub(crate) fn client() -> HttpClient {
     Client::builder(TokioExecutor::new()).build_http()
 }
 
-pub fn full(body: impl Into<Bytes>) -> ClientBody {
+pub(crate) fn full(body: impl Into<Bytes>) -> ClientBody {
     Full::new(body.into()).map_err(|e| match e {}).boxed()
 }
 
 /// A config whose routes (in order: primary, fallbacks) each carry a key
 /// (`KEY_<NAME>`), so the gateway needs [`TOKEN`]; short stream-guard
 /// bounds so a silent route fails over in a fraction of a second.
-pub fn config(wire: Wire, routes: &[(&str, &ChaosHandle)]) -> Config {
+pub(crate) fn config(wire: Wire, routes: &[(&str, &ChaosHandle)]) -> Config {
     let mut config = Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         token_env: Some("GATEWAY_TOKEN".into()),
@@ -67,7 +67,7 @@ pub fn config(wire: Wire, routes: &[(&str, &ChaosHandle)]) -> Config {
     config
 }
 
-pub fn env(name: &str) -> Option<String> {
+pub(crate) fn env(name: &str) -> Option<String> {
     match name {
         "GATEWAY_TOKEN" => Some(TOKEN.into()),
         other => other
@@ -77,7 +77,7 @@ pub fn env(name: &str) -> Option<String> {
 }
 
 /// A gateway serving on an ephemeral loopback port.
-pub struct Running {
+pub(crate) struct Running {
     pub gateway: Gateway,
     pub addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
@@ -85,7 +85,7 @@ pub struct Running {
 }
 
 impl Running {
-    pub async fn start(config: Config) -> Running {
+    pub(crate) async fn start(config: Config) -> Running {
         let gateway = Gateway::with_env(config, env).expect("a valid gateway");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -101,12 +101,12 @@ impl Running {
         }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// Signals shutdown; the serve task is in `task`.
-    pub fn shutdown(&mut self) {
+    pub(crate) fn shutdown(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -120,7 +120,7 @@ impl Drop for Running {
 }
 
 /// A POST with the gateway token and the given extra headers.
-pub fn post(url: &str, body: &'static str, headers: &[(&str, &str)]) -> http::Request<ClientBody> {
+pub(crate) fn post(url: &str, body: &'static str, headers: &[(&str, &str)]) -> http::Request<ClientBody> {
     let mut builder = http::Request::post(url)
         .header("content-type", "application/json")
         .header("authorization", format!("Bearer {TOKEN}"));
@@ -131,7 +131,7 @@ pub fn post(url: &str, body: &'static str, headers: &[(&str, &str)]) -> http::Re
 }
 
 /// A direct POST to the chaos server (no token).
-pub fn direct(
+pub(crate) fn direct(
     url: &str,
     body: &'static str,
     headers: &[(&str, &str)],
@@ -144,7 +144,7 @@ pub fn direct(
 }
 
 /// Status, headers and the whole body.
-pub async fn send(
+pub(crate) async fn send(
     client: &HttpClient,
     request: http::Request<ClientBody>,
 ) -> (http::StatusCode, http::HeaderMap, Bytes) {
@@ -161,7 +161,7 @@ pub async fn send(
     (parts.status, parts.headers, body)
 }
 
-pub fn header<'a>(headers: &'a http::HeaderMap, name: &str) -> &'a str {
+pub(crate) fn header<'a>(headers: &'a http::HeaderMap, name: &str) -> &'a str {
     headers
         .get(name)
         .map(|v| v.to_str().unwrap())
@@ -169,7 +169,7 @@ pub fn header<'a>(headers: &'a http::HeaderMap, name: &str) -> &'a str {
 }
 
 /// The `data:` payloads of an SSE body, in order.
-pub fn data_lines(body: &[u8]) -> Vec<String> {
+pub(crate) fn data_lines(body: &[u8]) -> Vec<String> {
     String::from_utf8_lossy(body)
         .split("\n\n")
         .filter_map(|event| {
@@ -180,6 +180,6 @@ pub fn data_lines(body: &[u8]) -> Vec<String> {
         .collect()
 }
 
-pub fn chaos_url(chaos: &ChaosHandle, wire: Wire) -> String {
+pub(crate) fn chaos_url(chaos: &ChaosHandle, wire: Wire) -> String {
     format!("{}{}", chaos.base_url(), wire.path())
 }

@@ -16,18 +16,18 @@ use seawall_chaos::{ChaosHandle, ChaosServer, FAULT_HEADER, JournalEntry};
 use seawall_reqwest::ReqwestService;
 
 /// The stream guard's first-byte bound.
-pub const FIRST_BYTE: Duration = Duration::from_millis(200);
+pub(crate) const FIRST_BYTE: Duration = Duration::from_millis(200);
 /// The stream guard's first-content bound.
-pub const FIRST_CONTENT: Duration = Duration::from_millis(400);
+pub(crate) const FIRST_CONTENT: Duration = Duration::from_millis(400);
 /// The stream guard's idle bound.
-pub const IDLE: Duration = Duration::from_millis(300);
+pub(crate) const IDLE: Duration = Duration::from_millis(300);
 /// The per-attempt bound.
-pub const ATTEMPT: Duration = Duration::from_millis(1500);
+pub(crate) const ATTEMPT: Duration = Duration::from_millis(1500);
 /// The operation's deadline.
-pub const TOTAL: Duration = Duration::from_secs(5);
+pub(crate) const TOTAL: Duration = Duration::from_secs(5);
 
 /// A chaos server on a free loopback port.
-pub async fn chaos() -> ChaosHandle {
+pub(crate) async fn chaos() -> ChaosHandle {
     ChaosServer::builder()
         .start()
         .await
@@ -36,7 +36,7 @@ pub async fn chaos() -> ChaosHandle {
 
 /// A reqwest client as the crate builds it, without proxies from the
 /// environment (loopback only).
-pub fn reqwest_client() -> reqwest::Client {
+pub(crate) fn reqwest_client() -> reqwest::Client {
     seawall_reqwest::client_builder()
         .no_proxy()
         .build()
@@ -44,14 +44,14 @@ pub fn reqwest_client() -> reqwest::Client {
 }
 
 /// The service under test.
-pub fn service() -> ReqwestService {
+pub(crate) fn service() -> ReqwestService {
     ReqwestService::new(reqwest_client())
 }
 
 /// The interactive preset with every bound short: first byte 200 ms,
 /// first content 400 ms, idle 300 ms, attempt 1.5 s, operation 5 s,
 /// backoff 5–20 ms, no budget limit.
-pub fn short_stack() -> Stack {
+pub(crate) fn short_stack() -> Stack {
     Stack::interactive()
         .total_deadline(TOTAL)
         .attempt_timeout(ATTEMPT)
@@ -73,16 +73,16 @@ pub fn short_stack() -> Stack {
 }
 
 /// The request the fallback route receives.
-pub type FallbackRequest<B> = http::Request<ReplayBody<B>>;
+pub(crate) type FallbackRequest<B> = http::Request<ReplayBody<B>>;
 
 /// The route the fallback is tracked as.
-pub fn fallback_route() -> RouteId {
+pub(crate) fn fallback_route() -> RouteId {
     RouteId::new("fallback")
 }
 
 /// A fallback to the chaos server at `base`: the same request without its
 /// fault header, another authority, one attempt over its own client.
-pub fn fallback_to<B>(
+pub(crate) fn fallback_to<B>(
     stack: &Stack,
     base: &str,
 ) -> FallbackLayer<
@@ -107,14 +107,14 @@ pub fn fallback_to<B>(
 }
 
 /// Every row of a server, once none is in flight.
-pub async fn rows(chaos: &ChaosHandle) -> Vec<JournalEntry> {
+pub(crate) async fn rows(chaos: &ChaosHandle) -> Vec<JournalEntry> {
     chaos
         .settled_journal(Duration::from_secs(3), |_| true)
         .await
 }
 
 /// A chat completions body, as an application sends it.
-pub fn chat_body(stream: bool) -> String {
+pub(crate) fn chat_body(stream: bool) -> String {
     serde_json::json!({
         "model": "gpt-x",
         "stream": stream,
@@ -124,7 +124,7 @@ pub fn chat_body(stream: bool) -> String {
 }
 
 /// `w1 … wn`, the chaos answer of `n` tokens.
-pub fn words(n: u32) -> String {
+pub(crate) fn words(n: u32) -> String {
     (1..=n)
         .map(|i| format!("w{i}"))
         .collect::<Vec<_>>()
@@ -132,7 +132,7 @@ pub fn words(n: u32) -> String {
 }
 
 /// Every row sent the same body (byte for byte: the same hash and length).
-pub fn same_body(rows: &[JournalEntry]) {
+pub(crate) fn same_body(rows: &[JournalEntry]) {
     let first = &rows[0];
     assert!(first.body_hash.is_some(), "the journal hashes bodies");
     for row in rows {
@@ -146,7 +146,7 @@ pub fn same_body(rows: &[JournalEntry]) {
 
 /// What a caller read from a body.
 #[derive(Debug, Default)]
-pub struct Read {
+pub(crate) struct Read {
     /// The answer text.
     pub text: String,
     /// The body's error, when it failed.
@@ -154,7 +154,7 @@ pub struct Read {
 }
 
 /// Reads an OpenAI chat answer, unary or streamed, as an application does.
-pub async fn read<B>(body: B, stream: bool) -> Read
+pub(crate) async fn read<B>(body: B, stream: bool) -> Read
 where
     B: http_body::Body<Data = bytes::Bytes>,
     B::Error: Into<seawall::core::BoxError>,

@@ -19,7 +19,7 @@ use tower::BoxError;
 
 /// What the upstream does on one call.
 #[derive(Debug, Clone)]
-pub enum Step {
+pub(crate) enum Step {
     Ok,
     Fail(Failure),
     /// Never answers (an attempt deadline ends it).
@@ -28,14 +28,14 @@ pub enum Step {
 
 /// One call the upstream received.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(crate) struct Call {
     pub at: Instant,
     pub body: Bytes,
     pub headers: HeaderMap,
 }
 
 #[derive(Clone)]
-pub struct Upstream {
+pub(crate) struct Upstream {
     state: Arc<Mutex<State>>,
 }
 
@@ -46,11 +46,11 @@ struct State {
     calls: Vec<Call>,
 }
 
-pub type Reply = Pin<Box<dyn Future<Output = Result<Response<String>, BoxError>> + Send>>;
+pub(crate) type Reply = Pin<Box<dyn Future<Output = Result<Response<String>, BoxError>> + Send>>;
 
 impl Upstream {
     /// Plays `script`, then repeats its last step.
-    pub fn new(script: impl IntoIterator<Item = Step>) -> Self {
+    pub(crate) fn new(script: impl IntoIterator<Item = Step>) -> Self {
         let script: VecDeque<Step> = script.into_iter().collect();
         let then = script.back().cloned().unwrap_or(Step::Ok);
         Upstream {
@@ -63,7 +63,7 @@ impl Upstream {
     }
 
     /// A service that reads the whole request body, then plays the next step.
-    pub fn service<B>(
+    pub(crate) fn service<B>(
         &self,
     ) -> impl tower::Service<
         Request<B>,
@@ -105,17 +105,17 @@ impl Upstream {
         })
     }
 
-    pub fn calls(&self) -> Vec<Call> {
+    pub(crate) fn calls(&self) -> Vec<Call> {
         self.state.lock().unwrap().calls.clone()
     }
 
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.state.lock().unwrap().calls.len()
     }
 }
 
 /// The failure the classifier makes of an OpenAI error response.
-pub fn openai(status: u16, retry_after: Option<Duration>, body: &str) -> Failure {
+pub(crate) fn openai(status: u16, retry_after: Option<Duration>, body: &str) -> Failure {
     classify_error(
         Provider::OpenAi,
         body.as_bytes(),
@@ -131,13 +131,13 @@ pub fn openai(status: u16, retry_after: Option<Duration>, body: &str) -> Failure
     )
 }
 
-pub const RATE_LIMIT_BODY: &str = r#"{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#;
+pub(crate) const RATE_LIMIT_BODY: &str = r#"{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#;
 
-pub fn failure(err: &BoxError) -> &Failure {
+pub(crate) fn failure(err: &BoxError) -> &Failure {
     Failure::find(&**err).expect("a seawall Failure")
 }
 
-pub fn receipt(err: &BoxError) -> &Receipt {
+pub(crate) fn receipt(err: &BoxError) -> &Receipt {
     failure(err)
         .receipt()
         .expect("a receipt inside the failure")

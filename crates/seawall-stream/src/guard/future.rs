@@ -52,6 +52,19 @@ impl<F, B> ResponseFuture<F, B> {
     }
 }
 
+impl<F, B> std::fmt::Debug for ResponseFuture<F, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::Calling { .. } => "calling",
+            State::Holding { .. } => "holding",
+            State::Finished => "finished",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<F, E, B> Future for ResponseFuture<F, B>
 where
     F: Future<Output = Result<Response<B>, E>>,

@@ -18,7 +18,7 @@ use tower::{Layer, ServiceExt};
 
 /// A body fed through a channel: frames, errors, and EOF when the sender
 /// is dropped.
-pub struct ChannelBody {
+pub(crate) struct ChannelBody {
     rx: mpsc::UnboundedReceiver<Result<Bytes, BoxError>>,
 }
 
@@ -37,7 +37,7 @@ impl Body for ChannelBody {
 }
 
 /// One step of a scripted stream.
-pub enum Step {
+pub(crate) enum Step {
     /// Wait this long (virtual time).
     Wait(Duration),
     /// Send a frame.
@@ -50,16 +50,16 @@ pub enum Step {
     Hang,
 }
 
-pub fn wait(secs: f64) -> Step {
+pub(crate) fn wait(secs: f64) -> Step {
     Step::Wait(Duration::from_secs_f64(secs))
 }
 
-pub fn send(frame: impl Into<Bytes>) -> Step {
+pub(crate) fn send(frame: impl Into<Bytes>) -> Step {
     Step::Send(frame.into())
 }
 
 #[derive(Debug)]
-pub struct ResetError;
+pub(crate) struct ResetError;
 impl std::fmt::Display for ResetError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("connection reset by peer")
@@ -68,7 +68,7 @@ impl std::fmt::Display for ResetError {
 impl std::error::Error for ResetError {}
 
 /// A body played from a script by a spawned task; EOF after the last step.
-pub fn scripted(script: Vec<Step>) -> ChannelBody {
+pub(crate) fn scripted(script: Vec<Step>) -> ChannelBody {
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         for step in script {
@@ -97,21 +97,21 @@ pub fn scripted(script: Vec<Step>) -> ChannelBody {
     ChannelBody { rx }
 }
 
-pub fn sse<B>(body: B) -> Response<B> {
+pub(crate) fn sse<B>(body: B) -> Response<B> {
     Response::builder()
         .header("content-type", "text/event-stream; charset=utf-8")
         .body(body)
         .unwrap()
 }
 
-pub fn request(path: &str) -> Request<()> {
+pub(crate) fn request(path: &str) -> Request<()> {
     Request::post(format!("https://provider.example{path}"))
         .body(())
         .unwrap()
 }
 
 /// Calls a guard over a provider that answers once with `body`.
-pub async fn call<B>(
+pub(crate) async fn call<B>(
     layer: StreamGuardLayer,
     path: &str,
     body: B,
@@ -129,14 +129,14 @@ where
 }
 
 /// What reading a guarded body to its end gave.
-pub struct Drained {
+pub(crate) struct Drained {
     pub bytes: Vec<u8>,
     pub error: Option<Failure>,
     pub report: StreamReport,
 }
 
 /// The report handle a guarded response carries.
-pub fn report_handle<B>(response: &Response<B>) -> StreamReportHandle {
+pub(crate) fn report_handle<B>(response: &Response<B>) -> StreamReportHandle {
     response
         .extensions()
         .get::<StreamReportHandle>()
@@ -144,7 +144,7 @@ pub fn report_handle<B>(response: &Response<B>) -> StreamReportHandle {
         .expect("a guarded stream has a report handle")
 }
 
-pub async fn drain<B>(response: Response<GuardBody<B>>) -> Drained
+pub(crate) async fn drain<B>(response: Response<GuardBody<B>>) -> Drained
 where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
@@ -176,22 +176,22 @@ where
 }
 
 /// The failure a response future failed with.
-pub fn failure_of<T: std::fmt::Debug>(result: Result<T, BoxError>) -> Failure {
+pub(crate) fn failure_of<T: std::fmt::Debug>(result: Result<T, BoxError>) -> Failure {
     let error = result.expect_err("the guard fails before content");
     Failure::downcast(error).expect("the error is a Failure")
 }
 
 /// An OpenAI content chunk.
-pub fn openai_delta(text: &str) -> String {
+pub(crate) fn openai_delta(text: &str) -> String {
     format!(
         "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
         serde_json::to_string(text).unwrap()
     )
 }
 
-pub const OPENAI_ROLE: &str = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
-pub const OPENAI_STOP: &str = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n";
-pub const DONE: &str = "data: [DONE]\n\n";
-pub const CHAT: &str = "/v1/chat/completions";
-pub const MESSAGES: &str = "/v1/messages";
-pub const GEMINI: &str = "/v1beta/models/gemini-x:streamGenerateContent";
+pub(crate) const OPENAI_ROLE: &str = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
+pub(crate) const OPENAI_STOP: &str = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n";
+pub(crate) const DONE: &str = "data: [DONE]\n\n";
+pub(crate) const CHAT: &str = "/v1/chat/completions";
+pub(crate) const MESSAGES: &str = "/v1/messages";
+pub(crate) const GEMINI: &str = "/v1beta/models/gemini-x:streamGenerateContent";
