@@ -57,8 +57,13 @@ pub fn body(provider: Provider, model: &str, prompt: &str, stream: bool) -> Valu
         Provider::Gemini => json!({
             "contents": [{"role": "user", "parts": [{"text": prompt}]}],
         }),
+        // A stream asks for its usage, so the receipt shows billed tokens.
+        _ if stream => json!({
+            "model": model, "stream": true, "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": prompt}],
+        }),
         _ => json!({
-            "model": model, "stream": stream,
+            "model": model, "stream": false,
             "messages": [{"role": "user", "content": prompt}],
         }),
     }

@@ -702,6 +702,11 @@ fn receipt_json(
         "fallback": receipt.is_some_and(|r| r.fallback),
         "finish_reason": delivery.finish,
         "content_events": delivery.content_events,
+        // The provider's own counts: billed attempts (answered 2xx) and the
+        // tokens they reported (a stream's once its body ended).
+        "billed": receipt.map_or(0, Receipt::billed_attempts),
+        "input_tokens": receipt.map(|r| r.usage().input_tokens),
+        "output_tokens": receipt.map(|r| r.usage().output_tokens),
         "elapsed_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     });
     if let Verdict::Interrupted(_) = verdict {

@@ -51,6 +51,9 @@ async fn a_complete_stream_is_exactly_the_answer_on_stdout() {
     assert_eq!(receipt["attempts"], 1);
     assert_eq!(receipt["content_events"], 8);
     assert_eq!(receipt["finish_reason"], "stop");
+    // The provider's own counts, from the stream's usage chunk.
+    assert_eq!(receipt["billed"], 1);
+    assert_eq!(receipt["output_tokens"], 8);
 }
 
 #[tokio::test]
