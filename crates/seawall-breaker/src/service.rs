@@ -39,10 +39,7 @@ impl<S> Breaker<S> {
         }
     }
 
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
+    seawall_core::define_inner_service_accessors!();
 
     /// Points `last` at the breaker of the request's route (`None`: the
     /// route is over the limit and goes unguarded).

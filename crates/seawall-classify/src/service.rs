@@ -34,20 +34,7 @@ impl<S, C> Classify<S, C> {
         }
     }
 
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// The inner service, consuming this one.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    seawall_core::define_inner_service_accessors!();
 }
 
 impl<S: Clone, C> Clone for Classify<S, C> {

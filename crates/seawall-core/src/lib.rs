@@ -43,6 +43,7 @@ pub mod finish;
 pub mod hint;
 #[doc(hidden)]
 pub mod json;
+mod macros;
 pub mod metric_names;
 mod progress;
 pub mod provider;

@@ -21,15 +21,7 @@ impl<S> DeadlineService<S> {
         DeadlineService { inner, config }
     }
 
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// Consumes the layer, returning the wrapped service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    seawall_core::define_inner_service_accessors!();
 }
 
 impl<S, B, ResB> Service<Request<B>> for DeadlineService<S>

@@ -52,6 +52,10 @@ impl<F, R> Shared<F, R> {
     }
 }
 
+impl<S, F, R> Fallback<S, F, R> {
+    seawall_core::define_inner_service_accessors!(primary: S, "the primary service");
+}
+
 impl<S: Clone, F, R> Clone for Fallback<S, F, R> {
     fn clone(&self) -> Self {
         Fallback {

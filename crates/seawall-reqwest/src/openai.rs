@@ -234,10 +234,7 @@ impl<S> OpenAiService<S> {
         OpenAiService { inner }
     }
 
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
+    seawall_core::define_inner_service_accessors!();
 }
 
 /// The [`Layer`] of [`OpenAiService`].

@@ -24,10 +24,7 @@ impl<S> StreamGuard<S> {
         StreamGuard { inner, config }
     }
 
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
+    seawall_core::define_inner_service_accessors!();
 }
 
 impl<S, ReqBody, B> Service<Request<ReqBody>> for StreamGuard<S>
