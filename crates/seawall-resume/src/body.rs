@@ -77,6 +77,12 @@ enum Segment {
     },
 }
 
+/// A result read ahead of the frame being passed on.
+enum Peek {
+    Data(Bytes),
+    Item(Option<Result<Frame<Bytes>, BoxError>>),
+}
+
 enum Phase<F, B> {
     Live,
     Ready(Option<Box<Request<ResumeRequestBody<B>>>>),
@@ -102,7 +108,8 @@ where
     /// The start of an event cut by a frame boundary.
     partial: BytesMut,
     out: VecDeque<Bytes>,
-    peeked: Option<Option<Result<Frame<Bytes>, BoxError>>>,
+    /// What the body yielded right after the last frame, read ahead.
+    peeked: Option<Peek>,
     phase: Phase<S::Future, B>,
     /// The text the caller was shown before the current stream.
     delivered: String,
@@ -177,36 +184,65 @@ where
                         self.phase = Phase::Done;
                         continue;
                     };
-                    let item = match self.peeked.take() {
-                        Some(item) => item,
-                        None => ready!(body.as_mut().poll_frame(cx)).map(|r| r.map_err(Into::into)),
-                    };
-                    match item {
-                        None => self.on_end(),
-                        Some(Err(error)) => self.on_error(error),
-                        Some(Ok(frame)) => match frame.into_data() {
-                            Ok(data) => {
-                                // A stream that fails after this frame fails
-                                // at once: look, so an error event in it is
-                                // never shown before a continuation.
-                                if let Poll::Ready(next) = body.as_mut().poll_frame(cx) {
-                                    self.peeked = Some(next.map(|r| r.map_err(Into::into)));
-                                }
-                                let peeked = self.peeked.take();
-                                let resumes = match &peeked {
-                                    Some(Some(Err(error))) => self.check(error).is_ok(),
-                                    _ => false,
-                                };
-                                self.peeked = peeked;
-                                if resumes {
-                                    self.push_until_error(data);
-                                } else {
-                                    self.push(data);
-                                }
+                    let data = match self.peeked.take() {
+                        Some(Peek::Data(data)) => data,
+                        Some(Peek::Item(item)) => {
+                            match item {
+                                None => self.on_end(),
+                                Some(Err(error)) => self.on_error(error),
+                                Some(Ok(frame)) => return Poll::Ready(Some(Ok(frame))),
                             }
-                            Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                            continue;
+                        }
+                        None => match ready!(body.as_mut().poll_frame(cx)) {
+                            Some(Ok(frame)) => match frame.into_data() {
+                                Ok(data) => data,
+                                Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                            },
+                            None => {
+                                self.on_end();
+                                continue;
+                            }
+                            Some(Err(error)) => {
+                                self.on_error(error.into());
+                                continue;
+                            }
                         },
+                    };
+                    // A stream that fails after this frame fails at once:
+                    // look, so an error event in it is never shown before a
+                    // continuation.
+                    if let Poll::Ready(next) = body.as_mut().poll_frame(cx) {
+                        self.peeked = Some(match next {
+                            Some(Ok(frame)) => match frame.into_data() {
+                                Ok(data) => Peek::Data(data),
+                                Err(frame) => Peek::Item(Some(Ok(frame))),
+                            },
+                            other => Peek::Item(other.map(|r| r.map_err(Into::into))),
+                        });
                     }
+                    if let Some(Peek::Item(Some(Err(_)))) = &self.peeked {
+                        let Some(Peek::Item(Some(Err(error)))) = self.peeked.take() else {
+                            unreachable!("just matched");
+                        };
+                        let resumes = self.check(&error).is_ok();
+                        self.peeked = Some(Peek::Item(Some(Err(error))));
+                        if resumes {
+                            self.push_until_error(data);
+                        } else {
+                            self.push(data);
+                        }
+                        continue;
+                    }
+                    // The common frame: whole events, passed on as they came.
+                    if matches!(self.segment, Segment::Pass)
+                        && self.partial.is_empty()
+                        && self.out.is_empty()
+                        && ends_at_boundary(&data)
+                    {
+                        return Poll::Ready(Some(Ok(Frame::data(data))));
+                    }
+                    self.push(data);
                 }
                 Phase::Ready(request) => {
                     if let Err(error) = ready!(self.service.poll_ready(cx)) {

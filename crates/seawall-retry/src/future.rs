@@ -229,6 +229,7 @@ impl<S, B> Ladder<S, B> {
         #[cfg(feature = "metrics")]
         metrics::operation(self.started.elapsed(), true);
         tracing::debug!(
+            target: "seawall::retry",
             attempt = self.attempt,
             delay_ms = millis(self.slept),
             budget_tokens = self.shared.budget.tokens(),
@@ -248,6 +249,7 @@ impl<S, B> Ladder<S, B> {
             Err(other) => {
                 // Unclassified: nobody said it is safe to repeat.
                 tracing::debug!(
+                    target: "seawall::retry",
                     attempt = self.attempt,
                     stop_reason = StopReason::NotRetryable.as_str(),
                     "attempt failed with an unclassified error"
@@ -291,6 +293,7 @@ impl<S, B> Ladder<S, B> {
             }
         }
         tracing::debug!(
+            target: "seawall::retry",
             attempt = self.attempt,
             class = failure.class().as_str(),
             code = failure.code().as_str(),
