@@ -402,7 +402,7 @@ where
             }
             SuccessRead::Unchecked => {
                 tracing::debug!(
-                    target: "seawall_classify",
+                    target: "seawall::classify",
                     bytes = self.pulled,
                     "2xx body handed on unchecked: longer than the check cap or not a JSON object"
                 );
@@ -545,7 +545,7 @@ pub(crate) fn classify_inner_error<C: Classifier>(
 /// Emits the one event per classified failure and boxes it.
 fn report(failure: Failure) -> BoxError {
     tracing::warn!(
-        target: "seawall_classify",
+        target: "seawall::classify",
         class = failure.class().as_str(),
         code = failure.code().as_str(),
         status = failure.status(),

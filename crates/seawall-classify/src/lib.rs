@@ -40,7 +40,7 @@
 //! a compressed body cannot be read, so it classifies by status alone.
 //!
 //! Every classified failure emits one `tracing` event (target
-//! `seawall_classify`) with the fields `class`, `code`, `status`, `action`
+//! `seawall::classify`) with the fields `class`, `code`, `status`, `action`
 //! and `retry_after_ms`.
 //!
 //! ```

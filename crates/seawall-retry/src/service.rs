@@ -108,6 +108,7 @@ fn warn_nested_once() {
     static WARNED: AtomicBool = AtomicBool::new(false);
     if !WARNED.swap(true, Ordering::Relaxed) {
         tracing::warn!(
+            target: "seawall::retry",
             "a retry ladder found an outer ladder and makes a single attempt; \
              use RetryPolicy::allow_nested to retry at both levels"
         );

@@ -31,7 +31,7 @@ pub(super) async fn accept_loop(listener: TcpListener, state: Arc<State>, grace:
             }
             Err(error) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(%error, "seawall-chaos accept failed");
+                tracing::warn!(target: "seawall::chaos", %error, "seawall-chaos accept failed");
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
@@ -57,7 +57,7 @@ async fn serve_connection(tcp: TcpStream, state: Arc<State>, grace: Duration) {
     tokio::select! {
         result = conn.as_mut() => {
             if let Err(error) = result {
-                tracing::debug!(%error, "seawall-chaos connection ended");
+                tracing::debug!(target: "seawall::chaos", %error, "seawall-chaos connection ended");
             }
         }
         _ = state.shutdown.cancelled() => {

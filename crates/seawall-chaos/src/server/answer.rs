@@ -198,7 +198,7 @@ impl<'a> Exchange<'a> {
 
     /// The client left or broke the framing before the body was read.
     fn client_gone(self, error: &str) -> BodyCut {
-        tracing::debug!(%error, "seawall-chaos request body unreadable");
+        tracing::debug!(target: "seawall::chaos", %error, "seawall-chaos request body unreadable");
         self.end(Outcome::ClientDisconnected);
         BodyCut::Reset
     }

@@ -66,7 +66,7 @@ impl ChaosServerBuilder {
         let addr = listener.local_addr()?;
         let state = Arc::new(State::new(self.max_body_bytes, CancellationToken::new()));
         let task = tokio::spawn(accept_loop(listener, state.clone(), self.shutdown_grace));
-        tracing::debug!(%addr, "seawall-chaos listening");
+        tracing::debug!(target: "seawall::chaos", %addr, "seawall-chaos listening");
         Ok(ChaosHandle {
             addr,
             state,
