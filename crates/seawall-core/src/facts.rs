@@ -24,7 +24,10 @@
 //! [`RequestFacts::of_request`] reads it back, or the head alone when no
 //! layer put one there.
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
 
 use serde::Deserialize;
 
@@ -53,7 +56,9 @@ pub struct BodySlot(OnceLock<BodyFacts>);
 
 impl BodySlot {
     /// Reads `body` (the whole request body) once; later calls are ignored.
-    pub fn fill(&self, body: &[u8]) {
+    /// The model's name is kept as a view of `body` (a reference count),
+    /// not a copy.
+    pub fn fill(&self, body: &Bytes) {
         self.0.get_or_init(|| BodyFacts::parse(body));
     }
 
@@ -66,7 +71,24 @@ impl BodySlot {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct BodyFacts {
     stream: Option<bool>,
-    model: Option<Box<str>>,
+    model: Option<Model>,
+}
+
+/// The model's name: where it stands in the recorded body (no copy), or a
+/// copy when the JSON escaped it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Model {
+    In(Bytes, std::ops::Range<usize>),
+    Unescaped(Box<str>),
+}
+
+impl Model {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Model::In(body, range) => std::str::from_utf8(body.get(range.clone())?).ok(),
+            Model::Unescaped(name) => Some(name),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -80,11 +102,17 @@ struct Members<'a> {
 impl BodyFacts {
     /// Only the two members are read; anything else, and a body that is
     /// not a JSON object, gives no facts.
-    fn parse(body: &[u8]) -> BodyFacts {
+    fn parse(body: &Bytes) -> BodyFacts {
         match from_bytes::<Members<'_>>(body) {
             Ok(members) => BodyFacts {
                 stream: members.stream,
-                model: members.model.map(|model| model.0.into()),
+                model: members.model.map(|model| match model.0 {
+                    Cow::Borrowed(name) => {
+                        let start = name.as_ptr() as usize - body.as_ptr() as usize;
+                        Model::In(body.clone(), start..start + name.len())
+                    }
+                    Cow::Owned(name) => Model::Unescaped(name.into()),
+                }),
             },
             Err(_) => BodyFacts::default(),
         }
@@ -193,7 +221,7 @@ impl RequestFacts {
         if let Some(model) = &self.head_model {
             return Some(model);
         }
-        self.body.as_ref()?.get()?.model.as_deref()
+        self.body.as_ref()?.get()?.model.as_ref()?.as_str()
     }
 }
 
@@ -262,14 +290,28 @@ mod tests {
             .with_body_slot(slot.clone());
         assert_eq!(facts.stream_requested(), None, "not sent yet");
         assert_eq!(facts.model(), None);
-        slot.fill(
+        slot.fill(&Bytes::from_static(
             br#"{"messages":[{"role":"user","content":"x"}],"model":"gpt-\u0078","stream":true}"#,
-        );
+        ));
         assert_eq!(facts.stream_requested(), Some(true));
         assert_eq!(facts.model(), Some("gpt-x"));
         // Filled once: a replayed body does not change the facts.
-        slot.fill(br#"{"model":"other","stream":false}"#);
+        slot.fill(&Bytes::from_static(br#"{"model":"other","stream":false}"#));
         assert_eq!(facts.model(), Some("gpt-x"));
+    }
+
+    #[test]
+    fn an_unescaped_model_is_a_view_of_the_body() {
+        let slot = Arc::new(BodySlot::default());
+        let facts = RequestFacts::default().with_body_slot(slot.clone());
+        slot.fill(&Bytes::from_static(
+            br#"{"model": "claude-x", "stream": false}"#,
+        ));
+        assert_eq!(facts.model(), Some("claude-x"));
+        assert!(matches!(
+            slot.get().and_then(|f| f.model.as_ref()),
+            Some(Model::In(..))
+        ));
     }
 
     #[test]
@@ -282,7 +324,7 @@ mod tests {
         ] {
             let slot = Arc::new(BodySlot::default());
             let facts = RequestFacts::from_head(&request(path, None)).with_body_slot(slot.clone());
-            slot.fill(br#"{"model":"m"}"#);
+            slot.fill(&Bytes::from_static(br#"{"model":"m"}"#));
             assert_eq!(facts.stream_requested(), expected, "{path}");
         }
     }
@@ -299,7 +341,7 @@ mod tests {
             let slot = Arc::new(BodySlot::default());
             let facts = RequestFacts::from_head(&request("/v1/embeddings", None))
                 .with_body_slot(slot.clone());
-            slot.fill(body);
+            slot.fill(&Bytes::copy_from_slice(body));
             assert_eq!(facts.stream_requested(), None);
             assert_eq!(facts.model(), None);
         }
@@ -322,7 +364,7 @@ mod tests {
     fn the_extension_wins_over_the_head() {
         let mut request = request("/v1/embeddings", None);
         let slot = Arc::new(BodySlot::default());
-        slot.fill(br#"{"stream":true}"#);
+        slot.fill(&Bytes::from_static(br#"{"stream":true}"#));
         request
             .extensions_mut()
             .insert(RequestFacts::default().with_body_slot(slot));

@@ -88,7 +88,7 @@ impl<B> Shared<B> {
         }
         if let Some(slot) = self.facts.take() {
             match (&self.chunks.first, self.chunks.rest.is_empty()) {
-                (None, _) => slot.fill(&[]),
+                (None, _) => slot.fill(&Bytes::new()),
                 (Some(first), true) => slot.fill(first),
                 (Some(first), false) => {
                     let mut joined = Vec::with_capacity(self.recorded_bytes);
@@ -96,7 +96,7 @@ impl<B> Shared<B> {
                     for chunk in &self.chunks.rest {
                         joined.extend_from_slice(chunk);
                     }
-                    slot.fill(&joined);
+                    slot.fill(&Bytes::from(joined));
                 }
             }
         }

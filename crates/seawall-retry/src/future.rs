@@ -448,14 +448,11 @@ fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Spa
     let operation = facts.map_or("request", operation_name);
     let provider = facts.and_then(RequestFacts::provider).map(Provider::as_str);
     let model = facts.and_then(RequestFacts::head_model);
-    let name = match model {
-        Some(model) => format!("{operation} {model}"),
-        None => operation.to_owned(),
-    };
     tracing::info_span!(
         target: "seawall::retry",
         "operation",
-        otel.name = name,
+        // Formatted only when a subscriber records it.
+        otel.name = %SpanName { operation, model },
         otel.kind = "client",
         otel.status_code = tracing::field::Empty,
         gen_ai.operation.name = operation,
@@ -469,6 +466,21 @@ fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Spa
         seawall.attempts = tracing::field::Empty,
         seawall.stop_reason = tracing::field::Empty,
     )
+}
+
+/// `"{operation} {model}"`, or the operation alone.
+struct SpanName<'a> {
+    operation: &'a str,
+    model: Option<&'a str>,
+}
+
+impl std::fmt::Display for SpanName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.model {
+            Some(model) => write!(f, "{} {model}", self.operation),
+            None => f.write_str(self.operation),
+        }
+    }
 }
 
 /// One span per attempt, a child of the operation's.
