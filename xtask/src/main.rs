@@ -33,6 +33,7 @@ const CI: &[Step] = &[
             "clippy",
             "--workspace",
             "--all-targets",
+            "--all-features",
             "--",
             "-D",
             "warnings",
