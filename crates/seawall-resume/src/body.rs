@@ -22,7 +22,7 @@ use crate::layer::Config;
 use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
 use crate::splice::{
-    Alignment, Kind, align, classify, ends_at_boundary, last_boundary, rewrite, split_events,
+    Alignment, Fix, Kind, align, classify, ends_at_boundary, last_boundary, rewrite, split_events,
 };
 
 const TARGET: &str = "seawall::resume";
@@ -75,6 +75,9 @@ enum Segment {
         events: Vec<(Bytes, Kind)>,
         head: String,
     },
+    /// A continuation whose events are rewritten to read as the rest of the
+    /// original stream (Anthropic block index, Responses numbering).
+    Fixing,
 }
 
 /// A result read ahead of the frame being passed on.
@@ -110,6 +113,10 @@ where
     out: VecDeque<Bytes>,
     /// What the body yielded right after the last frame, read ahead.
     peeked: Option<Peek>,
+    /// The last frame passed on, kept where continuations must be
+    /// renumbered (Anthropic, Responses).
+    tail: Option<Bytes>,
+    fix: Option<Fix>,
     phase: Phase<S::Future, B>,
     /// The text the caller was shown before the current stream.
     delivered: String,
@@ -154,6 +161,8 @@ where
                 partial: BytesMut::new(),
                 out: VecDeque::new(),
                 peeked: None,
+                tail: None,
+                fix: None,
                 phase: Phase::Live,
                 delivered: String::new(),
                 trimmed: 0,
@@ -175,6 +184,7 @@ where
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         loop {
             if let Some(bytes) = self.out.pop_front() {
+                self.keep_tail(&bytes);
                 return Poll::Ready(Some(Ok(Frame::data(bytes))));
             }
             match &mut self.phase {
@@ -240,6 +250,7 @@ where
                         && self.out.is_empty()
                         && ends_at_boundary(&data)
                     {
+                        self.keep_tail(&data);
                         return Poll::Ready(Some(Ok(Frame::data(data))));
                     }
                     self.push(data);
@@ -257,6 +268,24 @@ where
                     Err(error) => self.on_call_failed(error.into()),
                 },
             }
+        }
+    }
+
+    #[inline]
+    fn keep_tail(&mut self, bytes: &Bytes) {
+        if matches!(
+            self.provider,
+            Provider::Anthropic | Provider::OpenAiResponses
+        ) {
+            self.tail = Some(bytes.clone());
+        }
+    }
+
+    /// A continuation's event as the original stream would say it.
+    fn fixed(&mut self, event: Bytes) -> Bytes {
+        match self.fix.as_mut().and_then(|fix| fix.apply(&event)) {
+            Some(fixed) => fixed,
+            None => event,
         }
     }
 
@@ -313,6 +342,10 @@ where
             }
             match &mut self.segment {
                 Segment::Pass => self.out.push_back(event),
+                Segment::Fixing => {
+                    let event = self.fixed(event);
+                    self.out.push_back(event);
+                }
                 Segment::Preamble => {
                     let kind = classify(self.protocol, &event);
                     if matches!(kind, Kind::Content { .. }) {
@@ -388,7 +421,13 @@ where
                 _ => spliced.push(event),
             }
         }
-        self.out.extend(spliced);
+        for event in spliced {
+            let event = self.fixed(event);
+            self.out.push_back(event);
+        }
+        if self.fix.is_some() {
+            self.segment = Segment::Fixing;
+        }
         self.trimmed = trim;
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.trimmed_chars = head[..trim].chars().count() as u64;
@@ -566,6 +605,11 @@ where
             HeaderValue::from(bytes.len() as u64),
         );
         *request.extensions_mut() = self.head.extensions().clone();
+        if let Some(tail) = self.tail.take() {
+            self.fix
+                .get_or_insert_with(Fix::default)
+                .learn(self.provider, &tail);
+        }
         self.resumes += 1;
         let delivered_chars = self.delivered.chars().count() as u64;
         tracing::debug!(

@@ -41,9 +41,12 @@
 //! continuation's preamble (OpenAI's role chunk, Anthropic's
 //! `message_start`, `content_block_start` and `ping`, the Responses API's
 //! `response.created` … `content_part.added`, anything before the first
-//! content), and passes content events as the provider sent them. Only
-//! text is continued, so the content block index (Anthropic) and choice
-//! index (OpenAI) are those of the one text block or choice, as before.
+//! content), and passes content events as the provider sent them, except
+//! what must read as the rest of the original stream: an Anthropic
+//! continuation's content block index becomes the original text block's,
+//! and a Responses API continuation takes the original's `item_id`,
+//! `output_index`, `content_index` and the next `sequence_number`s. The
+//! OpenAI choice index needs nothing: only one choice is ever resumed.
 //! Models often repeat the tail of what they were given: the layer holds
 //! the continuation's first bytes (64 by default) and trims the longest
 //! prefix that repeats the end of the delivered text, word-aligned,
@@ -71,9 +74,11 @@
 //! A continuation in another wire format (a fallback route of another
 //! provider) is out of scope inside the layer: the continuation goes
 //! through the inner service as the original did. The OpenAI Responses
-//! API is continued with a trailing assistant item; its splice keeps the
-//! continuation's own `item_id` and `sequence_number` (background-mode
-//! `starting_after` resumption is future work).
+//! API is continued with a trailing assistant item; the `*.done` events and
+//! the terminal `response.completed` that end the spliced stream describe
+//! the continuation's own text, not the whole answer (a client that reads
+//! the deltas reads it whole); background-mode `starting_after`
+//! resumption is future work.
 //!
 //! # Per provider
 //!

@@ -147,18 +147,116 @@ pub(crate) fn rewrite(provider: Provider, raw: &[u8], text: &str) -> Option<Byte
             }
             *slot = Value::String(text.to_owned());
         }
-        let mut bytes = Vec::with_capacity(event.data.len() + 32);
-        if !event.name.is_empty() {
-            bytes.extend_from_slice(b"event: ");
-            bytes.extend_from_slice(event.name);
-            bytes.push(b'\n');
-        }
-        bytes.extend_from_slice(b"data: ");
-        bytes.extend_from_slice(json.to_string().as_bytes());
-        bytes.extend_from_slice(b"\n\n");
-        out = Some(Bytes::from(bytes));
+        out = Some(serialize(event.name, &json));
     });
     out
+}
+
+/// What a continuation's events must say to read as the rest of the
+/// original stream: Anthropic's content block index, the Responses API's
+/// sequence numbers and item. Read from the last events the caller saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Fix {
+    /// The text block's index (Anthropic).
+    index: Option<u64>,
+    /// The next sequence number (Responses).
+    sequence: Option<u64>,
+    item_id: Option<String>,
+    output_index: Option<u64>,
+    content_index: Option<u64>,
+}
+
+impl Fix {
+    /// Learns from `frame` (complete events the caller was shown), keeping
+    /// what it knew for fields the frame does not carry.
+    pub(crate) fn learn(&mut self, provider: Provider, frame: &Bytes) {
+        let (events, _) = split_events(frame);
+        for event in events {
+            let Some((_, json)) = parse_event(&event) else {
+                continue;
+            };
+            let number = |key: &str| json.get(key).and_then(Value::as_u64);
+            match provider {
+                Provider::Anthropic => {
+                    if let Some(index) = number("index") {
+                        self.index = Some(index);
+                    }
+                }
+                Provider::OpenAiResponses => {
+                    if let Some(seq) = number("sequence_number") {
+                        self.sequence = Some(seq + 1);
+                    }
+                    if let Some(id) = json.get("item_id").and_then(Value::as_str) {
+                        self.item_id = Some(id.to_owned());
+                    }
+                    self.output_index = number("output_index").or(self.output_index);
+                    self.content_index = number("content_index").or(self.content_index);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `event` saying what the original stream would have said; `None` when
+    /// it needs no change.
+    pub(crate) fn apply(&mut self, event: &[u8]) -> Option<Bytes> {
+        let (name, mut json) = parse_event(event)?;
+        let object = json.as_object_mut()?;
+        let mut changed = false;
+        let mut set = |key: &str, value: Value| {
+            if let Some(slot) = object.get_mut(key)
+                && *slot != value
+            {
+                *slot = value;
+                changed = true;
+            }
+        };
+        if let Some(index) = self.index {
+            set("index", index.into());
+        }
+        if let Some(seq) = self.sequence {
+            set("sequence_number", seq.into());
+            self.sequence = Some(seq + 1);
+        }
+        if let Some(id) = &self.item_id {
+            set("item_id", Value::String(id.clone()));
+        }
+        if let Some(index) = self.output_index {
+            set("output_index", index.into());
+        }
+        if let Some(index) = self.content_index {
+            set("content_index", index.into());
+        }
+        changed.then(|| serialize(&name, &json))
+    }
+}
+
+/// One raw event's name and JSON data.
+fn parse_event(raw: &[u8]) -> Option<(Vec<u8>, Value)> {
+    let mut scanner = Scanner::default();
+    let mut out = None;
+    let _ = scanner.feed(raw, |item| {
+        if let Item::Event(event) = item
+            && let Ok(json) = serde_json::from_slice::<Value>(event.data)
+        {
+            out = Some((event.name.to_vec(), json));
+        }
+    });
+    out
+}
+
+fn serialize(name: &[u8], json: &Value) -> Bytes {
+    let data = json.to_string();
+    let mut bytes = Vec::with_capacity(data.len() + name.len() + 16);
+    if !name.is_empty() {
+        bytes.extend_from_slice(b"event: ");
+        bytes.extend_from_slice(name);
+        bytes.push(b'\n');
+    }
+    bytes.extend_from_slice(b"data: ");
+    bytes.extend_from_slice(data.as_bytes());
+    bytes.extend_from_slice(b"\n\n");
+    Bytes::from(bytes)
 }
 
 /// How a continuation lines up with what the caller has.
@@ -312,6 +410,34 @@ mod tests {
             Some(Alignment::Misaligned)
         );
         assert_eq!(align(delivered, "", 8, true), Some(Alignment::Trim(0)));
+    }
+
+    #[test]
+    fn a_continuation_takes_the_original_index_and_numbers() {
+        let mut fix = Fix::default();
+        fix.learn(
+            Provider::Anthropic,
+            &Bytes::from_static(b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n"),
+        );
+        let next = b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"b\"}}\n\n";
+        let fixed = fix.apply(next).unwrap();
+        assert!(
+            std::str::from_utf8(&fixed).unwrap().contains("\"index\":2"),
+            "{fixed:?}"
+        );
+        let mut fix = Fix::default();
+        fix.learn(
+            Provider::OpenAiResponses,
+            &Bytes::from_static(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" w3\",\"sequence_number\":7}\n\n"),
+        );
+        let next = b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_2\",\"output_index\":0,\"content_index\":0,\"delta\":\" w4\",\"sequence_number\":4}\n\n";
+        let fixed = String::from_utf8(fix.apply(next).unwrap().to_vec()).unwrap();
+        assert!(
+            fixed.contains("\"sequence_number\":8") && fixed.contains("\"item_id\":\"msg_1\""),
+            "{fixed}"
+        );
+        let fixed = String::from_utf8(fix.apply(next).unwrap().to_vec()).unwrap();
+        assert!(fixed.contains("\"sequence_number\":9"), "{fixed}");
     }
 
     #[test]

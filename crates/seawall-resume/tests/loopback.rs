@@ -55,6 +55,12 @@ struct Read {
     error: Option<BoxError>,
     report: Option<ResumeReport>,
     upstream: usize,
+    /// Responses API: every event's `sequence_number`, and the items text
+    /// deltas named.
+    sequence: Vec<u64>,
+    items: std::collections::BTreeSet<String>,
+    /// Anthropic: the block index of every text delta.
+    indices: std::collections::BTreeSet<u64>,
 }
 
 impl Read {
@@ -184,6 +190,18 @@ where
                                 || (provider == Provider::OpenAi
                                     && memchr_find(event.data, b"\"role\":\"assistant\""));
                             read.openings += usize::from(opening);
+                            if let Ok(json) = serde_json::from_slice::<Value>(event.data) {
+                                if let Some(seq) = json["sequence_number"].as_u64() {
+                                    read.sequence.push(seq);
+                                }
+                                if json["type"] == "response.output_text.delta" {
+                                    read.items
+                                        .insert(json["item_id"].as_str().unwrap_or("").to_owned());
+                                }
+                                if json["type"] == "content_block_delta" {
+                                    read.indices.insert(json["index"].as_u64().unwrap_or(99));
+                                }
+                            }
                         }
                         match decoder.decode(item) {
                             Signal::Content { text, finish } => {
@@ -250,7 +268,28 @@ async fn a_reset_stream_is_resumed_in_the_same_body_in_every_wire_format() {
         if provider != Provider::Gemini {
             assert_eq!(read.openings, 1, "{}: one preamble", provider.as_str());
         }
+        if provider == Provider::Anthropic {
+            assert_eq!(read.indices.len(), 1, "one text block");
+        }
     }
+}
+
+#[tokio::test]
+async fn the_responses_api_reads_as_one_numbered_stream() {
+    let chaos = chaos().await;
+    let read = Setup::new(
+        Provider::OpenAiResponses,
+        &["reset_after;tokens=40;total=60", "ok;tokens=60"],
+    )
+    .run(&chaos, "responses")
+    .await;
+    assert_whole(&read, 60);
+    assert_eq!(read.upstream, 2);
+    assert_eq!(read.report.unwrap().resumed(), 1);
+    assert_eq!(read.openings, 1, "one response.created");
+    assert_eq!(read.items.len(), 1, "one item: {:?}", read.items);
+    let expected: Vec<u64> = (0..read.sequence.len() as u64).collect();
+    assert_eq!(read.sequence, expected, "numbered as one stream");
 }
 
 #[tokio::test]
