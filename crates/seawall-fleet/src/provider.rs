@@ -115,6 +115,14 @@ pub struct Provider {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
 const OK_BODY: &[u8] = br#"{"id":"chatcmpl-fleet","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":1,"total_tokens":9}}"#;
 const OVER_BODY: &[u8] = br#"{"error":{"message":"Rate limit reached for requests. Please slow down.","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#;
 const DOWN_BODY: &[u8] = br#"{"error":{"message":"The server is overloaded or not ready yet.","type":"server_error","param":null,"code":null}}"#;
@@ -186,7 +194,7 @@ impl Provider {
 impl<B> tower::Service<Request<B>> for Provider {
     type Response = Response<Full<Bytes>>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+    type Future = Answer;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -211,17 +219,43 @@ impl<B> tower::Service<Request<B>> for Provider {
             StatusCode::TOO_MANY_REQUESTS => config.retry_after,
             _ => None,
         };
-        Box::pin(async move {
-            tokio::time::sleep(delay).await;
-            let mut response = Response::builder()
-                .status(status)
-                .header(http::header::CONTENT_TYPE, "application/json");
-            if let Some(seconds) = retry_after {
-                response = response.header(http::header::RETRY_AFTER, seconds);
-            }
-            Ok(response
-                .body(Full::new(Bytes::from_static(body)))
-                .expect("a valid response"))
-        })
+        Answer {
+            sleep: tokio::time::sleep(delay),
+            status,
+            body,
+            retry_after,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The provider's answer, once its latency has passed.
+    #[derive(Debug)]
+    pub struct Answer {
+        #[pin]
+        sleep: tokio::time::Sleep,
+        status: StatusCode,
+        body: &'static [u8],
+        retry_after: Option<u32>,
+    }
+}
+
+impl Future for Answer {
+    type Output = Result<Response<Full<Bytes>>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        std::task::ready!(this.sleep.poll(cx));
+        let mut response = Response::new(Full::new(Bytes::from_static(this.body)));
+        *response.status_mut() = *this.status;
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        if let Some(seconds) = *this.retry_after {
+            headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
+        Poll::Ready(Ok(response))
     }
 }

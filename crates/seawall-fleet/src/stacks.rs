@@ -95,7 +95,7 @@ fn failed<B, E>(result: &Result<Response<B>, E>) -> bool {
 
 /// The naive policy: up to `remaining` more attempts after a fixed pause,
 /// whatever failed.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct RetryEverything {
     remaining: usize,
     pause: Duration,
@@ -123,7 +123,7 @@ impl<B, E> Policy<Request<Full<Bytes>>, Response<B>, E> for RetryEverything {
 /// The official SDKs' retry: 2 retries on 408, 409, 429 and 5xx (and
 /// connection errors), sleeping the `retry-after` when it is at most 60 s,
 /// else `min(0.5 s × 2^n, 8 s) × (1 − 0.25 × random)`.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct SdkRetry {
     retries: u32,
     rng: Arc<Mutex<SmallRng>>,

@@ -40,7 +40,10 @@ pub fn render(reports: &[StackReport]) -> Result<String, String> {
             chart
                 .configure_mesh()
                 .x_desc("virtual seconds")
-                .light_line_style(WHITE)
+                .y_desc("per second")
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.0}"))
+                .max_light_lines(0)
                 .draw()
                 .map_err(|e| e.to_string())?;
             let line = |pick: fn(&(f64, f64, f64, f64)) -> f64| {
