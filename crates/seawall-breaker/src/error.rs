@@ -1,4 +1,6 @@
+use std::error::Error as StdError;
 use std::fmt;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use seawall_core::{BoxError, Code, Failure, RouteId};
@@ -6,20 +8,22 @@ use seawall_core::{BoxError, Code, Failure, RouteId};
 /// What a [`Breaker`](crate::Breaker) fails with: its own refusal of an
 /// open route, or the inner service's error.
 ///
-/// A refusal stays a plain value, so refusing costs no allocation; it
-/// becomes a boxed seawall [`Failure`] (code `circuit_open`, action
-/// `failover`, its route and `retry_after` set) only when converted into a
-/// [`BoxError`], which is what a layer above does with it, and what `?`
-/// does in a function returning `BoxError`. An inner error converts back to
-/// the very box it came in: nothing is boxed twice, and
-/// [`Failure::find`]/[`Failure::downcast`] see it as if no breaker stood
-/// in between.
+/// It is a [`std::error::Error`], so `?` takes it into a `BoxError`,
+/// `Box<dyn Error>` or `anyhow::Error` (boxed whole, as std boxes every
+/// error), and its [`source`](StdError::source) is the seawall [`Failure`]
+/// behind it: the refusal's (code `circuit_open` or `route_cooling_down`,
+/// action `failover`, its route and `retry_after` set;
+/// [`CircuitOpen::as_failure`]) or the inner service's error itself. So
+/// [`Failure::find`] and [`Failure::extract`] (which the retry and
+/// fallback layers read errors with) see through the breaker.
 ///
-/// It is not itself a [`std::error::Error`] on purpose: std converts every
-/// `Error` into a `BoxError` by boxing it whole, which would put a refusal's
-/// `Failure` and an inner error one level deeper, out of
-/// [`Failure::downcast`]'s reach. Matching on it, or `into_box`, is the
-/// way in.
+/// A refusal stays a plain value, so refusing costs no allocation; its
+/// `Failure` is built the first time something reads it. [`into_box`]
+/// flattens instead of wrapping: a refusal becomes the boxed `Failure`
+/// itself, an inner error the very box it came in, so
+/// [`Failure::downcast`] sees it as if no breaker stood in between.
+///
+/// [`into_box`]: BreakerError::into_box
 #[derive(Debug)]
 pub enum BreakerError {
     /// The route's circuit is open or isolated: the inner service was not
@@ -39,9 +43,14 @@ impl BreakerError {
         }
     }
 
-    /// The error as seawall's layers carry errors.
+    /// The error as seawall's layers carry errors, flattened: a refusal as
+    /// its boxed [`Failure`], an inner error as the box it came in (not
+    /// boxed again). `?` and `Into` box the `BreakerError` whole instead.
     pub fn into_box(self) -> BoxError {
-        self.into()
+        match self {
+            BreakerError::Open(open) => Box::new(Failure::from(open)),
+            BreakerError::Inner(error) => error,
+        }
     }
 }
 
@@ -54,11 +63,14 @@ impl fmt::Display for BreakerError {
     }
 }
 
-impl From<BreakerError> for BoxError {
-    fn from(error: BreakerError) -> BoxError {
-        match error {
-            BreakerError::Open(open) => Box::new(Failure::from(open)),
-            BreakerError::Inner(error) => error,
+/// The source is the failure behind the error: the refusal's `Failure`, or
+/// the inner error itself (whose own chain follows), so
+/// [`Failure::find`] finds either.
+impl StdError for BreakerError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            BreakerError::Open(open) => Some(open.as_failure()),
+            BreakerError::Inner(error) => Some(&**error),
         }
     }
 }
@@ -69,11 +81,34 @@ impl From<BreakerError> for BoxError {
 /// isolated it) or the route is cooling down after what it said last — a
 /// quota wall, a rate limit's hint, rejected credentials
 /// ([`cooled_by`](Self::cooled_by)).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct CircuitOpen {
     route: RouteId,
     retry_after: Option<Duration>,
     cooled_by: Option<Code>,
+    /// The refusal as a `Failure`, built (and boxed) when first read: a
+    /// refusal nobody inspects allocates nothing.
+    failure: OnceLock<Box<Failure>>,
+}
+
+impl PartialEq for CircuitOpen {
+    fn eq(&self, other: &Self) -> bool {
+        self.route == other.route
+            && self.retry_after == other.retry_after
+            && self.cooled_by == other.cooled_by
+    }
+}
+
+impl Eq for CircuitOpen {}
+
+impl fmt::Debug for CircuitOpen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitOpen")
+            .field("route", &self.route)
+            .field("retry_after", &self.retry_after)
+            .field("cooled_by", &self.cooled_by)
+            .finish()
+    }
 }
 
 impl CircuitOpen {
@@ -82,6 +117,7 @@ impl CircuitOpen {
             route,
             retry_after,
             cooled_by: None,
+            failure: OnceLock::new(),
         }
     }
 
@@ -90,6 +126,7 @@ impl CircuitOpen {
             route,
             retry_after,
             cooled_by: Some(cooled_by),
+            failure: OnceLock::new(),
         }
     }
 
@@ -107,6 +144,28 @@ impl CircuitOpen {
     /// The time until the next probe may go through.
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
+    }
+
+    /// The refusal as the layers above see it: a transient `circuit_open`
+    /// (or `route_cooling_down`) [`Failure`], action `failover`, with the
+    /// route and `retry_after`. Built on the first call, then kept.
+    pub fn as_failure(&self) -> &Failure {
+        self.failure.get_or_init(|| Box::new(self.to_failure()))
+    }
+
+    fn to_failure(&self) -> Failure {
+        let code = match self.cooled_by {
+            Some(_) => Code::RouteCoolingDown,
+            None => Code::CircuitOpen,
+        };
+        let mut failure = Failure::new(code).with_route(self.route.clone());
+        if self.cooled_by.is_some() {
+            failure = failure.with_message(&self.to_string());
+        }
+        match self.retry_after {
+            Some(after) => failure.with_retry_after(after),
+            None => failure,
+        }
     }
 }
 
@@ -132,19 +191,10 @@ impl fmt::Display for CircuitOpen {
 }
 
 impl From<CircuitOpen> for Failure {
-    fn from(open: CircuitOpen) -> Failure {
-        let message = open.cooled_by.map(|_| open.to_string());
-        let code = match open.cooled_by {
-            Some(_) => Code::RouteCoolingDown,
-            None => Code::CircuitOpen,
-        };
-        let mut failure = Failure::new(code).with_route(open.route);
-        if let Some(message) = message {
-            failure = failure.with_message(&message);
-        }
-        match open.retry_after {
-            Some(after) => failure.with_retry_after(after),
-            None => failure,
+    fn from(mut open: CircuitOpen) -> Failure {
+        match open.failure.take() {
+            Some(failure) => *failure,
+            None => open.to_failure(),
         }
     }
 }
@@ -176,5 +226,64 @@ mod tests {
         assert_eq!(failure.route(), Some(&route));
         assert_eq!(failure.retry_after(), Some(Duration::from_millis(1500)));
         assert_eq!(failure.action(), seawall_core::Action::Failover);
+    }
+
+    fn refusal() -> BreakerError {
+        let route = RouteId::new("api.example.com");
+        BreakerError::Open(CircuitOpen::new(route, Some(Duration::from_millis(1500))))
+    }
+
+    #[test]
+    fn question_mark_boxes_it_whole_and_find_sees_the_failure_through_it() {
+        fn refused() -> Result<(), BreakerError> {
+            Err(refusal())
+        }
+        fn dyn_error() -> Result<(), Box<dyn StdError>> {
+            refused()?;
+            Ok(())
+        }
+        fn box_error() -> Result<(), BoxError> {
+            refused()?;
+            Ok(())
+        }
+
+        let error = dyn_error().unwrap_err();
+        assert!(error.is::<BreakerError>());
+        let failure = Failure::find(&*error).expect("the refusal's failure, as source");
+        assert_eq!(failure.code(), Code::CircuitOpen);
+        assert_eq!(failure.retry_after(), Some(Duration::from_millis(1500)));
+
+        // What the retry and fallback layers do with what they are given.
+        let extracted = Failure::extract(box_error().unwrap_err()).expect("through the chain");
+        assert_eq!(extracted.code(), Code::CircuitOpen);
+        assert_eq!(extracted.action(), seawall_core::Action::Failover);
+    }
+
+    #[test]
+    fn an_inner_error_is_the_source() {
+        let inner: BoxError = Box::new(Failure::new(Code::Overloaded));
+        let error: BoxError = BreakerError::Inner(inner).into();
+        assert_eq!(Failure::find(&*error).unwrap().code(), Code::Overloaded);
+        assert_eq!(error.to_string(), "overloaded (transient)");
+
+        let plain: BoxError = "connection reset".into();
+        let error: BoxError = BreakerError::Inner(plain).into();
+        assert!(Failure::find(&*error).is_none());
+        assert_eq!(error.source().unwrap().to_string(), "connection reset");
+    }
+
+    #[test]
+    fn a_cooldown_refusal_keeps_its_message_and_code() {
+        let route = RouteId::new("api.example.com");
+        let open = CircuitOpen::cooling(route, Code::QuotaExhausted, None);
+        let read = open.as_failure().clone();
+        assert_eq!(read.code(), Code::RouteCoolingDown);
+        assert_eq!(
+            read.message(),
+            Some("route api.example.com cooling down after quota_exhausted, until reset")
+        );
+        let converted = Failure::from(open);
+        assert_eq!(converted.code(), read.code());
+        assert_eq!(converted.message(), read.message());
     }
 }

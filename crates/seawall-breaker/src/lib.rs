@@ -19,10 +19,13 @@
 //!   of calls (the default), or on a run of consecutive failures.
 //! - **Open**: calls fail at once, without touching the inner service, with
 //!   [`BreakerError::Open`]: the route and the time until the next probe.
-//!   Converted into a `BoxError` (by a layer above, or `?`), it is a
-//!   transient `circuit_open` [`Failure`](seawall_core::Failure) (action
-//!   `failover`) with that route and `retry_after`; the inner service's own
-//!   errors come back as the box they were.
+//!   [`BreakerError`] is a `std::error::Error` whose source is a transient
+//!   `circuit_open` [`Failure`](seawall_core::Failure) (action `failover`)
+//!   with that route and `retry_after`, or the inner service's own error:
+//!   boxed by a layer above or by `?`, [`Failure::find`] and
+//!   [`Failure::extract`] see through it. [`BreakerError::into_box`]
+//!   flattens it instead (the refusal's `Failure`, or the inner error's own
+//!   box).
 //! - **Half-open**: after the break, up to [`half_open_trials`] trial calls
 //!   go through at once; [`close_after`] successes close the breaker, any
 //!   counted failure re-opens it with a longer break (doubling, capped,
@@ -50,12 +53,14 @@
 //! keeps the breaker of the last route it called, and a breaker's state and
 //! window are atomics (one word for the state machine, one per window
 //! bucket). The breaker's refusal allocates nothing either: it is a value
-//! until something converts it into a `BoxError`. In the assembled stack
-//! that is at once: the retry layer right above converts every error into a
-//! `BoxError`, which boxes the refusal's `Failure`, so there a refused call
-//! does allocate.
+//! until something boxes it or reads its `Failure`. In the assembled stack
+//! that is at once: the retry layer right above boxes every error and reads
+//! the `Failure` through the chain ([`Failure::extract`]), so there a
+//! refused call does allocate.
 //!
 //! [`route_with`]: BreakerLayer::route_with
+//! [`Failure::find`]: seawall_core::Failure::find
+//! [`Failure::extract`]: seawall_core::Failure::extract
 //! [`count_rate_limited`]: BreakerLayer::count_rate_limited
 //! [`half_open_trials`]: BreakerLayer::half_open_trials
 //! [`close_after`]: BreakerLayer::close_after
