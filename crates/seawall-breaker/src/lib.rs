@@ -103,6 +103,28 @@
 //! assert_eq!(failure.route(), Some(&route));
 //! # }
 //! ```
+//!
+//! # Differences from a generic circuit breaker
+//!
+//! tower has no circuit breaker; general-purpose ones (failsafe, the
+//! breakers of resilience crates) keep one state per wrapped service and
+//! count whichever results a predicate you give them calls failures.
+//!
+//! - **Per route**: one layer keeps a breaker per
+//!   [`RouteId`](seawall_core::RouteId), so one service talking to several
+//!   routes trips only the broken one.
+//! - **Only failures that blame the route count**, read from the
+//!   classified [`Failure`](seawall_core::Failure): a 400, a refusal or the
+//!   caller's own deadline neither opens nor closes it.
+//! - **Streams end later**: the outcome is recorded when the body ends,
+//!   so a provider that drops every stream half-way trips it.
+//! - **What the route said**: a quota wall, a rate limit's hint or
+//!   rejected credentials cool the route down without a failure count.
+//! - **A refusal others can act on**: a `circuit_open` or
+//!   `route_cooling_down` failure with action `failover` and the time to
+//!   wait, for the fallback and retry layers above; or, with
+//!   [`gate_readiness`](BreakerLayer::gate_readiness), tower's way: not
+//!   ready while the last route is open.
 #![deny(missing_docs)]
 
 mod body;

@@ -78,6 +78,20 @@
 //! Users put their own rules in front of a provider's with
 //! [`ClassifyLayer::with_rules`] (see [`response_rule`]), or classify a
 //! service of their own with [`ClassifyLayer::new`] and a [`Classifier`].
+//!
+//! # Differences from tower and tower-http
+//!
+//! `tower::retry`'s policy and tower's other layers see a response as
+//! `Ok` and only transport errors as `Err`; tower-http's
+//! [`classify`](https://docs.rs/tower-http/latest/tower_http/classify/)
+//! (used by its `Trace` layer) decides from the status or `grpc-status`
+//! alone, without reading a body, and only for reporting. This layer
+//! reads what a provider's status does not say — the error body, the
+//! retry hints, a 2xx unary answer with no content or a refusal — and
+//! turns it into an `Err` holding a [`Failure`](seawall_core::Failure)
+//! whose class, code and action the retry, breaker and fallback layers
+//! act on. (The `seawall` facade's `tower_http` module maps a `Failure` to
+//! a tower-http failure class, for `Trace`.)
 #![deny(missing_docs)]
 
 mod body;

@@ -55,6 +55,29 @@
 //! assert_eq!(failure.code(), Code::DeadlineExceeded);
 //! # }
 //! ```
+//!
+//! # Differences from `tower::timeout` and tower-http's `Timeout`
+//!
+//! - **One bound per call vs one deadline per operation**:
+//!   `tower::timeout::Timeout` bounds one call to its inner service. Inside
+//!   a retry it bounds each attempt and nothing bounds the sum; outside, it
+//!   cancels the whole thing but the retry layer never learns how much time
+//!   is left, and sleeps a backoff it cannot finish. Here the operation's
+//!   end is a [`Deadline`](seawall_core::Deadline) in the request
+//!   extensions, set once and only shrinking, which the retry and fallback
+//!   layers read before they wait; a per-attempt bound fits inside it.
+//! - **The body is bounded**: both tower's and tower-http's `Timeout` stop
+//!   at the response head, and tower-http's `ResponseBodyTimeout` bounds
+//!   the wait for each frame (keep-alives reset it), not the answer. The
+//!   total deadline here also ends a streaming body.
+//! - **Failures, not `Elapsed` or a status**: tower fails with an opaque
+//!   `Elapsed`, tower-http answers with a status code (408 or one you
+//!   choose). This layer fails with a seawall `Failure` a retry can act on:
+//!   `timeout` with what arrived (retry, or fail over when nothing did),
+//!   `deadline_exceeded` (surface).
+//! - **On the wire**: the remaining time can be read from an incoming
+//!   request and written on the outgoing one (`grpc-timeout` or a header of
+//!   your choice), so the next hop stops when its caller does.
 #![deny(missing_docs)]
 
 mod body;

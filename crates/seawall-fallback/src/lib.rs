@@ -89,6 +89,18 @@
 //! assert!(receipt.fallback);
 //! # }
 //! ```
+//!
+//! # Differences from a generic fallback
+//!
+//! tower has no fallback layer (`steer` and `balance` pick a service
+//! before the call, not after a failure). A generic fallback — an
+//! `or_else` around the call — tries the other service on any error it is
+//! given, needs a clone of the request made up front, and may run after
+//! part of an answer was shown. This one moves only for failures another
+//! route can fix (the classified [`Failure`](seawall_core::Failure)'s
+//! scope), only before content, only once, only in time and only to
+//! another route; it records the body as the primary sends it and merges
+//! both attempts into one [`Receipt`](seawall_core::Receipt).
 #![deny(missing_docs)]
 
 mod error;

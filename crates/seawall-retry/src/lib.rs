@@ -98,6 +98,32 @@
 //! assert_eq!(receipt.stop, Some(StopReason::Succeeded));
 //! # }
 //! ```
+//!
+//! ## Differences from `tower::retry`
+//!
+//! `tower::retry::Retry` is a mechanism: its `Policy` is handed each raw
+//! `Result` and a way to clone the request, and the rest is yours (tower
+//! ships exponential backoff and `TpsBudget` as building blocks). This
+//! layer is that policy written for LLM calls:
+//!
+//! - **Classification, not results**: it retries only a
+//!   [`Failure`](seawall_core::Failure) the inner layers said to retry. A
+//!   policy over the raw `Result` sees a 429 and cannot tell a two-second
+//!   blip from a quota wall, or a 400 that can never pass.
+//! - **A budget by failure kind**: the shared [`Budget`] can charge by
+//!   what failed (the AWS quota charges a retry after a timeout double);
+//!   `TpsBudget` (the ratio budget here) counts every retry alike.
+//! - **Hints and the deadline**: the provider's `Retry-After` (or gRPC
+//!   pushback) sets the delay, and the operation's
+//!   [`Deadline`](seawall_core::Deadline) decides before sleeping; a hint
+//!   that cannot be honoured in time stops at once. `tower::retry` has no
+//!   notion of either.
+//! - **Body replay**: the body is recorded as it is first sent
+//!   ([`ReplayBody`](seawall_core::replay::ReplayBody)), where
+//!   `Policy::clone_request` needs a request that can be cloned before the
+//!   call, which an `http::Request` with a streaming body cannot.
+//! - **One ladder**: nested ladders make one attempt, repeated silent
+//!   timeouts become a failover, and a receipt says what happened.
 #![deny(missing_docs)]
 
 mod backoff;

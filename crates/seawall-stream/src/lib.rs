@@ -44,6 +44,20 @@
 //! [`StreamReportHandle::get`] at that moment. A body dropped early never
 //! yields an end; its report has code `cancelled` and is not a provider
 //! failure.
+//!
+//! # Differences from a timeout and a retry around a stream
+//!
+//! tower's `timeout` and `retry` see only the response future, which
+//! resolves at the headers: a stream that then says nothing, sends one
+//! frame and ends, or carries an `overloaded_error` event is a success to
+//! them, and a retry after content would restart an answer the user is
+//! reading. tower-http's `ResponseBodyTimeout` bounds the wait for each
+//! frame, so a provider that sends keep-alive pings and no content never
+//! times out. The guard reads the events: it holds the response until the
+//! first content event (everything before can still be retried or failed
+//! over), bounds gaps by content and progress rather than any byte, calls a
+//! stream without its finish marker truncated, and never replays after
+//! content.
 #![deny(missing_docs)]
 
 pub mod guard;
