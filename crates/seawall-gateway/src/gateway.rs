@@ -109,6 +109,7 @@ impl Gateway {
     ) -> Result<Gateway, GatewayError> {
         config.validate()?;
         // The recorder must be in place before the first request records.
+        #[cfg(feature = "metrics")]
         let _ = prometheus();
         let read = |what: String, var: &str| {
             env(var)
@@ -506,6 +507,7 @@ async fn health(State(gateway): State<Gateway>) -> Response {
         .into_response()
 }
 
+#[cfg(feature = "metrics")]
 /// The process's Prometheus recorder, installed by the first gateway: the
 /// layers record through the `metrics` facade into it. `None` when another
 /// recorder was installed first (the embedding app's own).
@@ -526,6 +528,7 @@ fn prometheus() -> Option<&'static metrics_exporter_prometheus::PrometheusHandle
 }
 
 /// `GET /metrics`: the Prometheus text exposition of seawall's metrics.
+#[cfg(feature = "metrics")]
 async fn metrics_text() -> Response {
     match prometheus() {
         Some(handle) => {
@@ -542,6 +545,12 @@ async fn metrics_text() -> Response {
         )
             .into_response(),
     }
+}
+
+/// `GET /metrics` without the `metrics` feature.
+#[cfg(not(feature = "metrics"))]
+async fn metrics_text() -> Response {
+    (StatusCode::NOT_FOUND, "built without the `metrics` feature").into_response()
 }
 
 #[cfg(test)]
@@ -602,4 +611,3 @@ mod tests {
         );
     }
 }
-
