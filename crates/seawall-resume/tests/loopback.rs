@@ -80,6 +80,7 @@ struct Setup {
     deadline: Option<Duration>,
     /// The caller stops after this many content events.
     stop_after: Option<usize>,
+    idle: Duration,
 }
 
 impl Setup {
@@ -92,6 +93,7 @@ impl Setup {
             layer: ResumeLayer::new(),
             deadline: None,
             stop_after: None,
+            idle: Duration::from_secs(5),
         }
     }
 
@@ -118,7 +120,7 @@ impl Setup {
                     .min_attempt_time(Duration::from_millis(1)),
                 Budget::unlimited(),
             ))
-            .layer(StreamGuardLayer::interactive().idle_timeout(Duration::from_secs(5)))
+            .layer(StreamGuardLayer::interactive().idle_timeout(self.idle))
             .layer(ClassifyLayer::for_provider(self.provider))
             .service(client);
         let mut builder =
@@ -309,7 +311,7 @@ async fn a_cut_in_the_middle_of_an_event_shows_nothing_of_it() {
 }
 
 #[tokio::test]
-async fn truncation_and_an_in_stream_overload_are_resumed() {
+async fn truncation_an_in_stream_overload_and_an_idle_gap_are_resumed() {
     let chaos = chaos().await;
     let read = Setup::new(
         Provider::OpenAi,
@@ -329,6 +331,16 @@ async fn truncation_and_an_in_stream_overload_are_resumed() {
     assert_whole(&read, 200);
     assert_eq!(read.upstream, 2);
     assert_eq!(read.report.unwrap().resumes[0].cause, Code::Overloaded);
+    // An idle gap after content: the guard closes the stream, the layer
+    // continues it.
+    let mut setup = Setup::new(
+        Provider::Gemini,
+        &["stall_after;tokens=30;ms=3000;total=60", "ok;tokens=60"],
+    );
+    setup.idle = Duration::from_millis(100);
+    let read = setup.run(&chaos, "idle").await;
+    assert_whole(&read, 60);
+    assert_eq!(read.report.unwrap().resumes[0].cause, Code::IdleTimeout);
 }
 
 #[tokio::test]
