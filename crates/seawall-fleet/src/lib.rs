@@ -5,7 +5,7 @@
 //! seawall's state is per process by design: every client here builds its
 //! own stack from the real seawall crates, with its own budget and breaker,
 //! as separate processes would. The clients share only the
-//! [`Provider`](provider::Provider), an in-process `tower::Service` with a
+//! [`Provider`], an in-process `tower::Service` with a
 //! capacity, a latency and a scripted outage, whose refusals cost capacity
 //! too (see [`provider`]). Each run is one current-thread tokio runtime on
 //! the paused clock, so ten minutes of fleet time take seconds, and every
