@@ -166,7 +166,7 @@ pub fn incidents() -> Vec<Incident> {
         Incident {
             number: "8b+",
             key: "overloaded_after_content_resumed",
-            title: "overloaded after 50 tokens, resumed",
+            title: "overloaded after 50, resumed",
             provider: Provider::Anthropic,
             script: &["stream_error_after;tokens=50;total=200"],
             every_attempt: Some("ok;tokens=200"),
