@@ -107,3 +107,31 @@ fn the_aws_comparison_has_the_blogs_shape() {
     // Decorrelated close to full.
     assert!(decorrelated.calls < full.calls * 1.35, "{summary}");
 }
+
+#[test]
+fn the_seawall_stack_is_the_shipped_preset() {
+    use rand::SeedableRng;
+    use seawall::breaker::BreakerLayer;
+    use seawall::retry::{Budget, RetryPolicy};
+    use seawall::stream::StreamGuardLayer;
+
+    // The simulation assembles Stack::interactive() layer by layer (to seed
+    // the retry layer's jitter): its settings must stay the preset's.
+    let shipped = format!("{:?}", seawall::stack::Stack::interactive());
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+    let settings = seawall_fleet::stacks::seawall_settings(&mut rng);
+    for part in [
+        format!("total: {:?}", settings.total),
+        format!("per_attempt: {:?}", settings.per_attempt),
+        format!("{:?}", settings.retry),
+        format!("{:?}", RetryPolicy::interactive()),
+        format!("{:?}", settings.budget),
+        format!("{:?}", Budget::ratio(0.2, 10, Duration::from_secs(10))),
+        // The default breaker; the simulation only fixes its jitter per client.
+        format!("{:?}", BreakerLayer::new()),
+        format!("{:?}", StreamGuardLayer::interactive()),
+        "propagate: None".to_string(),
+    ] {
+        assert!(shipped.contains(&part), "{part}\nnot in\n{shipped}");
+    }
+}
