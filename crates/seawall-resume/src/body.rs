@@ -464,6 +464,12 @@ where
     }
 
     fn on_end(&mut self) {
+        if matches!(self.segment, Segment::Preamble) {
+            // A continuation that ends without one content event the layer
+            // can read (another wire format, say) continued nothing: the
+            // answer is still cut, never cleanly ended.
+            return self.give_up("no_content");
+        }
         self.try_align(true);
         if matches!(self.phase, Phase::Done) {
             return;
