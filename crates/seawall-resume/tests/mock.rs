@@ -100,3 +100,122 @@ async fn a_continuation_without_readable_content_never_ends_the_answer_cleanly()
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(resumed.report().gave_up, Some("no_content"));
 }
+
+/// Frames cut anywhere: the caller gets the same bytes, in whole events.
+#[tokio::test]
+async fn events_cut_by_frame_boundaries_are_passed_whole() {
+    let mut whole = Vec::new();
+    for i in 1..=20 {
+        whole.extend_from_slice(&chunk(&format!(" w{i}")));
+    }
+    whole.extend_from_slice(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\n\n");
+    for size in [1, 7, 50, 130, 333] {
+        let pieces: Vec<Result<Bytes, Failure>> = whole
+            .chunks(size)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        let service = ServiceBuilder::new()
+            .layer(ResumeLayer::new())
+            .service(service_fn(
+                move |_req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                    let pieces = pieces
+                        .iter()
+                        .map(|p| p.clone().map_err(|_| unreachable!()))
+                        .collect();
+                    async move { Ok::<_, BoxError>(stream(pieces)) }
+                },
+            ));
+        let request = http::Request::post("http://api.example/v1/chat/completions")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"m","stream":true,"messages":[]}"#,
+            )))
+            .unwrap();
+        let response = service.oneshot(request).await.unwrap();
+        let mut body = std::pin::pin!(response.into_body());
+        let mut shown = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let data = frame.unwrap().into_data().unwrap();
+            assert!(
+                data.ends_with(b"\n\n") || data.ends_with(b"\r\n\r\n"),
+                "size {size}: a frame ends inside an event: {data:?}"
+            );
+            shown.extend_from_slice(&data);
+        }
+        assert_eq!(shown, whole, "size {size}");
+    }
+}
+
+/// The text an OpenAI stream shows.
+fn text_of(bytes: &[u8]) -> String {
+    let mut scanner = seawall_stream::sse::Scanner::default();
+    let mut decoder = seawall_stream::Protocol::OpenAi.decoder();
+    let mut text = String::new();
+    scanner
+        .feed(bytes, |item| {
+            if let seawall_stream::protocol::Signal::Content { text: Some(t), .. } =
+                decoder.decode(item)
+            {
+                text.push_str(&t);
+            }
+        })
+        .unwrap();
+    text
+}
+
+/// A continuation in small pieces that repeats two delivered words: spliced
+/// whole, the repeat trimmed.
+#[tokio::test]
+async fn a_continuation_in_pieces_is_spliced_and_trimmed() {
+    let mut continuation = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n".to_vec();
+    for word in [" w2", " w3", " w4", " w5"] {
+        continuation.extend_from_slice(&chunk(word));
+    }
+    continuation.extend_from_slice(
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let continuation = Bytes::from(continuation);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let service = ServiceBuilder::new()
+        .layer(ResumeLayer::new().align_window(8))
+        .service(service_fn(
+            move |req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                let n = counted.fetch_add(1, Ordering::SeqCst);
+                let continuation = continuation.clone();
+                async move {
+                    if n == 1 {
+                        let body = req.into_body().collect().await?.to_bytes();
+                        let json: serde_json::Value = serde_json::from_slice(&body)?;
+                        assert_eq!(json["messages"][1]["content"], "w1 w2 w3");
+                    }
+                    Ok::<_, BoxError>(match n {
+                        0 => stream(vec![
+                            Ok(chunk("w1")),
+                            Ok(chunk(" w2")),
+                            Ok(chunk(" w3")),
+                            Err(cut("w1 w2 w3")),
+                        ]),
+                        _ => stream(
+                            continuation
+                                .chunks(7)
+                                .map(|c| Ok(Bytes::copy_from_slice(c)))
+                                .collect(),
+                        ),
+                    })
+                }
+            },
+        ));
+    let request = http::Request::post("http://api.example/v1/chat/completions")
+        .body(Full::new(Bytes::from_static(
+            br#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+        )))
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+    let shown = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(text_of(&shown), "w1 w2 w3 w4 w5");
+    let report = resumed.report();
+    assert_eq!(report.resumed(), 1);
+    assert_eq!(report.resumes[0].trimmed_chars, " w2 w3".len() as u64);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
