@@ -9,7 +9,7 @@ use seawall_fleet::aws::{self, AwsConfig, BackoffKind};
 use seawall_fleet::{FleetConfig, OutageKind, StackKind};
 
 #[derive(clap::Args)]
-pub struct FleetArgs {
+pub(crate) struct FleetArgs {
     /// Clients, each with its own stack (budget and breaker): at most
     /// 10000. Default 1000, or 100 with --backoff.
     #[arg(long)]
@@ -87,7 +87,7 @@ fn usage(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-pub fn run(args: FleetArgs) -> ExitCode {
+pub(crate) fn run(args: FleetArgs) -> ExitCode {
     if !args.backoff.is_empty() {
         return run_aws(&args);
     }

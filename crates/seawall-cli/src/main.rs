@@ -2,6 +2,7 @@
 //! seawall, chat with any endpoint through the policies, run the chaos
 //! server, or simulate a fleet.
 
+#[cfg(feature = "fleet")]
 mod fleet;
 
 use std::io::Write;
@@ -49,6 +50,7 @@ enum Command {
     /// amplification, goodput, latency and recovery per stack (naive, sdk,
     /// seawall, seawall-fleet), or with --backoff the AWS "Exponential
     /// Backoff and Jitter" comparison.
+    #[cfg(feature = "fleet")]
     Fleet(fleet::FleetArgs),
     /// Run an OpenAI/Anthropic-compatible proxy (axum) through the seawall
     /// policies: POST /v1/chat/completions, POST /v1/messages, GET
@@ -82,6 +84,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .try_init();
     // The fleet runs its own paused-clock runtimes, one per thread.
+    #[cfg(feature = "fleet")]
     let cli = match cli.command {
         Command::Fleet(args) => return fleet::run(args),
         command => Cli { command },
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             },
+            #[cfg(feature = "fleet")]
             Command::Fleet(_) => unreachable!("handled before the runtime starts"),
         }
     })

@@ -30,6 +30,7 @@ pub type NaiveClient = Client<HttpConnector, Full<Bytes>>;
 
 /// A stream opened by the naive API level: the head, the first body frame
 /// (read to prove the stream started), and the rest of the body.
+#[derive(Debug)]
 pub struct Opened {
     /// The response status.
     pub status: http::StatusCode,
