@@ -14,7 +14,7 @@ use seawall_resume::{ResumeLayer, ResumeRequestBody, Resumed};
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
 /// Frames, then an optional error.
-struct Scripted(VecDeque<Result<Bytes, Failure>>);
+struct Scripted(VecDeque<Result<Bytes, Box<Failure>>>);
 
 impl Body for Scripted {
     type Data = Bytes;
@@ -24,10 +24,11 @@ impl Body for Scripted {
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Poll::Ready(self.0.pop_front().map(|item| {
-            item.map(Frame::data)
-                .map_err(|failure| Box::new(failure) as BoxError)
-        }))
+        Poll::Ready(
+            self.0
+                .pop_front()
+                .map(|item| item.map(Frame::data).map_err(|failure| failure as BoxError)),
+        )
     }
 }
 
@@ -37,15 +38,15 @@ fn chunk(text: &str) -> Bytes {
     ))
 }
 
-fn cut(delivered: &str) -> Failure {
+fn cut(delivered: &str) -> Box<Failure> {
     let mut interrupted = Interrupted::default();
     interrupted.delivered_text = Some(delivered.to_owned());
     interrupted.content_events = 2;
     interrupted.cause = Some(Code::Transport);
-    Failure::new(Code::StreamInterrupted).with_interrupted(interrupted)
+    Box::new(Failure::new(Code::StreamInterrupted).with_interrupted(interrupted))
 }
 
-fn stream(items: Vec<Result<Bytes, Failure>>) -> http::Response<Scripted> {
+fn stream(items: Vec<Result<Bytes, Box<Failure>>>) -> http::Response<Scripted> {
     http::Response::builder()
         .header("content-type", "text/event-stream")
         .body(Scripted(items.into()))
@@ -110,7 +111,7 @@ async fn events_cut_by_frame_boundaries_are_passed_whole() {
     }
     whole.extend_from_slice(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\n\n");
     for size in [1, 7, 50, 130, 333] {
-        let pieces: Vec<Result<Bytes, Failure>> = whole
+        let pieces: Vec<Result<Bytes, Box<Failure>>> = whole
             .chunks(size)
             .map(|c| Ok(Bytes::copy_from_slice(c)))
             .collect();
