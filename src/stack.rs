@@ -95,6 +95,8 @@ pub struct Stack {
     guard: StreamGuardLayer,
     /// How each attempt tells the server its remaining time, if it does.
     propagate: Option<WireTimeout>,
+    /// Seeds the ladder's jitter, for reproducible runs.
+    seed: Option<u64>,
 }
 
 impl Stack {
@@ -111,6 +113,7 @@ impl Stack {
             breaker: BreakerLayer::new(),
             guard: StreamGuardLayer::interactive(),
             propagate: None,
+            seed: None,
         }
     }
 
@@ -198,6 +201,15 @@ impl Stack {
         self.total
     }
 
+    /// Draws every random choice of the stack — the ladder's backoff jitter
+    /// and the breaker's break jitter — from generators seeded with `seed`:
+    /// the same seed, the same run (tests, the fleet simulation).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self.breaker = self.breaker.seed(seed);
+        self
+    }
+
     /// The breaker layer, e.g. for its [`handle`](BreakerLayer::handle).
     pub fn breaker_layer(&self) -> &BreakerLayer {
         &self.breaker
@@ -252,12 +264,19 @@ impl Stack {
             .max(fallback.required_remaining())
             .min(self.total / 2);
         let policy = self.retry.clone().fallback_reserve(reserve);
-        let ladder = RetryBudgetLayer::new(policy, self.budget.clone());
+        let mut ladder = RetryBudgetLayer::new(policy, self.budget.clone());
+        if let Some(seed) = self.seed {
+            ladder = ladder.seed(seed);
+        }
         let primary = ladder.layer(self.attempt(classify, client));
         DeadlineLayer::new(self.total).layer(fallback.layer(primary))
     }
 
     fn ladder(&self) -> RetryBudgetLayer {
-        RetryBudgetLayer::new(self.retry.clone(), self.budget.clone())
+        let ladder = RetryBudgetLayer::new(self.retry.clone(), self.budget.clone());
+        match self.seed {
+            Some(seed) => ladder.seed(seed),
+            None => ladder,
+        }
     }
 }

@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use seawall_core::RouteId;
+use seawall_core::random::Random;
 use tokio::time::Instant;
 use tower_layer::Layer;
 
@@ -33,6 +34,7 @@ struct Config {
     max_routes: usize,
     route_fn: Option<RouteFn>,
     on_transition: Option<TransitionFn>,
+    seed: Option<u64>,
 }
 
 impl Config {
@@ -45,6 +47,7 @@ impl Config {
             rate_limited_counts: self.rate_limited_counts,
             epoch: Instant::now(),
             on_transition: self.on_transition.clone(),
+            random: Random::from_seed(self.seed),
         };
         Shared::new(
             policy,
@@ -78,6 +81,7 @@ impl BreakerLayer {
             max_routes: 1024,
             route_fn: None,
             on_transition: None,
+            seed: None,
         };
         let shared = Arc::new(config.build());
         BreakerLayer { config, shared }
@@ -87,6 +91,13 @@ impl BreakerLayer {
         change(&mut self.config);
         self.shared = Arc::new(self.config.build());
         self
+    }
+
+    /// Draws the break's jitter from a generator seeded with `seed`, for
+    /// reproducible runs (tests, simulations). Without it the thread's
+    /// generator is used.
+    pub fn seed(self, seed: u64) -> Self {
+        self.with(|c| c.seed = Some(seed))
     }
 
     /// What opens a closed breaker.

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use rand::Rng;
+use seawall_core::random::Random;
 use seawall_core::{Class, ClosedBy, Code, Failure, capped_doubling};
 
 /// When a closed breaker opens.
@@ -117,13 +119,14 @@ impl Default for BreakDuration {
 
 impl BreakDuration {
     /// The break after the `trips`-th consecutive trip (1 for the first).
-    pub(crate) fn after_trips(&self, trips: u32) -> Duration {
+    pub(crate) fn after_trips(&self, trips: u32, random: &Random) -> Duration {
         let full = capped_doubling(self.base, self.max, trips.saturating_sub(1));
         let jitter = self.jitter.clamp(0.0, 0.99);
         if jitter == 0.0 {
             return full;
         }
-        full.mul_f64(1.0 - jitter * rand::random::<f64>())
+        let draw = random.with(|rng| rng.random::<f64>());
+        full.mul_f64(1.0 - jitter * draw)
     }
 }
 
@@ -231,23 +234,38 @@ mod tests {
             max: Duration::from_secs(60),
             jitter: 0.0,
         };
-        assert_eq!(exact.after_trips(1), Duration::from_secs(5));
-        assert_eq!(exact.after_trips(2), Duration::from_secs(10));
-        assert_eq!(exact.after_trips(4), Duration::from_secs(40));
-        assert_eq!(exact.after_trips(5), Duration::from_secs(60));
-        assert_eq!(exact.after_trips(u32::MAX), Duration::from_secs(60));
+        assert_eq!(
+            exact.after_trips(1, &Random::Thread),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            exact.after_trips(2, &Random::Thread),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            exact.after_trips(4, &Random::Thread),
+            Duration::from_secs(40)
+        );
+        assert_eq!(
+            exact.after_trips(5, &Random::Thread),
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            exact.after_trips(u32::MAX, &Random::Thread),
+            Duration::from_secs(60)
+        );
         let huge = BreakDuration {
             base: Duration::MAX,
             max: Duration::MAX,
             jitter: 5.0,
         };
-        assert!(huge.after_trips(40) > Duration::from_secs(1));
+        assert!(huge.after_trips(40, &Random::Thread) > Duration::from_secs(1));
         let jittered = BreakDuration {
             jitter: 0.2,
             ..exact
         };
         for _ in 0..100 {
-            let d = jittered.after_trips(2);
+            let d = jittered.after_trips(2, &Random::Thread);
             assert!(
                 d <= Duration::from_secs(10) && d >= Duration::from_secs(8),
                 "{d:?}"

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use std::time::SystemTime;
 
+use seawall_core::random::Random;
 use seawall_core::{Code, Cooldown, Failure, RouteId};
 use tokio::time::Instant;
 
@@ -83,6 +84,8 @@ pub(crate) struct Policy {
     /// tests move it).
     pub(crate) epoch: Instant,
     pub(crate) on_transition: Option<TransitionFn>,
+    /// Where the break's jitter comes from.
+    pub(crate) random: Random,
 }
 
 impl Policy {
@@ -459,7 +462,10 @@ impl RouteBreaker {
     /// An open word for the `trips`-th trip since the last close.
     fn open_word(&self, trips: u64) -> u64 {
         let trips = trips.min(TRIPS_MAX);
-        let pause = self.policy.break_duration.after_trips(trips as u32);
+        let pause = self
+            .policy
+            .break_duration
+            .after_trips(trips as u32, &self.policy.random);
         let pause_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX);
         pack(OPEN, trips, self.policy.now_ms().saturating_add(pause_ms))
     }

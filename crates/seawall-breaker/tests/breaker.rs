@@ -791,3 +791,54 @@ async fn an_outcome_from_before_a_trip_does_not_count_after_the_recovery() {
     fail(service.ready().await.unwrap()).await;
     assert_eq!(handle.state(&route()), BreakerState::Closed);
 }
+
+/// The break a tripped breaker seeded with `seed` refuses for.
+async fn break_after_one_failure(seed: u64) -> Duration {
+    let layer = BreakerLayer::new()
+        .trip(Trip::Consecutive { failures: 1 })
+        .seed(seed);
+    let failing = tower::service_fn(|_request: http::Request<()>| async {
+        Err::<http::Response<http_body_util::Empty<Bytes>>, BoxError>(Box::new(Failure::new(
+            Code::ProviderUnavailable,
+        )))
+    });
+    let mut service = layer.layer(failing);
+    let request = || {
+        http::Request::get("http://api.example/v1")
+            .body(())
+            .unwrap()
+    };
+    let _ = service.ready().await.unwrap().call(request()).await;
+    let refusal = service
+        .ready()
+        .await
+        .unwrap()
+        .call(request())
+        .await
+        .unwrap_err();
+    refusal
+        .as_open()
+        .and_then(|open| open.retry_after())
+        .expect("open, with the time to the probe")
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_seed_decides_the_break_jitter() {
+    let first = break_after_one_failure(42).await;
+    assert_eq!(first, break_after_one_failure(42).await);
+    let mut others = Vec::new();
+    for seed in 0..8 {
+        others.push(break_after_one_failure(seed).await);
+    }
+    assert!(
+        others.iter().any(|other| *other != first),
+        "{first:?} {others:?}"
+    );
+    // Within the default break (5 s) less up to 20 % jitter.
+    for d in others.iter().chain([&first]) {
+        assert!(
+            *d <= Duration::from_secs(5) && *d >= Duration::from_secs(4),
+            "{d:?}"
+        );
+    }
+}

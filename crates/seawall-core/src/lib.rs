@@ -47,6 +47,8 @@ mod macros;
 pub mod metric_names;
 mod progress;
 pub mod provider;
+#[doc(hidden)]
+pub mod random;
 mod receipt;
 pub mod replay;
 mod route;

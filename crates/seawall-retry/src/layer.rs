@@ -1,8 +1,7 @@
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use rand::rngs::SmallRng;
-use rand::{RngCore, SeedableRng};
 use seawall_core::RouteCache;
+use seawall_core::random::Random;
 use tower_layer::Layer;
 
 use crate::{Budget, RetryBudget, RetryPolicy};
@@ -40,10 +39,7 @@ impl<S> Layer<S> for RetryBudgetLayer {
     type Service = RetryBudget<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let random = match self.seed {
-            Some(seed) => Random::Seeded(Mutex::new(SmallRng::seed_from_u64(seed))),
-            None => Random::Thread,
-        };
+        let random = Random::from_seed(self.seed);
         RetryBudget::new(
             inner,
             Arc::new(Shared {
@@ -65,21 +61,4 @@ pub(crate) struct Shared {
     pub(crate) random: Random,
     /// The route of each request, without allocating for the usual one.
     pub(crate) routes: RouteCache,
-}
-
-/// Where jitter comes from. Only retries draw from it, so the seeded
-/// generator's lock is never taken on the success path.
-#[derive(Debug)]
-pub(crate) enum Random {
-    Thread,
-    Seeded(Mutex<SmallRng>),
-}
-
-impl Random {
-    pub(crate) fn with<T>(&self, draw: impl FnOnce(&mut dyn RngCore) -> T) -> T {
-        match self {
-            Random::Thread => draw(&mut rand::rng()),
-            Random::Seeded(rng) => draw(&mut *rng.lock().unwrap_or_else(PoisonError::into_inner)),
-        }
-    }
 }
