@@ -26,15 +26,7 @@ impl<S> Resume<S> {
         Resume { inner, config }
     }
 
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// Consumes the layer, returning the wrapped service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    seawall_core::define_inner_service_accessors!();
 }
 
 impl<S, B, RB> Service<Request<B>> for Resume<S>
