@@ -109,7 +109,10 @@ impl Target {
     }
 
     /// This route's request for the client's call.
-    pub(crate) fn request(&self, call: &ClientCall) -> Result<http::Request<Full<Bytes>>, BoxError> {
+    pub(crate) fn request(
+        &self,
+        call: &ClientCall,
+    ) -> Result<http::Request<Full<Bytes>>, BoxError> {
         let body = match &self.rename {
             Some(model) => {
                 let mut json = call.json.clone();

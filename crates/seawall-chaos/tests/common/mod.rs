@@ -78,7 +78,12 @@ pub(crate) async fn drain(mut body: Incoming) -> (Vec<u8>, Option<hyper::Error>)
 }
 
 /// Sends one POST and reads the reply to its end.
-pub(crate) async fn post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+pub(crate) async fn post(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     let res = open(addr, request(path, headers, body.to_owned()))
         .await
         .expect("response head");

@@ -25,7 +25,8 @@ pub(crate) const TOKEN: &str = "test-gateway-token-0123456789";
 
 pub(crate) const OPENAI_STREAM: &str =
     r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-pub(crate) const OPENAI_UNARY: &str = r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#;
+pub(crate) const OPENAI_UNARY: &str =
+    r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#;
 pub(crate) const ANTHROPIC_STREAM: &str = r#"{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
 pub(crate) const ANTHROPIC_UNARY: &str =
     r#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
@@ -120,7 +121,11 @@ impl Drop for Running {
 }
 
 /// A POST with the gateway token and the given extra headers.
-pub(crate) fn post(url: &str, body: &'static str, headers: &[(&str, &str)]) -> http::Request<ClientBody> {
+pub(crate) fn post(
+    url: &str,
+    body: &'static str,
+    headers: &[(&str, &str)],
+) -> http::Request<ClientBody> {
     let mut builder = http::Request::post(url)
         .header("content-type", "application/json")
         .header("authorization", format!("Bearer {TOKEN}"));
