@@ -1,12 +1,13 @@
 //! On a healthy stream the layer allocates per response, never per frame.
 
+#[path = "../benches/common/mod.rs"]
+mod common;
+
 use std::alloc::System;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body::{Body, Frame};
-use http_body_util::{BodyExt, Full};
+use common::{drain, request, response};
+use http_body_util::Full;
 use seawall_resume::{ResumeLayer, ResumeRequestBody, Resumed};
 use seawall_stream::StreamGuardLayer;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
@@ -14,65 +15,6 @@ use tower::{ServiceBuilder, ServiceExt, service_fn};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
-
-const CHUNK: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word\"},\"finish_reason\":null}]}\n\n";
-const END: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
-
-struct Stream {
-    left: usize,
-    end: bool,
-}
-
-impl Body for Stream {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        if self.left > 0 {
-            self.left -= 1;
-            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(CHUNK.as_bytes())))));
-        }
-        if !self.end {
-            self.end = true;
-            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(END.as_bytes())))));
-        }
-        Poll::Ready(None)
-    }
-}
-
-fn response(frames: usize) -> http::Response<Stream> {
-    http::Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Stream {
-            left: frames,
-            end: false,
-        })
-        .unwrap()
-}
-
-fn request() -> http::Request<Full<Bytes>> {
-    http::Request::post("http://api.example/v1/chat/completions")
-        .body(Full::new(Bytes::from_static(
-            br#"{"model":"gpt-x","stream":true,"messages":[]}"#,
-        )))
-        .unwrap()
-}
-
-async fn drain<B: Body<Data = Bytes>>(body: B) -> usize
-where
-    B::Error: std::fmt::Debug,
-{
-    let mut body = std::pin::pin!(body);
-    let mut frames = 0;
-    while let Some(frame) = body.frame().await {
-        frame.unwrap();
-        frames += 1;
-    }
-    frames
-}
 
 /// Allocations for one stream of `frames` frames: guard alone, then guard
 /// and layer.
@@ -85,7 +27,7 @@ async fn allocations(frames: usize) -> (usize, usize) {
                 Ok::<_, std::convert::Infallible>(response(frames))
             },
         ));
-    let read = drain(guard.oneshot(request()).await.unwrap().into_body()).await;
+    let (read, _) = drain(guard.oneshot(request()).await.unwrap().into_body()).await;
     assert_eq!(read, frames + 1);
     let alone = region.change().allocations;
 
@@ -100,7 +42,7 @@ async fn allocations(frames: usize) -> (usize, usize) {
         ));
     let response = resumable.oneshot(request()).await.unwrap();
     assert!(response.extensions().get::<Resumed>().is_some());
-    let read = drain(response.into_body()).await;
+    let (read, _) = drain(response.into_body()).await;
     assert_eq!(read, frames + 1);
     (alone, region.change().allocations)
 }
