@@ -66,8 +66,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     }
 }
 
-#[test]
-fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
+/// The seawall spans `call` opens, run on a current-thread runtime with a
+/// capturing subscriber.
+fn spans_of(call: impl std::future::Future<Output = ()>) -> BTreeMap<u64, Captured> {
     let capture = Capture::default();
     let subscriber = tracing_subscriber::registry().with(capture.clone());
     tracing::subscriber::with_default(subscriber, || {
@@ -75,28 +76,31 @@ fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
             .enable_all()
             .build()
             .unwrap()
-            .block_on(async {
-                let chaos = common::chaos().await;
-                chaos
-                    .script(
-                        "openai",
-                        vec![common::fault("status;code=503"), common::fault("ok")],
-                    )
-                    .unwrap();
-                let service =
-                    common::short_stack().build(&ClassifyLayer::openai(), common::client());
-                let request =
-                    http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
-                        .header("content-type", "application/json")
-                        .body(Full::new(Bytes::from_static(
-                            br#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
-                        )))
-                        .unwrap();
-                let response = service.oneshot(request).await.unwrap();
-                response.into_body().collect().await.unwrap();
-            });
+            .block_on(call)
     });
-    let spans = capture.0.lock().unwrap().clone();
+    capture.0.lock().unwrap().clone()
+}
+
+#[test]
+fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
+    let spans = spans_of(async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "openai",
+                vec![common::fault("status;code=503"), common::fault("ok")],
+            )
+            .unwrap();
+        let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+        let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+            )))
+            .unwrap();
+        let response = service.oneshot(request).await.unwrap();
+        response.into_body().collect().await.unwrap();
+    });
     let operations: Vec<_> = spans
         .iter()
         .filter(|(_, s)| s.name == "operation")
@@ -129,31 +133,21 @@ fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
 
 #[test]
 fn a_model_named_in_the_path_names_the_operation_from_its_start() {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
-    tracing::subscriber::with_default(subscriber, || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                let chaos = common::chaos().await;
-                let service =
-                    common::short_stack().build(&ClassifyLayer::gemini(), common::client());
-                let request = http::Request::post(format!(
-                    "{}/v1beta/models/gemini-x:generateContent",
-                    chaos.base_url()
-                ))
-                .header("content-type", "application/json")
-                .body(Full::new(Bytes::from_static(
-                    br#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#,
-                )))
-                .unwrap();
-                let response = service.oneshot(request).await.unwrap();
-                response.into_body().collect().await.unwrap();
-            });
+    let spans = spans_of(async {
+        let chaos = common::chaos().await;
+        let service = common::short_stack().build(&ClassifyLayer::gemini(), common::client());
+        let request = http::Request::post(format!(
+            "{}/v1beta/models/gemini-x:generateContent",
+            chaos.base_url()
+        ))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(
+            br#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#,
+        )))
+        .unwrap();
+        let response = service.oneshot(request).await.unwrap();
+        response.into_body().collect().await.unwrap();
     });
-    let spans = capture.0.lock().unwrap().clone();
     let op = spans
         .values()
         .find(|s| s.name == "operation")
