@@ -29,61 +29,34 @@ pub enum FinishKind {
 }
 
 impl FinishKind {
-    /// OpenAI chat completions `finish_reason`.
+    /// OpenAI chat completions `finish_reason`
+    /// ([`provider::openai::finish_kind`](crate::provider::openai::finish_kind)).
     pub fn openai(reason: &str) -> FinishKind {
-        match reason {
-            "stop" | "tool_calls" | "function_call" => FinishKind::Complete,
-            // `max_output_tokens` is the Responses API's incomplete reason.
-            "length" | "max_output_tokens" => FinishKind::Truncated,
-            "content_filter" => FinishKind::Filtered,
-            _ => FinishKind::Other,
-        }
+        crate::provider::openai::finish_kind(reason)
     }
 
     /// The Responses API's `status` (`completed`) or its
-    /// `incomplete_details.reason` (`max_output_tokens`, `content_filter`).
+    /// `incomplete_details.reason` (`max_output_tokens`, `content_filter`)
+    /// ([`provider::openai_responses::finish_kind`](crate::provider::openai_responses::finish_kind)).
     pub fn openai_responses(reason: &str) -> FinishKind {
-        match reason {
-            "completed" => FinishKind::Complete,
-            "max_output_tokens" => FinishKind::Truncated,
-            "content_filter" => FinishKind::Filtered,
-            "refusal" => FinishKind::Refused,
-            _ => FinishKind::Other,
-        }
+        crate::provider::openai_responses::finish_kind(reason)
     }
 
-    /// Anthropic messages `stop_reason`.
+    /// Anthropic messages `stop_reason`
+    /// ([`provider::anthropic::finish_kind`](crate::provider::anthropic::finish_kind)).
     pub fn anthropic(reason: &str) -> FinishKind {
-        match reason {
-            "end_turn" | "stop_sequence" | "tool_use" | "pause_turn" => FinishKind::Complete,
-            "max_tokens" | "model_context_window_exceeded" => FinishKind::Truncated,
-            "refusal" => FinishKind::Refused,
-            _ => FinishKind::Other,
-        }
+        crate::provider::anthropic::finish_kind(reason)
     }
 
-    /// Gemini `finishReason`.
+    /// Gemini `finishReason`
+    /// ([`provider::gemini::finish_kind`](crate::provider::gemini::finish_kind)).
     pub fn gemini(reason: &str) -> FinishKind {
-        match reason {
-            "STOP" => FinishKind::Complete,
-            "MAX_TOKENS" => FinishKind::Truncated,
-            "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
-            | "IMAGE_SAFETY" | "LANGUAGE" => FinishKind::Filtered,
-            "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" => FinishKind::Malformed,
-            _ => FinishKind::Other,
-        }
+        crate::provider::gemini::finish_kind(reason)
     }
 
-    /// `reason` in `provider`'s vocabulary. A plain HTTP service has no
-    /// finish vocabulary of its own: its reasons are read as OpenAI's, the
-    /// format OpenAI-compatible servers share.
+    /// `reason` in `provider`'s vocabulary ([`Provider::finish_kind`]).
     pub fn for_provider(provider: Provider, reason: &str) -> FinishKind {
-        match provider {
-            Provider::Anthropic => FinishKind::anthropic(reason),
-            Provider::Gemini => FinishKind::gemini(reason),
-            Provider::OpenAiResponses => FinishKind::openai_responses(reason),
-            Provider::OpenAi | Provider::Http => FinishKind::openai(reason),
-        }
+        provider.finish_kind(reason)
     }
 
     /// True when the message is complete and nothing is missing from it.

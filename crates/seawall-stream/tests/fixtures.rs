@@ -303,7 +303,10 @@ async fn anthropic_length_tool_use_and_thinking() {
     let f = fixture!("anthropic/tool_use.sse");
     let d = delivered(run(MESSAGES, f).await);
     assert_finished(&d, f, FinishKind::Complete, "tool_use");
-    assert_eq!(d.report.content_events, 1);
+    // The block start names the act (a tool call without arguments has no
+    // input delta at all), then its input streams: both are content, as the
+    // unary check counts a tool_use block.
+    assert_eq!(d.report.content_events, 2);
     // Thinking is progress, not content: only the text delta counts.
     let f = fixture!("anthropic/thinking.sse");
     let d = delivered(run(MESSAGES, f).await);

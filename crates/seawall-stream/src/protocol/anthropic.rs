@@ -1,7 +1,12 @@
-//! Anthropic messages events.
+//! Anthropic messages events, read by the provider's own table
+//! ([`seawall_core::provider::anthropic`]: the same block kinds the unary
+//! check reads in `content[]`).
 
+use seawall_core::Usage;
+use seawall_core::provider::anthropic::{
+    Block as BlockKind, block, delta_adds_content, finish_kind,
+};
 use seawall_core::usage::UsageFields;
-use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
 
 use super::wire::{Text, parse};
@@ -38,6 +43,8 @@ struct Delta<'a> {
 
 #[derive(Deserialize)]
 struct Block<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Option<Text<'a>>,
     #[serde(borrow)]
     text: Option<Text<'a>>,
 }
@@ -68,29 +75,44 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
         "ping" => Signal::KeepAlive,
         "message_start" | "content_block_stop" => Signal::Progress,
         // A text block may start with text; a tool_use block's input
-        // streams as `input_json_delta`, its start is progress.
-        "content_block_start" => match event.content_block.and_then(|b| b.text?.non_empty()) {
-            Some(text) => Signal::Content {
-                text: Some(text),
-                finish: None,
-            },
-            None => Signal::Progress,
-        },
-        "content_block_delta" => {
-            let Some(delta) = event.delta else {
+        // streams as `input_json_delta`, but its start already names the
+        // act, and a server tool's result block arrives whole in its start.
+        "content_block_start" => {
+            let Some(started) = event.content_block else {
                 return Signal::Other;
             };
-            match delta.ty.as_ref().map(|t| &*t.0) {
-                Some("text_delta") => match delta.text.and_then(Text::non_empty) {
+            match started.ty.as_ref().map(|ty| block(&ty.0)) {
+                Some(BlockKind::Text) | None => match started.text.and_then(Text::non_empty) {
                     Some(text) => Signal::Content {
                         text: Some(text),
                         finish: None,
                     },
                     None => Signal::Progress,
                 },
-                Some("input_json_delta") => Signal::Content {
+                Some(BlockKind::Thinking) => Signal::Progress,
+                Some(BlockKind::Answer) => Signal::Content {
                     text: None,
                     finish: None,
+                },
+            }
+        }
+        "content_block_delta" => {
+            let Some(delta) = event.delta else {
+                return Signal::Other;
+            };
+            match delta.ty.as_ref().map(|t| &*t.0) {
+                Some(ty) if delta_adds_content(ty) => match delta.text.and_then(Text::non_empty) {
+                    Some(text) => Signal::Content {
+                        text: Some(text),
+                        finish: None,
+                    },
+                    // An empty text delta moves nothing; a tool's input is
+                    // content without text.
+                    None if ty == "text_delta" => Signal::Progress,
+                    None => Signal::Content {
+                        text: None,
+                        finish: None,
+                    },
                 },
                 // thinking, signatures, citations: the model is working,
                 // the caller has nothing to show yet.
@@ -99,7 +121,7 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
         }
         "message_delta" => match event.delta.and_then(|d| d.stop_reason) {
             Some(Text(reason)) => Signal::Finish(Reason {
-                kind: FinishKind::anthropic(&reason),
+                kind: finish_kind(&reason),
                 reason,
             }),
             None => Signal::Progress,

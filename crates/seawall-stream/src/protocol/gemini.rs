@@ -1,9 +1,14 @@
-//! Gemini `streamGenerateContent?alt=sse` chunks.
+//! Gemini `streamGenerateContent?alt=sse` chunks, read by the provider's
+//! own table ([`seawall_core::provider::gemini`]: the same part fields the
+//! unary check reads).
 
 use std::borrow::Cow;
 
+use seawall_core::provider::Presence;
+use seawall_core::provider::gemini::{PartField, finish_kind, part_field};
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
+use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::wire::{First, Present, Text, fold_seq, parse};
@@ -40,18 +45,45 @@ struct Content<'a> {
     parts: Parts<'a>,
 }
 
-#[derive(Deserialize)]
+/// One part read by the table: its text, whether it is a thought, and
+/// whether any other answer field holds anything.
 struct Part<'a> {
-    #[serde(borrow)]
     text: Option<Text<'a>>,
-    #[serde(default)]
     thought: bool,
-    #[serde(rename = "functionCall")]
-    function_call: Option<Present>,
-    #[serde(rename = "inlineData")]
-    inline_data: Option<Present>,
-    #[serde(rename = "executableCode")]
-    executable_code: Option<Present>,
+    acts: bool,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Part<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PartVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for PartVisitor<'a> {
+            type Value = Part<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a Gemini part")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Part<'a>, A::Error> {
+                let mut part = Part {
+                    text: None,
+                    thought: false,
+                    acts: false,
+                };
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    match part_field(&key.0) {
+                        PartField::Text => part.text = map.next_value()?,
+                        PartField::Thought => {
+                            part.thought = map.next_value::<Option<bool>>()?.unwrap_or(false);
+                        }
+                        PartField::Answer => part.acts |= map.next_value::<Presence>()?.0,
+                        PartField::Metadata => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(part)
+            }
+        }
+        deserializer.deserialize_map(PartVisitor(std::marker::PhantomData))
+    }
 }
 
 /// The parts of one chunk folded into what the guard needs: whether any
@@ -67,14 +99,11 @@ fn parts<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Parts<'a>
         deserializer,
         Parts::default(),
         |acc: &mut Parts<'a>, part: Part<'a>| {
-            let acts = part.function_call.is_some()
-                || part.inline_data.is_some()
-                || part.executable_code.is_some();
-            acc.content |= acts;
-            // Thought summaries are the model working, not the answer.
+            // A thought summary is the model working, not the answer.
             if part.thought {
                 return;
             }
+            acc.content |= part.acts;
             if let Some(text) = part.text.and_then(Text::non_empty) {
                 acc.content = true;
                 match &mut acc.text {
@@ -108,7 +137,7 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
     };
     let parts = candidate.content.map(|c| c.parts).unwrap_or_default();
     let finish = candidate.finish_reason.map(|Text(reason)| Reason {
-        kind: FinishKind::gemini(&reason),
+        kind: finish_kind(&reason),
         reason,
     });
     match (parts.content, finish) {

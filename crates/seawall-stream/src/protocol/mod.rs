@@ -260,3 +260,159 @@ fn in_stream_error(protocol: Protocol, data: &[u8]) -> Failure {
         ErrorContext::in_stream(SystemTime::now()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use seawall_core::provider::{AnswerCheck, check_answer};
+
+    use super::*;
+    use crate::sse::Event;
+
+    /// Whether the decoder counts the event as content.
+    fn streams_content(protocol: Protocol, data: &str) -> bool {
+        let mut decoder = protocol.decoder();
+        let item = Item::Event(Event {
+            name: b"",
+            data: data.as_bytes(),
+        });
+        matches!(decoder.decode(item), Signal::Content { .. })
+    }
+
+    /// Whether the unary check finds an answer in the body (an empty one is
+    /// `empty_response`).
+    fn answers(provider: Provider, body: &str) -> bool {
+        match check_answer(provider, body.as_bytes()) {
+            AnswerCheck::Answer { .. } => true,
+            AnswerCheck::Fail(failure) => {
+                assert_eq!(failure.code(), seawall_core::Code::EmptyResponse, "{body}");
+                false
+            }
+            other => panic!("{other:?} for {body}"),
+        }
+    }
+
+    /// The cases where the unary check and the stream guard once kept
+    /// tables of their own and disagreed: now both ask the provider's one
+    /// table, and each case is content (or not) in both.
+    #[test]
+    fn unary_and_stream_count_content_by_one_table() {
+        let openai = |field: &str| {
+            (
+                format!(
+                    r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant",{field}}},"finish_reason":null}}]}}"#
+                ),
+                format!(
+                    r#"{{"choices":[{{"index":0,"message":{{"role":"assistant",{field}}},"finish_reason":"stop"}}]}}"#
+                ),
+            )
+        };
+        for (field, content) in [
+            (
+                r#""audio":{"id":"a1","data":"UklGR","transcript":""}"#,
+                true,
+            ),
+            (r#""tool_calls":[]"#, false),
+            (
+                r#""tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":""}}]"#,
+                true,
+            ),
+            (r#""content":"""#, false),
+            (
+                r#""content":null,"function_call":{"name":"f","arguments":"{}"}"#,
+                true,
+            ),
+        ] {
+            let (chunk, message) = openai(field);
+            assert_eq!(
+                streams_content(Protocol::OpenAi, &chunk),
+                content,
+                "{chunk}"
+            );
+            assert_eq!(answers(Provider::OpenAi, &message), content, "{message}");
+        }
+
+        let gemini = |part: &str| {
+            (
+                format!(
+                    r#"{{"candidates":[{{"content":{{"role":"model","parts":[{part}]}},"index":0}}]}}"#
+                ),
+                format!(
+                    r#"{{"candidates":[{{"content":{{"role":"model","parts":[{part}]}},"finishReason":"STOP"}}]}}"#
+                ),
+            )
+        };
+        for (part, content) in [
+            (
+                r#"{"codeExecutionResult":{"outcome":"OUTCOME_OK","output":"4"}}"#,
+                true,
+            ),
+            (
+                r#"{"fileData":{"mimeType":"image/png","fileUri":"gs://b/o"}}"#,
+                true,
+            ),
+            (r#"{"functionCall":{"name":"f","args":{}}}"#, true),
+            (r#"{"text":"plan","thought":true}"#, false),
+            (r#"{"text":"","thoughtSignature":"c2ln"}"#, false),
+            (r#"{"someFuturePart":{"x":1}}"#, true),
+        ] {
+            let (chunk, answer) = gemini(part);
+            assert_eq!(
+                streams_content(Protocol::Gemini, &chunk),
+                content,
+                "{chunk}"
+            );
+            assert_eq!(answers(Provider::Gemini, &answer), content, "{answer}");
+        }
+
+        for (block, content) in [
+            (
+                r#"{"type":"web_search_tool_result","tool_use_id":"s","content":[]}"#,
+                true,
+            ),
+            (
+                r#"{"type":"tool_use","id":"t","name":"f","input":{}}"#,
+                true,
+            ),
+            (r#"{"type":"thinking","thinking":""}"#, false),
+            (r#"{"type":"text","text":""}"#, false),
+        ] {
+            let start =
+                format!(r#"{{"type":"content_block_start","index":0,"content_block":{block}}}"#);
+            let message =
+                format!(r#"{{"type":"message","content":[{block}],"stop_reason":"end_turn"}}"#);
+            assert_eq!(
+                streams_content(Protocol::Anthropic, &start),
+                content,
+                "{start}"
+            );
+            assert_eq!(answers(Provider::Anthropic, &message), content, "{message}");
+        }
+
+        for (item, content) in [
+            (
+                r#"{"type":"web_search_call","id":"ws","status":"completed"}"#,
+                true,
+            ),
+            (
+                r#"{"type":"function_call","id":"fc","call_id":"c","name":"f","arguments":""}"#,
+                true,
+            ),
+            (r#"{"type":"reasoning","id":"r","summary":[]}"#, false),
+        ] {
+            let event =
+                format!(r#"{{"type":"response.output_item.done","output_index":0,"item":{item}}}"#);
+            let answer =
+                format!(r#"{{"object":"response","status":"completed","output":[{item}]}}"#);
+            assert_eq!(
+                streams_content(Protocol::OpenAiResponses, &event),
+                content,
+                "{event}"
+            );
+            assert_eq!(
+                answers(Provider::OpenAiResponses, &answer),
+                content,
+                "{answer}"
+            );
+        }
+    }
+}

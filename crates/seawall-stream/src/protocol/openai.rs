@@ -1,8 +1,13 @@
-//! OpenAI chat completions chunks.
+//! OpenAI chat completions chunks, read by the provider's own table
+//! ([`seawall_core::provider::openai`]: the same answer fields the unary
+//! check reads in `message`, here in `delta`).
 
+use seawall_core::provider::Presence;
+use seawall_core::provider::openai::{ANSWER_FIELDS, REFUSAL_FIELD, finish_kind};
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::scan::{Cursor, Scan};
 use super::wire::{First, Present, Text, parse_text};
@@ -25,15 +30,58 @@ struct Choice<'a> {
     finish_reason: Option<Text<'a>>,
 }
 
-#[derive(Deserialize)]
+/// A delta read by the table: its text (the first of [`ANSWER_FIELDS`]),
+/// its refusal, and whether any other answer field (tool calls, the
+/// legacy function call, audio) holds anything.
+#[derive(Default)]
 #[cfg_attr(test, derive(Debug, PartialEq))]
 struct Delta<'a> {
-    #[serde(borrow)]
     content: Option<Text<'a>>,
-    #[serde(borrow)]
     refusal: Option<Text<'a>>,
-    tool_calls: Option<Present>,
-    function_call: Option<Present>,
+    acts: bool,
+}
+
+/// The fields a delta is read for, by their index: the text, the
+/// refusal, then the other answer fields.
+const DELTA_FIELDS: [&str; 5] = [
+    ANSWER_FIELDS[0],
+    REFUSAL_FIELD,
+    ANSWER_FIELDS[1],
+    ANSWER_FIELDS[2],
+    ANSWER_FIELDS[3],
+];
+
+impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct DeltaVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for DeltaVisitor<'a> {
+            type Value = Delta<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a chunk delta")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Delta<'a>, A::Error> {
+                let mut delta = Delta::default();
+                let mut seen = [false; DELTA_FIELDS.len()];
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    let Some(field) = DELTA_FIELDS.iter().position(|name| *name == key.0) else {
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    };
+                    // As serde's derive: a field twice is no chunk.
+                    if std::mem::replace(&mut seen[field], true) {
+                        return Err(serde::de::Error::custom("duplicate field"));
+                    }
+                    match field {
+                        0 => delta.content = map.next_value()?,
+                        1 => delta.refusal = map.next_value()?,
+                        _ => delta.acts |= map.next_value::<Presence>()?.0,
+                    }
+                }
+                Ok(delta)
+            }
+        }
+        deserializer.deserialize_map(DeltaVisitor(std::marker::PhantomData))
+    }
 }
 
 /// Reads a chunk with the cursor, reading what serde's derive would; gives
@@ -74,19 +122,12 @@ fn scan_choice<'a>(cursor: &mut Cursor<'a>) -> Scan<Choice<'a>> {
 }
 
 fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
-    let mut delta = Delta {
-        content: None,
-        refusal: None,
-        tool_calls: None,
-        function_call: None,
-    };
-    let names = ["content", "refusal", "tool_calls", "function_call"];
-    cursor.fields(names, |cursor, field| {
+    let mut delta = Delta::default();
+    cursor.fields(DELTA_FIELDS, |cursor, field| {
         match field {
             0 => delta.content = cursor.text()?,
             1 => delta.refusal = cursor.text()?,
-            2 => delta.tool_calls = cursor.present()?,
-            _ => delta.function_call = cursor.present()?,
+            _ => delta.acts |= cursor.holds()?,
         }
         Ok(())
     })?;
@@ -146,14 +187,13 @@ pub(super) fn decode<'a>(
             // policy while the response is still held back.
             *refused |= delta.refusal.and_then(Text::non_empty).is_some();
             let text = delta.content.and_then(Text::non_empty);
-            let acts = delta.tool_calls.is_some() || delta.function_call.is_some();
-            let content = text.is_some() || acts;
+            let content = text.is_some() || delta.acts;
             (text, content)
         }
         None => (None, false),
     };
     let finish = choice.finish_reason.map(|Text(reason)| {
-        let kind = match FinishKind::openai(&reason) {
+        let kind = match finish_kind(&reason) {
             // A refusal message ends in `stop` or `content_filter`: either
             // way the model declined, as the unary `message.refusal` says.
             FinishKind::Complete | FinishKind::Filtered if *refused => FinishKind::Refused,
@@ -293,6 +333,7 @@ mod tests {
             ("refusal", nullable(string().boxed())),
             ("tool_calls", value().boxed()),
             ("function_call", value().boxed()),
+            ("audio", value().boxed()),
         ]);
         let choice = members(vec![
             ("delta", nullable(delta)),

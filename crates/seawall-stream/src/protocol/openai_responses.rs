@@ -8,7 +8,9 @@
 //! (`response.function_call_arguments.delta`); everything else is the
 //! response's lifecycle and counts as progress.
 
-use seawall_core::provider::{ErrorContext, Provider, classify_declared};
+use seawall_core::provider::openai_responses::{
+    OutputItem, StreamEvent, declared_failure, incomplete_kind, output_item, stream_event,
+};
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
@@ -24,11 +26,20 @@ struct Event<'a> {
     delta: Option<Text<'a>>,
     #[serde(borrow)]
     response: Option<Response<'a>>,
+    /// `response.output_item.added`/`.done`'s item, for its type.
+    #[serde(borrow)]
+    item: Option<Item<'a>>,
     // The `error` event's own fields.
     #[serde(borrow)]
     code: Option<Text<'a>>,
     #[serde(borrow)]
     message: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -71,25 +82,33 @@ pub(super) fn decode<'a>(
     {
         *usage = Some(found);
     }
-    match &*event.ty.0 {
-        "response.output_text.delta" => match event.delta.and_then(Text::non_empty) {
+    match stream_event(&event.ty.0) {
+        StreamEvent::TextDelta => match event.delta.and_then(Text::non_empty) {
             Some(text) => Signal::Content {
                 text: Some(text),
                 finish: None,
             },
             None => Signal::Progress,
         },
-        "response.refusal.delta" => {
+        StreamEvent::RefusalDelta => {
             *refused |= event.delta.and_then(Text::non_empty).is_some();
             Signal::Progress
         }
-        "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
-            Signal::Content {
+        StreamEvent::ActDelta => Signal::Content {
+            text: None,
+            finish: None,
+        },
+        // An item that is an act (a tool call, a server tool's result) is
+        // content from the moment it is named; messages count by their
+        // text deltas, reasoning not at all.
+        StreamEvent::Item => match event.item.and_then(|item| item.ty) {
+            Some(ty) if output_item(&ty.0) == OutputItem::Act => Signal::Content {
                 text: None,
                 finish: None,
-            }
-        }
-        "response.completed" => Signal::Finish(Reason {
+            },
+            _ => Signal::Progress,
+        },
+        StreamEvent::Completed => Signal::Finish(Reason {
             kind: if *refused {
                 FinishKind::Refused
             } else {
@@ -97,46 +116,37 @@ pub(super) fn decode<'a>(
             },
             reason: "completed".into(),
         }),
-        "response.incomplete" => {
+        StreamEvent::Incomplete => {
             let reason = event
                 .response
                 .and_then(|r| r.incomplete_details)
                 .and_then(|d| d.reason)
                 .map_or_else(|| "incomplete".into(), |Text(reason)| reason);
             Signal::Finish(Reason {
-                kind: match FinishKind::openai_responses(&reason) {
-                    FinishKind::Other => FinishKind::Truncated,
-                    kind => kind,
-                },
+                kind: incomplete_kind(&reason),
                 reason,
             })
         }
-        "response.failed" => {
+        StreamEvent::Failed => {
             let error = event.response.and_then(|r| r.error);
-            Signal::Error(failure(
-                error.as_ref().and_then(|e| e.code.as_ref()),
-                error.as_ref().and_then(|e| e.message.as_ref()),
+            Signal::Error(declared_failure(
+                error.as_ref().and_then(|e| e.code.as_ref()).map(|c| &*c.0),
+                error
+                    .as_ref()
+                    .and_then(|e| e.message.as_ref())
+                    .map(|m| &*m.0),
             ))
         }
-        "error" => Signal::Error(failure(event.code.as_ref(), event.message.as_ref())),
-        "keepalive" => Signal::KeepAlive,
-        // Lifecycle, item and part boundaries, reasoning, tool progress:
-        // the response is moving, the caller has nothing new to show.
-        ty if ty.starts_with("response.") => Signal::Progress,
-        _ => Signal::Other,
+        StreamEvent::Error => Signal::Error(declared_failure(
+            event.code.as_ref().map(|c| &*c.0),
+            event.message.as_ref().map(|m| &*m.0),
+        )),
+        StreamEvent::KeepAlive => Signal::KeepAlive,
+        // Lifecycle, part boundaries, reasoning, tool progress: the
+        // response is moving, the caller has nothing new to show.
+        StreamEvent::Lifecycle => Signal::Progress,
+        StreamEvent::Unknown => Signal::Other,
     }
-}
-
-/// A failure the Responses API declared inside the stream: its code (e.g.
-/// `server_error`, `rate_limit_exceeded`) through the OpenAI table.
-fn failure(code: Option<&Text<'_>>, message: Option<&Text<'_>>) -> seawall_core::Failure {
-    classify_declared(
-        Provider::OpenAiResponses,
-        None,
-        code.map(|c| &*c.0),
-        message.map(|m| &*m.0),
-        ErrorContext::in_stream(std::time::SystemTime::now()),
-    )
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ use std::borrow::Cow;
 use memchr::memchr;
 
 use super::wire::{Present, Text};
+#[cfg(doc)]
+use seawall_core::provider::Presence;
 
 /// The cursor gave up: serde decides.
 #[derive(Debug)]
@@ -178,6 +180,44 @@ impl<'a> Cursor<'a> {
         let value = element(self)?;
         self.expect(b']')?;
         Ok(Some(value))
+    }
+
+    /// Steps over one value, telling whether it holds anything (serde's
+    /// [`Presence`]: `null`, `""`, `[]` and arrays of those hold nothing).
+    pub(super) fn holds(&mut self) -> Scan<bool> {
+        self.holds_within(0)
+    }
+
+    fn holds_within(&mut self, depth: usize) -> Scan<bool> {
+        match self.peek().ok_or(GiveUp)? {
+            b'"' => Ok(!self.pass_string()?.0.is_empty()),
+            b'n' if self.null() => Ok(false),
+            b'[' => {
+                // Half the limit: an object inside is skipped with a depth
+                // count of its own.
+                if depth == MAX_DEPTH / 2 {
+                    return Err(GiveUp);
+                }
+                self.at += 1;
+                if self.peek() == Some(b']') {
+                    self.at += 1;
+                    return Ok(false);
+                }
+                let mut any = false;
+                loop {
+                    any |= self.holds_within(depth + 1)?;
+                    match self.peek() {
+                        Some(b',') => self.at += 1,
+                        Some(b']') => {
+                            self.at += 1;
+                            return Ok(any);
+                        }
+                        _ => return Err(GiveUp),
+                    }
+                }
+            }
+            _ => self.skip().map(|()| true),
+        }
     }
 
     /// Reads `null` as `None` and a string as its text (serde's

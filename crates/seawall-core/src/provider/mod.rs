@@ -1,20 +1,41 @@
-//! What a provider's error means: the one table from status, declared error
-//! type/code and (last) message text to a [`Failure`].
+//! Everything seawall knows about each provider, one module per provider:
+//! its error table, its finish reasons, what counts as content (one table,
+//! asked by the unary check and the stream decoder alike) and where its
+//! usage is.
 //!
-//! Two layers need it: the classifier for error responses, and the stream
-//! guard for errors that arrive inside a `200` stream (no status there, so
-//! the declared type decides). Rules look at structure first (status,
+//! - [`openai`] — chat completions and every OpenAI-compatible server;
+//! - [`openai_responses`] — the Responses API (OpenAI's error bodies);
+//! - [`anthropic`] — messages;
+//! - [`gemini`] — `generateContent` / `streamGenerateContent`;
+//! - [`Provider::Http`] — any other service — the status alone decides.
+//!
+//! Errors: the classifier reads error responses and the stream guard
+//! errors that arrive inside a `200` stream (no status there, so the
+//! declared type decides). Rules look at structure first (status,
 //! headers), the provider's declared codes second, message text last.
+//!
+//! # Adding a provider
+//!
+//! One file here (a variant of [`Provider`], its path in
+//! [`Provider::for_path`], its error rule, finish reasons, content table
+//! and unary [`check_answer`]), its stream decoder in `seawall-stream`'s
+//! `protocol/` (which asks this file's table), and its wire in
+//! `seawall-chaos`'s `wire/` so the fault matrix runs against it. The
+//! Responses API was added that way.
 
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
-use serde::Deserialize;
+use crate::hint::{RetryHint, parse_text_hint};
+use crate::{Class, Code, Failure, FinishKind};
 
-use crate::hint::{RetryHint, parse_proto_duration, parse_text_hint};
-use crate::json::{Text, from_bytes};
-use crate::text::contains_ci;
-use crate::{Class, Code, Failure};
+mod answer;
+pub mod anthropic;
+pub mod gemini;
+pub mod openai;
+pub mod openai_responses;
+
+pub use answer::{AnswerCheck, Presence, fold_seq};
 
 /// Whose wire format an error body is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,6 +99,41 @@ impl Provider {
             "http" => Some(Provider::Http),
             _ => None,
         }
+    }
+}
+
+impl Provider {
+    /// What `reason` means in this provider's finish vocabulary. A plain
+    /// HTTP service has none of its own: its reasons are read as OpenAI's,
+    /// the format OpenAI-compatible servers share.
+    pub fn finish_kind(self, reason: &str) -> FinishKind {
+        match self {
+            Provider::Anthropic => anthropic::finish_kind(reason),
+            Provider::Gemini => gemini::finish_kind(reason),
+            Provider::OpenAiResponses => openai_responses::finish_kind(reason),
+            Provider::OpenAi | Provider::Http => openai::finish_kind(reason),
+        }
+    }
+
+    /// True when a clean end of this provider's event stream is itself the
+    /// finish: only for a service seawall knows nothing of. Every provider
+    /// names its finish, so a stream of theirs that just ends was cut.
+    pub const fn eof_finishes(self) -> bool {
+        matches!(self, Provider::Http)
+    }
+}
+
+/// Checks a whole 2xx body in `provider`'s answer shape: an answer that
+/// is empty, refused, filtered or broken JSON is a failure, a complete one
+/// says its finish and usage. Plain HTTP has no answer shape
+/// ([`AnswerCheck::OtherShape`]).
+pub fn check_answer(provider: Provider, body: &[u8]) -> AnswerCheck {
+    match provider {
+        Provider::OpenAi => openai::check_answer(body),
+        Provider::OpenAiResponses => openai_responses::check_answer(body),
+        Provider::Anthropic => anthropic::check_answer(body),
+        Provider::Gemini => gemini::check_answer(body),
+        Provider::Http => AnswerCheck::OtherShape,
     }
 }
 
@@ -156,9 +212,9 @@ impl ErrorContext {
 /// in `provider`'s wire format.
 pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Failure {
     let parsed = match provider {
-        Provider::OpenAi | Provider::OpenAiResponses => parse_openai(body),
-        Provider::Anthropic => parse_anthropic(body),
-        Provider::Gemini => parse_gemini(body),
+        Provider::OpenAi | Provider::OpenAiResponses => openai::parse_error(body),
+        Provider::Anthropic => anthropic::parse_error(body),
+        Provider::Gemini => gemini::parse_error(body),
         Provider::Http => None,
     };
     judge(provider, parsed.unwrap_or_default(), &cx)
@@ -187,9 +243,9 @@ pub fn classify_declared(
 /// The table's verdict on what the provider declared, as a failure.
 fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failure {
     let verdict = match provider {
-        Provider::OpenAi | Provider::OpenAiResponses => openai_rule(cx.status, &declared),
-        Provider::Anthropic => anthropic_rule(cx.status, &declared),
-        Provider::Gemini => gemini_rule(cx.status, &declared),
+        Provider::OpenAi | Provider::OpenAiResponses => openai::error_rule(cx.status, &declared),
+        Provider::Anthropic => anthropic::error_rule(cx.status, &declared),
+        Provider::Gemini => gemini::error_rule(cx.status, &declared),
         Provider::Http => None,
     }
     .or_else(|| cx.status.map(status_rule))
@@ -323,281 +379,6 @@ struct Declared<'a> {
     /// Gemini `google.rpc.ErrorInfo.reason`, e.g. `API_KEY_INVALID`.
     reason: Option<Cow<'a, str>>,
 }
-
-fn openai_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
-    use Class::*;
-    let ty = d.error_type.as_deref().unwrap_or("");
-    let code = d.error_code.as_deref().unwrap_or("");
-    let message = d.message.as_deref().unwrap_or("");
-    let is = |name: &str| ty == name || code == name;
-    if is("insufficient_quota") {
-        return Some(Verdict::Fixed(Permanent, Code::QuotaExhausted));
-    }
-    // The message text is the last resort, read only where it can decide:
-    // a context overflow is a 400 (or an in-stream error).
-    let may_be_context = matches!(status, Some(400) | None);
-    if is("context_length_exceeded")
-        || (may_be_context && contains_ci(message, "maximum context length"))
-    {
-        return Some(Verdict::Fixed(Permanent, Code::ContextTooLong));
-    }
-    if is("content_filter") || is("content_policy_violation") {
-        return Some(Verdict::Fixed(Policy, Code::ContentFiltered));
-    }
-    match status {
-        Some(429) => {
-            if contains_ci(message, "request too large") && contains_ci(message, "tokens per min") {
-                Some(Verdict::Fixed(ModelFixable, Code::RequestTooLarge))
-            } else {
-                Some(Verdict::RateLimit)
-            }
-        }
-        Some(400) => Some(Verdict::Fixed(Permanent, Code::BadRequest)),
-        Some(_) => None,
-        // An error inside a stream: only the declared type is there (the
-        // Responses API declares a code alone).
-        None => Some(match if ty.is_empty() { code } else { ty } {
-            "server_error" | "internal_error" | "api_error" => {
-                Verdict::Fixed(Transient, Code::ProviderUnavailable)
-            }
-            "overloaded_error" | "overloaded" => Verdict::Fixed(Transient, Code::Overloaded),
-            "rate_limit_exceeded" | "rate_limit_error" | "requests" | "tokens" => {
-                Verdict::RateLimit
-            }
-            "timeout" | "timeout_error" => Verdict::Fixed(Transient, Code::Timeout),
-            "invalid_request_error" => Verdict::Fixed(Permanent, Code::BadRequest),
-            _ if code == "rate_limit_exceeded" => Verdict::RateLimit,
-            _ => Verdict::Fixed(Permanent, Code::Unknown),
-        }),
-    }
-}
-
-fn anthropic_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
-    use Class::*;
-    let message = d.message.as_deref().unwrap_or("");
-    let verdict = match d.error_type.as_deref()? {
-        "rate_limit_error" => Verdict::RateLimit,
-        "overloaded_error" => Verdict::Fixed(Transient, Code::Overloaded),
-        "api_error" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
-        "timeout_error" => Verdict::Fixed(Transient, Code::Timeout),
-        "invalid_request_error" if contains_ci(message, "prompt is too long") => {
-            Verdict::Fixed(Permanent, Code::ContextTooLong)
-        }
-        "invalid_request_error" => Verdict::Fixed(Permanent, Code::BadRequest),
-        "request_too_large" => Verdict::Fixed(Permanent, Code::RequestTooLarge),
-        "billing_error" => Verdict::Fixed(Permanent, Code::QuotaExhausted),
-        "authentication_error" | "permission_error" => Verdict::Fixed(Permanent, Code::Auth),
-        "not_found_error" => Verdict::Fixed(Permanent, Code::NotFound),
-        _ if status.is_some() => return None,
-        _ => Verdict::Fixed(Permanent, Code::Unknown),
-    };
-    Some(verdict)
-}
-
-fn gemini_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
-    use Class::*;
-    let message = d.message.as_deref().unwrap_or("");
-    if d.reason
-        .as_deref()
-        .is_some_and(|r| r.starts_with("API_KEY_"))
-    {
-        // A bad key comes back as 400 INVALID_ARGUMENT; ErrorInfo says what it is.
-        return Some(Verdict::Fixed(Permanent, Code::Auth));
-    }
-    let verdict = match d.error_type.as_deref()? {
-        "RESOURCE_EXHAUSTED" if d.per_day_quota => Verdict::Fixed(Permanent, Code::QuotaExhausted),
-        "RESOURCE_EXHAUSTED" => Verdict::RateLimit,
-        "UNAVAILABLE" => Verdict::Fixed(Transient, Code::Overloaded),
-        "INTERNAL" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
-        "DEADLINE_EXCEEDED" => Verdict::Fixed(Transient, Code::Timeout),
-        "INVALID_ARGUMENT"
-            if contains_ci(message, "input token count") && contains_ci(message, "exceed") =>
-        {
-            Verdict::Fixed(Permanent, Code::ContextTooLong)
-        }
-        "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "OUT_OF_RANGE" => {
-            Verdict::Fixed(Permanent, Code::BadRequest)
-        }
-        "PERMISSION_DENIED" | "UNAUTHENTICATED" => Verdict::Fixed(Permanent, Code::Auth),
-        "NOT_FOUND" => Verdict::Fixed(Permanent, Code::NotFound),
-        _ if status.is_some() => return None,
-        _ => Verdict::Fixed(Permanent, Code::Unknown),
-    };
-    Some(verdict)
-}
-
-// Wire shapes: only the fields the rules read, borrowed where the JSON has
-// no escapes (optional strings through `Text`: serde does not borrow
-// through `Option<Cow<str>>`).
-
-/// OpenAI's `code` is a string, a number or null depending on the
-/// server; either way it reads as [`Text`]. A hand-written visitor keeps a
-/// string borrowed; serde's untagged enums buffer the value first and cost
-/// more than the rest of the parse.
-struct StrOrNum<'a>(Text<'a>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for StrOrNum<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visitor<'a> {
-            type Value = StrOrNum<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string or a number")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Borrowed(v))))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Owned(v.to_string()))))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Owned(v.to_string()))))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Owned(v.to_string()))))
-            }
-        }
-        deserializer.deserialize_any(Visitor(std::marker::PhantomData))
-    }
-}
-
-impl<'a> StrOrNum<'a> {
-    fn into_cow(self) -> Cow<'a, str> {
-        self.0.0
-    }
-}
-
-#[derive(Deserialize)]
-struct OpenAiEnvelope<'a> {
-    #[serde(borrow)]
-    error: OpenAiError<'a>,
-}
-
-#[derive(Deserialize)]
-struct OpenAiError<'a> {
-    #[serde(borrow, default)]
-    message: Option<Text<'a>>,
-    #[serde(borrow, default, rename = "type")]
-    ty: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    code: Option<StrOrNum<'a>>,
-}
-
-fn parse_openai(body: &[u8]) -> Option<Declared<'_>> {
-    let envelope: OpenAiEnvelope<'_> = from_bytes(body).ok()?;
-    let e = envelope.error;
-    Some(Declared {
-        error_type: e.ty.map(|t| t.0),
-        error_code: e.code.map(StrOrNum::into_cow),
-        message: e.message.map(|t| t.0),
-        ..Declared::default()
-    })
-}
-
-#[derive(Deserialize)]
-struct AnthropicEnvelope<'a> {
-    #[serde(borrow)]
-    error: AnthropicError<'a>,
-}
-
-#[derive(Deserialize)]
-struct AnthropicError<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Cow<'a, str>,
-    #[serde(borrow, default)]
-    message: Option<Text<'a>>,
-}
-
-fn parse_anthropic(body: &[u8]) -> Option<Declared<'_>> {
-    let envelope: AnthropicEnvelope<'_> = from_bytes(body).ok()?;
-    Some(Declared {
-        error_type: Some(envelope.error.ty),
-        message: envelope.error.message.map(|t| t.0),
-        ..Declared::default()
-    })
-}
-
-#[derive(Deserialize)]
-struct GeminiEnvelope<'a> {
-    #[serde(borrow)]
-    error: GeminiError<'a>,
-}
-
-#[derive(Deserialize)]
-struct GeminiError<'a> {
-    #[serde(default)]
-    code: Option<i64>,
-    #[serde(borrow, default)]
-    message: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    status: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    details: Vec<GeminiDetail<'a>>,
-}
-
-#[derive(Deserialize)]
-struct GeminiDetail<'a> {
-    #[serde(borrow, default, rename = "@type")]
-    ty: Option<Text<'a>>,
-    #[serde(borrow, default, rename = "retryDelay")]
-    retry_delay: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    violations: Vec<GeminiViolation<'a>>,
-    #[serde(borrow, default)]
-    reason: Option<Text<'a>>,
-}
-
-#[derive(Deserialize)]
-struct GeminiViolation<'a> {
-    #[serde(borrow, default, rename = "quotaId")]
-    quota_id: Option<Text<'a>>,
-}
-
-fn parse_gemini(body: &[u8]) -> Option<Declared<'_>> {
-    // The non-SSE streaming endpoint wraps errors in an array.
-    let envelope: GeminiEnvelope<'_> = from_bytes(body).ok().or_else(|| {
-        from_bytes::<Vec<GeminiEnvelope<'_>>>(body)
-            .ok()?
-            .into_iter()
-            .next()
-    })?;
-    let e = envelope.error;
-    let mut declared = Declared {
-        error_type: e.status.map(|t| t.0),
-        error_code: e.code.map(|c| Cow::Owned(c.to_string())),
-        message: e.message.map(|t| t.0),
-        ..Declared::default()
-    };
-    for detail in e.details {
-        let ty = detail.ty.as_ref().map_or("", |t| &*t.0);
-        if ty.ends_with("google.rpc.RetryInfo") {
-            declared.body_hint = detail
-                .retry_delay
-                .as_ref()
-                .and_then(|t| parse_proto_duration(&t.0));
-        }
-        if ty.ends_with("google.rpc.ErrorInfo") {
-            declared.reason = detail.reason.map(|t| t.0);
-        }
-        if ty.ends_with("google.rpc.QuotaFailure") {
-            declared.per_day_quota |= detail
-                .violations
-                .iter()
-                .filter_map(|v| v.quota_id.as_ref())
-                .any(|id| contains_ci(&id.0, "perday"));
-        }
-    }
-    // A per-day quota's RetryInfo speaks of the per-minute window: waiting
-    // that long only meets the daily wall again, so it is no hint at all.
-    if declared.per_day_quota {
-        declared.body_hint = None;
-    }
-    Some(declared)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -714,12 +495,12 @@ mod tests {
     #[test]
     fn declared_strings_borrow_unless_escaped() {
         let body = br#"{"error":{"message":"plain","type":"a\"b","param":null,"code":"c"}}"#;
-        let d = parse_openai(body).unwrap();
+        let d = openai::parse_error(body).unwrap();
         assert!(matches!(d.message, Some(Cow::Borrowed("plain"))));
         assert!(matches!(d.error_code, Some(Cow::Borrowed("c"))));
         assert!(matches!(d.error_type, Some(Cow::Owned(ref t)) if t == "a\"b"));
         let body = br#"{"error":{"code":400,"message":"m","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}"#;
-        let d = parse_gemini(body).unwrap();
+        let d = gemini::parse_error(body).unwrap();
         assert!(matches!(d.reason, Some(Cow::Borrowed("API_KEY_INVALID"))));
         assert!(matches!(
             d.error_type,

@@ -1,0 +1,286 @@
+//! Reading a whole 2xx answer: the verdict every provider's check comes to,
+//! and the small serde readers the checks share.
+//!
+//! Only the fields a rule reads are parsed, borrowed where the JSON allows,
+//! and arrays are folded element by element instead of collected.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::json::Text;
+use crate::usage::UsageFields;
+use crate::{Code, Failure, Finish, FinishKind, Usage};
+
+/// What a whole 2xx body in a provider's answer shape amounts to
+/// ([`check_answer`](super::check_answer)).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AnswerCheck {
+    /// Valid JSON, but not this provider's answer shape (an embeddings or
+    /// model-list body, another endpoint's answer).
+    OtherShape,
+    /// Not an answer yet: a background response still `queued` or
+    /// `in_progress` is a handle to poll, delivered unchecked.
+    Pending,
+    /// An answer, with what it said of itself.
+    Answer {
+        /// The finish reason the answer declared.
+        finish: Option<Finish>,
+        /// The token usage the answer reported.
+        usage: Option<Usage>,
+    },
+    /// The failure a "successful" body amounts to: empty, refused,
+    /// filtered, cut or broken JSON (`protocol_violation`).
+    Fail(Failure),
+}
+
+/// What an answer amounts to once its parts are read. Policy outcomes come
+/// first: a filtered answer may carry partial text and is still filtered.
+/// An answer cut at its token limit is delivered even when nothing made it
+/// in: sending it again would be cut the same way.
+pub(super) fn verdict(
+    policy: Option<Failure>,
+    has_content: bool,
+    finish: Option<(FinishKind, Text<'_>)>,
+    usage: Option<Usage>,
+) -> AnswerCheck {
+    if let Some(failure) = policy {
+        return AnswerCheck::Fail(failure);
+    }
+    if !has_content
+        && let Some(failure) =
+            crate::finish::empty_answer(finish.as_ref().map(|(kind, reason)| (*kind, &*reason.0)))
+    {
+        return AnswerCheck::Fail(failure);
+    }
+    AnswerCheck::Answer {
+        finish: finish.map(|(kind, reason)| Finish::new(kind, &reason.0)),
+        usage,
+    }
+}
+
+pub(super) fn usage_of(fields: Option<UsageFields>) -> Option<Usage> {
+    fields.as_ref().and_then(UsageFields::usage)
+}
+
+/// The failure a finish reason amounts to, with the reason as the
+/// provider's code.
+pub(super) fn finish_failure(kind: FinishKind, reason: &str) -> Option<Failure> {
+    Some(kind.failure()?.with_provider_code(reason))
+}
+
+/// A body that does not parse: cut or broken JSON is a failure (nothing
+/// reached the caller yet, so it may be retried); valid JSON of another
+/// shape is another shape.
+pub(super) fn unreadable(error: serde_json::Error) -> AnswerCheck {
+    match error.classify() {
+        serde_json::error::Category::Eof | serde_json::error::Category::Syntax => {
+            AnswerCheck::Fail(
+                Failure::new(Code::ProtocolViolation)
+                    .with_message(&format!("the 2xx answer is not valid JSON: {error}")),
+            )
+        }
+        serde_json::error::Category::Data | serde_json::error::Category::Io => {
+            AnswerCheck::OtherShape
+        }
+    }
+}
+
+/// One choice (OpenAI) or candidate (Gemini) of an answer, as the verdict
+/// reads it.
+pub(super) trait Candidacy<'a> {
+    /// The policy failure this one amounts to (a refusal, a filter).
+    fn policy(&self) -> Option<Failure>;
+    /// Whether it holds any part of an answer.
+    fn has_content(&self) -> bool;
+    /// Its finish reason.
+    fn finish(self) -> Option<(FinishKind, Text<'a>)>;
+}
+
+/// What the choices or candidates of an answer add up to, read one by one
+/// instead of collected into a `Vec`: the first policy failure, whether any
+/// holds content, and the first one's finish reason.
+pub(super) struct Outcome<'a, T> {
+    pub(super) policy: Option<Failure>,
+    pub(super) has_content: bool,
+    pub(super) finish: Option<(FinishKind, Text<'a>)>,
+    item: PhantomData<T>,
+}
+
+impl<T> Default for Outcome<'_, T> {
+    fn default() -> Self {
+        Outcome {
+            policy: None,
+            has_content: false,
+            finish: None,
+            item: PhantomData,
+        }
+    }
+}
+
+impl<'de: 'a, 'a, T: Candidacy<'a> + Deserialize<'de>> Deserialize<'de> for Outcome<'a, T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut first = true;
+        fold_seq(
+            deserializer,
+            Outcome::default(),
+            |outcome: &mut Outcome<'a, T>, item: T| {
+                if outcome.policy.is_none() {
+                    outcome.policy = item.policy();
+                }
+                outcome.has_content |= item.has_content();
+                if std::mem::take(&mut first) {
+                    outcome.finish = item.finish();
+                }
+            },
+        )
+    }
+}
+
+/// Whether an array element is part of an answer.
+pub(super) trait Part {
+    fn is_answer(&self) -> bool;
+}
+
+/// Whether any element of an array is part of an answer, read without
+/// collecting the array.
+pub(super) struct AnyAnswer<T>(pub(super) bool, PhantomData<T>);
+
+impl<T> Default for AnyAnswer<T> {
+    fn default() -> Self {
+        AnyAnswer(false, PhantomData)
+    }
+}
+
+impl<'de, T: Part + Deserialize<'de>> Deserialize<'de> for AnyAnswer<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold_seq(
+            deserializer,
+            AnyAnswer::default(),
+            |any: &mut Self, item: T| {
+                any.0 |= item.is_answer();
+            },
+        )
+    }
+}
+
+/// Reads every element of a JSON array (`null` reads as none) into `acc`,
+/// without a `Vec`.
+pub fn fold_seq<'de, D, T, A, F>(deserializer: D, acc: A, fold: F) -> Result<A, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+    F: FnMut(&mut A, T),
+{
+    struct Fold<T, A, F> {
+        acc: A,
+        fold: F,
+        item: PhantomData<T>,
+    }
+    impl<'de, T: Deserialize<'de>, A, F: FnMut(&mut A, T)> Visitor<'de> for Fold<T, A, F> {
+        type Value = A;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array or null")
+        }
+        fn visit_unit<E>(self) -> Result<A, E> {
+            Ok(self.acc)
+        }
+        fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<A, S::Error> {
+            while let Some(item) = seq.next_element::<T>()? {
+                (self.fold)(&mut self.acc, item);
+            }
+            Ok(self.acc)
+        }
+    }
+    deserializer.deserialize_any(Fold {
+        acc,
+        fold,
+        item: PhantomData,
+    })
+}
+
+/// Whether a JSON value holds anything — the one rule of "is this field
+/// part of an answer" for the unary checks and the stream decoders alike:
+/// `null`, `""`, `[]` and arrays of those hold nothing; any other string,
+/// number, boolean or object holds something. (A role chunk with
+/// `"tool_calls": []` is no tool call.) Reads the value without copying it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Presence(pub bool);
+
+impl<'de> Deserialize<'de> for Presence {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(PresenceVisitor)
+    }
+}
+
+struct PresenceVisitor;
+
+impl<'de> Visitor<'de> for PresenceVisitor {
+    type Value = Presence;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Presence, E> {
+        Ok(Presence(true))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Presence, E> {
+        Ok(Presence(true))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Presence, E> {
+        Ok(Presence(true))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Presence, E> {
+        Ok(Presence(true))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Presence, E> {
+        Ok(Presence(!v.is_empty()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Presence, E> {
+        Ok(Presence(false))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Presence, E> {
+        Ok(Presence(false))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Presence, D::Error> {
+        Presence::deserialize(deserializer)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Presence, A::Error> {
+        let mut any = false;
+        while let Some(Presence(item)) = seq.next_element()? {
+            any |= item;
+        }
+        Ok(Presence(any))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Presence, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Presence(true))
+    }
+}
+
+/// Reads a JSON object's keys with `key` (a `&str` → `K` mapper that never
+/// fails), without allocating for plain keys.
+pub(super) struct Key<K>(pub(super) K);
+
+/// A key type read by [`Key`].
+pub(super) trait FromKey: Sized {
+    fn from_key(key: &str) -> Self;
+}
+
+impl<'de, K: FromKey> Deserialize<'de> for Key<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor<K>(PhantomData<K>);
+        impl<K: FromKey> Visitor<'_> for KeyVisitor<K> {
+            type Value = Key<K>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<K>, E> {
+                Ok(Key(K::from_key(v)))
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor(PhantomData))
+    }
+}

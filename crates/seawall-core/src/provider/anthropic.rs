@@ -1,0 +1,157 @@
+//! Anthropic messages: the error table, stop reasons, what counts as
+//! content and where usage is.
+//!
+//! The unary check reads `content[]` blocks and the stream decoder
+//! (`seawall-stream`'s `protocol/anthropic.rs`) reads `content_block_start`
+//! and `content_block_delta` events, both through [`block`] and
+//! [`delta_adds_content`].
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use super::answer::{
+    AnswerCheck, AnyAnswer, Part, Presence, finish_failure, unreadable, usage_of, verdict,
+};
+use super::{Declared, Verdict};
+use crate::json::{Text, from_bytes};
+use crate::text::contains_ci;
+use crate::usage::UsageFields;
+use crate::{Class, Code, FinishKind};
+
+/// What a content block is, by its `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Block {
+    /// `text`: part of the answer when it holds text.
+    Text,
+    /// `thinking`, `redacted_thinking`: the model working, not the answer.
+    Thinking,
+    /// Any other block — `tool_use`, `server_tool_use`,
+    /// `web_search_tool_result`, and block types added later: part of the
+    /// answer (an act the caller carries out or a result it shows), so a
+    /// new kind is never mistaken for an empty answer.
+    Answer,
+}
+
+/// What a content block of type `ty` is.
+pub fn block(ty: &str) -> Block {
+    match ty {
+        "text" => Block::Text,
+        "thinking" | "redacted_thinking" => Block::Thinking,
+        _ => Block::Answer,
+    }
+}
+
+/// Whether a `content_block_delta` of type `ty` adds to the answer: text
+/// (when it holds any) and a tool's input do; thinking, signatures and
+/// citations do not.
+pub fn delta_adds_content(ty: &str) -> bool {
+    matches!(ty, "text_delta" | "input_json_delta")
+}
+
+/// What a `stop_reason` means.
+pub fn finish_kind(reason: &str) -> FinishKind {
+    match reason {
+        "end_turn" | "stop_sequence" | "tool_use" | "pause_turn" => FinishKind::Complete,
+        "max_tokens" | "model_context_window_exceeded" => FinishKind::Truncated,
+        "refusal" => FinishKind::Refused,
+        _ => FinishKind::Other,
+    }
+}
+
+// The error table.
+
+pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
+    use Class::*;
+    let message = d.message.as_deref().unwrap_or("");
+    let verdict = match d.error_type.as_deref()? {
+        "rate_limit_error" => Verdict::RateLimit,
+        "overloaded_error" => Verdict::Fixed(Transient, Code::Overloaded),
+        "api_error" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
+        "timeout_error" => Verdict::Fixed(Transient, Code::Timeout),
+        "invalid_request_error" if contains_ci(message, "prompt is too long") => {
+            Verdict::Fixed(Permanent, Code::ContextTooLong)
+        }
+        "invalid_request_error" => Verdict::Fixed(Permanent, Code::BadRequest),
+        "request_too_large" => Verdict::Fixed(Permanent, Code::RequestTooLarge),
+        "billing_error" => Verdict::Fixed(Permanent, Code::QuotaExhausted),
+        "authentication_error" | "permission_error" => Verdict::Fixed(Permanent, Code::Auth),
+        "not_found_error" => Verdict::Fixed(Permanent, Code::NotFound),
+        _ if status.is_some() => return None,
+        _ => Verdict::Fixed(Permanent, Code::Unknown),
+    };
+    Some(verdict)
+}
+
+#[derive(Deserialize)]
+struct AnthropicEnvelope<'a> {
+    #[serde(borrow)]
+    error: AnthropicError<'a>,
+}
+
+#[derive(Deserialize)]
+struct AnthropicError<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Cow<'a, str>,
+    #[serde(borrow, default)]
+    message: Option<Text<'a>>,
+}
+
+pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
+    let envelope: AnthropicEnvelope<'_> = from_bytes(body).ok()?;
+    Some(Declared {
+        error_type: Some(envelope.error.ty),
+        message: envelope.error.message.map(|t| t.0),
+        ..Declared::default()
+    })
+}
+
+// The unary answer: `{"type":"message","content":[…],"stop_reason","usage"}`.
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    content: AnyAnswer<ContentBlock<'a>>,
+    #[serde(borrow, default)]
+    stop_reason: Option<Text<'a>>,
+    #[serde(default)]
+    usage: Option<UsageFields>,
+}
+
+#[derive(Deserialize)]
+struct ContentBlock<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Text<'a>,
+    #[serde(default)]
+    text: Presence,
+}
+
+impl Part for ContentBlock<'_> {
+    fn is_answer(&self) -> bool {
+        match block(&self.ty.0) {
+            Block::Text => self.text.0,
+            Block::Thinking => false,
+            Block::Answer => true,
+        }
+    }
+}
+
+/// Checks a messages answer.
+pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
+    let message = match from_bytes::<Message<'_>>(body) {
+        Ok(message) => message,
+        Err(error) => return unreadable(error),
+    };
+    if message.ty.as_ref().is_none_or(|ty| ty.0 != "message") {
+        return AnswerCheck::OtherShape;
+    }
+    let finish = message
+        .stop_reason
+        .map(|reason| (finish_kind(&reason.0), reason));
+    let policy = finish
+        .as_ref()
+        .and_then(|(kind, reason)| finish_failure(*kind, &reason.0));
+    verdict(policy, message.content.0, finish, usage_of(message.usage))
+}

@@ -1,0 +1,282 @@
+//! The OpenAI Responses API (`POST /v1/responses`): finish reasons, what
+//! counts as content and where usage is. Its error bodies are OpenAI's
+//! ([`super::openai`]'s table).
+//!
+//! The unary check reads `output[]` items and the stream decoder
+//! (`seawall-stream`'s `protocol/openai_responses.rs`) reads typed events,
+//! both through [`output_item`] and [`stream_event`].
+
+use std::time::SystemTime;
+
+use serde::Deserialize;
+use serde::de::Deserializer;
+
+use super::answer::{
+    AnswerCheck, Presence, finish_failure, fold_seq, unreadable, usage_of, verdict,
+};
+use super::{ErrorContext, Provider, classify_declared};
+use crate::json::{Text, from_bytes};
+use crate::usage::UsageFields;
+use crate::{Code, Failure, FinishKind};
+
+/// What an output item is, by its `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputItem {
+    /// `message`: part of the answer by its content parts (text, or a
+    /// refusal).
+    Message,
+    /// `reasoning`: the model working, not the answer.
+    Reasoning,
+    /// Any other item — `function_call`, `custom_tool_call`,
+    /// `web_search_call`, `image_generation_call`, and kinds added later:
+    /// an act the caller carries out or a result it shows.
+    Act,
+}
+
+/// What an output item of type `ty` is.
+pub fn output_item(ty: &str) -> OutputItem {
+    match ty {
+        "message" => OutputItem::Message,
+        "reasoning" => OutputItem::Reasoning,
+        _ => OutputItem::Act,
+    }
+}
+
+/// What a stream event is, by its `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// `response.output_text.delta`: text of the answer.
+    TextDelta,
+    /// `response.refusal.delta`: the model declining; makes the answer a
+    /// refusal.
+    RefusalDelta,
+    /// A tool call's arguments or input, or audio: content without text.
+    ActDelta,
+    /// `response.output_item.added` / `.done`: content when the item is an
+    /// [`OutputItem::Act`].
+    Item,
+    /// `response.completed`: the finish.
+    Completed,
+    /// `response.incomplete`: cut, with its reason.
+    Incomplete,
+    /// `response.failed`: the provider's failure.
+    Failed,
+    /// `error`: the provider's failure.
+    Error,
+    /// `keepalive`.
+    KeepAlive,
+    /// Any other `response.*` event: lifecycle, part boundaries, reasoning,
+    /// tool progress.
+    Lifecycle,
+    /// Not an event of this API.
+    Unknown,
+}
+
+/// What a stream event of type `ty` is.
+pub fn stream_event(ty: &str) -> StreamEvent {
+    match ty {
+        "response.output_text.delta" => StreamEvent::TextDelta,
+        "response.refusal.delta" => StreamEvent::RefusalDelta,
+        "response.function_call_arguments.delta"
+        | "response.custom_tool_call_input.delta"
+        | "response.audio.delta" => StreamEvent::ActDelta,
+        "response.output_item.added" | "response.output_item.done" => StreamEvent::Item,
+        "response.completed" => StreamEvent::Completed,
+        "response.incomplete" => StreamEvent::Incomplete,
+        "response.failed" => StreamEvent::Failed,
+        "error" => StreamEvent::Error,
+        "keepalive" => StreamEvent::KeepAlive,
+        ty if ty.starts_with("response.") => StreamEvent::Lifecycle,
+        _ => StreamEvent::Unknown,
+    }
+}
+
+/// What the response's `status` (`completed`) or its
+/// `incomplete_details.reason` (`max_output_tokens`, `content_filter`)
+/// means.
+pub fn finish_kind(reason: &str) -> FinishKind {
+    match reason {
+        "completed" => FinishKind::Complete,
+        "max_output_tokens" => FinishKind::Truncated,
+        "content_filter" => FinishKind::Filtered,
+        "refusal" => FinishKind::Refused,
+        _ => FinishKind::Other,
+    }
+}
+
+/// What an `incomplete` response's reason means: a reason seawall does
+/// not know is still a cut answer, never a complete one.
+pub fn incomplete_kind(reason: &str) -> FinishKind {
+    match finish_kind(reason) {
+        FinishKind::Other | FinishKind::Complete => FinishKind::Truncated,
+        kind => kind,
+    }
+}
+
+/// A failure the Responses API declared (`response.failed`'s or an
+/// `error` event's `{code, message}`), through the OpenAI table.
+pub fn declared_failure(code: Option<&str>, message: Option<&str>) -> Failure {
+    classify_declared(
+        Provider::OpenAiResponses,
+        None,
+        code,
+        message,
+        ErrorContext::in_stream(SystemTime::now()),
+    )
+}
+
+// The unary answer:
+// `{"object":"response","status","incomplete_details","error","output":[…],"usage"}`.
+
+#[derive(Deserialize)]
+struct Answer<'a> {
+    #[serde(borrow)]
+    object: Option<Text<'a>>,
+    #[serde(borrow)]
+    status: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    incomplete_details: Option<IncompleteDetails<'a>>,
+    #[serde(borrow, default)]
+    error: Option<ResponseError<'a>>,
+    #[serde(borrow, default)]
+    output: Option<Output<'a>>,
+    #[serde(default)]
+    usage: Option<UsageFields>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails<'a> {
+    #[serde(borrow, default)]
+    reason: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ResponseError<'a> {
+    #[serde(borrow, default)]
+    code: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    message: Option<Text<'a>>,
+}
+
+/// What the output items add up to: whether any is part of an answer, and
+/// the first refusal.
+#[derive(Default)]
+struct Output<'a> {
+    has_content: bool,
+    refusal: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Text<'a>,
+    #[serde(borrow, default)]
+    content: Option<Parts<'a>>,
+}
+
+#[derive(Default)]
+struct Parts<'a> {
+    has_text: bool,
+    refusal: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ContentPart<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Text<'a>,
+    #[serde(default)]
+    text: Presence,
+    #[serde(borrow, default)]
+    refusal: Option<Text<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Parts<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold_seq(
+            deserializer,
+            Parts::default(),
+            |acc: &mut Parts<'a>, part: ContentPart<'a>| match &*part.ty.0 {
+                "refusal" => {
+                    if acc.refusal.is_none() {
+                        acc.refusal = part.refusal;
+                    }
+                }
+                _ => acc.has_text |= part.text.0,
+            },
+        )
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Output<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold_seq(
+            deserializer,
+            Output::default(),
+            |acc: &mut Output<'a>, item: Item<'a>| match output_item(&item.ty.0) {
+                OutputItem::Message => {
+                    let parts = item.content.unwrap_or_default();
+                    acc.has_content |= parts.has_text;
+                    if acc.refusal.is_none() {
+                        acc.refusal = parts.refusal;
+                    }
+                }
+                OutputItem::Reasoning => {}
+                OutputItem::Act => acc.has_content = true,
+            },
+        )
+    }
+}
+
+/// Checks a Responses API answer: `completed` with output, `incomplete`
+/// with its reason (cut at the token limit: delivered and marked;
+/// filtered: a policy failure), `failed` with the provider's error, a
+/// refusal part. A response still `queued`/`in_progress` (background mode)
+/// is a handle, not an answer: [`AnswerCheck::Pending`].
+pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
+    let answer = match from_bytes::<Answer<'_>>(body) {
+        Ok(answer) => answer,
+        Err(error) => return unreadable(error),
+    };
+    if answer.object.as_ref().is_some_and(|o| o.0 != "response") {
+        return AnswerCheck::OtherShape;
+    }
+    let Some(status) = answer.status else {
+        return AnswerCheck::OtherShape;
+    };
+    let output = answer.output.unwrap_or_default();
+    match &*status.0 {
+        "failed" => {
+            let error = answer.error;
+            AnswerCheck::Fail(declared_failure(
+                error.as_ref().and_then(|e| e.code.as_ref()).map(|c| &*c.0),
+                error
+                    .as_ref()
+                    .and_then(|e| e.message.as_ref())
+                    .map(|m| &*m.0),
+            ))
+        }
+        "completed" | "incomplete" => {
+            let (kind, reason) = match &*status.0 {
+                "completed" => (FinishKind::Complete, status),
+                _ => {
+                    let reason = answer
+                        .incomplete_details
+                        .and_then(|d| d.reason)
+                        .unwrap_or(Text("incomplete".into()));
+                    (incomplete_kind(&reason.0), reason)
+                }
+            };
+            let policy = match &output.refusal {
+                Some(refusal) => Some(Failure::new(Code::Refused).with_message(&refusal.0)),
+                None => finish_failure(kind, &reason.0),
+            };
+            verdict(
+                policy,
+                output.has_content,
+                Some((kind, reason)),
+                usage_of(answer.usage),
+            )
+        }
+        _ => AnswerCheck::Pending,
+    }
+}
