@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use seawall_core::RouteId;
-use seawall_core::random::Random;
+use seawall_internal::random::Random;
 use tokio::time::Instant;
 use tower_layer::Layer;
 

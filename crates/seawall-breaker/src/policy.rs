@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use rand::Rng;
-use seawall_core::random::Random;
-use seawall_core::{Class, ClosedBy, Code, Failure, capped_doubling};
+use seawall_core::{Class, ClosedBy, Code, Failure};
+use seawall_internal::random::Random;
+use seawall_internal::{capped_doubling, millis};
 
 /// When a closed breaker opens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,7 +77,7 @@ impl TripRule {
                     1.0
                 };
                 let buckets = usize::from(buckets.clamp(1, 1024));
-                let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+                let window_ms = millis(window);
                 let bucket_ms = (window_ms / buckets as u64).max(1);
                 TripRule::Ratio {
                     ratio,

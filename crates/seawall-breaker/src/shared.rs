@@ -36,10 +36,7 @@ impl<'a> RequestHead<'a> {
     /// The route seawall would use without a route function: the
     /// [`RouteId`] in the extensions, else the URI's authority.
     pub fn default_route(&self) -> RouteId {
-        self.extensions
-            .get::<RouteId>()
-            .cloned()
-            .unwrap_or_else(|| RouteId::from_uri(self.uri))
+        RouteId::of_head(self.extensions, self.uri)
     }
 }
 

@@ -12,8 +12,10 @@ use std::time::Duration;
 
 use std::time::SystemTime;
 
-use seawall_core::random::Random;
 use seawall_core::{Code, Cooldown, Failure, RouteId};
+use seawall_internal::millis;
+use seawall_internal::random::Random;
+use seawall_internal::window::Window;
 use tokio::time::Instant;
 
 use crate::error::CircuitOpen;
@@ -91,7 +93,7 @@ pub(crate) struct Policy {
 impl Policy {
     pub(crate) fn now_ms(&self) -> u64 {
         let since = Instant::now().saturating_duration_since(self.epoch);
-        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        millis(since)
     }
 }
 
@@ -139,20 +141,9 @@ fn trials_of(word: u64) -> (u64, u64, u64) {
     (payload >> 16, (payload >> 8) & 0xff, payload & 0xff)
 }
 
-// A window bucket: | slice number (24 bits) | failures (20 bits) | calls (20 bits) |
+// A window bucket's payload: | failures (20 bits) | calls (20 bits) |
 const COUNT_BITS: u32 = 20;
 const COUNT_MAX: u64 = (1 << COUNT_BITS) - 1;
-const SLICE_MASK: u64 = (1 << 24) - 1;
-
-/// The ring length for a window of `buckets` slices: the next power of two
-/// (1024 buckets at most, so at most 1024 slots; it divides the 24-bit
-/// slice tag, so ring positions and tags agree when the tag wraps).
-fn ring_len(buckets: usize) -> usize {
-    match buckets {
-        0 => 0,
-        n => n.next_power_of_two(),
-    }
-}
 
 /// What a call is allowed to do, and what its outcome will be recorded as:
 /// admitted while closed (the outcome goes to the window), or a half-open
@@ -215,10 +206,10 @@ pub(crate) struct RouteBreaker {
     /// finishing late cannot count in the current one.
     periods: AtomicU64,
     consecutive: AtomicU32,
-    /// The window's ring of buckets, a power of two long (at least the
-    /// configured count) so a slice finds its bucket with a mask instead
-    /// of a division; buckets older than the window are ignored by age.
-    buckets: Box<[AtomicU64]>,
+    /// The window's ring of buckets (at least the configured count; none
+    /// for a consecutive-failures rule); buckets older than the window are
+    /// ignored by age.
+    buckets: Window,
     /// The end of the route's cooldown in ms on the policy clock: 0 for
     /// none, `u64::MAX` until a reset. Read once per admission.
     cool_until: AtomicU64,
@@ -247,7 +238,7 @@ impl RouteBreaker {
             word: AtomicU64::new(pack(CLOSED, 0, 0)),
             periods: AtomicU64::new(0),
             consecutive: AtomicU32::new(0),
-            buckets: (0..ring_len(buckets)).map(|_| AtomicU64::new(0)).collect(),
+            buckets: Window::with_slices(buckets),
             cool_until: AtomicU64::new(0),
             cooled_by: AtomicU32::new(0),
         }
@@ -263,7 +254,7 @@ impl RouteBreaker {
         let until = match cooldown {
             Cooldown::UntilReset => u64::MAX,
             Cooldown::For(after) => {
-                let after = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+                let after = millis(after);
                 self.policy.now_ms().saturating_add(after.max(1))
             }
         };
@@ -466,7 +457,7 @@ impl RouteBreaker {
             .policy
             .break_duration
             .after_trips(trips as u32, &self.policy.random);
-        let pause_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX);
+        let pause_ms = millis(pause);
         pack(OPEN, trips, self.policy.now_ms().saturating_add(pause_ms))
     }
 
@@ -491,9 +482,7 @@ impl RouteBreaker {
     }
 
     fn clear_counts(&self) {
-        for bucket in &self.buckets[..] {
-            bucket.store(0, Ordering::Relaxed);
-        }
+        self.buckets.clear();
         self.consecutive.store(0, Ordering::Relaxed);
     }
 
@@ -501,43 +490,23 @@ impl RouteBreaker {
     /// starting the bucket afresh when it still holds an older slice.
     /// Counts saturate instead of spilling into the slice number.
     fn count(&self, slice: u64, failed: bool) {
-        let bucket = &self.buckets[(slice & (self.buckets.len() as u64 - 1)) as usize];
-        let tag = slice & SLICE_MASK;
-        let mut current = bucket.load(Ordering::Relaxed);
-        loop {
-            let (calls, failures) = if current >> (2 * COUNT_BITS) == tag {
-                (current & COUNT_MAX, (current >> COUNT_BITS) & COUNT_MAX)
-            } else {
-                (0, 0)
-            };
-            if calls == COUNT_MAX {
-                return;
-            }
-            let next = (tag << (2 * COUNT_BITS))
-                | ((failures + u64::from(failed)) << COUNT_BITS)
-                | (calls + 1);
-            match bucket.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(actual) => current = actual,
-            }
-        }
+        self.buckets.update(slice, |payload| {
+            let (calls, failures) = (payload & COUNT_MAX, payload >> COUNT_BITS);
+            (calls < COUNT_MAX)
+                .then(|| ((failures + u64::from(failed)) << COUNT_BITS) | (calls + 1))
+        });
     }
 
     /// (calls, failures) over the `span` buckets of the window ending at
     /// `slice`.
     fn window(&self, slice: u64, span: u64) -> (u64, u64) {
-        let tag = slice & SLICE_MASK;
-        let (mut calls, mut failures) = (0, 0);
-        for bucket in &self.buckets[..] {
-            let value = bucket.load(Ordering::Relaxed);
-            let age = tag.wrapping_sub(value >> (2 * COUNT_BITS)) & SLICE_MASK;
-            if age < span {
-                calls += value & COUNT_MAX;
-                failures += (value >> COUNT_BITS) & COUNT_MAX;
-            }
-        }
-        (calls, failures)
+        self.buckets
+            .fold(slice, span, (0, 0), |(calls, failures), payload| {
+                (
+                    calls + (payload & COUNT_MAX),
+                    failures + (payload >> COUNT_BITS),
+                )
+            })
     }
 
     fn announce(&self, from: BreakerState, to: BreakerState) {
@@ -572,3 +541,6 @@ impl RouteBreaker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -14,6 +14,7 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::provider::{Provider, classify_error};
 use seawall_core::{Code, Evidence, Failure, Progress, RequestFacts};
+use seawall_internal::millis;
 use tower::BoxError;
 
 use crate::classifier::{Classifier, Inspection, SuccessContext};
@@ -550,7 +551,7 @@ fn report(failure: Failure) -> BoxError {
         code = failure.code().as_str(),
         status = failure.status(),
         action = failure.action().as_str(),
-        retry_after_ms = failure.retry_after().map(|after| after.as_millis() as u64),
+        retry_after_ms = failure.retry_after().map(millis),
         "classified failure"
     );
     Box::new(failure)

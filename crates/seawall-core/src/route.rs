@@ -1,5 +1,5 @@
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The identity of a route: one provider endpoint (and optionally model)
 /// whose health is tracked as a unit.
@@ -50,11 +50,31 @@ impl RouteId {
     /// The route a request goes to: the `RouteId` in its extensions when the
     /// caller set one, else the URI's authority.
     pub fn of_request<B>(request: &http::Request<B>) -> Self {
-        request
-            .extensions()
+        RouteId::of_head(request.extensions(), request.uri())
+    }
+
+    /// The route of a request known by its parts (a layer that sees only
+    /// the head): the `RouteId` in `extensions`, else `uri`'s authority —
+    /// the one rule every layer names routes by.
+    pub fn of_head(extensions: &http::Extensions, uri: &http::Uri) -> Self {
+        extensions
             .get::<RouteId>()
             .cloned()
-            .unwrap_or_else(|| RouteId::from_uri(request.uri()))
+            .unwrap_or_else(|| RouteId::from_uri(uri))
+    }
+
+    /// [`RouteId::of_request`], sharing the name kept in `first` when the
+    /// request goes to that route (and keeping its route there when `first`
+    /// is empty): a service that remembers the first route it called names
+    /// later requests to it without allocating, since a client usually
+    /// talks to one provider. Other routes cost their own name.
+    pub fn of_request_sharing<B>(request: &http::Request<B>, first: &OnceLock<RouteId>) -> Self {
+        let name = RouteId::name_of_request(request);
+        match first.get() {
+            Some(known) if known.as_str() == name => known.clone(),
+            Some(_) => RouteId::of_request(request),
+            None => first.get_or_init(|| RouteId::of_request(request)).clone(),
+        }
     }
 }
 
@@ -96,25 +116,6 @@ impl fmt::Display for ShownUri<'_> {
 impl fmt::Debug for ShownUri<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "\"{self}\"")
-    }
-}
-
-/// Remembers the first route a service called, so that later requests to
-/// the same route share its name instead of allocating their own: a client
-/// usually talks to one provider. Other routes cost their own name.
-#[derive(Debug, Default)]
-pub struct RouteCache(std::sync::OnceLock<RouteId>);
-
-impl RouteCache {
-    /// [`RouteId::of_request`], without its allocation when the route is the
-    /// one this cache saw first.
-    pub fn route_of<B>(&self, request: &http::Request<B>) -> RouteId {
-        let name = RouteId::name_of_request(request);
-        match self.0.get() {
-            Some(known) if known.as_str() == name => known.clone(),
-            Some(_) => RouteId::of_request(request),
-            None => self.0.get_or_init(|| RouteId::of_request(request)).clone(),
-        }
     }
 }
 
@@ -161,20 +162,29 @@ mod tests {
 
     #[test]
     fn the_cache_shares_the_first_route_and_names_others() {
-        let cache = RouteCache::default();
+        let cache = OnceLock::new();
         let a = http::Request::get("http://a.example/x").body(()).unwrap();
         let b = http::Request::get("http://b.example/x").body(()).unwrap();
-        let first = cache.route_of(&a);
-        let again = cache.route_of(&a);
+        let first = RouteId::of_request_sharing(&a, &cache);
+        let again = RouteId::of_request_sharing(&a, &cache);
         assert!(
             Arc::ptr_eq(&first.0, &again.0),
             "the first route's name is shared"
         );
-        assert_eq!(cache.route_of(&b).as_str(), "b.example");
-        assert_eq!(cache.route_of(&a).as_str(), "a.example");
+        assert_eq!(
+            RouteId::of_request_sharing(&b, &cache).as_str(),
+            "b.example"
+        );
+        assert_eq!(
+            RouteId::of_request_sharing(&a, &cache).as_str(),
+            "a.example"
+        );
         let mut named = http::Request::get("http://a.example/x").body(()).unwrap();
         named.extensions_mut().insert(RouteId::new("primary"));
-        assert_eq!(cache.route_of(&named).as_str(), "primary");
+        assert_eq!(
+            RouteId::of_request_sharing(&named, &cache).as_str(),
+            "primary"
+        );
     }
 
     /// Every way of naming a request's route, for a URI.
@@ -184,7 +194,9 @@ mod tests {
             RouteId::from_uri(request.uri()).as_str().to_owned(),
             RouteId::name_of_request(&request).to_owned(),
             RouteId::of_request(&request).as_str().to_owned(),
-            RouteCache::default().route_of(&request).as_str().to_owned(),
+            RouteId::of_request_sharing(&request, &OnceLock::new())
+                .as_str()
+                .to_owned(),
         ]
     }
 
@@ -218,13 +230,13 @@ mod tests {
 
     #[test]
     fn the_cache_never_shares_a_name_with_userinfo() {
-        let cache = RouteCache::default();
+        let cache = OnceLock::new();
         let plain = http::Request::get("http://host:8080/v1").body(()).unwrap();
         let keyed = http::Request::get("http://k:s@host:8080/v1")
             .body(())
             .unwrap();
-        let first = cache.route_of(&keyed);
-        let again = cache.route_of(&plain);
+        let first = RouteId::of_request_sharing(&keyed, &cache);
+        let again = RouteId::of_request_sharing(&plain, &cache);
         assert_eq!(first.as_str(), "host:8080");
         assert!(Arc::ptr_eq(&first.0, &again.0), "one route, one name");
     }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
+use seawall_internal::millis;
 
 /// How a deadline travels in request headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,8 +43,7 @@ impl WireTimeout {
                 headers.insert(GRPC_TIMEOUT, format_grpc_timeout(remaining));
             }
             WireTimeout::Millis(name) => {
-                let millis = u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX);
-                headers.insert(name.clone(), HeaderValue::from(millis));
+                headers.insert(name.clone(), HeaderValue::from(millis(remaining)));
             }
         }
     }

@@ -1,10 +1,10 @@
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use http_body::Body;
 use seawall_core::facts::BodySlot;
 use seawall_core::replay::{ReplayBody, clone_head};
-use seawall_core::{BoxError, OtherRoutes, RequestFacts, RouteCache, RouteId};
+use seawall_core::{BoxError, OtherRoutes, RequestFacts, RouteId};
 use tower_service::Service;
 
 use crate::error::SameRouteFallback;
@@ -39,7 +39,7 @@ pub(crate) struct Shared<F, R> {
     pub(crate) fallback: F,
     pub(crate) settings: Settings<R>,
     /// The primary route of each request, without allocating for the usual one.
-    pub(crate) primary_routes: RouteCache,
+    pub(crate) primary_routes: OnceLock<RouteId>,
 }
 
 impl<F, R> Shared<F, R> {
@@ -47,7 +47,7 @@ impl<F, R> Shared<F, R> {
         Shared {
             fallback,
             settings,
-            primary_routes: RouteCache::default(),
+            primary_routes: OnceLock::new(),
         }
     }
 }
@@ -94,7 +94,7 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let settings = &self.shared.settings;
-        let primary_route = self.shared.primary_routes.route_of(&request);
+        let primary_route = RouteId::of_request_sharing(&request, &self.shared.primary_routes);
         if settings.route.as_ref() == Some(&primary_route) {
             return ResponseFuture::refused(SameRouteFallback::new(primary_route, None).into());
         }

@@ -13,6 +13,7 @@ use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
 use seawall::core::{BoxError, Code, Failure};
+use seawall_internal::millis;
 
 use crate::config::Wire;
 use crate::secret::Redactor;
@@ -142,7 +143,7 @@ impl Tracker {
             code = code.unwrap_or("-"),
             served_by = self.served_by.as_deref().unwrap_or("-"),
             attempts = self.attempts,
-            elapsed_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            elapsed_ms = millis(self.started.elapsed()),
             "request ended"
         );
     }

@@ -8,6 +8,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use seawall_internal::millis;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -64,7 +65,7 @@ impl Gateway {
         tracing::info!(
             target: "seawall::gateway",
             in_flight = self.stats().in_flight,
-            grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+            grace_ms = millis(grace),
             "shutting down: no new connections, in-flight answers may finish"
         );
         let drained = tokio::time::timeout(grace, async {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use rand::{Rng, RngCore};
-use seawall_core::capped_doubling;
+use seawall_internal::capped_doubling;
 
 /// How the delay before a retry is randomised, with the definitions of the
 /// AWS Architecture Blog's "Exponential Backoff And Jitter", where
@@ -73,8 +73,8 @@ impl Backoff {
         self.jitter
     }
 
-    /// `min(cap, initial × 2^retry)`, without overflow
-    /// ([`capped_doubling`]).
+    /// `min(cap, initial × 2^retry)`, exact and without overflow for every
+    /// input.
     pub fn ceiling(&self, retry: u32) -> Duration {
         capped_doubling(self.initial, self.cap, retry)
     }

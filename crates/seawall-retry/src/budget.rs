@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use seawall_internal::window::{self, Window};
 use tokio::time::Instant;
 
 /// A retry budget shared by every clone of the service (and of the budget):
@@ -81,7 +82,7 @@ impl Budget {
             0.0
         };
         let ttl = ttl.clamp(Duration::from_secs(1), Duration::from_secs(3600));
-        let slot_nanos = (ttl.as_nanos() / SLOTS as u128) as u64;
+        let slot_nanos = (ttl.as_nanos() / u128::from(SLICES)) as u64;
         Budget(Arc::new(Kind::Ratio(RatioBudget {
             origin: Instant::now(),
             slot_nanos,
@@ -198,18 +199,12 @@ struct AwsBucket {
     tokens: AtomicU64,
 }
 
-/// Slots in the ratio budget's sliding window.
-const SLOTS: usize = 10;
-/// Bits of a slot holding its epoch tag; the rest hold the signed balance.
-const TAG_BITS: u32 = 24;
-const VALUE_BITS: u32 = 64 - TAG_BITS;
-const VALUE_MASK: u64 = (1 << VALUE_BITS) - 1;
-const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
-const VALUE_MAX: i64 = (1 << (VALUE_BITS - 1)) - 1;
+/// Slices in the ratio budget's sliding window.
+const SLICES: u64 = 10;
 
-/// Deposits and withdrawals per time slot, each slot one atomic word
-/// (epoch tag and balance packed together) so a stale slot is reset and
-/// updated in one compare-and-swap.
+/// Deposits and withdrawals per time slice, each slice one packed atomic
+/// word (epoch tag and signed balance) so a stale slot is reset and updated
+/// in one compare-and-swap.
 struct RatioBudget {
     origin: Instant,
     slot_nanos: u64,
@@ -217,7 +212,8 @@ struct RatioBudget {
     deposit: i64,
     /// Thousandths of a retry always available.
     reserve: i64,
-    slots: [AtomicU64; SLOTS],
+    /// `SLICES` live slices in a ring of the next power of two.
+    slots: Window<[AtomicU64; 16]>,
 }
 
 impl RatioBudget {
@@ -229,36 +225,21 @@ impl RatioBudget {
     }
 
     fn add(&self, amount: i64) {
-        let epoch = self.epoch();
-        let tag = epoch & TAG_MASK;
-        let slot = &self.slots[(epoch % SLOTS as u64) as usize];
-        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |packed| {
-            let (slot_tag, value) = unpack(packed);
-            let value = if slot_tag == tag { value } else { 0 };
-            Some(pack(
-                tag,
-                value.saturating_add(amount).clamp(-VALUE_MAX, VALUE_MAX),
+        self.slots.update(self.epoch(), |payload| {
+            let value = window::signed(payload);
+            Some(window::from_signed(
+                value
+                    .saturating_add(amount)
+                    .clamp(-window::SIGNED_MAX, window::SIGNED_MAX),
             ))
         });
     }
 
     /// Reserve plus every live slot's balance, in thousandths.
     fn balance(&self) -> i64 {
-        let epoch = self.epoch();
-        let live: i64 = (0..SLOTS as u64)
-            .filter(|&age| age <= epoch)
-            .map(|age| {
-                let slot_epoch = epoch - age;
-                let (tag, value) = unpack(
-                    self.slots[(slot_epoch % SLOTS as u64) as usize].load(Ordering::Acquire),
-                );
-                if tag == slot_epoch & TAG_MASK {
-                    value
-                } else {
-                    0
-                }
-            })
-            .sum();
+        let live = self.slots.fold(self.epoch(), SLICES, 0i64, |sum, payload| {
+            sum + window::signed(payload)
+        });
         self.reserve.saturating_add(live)
     }
 
@@ -273,17 +254,6 @@ impl RatioBudget {
             false
         }
     }
-}
-
-fn pack(tag: u64, value: i64) -> u64 {
-    (tag << VALUE_BITS) | (value as u64 & VALUE_MASK)
-}
-
-fn unpack(packed: u64) -> (u64, i64) {
-    let raw = packed & VALUE_MASK;
-    // Sign-extend the balance from VALUE_BITS.
-    let value = ((raw << TAG_BITS) as i64) >> TAG_BITS;
-    (packed >> VALUE_BITS, value)
 }
 
 #[cfg(test)]
@@ -353,15 +323,6 @@ mod tests {
             .filter(|_| budget.failed(false, true).is_some())
             .count();
         assert_eq!(retries, 10);
-    }
-
-    #[test]
-    fn packing_round_trips_signed_balances() {
-        for value in [0, 1, -1, VALUE_MAX, -VALUE_MAX, 123_456, -987_654] {
-            for tag in [0, 1, TAG_MASK] {
-                assert_eq!(unpack(pack(tag, value)), (tag, value));
-            }
-        }
     }
 
     #[derive(Debug, Clone)]

@@ -12,6 +12,7 @@ use seawall_core::{
     Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RequestFacts, RouteId, StopReason,
     Usage,
 };
+use seawall_internal::millis;
 use tokio::time::{Instant, Sleep, sleep};
 use tower_service::Service;
 
@@ -506,8 +507,4 @@ fn attempt_span(
         gen_ai.usage.output_tokens = tracing::field::Empty,
         error.type = tracing::field::Empty,
     )
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

@@ -1,7 +1,7 @@
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use seawall_core::RouteCache;
-use seawall_core::random::Random;
+use seawall_core::RouteId;
+use seawall_internal::random::Random;
 use tower_layer::Layer;
 
 use crate::{Budget, RetryBudget, RetryPolicy};
@@ -46,7 +46,7 @@ impl<S> Layer<S> for RetryBudgetLayer {
                 policy: self.policy.clone(),
                 budget: self.budget.clone(),
                 random,
-                routes: RouteCache::default(),
+                routes: OnceLock::new(),
             }),
         )
     }
@@ -60,5 +60,5 @@ pub(crate) struct Shared {
     pub(crate) budget: Budget,
     pub(crate) random: Random,
     /// The route of each request, without allocating for the usual one.
-    pub(crate) routes: RouteCache,
+    pub(crate) routes: OnceLock<RouteId>,
 }

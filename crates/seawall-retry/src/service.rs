@@ -7,7 +7,7 @@ use http_body::Body;
 use rand::Rng;
 use seawall_core::facts::BodySlot;
 use seawall_core::replay::ReplayBody;
-use seawall_core::{BoxError, Deadline, OtherRoutes, RequestFacts};
+use seawall_core::{BoxError, Deadline, OtherRoutes, RequestFacts, RouteId};
 use tower_service::Service;
 
 use crate::future::{Again, Ladder, ResponseFuture};
@@ -57,7 +57,7 @@ where
                 .expect("hex digits are a valid header value");
             request.headers_mut().insert(name.clone(), value);
         }
-        let route = self.shared.routes.route_of(&request);
+        let route = RouteId::of_request_sharing(&request, &self.shared.routes);
         let deadline = Deadline::of(&request);
         let other_routes = request.extensions().get::<OtherRoutes>().is_some();
         self.shared.budget.start();

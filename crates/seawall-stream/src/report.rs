@@ -4,6 +4,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use seawall_core::{ClosedBy, Code, Finish, FinishKind, Usage, UsageSlot, UsageSource};
+use seawall_internal::millis;
 
 use crate::protocol::Protocol;
 
@@ -111,7 +112,6 @@ impl StreamReportHandle {
 /// Emits the one event a stream leaves in the logs, with stable field
 /// names.
 pub(crate) fn trace(report: &StreamReport) {
-    let millis = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
     tracing::info!(
         target: "seawall::stream",
         protocol = report.protocol.as_str(),
@@ -124,9 +124,9 @@ pub(crate) fn trace(report: &StreamReport) {
         keepalives = report.keepalives,
         bytes = report.bytes,
         chunks = report.chunks,
-        ttfb_ms = millis(report.time_to_first_byte),
-        ttfc_ms = millis(report.time_to_first_content),
-        elapsed_ms = report.elapsed.as_millis() as u64,
+        ttfb_ms = report.time_to_first_byte.map(millis),
+        ttfc_ms = report.time_to_first_content.map(millis),
+        elapsed_ms = millis(report.elapsed),
         closed_by = report.closed_by.as_str(),
         "stream ended"
     );

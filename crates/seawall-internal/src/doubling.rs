@@ -8,7 +8,7 @@ use std::time::Duration;
 /// a zero `base` stays zero however large `n` is.
 ///
 /// ```
-/// use seawall_core::capped_doubling;
+/// use seawall_internal::capped_doubling;
 /// use std::time::Duration;
 ///
 /// let ms = Duration::from_millis;

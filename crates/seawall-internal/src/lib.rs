@@ -1,0 +1,22 @@
+//! Implementation details shared by seawall's crates.
+//!
+//! **Not a public API.** Everything here may change or go in any release,
+//! whatever the version number says. It is a crate of its own (and
+//! published) only because the layer crates are published one by one and
+//! each needs these pieces; depend on `seawall` or a layer crate instead.
+//!
+//! - [`window`]: the epoch-tagged sliding window of packed atomics behind
+//!   the retry budget's ratio and the breaker's failure ratio.
+//! - [`millis`]: a [`Duration`](std::time::Duration) in whole milliseconds,
+//!   saturating, for logs, journals and millisecond clocks.
+//! - [`capped_doubling`]: the backoff ceiling and the breaker's break.
+//! - [`random`]: where a layer's jitter comes from.
+#![deny(missing_docs)]
+
+mod doubling;
+mod millis;
+pub mod random;
+pub mod window;
+
+pub use doubling::capped_doubling;
+pub use millis::millis;

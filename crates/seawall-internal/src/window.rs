@@ -1,0 +1,206 @@
+//! A sliding window of counts over time slices, one packed atomic word per
+//! slice: the retry budget's ratio window and the breaker's failure-ratio
+//! window.
+//!
+//! A word holds a slice's tag (its number, 24 bits) beside a 40-bit payload
+//! whose meaning is the caller's (a signed balance, or two counts). A word
+//! still tagged with an older slice reads as a zero payload, so a stale
+//! slot is reset and updated in one compare-and-swap, and a slot older than
+//! the window is ignored by its age: nothing ever sweeps the ring.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bits of a word holding its slice's tag.
+pub const TAG_BITS: u32 = 24;
+/// Bits of a word holding the payload.
+pub const PAYLOAD_BITS: u32 = 64 - TAG_BITS;
+/// The payload's bits.
+pub const PAYLOAD_MASK: u64 = (1 << PAYLOAD_BITS) - 1;
+/// The largest balance a signed payload holds ([`signed`]); the smallest
+/// is its negation.
+pub const SIGNED_MAX: i64 = (1 << (PAYLOAD_BITS - 1)) - 1;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+
+/// A ring of slice words, a power of two long (so a slice finds its slot
+/// with a mask, and ring positions agree with tags when the 24-bit tag
+/// wraps).
+///
+/// `R` is the storage: an inline array (`[AtomicU64; N]`, no indirection)
+/// for a fixed window, a boxed slice for one sized at run time.
+///
+/// The words publish nothing but themselves, so every access is `Relaxed`.
+pub struct Window<R = Box<[AtomicU64]>> {
+    slots: R,
+}
+
+impl Window<Box<[AtomicU64]>> {
+    /// A ring for a window of `slices` slices: the next power of two long
+    /// (empty for 0; a window of up to 2^24 slices).
+    pub fn with_slices(slices: usize) -> Self {
+        let len = match slices {
+            0 => 0,
+            n => n.next_power_of_two(),
+        };
+        Window {
+            slots: (0..len).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl<const N: usize> Window<[AtomicU64; N]> {
+    const POWER_OF_TWO: () = assert!(N.is_power_of_two() && N as u64 <= TAG_MASK + 1);
+
+    /// An empty ring of `N` slots, `N` a power of two.
+    pub fn new() -> Self {
+        let () = Self::POWER_OF_TWO;
+        Window {
+            slots: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+impl<const N: usize> Default for Window<[AtomicU64; N]> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R: AsRef<[AtomicU64]>> Window<R> {
+    /// Updates the payload of `slice` (zero when its slot still holds an
+    /// older slice) with `f`; `None` from `f` leaves the word unwritten.
+    /// `f` may run more than once under contention. An empty ring ignores
+    /// the update.
+    #[inline]
+    pub fn update(&self, slice: u64, mut f: impl FnMut(u64) -> Option<u64>) {
+        let slots = self.slots.as_ref();
+        let Some(last) = slots.len().checked_sub(1) else {
+            return;
+        };
+        let slot = &slots[(slice & last as u64) as usize];
+        let tag = slice & TAG_MASK;
+        let mut current = slot.load(Ordering::Relaxed);
+        loop {
+            let payload = if current >> PAYLOAD_BITS == tag {
+                current & PAYLOAD_MASK
+            } else {
+                0
+            };
+            let Some(next) = f(payload) else {
+                return;
+            };
+            let next = (tag << PAYLOAD_BITS) | (next & PAYLOAD_MASK);
+            match slot.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Folds the payloads of the `span` slices ending at `slice` (those
+    /// whose age is under `span`) into `init`. A slot never written adds a
+    /// zero payload.
+    #[inline]
+    pub fn fold<T>(&self, slice: u64, span: u64, init: T, mut f: impl FnMut(T, u64) -> T) -> T {
+        let tag = slice & TAG_MASK;
+        let mut acc = init;
+        for slot in self.slots.as_ref() {
+            let word = slot.load(Ordering::Relaxed);
+            let age = tag.wrapping_sub(word >> PAYLOAD_BITS) & TAG_MASK;
+            if age < span {
+                acc = f(acc, word & PAYLOAD_MASK);
+            }
+        }
+        acc
+    }
+
+    /// Empties every slot.
+    pub fn clear(&self) {
+        for slot in self.slots.as_ref() {
+            slot.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<R: AsRef<[AtomicU64]>> std::fmt::Debug for Window<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Window")
+            .field("slots", &self.slots.as_ref().len())
+            .finish()
+    }
+}
+
+/// A signed balance as a payload (two's complement in [`PAYLOAD_BITS`]
+/// bits); `value` within `±SIGNED_MAX`.
+#[inline]
+pub fn from_signed(value: i64) -> u64 {
+    value as u64 & PAYLOAD_MASK
+}
+
+/// The signed balance a payload holds ([`from_signed`]).
+#[inline]
+pub fn signed(payload: u64) -> i64 {
+    // Sign-extend from PAYLOAD_BITS.
+    (((payload & PAYLOAD_MASK) << TAG_BITS) as i64) >> TAG_BITS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pack(tag: u64, value: i64) -> u64 {
+        (tag << PAYLOAD_BITS) | from_signed(value)
+    }
+
+    fn unpack(packed: u64) -> (u64, i64) {
+        (packed >> PAYLOAD_BITS, signed(packed))
+    }
+
+    #[test]
+    fn packing_round_trips_signed_balances() {
+        for value in [0, 1, -1, SIGNED_MAX, -SIGNED_MAX, 123_456, -987_654] {
+            for tag in [0, 1, TAG_MASK] {
+                assert_eq!(unpack(pack(tag, value)), (tag, value));
+            }
+        }
+    }
+
+    #[test]
+    fn a_stale_slot_starts_afresh_and_old_slices_drop_out() {
+        let window: Window<[AtomicU64; 4]> = Window::new();
+        let add = |slice, n| window.update(slice, |p| Some(p + n));
+        let sum = |slice, span| window.fold(slice, span, 0, |acc, p| acc + p);
+        add(0, 1);
+        add(1, 2);
+        add(1, 3);
+        assert_eq!(sum(1, 2), 6);
+        assert_eq!(sum(1, 1), 5);
+        assert_eq!(sum(2, 2), 5, "slice 0 is out of a 2-slice window at 2");
+        // Slice 4 lands in slice 0's slot: it starts from zero.
+        add(4, 7);
+        assert_eq!(sum(4, 1), 7);
+        assert_eq!(sum(4, 4), 12, "slices 1 and 4");
+        window.clear();
+        assert_eq!(sum(4, 4), 0);
+    }
+
+    #[test]
+    fn a_refused_update_writes_nothing_and_an_empty_ring_ignores_all() {
+        let window = Window::with_slices(3);
+        window.update(5, |_| Some(9));
+        window.update(5, |p| (p < 9).then_some(p + 1));
+        assert_eq!(window.fold(5, 3, 0, |acc, p| acc + p), 9);
+        let empty = Window::with_slices(0);
+        empty.update(1, |_| Some(1));
+        assert_eq!(empty.fold(1, 1, 0, |acc, p| acc + p), 0);
+    }
+
+    #[test]
+    fn tags_wrap_with_the_ring() {
+        let window = Window::with_slices(10);
+        let last = TAG_MASK;
+        window.update(last, |_| Some(1));
+        window.update(last + 1, |_| Some(2));
+        assert_eq!(window.fold(last + 1, 2, 0, |acc, p| acc + p), 3);
+        assert_eq!(window.fold(last + 1, 1, 0, |acc, p| acc + p), 2);
+    }
+}
