@@ -96,7 +96,7 @@ mod assembled {
 
         /// [`Stack::build_with_fallback`], with the resume layer inside the
         /// total deadline and outside the fallback.
-        pub fn build_with_fallback<S, C: Clone, F: Clone, R>(
+        pub fn build_with_fallback<S: Clone, C: Clone, F: Clone, R>(
             &self,
             classify: &ClassifyLayer<C>,
             client: S,

@@ -243,9 +243,15 @@ impl Stack {
         DeadlineLayer::new(self.total).layer(ladder)
     }
 
-    /// The whole stack around `client`, failing over once to `fallback`
-    /// (typically a [`FallbackLayer`] around [`Stack::attempt`] of another
-    /// client, with a rewrite to that route).
+    /// The whole stack around `client`, failing over along `fallback`'s
+    /// chain (typically [`Stack::attempt`]s of other clients, each with a
+    /// rewrite to its route).
+    ///
+    /// The fallback asks this stack's breaker which routes are cooling
+    /// down (unless it was given its own
+    /// [`health`](FallbackLayer::health)): it skips them without a call,
+    /// and when every route is cooling down it waits for the first back
+    /// if that fits the deadline.
     ///
     /// The ladder keeps time in reserve for the fallback: one attempt's
     /// bound, at least the fallback's
@@ -253,7 +259,7 @@ impl Stack {
     /// half the operation. Without it a ladder of slow transient failures
     /// could spend the deadline to the end, and the fallback configured for
     /// exactly that case would find no time left to fire.
-    pub fn build_with_fallback<S, C: Clone, F: Clone, R>(
+    pub fn build_with_fallback<S: Clone, C: Clone, F: Clone, R>(
         &self,
         classify: &ClassifyLayer<C>,
         client: S,
@@ -269,6 +275,9 @@ impl Stack {
             ladder = ladder.seed(seed);
         }
         let primary = ladder.layer(self.attempt(classify, client));
+        let handle = self.breaker.handle();
+        let fallback =
+            fallback.health_or(move |route: &seawall_core::RouteId| handle.cooldown(route));
         DeadlineLayer::new(self.total).layer(fallback.layer(primary))
     }
 

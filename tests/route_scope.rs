@@ -238,3 +238,92 @@ async fn silence_with_an_attempt_bound_shorter_than_first_byte_is_left_after_one
     assert_eq!(hanging.journal().len(), 1);
     mute_task.abort();
 }
+
+/// A chain of two other routes, each tracked as its own route.
+fn chain_to(
+    stack: &seawall::stack::Stack,
+    routes: [(&str, &str); 2],
+) -> seawall::fallback::FallbackLayer<
+    common::FallbackAttempt,
+    impl Fn(&mut common::FallbackRequest) + Clone + Send + Sync + 'static,
+> {
+    let [(a_base, a), (b_base, b)] = routes;
+    let to_a = fallback_to(stack, Provider::OpenAi, a_base).routes()[0]
+        .clone()
+        .route(RouteId::new(a));
+    let to_b = fallback_to(stack, Provider::OpenAi, b_base).routes()[0]
+        .clone()
+        .route(RouteId::new(b));
+    seawall::fallback::FallbackLayer::chain([to_a, to_b])
+}
+
+#[tokio::test]
+async fn a_chain_passes_two_walls_and_skips_both_after() {
+    let primary = common::chaos().await;
+    let walled = common::chaos().await;
+    let healthy = common::chaos().await;
+    let wall = || fault("status;code=429;retry_after=48489;kind=insufficient_quota");
+    primary.script("openai", vec![wall()]).unwrap();
+    walled.script("openai", vec![wall()]).unwrap();
+    let stack = common::short_stack();
+    let (walled_base, healthy_base) = (walled.base_url(), healthy.base_url());
+    let chain = chain_to(
+        &stack,
+        [(&walled_base, "walled"), (&healthy_base, "healthy")],
+    );
+    let mut service = stack.build_with_fallback(&ClassifyLayer::openai(), client(), chain);
+
+    let started = tokio::time::Instant::now();
+    let (served, receipt) = one(&mut service, &primary.base_url(), "walls")
+        .await
+        .unwrap();
+    assert_eq!(served.route, RouteId::new("healthy"));
+    let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(
+        codes,
+        [Some(Code::QuotaExhausted), Some(Code::QuotaExhausted), None]
+    );
+    assert!(started.elapsed() < Duration::from_millis(500), "no backoff");
+
+    // Both walls are remembered: the next operations call neither.
+    for n in 0..20 {
+        let (served, receipt) = one(&mut service, &primary.base_url(), &format!("op{n}"))
+            .await
+            .unwrap();
+        assert_eq!(served.route, RouteId::new("healthy"));
+        let routes: Vec<_> = receipt
+            .attempts
+            .iter()
+            .map(|a| (a.route.as_str(), a.code))
+            .collect();
+        assert_eq!(routes[1], ("walled", Some(Code::RouteCoolingDown)));
+    }
+    assert_eq!((rows(&primary), rows(&walled), rows(&healthy)), (1, 1, 21));
+}
+
+#[tokio::test]
+async fn context_too_long_goes_to_the_large_route_only_when_opted_in() {
+    let too_long = || fault("status;code=400;kind=context_length");
+    for opted_in in [true, false] {
+        let primary = common::chaos().await;
+        let large = common::chaos().await;
+        primary.script("openai", vec![too_long()]).unwrap();
+        let stack = common::short_stack();
+        let mut fallback = fallback_to(&stack, Provider::OpenAi, &large.base_url());
+        if opted_in {
+            fallback = fallback.on(Code::ContextTooLong);
+        }
+        let mut service = stack.build_with_fallback(&ClassifyLayer::openai(), client(), fallback);
+        let outcome = one(&mut service, &primary.base_url(), "long").await;
+        assert_eq!(rows(&primary), 1, "one attempt on the primary");
+        if opted_in {
+            let (served, _) = outcome.expect("the large route answers");
+            assert!(served.fallback);
+            assert_eq!(rows(&large), 1);
+        } else {
+            let failure = outcome.expect_err("surfaced");
+            assert_eq!(failure.code(), Code::ContextTooLong);
+            assert_eq!(rows(&large), 0);
+        }
+    }
+}

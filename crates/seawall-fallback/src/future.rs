@@ -5,68 +5,164 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use seawall_core::replay::ReplayBody;
+use seawall_core::replay::{ReplayBody, clone_head};
 use seawall_core::{
     Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RouteId, StopReason,
 };
+use tokio::time::{Instant, Sleep};
 use tower::util::Oneshot;
 use tower_service::Service;
 
 use crate::error::SameRouteFallback;
+use crate::layer::{Cooling, FallbackRoute};
 use crate::rewrite::Rewrite;
 use crate::service::{SERVED_BY_HEADER, ServedBy, Shared};
 
-/// What a fallback needs, taken when it fires.
-pub(crate) struct Plan<F, R, B> {
-    /// The fallback service (cloned only when it fires) and the settings.
-    pub(crate) shared: Arc<Shared<F, R>>,
+type Req<B> = http::Request<ReplayBody<B>>;
+
+/// What a fallback needs, kept while the primary runs.
+pub(crate) struct Plan<S, F, R, B> {
+    /// The routes (a route's service is cloned only when it is called) and
+    /// the settings.
+    pub(crate) shared: Arc<Shared<S, F, R>>,
     /// The request's head and a handle on its recorded body; `None` when the
     /// body could not be recorded.
-    pub(crate) request: Option<http::Request<ReplayBody<B>>>,
-}
-
-/// The primary's attempt, kept while the fallback runs.
-struct Fired {
-    route: RouteId,
-    primary: Receipt,
+    pub(crate) request: Option<Req<B>>,
 }
 
 pin_project! {
     /// The response future of [`Fallback`](crate::Fallback): the primary's
-    /// call, then at most one fallback call.
-    pub struct ResponseFuture<PF, F, R, B>
+    /// call, then the chain's routes one call each, in order, while the
+    /// failure and the deadline allow.
+    pub struct ResponseFuture<S, F, R, B>
     where
-        F: Service<http::Request<ReplayBody<B>>>,
+        S: Service<Req<B>>,
+        F: Service<Req<B>>,
     {
         #[pin]
-        state: State<PF, Oneshot<F, http::Request<ReplayBody<B>>>>,
+        state: State<S::Future, Pin<Box<Oneshot<S, Req<B>>>>, Oneshot<F, Req<B>>>,
         primary_route: Option<RouteId>,
-        plan: Option<Plan<F, R, B>>,
-        fired: Option<Fired>,
+        plan: Option<Plan<S, F, R, B>>,
+        walk: Option<Box<Walk>>,
         header: bool,
     }
 }
 
 pin_project! {
     #[project = StateProj]
-    enum State<PF, FF> {
+    enum State<PF, AF, FF> {
         Refused { error: Option<BoxError> },
         Primary { #[pin] future: PF },
-        Fallback { #[pin] future: FF },
+        // The primary again, after waiting for it to come back.
+        Again { future: AF },
+        Route { #[pin] future: FF },
+        Waiting { sleep: Pin<Box<Sleep>> },
     }
 }
 
-impl<PF, F, R, B> ResponseFuture<PF, F, R, B>
+/// Which service a call goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Primary,
+    Route(usize),
+}
+
+/// When a cooling route comes back, and what cooled it.
+#[derive(Debug, Clone, Copy)]
+struct Back {
+    code: Code,
+    /// `None`: not before an operator resets it.
+    at: Option<Instant>,
+}
+
+impl Back {
+    fn of((code, left): Cooling, now: Instant) -> Self {
+        Back {
+            code,
+            at: left.map(|left| now + left),
+        }
+    }
+
+    /// What a failure itself says of its route, without a registry.
+    fn from_failure(failure: &Failure, now: Instant) -> Option<Self> {
+        match (failure.code(), failure.retry_after()) {
+            (Code::Auth, _) => Some(Back {
+                code: Code::Auth,
+                at: None,
+            }),
+            (
+                code @ (Code::RateLimited
+                | Code::QuotaExhausted
+                | Code::RouteCoolingDown
+                | Code::CircuitOpen
+                | Code::Overloaded
+                | Code::ProviderUnavailable),
+                Some(after),
+            ) => Some(Back {
+                code,
+                at: Some(now + after),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A route called or skipped in this operation.
+#[derive(Debug)]
+struct Visit {
+    route: RouteId,
+    target: Target,
+    back: Option<Back>,
+}
+
+/// The chain's progress, made when the primary fails and a route takes
+/// the failure: boxed, so a call the primary answers pays nothing for it.
+#[derive(Debug)]
+struct Walk {
+    primary: RouteId,
+    /// Every attempt so far: the primary's, then each route's.
+    receipt: Receipt,
+    /// The next route of the chain to consider.
+    next: usize,
+    /// The call in flight.
+    current: Option<(Target, RouteId)>,
+    /// The route the last failed call went to.
+    left: RouteId,
+    /// How long the layer waited before the call in flight.
+    delay: Duration,
+    /// The opt-in trigger the request moved for: only routes that opted in
+    /// to it are tried after.
+    sticky: Option<Code>,
+    visits: Vec<Visit>,
+    /// The visit waited for.
+    waiting: Option<usize>,
+    waits: usize,
+    moves: u64,
+    /// The span of the move in flight.
+    span: tracing::Span,
+}
+
+/// What to do next. Returned and consumed at once, never stored: boxing
+/// the request would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Step<B> {
+    Call(Target, Req<B>),
+    Wait(Duration),
+    Done(BoxError),
+}
+
+impl<S, F, R, B> ResponseFuture<S, F, R, B>
 where
-    F: Service<http::Request<ReplayBody<B>>>,
+    S: Service<Req<B>>,
+    F: Service<Req<B>>,
 {
-    pub(crate) fn primary(future: PF, route: RouteId, plan: Plan<F, R, B>) -> Self {
+    pub(crate) fn primary(future: S::Future, route: RouteId, plan: Plan<S, F, R, B>) -> Self {
         let header = plan.shared.settings.served_by_header;
         ResponseFuture {
             state: State::Primary { future },
             primary_route: Some(route),
             plan: Some(plan),
-            fired: None,
+            walk: None,
             header,
         }
     }
@@ -76,17 +172,17 @@ where
             state: State::Refused { error: Some(error) },
             primary_route: None,
             plan: None,
-            fired: None,
+            walk: None,
             header: false,
         }
     }
 }
 
-impl<PF, F, R, B, RB, E> Future for ResponseFuture<PF, F, R, B>
+impl<S, F, R, B, RB> Future for ResponseFuture<S, F, R, B>
 where
-    PF: Future<Output = Result<http::Response<RB>, E>>,
-    E: Into<BoxError>,
-    F: Service<http::Request<ReplayBody<B>>, Response = http::Response<RB>> + Clone,
+    S: Service<Req<B>, Response = http::Response<RB>> + Clone,
+    S::Error: Into<BoxError>,
+    F: Service<Req<B>, Response = http::Response<RB>> + Clone,
     F::Error: Into<BoxError>,
     R: Rewrite<B>,
 {
@@ -95,7 +191,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         loop {
-            match this.state.as_mut().project() {
+            let step = match this.state.as_mut().project() {
                 StateProj::Refused { error } => {
                     let error = error
                         .take()
@@ -111,120 +207,496 @@ where
                             return Poll::Ready(Ok(response));
                         }
                         Err(error) => {
-                            let plan = this.plan.take().expect("polled after completion");
-                            match fire(error.into(), route, plan) {
-                                Ok((fallback, request, fired)) => {
-                                    *this.fired = Some(fired);
-                                    this.state.set(State::Fallback {
-                                        future: Oneshot::new(fallback, request),
-                                    });
+                            let plan = this.plan.as_ref().expect("polled after completion");
+                            match Walk::start(error.into(), route, plan) {
+                                Ok((walk, step)) => {
+                                    *this.walk = Some(walk);
+                                    step
                                 }
                                 Err(error) => return Poll::Ready(Err(error)),
                             }
                         }
                     }
                 }
-                StateProj::Fallback { future } => {
-                    let result = ready!(future.poll(cx));
-                    let Fired { route, primary } =
-                        this.fired.take().expect("polled after completion");
-                    return Poll::Ready(match result {
-                        Ok(mut response) => {
-                            let own = response
-                                .extensions_mut()
-                                .remove::<Receipt>()
-                                .unwrap_or_else(|| {
-                                    let mut own = Receipt::default();
-                                    own.push(Attempt::answered(
-                                        route.clone(),
-                                        Duration::ZERO,
-                                        &response,
-                                    ));
-                                    own.stop = Some(StopReason::Succeeded);
-                                    own
-                                });
-                            let receipt = merge(primary, Some(own), &route, None);
-                            response.extensions_mut().insert(receipt);
-                            label(&mut response, route, true, *this.header);
-                            Ok(response)
+                StateProj::Again { future } => {
+                    let walk = this.walk.as_mut().expect("a walk waited");
+                    let result = {
+                        let _entered = walk.span.clone().entered();
+                        ready!(future.as_mut().poll(cx))
+                    };
+                    let plan = this.plan.as_ref().expect("polled after completion");
+                    match result {
+                        Ok(response) => {
+                            return Poll::Ready(Ok(walk.answered(response, *this.header)));
                         }
-                        Err(error) => Err(with_merged_receipt(error.into(), primary, &route)),
+                        Err(error) => walk.failed(error.into(), plan),
+                    }
+                }
+                StateProj::Route { future } => {
+                    let walk = this.walk.as_mut().expect("a walk called a route");
+                    let result = {
+                        let _entered = walk.span.clone().entered();
+                        ready!(future.poll(cx))
+                    };
+                    let plan = this.plan.as_ref().expect("polled after completion");
+                    match result {
+                        Ok(response) => {
+                            return Poll::Ready(Ok(walk.answered(response, *this.header)));
+                        }
+                        Err(error) => walk.failed(error.into(), plan),
+                    }
+                }
+                StateProj::Waiting { sleep } => {
+                    ready!(sleep.as_mut().poll(cx));
+                    let walk = this.walk.as_mut().expect("a walk waits");
+                    let plan = this.plan.as_ref().expect("polled after completion");
+                    walk.after_wait(plan)
+                }
+            };
+            let shared = &this.plan.as_ref().expect("a plan").shared;
+            match step {
+                Step::Call(Target::Primary, request) => {
+                    let primary = shared.primary.clone();
+                    this.state.set(State::Again {
+                        future: Box::pin(Oneshot::new(primary, request)),
                     });
                 }
+                Step::Call(Target::Route(index), request) => {
+                    let service = shared.routes[index].service.clone();
+                    this.state.set(State::Route {
+                        future: Oneshot::new(service, request),
+                    });
+                }
+                Step::Wait(wait) => this.state.set(State::Waiting {
+                    sleep: Box::pin(tokio::time::sleep(wait)),
+                }),
+                Step::Done(error) => return Poll::Ready(Err(error)),
             }
         }
     }
 }
 
-/// Decides on the primary's error: the fallback service and its request
-/// when the fallback fires, else the error to return.
-fn fire<F, R, B>(
-    error: BoxError,
-    from: RouteId,
-    plan: Plan<F, R, B>,
-) -> Result<(F, http::Request<ReplayBody<B>>, Fired), BoxError>
+/// A failure the chain may act on: the ladder below gave up on something
+/// transient, or the route itself is at fault and another can answer (a
+/// quota wall, rejected keys, a cooldown): see `Scope`.
+fn moves(failure: &Failure) -> bool {
+    (matches!(failure.action(), Action::Retry | Action::Failover)
+        && !matches!(failure.code(), Code::Cancelled | Code::DeadlineExceeded))
+        || failure.moves_route()
+}
+
+/// A failure an opted-in route may take: before content, and not one
+/// nobody waits for.
+fn triggerable(failure: &Failure) -> bool {
+    !failure.evidence().content_seen
+        && !matches!(failure.code(), Code::Cancelled | Code::DeadlineExceeded)
+}
+
+/// Whether `route` takes `failure`, and the trigger it takes it for.
+fn takes<F, R>(route: &FallbackRoute<F, R>, failure: &Failure, sticky: Option<Code>) -> Take {
+    let code = failure.code();
+    match sticky {
+        Some(trigger) => {
+            if route.triggers.contains(&trigger) && (code == trigger || moves(failure)) {
+                Take::For(trigger)
+            } else {
+                Take::No
+            }
+        }
+        None if moves(failure) && !route.only_triggers => Take::Moves,
+        None if triggerable(failure) && route.triggers.contains(&code) => Take::For(code),
+        None => Take::No,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Take {
+    No,
+    Moves,
+    For(Code),
+}
+
+impl Walk {
+    /// Decides on the primary's failure: a walk and its first step when a
+    /// route takes it, else the error to return.
+    fn start<S, F, R, B>(
+        error: BoxError,
+        from: RouteId,
+        plan: &Plan<S, F, R, B>,
+    ) -> Result<(Box<Walk>, Step<B>), BoxError>
+    where
+        R: Rewrite<B>,
+    {
+        let Some(failure) = Failure::find(&*error) else {
+            return Err(error);
+        };
+        let shared = &plan.shared;
+        if !shared
+            .routes
+            .iter()
+            .any(|route| takes(route, failure, None) != Take::No)
+        {
+            return Err(error);
+        }
+        let cause = failure.code();
+        let settings = &shared.settings;
+        let Some(kept) = plan.request.as_ref().filter(|r| r.body().is_replayable()) else {
+            return Err(skipped(error, &from, cause, StopReason::NotReplayable));
+        };
+        if let Some(deadline) = Deadline::of(kept)
+            && deadline.remaining() < settings.min_remaining
+        {
+            return Err(skipped(error, &from, cause, StopReason::Deadline));
+        }
+        let receipt = failure
+            .receipt()
+            .cloned()
+            .unwrap_or_else(|| single(&from, Some(cause)));
+        let mut walk = Box::new(Walk {
+            primary: from.clone(),
+            receipt,
+            next: 0,
+            current: None,
+            left: from.clone(),
+            delay: Duration::ZERO,
+            sticky: None,
+            visits: Vec::new(),
+            waiting: None,
+            waits: 0,
+            moves: 0,
+            span: tracing::Span::none(),
+        });
+        walk.visit(Target::Primary, from, failure, shared);
+        let step = walk.next_step(error, plan, kept);
+        Ok((walk, step))
+    }
+
+    /// Records what is known of a route that just failed.
+    fn visit<S, F, R>(
+        &mut self,
+        target: Target,
+        route: RouteId,
+        failure: &Failure,
+        shared: &Shared<S, F, R>,
+    ) {
+        let now = Instant::now();
+        let back = match &shared.settings.health {
+            Some(health) => health.cooling(&route).map(|cooling| Back::of(cooling, now)),
+            None => Back::from_failure(failure, now),
+        };
+        match self.visits.iter_mut().find(|visit| visit.route == route) {
+            Some(visit) => visit.back = back,
+            None => self.visits.push(Visit {
+                route,
+                target,
+                back,
+            }),
+        }
+    }
+
+    /// The next route that takes `error`'s failure, the wait for a cooling
+    /// one, or the error to return.
+    fn next_step<S, F, R, B>(
+        &mut self,
+        error: BoxError,
+        plan: &Plan<S, F, R, B>,
+        kept: &Req<B>,
+    ) -> Step<B>
+    where
+        R: Rewrite<B>,
+    {
+        let Some(failure) = Failure::find(&*error) else {
+            return Step::Done(error);
+        };
+        let shared = &plan.shared;
+        let settings = &shared.settings;
+        if let Some(deadline) = Deadline::of(kept)
+            && deadline.remaining() < settings.min_remaining
+        {
+            return Step::Done(self.fail(error, Some(StopReason::Deadline)));
+        }
+        let cause = failure.code();
+        while let Some(route) = shared.routes.get(self.next) {
+            let index = self.next;
+            self.next += 1;
+            let take = takes(route, failure, self.sticky);
+            if take == Take::No {
+                continue;
+            }
+            let Some(request) = route_request(route, kept) else {
+                return Step::Done(self.fail(error, Some(StopReason::NotReplayable)));
+            };
+            let to = RouteId::of_request(&request);
+            if to == self.primary {
+                return Step::Done(SameRouteFallback::new(to, Some(error)).into());
+            }
+            if self.visits.iter().any(|visit| visit.route == to) {
+                continue;
+            }
+            if let Some(cooling) = settings
+                .health
+                .as_ref()
+                .and_then(|health| health.cooling(&to))
+            {
+                // Skipped without a call: the receipt says why.
+                tracing::debug!(
+                    target: "seawall::fallback",
+                    route = %to,
+                    code = cooling.0.as_str(),
+                    "skipping a route that is cooling down"
+                );
+                let mut skip = Receipt::default();
+                skip.push(Attempt::new(
+                    to.clone(),
+                    Some(Code::RouteCoolingDown),
+                    Duration::ZERO,
+                ));
+                self.receipt.append(skip);
+                self.visits.push(Visit {
+                    route: to,
+                    target: Target::Route(index),
+                    back: Some(Back::of(cooling, Instant::now())),
+                });
+                continue;
+            }
+            if let Take::For(trigger) = take {
+                self.sticky = Some(trigger);
+            }
+            self.begin(Target::Route(index), to, cause, Duration::ZERO);
+            return Step::Call(Target::Route(index), request);
+        }
+        self.all_cooling(error, plan)
+    }
+
+    /// No route is left: wait for the earliest to come back when every one
+    /// is cooling down and that fits; otherwise fail, with the failure that
+    /// cooled the earliest route when every one is cooling down.
+    fn all_cooling<S, F, R, B>(&mut self, error: BoxError, plan: &Plan<S, F, R, B>) -> Step<B> {
+        let settings = &plan.shared.settings;
+        let now = Instant::now();
+        if let Some(health) = &settings.health {
+            for visit in &mut self.visits {
+                visit.back = health
+                    .cooling(&visit.route)
+                    .map(|cooling| Back::of(cooling, now));
+            }
+        }
+        if !self.visits.iter().all(|visit| visit.back.is_some()) {
+            return Step::Done(self.fail(error, None));
+        }
+        let earliest = self
+            .visits
+            .iter()
+            .enumerate()
+            .filter_map(|(n, visit)| Some((n, visit.back?.at?)))
+            .min_by_key(|(_, at)| *at);
+        let Some((n, at)) = earliest else {
+            // Every route waits for an operator.
+            return Step::Done(self.fail(error, None));
+        };
+        let wait = at.saturating_duration_since(now);
+        let deadline = plan.request.as_ref().and_then(Deadline::of);
+        let in_time = deadline
+            .is_none_or(|deadline| now + wait + settings.min_remaining <= deadline.instant());
+        if in_time && wait <= settings.max_wait && self.waits < self.visits.len() {
+            self.waits += 1;
+            self.waiting = Some(n);
+            self.delay = wait;
+            tracing::info!(
+                target: "seawall::fallback",
+                route = %self.visits[n].route,
+                wait_ms = millis(wait),
+                "every route is cooling down: waiting for the first back"
+            );
+            return Step::Wait(wait);
+        }
+        let visit = &self.visits[n];
+        let code = visit.back.map_or(Code::RouteCoolingDown, |back| back.code);
+        let message = format!(
+            "every route is cooling down; the first back is {}, in {} ms",
+            visit.route,
+            millis(wait)
+        );
+        let mut failure = Failure::new(code)
+            .with_route(visit.route.clone())
+            .with_retry_after(wait)
+            .with_message(&message);
+        let why = if in_time {
+            StopReason::HintTooLong
+        } else {
+            StopReason::Deadline
+        };
+        let mut receipt = self.receipt.clone();
+        receipt.stop = Some(why);
+        failure = failure.with_receipt(receipt);
+        tracing::debug!(
+            target: "seawall::fallback",
+            route = %visit.route,
+            code = code.as_str(),
+            retry_after_ms = millis(wait),
+            "every route is cooling down"
+        );
+        Step::Done(Box::new(failure))
+    }
+
+    /// The call to the route waited for.
+    fn after_wait<S, F, R, B>(&mut self, plan: &Plan<S, F, R, B>) -> Step<B>
+    where
+        R: Rewrite<B>,
+    {
+        let n = self.waiting.take().expect("a wait has its route");
+        let Some(kept) = plan.request.as_ref() else {
+            unreachable!("a walk starts only with a kept request");
+        };
+        let (target, route) = (self.visits[n].target, self.visits[n].route.clone());
+        let cause = self.visits[n]
+            .back
+            .map_or(Code::RouteCoolingDown, |b| b.code);
+        let request = match target {
+            Target::Primary => kept.body().replay().map(|body| clone_head(kept, body)),
+            Target::Route(index) => route_request(&plan.shared.routes[index], kept),
+        };
+        let Some(request) = request else {
+            let failure = Failure::new(cause).with_route(route);
+            return Step::Done(self.fail(Box::new(failure), Some(StopReason::NotReplayable)));
+        };
+        let delay = self.delay;
+        self.begin(target, route, cause, delay);
+        Step::Call(target, request)
+    }
+
+    /// Starts a move: its span, its event, its count.
+    fn begin(&mut self, target: Target, to: RouteId, cause: Code, delay: Duration) {
+        self.moves += 1;
+        self.delay = delay;
+        self.span = tracing::info_span!(
+            target: "seawall::fallback",
+            "fallback",
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            server.address = to.as_str(),
+            seawall.attempt = self.moves,
+            seawall.from = self.left.as_str(),
+            seawall.cause = cause.as_str(),
+            seawall.delay_ms = millis(delay),
+            error.type = tracing::field::Empty,
+        );
+        tracing::warn!(
+            target: "seawall::fallback",
+            from = %self.left,
+            to = %to,
+            cause = cause.as_str(),
+            "falling back to another route"
+        );
+        #[cfg(feature = "metrics")]
+        metrics::counter!(
+            seawall_core::metric_names::FALLBACKS_TOTAL,
+            "from" => self.left.to_shared(),
+            "to" => to.to_shared(),
+            "code" => cause.as_str()
+        )
+        .increment(1);
+        self.current = Some((target, to));
+    }
+
+    /// The call in flight failed: its attempts join the receipt, then the
+    /// next step.
+    fn failed<S, F, R, B>(&mut self, error: BoxError, plan: &Plan<S, F, R, B>) -> Step<B>
+    where
+        R: Rewrite<B>,
+    {
+        let (target, route) = self.current.take().expect("a call was in flight");
+        let Some(failure) = Failure::find(&*error) else {
+            // Not understood: returned as it is.
+            return Step::Done(error);
+        };
+        self.span.record("error.type", failure.code().as_str());
+        self.span.record("otel.status_code", "ERROR");
+        let own = failure
+            .receipt()
+            .cloned()
+            .unwrap_or_else(|| single(&route, Some(failure.code())));
+        self.join(own, target);
+        self.visit(target, route.clone(), failure, &plan.shared);
+        self.left = route;
+        let Some(kept) = plan.request.as_ref() else {
+            unreachable!("a walk starts only with a kept request");
+        };
+        self.next_step(error, plan, kept)
+    }
+
+    /// A route's own receipt after the others, its first attempt carrying
+    /// the wait before it.
+    fn join(&mut self, own: Receipt, target: Target) {
+        let mut own_attempts = own.attempts.into_iter();
+        let mut joined = Receipt::default();
+        if let Some(mut first) = own_attempts.next() {
+            first.delay += self.delay;
+            joined.push(first);
+        }
+        joined.attempts.extend(own_attempts);
+        joined.stop = own.stop;
+        self.receipt.append(joined);
+        self.receipt.fallback = target != Target::Primary;
+    }
+
+    /// The answer of the call in flight, with the whole receipt.
+    fn answered<RB>(
+        &mut self,
+        mut response: http::Response<RB>,
+        header: bool,
+    ) -> http::Response<RB> {
+        let (target, route) = self.current.take().expect("a call was in flight");
+        let own = response
+            .extensions_mut()
+            .remove::<Receipt>()
+            .unwrap_or_else(|| {
+                let mut own = Receipt::default();
+                own.push(Attempt::answered(route.clone(), Duration::ZERO, &response));
+                own.stop = Some(StopReason::Succeeded);
+                own
+            });
+        self.join(own, target);
+        let receipt = std::mem::take(&mut self.receipt);
+        response.extensions_mut().insert(receipt);
+        label(&mut response, route, target != Target::Primary, header);
+        response
+    }
+
+    /// The error with every attempt in its receipt. An error that is not a
+    /// seawall `Failure` anywhere in its chain is returned as it is.
+    fn fail(&mut self, error: BoxError, stop: Option<StopReason>) -> BoxError {
+        let mut failure = match Failure::extract(error) {
+            Ok(failure) => failure,
+            Err(error) => return error,
+        };
+        let mut receipt = std::mem::take(&mut self.receipt);
+        if let Some(stop) = stop {
+            receipt.stop = Some(stop);
+        }
+        if failure.route().is_none() {
+            failure = failure.with_route(self.left.clone());
+        }
+        Box::new(failure.with_receipt(receipt))
+    }
+}
+
+/// A route's copy of the request: the recording replayed from its start,
+/// the route's rewrite, its route name.
+fn route_request<F, R, B>(route: &FallbackRoute<F, R>, kept: &Req<B>) -> Option<Req<B>>
 where
-    F: Clone,
     R: Rewrite<B>,
 {
-    let Some(failure) = Failure::find(&*error) else {
-        return Err(error);
-    };
-    let cause = failure.code();
-    // The ladder below gave up on something transient, or the route itself
-    // is at fault and another can answer (a quota wall, rejected keys, a
-    // cooldown): see `Scope`.
-    let eligible = (matches!(failure.action(), Action::Retry | Action::Failover)
-        && !matches!(cause, Code::Cancelled | Code::DeadlineExceeded))
-        || failure.moves_route();
-    if !eligible {
-        return Err(error);
-    }
-    let primary = failure
-        .receipt()
-        .cloned()
-        .unwrap_or_else(|| single(&from, Some(cause)));
-    let Plan { shared, request } = plan;
-    let settings = &shared.settings;
-    let Some(mut request) = request.filter(|r| r.body().is_replayable()) else {
-        return Err(skipped(error, &from, cause, StopReason::NotReplayable));
-    };
-    if let Some(deadline) = Deadline::of(&request)
-        && deadline.remaining() < settings.min_remaining
-    {
-        return Err(skipped(error, &from, cause, StopReason::Deadline));
-    }
-    // The copied extensions name the primary's route; the fallback's is the
+    let body = kept.body().replay()?;
+    let mut request = clone_head(kept, body);
+    // The copied extensions name the primary's route; this route's is the
     // configured one, else whatever the rewritten request says.
     request.extensions_mut().remove::<RouteId>();
-    settings.rewrite.rewrite(&mut request);
-    if let Some(route) = &settings.route {
-        request.extensions_mut().insert(route.clone());
+    route.rewrite.rewrite(&mut request);
+    if let Some(name) = &route.route {
+        request.extensions_mut().insert(name.clone());
     }
-    let to = RouteId::of_request(&request);
-    if to == from {
-        return Err(SameRouteFallback::new(to, Some(error)).into());
-    }
-    tracing::warn!(
-        target: "seawall::fallback",
-        from = %from,
-        to = %to,
-        cause = cause.as_str(),
-        "falling back to another route"
-    );
-    #[cfg(feature = "metrics")]
-    metrics::counter!(
-        seawall_core::metric_names::FALLBACKS_TOTAL,
-        "from" => from.to_shared(),
-        "to" => to.to_shared(),
-        "code" => cause.as_str()
-    )
-    .increment(1);
-    Ok((
-        shared.fallback.clone(),
-        request,
-        Fired { route: to, primary },
-    ))
+    Some(request)
 }
 
 /// The primary's error, returned without a fallback: the receipt's stop
@@ -263,29 +735,6 @@ fn single(route: &RouteId, code: Option<Code>) -> Receipt {
     receipt
 }
 
-/// The primary's receipt followed by the fallback's.
-fn merge(mut primary: Receipt, own: Option<Receipt>, to: &RouteId, code: Option<Code>) -> Receipt {
-    let mut fallback = own.unwrap_or_else(|| single(to, code));
-    fallback.fallback = true;
-    primary.append(fallback);
-    primary
-}
-
-/// The fallback's error with both attempts in its receipt. An error that is
-/// not a seawall `Failure` anywhere in its chain is returned as it is.
-fn with_merged_receipt(error: BoxError, primary: Receipt, to: &RouteId) -> BoxError {
-    let mut failure = match Failure::extract(error) {
-        Ok(failure) => failure,
-        Err(error) => return error,
-    };
-    let own = failure.receipt_mut().take().map(|receipt| *receipt);
-    let receipt = merge(primary, own, to, Some(failure.code()));
-    if failure.route().is_none() {
-        failure = failure.with_route(to.clone());
-    }
-    Box::new(failure.with_receipt(receipt))
-}
-
 fn label<RB>(response: &mut http::Response<RB>, route: RouteId, fallback: bool, header: bool) {
     if header {
         let value = if fallback {
@@ -302,14 +751,19 @@ fn label<RB>(response: &mut http::Response<RB>, route: RouteId, fallback: bool, 
         .insert(ServedBy { route, fallback });
 }
 
-impl<PF, F, R, B> std::fmt::Debug for ResponseFuture<PF, F, R, B>
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl<S, F, R, B> std::fmt::Debug for ResponseFuture<S, F, R, B>
 where
-    F: Service<http::Request<ReplayBody<B>>>,
+    S: Service<Req<B>>,
+    F: Service<Req<B>>,
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResponseFuture")
             .field("primary_route", &self.primary_route)
-            .field("fell_back", &self.fired.is_some())
+            .field("walk", &self.walk)
             .finish_non_exhaustive()
     }
 }

@@ -1,24 +1,165 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use seawall_core::RouteId;
 use seawall_core::replay::DEFAULT_MAX_REPLAY_BYTES;
+use seawall_core::{Code, RouteId};
 use tower_layer::Layer;
 
 use crate::rewrite::Unchanged;
 use crate::service::{Fallback, Shared};
 
-/// Fails over to `fallback` once when the primary's failure allows it. See
-/// the [crate docs](crate).
+/// What a route health registry says of a route while it is cooling down:
+/// the failure that cooled it, and the time left (`None`: until an
+/// operator resets it).
+pub type Cooling = (Code, Option<Duration>);
+
+/// Where a [`Fallback`] asks whether a route is cooling down: the breaker's
+/// route registry, typically (the assembled stack wires
+/// `BreakerHandle::cooldown` in).
+///
+/// A route that is cooling down is skipped without a call; when every
+/// route is cooling down, the fallback waits for the earliest to come back
+/// if that fits (see [`FallbackLayer::max_wait`]). Any
+/// `Fn(&RouteId) -> Option<Cooling>` is one.
+pub trait RouteHealth: Send + Sync + 'static {
+    /// The failure that cooled `route` and the time left, while it is
+    /// cooling down; `None` when it may be called.
+    fn cooling(&self, route: &RouteId) -> Option<Cooling>;
+}
+
+impl<F> RouteHealth for F
+where
+    F: Fn(&RouteId) -> Option<Cooling> + Send + Sync + 'static,
+{
+    fn cooling(&self, route: &RouteId) -> Option<Cooling> {
+        self(route)
+    }
+}
+
+/// One route of a fallback chain: its service (one attempt, no ladder of
+/// its own), the rewrite of its copy of the request, its route name, and
+/// the failures it opts in to beyond the route-scoped ones.
+///
+/// ```
+/// # use seawall_core::{Code, RouteId};
+/// # use seawall_fallback::FallbackRoute;
+/// # let large_context = tower::service_fn(|_: ()| async { Ok::<(), std::convert::Infallible>(()) });
+/// // A model with a larger context window, for requests too long for the
+/// // primary's — and only for those.
+/// let route = FallbackRoute::new(large_context)
+///     .route(RouteId::new("large-context"))
+///     .only_on(Code::ContextTooLong);
+/// ```
+pub struct FallbackRoute<F, R = Unchanged> {
+    pub(crate) service: F,
+    pub(crate) rewrite: Arc<R>,
+    pub(crate) route: Option<RouteId>,
+    /// Request-scoped codes this route also takes (opt-in).
+    pub(crate) triggers: Vec<Code>,
+    /// Takes only its triggers, never an ordinary route-scoped move.
+    pub(crate) only_triggers: bool,
+}
+
+impl<F: Clone, R> Clone for FallbackRoute<F, R> {
+    fn clone(&self) -> Self {
+        FallbackRoute {
+            service: self.service.clone(),
+            rewrite: Arc::clone(&self.rewrite),
+            route: self.route.clone(),
+            triggers: self.triggers.clone(),
+            only_triggers: self.only_triggers,
+        }
+    }
+}
+
+impl<F, R> std::fmt::Debug for FallbackRoute<F, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FallbackRoute")
+            .field("route", &self.route)
+            .field("triggers", &self.triggers)
+            .field("only_triggers", &self.only_triggers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> FallbackRoute<F> {
+    /// A route served by `service`, with the request unchanged and its
+    /// route derived from the request.
+    pub fn new(service: F) -> Self {
+        FallbackRoute {
+            service,
+            rewrite: Arc::new(Unchanged),
+            route: None,
+            triggers: Vec::new(),
+            only_triggers: false,
+        }
+    }
+}
+
+impl<F, R> FallbackRoute<F, R> {
+    /// Rewrites this route's copy of the request (see
+    /// [`Rewrite`](crate::Rewrite)).
+    pub fn rewrite<R2>(self, rewrite: R2) -> FallbackRoute<F, R2> {
+        self.rewrite_shared(Arc::new(rewrite))
+    }
+
+    pub(crate) fn rewrite_shared<R2>(self, rewrite: Arc<R2>) -> FallbackRoute<F, R2> {
+        FallbackRoute {
+            service: self.service,
+            rewrite,
+            route: self.route,
+            triggers: self.triggers,
+            only_triggers: self.only_triggers,
+        }
+    }
+
+    /// This route's name. It is put in its request's extensions (so a
+    /// breaker inside its service tracks it), it is what the route health
+    /// is asked about, and a request whose own route is the same is
+    /// refused with [`SameRouteFallback`](crate::SameRouteFallback) before
+    /// any call. Without it, the route is derived from the rewritten
+    /// request.
+    pub fn route(mut self, route: RouteId) -> Self {
+        self.route = Some(route);
+        self
+    }
+
+    /// Opts this route in to a request-scoped failure that it can fix
+    /// where the others cannot: `context_too_long` for a route with a
+    /// larger context window, `refused` or `content_filtered` for a route
+    /// the user chose for those (a policy decision: never a default). The
+    /// route still takes the ordinary route-scoped moves; see
+    /// [`only_on`](Self::only_on). Nothing moves after content, nor on
+    /// `cancelled` or `deadline_exceeded`, whatever is opted in.
+    ///
+    /// Once a request moved for such a failure, only routes that opted in
+    /// to it are tried after (the others would fail the same way).
+    pub fn on(mut self, code: Code) -> Self {
+        if !self.triggers.contains(&code) {
+            self.triggers.push(code);
+        }
+        self
+    }
+
+    /// As [`on`](Self::on), and this route takes nothing else: it is not
+    /// used for ordinary route-scoped failures.
+    pub fn only_on(mut self, code: Code) -> Self {
+        self.only_triggers = true;
+        self.on(code)
+    }
+}
+
+/// Fails over along a chain of other routes — each one attempt, in order —
+/// when the primary's failure allows it. See the [crate docs](crate).
 pub struct FallbackLayer<F, R = Unchanged> {
-    pub(crate) fallback: F,
-    pub(crate) settings: Settings<R>,
+    pub(crate) routes: Vec<FallbackRoute<F, R>>,
+    pub(crate) settings: Settings,
 }
 
 impl<F: Clone, R> Clone for FallbackLayer<F, R> {
     fn clone(&self) -> Self {
         FallbackLayer {
-            fallback: self.fallback.clone(),
+            routes: self.routes.clone(),
             settings: self.settings.clone(),
         }
     }
@@ -27,90 +168,104 @@ impl<F: Clone, R> Clone for FallbackLayer<F, R> {
 impl<F, R> std::fmt::Debug for FallbackLayer<F, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FallbackLayer")
+            .field("routes", &self.routes)
             .field("settings", &self.settings)
-            .finish_non_exhaustive()
+            .finish()
     }
 }
 
-pub(crate) struct Settings<R> {
-    pub(crate) rewrite: Arc<R>,
-    pub(crate) route: Option<RouteId>,
+#[derive(Clone)]
+pub(crate) struct Settings {
     pub(crate) min_remaining: Duration,
     pub(crate) max_replay_bytes: usize,
     pub(crate) served_by_header: bool,
+    pub(crate) max_wait: Duration,
+    pub(crate) health: Option<Arc<dyn RouteHealth>>,
 }
 
-impl<R> std::fmt::Debug for Settings<R> {
+impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Settings")
-            .field("route", &self.route)
             .field("min_remaining", &self.min_remaining)
             .field("max_replay_bytes", &self.max_replay_bytes)
             .field("served_by_header", &self.served_by_header)
-            .finish_non_exhaustive()
+            .field("max_wait", &self.max_wait)
+            .field("health", &self.health.is_some())
+            .finish()
     }
 }
 
-impl<R> Clone for Settings<R> {
-    fn clone(&self) -> Self {
-        Settings {
-            rewrite: Arc::clone(&self.rewrite),
-            route: self.route.clone(),
-            min_remaining: self.min_remaining,
-            max_replay_bytes: self.max_replay_bytes,
-            served_by_header: self.served_by_header,
-        }
-    }
-}
+/// The longest wait for a cooling route by default: as long as the retry
+/// ladder's longest `Retry-After` sleep.
+pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(60);
 
 impl<F> FallbackLayer<F> {
     /// Falls back to `fallback`, with the request unchanged, its route
     /// derived from the request, a minimum of 1 s left on the deadline, and
     /// request bodies recorded up to 1 MiB.
     pub fn new(fallback: F) -> Self {
-        FallbackLayer {
-            fallback,
-            settings: Settings {
-                rewrite: Arc::new(Unchanged),
-                route: None,
-                min_remaining: Duration::from_secs(1),
-                max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
-                served_by_header: false,
-            },
-        }
+        FallbackLayer::chain([FallbackRoute::new(fallback)])
     }
 }
 
 impl<F, R> FallbackLayer<F, R> {
-    /// Rewrites the fallback's copy of the request (see
-    /// [`Rewrite`](crate::Rewrite)).
-    pub fn rewrite<R2>(self, rewrite: R2) -> FallbackLayer<F, R2> {
-        let Settings {
-            route,
-            min_remaining,
-            max_replay_bytes,
-            served_by_header,
-            ..
-        } = self.settings;
+    /// Falls back along `routes`, in order: each one attempt, tried while
+    /// the deadline allows, skipping a route that is cooling down. Other
+    /// settings as [`new`](FallbackLayer::new).
+    pub fn chain(routes: impl IntoIterator<Item = FallbackRoute<F, R>>) -> Self {
         FallbackLayer {
-            fallback: self.fallback,
+            routes: routes.into_iter().collect(),
             settings: Settings {
-                rewrite: Arc::new(rewrite),
-                route,
-                min_remaining,
-                max_replay_bytes,
-                served_by_header,
+                min_remaining: Duration::from_secs(1),
+                max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
+                served_by_header: false,
+                max_wait: DEFAULT_MAX_WAIT,
+                health: None,
             },
         }
     }
 
-    /// The fallback's route. It is put in the fallback request's extensions
-    /// (so a breaker inside the fallback service tracks it), and a request
-    /// whose own route is the same is refused with
-    /// [`SameRouteFallback`](crate::SameRouteFallback) before any call.
-    /// Without it, the route is derived from the rewritten request.
+    /// Adds `route` at the end of the chain.
+    pub fn then(mut self, route: FallbackRoute<F, R>) -> Self {
+        self.routes.push(route);
+        self
+    }
+
+    /// The routes of the chain, in order.
+    pub fn routes(&self) -> &[FallbackRoute<F, R>] {
+        &self.routes
+    }
+
+    /// Rewrites every route's copy of the request with `rewrite` (see
+    /// [`Rewrite`](crate::Rewrite)); give each route of a chain its own
+    /// with [`FallbackRoute::rewrite`].
+    pub fn rewrite<R2>(self, rewrite: R2) -> FallbackLayer<F, R2> {
+        let rewrite = Arc::new(rewrite);
+        FallbackLayer {
+            routes: self
+                .routes
+                .into_iter()
+                .map(|route| route.rewrite_shared(Arc::clone(&rewrite)))
+                .collect(),
+            settings: self.settings,
+        }
+    }
+
+    /// The last route's name (the only one's, for a layer made by
+    /// [`new`](Self::new)): see [`FallbackRoute::route`].
     pub fn route(mut self, route: RouteId) -> Self {
-        self.settings.route = Some(route);
+        if let Some(last) = self.routes.last_mut() {
+            last.route = Some(route);
+        }
+        self
+    }
+
+    /// Opts the last route in to a request-scoped failure: see
+    /// [`FallbackRoute::on`].
+    pub fn on(mut self, code: Code) -> Self {
+        if let Some(last) = self.routes.pop() {
+            self.routes.push(last.on(code));
+        }
         self
     }
 
@@ -142,15 +297,46 @@ impl<F, R> FallbackLayer<F, R> {
         self.settings.served_by_header = on;
         self
     }
+
+    /// Where to ask whether a route is cooling down (default: nowhere —
+    /// a cooling route's own breaker refuses it, and only the failures
+    /// seen say when it comes back).
+    pub fn health(mut self, health: impl RouteHealth) -> Self {
+        self.settings.health = Some(Arc::new(health));
+        self
+    }
+
+    /// Sets [`health`](Self::health) unless it was set.
+    pub fn health_or(self, health: impl RouteHealth) -> Self {
+        match self.settings.health {
+            Some(_) => self,
+            None => self.health(health),
+        }
+    }
+
+    /// The longest the layer waits when every route is cooling down
+    /// (default [`DEFAULT_MAX_WAIT`]): it waits for the earliest to come
+    /// back when that is within this and within the deadline (less
+    /// [`min_remaining`](Self::min_remaining)); otherwise it fails at once
+    /// with the failure that cooled the earliest route, carrying its
+    /// return time as `retry_after`. Zero never waits.
+    pub fn max_wait(mut self, max: Duration) -> Self {
+        self.settings.max_wait = max;
+        self
+    }
 }
 
-impl<S, F: Clone, R> Layer<S> for FallbackLayer<F, R> {
+impl<S: Clone, F: Clone, R> Layer<S> for FallbackLayer<F, R> {
     type Service = Fallback<S, F, R>;
 
     fn layer(&self, primary: S) -> Self::Service {
         Fallback {
-            primary,
-            shared: Arc::new(Shared::new(self.fallback.clone(), self.settings.clone())),
+            primary: primary.clone(),
+            shared: Arc::new(Shared::new(
+                primary,
+                self.routes.clone().into_boxed_slice(),
+                self.settings.clone(),
+            )),
         }
     }
 }

@@ -1,9 +1,10 @@
-//! Change route when waiting would re-buy the same broken thing — once, and
-//! only when it is safe.
+//! Change route when waiting would re-buy the same broken thing — along a
+//! chain of other routes, one call each, and only when it is safe.
 //!
 //! [`FallbackLayer`] sends a request to the primary service and, when the
-//! primary's final failure is one another route can fix, once to a fallback
-//! service:
+//! primary's final failure is one another route can fix, to the routes of
+//! its chain ([`FallbackRoute`]s, each with its own service, request
+//! rewrite and name), in order, one call each:
 //!
 //! - **Only failures another route can fix**
 //!   ([`Failure::moves_route`](seawall_core::Failure::moves_route), the
@@ -18,6 +19,28 @@
 //!   malformed call), `cancelled` or `deadline_exceeded`, a transient one
 //!   the provider said not to repeat, nor for an error that is not a
 //!   seawall [`Failure`](seawall_core::Failure).
+//! - **Opt-in triggers**: a route can take a request-scoped failure it
+//!   can fix where the others cannot, when the configuration says so —
+//!   [`FallbackRoute::on`]`(Code::ContextTooLong)` for a route with a
+//!   larger context window, `on(Code::Refused)` or
+//!   `on(Code::ContentFiltered)` for a route the user chose for those
+//!   ([`only_on`](FallbackRoute::only_on) keeps the route for its triggers
+//!   alone). None is on by default. Once a request moved for a trigger,
+//!   only routes that opted in to it are tried after.
+//! - **In order, skipping cold routes**: the chain's routes are tried one
+//!   after the other while the failure and the deadline allow. A route
+//!   that [`RouteHealth`] (the breaker's route registry in the assembled
+//!   stack) says is cooling down is skipped without a call — the receipt
+//!   records it as `route_cooling_down`. A route already tried in this
+//!   operation is not tried twice.
+//! - **Waiting when every route is cooling down**: when no route is left
+//!   and every route the operation went to is cooling down, the layer
+//!   waits for the earliest to come back if that is within the deadline
+//!   (less [`min_remaining`](FallbackLayer::min_remaining)) and within
+//!   [`max_wait`](FallbackLayer::max_wait), then calls it; otherwise it
+//!   fails at once with the failure that cooled the earliest route (e.g.
+//!   `rate_limited`), its `retry_after` the time until that route is back.
+//!   Without a registry, the failures' own hints say when routes return.
 //! - **Sooner after silence**: the request carries
 //!   [`OtherRoutes`](seawall_core::OtherRoutes), so a retry ladder below
 //!   leaves a route after its first zero-byte timeout instead of spending a
@@ -26,25 +49,39 @@
 //!   A failure after content reached the caller arrives through the response
 //!   body, which passes through untouched — by construction it never falls
 //!   back, so the caller is never shown two answers.
-//! - **Only once**: the fallback is one call; its failure is returned, with
-//!   both attempts in its [`Receipt`](seawall_core::Receipt).
+//! - **One call per route**: each route of the chain is one attempt, not a
+//!   ladder; the last failure is returned with every attempt in its
+//!   [`Receipt`](seawall_core::Receipt).
 //! - **Only in time**: with a [`Deadline`](seawall_core::Deadline) in the
-//!   request extensions, only when at least
+//!   request extensions, a route is called only when at least
 //!   [`min_remaining`](FallbackLayer::min_remaining) is left.
 //! - **Only to another route**: a fallback whose route is the primary's is
 //!   a configuration error ([`SameRouteFallback`]), never a doomed call.
 //!
 //! The request body is recorded as the primary sends it
 //! ([`ReplayBody`](seawall_core::replay::ReplayBody), up to
-//! [`max_replay_bytes`](FallbackLayer::max_replay_bytes)), so both services
-//! take `http::Request<ReplayBody<B>>`. A body over the cap is sent once:
+//! [`max_replay_bytes`](FallbackLayer::max_replay_bytes)), so every service
+//! takes `http::Request<ReplayBody<B>>`. A body over the cap is sent once:
 //! no fallback, and the receipt's stop reason says `not_replayable`.
 //!
 //! Every response carries [`ServedBy`] in its extensions (and, opt-in, an
-//! `x-seawall-served-by` header). A fallback's response or failure carries
-//! the merged receipt: the primary's attempts, then the fallback's, with
-//! `fallback = true`. Each fallback emits a `tracing` event (target
-//! `seawall::fallback`, fields `from`, `to`, `cause`).
+//! `x-seawall-served-by` header). A response or failure after a move
+//! carries the merged receipt: the primary's attempts, then each route's
+//! in order (the first attempt after a wait has the wait as its `delay`),
+//! with `fallback = true` when a route of the chain produced the outcome.
+//! Each move emits a `tracing` event (target `seawall::fallback`, fields
+//! `from`, `to`, `cause`) and opens one `fallback` span (a child of the
+//! caller's current span) for its call, with the retry crate's field names:
+//!
+//! | field | value |
+//! |---|---|
+//! | `otel.kind` | `client` |
+//! | `server.address` | the route moved to |
+//! | `seawall.attempt` | the move's number in the operation, from 1 |
+//! | `seawall.from` | the route left |
+//! | `seawall.cause` | the code that made the request move |
+//! | `seawall.delay_ms` | the wait for a cooling route before the call, else 0 |
+//! | `error.type`, `otel.status_code` | the route's failure code, `ERROR` |
 //!
 //! ```
 //! use std::time::Duration;
@@ -90,6 +127,34 @@
 //! # }
 //! ```
 //!
+//! A chain, with a large-context route kept for `context_too_long`:
+//!
+//! ```
+//! # use bytes::Bytes;
+//! # use http_body_util::Full;
+//! # use seawall_core::replay::ReplayBody;
+//! # use seawall_core::{Code, Failure, RouteId};
+//! # use seawall_fallback::{FallbackLayer, FallbackRoute};
+//! # type Request = http::Request<ReplayBody<Full<Bytes>>>;
+//! # type Response = http::Response<Full<Bytes>>;
+//! # type Route = tower::util::BoxCloneSyncService<Request, Response, seawall_core::BoxError>;
+//! # fn attempt(_: &str) -> Route {
+//! #     Route::new(tower::service_fn(|_: Request| async {
+//! #         Ok::<_, Failure>(Response::new(Full::new(Bytes::new())))
+//! #     }))
+//! # }
+//! let layer = FallbackLayer::chain([
+//!     FallbackRoute::new(attempt("backup-key")).route(RouteId::new("backup-key")),
+//!     FallbackRoute::new(attempt("other-region")).route(RouteId::new("other-region")),
+//! ])
+//! .then(
+//!     FallbackRoute::new(attempt("large-context"))
+//!         .route(RouteId::new("large-context"))
+//!         .only_on(Code::ContextTooLong),
+//! );
+//! assert_eq!(layer.routes().len(), 3);
+//! ```
+//!
 //! # Differences from a generic fallback
 //!
 //! tower has no fallback layer (`steer` and `balance` pick a service
@@ -98,9 +163,11 @@
 //! given, needs a clone of the request made up front, and may run after
 //! part of an answer was shown. This one moves only for failures another
 //! route can fix (the classified [`Failure`](seawall_core::Failure)'s
-//! scope), only before content, only once, only in time and only to
-//! another route; it records the body as the primary sends it and merges
-//! both attempts into one [`Receipt`](seawall_core::Receipt).
+//! scope, or a trigger the configuration opted in to), only before
+//! content, one call per route, only in time and only to another route;
+//! it skips routes that are cooling down and waits for one only when that
+//! fits the deadline; it records the body as the primary sends it and
+//! merges every attempt into one [`Receipt`](seawall_core::Receipt).
 #![deny(missing_docs)]
 
 mod error;
@@ -111,6 +178,6 @@ mod service;
 
 pub use error::SameRouteFallback;
 pub use future::ResponseFuture;
-pub use layer::FallbackLayer;
+pub use layer::{Cooling, DEFAULT_MAX_WAIT, FallbackLayer, FallbackRoute, RouteHealth};
 pub use rewrite::{Rewrite, Unchanged};
 pub use service::{Fallback, SERVED_BY_HEADER, ServedBy};

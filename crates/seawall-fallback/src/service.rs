@@ -9,7 +9,7 @@ use tower_service::Service;
 
 use crate::error::SameRouteFallback;
 use crate::future::{Plan, ResponseFuture};
-use crate::layer::Settings;
+use crate::layer::{FallbackRoute, Settings};
 use crate::rewrite::Rewrite;
 
 /// The response header that names the route that served the answer, when
@@ -30,25 +30,37 @@ pub struct ServedBy {
 /// The service made by [`FallbackLayer`](crate::FallbackLayer).
 pub struct Fallback<S, F, R> {
     pub(crate) primary: S,
-    pub(crate) shared: Arc<Shared<F, R>>,
+    pub(crate) shared: Arc<Shared<S, F, R>>,
 }
 
 /// What every clone of a [`Fallback`] and every call shares: a call keeps
-/// one reference to it, and clones the fallback service only when it fires.
-pub(crate) struct Shared<F, R> {
-    pub(crate) fallback: F,
-    pub(crate) settings: Settings<R>,
+/// one reference to it, and clones a route's service only when it fires.
+pub(crate) struct Shared<S, F, R> {
+    /// A clone of the primary made when the layer was applied: called when
+    /// the primary is the route the layer waited for.
+    pub(crate) primary: S,
+    pub(crate) routes: Box<[FallbackRoute<F, R>]>,
+    pub(crate) settings: Settings,
     /// The primary route of each request, without allocating for the usual one.
     pub(crate) primary_routes: OnceLock<RouteId>,
 }
 
-impl<F, R> Shared<F, R> {
-    pub(crate) fn new(fallback: F, settings: Settings<R>) -> Self {
+impl<S, F, R> Shared<S, F, R> {
+    pub(crate) fn new(primary: S, routes: Box<[FallbackRoute<F, R>]>, settings: Settings) -> Self {
         Shared {
-            fallback,
+            primary,
+            routes,
             settings,
             primary_routes: OnceLock::new(),
         }
+    }
+
+    /// A configured route that is the primary's.
+    fn same_route(&self, primary: &RouteId) -> Option<&RouteId> {
+        self.routes
+            .iter()
+            .filter_map(|route| route.route.as_ref())
+            .find(|route| *route == primary)
     }
 }
 
@@ -65,11 +77,11 @@ impl<S: Clone, F, R> Clone for Fallback<S, F, R> {
     }
 }
 
-impl<S: std::fmt::Debug, F: std::fmt::Debug, R> std::fmt::Debug for Fallback<S, F, R> {
+impl<S: std::fmt::Debug, F, R> std::fmt::Debug for Fallback<S, F, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fallback")
             .field("primary", &self.primary)
-            .field("fallback", &self.shared.fallback)
+            .field("routes", &self.shared.routes)
             .field("settings", &self.shared.settings)
             .finish()
     }
@@ -77,7 +89,7 @@ impl<S: std::fmt::Debug, F: std::fmt::Debug, R> std::fmt::Debug for Fallback<S, 
 
 impl<S, F, R, B, RB> Service<http::Request<B>> for Fallback<S, F, R>
 where
-    S: Service<http::Request<ReplayBody<B>>, Response = http::Response<RB>>,
+    S: Service<http::Request<ReplayBody<B>>, Response = http::Response<RB>> + Clone,
     S::Error: Into<BoxError>,
     F: Service<http::Request<ReplayBody<B>>, Response = http::Response<RB>> + Clone,
     F::Error: Into<BoxError>,
@@ -86,7 +98,7 @@ where
 {
     type Response = http::Response<RB>;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Future, F, R, B>;
+    type Future = ResponseFuture<S, F, R, B>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.primary.poll_ready(cx).map_err(Into::into)
@@ -95,8 +107,8 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let settings = &self.shared.settings;
         let primary_route = RouteId::of_request_sharing(&request, &self.shared.primary_routes);
-        if settings.route.as_ref() == Some(&primary_route) {
-            return ResponseFuture::refused(SameRouteFallback::new(primary_route, None).into());
+        if let Some(same) = self.shared.same_route(&primary_route) {
+            return ResponseFuture::refused(SameRouteFallback::new(same.clone(), None).into());
         }
         let (mut parts, body) = request.into_parts();
         let mut body = ReplayBody::recorded(body, settings.max_replay_bytes);
