@@ -50,6 +50,7 @@ mod receipt;
 pub mod replay;
 mod route;
 mod scope;
+pub mod span;
 mod text;
 pub mod usage;
 
@@ -65,6 +66,7 @@ pub use progress::Progress;
 pub use receipt::{Attempt, Attempts, Receipt, StopReason};
 pub use route::{RouteId, ShownUri};
 pub use scope::{Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope};
+pub use span::AttemptSpans;
 pub use usage::{Usage, UsageSlot, UsageSource};
 
 /// The error type that travels between tower services.

@@ -9,8 +9,8 @@ use pin_project_lite::pin_project;
 use seawall_core::provider::Provider;
 use seawall_core::replay::ReplayBody;
 use seawall_core::{
-    Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RequestFacts, RouteId, StopReason,
-    Usage,
+    Action, Attempt, AttemptSpans, BoxError, Code, Deadline, Failure, Receipt, RequestFacts,
+    RouteId, StopReason, Usage,
 };
 use seawall_internal::millis;
 use tokio::time::{Instant, Sleep, sleep};
@@ -144,8 +144,9 @@ where
             return future.poll(cx).map_err(Into::into);
         };
         let _entered = ladder.span.clone().entered();
-        let _attempt = ladder.attempt_span.clone().entered();
         loop {
+            // The attempt in flight's: a retry makes a new one.
+            let _attempt = ladder.attempt_span.clone().entered();
             match this.state.as_mut().project() {
                 StateProj::Calling { future } => match ready!(future.poll(cx)) {
                     Ok(mut response) => {
@@ -408,11 +409,40 @@ impl<S, B> Ladder<S, B> {
             .expect("only a ladder that can retry waits for readiness");
         ready!(again.service.poll_ready(cx)).map_err(Into::into)?;
         let body = self.next_body.take().expect("a retry prepared its body");
-        let request = again.template.request(body);
         self.attempt += 1;
         self.attempt_started = self.deadline.map(|_| Instant::now());
         self.attempt_span = attempt_span(&self.span, &self.route, self.attempt, self.slept);
+        let again = self.again.as_mut().expect("checked above");
+        let mut request = again.template.request(body);
+        self.mark(&mut request);
+        // Inside the new attempt's span (the operation's is entered).
+        let _attempt = self.attempt_span.clone().entered();
+        let again = self.again.as_mut().expect("checked above");
         Poll::Ready(Ok(again.service.call(request)))
+    }
+
+    /// Hands the attempt's spans down with its request, so the layer that
+    /// reads a streamed body records how it ended on them (and keeps the
+    /// attempt's span open until then). Only when a subscriber records the
+    /// spans: else nothing is inserted.
+    pub(crate) fn mark(&self, request: &mut Request<ReplayBody<B>>) {
+        if self.attempt_span.is_disabled() {
+            return;
+        }
+        request.extensions_mut().insert(AttemptSpans::new(
+            self.attempt_span.clone(),
+            self.span.clone(),
+        ));
+    }
+
+    /// Runs `call` inside the operation's and the attempt's spans, so what
+    /// the inner layers open while calling is the attempt's child.
+    pub(crate) fn in_attempt<T>(&self, call: impl FnOnce() -> T) -> T {
+        if self.attempt_span.is_disabled() {
+            return call();
+        }
+        let _operation = self.span.enter();
+        self.attempt_span.in_scope(call)
     }
 }
 

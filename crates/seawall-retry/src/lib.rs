@@ -53,11 +53,20 @@
 //! | `operation` | `otel.name` | `"chat gpt-4o"` when the model is known as the call starts (Gemini's path, `RequestFacts::with_model`), else `"chat"` (`generate_content` for Gemini): an OpenTelemetry span's name is fixed when it starts |
 //! | both | `otel.kind` | `client` |
 //! | `operation` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts); the model once the body naming it was sent |
-//! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's (a stream's usage is on its `seawall::stream` event and in the receipt) |
+//! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's; a stream's when its body ends (below) |
 //! | both | `server.address` | the route's name |
 //! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR` |
 //! | `operation` | `seawall.attempts`, `seawall.stop_reason` | |
 //! | `attempt` | `seawall.attempt`, `seawall.delay_ms`, `seawall.action`, `seawall.retry_after_ms` | |
+//!
+//! A streamed answer's finish, usage and an interruption after content
+//! come after the headers: each attempt's request carries its spans
+//! ([`AttemptSpans`](seawall_core::AttemptSpans)) down to the stream guard,
+//! which keeps them in the body and records how the stream ended on them
+//! ([`AttemptSpans::record_end`](seawall_core::AttemptSpans::record_end)),
+//! so the attempt's span stays open until the body ends. A failure before
+//! content stays on the attempt's span: the ladder judges it. The handle is
+//! inserted only when a subscriber records the spans.
 //!
 //! With the `metrics` feature the ladder also records
 //! `seawall_attempts_total`, `seawall_retries_total`,

@@ -83,22 +83,22 @@ where
         };
         first.extensions_mut().insert(OuterLadder);
         let facts = first.extensions().get::<RequestFacts>().cloned();
-        let future = self.inner.call(first);
         let again = again.map(|template| Again {
             service: self.inner.clone(),
             template,
         });
-        ResponseFuture::ladder(
-            future,
-            Ladder::new(
-                self.shared.clone(),
-                again,
-                route,
-                deadline,
-                other_routes,
-                facts,
-            ),
-        )
+        // The spans first: the attempt's request carries them down.
+        let ladder = Ladder::new(
+            self.shared.clone(),
+            again,
+            route,
+            deadline,
+            other_routes,
+            facts,
+        );
+        ladder.mark(&mut first);
+        let future = ladder.in_attempt(|| self.inner.call(first));
+        ResponseFuture::ladder(future, ladder)
     }
 }
 

@@ -4,7 +4,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use seawall_core::{BoxError, Progress, RequestFacts};
+use seawall_core::{AttemptSpans, BoxError, Progress, RequestFacts};
 use tokio::time::Instant;
 use tower_service::Service;
 
@@ -55,6 +55,7 @@ where
             protocol,
             started: Instant::now(),
             progress: request.extensions().get::<Progress>().cloned(),
+            spans: AttemptSpans::of(request.extensions()).cloned(),
             #[cfg(feature = "metrics")]
             route: seawall_core::RouteId::of_request(&request),
         };

@@ -16,8 +16,8 @@ use http_body::{Body, Frame};
 use pin_project_lite::pin_project;
 use seawall_core::finish::empty_answer;
 use seawall_core::{
-    BoxError, Class, ClosedBy, Code, Evidence, Failure, Finish, FinishKind, Interrupted, Progress,
-    RequestFacts,
+    AttemptSpans, BoxError, Class, ClosedBy, Code, Evidence, Failure, Finish, FinishKind,
+    Interrupted, Progress, RequestFacts,
 };
 use tokio::time::{Instant, Sleep, sleep_until};
 
@@ -218,6 +218,9 @@ pub(crate) struct Setup {
     /// The attempt's shared progress, when a per-attempt deadline put one in
     /// the request extensions: it reads it to tell silence from slowness.
     pub(crate) progress: Option<Progress>,
+    /// The attempt's spans, when a ladder recorded by a subscriber put them
+    /// in the request: kept open until the stream ends, which they record.
+    pub(crate) spans: Option<AttemptSpans>,
     /// The route, for metric labels.
     #[cfg(feature = "metrics")]
     pub(crate) route: seawall_core::RouteId,
@@ -241,6 +244,7 @@ pub(crate) struct Track {
     /// The body was taken for a stream without its content type saying so,
     /// and its first bytes have not been looked at yet.
     opening_unchecked: bool,
+    spans: Option<AttemptSpans>,
     #[cfg(feature = "metrics")]
     route: seawall_core::RouteId,
 }
@@ -253,6 +257,7 @@ impl Track {
             started,
             progress,
             recognised,
+            spans,
             facts: _,
             #[cfg(feature = "metrics")]
             route,
@@ -284,6 +289,7 @@ impl Track {
             reported: false,
             // Only a body not declared an event stream must show it is one.
             opening_unchecked: recognised == Some(Recognised::Requested),
+            spans,
             #[cfg(feature = "metrics")]
             route,
         }
@@ -553,7 +559,14 @@ impl Track {
             closed_by,
             usage: self.decoder.usage(),
         };
-        trace(&report);
+        match &self.spans {
+            Some(spans) => {
+                let released = report.code.is_none() || report.content_events > 0;
+                spans.record_end(report.finish.as_ref(), report.usage, report.code, released);
+                spans.attempt().in_scope(|| trace(&report));
+            }
+            None => trace(&report),
+        }
         #[cfg(feature = "metrics")]
         record(&report, &self.route);
         self.handle.set(report);

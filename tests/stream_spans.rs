@@ -1,0 +1,316 @@
+//! A streamed attempt's span lives in the body until the body ends: the
+//! finish reason, the usage and an interruption that come after the headers
+//! are recorded on it.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use seawall::classify::ClassifyLayer;
+use tower::ServiceExt;
+use tracing::Subscriber;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::registry::LookupSpan;
+
+#[derive(Debug, Clone, Default)]
+struct Captured {
+    name: String,
+    parent: Option<u64>,
+    fields: BTreeMap<String, String>,
+    closed: bool,
+}
+
+impl Captured {
+    fn field(&self, name: &str) -> String {
+        self.fields.get(name).cloned().unwrap_or_default()
+    }
+}
+
+/// Every span opened (seawall's and the test's own), by id; ids are not
+/// reused while the capture runs because every span is kept open or
+/// recorded as closed before a later one takes its id.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<(u64, Captured)>>>);
+
+impl Capture {
+    fn spans(&self) -> Vec<(u64, Captured)> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().to_owned(), value.to_string());
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut captured = Captured {
+            name: attrs.metadata().name().to_owned(),
+            parent: ctx
+                .span(id)
+                .and_then(|s| s.parent())
+                .map(|p| p.id().into_u64()),
+            ..Captured::default()
+        };
+        attrs.record(&mut Fields(&mut captured.fields));
+        self.0.lock().unwrap().push((id.into_u64(), captured));
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
+        let mut spans = self.0.lock().unwrap();
+        if let Some((_, captured)) = spans
+            .iter_mut()
+            .rev()
+            .find(|(i, s)| *i == id.into_u64() && !s.closed)
+        {
+            values.record(&mut Fields(&mut captured.fields));
+        }
+    }
+
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+        let mut spans = self.0.lock().unwrap();
+        if let Some((_, captured)) = spans
+            .iter_mut()
+            .rev()
+            .find(|(i, s)| *i == id.into_u64() && !s.closed)
+        {
+            captured.closed = true;
+        }
+    }
+}
+
+/// Runs `call` on a current-thread runtime under a capturing subscriber.
+fn run<T>(capture: &Capture, call: impl std::future::Future<Output = T>) -> T {
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(call)
+    })
+}
+
+fn named<'a>(spans: &'a [(u64, Captured)], name: &str) -> Vec<&'a (u64, Captured)> {
+    spans.iter().filter(|(_, s)| s.name == name).collect()
+}
+
+/// The attempts under the operation `op`, in order.
+fn attempts_of(spans: &[(u64, Captured)], op: u64) -> Vec<Captured> {
+    let mut attempts: Vec<Captured> = spans
+        .iter()
+        .filter(|(_, s)| s.name == "attempt" && s.parent == Some(op))
+        .map(|(_, s)| s.clone())
+        .collect();
+    attempts.sort_by_key(|s| s.field("seawall.attempt"));
+    attempts
+}
+
+fn openai_stream(base: &str) -> http::Request<Full<Bytes>> {
+    http::Request::post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(
+            br#"{"model":"gpt-x","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"count"}]}"#,
+        )))
+        .unwrap()
+}
+
+#[test]
+fn a_retried_streams_usage_and_finish_are_recorded_on_its_attempt_when_the_body_ends() {
+    let capture = Capture::default();
+    let (at_headers, after_body) = run(&capture, async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "openai",
+                vec![common::fault("status;code=503"), common::fault("ok")],
+            )
+            .unwrap();
+        let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+        let response = service
+            .oneshot(openai_stream(&chaos.base_url()))
+            .await
+            .unwrap();
+        let at_headers = capture.spans();
+        let text = response.into_body().collect().await.unwrap().to_bytes();
+        assert!(String::from_utf8_lossy(&text).contains("w8"));
+        (at_headers, capture.spans())
+    });
+
+    // When the response reached the caller the stream was still being
+    // read: its attempt's span open, no usage on it yet.
+    let (op_id, _) = named(&at_headers, "operation")[0];
+    let attempts = attempts_of(&at_headers, *op_id);
+    assert_eq!(attempts.len(), 2, "{at_headers:#?}");
+    assert!(!attempts[1].closed, "the streamed attempt's span is open");
+    assert_eq!(attempts[1].field("gen_ai.usage.output_tokens"), "");
+    assert_eq!(attempts[1].field("gen_ai.response.finish_reasons"), "");
+
+    let operations = named(&after_body, "operation");
+    assert_eq!(operations.len(), 1, "{after_body:#?}");
+    let (op_id, op) = operations[0];
+    let attempts = attempts_of(&after_body, *op_id);
+    assert_eq!(attempts.len(), 2, "{after_body:#?}");
+    assert_eq!(attempts[0].field("error.type"), "provider_unavailable");
+    assert_eq!(attempts[0].field("gen_ai.usage.output_tokens"), "");
+    let streamed = &attempts[1];
+    assert!(
+        streamed.closed,
+        "closed once the body ended and was dropped"
+    );
+    assert_eq!(streamed.field("gen_ai.response.finish_reasons"), "stop");
+    assert_eq!(streamed.field("gen_ai.usage.output_tokens"), "8");
+    assert!(
+        streamed
+            .field("gen_ai.usage.input_tokens")
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(streamed.field("error.type"), "");
+    assert_eq!(streamed.field("otel.status_code"), "");
+    // The operation's span says how the answer ended too.
+    assert_eq!(op.field("gen_ai.usage.output_tokens"), "8");
+    assert_eq!(op.field("gen_ai.response.finish_reasons"), "stop");
+    assert_eq!(op.field("error.type"), "");
+}
+
+#[test]
+fn a_single_streams_usage_at_its_end_is_on_its_attempt_span() {
+    let capture = Capture::default();
+    run(&capture, async {
+        let chaos = common::chaos().await;
+        let service = common::short_stack().build(&ClassifyLayer::anthropic(), common::client());
+        let request = http::Request::post(format!("{}/v1/messages", chaos.base_url()))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"count"}]}"#,
+            )))
+            .unwrap();
+        let response = service.oneshot(request).await.unwrap();
+        response.into_body().collect().await.unwrap();
+    });
+    let spans = capture.spans();
+    let (op_id, op) = named(&spans, "operation")[0];
+    assert_eq!(op.field("gen_ai.provider.name"), "anthropic");
+    let attempts = attempts_of(&spans, *op_id);
+    assert_eq!(attempts.len(), 1, "{spans:#?}");
+    assert_eq!(attempts[0].field("gen_ai.usage.output_tokens"), "8");
+    assert_eq!(
+        attempts[0].field("gen_ai.response.finish_reasons"),
+        "end_turn"
+    );
+    assert_eq!(attempts[0].field("error.type"), "");
+}
+
+#[test]
+fn an_interruption_after_content_is_the_error_of_its_attempt_span() {
+    let capture = Capture::default();
+    run(&capture, async {
+        let chaos = common::chaos().await;
+        chaos
+            .script("openai", vec![common::fault("reset_after;tokens=3")])
+            .unwrap();
+        let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+        let response = service
+            .oneshot(openai_stream(&chaos.base_url()))
+            .await
+            .unwrap();
+        let error = response.into_body().collect().await.unwrap_err();
+        let failure = seawall::core::Failure::find(&*error).unwrap();
+        assert_eq!(failure.code().as_str(), "stream_interrupted");
+    });
+    let spans = capture.spans();
+    let (op_id, op) = named(&spans, "operation")[0];
+    let attempts = attempts_of(&spans, *op_id);
+    assert_eq!(attempts.len(), 1, "after content nothing is retried");
+    assert_eq!(attempts[0].field("error.type"), "stream_interrupted");
+    assert_eq!(attempts[0].field("otel.status_code"), "ERROR");
+    assert_eq!(attempts[0].field("gen_ai.response.finish_reasons"), "");
+    assert_eq!(op.field("error.type"), "stream_interrupted");
+    assert_eq!(op.field("otel.status_code"), "ERROR");
+}
+
+#[test]
+fn a_failure_before_content_stays_on_its_attempt_span() {
+    let capture = Capture::default();
+    run(&capture, async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "openai",
+                vec![common::fault("frame_then_eof"), common::fault("ok")],
+            )
+            .unwrap();
+        let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+        let response = service
+            .oneshot(openai_stream(&chaos.base_url()))
+            .await
+            .unwrap();
+        response.into_body().collect().await.unwrap();
+    });
+    let spans = capture.spans();
+    let (op_id, op) = named(&spans, "operation")[0];
+    let attempts = attempts_of(&spans, *op_id);
+    assert_eq!(attempts.len(), 2, "{spans:#?}");
+    assert_eq!(attempts[0].field("error.type"), "empty_response");
+    assert_eq!(attempts[1].field("error.type"), "");
+    // The retried failure is not the operation's.
+    assert_eq!(op.field("error.type"), "");
+    assert_eq!(op.field("otel.status_code"), "");
+    assert_eq!(op.field("gen_ai.usage.output_tokens"), "8");
+}
+
+#[test]
+fn without_a_subscriber_interested_nothing_is_put_in_the_request() {
+    // A subscriber that records other targets only: seawall's spans are
+    // disabled, and the inner service sees no span handle. (The suite's
+    // other tests install subscribers that want them, on other threads.)
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let subscriber = tracing_subscriber::registry().with(
+        tracing_subscriber::filter::Targets::new().with_target("elsewhere", tracing::Level::TRACE),
+    );
+    let _default = tracing::subscriber::set_default(subscriber);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let chaos = common::chaos().await;
+        let seen2 = seen.clone();
+        let client = common::client::<seawall::core::replay::ReplayBody<Full<Bytes>>>();
+        let probe = tower::service_fn(
+            move |request: http::Request<seawall::core::replay::ReplayBody<Full<Bytes>>>| {
+                seen2
+                    .lock()
+                    .unwrap()
+                    .push(seawall::core::AttemptSpans::of(request.extensions()).is_some());
+                let mut client = client.clone();
+                async move { tower::Service::call(&mut client, request).await }
+            },
+        );
+        let service = common::short_stack().build(&ClassifyLayer::openai(), probe);
+        let response = service
+            .oneshot(openai_stream(&chaos.base_url()))
+            .await
+            .unwrap();
+        response.into_body().collect().await.unwrap();
+    });
+    assert_eq!(*seen.lock().unwrap(), [false]);
+}
