@@ -541,6 +541,3 @@ impl RouteBreaker {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;
