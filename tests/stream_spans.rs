@@ -1,6 +1,7 @@
 //! A streamed attempt's span lives in the body until the body ends: the
 //! finish reason, the usage and an interruption that come after the headers
-//! are recorded on it.
+//! are recorded on it. A resume opens one span of its own, with the same
+//! field names, parent of the continuation's operation.
 
 mod common;
 
@@ -10,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use seawall::classify::ClassifyLayer;
+use seawall::resume::ResumeLayer;
 use tower::ServiceExt;
+use tracing::Instrument;
 use tracing::Subscriber;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -275,6 +278,76 @@ fn a_failure_before_content_stays_on_its_attempt_span() {
     assert_eq!(op.field("error.type"), "");
     assert_eq!(op.field("otel.status_code"), "");
     assert_eq!(op.field("gen_ai.usage.output_tokens"), "8");
+}
+
+#[test]
+fn each_resume_is_a_span_with_the_continuations_operation_under_it() {
+    let capture = Capture::default();
+    run(&capture, async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "openai",
+                vec![
+                    common::fault("reset_after;tokens=4;total=8"),
+                    common::fault("ok;tokens=8"),
+                ],
+            )
+            .unwrap();
+        let service = common::short_stack()
+            .resume(ResumeLayer::new())
+            .build(&ClassifyLayer::openai(), common::client());
+        let app = tracing::info_span!("app");
+        async {
+            let response = service
+                .oneshot(openai_stream(&chaos.base_url()))
+                .await
+                .unwrap();
+            let text = response.into_body().collect().await.unwrap().to_bytes();
+            assert!(String::from_utf8_lossy(&text).contains("w8"));
+        }
+        .instrument(app)
+        .await;
+    });
+    let spans = capture.spans();
+    let (app_id, _) = named(&spans, "app")[0];
+    let resumes = named(&spans, "resume");
+    assert_eq!(resumes.len(), 1, "{spans:#?}");
+    let (resume_id, resume) = resumes[0];
+    assert_eq!(resume.parent, Some(*app_id));
+    assert_eq!(resume.field("otel.name"), "chat gpt-x");
+    assert_eq!(resume.field("otel.kind"), "client");
+    assert_eq!(resume.field("gen_ai.operation.name"), "chat");
+    assert_eq!(resume.field("gen_ai.provider.name"), "openai");
+    assert_eq!(resume.field("gen_ai.request.model"), "gpt-x");
+    assert_eq!(resume.field("seawall.resume"), "1");
+    assert_eq!(resume.field("seawall.cause"), "transport");
+    assert!(resume.field("server.address").starts_with("127.0.0.1:"));
+    assert_eq!(resume.field("gen_ai.response.finish_reasons"), "stop");
+    assert_eq!(resume.field("error.type"), "");
+    assert!(resume.closed);
+
+    let operations = named(&spans, "operation");
+    assert_eq!(operations.len(), 2, "the original and the continuation");
+    let (original_id, original) = operations
+        .iter()
+        .find(|(_, s)| s.parent == Some(*app_id))
+        .copied()
+        .unwrap();
+    assert_eq!(original.field("error.type"), "stream_interrupted");
+    let (continuation_id, _) = operations
+        .iter()
+        .find(|(_, s)| s.parent == Some(*resume_id))
+        .copied()
+        .expect("the continuation's operation is the resume's child");
+    let original_attempts = attempts_of(&spans, *original_id);
+    assert_eq!(
+        original_attempts[0].field("error.type"),
+        "stream_interrupted"
+    );
+    let continued = attempts_of(&spans, *continuation_id);
+    assert_eq!(continued.len(), 1);
+    assert_eq!(continued[0].field("gen_ai.response.finish_reasons"), "stop");
 }
 
 #[test]

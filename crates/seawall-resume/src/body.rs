@@ -11,7 +11,8 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Request, Response};
 use http_body::{Body, Frame};
 use seawall_core::provider::Provider;
-use seawall_core::{BoxError, Class, Code, Deadline, Failure, Receipt, RouteId};
+use seawall_core::span::record_end;
+use seawall_core::{BoxError, Class, Code, Deadline, Failure, Receipt, RequestFacts, RouteId};
 use seawall_stream::{Protocol, StreamReportHandle};
 use serde_json::Value;
 use tower_service::Service;
@@ -25,7 +26,7 @@ use crate::splice::{
     Alignment, Fix, Kind, align, classify, ends_at_boundary, last_boundary, rewrite, split_events,
 };
 
-const TARGET: &str = "seawall::resume";
+pub(crate) const TARGET: &str = "seawall::resume";
 
 /// The response body of [`Resume`](crate::Resume).
 ///
@@ -126,6 +127,11 @@ where
     /// The interruption being resumed.
     failure: Option<Failure>,
     final_error: Option<BoxError>,
+    /// The span current when the answer reached the caller: each resume's
+    /// span is its child (`Span::none()` without a subscriber).
+    parent: tracing::Span,
+    /// The span of the resume in flight, until its stream ends.
+    span: tracing::Span,
 }
 
 impl<S, B, RB> ResumeBody<S, B, RB>
@@ -144,6 +150,7 @@ where
         resumed: Resumed,
         body: RB,
         report: Option<StreamReportHandle>,
+        parent: tracing::Span,
     ) -> Self {
         ResumeBody {
             kind: BodyKind::Resuming(Box::new(State {
@@ -169,6 +176,8 @@ where
                 resumes: 0,
                 failure: None,
                 final_error: None,
+                parent,
+                span: tracing::Span::none(),
             })),
         }
     }
@@ -261,9 +270,13 @@ where
                         continue;
                     }
                     let request = request.take().expect("a request to send");
-                    self.phase = Phase::Calling(Box::pin(self.service.call(*request)));
+                    // The continuation's operation is the resume's child.
+                    let service = &mut self.service;
+                    let call = self.span.in_scope(|| service.call(*request));
+                    self.phase = Phase::Calling(Box::pin(call));
                 }
-                Phase::Calling(call) => match ready!(call.as_mut().poll(cx)) {
+                Phase::Calling(call) => match ready!(self.span.in_scope(|| call.as_mut().poll(cx)))
+                {
                     Ok(response) => self.on_continuation(response),
                     Err(error) => self.on_call_failed(error.into()),
                 },
@@ -429,8 +442,10 @@ where
             self.segment = Segment::Fixing;
         }
         self.trimmed = trim;
+        let trimmed_chars = head[..trim].chars().count() as u64;
+        self.span.record("seawall.trimmed_chars", trimmed_chars);
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
-            last.trimmed_chars = head[..trim].chars().count() as u64;
+            last.trimmed_chars = trimmed_chars;
         }
         tracing::debug!(target: TARGET, trimmed = trim, "continuation spliced in");
     }
@@ -448,6 +463,10 @@ where
         self.body = None;
         self.partial.clear();
         self.resumed.lock().gave_up = Some(reason);
+        self.span.record("seawall.gave_up", reason);
+        if let Some(failure) = &self.failure {
+            record_end(&self.span, None, None, Some(failure.code()));
+        }
         if let Some(failure) = self.failure.take() {
             self.final_error = Some(Box::new(self.with_delivered(failure)));
         }
@@ -477,11 +496,14 @@ where
         if !self.partial.is_empty() {
             self.out.push_back(self.partial.split().freeze());
         }
-        let finish = self
-            .report
-            .as_ref()
-            .and_then(|r| r.get())
-            .and_then(|r| r.finish.clone());
+        let report = self.report.as_ref().and_then(|r| r.get());
+        let finish = report.and_then(|r| r.finish.clone());
+        record_end(
+            &self.span,
+            finish.as_ref(),
+            report.and_then(|r| r.usage),
+            None,
+        );
         self.resumed.lock().finish = finish;
         self.body = None;
         self.phase = Phase::Done;
@@ -546,6 +568,14 @@ where
         self.partial.clear();
         let verdict = self.check(&error);
         let failure = Failure::find(&*error).cloned();
+        // The stream this resume's span stands for ended with `error`.
+        let usage = self
+            .report
+            .as_ref()
+            .and_then(|r| r.get())
+            .and_then(|r| r.usage);
+        let code = failure.as_ref().map_or(Code::Unknown, Failure::code);
+        record_end(&self.span, None, usage, Some(code));
         if let Some(text) = failure
             .as_ref()
             .and_then(Failure::interrupted)
@@ -572,6 +602,45 @@ where
                 self.phase = Phase::Done;
             }
         }
+    }
+
+    /// The span of one resume, a child of the span the answer is read in,
+    /// with the attempt spans' field names (OpenTelemetry's GenAI
+    /// attributes); the continuation's operation is its child.
+    fn resume_span(&self, cause: Code, delivered_chars: u64) -> tracing::Span {
+        if self.parent.is_none() {
+            return tracing::Span::none();
+        }
+        let operation = match self.provider {
+            Provider::Gemini => "generate_content",
+            _ => "chat",
+        };
+        let model = self
+            .head
+            .extensions()
+            .get::<RequestFacts>()
+            .and_then(RequestFacts::model);
+        tracing::info_span!(
+            target: TARGET,
+            parent: &self.parent,
+            "resume",
+            otel.name = %SpanName { operation, model },
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = operation,
+            gen_ai.provider.name = self.provider.as_str(),
+            gen_ai.request.model = model,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            server.address = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            seawall.resume = self.resumes,
+            seawall.cause = cause.as_str(),
+            seawall.delivered_chars = delivered_chars,
+            seawall.trimmed_chars = tracing::field::Empty,
+            seawall.gave_up = tracing::field::Empty,
+        )
     }
 
     /// Sends the next continuation of the interruption in `self.failure`.
@@ -625,6 +694,7 @@ where
             cause = %cause,
             "resuming an interrupted stream"
         );
+        self.span = self.resume_span(cause, delivered_chars);
         self.resumed.lock().resumes.push(ResumeRecord {
             attempt: self.resumes,
             route: None,
@@ -647,6 +717,7 @@ where
         if !response.status().is_success() {
             return self.on_call_failed(Box::new(Failure::new(Code::ProtocolViolation)));
         }
+        self.span.record("server.address", route.as_str());
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.route = Some(route);
         }
@@ -666,12 +737,30 @@ where
         let route = failed
             .and_then(Failure::receipt)
             .and_then(|r| r.attempts.last().map(|a| a.route.clone()));
+        let route = route.unwrap_or_else(|| RouteId::of_request(&self.head));
+        self.span.record("server.address", route.as_str());
+        record_end(&self.span, None, None, Some(code));
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.failed = Some(code);
-            last.route = route.or_else(|| Some(RouteId::of_request(&self.head)));
+            last.route = Some(route);
         }
         tracing::debug!(target: TARGET, code = %code, "continuation failed before content");
         self.resume();
+    }
+}
+
+/// `"{operation} {model}"`, or the operation alone.
+struct SpanName<'a> {
+    operation: &'a str,
+    model: Option<&'a str>,
+}
+
+impl std::fmt::Display for SpanName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.model {
+            Some(model) => write!(f, "{} {model}", self.operation),
+            None => f.write_str(self.operation),
+        }
     }
 }
 

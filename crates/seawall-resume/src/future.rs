@@ -122,7 +122,14 @@ where
             .extensions
             .get::<seawall_stream::StreamReportHandle>()
             .cloned();
-        let body = ResumeBody::resuming(pending, original, resumed, body, report);
+        // The span the caller reads the answer in: each resume's span is
+        // its child. Looked up only when a subscriber records resumes.
+        let parent = if tracing::enabled!(target: crate::body::TARGET, tracing::Level::INFO) {
+            tracing::Span::current()
+        } else {
+            tracing::Span::none()
+        };
+        let body = ResumeBody::resuming(pending, original, resumed, body, report, parent);
         Poll::Ready(Ok(Response::from_parts(parts, body)))
     }
 }

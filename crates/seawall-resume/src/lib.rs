@@ -97,7 +97,18 @@
 //! whether it fails right after. Per response it boxes its state once and
 //! keeps the request's recording (`Bytes` handles).
 //!
-//! tracing: debug events on target `seawall::resume`.
+//! tracing: debug events on target `seawall::resume`, and one span per
+//! resume (`resume`, target `seawall::resume`, level info), a child of the
+//! span current when the answer reached the caller and the parent of the
+//! continuation's own operation span. It has the attempt spans' field
+//! names — `otel.name` (`"chat gpt-4o"`), `otel.kind`,
+//! `gen_ai.operation.name`, `gen_ai.provider.name`,
+//! `gen_ai.request.model`, `server.address` (the route that answered),
+//! `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`,
+//! `gen_ai.usage.output_tokens`, `error.type` and `otel.status_code` (how
+//! the continuation ended) — and `seawall.resume` (1, 2, …),
+//! `seawall.cause`, `seawall.delivered_chars`, `seawall.trimmed_chars`,
+//! `seawall.gave_up`. Without a subscriber recording them none is made.
 //!
 //! ```
 //! use bytes::Bytes;
