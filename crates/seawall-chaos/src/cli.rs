@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 
 use clap::Parser;
 
-use crate::fault;
+use crate::fault::{self, Fault};
 use crate::server::{ChaosServer, DEFAULT_MAX_BODY_BYTES};
 
 /// What `--help` says before the faults.
@@ -35,6 +35,16 @@ SCRIPTS AND JOURNAL
   Every request is journaled (add `x-chaos-request-id: ID` to find yours):
     curl localhost:8080/_chaos/journal
     curl -X POST localhost:8080/_chaos/reset
+
+FAULTS BY API KEY
+  One server can play two accounts: every request carrying a key gets that
+  key's fault (after any script, before the x-chaos-fault header). The key is
+  read from `Authorization: Bearer KEY`, `x-api-key: KEY`, `x-goog-api-key: KEY`
+  or `?key=KEY`. Set at start with --fault-for-key (repeatable), or at any time:
+    seawall-chaos --fault-for-key 'sk-a=status;code=429;retry_after=48489;kind=insufficient_quota'
+    curl localhost:8080/_chaos/key -d '{"key":"sk-a","fault":"status;code=401"}'
+    curl localhost:8080/_chaos/key -d '{"key":"sk-a","fault":null}'
+  A reset keeps them; the journal row's fault_source says "key".
 "#;
 
 /// Every fault with its parameters and an example `curl`, as `--help` prints
@@ -59,6 +69,23 @@ pub struct Args {
     /// Largest request body read; larger bodies are answered 413.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// KEY=FAULT: every request carrying API key KEY (Authorization:
+    /// Bearer, x-api-key, x-goog-api-key or ?key=) gets FAULT, e.g.
+    /// 'sk-a=status;code=401'. Repeatable, one per key.
+    #[arg(long, value_parser = parse_key_fault)]
+    pub fault_for_key: Vec<(String, Fault)>,
+}
+
+/// `KEY=FAULT`, the fault parsed.
+fn parse_key_fault(text: &str) -> Result<(String, Fault), String> {
+    let (key, fault) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=FAULT, got {text:?}"))?;
+    if key.is_empty() {
+        return Err("the key is empty".to_owned());
+    }
+    let fault = fault.parse::<Fault>().map_err(|e| e.to_string())?;
+    Ok((key.to_owned(), fault))
 }
 
 /// Serves until Ctrl-C, printing the URL once listening.
@@ -74,11 +101,13 @@ pub async fn serve(args: Args) -> io::Result<()> {
 
 /// Serves until `stop` completes, printing the URL once listening.
 pub async fn serve_until(args: Args, stop: impl Future<Output = ()>) -> io::Result<()> {
-    let handle = ChaosServer::builder()
+    let mut builder = ChaosServer::builder()
         .addr(args.addr)
-        .max_body_bytes(args.max_body_bytes)
-        .start()
-        .await?;
+        .max_body_bytes(args.max_body_bytes);
+    for (key, fault) in args.fault_for_key {
+        builder = builder.fault_for_key(key, fault);
+    }
+    let handle = builder.start().await?;
     println!("seawall-chaos listening on {}", handle.base_url());
     stop.await;
     handle.shutdown().await;
@@ -129,5 +158,27 @@ mod tests {
         .unwrap();
         assert_eq!(args.addr.port(), 9999);
         assert_eq!(args.max_body_bytes, 10);
+        assert!(args.fault_for_key.is_empty());
+    }
+
+    #[test]
+    fn faults_by_key_parse_and_bad_ones_are_refused() {
+        let args = Args::try_parse_from([
+            "seawall-chaos",
+            "--fault-for-key",
+            "sk-a=status;code=401",
+            "--fault-for-key",
+            "sk-b=status;code=429;retry_after=2",
+        ])
+        .unwrap();
+        let keys: Vec<_> = args.fault_for_key.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["sk-a", "sk-b"]);
+        assert_eq!(args.fault_for_key[0].1.to_string(), "status;code=401");
+        for bad in ["sk-a", "=status;code=401", "sk-a=no_such_fault"] {
+            assert!(
+                Args::try_parse_from(["seawall-chaos", "--fault-for-key", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 }

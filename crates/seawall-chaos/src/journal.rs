@@ -44,6 +44,8 @@ pub enum FaultSource {
     Header,
     /// A script queued for the route.
     Script,
+    /// The fault set for the request's API key.
+    Key,
 }
 
 /// One request as the server saw and answered it.

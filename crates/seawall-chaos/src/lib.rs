@@ -16,8 +16,10 @@
 //! The answer is deterministic: token `i` is the word `w{i}` (with a leading
 //! space after the first), so `ok;tokens=3` answers `w1 w2 w3` and a client can
 //! check exactly what it delivered. A request picks a [`Fault`] with the
-//! `x-chaos-fault` header (`reset_after;tokens=3`), or a test scripts faults
-//! per route ([`ChaosHandle::script`]). Every request leaves a
+//! `x-chaos-fault` header (`reset_after;tokens=3`), a test scripts faults
+//! per route ([`ChaosHandle::script`]), or sets one per API key
+//! ([`ChaosHandle::fault_for_key`]: key A walled, key B served by one
+//! server). Every request leaves a
 //! [`JournalEntry`]: what was asked, which fault applied, how many bytes and
 //! tokens went out, and how the response ended.
 //!
@@ -39,9 +41,10 @@
 //! # }
 //! ```
 //!
-//! The admin routes `GET /_chaos/journal`, `POST /_chaos/reset` and
+//! The admin routes `GET /_chaos/journal`, `POST /_chaos/reset`,
 //! `POST /_chaos/script` (`{"route":"openai","faults":["status;code=503","ok"]}`)
-//! do the same over HTTP, for clients in other languages. The crate's README
+//! and `POST /_chaos/key` (`{"key":"sk-a","fault":"status;code=401"}`) do
+//! the same over HTTP, for clients in other languages. The crate's README
 //! lists every fault with an example `curl`.
 
 mod body;

@@ -1,5 +1,5 @@
 //! The admin routes, for clients in other languages: `GET /_chaos/journal`,
-//! `POST /_chaos/reset` and `POST /_chaos/script`.
+//! `POST /_chaos/reset`, `POST /_chaos/script` and `POST /_chaos/key`.
 
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
@@ -14,6 +14,13 @@ use crate::wire::Provider;
 
 /// Cap for bodies of `/_chaos/*` requests.
 const MAX_ADMIN_BODY: usize = 64 * 1024;
+
+#[derive(Deserialize)]
+struct KeyRequest {
+    key: String,
+    /// `None` (or `null`): the key's fault is removed.
+    fault: Option<String>,
+}
 
 #[derive(Deserialize)]
 struct ScriptRequest {
@@ -34,6 +41,7 @@ pub(super) async fn admin(state: &State, req: Request<Incoming>) -> Response<Cha
             json_response(200, r#"{"reset":true}"#.to_owned())
         }
         (Method::POST, "/_chaos/script") => script(state, req).await,
+        (Method::POST, "/_chaos/key") => key(state, req).await,
         (method, path) => error_response(
             404,
             "no_route",
@@ -84,4 +92,49 @@ async fn script(state: &State, req: Request<Incoming>) -> Response<ChaosBody> {
         200,
         serde_json::json!({"route": provider.as_str(), "queued": queued}).to_string(),
     )
+}
+
+/// `POST /_chaos/key` `{"key":"sk-a","fault":"status;code=401"}`: every
+/// request with that API key gets the fault; `"fault": null` removes it.
+async fn key(state: &State, req: Request<Incoming>) -> Response<ChaosBody> {
+    let body = match read_capped(req, MAX_ADMIN_BODY).await {
+        Ok(body) => body,
+        Err(ReadError::TooLarge) => {
+            return error_response(
+                413,
+                "request_too_large",
+                format!("key request exceeds {MAX_ADMIN_BODY} bytes"),
+            );
+        }
+        Err(ReadError::Client(e)) => return error_response(400, "unreadable_body", e),
+    };
+    let request: KeyRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => {
+            return error_response(
+                400,
+                "invalid_json",
+                format!("expected {{\"key\":\"sk-a\",\"fault\":\"status;code=401\"}}: {e}"),
+            );
+        }
+    };
+    if request.key.is_empty() || request.key.len() > super::keys::MAX_KEY {
+        return error_response(
+            400,
+            "invalid_key",
+            format!("a key is 1 to {} bytes", super::keys::MAX_KEY),
+        );
+    }
+    let fault = match request
+        .fault
+        .as_deref()
+        .map(str::parse::<Fault>)
+        .transpose()
+    {
+        Ok(fault) => fault,
+        Err(e) => return error_response(400, e.code(), format!("fault: {e}")),
+    };
+    let set = fault.is_some();
+    state.set_key_fault(&request.key, fault);
+    json_response(200, serde_json::json!({ "set": set }).to_string())
 }

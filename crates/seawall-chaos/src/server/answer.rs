@@ -35,6 +35,8 @@ pub(super) async fn answer(
     // Taken before the body consumes the request, judged after it: a body
     // that is no request is the first thing reported.
     let header_fault = header_fault(req.headers());
+    let key_fault =
+        super::keys::api_key(req.headers(), req.uri()).and_then(|key| state.key_fault(key));
     let request = match exchange.read_request(req).await {
         Ok(request) => request,
         Err(Unread::Rejected(r)) => return Ok(exchange.reject(r)),
@@ -44,7 +46,7 @@ pub(super) async fn answer(
         Ok(fault) => fault,
         Err(e) => return Ok(exchange.reject(e.into())),
     };
-    let fault = exchange.choose_fault(header_fault);
+    let fault = exchange.choose_fault(key_fault, header_fault);
     let mut ctx = Ctx::new(
         provider,
         &request.model,
@@ -157,14 +159,16 @@ impl<'a> Exchange<'a> {
         Ok(request)
     }
 
-    /// The fault to apply: the route's script first, then the header, else `ok`;
-    /// `random` drawn into the fault it stands for.
-    fn choose_fault(&mut self, header_fault: Option<Fault>) -> Fault {
+    /// The fault to apply: the route's script first, then the fault set for
+    /// the request's API key, then the header, else `ok`; `random` drawn
+    /// into the fault it stands for.
+    fn choose_fault(&mut self, key_fault: Option<Fault>, header_fault: Option<Fault>) -> Fault {
         let (fault, source, attempt) = match self.state.next_scripted(self.provider) {
             Some((fault, attempt)) => (fault, FaultSource::Script, Some(attempt)),
-            None => match header_fault {
-                Some(fault) => (fault, FaultSource::Header, None),
-                None => (Fault::ok(), FaultSource::Default, None),
+            None => match (key_fault, header_fault) {
+                (Some(fault), _) => (fault, FaultSource::Key, None),
+                (None, Some(fault)) => (fault, FaultSource::Header, None),
+                (None, None) => (Fault::ok(), FaultSource::Default, None),
             },
         };
         let fault = self.state.resolve(fault);

@@ -28,6 +28,7 @@ impl ChaosServer {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             shutdown_grace: Duration::from_secs(1),
+            key_faults: Vec::new(),
         }
     }
 }
@@ -38,6 +39,7 @@ pub struct ChaosServerBuilder {
     addr: SocketAddr,
     max_body_bytes: usize,
     shutdown_grace: Duration,
+    key_faults: Vec<(String, Fault)>,
 }
 
 impl ChaosServerBuilder {
@@ -59,12 +61,22 @@ impl ChaosServerBuilder {
         self
     }
 
+    /// Every request carrying API key `key` gets `fault` (after any script,
+    /// before its `x-chaos-fault` header): see [`ChaosHandle::fault_for_key`].
+    pub fn fault_for_key(mut self, key: impl Into<String>, fault: Fault) -> Self {
+        self.key_faults.push((key.into(), fault));
+        self
+    }
+
     /// Binds and starts serving on the current tokio runtime. The server is
     /// accepting when this returns: no wait is needed before the first request.
     pub async fn start(self) -> io::Result<ChaosHandle> {
         let listener = TcpListener::bind(self.addr).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State::new(self.max_body_bytes, CancellationToken::new()));
+        for (key, fault) in self.key_faults {
+            state.set_key_fault(&key, Some(fault));
+        }
         let task = tokio::spawn(accept_loop(listener, state.clone(), self.shutdown_grace));
         tracing::debug!(target: "seawall::chaos", %addr, "seawall-chaos listening");
         Ok(ChaosHandle {
@@ -132,6 +144,22 @@ impl ChaosHandle {
         let provider: Provider = route.parse()?;
         self.state.set_script(provider, faults);
         Ok(())
+    }
+
+    /// Every request carrying API key `key` — `Authorization: Bearer KEY`,
+    /// `x-api-key: KEY`, `x-goog-api-key: KEY` or `?key=KEY` — gets `fault`
+    /// until [`clear_key_faults`](Self::clear_key_faults): one server walls
+    /// key A and serves key B, as two accounts of one provider. A route's
+    /// script still comes first; the key's fault wins over the request's
+    /// `x-chaos-fault` header. The journal row's `fault_source` is `key`.
+    pub fn fault_for_key(&self, key: &str, fault: Fault) {
+        self.state.set_key_fault(key, Some(fault));
+    }
+
+    /// Forgets every fault set per API key (a [`reset`](Self::reset) keeps
+    /// them: they are the server's configuration).
+    pub fn clear_key_faults(&self) {
+        self.state.clear_key_faults();
     }
 
     /// Clears the journal, every script and every `random` sequence.

@@ -1,12 +1,14 @@
 //! The server, one job per module: the handle and its builder (`handle`),
 //! the shared state behind them (`state`), the accept loop and routing
 //! (`accept`), reading a provider request (`request`), answering it
-//! (`answer`), and the `/_chaos/*` admin routes (`admin`).
+//! (`answer`), faults chosen by the request's API key (`keys`), and the
+//! `/_chaos/*` admin routes (`admin`).
 
 mod accept;
 mod admin;
 mod answer;
 mod handle;
+mod keys;
 mod request;
 mod state;
 

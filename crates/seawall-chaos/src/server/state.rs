@@ -30,6 +30,8 @@ impl std::fmt::Debug for Script {
 pub(crate) struct State {
     pub(super) journal: Arc<Journal>,
     scripts: Mutex<HashMap<Provider, Script>>,
+    /// The fault every request with this API key gets (after any script).
+    key_faults: Mutex<HashMap<String, Fault>>,
     randoms: Mutex<HashMap<u64, u64>>,
     next_seq: AtomicU64,
     pub(super) max_body_bytes: usize,
@@ -41,6 +43,7 @@ impl State {
         State {
             journal: Arc::new(Journal::default()),
             scripts: Mutex::new(HashMap::new()),
+            key_faults: Mutex::new(HashMap::new()),
             randoms: Mutex::new(HashMap::new()),
             next_seq: AtomicU64::new(1),
             max_body_bytes,
@@ -70,6 +73,29 @@ impl State {
         let fault = script.faults.pop_front()?;
         script.served += 1;
         Some((fault, script.served))
+    }
+
+    /// Every request with API key `key` gets `fault` (`None`: no longer).
+    pub(super) fn set_key_fault(&self, key: &str, fault: Option<Fault>) {
+        let mut faults = lock(&self.key_faults);
+        match fault {
+            Some(fault) => {
+                faults.insert(key.to_owned(), fault);
+            }
+            None => {
+                faults.remove(key);
+            }
+        }
+    }
+
+    /// The fault set for API key `key`, if any.
+    pub(super) fn key_fault(&self, key: &str) -> Option<Fault> {
+        lock(&self.key_faults).get(key).cloned()
+    }
+
+    /// Forgets every fault set per API key.
+    pub(super) fn clear_key_faults(&self) {
+        lock(&self.key_faults).clear();
     }
 
     pub(super) fn reset(&self) {
