@@ -15,7 +15,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use crate::conn::ConnControl;
 use crate::journal::{Ending, Journal, Outcome};
 use crate::plan::Step;
-use crate::wire::{self, Ctx, Sent};
+use crate::wire::{self, ArrayWriter, Ctx, Sent};
 
 /// Why a body stopped early. hyper aborts the connection when a body fails.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +53,8 @@ pub(crate) struct ChaosBody {
     /// The number of the last content token written (0 before the first).
     last_token: u32,
     ended: bool,
+    /// Where a JSON-array stream stands, when the body is one.
+    array: Option<ArrayWriter>,
 }
 
 impl ChaosBody {
@@ -79,6 +81,7 @@ impl ChaosBody {
             tokens: 0,
             last_token: 0,
             ended: len == 0,
+            array: None,
         }
     }
 
@@ -91,7 +94,9 @@ impl ChaosBody {
         conn: Arc<ConnControl>,
         shutdown: CancellationToken,
     ) -> Self {
+        let array = ctx.json_array.then(ArrayWriter::default);
         ChaosBody {
+            array,
             steps,
             ctx: Some(ctx),
             end,
@@ -137,6 +142,13 @@ impl ChaosBody {
 
     /// Hands bytes to the connection; ends the row when they are the last.
     fn emit(&mut self, bytes: Bytes, tokens: u32) -> Poll<Option<Result<Frame<Bytes>, BodyCut>>> {
+        // The array closes with the answer: only a body played to its
+        // healthy end writes the `]`.
+        let close = self.steps.is_empty() && self.end == Outcome::Completed;
+        let bytes = match &mut self.array {
+            Some(array) => Bytes::from(array.piece(&bytes, close)),
+            None => bytes,
+        };
         self.bytes += bytes.len() as u64;
         self.tokens += tokens;
         if self.steps.is_empty() {

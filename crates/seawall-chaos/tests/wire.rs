@@ -171,7 +171,7 @@ data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\" w2\"}}],\"role\
 }
 
 #[tokio::test]
-async fn gemini_unary_and_sse_only_streams() {
+async fn gemini_unary_and_json_array_streams() {
     let chaos = ChaosServer::builder().start().await.unwrap();
     let reply = post(
         chaos.addr(),
@@ -187,21 +187,41 @@ async fn gemini_unary_and_sse_only_streams() {
     );
     assert_eq!(v["candidates"][0]["finishReason"], "MAX_TOKENS");
 
+    // Without `alt=sse`: the same chunks, as one JSON array written over time.
     let reply = post(
         chaos.addr(),
         "/v1beta/models/gemini-x:streamGenerateContent",
-        &[],
+        &[("x-chaos-fault", "ok;tokens=2")],
         GEMINI_BODY,
     )
     .await;
-    assert_eq!(reply.status, 400);
-    assert!(
-        reply.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("alt=sse")
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    let text = reply.text();
+    assert!(text.starts_with("[{\"candidates\""), "{text}");
+    assert!(text.ends_with("}\r\n]"), "{text}");
+    assert_eq!(text.matches("\r\n,{").count(), 1, "{text}");
+    let chunks: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(chunks.len(), 2);
+    assert_eq!(
+        chunks[0]["candidates"][0]["content"]["parts"][0]["text"],
+        "w1"
     );
-    assert_eq!(reply.json()["error"]["status"], "INVALID_ARGUMENT");
+    assert_eq!(chunks[1]["candidates"][0]["finishReason"], "STOP");
+
+    // A cut stream never closes its array.
+    let reply = post(
+        chaos.addr(),
+        "/v1beta/models/gemini-x:streamGenerateContent",
+        &[("x-chaos-fault", "truncate_after;tokens=2;total=5")],
+        GEMINI_BODY,
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    assert!(reply.text().starts_with("[{"));
+    assert!(!reply.text().trim_end().ends_with(']'), "{}", reply.text());
+    let row = &chaos.journal()[2];
+    assert_eq!(row.tokens_written, 2);
 }
 
 #[tokio::test]

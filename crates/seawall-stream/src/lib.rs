@@ -61,6 +61,7 @@
 #![deny(missing_docs)]
 
 pub mod guard;
+pub mod json_array;
 pub mod protocol;
 mod report;
 pub mod sse;

@@ -55,6 +55,7 @@ pub(super) async fn answer(
         exchange.body_len(),
     );
     ctx.first_token = request.continues_after.saturating_add(1);
+    ctx.json_array = request.json_array;
     match plan(&fault, &ctx, request.stream) {
         Plan::CloseBeforeHeaders => Err(exchange.close_before_headers(&control)),
         Plan::Error(status) => Ok(exchange.error(&request.model, &status)),
@@ -222,7 +223,7 @@ impl<'a> Exchange<'a> {
         control: Arc<ConnControl>,
     ) -> Response<ChaosBody> {
         let mut headers = HeaderMap::new();
-        if request.stream {
+        if request.stream && !request.json_array {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
             headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         } else {

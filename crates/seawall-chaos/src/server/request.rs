@@ -22,10 +22,13 @@ pub(super) struct RequestShape {
     /// with an assistant (or model) turn whose text ends in `wK`, the way a
     /// client resumes an interrupted stream.
     pub(super) continues_after: u32,
+    /// Gemini's JSON-array stream (`streamGenerateContent` without `alt=sse`).
+    pub(super) json_array: bool,
 }
 
-/// What a Gemini path says that other providers put in the body: (model, stream).
-pub(super) type FromPath = Option<(String, bool)>;
+/// What a Gemini path says that other providers put in the body: (model,
+/// stream, JSON-array stream).
+pub(super) type FromPath = Option<(String, bool, bool)>;
 
 /// A refusal by the server itself, before any fault applies.
 pub(super) struct Rejection {
@@ -112,8 +115,8 @@ pub(super) async fn read_capped(req: Request<Incoming>, cap: usize) -> Result<By
     }
 }
 
-/// `/v1beta/models/{model}:{action}` → (model, stream).
-fn gemini_route(path: &str, query: &str) -> Result<(String, bool), Rejection> {
+/// `/v1beta/models/{model}:{action}` → (model, stream, JSON-array stream).
+fn gemini_route(path: &str, query: &str) -> Result<(String, bool, bool), Rejection> {
     let rest = path.strip_prefix("/v1beta/models/").unwrap_or_default();
     let not_found = || {
         Rejection::new(
@@ -129,18 +132,13 @@ fn gemini_route(path: &str, query: &str) -> Result<(String, bool), Rejection> {
         return Err(not_found());
     }
     match action {
-        "generateContent" => Ok((model.to_owned(), false)),
-        "streamGenerateContent" => {
-            if query.split('&').any(|kv| kv == "alt=sse") {
-                Ok((model.to_owned(), true))
-            } else {
-                Err(Rejection::new(
-                    400,
-                    "sse_only",
-                    "seawall-chaos: streamGenerateContent is served as SSE only; add ?alt=sse",
-                ))
-            }
-        }
+        "generateContent" => Ok((model.to_owned(), false, false)),
+        // Without `alt=sse` Gemini streams one JSON array.
+        "streamGenerateContent" => Ok((
+            model.to_owned(),
+            true,
+            !query.split('&').any(|kv| kv == "alt=sse"),
+        )),
         _ => Err(not_found()),
     }
 }
@@ -162,11 +160,12 @@ pub(super) fn parse_request(
     let continues_after = continues_after(&fields.turns(provider));
     let include_usage =
         provider == Provider::OpenAi && fields.stream_options.is_some_and(|o| o.include_usage);
-    let (model, stream) = match from_path {
+    let (model, stream, json_array) = match from_path {
         Some(from_path) => from_path,
         None => (
             fields.model.unwrap_or_else(|| "chaos-model".to_owned()),
             fields.stream,
+            false,
         ),
     };
     Ok(RequestShape {
@@ -174,6 +173,7 @@ pub(super) fn parse_request(
         stream,
         include_usage,
         continues_after,
+        json_array,
     })
 }
 

@@ -1,4 +1,6 @@
-//! Gemini `generateContent` and `streamGenerateContent?alt=sse`.
+//! Gemini `generateContent`, `streamGenerateContent?alt=sse`, and
+//! `streamGenerateContent` without `alt=sse`: the same chunks as elements of
+//! one JSON array written over time.
 
 use serde_json::{Value, json};
 
@@ -79,6 +81,44 @@ pub(super) fn unary_parts(ctx: &Ctx, finish: Finish, tokens: u32) -> (String, St
         ctx.id
     );
     (prefix, suffix)
+}
+
+/// Where a JSON-array stream stands: whether its `[` went out, and how
+/// many elements followed.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ArrayWriter {
+    opened: bool,
+    elements: u32,
+}
+
+impl ArrayWriter {
+    /// The bytes of the JSON-array stream for `sse`, one frame of the SSE
+    /// stream (`data: {…}\r\n\r\n`, possibly cut short by a fault; a
+    /// comment is a keep-alive and becomes blank space), and the closing
+    /// `]` when `close`. Elements are separated the way Gemini does it:
+    /// `[{…}\r\n,{…}\r\n]`.
+    pub(crate) fn piece(&mut self, sse: &[u8], close: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(sse.len() + 4);
+        if !self.opened {
+            self.opened = true;
+            out.push(b'[');
+        }
+        match sse.strip_prefix(b"data: ") {
+            Some(data) => {
+                if self.elements > 0 {
+                    out.extend_from_slice(b"\r\n,");
+                }
+                self.elements += 1;
+                out.extend_from_slice(data.strip_suffix(b"\r\n\r\n").unwrap_or(data));
+            }
+            None if sse.is_empty() => {}
+            None => out.extend_from_slice(b"\r\n"),
+        }
+        if close {
+            out.extend_from_slice(b"\r\n]");
+        }
+        out
+    }
 }
 
 fn status_name(code: u16) -> &'static str {

@@ -10,6 +10,8 @@ mod gemini;
 mod openai;
 mod openai_responses;
 
+pub(crate) use gemini::ArrayWriter;
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -119,6 +121,9 @@ pub(crate) struct Ctx {
     /// The first token of a healthy answer: 1, or `K + 1` when the request
     /// continues an answer that stopped after token `K`.
     pub first_token: u32,
+    /// Gemini's `streamGenerateContent` without `alt=sse`: the stream is one
+    /// JSON array, an element per chunk.
+    pub json_array: bool,
 }
 
 impl Ctx {
@@ -142,6 +147,7 @@ impl Ctx {
             include_usage,
             prompt_tokens: u32::try_from(body_len / 4).unwrap_or(u32::MAX).max(1),
             first_token: 1,
+            json_array: false,
         }
     }
 }

@@ -6,7 +6,8 @@ use bytes::Bytes;
 use http::Response;
 use http_body::Body;
 use pin_project_lite::pin_project;
-use seawall_core::BoxError;
+use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure};
+use tokio::time::{Instant, Sleep, sleep_until};
 
 use super::GuardBody;
 use super::stream::{Setup, Stream, Track};
@@ -32,6 +33,10 @@ pin_project! {
             #[pin]
             future: F,
             setup: Option<Setup>,
+            // Armed only for a request of Gemini's JSON-array stream: a
+            // classifier below reads the array's opening before it hands
+            // the response on, so the first-byte bound must run here.
+            first_byte: Option<Pin<Box<Sleep>>>,
         },
         Holding {
             parts: Option<http::response::Parts>,
@@ -43,10 +48,17 @@ pin_project! {
 
 impl<F, B> ResponseFuture<F, B> {
     pub(crate) fn new(future: F, setup: Setup) -> Self {
+        let first_byte = setup.json_array.then(|| {
+            let config = &setup.config;
+            Box::pin(sleep_until(
+                setup.started + config.first_byte.min(config.first_content),
+            ))
+        });
         ResponseFuture {
             state: State::Calling {
                 future,
                 setup: Some(setup),
+                first_byte,
             },
         }
     }
@@ -77,8 +89,26 @@ where
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
             let next = match self.as_mut().project().state.project() {
-                StateProj::Calling { future, setup } => {
-                    let response = match ready!(future.poll(cx)) {
+                StateProj::Calling {
+                    future,
+                    setup,
+                    first_byte,
+                } => {
+                    let polled = match future.poll(cx) {
+                        Poll::Pending => {
+                            let fired = first_byte
+                                .as_mut()
+                                .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
+                            if !fired {
+                                return Poll::Pending;
+                            }
+                            let setup = setup.take().expect("setup present while calling");
+                            self.as_mut().project().state.set(State::Finished);
+                            return Poll::Ready(Err(no_first_byte(&setup).into()));
+                        }
+                        Poll::Ready(polled) => polled,
+                    };
+                    let response = match polled {
                         Ok(response) => response,
                         Err(error) => {
                             self.as_mut().project().state.set(State::Finished);
@@ -86,7 +116,10 @@ where
                         }
                     };
                     let mut setup = setup.take().expect("setup present while calling");
-                    setup.recognised = setup.config.guards(&response, &setup.facts);
+                    setup.recognised =
+                        setup
+                            .config
+                            .guards(&response, &setup.facts, setup.json_array);
                     if setup.recognised.is_none() {
                         let response = response.map(GuardBody::passthrough);
                         self.as_mut().project().state.set(State::Finished);
@@ -121,4 +154,16 @@ where
             self.as_mut().project().state.set(next);
         }
     }
+}
+
+/// No body byte of a JSON-array stream within the first-byte bound, and
+/// no response yet from the layers below: route-shaped, as for any stream.
+fn no_first_byte(setup: &Setup) -> Failure {
+    let bound = setup.config.first_byte.min(setup.config.first_content);
+    let mut evidence = Evidence::default();
+    evidence.elapsed = Some(Instant::now() - setup.started);
+    evidence.closed_by = Some(ClosedBy::Us);
+    Failure::new(Code::FirstByteTimeout)
+        .with_message(&format!("first_byte bound of {bound:?} passed"))
+        .with_evidence(evidence)
 }

@@ -39,8 +39,19 @@
 //!   [`StreamReportHandle`](crate::StreamReportHandle) in the response
 //!   extensions, and one `tracing` event (target `seawall::stream`).
 //!
-//! Responses that are not a 2xx `text/event-stream` pass through, at the
-//! cost of a header check.
+//! - **Gemini's JSON-array stream** (`:streamGenerateContent` without
+//!   `alt=sse`, answered `application/json`) is one JSON array written an
+//!   element at a time. The guard splits it incrementally
+//!   ([`json_array`](crate::json_array)) and reads each element as a Gemini
+//!   event, with the same bounds, hold-back and verdicts; the message is
+//!   complete only with its finish *and* the closing `]`. Anything but
+//!   whitespace after the `]` is `protocol_violation`. A classifier below
+//!   reads the array's first byte before it hands the response on, so for
+//!   such a request the first-byte bound runs from the call, headers or
+//!   not.
+//!
+//! Responses that are not a 2xx `text/event-stream` (or such a JSON-array
+//! stream) pass through, at the cost of a header check.
 //!
 //! ```
 //! use bytes::Bytes;
@@ -120,6 +131,10 @@ pub(crate) enum Recognised {
     /// A stream was asked for and the answer does not say it is JSON: it
     /// must open like an event stream, or it is no answer.
     Requested,
+    /// Gemini's `streamGenerateContent` without `alt=sse`, answered with
+    /// JSON (or without a content type): one JSON array, an element at a
+    /// time ([`crate::json_array`]).
+    JsonArray,
 }
 
 impl Config {
@@ -128,8 +143,15 @@ impl Config {
     /// content type is missing or neither that nor JSON from a generation
     /// endpoint asked for a stream (a proxy that dropped the type must not
     /// turn a stream into an unchecked body). A stream request answered
-    /// with JSON is a unary answer: the classifier checks it.
-    fn guards<B>(&self, response: &http::Response<B>, facts: &RequestFacts) -> Option<Recognised> {
+    /// with JSON is a unary answer: the classifier checks it — except
+    /// Gemini's JSON-array stream (`json_array`: `:streamGenerateContent`
+    /// without `alt=sse`), whose JSON is the stream.
+    fn guards<B>(
+        &self,
+        response: &http::Response<B>,
+        facts: &RequestFacts,
+        json_array: bool,
+    ) -> Option<Recognised> {
         if !response.status().is_success() {
             return None;
         }
@@ -144,13 +166,23 @@ impl Config {
             Some(media) if media.eq_ignore_ascii_case(self.content_type.as_bytes()) => {
                 Some(Recognised::ContentType)
             }
-            Some(media) if is_json(media) => None,
+            Some(media) if is_json(media) => json_array.then_some(Recognised::JsonArray),
+            _ if json_array => Some(Recognised::JsonArray),
             _ if facts.is_generation() && facts.stream_requested() == Some(true) => {
                 Some(Recognised::Requested)
             }
             _ => None,
         }
     }
+}
+
+/// Whether a request to `uri` asks Gemini for its JSON-array stream:
+/// `…:streamGenerateContent` without `alt=sse`.
+pub(crate) fn asks_json_array(uri: &http::Uri) -> bool {
+    uri.path().ends_with(":streamGenerateContent")
+        && !uri
+            .query()
+            .is_some_and(|query| query.split('&').any(|pair| pair == "alt=sse"))
 }
 
 /// `application/json` or any `+json` type.

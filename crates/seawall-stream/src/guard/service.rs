@@ -52,6 +52,8 @@ where
             config: self.config.clone(),
             facts: RequestFacts::of_request(&request),
             recognised: None,
+            json_array: protocol == crate::Protocol::Gemini
+                && super::asks_json_array(request.uri()),
             protocol,
             started: Instant::now(),
             progress: request.extensions().get::<Progress>().cloned(),

@@ -22,9 +22,10 @@ use seawall_core::{
 use tokio::time::{Instant, Sleep, sleep_until};
 
 use super::{Config, Recognised};
+use crate::json_array::{ArrayError, Splitter};
 use crate::protocol::{Decoder, Protocol, Reason, Signal};
 use crate::report::{StreamReport, StreamReportHandle, trace};
-use crate::sse::{Item, ScanError, Scanner};
+use crate::sse::{Event, Item, ScanError, Scanner};
 
 /// Which bound a timer expiry means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +53,8 @@ enum Cause {
     Transport(BoxError),
     Timeout(Gap),
     Scan(ScanError),
+    /// Gemini's JSON-array stream broke its framing.
+    Array(ArrayError),
     /// Event data that is not UTF-8 or not JSON: text may be lost in it.
     Undecodable(&'static str),
     /// A body the guard took for a stream (no event-stream content type,
@@ -212,6 +215,8 @@ pub(crate) struct Setup {
     pub(crate) facts: RequestFacts,
     /// How the response was recognised as a stream, once it arrived.
     pub(crate) recognised: Option<Recognised>,
+    /// The request asks for Gemini's JSON-array stream.
+    pub(crate) json_array: bool,
     /// Chosen from the request (or the layer's setting) at call time.
     pub(crate) protocol: Protocol,
     pub(crate) started: Instant,
@@ -231,7 +236,7 @@ pub(crate) struct Setup {
 pub(crate) struct Track {
     config: Arc<Config>,
     progress: Option<Progress>,
-    scanner: Scanner,
+    framing: Framing,
     decoder: Decoder,
     tally: Tally,
     status: u16,
@@ -259,11 +264,15 @@ impl Track {
             recognised,
             spans,
             facts: _,
+            json_array: _,
             #[cfg(feature = "metrics")]
             route,
         } = setup;
         Track {
-            scanner: Scanner::new(config.max_line, config.max_event),
+            framing: match recognised {
+                Some(Recognised::JsonArray) => Framing::JsonArray(Splitter::new(config.max_event)),
+                _ => Framing::Sse(Scanner::new(config.max_line, config.max_event)),
+            },
             decoder: protocol.decoder(),
             tally: Tally {
                 events: 0,
@@ -305,8 +314,10 @@ impl Track {
         self.content_seen() || (self.message_complete() && self.tally.empty_verdict().is_none())
     }
 
+    /// The finish arrived, and the framing around the events is closed
+    /// (the JSON array's `]`; an event stream has nothing to close).
     fn message_complete(&self) -> bool {
-        self.tally.finish.is_some()
+        self.tally.finish.is_some() && self.framing.closed()
     }
 
     /// Scans one data frame; returns why the stream must stop, if it must.
@@ -324,14 +335,14 @@ impl Track {
             }
         }
         let Track {
-            scanner,
+            framing,
             decoder,
             tally,
             progress,
             ..
         } = self;
         let content_before = tally.content_events;
-        let scanned = scanner.feed(data, |item| {
+        let mut on_item = |item: Item<'_>| {
             // Nothing after a stop counts: the same stream gives the same
             // counts however it is framed.
             if tally.stop.is_some() {
@@ -341,13 +352,25 @@ impl Track {
                 tally.events += 1;
             }
             tally.apply(decoder.decode(item), now);
-        });
+        };
+        let scanned = match framing {
+            Framing::Sse(scanner) => scanner.feed(data, on_item).map_err(Cause::Scan),
+            // Each element is one event of the protocol.
+            Framing::JsonArray(splitter) => splitter
+                .feed(data, |element| {
+                    on_item(Item::Event(Event {
+                        name: b"",
+                        data: element,
+                    }))
+                })
+                .map_err(Cause::Array),
+        };
         if let Some(progress) = progress {
             progress.add_bytes(data.len() as u64);
             progress.add_content_events(tally.content_events - content_before);
         }
-        if let Err(error) = scanned {
-            tally.stop.get_or_insert(Cause::Scan(error));
+        if let Err(cause) = scanned {
+            tally.stop.get_or_insert(cause);
         }
         tally.stop.take()
     }
@@ -493,6 +516,11 @@ impl Track {
                     .with_message(&format!("{}: {error}", error.as_str())),
                 ClosedBy::Us,
             ),
+            Cause::Array(error) => (
+                Failure::new(after(content, Code::ProtocolViolation))
+                    .with_message(&format!("{}: {error}", error.as_str())),
+                ClosedBy::Us,
+            ),
             Cause::Undecodable(why) => (
                 Failure::new(after(content, Code::ProtocolViolation))
                     .with_message(&format!("sse_undecodable_event: {why}")),
@@ -520,7 +548,7 @@ impl Track {
         evidence.content_events = self.tally.content_events;
         evidence.time_to_first_byte = self.first_byte.map(|at| at - self.started);
         evidence.elapsed = Some(now - self.started);
-        evidence.finish_seen = self.message_complete();
+        evidence.finish_seen = self.tally.finish.is_some();
         evidence.content_seen = content;
         evidence.closed_by = Some(closed_by);
         let mut failure = failure.with_evidence(evidence);
@@ -572,9 +600,37 @@ impl Track {
         self.handle.set(report);
     }
 
-    /// Bytes held in buffers: the scanner's and the delivered text.
+    /// Bytes held in buffers: the scanner's (or splitter's) and the
+    /// delivered text.
     fn buffered(&self) -> usize {
-        self.scanner.buffered() + self.tally.text.as_ref().map_or(0, String::capacity)
+        self.framing.buffered() + self.tally.text.as_ref().map_or(0, String::capacity)
+    }
+}
+
+/// How the events of a stream are framed.
+#[derive(Debug)]
+enum Framing {
+    /// An event stream.
+    Sse(Scanner),
+    /// Gemini's JSON array, an element per event.
+    JsonArray(Splitter),
+}
+
+impl Framing {
+    /// Whether the framing is closed: always for an event stream, after
+    /// the `]` for a JSON array.
+    fn closed(&self) -> bool {
+        match self {
+            Framing::Sse(_) => true,
+            Framing::JsonArray(splitter) => splitter.is_closed(),
+        }
+    }
+
+    fn buffered(&self) -> usize {
+        match self {
+            Framing::Sse(scanner) => scanner.buffered(),
+            Framing::JsonArray(splitter) => splitter.buffered(),
+        }
     }
 }
 
@@ -608,9 +664,11 @@ fn underlying_code(cause: &Cause) -> Option<Code> {
         }
         Cause::Timeout(Gap::Idle) => Some(Code::IdleTimeout),
         Cause::Timeout(_) => Some(Code::Timeout),
-        Cause::Scan(_) | Cause::HoldTooLarge | Cause::Undecodable(_) | Cause::NotAStream => {
-            Some(Code::ProtocolViolation)
-        }
+        Cause::Scan(_)
+        | Cause::Array(_)
+        | Cause::HoldTooLarge
+        | Cause::Undecodable(_)
+        | Cause::NotAStream => Some(Code::ProtocolViolation),
         Cause::FinishedEmpty | Cause::Eof | Cause::PolicyFinish(_) => None,
     }
 }
