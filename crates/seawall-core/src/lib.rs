@@ -32,6 +32,7 @@
 #![deny(missing_docs)]
 
 mod action;
+mod another_route;
 mod class;
 mod code;
 mod deadline;
@@ -55,6 +56,7 @@ mod text;
 pub mod usage;
 
 pub use action::Action;
+pub use another_route::AnotherRoute;
 pub use class::Class;
 pub use code::{Code, UnknownCode};
 pub use deadline::Deadline;

@@ -9,8 +9,8 @@ use pin_project_lite::pin_project;
 use seawall_core::provider::Provider;
 use seawall_core::replay::ReplayBody;
 use seawall_core::{
-    Action, Attempt, AttemptSpans, BoxError, Code, Deadline, Failure, Receipt, RequestFacts,
-    RouteId, StopReason, Usage,
+    Action, AnotherRoute, Attempt, AttemptSpans, BoxError, Code, Deadline, Failure, Receipt,
+    RequestFacts, RouteId, StopReason, Usage,
 };
 use seawall_internal::millis;
 use tokio::time::{Instant, Sleep, sleep};
@@ -208,10 +208,17 @@ impl<S, B> Ladder<S, B> {
 
     fn succeeded<ResB>(&mut self, response: &mut Response<ResB>) {
         self.shared.budget.succeeded(self.grant);
+        // A layer that chose the route per attempt (a route set) names the
+        // one that answered; else it is the ladder's.
+        let route = response
+            .extensions()
+            .get::<RouteId>()
+            .unwrap_or(&self.route)
+            .clone();
+        metrics::attempt(&route, None);
         self.receipt
-            .push(Attempt::answered(self.route.clone(), self.slept, response));
+            .push(Attempt::answered(route, self.slept, response));
         self.receipt.stop = Some(StopReason::Succeeded);
-        metrics::attempt(&self.route, None);
         self.record_model();
         if let Some(usage) = response.extensions().get::<Usage>() {
             for span in [&self.attempt_span, &self.span] {
@@ -246,7 +253,13 @@ impl<S, B> Ladder<S, B> {
     /// An attempt failed: retry after a delay, or stop with the error to
     /// return.
     fn failed(&mut self, err: BoxError) -> Next {
-        let failure = match Failure::extract(err) {
+        // A route set below says another of its members can take the next
+        // attempt: see `AnotherRoute`.
+        let (failure, another) = match err.downcast::<AnotherRoute>() {
+            Ok(signal) => (Ok(signal.into_failure()), true),
+            Err(err) => (Failure::extract(err), false),
+        };
+        let failure = match failure {
             Ok(failure) => failure,
             Err(other) => {
                 // Unclassified: nobody said it is safe to repeat.
@@ -279,7 +292,7 @@ impl<S, B> Ladder<S, B> {
             self.attempt_span
                 .record("seawall.retry_after_ms", millis(hint));
         }
-        let verdict = self.judge(&failure, route.clone());
+        let verdict = self.judge(&failure, route.clone(), another);
         match &verdict {
             Ok(_) => metrics::retry(&route, failure.code()),
             Err(reason) => {
@@ -323,11 +336,25 @@ impl<S, B> Ladder<S, B> {
     }
 
     /// The delay before the next attempt, or why there is none.
-    fn judge(&mut self, failure: &Failure, route: RouteId) -> Result<Duration, StopReason> {
-        if failure.action() != Action::Retry {
+    ///
+    /// `another`: the service below can send the next attempt to another
+    /// route ([`AnotherRoute`]). Then a failure that condemns only its route
+    /// ([`Failure::moves_route`]) does not end the ladder: what would have
+    /// stopped it (an action other than retry, a promotion, a hint past the
+    /// cap) moves the next attempt at once, and a plain retry waits the
+    /// backoff, not the failed route's hint. Attempts, replay, the deadline
+    /// and the budget still bound it.
+    fn judge(
+        &mut self,
+        failure: &Failure,
+        route: RouteId,
+        another: bool,
+    ) -> Result<Duration, StopReason> {
+        let moving = another && failure.moves_route();
+        if failure.action() != Action::Retry && !moving {
             return Err(StopReason::NotRetryable);
         }
-        let blocker = self.next_attempt(failure, route);
+        let blocker = self.next_attempt(failure, route, moving);
         let timeout = failure.code().is_timeout();
         // The budget hears of every retryable failure (gRPC counts them
         // all), but grants only a retry the ladder would make.
@@ -347,7 +374,12 @@ impl<S, B> Ladder<S, B> {
 
     /// Everything but the budget: promotion, attempts, replay, the hint and
     /// the deadline. Prepares the next request when a retry fits.
-    fn next_attempt(&mut self, failure: &Failure, route: RouteId) -> Result<Duration, StopReason> {
+    fn next_attempt(
+        &mut self,
+        failure: &Failure,
+        route: RouteId,
+        moving: bool,
+    ) -> Result<Duration, StopReason> {
         let policy = &self.shared.policy;
         let now = Instant::now();
         let shape = failure.is_route_shaped().then(|| (failure.code(), route));
@@ -364,10 +396,13 @@ impl<S, B> Ladder<S, B> {
         };
         // With another route to go to, a route that answered with silence
         // is left after one attempt: a second would re-buy the silence.
-        let silent_with_elsewhere = self.other_routes && failure.is_zero_byte_timeout();
-        if repeated || consumed_most || silent_with_elsewhere {
+        let silent_with_elsewhere = (self.other_routes || moving) && failure.is_zero_byte_timeout();
+        let promoted = repeated || consumed_most || silent_with_elsewhere;
+        if promoted && !moving {
             return Err(StopReason::Failover);
         }
+        // Leave the route at once: what would end a ladder on one route.
+        let move_now = moving && (promoted || failure.action() != Action::Retry);
         let again = match &self.again {
             Some(again) if self.attempt < policy.max_attempts => again,
             _ => return Err(StopReason::Attempts),
@@ -376,9 +411,12 @@ impl<S, B> Ladder<S, B> {
             return Err(StopReason::NotReplayable);
         };
         let delay = match failure.retry_after() {
+            _ if move_now => Duration::ZERO,
+            // The hint is the failed route's; the next attempt goes elsewhere.
+            Some(hint) if hint > policy.max_retry_after && moving => Duration::ZERO,
             Some(hint) if hint > policy.max_retry_after => return Err(StopReason::HintTooLong),
-            Some(hint) => hint,
-            None => self
+            Some(hint) if !moving => hint,
+            _ => self
                 .shared
                 .random
                 .with(|rng| policy.backoff.delay(self.attempt - 1, self.slept, rng)),
