@@ -461,12 +461,15 @@ impl<S, B> Ladder<S, B> {
 
     /// Hands the attempt's spans down with its request, so the layer that
     /// reads a streamed body records how it ended on them (and keeps the
-    /// attempt's span open until then). Only when a subscriber records the
-    /// spans: else nothing is inserted.
+    /// attempt's span open until then); with the `traceparent` feature,
+    /// the request also carries the attempt span's W3C trace context. Only
+    /// when a subscriber records the spans: else nothing is inserted.
     pub(crate) fn mark(&self, request: &mut Request<ReplayBody<B>>) {
         if self.attempt_span.is_disabled() {
             return;
         }
+        #[cfg(feature = "traceparent")]
+        crate::traceparent::inject(&self.attempt_span, request.headers_mut());
         request.extensions_mut().insert(AttemptSpans::new(
             self.attempt_span.clone(),
             self.span.clone(),

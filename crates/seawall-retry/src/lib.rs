@@ -68,6 +68,13 @@
 //! content stays on the attempt's span: the ladder judges it. The handle is
 //! inserted only when a subscriber records the spans.
 //!
+//! With the `traceparent` feature each attempt's request also carries a
+//! W3C `traceparent` (and `tracestate`, when there is one) from its span's
+//! OpenTelemetry context, replacing the caller's, so the provider's traces
+//! join the caller's trace: one span id per attempt, the caller's trace id.
+//! It needs a `tracing-opentelemetry` layer recording the spans; without
+//! one no header is added.
+//!
 //! With the `metrics` feature the ladder also records
 //! `seawall_attempts_total`, `seawall_retries_total`,
 //! `seawall_retry_budget_exhausted_total`,
@@ -143,6 +150,8 @@ mod metrics;
 mod policy;
 mod service;
 mod template;
+#[cfg(feature = "traceparent")]
+mod traceparent;
 
 pub use backoff::{Backoff, Jitter};
 pub use budget::Budget;
