@@ -17,7 +17,7 @@
 //! | [`retry`] | `seawall-retry` | `RetryBudgetLayer`: one bounded ladder, shared budget |
 //! | [`breaker`] | `seawall-breaker` | `BreakerLayer`: per-route circuit breaker |
 //! | [`stream`] | `seawall-stream` | `StreamGuardLayer`: SSE gap timeouts, hold-back until first content |
-//! | [`fallback`] | `seawall-fallback` | `FallbackLayer`: one other route, only when safe |
+//! | [`fallback`] | `seawall-fallback` | `FallbackLayer`: one other route, only when safe; `RouteSetLayer`: one of many equivalent routes per attempt |
 //! | [`resume`] | `seawall-resume` | `ResumeLayer`: an interrupted stream continues in the same body |
 #![deny(missing_docs)]
 
@@ -72,7 +72,7 @@ pub mod prelude {
     #[cfg(feature = "deadline")]
     pub use seawall_deadline::DeadlineLayer;
     #[cfg(feature = "fallback")]
-    pub use seawall_fallback::{FallbackLayer, ServedBy};
+    pub use seawall_fallback::{FallbackLayer, Member, RouteSetLayer, ServedBy};
     #[cfg(feature = "resume")]
     pub use seawall_resume::{ResumeLayer, Resumed};
     #[cfg(feature = "retry")]

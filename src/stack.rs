@@ -4,6 +4,9 @@
 //! Deadline(total) → Fallback → RetryBudget → Breaker → Deadline(per attempt) → StreamGuard → Classify → client
 //! ```
 //!
+//! With a route set ([`Stack::build_with_route_set`]), the set sits between
+//! the ladder and the breaker: each attempt picks a member.
+//!
 //! The order is the design: whichever layer runs first spends the clock the
 //! next one needs.
 //!
@@ -60,7 +63,7 @@ use std::time::Duration;
 use seawall_breaker::{Breaker, BreakerLayer};
 use seawall_classify::{Classify, ClassifyLayer};
 use seawall_deadline::{DeadlineLayer, DeadlineService, WireTimeout};
-use seawall_fallback::{Fallback, FallbackLayer};
+use seawall_fallback::{Fallback, FallbackLayer, RouteSet, RouteSetLayer};
 use seawall_retry::{Budget, RetryBudget, RetryBudgetLayer, RetryPolicy};
 use seawall_stream::{StreamGuard, StreamGuardLayer};
 use tower_http::decompression::{Decompression, DecompressionLayer};
@@ -77,6 +80,10 @@ pub type Seawall<S, C> = DeadlineService<RetryBudget<Attempt<S, C>>>;
 /// [`Attempt`]) and its request rewrite `R`.
 pub type SeawallWithFallback<S, C, F, R> =
     DeadlineService<Fallback<RetryBudget<Attempt<S, C>>, F, R>>;
+
+/// The whole stack over a route set: one ladder whose every attempt goes
+/// to one member of the set (see [`Stack::build_with_route_set`]).
+pub type SeawallWithRouteSet<S, C, R> = DeadlineService<RetryBudget<RouteSet<Attempt<S, C>, R>>>;
 
 /// The settings of the assembled stack. Start from a preset and override
 /// any knob; the layers themselves are the seawall crates' own, so each
@@ -279,6 +286,34 @@ impl Stack {
         let fallback =
             fallback.health_or(move |route: &seawall_core::RouteId| handle.cooldown(route));
         DeadlineLayer::new(self.total).layer(fallback.layer(primary))
+    }
+
+    /// The whole stack around `client`, each attempt of the ladder sent to
+    /// one member of `route_set`: Deadline(total) → RetryBudget → RouteSet
+    /// → [`Stack::attempt`].
+    ///
+    /// The set reads this stack's breaker (one breaker and one cooldown per
+    /// member, by the member's `RouteId`), so a member cooling down or with
+    /// its breaker open is never chosen, and [`Stack::seed`] seeds its
+    /// choices too. A failure that condemns only the member moves the next
+    /// attempt to another member while one can be tried (see
+    /// [`seawall_fallback::route_set`]).
+    pub fn build_with_route_set<S, C: Clone, R>(
+        &self,
+        classify: &ClassifyLayer<C>,
+        client: S,
+        route_set: RouteSetLayer<R>,
+    ) -> SeawallWithRouteSet<S, C, R> {
+        let handle = self.breaker.handle();
+        let mut route_set = route_set.health(move |route| {
+            let probe = handle.probe(route);
+            move || probe.blocked()
+        });
+        if let Some(seed) = self.seed {
+            route_set = route_set.seed(seed);
+        }
+        let members = route_set.layer(self.attempt(classify, client));
+        DeadlineLayer::new(self.total).layer(self.ladder().layer(members))
     }
 
     fn ladder(&self) -> RetryBudgetLayer {

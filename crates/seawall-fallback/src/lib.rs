@@ -174,10 +174,15 @@ mod error;
 mod future;
 mod layer;
 mod rewrite;
+pub mod route_set;
 mod service;
 
 pub use error::SameRouteFallback;
 pub use future::ResponseFuture;
 pub use layer::{Cooling, DEFAULT_MAX_WAIT, FallbackLayer, FallbackRoute, RouteHealth};
 pub use rewrite::{Rewrite, Unchanged};
+pub use route_set::{
+    Member, MemberRewrite, MemberState, RouteSet, RouteSetBody, RouteSetError, RouteSetHandle,
+    RouteSetLayer,
+};
 pub use service::{Fallback, SERVED_BY_HEADER, ServedBy};

@@ -1,0 +1,491 @@
+//! The members of a route set and the choice among them: power of two
+//! choices on in-flight requests and recent latency, never a member the
+//! breaker refuses, a member that just failed only when nothing else is
+//! left.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use http::header::{HOST, HeaderName, HeaderValue};
+use http::uri::{Authority, Scheme};
+use seawall_core::{Code, Failure, RouteId};
+use seawall_internal::random::Random;
+use tokio::time::Instant;
+
+use crate::route_set::error::RouteSetError;
+
+/// The most members a route set takes: one bit each in the choice's masks.
+pub const MAX_MEMBERS: usize = 64;
+
+/// Why a route is refused now and for how long (`None`: until reset), as
+/// seawall-breaker's `RouteProbe::blocked` says it; `None` when it is not.
+pub type Blocked = Option<(Code, Option<Duration>)>;
+
+/// A member's health, read before each choice.
+pub(crate) type Probe = Box<dyn Fn() -> Blocked + Send + Sync>;
+
+/// One member of a route set: a deployment or an API key of the model,
+/// with its own [`RouteId`] and what its requests change — the origin
+/// (scheme and authority) and headers such as the key.
+///
+/// Two keys on one host are two members with two route names: the
+/// breaker below tracks each by its `RouteId`, which the route set puts in
+/// the request's extensions.
+///
+/// ```
+/// use http::header::{AUTHORIZATION, HeaderValue};
+/// use seawall_fallback::Member;
+///
+/// let a = Member::new("openai-key-a")
+///     .origin("https://api.openai.com")
+///     .unwrap()
+///     .header(AUTHORIZATION, HeaderValue::from_static("Bearer sk-a"));
+/// assert_eq!(a.route().as_str(), "openai-key-a");
+/// // A key is never shown.
+/// assert!(!format!("{a:?}").contains("sk-a"));
+/// ```
+#[derive(Clone)]
+pub struct Member {
+    route: RouteId,
+    origin: Option<(Scheme, Authority)>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl Member {
+    /// A member named `route`, sending the request as it comes.
+    pub fn new(route: impl Into<RouteId>) -> Self {
+        Member {
+            route: route.into(),
+            origin: None,
+            headers: Vec::new(),
+        }
+    }
+
+    /// Sends this member's requests to `base`'s scheme and authority (the
+    /// path and query stay the request's; a `Host` header, when the
+    /// request has one, follows). A base without a scheme or host, with
+    /// userinfo (a key in a URL would end up in logs), or with a path
+    /// other than `/` is refused with [`RouteSetError::Origin`]: a path
+    /// prefix or a model in the path is a [`rewrite`](crate::RouteSetLayer::rewrite).
+    pub fn origin(mut self, base: &str) -> Result<Self, RouteSetError> {
+        let bad = |why: &'static str| RouteSetError::Origin {
+            route: self.route.clone(),
+            why,
+        };
+        let uri: http::Uri = base.parse().map_err(|_| bad("not a URI"))?;
+        let scheme = uri.scheme().cloned().ok_or_else(|| bad("no scheme"))?;
+        let authority = uri.authority().cloned().ok_or_else(|| bad("no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(bad("userinfo in the URL; send the key in a header"));
+        }
+        if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+            return Err(bad("a path or query; rewrite the path instead"));
+        }
+        self.origin = Some((scheme, authority));
+        Ok(self)
+    }
+
+    /// Sets header `name` to `value` on this member's requests, replacing
+    /// the request's own (an API key: `authorization`, `x-api-key`,
+    /// `api-key`). The value is marked sensitive and never shown.
+    pub fn header(mut self, name: HeaderName, mut value: HeaderValue) -> Self {
+        value.set_sensitive(true);
+        self.headers.retain(|(known, _)| *known != name);
+        self.headers.push((name, value));
+        self
+    }
+
+    /// The member's route.
+    pub fn route(&self) -> &RouteId {
+        &self.route
+    }
+
+    /// Points `request` at this member.
+    pub(crate) fn apply<B>(&self, request: &mut http::Request<B>) {
+        if let Some((scheme, authority)) = &self.origin {
+            let mut parts = std::mem::take(request.uri_mut()).into_parts();
+            parts.scheme = Some(scheme.clone());
+            parts.authority = Some(authority.clone());
+            if parts.path_and_query.is_none() {
+                parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
+            }
+            // Scheme, authority and a path: always a valid URI.
+            if let Ok(uri) = http::Uri::from_parts(parts) {
+                *request.uri_mut() = uri;
+            }
+            if request.headers().contains_key(HOST)
+                && let Ok(host) = HeaderValue::from_str(authority.as_str())
+            {
+                request.headers_mut().insert(HOST, host);
+            }
+        }
+        for (name, value) in &self.headers {
+            request.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+}
+
+impl std::fmt::Debug for Member {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Member")
+            .field("route", &self.route)
+            .field(
+                "origin",
+                &self
+                    .origin
+                    .as_ref()
+                    .map(|(scheme, authority)| format!("{scheme}://{authority}")),
+            )
+            .field("headers", &headers)
+            .finish()
+    }
+}
+
+/// One member and what the set knows of it, shared by every clone.
+pub(crate) struct Slot {
+    pub(crate) member: Member,
+    probe: Option<Probe>,
+    /// Calls and bodies under way.
+    in_flight: AtomicU32,
+    /// Recent latency, in microseconds (peak-sensitive moving average); 0
+    /// until measured.
+    latency_us: AtomicU64,
+    /// When `latency_us` was last measured, in the set's milliseconds.
+    measured_ms: AtomicU64,
+    /// Until when a route-scoped failure demotes the member, in the set's
+    /// milliseconds; 0 when it does not.
+    avoid_until_ms: AtomicU64,
+    /// How often the member was chosen.
+    chosen: AtomicU64,
+}
+
+/// The set: its members, its clock and its randomness.
+pub(crate) struct Set {
+    pub(crate) slots: Box<[Slot]>,
+    epoch: Instant,
+    random: Random,
+    avoid_ms: u64,
+    decay_ms: u64,
+}
+
+/// The settings a set is built from.
+pub(crate) struct Settings {
+    pub(crate) avoid: Duration,
+    pub(crate) decay: Duration,
+    pub(crate) seed: Option<u64>,
+}
+
+impl Set {
+    pub(crate) fn new(
+        members: &[Member],
+        health: Option<&(dyn Fn(&RouteId) -> Probe + Send + Sync)>,
+        settings: &Settings,
+    ) -> Self {
+        let slots = members
+            .iter()
+            .map(|member| Slot {
+                member: member.clone(),
+                probe: health.map(|health| health(&member.route)),
+                in_flight: AtomicU32::new(0),
+                latency_us: AtomicU64::new(0),
+                measured_ms: AtomicU64::new(0),
+                avoid_until_ms: AtomicU64::new(0),
+                chosen: AtomicU64::new(0),
+            })
+            .collect();
+        Set {
+            slots,
+            epoch: Instant::now(),
+            random: Random::from_seed(settings.seed),
+            avoid_ms: millis(settings.avoid),
+            decay_ms: millis(settings.decay).max(1),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        millis(Instant::now().saturating_duration_since(self.epoch))
+    }
+
+    fn blocked(&self, index: usize) -> Blocked {
+        self.slots[index].probe.as_ref().and_then(|probe| probe())
+    }
+
+    /// The member for the next call, or — when the breaker refuses every
+    /// member — the member that comes back first, for [`Set::refusal`].
+    pub(crate) fn choose(&self) -> Result<usize, Earliest> {
+        let mut usable = 0u64;
+        let mut open = 0u64;
+        let mut now = None;
+        let mut earliest: Option<(usize, Code, Option<Duration>)> = None;
+        for (index, slot) in self.slots.iter().enumerate() {
+            if let Some((code, left)) = self.blocked(index) {
+                let sooner = match earliest {
+                    None => true,
+                    Some((_, _, known)) => match (left, known) {
+                        (Some(left), Some(known)) => left < known,
+                        (Some(_), None) => true,
+                        (None, _) => false,
+                    },
+                };
+                if sooner {
+                    earliest = Some((index, code, left));
+                }
+                continue;
+            }
+            usable |= 1 << index;
+            let avoid = slot.avoid_until_ms.load(Ordering::Relaxed);
+            if avoid == 0 || avoid <= *now.get_or_insert_with(|| self.now_ms()) {
+                open |= 1 << index;
+            }
+        }
+        if open == 0 {
+            if usable == 0 {
+                return Err(Earliest(earliest));
+            }
+            // Every member left failed a moment ago: the one that failed
+            // longest ago.
+            let index = ones(usable)
+                .min_by_key(|&index| self.slots[index].avoid_until_ms.load(Ordering::Relaxed))
+                .unwrap_or(0);
+            return Ok(self.chosen(index));
+        }
+        if open & (open - 1) == 0 {
+            return Ok(self.chosen(open.trailing_zeros() as usize));
+        }
+        // Power of two choices: two distinct members at random, the
+        // cheaper one. One draw gives both indices.
+        let n = u64::from(open.count_ones());
+        let draw = self.random.with(|rng| rng.next_u64());
+        let a = ((draw & 0xffff_ffff) * n) >> 32;
+        let mut b = ((draw >> 32) * (n - 1)) >> 32;
+        if b >= a {
+            b += 1;
+        }
+        let (a, b) = (nth_one(open, a as u32), nth_one(open, b as u32));
+        let now = now.unwrap_or_else(|| self.now_ms());
+        let index = if self.cost(a, now) <= self.cost(b, now) {
+            a
+        } else {
+            b
+        };
+        Ok(self.chosen(index))
+    }
+
+    fn chosen(&self, index: usize) -> usize {
+        self.slots[index].chosen.fetch_add(1, Ordering::Relaxed);
+        index
+    }
+
+    /// In-flight calls (plus one) times recent latency, the latency decayed
+    /// with its age so a member measured slow long ago is tried again.
+    fn cost(&self, index: usize, now: u64) -> u64 {
+        let slot = &self.slots[index];
+        let latency = self.latency(slot, now);
+        let load = u64::from(slot.in_flight.load(Ordering::Relaxed)) + 1;
+        latency.saturating_mul(load)
+    }
+
+    fn latency(&self, slot: &Slot, now: u64) -> u64 {
+        let latency = slot.latency_us.load(Ordering::Relaxed);
+        if latency == 0 {
+            return 0;
+        }
+        let age = now.saturating_sub(slot.measured_ms.load(Ordering::Relaxed));
+        let decayed = u128::from(latency) * u128::from(self.decay_ms)
+            / (u128::from(self.decay_ms) + u128::from(age));
+        u64::try_from(decayed).unwrap_or(u64::MAX)
+    }
+
+    /// The failure for a call refused because no member can take it: the
+    /// failure that cooled the member that comes back first, with the time
+    /// left.
+    pub(crate) fn refusal(&self, earliest: Earliest) -> Failure {
+        let (index, code, left) = earliest.0.unwrap_or((0, Code::RouteCoolingDown, None));
+        let route = self.slots[index].member.route.clone();
+        tracing::debug!(
+            target: "seawall::route_set",
+            route = route.as_str(),
+            code = code.as_str(),
+            retry_after_ms = left.map(millis),
+            "every member refused; the earliest back answers for the set"
+        );
+        let failure = Failure::new(code)
+            .with_route(route)
+            .with_message("no member of the route set can take the call now");
+        match left {
+            Some(left) => failure.with_retry_after(left),
+            None => failure,
+        }
+    }
+
+    pub(crate) fn enter(&self, index: usize) {
+        self.slots[index].in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn leave(&self, index: usize) {
+        self.slots[index].in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A call to `index` answered (or failed) after `took`.
+    pub(crate) fn measured(&self, index: usize, took: Duration) {
+        let slot = &self.slots[index];
+        let now = self.now_ms();
+        let sample = u64::try_from(took.as_micros()).unwrap_or(u64::MAX).max(1);
+        let current = self.latency(slot, now);
+        // Peak-sensitive: a slower answer counts at once, a faster one
+        // brings the estimate down a quarter of the way. Concurrent
+        // answers may overwrite each other: it is an estimate.
+        let next = if sample >= current {
+            sample
+        } else {
+            current - (current - sample) / 4
+        };
+        slot.latency_us.store(next.max(1), Ordering::Relaxed);
+        slot.measured_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// A route-scoped failure on `index`: demoted for a while. True when
+    /// another member can take the next attempt (the breaker refuses it
+    /// not).
+    pub(crate) fn failed(&self, index: usize) -> bool {
+        let until = self.now_ms().saturating_add(self.avoid_ms).max(1);
+        self.slots[index]
+            .avoid_until_ms
+            .store(until, Ordering::Relaxed);
+        (0..self.slots.len()).any(|other| other != index && self.blocked(other).is_none())
+    }
+
+    /// What the set knows of its members, for the handle.
+    pub(crate) fn snapshot(&self) -> Vec<MemberState> {
+        let now = self.now_ms();
+        self.slots
+            .iter()
+            .enumerate()
+            .map(|(index, slot)| {
+                let latency = self.latency(slot, now);
+                let avoid = slot.avoid_until_ms.load(Ordering::Relaxed);
+                MemberState {
+                    route: slot.member.route.clone(),
+                    in_flight: slot.in_flight.load(Ordering::Relaxed),
+                    latency: (latency != 0).then(|| Duration::from_micros(latency)),
+                    chosen: slot.chosen.load(Ordering::Relaxed),
+                    demoted_for: (avoid > now).then(|| Duration::from_millis(avoid - now)),
+                    blocked: self.blocked(index),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Every member is refused: the one that comes back first, why, and when.
+#[derive(Debug)]
+pub(crate) struct Earliest(Option<(usize, Code, Option<Duration>)>);
+
+/// One member's state, as [`RouteSetHandle::members`](crate::RouteSetHandle::members)
+/// lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemberState {
+    /// The member's route.
+    pub route: RouteId,
+    /// Calls and response bodies under way.
+    pub in_flight: u32,
+    /// Recent latency (to the response, i.e. the first content of a
+    /// guarded stream), decayed with its age; `None` until measured.
+    pub latency: Option<Duration>,
+    /// How often the member was chosen.
+    pub chosen: u64,
+    /// How much longer a recent route-scoped failure demotes it.
+    pub demoted_for: Option<Duration>,
+    /// Why the breaker refuses it now, and for how long, if it does.
+    pub blocked: Blocked,
+}
+
+/// The indices of the set bits of `mask`, lowest first.
+fn ones(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let index = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            index
+        })
+    })
+}
+
+/// The index of the `n`th set bit of `mask` (from 0).
+fn nth_one(mut mask: u64, n: u32) -> usize {
+    for _ in 0..n {
+        mask &= mask - 1;
+    }
+    mask.trailing_zeros() as usize
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(n: usize, seed: u64) -> Set {
+        let members: Vec<_> = (0..n)
+            .map(|i| Member::new(format!("m{i}").as_str()))
+            .collect();
+        Set::new(
+            &members,
+            None,
+            &Settings {
+                avoid: Duration::from_secs(1),
+                decay: Duration::from_secs(10),
+                seed: Some(seed),
+            },
+        )
+    }
+
+    #[test]
+    fn bits() {
+        assert_eq!(ones(0b1011).collect::<Vec<_>>(), [0, 1, 3]);
+        assert_eq!(nth_one(0b1011, 0), 0);
+        assert_eq!(nth_one(0b1011, 2), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_cheaper_of_two_wins_and_unmeasured_members_are_tried() {
+        let set = set(2, 7);
+        set.measured(0, Duration::from_millis(100));
+        for _ in 0..50 {
+            assert_eq!(set.choose().unwrap(), 1, "unmeasured: cost 0");
+        }
+        set.measured(1, Duration::from_millis(10));
+        for _ in 0..50 {
+            assert_eq!(set.choose().unwrap(), 1);
+        }
+        // Ten in flight on the fast one: the slow one is cheaper.
+        for _ in 0..10 {
+            set.enter(1);
+        }
+        assert_eq!(set.choose().unwrap(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_member_is_left_while_another_remains() {
+        let set = set(3, 1);
+        assert!(set.failed(0));
+        for _ in 0..100 {
+            assert_ne!(set.choose().unwrap(), 0);
+        }
+        assert!(set.failed(1));
+        assert!(set.failed(2));
+        // All demoted: the one that failed longest ago... all at once here,
+        // so the first; never a refusal.
+        assert!(set.choose().is_ok());
+        tokio::time::advance(Duration::from_millis(1001)).await;
+        let mut seen = [0; 3];
+        for _ in 0..300 {
+            seen[set.choose().unwrap()] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
+    }
+}

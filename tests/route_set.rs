@@ -1,0 +1,330 @@
+//! Route sets: equivalent keys or deployments behind one service, inside
+//! the retry ladder. Over loopback against seawall-chaos (each member's
+//! fault travels in its own `x-chaos-fault` header, so one server can
+//! reject key A and serve key B), and against in-process providers on the
+//! paused clock where only timing matters.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{Ask, client, request};
+use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
+use http_body_util::{BodyExt, Full};
+use seawall::classify::ClassifyLayer;
+use seawall::core::provider::Provider;
+use seawall::core::{Code, Failure, Receipt, RouteId};
+use seawall::fallback::{Member, RouteSetLayer};
+use seawall::stack::Stack;
+use seawall_chaos::{ChaosHandle, FAULT_HEADER};
+use tower::{Service, ServiceExt};
+
+fn ask(id: &str) -> Ask {
+    Ask {
+        provider: Provider::OpenAi,
+        stream: false,
+        id: id.to_owned(),
+        fault: None,
+        stop_after: None,
+    }
+}
+
+/// A member on `chaos` with its own key, and `fault` on every request.
+fn member(route: &str, chaos: &ChaosHandle, fault: Option<&str>) -> Member {
+    let mut member = Member::new(route)
+        .origin(&chaos.base_url())
+        .expect("a loopback origin")
+        .header(
+            AUTHORIZATION,
+            HeaderValue::try_from(format!("Bearer {route}")).unwrap(),
+        );
+    if let Some(fault) = fault {
+        member = member.header(
+            HeaderName::from_static(FAULT_HEADER),
+            HeaderValue::from_str(fault).unwrap(),
+        );
+    }
+    member
+}
+
+/// One operation: the receipt, or the failure.
+async fn one<S, B>(service: &mut S, base: &str, id: &str) -> Result<Receipt, Failure>
+where
+    S: Service<
+            http::Request<Full<Bytes>>,
+            Response = http::Response<B>,
+            Error = seawall::core::BoxError,
+        >,
+    B: http_body::Body<Data = Bytes>,
+    B::Error: std::fmt::Debug,
+{
+    let response = match service
+        .ready()
+        .await
+        .unwrap()
+        .call(request(base, &ask(id)))
+        .await
+    {
+        Ok(response) => response,
+        Err(error) => return Err(Failure::find(&*error).expect("a seawall failure").clone()),
+    };
+    let receipt = response.extensions().get::<Receipt>().cloned().unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(
+        String::from_utf8_lossy(&body).contains("w8"),
+        "a whole answer"
+    );
+    Ok(receipt)
+}
+
+/// The members of a receipt's attempts, in order.
+fn routes(receipt: &Receipt) -> Vec<String> {
+    receipt
+        .attempts
+        .iter()
+        .map(|a| a.route.as_str().to_owned())
+        .collect()
+}
+
+fn rows_with_status(chaos: &ChaosHandle, status: u16) -> usize {
+    chaos
+        .journal()
+        .iter()
+        .filter(|row| row.status == Some(status))
+        .count()
+}
+
+#[tokio::test]
+async fn a_rejected_key_is_left_for_the_other_until_reset_by_the_handle() {
+    // Two keys on one host: two routes.
+    let chaos = common::chaos().await;
+    let set = RouteSetLayer::new([
+        member("key-a", &chaos, Some("status;code=401")),
+        member("key-b", &chaos, None),
+    ])
+    .unwrap()
+    .demote_after_failure(Duration::from_millis(50));
+    let stack = common::short_stack().seed(11);
+    let mut service = stack.build_with_route_set(&ClassifyLayer::openai(), client(), set);
+    let base = chaos.base_url();
+
+    for n in 0..20 {
+        let receipt = one(&mut service, &base, &format!("op{n}"))
+            .await
+            .expect("B answers");
+        assert_eq!(routes(&receipt).last().unwrap(), "key-b", "{receipt:?}");
+        if receipt.attempts.len() == 2 {
+            let first = receipt.attempts.iter().next().unwrap();
+            assert_eq!(first.code, Some(Code::Auth));
+            assert_eq!(first.route.as_str(), "key-a");
+        } else {
+            assert_eq!(receipt.attempts.len(), 1, "{receipt:?}");
+        }
+    }
+    assert_eq!(rows_with_status(&chaos, 401), 1, "A is tried once");
+    assert_eq!(rows_with_status(&chaos, 200), 20, "B answered every one");
+
+    // A is not tried again until an operator resets it.
+    let handle = stack.breaker_layer().handle();
+    let a = RouteId::new("key-a");
+    assert_eq!(handle.cooldown(&a), Some((Code::Auth, None)));
+    handle.reset(&a);
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    for n in 0..20 {
+        let _ = one(&mut service, &base, &format!("after{n}")).await;
+        if rows_with_status(&chaos, 401) == 2 {
+            break;
+        }
+    }
+    assert_eq!(
+        rows_with_status(&chaos, 401),
+        2,
+        "after the reset, A is tried"
+    );
+}
+
+#[tokio::test]
+async fn three_members_one_walled_one_slow_under_a_thousand_operations() {
+    let walled = common::chaos().await;
+    let slow = common::chaos().await;
+    let healthy = common::chaos().await;
+    let set = RouteSetLayer::new([
+        member(
+            "walled",
+            &walled,
+            Some("status;code=429;retry_after=48489;kind=insufficient_quota"),
+        ),
+        member("slow", &slow, Some("slow_first_byte;ms=40")),
+        member("healthy", &healthy, None),
+    ])
+    .unwrap();
+    let stack = common::short_stack().seed(5);
+    let mut service = stack.build_with_route_set(&ClassifyLayer::openai(), client(), set);
+    // The request names a host no member is: every member rewrites it.
+    let base = "http://127.0.0.1:9";
+
+    let operations = 1000;
+    let mut longest = Duration::ZERO;
+    for n in 0..operations {
+        let started = tokio::time::Instant::now();
+        let receipt = one(&mut service, base, &format!("op{n}"))
+            .await
+            .expect("answered");
+        longest = longest.max(started.elapsed());
+        assert!(receipt.attempts.len() <= 2, "{receipt:?}");
+    }
+    let walled_rows = walled.journal().len();
+    let slow_rows = slow.journal().len();
+    let healthy_rows = healthy.journal().len();
+    assert!(
+        walled_rows <= 1,
+        "the wall is learnt in at most one attempt: {walled_rows}"
+    );
+    assert_eq!(
+        rows_with_status(&slow, 200) + rows_with_status(&healthy, 200),
+        operations,
+        "one answer per operation, none duplicated"
+    );
+    assert_eq!(slow_rows + healthy_rows, operations);
+    assert!(
+        healthy_rows * 3 >= operations * 2,
+        "at least two thirds to the healthy one: {healthy_rows} (slow {slow_rows})"
+    );
+    assert!(
+        longest < common::TOTAL,
+        "deadline never exceeded: {longest:?}"
+    );
+    let handle = stack.breaker_layer().handle();
+    let (code, left) = handle.cooldown(&RouteId::new("walled")).expect("walled");
+    assert_eq!(code, Code::QuotaExhausted);
+    assert!(left.unwrap() > Duration::from_secs(48_000));
+}
+
+/// An in-process provider: each key rate-limited (429, `Retry-After:
+/// {hint}`) the first `limited` times it is asked, then answering.
+fn limited_provider(
+    hint: u64,
+    limited: u32,
+    calls: Arc<AtomicU32>,
+) -> impl Service<
+    http::Request<seawall::core::replay::ReplayBody<Full<Bytes>>>,
+    Response = http::Response<Full<Bytes>>,
+    Error = std::convert::Infallible,
+    Future = impl Send,
+> + Clone
++ Send {
+    let seen = Arc::new(std::sync::Mutex::new(std::collections::HashMap::<
+        String,
+        u32,
+    >::new()));
+    tower::service_fn(
+        move |req: http::Request<seawall::core::replay::ReplayBody<Full<Bytes>>>| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let key = req.headers()[AUTHORIZATION].to_str().unwrap().to_owned();
+            let n = {
+                let mut seen = seen.lock().unwrap();
+                let n = seen.entry(key).or_default();
+                *n += 1;
+                *n
+            };
+            async move {
+                let response = if n <= limited {
+                    http::Response::builder()
+                        .status(429)
+                        .header("retry-after", hint.to_string())
+                        .header("content-type", "application/json")
+                        .body(Full::new(Bytes::from_static(
+                            br#"{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}"#,
+                        )))
+                } else {
+                    http::Response::builder()
+                        .header("content-type", "application/json")
+                        .body(Full::new(Bytes::from_static(
+                            br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w8"},"finish_reason":"stop"}]}"#,
+                        )))
+                };
+                Ok(response.unwrap())
+            }
+        },
+    )
+}
+
+fn keys() -> [Member; 2] {
+    ["key-a", "key-b"].map(|key| {
+        Member::new(key).header(
+            AUTHORIZATION,
+            HeaderValue::try_from(format!("Bearer {key}")).unwrap(),
+        )
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_member_rate_limited_briefly_is_waited_for() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let stack = Stack::interactive()
+        .total_deadline(Duration::from_secs(10))
+        .seed(3);
+    let set = RouteSetLayer::new(keys()).unwrap();
+    let mut service = stack.build_with_route_set(
+        &ClassifyLayer::openai(),
+        limited_provider(2, 1, calls.clone()),
+        set,
+    );
+    let started = tokio::time::Instant::now();
+    let receipt = one(&mut service, "http://api.example.com", "brief")
+        .await
+        .expect("waits and succeeds");
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_secs(2), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    // Both keys met their limit once; the third call answered.
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(
+        codes,
+        [Some(Code::RateLimited), Some(Code::RateLimited), None]
+    );
+    let members = routes(&receipt);
+    assert_ne!(
+        members[0], members[1],
+        "the second attempt took the other key"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_member_rate_limited_past_the_deadline_fails_at_once() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let stack = Stack::interactive()
+        .total_deadline(Duration::from_secs(10))
+        .seed(3);
+    let set = RouteSetLayer::new(keys()).unwrap();
+    let mut service = stack.build_with_route_set(
+        &ClassifyLayer::openai(),
+        limited_provider(60, u32::MAX, calls.clone()),
+        set,
+    );
+    let started = tokio::time::Instant::now();
+    let failure = one(&mut service, "http://api.example.com", "first")
+        .await
+        .unwrap_err();
+    assert_eq!(failure.code(), Code::RateLimited);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "each key once");
+    assert!(started.elapsed() < Duration::from_secs(1), "no wait");
+
+    // The next operation asks nobody: every key is cooling down; the
+    // failure says when the first comes back.
+    let failure = one(&mut service, "http://api.example.com", "second")
+        .await
+        .unwrap_err();
+    assert_eq!(failure.code(), Code::RateLimited);
+    let back = failure.retry_after().expect("the earliest return");
+    assert!(
+        back > Duration::from_secs(55) && back <= Duration::from_secs(60),
+        "{back:?}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert!(started.elapsed() < Duration::from_secs(1), "no wait");
+}
