@@ -167,20 +167,14 @@ impl Gateway {
         let mut any = None;
         for (name, routes) in &config.models {
             let primary = &targets[&routes[0]];
-            let fallback = routes.get(1).map(|r| &targets[r]);
-            if routes.len() > 2 {
-                tracing::warn!(
-                    target: "seawall::gateway",
-                    model = %name,
-                    unused = ?&routes[2..],
-                    "the fallback layer takes one route today: routes after the first \
-                     fallback wait for route chains"
-                );
-            }
+            let fallbacks: Vec<_> = routes[1..]
+                .iter()
+                .map(|r| Arc::clone(&targets[r]))
+                .collect();
             let model = Model {
                 wire: primary.wire,
                 primary: Arc::clone(primary),
-                service: shared.model(primary, fallback),
+                service: shared.model(primary, &fallbacks),
             };
             if name == ANY_MODEL {
                 any = Some(model);

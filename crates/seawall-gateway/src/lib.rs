@@ -5,9 +5,10 @@
 //! `POST /v1/chat/completions` (OpenAI wire) and `POST /v1/messages`
 //! (Anthropic wire), unary and `"stream": true`, and `GET /healthz`. Each
 //! model maps to an ordered list of routes ([`Config`]); the first is the
-//! primary, the second its fallback. One [`seawall::stack::Stack`] per model
-//! is built at start-up and cloned per request, so the breaker and the
-//! retry budget are shared by every request.
+//! primary, the others its fallback chain, in order. One
+//! [`seawall::stack::Stack`] per model is built at start-up and cloned per
+//! request, so the breaker and the retry budget are shared by every
+//! request.
 //!
 //! - **Bytes through**: healthy answers are the provider's own bytes, frame
 //!   by frame; a stream is held back until its first content (the stack's

@@ -15,7 +15,7 @@ use seawall::breaker::BreakerLayer;
 use seawall::classify::ClassifyLayer;
 use seawall::core::replay::ReplayBody;
 use seawall::core::{BoxError, RouteId};
-use seawall::fallback::FallbackLayer;
+use seawall::fallback::{FallbackLayer, FallbackRoute};
 use seawall::retry::{Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::StreamGuardLayer;
@@ -246,52 +246,64 @@ impl Shared {
             .budget(self.budget.clone())
     }
 
-    /// One model's service: the primary's ladder, then one fallback.
-    pub(crate) fn model(&self, primary: &Arc<Target>, fallback: Option<&Arc<Target>>) -> Upstream {
+    /// One model's service: the primary's ladder, then its fallbacks in
+    /// order, one attempt each.
+    pub(crate) fn model(&self, primary: &Arc<Target>, fallbacks: &[Arc<Target>]) -> Upstream {
         let classify = ClassifyLayer::for_provider(primary.wire.provider());
         let stack = self.stack(primary.preset);
-        match fallback {
-            None => boxed(stack.build(&classify, self.client.clone())),
-            Some(fallback) => {
-                let target = Arc::clone(fallback);
-                let attempt = self
-                    .stack(fallback.preset)
-                    .attempt(&classify, self.client.clone());
-                // The fallback speaks to its own route with its own key and
-                // model name: its request is rebuilt from the client's call,
-                // keeping the extensions the layers above set (the
-                // deadline, the fallback's route).
-                let service = ServiceBuilder::new()
-                    .map_request(move |incoming: http::Request<ReplayBody<Full<Bytes>>>| {
-                        let (mut parts, body) = incoming.into_parts();
-                        let rebuilt = parts
-                            .extensions
-                            .get::<Arc<ClientCall>>()
-                            .map(|call| target.request(call));
-                        match rebuilt {
-                            Some(Ok(request)) => {
-                                let (head, body) = request.into_parts();
-                                let mut request = http::Request::from_parts(head, body);
-                                *request.extensions_mut() = parts.extensions;
-                                request.map(ReplayBody::once)
-                            }
-                            // Not reached: the gateway always attaches the
-                            // call. Send the primary's body to this route.
-                            _ => {
-                                parts.uri = format!("{}{}", target.base, target.wire.path())
-                                    .parse()
-                                    .unwrap_or(parts.uri);
-                                parts.headers.remove(http::header::AUTHORIZATION);
-                                parts.headers.remove("x-api-key");
-                                http::Request::from_parts(parts, body)
-                            }
-                        }
-                    })
-                    .service(attempt);
-                let layer = FallbackLayer::new(service)
-                    .route(RouteId::new(fallback.name.as_str()))
-                    .max_replay_bytes(self.max_body_bytes);
-                boxed(stack.build_with_fallback(&classify, self.nested.clone(), layer))
+        if fallbacks.is_empty() {
+            return boxed(stack.build(&classify, self.client.clone()));
+        }
+        let chain = fallbacks.iter().map(|fallback| {
+            let attempt = self
+                .stack(fallback.preset)
+                .attempt(&classify, self.client.clone());
+            FallbackRoute::new(
+                ServiceBuilder::new()
+                    .map_request(rebuild(fallback))
+                    .service(attempt),
+            )
+            .route(RouteId::new(fallback.name.as_str()))
+        });
+        let layer =
+            FallbackLayer::chain(chain.collect::<Vec<_>>()).max_replay_bytes(self.max_body_bytes);
+        boxed(stack.build_with_fallback(&classify, self.nested.clone(), layer))
+    }
+}
+
+/// A fallback's request: it speaks to its own route with its own key and
+/// model name, so it is rebuilt from the client's call, keeping the
+/// extensions the layers above set (the deadline, the fallback's route).
+fn rebuild(
+    target: &Arc<Target>,
+) -> impl Fn(http::Request<ReplayBody<Full<Bytes>>>) -> http::Request<ReplayBody<Full<Bytes>>>
++ Clone
++ Send
++ Sync
++ 'static {
+    let target = Arc::clone(target);
+    move |incoming: http::Request<ReplayBody<Full<Bytes>>>| {
+        let (mut parts, body) = incoming.into_parts();
+        let rebuilt = parts
+            .extensions
+            .get::<Arc<ClientCall>>()
+            .map(|call| target.request(call));
+        match rebuilt {
+            Some(Ok(request)) => {
+                let (head, body) = request.into_parts();
+                let mut request = http::Request::from_parts(head, body);
+                *request.extensions_mut() = parts.extensions;
+                request.map(ReplayBody::once)
+            }
+            // Not reached: the gateway always attaches the call. Send the
+            // primary's body to this route.
+            _ => {
+                parts.uri = format!("{}{}", target.base, target.wire.path())
+                    .parse()
+                    .unwrap_or(parts.uri);
+                parts.headers.remove(http::header::AUTHORIZATION);
+                parts.headers.remove("x-api-key");
+                http::Request::from_parts(parts, body)
             }
         }
     }

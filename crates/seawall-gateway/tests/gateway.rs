@@ -672,7 +672,7 @@ async fn a_provider_error_event_becomes_one_seawall_event() {
 }
 
 /// A file config: a route that renames the model, a fallback, and a third
-/// route that waits for route chains (the gateway starts and serves).
+/// route after it in the model's chain.
 #[tokio::test]
 async fn a_file_config_renames_the_model_per_route() {
     let primary = ChaosServer::builder().start().await.unwrap();
@@ -740,10 +740,31 @@ async fn a_file_config_renames_the_model_per_route() {
     assert_eq!(header(&headers, "x-seawall-served-by"), "spare; fallback");
     let row = spare.wait_for_request("fallback").await;
     assert_eq!(row.model.as_deref(), Some("gpt-x-spare"));
-    assert!(
-        third.journal().is_empty(),
-        "the third route waits for chains"
-    );
+    assert!(third.journal().is_empty(), "the spare answered");
+    // The whole chain: the main route walled, the spare's key rejected,
+    // the third answers (with the client's name for the model).
+    primary
+        .script(
+            "openai",
+            vec![fault(
+                "status;code=429;retry_after=48489;kind=insufficient_quota",
+            )],
+        )
+        .unwrap();
+    spare
+        .script("openai", vec![fault("status;code=401")])
+        .unwrap();
+    let (status, headers, body) = send(
+        &client,
+        post(&url, OPENAI_UNARY, &[("x-chaos-request-id", "chain")]),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "x-seawall-served-by"), "third; fallback");
+    assert_eq!(header(&headers, "x-seawall-attempts"), "3");
+    let row = third.wait_for_request("chain").await;
+    assert_eq!(row.model.as_deref(), Some("gpt-x"));
+    assert_eq!(spare.journal().len(), 2, "one attempt on the spare");
     // A model no route serves.
     let (status, _, body) = send(
         &client,
