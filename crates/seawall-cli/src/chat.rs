@@ -54,7 +54,7 @@ use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
 use seawall::core::replay::{ReplayBody, clone_head};
 use seawall::core::{BoxError, Class, Code, Failure, FinishKind, Receipt, RouteId};
-use seawall::fallback::{FallbackLayer, ServedBy};
+use seawall::fallback::{FallbackLayer, FallbackRoute, ServedBy};
 use seawall::resume::{ResumeLayer, ResumeRequestBody, Resumed};
 use seawall::stack::Stack;
 use serde_json::json;
@@ -80,16 +80,21 @@ pub struct ChatArgs {
     /// The model.
     #[arg(long)]
     pub model: String,
-    /// A second route for one failover: its base URL.
+    /// A fallback route's base URL. Repeat for a chain, tried in order
+    /// (one attempt each): the n-th --fallback-base-url pairs with the
+    /// n-th --fallback-model.
     #[arg(long, value_parser = parse_base_url, requires = "fallback_model")]
-    pub fallback_base_url: Option<BaseUrl>,
-    /// The fallback route's model.
+    pub fallback_base_url: Vec<BaseUrl>,
+    /// A fallback route's model: one per --fallback-base-url, in the same
+    /// order.
     #[arg(long, requires = "fallback_base_url")]
-    pub fallback_model: Option<String>,
-    /// The fallback route's wire format, as --provider (default: the
-    /// primary's).
+    pub fallback_model: Vec<String>,
+    /// A fallback route's wire format, as --provider: absent, every
+    /// fallback speaks the primary's; given once, every fallback speaks
+    /// it; else one per --fallback-base-url, in the same order. Each route
+    /// reads its provider's default key variable.
     #[arg(long, value_parser = parse_provider)]
-    pub fallback_provider: Option<Provider>,
+    pub fallback_provider: Vec<Provider>,
     /// Stream the answer: text reaches stdout as it arrives.
     #[arg(long)]
     pub stream: bool,
@@ -343,18 +348,9 @@ pub async fn run(
         },
         Err(message) => return usage(log, &message),
     };
-    let fallback = match (&args.fallback_base_url, &args.fallback_model) {
-        (Some(base_url), Some(model)) => {
-            let provider = args.fallback_provider.unwrap_or(args.provider);
-            let api_key = api_key(provider, None).unwrap_or(None);
-            Some(Route {
-                provider,
-                base_url: base_url.clone(),
-                model: model.clone(),
-                api_key,
-            })
-        }
-        _ => None,
+    let fallbacks = match fallback_routes(&args) {
+        Ok(fallbacks) => fallbacks,
+        Err(message) => return usage(log, &message),
     };
     let mut stack = match args.preset.as_str() {
         "batch" => Stack::batch(),
@@ -372,11 +368,13 @@ pub async fn run(
         Ok(request) => request,
         Err(err) => return usage(log, &format!("cannot build the request: {err}")),
     };
-    for (flag, url) in [
-        ("--base-url", Some(&args.base_url)),
-        ("--fallback-base-url", args.fallback_base_url.as_ref()),
-    ] {
-        if url.is_some_and(BaseUrl::had_userinfo) {
+    let flagged = std::iter::once(("--base-url", &args.base_url)).chain(
+        args.fallback_base_url
+            .iter()
+            .map(|url| ("--fallback-base-url", url)),
+    );
+    for (flag, url) in flagged {
+        if url.had_userinfo() {
             let _ = writeln!(
                 log,
                 "seawall: the userinfo in {flag} is neither sent nor shown; \
@@ -404,64 +402,126 @@ pub async fn run(
     if args.resume {
         let _ = writeln!(log, "seawall: an interrupted stream is resumed (--resume)");
     }
-    match fallback {
-        None if args.resume => {
+    if fallbacks.is_empty() {
+        return if args.resume {
             let client = Client::builder(TokioExecutor::new()).build(connector);
             let service = stack.resume(ResumeLayer::new()).build(&classify, client);
-            drive(session, None, service, request, out, log).await
-        }
-        None => {
+            drive(session, &[], service, request, out, log).await
+        } else {
             let client = Client::builder(TokioExecutor::new()).build(connector);
             let service = stack.build(&classify, client);
-            drive(session, None, service, request, out, log).await
-        }
-        Some(fallback) => {
-            let _ = writeln!(
-                log,
-                "seawall: fallback route {} ({})",
-                fallback.base_url,
-                fallback.provider.as_str()
-            );
-            let template = match fallback.request(&args.prompt, args.stream) {
-                Ok(template) => template,
-                Err(err) => {
-                    return usage(log, &format!("cannot build the fallback request: {err}"));
-                }
-            };
-            // The fallback speaks its own wire format: its request is built
-            // from the prompt, not reshaped from the primary's body — outside
-            // its attempt layers, so the guard and the classifier see the
-            // request the fallback really receives. The extensions the
-            // fallback layer set (the deadline, the fallback's route) carry
-            // over.
-            let attempt = stack.attempt(
-                &ClassifyLayer::for_provider(fallback.provider),
-                Client::builder(TokioExecutor::new()).build(connector.clone()),
-            );
-            let route = RouteId::new(format!("fallback:{}", fallback.base_url));
-            let client = Client::builder(TokioExecutor::new());
-            // The answer is read in the fallback's format if it served.
-            if args.resume {
-                let fallback_service = tower::ServiceBuilder::new()
-                    .map_request(adopt::<ResumeRequestBody<Full<Bytes>>>(template))
-                    .service(attempt);
-                let layer = FallbackLayer::new(fallback_service).route(route);
-                let service = stack.resume(ResumeLayer::new()).build_with_fallback(
-                    &classify,
-                    client.build(connector),
-                    layer,
-                );
-                drive(session, Some(fallback.provider), service, request, out, log).await
-            } else {
-                let fallback_service = tower::ServiceBuilder::new()
-                    .map_request(adopt::<Full<Bytes>>(template))
-                    .service(attempt);
-                let layer = FallbackLayer::new(fallback_service).route(route);
-                let service = stack.build_with_fallback(&classify, client.build(connector), layer);
-                drive(session, Some(fallback.provider), service, request, out, log).await
+            drive(session, &[], service, request, out, log).await
+        };
+    }
+    // Each fallback speaks its own wire format: its request is built from
+    // the prompt, not reshaped from the primary's body — outside its
+    // attempt layers, so the guard and the classifier see the request it
+    // really receives. The extensions the fallback layer set (the
+    // deadline, the route) carry over.
+    let mut templates = Vec::with_capacity(fallbacks.len());
+    let mut served = Vec::with_capacity(fallbacks.len());
+    for (n, fallback) in fallbacks.iter().enumerate() {
+        let _ = writeln!(
+            log,
+            "seawall: fallback route {} ({}, {})",
+            fallback.base_url,
+            fallback.provider.as_str(),
+            fallback.model
+        );
+        match fallback.request(&args.prompt, args.stream) {
+            Ok(template) => templates.push(template),
+            Err(err) => {
+                return usage(log, &format!("cannot build the fallback request: {err}"));
             }
         }
+        // The first keeps the name a single fallback always had.
+        let route = match n {
+            0 => RouteId::new(format!("fallback:{}", fallback.base_url)),
+            n => RouteId::new(format!("fallback{}:{}", n + 1, fallback.base_url)),
+        };
+        served.push((route, fallback.provider));
     }
+    let attempt = |provider: Provider| {
+        stack.attempt(
+            &ClassifyLayer::for_provider(provider),
+            Client::builder(TokioExecutor::new()).build(connector.clone()),
+        )
+    };
+    let client = Client::builder(TokioExecutor::new());
+    // The answer is read in the format of the route that served it.
+    if args.resume {
+        let chain = templates
+            .into_iter()
+            .zip(&served)
+            .map(|(template, (route, provider))| {
+                let service = tower::ServiceBuilder::new()
+                    .map_request(adopt::<ResumeRequestBody<Full<Bytes>>>(template))
+                    .service(attempt(*provider));
+                FallbackRoute::new(service).route(route.clone())
+            });
+        let layer = FallbackLayer::chain(chain.collect::<Vec<_>>());
+        let service = stack.resume(ResumeLayer::new()).build_with_fallback(
+            &classify,
+            client.build(connector),
+            layer,
+        );
+        drive(session, &served, service, request, out, log).await
+    } else {
+        let chain = templates
+            .into_iter()
+            .zip(&served)
+            .map(|(template, (route, provider))| {
+                let service = tower::ServiceBuilder::new()
+                    .map_request(adopt::<Full<Bytes>>(template))
+                    .service(attempt(*provider));
+                FallbackRoute::new(service).route(route.clone())
+            });
+        let layer = FallbackLayer::chain(chain.collect::<Vec<_>>());
+        let service = stack.build_with_fallback(&classify, client.build(connector), layer);
+        drive(session, &served, service, request, out, log).await
+    }
+}
+
+/// The fallback routes, paired as `--help` says: the n-th base URL with the
+/// n-th model, and no provider (the primary's), one for all, or one each.
+fn fallback_routes(args: &ChatArgs) -> Result<Vec<Route>, String> {
+    let (urls, models, providers) = (
+        &args.fallback_base_url,
+        &args.fallback_model,
+        &args.fallback_provider,
+    );
+    if urls.len() != models.len() {
+        return Err(format!(
+            "{} --fallback-base-url but {} --fallback-model: give one model per fallback route",
+            urls.len(),
+            models.len()
+        ));
+    }
+    if providers.len() > 1 && providers.len() != urls.len() {
+        return Err(format!(
+            "{} --fallback-provider for {} fallback routes: give none, one for all, or one per route",
+            providers.len(),
+            urls.len()
+        ));
+    }
+    Ok(urls
+        .iter()
+        .zip(models)
+        .enumerate()
+        .map(|(n, (base_url, model))| {
+            let provider = match providers.as_slice() {
+                [] => args.provider,
+                [one] => *one,
+                each => each[n],
+            };
+            Route {
+                provider,
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key: api_key(provider, None).unwrap_or(None),
+            }
+        })
+        .collect())
 }
 
 /// The fallback's request: its own template, with the extensions the
@@ -498,7 +558,7 @@ fn advice(failure: &Failure) -> Option<&'static str> {
 
 async fn drive<S, B>(
     session: Session,
-    fallback_provider: Option<Provider>,
+    fallbacks: &[(RouteId, Provider)],
     service: S,
     request: http::Request<Full<Bytes>>,
     out: &mut (impl Write + Send),
@@ -528,18 +588,18 @@ where
             return 1;
         }
     };
-    let served_by_fallback = response
-        .extensions()
-        .get::<ServedBy>()
-        .is_some_and(|s| s.fallback);
+    let served = response.extensions().get::<ServedBy>().cloned();
     let receipt = response.extensions().get::<Receipt>().cloned();
     let resumed = response.extensions().get::<Resumed>().cloned();
-    let provider = match fallback_provider {
-        Some(fallback) if served_by_fallback => fallback,
-        _ => session.provider,
-    };
-    if served_by_fallback {
-        let _ = writeln!(log, "seawall: the fallback route served this answer");
+    let fallback = served
+        .filter(|s| s.fallback)
+        .and_then(|s| fallbacks.iter().find(|(route, _)| *route == s.route));
+    let provider = fallback.map_or(session.provider, |(_, provider)| *provider);
+    if let Some((route, _)) = fallback {
+        let _ = writeln!(
+            log,
+            "seawall: the fallback route {route} served this answer"
+        );
     }
     // A stream request may be answered with one JSON answer (the classifier
     // checked it as one): it is read as the unary answer it is.

@@ -331,3 +331,108 @@ fn a_rejected_flag_still_ends_with_a_receipt() {
     assert!(stderr.contains("unknown provider `nonesuch`"), "{stderr}");
     assert_eq!(receipt(&stderr)["code"], "usage", "{stderr}");
 }
+
+#[tokio::test]
+async fn a_chain_of_fallbacks_is_tried_in_order_each_in_its_own_format() {
+    // One chaos server plays three routes: OpenAI walled, Anthropic's key
+    // rejected, Gemini healthy.
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let fault = |text: &str| text.parse::<Fault>().unwrap();
+    chaos
+        .script(
+            "openai",
+            vec![fault(
+                "status;code=429;retry_after=48489;kind=insufficient_quota",
+            )],
+        )
+        .unwrap();
+    chaos
+        .script("anthropic", vec![fault("status;code=401")])
+        .unwrap();
+    let base = chaos.base_url();
+    let second = base.replace("127.0.0.1", "localhost");
+    let (status, out, log) = chat(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--model",
+        "gpt-x",
+        "--stream",
+        "--fallback-base-url",
+        &second,
+        "--fallback-model",
+        "claude-x",
+        "--fallback-base-url",
+        &base,
+        "--fallback-model",
+        "gemini-x",
+        "--fallback-provider",
+        "anthropic",
+        "--fallback-provider",
+        "gemini",
+        "hi",
+    ])
+    .await;
+    assert_eq!(status, 0, "{log}");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+    assert!(
+        log.contains("seawall: the fallback route fallback2:"),
+        "{log}"
+    );
+    let receipt = receipt(&log);
+    assert_eq!(receipt["fallback"], true);
+    assert_eq!(receipt["attempts"], 3);
+    let paths: Vec<_> = chaos.journal().into_iter().map(|e| e.path).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/chat/completions",
+            "/v1/messages",
+            "/v1beta/models/gemini-x:streamGenerateContent"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn fallback_flags_that_do_not_pair_are_a_usage_error() {
+    let base = "http://127.0.0.1:1";
+    for flags in [
+        // Two routes, one model.
+        &[
+            "--fallback-base-url",
+            base,
+            "--fallback-base-url",
+            base,
+            "--fallback-model",
+            "a",
+        ][..],
+        // Two providers for three routes.
+        &[
+            "--fallback-base-url",
+            base,
+            "--fallback-model",
+            "a",
+            "--fallback-base-url",
+            base,
+            "--fallback-model",
+            "b",
+            "--fallback-base-url",
+            base,
+            "--fallback-model",
+            "c",
+            "--fallback-provider",
+            "openai",
+            "--fallback-provider",
+            "anthropic",
+        ][..],
+    ] {
+        let mut args = vec!["--provider", "openai", "--base-url", base, "--model", "m"];
+        args.extend_from_slice(flags);
+        args.push("hi");
+        let (status, out, log) = chat(&args).await;
+        assert_eq!(status, 2, "{log}");
+        assert!(out.is_empty());
+        assert!(log.contains("fallback"), "{log}");
+    }
+}
