@@ -1,7 +1,6 @@
 //! The breaker's behaviour through its tower interface, on tokio's paused
 //! clock.
 
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,30 +8,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body, Frame};
+use http_body::Frame;
 use http_body_util::BodyExt;
 use seawall_breaker::{BreakDuration, BreakerHandle, BreakerLayer, BreakerState, Trip};
 use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure, RouteId};
+use seawall_test::body::Script;
 use tokio::sync::Semaphore;
 use tower::{Layer, Service, ServiceExt};
-
-/// A response body of scripted frames.
-#[derive(Default)]
-struct Script(VecDeque<Result<Frame<Bytes>, BoxError>>);
-
-impl Body for Script {
-    type Data = Bytes;
-    type Error = BoxError;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Poll::Ready(self.0.pop_front())
-    }
-    fn is_end_stream(&self) -> bool {
-        self.0.is_empty()
-    }
-}
 
 /// What the fake provider does with a request, by its `x-outcome` header.
 #[derive(Clone, Copy, Debug)]

@@ -1,14 +1,11 @@
 //! When the fallback fires, and what the caller gets back.
 
-use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body, Frame};
+use http_body::Frame;
 use http_body_util::{BodyExt, Full};
 use seawall_core::replay::ReplayBody;
 use seawall_core::{
@@ -16,22 +13,8 @@ use seawall_core::{
     StopReason,
 };
 use seawall_fallback::{FallbackLayer, SERVED_BY_HEADER, SameRouteFallback, ServedBy};
+use seawall_test::body::Script;
 use tower::{Layer, ServiceExt, service_fn};
-
-/// A response body of scripted frames.
-#[derive(Default, Debug)]
-struct Script(VecDeque<Result<Frame<Bytes>, BoxError>>);
-
-impl Body for Script {
-    type Data = Bytes;
-    type Error = BoxError;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Poll::Ready(self.0.pop_front())
-    }
-}
 
 type Req = http::Request<ReplayBody<Full<Bytes>>>;
 type Resp = http::Response<Script>;

@@ -1,36 +1,14 @@
 //! Continuations the chaos server does not produce: built by hand.
 
-use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Full};
 use seawall_core::{BoxError, Code, Failure, Interrupted};
 use seawall_resume::{ResumeLayer, ResumeRequestBody, Resumed};
+use seawall_test::body::Script;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
-
-/// Frames, then an optional error.
-struct Scripted(VecDeque<Result<Bytes, Box<Failure>>>);
-
-impl Body for Scripted {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Poll::Ready(
-            self.0
-                .pop_front()
-                .map(|item| item.map(Frame::data).map_err(|failure| failure as BoxError)),
-        )
-    }
-}
 
 fn chunk(text: &str) -> Bytes {
     Bytes::from(format!(
@@ -46,10 +24,14 @@ fn cut(delivered: &str) -> Box<Failure> {
     Box::new(Failure::new(Code::StreamInterrupted).with_interrupted(interrupted))
 }
 
-fn stream(items: Vec<Result<Bytes, Box<Failure>>>) -> http::Response<Scripted> {
+fn stream(items: Vec<Result<Bytes, Box<Failure>>>) -> http::Response<Script> {
     http::Response::builder()
         .header("content-type", "text/event-stream")
-        .body(Scripted(items.into()))
+        .body(Script::items(
+            items
+                .into_iter()
+                .map(|item| item.map_err(|failure| failure as BoxError)),
+        ))
         .unwrap()
 }
 

@@ -3,62 +3,20 @@
 
 mod common;
 
-use std::convert::Infallible;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use common::*;
-use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use seawall_core::{Action, Code};
 use seawall_stream::{Protocol, StreamGuardLayer};
-
-/// A body that is always ready: `head`, then `frame` `count` times, then
-/// `tail`.
-struct Repeat {
-    head: Option<Bytes>,
-    frame: Bytes,
-    count: u64,
-    tail: Option<Bytes>,
-}
-
-impl Repeat {
-    fn new(head: &str, frame: Bytes, count: u64, tail: &str) -> Self {
-        Repeat {
-            head: Some(Bytes::copy_from_slice(head.as_bytes())).filter(|b| !b.is_empty()),
-            frame,
-            count,
-            tail: Some(Bytes::copy_from_slice(tail.as_bytes())).filter(|b| !b.is_empty()),
-        }
-    }
-}
-
-impl Body for Repeat {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if let Some(head) = self.head.take() {
-            return Poll::Ready(Some(Ok(Frame::data(head))));
-        }
-        if self.count > 0 {
-            self.count -= 1;
-            return Poll::Ready(Some(Ok(Frame::data(self.frame.clone()))));
-        }
-        Poll::Ready(self.tail.take().map(|tail| Ok(Frame::data(tail))))
-    }
-}
+use seawall_test::body::Repeat;
 
 const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;
 
 #[tokio::test(start_paused = true)]
 async fn endless_line_before_content_fails_at_the_cap() {
-    let endless = Repeat::new("data: ", Bytes::from(vec![b'a'; 64 * KIB]), u64::MAX, "");
+    let endless = Repeat::new(Bytes::from(vec![b'a'; 64 * KIB]), u64::MAX).head("data: ");
     let layer = StreamGuardLayer::interactive().max_event_bytes(MIB);
     let failure = failure_of(call(layer, CHAT, endless).await);
     assert_eq!(failure.code(), Code::ProtocolViolation);
@@ -74,7 +32,7 @@ async fn endless_line_before_content_fails_at_the_cap() {
 #[tokio::test(start_paused = true)]
 async fn endless_line_after_content_is_an_interruption_within_the_cap() {
     let head = format!("{OPENAI_ROLE}{}data: ", openai_delta("Hello"));
-    let endless = Repeat::new(&head, Bytes::from(vec![b'a'; 64 * KIB]), u64::MAX, "");
+    let endless = Repeat::new(Bytes::from(vec![b'a'; 64 * KIB]), u64::MAX).head(&head);
     let layer = StreamGuardLayer::interactive().max_event_bytes(256 * KIB);
     let response = call(layer, CHAT, endless).await.unwrap();
     let mut body = response.into_body();
@@ -100,7 +58,7 @@ async fn endless_line_after_content_is_an_interruption_within_the_cap() {
 #[tokio::test(start_paused = true)]
 async fn endless_pings_before_content_stop_at_the_hold_cap() {
     let pings = Bytes::from(": ping\n\n".repeat(512));
-    let endless = Repeat::new("", pings, u64::MAX, "");
+    let endless = Repeat::new(pings, u64::MAX);
     let layer = StreamGuardLayer::interactive().max_held_bytes(MIB);
     let failure = failure_of(call(layer, CHAT, endless).await);
     assert_eq!(failure.code(), Code::ProtocolViolation);
@@ -113,7 +71,7 @@ async fn endless_pings_after_content_hold_nothing() {
     let head = format!("{OPENAI_ROLE}{}", openai_delta("Hello"));
     let pings = Bytes::from(": ping\n\nevent: ping\ndata: {}\n\n".repeat(256));
     let tail = format!("{OPENAI_STOP}{DONE}");
-    let body = Repeat::new(&head, pings, 2_000, &tail);
+    let body = Repeat::new(pings, 2_000).head(&head).tail(&tail);
     let response = call(StreamGuardLayer::interactive(), CHAT, body)
         .await
         .unwrap();
@@ -134,7 +92,7 @@ async fn large_stream_with_content(total: usize) {
     let event = format!("data: {}\n\n", "x".repeat(4 * KIB - 8));
     let frame = Bytes::from(event.repeat(16));
     let count = (total / frame.len()) as u64;
-    let body = Repeat::new("", frame.clone(), count, "");
+    let body = Repeat::new(frame.clone(), count);
     let layer = StreamGuardLayer::interactive()
         .protocol(Protocol::Generic)
         .delivered_text(Some(MIB));

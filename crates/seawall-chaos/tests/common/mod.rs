@@ -102,14 +102,12 @@ pub(crate) const ANTHROPIC: &str = "/v1/messages";
 pub(crate) const GEMINI_UNARY: &str = "/v1beta/models/gemini-x:generateContent";
 pub(crate) const GEMINI_STREAM: &str = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse";
 
-pub(crate) const OPENAI_STREAM_BODY: &str =
-    r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-pub(crate) const OPENAI_UNARY_BODY: &str =
-    r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#;
+#[allow(unused_imports)] // each test binary uses its own part
+pub(crate) use seawall_test::canned::{
+    ANTHROPIC_UNARY_REQUEST as ANTHROPIC_UNARY_BODY, GEMINI_REQUEST as GEMINI_BODY,
+    OPENAI_STREAM_REQUEST as OPENAI_STREAM_BODY, OPENAI_UNARY_REQUEST as OPENAI_UNARY_BODY,
+};
 pub(crate) const ANTHROPIC_STREAM_BODY: &str = r#"{"model":"claude-x","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
-pub(crate) const ANTHROPIC_UNARY_BODY: &str =
-    r#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
-pub(crate) const GEMINI_BODY: &str = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#;
 
 /// The SSE `data:` payloads of a body, in order (comments and `event:` lines skipped).
 pub(crate) fn data_lines(body: &str) -> Vec<String> {

@@ -1,21 +1,18 @@
 //! Canned inner services and instrumented bodies for the layer tests.
 #![allow(dead_code)] // each test binary uses its own part of this module
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::io;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use seawall_classify::{ClassifiedBody, Classifier, ClassifyLayer};
 use seawall_core::{Action, Class, Code, Failure};
 use tower::{BoxError, Layer, ServiceExt, service_fn};
+
+#[allow(unused_imports)] // each test binary uses its own part
+pub(crate) use seawall_test::body::{Chunks, Repeat};
 
 /// Sends one request through `layer` to an inner service that answers
 /// `response`.
@@ -83,116 +80,6 @@ impl Expect {
         );
         let want = (self.class, self.code, self.action, self.retry_after);
         assert_eq!(got, want, "{name}: {failure}");
-    }
-}
-
-/// A body made of given chunks (or errors), counting what was pulled. After
-/// the last chunk it ends, or stays pending forever when `then_pending`.
-pub(crate) struct Chunks {
-    items: VecDeque<Result<Bytes, io::Error>>,
-    then_pending: bool,
-    pub pulled: Arc<AtomicU64>,
-    pub polls: Arc<AtomicU64>,
-}
-
-impl Chunks {
-    pub(crate) fn new<I, T>(chunks: I) -> Self
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<Bytes>,
-    {
-        Chunks {
-            items: chunks.into_iter().map(|c| Ok(c.into())).collect(),
-            then_pending: false,
-            pulled: Arc::default(),
-            polls: Arc::default(),
-        }
-    }
-
-    pub(crate) fn then_error(mut self, kind: io::ErrorKind) -> Self {
-        self.items.push_back(Err(io::Error::from(kind)));
-        self
-    }
-
-    pub(crate) fn then_pending(mut self) -> Self {
-        self.then_pending = true;
-        self
-    }
-}
-
-impl Body for Chunks {
-    type Data = Bytes;
-    type Error = io::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        self.polls.fetch_add(1, Ordering::SeqCst);
-        match self.items.pop_front() {
-            Some(Ok(data)) => {
-                self.pulled.fetch_add(data.len() as u64, Ordering::SeqCst);
-                Poll::Ready(Some(Ok(Frame::data(data))))
-            }
-            Some(Err(error)) => Poll::Ready(Some(Err(error))),
-            None if self.then_pending => Poll::Pending,
-            None => Poll::Ready(None),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.items.is_empty() && !self.then_pending
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        let known: u64 = self
-            .items
-            .iter()
-            .map(|c| c.as_ref().map_or(0, |b| b.len() as u64))
-            .sum();
-        if self.then_pending {
-            let mut hint = SizeHint::new();
-            hint.set_lower(known);
-            hint
-        } else {
-            SizeHint::with_exact(known)
-        }
-    }
-}
-
-/// An endless-looking body: `count` copies of one chunk, counting what was
-/// pulled. Holds one chunk in memory however long it is.
-pub(crate) struct Repeat {
-    chunk: Bytes,
-    remaining: u64,
-    pub pulled: Arc<AtomicU64>,
-}
-
-impl Repeat {
-    pub(crate) fn new(chunk: Bytes, count: u64) -> Self {
-        Repeat {
-            chunk,
-            remaining: count,
-            pulled: Arc::default(),
-        }
-    }
-}
-
-impl Body for Repeat {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if self.remaining == 0 {
-            return Poll::Ready(None);
-        }
-        self.remaining -= 1;
-        self.pulled
-            .fetch_add(self.chunk.len() as u64, Ordering::SeqCst);
-        Poll::Ready(Some(Ok(Frame::data(self.chunk.clone()))))
     }
 }
 

@@ -23,13 +23,12 @@ pub(crate) type HttpClient = Client<HttpConnector, ClientBody>;
 /// The gateway token every test client presents.
 pub(crate) const TOKEN: &str = "test-gateway-token-0123456789";
 
-pub(crate) const OPENAI_STREAM: &str =
-    r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-pub(crate) const OPENAI_UNARY: &str =
-    r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#;
+#[allow(unused_imports)] // each test binary uses its own part
+pub(crate) use seawall_test::canned::{
+    ANTHROPIC_UNARY_REQUEST as ANTHROPIC_UNARY, OPENAI_STREAM_REQUEST as OPENAI_STREAM,
+    OPENAI_UNARY_REQUEST as OPENAI_UNARY,
+};
 pub(crate) const ANTHROPIC_STREAM: &str = r#"{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-pub(crate) const ANTHROPIC_UNARY: &str =
-    r#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
 
 pub(crate) fn client() -> HttpClient {
     Client::builder(TokioExecutor::new()).build_http()

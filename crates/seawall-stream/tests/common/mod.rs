@@ -181,17 +181,11 @@ pub(crate) fn failure_of<T: std::fmt::Debug>(result: Result<T, BoxError>) -> Fai
     Failure::downcast(error).expect("the error is a Failure")
 }
 
-/// An OpenAI content chunk.
-pub(crate) fn openai_delta(text: &str) -> String {
-    format!(
-        "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
-        serde_json::to_string(text).unwrap()
-    )
-}
-
-pub(crate) const OPENAI_ROLE: &str = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
-pub(crate) const OPENAI_STOP: &str = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n";
-pub(crate) const DONE: &str = "data: [DONE]\n\n";
+#[allow(unused_imports)] // each test binary uses its own part
+pub(crate) use seawall_test::canned::{
+    OPENAI_DONE_EVENT as DONE, OPENAI_ROLE_EVENT as OPENAI_ROLE, OPENAI_STOP_EVENT as OPENAI_STOP,
+    openai_delta_event as openai_delta,
+};
 pub(crate) const CHAT: &str = "/v1/chat/completions";
 pub(crate) const MESSAGES: &str = "/v1/messages";
 pub(crate) const GEMINI: &str = "/v1beta/models/gemini-x:streamGenerateContent";

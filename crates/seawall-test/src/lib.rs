@@ -1,0 +1,12 @@
+//! Test utilities shared by seawall's test suites, as `tower-test` is for
+//! tower's: response bodies that play a script, and canned provider
+//! requests and answers.
+//!
+//! Not published: the workspace's crates take it as a dev-dependency only.
+#![deny(missing_docs)]
+
+pub mod body;
+pub mod canned;
+
+/// The error type that travels between tower services.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
