@@ -52,16 +52,16 @@ mod assembled {
     use seawall_retry::RetryBudget;
     use tower_layer::Layer;
 
-    use crate::stack::{Attempt, Stack};
+    use crate::stack::{AttemptStack, Stack};
 
     /// The whole stack with resuming, without a fallback:
-    /// Deadline(total) → Resume → RetryBudget → [`Attempt`].
-    pub type Resumable<S, C> = DeadlineService<Resume<RetryBudget<Attempt<S, C>>>>;
+    /// Deadline(total) → Resume → RetryBudget → [`AttemptStack`].
+    pub type Resumable<S, C> = DeadlineService<Resume<RetryBudget<AttemptStack<S, C>>>>;
 
     /// The whole stack with resuming and a fallback:
-    /// Deadline(total) → Resume → Fallback → RetryBudget → [`Attempt`].
+    /// Deadline(total) → Resume → Fallback → RetryBudget → [`AttemptStack`].
     pub type ResumableWithFallback<S, C, F, R> =
-        DeadlineService<Resume<Fallback<RetryBudget<Attempt<S, C>>, F, R>>>;
+        DeadlineService<Resume<Fallback<RetryBudget<AttemptStack<S, C>>, F, R>>>;
 
     /// A [`Stack`] that resumes interrupted streams
     /// ([`Stack::resume`]). The layer sits inside the operation's

@@ -71,19 +71,20 @@ use tower_layer::Layer;
 
 /// One attempt: Breaker → Deadline(per attempt) → StreamGuard → Classify →
 /// Decompression → client.
-pub type Attempt<S, C> = Breaker<DeadlineService<StreamGuard<Classify<Decompression<S>, C>>>>;
+pub type AttemptStack<S, C> = Breaker<DeadlineService<StreamGuard<Classify<Decompression<S>, C>>>>;
 
 /// The whole stack without a fallback.
-pub type Seawall<S, C> = DeadlineService<RetryBudget<Attempt<S, C>>>;
+pub type Seawall<S, C> = DeadlineService<RetryBudget<AttemptStack<S, C>>>;
 
 /// The whole stack with a fallback service `F` (usually another
-/// [`Attempt`]) and its request rewrite `R`.
+/// [`AttemptStack`]) and its request rewrite `R`.
 pub type SeawallWithFallback<S, C, F, R> =
-    DeadlineService<Fallback<RetryBudget<Attempt<S, C>>, F, R>>;
+    DeadlineService<Fallback<RetryBudget<AttemptStack<S, C>>, F, R>>;
 
 /// The whole stack over a route set: one ladder whose every attempt goes
 /// to one member of the set (see [`Stack::build_with_route_set`]).
-pub type SeawallWithRouteSet<S, C, R> = DeadlineService<RetryBudget<RouteSet<Attempt<S, C>, R>>>;
+pub type SeawallWithRouteSet<S, C, R> =
+    DeadlineService<RetryBudget<RouteSet<AttemptStack<S, C>, R>>>;
 
 /// The settings of the assembled stack. Start from a preset and override
 /// any knob; the layers themselves are the seawall crates' own, so each
@@ -232,7 +233,11 @@ impl Stack {
     /// request names no encoding of its own. An encoding it does not know
     /// reaches the classifier still encoded and fails as
     /// `protocol_violation`, never as a misread answer.
-    pub fn attempt<S, C: Clone>(&self, classify: &ClassifyLayer<C>, client: S) -> Attempt<S, C> {
+    pub fn attempt<S, C: Clone>(
+        &self,
+        classify: &ClassifyLayer<C>,
+        client: S,
+    ) -> AttemptStack<S, C> {
         let decoded = DecompressionLayer::new().layer(client);
         let classified = classify.layer(decoded);
         let guarded = self.guard.layer(classified);
@@ -262,7 +267,7 @@ impl Stack {
     ///
     /// The ladder keeps time in reserve for the fallback: one attempt's
     /// bound, at least the fallback's
-    /// [`required_remaining`](FallbackLayer::required_remaining), at most
+    /// [`get_min_remaining`](FallbackLayer::get_min_remaining), at most
     /// half the operation. Without it a ladder of slow transient failures
     /// could spend the deadline to the end, and the fallback configured for
     /// exactly that case would find no time left to fire.
@@ -274,7 +279,7 @@ impl Stack {
     ) -> SeawallWithFallback<S, C, F, R> {
         let reserve = self
             .per_attempt
-            .max(fallback.required_remaining())
+            .max(fallback.get_min_remaining())
             .min(self.total / 2);
         let policy = self.retry.clone().fallback_reserve(reserve);
         let mut ladder = RetryBudgetLayer::new(policy, self.budget.clone());

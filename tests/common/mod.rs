@@ -44,7 +44,7 @@ pub(crate) const TOTAL: Duration = Duration::from_secs(5);
 pub(crate) type FallbackRequest = http::Request<ReplayBody<Full<Bytes>>>;
 
 /// The fallback route: one attempt, no ladder of its own.
-pub(crate) type FallbackAttempt = seawall::stack::Attempt<
+pub(crate) type FallbackAttempt = seawall::stack::AttemptStack<
     Client<HttpConnector, ReplayBody<Full<Bytes>>>,
     seawall::classify::ProviderClassifier,
 >;

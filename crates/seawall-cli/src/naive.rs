@@ -42,7 +42,7 @@ pub struct Opened {
 
 /// Settings of the naive stack.
 #[derive(Debug, Clone, Copy)]
-pub struct NaiveSettings {
+pub struct NaivePolicy {
     /// Attempts of the API-level retry (tower retry), counting the first.
     pub api_attempts: usize,
     /// Attempts of the caller's stream loop, counting the first.
@@ -129,7 +129,7 @@ fn open(
 /// The naive API level: `retry(every error) → timeout → open`.
 pub async fn call(
     client: &NaiveClient,
-    settings: NaiveSettings,
+    settings: NaivePolicy,
     request: http::Request<Full<Bytes>>,
 ) -> Result<Opened, BoxError> {
     ServiceBuilder::new()

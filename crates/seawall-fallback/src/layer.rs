@@ -280,7 +280,7 @@ impl<F, R> FallbackLayer<F, R> {
     /// How much of the deadline must be left for the fallback to fire: what
     /// [`min_remaining`](Self::min_remaining) set. A ladder below can keep
     /// this much in reserve.
-    pub fn required_remaining(&self) -> Duration {
+    pub fn get_min_remaining(&self) -> Duration {
         self.settings.min_remaining
     }
 

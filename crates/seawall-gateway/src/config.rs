@@ -129,7 +129,7 @@ impl std::str::FromStr for Preset {
 
 /// The policy knobs on top of a preset; `None` keeps the preset's value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Policy {
+pub struct StackPolicy {
     /// The preset.
     pub preset: Preset,
     /// The operation's deadline.
@@ -181,7 +181,7 @@ pub struct Config {
     /// How long in-flight answers may run on after a shutdown signal.
     pub shutdown_grace: Duration,
     /// The policy for every route without its own preset.
-    pub policy: Policy,
+    pub policy: StackPolicy,
     /// The routes, by name.
     pub routes: Vec<RouteConfig>,
     /// Model name (or [`ANY_MODEL`]) → its routes, primary first.
@@ -195,7 +195,7 @@ impl Default for Config {
             token_env: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
-            policy: Policy::default(),
+            policy: StackPolicy::default(),
             routes: Vec::new(),
             models: BTreeMap::new(),
         }
@@ -274,7 +274,7 @@ impl Config {
             token_env: file.token_env,
             max_body_bytes: file.max_body_bytes.unwrap_or(defaults.max_body_bytes),
             shutdown_grace: file.shutdown_grace.unwrap_or(defaults.shutdown_grace),
-            policy: Policy {
+            policy: StackPolicy {
                 preset: file.preset.unwrap_or_default(),
                 deadline: file.deadline,
                 attempt_timeout: file.attempt_timeout,

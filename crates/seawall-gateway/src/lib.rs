@@ -58,7 +58,7 @@ mod upstream;
 mod wire_error;
 
 pub use args::GatewayArgs;
-pub use config::{Config, ConfigError, Policy, Preset, RouteConfig, Wire};
+pub use config::{Config, ConfigError, Preset, RouteConfig, StackPolicy, Wire};
 pub use gateway::{Gateway, GatewayError, MIN_TOKEN_LEN, TOKEN_HEADER};
 pub use relay::Stats;
 pub use server::{run, shutdown_signal};

@@ -22,7 +22,7 @@ use seawall::stream::StreamGuardLayer;
 use tower::ServiceBuilder;
 use tower::util::BoxCloneSyncService;
 
-use crate::config::{Policy, Preset, RouteConfig, Wire};
+use crate::config::{Preset, RouteConfig, StackPolicy, Wire};
 use crate::secret::Secret;
 
 /// The body the gateway hands the client: the provider's bytes as they came.
@@ -180,14 +180,14 @@ pub(crate) struct Shared {
     nested: NestedClient,
     pub breaker: BreakerLayer,
     pub budget: Budget,
-    pub policy: Policy,
+    pub policy: StackPolicy,
     pub max_body_bytes: usize,
 }
 
 impl Shared {
     /// The clients (one connection pool per body type) and the shared
     /// breaker and budget.
-    pub(crate) fn new(policy: Policy, max_body_bytes: usize) -> Shared {
+    pub(crate) fn new(policy: StackPolicy, max_body_bytes: usize) -> Shared {
         let connector = connector();
         Shared {
             client: Client::builder(TokioExecutor::new()).build(connector.clone()),

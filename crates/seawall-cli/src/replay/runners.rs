@@ -22,7 +22,7 @@ use super::incidents::Incident;
 use super::{Clock, Run};
 use crate::app;
 use crate::caller::{self, Delivery};
-use crate::naive::{self, NaiveClient, NaiveSettings, StatusError};
+use crate::naive::{self, NaiveClient, NaivePolicy, StatusError};
 
 /// The request an application sends for this incident, carrying `body`.
 fn request(
@@ -48,7 +48,7 @@ pub(super) async fn run_naive(
     clock: Clock,
 ) -> Run {
     let client: NaiveClient = Client::builder(TokioExecutor::new()).build_http();
-    let settings = NaiveSettings {
+    let settings = NaivePolicy {
         api_attempts: 3,
         stream_attempts: 3,
         attempt_timeout: clock.secs(600.0),

@@ -10,7 +10,7 @@ use seawall::core::RouteId;
 use seawall::core::replay::ReplayBody;
 use seawall::fallback::FallbackLayer;
 use seawall::retry::{Backoff, Budget, RetryPolicy};
-use seawall::stack::{Attempt, Stack};
+use seawall::stack::{AttemptStack, Stack};
 use seawall::stream::StreamGuardLayer;
 use seawall_chaos::{ChaosHandle, ChaosServer, FAULT_HEADER, JournalEntry};
 use seawall_reqwest::ReqwestService;
@@ -86,7 +86,7 @@ pub(crate) fn fallback_to<B>(
     stack: &Stack,
     base: &str,
 ) -> FallbackLayer<
-    Attempt<ReqwestService, seawall::classify::ProviderClassifier>,
+    AttemptStack<ReqwestService, seawall::classify::ProviderClassifier>,
     impl Fn(&mut FallbackRequest<B>) + Clone + Send + Sync + 'static,
 > {
     let authority: http::uri::Authority = base
