@@ -107,6 +107,7 @@ impl Protocol {
             refused: false,
             finished: false,
             usage: None,
+            shape: openai::Shape::default(),
         }
     }
 }
@@ -170,6 +171,8 @@ pub struct Decoder {
     /// The usage the stream reported so far (the last report wins: every
     /// provider sends cumulative counts).
     usage: Option<Usage>,
+    /// The shape of an OpenAI stream's plain chunks.
+    shape: openai::Shape,
 }
 
 impl Decoder {
@@ -190,7 +193,12 @@ impl Decoder {
             Item::Event(event) => event,
         };
         let signal = match self.protocol {
-            Protocol::OpenAi => openai::decode(event.data, &mut self.refused, &mut self.usage),
+            Protocol::OpenAi => openai::decode(
+                event.data,
+                &mut self.refused,
+                &mut self.usage,
+                &mut self.shape,
+            ),
             Protocol::OpenAiResponses => {
                 openai_responses::decode(event.data, &mut self.refused, &mut self.usage)
             }

@@ -9,7 +9,7 @@ use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::scan::{Cursor, Scan};
+use super::scan::{Cursor, Holes, Scan};
 use super::wire::{First, Present, Text, parse_text};
 use super::{Protocol, Reason, Signal, in_stream_error};
 
@@ -86,7 +86,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
 
 /// Reads a chunk with the cursor, reading what serde's derive would; gives
 /// up on anything else.
+#[cfg(test)]
 fn scan(text: &str) -> Scan<Chunk<'_>> {
+    scan_holes(text).map(|(chunk, _)| chunk)
+}
+
+/// As `scan`, with where the chunk's holes are.
+fn scan_holes(text: &str) -> Scan<(Chunk<'_>, Holes)> {
     let mut cursor = Cursor::new(text);
     let mut chunk = Chunk {
         choices: First(None),
@@ -102,7 +108,7 @@ fn scan(text: &str) -> Scan<Chunk<'_>> {
         Ok(())
     })?;
     cursor.end()?;
-    Ok(chunk)
+    Ok((chunk, cursor.holes()))
 }
 
 fn scan_choice<'a>(cursor: &mut Cursor<'a>) -> Scan<Choice<'a>> {
@@ -125,7 +131,7 @@ fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
     let mut delta = Delta::default();
     cursor.fields(DELTA_FIELDS, |cursor, field| {
         match field {
-            0 => delta.content = cursor.text()?,
+            0 => delta.content = cursor.text_hole()?,
             1 => delta.refusal = cursor.text()?,
             _ => delta.acts |= cursor.holds()?,
         }
@@ -153,10 +159,88 @@ fn read_usage(text: &str, usage: &mut Option<Usage>) {
     }
 }
 
+/// The shape of this stream's plain text chunks, once it has sent enough
+/// of them to be worth keeping: the last such chunk's bytes and its holes
+/// (see [`Holes`]). A chunk with the same bytes outside the holes and a
+/// string in each is read by comparing bytes and stepping over strings,
+/// with no key matched: OpenAI's chunks repeat every field but the text
+/// (and `obfuscation`) from one to the next.
+///
+/// It is only ever a shortcut to the cursor's own answer: every chunk it
+/// recognises, the cursor (and serde) would read as the same text delta.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Shape {
+    bytes: Vec<u8>,
+    holes: Holes,
+    /// Plain text chunks read so far.
+    plain: u32,
+}
+
+/// Plain chunks a stream sends before its shape is kept: a short answer
+/// never pays for the copy.
+const SHAPE_AFTER: u32 = 16;
+
+impl Shape {
+    /// A plain text chunk was read by the cursor with `holes`.
+    fn learn(&mut self, text: &str, holes: Holes) {
+        self.plain = self.plain.saturating_add(1);
+        if self.plain < SHAPE_AFTER || holes.spans().is_none() || holes.text().is_none() {
+            return;
+        }
+        self.bytes.clear();
+        self.bytes.extend_from_slice(text.as_bytes());
+        self.holes = holes;
+    }
+
+    /// What `text` means, when it has the kept shape.
+    fn recognise<'a>(&self, text: &'a str) -> Option<Signal<'a>> {
+        if self.bytes.is_empty() {
+            return None;
+        }
+        let (spans, text_hole) = (self.holes.spans()?, self.holes.text()?);
+        let data = text.as_bytes();
+        let (mut at, mut kept_at) = (0, 0);
+        let mut delta = None;
+        for (hole, &(start, end)) in spans.iter().enumerate() {
+            let same = &self.bytes[kept_at..start as usize];
+            if data.get(at..at + same.len())? != same {
+                return None;
+            }
+            at += same.len();
+            kept_at = end as usize;
+            // The same string as last time (an `id`, the model) is the same
+            // token: no need to step through it.
+            let kept = &self.bytes[start as usize..kept_at];
+            if hole != text_hole && data[at..].starts_with(kept) {
+                at += kept.len();
+                continue;
+            }
+            let mut cursor = Cursor::at(text, at);
+            if hole == text_hole {
+                delta = Some(cursor.text_hole().ok()??);
+            } else {
+                cursor.pass_hole().ok()?;
+            }
+            at = cursor.offset();
+        }
+        if data.get(at..)? != &self.bytes[kept_at..] {
+            return None;
+        }
+        Some(match delta?.non_empty() {
+            Some(text) => Signal::Content {
+                text: Some(text),
+                finish: None,
+            },
+            None => Signal::Progress,
+        })
+    }
+}
+
 pub(super) fn decode<'a>(
     data: &'a [u8],
     refused: &mut bool,
     usage: &mut Option<Usage>,
+    shape: &mut Shape,
 ) -> Signal<'a> {
     if data == b"[DONE]" {
         return Signal::Done;
@@ -164,8 +248,15 @@ pub(super) fn decode<'a>(
     let Ok(text) = std::str::from_utf8(data) else {
         return Signal::Other;
     };
-    let Some(chunk) = scan(text).ok().or_else(|| parse_text::<Chunk<'_>>(text)) else {
-        return Signal::Other;
+    if let Some(signal) = shape.recognise(text) {
+        return signal;
+    }
+    let (chunk, holes) = match scan_holes(text) {
+        Ok((chunk, holes)) => (chunk, Some(holes)),
+        Err(_) => match parse_text::<Chunk<'_>>(text) {
+            Some(chunk) => (chunk, None),
+            None => return Signal::Other,
+        },
     };
     if chunk.error.is_some() {
         return Signal::Error(in_stream_error(Protocol::OpenAi, data));
@@ -178,6 +269,15 @@ pub(super) fn decode<'a>(
     };
     if choice.finish_reason.is_some() {
         read_usage(text, usage);
+    }
+    let plain = choice.finish_reason.is_none()
+        && choice.delta.as_ref().is_some_and(|delta| {
+            delta.content.is_some()
+                && !delta.acts
+                && delta.refusal.as_ref().is_none_or(|r| r.0.is_empty())
+        });
+    if let (true, Some(holes)) = (plain, holes) {
+        shape.learn(text, holes);
     }
     let (text, content) = match choice.delta {
         Some(delta) => {
@@ -386,8 +486,88 @@ mod tests {
             })
     }
 
+    /// A plain chunk as OpenAI sends them (with `obfuscation`), its holes
+    /// filled with any strings, its finish now and then set, maybe with one
+    /// byte cut out or one character put in.
+    fn plain_chunk() -> impl Strategy<Value = String> {
+        (
+            (
+                prop_oneof![string(), Just(r#""chatcmpl-1""#.to_owned())],
+                prop_oneof![string(), Just(r#""gpt-x""#.to_owned())],
+                string(),
+                prop_oneof![string(), Just(r#""a1""#.to_owned())],
+            ),
+            prop_oneof![8 => Just("null".to_owned()), 1 => string()],
+            any::<prop::sample::Index>(),
+            prop::option::weighted(0.2, prop::sample::select(vec!['{', '}', '"', '\\', ' ', ',', '0'])),
+            prop::bool::weighted(0.1),
+        )
+            .prop_map(|((id, model, content, obfuscation), finish, at, put, cut)| {
+                let mut text = format!(
+                    r#"{{"id":{id},"object":"chat.completion.chunk","created":1,"model":{model},"choices":[{{"index":0,"delta":{{"content":{content}}},"logprobs":null,"finish_reason":{finish}}}],"obfuscation":{obfuscation}}}"#
+                );
+                let mut at = at.index(text.len());
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                match put {
+                    Some(c) => text.insert(at, c),
+                    None if cut => {
+                        text.remove(at);
+                    }
+                    None => {}
+                }
+                text
+            })
+    }
+
+    fn read(text: &str, shape: &mut Shape) -> String {
+        format!(
+            "{:?}",
+            decode(text.as_bytes(), &mut false, &mut None, shape)
+        )
+    }
+
+    /// A stream that has sent enough plain chunks keeps their shape.
+    fn trained() -> Shape {
+        let mut shape = Shape::default();
+        let plain = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":null}],"obfuscation":"a1"}"#;
+        for _ in 0..SHAPE_AFTER {
+            read(plain, &mut shape);
+        }
+        assert!(!shape.bytes.is_empty());
+        shape
+    }
+
+    #[test]
+    fn a_kept_shape_reads_what_differs_and_nothing_else() {
+        let shape = trained();
+        let next = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":" caf\u00e9"},"logprobs":null,"finish_reason":null}],"obfuscation":"zz9"}"#;
+        assert_eq!(
+            shape.recognise(next).map(|s| format!("{s:?}")),
+            Some(r#"Content { text: Some(" café"), finish: None }"#.to_owned())
+        );
+        // A finish, a refusal, a tool call: not the shape, the cursor reads them.
+        for other in [
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":"stop"}],"obfuscation":"a1"}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":null},"logprobs":null,"finish_reason":null}],"obfuscation":"a1"}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"hi","tool_calls":[{}]},"logprobs":null,"finish_reason":null}],"obfuscation":"a1"}"#,
+        ] {
+            assert!(shape.recognise(other).is_none(), "{other}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Whatever the kept shape recognises, the cursor and serde read
+        /// the same way.
+        #[test]
+        fn a_kept_shape_never_disagrees_with_the_cursor(text in plain_chunk()) {
+            let with = read(&text, &mut trained());
+            let without = read(&text, &mut Shape::default());
+            prop_assert_eq!(with, without, "{}", text);
+        }
 
         /// Whenever the cursor answers, serde gives the same answer.
         #[test]

@@ -68,15 +68,79 @@ fn next_stop(bytes: &[u8]) -> Option<usize> {
 /// in `skip`).
 const MAX_DEPTH: usize = 64;
 
+/// Where the string tokens of an event are whose text no decision reads
+/// (values and keys inside skipped values), and the one text read for the
+/// record, in order, quotes included: another event with other strings
+/// there and the same bytes everywhere else means the same, but for that
+/// text (see `openai::Shape`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Holes {
+    spans: [(u32, u32); MAX_HOLES],
+    len: u8,
+    /// More holes than fit, or an offset past `u32`: no shape to keep.
+    overflow: bool,
+    /// Which hole is the text.
+    text: Option<u8>,
+}
+
+/// Holes an event may have and still have a shape kept.
+const MAX_HOLES: usize = 16;
+
+impl Holes {
+    fn push(&mut self, start: usize, end: usize) {
+        match (
+            self.spans.get_mut(usize::from(self.len)),
+            u32::try_from(start),
+            u32::try_from(end),
+        ) {
+            (Some(span), Ok(start), Ok(end)) => {
+                *span = (start, end);
+                self.len += 1;
+            }
+            _ => self.overflow = true,
+        }
+    }
+
+    /// The holes, in order, unless there were too many to keep.
+    pub(super) fn spans(&self) -> Option<&[(u32, u32)]> {
+        (!self.overflow).then(|| &self.spans[..usize::from(self.len)])
+    }
+
+    /// Which hole is the text, if one is.
+    pub(super) fn text(&self) -> Option<usize> {
+        self.text.map(usize::from)
+    }
+}
+
 /// A position in an event's text.
 pub(super) struct Cursor<'a> {
     text: &'a str,
     at: usize,
+    holes: Holes,
 }
 
 impl<'a> Cursor<'a> {
     pub(super) fn new(text: &'a str) -> Self {
-        Cursor { text, at: 0 }
+        Cursor::at(text, 0)
+    }
+
+    /// A cursor at byte `at` of `text`.
+    pub(super) fn at(text: &'a str, at: usize) -> Self {
+        Cursor {
+            text,
+            at,
+            holes: Holes::default(),
+        }
+    }
+
+    /// The byte offset reached.
+    pub(super) fn offset(&self) -> usize {
+        self.at
+    }
+
+    /// The holes met so far.
+    pub(super) fn holes(&self) -> Holes {
+        self.holes
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -220,6 +284,34 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// As [`text`](Self::text), and a string read is the event's text
+    /// hole (see [`Holes`]).
+    pub(super) fn text_hole(&mut self) -> Scan<Option<Text<'a>>> {
+        if self.null() {
+            return Ok(None);
+        }
+        self.peek();
+        let start = self.at;
+        let text = self.string()?;
+        if self.holes.text.is_none() {
+            self.holes.text = Some(self.holes.len);
+            self.holes.push(start, self.at);
+        } else {
+            self.holes.overflow = true;
+        }
+        Ok(Some(Text(text)))
+    }
+
+    /// Steps over a string token whose text nothing reads, keeping its
+    /// span as a hole.
+    pub(super) fn pass_hole(&mut self) -> Scan<()> {
+        self.peek();
+        let start = self.at;
+        self.pass_string()?;
+        self.holes.push(start, self.at);
+        Ok(())
+    }
+
     /// Reads `null` as `None` and a string as its text (serde's
     /// `Option<Text>`).
     pub(super) fn text(&mut self) -> Scan<Option<Text<'a>>> {
@@ -347,9 +439,7 @@ impl<'a> Cursor<'a> {
         loop {
             // A value.
             match self.peek().ok_or(GiveUp)? {
-                b'"' => {
-                    self.pass_string()?;
-                }
+                b'"' => self.pass_hole()?,
                 b'n' if self.null() => {}
                 b't' => self.literal(b"true")?,
                 b'f' => self.literal(b"false")?,
@@ -458,7 +548,7 @@ impl<'a> Cursor<'a> {
 
     /// A key and its colon, inside a skipped object.
     fn key(&mut self) -> Scan<()> {
-        self.pass_string()?;
+        self.pass_hole()?;
         self.expect(b':')
     }
 }
