@@ -133,14 +133,14 @@
 //! # use bytes::Bytes;
 //! # use http_body_util::Full;
 //! # use seawall_core::replay::ReplayBody;
-//! # use seawall_core::{Code, Failure, RouteId};
+//! # use seawall_core::{Code, RouteId};
 //! # use seawall_fallback::{FallbackLayer, FallbackRoute};
 //! # type Request = http::Request<ReplayBody<Full<Bytes>>>;
 //! # type Response = http::Response<Full<Bytes>>;
 //! # type Route = tower::util::BoxCloneSyncService<Request, Response, seawall_core::BoxError>;
 //! # fn attempt(_: &str) -> Route {
 //! #     Route::new(tower::service_fn(|_: Request| async {
-//! #         Ok::<_, Failure>(Response::new(Full::new(Bytes::new())))
+//! #         Ok::<_, seawall_core::BoxError>(Response::new(Full::new(Bytes::new())))
 //! #     }))
 //! # }
 //! let layer = FallbackLayer::chain([
