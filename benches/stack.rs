@@ -33,7 +33,7 @@ use http_body_util::{BodyExt, Full};
 use seawall::breaker::BreakerLayer;
 use seawall::classify::ClassifyLayer;
 use seawall::core::RouteId;
-use seawall::core::replay::clone_head;
+use seawall::core::recording::clone_head;
 use seawall::deadline::DeadlineLayer;
 use seawall::fallback::FallbackLayer;
 use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use seawall::classify::ClassifyLayer;
-use seawall::core::replay::ReplayBody;
+use seawall::core::recording::ReplayBody;
 use seawall::core::{Failure, Receipt};
 use seawall::deadline::DeadlineLayer;
 use seawall::retry::{Backoff, Budget, RetryBudgetLayer, RetryPolicy};

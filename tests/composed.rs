@@ -27,7 +27,7 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use seawall::classify::ClassifyLayer;
 use seawall::core::Receipt;
 use seawall::core::provider::Provider;
-use seawall::core::replay::ReplayBody;
+use seawall::core::recording::ReplayBody;
 use seawall::core::{Code, RouteId, StopReason};
 use seawall::fallback::{FallbackLayer, ServedBy};
 use seawall_chaos::Outcome;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use seawall::classify::ClassifyLayer;
-use seawall::core::replay::ReplayBody;
+use seawall::core::recording::ReplayBody;
 use seawall::core::{BoxError, Code, Failure, Receipt, RouteId, StopReason};
 use seawall::fallback::{FallbackLayer, FallbackRoute, ServedBy};
 use seawall::retry::RetryPolicy;

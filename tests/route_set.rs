@@ -210,7 +210,7 @@ fn limited_provider(
     limited: u32,
     calls: Arc<AtomicU32>,
 ) -> impl Service<
-    http::Request<seawall::core::replay::ReplayBody<Full<Bytes>>>,
+    http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
     Response = http::Response<Full<Bytes>>,
     Error = std::convert::Infallible,
     Future = impl Send,
@@ -221,7 +221,7 @@ fn limited_provider(
         u32,
     >::new()));
     tower::service_fn(
-        move |req: http::Request<seawall::core::replay::ReplayBody<Full<Bytes>>>| {
+        move |req: http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>| {
             calls.fetch_add(1, Ordering::SeqCst);
             let key = req.headers()[AUTHORIZATION].to_str().unwrap().to_owned();
             let n = {

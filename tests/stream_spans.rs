@@ -367,9 +367,9 @@ fn without_a_subscriber_interested_nothing_is_put_in_the_request() {
     rt.block_on(async {
         let chaos = common::chaos().await;
         let seen2 = seen.clone();
-        let client = common::client::<seawall::core::replay::ReplayBody<Full<Bytes>>>();
+        let client = common::client::<seawall::core::recording::ReplayBody<Full<Bytes>>>();
         let probe = tower::service_fn(
-            move |request: http::Request<seawall::core::replay::ReplayBody<Full<Bytes>>>| {
+            move |request: http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>| {
                 seen2
                     .lock()
                     .unwrap()

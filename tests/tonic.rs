@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use seawall::classify::ClassifyLayer;
-use seawall::core::replay::ReplayBody;
+use seawall::core::recording::ReplayBody;
 use seawall::core::{Class, Code, Failure, Receipt};
 use seawall::deadline::WireTimeout;
 use seawall::retry::{Backoff, Budget, RetryPolicy};

@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, Full};
 use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use seawall::classify::ClassifyLayer;
-use seawall::core::replay::ReplayBody;
+use seawall::core::recording::ReplayBody;
 use tower::ServiceExt;
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;

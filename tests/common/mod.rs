@@ -18,7 +18,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
-use seawall::core::replay::ReplayBody;
+use seawall::core::recording::ReplayBody;
 use seawall::core::{BoxError, Failure, Finish, Receipt, RouteId};
 use seawall::fallback::{FallbackLayer, ServedBy};
 use seawall::retry::{Backoff, Budget, RetryPolicy};

@@ -52,7 +52,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
-use seawall::core::replay::{ReplayBody, clone_head};
+use seawall::core::recording::{ReplayBody, clone_head};
 use seawall::core::{BoxError, Class, Code, Failure, FinishKind, Receipt, RouteId};
 use seawall::fallback::{FallbackLayer, FallbackRoute, ServedBy};
 use seawall::resume::{ResumeLayer, ResumeRequestBody, Resumed};

@@ -80,7 +80,10 @@ impl Policy<http::Request<Full<Bytes>>, Opened, BoxError> for RetryEverything {
         &mut self,
         req: &http::Request<Full<Bytes>>,
     ) -> Option<http::Request<Full<Bytes>>> {
-        Some(seawall::core::replay::clone_head(req, req.body().clone()))
+        Some(seawall::core::recording::clone_head(
+            req,
+            req.body().clone(),
+        ))
     }
 }
 

@@ -14,7 +14,7 @@
 //! - the model, from the body's `"model"` member (or Gemini's path).
 //!
 //! The body facts come from the bytes the retry layer already records for
-//! replay ([`ReplayBody`](crate::replay::ReplayBody)): no second buffering.
+//! replay ([`ReplayBody`](crate::recording::ReplayBody)): no second buffering.
 //! The recording fills a shared slot when the body ends, which is before
 //! the response arrives for every HTTP/1 and HTTP/2 client that sends its
 //! body first. Without a recording (no retry layer) the body facts are

@@ -48,7 +48,7 @@ pub mod metric_names;
 mod progress;
 pub mod provider;
 mod receipt;
-pub mod replay;
+pub mod recording;
 mod route;
 mod scope;
 pub mod span;

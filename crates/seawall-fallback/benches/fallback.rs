@@ -10,7 +10,7 @@ use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http_body_util::Full;
 use seawall_core::BoxError;
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_fallback::FallbackLayer;
 use tower::{Layer, Service};
 

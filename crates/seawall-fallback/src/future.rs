@@ -5,7 +5,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use seawall_core::replay::{ReplayBody, clone_head};
+use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_core::{
     Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RouteId, StopReason,
 };

@@ -59,7 +59,7 @@
 //!   a configuration error ([`SameRouteFallback`]), never a doomed call.
 //!
 //! The request body is recorded as the primary sends it
-//! ([`ReplayBody`](seawall_core::replay::ReplayBody), up to
+//! ([`ReplayBody`](seawall_core::recording::ReplayBody), up to
 //! [`max_replay_bytes`](FallbackLayer::max_replay_bytes)), so every service
 //! takes `http::Request<ReplayBody<B>>`. A body over the cap is sent once:
 //! no fallback, and the receipt's stop reason says `not_replayable`.
@@ -87,7 +87,7 @@
 //! use std::time::Duration;
 //! use bytes::Bytes;
 //! use http_body_util::Full;
-//! use seawall_core::replay::ReplayBody;
+//! use seawall_core::recording::ReplayBody;
 //! use seawall_core::{Code, Failure, Receipt, RouteId};
 //! use seawall_fallback::{FallbackLayer, ServedBy};
 //! use tower::{ServiceBuilder, ServiceExt};
@@ -132,7 +132,7 @@
 //! ```
 //! # use bytes::Bytes;
 //! # use http_body_util::Full;
-//! # use seawall_core::replay::ReplayBody;
+//! # use seawall_core::recording::ReplayBody;
 //! # use seawall_core::{Code, RouteId};
 //! # use seawall_fallback::{FallbackLayer, FallbackRoute};
 //! # type Request = http::Request<ReplayBody<Full<Bytes>>>;

@@ -1,4 +1,4 @@
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 
 /// Changes the fallback's copy of the request before it is sent: another
 /// base URL, model header, API key or extension.

@@ -3,7 +3,7 @@ use std::task::{Context, Poll};
 
 use http_body::Body;
 use seawall_core::facts::BodySlot;
-use seawall_core::replay::{ReplayBody, clone_head};
+use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_core::{BoxError, OtherRoutes, RequestFacts, RouteId};
 use tower_service::Service;
 

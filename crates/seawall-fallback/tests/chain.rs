@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, Code, Deadline, Evidence, Failure, Receipt, RouteId, StopReason};
 use seawall_fallback::{FallbackLayer, FallbackRoute, Rewrite, ServedBy};
 use tokio::time::Instant;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::{BodyExt, Full};
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_core::{
     Action, Attempt, BoxError, ClosedBy, Code, Deadline, Evidence, Failure, Receipt, RouteId,
     StopReason,

@@ -13,7 +13,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use seawall::breaker::BreakerLayer;
 use seawall::classify::ClassifyLayer;
-use seawall::core::replay::ReplayBody;
+use seawall::core::recording::ReplayBody;
 use seawall::core::{BoxError, RouteId};
 use seawall::fallback::{FallbackLayer, FallbackRoute};
 use seawall::retry::{Budget, RetryPolicy};

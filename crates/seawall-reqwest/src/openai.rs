@@ -15,7 +15,7 @@
 //!   underneath.
 //! - The adapter calls the factory once per call; a retry or a fallback
 //!   replays the request body from seawall's own
-//!   [`ReplayBody`](seawall_core::replay::ReplayBody), byte for byte.
+//!   [`ReplayBody`](seawall_core::recording::ReplayBody), byte for byte.
 //! - Every failure reaches async-openai as `OpenAIError::Boxed`, and over a
 //!   stack with `ClassifyLayer` every response it gets is a 2xx (the
 //!   classifier fails the rest). async-openai's retry policy

@@ -9,7 +9,7 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::BoxError;
 use seawall_core::provider::Provider;
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use tower_service::Service;
 
 use crate::body::ResumeBody;

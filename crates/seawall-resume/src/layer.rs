@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use seawall_core::replay::DEFAULT_MAX_REPLAY_BYTES;
+use seawall_core::recording::DEFAULT_MAX_REPLAY_BYTES;
 use tower_layer::Layer;
 
 use crate::continuation::{AnthropicStyle, OpenAiStyle, Styles};

@@ -22,7 +22,7 @@
 //! or 5xx-type error (`stream_interrupted` with a transient cause), or a
 //! cut without a finish (`truncated`) — it builds the continuation from the
 //! original request (recorded with the shared
-//! [`ReplayBody`](seawall_core::replay::ReplayBody), up to a cap: a longer
+//! [`ReplayBody`](seawall_core::recording::ReplayBody), up to a cap: a longer
 //! request cannot be resumed and its interruption surfaces as before) and
 //! the delivered text (the [`Interrupted`](seawall_core::Interrupted)
 //! record the guard puts in the failure), sends it through the same inner

@@ -7,7 +7,7 @@ use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use seawall_core::facts::BodySlot;
 use seawall_core::provider::Provider;
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, RequestFacts};
 use tower_service::Service;
 

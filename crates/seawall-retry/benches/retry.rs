@@ -17,7 +17,7 @@ use http::header::{CONTENT_TYPE, HeaderValue};
 use http::{Request, Response};
 use http_body_util::Full;
 use seawall_classify::ClassifyLayer;
-use seawall_core::replay::{ReplayBody, clone_head};
+use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_deadline::DeadlineLayer;
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};

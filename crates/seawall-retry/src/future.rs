@@ -7,7 +7,7 @@ use std::time::Duration;
 use http::{Request, Response};
 use pin_project_lite::pin_project;
 use seawall_core::provider::Provider;
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_core::{
     Action, AnotherRoute, Attempt, AttemptSpans, BoxError, Code, Deadline, Failure, Receipt,
     RequestFacts, RouteId, StopReason, Usage,

@@ -32,7 +32,7 @@
 //! again. Every retry polls the inner service's readiness again.
 //!
 //! The inner service receives `http::Request<ReplayBody<B>>`
-//! ([`ReplayBody`](seawall_core::replay::ReplayBody)). A ladder marks the
+//! ([`ReplayBody`](seawall_core::recording::ReplayBody)). A ladder marks the
 //! request; an inner ladder that finds the mark makes a single attempt
 //! (unless [`RetryPolicy::allow_nested`]), so nesting costs `max_attempts`
 //! calls, not the product.
@@ -84,7 +84,7 @@
 //! ```
 //! use std::time::Duration;
 //! use http::{Request, Response};
-//! use seawall_core::replay::ReplayBody;
+//! use seawall_core::recording::ReplayBody;
 //! use seawall_core::{Code, Failure, Receipt, StopReason};
 //! use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
 //! use std::sync::atomic::{AtomicU32, Ordering};
@@ -135,7 +135,7 @@
 //!   that cannot be honoured in time stops at once. `tower::retry` has no
 //!   notion of either.
 //! - **Body replay**: the body is recorded as it is first sent
-//!   ([`ReplayBody`](seawall_core::replay::ReplayBody)), where
+//!   ([`ReplayBody`](seawall_core::recording::ReplayBody)), where
 //!   `Policy::clone_request` needs a request that can be cloned before the
 //!   call, which an `http::Request` with a streaming body cannot.
 //! - **One ladder**: nested ladders make one attempt, repeated silent

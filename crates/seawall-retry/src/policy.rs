@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use http::HeaderName;
-use seawall_core::replay::DEFAULT_MAX_REPLAY_BYTES;
+use seawall_core::recording::DEFAULT_MAX_REPLAY_BYTES;
 
 use crate::{Backoff, Jitter};
 

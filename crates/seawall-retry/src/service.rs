@@ -6,7 +6,7 @@ use http::{HeaderValue, Request, Response};
 use http_body::Body;
 use rand::Rng;
 use seawall_core::facts::BodySlot;
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, Deadline, OtherRoutes, RequestFacts, RouteId};
 use tower_service::Service;
 

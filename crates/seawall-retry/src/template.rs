@@ -4,7 +4,7 @@
 use std::mem;
 
 use http::Request;
-use seawall_core::replay::{ReplayBody, clone_head};
+use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_core::{Deadline, RouteId};
 
 /// Marks a request as owned by a ladder, so an inner ladder does not retry

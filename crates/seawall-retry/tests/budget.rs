@@ -4,7 +4,7 @@ mod common;
 
 use common::{Step, Upstream, failure, receipt};
 use http::Request;
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_core::{Code, Failure, StopReason};
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use tower::{Layer, ServiceBuilder, ServiceExt};

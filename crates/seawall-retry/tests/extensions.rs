@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{Request, Response};
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_core::{Code, Deadline, Failure, Receipt, RouteId};
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use tower::{BoxError, Layer, ServiceExt, service_fn};

@@ -8,7 +8,7 @@ use futures_util::stream;
 use http::Request;
 use http_body::Frame;
 use http_body_util::StreamBody;
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_core::{Code, Failure, Receipt, StopReason};
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use tower::{Layer, ServiceExt};

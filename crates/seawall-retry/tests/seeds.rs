@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{RATE_LIMIT_BODY, Step, Upstream, failure, openai, receipt};
 use http::Request;
-use seawall_core::replay::ReplayBody;
+use seawall_core::recording::ReplayBody;
 use seawall_core::{Action, Code, Deadline, Failure, Receipt, StopReason};
 use seawall_deadline::DeadlineLayer;
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};

@@ -3,7 +3,6 @@
 
 mod common;
 
-
 use bytes::Bytes;
 use common::*;
 use http_body_util::BodyExt;

@@ -8,7 +8,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use seawall::classify::ClassifyLayer;
-use seawall::core::replay::ReplayBody;
+use seawall::core::recording::ReplayBody;
 use seawall::core::{BoxError, Failure, FinishKind, RouteId};
 use seawall::fallback::FallbackLayer;
 use seawall::resume::{ResumeLayer, Resumed};

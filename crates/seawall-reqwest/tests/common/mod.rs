@@ -7,7 +7,7 @@ use std::time::Duration;
 use http::HeaderValue;
 use seawall::classify::ClassifyLayer;
 use seawall::core::RouteId;
-use seawall::core::replay::ReplayBody;
+use seawall::core::recording::ReplayBody;
 use seawall::fallback::FallbackLayer;
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::{AttemptStack, Stack};
