@@ -89,6 +89,18 @@
 //! in place), Gemini's trailing `model` turn, the Responses API's trailing
 //! assistant item.
 //!
+//! # Differences from `tower::retry`
+//!
+//! `tower::retry::Retry` sends the whole request again and hands the
+//! caller a new response: once content has reached the caller, that shows
+//! it a second time (and the provider bills it twice), or leaves the
+//! caller to throw away what it has shown. This layer never sends the
+//! original request again after content: it asks for the *rest* of the
+//! answer and splices only new events into the body the caller is already
+//! reading. Failures before content are not its business; the retry
+//! ladder below it handles them, and each continuation goes through that
+//! ladder too.
+//!
 //! # Cost
 //!
 //! On a healthy stream the layer passes each frame on as it came (a
