@@ -27,6 +27,7 @@ mod table;
 
 use std::time::{Duration, Instant};
 
+use seawall::core::Usage;
 use seawall_chaos::{ChaosHandle, Fault, JournalEntry, repeats_a_token, token_numbers};
 use serde::Serialize;
 
@@ -63,6 +64,12 @@ pub struct Row {
     pub code: Option<String>,
     /// Continuations the resume layer spliced into the answer.
     pub resumed: usize,
+    /// Input tokens billed, by the provider's own numbers in the seawall
+    /// stack's receipt (every attempt that reported usage); `None` for the
+    /// naive stack, which keeps no receipt.
+    pub billed_input_tokens: Option<u64>,
+    /// Output tokens billed, likewise.
+    pub billed_output_tokens: Option<u64>,
 }
 
 /// Runs every incident through both stacks, in order.
@@ -119,6 +126,8 @@ struct Run {
     outcome: &'static str,
     code: Option<String>,
     resumed: usize,
+    /// The provider's token counts from the receipt, when there is one.
+    usage: Option<Usage>,
 }
 
 /// Runs one incident through one stack and reads the journal for it.
@@ -173,6 +182,8 @@ pub async fn run_incident(
         outcome: run.outcome,
         code: run.code,
         resumed: run.resumed,
+        billed_input_tokens: run.usage.map(|u| u.input_tokens),
+        billed_output_tokens: run.usage.map(|u| u.output_tokens),
     }
 }
 
@@ -215,5 +226,24 @@ mod tests {
         // Without the layer 8b surfaces with its prefix.
         let row = row("overloaded_after_content").await;
         assert_eq!((row.outcome, row.tokens, row.resumed), ("error", 50, 0));
+    }
+
+    /// The seawall row's billed tokens are the provider's own numbers,
+    /// from the receipt; the naive stack keeps none.
+    #[tokio::test]
+    async fn billed_tokens_come_from_the_receipt() {
+        let row = row("brief_503").await;
+        assert_eq!((row.outcome, row.billed), ("ok", 1));
+        assert_eq!(row.billed_output_tokens, Some(row.tokens as u64));
+        assert!(row.billed_input_tokens.is_some_and(|n| n > 0));
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(json["billed_output_tokens"], row.tokens);
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let incident = incidents()
+            .into_iter()
+            .find(|i| i.key == "brief_503")
+            .unwrap();
+        let naive = run_incident(&chaos, &incident, StackKind::Naive, 5.0).await;
+        assert_eq!(naive.billed_output_tokens, None);
     }
 }

@@ -9,7 +9,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use seawall::classify::ClassifyLayer;
 use seawall::core::recording::ReplayBody;
-use seawall::core::{BoxError, Failure, FinishKind, RouteId};
+use seawall::core::{BoxError, Failure, FinishKind, Receipt, RouteId};
 use seawall::fallback::FallbackLayer;
 use seawall::resume::{ResumeLayer, Resumed};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
@@ -119,6 +119,7 @@ pub(super) async fn run_naive(
         outcome,
         code,
         resumed: 0,
+        usage: None,
     }
 }
 
@@ -215,14 +216,20 @@ where
     let response = match service.oneshot(request(chaos, incident, id, &body)).await {
         Ok(response) => response,
         Err(err) => {
+            let usage = Failure::find(&*err)
+                .and_then(Failure::receipt)
+                .map(Receipt::usage);
             return Run {
                 delivery: Delivery::default(),
                 outcome: "error",
                 code: Some(failure_code(&err)),
                 resumed: 0,
+                usage,
             };
         }
     };
+    // The provider's own token counts; a stream's fill when its body ends.
+    let receipt = response.extensions().get::<Receipt>().cloned();
     let report = response.extensions().get::<StreamReportHandle>().cloned();
     let resumed = response.extensions().get::<Resumed>().cloned();
     let delivery = if incident.stream {
@@ -238,6 +245,7 @@ where
         caller::read_unary(response.into_body(), incident.provider).await
     };
     let resumed = resumed.map_or(0, |r| r.count());
+    let usage = receipt.as_ref().map(Receipt::usage);
     if delivery.cancelled {
         // The body was dropped: the guard's report says who closed it.
         let code = report
@@ -250,6 +258,7 @@ where
             outcome: "cancelled",
             code: Some(code),
             resumed,
+            usage,
         };
     }
     if let Some(err) = &delivery.error {
@@ -259,6 +268,7 @@ where
             outcome: "error",
             code,
             resumed,
+            usage,
         };
     }
     let code = delivery
@@ -270,5 +280,6 @@ where
         outcome: "ok",
         code,
         resumed,
+        usage,
     }
 }
