@@ -161,9 +161,9 @@ impl Provider {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn admit(&self) -> Verdict {
+    /// Decides a request arriving `t` after the origin.
+    fn admit(&self, t: Duration) -> Verdict {
         let config = &self.shared.config;
-        let t = self.shared.origin.elapsed();
         let slot = (t.as_nanos() / SLOT.as_nanos()) as u64;
         let mut state = self.lock();
         let rate = config.capacity_at(t);
@@ -202,25 +202,29 @@ impl<B> tower::Service<Request<B>> for Provider {
 
     fn call(&mut self, _request: Request<B>) -> Self::Future {
         let config = &self.shared.config;
-        let (delay, status, body) = match self.admit() {
-            Verdict::Served => (config.latency, StatusCode::OK, OK_BODY),
-            Verdict::Over => (
-                config.error_latency,
-                StatusCode::TOO_MANY_REQUESTS,
-                OVER_BODY,
-            ),
-            Verdict::Down => (
-                config.error_latency,
-                StatusCode::SERVICE_UNAVAILABLE,
-                DOWN_BODY,
-            ),
-        };
+        // One reading of the clock (under the paused clock each takes a
+        // lock) for the decision and the answer's due time.
+        let now = Instant::now();
+        let (delay, status, body) =
+            match self.admit(now.saturating_duration_since(self.shared.origin)) {
+                Verdict::Served => (config.latency, StatusCode::OK, OK_BODY),
+                Verdict::Over => (
+                    config.error_latency,
+                    StatusCode::TOO_MANY_REQUESTS,
+                    OVER_BODY,
+                ),
+                Verdict::Down => (
+                    config.error_latency,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    DOWN_BODY,
+                ),
+            };
         let retry_after = match status {
             StatusCode::TOO_MANY_REQUESTS => config.retry_after,
             _ => None,
         };
         Answer {
-            sleep: tokio::time::sleep(delay),
+            sleep: tokio::time::sleep_until(now + delay),
             status,
             body,
             retry_after,

@@ -11,13 +11,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use seawall::breaker::{BreakDuration, BreakerLayer, Trip};
 use seawall::classify::{ClassifyLayer, ProviderClassifier};
-use seawall::deadline::DeadlineLayer;
-use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
-use seawall::stack::Seawall;
-use seawall::stream::StreamGuardLayer;
-use tower::Layer;
+use seawall::retry::Budget;
+use seawall::stack::{Seawall, Stack};
 use tower::retry::{Policy, Retry};
-use tower_http::decompression::DecompressionLayer;
 
 /// A client stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -68,14 +64,17 @@ impl StackKind {
 /// Where every operation goes.
 pub const URI: &str = "http://provider.sim/v1/chat/completions";
 
-/// The request every operation sends, to `uri` (usually [`URI`]).
+/// The request every operation sends, to `uri` (usually [`URI`]): a chat
+/// completion's body and no headers of its own (nothing would read them:
+/// the simulated provider answers whatever it is sent), so that the naive
+/// and SDK stacks' copy of it for each attempt allocates nothing.
 pub fn request(uri: http::Uri) -> Request<Full<Bytes>> {
-    Request::post(uri)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from_static(
-            br#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
-        )))
-        .expect("a valid request")
+    let mut request = Request::new(Full::new(Bytes::from_static(
+        br#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+    )));
+    *request.method_mut() = http::Method::POST;
+    *request.uri_mut() = uri;
+    request
 }
 
 fn clone_request(request: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
@@ -203,41 +202,11 @@ pub fn sdk<S>(client: S, seed: u64) -> Retry<SdkRetry, S> {
     Retry::new(policy, client)
 }
 
-/// The settings of a seawall stack: what `seawall::stack::Stack` holds.
-#[derive(Debug, Clone)]
-pub struct SeawallSettings {
-    /// The operation's deadline.
-    pub total: Duration,
-    /// The bound on one attempt.
-    pub per_attempt: Duration,
-    /// The retry ladder.
-    pub retry: RetryPolicy,
-    /// The retry budget (one per client).
-    pub budget: Budget,
-    /// The breaker (one per client).
-    pub breaker: BreakerLayer,
-}
-
 /// The shipped preset, `Stack::interactive()`: 60 s, 20 s per attempt,
 /// `RetryPolicy::interactive()`, `Budget::ratio(0.2, 10, 10 s)`, the
-/// default breaker. The breaker's break jitter draws from `rand::random`,
-/// which nothing can seed; to keep runs deterministic each client gets the
-/// default break (5 s doubling to 300 s) shortened by its own seeded share
-/// of up to 20 % instead of a fresh share per trip.
-pub fn seawall_settings(rng: &mut SmallRng) -> SeawallSettings {
-    let jitter = 1.0 - 0.2 * rng.random::<f64>();
-    let default = BreakDuration::default();
-    SeawallSettings {
-        total: Duration::from_secs(60),
-        per_attempt: Duration::from_secs(20),
-        retry: RetryPolicy::interactive(),
-        budget: Budget::ratio(0.2, 10, Duration::from_secs(10)),
-        breaker: BreakerLayer::new().break_duration(BreakDuration {
-            base: default.base.mul_f64(jitter),
-            max: default.max.mul_f64(jitter),
-            jitter: 0.0,
-        }),
-    }
+/// default breaker (5 s break doubling to 300 s, 20 % jitter).
+pub fn seawall_preset() -> Stack {
+    Stack::interactive()
 }
 
 /// The budget recommended for a fleet of low-rate clients:
@@ -254,52 +223,36 @@ pub fn fleet_budget() -> Budget {
 /// counted failures in a row (a ratio needs `min_calls` in its window — the
 /// default 20 in 30 s is more than such a client makes in an outage's first
 /// ten seconds), 429s counted (from a shared provider an overload is the
-/// route's state, not this caller's speed), a fixed 1 s break (no doubling:
-/// a probe a second is what a one-operation-a-second client sends anyway,
-/// and a doubled break would keep the client away long after the provider
-/// is back), one trial that closes it. `break_jitter` in `0..1` shortens the
-/// break for this client (seeded per client: the layer's own jitter cannot
-/// be seeded).
-pub fn fleet_breaker(break_jitter: f64) -> BreakerLayer {
-    let pause = Duration::from_secs(1).mul_f64(1.0 - 0.2 * break_jitter.clamp(0.0, 1.0));
+/// route's state, not this caller's speed), a fixed 1 s break less up to
+/// 20 % jitter (no doubling: a probe a second is what a
+/// one-operation-a-second client sends anyway, and a doubled break would
+/// keep the client away long after the provider is back), one trial that
+/// closes it.
+pub fn fleet_breaker() -> BreakerLayer {
     BreakerLayer::new()
         .trip(Trip::Consecutive { failures: 3 })
         .count_rate_limited(true)
         .half_open_trials(1)
         .close_after(1)
         .break_duration(BreakDuration {
-            base: pause,
-            max: pause,
-            jitter: 0.0,
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(1),
+            jitter: 0.2,
         })
 }
 
 /// The fleet configuration: the shipped interactive ladder and deadlines
 /// with [`fleet_budget`] and [`fleet_breaker`].
-pub fn seawall_fleet_settings(rng: &mut SmallRng) -> SeawallSettings {
-    SeawallSettings {
-        total: Duration::from_secs(60),
-        per_attempt: Duration::from_secs(20),
-        retry: RetryPolicy::interactive(),
-        budget: fleet_budget(),
-        breaker: fleet_breaker(rng.random()),
-    }
+pub fn seawall_fleet_preset() -> Stack {
+    Stack::interactive()
+        .budget(fleet_budget())
+        .breaker(fleet_breaker())
 }
 
-/// A seawall stack in the order `seawall::stack::Stack::build` assembles,
-/// with the retry layer's jitter seeded (`Stack` has no seed of its own).
-pub fn seawall<S>(
-    settings: &SeawallSettings,
-    seed: u64,
-    client: S,
-) -> Seawall<S, ProviderClassifier> {
-    let decoded = DecompressionLayer::new().layer(client);
-    let classified = ClassifyLayer::openai().layer(decoded);
-    let guarded = StreamGuardLayer::interactive().layer(classified);
-    let bounded = DeadlineLayer::per_attempt(settings.per_attempt).layer(guarded);
-    let attempt = settings.breaker.layer(bounded);
-    let ladder = RetryBudgetLayer::new(settings.retry.clone(), settings.budget.clone())
-        .seed(seed)
-        .layer(attempt);
-    DeadlineLayer::new(settings.total).layer(ladder)
+/// One client's seawall stack around `client`: `stack` (a fresh one per
+/// client, so that its budget and breaker are this client's own) built as
+/// `Stack::build` assembles it, every random choice in it (the ladder's
+/// backoff jitter, the breaker's break jitter) drawn from `seed`.
+pub fn seawall<S>(stack: Stack, seed: u64, client: S) -> Seawall<S, ProviderClassifier> {
+    stack.seed(seed).build(&ClassifyLayer::openai(), client)
 }

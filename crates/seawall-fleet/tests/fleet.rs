@@ -37,8 +37,13 @@ fn a_total_outage_amplifies_naive_retries_not_the_fleet_preset() {
     assert_eq!(fleet.over_capacity_s, Some(0.0), "{fleet:?}");
     let over = naive.over_capacity_s.unwrap_or(f64::INFINITY);
     assert!(over > 2.0, "{naive:?}");
-    // Outside the outage nothing fails under the fleet preset.
-    assert_eq!(fleet.failed, 300 * 30, "{fleet:?}");
+    // Outside the outage the fleet preset fails only operations that find
+    // a client's breaker still open in the first second after it: the
+    // break (1 s less up to 20 % jitter, drawn per trip) can outlast a
+    // period that began when the last probe failed.
+    let outage_ops = 300 * 30;
+    assert!(fleet.failed >= outage_ops, "{fleet:?}");
+    assert!(fleet.failed <= outage_ops + 300, "{fleet:?}");
 }
 
 #[test]
@@ -109,29 +114,29 @@ fn the_aws_comparison_has_the_blogs_shape() {
 }
 
 #[test]
-fn the_seawall_stack_is_the_shipped_preset() {
-    use rand::SeedableRng;
-    use seawall::breaker::BreakerLayer;
-    use seawall::retry::{Budget, RetryPolicy};
-    use seawall::stream::StreamGuardLayer;
+fn the_seawall_stacks_are_the_presets_they_name() {
+    use seawall::stack::Stack;
+    use seawall_fleet::stacks;
 
-    // The simulation assembles Stack::interactive() layer by layer (to seed
-    // the retry layer's jitter): its settings must stay the preset's.
-    let shipped = format!("{:?}", seawall::stack::Stack::interactive());
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
-    let settings = seawall_fleet::stacks::seawall_settings(&mut rng);
+    // `seawall` is Stack::interactive() as shipped; `seawall-fleet` the same
+    // with the fleet budget and breaker, whose knobs the README shows.
+    let shipped = format!("{:?}", Stack::interactive());
+    assert_eq!(format!("{:?}", stacks::seawall_preset()), shipped);
+    let fleet = format!("{:?}", stacks::seawall_fleet_preset());
+    assert_ne!(fleet, shipped);
+    assert_eq!(
+        fleet,
+        format!(
+            "{:?}",
+            Stack::interactive()
+                .budget(stacks::fleet_budget())
+                .breaker(stacks::fleet_breaker())
+        )
+    );
     for part in [
-        format!("total: {:?}", settings.total),
-        format!("per_attempt: {:?}", settings.per_attempt),
-        format!("{:?}", settings.retry),
-        format!("{:?}", RetryPolicy::interactive()),
-        format!("{:?}", settings.budget),
-        format!("{:?}", Budget::ratio(0.2, 10, Duration::from_secs(10))),
-        // The default breaker; the simulation only fixes its jitter per client.
-        format!("{:?}", BreakerLayer::new()),
-        format!("{:?}", StreamGuardLayer::interactive()),
-        "propagate: None".to_string(),
+        "Consecutive { failures: 3 }",
+        "base: 1s, max: 1s, jitter: 0.2",
     ] {
-        assert!(shipped.contains(&part), "{part}\nnot in\n{shipped}");
+        assert!(fleet.contains(part), "{part}\nnot in\n{fleet}");
     }
 }
