@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use seawall_internal::millis;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
@@ -99,9 +100,7 @@ pub fn body_hash(body: &[u8]) -> String {
 }
 
 pub(crate) fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+    t.duration_since(UNIX_EPOCH).map(millis).unwrap_or(0)
 }
 
 /// The end of a response, written into its row.
@@ -149,8 +148,7 @@ impl Journal {
                 row.outcome = ending.outcome;
                 row.bytes_written = ending.bytes_written;
                 row.tokens_written = ending.tokens_written;
-                row.duration_ms =
-                    Some(u64::try_from(ending.elapsed.as_millis()).unwrap_or(u64::MAX));
+                row.duration_ms = Some(millis(ending.elapsed));
             }
         }
         self.ended.notify_waiters();

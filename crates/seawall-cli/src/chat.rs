@@ -57,6 +57,7 @@ use seawall::core::{BoxError, Class, Code, Failure, FinishKind, Receipt, RouteId
 use seawall::fallback::{FallbackLayer, FallbackRoute, ServedBy};
 use seawall::resume::{ResumeLayer, ResumeRequestBody, Resumed};
 use seawall::stack::Stack;
+use seawall_internal::millis;
 use serde_json::json;
 use tower::{Service, ServiceExt};
 
@@ -767,7 +768,7 @@ fn receipt_json(
         "billed": receipt.map_or(0, Receipt::billed_attempts),
         "input_tokens": receipt.map(|r| r.usage().input_tokens),
         "output_tokens": receipt.map(|r| r.usage().output_tokens),
-        "elapsed_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "elapsed_ms": millis(started.elapsed()),
     });
     if let Verdict::Interrupted(_) = verdict {
         line["delivered_chars"] = json!(delivery.chars);

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use http::{Request, Response};
 use hyper::body::Incoming;
+use seawall_internal::millis;
 use tokio::time::Instant;
 
 use super::request::{self, Rejection, RequestShape, Unread};
@@ -271,8 +272,7 @@ impl<'a> Exchange<'a> {
     /// Journals the row, ended with `outcome`.
     fn end(mut self, outcome: Outcome) {
         self.row.outcome = outcome;
-        self.row.duration_ms =
-            Some(u64::try_from(self.arrived.elapsed().as_millis()).unwrap_or(u64::MAX));
+        self.row.duration_ms = Some(millis(self.arrived.elapsed()));
         self.state.journal.push(self.row);
     }
 
