@@ -9,6 +9,7 @@ use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_core::{
     Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RouteId, StopReason,
 };
+use seawall_internal::millis;
 use tokio::time::{Instant, Sleep};
 use tower::util::Oneshot;
 use tower_service::Service;
@@ -749,10 +750,6 @@ fn label<RB>(response: &mut http::Response<RB>, route: RouteId, fallback: bool, 
     response
         .extensions_mut()
         .insert(ServedBy { route, fallback });
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl<S, F, R, B> std::fmt::Debug for ResponseFuture<S, F, R, B>

@@ -9,6 +9,7 @@ use std::time::Duration;
 use http::header::{HOST, HeaderName, HeaderValue};
 use http::uri::{Authority, Scheme};
 use seawall_core::{Code, Failure, RouteId};
+use seawall_internal::millis;
 use seawall_internal::random::Random;
 use tokio::time::Instant;
 
@@ -419,10 +420,6 @@ fn nth_one(mut mask: u64, n: u32) -> usize {
         mask &= mask - 1;
     }
     mask.trailing_zeros() as usize
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
