@@ -5,7 +5,7 @@
 //! The stream decoder (`seawall-stream`'s `protocol/openai.rs`) reads
 //! `choices[].delta` with the same [`ANSWER_FIELDS`] and [`REFUSAL_FIELD`]
 //! as the unary check reads `choices[].message`, and both count a field by
-//! [`Presence`](super::Presence).
+//! [`Presence`].
 
 use std::borrow::Cow;
 
