@@ -541,3 +541,6 @@ impl RouteBreaker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

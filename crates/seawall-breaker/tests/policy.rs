@@ -1,0 +1,430 @@
+//! The breaker's rules at their edges, through its tower interface on
+//! tokio's paused clock: cooldowns learnt from failures, trials finishing
+//! in any order or after their period ended, outcomes from before a reset,
+//! and trip settings outside their range.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use seawall_breaker::{BreakDuration, BreakerHandle, BreakerLayer, BreakerState, Trip};
+use seawall_core::{BoxError, Code, Failure, RouteId};
+use tokio::sync::oneshot;
+use tower::{Layer, Service};
+
+/// How the fake provider ends a call: `None` answers with an empty body,
+/// `Some` fails with that failure.
+type Outcome = Option<Failure>;
+/// The request carries the channel its outcome arrives on, so a test
+/// decides when, and in which order, calls finish.
+type Req = http::Request<oneshot::Receiver<Outcome>>;
+
+const ROUTE: &str = "api.example.com";
+
+fn route() -> RouteId {
+    RouteId::new(ROUTE)
+}
+
+#[derive(Clone)]
+struct Provider {
+    calls: Arc<Mutex<usize>>,
+}
+
+impl Service<Req> for Provider {
+    type Response = http::Response<Empty<Bytes>>;
+    type Error = BoxError;
+    type Future = std::pin::Pin<
+        Box<dyn Future<Output = Result<http::Response<Empty<Bytes>>, BoxError>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        *self.calls.lock().unwrap() += 1;
+        Box::pin(async move {
+            match request.into_body().await {
+                Ok(None) => Ok(http::Response::new(Empty::new())),
+                Ok(Some(failure)) => Err(failure.into()),
+                Err(_) => std::future::pending().await,
+            }
+        })
+    }
+}
+
+type Svc = seawall_breaker::Breaker<Provider>;
+
+struct Rig {
+    service: Svc,
+    handle: BreakerHandle,
+    provider: Provider,
+}
+
+impl Rig {
+    fn new(layer: BreakerLayer) -> Rig {
+        let provider = Provider {
+            calls: Arc::new(Mutex::new(0)),
+        };
+        let handle = layer.handle();
+        Rig {
+            service: layer.layer(provider.clone()),
+            handle,
+            provider,
+        }
+    }
+
+    fn calls(&self) -> usize {
+        *self.provider.calls.lock().unwrap()
+    }
+
+    fn state(&self) -> BreakerState {
+        self.handle.state(&route())
+    }
+
+    /// Admits (or refuses) a call now; it finishes when its sender is used.
+    fn start(&self) -> (oneshot::Sender<Outcome>, Pending) {
+        let (tx, rx) = oneshot::channel();
+        let request = http::Request::get(format!("https://{ROUTE}/v1/chat"))
+            .body(rx)
+            .unwrap();
+        let future = self.service.clone().call(request);
+        (tx, Pending(future))
+    }
+
+    /// One call that ends as `outcome`; the failure code it ended with.
+    async fn send(&self, outcome: Outcome) -> Option<Code> {
+        let (tx, pending) = self.start();
+        let _ = tx.send(outcome);
+        pending.finish().await
+    }
+
+    /// The breaker's refusal of a call, as the layers above see it.
+    async fn refusal(&self) -> seawall_breaker::CircuitOpen {
+        let (_tx, pending) = self.start();
+        // A refusal is ready at once; a call let through would wait for `_tx`.
+        let error = tokio::time::timeout(Duration::ZERO, pending.0)
+            .await
+            .expect("refused at once, not called")
+            .expect_err("refused");
+        error.as_open().cloned().expect("refused, not called")
+    }
+}
+
+struct Pending(<Svc as Service<Req>>::Future);
+
+impl Pending {
+    /// Awaits the call and reads its body to the end (a success is
+    /// recorded there).
+    async fn finish(self) -> Option<Code> {
+        match self.0.await {
+            Ok(response) => match response.into_body().collect().await {
+                Ok(_) => None,
+                Err(error) => Some(Failure::find(&*error).expect("a failure").code()),
+            },
+            Err(error) => Some(Failure::find(&*error.into_box()).expect("a failure").code()),
+        }
+    }
+}
+
+fn fail(code: Code) -> Outcome {
+    Some(Failure::new(code))
+}
+
+fn exact_break(secs: u64) -> BreakDuration {
+    BreakDuration {
+        base: Duration::from_secs(secs),
+        max: Duration::from_secs(60),
+        jitter: 0.0,
+    }
+}
+
+fn consecutive(failures: u32) -> BreakerLayer {
+    BreakerLayer::new()
+        .trip(Trip::Consecutive { failures })
+        .break_duration(exact_break(5))
+}
+
+const SEC: Duration = Duration::from_secs(1);
+
+#[tokio::test(start_paused = true)]
+async fn a_quota_wall_cools_the_route_for_its_hint_then_lets_calls_through() {
+    let rig = Rig::new(consecutive(100));
+    let wall = Failure::new(Code::QuotaExhausted).with_retry_after(30 * SEC);
+    assert_eq!(rig.send(Some(wall)).await, Some(Code::QuotaExhausted));
+    assert_eq!(
+        rig.handle.cooldown(&route()),
+        Some((Code::QuotaExhausted, Some(30 * SEC)))
+    );
+    let refused = rig.refusal().await;
+    assert_eq!(refused.cooled_by(), Some(Code::QuotaExhausted));
+    assert_eq!(refused.retry_after(), Some(30 * SEC));
+    assert_eq!(refused.as_failure().code(), Code::RouteCoolingDown);
+    assert_eq!(rig.calls(), 1, "refused locally, without a call");
+    // The time left counts down on the breaker's clock.
+    tokio::time::advance(10 * SEC).await;
+    assert_eq!(
+        rig.handle.cooldown(&route()),
+        Some((Code::QuotaExhausted, Some(20 * SEC)))
+    );
+    assert_eq!(rig.refusal().await.retry_after(), Some(20 * SEC));
+    tokio::time::advance(20 * SEC - Duration::from_millis(1)).await;
+    assert_eq!(
+        rig.handle.cooldown(&route()),
+        Some((Code::QuotaExhausted, Some(Duration::from_millis(1))))
+    );
+    tokio::time::advance(Duration::from_millis(1)).await;
+    assert_eq!(rig.handle.cooldown(&route()), None, "over at its end");
+    assert_eq!(rig.send(None).await, None);
+    assert_eq!(rig.calls(), 2);
+    assert_eq!(
+        rig.state(),
+        BreakerState::Closed,
+        "a cooldown is not a trip"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_longer_cooldown_already_running_is_kept_with_its_code() {
+    let limited = |after| Some(Failure::new(Code::RateLimited).with_retry_after(after));
+    let wall = || Some(Failure::new(Code::QuotaExhausted).with_retry_after(30 * SEC));
+    // Three calls admitted together, finishing one after another.
+    let rig = Rig::new(consecutive(100));
+    let (a, first) = rig.start();
+    let (b, second) = rig.start();
+    let (c, third) = rig.start();
+    a.send(wall()).unwrap();
+    first.finish().await;
+    // A shorter cooldown, and one exactly as long, change nothing.
+    b.send(limited(5 * SEC)).unwrap();
+    second.finish().await;
+    c.send(limited(30 * SEC)).unwrap();
+    third.finish().await;
+    assert_eq!(
+        rig.handle.cooldown(&route()),
+        Some((Code::QuotaExhausted, Some(30 * SEC)))
+    );
+    // A longer one replaces a shorter one, code and all.
+    let rig = Rig::new(consecutive(100));
+    let (a, first) = rig.start();
+    let (b, second) = rig.start();
+    a.send(limited(5 * SEC)).unwrap();
+    first.finish().await;
+    assert_eq!(
+        rig.handle.cooldown(&route()),
+        Some((Code::RateLimited, Some(5 * SEC)))
+    );
+    b.send(wall()).unwrap();
+    second.finish().await;
+    assert_eq!(
+        rig.handle.cooldown(&route()),
+        Some((Code::QuotaExhausted, Some(30 * SEC)))
+    );
+    assert_eq!(rig.refusal().await.cooled_by(), Some(Code::QuotaExhausted));
+}
+
+#[tokio::test(start_paused = true)]
+async fn rejected_credentials_cool_the_route_until_a_reset() {
+    let rig = Rig::new(consecutive(100));
+    assert_eq!(rig.send(fail(Code::Auth)).await, Some(Code::Auth));
+    assert_eq!(rig.handle.cooldown(&route()), Some((Code::Auth, None)));
+    tokio::time::advance(Duration::from_secs(7 * 24 * 3600)).await;
+    let refused = rig.refusal().await;
+    assert_eq!(
+        (refused.cooled_by(), refused.retry_after()),
+        (Some(Code::Auth), None)
+    );
+    rig.handle.reset(&route());
+    assert_eq!(rig.handle.cooldown(&route()), None);
+    assert_eq!(rig.send(None).await, None);
+    assert_eq!(rig.calls(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn failures_that_say_nothing_of_the_future_cool_nothing() {
+    let rig = Rig::new(consecutive(100));
+    for code in [Code::Overloaded, Code::BadRequest, Code::RateLimited] {
+        rig.send(fail(code)).await;
+        assert_eq!(rig.handle.cooldown(&route()), None, "{code}");
+    }
+    assert_eq!(rig.send(None).await, None);
+}
+
+/// Opens a `consecutive(1)` breaker with a 5 s break and waits it out.
+async fn open_then_wait(rig: &Rig) {
+    assert_eq!(
+        rig.send(fail(Code::Overloaded)).await,
+        Some(Code::Overloaded)
+    );
+    assert_eq!(rig.state(), BreakerState::Open);
+    tokio::time::advance(5 * SEC).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_trials_close_after_their_successes_in_any_order() {
+    let rig = Rig::new(consecutive(1).half_open_trials(2).close_after(2));
+    open_then_wait(&rig).await;
+    let (a, first) = rig.start();
+    let (b, second) = rig.start();
+    assert_eq!(
+        rig.refusal().await.retry_after(),
+        None,
+        "two trials at most"
+    );
+    assert_eq!(rig.state(), BreakerState::HalfOpen);
+    b.send(None).unwrap();
+    assert_eq!(second.finish().await, None);
+    assert_eq!(rig.state(), BreakerState::HalfOpen, "one success of two");
+    a.send(None).unwrap();
+    assert_eq!(first.finish().await, None);
+    assert_eq!(rig.state(), BreakerState::Closed);
+
+    // And in the order they were admitted.
+    let rig = Rig::new(consecutive(1).half_open_trials(2).close_after(2));
+    open_then_wait(&rig).await;
+    let (a, first) = rig.start();
+    let (b, second) = rig.start();
+    a.send(None).unwrap();
+    assert_eq!(first.finish().await, None);
+    assert_eq!(rig.state(), BreakerState::HalfOpen, "one success of two");
+    b.send(None).unwrap();
+    assert_eq!(second.finish().await, None);
+    assert_eq!(rig.state(), BreakerState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_first_trial_failing_reopens_whatever_came_after_it() {
+    let rig = Rig::new(consecutive(1).half_open_trials(3).close_after(3));
+    open_then_wait(&rig).await;
+    let (a, first) = rig.start();
+    let (b, second) = rig.start();
+    let (c, third) = rig.start();
+    b.send(None).unwrap();
+    assert_eq!(second.finish().await, None);
+    a.send(fail(Code::Overloaded)).unwrap();
+    assert_eq!(first.finish().await, Some(Code::Overloaded));
+    assert_eq!(rig.state(), BreakerState::Open);
+    // The last trial of the ended period counts for nothing.
+    c.send(None).unwrap();
+    assert_eq!(third.finish().await, None);
+    assert_eq!(rig.state(), BreakerState::Open);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trial_of_an_earlier_period_finishing_late_counts_for_nothing() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let layer = consecutive(1)
+        .half_open_trials(2)
+        .close_after(1)
+        .on_transition(move |t| record.lock().unwrap().push((t.from, t.to)));
+    let rig = Rig::new(layer);
+    open_then_wait(&rig).await;
+    let (late, late_call) = rig.start();
+    assert_eq!(
+        rig.send(fail(Code::Overloaded)).await,
+        Some(Code::Overloaded)
+    );
+    assert_eq!(rig.state(), BreakerState::Open, "the second trial failed");
+    tokio::time::advance(10 * SEC).await;
+    let (now, current) = rig.start();
+    assert_eq!(rig.state(), BreakerState::HalfOpen);
+    // The first period's trial succeeds now: not a success of this period.
+    late.send(None).unwrap();
+    assert_eq!(late_call.finish().await, None);
+    assert_eq!(rig.state(), BreakerState::HalfOpen);
+    // Its place was not given back either: one trial is still in flight.
+    let (_spare, spare) = rig.start();
+    assert_eq!(rig.refusal().await.retry_after(), None);
+    drop(spare);
+    now.send(None).unwrap();
+    assert_eq!(current.finish().await, None);
+    assert_eq!(rig.state(), BreakerState::Closed);
+    use BreakerState::*;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            (Closed, Open),
+            (Open, HalfOpen),
+            (HalfOpen, Open),
+            (Open, HalfOpen),
+            (HalfOpen, Closed),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_outcome_from_before_a_reset_does_not_count_after_it() {
+    let rig = Rig::new(consecutive(1));
+    let (before, call) = rig.start();
+    rig.handle.reset(&route());
+    before.send(fail(Code::Overloaded)).unwrap();
+    assert_eq!(call.finish().await, Some(Code::Overloaded));
+    assert_eq!(
+        rig.state(),
+        BreakerState::Closed,
+        "admitted before the reset"
+    );
+    assert_eq!(
+        rig.send(fail(Code::Overloaded)).await,
+        Some(Code::Overloaded)
+    );
+    assert_eq!(rig.state(), BreakerState::Open);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_outcome_from_an_earlier_closed_spell_does_not_count() {
+    let rig = Rig::new(consecutive(1).close_after(1));
+    // Recover once, so the closed spell is no longer the first.
+    open_then_wait(&rig).await;
+    assert_eq!(rig.send(None).await, None);
+    assert_eq!(rig.state(), BreakerState::Closed);
+    let (slow, slow_call) = rig.start();
+    open_then_wait(&rig).await;
+    assert_eq!(rig.send(None).await, None);
+    assert_eq!(rig.state(), BreakerState::Closed);
+    slow.send(fail(Code::Overloaded)).unwrap();
+    assert_eq!(slow_call.finish().await, Some(Code::Overloaded));
+    assert_eq!(rig.state(), BreakerState::Closed, "from the spell before");
+}
+
+fn ratio(ratio: f64) -> BreakerLayer {
+    BreakerLayer::new()
+        .trip(Trip::FailureRatio {
+            ratio,
+            window: Duration::from_secs(10),
+            buckets: 10,
+            min_calls: 4,
+        })
+        .break_duration(exact_break(5))
+}
+
+/// A ratio outside `(0, 1]` means 1: only a window of nothing but failures
+/// opens the breaker.
+#[tokio::test(start_paused = true)]
+async fn a_ratio_out_of_range_opens_only_on_all_failures() {
+    for bad in [0.0, -0.5, 2.0, f64::NAN, f64::INFINITY] {
+        let rig = Rig::new(ratio(bad));
+        rig.send(None).await;
+        for _ in 0..3 {
+            rig.send(fail(Code::Overloaded)).await;
+        }
+        assert_eq!(rig.state(), BreakerState::Closed, "{bad}: 3 of 4");
+        tokio::time::advance(Duration::from_secs(11)).await;
+        for _ in 0..4 {
+            rig.send(fail(Code::Overloaded)).await;
+        }
+        assert_eq!(rig.state(), BreakerState::Open, "{bad}: 4 of 4");
+    }
+    // In range, the ratio is used as given.
+    let rig = Rig::new(ratio(0.75));
+    rig.send(None).await;
+    for _ in 0..3 {
+        rig.send(fail(Code::Overloaded)).await;
+    }
+    assert_eq!(rig.state(), BreakerState::Open);
+}
