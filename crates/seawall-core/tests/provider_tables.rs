@@ -1,0 +1,662 @@
+//! The provider tables row by row, as a caller of `seawall-core` reads
+//! them: the generic HTTP status table, the gRPC status table,
+//! `x-should-retry`, Anthropic's error types and content blocks, what
+//! counts as a present value, and what a unary answer reports.
+
+use std::time::{Duration, SystemTime};
+
+use seawall_core::hint::RetryHint;
+use seawall_core::provider::anthropic::{Block, block, delta_adds_content};
+use seawall_core::provider::{
+    AnswerCheck, ErrorContext, Presence, Provider, QuotaWall, check_answer, classify_error,
+    classify_grpc,
+};
+use seawall_core::{Action, Class, Code};
+
+fn now() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32)
+}
+
+fn cx(status: Option<u16>, should_retry: Option<bool>) -> ErrorContext {
+    ErrorContext {
+        status,
+        hint: RetryHint {
+            after: None,
+            should_retry,
+        },
+        quota_wall: QuotaWall::default(),
+        now: now(),
+    }
+}
+
+#[test]
+fn the_http_status_table() {
+    use Class::*;
+    let rows = [
+        (429, Transient, Code::RateLimited),
+        (300, Permanent, Code::Redirected),
+        (302, Permanent, Code::Redirected),
+        (399, Permanent, Code::Redirected),
+        (529, Transient, Code::Overloaded),
+        (408, Transient, Code::ProviderUnavailable),
+        (409, Transient, Code::ProviderUnavailable),
+        (425, Transient, Code::ProviderUnavailable),
+        (500, Transient, Code::ProviderUnavailable),
+        (503, Transient, Code::ProviderUnavailable),
+        (599, Transient, Code::ProviderUnavailable),
+        (401, Permanent, Code::Auth),
+        (403, Permanent, Code::Auth),
+        (402, Permanent, Code::QuotaExhausted),
+        (404, Permanent, Code::NotFound),
+        (413, Permanent, Code::RequestTooLarge),
+        (400, Permanent, Code::BadRequest),
+        (422, Permanent, Code::BadRequest),
+        (499, Permanent, Code::BadRequest),
+        (200, Permanent, Code::Unknown),
+        (600, Permanent, Code::Unknown),
+    ];
+    for (status, class, code) in rows {
+        let failure = classify_error(Provider::Http, b"", cx(Some(status), None));
+        assert_eq!((failure.class(), failure.code()), (class, code), "{status}");
+        assert_eq!(failure.status(), Some(status));
+    }
+}
+
+#[test]
+fn the_grpc_status_table() {
+    use Class::*;
+    let rows = [
+        (8, Transient, Code::RateLimited),
+        (14, Transient, Code::ProviderUnavailable),
+        (10, Transient, Code::ProviderUnavailable),
+        (4, Transient, Code::Timeout),
+        (1, Permanent, Code::Cancelled),
+        (3, Permanent, Code::BadRequest),
+        (9, Permanent, Code::BadRequest),
+        (11, Permanent, Code::BadRequest),
+        (6, Permanent, Code::BadRequest),
+        (5, Permanent, Code::NotFound),
+        (12, Permanent, Code::NotFound),
+        (7, Permanent, Code::Auth),
+        (16, Permanent, Code::Auth),
+        (2, Permanent, Code::Unknown),
+        (13, Permanent, Code::Unknown),
+        (15, Permanent, Code::Unknown),
+        (99, Permanent, Code::Unknown),
+    ];
+    for (status, class, code) in rows {
+        let failure = classify_grpc(status, Some("why"), cx(None, None));
+        assert_eq!((failure.class(), failure.code()), (class, code), "{status}");
+        assert_eq!(failure.provider_code(), Some(status.to_string().as_str()));
+        assert_eq!(failure.message(), Some("why"));
+    }
+}
+
+/// `x-should-retry: false` stops a transient failure's retries;
+/// `true` lifts only the permanent verdicts that mean "we do not know".
+#[test]
+fn should_retry_overrides_only_where_it_may() {
+    let failure = |status, should| classify_error(Provider::Http, b"", cx(Some(status), should));
+    // false: a transient failure is surfaced; a permanent one is as it was.
+    let stopped = failure(503, Some(false));
+    assert_eq!(stopped.code(), Code::ProviderUnavailable);
+    assert_eq!(stopped.action(), Action::Surface);
+    assert_eq!(failure(503, None).action(), Action::Retry);
+    assert_eq!(failure(404, Some(false)).action(), Action::Surface);
+    assert_eq!(failure(404, Some(false)).class(), Class::Permanent);
+    // true: bad_request and unknown become transient, keeping their code.
+    for status in [400, 600] {
+        let lifted = failure(status, Some(true));
+        assert_eq!(lifted.class(), Class::Transient, "{status}");
+        assert_eq!(lifted.code(), failure(status, None).code());
+        assert_eq!(lifted.action(), Action::Retry);
+    }
+    // Never a quota, credentials or a missing resource.
+    for status in [401, 402, 404, 413] {
+        let kept = failure(status, Some(true));
+        assert_eq!(kept.class(), Class::Permanent, "{status}");
+        assert_eq!(kept.code(), failure(status, None).code());
+    }
+    // `false` never turns a policy failure into a plain one to surface.
+    let body = br#"{"error":{"message":"m","type":"content_filter","code":null}}"#;
+    let filtered = classify_error(Provider::OpenAi, body, cx(Some(400), Some(false)));
+    assert_eq!(
+        (filtered.class(), filtered.action()),
+        (Class::Policy, Action::Escalate)
+    );
+    // A transient verdict is left as it is.
+    let transient = failure(503, Some(true));
+    assert_eq!(
+        (transient.class(), transient.action()),
+        (Class::Transient, Action::Retry)
+    );
+}
+
+#[test]
+fn anthropic_error_types() {
+    use Class::*;
+    let rows = [
+        ("rate_limit_error", "", Transient, Code::RateLimited),
+        ("overloaded_error", "", Transient, Code::Overloaded),
+        ("api_error", "", Transient, Code::ProviderUnavailable),
+        ("timeout_error", "", Transient, Code::Timeout),
+        (
+            "invalid_request_error",
+            "prompt is too long: 210000 tokens",
+            Permanent,
+            Code::ContextTooLong,
+        ),
+        (
+            "invalid_request_error",
+            "bad field",
+            Permanent,
+            Code::BadRequest,
+        ),
+        ("request_too_large", "", Permanent, Code::RequestTooLarge),
+        ("billing_error", "", Permanent, Code::QuotaExhausted),
+        ("authentication_error", "", Permanent, Code::Auth),
+        ("permission_error", "", Permanent, Code::Auth),
+        ("not_found_error", "", Permanent, Code::NotFound),
+    ];
+    for (ty, message, class, code) in rows {
+        let body = format!(r#"{{"type":"error","error":{{"type":"{ty}","message":"{message}"}}}}"#);
+        // Whatever the status says, the declared type decides.
+        for status in [418, 503] {
+            let failure =
+                classify_error(Provider::Anthropic, body.as_bytes(), cx(Some(status), None));
+            assert_eq!(
+                (failure.class(), failure.code()),
+                (class, code),
+                "{ty} {status}"
+            );
+            assert_eq!(failure.provider_type(), Some(ty));
+        }
+    }
+    // An unknown type: the status decides, or, inside a stream, unknown.
+    let body = br#"{"type":"error","error":{"type":"new_error","message":"?"}}"#;
+    let failure = classify_error(Provider::Anthropic, body, cx(Some(503), None));
+    assert_eq!(failure.code(), Code::ProviderUnavailable);
+    let failure = classify_error(Provider::Anthropic, body, cx(None, None));
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Class::Permanent, Code::Unknown)
+    );
+}
+
+#[test]
+fn anthropic_blocks_and_deltas() {
+    assert_eq!(block("text"), Block::Text);
+    assert_eq!(block("thinking"), Block::Thinking);
+    assert_eq!(block("redacted_thinking"), Block::Thinking);
+    for ty in [
+        "tool_use",
+        "server_tool_use",
+        "web_search_tool_result",
+        "new",
+    ] {
+        assert_eq!(block(ty), Block::Answer, "{ty}");
+    }
+    assert!(delta_adds_content("text_delta"));
+    assert!(delta_adds_content("input_json_delta"));
+    for ty in ["thinking_delta", "signature_delta", "citations_delta", ""] {
+        assert!(!delta_adds_content(ty), "{ty}");
+    }
+}
+
+#[test]
+fn presence_is_any_value_but_null_empty_and_empty_arrays() {
+    let present = |json: &str| serde_json::from_str::<Presence>(json).unwrap().0;
+    for json in [
+        "true",
+        "false",
+        "0",
+        "-1",
+        "1.5",
+        "18446744073709551615",
+        r#""x""#,
+        "{}",
+        r#"{"a":null}"#,
+        "[1]",
+        r#"["", "x"]"#,
+        "[[0]]",
+    ] {
+        assert!(present(json), "{json}");
+    }
+    for json in ["null", r#""""#, "[]", "[null]", r#"["", null, []]"#] {
+        assert!(!present(json), "{json}");
+    }
+    // As an optional field: absent or null is nothing.
+    #[derive(serde::Deserialize)]
+    struct Field {
+        #[serde(default)]
+        value: Option<Presence>,
+    }
+    let field = |json: &str| serde_json::from_str::<Field>(json).unwrap().value;
+    assert_eq!(field("{}"), None);
+    assert_eq!(field(r#"{"value":null}"#), None);
+    assert_eq!(field(r#"{"value":[0]}"#), Some(Presence(true)));
+    // Not JSON at all is an error, with what was expected.
+    let error = serde_json::from_str::<Presence>("").unwrap_err();
+    assert!(error.is_eof());
+}
+
+fn answer(provider: Provider, body: &str) -> String {
+    match check_answer(provider, body.as_bytes()) {
+        AnswerCheck::Answer { finish, usage } => format!(
+            "answer {:?} {:?}",
+            finish.map(|f| (f.kind, f.reason.into_owned())),
+            usage.map(|u| (u.input_tokens, u.output_tokens))
+        ),
+        AnswerCheck::Fail(failure) => {
+            format!("fail {} {:?}", failure.code(), failure.provider_code())
+        }
+        AnswerCheck::OtherShape => "other shape".into(),
+        AnswerCheck::Pending => "pending".into(),
+        _ => "?".into(),
+    }
+}
+
+#[test]
+fn an_anthropic_answer_reports_its_finish_and_usage() {
+    let body = r#"{"type":"message","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":5}}"#;
+    assert_eq!(
+        answer(Provider::Anthropic, body),
+        r#"answer Some((Complete, "end_turn")) Some((3, 5))"#
+    );
+    // A refusal is a refusal even with text, with the reason as its code.
+    let refused =
+        r#"{"type":"message","content":[{"type":"text","text":"No."}],"stop_reason":"refusal"}"#;
+    assert_eq!(
+        answer(Provider::Anthropic, refused),
+        r#"fail refused Some("refusal")"#
+    );
+    // Only thinking, or an empty text block, is no answer.
+    let empty = r#"{"type":"message","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":""}],"stop_reason":"end_turn"}"#;
+    assert_eq!(
+        answer(Provider::Anthropic, empty),
+        r#"fail empty_response Some("end_turn")"#
+    );
+    // A tool call alone is an answer.
+    let tool = r#"{"type":"message","content":[{"type":"tool_use","id":"t","name":"f","input":{}}],"stop_reason":"tool_use"}"#;
+    assert_eq!(
+        answer(Provider::Anthropic, tool),
+        r#"answer Some((Complete, "tool_use")) None"#
+    );
+    assert_eq!(
+        answer(Provider::Anthropic, r#"{"type":"list","data":[]}"#),
+        "other shape"
+    );
+    assert_eq!(
+        answer(Provider::Anthropic, r#"{"type":"message","content":"#),
+        "fail protocol_violation None"
+    );
+    assert_eq!(answer(Provider::Http, "{}"), "other shape");
+}
+
+/// Every choice counts for content; the first decides the finish; the
+/// first policy failure wins.
+#[test]
+fn an_openai_answer_reads_every_choice() {
+    let body = r#"{"choices":[{"message":{"content":""},"finish_reason":"stop"},{"message":{"content":"Hi"},"finish_reason":"length"}],"usage":{"prompt_tokens":2,"completion_tokens":4}}"#;
+    assert_eq!(
+        answer(Provider::OpenAi, body),
+        r#"answer Some((Complete, "stop")) Some((2, 4))"#
+    );
+    let filtered = r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":"stop"},{"message":{"content":""},"finish_reason":"content_filter"}]}"#;
+    assert_eq!(
+        answer(Provider::OpenAi, filtered),
+        r#"fail content_filtered Some("content_filter")"#
+    );
+    let tool_calls = r#"{"choices":[{"message":{"content":null,"tool_calls":[{"id":"c"}]},"finish_reason":"tool_calls"}]}"#;
+    assert!(answer(Provider::OpenAi, tool_calls).starts_with("answer"));
+    let no_calls =
+        r#"{"choices":[{"message":{"content":null,"tool_calls":[]},"finish_reason":"stop"}]}"#;
+    assert_eq!(
+        answer(Provider::OpenAi, no_calls),
+        r#"fail empty_response Some("stop")"#
+    );
+}
+
+#[test]
+fn gemini_statuses() {
+    use Class::*;
+    let rows = [
+        ("RESOURCE_EXHAUSTED", "", Transient, Code::RateLimited),
+        ("UNAVAILABLE", "", Transient, Code::Overloaded),
+        ("INTERNAL", "", Transient, Code::ProviderUnavailable),
+        ("DEADLINE_EXCEEDED", "", Transient, Code::Timeout),
+        (
+            "INVALID_ARGUMENT",
+            "The input token count (1200000) exceeds the maximum",
+            Permanent,
+            Code::ContextTooLong,
+        ),
+        (
+            "INVALID_ARGUMENT",
+            "The input token count is fine",
+            Permanent,
+            Code::BadRequest,
+        ),
+        (
+            "INVALID_ARGUMENT",
+            "value exceeds range",
+            Permanent,
+            Code::BadRequest,
+        ),
+        ("FAILED_PRECONDITION", "", Permanent, Code::BadRequest),
+        ("OUT_OF_RANGE", "", Permanent, Code::BadRequest),
+        ("PERMISSION_DENIED", "", Permanent, Code::Auth),
+        ("UNAUTHENTICATED", "", Permanent, Code::Auth),
+        ("NOT_FOUND", "", Permanent, Code::NotFound),
+    ];
+    for (status, message, class, code) in rows {
+        let body =
+            format!(r#"{{"error":{{"code":418,"message":"{message}","status":"{status}"}}}}"#);
+        for http in [418, 503] {
+            let failure = classify_error(Provider::Gemini, body.as_bytes(), cx(Some(http), None));
+            assert_eq!(
+                (failure.class(), failure.code()),
+                (class, code),
+                "{status} {message} {http}"
+            );
+        }
+    }
+    let body = br#"{"error":{"code":503,"message":"?","status":"NEW_STATUS"}}"#;
+    let failure = classify_error(Provider::Gemini, body, cx(Some(503), None));
+    assert_eq!(failure.code(), Code::ProviderUnavailable);
+    let failure = classify_error(Provider::Gemini, body, cx(None, None));
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Class::Permanent, Code::Unknown)
+    );
+}
+
+#[test]
+fn gemini_part_fields() {
+    use seawall_core::provider::gemini::{PartField, part_field};
+    assert_eq!(part_field("text"), PartField::Text);
+    assert_eq!(part_field("thought"), PartField::Thought);
+    for name in ["thoughtSignature", "partMetadata", "videoMetadata"] {
+        assert_eq!(part_field(name), PartField::Metadata, "{name}");
+    }
+    for name in ["functionCall", "inlineData", "executableCode", "newKind"] {
+        assert_eq!(part_field(name), PartField::Answer, "{name}");
+    }
+}
+
+#[test]
+fn a_gemini_answer_counts_parts_that_are_not_thoughts() {
+    let gemini = |body: &str| answer(Provider::Gemini, body);
+    let text = r#"{"candidates":[{"content":{"parts":[{"text":"Hi","thoughtSignature":"x"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":2,"candidatesTokenCount":3}}"#;
+    assert_eq!(
+        gemini(text),
+        r#"answer Some((Complete, "STOP")) Some((2, 3))"#
+    );
+    // A thought is the model working; `thought: false` is an answer.
+    let thought = r#"{"candidates":[{"content":{"parts":[{"text":"hm","thought":true}]},"finishReason":"STOP"}]}"#;
+    assert_eq!(gemini(thought), r#"fail empty_response Some("STOP")"#);
+    let not_thought = r#"{"candidates":[{"content":{"parts":[{"thought":false,"text":"Hi"}]},"finishReason":"STOP"}]}"#;
+    assert!(
+        gemini(not_thought).starts_with("answer"),
+        "{}",
+        gemini(not_thought)
+    );
+    // A function call is an answer; empty text or only metadata is not.
+    let call = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{}}}]},"finishReason":"STOP"}]}"#;
+    assert!(gemini(call).starts_with("answer"));
+    let nothing = r#"{"candidates":[{"content":{"parts":[{"text":""},{"videoMetadata":{"fps":1}}]},"finishReason":"STOP"}]}"#;
+    assert_eq!(gemini(nothing), r#"fail empty_response Some("STOP")"#);
+    let no_content = r#"{"candidates":[{"finishReason":"STOP"}]}"#;
+    assert_eq!(gemini(no_content), r#"fail empty_response Some("STOP")"#);
+    // Later parts and candidates count; the first candidate's finish is the finish.
+    let later = r#"{"candidates":[{"content":{"parts":[{"text":""},{"text":"Hi"}]},"finishReason":"MAX_TOKENS"},{"finishReason":"STOP"}]}"#;
+    assert_eq!(
+        gemini(later),
+        r#"answer Some((Truncated, "MAX_TOKENS")) None"#
+    );
+    // A safety stop is a filter even with text; a blocked prompt too.
+    let safety =
+        r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}]},"finishReason":"SAFETY"}]}"#;
+    assert_eq!(gemini(safety), r#"fail content_filtered Some("SAFETY")"#);
+    let blocked = r#"{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"}}"#;
+    assert_eq!(
+        gemini(blocked),
+        r#"fail content_filtered Some("PROHIBITED_CONTENT")"#
+    );
+    // Any one of candidates, feedback or usage makes it Gemini's shape.
+    let usage_only = r#"{"usageMetadata":{"promptTokenCount":2}}"#;
+    assert_eq!(gemini(usage_only), "fail empty_response None");
+    assert_eq!(gemini(r#"{"candidates":[]}"#), "fail empty_response None");
+    assert_eq!(gemini(r#"{"embedding":{"values":[0.5]}}"#), "other shape");
+}
+
+#[test]
+fn responses_events_and_output_items() {
+    use seawall_core::provider::openai_responses::{
+        OutputItem, StreamEvent, output_item, stream_event,
+    };
+    assert_eq!(output_item("message"), OutputItem::Message);
+    assert_eq!(output_item("reasoning"), OutputItem::Reasoning);
+    for ty in ["function_call", "web_search_call", "new_item"] {
+        assert_eq!(output_item(ty), OutputItem::Act, "{ty}");
+    }
+    let rows = [
+        ("response.output_text.delta", StreamEvent::TextDelta),
+        ("response.refusal.delta", StreamEvent::RefusalDelta),
+        (
+            "response.function_call_arguments.delta",
+            StreamEvent::ActDelta,
+        ),
+        (
+            "response.custom_tool_call_input.delta",
+            StreamEvent::ActDelta,
+        ),
+        ("response.audio.delta", StreamEvent::ActDelta),
+        ("response.output_item.added", StreamEvent::Item),
+        ("response.output_item.done", StreamEvent::Item),
+        ("response.completed", StreamEvent::Completed),
+        ("response.incomplete", StreamEvent::Incomplete),
+        ("response.failed", StreamEvent::Failed),
+        ("error", StreamEvent::Error),
+        ("keepalive", StreamEvent::KeepAlive),
+        ("response.created", StreamEvent::Lifecycle),
+        (
+            "response.reasoning_summary_text.delta",
+            StreamEvent::Lifecycle,
+        ),
+        ("something.else", StreamEvent::Unknown),
+        ("", StreamEvent::Unknown),
+    ];
+    for (ty, event) in rows {
+        assert_eq!(stream_event(ty), event, "{ty}");
+    }
+}
+
+/// OpenAI errors inside a stream: no status, the declared type (or, for
+/// the Responses API, the code alone) decides.
+#[test]
+fn openai_in_stream_error_types() {
+    use Class::*;
+    let rows = [
+        ("server_error", "", Transient, Code::ProviderUnavailable),
+        ("internal_error", "", Transient, Code::ProviderUnavailable),
+        ("api_error", "", Transient, Code::ProviderUnavailable),
+        ("overloaded_error", "", Transient, Code::Overloaded),
+        ("overloaded", "", Transient, Code::Overloaded),
+        ("rate_limit_exceeded", "", Transient, Code::RateLimited),
+        ("rate_limit_error", "", Transient, Code::RateLimited),
+        ("requests", "", Transient, Code::RateLimited),
+        ("tokens", "", Transient, Code::RateLimited),
+        ("timeout", "", Transient, Code::Timeout),
+        ("timeout_error", "", Transient, Code::Timeout),
+        ("invalid_request_error", "", Permanent, Code::BadRequest),
+        (
+            "mystery",
+            "rate_limit_exceeded",
+            Transient,
+            Code::RateLimited,
+        ),
+        ("mystery", "other", Permanent, Code::Unknown),
+        ("", "server_error", Transient, Code::ProviderUnavailable),
+        ("insufficient_quota", "", Permanent, Code::QuotaExhausted),
+        ("", "insufficient_quota", Permanent, Code::QuotaExhausted),
+        (
+            "",
+            "context_length_exceeded",
+            Permanent,
+            Code::ContextTooLong,
+        ),
+        ("content_filter", "", Policy, Code::ContentFiltered),
+        (
+            "",
+            "content_policy_violation",
+            Policy,
+            Code::ContentFiltered,
+        ),
+    ];
+    for (ty, code, class, expected) in rows {
+        let body = format!(r#"{{"error":{{"message":"m","type":"{ty}","code":"{code}"}}}}"#);
+        let failure = classify_error(Provider::OpenAi, body.as_bytes(), cx(None, None));
+        assert_eq!(
+            (failure.class(), failure.code()),
+            (class, expected),
+            "{ty:?} {code:?}"
+        );
+    }
+}
+
+#[test]
+fn openai_error_messages_decide_only_where_they_can() {
+    let failure = |status, message: &str| {
+        let body = format!(r#"{{"error":{{"message":"{message}","type":"x","code":null}}}}"#);
+        classify_error(Provider::OpenAi, body.as_bytes(), cx(status, None)).code()
+    };
+    let context = "This model's maximum context length is 8192 tokens";
+    assert_eq!(failure(Some(400), context), Code::ContextTooLong);
+    assert_eq!(failure(None, context), Code::ContextTooLong);
+    assert_eq!(failure(Some(500), context), Code::ProviderUnavailable);
+    let large = "Request too large for gpt-4o on tokens per min (TPM): Limit 30000";
+    assert_eq!(failure(Some(429), large), Code::RequestTooLarge);
+    assert_eq!(failure(Some(429), "Request too large"), Code::RateLimited);
+    assert_eq!(failure(Some(429), "tokens per min"), Code::RateLimited);
+    assert_eq!(failure(Some(400), "bad"), Code::BadRequest);
+    assert_eq!(failure(Some(503), "bad"), Code::ProviderUnavailable);
+}
+
+/// A Gemini error keeps its status, numeric code and message; a per-day
+/// quota is a wall whose per-minute `RetryInfo` is no hint; a bad key is
+/// `auth` whatever the status says.
+#[test]
+fn gemini_error_details() {
+    let body = br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
+    let limited = classify_error(Provider::Gemini, body, cx(Some(429), None));
+    assert_eq!(limited.code(), Code::RateLimited);
+    assert_eq!(limited.retry_after(), Some(Duration::from_secs(26)));
+    assert_eq!(limited.provider_type(), Some("RESOURCE_EXHAUSTED"));
+    assert_eq!(limited.provider_code(), Some("429"));
+    assert_eq!(limited.message(), Some("Quota exceeded"));
+    let per_day = br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}"#;
+    let wall = classify_error(Provider::Gemini, per_day, cx(Some(429), None));
+    assert_eq!(
+        (wall.code(), wall.retry_after()),
+        (Code::QuotaExhausted, None)
+    );
+    let bad_key = br#"{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}"#;
+    assert_eq!(
+        classify_error(Provider::Gemini, bad_key, cx(Some(400), None)).code(),
+        Code::Auth
+    );
+}
+
+#[test]
+fn responses_finish_reasons() {
+    use seawall_core::FinishKind;
+    use seawall_core::provider::openai_responses::finish_kind;
+    let rows = [
+        ("completed", FinishKind::Complete),
+        ("max_output_tokens", FinishKind::Truncated),
+        ("content_filter", FinishKind::Filtered),
+        ("refusal", FinishKind::Refused),
+        ("something_new", FinishKind::Other),
+    ];
+    for (reason, kind) in rows {
+        assert_eq!(finish_kind(reason), kind, "{reason}");
+        assert_eq!(FinishKind::openai_responses(reason), kind, "{reason}");
+    }
+}
+
+#[test]
+fn a_responses_answer_by_status_and_output() {
+    let responses = |body: &str| answer(Provider::OpenAiResponses, body);
+    let message = |parts: &str| {
+        format!(
+            r#"{{"object":"response","status":"completed","output":[{{"type":"reasoning","summary":[]}},{{"type":"message","content":{parts}}}],"usage":{{"input_tokens":4,"output_tokens":6}}}}"#
+        )
+    };
+    assert_eq!(
+        responses(&message(r#"[{"type":"output_text","text":"Hi"}]"#)),
+        r#"answer Some((Complete, "completed")) Some((4, 6))"#
+    );
+    // Text in a later part counts; an empty one does not.
+    assert_eq!(
+        responses(&message(
+            r#"[{"type":"output_text","text":""},{"type":"output_text","text":"Hi"}]"#
+        )),
+        r#"answer Some((Complete, "completed")) Some((4, 6))"#
+    );
+    assert_eq!(
+        responses(&message(r#"[{"type":"output_text","text":""}]"#)),
+        r#"fail empty_response Some("completed")"#
+    );
+    // A refusal part is a refusal, even beside text.
+    assert_eq!(
+        responses(&message(
+            r#"[{"type":"output_text","text":"Hi"},{"type":"refusal","refusal":"No."}]"#
+        )),
+        "fail refused None"
+    );
+    // A tool call is content; reasoning alone is not.
+    let call = r#"{"object":"response","status":"completed","output":[{"type":"function_call","name":"f","arguments":"{}"}]}"#;
+    assert!(responses(call).starts_with("answer"), "{}", responses(call));
+    let thinking = r#"{"object":"response","status":"completed","output":[{"type":"reasoning","summary":[]}]}"#;
+    assert_eq!(
+        responses(thinking),
+        r#"fail empty_response Some("completed")"#
+    );
+    // Incomplete: cut at the limit is delivered, a filter is a failure.
+    let cut = r#"{"object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}"#;
+    assert_eq!(
+        responses(cut),
+        r#"answer Some((Truncated, "max_output_tokens")) None"#
+    );
+    let filtered = r#"{"object":"response","status":"incomplete","incomplete_details":{"reason":"content_filter"},"output":[{"type":"message","content":[{"type":"output_text","text":"Hi"}]}]}"#;
+    assert_eq!(
+        responses(filtered),
+        r#"fail content_filtered Some("content_filter")"#
+    );
+    let failed = r#"{"object":"response","status":"failed","error":{"code":"server_error","message":"boom"}}"#;
+    assert_eq!(
+        responses(failed),
+        r#"fail provider_unavailable Some("server_error")"#
+    );
+    let queued = r#"{"object":"response","status":"queued","output":[]}"#;
+    assert_eq!(responses(queued), "pending");
+    assert_eq!(
+        responses(r#"{"object":"list","status":"completed"}"#),
+        "other shape"
+    );
+    assert_eq!(responses(r#"{"object":"response"}"#), "other shape");
+}
+
+#[test]
+fn an_openai_refusal_or_filter_decides_the_answer() {
+    let refusal =
+        r#"{"choices":[{"message":{"content":null,"refusal":"I can't."},"finish_reason":"stop"}]}"#;
+    assert_eq!(answer(Provider::OpenAi, refusal), "fail refused None");
+    let empty_refusal =
+        r#"{"choices":[{"message":{"content":"Hi","refusal":""},"finish_reason":"stop"}]}"#;
+    assert!(answer(Provider::OpenAi, empty_refusal).starts_with("answer"));
+    let audio =
+        r#"{"choices":[{"message":{"content":null,"audio":{"id":"a"}},"finish_reason":"stop"}]}"#;
+    assert!(answer(Provider::OpenAi, audio).starts_with("answer"));
+}
