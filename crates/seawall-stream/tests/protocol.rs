@@ -1,0 +1,274 @@
+//! What the decoders make of one event, through the public `Decoder`:
+//! stable protocol names, events named `error`, data that cannot be read,
+//! and a refusal's implied finish.
+
+use seawall_core::FinishKind;
+use seawall_core::provider::Provider;
+use seawall_stream::Protocol;
+use seawall_stream::protocol::Signal;
+use seawall_stream::sse::{Event, Item};
+
+const JSON_PROTOCOLS: [Protocol; 4] = [
+    Protocol::OpenAi,
+    Protocol::OpenAiResponses,
+    Protocol::Anthropic,
+    Protocol::Gemini,
+];
+
+const ALL: [Protocol; 5] = [
+    Protocol::OpenAi,
+    Protocol::OpenAiResponses,
+    Protocol::Anthropic,
+    Protocol::Gemini,
+    Protocol::Generic,
+];
+
+/// A short, comparable description of a signal.
+fn describe(signal: Signal<'_>) -> String {
+    match signal {
+        Signal::Content { text, finish } => format!(
+            "content {:?} {:?}",
+            text.as_deref(),
+            finish.map(|r| (r.kind, r.reason.into_owned()))
+        ),
+        Signal::Finish(reason) => format!("finish {:?} {}", reason.kind, reason.reason),
+        Signal::Error(failure) => format!("error {}", failure.code()),
+        Signal::Progress => "progress".into(),
+        Signal::KeepAlive => "keepalive".into(),
+        Signal::Done => "done".into(),
+        Signal::Other => "other".into(),
+        Signal::Undecodable(why) => format!("undecodable: {why}"),
+    }
+}
+
+fn event<'a>(name: &'a [u8], data: &'a [u8]) -> Item<'a> {
+    Item::Event(Event { name, data })
+}
+
+fn decode_one(protocol: Protocol, name: &[u8], data: &[u8]) -> String {
+    describe(protocol.decoder().decode(event(name, data)))
+}
+
+#[test]
+fn protocol_names_are_stable_and_displayed() {
+    let names = [
+        "openai",
+        "openai_responses",
+        "anthropic",
+        "gemini",
+        "generic",
+    ];
+    for (protocol, name) in ALL.into_iter().zip(names) {
+        assert_eq!(protocol.as_str(), name);
+        assert_eq!(protocol.to_string(), name);
+    }
+}
+
+#[test]
+fn each_protocol_has_its_provider_and_path() {
+    let providers = [
+        Provider::OpenAi,
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::Http,
+    ];
+    for (protocol, provider) in ALL.into_iter().zip(providers) {
+        assert_eq!(protocol.provider(), provider);
+        assert_eq!(Protocol::of_provider(provider), protocol);
+        assert_eq!(protocol.eof_finishes(), protocol == Protocol::Generic);
+        assert_eq!(protocol.decoder().protocol(), protocol);
+    }
+    assert_eq!(Protocol::for_path("/v1/chat/completions"), Protocol::OpenAi);
+    assert_eq!(
+        Protocol::for_path("/v1/responses"),
+        Protocol::OpenAiResponses
+    );
+    assert_eq!(Protocol::for_path("/v1/messages"), Protocol::Anthropic);
+    assert_eq!(
+        Protocol::for_path("/v1beta/models/gemini-2.0-flash:streamGenerateContent"),
+        Protocol::Gemini
+    );
+    assert_eq!(Protocol::for_path("/v1/other"), Protocol::Generic);
+}
+
+#[test]
+fn a_comment_is_a_keep_alive_in_every_protocol() {
+    for protocol in ALL {
+        let signal = protocol.decoder().decode(Item::Comment(b" ping"));
+        assert_eq!(describe(signal), "keepalive", "{protocol}");
+    }
+}
+
+/// Well-formed JSON a protocol does not know is skipped; the same data in
+/// an event named `error` is an error, whatever it looks like.
+#[test]
+fn unknown_json_is_skipped_unless_the_event_is_named_error() {
+    for protocol in JSON_PROTOCOLS {
+        for data in [&br#"[1, 2]"#[..], br#""text""#, b"42"] {
+            assert_eq!(
+                decode_one(protocol, b"", data),
+                "other",
+                "{protocol} {:?}",
+                String::from_utf8_lossy(data)
+            );
+            assert_eq!(
+                decode_one(protocol, b"message", data),
+                "other",
+                "{protocol}"
+            );
+            assert!(
+                decode_one(protocol, b"error", data).starts_with("error "),
+                "{protocol} {:?}",
+                String::from_utf8_lossy(data)
+            );
+            // The name must be exactly `error`.
+            assert_eq!(decode_one(protocol, b"errors", data), "other");
+        }
+    }
+}
+
+/// Data that is not UTF-8, or not JSON at all, may hold part of the
+/// answer: it is never skipped as "other".
+#[test]
+fn data_that_cannot_be_read_is_undecodable() {
+    for protocol in JSON_PROTOCOLS {
+        assert_eq!(
+            decode_one(protocol, b"", b"{\"text\":\"\xff\xfe\"}"),
+            "undecodable: event data is not UTF-8",
+            "{protocol}"
+        );
+        for data in [&b"{\"choices\":[{\"delta\":"[..], b"not json", b"{]"] {
+            assert_eq!(
+                decode_one(protocol, b"", data),
+                "undecodable: event data is not well-formed JSON",
+                "{protocol} {:?}",
+                String::from_utf8_lossy(data)
+            );
+        }
+    }
+}
+
+/// The generic protocol has no JSON to break: any non-empty data is
+/// content, empty data is nothing.
+#[test]
+fn generic_data_is_content_and_empty_data_is_other() {
+    let generic = Protocol::Generic;
+    assert_eq!(decode_one(generic, b"", b""), "other");
+    assert_eq!(
+        decode_one(generic, b"", b"not json"),
+        r#"content Some("not json") None"#
+    );
+    assert_eq!(decode_one(generic, b"", b"\xff"), "content None None");
+    assert_eq!(decode_one(generic, b"", b"[DONE]"), "done");
+}
+
+fn openai_refusal() -> &'static [u8] {
+    br#"{"choices":[{"index":0,"delta":{"refusal":"I can't help with that"},"finish_reason":null}]}"#
+}
+
+/// A refusal streamed as `delta.refusal` is a refusal however the stream
+/// ends: at `[DONE]` without a reason of its own, the done marker becomes
+/// the refusal's finish.
+#[test]
+fn a_streamed_refusal_finishes_as_a_refusal_at_done() {
+    let mut decoder = Protocol::OpenAi.decoder();
+    assert_eq!(decoder.implied_finish(), None);
+    decoder.decode(event(b"", openai_refusal()));
+    let implied = decoder.implied_finish().expect("a refusal");
+    assert_eq!(
+        (implied.kind, &*implied.reason),
+        (FinishKind::Refused, "refusal")
+    );
+    assert_eq!(
+        describe(decoder.decode(event(b"", b"[DONE]"))),
+        "finish Refused refusal"
+    );
+}
+
+/// Once the stream sent its finish, `[DONE]` is only the end marker.
+#[test]
+fn done_after_a_finish_is_only_done() {
+    let mut decoder = Protocol::OpenAi.decoder();
+    decoder.decode(event(b"", openai_refusal()));
+    let stop = br#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+    assert!(describe(decoder.decode(event(b"", stop))).starts_with("finish Refused"));
+    assert_eq!(describe(decoder.decode(event(b"", b"[DONE]"))), "done");
+
+    // And without a refusal, `[DONE]` is done whether a finish came or not.
+    let mut decoder = Protocol::OpenAi.decoder();
+    assert_eq!(describe(decoder.decode(event(b"", b"[DONE]"))), "done");
+}
+
+#[test]
+fn anthropic_events() {
+    let mut decoder = Protocol::Anthropic.decoder();
+    let mut next = |data: &str| describe(decoder.decode(event(b"", data.as_bytes())));
+    assert_eq!(
+        next(
+            r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":12,"output_tokens":1}}}"#
+        ),
+        "progress"
+    );
+    assert_eq!(next(r#"{"type":"ping"}"#), "keepalive");
+    assert_eq!(
+        next(
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#
+        ),
+        "progress"
+    );
+    assert_eq!(
+        next(r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}"#),
+        "progress",
+        "an empty text delta moves nothing"
+    );
+    assert_eq!(
+        next(
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#
+        ),
+        r#"content Some("Hi") None"#
+    );
+    assert_eq!(
+        next(
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}"#
+        ),
+        "content None None",
+        "a tool's input is content without text"
+    );
+    assert_eq!(
+        next(r#"{"type":"content_block_stop","index":0}"#),
+        "progress"
+    );
+    assert_eq!(
+        next(
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}"#
+        ),
+        "finish Complete end_turn"
+    );
+    assert_eq!(next(r#"{"type":"message_stop"}"#), "done");
+    // Input from message_start, output from the last message_delta.
+    let usage = decoder.usage().expect("usage");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (12, 7));
+    let error = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    assert_eq!(
+        describe(
+            Protocol::Anthropic
+                .decoder()
+                .decode(event(b"", error.as_bytes()))
+        ),
+        "error overloaded"
+    );
+}
+
+#[test]
+fn openai_usage_is_read_from_the_final_chunk() {
+    let mut decoder = Protocol::OpenAi.decoder();
+    let chunk = br#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#;
+    decoder.decode(event(b"", chunk));
+    assert_eq!(decoder.usage(), None);
+    let usage =
+        br#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}"#;
+    assert_eq!(describe(decoder.decode(event(b"", usage))), "progress");
+    let usage = decoder.usage().expect("usage");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (5, 2));
+}
