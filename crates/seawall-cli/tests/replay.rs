@@ -118,3 +118,27 @@ async fn a_brief_503_and_a_cancelled_caller() {
     assert_eq!(cancelled.code.as_deref(), Some("cancelled"));
     assert_eq!(cancelled.tokens, 20);
 }
+
+#[tokio::test]
+async fn route_scoped_walls_move_to_the_backup_at_once_and_a_blip_stays() {
+    // A quota wall or a bad key condemns the route, not the request: one
+    // attempt on it, then the backup answers, with no backoff wait.
+    for key in ["quota_wall_with_backup", "auth_with_second_key"] {
+        let seawall = row(key, StackKind::Seawall).await;
+        assert_eq!(seawall.attempts, 2, "{key}: {seawall:?}");
+        assert_eq!(seawall.routes, vec!["primary", "fallback"], "{key}");
+        assert_eq!(seawall.outcome, "ok", "{key}");
+        assert!(seawall.elapsed_s < 30.0, "{key}: {seawall:?}");
+        let naive = row(key, StackKind::Naive).await;
+        assert_eq!(
+            naive.outcome, "error",
+            "{key}: no backup for the naive stack"
+        );
+    }
+    // A brief 503 is a blip on a healthy route: the same route answers and
+    // the fallback is never called.
+    let seawall = row("brief_503_with_fallback", StackKind::Seawall).await;
+    assert_eq!(seawall.attempts, 2, "{seawall:?}");
+    assert_eq!(seawall.routes, vec!["primary"]);
+    assert_eq!(seawall.outcome, "ok");
+}

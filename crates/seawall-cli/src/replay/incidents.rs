@@ -141,6 +141,33 @@ pub fn incidents() -> Vec<Incident> {
             title: "the caller cancels mid-stream",
             every_attempt: Some("ok;tokens=400;delay_ms=1"),
             caller_stops_after: Some(20),
+            ..base.clone()
+        },
+        Incident {
+            number: "11",
+            key: "quota_wall_with_backup",
+            title: "429 quota wall, healthy backup",
+            stream: false,
+            every_attempt: Some("status;code=429;retry_after=48489"),
+            fallback: true,
+            ..base.clone()
+        },
+        Incident {
+            number: "12",
+            key: "auth_with_second_key",
+            title: "401 on key A, key B healthy",
+            stream: false,
+            every_attempt: Some("status;code=401"),
+            fallback: true,
+            ..base.clone()
+        },
+        Incident {
+            number: "13",
+            key: "brief_503_with_fallback",
+            title: "a brief 503, fallback configured",
+            provider: Provider::Gemini,
+            script: &["status;code=503"],
+            fallback: true,
             ..base
         },
     ]
