@@ -4,7 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use seawall_stream::protocol::{Protocol, Signal};
+use seawall_stream::Provider;
+use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::{ScanError, Scanner};
 
 const CAP: usize = 4096;
@@ -14,10 +15,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let protocol = [
-        Protocol::OpenAi,
-        Protocol::Anthropic,
-        Protocol::Gemini,
-        Protocol::Generic,
+        Provider::OpenAi,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::Http,
     ][usize::from(selector & 3)];
     let frame = usize::from(selector >> 2) + 1;
     let whole = run(protocol, &[stream]);
@@ -27,9 +28,9 @@ fuzz_target!(|data: &[u8]| {
 
 /// What the decoder made of the stream, in a comparable form, and the
 /// scanner's error if it stopped.
-fn run(protocol: Protocol, frames: &[&[u8]]) -> (Vec<String>, Option<ScanError>) {
+fn run(protocol: Provider, frames: &[&[u8]]) -> (Vec<String>, Option<ScanError>) {
     let mut scanner = Scanner::new(CAP, CAP);
-    let mut decoder = protocol.decoder();
+    let mut decoder = Decoder::new(protocol);
     let mut seen = Vec::new();
     for frame in frames {
         let fed = scanner.feed(frame, |item| {

@@ -20,8 +20,7 @@ use http_body_util::BodyExt;
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
 use seawall::core::{BoxError, Code, Failure, FinishKind};
-use seawall::stream::Protocol;
-use seawall::stream::protocol::{Reason, Signal};
+use seawall::stream::protocol::{Decoder, Reason, Signal};
 use seawall::stream::sse::{DEFAULT_MAX_LINE, Scanner};
 use serde_json::Value;
 
@@ -75,11 +74,6 @@ impl std::fmt::Display for NotAnAnswer {
 }
 
 impl std::error::Error for NotAnAnswer {}
-
-/// The stream protocol of a provider.
-pub fn protocol(provider: Provider) -> Protocol {
-    Protocol::of_provider(provider)
-}
 
 /// How a stream is read.
 #[derive(Debug, Clone, Copy, Default)]
@@ -136,7 +130,7 @@ where
 {
     let mut body = std::pin::pin!(body);
     let mut scanner = Scanner::default();
-    let mut decoder = protocol(provider).decoder();
+    let mut decoder = Decoder::new(provider);
     let mut delivery = Delivery::default();
     // Why the caller stopped extracting text, if it did.
     let mut stopped: Option<String> = None;

@@ -13,7 +13,7 @@ use http_body::{Body, Frame};
 use seawall_core::provider::Provider;
 use seawall_core::span::record_end;
 use seawall_core::{BoxError, Class, Code, Deadline, Failure, Receipt, RequestFacts, RouteId};
-use seawall_stream::{Protocol, StreamReportHandle};
+use seawall_stream::StreamReportHandle;
 use serde_json::Value;
 use tower_service::Service;
 
@@ -100,7 +100,7 @@ where
 {
     config: Arc<Config>,
     provider: Provider,
-    protocol: Protocol,
+    protocol: Provider,
     service: S,
     head: Request<()>,
     original: Vec<Bytes>,
@@ -154,7 +154,7 @@ where
     ) -> Self {
         ResumeBody {
             kind: BodyKind::Resuming(Box::new(State {
-                protocol: Protocol::of_provider(pending.provider),
+                protocol: pending.provider,
                 provider: pending.provider,
                 config: pending.config,
                 service: pending.service,

@@ -5,8 +5,7 @@
 use bytes::Bytes;
 use memchr::{memchr2, memrchr2};
 use seawall_core::provider::Provider;
-use seawall_stream::Protocol;
-use seawall_stream::protocol::Signal;
+use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::{Item, Scanner};
 use serde_json::Value;
 
@@ -83,9 +82,9 @@ pub(crate) enum Kind {
 }
 
 /// Decodes one raw event (`raw` holds exactly one event).
-pub(crate) fn classify(protocol: Protocol, raw: &[u8]) -> Kind {
+pub(crate) fn classify(protocol: Provider, raw: &[u8]) -> Kind {
     let mut scanner = Scanner::default();
-    let mut decoder = protocol.decoder();
+    let mut decoder = Decoder::new(protocol);
     let mut kind = Kind::Other;
     let _ = scanner.feed(raw, |item| {
         kind = match decoder.decode(item) {
@@ -447,7 +446,7 @@ mod tests {
 
 "#;
         assert_eq!(
-            classify(Protocol::OpenAi, openai),
+            classify(Provider::OpenAi, openai),
             Kind::Content {
                 text: Some(" w4".into()),
                 finish: false
@@ -455,7 +454,7 @@ mod tests {
         );
         let rewritten = rewrite(Provider::OpenAi, openai, "4").unwrap();
         assert_eq!(
-            classify(Protocol::OpenAi, &rewritten),
+            classify(Provider::OpenAi, &rewritten),
             Kind::Content {
                 text: Some("4".into()),
                 finish: false
@@ -465,7 +464,7 @@ mod tests {
         let rewritten = rewrite(Provider::Anthropic, anthropic, " x").unwrap();
         assert!(rewritten.starts_with(b"event: content_block_delta\ndata: "));
         assert_eq!(
-            classify(Protocol::Anthropic, &rewritten),
+            classify(Provider::Anthropic, &rewritten),
             Kind::Content {
                 text: Some(" x".into()),
                 finish: false
@@ -473,8 +472,8 @@ mod tests {
         );
         let gemini = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" w4\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}\r\n\r\n";
         let rewritten = rewrite(Provider::Gemini, gemini, "").unwrap();
-        assert_eq!(classify(Protocol::Gemini, &rewritten), Kind::End);
+        assert_eq!(classify(Provider::Gemini, &rewritten), Kind::End);
         let error = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
-        assert_eq!(classify(Protocol::Anthropic, error), Kind::Error);
+        assert_eq!(classify(Provider::Anthropic, error), Kind::Error);
     }
 }

@@ -16,9 +16,9 @@ use seawall_core::provider::Provider;
 use seawall_core::{BoxError, Code, Deadline, Failure};
 use seawall_resume::{OpenAiStyle, ResumeLayer, ResumeReport, Resumed};
 use seawall_retry::{Backoff, Budget, RetryBudgetLayer, RetryPolicy};
-use seawall_stream::protocol::Signal;
+use seawall_stream::StreamGuardLayer;
+use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::Scanner;
-use seawall_stream::{Protocol, StreamGuardLayer};
 use serde_json::{Value, json};
 use tower::{ServiceBuilder, ServiceExt};
 
@@ -167,7 +167,7 @@ where
 {
     let mut body = std::pin::pin!(body);
     let mut scanner = Scanner::default();
-    let mut decoder = Protocol::of_provider(provider).decoder();
+    let mut decoder = Decoder::new(provider);
     let mut read = Read::default();
     let mut events = 0;
     loop {

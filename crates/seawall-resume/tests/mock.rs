@@ -131,7 +131,7 @@ async fn events_cut_by_frame_boundaries_are_passed_whole() {
 /// The text an OpenAI stream shows.
 fn text_of(bytes: &[u8]) -> String {
     let mut scanner = seawall_stream::sse::Scanner::default();
-    let mut decoder = seawall_stream::Protocol::OpenAi.decoder();
+    let mut decoder = seawall_stream::protocol::Decoder::new(seawall_stream::Provider::OpenAi);
     let mut text = String::new();
     scanner
         .feed(bytes, |item| {

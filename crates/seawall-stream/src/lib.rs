@@ -67,5 +67,5 @@ mod report;
 pub mod sse;
 
 pub use guard::{GuardBody, ResponseFuture, StreamGuard, StreamGuardLayer};
-pub use protocol::Protocol;
 pub use report::{StreamReport, StreamReportHandle};
+pub use seawall_core::provider::Provider;

@@ -6,21 +6,22 @@ use std::time::Duration;
 use seawall_core::{ClosedBy, Code, Finish, FinishKind, Usage, UsageSlot, UsageSource};
 use seawall_internal::millis;
 
-use crate::protocol::Protocol;
+use seawall_core::provider::Provider;
 
 /// The record of one guarded stream, written once when it ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StreamReport {
-    /// The protocol the stream was read as (chosen at call time).
-    pub protocol: Protocol,
+    /// Whose wire format the stream was read as (chosen at call time;
+    /// [`Provider::Http`] for any other event stream).
+    pub provider: Provider,
     /// The response status.
     pub status: u16,
     /// `None` when the stream ended well; otherwise the code of the failure
     /// it ended with (`cancelled` when the caller dropped the body early).
     pub code: Option<Code>,
     /// The finish reason, when the protocol sent one (or the clean EOF of
-    /// the generic protocol).
+    /// a stream of [`Provider::Http`]).
     pub finish: Option<Finish>,
     /// Events that carried content.
     pub content_events: u64,
@@ -114,7 +115,7 @@ impl StreamReportHandle {
 pub(crate) fn trace(report: &StreamReport) {
     tracing::info!(
         target: "seawall::stream",
-        protocol = report.protocol.as_str(),
+        protocol = report.provider.as_str(),
         status = report.status,
         outcome = report.code.map_or("finished", Code::as_str),
         finish_reason = report.finish.as_ref().map(|f| &*f.reason),

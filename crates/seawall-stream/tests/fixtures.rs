@@ -8,7 +8,7 @@ use bytes::Bytes;
 use common::*;
 use http_body_util::Full;
 use seawall_core::{Action, Class, ClosedBy, Code, Failure, FinishKind};
-use seawall_stream::{Protocol, StreamGuardLayer};
+use seawall_stream::{Provider, StreamGuardLayer};
 
 enum Outcome {
     /// The future failed before content.
@@ -145,7 +145,7 @@ async fn openai_normal_end_with_done() {
     let f = fixture!("openai/normal.sse");
     let d = delivered(run(CHAT, f).await);
     assert_finished(&d, f, FinishKind::Complete, "stop");
-    assert_eq!(d.report.protocol, Protocol::OpenAi);
+    assert_eq!(d.report.provider, Provider::OpenAi);
     assert_eq!(d.report.content_events, 3);
     assert_eq!(d.report.events, 6);
 }
@@ -287,7 +287,7 @@ async fn anthropic_normal_end_pings_do_not_count() {
     let f = fixture!("anthropic/normal.sse");
     let d = delivered(run(MESSAGES, f).await);
     assert_finished(&d, f, FinishKind::Complete, "end_turn");
-    assert_eq!(d.report.protocol, Protocol::Anthropic);
+    assert_eq!(d.report.provider, Provider::Anthropic);
     assert_eq!((d.report.content_events, d.report.keepalives), (2, 1));
 }
 
@@ -347,7 +347,7 @@ async fn gemini_finish_frame_then_eof() {
     let f = fixture!("gemini/normal.sse");
     let d = delivered(run(GEMINI, f).await);
     assert_finished(&d, f, FinishKind::Complete, "STOP");
-    assert_eq!(d.report.protocol, Protocol::Gemini);
+    assert_eq!(d.report.provider, Provider::Gemini);
     assert_eq!(d.report.content_events, 2);
     let f = fixture!("gemini/usage_final_chunk.sse");
     assert_finished(
@@ -407,7 +407,7 @@ async fn generic_any_data_is_content_and_eof_finishes() {
     let f = "data: one\n\n: keep-alive\n\ndata: two\n\n";
     let d = delivered(run("/v1/events", f).await);
     assert_finished(&d, f, FinishKind::Complete, "eof");
-    assert_eq!(d.report.protocol, Protocol::Generic);
+    assert_eq!(d.report.provider, Provider::Http);
     assert_eq!((d.report.content_events, d.report.keepalives), (2, 1));
     let failure = failed(run("/v1/events", ": only a comment\n\n").await);
     assert_eq!(failure.code(), Code::EmptyResponse);
@@ -417,13 +417,13 @@ async fn generic_any_data_is_content_and_eof_finishes() {
 async fn configured_protocol_wins_over_the_path() {
     let f = fixture!("anthropic/normal.sse");
     let response = call(
-        StreamGuardLayer::interactive().protocol(Protocol::Anthropic),
+        StreamGuardLayer::interactive().provider(Provider::Anthropic),
         "/proxy/stream",
         Full::new(Bytes::from_static(f.as_bytes())),
     )
     .await
     .unwrap();
     let d = drain(response).await;
-    assert_eq!(d.report.protocol, Protocol::Anthropic);
+    assert_eq!(d.report.provider, Provider::Anthropic);
     assert_eq!(d.report.finish.unwrap().kind, FinishKind::Complete);
 }

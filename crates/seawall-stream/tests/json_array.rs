@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{Step, drain, failure_of, scripted, send, wait};
 use http::{Request, Response};
 use seawall_core::{Code, FinishKind};
-use seawall_stream::{Protocol, StreamGuardLayer};
+use seawall_stream::{Provider, StreamGuardLayer};
 use tower::{Layer, ServiceExt};
 
 const PATH: &str = "/v1beta/models/gemini-x:streamGenerateContent";
@@ -82,7 +82,7 @@ async fn a_whole_array_with_its_finish_is_a_finished_stream() {
     assert!(d.error.is_none(), "{:?}", d.error);
     let elements: Vec<serde_json::Value> = serde_json::from_slice(&d.bytes).unwrap();
     assert_eq!(elements.len(), 2, "the body passes untouched");
-    assert_eq!(d.report.protocol, Protocol::Gemini);
+    assert_eq!(d.report.provider, Provider::Gemini);
     assert_eq!(d.report.code, None);
     assert_eq!(d.report.finish_kind(), Some(FinishKind::Complete));
     assert_eq!((d.report.events, d.report.content_events), (2, 2));

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use common::*;
 use http_body_util::BodyExt;
 use seawall_core::{Action, Code};
-use seawall_stream::{Protocol, StreamGuardLayer};
+use seawall_stream::{Provider, StreamGuardLayer};
 use seawall_test::body::Repeat;
 
 const KIB: usize = 1 << 10;
@@ -93,7 +93,7 @@ async fn large_stream_with_content(total: usize) {
     let count = (total / frame.len()) as u64;
     let body = Repeat::new(frame.clone(), count);
     let layer = StreamGuardLayer::interactive()
-        .protocol(Protocol::Generic)
+        .provider(Provider::Http)
         .delivered_text(Some(MIB));
     let response = call(layer, "/v1/events", body).await.unwrap();
     let handle = response

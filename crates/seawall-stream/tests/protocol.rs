@@ -3,24 +3,23 @@
 //! and a refusal's implied finish.
 
 use seawall_core::FinishKind;
-use seawall_core::provider::Provider;
-use seawall_stream::Protocol;
-use seawall_stream::protocol::Signal;
+use seawall_stream::Provider;
+use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::{Event, Item};
 
-const JSON_PROTOCOLS: [Protocol; 4] = [
-    Protocol::OpenAi,
-    Protocol::OpenAiResponses,
-    Protocol::Anthropic,
-    Protocol::Gemini,
+const JSON_PROTOCOLS: [Provider; 4] = [
+    Provider::OpenAi,
+    Provider::OpenAiResponses,
+    Provider::Anthropic,
+    Provider::Gemini,
 ];
 
-const ALL: [Protocol; 5] = [
-    Protocol::OpenAi,
-    Protocol::OpenAiResponses,
-    Protocol::Anthropic,
-    Protocol::Gemini,
-    Protocol::Generic,
+const ALL: [Provider; 5] = [
+    Provider::OpenAi,
+    Provider::OpenAiResponses,
+    Provider::Anthropic,
+    Provider::Gemini,
+    Provider::Http,
 ];
 
 /// A short, comparable description of a signal.
@@ -45,57 +44,31 @@ fn event<'a>(name: &'a [u8], data: &'a [u8]) -> Item<'a> {
     Item::Event(Event { name, data })
 }
 
-fn decode_one(protocol: Protocol, name: &[u8], data: &[u8]) -> String {
-    describe(protocol.decoder().decode(event(name, data)))
+fn decode_one(protocol: Provider, name: &[u8], data: &[u8]) -> String {
+    describe(Decoder::new(protocol).decode(event(name, data)))
 }
 
 #[test]
-fn protocol_names_are_stable_and_displayed() {
-    let names = [
-        "openai",
-        "openai_responses",
-        "anthropic",
-        "gemini",
-        "generic",
-    ];
-    for (protocol, name) in ALL.into_iter().zip(names) {
-        assert_eq!(protocol.as_str(), name);
-        assert_eq!(protocol.to_string(), name);
+fn each_provider_has_its_path_and_a_decoder_of_its_own() {
+    for provider in ALL {
+        assert_eq!(provider.eof_finishes(), provider == Provider::Http);
+        assert_eq!(Decoder::new(provider).provider(), provider);
     }
-}
-
-#[test]
-fn each_protocol_has_its_provider_and_path() {
-    let providers = [
-        Provider::OpenAi,
-        Provider::OpenAiResponses,
-        Provider::Anthropic,
-        Provider::Gemini,
-        Provider::Http,
-    ];
-    for (protocol, provider) in ALL.into_iter().zip(providers) {
-        assert_eq!(protocol.provider(), provider);
-        assert_eq!(Protocol::of_provider(provider), protocol);
-        assert_eq!(protocol.eof_finishes(), protocol == Protocol::Generic);
-        assert_eq!(protocol.decoder().protocol(), protocol);
-    }
-    assert_eq!(Protocol::for_path("/v1/chat/completions"), Protocol::OpenAi);
+    let path = |path: &str| Provider::for_path(path).unwrap_or(Provider::Http);
+    assert_eq!(path("/v1/chat/completions"), Provider::OpenAi);
+    assert_eq!(path("/v1/responses"), Provider::OpenAiResponses);
+    assert_eq!(path("/v1/messages"), Provider::Anthropic);
     assert_eq!(
-        Protocol::for_path("/v1/responses"),
-        Protocol::OpenAiResponses
+        path("/v1beta/models/gemini-2.0-flash:streamGenerateContent"),
+        Provider::Gemini
     );
-    assert_eq!(Protocol::for_path("/v1/messages"), Protocol::Anthropic);
-    assert_eq!(
-        Protocol::for_path("/v1beta/models/gemini-2.0-flash:streamGenerateContent"),
-        Protocol::Gemini
-    );
-    assert_eq!(Protocol::for_path("/v1/other"), Protocol::Generic);
+    assert_eq!(path("/v1/other"), Provider::Http);
 }
 
 #[test]
 fn a_comment_is_a_keep_alive_in_every_protocol() {
     for protocol in ALL {
-        let signal = protocol.decoder().decode(Item::Comment(b" ping"));
+        let signal = Decoder::new(protocol).decode(Item::Comment(b" ping"));
         assert_eq!(describe(signal), "keepalive", "{protocol}");
     }
 }
@@ -153,7 +126,7 @@ fn data_that_cannot_be_read_is_undecodable() {
 /// content, empty data is nothing.
 #[test]
 fn generic_data_is_content_and_empty_data_is_other() {
-    let generic = Protocol::Generic;
+    let generic = Provider::Http;
     assert_eq!(decode_one(generic, b"", b""), "other");
     assert_eq!(
         decode_one(generic, b"", b"not json"),
@@ -172,7 +145,7 @@ fn openai_refusal() -> &'static [u8] {
 /// the refusal's finish.
 #[test]
 fn a_streamed_refusal_finishes_as_a_refusal_at_done() {
-    let mut decoder = Protocol::OpenAi.decoder();
+    let mut decoder = Decoder::new(Provider::OpenAi);
     assert_eq!(decoder.implied_finish(), None);
     decoder.decode(event(b"", openai_refusal()));
     let implied = decoder.implied_finish().expect("a refusal");
@@ -189,20 +162,20 @@ fn a_streamed_refusal_finishes_as_a_refusal_at_done() {
 /// Once the stream sent its finish, `[DONE]` is only the end marker.
 #[test]
 fn done_after_a_finish_is_only_done() {
-    let mut decoder = Protocol::OpenAi.decoder();
+    let mut decoder = Decoder::new(Provider::OpenAi);
     decoder.decode(event(b"", openai_refusal()));
     let stop = br#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
     assert!(describe(decoder.decode(event(b"", stop))).starts_with("finish Refused"));
     assert_eq!(describe(decoder.decode(event(b"", b"[DONE]"))), "done");
 
     // And without a refusal, `[DONE]` is done whether a finish came or not.
-    let mut decoder = Protocol::OpenAi.decoder();
+    let mut decoder = Decoder::new(Provider::OpenAi);
     assert_eq!(describe(decoder.decode(event(b"", b"[DONE]"))), "done");
 }
 
 #[test]
 fn anthropic_events() {
-    let mut decoder = Protocol::Anthropic.decoder();
+    let mut decoder = Decoder::new(Provider::Anthropic);
     let mut next = |data: &str| describe(decoder.decode(event(b"", data.as_bytes())));
     assert_eq!(
         next(
@@ -251,18 +224,14 @@ fn anthropic_events() {
     assert_eq!((usage.input_tokens, usage.output_tokens), (12, 7));
     let error = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
     assert_eq!(
-        describe(
-            Protocol::Anthropic
-                .decoder()
-                .decode(event(b"", error.as_bytes()))
-        ),
+        describe(Decoder::new(Provider::Anthropic).decode(event(b"", error.as_bytes()))),
         "error overloaded"
     );
 }
 
 #[test]
 fn openai_usage_is_read_from_the_final_chunk() {
-    let mut decoder = Protocol::OpenAi.decoder();
+    let mut decoder = Decoder::new(Provider::OpenAi);
     let chunk = br#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#;
     decoder.decode(event(b"", chunk));
     assert_eq!(decoder.usage(), None);

@@ -8,8 +8,9 @@ use bytes::Bytes;
 use common::*;
 use proptest::prelude::*;
 use seawall_core::Code;
+use seawall_stream::Provider;
 use seawall_stream::StreamGuardLayer;
-use seawall_stream::protocol::{Protocol, Signal};
+use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::Scanner;
 
 fn stream(finished: bool) -> String {
@@ -51,7 +52,7 @@ fn frames(bytes: &[u8], mut cuts: Vec<usize>) -> Vec<Bytes> {
 /// What the scanner and decoder saw, as comparable values.
 fn signals(frames: &[Bytes]) -> Vec<String> {
     let mut scanner = Scanner::default();
-    let mut decoder = Protocol::OpenAi.decoder();
+    let mut decoder = Decoder::new(Provider::OpenAi);
     let mut out = Vec::new();
     for frame in frames {
         scanner

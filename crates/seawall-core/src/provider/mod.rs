@@ -137,6 +137,12 @@ pub fn check_answer(provider: Provider, body: &[u8]) -> AnswerCheck {
     }
 }
 
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The threshold past which a rate-limit hint is not a blip but a quota
 /// wall: `Permanent`/`quota_exhausted` with `reset_at`, so the caller can
 /// schedule instead of a task sleeping until tomorrow.

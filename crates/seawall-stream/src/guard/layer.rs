@@ -5,20 +5,20 @@ use tower_layer::Layer;
 
 use super::stream::MAX_BOUND;
 use super::{Config, StreamGuard};
-use crate::protocol::Protocol;
+use seawall_core::provider::Provider;
 
 /// Guards streamed responses: holds them back until the first content
 /// event, bounds every gap, and turns a stream that ends without its
 /// finish marker into a failure. See the [module docs](crate::guard).
 ///
 /// ```
-/// use seawall_stream::{Protocol, StreamGuardLayer};
+/// use seawall_stream::{Provider, StreamGuardLayer};
 /// use std::time::Duration;
 ///
 /// let layer = StreamGuardLayer::interactive()
 ///     .first_byte_timeout(Duration::from_secs(10))
 ///     .idle_timeout(Duration::from_secs(20))
-///     .protocol(Protocol::Anthropic);
+///     .provider(Provider::Anthropic);
 /// # let _ = layer;
 /// ```
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ impl StreamGuardLayer {
                 max_event: crate::sse::DEFAULT_MAX_LINE,
                 max_held: 4 << 20,
                 max_text: Some(1 << 20),
-                protocol: None,
+                provider: None,
                 content_type: "text/event-stream",
             },
         }
@@ -113,16 +113,18 @@ impl StreamGuardLayer {
         self
     }
 
-    /// Reads every stream as `protocol` instead of choosing by request path.
-    pub fn protocol(mut self, protocol: Protocol) -> Self {
-        self.config.protocol = Some(protocol);
+    /// Reads every stream in `provider`'s wire format instead of choosing
+    /// by request path.
+    pub fn provider(mut self, provider: Provider) -> Self {
+        self.config.provider = Some(provider);
         self
     }
 
-    /// Chooses the protocol by request path at call time (the default); see
-    /// [`Protocol::for_path`].
-    pub fn auto_protocol(mut self) -> Self {
-        self.config.protocol = None;
+    /// Chooses the provider by request path at call time (the default): see
+    /// [`Provider::for_path`]; a path it does not know is read as
+    /// [`Provider::Http`], any event stream.
+    pub fn auto_provider(mut self) -> Self {
+        self.config.provider = None;
         self
     }
 

@@ -3,7 +3,7 @@
 //!
 //! A streamed completion is four nested agreements — socket, HTTP response,
 //! event stream, assistant message — and each can end on its own. The guard
-//! reads the event stream with the request's [`Protocol`] and decides from
+//! reads the event stream in the request's [`Provider`]'s wire format and decides from
 //! what the events mean:
 //!
 //! - **Before the first content event** the response future does not
@@ -106,7 +106,7 @@ pub use service::StreamGuard;
 
 use seawall_core::RequestFacts;
 
-use crate::protocol::Protocol;
+use seawall_core::provider::Provider;
 
 /// The settings of one layer, shared by its services.
 #[derive(Debug, Clone)]
@@ -119,7 +119,7 @@ pub(crate) struct Config {
     max_event: usize,
     max_held: usize,
     max_text: Option<usize>,
-    protocol: Option<Protocol>,
+    provider: Option<Provider>,
     content_type: &'static str,
 }
 

@@ -1,3 +1,4 @@
+use seawall_core::provider::Provider;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -44,17 +45,16 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         // Chosen now, from the request, and recorded in the report.
-        let protocol = self
+        let provider = self
             .config
-            .protocol
-            .unwrap_or_else(|| crate::Protocol::for_path(request.uri().path()));
+            .provider
+            .unwrap_or_else(|| Provider::for_path(request.uri().path()).unwrap_or(Provider::Http));
         let setup = Setup {
             config: self.config.clone(),
             facts: RequestFacts::of_request(&request),
             recognised: None,
-            json_array: protocol == crate::Protocol::Gemini
-                && super::asks_json_array(request.uri()),
-            protocol,
+            json_array: provider == Provider::Gemini && super::asks_json_array(request.uri()),
+            provider,
             started: Instant::now(),
             progress: request.extensions().get::<Progress>().cloned(),
             spans: AttemptSpans::of(request.extensions()).cloned(),

@@ -23,9 +23,10 @@ use tokio::time::{Instant, Sleep, sleep_until};
 
 use super::{Config, Recognised};
 use crate::json_array::{ArrayError, Splitter};
-use crate::protocol::{Decoder, Protocol, Reason, Signal};
+use crate::protocol::{Decoder, Reason, Signal};
 use crate::report::{StreamReport, StreamReportHandle, trace};
 use crate::sse::{Event, Item, ScanError, Scanner};
+use seawall_core::provider::Provider;
 
 /// Which bound a timer expiry means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,7 +219,7 @@ pub(crate) struct Setup {
     /// The request asks for Gemini's JSON-array stream.
     pub(crate) json_array: bool,
     /// Chosen from the request (or the layer's setting) at call time.
-    pub(crate) protocol: Protocol,
+    pub(crate) provider: Provider,
     pub(crate) started: Instant,
     /// The attempt's shared progress, when a per-attempt deadline put one in
     /// the request extensions: it reads it to tell silence from slowness.
@@ -258,7 +259,7 @@ impl Track {
     pub(crate) fn new(setup: Setup, status: u16, handle: StreamReportHandle) -> Self {
         let Setup {
             config,
-            protocol,
+            provider,
             started,
             progress,
             recognised,
@@ -273,7 +274,7 @@ impl Track {
                 Some(Recognised::JsonArray) => Framing::JsonArray(Splitter::new(config.max_event)),
                 _ => Framing::Sse(Scanner::new(config.max_line, config.max_event)),
             },
-            decoder: protocol.decoder(),
+            decoder: Decoder::new(provider),
             tally: Tally {
                 events: 0,
                 content_events: 0,
@@ -417,7 +418,7 @@ impl Track {
             }
         }
         if self.tally.finish.is_none()
-            && self.decoder.protocol().eof_finishes()
+            && self.decoder.provider().eof_finishes()
             && self.content_seen()
         {
             self.tally.finish(Reason {
@@ -572,7 +573,7 @@ impl Track {
         }
         self.reported = true;
         let report = StreamReport {
-            protocol: self.decoder.protocol(),
+            provider: self.decoder.provider(),
             status: self.status,
             code,
             finish: self.tally.finish.take(),

@@ -10,7 +10,8 @@ use seawall_core::usage::UsageFields;
 use serde::Deserialize;
 
 use super::wire::{Text, parse};
-use super::{Protocol, Reason, Signal, in_stream_error};
+use super::{Reason, Signal, in_stream_error};
+use seawall_core::provider::Provider;
 
 #[derive(Deserialize)]
 struct Event<'a> {
@@ -127,7 +128,7 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
             None => Signal::Progress,
         },
         "message_stop" => Signal::Done,
-        "error" => Signal::Error(in_stream_error(Protocol::Anthropic, data)),
+        "error" => Signal::Error(in_stream_error(Provider::Anthropic, data)),
         _ => Signal::Other,
     }
 }

@@ -12,7 +12,8 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::wire::{First, Present, Text, fold_seq, parse};
-use super::{Protocol, Reason, Signal, in_stream_error};
+use super::{Reason, Signal, in_stream_error};
+use seawall_core::provider::Provider;
 
 #[derive(Deserialize)]
 struct Chunk<'a> {
@@ -124,7 +125,7 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
         *usage = Some(found);
     }
     if chunk.error.is_some() {
-        return Signal::Error(in_stream_error(Protocol::Gemini, data));
+        return Signal::Error(in_stream_error(Provider::Gemini, data));
     }
     if let Some(Text(reason)) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
         return Signal::Finish(Reason {

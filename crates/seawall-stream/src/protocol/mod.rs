@@ -21,102 +21,12 @@ mod scan;
 mod wire;
 
 use std::borrow::Cow;
-use std::fmt;
 use std::time::SystemTime;
 
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
 use seawall_core::{Failure, FinishKind, Usage};
 
 use crate::sse::Item;
-
-/// A provider's stream protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Protocol {
-    /// OpenAI chat completions (and compatible servers): content and tool
-    /// call deltas in `choices[].delta`, `finish_reason`, then `[DONE]`.
-    OpenAi,
-    /// The OpenAI Responses API: typed events, text in
-    /// `response.output_text.delta`, one terminal event
-    /// (`response.completed`, `response.incomplete`, `response.failed`),
-    /// no `[DONE]`.
-    OpenAiResponses,
-    /// Anthropic messages: typed events, `message_delta.stop_reason`, then
-    /// `message_stop`.
-    Anthropic,
-    /// Gemini `streamGenerateContent?alt=sse`: the frame carrying
-    /// `finishReason` is the finish, then EOF; there is no `[DONE]`.
-    Gemini,
-    /// Any other event stream: any non-empty data is content and a clean
-    /// EOF is the finish.
-    Generic,
-}
-
-impl Protocol {
-    /// The protocol a request path speaks: the provider whose generation
-    /// endpoint it is ([`Provider::for_path`]: `…/chat/completions`,
-    /// `…/responses`, `…/messages`, `…:streamGenerateContent`), anything
-    /// else generic.
-    pub fn for_path(path: &str) -> Protocol {
-        Provider::for_path(path).map_or(Protocol::Generic, Protocol::of_provider)
-    }
-
-    /// The protocol `provider` streams in; plain HTTP is generic.
-    pub const fn of_provider(provider: Provider) -> Protocol {
-        match provider {
-            Provider::OpenAi => Protocol::OpenAi,
-            Provider::OpenAiResponses => Protocol::OpenAiResponses,
-            Provider::Anthropic => Protocol::Anthropic,
-            Provider::Gemini => Protocol::Gemini,
-            Provider::Http => Protocol::Generic,
-        }
-    }
-
-    /// The stable name: `openai`, `openai_responses`, `anthropic`, `gemini`
-    /// or `generic`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Protocol::OpenAi => "openai",
-            Protocol::OpenAiResponses => "openai_responses",
-            Protocol::Anthropic => "anthropic",
-            Protocol::Gemini => "gemini",
-            Protocol::Generic => "generic",
-        }
-    }
-
-    /// Whose error table classifies this protocol's in-stream errors.
-    pub const fn provider(self) -> Provider {
-        match self {
-            Protocol::OpenAi => Provider::OpenAi,
-            Protocol::OpenAiResponses => Provider::OpenAiResponses,
-            Protocol::Anthropic => Provider::Anthropic,
-            Protocol::Gemini => Provider::Gemini,
-            Protocol::Generic => Provider::Http,
-        }
-    }
-
-    /// True when a clean EOF is itself the finish marker.
-    pub const fn eof_finishes(self) -> bool {
-        matches!(self, Protocol::Generic)
-    }
-
-    /// A decoder for one stream of this protocol.
-    pub fn decoder(self) -> Decoder {
-        Decoder {
-            protocol: self,
-            refused: false,
-            finished: false,
-            usage: None,
-            shape: openai::Shape::default(),
-        }
-    }
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A finish reason as sent, and what it means.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,13 +68,15 @@ pub enum Signal<'a> {
     Undecodable(&'static str),
 }
 
-/// Decodes the events of one stream; keeps the little state a protocol
-/// needs across events (an OpenAI refusal streamed as `delta.refusal` ends
+/// Decodes the events of one stream in a provider's wire format
+/// ([`Provider::Http`]: any other event stream — any non-empty data is
+/// content and a clean EOF is the finish); keeps the little state a
+/// protocol needs across events (an OpenAI refusal streamed as `delta.refusal` ends
 /// with `finish_reason: "stop"`, or with no reason at all, and is still a
 /// refusal).
 #[derive(Debug, Clone)]
 pub struct Decoder {
-    protocol: Protocol,
+    provider: Provider,
     refused: bool,
     /// A finish reason was decoded.
     finished: bool,
@@ -176,9 +88,20 @@ pub struct Decoder {
 }
 
 impl Decoder {
-    /// The protocol decoded.
-    pub fn protocol(&self) -> Protocol {
-        self.protocol
+    /// A decoder for one stream of `provider`'s.
+    pub fn new(provider: Provider) -> Decoder {
+        Decoder {
+            provider,
+            refused: false,
+            finished: false,
+            usage: None,
+            shape: openai::Shape::default(),
+        }
+    }
+
+    /// Whose wire format is decoded.
+    pub fn provider(&self) -> Provider {
+        self.provider
     }
 
     /// The token usage the stream reported so far, if it reported any.
@@ -192,26 +115,26 @@ impl Decoder {
             Item::Comment(_) => return Signal::KeepAlive,
             Item::Event(event) => event,
         };
-        let signal = match self.protocol {
-            Protocol::OpenAi => openai::decode(
+        let signal = match self.provider {
+            Provider::OpenAi => openai::decode(
                 event.data,
                 &mut self.refused,
                 &mut self.usage,
                 &mut self.shape,
             ),
-            Protocol::OpenAiResponses => {
+            Provider::OpenAiResponses => {
                 openai_responses::decode(event.data, &mut self.refused, &mut self.usage)
             }
-            Protocol::Anthropic => anthropic::decode(event.data, &mut self.usage),
-            Protocol::Gemini => gemini::decode(event.data, &mut self.usage),
-            Protocol::Generic => generic::decode(event.data),
+            Provider::Anthropic => anthropic::decode(event.data, &mut self.usage),
+            Provider::Gemini => gemini::decode(event.data, &mut self.usage),
+            Provider::Http => generic::decode(event.data),
         };
         match signal {
             // An event named `error` is an error whatever its data looks like.
             Signal::Other if event.name == b"error" => self.error(event.data),
             // Checked only once the protocol's own reading failed, so a
             // healthy stream pays nothing for it.
-            Signal::Other if self.protocol != Protocol::Generic => match undecodable(event.data) {
+            Signal::Other if self.provider != Provider::Http => match undecodable(event.data) {
                 Some(why) => Signal::Undecodable(why),
                 None => Signal::Other,
             },
@@ -243,7 +166,7 @@ impl Decoder {
     }
 
     fn error(&self, data: &[u8]) -> Signal<'static> {
-        Signal::Error(in_stream_error(self.protocol, data))
+        Signal::Error(in_stream_error(self.provider, data))
     }
 }
 
@@ -261,12 +184,8 @@ fn undecodable(data: &[u8]) -> Option<&'static str> {
 }
 
 /// Classifies an error sent inside a stream with the provider's table.
-fn in_stream_error(protocol: Protocol, data: &[u8]) -> Failure {
-    classify_error(
-        protocol.provider(),
-        data,
-        ErrorContext::in_stream(SystemTime::now()),
-    )
+fn in_stream_error(provider: Provider, data: &[u8]) -> Failure {
+    classify_error(provider, data, ErrorContext::in_stream(SystemTime::now()))
 }
 
 #[cfg(test)]
@@ -277,8 +196,8 @@ mod tests {
     use crate::sse::Event;
 
     /// Whether the decoder counts the event as content.
-    fn streams_content(protocol: Protocol, data: &str) -> bool {
-        let mut decoder = protocol.decoder();
+    fn streams_content(provider: Provider, data: &str) -> bool {
+        let mut decoder = Decoder::new(provider);
         let item = Item::Event(Event {
             name: b"",
             data: data.as_bytes(),
@@ -332,7 +251,7 @@ mod tests {
         ] {
             let (chunk, message) = openai(field);
             assert_eq!(
-                streams_content(Protocol::OpenAi, &chunk),
+                streams_content(Provider::OpenAi, &chunk),
                 content,
                 "{chunk}"
             );
@@ -365,7 +284,7 @@ mod tests {
         ] {
             let (chunk, answer) = gemini(part);
             assert_eq!(
-                streams_content(Protocol::Gemini, &chunk),
+                streams_content(Provider::Gemini, &chunk),
                 content,
                 "{chunk}"
             );
@@ -389,7 +308,7 @@ mod tests {
             let message =
                 format!(r#"{{"type":"message","content":[{block}],"stop_reason":"end_turn"}}"#);
             assert_eq!(
-                streams_content(Protocol::Anthropic, &start),
+                streams_content(Provider::Anthropic, &start),
                 content,
                 "{start}"
             );
@@ -412,7 +331,7 @@ mod tests {
             let answer =
                 format!(r#"{{"object":"response","status":"completed","output":[{item}]}}"#);
             assert_eq!(
-                streams_content(Protocol::OpenAiResponses, &event),
+                streams_content(Provider::OpenAiResponses, &event),
                 content,
                 "{event}"
             );

@@ -11,7 +11,8 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::scan::{Cursor, Holes, Scan};
 use super::wire::{First, Present, Text, parse_text};
-use super::{Protocol, Reason, Signal, in_stream_error};
+use super::{Reason, Signal, in_stream_error};
+use seawall_core::provider::Provider;
 
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(Debug, PartialEq))]
@@ -259,7 +260,7 @@ pub(super) fn decode<'a>(
         },
     };
     if chunk.error.is_some() {
-        return Signal::Error(in_stream_error(Protocol::OpenAi, data));
+        return Signal::Error(in_stream_error(Provider::OpenAi, data));
     }
     // A chunk without choices is the usage-only final chunk (or another
     // bookkeeping chunk): progress, not content.
