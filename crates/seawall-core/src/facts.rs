@@ -31,8 +31,8 @@ use bytes::Bytes;
 
 use serde::Deserialize;
 
-use crate::json::{Text, from_bytes};
 use crate::provider::Provider;
+use seawall_internal::json::{Text, from_bytes};
 
 /// What a request asked for. See the [module docs](self).
 ///

@@ -41,8 +41,6 @@ pub mod facts;
 mod failure;
 pub mod finish;
 pub mod hint;
-#[doc(hidden)]
-pub mod json;
 mod macros;
 pub mod metric_names;
 mod progress;

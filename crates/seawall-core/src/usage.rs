@@ -143,9 +143,8 @@ impl UsageFields {
 }
 
 /// A token count: a non-negative integer, else nothing (never an error).
-#[doc(hidden)]
 #[derive(Debug, Default)]
-pub struct Count(Option<u64>);
+pub(crate) struct Count(Option<u64>);
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

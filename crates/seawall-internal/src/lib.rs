@@ -11,9 +11,12 @@
 //!   saturating, for logs, journals and millisecond clocks.
 //! - [`capped_doubling`]: the backoff ceiling and the breaker's break.
 //! - [`random`]: where a layer's jitter comes from.
+//! - [`json`]: borrowed JSON text and the UTF-8-once parse, for the
+//!   provider tables and the stream decoders.
 #![deny(missing_docs)]
 
 mod doubling;
+pub mod json;
 mod millis;
 pub mod random;
 pub mod window;

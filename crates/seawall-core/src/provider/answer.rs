@@ -10,9 +10,9 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::json::Text;
 use crate::usage::UsageFields;
 use crate::{Code, Failure, Finish, FinishKind, Usage};
+use seawall_internal::json::Text;
 
 /// What a whole 2xx body in a provider's answer shape amounts to
 /// ([`check_answer`](super::check_answer)).

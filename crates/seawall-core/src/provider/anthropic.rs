@@ -14,10 +14,10 @@ use super::answer::{
     AnswerCheck, AnyAnswer, Part, Presence, finish_failure, unreadable, usage_of, verdict,
 };
 use super::{Declared, Verdict};
-use crate::json::{Text, from_bytes};
 use crate::text::contains_ci;
 use crate::usage::UsageFields;
 use crate::{Class, Code, FinishKind};
+use seawall_internal::json::{Text, from_bytes};
 
 /// What a content block is, by its `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

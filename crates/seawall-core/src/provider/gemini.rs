@@ -16,10 +16,10 @@ use super::answer::{
 };
 use super::{Declared, Verdict};
 use crate::hint::parse_proto_duration;
-use crate::json::{Text, from_bytes};
 use crate::text::contains_ci;
 use crate::usage::UsageFields;
 use crate::{Class, Code, Failure, FinishKind};
+use seawall_internal::json::{Text, from_bytes};
 
 /// What a field of a part is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

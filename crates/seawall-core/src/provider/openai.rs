@@ -17,10 +17,10 @@ use super::answer::{
     verdict,
 };
 use super::{Declared, Verdict};
-use crate::json::{Text, from_bytes};
 use crate::text::contains_ci;
 use crate::usage::UsageFields;
 use crate::{Class, Code, Failure, FinishKind};
+use seawall_internal::json::{Text, from_bytes};
 
 /// The fields of a chat message (`choices[].message`) or a stream delta
 /// (`choices[].delta`) that make it part of an answer when they hold

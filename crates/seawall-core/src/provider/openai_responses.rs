@@ -15,9 +15,9 @@ use super::answer::{
     AnswerCheck, Presence, finish_failure, fold_seq, unreadable, usage_of, verdict,
 };
 use super::{ErrorContext, Provider, classify_declared};
-use crate::json::{Text, from_bytes};
 use crate::usage::UsageFields;
 use crate::{Code, Failure, FinishKind};
+use seawall_internal::json::{Text, from_bytes};
 
 /// What an output item is, by its `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

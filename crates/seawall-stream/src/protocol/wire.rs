@@ -5,7 +5,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-pub(super) use seawall_core::json::{Text, parse};
+pub(super) use seawall_internal::json::{Text, parse};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
 
 /// Reads an event's JSON already checked as UTF-8.

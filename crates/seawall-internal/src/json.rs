@@ -1,9 +1,5 @@
-//! Shared plumbing for the layers' event and body readers: borrowed JSON
-//! text and the UTF-8-once parse.
-//!
-//! Not public API: it is public only so the stream and classify layers can
-//! share it with the provider error table, and it may change in any
-//! release.
+//! Borrowed JSON text and the UTF-8-once parse: what seawall-core's
+//! provider tables and seawall-stream's decoders read JSON with.
 
 use std::borrow::Cow;
 use std::fmt;
