@@ -132,13 +132,17 @@ struct GeminiViolation<'a> {
 }
 
 pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
-    // The non-SSE streaming endpoint wraps errors in an array.
-    let envelope: GeminiEnvelope<'_> = from_bytes(body).ok().or_else(|| {
+    // The non-SSE streaming endpoint wraps errors in an array. Asked by the
+    // first byte: serde reads a struct from an array too (its fields in
+    // order), so `[{"error":…}]` would "parse" as an envelope of nothing.
+    let envelope: GeminiEnvelope<'_> = if body.trim_ascii_start().starts_with(b"[") {
         from_bytes::<Vec<GeminiEnvelope<'_>>>(body)
             .ok()?
             .into_iter()
-            .next()
-    })?;
+            .next()?
+    } else {
+        from_bytes(body).ok()?
+    };
     let e = envelope.error;
     let mut declared = Declared {
         error_type: e.status.map(|t| t.0),
@@ -293,4 +297,29 @@ pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
         candidates.finish,
         usage_of(response.usage_metadata),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use super::super::{ErrorContext, Provider, classify_error};
+    use crate::Code;
+
+    /// The non-SSE streaming endpoint wraps its error in an array: read
+    /// the same as the plain object.
+    #[test]
+    fn an_error_in_an_array_reads_as_the_object() {
+        let object = br#"{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}]}}"#;
+        let mut array = b"[".to_vec();
+        array.extend_from_slice(object);
+        array.extend_from_slice(b"]");
+        let cx = || ErrorContext::in_stream(SystemTime::UNIX_EPOCH);
+        let plain = classify_error(Provider::Gemini, object, cx());
+        let wrapped = classify_error(Provider::Gemini, &array, cx());
+        assert_eq!(plain.code(), Code::RateLimited);
+        assert_eq!(wrapped.code(), plain.code());
+        assert_eq!(wrapped.provider_type(), Some("RESOURCE_EXHAUSTED"));
+        assert_eq!(wrapped.retry_after(), plain.retry_after());
+    }
 }
