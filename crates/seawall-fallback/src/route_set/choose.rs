@@ -351,9 +351,14 @@ impl Set {
     /// not).
     pub(crate) fn failed(&self, index: usize) -> bool {
         let until = self.now_ms().saturating_add(self.avoid_ms).max(1);
-        self.slots[index]
-            .avoid_until_ms
-            .store(until, Ordering::Relaxed);
+        let slot = &self.slots[index];
+        slot.avoid_until_ms.store(until, Ordering::Relaxed);
+        // How fast a member refuses (a 401, a quota wall) says nothing of
+        // how fast it answers: forgotten, so once the member may be tried
+        // again (its cooldown over, or reset by the handle) it is unmeasured
+        // and the next choice probes it, instead of a busy healthy member
+        // starving it for good.
+        slot.latency_us.store(0, Ordering::Relaxed);
         (0..self.slots.len()).any(|other| other != index && self.blocked(other).is_none())
     }
 
@@ -463,6 +468,21 @@ mod tests {
         for _ in 0..10 {
             set.enter(1);
         }
+        assert_eq!(set.choose().unwrap(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_member_back_from_a_route_failure_is_probed_first() {
+        let set = set(2, 3);
+        // A refused quickly, then failed for its route; B answers steadily.
+        set.measured(0, Duration::from_millis(50));
+        assert!(set.failed(0));
+        set.measured(1, Duration::from_millis(5));
+        for _ in 0..20 {
+            assert_eq!(set.choose().unwrap(), 1, "A is demoted");
+        }
+        tokio::time::advance(Duration::from_millis(1001)).await;
+        // Its refusal's timing is forgotten: unmeasured, it is the one tried.
         assert_eq!(set.choose().unwrap(), 0);
     }
 
