@@ -612,6 +612,32 @@ mod tests {
     }
 
     #[test]
+    fn holds_says_what_presence_says() {
+        let holds = |text: &str| {
+            let mut cursor = Cursor::new(text);
+            let held = cursor.holds().ok()?;
+            cursor.end().ok()?;
+            Some(held)
+        };
+        for (text, held) in [
+            ("null", false),
+            ("\"\"", false),
+            ("[]", false),
+            ("[null, \"\", []]", false),
+            ("\"a\"", true),
+            ("0", true),
+            ("false", true),
+            ("{}", true),
+            ("[null, {}]", true),
+            ("[[\"x\"]]", true),
+        ] {
+            assert_eq!(holds(text), Some(held), "{text}");
+        }
+        assert_eq!(holds("[null,"), None);
+        assert_eq!(holds("nul"), None);
+    }
+
+    #[test]
     fn skips_nested_values_and_gives_up_on_what_serde_must_judge() {
         assert!(skips(r#"{"a":[{"b":null},[],{}],"c":"d"}"#));
         assert!(skips(r#" [ "x" , { "y" : [ null ] } ] "#));
