@@ -11,7 +11,7 @@
 //! the caller actually received, elapsed time from the clock.
 //!
 //! Incidents marked `resume` run the seawall stack with
-//! [`Stack::resume`]: an interruption after content is continued in the
+//! [`Stack::resume`](seawall::stack::Stack::resume): an interruption after content is continued in the
 //! same body by `seawall::resume`'s layer, and the row says whether every
 //! token reached the caller exactly once. Incident 8b runs both ways: as
 //! the plain preset (the interruption surfaces with its prefix) and, as
