@@ -5,8 +5,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use common::spans::{Capture, Captured, run};
 
 use http_body_util::BodyExt;
 use seawall::classify::ClassifyLayer;
@@ -14,116 +13,59 @@ use seawall::core::RouteId;
 use seawall::core::provider::Provider;
 use seawall::fallback::{FallbackLayer, ServedBy};
 use tower::ServiceExt;
-use tracing::Subscriber;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing_subscriber::layer::{Context, Layer};
-use tracing_subscriber::prelude::*;
-use tracing_subscriber::registry::LookupSpan;
-
-#[derive(Debug, Clone, Default)]
-struct Captured {
-    name: String,
-    fields: BTreeMap<String, String>,
-}
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<BTreeMap<u64, Captured>>>);
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.insert(field.name().to_owned(), value.to_string());
-    }
-}
-
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
-        if !attrs.metadata().target().starts_with("seawall") {
-            return;
-        }
-        let mut captured = Captured {
-            name: attrs.metadata().name().to_owned(),
-            ..Captured::default()
-        };
-        attrs.record(&mut Fields(&mut captured.fields));
-        self.0.lock().unwrap().insert(id.into_u64(), captured);
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
-        if let Some(captured) = self.0.lock().unwrap().get_mut(&id.into_u64()) {
-            values.record(&mut Fields(&mut captured.fields));
-        }
-    }
-}
 
 #[test]
 fn each_move_of_a_chain_is_one_fallback_span_with_the_stable_fields() {
     let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
-    let (primary_addr, a_addr) = tracing::subscriber::with_default(subscriber, || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                let primary = common::chaos().await;
-                let a = common::chaos().await;
-                let b = common::chaos().await;
-                primary
-                    .script(
-                        "openai",
-                        vec![common::fault(
-                            "status;code=429;retry_after=48489;kind=insufficient_quota",
-                        )],
-                    )
-                    .unwrap();
-                a.script("openai", vec![common::fault("status;code=401")])
-                    .unwrap();
-                let stack = common::short_stack();
-                let (a_base, b_base) = (a.base_url(), b.base_url());
-                let to_a = common::fallback_to(&stack, Provider::OpenAi, &a_base).routes()[0]
-                    .clone()
-                    .route(RouteId::new("a"));
-                let to_b = common::fallback_to(&stack, Provider::OpenAi, &b_base).routes()[0]
-                    .clone()
-                    .route(RouteId::new("b"));
-                let chain = FallbackLayer::chain([to_a, to_b]);
-                let service =
-                    stack.build_with_fallback(&ClassifyLayer::openai(), common::client(), chain);
-                let ask = common::Ask {
-                    provider: Provider::OpenAi,
-                    stream: false,
-                    id: "spans".to_owned(),
-                    fault: None,
-                    stop_after: None,
-                };
-                let response = service
-                    .oneshot(common::request(&primary.base_url(), &ask))
-                    .await
-                    .unwrap();
-                let served = response.extensions().get::<ServedBy>().unwrap().clone();
-                assert_eq!(served.route, RouteId::new("b"));
-                response.into_body().collect().await.unwrap();
-                assert_eq!(
-                    (
-                        primary.journal().len(),
-                        a.journal().len(),
-                        b.journal().len()
-                    ),
-                    (1, 1, 1)
-                );
-                (primary.addr().to_string(), "a".to_owned())
-            })
+    let (primary_addr, a_addr) = run(&capture, async {
+        let primary = common::chaos().await;
+        let a = common::chaos().await;
+        let b = common::chaos().await;
+        primary
+            .script(
+                "openai",
+                vec![common::fault(
+                    "status;code=429;retry_after=48489;kind=insufficient_quota",
+                )],
+            )
+            .unwrap();
+        a.script("openai", vec![common::fault("status;code=401")])
+            .unwrap();
+        let stack = common::short_stack();
+        let (a_base, b_base) = (a.base_url(), b.base_url());
+        let to_a = common::fallback_to(&stack, Provider::OpenAi, &a_base).routes()[0]
+            .clone()
+            .route(RouteId::new("a"));
+        let to_b = common::fallback_to(&stack, Provider::OpenAi, &b_base).routes()[0]
+            .clone()
+            .route(RouteId::new("b"));
+        let chain = FallbackLayer::chain([to_a, to_b]);
+        let service = stack.build_with_fallback(&ClassifyLayer::openai(), common::client(), chain);
+        let ask = common::Ask {
+            provider: Provider::OpenAi,
+            stream: false,
+            id: "spans".to_owned(),
+            fault: None,
+            stop_after: None,
+        };
+        let response = service
+            .oneshot(common::request(&primary.base_url(), &ask))
+            .await
+            .unwrap();
+        let served = response.extensions().get::<ServedBy>().unwrap().clone();
+        assert_eq!(served.route, RouteId::new("b"));
+        response.into_body().collect().await.unwrap();
+        assert_eq!(
+            (
+                primary.journal().len(),
+                a.journal().len(),
+                b.journal().len()
+            ),
+            (1, 1, 1)
+        );
+        (primary.addr().to_string(), "a".to_owned())
     });
-    let spans = capture.0.lock().unwrap().clone();
+    let spans = capture.seawall_by_id();
     let mut moves: Vec<_> = spans
         .values()
         .filter(|s| s.name == "fallback")

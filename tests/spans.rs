@@ -4,81 +4,21 @@
 
 mod common;
 
+use common::spans::{Capture, Captured, run};
+
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use seawall::classify::ClassifyLayer;
 use tower::ServiceExt;
-use tracing::Subscriber;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing_subscriber::layer::{Context, Layer};
-use tracing_subscriber::prelude::*;
-use tracing_subscriber::registry::LookupSpan;
-
-#[derive(Debug, Clone, Default)]
-struct Captured {
-    name: String,
-    parent: Option<u64>,
-    fields: BTreeMap<String, String>,
-}
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<BTreeMap<u64, Captured>>>);
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.insert(field.name().to_owned(), value.to_string());
-    }
-}
-
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if !attrs.metadata().target().starts_with("seawall") {
-            return;
-        }
-        let mut captured = Captured {
-            name: attrs.metadata().name().to_owned(),
-            parent: ctx
-                .span(id)
-                .and_then(|s| s.parent())
-                .map(|p| p.id().into_u64()),
-            ..Captured::default()
-        };
-        attrs.record(&mut Fields(&mut captured.fields));
-        self.0.lock().unwrap().insert(id.into_u64(), captured);
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
-        if let Some(captured) = self.0.lock().unwrap().get_mut(&id.into_u64()) {
-            values.record(&mut Fields(&mut captured.fields));
-        }
-    }
-}
 
 /// The seawall spans `call` opens, run on a current-thread runtime with a
 /// capturing subscriber.
 fn spans_of(call: impl std::future::Future<Output = ()>) -> BTreeMap<u64, Captured> {
     let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
-    tracing::subscriber::with_default(subscriber, || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(call)
-    });
-    capture.0.lock().unwrap().clone()
+    run(&capture, call);
+    capture.seawall_by_id()
 }
 
 #[test]

@@ -5,110 +5,17 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use common::spans::{Capture, Captured, run};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use seawall::classify::ClassifyLayer;
 use seawall::resume::ResumeLayer;
+use std::sync::{Arc, Mutex};
 use tower::ServiceExt;
+
 use tracing::Instrument;
-use tracing::Subscriber;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
-use tracing_subscriber::registry::LookupSpan;
-
-#[derive(Debug, Clone, Default)]
-struct Captured {
-    name: String,
-    parent: Option<u64>,
-    fields: BTreeMap<String, String>,
-    closed: bool,
-}
-
-impl Captured {
-    fn field(&self, name: &str) -> String {
-        self.fields.get(name).cloned().unwrap_or_default()
-    }
-}
-
-/// Every span opened (seawall's and the test's own), by id; ids are not
-/// reused while the capture runs because every span is kept open or
-/// recorded as closed before a later one takes its id.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<(u64, Captured)>>>);
-
-impl Capture {
-    fn spans(&self) -> Vec<(u64, Captured)> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.insert(field.name().to_owned(), value.to_string());
-    }
-}
-
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut captured = Captured {
-            name: attrs.metadata().name().to_owned(),
-            parent: ctx
-                .span(id)
-                .and_then(|s| s.parent())
-                .map(|p| p.id().into_u64()),
-            ..Captured::default()
-        };
-        attrs.record(&mut Fields(&mut captured.fields));
-        self.0.lock().unwrap().push((id.into_u64(), captured));
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
-        let mut spans = self.0.lock().unwrap();
-        if let Some((_, captured)) = spans
-            .iter_mut()
-            .rev()
-            .find(|(i, s)| *i == id.into_u64() && !s.closed)
-        {
-            values.record(&mut Fields(&mut captured.fields));
-        }
-    }
-
-    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
-        let mut spans = self.0.lock().unwrap();
-        if let Some((_, captured)) = spans
-            .iter_mut()
-            .rev()
-            .find(|(i, s)| *i == id.into_u64() && !s.closed)
-        {
-            captured.closed = true;
-        }
-    }
-}
-
-/// Runs `call` on a current-thread runtime under a capturing subscriber.
-fn run<T>(capture: &Capture, call: impl std::future::Future<Output = T>) -> T {
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
-    tracing::subscriber::with_default(subscriber, || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(call)
-    })
-}
 
 fn named<'a>(spans: &'a [(u64, Captured)], name: &str) -> Vec<&'a (u64, Captured)> {
     spans.iter().filter(|(_, s)| s.name == name).collect()

@@ -7,6 +7,8 @@
 //! (what reached the user).
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub(crate) mod spans;
+
 use std::time::Duration;
 
 use bytes::Bytes;
