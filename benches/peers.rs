@@ -26,9 +26,6 @@
 //! what a user gets from each, on the path every healthy call takes.
 
 use std::alloc::System;
-use std::convert::Infallible;
-use std::future::{Ready, ready};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -48,57 +45,12 @@ use tower_resilience::timelimiter::TimeLimiterLayer;
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
-const REQUEST: &[u8] =
-    br#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+mod common;
 
-const STREAM: &str = concat!(
-    "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",
-    "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"},\"finish_reason\":null}]}\n\n",
-    "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
-    "data: [DONE]\n\n",
-);
-
-const UNARY: &str = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop"}]}"#;
-
-/// Calls counted per case (after 10 warm-up calls).
-const CALLS: usize = 10_000;
+use common::{CALLS, STREAM, UNARY, request, upstream};
 
 type Req = Request<Full<Bytes>>;
 type Res = Response<Full<Bytes>>;
-
-fn request() -> Req {
-    Request::post("https://api.llm.example/v1/chat/completions")
-        .header("content-type", "application/json")
-        .header("authorization", "Bearer sk-bench")
-        .body(Full::new(Bytes::from_static(REQUEST)))
-        .unwrap()
-}
-
-/// A ready upstream answering `body` with `content_type`, whatever the
-/// request body type.
-#[derive(Clone, Copy)]
-struct Upstream {
-    content_type: &'static str,
-    body: &'static str,
-}
-
-impl<B> Service<Request<B>> for Upstream {
-    type Response = Res;
-    type Error = Infallible;
-    type Future = Ready<Result<Res, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: Request<B>) -> Self::Future {
-        let response = Response::builder()
-            .header("content-type", self.content_type)
-            .body(Full::new(Bytes::from_static(self.body.as_bytes())))
-            .unwrap();
-        ready(Ok(response))
-    }
-}
 
 /// One call, body read to the end.
 async fn call<S, B>(svc: S) -> Bytes
@@ -184,7 +136,7 @@ fn main() {
     ];
     let mut summary = Vec::new();
     for (name, content_type, body) in cases {
-        let upstream = Upstream { content_type, body };
+        let upstream = upstream(content_type, body);
         let group = format!("peers_{name}");
         let bare = bench.case(&group, "bare", upstream);
         let seawall = bench.case(&group, "seawall_stack", stack.build(&classify, upstream));
