@@ -52,28 +52,15 @@ pub(super) async fn admin(state: &State, req: Request<Incoming>) -> Response<Cha
 
 /// `POST /_chaos/script` `{"route":"openai","faults":["status;code=503","ok"]}`.
 async fn script(state: &State, req: Request<Incoming>) -> Response<ChaosBody> {
-    let body = match read_capped(req, MAX_ADMIN_BODY).await {
-        Ok(body) => body,
-        Err(ReadError::TooLarge) => {
-            return error_response(
-                413,
-                "request_too_large",
-                format!("script exceeds {MAX_ADMIN_BODY} bytes"),
-            );
-        }
-        Err(ReadError::Client(e)) => return error_response(400, "unreadable_body", e),
-    };
-    let script: ScriptRequest = match serde_json::from_slice(&body) {
+    let script: ScriptRequest = match read_json(
+        req,
+        "script",
+        r#"{"route":"openai","faults":["status;code=503","ok"]}"#,
+    )
+    .await
+    {
         Ok(script) => script,
-        Err(e) => {
-            return error_response(
-                400,
-                "invalid_json",
-                format!(
-                    "expected {{\"route\":\"openai\",\"faults\":[\"status;code=503\",\"ok\"]}}: {e}"
-                ),
-            );
-        }
+        Err(response) => return response,
     };
     let provider: Provider = match script.route.parse() {
         Ok(provider) => provider,
@@ -97,26 +84,15 @@ async fn script(state: &State, req: Request<Incoming>) -> Response<ChaosBody> {
 /// `POST /_chaos/key` `{"key":"sk-a","fault":"status;code=401"}`: every
 /// request with that API key gets the fault; `"fault": null` removes it.
 async fn key(state: &State, req: Request<Incoming>) -> Response<ChaosBody> {
-    let body = match read_capped(req, MAX_ADMIN_BODY).await {
-        Ok(body) => body,
-        Err(ReadError::TooLarge) => {
-            return error_response(
-                413,
-                "request_too_large",
-                format!("key request exceeds {MAX_ADMIN_BODY} bytes"),
-            );
-        }
-        Err(ReadError::Client(e)) => return error_response(400, "unreadable_body", e),
-    };
-    let request: KeyRequest = match serde_json::from_slice(&body) {
+    let request: KeyRequest = match read_json(
+        req,
+        "key request",
+        r#"{"key":"sk-a","fault":"status;code=401"}"#,
+    )
+    .await
+    {
         Ok(request) => request,
-        Err(e) => {
-            return error_response(
-                400,
-                "invalid_json",
-                format!("expected {{\"key\":\"sk-a\",\"fault\":\"status;code=401\"}}: {e}"),
-            );
-        }
+        Err(response) => return response,
     };
     if request.key.is_empty() || request.key.len() > super::keys::MAX_KEY {
         return error_response(
@@ -137,4 +113,26 @@ async fn key(state: &State, req: Request<Incoming>) -> Response<ChaosBody> {
     let set = fault.is_some();
     state.set_key_fault(&request.key, fault);
     json_response(200, serde_json::json!({ "set": set }).to_string())
+}
+
+/// An admin request's JSON body (`what` it is, in errors), capped at
+/// [`MAX_ADMIN_BODY`]; an error answer names the shape expected (`example`).
+async fn read_json<T: serde::de::DeserializeOwned>(
+    req: Request<Incoming>,
+    what: &str,
+    example: &str,
+) -> Result<T, Response<ChaosBody>> {
+    let body = match read_capped(req, MAX_ADMIN_BODY).await {
+        Ok(body) => body,
+        Err(ReadError::TooLarge) => {
+            return Err(error_response(
+                413,
+                "request_too_large",
+                format!("{what} exceeds {MAX_ADMIN_BODY} bytes"),
+            ));
+        }
+        Err(ReadError::Client(e)) => return Err(error_response(400, "unreadable_body", e)),
+    };
+    serde_json::from_slice(&body)
+        .map_err(|e| error_response(400, "invalid_json", format!("expected {example}: {e}")))
 }
