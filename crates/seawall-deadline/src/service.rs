@@ -78,7 +78,14 @@ where
             return ResponseFuture::unbounded(self.inner.call(request));
         };
         if Some(expiry.deadline) != existing {
-            request.extensions_mut().insert(expiry.deadline);
+            // Overwritten in place when an outer deadline is there: a
+            // replacing insert would box the value again.
+            match request.extensions_mut().get_mut::<Deadline>() {
+                Some(slot) => *slot = expiry.deadline,
+                None => {
+                    request.extensions_mut().insert(expiry.deadline);
+                }
+            }
         }
         if expiry.deadline.instant() <= started {
             return ResponseFuture::expired(expiry);

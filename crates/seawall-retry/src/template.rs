@@ -5,7 +5,7 @@ use std::mem;
 
 use http::Request;
 use seawall_core::recording::{ReplayBody, clone_head};
-use seawall_core::{Deadline, RouteId};
+use seawall_core::{Deadline, RequestFacts, RouteId};
 
 /// Marks a request as owned by a ladder, so an inner ladder does not retry
 /// it again.
@@ -21,12 +21,15 @@ pub(crate) struct Template<B> {
 }
 
 /// The extensions a ladder usually finds: the operation's deadline, a
-/// caller's route (and an outer ladder's mark, which every retry gets
-/// anyway). Copying a map costs three allocations on every call; keeping
-/// these values costs none, and the map is rebuilt only for a retry.
+/// caller's route, the request's facts (the ladder's own, or a caller's),
+/// and an outer ladder's mark, which every retry gets anyway. Copying a
+/// map costs an allocation per value and two for the map on every call;
+/// keeping these values costs none (each is `Copy` or an `Arc` clone), and
+/// the map is rebuilt only for a retry.
 struct Known {
     deadline: Option<Deadline>,
     route: Option<RouteId>,
+    facts: Option<RequestFacts>,
 }
 
 impl<B> Template<B> {
@@ -36,8 +39,10 @@ impl<B> Template<B> {
         let extensions = first.extensions();
         let deadline = extensions.get::<Deadline>();
         let route = extensions.get::<RouteId>();
+        let facts = extensions.get::<RequestFacts>();
         let known = usize::from(deadline.is_some())
             + usize::from(route.is_some())
+            + usize::from(facts.is_some())
             + usize::from(extensions.get::<OuterLadder>().is_some());
         if extensions.len() != known {
             return Template {
@@ -48,6 +53,7 @@ impl<B> Template<B> {
         let known = Known {
             deadline: deadline.copied(),
             route: route.cloned(),
+            facts: facts.cloned(),
         };
         // Copy the head without the map: set it aside for the copy.
         let extensions = mem::take(first.extensions_mut());
@@ -74,6 +80,9 @@ impl<B> Template<B> {
             }
             if let Some(route) = &known.route {
                 extensions.insert(route.clone());
+            }
+            if let Some(facts) = &known.facts {
+                extensions.insert(facts.clone());
             }
         }
         extensions.insert(OuterLadder);

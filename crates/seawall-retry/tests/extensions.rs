@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use seawall_core::recording::ReplayBody;
-use seawall_core::{Code, Deadline, Failure, Receipt, RouteId};
+use seawall_core::{Code, Deadline, Failure, Receipt, RequestFacts, RouteId};
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use tower::{BoxError, Layer, ServiceExt, service_fn};
 
@@ -14,7 +14,15 @@ use tower::{BoxError, Layer, ServiceExt, service_fn};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Tenant(u32);
 
-type Seen = (Option<Deadline>, Option<RouteId>, Option<Tenant>);
+/// What an attempt found: the deadline, the route, the caller's own
+/// extension, and the request facts' model as the head named it (`None`
+/// when the attempt had no facts at all: the ladder always puts some in).
+type Seen = (
+    Option<Deadline>,
+    Option<RouteId>,
+    Option<Tenant>,
+    Option<Option<String>>,
+);
 
 /// Fails the first attempt with a retryable failure, answers the second,
 /// and records what each attempt found in its extensions.
@@ -29,6 +37,9 @@ async fn attempts(request: Request<String>) -> (Vec<Seen>, Response<()>) {
                 extensions.get::<Deadline>().copied(),
                 extensions.get::<RouteId>().cloned(),
                 extensions.get::<Tenant>().copied(),
+                extensions
+                    .get::<RequestFacts>()
+                    .map(|facts| facts.head_model().map(str::to_owned)),
             ));
             let first = seen.len() == 1;
             async move {
@@ -59,7 +70,12 @@ async fn a_deadline_and_a_route_reach_every_attempt() {
     request.extensions_mut().insert(deadline);
     request.extensions_mut().insert(RouteId::new("primary"));
     let (seen, response) = attempts(request).await;
-    let expected = (Some(deadline), Some(RouteId::new("primary")), None);
+    let expected = (
+        Some(deadline),
+        Some(RouteId::new("primary")),
+        None,
+        Some(None),
+    );
     assert_eq!(seen, vec![expected.clone(), expected]);
     let receipt = response.extensions().get::<Receipt>().unwrap();
     assert_eq!(receipt.attempts.len(), 2);
@@ -73,14 +89,28 @@ async fn a_callers_own_extension_reaches_every_attempt() {
     request.extensions_mut().insert(deadline);
     request.extensions_mut().insert(Tenant(7));
     let (seen, _) = attempts(request).await;
-    let expected = (Some(deadline), None, Some(Tenant(7)));
+    let expected = (Some(deadline), None, Some(Tenant(7)), Some(None));
     assert_eq!(seen, vec![expected.clone(), expected]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_request_without_extensions_gets_none_on_a_retry() {
     let (seen, response) = attempts(request()).await;
-    assert_eq!(seen, vec![(None, None, None), (None, None, None)]);
+    let expected = (None, None, None, Some(None));
+    assert_eq!(seen, vec![expected.clone(), expected]);
     let receipt = response.extensions().get::<Receipt>().unwrap();
     assert_eq!(receipt.attempts[0].route, RouteId::new("api.llm.example"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_callers_request_facts_reach_every_attempt() {
+    let deadline = Deadline::after(Duration::from_secs(30));
+    let mut request = request();
+    request.extensions_mut().insert(deadline);
+    request
+        .extensions_mut()
+        .insert(RequestFacts::default().with_model("gpt-x"));
+    let (seen, _) = attempts(request).await;
+    let expected = (Some(deadline), None, None, Some(Some("gpt-x".to_owned())));
+    assert_eq!(seen, vec![expected.clone(), expected]);
 }
