@@ -558,6 +558,58 @@ mod tests {
         }
     }
 
+    /// The kept shape is a cache: what it changes is only the work done,
+    /// so these look at the cache itself. Only plain text chunks teach it,
+    /// and only once a stream has sent `SHAPE_AFTER` of them.
+    #[test]
+    fn only_enough_plain_chunks_teach_a_shape() {
+        let plain = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":null}],"obfuscation":"a1"}"#;
+        let mut shape = Shape::default();
+        for _ in 1..SHAPE_AFTER {
+            read(plain, &mut shape);
+        }
+        assert!(shape.bytes.is_empty(), "a short answer keeps no shape");
+        read(plain, &mut shape);
+        assert_eq!(shape.bytes, plain.as_bytes());
+
+        // Plain, but with more strings than the holes hold: no shape.
+        let crowded = format!(
+            r#"{{{}"choices":[{{"index":0,"delta":{{"content":"hi"}},"finish_reason":null}}]}}"#,
+            (0..20)
+                .map(|i| format!(r#""x{i}":"v","#))
+                .collect::<String>()
+        );
+        let mut shape = Shape::default();
+        for _ in 0..2 * SHAPE_AFTER {
+            read(&crowded, &mut shape);
+        }
+        assert!(shape.bytes.is_empty(), "{crowded}");
+
+        for not_plain in [
+            // A finish with its text, a tool call beside text, a refusal
+            // beside text: the cursor reads each, none is kept.
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"hi","tool_calls":[{"index":0}]},"finish_reason":null}]}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"hi","refusal":"no"},"finish_reason":null}]}"#,
+        ] {
+            let mut shape = Shape::default();
+            for _ in 0..2 * SHAPE_AFTER {
+                read(not_plain, &mut shape);
+            }
+            assert!(shape.bytes.is_empty(), "{not_plain}");
+        }
+    }
+
+    #[test]
+    fn a_kept_shape_reads_the_same_text_again() {
+        let shape = trained();
+        let same = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":null}],"obfuscation":"a1"}"#;
+        assert_eq!(
+            shape.recognise(same).map(|s| format!("{s:?}")),
+            Some(r#"Content { text: Some("hi"), finish: None }"#.to_owned())
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 

@@ -571,6 +571,7 @@ mod tests {
         assert!(matches!(string(r#""plain""#), Some(Cow::Borrowed("plain"))));
         assert_eq!(string(r#""a\nb\"c\\d\/""#).unwrap(), "a\nb\"c\\d/");
         assert_eq!(string(r#""caf\u00e9 \ud83d\ude00""#).unwrap(), "café 😀");
+        assert_eq!(string(r#""\b\f\n\r\t""#).unwrap(), "\u{8}\u{c}\n\r\t");
         assert_eq!(string("\"ok\u{7f}\"").unwrap(), "ok\u{7f}");
     }
 
@@ -633,6 +634,10 @@ mod tests {
         ] {
             assert_eq!(holds(text), Some(held), "{text}");
         }
+        // Arrays nest in `holds` up to half the skip limit, then it gives up.
+        let nested = |depth: usize| "[".repeat(depth) + "1" + &"]".repeat(depth);
+        assert_eq!(holds(&nested(MAX_DEPTH / 2)), Some(true));
+        assert_eq!(holds(&nested(MAX_DEPTH / 2 + 1)), None);
         assert_eq!(holds("[null,"), None);
         assert_eq!(holds("nul"), None);
     }
@@ -642,6 +647,10 @@ mod tests {
         assert!(skips(r#"{"a":[{"b":null},[],{}],"c":"d"}"#));
         assert!(skips(r#" [ "x" , { "y" : [ null ] } ] "#));
         assert!(skips(r#"[0,-1,12.5,1e9,-0.0E-3,true,false]"#));
+        // An array where an object was open at the same depth before, and
+        // the other way round: each container is closed by its own bracket.
+        assert!(skips(r#"[{"a":1},[1,2],{"b":2,"c":3}]"#));
+        assert!(skips(r#"{"a":[1,2],"b":{"c":1,"d":2},"e":[3,4]}"#));
         for text in [
             r#"{"a":01}"#,
             r#"{"a":1.}"#,
@@ -656,6 +665,10 @@ mod tests {
             r#"{"a":null"#,
             r#"{"a":null}}"#,
             r#"{"a":[}"#,
+            r#"[1}"#,
+            r#"{"a":1]"#,
+            r#"[{"a":1]]"#,
+            r#"{"a":[1}}"#,
         ] {
             assert!(!skips(text), "{text}");
         }
