@@ -194,6 +194,28 @@ async fn idle_gap_after_content_is_an_interruption() {
     assert_eq!(d.report.keepalives, 2);
 }
 
+/// The idle bound counts from the last content, however many came before
+/// it within the bound (the timer is re-armed late, when it fires, not on
+/// every event).
+#[tokio::test(start_paused = true)]
+async fn the_idle_bound_counts_from_the_last_content() {
+    let mut script = vec![send(OPENAI_ROLE), wait(1.0), send(openai_delta("a"))];
+    for _ in 0..3 {
+        script.push(wait(20.0));
+        script.push(send(openai_delta("b")));
+    }
+    script.push(wait(600.0));
+    let layer = StreamGuardLayer::interactive().idle_timeout(secs(30.0));
+    let d = drain(call(layer, CHAT, scripted(script)).await.unwrap()).await;
+    let failure = d.error.expect("idle");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(failure.evidence().elapsed, Some(secs(91.0)));
+    assert_eq!(
+        failure.interrupted().unwrap().delivered_text.as_deref(),
+        Some("abbb")
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn max_duration_bounds_the_whole_stream() {
     let mut script = vec![send(OPENAI_ROLE)];

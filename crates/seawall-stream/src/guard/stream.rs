@@ -778,13 +778,25 @@ where
             Poll::Ready(None) => return Poll::Ready(Step::End),
             Poll::Pending => {}
         }
-        let (at, gap) = this.track.deadline();
-        if at != *this.armed {
+        // The timer is moved only to an earlier bound. Content moves the
+        // idle bound later on every event; the timer then fires early, at
+        // the bound it was armed for, and is armed again for the later one
+        // (one reset per idle period, not one per event: a reset takes the
+        // timer wheel's lock).
+        let (at, _) = this.track.deadline();
+        if at < *this.armed {
             this.timer.as_mut().reset(at);
             *this.armed = at;
         }
-        ready!(this.timer.poll(cx));
-        Poll::Ready(Step::Fail(Cause::Timeout(gap)))
+        loop {
+            ready!(this.timer.as_mut().poll(cx));
+            let (at, gap) = this.track.deadline();
+            if at <= *this.armed {
+                return Poll::Ready(Step::Fail(Cause::Timeout(gap)));
+            }
+            this.timer.as_mut().reset(at);
+            *this.armed = at;
+        }
     }
 
     /// Reads until the first content event (`Ok`) or a failure before it.
