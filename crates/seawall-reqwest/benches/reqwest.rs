@@ -3,23 +3,23 @@
 //! for a unary answer and a 64-token stream, body read to the end in every
 //! case. The ratio of the two is what seawall costs on a real HTTP path.
 //!
-//! `cargo bench -p seawall-reqwest --bench reqwest`
+//! `cargo bench -p seawall-reqwest --bench reqwest -- --warm-up-time 1 --measurement-time 4`
+//!
+//! Each call runs in a task on the runtime's workers, as a server's
+//! handler or an agent's task does. Driven from criterion's own thread
+//! (`block_on`) instead, every frame crosses threads twice: hyper's
+//! connection task on a worker hands it to the caller on another thread,
+//! and the cost measured is mostly those wake-ups (about 0.8 ms for the
+//! bare 64-token stream, against about 0.17 ms here), which a caller on
+//! the runtime does not pay.
 //!
 //! Loopback and the chaos server dominate both sides; the difference is
 //! the layers (classification, the stream guard's scanner, the ladder's
-//! bookkeeping, the body wrappers).
-//!
-//! One run (2 cores, other builds running; medians):
-//!
-//! ```text
-//! case       bare reqwest   seawall stack   ratio
-//! unary         103.0 µs        107.1 µs    1.04
-//! stream_64     0.998 ms        1.328 ms    1.33
-//! ```
-//!
-//! The stream pays per frame: 64 token frames each pass the classifier's,
-//! the guard's (with its SSE scan) and the deadline's body wrappers, about
-//! 5 µs a frame here, where bare reqwest collects the body in one call.
+//! bookkeeping, the body wrappers). The stream pays per frame: each of the
+//! 64 token frames passes the classifier's, the guard's (with its SSE scan
+//! and event decode) and the deadlines' and breaker's body wrappers, where
+//! bare reqwest appends the frame to a buffer. Measured figures and their
+//! ratio are in the README ("Cost").
 
 use std::time::Duration;
 
@@ -43,6 +43,45 @@ fn body(stream: bool) -> Bytes {
     )
 }
 
+/// Runs `call` in a task on the runtime's workers; its panic is the
+/// bench's.
+async fn on_a_worker(call: impl Future<Output = ()> + Send + 'static) {
+    tokio::spawn(call).await.expect("the call runs to its end");
+}
+
+/// One call straight through reqwest, body read whole.
+async fn bare(client: reqwest::Client, url: String, stream: bool, fault: &'static str) {
+    let response = client
+        .post(&url)
+        .header("content-type", "application/json")
+        .header(FAULT_HEADER, fault)
+        .body(body(stream))
+        .send()
+        .await
+        .expect("an answer");
+    let bytes = response.bytes().await.expect("a whole body");
+    assert!(!bytes.is_empty());
+}
+
+/// One call through the seawall stack over `ReqwestService`, body read to
+/// the end.
+async fn guarded<S, B>(stack: S, url: String, stream: bool, fault: &'static str)
+where
+    S: tower::Service<http::Request<Full<Bytes>>, Response = http::Response<B>>,
+    S::Error: std::fmt::Debug,
+    B: http_body::Body,
+    B::Error: std::fmt::Debug,
+{
+    let request = http::Request::post(&url)
+        .header("content-type", "application/json")
+        .header(FAULT_HEADER, fault)
+        .body(Full::new(body(stream)))
+        .expect("a request");
+    let response = stack.oneshot(request).await.expect("an answer");
+    let bytes = response.into_body().collect().await.expect("a whole body");
+    assert!(!bytes.to_bytes().is_empty());
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -57,45 +96,70 @@ fn main() {
         .no_proxy()
         .build()
         .expect("a client");
+    // What a careful caller without seawall has: reqwest's own timeouts,
+    // the whole call's and the gap between reads.
+    let timed = seawall_reqwest::client_builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(60))
+        .read_timeout(Duration::from_secs(30))
+        .build()
+        .expect("a client");
     let stack = Stack::interactive().build(
         &ClassifyLayer::openai(),
         ReqwestService::new(client.clone()),
     );
+    let cases = [
+        ("unary", false, "ok;tokens=8"),
+        ("stream_64", true, "ok;tokens=64"),
+    ];
+
+    // `REQWEST_BENCH_ONLY=<group>/<case>`: that case's calls only, a fixed
+    // number of them (`REQWEST_BENCH_CALLS`, default 2000), no criterion,
+    // for `perf stat` to count per call.
+    if let Ok(only) = std::env::var("REQWEST_BENCH_ONLY") {
+        let calls: usize = std::env::var("REQWEST_BENCH_CALLS")
+            .ok()
+            .and_then(|calls| calls.parse().ok())
+            .unwrap_or(2000);
+        let (group, case) = only.split_once('/').expect("<group>/<case>");
+        let (_, stream, fault) = *cases
+            .iter()
+            .find(|(name, ..)| *name == group)
+            .expect("a group of this bench");
+        runtime.block_on(async {
+            for _ in 0..calls {
+                let url = url.clone();
+                match case {
+                    "bare_reqwest" => on_a_worker(bare(client.clone(), url, stream, fault)).await,
+                    "bare_reqwest_timeouts" => {
+                        on_a_worker(bare(timed.clone(), url, stream, fault)).await
+                    }
+                    "seawall_stack" => {
+                        on_a_worker(guarded(stack.clone(), url, stream, fault)).await
+                    }
+                    other => panic!("no case {other}"),
+                }
+            }
+        });
+        runtime.block_on(chaos.shutdown());
+        return;
+    }
 
     let mut criterion = Criterion::default()
         .configure_from_args()
         .measurement_time(Duration::from_secs(5))
         .warm_up_time(Duration::from_secs(1));
-    for (name, stream, fault) in [
-        ("unary", false, "ok;tokens=8"),
-        ("stream_64", true, "ok;tokens=64"),
-    ] {
+    for (name, stream, fault) in cases {
         let mut group = criterion.benchmark_group(name);
-        group.bench_function("bare_reqwest", |b| {
-            b.to_async(&runtime).iter(|| async {
-                let response = client
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .header(FAULT_HEADER, fault)
-                    .body(body(stream))
-                    .send()
-                    .await
-                    .expect("an answer");
-                let bytes = response.bytes().await.expect("a whole body");
-                assert!(!bytes.is_empty());
+        for (label, client) in [("bare_reqwest", &client), ("bare_reqwest_timeouts", &timed)] {
+            group.bench_function(label, |b| {
+                b.to_async(&runtime)
+                    .iter(|| on_a_worker(bare(client.clone(), url.clone(), stream, fault)));
             });
-        });
+        }
         group.bench_function("seawall_stack", |b| {
-            b.to_async(&runtime).iter(|| async {
-                let request = http::Request::post(&url)
-                    .header("content-type", "application/json")
-                    .header(FAULT_HEADER, fault)
-                    .body(Full::new(body(stream)))
-                    .expect("a request");
-                let response = stack.clone().oneshot(request).await.expect("an answer");
-                let bytes = response.into_body().collect().await.expect("a whole body");
-                assert!(!bytes.to_bytes().is_empty());
-            });
+            b.to_async(&runtime)
+                .iter(|| on_a_worker(guarded(stack.clone(), url.clone(), stream, fault)));
         });
         group.finish();
     }
