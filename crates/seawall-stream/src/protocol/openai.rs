@@ -2,6 +2,9 @@
 //! ([`seawall_core::provider::openai`]: the same answer fields the unary
 //! check reads in `message`, here in `delta`).
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use seawall_core::provider::Presence;
 use seawall_core::provider::openai::{ANSWER_FIELDS, REFUSAL_FIELD, finish_kind};
 use seawall_core::usage::UsageFields;
@@ -149,7 +152,9 @@ struct UsageChunk {
 }
 
 fn read_usage(text: &str, usage: &mut Option<Usage>) {
-    if memchr::memmem::find(text.as_bytes(), b"\"usage\"").is_none() {
+    // Built once: a finder per call costs more than the search.
+    static USAGE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"usage\""));
+    if USAGE.find(text.as_bytes()).is_none() {
         return;
     }
     if let Some(found) = parse_text::<UsageChunk>(text)
