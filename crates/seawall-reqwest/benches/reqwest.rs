@@ -19,7 +19,7 @@
 //! 64 token frames passes the classifier's, the guard's (with its SSE scan
 //! and event decode) and the deadlines' and breaker's body wrappers, where
 //! bare reqwest appends the frame to a buffer. Measured figures and their
-//! ratio are in the README ("Cost").
+//! ratios: the README, "Over loopback: seawall-reqwest beside reqwest".
 
 use std::time::Duration;
 
