@@ -4,14 +4,15 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
+use memchr::memmem::Finder;
 use seawall::core::{BoxError, Code, Failure};
 use seawall_internal::millis;
 
@@ -276,11 +277,14 @@ impl Relay {
 /// OpenAI `data: {"error"` line, an Anthropic `event: error` line. Neither
 /// can occur inside a JSON string (quotes and newlines are escaped there).
 fn error_event_start(wire: Wire, data: &[u8], at_line_start: bool) -> Option<usize> {
-    let needle: &[u8] = match wire {
-        Wire::OpenAi => b"data: {\"error\"",
-        Wire::Anthropic => b"event: error\n",
+    // Built once: a finder per frame costs more than the search.
+    static OPENAI: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"data: {\"error\""));
+    static ANTHROPIC: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"event: error\n"));
+    let finder = match wire {
+        Wire::OpenAi => &*OPENAI,
+        Wire::Anthropic => &*ANTHROPIC,
     };
-    memchr::memmem::find_iter(data, needle).find(|&start| {
+    finder.find_iter(data).find(|&start| {
         if start == 0 {
             at_line_start
         } else {
