@@ -696,7 +696,10 @@ async fn many_tasks_never_get_more_trials_than_allowed() {
     }
     assert_eq!(handle.state(&route()), BreakerState::Closed);
     assert_eq!(closings.load(Ordering::SeqCst), 1);
-    assert!(gauge.max.load(Ordering::SeqCst) <= TRIALS);
+    // No bound on calls in flight here: once it closes, the tasks that
+    // have not seen it yet send calls a closed breaker admits freely,
+    // beside the trials still running, and the gauge cannot tell them
+    // apart. The bound on trials is the first phase's, which never closes.
 }
 
 async fn send_plain<S>(service: &S, plan: Plan)
