@@ -461,6 +461,23 @@ mod tests {
         ])
     }
 
+    /// `text` with `put` put in at `at` (moved back to a character
+    /// boundary), or else, when `cut`, the character there cut out.
+    fn damaged(mut text: String, at: prop::sample::Index, put: Option<char>, cut: bool) -> String {
+        let mut at = at.index(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        match put {
+            Some(c) => text.insert(at, c),
+            None if cut => {
+                text.remove(at);
+            }
+            None => {}
+        }
+        text
+    }
+
     /// A chunk, maybe with one byte cut out or one character put in, and
     /// maybe spaced out.
     fn mutated() -> impl Strategy<Value = String> {
@@ -475,23 +492,12 @@ mod tests {
             prop::bool::weighted(0.2),
         )
             .prop_map(|(text, at, put, cut, spaced)| {
-                let mut text = if spaced {
+                let text = if spaced {
                     text.replace(',', " ,\n ").replace(':', " : ")
                 } else {
                     text
                 };
-                let mut at = at.index(text.len());
-                while !text.is_char_boundary(at) {
-                    at -= 1;
-                }
-                match put {
-                    Some(c) => text.insert(at, c),
-                    None if cut => {
-                        text.remove(at);
-                    }
-                    None => {}
-                }
-                text
+                damaged(text, at, put, cut)
             })
     }
 
@@ -512,21 +518,10 @@ mod tests {
             prop::bool::weighted(0.1),
         )
             .prop_map(|((id, model, content, obfuscation), finish, at, put, cut)| {
-                let mut text = format!(
+                let text = format!(
                     r#"{{"id":{id},"object":"chat.completion.chunk","created":1,"model":{model},"choices":[{{"index":0,"delta":{{"content":{content}}},"logprobs":null,"finish_reason":{finish}}}],"obfuscation":{obfuscation}}}"#
                 );
-                let mut at = at.index(text.len());
-                while !text.is_char_boundary(at) {
-                    at -= 1;
-                }
-                match put {
-                    Some(c) => text.insert(at, c),
-                    None if cut => {
-                        text.remove(at);
-                    }
-                    None => {}
-                }
-                text
+                damaged(text, at, put, cut)
             })
     }
 
