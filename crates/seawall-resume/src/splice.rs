@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use memchr::{memchr2, memrchr2};
+use seawall_core::excerpt;
 use seawall_core::provider::Provider;
 use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::{Item, Scanner};
@@ -305,7 +306,7 @@ pub(crate) fn align(
             return None;
         }
         let probe = head.trim_start();
-        let probe = &probe[..floor_char(probe, PROBE_LEN)];
+        let probe = excerpt(probe, PROBE_LEN);
         if probe.len() >= PROBE_MIN
             && memchr::memmem::find(delivered.as_bytes(), probe.as_bytes()).is_some()
         {
@@ -339,16 +340,6 @@ fn overlap(delivered: &str, head: &str) -> usize {
         }
     }
     best
-}
-
-fn floor_char(s: &str, mut at: usize) -> usize {
-    if at >= s.len() {
-        return s.len();
-    }
-    while !s.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
 }
 
 #[cfg(test)]
