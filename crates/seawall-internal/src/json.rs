@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{Deserialize, Deserializer, Visitor};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, Visitor};
 
 /// Reads JSON of shape `T`, or `None` when `data` is not UTF-8 or not JSON
 /// of that shape.
@@ -90,5 +90,15 @@ mod tests {
         let sliced: Field<'_> = serde_json::from_slice(body).unwrap();
         assert_eq!(read.text, sliced.text);
         assert!(from_bytes::<Field<'_>>(b"{\"text\":").is_err());
+    }
+}
+
+/// Present when the field is there and not `null`, whatever it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Present;
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(deserializer).map(|_| Present)
     }
 }

@@ -13,8 +13,11 @@
 //! - [`random`]: where a layer's jitter comes from.
 //! - [`json`]: borrowed JSON text and the UTF-8-once parse, for the
 //!   provider tables and the stream decoders.
+//! - [`cursor`]: the strict JSON cursor that reads the few fields a
+//!   decision needs and gives up (to serde) on anything it is unsure of.
 #![deny(missing_docs)]
 
+pub mod cursor;
 mod doubling;
 pub mod json;
 mod millis;

@@ -1,12 +1,13 @@
 //! Test utilities shared by seawall's test suites, as `tower-test` is for
 //! tower's: response bodies that play a script, and canned provider
-//! requests and answers.
+//! requests and answers, and JSON-shaped texts for differential tests.
 //!
 //! Not published: the workspace's crates take it as a dev-dependency only.
 #![deny(missing_docs)]
 
 pub mod body;
 pub mod canned;
+pub mod json;
 
 /// The error type that travels between tower services.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -121,21 +121,27 @@ impl<T> Default for Outcome<'_, T> {
     }
 }
 
+impl<'a, T: Candidacy<'a>> Outcome<'a, T> {
+    /// Adds one choice or candidate: the first policy failure wins, any
+    /// content counts, and the first one's finish is the answer's.
+    pub(super) fn fold(&mut self, item: T, first: bool) {
+        if self.policy.is_none() {
+            self.policy = item.policy();
+        }
+        self.has_content |= item.has_content();
+        if first {
+            self.finish = item.finish();
+        }
+    }
+}
+
 impl<'de: 'a, 'a, T: Candidacy<'a> + Deserialize<'de>> Deserialize<'de> for Outcome<'a, T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut first = true;
         fold_seq(
             deserializer,
             Outcome::default(),
-            |outcome: &mut Outcome<'a, T>, item: T| {
-                if outcome.policy.is_none() {
-                    outcome.policy = item.policy();
-                }
-                outcome.has_content |= item.has_content();
-                if std::mem::take(&mut first) {
-                    outcome.finish = item.finish();
-                }
-            },
+            |outcome: &mut Outcome<'a, T>, item: T| outcome.fold(item, std::mem::take(&mut first)),
         )
     }
 }

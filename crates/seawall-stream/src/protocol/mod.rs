@@ -9,15 +9,15 @@
 //! Event JSON is read with serde into borrowed structs that name only the
 //! fields a decision needs; everything else is skipped without building a
 //! tree. OpenAI's chunks, the most frequent by far, are first read by a
-//! strict hand-written cursor (`scan`) that gives up to serde whenever it is
-//! not sure.
+//! strict hand-written cursor (`seawall_internal::cursor`, which the
+//! OpenAI unary check shares) that gives up to serde whenever it is not
+//! sure.
 
 mod anthropic;
 mod gemini;
 mod generic;
 mod openai;
 mod openai_responses;
-mod scan;
 mod wire;
 
 use std::borrow::Cow;

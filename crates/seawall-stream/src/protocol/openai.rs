@@ -12,10 +12,10 @@ use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::scan::{Cursor, Holes, Scan};
 use super::wire::{First, Present, Text, parse_text};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::Provider;
+use seawall_internal::cursor::{Cursor, Holes, Scan};
 
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(Debug, PartialEq))]
@@ -320,6 +320,7 @@ pub(super) fn decode<'a>(
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+    use seawall_test::json::{damaged, members, mutated, nullable, string, value};
 
     use super::*;
 
@@ -357,84 +358,6 @@ mod tests {
         }
     }
 
-    /// A JSON string, now and then with a doubtful escape or a raw control
-    /// character.
-    fn string() -> impl Strategy<Value = String> {
-        let piece = prop_oneof![
-            8 => prop::sample::select(vec![
-                "a", "é", " ", "😀", "\u{7f}", "\\n", "\\t", "\\\"", "\\\\", "\\/", "\\b",
-                "\\u00e9", "\\u0000", "\\ud83d\\ude00",
-            ]),
-            1 => prop::sample::select(vec!["\\ud83d", "\\ude00", "\\x", "\\u12", "\t", "\n"]),
-        ];
-        prop::collection::vec(piece, 0..5).prop_map(|parts| format!("\"{}\"", parts.concat()))
-    }
-
-    /// Any JSON-ish value, mostly valid.
-    fn value() -> impl Strategy<Value = String> {
-        let leaf = prop_oneof![
-            4 => prop::sample::select(vec![
-                "null", "true", "false", "0", "-1", "12.5", "1e9", "-0.0E-3", "[]", "{}",
-            ])
-            .prop_map(str::to_owned),
-            1 => prop::sample::select(vec!["01", "1.", "-", "1e", "nul", "tru", "+1"])
-                .prop_map(str::to_owned),
-            4 => string(),
-        ];
-        leaf.prop_recursive(3, 16, 3, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..3)
-                    .prop_map(|items| format!("[{}]", items.join(","))),
-                prop::collection::vec((prop::sample::select(vec!["a", "b", "index"]), inner), 0..3)
-                    .prop_map(|members| object(
-                        members.into_iter().map(|(k, v)| (k.to_owned(), v))
-                    )),
-            ]
-        })
-    }
-
-    fn object(members: impl Iterator<Item = (String, String)>) -> String {
-        let members: Vec<_> = members.map(|(k, v)| format!("\"{k}\":{v}")).collect();
-        format!("{{{}}}", members.join(","))
-    }
-
-    /// An object with some of `fields` (each with its own value strategy),
-    /// in any order, sometimes twice, plus unknown members.
-    fn members(fields: Vec<(&'static str, BoxedStrategy<String>)>) -> BoxedStrategy<String> {
-        let chosen: Vec<_> = fields
-            .into_iter()
-            .map(|(key, value)| {
-                prop::option::weighted(0.7, value.prop_map(move |v| (key.to_owned(), v)))
-            })
-            .collect();
-        let extra = prop::collection::vec(
-            (
-                prop::sample::select(vec!["id", "role", "index", "logprobs", "choi\\u0063es"]),
-                value(),
-            ),
-            0..3,
-        );
-        (chosen, extra, any::<prop::sample::Index>(), any::<u8>())
-            .prop_map(|(chosen, extra, at, twice)| {
-                let mut members: Vec<_> = chosen.into_iter().flatten().collect();
-                members.extend(extra.into_iter().map(|(k, v)| (k.to_owned(), v)));
-                if !members.is_empty() {
-                    let i = at.index(members.len());
-                    // Shuffle a little: rotate, and now and then repeat one.
-                    members.rotate_left(i);
-                    if twice < 16 {
-                        members.push(members[0].clone());
-                    }
-                }
-                object(members.into_iter())
-            })
-            .boxed()
-    }
-
-    fn nullable(value: BoxedStrategy<String>) -> BoxedStrategy<String> {
-        prop_oneof![1 => Just("null".to_owned()), 4 => value, 1 => super::tests::value()].boxed()
-    }
-
     /// A chunk-shaped text.
     fn chunk() -> impl Strategy<Value = String> {
         let delta = members(vec![
@@ -459,46 +382,6 @@ mod tests {
             ("choices", choices.boxed()),
             ("error", value().boxed()),
         ])
-    }
-
-    /// `text` with `put` put in at `at` (moved back to a character
-    /// boundary), or else, when `cut`, the character there cut out.
-    fn damaged(mut text: String, at: prop::sample::Index, put: Option<char>, cut: bool) -> String {
-        let mut at = at.index(text.len());
-        while !text.is_char_boundary(at) {
-            at -= 1;
-        }
-        match put {
-            Some(c) => text.insert(at, c),
-            None if cut => {
-                text.remove(at);
-            }
-            None => {}
-        }
-        text
-    }
-
-    /// A chunk, maybe with one byte cut out or one character put in, and
-    /// maybe spaced out.
-    fn mutated() -> impl Strategy<Value = String> {
-        (
-            chunk(),
-            any::<prop::sample::Index>(),
-            prop::option::weighted(
-                0.2,
-                prop::sample::select(vec!['{', '}', '[', ']', ',', ':', '"', '\\', ' ', 'n', '0']),
-            ),
-            prop::bool::weighted(0.2),
-            prop::bool::weighted(0.2),
-        )
-            .prop_map(|(text, at, put, cut, spaced)| {
-                let text = if spaced {
-                    text.replace(',', " ,\n ").replace(':', " : ")
-                } else {
-                    text
-                };
-                damaged(text, at, put, cut)
-            })
     }
 
     /// A plain chunk as OpenAI sends them (with `obfuscation`), its holes
@@ -627,7 +510,7 @@ mod tests {
 
         /// Whenever the cursor answers, serde gives the same answer.
         #[test]
-        fn the_cursor_never_disagrees_with_serde(text in mutated()) {
+        fn the_cursor_never_disagrees_with_serde(text in mutated(chunk())) {
             if let Ok(scanned) = scan(&text) {
                 prop_assert_eq!(Some(scanned), parse_text::<Chunk<'_>>(&text), "{}", text);
             }

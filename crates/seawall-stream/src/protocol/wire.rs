@@ -5,8 +5,8 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-pub(super) use seawall_internal::json::{Text, parse};
-use serde::de::{Deserialize, Deserializer, IgnoredAny, SeqAccess, Visitor};
+pub(super) use seawall_internal::json::{Present, Text, parse};
+use serde::de::{Deserialize, Deserializer, SeqAccess, Visitor};
 
 /// Reads an event's JSON already checked as UTF-8.
 pub(super) fn parse_text<'a, T: Deserialize<'a>>(text: &'a str) -> Option<T> {
@@ -77,16 +77,5 @@ where
             (self.fold)(&mut self.acc, item);
         }
         Ok(self.acc)
-    }
-}
-
-/// Present when the field is there and not `null`, whatever it holds.
-#[derive(Debug)]
-#[cfg_attr(test, derive(PartialEq))]
-pub(super) struct Present;
-
-impl<'de> Deserialize<'de> for Present {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        IgnoredAny::deserialize(deserializer).map(|_| Present)
     }
 }

@@ -9,20 +9,22 @@
 //! expect) makes it give up, and the caller asks serde instead. So it can
 //! only ever be slow, not wrong; a differential test holds it to serde's
 //! answers.
+//!
+//! Used by the stream decoders (`seawall-stream`) for every event and by
+//! the unary answer checks (`seawall-core`'s providers) for every answer.
 
 use std::borrow::Cow;
 
 use memchr::memchr;
 
-use super::wire::{Present, Text};
-#[cfg(doc)]
-use seawall_core::provider::Presence;
+use crate::json::{Present, Text};
 
 /// The cursor gave up: serde decides.
 #[derive(Debug)]
-pub(super) struct GiveUp;
+pub struct GiveUp;
 
-pub(super) type Scan<T> = Result<T, GiveUp>;
+/// What a cursor read, or [`GiveUp`].
+pub type Scan<T> = Result<T, GiveUp>;
 
 /// The bytes that end a run of plain string content: the closing quote,
 /// an escape, and the control characters JSON forbids raw.
@@ -74,7 +76,7 @@ const MAX_DEPTH: usize = 64;
 /// there and the same bytes everywhere else means the same, but for that
 /// text (see `openai::Shape`).
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Holes {
+pub struct Holes {
     spans: [(u32, u32); MAX_HOLES],
     len: u8,
     /// More holes than fit, or an offset past `u32`: no shape to keep.
@@ -102,30 +104,32 @@ impl Holes {
     }
 
     /// The holes, in order, unless there were too many to keep.
-    pub(super) fn spans(&self) -> Option<&[(u32, u32)]> {
+    pub fn spans(&self) -> Option<&[(u32, u32)]> {
         (!self.overflow).then(|| &self.spans[..usize::from(self.len)])
     }
 
     /// Which hole is the text, if one is.
-    pub(super) fn text(&self) -> Option<usize> {
+    pub fn text(&self) -> Option<usize> {
         self.text.map(usize::from)
     }
 }
 
 /// A position in an event's text.
-pub(super) struct Cursor<'a> {
+#[derive(Debug)]
+pub struct Cursor<'a> {
     text: &'a str,
     at: usize,
     holes: Holes,
 }
 
 impl<'a> Cursor<'a> {
-    pub(super) fn new(text: &'a str) -> Self {
+    /// A cursor at the start of `text`.
+    pub fn new(text: &'a str) -> Self {
         Cursor::at(text, 0)
     }
 
     /// A cursor at byte `at` of `text`.
-    pub(super) fn at(text: &'a str, at: usize) -> Self {
+    pub fn at(text: &'a str, at: usize) -> Self {
         Cursor {
             text,
             at,
@@ -134,12 +138,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// The byte offset reached.
-    pub(super) fn offset(&self) -> usize {
+    pub fn offset(&self) -> usize {
         self.at
     }
 
     /// The holes met so far.
-    pub(super) fn holes(&self) -> Holes {
+    pub fn holes(&self) -> Holes {
         self.holes
     }
 
@@ -178,7 +182,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Nothing but whitespace is left.
-    pub(super) fn end(&mut self) -> Scan<()> {
+    pub fn end(&mut self) -> Scan<()> {
         match self.peek() {
             None => Ok(()),
             Some(_) => Err(GiveUp),
@@ -215,7 +219,7 @@ impl<'a> Cursor<'a> {
     /// Reads an object for the members `names` (by their index in it),
     /// skipping the others. `field` must consume the value. A name twice is
     /// left to serde, which refuses a duplicate field.
-    pub(super) fn fields<const N: usize>(
+    pub fn fields<const N: usize>(
         &mut self,
         names: [&str; N],
         mut field: impl FnMut(&mut Self, usize) -> Scan<()>,
@@ -232,7 +236,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads an array holding at most one element, with `element`; gives up
     /// on more (serde would check every one).
-    pub(super) fn lone_element<T>(
+    pub fn lone_element<T>(
         &mut self,
         element: impl FnOnce(&mut Self) -> Scan<T>,
     ) -> Scan<Option<T>> {
@@ -246,9 +250,42 @@ impl<'a> Cursor<'a> {
         Ok(Some(value))
     }
 
-    /// Steps over one value, telling whether it holds anything (serde's
-    /// [`Presence`]: `null`, `""`, `[]` and arrays of those hold nothing).
-    pub(super) fn holds(&mut self) -> Scan<bool> {
+    /// Reads every element of an array with `element` (which must consume
+    /// it); `null` reads as no element (serde's `fold_seq`).
+    pub fn elements(&mut self, mut element: impl FnMut(&mut Self) -> Scan<()>) -> Scan<()> {
+        if self.null() {
+            return Ok(());
+        }
+        self.expect(b'[')?;
+        if self.peek() == Some(b']') {
+            self.at += 1;
+            return Ok(());
+        }
+        loop {
+            element(self)?;
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b']') => {
+                    self.at += 1;
+                    return Ok(());
+                }
+                _ => return Err(GiveUp),
+            }
+        }
+    }
+
+    /// Steps over one value and returns its text, for a reader of its own
+    /// (a rarely read member, such as usage counts, left to serde).
+    pub fn raw(&mut self) -> Scan<&'a str> {
+        self.peek();
+        let start = self.at;
+        self.skip()?;
+        Ok(&self.text[start..self.at])
+    }
+
+    /// Steps over one value, telling whether it holds anything (seawall-core's
+    /// `Presence`: `null`, `""`, `[]` and arrays of those hold nothing).
+    pub fn holds(&mut self) -> Scan<bool> {
         self.holds_within(0)
     }
 
@@ -286,7 +323,7 @@ impl<'a> Cursor<'a> {
 
     /// As [`text`](Self::text), and a string read is the event's text
     /// hole (see [`Holes`]).
-    pub(super) fn text_hole(&mut self) -> Scan<Option<Text<'a>>> {
+    pub fn text_hole(&mut self) -> Scan<Option<Text<'a>>> {
         if self.null() {
             return Ok(None);
         }
@@ -304,7 +341,7 @@ impl<'a> Cursor<'a> {
 
     /// Steps over a string token whose text nothing reads, keeping its
     /// span as a hole.
-    pub(super) fn pass_hole(&mut self) -> Scan<()> {
+    pub fn pass_hole(&mut self) -> Scan<()> {
         self.peek();
         let start = self.at;
         self.pass_string()?;
@@ -314,7 +351,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads `null` as `None` and a string as its text (serde's
     /// `Option<Text>`).
-    pub(super) fn text(&mut self) -> Scan<Option<Text<'a>>> {
+    pub fn text(&mut self) -> Scan<Option<Text<'a>>> {
         if self.null() {
             return Ok(None);
         }
@@ -323,7 +360,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads `null` as `None` and any other value as present (serde's
     /// `Option<Present>`).
-    pub(super) fn present(&mut self) -> Scan<Option<Present>> {
+    pub fn present(&mut self) -> Scan<Option<Present>> {
         if self.null() {
             return Ok(None);
         }
@@ -332,10 +369,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads `null` as `None` and an object with `read` (serde's
     /// `Option<T>` of a struct).
-    pub(super) fn nullable<T>(
-        &mut self,
-        read: impl FnOnce(&mut Self) -> Scan<T>,
-    ) -> Scan<Option<T>> {
+    pub fn nullable<T>(&mut self, read: impl FnOnce(&mut Self) -> Scan<T>) -> Scan<Option<T>> {
         if self.null() {
             return Ok(None);
         }
@@ -343,7 +377,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a string: borrowed when it has no escapes, unescaped otherwise.
-    pub(super) fn string(&mut self) -> Scan<Cow<'a, str>> {
+    pub fn string(&mut self) -> Scan<Cow<'a, str>> {
         let (raw, escaped) = self.pass_string()?;
         if !escaped {
             return Ok(Cow::Borrowed(raw));
@@ -432,7 +466,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Steps over one value of any kind.
-    pub(super) fn skip(&mut self) -> Scan<()> {
+    pub fn skip(&mut self) -> Scan<()> {
         // Bit `i` set: the container open at depth `i` is an object.
         let mut objects: u64 = 0;
         let mut depth = 0;
@@ -640,6 +674,36 @@ mod tests {
         assert_eq!(holds(&nested(MAX_DEPTH / 2 + 1)), None);
         assert_eq!(holds("[null,"), None);
         assert_eq!(holds("nul"), None);
+    }
+
+    #[test]
+    fn elements_are_read_one_by_one_and_raw_values_whole() {
+        let count = |text: &str| {
+            let mut cursor = Cursor::new(text);
+            let mut seen = 0;
+            cursor.elements(|cursor| {
+                seen += 1;
+                cursor.skip()
+            })?;
+            cursor.end()?;
+            Ok::<_, GiveUp>(seen)
+        };
+        assert_eq!(count("null").ok(), Some(0));
+        assert_eq!(count(" [ ] ").ok(), Some(0));
+        assert_eq!(count("[1, {\"a\":[2]} ,\"3\"]").ok(), Some(3));
+        for broken in ["[1,]", "[1 2]", "[1", "{}", "nul"] {
+            assert!(count(broken).is_err(), "{broken}");
+        }
+        let mut cursor = Cursor::new(r#"{"usage": {"a":[1, "}"]} , "b":2}"#);
+        let mut raw = None;
+        cursor
+            .fields(["usage"], |cursor, _| {
+                raw = Some(cursor.raw()?);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(raw, Some(r#"{"a":[1, "}"]}"#));
+        assert!(Cursor::new("[1,").raw().is_err());
     }
 
     #[test]
