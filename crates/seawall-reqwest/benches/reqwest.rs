@@ -13,6 +13,12 @@
 //! bare 64-token stream, against about 0.17 ms here), which a caller on
 //! the runtime does not pay.
 //!
+//! Two groups answer at once (`unary`, `stream_64`): the worst case for
+//! the ratio, where only the two processes' work takes time. Two more
+//! (`unary_paced`, `stream_64_paced`) have the server wait 1 ms between
+//! tokens, ten times faster than a model generates, to show how much of a
+//! real call seawall's work is.
+//!
 //! Loopback and the chaos server dominate both sides; the difference is
 //! the layers (classification, the stream guard's scanner, the ladder's
 //! bookkeeping, the body wrappers). The stream pays per frame: each of the
@@ -108,9 +114,16 @@ fn main() {
         &ClassifyLayer::openai(),
         ReqwestService::new(client.clone()),
     );
+    // The first two answer at once: the worst case for the ratio, where
+    // nothing but the two processes' work takes time. The paced two wait
+    // 1 ms between tokens (the unary answer as long as its stream would),
+    // still ten times faster than a provider generates, to show how far
+    // the network and the model dominate a real call.
     let cases = [
         ("unary", false, "ok;tokens=8"),
         ("stream_64", true, "ok;tokens=64"),
+        ("unary_paced", false, "ok;tokens=8;delay_ms=1"),
+        ("stream_64_paced", true, "ok;tokens=64;delay_ms=1"),
     ];
 
     // `REQWEST_BENCH_ONLY=<group>/<case>`: that case's calls only, a fixed
@@ -151,6 +164,10 @@ fn main() {
         .warm_up_time(Duration::from_secs(1));
     for (name, stream, fault) in cases {
         let mut group = criterion.benchmark_group(name);
+        if name.ends_with("_paced") {
+            // Each call takes milliseconds: fewer samples fit the time.
+            group.sample_size(20);
+        }
         for (label, client) in [("bare_reqwest", &client), ("bare_reqwest_timeouts", &timed)] {
             group.bench_function(label, |b| {
                 b.to_async(&runtime)
