@@ -192,12 +192,8 @@ impl<'a> Cursor<'a> {
     /// Reads the members of an object, calling `member` with each key; it
     /// must consume the value.
     fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Scan<()>) -> Scan<()> {
-        self.expect(b'{')?;
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-            return Ok(());
-        }
-        loop {
+        let mut more = self.open(b'{', b'}')?;
+        while more {
             let (key, escaped) = self.pass_string()?;
             // serde matches the unescaped key: leave escaped keys to it.
             if escaped {
@@ -205,14 +201,35 @@ impl<'a> Cursor<'a> {
             }
             self.expect(b':')?;
             member(self, key)?;
-            match self.peek() {
-                Some(b',') => self.at += 1,
-                Some(b'}') => {
-                    self.at += 1;
-                    return Ok(());
-                }
-                _ => return Err(GiveUp),
+            more = self.after_item(b'}')?;
+        }
+        Ok(())
+    }
+
+    /// Consumes the opening bracket `open`, and `close` too when the
+    /// container is empty: whether items follow.
+    fn open(&mut self, open: u8, close: u8) -> Scan<bool> {
+        self.expect(open)?;
+        if self.peek() == Some(close) {
+            self.at += 1;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Consumes what follows an item: a comma (another item follows) or
+    /// the closing bracket `close` (the container ended).
+    fn after_item(&mut self, close: u8) -> Scan<bool> {
+        match self.peek() {
+            Some(b',') => {
+                self.at += 1;
+                Ok(true)
             }
+            Some(byte) if byte == close => {
+                self.at += 1;
+                Ok(false)
+            }
+            _ => Err(GiveUp),
         }
     }
 
@@ -240,9 +257,7 @@ impl<'a> Cursor<'a> {
         &mut self,
         element: impl FnOnce(&mut Self) -> Scan<T>,
     ) -> Scan<Option<T>> {
-        self.expect(b'[')?;
-        if self.peek() == Some(b']') {
-            self.at += 1;
+        if !self.open(b'[', b']')? {
             return Ok(None);
         }
         let value = element(self)?;
@@ -256,22 +271,12 @@ impl<'a> Cursor<'a> {
         if self.null() {
             return Ok(());
         }
-        self.expect(b'[')?;
-        if self.peek() == Some(b']') {
-            self.at += 1;
-            return Ok(());
-        }
-        loop {
+        let mut more = self.open(b'[', b']')?;
+        while more {
             element(self)?;
-            match self.peek() {
-                Some(b',') => self.at += 1,
-                Some(b']') => {
-                    self.at += 1;
-                    return Ok(());
-                }
-                _ => return Err(GiveUp),
-            }
+            more = self.after_item(b']')?;
         }
+        Ok(())
     }
 
     /// Steps over one value and returns its text, for a reader of its own
@@ -299,23 +304,12 @@ impl<'a> Cursor<'a> {
                 if depth == MAX_DEPTH / 2 {
                     return Err(GiveUp);
                 }
-                self.at += 1;
-                if self.peek() == Some(b']') {
-                    self.at += 1;
-                    return Ok(false);
-                }
                 let mut any = false;
-                loop {
-                    any |= self.holds_within(depth + 1)?;
-                    match self.peek() {
-                        Some(b',') => self.at += 1,
-                        Some(b']') => {
-                            self.at += 1;
-                            return Ok(any);
-                        }
-                        _ => return Err(GiveUp),
-                    }
-                }
+                self.elements(|cursor| {
+                    any |= cursor.holds_within(depth + 1)?;
+                    Ok(())
+                })?;
+                Ok(any)
             }
             _ => self.skip().map(|()| true),
         }

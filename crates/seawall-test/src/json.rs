@@ -84,6 +84,32 @@ pub fn nullable(value: BoxedStrategy<String>) -> BoxedStrategy<String> {
     prop_oneof![1 => Just("null".to_owned()), 4 => value, 1 => self::value()].boxed()
 }
 
+/// An OpenAI message or delta object: some of the fields that say what
+/// it holds (`content`, `refusal`, `tool_calls`, `function_call`,
+/// `audio`), each with any value now and then.
+pub fn openai_message() -> BoxedStrategy<String> {
+    members(vec![
+        ("content", nullable(string().boxed())),
+        ("refusal", nullable(string().boxed())),
+        ("tool_calls", value().boxed()),
+        ("function_call", value().boxed()),
+        ("audio", value().boxed()),
+    ])
+}
+
+/// An array of `element`s, mostly of one, now and then of none or two, or
+/// `null`, or any other value.
+pub fn array_of(element: BoxedStrategy<String>) -> BoxedStrategy<String> {
+    prop_oneof![
+        1 => Just("null".to_owned()),
+        1 => Just("[]".to_owned()),
+        6 => element.clone().prop_map(|e| format!("[{e}]")),
+        2 => (element.clone(), element).prop_map(|(a, b)| format!("[{a},{b}]")),
+        1 => value(),
+    ]
+    .boxed()
+}
+
 /// `text` with `put` put in at `at` (moved back to a character
 /// boundary), or else, when `cut`, the character there cut out.
 pub fn damaged(mut text: String, at: prop::sample::Index, put: Option<char>, cut: bool) -> String {
