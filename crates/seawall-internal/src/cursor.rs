@@ -698,6 +698,30 @@ mod tests {
             .unwrap();
         assert_eq!(raw, Some(r#"{"a":[1, "}"]}"#));
         assert!(Cursor::new("[1,").raw().is_err());
+        // Each container closes with its own bracket.
+        assert!(count("[1}").is_err());
+        let fields = |text: &str| {
+            let mut cursor = Cursor::new(text);
+            cursor.fields(["a"], |cursor, _| cursor.skip())?;
+            cursor.end()
+        };
+        assert!(fields(r#"{"a":1,"b":[2]}"#).is_ok());
+        assert!(fields(r#"{"a":1]"#).is_err());
+        assert!(fields(r#"{"a":1 "b":2}"#).is_err());
+    }
+
+    #[test]
+    fn a_lone_element_is_read_and_more_are_left_to_serde() {
+        fn lone(text: &str) -> Scan<Option<&str>> {
+            let mut cursor = Cursor::new(text);
+            let value = cursor.lone_element(|cursor| cursor.raw())?;
+            cursor.end()?;
+            Ok(value)
+        }
+        assert_eq!(lone(" [ ] ").ok(), Some(None));
+        assert_eq!(lone(r#"[{"a":1}]"#).ok(), Some(Some(r#"{"a":1}"#)));
+        assert!(lone("[1,2]").is_err());
+        assert!(lone("null").is_err());
     }
 
     #[test]
