@@ -711,6 +711,66 @@ mod tests {
     }
 
     #[test]
+    fn holes_are_the_strings_no_decision_reads_and_the_text_read() {
+        let text = r#"{"id":"c1","content":"hi","n":2}"#;
+        let mut cursor = Cursor::new(text);
+        let mut content = None;
+        cursor
+            .fields(["content"], |cursor, _| {
+                content = cursor.text_hole()?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(cursor.offset(), text.len());
+        assert_eq!(content.map(|t| t.0.into_owned()), Some("hi".to_owned()));
+        let holes = cursor.holes();
+        let spans: Vec<&str> = holes
+            .spans()
+            .unwrap()
+            .iter()
+            .map(|&(start, end)| &text[start as usize..end as usize])
+            .collect();
+        // The value of the skipped `id` and the text: the keys of the
+        // object being read are matched, so they are not holes.
+        assert_eq!(spans, [r#""c1""#, r#""hi""#]);
+        assert_eq!(holes.text(), Some(1));
+        let mut cursor = Cursor::new(r#"["hi","x"]"#);
+        cursor.lone_element(|cursor| cursor.text_hole()).ok();
+        assert_eq!(cursor.holes().text(), Some(0));
+        assert_eq!(Cursor::new("{}").holes().text(), None);
+
+        // More strings than the holes hold: no spans to keep.
+        let crowded = format!(
+            "{{{}\"z\":0}}",
+            (0..MAX_HOLES)
+                .map(|i| format!("\"k{i}\":\"v\","))
+                .collect::<String>()
+        );
+        let mut cursor = Cursor::new(&crowded);
+        cursor.skip().unwrap();
+        assert_eq!(cursor.holes().spans(), None);
+        // A second text read is no shape either.
+        let mut cursor = Cursor::new(r#"["a","b"]"#);
+        cursor
+            .elements(|cursor| cursor.text_hole().map(drop))
+            .unwrap();
+        assert_eq!(cursor.holes().spans(), None);
+    }
+
+    #[test]
+    fn a_field_twice_is_left_to_serde() {
+        let read = |text: &str| {
+            let mut cursor = Cursor::new(text);
+            cursor.fields(["a"], |cursor, _| cursor.skip())
+        };
+        assert!(
+            read(r#"{"a":1,"b":2,"b":3}"#).is_ok(),
+            "unread keys may repeat"
+        );
+        assert!(read(r#"{"a":1,"a":2}"#).is_err());
+    }
+
+    #[test]
     fn a_lone_element_is_read_and_more_are_left_to_serde() {
         fn lone(text: &str) -> Scan<Option<&str>> {
             let mut cursor = Cursor::new(text);
