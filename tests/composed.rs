@@ -357,3 +357,54 @@ async fn an_isolated_primary_is_not_called_and_the_fallback_serves_at_once() {
         seawall::breaker::BreakerState::Isolated
     );
 }
+
+/// Under a ladder, each attempt's progress is counted in the operation's
+/// shared slots (no allocation and no extension per attempt), and each
+/// attempt starts from zero: the first attempt's trickle of bytes makes its
+/// timeout "too slow", the second's silence makes its own route-shaped.
+#[tokio::test(start_paused = true)]
+async fn each_attempt_counts_its_own_progress_in_the_operations_slots() {
+    use seawall::core::{Failure, Progress};
+    use seawall::deadline::DeadlineLayer;
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use std::time::Duration;
+    use tower::Layer;
+
+    let attempts = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&attempts);
+    let upstream = service_fn(move |request: http::Request<ReplayBody<Full<Bytes>>>| {
+        let attempt = seen.fetch_add(1, Ordering::SeqCst) + 1;
+        assert!(
+            request.extensions().get::<Progress>().is_none(),
+            "attempt {attempt}: counted in the slots, not in an extension"
+        );
+        let progress = Progress::of_request(&request).expect("an attempt bound counts");
+        assert_eq!(progress.bytes(), 0, "attempt {attempt} starts from zero");
+        if attempt == 1 {
+            progress.add_bytes(17);
+        }
+        async move {
+            std::future::pending::<()>().await;
+            Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::new())))
+        }
+    });
+    let stack = RetryBudgetLayer::new(
+        RetryPolicy::interactive().max_attempts(2),
+        Budget::ratio(0.2, 10, Duration::from_secs(10)),
+    )
+    .layer(DeadlineLayer::per_attempt(Duration::from_secs(5)).layer(upstream));
+    let request = http::Request::post("http://api.example.com/v1/chat/completions")
+        .body(Full::new(Bytes::from_static(br#"{"model":"m"}"#)))
+        .unwrap();
+
+    let error = stack.oneshot(request).await.unwrap_err();
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    let failure = Failure::find(&*error).expect("a seawall failure");
+    assert_eq!(failure.code(), Code::Timeout);
+    assert_eq!(
+        failure.evidence().bytes,
+        0,
+        "the second attempt's own count"
+    );
+    assert!(failure.is_route_shaped());
+}

@@ -67,7 +67,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let started = Instant::now();
-        let progress = request.extensions().get::<Progress>().cloned();
+        let progress = Progress::of_request(&request);
         let facts = RequestFacts::of_request(&request);
         ResponseFuture::new(
             self.inner.call(request),

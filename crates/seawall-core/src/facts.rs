@@ -31,6 +31,7 @@ use bytes::Bytes;
 
 use serde::Deserialize;
 
+use crate::progress::Counters;
 use crate::provider::Provider;
 use seawall_internal::json::{Text, from_bytes};
 
@@ -43,27 +44,36 @@ pub struct RequestFacts {
     provider: Option<Provider>,
     /// What the head says about streaming, if anything.
     head_stream: Option<bool>,
-    /// Filled by the body recording when the body ends.
-    body: Option<Arc<BodySlot>>,
+    /// Filled by the body recording when the body ends; the attempts'
+    /// progress is counted there too.
+    body: Option<Arc<OperationSlots>>,
     /// The model named before the body is read: Gemini's path, or the
     /// caller's own word ([`RequestFacts::with_model`]).
     head_model: Option<Arc<str>>,
 }
 
-/// The slot a recorded body fills with its facts when it ends.
+/// What the layers of one operation fill for each other, in one shared
+/// allocation that travels with the [`RequestFacts`]: the facts of the
+/// request body (filled by the body recording when the body ends) and the
+/// [`Progress`](crate::Progress) of the attempt in flight (counted here when a per-attempt
+/// bound starts an attempt, instead of in an allocation and an extension
+/// of its own per attempt).
 #[derive(Debug, Default)]
-pub struct BodySlot(OnceLock<BodyFacts>);
+pub struct OperationSlots {
+    body: OnceLock<BodyFacts>,
+    pub(crate) progress: Counters,
+}
 
-impl BodySlot {
+impl OperationSlots {
     /// Reads `body` (the whole request body) once; later calls are ignored.
     /// The model's name is kept as a view of `body` (a reference count),
     /// not a copy.
     pub fn fill(&self, body: &Bytes) {
-        self.0.get_or_init(|| BodyFacts::parse(body));
+        self.body.get_or_init(|| BodyFacts::parse(body));
     }
 
     fn get(&self) -> Option<&BodyFacts> {
-        self.0.get()
+        self.body.get()
     }
 }
 
@@ -179,10 +189,16 @@ impl RequestFacts {
         }
     }
 
-    /// These facts, with the body's to come from `slot`.
-    pub fn with_body_slot(mut self, slot: Arc<BodySlot>) -> Self {
-        self.body = Some(slot);
+    /// These facts, with the body's to come from `slots` (and the
+    /// attempts' progress counted there).
+    pub fn with_slots(mut self, slots: Arc<OperationSlots>) -> Self {
+        self.body = Some(slots);
         self
+    }
+
+    /// The operation's shared slots, when a recording fills them.
+    pub(crate) fn slots(&self) -> Option<&Arc<OperationSlots>> {
+        self.body.as_ref()
     }
 
     /// The provider whose generation endpoint the request calls, if any.
@@ -285,9 +301,9 @@ mod tests {
 
     #[test]
     fn the_body_fills_stream_and_model_once_sent() {
-        let slot = Arc::new(BodySlot::default());
+        let slot = Arc::new(OperationSlots::default());
         let facts = RequestFacts::from_head(&request("/v1/chat/completions", None))
-            .with_body_slot(slot.clone());
+            .with_slots(slot.clone());
         assert_eq!(facts.stream_requested(), None, "not sent yet");
         assert_eq!(facts.model(), None);
         slot.fill(&Bytes::from_static(
@@ -302,8 +318,8 @@ mod tests {
 
     #[test]
     fn an_unescaped_model_is_a_view_of_the_body() {
-        let slot = Arc::new(BodySlot::default());
-        let facts = RequestFacts::default().with_body_slot(slot.clone());
+        let slot = Arc::new(OperationSlots::default());
+        let facts = RequestFacts::default().with_slots(slot.clone());
         slot.fill(&Bytes::from_static(
             br#"{"model": "claude-x", "stream": false}"#,
         ));
@@ -322,8 +338,8 @@ mod tests {
             ("/v1/responses", Some(false)),
             ("/v1/embeddings", None),
         ] {
-            let slot = Arc::new(BodySlot::default());
-            let facts = RequestFacts::from_head(&request(path, None)).with_body_slot(slot.clone());
+            let slot = Arc::new(OperationSlots::default());
+            let facts = RequestFacts::from_head(&request(path, None)).with_slots(slot.clone());
             slot.fill(&Bytes::from_static(br#"{"model":"m"}"#));
             assert_eq!(facts.stream_requested(), expected, "{path}");
         }
@@ -338,9 +354,9 @@ mod tests {
             b"",
             b"{\"model\":",
         ] {
-            let slot = Arc::new(BodySlot::default());
-            let facts = RequestFacts::from_head(&request("/v1/embeddings", None))
-                .with_body_slot(slot.clone());
+            let slot = Arc::new(OperationSlots::default());
+            let facts =
+                RequestFacts::from_head(&request("/v1/embeddings", None)).with_slots(slot.clone());
             slot.fill(&Bytes::copy_from_slice(body));
             assert_eq!(facts.stream_requested(), None);
             assert_eq!(facts.model(), None);
@@ -363,11 +379,11 @@ mod tests {
     #[test]
     fn the_extension_wins_over_the_head() {
         let mut request = request("/v1/embeddings", None);
-        let slot = Arc::new(BodySlot::default());
+        let slot = Arc::new(OperationSlots::default());
         slot.fill(&Bytes::from_static(br#"{"stream":true}"#));
         request
             .extensions_mut()
-            .insert(RequestFacts::default().with_body_slot(slot));
+            .insert(RequestFacts::default().with_slots(slot));
         assert_eq!(
             RequestFacts::of_request(&request).stream_requested(),
             Some(true)

@@ -25,7 +25,7 @@ use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 
 use crate::BoxError;
-use crate::facts::BodySlot;
+use crate::facts::OperationSlots;
 
 /// The default cap on recorded request bytes: 1 MiB.
 pub const DEFAULT_MAX_REPLAY_BYTES: usize = 1024 * 1024;
@@ -68,7 +68,7 @@ struct Shared<B> {
     exact_len: Option<u64>,
     /// Filled with the request facts the whole recording gives, when the
     /// body ends within the cap.
-    facts: Option<Arc<BodySlot>>,
+    facts: Option<Arc<OperationSlots>>,
 }
 
 impl<B> Shared<B> {
@@ -174,7 +174,7 @@ impl<B> ReplayBody<B> {
     /// Has the recording fill `slot` with the request's facts when the body
     /// ends within the cap (see [`RequestFacts`](crate::RequestFacts)). A
     /// body sent once records nothing and fills nothing.
-    pub fn fill_facts(self, slot: Arc<BodySlot>) -> Self {
+    pub fn fill_facts(self, slot: Arc<OperationSlots>) -> Self {
         if let Mode::Replay { shared, .. } = &self.mode {
             lock(shared).facts = Some(slot);
         }
@@ -386,8 +386,8 @@ mod tests {
     #[tokio::test]
     async fn the_recording_tells_the_facts_once_the_announced_length_is_sent() {
         use std::future::poll_fn;
-        let slot = Arc::new(BodySlot::default());
-        let facts = crate::RequestFacts::default().with_body_slot(slot.clone());
+        let slot = Arc::new(OperationSlots::default());
+        let facts = crate::RequestFacts::default().with_slots(slot.clone());
         let body = Full::new(Bytes::from_static(br#"{"model":"m","stream":true}"#));
         let mut body = ReplayBody::recorded(body, 1024).fill_facts(slot);
         assert_eq!(facts.stream_requested(), None);
@@ -401,8 +401,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_recording_in_chunks_tells_the_facts_at_its_end() {
-        let slot = Arc::new(BodySlot::default());
-        let facts = crate::RequestFacts::default().with_body_slot(slot.clone());
+        let slot = Arc::new(OperationSlots::default());
+        let facts = crate::RequestFacts::default().with_slots(slot.clone());
         let body = chunked(&[r#"{"model":"#, r#""m2","str"#, r#"eam":false}"#]);
         let body = ReplayBody::recorded(body, 1024).fill_facts(slot);
         collect(body).await.unwrap();
@@ -412,8 +412,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_recording_over_its_cap_tells_no_facts() {
-        let slot = Arc::new(BodySlot::default());
-        let facts = crate::RequestFacts::default().with_body_slot(slot.clone());
+        let slot = Arc::new(OperationSlots::default());
+        let facts = crate::RequestFacts::default().with_slots(slot.clone());
         let body = chunked(&[r#"{"model":"#, r#""m2","str"#, r#"eam":true}"#]);
         let body = ReplayBody::recorded(body, 12).fill_facts(slot);
         collect(body).await.unwrap();

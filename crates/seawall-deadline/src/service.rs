@@ -64,8 +64,7 @@ where
                     Some(operation) if operation < own => (operation, Code::DeadlineExceeded),
                     _ => (own, Code::Timeout),
                 };
-                let progress = Progress::default();
-                request.extensions_mut().insert(progress.clone());
+                let progress = Progress::start_attempt(&mut request);
                 Some(Expiry {
                     deadline,
                     started,

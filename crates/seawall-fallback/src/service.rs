@@ -2,7 +2,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use http_body::Body;
-use seawall_core::facts::BodySlot;
+use seawall_core::facts::OperationSlots;
 use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_core::{BoxError, OtherRoutes, RequestFacts, RouteId};
 use tower_service::Service;
@@ -114,10 +114,10 @@ where
         let mut body = ReplayBody::recorded(body, settings.max_replay_bytes);
         // The recording tells both routes what the body asked for.
         if parts.extensions.get::<RequestFacts>().is_none() {
-            let slot = Arc::new(BodySlot::default());
+            let slot = Arc::new(OperationSlots::default());
             parts
                 .extensions
-                .insert(RequestFacts::from_parts(&parts).with_body_slot(slot.clone()));
+                .insert(RequestFacts::from_parts(&parts).with_slots(slot.clone()));
             body = body.fill_facts(slot);
         }
         // A ladder below may move on sooner: this layer has another route.

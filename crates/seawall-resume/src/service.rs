@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 use bytes::{Buf, Bytes};
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
-use seawall_core::facts::BodySlot;
+use seawall_core::facts::OperationSlots;
 use seawall_core::provider::Provider;
 use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, RequestFacts};
@@ -55,9 +55,9 @@ where
         let (mut parts, body) = request.into_parts();
         // The recording tells the layers below what the body asked for,
         // as the retry layer's would.
-        let slot = Arc::new(BodySlot::default());
+        let slot = Arc::new(OperationSlots::default());
         if parts.extensions.get::<RequestFacts>().is_none() {
-            let facts = RequestFacts::from_parts(&parts).with_body_slot(slot.clone());
+            let facts = RequestFacts::from_parts(&parts).with_slots(slot.clone());
             parts.extensions.insert(facts);
         }
         let body = ReplayBody::recorded(body, self.config.max_replay_bytes).fill_facts(slot);

@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 use http::{HeaderValue, Request, Response};
 use http_body::Body;
 use rand::Rng;
-use seawall_core::facts::BodySlot;
+use seawall_core::facts::OperationSlots;
 use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, Deadline, OtherRoutes, RequestFacts, RouteId};
 use tower_service::Service;
@@ -67,8 +67,8 @@ where
             // for (a stream, a model) once it has been sent.
             let mut body = ReplayBody::recorded(body, policy.max_replay_bytes);
             if parts.extensions.get::<RequestFacts>().is_none() {
-                let slot = Arc::new(BodySlot::default());
-                let facts = RequestFacts::from_parts(&parts).with_body_slot(slot.clone());
+                let slot = Arc::new(OperationSlots::default());
+                let facts = RequestFacts::from_parts(&parts).with_slots(slot.clone());
                 parts.extensions.insert(facts);
                 body = body.fill_facts(slot);
             }

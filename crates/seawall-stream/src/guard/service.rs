@@ -56,7 +56,7 @@ where
             json_array: provider == Provider::Gemini && super::asks_json_array(request.uri()),
             provider,
             started: Instant::now(),
-            progress: request.extensions().get::<Progress>().cloned(),
+            progress: Progress::of_request(&request),
             spans: AttemptSpans::of(request.extensions()).cloned(),
             #[cfg(feature = "metrics")]
             route: seawall_core::RouteId::of_request(&request),
