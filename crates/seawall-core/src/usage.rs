@@ -15,6 +15,7 @@ use std::fmt;
 use std::ops::AddAssign;
 use std::sync::Arc;
 
+use seawall_internal::cursor::{Cursor, Scan};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -109,6 +110,37 @@ pub struct UsageFields {
 }
 
 impl UsageFields {
+    /// The fields read with the JSON cursor at a usage object: plain counts
+    /// only; any other member is stepped over, and a count of another
+    /// type (or a member twice) gives up, for serde to read the usage its
+    /// own lenient way.
+    pub(crate) fn scan(cursor: &mut Cursor<'_>) -> Scan<UsageFields> {
+        let mut fields = UsageFields::default();
+        cursor.fields(
+            [
+                "prompt_tokens",
+                "input_tokens",
+                "promptTokenCount",
+                "completion_tokens",
+                "output_tokens",
+                "candidatesTokenCount",
+            ],
+            |cursor, field| {
+                let count = Count(Some(cursor.count()?));
+                *match field {
+                    0 => &mut fields.prompt_tokens,
+                    1 => &mut fields.input_tokens,
+                    2 => &mut fields.prompt_token_count,
+                    3 => &mut fields.completion_tokens,
+                    4 => &mut fields.output_tokens,
+                    _ => &mut fields.candidates_token_count,
+                } = count;
+                Ok(())
+            },
+        )?;
+        Ok(fields)
+    }
+
     /// True when an input count is there.
     pub fn has_input(&self) -> bool {
         self.prompt_tokens.0.is_some()

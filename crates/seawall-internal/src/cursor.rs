@@ -279,6 +279,23 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
+    /// Reads a plain count: digits only, fitting a `u64`. Anything else (a
+    /// sign, a fraction, an exponent, another type) gives up: serde reads
+    /// those its own way.
+    pub fn count(&mut self) -> Scan<u64> {
+        if !self.peek().is_some_and(|byte| byte.is_ascii_digit()) {
+            return Err(GiveUp);
+        }
+        let start = self.at;
+        self.number()?;
+        let digits = &self.text[start..self.at];
+        if digits.bytes().all(|byte| byte.is_ascii_digit()) {
+            digits.parse().map_err(|_| GiveUp)
+        } else {
+            Err(GiveUp)
+        }
+    }
+
     /// Steps over one value and returns its text, for a reader of its own
     /// (a rarely read member, such as usage counts, left to serde).
     pub fn raw(&mut self) -> Scan<&'a str> {
@@ -768,6 +785,32 @@ mod tests {
             "unread keys may repeat"
         );
         assert!(read(r#"{"a":1,"a":2}"#).is_err());
+    }
+
+    #[test]
+    fn counts_are_plain_integers_that_fit() {
+        let count = |text: &str| {
+            let mut cursor = Cursor::new(text);
+            let value = cursor.count().ok()?;
+            cursor.end().ok()?;
+            Some(value)
+        };
+        assert_eq!(count(" 0"), Some(0));
+        assert_eq!(count("1234"), Some(1234));
+        assert_eq!(count("18446744073709551615"), Some(u64::MAX));
+        for other in [
+            "18446744073709551616",
+            "-1",
+            "-0",
+            "1.0",
+            "1e3",
+            "01",
+            "\"7\"",
+            "null",
+            "",
+        ] {
+            assert_eq!(count(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -287,10 +287,10 @@ fn serde_answer(body: &[u8]) -> AnswerCheck {
 
 /// The answer read with the cursor: the same reading as serde's
 /// [`ChatCompletion`], for the shape every server sends (an object with an
-/// array of choice objects), without serde's visitors; usage, when there,
-/// is left to serde on its own few bytes. Anything else (no choices, a
-/// duplicate member, an escaped key, broken JSON) gives up, and serde
-/// decides, errors included.
+/// array of choice objects, usage in plain counts), without serde's
+/// visitors. Anything else (no choices, a duplicate member, an escaped
+/// key, a count of another type, broken JSON) gives up, and serde decides,
+/// errors included.
 fn scan_answer(body: &[u8]) -> Scan<AnswerCheck> {
     let text = std::str::from_utf8(body).map_err(|_| GiveUp)?;
     let mut cursor = Cursor::new(text);
@@ -311,9 +311,7 @@ fn scan_answer(body: &[u8]) -> Scan<AnswerCheck> {
             choices = read.is_some();
             Ok(())
         } else {
-            let raw = cursor.raw()?;
-            let fields: Option<UsageFields> = serde_json::from_str(raw).map_err(|_| GiveUp)?;
-            usage = usage_of(fields);
+            usage = usage_of(cursor.nullable(UsageFields::scan)?);
             Ok(())
         }
     })?;
@@ -398,6 +396,7 @@ mod tests {
         r#"{"id":"c","choices":[{"index":0,"message":{"content":""},"finish_reason":"stop"},{"index":1,"message":{"content":"second"},"finish_reason":"length"}]}"#,
         r#"{"id":"c","choices":[{"index":0,"message":null,"finish_reason":null}],"usage":null}"#,
         r#"{"id":"c","choices":[]}"#,
+        r#"{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"input_tokens":3,"output_tokens":4,"promptTokenCount":5}}"#,
         r#" { "choices" : [ { "message" : { "content" : "spaced" } , "finish_reason" : "stop" } ] } "#,
     ];
 
@@ -434,6 +433,8 @@ mod tests {
             r#"{"choices":[{"message":{"content":"a","content":"b"}}]}"#,
             r#"{"choices":[{"finish_reason":1}]}"#,
             r#"{"choices":[],"usage":"many"}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1.0}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}}"#,
             r#"[[{"message":null,"finish_reason":"stop"}],null]"#,
             r#"{"choices":[]} x"#,
             r#"{"choices":[{"message":{"content":"cut"#,
@@ -449,11 +450,28 @@ mod tests {
             ("finish_reason", nullable(string().boxed())),
             ("text", value().boxed()),
         ]);
+        // Counts of every kind serde reads leniently, in any spelling.
+        let count = prop_oneof![
+            6 => (0u64..100_000).prop_map(|n| n.to_string()),
+            1 => prop::sample::select(vec![
+                "18446744073709551615", "18446744073709551616", "-1", "-0", "1.0",
+                "1e3", "\"7\"", "null", "true", "[]", "{}",
+            ])
+            .prop_map(str::to_owned),
+        ];
+        let counts = members(vec![
+            ("prompt_tokens", count.clone().boxed()),
+            ("completion_tokens", count.clone().boxed()),
+            ("input_tokens", count.clone().boxed()),
+            ("output_tokens", count.clone().boxed()),
+            ("promptTokenCount", count.clone().boxed()),
+            ("candidatesTokenCount", count.clone().boxed()),
+            ("total_tokens", count.boxed()),
+            ("prompt_tokens_details", value().boxed()),
+        ]);
         let usage = prop_oneof![
-            4 => Just(r#"{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}"#.to_owned()),
-            1 => Just(r#"{"input_tokens":3,"output_tokens":4}"#.to_owned()),
-            1 => Just(r#"{"prompt_tokens":-1}"#.to_owned()),
-            1 => value(),
+            6 => counts,
+            1 => value().boxed(),
         ];
         members(vec![
             ("choices", array_of(choice)),
