@@ -606,6 +606,14 @@ mod tests {
         Cursor::new(text).string().ok()
     }
 
+    /// What `read` reads of the whole of `text`, nothing left after it.
+    fn whole<'a, T>(text: &'a str, read: impl FnOnce(&mut Cursor<'a>) -> Scan<T>) -> Option<T> {
+        let mut cursor = Cursor::new(text);
+        let value = read(&mut cursor).ok()?;
+        cursor.end().ok()?;
+        Some(value)
+    }
+
     fn skips(text: &str) -> bool {
         let mut cursor = Cursor::new(text);
         cursor.skip().is_ok() && cursor.end().is_ok()
@@ -659,12 +667,9 @@ mod tests {
 
     #[test]
     fn holds_says_what_presence_says() {
-        let holds = |text: &str| {
-            let mut cursor = Cursor::new(text);
-            let held = cursor.holds().ok()?;
-            cursor.end().ok()?;
-            Some(held)
-        };
+        fn holds(text: &str) -> Option<bool> {
+            whole(text, Cursor::holds)
+        }
         for (text, held) in [
             ("null", false),
             ("\"\"", false),
@@ -789,12 +794,9 @@ mod tests {
 
     #[test]
     fn counts_are_plain_integers_that_fit() {
-        let count = |text: &str| {
-            let mut cursor = Cursor::new(text);
-            let value = cursor.count().ok()?;
-            cursor.end().ok()?;
-            Some(value)
-        };
+        fn count(text: &str) -> Option<u64> {
+            whole(text, Cursor::count)
+        }
         assert_eq!(count(" 0"), Some(0));
         assert_eq!(count("1234"), Some(1234));
         assert_eq!(count("18446744073709551615"), Some(u64::MAX));
