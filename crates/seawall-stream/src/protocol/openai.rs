@@ -201,14 +201,21 @@ impl Shape {
         self.holes = holes;
     }
 
-    /// What `text` means, when it has the kept shape.
-    fn recognise<'a>(&self, text: &'a str) -> Option<Signal<'a>> {
+    /// What `data` means, when it has the kept shape.
+    ///
+    /// Only the part of `data` from the first string that differs from
+    /// the kept one is checked as UTF-8: everything before it is the kept
+    /// bytes, which were a checked text, cut before a `"`, so a whole on
+    /// its own. A chunk whose rest is not UTF-8 is not recognised (and
+    /// the caller finds it is not UTF-8 at all).
+    fn recognise<'a>(&self, data: &'a [u8]) -> Option<Signal<'a>> {
         if self.bytes.is_empty() {
             return None;
         }
         let (spans, text_hole) = (self.holes.spans()?, self.holes.text()?);
-        let data = text.as_bytes();
         let (mut at, mut kept_at) = (0, 0);
+        // The checked rest of `data`, and where it starts.
+        let mut rest: Option<(usize, &'a str)> = None;
         let mut delta = None;
         for (hole, &(start, end)) in spans.iter().enumerate() {
             let same = &self.bytes[kept_at..start as usize];
@@ -224,13 +231,17 @@ impl Shape {
                 at += kept.len();
                 continue;
             }
-            let mut cursor = Cursor::at(text, at);
+            let (base, text) = match rest {
+                Some(rest) => rest,
+                None => *rest.insert((at, std::str::from_utf8(&data[at..]).ok()?)),
+            };
+            let mut cursor = Cursor::at(text, at - base);
             if hole == text_hole {
                 delta = Some(cursor.text_hole().ok()??);
             } else {
                 cursor.pass_hole().ok()?;
             }
-            at = cursor.offset();
+            at = base + cursor.offset();
         }
         if data.get(at..)? != &self.bytes[kept_at..] {
             return None;
@@ -254,12 +265,12 @@ pub(super) fn decode<'a>(
     if data == b"[DONE]" {
         return Signal::Done;
     }
+    if let Some(signal) = shape.recognise(data) {
+        return signal;
+    }
     let Ok(text) = std::str::from_utf8(data) else {
         return Signal::Other;
     };
-    if let Some(signal) = shape.recognise(text) {
-        return signal;
-    }
     let (chunk, holes) = match scan_holes(text) {
         Ok((chunk, holes)) => (chunk, Some(holes)),
         Err(_) => match parse_text::<Chunk<'_>>(text) {
@@ -397,10 +408,11 @@ mod tests {
     }
 
     fn read(text: &str, shape: &mut Shape) -> String {
-        format!(
-            "{:?}",
-            decode(text.as_bytes(), &mut false, &mut None, shape)
-        )
+        read_bytes(text.as_bytes(), shape)
+    }
+
+    fn read_bytes(data: &[u8], shape: &mut Shape) -> String {
+        format!("{:?}", decode(data, &mut false, &mut None, shape))
     }
 
     /// A stream that has sent enough plain chunks keeps their shape.
@@ -419,7 +431,7 @@ mod tests {
         let shape = trained();
         let next = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":" caf\u00e9"},"logprobs":null,"finish_reason":null}],"obfuscation":"zz9"}"#;
         assert_eq!(
-            shape.recognise(next).map(|s| format!("{s:?}")),
+            shape.recognise(next.as_bytes()).map(|s| format!("{s:?}")),
             Some(r#"Content { text: Some(" café"), finish: None }"#.to_owned())
         );
         // A finish, a refusal, a tool call: not the shape, the cursor reads them.
@@ -428,7 +440,7 @@ mod tests {
             r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":null},"logprobs":null,"finish_reason":null}],"obfuscation":"a1"}"#,
             r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"hi","tool_calls":[{}]},"logprobs":null,"finish_reason":null}],"obfuscation":"a1"}"#,
         ] {
-            assert!(shape.recognise(other).is_none(), "{other}");
+            assert!(shape.recognise(other.as_bytes()).is_none(), "{other}");
         }
     }
 
@@ -479,7 +491,7 @@ mod tests {
         let shape = trained();
         let same = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":null}],"obfuscation":"a1"}"#;
         assert_eq!(
-            shape.recognise(same).map(|s| format!("{s:?}")),
+            shape.recognise(same.as_bytes()).map(|s| format!("{s:?}")),
             Some(r#"Content { text: Some("hi"), finish: None }"#.to_owned())
         );
     }
@@ -494,6 +506,26 @@ mod tests {
             let with = read(&text, &mut trained());
             let without = read(&text, &mut Shape::default());
             prop_assert_eq!(with, without, "{}", text);
+        }
+
+        /// The kept shape checks only part of a chunk as UTF-8: a chunk
+        /// with a byte that breaks UTF-8 anywhere reads the same with it
+        /// and without it (not text at all, or whatever the cursor says).
+        #[test]
+        fn a_kept_shape_never_reads_broken_utf8(
+            text in plain_chunk(),
+            at in any::<prop::sample::Index>(),
+            bad in prop::sample::select(vec![
+                &[0xff][..], &[0x80], &[0xc3], &[0xe2, 0x82], &[0xed, 0xa0, 0x80],
+            ]),
+        ) {
+            let mut data = text.into_bytes();
+            let at = at.index(data.len() + 1);
+            data.splice(at..at, bad.iter().copied());
+            let with = read_bytes(&data, &mut trained());
+            let without = read_bytes(&data, &mut Shape::default());
+            prop_assert_eq!(&with, &without, "{:?}", data);
+            prop_assert_eq!(with, "Other");
         }
 
         /// Whenever the cursor answers, serde gives the same answer.
