@@ -32,6 +32,20 @@ pub const ANSWER_FIELDS: [&str; 4] = ["content", "tool_calls", "function_call", 
 /// declining — a policy outcome, never an answer.
 pub const REFUSAL_FIELD: &str = "refusal";
 
+/// The fields a message or delta is read for, by their index: the text
+/// (0), the refusal (1), then the other [`ANSWER_FIELDS`]. Derived from
+/// the two tables above, so a field added there is read everywhere.
+pub const MESSAGE_FIELDS: [&str; ANSWER_FIELDS.len() + 1] = {
+    let mut fields = [REFUSAL_FIELD; ANSWER_FIELDS.len() + 1];
+    fields[0] = ANSWER_FIELDS[0];
+    let mut i = 1;
+    while i < ANSWER_FIELDS.len() {
+        fields[i + 1] = ANSWER_FIELDS[i];
+        i += 1;
+    }
+    fields
+};
+
 /// What a `finish_reason` means. `max_output_tokens` is the Responses API's
 /// incomplete reason, read here too for servers that mix the two.
 pub fn finish_kind(reason: &str) -> FinishKind {
@@ -349,18 +363,11 @@ fn scan_message<'a>(cursor: &mut Cursor<'a>) -> Scan<Message<'a>> {
         answer: false,
         refusal: None,
     };
-    const READ: [&str; 5] = [
-        ANSWER_FIELDS[0],
-        ANSWER_FIELDS[1],
-        ANSWER_FIELDS[2],
-        ANSWER_FIELDS[3],
-        REFUSAL_FIELD,
-    ];
-    cursor.fields(READ, |cursor, field| {
-        if field < ANSWER_FIELDS.len() {
-            message.answer |= cursor.holds()?;
-        } else {
+    cursor.fields(MESSAGE_FIELDS, |cursor, field| {
+        if field == 1 {
             message.refusal = cursor.text()?;
+        } else {
+            message.answer |= cursor.holds()?;
         }
         Ok(())
     })?;

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 use seawall_core::provider::Presence;
-use seawall_core::provider::openai::{ANSWER_FIELDS, REFUSAL_FIELD, finish_kind};
+use seawall_core::provider::openai::{MESSAGE_FIELDS, finish_kind};
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
@@ -34,8 +34,7 @@ struct Choice<'a> {
     finish_reason: Option<Text<'a>>,
 }
 
-/// A delta read by the table: its text (the first of [`ANSWER_FIELDS`]),
-/// its refusal, and whether any other answer field (tool calls, the
+/// A delta read by [`MESSAGE_FIELDS`]: its text, its refusal, and whether any other answer field (tool calls, the
 /// legacy function call, audio) holds anything.
 #[derive(Default)]
 #[cfg_attr(test, derive(Debug, PartialEq))]
@@ -44,16 +43,6 @@ struct Delta<'a> {
     refusal: Option<Text<'a>>,
     acts: bool,
 }
-
-/// The fields a delta is read for, by their index: the text, the
-/// refusal, then the other answer fields.
-const DELTA_FIELDS: [&str; 5] = [
-    ANSWER_FIELDS[0],
-    REFUSAL_FIELD,
-    ANSWER_FIELDS[1],
-    ANSWER_FIELDS[2],
-    ANSWER_FIELDS[3],
-];
 
 impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -65,9 +54,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Delta<'a>, A::Error> {
                 let mut delta = Delta::default();
-                let mut seen = [false; DELTA_FIELDS.len()];
+                let mut seen = [false; MESSAGE_FIELDS.len()];
                 while let Some(key) = map.next_key::<Text<'de>>()? {
-                    let Some(field) = DELTA_FIELDS.iter().position(|name| *name == key.0) else {
+                    let Some(field) = MESSAGE_FIELDS.iter().position(|name| *name == key.0) else {
                         map.next_value::<IgnoredAny>()?;
                         continue;
                     };
@@ -133,7 +122,7 @@ fn scan_choice<'a>(cursor: &mut Cursor<'a>) -> Scan<Choice<'a>> {
 
 fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
     let mut delta = Delta::default();
-    cursor.fields(DELTA_FIELDS, |cursor, field| {
+    cursor.fields(MESSAGE_FIELDS, |cursor, field| {
         match field {
             0 => delta.content = cursor.text_hole()?,
             1 => delta.refusal = cursor.text()?,
