@@ -86,8 +86,10 @@ fn name_of_uri(uri: &http::Uri) -> &str {
     match uri.authority() {
         Some(authority) => {
             let authority = authority.as_str();
-            // A byte search: `str::rfind` with a char pattern costs ten
-            // times as much on every call of the ladder.
+            // A byte search: `str::rfind` with a char pattern goes through
+            // the generic searcher on every call of the ladder (callgrind:
+            // the route lookup took about 660 instructions a call with it,
+            // under 200 without).
             authority
                 .bytes()
                 .rposition(|byte| byte == b'@')

@@ -487,9 +487,9 @@ mod tests {
     }
 
     /// The differential test below compares something: the cursor
-    /// answers a good share of the texts it is given, of every verdict.
+    /// answers a share of the texts it is given, of every verdict.
     #[test]
-    fn the_cursor_answers_most_generated_answers() {
+    fn the_cursor_answers_enough_generated_answers_to_compare() {
         use proptest::strategy::ValueTree;
         use proptest::test_runner::TestRunner;
         let mut runner = TestRunner::deterministic();
@@ -502,8 +502,9 @@ mod tests {
                 failed += usize::from(check.starts_with("Fail"));
             }
         }
-        // About one in ten (most texts are damaged, doubled or of another
-        // shape, which serde alone reads); 201 here, 142 of them failures.
+        // About one in seventeen: most texts are damaged, doubled, of
+        // another shape or carry a count of another kind, which serde
+        // alone reads (the deterministic runner: 119, 85 of them failures).
         assert!(answered >= 100, "the cursor answered {answered} of 2000");
         assert!(
             failed >= 50 && answered - failed >= 25,
