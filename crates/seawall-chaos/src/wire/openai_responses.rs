@@ -66,9 +66,12 @@ fn status(finish: Finish) -> (&'static str, &'static str) {
     }
 }
 
+/// The usage object as OpenAI sends it, the two detail objects included:
+/// clients that read the answer into typed structs (async-openai's
+/// `ResponseUsage`) require them.
 fn usage(ctx: &Ctx, tokens: u32) -> String {
     format!(
-        r#"{{"input_tokens":{},"output_tokens":{tokens},"total_tokens":{}}}"#,
+        r#"{{"input_tokens":{},"input_tokens_details":{{"cached_tokens":0}},"output_tokens":{tokens},"output_tokens_details":{{"reasoning_tokens":0}},"total_tokens":{}}}"#,
         ctx.prompt_tokens,
         u64::from(ctx.prompt_tokens) + u64::from(tokens)
     )
