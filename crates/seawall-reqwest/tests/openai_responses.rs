@@ -118,14 +118,21 @@ async fn an_answer_is_one_attempt() {
 }
 
 #[tokio::test]
-async fn a_503_then_ok_is_two_attempts_with_the_same_body() {
-    for stream in [false, true] {
-        let seen = call(stream, None, &["status;code=503", "ok"]).await;
-        assert_ok(&seen);
-        assert_eq!(seen.rows.len(), 2, "stream={stream}");
-        assert_eq!(seen.outcome.attempts(), 2);
-        assert_eq!(seen.outcome.calls(), 1, "one call into the adapter");
-        same_body(&seen.rows);
+async fn a_503_or_an_empty_answer_is_retried_with_the_same_body() {
+    for (first, code) in [
+        ("status;code=503", Code::ProviderUnavailable),
+        ("empty", Code::EmptyResponse),
+    ] {
+        for stream in [false, true] {
+            let seen = call(stream, None, &[first, "ok"]).await;
+            assert_ok(&seen);
+            assert_eq!(seen.rows.len(), 2, "{first}, stream={stream}");
+            assert_eq!(seen.outcome.calls(), 1, "one call into the adapter");
+            let receipt = seen.outcome.receipt().expect("a receipt");
+            assert_eq!(receipt.attempts.len(), 2);
+            assert_eq!(receipt.attempts[0].code, Some(code));
+            same_body(&seen.rows);
+        }
     }
 }
 
@@ -142,18 +149,6 @@ async fn the_quota_wall_is_one_attempt_and_reads_quota_exhausted() {
         assert_eq!(seen.outcome.code(), Some(Code::QuotaExhausted));
         assert_eq!(seen.outcome.attempts(), 1);
         assert_eq!(seen.rows.len(), 1);
-    }
-}
-
-#[tokio::test]
-async fn an_empty_answer_is_retried_to_an_answer() {
-    for stream in [false, true] {
-        let seen = call(stream, None, &["empty", "ok"]).await;
-        assert_ok(&seen);
-        assert_eq!(seen.rows.len(), 2, "stream={stream}");
-        let receipt = seen.outcome.receipt().expect("a receipt");
-        assert_eq!(receipt.attempts[0].code, Some(Code::EmptyResponse));
-        same_body(&seen.rows);
     }
 }
 

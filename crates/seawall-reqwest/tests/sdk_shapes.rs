@@ -31,28 +31,70 @@ fn client(chaos: &ChaosHandle, fault: &str) -> Client<OpenAIConfig> {
     Client::build(common::reqwest_client(), config)
 }
 
-/// What async-openai made of a chat completion: text, refusal, finish.
+/// What async-openai made of an answer, either API: its text, its refusal
+/// and how it ended (chat's `finish_reason`, the Responses `status`).
 #[derive(Debug, Default, PartialEq)]
-struct Chat {
+struct Read {
     text: String,
     refusal: String,
-    finish: Option<FinishReason>,
+    end: Option<End>,
 }
 
-async fn chat(chaos: &ChaosHandle, fault: &str, stream: bool) -> Result<Chat, OpenAIError> {
+#[derive(Debug, Clone, PartialEq)]
+enum End {
+    Chat(FinishReason),
+    Responses(Status),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Api {
+    Chat,
+    Responses,
+}
+
+impl Api {
+    /// How an answer that ran to its end, and one cut by the token limit,
+    /// end in this API.
+    fn ends(self) -> (End, End) {
+        match self {
+            Api::Chat => (
+                End::Chat(FinishReason::Stop),
+                End::Chat(FinishReason::Length),
+            ),
+            Api::Responses => (
+                End::Responses(Status::Completed),
+                End::Responses(Status::Incomplete),
+            ),
+        }
+    }
+}
+
+async fn read(
+    chaos: &ChaosHandle,
+    api: Api,
+    fault: &str,
+    stream: bool,
+) -> Result<Read, OpenAIError> {
+    match api {
+        Api::Chat => chat(chaos, fault, stream).await,
+        Api::Responses => responses(chaos, fault, stream).await,
+    }
+}
+
+async fn chat(chaos: &ChaosHandle, fault: &str, stream: bool) -> Result<Read, OpenAIError> {
     let client = client(chaos, fault);
     let request = CreateChatCompletionRequestArgs::default()
         .model("gpt-x")
         .messages([ChatCompletionRequestUserMessage::from("Say eight words.").into()])
         .build()
         .expect("a request");
-    let mut seen = Chat::default();
+    let mut seen = Read::default();
     if !stream {
         let answer = client.chat().create(request).await?;
         for choice in answer.choices {
             seen.text.extend(choice.message.content);
             seen.refusal.extend(choice.message.refusal);
-            seen.finish = choice.finish_reason;
+            seen.end = choice.finish_reason.map(End::Chat);
         }
         return Ok(seen);
     }
@@ -61,21 +103,14 @@ async fn chat(chaos: &ChaosHandle, fault: &str, stream: bool) -> Result<Chat, Op
         for choice in chunk?.choices {
             seen.text.extend(choice.delta.content);
             seen.refusal.extend(choice.delta.refusal);
-            seen.finish = choice.finish_reason.or(seen.finish);
+            seen.end = choice.finish_reason.map(End::Chat).or(seen.end);
         }
     }
     Ok(seen)
 }
 
-/// What async-openai made of a Responses API answer.
-#[derive(Debug, Default, PartialEq)]
-struct Answer {
-    text: String,
-    refusal: String,
-    status: Option<Status>,
-}
-
-fn read_output(output: &[OutputItem], seen: &mut Answer) {
+/// The text and refusal of a Responses API output.
+fn read_output(output: &[OutputItem], seen: &mut Read) {
     for item in output {
         if let OutputItem::Message(message) = item {
             for part in &message.content {
@@ -90,94 +125,67 @@ fn read_output(output: &[OutputItem], seen: &mut Answer) {
     }
 }
 
-async fn responses(chaos: &ChaosHandle, fault: &str, stream: bool) -> Result<Answer, OpenAIError> {
+async fn responses(chaos: &ChaosHandle, fault: &str, stream: bool) -> Result<Read, OpenAIError> {
     let client = client(chaos, fault);
     let request = CreateResponseArgs::default()
         .model("gpt-x")
         .input("Say eight words.")
         .build()
         .expect("a request");
-    let mut seen = Answer::default();
+    let mut seen = Read::default();
     if !stream {
         let response = client.responses().create(request).await?;
         read_output(&response.output, &mut seen);
-        seen.status = Some(response.status);
+        seen.end = Some(End::Responses(response.status));
         return Ok(seen);
     }
     let mut events = client.responses().create_stream(request).await?;
     // The text as the deltas spell it, checked against the final response.
     let mut deltas = String::new();
     while let Some(event) = events.next().await {
-        match event? {
-            ResponseStreamEvent::ResponseOutputTextDelta(delta) => deltas.push_str(&delta.delta),
-            ResponseStreamEvent::ResponseCompleted(done) => {
-                read_output(&done.response.output, &mut seen);
-                seen.status = Some(done.response.status);
+        let response = match event? {
+            ResponseStreamEvent::ResponseOutputTextDelta(delta) => {
+                deltas.push_str(&delta.delta);
+                continue;
             }
-            ResponseStreamEvent::ResponseIncomplete(done) => {
-                read_output(&done.response.output, &mut seen);
-                seen.status = Some(done.response.status);
-            }
-            _ => {}
-        }
+            ResponseStreamEvent::ResponseCompleted(done) => done.response,
+            ResponseStreamEvent::ResponseIncomplete(done) => done.response,
+            _ => continue,
+        };
+        read_output(&response.output, &mut seen);
+        seen.end = Some(End::Responses(response.status));
     }
     assert_eq!(deltas, seen.text, "the deltas spell the final text");
     Ok(seen)
 }
 
 #[tokio::test]
-async fn async_openai_reads_every_chat_completion_chaos_serves() {
+async fn async_openai_reads_every_answer_chaos_serves() {
     let chaos = common::chaos().await;
-    for stream in [false, true] {
-        let ok = chat(&chaos, "ok", stream).await.expect("ok parses");
-        assert_eq!(
-            (ok.text.as_str(), ok.finish),
-            (words(8).as_str(), Some(FinishReason::Stop))
-        );
-        let cut = chat(&chaos, "length;tokens=3", stream)
-            .await
-            .expect("length parses");
-        assert_eq!(
-            (cut.text.as_str(), cut.finish),
-            (words(3).as_str(), Some(FinishReason::Length))
-        );
-        let refused = chat(&chaos, "refusal", stream)
-            .await
-            .expect("refusal parses");
-        assert!(!refused.refusal.is_empty(), "stream={stream}: {refused:?}");
-        assert_eq!(refused.text, "");
-        let empty = chat(&chaos, "empty", stream).await.expect("empty parses");
-        assert_eq!(empty.text, "", "stream={stream}");
-    }
-}
-
-#[tokio::test]
-async fn async_openai_reads_every_responses_answer_chaos_serves() {
-    let chaos = common::chaos().await;
-    for stream in [false, true] {
-        let ok = responses(&chaos, "ok", stream).await.expect("ok parses");
-        assert_eq!(
-            (ok.text.as_str(), ok.status),
-            (words(8).as_str(), Some(Status::Completed))
-        );
-        let cut = responses(&chaos, "length;tokens=3", stream)
-            .await
-            .expect("length parses");
-        assert_eq!(
-            (cut.text.as_str(), cut.status),
-            (words(3).as_str(), Some(Status::Incomplete))
-        );
-        let refused = responses(&chaos, "refusal", stream)
-            .await
-            .expect("refusal parses");
-        assert!(!refused.refusal.is_empty(), "stream={stream}: {refused:?}");
-        let empty = responses(&chaos, "empty", stream)
-            .await
-            .expect("empty parses");
-        assert_eq!(
-            (empty.text.as_str(), empty.status),
-            ("", Some(Status::Completed))
-        );
+    for api in [Api::Chat, Api::Responses] {
+        let (complete, cut) = api.ends();
+        for stream in [false, true] {
+            let case = format!("{api:?}, stream={stream}");
+            let ok = read(&chaos, api, "ok", stream).await.expect(&case);
+            assert_eq!(
+                (ok.text, ok.end),
+                (words(8), Some(complete.clone())),
+                "{case}"
+            );
+            let short = read(&chaos, api, "length;tokens=3", stream)
+                .await
+                .expect(&case);
+            assert_eq!(
+                (short.text, short.end),
+                (words(3), Some(cut.clone())),
+                "{case}"
+            );
+            let refused = read(&chaos, api, "refusal", stream).await.expect(&case);
+            assert!(!refused.refusal.is_empty(), "{case}: {refused:?}");
+            assert_eq!(refused.text, "", "{case}");
+            let empty = read(&chaos, api, "empty", stream).await.expect(&case);
+            assert_eq!(empty.text, "", "{case}");
+        }
     }
 }
 
