@@ -1,0 +1,557 @@
+//! The hostile-server suite, run by two test binaries: `tests/hostile.rs`
+//! (the stack over the hyper-util client) and `tests/hostile_reqwest.rs`
+//! (the same stack over `seawall::reqwest::ReqwestService`). Each root
+//! gives `crate::service`, the assembled stack over its client.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use seawall::core::{BoxError, Code, Failure, Receipt};
+use seawall::retry::{Backoff, Budget, RetryPolicy};
+use seawall::stack::Stack;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceExt;
+
+/// One step of a reply.
+#[derive(Debug, Clone)]
+enum Act {
+    Write(Vec<u8>),
+    Pause(Duration),
+    /// Close with a TCP reset.
+    Reset,
+}
+
+/// The raw server: request `n` gets reply `n` (the last one repeats).
+struct Hostile {
+    base: String,
+    requests: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Hostile {
+    async fn start(replies: Vec<Vec<Act>>) -> Hostile {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("loopback");
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counter = requests.clone();
+        let replies = Arc::new(replies);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let counter = counter.clone();
+                let replies = replies.clone();
+                tokio::spawn(async move {
+                    let _ = serve(stream, &counter, &replies).await;
+                });
+            }
+        });
+        Hostile {
+            base,
+            requests,
+            task,
+        }
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+/// Reads one request (head and a `content-length` body), then plays the
+/// reply its number picks, then closes the connection.
+async fn serve(
+    mut stream: TcpStream,
+    counter: &AtomicUsize,
+    replies: &[Vec<Act>],
+) -> std::io::Result<()> {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        seen.extend_from_slice(&buf[..n]);
+        if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&seen[..head_end]).to_ascii_lowercase();
+    let length = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    while seen.len() < head_end + length {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let n = counter.fetch_add(1, Ordering::SeqCst);
+    let reply = &replies[n.min(replies.len() - 1)];
+    for act in reply {
+        match act {
+            Act::Write(bytes) => {
+                // A client that went away ends the reply; that is fine.
+                if stream.write_all(bytes).await.is_err() {
+                    return Ok(());
+                }
+                stream.flush().await?;
+            }
+            Act::Pause(d) => tokio::time::sleep(*d).await,
+            Act::Reset => {
+                stream.set_zero_linger()?;
+                return Ok(());
+            }
+        }
+    }
+    stream.shutdown().await
+}
+
+fn head(status: &str, headers: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status}\r\nconnection: close\r\n");
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
+}
+
+/// A whole reply: head and body, the body ending with the connection.
+fn reply(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<Act> {
+    let mut bytes = head(status, headers);
+    bytes.extend_from_slice(body);
+    vec![Act::Write(bytes)]
+}
+
+const HEALTHY_STREAM: &str = concat!(
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w1\"},\"finish_reason\":null}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w2\"},\"finish_reason\":null}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+    "data: [DONE]\n\n",
+);
+
+const HEALTHY_UNARY: &str = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"w1 w2"},"finish_reason":"stop"}]}"#;
+
+fn healthy_stream() -> Vec<Act> {
+    reply(
+        "200 OK",
+        &[("content-type", "text/event-stream")],
+        HEALTHY_STREAM.as_bytes(),
+    )
+}
+
+fn healthy_unary() -> Vec<Act> {
+    reply(
+        "200 OK",
+        &[("content-type", "application/json")],
+        HEALTHY_UNARY.as_bytes(),
+    )
+}
+
+/// The interactive preset with short bounds and an immediate backoff.
+fn stack() -> Stack {
+    crate::common::short_stack().retry_policy(
+        RetryPolicy::interactive()
+            .backoff(Backoff::exponential(
+                Duration::from_millis(1),
+                Duration::from_millis(2),
+            ))
+            .min_attempt_time(Duration::from_millis(50)),
+    )
+}
+
+/// What the caller got.
+#[derive(Debug)]
+struct Outcome {
+    /// The body, when the whole answer arrived.
+    body: Option<Bytes>,
+    /// The failure, before or after content.
+    failure: Option<Failure>,
+    /// Any error text (checked for secrets).
+    error_text: Option<String>,
+    receipt: Option<Receipt>,
+}
+
+impl Outcome {
+    fn code(&self) -> Option<Code> {
+        self.failure.as_ref().map(Failure::code)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(self.body.as_deref().unwrap_or_default()).into_owned()
+    }
+}
+
+/// The body a chat request sends.
+fn chat_body(stream: bool) -> String {
+    format!(
+        r#"{{"model":"gpt-x","stream":{stream},"messages":[{{"role":"user","content":"hi"}}]}}"#
+    )
+}
+
+async fn ask_at(base: &str, stream: bool, stack: &Stack) -> Outcome {
+    let service = crate::service(stack);
+    let request = http::Request::post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(chat_body(stream))))
+        .unwrap();
+    let failed = |error: BoxError, receipt: Option<Receipt>| {
+        let failure = Failure::find(&*error).cloned();
+        let receipt = failure
+            .as_ref()
+            .and_then(|f| f.receipt().cloned())
+            .or(receipt);
+        Outcome {
+            body: None,
+            error_text: Some(format!("{error} / {error:?}")),
+            failure,
+            receipt,
+        }
+    };
+    let response = match tokio::time::timeout(Duration::from_secs(10), service.oneshot(request))
+        .await
+        .expect("the stack answers within its deadline")
+    {
+        Ok(response) => response,
+        Err(error) => return failed(error, None),
+    };
+    let receipt = response.extensions().get::<Receipt>().cloned();
+    match response.into_body().collect().await {
+        Ok(body) => Outcome {
+            body: Some(body.to_bytes()),
+            failure: None,
+            error_text: None,
+            receipt,
+        },
+        Err(error) => failed(error, receipt),
+    }
+}
+
+async fn ask(server: &Hostile, stream: bool) -> Outcome {
+    ask_at(&server.base, stream, &stack()).await
+}
+
+/// Reply 1 is hostile, reply 2 healthy: the stack must refuse the first as
+/// an answer and retry it (nothing reached the caller), so the caller gets
+/// the healthy answer after exactly two requests.
+async fn retried_to_an_answer(first: Vec<Act>, stream: bool) -> Outcome {
+    let second = if stream {
+        healthy_stream()
+    } else {
+        healthy_unary()
+    };
+    let server = Hostile::start(vec![first, second]).await;
+    let outcome = ask(&server, stream).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert!(outcome.text().contains("w2"), "{outcome:?}");
+    assert_eq!(server.requests(), 2, "{outcome:?}");
+    assert_eq!(outcome.receipt.as_ref().map(|r| r.attempts.len()), Some(2));
+    outcome
+}
+
+#[tokio::test]
+async fn a_stream_request_answered_with_json_of_another_shape_is_retried() {
+    let first = reply("200 OK", &[("content-type", "application/json")], b"{}");
+    retried_to_an_answer(first, true).await;
+}
+
+#[tokio::test]
+async fn a_stream_without_content_type_that_ends_before_content_is_retried() {
+    let role_only = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"},\"finish_reason\":null}]}\n\n";
+    let first = reply("200 OK", &[], role_only.as_bytes());
+    retried_to_an_answer(first, true).await;
+}
+
+#[tokio::test]
+async fn a_stream_without_content_type_is_guarded_and_delivered() {
+    let server = Hostile::start(vec![reply(
+        "200 OK",
+        &[("content-type", "text/plain")],
+        HEALTHY_STREAM.as_bytes(),
+    )])
+    .await;
+    let outcome = ask(&server, true).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert!(outcome.text().ends_with("data: [DONE]\n\n"));
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test]
+async fn a_captive_portal_page_is_no_answer_stream_or_unary() {
+    for stream in [true, false] {
+        let first = reply(
+            "200 OK",
+            &[("content-type", "text/html; charset=utf-8")],
+            b"<html><body>Sign in to the hotel wifi</body></html>",
+        );
+        retried_to_an_answer(first, stream).await;
+        let plain = reply("200 OK", &[], b"hello there");
+        retried_to_an_answer(plain, stream).await;
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+#[tokio::test]
+async fn a_compressed_answer_is_decoded_before_anything_reads_it() {
+    for (stream, ct, body) in [
+        (false, "application/json", HEALTHY_UNARY),
+        (true, "text/event-stream", HEALTHY_STREAM),
+    ] {
+        let server = Hostile::start(vec![reply(
+            "200 OK",
+            &[("content-type", ct), ("content-encoding", "gzip")],
+            &gzip(body.as_bytes()),
+        )])
+        .await;
+        let outcome = ask(&server, stream).await;
+        assert_eq!(outcome.code(), None, "{outcome:?}");
+        assert_eq!(outcome.text(), body);
+        assert_eq!(server.requests(), 1);
+    }
+}
+
+#[tokio::test]
+async fn an_encoding_nobody_decodes_or_a_corrupt_one_is_no_answer() {
+    for stream in [false, true] {
+        let ct = if stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let unknown = reply(
+            "200 OK",
+            &[("content-type", ct), ("content-encoding", "snappy")],
+            b"\xff\x06\x00\x00sNaPpY",
+        );
+        retried_to_an_answer(unknown, stream).await;
+        let corrupt = reply(
+            "200 OK",
+            &[("content-type", ct), ("content-encoding", "gzip")],
+            b"\x1f\x8b\x08\x00 certainly not deflate data",
+        );
+        retried_to_an_answer(corrupt, stream).await;
+    }
+}
+
+#[tokio::test]
+async fn json_nested_past_the_parser_depth_is_no_answer() {
+    let deep = format!(
+        r#"{{"choices":{}{}}}"#,
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let first = reply(
+        "200 OK",
+        &[("content-type", "application/json")],
+        deep.as_bytes(),
+    );
+    retried_to_an_answer(first, false).await;
+}
+
+#[tokio::test]
+async fn event_data_that_is_not_json_before_content_is_retried() {
+    let cut = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w1\"\n\n";
+    let first = reply(
+        "200 OK",
+        &[("content-type", "text/event-stream")],
+        cut.as_bytes(),
+    );
+    retried_to_an_answer(first, true).await;
+}
+
+#[tokio::test]
+async fn event_data_that_is_not_utf8_after_content_is_an_interruption_not_an_answer() {
+    let mut body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w1\"},\"finish_reason\":null}]}\n\n".to_vec();
+    body.extend_from_slice(
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff\xfe\"}}]}\n\n",
+    );
+    body.extend_from_slice(
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let server = Hostile::start(vec![reply(
+        "200 OK",
+        &[("content-type", "text/event-stream")],
+        &body,
+    )])
+    .await;
+    let outcome = ask(&server, true).await;
+    let failure = outcome.failure.as_ref().expect("not delivered as complete");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    let interrupted = failure.interrupted().expect("what was delivered");
+    assert_eq!(interrupted.cause, Some(Code::ProtocolViolation));
+    assert_eq!(interrupted.delivered_text.as_deref(), Some("w1"));
+    assert_eq!(server.requests(), 1, "nothing after content is replayed");
+}
+
+#[tokio::test]
+async fn a_broken_chunked_body_is_retried() {
+    let mut first = head(
+        "200 OK",
+        &[
+            ("content-type", "application/json"),
+            ("transfer-encoding", "chunked"),
+        ],
+    );
+    first.extend_from_slice(b"5\r\n{\"cho\r\nzz\r\nnot hex\r\n");
+    retried_to_an_answer(vec![Act::Write(first)], false).await;
+}
+
+#[tokio::test]
+async fn a_body_shorter_than_its_content_length_is_retried() {
+    let mut first = head(
+        "200 OK",
+        &[
+            ("content-type", "application/json"),
+            ("content-length", "1000"),
+        ],
+    );
+    first.extend_from_slice(b"{\"choices\":[");
+    retried_to_an_answer(vec![Act::Write(first)], false).await;
+}
+
+#[tokio::test]
+async fn a_reset_mid_unary_body_is_retried() {
+    let mut first = head(
+        "200 OK",
+        &[
+            ("content-type", "application/json"),
+            ("content-length", "1000"),
+        ],
+    );
+    first.extend_from_slice(b"{\"choices\":[");
+    retried_to_an_answer(vec![Act::Write(first), Act::Reset], false).await;
+}
+
+#[tokio::test]
+async fn an_event_stream_label_on_a_json_body_is_no_answer() {
+    let first = reply(
+        "200 OK",
+        &[("content-type", "text/event-stream")],
+        HEALTHY_UNARY.as_bytes(),
+    );
+    retried_to_an_answer(first, true).await;
+}
+
+#[tokio::test]
+async fn keepalives_without_content_are_not_progress() {
+    let mut first = vec![Act::Write(head(
+        "200 OK",
+        &[("content-type", "text/event-stream")],
+    ))];
+    for _ in 0..40 {
+        first.push(Act::Write(b": ping\n\n".to_vec()));
+        first.push(Act::Pause(Duration::from_millis(50)));
+    }
+    retried_to_an_answer(first, true).await;
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_and_says_so() {
+    let server = Hostile::start(vec![reply(
+        "307 Temporary Redirect",
+        &[
+            ("location", "http://127.0.0.1:1/elsewhere"),
+            ("content-length", "0"),
+        ],
+        b"",
+    )])
+    .await;
+    for stream in [false, true] {
+        let before = server.requests();
+        let outcome = ask(&server, stream).await;
+        let failure = outcome.failure.as_ref().expect("a redirect is no answer");
+        assert_eq!(failure.code(), Code::Redirected);
+        assert_eq!(failure.status(), Some(307));
+        assert_eq!(
+            failure.action(),
+            seawall::core::Action::Surface,
+            "a configuration error: asking again changes nothing"
+        );
+        assert_eq!(server.requests() - before, 1);
+    }
+}
+
+#[tokio::test]
+async fn a_retry_after_too_long_to_parse_is_a_quota_wall() {
+    let server = Hostile::start(vec![reply(
+        "429 Too Many Requests",
+        &[
+            ("content-type", "application/json"),
+            ("retry-after", "99999999999999999999999999999999"),
+        ],
+        br#"{"error":{"message":"slow down","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#,
+    )])
+    .await;
+    let outcome = ask(&server, false).await;
+    assert_eq!(outcome.code(), Some(Code::QuotaExhausted), "{outcome:?}");
+    assert_eq!(server.requests(), 1);
+}
+
+#[tokio::test]
+async fn credentials_in_the_base_url_appear_nowhere() {
+    let server = Hostile::start(vec![reply(
+        "503 Service Unavailable",
+        &[("content-type", "application/json")],
+        br#"{"error":{"message":"down","type":"server_error","param":null,"code":null}}"#,
+    )])
+    .await;
+    let base = server
+        .base
+        .replace("http://", "http://sk-user:sk-secret-key@");
+    let outcome = ask_at(&base, false, &stack()).await;
+    assert!(outcome.failure.is_some(), "{outcome:?}");
+    let text = format!(
+        "{} {:?} {:?}",
+        outcome.error_text.as_deref().unwrap_or(""),
+        outcome.failure,
+        outcome.receipt
+    );
+    assert!(!text.contains("sk-secret-key"), "{text}");
+    assert!(!text.contains("sk-user"), "{text}");
+    let receipt = outcome.receipt.expect("a receipt");
+    for attempt in receipt.attempts.iter() {
+        assert!(!attempt.route.as_str().contains('@'), "{attempt:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_endless_header_line_is_a_bounded_transport_failure() {
+    let mut first = b"HTTP/1.1 200 OK\r\nx-endless: ".to_vec();
+    first.extend(std::iter::repeat_n(b'a', 1 << 20));
+    let server = Hostile::start(vec![vec![
+        Act::Write(first),
+        Act::Pause(Duration::from_secs(5)),
+    ]])
+    .await;
+    let stack = stack().budget(Budget::unlimited());
+    let outcome = ask_at(&server.base, true, &stack).await;
+    let failure = outcome.failure.as_ref().expect("no answer");
+    assert_eq!(
+        failure.class(),
+        seawall::core::Class::Transient,
+        "{failure:?}"
+    );
+    assert!(server.requests() >= 1);
+}
