@@ -13,7 +13,8 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::{
-    ChatCompletionRequestUserMessage, CreateChatCompletionRequestArgs, FinishReason,
+    ChatCompletionRequestUserMessage, ChatCompletionStreamOptions, CreateChatCompletionRequestArgs,
+    FinishReason,
 };
 use async_openai::types::responses::{
     CreateResponseArgs, OutputItem, OutputMessageContent, ResponseStreamEvent, Status,
@@ -38,6 +39,9 @@ struct Read {
     text: String,
     refusal: String,
     end: Option<End>,
+    /// The usage's output tokens (a streamed chat answer asks for the
+    /// usage chunk).
+    output_tokens: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -83,14 +87,21 @@ async fn read(
 
 async fn chat(chaos: &ChaosHandle, fault: &str, stream: bool) -> Result<Read, OpenAIError> {
     let client = client(chaos, fault);
-    let request = CreateChatCompletionRequestArgs::default()
+    let mut request = CreateChatCompletionRequestArgs::default();
+    request
         .model("gpt-x")
-        .messages([ChatCompletionRequestUserMessage::from("Say eight words.").into()])
-        .build()
-        .expect("a request");
+        .messages([ChatCompletionRequestUserMessage::from("Say eight words.").into()]);
+    if stream {
+        request.stream_options(ChatCompletionStreamOptions {
+            include_usage: Some(true),
+            include_obfuscation: None,
+        });
+    }
+    let request = request.build().expect("a request");
     let mut seen = Read::default();
     if !stream {
         let answer = client.chat().create(request).await?;
+        seen.output_tokens = answer.usage.map(|usage| usage.completion_tokens);
         for choice in answer.choices {
             seen.text.extend(choice.message.content);
             seen.refusal.extend(choice.message.refusal);
@@ -100,7 +111,11 @@ async fn chat(chaos: &ChaosHandle, fault: &str, stream: bool) -> Result<Read, Op
     }
     let mut chunks = client.chat().create_stream(request).await?;
     while let Some(chunk) = chunks.next().await {
-        for choice in chunk?.choices {
+        let chunk = chunk?;
+        if let Some(usage) = chunk.usage {
+            seen.output_tokens = Some(usage.completion_tokens);
+        }
+        for choice in chunk.choices {
             seen.text.extend(choice.delta.content);
             seen.refusal.extend(choice.delta.refusal);
             seen.end = choice.finish_reason.map(End::Chat).or(seen.end);
@@ -135,6 +150,7 @@ async fn responses(chaos: &ChaosHandle, fault: &str, stream: bool) -> Result<Rea
     let mut seen = Read::default();
     if !stream {
         let response = client.responses().create(request).await?;
+        seen.output_tokens = response.usage.map(|usage| usage.output_tokens);
         read_output(&response.output, &mut seen);
         seen.end = Some(End::Responses(response.status));
         return Ok(seen);
@@ -153,6 +169,7 @@ async fn responses(chaos: &ChaosHandle, fault: &str, stream: bool) -> Result<Rea
             _ => continue,
         };
         read_output(&response.output, &mut seen);
+        seen.output_tokens = response.usage.map(|usage| usage.output_tokens);
         seen.end = Some(End::Responses(response.status));
     }
     assert_eq!(deltas, seen.text, "the deltas spell the final text");
@@ -172,6 +189,7 @@ async fn async_openai_reads_every_answer_chaos_serves() {
                 (words(8), Some(complete.clone())),
                 "{case}"
             );
+            assert_eq!(ok.output_tokens, Some(8), "{case}: the usage reads");
             let short = read(&chaos, api, "length;tokens=3", stream)
                 .await
                 .expect(&case);
