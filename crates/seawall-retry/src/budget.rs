@@ -104,9 +104,16 @@ impl Budget {
     }
 
     /// An operation starts.
+    #[cfg(test)]
     pub(crate) fn start(&self) {
+        self.start_at(Instant::now());
+    }
+
+    /// An operation starts at `now`: the ladder reads the clock once for
+    /// the budget and its first attempt.
+    pub(crate) fn start_at(&self, now: Instant) {
         if let Kind::Ratio(budget) = &*self.0 {
-            budget.add(budget.deposit);
+            budget.add_at(budget.deposit, now);
         }
     }
 
@@ -218,14 +225,20 @@ struct RatioBudget {
 
 impl RatioBudget {
     fn epoch(&self) -> u64 {
-        let elapsed = Instant::now()
-            .saturating_duration_since(self.origin)
-            .as_nanos();
+        self.epoch_at(Instant::now())
+    }
+
+    fn epoch_at(&self, now: Instant) -> u64 {
+        let elapsed = now.saturating_duration_since(self.origin).as_nanos();
         (elapsed / u128::from(self.slot_nanos.max(1))) as u64
     }
 
     fn add(&self, amount: i64) {
-        self.slots.update(self.epoch(), |payload| {
+        self.add_at(amount, Instant::now());
+    }
+
+    fn add_at(&self, amount: i64, now: Instant) {
+        self.slots.update(self.epoch_at(now), |payload| {
             let value = window::signed(payload);
             Some(window::from_signed(
                 value

@@ -182,6 +182,8 @@ impl<S, B> Ladder<S, B> {
         deadline: Option<Deadline>,
         other_routes: bool,
         facts: Option<RequestFacts>,
+        // When the operation started: the first attempt's start.
+        now: Instant,
     ) -> Self {
         let span = operation_span(&route, facts.as_ref());
         let attempt_span = attempt_span(&span, &route, 1, Duration::ZERO);
@@ -192,7 +194,7 @@ impl<S, B> Ladder<S, B> {
             route,
             deadline,
             attempt: 1,
-            attempt_started: deadline.map(|_| Instant::now()),
+            attempt_started: deadline.map(|_| now),
             slept: Duration::ZERO,
             last_route_shaped: None,
             other_routes,
@@ -202,7 +204,7 @@ impl<S, B> Ladder<S, B> {
             attempt_span,
             facts,
             #[cfg(feature = "metrics")]
-            started: Instant::now(),
+            started: now,
         }
     }
 

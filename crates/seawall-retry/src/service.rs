@@ -8,6 +8,7 @@ use rand::Rng;
 use seawall_core::facts::OperationSlots;
 use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, Deadline, OtherRoutes, RequestFacts, RouteId};
+use tokio::time::Instant;
 use tower_service::Service;
 
 use crate::future::{Again, Ladder, ResponseFuture};
@@ -60,7 +61,9 @@ where
         let route = RouteId::of_request_sharing(&request, &self.shared.routes);
         let deadline = Deadline::of(&request);
         let other_routes = request.extensions().get::<OtherRoutes>().is_some();
-        self.shared.budget.start();
+        // One clock read for the budget's window and the first attempt.
+        let now = Instant::now();
+        self.shared.budget.start_at(now);
         let (mut first, again) = if policy.max_attempts > 1 {
             let (mut parts, body) = request.into_parts();
             // The recording tells every layer below what the body asked
@@ -95,6 +98,7 @@ where
             deadline,
             other_routes,
             facts,
+            now,
         );
         ladder.mark(&mut first);
         let future = ladder.in_attempt(|| self.inner.call(first));
