@@ -8,28 +8,5 @@ mod common;
 #[path = "hostile/suite.rs"]
 mod suite;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use seawall::classify::ClassifyLayer;
-use seawall::core::BoxError;
-use seawall::stack::Stack;
-
-/// The assembled stack over a reqwest client as seawall builds it (no
-/// redirects, no retries, no timeouts of its own; no proxy from the
-/// environment: loopback only).
-fn service(
-    stack: &Stack,
-) -> impl tower::Service<
-    http::Request<Full<Bytes>>,
-    Response = http::Response<impl http_body::Body<Data = Bytes, Error = BoxError>>,
-    Error = BoxError,
-> {
-    let client = seawall::reqwest::client_builder()
-        .no_proxy()
-        .build()
-        .expect("a reqwest client");
-    stack.build(
-        &ClassifyLayer::openai(),
-        seawall::reqwest::ReqwestService::new(client),
-    )
-}
+/// The stack over reqwest.
+const CLIENT: suite::Client = suite::Client::Reqwest;

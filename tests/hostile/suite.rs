@@ -1,7 +1,7 @@
 //! The hostile-server suite, run by two test binaries: `tests/hostile.rs`
 //! (the stack over the hyper-util client) and `tests/hostile_reqwest.rs`
 //! (the same stack over `seawall::reqwest::ReqwestService`). Each root
-//! gives `crate::service`, the assembled stack over its client.
+//! names its client in `crate::CLIENT`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use seawall::classify::ClassifyLayer;
 use seawall::core::{BoxError, Code, Failure, Receipt};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
@@ -76,30 +77,11 @@ async fn serve(
     counter: &AtomicUsize,
     replies: &[Vec<Act>],
 ) -> std::io::Result<()> {
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    let head_end = loop {
-        let n = stream.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        seen.extend_from_slice(&buf[..n]);
-        if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&seen[..head_end]).to_ascii_lowercase();
-    let length = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|n| n.trim().parse::<usize>().ok())
-        .unwrap_or(0);
-    while seen.len() < head_end + length {
-        let n = stream.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        seen.extend_from_slice(&buf[..n]);
+    if seawall_test::raw::read_request(&mut stream)
+        .await?
+        .is_none()
+    {
+        return Ok(());
     }
     let n = counter.fetch_add(1, Ordering::SeqCst);
     let reply = &replies[n.min(replies.len() - 1)];
@@ -205,8 +187,47 @@ fn chat_body(stream: bool) -> String {
     )
 }
 
+/// The client under the stack.
+#[derive(Debug, Clone, Copy)]
+#[allow(dead_code)] // each root names one
+pub(crate) enum Client {
+    /// hyper-util's pooled client.
+    Hyper,
+    /// `seawall::reqwest::ReqwestService` over a client as seawall builds
+    /// it (no redirects, no retries, no timeouts of its own; no proxy
+    /// from the environment: loopback only).
+    #[cfg(feature = "reqwest")]
+    Reqwest,
+}
+
 async fn ask_at(base: &str, stream: bool, stack: &Stack) -> Outcome {
-    let service = crate::service(stack);
+    let classify = ClassifyLayer::openai();
+    match crate::CLIENT {
+        Client::Hyper => {
+            ask_through(
+                stack.build(&classify, crate::common::client()),
+                base,
+                stream,
+            )
+            .await
+        }
+        #[cfg(feature = "reqwest")]
+        Client::Reqwest => {
+            let client = seawall::reqwest::client_builder()
+                .no_proxy()
+                .build()
+                .expect("a reqwest client");
+            let service = seawall::reqwest::ReqwestService::new(client);
+            ask_through(stack.build(&classify, service), base, stream).await
+        }
+    }
+}
+
+async fn ask_through<S, B>(service: S, base: &str, stream: bool) -> Outcome
+where
+    S: tower::Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
+    B: http_body::Body<Data = Bytes, Error = BoxError>,
+{
     let request = http::Request::post(format!("{base}/v1/chat/completions"))
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(chat_body(stream))))

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// The bound on the child's peak resident set.
@@ -86,37 +86,12 @@ async fn serve(
     answer: Answer,
     log: Arc<Mutex<Vec<Captured>>>,
 ) -> std::io::Result<()> {
-    let mut read = Vec::new();
-    let mut buf = [0u8; 8192];
-    let head_end = loop {
-        let n = socket.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        read.extend_from_slice(&buf[..n]);
-        if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
+    let Some(request) = seawall_test::raw::read_request(&mut socket).await? else {
+        return Ok(());
     };
-    let head = String::from_utf8_lossy(&read[..head_end]).into_owned();
-    let length = head
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
-    while read.len() < head_end + length {
-        let n = socket.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        read.extend_from_slice(&buf[..n]);
-    }
     log.lock().unwrap().push(Captured {
-        head,
-        body: read[head_end..].to_vec(),
+        head: request.head,
+        body: request.body,
     });
     match answer {
         Answer::Bytes(bytes) => socket.write_all(&bytes).await?,

@@ -1,6 +1,7 @@
 //! Test utilities shared by seawall's test suites, as `tower-test` is for
 //! tower's: response bodies that play a script, and canned provider
-//! requests and answers, and JSON-shaped texts for differential tests.
+//! requests and answers, JSON-shaped texts for differential tests, and a
+//! request reader for raw-socket (hostile) test servers.
 //!
 //! Not published: the workspace's crates take it as a dev-dependency only.
 #![deny(missing_docs)]
@@ -8,6 +9,7 @@
 pub mod body;
 pub mod canned;
 pub mod json;
+pub mod raw;
 
 /// The error type that travels between tower services.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
