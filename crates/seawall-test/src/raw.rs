@@ -70,7 +70,49 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::ReadBuf;
+
     use super::*;
+
+    /// Hands out one piece a read, as a socket does when the client writes
+    /// in pieces.
+    struct Pieces(VecDeque<&'static [u8]>);
+
+    impl AsyncRead for Pieces {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            if let Some(piece) = self.0.pop_front() {
+                buf.put_slice(piece);
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_in_pieces_is_read_to_its_declared_length_and_no_further() {
+        let mut pieces = Pieces(VecDeque::from([
+            &b"POST / HTTP/1.1\r\ncontent-"[..],
+            b"length: 6\r\n\r\nab",
+            b"cd",
+            b"ef",
+            b"NEXT",
+        ]));
+        let request = read_request(&mut pieces)
+            .await
+            .expect("reading pieces")
+            .expect("a request");
+        assert_eq!(request.header("Content-Length"), Some("6"));
+        assert_eq!(request.body, b"abcdef");
+        // The piece after the body is left for whoever reads next.
+        assert_eq!(pieces.0, [&b"NEXT"[..]]);
+    }
 
     async fn read(bytes: &[u8]) -> Option<RawRequest> {
         read_request(&mut &bytes[..])
