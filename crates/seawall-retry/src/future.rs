@@ -16,7 +16,7 @@ use seawall_internal::millis;
 use tokio::time::{Instant, Sleep, sleep};
 use tower_service::Service;
 
-use crate::budget::Grant;
+use crate::budget::{Grant, Now};
 use crate::layer::Shared;
 use crate::metrics;
 use crate::template::Template;
@@ -183,7 +183,7 @@ impl<S, B> Ladder<S, B> {
         other_routes: bool,
         facts: Option<RequestFacts>,
         // When the operation started: the first attempt's start.
-        now: Instant,
+        now: &mut Now,
     ) -> Self {
         let span = operation_span(&route, facts.as_ref());
         let attempt_span = attempt_span(&span, &route, 1, Duration::ZERO);
@@ -194,7 +194,7 @@ impl<S, B> Ladder<S, B> {
             route,
             deadline,
             attempt: 1,
-            attempt_started: deadline.map(|_| now),
+            attempt_started: deadline.map(|_| now.get()),
             slept: Duration::ZERO,
             last_route_shaped: None,
             other_routes,
@@ -204,7 +204,7 @@ impl<S, B> Ladder<S, B> {
             attempt_span,
             facts,
             #[cfg(feature = "metrics")]
-            started: now,
+            started: now.get(),
         }
     }
 

@@ -8,9 +8,9 @@ use rand::Rng;
 use seawall_core::facts::OperationSlots;
 use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, Deadline, OtherRoutes, RequestFacts, RouteId};
-use tokio::time::Instant;
 use tower_service::Service;
 
+use crate::budget::Now;
 use crate::future::{Again, Ladder, ResponseFuture};
 use crate::layer::Shared;
 use crate::template::{OuterLadder, Template};
@@ -61,9 +61,10 @@ where
         let route = RouteId::of_request_sharing(&request, &self.shared.routes);
         let deadline = Deadline::of(&request);
         let other_routes = request.extensions().get::<OtherRoutes>().is_some();
-        // One clock read for the budget's window and the first attempt.
-        let now = Instant::now();
-        self.shared.budget.start_at(now);
+        // At most one clock read for the budget's window and the first
+        // attempt.
+        let mut now = Now::default();
+        self.shared.budget.start_at(&mut now);
         let (mut first, again) = if policy.max_attempts > 1 {
             let (mut parts, body) = request.into_parts();
             // The recording tells every layer below what the body asked
@@ -98,7 +99,7 @@ where
             deadline,
             other_routes,
             facts,
-            now,
+            &mut now,
         );
         ladder.mark(&mut first);
         let future = ladder.in_attempt(|| self.inner.call(first));
