@@ -33,18 +33,26 @@ pub const ANSWER_FIELDS: [&str; 4] = ["content", "tool_calls", "function_call", 
 pub const REFUSAL_FIELD: &str = "refusal";
 
 /// The fields a message or delta is read for, by their index: the text
-/// (0), the refusal (1), then the other [`ANSWER_FIELDS`]. Derived from
-/// the two tables above, so a field added there is read everywhere.
+/// ([`MESSAGE_TEXT`]), the refusal ([`MESSAGE_REFUSAL`]), then the other
+/// [`ANSWER_FIELDS`]. Derived from the two tables above, so a field added
+/// there is read everywhere.
 pub const MESSAGE_FIELDS: [&str; ANSWER_FIELDS.len() + 1] = {
     let mut fields = [REFUSAL_FIELD; ANSWER_FIELDS.len() + 1];
-    fields[0] = ANSWER_FIELDS[0];
+    fields[MESSAGE_TEXT] = ANSWER_FIELDS[0];
     let mut i = 1;
     while i < ANSWER_FIELDS.len() {
-        fields[i + 1] = ANSWER_FIELDS[i];
+        fields[MESSAGE_REFUSAL + i] = ANSWER_FIELDS[i];
         i += 1;
     }
     fields
 };
+
+/// The index of the text (`content`) in [`MESSAGE_FIELDS`].
+pub const MESSAGE_TEXT: usize = 0;
+
+/// The index of the refusal in [`MESSAGE_FIELDS`]; the other answer fields
+/// follow it.
+pub const MESSAGE_REFUSAL: usize = 1;
 
 /// What a `finish_reason` means. `max_output_tokens` is the Responses API's
 /// incomplete reason, read here too for servers that mix the two.
@@ -364,7 +372,7 @@ fn scan_message<'a>(cursor: &mut Cursor<'a>) -> Scan<Message<'a>> {
         refusal: None,
     };
     cursor.fields(MESSAGE_FIELDS, |cursor, field| {
-        if field == 1 {
+        if field == MESSAGE_REFUSAL {
             message.refusal = cursor.text()?;
         } else {
             message.answer |= cursor.holds()?;
@@ -380,6 +388,13 @@ mod tests {
     use seawall_test::json::{array_of, members, mutated, nullable, openai_message, string, value};
 
     use super::*;
+
+    #[test]
+    fn message_fields_are_the_text_the_refusal_then_the_other_answer_fields() {
+        assert_eq!(MESSAGE_FIELDS[MESSAGE_TEXT], "content");
+        assert_eq!(MESSAGE_FIELDS[MESSAGE_REFUSAL], REFUSAL_FIELD);
+        assert_eq!(MESSAGE_FIELDS[MESSAGE_REFUSAL + 1..], ANSWER_FIELDS[1..]);
+    }
 
     fn scanned(body: &str) -> Option<String> {
         scan_answer(body.as_bytes())

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 use seawall_core::provider::Presence;
-use seawall_core::provider::openai::{MESSAGE_FIELDS, finish_kind};
+use seawall_core::provider::openai::{MESSAGE_FIELDS, MESSAGE_REFUSAL, MESSAGE_TEXT, finish_kind};
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
@@ -34,8 +34,9 @@ struct Choice<'a> {
     finish_reason: Option<Text<'a>>,
 }
 
-/// A delta read by [`MESSAGE_FIELDS`]: its text, its refusal, and whether any other answer field (tool calls, the
-/// legacy function call, audio) holds anything.
+/// A delta read by [`MESSAGE_FIELDS`]: its text, its refusal, and whether
+/// any other answer field (tool calls, the legacy function call, audio)
+/// holds anything.
 #[derive(Default)]
 #[cfg_attr(test, derive(Debug, PartialEq))]
 struct Delta<'a> {
@@ -65,8 +66,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
                         return Err(serde::de::Error::custom("duplicate field"));
                     }
                     match field {
-                        0 => delta.content = map.next_value()?,
-                        1 => delta.refusal = map.next_value()?,
+                        MESSAGE_TEXT => delta.content = map.next_value()?,
+                        MESSAGE_REFUSAL => delta.refusal = map.next_value()?,
                         _ => delta.acts |= map.next_value::<Presence>()?.0,
                     }
                 }
@@ -124,8 +125,8 @@ fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
     let mut delta = Delta::default();
     cursor.fields(MESSAGE_FIELDS, |cursor, field| {
         match field {
-            0 => delta.content = cursor.text_hole()?,
-            1 => delta.refusal = cursor.text()?,
+            MESSAGE_TEXT => delta.content = cursor.text_hole()?,
+            MESSAGE_REFUSAL => delta.refusal = cursor.text()?,
             _ => delta.acts |= cursor.holds()?,
         }
         Ok(())
