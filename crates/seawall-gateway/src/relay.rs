@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -170,6 +170,22 @@ pub(crate) fn describe(failure: Option<&Failure>, err: &BoxError, redactor: &Red
     redactor.scrub(&text)
 }
 
+// An event stream's frames leave in batches. hyper's client hands a body
+// over one frame per turn of its connection task, and hyper's server
+// writes whatever it holds each time the body is pending: relayed as they
+// come, a 64-token stream the upstream sent in five writes left in 66, and
+// on loopback each send costs the sender the receiver's wake-up too. So
+// after a frame the relay gives the connection up to `GATHER_TURNS` turns
+// that bring nothing new before it sends what it holds (two: the
+// connection often needs one turn to take the relay's demand and another
+// to decode the next frame), and at most `BATCH_FRAMES` frames or
+// `BATCH_BYTES` bytes wait (hyper's server writes up to 16 buffers in one
+// call). A live stream's next token is milliseconds away: its frame waits
+// two turns of this thread, microseconds, and leaves alone.
+const GATHER_TURNS: u8 = 2;
+const BATCH_FRAMES: usize = 16;
+const BATCH_BYTES: usize = 64 * 1024;
+
 /// The response body: frames pass through untouched; a body error after
 /// content becomes one final error event (for an event stream) and a clean
 /// end, never a silent EOF.
@@ -179,6 +195,9 @@ pub(crate) fn describe(failure: Option<&Failure>, err: &BoxError, redactor: &Red
 /// stream then fails, as it does, seawall's event replaces it (its message
 /// quotes the provider's), so the client reads exactly one error, carrying
 /// seawall's code. Any other frame releases it unchanged.
+///
+/// An event stream's frames leave in batches when the upstream has several
+/// ready at once (see `GATHER_TURNS`); their bytes and order are kept.
 pub(crate) struct Relay {
     inner: UpstreamBody,
     wire: Wire,
@@ -190,6 +209,13 @@ pub(crate) struct Relay {
     tail: [u8; 2],
     /// Frames ready to go, in order.
     queue: VecDeque<Frame<Bytes>>,
+    /// Bytes in `queue`, to bound a batch.
+    queued: usize,
+    /// Turns the relay still gives the upstream's connection before it
+    /// sends the frames it holds (event streams only).
+    patience: u8,
+    /// Sending the queue; read on once it is empty.
+    emitting: bool,
     /// A provider error event, waiting to see how the stream ends.
     held: Option<Bytes>,
     tracker: Tracker,
@@ -211,6 +237,9 @@ impl Relay {
             sse,
             tail: *b"\n\n",
             queue: VecDeque::new(),
+            queued: 0,
+            patience: 0,
+            emitting: false,
             held: None,
             tracker,
             redactor,
@@ -227,7 +256,16 @@ impl Relay {
             1 => self.tail = [self.tail[1], data[0]],
             n => self.tail = [data[n - 2], data[n - 1]],
         }
-        self.queue.push_back(Frame::data(data));
+        self.push(Frame::data(data));
+    }
+
+    /// Queues a frame as it is (every frame enters the queue here, so
+    /// `queued` counts its bytes).
+    fn push(&mut self, frame: Frame<Bytes>) {
+        if let Some(data) = frame.data_ref() {
+            self.queued += data.len();
+        }
+        self.queue.push_back(frame);
     }
 
     /// Sends the held provider error event after all: the stream went on.
@@ -303,38 +341,62 @@ impl Body for Relay {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
         loop {
-            if let Some(frame) = this.queue.pop_front() {
-                return Poll::Ready(Some(Ok(frame)));
-            }
-            if this.done {
-                return Poll::Ready(None);
-            }
-            match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => this.pass(data),
-                    Err(frame) => {
-                        this.release();
-                        this.queue.push_back(frame);
+            if this.emitting || this.done {
+                if let Some(frame) = this.queue.pop_front() {
+                    if let Some(data) = frame.data_ref() {
+                        this.queued -= data.len();
                     }
-                },
-                Some(Err(err)) => {
+                    return Poll::Ready(Some(Ok(frame)));
+                }
+                this.emitting = false;
+                if this.done {
+                    return Poll::Ready(None);
+                }
+            }
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    match frame.into_data() {
+                        Ok(data) => this.pass(data),
+                        Err(frame) => {
+                            this.release();
+                            this.push(frame);
+                        }
+                    }
+                    if this.sse {
+                        this.patience = GATHER_TURNS;
+                    }
+                    if !this.sse || this.queue.len() >= BATCH_FRAMES || this.queued >= BATCH_BYTES {
+                        this.emitting = true;
+                    }
+                }
+                Poll::Ready(Some(Err(err))) => {
                     this.done = true;
                     if this.sse {
                         // The held provider event, if any, is replaced.
                         this.held = None;
                         let event = this.final_event(&err);
-                        this.queue.push_back(Frame::data(event));
+                        this.push(Frame::data(event));
                     } else {
                         let code = Failure::find(&*err).map_or(Code::Unknown, Failure::code);
                         this.tracker.end(End::Interrupted, Some(code.as_str()));
                         return Poll::Ready(Some(Err(err)));
                     }
                 }
-                None => {
+                Poll::Ready(None) => {
                     this.done = true;
                     this.release();
                     this.tracker.end(End::Served, None);
                 }
+                Poll::Pending if this.queue.is_empty() => return Poll::Pending,
+                Poll::Pending if this.patience > 0 => {
+                    // Give the upstream's connection task a turn (this
+                    // task is polled again after it) to hand over what it
+                    // has already read.
+                    this.patience -= 1;
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                Poll::Pending => this.emitting = true,
             }
         }
     }
@@ -354,7 +416,137 @@ impl Body for Relay {
 
 #[cfg(test)]
 mod tests {
+    use std::task::Waker;
+
+    use http_body_util::BodyExt;
+
     use super::*;
+
+    /// An upstream body that plays a script: `Some(bytes)` a ready frame
+    /// (`"!"` a body error), `None` a pending turn.
+    struct Script(VecDeque<Option<&'static str>>);
+
+    impl Body for Script {
+        type Data = Bytes;
+        type Error = BoxError;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            match self.0.pop_front() {
+                Some(Some("!")) => Poll::Ready(Some(Err("upstream reset".into()))),
+                Some(Some(text)) => {
+                    Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(text.as_bytes())))))
+                }
+                Some(None) => Poll::Pending,
+                None => Poll::Ready(None),
+            }
+        }
+    }
+
+    fn relay(sse: bool, script: &[Option<&'static str>]) -> Relay {
+        let inner = Script(script.iter().copied().collect()).boxed_unsync();
+        let tracker = Tracker::new(Arc::default(), "m", Wire::OpenAi, sse);
+        Relay::new(inner, Wire::OpenAi, sse, tracker, Arc::default())
+    }
+
+    struct Count(AtomicU64);
+
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// What each poll of the relay gives: a frame's text, `~` for pending
+    /// with the task woken to come back (a turn given to the upstream's
+    /// connection), `-` for pending until the upstream wakes it, `end` for
+    /// the end.
+    fn polls(mut relay: Relay) -> Vec<String> {
+        let count = Arc::new(Count(AtomicU64::new(0)));
+        let waker = Waker::from(Arc::clone(&count));
+        let mut cx = Context::from_waker(&waker);
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            let before = count.0.load(Ordering::Relaxed);
+            match Pin::new(&mut relay).poll_frame(&mut cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    seen.push(String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap())
+                }
+                Poll::Ready(Some(Err(err))) => panic!("relay failed: {err}"),
+                Poll::Ready(None) => {
+                    seen.push("end".into());
+                    return seen;
+                }
+                Poll::Pending if count.0.load(Ordering::Relaxed) > before => seen.push("~".into()),
+                Poll::Pending => seen.push("-".into()),
+            }
+        }
+        panic!("the relay never ended: {seen:?}");
+    }
+
+    #[test]
+    fn an_event_streams_ready_frames_leave_together() {
+        // Frames the connection hands over a turn or two apart gather;
+        // once two turns in a row have brought nothing, what is held
+        // leaves; the end sends everything.
+        let seen = polls(relay(
+            true,
+            &[
+                None,
+                Some("a"),
+                None,
+                Some("b"),
+                None,
+                None,
+                None,
+                Some("c"),
+                None,
+                None,
+                None,
+                Some("d"),
+            ],
+        ));
+        assert_eq!(
+            seen,
+            ["-", "~", "~", "~", "a", "b", "~", "~", "c", "d", "end"]
+        );
+    }
+
+    #[test]
+    fn a_batch_is_bounded() {
+        let script: Vec<_> = std::iter::repeat_n(Some("x"), BATCH_FRAMES + 1).collect();
+        let seen = polls(relay(true, &script));
+        assert_eq!(seen.len(), BATCH_FRAMES + 2);
+        assert!(seen[..BATCH_FRAMES + 1].iter().all(|s| s == "x"));
+        let mut script = vec![Some("y"); 2];
+        script.insert(1, None);
+        let big: &'static str = "z".repeat(BATCH_BYTES).leak();
+        script.insert(0, Some(big));
+        // The big frame fills the batch alone: it leaves at once.
+        let seen = polls(relay(true, &script));
+        assert_eq!(seen[0], big);
+        assert_eq!(&seen[1..], ["~", "y", "y", "end"]);
+    }
+
+    #[test]
+    fn a_break_in_a_batch_keeps_its_frames_and_ends_with_one_error_event() {
+        let seen = polls(relay(
+            true,
+            &[Some("data: a\n\n"), None, Some("data: b"), Some("!")],
+        ));
+        assert_eq!(seen[..3], ["~", "data: a\n\n", "data: b"]);
+        assert!(seen[3].starts_with("\n\ndata: {\"error\""), "{seen:?}");
+        assert!(seen[3].contains("upstream reset"), "{seen:?}");
+        assert_eq!(seen[4..], ["end"]);
+    }
+
+    #[test]
+    fn a_unary_body_is_not_held() {
+        let seen = polls(relay(false, &[Some("{"), None, Some("}")]));
+        assert_eq!(seen, ["{", "-", "}", "end"]);
+    }
 
     #[test]
     fn provider_error_events_are_found_at_line_starts_only() {
