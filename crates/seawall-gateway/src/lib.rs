@@ -11,9 +11,10 @@
 //! request.
 //!
 //! - **Bytes through**: healthy answers are the provider's own bytes, frame
-//!   by frame; a stream is held back until its first content (the stack's
-//!   stream guard), so anything that fails before it is retried or failed
-//!   over invisibly.
+//!   by frame (an event stream's frames already received leave in one
+//!   write; none waits more than two scheduler turns); a stream is held
+//!   back until its first content (the stack's stream guard), so anything
+//!   that fails before it is retried or failed over invisibly.
 //! - **Failures in the client's wire format**: before content, a JSON error
 //!   with the upstream status (429 keeps `Retry-After`) or 502/504, the
 //!   seawall code in the body and in `x-seawall-code`, and
