@@ -55,6 +55,11 @@ pub struct GatewayArgs {
     /// [default: 30s].
     #[arg(long, value_parser = parse_duration)]
     pub shutdown_grace: Option<Duration>,
+    /// Serving threads, each with its own runtime, listener and upstream
+    /// connections (Linux; elsewhere one multi-threaded runtime serves)
+    /// [default: one per core].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
 }
 
 impl GatewayArgs {

@@ -1,5 +1,6 @@
 //! Serving: one hyper connection task per client, graceful shutdown with a
-//! grace period, and `run` for the `seawall gateway` command.
+//! grace period; a runtime per serving thread; and `run` for the `seawall
+//! gateway` command.
 
 use std::future::Future;
 use std::time::Duration;
@@ -108,18 +109,143 @@ pub async fn shutdown_signal() {
     }
 }
 
+impl Gateway {
+    /// Serves each listener on a thread of its own, each thread with its
+    /// own single-threaded runtime and its own upstream connections, until
+    /// `shutdown` resolves; then every thread drains as [`serve`] does.
+    /// Breakers, the retry budget and the counters stay shared.
+    ///
+    /// This is how `seawall gateway` serves (one thread per core, one
+    /// `SO_REUSEPORT` listener each, on Linux): a relayed stream is two
+    /// tasks handing frames to each other, the upstream connection's and
+    /// the client's, and on a work-stealing runtime every hand-off can
+    /// wake another worker thread. With both tasks on one thread, as here,
+    /// none does. What is given up is stealing: a busy thread's
+    /// connections wait for it while another idles; the kernel spreads
+    /// new connections over the listeners.
+    ///
+    /// Returns the first error a thread met (a listener it could not
+    /// take, a runtime it could not build), after all have stopped.
+    ///
+    /// [`serve`]: Gateway::serve
+    pub async fn serve_per_thread(
+        self,
+        listeners: Vec<std::net::TcpListener>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let (done, mut ended) = tokio::sync::mpsc::unbounded_channel();
+        let mut threads = 0;
+        for (index, listener) in listeners.into_iter().enumerate() {
+            let gateway = self.clone();
+            let mut stopped = stopped.clone();
+            let done = done.clone();
+            let serve = move || {
+                let result = (|| {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()?;
+                    runtime.block_on(async move {
+                        let listener = TcpListener::from_std(listener)?;
+                        let shutdown = async move {
+                            let _ = stopped.wait_for(|stop| *stop).await;
+                        };
+                        gateway.serve(listener, shutdown).await
+                    })
+                })();
+                let _ = done.send(result);
+            };
+            std::thread::Builder::new()
+                .name(format!("seawall-gateway-{index}"))
+                .spawn(serve)?;
+            threads += 1;
+        }
+        drop(done);
+        let mut first_error = None;
+        tokio::select! {
+            () = shutdown => {}
+            // A thread ended on its own: it could not serve. Stop the rest.
+            Some(result) = ended.recv(), if threads > 0 => {
+                threads -= 1;
+                first_error = result.err();
+            }
+        }
+        let _ = stop.send(true);
+        while threads > 0 {
+            let Some(result) = ended.recv().await else {
+                break;
+            };
+            threads -= 1;
+            if let Err(err) = result {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// `count` listeners on `addr`. On Linux, more than one share the address
+/// with `SO_REUSEPORT` (the kernel spreads connections over them; only
+/// sockets of the same user may join); elsewhere, one. Needs a runtime
+/// (the sockets are made by tokio, then handed over as std listeners).
+pub fn listeners(
+    addr: std::net::SocketAddr,
+    count: usize,
+) -> std::io::Result<Vec<std::net::TcpListener>> {
+    let shared = cfg!(target_os = "linux") && count > 1;
+    let listen = |addr: std::net::SocketAddr| -> std::io::Result<std::net::TcpListener> {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        // As tokio's own `TcpListener::bind`: a restarted gateway can
+        // listen again while old connections linger in TIME_WAIT.
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?;
+        #[cfg(target_os = "linux")]
+        if shared {
+            socket.set_reuseport(true)?;
+        }
+        socket.bind(addr)?;
+        socket.listen(1024)?.into_std()
+    };
+    let first = listen(addr)?;
+    // Port 0 resolves once: the others join the first's port.
+    let bound = first.local_addr()?;
+    let mut all = vec![first];
+    while shared && all.len() < count {
+        all.push(listen(bound)?);
+    }
+    Ok(all)
+}
+
 /// Runs `seawall gateway`: builds the gateway from `args`, listens, and
-/// serves until SIGINT/SIGTERM (then drains within the grace period).
+/// serves until SIGINT/SIGTERM (then drains within the grace period): on
+/// Linux on `--threads` threads (default: one per core), each with its own
+/// runtime, listener and upstream connections
+/// ([`Gateway::serve_per_thread`]); elsewhere on the calling runtime.
 pub async fn run(args: GatewayArgs) -> Result<(), GatewayError> {
+    let threads = args.threads.map(usize::from).unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
     let gateway = Gateway::new(args.to_config()?)?;
     let addr = gateway.config().listen;
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| GatewayError::Bind { addr, source })?;
-    let bound = listener.local_addr().unwrap_or(addr);
+    let bind = |source| GatewayError::Bind { addr, source };
+    let listeners = listeners(addr, threads).map_err(bind)?;
+    let bound = listeners[0].local_addr().unwrap_or(addr);
     eprintln!("seawall gateway: listening on http://{bound}");
-    gateway
-        .serve(listener, shutdown_signal())
-        .await
-        .map_err(|source| GatewayError::Bind { addr, source })
+    if cfg!(target_os = "linux") {
+        gateway
+            .serve_per_thread(listeners, shutdown_signal())
+            .await
+            .map_err(bind)
+    } else {
+        let listener = listeners.into_iter().next().expect("one listener");
+        let listener = TcpListener::from_std(listener).map_err(bind)?;
+        gateway
+            .serve(listener, shutdown_signal())
+            .await
+            .map_err(bind)
+    }
 }

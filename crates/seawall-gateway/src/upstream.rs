@@ -19,6 +19,7 @@ use seawall::fallback::{FallbackLayer, FallbackRoute};
 use seawall::retry::{Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::StreamGuardLayer;
+use thread_local::ThreadLocal;
 use tower::ServiceBuilder;
 use tower::util::BoxCloneSyncService;
 
@@ -33,10 +34,69 @@ pub(crate) type Upstream =
     BoxCloneSyncService<http::Request<Full<Bytes>>, http::Response<UpstreamBody>, BoxError>;
 
 type Https = HttpsConnector<HttpConnector>;
-type HttpClient = Client<Https, ReplayBody<Full<Bytes>>>;
+type HttpClient = PerThread<ReplayBody<Full<Bytes>>>;
 /// The primary's client under a fallback: the fallback layer records the
 /// body, then the ladder records that.
-type NestedClient = Client<Https, ReplayBody<ReplayBody<Full<Bytes>>>>;
+type NestedClient = PerThread<ReplayBody<ReplayBody<Full<Bytes>>>>;
+
+/// hyper-util's client with one connection pool per thread that calls it.
+///
+/// The client drives each upstream connection on a task of the runtime
+/// that opened it, and hands a response body over frame by frame from that
+/// task: a request served on one thread over a connection another thread
+/// opened crosses threads for every frame. With a pool per thread, each
+/// serving thread (`Gateway::serve_per_thread`) keeps its requests and
+/// their connections together; on a multi-threaded runtime each worker has
+/// its pool. The cost: up to one set of idle connections per thread.
+pub(crate) struct PerThread<B: Send + 'static> {
+    pools: Arc<ThreadLocal<Client<Https, B>>>,
+    connector: Https,
+}
+
+impl<B: Send + 'static> PerThread<B> {
+    fn new(connector: Https) -> PerThread<B> {
+        PerThread {
+            pools: Arc::new(ThreadLocal::new()),
+            connector,
+        }
+    }
+}
+
+impl<B: Send + 'static> Clone for PerThread<B> {
+    fn clone(&self) -> Self {
+        PerThread {
+            pools: Arc::clone(&self.pools),
+            connector: self.connector.clone(),
+        }
+    }
+}
+
+impl<B> tower::Service<http::Request<B>> for PerThread<B>
+where
+    B: http_body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = http::Response<hyper::body::Incoming>;
+    type Error = hyper_util::client::legacy::Error;
+    type Future = hyper_util::client::legacy::ResponseFuture;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        // hyper-util's client is always ready: it waits for a connection
+        // inside the call.
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let connector = &self.connector;
+        self.pools
+            .get_or(|| Client::builder(TokioExecutor::new()).build(connector.clone()))
+            .request(request)
+    }
+}
 
 /// The headers a client may send that the gateway passes upstream. Anything
 /// else (cookies, proxies' headers, `accept-encoding`: the bytes go through
@@ -190,8 +250,8 @@ impl Shared {
     pub(crate) fn new(policy: StackPolicy, max_body_bytes: usize) -> Shared {
         let connector = connector();
         Shared {
-            client: Client::builder(TokioExecutor::new()).build(connector.clone()),
-            nested: Client::builder(TokioExecutor::new()).build(connector),
+            client: PerThread::new(connector.clone()),
+            nested: PerThread::new(connector),
             breaker: BreakerLayer::new(),
             // The interactive preset's budget: retries up to 20 % of calls,
             // at least 10 a second, for the whole gateway.
@@ -367,6 +427,28 @@ mod tests {
             model: model.map(str::to_owned),
             preset: None,
         }
+    }
+
+    #[test]
+    fn each_calling_thread_gets_a_pool_of_its_own() {
+        let client: PerThread<Full<Bytes>> = PerThread::new(connector());
+        let call = |mut client: PerThread<Full<Bytes>>| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            // Nothing listens there: the call fails, the pool stays.
+            let request = http::Request::get("http://127.0.0.1:1/")
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            let _ = runtime.block_on(tower::Service::call(&mut client, request));
+        };
+        call(client.clone());
+        call(client.clone());
+        assert_eq!(client.pools.iter().count(), 1);
+        let other = client.clone();
+        std::thread::spawn(move || call(other)).join().unwrap();
+        assert_eq!(client.pools.iter().count(), 2);
     }
 
     #[test]

@@ -773,3 +773,69 @@ async fn a_file_config_renames_the_model_per_route() {
     .await;
     assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
 }
+
+#[tokio::test]
+async fn a_thread_per_listener_serves_and_drains() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Gateway::with_env(config(Wire::OpenAi, &[("main", &chaos)]), env).unwrap();
+    let listeners = seawall_gateway::listeners("127.0.0.1:0".parse().unwrap(), 3).unwrap();
+    let addr = listeners[0].local_addr().unwrap();
+    if cfg!(target_os = "linux") {
+        // One port, three sockets: the kernel spreads the connections.
+        assert_eq!(listeners.len(), 3);
+        assert!(listeners.iter().all(|l| l.local_addr().unwrap() == addr));
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(gateway.clone().serve_per_thread(listeners, async move {
+        let _ = stopped.await;
+    }));
+    let url = format!("http://{addr}/v1/chat/completions");
+    // A client each: a connection each, so they land on several threads.
+    let calls = (0..24).map(|_| {
+        let url = url.clone();
+        async move {
+            let response = client()
+                .request(post(
+                    &url,
+                    OPENAI_STREAM,
+                    &[("x-chaos-fault", "ok;tokens=8")],
+                ))
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            data_lines(&response.into_body().collect().await.unwrap().to_bytes())
+        }
+    });
+    for data in futures_util::future::join_all(calls).await {
+        // role, eight tokens, the finish, [DONE]
+        assert_eq!(data.len(), 11, "{data:?}");
+        assert!(data[8].contains("w8"), "{data:?}");
+        assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    }
+    assert_eq!(gateway.stats().served, 24);
+    // A stream in flight when the signal comes finishes; then every thread
+    // stops and the port is closed.
+    let response = client()
+        .request(post(
+            &url,
+            OPENAI_STREAM,
+            &[("x-chaos-fault", "ok;tokens=20;delay_ms=20")],
+        ))
+        .await
+        .unwrap();
+    stop.send(()).unwrap();
+    let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())
+        .await
+        .unwrap()
+        .expect("the stream finishes after the signal")
+        .to_bytes();
+    assert_eq!(data_lines(&body).last().map(String::as_str), Some("[DONE]"));
+    tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("every thread drains and stops")
+        .unwrap()
+        .unwrap();
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    assert_eq!(gateway.stats().served, 25);
+    assert_eq!(gateway.stats().in_flight, 0);
+}
