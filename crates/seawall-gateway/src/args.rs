@@ -55,9 +55,10 @@ pub struct GatewayArgs {
     /// [default: 30s].
     #[arg(long, value_parser = parse_duration)]
     pub shutdown_grace: Option<Duration>,
-    /// Serving threads, each with its own runtime, listener and upstream
-    /// connections (Linux; elsewhere one multi-threaded runtime serves)
-    /// [default: one per core].
+    /// Serve on this many threads, each with its own single-threaded
+    /// runtime, listener and upstream connections (Linux only; e.g. the
+    /// number of cores). Less CPU and a lower median per relayed stream,
+    /// no work stealing. [default: one multi-threaded runtime]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 }

@@ -115,14 +115,15 @@ impl Gateway {
     /// `shutdown` resolves; then every thread drains as [`serve`] does.
     /// Breakers, the retry budget and the counters stay shared.
     ///
-    /// This is how `seawall gateway` serves (one thread per core, one
-    /// `SO_REUSEPORT` listener each, on Linux): a relayed stream is two
-    /// tasks handing frames to each other, the upstream connection's and
-    /// the client's, and on a work-stealing runtime every hand-off can
+    /// This is how `seawall gateway --threads N` serves (one
+    /// `SO_REUSEPORT` listener per thread, on Linux): a relayed stream is
+    /// two tasks handing frames to each other, the upstream connection's
+    /// and the client's, and on a work-stealing runtime every hand-off can
     /// wake another worker thread. With both tasks on one thread, as here,
-    /// none does. What is given up is stealing: a busy thread's
-    /// connections wait for it while another idles; the kernel spreads
-    /// new connections over the listeners.
+    /// none does: less CPU and a lower median latency. What is given up
+    /// is stealing: a busy or descheduled thread's connections wait for it
+    /// while another idles (the kernel spreads new connections over the
+    /// listeners), which shows in the tail.
     ///
     /// Returns the first error a thread met (a listener it could not
     /// take, a runtime it could not build), after all have stopped.
@@ -222,30 +223,26 @@ pub fn listeners(
 
 /// Runs `seawall gateway`: builds the gateway from `args`, listens, and
 /// serves until SIGINT/SIGTERM (then drains within the grace period): on
-/// Linux on `--threads` threads (default: one per core), each with its own
-/// runtime, listener and upstream connections
-/// ([`Gateway::serve_per_thread`]); elsewhere on the calling runtime.
+/// the calling (multi-threaded) runtime, or, with `--threads N` on Linux,
+/// on N threads each with its own runtime, listener and upstream
+/// connections ([`Gateway::serve_per_thread`]).
 pub async fn run(args: GatewayArgs) -> Result<(), GatewayError> {
-    let threads = args.threads.map(usize::from).unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let threads = args.threads.map_or(1, usize::from);
     let gateway = Gateway::new(args.to_config()?)?;
     let addr = gateway.config().listen;
     let bind = |source| GatewayError::Bind { addr, source };
-    let listeners = listeners(addr, threads).map_err(bind)?;
+    let mut listeners = listeners(addr, threads).map_err(bind)?;
     let bound = listeners[0].local_addr().unwrap_or(addr);
     eprintln!("seawall gateway: listening on http://{bound}");
-    if cfg!(target_os = "linux") {
-        gateway
+    if listeners.len() > 1 {
+        return gateway
             .serve_per_thread(listeners, shutdown_signal())
             .await
-            .map_err(bind)
-    } else {
-        let listener = listeners.into_iter().next().expect("one listener");
-        let listener = TcpListener::from_std(listener).map_err(bind)?;
-        gateway
-            .serve(listener, shutdown_signal())
-            .await
-            .map_err(bind)
+            .map_err(bind);
     }
+    let listener = TcpListener::from_std(listeners.remove(0)).map_err(bind)?;
+    gateway
+        .serve(listener, shutdown_signal())
+        .await
+        .map_err(bind)
 }
