@@ -100,7 +100,7 @@ wait_http "http://127.0.0.1:$GW_PORT/healthz" 30
 # loop leaves up to 512 of them behind), so every LiteLLM run starts from a
 # freshly started proxy: the backlog of one run must not weigh on the next.
 LL_PID=
-start_litellm() {
+stop_litellm() {
     if [[ -n $LL_PID ]]; then
         kill -TERM -- "-$LL_PID" 2>/dev/null || true
         local start=$SECONDS
@@ -109,7 +109,11 @@ start_litellm() {
         local pid kept=()
         for pid in "${PIDS[@]}"; do [[ $pid == "$LL_PID" ]] || kept+=("$pid"); done
         PIDS=("${kept[@]}")
+        LL_PID=
     fi
+}
+start_litellm() {
+    stop_litellm
     LL_PORT=$(free_port)
     (
         unset DATABASE_URL
@@ -188,6 +192,10 @@ for path in "${PATHS[@]}"; do
     done
 done
 log "sanity: every path answers all $TOKENS tokens, unary and streamed"
+# LiteLLM keeps working after it answers (48 % of a core in `ps` during
+# the first direct run): it stops here, so it shares no CPU with the other
+# paths, and starts afresh for each of its own runs.
+stop_litellm
 
 cat > "$WORK/post.lua" << 'EOF'
 wrk.method = "POST"

@@ -39,23 +39,31 @@ type HttpClient = PerThread<ReplayBody<Full<Bytes>>>;
 /// body, then the ladder records that.
 type NestedClient = PerThread<ReplayBody<ReplayBody<Full<Bytes>>>>;
 
-/// hyper-util's client with one connection pool per thread that calls it.
+/// hyper-util's client with a connection pool per single-threaded runtime.
 ///
 /// The client drives each upstream connection on a task of the runtime
 /// that opened it, and hands a response body over frame by frame from that
-/// task: a request served on one thread over a connection another thread
-/// opened crosses threads for every frame. With a pool per thread, each
-/// serving thread (`Gateway::serve_per_thread`) keeps its requests and
-/// their connections together; on a multi-threaded runtime each worker has
-/// its pool. The cost: up to one set of idle connections per thread.
+/// task. When the gateway serves on a thread per core
+/// (`Gateway::serve_per_thread`, a current-thread runtime each), one
+/// shared pool would let a request on one thread take a connection another
+/// thread opened and cross threads for every frame; so a call from a
+/// current-thread runtime uses that thread's own pool. A call from
+/// anywhere else (tokio's multi-threaded runtime, where tasks move between
+/// workers anyway) uses the one shared pool, as hyper-util intends.
 pub(crate) struct PerThread<B: Send + 'static> {
+    shared: Client<Https, B>,
     pools: Arc<ThreadLocal<Client<Https, B>>>,
     connector: Https,
 }
 
-impl<B: Send + 'static> PerThread<B> {
+impl<B> PerThread<B>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+{
     fn new(connector: Https) -> PerThread<B> {
         PerThread {
+            shared: Client::builder(TokioExecutor::new()).build(connector.clone()),
             pools: Arc::new(ThreadLocal::new()),
             connector,
         }
@@ -65,6 +73,7 @@ impl<B: Send + 'static> PerThread<B> {
 impl<B: Send + 'static> Clone for PerThread<B> {
     fn clone(&self) -> Self {
         PerThread {
+            shared: self.shared.clone(),
             pools: Arc::clone(&self.pools),
             connector: self.connector.clone(),
         }
@@ -91,6 +100,10 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let flavor = tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor());
+        if !matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::CurrentThread)) {
+            return self.shared.request(request);
+        }
         let connector = &self.connector;
         self.pools
             .get_or(|| Client::builder(TokioExecutor::new()).build(connector.clone()))
@@ -430,24 +443,36 @@ mod tests {
     }
 
     #[test]
-    fn each_calling_thread_gets_a_pool_of_its_own() {
+    fn each_single_threaded_runtime_gets_a_pool_of_its_own() {
         let client: PerThread<Full<Bytes>> = PerThread::new(connector());
-        let call = |mut client: PerThread<Full<Bytes>>| {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+        let call_on = |mut client: PerThread<Full<Bytes>>, multi: bool| {
+            let runtime = if multi {
+                tokio::runtime::Builder::new_multi_thread()
+            } else {
+                tokio::runtime::Builder::new_current_thread()
+            }
+            .enable_all()
+            .build()
+            .unwrap();
             // Nothing listens there: the call fails, the pool stays.
             let request = http::Request::get("http://127.0.0.1:1/")
                 .body(Full::new(Bytes::new()))
                 .unwrap();
-            let _ = runtime.block_on(tower::Service::call(&mut client, request));
+            let _ = runtime.block_on(async move {
+                let call = tower::Service::call(&mut client, request);
+                // On a multi-threaded runtime, from one of its workers.
+                tokio::spawn(call).await.unwrap()
+            });
         };
+        let call = move |client| call_on(client, false);
         call(client.clone());
         call(client.clone());
         assert_eq!(client.pools.iter().count(), 1);
         let other = client.clone();
         std::thread::spawn(move || call(other)).join().unwrap();
+        assert_eq!(client.pools.iter().count(), 2);
+        // tokio's multi-threaded runtime: the shared pool.
+        call_on(client.clone(), true);
         assert_eq!(client.pools.iter().count(), 2);
     }
 
