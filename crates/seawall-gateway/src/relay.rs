@@ -209,8 +209,6 @@ pub(crate) struct Relay {
     tail: [u8; 2],
     /// Frames ready to go, in order.
     queue: VecDeque<Frame<Bytes>>,
-    /// Bytes in `queue`, to bound a batch.
-    queued: usize,
     /// Turns the relay still gives the upstream's connection before it
     /// sends the frames it holds (event streams only).
     patience: u8,
@@ -237,7 +235,6 @@ impl Relay {
             sse,
             tail: *b"\n\n",
             queue: VecDeque::new(),
-            queued: 0,
             patience: 0,
             emitting: false,
             held: None,
@@ -256,16 +253,19 @@ impl Relay {
             1 => self.tail = [self.tail[1], data[0]],
             n => self.tail = [data[n - 2], data[n - 1]],
         }
-        self.push(Frame::data(data));
+        self.queue.push_back(Frame::data(data));
     }
 
-    /// Queues a frame as it is (every frame enters the queue here, so
-    /// `queued` counts its bytes).
-    fn push(&mut self, frame: Frame<Bytes>) {
-        if let Some(data) = frame.data_ref() {
-            self.queued += data.len();
-        }
-        self.queue.push_back(frame);
+    /// Whether the frames held make a full batch. Counted when asked: a
+    /// batch is at most `BATCH_FRAMES` frames long.
+    fn batch_full(&self) -> bool {
+        let bytes: usize = self
+            .queue
+            .iter()
+            .filter_map(Frame::data_ref)
+            .map(Bytes::len)
+            .sum();
+        self.queue.len() >= BATCH_FRAMES || bytes >= BATCH_BYTES
     }
 
     /// Sends the held provider error event after all: the stream went on.
@@ -343,9 +343,6 @@ impl Body for Relay {
         loop {
             if this.emitting || this.done {
                 if let Some(frame) = this.queue.pop_front() {
-                    if let Some(data) = frame.data_ref() {
-                        this.queued -= data.len();
-                    }
                     return Poll::Ready(Some(Ok(frame)));
                 }
                 this.emitting = false;
@@ -359,13 +356,13 @@ impl Body for Relay {
                         Ok(data) => this.pass(data),
                         Err(frame) => {
                             this.release();
-                            this.push(frame);
+                            this.queue.push_back(frame);
                         }
                     }
                     if this.sse {
                         this.patience = GATHER_TURNS;
                     }
-                    if !this.sse || this.queue.len() >= BATCH_FRAMES || this.queued >= BATCH_BYTES {
+                    if !this.sse || this.batch_full() {
                         this.emitting = true;
                     }
                 }
@@ -375,7 +372,7 @@ impl Body for Relay {
                         // The held provider event, if any, is replaced.
                         this.held = None;
                         let event = this.final_event(&err);
-                        this.push(Frame::data(event));
+                        this.queue.push_back(Frame::data(event));
                     } else {
                         let code = Failure::find(&*err).map_or(Code::Unknown, Failure::code);
                         this.tracker.end(End::Interrupted, Some(code.as_str()));

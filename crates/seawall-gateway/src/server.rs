@@ -139,22 +139,10 @@ impl Gateway {
         let mut threads = 0;
         for (index, listener) in listeners.into_iter().enumerate() {
             let gateway = self.clone();
-            let mut stopped = stopped.clone();
+            let stopped = stopped.clone();
             let done = done.clone();
             let serve = move || {
-                let result = (|| {
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()?;
-                    runtime.block_on(async move {
-                        let listener = TcpListener::from_std(listener)?;
-                        let shutdown = async move {
-                            let _ = stopped.wait_for(|stop| *stop).await;
-                        };
-                        gateway.serve(listener, shutdown).await
-                    })
-                })();
-                let _ = done.send(result);
+                let _ = done.send(serve_on_own_runtime(gateway, listener, stopped));
             };
             std::thread::Builder::new()
                 .name(format!("seawall-gateway-{index}"))
@@ -183,6 +171,25 @@ impl Gateway {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// One serving thread's life: a current-thread runtime serving `listener`
+/// until `stopped` says so (or its sender is gone).
+fn serve_on_own_runtime(
+    gateway: Gateway,
+    listener: std::net::TcpListener,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = TcpListener::from_std(listener)?;
+        let shutdown = async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        };
+        gateway.serve(listener, shutdown).await
+    })
 }
 
 /// `count` listeners on `addr`. On Linux, more than one share the address
