@@ -234,14 +234,17 @@ pub fn listeners(
 /// on N threads each with its own runtime, listener and upstream
 /// connections ([`Gateway::serve_per_thread`]).
 pub async fn run(args: GatewayArgs) -> Result<(), GatewayError> {
-    let threads = args.threads.map_or(1, usize::from);
+    // `--threads` is honoured where `listeners` can share a port.
+    let threads = args.threads.filter(|_| cfg!(target_os = "linux"));
     let gateway = Gateway::new(args.to_config()?)?;
     let addr = gateway.config().listen;
     let bind = |source| GatewayError::Bind { addr, source };
-    let mut listeners = listeners(addr, threads).map_err(bind)?;
+    let count = threads.map_or(1, usize::from);
+    let mut listeners = listeners(addr, count).map_err(bind)?;
     let bound = listeners[0].local_addr().unwrap_or(addr);
     eprintln!("seawall gateway: listening on http://{bound}");
-    if listeners.len() > 1 {
+    // `--threads 1` too: one thread with its own single-threaded runtime.
+    if threads.is_some() {
         return gateway
             .serve_per_thread(listeners, shutdown_signal())
             .await
