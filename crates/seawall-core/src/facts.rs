@@ -24,16 +24,13 @@
 //! [`RequestFacts::of_request`] reads it back, or the head alone when no
 //! layer put one there.
 
-use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
-use serde::Deserialize;
-
 use crate::progress::Counters;
 use crate::provider::Provider;
-use seawall_internal::json::{Text, from_bytes};
+use seawall_internal::json::RequestMembers;
 
 /// What a request asked for. See the [module docs](self).
 ///
@@ -101,30 +98,24 @@ impl Model {
     }
 }
 
-#[derive(Deserialize)]
-struct Members<'a> {
-    #[serde(borrow, default)]
-    model: Option<Text<'a>>,
-    #[serde(default)]
-    stream: Option<bool>,
-}
-
 impl BodyFacts {
     /// Only the two members are read; anything else, and a body that is
-    /// not a JSON object, gives no facts.
+    /// not a JSON object (or not UTF-8, as JSON must be), gives no facts.
     fn parse(body: &Bytes) -> BodyFacts {
-        match from_bytes::<Members<'_>>(body) {
-            Ok(members) => BodyFacts {
-                stream: members.stream,
-                model: members.model.map(|model| match model.0 {
-                    Cow::Borrowed(name) => {
-                        let start = name.as_ptr() as usize - body.as_ptr() as usize;
-                        Model::In(body.clone(), start..start + name.len())
-                    }
-                    Cow::Owned(name) => Model::Unescaped(name.into()),
-                }),
-            },
-            Err(_) => BodyFacts::default(),
+        let Ok(text) = std::str::from_utf8(body) else {
+            return BodyFacts::default();
+        };
+        let Ok(members) = RequestMembers::read(text) else {
+            return BodyFacts::default();
+        };
+        let model = match (members.model_span(text), &members.model) {
+            (Some(span), _) => Some(Model::In(body.clone(), span)),
+            (None, Some(name)) => Some(Model::Unescaped(name.0.as_ref().into())),
+            (None, None) => None,
+        };
+        BodyFacts {
+            stream: members.stream,
+            model,
         }
     }
 }
@@ -350,6 +341,9 @@ mod tests {
         for body in [
             &b"not json"[..],
             b"[1,2]",
+            b"[\"m\",true]",
+            b"{\"model\":\"a\",\"model\":\"b\"}",
+            b"{\"model\":\"m\",\"stream\":true,\"other\":\"\xff\"}",
             b"{\"stream\":\"yes\"}",
             b"",
             b"{\"model\":",

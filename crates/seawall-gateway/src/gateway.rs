@@ -14,6 +14,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use seawall::core::{Code, Failure, Receipt};
 use seawall::fallback::ServedBy;
+use seawall_internal::json::RequestMembers;
 use tower::ServiceExt;
 
 use crate::config::{ANY_MODEL, Config, Wire};
@@ -298,31 +299,39 @@ impl Gateway {
                 );
             }
         };
-        let json = match serde_json::from_slice::<serde_json::Value>(&bytes) {
-            Ok(serde_json::Value::Object(json)) => json,
-            _ => {
+        // Only `model` and `stream` are read: the rest of the body goes
+        // upstream as the client sent it, never built into values.
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                Code::BadRequest,
+                "the request body is not UTF-8 (JSON must be)".into(),
+            );
+        };
+        let members = match RequestMembers::read(text) {
+            Ok(members) => members,
+            Err(err) => {
+                // serde's words: where the JSON breaks, which member is
+                // named twice or has the wrong type.
                 return refuse(
                     StatusCode::BAD_REQUEST,
                     Code::BadRequest,
-                    "the request body is not a JSON object".into(),
+                    format!(
+                        "the request body is not a JSON object naming a model: {}",
+                        seawall::core::excerpt(&err.to_string(), 160)
+                    ),
                 );
             }
         };
-        let Some(model_name) = json
-            .get("model")
-            .and_then(|m| m.as_str())
-            .map(str::to_owned)
-        else {
+        let Some(model_name) = members.model.as_ref().map(|m| m.0.clone().into_owned()) else {
             return refuse(
                 StatusCode::BAD_REQUEST,
                 Code::BadRequest,
                 "the request names no \"model\"".into(),
             );
         };
-        let stream = json
-            .get("stream")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false);
+        let stream = members.stream.unwrap_or(false);
+        let model_span = members.model_span(text);
         let Some(model) = inner.models.get(&model_name).or(inner.any.as_ref()) else {
             return refuse(
                 StatusCode::NOT_FOUND,
@@ -344,7 +353,7 @@ impl Gateway {
         }
         let call = Arc::new(ClientCall {
             body: bytes,
-            json,
+            model_span,
             headers: ClientCall::forwarded_headers(&parts.headers),
             credential: client_credential(&parts.headers, wire, token_header.as_ref()),
         });

@@ -134,8 +134,9 @@ const FORWARDED: &[&str] = &[
 pub(crate) struct ClientCall {
     /// The request body, as received.
     pub body: Bytes,
-    /// The parsed body, for a route that renames the model.
-    pub json: serde_json::Map<String, serde_json::Value>,
+    /// Where the model's name stands in `body`, quotes right around it
+    /// (`None` when the client escaped it), for a route that renames it.
+    pub model_span: Option<std::ops::Range<usize>>,
     /// The forwardable headers.
     pub headers: HeaderMap,
     /// The client's own credential header, for routes without a key.
@@ -143,6 +144,26 @@ pub(crate) struct ClientCall {
 }
 
 impl ClientCall {
+    /// The client's body with `model` in place of the model it named:
+    /// the name's string replaced, every other byte as sent. A name the
+    /// client escaped has no place in the bytes: then the body is read
+    /// into values and written again.
+    fn body_naming(&self, model: &str) -> Result<Bytes, BoxError> {
+        let name = serde_json::to_string(model)?;
+        let Some(span) = &self.model_span else {
+            let mut json: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_slice(&self.body)?;
+            json.insert("model".into(), serde_json::Value::String(model.to_owned()));
+            return Ok(Bytes::from(serde_json::to_vec(&json)?));
+        };
+        let (before, after) = (&self.body[..span.start - 1], &self.body[span.end + 1..]);
+        let mut body = Vec::with_capacity(before.len() + name.len() + after.len());
+        body.extend_from_slice(before);
+        body.extend_from_slice(name.as_bytes());
+        body.extend_from_slice(after);
+        Ok(Bytes::from(body))
+    }
+
     /// Picks the forwardable headers out of the client's.
     pub(crate) fn forwarded_headers(from: &HeaderMap) -> HeaderMap {
         let mut headers = HeaderMap::new();
@@ -187,11 +208,7 @@ impl Target {
         call: &ClientCall,
     ) -> Result<http::Request<Full<Bytes>>, BoxError> {
         let body = match &self.rename {
-            Some(model) => {
-                let mut json = call.json.clone();
-                json.insert("model".into(), serde_json::Value::String(model.clone()));
-                Bytes::from(serde_json::to_vec(&json)?)
-            }
+            Some(model) => call.body_naming(model)?,
             None => call.body.clone(),
         };
         let mut request = http::Request::post(format!("{}{}", self.base, self.wire.path()))
@@ -414,13 +431,9 @@ mod tests {
             HeaderValue::from_static("Bearer sk-client"),
         );
         let body = Bytes::from_static(br#"{"model":"m","stream":true}"#);
-        let json = match serde_json::from_slice(&body).unwrap() {
-            serde_json::Value::Object(json) => json,
-            _ => unreachable!(),
-        };
         ClientCall {
+            model_span: span_of(&body),
             body,
-            json,
             headers: ClientCall::forwarded_headers(&client_headers),
             credential: credential.map(|(name, value)| {
                 (
@@ -429,6 +442,43 @@ mod tests {
                 )
             }),
         }
+    }
+
+    fn span_of(body: &[u8]) -> Option<std::ops::Range<usize>> {
+        let text = std::str::from_utf8(body).unwrap();
+        seawall_internal::json::RequestMembers::read(text)
+            .unwrap()
+            .model_span(text)
+    }
+
+    /// A route's model replaces the client's name and nothing else: key
+    /// order, spacing and numbers no `f64` holds stay as the client wrote
+    /// them. A name the client escaped is found by reading the body.
+    #[test]
+    fn a_renamed_body_keeps_every_other_byte() {
+        let renamed = |body: &'static str, model: &str| {
+            let call = ClientCall {
+                body: Bytes::from_static(body.as_bytes()),
+                model_span: span_of(body.as_bytes()),
+                headers: HeaderMap::new(),
+                credential: None,
+            };
+            String::from_utf8(call.body_naming(model).unwrap().to_vec()).unwrap()
+        };
+        assert_eq!(
+            renamed(
+                r#"{ "stream" : true, "seed": 123456789012345678901234, "model" : "gpt-x" }"#,
+                "gpt-x-main"
+            ),
+            r#"{ "stream" : true, "seed": 123456789012345678901234, "model" : "gpt-x-main" }"#
+        );
+        assert_eq!(
+            renamed(r#"{"model":"m","n":1}"#, "say \"hi\"\n"),
+            r#"{"model":"say \"hi\"\n","n":1}"#
+        );
+        let escaped: serde_json::Value =
+            serde_json::from_str(&renamed(r#"{"model":"gpt-\u0078","n":1}"#, "main")).unwrap();
+        assert_eq!(escaped, serde_json::json!({"model": "main", "n": 1}));
     }
 
     fn route(wire: Wire, key_env: Option<&str>, model: Option<&str>) -> RouteConfig {

@@ -596,6 +596,49 @@ async fn health_and_unknown_paths() {
     );
 }
 
+/// A body the gateway cannot read as one request is refused before any
+/// route sees it: not JSON, not an object, not UTF-8, a member named
+/// twice (the gateway would route by one `model` and the provider might
+/// read the other), a `stream` that is not a boolean (it would be relayed
+/// as a unary call).
+#[tokio::test]
+async fn a_body_that_is_not_one_clear_request_is_refused() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = client();
+    let url = gateway.url("/v1/chat/completions");
+    for (body, says) in [
+        (&b"not json"[..], "expected a JSON object"),
+        (br#"{"model":"gpt-x",}"#, "trailing comma"),
+        (br#"["gpt-x", true]"#, "expected a JSON object"),
+        (br#"{"model":"gpt-x","messages":[]"#, "EOF while parsing"),
+        (b"{\"model\":\"gpt-x\",\"x\":\"\xff\"}", "not UTF-8"),
+        (br#"{"messages":[]}"#, "names no \"model\""),
+        (br#"{"model":null}"#, "names no \"model\""),
+        (
+            br#"{"model":"gpt-x","messages":[],"model":"other"}"#,
+            "duplicate field `model`",
+        ),
+        (
+            br#"{"model":"gpt-x","stream":"true"}"#,
+            "expected a boolean",
+        ),
+        (br#"{"model":7}"#, "invalid type: integer `7`"),
+    ] {
+        let mut request = post(&url, "", &[]);
+        *request.body_mut() = full(Bytes::from_static(body));
+        let (status, headers, answer) = send(&client, request).await;
+        let shown = String::from_utf8_lossy(body);
+        assert_eq!(status, 400, "{shown}");
+        assert_eq!(header(&headers, "x-seawall-code"), "bad_request", "{shown}");
+        let error: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{shown}: {message}");
+    }
+    assert!(chaos.journal().is_empty(), "nothing went upstream");
+    assert_eq!(gateway.gateway.stats().refused, 10);
+}
+
 #[tokio::test]
 async fn metrics_are_served_for_prometheus() {
     let chaos = ChaosServer::builder().start().await.unwrap();

@@ -1,9 +1,11 @@
 //! Borrowed JSON text and the UTF-8-once parse: what seawall-core's
-//! provider tables and seawall-stream's decoders read JSON with.
+//! provider tables and seawall-stream's decoders read JSON with; and the
+//! two members of a request body that seawall reads.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::Range;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, Visitor};
 
@@ -61,6 +63,54 @@ impl<'a> Text<'a> {
     }
 }
 
+/// The members of a generation request's body that seawall reads: the
+/// model it names and whether it asks for a stream. Every other member is
+/// stepped over, never built into values, so a long conversation costs one
+/// scan and no allocation (a `serde_json::Value` of the body would cost
+/// one per string). The request facts (seawall-core) and the gateway read
+/// bodies with it.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct RequestMembers<'a> {
+    /// `"model"`, a string (or `null`, or missing).
+    #[serde(borrow, default)]
+    pub model: Option<Text<'a>>,
+    /// `"stream"`, a boolean (or `null`, or missing).
+    #[serde(default)]
+    pub stream: Option<bool>,
+}
+
+impl<'a> RequestMembers<'a> {
+    /// Reads `body`, which must be one JSON object. An error otherwise,
+    /// and when a member is named twice (serde refuses a duplicate field:
+    /// no reader of the body may pick another `model` than seawall did),
+    /// the model is not a string or `stream` not a boolean.
+    pub fn read(body: &'a str) -> serde_json::Result<Self> {
+        // serde's derive also reads a struct from an array (`["m",
+        // true]`): not a request body.
+        let start = body.trim_start_matches([' ', '\t', '\n', '\r']);
+        if !start.starts_with('{') {
+            return Err(<serde_json::Error as serde::de::Error>::custom(
+                "expected a JSON object",
+            ));
+        }
+        serde_json::from_str(body)
+    }
+
+    /// Where the model's name stands in `body` (the text it was read
+    /// from), when the JSON spelled it without escapes: `body[range]` is
+    /// the name, with its quotes right around it.
+    pub fn model_span(&self, body: &str) -> Option<Range<usize>> {
+        match &self.model.as_ref()?.0 {
+            Cow::Borrowed(name) => {
+                let start = (name.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+                let range = start..start + name.len();
+                (range.end <= body.len()).then_some(range)
+            }
+            Cow::Owned(_) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +128,36 @@ mod tests {
         let escaped: Field<'_> = parse(br#"{"text":"a\"b"}"#).unwrap();
         assert!(matches!(escaped.text, Some(Text(Cow::Owned(ref s))) if s == "a\"b"));
         assert_eq!(Text(Cow::Borrowed("")).non_empty(), None);
+    }
+
+    #[test]
+    fn request_members_are_read_from_an_object_only() {
+        let body =
+            r#" {"messages":[{"role":"user","content":"\"hi\""}],"model":"gpt-x","stream":true}"#;
+        let members = RequestMembers::read(body).unwrap();
+        assert_eq!(members.stream, Some(true));
+        let span = members.model_span(body).unwrap();
+        assert_eq!(&body[span.start - 1..span.end + 1], "\"gpt-x\"");
+        // Escaped: the name is read, but it stands nowhere in the body.
+        let escaped = r#"{"model":"gpt-\u0078"}"#;
+        let members = RequestMembers::read(escaped).unwrap();
+        assert_eq!(members.model.as_ref().map(|m| &*m.0), Some("gpt-x"));
+        assert_eq!(members.model_span(escaped), None);
+        let none = RequestMembers::read("{}").unwrap();
+        assert!(none.model.is_none() && none.stream.is_none());
+        assert_eq!(none.model_span("{}"), None);
+        for refused in [
+            r#"["gpt-x",true]"#,
+            r#"{"model":"a","model":"b"}"#,
+            r#"{"model":"a","stream":true,"stream":false}"#,
+            r#"{"model":7}"#,
+            r#"{"model":"a","stream":"true"}"#,
+            r#"{"model":"a"} x"#,
+            "",
+            "null",
+        ] {
+            assert!(RequestMembers::read(refused).is_err(), "{refused}");
+        }
     }
 
     #[test]
