@@ -14,6 +14,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use seawall::core::{Code, Failure, Receipt};
 use seawall::fallback::ServedBy;
+use seawall::stream::StreamReportHandle;
 use seawall_internal::json::RequestMembers;
 use tower::ServiceExt;
 
@@ -32,6 +33,10 @@ const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60
 
 /// The shortest gateway token accepted.
 pub const MIN_TOKEN_LEN: usize = 16;
+
+/// The shortest route key accepted: the redactor scrubs keys from error
+/// text, and no shorter value can be told from ordinary words.
+pub const MIN_KEY_LEN: usize = crate::secret::MIN_SECRET_LEN;
 
 /// Why the gateway will not start. Messages name variables and routes,
 /// never a key's or token's value.
@@ -140,6 +145,15 @@ impl Gateway {
             let key = match &route.key_env {
                 Some(var) => {
                     let key = read(format!("route `{}` key", route.name), var)?;
+                    // A shorter value could not be scrubbed from error text
+                    // without scrubbing ordinary words with it.
+                    if key.expose().len() < MIN_KEY_LEN {
+                        return Err(GatewayError::Unsafe(format!(
+                            "route `{}`: the key in {var} is shorter than {MIN_KEY_LEN} \
+                             characters: it could not be kept out of error messages",
+                            route.name
+                        )));
+                    }
                     redactor.push(&key);
                     Some(key)
                 }
@@ -235,27 +249,18 @@ impl Gateway {
             );
             WireError::gateway(status, code, message).response(wire)
         };
-        // The header that carried the gateway's token is the gateway's:
-        // never forwarded.
-        let token_header = match &inner.token {
-            None => None,
-            Some(token) => match presented_token(&parts.headers, token) {
-                Some(header) => Some(header),
-                None => {
-                    let mut response = refuse(
-                        StatusCode::UNAUTHORIZED,
-                        Code::Auth,
-                        "the gateway needs its token: send `Authorization: Bearer <token>` \
-                         (or `x-api-key: <token>`, or `x-seawall-token: <token>`)"
-                            .into(),
-                    );
-                    response
-                        .headers_mut()
-                        .insert("www-authenticate", HeaderValue::from_static("Bearer"));
-                    return response;
-                }
-            },
-        };
+        // No header holding the token is forwarded (`client_credential`).
+        if let Some(token) = &inner.token
+            && !presents_token(&parts.headers, token)
+        {
+            return refuse(
+                StatusCode::UNAUTHORIZED,
+                Code::Auth,
+                "the gateway needs its token: send `Authorization: Bearer <token>` \
+                 (or `x-api-key: <token>`, or `x-seawall-token: <token>`)"
+                    .into(),
+            );
+        }
         let cap = inner.config.max_body_bytes;
         let too_large =
             || format!("the request body is larger than the gateway's cap of {cap} bytes");
@@ -355,7 +360,7 @@ impl Gateway {
             body: bytes,
             model_span,
             headers: ClientCall::forwarded_headers(&parts.headers),
-            credential: client_credential(&parts.headers, wire, token_header.as_ref()),
+            credential: client_credential(&parts.headers, wire, inner.token.as_ref()),
         });
         let mut tracker = Tracker::new(Arc::clone(&inner.counters), &model_name, wire, stream);
         let mut upstream = match model.primary.request(&call) {
@@ -384,11 +389,11 @@ impl Gateway {
                     None => model.primary.name.clone(),
                 };
                 tracker.answered(&served_by, attempts);
-                let sse = head
-                    .headers
-                    .get(http::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+                // The stream guard's verdict, not a second reading of the
+                // content type: it leaves its report handle on exactly the
+                // answers it guards as streams (a type in capitals, or none
+                // on a stream the request asked for, included).
+                let sse = head.extensions.get::<StreamReportHandle>().is_some();
                 strip_upstream_headers(&mut head.headers);
                 head.headers
                     .insert(ATTEMPTS_HEADER, HeaderValue::from(attempts));
@@ -402,19 +407,33 @@ impl Gateway {
             Err(err) => {
                 let failure = Failure::find(&*err);
                 let message = describe(failure, &err, &inner.redactor);
-                let error = match failure {
+                let mut error = match failure {
                     Some(failure) => WireError::before_content(failure, message),
                     None => WireError::gateway(StatusCode::BAD_GATEWAY, Code::Unknown, message),
                 };
+                let last_route = failure
+                    .and_then(Failure::receipt)
+                    .and_then(|receipt| receipt.attempts.as_slice().last())
+                    .map(|attempt| attempt.route.as_str());
+                // A route's own key refused upstream is the gateway's
+                // credential, not the client's: a 401 or 403 would send
+                // the client to check a token the gateway accepted.
+                let keyed = |route: &str| {
+                    inner
+                        .config
+                        .routes
+                        .iter()
+                        .any(|r| r.name == route && r.key_env.is_some())
+                };
+                if matches!(
+                    error.status,
+                    StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+                ) && last_route.is_some_and(keyed)
+                {
+                    error.status = StatusCode::BAD_GATEWAY;
+                }
                 if let Some(receipt) = failure.and_then(Failure::receipt) {
-                    tracker.answered(
-                        receipt
-                            .attempts
-                            .as_slice()
-                            .last()
-                            .map_or("-", |a| a.route.as_str()),
-                        receipt.attempts.len(),
-                    );
+                    tracker.answered(last_route.unwrap_or("-"), receipt.attempts.len());
                 }
                 tracker.end(End::Failed, Some(error.code));
                 error.response(wire)
@@ -428,40 +447,44 @@ fn excerpt(text: &str) -> &str {
     seawall::core::excerpt(text, 64)
 }
 
-/// Which header carried the gateway's token: `Authorization: Bearer`
+/// Whether a header carries the gateway's token: `Authorization: Bearer`
 /// (OpenAI SDKs' `api_key`), `x-api-key` (Anthropic SDKs' `api_key`) or
-/// `x-seawall-token`; `None` when none did.
-fn presented_token(headers: &HeaderMap, token: &Secret) -> Option<HeaderName> {
-    let bearer = headers
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
-    if bearer.is_some_and(|value| token.matches(value)) {
-        return Some(http::header::AUTHORIZATION);
-    }
-    for name in ["x-api-key", TOKEN_HEADER] {
-        if headers
-            .get(name)
-            .is_some_and(|value| token.matches(value.as_bytes()))
-        {
-            return Some(HeaderName::from_static(name));
-        }
-    }
-    None
+/// `x-seawall-token`.
+fn presents_token(headers: &HeaderMap, token: &Secret) -> bool {
+    let bearer = headers.get(http::header::AUTHORIZATION).and_then(bearer);
+    bearer.is_some_and(|value| token.matches(value))
+        || ["x-api-key", TOKEN_HEADER].into_iter().any(|name| {
+            headers
+                .get(name)
+                .is_some_and(|value| token.matches(value.as_bytes()))
+        })
+}
+
+/// The credentials of an `Authorization: Bearer <credentials>` value; the
+/// scheme is case-insensitive (RFC 9110, 11.1).
+fn bearer(value: &HeaderValue) -> Option<&[u8]> {
+    let value = value.as_bytes();
+    let (scheme, rest) = value.split_at_checked(7)?;
+    scheme.eq_ignore_ascii_case(b"bearer ").then_some(rest)
 }
 
 /// The client's own key, forwarded only to routes without a key of their
 /// own: `x-api-key` for Anthropic (else `Authorization`), `Authorization`
-/// for OpenAI — never the header that carried the gateway's token.
+/// for OpenAI — never a header holding the gateway's token: not the one
+/// that carried it, nor another (an Anthropic SDK given the token as both
+/// its `api_key` and its `auth_token` sends it in both).
 fn client_credential(
     headers: &HeaderMap,
     wire: Wire,
-    token_header: Option<&HeaderName>,
+    token: Option<&Secret>,
 ) -> Option<(HeaderName, HeaderValue)> {
     let own = |name: HeaderName| {
-        if token_header == Some(&name) {
+        let value = headers.get(&name)?;
+        let held = bearer(value).unwrap_or(value.as_bytes());
+        if token.is_some_and(|token| token.matches(held)) {
             return None;
         }
-        headers.get(&name).map(|value| (name, value.clone()))
+        Some((name, value.clone()))
     };
     let credential = match wire {
         Wire::Anthropic => {
@@ -475,9 +498,24 @@ fn client_credential(
     })
 }
 
-/// Hop-by-hop headers and the length (the body is relayed frame by frame)
-/// do not cross the gateway; nor do cookies.
+/// What of the upstream's answer head does not cross the gateway:
+/// hop-by-hop headers, with every header the upstream's `Connection`
+/// names (RFC 9110, 7.6.1); the length (the body is relayed frame by
+/// frame); cookies; what speaks of the upstream's origin, not the
+/// gateway's (`alt-svc`, `strict-transport-security`) or of the account
+/// behind a route's key (`openai-organization`, `openai-project`); and any
+/// `x-seawall-*` header, which only the gateway sets.
 fn strip_upstream_headers(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|option| HeaderName::try_from(option.trim()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
     for name in [
         "connection",
         "keep-alive",
@@ -488,7 +526,19 @@ fn strip_upstream_headers(headers: &mut HeaderMap) {
         "upgrade",
         "content-length",
         "set-cookie",
+        "alt-svc",
+        "strict-transport-security",
+        "openai-organization",
+        "openai-project",
     ] {
+        headers.remove(name);
+    }
+    let ours: Vec<HeaderName> = headers
+        .keys()
+        .filter(|name| name.as_str().starts_with("x-seawall-"))
+        .cloned()
+        .collect();
+    for name in ours {
         headers.remove(name);
     }
 }
@@ -569,25 +619,27 @@ mod tests {
 
     #[test]
     fn the_gateway_token_is_never_forwarded() {
-        let token = Secret::new("gateway-token-0123456789".into());
-        let authorization = Some(http::header::AUTHORIZATION);
+        let secret = Secret::new("gateway-token-0123456789".into());
+        let token = Some(&secret);
+        let presents = |sent: &HeaderMap| presents_token(sent, &secret);
         let sent = headers(&[("authorization", "Bearer gateway-token-0123456789")]);
-        assert_eq!(presented_token(&sent, &token), authorization);
-        assert_eq!(
-            client_credential(&sent, Wire::OpenAi, authorization.as_ref()),
-            None
-        );
+        assert!(presents(&sent));
+        assert_eq!(client_credential(&sent, Wire::OpenAi, token), None);
+        // The scheme in any case (RFC 9110, 11.1).
+        for sent in [
+            headers(&[("authorization", "bearer gateway-token-0123456789")]),
+            headers(&[("authorization", "BEARER gateway-token-0123456789")]),
+        ] {
+            assert!(presents(&sent));
+            assert_eq!(client_credential(&sent, Wire::OpenAi, token), None);
+        }
         // Token in its own header: Authorization is the client's key.
         let sent = headers(&[
             ("x-seawall-token", "gateway-token-0123456789"),
             ("authorization", "Bearer sk-client"),
         ]);
-        let carrier = presented_token(&sent, &token);
-        assert_eq!(
-            carrier.as_ref().map(HeaderName::as_str),
-            Some("x-seawall-token")
-        );
-        let (name, value) = client_credential(&sent, Wire::OpenAi, carrier.as_ref()).unwrap();
+        assert!(presents(&sent));
+        let (name, value) = client_credential(&sent, Wire::OpenAi, token).unwrap();
         assert_eq!(
             (name.as_str(), value.to_str().unwrap()),
             ("authorization", "Bearer sk-client")
@@ -595,22 +647,50 @@ mod tests {
         assert!(value.is_sensitive());
         // Anthropic: the token as x-api-key (an SDK's api_key) stays here.
         let sent = headers(&[("x-api-key", "gateway-token-0123456789")]);
-        let carrier = presented_token(&sent, &token);
-        assert_eq!(carrier.as_ref().map(HeaderName::as_str), Some("x-api-key"));
-        assert_eq!(
-            client_credential(&sent, Wire::Anthropic, carrier.as_ref()),
-            None
-        );
+        assert!(presents(&sent));
+        assert_eq!(client_credential(&sent, Wire::Anthropic, token), None);
         // Anthropic: the client's x-api-key first.
         let sent = headers(&[
             ("x-api-key", "sk-ant-client"),
             ("authorization", "Bearer gateway-token-0123456789"),
         ]);
-        let (name, _) = client_credential(&sent, Wire::Anthropic, authorization.as_ref()).unwrap();
+        let (name, _) = client_credential(&sent, Wire::Anthropic, token).unwrap();
         assert_eq!(name, "x-api-key");
-        assert_eq!(
-            presented_token(&headers(&[("authorization", "Bearer nope")]), &token),
-            None
-        );
+        // Anthropic: the token in both headers (an SDK given it as both
+        // `api_key` and `auth_token`): neither is the client's key.
+        let sent = headers(&[
+            ("x-api-key", "gateway-token-0123456789"),
+            ("authorization", "Bearer gateway-token-0123456789"),
+        ]);
+        assert!(presents(&sent));
+        assert_eq!(client_credential(&sent, Wire::Anthropic, token), None);
+        assert!(!presents(&headers(&[("authorization", "Bearer nope")])));
+        assert!(!presents(&headers(&[(
+            "authorization",
+            "Basic gateway-token-0123456789"
+        )])));
+    }
+
+    /// Nothing of the upstream's head that speaks of its hop, its origin
+    /// or its account reaches the client; `x-seawall-*` is the gateway's.
+    #[test]
+    fn the_upstreams_hop_and_origin_headers_stay_behind() {
+        let mut head = headers(&[
+            ("connection", "keep-alive, x-hop-secret"),
+            ("x-hop-secret", "upstream-only"),
+            ("keep-alive", "timeout=5"),
+            ("set-cookie", "s=1"),
+            ("alt-svc", "h3=\":443\""),
+            ("strict-transport-security", "max-age=1"),
+            ("openai-organization", "org-route-account"),
+            ("x-seawall-code", "forged"),
+            ("content-type", "application/json"),
+            ("x-request-id", "req_1"),
+            ("retry-after", "3"),
+        ]);
+        strip_upstream_headers(&mut head);
+        let mut left: Vec<_> = head.keys().map(HeaderName::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["content-type", "retry-after", "x-request-id"]);
     }
 }

@@ -60,7 +60,7 @@ mod wire_error;
 
 pub use args::GatewayArgs;
 pub use config::{Config, ConfigError, Preset, RouteConfig, StackPolicy, Wire};
-pub use gateway::{Gateway, GatewayError, MIN_TOKEN_LEN, TOKEN_HEADER};
+pub use gateway::{Gateway, GatewayError, MIN_KEY_LEN, MIN_TOKEN_LEN, TOKEN_HEADER};
 pub use relay::Stats;
 pub use server::{listeners, run, shutdown_signal};
 pub use wire_error::{ATTEMPTS_HEADER, CODE_HEADER, SERVED_BY_HEADER};

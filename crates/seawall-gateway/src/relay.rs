@@ -4,15 +4,15 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
-use memchr::memmem::Finder;
+use memchr::memchr2;
 use seawall::core::{BoxError, Code, Failure};
 use seawall_internal::millis;
 
@@ -101,7 +101,9 @@ impl Tracker {
         Tracker {
             counters,
             started: Instant::now(),
-            model: model.to_owned(),
+            // A client's word: bounded here, and logged as a string value
+            // (escaped), never as raw text that could forge a log line.
+            model: seawall::core::excerpt(model, 64).to_owned(),
             wire,
             stream,
             served_by: None,
@@ -137,7 +139,7 @@ impl Tracker {
     fn log(&self, outcome: &str, code: Option<&str>) {
         tracing::info!(
             target: "seawall::gateway",
-            model = %self.model,
+            model = self.model.as_str(),
             wire = self.wire.as_str(),
             stream = self.stream,
             outcome,
@@ -186,15 +188,24 @@ const GATHER_TURNS: u8 = 2;
 const BATCH_FRAMES: usize = 16;
 const BATCH_BYTES: usize = 64 * 1024;
 
-/// The response body: frames pass through untouched; a body error after
-/// content becomes one final error event (for an event stream) and a clean
-/// end, never a silent EOF.
+/// The response body: the provider's bytes pass through unchanged; a body
+/// error after content becomes one final error event (for an event
+/// stream) and a clean end, never a silent EOF.
 ///
-/// A provider's own in-stream error event (OpenAI `data: {"error":…}`,
-/// Anthropic `event: error`) is held back until the next frame: when the
-/// stream then fails, as it does, seawall's event replaces it (its message
-/// quotes the provider's), so the client reads exactly one error, carrying
-/// seawall's code. Any other frame releases it unchanged.
+/// An event stream is relayed whole events at a time: the bytes after the
+/// last complete event (a blank line ends one; lines end with CRLF, LF or
+/// CR) wait for the rest of it. When the stream breaks, an event the
+/// upstream cut in half is dropped, as an SSE client would drop it at an
+/// end (WHATWG HTML 9.2.6); relayed, then ended by seawall's event, it
+/// would be dispatched as a broken one (an SDK parses its data first, and
+/// raises that parse error instead of seawall's).
+///
+/// A provider's own in-stream error event (an `event: error`, or data
+/// that is a JSON object whose first member is `error`, or whose `type`
+/// is `error`) is held back until the next event: when the stream then
+/// fails, as it does, seawall's event replaces it (its message quotes the
+/// provider's, scrubbed of keys), so the client reads exactly one error,
+/// carrying seawall's code. Any other event releases it unchanged.
 ///
 /// An event stream's frames leave in batches when the upstream has several
 /// ready at once (see `GATHER_TURNS`); their bytes and order are kept.
@@ -204,9 +215,12 @@ pub(crate) struct Relay {
     /// An event stream: failures end it with an event. Otherwise (a unary
     /// JSON body) a failure aborts the response.
     sse: bool,
-    /// The last two bytes forwarded, to end a half-written event before
-    /// the error event.
-    tail: [u8; 2],
+    /// Where the event stream's lines and events end, across frames.
+    lines: Lines,
+    /// The start of an event whose end has not come yet (event streams).
+    partial: BytesMut,
+    /// The last byte sent: a CR may still be waiting for its LF.
+    last: u8,
     /// Frames ready to go, in order.
     queue: VecDeque<Frame<Bytes>>,
     /// Turns the relay still gives the upstream's connection before it
@@ -221,6 +235,94 @@ pub(crate) struct Relay {
     done: bool,
 }
 
+/// Where an event stream's lines end (CRLF, LF or CR) and so where its
+/// events end (a blank line), followed across frames.
+#[derive(Debug, Clone, Copy)]
+struct Lines {
+    /// Nothing has come on the current line yet.
+    blank: bool,
+    /// The last byte was a CR: an LF right after it ends no other line.
+    cr: bool,
+}
+
+impl Default for Lines {
+    fn default() -> Self {
+        Lines {
+            blank: true,
+            cr: false,
+        }
+    }
+}
+
+impl Lines {
+    /// The offset just past the end of the next event that ends in
+    /// `data[from..]`, if one does. An event ended by a blank line
+    /// written CRLF ends at its last CR: the LF goes with what follows.
+    fn next_event_end(&mut self, data: &[u8], from: usize) -> Option<usize> {
+        let mut at = from;
+        while at < data.len() {
+            if std::mem::take(&mut self.cr) && data[at] == b'\n' {
+                at += 1;
+                continue;
+            }
+            let Some(found) = memchr2(b'\n', b'\r', &data[at..]) else {
+                self.blank = false;
+                return None;
+            };
+            let blank = self.blank && found == 0;
+            let end = at + found;
+            self.blank = true;
+            self.cr = data[end] == b'\r';
+            at = end + 1;
+            if blank {
+                return Some(at);
+            }
+        }
+        None
+    }
+}
+
+/// Whether a complete `event` is the provider's own error event: named
+/// `error`, or with data that is a JSON object starting with an `error`
+/// member, or with `"type": "error"` first (OpenAI's and Anthropic's
+/// shapes). A field's value may follow its colon with or without a
+/// space; quotes and line ends inside JSON strings are escaped, so a line
+/// start is a field.
+fn is_error_event(event: &[u8]) -> bool {
+    event.split(|&b| b == b'\n' || b == b'\r').any(|line| {
+        match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                let value = value.strip_prefix(b" ").unwrap_or(value);
+                match &line[..colon] {
+                    b"event" => value == b"error",
+                    b"data" => error_object(value),
+                    _ => false,
+                }
+            }
+            None => false,
+        }
+    })
+}
+
+/// A JSON object whose first member is `"error"`, or `"type": "error"`.
+fn error_object(json: &[u8]) -> bool {
+    let Some(rest) = json.trim_ascii_start().strip_prefix(b"{") else {
+        return false;
+    };
+    let rest = rest.trim_ascii_start();
+    if rest.starts_with(b"\"error\"") {
+        return true;
+    }
+    let Some(rest) = rest.strip_prefix(b"\"type\"") else {
+        return false;
+    };
+    let Some(rest) = rest.trim_ascii_start().strip_prefix(b":") else {
+        return false;
+    };
+    rest.trim_ascii_start().starts_with(b"\"error\"")
+}
+
 impl Relay {
     pub(crate) fn new(
         inner: UpstreamBody,
@@ -233,7 +335,9 @@ impl Relay {
             inner,
             wire,
             sse,
-            tail: *b"\n\n",
+            lines: Lines::default(),
+            partial: BytesMut::new(),
+            last: b'\n',
             queue: VecDeque::new(),
             patience: 0,
             emitting: false,
@@ -246,14 +350,10 @@ impl Relay {
 
     /// Queues `data` to be sent.
     fn send(&mut self, data: Bytes) {
-        if data.is_empty() {
-            return;
+        if let Some(&last) = data.last() {
+            self.last = last;
+            self.queue.push_back(Frame::data(data));
         }
-        match data.len() {
-            1 => self.tail = [self.tail[1], data[0]],
-            n => self.tail = [data[n - 2], data[n - 1]],
-        }
-        self.queue.push_back(Frame::data(data));
     }
 
     /// Whether the frames held make a full batch. Counted when asked: a
@@ -275,22 +375,48 @@ impl Relay {
         }
     }
 
-    /// Queues `data`, holding back a provider error event in it.
+    /// Queues the complete events of `data` (a run of them as one slice of
+    /// it), holding back a provider error event and keeping an unfinished
+    /// event's start for the frame that ends it.
     fn pass(&mut self, data: Bytes) {
-        self.release();
-        let at_line_start = self.tail[1] == b'\n';
-        let error_at = if self.sse {
-            error_event_start(self.wire, &data, at_line_start)
-        } else {
-            None
-        };
-        match error_at {
-            Some(start) => {
-                self.send(data.slice(..start));
-                self.held = Some(data.slice(start..));
-            }
-            _ => self.send(data),
+        if !self.sse {
+            return self.send(data);
         }
+        let mut from = 0;
+        // Complete events of `data` not queued yet.
+        let mut run = 0..0;
+        while let Some(end) = self.lines.next_event_end(&data, from) {
+            // Another event came: a held error event was not the end.
+            self.release();
+            let joined = (!self.partial.is_empty()).then(|| {
+                self.partial.extend_from_slice(&data[from..end]);
+                self.partial.split().freeze()
+            });
+            let event = joined.as_deref().unwrap_or(&data[from..end]);
+            if is_error_event(event) {
+                self.send(data.slice(run.clone()));
+                run = end..end;
+                self.held = Some(joined.unwrap_or_else(|| data.slice(from..end)));
+            } else if let Some(joined) = joined {
+                self.send(joined);
+                run = end..end;
+            } else {
+                if run.is_empty() {
+                    run.start = from;
+                }
+                run.end = end;
+            }
+            from = end;
+        }
+        self.send(data.slice(run));
+        self.partial.extend_from_slice(&data[from..]);
+    }
+
+    /// The stream ended well: what is held and kept goes, unchanged.
+    fn flush(&mut self) {
+        self.release();
+        let rest = self.partial.split().freeze();
+        self.send(rest);
     }
 
     fn final_event(&mut self, err: &BoxError) -> Bytes {
@@ -299,36 +425,16 @@ impl Relay {
         let code = failure.map_or(Code::StreamInterrupted, Failure::code);
         let error = WireError::gateway(StatusCode::BAD_GATEWAY, code, message);
         let event = error.event(self.wire);
-        let mut out = BytesMut::with_capacity(event.len() + 2);
-        match self.tail {
-            [b'\n', b'\n'] => {}
-            [_, b'\n'] => out.extend_from_slice(b"\n"),
-            _ => out.extend_from_slice(b"\n\n"),
+        let mut out = BytesMut::with_capacity(event.len() + 1);
+        // What was sent ends an event; one ended by a CR gets its LF, for
+        // clients that read lines by LF.
+        if self.last == b'\r' {
+            out.extend_from_slice(b"\n");
         }
         out.extend_from_slice(&event);
         self.tracker.end(End::Interrupted, Some(code.as_str()));
         out.freeze()
     }
-}
-
-/// Where a provider's error event starts in `data`, if it carries one: an
-/// OpenAI `data: {"error"` line, an Anthropic `event: error` line. Neither
-/// can occur inside a JSON string (quotes and newlines are escaped there).
-fn error_event_start(wire: Wire, data: &[u8], at_line_start: bool) -> Option<usize> {
-    // Built once: a finder per frame costs more than the search.
-    static OPENAI: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"data: {\"error\""));
-    static ANTHROPIC: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"event: error\n"));
-    let finder = match wire {
-        Wire::OpenAi => &*OPENAI,
-        Wire::Anthropic => &*ANTHROPIC,
-    };
-    finder.find_iter(data).find(|&start| {
-        if start == 0 {
-            at_line_start
-        } else {
-            data[start - 1] == b'\n'
-        }
-    })
 }
 
 impl Body for Relay {
@@ -355,7 +461,7 @@ impl Body for Relay {
                     match frame.into_data() {
                         Ok(data) => this.pass(data),
                         Err(frame) => {
-                            this.release();
+                            this.flush();
                             this.queue.push_back(frame);
                         }
                     }
@@ -369,8 +475,10 @@ impl Body for Relay {
                 Poll::Ready(Some(Err(err))) => {
                     this.done = true;
                     if this.sse {
-                        // The held provider event, if any, is replaced.
+                        // The held provider event, if any, is replaced; an
+                        // event cut in half is dropped.
                         this.held = None;
+                        this.partial.clear();
                         let event = this.final_event(&err);
                         this.queue.push_back(Frame::data(event));
                     } else {
@@ -381,7 +489,7 @@ impl Body for Relay {
                 }
                 Poll::Ready(None) => {
                     this.done = true;
-                    this.release();
+                    this.flush();
                     this.tracker.end(End::Served, None);
                 }
                 Poll::Pending if this.queue.is_empty() => return Poll::Pending,
@@ -492,51 +600,108 @@ mod tests {
             true,
             &[
                 None,
-                Some("a"),
+                Some("a\n\n"),
                 None,
-                Some("b"),
-                None,
-                None,
-                None,
-                Some("c"),
+                Some("b\n\n"),
                 None,
                 None,
                 None,
-                Some("d"),
+                Some("c\n\n"),
+                None,
+                None,
+                None,
+                Some("d\n\n"),
             ],
         ));
         assert_eq!(
             seen,
-            ["-", "~", "~", "~", "a", "b", "~", "~", "c", "d", "end"]
+            [
+                "-", "~", "~", "~", "a\n\n", "b\n\n", "~", "~", "c\n\n", "d\n\n", "end"
+            ]
         );
     }
 
     #[test]
     fn a_batch_is_bounded() {
-        let script: Vec<_> = std::iter::repeat_n(Some("x"), BATCH_FRAMES + 1).collect();
+        let script: Vec<_> = std::iter::repeat_n(Some("x\n\n"), BATCH_FRAMES + 1).collect();
         let seen = polls(relay(true, &script));
         assert_eq!(seen.len(), BATCH_FRAMES + 2);
-        assert!(seen[..BATCH_FRAMES + 1].iter().all(|s| s == "x"));
-        let mut script = vec![Some("y"); 2];
+        assert!(seen[..BATCH_FRAMES + 1].iter().all(|s| s == "x\n\n"));
+        let mut script = vec![Some("y\n\n"); 2];
         script.insert(1, None);
-        let big: &'static str = "z".repeat(BATCH_BYTES).leak();
+        let big: &'static str = format!("{}\n\n", "z".repeat(BATCH_BYTES)).leak();
         script.insert(0, Some(big));
         // The big frame fills the batch alone: it leaves at once.
         let seen = polls(relay(true, &script));
         assert_eq!(seen[0], big);
-        assert_eq!(&seen[1..], ["~", "y", "y", "end"]);
+        assert_eq!(&seen[1..], ["~", "y\n\n", "y\n\n", "end"]);
     }
 
+    /// A stream cut inside an event: the half event is never sent, so
+    /// seawall's event follows a whole one and no client dispatches a
+    /// broken event.
     #[test]
-    fn a_break_in_a_batch_keeps_its_frames_and_ends_with_one_error_event() {
+    fn a_break_drops_the_half_event_and_ends_with_one_error_event() {
         let seen = polls(relay(
             true,
-            &[Some("data: a\n\n"), None, Some("data: b"), Some("!")],
+            &[Some("data: a\n\n"), None, Some("data: {\"b"), Some("!")],
         ));
-        assert_eq!(seen[..3], ["~", "data: a\n\n", "data: b"]);
-        assert!(seen[3].starts_with("\n\ndata: {\"error\""), "{seen:?}");
-        assert!(seen[3].contains("upstream reset"), "{seen:?}");
-        assert_eq!(seen[4..], ["end"]);
+        assert_eq!(seen[..2], ["~", "data: a\n\n"]);
+        assert!(seen[2].starts_with("data: {\"error\""), "{seen:?}");
+        assert!(seen[2].contains("upstream reset"), "{seen:?}");
+        assert_eq!(seen[3..], ["end"]);
+    }
+
+    /// Events the upstream splits over frames go out whole, the bytes
+    /// unchanged; what is left at a clean end goes too.
+    #[test]
+    fn events_split_over_frames_leave_whole() {
+        let seen = polls(relay(
+            true,
+            &[
+                Some("data: a\n"),
+                Some("\ndata: b\r"),
+                Some("\n\r"),
+                Some("\ndata: c\n\ndata: d"),
+            ],
+        ));
+        assert_eq!(
+            seen.concat(),
+            "data: a\n\ndata: b\r\n\r\ndata: c\n\ndata: dend"
+        );
+        assert!(seen.contains(&"data: a\n\n".to_owned()), "{seen:?}");
+        assert_eq!(seen[seen.len() - 2], "data: d", "{seen:?}");
+    }
+
+    /// The provider's error event is replaced by seawall's whatever its
+    /// line ends and wherever the frames split it; an event after it
+    /// releases it unchanged.
+    #[test]
+    fn a_provider_error_event_is_replaced_however_it_comes() {
+        for script in [
+            &[
+                Some("data: a\n\n"),
+                Some("data: {\"e"),
+                Some("rror\":{}}\n\n"),
+                Some("!"),
+            ][..],
+            &[
+                Some("event: ping\r\ndata: {}\r\n\r\n"),
+                Some("event: error\r\ndata: {\"type\":\"error\"}\r\n\r\n"),
+                Some("!"),
+            ],
+            &[Some("event:error\ndata:{}\n\n"), Some("!")],
+        ] {
+            let seen = polls(relay(true, script)).concat();
+            assert_eq!(seen.matches("error").count(), 1, "{seen:?}");
+            assert!(seen.contains("upstream reset"), "{seen:?}");
+            assert!(seen.ends_with("\n\nend"), "{seen:?}");
+        }
+        let seen = polls(relay(
+            true,
+            &[Some("data: {\"error\":{}}\n\n"), Some("data: b\n\n")],
+        ));
+        assert_eq!(seen.concat(), "data: {\"error\":{}}\n\ndata: b\n\nend");
     }
 
     #[test]
@@ -546,23 +711,49 @@ mod tests {
     }
 
     #[test]
-    fn provider_error_events_are_found_at_line_starts_only() {
-        let openai = b"data: {\"choices\":[]}\n\ndata: {\"error\":{}}\n\n";
-        assert_eq!(error_event_start(Wire::OpenAi, openai, true), Some(22));
-        assert_eq!(
-            error_event_start(Wire::OpenAi, b"data: {\"error\":{}}\n\n", false),
-            None
-        );
-        let escaped = br#"data: {"delta":"data: {\"error\""}"#;
-        assert_eq!(error_event_start(Wire::OpenAi, escaped, true), None);
-        let anthropic = b"event: ping\ndata: {}\n\nevent: error\ndata: {}\n\n";
-        assert_eq!(
-            error_event_start(Wire::Anthropic, anthropic, true),
-            Some(22)
-        );
-        assert_eq!(
-            error_event_start(Wire::Anthropic, b"event: ping\n", true),
-            None
-        );
+    fn events_end_at_blank_lines_of_any_line_end() {
+        let ends = |frames: &[&str]| {
+            let mut lines = Lines::default();
+            let mut found = Vec::new();
+            for (i, frame) in frames.iter().enumerate() {
+                let mut from = 0;
+                while let Some(end) = lines.next_event_end(frame.as_bytes(), from) {
+                    found.push((i, end));
+                    from = end;
+                }
+            }
+            found
+        };
+        assert_eq!(ends(&["data: a\n\ndata: b\n\n"]), [(0, 9), (0, 18)]);
+        assert_eq!(ends(&["data: a\r\n\r\n"]), [(0, 10)]);
+        assert_eq!(ends(&["data: a\r\rdata: b\r\r"]), [(0, 9), (0, 18)]);
+        // Split anywhere, even between a CR and its LF.
+        assert_eq!(ends(&["data: a\r", "\n", "\r", "\n"]), [(2, 1)]);
+        assert_eq!(ends(&["data: a\n", "\n"]), [(1, 1)]);
+        // A CRLF's LF ends no second line.
+        assert!(ends(&["data: a\r\ndata: b\r\n"]).is_empty());
+    }
+
+    #[test]
+    fn provider_error_events_are_known_by_their_fields() {
+        for event in [
+            "data: {\"error\":{}}\n\n",
+            "data:{ \"error\" : 1}\r\n\r\n",
+            "event: error\ndata: {}\n\n",
+            "event:error\rdata: {}\r\r",
+            "data: {\"type\": \"error\", \"error\": {}}\n\n",
+        ] {
+            assert!(is_error_event(event.as_bytes()), "{event:?}");
+        }
+        for event in [
+            "data: {\"choices\":[],\"error\":1}\n\n",
+            r#"data: {"delta":"data: {\"error\""}"#,
+            "event: ping\ndata: {}\n\n",
+            "event: errors\n\n",
+            ": error\n\n",
+            "data: [\"error\"]\n\n",
+        ] {
+            assert!(!is_error_event(event.as_bytes()), "{event:?}");
+        }
     }
 }

@@ -42,6 +42,9 @@ impl fmt::Display for Secret {
     }
 }
 
+/// The shortest secret the redactor scrubs.
+pub(crate) const MIN_SECRET_LEN: usize = 8;
+
 /// Every secret the gateway holds, to scrub from text it passes on (an
 /// upstream error message may echo a key).
 #[derive(Debug, Clone, Default)]
@@ -49,9 +52,9 @@ pub(crate) struct Redactor(Vec<Secret>);
 
 impl Redactor {
     pub(crate) fn push(&mut self, secret: &Secret) {
-        // Very short values would scrub ordinary words; they are refused
-        // as keys anyway (see `Gateway::with_env`).
-        if secret.expose().len() >= 8 && !self.0.contains(secret) {
+        // Very short values would scrub ordinary words; the gateway
+        // refuses them as keys and tokens (`Gateway::with_env`).
+        if secret.expose().len() >= MIN_SECRET_LEN && !self.0.contains(secret) {
             self.0.push(secret.clone());
         }
     }

@@ -123,6 +123,15 @@ impl WireError {
         if let Some(attempts) = self.attempts {
             headers.insert(ATTEMPTS_HEADER, HeaderValue::from(attempts));
         }
+        // A 401 carries a challenge (RFC 9110, 15.5.2): the gateway's
+        // token, or a keyless route's provider refusing the client's own
+        // key, both sent as a bearer credential.
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert(
+                http::header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer"),
+            );
+        }
         response
     }
 }

@@ -184,6 +184,195 @@ async fn anthropic_interruption_ends_with_one_error_event() {
     assert!(!text.contains("message_stop"));
 }
 
+/// What an SSE client dispatches: each event's data lines, joined (any
+/// line end: CRLF, LF or CR).
+fn dispatched(body: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(body)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n");
+    text.split("\n\n")
+        .map(|event| {
+            event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|data| data.strip_prefix(' ').unwrap_or(data))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .filter(|data| !data.is_empty())
+        .collect()
+}
+
+/// A stream the upstream cuts inside an event: the half event never
+/// reaches the client (an SDK would parse its broken JSON and raise that
+/// instead of seawall's error); every event the client reads is whole,
+/// the last one seawall's.
+#[tokio::test]
+async fn a_stream_cut_inside_an_event_ends_with_whole_events() {
+    for (wire, body) in [
+        (Wire::OpenAi, OPENAI_STREAM),
+        (Wire::Anthropic, ANTHROPIC_STREAM),
+    ] {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let gateway = Running::start(config(wire, &[("main", &chaos)])).await;
+        let (status, _, out) = send(
+            &client(),
+            post(
+                &gateway.url(wire.path()),
+                body,
+                &[("x-chaos-fault", "reset_mid_event;tokens=3")],
+            ),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let events = dispatched(&out);
+        let text = String::from_utf8_lossy(&out);
+        for data in &events {
+            let parsed = serde_json::from_str::<serde_json::Value>(data);
+            assert!(parsed.is_ok(), "{wire:?}: a broken event: {data:?}\n{text}");
+        }
+        assert!(text.contains("w3"), "{wire:?}: {text}");
+        assert!(
+            events.last().unwrap().contains("stream_interrupted"),
+            "{wire:?}: {text}"
+        );
+        let errors = events.iter().filter(|d| d.contains("error")).count();
+        assert_eq!(errors, 1, "{wire:?}: {text}");
+    }
+}
+
+const ROLE_CHUNK: &str = r#"data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#;
+
+fn token_chunk(text: &str) -> String {
+    format!(
+        r#"data: {{"id":"c","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}"#
+    )
+}
+
+/// Three tokens as events with `end` as line end, over a chunked 200.
+fn streamed_head_and_tokens(content_type: Option<&str>, end: &str) -> Vec<Step> {
+    let mut head = String::from("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n");
+    if let Some(content_type) = content_type {
+        head.push_str(&format!("content-type: {content_type}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut steps = vec![Step::Write(head.into_bytes())];
+    for event in [ROLE_CHUNK.to_owned(), token_chunk("w1"), token_chunk(" w2")] {
+        steps.push(chunk(&format!("{event}{end}{end}")));
+    }
+    steps
+}
+
+/// Whatever the stream guard reads as a stream ends with seawall's event
+/// when it breaks: a content type in capitals (media types are
+/// case-insensitive) or none at all on a stream the client asked for.
+#[tokio::test]
+async fn a_stream_the_guard_guards_ends_with_the_error_event() {
+    for content_type in [Some("Text/Event-Stream; charset=utf-8"), None] {
+        let mut steps = streamed_head_and_tokens(content_type, "\n");
+        steps.push(Step::Pause(50));
+        let upstream = raw_upstream(steps).await;
+        let gateway = Running::start(config_over(Wire::OpenAi, &upstream)).await;
+        let (status, _, out) = send(
+            &client(),
+            post(&gateway.url("/v1/chat/completions"), OPENAI_STREAM, &[]),
+        )
+        .await;
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!(status, 200, "{content_type:?}: {text}");
+        assert!(text.contains("w2"), "{content_type:?}: {text}");
+        let last = dispatched(&out).pop().unwrap();
+        assert!(
+            last.contains("stream_interrupted"),
+            "{content_type:?}: {text}"
+        );
+        assert_eq!(gateway.gateway.stats().interrupted, 1);
+    }
+}
+
+/// The provider's own error event is replaced by seawall's, scrubbed,
+/// however it comes: CRLF line ends, split over two writes. The client
+/// reads one error, and never the route key the provider echoed.
+#[tokio::test]
+async fn a_provider_error_event_is_replaced_however_it_comes() {
+    let error = r#"data: {"error":{"message":"key sk-route-main-secret was revoked","type":"server_error","param":null,"code":null}}"#;
+    for end in ["\n", "\r\n"] {
+        let mut steps = streamed_head_and_tokens(Some("text/event-stream"), end);
+        let event = format!("{error}{end}{end}");
+        steps.push(Step::Pause(30));
+        steps.push(chunk(&event[..12]));
+        steps.push(Step::Pause(30));
+        steps.push(chunk(&event[12..]));
+        steps.push(Step::Pause(30));
+        let upstream = raw_upstream(steps).await;
+        let gateway = Running::start(config_over(Wire::OpenAi, &upstream)).await;
+        let (status, _, out) = send(
+            &client(),
+            post(&gateway.url("/v1/chat/completions"), OPENAI_STREAM, &[]),
+        )
+        .await;
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!(status, 200, "{text}");
+        assert!(text.contains("w2"), "{text}");
+        assert_eq!(text.matches(r#"{"error""#).count(), 1, "{end:?}: {text}");
+        assert!(!text.contains("sk-route-main-secret"), "{end:?}: {text}");
+        let last = dispatched(&out).pop().unwrap();
+        assert!(last.contains("[redacted] was revoked"), "{end:?}: {text}");
+    }
+}
+
+/// A provider refusing a route's own key answers 401: that is the
+/// gateway's credential failing, so the client gets a 502 (code `auth`),
+/// not a 401 that would send it to check the token the gateway accepted.
+/// Through a keyless route the key was the client's: 401, with the
+/// challenge a 401 must carry.
+#[tokio::test]
+async fn a_refused_key_is_the_clients_401_only_when_it_was_the_clients() {
+    let refusal = r#"{"error":{"message":"Incorrect API key provided: sk-route-main-secret.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
+    let answer = format!(
+        "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nwww-authenticate: Bearer realm=\"provider\"\r\n\r\n{refusal}",
+        refusal.len()
+    );
+    let upstream = raw_upstream(vec![Step::Write(answer.into_bytes())]).await;
+    for keyed in [true, false] {
+        let mut config = config_over(Wire::OpenAi, &upstream);
+        if !keyed {
+            config.routes[0].key_env = None;
+        }
+        let gateway = Running::start(config).await;
+        let (status, headers, body) = send(
+            &client(),
+            post(&gateway.url("/v1/chat/completions"), OPENAI_UNARY, &[]),
+        )
+        .await;
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(header(&headers, "x-seawall-code"), "auth", "{text}");
+        if keyed {
+            assert!(!text.contains("sk-route-main-secret"), "{text}");
+            assert_eq!(status, 502, "{text}");
+        } else {
+            assert_eq!(status, 401, "{text}");
+            assert_eq!(header(&headers, "www-authenticate"), "Bearer");
+        }
+    }
+}
+
+/// A route key too short to be told from ordinary words could not be
+/// scrubbed from error text: the gateway refuses it at start.
+#[test]
+fn a_route_key_too_short_to_scrub_is_refused() {
+    let config = config_over(Wire::OpenAi, "http://127.0.0.1:9");
+    let short = |name: &str| match name {
+        "KEY_MAIN" => Some("k-12345".to_owned()),
+        other => env(other),
+    };
+    let err = Gateway::with_env(config.clone(), short).unwrap_err();
+    assert!(matches!(err, GatewayError::Unsafe(_)), "{err}");
+    assert!(err.to_string().contains("KEY_MAIN"), "{err}");
+    assert!(!err.to_string().contains("k-12345"), "{err}");
+    assert!(Gateway::with_env(config, env).is_ok());
+}
+
 #[tokio::test]
 async fn failures_before_content_keep_the_status_and_retry_after() {
     let chaos = ChaosServer::builder().start().await.unwrap();

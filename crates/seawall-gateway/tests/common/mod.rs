@@ -187,3 +187,71 @@ pub(crate) fn data_lines(body: &[u8]) -> Vec<String> {
 pub(crate) fn chaos_url(chaos: &ChaosHandle, wire: Wire) -> String {
     format!("{}{}", chaos.base_url(), wire.path())
 }
+
+/// One step of a [`raw_upstream`]'s answer.
+pub(crate) enum Step {
+    /// These bytes, in one write.
+    Write(Vec<u8>),
+    /// A pause, in milliseconds.
+    Pause(u64),
+}
+
+/// An upstream that answers every request (one per connection) with
+/// `steps`, then resets the connection: for answers no correct server
+/// sends. Returns its base URL.
+pub(crate) async fn raw_upstream(steps: Vec<Step>) -> String {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let steps = std::sync::Arc::new(steps);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let steps = std::sync::Arc::clone(&steps);
+            tokio::spawn(async move {
+                let Ok(Some(_)) = seawall_test::raw::read_request(&mut stream).await else {
+                    return;
+                };
+                for step in steps.iter() {
+                    match step {
+                        Step::Write(bytes) => {
+                            if stream.write_all(bytes).await.is_err() {
+                                return;
+                            }
+                        }
+                        Step::Pause(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+                    }
+                }
+                // A reset, not a clean close.
+                let _ = stream.set_zero_linger();
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// One chunk of a chunked body.
+pub(crate) fn chunk(text: &str) -> Step {
+    Step::Write(format!("{:x}\r\n{text}\r\n", text.len()).into_bytes())
+}
+
+/// A config like [`config`] over plain base URLs.
+pub(crate) fn config_over(wire: Wire, base_url: &str) -> Config {
+    let mut config = Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token_env: Some("GATEWAY_TOKEN".into()),
+        ..Config::default()
+    };
+    config.policy.first_byte_timeout = Some(Duration::from_millis(300));
+    config.policy.first_content_timeout = Some(Duration::from_secs(2));
+    config.policy.deadline = Some(Duration::from_secs(10));
+    config.routes.push(RouteConfig {
+        name: "main".into(),
+        wire,
+        base_url: base_url.into(),
+        key_env: Some("KEY_MAIN".into()),
+        model: None,
+        preset: None,
+    });
+    config.models.insert("*".into(), vec!["main".into()]);
+    config
+}
