@@ -289,20 +289,32 @@ impl Lines {
 /// space; quotes and line ends inside JSON strings are escaped, so a line
 /// start is a field.
 fn is_error_event(event: &[u8]) -> bool {
-    event.split(|&b| b == b'\n' || b == b'\r').any(|line| {
-        match line.iter().position(|&b| b == b':') {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                let value = value.strip_prefix(b" ").unwrap_or(value);
-                match &line[..colon] {
-                    b"event" => value == b"error",
-                    b"data" => error_object(value),
-                    _ => false,
-                }
-            }
-            None => false,
+    // Only the start of each line is read: the lines are found a vector
+    // at a time, not byte by byte (this runs on every event relayed).
+    let mut rest = event;
+    loop {
+        let end = memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+        let line = &rest[..end];
+        let error = match (field(line, b"event"), field(line, b"data")) {
+            (Some(name), _) => name == b"error",
+            (_, Some(data)) => error_object(data),
+            _ => false,
+        };
+        if error {
+            return true;
         }
-    })
+        match rest.get(end + 1..) {
+            Some(next) => rest = next,
+            None => return false,
+        }
+    }
+}
+
+/// The value of `line` when it is the field `name` (its colon, then one
+/// optional space).
+fn field<'a>(line: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let value = line.strip_prefix(name)?.strip_prefix(b":")?;
+    Some(value.strip_prefix(b" ").unwrap_or(value))
 }
 
 /// A JSON object whose first member is `"error"`, or `"type": "error"`.
