@@ -513,6 +513,25 @@ fn openai_in_stream_error_types() {
             Policy,
             Code::ContentFiltered,
         ),
+        // The code is the more precise of the two.
+        (
+            "tokens",
+            "rate_limit_exceeded",
+            Transient,
+            Code::RateLimited,
+        ),
+        (
+            "invalid_request_error",
+            "image_file_not_found",
+            Permanent,
+            Code::NotFound,
+        ),
+        (
+            "service_unavailable_error",
+            "",
+            Transient,
+            Code::ProviderUnavailable,
+        ),
     ];
     for (ty, code, class, expected) in rows {
         let body = format!(r#"{{"error":{{"message":"m","type":"{ty}","code":"{code}"}}}}"#);
@@ -523,6 +542,58 @@ fn openai_in_stream_error_types() {
             "{ty:?} {code:?}"
         );
     }
+}
+
+/// The Responses API's `ResponseError.code` enum, every value, as a
+/// failed response declares it (no status, no type): none falls to
+/// `unknown`.
+#[test]
+fn responses_error_codes() {
+    use Class::*;
+    let rows = [
+        ("server_error", Transient, Code::ProviderUnavailable),
+        ("rate_limit_exceeded", Transient, Code::RateLimited),
+        ("invalid_prompt", Policy, Code::ContentFiltered),
+        ("vector_store_timeout", Transient, Code::Timeout),
+        ("invalid_image", Permanent, Code::BadRequest),
+        ("invalid_image_format", Permanent, Code::BadRequest),
+        ("invalid_base64_image", Permanent, Code::BadRequest),
+        ("invalid_image_url", Permanent, Code::BadRequest),
+        ("image_too_large", Permanent, Code::RequestTooLarge),
+        ("image_too_small", Permanent, Code::BadRequest),
+        ("image_parse_error", Permanent, Code::BadRequest),
+        (
+            "image_content_policy_violation",
+            Policy,
+            Code::ContentFiltered,
+        ),
+        ("invalid_image_mode", Permanent, Code::BadRequest),
+        ("image_file_too_large", Permanent, Code::RequestTooLarge),
+        ("unsupported_image_media_type", Permanent, Code::BadRequest),
+        ("empty_image_file", Permanent, Code::BadRequest),
+        ("failed_to_download_image", Permanent, Code::BadRequest),
+        ("image_file_not_found", Permanent, Code::NotFound),
+    ];
+    for (code, class, expected) in rows {
+        let body = format!(
+            r#"{{"object":"response","status":"failed","error":{{"code":"{code}","message":"m"}},"output":[]}}"#
+        );
+        let AnswerCheck::Fail(failure) = check_answer(Provider::OpenAiResponses, body.as_bytes())
+        else {
+            panic!("{code}: not a failure");
+        };
+        assert_eq!(
+            (failure.class(), failure.code()),
+            (class, expected),
+            "{code}"
+        );
+        assert_eq!(failure.provider_code(), Some(code));
+    }
+    // A policy code is a policy outcome with a status too (the chat API
+    // answers a flagged prompt with a 400 `invalid_prompt`).
+    let flagged = br#"{"error":{"message":"Invalid prompt: your prompt was flagged as potentially violating our usage policy.","type":"invalid_request_error","param":null,"code":"invalid_prompt"}}"#;
+    let failure = classify_error(Provider::OpenAi, flagged, cx(Some(400), None));
+    assert_eq!(failure.code(), Code::ContentFiltered);
 }
 
 #[test]
@@ -541,6 +612,25 @@ fn openai_error_messages_decide_only_where_they_can() {
     assert_eq!(failure(Some(429), "tokens per min"), Code::RateLimited);
     assert_eq!(failure(Some(400), "bad"), Code::BadRequest);
     assert_eq!(failure(Some(503), "bad"), Code::ProviderUnavailable);
+    // OpenAI's server-error text, declared with neither type nor code
+    // (the Responses `error` event allows `"code": null`): the server's
+    // fault, as the `server_error` that carries it elsewhere says.
+    let nothing_declared = |message: &str| {
+        let body = format!(r#"{{"error":{{"message":"{message}","type":null,"code":null}}}}"#);
+        classify_error(Provider::OpenAi, body.as_bytes(), cx(None, None)).code()
+    };
+    for server in [
+        "The server had an error while processing your request. Sorry about that!",
+        "An error occurred while processing your request. You can retry your request.",
+    ] {
+        assert_eq!(
+            nothing_declared(server),
+            Code::ProviderUnavailable,
+            "{server}"
+        );
+        assert_eq!(failure(Some(400), server), Code::BadRequest, "{server}");
+    }
+    assert_eq!(nothing_declared("bad"), Code::Unknown);
 }
 
 /// A Gemini error keeps its status, numeric code and message; a per-day

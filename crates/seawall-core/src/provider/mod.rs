@@ -227,8 +227,8 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
 }
 
 /// Classifies an error the provider declared in fields of its own rather
-/// than an error body: the Responses API's `error` event and a failed
-/// response's `error` object (`{code, message}`), read through `provider`'s
+/// than an error body, such as a failed Responses API response's `error`
+/// object (`{code, message}`), read through `provider`'s
 /// table as [`classify_error`] reads a body.
 pub fn classify_declared(
     provider: Provider,

@@ -84,7 +84,16 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     {
         return Some(Verdict::Fixed(Permanent, Code::ContextTooLong));
     }
-    if is("content_filter") || is("content_policy_violation") {
+    // A policy outcome whatever the status: `invalid_prompt` is how OpenAI
+    // declares a prompt its usage policy flagged ("Invalid prompt: your
+    // prompt was flagged as potentially violating our usage policy"), and
+    // the Responses API's `ResponseError.code` names
+    // `image_content_policy_violation`.
+    if is("content_filter")
+        || is("content_policy_violation")
+        || is("image_content_policy_violation")
+        || is("invalid_prompt")
+    {
         return Some(Verdict::Fixed(Policy, Code::ContentFiltered));
     }
     match status {
@@ -97,22 +106,67 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         }
         Some(400) => Some(Verdict::Fixed(Permanent, Code::BadRequest)),
         Some(_) => None,
-        // An error inside a stream: only the declared type is there (the
-        // Responses API declares a code alone).
-        None => Some(match if ty.is_empty() { code } else { ty } {
-            "server_error" | "internal_error" | "api_error" => {
-                Verdict::Fixed(Transient, Code::ProviderUnavailable)
-            }
-            "overloaded_error" | "overloaded" => Verdict::Fixed(Transient, Code::Overloaded),
-            "rate_limit_exceeded" | "rate_limit_error" | "requests" | "tokens" => {
-                Verdict::RateLimit
-            }
-            "timeout" | "timeout_error" => Verdict::Fixed(Transient, Code::Timeout),
-            "invalid_request_error" => Verdict::Fixed(Permanent, Code::BadRequest),
-            _ if code == "rate_limit_exceeded" => Verdict::RateLimit,
-            _ => Verdict::Fixed(Permanent, Code::Unknown),
-        }),
+        // An error inside a stream or a failed response: no status, so the
+        // declared code decides (the more precise of the two: `tokens` is
+        // a type, `rate_limit_exceeded` its code), then the type, then the
+        // text of OpenAI's server error, which an error declared with
+        // neither (`"code": null`, no type) still carries.
+        None => Some(
+            declared_rule(code)
+                .or_else(|| declared_rule(ty))
+                .or_else(|| server_error_text(message))
+                .unwrap_or(Verdict::Fixed(Permanent, Code::Unknown)),
+        ),
     }
+}
+
+/// What a declared error code or type means without a status: the chat
+/// error types, and the Responses API's `ResponseError.code` enum (OpenAI
+/// API reference, "The error code for the response"), which arrives in a
+/// `response.failed` event or a `failed` response and never with a status.
+fn declared_rule(name: &str) -> Option<Verdict> {
+    use Class::*;
+    Some(match name {
+        "server_error" | "internal_error" | "api_error" | "service_unavailable_error" => {
+            Verdict::Fixed(Transient, Code::ProviderUnavailable)
+        }
+        "overloaded_error" | "overloaded" => Verdict::Fixed(Transient, Code::Overloaded),
+        "rate_limit_exceeded" | "rate_limit_error" | "requests" | "tokens" => Verdict::RateLimit,
+        // The file search's vector store did not answer in time: the
+        // provider's own bound, not the request's fault.
+        "timeout" | "timeout_error" | "vector_store_timeout" => {
+            Verdict::Fixed(Transient, Code::Timeout)
+        }
+        "image_too_large" | "image_file_too_large" => {
+            Verdict::Fixed(Permanent, Code::RequestTooLarge)
+        }
+        "image_file_not_found" => Verdict::Fixed(Permanent, Code::NotFound),
+        // The request's own input is wrong, and would be wrong again: the
+        // image codes are what the chat API answers with a 400. A failed
+        // download is the caller's URL too (chat: a 400 `invalid_image_url`).
+        "invalid_request_error"
+        | "invalid_image"
+        | "invalid_image_format"
+        | "invalid_base64_image"
+        | "invalid_image_url"
+        | "image_too_small"
+        | "image_parse_error"
+        | "invalid_image_mode"
+        | "unsupported_image_media_type"
+        | "empty_image_file"
+        | "failed_to_download_image" => Verdict::Fixed(Permanent, Code::BadRequest),
+        _ => return None,
+    })
+}
+
+/// OpenAI's server-error texts ("The server had an error while processing
+/// your request", "An error occurred while processing your request"): the
+/// message a 500 `server_error` carries, read only when nothing declared
+/// decided.
+fn server_error_text(message: &str) -> Option<Verdict> {
+    (contains_ci(message, "server had an error")
+        || contains_ci(message, "error occurred while processing your request"))
+    .then_some(Verdict::Fixed(Class::Transient, Code::ProviderUnavailable))
 }
 
 // Wire shapes: only the fields the rules read, borrowed where the JSON has
@@ -165,8 +219,10 @@ struct OpenAiEnvelope<'a> {
     error: OpenAiError<'a>,
 }
 
+/// OpenAI's error object, `{message, type, param, code}`: the one reader
+/// of it, for error bodies and the Responses API's `error` event alike.
 #[derive(Deserialize)]
-struct OpenAiError<'a> {
+pub(super) struct OpenAiError<'a> {
     #[serde(borrow, default)]
     message: Option<Text<'a>>,
     #[serde(borrow, default, rename = "type")]
@@ -175,15 +231,21 @@ struct OpenAiError<'a> {
     code: Option<StrOrNum<'a>>,
 }
 
+impl<'a> OpenAiError<'a> {
+    /// What the object declares.
+    pub(super) fn declared(self) -> Declared<'a> {
+        Declared {
+            error_type: self.ty.map(|t| t.0),
+            error_code: self.code.map(StrOrNum::into_cow),
+            message: self.message.map(|t| t.0),
+            ..Declared::default()
+        }
+    }
+}
+
 pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
     let envelope: OpenAiEnvelope<'_> = from_bytes(body).ok()?;
-    let e = envelope.error;
-    Some(Declared {
-        error_type: e.ty.map(|t| t.0),
-        error_code: e.code.map(StrOrNum::into_cow),
-        message: e.message.map(|t| t.0),
-        ..Declared::default()
-    })
+    Some(envelope.error.declared())
 }
 
 // The unary answer: `{"choices":[{"message":{…},"finish_reason"}],"usage"}`

@@ -14,7 +14,7 @@ use serde::de::Deserializer;
 use super::answer::{
     AnswerCheck, Presence, finish_failure, fold_seq, unreadable, usage_of, verdict,
 };
-use super::{ErrorContext, Provider, classify_declared};
+use super::{Declared, ErrorContext, Provider, classify_declared, judge, openai};
 use crate::usage::UsageFields;
 use crate::{Code, Failure, FinishKind};
 use seawall_internal::json::{Text, from_bytes};
@@ -113,8 +113,9 @@ pub fn incomplete_kind(reason: &str) -> FinishKind {
     }
 }
 
-/// A failure the Responses API declared (`response.failed`'s or an
-/// `error` event's `{code, message}`), through the OpenAI table.
+/// A failure the Responses API declared in a failed response's `error`
+/// (`{code, message}`, in `response.failed` or a `failed` answer), through
+/// the OpenAI table. The `error` event has [`error_event`].
 pub fn declared_failure(code: Option<&str>, message: Option<&str>) -> Failure {
     classify_declared(
         Provider::OpenAiResponses,
@@ -122,6 +123,31 @@ pub fn declared_failure(code: Option<&str>, message: Option<&str>) -> Failure {
         code,
         message,
         ErrorContext::in_stream(SystemTime::now()),
+    )
+}
+
+/// The failure an `error` stream event declares. The API reference
+/// documents the event flat, `{"type":"error","code","message","param"}`;
+/// OpenAI's servers send the standard error object nested under `error`,
+/// `{"type":"error","error":{"type","code","message","param"}}` (captured
+/// by vercel/ai#20022, Effect-TS/effect#7262). Both are read by the one
+/// reader of OpenAI's error object, so both meet the chat table's rules
+/// (and its "try again in 6.57s" hint). The flat event's `type` is the
+/// event's, not the error's.
+pub fn error_event(data: &[u8]) -> Failure {
+    let declared = openai::parse_error(data)
+        .or_else(|| {
+            let flat: openai::OpenAiError<'_> = from_bytes(data).ok()?;
+            Some(Declared {
+                error_type: None,
+                ..flat.declared()
+            })
+        })
+        .unwrap_or_default();
+    judge(
+        Provider::OpenAiResponses,
+        declared,
+        &ErrorContext::in_stream(SystemTime::now()),
     )
 }
 

@@ -9,7 +9,8 @@
 //! response's lifecycle and counts as progress.
 
 use seawall_core::provider::openai_responses::{
-    OutputItem, StreamEvent, declared_failure, incomplete_kind, output_item, stream_event,
+    OutputItem, StreamEvent, declared_failure, error_event, incomplete_kind, output_item,
+    stream_event,
 };
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
@@ -29,11 +30,6 @@ struct Event<'a> {
     /// `response.output_item.added`/`.done`'s item, for its type.
     #[serde(borrow)]
     item: Option<Item<'a>>,
-    // The `error` event's own fields.
-    #[serde(borrow)]
-    code: Option<Text<'a>>,
-    #[serde(borrow)]
-    message: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -137,10 +133,9 @@ pub(super) fn decode<'a>(
                     .map(|m| &*m.0),
             ))
         }
-        StreamEvent::Error => Signal::Error(declared_failure(
-            event.code.as_ref().map(|c| &*c.0),
-            event.message.as_ref().map(|m| &*m.0),
-        )),
+        // Read again, by core's reader of OpenAI's error object: the event
+        // comes flat or nested, and ends the stream, so once.
+        StreamEvent::Error => Signal::Error(error_event(data)),
         StreamEvent::KeepAlive => Signal::KeepAlive,
         // Lifecycle, part boundaries, reasoning, tool progress: the
         // response is moving, the caller has nothing new to show.
@@ -212,11 +207,61 @@ mod tests {
                 r#"{"type":"error","code":"context_length_exceeded","message":"too long","sequence_number":3}"#,
                 "error context_too_long permanent",
             ),
+            // As OpenAI's servers send it: the error object nested under
+            // `error` (vercel/ai#20022, Effect-TS/effect#7262).
+            (
+                r#"{"type":"error","error":{"type":"tokens","code":"rate_limit_exceeded","message":"Rate limit reached. Please try again in 6.57s.","param":null},"sequence_number":2}"#,
+                "error rate_limited transient",
+            ),
+            (
+                r#"{"type":"error","error":{"type":"server_error","code":"server_error","message":"An error occurred while processing your request.","param":null},"sequence_number":2}"#,
+                "error provider_unavailable transient",
+            ),
+            (
+                r#"{"type":"error","error":{"type":"service_unavailable_error","code":null,"message":"The service is temporarily unavailable.","param":null},"sequence_number":2}"#,
+                "error provider_unavailable transient",
+            ),
+            (
+                r#"{"type":"error","error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"too long","param":"input"},"sequence_number":2}"#,
+                "error context_too_long permanent",
+            ),
+            // The documented event with `"code": null`: nothing declared,
+            // OpenAI's server-error text read as a chat error's would be.
+            (
+                r#"{"type":"error","code":null,"message":"The server had an error while processing your request.","param":null,"sequence_number":3}"#,
+                "error provider_unavailable transient",
+            ),
+            (
+                r#"{"type":"error","code":null,"message":"Something odd.","param":null,"sequence_number":3}"#,
+                "error unknown permanent",
+            ),
+            (
+                r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"vector_store_timeout","message":"m"}},"sequence_number":9}"#,
+                "error timeout transient",
+            ),
+            (
+                r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"image_content_policy_violation","message":"m"}},"sequence_number":9}"#,
+                "error content_filtered policy",
+            ),
             (r#"{"type":"something.else"}"#, "other"),
         ];
         for (data, expected) in cases {
             assert_eq!(decode_one(data), expected, "{data}");
         }
+    }
+
+    /// The nested rate limit keeps its hint, as a chat error body's does.
+    #[test]
+    fn a_nested_error_event_keeps_its_hint() {
+        let data = br#"{"type":"error","error":{"type":"tokens","code":"rate_limit_exceeded","message":"Rate limit reached for gpt-4o on tokens per min (TPM). Please try again in 6.57s.","param":null},"sequence_number":2}"#;
+        let Signal::Error(failure) = decode(data, &mut false, &mut None) else {
+            panic!("not an error");
+        };
+        assert_eq!(
+            failure.retry_after(),
+            Some(std::time::Duration::from_millis(6570))
+        );
+        assert_eq!(failure.provider_code(), Some("rate_limit_exceeded"));
     }
 
     #[test]
