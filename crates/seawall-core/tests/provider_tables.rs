@@ -731,6 +731,9 @@ fn a_responses_answer_by_status_and_output() {
     );
     let queued = r#"{"object":"response","status":"queued","output":[]}"#;
     assert_eq!(responses(queued), "pending");
+    // Cancelled is terminal: nothing to poll for.
+    let cancelled = r#"{"object":"response","status":"cancelled","background":true,"error":null,"output":[],"usage":null}"#;
+    assert_eq!(responses(cancelled), r#"fail cancelled Some("cancelled")"#);
     assert_eq!(
         responses(r#"{"object":"list","status":"completed"}"#),
         "other shape"

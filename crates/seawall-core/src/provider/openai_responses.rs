@@ -255,8 +255,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Output<'a> {
 
 /// Checks a Responses API answer: `completed` with output, `incomplete`
 /// with its reason (cut at the token limit: delivered and marked;
-/// filtered: a policy failure), `failed` with the provider's error, a
-/// refusal part. A response still `queued`/`in_progress` (background mode)
+/// filtered: a policy failure), `failed` with the provider's error,
+/// `cancelled` as `cancelled` (terminal: nothing will come), a refusal
+/// part. A response still `queued`/`in_progress` (background mode)
 /// is a handle, not an answer: [`AnswerCheck::Pending`].
 pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
     let answer = match from_bytes::<Answer<'_>>(body) {
@@ -303,6 +304,16 @@ pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
                 usage_of(answer.usage),
             )
         }
+        // Terminal: a background response someone cancelled (`POST
+        // /v1/responses/{id}/cancel`) will never answer, so it is no handle
+        // to poll. The Response object's `status` is one of `completed`,
+        // `failed`, `in_progress`, `cancelled`, `queued`, `incomplete`;
+        // no stream event says it (`response.cancelled` is a webhook).
+        "cancelled" => AnswerCheck::Fail(
+            Failure::new(Code::Cancelled)
+                .with_provider_code("cancelled")
+                .with_message("the response was cancelled"),
+        ),
         _ => AnswerCheck::Pending,
     }
 }
