@@ -56,6 +56,7 @@ fn each_provider_has_its_path_and_a_decoder_of_its_own() {
     }
     let path = |path: &str| Provider::for_path(path).unwrap_or(Provider::Http);
     assert_eq!(path("/v1/chat/completions"), Provider::OpenAi);
+    assert_eq!(path("/v1/completions"), Provider::OpenAi);
     assert_eq!(path("/v1/responses"), Provider::OpenAiResponses);
     assert_eq!(path("/v1/messages"), Provider::Anthropic);
     assert_eq!(

@@ -66,14 +66,18 @@ impl Provider {
     }
 
     /// The provider whose generation endpoint `path` is (query string
-    /// excluded): `…/chat/completions` OpenAI,
+    /// excluded): `…/chat/completions` and legacy `…/completions` OpenAI,
     /// `…/responses` the Responses API, `…/messages` Anthropic,
     /// `…:generateContent`/`…:streamGenerateContent` Gemini; `None` for any
     /// other path (embeddings, model lists, a service of the user's own).
     pub fn for_path(path: &str) -> Option<Provider> {
         let path = path.split('?').next().unwrap_or(path);
         let path = path.strip_suffix('/').unwrap_or(path);
-        if path.ends_with("/chat/completions") {
+        // `…/completions` covers `/chat/completions` and the legacy
+        // completions every OpenAI-compatible server still serves
+        // (`choices[].text`, read by OpenAI's table; its `finish_reason`
+        // is OpenAI's).
+        if path.ends_with("/completions") {
             Some(Provider::OpenAi)
         } else if path.ends_with("/responses") {
             Some(Provider::OpenAiResponses)

@@ -32,6 +32,11 @@ pub const ANSWER_FIELDS: [&str; 4] = ["content", "tool_calls", "function_call", 
 /// declining — a policy outcome, never an answer.
 pub const REFUSAL_FIELD: &str = "refusal";
 
+/// The field of a legacy completion's choice (`POST /v1/completions`,
+/// `choices[].text`) that holds its text: an answer when it holds
+/// anything, in a whole answer and in a stream chunk alike.
+pub const COMPLETION_TEXT: &str = "text";
+
 /// The fields a message or delta is read for, by their index: the text
 /// ([`MESSAGE_TEXT`]), the refusal ([`MESSAGE_REFUSAL`]), then the other
 /// [`ANSWER_FIELDS`]. Derived from the two tables above, so a field added
@@ -417,14 +422,17 @@ fn scan_choice<'a>(cursor: &mut Cursor<'a>) -> Scan<Choice<'a>> {
         message: None,
         text: Presence(false),
     };
-    cursor.fields(["finish_reason", "message", "text"], |cursor, field| {
-        match field {
-            0 => choice.finish_reason = cursor.text()?,
-            1 => choice.message = cursor.nullable(scan_message)?,
-            _ => choice.text = Presence(cursor.holds()?),
-        }
-        Ok(())
-    })?;
+    cursor.fields(
+        ["finish_reason", "message", COMPLETION_TEXT],
+        |cursor, field| {
+            match field {
+                0 => choice.finish_reason = cursor.text()?,
+                1 => choice.message = cursor.nullable(scan_message)?,
+                _ => choice.text = Presence(cursor.holds()?),
+            }
+            Ok(())
+        },
+    )?;
     Ok(choice)
 }
 

@@ -257,6 +257,21 @@ mod tests {
             );
             assert_eq!(answers(Provider::OpenAi, &message), content, "{message}");
         }
+        // Legacy completions: the text sits in the choice itself.
+        for (text, content) in [(r#""Hello""#, true), (r#""""#, false), ("null", false)] {
+            let chunk = format!(
+                r#"{{"object":"text_completion","choices":[{{"text":{text},"index":0,"logprobs":null,"finish_reason":null}}]}}"#
+            );
+            let answer = format!(
+                r#"{{"object":"text_completion","choices":[{{"text":{text},"index":0,"logprobs":null,"finish_reason":"stop"}}]}}"#
+            );
+            assert_eq!(
+                streams_content(Provider::OpenAi, &chunk),
+                content,
+                "{chunk}"
+            );
+            assert_eq!(answers(Provider::OpenAi, &answer), content, "{answer}");
+        }
 
         let gemini = |part: &str| {
             (

@@ -6,7 +6,9 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 use seawall_core::provider::Presence;
-use seawall_core::provider::openai::{MESSAGE_FIELDS, MESSAGE_REFUSAL, MESSAGE_TEXT, finish_kind};
+use seawall_core::provider::openai::{
+    COMPLETION_TEXT, MESSAGE_FIELDS, MESSAGE_REFUSAL, MESSAGE_TEXT, finish_kind,
+};
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
@@ -32,6 +34,9 @@ struct Choice<'a> {
     delta: Option<Delta<'a>>,
     #[serde(borrow)]
     finish_reason: Option<Text<'a>>,
+    /// A legacy completion's text ([`COMPLETION_TEXT`]).
+    #[serde(borrow)]
+    text: Option<Text<'a>>,
 }
 
 /// A delta read by [`MESSAGE_FIELDS`]: its text, its refusal, and whether
@@ -109,15 +114,19 @@ fn scan_choice<'a>(cursor: &mut Cursor<'a>) -> Scan<Choice<'a>> {
     let mut choice = Choice {
         delta: None,
         finish_reason: None,
+        text: None,
     };
-    cursor.fields(["delta", "finish_reason"], |cursor, field| {
-        if field == 0 {
-            choice.delta = cursor.nullable(scan_delta)?;
-        } else {
-            choice.finish_reason = cursor.text()?;
-        }
-        Ok(())
-    })?;
+    cursor.fields(
+        ["delta", "finish_reason", COMPLETION_TEXT],
+        |cursor, field| {
+            match field {
+                0 => choice.delta = cursor.nullable(scan_delta)?,
+                1 => choice.finish_reason = cursor.text()?,
+                _ => choice.text = cursor.text()?,
+            }
+            Ok(())
+        },
+    )?;
     Ok(choice)
 }
 
@@ -301,7 +310,13 @@ pub(super) fn decode<'a>(
             let content = text.is_some() || delta.acts;
             (text, content)
         }
-        None => (None, false),
+        // A legacy completion's chunk: its text is the answer, as the
+        // unary check counts it. Never a kept shape's (not `plain`).
+        None => {
+            let text = choice.text.and_then(Text::non_empty);
+            let content = text.is_some();
+            (text, content)
+        }
     };
     let finish = choice.finish_reason.map(|Text(reason)| {
         let kind = match finish_kind(&reason) {
@@ -337,6 +352,9 @@ mod tests {
         r#"{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0}}}"#,
         r#"{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}"#,
         r#" { "choices" : [ { "delta" : { "content" : "spaced" } , "finish_reason" : null } ] } "#,
+        // Legacy completions (`/v1/completions`): the text in the choice.
+        r#"{"id":"cmpl-1","object":"text_completion","created":1,"choices":[{"text":"Hello \"you\"","index":0,"logprobs":null,"finish_reason":null}],"model":"gpt-3.5-turbo-instruct"}"#,
+        r#"{"id":"cmpl-1","object":"text_completion","created":1,"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"model":"gpt-3.5-turbo-instruct"}"#,
     ];
 
     #[test]
@@ -367,6 +385,7 @@ mod tests {
         let choice = members(vec![
             ("delta", nullable(openai_message())),
             ("finish_reason", nullable(string().boxed())),
+            ("text", nullable(string().boxed())),
         ]);
         members(vec![
             ("choices", array_of(choice)),
@@ -375,8 +394,9 @@ mod tests {
     }
 
     /// A plain chunk as OpenAI sends them (with `obfuscation`), its holes
-    /// filled with any strings, its finish now and then set, maybe with one
-    /// byte cut out or one character put in.
+    /// filled with any strings, its finish now and then set, now and then
+    /// a legacy completion's chunk (the text in the choice, no delta),
+    /// maybe with one byte cut out or one character put in.
     fn plain_chunk() -> impl Strategy<Value = String> {
         (
             (
@@ -389,11 +409,18 @@ mod tests {
             any::<prop::sample::Index>(),
             prop::option::weighted(0.2, prop::sample::select(vec!['{', '}', '"', '\\', ' ', ',', '0'])),
             prop::bool::weighted(0.1),
+            prop::bool::weighted(0.2),
         )
-            .prop_map(|((id, model, content, obfuscation), finish, at, put, cut)| {
-                let text = format!(
-                    r#"{{"id":{id},"object":"chat.completion.chunk","created":1,"model":{model},"choices":[{{"index":0,"delta":{{"content":{content}}},"logprobs":null,"finish_reason":{finish}}}],"obfuscation":{obfuscation}}}"#
-                );
+            .prop_map(|((id, model, content, obfuscation), finish, at, put, cut, legacy)| {
+                let text = if legacy {
+                    format!(
+                        r#"{{"id":{id},"object":"text_completion","created":1,"model":{model},"choices":[{{"text":{content},"index":0,"logprobs":null,"finish_reason":{finish}}}],"obfuscation":{obfuscation}}}"#
+                    )
+                } else {
+                    format!(
+                        r#"{{"id":{id},"object":"chat.completion.chunk","created":1,"model":{model},"choices":[{{"index":0,"delta":{{"content":{content}}},"logprobs":null,"finish_reason":{finish}}}],"obfuscation":{obfuscation}}}"#
+                    )
+                };
                 damaged(text, at, put, cut)
             })
     }
@@ -468,6 +495,8 @@ mod tests {
             r#"{"id":"c","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}"#,
             r#"{"id":"c","choices":[{"index":0,"delta":{"content":"hi","tool_calls":[{"index":0}]},"finish_reason":null}]}"#,
             r#"{"id":"c","choices":[{"index":0,"delta":{"content":"hi","refusal":"no"},"finish_reason":null}]}"#,
+            // A legacy completion's text: content, read by the cursor.
+            r#"{"id":"c","object":"text_completion","choices":[{"text":"hi","index":0,"logprobs":null,"finish_reason":null}]}"#,
         ] {
             let mut shape = Shape::default();
             for _ in 0..2 * SHAPE_AFTER {
