@@ -63,6 +63,20 @@ fn each_provider_has_its_path_and_a_decoder_of_its_own() {
         path("/v1beta/models/gemini-2.0-flash:streamGenerateContent"),
         Provider::Gemini
     );
+    // Claude on Vertex AI speaks the Messages API; other publishers not.
+    let vertex = "/v1/projects/p/locations/us-east5/publishers";
+    for verb in ["streamRawPredict", "rawPredict"] {
+        assert_eq!(
+            path(&format!(
+                "{vertex}/anthropic/models/claude-sonnet-4@20250514:{verb}"
+            )),
+            Provider::Anthropic
+        );
+        assert_eq!(
+            path(&format!("{vertex}/mistralai/models/mistral-large:{verb}")),
+            Provider::Http
+        );
+    }
     assert_eq!(path("/v1/other"), Provider::Http);
 }
 
@@ -135,6 +149,25 @@ fn generic_data_is_content_and_empty_data_is_other() {
     );
     assert_eq!(decode_one(generic, b"", b"\xff"), "content None None");
     assert_eq!(decode_one(generic, b"", b"[DONE]"), "done");
+}
+
+/// An event named `error` is an error in the generic protocol too, never
+/// content, whatever its data: nothing is known of the service, so it
+/// fails closed (`unknown`).
+#[test]
+fn a_generic_event_named_error_is_an_error() {
+    let generic = Provider::Http;
+    for data in [
+        &br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#[..],
+        b"boom",
+        b"",
+    ] {
+        assert_eq!(decode_one(generic, b"error", data), "error unknown");
+    }
+    assert_eq!(
+        decode_one(generic, b"message", b"hi"),
+        r#"content Some("hi") None"#
+    );
 }
 
 fn openai_refusal() -> &'static [u8] {

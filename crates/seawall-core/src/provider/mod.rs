@@ -67,7 +67,9 @@ impl Provider {
 
     /// The provider whose generation endpoint `path` is (query string
     /// excluded): `…/chat/completions` and legacy `…/completions` OpenAI,
-    /// `…/responses` the Responses API, `…/messages` Anthropic,
+    /// `…/responses` the Responses API, `…/messages` and Claude on Vertex
+    /// AI (`…/publishers/anthropic/models/{model}:rawPredict` or
+    /// `:streamRawPredict`) Anthropic,
     /// `…:generateContent`/`…:streamGenerateContent` Gemini; `None` for any
     /// other path (embeddings, model lists, a service of the user's own).
     pub fn for_path(path: &str) -> Option<Provider> {
@@ -85,6 +87,13 @@ impl Provider {
             Some(Provider::Anthropic)
         } else if path.ends_with(":streamGenerateContent") || path.ends_with(":generateContent") {
             Some(Provider::Gemini)
+        } else if (path.ends_with(":streamRawPredict") || path.ends_with(":rawPredict"))
+            && path.contains("/publishers/anthropic/models/")
+        {
+            // Claude on Vertex AI: "nearly identical to the Messages API"
+            // (Anthropic, "Claude on Vertex AI"), the same events and
+            // bodies. Other publishers' `rawPredict` speak their own.
+            Some(Provider::Anthropic)
         } else {
             None
         }

@@ -70,7 +70,8 @@ pub enum Signal<'a> {
 
 /// Decodes the events of one stream in a provider's wire format
 /// ([`Provider::Http`]: any other event stream — any non-empty data is
-/// content and a clean EOF is the finish); keeps the little state a
+/// content and a clean EOF is the finish). In every format an event named
+/// `error` is an error whatever its data looks like. Keeps the little state a
 /// protocol needs across events (an OpenAI refusal streamed as `delta.refusal` ends
 /// with `finish_reason: "stop"`, or with no reason at all, and is still a
 /// refusal).
@@ -127,7 +128,7 @@ impl Decoder {
             }
             Provider::Anthropic => anthropic::decode(event.data, &mut self.usage),
             Provider::Gemini => gemini::decode(event.data, &mut self.usage),
-            Provider::Http => generic::decode(event.data),
+            Provider::Http => generic::decode(event.name, event.data),
         };
         match signal {
             // An event named `error` is an error whatever its data looks like.
