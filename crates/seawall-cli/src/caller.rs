@@ -114,7 +114,7 @@ where
 /// event is not the caller's to judge (the stream guard turns it into the
 /// body's error). An event that cannot be decoded, or a line or event past
 /// the scanner's cap, ends the text there; the rest of the body is read (up
-/// to 1 MiB) for the body's own verdict, and only when the body brings none
+/// to the line cap, 8 MiB) for the body's own verdict, and only when the body brings none
 /// is the caller's reason the delivery's error: `protocol_violation`
 /// (`stream_interrupted` after content), as the guard would have said.
 pub async fn read_stream_with<B>(

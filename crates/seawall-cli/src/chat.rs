@@ -20,7 +20,7 @@
 //!
 //! Memory is bounded whatever the endpoint sends. A stream is written to
 //! stdout as it arrives and only counted; the stream guard caps one
-//! event-stream line or event at 1 MiB (`protocol_violation`, or
+//! event-stream line or event at 8 MiB (`answer_too_large`, or
 //! `stream_interrupted` after content). A unary answer is JSON, parsed
 //! whole, so it is read up to `--max-answer-bytes` (default 8 MiB, the
 //! classifier's own check cap); a longer one is `protocol_violation` with
@@ -111,7 +111,7 @@ pub struct ChatArgs {
     /// The largest unary (not streamed) answer read, in bytes (suffixes
     /// KiB, MiB, GiB): it is JSON and parsed whole. A longer answer is not
     /// read further: code protocol_violation (`answer_too_large`), exit 1.
-    /// Streams are not held: their lines are capped at 1 MiB by the guard.
+    /// Streams are not held: their lines are capped at 8 MiB by the guard.
     #[arg(long, value_parser = parse_size, default_value = "8MiB")]
     pub max_answer_bytes: usize,
     /// The environment variable holding the API key (default:

@@ -38,7 +38,7 @@ enum Command {
     /// or `unclassified`.
     ///
     /// Memory is bounded: a stream goes to stdout as it arrives and is only
-    /// counted (the stream guard caps one line or event at 1 MiB); a unary
+    /// counted (the stream guard caps one line or event at 8 MiB); a unary
     /// answer is read up to --max-answer-bytes. Redirects are never
     /// followed (code `redirected`). Userinfo in a base URL is neither sent
     /// nor shown.

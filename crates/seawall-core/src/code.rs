@@ -86,10 +86,17 @@ codes! {
     IdleTimeout => "idle_timeout", Transient;
     /// Connect refused, reset, broken pipe, protocol error.
     Transport => "transport", Transient;
-    /// The body broke its own format: an event-stream line or event past
-    /// its cap, more than the hold cap before any content. Bounded memory
-    /// ends the read; the same route may well answer properly next time.
+    /// The body broke its own format: broken event data, more than the
+    /// hold cap before any content. Bounded memory ends the read; the same
+    /// route may well answer properly next time.
     ProtocolViolation => "protocol_violation", Transient;
+    /// One part of a well-formed answer (an event-stream line or event, a
+    /// JSON-array element) is larger than the cap seawall was configured
+    /// with (`max_event_bytes`): a generated image, most often. Not the
+    /// provider's fault, and not retried: the same request brings an
+    /// answer as large (and bills it again). Raise the cap if such answers
+    /// are expected.
+    AnswerTooLarge => "answer_too_large", Permanent;
     /// The caller went away: nobody is waiting for the answer.
     Cancelled => "cancelled", Permanent;
     /// A breaker refused the call without trying the route.

@@ -15,7 +15,7 @@ use crate::{Action, Class, Code, Failure};
 ///
 /// | scope | codes | why |
 /// |---|---|---|
-/// | `Request` | `context_too_long`, `bad_request`, `request_too_large`, `refused`, `content_filtered`, `bad_arguments`, `cancelled`, `deadline_exceeded`, `unknown` | the same request fails anywhere, or nobody is waiting; `unknown` fails closed |
+/// | `Request` | `context_too_long`, `bad_request`, `request_too_large`, `answer_too_large`, `refused`, `content_filtered`, `bad_arguments`, `cancelled`, `deadline_exceeded`, `unknown` | the same request fails anywhere, or nobody is waiting; `unknown` fails closed |
 /// | `Route` | `quota_exhausted`, `auth`, `not_found`, `redirected`, `rate_limited`, `circuit_open`, `route_cooling_down`, `provider_unavailable`, `overloaded`, timeouts, `transport`, `empty_response`, `protocol_violation`, `budget_exhausted` | one account, key, deployment or host is at fault; another can answer |
 ///
 /// Interruptions after content (`stream_interrupted`, `truncated`) have
@@ -46,6 +46,7 @@ impl Scope {
             Code::ContextTooLong
             | Code::BadRequest
             | Code::RequestTooLarge
+            | Code::AnswerTooLarge
             | Code::Refused
             | Code::ContentFiltered
             | Code::BadArguments
@@ -163,6 +164,7 @@ mod tests {
             Code::ContextTooLong,
             Code::BadRequest,
             Code::RequestTooLarge,
+            Code::AnswerTooLarge,
             Code::Refused,
             Code::ContentFiltered,
             Code::BadArguments,

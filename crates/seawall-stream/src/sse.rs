@@ -12,8 +12,13 @@ use std::mem;
 
 use memchr::{memchr, memchr2};
 
-/// The default cap on one line, and on one event's data: 1 MiB.
-pub const DEFAULT_MAX_LINE: usize = 1 << 20;
+/// The default cap on one line, and on one event's data: 8 MiB. A
+/// generated image arrives as one event: Gemini's `inlineData` part (a 2K
+/// PNG is well over 1 MiB of base64; python-genai#2248), the Responses
+/// API's `image_generation_call` result, repeated whole in
+/// `response.completed`. 8 MiB is the unary answer cap too (seawall-classify's
+/// `DEFAULT_MAX_SUCCESS_BODY`): an answer fits streamed if it fits whole.
+pub const DEFAULT_MAX_LINE: usize = 8 << 20;
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 

@@ -18,13 +18,49 @@ async fn endless_line_before_content_fails_at_the_cap() {
     let endless = Repeat::new(Bytes::from(vec![b'a'; 64 * KIB]), u64::MAX).head("data: ");
     let layer = StreamGuardLayer::interactive().max_event_bytes(MIB);
     let failure = failure_of(call(layer, CHAT, endless).await);
-    assert_eq!(failure.code(), Code::ProtocolViolation);
+    // Our own cap, not the provider's fault: not retried.
+    assert_eq!(failure.code(), Code::AnswerTooLarge);
     assert!(failure.message().unwrap().starts_with("sse_line_too_long"));
-    assert_eq!(failure.action(), Action::Retry);
+    assert_eq!(failure.action(), Action::Surface);
     let bytes = failure.evidence().bytes as usize;
     assert!(
         bytes > MIB && bytes <= MIB + 64 * KIB + 6,
         "stopped at the cap: {bytes}"
+    );
+}
+
+/// A generated image comes as one event (Gemini's `inlineData`; a 2K PNG
+/// is well over 1 MiB of base64): the default caps deliver it; one past
+/// a cap set lower is `answer_too_large`, surfaced, never retried (the
+/// image would be generated again, as large).
+#[tokio::test(start_paused = true)]
+async fn an_image_event_fits_the_default_caps() {
+    let image = format!(
+        "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"inlineData\":{{\"mimeType\":\"image/png\",\"data\":\"{}\"}}}}],\"role\":\"model\"}},\"index\":0}}]}}\r\n\r\n\
+         data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"\"}}],\"role\":\"model\"}},\"finishReason\":\"STOP\",\"index\":0}}]}}\r\n\r\n",
+        "A".repeat(3 * MIB)
+    );
+    let body = Repeat::new(Bytes::from(image), 1);
+    let response = call(StreamGuardLayer::interactive(), GEMINI, body)
+        .await
+        .unwrap();
+    let handle = response
+        .extensions()
+        .get::<seawall_stream::StreamReportHandle>()
+        .cloned()
+        .unwrap();
+    let mut body = response.into_body();
+    while let Some(frame) = body.frame().await {
+        frame.unwrap();
+    }
+    assert!(handle.get().unwrap().completed_task());
+
+    let image = format!("data: {}\n\n", "A".repeat(2 * MIB));
+    let layer = StreamGuardLayer::interactive().max_event_bytes(MIB);
+    let failure = failure_of(call(layer, GEMINI, Repeat::new(Bytes::from(image), 1)).await);
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::AnswerTooLarge, Action::Surface)
     );
 }
 

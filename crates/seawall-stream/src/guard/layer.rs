@@ -45,7 +45,9 @@ impl StreamGuardLayer {
                 max_duration: None,
                 max_line: crate::sse::DEFAULT_MAX_LINE,
                 max_event: crate::sse::DEFAULT_MAX_LINE,
-                max_held: 4 << 20,
+                // The cap on one event and 4 MiB besides: an image that is
+                // the first content is held whole before it is released.
+                max_held: crate::sse::DEFAULT_MAX_LINE + (4 << 20),
                 max_text: Some(1 << 20),
                 provider: None,
                 content_type: "text/event-stream",
@@ -91,7 +93,19 @@ impl StreamGuardLayer {
     }
 
     /// The longest line, and the largest event, the scanner accepts
-    /// (default 1 MiB); past it the stream fails instead of growing.
+    /// (default 8 MiB, [`DEFAULT_MAX_LINE`](crate::sse::DEFAULT_MAX_LINE));
+    /// past it the stream fails as `answer_too_large` (permanent: our cap,
+    /// not the provider's fault; `stream_interrupted` after content)
+    /// instead of growing. Raise [`max_held_bytes`](Self::max_held_bytes)
+    /// with it: an event that is the first content is held whole.
+    ///
+    /// Memory per stream stays bounded by the caps: the scanner's line and
+    /// event buffers (each at most this cap, in capacity up to about twice
+    /// it), the held frames before the first content (`max_held_bytes`)
+    /// and the delivered text (`delivered_text`). With the defaults, at
+    /// most about 8 + 8 MiB of buffers (up to 32 MiB of capacity), 12 MiB
+    /// held and 1 MiB of text; a chat stream of small events holds a few
+    /// KiB.
     pub fn max_event_bytes(mut self, cap: usize) -> Self {
         self.config.max_line = cap;
         self.config.max_event = cap;
@@ -99,7 +113,8 @@ impl StreamGuardLayer {
     }
 
     /// The most bytes held back before the first content event (default
-    /// 4 MiB).
+    /// 12 MiB: the event cap and 4 MiB besides); past it
+    /// `protocol_violation`.
     pub fn max_held_bytes(mut self, cap: usize) -> Self {
         self.config.max_held = cap;
         self

@@ -513,12 +513,12 @@ impl Track {
             }
             // The stable name of what broke leads the message.
             Cause::Scan(error) => (
-                Failure::new(after(content, Code::ProtocolViolation))
+                Failure::new(after(content, framing_code(&cause)))
                     .with_message(&format!("{}: {error}", error.as_str())),
                 ClosedBy::Us,
             ),
             Cause::Array(error) => (
-                Failure::new(after(content, Code::ProtocolViolation))
+                Failure::new(after(content, framing_code(&cause)))
                     .with_message(&format!("{}: {error}", error.as_str())),
                 ClosedBy::Us,
             ),
@@ -665,12 +665,23 @@ fn underlying_code(cause: &Cause) -> Option<Code> {
         }
         Cause::Timeout(Gap::Idle) => Some(Code::IdleTimeout),
         Cause::Timeout(_) => Some(Code::Timeout),
-        Cause::Scan(_)
-        | Cause::Array(_)
-        | Cause::HoldTooLarge
-        | Cause::Undecodable(_)
-        | Cause::NotAStream => Some(Code::ProtocolViolation),
+        Cause::Scan(_) | Cause::Array(_) => Some(framing_code(cause)),
+        Cause::HoldTooLarge | Cause::Undecodable(_) | Cause::NotAStream => {
+            Some(Code::ProtocolViolation)
+        }
         Cause::FinishedEmpty | Cause::Eof | Cause::PolicyFinish(_) => None,
+    }
+}
+
+/// What the framing's refusal is: a line, event or element past our own
+/// cap is `answer_too_large` (the answer is well-formed, only larger than
+/// we were set to hold: asking again brings it again), anything else a
+/// broken body, `protocol_violation`.
+fn framing_code(cause: &Cause) -> Code {
+    match cause {
+        Cause::Scan(ScanError::LineTooLong { .. } | ScanError::EventTooLarge { .. })
+        | Cause::Array(ArrayError::ElementTooLarge { .. }) => Code::AnswerTooLarge,
+        _ => Code::ProtocolViolation,
     }
 }
 
