@@ -5,7 +5,8 @@
 //! `grpc-retry-pushback-ms`, Gemini's `google.rpc.RetryInfo.retryDelay` in
 //! the error body, and, as a last resort, "try again in 1.574s" in a message.
 //! Every parser here returns `None` for anything malformed — negative,
-//! garbage, a date in the past — and never panics. A well-formed hint longer
+//! garbage, a date in the past — and never panics, save gRPC's pushback,
+//! where gRFC A6 gives malformed a meaning of its own (do not retry). A well-formed hint longer
 //! than [`MAX_RETRY_HINT`] is clamped to it, however many digits it has (a
 //! value too long for any integer type included): that is still far past
 //! any quota wall, so the quota verdict is the same for every absurdly long
@@ -37,7 +38,7 @@ pub struct RetryHint {
 impl RetryHint {
     /// Reads every header form. Precedence for the delay: `retry-after-ms`
     /// (the most precise), then `Retry-After`, then `grpc-retry-pushback-ms`.
-    /// A negative gRPC pushback means "do not retry".
+    /// A negative or unparseable gRPC pushback means "do not retry".
     pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> RetryHint {
         let mut hint = RetryHint {
             after: headers
@@ -52,7 +53,7 @@ impl RetryHint {
         };
         if let Some(pushback) = headers
             .get("grpc-retry-pushback-ms")
-            .and_then(parse_grpc_pushback)
+            .map(parse_grpc_pushback)
         {
             match pushback {
                 Pushback::After(after) => hint.after = hint.after.or(Some(after)),
@@ -99,22 +100,26 @@ pub fn parse_should_retry(value: &HeaderValue) -> Option<bool> {
 pub enum Pushback {
     /// Try again after this long.
     After(Duration),
-    /// A negative value: the server asks not to retry at all.
+    /// A negative or unparseable value: the server asks not to retry at
+    /// all.
     DoNotRetry,
 }
 
-/// `grpc-retry-pushback-ms`: an integer; negative means do not retry. A
-/// positive one is clamped to [`MAX_RETRY_HINT`] however many digits.
-pub fn parse_grpc_pushback(value: &HeaderValue) -> Option<Pushback> {
-    let text = value.to_str().ok()?.trim();
-    if let Some(rest) = text.strip_prefix('-') {
-        return (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
-            .then_some(Pushback::DoNotRetry);
+/// `grpc-retry-pushback-ms`: a non-negative integer is the delay, clamped
+/// to [`MAX_RETRY_HINT`] however many digits. Anything else — negative,
+/// fractional, garbage — asks not to retry: "If the value for pushback is
+/// negative or unparseble, then it will be seen as the server asking the
+/// client not to retry at all" (gRFC A6). Unlike `Retry-After`, whose
+/// garbage is no hint, so a server's stop is never read as leave to retry.
+pub fn parse_grpc_pushback(value: &HeaderValue) -> Pushback {
+    let millis = value
+        .to_str()
+        .ok()
+        .and_then(|text| parse_digits(text.trim()));
+    match millis {
+        Some(millis) => Pushback::After(Duration::from_millis(millis).min(MAX_RETRY_HINT)),
+        None => Pushback::DoNotRetry,
     }
-    let millis = parse_digits(text)?;
-    Some(Pushback::After(
-        Duration::from_millis(millis).min(MAX_RETRY_HINT),
-    ))
 }
 
 /// A protobuf JSON duration, as in Gemini's `RetryInfo.retryDelay`: `"26s"`,
@@ -277,7 +282,7 @@ mod tests {
             );
             assert_eq!(
                 parse_grpc_pushback(&hv(digits)),
-                Some(Pushback::After(MAX_RETRY_HINT))
+                Pushback::After(MAX_RETRY_HINT)
             );
             assert_eq!(
                 parse_proto_duration(&format!("{digits}s")),
@@ -289,7 +294,7 @@ mod tests {
             );
             assert_eq!(
                 parse_grpc_pushback(&hv(&format!("-{digits}"))),
-                Some(Pushback::DoNotRetry)
+                Pushback::DoNotRetry
             );
             assert_eq!(parse_retry_after(&hv(&format!("-{digits}")), now), None);
         }
@@ -331,10 +336,12 @@ mod tests {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
         for bad in ["-5", "+5", "1.5", "1e3", "1 2", "", "   ", "0x10", "5s"] {
             assert_eq!(parse_retry_after(&hv(bad), now), None, "{bad:?}");
-            // A negative pushback is not malformed: it refuses a retry.
-            if !bad.starts_with('-') {
-                assert_eq!(parse_grpc_pushback(&hv(bad)), None, "{bad:?}");
-            }
+            // A malformed pushback is no hint either: it refuses a retry.
+            assert_eq!(
+                parse_grpc_pushback(&hv(bad)),
+                Pushback::DoNotRetry,
+                "{bad:?}"
+            );
         }
         for bad in [
             "-1", "+1", "1e3", "1 2", "", ".", "1.2.3", "-0.5", "inf", "NaN",
@@ -357,9 +364,9 @@ mod tests {
         );
         assert_eq!(
             parse_grpc_pushback(&hv(" 250 ")),
-            Some(Pushback::After(Duration::from_millis(250)))
+            Pushback::After(Duration::from_millis(250))
         );
-        assert_eq!(parse_grpc_pushback(&hv(" -1 ")), Some(Pushback::DoNotRetry));
+        assert_eq!(parse_grpc_pushback(&hv(" -1 ")), Pushback::DoNotRetry);
         assert_eq!(
             parse_proto_duration(" 1.5s "),
             Some(Duration::from_millis(1500))
@@ -388,11 +395,17 @@ mod tests {
     fn grpc_pushback() {
         assert_eq!(
             parse_grpc_pushback(&hv("250")),
-            Some(Pushback::After(Duration::from_millis(250)))
+            Pushback::After(Duration::from_millis(250))
         );
-        assert_eq!(parse_grpc_pushback(&hv("-1")), Some(Pushback::DoNotRetry));
-        assert_eq!(parse_grpc_pushback(&hv("-")), None);
-        assert_eq!(parse_grpc_pushback(&hv("1x")), None);
+        assert_eq!(parse_grpc_pushback(&hv("-1")), Pushback::DoNotRetry);
+        // Unparseable is a refusal too (gRFC A6), unlike `Retry-After`.
+        for bad in ["-", "1x", "soon", "1.5", ""] {
+            assert_eq!(
+                parse_grpc_pushback(&hv(bad)),
+                Pushback::DoNotRetry,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
@@ -416,6 +429,15 @@ mod tests {
                 should_retry: Some(false)
             }
         );
+        // Garbage pushback refuses a retry (gRFC A6); garbage `Retry-After`
+        // is only no hint.
+        let mut garbage = HeaderMap::new();
+        garbage.insert("grpc-retry-pushback-ms", hv("soon"));
+        let hint = RetryHint::from_headers(&garbage, now);
+        assert_eq!(hint.should_retry, Some(false));
+        let mut garbage = HeaderMap::new();
+        garbage.insert("retry-after", hv("soon"));
+        assert_eq!(RetryHint::from_headers(&garbage, now), RetryHint::default());
     }
 
     #[test]
@@ -482,7 +504,7 @@ mod tests {
             let after = parse_retry_after_ms(&value);
             prop_assert!(after.is_some_and(|d| d <= MAX_RETRY_HINT));
             let pushback = parse_grpc_pushback(&value);
-            prop_assert!(matches!(pushback, Some(Pushback::After(d)) if d <= MAX_RETRY_HINT));
+            prop_assert!(matches!(pushback, Pushback::After(d) if d <= MAX_RETRY_HINT));
             let (proto, text) = (format!("{digits}s"), format!("try again in {digits}s."));
             let proto = parse_proto_duration(&proto);
             prop_assert!(proto.is_some_and(|d| d <= MAX_RETRY_HINT));
@@ -504,7 +526,7 @@ mod tests {
             let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
             prop_assert!(parse_retry_after(&hv(&small), now) <= parse_retry_after(&hv(&large), now));
             let pushback = |s: &str| match parse_grpc_pushback(&hv(s)) {
-                Some(Pushback::After(d)) => Some(d),
+                Pushback::After(d) => Some(d),
                 _ => None,
             };
             prop_assert!(pushback(&small) <= pushback(&large));
@@ -536,7 +558,7 @@ mod tests {
             let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
             prop_assert_eq!(parse_retry_after(&hv(&text), now), None);
             prop_assert_eq!(parse_retry_after_ms(&hv(&text)), None);
-            prop_assert_eq!(parse_grpc_pushback(&hv(&text)), None);
+            prop_assert_eq!(parse_grpc_pushback(&hv(&text)), Pushback::DoNotRetry);
             let proto = format!("{text}s");
             prop_assert_eq!(parse_proto_duration(&proto), None);
         }
