@@ -13,7 +13,7 @@ use http::HeaderMap;
 use http::response::Parts;
 use seawall_core::Failure;
 use seawall_core::hint::{MAX_RETRY_HINT, RetryHint};
-use seawall_core::provider::{ErrorContext, QuotaWall, classify_grpc};
+use seawall_core::provider::{ErrorContext, QuotaWall, StatusDetails, classify_grpc_details};
 use std::time::{Duration, SystemTime};
 
 use crate::error_context;
@@ -59,11 +59,11 @@ pub(crate) fn trailers_status(status: u16, trailers: &HeaderMap, quota_wall: Quo
     status_failure(trailers, cx)
 }
 
-/// Reads `grpc-status`, `grpc-message` and the `google.rpc.RetryInfo` in
-/// `grpc-status-details-bin` from `map` (headers or trailers). A delay in
-/// `RetryInfo` is a hint like `grpc-retry-pushback-ms`; the header wins
-/// where both are sent.
-pub(crate) fn status_failure(map: &HeaderMap, mut cx: ErrorContext) -> Status {
+/// Reads `grpc-status`, `grpc-message` and the `google.rpc.RetryInfo` and
+/// `google.rpc.QuotaFailure` in `grpc-status-details-bin` from `map`
+/// (headers or trailers). A delay in `RetryInfo` is a hint like
+/// `grpc-retry-pushback-ms`; the header wins where both are sent.
+pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
     let Some(value) = map.get("grpc-status") else {
         return Status::Absent;
     };
@@ -78,53 +78,83 @@ pub(crate) fn status_failure(map: &HeaderMap, mut cx: ErrorContext) -> Status {
     let message = map
         .get("grpc-message")
         .map(|v| percent_decode(v.as_bytes()));
-    if cx.hint.after.is_none() {
-        cx.hint.after = map
-            .get("grpc-status-details-bin")
-            .and_then(|v| retry_delay(v.as_bytes()));
-    }
-    Status::Failed(classify_grpc(status, message.as_deref(), cx))
+    let details = map
+        .get("grpc-status-details-bin")
+        .map(|v| status_details(v.as_bytes()))
+        .unwrap_or_default();
+    Status::Failed(classify_grpc_details(
+        status,
+        message.as_deref(),
+        details,
+        cx,
+    ))
 }
 
-/// The `retry_delay` of a `google.rpc.RetryInfo` among the details of a
-/// base64 `google.rpc.Status`, capped at [`MAX_RETRY_HINT`]. Anything
-/// malformed reads as no delay.
-fn retry_delay(encoded: &[u8]) -> Option<Duration> {
+/// What the details of a base64 `google.rpc.Status` say about retrying:
+/// the `retry_delay` of a `google.rpc.RetryInfo` (capped at
+/// [`MAX_RETRY_HINT`]) and the `quota_id`s of a `google.rpc.QuotaFailure`.
+/// Anything malformed reads as nothing said.
+fn status_details(encoded: &[u8]) -> StatusDetails {
+    let mut details = StatusDetails::default();
     // Senders differ on padding and alphabet; both are accepted.
     let trimmed: Vec<u8> = encoded
         .iter()
         .copied()
         .filter(|b| *b != b'=' && !b.is_ascii_whitespace())
         .collect();
-    let status = STANDARD_NO_PAD
+    let Ok(status) = STANDARD_NO_PAD
         .decode(&trimmed)
         .or_else(|_| URL_SAFE_NO_PAD.decode(&trimmed))
-        .ok()?;
+    else {
+        return details;
+    };
     // google.rpc.Status: 3 = repeated google.protobuf.Any details.
-    Fields::new(&status).find_map(|(number, field)| match (number, field) {
-        (3, Field::Bytes(any)) => retry_info_delay(any),
-        _ => None,
-    })
+    for (number, field) in Fields::new(&status) {
+        if let (3, Field::Bytes(any)) = (number, field) {
+            read_detail(any, &mut details);
+        }
+    }
+    details
 }
 
 const RETRY_INFO: &[u8] = b"type.googleapis.com/google.rpc.RetryInfo";
+const QUOTA_FAILURE: &[u8] = b"type.googleapis.com/google.rpc.QuotaFailure";
 
-/// A `google.protobuf.Any` holding a `RetryInfo`: its delay.
-fn retry_info_delay(any: &[u8]) -> Option<Duration> {
-    let mut is_retry_info = false;
-    let mut value = None;
+/// A `google.protobuf.Any` (1 = type URL, 2 = value): a `RetryInfo`'s
+/// delay or a `QuotaFailure`'s quota ids, into `details`.
+fn read_detail(any: &[u8], details: &mut StatusDetails) {
+    let (mut url, mut value) = (None, None);
     for (number, field) in Fields::new(any) {
         match (number, field) {
-            (1, Field::Bytes(url)) => is_retry_info = url == RETRY_INFO,
+            (1, Field::Bytes(bytes)) => url = Some(bytes),
             (2, Field::Bytes(bytes)) => value = Some(bytes),
             _ => {}
         }
     }
-    if !is_retry_info {
-        return None;
+    let Some(value) = value else { return };
+    match url {
+        Some(RETRY_INFO) => details.retry_delay = retry_info_delay(value),
+        Some(QUOTA_FAILURE) => {
+            // QuotaFailure: 1 = repeated Violation; Violation: 5 = quota_id.
+            for (number, field) in Fields::new(value) {
+                let (1, Field::Bytes(violation)) = (number, field) else {
+                    continue;
+                };
+                for (number, field) in Fields::new(violation) {
+                    if let (5, Field::Bytes(id)) = (number, field) {
+                        details.add_quota_id(&String::from_utf8_lossy(id));
+                    }
+                }
+            }
+        }
+        _ => {}
     }
+}
+
+/// A `RetryInfo`'s delay.
+fn retry_info_delay(retry_info: &[u8]) -> Option<Duration> {
     // RetryInfo: 1 = google.protobuf.Duration retry_delay.
-    let delay = Fields::new(value?).find_map(|(number, field)| match (number, field) {
+    let delay = Fields::new(retry_info).find_map(|(number, field)| match (number, field) {
         (1, Field::Bytes(delay)) => Some(delay),
         _ => None,
     })?;
@@ -287,9 +317,7 @@ mod tests {
         varint(nanos, &mut duration);
         let mut retry_info = Vec::new();
         bytes_field(1, &duration, &mut retry_info);
-        let mut any = Vec::new();
-        bytes_field(1, RETRY_INFO, &mut any);
-        bytes_field(2, &retry_info, &mut any);
+        let any = any(RETRY_INFO, &retry_info);
         let mut status = Vec::new();
         varint(1 << 3, &mut status);
         varint(8, &mut status);
@@ -298,19 +326,66 @@ mod tests {
         status
     }
 
+    fn any(type_url: &[u8], value: &[u8]) -> Vec<u8> {
+        let mut any = Vec::new();
+        bytes_field(1, type_url, &mut any);
+        bytes_field(2, value, &mut any);
+        any
+    }
+
+    /// Gemini's per-day quota over gRPC: the `google.rpc.Status` the REST
+    /// API renders as JSON, a `QuotaFailure` naming a per-day quota beside
+    /// a `RetryInfo` of 26 s that speaks of the per-minute window. The
+    /// same verdict as REST: a wall, no hint.
+    #[test]
+    fn a_per_day_quota_failure_is_a_wall_as_over_rest() {
+        let status = |quota_id: &[u8]| {
+            // QuotaFailure { violations: [{ quota_metric: 4, quota_id: 5 }] }
+            let mut violation = Vec::new();
+            bytes_field(4, b"generate_content_free_tier_requests", &mut violation);
+            bytes_field(5, quota_id, &mut violation);
+            let mut quota_failure = Vec::new();
+            bytes_field(1, &violation, &mut quota_failure);
+            let mut status = status_with_delay(26, 0);
+            bytes_field(3, &any(QUOTA_FAILURE, &quota_failure), &mut status);
+            STANDARD.encode(status)
+        };
+        let failure = |encoded: String| {
+            let mut trailers = HeaderMap::new();
+            trailers.insert("grpc-status", "8".parse().unwrap());
+            trailers.insert("grpc-status-details-bin", encoded.parse().unwrap());
+            match trailers_status(200, &trailers, QuotaWall::default()) {
+                Status::Failed(failure) => failure,
+                other => panic!("{other:?}"),
+            }
+        };
+        let day = failure(status(b"GenerateRequestsPerDayPerProjectPerModel-FreeTier"));
+        assert_eq!(day.code(), seawall_core::Code::QuotaExhausted);
+        assert_eq!(day.action(), seawall_core::Action::Surface);
+        assert_eq!(day.retry_after(), None);
+        let minute = failure(status(
+            b"GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+        ));
+        assert_eq!(minute.code(), seawall_core::Code::RateLimited);
+        assert_eq!(minute.retry_after(), Some(Duration::from_secs(26)));
+    }
+
     #[test]
     fn retry_info_is_read_with_or_without_padding() {
         let status = status_with_delay(26, 500_000_000);
         for encoded in [STANDARD.encode(&status), STANDARD_NO_PAD.encode(&status)] {
             assert_eq!(
-                retry_delay(encoded.as_bytes()),
+                status_details(encoded.as_bytes()).retry_delay,
                 Some(Duration::from_millis(26_500))
             );
         }
         let huge = STANDARD.encode(status_with_delay(u32::MAX.into(), 0));
-        assert_eq!(retry_delay(huge.as_bytes()), Some(MAX_RETRY_HINT));
+        assert_eq!(
+            status_details(huge.as_bytes()).retry_delay,
+            Some(MAX_RETRY_HINT)
+        );
         let negative = STANDARD.encode(status_with_delay(u64::MAX, 0));
-        assert_eq!(retry_delay(negative.as_bytes()), None);
+        assert_eq!(status_details(negative.as_bytes()).retry_delay, None);
     }
 
     #[test]
@@ -322,7 +397,12 @@ mod tests {
             STANDARD.encode([0xff; 12]).into_bytes(),
             Vec::new(),
         ] {
-            assert_eq!(retry_delay(&bad), None, "{}", String::from_utf8_lossy(&bad));
+            assert_eq!(
+                status_details(&bad).retry_delay,
+                None,
+                "{}",
+                String::from_utf8_lossy(&bad)
+            );
         }
     }
 

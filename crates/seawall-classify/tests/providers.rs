@@ -275,6 +275,33 @@ async fn anthropic() {
             expect: expect(Transient, Code::RateLimited, Retry).after(Duration::from_secs(7)),
         },
         Case {
+            name: "429 rate_limit_error, the monthly spend cap (no retry-after)",
+            status: 429,
+            headers: &[],
+            body: r#"{"type":"error","error":{"type":"rate_limit_error","message":"You have reached your API usage limits: your organization has crossed its monthly API usage threshold, set based on your organization's API tier. You will regain access on 2026-09-01 at 00:00 UTC.","details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_018EeWyXxfu5pfWkrYcMdjWG"}"#,
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "400 invalid_request_error, a spend limit the organization set",
+            status: 400,
+            headers: &[],
+            body: anthropic_error(
+                "invalid_request_error",
+                "You have reached your specified API usage limits. You will regain access on 2026-09-01 at 00:00 UTC.",
+            ),
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "400 invalid_request_error, no credit left",
+            status: 400,
+            headers: &[],
+            body: anthropic_error(
+                "invalid_request_error",
+                "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.",
+            ),
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
             name: "500 api_error",
             status: 500,
             headers: &[],
@@ -318,6 +345,20 @@ async fn gemini() {
             headers: &[],
             body: GEMINI_PER_DAY,
             // RetryInfo's 26 s speaks of the per-minute window: no hint for a daily wall.
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "402 RESOURCE_EXHAUSTED, prepay credits depleted",
+            status: 402,
+            headers: &[],
+            body: r#"{"error":{"code":402,"message":"Your prepayment credits are depleted. Please go to AI Studio at https://ai.studio/projects to manage your project and billing. Learn more at https://ai.google.dev/gemini-api/docs/billing#prepay.","status":"RESOURCE_EXHAUSTED"}}"#,
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "400 FAILED_PRECONDITION, billing or region",
+            status: 400,
+            headers: &[],
+            body: r#"{"error":{"code":400,"message":"Gemini API free tier is not available in your country. Please enable billing on your project in Google AI Studio.","status":"FAILED_PRECONDITION"}}"#,
             expect: expect(Permanent, Code::QuotaExhausted, Surface),
         },
         Case {
@@ -389,6 +430,16 @@ async fn grpc_trailers_only() {
             "RESOURCE_EXHAUSTED past the quota wall",
             &[("grpc-status", "8"), ("grpc-retry-pushback-ms", "3600000")],
             expect(Permanent, Code::QuotaExhausted, Surface).after(Duration::from_secs(3600)),
+        ),
+        (
+            "UNAVAILABLE with pushback",
+            &[("grpc-status", "14"), ("grpc-retry-pushback-ms", "5000")],
+            expect(Transient, Code::ProviderUnavailable, Retry).after(Duration::from_secs(5)),
+        ),
+        (
+            "UNAVAILABLE, unparseable pushback: do not retry",
+            &[("grpc-status", "14"), ("grpc-retry-pushback-ms", "soon")],
+            expect(Transient, Code::ProviderUnavailable, Surface),
         ),
         (
             "DEADLINE_EXCEEDED",

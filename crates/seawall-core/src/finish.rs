@@ -11,12 +11,13 @@ use crate::{Class, Code, Failure};
 /// `Complete` finishes the message and the task. `Truncated` finishes the
 /// message but not the task: it is delivered and marked, never silently
 /// equal to success. `Refused` and `Filtered` are policy outcomes;
-/// `Malformed` is the model's own mistake.
+/// `Malformed` is the model's own mistake, `Rejected` the request's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FinishKind {
     /// `stop`, `end_turn`, `tool_calls`, `STOP`, …
     Complete,
-    /// `length`, `max_tokens`, `MAX_TOKENS`: a completed but cut answer.
+    /// `length`, `max_tokens`, `MAX_TOKENS`, `pause_turn`: a message whose
+    /// turn a limit or a pause ended before the task was done.
     Truncated,
     /// The model refused (`refusal`).
     Refused,
@@ -24,6 +25,9 @@ pub enum FinishKind {
     Filtered,
     /// The model produced a malformed call (`MALFORMED_FUNCTION_CALL`).
     Malformed,
+    /// The provider ended the turn over the request itself (Gemini's
+    /// `MISSING_THOUGHT_SIGNATURE`): the caller must fix it (`bad_request`).
+    Rejected,
     /// A reason seawall does not know; treated as complete but reported as is.
     Other,
 }
@@ -65,8 +69,9 @@ impl FinishKind {
     }
 
     /// The failure this finish amounts to, if it is one: refusals and
-    /// filters are policy failures, malformed calls model-fixable ones.
-    /// `Complete`, `Other` and `Truncated` are delivered answers.
+    /// filters are policy failures, malformed calls model-fixable ones, a
+    /// rejected request a bad request. `Complete`, `Other` and `Truncated`
+    /// are delivered answers.
     pub fn failure(self) -> Option<Failure> {
         match self {
             FinishKind::Refused => Some(Failure::new(Code::Refused)),
@@ -74,6 +79,7 @@ impl FinishKind {
             FinishKind::Malformed => {
                 Some(Failure::with_class(Class::ModelFixable, Code::BadArguments))
             }
+            FinishKind::Rejected => Some(Failure::new(Code::BadRequest)),
             FinishKind::Complete | FinishKind::Truncated | FinishKind::Other => None,
         }
     }
@@ -86,6 +92,7 @@ impl FinishKind {
             FinishKind::Refused => "refused",
             FinishKind::Filtered => "filtered",
             FinishKind::Malformed => "malformed",
+            FinishKind::Rejected => "rejected",
             FinishKind::Other => "other",
         }
     }
@@ -93,8 +100,8 @@ impl FinishKind {
 
 /// What an answer without content amounts to, given how it finished
 /// (kind and the provider's reason): `None` when it is still an answer to
-/// deliver — the token limit cut it, and sending it again would be cut the
-/// same way — else its failure: the finish's own verdict (a refusal, a
+/// deliver — a limit or a pause ended it, and sending it again would end
+/// the same way — else its failure: the finish's own verdict (a refusal, a
 /// filter, a malformed call) or `empty_response`, with the provider's
 /// reason as its code. The unary check and the stream guard both ask here.
 pub fn empty_answer(finish: Option<(FinishKind, &str)>) -> Option<Failure> {
@@ -153,6 +160,13 @@ const KNOWN_REASONS: &[&str] = &[
     "IMAGE_SAFETY",
     "MALFORMED_FUNCTION_CALL",
     "UNEXPECTED_TOOL_CALL",
+    "IMAGE_PROHIBITED_CONTENT",
+    "IMAGE_RECITATION",
+    "IMAGE_OTHER",
+    "NO_IMAGE",
+    "TOO_MANY_TOOL_CALLS",
+    "MALFORMED_RESPONSE",
+    "MISSING_THOUGHT_SIGNATURE",
     "done",
     "eof",
 ];

@@ -50,6 +50,7 @@ fn finish_kind_names_are_stable() {
         (FinishKind::Refused, "refused"),
         (FinishKind::Filtered, "filtered"),
         (FinishKind::Malformed, "malformed"),
+        (FinishKind::Rejected, "rejected"),
         (FinishKind::Other, "other"),
     ];
     for (kind, name) in names {
@@ -253,6 +254,7 @@ fn only_complete_and_unknown_finishes_complete_the_task() {
         (FinishKind::Refused, false),
         (FinishKind::Filtered, false),
         (FinishKind::Malformed, false),
+        (FinishKind::Rejected, false),
     ];
     for (kind, completes) in kinds {
         assert_eq!(kind.completes_task(), completes, "{kind}");

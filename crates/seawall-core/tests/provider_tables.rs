@@ -92,6 +92,77 @@ fn the_grpc_status_table() {
     }
 }
 
+/// The server's pushback is the delay for every status, as `Retry-After`
+/// is over HTTP (gRFC A6); an unparseable one asks not to retry at all.
+#[test]
+fn grpc_pushback_holds_for_every_status() {
+    let pushed = |ms: &str| {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("grpc-retry-pushback-ms", ms.parse().unwrap());
+        ErrorContext {
+            hint: RetryHint::from_headers(&headers, now()),
+            ..cx(Some(200), None)
+        }
+    };
+    for status in [14, 10, 4] {
+        let failure = classify_grpc(status, None, pushed("5000"));
+        assert_eq!(
+            failure.retry_after(),
+            Some(Duration::from_secs(5)),
+            "{status}"
+        );
+        assert_eq!(failure.action(), Action::Retry, "{status}");
+        let failure = classify_grpc(status, None, pushed("3600000"));
+        assert_eq!(
+            failure.retry_after(),
+            Some(Duration::from_secs(3600)),
+            "{status}"
+        );
+        for garbage in ["soon", "1.5", "-"] {
+            let failure = classify_grpc(status, None, pushed(garbage));
+            assert_eq!(failure.action(), Action::Surface, "{status} {garbage}");
+        }
+    }
+}
+
+/// A per-day `QuotaFailure` in a gRPC status's details makes
+/// RESOURCE_EXHAUSTED the same wall as over REST, its per-minute
+/// `RetryInfo` dropped; a per-minute one keeps its delay, and the pushback
+/// header wins over `RetryInfo`.
+#[test]
+fn grpc_status_details_judge_like_rest() {
+    use seawall_core::provider::{StatusDetails, classify_grpc_details};
+    let mut per_day = StatusDetails {
+        retry_delay: Some(Duration::from_secs(26)),
+        ..StatusDetails::default()
+    };
+    per_day.add_quota_id("GenerateRequestsPerDayPerProjectPerModel-FreeTier");
+    let failure = classify_grpc_details(8, Some("quota"), per_day, cx(Some(200), None));
+    assert_eq!(
+        (failure.class(), failure.code(), failure.retry_after()),
+        (Class::Permanent, Code::QuotaExhausted, None)
+    );
+    let mut per_minute = StatusDetails {
+        retry_delay: Some(Duration::from_secs(26)),
+        ..StatusDetails::default()
+    };
+    per_minute.add_quota_id("GenerateRequestsPerMinutePerProjectPerModel-FreeTier");
+    let failure = classify_grpc_details(8, None, per_minute, cx(Some(200), None));
+    assert_eq!(
+        (failure.code(), failure.retry_after()),
+        (Code::RateLimited, Some(Duration::from_secs(26)))
+    );
+    let header = ErrorContext {
+        hint: RetryHint {
+            after: Some(Duration::from_secs(2)),
+            should_retry: None,
+        },
+        ..cx(Some(200), None)
+    };
+    let failure = classify_grpc_details(8, None, per_minute, header);
+    assert_eq!(failure.retry_after(), Some(Duration::from_secs(2)));
+}
+
 /// `x-should-retry: false` stops a transient failure's retries;
 /// `true` lifts only the permanent verdicts that mean "we do not know".
 #[test]
@@ -181,6 +252,80 @@ fn anthropic_error_types() {
         (failure.class(), failure.code()),
         (Class::Permanent, Code::Unknown)
     );
+}
+
+/// The account, not the request, is walled off: the tier's monthly spend
+/// cap (a 429 `rate_limit_error` with no `retry-after`, told apart by
+/// `details.error_code`), a spend limit the organization set and an empty
+/// credit balance (a 400 `invalid_request_error`). Not retried, and moved
+/// to another route; a plain rate limit and a long prompt are as before.
+#[test]
+fn anthropic_account_walls_are_quota_exhausted() {
+    let spend_cap = r#"{"type":"error","error":{"type":"rate_limit_error","message":"You have reached your API usage limits: your organization has crossed its monthly API usage threshold, set based on your organization's API tier. You will regain access on 2026-09-01 at 00:00 UTC.","details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_018EeWyXxfu5pfWkrYcMdjWG"}"#;
+    let coded = r#"{"type":"error","error":{"type":"rate_limit_error","message":"m","details":{"error_code":"enforced_spend_limit_reached"}}}"#;
+    let error = |ty: &str, message: &str| {
+        format!(r#"{{"type":"error","error":{{"type":"{ty}","message":"{message}"}}}}"#)
+    };
+    let walls = [
+        (429, spend_cap.to_owned()),
+        // The code alone, or the words alone, are enough.
+        (429, coded.to_owned()),
+        (
+            400,
+            error(
+                "invalid_request_error",
+                "You have reached your specified API usage limits. You will regain access on 2026-09-01 at 00:00 UTC.",
+            ),
+        ),
+        (
+            400,
+            error(
+                "invalid_request_error",
+                "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.",
+            ),
+        ),
+        (
+            400,
+            error("invalid_request_error", "YOUR CREDIT BALANCE IS TOO LOW"),
+        ),
+    ];
+    for (status, body) in &walls {
+        for status in [Some(*status), None] {
+            let failure = classify_error(Provider::Anthropic, body.as_bytes(), cx(status, None));
+            assert_eq!(
+                (failure.class(), failure.code(), failure.action()),
+                (Class::Permanent, Code::QuotaExhausted, Action::Surface),
+                "{status:?} {body}"
+            );
+            assert!(failure.moves_route(), "{body}");
+        }
+    }
+    let failure = classify_error(
+        Provider::Anthropic,
+        spend_cap.as_bytes(),
+        cx(Some(429), None),
+    );
+    assert_eq!(
+        failure.provider_code(),
+        Some("enforced_spend_limit_reached")
+    );
+    // Not every 429 is the cap, nor every 400 about money.
+    let limited = error(
+        "rate_limit_error",
+        "This request would exceed the rate limit for your organization of 50 requests per minute.",
+    );
+    let failure = classify_error(Provider::Anthropic, limited.as_bytes(), cx(Some(429), None));
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::RateLimited, Action::Retry)
+    );
+    let long = error(
+        "invalid_request_error",
+        "prompt is too long: 215344 tokens > 200000 maximum",
+    );
+    let failure = classify_error(Provider::Anthropic, long.as_bytes(), cx(Some(400), None));
+    assert_eq!(failure.code(), Code::ContextTooLong);
+    assert!(!failure.moves_route());
 }
 
 #[test]
@@ -282,6 +427,14 @@ fn an_anthropic_answer_reports_its_finish_and_usage() {
         answer(Provider::Anthropic, tool),
         r#"answer Some((Complete, "tool_use")) None"#
     );
+    // A paused server-tool turn is delivered, to be sent back to continue:
+    // the message is whole, the task is not.
+    let paused = r#"{"type":"message","content":[{"type":"text","text":"Let me search for that."},{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"x"}}],"stop_reason":"pause_turn","usage":{"input_tokens":10,"output_tokens":40}}"#;
+    assert_eq!(
+        answer(Provider::Anthropic, paused),
+        r#"answer Some((Truncated, "pause_turn")) Some((10, 40))"#
+    );
+    assert!(!seawall_core::FinishKind::anthropic("pause_turn").completes_task());
     assert_eq!(
         answer(Provider::Anthropic, r#"{"type":"list","data":[]}"#),
         "other shape"
@@ -343,7 +496,8 @@ fn gemini_statuses() {
             Permanent,
             Code::BadRequest,
         ),
-        ("FAILED_PRECONDITION", "", Permanent, Code::BadRequest),
+        // Billing or region: the project's wall, not the request's.
+        ("FAILED_PRECONDITION", "", Permanent, Code::QuotaExhausted),
         ("OUT_OF_RANGE", "", Permanent, Code::BadRequest),
         ("PERMISSION_DENIED", "", Permanent, Code::Auth),
         ("UNAUTHENTICATED", "", Permanent, Code::Auth),
@@ -368,6 +522,30 @@ fn gemini_statuses() {
     assert_eq!(
         (failure.class(), failure.code()),
         (Class::Permanent, Code::Unknown)
+    );
+}
+
+/// Walls of the project, not the request: depleted prepay credits (HTTP
+/// 402 with RESOURCE_EXHAUSTED) and FAILED_PRECONDITION (billing or region)
+/// are not retried and move to another route. A 429 RESOURCE_EXHAUSTED is
+/// still a rate limit.
+#[test]
+fn gemini_billing_walls() {
+    let prepay = br#"{"error":{"code":402,"message":"Your prepayment credits are depleted. Please go to AI Studio at https://ai.studio/projects to manage your project and billing. Learn more at https://ai.google.dev/gemini-api/docs/billing#prepay.","status":"RESOURCE_EXHAUSTED"}}"#;
+    let region = br#"{"error":{"code":400,"message":"Gemini API free tier is not available in your country. Please enable billing on your project in Google AI Studio.","status":"FAILED_PRECONDITION"}}"#;
+    for (status, body) in [(402, &prepay[..]), (400, &region[..])] {
+        let failure = classify_error(Provider::Gemini, body, cx(Some(status), None));
+        assert_eq!(
+            (failure.class(), failure.code(), failure.action()),
+            (Class::Permanent, Code::QuotaExhausted, Action::Surface),
+            "{status}"
+        );
+        assert!(failure.moves_route(), "{status}");
+    }
+    let failure = classify_error(Provider::Gemini, prepay, cx(Some(429), None));
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::RateLimited, Action::Retry)
     );
 }
 
@@ -655,6 +833,69 @@ fn gemini_error_details() {
     assert_eq!(
         classify_error(Provider::Gemini, bad_key, cx(Some(400), None)).code(),
         Code::Auth
+    );
+}
+
+/// Every documented Gemini `finishReason` means what Google says it
+/// means: policy blocks (text or image) are filtered, limits and misses
+/// truncate, the model's bad output is malformed, a request missing its
+/// thought signatures is rejected; only `OTHER` and reasons added later
+/// are unknown.
+#[test]
+fn gemini_finish_reasons() {
+    use seawall_core::FinishKind::*;
+    use seawall_core::provider::gemini::finish_kind;
+    let rows = [
+        ("STOP", Complete),
+        ("MAX_TOKENS", Truncated),
+        ("TOO_MANY_TOOL_CALLS", Truncated),
+        ("NO_IMAGE", Truncated),
+        ("IMAGE_OTHER", Truncated),
+        ("SAFETY", Filtered),
+        ("RECITATION", Filtered),
+        ("LANGUAGE", Filtered),
+        ("BLOCKLIST", Filtered),
+        ("PROHIBITED_CONTENT", Filtered),
+        ("SPII", Filtered),
+        ("IMAGE_SAFETY", Filtered),
+        ("IMAGE_PROHIBITED_CONTENT", Filtered),
+        ("IMAGE_RECITATION", Filtered),
+        ("MALFORMED_FUNCTION_CALL", Malformed),
+        ("UNEXPECTED_TOOL_CALL", Malformed),
+        ("MALFORMED_RESPONSE", Malformed),
+        ("MISSING_THOUGHT_SIGNATURE", Rejected),
+        ("OTHER", Other),
+        ("FINISH_REASON_UNSPECIFIED", Other),
+    ];
+    for (reason, kind) in rows {
+        assert_eq!(finish_kind(reason), kind, "{reason}");
+    }
+
+    // What a unary answer with each comes to, without parts and with text.
+    let gemini = |reason: &str, parts: &str| {
+        let body = format!(
+            r#"{{"candidates":[{{"content":{{"role":"model"{parts}}},"finishReason":"{reason}","index":0}}],"usageMetadata":{{"promptTokenCount":12,"totalTokenCount":12}}}}"#
+        );
+        answer(Provider::Gemini, &body)
+    };
+    let text = r#","parts":[{"text":"Here is your image:"}]"#;
+    for reason in ["IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION"] {
+        let blocked = format!(r#"fail content_filtered Some("{reason}")"#);
+        assert_eq!(gemini(reason, ""), blocked, "never retried as empty");
+        assert_eq!(gemini(reason, text), blocked, "never a success");
+    }
+    for reason in ["NO_IMAGE", "IMAGE_OTHER", "TOO_MANY_TOOL_CALLS"] {
+        let marked = format!(r#"answer Some((Truncated, "{reason}")) Some((12, 0))"#);
+        assert_eq!(gemini(reason, ""), marked, "delivered, not retried");
+        assert_eq!(gemini(reason, text), marked, "delivered, not complete");
+    }
+    assert_eq!(
+        gemini("MISSING_THOUGHT_SIGNATURE", ""),
+        r#"fail bad_request Some("MISSING_THOUGHT_SIGNATURE")"#
+    );
+    assert_eq!(
+        gemini("MALFORMED_RESPONSE", ""),
+        r#"fail bad_arguments Some("MALFORMED_RESPONSE")"#
     );
 }
 

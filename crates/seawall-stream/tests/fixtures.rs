@@ -314,6 +314,16 @@ async fn anthropic_length_tool_use_and_thinking() {
     assert_eq!(d.report.content_events, 1);
 }
 
+/// A paused server-tool turn ("Send the assistant content back to
+/// continue") is delivered whole, but is not a finished task.
+#[tokio::test]
+async fn anthropic_pause_turn_is_delivered_not_complete() {
+    let f = fixture!("anthropic/pause_turn.sse");
+    let d = delivered(run(MESSAGES, f).await);
+    assert_finished(&d, f, FinishKind::Truncated, "pause_turn");
+    assert!(!d.report.completed_task());
+}
+
 #[tokio::test]
 async fn anthropic_refusal_before_content_is_policy() {
     let failure = failed(run(MESSAGES, fixture!("anthropic/refusal_before_content.sse")).await);
@@ -386,6 +396,43 @@ async fn gemini_length_safety_and_blocked_prompt() {
         (failure.code(), failure.action()),
         (Code::ContentFiltered, Action::Escalate)
     );
+}
+
+/// The stream decoder reads the unary check's table: an image blocked for
+/// prohibited content or recitation is policy, before content and after;
+/// no image is delivered, not complete; a request missing its thought
+/// signatures is the caller's to fix, never retried as an empty answer.
+#[tokio::test]
+async fn gemini_image_and_request_finishes() {
+    let f = fixture!("gemini/image_prohibited.sse");
+    assert_finished(
+        &delivered(run(GEMINI, f).await),
+        f,
+        FinishKind::Filtered,
+        "IMAGE_PROHIBITED_CONTENT",
+    );
+    let failure = failed(
+        run(
+            GEMINI,
+            fixture!("gemini/image_recitation_before_content.sse"),
+        )
+        .await,
+    );
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::ContentFiltered, Action::Escalate)
+    );
+    assert_eq!(failure.provider_code(), Some("IMAGE_RECITATION"));
+    let f = fixture!("gemini/no_image.sse");
+    let d = delivered(run(GEMINI, f).await);
+    assert_finished(&d, f, FinishKind::Truncated, "NO_IMAGE");
+    assert!(!d.report.completed_task());
+    let failure = failed(run(GEMINI, fixture!("gemini/missing_thought_signature.sse")).await);
+    assert_eq!(
+        (failure.class(), failure.code(), failure.action()),
+        (Class::Permanent, Code::BadRequest, Action::Surface)
+    );
+    assert_eq!(failure.provider_code(), Some("MISSING_THOUGHT_SIGNATURE"));
 }
 
 #[tokio::test]

@@ -52,8 +52,11 @@ pub fn delta_adds_content(ty: &str) -> bool {
 /// What a `stop_reason` means.
 pub fn finish_kind(reason: &str) -> FinishKind {
     match reason {
-        "end_turn" | "stop_sequence" | "tool_use" | "pause_turn" => FinishKind::Complete,
-        "max_tokens" | "model_context_window_exceeded" => FinishKind::Truncated,
+        "end_turn" | "stop_sequence" | "tool_use" => FinishKind::Complete,
+        // `pause_turn`: "A server-tool loop reached its iteration limit. Send
+        // the assistant content back to continue" (handling-stop-reasons).
+        // The message is whole, the task is not.
+        "max_tokens" | "model_context_window_exceeded" | "pause_turn" => FinishKind::Truncated,
         "refusal" => FinishKind::Refused,
         _ => FinishKind::Other,
     }
@@ -65,6 +68,16 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     use Class::*;
     let message = d.message.as_deref().unwrap_or("");
     let verdict = match d.error_type.as_deref()? {
+        // The tier's monthly spend cap is a 429 `rate_limit_error` with no
+        // `retry-after`; only `details.error_code` tells it apart. Access
+        // resumes next month: "Retrying, including the SDKs' automatic
+        // retries, fails until access resumes" (docs/api/rate-limits).
+        "rate_limit_error" | "invalid_request_error"
+            if d.error_code.as_deref() == Some("enforced_spend_limit_reached")
+                || is_account_wall(message) =>
+        {
+            Verdict::Fixed(Permanent, Code::QuotaExhausted)
+        }
         "rate_limit_error" => Verdict::RateLimit,
         "overloaded_error" => Verdict::Fixed(Transient, Code::Overloaded),
         "api_error" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
@@ -83,6 +96,17 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     Some(verdict)
 }
 
+/// Whether `message` says the account, not the request, is walled off: a
+/// spend limit the organization set ("You have reached your specified API
+/// usage limits", a 400 per docs/api/errors), the tier's monthly cap ("You
+/// have reached your API usage limits") or no credit left ("Your credit
+/// balance is too low"). Any route on another account can answer, so these
+/// are `quota_exhausted` (route-scoped), never `bad_request`.
+fn is_account_wall(message: &str) -> bool {
+    const PHRASES: &[&str] = &["api usage limits", "credit balance is too low"];
+    PHRASES.iter().any(|phrase| contains_ci(message, phrase))
+}
+
 #[derive(Deserialize)]
 struct AnthropicEnvelope<'a> {
     #[serde(borrow)]
@@ -95,13 +119,25 @@ struct AnthropicError<'a> {
     ty: Cow<'a, str>,
     #[serde(borrow, default)]
     message: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    details: Option<AnthropicDetails<'a>>,
+}
+
+/// `error.details`: `error_code` names what the type alone does not (the
+/// SDKs' `EnforcedSpendLimitReachedError` is read from it).
+#[derive(Deserialize)]
+struct AnthropicDetails<'a> {
+    #[serde(borrow, default)]
+    error_code: Option<Text<'a>>,
 }
 
 pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
     let envelope: AnthropicEnvelope<'_> = from_bytes(body).ok()?;
+    let error = envelope.error;
     Some(Declared {
-        error_type: Some(envelope.error.ty),
-        message: envelope.error.message.map(|t| t.0),
+        error_type: Some(error.ty),
+        error_code: error.details.and_then(|d| d.error_code).map(|t| t.0),
+        message: error.message.map(|t| t.0),
         ..Declared::default()
     })
 }

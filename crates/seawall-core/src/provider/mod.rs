@@ -27,6 +27,7 @@ use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 use crate::hint::{RetryHint, parse_text_hint};
+use crate::text::contains_ci;
 use crate::{Class, Code, Failure, FinishKind};
 
 mod answer;
@@ -290,10 +291,60 @@ fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failu
     failure
 }
 
+/// What the `google.rpc` details of an error said about retrying, read
+/// from Gemini's REST `details[]` or a gRPC `grpc-status-details-bin`
+/// alike and judged here, once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatusDetails {
+    /// `RetryInfo.retry_delay`, as sent.
+    pub retry_delay: Option<Duration>,
+    /// A `QuotaFailure` violation names a per-day quota
+    /// ([`add_quota_id`](Self::add_quota_id)).
+    pub per_day_quota: bool,
+}
+
+impl StatusDetails {
+    /// Notes the `quota_id` of a `QuotaFailure` violation: an id naming a
+    /// per-day window (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`)
+    /// makes the failure a per-day quota.
+    pub fn add_quota_id(&mut self, quota_id: &str) {
+        self.per_day_quota |= contains_ci(quota_id, "perday");
+    }
+
+    /// The delay worth waiting. A per-day quota's `RetryInfo` speaks of the
+    /// per-minute window: waiting that long only meets the daily wall
+    /// again, so it is no hint at all.
+    pub fn hint(&self) -> Option<Duration> {
+        self.retry_delay.filter(|_| !self.per_day_quota)
+    }
+}
+
+/// `RESOURCE_EXHAUSTED` (Gemini's status, gRPC code 8): a rate limit for
+/// the quota wall to judge, unless the quota is per day, a wall at once.
+fn resource_exhausted(per_day_quota: bool) -> Verdict {
+    if per_day_quota {
+        Verdict::Fixed(Class::Permanent, Code::QuotaExhausted)
+    } else {
+        Verdict::RateLimit
+    }
+}
+
 /// Classifies a gRPC status code (from `grpc-status`).
 pub fn classify_grpc(status: u32, message: Option<&str>, cx: ErrorContext) -> Failure {
+    classify_grpc_details(status, message, StatusDetails::default(), cx)
+}
+
+/// Classifies a gRPC status code with what its `grpc-status-details-bin`
+/// said: a per-day `QuotaFailure` makes `RESOURCE_EXHAUSTED` a quota wall,
+/// as over REST; a `RetryInfo` delay is a hint where no header gave one.
+pub fn classify_grpc_details(
+    status: u32,
+    message: Option<&str>,
+    details: StatusDetails,
+    cx: ErrorContext,
+) -> Failure {
     let verdict = match status {
-        8 => Verdict::RateLimit,
+        8 => resource_exhausted(details.per_day_quota),
         14 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
         10 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
         4 => Verdict::Fixed(Class::Transient, Code::Timeout),
@@ -305,9 +356,10 @@ pub fn classify_grpc(status: u32, message: Option<&str>, cx: ErrorContext) -> Fa
         // UNKNOWN, INTERNAL, DATA_LOSS and anything else: fail closed.
         _ => Verdict::Fixed(Class::Permanent, Code::Unknown),
     };
-    // Kept as before: the header hint is used for a rate limit only; any
-    // other gRPC verdict carries no `retry_after`.
-    let hint = cx.hint.after.filter(|_| verdict == Verdict::RateLimit);
+    // The server's pushback holds for every status, as `Retry-After` does
+    // over HTTP: "Pushback: Retry in n ms — Retry policy: Retry in n ms"
+    // (gRFC A6), so an hour of pushback on UNAVAILABLE stops the ladder.
+    let hint = cx.hint.after.or(details.hint());
     let mut failure = conclude(verdict, hint, &cx).with_provider_code(status.to_string());
     if let Some(message) = message {
         failure = failure.with_message(message);
