@@ -412,16 +412,22 @@ impl<S, B> Ladder<S, B> {
         let Some(body) = again.template.body().replay() else {
             return Err(StopReason::NotReplayable);
         };
+        let backoff = || {
+            self.shared
+                .random
+                .with(|rng| policy.backoff.delay(self.attempt - 1, self.slept, rng))
+        };
         let delay = match failure.retry_after() {
             _ if move_now => Duration::ZERO,
             // The hint is the failed route's; the next attempt goes elsewhere.
             Some(hint) if hint > policy.max_retry_after && moving => Duration::ZERO,
             Some(hint) if hint > policy.max_retry_after => return Err(StopReason::HintTooLong),
-            Some(hint) if !moving => hint,
-            _ => self
-                .shared
-                .random
-                .with(|rng| policy.backoff.delay(self.attempt - 1, self.slept, rng)),
+            // The hint is the earliest the route will answer, never leave to
+            // come back sooner than the backoff: a `Retry-After: 0` (or 1 ms)
+            // on a 429 would otherwise fire every attempt at once. The SDKs
+            // ignore such hints and back off too.
+            Some(hint) if !moving => hint.max(backoff()),
+            _ => backoff(),
         };
         if let Some(deadline) = self.deadline {
             let latest = deadline.instant().checked_sub(policy.fallback_reserve);

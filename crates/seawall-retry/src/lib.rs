@@ -15,9 +15,10 @@
 //!    two retries).
 //! 3. **Replay**: the request body is recorded lazily up to
 //!    `max_replay_bytes`; past that the operation runs once, intact.
-//! 4. **Delay**: the failure's `Retry-After` hint when it has one (a hint
-//!    longer than `max_retry_after` stops the ladder), else exponential
-//!    [`Backoff`] with [`Jitter`].
+//! 4. **Delay**: exponential [`Backoff`] with [`Jitter`], or the failure's
+//!    `Retry-After` hint when it is longer (a hint longer than
+//!    `max_retry_after` stops the ladder; a hint of 0 is no reason to
+//!    hurry).
 //! 5. **Deadline**: `now + delay + min_attempt_time` must fit before the
 //!    operation's [`Deadline`](seawall_core::Deadline) less the fallback
 //!    reserve. A hint past the deadline stops at once, never sleeps.
@@ -130,7 +131,7 @@
 //!   what failed (the AWS quota charges a retry after a timeout double);
 //!   `TpsBudget` (the ratio budget here) counts every retry alike.
 //! - **Hints and the deadline**: the provider's `Retry-After` (or gRPC
-//!   pushback) sets the delay, and the operation's
+//!   pushback) sets the least delay, and the operation's
 //!   [`Deadline`](seawall_core::Deadline) decides before sleeping; a hint
 //!   that cannot be honoured in time stops at once. `tower::retry` has no
 //!   notion of either.

@@ -68,7 +68,8 @@ impl RetryPolicy {
         self
     }
 
-    /// The backoff between attempts when the failure carries no hint.
+    /// The backoff between attempts: the least delay before a retry, which
+    /// a longer hint from the provider lengthens.
     pub fn backoff(mut self, backoff: Backoff) -> Self {
         self.backoff = backoff;
         self

@@ -9,7 +9,7 @@ use http::Request;
 use seawall_core::recording::ReplayBody;
 use seawall_core::{Action, Code, Deadline, Failure, Receipt, StopReason};
 use seawall_deadline::DeadlineLayer;
-use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+use seawall_retry::{Budget, Jitter, RetryBudgetLayer, RetryPolicy};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, ServiceBuilder, ServiceExt};
 
@@ -56,6 +56,62 @@ async fn retry_after_2s_is_waited_for() {
     let receipt = response.extensions().get::<Receipt>().unwrap();
     assert_eq!(receipt.attempts[1].delay, 2 * SEC);
     assert_eq!(receipt.stop, Some(StopReason::Succeeded));
+}
+
+/// A hint shorter than the backoff never shortens it: `Retry-After: 0` on
+/// a 429 is no leave to fire every attempt at once (the SDKs ignore it and
+/// back off too).
+#[tokio::test(start_paused = true)]
+async fn retry_after_0_keeps_the_backoff() {
+    for hint in [Duration::ZERO, Duration::from_millis(1)] {
+        let limited = openai(429, Some(hint), RATE_LIMIT_BODY);
+        assert_eq!(limited.action(), Action::Retry);
+        let upstream = Upstream::new([Step::Fail(limited)]);
+        let policy = RetryPolicy::interactive().jitter(Jitter::None);
+        let svc = ladder(policy).layer(upstream.service::<ReplayBody<String>>());
+        let err = svc.oneshot(request()).await.unwrap_err();
+        let calls = upstream.calls();
+        assert_eq!(calls.len(), 3);
+        assert_eq!(calls[1].at - calls[0].at, Duration::from_millis(250));
+        assert_eq!(calls[2].at - calls[1].at, Duration::from_millis(500));
+        assert_eq!(receipt(&err).stop, Some(StopReason::Attempts));
+    }
+}
+
+/// gRPC pushback on UNAVAILABLE is a hint like `Retry-After` on a 503: an
+/// hour of it stops the ladder at once, a few seconds of it are waited.
+#[tokio::test(start_paused = true)]
+async fn grpc_pushback_on_unavailable_is_honoured() {
+    use seawall_core::hint::RetryHint;
+    use seawall_core::provider::{ErrorContext, QuotaWall, classify_grpc};
+    let unavailable = |pushback: Duration| {
+        classify_grpc(
+            14,
+            Some("draining"),
+            ErrorContext {
+                status: Some(200),
+                hint: RetryHint {
+                    after: Some(pushback),
+                    should_retry: None,
+                },
+                quota_wall: QuotaWall::default(),
+                now: std::time::SystemTime::now(),
+            },
+        )
+    };
+    let upstream = Upstream::new([Step::Fail(unavailable(3600 * SEC))]);
+    let svc = ladder(RetryPolicy::interactive()).layer(upstream.service::<ReplayBody<String>>());
+    let err = svc.oneshot(request()).await.unwrap_err();
+    assert_eq!(upstream.count(), 1);
+    assert_eq!(receipt(&err).stop, Some(StopReason::HintTooLong));
+
+    let upstream = Upstream::new([Step::Fail(unavailable(5 * SEC))]);
+    let svc = ladder(RetryPolicy::interactive()).layer(upstream.service::<ReplayBody<String>>());
+    svc.oneshot(request()).await.unwrap_err();
+    let calls = upstream.calls();
+    assert_eq!(calls.len(), 3);
+    assert!(calls[1].at - calls[0].at >= 5 * SEC);
+    assert!(calls[2].at - calls[1].at >= 5 * SEC);
 }
 
 #[tokio::test(start_paused = true)]
