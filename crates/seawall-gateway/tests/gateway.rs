@@ -107,18 +107,18 @@ async fn silent_primary_fails_over_to_the_fallback_route() {
     assert_eq!(served.outcome, Outcome::Completed);
 }
 
-/// `reset_after;tokens=3`: three tokens reach the client, then exactly one
-/// error event in the client's wire format, then a clean end.
-async fn interrupted_after_content(wire: Wire, body: &'static str) -> (Vec<String>, String) {
+/// `fault` (`reset_after;tokens=3`: three tokens reach the client, then
+/// exactly one error event in the client's wire format, then a clean end).
+async fn interrupted_after_content(
+    wire: Wire,
+    body: &'static str,
+    fault: &str,
+) -> (Vec<String>, String) {
     let chaos = ChaosServer::builder().start().await.unwrap();
     let gateway = Running::start(config(wire, &[("main", &chaos)])).await;
     let (status, headers, body) = send(
         &client(),
-        post(
-            &gateway.url(wire.path()),
-            body,
-            &[("x-chaos-fault", "reset_after;tokens=3")],
-        ),
+        post(&gateway.url(wire.path()), body, &[("x-chaos-fault", fault)]),
     )
     .await;
     assert_eq!(status, 200);
@@ -131,7 +131,8 @@ async fn interrupted_after_content(wire: Wire, body: &'static str) -> (Vec<Strin
 
 #[tokio::test]
 async fn openai_interruption_ends_with_one_error_event() {
-    let (data, text) = interrupted_after_content(Wire::OpenAi, OPENAI_STREAM).await;
+    let (data, text) =
+        interrupted_after_content(Wire::OpenAi, OPENAI_STREAM, "reset_after;tokens=3").await;
     let tokens = data.iter().filter(|d| d.contains("\"content\":\"")).count();
     assert!(
         text.contains(r#""content":"w1""#) && text.contains(r#""content":" w3""#),
@@ -163,7 +164,8 @@ async fn openai_interruption_ends_with_one_error_event() {
 
 #[tokio::test]
 async fn anthropic_interruption_ends_with_one_error_event() {
-    let (data, text) = interrupted_after_content(Wire::Anthropic, ANTHROPIC_STREAM).await;
+    let (data, text) =
+        interrupted_after_content(Wire::Anthropic, ANTHROPIC_STREAM, "reset_after;tokens=3").await;
     assert!(
         text.contains(r#""text":" w3""#) && !text.contains("w4"),
         "{text}"
@@ -213,20 +215,9 @@ async fn a_stream_cut_inside_an_event_ends_with_whole_events() {
         (Wire::OpenAi, OPENAI_STREAM),
         (Wire::Anthropic, ANTHROPIC_STREAM),
     ] {
-        let chaos = ChaosServer::builder().start().await.unwrap();
-        let gateway = Running::start(config(wire, &[("main", &chaos)])).await;
-        let (status, _, out) = send(
-            &client(),
-            post(
-                &gateway.url(wire.path()),
-                body,
-                &[("x-chaos-fault", "reset_mid_event;tokens=3")],
-            ),
-        )
-        .await;
-        assert_eq!(status, 200);
-        let events = dispatched(&out);
-        let text = String::from_utf8_lossy(&out);
+        let (_, text) = interrupted_after_content(wire, body, "reset_mid_event;tokens=3").await;
+        let out = text.as_bytes();
+        let events = dispatched(out);
         for data in &events {
             let parsed = serde_json::from_str::<serde_json::Value>(data);
             assert!(parsed.is_ok(), "{wire:?}: a broken event: {data:?}\n{text}");
@@ -263,6 +254,18 @@ fn streamed_head_and_tokens(content_type: Option<&str>, end: &str) -> Vec<Step> 
     steps
 }
 
+/// A streamed request through a gateway whose one route answers `steps`.
+async fn streamed_through(steps: Vec<Step>) -> (Running, http::StatusCode, Bytes) {
+    let upstream = raw_upstream(steps).await;
+    let gateway = Running::start(config_over(Wire::OpenAi, &upstream)).await;
+    let (status, _, out) = send(
+        &client(),
+        post(&gateway.url("/v1/chat/completions"), OPENAI_STREAM, &[]),
+    )
+    .await;
+    (gateway, status, out)
+}
+
 /// Whatever the stream guard reads as a stream ends with seawall's event
 /// when it breaks: a content type in capitals (media types are
 /// case-insensitive) or none at all on a stream the client asked for.
@@ -271,13 +274,7 @@ async fn a_stream_the_guard_guards_ends_with_the_error_event() {
     for content_type in [Some("Text/Event-Stream; charset=utf-8"), None] {
         let mut steps = streamed_head_and_tokens(content_type, "\n");
         steps.push(Step::Pause(50));
-        let upstream = raw_upstream(steps).await;
-        let gateway = Running::start(config_over(Wire::OpenAi, &upstream)).await;
-        let (status, _, out) = send(
-            &client(),
-            post(&gateway.url("/v1/chat/completions"), OPENAI_STREAM, &[]),
-        )
-        .await;
+        let (gateway, status, out) = streamed_through(steps).await;
         let text = String::from_utf8_lossy(&out);
         assert_eq!(status, 200, "{content_type:?}: {text}");
         assert!(text.contains("w2"), "{content_type:?}: {text}");
@@ -304,13 +301,7 @@ async fn a_provider_error_event_is_replaced_however_it_comes() {
         steps.push(Step::Pause(30));
         steps.push(chunk(&event[12..]));
         steps.push(Step::Pause(30));
-        let upstream = raw_upstream(steps).await;
-        let gateway = Running::start(config_over(Wire::OpenAi, &upstream)).await;
-        let (status, _, out) = send(
-            &client(),
-            post(&gateway.url("/v1/chat/completions"), OPENAI_STREAM, &[]),
-        )
-        .await;
+        let (_gateway, status, out) = streamed_through(steps).await;
         let text = String::from_utf8_lossy(&out);
         assert_eq!(status, 200, "{text}");
         assert!(text.contains("w2"), "{text}");

@@ -42,6 +42,15 @@ pub(crate) fn full(body: impl Into<Bytes>) -> ClientBody {
 /// (`KEY_<NAME>`), so the gateway needs [`TOKEN`]; short stream-guard
 /// bounds so a silent route fails over in a fraction of a second.
 pub(crate) fn config(wire: Wire, routes: &[(&str, &ChaosHandle)]) -> Config {
+    let routes: Vec<_> = routes
+        .iter()
+        .map(|(name, chaos)| (*name, chaos.base_url()))
+        .collect();
+    config_at(wire, &routes)
+}
+
+/// A config like [`config`] over base URLs.
+pub(crate) fn config_at(wire: Wire, routes: &[(&str, String)]) -> Config {
     let mut config = Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         token_env: Some("GATEWAY_TOKEN".into()),
@@ -50,11 +59,11 @@ pub(crate) fn config(wire: Wire, routes: &[(&str, &ChaosHandle)]) -> Config {
     config.policy.first_byte_timeout = Some(Duration::from_millis(300));
     config.policy.first_content_timeout = Some(Duration::from_secs(2));
     config.policy.deadline = Some(Duration::from_secs(10));
-    for (name, chaos) in routes {
+    for (name, base_url) in routes {
         config.routes.push(RouteConfig {
             name: (*name).into(),
             wire,
-            base_url: chaos.base_url(),
+            base_url: base_url.clone(),
             key_env: Some(format!("KEY_{}", name.to_uppercase())),
             model: None,
             preset: None,
@@ -234,24 +243,7 @@ pub(crate) fn chunk(text: &str) -> Step {
     Step::Write(format!("{:x}\r\n{text}\r\n", text.len()).into_bytes())
 }
 
-/// A config like [`config`] over plain base URLs.
+/// A config with one route, `main`, at `base_url`.
 pub(crate) fn config_over(wire: Wire, base_url: &str) -> Config {
-    let mut config = Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        token_env: Some("GATEWAY_TOKEN".into()),
-        ..Config::default()
-    };
-    config.policy.first_byte_timeout = Some(Duration::from_millis(300));
-    config.policy.first_content_timeout = Some(Duration::from_secs(2));
-    config.policy.deadline = Some(Duration::from_secs(10));
-    config.routes.push(RouteConfig {
-        name: "main".into(),
-        wire,
-        base_url: base_url.into(),
-        key_env: Some("KEY_MAIN".into()),
-        model: None,
-        preset: None,
-    });
-    config.models.insert("*".into(), vec!["main".into()]);
-    config
+    config_at(wire, &[("main", base_url.to_owned())])
 }
