@@ -144,6 +144,73 @@ pub fn parse_text_hint(message: &str) -> Option<Duration> {
     parse_go_duration(rest[..end].trim_end_matches('.'))
 }
 
+/// When a quota wall's message says access comes back, as Anthropic's
+/// spend cap does: "You will regain access on 2026-09-01 at 00:00 UTC."
+/// (a date, an optional `at HH:MM`, UTC). `None` for anything else: the
+/// wall then cools its route for the default time.
+pub fn parse_text_reset(message: &str) -> Option<SystemTime> {
+    const MARKER: &[u8] = b"regain access on ";
+    let searched = crate::failure::excerpt(message, 4096).as_bytes();
+    let start = crate::text::find_ci(searched, MARKER)? + MARKER.len();
+    let rest = message.get(start..)?;
+    let number = |text: &str| -> Option<u32> {
+        text.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| text.parse().ok())
+            .flatten()
+    };
+    let (year, month, day) = (
+        number(rest.get(0..4)?)?,
+        number(rest.get(5..7)?)?,
+        number(rest.get(8..10)?)?,
+    );
+    if rest.get(4..5)? != "-" || rest.get(7..8)? != "-" {
+        return None;
+    }
+    let rest = &rest[10..];
+    let (minutes, rest) = match rest.strip_prefix(" at ") {
+        Some(time) if time.get(2..3)? == ":" => {
+            let (hour, minute) = (number(time.get(0..2)?)?, number(time.get(3..5)?)?);
+            if hour > 23 || minute > 59 {
+                return None;
+            }
+            (hour * 60 + minute, &time[5..])
+        }
+        Some(_) => return None,
+        None => (0, rest),
+    };
+    if !rest.trim_start().starts_with("UTC") {
+        return None;
+    }
+    let days = days_since_epoch(year, month, day)?;
+    let secs = days.checked_mul(86_400)? + u64::from(minutes) * 60;
+    SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date on or after it
+/// (Howard Hinnant's `days_from_civil`); `None` for a date that does not
+/// exist.
+fn days_since_epoch(year: u32, month: u32, day: u32) -> Option<u64> {
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
+    let days_in_month = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        1..=12 => 31,
+        _ => return None,
+    };
+    if !(1..=days_in_month).contains(&day) || year < 1970 {
+        return None;
+    }
+    let (year, month) = (u64::from(year), u64::from(month));
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year / 400;
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + u64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    (era * 146_097 + day_of_era).checked_sub(719_468)
+}
+
 /// A Go-style duration such as `1.574s`, `20ms`, `6m0s`, `1h2m`.
 fn parse_go_duration(text: &str) -> Option<Duration> {
     let mut total = 0.0_f64;
@@ -222,6 +289,36 @@ fn secs_f64_capped(seconds: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_walls_message_may_say_when_access_comes_back() {
+        let at = |secs| Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
+        let anthropic = "You have reached your API usage limits: your organization has crossed \
+                         its monthly API usage threshold. You will regain access on 2026-09-01 \
+                         at 00:00 UTC.";
+        // 2026-09-01T00:00:00Z.
+        assert_eq!(parse_text_reset(anthropic), at(1_788_220_800));
+        assert_eq!(
+            parse_text_reset("regain access on 2028-02-29 at 13:05 UTC"),
+            at(1_835_442_300)
+        );
+        assert_eq!(
+            parse_text_reset("Regain access on 1970-01-02 UTC"),
+            at(86_400)
+        );
+        for other in [
+            "regain access on 2026-02-29 at 00:00 UTC",
+            "regain access on 2026-13-01 at 00:00 UTC",
+            "regain access on 2026-09-01 at 24:00 UTC",
+            "regain access on 2026-09-01 at 00:00 PST",
+            "regain access on 2026-9-1 at 00:00 UTC",
+            "regain access on 1969-12-31 at 00:00 UTC",
+            "regain access soon",
+            "try again in 20ms",
+        ] {
+            assert_eq!(parse_text_reset(other), None, "{other}");
+        }
+    }
     use proptest::prelude::*;
 
     fn hv(s: &str) -> HeaderValue {

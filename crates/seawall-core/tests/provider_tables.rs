@@ -254,6 +254,30 @@ fn anthropic_error_types() {
     );
 }
 
+/// A wall whose message says when access comes back cools its route until
+/// then (not for the default minute, then a call a minute for weeks); a
+/// date already past, or none, leaves the default.
+#[test]
+fn a_walls_stated_reset_cools_its_route_until_then() {
+    let spend_cap = r#"{"type":"error","error":{"type":"rate_limit_error","message":"You have reached your API usage limits: your organization has crossed its monthly API usage threshold, set based on your organization's API tier. You will regain access on 2026-09-01 at 00:00 UTC.","details":{"error_code":"enforced_spend_limit_reached"}}}"#;
+    // 2026-09-01T00:00:00Z, and a day before it.
+    let reset = SystemTime::UNIX_EPOCH + Duration::from_secs(1_788_220_800);
+    let day = Duration::from_secs(86_400);
+    let at = |now| ErrorContext {
+        now,
+        ..cx(Some(429), None)
+    };
+    let failure = classify_error(Provider::Anthropic, spend_cap.as_bytes(), at(reset - day));
+    assert_eq!(failure.reset_at(), Some(reset));
+    assert_eq!(
+        failure.cooldown(reset - day),
+        Some(seawall_core::Cooldown::For(day))
+    );
+    let late = classify_error(Provider::Anthropic, spend_cap.as_bytes(), at(reset + day));
+    assert_eq!(late.reset_at(), None);
+    assert_eq!(late.code(), Code::QuotaExhausted);
+}
+
 /// The account, not the request, is walled off: the tier's monthly spend
 /// cap (a 429 `rate_limit_error` with no `retry-after`, told apart by
 /// `details.error_code`), a spend limit the organization set and an empty

@@ -26,7 +26,7 @@
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
-use crate::hint::{RetryHint, parse_text_hint};
+use crate::hint::{RetryHint, parse_text_hint, parse_text_reset};
 use crate::text::contains_ci;
 use crate::{Class, Code, Failure, FinishKind};
 
@@ -286,6 +286,15 @@ fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failu
         failure = failure.with_provider_code(&*code);
     }
     if let Some(message) = declared.message {
+        // A wall that says when it lifts cools its route until then, not
+        // for the default minute (then a call a minute until it lifts).
+        if failure.code() == Code::QuotaExhausted
+            && failure.reset_at().is_none()
+            && failure.retry_after().is_none()
+            && let Some(at) = parse_text_reset(&message).filter(|at| *at > cx.now)
+        {
+            failure = failure.with_reset_at(at);
+        }
         failure = failure.with_message(&message);
     }
     failure
