@@ -15,7 +15,7 @@ use http::{HeaderMap, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 use seawall_core::hint::{
     MAX_RETRY_HINT, Pushback, RetryHint, parse_grpc_pushback, parse_proto_duration,
-    parse_retry_after, parse_retry_after_ms, parse_should_retry, parse_text_hint,
+    parse_retry_after, parse_retry_after_ms, parse_should_retry, parse_text_hint, parse_text_reset,
 };
 
 const NAMES: [&str; 4] = [
@@ -51,7 +51,8 @@ fuzz_target!(|data: &[u8]| {
     let after = after.as_ref().and_then(|v| parse_retry_after(v, now));
     let after_ms = after_ms.as_ref().and_then(parse_retry_after_ms);
     let should = should.as_ref().and_then(parse_should_retry);
-    let pushback = pushback.as_ref().and_then(parse_grpc_pushback);
+    // Present: a delay, or (anything that is not one) do not retry.
+    let pushback = pushback.as_ref().map(parse_grpc_pushback);
     assert!(capped(after) && capped(after_ms));
     if let Some(Pushback::After(d)) = pushback {
         assert!(d <= MAX_RETRY_HINT);
@@ -73,8 +74,10 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     assert!(capped(parse_text_hint(&text)));
     assert!(capped(parse_proto_duration(&text)));
+    let _ = parse_text_reset(&text);
     if let Ok(text) = std::str::from_utf8(rest) {
         assert!(capped(parse_text_hint(text)));
         assert!(capped(parse_proto_duration(text)));
+        let _ = parse_text_reset(text);
     }
 });
