@@ -103,7 +103,8 @@ pub async fn scope<F: Future>(future: F) -> (F::Output, Outcome) {
 ///
 /// Cheap to clone; clones share the state. Filled by [`OpenAiService`] for
 /// calls made inside [`scope`]; with several calls in one scope it
-/// describes the last one to start.
+/// describes the last one to start, whatever an earlier one's stream does
+/// after that.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
     state: Arc<Mutex<State>>,
@@ -130,31 +131,18 @@ impl Outcome {
         OUTCOME.try_with(Outcome::clone).ok()
     }
 
-    fn begin(&self) {
+    /// Starts describing a new call, and hands that call its [`Call`].
+    fn begin(&self) -> Call {
         let mut state = self.lock();
         let calls = state.calls + 1;
         *state = State {
             calls,
             ..State::default()
         };
-    }
-
-    fn answered(&self, receipt: Option<Receipt>) {
-        let mut state = self.lock();
-        state.answered = true;
-        state.receipt = receipt;
-    }
-
-    fn failed(&self, error: &(dyn std::error::Error + 'static)) {
-        let mut state = self.lock();
-        match Failure::find(error) {
-            Some(failure) => state.failure = Some(failure.clone()),
-            None => state.error = Some(error.to_string()),
+        Call {
+            outcome: self.clone(),
+            number: calls,
         }
-    }
-
-    fn ended(&self) {
-        self.lock().ended = true;
     }
 
     /// Calls made through the adapter in this scope.
@@ -220,6 +208,49 @@ impl Outcome {
     }
 }
 
+/// One call's hold on the [`Outcome`] of its scope.
+///
+/// What a call reports counts only while it is the last call to have
+/// started: a stream async-openai still reads in its own task may fail, or
+/// end, after a later call of the same scope began, and that must not be
+/// read as the later call's verdict.
+#[derive(Debug, Clone)]
+struct Call {
+    outcome: Outcome,
+    /// The call's number in the scope ([`Outcome::calls`] when it began).
+    number: u32,
+}
+
+impl Call {
+    /// The scope's state, unless a later call began since this one.
+    fn state(&self) -> Option<MutexGuard<'_, State>> {
+        let state = self.outcome.lock();
+        (state.calls == self.number).then_some(state)
+    }
+
+    fn answered(&self, receipt: Option<Receipt>) {
+        if let Some(mut state) = self.state() {
+            state.answered = true;
+            state.receipt = receipt;
+        }
+    }
+
+    fn failed(&self, error: &(dyn std::error::Error + 'static)) {
+        if let Some(mut state) = self.state() {
+            match Failure::find(error) {
+                Some(failure) => state.failure = Some(failure.clone()),
+                None => state.error = Some(error.to_string()),
+            }
+        }
+    }
+
+    fn ended(&self) {
+        if let Some(mut state) = self.state() {
+            state.ended = true;
+        }
+    }
+}
+
 /// The service for `async_openai::Client::with_http_service`, over `S`: a
 /// seawall stack taking `http::Request<reqwest::Body>`. See the
 /// [module docs](self).
@@ -274,10 +305,7 @@ where
         // The ready service goes with the call; a clone stays for the next.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let outcome = Outcome::current();
-        if let Some(outcome) = &outcome {
-            outcome.begin();
-        }
+        let outcome = Outcome::current().map(|outcome| outcome.begin());
         let future = async move {
             let request = match build_once(&factory).await {
                 Ok(request) => request,
@@ -348,7 +376,7 @@ pin_project_lite::pin_project! {
     struct OutcomeBody<B> {
         #[pin]
         body: B,
-        outcome: Option<Outcome>,
+        outcome: Option<Call>,
     }
 }
 

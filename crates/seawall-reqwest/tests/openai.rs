@@ -19,6 +19,7 @@ use common::{rows, same_body, words};
 use futures_util::StreamExt;
 use seawall::classify::ClassifyLayer;
 use seawall::core::{Action, Code, Failure};
+use seawall::stack::Stack;
 use seawall_chaos::{ChaosHandle, FAULT_HEADER, Fault, JournalEntry};
 use seawall_reqwest::{OpenAiLayer, OpenAiService, Outcome};
 use tower::Layer;
@@ -35,6 +36,13 @@ enum Under {
     StackUnderOpenAiRetry,
 }
 
+/// async-openai's configuration for the server at `base`.
+fn config(base: &str) -> OpenAIConfig {
+    OpenAIConfig::new()
+        .with_api_base(format!("{base}/v1"))
+        .with_api_key("test-key")
+}
+
 /// An async-openai client for `primary`, seawall underneath.
 fn client(
     primary: &ChaosHandle,
@@ -43,9 +51,7 @@ fn client(
     under: Under,
 ) -> Client<OpenAIConfig> {
     let http = common::reqwest_client();
-    let mut config = OpenAIConfig::new()
-        .with_api_base(format!("{}/v1", primary.base_url()))
-        .with_api_key("test-key");
+    let mut config = config(&primary.base_url());
     if let Some(fault) = fault {
         config = config.with_header(FAULT_HEADER, fault).expect("a header");
     }
@@ -323,4 +329,64 @@ async fn outside_a_scope_the_adapter_still_works() {
         answer.choices[0].message.content.as_deref(),
         Some(words(8).as_str())
     );
+}
+
+/// A server that streams one content chunk on its first connection, then
+/// holds the stream open until `release` fires and drops the connection
+/// mid-body (a chunked body without its last chunk).
+async fn held_stream() -> (String, tokio::sync::oneshot::Sender<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const HEAD: &str =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    const EVENT: &str = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w1\"},\"finish_reason\":null}]}\n\n";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (release, released) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buffer = vec![0; 64 * 1024];
+        let _ = socket.read(&mut buffer).await;
+        let chunk = format!("{HEAD}{:x}\r\n{EVENT}\r\n", EVENT.len());
+        socket.write_all(chunk.as_bytes()).await.unwrap();
+        let _ = released.await;
+    });
+    (base, release)
+}
+
+#[tokio::test]
+async fn an_earlier_stream_failing_later_leaves_the_last_calls_outcome_alone() {
+    // The first call's stream is still open (async-openai reads it in a
+    // task of its own) when the second call starts and succeeds; then the
+    // first one is cut. The scope describes the second call: its verdict,
+    // not the cut of a stream it never read.
+    let (held, release) = held_stream().await;
+    let chaos = common::chaos().await;
+    let http = common::reqwest_client();
+    let stack = Stack::interactive().build(
+        &ClassifyLayer::openai(),
+        seawall_reqwest::ReqwestService::new(http.clone()),
+    );
+    let first = Client::build(http, config(&held)).with_http_service(OpenAiService::new(stack));
+    let second = client(&chaos, &chaos, None, Under::Stack);
+    let ((cut, answered), outcome) = seawall_reqwest::scope(async {
+        let mut chunks = first
+            .chat()
+            .create_stream(request())
+            .await
+            .expect("a stream");
+        chunks.next().await.expect("a chunk").expect("its content");
+        let answered = second.chat().create(request()).await.is_ok();
+        release.send(()).expect("the server holds the stream");
+        let mut cut = false;
+        while let Some(chunk) = chunks.next().await {
+            cut |= chunk.is_err();
+        }
+        (cut, answered)
+    })
+    .await;
+    assert!(cut && answered, "the first stream cut, the second answered");
+    assert_eq!(outcome.calls(), 2);
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!(outcome.code(), None);
+    assert_eq!(outcome.attempts(), 1);
 }
