@@ -52,8 +52,40 @@ pub enum Error {
     },
     /// The network or the HTTP exchange failed: connect, reset, timeout, a
     /// response body that broke off.
-    #[error("{0}")]
+    ///
+    /// Its text is reqwest's followed by the causes below it
+    /// (`error sending request: client error (Connect): tcp connect error:
+    /// Connection refused`): reqwest's own names only the phase, and the
+    /// classifier takes a failure's message from this text.
+    #[error("{}", Causes(.0))]
     Transport(#[source] io::Error),
+}
+
+/// How deep [`Causes`] follows a chain.
+const MAX_CAUSES: usize = 8;
+
+/// An [`Error::Transport`]'s text: its payload's, then each source's in
+/// turn, a text that only repeats the one before it left out.
+struct Causes<'a>(&'a io::Error);
+
+impl fmt::Display for Causes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut last = self.0.to_string();
+        f.write_str(&last)?;
+        // `io::Error::source` skips the payload (whose text is the io
+        // error's own): start below it.
+        let mut current = self.0.get_ref().and_then(|payload| payload.source());
+        for _ in 0..MAX_CAUSES {
+            let Some(link) = current else { break };
+            let text = link.to_string();
+            if text != last {
+                write!(f, ": {text}")?;
+            }
+            last = text;
+            current = link.source();
+        }
+        Ok(())
+    }
 }
 
 impl Error {

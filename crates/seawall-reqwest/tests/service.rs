@@ -354,6 +354,47 @@ async fn a_refused_connection_is_transport() {
     let error = common::service().oneshot(request).await.unwrap_err();
     let failure = seawall::classify::transport_failure(&error).expect("recognised");
     assert_eq!(failure.code(), Code::Transport);
+    // reqwest's own text is only "error sending request": the cause below
+    // it is what tells a refusal from a reset.
+    let cause = root_cause(&error);
+    assert!(failure.message().unwrap().contains(&cause), "{failure}");
+}
+
+/// The text of the deepest error in `error`'s chain.
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    current.to_string()
+}
+
+#[tokio::test]
+async fn a_body_cut_short_is_transport_naming_the_cut() {
+    let (base, hits) = raw_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{\"choices\":[",
+    )
+    .await;
+    let request = || {
+        http::Request::post(format!("{base}/v1/chat/completions"))
+            .body(Full::new(Bytes::from(common::chat_body(false))))
+            .unwrap()
+    };
+    // The bare service: the body's error says it ended early.
+    let response = common::service().oneshot(request()).await.unwrap();
+    let error = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap_err();
+    let cause = root_cause(&error);
+    assert!(cause.contains("end of file"), "{cause}");
+    // The stack: retried as `transport`, and the verdict's message names
+    // the cut, not only reqwest's "request or response body error".
+    let service = common::short_stack().build(&ClassifyLayer::openai(), common::service());
+    let error = service.oneshot(request()).await.unwrap_err();
+    let failure = Failure::find(&*error).expect("a classified failure");
+    assert_eq!(failure.code(), Code::Transport);
+    assert!(failure.message().unwrap().contains(&cause), "{failure}");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1 + 3);
 }
 
 /// The server the frames come from, for the timing test below.
