@@ -25,7 +25,9 @@ enum Kind {
     Ratio(RatioBudget),
 }
 
-/// What a granted retry withdrew, refunded by the AWS bucket on success.
+/// What a granted retry withdrew: the AWS bucket's cost (refunded on
+/// success), the ratio budget's slice (where a retry never sent is put
+/// back), nothing for the others.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Grant(u64);
 
@@ -160,7 +162,19 @@ impl Budget {
                     .ok()
                     .map(|_| Grant(cost))
             }
-            Kind::Ratio(budget) => (wants_retry && budget.withdraw()).then_some(Grant(0)),
+            Kind::Ratio(budget) => wants_retry.then(|| budget.withdraw()).flatten().map(Grant),
+        }
+    }
+
+    /// A granted retry was never sent (its operation was dropped during
+    /// the backoff, or the service failed before the call): it put no load
+    /// on the route, so what it withdrew goes back. The gRPC bucket
+    /// charged the failure, which did happen, and keeps the token.
+    pub(crate) fn unspent(&self, grant: Grant) {
+        match &*self.0 {
+            Kind::Aws(bucket) => add_capped(&bucket.tokens, grant.0, bucket.max),
+            Kind::Ratio(budget) => budget.put_back(grant.0),
+            Kind::Unlimited | Kind::Grpc(_) => {}
         }
     }
 }
@@ -246,10 +260,6 @@ impl RatioBudget {
         (elapsed / u128::from(self.slot_nanos.max(1))) as u64
     }
 
-    fn add(&self, amount: i64) {
-        self.add_at(amount, Instant::now());
-    }
-
     fn add_at(&self, amount: i64, now: Instant) {
         self.slots.update(self.epoch_at(now), |payload| {
             let value = window::signed(payload);
@@ -269,15 +279,34 @@ impl RatioBudget {
         self.reserve.saturating_add(live)
     }
 
-    /// Takes one retry when the balance has one. Concurrent withdrawals may
-    /// both see the last retry (as in tower's `TpsBudget`): the overspend is
-    /// bounded by the number of simultaneous callers.
-    fn withdraw(&self) -> bool {
-        if self.balance() >= MILLI as i64 {
-            self.add(-(MILLI as i64));
-            true
+    /// Takes one retry when the balance has one, from the slice it returns.
+    /// Concurrent withdrawals may both see the last retry (as in tower's
+    /// `TpsBudget`): the overspend is bounded by the number of simultaneous
+    /// callers.
+    fn withdraw(&self) -> Option<u64> {
+        let now = Instant::now();
+        let epoch = self.epoch_at(now);
+        let live = self.slots.fold(epoch, SLICES, 0i64, |sum, payload| {
+            sum + window::signed(payload)
+        });
+        if self.reserve.saturating_add(live) >= MILLI as i64 {
+            self.add_at(-(MILLI as i64), now);
+            Some(epoch)
         } else {
-            false
+            None
+        }
+    }
+
+    /// Returns a retry withdrawn from slice `epoch`, into that slice: once
+    /// the slice left the window the withdrawal no longer counts, and
+    /// nothing is returned (a slot of the ring holds the same slice for as
+    /// long as it is in the window, so a live one is never overwritten).
+    fn put_back(&self, epoch: u64) {
+        if self.epoch().saturating_sub(epoch) < SLICES {
+            self.slots.update(epoch, |payload| {
+                let value = window::signed(payload).saturating_add(MILLI as i64);
+                Some(window::from_signed(value.min(window::SIGNED_MAX)))
+            });
         }
     }
 }
@@ -349,6 +378,25 @@ mod tests {
             .filter(|_| budget.failed(false, true).is_some())
             .count();
         assert_eq!(retries, 10);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ratio_retry_is_put_back_in_its_slice_only_while_it_counts() {
+        let budget = Budget::ratio(0.0, 1, Duration::from_secs(10));
+        let grant = budget.failed(false, true).unwrap();
+        assert_eq!(budget.tokens(), 9.0);
+        tokio::time::advance(Duration::from_secs(5)).await;
+        budget.unspent(grant);
+        assert_eq!(budget.tokens(), 10.0);
+        // Put back into its own slice: it leaves with it.
+        tokio::time::advance(Duration::from_secs(6)).await;
+        assert_eq!(budget.tokens(), 10.0);
+
+        let grant = budget.failed(false, true).unwrap();
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(budget.tokens(), 10.0, "the withdrawal expired");
+        budget.unspent(grant);
+        assert_eq!(budget.tokens(), 10.0, "nothing to give back");
     }
 
     #[derive(Debug, Clone)]

@@ -70,6 +70,9 @@ pub(crate) struct Ladder<S, B> {
     /// A layer outside can send the request to another route.
     other_routes: bool,
     grant: Option<Grant>,
+    /// The grant of a retry decided but not sent yet: given back to the
+    /// budget if the ladder is dropped before it sends it.
+    unsent: Option<Grant>,
     receipt: Receipt,
     /// The operation's span (`otel.name` "{operation} {model}"), parent of
     /// one span per attempt.
@@ -199,6 +202,7 @@ impl<S, B> Ladder<S, B> {
             last_route_shaped: None,
             other_routes,
             grant: None,
+            unsent: None,
             receipt: Receipt::default(),
             span,
             attempt_span,
@@ -365,6 +369,7 @@ impl<S, B> Ladder<S, B> {
         match grant {
             Some(grant) => {
                 self.grant = Some(grant);
+                self.unsent = Some(grant);
                 Ok(delay)
             }
             None => {
@@ -464,7 +469,9 @@ impl<S, B> Ladder<S, B> {
         // Inside the new attempt's span (the operation's is entered).
         let _attempt = self.attempt_span.clone().entered();
         let again = self.again.as_mut().expect("checked above");
-        Poll::Ready(Ok(again.service.call(request)))
+        let future = again.service.call(request);
+        self.unsent = None;
+        Poll::Ready(Ok(future))
     }
 
     /// Hands the attempt's spans down with its request, so the layer that
@@ -492,6 +499,14 @@ impl<S, B> Ladder<S, B> {
         }
         let _operation = self.span.enter();
         self.attempt_span.in_scope(call)
+    }
+}
+
+impl<S, B> Drop for Ladder<S, B> {
+    fn drop(&mut self) {
+        if let Some(grant) = self.unsent.take() {
+            self.shared.budget.unspent(grant);
+        }
     }
 }
 

@@ -22,7 +22,9 @@
 //! 5. **Deadline**: `now + delay + min_attempt_time` must fit before the
 //!    operation's [`Deadline`](seawall_core::Deadline) less the fallback
 //!    reserve. A hint past the deadline stops at once, never sleeps.
-//! 6. **Budget**: a token from the shared [`Budget`].
+//! 6. **Budget**: a token from the shared [`Budget`]. A retry granted
+//!    but never sent (the operation was dropped during its backoff) gives
+//!    back what it withdrew: it put no load on the route.
 //!
 //! Whatever stops the ladder, the last failure is returned with a
 //! [`Receipt`](seawall_core::Receipt) inside it

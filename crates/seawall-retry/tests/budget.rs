@@ -2,11 +2,13 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{Step, Upstream, failure, receipt};
 use http::Request;
 use seawall_core::recording::ReplayBody;
 use seawall_core::{Code, Failure, StopReason};
-use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+use seawall_retry::{Backoff, Budget, Jitter, RetryBudgetLayer, RetryPolicy};
 use tower::{Layer, ServiceBuilder, ServiceExt};
 
 #[tokio::test(start_paused = true)]
@@ -69,6 +71,40 @@ async fn a_ratio_budget_allows_its_fraction_of_retries() {
     // take the one a deposit arrives too late for.
     let retries = upstream.count() - 100;
     assert!((59..=60).contains(&retries), "{retries} retries");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_dropped_before_it_is_sent_gives_back_what_it_withdrew() {
+    // A caller that gives up during the backoff (a closed tab, an outer
+    // deadline) never sends the retry it was granted: charging for it
+    // would drain the budget without any load on the provider, and the
+    // next caller's real retry would be refused.
+    for (budget, full) in [
+        (Budget::aws_standard(), 500.0),
+        (Budget::ratio(0.0, 1, Duration::from_secs(10)), 10.0),
+    ] {
+        let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded))]);
+        let policy = RetryPolicy::no_wait(2).backoff(
+            Backoff::exponential(Duration::from_secs(1), Duration::from_secs(1))
+                .with_jitter(Jitter::None),
+        );
+        let svc = RetryBudgetLayer::new(policy, budget.clone())
+            .layer(upstream.service::<ReplayBody<String>>());
+        for _ in 0..200 {
+            let call = svc.clone().oneshot(Request::new(String::new()));
+            // Dropped while it sleeps the backoff before its retry.
+            let gave_up = tokio::time::timeout(Duration::from_millis(500), call).await;
+            assert!(
+                gave_up.is_err(),
+                "{budget:?} refused a retry: the dropped ones were charged"
+            );
+        }
+        assert_eq!(upstream.count(), 200, "{budget:?}: no retry was sent");
+        assert_eq!(budget.tokens(), full, "{budget:?}");
+        // And the budget still grants a retry that is made.
+        svc.oneshot(Request::new(String::new())).await.unwrap_err();
+        assert_eq!(upstream.count(), 202, "{budget:?}");
+    }
 }
 
 #[tokio::test(start_paused = true)]
