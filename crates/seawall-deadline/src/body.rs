@@ -19,7 +19,7 @@ pin_project! {
     /// [`Failure`] whose evidence says how many bytes were delivered and
     /// whether any were (`content_seen`), then ends. A data frame that is
     /// ready after the deadline is still delivered; the failure follows on
-    /// the next poll.
+    /// the next poll, unless that frame was the body's last.
     pub struct DeadlineBody<B> {
         #[pin]
         inner: B,
@@ -61,19 +61,23 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        let this = self.project();
+        let mut this = self.project();
         if *this.ended {
             return Poll::Ready(None);
         }
         if !*this.overdue {
-            if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
+            if let Poll::Ready(frame) = this.inner.as_mut().poll_frame(cx) {
                 if let Some(Ok(Some(data))) =
                     frame.as_ref().map(|f| f.as_ref().map(Frame::data_ref))
                 {
                     *this.delivered += data.remaining() as u64;
                     // A body that is always ready never lets the timer fire:
-                    // check the bound here too.
+                    // check the bound here too. Unless this frame ends the
+                    // body: then the answer is whole (an answer read into
+                    // memory and read late by its caller), and failing in
+                    // place of its end would throw it away.
                     if let Some((deadline, _)) = *this.bound
+                        && !this.inner.is_end_stream()
                         && Instant::now() >= deadline
                     {
                         *this.overdue = true;

@@ -316,6 +316,23 @@ async fn total_deadline_bounds_a_body_that_is_always_ready() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_whole_answer_read_after_the_deadline_is_not_failed() {
+    // A unary answer is in memory when the response is handed on (the
+    // classifier read it); the caller reads it a moment after the deadline.
+    // Its one frame is the whole answer: a failure in place of its end
+    // would throw away an answer that arrived in time.
+    let response = answer_under(
+        DeadlineLayer::new(Duration::from_secs(10)),
+        Full::new(Bytes::from_static(b"{\"answer\":42}")),
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(11)).await;
+    let body = response.into_body();
+    let bytes = body.collect().await.expect("the whole answer").to_bytes();
+    assert_eq!(bytes, "{\"answer\":42}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn per_attempt_does_not_bound_a_body_that_is_always_ready() {
     let response = answer_under(
         DeadlineLayer::per_attempt(Duration::from_secs(5)),
