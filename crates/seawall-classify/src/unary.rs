@@ -6,7 +6,8 @@
 //! same "what counts as content" table the stream guard asks). Here they
 //! meet the request: a body that is not the provider's generation shape
 //! (an embeddings or models response) is delivered unchecked, unless the
-//! request called a generation endpoint; a body that opens a JSON object
+//! request called a generation endpoint; a body with no bytes (or only
+//! blank lines) is `empty_response`; a body that opens a JSON object
 //! and then breaks off or turns to garbage is `protocol_violation`
 //! (transient): it is no answer, and nothing of it has reached the caller,
 //! so it may be retried.
@@ -23,6 +24,15 @@ use crate::classifier::Checked;
 pub(crate) fn check(provider: Provider, body: &[u8], strict: bool) -> Checked {
     if provider == Provider::Http {
         return Checked::Deliver(None);
+    }
+    // No bytes, or only blank lines: a 200 with nothing in it, as the
+    // stream guard calls a stream that ends before any content. The JSON
+    // parser would call it a syntax error (`protocol_violation`), and the
+    // plainest empty answer would be counted as a garbled one.
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Checked::Fail(
+            Failure::new(Code::EmptyResponse).with_message("the 2xx answer has no body"),
+        );
     }
     match check_answer(provider, body) {
         AnswerCheck::Answer { finish, usage } => Checked::Answer { finish, usage },

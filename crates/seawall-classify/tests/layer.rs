@@ -182,6 +182,18 @@ async fn openai_unary_answers() {
             r#"{"object":"chat.completion","choices":[]}"#,
             expect(Class::Transient, Code::EmptyResponse, Action::Retry),
         ),
+        // No answer at all is the plainest 200 with nothing in it (as a
+        // stream that ends before content is), not broken JSON.
+        (
+            "no bytes",
+            "",
+            expect(Class::Transient, Code::EmptyResponse, Action::Retry),
+        ),
+        (
+            "blank lines",
+            "\r\n \n",
+            expect(Class::Transient, Code::EmptyResponse, Action::Retry),
+        ),
     ];
     for (name, body, want) in cases {
         let error = unary(&layer, body).await.unwrap_err();
