@@ -59,6 +59,9 @@ pub(crate) struct Ladder<S, B> {
     next_body: Option<ReplayBody<B>>,
     route: RouteId,
     deadline: Option<Deadline>,
+    /// The deadline the attempts run under, when the fallback reserve
+    /// narrows the operation's.
+    window: Option<Deadline>,
     /// The attempt in flight, from 1.
     attempt: u32,
     /// When the attempt in flight started; kept only under a deadline.
@@ -196,6 +199,7 @@ impl<S, B> Ladder<S, B> {
             next_body: None,
             route,
             deadline,
+            window: None,
             attempt: 1,
             attempt_started: deadline.map(|_| now.get()),
             slept: Duration::ZERO,
@@ -210,6 +214,22 @@ impl<S, B> Ladder<S, B> {
             #[cfg(feature = "metrics")]
             started: now.get(),
         }
+    }
+
+    /// The ladder's attempts run under `window` (see
+    /// [`RetryPolicy::fallback_reserve`](crate::RetryPolicy::fallback_reserve)).
+    pub(crate) fn within(mut self, window: Option<Deadline>) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// Whether `failure` is an attempt stopped at the ladder's window: the
+    /// operation's deadline has not passed, and what is left of it is the
+    /// fallback's.
+    fn stopped_at_window(&self, failure: &Failure) -> bool {
+        self.window.is_some()
+            && failure.code() == Code::DeadlineExceeded
+            && self.deadline.is_some_and(|deadline| !deadline.is_expired())
     }
 
     fn succeeded<ResB>(&mut self, response: &mut Response<ResB>) {
@@ -265,8 +285,18 @@ impl<S, B> Ladder<S, B> {
             Ok(signal) => (Ok(signal.into_failure()), true),
             Err(err) => (Failure::extract(err), false),
         };
-        let failure = match failure {
-            Ok(failure) => failure,
+        let (failure, at_window) = match failure {
+            // The time left is the fallback's: for it this attempt timed
+            // out, and is to fail over on, where `deadline_exceeded` would
+            // tell it the operation is over.
+            Ok(failure) if self.stopped_at_window(&failure) => {
+                let timeout = Failure::new(Code::Timeout)
+                    .with_evidence(failure.evidence().clone())
+                    .with_message("the attempt ran to the time kept for the fallback")
+                    .with_action(Action::Failover);
+                (timeout, true)
+            }
+            Ok(failure) => (failure, false),
             Err(other) => {
                 // Unclassified: nobody said it is safe to repeat.
                 tracing::debug!(
@@ -298,7 +328,11 @@ impl<S, B> Ladder<S, B> {
             self.attempt_span
                 .record("seawall.retry_after_ms", millis(hint));
         }
-        let verdict = self.judge(&failure, route.clone(), another);
+        let verdict = if at_window {
+            Err(StopReason::Deadline)
+        } else {
+            self.judge(&failure, route.clone(), another)
+        };
         match &verdict {
             Ok(_) => metrics::retry(&route, failure.code()),
             Err(reason) => {

@@ -21,7 +21,9 @@
 //!    hurry).
 //! 5. **Deadline**: `now + delay + min_attempt_time` must fit before the
 //!    operation's [`Deadline`](seawall_core::Deadline) less the fallback
-//!    reserve. A hint past the deadline stops at once, never sleeps.
+//!    reserve. A hint past the deadline stops at once, never sleeps. The
+//!    attempts themselves run under that deadline less the reserve, so a
+//!    per-attempt bound stops one there, as a `timeout` to fail over on.
 //! 6. **Budget**: a token from the shared [`Budget`]. A retry granted
 //!    but never sent (the operation was dropped during its backoff) gives
 //!    back what it withdrew: it put no load on the route.

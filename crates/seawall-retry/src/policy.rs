@@ -1,8 +1,10 @@
 use std::time::Duration;
 
 use http::HeaderName;
+use seawall_core::Deadline;
 use seawall_core::recording::DEFAULT_MAX_REPLAY_BYTES;
 
+use crate::budget::Now;
 use crate::{Backoff, Jitter};
 
 /// How one operation's ladder climbs: how many attempts, how long between
@@ -101,6 +103,12 @@ impl RetryPolicy {
 
     /// Time before the deadline the ladder leaves unused, for a fallback
     /// route to run in (default none).
+    ///
+    /// The ladder starts no attempt that would not fit before it, and its
+    /// attempts run under the deadline less the reserve (the
+    /// [`Deadline`] in their requests), so one started in time cannot run
+    /// into it either: a per-attempt bound stops it there, and the ladder
+    /// returns a `timeout` with action `Failover`, for the fallback.
     pub fn fallback_reserve(mut self, reserve: Duration) -> Self {
         self.fallback_reserve = reserve;
         self
@@ -141,5 +149,28 @@ impl RetryPolicy {
     pub fn allow_nested(mut self) -> Self {
         self.allow_nested = true;
         self
+    }
+}
+
+impl RetryPolicy {
+    /// The deadline the ladder's attempts run under: the operation's less
+    /// the fallback reserve. `None` without a reserve or a deadline, and
+    /// when what is left before the reserve would not hold a useful
+    /// attempt: the first attempt is made anyway, under the operation's
+    /// deadline, as without a reserve.
+    pub(crate) fn attempt_window(
+        &self,
+        deadline: Option<Deadline>,
+        now: &mut Now,
+    ) -> Option<Deadline> {
+        if self.fallback_reserve.is_zero() {
+            return None;
+        }
+        let window = deadline?.instant().checked_sub(self.fallback_reserve)?;
+        let fits = now
+            .get()
+            .checked_add(self.min_attempt_time)
+            .is_some_and(|ready_by| ready_by <= window);
+        fits.then(|| Deadline::at(window))
     }
 }

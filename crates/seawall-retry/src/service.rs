@@ -65,6 +65,14 @@ where
         // attempt.
         let mut now = Now::default();
         self.shared.budget.start_at(&mut now);
+        // Every attempt, the first too, runs under the deadline less the
+        // fallback reserve: the copies for the retries are taken below.
+        let window = policy.attempt_window(deadline, &mut now);
+        if let Some(window) = window
+            && let Some(slot) = request.extensions_mut().get_mut::<Deadline>()
+        {
+            *slot = window;
+        }
         let (mut first, again) = if policy.max_attempts > 1 {
             let (mut parts, body) = request.into_parts();
             // The recording tells every layer below what the body asked
@@ -100,7 +108,8 @@ where
             other_routes,
             facts,
             &mut now,
-        );
+        )
+        .within(window);
         ladder.mark(&mut first);
         let future = ladder.in_attempt(|| self.inner.call(first));
         ResponseFuture::ladder(future, ladder)

@@ -206,6 +206,43 @@ async fn a_600s_attempt_in_a_10_minute_deadline_is_tried_once_then_fails_over() 
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_attempt_cannot_run_into_the_fallback_reserve() {
+    // 60 s for the operation, the last 20 s kept for a fallback route. An
+    // attempt bound to 50 s must still stop at 40 s, as a timeout to fail
+    // over on: run to its own bound it would leave the fallback 10 s, run
+    // to the deadline nothing at all.
+    let upstream = Upstream::new([Step::Hang]);
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(60 * SEC))
+        .layer(ladder(
+            RetryPolicy::interactive().fallback_reserve(20 * SEC),
+        ))
+        .layer(DeadlineLayer::per_attempt(50 * SEC))
+        .service(upstream.service());
+    let start = Instant::now();
+    let err = svc.clone().oneshot(request()).await.unwrap_err();
+    assert_eq!(start.elapsed(), 40 * SEC, "the reserve is left whole");
+    assert_eq!(upstream.count(), 1);
+    let failure = failure(&err);
+    assert_eq!(failure.code(), Code::Timeout);
+    assert_eq!(failure.action(), Action::Failover);
+    assert_eq!(receipt(&err).stop, Some(StopReason::Deadline));
+
+    // A caller's deadline shorter than the reserve: the one attempt there
+    // is room for is made, under the operation's deadline.
+    let upstream = Upstream::new([Step::Ok]);
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(10 * SEC))
+        .layer(ladder(
+            RetryPolicy::interactive().fallback_reserve(20 * SEC),
+        ))
+        .layer(DeadlineLayer::per_attempt(50 * SEC))
+        .service(upstream.service());
+    svc.oneshot(request()).await.unwrap();
+    assert_eq!(upstream.count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn two_zero_byte_timeouts_in_20_minutes_fail_over_after_the_second() {
     let upstream = Upstream::new([Step::Hang]);
     let svc = ServiceBuilder::new()
