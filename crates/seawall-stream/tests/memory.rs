@@ -44,11 +44,7 @@ async fn an_image_event_fits_the_default_caps() {
     let response = call(StreamGuardLayer::interactive(), GEMINI, body)
         .await
         .unwrap();
-    let handle = response
-        .extensions()
-        .get::<seawall_stream::StreamReportHandle>()
-        .cloned()
-        .unwrap();
+    let handle = report_handle(&response);
     let mut body = response.into_body();
     while let Some(frame) = body.frame().await {
         frame.unwrap();
@@ -132,11 +128,7 @@ async fn large_stream_with_content(total: usize) {
         .provider(Provider::Http)
         .delivered_text(Some(MIB));
     let response = call(layer, "/v1/events", body).await.unwrap();
-    let handle = response
-        .extensions()
-        .get::<seawall_stream::StreamReportHandle>()
-        .cloned()
-        .unwrap();
+    let handle = report_handle(&response);
     let mut body = response.into_body();
     let (mut bytes, mut most) = (0, 0);
     while let Some(frame) = body.frame().await {
