@@ -204,6 +204,7 @@ where
                     let route = this.primary_route.take().expect("polled after completion");
                     match result {
                         Ok(mut response) => {
+                            let route = answering(&response, route);
                             label(&mut response, route, false, *this.header);
                             return Poll::Ready(Ok(response));
                         }
@@ -648,6 +649,7 @@ impl Walk {
         header: bool,
     ) -> http::Response<RB> {
         let (target, route) = self.current.take().expect("a call was in flight");
+        let route = answering(&response, route);
         let own = response
             .extensions_mut()
             .remove::<Receipt>()
@@ -734,6 +736,17 @@ fn single(route: &RouteId, code: Option<Code>) -> Receipt {
         StopReason::NotRetryable
     });
     receipt
+}
+
+/// The route that served `response`: the member a route set chose, when
+/// one did (it leaves the member's `RouteId` in the response, where the
+/// ladder's receipt reads it too), else `called`, the route the layer
+/// called.
+fn answering<RB>(response: &http::Response<RB>, called: RouteId) -> RouteId {
+    match response.extensions().get::<RouteId>() {
+        Some(member) => member.clone(),
+        None => called,
+    }
 }
 
 fn label<RB>(response: &mut http::Response<RB>, route: RouteId, fallback: bool, header: bool) {

@@ -21,7 +21,8 @@ pub const SERVED_BY_HEADER: http::HeaderName = http::HeaderName::from_static("x-
 /// a [`Fallback`] service.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ServedBy {
-    /// The route that answered.
+    /// The route that answered: the member a route set chose, when the
+    /// route is a route set.
     pub route: RouteId,
     /// True when it was the fallback.
     pub fallback: bool,

@@ -12,7 +12,9 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, Code, Deadline, Evidence, Failure, Receipt, RouteId, StopReason};
-use seawall_fallback::{FallbackLayer, FallbackRoute, Rewrite, ServedBy};
+use seawall_fallback::{
+    FallbackLayer, FallbackRoute, Member, Rewrite, RouteSetBody, RouteSetLayer, ServedBy,
+};
 use tokio::time::Instant;
 use tower::{Layer, ServiceExt, service_fn};
 
@@ -503,4 +505,54 @@ async fn a_configured_route_equal_to_the_primary_anywhere_in_the_chain_is_refuse
             .downcast_ref::<seawall_fallback::SameRouteFallback>()
             .is_some()
     );
+}
+
+/// A route set behind `upstream`, its body unwrapped so it serves as a
+/// route of the chain: each call goes to one of `members`.
+fn route_set(members: [&'static str; 2], upstream: &Upstream) -> Boxed {
+    let set = RouteSetLayer::new(members.map(Member::new)).unwrap();
+    Boxed::new(
+        set.layer(upstream.service())
+            .map_response(|response| response.map(RouteSetBody::into_inner)),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn served_by_names_the_route_set_member_that_answered() {
+    // The primary is a route set: its answer names the member, not the
+    // primary's host, as the receipt does.
+    let upstream = Upstream::default();
+    let layer = FallbackLayer::chain([route("b.example", &Upstream::default())]);
+    let response = layer
+        .layer(route_set(["key-a", "key-b"], &upstream))
+        .oneshot(request(None))
+        .await
+        .unwrap();
+    let served = response.extensions().get::<ServedBy>().unwrap();
+    assert!(
+        ["key-a", "key-b"].contains(&served.route.as_str()),
+        "{served:?}"
+    );
+    assert!(!served.fallback);
+    // A fallback route that is a route set: the same.
+    let primary = Upstream::failing([Failure::new(Code::QuotaExhausted)]);
+    let fallback = Upstream::default();
+    let layer = FallbackLayer::chain([FallbackRoute::new(route_set(
+        ["key-c", "key-d"],
+        &fallback,
+    ))
+    .rewrite(ToHost("b.example"))]);
+    let response = layer
+        .layer(primary.service())
+        .oneshot(request(None))
+        .await
+        .unwrap();
+    let served = response.extensions().get::<ServedBy>().unwrap();
+    assert!(
+        ["key-c", "key-d"].contains(&served.route.as_str()),
+        "{served:?}"
+    );
+    assert!(served.fallback);
+    let receipt = response.extensions().get::<Receipt>().unwrap();
+    assert_eq!(receipt.attempts.last().unwrap().route, served.route);
 }
