@@ -284,12 +284,19 @@ where
         }
     }
 
+    /// Keeps the last frame that numbers the answer's parts. A frame
+    /// without them — a `ping` (Anthropic sends them while a stream
+    /// stalls, right before an idle cut), a comment, a `message_delta` —
+    /// would leave nothing to learn the open block from. In JSON text a
+    /// quote is escaped, so the key's quoted name is found only as a key.
     #[inline]
     fn keep_tail(&mut self, bytes: &Bytes) {
-        if matches!(
-            self.provider,
-            Provider::Anthropic | Provider::OpenAiResponses
-        ) {
+        let key: &[u8] = match self.provider {
+            Provider::Anthropic => b"\"index\"",
+            Provider::OpenAiResponses => b"\"sequence_number\"",
+            _ => return,
+        };
+        if memchr::memmem::find(bytes, key).is_some() {
             self.tail = Some(bytes.clone());
         }
     }

@@ -45,7 +45,9 @@
 //! what must read as the rest of the original stream: an Anthropic
 //! continuation's content block index becomes the original text block's,
 //! and a Responses API continuation takes the original's `item_id`,
-//! `output_index`, `content_index` and the next `sequence_number`s. The
+//! `output_index`, `content_index` and the next `sequence_number`s; a
+//! block or item the continuation adds after its text (a tool call) keeps
+//! its own id and follows the original's in the same order. The
 //! OpenAI choice index needs nothing: only one choice is ever resumed.
 //! Models often repeat the tail of what they were given: the layer holds
 //! the continuation's first bytes (64 by default) and trims the longest

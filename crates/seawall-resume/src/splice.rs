@@ -155,42 +155,76 @@ pub(crate) fn rewrite(provider: Provider, raw: &[u8], text: &str) -> Option<Byte
 /// What a continuation's events must say to read as the rest of the
 /// original stream: Anthropic's content block index, the Responses API's
 /// sequence numbers and item. Read from the last events the caller saw.
+///
+/// A continuation numbers its blocks (items) from its own: the one it
+/// continues is the original's, and any after it (a tool call once the
+/// text is done) follow the original's in the same order, so each keeps
+/// its distance from the continued one instead of taking its number.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Fix {
-    /// The text block's index (Anthropic).
-    index: Option<u64>,
+    /// The original's numbers (`item_id` unused: learned in place).
+    ours: Numbers,
     /// The next sequence number (Responses).
     sequence: Option<u64>,
+    /// The current continuation's numbers for what it continues, from its
+    /// first event shown.
+    theirs: Option<Numbers>,
+}
+
+/// Where the continued text is: its block index (Anthropic), or its item
+/// and content part (Responses).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Numbers {
+    index: Option<u64>,
     item_id: Option<String>,
     output_index: Option<u64>,
     content_index: Option<u64>,
 }
 
+impl Numbers {
+    fn of(json: &Value) -> Self {
+        let number = |key: &str| json.get(key).and_then(Value::as_u64);
+        Numbers {
+            index: number("index"),
+            item_id: json
+                .get("item_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            output_index: number("output_index"),
+            content_index: number("content_index"),
+        }
+    }
+}
+
+/// `theirs` moved to where `base` (theirs for the continued block) sits
+/// in the original, `ours`.
+fn shifted(theirs: u64, base: Option<u64>, ours: u64) -> u64 {
+    ours + theirs.saturating_sub(base.unwrap_or(theirs))
+}
+
 impl Fix {
     /// Learns from `frame` (complete events the caller was shown), keeping
-    /// what it knew for fields the frame does not carry.
+    /// what it knew for fields the frame does not carry; the next events
+    /// applied are a new continuation's.
     pub(crate) fn learn(&mut self, provider: Provider, frame: &Bytes) {
+        self.theirs = None;
         let (events, _) = split_events(frame);
         for event in events {
             let Some((_, json)) = parse_event(&event) else {
                 continue;
             };
-            let number = |key: &str| json.get(key).and_then(Value::as_u64);
+            let seen = Numbers::of(&json);
             match provider {
                 Provider::Anthropic => {
-                    if let Some(index) = number("index") {
-                        self.index = Some(index);
-                    }
+                    self.ours.index = seen.index.or(self.ours.index);
                 }
                 Provider::OpenAiResponses => {
-                    if let Some(seq) = number("sequence_number") {
+                    if let Some(seq) = json.get("sequence_number").and_then(Value::as_u64) {
                         self.sequence = Some(seq + 1);
                     }
-                    if let Some(id) = json.get("item_id").and_then(Value::as_str) {
-                        self.item_id = Some(id.to_owned());
-                    }
-                    self.output_index = number("output_index").or(self.output_index);
-                    self.content_index = number("content_index").or(self.content_index);
+                    self.ours.item_id = seen.item_id.or(self.ours.item_id.take());
+                    self.ours.output_index = seen.output_index.or(self.ours.output_index);
+                    self.ours.content_index = seen.content_index.or(self.ours.content_index);
                 }
                 _ => {}
             }
@@ -201,6 +235,13 @@ impl Fix {
     /// it needs no change.
     pub(crate) fn apply(&mut self, event: &[u8]) -> Option<Bytes> {
         let (name, mut json) = parse_event(event)?;
+        // The continuation's first event shown is its first content: what
+        // it continues.
+        let theirs = self
+            .theirs
+            .get_or_insert_with(|| Numbers::of(&json))
+            .clone();
+        let seen = Numbers::of(&json);
         let object = json.as_object_mut()?;
         let mut changed = false;
         let mut set = |key: &str, value: Value| {
@@ -211,21 +252,32 @@ impl Fix {
                 changed = true;
             }
         };
-        if let Some(index) = self.index {
-            set("index", index.into());
+        if let (Some(index), Some(ours)) = (seen.index, self.ours.index) {
+            set("index", shifted(index, theirs.index, ours).into());
         }
         if let Some(seq) = self.sequence {
             set("sequence_number", seq.into());
             self.sequence = Some(seq + 1);
         }
-        if let Some(id) = &self.item_id {
+        // Only the continued item becomes the original's; another item
+        // (a function call after the text) keeps its own id and parts.
+        let continued = seen.item_id.is_none() || seen.item_id == theirs.item_id;
+        if continued && let Some(id) = &self.ours.item_id {
             set("item_id", Value::String(id.clone()));
         }
-        if let Some(index) = self.output_index {
-            set("output_index", index.into());
+        if let (Some(index), Some(ours)) = (seen.output_index, self.ours.output_index) {
+            set(
+                "output_index",
+                shifted(index, theirs.output_index, ours).into(),
+            );
         }
-        if let Some(index) = self.content_index {
-            set("content_index", index.into());
+        if continued
+            && let (Some(index), Some(ours)) = (seen.content_index, self.ours.content_index)
+        {
+            set(
+                "content_index",
+                shifted(index, theirs.content_index, ours).into(),
+            );
         }
         changed.then(|| serialize(&name, &json))
     }
@@ -428,6 +480,28 @@ mod tests {
         );
         let fixed = String::from_utf8(fix.apply(next).unwrap().to_vec()).unwrap();
         assert!(fixed.contains("\"sequence_number\":9"), "{fixed}");
+    }
+
+    #[test]
+    fn an_item_after_the_continued_one_keeps_its_own_id_and_place() {
+        let mut fix = Fix::default();
+        fix.learn(
+            Provider::OpenAiResponses,
+            &Bytes::from_static(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":1,\"content_index\":0,\"delta\":\" w3\",\"sequence_number\":7}\n\n"),
+        );
+        let text = b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_2\",\"output_index\":0,\"content_index\":0,\"delta\":\" w4\",\"sequence_number\":4}\n\n";
+        let fixed = String::from_utf8(fix.apply(text).unwrap().to_vec()).unwrap();
+        assert!(
+            fixed.contains("\"item_id\":\"msg_1\"") && fixed.contains("\"output_index\":1"),
+            "{fixed}"
+        );
+        // The function call the continuation adds after its text.
+        let call = b"event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc_1\",\"output_index\":1,\"delta\":\"{}\",\"sequence_number\":9}\n\n";
+        let fixed = String::from_utf8(fix.apply(call).unwrap().to_vec()).unwrap();
+        assert!(
+            fixed.contains("\"item_id\":\"fc_1\"") && fixed.contains("\"output_index\":2"),
+            "{fixed}"
+        );
     }
 
     #[test]

@@ -202,3 +202,248 @@ async fn a_continuation_in_pieces_is_spliced_and_trimmed() {
     assert_eq!(report.resumes[0].trimmed_chars, " w2 w3".len() as u64);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
+
+/// What the caller read of an answer whose first stream was cut once.
+struct Spliced {
+    shown: Vec<u8>,
+    error: Option<BoxError>,
+    report: seawall_resume::ResumeReport,
+    /// The continuation requests the provider received.
+    continuations: Vec<serde_json::Value>,
+}
+
+/// Sends `request` to `path` through `layer`: the first call streams
+/// `first` (ending with its interruption), every later one `rest`.
+async fn splice(
+    layer: ResumeLayer,
+    path: &str,
+    request: serde_json::Value,
+    first: Vec<Result<Bytes, Box<Failure>>>,
+    rest: Bytes,
+) -> Spliced {
+    let first = Arc::new(std::sync::Mutex::new(Some(first)));
+    let continuations = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = continuations.clone();
+    let service = ServiceBuilder::new().layer(layer).service(service_fn(
+        move |req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+            let first = first.lock().unwrap().take();
+            let rest = rest.clone();
+            let seen = seen.clone();
+            async move {
+                if let Some(first) = first {
+                    return Ok::<_, BoxError>(stream(first));
+                }
+                let body = req.into_body().collect().await?.to_bytes();
+                seen.lock().unwrap().push(serde_json::from_slice(&body)?);
+                Ok(stream(vec![Ok(rest)]))
+            }
+        },
+    ));
+    let request = http::Request::post(format!("http://api.example{path}"))
+        .body(Full::new(Bytes::from(request.to_string())))
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+    let mut body = std::pin::pin!(response.into_body());
+    let mut shown = Vec::new();
+    let error = loop {
+        match body.frame().await {
+            Some(Ok(frame)) => shown.extend_from_slice(&frame.into_data().unwrap()),
+            Some(Err(error)) => break Some(error),
+            None => break None,
+        }
+    };
+    let continuations = continuations.lock().unwrap().clone();
+    Spliced {
+        shown,
+        error,
+        report: resumed.report(),
+        continuations,
+    }
+}
+
+/// One Anthropic event.
+fn anthropic(name: &str, data: serde_json::Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn anthropic_start() -> String {
+    anthropic(
+        "message_start",
+        serde_json::json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )
+}
+
+fn text_start(index: u64) -> String {
+    anthropic(
+        "content_block_start",
+        serde_json::json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "text", "text": ""}}),
+    )
+}
+
+fn stop(index: u64) -> String {
+    anthropic(
+        "content_block_stop",
+        serde_json::json!({"type": "content_block_stop", "index": index}),
+    )
+}
+
+fn anthropic_text(index: u64, text: &str) -> String {
+    anthropic(
+        "content_block_delta",
+        serde_json::json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "text_delta", "text": text}}),
+    )
+}
+
+/// Every `(event name, block index)` of an Anthropic stream, in order.
+fn anthropic_blocks(shown: &[u8]) -> Vec<(String, u64)> {
+    let mut blocks = Vec::new();
+    let mut scanner = seawall_stream::sse::Scanner::default();
+    scanner
+        .feed(shown, |item| {
+            if let seawall_stream::sse::Item::Event(event) = item
+                && let Ok(json) = serde_json::from_slice::<serde_json::Value>(event.data)
+                && let Some(index) = json["index"].as_u64()
+            {
+                let name = String::from_utf8_lossy(event.name).into_owned();
+                blocks.push((name, index));
+            }
+        })
+        .unwrap();
+    blocks
+}
+
+/// A continuation that finishes the text and then calls a tool: the tool
+/// block keeps an index of its own, after the text block's, as the
+/// continuation numbered it relative to its own text block.
+#[tokio::test]
+async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
+    let start = anthropic_start();
+    let first = vec![
+        Ok(Bytes::from(start.clone() + &text_start(0))),
+        Ok(Bytes::from(anthropic_text(0, "w1"))),
+        Ok(Bytes::from(anthropic_text(0, " w2"))),
+        Err(cut("w1 w2")),
+    ];
+    let rest = [
+        start,
+        text_start(0),
+        anthropic_text(0, " w3"),
+        stop(0),
+        anthropic(
+            "content_block_start",
+            serde_json::json!({"type": "content_block_start", "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
+        ),
+        anthropic(
+            "content_block_delta",
+            serde_json::json!({"type": "content_block_delta", "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Oslo\"}"}}),
+        ),
+        stop(1),
+        anthropic(
+            "message_delta",
+            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                "usage": {"output_tokens": 20}}),
+        ),
+        anthropic("message_stop", serde_json::json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let request = serde_json::json!({"model": "c", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let spliced = splice(
+        ResumeLayer::new(),
+        "/v1/messages",
+        request,
+        first,
+        Bytes::from(rest),
+    )
+    .await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(spliced.report.resumed(), 1);
+    assert_eq!(
+        spliced.continuations[0]["messages"][1],
+        serde_json::json!({"role": "assistant", "content": "w1 w2"})
+    );
+    let blocks = anthropic_blocks(&spliced.shown);
+    let of = |index: u64| {
+        blocks
+            .iter()
+            .filter(|(_, i)| *i == index)
+            .map(|(name, _)| name.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        of(0),
+        [
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop"
+        ],
+        "{blocks:?}"
+    );
+    assert_eq!(
+        of(1),
+        [
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop"
+        ],
+        "{blocks:?}"
+    );
+}
+
+/// Pings while the stream stalls, then the idle gap cuts it: the last
+/// frame the caller saw is a ping, and the continuation still writes into
+/// the text block that was open (here the second, index 1).
+#[tokio::test]
+async fn a_ping_before_the_cut_does_not_lose_the_open_block_index() {
+    let ping = anthropic("ping", serde_json::json!({"type": "ping"}));
+    let first = vec![
+        Ok(Bytes::from(anthropic_start() + &text_start(0))),
+        Ok(Bytes::from(anthropic_text(0, "Intro.") + &stop(0))),
+        Ok(Bytes::from(text_start(1) + &anthropic_text(1, " w1"))),
+        Ok(Bytes::from(anthropic_text(1, " w2"))),
+        Ok(Bytes::from(ping.clone())),
+        Ok(Bytes::from(ping)),
+        Err(cut("Intro. w1 w2")),
+    ];
+    let rest = [
+        anthropic_start(),
+        text_start(0),
+        anthropic_text(0, " w3"),
+        stop(0),
+        anthropic(
+            "message_delta",
+            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 2}}),
+        ),
+        anthropic("message_stop", serde_json::json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let request = serde_json::json!({"model": "c", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let spliced = splice(
+        ResumeLayer::new(),
+        "/v1/messages",
+        request,
+        first,
+        Bytes::from(rest),
+    )
+    .await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(spliced.report.resumed(), 1);
+    let blocks = anthropic_blocks(&spliced.shown);
+    let deltas: Vec<u64> = blocks
+        .iter()
+        .filter(|(name, _)| name == "content_block_delta")
+        .map(|(_, index)| *index)
+        .collect();
+    assert_eq!(deltas, [0, 1, 1, 1], "{blocks:?}");
+    assert_eq!(blocks.last(), Some(&("content_block_stop".into(), 1)));
+}
