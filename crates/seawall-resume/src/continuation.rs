@@ -189,19 +189,17 @@ pub fn continuation_with(
 
 /// Why a request must never be continued, whatever happens to its stream:
 /// several choices (`n > 1`, `candidateCount > 1`: one body interleaves
-/// them), or Anthropic extended thinking (a prefill cannot carry the
-/// signed thinking blocks the API requires before the text).
+/// them), Anthropic extended thinking (a prefill cannot carry the signed
+/// thinking blocks the API requires before the text), or structured
+/// output (a JSON schema or JSON mode: constrained decoding starts every
+/// answer at the schema's start, so a continuation is a second object,
+/// never the rest of the cut one).
 pub fn never_resume(provider: Provider, original: &Value) -> Option<&'static str> {
     let count = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(1);
+    let config = original.get("generationConfig");
     match provider {
         Provider::OpenAi if count(original.get("n")) > 1 => Some("n_choices"),
-        Provider::Gemini
-            if count(
-                original
-                    .get("generationConfig")
-                    .and_then(|c| c.get("candidateCount")),
-            ) > 1 =>
-        {
+        Provider::Gemini if count(config.and_then(|c| c.get("candidateCount"))) > 1 => {
             Some("n_choices")
         }
         Provider::Anthropic
@@ -213,7 +211,39 @@ pub fn never_resume(provider: Provider, original: &Value) -> Option<&'static str
         {
             Some("extended_thinking")
         }
+        _ if structured(provider, original) => Some("structured_output"),
         _ => None,
+    }
+}
+
+/// Whether the request constrains its answer to JSON: OpenAI chat's
+/// `response_format` (`json_schema`, `json_object`), the Responses API's
+/// `text.format`, Anthropic's `output_config.format` (and the beta's
+/// `output_format`), Gemini's `responseSchema`, `responseJsonSchema` or a
+/// `responseMimeType` other than plain text.
+fn structured(provider: Provider, original: &Value) -> bool {
+    let json_type = |format: Option<&Value>| {
+        format
+            .and_then(|f| f.get("type"))
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "text")
+    };
+    match provider {
+        Provider::OpenAi => json_type(original.get("response_format")),
+        Provider::OpenAiResponses => json_type(original.pointer("/text/format")),
+        Provider::Anthropic => {
+            original.pointer("/output_config/format").is_some()
+                || original.get("output_format").is_some()
+        }
+        Provider::Gemini => original.get("generationConfig").is_some_and(|config| {
+            config.get("responseSchema").is_some()
+                || config.get("responseJsonSchema").is_some()
+                || config
+                    .get("responseMimeType")
+                    .and_then(Value::as_str)
+                    .is_some_and(|mime| mime != "text/plain")
+        }),
+        Provider::Http => false,
     }
 }
 
@@ -345,6 +375,68 @@ mod tests {
             Some("extended_thinking")
         );
         assert_eq!(never_resume(Provider::Anthropic, &json!({})), None);
+    }
+
+    #[test]
+    fn structured_output_is_never_resumed() {
+        let schema = json!({"type": "object"});
+        for (provider, body) in [
+            (
+                Provider::OpenAi,
+                json!({"response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}}),
+            ),
+            (
+                Provider::OpenAi,
+                json!({"response_format": {"type": "json_object"}}),
+            ),
+            (
+                Provider::OpenAiResponses,
+                json!({"text": {"format": {"type": "json_schema", "name": "a", "schema": schema}}}),
+            ),
+            (
+                Provider::Anthropic,
+                json!({"output_config": {"format": {"type": "json_schema", "schema": schema}}}),
+            ),
+            (
+                Provider::Anthropic,
+                json!({"output_format": {"type": "json_schema", "schema": schema}}),
+            ),
+            (
+                Provider::Gemini,
+                json!({"generationConfig": {"responseMimeType": "application/json"}}),
+            ),
+            (
+                Provider::Gemini,
+                json!({"generationConfig": {"responseJsonSchema": schema}}),
+            ),
+        ] {
+            assert_eq!(
+                never_resume(provider, &body),
+                Some("structured_output"),
+                "{body}"
+            );
+        }
+        // Plain text, said explicitly, is resumed.
+        for (provider, body) in [
+            (
+                Provider::OpenAi,
+                json!({"response_format": {"type": "text"}}),
+            ),
+            (
+                Provider::OpenAiResponses,
+                json!({"text": {"format": {"type": "text"}, "verbosity": "low"}}),
+            ),
+            (
+                Provider::Anthropic,
+                json!({"output_config": {"effort": "high"}}),
+            ),
+            (
+                Provider::Gemini,
+                json!({"generationConfig": {"responseMimeType": "text/plain"}}),
+            ),
+        ] {
+            assert_eq!(never_resume(provider, &body), None, "{body}");
+        }
     }
 
     #[test]

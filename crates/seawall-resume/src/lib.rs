@@ -71,6 +71,11 @@
 //! - Several choices (`n > 1`, Gemini `candidateCount > 1`).
 //! - Anthropic extended thinking (`thinking` enabled): a prefill cannot
 //!   carry the signed thinking blocks the API requires first.
+//! - Structured output (a JSON schema or JSON mode: OpenAI's
+//!   `response_format`, the Responses API's `text.format`, Anthropic's
+//!   `output_config.format`, Gemini's `responseSchema` or JSON
+//!   `responseMimeType`): constrained decoding starts each answer at the
+//!   schema's start, so a continuation is a second object, not the rest.
 //! - A protocol violation or the stream's own `max_duration`.
 //!
 //! A continuation in another wire format (a fallback route of another

@@ -36,7 +36,7 @@ pub struct ResumeReport {
     /// Why the layer did not resume the interruption the body ended with,
     /// if it ended with one: `not_resumable`, `max_resumes`, `deadline`,
     /// `replay_cap`, `misaligned`, `n_choices`, `extended_thinking`,
-    /// `tool_call`, ….
+    /// `structured_output`, `tool_call`, ….
     pub gave_up: Option<&'static str>,
 }
 

@@ -447,3 +447,39 @@ async fn a_ping_before_the_cut_does_not_lose_the_open_block_index() {
     assert_eq!(deltas, [0, 1, 1, 1], "{blocks:?}");
     assert_eq!(blocks.last(), Some(&("content_block_stop".into(), 1)));
 }
+
+/// A JSON schema constrains every answer from its first token: the
+/// continuation is a new object, never the rest of the cut one, so the
+/// layer must not splice it (the caller would read two half objects).
+#[tokio::test]
+async fn an_answer_under_a_json_schema_is_never_resumed() {
+    let first = vec![
+        Ok(chunk("{\\\"answer\\\": \\\"The")),
+        Ok(chunk(" quick brown")),
+        Err(cut("{\"answer\": \"The quick brown")),
+    ];
+    let mut rest = chunk("{\\\"answer\\\": \\\"A fox\\\"}").to_vec();
+    rest.extend_from_slice(
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let request = serde_json::json!({"model": "m", "stream": true,
+        "messages": [{"role": "user", "content": "hi"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "a", "strict": true,
+            "schema": {"type": "object", "properties": {"answer": {"type": "string"}}}}}});
+    let spliced = splice(
+        ResumeLayer::new(),
+        "/v1/chat/completions",
+        request,
+        first,
+        Bytes::from(rest),
+    )
+    .await;
+    assert_eq!(text_of(&spliced.shown), "{\"answer\": \"The quick brown");
+    let error = spliced.error.expect("the interruption");
+    assert_eq!(
+        Failure::find(&*error).map(Failure::code),
+        Some(Code::StreamInterrupted)
+    );
+    assert!(spliced.continuations.is_empty(), "no continuation sent");
+    assert_eq!(spliced.report.gave_up, Some("structured_output"));
+}
