@@ -17,7 +17,7 @@ use seawall_stream::StreamReportHandle;
 use serde_json::Value;
 use tower_service::Service;
 
-use crate::continuation::{continuation_with, never_resume};
+use crate::continuation::{AnthropicStyle, Styles, continuation_with, never_resume};
 use crate::future::Pending;
 use crate::layer::Config;
 use crate::report::{ResumeRecord, Resumed};
@@ -99,6 +99,9 @@ where
     S: Service<Request<ResumeRequestBody<B>>>,
 {
     config: Arc<Config>,
+    /// How this answer's continuations ask: the layer's, until a model
+    /// refuses its prefill.
+    styles: Styles,
     provider: Provider,
     protocol: Provider,
     service: S,
@@ -156,6 +159,7 @@ where
             kind: BodyKind::Resuming(Box::new(State {
                 protocol: pending.provider,
                 provider: pending.provider,
+                styles: pending.config.styles,
                 config: pending.config,
                 service: pending.service,
                 head: pending.head,
@@ -667,7 +671,7 @@ where
             .interrupted()
             .and_then(|i| i.cause)
             .unwrap_or(failure.code());
-        let (provider, styles) = (self.provider, self.config.styles);
+        let (provider, styles) = (self.provider, self.styles);
         let delivered = std::mem::take(&mut self.delivered);
         let next = self
             .original_json()
@@ -752,6 +756,15 @@ where
             last.route = Some(route);
         }
         tracing::debug!(target: TARGET, code = %code, "continuation failed before content");
+        // Claude 4.6 and later answer any prefill with a 400 ("Prefilling
+        // is not supported on Claude 4.6 and later models", the Messages
+        // API guide): the same prefill again would only be refused again.
+        if self.provider == Provider::Anthropic
+            && self.styles.anthropic == AnthropicStyle::Prefill
+            && code == Code::BadRequest
+        {
+            self.styles.anthropic = AnthropicStyle::AskToContinue;
+        }
         self.resume();
     }
 }

@@ -51,7 +51,9 @@ pub fn plan(interrupted: &Interrupted, min_content_events: u64) -> Decision {
 /// How to ask an Anthropic model to continue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AnthropicStyle {
-    /// A trailing assistant turn the model continues (prefill).
+    /// A trailing assistant turn the model continues (prefill). A model
+    /// that refuses prefill with a 400 (Claude 4.6 and later) is asked in
+    /// a user turn on the next continuation of the same answer.
     #[default]
     Prefill,
     /// A user turn quoting the delivered text, for models that refuse prefill.

@@ -90,7 +90,8 @@
 //! # Per provider
 //!
 //! [`continuation_with`] builds the request: an Anthropic assistant
-//! prefill (or a user turn asking to continue), OpenAI's trailing
+//! prefill (or a user turn asking to continue, also after a model refused
+//! the prefill with a 400, as Claude 4.6 and later do), OpenAI's trailing
 //! assistant message (plus, configurably, a user turn asking to continue;
 //! or `continue_final_message` for OpenAI-compatible servers that continue
 //! in place), Gemini's trailing `model` turn, the Responses API's trailing

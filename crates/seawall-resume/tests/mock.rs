@@ -213,13 +213,14 @@ struct Spliced {
 }
 
 /// Sends `request` to `path` through `layer`: the first call streams
-/// `first` (ending with its interruption), every later one `rest`.
+/// `first` (ending with its interruption), every later one what `rest`
+/// answers its body with.
 async fn splice(
     layer: ResumeLayer,
     path: &str,
     request: serde_json::Value,
     first: Vec<Result<Bytes, Box<Failure>>>,
-    rest: Bytes,
+    rest: impl Fn(&serde_json::Value) -> Result<Bytes, Box<Failure>> + Clone + Send + 'static,
 ) -> Spliced {
     let first = Arc::new(std::sync::Mutex::new(Some(first)));
     let continuations = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -234,8 +235,10 @@ async fn splice(
                     return Ok::<_, BoxError>(stream(first));
                 }
                 let body = req.into_body().collect().await?.to_bytes();
-                seen.lock().unwrap().push(serde_json::from_slice(&body)?);
-                Ok(stream(vec![Ok(rest)]))
+                let json = serde_json::from_slice(&body)?;
+                let answer = rest(&json);
+                seen.lock().unwrap().push(json);
+                Ok(stream(vec![Ok(answer.map_err(|f| f as BoxError)?)]))
             }
         },
     ));
@@ -359,7 +362,7 @@ async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
         "/v1/messages",
         request,
         first,
-        Bytes::from(rest),
+        move |_| Ok(Bytes::from(rest.clone())),
     )
     .await;
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
@@ -433,7 +436,7 @@ async fn a_ping_before_the_cut_does_not_lose_the_open_block_index() {
         "/v1/messages",
         request,
         first,
-        Bytes::from(rest),
+        move |_| Ok(Bytes::from(rest.clone())),
     )
     .await;
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
@@ -471,7 +474,7 @@ async fn an_answer_under_a_json_schema_is_never_resumed() {
         "/v1/chat/completions",
         request,
         first,
-        Bytes::from(rest),
+        move |_| Ok(Bytes::from(rest.clone())),
     )
     .await;
     assert_eq!(text_of(&spliced.shown), "{\"answer\": \"The quick brown");
@@ -482,4 +485,66 @@ async fn an_answer_under_a_json_schema_is_never_resumed() {
     );
     assert!(spliced.continuations.is_empty(), "no continuation sent");
     assert_eq!(spliced.report.gave_up, Some("structured_output"));
+}
+
+/// Claude 4.6 and later refuse a prefill with a 400 ("Prefilling is not
+/// supported on Claude 4.6 and later models", Anthropic's Messages API
+/// guide): the next continuation of the same answer asks in a user turn
+/// instead of sending the same refused prefill again.
+#[tokio::test]
+async fn a_refused_prefill_is_asked_for_in_a_user_turn_next() {
+    let first = vec![
+        Ok(Bytes::from(anthropic_start() + &text_start(0))),
+        Ok(Bytes::from(anthropic_text(0, "w1"))),
+        Ok(Bytes::from(anthropic_text(0, " w2"))),
+        Err(cut("w1 w2")),
+    ];
+    let rest = [
+        anthropic_start(),
+        text_start(0),
+        anthropic_text(0, " w3"),
+        stop(0),
+        anthropic(
+            "message_delta",
+            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 2}}),
+        ),
+        anthropic("message_stop", serde_json::json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let request = serde_json::json!({"model": "claude-opus-4-6", "max_tokens": 100,
+        "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let spliced = splice(
+        ResumeLayer::new(),
+        "/v1/messages",
+        request,
+        first,
+        move |body: &serde_json::Value| {
+            let last = body["messages"].as_array().unwrap().last().unwrap();
+            if last["role"] == "assistant" {
+                let refused = Failure::new(Code::BadRequest)
+                    .with_status(400)
+                    .with_message("Prefilling assistant messages is not supported for this model.");
+                return Err(Box::new(refused));
+            }
+            Ok(Bytes::from(rest.clone()))
+        },
+    )
+    .await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    let roles: Vec<_> = spliced
+        .continuations
+        .iter()
+        .map(|c| c["messages"].as_array().unwrap().last().unwrap()["role"].clone())
+        .collect();
+    assert_eq!(roles, ["assistant", "user"]);
+    let resumes = &spliced.report.resumes;
+    assert_eq!(resumes.len(), 2);
+    assert_eq!(resumes[0].failed, Some(Code::BadRequest));
+    assert_eq!(resumes[1].failed, None);
+    let deltas = anthropic_blocks(&spliced.shown)
+        .into_iter()
+        .filter(|(name, _)| name == "content_block_delta")
+        .count();
+    assert_eq!(deltas, 3, "w1, w2, then w3 of the continuation");
 }
