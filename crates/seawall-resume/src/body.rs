@@ -764,6 +764,14 @@ where
             && code == Code::BadRequest
         {
             self.styles.anthropic = AnthropicStyle::AskToContinue;
+            return self.resume();
+        }
+        // The ladder below already retried what time can fix; a verdict on
+        // the continuation itself (too long for the context once the
+        // delivered text is in it, refused, malformed, a dead key) would
+        // only be given again to the same request.
+        if failed.is_some_and(|failure| failure.class() != Class::Transient) {
+            return self.give_up("continuation_failed");
         }
         self.resume();
     }

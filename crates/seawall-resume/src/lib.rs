@@ -29,8 +29,10 @@
 //! service (so the same route first, with the ladder and the fallback
 //! behind it), and keeps feeding the **same** response body. The inner
 //! guard holds the continuation back until its first content, so a
-//! continuation that fails before content is just another try; the layer
-//! makes at most [`max_resumes`](ResumeLayer::max_resumes) of them (2),
+//! continuation that fails before content is just another try — unless
+//! it failed for good (a class other than transient: too long for the
+//! context, refused, malformed), which the same request would meet again;
+//! the layer makes at most [`max_resumes`](ResumeLayer::max_resumes) of them (2),
 //! each only while the operation's [`Deadline`](seawall_core::Deadline)
 //! has time left.
 //!

@@ -36,7 +36,8 @@ pub struct ResumeReport {
     /// Why the layer did not resume the interruption the body ended with,
     /// if it ended with one: `not_resumable`, `max_resumes`, `deadline`,
     /// `replay_cap`, `misaligned`, `n_choices`, `extended_thinking`,
-    /// `structured_output`, `tool_call`, ….
+    /// `structured_output`, `tool_call`, `continuation_failed` (a
+    /// continuation failed for good: its code is in its record), ….
     pub gave_up: Option<&'static str>,
 }
 

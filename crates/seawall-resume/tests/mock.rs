@@ -548,3 +548,32 @@ async fn a_refused_prefill_is_asked_for_in_a_user_turn_next() {
         .count();
     assert_eq!(deltas, 3, "w1, w2, then w3 of the continuation");
 }
+
+/// A continuation refused for what it is — longer than the context
+/// window once the delivered text is in it, a refusal, a bad request —
+/// would be refused again word for word: one is sent, not the budget.
+#[tokio::test]
+async fn a_continuation_refused_for_good_is_not_sent_again() {
+    for code in [Code::ContextTooLong, Code::Refused, Code::BadRequest] {
+        let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))];
+        let request = serde_json::json!({"model": "m", "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]});
+        let spliced = splice(
+            ResumeLayer::new(),
+            "/v1/chat/completions",
+            request,
+            first,
+            move |_: &serde_json::Value| Err(Box::new(Failure::new(code).with_status(400))),
+        )
+        .await;
+        assert_eq!(spliced.continuations.len(), 1, "{code}");
+        let error = spliced.error.expect("the interruption");
+        let failure = Failure::find(&*error).unwrap();
+        assert_eq!(failure.code(), Code::StreamInterrupted, "{code}");
+        assert_eq!(text_of(&spliced.shown), "w1 w2");
+        let report = &spliced.report;
+        assert_eq!(report.resumes.len(), 1, "{code}");
+        assert_eq!(report.resumes[0].failed, Some(code));
+        assert_eq!(report.gave_up, Some("continuation_failed"), "{code}");
+    }
+}
