@@ -17,7 +17,7 @@ use seawall_stream::StreamReportHandle;
 use serde_json::Value;
 use tower_service::Service;
 
-use crate::continuation::{AnthropicStyle, Styles, continuation_with, never_resume};
+use crate::continuation::{AnthropicStyle, OpenAiStyle, Styles, continuation_with, never_resume};
 use crate::future::Pending;
 use crate::layer::Config;
 use crate::report::{ResumeRecord, Resumed};
@@ -408,7 +408,15 @@ where
         let Segment::Aligning { head, .. } = &mut self.segment else {
             return;
         };
-        let alignment = if head.len() > self.config.max_head {
+        // A server continuing the final message in place was given the
+        // delivered text verbatim and generates only what follows it:
+        // whatever resembles the tail is new text, and trimming it would
+        // delete some (a blank line after a line, a word said again).
+        let in_place = self.provider == Provider::OpenAi
+            && self.styles.openai == OpenAiStyle::ContinueFinalMessage;
+        let alignment = if in_place {
+            Some(Alignment::Trim(0))
+        } else if head.len() > self.config.max_head {
             Some(Alignment::Misaligned)
         } else {
             align(&self.delivered, head, self.config.align_window, complete)

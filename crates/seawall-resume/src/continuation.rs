@@ -74,7 +74,9 @@ pub enum OpenAiStyle {
     /// The delivered text as a final assistant message the server
     /// continues in place (`continue_final_message: true`,
     /// `add_generation_prompt: false`: vLLM, SGLang and other
-    /// OpenAI-compatible servers). Only for routes that say so.
+    /// OpenAI-compatible servers). Only for routes that say so. What such
+    /// a server sends is only what follows the text, so none of it is
+    /// trimmed as a repeat.
     ContinueFinalMessage,
 }
 

@@ -54,7 +54,9 @@
 //! Models often repeat the tail of what they were given: the layer holds
 //! the continuation's first bytes (64 by default) and trims the longest
 //! prefix that repeats the end of the delivered text, word-aligned,
-//! rewriting the one event the cut falls in. A continuation that repeats
+//! rewriting the one event the cut falls in (not for a server that
+//! continues the final message in place: it never repeats, and what looks
+//! like a repeat there is new text). A continuation that repeats
 //! delivered text but not as its tail cannot be lined up: the body ends
 //! with the interruption, as without the layer, rather than guess.
 //!

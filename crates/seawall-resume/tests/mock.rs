@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use seawall_core::{BoxError, Code, Failure, Interrupted};
-use seawall_resume::{ResumeLayer, ResumeRequestBody, Resumed};
+use seawall_resume::{OpenAiStyle, ResumeLayer, ResumeRequestBody, Resumed};
 use seawall_test::body::Script;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
@@ -575,5 +575,47 @@ async fn a_continuation_refused_for_good_is_not_sent_again() {
         assert_eq!(report.resumes.len(), 1, "{code}");
         assert_eq!(report.resumes[0].failed, Some(code));
         assert_eq!(report.gave_up, Some("continuation_failed"), "{code}");
+    }
+}
+
+/// A server that continues the final message in place
+/// (`continue_final_message`) was given the delivered text verbatim and
+/// generates only what follows it: a continuation that starts like the
+/// delivered tail is new text (a blank line after a line, a word said
+/// again), never a repeat to trim.
+#[tokio::test]
+async fn a_continuation_in_place_is_never_trimmed() {
+    for (delivered, next, whole) in [
+        (
+            ["Line one.", "\\n"],
+            "\\nLine two.",
+            "Line one.\n\nLine two.",
+        ),
+        (["ha", " ha"], " ha!", "ha ha ha!"),
+    ] {
+        let text = delivered.concat().replace("\\n", "\n");
+        let first = vec![
+            Ok(chunk(delivered[0])),
+            Ok(chunk(delivered[1])),
+            Err(cut(&text)),
+        ];
+        let mut rest = chunk(next).to_vec();
+        rest.extend_from_slice(
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+        );
+        let request = serde_json::json!({"model": "m", "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]});
+        let spliced = splice(
+            ResumeLayer::new().openai_style(OpenAiStyle::ContinueFinalMessage),
+            "/v1/chat/completions",
+            request,
+            first,
+            move |_| Ok(Bytes::from(rest.clone())),
+        )
+        .await;
+        assert!(spliced.error.is_none(), "{:?}", spliced.error);
+        assert_eq!(spliced.continuations[0]["continue_final_message"], true);
+        assert_eq!(text_of(&spliced.shown), whole);
+        assert_eq!(spliced.report.resumes[0].trimmed_chars, 0);
     }
 }
