@@ -113,7 +113,12 @@ pub(crate) fn rewrite(provider: Provider, raw: &[u8], text: &str) -> Option<Byte
             return;
         };
         let slot = match provider {
-            Provider::OpenAi => json.pointer_mut("/choices/0/delta/content"),
+            Provider::OpenAi => {
+                if !trim_logprobs(&mut json, text) {
+                    return;
+                }
+                json.pointer_mut("/choices/0/delta/content")
+            }
             Provider::Anthropic => match json.pointer("/delta/text") {
                 Some(_) => json.pointer_mut("/delta/text"),
                 None => json.pointer_mut("/content_block/text"),
@@ -150,6 +155,45 @@ pub(crate) fn rewrite(provider: Provider, raw: &[u8], text: &str) -> Option<Byte
         out = Some(serialize(event.name, &json));
     });
     out
+}
+
+/// Drops the logprobs of the tokens cut from the front of an OpenAI
+/// event's content, `keep` being what is left of it, so the event lists
+/// only tokens it shows; false when the cut falls inside a token.
+fn trim_logprobs(json: &mut Value, keep: &str) -> bool {
+    let content = json
+        .pointer("/choices/0/delta/content")
+        .and_then(Value::as_str);
+    let Some(cut) = content.and_then(|c| c.len().checked_sub(keep.len())) else {
+        return true;
+    };
+    let tokens = json
+        .pointer_mut("/choices/0/logprobs/content")
+        .and_then(Value::as_array_mut);
+    let Some(tokens) = tokens else {
+        return true;
+    };
+    let (mut dropped, mut count) = (0, 0);
+    for token in tokens.iter() {
+        if dropped >= cut {
+            break;
+        }
+        // `bytes` counts a token that is part of a character; `token`
+        // alone would not.
+        dropped += match token.get("bytes").and_then(Value::as_array) {
+            Some(bytes) => bytes.len(),
+            None => token
+                .get("token")
+                .and_then(Value::as_str)
+                .map_or(0, str::len),
+        };
+        count += 1;
+    }
+    if dropped != cut {
+        return false;
+    }
+    tokens.drain(..count);
+    true
 }
 
 /// What a continuation's events must say to read as the rest of the
@@ -502,6 +546,25 @@ mod tests {
             fixed.contains("\"item_id\":\"fc_1\"") && fixed.contains("\"output_index\":2"),
             "{fixed}"
         );
+    }
+
+    #[test]
+    fn a_trimmed_event_keeps_only_the_logprobs_of_what_it_shows() {
+        let lp = |token: &str| serde_json::json!({"token": token, "logprob": -0.1, "bytes": token.as_bytes(), "top_logprobs": []});
+        let event = |tokens: &[&str]| {
+            let data = serde_json::json!({"choices": [{"index": 0,
+                "delta": {"content": tokens.concat()},
+                "logprobs": {"content": tokens.iter().map(|t| lp(t)).collect::<Vec<_>>()},
+                "finish_reason": null}]});
+            format!("data: {data}\n\n")
+        };
+        let raw = event(&[" w2", " w3", " w4"]);
+        let rewritten = rewrite(Provider::OpenAi, raw.as_bytes(), " w4").unwrap();
+        let (_, json) = parse_event(&rewritten).unwrap();
+        let (_, expected) = parse_event(event(&[" w4"]).as_bytes()).unwrap();
+        assert_eq!(json, expected);
+        // A cut inside a token cannot be shown with its logprobs.
+        assert_eq!(rewrite(Provider::OpenAi, raw.as_bytes(), "4"), None);
     }
 
     #[test]
