@@ -128,7 +128,10 @@ pub(crate) fn rewrite(provider: Provider, raw: &[u8], text: &str) -> Option<Byte
                     .pointer_mut("/candidates/0/content/parts")
                     .and_then(Value::as_array_mut);
                 let mut first = true;
-                for part in parts.into_iter().flatten() {
+                // A thought summary (`thought: true`) is not the answer's
+                // text: the decoder skips it, and so does the rewrite.
+                let answer = |part: &&mut Value| part.get("thought") != Some(&Value::Bool(true));
+                for part in parts.into_iter().flatten().filter(answer) {
                     if let Some(t) = part.get_mut("text") {
                         *t = Value::String(if first {
                             text.to_owned()
@@ -565,6 +568,24 @@ mod tests {
         assert_eq!(json, expected);
         // A cut inside a token cannot be shown with its logprobs.
         assert_eq!(rewrite(Provider::OpenAi, raw.as_bytes(), "4"), None);
+    }
+
+    #[test]
+    fn a_gemini_thought_is_not_where_the_kept_text_goes() {
+        let raw = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Planning.\",\"thought\":true},{\"text\":\" w2 w3\"}],\"role\":\"model\"},\"index\":0}]}\r\n\r\n";
+        let rewritten = rewrite(Provider::Gemini, raw, " w3").unwrap();
+        let (_, json) = parse_event(&rewritten).unwrap();
+        assert_eq!(
+            json.pointer("/candidates/0/content/parts").unwrap(),
+            &serde_json::json!([{"text": "Planning.", "thought": true}, {"text": " w3"}])
+        );
+        assert_eq!(
+            classify(Provider::Gemini, &rewritten),
+            Kind::Content {
+                text: Some(" w3".into()),
+                finish: false
+            }
+        );
     }
 
     #[test]
