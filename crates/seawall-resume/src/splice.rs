@@ -417,28 +417,60 @@ pub(crate) fn align(
 
 /// The longest prefix of `head` that is a suffix of `delivered` and begins
 /// a word in it.
+///
+/// Linear in the head: the layer asks after every event while a long
+/// continuation repeats the tail (a model in a repetition loop), so a
+/// quadratic search would add up to minutes inside one poll. While all
+/// of `head` still repeats the tail, one comparison says so; otherwise
+/// the prefix function of the head finds every prefix that is a suffix
+/// of the delivered text (Knuth–Morris–Pratt), longest first.
 fn overlap(delivered: &str, head: &str) -> usize {
-    let max = head.len().min(delivered.len());
-    let mut best = 0;
-    for l in 1..=max {
-        if !head.is_char_boundary(l) {
-            continue;
-        }
+    let starts_word = |l: usize| {
         let start = delivered.len() - l;
-        if head.as_bytes()[l - 1] != delivered.as_bytes()[delivered.len() - 1]
-            || !delivered.is_char_boundary(start)
-            || delivered[start..] != head[..l]
-        {
-            continue;
+        delivered.is_char_boundary(start)
+            && head.is_char_boundary(l)
+            && (start == 0
+                || head.starts_with(char::is_whitespace)
+                || delivered[..start].ends_with(char::is_whitespace))
+    };
+    if delivered.ends_with(head) && starts_word(head.len()) {
+        return head.len();
+    }
+    let max = head.len().min(delivered.len());
+    let pattern = &head.as_bytes()[..max];
+    let tail = &delivered.as_bytes()[delivered.len() - max..];
+    // `border[i]`: the longest proper prefix of `pattern[..=i]` that is
+    // also its suffix.
+    let mut border = vec![0; max];
+    let mut k = 0;
+    for i in 1..max {
+        while k > 0 && pattern[i] != pattern[k] {
+            k = border[k - 1];
         }
-        let starts_word = start == 0
-            || head.starts_with(char::is_whitespace)
-            || delivered[..start].ends_with(char::is_whitespace);
-        if starts_word {
-            best = l;
+        if pattern[i] == pattern[k] {
+            k += 1;
+        }
+        border[i] = k;
+    }
+    // The longest prefix of the pattern the tail ends with.
+    let mut matched = 0;
+    for &byte in tail {
+        if matched == max {
+            matched = border[matched - 1];
+        }
+        while matched > 0 && pattern[matched] != byte {
+            matched = border[matched - 1];
+        }
+        if pattern[matched] == byte {
+            matched += 1;
         }
     }
-    best
+    // Every shorter prefix the tail ends with is a border of a longer one.
+    let mut l = matched;
+    while l > 0 && !starts_word(l) {
+        l = border[l - 1];
+    }
+    l
 }
 
 #[cfg(test)]
@@ -499,6 +531,71 @@ mod tests {
             Some(Alignment::Misaligned)
         );
         assert_eq!(align(delivered, "", 8, true), Some(Alignment::Trim(0)));
+    }
+
+    /// A model stuck in a repetition loop, continued: the head repeats the
+    /// tail for the whole of `max_head`, one short event at a time, and
+    /// the layer asks `align` after each. Each call must cost in
+    /// proportion to the head, not its square: quadratic calls add up to
+    /// minutes of CPU inside one `poll_frame` (measured: 2 s for 12 KiB).
+    #[test]
+    fn lining_up_a_repetition_loop_takes_linear_time() {
+        let delivered = " a".repeat(512 * 1024);
+        let mut head = String::new();
+        let started = std::time::Instant::now();
+        while head.len() < 64 * 1024 {
+            head.push_str(" a");
+            assert_eq!(align(&delivered, &head, 64, false), None);
+        }
+        assert_eq!(
+            align(&delivered, &head, 64, true),
+            Some(Alignment::Trim(head.len()))
+        );
+        // Linear: well under a second even unoptimised; quadratic: minutes.
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    }
+
+    /// `overlap` against its definition, read literally, on every pair of
+    /// short texts of words, spaces and a two-byte character.
+    #[test]
+    fn the_overlap_is_the_longest_word_aligned_repeat() {
+        fn texts(len: usize) -> Vec<String> {
+            let mut all = vec![String::new()];
+            let mut last = vec![String::new()];
+            for _ in 0..len {
+                last = last
+                    .iter()
+                    .flat_map(|t| ["a", " ", "é"].map(|c| format!("{t}{c}")))
+                    .collect();
+                all.extend(last.iter().cloned());
+            }
+            all
+        }
+        let definition = |delivered: &str, head: &str| {
+            (1..=head.len().min(delivered.len()))
+                .filter(|&l| {
+                    let start = delivered.len() - l;
+                    head.is_char_boundary(l)
+                        && delivered.is_char_boundary(start)
+                        && delivered[start..] == head[..l]
+                        && (start == 0
+                            || head.starts_with(char::is_whitespace)
+                            || delivered[..start].ends_with(char::is_whitespace))
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let texts = texts(4);
+        for delivered in &texts {
+            for head in &texts {
+                assert_eq!(
+                    overlap(delivered, head),
+                    definition(delivered, head),
+                    "{delivered:?} {head:?}"
+                );
+            }
+        }
     }
 
     #[test]
