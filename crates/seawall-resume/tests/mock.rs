@@ -37,40 +37,14 @@ fn stream(items: Vec<Result<Bytes, Box<Failure>>>) -> http::Response<Script> {
 
 #[tokio::test]
 async fn a_continuation_without_readable_content_never_ends_the_answer_cleanly() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = calls.clone();
-    let service = ServiceBuilder::new().layer(ResumeLayer::new()).service(service_fn(
-        move |_req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
-            let n = counted.fetch_add(1, Ordering::SeqCst);
-            async move {
-                Ok::<_, BoxError>(match n {
-                    0 => stream(vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))]),
-                    // Served in another wire format: nothing the layer reads
-                    // as OpenAI content, then a clean end.
-                    _ => stream(vec![Ok(Bytes::from_static(
-                        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" w3\"}}\n\n",
-                    ))]),
-                })
-            }
-        },
-    ));
-    let request = http::Request::post("http://api.example/v1/chat/completions")
-        .body(Full::new(Bytes::from_static(
-            br#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
-        )))
-        .unwrap();
-    let response = service.oneshot(request).await.unwrap();
-    let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
-    let mut body = std::pin::pin!(response.into_body());
-    let mut shown = Vec::new();
-    let error = loop {
-        match body.frame().await {
-            Some(Ok(frame)) => shown.extend_from_slice(&frame.into_data().unwrap()),
-            Some(Err(error)) => break Some(error),
-            None => break None,
-        }
-    };
-    let error = error.expect("the answer is still cut");
+    let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))];
+    // Served in another wire format: nothing the layer reads as OpenAI
+    // content, then a clean end.
+    let rest = Bytes::from_static(
+        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" w3\"}}\n\n",
+    );
+    let spliced = splice_openai(ResumeLayer::new(), first, move |_| Ok(rest.clone())).await;
+    let error = spliced.error.expect("the answer is still cut");
     let failure = Failure::find(&*error).unwrap();
     assert_eq!(failure.code(), Code::StreamInterrupted);
     assert_eq!(
@@ -79,9 +53,12 @@ async fn a_continuation_without_readable_content_never_ends_the_answer_cleanly()
     );
     let mut expected = chunk("w1").to_vec();
     expected.extend_from_slice(&chunk(" w2"));
-    assert_eq!(shown, expected, "nothing of the continuation is shown");
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
-    assert_eq!(resumed.report().gave_up, Some("no_content"));
+    assert_eq!(
+        spliced.shown, expected,
+        "nothing of the continuation is shown"
+    );
+    assert_eq!(spliced.continuations.len(), 1);
+    assert_eq!(spliced.report.gave_up, Some("no_content"));
 }
 
 /// Frames cut anywhere: the caller gets the same bytes, in whole events.
@@ -265,6 +242,17 @@ async fn splice(
     }
 }
 
+/// [`splice`] for an OpenAI chat completions request.
+async fn splice_openai(
+    layer: ResumeLayer,
+    first: Vec<Result<Bytes, Box<Failure>>>,
+    rest: impl Fn(&serde_json::Value) -> Result<Bytes, Box<Failure>> + Clone + Send + 'static,
+) -> Spliced {
+    let request = serde_json::json!({"model": "m", "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    splice(layer, "/v1/chat/completions", request, first, rest).await
+}
+
 /// One Anthropic event.
 fn anthropic(name: &str, data: serde_json::Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
@@ -301,6 +289,48 @@ fn anthropic_text(index: u64, text: &str) -> String {
     )
 }
 
+/// The end of an Anthropic message: its stop reason, then `message_stop`.
+fn anthropic_end(stop_reason: &str) -> String {
+    anthropic(
+        "message_delta",
+        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop_reason},
+            "usage": {"output_tokens": 2}}),
+    ) + &anthropic("message_stop", serde_json::json!({"type": "message_stop"}))
+}
+
+/// An Anthropic continuation whose text block (its own index 0) says
+/// `text`, then whatever `after` holds.
+fn anthropic_continuation(text: &str, after: &str) -> String {
+    [
+        anthropic_start(),
+        text_start(0),
+        anthropic_text(0, text),
+        stop(0),
+    ]
+    .concat()
+        + after
+}
+
+/// An Anthropic stream cut after `w1 w2` in its text block, index 0.
+fn anthropic_cut() -> Vec<Result<Bytes, Box<Failure>>> {
+    vec![
+        Ok(Bytes::from(anthropic_start() + &text_start(0))),
+        Ok(Bytes::from(anthropic_text(0, "w1"))),
+        Ok(Bytes::from(anthropic_text(0, " w2"))),
+        Err(cut("w1 w2")),
+    ]
+}
+
+/// [`splice`] for an Anthropic messages request.
+async fn splice_anthropic(
+    first: Vec<Result<Bytes, Box<Failure>>>,
+    rest: impl Fn(&serde_json::Value) -> Result<Bytes, Box<Failure>> + Clone + Send + 'static,
+) -> Spliced {
+    let request = serde_json::json!({"model": "claude-x", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    splice(ResumeLayer::new(), "/v1/messages", request, first, rest).await
+}
+
 /// Every `(event name, block index)` of an Anthropic stream, in order.
 fn anthropic_blocks(shown: &[u8]) -> Vec<(String, u64)> {
     let mut blocks = Vec::new();
@@ -324,18 +354,8 @@ fn anthropic_blocks(shown: &[u8]) -> Vec<(String, u64)> {
 /// continuation numbered it relative to its own text block.
 #[tokio::test]
 async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
-    let start = anthropic_start();
-    let first = vec![
-        Ok(Bytes::from(start.clone() + &text_start(0))),
-        Ok(Bytes::from(anthropic_text(0, "w1"))),
-        Ok(Bytes::from(anthropic_text(0, " w2"))),
-        Err(cut("w1 w2")),
-    ];
-    let rest = [
-        start,
-        text_start(0),
-        anthropic_text(0, " w3"),
-        stop(0),
+    let first = anthropic_cut();
+    let tool = [
         anthropic(
             "content_block_start",
             serde_json::json!({"type": "content_block_start", "index": 1,
@@ -347,24 +367,11 @@ async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
                 "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Oslo\"}"}}),
         ),
         stop(1),
-        anthropic(
-            "message_delta",
-            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
-                "usage": {"output_tokens": 20}}),
-        ),
-        anthropic("message_stop", serde_json::json!({"type": "message_stop"})),
+        anthropic_end("tool_use"),
     ]
     .concat();
-    let request = serde_json::json!({"model": "c", "max_tokens": 100, "stream": true,
-        "messages": [{"role": "user", "content": "hi"}]});
-    let spliced = splice(
-        ResumeLayer::new(),
-        "/v1/messages",
-        request,
-        first,
-        move |_| Ok(Bytes::from(rest.clone())),
-    )
-    .await;
+    let rest = anthropic_continuation(" w3", &tool);
+    let spliced = splice_anthropic(first, move |_| Ok(Bytes::from(rest.clone()))).await;
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     assert_eq!(spliced.report.resumed(), 1);
     assert_eq!(
@@ -416,29 +423,8 @@ async fn a_ping_before_the_cut_does_not_lose_the_open_block_index() {
         Ok(Bytes::from(ping)),
         Err(cut("Intro. w1 w2")),
     ];
-    let rest = [
-        anthropic_start(),
-        text_start(0),
-        anthropic_text(0, " w3"),
-        stop(0),
-        anthropic(
-            "message_delta",
-            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": 2}}),
-        ),
-        anthropic("message_stop", serde_json::json!({"type": "message_stop"})),
-    ]
-    .concat();
-    let request = serde_json::json!({"model": "c", "max_tokens": 100, "stream": true,
-        "messages": [{"role": "user", "content": "hi"}]});
-    let spliced = splice(
-        ResumeLayer::new(),
-        "/v1/messages",
-        request,
-        first,
-        move |_| Ok(Bytes::from(rest.clone())),
-    )
-    .await;
+    let rest = anthropic_continuation(" w3", &anthropic_end("end_turn"));
+    let spliced = splice_anthropic(first, move |_| Ok(Bytes::from(rest.clone()))).await;
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     assert_eq!(spliced.report.resumed(), 1);
     let blocks = anthropic_blocks(&spliced.shown);
@@ -493,43 +479,18 @@ async fn an_answer_under_a_json_schema_is_never_resumed() {
 /// instead of sending the same refused prefill again.
 #[tokio::test]
 async fn a_refused_prefill_is_asked_for_in_a_user_turn_next() {
-    let first = vec![
-        Ok(Bytes::from(anthropic_start() + &text_start(0))),
-        Ok(Bytes::from(anthropic_text(0, "w1"))),
-        Ok(Bytes::from(anthropic_text(0, " w2"))),
-        Err(cut("w1 w2")),
-    ];
-    let rest = [
-        anthropic_start(),
-        text_start(0),
-        anthropic_text(0, " w3"),
-        stop(0),
-        anthropic(
-            "message_delta",
-            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": 2}}),
-        ),
-        anthropic("message_stop", serde_json::json!({"type": "message_stop"})),
-    ]
-    .concat();
-    let request = serde_json::json!({"model": "claude-opus-4-6", "max_tokens": 100,
-        "stream": true, "messages": [{"role": "user", "content": "hi"}]});
-    let spliced = splice(
-        ResumeLayer::new(),
-        "/v1/messages",
-        request,
-        first,
-        move |body: &serde_json::Value| {
-            let last = body["messages"].as_array().unwrap().last().unwrap();
-            if last["role"] == "assistant" {
-                let refused = Failure::new(Code::BadRequest)
-                    .with_status(400)
-                    .with_message("Prefilling assistant messages is not supported for this model.");
-                return Err(Box::new(refused));
-            }
-            Ok(Bytes::from(rest.clone()))
-        },
-    )
+    let first = anthropic_cut();
+    let rest = anthropic_continuation(" w3", &anthropic_end("end_turn"));
+    let spliced = splice_anthropic(first, move |body: &serde_json::Value| {
+        let last = body["messages"].as_array().unwrap().last().unwrap();
+        if last["role"] == "assistant" {
+            let refused = Failure::new(Code::BadRequest)
+                .with_status(400)
+                .with_message("Prefilling assistant messages is not supported for this model.");
+            return Err(Box::new(refused));
+        }
+        Ok(Bytes::from(rest.clone()))
+    })
     .await;
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     let roles: Vec<_> = spliced
@@ -556,15 +517,9 @@ async fn a_refused_prefill_is_asked_for_in_a_user_turn_next() {
 async fn a_continuation_refused_for_good_is_not_sent_again() {
     for code in [Code::ContextTooLong, Code::Refused, Code::BadRequest] {
         let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))];
-        let request = serde_json::json!({"model": "m", "stream": true,
-            "messages": [{"role": "user", "content": "hi"}]});
-        let spliced = splice(
-            ResumeLayer::new(),
-            "/v1/chat/completions",
-            request,
-            first,
-            move |_: &serde_json::Value| Err(Box::new(Failure::new(code).with_status(400))),
-        )
+        let spliced = splice_openai(ResumeLayer::new(), first, move |_: &serde_json::Value| {
+            Err(Box::new(Failure::new(code).with_status(400)))
+        })
         .await;
         assert_eq!(spliced.continuations.len(), 1, "{code}");
         let error = spliced.error.expect("the interruption");
@@ -603,12 +558,8 @@ async fn a_continuation_in_place_is_never_trimmed() {
         rest.extend_from_slice(
             b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
         );
-        let request = serde_json::json!({"model": "m", "stream": true,
-            "messages": [{"role": "user", "content": "hi"}]});
-        let spliced = splice(
+        let spliced = splice_openai(
             ResumeLayer::new().openai_style(OpenAiStyle::ContinueFinalMessage),
-            "/v1/chat/completions",
-            request,
             first,
             move |_| Ok(Bytes::from(rest.clone())),
         )
