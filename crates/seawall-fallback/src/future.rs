@@ -278,6 +278,13 @@ where
     }
 }
 
+/// Whether a call at `at` still has `min` of `deadline` left — and any
+/// time at all: without a margin, a deadline that has passed leaves
+/// nothing to call a route in.
+fn in_time(deadline: Deadline, at: Instant, min: Duration) -> bool {
+    at < deadline.instant() && deadline.instant() - at >= min
+}
+
 /// A failure the chain may act on: the ladder below gave up on something
 /// transient, or the route itself is at fault and another can answer (a
 /// quota wall, rejected keys, a cooldown): see `Scope`.
@@ -345,9 +352,7 @@ impl Walk {
         let Some(kept) = plan.request.as_ref().filter(|r| r.body().is_replayable()) else {
             return Err(skipped(error, &from, cause, StopReason::NotReplayable));
         };
-        if let Some(deadline) = Deadline::of(kept)
-            && deadline.remaining() < settings.min_remaining
-        {
+        if Deadline::of(kept).is_some_and(|d| !in_time(d, Instant::now(), settings.min_remaining)) {
             return Err(skipped(error, &from, cause, StopReason::Deadline));
         }
         let receipt = failure
@@ -412,9 +417,7 @@ impl Walk {
         };
         let shared = &plan.shared;
         let settings = &shared.settings;
-        if let Some(deadline) = Deadline::of(kept)
-            && deadline.remaining() < settings.min_remaining
-        {
+        if Deadline::of(kept).is_some_and(|d| !in_time(d, Instant::now(), settings.min_remaining)) {
             return Step::Done(self.fail(error, Some(StopReason::Deadline)));
         }
         let cause = failure.code();
@@ -498,8 +501,8 @@ impl Walk {
         };
         let wait = at.saturating_duration_since(now);
         let deadline = plan.request.as_ref().and_then(Deadline::of);
-        let in_time = deadline
-            .is_none_or(|deadline| now + wait + settings.min_remaining <= deadline.instant());
+        let in_time =
+            deadline.is_none_or(|deadline| in_time(deadline, now + wait, settings.min_remaining));
         if in_time && wait <= settings.max_wait && self.waits < self.visits.len() {
             self.waits += 1;
             self.waiting = Some(n);

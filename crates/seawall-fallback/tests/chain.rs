@@ -556,3 +556,24 @@ async fn served_by_names_the_route_set_member_that_answered() {
     let receipt = response.extensions().get::<Receipt>().unwrap();
     assert_eq!(receipt.attempts.last().unwrap().route, served.route);
 }
+
+#[tokio::test(start_paused = true)]
+async fn no_route_is_called_once_the_deadline_has_passed() {
+    // With no margin asked for, "at least min_remaining left" must still
+    // mean some time left: a route called after the deadline answers
+    // nobody.
+    let primary = Upstream {
+        takes: Duration::from_millis(200),
+        ..Upstream::failing([Failure::new(Code::Overloaded)])
+    };
+    let a = Upstream::default();
+    let layer = FallbackLayer::chain([route("a.example", &a)]).min_remaining(Duration::ZERO);
+    let result = layer
+        .layer(primary.service())
+        .oneshot(request(Some(Duration::from_millis(100))))
+        .await;
+    assert_eq!(a.calls(), 0);
+    let failure = failure_of(&result);
+    assert_eq!(failure.code(), Code::Overloaded);
+    assert_eq!(failure.receipt().unwrap().stop, Some(StopReason::Deadline));
+}
