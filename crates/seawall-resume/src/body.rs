@@ -17,7 +17,9 @@ use seawall_stream::StreamReportHandle;
 use serde_json::Value;
 use tower_service::Service;
 
-use crate::continuation::{AnthropicStyle, OpenAiStyle, Styles, continuation_with, never_resume};
+use crate::continuation::{
+    AnthropicStyle, OpenAiStyle, Styles, continuation_with, never_resume, spend_budget,
+};
 use crate::future::Pending;
 use crate::layer::Config;
 use crate::report::{ResumeRecord, Resumed};
@@ -126,6 +128,9 @@ where
     delivered: String,
     /// Bytes of the current stream's text trimmed as a repeat.
     trimmed: usize,
+    /// Content events of the streams cut so far: each spent at least one
+    /// token of the caller's output budget.
+    spent: u64,
     resumes: u32,
     /// The interruption being resumed.
     failure: Option<Failure>,
@@ -177,6 +182,7 @@ where
                 phase: Phase::Live,
                 delivered: String::new(),
                 trimmed: 0,
+                spent: 0,
                 resumes: 0,
                 failure: None,
                 final_error: None,
@@ -595,6 +601,9 @@ where
             .and_then(|r| r.usage);
         let code = failure.as_ref().map_or(Code::Unknown, Failure::code);
         record_end(&self.span, None, usage, Some(code));
+        if let Some(interrupted) = failure.as_ref().and_then(Failure::interrupted) {
+            self.spent += interrupted.content_events;
+        }
         if let Some(text) = failure
             .as_ref()
             .and_then(Failure::interrupted)
@@ -685,9 +694,13 @@ where
             .original_json()
             .map(|json| continuation_with(provider, json, &delivered, &styles));
         self.delivered = delivered;
-        let Some(Ok(next)) = next else {
+        let Some(Ok(mut next)) = next else {
             return self.give_up("not_json");
         };
+        if !spend_budget(provider, &mut next, self.spent) {
+            // The original would have ended with `length` by now.
+            return self.give_up("max_tokens");
+        }
         let bytes = Bytes::from(serde_json::to_vec(&next).expect("JSON values serialize"));
         let mut request = Request::new(ResumeRequestBody::continuation(bytes.clone()));
         *request.method_mut() = self.head.method().clone();

@@ -191,6 +191,32 @@ pub fn continuation_with(
     Ok(body)
 }
 
+/// Lowers the continuation's output budget (`max_tokens`,
+/// `max_completion_tokens`, `max_output_tokens`, Gemini's
+/// `maxOutputTokens`) by `spent`, the tokens the answer has at least used:
+/// the caller's budget bounds the whole answer, not each piece of it.
+/// False when nothing is left.
+pub(crate) fn spend_budget(provider: Provider, body: &mut Value, spent: u64) -> bool {
+    let keys: &[&str] = match provider {
+        Provider::OpenAi => &["/max_completion_tokens", "/max_tokens"],
+        Provider::Anthropic => &["/max_tokens"],
+        Provider::OpenAiResponses => &["/max_output_tokens"],
+        Provider::Gemini => &["/generationConfig/maxOutputTokens"],
+        Provider::Http => &[],
+    };
+    let mut left = true;
+    for key in keys {
+        if let Some(slot) = body.pointer_mut(key)
+            && let Some(budget) = slot.as_u64()
+        {
+            let rest = budget.saturating_sub(spent);
+            left &= rest > 0;
+            *slot = rest.into();
+        }
+    }
+    left
+}
+
 /// Why a request must never be continued, whatever happens to its stream:
 /// several choices (`n > 1`, `candidateCount > 1`: one body interleaves
 /// them), Anthropic extended thinking (a prefill cannot carry the signed
@@ -441,6 +467,38 @@ mod tests {
         ] {
             assert_eq!(never_resume(provider, &body), None, "{body}");
         }
+    }
+
+    #[test]
+    fn the_budget_left_is_asked_for_in_every_shape() {
+        for (provider, mut body, key) in [
+            (
+                Provider::OpenAi,
+                json!({"max_tokens": 10, "max_completion_tokens": 10}),
+                "/max_tokens",
+            ),
+            (
+                Provider::Anthropic,
+                json!({"max_tokens": 10}),
+                "/max_tokens",
+            ),
+            (
+                Provider::OpenAiResponses,
+                json!({"max_output_tokens": 10}),
+                "/max_output_tokens",
+            ),
+            (
+                Provider::Gemini,
+                json!({"generationConfig": {"maxOutputTokens": 10}}),
+                "/generationConfig/maxOutputTokens",
+            ),
+        ] {
+            assert!(spend_budget(provider, &mut body, 4));
+            assert_eq!(body.pointer(key), Some(&json!(6)), "{body}");
+            assert!(!spend_budget(provider, &mut body, 6));
+        }
+        // No budget asked for: none to spend.
+        assert!(spend_budget(Provider::OpenAi, &mut json!({}), 1_000));
     }
 
     #[test]

@@ -25,7 +25,11 @@
 //! [`ReplayBody`](seawall_core::recording::ReplayBody), up to a cap: a longer
 //! request cannot be resumed and its interruption surfaces as before) and
 //! the delivered text (the [`Interrupted`](seawall_core::Interrupted)
-//! record the guard puts in the failure), sends it through the same inner
+//! record the guard puts in the failure) — its output budget
+//! (`max_tokens`, `max_completion_tokens`, `max_output_tokens`,
+//! `maxOutputTokens`) lowered by the content events already delivered,
+//! each at least one token of it, since the budget bounds the whole
+//! answer — sends it through the same inner
 //! service (so the same route first, with the ladder and the fallback
 //! behind it), and keeps feeding the **same** response body. The inner
 //! guard holds the continuation back until its first content, so a

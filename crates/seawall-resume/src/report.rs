@@ -37,7 +37,8 @@ pub struct ResumeReport {
     /// if it ended with one: `not_resumable`, `max_resumes`, `deadline`,
     /// `replay_cap`, `misaligned`, `n_choices`, `extended_thinking`,
     /// `structured_output`, `tool_call`, `continuation_failed` (a
-    /// continuation failed for good: its code is in its record), ….
+    /// continuation failed for good: its code is in its record),
+    /// `max_tokens` (the delivered answer spent the output budget), ….
     pub gave_up: Option<&'static str>,
 }
 

@@ -570,3 +570,44 @@ async fn a_continuation_in_place_is_never_trimmed() {
         assert_eq!(spliced.report.resumes[0].trimmed_chars, 0);
     }
 }
+
+/// The caller's output budget covers the whole answer: each delivered
+/// content event spent at least one token of it, so the continuation
+/// asks for at most what is left, and none is sent when nothing is.
+#[tokio::test]
+async fn a_continuation_asks_only_for_the_budget_left() {
+    let mut rest = chunk(" w3").to_vec();
+    rest.extend_from_slice(
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let rest = Bytes::from(rest);
+    for (budget, left) in [(10, Some(8)), (2, None)] {
+        let request = serde_json::json!({"model": "m", "stream": true, "max_completion_tokens": budget,
+            "messages": [{"role": "user", "content": "hi"}]});
+        let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))];
+        let rest = rest.clone();
+        let spliced = splice(
+            ResumeLayer::new(),
+            "/v1/chat/completions",
+            request,
+            first,
+            move |_| Ok(rest.clone()),
+        )
+        .await;
+        let sent: Vec<_> = spliced
+            .continuations
+            .iter()
+            .map(|c| c["max_completion_tokens"].as_u64().unwrap())
+            .collect();
+        match left {
+            Some(left) => {
+                assert_eq!(sent, [left]);
+                assert_eq!(text_of(&spliced.shown), "w1 w2 w3");
+            }
+            None => {
+                assert!(sent.is_empty(), "{sent:?}");
+                assert_eq!(spliced.report.gave_up, Some("max_tokens"));
+            }
+        }
+    }
+}
