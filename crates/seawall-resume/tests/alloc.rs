@@ -56,8 +56,19 @@ fn the_layer_adds_no_allocation_per_frame() {
     runtime.block_on(async {
         // Warm-up: lazily initialised statics.
         allocations(10).await;
-        let (alone_small, with_small) = allocations(100).await;
-        let (alone_large, with_large) = allocations(10_000).await;
+        // The fewest of three runs each: a count is an upper bound (the
+        // counter is the process's, and on a loaded machine the first run
+        // at a size counted 4 allocations more, once in a few), the least
+        // is what the layer does.
+        let mut small = (usize::MAX, usize::MAX);
+        let mut large = (usize::MAX, usize::MAX);
+        for _ in 0..3 {
+            let run = allocations(100).await;
+            small = (small.0.min(run.0), small.1.min(run.1));
+            let run = allocations(10_000).await;
+            large = (large.0.min(run.0), large.1.min(run.1));
+        }
+        let ((alone_small, with_small), (alone_large, with_large)) = (small, large);
         let extra_small = with_small - alone_small;
         let extra_large = with_large - alone_large;
         assert_eq!(
