@@ -112,6 +112,13 @@ impl Stack {
     /// attempts with 250 ms–8 s full-jitter backoff, a 20 % retry budget
     /// (at least 10 retries a second), the interactive stream guard (first
     /// byte 15 s, first content 60 s, idle 30 s).
+    ///
+    /// The per-attempt bound covers the wait for a stream's first content
+    /// too, so here it is the tighter of the two: an attempt whose first
+    /// content takes longer than 20 s ends as `timeout` and the ladder
+    /// tries again (the guard's 60 s applies when this stack's per-attempt
+    /// bound is raised). For a model that thinks before it writes, start
+    /// from [`Stack::reasoning`].
     pub fn interactive() -> Self {
         Stack {
             total: Duration::from_secs(60),
