@@ -9,6 +9,7 @@ use common::*;
 use http_body_util::{BodyExt, StreamBody};
 use seawall_chaos::{ChaosServer, Fault, Outcome};
 use seawall_gateway::{Config, Gateway, GatewayError, Wire};
+use seawall_test::canned::{OPENAI_ROLE_EVENT, openai_delta_event};
 
 fn fault(text: &str) -> Fault {
     text.parse().expect("a valid fault")
@@ -186,25 +187,6 @@ async fn anthropic_interruption_ends_with_one_error_event() {
     assert!(!text.contains("message_stop"));
 }
 
-/// What an SSE client dispatches: each event's data lines, joined (any
-/// line end: CRLF, LF or CR).
-fn dispatched(body: &[u8]) -> Vec<String> {
-    let text = String::from_utf8_lossy(body)
-        .replace("\r\n", "\n")
-        .replace('\r', "\n");
-    text.split("\n\n")
-        .map(|event| {
-            event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(|data| data.strip_prefix(' ').unwrap_or(data))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .filter(|data| !data.is_empty())
-        .collect()
-}
-
 /// A stream the upstream cuts inside an event: the half event never
 /// reaches the client (an SDK would parse its broken JSON and raise that
 /// instead of seawall's error); every event the client reads is whole,
@@ -217,7 +199,7 @@ async fn a_stream_cut_inside_an_event_ends_with_whole_events() {
     ] {
         let (_, text) = interrupted_after_content(wire, body, "reset_mid_event;tokens=3").await;
         let out = text.as_bytes();
-        let events = dispatched(out);
+        let events = data_lines(out);
         for data in &events {
             let parsed = serde_json::from_str::<serde_json::Value>(data);
             assert!(parsed.is_ok(), "{wire:?}: a broken event: {data:?}\n{text}");
@@ -232,14 +214,6 @@ async fn a_stream_cut_inside_an_event_ends_with_whole_events() {
     }
 }
 
-const ROLE_CHUNK: &str = r#"data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#;
-
-fn token_chunk(text: &str) -> String {
-    format!(
-        r#"data: {{"id":"c","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}"#
-    )
-}
-
 /// Three tokens as events with `end` as line end, over a chunked 200.
 fn streamed_head_and_tokens(content_type: Option<&str>, end: &str) -> Vec<Step> {
     let mut head = String::from("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n");
@@ -248,8 +222,14 @@ fn streamed_head_and_tokens(content_type: Option<&str>, end: &str) -> Vec<Step> 
     }
     head.push_str("\r\n");
     let mut steps = vec![Step::Write(head.into_bytes())];
-    for event in [ROLE_CHUNK.to_owned(), token_chunk("w1"), token_chunk(" w2")] {
-        steps.push(chunk(&format!("{event}{end}{end}")));
+    let events = [
+        OPENAI_ROLE_EVENT.to_owned(),
+        openai_delta_event("w1"),
+        openai_delta_event(" w2"),
+    ];
+    for event in events {
+        // The canned events end in LF; JSON holds no raw line end.
+        steps.push(chunk(&event.replace('\n', end)));
     }
     steps
 }
@@ -278,7 +258,7 @@ async fn a_stream_the_guard_guards_ends_with_the_error_event() {
         let text = String::from_utf8_lossy(&out);
         assert_eq!(status, 200, "{content_type:?}: {text}");
         assert!(text.contains("w2"), "{content_type:?}: {text}");
-        let last = dispatched(&out).pop().unwrap();
+        let last = data_lines(&out).pop().unwrap();
         assert!(
             last.contains("stream_interrupted"),
             "{content_type:?}: {text}"
@@ -307,7 +287,7 @@ async fn a_provider_error_event_is_replaced_however_it_comes() {
         assert!(text.contains("w2"), "{text}");
         assert_eq!(text.matches(r#"{"error""#).count(), 1, "{end:?}: {text}");
         assert!(!text.contains("sk-route-main-secret"), "{end:?}: {text}");
-        let last = dispatched(&out).pop().unwrap();
+        let last = data_lines(&out).pop().unwrap();
         assert!(last.contains("[redacted] was revoked"), "{end:?}: {text}");
     }
 }

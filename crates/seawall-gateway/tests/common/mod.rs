@@ -181,15 +181,23 @@ pub(crate) fn header<'a>(headers: &'a http::HeaderMap, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {name} header in {headers:?}"))
 }
 
-/// The `data:` payloads of an SSE body, in order.
+/// The `data:` payloads of an SSE body, in order, as a client dispatches
+/// them: each event's data lines joined, any line end (CRLF, LF or CR),
+/// the space after the colon optional.
 pub(crate) fn data_lines(body: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(body)
-        .split("\n\n")
-        .filter_map(|event| {
+    let text = String::from_utf8_lossy(body)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n");
+    text.split("\n\n")
+        .map(|event| {
             event
                 .lines()
-                .find_map(|line| line.strip_prefix("data: ").map(str::to_owned))
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|data| data.strip_prefix(' ').unwrap_or(data))
+                .collect::<Vec<_>>()
+                .join("\n")
         })
+        .filter(|data| !data.is_empty())
         .collect()
 }
 
