@@ -73,9 +73,9 @@ pub(crate) struct Ladder<S, B> {
     /// A layer outside can send the request to another route.
     other_routes: bool,
     grant: Option<Grant>,
-    /// The grant of a retry decided but not sent yet: given back to the
+    /// `grant` is a retry's, decided but not sent yet: given back to the
     /// budget if the ladder is dropped before it sends it.
-    unsent: Option<Grant>,
+    unsent: bool,
     receipt: Receipt,
     /// The operation's span (`otel.name` "{operation} {model}"), parent of
     /// one span per attempt.
@@ -206,7 +206,7 @@ impl<S, B> Ladder<S, B> {
             last_route_shaped: None,
             other_routes,
             grant: None,
-            unsent: None,
+            unsent: false,
             receipt: Receipt::default(),
             span,
             attempt_span,
@@ -403,7 +403,7 @@ impl<S, B> Ladder<S, B> {
         match grant {
             Some(grant) => {
                 self.grant = Some(grant);
-                self.unsent = Some(grant);
+                self.unsent = true;
                 Ok(delay)
             }
             None => {
@@ -504,7 +504,7 @@ impl<S, B> Ladder<S, B> {
         let _attempt = self.attempt_span.clone().entered();
         let again = self.again.as_mut().expect("checked above");
         let future = again.service.call(request);
-        self.unsent = None;
+        self.unsent = false;
         Poll::Ready(Ok(future))
     }
 
@@ -538,7 +538,7 @@ impl<S, B> Ladder<S, B> {
 
 impl<S, B> Drop for Ladder<S, B> {
     fn drop(&mut self) {
-        if let Some(grant) = self.unsent.take() {
+        if let (true, Some(grant)) = (self.unsent, self.grant) {
             self.shared.budget.unspent(grant);
         }
     }
