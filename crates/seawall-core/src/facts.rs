@@ -47,6 +47,9 @@ pub struct RequestFacts {
     /// The model named before the body is read: Gemini's path, or the
     /// caller's own word ([`RequestFacts::with_model`]).
     head_model: Option<Arc<str>>,
+    /// The request asks for the rest of an answer the caller already holds
+    /// part of ([`RequestFacts::continuing`]).
+    continues: bool,
 }
 
 /// What the layers of one operation fill for each other, in one shared
@@ -155,6 +158,7 @@ impl RequestFacts {
             head_stream,
             body: None,
             head_model,
+            continues: false,
         }
     }
 
@@ -164,6 +168,22 @@ impl RequestFacts {
     pub fn with_model(mut self, model: impl Into<Arc<str>>) -> Self {
         self.head_model = Some(model.into());
         self
+    }
+
+    /// These facts, for a request that asks for the rest of an answer whose
+    /// content the caller already holds (a resumed stream's continuation).
+    /// Such an answer may rightly bring no more content: a model that
+    /// finishes at once with a complete finish (`stop`, `end_turn`) says the
+    /// answer it was given was whole. The stream guard delivers that finish
+    /// instead of calling the answer `empty_response`.
+    pub fn continuing(mut self) -> Self {
+        self.continues = true;
+        self
+    }
+
+    /// Whether the request continues an answer ([`continuing`](Self::continuing)).
+    pub fn continues(&self) -> bool {
+        self.continues
     }
 
     /// The model named before the body was read, if any.

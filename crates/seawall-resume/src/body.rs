@@ -376,16 +376,28 @@ where
                     let event = self.fixed(event);
                     self.out.push_back(event);
                 }
-                Segment::Preamble => {
-                    let kind = classify(self.protocol, &event);
-                    if matches!(kind, Kind::Content { .. }) {
+                Segment::Preamble => match classify(self.protocol, &event) {
+                    kind @ Kind::Content { .. } => {
                         self.segment = Segment::Aligning {
                             events: Vec::new(),
                             head: String::new(),
                         };
                         self.hold(event, kind);
                     }
-                }
+                    // The model finished without more text (a cut just
+                    // before the finish, or the budget spent): its finish
+                    // and what follows end the original answer.
+                    Kind::End => {
+                        self.segment = if self.fix.is_some() {
+                            Segment::Fixing
+                        } else {
+                            Segment::Pass
+                        };
+                        let event = self.fixed(event);
+                        self.out.push_back(event);
+                    }
+                    Kind::Error | Kind::Other => {}
+                },
                 Segment::Aligning { .. } => {
                     let kind = classify(self.protocol, &event);
                     self.hold(event, kind);
@@ -712,6 +724,11 @@ where
             HeaderValue::from(bytes.len() as u64),
         );
         *request.extensions_mut() = self.head.extensions().clone();
+        // A continuation may rightly bring only a finish: the guard must
+        // deliver it, not retry it as an empty answer.
+        if let Some(facts) = request.extensions_mut().get_mut::<RequestFacts>() {
+            *facts = facts.clone().continuing();
+        }
         if let Some(tail) = self.tail.take() {
             self.fix
                 .get_or_insert_with(Fix::default)

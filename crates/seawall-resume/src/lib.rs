@@ -47,7 +47,12 @@
 //! continuation's preamble (OpenAI's role chunk, Anthropic's
 //! `message_start`, `content_block_start` and `ping`, the Responses API's
 //! `response.created` … `content_part.added`, anything before the first
-//! content), and passes content events as the provider sent them, except
+//! content) — unless the continuation finishes without more text (a cut
+//! just before the finish: the model, given the whole answer, ends at
+//! once), when its finish and what follows end the original answer; the
+//! continuation is marked ([`RequestFacts::continuing`](seawall_core::RequestFacts::continuing))
+//! so the guard below delivers such a finish instead of retrying it as an
+//! empty answer — and passes content events as the provider sent them, except
 //! what must read as the rest of the original stream: an Anthropic
 //! continuation's content block index becomes the original text block's,
 //! and a Responses API continuation takes the original's `item_id`,

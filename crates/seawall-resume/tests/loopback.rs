@@ -343,6 +343,41 @@ async fn truncation_an_in_stream_overload_and_an_idle_gap_are_resumed() {
     assert_eq!(read.report.unwrap().resumes[0].cause, Code::IdleTimeout);
 }
 
+/// A stream cut after its last token, before its finish: the model's
+/// continuation is only a finish. The answer is complete; before, the
+/// guard called the continuation `empty_response`, the ladder sent it
+/// again, and the caller got the interruption after every attempt of every
+/// resume.
+#[tokio::test]
+async fn a_cut_just_before_the_finish_ends_with_the_continuations_finish() {
+    let chaos = chaos().await;
+    for provider in [
+        Provider::OpenAi,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::OpenAiResponses,
+    ] {
+        let read = Setup::new(
+            provider,
+            &["truncate_after;tokens=60;total=60", "ok;tokens=60"],
+        )
+        .run(&chaos, &format!("last/{}", provider.as_str()))
+        .await;
+        let name = provider.as_str();
+        assert_whole(&read, 60);
+        assert_eq!(read.upstream, 2, "{name}");
+        assert!(read.finish.is_some(), "{name}: the finish was not shown");
+        let report = read.report.unwrap();
+        assert_eq!(report.resumed(), 1, "{name}");
+        assert_eq!(report.gave_up, None, "{name}");
+        assert_eq!(
+            report.finish.map(|f| f.kind),
+            Some(seawall_core::FinishKind::Complete),
+            "{name}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_continuation_that_repeats_the_last_five_words_is_trimmed() {
     let chaos = chaos().await;

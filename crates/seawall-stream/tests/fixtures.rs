@@ -244,6 +244,46 @@ async fn an_openai_answer_cut_by_the_token_limit_before_any_text_is_delivered_tr
     assert_eq!(failure.provider_code(), Some("stop"));
 }
 
+/// A resumed stream's continuation may bring only a finish: a complete
+/// one says the answer the caller holds was whole, and is delivered. Any
+/// other empty ending stays what it is for a first answer.
+#[tokio::test]
+async fn a_continuation_that_only_finishes_is_delivered() {
+    use tower::{Layer, ServiceExt};
+    let role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n";
+    let finish = |reason: &str| {
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{reason}\"}}]}}\n\n"
+        )
+    };
+    let continuation = |body: String| async move {
+        let provider = tower::service_fn(move |_req: http::Request<()>| {
+            let body = Full::new(Bytes::from(body.clone()));
+            async move { Ok::<_, std::convert::Infallible>(sse(body)) }
+        });
+        let mut req = request(CHAT);
+        let facts = seawall_core::RequestFacts::from_head(&req).continuing();
+        req.extensions_mut().insert(facts);
+        match StreamGuardLayer::interactive()
+            .layer(provider)
+            .oneshot(req)
+            .await
+        {
+            Ok(response) => Outcome::Delivered(drain(response).await),
+            Err(e) => Outcome::Failed(Failure::downcast(e).expect("a Failure")),
+        }
+    };
+    let whole = format!("{role}{}{DONE}", finish("stop"));
+    let d = delivered(continuation(whole.clone()).await);
+    assert_finished(&d, &whole, FinishKind::Complete, "stop");
+    assert_eq!(d.report.content_events, 0);
+
+    let failure = failed(continuation(format!("{role}{DONE}")).await);
+    assert_eq!(failure.code(), Code::EmptyResponse);
+    let failure = failed(continuation(format!("{role}{}{DONE}", finish("content_filter"))).await);
+    assert_eq!(failure.code(), Code::ContentFiltered);
+}
+
 #[tokio::test]
 async fn openai_tool_call_deltas_are_content() {
     let f = fixture!("openai/tool_calls.sse");

@@ -82,6 +82,9 @@ struct Tally {
     text_cap: usize,
     text_capped: bool,
     stop: Option<Cause>,
+    /// The request continues an answer the caller holds part of
+    /// ([`RequestFacts::continues`]).
+    continues: bool,
 }
 
 impl Tally {
@@ -134,6 +137,16 @@ impl Tally {
     /// when it is still an answer (cut by the token limit), else its
     /// failure.
     fn empty_verdict(&self) -> Option<Failure> {
+        // A continuation that finishes at once says the answer the caller
+        // holds was whole.
+        if self.continues
+            && self
+                .finish
+                .as_ref()
+                .is_some_and(|f| f.kind == FinishKind::Complete)
+        {
+            return None;
+        }
         empty_answer(self.finish.as_ref().map(|f| (f.kind, &*f.reason)))
     }
 
@@ -264,7 +277,7 @@ impl Track {
             progress,
             recognised,
             spans,
-            facts: _,
+            facts,
             json_array: _,
             #[cfg(feature = "metrics")]
             route,
@@ -287,6 +300,7 @@ impl Track {
                 text_cap: config.max_text.unwrap_or(0),
                 text_capped: false,
                 stop: None,
+                continues: facts.continues(),
             },
             config,
             progress,
