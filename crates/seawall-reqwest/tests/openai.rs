@@ -253,6 +253,32 @@ async fn a_reset_after_content_carries_the_delivered_tokens_and_sends_nothing_ag
     assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
 }
 
+/// The provider's own error event after content is not handed on:
+/// async-openai read it first, as a chunk it cannot parse ("missing field
+/// `id`"), and its caller stopped there, never reading seawall's verdict.
+#[tokio::test]
+async fn an_error_event_after_content_reaches_the_caller_as_seawalls_verdict() {
+    let seen = call(
+        true,
+        None,
+        &["stream_error_after;tokens=3", "ok"],
+        Under::Stack,
+    )
+    .await;
+    assert_eq!(seen.text, words(3));
+    // async-openai keeps only the text of a body error (reqwest's "error
+    // decoding response body"); the scope has seawall's verdict.
+    let error = seen.error.as_ref().expect("an error");
+    assert!(
+        matches!(error, async_openai::error::OpenAIError::StreamError(_)),
+        "{error:?}"
+    );
+    let failure = seen.outcome.failure().expect("seawall's verdict");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(seen.outcome.delivered_text(), Some(words(3)));
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+}
+
 #[tokio::test]
 async fn a_unary_body_reset_is_retried_before_async_openai_sees_it() {
     // Nothing reached the caller: the classifier read the broken body

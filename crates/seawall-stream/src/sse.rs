@@ -40,6 +40,13 @@ pub struct Event<'a> {
     pub name: &'a [u8],
     /// The `data:` lines, joined with `\n`.
     pub data: &'a [u8],
+    /// Where the event begins in the frame being fed: just after the
+    /// frame's previous blank line (comments before the event count as
+    /// its own), or 0 when nothing in this frame came before it — also
+    /// when it began in an earlier frame. Cutting the frame here hands on
+    /// whole events only, never this one: a client dispatches no event
+    /// whose blank line it never read.
+    pub start: usize,
 }
 
 /// Why the scanner gave up.
@@ -85,6 +92,9 @@ pub struct Scanner {
     skip_lf: bool,
     /// How many bytes of a leading BOM matched so far; `None` once decided.
     bom_matched: Option<u8>,
+    /// Where the frame being fed has its last blank line's end (0 before
+    /// the first): the next event's [`Event::start`].
+    boundary: usize,
     max_line: usize,
     max_event: usize,
 }
@@ -105,6 +115,7 @@ impl Scanner {
             has_data: false,
             skip_lf: false,
             bom_matched: Some(0),
+            boundary: 0,
             max_line,
             max_event,
         }
@@ -123,6 +134,7 @@ impl Scanner {
         frame: &[u8],
         mut on_item: impl FnMut(Item<'_>),
     ) -> Result<(), ScanError> {
+        self.boundary = 0;
         let mut rest = self.skip_bom(frame);
         if self.skip_lf && !rest.is_empty() {
             self.skip_lf = false;
@@ -146,6 +158,7 @@ impl Scanner {
                 end + 1
             };
             let part = &rest[..end];
+            let blank = part.is_empty() && self.line.is_empty();
             if self.line.is_empty() {
                 if part.len() > self.max_line {
                     return Err(ScanError::LineTooLong { cap: self.max_line });
@@ -166,6 +179,10 @@ impl Scanner {
                 result?;
             }
             rest = &rest[next..];
+            if blank {
+                // `rest` is always a suffix of `frame`.
+                self.boundary = frame.len() - rest.len();
+            }
         }
         // The event goes on in the next frame: keep its data.
         if let Some(value) = in_frame {
@@ -221,6 +238,7 @@ impl Scanner {
                 on_item(Item::Event(Event {
                     name: &self.name,
                     data,
+                    start: self.boundary,
                 }));
             }
             self.data.clear();
@@ -363,6 +381,35 @@ mod tests {
         feed(b"ut\ndata: d\n");
         feed(b"\n");
         assert_eq!(out, ["a\nb", "cut\nd"]);
+    }
+
+    #[test]
+    fn an_event_knows_where_it_begins_in_the_frame() {
+        let starts = |frames: &[&[u8]]| {
+            let mut scanner = Scanner::default();
+            let mut out = Vec::new();
+            for frame in frames {
+                scanner
+                    .feed(frame, |item| {
+                        if let Item::Event(event) = item {
+                            out.push(event.start);
+                        }
+                    })
+                    .unwrap();
+            }
+            out
+        };
+        // After the previous blank line; a comment or a nameless blank
+        // block before an event is its own.
+        let frame = b"data: a\n\n: c\nevent: e\ndata: b\r\n\r\ndata: c\r\r";
+        assert_eq!(starts(&[frame]), [0, 9, 33]);
+        assert_eq!(starts(&[b"event: ping\n\ndata: x\n\n"]), [13]);
+        // Begun in an earlier frame, or the frame's first: 0, also when the
+        // earlier frame ended with a carried line or a CR.
+        let frames: [&[u8]; 2] = [b"data: a\n\ndata: b", b"c\n\ndata: d\n\n"];
+        assert_eq!(starts(&frames), [0, 0, 3]);
+        let frames: [&[u8]; 2] = [b"data: a\r", b"\n\r\ndata: b\n\n"];
+        assert_eq!(starts(&frames), [0, 3]);
     }
 
     #[test]

@@ -41,7 +41,11 @@ fn describe(signal: Signal<'_>) -> String {
 }
 
 fn event<'a>(name: &'a [u8], data: &'a [u8]) -> Item<'a> {
-    Item::Event(Event { name, data })
+    Item::Event(Event {
+        name,
+        data,
+        start: 0,
+    })
 }
 
 fn decode_one(protocol: Provider, name: &[u8], data: &[u8]) -> String {

@@ -16,7 +16,13 @@
 //!   can still retry or fail over: nothing has reached the caller.
 //! - **At the first content event** it resolves with a body that replays
 //!   the held frames and continues live. From then on frames pass through
-//!   untouched and the body never replays. It fails with
+//!   untouched and the body never replays — except the provider's own
+//!   error event (with what follows it in its frame), which is never handed
+//!   on: the failure carries what it said, and a client that read it first
+//!   would stop at its own reading of it (async-openai: "missing field
+//!   `id`") and never see seawall's verdict. When its lines began in an
+//!   earlier frame, those passed without the blank line that would
+//!   dispatch them, so no client dispatches it. It fails with
 //!   `stream_interrupted` (reset, in-stream error, idle gap, max duration)
 //!   or `truncated` (clean EOF without the finish marker), whose action is
 //!   `surface`, with an [`Interrupted`](seawall_core::Interrupted) record of

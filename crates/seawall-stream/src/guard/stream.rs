@@ -257,6 +257,9 @@ pub(crate) struct Track {
     started: Instant,
     first_byte: Option<Instant>,
     bytes: u64,
+    /// Bytes received and never handed on: the error event that stopped
+    /// the stream, and what came after it in its frame.
+    withheld: u64,
     chunks: u64,
     handle: StreamReportHandle,
     reported: bool,
@@ -308,6 +311,7 @@ impl Track {
             started,
             first_byte: None,
             bytes: 0,
+            withheld: 0,
             chunks: 0,
             handle,
             reported: false,
@@ -335,8 +339,12 @@ impl Track {
         self.tally.finish.is_some() && self.framing.closed()
     }
 
-    /// Scans one data frame; returns why the stream must stop, if it must.
-    fn feed(&mut self, data: &[u8], now: Instant) -> Option<Cause> {
+    /// Scans one data frame; returns why the stream must stop, if it must,
+    /// and, when the provider's own error event stops it, where that event
+    /// begins in the frame: its bytes are never handed on (the failure
+    /// carries what it said), so a client never reads it before seawall's
+    /// verdict.
+    fn feed(&mut self, data: &[u8], now: Instant) -> (Option<Cause>, Option<usize>) {
         self.chunks += 1;
         self.bytes += data.len() as u64;
         if !data.is_empty() {
@@ -345,7 +353,7 @@ impl Track {
         if self.opening_unchecked {
             match opens_like_event_stream(data) {
                 Some(true) => self.opening_unchecked = false,
-                Some(false) => return Some(Cause::NotAStream),
+                Some(false) => return (Some(Cause::NotAStream), None),
                 None => {}
             }
         }
@@ -357,26 +365,41 @@ impl Track {
             ..
         } = self;
         let content_before = tally.content_events;
-        let mut on_item = |item: Item<'_>| {
+        let mut error_at = None;
+        let mut on_item = |item: Item<'_>, sse: bool| {
             // Nothing after a stop counts: the same stream gives the same
             // counts however it is framed.
             if tally.stop.is_some() {
                 return;
             }
-            if let Item::Event(_) = item {
-                tally.events += 1;
+            let start = match item {
+                Item::Event(event) => {
+                    tally.events += 1;
+                    event.start
+                }
+                Item::Comment(_) => 0,
+            };
+            let signal = decoder.decode(item);
+            // A JSON array's element is not cut out: what is left would not
+            // be an array a client can read to its failure either way.
+            if sse && matches!(signal, Signal::Error(_)) {
+                error_at = Some(start);
             }
-            tally.apply(decoder.decode(item), now);
+            tally.apply(signal, now);
         };
         let scanned = match framing {
-            Framing::Sse(scanner) => scanner.feed(data, on_item).map_err(Cause::Scan),
+            Framing::Sse(scanner) => scanner
+                .feed(data, |item| on_item(item, true))
+                .map_err(Cause::Scan),
             // Each element is one event of the protocol.
             Framing::JsonArray(splitter) => splitter
                 .feed(data, |element| {
-                    on_item(Item::Event(Event {
+                    let event = Event {
                         name: b"",
                         data: element,
-                    }))
+                        start: 0,
+                    };
+                    on_item(Item::Event(event), false)
                 })
                 .map_err(Cause::Array),
         };
@@ -387,7 +410,10 @@ impl Track {
         if let Err(cause) = scanned {
             tally.stop.get_or_insert(cause);
         }
-        tally.stop.take()
+        if let Some(at) = error_at {
+            self.withheld += (data.len() - at) as u64;
+        }
+        (self.tally.stop.take(), error_at)
     }
 
     /// The next instant a bound expires, and which bound it is. Only
@@ -570,7 +596,7 @@ impl Track {
         if content {
             let mut delivered = Interrupted::default();
             delivered.content_events = self.tally.content_events;
-            delivered.bytes = self.bytes;
+            delivered.bytes = self.bytes - self.withheld;
             delivered.delivered_text = self.tally.text.take();
             delivered.text_capped = self.tally.text_capped;
             delivered.cause = underlying;
@@ -785,9 +811,18 @@ where
         match this.body.poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 let now = Instant::now();
-                let mut stop = match frame.data_ref() {
+                let (mut stop, error_at) = match frame.data_ref() {
                     Some(data) => this.track.feed(data, now),
-                    None => None,
+                    None => (None, None),
+                };
+                let frame = match error_at {
+                    None => frame,
+                    // Nothing before the error event in this frame.
+                    Some(0) if let Some(cause) = stop => return Poll::Ready(Step::Fail(cause)),
+                    Some(at) => match frame.into_data() {
+                        Ok(data) => Frame::data(data.slice(..at)),
+                        Err(frame) => frame,
+                    },
                 };
                 // A body that is always ready never lets the timer fire:
                 // check the bound here too.

@@ -202,6 +202,7 @@ mod tests {
         let item = Item::Event(Event {
             name: b"",
             data: data.as_bytes(),
+            start: 0,
         });
         matches!(decoder.decode(item), Signal::Content { .. })
     }
