@@ -200,12 +200,11 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// would be dispatched as a broken one (an SDK parses its data first, and
 /// raises that parse error instead of seawall's).
 ///
-/// A provider's own in-stream error event (an `event: error`, or data
-/// that is a JSON object whose first member is `error`, or whose `type`
-/// is `error`) is held back until the next event: when the stream then
-/// fails, as it does, seawall's event replaces it (its message quotes the
-/// provider's, scrubbed of keys), so the client reads exactly one error,
-/// carrying seawall's code. Any other event releases it unchanged.
+/// A provider's own in-stream error event never reaches the relay: the
+/// stream guard, which decides that the body is an event stream, hands on
+/// no error event (its failure carries what the provider said), so seawall's
+/// event, quoting the provider's message scrubbed of keys, is the one error
+/// the client reads.
 ///
 /// An event stream's frames leave in batches when the upstream has several
 /// ready at once (see `GATHER_TURNS`); their bytes and order are kept.
@@ -228,8 +227,6 @@ pub(crate) struct Relay {
     patience: u8,
     /// Sending the queue; read on once it is empty.
     emitting: bool,
-    /// A provider error event, waiting to see how the stream ends.
-    held: Option<Bytes>,
     tracker: Tracker,
     redactor: Arc<Redactor>,
     done: bool,
@@ -282,59 +279,6 @@ impl Lines {
     }
 }
 
-/// Whether a complete `event` is the provider's own error event: named
-/// `error`, or with data that is a JSON object starting with an `error`
-/// member, or with `"type": "error"` first (OpenAI's and Anthropic's
-/// shapes). A field's value may follow its colon with or without a
-/// space; quotes and line ends inside JSON strings are escaped, so a line
-/// start is a field.
-fn is_error_event(event: &[u8]) -> bool {
-    // Only the start of each line is read: the lines are found a vector
-    // at a time, not byte by byte (this runs on every event relayed).
-    let mut rest = event;
-    loop {
-        let end = memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
-        let line = &rest[..end];
-        let error = match (field(line, b"event"), field(line, b"data")) {
-            (Some(name), _) => name == b"error",
-            (_, Some(data)) => error_object(data),
-            _ => false,
-        };
-        if error {
-            return true;
-        }
-        match rest.get(end + 1..) {
-            Some(next) => rest = next,
-            None => return false,
-        }
-    }
-}
-
-/// The value of `line` when it is the field `name` (its colon, then one
-/// optional space).
-fn field<'a>(line: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
-    let value = line.strip_prefix(name)?.strip_prefix(b":")?;
-    Some(value.strip_prefix(b" ").unwrap_or(value))
-}
-
-/// A JSON object whose first member is `"error"`, or `"type": "error"`.
-fn error_object(json: &[u8]) -> bool {
-    let Some(rest) = json.trim_ascii_start().strip_prefix(b"{") else {
-        return false;
-    };
-    let rest = rest.trim_ascii_start();
-    if rest.starts_with(b"\"error\"") {
-        return true;
-    }
-    let Some(rest) = rest.strip_prefix(b"\"type\"") else {
-        return false;
-    };
-    let Some(rest) = rest.trim_ascii_start().strip_prefix(b":") else {
-        return false;
-    };
-    rest.trim_ascii_start().starts_with(b"\"error\"")
-}
-
 impl Relay {
     pub(crate) fn new(
         inner: UpstreamBody,
@@ -353,7 +297,6 @@ impl Relay {
             queue: VecDeque::new(),
             patience: 0,
             emitting: false,
-            held: None,
             tracker,
             redactor,
             done: false,
@@ -380,53 +323,30 @@ impl Relay {
         self.queue.len() >= BATCH_FRAMES || bytes >= BATCH_BYTES
     }
 
-    /// Sends the held provider error event after all: the stream went on.
-    fn release(&mut self) {
-        if let Some(held) = self.held.take() {
-            self.send(held);
-        }
-    }
-
     /// Queues the complete events of `data` (a run of them as one slice of
-    /// it), holding back a provider error event and keeping an unfinished
-    /// event's start for the frame that ends it.
+    /// it), keeping an unfinished event's start for the frame that ends it.
     fn pass(&mut self, data: Bytes) {
         if !self.sse {
             return self.send(data);
         }
         let mut from = 0;
-        // Complete events of `data` not queued yet.
-        let mut run = 0..0;
+        let mut sent = 0;
         while let Some(end) = self.lines.next_event_end(&data, from) {
-            // Another event came: a held error event was not the end.
-            self.release();
-            let joined = (!self.partial.is_empty()).then(|| {
+            if !self.partial.is_empty() {
+                // The event begun in an earlier frame ends here.
                 self.partial.extend_from_slice(&data[from..end]);
-                self.partial.split().freeze()
-            });
-            let event = joined.as_deref().unwrap_or(&data[from..end]);
-            if is_error_event(event) {
-                self.send(data.slice(run.clone()));
-                run = end..end;
-                self.held = Some(joined.unwrap_or_else(|| data.slice(from..end)));
-            } else if let Some(joined) = joined {
+                let joined = self.partial.split().freeze();
                 self.send(joined);
-                run = end..end;
-            } else {
-                if run.is_empty() {
-                    run.start = from;
-                }
-                run.end = end;
+                sent = end;
             }
             from = end;
         }
-        self.send(data.slice(run));
+        self.send(data.slice(sent..from));
         self.partial.extend_from_slice(&data[from..]);
     }
 
-    /// The stream ended well: what is held and kept goes, unchanged.
+    /// The stream ended well: what is kept goes, unchanged.
     fn flush(&mut self) {
-        self.release();
         let rest = self.partial.split().freeze();
         self.send(rest);
     }
@@ -487,9 +407,7 @@ impl Body for Relay {
                 Poll::Ready(Some(Err(err))) => {
                     this.done = true;
                     if this.sse {
-                        // The held provider event, if any, is replaced; an
-                        // event cut in half is dropped.
-                        this.held = None;
+                        // An event cut in half is dropped.
                         this.partial.clear();
                         let event = this.final_event(&err);
                         this.queue.push_back(Frame::data(event));
@@ -685,37 +603,6 @@ mod tests {
         assert_eq!(seen[seen.len() - 2], "data: d", "{seen:?}");
     }
 
-    /// The provider's error event is replaced by seawall's whatever its
-    /// line ends and wherever the frames split it; an event after it
-    /// releases it unchanged.
-    #[test]
-    fn a_provider_error_event_is_replaced_however_it_comes() {
-        for script in [
-            &[
-                Some("data: a\n\n"),
-                Some("data: {\"e"),
-                Some("rror\":{}}\n\n"),
-                Some("!"),
-            ][..],
-            &[
-                Some("event: ping\r\ndata: {}\r\n\r\n"),
-                Some("event: error\r\ndata: {\"type\":\"error\"}\r\n\r\n"),
-                Some("!"),
-            ],
-            &[Some("event:error\ndata:{}\n\n"), Some("!")],
-        ] {
-            let seen = polls(relay(true, script)).concat();
-            assert_eq!(seen.matches("error").count(), 1, "{seen:?}");
-            assert!(seen.contains("upstream reset"), "{seen:?}");
-            assert!(seen.ends_with("\n\nend"), "{seen:?}");
-        }
-        let seen = polls(relay(
-            true,
-            &[Some("data: {\"error\":{}}\n\n"), Some("data: b\n\n")],
-        ));
-        assert_eq!(seen.concat(), "data: {\"error\":{}}\n\ndata: b\n\nend");
-    }
-
     #[test]
     fn a_unary_body_is_not_held() {
         let seen = polls(relay(false, &[Some("{"), None, Some("}")]));
@@ -744,28 +631,5 @@ mod tests {
         assert_eq!(ends(&["data: a\n", "\n"]), [(1, 1)]);
         // A CRLF's LF ends no second line.
         assert!(ends(&["data: a\r\ndata: b\r\n"]).is_empty());
-    }
-
-    #[test]
-    fn provider_error_events_are_known_by_their_fields() {
-        for event in [
-            "data: {\"error\":{}}\n\n",
-            "data:{ \"error\" : 1}\r\n\r\n",
-            "event: error\ndata: {}\n\n",
-            "event:error\rdata: {}\r\r",
-            "data: {\"type\": \"error\", \"error\": {}}\n\n",
-        ] {
-            assert!(is_error_event(event.as_bytes()), "{event:?}");
-        }
-        for event in [
-            "data: {\"choices\":[],\"error\":1}\n\n",
-            r#"data: {"delta":"data: {\"error\""}"#,
-            "event: ping\ndata: {}\n\n",
-            "event: errors\n\n",
-            ": error\n\n",
-            "data: [\"error\"]\n\n",
-        ] {
-            assert!(!is_error_event(event.as_bytes()), "{event:?}");
-        }
     }
 }
