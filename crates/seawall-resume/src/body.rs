@@ -83,12 +83,6 @@ enum Segment {
     Fixing,
 }
 
-/// A result read ahead of the frame being passed on.
-enum Peek {
-    Data(Bytes),
-    Item(Option<Result<Frame<Bytes>, BoxError>>),
-}
-
 enum Phase<F, B> {
     Live,
     Ready(Option<Box<Request<ResumeRequestBody<B>>>>),
@@ -117,8 +111,6 @@ where
     /// The start of an event cut by a frame boundary.
     partial: BytesMut,
     out: VecDeque<Bytes>,
-    /// What the body yielded right after the last frame, read ahead.
-    peeked: Option<Peek>,
     /// The last frame passed on, kept where continuations must be
     /// renumbered (Anthropic, Responses).
     tail: Option<Bytes>,
@@ -176,7 +168,6 @@ where
                 segment: Segment::Pass,
                 partial: BytesMut::new(),
                 out: VecDeque::new(),
-                peeked: None,
                 tail: None,
                 fix: None,
                 phase: Phase::Live,
@@ -213,56 +204,20 @@ where
                         self.phase = Phase::Done;
                         continue;
                     };
-                    let data = match self.peeked.take() {
-                        Some(Peek::Data(data)) => data,
-                        Some(Peek::Item(item)) => {
-                            match item {
-                                None => self.on_end(),
-                                Some(Err(error)) => self.on_error(error),
-                                Some(Ok(frame)) => return Poll::Ready(Some(Ok(frame))),
-                            }
+                    let data = match ready!(body.as_mut().poll_frame(cx)) {
+                        Some(Ok(frame)) => match frame.into_data() {
+                            Ok(data) => data,
+                            Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                        },
+                        None => {
+                            self.on_end();
                             continue;
                         }
-                        None => match ready!(body.as_mut().poll_frame(cx)) {
-                            Some(Ok(frame)) => match frame.into_data() {
-                                Ok(data) => data,
-                                Err(frame) => return Poll::Ready(Some(Ok(frame))),
-                            },
-                            None => {
-                                self.on_end();
-                                continue;
-                            }
-                            Some(Err(error)) => {
-                                self.on_error(error.into());
-                                continue;
-                            }
-                        },
-                    };
-                    // A stream that fails after this frame fails at once:
-                    // look, so an error event in it is never shown before a
-                    // continuation.
-                    if let Poll::Ready(next) = body.as_mut().poll_frame(cx) {
-                        self.peeked = Some(match next {
-                            Some(Ok(frame)) => match frame.into_data() {
-                                Ok(data) => Peek::Data(data),
-                                Err(frame) => Peek::Item(Some(Ok(frame))),
-                            },
-                            other => Peek::Item(other.map(|r| r.map_err(Into::into))),
-                        });
-                    }
-                    if let Some(Peek::Item(Some(Err(_)))) = &self.peeked {
-                        let Some(Peek::Item(Some(Err(error)))) = self.peeked.take() else {
-                            unreachable!("just matched");
-                        };
-                        let resumes = self.check(&error).is_ok();
-                        self.peeked = Some(Peek::Item(Some(Err(error))));
-                        if resumes {
-                            self.push_until_error(data);
-                        } else {
-                            self.push(data);
+                        Some(Err(error)) => {
+                            self.on_error(error.into());
+                            continue;
                         }
-                        continue;
-                    }
+                    };
                     // The common frame: whole events, passed on as they came.
                     if matches!(self.segment, Segment::Pass)
                         && self.partial.is_empty()
@@ -346,20 +301,6 @@ where
         }
     }
 
-    /// The events of `data` before the in-stream error that ends it.
-    fn push_until_error(&mut self, data: Bytes) {
-        self.partial.extend_from_slice(&data);
-        let all = self.partial.split().freeze();
-        let (events, _) = split_events(&all);
-        for event in events {
-            if classify(self.protocol, &event) == Kind::Error {
-                break;
-            }
-            self.push(event);
-        }
-        self.partial.clear();
-    }
-
     /// A continuation's events: preamble dropped, head held until aligned.
     fn push_spliced(&mut self, data: Bytes) {
         self.partial.extend_from_slice(&data);
@@ -396,7 +337,7 @@ where
                         let event = self.fixed(event);
                         self.out.push_back(event);
                     }
-                    Kind::Error | Kind::Other => {}
+                    Kind::Other => {}
                 },
                 Segment::Aligning { .. } => {
                     let kind = classify(self.protocol, &event);
@@ -753,7 +694,6 @@ where
             trimmed_chars: 0,
         });
         self.body = None;
-        self.peeked = None;
         self.phase = Phase::Ready(Some(Box::new(request)));
     }
 
@@ -775,7 +715,6 @@ where
         self.segment = Segment::Preamble;
         self.trimmed = 0;
         self.partial.clear();
-        self.peeked = None;
         self.phase = Phase::Live;
     }
 

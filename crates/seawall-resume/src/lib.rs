@@ -43,7 +43,8 @@
 //! Splicing happens in the caller's wire format, event by event: the
 //! layer passes only complete events (an event cut by a frame boundary is
 //! held until its end, so a cut in the middle of an event shows nothing of
-//! it), drops an in-stream error event when it resumes, drops the
+//! it; the provider's own error event never comes: the guard hands none
+//! on), drops the
 //! continuation's preamble (OpenAI's role chunk, Anthropic's
 //! `message_start`, `content_block_start` and `ping`, the Responses API's
 //! `response.created` … `content_part.added`, anything before the first
@@ -126,8 +127,7 @@
 //!
 //! On a healthy stream the layer passes each frame on as it came (a
 //! reference-count move, no copy, no allocation per frame), after one
-//! check that it ends an event and one extra poll of the inner body to see
-//! whether it fails right after. Per response it boxes its state once and
+//! check that it ends an event. Per response it boxes its state once and
 //! keeps the request's recording (`Bytes` handles).
 //!
 //! tracing: debug events on target `seawall::resume`, and one span per

@@ -74,8 +74,6 @@ pub(crate) enum Kind {
     /// Content: its text (`None` for a tool-call delta), and whether it
     /// carries the finish.
     Content { text: Option<String>, finish: bool },
-    /// The in-stream error that ended the stream.
-    Error,
     /// A finish or done marker without content.
     End,
     /// Anything else: role deltas, block starts, pings, usage, comments.
@@ -93,7 +91,6 @@ pub(crate) fn classify(protocol: Provider, raw: &[u8]) -> Kind {
                 text: text.map(|t| t.into_owned()),
                 finish: finish.is_some(),
             },
-            Signal::Error(_) => Kind::Error,
             Signal::Finish(_) | Signal::Done => Kind::End,
             _ => Kind::Other,
         };
@@ -719,7 +716,5 @@ mod tests {
         let gemini = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" w4\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}\r\n\r\n";
         let rewritten = rewrite(Provider::Gemini, gemini, "").unwrap();
         assert_eq!(classify(Provider::Gemini, &rewritten), Kind::End);
-        let error = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
-        assert_eq!(classify(Provider::Anthropic, error), Kind::Error);
     }
 }
