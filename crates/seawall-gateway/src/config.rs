@@ -52,7 +52,7 @@ pub const ANY_MODEL: &str = "*";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Wire {
-    /// OpenAI chat completions: `POST /v1/chat/completions`.
+    /// OpenAI: `POST /v1/chat/completions` and `POST /v1/responses`.
     #[serde(rename = "openai")]
     OpenAi,
     /// Anthropic messages: `POST /v1/messages`.
@@ -68,19 +68,55 @@ impl Wire {
         }
     }
 
-    /// The path this wire format is served at, here and upstream.
-    pub fn path(self) -> &'static str {
+    /// The endpoints this wire format's routes serve.
+    pub fn endpoints(self) -> &'static [Endpoint] {
         match self {
-            Wire::OpenAi => "/v1/chat/completions",
-            Wire::Anthropic => "/v1/messages",
+            Wire::OpenAi => &[Endpoint::ChatCompletions, Endpoint::Responses],
+            Wire::Anthropic => &[Endpoint::Messages],
+        }
+    }
+}
+
+/// A generation endpoint the gateway serves, at the same path upstream.
+///
+/// A route speaks one [`Wire`] (its authentication, its error shapes); an
+/// OpenAI route serves both of OpenAI's generation endpoints, so one route
+/// and one model list answer chat completions and the Responses API alike
+/// (each with a stack of its own: the answers differ in shape).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `POST /v1/chat/completions` (OpenAI wire).
+    ChatCompletions,
+    /// `POST /v1/responses`: OpenAI's Responses API (OpenAI wire).
+    Responses,
+    /// `POST /v1/messages` (Anthropic wire).
+    Messages,
+}
+
+impl Endpoint {
+    /// The wire format whose routes serve it.
+    pub fn wire(self) -> Wire {
+        match self {
+            Endpoint::ChatCompletions | Endpoint::Responses => Wire::OpenAi,
+            Endpoint::Messages => Wire::Anthropic,
         }
     }
 
-    /// The provider whose errors and streams this wire format carries.
+    /// Its path, here and upstream.
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::ChatCompletions => "/v1/chat/completions",
+            Endpoint::Responses => "/v1/responses",
+            Endpoint::Messages => "/v1/messages",
+        }
+    }
+
+    /// The provider whose answers, errors and streams it carries.
     pub fn provider(self) -> Provider {
         match self {
-            Wire::OpenAi => Provider::OpenAi,
-            Wire::Anthropic => Provider::Anthropic,
+            Endpoint::ChatCompletions => Provider::OpenAi,
+            Endpoint::Responses => Provider::OpenAiResponses,
+            Endpoint::Messages => Provider::Anthropic,
         }
     }
 }

@@ -18,7 +18,7 @@ use seawall::stream::StreamReportHandle;
 use seawall_internal::json::RequestMembers;
 use tower::ServiceExt;
 
-use crate::config::{ANY_MODEL, Config, Wire};
+use crate::config::{ANY_MODEL, Config, Endpoint, Wire};
 use crate::relay::{Counters, End, Relay, Stats, Tracker, describe};
 use crate::secret::{Redactor, Secret};
 use crate::upstream::{ClientCall, Shared, Target, Upstream};
@@ -70,7 +70,17 @@ pub enum GatewayError {
 struct Model {
     wire: Wire,
     primary: Arc<Target>,
-    service: Upstream,
+    /// One stack per endpoint of the wire, in [`Wire::endpoints`] order.
+    services: Vec<(Endpoint, Upstream)>,
+}
+
+impl Model {
+    fn service(&self, endpoint: Endpoint) -> Option<&Upstream> {
+        self.services
+            .iter()
+            .find(|(served, _)| *served == endpoint)
+            .map(|(_, service)| service)
+    }
 }
 
 struct Inner {
@@ -189,7 +199,12 @@ impl Gateway {
             let model = Model {
                 wire: primary.wire,
                 primary: Arc::clone(primary),
-                service: shared.model(primary, &fallbacks),
+                services: primary
+                    .wire
+                    .endpoints()
+                    .iter()
+                    .map(|&endpoint| (endpoint, shared.model(endpoint, primary, &fallbacks)))
+                    .collect(),
             };
             if name == ANY_MODEL {
                 any = Some(model);
@@ -219,14 +234,15 @@ impl Gateway {
         self.inner.counters.snapshot()
     }
 
-    /// The axum app: `POST /v1/chat/completions`, `POST /v1/messages`,
-    /// `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
+    /// The axum app: `POST /v1/chat/completions`, `POST /v1/responses`,
+    /// `POST /v1/messages`, `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
     /// `seawall::core::metric_names`). Serve it with [`Gateway::serve`], or nest it in an
     /// app of your own.
     pub fn router(&self) -> Router {
         Router::new()
-            .route("/v1/chat/completions", post(openai))
-            .route("/v1/messages", post(anthropic))
+            .route(Endpoint::ChatCompletions.path(), post(chat_completions))
+            .route(Endpoint::Responses.path(), post(responses))
+            .route(Endpoint::Messages.path(), post(messages))
             .route("/healthz", get(health))
             .route("/metrics", get(metrics_text))
             // axum's default is 2 MB; the gateway's own cap rules (and is
@@ -235,8 +251,9 @@ impl Gateway {
             .with_state(self.clone())
     }
 
-    async fn handle(&self, wire: Wire, request: Request) -> Response {
+    async fn handle(&self, endpoint: Endpoint, request: Request) -> Response {
         let inner = &*self.inner;
+        let wire = endpoint.wire();
         let (parts, body) = request.into_parts();
         let refuse = |status, code, message: String| {
             inner.counters.refused();
@@ -344,7 +361,8 @@ impl Gateway {
                 format!("no route serves model `{}`", excerpt(&model_name)),
             );
         };
-        if model.wire != wire {
+        let Some(service) = model.service(endpoint) else {
+            let paths: Vec<_> = model.wire.endpoints().iter().map(|e| e.path()).collect();
             return refuse(
                 StatusCode::BAD_REQUEST,
                 Code::BadRequest,
@@ -352,11 +370,12 @@ impl Gateway {
                     "model `{}` is served over the {} wire format: call {}",
                     excerpt(&model_name),
                     model.wire.as_str(),
-                    model.wire.path()
+                    paths.join(" or ")
                 ),
             );
-        }
+        };
         let call = Arc::new(ClientCall {
+            endpoint,
             body: bytes,
             model_span,
             headers: ClientCall::forwarded_headers(&parts.headers),
@@ -376,7 +395,7 @@ impl Gateway {
         // If the client goes away, hyper drops this future (or, once
         // answering, the body): the upstream call is dropped with it and
         // the tracker counts `cancelled`.
-        match model.service.clone().oneshot(upstream).await {
+        match service.clone().oneshot(upstream).await {
             Ok(response) => {
                 let (mut head, body) = response.into_parts();
                 let attempts = head
@@ -401,7 +420,7 @@ impl Gateway {
                     head.headers.insert(SERVED_BY_HEADER, value);
                 }
                 head.extensions = http::Extensions::new();
-                let relay = Relay::new(body, wire, sse, tracker, Arc::clone(&inner.redactor));
+                let relay = Relay::new(body, endpoint, sse, tracker, Arc::clone(&inner.redactor));
                 Response::from_parts(head, Body::new(relay))
             }
             Err(err) => {
@@ -543,12 +562,16 @@ fn strip_upstream_headers(headers: &mut HeaderMap) {
     }
 }
 
-async fn openai(State(gateway): State<Gateway>, request: Request) -> Response {
-    gateway.handle(Wire::OpenAi, request).await
+async fn chat_completions(State(gateway): State<Gateway>, request: Request) -> Response {
+    gateway.handle(Endpoint::ChatCompletions, request).await
 }
 
-async fn anthropic(State(gateway): State<Gateway>, request: Request) -> Response {
-    gateway.handle(Wire::Anthropic, request).await
+async fn responses(State(gateway): State<Gateway>, request: Request) -> Response {
+    gateway.handle(Endpoint::Responses, request).await
+}
+
+async fn messages(State(gateway): State<Gateway>, request: Request) -> Response {
+    gateway.handle(Endpoint::Messages, request).await
 }
 
 async fn health(State(gateway): State<Gateway>) -> Response {

@@ -2,8 +2,9 @@
 //! call through the seawall stack — the reference axum integration.
 //!
 //! Point an SDK's base URL at the gateway; it answers
-//! `POST /v1/chat/completions` (OpenAI wire) and `POST /v1/messages`
-//! (Anthropic wire), unary and `"stream": true`, and `GET /healthz`. Each
+//! `POST /v1/chat/completions` and `POST /v1/responses` (OpenAI wire) and
+//! `POST /v1/messages` (Anthropic wire), unary and `"stream": true`, and
+//! `GET /healthz`. Each
 //! model maps to an ordered list of routes ([`Config`]); the first is the
 //! primary, the others its fallback chain, in order. One
 //! [`seawall::stack::Stack`] per model is built at start-up and cloned per
@@ -59,7 +60,7 @@ mod upstream;
 mod wire_error;
 
 pub use args::GatewayArgs;
-pub use config::{Config, ConfigError, Preset, RouteConfig, StackPolicy, Wire};
+pub use config::{Config, ConfigError, Endpoint, Preset, RouteConfig, StackPolicy, Wire};
 pub use gateway::{Gateway, GatewayError, MIN_KEY_LEN, MIN_TOKEN_LEN, TOKEN_HEADER};
 pub use relay::Stats;
 pub use server::{listeners, run, shutdown_signal};

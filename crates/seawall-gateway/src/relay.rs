@@ -16,7 +16,7 @@ use memchr::memchr2;
 use seawall::core::{BoxError, Code, Failure};
 use seawall_internal::millis;
 
-use crate::config::Wire;
+use crate::config::{Endpoint, Wire};
 use crate::secret::Redactor;
 use crate::upstream::UpstreamBody;
 use crate::wire_error::WireError;
@@ -210,7 +210,7 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// ready at once (see `GATHER_TURNS`); their bytes and order are kept.
 pub(crate) struct Relay {
     inner: UpstreamBody,
-    wire: Wire,
+    endpoint: Endpoint,
     /// An event stream: failures end it with an event. Otherwise (a unary
     /// JSON body) a failure aborts the response.
     sse: bool,
@@ -220,6 +220,9 @@ pub(crate) struct Relay {
     partial: BytesMut,
     /// The last byte sent: a CR may still be waiting for its LF.
     last: u8,
+    /// The last run of events sent, kept for a Responses API stream: its
+    /// last `sequence_number` numbers seawall's final event.
+    last_run: Bytes,
     /// Frames ready to go, in order.
     queue: VecDeque<Frame<Bytes>>,
     /// Turns the relay still gives the upstream's connection before it
@@ -279,21 +282,42 @@ impl Lines {
     }
 }
 
+/// The number after the last `"sequence_number"` in `events` (0 when
+/// none is there): the Responses API numbers its events from 0, one by
+/// one.
+fn next_sequence_number(events: &[u8]) -> u64 {
+    const KEY: &[u8] = b"\"sequence_number\"";
+    let Some(at) = memchr::memmem::rfind(events, KEY) else {
+        return 0;
+    };
+    let rest = events[at + KEY.len()..].trim_ascii_start();
+    let Some(rest) = rest.strip_prefix(b":") else {
+        return 0;
+    };
+    let rest = rest.trim_ascii_start();
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&rest[..digits])
+        .ok()
+        .and_then(|n| n.parse::<u64>().ok())
+        .map_or(0, |n| n.saturating_add(1))
+}
+
 impl Relay {
     pub(crate) fn new(
         inner: UpstreamBody,
-        wire: Wire,
+        endpoint: Endpoint,
         sse: bool,
         tracker: Tracker,
         redactor: Arc<Redactor>,
     ) -> Relay {
         Relay {
             inner,
-            wire,
+            endpoint,
             sse,
             lines: Lines::default(),
             partial: BytesMut::new(),
             last: b'\n',
+            last_run: Bytes::new(),
             queue: VecDeque::new(),
             patience: 0,
             emitting: false,
@@ -307,6 +331,9 @@ impl Relay {
     fn send(&mut self, data: Bytes) {
         if let Some(&last) = data.last() {
             self.last = last;
+            if self.endpoint == Endpoint::Responses {
+                self.last_run = data.clone();
+            }
             self.queue.push_back(Frame::data(data));
         }
     }
@@ -356,7 +383,7 @@ impl Relay {
         let message = describe(failure, err, &self.redactor);
         let code = failure.map_or(Code::StreamInterrupted, Failure::code);
         let error = WireError::gateway(StatusCode::BAD_GATEWAY, code, message);
-        let event = error.event(self.wire);
+        let event = error.event(self.endpoint, next_sequence_number(&self.last_run));
         let mut out = BytesMut::with_capacity(event.len() + 1);
         // What was sent ends an event; one ended by a CR gets its LF, for
         // clients that read lines by LF.
@@ -483,7 +510,13 @@ mod tests {
     fn relay(sse: bool, script: &[Option<&'static str>]) -> Relay {
         let inner = Script(script.iter().copied().collect()).boxed_unsync();
         let tracker = Tracker::new(Arc::default(), "m", Wire::OpenAi, sse);
-        Relay::new(inner, Wire::OpenAi, sse, tracker, Arc::default())
+        Relay::new(
+            inner,
+            Endpoint::ChatCompletions,
+            sse,
+            tracker,
+            Arc::default(),
+        )
     }
 
     struct Count(AtomicU64);
@@ -601,6 +634,14 @@ mod tests {
         );
         assert!(seen.contains(&"data: a\n\n".to_owned()), "{seen:?}");
         assert_eq!(seen[seen.len() - 2], "data: d", "{seen:?}");
+    }
+
+    #[test]
+    fn the_final_responses_event_takes_the_next_number() {
+        let events = b"event: a\ndata: {\"sequence_number\":3}\n\nevent: b\ndata: {\"type\":\"b\",\"sequence_number\" : 41}\n\n";
+        assert_eq!(next_sequence_number(events), 42);
+        assert_eq!(next_sequence_number(b"data: {}\n\n"), 0);
+        assert_eq!(next_sequence_number(b"\"sequence_number\":x"), 0);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use thread_local::ThreadLocal;
 use tower::ServiceBuilder;
 use tower::util::BoxCloneSyncService;
 
-use crate::config::{Preset, RouteConfig, StackPolicy, Wire};
+use crate::config::{Endpoint, Preset, RouteConfig, StackPolicy, Wire};
 use crate::secret::Secret;
 
 /// The body the gateway hands the client: the provider's bytes as they came.
@@ -132,6 +132,8 @@ const FORWARDED: &[&str] = &[
 /// What the client sent, kept so each route builds its own request from it.
 #[derive(Debug)]
 pub(crate) struct ClientCall {
+    /// The endpoint it called: each route is called at the same one.
+    pub endpoint: Endpoint,
     /// The request body, as received.
     pub body: Bytes,
     /// Where the model's name stands in `body`, quotes right around it
@@ -211,7 +213,7 @@ impl Target {
             Some(model) => call.body_naming(model)?,
             None => call.body.clone(),
         };
-        let mut request = http::Request::post(format!("{}{}", self.base, self.wire.path()))
+        let mut request = http::Request::post(format!("{}{}", self.base, call.endpoint.path()))
             .body(Full::new(body))?;
         let headers = request.headers_mut();
         headers.extend(call.headers.clone());
@@ -336,10 +338,15 @@ impl Shared {
             .budget(self.budget.clone())
     }
 
-    /// One model's service: the primary's ladder, then its fallbacks in
-    /// order, one attempt each.
-    pub(crate) fn model(&self, primary: &Arc<Target>, fallbacks: &[Arc<Target>]) -> Upstream {
-        let classify = ClassifyLayer::for_provider(primary.wire.provider());
+    /// One model's service at `endpoint`: the primary's ladder, then its
+    /// fallbacks in order, one attempt each.
+    pub(crate) fn model(
+        &self,
+        endpoint: Endpoint,
+        primary: &Arc<Target>,
+        fallbacks: &[Arc<Target>],
+    ) -> Upstream {
+        let classify = ClassifyLayer::for_provider(endpoint.provider());
         let stack = self.stack(primary.preset);
         if fallbacks.is_empty() {
             return boxed(stack.build(&classify, self.client.clone()));
@@ -386,9 +393,9 @@ fn rebuild(
                 request.map(ReplayBody::once)
             }
             // Not reached: the gateway always attaches the call. Send the
-            // primary's body to this route.
+            // primary's body to this route, at the same endpoint.
             _ => {
-                parts.uri = format!("{}{}", target.base, target.wire.path())
+                parts.uri = format!("{}{}", target.base, parts.uri.path())
                     .parse()
                     .unwrap_or(parts.uri);
                 parts.headers.remove(http::header::AUTHORIZATION);
@@ -432,6 +439,7 @@ mod tests {
         );
         let body = Bytes::from_static(br#"{"model":"m","stream":true}"#);
         ClientCall {
+            endpoint: Endpoint::ChatCompletions,
             model_span: span_of(&body),
             body,
             headers: ClientCall::forwarded_headers(&client_headers),
@@ -458,6 +466,7 @@ mod tests {
     fn a_renamed_body_keeps_every_other_byte() {
         let renamed = |body: &'static str, model: &str| {
             let call = ClientCall {
+                endpoint: Endpoint::ChatCompletions,
                 body: Bytes::from_static(body.as_bytes()),
                 model_span: span_of(body.as_bytes()),
                 headers: HeaderMap::new(),
@@ -532,9 +541,11 @@ mod tests {
             &route(Wire::Anthropic, Some("K"), None),
             Some(Secret::new("sk-route-key".into())),
         );
-        let request = target
-            .request(&call(Some(("x-api-key", "sk-client"))))
-            .unwrap();
+        let call = ClientCall {
+            endpoint: Endpoint::Messages,
+            ..call(Some(("x-api-key", "sk-client")))
+        };
+        let request = target.request(&call).unwrap();
         assert_eq!(request.uri(), "https://api.example.com/v1/messages");
         let headers = request.headers();
         assert_eq!(headers["x-api-key"], "sk-route-key");

@@ -12,7 +12,7 @@ fn quote(text: &str) -> String {
     serde_json::Value::from(text).to_string()
 }
 
-use crate::config::Wire;
+use crate::config::{Endpoint, Wire};
 
 /// The header naming the seawall code of a failure.
 pub const CODE_HEADER: &str = "x-seawall-code";
@@ -95,12 +95,28 @@ impl WireError {
         }
     }
 
-    /// The final SSE event that ends an interrupted stream.
-    pub(crate) fn event(&self, wire: Wire) -> Bytes {
-        let data = self.json(wire);
-        Bytes::from(match wire {
-            Wire::OpenAi => format!("data: {data}\n\n"),
-            Wire::Anthropic => format!("event: error\ndata: {data}\n\n"),
+    /// The final SSE event that ends a stream of `endpoint` interrupted
+    /// after content; a Responses API stream's next event number is
+    /// `sequence_number`.
+    ///
+    /// The Responses API's is its documented `error` event (`code`,
+    /// `message`, `param`, `sequence_number`: what async-openai reads), with
+    /// the error also nested under `error`, as OpenAI's own production
+    /// streams send it (what the Python SDK raises on).
+    pub(crate) fn event(&self, endpoint: Endpoint, sequence_number: u64) -> Bytes {
+        let data = self.json(endpoint.wire());
+        Bytes::from(match endpoint {
+            Endpoint::ChatCompletions => format!("data: {data}\n\n"),
+            Endpoint::Messages => format!("event: error\ndata: {data}\n\n"),
+            Endpoint::Responses => {
+                let (code, message) = (quote(self.code), quote(&self.message));
+                format!(
+                    "event: error\ndata: {{\"type\":\"error\",\"code\":{code},\"message\":{message},\
+                     \"param\":null,\"sequence_number\":{sequence_number},\"error\":{{\"type\":{},\
+                     \"code\":{code},\"message\":{message},\"param\":null}}}}\n\n",
+                    quote(self.class)
+                )
+            }
         })
     }
 
@@ -144,17 +160,27 @@ mod tests {
     fn shapes() {
         let error = WireError::gateway(StatusCode::BAD_GATEWAY, Code::StreamInterrupted, "cut");
         assert_eq!(
-            error.event(Wire::OpenAi),
+            error.event(Endpoint::ChatCompletions, 0),
             r#"data: {"error":{"message":"cut","type":"transient","code":"stream_interrupted"}}
 
 "#
         );
         assert_eq!(
-            error.event(Wire::Anthropic),
+            error.event(Endpoint::Messages, 0),
             r#"event: error
 data: {"type":"error","error":{"type":"stream_interrupted","message":"cut"}}
 
 "#
+        );
+        assert_eq!(
+            error.event(Endpoint::Responses, 7),
+            concat!(
+                "event: error\n",
+                r#"data: {"type":"error","code":"stream_interrupted","message":"cut","param":null,"#,
+                r#""sequence_number":7,"error":{"type":"transient","code":"stream_interrupted","#,
+                r#""message":"cut","param":null}}"#,
+                "\n\n"
+            )
         );
     }
 }

@@ -14,6 +14,9 @@ use seawall_reqwest::async_openai::config::OpenAIConfig;
 use seawall_reqwest::async_openai::types::chat::{
     ChatCompletionRequestUserMessage, CreateChatCompletionRequest, CreateChatCompletionRequestArgs,
 };
+use seawall_reqwest::async_openai::types::responses::{
+    CreateResponse, CreateResponseArgs, ResponseStreamEvent,
+};
 
 fn sdk(gateway: &Running) -> Client<OpenAIConfig> {
     let config = OpenAIConfig::new()
@@ -91,4 +94,130 @@ async fn a_stream_broken_after_content_is_an_error_in_the_sdk() {
         1,
         "nothing is sent again after content"
     );
+}
+
+fn ask_responses() -> CreateResponse {
+    CreateResponseArgs::default()
+        .model("gpt-x")
+        .input("count")
+        .build()
+        .unwrap()
+}
+
+/// What async-openai read of a Responses API stream through the gateway.
+#[derive(Debug, Default)]
+struct ReadResponses {
+    text: String,
+    completed: bool,
+    sequence: Vec<u64>,
+    /// The stream's `error` event: its code and number.
+    error_event: Option<(Option<String>, u64)>,
+    /// The SDK's own error, if it raised one.
+    error: Option<String>,
+}
+
+async fn read_responses(client: &Client<OpenAIConfig>) -> ReadResponses {
+    let mut read = ReadResponses::default();
+    let mut events = client
+        .responses()
+        .create_stream(ask_responses())
+        .await
+        .expect("a stream");
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) => {
+                let json = serde_json::to_value(&event).expect("an event serializes");
+                read.sequence
+                    .push(json["sequence_number"].as_u64().expect("a number"));
+                match event {
+                    ResponseStreamEvent::ResponseOutputTextDelta(delta) => {
+                        read.text.push_str(&delta.delta)
+                    }
+                    ResponseStreamEvent::ResponseCompleted(_) => read.completed = true,
+                    ResponseStreamEvent::ResponseError(error) => {
+                        read.error_event = Some((error.code, error.sequence_number))
+                    }
+                    _ => {}
+                }
+            }
+            Err(e) => {
+                read.error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    read
+}
+
+/// An OpenAI route serves the Responses API too, at the same path
+/// upstream, with its own reading of answers: retried by the gateway,
+/// read whole by the SDK, unary and streamed.
+#[tokio::test]
+async fn async_openai_reads_responses_through_the_gateway() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    chaos
+        .script("openai_responses", vec![Fault::status(503), Fault::ok()])
+        .unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = sdk(&gateway);
+    let answer = client
+        .responses()
+        .create(ask_responses())
+        .await
+        .expect("an answer");
+    assert_eq!(
+        answer.output_text().as_deref(),
+        Some("w1 w2 w3 w4 w5 w6 w7 w8")
+    );
+    let journal = chaos.journal();
+    assert_eq!(journal.len(), 2, "the 503 was retried by the gateway");
+    assert!(journal.iter().all(|row| row.path == "/v1/responses"));
+
+    let read = read_responses(&client).await;
+    assert_eq!(read.error, None);
+    assert_eq!(read.text, "w1 w2 w3 w4 w5 w6 w7 w8");
+    assert!(read.completed);
+    assert_eq!(read.error_event, None);
+}
+
+/// A Responses API stream broken after content ends with the API's own
+/// `error` event, carrying seawall's code and the next sequence number.
+#[tokio::test]
+async fn a_responses_stream_broken_after_content_ends_with_its_error_event() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    chaos
+        .script(
+            "openai_responses",
+            vec!["reset_after;tokens=3".parse().unwrap()],
+        )
+        .unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let read = read_responses(&sdk(&gateway)).await;
+    assert_eq!(read.text, "w1 w2 w3");
+    assert!(!read.completed);
+    let (code, number) = read.error_event.clone().expect("the error event");
+    assert_eq!(code.as_deref(), Some("stream_interrupted"), "{read:?}");
+    let last = read.sequence[read.sequence.len() - 2];
+    assert_eq!(number, last + 1, "{read:?}");
+    assert_eq!(
+        chaos.journal().len(),
+        1,
+        "nothing is sent again after content"
+    );
+}
+
+/// An Anthropic model called at `/v1/responses` is refused with where to
+/// call it.
+#[tokio::test]
+async fn a_model_of_another_wire_is_refused_at_the_responses_path() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::Anthropic, &[("main", &chaos)])).await;
+    let error = sdk(&gateway)
+        .responses()
+        .create(ask_responses())
+        .await
+        .expect_err("a refusal");
+    let text = error.to_string();
+    assert!(text.contains("/v1/messages"), "{text}");
+    assert!(chaos.journal().is_empty());
 }

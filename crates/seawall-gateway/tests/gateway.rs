@@ -31,7 +31,7 @@ async fn byte_identical(wire: Wire, body: &'static str, fault: &str) {
     .await;
     assert_eq!(status, 200);
     let (status, headers, routed_body) =
-        send(&client, post(&gateway.url(wire.path()), body, &headers)).await;
+        send(&client, post(&gateway.url(path(wire)), body, &headers)).await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&routed_body));
     assert_eq!(
         routed_body,
@@ -119,7 +119,7 @@ async fn interrupted_after_content(
     let gateway = Running::start(config(wire, &[("main", &chaos)])).await;
     let (status, headers, body) = send(
         &client(),
-        post(&gateway.url(wire.path()), body, &[("x-chaos-fault", fault)]),
+        post(&gateway.url(path(wire)), body, &[("x-chaos-fault", fault)]),
     )
     .await;
     assert_eq!(status, 200);
@@ -853,7 +853,7 @@ async fn a_provider_error_event_becomes_one_seawall_event() {
         let (status, _, out) = send(
             &client(),
             post(
-                &gateway.url(wire.path()),
+                &gateway.url(path(wire)),
                 body,
                 &[("x-chaos-fault", "stream_error_after;tokens=2")],
             ),

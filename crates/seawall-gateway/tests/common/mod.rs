@@ -201,8 +201,13 @@ pub(crate) fn data_lines(body: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The path of `wire`'s first endpoint (chat completions, messages).
+pub(crate) fn path(wire: Wire) -> &'static str {
+    wire.endpoints()[0].path()
+}
+
 pub(crate) fn chaos_url(chaos: &ChaosHandle, wire: Wire) -> String {
-    format!("{}{}", chaos.base_url(), wire.path())
+    format!("{}{}", chaos.base_url(), path(wire))
 }
 
 /// One step of a [`raw_upstream`]'s answer.
