@@ -48,17 +48,22 @@ impl WireError {
     }
 
     /// A failure of the stack before any content: the upstream status if
-    /// there was one, else 504 for a time bound, else 502.
+    /// there was one; else 503 when no route was called (a breaker open, a
+    /// route cooling down: nothing upstream answered badly, the gateway is
+    /// unavailable for the time its `Retry-After` says); else 504 for a
+    /// time bound, else 502.
     pub(crate) fn before_content(failure: &Failure, message: String) -> WireError {
         let code = failure.code();
         let status = failure
             .status()
             .filter(|s| *s >= 400)
             .and_then(|s| StatusCode::from_u16(s).ok())
-            .unwrap_or(if code.is_timeout() || code == Code::DeadlineExceeded {
-                StatusCode::GATEWAY_TIMEOUT
-            } else {
-                StatusCode::BAD_GATEWAY
+            .unwrap_or(match code {
+                Code::CircuitOpen | Code::RouteCoolingDown => StatusCode::SERVICE_UNAVAILABLE,
+                code if code.is_timeout() || code == Code::DeadlineExceeded => {
+                    StatusCode::GATEWAY_TIMEOUT
+                }
+                _ => StatusCode::BAD_GATEWAY,
             });
         let retry_after = failure
             .retry_after()

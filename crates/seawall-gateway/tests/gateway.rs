@@ -376,6 +376,31 @@ async fn failures_before_content_keep_the_status_and_retry_after() {
     assert_eq!(gateway.gateway.stats().failed, 1);
 }
 
+/// After a quota wall the route cools down, and the gateway refuses calls
+/// to it without making one: no upstream answered badly, so not 502 but
+/// 503 with the time left, which no SDK is asked to retry before.
+#[tokio::test]
+async fn a_route_cooling_down_is_503_with_the_time_left() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let wall = "status;code=429;retry_after=48489;kind=insufficient_quota";
+    let url = gateway.url("/v1/chat/completions");
+    let (status, headers, _) = send(
+        &client(),
+        post(&url, OPENAI_UNARY, &[("x-chaos-fault", wall)]),
+    )
+    .await;
+    assert_eq!(status, 429);
+    assert_eq!(header(&headers, "x-seawall-code"), "quota_exhausted");
+    let (status, headers, body) = send(&client(), post(&url, OPENAI_UNARY, &[])).await;
+    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "x-seawall-code"), "route_cooling_down");
+    assert_eq!(header(&headers, "x-should-retry"), "false");
+    let left: u64 = header(&headers, "retry-after").parse().unwrap();
+    assert!((48_000..=48_489).contains(&left), "{left}");
+    assert_eq!(chaos.journal().len(), 1, "the cooling route was not called");
+}
+
 #[tokio::test]
 async fn anthropic_failure_before_content_is_in_anthropic_shape() {
     let chaos = ChaosServer::builder().start().await.unwrap();
