@@ -137,7 +137,11 @@ where
         };
         match breaker.admit() {
             Ok(ticket) => {
-                let permit = Permit::new(Arc::clone(breaker), ticket);
+                let callers_account = request
+                    .extensions()
+                    .get::<seawall_core::CallerCredentials>()
+                    .is_some();
+                let permit = Permit::new(Arc::clone(breaker), ticket, callers_account);
                 ResponseFuture::called(self.inner.call(request), Some(permit))
             }
             Err(refusal) => ResponseFuture::refused(refusal),

@@ -140,13 +140,17 @@ pub(crate) struct Permit {
     breaker: Arc<RouteBreaker>,
     /// `None` once the outcome is recorded.
     ticket: Option<Ticket>,
+    /// The call carried the caller's own credentials
+    /// ([`CallerCredentials`](seawall_core::CallerCredentials)).
+    callers_account: bool,
 }
 
 impl Permit {
-    pub(crate) fn new(breaker: Arc<RouteBreaker>, ticket: Ticket) -> Self {
+    pub(crate) fn new(breaker: Arc<RouteBreaker>, ticket: Ticket, callers_account: bool) -> Self {
         Permit {
             breaker,
             ticket: Some(ticket),
+            callers_account,
         }
     }
 
@@ -162,6 +166,10 @@ impl Permit {
         let Some(failure) = Failure::find(&**error) else {
             return;
         };
+        // The caller's own account: nothing about the route for others.
+        if self.callers_account && failure.is_about_account() {
+            return;
+        }
         self.breaker.learn(failure);
         if counts(failure, self.breaker.policy.rate_limited_counts) {
             self.record(Outcome::Failure);

@@ -88,10 +88,16 @@ impl Rig {
 
     /// Admits (or refuses) a call now; it finishes when its sender is used.
     fn start(&self) -> (oneshot::Sender<Outcome>, Pending) {
+        self.start_with(http::Extensions::new())
+    }
+
+    /// As [`start`](Self::start), the request carrying `extensions`.
+    fn start_with(&self, extensions: http::Extensions) -> (oneshot::Sender<Outcome>, Pending) {
         let (tx, rx) = oneshot::channel();
-        let request = http::Request::get(format!("https://{ROUTE}/v1/chat"))
+        let mut request = http::Request::get(format!("https://{ROUTE}/v1/chat"))
             .body(rx)
             .unwrap();
+        *request.extensions_mut() = extensions;
         let future = self.service.clone().call(request);
         (tx, Pending(future))
     }
@@ -242,6 +248,44 @@ async fn rejected_credentials_cool_the_route_until_a_reset() {
     assert_eq!(rig.handle.cooldown(&route()), None);
     assert_eq!(rig.send(None).await, None);
     assert_eq!(rig.calls(), 2);
+}
+
+/// A call on the caller's own credentials: what the provider says of
+/// that account (rejected key, spent quota, rate limit) neither cools the
+/// route nor counts against it; the route's own failures still do.
+#[tokio::test(start_paused = true)]
+async fn the_callers_own_account_cools_and_counts_nothing() {
+    let rig = Rig::new(
+        BreakerLayer::new()
+            .count_rate_limited(true)
+            .trip(Trip::Consecutive { failures: 1 }),
+    );
+    let callers = || {
+        let mut extensions = http::Extensions::new();
+        extensions.insert(seawall_core::CallerCredentials);
+        extensions
+    };
+    let accounts = [
+        Failure::new(Code::Auth),
+        Failure::new(Code::QuotaExhausted).with_retry_after(30 * SEC),
+        Failure::new(Code::RateLimited).with_retry_after(5 * SEC),
+    ];
+    for failure in accounts {
+        let code = failure.code();
+        let (tx, pending) = rig.start_with(callers());
+        let _ = tx.send(Some(failure));
+        assert_eq!(pending.finish().await, Some(code));
+        assert_eq!(rig.handle.cooldown(&route()), None, "{code}");
+        assert_eq!(rig.state(), BreakerState::Closed, "{code}");
+    }
+    let (tx, pending) = rig.start_with(callers());
+    let _ = tx.send(fail(Code::Overloaded));
+    assert_eq!(pending.finish().await, Some(Code::Overloaded));
+    assert_eq!(
+        rig.state(),
+        BreakerState::Open,
+        "the route's own health counts"
+    );
 }
 
 #[tokio::test(start_paused = true)]

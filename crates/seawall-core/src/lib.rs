@@ -65,7 +65,7 @@ pub use finish::{Finish, FinishKind};
 pub use progress::Progress;
 pub use receipt::{Attempt, Attempts, Receipt, StopReason};
 pub use route::{RouteId, ShownUri};
-pub use scope::{Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope};
+pub use scope::{CallerCredentials, Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope};
 pub use span::AttemptSpans;
 pub use usage::{Usage, UsageSlot, UsageSource};
 

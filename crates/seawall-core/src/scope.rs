@@ -114,6 +114,29 @@ impl Failure {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OtherRoutes;
 
+/// A request extension saying that the credentials the request carries —
+/// and so the account behind them — are the caller's own, not the
+/// route's: a gateway forwarding each client's key to a route without a
+/// key of its own. What a provider says of that account
+/// ([`Failure::is_about_account`]: rejected credentials, an exhausted
+/// quota, a rate limit) then says nothing of the route for other callers:
+/// the breaker neither cools the route down nor counts it. Without it the
+/// route's account is the one at fault, as for a route with its own key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallerCredentials;
+
+impl Failure {
+    /// True for what a provider says of the account behind the request's
+    /// credentials rather than of its own health: `auth`,
+    /// `quota_exhausted`, `rate_limited`.
+    pub fn is_about_account(&self) -> bool {
+        matches!(
+            self.code(),
+            Code::Auth | Code::QuotaExhausted | Code::RateLimited
+        )
+    }
+}
+
 /// How long a route should be left alone after a failure, as the failure
 /// itself says: see [`Failure::cooldown`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use hyper_util::rt::TokioExecutor;
 use seawall::breaker::BreakerLayer;
 use seawall::classify::ClassifyLayer;
 use seawall::core::recording::ReplayBody;
-use seawall::core::{BoxError, RouteId};
+use seawall::core::{BoxError, CallerCredentials, RouteId};
 use seawall::fallback::{FallbackLayer, FallbackRoute};
 use seawall::retry::{Budget, RetryPolicy};
 use seawall::stack::Stack;
@@ -245,6 +245,9 @@ impl Target {
             }
             (None, Some((name, value))) => {
                 headers.insert(name.clone(), value.clone());
+                // Each client spends its own account here: its rejected
+                // key or spent quota must not cool the route for others.
+                request.extensions_mut().insert(CallerCredentials);
             }
             (None, None) => {}
         }

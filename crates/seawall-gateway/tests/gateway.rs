@@ -328,6 +328,48 @@ async fn a_refused_key_is_the_clients_401_only_when_it_was_the_clients() {
     }
 }
 
+/// Through a keyless route each client spends its own account: one
+/// client's rejected key, exhausted quota or rate limit says nothing of
+/// the route for the next client. Before, one bad key cooled the route
+/// until a restart, refusing every client (503 `route_cooling_down`).
+#[tokio::test]
+async fn one_clients_account_never_cools_a_keyless_route_for_others() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    config.routes[0].key_env = None;
+    config.token_env = None;
+    let gateway = Running::start(config).await;
+    let url = gateway.url("/v1/chat/completions");
+    let ask = |key: &'static str, fault: Option<&'static str>| {
+        let mut builder = http::Request::post(url.as_str())
+            .header("content-type", "application/json")
+            .header("authorization", key);
+        if let Some(fault) = fault {
+            builder = builder.header("x-chaos-fault", fault);
+        }
+        builder.body(full(OPENAI_UNARY)).unwrap()
+    };
+    for (fault, status) in [
+        ("status;code=401;kind=auth", 401),
+        (
+            "status;code=429;retry_after=48489;kind=insufficient_quota",
+            429,
+        ),
+        ("status;code=429;retry_after=600", 429),
+    ] {
+        let (got, headers, _) = send(&client(), ask("Bearer sk-client-a", Some(fault))).await;
+        assert_eq!(got, status, "{fault}");
+        assert_ne!(header(&headers, "x-seawall-code"), "route_cooling_down");
+        let (got, _, body) = send(&client(), ask("Bearer sk-client-b", None)).await;
+        assert_eq!(
+            got,
+            200,
+            "after {fault}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+}
+
 /// A route key too short to be told from ordinary words could not be
 /// scrubbed from error text: the gateway refuses it at start.
 #[test]
