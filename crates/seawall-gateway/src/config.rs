@@ -71,34 +71,46 @@ impl Wire {
     /// The endpoints this wire format's routes serve.
     pub fn endpoints(self) -> &'static [Endpoint] {
         match self {
-            Wire::OpenAi => &[Endpoint::ChatCompletions, Endpoint::Responses],
-            Wire::Anthropic => &[Endpoint::Messages],
+            Wire::OpenAi => &[
+                Endpoint::ChatCompletions,
+                Endpoint::Responses,
+                Endpoint::Embeddings,
+            ],
+            Wire::Anthropic => &[Endpoint::Messages, Endpoint::CountTokens],
         }
     }
 }
 
-/// A generation endpoint the gateway serves, at the same path upstream.
+/// An endpoint the gateway serves, at the same path upstream.
 ///
-/// A route speaks one [`Wire`] (its authentication, its error shapes); an
-/// OpenAI route serves both of OpenAI's generation endpoints, so one route
-/// and one model list answer chat completions and the Responses API alike
-/// (each with a stack of its own: the answers differ in shape).
+/// A route speaks one [`Wire`] (its authentication, its error shapes) and
+/// serves every endpoint of it, so one route and one model list answer
+/// chat completions, the Responses API and embeddings alike (each with a
+/// stack of its own: the answers differ in shape). An app pointing its
+/// base URL at the gateway keeps working for the calls beside generation
+/// it makes on the same models: embeddings, Anthropic's token count. Those
+/// are retried and failed over as any call, their answers passed as sent
+/// (no answer check: they are not generations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     /// `POST /v1/chat/completions` (OpenAI wire).
     ChatCompletions,
     /// `POST /v1/responses`: OpenAI's Responses API (OpenAI wire).
     Responses,
+    /// `POST /v1/embeddings` (OpenAI wire).
+    Embeddings,
     /// `POST /v1/messages` (Anthropic wire).
     Messages,
+    /// `POST /v1/messages/count_tokens` (Anthropic wire).
+    CountTokens,
 }
 
 impl Endpoint {
     /// The wire format whose routes serve it.
     pub fn wire(self) -> Wire {
         match self {
-            Endpoint::ChatCompletions | Endpoint::Responses => Wire::OpenAi,
-            Endpoint::Messages => Wire::Anthropic,
+            Endpoint::ChatCompletions | Endpoint::Responses | Endpoint::Embeddings => Wire::OpenAi,
+            Endpoint::Messages | Endpoint::CountTokens => Wire::Anthropic,
         }
     }
 
@@ -107,16 +119,20 @@ impl Endpoint {
         match self {
             Endpoint::ChatCompletions => "/v1/chat/completions",
             Endpoint::Responses => "/v1/responses",
+            Endpoint::Embeddings => "/v1/embeddings",
             Endpoint::Messages => "/v1/messages",
+            Endpoint::CountTokens => "/v1/messages/count_tokens",
         }
     }
 
-    /// The provider whose answers, errors and streams it carries.
+    /// The provider whose errors it carries, and whose answers and streams
+    /// on the generation endpoints (the stack reads the path for that: an
+    /// embedding is never checked as a chat answer).
     pub fn provider(self) -> Provider {
         match self {
-            Endpoint::ChatCompletions => Provider::OpenAi,
+            Endpoint::ChatCompletions | Endpoint::Embeddings => Provider::OpenAi,
             Endpoint::Responses => Provider::OpenAiResponses,
-            Endpoint::Messages => Provider::Anthropic,
+            Endpoint::Messages | Endpoint::CountTokens => Provider::Anthropic,
         }
     }
 }

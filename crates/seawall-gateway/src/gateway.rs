@@ -234,15 +234,18 @@ impl Gateway {
         self.inner.counters.snapshot()
     }
 
-    /// The axum app: `POST /v1/chat/completions`, `POST /v1/responses`,
-    /// `POST /v1/messages`, `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
+    /// The axum app: every [`Endpoint`] (`POST /v1/chat/completions`,
+    /// `/v1/responses`, `/v1/embeddings`, `/v1/messages`,
+    /// `/v1/messages/count_tokens`), `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
     /// `seawall::core::metric_names`). Serve it with [`Gateway::serve`], or nest it in an
     /// app of your own.
     pub fn router(&self) -> Router {
         Router::new()
             .route(Endpoint::ChatCompletions.path(), post(chat_completions))
             .route(Endpoint::Responses.path(), post(responses))
+            .route(Endpoint::Embeddings.path(), post(embeddings))
             .route(Endpoint::Messages.path(), post(messages))
+            .route(Endpoint::CountTokens.path(), post(count_tokens))
             .route("/healthz", get(health))
             .route("/metrics", get(metrics_text))
             // axum's default is 2 MB; the gateway's own cap rules (and is
@@ -570,8 +573,16 @@ async fn responses(State(gateway): State<Gateway>, request: Request) -> Response
     gateway.handle(Endpoint::Responses, request).await
 }
 
+async fn embeddings(State(gateway): State<Gateway>, request: Request) -> Response {
+    gateway.handle(Endpoint::Embeddings, request).await
+}
+
 async fn messages(State(gateway): State<Gateway>, request: Request) -> Response {
     gateway.handle(Endpoint::Messages, request).await
+}
+
+async fn count_tokens(State(gateway): State<Gateway>, request: Request) -> Response {
+    gateway.handle(Endpoint::CountTokens, request).await
 }
 
 async fn health(State(gateway): State<Gateway>) -> Response {

@@ -111,8 +111,11 @@ impl WireError {
     pub(crate) fn event(&self, endpoint: Endpoint, sequence_number: u64) -> Bytes {
         let data = self.json(endpoint.wire());
         Bytes::from(match endpoint {
-            Endpoint::ChatCompletions => format!("data: {data}\n\n"),
-            Endpoint::Messages => format!("event: error\ndata: {data}\n\n"),
+            // Embeddings and token counts never stream: their wire's shape.
+            Endpoint::ChatCompletions | Endpoint::Embeddings => format!("data: {data}\n\n"),
+            Endpoint::Messages | Endpoint::CountTokens => {
+                format!("event: error\ndata: {data}\n\n")
+            }
             Endpoint::Responses => {
                 let (code, message) = (quote(self.code), quote(&self.message));
                 format!(

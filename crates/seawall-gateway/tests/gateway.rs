@@ -370,6 +370,81 @@ async fn one_clients_account_never_cools_a_keyless_route_for_others() {
     }
 }
 
+/// An upstream answering in `script` order (status and body; the last
+/// one for every call after), one request per connection; it keeps the
+/// request line of each call.
+async fn scripted_upstream(
+    script: Vec<(u16, &'static str)>,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::AsyncWriteExt;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&lines);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let Ok(Some(request)) = seawall_test::raw::read_request(&mut stream).await else {
+                continue;
+            };
+            let call = {
+                let mut seen = seen.lock().unwrap();
+                seen.push(request.head.lines().next().unwrap_or("").to_owned());
+                seen.len() - 1
+            };
+            let (status, body) = script[call.min(script.len() - 1)];
+            let answer = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        }
+    });
+    (format!("http://{addr}"), lines)
+}
+
+/// An app whose base URL is the gateway keeps its other calls on the same
+/// models: embeddings and Anthropic's token count go to the same path on
+/// the route, retried like any call, their answers passed as sent (never
+/// checked as chat answers).
+#[tokio::test]
+async fn embeddings_and_token_counts_go_through_the_stack() {
+    let embedding = r#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.25,-0.5]}],"model":"m","usage":{"prompt_tokens":2,"total_tokens":2}}"#;
+    let overloaded = r#"{"error":{"message":"The server is overloaded.","type":"server_error","param":null,"code":null}}"#;
+    let count = r#"{"input_tokens":12}"#;
+    for (wire, path, body, answer, failing) in [
+        (
+            Wire::OpenAi,
+            "/v1/embeddings",
+            r#"{"model":"m","input":"hi"}"#,
+            embedding,
+            (503, overloaded),
+        ),
+        (
+            Wire::Anthropic,
+            "/v1/messages/count_tokens",
+            r#"{"model":"claude-x","messages":[{"role":"user","content":"hi"}]}"#,
+            count,
+            (
+                529,
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            ),
+        ),
+    ] {
+        let (base, calls) = scripted_upstream(vec![failing, (200, answer)]).await;
+        let gateway = Running::start(config_at(wire, &[("main", base)])).await;
+        let (status, _, got) = send(&client(), post(&gateway.url(path), body, &[])).await;
+        assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&got));
+        assert_eq!(got, answer.as_bytes(), "{path}: the bytes as sent");
+        let calls = calls.lock().unwrap().clone();
+        assert_eq!(
+            calls,
+            vec![format!("POST {path} HTTP/1.1"); 2],
+            "retried once"
+        );
+    }
+}
+
 /// A route key too short to be told from ordinary words could not be
 /// scrubbed from error text: the gateway refuses it at start.
 #[test]
