@@ -95,9 +95,13 @@ pub struct Styles {
     pub openai: OpenAiStyle,
 }
 
-/// The user turn that asks an OpenAI model to continue.
+/// The user turn that asks an OpenAI model to continue. A cut can fall
+/// right after the last word, before the finish: a model then has nothing
+/// to add, and is asked to say so by answering nothing (which the layer
+/// reads as the answer's end) rather than with a remark that would be
+/// spliced into it. Anthropic's user turn ends the same way.
 pub const CONTINUE_PROMPT: &str = "Your previous message was cut off. Continue exactly where it \
-     stops, without repeating any of it.";
+     stops, without repeating any of it. If it was already complete, reply with nothing.";
 
 /// The request body could not be continued.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -163,7 +167,8 @@ pub fn continuation_with(
                 "messages",
                 json!({"role": "user", "content": format!(
                     "Your previous answer was cut off. It ended with the text below. \
-                     Continue exactly where it stops, without repeating any of it.\n\n{delivered}"
+                     Continue exactly where it stops, without repeating any of it. If it was \
+                     already complete, reply with nothing.\n\n{delivered}"
                 )}),
             ),
         },
