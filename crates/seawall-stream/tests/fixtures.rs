@@ -223,25 +223,29 @@ async fn an_openai_refusal_without_a_finish_reason_is_still_a_refusal() {
     }
 }
 
+/// An OpenAI role chunk, the fields the decoder reads only.
+const ROLE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n";
+
+/// An OpenAI chunk finishing with `reason` and no text.
+fn finish_chunk(reason: &str) -> String {
+    format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{reason}\"}}]}}\n\n"
+    )
+}
+
 /// A reasoning model that spends its whole budget thinking finishes at the
 /// token limit with no text: delivered as truncated, as the unary check
 /// does (sending it again would be cut the same way); a plain stop with no
 /// text stays an empty answer.
 #[tokio::test]
 async fn an_openai_answer_cut_by_the_token_limit_before_any_text_is_delivered_truncated() {
-    let role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n";
-    let finish = |reason: &str| {
-        format!(
-            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{reason}\"}}]}}\n\n"
-        )
-    };
-    let cut = format!("{role}{}{DONE}", finish("length"));
+    let cut = format!("{ROLE}{}{DONE}", finish_chunk("length"));
     for frame in [cut.len(), 1] {
         let d = delivered(run_framed(CHAT, cut.as_bytes(), frame).await);
         assert_finished(&d, &cut, FinishKind::Truncated, "length");
         assert_eq!(d.report.content_events, 0);
     }
-    let empty = format!("{role}{}{DONE}", finish("stop"));
+    let empty = format!("{ROLE}{}{DONE}", finish_chunk("stop"));
     let failure = failed(run_framed(CHAT, empty.as_bytes(), empty.len()).await);
     assert_eq!(failure.code(), Code::EmptyResponse);
     assert_eq!(failure.provider_code(), Some("stop"));
@@ -253,12 +257,6 @@ async fn an_openai_answer_cut_by_the_token_limit_before_any_text_is_delivered_tr
 #[tokio::test]
 async fn a_continuation_that_only_finishes_is_delivered() {
     use tower::{Layer, ServiceExt};
-    let role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n";
-    let finish = |reason: &str| {
-        format!(
-            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{reason}\"}}]}}\n\n"
-        )
-    };
     let continuation = |body: String| async move {
         let provider = tower::service_fn(move |_req: http::Request<()>| {
             let body = Full::new(Bytes::from(body.clone()));
@@ -276,14 +274,15 @@ async fn a_continuation_that_only_finishes_is_delivered() {
             Err(e) => Outcome::Failed(Failure::downcast(e).expect("a Failure")),
         }
     };
-    let whole = format!("{role}{}{DONE}", finish("stop"));
+    let whole = format!("{ROLE}{}{DONE}", finish_chunk("stop"));
     let d = delivered(continuation(whole.clone()).await);
     assert_finished(&d, &whole, FinishKind::Complete, "stop");
     assert_eq!(d.report.content_events, 0);
 
-    let failure = failed(continuation(format!("{role}{DONE}")).await);
+    let failure = failed(continuation(format!("{ROLE}{DONE}")).await);
     assert_eq!(failure.code(), Code::EmptyResponse);
-    let failure = failed(continuation(format!("{role}{}{DONE}", finish("content_filter"))).await);
+    let failure =
+        failed(continuation(format!("{ROLE}{}{DONE}", finish_chunk("content_filter"))).await);
     assert_eq!(failure.code(), Code::ContentFiltered);
 }
 
