@@ -380,8 +380,9 @@ impl Track {
                 Item::Comment(_) => 0,
             };
             let signal = decoder.decode(item);
-            // A JSON array's element is not cut out: what is left would not
-            // be an array a client can read to its failure either way.
+            // Only an event stream's events know where they begin in the
+            // frame: an error element of Gemini's JSON-array stream is
+            // handed on (the body still ends with the failure after it).
             if sse && matches!(signal, Signal::Error(_)) {
                 error_at = Some(start);
             }
