@@ -71,7 +71,7 @@ impl BreakerHandle {
     pub fn probe(&self, route: &RouteId) -> RouteProbe {
         let breaker = self
             .shared
-            .breaker(route.as_str(), true)
+            .breaker(route.as_str(), true, || false)
             .expect("a forced breaker always exists");
         RouteProbe { breaker }
     }

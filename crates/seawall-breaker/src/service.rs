@@ -58,7 +58,13 @@ impl<S> Breaker<S> {
             .as_ref()
             .is_none_or(|last| last.route.as_str() != name)
         {
-            self.last = self.shared.breaker(name, false);
+            let callers_credentials = || {
+                request
+                    .extensions()
+                    .get::<seawall_core::CallerCredentials>()
+                    .is_some()
+            };
+            self.last = self.shared.breaker(name, false, callers_credentials);
         }
     }
 
@@ -137,11 +143,7 @@ where
         };
         match breaker.admit() {
             Ok(ticket) => {
-                let callers_account = request
-                    .extensions()
-                    .get::<seawall_core::CallerCredentials>()
-                    .is_some();
-                let permit = Permit::new(Arc::clone(breaker), ticket, callers_account);
+                let permit = Permit::new(Arc::clone(breaker), ticket);
                 ResponseFuture::called(self.inner.call(request), Some(permit))
             }
             Err(refusal) => ResponseFuture::refused(refusal),

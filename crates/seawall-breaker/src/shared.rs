@@ -75,8 +75,16 @@ impl Shared {
     /// The breaker of a route, created on first use. `None` once
     /// `max_routes` routes exist: a flood of distinct authorities must not
     /// grow memory without bound, so further routes go unguarded (and a
-    /// warning says so).
-    pub(crate) fn breaker(&self, name: &str, force: bool) -> Option<Arc<RouteBreaker>> {
+    /// warning says so). `callers_credentials` is asked only when the
+    /// breaker is created: whether the route's calls carry their callers'
+    /// own credentials is the route's property, and a call to a known route
+    /// pays no extension lookup for it.
+    pub(crate) fn breaker(
+        &self,
+        name: &str,
+        force: bool,
+        callers_credentials: impl FnOnce() -> bool,
+    ) -> Option<Arc<RouteBreaker>> {
         if let Some(first) = self.first.get()
             && first.route.as_str() == name
         {
@@ -106,6 +114,7 @@ impl Shared {
         let breaker = Arc::new(RouteBreaker::new(
             RouteId::new(name),
             Arc::clone(&self.policy),
+            callers_credentials(),
         ));
         routes.insert(name.into(), Arc::clone(&breaker));
         // Set under the write lock: the first breaker created wins.
@@ -140,17 +149,13 @@ pub(crate) struct Permit {
     breaker: Arc<RouteBreaker>,
     /// `None` once the outcome is recorded.
     ticket: Option<Ticket>,
-    /// The call carried the caller's own credentials
-    /// ([`CallerCredentials`](seawall_core::CallerCredentials)).
-    callers_account: bool,
 }
 
 impl Permit {
-    pub(crate) fn new(breaker: Arc<RouteBreaker>, ticket: Ticket, callers_account: bool) -> Self {
+    pub(crate) fn new(breaker: Arc<RouteBreaker>, ticket: Ticket) -> Self {
         Permit {
             breaker,
             ticket: Some(ticket),
-            callers_account,
         }
     }
 
@@ -167,7 +172,7 @@ impl Permit {
             return;
         };
         // The caller's own account: nothing about the route for others.
-        if self.callers_account && failure.is_about_account() {
+        if self.breaker.callers_credentials && failure.is_about_account() {
             return;
         }
         self.breaker.learn(failure);

@@ -215,6 +215,11 @@ pub(crate) struct RouteBreaker {
     cool_until: AtomicU64,
     /// The code that cooled the route (its index in `Code::ALL`).
     cooled_by: AtomicU32,
+    /// The route's calls carry their callers' own credentials
+    /// ([`CallerCredentials`](seawall_core::CallerCredentials) on the call
+    /// that created it): what a provider says of an account is not the
+    /// route's.
+    pub(crate) callers_credentials: bool,
 }
 
 impl fmt::Debug for RouteBreaker {
@@ -227,7 +232,7 @@ impl fmt::Debug for RouteBreaker {
 }
 
 impl RouteBreaker {
-    pub(crate) fn new(route: RouteId, policy: Arc<Policy>) -> Self {
+    pub(crate) fn new(route: RouteId, policy: Arc<Policy>, callers_credentials: bool) -> Self {
         let buckets = match policy.trip {
             TripRule::Ratio { buckets, .. } => buckets,
             TripRule::Consecutive { .. } => 0,
@@ -241,6 +246,7 @@ impl RouteBreaker {
             buckets: Window::with_slices(buckets),
             cool_until: AtomicU64::new(0),
             cooled_by: AtomicU32::new(0),
+            callers_credentials,
         }
     }
 

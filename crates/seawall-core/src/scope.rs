@@ -122,6 +122,10 @@ pub struct OtherRoutes;
 /// quota, a rate limit) then says nothing of the route for other callers:
 /// the breaker neither cools the route down nor counts it. Without it the
 /// route's account is the one at fault, as for a route with its own key.
+///
+/// It is the route's property: the breaker reads it from the call that
+/// first names a route (so a call to a known route pays no lookup). Put it
+/// on every call to a route whose calls carry their callers' credentials.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CallerCredentials;
 

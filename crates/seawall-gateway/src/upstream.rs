@@ -245,11 +245,15 @@ impl Target {
             }
             (None, Some((name, value))) => {
                 headers.insert(name.clone(), value.clone());
-                // Each client spends its own account here: its rejected
-                // key or spent quota must not cool the route for others.
-                request.extensions_mut().insert(CallerCredentials);
             }
             (None, None) => {}
+        }
+        if self.key.is_none() {
+            // Each client spends its own account here (or sends none): its
+            // rejected key or spent quota must not cool the route for
+            // others. Every call says so: the breaker reads it from the
+            // first call to the route.
+            request.extensions_mut().insert(CallerCredentials);
         }
         request
             .extensions_mut()

@@ -349,6 +349,12 @@ async fn one_clients_account_never_cools_a_keyless_route_for_others() {
         }
         builder.body(full(OPENAI_UNARY)).unwrap()
     };
+    // The route's first call carries no key at all: still the callers'.
+    let anonymous = http::Request::post(url.as_str())
+        .header("content-type", "application/json")
+        .body(full(OPENAI_UNARY))
+        .unwrap();
+    assert_eq!(send(&client(), anonymous).await.0, 200);
     for (fault, status) in [
         ("status;code=401;kind=auth", 401),
         (

@@ -15,7 +15,7 @@ fn breaker(trip: Trip) -> RouteBreaker {
         on_transition: None,
         random: Random::Thread,
     };
-    RouteBreaker::new(RouteId::new("api.example.com"), Arc::new(policy))
+    RouteBreaker::new(RouteId::new("api.example.com"), Arc::new(policy), false)
 }
 
 /// A bucket stops counting at its maximum: more calls neither wrap its
