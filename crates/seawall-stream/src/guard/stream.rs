@@ -260,6 +260,11 @@ pub(crate) struct Track {
     /// Bytes received and never handed on: the error event that stopped
     /// the stream, and what came after it in its frame.
     withheld: u64,
+    /// Where, in the frame just fed, the provider's own error event that
+    /// stopped the stream begins: the frame is cut there, so its bytes are
+    /// never handed on (the failure carries what it said) and no client
+    /// reads it before seawall's verdict.
+    error_at: Option<usize>,
     chunks: u64,
     handle: StreamReportHandle,
     reported: bool,
@@ -312,6 +317,7 @@ impl Track {
             first_byte: None,
             bytes: 0,
             withheld: 0,
+            error_at: None,
             chunks: 0,
             handle,
             reported: false,
@@ -339,12 +345,10 @@ impl Track {
         self.tally.finish.is_some() && self.framing.closed()
     }
 
-    /// Scans one data frame; returns why the stream must stop, if it must,
-    /// and, when the provider's own error event stops it, where that event
-    /// begins in the frame: its bytes are never handed on (the failure
-    /// carries what it said), so a client never reads it before seawall's
-    /// verdict.
-    fn feed(&mut self, data: &[u8], now: Instant) -> (Option<Cause>, Option<usize>) {
+    /// Scans one data frame; returns why the stream must stop, if it must.
+    /// When the provider's own error event stops it, where that event
+    /// begins in the frame is left in `error_at`.
+    fn feed(&mut self, data: &[u8], now: Instant) -> Option<Cause> {
         self.chunks += 1;
         self.bytes += data.len() as u64;
         if !data.is_empty() {
@@ -353,7 +357,7 @@ impl Track {
         if self.opening_unchecked {
             match opens_like_event_stream(data) {
                 Some(true) => self.opening_unchecked = false,
-                Some(false) => return (Some(Cause::NotAStream), None),
+                Some(false) => return Some(Cause::NotAStream),
                 None => {}
             }
         }
@@ -379,14 +383,15 @@ impl Track {
                 }
                 Item::Comment(_) => 0,
             };
-            let signal = decoder.decode(item);
-            // Only an event stream's events know where they begin in the
-            // frame: an error element of Gemini's JSON-array stream is
-            // handed on (the body still ends with the failure after it).
-            if sse && matches!(signal, Signal::Error(_)) {
+            tally.apply(decoder.decode(item), now);
+            // Only `Signal::Error` stops with `InStream`, and nothing had
+            // stopped before this item. Only an event stream's events know
+            // where they begin in the frame: an error element of Gemini's
+            // JSON-array stream is handed on (the body still ends with the
+            // failure after it).
+            if sse && matches!(tally.stop, Some(Cause::InStream(_))) {
                 error_at = Some(start);
             }
-            tally.apply(signal, now);
         };
         let scanned = match framing {
             Framing::Sse(scanner) => scanner
@@ -413,8 +418,9 @@ impl Track {
         }
         if let Some(at) = error_at {
             self.withheld += (data.len() - at) as u64;
+            self.error_at = Some(at);
         }
-        (self.tally.stop.take(), error_at)
+        self.tally.stop.take()
     }
 
     /// The next instant a bound expires, and which bound it is. Only
@@ -810,21 +816,23 @@ where
     fn poll_step(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Step> {
         let mut this = self.project();
         match this.body.poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
+            Poll::Ready(Some(Ok(mut frame))) => {
                 let now = Instant::now();
-                let (mut stop, error_at) = match frame.data_ref() {
+                let mut stop = match frame.data_ref() {
                     Some(data) => this.track.feed(data, now),
-                    None => (None, None),
+                    None => None,
                 };
-                let frame = match error_at {
-                    None => frame,
+                if let Some(at) = this.track.error_at.take() {
                     // Nothing before the error event in this frame.
-                    Some(0) if let Some(cause) = stop => return Poll::Ready(Step::Fail(cause)),
-                    Some(at) => match frame.into_data() {
-                        Ok(data) => Frame::data(data.slice(..at)),
-                        Err(frame) => frame,
-                    },
-                };
+                    if at == 0
+                        && let Some(cause) = stop
+                    {
+                        return Poll::Ready(Step::Fail(cause));
+                    }
+                    if let Some(data) = frame.data_mut() {
+                        data.truncate(at);
+                    }
+                }
                 // A body that is always ready never lets the timer fire:
                 // check the bound here too.
                 let (at, gap) = this.track.deadline();
