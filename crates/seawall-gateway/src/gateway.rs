@@ -263,6 +263,7 @@ impl Gateway {
             tracing::info!(
                 target: "seawall::gateway",
                 wire = wire.as_str(),
+                endpoint = endpoint.path(),
                 status = u16::from(status),
                 code = Code::as_str(code),
                 "request refused"
@@ -384,7 +385,7 @@ impl Gateway {
             headers: ClientCall::forwarded_headers(&parts.headers),
             credential: client_credential(&parts.headers, wire, inner.token.as_ref()),
         });
-        let mut tracker = Tracker::new(Arc::clone(&inner.counters), &model_name, wire, stream);
+        let mut tracker = Tracker::new(Arc::clone(&inner.counters), &model_name, endpoint, stream);
         let mut upstream = match model.primary.request(&call) {
             Ok(request) => request,
             Err(err) => {

@@ -16,7 +16,7 @@ use memchr::memchr2;
 use seawall::core::{BoxError, Code, Failure};
 use seawall_internal::millis;
 
-use crate::config::{Endpoint, Wire};
+use crate::config::Endpoint;
 use crate::secret::Redactor;
 use crate::upstream::UpstreamBody;
 use crate::wire_error::WireError;
@@ -87,7 +87,7 @@ pub(crate) struct Tracker {
     counters: Arc<Counters>,
     started: Instant,
     model: String,
-    wire: Wire,
+    endpoint: Endpoint,
     stream: bool,
     served_by: Option<String>,
     attempts: usize,
@@ -95,7 +95,12 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
-    pub(crate) fn new(counters: Arc<Counters>, model: &str, wire: Wire, stream: bool) -> Tracker {
+    pub(crate) fn new(
+        counters: Arc<Counters>,
+        model: &str,
+        endpoint: Endpoint,
+        stream: bool,
+    ) -> Tracker {
         counters.requests.fetch_add(1, Ordering::Relaxed);
         counters.in_flight.fetch_add(1, Ordering::Relaxed);
         Tracker {
@@ -104,7 +109,7 @@ impl Tracker {
             // A client's word: bounded here, and logged as a string value
             // (escaped), never as raw text that could forge a log line.
             model: seawall::core::excerpt(model, 64).to_owned(),
-            wire,
+            endpoint,
             stream,
             served_by: None,
             attempts: 0,
@@ -140,7 +145,8 @@ impl Tracker {
         tracing::info!(
             target: "seawall::gateway",
             model = self.model.as_str(),
-            wire = self.wire.as_str(),
+            wire = self.endpoint.wire().as_str(),
+            endpoint = self.endpoint.path(),
             stream = self.stream,
             outcome,
             code = code.unwrap_or("-"),
@@ -509,7 +515,7 @@ mod tests {
 
     fn relay(sse: bool, script: &[Option<&'static str>]) -> Relay {
         let inner = Script(script.iter().copied().collect()).boxed_unsync();
-        let tracker = Tracker::new(Arc::default(), "m", Wire::OpenAi, sse);
+        let tracker = Tracker::new(Arc::default(), "m", Endpoint::ChatCompletions, sse);
         Relay::new(
             inner,
             Endpoint::ChatCompletions,
