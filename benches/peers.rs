@@ -5,7 +5,8 @@
 //! answer, body read to the end in every case. Heap allocations per call are
 //! counted by an instrumented global allocator and printed first.
 //!
-//! `cargo bench --bench peers`
+//! `cargo bench -p seawall --bench peers` (`-p seawall`: without it the
+//! CLI's default features turn `metrics` on for the bench too)
 //!
 //! The cases, per answer kind:
 //! - `bare`: the upstream alone, the floor.

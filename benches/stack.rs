@@ -11,7 +11,8 @@
 //! cost is the difference to the line before it; `+fallback` is the whole
 //! stack with a fallback route that the successful primary never needs.
 //!
-//! `cargo bench --bench stack`
+//! `cargo bench -p seawall --bench stack` (`-p seawall`: without it the
+//! CLI's default features turn `metrics` on for the bench too)
 //!
 //! On a busy machine, count instructions instead of timing: with
 //! `STACK_BENCH_ONLY=<group>/<case>` (e.g. `layers_stream/+guard`) the bench
