@@ -236,7 +236,7 @@ impl Gateway {
 
     /// The axum app: every [`Endpoint`] (`POST /v1/chat/completions`,
     /// `/v1/responses`, `/v1/embeddings`, `/v1/messages`,
-    /// `/v1/messages/count_tokens`), `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
+    /// `/v1/messages/count_tokens`), `GET /v1/models`, `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
     /// `seawall::core::metric_names`). Serve it with [`Gateway::serve`], or nest it in an
     /// app of your own.
     pub fn router(&self) -> Router {
@@ -246,6 +246,7 @@ impl Gateway {
             .route(Endpoint::Embeddings.path(), post(embeddings))
             .route(Endpoint::Messages.path(), post(messages))
             .route(Endpoint::CountTokens.path(), post(count_tokens))
+            .route("/v1/models", get(models))
             .route("/healthz", get(health))
             .route("/metrics", get(metrics_text))
             // axum's default is 2 MB; the gateway's own cap rules (and is
@@ -271,16 +272,8 @@ impl Gateway {
             WireError::gateway(status, code, message).response(wire)
         };
         // No header holding the token is forwarded (`client_credential`).
-        if let Some(token) = &inner.token
-            && !presents_token(&parts.headers, token)
-        {
-            return refuse(
-                StatusCode::UNAUTHORIZED,
-                Code::Auth,
-                "the gateway needs its token: send `Authorization: Bearer <token>` \
-                 (or `x-api-key: <token>`, or `x-seawall-token: <token>`)"
-                    .into(),
-            );
+        if !self.admits(&parts.headers) {
+            return refuse(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED.into());
         }
         let cap = inner.config.max_body_bytes;
         let too_large =
@@ -465,6 +458,69 @@ impl Gateway {
     }
 }
 
+/// What a client without the gateway's token is told.
+const TOKEN_NEEDED: &str = "the gateway needs its token: send `Authorization: Bearer <token>` \
+     (or `x-api-key: <token>`, or `x-seawall-token: <token>`)";
+
+impl Gateway {
+    /// Whether a request with `headers` may use the gateway: it has no
+    /// token, or the request presents it.
+    fn admits(&self, headers: &HeaderMap) -> bool {
+        self.inner
+            .token
+            .as_ref()
+            .is_none_or(|token| presents_token(headers, token))
+    }
+
+    /// `GET /v1/models`: the models the configuration names, in OpenAI's
+    /// list shape, or Anthropic's when the request carries
+    /// `anthropic-version` (each lists its own wire's models). Clients
+    /// such as chat front ends read it to offer models; models served only
+    /// through `*` cannot be listed.
+    fn models(&self, headers: &HeaderMap) -> Response {
+        let wire = if headers.contains_key("anthropic-version") {
+            Wire::Anthropic
+        } else {
+            Wire::OpenAi
+        };
+        if !self.admits(headers) {
+            self.inner.counters.refused();
+            return WireError::gateway(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED)
+                .response(wire);
+        }
+        let mut names: Vec<&str> = self
+            .inner
+            .models
+            .iter()
+            .filter(|(_, model)| model.wire == wire)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        names.sort_unstable();
+        let body = match wire {
+            Wire::OpenAi => serde_json::json!({
+                "object": "list",
+                "data": names.iter().map(|id| serde_json::json!({
+                    "id": id, "object": "model", "created": 0, "owned_by": "seawall",
+                })).collect::<Vec<_>>(),
+            }),
+            Wire::Anthropic => serde_json::json!({
+                "data": names.iter().map(|id| serde_json::json!({
+                    "type": "model", "id": id, "display_name": id,
+                    "created_at": "1970-01-01T00:00:00Z",
+                })).collect::<Vec<_>>(),
+                "has_more": false,
+                "first_id": names.first(),
+                "last_id": names.last(),
+            }),
+        };
+        (
+            [(http::header::CONTENT_TYPE, "application/json")],
+            Bytes::from(body.to_string()),
+        )
+            .into_response()
+    }
+}
+
 /// At most 64 bytes of a client-given name, for messages.
 fn excerpt(text: &str) -> &str {
     seawall::core::excerpt(text, 64)
@@ -584,6 +640,10 @@ async fn messages(State(gateway): State<Gateway>, request: Request) -> Response 
 
 async fn count_tokens(State(gateway): State<Gateway>, request: Request) -> Response {
     gateway.handle(Endpoint::CountTokens, request).await
+}
+
+async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response {
+    gateway.models(&headers)
 }
 
 async fn health(State(gateway): State<Gateway>) -> Response {

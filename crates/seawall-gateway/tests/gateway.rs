@@ -904,6 +904,60 @@ async fn health_and_unknown_paths() {
     );
 }
 
+/// `GET /v1/models` lists the configured models of the caller's wire
+/// (OpenAI's shape, or Anthropic's with `anthropic-version`), never the
+/// catch-all, and only to a client holding the token.
+#[tokio::test]
+async fn the_configured_models_are_listed_per_wire() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    let mut claude = config.routes[0].clone();
+    claude.name = "claude".into();
+    claude.wire = Wire::Anthropic;
+    config.routes.push(claude);
+    for (model, route) in [("gpt-b", "main"), ("gpt-a", "main"), ("claude-c", "claude")] {
+        config.models.insert(model.into(), vec![route.into()]);
+    }
+    let gateway = Running::start(config).await;
+    let list = |headers: &[(&str, &str)]| {
+        let mut builder = http::Request::get(gateway.url("/v1/models"));
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(full(Bytes::new())).unwrap()
+    };
+    let bearer = format!("Bearer {TOKEN}");
+    let (status, _, body) = send(&client(), list(&[("authorization", &bearer)])).await;
+    assert_eq!(status, 200);
+    let openai: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(openai["object"], "list");
+    let ids: Vec<_> = openai["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].clone())
+        .collect();
+    assert_eq!(ids, ["gpt-a", "gpt-b"]);
+    assert_eq!(openai["data"][0]["object"], "model");
+
+    let (status, _, body) = send(
+        &client(),
+        list(&[("x-api-key", TOKEN), ("anthropic-version", "2023-06-01")]),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let anthropic: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(anthropic["data"][0]["id"], "claude-c");
+    assert_eq!(anthropic["data"][0]["type"], "model");
+    assert_eq!(anthropic["data"].as_array().unwrap().len(), 1);
+    assert_eq!(anthropic["has_more"], false);
+    assert_eq!(anthropic["last_id"], "claude-c");
+
+    let (status, headers, _) = send(&client(), list(&[])).await;
+    assert_eq!(status, 401);
+    assert_eq!(header(&headers, "www-authenticate"), "Bearer");
+}
+
 /// A body the gateway cannot read as one request is refused before any
 /// route sees it: not JSON, not an object, not UTF-8, a member named
 /// twice (the gateway would route by one `model` and the provider might
