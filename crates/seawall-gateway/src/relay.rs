@@ -13,6 +13,7 @@ use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
 use memchr::memchr2;
+use seawall::core::provider::openai_responses::last_sequence_number;
 use seawall::core::{BoxError, Code, Failure};
 use seawall_internal::millis;
 
@@ -288,26 +289,6 @@ impl Lines {
     }
 }
 
-/// The number after the last `"sequence_number"` in `events` (0 when
-/// none is there): the Responses API numbers its events from 0, one by
-/// one.
-fn next_sequence_number(events: &[u8]) -> u64 {
-    const KEY: &[u8] = b"\"sequence_number\"";
-    let Some(at) = memchr::memmem::rfind(events, KEY) else {
-        return 0;
-    };
-    let rest = events[at + KEY.len()..].trim_ascii_start();
-    let Some(rest) = rest.strip_prefix(b":") else {
-        return 0;
-    };
-    let rest = rest.trim_ascii_start();
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    std::str::from_utf8(&rest[..digits])
-        .ok()
-        .and_then(|n| n.parse::<u64>().ok())
-        .map_or(0, |n| n.saturating_add(1))
-}
-
 impl Relay {
     pub(crate) fn new(
         inner: UpstreamBody,
@@ -389,7 +370,8 @@ impl Relay {
         let message = describe(failure, err, &self.redactor);
         let code = failure.map_or(Code::StreamInterrupted, Failure::code);
         let error = WireError::gateway(StatusCode::BAD_GATEWAY, code, message);
-        let event = error.event(self.endpoint, next_sequence_number(&self.last_run));
+        let next = last_sequence_number(&self.last_run).map_or(0, |n| n.saturating_add(1));
+        let event = error.event(self.endpoint, next);
         let mut out = BytesMut::with_capacity(event.len() + 1);
         // What was sent ends an event; one ended by a CR gets its LF, for
         // clients that read lines by LF.
@@ -640,14 +622,6 @@ mod tests {
         );
         assert!(seen.contains(&"data: a\n\n".to_owned()), "{seen:?}");
         assert_eq!(seen[seen.len() - 2], "data: d", "{seen:?}");
-    }
-
-    #[test]
-    fn the_final_responses_event_takes_the_next_number() {
-        let events = b"event: a\ndata: {\"sequence_number\":3}\n\nevent: b\ndata: {\"type\":\"b\",\"sequence_number\" : 41}\n\n";
-        assert_eq!(next_sequence_number(events), 42);
-        assert_eq!(next_sequence_number(b"data: {}\n\n"), 0);
-        assert_eq!(next_sequence_number(b"\"sequence_number\":x"), 0);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use memchr::{memchr2, memrchr2};
 use seawall_core::excerpt;
 use seawall_core::provider::Provider;
+use seawall_core::provider::openai_responses::last_sequence_number;
 use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::{Item, Scanner};
 use serde_json::Value;
@@ -263,8 +264,8 @@ impl Fix {
                     self.ours.index = seen.index.or(self.ours.index);
                 }
                 Provider::OpenAiResponses => {
-                    if let Some(seq) = json.get("sequence_number").and_then(Value::as_u64) {
-                        self.sequence = Some(seq + 1);
+                    if let Some(seq) = last_sequence_number(&event) {
+                        self.sequence = Some(seq.saturating_add(1));
                     }
                     self.ours.item_id = seen.item_id.or(self.ours.item_id.take());
                     self.ours.output_index = seen.output_index.or(self.ours.output_index);

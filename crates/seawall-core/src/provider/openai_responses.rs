@@ -151,6 +151,22 @@ pub fn error_event(data: &[u8]) -> Failure {
     )
 }
 
+/// The `sequence_number` of the last event in `events` (raw stream bytes,
+/// one event or many), `None` when none is there. The Responses API
+/// numbers a stream's events from 0, one by one, so whoever adds an event
+/// to a stream it relays (the gateway's final `error` event, the resume
+/// layer's renumbered continuation) numbers it from here. A byte search,
+/// not a parse: in JSON text a quote inside a string is escaped, so the
+/// quoted key is found only as a key.
+pub fn last_sequence_number(events: &[u8]) -> Option<u64> {
+    const KEY: &[u8] = b"\"sequence_number\"";
+    let at = memchr::memmem::rfind(events, KEY)?;
+    let rest = events[at + KEY.len()..].trim_ascii_start();
+    let rest = rest.strip_prefix(b":")?.trim_ascii_start();
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
 // The unary answer:
 // `{"object":"response","status","incomplete_details","error","output":[…],"usage"}`.
 
@@ -315,5 +331,21 @@ pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
                 .with_message("the response was cancelled"),
         ),
         _ => AnswerCheck::Pending,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_sequence_number;
+
+    #[test]
+    fn the_last_sequence_number_is_read_as_a_key() {
+        let events = b"event: a\ndata: {\"sequence_number\":3}\n\nevent: b\ndata: {\"type\":\"b\",\"sequence_number\" : 41}\n\n";
+        assert_eq!(last_sequence_number(events), Some(41));
+        assert_eq!(last_sequence_number(b"data: {}\n\n"), None);
+        assert_eq!(last_sequence_number(b"\"sequence_number\":x"), None);
+        // Inside a string the quotes are escaped: not the key.
+        let quoted = br#"{"sequence_number":2,"delta":"\"sequence_number\":9"}"#;
+        assert_eq!(last_sequence_number(quoted), Some(2));
     }
 }
