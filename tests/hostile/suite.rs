@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use seawall::classify::ClassifyLayer;
+use seawall::classify::{ClassifyLayer, ProviderClassifier};
 use seawall::core::{BoxError, Code, Failure, Receipt};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
@@ -201,7 +201,15 @@ pub(crate) enum Client {
 }
 
 async fn ask_at(base: &str, stream: bool, stack: &Stack) -> Outcome {
-    let classify = ClassifyLayer::openai();
+    ask_classified(base, stream, stack, ClassifyLayer::openai()).await
+}
+
+async fn ask_classified(
+    base: &str,
+    stream: bool,
+    stack: &Stack,
+    classify: ClassifyLayer<ProviderClassifier>,
+) -> Outcome {
     match crate::CLIENT {
         Client::Hyper => {
             ask_through(
@@ -463,6 +471,38 @@ async fn a_reset_mid_unary_body_is_retried() {
     );
     first.extend_from_slice(b"{\"choices\":[");
     retried_to_an_answer(vec![Act::Write(first), Act::Reset], false).await;
+}
+
+/// A unary answer longer than the check cap, its body delimited by the
+/// connection's close (no length, not chunked): a cut there ends the body
+/// as cleanly as its end would, and only the answer's own structure tells.
+#[tokio::test]
+async fn a_long_answer_cut_where_only_its_close_delimits_it_is_not_whole() {
+    const CAP: usize = 4 * 1024;
+    let mut whole = String::from(r#"{"object":"list","data":["#);
+    while whole.len() < 4 * CAP {
+        whole.push_str(r#"{"object":"embedding","embedding":[0.25,-0.5,"}]"]},"#);
+    }
+    whole.push_str(r#"{"object":"embedding","embedding":[1.0]}],"model":"m"}"#);
+    let json = [("content-type", "application/json")];
+    let classify = || ClassifyLayer::openai().max_success_body(CAP);
+    for cut in [2 * CAP, whole.len() - 2] {
+        let server = Hostile::start(vec![reply("200 OK", &json, &whole.as_bytes()[..cut])]).await;
+        let outcome = ask_classified(&server.base, false, &stack(), classify()).await;
+        assert_eq!(
+            outcome.code(),
+            Some(Code::Truncated),
+            "cut at {cut}: {outcome:?}"
+        );
+        let delivered = outcome.failure.as_ref().and_then(|f| f.interrupted());
+        assert_eq!(delivered.map(|d| d.bytes), Some(cut as u64), "cut at {cut}");
+        // Bytes reached the caller: the stack does not send it again.
+        assert_eq!(server.requests(), 1);
+    }
+    let server = Hostile::start(vec![reply("200 OK", &json, whole.as_bytes())]).await;
+    let outcome = ask_classified(&server.base, false, &stack(), classify()).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert_eq!(outcome.text(), whole);
 }
 
 #[tokio::test]

@@ -13,6 +13,8 @@ use seawall_core::{Code, Evidence, Failure, Interrupted};
 use tower::BoxError;
 
 use crate::grpc;
+use crate::json_end::{Ending, JsonEnd};
+use crate::transport::transport_failure;
 
 pin_project! {
     /// The body of a response that passed [`ClassifyLayer`](crate::ClassifyLayer).
@@ -20,7 +22,9 @@ pin_project! {
     /// Streams and unread bodies are the inner body, untouched. A checked
     /// unary body is the bytes that were read. A body that was read in part
     /// and then handed on (past the check cap, or not a JSON object) replays
-    /// what was read and continues with the rest: nothing is lost.
+    /// what was read and continues with the rest: nothing is lost. Past the
+    /// cap, a body that ends before its JSON value closes ends with a
+    /// `truncated` error, not as a whole answer.
     pub struct ClassifiedBody<B> {
         #[pin]
         kind: Kind<B>,
@@ -33,24 +37,39 @@ pin_project! {
         Inner { #[pin] body: B },
         Read { data: Option<Bytes>, trailers: Option<HeaderMap> },
         Resumed { head: Option<Bytes>, rest: Pin<Box<B>> },
-        Watching { head: Option<Bytes>, rest: Pin<Box<B>>, watch: Watch },
+        PastCap { head: Option<Bytes>, rest: Pin<Box<B>>, passed: Passed, end: JsonEnd },
+        Watching { head: Option<Bytes>, rest: Pin<Box<B>>, passed: Passed, quota_wall: QuotaWall },
     }
 }
 
-/// What a body whose status comes in its trailers needs to judge them.
+/// What a body handed on before its verdict has passed to the caller: a
+/// bad end after that is an interruption, never a replay.
 #[derive(Debug)]
-struct Watch {
+struct Passed {
     status: u16,
-    quota_wall: QuotaWall,
     frames: u64,
     bytes: u64,
     ended: bool,
 }
 
-impl Watch {
-    /// The failure a bad end amounts to once messages reached the caller:
-    /// an interruption, never a replay.
-    fn interrupted(&mut self, cause: &Failure) -> BoxError {
+impl Passed {
+    fn new(status: u16, head: &Bytes) -> Self {
+        Passed {
+            status,
+            frames: 1,
+            bytes: head.len() as u64,
+            ended: false,
+        }
+    }
+
+    fn count(&mut self, data: &Bytes) {
+        self.frames += 1;
+        self.bytes += data.len() as u64;
+    }
+
+    /// `failure` (a `stream_interrupted` or a `truncated`, caused by
+    /// `cause`) with what was passed; the body ends with it.
+    fn fail(&mut self, failure: Failure, cause: Code, what: &'static str) -> BoxError {
         self.ended = true;
         let mut evidence = Evidence::default();
         evidence.status = Some(self.status);
@@ -60,59 +79,111 @@ impl Watch {
         let mut delivered = Interrupted::default();
         delivered.content_events = self.frames;
         delivered.bytes = self.bytes;
-        delivered.cause = Some(cause.code());
-        let failure = Failure::interrupted_by(cause)
-            .with_evidence(evidence)
-            .with_interrupted(delivered);
+        delivered.cause = Some(cause);
+        let failure = failure.with_evidence(evidence).with_interrupted(delivered);
         tracing::warn!(
             target: "seawall::classify",
             code = failure.code().as_str(),
-            cause = cause.code().as_str(),
+            cause = cause.as_str(),
             bytes = self.bytes,
-            "gRPC status failed after messages"
+            "{what}"
         );
         Box::new(failure)
     }
 
-    /// The next frame of the watched body, judged.
-    fn judge<E: Into<BoxError>>(
-        &mut self,
-        frame: Option<Result<Frame<Bytes>, E>>,
-    ) -> Option<Result<Frame<Bytes>, BoxError>> {
-        let frame = match frame {
-            None if self.ended => return None,
-            None => {
-                let cause = Failure::new(Code::ProtocolViolation)
-                    .with_message("the gRPC answer ended without a grpc-status");
-                return Some(Err(self.interrupted(&cause)));
-            }
-            Some(Err(error)) => {
-                self.ended = true;
-                return Some(Err(error.into()));
-            }
-            Some(Ok(frame)) => frame,
-        };
-        if let Some(data) = frame.data_ref() {
-            self.frames += 1;
-            self.bytes += data.len() as u64;
-            return Some(Ok(frame));
+    /// The interruption `cause` amounts to.
+    fn interrupted(&mut self, cause: &Failure, what: &'static str) -> BoxError {
+        self.fail(Failure::interrupted_by(cause), cause.code(), what)
+    }
+
+    /// The inner body's own error, after bytes passed: an interruption
+    /// by what the error was (a reset, a decoder's refusal).
+    fn broken(&mut self, error: BoxError, what: &'static str) -> BoxError {
+        let cause = Failure::find(&*error)
+            .cloned()
+            .or_else(|| transport_failure(&*error))
+            .unwrap_or_else(|| Failure::new(Code::Transport).with_message(&error.to_string()));
+        self.interrupted(&cause, what)
+    }
+}
+
+/// Judges the frames of a gRPC answer: its status comes in the trailers.
+fn judge_grpc<E: Into<BoxError>>(
+    passed: &mut Passed,
+    quota_wall: QuotaWall,
+    frame: Option<Result<Frame<Bytes>, E>>,
+) -> Option<Result<Frame<Bytes>, BoxError>> {
+    const WHAT: &str = "gRPC status failed after messages";
+    let frame = match frame {
+        None if passed.ended => return None,
+        None => {
+            let cause = Failure::new(Code::ProtocolViolation)
+                .with_message("the gRPC answer ended without a grpc-status");
+            return Some(Err(passed.interrupted(&cause, WHAT)));
         }
-        let Some(trailers) = frame.trailers_ref() else {
-            return Some(Ok(frame));
-        };
-        match grpc::trailers_status(self.status, trailers, self.quota_wall) {
-            grpc::Status::Ok => {
-                self.ended = true;
-                Some(Ok(frame))
-            }
-            grpc::Status::Failed(cause) => Some(Err(self.interrupted(&cause))),
-            grpc::Status::Absent => {
-                let cause = Failure::new(Code::ProtocolViolation)
-                    .with_message("the gRPC trailers carry no grpc-status");
-                Some(Err(self.interrupted(&cause)))
-            }
+        Some(Err(error)) => {
+            passed.ended = true;
+            return Some(Err(error.into()));
+        }
+        Some(Ok(frame)) => frame,
+    };
+    if let Some(data) = frame.data_ref() {
+        passed.count(data);
+        return Some(Ok(frame));
+    }
+    let Some(trailers) = frame.trailers_ref() else {
+        return Some(Ok(frame));
+    };
+    match grpc::trailers_status(passed.status, trailers, quota_wall) {
+        grpc::Status::Ok => {
+            passed.ended = true;
+            Some(Ok(frame))
+        }
+        grpc::Status::Failed(cause) => Some(Err(passed.interrupted(&cause, WHAT))),
+        grpc::Status::Absent => {
+            let cause = Failure::new(Code::ProtocolViolation)
+                .with_message("the gRPC trailers carry no grpc-status");
+            Some(Err(passed.interrupted(&cause, WHAT)))
         }
     }
+}
+
+/// Follows the frames of a JSON answer handed on past the check cap: a
+/// body that ends before its value closes is `truncated`, bytes after the
+/// value a `protocol_violation`, a broken read an interruption.
+fn judge_past_cap<E: Into<BoxError>>(
+    passed: &mut Passed,
+    end: &mut JsonEnd,
+    frame: Option<Result<Frame<Bytes>, E>>,
+) -> Option<Result<Frame<Bytes>, BoxError>> {
+    const WHAT: &str = "JSON answer past the check cap ended badly";
+    let frame = match frame {
+        None if passed.ended => return None,
+        None => {
+            passed.ended = true;
+            return match end.ending() {
+                Ending::Whole => None,
+                Ending::Cut => {
+                    let failure = Failure::new(Code::Truncated).with_message(
+                        "the JSON answer ended before its value closed (past the check cap)",
+                    );
+                    Some(Err(passed.fail(failure, Code::Truncated, WHAT)))
+                }
+                Ending::Trailing => {
+                    let cause = Failure::new(Code::ProtocolViolation)
+                        .with_message("bytes after the JSON answer's value");
+                    Some(Err(passed.interrupted(&cause, WHAT)))
+                }
+            };
+        }
+        Some(Err(error)) => return Some(Err(passed.broken(error.into(), WHAT))),
+        Some(Ok(frame)) => frame,
+    };
+    if let Some(data) = frame.data_ref() {
+        passed.count(data);
+        end.feed(data);
+    }
+    Some(Ok(frame))
 }
 
 impl<B> ClassifiedBody<B> {
@@ -141,13 +212,24 @@ impl<B> ClassifiedBody<B> {
     ) -> Self {
         ClassifiedBody {
             kind: Kind::Watching {
-                watch: Watch {
-                    status,
-                    quota_wall,
-                    frames: 1,
-                    bytes: head.len() as u64,
-                    ended: false,
-                },
+                passed: Passed::new(status, &head),
+                quota_wall,
+                head: Some(head),
+                rest,
+            },
+        }
+    }
+
+    /// A JSON answer read up to the check cap (`head`, its opening brace
+    /// first) and handed on: whether its value closes is followed to the
+    /// end.
+    pub(crate) fn past_cap(head: Bytes, rest: Pin<Box<B>>, status: u16) -> Self {
+        let mut end = JsonEnd::default();
+        end.feed(&head);
+        ClassifiedBody {
+            kind: Kind::PastCap {
+                passed: Passed::new(status, &head),
+                end,
                 head: Some(head),
                 rest,
             },
@@ -172,6 +254,7 @@ impl<B> fmt::Debug for ClassifiedBody<B> {
             Kind::Inner { .. } => ("inner", None),
             Kind::Read { data, .. } => ("read", data.as_ref().map(Bytes::len)),
             Kind::Resumed { head, .. } => ("resumed", head.as_ref().map(Bytes::len)),
+            Kind::PastCap { head, .. } => ("past_cap", head.as_ref().map(Bytes::len)),
             Kind::Watching { head, .. } => ("watching_trailers", head.as_ref().map(Bytes::len)),
         };
         f.debug_struct("ClassifiedBody")
@@ -206,15 +289,35 @@ where
                 Some(head) => return Poll::Ready(Some(Ok(Frame::data(head)))),
                 None => rest.as_mut().poll_frame(cx),
             },
-            KindProj::Watching { head, rest, watch } => {
+            KindProj::PastCap {
+                head,
+                rest,
+                passed,
+                end,
+            } => {
                 if let Some(head) = head.take() {
                     return Poll::Ready(Some(Ok(Frame::data(head))));
                 }
-                if watch.ended {
+                if passed.ended {
                     return Poll::Ready(None);
                 }
                 let frame = ready!(rest.as_mut().poll_frame(cx));
-                return Poll::Ready(watch.judge(frame));
+                return Poll::Ready(judge_past_cap(passed, end, frame));
+            }
+            KindProj::Watching {
+                head,
+                rest,
+                passed,
+                quota_wall,
+            } => {
+                if let Some(head) = head.take() {
+                    return Poll::Ready(Some(Ok(Frame::data(head))));
+                }
+                if passed.ended {
+                    return Poll::Ready(None);
+                }
+                let frame = ready!(rest.as_mut().poll_frame(cx));
+                return Poll::Ready(judge_grpc(passed, *quota_wall, frame));
             }
         };
         poll.map(|frame| frame.map(|result| result.map_err(Into::into)))
@@ -225,8 +328,11 @@ where
             Kind::Inner { body } => body.is_end_stream(),
             Kind::Read { data, trailers } => data.is_none() && trailers.is_none(),
             Kind::Resumed { head, rest } => head.is_none() && rest.is_end_stream(),
-            // The end must be polled: it is where the status is judged.
-            Kind::Watching { head, watch, .. } => head.is_none() && watch.ended,
+            // The end must be polled: it is where the status, or whether
+            // the value closed, is judged.
+            Kind::PastCap { head, passed, .. } | Kind::Watching { head, passed, .. } => {
+                head.is_none() && passed.ended
+            }
         }
     }
 
@@ -236,7 +342,9 @@ where
             Kind::Read { data, .. } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
-            Kind::Resumed { head, rest } | Kind::Watching { head, rest, .. } => {
+            Kind::Resumed { head, rest }
+            | Kind::PastCap { head, rest, .. }
+            | Kind::Watching { head, rest, .. } => {
                 let head = head.as_ref().map_or(0, |h| h.len() as u64);
                 let rest = rest.size_hint();
                 let mut hint = SizeHint::new();

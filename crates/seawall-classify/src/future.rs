@@ -225,9 +225,12 @@ struct Reading<B> {
 enum SuccessRead {
     /// The whole body is in the buffer.
     Whole,
-    /// The body is not a checkable answer (too long, or not a JSON object):
-    /// hand it on with what was read.
+    /// The body is not a checkable answer (not a JSON object): hand it on
+    /// with what was read.
     Unchecked,
+    /// A JSON object longer than the check cap: hand it on with what was
+    /// read, following whether it closes.
+    PastCap,
     /// The body failed mid-read.
     Failed(BoxError),
     /// A generation endpoint's 2xx body opens like neither an answer nor a
@@ -322,7 +325,7 @@ where
                             }
                         }
                         if self.buffer.len() > cap {
-                            return Poll::Ready(SuccessRead::Unchecked);
+                            return Poll::Ready(SuccessRead::PastCap);
                         }
                     }
                     Err(frame) => {
@@ -405,9 +408,19 @@ where
                 tracing::debug!(
                     target: "seawall::classify",
                     bytes = self.pulled,
-                    "2xx body handed on unchecked: longer than the check cap or not a JSON object"
+                    "2xx body handed on unchecked: not a JSON object"
                 );
                 let body = ClassifiedBody::resumed(self.buffer.into_bytes(), self.body);
+                Ok(Response::from_parts(self.parts, body))
+            }
+            SuccessRead::PastCap => {
+                tracing::debug!(
+                    target: "seawall::classify",
+                    bytes = self.pulled,
+                    "2xx body handed on unchecked: longer than the check cap"
+                );
+                let status = self.parts.status.as_u16();
+                let body = ClassifiedBody::past_cap(self.buffer.into_bytes(), self.body, status);
                 Ok(Response::from_parts(self.parts, body))
             }
             SuccessRead::Failed(error) => {

@@ -33,7 +33,12 @@
 //! a JSON object (Gemini's non-SSE `streamGenerateContent` sends an array
 //! over time), is handed on unchecked as soon as that is known: what was
 //! read first, then the rest of the body. Nothing is lost and a stream is
-//! not held back until it ends.
+//! not held back until it ends. A JSON object past the cap is still
+//! followed to its end, a depth count and nothing kept: a body delimited
+//! only by its connection's close can be cut as cleanly as it can end, so
+//! one that ends before its value closes ends with `truncated` (bytes after
+//! the value, or a broken read, with `stream_interrupted`) instead of
+//! looking whole. The caller has its bytes by then: never a replay.
 //!
 //! Put the layer inside retry, breaker and fallback (they decide from its
 //! failures) and around the HTTP client, after any response decompression:
@@ -98,6 +103,7 @@ mod body;
 mod classifier;
 mod future;
 mod grpc;
+mod json_end;
 mod layer;
 mod provider;
 mod service;

@@ -380,6 +380,75 @@ async fn a_unary_body_past_the_check_cap_is_delivered_unchecked() {
     assert_eq!(collect(body).await, whole, "nothing lost");
 }
 
+/// Reads a body past the check cap to its end: the bytes that came, and
+/// the failure it ended with.
+async fn read_past_cap(chunks: Chunks) -> (Vec<u8>, Option<Failure>) {
+    let response = Response::builder()
+        .status(200)
+        .header(JSON.0, JSON.1)
+        .body(chunks)
+        .unwrap();
+    let layer = ClassifyLayer::openai().max_success_body(20);
+    let mut body = std::pin::pin!(through(&layer, response).await.unwrap().into_body());
+    let mut read = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        match frame {
+            Ok(frame) => read.extend_from_slice(frame.data_ref().unwrap()),
+            Err(error) => {
+                let failure = found(&error).clone();
+                // The error ends the body.
+                let next = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await;
+                assert!(next.is_none(), "{next:?}");
+                return (read, Some(failure));
+            }
+        }
+    }
+    (read, None)
+}
+
+#[tokio::test]
+async fn a_json_answer_past_the_check_cap_that_ends_before_it_closes_is_truncated() {
+    let chunks = [
+        r#"{"object":"list","data":[{"embedding":[0.1,"#,
+        r#"0.2]},{"embedding":[0.3,"#,
+        r#"0.4"#,
+    ];
+    let (read, failure) = read_past_cap(Chunks::new(chunks)).await;
+    assert_eq!(read, chunks.concat().as_bytes(), "every byte passed, once");
+    let failure = failure.expect("a cut answer is no answer");
+    assert_eq!(failure.code(), Code::Truncated, "{failure}");
+    let delivered = failure.interrupted().expect("what the caller was shown");
+    assert_eq!(delivered.bytes, read.len() as u64);
+    assert_eq!(delivered.cause, Some(Code::Truncated));
+
+    // The same bytes with the value closed (a brace inside a string does
+    // not close it) are an answer.
+    let whole = [chunks[0], chunks[1], r#"0.4],"s":"}]"}]}"#, "\n"];
+    let (read, failure) = read_past_cap(Chunks::new(whole)).await;
+    assert!(failure.is_none(), "{failure:?}");
+    assert_eq!(read, whole.concat().as_bytes());
+}
+
+#[tokio::test]
+async fn a_json_answer_past_the_check_cap_broken_or_followed_by_more_is_an_interruption() {
+    let head = r#"{"object":"list","data":[{"embedding":[0.1,"#;
+    let broken = Chunks::new([head, "0.2"]).then_error(io::ErrorKind::ConnectionReset);
+    let (read, failure) = read_past_cap(broken).await;
+    assert_eq!(read.len(), head.len() + 3);
+    let failure = failure.expect("a reset is no answer");
+    assert_eq!(failure.code(), Code::StreamInterrupted, "{failure}");
+    assert_eq!(failure.interrupted().unwrap().cause, Some(Code::Transport));
+
+    let twice = Chunks::new([head, "0.2]}]}", r#"{"object":"list"}"#]);
+    let (_, failure) = read_past_cap(twice).await;
+    let failure = failure.expect("two values are no answer");
+    assert_eq!(failure.code(), Code::StreamInterrupted, "{failure}");
+    assert_eq!(
+        failure.interrupted().unwrap().cause,
+        Some(Code::ProtocolViolation)
+    );
+}
+
 #[tokio::test]
 async fn a_2xx_body_that_breaks_while_checked_is_a_transport_failure() {
     let head = r#"{"choices":[{"#;
