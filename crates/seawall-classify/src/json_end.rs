@@ -6,24 +6,25 @@
 //! that loses its connection mid-value ends as cleanly as a whole one. The
 //! answer's own structure does tell: a JSON value is whole when every
 //! object and array it opened is closed, outside a string. [`JsonEnd`]
-//! follows that as the bytes pass — a depth count and the string state,
-//! nothing kept — so a cut body ends with an error instead of looking
-//! complete.
+//! follows that as the bytes pass (seawall-internal's `Nesting`: a depth
+//! count and the string state, nothing kept) so a cut body ends with an
+//! error instead of looking complete.
 
-/// The structure of a JSON value read so far: how deep it is open, and
-/// whether the bytes are inside a string.
+use seawall_internal::nesting::Nesting;
+
+/// Where the body is in its one JSON value.
 #[derive(Debug, Default)]
-pub(crate) struct JsonEnd {
-    /// Objects and arrays open (a count: brackets of the wrong kind are
-    /// the parser's business, not this check's).
-    depth: u64,
-    in_string: bool,
-    /// The last byte inside a string was a backslash.
-    escaped: bool,
-    /// The outermost value opened and closed again.
-    closed: bool,
-    /// Something other than whitespace after the outermost value closed.
-    trailing: bool,
+pub(crate) enum JsonEnd {
+    /// Before the value (blanks only so far).
+    #[default]
+    Before,
+    /// Inside it.
+    In(Nesting),
+    /// After it, blanks only.
+    After,
+    /// Something other than blanks after it, or a value that does not
+    /// open with `{`, `[` or `"`.
+    Trailing,
 }
 
 /// What the bytes fed amounted to when the body ended.
@@ -37,58 +38,44 @@ pub(crate) enum Ending {
     Trailing,
 }
 
+fn is_blank(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
+}
+
 impl JsonEnd {
     /// Follows `data`, the next bytes of the body.
     pub(crate) fn feed(&mut self, data: &[u8]) {
         let mut at = 0;
         while at < data.len() {
-            if self.trailing {
-                return;
-            }
-            if self.in_string {
-                if std::mem::take(&mut self.escaped) {
-                    at += 1;
-                    continue;
+            match self {
+                JsonEnd::Before | JsonEnd::After => {
+                    let Some(next) = data[at..].iter().position(|&byte| !is_blank(byte)) else {
+                        return;
+                    };
+                    at += next;
+                    *self = match (&*self, data[at]) {
+                        (JsonEnd::Before, b'{' | b'[' | b'"') => JsonEnd::In(Nesting::default()),
+                        _ => JsonEnd::Trailing,
+                    };
                 }
-                // Strings are most of an answer's bytes: skip to their end.
-                let Some(stop) = memchr::memchr2(b'"', b'\\', &data[at..]) else {
-                    return;
-                };
-                at += stop;
-                if data[at] == b'"' {
-                    self.in_string = false;
-                } else {
-                    self.escaped = true;
-                }
-                at += 1;
-                continue;
-            }
-            match data[at] {
-                b' ' | b'\n' | b'\r' | b'\t' => {}
-                _ if self.closed => self.trailing = true,
-                b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth += 1,
-                b'}' | b']' => match self.depth {
-                    0 => self.trailing = true,
-                    _ => {
-                        self.depth -= 1;
-                        self.closed = self.depth == 0;
+                JsonEnd::In(nesting) => match nesting.scan(&data[at..]) {
+                    Some(len) => {
+                        at += len;
+                        *self = JsonEnd::After;
                     }
+                    None => return,
                 },
-                _ => {}
+                JsonEnd::Trailing => return,
             }
-            at += 1;
         }
     }
 
     /// What the bytes fed amount to, the body having ended.
     pub(crate) fn ending(&self) -> Ending {
-        if self.trailing {
-            Ending::Trailing
-        } else if self.closed {
-            Ending::Whole
-        } else {
-            Ending::Cut
+        match self {
+            JsonEnd::After => Ending::Whole,
+            JsonEnd::Before | JsonEnd::In(_) => Ending::Cut,
+            JsonEnd::Trailing => Ending::Trailing,
         }
     }
 }

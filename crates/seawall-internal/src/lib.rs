@@ -13,6 +13,9 @@
 //! - [`random`]: where a layer's jitter comes from.
 //! - [`json`]: borrowed JSON text and the UTF-8-once parse, for the
 //!   provider tables and the stream decoders.
+//! - [`nesting`]: where a JSON value ends, followed across the frames its
+//!   bytes come in, for the JSON-array splitter and the check of a unary
+//!   answer too long to read whole.
 //! - [`cursor`]: the strict JSON cursor that reads the few fields a
 //!   decision needs and gives up (to serde) on anything it is unsure of.
 #![deny(missing_docs)]
@@ -21,6 +24,7 @@ pub mod cursor;
 mod doubling;
 pub mod json;
 mod millis;
+pub mod nesting;
 pub mod random;
 pub mod window;
 

@@ -31,6 +31,8 @@
 //! assert!(splitter.is_closed());
 //! ```
 
+use seawall_internal::nesting::Nesting;
+
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
 /// Why the splitter gave up. Each has a stable name ([`ArrayError::as_str`]).
@@ -104,11 +106,8 @@ pub struct Splitter {
     single: bool,
     /// The start of an element cut by a frame boundary.
     carried: Vec<u8>,
-    /// Open brackets inside the current element.
-    depth: usize,
-    in_string: bool,
-    /// The previous byte in a string was a backslash.
-    escaped: bool,
+    /// Where the current element (not a scalar) ends.
+    nesting: Nesting,
     /// The current element is a bare scalar (number, literal): it ends at
     /// the first delimiter.
     scalar: bool,
@@ -129,9 +128,7 @@ impl Splitter {
             at: At::Opening,
             single: false,
             carried: Vec::new(),
-            depth: 0,
-            in_string: false,
-            escaped: false,
+            nesting: Nesting::default(),
             scalar: false,
             bom_matched: Some(0),
             failed: None,
@@ -282,63 +279,19 @@ impl Splitter {
     /// scanned unless it is a scalar).
     fn open_element(&mut self, byte: u8) {
         self.at = At::InElement;
-        self.depth = 0;
-        self.in_string = false;
-        self.escaped = false;
+        self.nesting = Nesting::default();
         self.scalar = !matches!(byte, b'{' | b'[' | b'"');
     }
 
     /// Scans element bytes; returns how many of `data` belong to the
     /// element when it ends within `data`.
     fn scan_element(&mut self, data: &[u8]) -> Option<usize> {
-        let mut i = 0;
-        while i < data.len() {
-            if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
-                    i += 1;
-                    continue;
-                }
-                match memchr::memchr2(b'"', b'\\', &data[i..]) {
-                    None => return None,
-                    Some(at) => {
-                        i += at;
-                        if data[i] == b'\\' {
-                            self.escaped = true;
-                        } else {
-                            self.in_string = false;
-                            if self.depth == 0 {
-                                // A bare string element ends at its quote.
-                                return Some(i + 1);
-                            }
-                        }
-                        i += 1;
-                        continue;
-                    }
-                }
-            }
-            let byte = data[i];
-            if self.scalar {
-                if is_blank(byte) || matches!(byte, b',' | b']' | b'}' | b'[' | b'{' | b'"') {
-                    return Some(i);
-                }
-                i += 1;
-                continue;
-            }
-            match byte {
-                b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth += 1,
-                b'}' | b']' => {
-                    self.depth -= 1;
-                    if self.depth == 0 {
-                        return Some(i + 1);
-                    }
-                }
-                _ => {}
-            }
-            i += 1;
+        if !self.scalar {
+            return self.nesting.scan(data);
         }
-        None
+        data.iter().position(|&byte| {
+            is_blank(byte) || matches!(byte, b',' | b']' | b'}' | b'[' | b'{' | b'"')
+        })
     }
 
     fn check_size(&self, len: usize) -> Result<(), ArrayError> {
