@@ -154,6 +154,18 @@ impl Splitter {
         frame: &[u8],
         mut on_element: impl FnMut(&[u8]),
     ) -> Result<(), ArrayError> {
+        self.feed_located(frame, |element, _| on_element(element))
+    }
+
+    /// [`feed`](Splitter::feed), telling also where each element begins in
+    /// `frame`: 0 when it began in an earlier frame. A reader that must
+    /// not hand an element on (a provider's error element) cuts the frame
+    /// there; the separator before it stays.
+    pub fn feed_located(
+        &mut self,
+        frame: &[u8],
+        mut on_element: impl FnMut(&[u8], usize),
+    ) -> Result<(), ArrayError> {
         if let Some(error) = self.failed {
             return Err(error);
         }
@@ -168,7 +180,7 @@ impl Splitter {
     fn split(
         &mut self,
         frame: &[u8],
-        on_element: &mut impl FnMut(&[u8]),
+        on_element: &mut impl FnMut(&[u8], usize),
     ) -> Result<(), ArrayError> {
         let mut i = self.skip_bom(frame)?;
         // Where the current element starts in this frame, when it started
@@ -183,11 +195,11 @@ impl Splitter {
                         match start.take() {
                             Some(begin) => {
                                 self.check_size(end - begin)?;
-                                on_element(&frame[begin..end]);
+                                on_element(&frame[begin..end], begin);
                             }
                             None => {
                                 self.carry(&frame[from..end])?;
-                                on_element(&self.carried);
+                                on_element(&self.carried, 0);
                                 self.carried.clear();
                             }
                         }
@@ -326,6 +338,28 @@ mod tests {
             }
         }
         (elements, Ok(splitter.is_closed()))
+    }
+
+    #[test]
+    fn each_element_says_where_it_begins_in_its_frame() {
+        let mut splitter = Splitter::new(64);
+        let mut seen = Vec::new();
+        for frame in [&b"[{\"a\":1} ,{\"b"[..], &b"\":2}, \"c\"]"[..]] {
+            splitter
+                .feed_located(frame, |element, start| {
+                    seen.push((element.to_vec(), start));
+                })
+                .unwrap();
+        }
+        let expected: [(&[u8], usize); 3] = [
+            (b"{\"a\":1}", 1),
+            // Begun in the frame before: 0.
+            (b"{\"b\":2}", 0),
+            (b"\"c\"", 6),
+        ];
+        let expected: Vec<(Vec<u8>, usize)> =
+            expected.iter().map(|(e, s)| (e.to_vec(), *s)).collect();
+        assert_eq!(seen, expected);
     }
 
     fn whole(body: &[u8], cap: usize) -> (Vec<Vec<u8>>, Result<bool, ArrayError>) {

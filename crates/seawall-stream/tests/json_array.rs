@@ -259,3 +259,26 @@ async fn a_slow_response_head_is_bounded_from_the_call() {
     assert!(!response.body().is_guarded());
     assert_eq!(started.elapsed(), Duration::from_secs(6));
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_error_element_after_content_is_never_handed_on() {
+    let error =
+        r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#;
+    let first = format!("[{}\r\n", chunk("Hello", None));
+    // The error element in the frame that carries content before it, and
+    // in a frame of its own (the separator came before it).
+    for steps in [
+        vec![send(format!("{first},{error}\r\n]"))],
+        vec![send(format!("{first},")), send(format!("{error}\r\n]"))],
+    ] {
+        let response = call(PATH, Some("application/json"), steps).await.unwrap();
+        let d = drain(response).await;
+        let shown = String::from_utf8(d.bytes.to_vec()).unwrap();
+        assert_eq!(shown, format!("{first},"), "only what came before it");
+        let failure = d.error.expect("the provider's error ends the stream");
+        assert_eq!(failure.code(), Code::StreamInterrupted, "{failure}");
+        let delivered = failure.interrupted().unwrap();
+        assert_eq!(delivered.cause, Some(Code::Overloaded));
+        assert_eq!(delivered.bytes, shown.len() as u64);
+    }
+}

@@ -22,9 +22,9 @@
 //!   would stop at its own reading of it (async-openai: "missing field
 //!   `id`") and never see seawall's verdict. When its lines began in an
 //!   earlier frame, those passed without the blank line that would
-//!   dispatch them, so no client dispatches it. (An error element of
-//!   Gemini's JSON-array stream, which carries no such boundary, is handed
-//!   on before the failure.) It fails with
+//!   dispatch them, so no client dispatches it. An error element of
+//!   Gemini's JSON-array stream is cut the same way, at its first byte
+//!   (the `,` before it stays; the array never closes). It fails with
 //!   `stream_interrupted` (reset, in-stream error, idle gap, max duration)
 //!   or `truncated` (clean EOF without the finish marker), whose action is
 //!   `surface`, with an [`Interrupted`](seawall_core::Interrupted) record of

@@ -370,7 +370,7 @@ impl Track {
         } = self;
         let content_before = tally.content_events;
         let mut error_at = None;
-        let mut on_item = |item: Item<'_>, sse: bool| {
+        let mut on_item = |item: Item<'_>| {
             // Nothing after a stop counts: the same stream gives the same
             // counts however it is framed.
             if tally.stop.is_some() {
@@ -385,27 +385,22 @@ impl Track {
             };
             tally.apply(decoder.decode(item), now);
             // Only `Signal::Error` stops with `InStream`, and nothing had
-            // stopped before this item. Only an event stream's events know
-            // where they begin in the frame: an error element of Gemini's
-            // JSON-array stream is handed on (the body still ends with the
-            // failure after it).
-            if sse && matches!(tally.stop, Some(Cause::InStream(_))) {
+            // stopped before this item.
+            if matches!(tally.stop, Some(Cause::InStream(_))) {
                 error_at = Some(start);
             }
         };
         let scanned = match framing {
-            Framing::Sse(scanner) => scanner
-                .feed(data, |item| on_item(item, true))
-                .map_err(Cause::Scan),
+            Framing::Sse(scanner) => scanner.feed(data, &mut on_item).map_err(Cause::Scan),
             // Each element is one event of the protocol.
             Framing::JsonArray(splitter) => splitter
-                .feed(data, |element| {
+                .feed_located(data, |element, start| {
                     let event = Event {
                         name: b"",
                         data: element,
-                        start: 0,
+                        start,
                     };
-                    on_item(Item::Event(event), false)
+                    on_item(Item::Event(event))
                 })
                 .map_err(Cause::Array),
         };
