@@ -17,6 +17,9 @@
 #   LITELLM_RATE=       offered rate for LiteLLM (default, per answer kind:
 #                       a third of its closed-loop throughput at 16 connections)
 #   CONNS="16 128 512"  closed-loop connection counts
+#   THREADS=N           the gateway's --threads (a single-threaded runtime
+#                       per thread) for the `gateway --threads` path
+#                       (default: the number of cores; 0: that path is skipped)
 #   SEAWALL_BIN=path    use this seawall binary instead of building one
 #   KEEP_WORK=1         keep the temp dir (logs, oha JSON, results.tsv)
 set -euo pipefail
@@ -90,11 +93,24 @@ setsid "$SEAWALL" chaos --addr "127.0.0.1:$CHAOS_PORT" > "$WORK/chaos.log" 2>&1 
 PIDS+=($!)
 wait_http "http://127.0.0.1:$CHAOS_PORT/_chaos/journal" 30
 
+# The gateway in both of its serving modes: the default (one multi-threaded
+# tokio runtime, work stealing) and --threads N (a single-threaded runtime
+# per thread, each with its own listener and upstream connections).
 GW_PORT=$(free_port)
 setsid "$SEAWALL" gateway --listen "127.0.0.1:$GW_PORT" \
     --route "main=openai@http://127.0.0.1:$CHAOS_PORT" > "$WORK/gateway.log" 2>&1 &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$GW_PORT/healthz" 30
+THREADS=${THREADS:-$(nproc)}
+GW_PATHS=(gateway)
+if ((THREADS > 0)); then
+    GWT_PORT=$(free_port)
+    setsid "$SEAWALL" gateway --threads "$THREADS" --listen "127.0.0.1:$GWT_PORT" \
+        --route "main=openai@http://127.0.0.1:$CHAOS_PORT" > "$WORK/gateway-threads.log" 2>&1 &
+    PIDS+=($!)
+    wait_http "http://127.0.0.1:$GWT_PORT/healthz" 30
+    GW_PATHS+=(gateway_threads)
+fi
 
 # LiteLLM keeps working through requests whose clients went away (a closed
 # loop leaves up to 512 of them behind), so every LiteLLM run starts from a
@@ -134,6 +150,7 @@ start_litellm() {
 declare -A URL=(
     [direct]="http://127.0.0.1:$CHAOS_PORT/v1/chat/completions"
     [gateway]="http://127.0.0.1:$GW_PORT/v1/chat/completions"
+    [gateway_threads]="http://127.0.0.1:${GWT_PORT:-0}/v1/chat/completions"
 )
 LITELLM=0
 if [[ -z "${SKIP_LITELLM:-}" ]]; then
@@ -171,7 +188,7 @@ EOF
     fi
 fi
 
-PATHS=(direct gateway)
+PATHS=(direct "${GW_PATHS[@]}")
 ((LITELLM)) && PATHS+=(litellm)
 
 body() { # $1 = unary|stream
@@ -263,7 +280,7 @@ EOF
 # direct and the gateway first, then LiteLLM (restarted before each of its
 # runs), so that LiteLLM's leftover work never shares the CPU with them.
 for kind in unary stream; do
-    for path in direct gateway; do
+    for path in direct "${GW_PATHS[@]}"; do
         closed_loop "$path" "$kind" 16 2 2> /dev/null # warm-up, discarded
         sed -i '$d' "$RESULTS"
         for conns in $CONNS; do
@@ -274,7 +291,9 @@ done
 if ((HAVE_OHA)); then
     for kind in unary stream; do
         constant_rate direct "$kind" "$RATE" "$LAT_SECS"
-        constant_rate gateway "$kind" "$RATE" "$LAT_SECS"
+        for path in "${GW_PATHS[@]}"; do
+            constant_rate "$path" "$kind" "$RATE" "$LAT_SECS"
+        done
     done
 fi
 if ((LITELLM)); then
@@ -305,6 +324,7 @@ fi
 {
     echo "# $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# seawall $(git -C "$ROOT" rev-parse --short HEAD), litellm $LITELLM_VERSION (${LITELLM}=running), $TOKENS tokens per answer"
+    echo "# gateway: the default runtime; gateway --threads: --threads $THREADS"
 } >&2
 python3 - "$RESULTS" << 'EOF'
 import sys
@@ -317,7 +337,8 @@ for line in open(sys.argv[1]):
     elif f[0] == "lat":
         lat[(f[1], f[2], f[3])] = f[4:]
 conns = sorted({int(k[2]) for k in sat})
-paths = [p for p in ("direct", "gateway", "litellm") if any(k[0] == p for k in sat)]
+paths = [p for p in ("direct", "gateway", "gateway_threads", "litellm") if any(k[0] == p for k in sat)]
+label = {"gateway_threads": "gateway --threads"}
 print("(a) closed loop, successful req/s (errors), wrk -t2")
 print()
 print("| answer | path | " + " | ".join(f"{c} conns" for c in conns) + " |")
@@ -328,16 +349,16 @@ for kind in ("unary", "stream"):
         for c in conns:
             rps, err = sat.get((p, kind, str(c)), ("NA", "NA"))
             cells.append(f"{rps} ({err})" if err not in ("0", "NA") else rps)
-        print(f"| {kind} | {p} | " + " | ".join(cells) + " |")
-    if "litellm" in paths:
+        print(f"| {kind} | {label.get(p, p)} | " + " | ".join(cells) + " |")
+    for g_path in [p for p in paths if p.startswith("gateway")] if "litellm" in paths else []:
         cells = []
         for c in conns:
-            g, l = sat.get(("gateway", kind, str(c))), sat.get(("litellm", kind, str(c)))
+            g, l = sat.get((g_path, kind, str(c))), sat.get(("litellm", kind, str(c)))
             try:
                 cells.append(f"{float(g[0]) / float(l[0]):.0f}×")
             except Exception:
                 cells.append("NA")
-        print(f"| {kind} | gateway / litellm | " + " | ".join(cells) + " |")
+        print(f"| {kind} | {label.get(g_path, g_path)} / litellm | " + " | ".join(cells) + " |")
 if lat:
     print()
     print("(b) constant offered rate, oha -c 64 --latency-correction; added = path − direct at the same rate")
@@ -355,5 +376,5 @@ if lat:
                 a99 = f"{float(p99) - float(d[1]):+.3f}" if p != "direct" else ""
             except Exception:
                 a50 = a99 = "NA"
-            print(f"| {kind} | {p} | {rate} | {achieved} | {errors} | {p50} | {p99} | {a50} | {a99} |")
+            print(f"| {kind} | {label.get(p, p)} | {rate} | {achieved} | {errors} | {p50} | {p99} | {a50} | {a99} |")
 EOF
