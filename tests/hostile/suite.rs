@@ -210,15 +210,25 @@ async fn ask_classified(
     stack: &Stack,
     classify: ClassifyLayer<ProviderClassifier>,
 ) -> Outcome {
+    let call = (format!("{base}/v1/chat/completions"), chat_body(stream));
+    ask_with(call, stack, classify).await
+}
+
+/// Asks the Responses API (`POST /v1/responses`) for `stream` or not.
+async fn ask_responses(server: &Hostile, stream: bool) -> Outcome {
+    let body = format!(r#"{{"model":"gpt-x","stream":{stream},"input":"hi"}}"#);
+    let call = (format!("{}/v1/responses", server.base), body);
+    ask_with(call, &stack(), ClassifyLayer::openai_responses()).await
+}
+
+/// Sends `call` (URL and JSON body) through `stack` over the root's client.
+async fn ask_with(
+    call: (String, String),
+    stack: &Stack,
+    classify: ClassifyLayer<ProviderClassifier>,
+) -> Outcome {
     match crate::CLIENT {
-        Client::Hyper => {
-            ask_through(
-                stack.build(&classify, crate::common::client()),
-                base,
-                stream,
-            )
-            .await
-        }
+        Client::Hyper => ask_through(stack.build(&classify, crate::common::client()), call).await,
         #[cfg(feature = "reqwest")]
         Client::Reqwest => {
             let client = seawall::reqwest::client_builder()
@@ -226,19 +236,19 @@ async fn ask_classified(
                 .build()
                 .expect("a reqwest client");
             let service = seawall::reqwest::ReqwestService::new(client);
-            ask_through(stack.build(&classify, service), base, stream).await
+            ask_through(stack.build(&classify, service), call).await
         }
     }
 }
 
-async fn ask_through<S, B>(service: S, base: &str, stream: bool) -> Outcome
+async fn ask_through<S, B>(service: S, (url, body): (String, String)) -> Outcome
 where
     S: tower::Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
     B: http_body::Body<Data = Bytes, Error = BoxError>,
 {
-    let request = http::Request::post(format!("{base}/v1/chat/completions"))
+    let request = http::Request::post(url)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(chat_body(stream))))
+        .body(Full::new(Bytes::from(body)))
         .unwrap();
     let failed = |error: BoxError, receipt: Option<Receipt>| {
         let failure = Failure::find(&*error).cloned();
@@ -503,6 +513,44 @@ async fn a_long_answer_cut_where_only_its_close_delimits_it_is_not_whole() {
     let outcome = ask_classified(&server.base, false, &stack(), classify()).await;
     assert_eq!(outcome.code(), None, "{outcome:?}");
     assert_eq!(outcome.text(), whole);
+}
+
+/// A `[DONE]` the Responses API never sends, as some compatible servers
+/// add to every stream: after the terminal event it breaks nothing, and
+/// without one it finishes nothing.
+#[tokio::test]
+async fn done_on_a_responses_stream_neither_breaks_nor_finishes_it() {
+    let event = |ty: &str, rest: &str, n: u32| {
+        format!("event: {ty}\ndata: {{\"type\":\"{ty}\"{rest},\"sequence_number\":{n}}}\n\n")
+    };
+    let created = event(
+        "response.created",
+        r#","response":{"id":"r","status":"in_progress","output":[]}"#,
+        0,
+    );
+    let delta = event(
+        "response.output_text.delta",
+        r#","item_id":"m","output_index":0,"content_index":0,"delta":"w1 w2""#,
+        1,
+    );
+    let completed = event(
+        "response.completed",
+        r#","response":{"id":"r","status":"completed","output":[]}"#,
+        2,
+    );
+    let sse = [("content-type", "text/event-stream")];
+    let whole = format!("{created}{delta}{completed}data: [DONE]\n\n");
+    let server = Hostile::start(vec![reply("200 OK", &sse, whole.as_bytes())]).await;
+    let outcome = ask_responses(&server, true).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert_eq!(outcome.text(), whole, "passed as sent");
+    assert_eq!(server.requests(), 1);
+
+    let unfinished = format!("{created}{delta}data: [DONE]\n\n");
+    let server = Hostile::start(vec![reply("200 OK", &sse, unfinished.as_bytes())]).await;
+    let outcome = ask_responses(&server, true).await;
+    assert_eq!(outcome.code(), Some(Code::Truncated), "{outcome:?}");
+    assert_eq!(server.requests(), 1, "content reached the caller");
 }
 
 #[tokio::test]

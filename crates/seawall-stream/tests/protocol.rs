@@ -141,6 +141,17 @@ fn data_that_cannot_be_read_is_undecodable() {
     }
 }
 
+/// The Responses API sends no `[DONE]`; a server that adds one to every
+/// stream neither ends the answer nor breaks it.
+#[test]
+fn done_in_a_responses_stream_proves_nothing() {
+    assert_eq!(
+        decode_one(Provider::OpenAiResponses, b"", b"[DONE]"),
+        "keepalive"
+    );
+    assert_eq!(decode_one(Provider::OpenAi, b"", b"[DONE]"), "done");
+}
+
 /// The generic protocol has no JSON to break: any non-empty data is
 /// content, empty data is nothing.
 #[test]
