@@ -37,8 +37,29 @@ pin_project! {
         Inner { #[pin] body: B },
         Read { data: Option<Bytes>, trailers: Option<HeaderMap> },
         Resumed { head: Option<Bytes>, rest: Pin<Box<B>> },
-        PastCap { head: Option<Bytes>, rest: Pin<Box<B>>, passed: Passed, end: JsonEnd },
-        Watching { head: Option<Bytes>, rest: Pin<Box<B>>, passed: Passed, quota_wall: QuotaWall },
+        Judged { head: Option<Bytes>, rest: Pin<Box<B>>, passed: Passed, judge: Judge },
+    }
+}
+
+/// What a body handed on before its verdict is judged by as it passes.
+#[derive(Debug)]
+enum Judge {
+    /// A gRPC answer: its status comes in the trailers.
+    Grpc(QuotaWall),
+    /// A JSON answer past the check cap: whether its value closes.
+    PastCap(JsonEnd),
+}
+
+impl Judge {
+    fn frame<E: Into<BoxError>>(
+        &mut self,
+        passed: &mut Passed,
+        frame: Option<Result<Frame<Bytes>, E>>,
+    ) -> Option<Result<Frame<Bytes>, BoxError>> {
+        match self {
+            Judge::Grpc(quota_wall) => judge_grpc(passed, *quota_wall, frame),
+            Judge::PastCap(end) => judge_past_cap(passed, end, frame),
+        }
     }
 }
 
@@ -211,9 +232,9 @@ impl<B> ClassifiedBody<B> {
         quota_wall: QuotaWall,
     ) -> Self {
         ClassifiedBody {
-            kind: Kind::Watching {
+            kind: Kind::Judged {
                 passed: Passed::new(status, &head),
-                quota_wall,
+                judge: Judge::Grpc(quota_wall),
                 head: Some(head),
                 rest,
             },
@@ -227,9 +248,9 @@ impl<B> ClassifiedBody<B> {
         let mut end = JsonEnd::default();
         end.feed(&head);
         ClassifiedBody {
-            kind: Kind::PastCap {
+            kind: Kind::Judged {
                 passed: Passed::new(status, &head),
-                end,
+                judge: Judge::PastCap(end),
                 head: Some(head),
                 rest,
             },
@@ -254,8 +275,16 @@ impl<B> fmt::Debug for ClassifiedBody<B> {
             Kind::Inner { .. } => ("inner", None),
             Kind::Read { data, .. } => ("read", data.as_ref().map(Bytes::len)),
             Kind::Resumed { head, .. } => ("resumed", head.as_ref().map(Bytes::len)),
-            Kind::PastCap { head, .. } => ("past_cap", head.as_ref().map(Bytes::len)),
-            Kind::Watching { head, .. } => ("watching_trailers", head.as_ref().map(Bytes::len)),
+            Kind::Judged {
+                head,
+                judge: Judge::Grpc(_),
+                ..
+            } => ("watching_trailers", head.as_ref().map(Bytes::len)),
+            Kind::Judged {
+                head,
+                judge: Judge::PastCap(_),
+                ..
+            } => ("past_cap", head.as_ref().map(Bytes::len)),
         };
         f.debug_struct("ClassifiedBody")
             .field("kind", &kind)
@@ -289,11 +318,11 @@ where
                 Some(head) => return Poll::Ready(Some(Ok(Frame::data(head)))),
                 None => rest.as_mut().poll_frame(cx),
             },
-            KindProj::PastCap {
+            KindProj::Judged {
                 head,
                 rest,
                 passed,
-                end,
+                judge,
             } => {
                 if let Some(head) = head.take() {
                     return Poll::Ready(Some(Ok(Frame::data(head))));
@@ -302,22 +331,7 @@ where
                     return Poll::Ready(None);
                 }
                 let frame = ready!(rest.as_mut().poll_frame(cx));
-                return Poll::Ready(judge_past_cap(passed, end, frame));
-            }
-            KindProj::Watching {
-                head,
-                rest,
-                passed,
-                quota_wall,
-            } => {
-                if let Some(head) = head.take() {
-                    return Poll::Ready(Some(Ok(Frame::data(head))));
-                }
-                if passed.ended {
-                    return Poll::Ready(None);
-                }
-                let frame = ready!(rest.as_mut().poll_frame(cx));
-                return Poll::Ready(judge_grpc(passed, *quota_wall, frame));
+                return Poll::Ready(judge.frame(passed, frame));
             }
         };
         poll.map(|frame| frame.map(|result| result.map_err(Into::into)))
@@ -330,9 +344,7 @@ where
             Kind::Resumed { head, rest } => head.is_none() && rest.is_end_stream(),
             // The end must be polled: it is where the status, or whether
             // the value closed, is judged.
-            Kind::PastCap { head, passed, .. } | Kind::Watching { head, passed, .. } => {
-                head.is_none() && passed.ended
-            }
+            Kind::Judged { head, passed, .. } => head.is_none() && passed.ended,
         }
     }
 
@@ -342,9 +354,7 @@ where
             Kind::Read { data, .. } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
-            Kind::Resumed { head, rest }
-            | Kind::PastCap { head, rest, .. }
-            | Kind::Watching { head, rest, .. } => {
+            Kind::Resumed { head, rest } | Kind::Judged { head, rest, .. } => {
                 let head = head.as_ref().map_or(0, |h| h.len() as u64);
                 let rest = rest.size_hint();
                 let mut hint = SizeHint::new();
