@@ -553,6 +553,23 @@ async fn done_on_a_responses_stream_neither_breaks_nor_finishes_it() {
     assert_eq!(server.requests(), 1, "content reached the caller");
 }
 
+/// A byte order mark before a unary answer (RFC 8259 lets a parser ignore
+/// one): the answer is checked past it and delivered as sent, once.
+#[tokio::test]
+async fn a_unary_answer_behind_a_byte_order_mark_is_an_answer() {
+    let json = [("content-type", "application/json")];
+    let marked = format!("\u{feff}{HEALTHY_UNARY}");
+    let server = Hostile::start(vec![reply("200 OK", &json, marked.as_bytes())]).await;
+    let outcome = ask(&server, false).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert_eq!(outcome.text(), marked);
+    assert_eq!(server.requests(), 1);
+    // Still checked: an empty answer behind the mark is no answer.
+    let empty = "\u{feff}{\"choices\":[]}";
+    let outcome = retried_to_an_answer(reply("200 OK", &json, empty.as_bytes()), false).await;
+    assert_eq!(outcome.text(), HEALTHY_UNARY);
+}
+
 #[tokio::test]
 async fn an_event_stream_label_on_a_json_body_is_no_answer() {
     let first = reply(

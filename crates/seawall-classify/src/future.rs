@@ -451,8 +451,10 @@ where
 /// The first byte of a body that is not blank, after a UTF-8 byte-order
 /// mark.
 fn opening(body: &[u8]) -> Option<u8> {
-    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
-    body.iter().copied().find(|b| !b.is_ascii_whitespace())
+    crate::unary::without_bom(body)
+        .iter()
+        .copied()
+        .find(|b| !b.is_ascii_whitespace())
 }
 
 /// Whether a 2xx body that does not open a JSON object may still be an

@@ -10,7 +10,9 @@
 //! blank lines) is `empty_response`; a body that opens a JSON object
 //! and then breaks off or turns to garbage is `protocol_violation`
 //! (transient): it is no answer, and nothing of it has reached the caller,
-//! so it may be retried.
+//! so it may be retried. A UTF-8 byte order mark before the JSON is read
+//! past (RFC 8259 lets a parser ignore one; Python's HTTP clients do) and
+//! the body is delivered as sent, mark included.
 
 use seawall_core::provider::{AnswerCheck, Provider, check_answer};
 use seawall_core::{Code, Failure};
@@ -25,6 +27,7 @@ pub(crate) fn check(provider: Provider, body: &[u8], strict: bool) -> Checked {
     if provider == Provider::Http {
         return Checked::Deliver(None);
     }
+    let body = without_bom(body);
     // No bytes, or only blank lines: a 200 with nothing in it, as the
     // stream guard calls a stream that ends before any content. The JSON
     // parser would call it a syntax error (`protocol_violation`), and the
@@ -48,6 +51,11 @@ pub(crate) fn check(provider: Provider, body: &[u8], strict: bool) -> Checked {
         // an unknown shape would be.
         _ => Checked::Deliver(None),
     }
+}
+
+/// `body` without a leading UTF-8 byte order mark.
+pub(crate) fn without_bom(body: &[u8]) -> &[u8] {
+    body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body)
 }
 
 #[cfg(test)]

@@ -422,8 +422,13 @@ async fn a_json_answer_past_the_check_cap_that_ends_before_it_closes_is_truncate
     assert_eq!(delivered.cause, Some(Code::Truncated));
 
     // The same bytes with the value closed (a brace inside a string does
-    // not close it) are an answer.
+    // not close it) are an answer, behind a byte order mark too.
     let whole = [chunks[0], chunks[1], r#"0.4],"s":"}]"}]}"#, "\n"];
+    let (read, failure) = read_past_cap(Chunks::new(whole)).await;
+    assert!(failure.is_none(), "{failure:?}");
+    assert_eq!(read, whole.concat().as_bytes());
+    let marked = concat!("\u{feff}", r#"{"object":"list","data":[{"embedding":[0.1,"#);
+    let whole = [marked, chunks[1], r#"0.4]}]}"#];
     let (read, failure) = read_past_cap(Chunks::new(whole)).await;
     assert!(failure.is_none(), "{failure:?}");
     assert_eq!(read, whole.concat().as_bytes());
