@@ -24,7 +24,9 @@
 //!   earlier frame, those passed without the blank line that would
 //!   dispatch them, so no client dispatches it. An error element of
 //!   Gemini's JSON-array stream is cut the same way, at its first byte
-//!   (the `,` before it stays; the array never closes). It fails with
+//!   (the `,` before it stays; the array never closes; a start that came
+//!   in an earlier frame passed as an element that never completes). It
+//!   fails with
 //!   `stream_interrupted` (reset, in-stream error, idle gap, max duration)
 //!   or `truncated` (clean EOF without the finish marker), whose action is
 //!   `surface`, with an [`Interrupted`](seawall_core::Interrupted) record of
