@@ -141,15 +141,23 @@ fn data_that_cannot_be_read_is_undecodable() {
     }
 }
 
-/// The Responses API sends no `[DONE]`; a server that adds one to every
-/// stream neither ends the answer nor breaks it.
+/// Only OpenAI's chat stream ends with `[DONE]`; a server that adds one to
+/// every stream neither ends another protocol's answer nor breaks it.
 #[test]
-fn done_in_a_responses_stream_proves_nothing() {
-    assert_eq!(
-        decode_one(Provider::OpenAiResponses, b"", b"[DONE]"),
-        "keepalive"
-    );
+fn done_where_the_protocol_has_none_proves_nothing() {
+    for protocol in [
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+        Provider::Gemini,
+    ] {
+        assert_eq!(
+            decode_one(protocol, b"", b"[DONE]"),
+            "keepalive",
+            "{protocol}"
+        );
+    }
     assert_eq!(decode_one(Provider::OpenAi, b"", b"[DONE]"), "done");
+    assert_eq!(decode_one(Provider::Http, b"", b"[DONE]"), "done");
 }
 
 /// The generic protocol has no JSON to break: any non-empty data is

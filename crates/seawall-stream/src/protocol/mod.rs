@@ -133,6 +133,12 @@ impl Decoder {
         match signal {
             // An event named `error` is an error whatever its data looks like.
             Signal::Other if event.name == b"error" => self.error(event.data),
+            // OpenAI's end marker on a stream whose protocol has none (the
+            // Responses API, Anthropic, Gemini): some compatible servers
+            // end every stream with it, and the official SDKs stop at it or
+            // skip it. It proves nothing: it neither breaks an answer that
+            // finished nor finishes one that did not.
+            Signal::Other if event.data == b"[DONE]" => Signal::KeepAlive,
             // Checked only once the protocol's own reading failed, so a
             // healthy stream pays nothing for it.
             Signal::Other if self.provider != Provider::Http => match undecodable(event.data) {

@@ -2,11 +2,8 @@
 //!
 //! Every event names its `type`; the stream ends with exactly one terminal
 //! event — `response.completed`, `response.incomplete` or
-//! `response.failed` — or an `error` event, and has no `[DONE]`. Some
-//! OpenAI-compatible servers end every stream with one anyway, and the
-//! official SDKs stop reading at it: here it proves nothing (a keep-alive),
-//! so it neither breaks an answer that finished nor finishes one that did
-//! not. Content is
+//! `response.failed` — or an `error` event, and has no `[DONE]` (one sent
+//! anyway proves nothing: [`Decoder`](super::Decoder)). Content is
 //! text (`response.output_text.delta`), a refusal (`response.refusal.delta`,
 //! which makes the whole answer a refusal) or a tool call's arguments
 //! (`response.function_call_arguments.delta`); everything else is the
@@ -71,10 +68,7 @@ pub(super) fn decode<'a>(
     usage: &mut Option<Usage>,
 ) -> Signal<'a> {
     let Some(event) = parse::<Event<'_>>(data) else {
-        return match data {
-            b"[DONE]" => Signal::KeepAlive,
-            _ => Signal::Other,
-        };
+        return Signal::Other;
     };
     // The terminal events carry the whole response, usage included.
     if let Some(found) = event
