@@ -593,6 +593,25 @@ async fn keepalives_without_content_are_not_progress() {
     retried_to_an_answer(first, true).await;
 }
 
+/// `data:` alone, as a heartbeat, before and after content: no part of
+/// the answer is in it, so it neither costs a retry nor breaks the answer.
+#[tokio::test]
+async fn an_event_without_data_is_a_heartbeat_not_a_broken_answer() {
+    let heartbeat = "data:\n\n";
+    let (before, after) = HEALTHY_STREAM.split_at(
+        HEALTHY_STREAM
+            .find("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w2")
+            .unwrap(),
+    );
+    let body = format!("{heartbeat}{before}{heartbeat}{after}");
+    let sse = [("content-type", "text/event-stream")];
+    let server = Hostile::start(vec![reply("200 OK", &sse, body.as_bytes())]).await;
+    let outcome = ask(&server, true).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert_eq!(outcome.text(), body, "passed as sent");
+    assert_eq!(server.requests(), 1);
+}
+
 #[tokio::test]
 async fn a_redirect_is_not_followed_and_says_so() {
     let server = Hostile::start(vec![reply(

@@ -160,6 +160,18 @@ fn done_where_the_protocol_has_none_proves_nothing() {
     assert_eq!(decode_one(Provider::Http, b"", b"[DONE]"), "done");
 }
 
+/// `data:` alone (a heartbeat) holds no part of an answer: in a JSON
+/// protocol it proves nothing, unless the event is named `error`.
+#[test]
+fn an_event_without_data_is_a_keep_alive() {
+    for protocol in JSON_PROTOCOLS {
+        for data in [&b""[..], b" ", b"\n"] {
+            assert_eq!(decode_one(protocol, b"", data), "keepalive", "{protocol}");
+        }
+        assert!(decode_one(protocol, b"error", b"").starts_with("error "));
+    }
+}
+
 /// The generic protocol has no JSON to break: any non-empty data is
 /// content, empty data is nothing.
 #[test]

@@ -63,8 +63,8 @@ pub enum Signal<'a> {
     /// later, a member of another type): skipped.
     Other,
     /// Event data that is not UTF-8 or not well-formed JSON: part of the
-    /// answer may be in it, so it cannot be skipped. The reason names what
-    /// broke.
+    /// answer may be in it, so it cannot be skipped (data with nothing in
+    /// it, or blanks only, is a keep-alive). The reason names what broke.
     Undecodable(&'static str),
 }
 
@@ -139,6 +139,14 @@ impl Decoder {
             // skip it. It proves nothing: it neither breaks an answer that
             // finished nor finishes one that did not.
             Signal::Other if event.data == b"[DONE]" => Signal::KeepAlive,
+            // An event with no data (`data:` alone, a heartbeat some
+            // servers send): no part of an answer can be in it.
+            Signal::Other
+                if self.provider != Provider::Http
+                    && event.data.iter().all(u8::is_ascii_whitespace) =>
+            {
+                Signal::KeepAlive
+            }
             // Checked only once the protocol's own reading failed, so a
             // healthy stream pays nothing for it.
             Signal::Other if self.provider != Provider::Http => match undecodable(event.data) {
