@@ -218,9 +218,10 @@ impl<S, B> Ladder<S, B> {
 
     /// The ladder's attempts run under `window` (see
     /// [`RetryPolicy::fallback_reserve`](crate::RetryPolicy::fallback_reserve)).
-    pub(crate) fn within(mut self, window: Option<Deadline>) -> Self {
+    /// Set in place: the ladder is large (about 900 bytes), and moving it
+    /// to set one field copies all of it.
+    pub(crate) fn within(&mut self, window: Option<Deadline>) {
         self.window = window;
-        self
     }
 
     /// Whether `failure` is an attempt stopped at the ladder's window: the

@@ -100,7 +100,7 @@ where
             template,
         });
         // The spans first: the attempt's request carries them down.
-        let ladder = Ladder::new(
+        let mut ladder = Ladder::new(
             self.shared.clone(),
             again,
             route,
@@ -108,8 +108,8 @@ where
             other_routes,
             facts,
             &mut now,
-        )
-        .within(window);
+        );
+        ladder.within(window);
         ladder.mark(&mut first);
         let future = ladder.in_attempt(|| self.inner.call(first));
         ResponseFuture::ladder(future, ladder)
