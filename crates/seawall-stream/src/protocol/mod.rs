@@ -71,7 +71,9 @@ pub enum Signal<'a> {
 /// Decodes the events of one stream in a provider's wire format
 /// ([`Provider::Http`]: any other event stream — any non-empty data is
 /// content and a clean EOF is the finish). In every format an event named
-/// `error` is an error whatever its data looks like. Keeps the little state a
+/// `error` is an error whatever its data looks like; in the JSON formats an
+/// event with no data, and a `[DONE]` where the format has no end marker of
+/// its own, are keep-alives (no part of an answer is in them). Keeps the little state a
 /// protocol needs across events (an OpenAI refusal streamed as `delta.refusal` ends
 /// with `finish_reason: "stop"`, or with no reason at all, and is still a
 /// refusal).
