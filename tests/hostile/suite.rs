@@ -612,6 +612,35 @@ async fn an_event_without_data_is_a_heartbeat_not_a_broken_answer() {
     assert_eq!(server.requests(), 1);
 }
 
+/// vLLM ends a generation its engine stopped (shutdown, scale-down, pause)
+/// with `finish_reason: "abort"` and `[DONE]`, as if whole
+/// (vllm-project/vllm#57082): no answer. Before content it is retried;
+/// after content it is an interruption, never a finished answer.
+#[tokio::test]
+async fn a_servers_abort_finish_is_no_answer() {
+    let sse = [("content-type", "text/event-stream")];
+    let json = [("content-type", "application/json")];
+    let abort = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"abort\"}]}\n\ndata: [DONE]\n\n";
+    let role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n";
+    let content = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w1\"},\"finish_reason\":null}]}\n\n";
+
+    let before = format!("{role}{abort}");
+    retried_to_an_answer(reply("200 OK", &sse, before.as_bytes()), true).await;
+    let unary = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w1"},"finish_reason":"abort"}]}"#;
+    retried_to_an_answer(reply("200 OK", &json, unary.as_bytes()), false).await;
+
+    let after = format!("{role}{content}{abort}");
+    let server = Hostile::start(vec![reply("200 OK", &sse, after.as_bytes())]).await;
+    let outcome = ask(&server, true).await;
+    assert_eq!(outcome.code(), Some(Code::StreamInterrupted), "{outcome:?}");
+    let delivered = outcome.failure.as_ref().and_then(|f| f.interrupted());
+    assert_eq!(
+        delivered.and_then(|d| d.cause),
+        Some(Code::ProviderUnavailable)
+    );
+    assert_eq!(server.requests(), 1, "content reached the caller");
+}
+
 #[tokio::test]
 async fn a_redirect_is_not_followed_and_says_so() {
     let server = Hostile::start(vec![reply(

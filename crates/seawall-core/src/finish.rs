@@ -11,7 +11,8 @@ use crate::{Class, Code, Failure};
 /// `Complete` finishes the message and the task. `Truncated` finishes the
 /// message but not the task: it is delivered and marked, never silently
 /// equal to success. `Refused` and `Filtered` are policy outcomes;
-/// `Malformed` is the model's own mistake, `Rejected` the request's.
+/// `Malformed` is the model's own mistake, `Rejected` the request's;
+/// `Aborted` is the provider's own stop before the end, no answer at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FinishKind {
     /// `stop`, `end_turn`, `tool_calls`, `STOP`, …
@@ -28,6 +29,12 @@ pub enum FinishKind {
     /// The provider ended the turn over the request itself (Gemini's
     /// `MISSING_THOUGHT_SIGNATURE`): the caller must fix it (`bad_request`).
     Rejected,
+    /// The provider stopped the generation before its end for reasons of
+    /// its own (vLLM's `abort`: an engine shutdown, scale-down or pause; a
+    /// `finish_reason` of `error`), then ended the answer as if whole. Not
+    /// an answer, and nothing the request did: `provider_unavailable`,
+    /// transient; after content, an interruption.
+    Aborted,
     /// A reason seawall does not know; treated as complete but reported as is.
     Other,
 }
@@ -70,8 +77,9 @@ impl FinishKind {
 
     /// The failure this finish amounts to, if it is one: refusals and
     /// filters are policy failures, malformed calls model-fixable ones, a
-    /// rejected request a bad request. `Complete`, `Other` and `Truncated`
-    /// are delivered answers.
+    /// rejected request a bad request, a provider's abort a transient
+    /// `provider_unavailable`. `Complete`, `Other` and `Truncated` are
+    /// delivered answers.
     pub fn failure(self) -> Option<Failure> {
         match self {
             FinishKind::Refused => Some(Failure::new(Code::Refused)),
@@ -80,6 +88,7 @@ impl FinishKind {
                 Some(Failure::with_class(Class::ModelFixable, Code::BadArguments))
             }
             FinishKind::Rejected => Some(Failure::new(Code::BadRequest)),
+            FinishKind::Aborted => Some(Failure::new(Code::ProviderUnavailable)),
             FinishKind::Complete | FinishKind::Truncated | FinishKind::Other => None,
         }
     }
@@ -93,6 +102,7 @@ impl FinishKind {
             FinishKind::Filtered => "filtered",
             FinishKind::Malformed => "malformed",
             FinishKind::Rejected => "rejected",
+            FinishKind::Aborted => "aborted",
             FinishKind::Other => "other",
         }
     }
@@ -206,6 +216,8 @@ mod tests {
         assert_eq!(FinishKind::openai("tool_calls"), FinishKind::Complete);
         assert_eq!(FinishKind::openai("length"), FinishKind::Truncated);
         assert_eq!(FinishKind::openai("content_filter"), FinishKind::Filtered);
+        assert_eq!(FinishKind::openai("abort"), FinishKind::Aborted);
+        assert_eq!(FinishKind::openai("error"), FinishKind::Aborted);
         assert_eq!(FinishKind::anthropic("end_turn"), FinishKind::Complete);
         assert_eq!(FinishKind::anthropic("max_tokens"), FinishKind::Truncated);
         assert_eq!(FinishKind::anthropic("refusal"), FinishKind::Refused);

@@ -51,6 +51,7 @@ fn finish_kind_names_are_stable() {
         (FinishKind::Filtered, "filtered"),
         (FinishKind::Malformed, "malformed"),
         (FinishKind::Rejected, "rejected"),
+        (FinishKind::Aborted, "aborted"),
         (FinishKind::Other, "other"),
     ];
     for (kind, name) in names {
@@ -255,6 +256,7 @@ fn only_complete_and_unknown_finishes_complete_the_task() {
         (FinishKind::Filtered, false),
         (FinishKind::Malformed, false),
         (FinishKind::Rejected, false),
+        (FinishKind::Aborted, false),
     ];
     for (kind, completes) in kinds {
         assert_eq!(kind.completes_task(), completes, "{kind}");

@@ -484,6 +484,12 @@ fn an_openai_answer_reads_every_choice() {
         answer(Provider::OpenAi, filtered),
         r#"fail content_filtered Some("content_filter")"#
     );
+    // vLLM's engine abort, with the text it had: no answer, and transient.
+    let aborted = r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":"abort"}]}"#;
+    assert_eq!(
+        answer(Provider::OpenAi, aborted),
+        r#"fail provider_unavailable Some("abort")"#
+    );
     let tool_calls = r#"{"choices":[{"message":{"content":null,"tool_calls":[{"id":"c"}]},"finish_reason":"tool_calls"}]}"#;
     assert!(answer(Provider::OpenAi, tool_calls).starts_with("answer"));
     let no_calls =

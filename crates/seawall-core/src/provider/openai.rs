@@ -60,12 +60,16 @@ pub const MESSAGE_TEXT: usize = 0;
 pub const MESSAGE_REFUSAL: usize = 1;
 
 /// What a `finish_reason` means. `max_output_tokens` is the Responses API's
-/// incomplete reason, read here too for servers that mix the two.
+/// incomplete reason, read here too for servers that mix the two. `abort`
+/// is not OpenAI's: vLLM ends a generation its engine stopped (shutdown,
+/// scale-down, pause) with it, then `[DONE]`, as if the answer were whole
+/// (vllm-project/vllm#57082); `error` cannot be an answer's end either.
 pub fn finish_kind(reason: &str) -> FinishKind {
     match reason {
         "stop" | "tool_calls" | "function_call" => FinishKind::Complete,
         "length" | "max_output_tokens" => FinishKind::Truncated,
         "content_filter" => FinishKind::Filtered,
+        "abort" | "error" => FinishKind::Aborted,
         _ => FinishKind::Other,
     }
 }

@@ -437,7 +437,8 @@ impl Track {
     }
 
     /// The failure the finish amounts to once content was delivered, if the
-    /// finish is a refusal, a filter or a malformed call.
+    /// finish is a refusal, a filter, a malformed call or the provider's
+    /// abort.
     fn finish_verdict(&self) -> Option<Failure> {
         if !self.content_seen() {
             return None;
@@ -523,6 +524,11 @@ impl Track {
                     .unwrap_or_else(|| Failure::new(Code::EmptyResponse)),
                 ClosedBy::Them,
             ),
+            // A provider's abort after content is an interruption, as an
+            // error event there would be; a refusal or filter stays itself.
+            Cause::PolicyFinish(verdict) if verdict.class() == Class::Transient => {
+                (Failure::interrupted_by(&verdict), ClosedBy::Them)
+            }
             Cause::PolicyFinish(verdict) => (verdict, ClosedBy::Them),
             Cause::Eof if content => (Failure::new(Code::Truncated), ClosedBy::Them),
             Cause::Eof => (Failure::new(Code::EmptyResponse), ClosedBy::Them),
@@ -711,6 +717,7 @@ fn underlying_code(cause: &Cause) -> Option<Code> {
         Cause::HoldTooLarge | Cause::Undecodable(_) | Cause::NotAStream => {
             Some(Code::ProtocolViolation)
         }
+        Cause::PolicyFinish(verdict) if verdict.class() == Class::Transient => Some(verdict.code()),
         Cause::FinishedEmpty | Cause::Eof | Cause::PolicyFinish(_) => None,
     }
 }
