@@ -30,8 +30,9 @@ pub enum FinishKind {
     /// `MISSING_THOUGHT_SIGNATURE`): the caller must fix it (`bad_request`).
     Rejected,
     /// The provider stopped the generation before its end for reasons of
-    /// its own (vLLM's `abort`: an engine shutdown, scale-down or pause; a
-    /// `finish_reason` of `error`), then ended the answer as if whole. Not
+    /// its own (vLLM's `abort`: an engine shutdown, scale-down or pause;
+    /// DeepSeek's `insufficient_system_resource`; a `finish_reason` of
+    /// `error`), then ended the answer as if whole. Not
     /// an answer, and nothing the request did: `provider_unavailable`,
     /// transient; after content, an interruption.
     Aborted,
@@ -216,8 +217,14 @@ mod tests {
         assert_eq!(FinishKind::openai("tool_calls"), FinishKind::Complete);
         assert_eq!(FinishKind::openai("length"), FinishKind::Truncated);
         assert_eq!(FinishKind::openai("content_filter"), FinishKind::Filtered);
-        assert_eq!(FinishKind::openai("abort"), FinishKind::Aborted);
-        assert_eq!(FinishKind::openai("error"), FinishKind::Aborted);
+        assert_eq!(FinishKind::openai("model_length"), FinishKind::Truncated);
+        for aborted in ["abort", "error", "insufficient_system_resource"] {
+            assert_eq!(
+                FinishKind::openai(aborted),
+                FinishKind::Aborted,
+                "{aborted}"
+            );
+        }
         assert_eq!(FinishKind::anthropic("end_turn"), FinishKind::Complete);
         assert_eq!(FinishKind::anthropic("max_tokens"), FinishKind::Truncated);
         assert_eq!(FinishKind::anthropic("refusal"), FinishKind::Refused);

@@ -59,17 +59,21 @@ pub const MESSAGE_TEXT: usize = 0;
 /// follow it.
 pub const MESSAGE_REFUSAL: usize = 1;
 
-/// What a `finish_reason` means. `max_output_tokens` is the Responses API's
-/// incomplete reason, read here too for servers that mix the two. `abort`
-/// is not OpenAI's: vLLM ends a generation its engine stopped (shutdown,
-/// scale-down, pause) with it, then `[DONE]`, as if the answer were whole
-/// (vllm-project/vllm#57082); `error` cannot be an answer's end either.
+/// What a `finish_reason` means, OpenAI's and those of the servers that
+/// speak its wire. `max_output_tokens` is the Responses API's incomplete
+/// reason, read here too for servers that mix the two; Mistral's
+/// `model_length` is its context window ending the turn. The rest end an
+/// answer that is not one, as if it were whole: vLLM's
+/// `abort` (an engine shutdown, scale-down or pause, then `[DONE]`:
+/// vllm-project/vllm#57082), DeepSeek's `insufficient_system_resource`
+/// ("the request is interrupted due to insufficient resource of the
+/// inference system"), Mistral's `error`.
 pub fn finish_kind(reason: &str) -> FinishKind {
     match reason {
         "stop" | "tool_calls" | "function_call" => FinishKind::Complete,
-        "length" | "max_output_tokens" => FinishKind::Truncated,
+        "length" | "max_output_tokens" | "model_length" => FinishKind::Truncated,
         "content_filter" => FinishKind::Filtered,
-        "abort" | "error" => FinishKind::Aborted,
+        "abort" | "error" | "insufficient_system_resource" => FinishKind::Aborted,
         _ => FinishKind::Other,
     }
 }
