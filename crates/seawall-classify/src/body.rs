@@ -51,6 +51,8 @@ enum Judge {
 }
 
 impl Judge {
+    /// The next frame of the rest, judged; never called once the body has
+    /// ended (`passed.ended`).
     fn frame<E: Into<BoxError>>(
         &mut self,
         passed: &mut Passed,
@@ -136,7 +138,6 @@ fn judge_grpc<E: Into<BoxError>>(
 ) -> Option<Result<Frame<Bytes>, BoxError>> {
     const WHAT: &str = "gRPC status failed after messages";
     let frame = match frame {
-        None if passed.ended => return None,
         None => {
             let cause = Failure::new(Code::ProtocolViolation)
                 .with_message("the gRPC answer ended without a grpc-status");
@@ -179,7 +180,6 @@ fn judge_past_cap<E: Into<BoxError>>(
 ) -> Option<Result<Frame<Bytes>, BoxError>> {
     const WHAT: &str = "JSON answer past the check cap ended badly";
     let frame = match frame {
-        None if passed.ended => return None,
         None => {
             passed.ended = true;
             return match end.ending() {
