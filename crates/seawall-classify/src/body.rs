@@ -246,7 +246,7 @@ impl<B> ClassifiedBody<B> {
     /// end.
     pub(crate) fn past_cap(head: Bytes, rest: Pin<Box<B>>, status: u16) -> Self {
         let mut end = JsonEnd::default();
-        end.feed(crate::unary::without_bom(&head));
+        end.feed(seawall_internal::json::without_bom(&head));
         ClassifiedBody {
             kind: Kind::Judged {
                 passed: Passed::new(status, &head),

@@ -14,6 +14,7 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::provider::{Provider, classify_error};
 use seawall_core::{Code, Evidence, Failure, Progress, RequestFacts};
+use seawall_internal::json::opening;
 use seawall_internal::millis;
 use tower::BoxError;
 
@@ -446,15 +447,6 @@ where
             }
         }
     }
-}
-
-/// The first byte of a body that is not blank, after a UTF-8 byte-order
-/// mark.
-fn opening(body: &[u8]) -> Option<u8> {
-    crate::unary::without_bom(body)
-        .iter()
-        .copied()
-        .find(|b| !b.is_ascii_whitespace())
 }
 
 /// Whether a 2xx body that does not open a JSON object may still be an

@@ -10,6 +10,7 @@
 //! count and the string state, nothing kept) so a cut body ends with an
 //! error instead of looking complete.
 
+use seawall_internal::json::is_blank;
 use seawall_internal::nesting::Nesting;
 
 /// Where the body is in its one JSON value.
@@ -36,10 +37,6 @@ pub(crate) enum Ending {
     Cut,
     /// More than whitespace after the value.
     Trailing,
-}
-
-fn is_blank(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
 }
 
 impl JsonEnd {

@@ -16,6 +16,7 @@
 
 use seawall_core::provider::{AnswerCheck, Provider, check_answer};
 use seawall_core::{Code, Failure};
+use seawall_internal::json::without_bom;
 
 use crate::classifier::Checked;
 
@@ -51,11 +52,6 @@ pub(crate) fn check(provider: Provider, body: &[u8], strict: bool) -> Checked {
         // an unknown shape would be.
         _ => Checked::Deliver(None),
     }
-}
-
-/// `body` without a leading UTF-8 byte order mark.
-pub(crate) fn without_bom(body: &[u8]) -> &[u8] {
-    body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Borrowed JSON text and the UTF-8-once parse: what seawall-core's
-//! provider tables and seawall-stream's decoders read JSON with; and the
-//! two members of a request body that seawall reads.
+//! provider tables and seawall-stream's decoders read JSON with; the two
+//! members of a request body that seawall reads; and how a body opens
+//! (byte order mark, blanks), for the classification and the stream guard.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -8,6 +9,29 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, Visitor};
+
+/// The UTF-8 byte order mark, which a body may open with (RFC 8259 lets a
+/// JSON parser ignore it; WHATWG's event-stream parser skips it).
+pub const UTF8_BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
+/// `data` without a leading UTF-8 byte order mark.
+pub fn without_bom(data: &[u8]) -> &[u8] {
+    data.strip_prefix(&UTF8_BOM[..]).unwrap_or(data)
+}
+
+/// The first byte of `data` that is not ASCII whitespace, after a byte
+/// order mark: what a body opens with. `None` while only blanks came.
+pub fn opening(data: &[u8]) -> Option<u8> {
+    without_bom(data)
+        .iter()
+        .copied()
+        .find(|byte| !byte.is_ascii_whitespace())
+}
+
+/// JSON's whitespace (RFC 8259: space, tab, line feed, carriage return).
+pub fn is_blank(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
+}
 
 /// Reads JSON of shape `T`, or `None` when `data` is not UTF-8 or not JSON
 /// of that shape.
@@ -114,6 +138,15 @@ impl<'a> RequestMembers<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_opens_after_its_byte_order_mark_and_blanks() {
+        assert_eq!(opening(b"\xEF\xBB\xBF \r\n{}"), Some(b'{'));
+        assert_eq!(opening(b"\xEF\xBB\xBF  "), None);
+        assert_eq!(without_bom(b"\xEF\xBBx"), b"\xEF\xBBx");
+        // JSON's blanks are four: a form feed is ASCII whitespace, not one.
+        assert!(is_blank(b'\t') && !is_blank(0x0C));
+    }
 
     #[derive(serde::Deserialize)]
     struct Field<'a> {

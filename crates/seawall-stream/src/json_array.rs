@@ -31,9 +31,8 @@
 //! assert!(splitter.is_closed());
 //! ```
 
+use seawall_internal::json::{UTF8_BOM as BOM, is_blank};
 use seawall_internal::nesting::Nesting;
-
-const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
 /// Why the splitter gave up. Each has a stable name ([`ArrayError::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -115,10 +114,6 @@ pub struct Splitter {
     bom_matched: Option<u8>,
     failed: Option<ArrayError>,
     max_element: usize,
-}
-
-fn is_blank(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 impl Splitter {

@@ -20,7 +20,7 @@ use memchr::{memchr, memchr2};
 /// `DEFAULT_MAX_SUCCESS_BODY`): an answer fits streamed if it fits whole.
 pub const DEFAULT_MAX_LINE: usize = 8 << 20;
 
-const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+use seawall_internal::json::UTF8_BOM as BOM;
 
 /// One thing the scanner found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -187,8 +187,7 @@ impl Tally {
 /// (after a byte-order mark) starts a field line (`data`, `event`, `id`,
 /// `retry`) or a comment. `None` while only blanks have arrived.
 fn opens_like_event_stream(data: &[u8]) -> Option<bool> {
-    let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
-    let first = data.iter().find(|b| !b.is_ascii_whitespace())?;
+    let first = seawall_internal::json::opening(data)?;
     Some(matches!(first, b'd' | b'e' | b'i' | b'r' | b':'))
 }
 
