@@ -78,38 +78,41 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
     let message = map
         .get("grpc-message")
         .map(|v| percent_decode(v.as_bytes()));
-    let details = map
+    let decoded = map
         .get("grpc-status-details-bin")
-        .map(|v| status_details(v.as_bytes()))
-        .unwrap_or_default();
-    Status::Failed(classify_grpc_details(
-        status,
-        message.as_deref(),
-        details,
-        cx,
-    ))
+        .and_then(|v| decode_details(v.as_bytes()));
+    let details = decoded.as_deref().map(status_details).unwrap_or_default();
+    let failure = classify_grpc_details(status, message.as_deref(), details, cx);
+    // Kept as sent, for a caller that reads them itself (a tonic client's
+    // `Status::details`, through `seawall::tonic`).
+    Status::Failed(match decoded {
+        Some(decoded) if !decoded.is_empty() => failure.with_status_details(decoded),
+        _ => failure,
+    })
 }
 
-/// What the details of a base64 `google.rpc.Status` say about retrying:
-/// the `retry_delay` of a `google.rpc.RetryInfo` (capped at
-/// [`MAX_RETRY_HINT`]) and the `quota_id`s of a `google.rpc.QuotaFailure`.
-/// Anything malformed reads as nothing said.
-fn status_details(encoded: &[u8]) -> StatusDetails {
-    let mut details = StatusDetails::default();
-    // Senders differ on padding and alphabet; both are accepted.
+/// The bytes of a base64 `grpc-status-details-bin`, `None` when it is not
+/// base64. Senders differ on padding and alphabet; both are accepted.
+fn decode_details(encoded: &[u8]) -> Option<Vec<u8>> {
     let trimmed: Vec<u8> = encoded
         .iter()
         .copied()
         .filter(|b| *b != b'=' && !b.is_ascii_whitespace())
         .collect();
-    let Ok(status) = STANDARD_NO_PAD
+    STANDARD_NO_PAD
         .decode(&trimmed)
         .or_else(|_| URL_SAFE_NO_PAD.decode(&trimmed))
-    else {
-        return details;
-    };
+        .ok()
+}
+
+/// What the details (a `google.rpc.Status`) say about retrying: the
+/// `retry_delay` of a `google.rpc.RetryInfo` (capped at
+/// [`MAX_RETRY_HINT`]) and the `quota_id`s of a `google.rpc.QuotaFailure`.
+/// Anything malformed reads as nothing said.
+fn status_details(status: &[u8]) -> StatusDetails {
+    let mut details = StatusDetails::default();
     // google.rpc.Status: 3 = repeated google.protobuf.Any details.
-    for (number, field) in Fields::new(&status) {
+    for (number, field) in Fields::new(status) {
         if let (3, Field::Bytes(any)) = (number, field) {
             read_detail(any, &mut details);
         }
@@ -370,22 +373,52 @@ mod tests {
         assert_eq!(minute.retry_after(), Some(Duration::from_secs(26)));
     }
 
+    /// What the base64 details `encoded` say, as the status read does.
+    fn details_of(encoded: &[u8]) -> StatusDetails {
+        decode_details(encoded)
+            .as_deref()
+            .map(status_details)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_details_are_kept_as_sent() {
+        let status = status_with_delay(3, 0);
+        for encoded in [STANDARD.encode(&status), URL_SAFE_NO_PAD.encode(&status)] {
+            let mut trailers = HeaderMap::new();
+            trailers.insert("grpc-status", "14".parse().unwrap());
+            trailers.insert("grpc-status-details-bin", encoded.parse().unwrap());
+            let Status::Failed(failure) = trailers_status(200, &trailers, QuotaWall::default())
+            else {
+                panic!("a failed status");
+            };
+            assert_eq!(failure.status_details(), Some(&status[..]), "{encoded}");
+        }
+        let mut trailers = HeaderMap::new();
+        trailers.insert("grpc-status", "14".parse().unwrap());
+        trailers.insert("grpc-status-details-bin", "!!!".parse().unwrap());
+        let Status::Failed(failure) = trailers_status(200, &trailers, QuotaWall::default()) else {
+            panic!("a failed status");
+        };
+        assert_eq!(failure.status_details(), None, "not base64: nothing kept");
+    }
+
     #[test]
     fn retry_info_is_read_with_or_without_padding() {
         let status = status_with_delay(26, 500_000_000);
         for encoded in [STANDARD.encode(&status), STANDARD_NO_PAD.encode(&status)] {
             assert_eq!(
-                status_details(encoded.as_bytes()).retry_delay,
+                details_of(encoded.as_bytes()).retry_delay,
                 Some(Duration::from_millis(26_500))
             );
         }
         let huge = STANDARD.encode(status_with_delay(u32::MAX.into(), 0));
         assert_eq!(
-            status_details(huge.as_bytes()).retry_delay,
+            details_of(huge.as_bytes()).retry_delay,
             Some(MAX_RETRY_HINT)
         );
         let negative = STANDARD.encode(status_with_delay(u64::MAX, 0));
-        assert_eq!(status_details(negative.as_bytes()).retry_delay, None);
+        assert_eq!(details_of(negative.as_bytes()).retry_delay, None);
     }
 
     #[test]
@@ -398,7 +431,7 @@ mod tests {
             Vec::new(),
         ] {
             assert_eq!(
-                status_details(&bad).retry_delay,
+                details_of(&bad).retry_delay,
                 None,
                 "{}",
                 String::from_utf8_lossy(&bad)

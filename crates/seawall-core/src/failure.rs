@@ -37,11 +37,18 @@ pub struct Failure {
     provider_type: Option<Box<str>>,
     provider_code: Option<Box<str>>,
     message: Option<Box<str>>,
+    /// Boxed twice: a thin pointer keeps `Failure` (moved by value inside
+    /// the layers' enums) from growing for a field only gRPC failures use.
+    status_details: Option<Box<Details>>,
     route: Option<RouteId>,
     evidence: Evidence,
     interrupted: Option<Box<Interrupted>>,
     receipt: Option<Box<Receipt>>,
 }
+
+/// A gRPC server's status details (see [`Failure::status_details`]).
+#[derive(Debug, Clone)]
+struct Details(Box<[u8]>);
 
 /// What had been delivered when a stream was interrupted after content.
 ///
@@ -91,6 +98,9 @@ impl Failure {
         if let Some(code) = cause.provider_code() {
             failure = failure.with_provider_code(code);
         }
+        if let Some(details) = cause.status_details() {
+            failure = failure.with_status_details(details);
+        }
         let message = match cause.message() {
             Some(message) => format!("{}: {message}", cause.code()),
             None => cause.code().to_string(),
@@ -109,6 +119,7 @@ impl Failure {
             provider_type: None,
             provider_code: None,
             message: None,
+            status_details: None,
             route: None,
             evidence: Evidence::default(),
             interrupted: None,
@@ -143,6 +154,15 @@ impl Failure {
     /// Sets the provider's own error code string (e.g. `insufficient_quota`).
     pub fn with_provider_code(mut self, code: impl Into<Box<str>>) -> Self {
         self.provider_code = Some(code.into());
+        self
+    }
+
+    /// Keeps a gRPC server's status details as it sent them: the decoded
+    /// `grpc-status-details-bin`, a serialized `google.rpc.Status` (what
+    /// tonic's `Status::details` holds), so they can be handed on to the
+    /// caller (`seawall::tonic`).
+    pub fn with_status_details(mut self, details: impl Into<Box<[u8]>>) -> Self {
+        self.status_details = Some(Box::new(Details(details.into())));
         self
     }
 
@@ -233,6 +253,12 @@ impl Failure {
     /// A bounded excerpt of the provider's message.
     pub fn message(&self) -> Option<&str> {
         self.message.as_deref()
+    }
+
+    /// A gRPC server's status details, decoded, as it sent them (see
+    /// [`with_status_details`](Self::with_status_details)).
+    pub fn status_details(&self) -> Option<&[u8]> {
+        self.status_details.as_ref().map(|details| &*details.0)
     }
 
     /// The route the failing attempt went to.
