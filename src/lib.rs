@@ -49,6 +49,8 @@ pub mod resume;
     feature = "fallback"
 ))]
 pub mod stack;
+#[cfg(feature = "tonic")]
+pub mod tonic;
 #[cfg(feature = "tower-http")]
 pub mod tower_http;
 

@@ -312,3 +312,139 @@ async fn a_permanent_status_is_not_retried() {
     assert_eq!(failure.provider_code(), Some("3"));
     assert_eq!(scripted.calls.load(Ordering::SeqCst), 1);
 }
+
+/// With `seawall::tonic::GrpcStatusLayer` outermost, the caller's
+/// `Status` has the server's code, message and details (tonic would say
+/// `Unknown` of a seawall failure otherwise), and seawall's verdict stays
+/// its source.
+#[cfg(feature = "tonic")]
+mod with_grpc_status {
+    use super::*;
+    use seawall::tonic::GrpcStatusLayer;
+    use tower::Layer;
+
+    async fn client(
+        url: &str,
+        stack: Stack,
+    ) -> HealthClient<
+        impl tonic::client::GrpcService<
+            tonic::body::Body,
+            Error = seawall::core::BoxError,
+            ResponseBody = impl http_body::Body<Data = bytes::Bytes, Error = seawall::core::BoxError>
+                           + Send
+                           + 'static,
+        > + Clone,
+    > {
+        let channel = Channel::from_shared(url.to_owned()).unwrap().connect_lazy();
+        let channel = ServiceBuilder::new()
+            .map_request(|request: http::Request<ReplayBody<tonic::body::Body>>| {
+                request.map(tonic::body::Body::new)
+            })
+            .service(channel);
+        HealthClient::new(
+            GrpcStatusLayer::new().layer(stack.build(&ClassifyLayer::grpc(), channel)),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_servers_status_keeps_its_code_message_and_details() {
+        let mut details = ErrorDetails::new();
+        details.add_bad_request_violation("service", "no such service");
+        let invalid = Status::with_error_details(tonic::Code::InvalidArgument, "bad name", details);
+        let (url, scripted) = server(vec![Step::Fail(invalid), Step::Serve]).await;
+        let mut client = client(&url, stack()).await;
+        let status = client.check(ask()).await.expect_err("invalid argument");
+        assert_eq!(status.code(), tonic::Code::InvalidArgument);
+        assert_eq!(status.message(), "bad name");
+        let violations = status
+            .get_error_details()
+            .bad_request()
+            .map(|b| b.field_violations.clone())
+            .unwrap_or_default();
+        assert_eq!(violations.len(), 1, "the details as the server sent them");
+        assert_eq!(violations[0].field, "service");
+        let failure = failure_of(&status).expect("seawall's verdict is the source");
+        assert_eq!(failure.code(), Code::BadRequest);
+        assert_eq!(scripted.calls.load(Ordering::SeqCst), 1, "not retried");
+    }
+
+    #[tokio::test]
+    async fn a_status_after_messages_keeps_its_code() {
+        let (url, scripted) = server(vec![
+            Step::Stream(2, Some(Status::unavailable("lost the leader"))),
+            Step::Stream(5, None),
+        ])
+        .await;
+        let mut client = client(&url, stack()).await;
+        let mut stream = client.watch(ask()).await.expect("messages").into_inner();
+        let mut messages = 0;
+        let status = loop {
+            match stream.message().await {
+                Ok(Some(_)) => messages += 1,
+                Ok(None) => panic!("a failed stream must not end cleanly"),
+                Err(status) => break status,
+            }
+        };
+        assert_eq!(messages, 2);
+        assert_eq!(status.code(), tonic::Code::Unavailable);
+        assert!(status.message().contains("lost the leader"), "{status:?}");
+        let failure = failure_of(&status).expect("seawall's verdict is the source");
+        assert_eq!(failure.code(), Code::StreamInterrupted);
+        assert_eq!(scripted.calls.load(Ordering::SeqCst), 1, "never replayed");
+    }
+
+    #[tokio::test]
+    async fn a_retried_call_answers_as_without_the_layer() {
+        let (url, scripted) =
+            server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
+        let mut client = client(&url, stack()).await;
+        let answer = client.check(ask()).await.expect("the retry answers");
+        assert_eq!(answer.into_inner(), serving());
+        assert_eq!(scripted.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_server_that_is_not_there_is_unavailable() {
+        // A port nothing listens on: bound, then let go.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let mut client = client(&url, stack()).await;
+        let status = client.check(ask()).await.expect_err("nobody answers");
+        assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+        assert!(failure_of(&status).is_some(), "{status:?}");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_is_deadline_exceeded() {
+        // Accepts connections and says nothing: no HTTP/2 handshake.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                open.push(socket);
+            }
+        });
+        let stack = stack()
+            .total_deadline(Duration::from_millis(200))
+            .attempt_timeout(Duration::from_millis(50));
+        let mut client = client(&url, stack).await;
+        let status = client.check(ask()).await.expect_err("out of time");
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+        let failure = failure_of(&status).expect("seawall's verdict is the source");
+        assert!(
+            matches!(failure.code(), Code::Timeout | Code::DeadlineExceeded),
+            "{failure:?}"
+        );
+        // tonic enforces the grpc-timeout seawall sends with a timer of its
+        // own, racing the attempt's: whichever fires, the attempt timed out
+        // and the ladder goes on.
+        let receipt = failure.receipt().expect("a receipt");
+        assert!(receipt.attempts.len() >= 2, "{receipt:?}");
+        for attempt in &receipt.attempts {
+            assert_eq!(attempt.code, Some(Code::Timeout), "{receipt:?}");
+        }
+        held.abort();
+    }
+}

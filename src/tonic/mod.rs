@@ -1,0 +1,250 @@
+//! tonic interop: seawall's verdict as the `tonic::Status` a generated
+//! client returns, with the server's own code.
+//!
+//! # The story
+//!
+//! A tonic client turns its service's errors into a [`tonic::Status`]:
+//! a `Status` it finds in the error is used as it is; anything else it
+//! does not recognise becomes `Unknown`. Every failure of a seawall stack
+//! is a [`Failure`], which tonic does not know, so without this layer a
+//! server's `NOT_FOUND`, `INVALID_ARGUMENT` or `UNAVAILABLE` reaches the
+//! caller as `Unknown`, and code that matches on `status.code()` stops
+//! working the day seawall goes in.
+//!
+//! [`GrpcStatusLayer`] goes outermost, just under the generated client,
+//! and makes every error that carries a [`Failure`] — the service's, and a
+//! streamed body's after messages — a `tonic::Status`:
+//!
+//! - **code**: the `grpc-status` the server sent, when the failure came
+//!   from one (a stream interrupted by a status after messages keeps its
+//!   cause's code); else what tonic itself says of a non-gRPC HTTP answer
+//!   (the gRPC HTTP-to-status table: 401 `Unauthenticated`, 403
+//!   `PermissionDenied`, 404 `Unimplemented`, 429/502/503/504
+//!   `Unavailable`, 400 `Internal`, any other `Unknown`); else seawall's
+//!   own verdict, by [`code_of`]: a deadline or timeout
+//!   `DeadlineExceeded`, a reset, an open breaker, a cooling route or a
+//!   spent retry budget `Unavailable`, a broken or empty answer
+//!   `Internal`, a rate limit, quota or size cap `ResourceExhausted`;
+//! - **message**: the server's `grpc-message` (a bounded excerpt, as
+//!   [`Failure::message`]), else seawall's description of the failure;
+//! - **details**: the server's `grpc-status-details-bin` as it sent them
+//!   ([`Failure::status_details`]), so `tonic-types`' `ErrorDetails` read
+//!   as without seawall;
+//! - **source**: the original error, so [`Failure::find`] on
+//!   `status.source()` still gives seawall's whole verdict (class, code,
+//!   receipt, what an interrupted stream had delivered).
+//!
+//! Errors without a `Failure` (none of seawall's layers made them) are
+//! passed on untouched: tonic maps them itself, as it would without
+//! seawall.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use http::Request;
+//! use seawall::classify::ClassifyLayer;
+//! use seawall::core::recording::ReplayBody;
+//! use seawall::stack::Stack;
+//! use seawall::tonic::GrpcStatusLayer;
+//! use tower::{Layer, ServiceBuilder};
+//!
+//! let channel = tonic::transport::Channel::from_static("http://[::1]:50051")
+//!     .connect()
+//!     .await?;
+//! let stack = Stack::interactive().build(
+//!     &ClassifyLayer::grpc(),
+//!     ServiceBuilder::new()
+//!         .map_request(|r: Request<ReplayBody<tonic::body::Body>>| r.map(tonic::body::Body::new))
+//!         .service(channel),
+//! );
+//! let service = GrpcStatusLayer::new().layer(stack);
+//! // let mut client = HealthClient::new(service);
+//! # let _ = service;
+//! # Ok(())
+//! # }
+//! ```
+
+mod body;
+mod layer;
+mod service;
+
+pub use body::StatusBody;
+pub use layer::GrpcStatusLayer;
+pub use service::{GrpcStatus, ResponseFuture};
+
+use std::error::Error as StdError;
+use std::sync::Arc;
+
+use ::tonic::Code as GrpcCode;
+use seawall_core::{BoxError, Code, Failure};
+
+/// `error` as a boxed `tonic::Status` when it carries a [`Failure`]
+/// (see the [module docs](self)), else untouched.
+pub fn into_status(error: BoxError) -> BoxError {
+    match status_of(&*error) {
+        Some(mut status) => {
+            status.set_source(Arc::from(error));
+            Box::new(status)
+        }
+        None => error,
+    }
+}
+
+/// The `tonic::Status` the first [`Failure`] in `error`'s source chain
+/// amounts to (without a source: [`into_status`] sets it), or `None` when
+/// there is none.
+pub fn status_of(error: &(dyn StdError + 'static)) -> Option<::tonic::Status> {
+    let failure = Failure::find(error)?;
+    let (code, sent) = match sent_code(failure) {
+        Some(code) => (code, true),
+        None => (code_of(failure), false),
+    };
+    let message = match failure.message() {
+        Some(message) if sent => message.to_owned(),
+        _ => failure.to_string(),
+    };
+    Some(match failure.status_details() {
+        Some(details) => {
+            ::tonic::Status::with_details(code, message, bytes::Bytes::copy_from_slice(details))
+        }
+        None => ::tonic::Status::new(code, message),
+    })
+}
+
+/// The gRPC code a server sent, when `failure` came from a `grpc-status`
+/// (seawall keeps it as the provider code; an interruption keeps its
+/// cause's).
+fn sent_code(failure: &Failure) -> Option<GrpcCode> {
+    let code: i32 = failure.provider_code()?.parse().ok()?;
+    (1..=16).contains(&code).then(|| GrpcCode::from_i32(code))
+}
+
+/// The gRPC code of `failure` when no server sent one: tonic's own reading
+/// of a non-gRPC HTTP answer's status where there was one, else seawall's
+/// code (an interruption's by its cause).
+pub fn code_of(failure: &Failure) -> GrpcCode {
+    match failure.status() {
+        Some(200) | None => {}
+        Some(401) => return GrpcCode::Unauthenticated,
+        Some(403) => return GrpcCode::PermissionDenied,
+        Some(404) => return GrpcCode::Unimplemented,
+        Some(429 | 502 | 503 | 504) => return GrpcCode::Unavailable,
+        Some(400) => return GrpcCode::Internal,
+        Some(_) => return GrpcCode::Unknown,
+    }
+    let code = match (failure.code(), failure.interrupted()) {
+        (Code::StreamInterrupted, Some(interrupted)) => {
+            interrupted.cause.unwrap_or(Code::StreamInterrupted)
+        }
+        (code, _) => code,
+    };
+    by_code(code)
+}
+
+/// seawall's codes in gRPC's vocabulary.
+fn by_code(code: Code) -> GrpcCode {
+    match code {
+        Code::Cancelled => GrpcCode::Cancelled,
+        Code::Timeout | Code::FirstByteTimeout | Code::IdleTimeout | Code::DeadlineExceeded => {
+            GrpcCode::DeadlineExceeded
+        }
+        Code::Transport
+        | Code::CircuitOpen
+        | Code::RouteCoolingDown
+        | Code::BudgetExhausted
+        | Code::ProviderUnavailable
+        | Code::Overloaded
+        | Code::StreamInterrupted => GrpcCode::Unavailable,
+        Code::RateLimited | Code::QuotaExhausted | Code::AnswerTooLarge | Code::RequestTooLarge => {
+            GrpcCode::ResourceExhausted
+        }
+        Code::ProtocolViolation | Code::EmptyResponse | Code::Truncated => GrpcCode::Internal,
+        Code::Auth => GrpcCode::Unauthenticated,
+        Code::NotFound => GrpcCode::NotFound,
+        Code::BadRequest | Code::BadArguments | Code::ContextTooLong => GrpcCode::InvalidArgument,
+        // No gRPC counterpart: a refusal, a filter, a redirect, unknown.
+        _ => GrpcCode::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use seawall_core::Interrupted;
+
+    fn tonic_status(failure: Failure) -> ::tonic::Status {
+        let error: BoxError = Box::new(failure);
+        let error = into_status(error);
+        *error.downcast::<::tonic::Status>().expect("a tonic status")
+    }
+
+    #[test]
+    fn a_servers_code_message_and_details_are_its_own() {
+        let failure = Failure::new(Code::NotFound)
+            .with_status(200)
+            .with_provider_code("5")
+            .with_message("no such model")
+            .with_status_details(&b"\x08\x05"[..]);
+        let status = tonic_status(failure);
+        assert_eq!(status.code(), GrpcCode::NotFound);
+        assert_eq!(status.message(), "no such model");
+        assert_eq!(status.details(), b"\x08\x05");
+        let source = std::error::Error::source(&status).expect("the original error");
+        assert_eq!(
+            Failure::find(source).map(Failure::code),
+            Some(Code::NotFound)
+        );
+    }
+
+    #[test]
+    fn an_interruption_keeps_its_causes_code() {
+        let cause = Failure::new(Code::ProviderUnavailable)
+            .with_provider_code("14")
+            .with_message("lost the leader");
+        let status = tonic_status(Failure::interrupted_by(&cause));
+        assert_eq!(status.code(), GrpcCode::Unavailable);
+
+        let mut delivered = Interrupted::default();
+        delivered.cause = Some(Code::IdleTimeout);
+        let idle = Failure::new(Code::StreamInterrupted).with_interrupted(delivered);
+        assert_eq!(tonic_status(idle).code(), GrpcCode::DeadlineExceeded);
+    }
+
+    #[test]
+    fn without_a_grpc_status_the_http_status_then_seawalls_code_decide() {
+        for (http, code) in [
+            (401, GrpcCode::Unauthenticated),
+            (403, GrpcCode::PermissionDenied),
+            (404, GrpcCode::Unimplemented),
+            (429, GrpcCode::Unavailable),
+            (503, GrpcCode::Unavailable),
+            (400, GrpcCode::Internal),
+            (500, GrpcCode::Unknown),
+        ] {
+            let failure = Failure::new(Code::ProviderUnavailable).with_status(http);
+            assert_eq!(code_of(&failure), code, "{http}");
+        }
+        for (seawall, code) in [
+            (Code::DeadlineExceeded, GrpcCode::DeadlineExceeded),
+            (Code::CircuitOpen, GrpcCode::Unavailable),
+            (Code::Transport, GrpcCode::Unavailable),
+            (Code::Truncated, GrpcCode::Internal),
+            (Code::Cancelled, GrpcCode::Cancelled),
+            (Code::Refused, GrpcCode::Unknown),
+        ] {
+            let failure = Failure::new(seawall);
+            assert_eq!(code_of(&failure), code, "{seawall}");
+            assert_eq!(tonic_status(failure.clone()).message(), failure.to_string());
+        }
+        // A provider code that is no gRPC code is not taken for one.
+        let failure = Failure::new(Code::RateLimited).with_provider_code("429");
+        assert_eq!(tonic_status(failure).code(), GrpcCode::ResourceExhausted);
+    }
+
+    #[test]
+    fn an_error_without_a_failure_is_left_to_tonic() {
+        let error: BoxError = "connection refused".into();
+        let error = into_status(error);
+        assert!(error.downcast_ref::<::tonic::Status>().is_none());
+        assert_eq!(error.to_string(), "connection refused");
+    }
+}
