@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use seawall::classify::ClassifyLayer;
+use seawall::classify::{ClassifyLayer, ProviderClassifier};
 use seawall::core::recording::ReplayBody;
 use seawall::core::{Class, Code, Failure, Receipt};
 use seawall::deadline::WireTimeout;
 use seawall::retry::{Backoff, Budget, RetryPolicy};
-use seawall::stack::Stack;
+use seawall::stack::{Seawall, Stack};
 use tokio_stream::Stream;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Channel, Server};
@@ -26,7 +26,7 @@ use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tonic_types::{ErrorDetails, StatusExt};
-use tower::ServiceBuilder;
+use tower::util::MapRequest;
 
 /// What one call of the scripted service does.
 #[derive(Clone)]
@@ -134,32 +134,25 @@ fn stack() -> Stack {
         .propagate_deadline(WireTimeout::grpc())
 }
 
-/// tonic's client over a seawall-wrapped channel: the stack hands the
-/// channel a `ReplayBody` (so a retry can send the request again), which
-/// tonic's own body type wraps.
-async fn client(
-    url: &str,
-    stack: Stack,
-) -> HealthClient<
-    impl tonic::client::GrpcService<
-        tonic::body::Body,
-        Error = seawall::core::BoxError,
-        ResponseBody = impl http_body::Body<Data = bytes::Bytes, Error = seawall::core::BoxError>
-                       + Send
-                       + 'static,
-    > + Clone,
-> {
-    let channel = Channel::from_shared(url.to_owned())
-        .unwrap()
-        .connect()
-        .await
-        .expect("the server listens");
-    let channel = ServiceBuilder::new()
-        .map_request(|request: http::Request<ReplayBody<tonic::body::Body>>| {
-            request.map(tonic::body::Body::new)
-        })
-        .service(channel);
-    HealthClient::new(stack.build(&ClassifyLayer::grpc(), channel))
+/// The channel as the stack takes it: the stack hands the channel a
+/// `ReplayBody` (so a retry can send the request again), which tonic's own
+/// body type wraps.
+type Mapped = MapRequest<
+    Channel,
+    fn(http::Request<ReplayBody<tonic::body::Body>>) -> http::Request<tonic::body::Body>,
+>;
+
+/// The stack around a channel to `url` (connected on first use).
+fn service(url: &str, stack: Stack) -> Seawall<Mapped, ProviderClassifier> {
+    let channel = Channel::from_shared(url.to_owned()).unwrap().connect_lazy();
+    let to_tonic: fn(_) -> _ =
+        |request: http::Request<ReplayBody<tonic::body::Body>>| request.map(tonic::body::Body::new);
+    stack.build(&ClassifyLayer::grpc(), MapRequest::new(channel, to_tonic))
+}
+
+/// tonic's client over a seawall-wrapped channel.
+fn client(url: &str, stack: Stack) -> HealthClient<Seawall<Mapped, ProviderClassifier>> {
+    HealthClient::new(service(url, stack))
 }
 
 fn failure_of(status: &Status) -> Option<&Failure> {
@@ -183,7 +176,7 @@ fn ask() -> HealthCheckRequest {
 #[tokio::test]
 async fn unavailable_then_ok_is_retried_with_the_request_replayed() {
     let (url, scripted) = server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
-    let mut client = client(&url, stack()).await;
+    let mut client = client(&url, stack());
     let response = client.check(ask()).await.expect("the retry answers");
     assert_eq!(response.get_ref().status, ServingStatus::Serving as i32);
     assert_eq!(scripted.calls.load(Ordering::SeqCst), 2);
@@ -200,7 +193,7 @@ async fn resource_exhausted_with_retry_info_is_waited_for() {
     let details = ErrorDetails::with_retry_info(Some(Duration::from_millis(300)));
     let limited = Status::with_error_details(tonic::Code::ResourceExhausted, "slow", details);
     let (url, scripted) = server(vec![Step::Fail(limited), Step::Serve]).await;
-    let mut client = client(&url, stack()).await;
+    let mut client = client(&url, stack());
     let started = tokio::time::Instant::now();
     client.check(ask()).await.expect("answered after the hint");
     assert!(
@@ -216,7 +209,7 @@ async fn a_long_retry_info_is_a_quota_wall_not_a_wait() {
     let details = ErrorDetails::with_retry_info(Some(Duration::from_secs(48_489)));
     let wall = Status::with_error_details(tonic::Code::ResourceExhausted, "quota", details);
     let (url, scripted) = server(vec![Step::Fail(wall)]).await;
-    let mut client = client(&url, stack()).await;
+    let mut client = client(&url, stack());
     let status = client.check(ask()).await.expect_err("a quota wall");
     let failure = failure_of(&status).expect("the seawall failure inside tonic's status");
     assert_eq!(failure.code(), Code::QuotaExhausted);
@@ -226,7 +219,7 @@ async fn a_long_retry_info_is_a_quota_wall_not_a_wait() {
 #[tokio::test]
 async fn the_deadline_travels_as_grpc_timeout_narrowed_per_attempt() {
     let (url, scripted) = server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
-    let mut client = client(&url, stack()).await;
+    let mut client = client(&url, stack());
     client.check(ask()).await.expect("the retry answers");
     let timeouts = scripted.timeouts.lock().unwrap().clone();
     assert_eq!(timeouts.len(), 2);
@@ -248,7 +241,7 @@ async fn a_status_in_trailers_before_any_message_is_retried() {
         Step::Stream(2, None),
     ])
     .await;
-    let mut client = client(&url, stack()).await;
+    let mut client = client(&url, stack());
     let mut stream = client.watch(ask()).await.expect("retried").into_inner();
     let mut messages = 0;
     while let Some(message) = stream.message().await.expect("a clean end") {
@@ -266,7 +259,7 @@ async fn a_stream_that_fails_after_messages_is_not_replayed() {
         Step::Stream(5, None),
     ])
     .await;
-    let mut client = client(&url, stack()).await;
+    let mut client = client(&url, stack());
     let mut stream = client
         .watch(ask())
         .await
@@ -303,7 +296,7 @@ async fn a_permanent_status_is_not_retried() {
         Step::Serve,
     ])
     .await;
-    let mut client = client(&url, stack()).await;
+    let mut client = client(&url, stack());
     let status = client.check(ask()).await.expect_err("invalid argument");
     // tonic reports an error of its service as `Unknown` with the error as
     // the source: the seawall failure, which keeps the gRPC code.
@@ -320,30 +313,15 @@ async fn a_permanent_status_is_not_retried() {
 #[cfg(feature = "tonic")]
 mod with_grpc_status {
     use super::*;
-    use seawall::tonic::GrpcStatusLayer;
+    use seawall::tonic::{GrpcStatus, GrpcStatusLayer};
     use tower::Layer;
 
-    async fn client(
+    /// tonic's client over the layer over the seawall-wrapped channel.
+    fn client(
         url: &str,
         stack: Stack,
-    ) -> HealthClient<
-        impl tonic::client::GrpcService<
-            tonic::body::Body,
-            Error = seawall::core::BoxError,
-            ResponseBody = impl http_body::Body<Data = bytes::Bytes, Error = seawall::core::BoxError>
-                           + Send
-                           + 'static,
-        > + Clone,
-    > {
-        let channel = Channel::from_shared(url.to_owned()).unwrap().connect_lazy();
-        let channel = ServiceBuilder::new()
-            .map_request(|request: http::Request<ReplayBody<tonic::body::Body>>| {
-                request.map(tonic::body::Body::new)
-            })
-            .service(channel);
-        HealthClient::new(
-            GrpcStatusLayer::new().layer(stack.build(&ClassifyLayer::grpc(), channel)),
-        )
+    ) -> HealthClient<GrpcStatus<Seawall<Mapped, ProviderClassifier>>> {
+        HealthClient::new(GrpcStatusLayer::new().layer(service(url, stack)))
     }
 
     #[tokio::test]
@@ -352,7 +330,7 @@ mod with_grpc_status {
         details.add_bad_request_violation("service", "no such service");
         let invalid = Status::with_error_details(tonic::Code::InvalidArgument, "bad name", details);
         let (url, scripted) = server(vec![Step::Fail(invalid), Step::Serve]).await;
-        let mut client = client(&url, stack()).await;
+        let mut client = client(&url, stack());
         let status = client.check(ask()).await.expect_err("invalid argument");
         assert_eq!(status.code(), tonic::Code::InvalidArgument);
         assert_eq!(status.message(), "bad name");
@@ -375,7 +353,7 @@ mod with_grpc_status {
             Step::Stream(5, None),
         ])
         .await;
-        let mut client = client(&url, stack()).await;
+        let mut client = client(&url, stack());
         let mut stream = client.watch(ask()).await.expect("messages").into_inner();
         let mut messages = 0;
         let status = loop {
@@ -397,7 +375,7 @@ mod with_grpc_status {
     async fn a_retried_call_answers_as_without_the_layer() {
         let (url, scripted) =
             server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
-        let mut client = client(&url, stack()).await;
+        let mut client = client(&url, stack());
         let answer = client.check(ask()).await.expect("the retry answers");
         assert_eq!(answer.into_inner(), serving());
         assert_eq!(scripted.calls.load(Ordering::SeqCst), 2);
@@ -409,7 +387,7 @@ mod with_grpc_status {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         drop(listener);
-        let mut client = client(&url, stack()).await;
+        let mut client = client(&url, stack());
         let status = client.check(ask()).await.expect_err("nobody answers");
         assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
         assert!(failure_of(&status).is_some(), "{status:?}");
@@ -429,7 +407,7 @@ mod with_grpc_status {
         let stack = stack()
             .total_deadline(Duration::from_millis(200))
             .attempt_timeout(Duration::from_millis(50));
-        let mut client = client(&url, stack).await;
+        let mut client = client(&url, stack);
         let status = client.check(ask()).await.expect_err("out of time");
         assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
         let failure = failure_of(&status).expect("seawall's verdict is the source");
