@@ -2,14 +2,18 @@
 //! against a local gRPC health server that is unavailable once.
 //!
 //! ```text
-//! cargo run --example tonic_client
+//! cargo run --example tonic_client --features tonic
 //! ```
 //!
 //! The one thing tonic needs: the retry layer hands the channel a
 //! `ReplayBody` (so the next attempt can send the same request again), and
 //! a `Channel` takes tonic's own body type, so one `map_request` wraps it.
 //! The deadline travels to the server as `grpc-timeout`, narrowed to each
-//! attempt's bound.
+//! attempt's bound. Outermost, `GrpcStatusLayer` (feature `tonic`) gives
+//! the caller a `Status` with the server's own code instead of tonic's
+//! `Unknown` for an error it does not know; the same feature lets the
+//! classification read the channel's own `grpc-timeout` expiry as a
+//! timeout.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,6 +24,7 @@ use seawall::core::recording::ReplayBody;
 use seawall::core::{Failure, Receipt};
 use seawall::deadline::DeadlineLayer;
 use seawall::retry::{Backoff, Budget, RetryBudgetLayer, RetryPolicy};
+use seawall::tonic::GrpcStatusLayer;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Channel, Server};
 use tonic::{Request, Response, Status};
@@ -73,6 +78,8 @@ async fn main() -> Result<(), tower::BoxError> {
 
     let channel = Channel::from_shared(url)?.connect().await?;
     let service = ServiceBuilder::new()
+        // Failures as `tonic::Status`es with the server's code.
+        .layer(GrpcStatusLayer::new())
         // The operation: 10 s, whatever the ladder does.
         .layer(DeadlineLayer::new(Duration::from_secs(10)))
         // Three attempts, short backoff, at most 20 % retries.
@@ -109,11 +116,11 @@ async fn main() -> Result<(), tower::BoxError> {
                 }
             }
         }
-        // tonic reports a service error as `Unknown`; the seawall failure
-        // is its source, with the gRPC code as the provider's code.
+        // The server's code, message and details; seawall's verdict is
+        // the status's source.
         Err(status) => {
             let failure = std::error::Error::source(&status).and_then(Failure::find);
-            println!("client: failed: {failure:?}");
+            println!("client: failed: {:?}: {failure:?}", status.code());
         }
     }
     Ok(())
