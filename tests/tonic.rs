@@ -6,6 +6,7 @@
 //! client is tonic's own generated `HealthClient` over a `Channel` wrapped
 //! in the seawall stack — the body mapping tonic needs is one `map_request`.
 
+use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -304,6 +305,71 @@ async fn a_permanent_status_is_not_retried() {
     assert_eq!(failure.code(), Code::BadRequest);
     assert_eq!(failure.provider_code(), Some("3"));
     assert_eq!(scripted.calls.load(Ordering::SeqCst), 1);
+}
+
+/// An HTTP/2 server that answers its first call with a captive portal's
+/// page (200, `text/html`) and every later one with a serving health
+/// status, written out by hand: a gRPC message (flag, length, protobuf
+/// `status: SERVING`) and `grpc-status: 0` in the trailers.
+async fn portal_then_serving() -> (String, Arc<AtomicUsize>) {
+    use http_body_util::{BodyExt, Full, StreamBody};
+    use hyper::body::Frame;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let counter = counter.clone();
+            let service = hyper::service::service_fn(move |_request| {
+                let first = counter.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    type Body = http_body_util::combinators::BoxBody<bytes::Bytes, Infallible>;
+                    let response: http::Response<Body> = if first {
+                        http::Response::builder()
+                            .header("content-type", "text/html")
+                            .body(Full::from("<html>sign in to the network</html>").boxed())
+                            .unwrap()
+                    } else {
+                        let mut trailers = http::HeaderMap::new();
+                        trailers.insert("grpc-status", "0".parse().unwrap());
+                        let frames = [
+                            Ok::<_, Infallible>(Frame::data(bytes::Bytes::from_static(
+                                b"\0\0\0\0\x02\x08\x01",
+                            ))),
+                            Ok(Frame::trailers(trailers)),
+                        ];
+                        http::Response::builder()
+                            .header("content-type", "application/grpc")
+                            .body(StreamBody::new(tokio_stream::iter(frames)).boxed())
+                            .unwrap()
+                    };
+                    Ok::<_, Infallible>(response)
+                }
+            });
+            tokio::spawn(
+                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(tcp), service),
+            );
+        }
+    });
+    (url, calls)
+}
+
+#[tokio::test]
+async fn a_2xx_that_is_not_grpc_is_no_answer_and_is_retried() {
+    let (url, calls) = portal_then_serving().await;
+    let mut client = client(&url, stack());
+    let answer = client.check(ask()).await.expect("the retry answers");
+    let codes: Vec<_> = answer
+        .extensions()
+        .get::<Receipt>()
+        .map(|receipt| receipt.attempts.iter().map(|a| a.code).collect())
+        .unwrap_or_default();
+    assert_eq!(codes, vec![Some(Code::ProtocolViolation), None]);
+    assert_eq!(answer.into_inner(), serving());
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
 /// With `seawall::tonic::GrpcStatusLayer` outermost, the caller's

@@ -63,7 +63,9 @@ impl ClassifyLayer {
         ClassifyLayer::new(ProviderClassifier::gemini())
     }
 
-    /// gRPC services: trailers-only errors in `grpc-status`.
+    /// gRPC services: `grpc-status` in the headers (trailers-only) or in
+    /// the trailers; a 2xx that is not gRPC (neither an `application/grpc`
+    /// content type nor a `grpc-status`) is a `protocol_violation`.
     pub fn grpc() -> Self {
         ClassifyLayer::new(ProviderClassifier::grpc())
     }

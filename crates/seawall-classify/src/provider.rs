@@ -118,7 +118,16 @@ impl Classifier for ProviderClassifier {
                 None if grpc::head_has_status(parts) => Inspection::Deliver,
                 // Only a gRPC answer keeps its status for the trailers.
                 None if media_type(parts).is_some_and(is_grpc) => Inspection::AwaitTrailers,
-                None => Inspection::Deliver,
+                // A 2xx that is not gRPC (a captive portal's page, a proxy's
+                // own answer) answers nothing the call asked: tonic would
+                // read it as broken messages after seawall handed it on.
+                None => {
+                    let media = media_type(parts).map(String::from_utf8_lossy);
+                    Inspection::Fail(Failure::new(Code::ProtocolViolation).with_message(&format!(
+                        "the 2xx answer to a gRPC call is not gRPC (content-type {})",
+                        media.as_deref().unwrap_or("missing")
+                    )))
+                }
             },
             Wire::Http(Provider::Http) => Inspection::Deliver,
             Wire::Http(_) => {

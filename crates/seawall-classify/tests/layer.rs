@@ -100,7 +100,6 @@ async fn a_2xx_event_stream_is_not_polled() {
         ClassifyLayer::openai(),
         ClassifyLayer::anthropic(),
         ClassifyLayer::gemini(),
-        ClassifyLayer::grpc(),
         ClassifyLayer::http(),
     ] {
         let events = ["data: {\"choices\":[]}\n\n", "data: [DONE]\n\n"];
@@ -117,6 +116,50 @@ async fn a_2xx_event_stream_is_not_polled() {
         let (_, body) = response.into_parts();
         assert_eq!(body.size_hint().exact(), Some(events.concat().len() as u64));
         assert_eq!(collect(body).await, events.concat());
+    }
+}
+
+#[tokio::test]
+async fn a_2xx_that_is_not_grpc_answers_no_grpc_call() {
+    for content_type in [
+        Some("text/html"),
+        Some(SSE.1),
+        Some("application/json"),
+        None,
+    ] {
+        let body = Chunks::new(["<html>sign in to the network</html>"]);
+        let polls = body.polls.clone();
+        let mut response = Response::builder().status(200);
+        if let Some(content_type) = content_type {
+            response = response.header("content-type", content_type);
+        }
+        let response = response.body(body).unwrap();
+        let error = through(&ClassifyLayer::grpc(), response)
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        let failure = found(&error);
+        assert_eq!(failure.code(), Code::ProtocolViolation, "{content_type:?}");
+        assert_eq!(
+            failure.action(),
+            Action::Retry,
+            "nothing reached the caller"
+        );
+        assert_eq!(polls.load(Ordering::SeqCst), 0, "judged by its head");
+    }
+    // A gRPC answer, or a trailers-only one whatever its type, is delivered.
+    for (content_type, status) in [("application/grpc", None), ("text/plain", Some("0"))] {
+        let mut response = Response::builder()
+            .status(200)
+            .header("content-type", content_type);
+        if let Some(status) = status {
+            response = response.header("grpc-status", status);
+        }
+        let response = response.body(Chunks::new(["\0\0\0\0\0"])).unwrap();
+        assert!(
+            through(&ClassifyLayer::grpc(), response).await.is_ok(),
+            "{content_type}"
+        );
     }
 }
 
