@@ -65,7 +65,10 @@ impl ClassifyLayer {
 
     /// gRPC services: `grpc-status` in the headers (trailers-only) or in
     /// the trailers; a 2xx that is not gRPC (neither an `application/grpc`
-    /// content type nor a `grpc-status`) is a `protocol_violation`.
+    /// content type nor a `grpc-status`) is a `protocol_violation`. A
+    /// gRPC-Web answer keeps its trailers in the body, for its own client
+    /// layer to read: it is handed on unjudged (but for a `grpc-status` in
+    /// its headers).
     pub fn grpc() -> Self {
         ClassifyLayer::new(ProviderClassifier::grpc())
     }

@@ -116,6 +116,11 @@ impl Classifier for ProviderClassifier {
             Wire::Grpc => match grpc::head_failure(parts, cx.quota_wall) {
                 Some(failure) => Inspection::Fail(failure),
                 None if grpc::head_has_status(parts) => Inspection::Deliver,
+                // gRPC-Web sends its trailers inside the body, as a frame
+                // of its own, which only its client layer (tonic-web's)
+                // reads: handed on unjudged. Above that layer seawall sees
+                // plain gRPC and judges it.
+                None if media_type(parts).is_some_and(is_grpc_web) => Inspection::Deliver,
                 // Only a gRPC answer keeps its status for the trailers.
                 None if media_type(parts).is_some_and(is_grpc) => Inspection::AwaitTrailers,
                 // A 2xx that is not gRPC (a captive portal's page, a proxy's
@@ -169,6 +174,12 @@ fn media_type(parts: &Parts) -> Option<&[u8]> {
 /// `application/grpc`, with or without a `+proto`-style suffix.
 fn is_grpc(media: &[u8]) -> bool {
     media.len() >= 16 && media[..16].eq_ignore_ascii_case(b"application/grpc")
+}
+
+/// `application/grpc-web`, `application/grpc-web-text`, with or without a
+/// suffix.
+fn is_grpc_web(media: &[u8]) -> bool {
+    media.len() >= 20 && media[..20].eq_ignore_ascii_case(b"application/grpc-web")
 }
 
 /// `application/json` or a `+json` type.

@@ -163,6 +163,33 @@ async fn a_2xx_that_is_not_grpc_answers_no_grpc_call() {
     }
 }
 
+#[tokio::test]
+async fn grpc_web_is_handed_on_for_its_own_client_to_judge() {
+    // A message, then the trailers as a frame of the body (flag 0x80).
+    let trailers = "grpc-status:0\r\n";
+    let mut frames = b"\0\0\0\0\x02\x08\x01".to_vec();
+    frames.push(0x80);
+    frames.extend_from_slice(&(trailers.len() as u32).to_be_bytes());
+    frames.extend_from_slice(trailers.as_bytes());
+    let body = Bytes::from(frames);
+    for content_type in ["application/grpc-web+proto", "application/grpc-web-text"] {
+        let response = Response::builder()
+            .status(200)
+            .header("content-type", content_type)
+            .body(Chunks::new([body.clone()]))
+            .unwrap();
+        let response = through(&ClassifyLayer::grpc(), response)
+            .await
+            .expect(content_type);
+        let (_, whole) = response.into_parts();
+        assert_eq!(
+            collect(whole).await,
+            body,
+            "{content_type}: untouched, no error"
+        );
+    }
+}
+
 async fn unary(layer: &ClassifyLayer, body: &str) -> Result<Response<Bytes>, BoxError> {
     let response = through(
         layer,
