@@ -46,7 +46,7 @@ pub use assembled::{Resumable, ResumableWithFallback, Resuming};
 ))]
 mod assembled {
     use seawall_classify::ClassifyLayer;
-    use seawall_deadline::{DeadlineLayer, DeadlineService};
+    use seawall_deadline::DeadlineService;
     use seawall_fallback::{Fallback, FallbackLayer};
     use seawall_resume::{Resume, ResumeLayer};
     use seawall_retry::RetryBudget;
@@ -91,7 +91,9 @@ mod assembled {
             client: S,
         ) -> Resumable<S, C> {
             let ladder = self.stack.build(classify, client).into_inner();
-            DeadlineLayer::new(self.stack.total()).layer(self.layer.layer(ladder))
+            self.stack
+                .total_deadline_layer()
+                .layer(self.layer.layer(ladder))
         }
 
         /// [`Stack::build_with_fallback`], with the resume layer inside the
@@ -106,7 +108,9 @@ mod assembled {
                 .stack
                 .build_with_fallback(classify, client, fallback)
                 .into_inner();
-            DeadlineLayer::new(self.stack.total()).layer(self.layer.layer(inner))
+            self.stack
+                .total_deadline_layer()
+                .layer(self.layer.layer(inner))
         }
     }
 }

@@ -195,8 +195,10 @@ impl Stack {
 
     /// Each attempt tells the server the time it has left, as `wire` says
     /// (`WireTimeout::grpc()` for gRPC's `grpc-timeout`): the attempt's
-    /// own bound, narrowed by what is left of the operation. Off by
-    /// default.
+    /// own bound, narrowed by what is left of the operation. A value the
+    /// request already carries there is the caller's own bound (tonic's
+    /// `Request::set_timeout` writes one): the operation's deadline is the
+    /// earlier of it and the stack's. Off by default.
     pub fn propagate_deadline(mut self, wire: WireTimeout) -> Self {
         self.propagate = Some(wire);
         self
@@ -208,12 +210,6 @@ impl Stack {
     #[cfg(feature = "resume")]
     pub fn resume(self, layer: seawall_resume::ResumeLayer) -> crate::resume::Resuming {
         crate::resume::Resuming::new(self, layer)
-    }
-
-    /// The operation's deadline.
-    #[cfg(feature = "resume")]
-    pub(crate) fn total(&self) -> Duration {
-        self.total
     }
 
     /// Draws every random choice of the stack — the ladder's backoff jitter
@@ -256,10 +252,20 @@ impl Stack {
         self.breaker.layer(bounded)
     }
 
+    /// The operation's deadline: the stack's total, or the caller's own
+    /// bound on the wire where the stack propagates one and it is earlier.
+    pub(crate) fn total_deadline_layer(&self) -> DeadlineLayer {
+        let layer = DeadlineLayer::new(self.total);
+        match &self.propagate {
+            Some(wire) => layer.read_incoming(wire.clone()),
+            None => layer,
+        }
+    }
+
     /// The whole stack around `client`, without a fallback.
     pub fn build<S, C: Clone>(&self, classify: &ClassifyLayer<C>, client: S) -> Seawall<S, C> {
         let ladder = self.ladder().layer(self.attempt(classify, client));
-        DeadlineLayer::new(self.total).layer(ladder)
+        self.total_deadline_layer().layer(ladder)
     }
 
     /// The whole stack around `client`, failing over along `fallback`'s
@@ -297,7 +303,7 @@ impl Stack {
         let handle = self.breaker.handle();
         let fallback =
             fallback.health_or(move |route: &seawall_core::RouteId| handle.cooldown(route));
-        DeadlineLayer::new(self.total).layer(fallback.layer(primary))
+        self.total_deadline_layer().layer(fallback.layer(primary))
     }
 
     /// The whole stack around `client`, each attempt of the ladder sent to
@@ -325,7 +331,8 @@ impl Stack {
             route_set = route_set.seed(seed);
         }
         let members = route_set.layer(self.attempt(classify, client));
-        DeadlineLayer::new(self.total).layer(self.ladder().layer(members))
+        self.total_deadline_layer()
+            .layer(self.ladder().layer(members))
     }
 
     fn ladder(&self) -> RetryBudgetLayer {

@@ -236,6 +236,30 @@ async fn the_deadline_travels_as_grpc_timeout_narrowed_per_attempt() {
 }
 
 #[tokio::test]
+async fn the_callers_own_grpc_timeout_bounds_the_operation() {
+    let (url, scripted) = server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
+    let mut client = client(&url, stack());
+    // tonic writes it as `grpc-timeout` and enforces it itself.
+    let mut request = Request::new(ask());
+    request.set_timeout(Duration::from_millis(800));
+    client
+        .check(request)
+        .await
+        .expect("the retry answers in time");
+    let timeouts = scripted.timeouts.lock().unwrap().clone();
+    assert_eq!(timeouts.len(), 2);
+    for timeout in &timeouts {
+        let timeout = timeout.as_deref().expect("grpc-timeout on every attempt");
+        let remaining = seawall::deadline::parse_grpc_timeout(&timeout.parse().unwrap())
+            .expect("a valid grpc-timeout");
+        assert!(
+            remaining <= Duration::from_millis(800),
+            "the caller's 800 ms bound, not the stack's 3 s attempt: {timeout}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_status_in_trailers_before_any_message_is_retried() {
     let (url, scripted) = server(vec![
         Step::Stream(0, Some(Status::unavailable("draining"))),
