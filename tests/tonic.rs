@@ -516,3 +516,125 @@ mod with_grpc_status {
         held.abort();
     }
 }
+
+/// Raw bytes as gRPC messages, for a call no generated client makes.
+#[derive(Clone, Copy, Default)]
+struct Raw;
+
+impl tonic::codec::Encoder for Raw {
+    type Item = bytes::Bytes;
+    type Error = Status;
+
+    fn encode(
+        &mut self,
+        item: bytes::Bytes,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), Status> {
+        bytes::BufMut::put_slice(dst, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for Raw {
+    type Item = bytes::Bytes;
+    type Error = Status;
+
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<bytes::Bytes>, Status> {
+        let len = bytes::Buf::remaining(src);
+        Ok(Some(bytes::Buf::copy_to_bytes(src, len)))
+    }
+}
+
+impl tonic::codec::Codec for Raw {
+    type Encode = bytes::Bytes;
+    type Decode = bytes::Bytes;
+    type Encoder = Raw;
+    type Decoder = Raw;
+
+    fn encoder(&mut self) -> Raw {
+        Raw
+    }
+
+    fn decoder(&mut self) -> Raw {
+        Raw
+    }
+}
+
+/// An HTTP/2 server for a bidirectional call that speaks second: it
+/// answers its headers at once and then echoes each message the client
+/// sends, ending with `grpc-status: 0` when the client's stream ends.
+async fn echo_server() -> String {
+    use http_body_util::{BodyExt, StreamBody};
+    use hyper::body::Frame;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let service =
+                hyper::service::service_fn(|request: http::Request<hyper::body::Incoming>| {
+                    let (tx, rx) =
+                        tokio::sync::mpsc::channel::<Result<Frame<bytes::Bytes>, Infallible>>(8);
+                    tokio::spawn(async move {
+                        let mut body = request.into_body();
+                        while let Some(Ok(frame)) = body.frame().await {
+                            if let Ok(data) = frame.into_data() {
+                                // Each data frame holds whole messages here.
+                                let _ = tx.send(Ok(Frame::data(data))).await;
+                            }
+                        }
+                        let mut trailers = http::HeaderMap::new();
+                        trailers.insert("grpc-status", "0".parse().unwrap());
+                        let _ = tx.send(Ok(Frame::trailers(trailers))).await;
+                    });
+                    async move {
+                        let body = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+                        Ok::<_, Infallible>(
+                            http::Response::builder()
+                                .header("content-type", "application/grpc")
+                                .body(body)
+                                .unwrap(),
+                        )
+                    }
+                });
+            tokio::spawn(
+                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(tcp), service),
+            );
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn a_call_that_still_sends_gets_its_answer_at_the_headers() {
+    let url = echo_server().await;
+    let mut grpc = tonic::client::Grpc::new(service(&url, stack()));
+    let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
+    let outbound = tokio_stream::wrappers::ReceiverStream::new(rx);
+    grpc.ready().await.expect("ready");
+    // The client sends only once the call has returned, as a chat does:
+    // the server, which speaks second, sends nothing before that.
+    let response = tokio::time::timeout(
+        Duration::from_secs(2),
+        grpc.streaming(
+            Request::new(outbound),
+            "/echo.Echo/Chat".parse().unwrap(),
+            Raw,
+        ),
+    )
+    .await
+    .expect("the call returns at the server's headers, not at its first message")
+    .expect("answered");
+    let mut inbound = response.into_inner();
+    for word in ["hello", "again"] {
+        tx.send(bytes::Bytes::from(word)).await.unwrap();
+        let echoed = inbound.message().await.expect("a message").expect("echoed");
+        assert_eq!(echoed, word);
+    }
+    drop(tx);
+    assert!(inbound.message().await.expect("a clean end").is_none());
+}

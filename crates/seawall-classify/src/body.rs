@@ -241,6 +241,28 @@ impl<B> ClassifiedBody<B> {
         }
     }
 
+    /// A gRPC answer handed on at its headers, nothing of it read: the
+    /// trailers that end it are judged as they pass.
+    pub(crate) fn watching_trailers_from_start(
+        rest: Pin<Box<B>>,
+        status: u16,
+        quota_wall: QuotaWall,
+    ) -> Self {
+        ClassifiedBody {
+            kind: Kind::Judged {
+                passed: Passed {
+                    status,
+                    frames: 0,
+                    bytes: 0,
+                    ended: false,
+                },
+                judge: Judge::Grpc(quota_wall),
+                head: None,
+                rest,
+            },
+        }
+    }
+
     /// A JSON answer read up to the check cap (`head`, its opening brace
     /// first) and handed on: whether its value closes is followed to the
     /// end.

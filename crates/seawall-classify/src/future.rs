@@ -145,6 +145,21 @@ where
                                 this.progress.take(),
                             ));
                         }
+                        // A call that is still sending (a client or
+                        // bidirectional stream) may have a server that
+                        // speaks second: holding its answer back for a
+                        // first message could wait for ever, so it is
+                        // handed on at its headers, its trailers judged as
+                        // they pass. A request sent whole is held, so a
+                        // status before any message can still be retried.
+                        Inspection::AwaitTrailers if this.facts.body_sent() == Some(false) => {
+                            let body = ClassifiedBody::watching_trailers_from_start(
+                                Box::pin(body),
+                                parts.status.as_u16(),
+                                settings.quota_wall,
+                            );
+                            return Poll::Ready(Ok(Response::from_parts(parts, body)));
+                        }
                         Inspection::AwaitTrailers => {
                             *this.state = State::AwaitingTrailers(Reading::new(
                                 parts,

@@ -223,6 +223,16 @@ impl RequestFacts {
         self.provider.is_some()
     }
 
+    /// Whether the request's body has been sent to its end, as the
+    /// recording under a retry ladder knows it: `Some(true)` once it ended
+    /// within the recording's cap, `Some(false)` while it is still being
+    /// sent (a gRPC client or bidirectional stream) or after it outgrew the
+    /// cap (it cannot be sent again anyway), `None` when no recording
+    /// reports it.
+    pub fn body_sent(&self) -> Option<bool> {
+        Some(self.body.as_ref()?.get().is_some())
+    }
+
     /// Whether a stream was asked for: `Some(true)` or `Some(false)` when
     /// the head or the body says so, `None` when nothing says (the body is
     /// not recorded, not sent yet, or has no `"stream"` member). A body

@@ -391,12 +391,15 @@ mod tests {
         let body = Full::new(Bytes::from_static(br#"{"model":"m","stream":true}"#));
         let mut body = ReplayBody::recorded(body, 1024).fill_facts(slot);
         assert_eq!(facts.stream_requested(), None);
+        assert_eq!(facts.body_sent(), Some(false));
         // One data frame, as a client that stops at the announced length
         // reads it: never polled to its end.
         let frame = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
         assert!(frame.is_some());
         assert_eq!(facts.stream_requested(), Some(true));
         assert_eq!(facts.model(), Some("m"));
+        assert_eq!(facts.body_sent(), Some(true));
+        assert_eq!(crate::RequestFacts::default().body_sent(), None);
     }
 
     #[tokio::test]
@@ -418,6 +421,7 @@ mod tests {
         let body = ReplayBody::recorded(body, 12).fill_facts(slot);
         collect(body).await.unwrap();
         assert_eq!(facts.stream_requested(), None);
+        assert_eq!(facts.body_sent(), Some(false), "it cannot be sent again");
     }
 
     /// A body of queued frames with no exact size, like a streamed upload.
