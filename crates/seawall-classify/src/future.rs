@@ -556,6 +556,7 @@ pub(crate) fn classify_inner_error<C: Classifier>(
     }
     let mut failure = classifier
         .classify_error(&*error)
+        .or_else(|| tonic_status_failure(&*error, settings))
         .or_else(|| transport_failure(&*error))
         .unwrap_or_else(|| {
             Failure::with_class(settings.unknown_errors, Code::Unknown)
@@ -563,6 +564,21 @@ pub(crate) fn classify_inner_error<C: Classifier>(
         });
     evidence(failure.evidence_mut());
     report(failure)
+}
+
+/// A `tonic::Status` from a client layer below, read as the same status
+/// on the wire (feature `tonic`).
+fn tonic_status_failure(
+    error: &(dyn std::error::Error + 'static),
+    settings: &Settings,
+) -> Option<Failure> {
+    #[cfg(feature = "tonic")]
+    return grpc::tonic_status_failure(error, settings.quota_wall);
+    #[cfg(not(feature = "tonic"))]
+    {
+        let _ = (error, settings);
+        None
+    }
 }
 
 /// Emits the one event per classified failure and boxes it.

@@ -91,6 +91,47 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
     })
 }
 
+/// The failure a `tonic::Status` in `error`'s source chain amounts to: a
+/// client layer below the classification (an interceptor, tonic's own
+/// services) that answers with a status says what the same status on the
+/// wire would, and is read the same way. `None` when there is none.
+#[cfg(feature = "tonic")]
+pub(crate) fn tonic_status_failure(
+    error: &(dyn std::error::Error + 'static),
+    quota_wall: QuotaWall,
+) -> Option<Failure> {
+    let mut current = Some(error);
+    while let Some(link) = current {
+        if let Some(status) = link.downcast_ref::<tonic::Status>() {
+            let code = status.code() as u32;
+            if code == 0 {
+                return None;
+            }
+            let now = SystemTime::now();
+            let cx = ErrorContext {
+                status: None,
+                hint: RetryHint::from_headers(&status.metadata().clone().into_headers(), now),
+                quota_wall,
+                now,
+            };
+            let details = Some(status.details()).filter(|details| !details.is_empty());
+            let message = Some(status.message()).filter(|message| !message.is_empty());
+            let failure = classify_grpc_details(
+                code,
+                message,
+                details.map(status_details).unwrap_or_default(),
+                cx,
+            );
+            return Some(match details {
+                Some(details) => failure.with_status_details(details),
+                None => failure,
+            });
+        }
+        current = link.source();
+    }
+    None
+}
+
 /// The bytes of a base64 `grpc-status-details-bin`, `None` when it is not
 /// base64. Senders differ on padding and alphabet; both are accepted.
 fn decode_details(encoded: &[u8]) -> Option<Vec<u8>> {

@@ -838,3 +838,49 @@ async fn custom_classifiers() {
         .unwrap();
     assert_eq!(collect(text.into_body()).await, "{not json, just text");
 }
+
+/// A client layer below that answers with a `tonic::Status` says what the
+/// same status on the wire would.
+#[cfg(feature = "tonic")]
+#[tokio::test]
+async fn a_tonic_status_from_below_reads_as_the_status_on_the_wire() {
+    async fn error_of(status: tonic::Status) -> Failure {
+        let mut status = Some(status);
+        let inner = service_fn(move |_: Request<()>| {
+            let status = status.take().expect("one call");
+            async move { Err::<Response<Chunks>, _>(status) }
+        });
+        let error = ClassifyLayer::grpc()
+            .layer(inner)
+            .oneshot(Request::new(()))
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        found(&error).clone()
+    }
+
+    let unavailable = error_of(tonic::Status::unavailable("token service down")).await;
+    assert_eq!(unavailable.code(), Code::ProviderUnavailable);
+    assert_eq!(unavailable.action(), Action::Retry);
+    assert_eq!(unavailable.provider_code(), Some("14"));
+    assert_eq!(unavailable.message(), Some("token service down"));
+
+    let denied = error_of(tonic::Status::unauthenticated("no token")).await;
+    assert_eq!(denied.code(), Code::Auth);
+    assert_eq!(denied.action(), Action::Surface);
+
+    let mut pushback = tonic::Status::resource_exhausted("slow down");
+    pushback
+        .metadata_mut()
+        .insert("grpc-retry-pushback-ms", "250".parse().unwrap());
+    let slowed = error_of(pushback).await;
+    assert_eq!(slowed.retry_after(), Some(Duration::from_millis(250)));
+
+    let detailed = error_of(tonic::Status::with_details(
+        tonic::Code::InvalidArgument,
+        "bad",
+        Bytes::from_static(b"\x08\x03"),
+    ))
+    .await;
+    assert_eq!(detailed.status_details(), Some(&b"\x08\x03"[..]));
+}
