@@ -156,6 +156,20 @@ fn client(url: &str, stack: Stack) -> HealthClient<Seawall<Mapped, ProviderClass
     HealthClient::new(service(url, stack))
 }
 
+/// Reads `stream` to its failure: the messages before it, and the status.
+async fn messages_until_failure(
+    stream: &mut tonic::Streaming<HealthCheckResponse>,
+) -> (usize, Status) {
+    let mut messages = 0;
+    loop {
+        match stream.message().await {
+            Ok(Some(_)) => messages += 1,
+            Ok(None) => panic!("a failed stream must not end cleanly"),
+            Err(status) => return (messages, status),
+        }
+    }
+}
+
 fn failure_of(status: &Status) -> Option<&Failure> {
     use std::error::Error;
     let mut source: Option<&(dyn Error + 'static)> = status.source();
@@ -290,14 +304,7 @@ async fn a_stream_that_fails_after_messages_is_not_replayed() {
         .await
         .expect("messages came")
         .into_inner();
-    let mut messages = 0;
-    let status = loop {
-        match stream.message().await {
-            Ok(Some(_)) => messages += 1,
-            Ok(None) => panic!("a failed stream must not end cleanly"),
-            Err(status) => break status,
-        }
-    };
+    let (messages, status) = messages_until_failure(&mut stream).await;
     assert_eq!(messages, 2);
     let failure = failure_of(&status).expect("the seawall failure inside tonic's status");
     assert_eq!(failure.code(), Code::StreamInterrupted);
@@ -445,14 +452,7 @@ mod with_grpc_status {
         .await;
         let mut client = client(&url, stack());
         let mut stream = client.watch(ask()).await.expect("messages").into_inner();
-        let mut messages = 0;
-        let status = loop {
-            match stream.message().await {
-                Ok(Some(_)) => messages += 1,
-                Ok(None) => panic!("a failed stream must not end cleanly"),
-                Err(status) => break status,
-            }
-        };
+        let (messages, status) = messages_until_failure(&mut stream).await;
         assert_eq!(messages, 2);
         assert_eq!(status.code(), tonic::Code::Unavailable);
         assert!(status.message().contains("lost the leader"), "{status:?}");

@@ -76,11 +76,11 @@ struct Passed {
 }
 
 impl Passed {
-    fn new(status: u16, head: &Bytes) -> Self {
+    fn new(status: u16, head: Option<&Bytes>) -> Self {
         Passed {
             status,
-            frames: 1,
-            bytes: head.len() as u64,
+            frames: u64::from(head.is_some()),
+            bytes: head.map_or(0, |head| head.len() as u64),
             ended: false,
         }
     }
@@ -223,41 +223,20 @@ impl<B> ClassifiedBody<B> {
         }
     }
 
-    /// A gRPC answer whose first message is `head`: the trailers that end
-    /// it are judged as they pass.
-    pub(crate) fn watching_trailers(
-        head: Bytes,
-        rest: Pin<Box<B>>,
-        status: u16,
-        quota_wall: QuotaWall,
-    ) -> Self {
-        ClassifiedBody {
-            kind: Kind::Judged {
-                passed: Passed::new(status, &head),
-                judge: Judge::Grpc(quota_wall),
-                head: Some(head),
-                rest,
-            },
-        }
-    }
-
-    /// A gRPC answer handed on at its headers, nothing of it read: the
+    /// A gRPC answer whose first message, `head`, was read before it was
+    /// handed on (`None`: handed on at its headers, nothing read): the
     /// trailers that end it are judged as they pass.
-    pub(crate) fn watching_trailers_from_start(
+    pub(crate) fn watching_trailers(
+        head: Option<Bytes>,
         rest: Pin<Box<B>>,
         status: u16,
         quota_wall: QuotaWall,
     ) -> Self {
         ClassifiedBody {
             kind: Kind::Judged {
-                passed: Passed {
-                    status,
-                    frames: 0,
-                    bytes: 0,
-                    ended: false,
-                },
+                passed: Passed::new(status, head.as_ref()),
                 judge: Judge::Grpc(quota_wall),
-                head: None,
+                head,
                 rest,
             },
         }
@@ -271,7 +250,7 @@ impl<B> ClassifiedBody<B> {
         end.feed(seawall_internal::json::without_bom(&head));
         ClassifiedBody {
             kind: Kind::Judged {
-                passed: Passed::new(status, &head),
+                passed: Passed::new(status, Some(&head)),
                 judge: Judge::PastCap(end),
                 head: Some(head),
                 rest,

@@ -153,7 +153,8 @@ where
                         // they pass. A request sent whole is held, so a
                         // status before any message can still be retried.
                         Inspection::AwaitTrailers if this.facts.body_sent() == Some(false) => {
-                            let body = ClassifiedBody::watching_trailers_from_start(
+                            let body = ClassifiedBody::watching_trailers(
+                                None,
                                 Box::pin(body),
                                 parts.status.as_u16(),
                                 settings.quota_wall,
@@ -515,8 +516,12 @@ where
         match frame.into_data() {
             Ok(data) => {
                 self.count(&data, started);
-                let body =
-                    ClassifiedBody::watching_trailers(data, self.body, status, settings.quota_wall);
+                let body = ClassifiedBody::watching_trailers(
+                    Some(data),
+                    self.body,
+                    status,
+                    settings.quota_wall,
+                );
                 Ok(Response::from_parts(self.parts, body))
             }
             Err(frame) => {
