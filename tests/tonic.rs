@@ -565,39 +565,47 @@ impl tonic::codec::Codec for Raw {
 
 /// An HTTP/2 server for a bidirectional call that speaks second: it
 /// answers its headers at once and then echoes each message the client
-/// sends, ending with `grpc-status: 0` when the client's stream ends.
-async fn echo_server() -> String {
+/// sends, ending with `grpc-status: 0` when the client's stream ends. With
+/// `refuse_first`, its first call is refused at once (trailers-only
+/// `UNAVAILABLE`, the request unread). Returns its URL and its call count.
+async fn echo_server(refuse_first: bool) -> (String, Arc<AtomicUsize>) {
     use http_body_util::{BodyExt, StreamBody};
     use hyper::body::Frame;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
+            let counter = counter.clone();
             let service =
-                hyper::service::service_fn(|request: http::Request<hyper::body::Incoming>| {
+                hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                    let refused = counter.fetch_add(1, Ordering::SeqCst) == 0 && refuse_first;
                     let (tx, rx) =
                         tokio::sync::mpsc::channel::<Result<Frame<bytes::Bytes>, Infallible>>(8);
-                    tokio::spawn(async move {
-                        let mut body = request.into_body();
-                        while let Some(Ok(frame)) = body.frame().await {
-                            if let Ok(data) = frame.into_data() {
-                                // Each data frame holds whole messages here.
-                                let _ = tx.send(Ok(Frame::data(data))).await;
+                    if !refused {
+                        tokio::spawn(async move {
+                            let mut body = request.into_body();
+                            while let Some(Ok(frame)) = body.frame().await {
+                                if let Ok(data) = frame.into_data() {
+                                    // Each data frame holds whole messages here.
+                                    let _ = tx.send(Ok(Frame::data(data))).await;
+                                }
                             }
-                        }
-                        let mut trailers = http::HeaderMap::new();
-                        trailers.insert("grpc-status", "0".parse().unwrap());
-                        let _ = tx.send(Ok(Frame::trailers(trailers))).await;
-                    });
+                            let mut trailers = http::HeaderMap::new();
+                            trailers.insert("grpc-status", "0".parse().unwrap());
+                            let _ = tx.send(Ok(Frame::trailers(trailers))).await;
+                        });
+                    }
                     async move {
                         let body = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
-                        Ok::<_, Infallible>(
-                            http::Response::builder()
-                                .header("content-type", "application/grpc")
-                                .body(body)
-                                .unwrap(),
-                        )
+                        let mut response =
+                            http::Response::builder().header("content-type", "application/grpc");
+                        if refused {
+                            response = response.header("grpc-status", "14");
+                        }
+                        Ok::<_, Infallible>(response.body(body).unwrap())
                     }
                 });
             tokio::spawn(
@@ -606,12 +614,12 @@ async fn echo_server() -> String {
             );
         }
     });
-    url
+    (url, calls)
 }
 
 #[tokio::test]
 async fn a_call_that_still_sends_gets_its_answer_at_the_headers() {
-    let url = echo_server().await;
+    let (url, _) = echo_server(false).await;
     let mut grpc = tonic::client::Grpc::new(service(&url, stack()));
     let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
     let outbound = tokio_stream::wrappers::ReceiverStream::new(rx);
@@ -637,4 +645,27 @@ async fn a_call_that_still_sends_gets_its_answer_at_the_headers() {
     }
     drop(tx);
     assert!(inbound.message().await.expect("a clean end").is_none());
+}
+
+#[tokio::test]
+async fn a_streamed_request_refused_at_once_is_sent_again_whole() {
+    let (url, calls) = echo_server(true).await;
+    let mut grpc = tonic::client::Grpc::new(service(&url, stack()));
+    let words = [&b"one"[..], b"two", b"three"].map(bytes::Bytes::from_static);
+    grpc.ready().await.expect("ready");
+    let response = grpc
+        .streaming(
+            Request::new(tokio_stream::iter(words.clone())),
+            "/echo.Echo/Chat".parse().unwrap(),
+            Raw,
+        )
+        .await
+        .expect("the second call answers");
+    let mut inbound = response.into_inner();
+    let mut echoed = Vec::new();
+    while let Some(message) = inbound.message().await.expect("a clean end") {
+        echoed.push(message);
+    }
+    assert_eq!(echoed.concat(), words.concat(), "every message, once");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
