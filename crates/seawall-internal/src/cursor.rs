@@ -43,6 +43,7 @@ static STOPS: [bool; 256] = {
 /// Where the first byte that ends a run of plain string content is: eight
 /// bytes at a time (keys and values are short, too short to pay for
 /// setting up a vector search each), then the table for the tail.
+#[inline(always)]
 fn next_stop(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGH: u64 = ONES << 7;
@@ -340,6 +341,7 @@ impl<'a> Cursor<'a> {
 
     /// Steps over a string token whose text nothing reads, keeping its
     /// span as a hole.
+    #[inline(always)]
     pub fn pass_hole(&mut self) -> Scan<()> {
         self.peek();
         let start = self.at;
@@ -395,6 +397,7 @@ impl<'a> Cursor<'a> {
 
     /// Steps over a string, checking it: its raw content, and whether it
     /// holds escapes.
+    #[inline(always)]
     fn pass_string(&mut self) -> Scan<(&'a str, bool)> {
         self.expect(b'"')?;
         let start = self.at;
