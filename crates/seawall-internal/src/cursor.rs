@@ -468,6 +468,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Steps over one value of any kind.
+    #[inline(always)]
     pub fn skip(&mut self) -> Scan<()> {
         // Bit `i` set: the container open at depth `i` is an object.
         let mut objects: u64 = 0;
