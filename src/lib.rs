@@ -19,6 +19,13 @@
 //! | [`stream`] | `seawall-stream` | `StreamGuardLayer`: SSE gap timeouts, hold-back until first content |
 //! | [`fallback`] | `seawall-fallback` | `FallbackLayer`: one other route, only when safe; `RouteSetLayer`: one of many equivalent routes per attempt |
 //! | [`resume`] | `seawall-resume` | `ResumeLayer`: an interrupted stream continues in the same body |
+//!
+//! Interop behind features of their own: `reqwest` and `async-openai`
+//! (`seawall::reqwest`: seawall under a `reqwest::Client` and under
+//! async-openai), `tower-http` (`seawall::tower_http`: seawall's verdict
+//! as tower-http's failure class) and `tonic` (`seawall::tonic`: failures
+//! as `tonic::Status`es with the server's own code, and tonic's own
+//! errors read by the classification).
 #![deny(missing_docs)]
 
 pub use seawall_core as core;
