@@ -338,46 +338,27 @@ async fn a_permanent_status_is_not_retried() {
     assert_eq!(scripted.calls.load(Ordering::SeqCst), 1);
 }
 
-/// An HTTP/2 server that answers its first call with a captive portal's
-/// page (200, `text/html`) and every later one with a serving health
-/// status, written out by hand: a gRPC message (flag, length, protobuf
-/// `status: SERVING`) and `grpc-status: 0` in the trailers.
-async fn portal_then_serving() -> (String, Arc<AtomicUsize>) {
-    use http_body_util::{BodyExt, Full, StreamBody};
-    use hyper::body::Frame;
+/// A response body of the hand-written HTTP/2 servers.
+type H2Body = http_body_util::combinators::BoxBody<bytes::Bytes, Infallible>;
 
+/// An HTTP/2 server on a free loopback port: `answer` makes the response
+/// to each request, given the request and how many came before it.
+/// Returns its URL and its call count.
+async fn h2_server<F, A>(answer: F) -> (String, Arc<AtomicUsize>)
+where
+    F: Fn(http::Request<hyper::body::Incoming>, usize) -> A + Clone + Send + Sync + 'static,
+    A: std::future::Future<Output = http::Response<H2Body>> + Send + 'static,
+{
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
-            let counter = counter.clone();
-            let service = hyper::service::service_fn(move |_request| {
-                let first = counter.fetch_add(1, Ordering::SeqCst) == 0;
-                async move {
-                    type Body = http_body_util::combinators::BoxBody<bytes::Bytes, Infallible>;
-                    let response: http::Response<Body> = if first {
-                        http::Response::builder()
-                            .header("content-type", "text/html")
-                            .body(Full::from("<html>sign in to the network</html>").boxed())
-                            .unwrap()
-                    } else {
-                        let mut trailers = http::HeaderMap::new();
-                        trailers.insert("grpc-status", "0".parse().unwrap());
-                        let frames = [
-                            Ok::<_, Infallible>(Frame::data(bytes::Bytes::from_static(
-                                b"\0\0\0\0\x02\x08\x01",
-                            ))),
-                            Ok(Frame::trailers(trailers)),
-                        ];
-                        http::Response::builder()
-                            .header("content-type", "application/grpc")
-                            .body(StreamBody::new(tokio_stream::iter(frames)).boxed())
-                            .unwrap()
-                    };
-                    Ok::<_, Infallible>(response)
-                }
+            let (answer, counter) = (answer.clone(), counter.clone());
+            let service = hyper::service::service_fn(move |request| {
+                let answer = answer(request, counter.fetch_add(1, Ordering::SeqCst));
+                async move { Ok::<_, Infallible>(answer.await) }
             });
             tokio::spawn(
                 hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
@@ -386,6 +367,37 @@ async fn portal_then_serving() -> (String, Arc<AtomicUsize>) {
         }
     });
     (url, calls)
+}
+
+/// An HTTP/2 server that answers its first call with a captive portal's
+/// page (200, `text/html`) and every later one with a serving health
+/// status, written out by hand: a gRPC message (flag, length, protobuf
+/// `status: SERVING`) and `grpc-status: 0` in the trailers.
+async fn portal_then_serving() -> (String, Arc<AtomicUsize>) {
+    use http_body_util::{BodyExt, Full, StreamBody};
+    use hyper::body::Frame;
+
+    h2_server(|_, calls| async move {
+        if calls == 0 {
+            return http::Response::builder()
+                .header("content-type", "text/html")
+                .body(Full::from("<html>sign in to the network</html>").boxed())
+                .unwrap();
+        }
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("grpc-status", "0".parse().unwrap());
+        let frames = [
+            Ok::<_, Infallible>(Frame::data(bytes::Bytes::from_static(
+                b"\0\0\0\0\x02\x08\x01",
+            ))),
+            Ok(Frame::trailers(trailers)),
+        ];
+        http::Response::builder()
+            .header("content-type", "application/grpc")
+            .body(StreamBody::new(tokio_stream::iter(frames)).boxed())
+            .unwrap()
+    })
+    .await
 }
 
 #[tokio::test]
@@ -572,49 +584,33 @@ async fn echo_server(refuse_first: bool) -> (String, Arc<AtomicUsize>) {
     use http_body_util::{BodyExt, StreamBody};
     use hyper::body::Frame;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counter = calls.clone();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let counter = counter.clone();
-            let service =
-                hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                    let refused = counter.fetch_add(1, Ordering::SeqCst) == 0 && refuse_first;
-                    let (tx, rx) =
-                        tokio::sync::mpsc::channel::<Result<Frame<bytes::Bytes>, Infallible>>(8);
-                    if !refused {
-                        tokio::spawn(async move {
-                            let mut body = request.into_body();
-                            while let Some(Ok(frame)) = body.frame().await {
-                                if let Ok(data) = frame.into_data() {
-                                    // Each data frame holds whole messages here.
-                                    let _ = tx.send(Ok(Frame::data(data))).await;
-                                }
-                            }
-                            let mut trailers = http::HeaderMap::new();
-                            trailers.insert("grpc-status", "0".parse().unwrap());
-                            let _ = tx.send(Ok(Frame::trailers(trailers))).await;
-                        });
+    h2_server(move |request, calls| {
+        let refused = refuse_first && calls == 0;
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<bytes::Bytes>, Infallible>>(8);
+        if !refused {
+            tokio::spawn(async move {
+                let mut body = request.into_body();
+                while let Some(Ok(frame)) = body.frame().await {
+                    if let Ok(data) = frame.into_data() {
+                        // Each data frame holds whole messages here.
+                        let _ = tx.send(Ok(Frame::data(data))).await;
                     }
-                    async move {
-                        let body = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
-                        let mut response =
-                            http::Response::builder().header("content-type", "application/grpc");
-                        if refused {
-                            response = response.header("grpc-status", "14");
-                        }
-                        Ok::<_, Infallible>(response.body(body).unwrap())
-                    }
-                });
-            tokio::spawn(
-                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .serve_connection(hyper_util::rt::TokioIo::new(tcp), service),
-            );
+                }
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("grpc-status", "0".parse().unwrap());
+                let _ = tx.send(Ok(Frame::trailers(trailers))).await;
+            });
         }
-    });
-    (url, calls)
+        async move {
+            let body = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+            let mut response = http::Response::builder().header("content-type", "application/grpc");
+            if refused {
+                response = response.header("grpc-status", "14");
+            }
+            response.body(body.boxed()).unwrap()
+        }
+    })
+    .await
 }
 
 #[tokio::test]
