@@ -339,7 +339,7 @@ async fn a_permanent_status_is_not_retried() {
 }
 
 /// A response body of the hand-written HTTP/2 servers.
-type H2Body = http_body_util::combinators::BoxBody<bytes::Bytes, Infallible>;
+type H2Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::io::Error>;
 
 /// An HTTP/2 server on a free loopback port: `answer` makes the response
 /// to each request, given the request and how many came before it.
@@ -381,13 +381,17 @@ async fn portal_then_serving() -> (String, Arc<AtomicUsize>) {
         if calls == 0 {
             return http::Response::builder()
                 .header("content-type", "text/html")
-                .body(Full::from("<html>sign in to the network</html>").boxed())
+                .body(
+                    Full::from("<html>sign in to the network</html>")
+                        .map_err(|never| match never {})
+                        .boxed(),
+                )
                 .unwrap();
         }
         let mut trailers = http::HeaderMap::new();
         trailers.insert("grpc-status", "0".parse().unwrap());
         let frames = [
-            Ok::<_, Infallible>(Frame::data(bytes::Bytes::from_static(
+            Ok::<_, std::io::Error>(Frame::data(bytes::Bytes::from_static(
                 b"\0\0\0\0\x02\x08\x01",
             ))),
             Ok(Frame::trailers(trailers)),
@@ -586,7 +590,7 @@ async fn echo_server(refuse_first: bool) -> (String, Arc<AtomicUsize>) {
 
     h2_server(move |request, calls| {
         let refused = refuse_first && calls == 0;
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<bytes::Bytes>, Infallible>>(8);
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<bytes::Bytes>, std::io::Error>>(8);
         if !refused {
             tokio::spawn(async move {
                 let mut body = request.into_body();
@@ -664,4 +668,53 @@ async fn a_streamed_request_refused_at_once_is_sent_again_whole() {
     }
     assert_eq!(echoed.concat(), words.concat(), "every message, once");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+/// A serving health status as one gRPC message: flag, length, protobuf.
+const SERVING: &[u8] = b"\0\0\0\0\x02\x08\x01";
+
+/// A server stream that sends two messages and then breaks (the server's
+/// body fails: HTTP/2 resets the stream).
+async fn two_messages_then_reset() -> (String, Arc<AtomicUsize>) {
+    use http_body_util::{BodyExt, StreamBody};
+    use hyper::body::Frame;
+
+    h2_server(|_, _| async move {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            for _ in 0..2 {
+                let _ = tx
+                    .send(Ok(Frame::data(bytes::Bytes::from_static(SERVING))))
+                    .await;
+            }
+            // Let the messages reach the client before the reset does.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let _ = tx
+                .send(Err(std::io::Error::other("the server lost its backend")))
+                .await;
+        });
+        let body = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+        http::Response::builder()
+            .header("content-type", "application/grpc")
+            .body(body.boxed())
+            .unwrap()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_stream_reset_after_messages_is_an_interruption_never_replayed() {
+    let (url, calls) = two_messages_then_reset().await;
+    let mut client = client(&url, stack());
+    let mut stream = client.watch(ask()).await.expect("messages").into_inner();
+    let (messages, status) = messages_until_failure(&mut stream).await;
+    assert_eq!(messages, 2);
+    let failure = failure_of(&status).expect("seawall's verdict, not a bare transport error");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(
+        failure.interrupted().and_then(|i| i.cause),
+        Some(Code::Transport)
+    );
+    assert_eq!(failure.action(), seawall::core::Action::Surface);
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "never replayed");
 }

@@ -143,9 +143,12 @@ fn judge_grpc<E: Into<BoxError>>(
                 .with_message("the gRPC answer ended without a grpc-status");
             return Some(Err(passed.interrupted(&cause, WHAT)));
         }
+        // A reset after messages is an interruption, as for any answer
+        // handed on: the caller and the breaker get seawall's verdict.
         Some(Err(error)) => {
-            passed.ended = true;
-            return Some(Err(error.into()));
+            return Some(Err(
+                passed.broken(error.into(), "gRPC answer broke after messages")
+            ));
         }
         Some(Ok(frame)) => frame,
     };
