@@ -341,6 +341,17 @@ async fn a_permanent_status_is_not_retried() {
 /// A response body of the hand-written HTTP/2 servers.
 type H2Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::io::Error>;
 
+/// A serving health status as one gRPC message: flag, length, protobuf.
+const SERVING: &[u8] = b"\0\0\0\0\x02\x08\x01";
+
+/// A gRPC answer with `body`.
+fn grpc_answer(body: H2Body) -> http::Response<H2Body> {
+    http::Response::builder()
+        .header("content-type", "application/grpc")
+        .body(body)
+        .unwrap()
+}
+
 /// An HTTP/2 server on a free loopback port: `answer` makes the response
 /// to each request, given the request and how many came before it.
 /// Returns its URL and its call count.
@@ -391,15 +402,10 @@ async fn portal_then_serving() -> (String, Arc<AtomicUsize>) {
         let mut trailers = http::HeaderMap::new();
         trailers.insert("grpc-status", "0".parse().unwrap());
         let frames = [
-            Ok::<_, std::io::Error>(Frame::data(bytes::Bytes::from_static(
-                b"\0\0\0\0\x02\x08\x01",
-            ))),
+            Ok::<_, std::io::Error>(Frame::data(bytes::Bytes::from_static(SERVING))),
             Ok(Frame::trailers(trailers)),
         ];
-        http::Response::builder()
-            .header("content-type", "application/grpc")
-            .body(StreamBody::new(tokio_stream::iter(frames)).boxed())
-            .unwrap()
+        grpc_answer(StreamBody::new(tokio_stream::iter(frames)).boxed())
     })
     .await
 }
@@ -670,9 +676,6 @@ async fn a_streamed_request_refused_at_once_is_sent_again_whole() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
-/// A serving health status as one gRPC message: flag, length, protobuf.
-const SERVING: &[u8] = b"\0\0\0\0\x02\x08\x01";
-
 /// A server stream that sends two messages and then breaks (the server's
 /// body fails: HTTP/2 resets the stream).
 async fn two_messages_then_reset() -> (String, Arc<AtomicUsize>) {
@@ -693,11 +696,7 @@ async fn two_messages_then_reset() -> (String, Arc<AtomicUsize>) {
                 .send(Err(std::io::Error::other("the server lost its backend")))
                 .await;
         });
-        let body = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
-        http::Response::builder()
-            .header("content-type", "application/grpc")
-            .body(body.boxed())
-            .unwrap()
+        grpc_answer(StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)).boxed())
     })
     .await
 }
