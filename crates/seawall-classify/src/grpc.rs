@@ -49,14 +49,19 @@ pub(crate) fn head_has_status(parts: &Parts) -> bool {
 
 /// The status the trailers of a `status` response carry.
 pub(crate) fn trailers_status(status: u16, trailers: &HeaderMap, quota_wall: QuotaWall) -> Status {
+    map_status(Some(status), trailers, quota_wall)
+}
+
+/// The status `map` carries, its hints read from the same map.
+fn map_status(status: Option<u16>, map: &HeaderMap, quota_wall: QuotaWall) -> Status {
     let now = SystemTime::now();
     let cx = ErrorContext {
-        status: Some(status),
-        hint: RetryHint::from_headers(trailers, now),
+        status,
+        hint: RetryHint::from_headers(map, now),
         quota_wall,
         now,
     };
-    status_failure(trailers, cx)
+    status_failure(map, cx)
 }
 
 /// Reads `grpc-status`, `grpc-message` and the `google.rpc.RetryInfo` and
@@ -94,7 +99,8 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
 /// The failure a `tonic::Status` in `error`'s source chain amounts to: a
 /// client layer below the classification (an interceptor, tonic's own
 /// services) that answers with a status says what the same status on the
-/// wire would, and is read the same way. `None` when there is none.
+/// wire would, and is read from the map tonic itself would send it in.
+/// `None` when there is none.
 #[cfg(feature = "tonic")]
 pub(crate) fn tonic_status_failure(
     error: &(dyn std::error::Error + 'static),
@@ -103,29 +109,12 @@ pub(crate) fn tonic_status_failure(
     let mut current = Some(error);
     while let Some(link) = current {
         if let Some(status) = link.downcast_ref::<tonic::Status>() {
-            let code = status.code() as u32;
-            if code == 0 {
-                return None;
-            }
-            let now = SystemTime::now();
-            let cx = ErrorContext {
-                status: None,
-                hint: RetryHint::from_headers(&status.metadata().clone().into_headers(), now),
-                quota_wall,
-                now,
+            let mut map = HeaderMap::new();
+            status.add_header(&mut map).ok()?;
+            return match map_status(None, &map, quota_wall) {
+                Status::Failed(failure) => Some(failure),
+                Status::Absent | Status::Ok => None,
             };
-            let details = Some(status.details()).filter(|details| !details.is_empty());
-            let message = Some(status.message()).filter(|message| !message.is_empty());
-            let failure = classify_grpc_details(
-                code,
-                message,
-                details.map(status_details).unwrap_or_default(),
-                cx,
-            );
-            return Some(match details {
-                Some(details) => failure.with_status_details(details),
-                None => failure,
-            });
         }
         current = link.source();
     }
