@@ -1,55 +1,24 @@
-use std::pin::Pin;
-use std::task::{Context, Poll, ready};
-
-use http_body::{Body, Frame, SizeHint};
-use pin_project_lite::pin_project;
+use http_body::Body;
+use http_body_util::BodyExt;
+use http_body_util::combinators::MapErr;
 use seawall_core::BoxError;
 
 use super::into_status;
 
-pin_project! {
-    /// A response body whose errors (a stream interrupted after messages)
-    /// are `tonic::Status`es where they carry a seawall failure.
-    #[derive(Debug)]
-    pub struct StatusBody<B> {
-        #[pin]
-        inner: B,
-    }
-}
+/// A response body whose errors (a stream interrupted after messages) are
+/// `tonic::Status`es where they carry a seawall failure: http-body-util's
+/// [`MapErr`] with [`into_status`](super::into_status).
+pub type StatusBody<B> = MapErr<B, fn(<B as Body>::Error) -> BoxError>;
 
-impl<B> StatusBody<B> {
-    /// Wraps `inner`.
-    pub fn new(inner: B) -> Self {
-        StatusBody { inner }
-    }
-
-    /// Consumes `self`, returning the inner body.
-    pub fn into_inner(self) -> B {
-        self.inner
-    }
-}
-
-impl<B> Body for StatusBody<B>
+/// `body`, its errors made statuses.
+pub(crate) fn status_body<B>(body: B) -> StatusBody<B>
 where
     B: Body,
     B::Error: Into<BoxError>,
 {
-    type Data = B::Data;
-    type Error = BoxError;
+    body.map_err(body_error::<B::Error> as fn(B::Error) -> BoxError)
+}
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<B::Data>, BoxError>>> {
-        let frame = ready!(self.project().inner.poll_frame(cx));
-        Poll::Ready(frame.map(|frame| frame.map_err(|error| into_status(error.into()))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
+fn body_error<E: Into<BoxError>>(error: E) -> BoxError {
+    into_status(error.into())
 }

@@ -3,10 +3,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use http::{Request, Response};
+use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::BoxError;
 use tower_service::Service;
 
+use super::body::status_body;
 use super::{StatusBody, into_status};
 
 /// The service [`GrpcStatusLayer`](super::GrpcStatusLayer) makes: `S`, its
@@ -30,6 +32,8 @@ impl<S, B, ResBody> Service<Request<B>> for GrpcStatus<S>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
     S::Error: Into<BoxError>,
+    ResBody: Body,
+    ResBody::Error: Into<BoxError>,
 {
     type Response = Response<StatusBody<ResBody>>;
     type Error = BoxError;
@@ -61,13 +65,15 @@ impl<F, ResBody, E> Future for ResponseFuture<F>
 where
     F: Future<Output = Result<Response<ResBody>, E>>,
     E: Into<BoxError>,
+    ResBody: Body,
+    ResBody::Error: Into<BoxError>,
 {
     type Output = Result<Response<StatusBody<ResBody>>, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let result = ready!(self.project().inner.poll(cx));
         Poll::Ready(match result {
-            Ok(response) => Ok(response.map(StatusBody::new)),
+            Ok(response) => Ok(response.map(status_body)),
             Err(error) => Err(into_status(error.into())),
         })
     }
