@@ -100,37 +100,3 @@ fn io_code(kind: io::ErrorKind) -> Option<Code> {
         _ => None,
     }
 }
-
-#[cfg(all(test, feature = "tonic"))]
-mod tests {
-    use super::*;
-
-    /// An error that wraps another, as tonic's `transport::Error` does.
-    #[derive(Debug)]
-    struct Wrapped(Box<dyn StdError + Send + Sync>);
-
-    impl std::fmt::Display for Wrapped {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("transport error")
-        }
-    }
-
-    impl StdError for Wrapped {
-        fn source(&self) -> Option<&(dyn StdError + 'static)> {
-            Some(&*self.0)
-        }
-    }
-
-    #[test]
-    fn tonics_own_timeout_and_connect_errors_are_read() {
-        let expired = Wrapped(Box::new(tonic::TimeoutExpired(())));
-        let failure = transport_failure(&expired).expect("recognised");
-        assert_eq!(failure.code(), Code::Timeout);
-        assert_eq!(failure.action(), seawall_core::Action::Retry);
-
-        let refused = io::Error::other("no route");
-        let connect = Wrapped(Box::new(tonic::ConnectError(Box::new(refused))));
-        let failure = transport_failure(&connect).expect("recognised");
-        assert_eq!(failure.code(), Code::Transport);
-    }
-}

@@ -559,6 +559,25 @@ impl StdError for Wrapped {
     }
 }
 
+/// tonic's own timeout and connect errors, wrapped as its
+/// `transport::Error` wraps them, read as the transport's.
+#[cfg(feature = "tonic")]
+#[test]
+fn tonics_own_timeout_and_connect_errors_are_read() {
+    let expired = Wrapped("transport error", Box::new(tonic::TimeoutExpired(())));
+    let failure = transport_failure(&expired).expect("recognised");
+    assert_eq!(failure.code(), Code::Timeout);
+    assert_eq!(failure.action(), Action::Retry);
+
+    let refused = io::Error::other("no route");
+    let connect = Wrapped(
+        "transport error",
+        Box::new(tonic::ConnectError(Box::new(refused))),
+    );
+    let failure = transport_failure(&connect).expect("recognised");
+    assert_eq!(failure.code(), Code::Transport);
+}
+
 async fn failing(layer: &ClassifyLayer, error: BoxError) -> BoxError {
     let mut error = Some(error);
     let inner = service_fn(move |_: Request<()>| {
