@@ -506,6 +506,11 @@ where
         if interrupted.tool_call_events > 0 {
             return Err("tool_call");
         }
+        // The guard handed a long hold on before any content (a model
+        // thinking at length): there is no text to continue from.
+        if interrupted.content_events == 0 {
+            return Err("no_content");
+        }
         if interrupted.text_capped || interrupted.delivered_text.is_none() {
             return Err("text_not_kept");
         }

@@ -97,6 +97,83 @@ async fn endless_pings_before_content_stop_at_the_hold_cap() {
     assert!(failure.evidence().bytes as usize <= MIB + 4 * KIB);
 }
 
+/// `count` thinking deltas of a reasoning model before its answer, as
+/// DeepSeek's API and vLLM's reasoning parsers send them on the OpenAI wire
+/// (`reasoning_content`; the model works, no content yet).
+fn thinking(count: usize) -> Bytes {
+    Bytes::from(
+        "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"r-x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":null,\"reasoning_content\":\"so, \"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+            .repeat(count),
+    )
+}
+
+/// A model that thinks past the hold cap before it writes (tens of
+/// thousands of thinking deltas fill the default 12 MiB) is handed on at
+/// the cap, byte for byte, and finishes as an answer: failing it would
+/// lose the work, and a retry would think as long again.
+#[tokio::test(start_paused = true)]
+async fn a_long_think_before_content_is_handed_on_at_the_hold_cap() {
+    let think = thinking(64);
+    let frames = (2 * MIB / think.len()) as u64 + 1;
+    let tail = format!("{}{OPENAI_STOP}{DONE}", openai_delta("Hello"));
+    let body = Repeat::new(think.clone(), frames)
+        .head(OPENAI_ROLE)
+        .tail(&tail);
+    let layer = StreamGuardLayer::interactive().max_held_bytes(MIB);
+    let response = call(layer, CHAT, body).await.unwrap();
+    let handle = report_handle(&response);
+    let mut body = response.into_body();
+    let (mut bytes, mut most, mut last) = (0, 0, Bytes::new());
+    while let Some(frame) = body.frame().await {
+        most = most.max(body.buffered_bytes());
+        last = frame.unwrap().into_data().unwrap();
+        bytes += last.len();
+    }
+    let whole = OPENAI_ROLE.len() + frames as usize * think.len() + tail.len();
+    assert_eq!(bytes, whole, "every byte once");
+    assert_eq!(last, tail.as_bytes());
+    assert!(most <= MIB + 2 * think.len(), "held {most} bytes");
+    let report = handle.get().unwrap();
+    assert!(report.completed_task(), "{report:?}");
+    assert_eq!(report.content_events, 1);
+}
+
+/// Once the hold was handed on, nothing can be sent again: a think cut
+/// before its answer, or one that never gets to it within the
+/// first-content bound, fails in the body as an interruption of what was
+/// delivered (no content, no text to continue from).
+#[tokio::test(start_paused = true)]
+async fn a_long_think_cut_after_the_hold_was_handed_on_is_an_interruption() {
+    let think = thinking(64);
+    let frames = (2 * MIB / think.len()) as u64 + 1;
+    let layer = StreamGuardLayer::interactive().max_held_bytes(MIB);
+
+    let cut = Repeat::new(think.clone(), frames).head(OPENAI_ROLE);
+    let drained = drain(call(layer.clone(), CHAT, cut).await.unwrap()).await;
+    let failure = drained.error.expect("a cut think is no answer");
+    assert_eq!(failure.code(), Code::Truncated);
+    assert_eq!(failure.action(), Action::Surface);
+    let delivered = failure.interrupted().expect("bytes were delivered");
+    assert_eq!(delivered.content_events, 0);
+    assert_eq!(delivered.bytes as usize, drained.bytes.len());
+    assert_eq!(
+        drained.bytes.len(),
+        OPENAI_ROLE.len() + frames as usize * think.len()
+    );
+
+    let mut script = vec![send(OPENAI_ROLE)];
+    script.extend((0..frames).map(|_| send(think.clone())));
+    script.extend([wait(61.0), send(openai_delta("late"))]);
+    let drained = drain(call(layer, CHAT, scripted(script)).await.unwrap()).await;
+    let failure = drained.error.expect("no content within the bound");
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(
+        failure.interrupted().unwrap().cause,
+        Some(Code::Timeout),
+        "{failure:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn endless_pings_after_content_hold_nothing() {
     let head = format!("{OPENAI_ROLE}{}", openai_delta("Hello"));

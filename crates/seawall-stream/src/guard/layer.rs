@@ -113,8 +113,12 @@ impl StreamGuardLayer {
     }
 
     /// The most bytes held back before the first content event (default
-    /// 12 MiB: the event cap and 4 MiB besides); past it
-    /// `protocol_violation`.
+    /// 12 MiB: the event cap and 4 MiB besides). Past it, a stream that has
+    /// shown the model working (role deltas, thinking, reasoning: progress
+    /// events) is handed on as it stands and goes on live, never replayed
+    /// from there — a model that thinks at length would fill the hold again
+    /// on every retry, and bill it; one that sent only keep-alives (or
+    /// events nobody reads) fails as `protocol_violation`.
     pub fn max_held_bytes(mut self, cap: usize) -> Self {
         self.config.max_held = cap;
         self

@@ -13,7 +13,11 @@
 //!   `empty_response` (a finish or EOF before content), a refusal or
 //!   filter (`refused`, `content_filtered`: escalate), the in-stream
 //!   error's own class (`overloaded`, …) or `transport` — so outer layers
-//!   can still retry or fail over: nothing has reached the caller.
+//!   can still retry or fail over: nothing has reached the caller. One
+//!   exception: a hold that passes
+//!   [`max_held_bytes`](StreamGuardLayer::max_held_bytes) while the model
+//!   shows it is working (a long think) is handed on there, and from then
+//!   on the stream is treated as delivered.
 //! - **At the first content event** it resolves with a body that replays
 //!   the held frames and continues live. From then on frames pass through
 //!   untouched and the body never replays — except the provider's own

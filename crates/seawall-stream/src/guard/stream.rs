@@ -62,7 +62,8 @@ enum Cause {
     /// but a stream was asked for) that does not open like one.
     NotAStream,
     /// More bytes arrived before the first content event than the guard
-    /// holds back.
+    /// holds back, and none of them showed the model working (only
+    /// keep-alives or events nobody reads).
     HoldTooLarge,
 }
 
@@ -73,6 +74,9 @@ struct Tally {
     content_events: u64,
     /// Content events without text: tool or function-call deltas.
     tool_call_events: u64,
+    /// Events that show the model working without content yet: role
+    /// deltas, thinking, reasoning, block starts.
+    progress_events: u64,
     keepalives: u64,
     first_content: Option<Instant>,
     last_activity: Instant,
@@ -105,7 +109,10 @@ impl Tally {
                     self.finish(reason);
                 }
             }
-            Signal::Progress => self.last_activity = now,
+            Signal::Progress => {
+                self.progress_events += 1;
+                self.last_activity = now;
+            }
             Signal::KeepAlive => self.keepalives += 1,
             Signal::Finish(reason) => {
                 self.last_activity = now;
@@ -267,6 +274,9 @@ pub(crate) struct Track {
     chunks: u64,
     handle: StreamReportHandle,
     reported: bool,
+    /// The held frames were handed on before any content, at the hold cap
+    /// (see [`Stream::poll_hold`]): from then on nothing is replayed.
+    released: bool,
     /// The body was taken for a stream without its content type saying so,
     /// and its first bytes have not been looked at yet.
     opening_unchecked: bool,
@@ -299,6 +309,7 @@ impl Track {
                 events: 0,
                 content_events: 0,
                 tool_call_events: 0,
+                progress_events: 0,
                 keepalives: 0,
                 first_content: None,
                 last_activity: started,
@@ -320,6 +331,7 @@ impl Track {
             chunks: 0,
             handle,
             reported: false,
+            released: false,
             // Only a body not declared an event stream must show it is one.
             opening_unchecked: recognised == Some(Recognised::Requested),
             spans,
@@ -330,6 +342,12 @@ impl Track {
 
     fn content_seen(&self) -> bool {
         self.tally.content_events > 0
+    }
+
+    /// Bytes of the stream reached the caller: content, or the hold handed
+    /// on at its cap. A failure after that is an interruption.
+    fn delivered(&self) -> bool {
+        self.content_seen() || self.released
     }
 
     /// The stream carries an answer to release: content, or a finish that
@@ -505,7 +523,7 @@ impl Track {
     /// The failure `cause` amounts to, with complete evidence, and the
     /// report written.
     fn fail(&mut self, cause: Cause, now: Instant) -> Failure {
-        let content = self.content_seen();
+        let content = self.delivered();
         let underlying = underlying_code(&cause);
         let config = &self.config;
         let (failure, closed_by) = match cause {
@@ -548,7 +566,8 @@ impl Track {
                         Code::FirstByteTimeout,
                         config.first_byte.min(config.first_content),
                     ),
-                    Gap::FirstContent => (Code::Timeout, config.first_content),
+                    // Before content, unless the hold was handed on.
+                    Gap::FirstContent => (after(content, Code::Timeout), config.first_content),
                     Gap::Idle => (Code::StreamInterrupted, config.idle),
                     Gap::MaxDuration => (
                         after(content, Code::Timeout),
@@ -597,7 +616,7 @@ impl Track {
         evidence.time_to_first_byte = self.first_byte.map(|at| at - self.started);
         evidence.elapsed = Some(now - self.started);
         evidence.finish_seen = self.tally.finish.is_some();
-        evidence.content_seen = content;
+        evidence.content_seen = self.content_seen();
         evidence.closed_by = Some(closed_by);
         let mut failure = failure.with_evidence(evidence);
         if content {
@@ -637,7 +656,7 @@ impl Track {
         };
         match &self.spans {
             Some(spans) => {
-                let released = report.code.is_none() || report.content_events > 0;
+                let released = report.code.is_none() || report.content_events > 0 || self.released;
                 spans.record_end(report.finish.as_ref(), report.usage, report.code, released);
                 spans.attempt().in_scope(|| trace(&report));
             }
@@ -890,7 +909,18 @@ where
                         return Poll::Ready(Err(this.track.fail(cause, now)));
                     }
                     if *this.held_bytes > this.track.config.max_held {
-                        return Poll::Ready(Err(this.track.fail(Cause::HoldTooLarge, now)));
+                        // A model that works long before it writes (a
+                        // reasoning stream of tens of thousands of thinking
+                        // deltas) is handed on rather than failed: failing
+                        // it would lose the work, and the same request
+                        // would fill the hold again. Nothing is replayed
+                        // from here on. A hold of keep-alives alone is a
+                        // server that is not working.
+                        if this.track.tally.progress_events == 0 {
+                            return Poll::Ready(Err(this.track.fail(Cause::HoldTooLarge, now)));
+                        }
+                        this.track.released = true;
+                        return Poll::Ready(Ok(()));
                     }
                 }
                 Step::End => {
