@@ -77,6 +77,20 @@ async fn openai() {
             expect: expect(Permanent, Code::QuotaExhausted, Surface),
         },
         Case {
+            name: "429 billing_not_active",
+            status: 429,
+            headers: &[],
+            body: r#"{"error":{"message":"Your account is not active, please check your billing details on our website.","type":"billing_not_active","param":null,"code":"billing_not_active"}}"#,
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "400 billing_hard_limit_reached",
+            status: 400,
+            headers: &[],
+            body: r#"{"error":{"message":"Billing hard limit has been reached","type":"invalid_request_error","param":null,"code":"billing_hard_limit_reached"}}"#,
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
             name: "429 request too large for the TPM limit",
             status: 429,
             headers: &[],

@@ -86,7 +86,12 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     let code = d.error_code.as_deref().unwrap_or("");
     let message = d.message.as_deref().unwrap_or("");
     let is = |name: &str| ty == name || code == name;
-    if is("insufficient_quota") {
+    // The account's money, whatever the status: a spent quota (429), an
+    // account whose billing is off (429 `billing_not_active`: "Your account
+    // is not active, please check your billing details"), a spending cap
+    // reached (400 `billing_hard_limit_reached`). Asking again brings the
+    // same answer; another account's route may not.
+    if is("insufficient_quota") || is("billing_not_active") || is("billing_hard_limit_reached") {
         return Some(Verdict::Fixed(Permanent, Code::QuotaExhausted));
     }
     // The message text is the last resort, read only where it can decide:
