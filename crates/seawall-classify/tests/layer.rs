@@ -285,6 +285,57 @@ async fn openai_unary_answers() {
     assert_eq!(response.body(), embeddings);
 }
 
+/// Calls `layer` with `method` on `path`, over an upstream that answers
+/// 200 with the JSON `body`.
+async fn answered_at(
+    layer: &ClassifyLayer,
+    method: http::Method,
+    path: &str,
+    body: &'static str,
+) -> Result<Response<Bytes>, BoxError> {
+    let inner = service_fn(move |_: Request<()>| async move {
+        Ok::<_, std::convert::Infallible>(response(200, &[JSON], body))
+    });
+    let request = Request::builder()
+        .method(method)
+        .uri(format!("https://api.llm.example{path}"))
+        .body(())
+        .unwrap();
+    let response = layer.layer(inner).oneshot(request).await?;
+    let (parts, body) = response.into_parts();
+    Ok(Response::from_parts(parts, collect(body).await))
+}
+
+/// OpenAI resources whose paths end like a generation's are not judged as
+/// answers: a message added to an Assistants thread (`…/threads/{id}/
+/// messages`, once taken for Anthropic's `/v1/messages`) and the stored
+/// completions listed by a GET of `/v1/chat/completions`. Judged, they were
+/// "another shape", retried: a second message posted to the thread.
+#[tokio::test]
+async fn resources_that_end_like_a_generation_are_not_judged() {
+    let layer = ClassifyLayer::openai();
+    let message = r#"{"id":"msg_1","object":"thread.message","created_at":1,"thread_id":"thread_1","role":"user","content":[{"type":"text","text":{"value":"Hi","annotations":[]}}],"attachments":[],"metadata":{}}"#;
+    let posted = answered_at(
+        &layer,
+        http::Method::POST,
+        "/v1/threads/thread_1/messages",
+        message,
+    )
+    .await
+    .unwrap();
+    assert_eq!(posted.body(), message);
+    let listed = r#"{"object":"list","data":[],"first_id":null,"last_id":null,"has_more":false}"#;
+    let list = answered_at(&layer, http::Method::GET, "/v1/chat/completions", listed)
+        .await
+        .unwrap();
+    assert_eq!(list.body(), listed);
+    // The same body where a generation's answer must be: no answer.
+    let error = answered_at(&layer, http::Method::POST, "/v1/chat/completions", listed)
+        .await
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::ProtocolViolation);
+}
+
 #[tokio::test]
 async fn anthropic_unary_answers() {
     let layer = ClassifyLayer::anthropic();

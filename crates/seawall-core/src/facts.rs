@@ -127,17 +127,24 @@ impl RequestFacts {
     /// The facts the head of `request` gives: the provider from the path,
     /// streaming from `Accept` and Gemini's path. Allocates nothing.
     pub fn from_head<B>(request: &http::Request<B>) -> Self {
-        RequestFacts::of_head(request.uri(), request.headers())
+        RequestFacts::of_head(request.method(), request.uri(), request.headers())
     }
 
     /// [`from_head`](Self::from_head), for a request taken apart.
     pub fn from_parts(parts: &http::request::Parts) -> Self {
-        RequestFacts::of_head(&parts.uri, &parts.headers)
+        RequestFacts::of_head(&parts.method, &parts.uri, &parts.headers)
     }
 
-    fn of_head(uri: &http::Uri, headers: &http::HeaderMap) -> Self {
+    fn of_head(method: &http::Method, uri: &http::Uri, headers: &http::HeaderMap) -> Self {
         let path = uri.path();
-        let provider = Provider::for_path(path);
+        // Every generation is a POST; a GET of the same path lists what
+        // was stored (`GET /v1/chat/completions`), an answer of another
+        // shape.
+        let provider = if method == http::Method::POST {
+            Provider::for_path(path)
+        } else {
+            None
+        };
         let head_stream = if path.ends_with(":streamGenerateContent") {
             Some(true)
         } else if path.ends_with(":generateContent") {
@@ -311,6 +318,15 @@ mod tests {
                 Some(false),
             ),
             ("/v1/embeddings", Some("application/json"), None, None),
+            // OpenAI resources whose paths end like a generation's.
+            ("/v1/threads/thread_abc/messages", None, None, None),
+            ("/v1/chat/completions/chatcmpl-1/messages", None, None, None),
+            (
+                "/anthropic/v1/messages",
+                None,
+                Some(Provider::Anthropic),
+                None,
+            ),
         ];
         for (path, accept, provider, stream) in cases {
             let facts = RequestFacts::from_head(&request(path, accept));
@@ -318,6 +334,11 @@ mod tests {
             assert_eq!(facts.stream_requested(), stream, "{path} {accept:?}");
             assert_eq!(facts.is_generation(), provider.is_some());
         }
+        // Listing stored completions is no generation.
+        let list = http::Request::get("http://api.example/v1/chat/completions")
+            .body(())
+            .unwrap();
+        assert_eq!(RequestFacts::from_head(&list).provider(), None);
     }
 
     #[test]

@@ -72,10 +72,19 @@ impl Provider {
     /// AI (`…/publishers/anthropic/models/{model}:rawPredict` or
     /// `:streamRawPredict`) Anthropic,
     /// `…:generateContent`/`…:streamGenerateContent` Gemini; `None` for any
-    /// other path (embeddings, model lists, a service of the user's own).
+    /// other path (embeddings, model lists, a service of the user's own),
+    /// and for OpenAI's resources that end the same way: a thread's
+    /// messages (`…/threads/{id}/messages`, the Assistants API) and a
+    /// stored completion's (`…/chat/completions/{id}/messages`).
     pub fn for_path(path: &str) -> Option<Provider> {
         let path = path.split('?').next().unwrap_or(path);
         let path = path.strip_suffix('/').unwrap_or(path);
+        if let Some(resource) = path.strip_suffix("/messages")
+            && let Some((parent, _id)) = resource.rsplit_once('/')
+            && (parent.ends_with("/threads") || parent.ends_with("/completions"))
+        {
+            return None;
+        }
         // `…/completions` covers `/chat/completions` and the legacy
         // completions every OpenAI-compatible server still serves
         // (`choices[].text`, read by OpenAI's table; its `finish_reason`
