@@ -377,7 +377,9 @@ impl Shared {
 
 /// A fallback's request: it speaks to its own route with its own key and
 /// model name, so it is rebuilt from the client's call, keeping the
-/// extensions the layers above set (the deadline, the fallback's route).
+/// extensions the layers above set (the deadline, the fallback's route)
+/// under the route's own: whose account it spends (`CallerCredentials`)
+/// is this route's to say, not the primary's.
 fn rebuild(
     target: &Arc<Target>,
 ) -> impl Fn(http::Request<ReplayBody<Full<Bytes>>>) -> http::Request<ReplayBody<Full<Bytes>>>
@@ -393,10 +395,11 @@ fn rebuild(
             .get::<Arc<ClientCall>>()
             .map(|call| target.request(call));
         match rebuilt {
-            Some(Ok(request)) => {
-                let (head, body) = request.into_parts();
-                let mut request = http::Request::from_parts(head, body);
-                *request.extensions_mut() = parts.extensions;
+            Some(Ok(mut request)) => {
+                let own = std::mem::replace(request.extensions_mut(), parts.extensions);
+                let extensions = request.extensions_mut();
+                extensions.remove::<CallerCredentials>();
+                extensions.extend(own);
                 request.map(ReplayBody::once)
             }
             // Not reached: the gateway always attaches the call. Send the

@@ -376,6 +376,67 @@ async fn one_clients_account_never_cools_a_keyless_route_for_others() {
     }
 }
 
+/// Whose account a fallback route spends is the fallback's own: a keyless
+/// fallback behind a keyed primary forwards each client's key, so one
+/// client's rejected key there never cools it for the others; a keyed
+/// fallback behind a keyless primary spends the gateway's key, so its
+/// rejection cools the route (later calls skip it without a call).
+/// Anthropic's wire: the client's own key in `x-api-key`, the gateway's
+/// token in `Authorization`.
+#[tokio::test]
+async fn a_fallback_route_spends_its_own_account_not_the_primarys() {
+    let rejected: Fault = "status;code=401;kind=auth".parse().unwrap();
+    let ask = |url: &str, key: &str| post(url, ANTHROPIC_UNARY, &[("x-api-key", key)]);
+
+    // Keyed primary (its key rejected), keyless fallback.
+    let main = ChaosServer::builder()
+        .fault_for_key("sk-route-main-secret", rejected.clone())
+        .start()
+        .await
+        .unwrap();
+    let spare = ChaosServer::builder()
+        .fault_for_key("sk-client-a", rejected.clone())
+        .start()
+        .await
+        .unwrap();
+    let mut routes = config(Wire::Anthropic, &[("main", &main), ("spare", &spare)]);
+    routes.routes[1].key_env = None;
+    let gateway = Running::start(routes).await;
+    let url = gateway.url("/v1/messages");
+    let (status, headers, _) = send(&client(), ask(&url, "sk-client-a")).await;
+    assert_eq!(status, 401);
+    assert_ne!(header(&headers, "x-seawall-code"), "route_cooling_down");
+    let (status, _, body) = send(&client(), ask(&url, "sk-client-b")).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+
+    // Keyless primary (this client's quota spent), keyed fallback (the
+    // gateway's key rejected).
+    let main = ChaosServer::builder()
+        .fault_for_key(
+            "sk-client-a",
+            "status;code=429;retry_after=48489;kind=insufficient_quota"
+                .parse()
+                .unwrap(),
+        )
+        .start()
+        .await
+        .unwrap();
+    let spare = ChaosServer::builder()
+        .fault_for_key("sk-route-spare-secret", rejected)
+        .start()
+        .await
+        .unwrap();
+    let mut routes = config(Wire::Anthropic, &[("main", &main), ("spare", &spare)]);
+    routes.routes[0].key_env = None;
+    let gateway = Running::start(routes).await;
+    let url = gateway.url("/v1/messages");
+    for _ in 0..2 {
+        let (status, _, _) = send(&client(), ask(&url, "sk-client-a")).await;
+        assert_ne!(status, 200);
+    }
+    assert_eq!(spare.journal().len(), 1, "the rejected route is skipped");
+}
+
 /// An upstream answering in `script` order (status and body; the last
 /// one for every call after), one request per connection; it keeps the
 /// request line of each call.
