@@ -217,6 +217,16 @@ impl Target {
             .body(Full::new(body))?;
         let headers = request.headers_mut();
         headers.extend(call.headers.clone());
+        if self.key.is_some() {
+            // They name the account behind the client's own key (the SDKs
+            // send them whenever OPENAI_ORG_ID or OPENAI_PROJECT_ID is
+            // set), not the route's: OpenAI refuses the route's key with
+            // them (401 mismatched_organization), which cools the route
+            // for every client, or bills another organisation of the
+            // key's owner.
+            headers.remove("openai-organization");
+            headers.remove("openai-project");
+        }
         if !headers.contains_key(http::header::CONTENT_TYPE) {
             headers.insert(
                 http::header::CONTENT_TYPE,
@@ -444,6 +454,11 @@ mod tests {
         client_headers.insert("x-chaos-fault", HeaderValue::from_static("ok"));
         client_headers.insert("cookie", HeaderValue::from_static("session=1"));
         client_headers.insert(
+            "openai-organization",
+            HeaderValue::from_static("org-client"),
+        );
+        client_headers.insert("openai-project", HeaderValue::from_static("proj_client"));
+        client_headers.insert(
             "authorization",
             HeaderValue::from_static("Bearer sk-client"),
         );
@@ -562,6 +577,9 @@ mod tests {
         assert!(headers["x-api-key"].is_sensitive());
         assert!(!headers.contains_key("authorization"));
         assert!(!headers.contains_key("cookie"));
+        // The client's account is not the route key's.
+        assert!(!headers.contains_key("openai-organization"));
+        assert!(!headers.contains_key("openai-project"));
         assert_eq!(headers["x-chaos-fault"], "ok");
         assert_eq!(headers["anthropic-version"], "2023-06-01");
         assert_eq!(
@@ -577,6 +595,8 @@ mod tests {
             .request(&call(Some(("authorization", "Bearer sk-client"))))
             .unwrap();
         assert_eq!(request.headers()["authorization"], "Bearer sk-client");
+        assert_eq!(request.headers()["openai-organization"], "org-client");
+        assert_eq!(request.headers()["openai-project"], "proj_client");
         let request = target.request(&call(None)).unwrap();
         // The client's Authorization was the gateway's token: not forwarded.
         assert!(!request.headers().contains_key("authorization"));
