@@ -425,6 +425,55 @@ async fn a_2xx_that_is_not_grpc_is_no_answer_and_is_retried() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
+/// A server whose first answer breaks after its headers, before any
+/// message (its body fails: HTTP/2 resets the stream); every later one
+/// serves.
+async fn reset_before_a_message_then_serving() -> (String, Arc<AtomicUsize>) {
+    use http_body_util::{BodyExt, StreamBody};
+    use hyper::body::Frame;
+
+    h2_server(|_, calls| async move {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            if calls == 0 {
+                // Let the headers reach the client before the reset does.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let _ = tx
+                    .send(Err(std::io::Error::other("the server lost its backend")))
+                    .await;
+                return;
+            }
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("grpc-status", "0".parse().unwrap());
+            let _ = tx
+                .send(Ok(Frame::data(bytes::Bytes::from_static(SERVING))))
+                .await;
+            let _ = tx.send(Ok(Frame::trailers(trailers))).await;
+        });
+        grpc_answer(StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)).boxed())
+    })
+    .await
+}
+
+/// tonic's channel reports a reset as a `Status` (`Unknown` or `Internal`,
+/// the HTTP/2 error its source). Before any message that is a broken
+/// connection, retried as one: read as a status on the wire (with the
+/// `tonic` feature) it was `unknown`, permanent, and the call failed.
+#[tokio::test]
+async fn a_reset_before_any_message_is_retried() {
+    let (url, calls) = reset_before_a_message_then_serving().await;
+    let mut client = client(&url, stack());
+    let answer = client.check(ask()).await.expect("the retry answers");
+    let codes: Vec<_> = answer
+        .extensions()
+        .get::<Receipt>()
+        .map(|receipt| receipt.attempts.iter().map(|a| a.code).collect())
+        .unwrap_or_default();
+    assert_eq!(codes, vec![Some(Code::Transport), None]);
+    assert_eq!(answer.into_inner(), serving());
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
 /// With `seawall::tonic::GrpcStatusLayer` outermost, the caller's
 /// `Status` has the server's code, message and details (tonic would say
 /// `Unknown` of a seawall failure otherwise), and seawall's verdict stays

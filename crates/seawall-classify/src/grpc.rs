@@ -100,7 +100,11 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
 /// client layer below the classification (an interceptor, tonic's own
 /// services) that answers with a status says what the same status on the
 /// wire would, and is read from the map tonic itself would send it in.
-/// `None` when there is none.
+/// `None` when there is none, and when the status only wraps a broken
+/// connection: tonic's channel reports a read that failed (an HTTP/2
+/// reset, a closed connection) as `Unknown` or `Internal` with the
+/// transport error as its source, which the transport reading judges as
+/// what it is (retryable), not as a server's verdict.
 #[cfg(feature = "tonic")]
 pub(crate) fn tonic_status_failure(
     error: &(dyn std::error::Error + 'static),
@@ -109,6 +113,11 @@ pub(crate) fn tonic_status_failure(
     let mut current = Some(error);
     while let Some(link) = current {
         if let Some(status) = link.downcast_ref::<tonic::Status>() {
+            if std::error::Error::source(status)
+                .is_some_and(|source| crate::transport_failure(source).is_some())
+            {
+                return None;
+            }
             let mut map = HeaderMap::new();
             status.add_header(&mut map).ok()?;
             return match map_status(None, &map, quota_wall) {
