@@ -264,7 +264,11 @@ impl Default for Lines {
 impl Lines {
     /// The offset just past the end of the next event that ends in
     /// `data[from..]`, if one does. An event ended by a blank line
-    /// written CRLF ends at its last CR: the LF goes with what follows.
+    /// written CRLF ends past its LF when the LF is in `data`: the SDKs'
+    /// decoders (OpenAI's, Anthropic's) end an event only at `\n\n`,
+    /// `\r\r` or `\r\n\r\n`, so one sent without its last LF would
+    /// wait for the next frame. Only a CR that ends `data` ends the event
+    /// there, its LF going with what follows.
     fn next_event_end(&mut self, data: &[u8], from: usize) -> Option<usize> {
         let mut at = from;
         while at < data.len() {
@@ -282,6 +286,10 @@ impl Lines {
             self.cr = data[end] == b'\r';
             at = end + 1;
             if blank {
+                if self.cr && data.get(at) == Some(&b'\n') {
+                    self.cr = false;
+                    at += 1;
+                }
                 return Some(at);
             }
         }
@@ -645,7 +653,16 @@ mod tests {
             found
         };
         assert_eq!(ends(&["data: a\n\ndata: b\n\n"]), [(0, 9), (0, 18)]);
-        assert_eq!(ends(&["data: a\r\n\r\n"]), [(0, 10)]);
+        // A CRLF blank line ends with its LF when the LF has come.
+        assert_eq!(ends(&["data: a\r\n\r\n"]), [(0, 11)]);
+        assert_eq!(
+            ends(&["data: a\r\n\r\ndata: b\r\n\r\n"]),
+            [(0, 11), (0, 22)]
+        );
+        assert_eq!(
+            ends(&["data: a\r\n\r", "\ndata: b\r\n\r\n"]),
+            [(0, 10), (1, 12)]
+        );
         assert_eq!(ends(&["data: a\r\rdata: b\r\r"]), [(0, 9), (0, 18)]);
         // Split anywhere, even between a CR and its LF.
         assert_eq!(ends(&["data: a\r", "\n", "\r", "\n"]), [(2, 1)]);
