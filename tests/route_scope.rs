@@ -119,6 +119,47 @@ async fn a_quota_wall_fails_over_at_once_and_is_remembered_until_its_reset() {
     assert_eq!(rows(&primary), 2);
 }
 
+/// A rate limit with a short hint on the only route cools it for the
+/// hint: every operation that arrives meanwhile is refused by the breaker
+/// without a call, and waits the rest of the hint out, as the operation
+/// that got the 429 does — none ends at once for want of another route.
+#[tokio::test]
+async fn a_short_rate_limit_on_the_only_route_is_waited_out_by_every_operation() {
+    let primary = common::chaos().await;
+    primary
+        .script("openai", vec![fault("status;code=429;retry_after=1")])
+        .unwrap();
+    let service = common::short_stack().build(&ClassifyLayer::openai(), client());
+    let base = primary.base_url();
+    let codes = |id: &'static str| {
+        let (service, base) = (service.clone(), base.clone());
+        async move {
+            let response = service.oneshot(request(&base, &ask(id))).await;
+            let receipt = match &response {
+                Ok(response) => response.extensions().get::<Receipt>().cloned(),
+                Err(error) => Failure::find(&**error).and_then(|f| f.receipt().cloned()),
+            };
+            let codes: Vec<_> = receipt.unwrap().attempts.iter().map(|a| a.code).collect();
+            (response.is_ok(), codes)
+        }
+    };
+    let (limited, refused) = tokio::join!(codes("limited"), async {
+        // After the 429 cooled the route.
+        while rows(&primary) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        codes("refused").await
+    });
+    assert_eq!(limited, (true, vec![Some(Code::RateLimited), None]));
+    assert_eq!(
+        refused,
+        (true, vec![Some(Code::RouteCoolingDown), None]),
+        "the refused operation waits the hint out"
+    );
+    assert_eq!(rows(&primary), 3, "the refusal made no call");
+}
+
 #[tokio::test]
 async fn rejected_credentials_fail_over_and_stay_cold_until_reset_by_hand() {
     let primary = common::chaos().await;

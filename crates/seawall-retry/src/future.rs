@@ -392,7 +392,16 @@ impl<S, B> Ladder<S, B> {
         another: bool,
     ) -> Result<Duration, StopReason> {
         let moving = another && failure.moves_route();
-        if failure.action() != Action::Retry && !moving {
+        // The breaker refusing the only route while it cools down after a
+        // rate limit (or a quota's short reset) says how long the provider
+        // asked to be left alone: that is a hint to wait, as the 429 that
+        // cooled it was for the operation that got it. Failing over there
+        // would end every other operation on the route at once.
+        let waits_out_cooldown = !another
+            && !self.other_routes
+            && failure.code() == Code::RouteCoolingDown
+            && failure.retry_after().is_some();
+        if failure.action() != Action::Retry && !moving && !waits_out_cooldown {
             return Err(StopReason::NotRetryable);
         }
         let blocker = self.next_attempt(failure, route, moving);
