@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Full};
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
 use seawall::core::{Code, Failure, Receipt, RouteId};
-use seawall::fallback::ServedBy;
+use seawall::fallback::{FallbackLayer, FallbackRoute, ServedBy};
 use seawall_chaos::{ChaosHandle, Fault};
 use tower::{Service, ServiceExt};
 
@@ -158,6 +158,32 @@ async fn a_short_rate_limit_on_the_only_route_is_waited_out_by_every_operation()
         "the refused operation waits the hint out"
     );
     assert_eq!(rows(&primary), 3, "the refusal made no call");
+}
+
+/// A fallback chain whose routes take no route-scoped failure (one only
+/// for a context overflow) leaves the primary's ladder as it was: a silent
+/// attempt is tried again on the primary, not given up on for a fallback
+/// that would not take it.
+#[tokio::test]
+async fn a_chain_that_takes_no_timeout_leaves_the_primary_its_retries() {
+    let primary = common::chaos().await;
+    primary
+        .script("openai", vec![fault("hang_after_headers")])
+        .unwrap();
+    let stack = common::short_stack();
+    let classify = ClassifyLayer::openai();
+    let larger = FallbackRoute::new(stack.attempt(&classify, client()))
+        .route(RouteId::new("larger-context"))
+        .only_on(Code::ContextTooLong);
+    let mut service =
+        stack.build_with_fallback(&classify, client(), FallbackLayer::chain([larger]));
+    let (served, receipt) = one(&mut service, &primary.base_url(), "silent")
+        .await
+        .expect("the primary's second attempt answers");
+    assert!(!served.fallback);
+    let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(codes, [Some(Code::Timeout), None]);
+    assert_eq!(rows(&primary), 2);
 }
 
 #[tokio::test]

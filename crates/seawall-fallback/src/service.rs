@@ -44,15 +44,21 @@ pub(crate) struct Shared<S, F, R> {
     pub(crate) settings: Settings,
     /// The primary route of each request, without allocating for the usual one.
     pub(crate) primary_routes: OnceLock<RouteId>,
+    /// Some route takes what condemns only the primary's route (a silent
+    /// attempt, an open breaker): only then may a ladder below leave the
+    /// primary sooner for it.
+    pub(crate) takes_moves: bool,
 }
 
 impl<S, F, R> Shared<S, F, R> {
     pub(crate) fn new(primary: S, routes: Box<[FallbackRoute<F, R>]>, settings: Settings) -> Self {
+        let takes_moves = routes.iter().any(|route| !route.only_triggers);
         Shared {
             primary,
             routes,
             settings,
             primary_routes: OnceLock::new(),
+            takes_moves,
         }
     }
 
@@ -121,8 +127,12 @@ where
                 .insert(RequestFacts::from_parts(&parts).with_slots(slot.clone()));
             body = body.fill_facts(slot);
         }
-        // A ladder below may move on sooner: this layer has another route.
-        parts.extensions.insert(OtherRoutes);
+        // A ladder below may move on sooner: this layer has another route
+        // for it. Not when no route would take it (a chain of routes only
+        // for a context overflow): the primary keeps its retries.
+        if self.shared.takes_moves {
+            parts.extensions.insert(OtherRoutes);
+        }
         let request = http::Request::from_parts(parts, body);
         // The primary sends the original handle; the kept copy starts from
         // the beginning of the recording, for the fallback.
