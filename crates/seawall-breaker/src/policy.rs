@@ -122,7 +122,9 @@ impl BreakDuration {
     /// The break after the `trips`-th consecutive trip (1 for the first).
     pub(crate) fn after_trips(&self, trips: u32, random: &Random) -> Duration {
         let full = capped_doubling(self.base, self.max, trips.saturating_sub(1));
-        let jitter = self.jitter.clamp(0.0, 0.99);
+        // `max` and `min` drop a NaN (`clamp` would keep it, and
+        // `mul_f64` panics on one).
+        let jitter = self.jitter.max(0.0).min(0.99);
         if jitter == 0.0 {
             return full;
         }
@@ -261,6 +263,14 @@ mod tests {
             jitter: 5.0,
         };
         assert!(huge.after_trips(40, &Random::Thread) > Duration::from_secs(1));
+        let not_a_number = BreakDuration {
+            jitter: f64::NAN,
+            ..exact
+        };
+        assert_eq!(
+            not_a_number.after_trips(1, &Random::Thread),
+            Duration::from_secs(5)
+        );
         let jittered = BreakDuration {
             jitter: 0.2,
             ..exact

@@ -274,7 +274,7 @@ impl RouteBreaker {
                 target: "seawall::breaker",
                 route = %self.route,
                 code = failure.code().as_str(),
-                cooldown_ms = (until != u64::MAX).then(|| until - self.policy.now_ms()),
+                cooldown_ms = (until != u64::MAX).then(|| until.saturating_sub(self.policy.now_ms())),
                 "route cooling down"
             );
         }

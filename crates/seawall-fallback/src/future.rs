@@ -80,7 +80,8 @@ impl Back {
     fn of((code, left): Cooling, now: Instant) -> Self {
         Back {
             code,
-            at: left.map(|left| now + left),
+            // A wait past what the clock holds is no wait that ends.
+            at: left.and_then(|left| now.checked_add(left)),
         }
     }
 
@@ -101,7 +102,7 @@ impl Back {
                 Some(after),
             ) => Some(Back {
                 code,
-                at: Some(now + after),
+                at: now.checked_add(after),
             }),
             _ => None,
         }

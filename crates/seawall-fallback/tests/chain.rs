@@ -408,6 +408,24 @@ async fn the_route_back_first_is_the_one_called_after_the_wait() {
     assert!(served.fallback);
 }
 
+/// A health source or a failure that says "cooling for longer than the
+/// clock holds" (`Duration::MAX`, a custom classifier's absurd hint) is a
+/// route not back within the deadline, never a panic.
+#[tokio::test(start_paused = true)]
+async fn a_cooldown_past_what_the_clock_holds_is_no_panic() {
+    let forever = |_: &RouteId| Some((Code::RateLimited, Some(Duration::MAX)));
+    let primary =
+        Upstream::failing([Failure::new(Code::RateLimited).with_retry_after(Duration::MAX)]);
+    let a = Upstream::default();
+    let layer = FallbackLayer::chain([route("a.example", &a)]).health(forever);
+    let result = layer
+        .layer(primary.service())
+        .oneshot(request(Some(Duration::from_secs(10))))
+        .await;
+    assert_eq!((primary.calls(), a.calls()), (1, 0));
+    assert_eq!(failure_of(&result).code(), Code::RateLimited);
+}
+
 #[tokio::test(start_paused = true)]
 async fn every_route_cooling_for_60s_inside_10s_fails_at_once_with_the_earliest() {
     let registry = Registry::default();

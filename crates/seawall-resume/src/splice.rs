@@ -244,7 +244,7 @@ impl Numbers {
 /// `theirs` moved to where `base` (theirs for the continued block) sits
 /// in the original, `ours`.
 fn shifted(theirs: u64, base: Option<u64>, ours: u64) -> u64 {
-    ours + theirs.saturating_sub(base.unwrap_or(theirs))
+    ours.saturating_add(theirs.saturating_sub(base.unwrap_or(theirs)))
 }
 
 impl Fix {
@@ -302,7 +302,7 @@ impl Fix {
         }
         if let Some(seq) = self.sequence {
             set("sequence_number", seq.into());
-            self.sequence = Some(seq + 1);
+            self.sequence = Some(seq.saturating_add(1));
         }
         // Only the continued item becomes the original's; another item
         // (a function call after the text) keeps its own id and parts.
