@@ -41,6 +41,8 @@ pub(crate) fn check(provider: Provider, body: &[u8], strict: bool) -> Checked {
     match check_answer(provider, body) {
         AnswerCheck::Answer { finish, usage } => Checked::Answer { finish, usage },
         AnswerCheck::Fail(failure) => Checked::Fail(failure),
+        AnswerCheck::Bare(failure) if strict => Checked::Fail(failure),
+        AnswerCheck::Bare(_) => Checked::Deliver(None),
         AnswerCheck::OtherShape if strict => {
             Checked::Fail(Failure::new(Code::ProtocolViolation).with_message(&format!(
                 "the 2xx answer of a generation endpoint is JSON but not a {} answer",

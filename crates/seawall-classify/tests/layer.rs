@@ -388,11 +388,6 @@ async fn gemini_unary_answers() {
             expect(Class::Policy, Code::ContentFiltered, Action::Escalate),
         ),
         (
-            "no candidates, no block reason",
-            r#"{"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash"}"#,
-            expect(Class::Transient, Code::EmptyResponse, Action::Retry),
-        ),
-        (
             "empty parts",
             r#"{"candidates":[{"content":{"parts":[{"text":""}],"role":"model"},"finishReason":"STOP","index":0}]}"#,
             expect(Class::Transient, Code::EmptyResponse, Action::Retry),
@@ -413,6 +408,23 @@ async fn gemini_unary_answers() {
     }
     let error = unary(&layer, cases[1].1).await.unwrap_err();
     assert_eq!(found(&error).provider_code(), Some("PROHIBITED_CONTENT"));
+
+    // Usage alone, no candidates and no block reason: the empty answer
+    // Gemini sometimes sends, where an answer must be; elsewhere another
+    // resource counting tokens (a cached content), delivered — judged, its
+    // creation was retried and each retry made (and billed) another.
+    let bare = r#"{"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash"}"#;
+    let generate = "/v1beta/models/gemini-2.0-flash:generateContent";
+    let error = answered_at(&layer, http::Method::POST, generate, bare)
+        .await
+        .unwrap_err();
+    expect(Class::Transient, Code::EmptyResponse, Action::Retry)
+        .check("usage alone", found(&error));
+    let cache = r#"{"name":"cachedContents/c1","model":"models/gemini-2.0-flash","createTime":"2026-12-01T00:00:00Z","expireTime":"2026-12-01T01:00:00Z","usageMetadata":{"totalTokenCount":123456}}"#;
+    let created = answered_at(&layer, http::Method::POST, "/v1beta/cachedContents", cache)
+        .await
+        .unwrap();
+    assert_eq!(created.body(), cache);
 }
 
 #[tokio::test(start_paused = true)]

@@ -419,6 +419,7 @@ fn answer(provider: Provider, body: &str) -> String {
         AnswerCheck::Fail(failure) => {
             format!("fail {} {:?}", failure.code(), failure.provider_code())
         }
+        AnswerCheck::Bare(failure) => format!("bare {}", failure.code()),
         AnswerCheck::OtherShape => "other shape".into(),
         AnswerCheck::Pending => "pending".into(),
         _ => "?".into(),
@@ -631,9 +632,10 @@ fn a_gemini_answer_counts_parts_that_are_not_thoughts() {
         gemini(blocked),
         r#"fail content_filtered Some("PROHIBITED_CONTENT")"#
     );
-    // Any one of candidates, feedback or usage makes it Gemini's shape.
+    // Any one of candidates, feedback or usage makes it Gemini's shape;
+    // usage alone is an empty answer only where an answer must be.
     let usage_only = r#"{"usageMetadata":{"promptTokenCount":2}}"#;
-    assert_eq!(gemini(usage_only), "fail empty_response None");
+    assert_eq!(gemini(usage_only), "bare empty_response");
     assert_eq!(gemini(r#"{"candidates":[]}"#), "fail empty_response None");
     assert_eq!(gemini(r#"{"embedding":{"values":[0.5]}}"#), "other shape");
 }

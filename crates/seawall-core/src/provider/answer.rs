@@ -35,6 +35,11 @@ pub enum AnswerCheck {
     /// The failure a "successful" body amounts to: empty, refused,
     /// filtered, cut or broken JSON (`protocol_violation`).
     Fail(Failure),
+    /// A body with nothing of an answer in it but its bookkeeping (Gemini's
+    /// `usageMetadata` alone): on a generation endpoint the empty answer
+    /// it is (the failure), anywhere else another resource that carries
+    /// the same field (a cached content counts its tokens too).
+    Bare(Failure),
 }
 
 /// What an answer amounts to once its parts are read. Policy outcomes come

@@ -319,6 +319,12 @@ pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
     {
         return AnswerCheck::OtherShape;
     }
+    if response.candidates.is_none() && response.prompt_feedback.is_none() {
+        return match verdict(None, false, None, usage_of(response.usage_metadata)) {
+            AnswerCheck::Fail(failure) => AnswerCheck::Bare(failure),
+            other => other,
+        };
+    }
     let candidates = response.candidates.unwrap_or_default();
     let blocked = response
         .prompt_feedback
