@@ -26,9 +26,12 @@ impl RetryBudgetLayer {
         }
     }
 
-    /// Draws jitter (and generated idempotency keys) from a random number
-    /// generator seeded with `seed`, for reproducible tests. Without it the
-    /// thread-local generator is used.
+    /// Draws jitter from a random number generator seeded with `seed`, for
+    /// reproducible tests. Without it the thread-local generator is used.
+    /// Generated idempotency keys never come from the seeded generator:
+    /// every service, replica and restart built with one seed would send
+    /// the same keys, and a provider would answer one request with
+    /// another's stored answer.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self

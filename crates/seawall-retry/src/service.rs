@@ -4,7 +4,6 @@ use std::task::{Context, Poll};
 
 use http::{HeaderValue, Request, Response};
 use http_body::Body;
-use rand::Rng;
 use seawall_core::facts::OperationSlots;
 use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, Deadline, OtherRoutes, RequestFacts, RouteId};
@@ -53,7 +52,9 @@ where
         if let Some(name) = &policy.idempotency_key
             && !request.headers().contains_key(name)
         {
-            let key = self.shared.random.with(|rng| rng.random::<u128>());
+            // The thread's generator (seeded from the system), never the
+            // layer's seeded one: keys must differ across processes.
+            let key = rand::random::<u128>();
             let value = HeaderValue::try_from(format!("{key:032x}"))
                 .expect("hex digits are a valid header value");
             request.headers_mut().insert(name.clone(), value);

@@ -370,4 +370,19 @@ async fn the_idempotency_key_is_the_same_on_every_attempt() {
     );
     svc.oneshot(mine).await.unwrap();
     assert_eq!(upstream.calls()[2].headers["idempotency-key"], "caller-1");
+
+    // A seed makes the jitter reproducible, never the keys: two ladders
+    // built with one seed (two replicas, a restart) send different keys.
+    let policy =
+        RetryPolicy::no_wait(3).idempotency_key(http::HeaderName::from_static("idempotency-key"));
+    let upstream = Upstream::new([Step::Ok, Step::Ok]);
+    for _ in 0..2 {
+        let svc = ladder(policy.clone()).layer(upstream.service::<ReplayBody<String>>());
+        svc.oneshot(request()).await.unwrap();
+    }
+    let calls = upstream.calls();
+    assert_ne!(
+        calls[0].headers["idempotency-key"],
+        calls[1].headers["idempotency-key"]
+    );
 }
