@@ -235,6 +235,16 @@ async fn anthropic() {
             expect: expect(Permanent, Code::ContextTooLong, Surface),
         },
         Case {
+            name: "400 input length and max_tokens exceed context limit",
+            status: 400,
+            headers: &[],
+            body: anthropic_error(
+                "invalid_request_error",
+                "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again",
+            ),
+            expect: expect(Permanent, Code::ContextTooLong, Surface),
+        },
+        Case {
             name: "401 authentication_error",
             status: 401,
             headers: &[],
@@ -397,6 +407,13 @@ async fn gemini() {
             expect: expect(Permanent, Code::ContextTooLong, Surface),
         },
         Case {
+            name: "400 INVALID_ARGUMENT, Vertex AI's input token count",
+            status: 400,
+            headers: &[],
+            body: r#"{"error":{"code":400,"message":"The input token count is 1284921 but the model only supports up to 1048576","status":"INVALID_ARGUMENT"}}"#,
+            expect: expect(Permanent, Code::ContextTooLong, Surface),
+        },
+        Case {
             name: "403 PERMISSION_DENIED",
             status: 403,
             headers: &[],
@@ -444,6 +461,17 @@ async fn grpc_trailers_only() {
             "RESOURCE_EXHAUSTED past the quota wall",
             &[("grpc-status", "8"), ("grpc-retry-pushback-ms", "3600000")],
             expect(Permanent, Code::QuotaExhausted, Surface).after(Duration::from_secs(3600)),
+        ),
+        (
+            "RESOURCE_EXHAUSTED for a message past the server's size limit",
+            &[
+                ("grpc-status", "8"),
+                (
+                    "grpc-message",
+                    "grpc: received message larger than max (8388708 vs. 4194304)",
+                ),
+            ],
+            expect(Permanent, Code::RequestTooLarge, Surface),
         ),
         (
             "UNAVAILABLE with pushback",

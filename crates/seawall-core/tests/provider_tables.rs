@@ -90,6 +90,38 @@ fn the_grpc_status_table() {
         assert_eq!(failure.provider_code(), Some(status.to_string().as_str()));
         assert_eq!(failure.message(), Some("why"));
     }
+    // RESOURCE_EXHAUSTED for a message past a size limit: the same message
+    // meets it again. The server's (or the request's, sent) and the one
+    // tonic met decoding the answer.
+    for (message, class, code) in [
+        (
+            "grpc: received message larger than max (8388708 vs. 4194304)",
+            Permanent,
+            Code::RequestTooLarge,
+        ),
+        (
+            "gRPC message exceeds maximum size 4194304: 8388708",
+            Permanent,
+            Code::RequestTooLarge,
+        ),
+        (
+            "Error, decoded message length too large: found 8388708 bytes, the limit is: 4194304 bytes",
+            Permanent,
+            Code::AnswerTooLarge,
+        ),
+        (
+            "Quota exceeded for quota metric",
+            Transient,
+            Code::RateLimited,
+        ),
+    ] {
+        let failure = classify_grpc(8, Some(message), cx(None, None));
+        assert_eq!(
+            (failure.class(), failure.code()),
+            (class, code),
+            "{message}"
+        );
+    }
 }
 
 /// The server's pushback is the delay for every status, as `Retry-After`

@@ -82,7 +82,13 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         "overloaded_error" => Verdict::Fixed(Transient, Code::Overloaded),
         "api_error" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
         "timeout_error" => Verdict::Fixed(Transient, Code::Timeout),
-        "invalid_request_error" if contains_ci(message, "prompt is too long") => {
+        // "prompt is too long: 210000 tokens > 200000 maximum"; with room
+        // for the prompt but not its output budget: "input length and
+        // `max_tokens` exceed context limit: 190000 + 20000 > 200000".
+        "invalid_request_error"
+            if contains_ci(message, "prompt is too long")
+                || contains_ci(message, "exceed context limit") =>
+        {
             Verdict::Fixed(Permanent, Code::ContextTooLong)
         }
         "invalid_request_error" => Verdict::Fixed(Permanent, Code::BadRequest),

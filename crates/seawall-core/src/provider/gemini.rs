@@ -112,8 +112,13 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         "UNAVAILABLE" => Verdict::Fixed(Transient, Code::Overloaded),
         "INTERNAL" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
         "DEADLINE_EXCEEDED" => Verdict::Fixed(Transient, Code::Timeout),
+        // "The input token count (1234567) exceeds the maximum number of
+        // tokens allowed (1048576)"; Vertex AI: "The input token count is
+        // 1234567 but the model only supports up to 1048576".
         "INVALID_ARGUMENT"
-            if contains_ci(message, "input token count") && contains_ci(message, "exceed") =>
+            if contains_ci(message, "input token count")
+                && (contains_ci(message, "exceed")
+                    || contains_ci(message, "only supports up to")) =>
         {
             Verdict::Fixed(Permanent, Code::ContextTooLong)
         }

@@ -362,6 +362,22 @@ pub fn classify_grpc_details(
     cx: ErrorContext,
 ) -> Failure {
     let verdict = match status {
+        // RESOURCE_EXHAUSTED is also how gRPC says a message passed a size
+        // limit (grpc-go "received message larger than max", grpc-java
+        // "exceeds maximum size", tonic "message length too large"): the
+        // same message meets the same limit, so no retry. A limit tonic
+        // met decoding the answer is the answer's size, ours to raise.
+        8 if message.is_some_and(|m| contains_ci(m, "decoded message length too large")) => {
+            Verdict::Fixed(Class::Permanent, Code::AnswerTooLarge)
+        }
+        8 if message.is_some_and(|m| {
+            contains_ci(m, "larger than max")
+                || contains_ci(m, "exceeds maximum size")
+                || contains_ci(m, "message length too large")
+        }) =>
+        {
+            Verdict::Fixed(Class::Permanent, Code::RequestTooLarge)
+        }
         8 => resource_exhausted(details.per_day_quota),
         14 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
         10 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
