@@ -198,7 +198,9 @@ impl Stack {
     /// own bound, narrowed by what is left of the operation. A value the
     /// request already carries there is the caller's own bound (tonic's
     /// `Request::set_timeout` writes one): the operation's deadline is the
-    /// earlier of it and the stack's. Off by default.
+    /// earlier of it and the stack's. Off by default; without it a
+    /// `grpc-timeout` the request carries still bounds the operation, and
+    /// goes to the server as the caller wrote it.
     pub fn propagate_deadline(mut self, wire: WireTimeout) -> Self {
         self.propagate = Some(wire);
         self
@@ -253,13 +255,13 @@ impl Stack {
     }
 
     /// The operation's deadline: the stack's total, or the caller's own
-    /// bound on the wire where the stack propagates one and it is earlier.
+    /// bound on the wire where it is earlier — in the wire the stack
+    /// propagates, else gRPC's `grpc-timeout` (tonic's `set_timeout` writes
+    /// it whether or not the stack propagates one; only a gRPC caller sends
+    /// it).
     pub(crate) fn total_deadline_layer(&self) -> DeadlineLayer {
-        let layer = DeadlineLayer::new(self.total);
-        match &self.propagate {
-            Some(wire) => layer.read_incoming(wire.clone()),
-            None => layer,
-        }
+        let wire = self.propagate.clone().unwrap_or_else(WireTimeout::grpc);
+        DeadlineLayer::new(self.total).read_incoming(wire)
     }
 
     /// The whole stack around `client`, without a fallback.

@@ -273,6 +273,39 @@ async fn the_callers_own_grpc_timeout_bounds_the_operation() {
     }
 }
 
+/// Without `propagate_deadline` too, the caller's own `set_timeout`
+/// bounds the whole operation: the ladder does not send attempt after
+/// attempt, each under the caller's bound again (tonic enforces the
+/// `grpc-timeout` it wrote on every copy), until the stack's own total.
+#[tokio::test]
+async fn the_callers_own_grpc_timeout_bounds_the_operation_without_propagation() {
+    // Accepts connections and never speaks.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    let stack = Stack::interactive()
+        .total_deadline(Duration::from_secs(10))
+        .attempt_timeout(Duration::from_secs(3))
+        .retry_policy(RetryPolicy::interactive().backoff(Backoff::exponential(
+            Duration::from_millis(5),
+            Duration::from_millis(20),
+        )))
+        .budget(Budget::unlimited());
+    let mut client = client(&url, stack);
+    let mut request = Request::new(ask());
+    request.set_timeout(Duration::from_millis(300));
+    let status = client.check(request).await.expect_err("out of time");
+    let failure = failure_of(&status).expect("seawall's verdict is the source");
+    let receipt = failure.receipt().expect("a receipt");
+    assert_eq!(receipt.attempts.len(), 1, "{receipt:?}");
+    held.abort();
+}
+
 #[tokio::test]
 async fn a_status_in_trailers_before_any_message_is_retried() {
     let (url, scripted) = server(vec![
