@@ -25,7 +25,8 @@ use crate::layer::Config;
 use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
 use crate::splice::{
-    Alignment, Fix, Kind, align, classify, ends_at_boundary, last_boundary, rewrite, split_events,
+    Alignment, Fix, Kind, align, align_prefill, classify, ends_at_boundary, last_boundary, rewrite,
+    split_events,
 };
 
 pub(crate) const TARGET: &str = "seawall::resume";
@@ -373,10 +374,14 @@ where
         // delete some (a blank line after a line, a word said again).
         let in_place = self.provider == Provider::OpenAi
             && self.styles.openai == OpenAiStyle::ContinueFinalMessage;
+        let prefill = self.provider == Provider::Anthropic
+            && self.styles.anthropic == AnthropicStyle::Prefill;
         let alignment = if in_place {
             Some(Alignment::Trim(0))
         } else if head.len() > self.config.max_head {
             Some(Alignment::Misaligned)
+        } else if prefill {
+            align_prefill(&self.delivered, head, self.config.align_window, complete)
         } else {
             align(&self.delivered, head, self.config.align_window, complete)
         };

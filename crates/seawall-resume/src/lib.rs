@@ -66,7 +66,11 @@
 //! prefix that repeats the end of the delivered text, word-aligned,
 //! rewriting the one event the cut falls in (not for a server that
 //! continues the final message in place: it never repeats, and what looks
-//! like a repeat there is new text). A continuation that repeats
+//! like a repeat there is new text). Claude continuing a prefill writes
+//! what follows it too: there only a verbatim restatement of at least two
+//! words and 12 bytes is trimmed (a `0` after `[0 1 0`, a word said twice,
+//! a brace after a brace are new text), or else the trailing whitespace
+//! the prefill had to go without. A continuation that repeats
 //! delivered text but not as its tail cannot be lined up: the body ends
 //! with the interruption, as without the layer, rather than guess.
 //!

@@ -413,6 +413,45 @@ pub(crate) fn align(
     Some(Alignment::Trim(overlap))
 }
 
+/// How a continuation of an Anthropic prefill lines up. The model writes
+/// what follows the prefill, so what merely resembles the delivered tail
+/// is new text — a number in a matrix row (`[0 1 0` then ` 0]`), a word
+/// said twice, a closing brace after a closing brace — and trimming it
+/// would delete it. Two things are trimmed: a verbatim restatement of the
+/// tail of at least two words and [`PROBE_MIN`] bytes (too long to be a
+/// coincidence), and else the whitespace the delivered text ended with,
+/// which the prefill went without (the API refuses a prefill that ends in
+/// whitespace) and the model writes anew. `None` while the head cannot
+/// tell yet: a restatement shows only once it is whole, so a head that
+/// repeats nothing waits for `window` bytes, as [`align`] does.
+pub(crate) fn align_prefill(
+    delivered: &str,
+    head: &str,
+    window: usize,
+    complete: bool,
+) -> Option<Alignment> {
+    let repeat = overlap(delivered, head);
+    if repeat == head.len() && !complete {
+        // All of it repeats: the repeat may go on.
+        return None;
+    }
+    let restated = &head[..repeat];
+    if repeat >= PROBE_MIN && restated.trim().contains(char::is_whitespace) {
+        return Some(Alignment::Trim(repeat));
+    }
+    if head.len() < window && !complete {
+        return None;
+    }
+    let cut = &delivered[delivered.trim_end().len()..];
+    let common: usize = cut
+        .chars()
+        .zip(head.chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a.len_utf8())
+        .sum();
+    Some(Alignment::Trim(common))
+}
+
 /// The longest prefix of `head` that is a suffix of `delivered` and begins
 /// a word in it.
 ///

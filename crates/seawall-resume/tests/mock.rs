@@ -510,6 +510,65 @@ async fn a_refused_prefill_is_asked_for_in_a_user_turn_next() {
     assert_eq!(deltas, 3, "w1, w2, then w3 of the continuation");
 }
 
+/// The text an Anthropic stream shows.
+fn anthropic_text_of(bytes: &[u8]) -> String {
+    let mut scanner = seawall_stream::sse::Scanner::default();
+    let mut decoder = seawall_stream::protocol::Decoder::new(seawall_stream::Provider::Anthropic);
+    let mut text = String::new();
+    scanner
+        .feed(bytes, |item| {
+            if let seawall_stream::protocol::Signal::Content { text: Some(t), .. } =
+                decoder.decode(item)
+            {
+                text.push_str(&t);
+            }
+        })
+        .unwrap();
+    text
+}
+
+/// Claude continues a prefill in place: what follows it is new text even
+/// when it looks like the delivered tail (a number in a matrix, a word
+/// said twice), never a repeat to trim. Only the whitespace the delivered
+/// text ended with, which the prefill went without, comes again.
+#[tokio::test]
+async fn an_anthropic_prefill_is_continued_in_place() {
+    for (delivered, next, whole, prefill) in [
+        (
+            ["[[1 0 0]\n [0 1", " 0"],
+            " 0]\n",
+            "[[1 0 0]\n [0 1 0 0]\n",
+            "[[1 0 0]\n [0 1 0",
+        ),
+        (["ha", " ha"], " ha!", "ha ha ha!", "ha ha"),
+        (
+            ["Line one.", "\n\n"],
+            "\n\nLine two.",
+            "Line one.\n\nLine two.",
+            "Line one.",
+        ),
+    ] {
+        let text = delivered.concat();
+        let first = vec![
+            Ok(Bytes::from(anthropic_start() + &text_start(0))),
+            Ok(Bytes::from(anthropic_text(0, delivered[0]))),
+            Ok(Bytes::from(anthropic_text(0, delivered[1]))),
+            Err(cut(&text)),
+        ];
+        let rest = anthropic_continuation(next, &anthropic_end("end_turn"));
+        let spliced = splice_anthropic(first, move |_| Ok(Bytes::from(rest.clone()))).await;
+        assert!(spliced.error.is_none(), "{:?}", spliced.error);
+        let last = spliced.continuations[0]["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(last["content"], prefill);
+        assert_eq!(anthropic_text_of(&spliced.shown), whole, "{delivered:?}");
+    }
+}
+
 /// A continuation refused for what it is — longer than the context
 /// window once the delivered text is in it, a refusal, a bad request —
 /// would be refused again word for word: one is sent, not the budget.
