@@ -395,6 +395,10 @@ where
         else {
             return;
         };
+        if let (Some(fix), Some((event, kind))) = (self.fix.as_mut(), events.first()) {
+            let text = matches!(kind, Kind::Content { text: Some(_), .. });
+            fix.first_content(event, text);
+        }
         let mut left = trim;
         let mut spliced = Vec::with_capacity(events.len());
         for (event, kind) in events {

@@ -59,7 +59,8 @@
 //! and a Responses API continuation takes the original's `item_id`,
 //! `output_index`, `content_index` and the next `sequence_number`s; a
 //! block or item the continuation adds after its text (a tool call) keeps
-//! its own id and follows the original's in the same order. The
+//! its own id and follows the original's in the same order, also when it
+//! opens the continuation (the text was whole at the cut). The
 //! OpenAI choice index needs nothing: only one choice is ever resumed.
 //! Models often repeat the tail of what they were given: the layer holds
 //! the continuation's first bytes (64 by default) and trims the longest

@@ -214,6 +214,10 @@ pub(crate) struct Fix {
     /// The current continuation's numbers for what it continues, from its
     /// first event shown.
     theirs: Option<Numbers>,
+    /// 1 when the continuation's first content is not the continued text
+    /// but a block after it (a tool call once the text was whole): its
+    /// numbers then follow the original's, not take them.
+    after: u64,
 }
 
 /// Where the continued text is: its block index (Anthropic), or its item
@@ -253,6 +257,7 @@ impl Fix {
     /// applied are a new continuation's.
     pub(crate) fn learn(&mut self, provider: Provider, frame: &Bytes) {
         self.theirs = None;
+        self.after = 0;
         let (events, _) = split_events(frame);
         for event in events {
             let Some((_, json)) = parse_event(&event) else {
@@ -276,6 +281,29 @@ impl Fix {
         }
     }
 
+    /// Takes the continuation's numbers from its first content, `event`:
+    /// the continued text's when it is `text`, else (a tool call first)
+    /// those of a block after the continued one, which keeps its own id.
+    pub(crate) fn first_content(&mut self, event: &[u8], text: bool) {
+        if self.theirs.is_some() {
+            return;
+        }
+        let Some((_, json)) = parse_event(event) else {
+            return;
+        };
+        let seen = Numbers::of(&json);
+        self.theirs = Some(if text {
+            seen
+        } else {
+            self.after = 1;
+            Numbers {
+                item_id: None,
+                content_index: None,
+                ..seen
+            }
+        });
+    }
+
     /// `event` saying what the original stream would have said; `None` when
     /// it needs no change.
     pub(crate) fn apply(&mut self, event: &[u8]) -> Option<Bytes> {
@@ -297,8 +325,12 @@ impl Fix {
                 changed = true;
             }
         };
+        let after = self.after;
         if let (Some(index), Some(ours)) = (seen.index, self.ours.index) {
-            set("index", shifted(index, theirs.index, ours).into());
+            set(
+                "index",
+                shifted(index, theirs.index, ours.saturating_add(after)).into(),
+            );
         }
         if let Some(seq) = self.sequence {
             set("sequence_number", seq.into());
@@ -313,7 +345,7 @@ impl Fix {
         if let (Some(index), Some(ours)) = (seen.output_index, self.ours.output_index) {
             set(
                 "output_index",
-                shifted(index, theirs.output_index, ours).into(),
+                shifted(index, theirs.output_index, ours.saturating_add(after)).into(),
             );
         }
         if continued

@@ -408,6 +408,60 @@ async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
     );
 }
 
+/// A continuation whose first content is a tool call (the text was whole
+/// at the cut; the model goes on to call a tool): its block follows the
+/// original text block instead of taking its index, so a client's
+/// accumulator never files the tool's input under the text block.
+#[tokio::test]
+async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
+    let first = anthropic_cut();
+    let rest = [
+        anthropic_start(),
+        anthropic(
+            "content_block_start",
+            serde_json::json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
+        ),
+        anthropic(
+            "content_block_delta",
+            serde_json::json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Oslo\"}"}}),
+        ),
+        stop(0),
+        anthropic_end("tool_use"),
+    ]
+    .concat();
+    let spliced = splice_anthropic(first, move |_| Ok(Bytes::from(rest.clone()))).await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(spliced.report.resumed(), 1);
+    let blocks = anthropic_blocks(&spliced.shown);
+    let of = |index: u64| {
+        blocks
+            .iter()
+            .filter(|(_, i)| *i == index)
+            .map(|(name, _)| name.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        of(0),
+        [
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta"
+        ],
+        "{blocks:?}"
+    );
+    assert_eq!(
+        of(1),
+        [
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop"
+        ],
+        "{blocks:?}"
+    );
+}
+
 /// Pings while the stream stalls, then the idle gap cuts it: the last
 /// frame the caller saw is a ping, and the continuation still writes into
 /// the text block that was open (here the second, index 1).
