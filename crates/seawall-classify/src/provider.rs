@@ -156,13 +156,54 @@ impl Classifier for ProviderClassifier {
         }
     }
 
-    fn check_success(&self, _parts: &Parts, body: &[u8], cx: &SuccessContext<'_>) -> Checked {
-        unary::check(
-            self.answer_provider(cx.facts),
-            body,
-            cx.facts.is_generation(),
-        )
+    fn check_success(&self, parts: &Parts, body: &[u8], cx: &SuccessContext<'_>) -> Checked {
+        let provider = self.answer_provider(cx.facts);
+        match unary::check(provider, body, cx.facts.is_generation()) {
+            checked @ Checked::Answer { .. } => checked,
+            checked => match declared_error(provider, parts, body, cx.quota_wall) {
+                Some(failure) => Checked::Fail(failure),
+                None => checked,
+            },
+        }
     }
+}
+
+/// A 2xx whose body declares an error where an answer would be: read as
+/// the error it declares, its `code` as the status when it is an HTTP
+/// status. OpenRouter answers this way once a generation has begun ("the
+/// HTTP status will be 200 and the error in the body",
+/// `{"error":{"code":502,"message":…}}`); judged as another shape it was
+/// `protocol_violation`, retried at once whatever it said (a 402 for spent
+/// credits, a 429 with its wait). Only a body whose `error` is an object,
+/// and only once the body is no answer: `"error": null` says nothing.
+fn declared_error(
+    provider: Provider,
+    parts: &Parts,
+    body: &[u8],
+    quota_wall: seawall_core::provider::QuotaWall,
+) -> Option<Failure> {
+    #[derive(serde::Deserialize)]
+    struct Declaring {
+        error: Option<Declared>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Declared {
+        #[serde(default)]
+        code: Option<serde_json::Value>,
+    }
+    memchr::memmem::find(body, b"\"error\"")?;
+    let declared = serde_json::from_slice::<Declaring>(body).ok()?.error?;
+    let status = declared
+        .code
+        .as_ref()
+        .and_then(serde_json::Value::as_u64)
+        .filter(|code| (400..600).contains(code))
+        .and_then(|code| u16::try_from(code).ok());
+    let cx = ErrorContext {
+        status,
+        ..crate::error_context(parts, quota_wall)
+    };
+    Some(classify_error(provider, body, cx))
 }
 
 /// The media type of the answer, parameters dropped.

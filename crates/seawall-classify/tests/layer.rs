@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Chunks, Repeat, collect, expect, found, response, through};
+use common::{Chunks, Expect, Repeat, collect, expect, found, response, through};
 use http::response::Parts;
 use http::{Request, Response};
 use http_body::Body;
@@ -334,6 +334,45 @@ async fn resources_that_end_like_a_generation_are_not_judged() {
         .await
         .unwrap_err();
     assert_eq!(found(&error).code(), Code::ProtocolViolation);
+}
+
+/// A 2xx whose body declares an error (OpenRouter once a generation has
+/// begun) is the error it declares, its code read as the status: a 429
+/// waits, a 502 is retried, spent credits are a wall — not one
+/// `protocol_violation` retried at once whatever it said.
+#[tokio::test]
+async fn an_error_declared_in_a_2xx_body_is_that_error() {
+    let layer = ClassifyLayer::openai();
+    let cases: [(&'static str, Expect); 4] = [
+        (
+            r#"{"error":{"code":429,"message":"Rate limit exceeded. Please try again in 20s.","metadata":{"provider_name":"Example"}}}"#,
+            expect(Class::Transient, Code::RateLimited, Action::Retry)
+                .after(Duration::from_secs(20)),
+        ),
+        (
+            r#"{"error":{"code":502,"message":"Provider returned error"}}"#,
+            expect(Class::Transient, Code::ProviderUnavailable, Action::Retry),
+        ),
+        (
+            r#"{"error":{"code":402,"message":"Insufficient credits"}}"#,
+            expect(Class::Permanent, Code::QuotaExhausted, Action::Surface),
+        ),
+        (
+            r#"{"error":{"message":"The server had an error processing your request.","type":"server_error","code":null}}"#,
+            expect(Class::Transient, Code::ProviderUnavailable, Action::Retry),
+        ),
+    ];
+    for (body, want) in cases {
+        let error = answered_at(&layer, http::Method::POST, "/v1/chat/completions", body)
+            .await
+            .unwrap_err();
+        want.check(body, found(&error));
+    }
+    // `"error": null` beside an answer says nothing.
+    let answer = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"error":null}"#;
+    answered_at(&layer, http::Method::POST, "/v1/chat/completions", answer)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
