@@ -410,6 +410,21 @@ impl Gateway {
                 // answers it guards as streams (a type in capitals, or none
                 // on a stream the request asked for, included).
                 let sse = head.extensions.get::<StreamReportHandle>().is_some();
+                if stream && !sse && head.status.is_success() {
+                    // A server that ignores `"stream": true` answers whole
+                    // (checked: a whole answer). The client's SDK reads an
+                    // event stream and finds no event in JSON: an answer
+                    // that shows nothing and ends as if done. Say so.
+                    tracker.end(End::Failed, Some(Code::ProtocolViolation.as_str()));
+                    return WireError::gateway(
+                        StatusCode::BAD_GATEWAY,
+                        Code::ProtocolViolation,
+                        format!(
+                            "seawall: the upstream `{served_by}` answered a stream request with                              one whole answer, not an event stream; ask without \"stream\": true"
+                        ),
+                    )
+                    .response(wire);
+                }
                 strip_upstream_headers(&mut head.headers);
                 head.headers
                     .insert(ATTEMPTS_HEADER, HeaderValue::from(attempts));

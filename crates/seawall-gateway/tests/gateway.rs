@@ -512,6 +512,33 @@ async fn embeddings_and_token_counts_go_through_the_stack() {
     }
 }
 
+/// An upstream that ignores `"stream": true` and answers whole: the
+/// client's SDK would read the JSON as an event stream with no event and
+/// end as if done. The gateway says what happened instead.
+#[tokio::test]
+async fn a_stream_request_answered_whole_is_an_error_not_an_empty_stream() {
+    let answer = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}"#;
+    let (base, calls) = scripted_upstream(vec![(200, answer)]).await;
+    let gateway = Running::start(config_at(Wire::OpenAi, &[("main", base)])).await;
+    let url = gateway.url("/v1/chat/completions");
+    let (status, headers, body) = send(&client(), post(&url, OPENAI_STREAM, &[])).await;
+    assert_eq!(status, 502, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "x-seawall-code"), "protocol_violation");
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stream request"),
+        "{error}"
+    );
+    assert_eq!(calls.lock().unwrap().len(), 1);
+    // Asked without a stream, the same answer passes.
+    let (status, _, body) = send(&client(), post(&url, OPENAI_UNARY, &[])).await;
+    assert_eq!(status, 200);
+    assert_eq!(body, answer.as_bytes());
+}
+
 /// A route key too short to be told from ordinary words could not be
 /// scrubbed from error text: the gateway refuses it at start.
 #[test]
