@@ -29,7 +29,10 @@
 //! - **Half-open**: after the break, up to [`half_open_trials`] trial calls
 //!   go through at once; [`close_after`] successes close the breaker, any
 //!   counted failure re-opens it with a longer break (doubling, capped,
-//!   jittered: [`BreakDuration`]).
+//!   jittered: [`BreakDuration`]). A trial is judged by its answer (under
+//!   the stream guard, its first content), not held to its body's end: a
+//!   trial streaming for minutes would keep every other call refused long
+//!   after the route came back.
 //!
 //! - **Cooling down**: besides rates of failure, a route remembers what it
 //!   said last about itself ([`Failure::cooldown`](seawall_core::Failure::cooldown)):
@@ -46,8 +49,10 @@
 //!
 //! The outcome of a streamed answer is known only at its end, so the
 //! response body is wrapped in a [`BreakerBody`] that records it there: a
-//! provider that drops every stream half-way trips the breaker. A dropped
-//! future or body records nothing and gives back its half-open place.
+//! provider that drops every stream half-way trips the breaker (counted by
+//! the calls of a closed spell; a trial was judged by its answer). A
+//! dropped future or body records nothing and gives back its half-open
+//! place.
 //!
 //! The success path takes no lock and allocates nothing: each service clone
 //! keeps the breaker of the last route it called, and a breaker's state and

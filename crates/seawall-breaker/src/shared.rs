@@ -163,6 +163,11 @@ impl Permit {
         self.record(Outcome::Success);
     }
 
+    /// Whether this call is a half-open trial.
+    pub(crate) fn is_trial(&self) -> bool {
+        self.ticket.is_some_and(Ticket::is_trial)
+    }
+
     /// Records an error: a failure when it carries a [`Failure`] about the
     /// route's health, nothing otherwise. An error that is not a `Failure`
     /// (no classifier below) is not counted: the breaker cannot tell a dead

@@ -171,6 +171,11 @@ impl Ticket {
         Ticket(NonZeroU64::MIN.saturating_add(period & PERIOD_MASK))
     }
 
+    /// Whether this is a half-open trial's ticket.
+    pub(crate) fn is_trial(self) -> bool {
+        self.0.get() & Ticket::CLOSED_BIT == 0
+    }
+
     /// Whose outcome this is: a closed spell's or a half-open period's.
     fn spell(self) -> Spell {
         let bits = self.0.get();

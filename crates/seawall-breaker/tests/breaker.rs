@@ -270,6 +270,32 @@ fn futures_poll<F: Future + Unpin>(future: &mut F) -> Option<F::Output> {
     }
 }
 
+/// A trial is judged by its answer, not held to the end of its body: a
+/// streamed trial closes the breaker when its answer comes, and the calls
+/// that follow are admitted while it still streams — a reasoning stream
+/// of minutes would otherwise keep the route refused long after it came
+/// back. (Changed on purpose: a trial's outcome used to wait for its
+/// body's end.)
+#[tokio::test(start_paused = true)]
+async fn a_streaming_trial_is_judged_by_its_answer() {
+    let (service, handle, _) = build(consecutive(1).half_open_trials(1).close_after(1));
+    send(&service, Plan::Fail(Code::Overloaded)).await;
+    tokio::time::advance(Duration::from_secs(5)).await;
+    let trial = service
+        .clone()
+        .oneshot(request(Plan::DropsMidStream))
+        .await
+        .unwrap();
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    assert_eq!(send(&service, Plan::Ok).await, None, "admitted meanwhile");
+    // Its body then breaks: the trial was judged already.
+    trial.into_body().collect().await.unwrap_err();
+    assert_eq!(handle.state(&route()), BreakerState::Closed);
+    // A call of the closed spell still counts how its body ends.
+    send(&service, Plan::DropsMidStream).await;
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_failed_trial_reopens_with_a_longer_break() {
     let (service, handle, _) = build(consecutive(1).half_open_trials(2).close_after(2));
@@ -315,14 +341,6 @@ async fn a_dropped_trial_gives_its_place_back_and_records_nothing() {
     assert!(futures_poll(&mut trial).is_none());
     assert_eq!(refusal(&service).await.code(), Code::CircuitOpen);
     drop(trial);
-    assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
-    // A streamed trial whose body is dropped before its end: nothing either.
-    let response = service
-        .clone()
-        .oneshot(request(Plan::Streams))
-        .await
-        .unwrap();
-    drop(response);
     assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
     let calls = provider.calls();
     assert_eq!(send(&service, Plan::Ok).await, None);
