@@ -202,17 +202,29 @@ pub fn continuation_with(
 /// the caller's budget bounds the whole answer, not each piece of it.
 /// False when nothing is left.
 pub(crate) fn spend_budget(provider: Provider, body: &mut Value, spent: u64) -> bool {
+    // Google's JSON APIs take the proto field names too
+    // (`generation_config.max_output_tokens`).
     let keys: &[&str] = match provider {
         Provider::OpenAi => &["/max_completion_tokens", "/max_tokens"],
         Provider::Anthropic => &["/max_tokens"],
         Provider::OpenAiResponses => &["/max_output_tokens"],
-        Provider::Gemini => &["/generationConfig/maxOutputTokens"],
+        Provider::Gemini => &[
+            "/generationConfig/maxOutputTokens",
+            "/generationConfig/max_output_tokens",
+            "/generation_config/maxOutputTokens",
+            "/generation_config/max_output_tokens",
+        ],
         Provider::Http => &[],
     };
     let mut left = true;
     for key in keys {
+        // A whole number written as one (`1024.0`) is a budget too.
         if let Some(slot) = body.pointer_mut(key)
-            && let Some(budget) = slot.as_u64()
+            && let Some(budget) = slot.as_u64().or_else(|| {
+                slot.as_f64()
+                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < u64::MAX as f64)
+                    .map(|f| f as u64)
+            })
         {
             let rest = budget.saturating_sub(spent);
             left &= rest > 0;
@@ -231,10 +243,12 @@ pub(crate) fn spend_budget(provider: Provider, body: &mut Value, spent: u64) -> 
 /// never the rest of the cut one).
 pub fn never_resume(provider: Provider, original: &Value) -> Option<&'static str> {
     let count = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(1);
-    let config = original.get("generationConfig");
+    let config = google(original, "generationConfig", "generation_config");
     match provider {
         Provider::OpenAi if count(original.get("n")) > 1 => Some("n_choices"),
-        Provider::Gemini if count(config.and_then(|c| c.get("candidateCount"))) > 1 => {
+        Provider::Gemini
+            if count(config.and_then(|c| google(c, "candidateCount", "candidate_count"))) > 1 =>
+        {
             Some("n_choices")
         }
         Provider::Anthropic
@@ -270,16 +284,24 @@ fn structured(provider: Provider, original: &Value) -> bool {
             original.pointer("/output_config/format").is_some()
                 || original.get("output_format").is_some()
         }
-        Provider::Gemini => original.get("generationConfig").is_some_and(|config| {
-            config.get("responseSchema").is_some()
-                || config.get("responseJsonSchema").is_some()
-                || config
-                    .get("responseMimeType")
-                    .and_then(Value::as_str)
-                    .is_some_and(|mime| mime != "text/plain")
-        }),
+        Provider::Gemini => {
+            google(original, "generationConfig", "generation_config").is_some_and(|config| {
+                google(config, "responseSchema", "response_schema").is_some()
+                    || google(config, "responseJsonSchema", "response_json_schema").is_some()
+                    || google(config, "responseMimeType", "response_mime_type")
+                        .and_then(Value::as_str)
+                        .is_some_and(|mime| mime != "text/plain")
+            })
+        }
         Provider::Http => false,
     }
+}
+
+/// A member of a Gemini request by its JSON name or its proto field name:
+/// Google's JSON APIs accept both (`generationConfig` and
+/// `generation_config`).
+fn google<'a>(object: &'a Value, json_name: &str, proto_name: &str) -> Option<&'a Value> {
+    object.get(json_name).or_else(|| object.get(proto_name))
 }
 
 #[cfg(test)]
@@ -404,6 +426,13 @@ mod tests {
         );
         assert_eq!(
             never_resume(
+                Provider::Gemini,
+                &json!({"generation_config": {"candidate_count": 2}})
+            ),
+            Some("n_choices")
+        );
+        assert_eq!(
+            never_resume(
                 Provider::Anthropic,
                 &json!({"thinking": {"type": "enabled", "budget_tokens": 1024}})
             ),
@@ -443,6 +472,15 @@ mod tests {
             (
                 Provider::Gemini,
                 json!({"generationConfig": {"responseJsonSchema": schema}}),
+            ),
+            // Google's JSON APIs take the proto field names too.
+            (
+                Provider::Gemini,
+                json!({"generation_config": {"response_mime_type": "application/json"}}),
+            ),
+            (
+                Provider::Gemini,
+                json!({"generation_config": {"response_schema": schema}}),
             ),
         ] {
             assert_eq!(
@@ -496,6 +534,17 @@ mod tests {
                 Provider::Gemini,
                 json!({"generationConfig": {"maxOutputTokens": 10}}),
                 "/generationConfig/maxOutputTokens",
+            ),
+            (
+                Provider::Gemini,
+                json!({"generation_config": {"max_output_tokens": 10}}),
+                "/generation_config/max_output_tokens",
+            ),
+            // A whole number written with a fraction is a budget too.
+            (
+                Provider::Anthropic,
+                json!({"max_tokens": 10.0}),
+                "/max_tokens",
             ),
         ] {
             assert!(spend_budget(provider, &mut body, 4));
