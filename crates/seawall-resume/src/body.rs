@@ -31,6 +31,12 @@ use crate::splice::{
 
 pub(crate) const TARGET: &str = "seawall::resume";
 
+/// The most bytes of events held while a continuation lines up, per byte
+/// of `max_head` (1 MiB by default): a continuation that sends events
+/// without text, or restates the tail one short event at a time, is held
+/// within it, then ends as misaligned.
+const HELD_PER_HEAD: usize = 16;
+
 /// The response body of [`Resume`](crate::Resume).
 ///
 /// For an answer that is not a 2xx event stream on a provider's generation
@@ -78,6 +84,10 @@ enum Segment {
     Aligning {
         events: Vec<(Bytes, Kind)>,
         head: String,
+        /// Bytes of the held events: events without text (pings, empty
+        /// deltas, tool-call deltas) do not grow `head`, and are bounded
+        /// here.
+        held: usize,
     },
     /// A continuation whose events are rewritten to read as the rest of the
     /// original stream (Anthropic block index, Responses numbering).
@@ -323,6 +333,7 @@ where
                         self.segment = Segment::Aligning {
                             events: Vec::new(),
                             head: String::new(),
+                            held: 0,
                         };
                         self.hold(event, kind);
                     }
@@ -349,9 +360,10 @@ where
     }
 
     fn hold(&mut self, event: Bytes, kind: Kind) {
-        let Segment::Aligning { events, head } = &mut self.segment else {
+        let Segment::Aligning { events, head, held } = &mut self.segment else {
             return;
         };
+        *held += event.len();
         let complete = matches!(kind, Kind::Content { finish: true, .. } | Kind::End);
         if let Kind::Content {
             text: Some(text), ..
@@ -365,7 +377,7 @@ where
 
     /// Lines the held head up with the delivered text, when it can.
     fn try_align(&mut self, complete: bool) {
-        let Segment::Aligning { head, .. } = &mut self.segment else {
+        let Segment::Aligning { head, held, .. } = &mut self.segment else {
             return;
         };
         // A server continuing the final message in place was given the
@@ -378,7 +390,9 @@ where
             && self.styles.anthropic == AnthropicStyle::Prefill;
         let alignment = if in_place {
             Some(Alignment::Trim(0))
-        } else if head.len() > self.config.max_head {
+        } else if head.len() > self.config.max_head
+            || *held > self.config.max_head.saturating_mul(HELD_PER_HEAD)
+        {
             Some(Alignment::Misaligned)
         } else if prefill {
             align_prefill(&self.delivered, head, self.config.align_window, complete)
@@ -390,7 +404,7 @@ where
             Some(Alignment::Misaligned) => return self.misaligned(),
             Some(Alignment::Trim(trim)) => trim,
         };
-        let Segment::Aligning { events, head } =
+        let Segment::Aligning { events, head, .. } =
             std::mem::replace(&mut self.segment, Segment::Pass)
         else {
             return;

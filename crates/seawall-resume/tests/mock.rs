@@ -122,6 +122,28 @@ fn text_of(bytes: &[u8]) -> String {
     text
 }
 
+/// A continuation that repeats the tail and then sends only events
+/// without text (empty deltas, as a stuck server might) is held while it
+/// lines up — within a bound: past 1 MiB of held events it ends as
+/// misaligned, with the interruption, instead of growing.
+#[tokio::test]
+async fn events_without_text_held_while_lining_up_are_bounded() {
+    let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))];
+    let empty = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":null}]}\n\n";
+    let mut rest = chunk(" w2").to_vec();
+    rest.extend(empty.repeat(2 << 20 >> 6).into_bytes());
+    rest.extend_from_slice(b"data: [DONE]\n\n");
+    let rest = Bytes::from(rest);
+    let spliced = splice_openai(ResumeLayer::new(), first, move |_| Ok(rest.clone())).await;
+    let error = spliced.error.expect("ended as misaligned");
+    assert_eq!(
+        Failure::find(&*error).map(Failure::code),
+        Some(Code::StreamInterrupted)
+    );
+    assert_eq!(spliced.report.gave_up, Some("misaligned"));
+    assert!(spliced.shown.len() < 4096, "nothing of the hold was shown");
+}
+
 /// A continuation in small pieces that repeats two delivered words: spliced
 /// whole, the repeat trimmed.
 #[tokio::test]
