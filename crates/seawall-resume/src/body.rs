@@ -566,6 +566,19 @@ where
     }
 
     fn on_error(&mut self, error: BoxError) {
+        // An event ended by a CR blank line at a frame's end was held for
+        // the LF that might follow (a CRLF cut in two). The stream broke
+        // there, so none comes: the event is whole — the guard read it, and
+        // its text is in what was delivered — and goes on with the LF that
+        // makes its end plain to every reader (`\r\r\n` ends it as `\r\r`
+        // does).
+        if self.partial.ends_with(b"\r") {
+            let mut whole = std::mem::take(&mut self.partial);
+            whole.extend_from_slice(b"\n");
+            if last_boundary(&whole) == Some(whole.len()) {
+                self.push(whole.freeze());
+            }
+        }
         // What this stream showed, trimmed of its repeat, joins the rest.
         self.try_align(true);
         if matches!(self.phase, Phase::Done) {

@@ -122,6 +122,31 @@ fn text_of(bytes: &[u8]) -> String {
     text
 }
 
+/// A stream whose lines end with CR alone (legal in SSE) cut right after
+/// an event: the event's last byte is a CR that might have been half of a
+/// CRLF, so it was held — and the break must not lose it: the guard read
+/// it, its text is in what was delivered, and the continuation starts
+/// after it.
+#[tokio::test]
+async fn an_event_ended_by_a_lone_cr_before_the_cut_is_not_lost() {
+    let cr = |text: &str| {
+        Bytes::from(
+            String::from_utf8(chunk(text).to_vec())
+                .unwrap()
+                .replace('\n', "\r"),
+        )
+    };
+    let first = vec![Ok(cr("w1")), Ok(cr(" w2")), Err(cut("w1 w2"))];
+    let mut rest = chunk(" w3").to_vec();
+    rest.extend_from_slice(
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let rest = Bytes::from(rest);
+    let spliced = splice_openai(ResumeLayer::new(), first, move |_| Ok(rest.clone())).await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(text_of(&spliced.shown), "w1 w2 w3");
+}
+
 /// A continuation that repeats the tail and then sends only events
 /// without text (empty deltas, as a stuck server might) is held while it
 /// lines up — within a bound: past 1 MiB of held events it ends as
