@@ -122,9 +122,12 @@ impl BreakDuration {
     /// The break after the `trips`-th consecutive trip (1 for the first).
     pub(crate) fn after_trips(&self, trips: u32, random: &Random) -> Duration {
         let full = capped_doubling(self.base, self.max, trips.saturating_sub(1));
-        // `max` and `min` drop a NaN (`clamp` would keep it, and
-        // `mul_f64` panics on one).
-        let jitter = self.jitter.max(0.0).min(0.99);
+        // `clamp` keeps a NaN, and `mul_f64` panics on one: no jitter.
+        let jitter = if self.jitter.is_nan() {
+            0.0
+        } else {
+            self.jitter.clamp(0.0, 0.99)
+        };
         if jitter == 0.0 {
             return full;
         }
