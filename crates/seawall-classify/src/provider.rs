@@ -176,6 +176,9 @@ impl Classifier for ProviderClassifier {
 /// `protocol_violation`, retried at once whatever it said (a 402 for spent
 /// credits, a 429 with its wait). Only a body whose `error` is an object,
 /// and only once the body is no answer: `"error": null` says nothing.
+/// Out of line: the answer path never calls it.
+#[cold]
+#[inline(never)]
 fn declared_error(
     provider: Provider,
     parts: &Parts,
