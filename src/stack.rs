@@ -143,13 +143,16 @@ impl Stack {
         }
     }
 
-    /// A model that thinks before it writes: 20 min for the operation,
+    /// A model that thinks before it writes: 22 min for the operation,
     /// 11 min per attempt, a short ladder (two attempts: a third attempt
     /// of a ten-minute think rarely fits), the reasoning stream guard
-    /// (first content may take 10 min).
+    /// (first content may take 10 min). Two whole attempts fit the
+    /// operation: with a fallback the ladder keeps one attempt's bound in
+    /// reserve for it (at most half the operation), and the primary still
+    /// has its own whole attempt.
     pub fn reasoning() -> Self {
         Stack {
-            total: Duration::from_secs(1200),
+            total: Duration::from_secs(1320),
             per_attempt: Duration::from_secs(660),
             retry: RetryPolicy::interactive().max_attempts(2),
             guard: StreamGuardLayer::reasoning(),

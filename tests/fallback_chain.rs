@@ -180,3 +180,42 @@ async fn every_route_rate_limited_for_60s_inside_10s_fails_at_once_with_the_retu
         );
     }
 }
+
+/// The reasoning preset with a fallback: the ladder keeps one attempt's
+/// bound in reserve for the fallback, and the operation is long enough
+/// that the primary keeps its own whole attempt too — a think that fits
+/// one attempt without a fallback fits it with one.
+#[tokio::test(start_paused = true)]
+async fn with_a_fallback_the_reasoning_primary_keeps_its_whole_attempt() {
+    let stack = seawall::stack::Stack::reasoning();
+    let classify = ClassifyLayer::openai();
+    let thinking = Upstream::default();
+    let primary = {
+        let upstream = thinking.clone();
+        service_fn(
+            move |_: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| {
+                let answer = upstream.answer();
+                async move {
+                    // Ten and a half minutes of thought: inside one attempt.
+                    tokio::time::sleep(Duration::from_secs(630)).await;
+                    Ok::<_, Infallible>(answer)
+                }
+            },
+        )
+    };
+    let backup = Upstream::default();
+    let spare = {
+        let upstream = backup.clone();
+        service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| {
+            let answer = upstream.answer();
+            async move { Ok::<_, Infallible>(answer) }
+        })
+    };
+    let fallback = FallbackLayer::chain([
+        FallbackRoute::new(stack.attempt(&classify, spare)).route(RouteId::new("backup"))
+    ]);
+    let service = stack.build_with_fallback(&classify, primary, fallback);
+    let response = service.oneshot(chat_request()).await.expect("an answer");
+    assert!(!response.extensions().get::<ServedBy>().unwrap().fallback);
+    assert_eq!((thinking.calls(), backup.calls()), (1, 0));
+}
