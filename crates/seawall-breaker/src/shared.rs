@@ -53,6 +53,8 @@ pub(crate) struct Shared {
     /// without the map's lock or hashing. Routes are never removed, so it
     /// stays the map's breaker for that name.
     first: OnceLock<Arc<RouteBreaker>>,
+    /// The route limit was reached and said so.
+    said_full: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -69,6 +71,7 @@ impl Shared {
             max_routes,
             routes: RwLock::new(HashMap::new()),
             first: OnceLock::new(),
+            said_full: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -90,25 +93,26 @@ impl Shared {
         {
             return Some(Arc::clone(first));
         }
-        if let Some(found) = self
-            .routes
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
         {
-            return Some(Arc::clone(found));
+            let routes = self.routes.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(found) = routes.get(name) {
+                return Some(Arc::clone(found));
+            }
+            // Full: an unguarded route's every call would take the write
+            // lock (and log) to find out again.
+            if routes.len() >= self.max_routes && !force {
+                drop(routes);
+                self.full(name);
+                return None;
+            }
         }
         let mut routes = self.routes.write().unwrap_or_else(PoisonError::into_inner);
         if let Some(found) = routes.get(name) {
             return Some(Arc::clone(found));
         }
         if routes.len() >= self.max_routes && !force {
-            tracing::warn!(
-                target: "seawall::breaker",
-                route = name,
-                max_routes = self.max_routes,
-                "circuit breaker route limit reached; route is not guarded"
-            );
+            drop(routes);
+            self.full(name);
             return None;
         }
         let breaker = Arc::new(RouteBreaker::new(
@@ -120,6 +124,23 @@ impl Shared {
         // Set under the write lock: the first breaker created wins.
         let _ = self.first.set(Arc::clone(&breaker));
         Some(breaker)
+    }
+
+    /// Says once that the route limit is reached: a flood of distinct
+    /// authorities must not become a flood of log lines.
+    fn full(&self, name: &str) {
+        if !self
+            .said_full
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!(
+                target: "seawall::breaker",
+                route = name,
+                max_routes = self.max_routes,
+                "circuit breaker route limit reached; this route and any further new one \
+                 go unguarded (said once)"
+            );
+        }
     }
 
     /// Every known route's breaker.
