@@ -233,6 +233,10 @@ struct Reading<B> {
     trailers: Option<HeaderMap>,
     /// Whether the body's first non-blank byte opened a JSON object.
     object_seen: bool,
+    /// Bytes at the start of the buffer known to be blank (a byte-order
+    /// mark, whitespace): the opening is looked for after them, so blanks
+    /// sent a few at a time are read once, not once per frame.
+    blank: usize,
     pulled: u64,
     chunks: u64,
     first_byte: Option<Duration>,
@@ -268,6 +272,7 @@ where
             buffer: Buffer::Empty,
             trailers: None,
             object_seen: false,
+            blank: 0,
             pulled: 0,
             chunks: 0,
             first_byte: None,
@@ -329,7 +334,15 @@ where
                             // A unary answer is an object; an array is a
                             // stream of objects (Gemini without `alt=sse`)
                             // and must not be held back until it ends.
-                            match opening(self.buffer.as_slice()) {
+                            let all = self.buffer.as_slice();
+                            let first = match self.blank {
+                                0 => opening(all),
+                                blank => all[blank..]
+                                    .iter()
+                                    .copied()
+                                    .find(|byte| !byte.is_ascii_whitespace()),
+                            };
+                            match first {
                                 Some(b'{') => self.object_seen = true,
                                 Some(first) => {
                                     return Poll::Ready(if is_answer_opening(first, facts) {
@@ -338,7 +351,7 @@ where
                                         SuccessRead::NotAnAnswer(first)
                                     });
                                 }
-                                None => {}
+                                None => self.blank = self.buffer.len(),
                             }
                         }
                         if self.buffer.len() > cap {

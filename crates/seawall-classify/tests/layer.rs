@@ -375,6 +375,28 @@ async fn an_error_declared_in_a_2xx_body_is_that_error() {
         .unwrap();
 }
 
+/// Blanks before an answer, sent a few bytes at a time (a hostile or
+/// broken server), are read once each: the opening is looked for after
+/// what is known to be blank, not in the whole buffer again at every
+/// frame — quadratic, 2 MiB of spaces in 64-byte frames was a minute of
+/// CPU inside one poll.
+#[tokio::test]
+async fn blanks_before_an_answer_are_read_once() {
+    let answer = r#"{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}"#;
+    let body = Repeat::new(Bytes::from(vec![b' '; 64]), 32 * 1024).tail(answer);
+    let response = http::Response::builder()
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let response = through(&ClassifyLayer::openai(), response).await.unwrap();
+    let bytes = collect(response.into_body()).await;
+    assert_eq!(bytes.len(), 2 * 1024 * 1024 + answer.len());
+    let took = started.elapsed();
+    // Linear: well under a second even unoptimised; quadratic: a minute.
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+}
+
 #[tokio::test]
 async fn anthropic_unary_answers() {
     let layer = ClassifyLayer::anthropic();
