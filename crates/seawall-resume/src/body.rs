@@ -701,6 +701,11 @@ where
         *request.uri_mut() = self.head.uri().clone();
         *request.version_mut() = self.head.version();
         *request.headers_mut() = self.head.headers().clone();
+        // The caller's key names the original request: a server that
+        // honours it would answer the continuation with the original's
+        // stored answer. A ladder below sets a key of its own if it keeps
+        // one.
+        request.headers_mut().remove("idempotency-key");
         request.headers_mut().insert(
             http::header::CONTENT_LENGTH,
             HeaderValue::from(bytes.len() as u64),

@@ -147,6 +147,50 @@ async fn an_event_ended_by_a_lone_cr_before_the_cut_is_not_lost() {
     assert_eq!(text_of(&spliced.shown), "w1 w2 w3");
 }
 
+/// The caller's idempotency key names the original request, not its
+/// continuation: a server that honours keys would answer the
+/// continuation with the original's stored answer. It stays behind.
+#[tokio::test]
+async fn a_continuation_does_not_reuse_the_callers_idempotency_key() {
+    let keys = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = keys.clone();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let service = ServiceBuilder::new().layer(ResumeLayer::new()).service(service_fn(
+        move |req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+            seen.lock()
+                .unwrap()
+                .push(req.headers().get("idempotency-key").cloned());
+            let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                let mut rest = chunk(" w3").to_vec();
+                rest.extend_from_slice(
+                    b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+                );
+                Ok::<_, BoxError>(if first {
+                    stream(vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))])
+                } else {
+                    stream(vec![Ok(Bytes::from(rest))])
+                })
+            }
+        },
+    ));
+    let body = serde_json::json!({"model": "m", "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let request = http::Request::post("http://api.example/v1/chat/completions")
+        .header("idempotency-key", "caller-1")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    response.into_body().collect().await.unwrap();
+    let keys = keys.lock().unwrap().clone();
+    assert_eq!(keys.len(), 2, "the original and one continuation");
+    assert_eq!(
+        keys[0].as_ref().map(|k| k.to_str().unwrap()),
+        Some("caller-1")
+    );
+    assert_eq!(keys[1], None);
+}
+
 /// A continuation that repeats the tail and then sends only events
 /// without text (empty deltas, as a stuck server might) is held while it
 /// lines up — within a bound: past 1 MiB of held events it ends as
