@@ -164,6 +164,19 @@ impl Gateway {
                             route.name
                         )));
                     }
+                    // A key read from a file written on Windows ends in CR;
+                    // pasted, it may carry a space. No header carries it
+                    // as it is: refused here, not on every request (as the
+                    // client's bad request) or, on a fallback, never sent.
+                    if !key.expose().bytes().all(|b| b.is_ascii_graphic()) {
+                        return Err(GatewayError::Config(crate::config::ConfigError::Invalid(
+                            format!(
+                                "route `{}`: the key in {var} holds a space, a line end or \
+                                 another character a header cannot carry",
+                                route.name
+                            ),
+                        )));
+                    }
                     redactor.push(&key);
                     Some(key)
                 }

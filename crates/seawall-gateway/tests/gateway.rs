@@ -542,7 +542,7 @@ async fn a_stream_request_answered_whole_is_an_error_not_an_empty_stream() {
 /// A route key too short to be told from ordinary words could not be
 /// scrubbed from error text: the gateway refuses it at start.
 #[test]
-fn a_route_key_too_short_to_scrub_is_refused() {
+fn a_route_key_too_short_to_scrub_or_unsendable_is_refused() {
     let config = config_over(Wire::OpenAi, "http://127.0.0.1:9");
     let short = |name: &str| match name {
         "KEY_MAIN" => Some("k-12345".to_owned()),
@@ -552,7 +552,18 @@ fn a_route_key_too_short_to_scrub_is_refused() {
     assert!(matches!(err, GatewayError::Unsafe(_)), "{err}");
     assert!(err.to_string().contains("KEY_MAIN"), "{err}");
     assert!(!err.to_string().contains("k-12345"), "{err}");
-    assert!(Gateway::with_env(config, env).is_ok());
+    assert!(Gateway::with_env(config.clone(), env).is_ok());
+    // A key with a line end (a file written on Windows) or a space.
+    for bad in ["sk-route-main-secret\r", "sk-route main-secret"] {
+        let key = |name: &str| match name {
+            "KEY_MAIN" => Some(bad.to_owned()),
+            other => env(other),
+        };
+        let err = Gateway::with_env(config.clone(), key).unwrap_err();
+        assert!(matches!(err, GatewayError::Config(_)), "{err}");
+        assert!(err.to_string().contains("KEY_MAIN"), "{err}");
+        assert!(!err.to_string().contains("sk-route"), "{err}");
+    }
 }
 
 #[tokio::test]
