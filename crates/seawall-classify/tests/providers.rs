@@ -171,6 +171,40 @@ async fn openai() {
     run(ClassifyLayer::openai(), &cases).await;
 }
 
+/// Gemini's OpenAI-compatible endpoint (`/v1beta/openai/chat/completions`,
+/// classified as OpenAI) answers errors in Gemini's shape, an array at
+/// times: its per-day wall, its retry delay and its key rejection read as
+/// Gemini's table reads them, not as a bare status.
+#[tokio::test]
+async fn gemini_errors_through_the_openai_compatible_endpoint() {
+    let per_day = format!("[{GEMINI_PER_DAY}]");
+    let per_minute = format!("[{GEMINI_PER_MINUTE}]");
+    let cases = [
+        Case {
+            name: "429 per-day wall, in an array",
+            status: 429,
+            headers: &[],
+            body: per_day.leak(),
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "429 per minute, in an array: RetryInfo's delay",
+            status: 429,
+            headers: &[],
+            body: per_minute.leak(),
+            expect: expect(Transient, Code::RateLimited, Retry).after(Duration::from_secs(26)),
+        },
+        Case {
+            name: "429 per-day wall, an object",
+            status: 429,
+            headers: &[],
+            body: GEMINI_PER_DAY,
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+    ];
+    run(ClassifyLayer::openai(), &cases).await;
+}
+
 #[tokio::test]
 async fn openai_quota_wall_from_retry_after() {
     let before = SystemTime::now();

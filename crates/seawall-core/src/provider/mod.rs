@@ -241,7 +241,19 @@ impl ErrorContext {
 /// in `provider`'s wire format.
 pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Failure {
     let parsed = match provider {
-        Provider::OpenAi | Provider::OpenAiResponses => openai::parse_error(body),
+        Provider::OpenAi | Provider::OpenAiResponses => {
+            let openai = openai::parse_error(body);
+            // Gemini's OpenAI-compatible endpoint (`/v1beta/openai/…`)
+            // answers errors in Gemini's own shape — an array at times, a
+            // `status` where OpenAI has a `type` — with its per-day quota
+            // and retry delay in `details`: read by Gemini's table.
+            if openai.as_ref().is_none_or(|d| d.error_type.is_none())
+                && let Some(google) = gemini::parse_error(body).filter(|d| d.error_type.is_some())
+            {
+                return judge(Provider::Gemini, google, &cx);
+            }
+            openai
+        }
         Provider::Anthropic => anthropic::parse_error(body),
         Provider::Gemini => gemini::parse_error(body),
         Provider::Http => None,
