@@ -59,7 +59,9 @@ enum BodyKind<S, B, RB>
 where
     S: Service<Request<ResumeRequestBody<B>>>,
 {
-    Passthrough(Pin<Box<RB>>),
+    /// A body the layer cannot resume; if it ends with an error, the
+    /// report says why it was not resumed.
+    Passthrough(Pin<Box<RB>>, Option<(Resumed, &'static str)>),
     Resuming(Box<State<S, B, RB>>),
 }
 
@@ -149,9 +151,18 @@ impl<S, B, RB> ResumeBody<S, B, RB>
 where
     S: Service<Request<ResumeRequestBody<B>>>,
 {
+    /// `body` passed as it comes: not a stream the layer resumes.
     pub(crate) fn passthrough(body: RB) -> Self {
         ResumeBody {
-            kind: BodyKind::Passthrough(Box::pin(body)),
+            kind: BodyKind::Passthrough(Box::pin(body), None),
+        }
+    }
+
+    /// A stream passed as it comes; an error it ends with was not resumed
+    /// for `why` (in `resumed`'s report).
+    pub(crate) fn unresumed(body: RB, resumed: Resumed, why: &'static str) -> Self {
+        ResumeBody {
+            kind: BodyKind::Passthrough(Box::pin(body), Some((resumed, why))),
         }
     }
 
@@ -830,17 +841,22 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match &mut self.get_mut().kind {
-            BodyKind::Passthrough(body) => body
-                .as_mut()
-                .poll_frame(cx)
-                .map(|f| f.map(|r| r.map_err(Into::into))),
+            BodyKind::Passthrough(body, unresumed) => {
+                let frame = ready!(body.as_mut().poll_frame(cx));
+                if let Some(Err(_)) = &frame
+                    && let Some((resumed, why)) = unresumed.take()
+                {
+                    resumed.lock().gave_up = Some(why);
+                }
+                Poll::Ready(frame.map(|r| r.map_err(Into::into)))
+            }
             BodyKind::Resuming(state) => state.poll(cx),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.kind {
-            BodyKind::Passthrough(body) => body.is_end_stream(),
+            BodyKind::Passthrough(body, _) => body.is_end_stream(),
             BodyKind::Resuming(state) => {
                 matches!(state.phase, Phase::Done)
                     && state.out.is_empty()

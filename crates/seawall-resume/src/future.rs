@@ -112,10 +112,9 @@ where
             original: (),
         };
         let Some(original) = read_recording(original, cx) else {
-            resumed.lock().gave_up = Some("replay_cap");
             return Poll::Ready(Ok(Response::from_parts(
                 parts,
-                ResumeBody::passthrough(body),
+                ResumeBody::unresumed(body, resumed.clone(), "replay_cap"),
             )));
         };
         let report = parts

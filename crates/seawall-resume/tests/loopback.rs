@@ -580,4 +580,11 @@ async fn a_request_over_the_replay_cap_surfaces_as_before() {
     assert_eq!(read.text, answer_text(30));
     assert_eq!(read.upstream, 1);
     assert_eq!(read.report.unwrap().gave_up, Some("replay_cap"));
+
+    // Over the cap and whole: nothing was given up.
+    let mut setup = Setup::new(Provider::OpenAi, &["ok;tokens=30"]);
+    setup.layer = ResumeLayer::new().max_replay_bytes(16);
+    let read = setup.run(&chaos, "cap-whole").await;
+    assert!(read.failure().is_none());
+    assert_eq!(read.report.unwrap().gave_up, None);
 }
