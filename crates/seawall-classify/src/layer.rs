@@ -15,6 +15,7 @@ pub(crate) struct Settings {
     pub(crate) max_error_body: usize,
     pub(crate) max_success_body: usize,
     pub(crate) unknown_errors: Class,
+    pub(crate) deliver_policy: bool,
 }
 
 impl Default for Settings {
@@ -24,6 +25,7 @@ impl Default for Settings {
             max_error_body: ClassifyLayer::DEFAULT_MAX_ERROR_BODY,
             max_success_body: ClassifyLayer::DEFAULT_MAX_SUCCESS_BODY,
             unknown_errors: Class::Permanent,
+            deliver_policy: false,
         }
     }
 }
@@ -114,6 +116,19 @@ impl<C> ClassifyLayer<C> {
     /// `Permanent`/`quota_exhausted` with `reset_at`. Default 60 s.
     pub fn quota_wall(mut self, threshold: Duration) -> Self {
         self.settings.quota_wall = QuotaWall::new(threshold);
+        self
+    }
+
+    /// A refusal or content filter the provider declared in a whole 2xx
+    /// answer (OpenAI's `message.refusal` or `content_filter`, Anthropic's
+    /// `stop_reason: "refusal"`, Gemini's `SAFETY`, a blocked prompt) is
+    /// delivered as that answer, its [`Finish`](seawall_core::Finish)
+    /// marked `Refused` or `Filtered`, instead of failing as `refused` or
+    /// `content_filtered`. For a proxy whose clients read the provider's
+    /// own refusal (the SDKs hand it to the application as an answer, not
+    /// an error). Off by default; either way it is never retried.
+    pub fn deliver_policy_outcomes(mut self, deliver: bool) -> Self {
+        self.settings.deliver_policy = deliver;
         self
     }
 

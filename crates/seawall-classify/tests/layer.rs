@@ -397,6 +397,49 @@ async fn blanks_before_an_answer_are_read_once() {
     assert!(took < std::time::Duration::from_secs(10), "{took:?}");
 }
 
+/// With `deliver_policy_outcomes` (a proxy whose clients read the
+/// provider's own refusal), a refusal or filter declared in a whole answer
+/// is that answer, its finish marked, not a failure.
+#[tokio::test]
+async fn policy_outcomes_are_delivered_when_asked() {
+    let cases: [(ClassifyLayer, &'static str, FinishKind, &str); 4] = [
+        (
+            ClassifyLayer::openai(),
+            r#"{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}"#,
+            FinishKind::Refused,
+            // No reason of the provider's says it: seawall's code does.
+            "refused",
+        ),
+        (
+            ClassifyLayer::openai(),
+            r#"{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"Here is"},"finish_reason":"content_filter"}]}"#,
+            FinishKind::Filtered,
+            "content_filter",
+        ),
+        (
+            ClassifyLayer::anthropic(),
+            r#"{"id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":"refusal","stop_sequence":null}"#,
+            FinishKind::Refused,
+            "refusal",
+        ),
+        (
+            ClassifyLayer::gemini(),
+            r#"{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":8}}"#,
+            FinishKind::Filtered,
+            "PROHIBITED_CONTENT",
+        ),
+    ];
+    for (layer, body, kind, reason) in cases {
+        let error = unary(&layer, body).await.unwrap_err();
+        assert_eq!(found(&error).class(), Class::Policy, "{body}");
+        let response = unary(&layer.deliver_policy_outcomes(true), body)
+            .await
+            .unwrap_or_else(|e| panic!("{body}: {e}"));
+        assert_eq!(response.body(), body, "the provider's answer as sent");
+        assert_eq!(finish(&response), (kind, reason), "{body}");
+    }
+}
+
 #[tokio::test]
 async fn anthropic_unary_answers() {
     let layer = ClassifyLayer::anthropic();

@@ -331,7 +331,10 @@ impl Shared {
             ),
         };
         let mut stack = stack;
-        let mut guard = guard;
+        // The client's SDK reads the provider's own refusal as an answer
+        // (OpenAI's `message.refusal`, Anthropic's `stop_reason`): it
+        // passes as sent, never retried.
+        let mut guard = guard.deliver_policy_outcomes(true);
         let policy = &self.policy;
         if let Some(deadline) = policy.deadline {
             stack = stack.total_deadline(deadline);
@@ -363,7 +366,8 @@ impl Shared {
         primary: &Arc<Target>,
         fallbacks: &[Arc<Target>],
     ) -> Upstream {
-        let classify = ClassifyLayer::for_provider(endpoint.provider());
+        let classify =
+            ClassifyLayer::for_provider(endpoint.provider()).deliver_policy_outcomes(true);
         let stack = self.stack(primary.preset);
         if fallbacks.is_empty() {
             return boxed(stack.build(&classify, self.client.clone()));

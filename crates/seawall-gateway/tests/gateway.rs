@@ -539,6 +539,53 @@ async fn a_stream_request_answered_whole_is_an_error_not_an_empty_stream() {
     assert_eq!(body, answer.as_bytes());
 }
 
+/// A refusal is an answer the client's SDK reads (OpenAI's
+/// `message.refusal`, Anthropic's `stop_reason: "refusal"`): it passes as
+/// the provider sent it, once — not a 502, not an error event after the
+/// provider's own end.
+#[tokio::test]
+async fn a_refusal_passes_as_the_provider_sent_it() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let (status, headers, body) = send(
+        &client(),
+        post(
+            &gateway.url("/v1/chat/completions"),
+            OPENAI_UNARY,
+            &[("x-chaos-fault", "refusal")],
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        answer["choices"][0]["message"]["refusal"].is_string(),
+        "{answer}"
+    );
+    assert_eq!(header(&headers, "x-seawall-attempts"), "1");
+
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::Anthropic, &[("main", &chaos)])).await;
+    let (status, _, body) = send(
+        &client(),
+        post(
+            &gateway.url("/v1/messages"),
+            ANTHROPIC_STREAM,
+            &[("x-chaos-fault", "refusal;tokens=3")],
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("\"stop_reason\":\"refusal\""), "{text}");
+    assert!(
+        text.trim_end().ends_with("{\"type\":\"message_stop\"}"),
+        "{text}"
+    );
+    assert!(!text.contains("event: error"), "{text}");
+    assert_eq!(chaos.journal().len(), 1);
+}
+
 /// A route key too short to be told from ordinary words could not be
 /// scrubbed from error text: the gateway refuses it at start.
 #[test]

@@ -523,3 +523,77 @@ async fn configured_protocol_wins_over_the_path() {
     assert_eq!(d.report.provider, Provider::Anthropic);
     assert_eq!(d.report.finish.unwrap().kind, FinishKind::Complete);
 }
+
+/// With `deliver_policy_outcomes` (a proxy whose clients read the
+/// provider's own refusal), a refusal or filter the provider declared as
+/// the finish is the answer: released whole before content, ending
+/// cleanly after it, the finish in the report. An error event stays a
+/// failure.
+#[tokio::test]
+async fn policy_finishes_are_delivered_when_asked() {
+    let deliver = || StreamGuardLayer::interactive().deliver_policy_outcomes(true);
+    let whole = |fixture: &'static str| Full::new(Bytes::from_static(fixture.as_bytes()));
+    for (path, fixture, kind, reason) in [
+        (
+            MESSAGES,
+            fixture!("anthropic/refusal_before_content.sse"),
+            FinishKind::Refused,
+            "refusal",
+        ),
+        (
+            MESSAGES,
+            fixture!("anthropic/refusal_after_content.sse"),
+            FinishKind::Refused,
+            "refusal",
+        ),
+        (
+            CHAT,
+            fixture!("openai/refusal.sse"),
+            FinishKind::Refused,
+            "stop",
+        ),
+        (
+            CHAT,
+            fixture!("openai/content_filter.sse"),
+            FinishKind::Filtered,
+            "content_filter",
+        ),
+    ] {
+        let response = call(deliver(), path, whole(fixture))
+            .await
+            .unwrap_or_else(|e| panic!("{fixture}: {e}"));
+        let d = drain(response).await;
+        assert!(d.error.is_none(), "{fixture}: {:?}", d.error);
+        assert_eq!(d.bytes, fixture.as_bytes(), "every byte, once");
+        let finish = d.report.finish.as_ref().expect("a finish");
+        assert_eq!((finish.kind, &*finish.reason), (kind, reason), "{fixture}");
+        assert_eq!(d.report.code, None);
+        assert!(!d.report.completed_task());
+    }
+    // A refusal that ends without a reason, at EOF: still the answer.
+    let f = fixture!("openai/refusal.sse");
+    let at_eof: String = f
+        .split_inclusive("\n\n")
+        .take_while(|e| !e.contains("\"finish_reason\":\"stop\""))
+        .collect();
+    let d = drain(
+        call(deliver(), CHAT, Full::new(Bytes::from(at_eof.clone())))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(d.error.is_none(), "{:?}", d.error);
+    assert_eq!(d.bytes, at_eof.as_bytes());
+    // The provider's error event is no finish: still a failure.
+    let failure = match call(
+        deliver(),
+        MESSAGES,
+        whole(fixture!("anthropic/error_before_content.sse")),
+    )
+    .await
+    {
+        Err(e) => Failure::downcast(e).unwrap(),
+        Ok(_) => panic!("an error event is no answer"),
+    };
+    assert_eq!(failure.code(), Code::Overloaded);
+}

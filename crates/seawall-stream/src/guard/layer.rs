@@ -51,6 +51,7 @@ impl StreamGuardLayer {
                 max_text: Some(1 << 20),
                 provider: None,
                 content_type: "text/event-stream",
+                deliver_policy: false,
             },
         }
     }
@@ -129,6 +130,21 @@ impl StreamGuardLayer {
     /// reconstruction off.
     pub fn delivered_text(mut self, cap: Option<usize>) -> Self {
         self.config.max_text = cap;
+        self
+    }
+
+    /// A refusal or content filter the provider declared as the stream's
+    /// finish (Anthropic's `stop_reason: "refusal"`, OpenAI's refusal
+    /// deltas or `content_filter`, Gemini's `SAFETY`) is the answer: a
+    /// stream that refuses before any content is released whole, and one
+    /// that refuses after content ends cleanly, its report's finish marked
+    /// `Refused` or `Filtered` — instead of failing (before content) or
+    /// ending with a `refused` / `content_filtered` error (after). For a
+    /// proxy whose clients read the provider's own refusal. An error event
+    /// the provider sends stays a failure. Off by default; either way it
+    /// is never retried.
+    pub fn deliver_policy_outcomes(mut self, deliver: bool) -> Self {
+        self.config.deliver_policy = deliver;
         self
     }
 

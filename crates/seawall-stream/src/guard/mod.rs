@@ -135,6 +135,9 @@ pub(crate) struct Config {
     max_text: Option<usize>,
     provider: Option<Provider>,
     content_type: &'static str,
+    /// A refusal or filter the provider declared as the finish is the
+    /// answer, not a failure ([`StreamGuardLayer::deliver_policy_outcomes`]).
+    deliver_policy: bool,
 }
 
 /// How a guarded response was recognised as a stream.

@@ -89,6 +89,8 @@ struct Tally {
     /// The request continues an answer the caller holds part of
     /// ([`RequestFacts::continues`]).
     continues: bool,
+    /// A policy finish is the answer (`Config::deliver_policy`).
+    deliver_policy: bool,
 }
 
 impl Tally {
@@ -155,6 +157,7 @@ impl Tally {
             return None;
         }
         empty_answer(self.finish.as_ref().map(|f| (f.kind, &*f.reason)))
+            .filter(|failure| !(self.deliver_policy && failure.class() == Class::Policy))
     }
 
     /// A message that finished without content and is no answer stops the
@@ -319,6 +322,7 @@ impl Track {
                 text_capped: false,
                 stop: None,
                 continues: facts.continues(),
+                deliver_policy: config.deliver_policy,
             },
             config,
             progress,
@@ -461,7 +465,8 @@ impl Track {
             return None;
         }
         let finish = self.tally.finish.as_ref()?;
-        Some(finish.kind.failure()?.with_provider_code(&*finish.reason))
+        let verdict = finish.kind.failure()?.with_provider_code(&*finish.reason);
+        (!(self.tally.deliver_policy && verdict.class() == Class::Policy)).then_some(verdict)
     }
 
     /// A clean EOF: `None` (and reported) when the finish marker came, or
@@ -473,7 +478,7 @@ impl Track {
             // A streamed refusal that ends without a reason is still a
             // refusal, not an empty or cut answer to retry.
             self.tally.finish(reason);
-            if !self.content_seen() {
+            if !self.content_seen() && self.tally.empty_verdict().is_some() {
                 return Some(Cause::FinishedEmpty);
             }
         }
@@ -924,9 +929,16 @@ where
                     }
                 }
                 Step::End => {
-                    // Without content a clean end is never a success; the
-                    // stream's end still decides which failure it is.
-                    let cause = this.track.end_of_stream(now).unwrap_or(Cause::Eof);
+                    // Without content a clean end is never a success (but
+                    // for a refusal delivered as the answer, its reason
+                    // implied by the end); the stream's end still decides
+                    // which failure it is.
+                    // `None`: the end made the message an answer (and is
+                    // reported).
+                    let Some(cause) = this.track.end_of_stream(now) else {
+                        *this.ended = true;
+                        return Poll::Ready(Ok(()));
+                    };
                     return Poll::Ready(Err(this.track.fail(cause, now)));
                 }
                 Step::Fail(cause) => return Poll::Ready(Err(this.track.fail(cause, now))),
