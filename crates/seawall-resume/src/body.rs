@@ -727,10 +727,25 @@ where
         if let Some(facts) = request.extensions_mut().get_mut::<RequestFacts>() {
             *facts = facts.clone().continuing();
         }
-        if let Some(tail) = self.tail.take() {
-            self.fix
+        // What is queued for the caller but not yet taken (a continuation
+        // cut while it was lining up, its held events flushed) is the
+        // latest the caller will see: the next continuation follows it.
+        let queued: Vec<Bytes> = self.out.iter().cloned().collect();
+        for frame in &queued {
+            self.keep_tail(frame);
+        }
+        match self.tail.take() {
+            Some(tail) => self
+                .fix
                 .get_or_insert_with(Fix::default)
-                .learn(self.provider, &tail);
+                .learn(self.provider, &tail),
+            // Nothing new was shown: the numbers stay, but the next
+            // continuation's own are its own.
+            None => {
+                if let Some(fix) = self.fix.as_mut() {
+                    fix.next_continuation();
+                }
+            }
         }
         self.resumes += 1;
         let delivered_chars = self.delivered.chars().count() as u64;

@@ -256,8 +256,7 @@ impl Fix {
     /// what it knew for fields the frame does not carry; the next events
     /// applied are a new continuation's.
     pub(crate) fn learn(&mut self, provider: Provider, frame: &Bytes) {
-        self.theirs = None;
-        self.after = 0;
+        self.next_continuation();
         let (events, _) = split_events(frame);
         for event in events {
             let Some((_, json)) = parse_event(&event) else {
@@ -279,6 +278,13 @@ impl Fix {
                 _ => {}
             }
         }
+    }
+
+    /// The events applied next are a new continuation's, numbered its own
+    /// way.
+    pub(crate) fn next_continuation(&mut self) {
+        self.theirs = None;
+        self.after = 0;
     }
 
     /// Takes the continuation's numbers from its first content, `event`:

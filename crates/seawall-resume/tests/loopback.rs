@@ -294,6 +294,30 @@ async fn the_responses_api_reads_as_one_numbered_stream() {
     assert_eq!(read.sequence, expected, "numbered as one stream");
 }
 
+/// A continuation cut within its first few tokens — still being lined
+/// up — and continued again: the second continuation still reads as the
+/// rest of the one stream (one item, one run of sequence numbers).
+#[tokio::test]
+async fn a_continuation_cut_while_lining_up_is_continued_as_one_stream() {
+    let chaos = chaos().await;
+    let read = Setup::new(
+        Provider::OpenAiResponses,
+        &[
+            "reset_after;tokens=40;total=60",
+            "reset_after;tokens=42;total=60",
+            "ok;tokens=60",
+        ],
+    )
+    .run(&chaos, "responses-twice")
+    .await;
+    assert_whole(&read, 60);
+    assert_eq!(read.upstream, 3);
+    assert_eq!(read.report.unwrap().resumed(), 2);
+    assert_eq!(read.items.len(), 1, "one item: {:?}", read.items);
+    let expected: Vec<u64> = (0..read.sequence.len() as u64).collect();
+    assert_eq!(read.sequence, expected, "numbered as one stream");
+}
+
 #[tokio::test]
 async fn a_cut_in_the_middle_of_an_event_shows_nothing_of_it() {
     let chaos = chaos().await;
