@@ -86,13 +86,19 @@ impl ProviderClassifier {
 }
 
 impl ProviderClassifier {
-    /// Whose answers a request's 2xx body holds: the layer's provider, or
-    /// the Responses API when an OpenAI layer calls `…/responses` (one
-    /// OpenAI client serves both APIs).
+    /// Whose answers a request's 2xx body holds: the provider whose
+    /// generation endpoint the path names, else the layer's. One client
+    /// often calls more than one: OpenAI's serves chat completions and the
+    /// Responses API, a gateway (LiteLLM, seawall's own) serves OpenAI's and
+    /// Anthropic's wires side by side, Gemini serves an OpenAI-compatible
+    /// endpoint. Read in the layer's shape, every answer of the other wire
+    /// would be "another shape" on a generation endpoint: a failure, retried.
+    /// A plain HTTP layer judges no answer.
     fn answer_provider(self, facts: &RequestFacts) -> Provider {
         match (self.provider(), facts.provider()) {
-            (Provider::OpenAi, Some(Provider::OpenAiResponses)) => Provider::OpenAiResponses,
-            (provider, _) => provider,
+            (Provider::Http, _) => Provider::Http,
+            (_, Some(named)) => named,
+            (provider, None) => provider,
         }
     }
 }

@@ -306,6 +306,36 @@ async fn answered_at(
     Ok(Response::from_parts(parts, collect(body).await))
 }
 
+/// One client calling two wires (a gateway serving OpenAI's and
+/// Anthropic's side by side): an OpenAI layer reads `/v1/messages`
+/// answers in Anthropic's shape, as the path says — in its own, every one
+/// was "another shape" on a generation endpoint, a failure retried.
+#[tokio::test]
+async fn the_path_names_the_shape_of_the_answer() {
+    let layer = ClassifyLayer::openai();
+    let ok = r#"{"id":"msg_01","type":"message","role":"assistant","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":3}}"#;
+    let answer = answered_at(&layer, http::Method::POST, "/v1/messages", ok)
+        .await
+        .unwrap();
+    assert_eq!(finish(&answer), (FinishKind::Complete, "end_turn"));
+    let refused = r#"{"id":"msg_02","type":"message","role":"assistant","content":[],"stop_reason":"refusal","stop_sequence":null}"#;
+    let error = answered_at(&layer, http::Method::POST, "/v1/messages", refused)
+        .await
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::Refused);
+    // And an Anthropic layer reads a chat completion at its path.
+    let chat = r#"{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}"#;
+    let answer = answered_at(
+        &ClassifyLayer::anthropic(),
+        http::Method::POST,
+        "/v1/chat/completions",
+        chat,
+    )
+    .await
+    .unwrap();
+    assert_eq!(finish(&answer), (FinishKind::Complete, "stop"));
+}
+
 /// OpenAI resources whose paths end like a generation's are not judged as
 /// answers: a message added to an Assistants thread (`…/threads/{id}/
 /// messages`, once taken for Anthropic's `/v1/messages`) and the stored
