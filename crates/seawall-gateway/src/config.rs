@@ -476,6 +476,14 @@ fn check_base_url(text: &str) -> Result<(), String> {
     let uri: http::Uri = text
         .parse()
         .map_err(|e| format!("base_url is not a URL: {e}"))?;
+    // The endpoint's path is appended to the base: a query there would end
+    // up in the middle of the URL (`…?api-version=x/v1/chat/completions`).
+    if uri.query().is_some() || text.contains('#') {
+        return Err(
+            "base_url must not carry a query or a fragment: the endpoint's path is appended to it"
+                .to_owned(),
+        );
+    }
     match (uri.scheme_str(), uri.authority()) {
         (Some("http" | "https"), Some(authority)) if !authority.as_str().contains('@') => Ok(()),
         (Some("http" | "https"), Some(_)) => {
@@ -590,5 +598,17 @@ mod tests {
             Config::from_routes(&["a=openai@https://user:sk-secret@api.example.com"]).unwrap();
         let err = config.validate().unwrap_err().to_string();
         assert!(!err.contains("sk-secret"), "{err}");
+    }
+
+    #[test]
+    fn base_urls_carry_no_query() {
+        for url in [
+            "https://example.openai.azure.com/openai?api-version=2024-10-21",
+            "https://api.example.com/#v1",
+        ] {
+            let config = Config::from_routes(&[format!("a=openai@{url}").as_str()]).unwrap();
+            let err = config.validate().unwrap_err().to_string();
+            assert!(err.contains("query"), "{err}");
+        }
     }
 }
