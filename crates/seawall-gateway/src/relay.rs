@@ -326,7 +326,11 @@ impl Relay {
     fn send(&mut self, data: Bytes) {
         if let Some(&last) = data.last() {
             self.last = last;
-            if self.endpoint == Endpoint::Responses {
+            // The last run that numbers its events: a keep-alive comment
+            // sent after it numbers nothing.
+            if self.endpoint == Endpoint::Responses
+                && memchr::memmem::find(&data, b"\"sequence_number\"").is_some()
+            {
                 self.last_run = data.clone();
             }
             self.queue.push_back(Frame::data(data));
@@ -504,15 +508,13 @@ mod tests {
     }
 
     fn relay(sse: bool, script: &[Option<&'static str>]) -> Relay {
+        relay_at(Endpoint::ChatCompletions, sse, script)
+    }
+
+    fn relay_at(endpoint: Endpoint, sse: bool, script: &[Option<&'static str>]) -> Relay {
         let inner = Script(script.iter().copied().collect()).boxed_unsync();
-        let tracker = Tracker::new(Arc::default(), "m", Endpoint::ChatCompletions, sse);
-        Relay::new(
-            inner,
-            Endpoint::ChatCompletions,
-            sse,
-            tracker,
-            Arc::default(),
-        )
+        let tracker = Tracker::new(Arc::default(), "m", endpoint, sse);
+        Relay::new(inner, endpoint, sse, tracker, Arc::default())
     }
 
     struct Count(AtomicU64);
@@ -609,6 +611,25 @@ mod tests {
         assert!(seen[2].starts_with("data: {\"error\""), "{seen:?}");
         assert!(seen[2].contains("upstream reset"), "{seen:?}");
         assert_eq!(seen[3..], ["end"]);
+    }
+
+    /// The Responses API's closing error event takes the number after the
+    /// last one shown, a keep-alive comment in between or not.
+    #[test]
+    fn the_responses_error_event_follows_the_last_number() {
+        let seen = polls(relay_at(
+            Endpoint::Responses,
+            true,
+            &[
+                Some(
+                    "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":7,\"delta\":\"a\"}\n\n",
+                ),
+                Some(": keep-alive\n\n"),
+                Some("!"),
+            ],
+        ));
+        let last = seen.iter().rev().nth(1).unwrap();
+        assert!(last.contains("\"sequence_number\":8"), "{seen:?}");
     }
 
     /// Events the upstream splits over frames go out whole, the bytes
