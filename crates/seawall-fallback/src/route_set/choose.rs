@@ -279,12 +279,20 @@ impl Set {
     }
 
     /// In-flight calls (plus one) times recent latency, the latency decayed
-    /// with its age so a member measured slow long ago is tried again.
+    /// with its age so a member measured slow long ago is tried again. An
+    /// unmeasured member (new, or back from a failure) costs nothing while
+    /// idle, so the next call probes it — and more than any measured one
+    /// while calls are in flight on it, so a burst does not pile onto a
+    /// member nobody has seen answer (among unmeasured members, the one
+    /// with fewer in flight).
     fn cost(&self, index: usize, now: u64) -> u64 {
         let slot = &self.slots[index];
         let latency = self.latency(slot, now);
-        let load = u64::from(slot.in_flight.load(Ordering::Relaxed)) + 1;
-        latency.saturating_mul(load)
+        let in_flight = u64::from(slot.in_flight.load(Ordering::Relaxed));
+        if latency == 0 {
+            return in_flight.saturating_mul(UNMEASURED_IN_FLIGHT);
+        }
+        latency.saturating_mul(in_flight + 1)
     }
 
     fn latency(&self, slot: &Slot, now: u64) -> u64 {
@@ -427,6 +435,10 @@ fn nth_one(mut mask: u64, n: u32) -> usize {
     mask.trailing_zeros() as usize
 }
 
+/// What each call in flight on an unmeasured member costs: more than any
+/// measured member's cost (an hour of latency times a hundred calls).
+const UNMEASURED_IN_FLIGHT: u64 = 3_600_000_000 * 100;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,6 +496,24 @@ mod tests {
         tokio::time::advance(Duration::from_millis(1001)).await;
         // Its refusal's timing is forgotten: unmeasured, it is the one tried.
         assert_eq!(set.choose().unwrap(), 0);
+        // Once, not by a whole burst: while that probe is in flight, the
+        // calls that follow go to the member seen answering.
+        set.enter(0);
+        for _ in 0..20 {
+            assert_eq!(set.choose().unwrap(), 1, "A's probe is in flight");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_on_unmeasured_members_is_spread() {
+        let set = set(2, 5);
+        let mut seen = [0; 2];
+        for _ in 0..10 {
+            let index = set.choose().unwrap();
+            set.enter(index);
+            seen[index] += 1;
+        }
+        assert_eq!(seen, [5, 5], "fewer in flight wins among the unmeasured");
     }
 
     #[tokio::test(start_paused = true)]
