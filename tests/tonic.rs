@@ -446,14 +446,20 @@ async fn portal_then_serving() -> (String, Arc<AtomicUsize>) {
 #[tokio::test]
 async fn a_2xx_that_is_not_grpc_is_no_answer_and_is_retried() {
     let (url, calls) = portal_then_serving().await;
-    let mut client = client(&url, stack());
+    answered_on_the_second_attempt(&url, &calls, Code::ProtocolViolation).await;
+}
+
+/// One health check against `url` answers serving after one attempt that
+/// failed with `first`: two calls reached the server.
+async fn answered_on_the_second_attempt(url: &str, calls: &AtomicUsize, first: Code) {
+    let mut client = client(url, stack());
     let answer = client.check(ask()).await.expect("the retry answers");
     let codes: Vec<_> = answer
         .extensions()
         .get::<Receipt>()
         .map(|receipt| receipt.attempts.iter().map(|a| a.code).collect())
         .unwrap_or_default();
-    assert_eq!(codes, vec![Some(Code::ProtocolViolation), None]);
+    assert_eq!(codes, vec![Some(first), None]);
     assert_eq!(answer.into_inner(), serving());
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
@@ -495,16 +501,7 @@ async fn reset_before_a_message_then_serving() -> (String, Arc<AtomicUsize>) {
 #[tokio::test]
 async fn a_reset_before_any_message_is_retried() {
     let (url, calls) = reset_before_a_message_then_serving().await;
-    let mut client = client(&url, stack());
-    let answer = client.check(ask()).await.expect("the retry answers");
-    let codes: Vec<_> = answer
-        .extensions()
-        .get::<Receipt>()
-        .map(|receipt| receipt.attempts.iter().map(|a| a.code).collect())
-        .unwrap_or_default();
-    assert_eq!(codes, vec![Some(Code::Transport), None]);
-    assert_eq!(answer.into_inner(), serving());
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    answered_on_the_second_attempt(&url, &calls, Code::Transport).await;
 }
 
 /// With `seawall::tonic::GrpcStatusLayer` outermost, the caller's

@@ -100,9 +100,7 @@ impl Shared {
             }
             // Full: an unguarded route's every call would take the write
             // lock (and log) to find out again.
-            if routes.len() >= self.max_routes && !force {
-                drop(routes);
-                self.full(name);
+            if self.full(routes.len(), force, name) {
                 return None;
             }
         }
@@ -110,9 +108,7 @@ impl Shared {
         if let Some(found) = routes.get(name) {
             return Some(Arc::clone(found));
         }
-        if routes.len() >= self.max_routes && !force {
-            drop(routes);
-            self.full(name);
+        if self.full(routes.len(), force, name) {
             return None;
         }
         let breaker = Arc::new(RouteBreaker::new(
@@ -126,9 +122,14 @@ impl Shared {
         Some(breaker)
     }
 
-    /// Says once that the route limit is reached: a flood of distinct
-    /// authorities must not become a flood of log lines.
-    fn full(&self, name: &str) {
+    /// Whether `routes` known routes leave `name` unguarded (`force`: a
+    /// route that must be kept whatever the count). Says so once, the
+    /// first time: a flood of distinct authorities must not become a flood
+    /// of log lines.
+    fn full(&self, routes: usize, force: bool, name: &str) -> bool {
+        if routes < self.max_routes || force {
+            return false;
+        }
         if !self
             .said_full
             .swap(true, std::sync::atomic::Ordering::Relaxed)
@@ -141,6 +142,7 @@ impl Shared {
                  go unguarded (said once)"
             );
         }
+        true
     }
 
     /// Every known route's breaker.

@@ -545,15 +545,11 @@ async fn a_stream_request_answered_whole_is_an_error_not_an_empty_stream() {
 /// provider's own end.
 #[tokio::test]
 async fn a_refusal_passes_as_the_provider_sent_it() {
-    let chaos = ChaosServer::builder().start().await.unwrap();
-    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
-    let (status, headers, body) = send(
-        &client(),
-        post(
-            &gateway.url("/v1/chat/completions"),
-            OPENAI_UNARY,
-            &[("x-chaos-fault", "refusal")],
-        ),
+    let (status, headers, body, _) = ask_chaos(
+        Wire::OpenAi,
+        "/v1/chat/completions",
+        OPENAI_UNARY,
+        "refusal",
     )
     .await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
@@ -564,15 +560,11 @@ async fn a_refusal_passes_as_the_provider_sent_it() {
     );
     assert_eq!(header(&headers, "x-seawall-attempts"), "1");
 
-    let chaos = ChaosServer::builder().start().await.unwrap();
-    let gateway = Running::start(config(Wire::Anthropic, &[("main", &chaos)])).await;
-    let (status, _, body) = send(
-        &client(),
-        post(
-            &gateway.url("/v1/messages"),
-            ANTHROPIC_STREAM,
-            &[("x-chaos-fault", "refusal;tokens=3")],
-        ),
+    let (status, _, body, (chaos, _)) = ask_chaos(
+        Wire::Anthropic,
+        "/v1/messages",
+        ANTHROPIC_STREAM,
+        "refusal;tokens=3",
     )
     .await;
     assert_eq!(status, 200);
@@ -613,18 +605,38 @@ fn a_route_key_too_short_to_scrub_or_unsendable_is_refused() {
     }
 }
 
+/// One call to `path` with `body`, its fault picked by header, through a
+/// fresh gateway of `wire` over a fresh chaos server; both are returned,
+/// for the journal and the gateway's counts.
+async fn ask_chaos(
+    wire: Wire,
+    path: &str,
+    body: &'static str,
+    fault: &str,
+) -> (
+    http::StatusCode,
+    http::HeaderMap,
+    Bytes,
+    (seawall_chaos::ChaosHandle, Running),
+) {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(wire, &[("main", &chaos)])).await;
+    let (status, headers, got) = send(
+        &client(),
+        post(&gateway.url(path), body, &[("x-chaos-fault", fault)]),
+    )
+    .await;
+    (status, headers, got, (chaos, gateway))
+}
+
 #[tokio::test]
 async fn failures_before_content_keep_the_status_and_retry_after() {
-    let chaos = ChaosServer::builder().start().await.unwrap();
-    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
-    let (status, headers, body) = send(
-        &client(),
-        post(
-            &gateway.url("/v1/chat/completions"),
-            OPENAI_UNARY,
-            // Longer than the deadline: the ladder cannot wait it out.
-            &[("x-chaos-fault", "status;code=429;retry_after=30")],
-        ),
+    // Longer than the deadline: the ladder cannot wait it out.
+    let (status, headers, body, (_, gateway)) = ask_chaos(
+        Wire::OpenAi,
+        "/v1/chat/completions",
+        OPENAI_UNARY,
+        "status;code=429;retry_after=30",
     )
     .await;
     assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));

@@ -107,8 +107,13 @@ async fn events_cut_by_frame_boundaries_are_passed_whole() {
 
 /// The text an OpenAI stream shows.
 fn text_of(bytes: &[u8]) -> String {
+    text_in(seawall_stream::Provider::OpenAi, bytes)
+}
+
+/// The text a stream of `provider`'s shows.
+fn text_in(provider: seawall_stream::Provider, bytes: &[u8]) -> String {
     let mut scanner = seawall_stream::sse::Scanner::default();
-    let mut decoder = seawall_stream::protocol::Decoder::new(seawall_stream::Provider::OpenAi);
+    let mut decoder = seawall_stream::protocol::Decoder::new(provider);
     let mut text = String::new();
     scanner
         .feed(bytes, |item| {
@@ -655,23 +660,6 @@ async fn a_refused_prefill_is_asked_for_in_a_user_turn_next() {
     assert_eq!(deltas, 3, "w1, w2, then w3 of the continuation");
 }
 
-/// The text an Anthropic stream shows.
-fn anthropic_text_of(bytes: &[u8]) -> String {
-    let mut scanner = seawall_stream::sse::Scanner::default();
-    let mut decoder = seawall_stream::protocol::Decoder::new(seawall_stream::Provider::Anthropic);
-    let mut text = String::new();
-    scanner
-        .feed(bytes, |item| {
-            if let seawall_stream::protocol::Signal::Content { text: Some(t), .. } =
-                decoder.decode(item)
-            {
-                text.push_str(&t);
-            }
-        })
-        .unwrap();
-    text
-}
-
 /// Claude continues a prefill in place: what follows it is new text even
 /// when it looks like the delivered tail (a number in a matrix, a word
 /// said twice), never a repeat to trim. Only the whitespace the delivered
@@ -710,7 +698,11 @@ async fn an_anthropic_prefill_is_continued_in_place() {
             .unwrap()
             .clone();
         assert_eq!(last["content"], prefill);
-        assert_eq!(anthropic_text_of(&spliced.shown), whole, "{delivered:?}");
+        assert_eq!(
+            text_in(seawall_stream::Provider::Anthropic, &spliced.shown),
+            whole,
+            "{delivered:?}"
+        );
     }
 }
 
