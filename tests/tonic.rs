@@ -273,13 +273,9 @@ async fn the_callers_own_grpc_timeout_bounds_the_operation() {
     }
 }
 
-/// Without `propagate_deadline` too, the caller's own `set_timeout`
-/// bounds the whole operation: the ladder does not send attempt after
-/// attempt, each under the caller's bound again (tonic enforces the
-/// `grpc-timeout` it wrote on every copy), until the stack's own total.
-#[tokio::test]
-async fn the_callers_own_grpc_timeout_bounds_the_operation_without_propagation() {
-    // Accepts connections and never speaks.
+/// A server that accepts connections and says nothing (no HTTP/2
+/// handshake): its URL, and the task holding the connections (abort it).
+async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let held = tokio::spawn(async move {
@@ -288,6 +284,16 @@ async fn the_callers_own_grpc_timeout_bounds_the_operation_without_propagation()
             open.push(socket);
         }
     });
+    (url, held)
+}
+
+/// Without `propagate_deadline` too, the caller's own `set_timeout`
+/// bounds the whole operation: the ladder does not send attempt after
+/// attempt, each under the caller's bound again (tonic enforces the
+/// `grpc-timeout` it wrote on every copy), until the stack's own total.
+#[tokio::test]
+async fn the_callers_own_grpc_timeout_bounds_the_operation_without_propagation() {
+    let (url, held) = silent_server().await;
     let stack = Stack::interactive()
         .total_deadline(Duration::from_secs(10))
         .attempt_timeout(Duration::from_secs(3))
@@ -586,15 +592,7 @@ mod with_grpc_status {
 
     #[tokio::test]
     async fn a_server_that_never_answers_is_deadline_exceeded() {
-        // Accepts connections and says nothing: no HTTP/2 handshake.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let held = tokio::spawn(async move {
-            let mut open = Vec::new();
-            while let Ok((socket, _)) = listener.accept().await {
-                open.push(socket);
-            }
-        });
+        let (url, held) = silent_server().await;
         let stack = stack()
             .total_deadline(Duration::from_millis(200))
             .attempt_timeout(Duration::from_millis(50));

@@ -445,28 +445,32 @@ fn anthropic_blocks(shown: &[u8]) -> Vec<(String, u64)> {
     blocks
 }
 
+/// A tool call in block `index`, and the message's end for it.
+fn tool_block(index: u64) -> String {
+    [
+        anthropic(
+            "content_block_start",
+            serde_json::json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
+        ),
+        anthropic(
+            "content_block_delta",
+            serde_json::json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Oslo\"}"}}),
+        ),
+        stop(index),
+        anthropic_end("tool_use"),
+    ]
+    .concat()
+}
+
 /// A continuation that finishes the text and then calls a tool: the tool
 /// block keeps an index of its own, after the text block's, as the
 /// continuation numbered it relative to its own text block.
 #[tokio::test]
 async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
     let first = anthropic_cut();
-    let tool = [
-        anthropic(
-            "content_block_start",
-            serde_json::json!({"type": "content_block_start", "index": 1,
-                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
-        ),
-        anthropic(
-            "content_block_delta",
-            serde_json::json!({"type": "content_block_delta", "index": 1,
-                "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Oslo\"}"}}),
-        ),
-        stop(1),
-        anthropic_end("tool_use"),
-    ]
-    .concat();
-    let rest = anthropic_continuation(" w3", &tool);
+    let rest = anthropic_continuation(" w3", &tool_block(1));
     let spliced = splice_anthropic(first, move |_| Ok(Bytes::from(rest.clone()))).await;
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     assert_eq!(spliced.report.resumed(), 1);
@@ -511,22 +515,7 @@ async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
 #[tokio::test]
 async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
     let first = anthropic_cut();
-    let rest = [
-        anthropic_start(),
-        anthropic(
-            "content_block_start",
-            serde_json::json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
-        ),
-        anthropic(
-            "content_block_delta",
-            serde_json::json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Oslo\"}"}}),
-        ),
-        stop(0),
-        anthropic_end("tool_use"),
-    ]
-    .concat();
+    let rest = anthropic_start() + &tool_block(0);
     let spliced = splice_anthropic(first, move |_| Ok(Bytes::from(rest.clone()))).await;
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     assert_eq!(spliced.report.resumed(), 1);
