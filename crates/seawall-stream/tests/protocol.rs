@@ -97,6 +97,17 @@ fn a_comment_is_a_keep_alive_in_every_protocol() {
 #[test]
 fn unknown_json_is_skipped_unless_the_event_is_named_error() {
     for protocol in JSON_PROTOCOLS {
+        // An object without the protocol's error member too: the decoders
+        // read such an object as progress, the name says otherwise.
+        assert!(
+            decode_one(
+                protocol,
+                b"error",
+                br#"{"message":"Internal error","code":500}"#
+            )
+            .starts_with("error "),
+            "{protocol}"
+        );
         for data in [&br#"[1, 2]"#[..], br#""text""#, b"42"] {
             assert_eq!(
                 decode_one(protocol, b"", data),
@@ -309,4 +320,58 @@ fn openai_usage_is_read_from_the_final_chunk() {
     assert_eq!(describe(decoder.decode(event(b"", usage))), "progress");
     let usage = decoder.usage().expect("usage");
     assert_eq!((usage.input_tokens, usage.output_tokens), (5, 2));
+}
+
+/// A finish reason that says nothing — the empty string SGLang and older
+/// Ollama send on every chunk, KoboldCpp's `"null"` — is no finish: the
+/// chunk's content is content and the stream goes on. Read as a finish,
+/// the role chunk ended the answer (an empty answer, retried and billed
+/// again) or the first text did (any later break called complete).
+#[test]
+fn an_empty_finish_reason_is_no_finish() {
+    for reason in ["", "null"] {
+        let chunk = |delta: &str, finish: &str| {
+            format!(r#"{{"choices":[{{"index":0,"delta":{delta},"finish_reason":"{finish}"}}]}}"#)
+        };
+        let mut decoder = Decoder::new(Provider::OpenAi);
+        let mut read = |data: String| describe(decoder.decode(event(b"", data.as_bytes())));
+        assert_eq!(
+            read(chunk(r#"{"role":"assistant","content":""}"#, reason)),
+            "progress"
+        );
+        assert_eq!(
+            read(chunk(r#"{"content":"Hello"}"#, reason)),
+            r#"content Some("Hello") None"#
+        );
+        assert_eq!(
+            read(chunk("{}", "stop")),
+            "finish Complete stop",
+            "{reason:?}"
+        );
+        let anthropic = format!(
+            r#"{{"type":"message_delta","delta":{{"stop_reason":"{reason}"}},"usage":{{"output_tokens":1}}}}"#
+        );
+        assert_eq!(
+            decode_one(Provider::Anthropic, b"message_delta", anthropic.as_bytes()),
+            "progress"
+        );
+        let gemini = format!(
+            r#"{{"candidates":[{{"content":{{"parts":[{{"text":"Hi"}}],"role":"model"}},"finishReason":"{reason}"}}]}}"#
+        );
+        assert_eq!(
+            decode_one(Provider::Gemini, b"", gemini.as_bytes()),
+            r#"content Some("Hi") None"#
+        );
+    }
+}
+
+/// The SDKs stop at a data line that starts `[DONE]`: one with a space
+/// after it ends the stream too, not as a broken event.
+#[test]
+fn done_with_a_trailing_space_is_done() {
+    assert_eq!(decode_one(Provider::OpenAi, b"", b"[DONE] "), "done");
+    assert_eq!(
+        decode_one(Provider::Anthropic, b"", b" [DONE]"),
+        "keepalive"
+    );
 }

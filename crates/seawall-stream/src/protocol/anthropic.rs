@@ -9,7 +9,7 @@ use seawall_core::provider::anthropic::{
 use seawall_core::usage::UsageFields;
 use serde::Deserialize;
 
-use super::wire::{Text, parse};
+use super::wire::{Text, declared_reason, parse};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::Provider;
 
@@ -120,7 +120,7 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
                 _ => Signal::Progress,
             }
         }
-        "message_delta" => match event.delta.and_then(|d| d.stop_reason) {
+        "message_delta" => match declared_reason(event.delta.and_then(|d| d.stop_reason)) {
             Some(Text(reason)) => Signal::Finish(Reason {
                 kind: finish_kind(&reason),
                 reason,

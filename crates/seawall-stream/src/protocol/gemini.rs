@@ -11,7 +11,7 @@ use seawall_core::{FinishKind, Usage};
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::wire::{First, Present, Text, fold_seq, parse};
+use super::wire::{First, Present, Text, declared_reason, fold_seq, parse};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::Provider;
 
@@ -137,7 +137,7 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
         return Signal::Progress;
     };
     let parts = candidate.content.map(|c| c.parts).unwrap_or_default();
-    let finish = candidate.finish_reason.map(|Text(reason)| Reason {
+    let finish = declared_reason(candidate.finish_reason).map(|Text(reason)| Reason {
         kind: finish_kind(&reason),
         reason,
     });

@@ -118,6 +118,12 @@ impl Decoder {
             Item::Comment(_) => return Signal::KeepAlive,
             Item::Event(event) => event,
         };
+        // An event named `error` is an error whatever its data looks like:
+        // asked first, since a decoder reads an object without its error
+        // member as progress (`{"message":…,"code":500}`).
+        if event.name == b"error" {
+            return self.error(event.data);
+        }
         let signal = match self.provider {
             Provider::OpenAi => openai::decode(
                 event.data,
@@ -133,14 +139,12 @@ impl Decoder {
             Provider::Http => generic::decode(event.name, event.data),
         };
         match signal {
-            // An event named `error` is an error whatever its data looks like.
-            Signal::Other if event.name == b"error" => self.error(event.data),
             // OpenAI's end marker on a stream whose protocol has none (the
             // Responses API, Anthropic, Gemini): some compatible servers
             // end every stream with it, and the official SDKs stop at it or
             // skip it. It proves nothing: it neither breaks an answer that
             // finished nor finishes one that did not.
-            Signal::Other if event.data == b"[DONE]" => Signal::KeepAlive,
+            Signal::Other if event.data.trim_ascii() == b"[DONE]" => Signal::KeepAlive,
             // An event with no data (`data:` alone, a heartbeat some
             // servers send): no part of an answer can be in it.
             Signal::Other

@@ -14,7 +14,7 @@ use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::wire::{First, Present, Text, parse_text};
+use super::wire::{First, Present, Text, declared_reason, parse_text};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::Provider;
 use seawall_internal::cursor::{Cursor, Holes, Scan};
@@ -262,7 +262,9 @@ pub(super) fn decode<'a>(
     usage: &mut Option<Usage>,
     shape: &mut Shape,
 ) -> Signal<'a> {
-    if data == b"[DONE]" {
+    // The SDKs stop at a data line that starts `[DONE]`; a space after it
+    // is no broken event.
+    if data.trim_ascii() == b"[DONE]" {
         return Signal::Done;
     }
     if let Some(signal) = shape.recognise(data) {
@@ -280,6 +282,10 @@ pub(super) fn decode<'a>(
     };
     if chunk.error.is_some() {
         return Signal::Error(in_stream_error(Provider::OpenAi, data));
+    }
+    let mut chunk = chunk;
+    if let Some(choice) = &mut chunk.choices.0 {
+        choice.finish_reason = declared_reason(choice.finish_reason.take());
     }
     // A chunk without choices is the usage-only final chunk (or another
     // bookkeeping chunk): progress, not content.
