@@ -679,6 +679,8 @@ fn responses_events_and_output_items() {
     };
     assert_eq!(output_item("message"), OutputItem::Message);
     assert_eq!(output_item("reasoning"), OutputItem::Reasoning);
+    // An MCP server's tool list comes before the model acts: no answer.
+    assert_eq!(output_item("mcp_list_tools"), OutputItem::Reasoning);
     for ty in ["function_call", "web_search_call", "new_item"] {
         assert_eq!(output_item(ty), OutputItem::Act, "{ty}");
     }

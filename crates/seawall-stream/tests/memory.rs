@@ -174,6 +174,20 @@ async fn a_long_think_cut_after_the_hold_was_handed_on_is_an_interruption() {
     );
 }
 
+/// A flood of one-byte frames before content (a server writing a byte at
+/// a time) is bounded by the hold's cap as bytes are: each held frame
+/// counts at least what holding it costs, so the cap stops it after tens
+/// of thousands of frames, not a million.
+#[tokio::test(start_paused = true)]
+async fn tiny_frames_before_content_stop_at_the_hold_cap() {
+    let endless = Repeat::new(Bytes::from_static(b"\n"), u64::MAX);
+    let layer = StreamGuardLayer::interactive().max_held_bytes(MIB);
+    let failure = failure_of(call(layer, CHAT, endless).await);
+    assert!(failure.message().unwrap().starts_with("sse_hold_too_large"));
+    let chunks = failure.evidence().chunks as usize;
+    assert!(chunks <= MIB / 64 + 2, "{chunks} frames held");
+}
+
 #[tokio::test(start_paused = true)]
 async fn endless_pings_after_content_hold_nothing() {
     let head = format!("{OPENAI_ROLE}{}", openai_delta("Hello"));

@@ -25,7 +25,9 @@ pub enum OutputItem {
     /// `message`: part of the answer by its content parts (text, or a
     /// refusal).
     Message,
-    /// `reasoning`: the model working, not the answer.
+    /// `reasoning`: the model working, not the answer; `mcp_list_tools`
+    /// too (the tools an MCP server offers, listed before the model acts:
+    /// no output of the model's).
     Reasoning,
     /// Any other item — `function_call`, `custom_tool_call`,
     /// `web_search_call`, `image_generation_call`, and kinds added later:
@@ -37,7 +39,7 @@ pub enum OutputItem {
 pub fn output_item(ty: &str) -> OutputItem {
     match ty {
         "message" => OutputItem::Message,
-        "reasoning" => OutputItem::Reasoning,
+        "reasoning" | "mcp_list_tools" => OutputItem::Reasoning,
         _ => OutputItem::Act,
     }
 }

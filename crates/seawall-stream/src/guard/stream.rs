@@ -766,6 +766,15 @@ fn gap_name(gap: Gap) -> &'static str {
     }
 }
 
+/// What a held frame counts against the hold's cap: its bytes, and at
+/// least what holding it costs (its place in the queue), so that a flood
+/// of tiny frames (a byte of comment each) is bounded by the cap as bytes
+/// are, not only by the first-content bound.
+fn held_cost(frame: &Frame<Bytes>) -> usize {
+    const PER_FRAME: usize = 64;
+    frame.data_ref().map_or(0, Bytes::len).max(PER_FRAME)
+}
+
 /// The frames held back until the first content event, in order. Content
 /// usually comes in the first frame, so that one is kept inline and only a
 /// longer hold allocates.
@@ -904,8 +913,11 @@ where
             let now = Instant::now();
             match step {
                 Step::Frame(frame, stop) => {
-                    *this.held_bytes += frame.data_ref().map_or(0, Bytes::len);
-                    this.held.push_back(frame);
+                    // An empty data frame holds nothing to hand on.
+                    if !frame.data_ref().is_some_and(Bytes::is_empty) {
+                        *this.held_bytes += held_cost(&frame);
+                        this.held.push_back(frame);
+                    }
                     if this.track.answered() {
                         *this.pending = stop;
                         return Poll::Ready(Ok(()));
@@ -953,7 +965,7 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.as_mut().project();
         if let Some(frame) = this.held.pop_front() {
-            *this.held_bytes -= frame.data_ref().map_or(0, Bytes::len);
+            *this.held_bytes -= held_cost(&frame);
             return Poll::Ready(Some(Ok(frame)));
         }
         if *this.ended {
