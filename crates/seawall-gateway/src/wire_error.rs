@@ -81,7 +81,10 @@ impl WireError {
     /// The JSON error object in `wire`'s shape, carrying the seawall code.
     ///
     /// OpenAI: `{"error":{"message","type","code"}}` (`type` is the seawall
-    /// class, `code` the seawall code). Anthropic:
+    /// class — but `insufficient_quota` for a quota wall, OpenAI's own type
+    /// for it, which SDKs that retry on their own (async-openai) take as
+    /// "do not retry" where they would sleep out the wall's `Retry-After` —,
+    /// `code` the seawall code). Anthropic:
     /// `{"type":"error","error":{"type","message"}}` (`type` is the seawall
     /// code).
     pub(crate) fn json(&self, wire: Wire) -> String {
@@ -90,7 +93,10 @@ impl WireError {
         match wire {
             Wire::OpenAi => format!(
                 r#"{{"error":{{"message":{message},"type":{},"code":{}}}}}"#,
-                quote(self.class),
+                quote(match self.code {
+                    "quota_exhausted" => "insufficient_quota",
+                    _ => self.class,
+                }),
                 quote(self.code)
             ),
             Wire::Anthropic => format!(

@@ -666,13 +666,17 @@ async fn a_route_cooling_down_is_503_with_the_time_left() {
     let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
     let wall = "status;code=429;retry_after=48489;kind=insufficient_quota";
     let url = gateway.url("/v1/chat/completions");
-    let (status, headers, _) = send(
+    let (status, headers, body) = send(
         &client(),
         post(&url, OPENAI_UNARY, &[("x-chaos-fault", wall)]),
     )
     .await;
     assert_eq!(status, 429);
     assert_eq!(header(&headers, "x-seawall-code"), "quota_exhausted");
+    // OpenAI's own type for a quota wall: an SDK that retries on its own
+    // (async-openai) stops there instead of sleeping out the Retry-After.
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["type"], "insufficient_quota");
     let (status, headers, body) = send(&client(), post(&url, OPENAI_UNARY, &[])).await;
     assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "x-seawall-code"), "route_cooling_down");
