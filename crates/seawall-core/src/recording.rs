@@ -277,8 +277,14 @@ where
                         let chunk = data.copy_to_bytes(data.remaining());
                         *sent += chunk.len() as u64;
                         state.live_bytes += chunk.len() as u64;
+                        // A body that comes whole in one frame (built in
+                        // memory: an SDK's JSON, an image in base64) is
+                        // kept whatever its size: keeping it is a
+                        // reference to the caller's own bytes, not a copy.
+                        let whole = state.recorded_bytes == 0
+                            && state.exact_len == Some(chunk.len() as u64);
                         if !state.capped {
-                            if state.recorded_bytes + chunk.len() <= state.max_bytes {
+                            if whole || state.recorded_bytes + chunk.len() <= state.max_bytes {
                                 state.recorded_bytes += chunk.len();
                                 state.chunks.push(chunk.clone());
                                 *next_chunk = state.chunks.len();
@@ -484,6 +490,22 @@ mod tests {
         // A handle made before the cap was hit cannot invent the lost bytes.
         let err = collect(stale).await.unwrap_err();
         assert!(err.is::<ReplayCapExceeded>());
+    }
+
+    /// A body that comes whole in one frame is kept past the cap: keeping
+    /// it is a reference to the caller's bytes, not a copy. A request of an
+    /// SDK (one JSON buffer) over 1 MiB — an image, a long context — is
+    /// then retried and failed over like any other.
+    #[tokio::test]
+    async fn a_body_whole_in_one_frame_is_kept_past_the_cap() {
+        let bytes = Bytes::from(vec![b'x'; 4096]);
+        let first = ReplayBody::recorded(Full::new(bytes.clone()), 1024);
+        let again = first.replay().unwrap();
+        assert_eq!(collect(first).await.unwrap(), bytes);
+        assert!(again.is_replayable());
+        let sent = collect(again).await.unwrap();
+        assert_eq!(sent, bytes);
+        assert_eq!(sent.as_ptr(), bytes.as_ptr(), "the same bytes, not a copy");
     }
 
     #[tokio::test]

@@ -286,6 +286,8 @@ impl<F, R> FallbackLayer<F, R> {
 
     /// The most request-body bytes recorded for the fallback (default
     /// 1 MiB). Past it the body is sent once and there is no fallback.
+    /// A body that comes whole in one frame (built in memory: an SDK's JSON)
+    /// is kept whatever its size: keeping it is a reference, not a copy.
     pub fn max_replay_bytes(mut self, max: usize) -> Self {
         self.settings.max_replay_bytes = max;
         self

@@ -429,8 +429,13 @@ async fn a_wrapped_failure_not_fallen_back_still_says_why() {
     assert_eq!(receipt.attempts.len(), 1);
 }
 
+/// A body that comes whole in one frame is kept past the replay cap (a
+/// reference to the caller's bytes, not a copy) and goes to the fallback
+/// like any other. (Changed on purpose: it used to be sent once and not
+/// replayed; a streamed body past the cap still is, as the retry layer's
+/// replay tests show.)
 #[tokio::test]
-async fn a_body_over_the_replay_cap_is_sent_once_and_not_replayed() {
+async fn a_whole_body_over_the_replay_cap_still_goes_to_the_fallback() {
     let run = run_with(
         Primary::Before(Failure::new(Code::Overloaded)),
         None,
@@ -438,9 +443,5 @@ async fn a_body_over_the_replay_cap_is_sent_once_and_not_replayed() {
         |layer| layer.rewrite(to_other).max_replay_bytes(4),
     )
     .await;
-    assert!(!run.fired());
-    assert_eq!(
-        run.failure().receipt().unwrap().stop,
-        Some(StopReason::NotReplayable)
-    );
+    assert!(run.fired());
 }

@@ -196,6 +196,46 @@ async fn a_continuation_does_not_reuse_the_callers_idempotency_key() {
     assert_eq!(keys[1], None);
 }
 
+/// A request body that streams in (no exact size) past the replay cap
+/// cannot be sent again: its interruption surfaces as it came, and the
+/// report says why (`replay_cap`) — only once it broke.
+#[tokio::test]
+async fn a_streamed_request_over_the_replay_cap_is_not_resumed() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let service = ServiceBuilder::new()
+        .layer(ResumeLayer::new().max_replay_bytes(16))
+        .service(service_fn(
+            move |req: http::Request<ResumeRequestBody<seawall_test::body::Chunks>>| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    req.into_body().collect().await?;
+                    Ok::<_, BoxError>(stream(vec![
+                        Ok(chunk("w1")),
+                        Ok(chunk(" w2")),
+                        Err(cut("w1 w2")),
+                    ]))
+                }
+            },
+        ));
+    let body = seawall_test::body::Chunks::new([
+        r#"{"model":"m","stream":true,"#,
+        r#""messages":[{"role":"user","content":"hi"}]}"#,
+    ]);
+    let request = http::Request::post("http://api.example/v1/chat/completions")
+        .body(body)
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+    let error = response.into_body().collect().await.unwrap_err();
+    assert_eq!(
+        Failure::find(&*error).map(Failure::code),
+        Some(Code::StreamInterrupted)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(resumed.report().gave_up, Some("replay_cap"));
+}
+
 /// A continuation that repeats the tail and then sends only events
 /// without text (empty deltas, as a stuck server might) is held while it
 /// lines up — within a bound: past 1 MiB of held events it ends as

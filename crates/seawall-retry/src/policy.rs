@@ -130,7 +130,8 @@ impl RetryPolicy {
 
     /// The most request-body bytes kept for replay (default 1 MiB). A
     /// larger body is sent once, intact, and the receipt says
-    /// `not_replayable`.
+    /// `not_replayable`. A body that comes whole in one frame (built in memory: an SDK's JSON)
+    /// is kept whatever its size: keeping it is a reference, not a copy.
     pub fn max_replay_bytes(mut self, max: usize) -> Self {
         self.max_replay_bytes = max;
         self
