@@ -81,7 +81,15 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture {
         let uri = request.uri().clone();
-        let request = request.map(|body| reqwest::Body::wrap(SendBody::new(body)));
+        let mut request = request.map(|body| reqwest::Body::wrap(SendBody::new(body)));
+        // A request a server received over HTTP/2 (a proxy relaying it)
+        // says nothing of the connection this client makes: the client
+        // picks the protocol by ALPN. Kept, an HTTP/2 version on an
+        // HTTP/1.1 connection failed every attempt (`UserUnsupportedVersion`)
+        // as a transport error.
+        if request.version() > http::Version::HTTP_11 {
+            *request.version_mut() = http::Version::HTTP_11;
+        }
         match reqwest::Request::try_from(request) {
             Ok(request) => ResponseFuture {
                 state: State::Sending {

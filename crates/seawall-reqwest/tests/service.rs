@@ -425,3 +425,24 @@ async fn frames_arrive_as_the_server_sends_them() {
     assert!(at[0] < Duration::from_millis(150), "{at:?}");
     assert!(*at.last().unwrap() >= Duration::from_millis(250), "{at:?}");
 }
+
+/// A request a server received over HTTP/2 (a proxy relaying it through
+/// this service) is sent over the connection this client makes, HTTP/1.1
+/// here: its version is the client's to pick, not an error on every
+/// attempt.
+#[tokio::test]
+async fn a_request_received_over_http2_is_sent_over_http1() {
+    let chaos = common::chaos().await;
+    let mut request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            common::chat_body(false),
+        )))
+        .unwrap();
+    *request.version_mut() = http::Version::HTTP_2;
+    let response = tower::ServiceExt::oneshot(common::service(), request)
+        .await
+        .expect("sent over HTTP/1.1");
+    assert_eq!(response.status(), 200);
+    assert_eq!(common::rows(&chaos).await.len(), 1);
+}
