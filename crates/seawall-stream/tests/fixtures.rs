@@ -597,3 +597,44 @@ async fn policy_finishes_are_delivered_when_asked() {
     };
     assert_eq!(failure.code(), Code::Overloaded);
 }
+
+/// Several choices (`n > 1`), one per chunk as OpenAI and vLLM send them:
+/// the first to finish does not finish the message. A stream cut after
+/// choice 0 finished, while choice 1 still wrote, is truncated, not
+/// complete; whole, it finishes with the notable reason (a choice cut at
+/// its limit is not hidden by another's `stop`).
+#[tokio::test]
+async fn several_choices_finish_when_every_choice_has() {
+    let chunk = |index: u32, delta: &str, finish: &str| {
+        format!(
+            "data: {{\"choices\":[{{\"index\":{index},\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    };
+    let head = [
+        chunk(0, r#"{"role":"assistant","content":""}"#, "null"),
+        chunk(1, r#"{"role":"assistant","content":""}"#, "null"),
+        chunk(0, r#"{"content":"A"}"#, "null"),
+        chunk(1, r#"{"content":"B"}"#, "null"),
+        chunk(0, "{}", r#""length""#),
+        chunk(1, r#"{"content":"C"}"#, "null"),
+    ]
+    .concat();
+    // Cut while choice 1 still writes.
+    let d = match run_framed(CHAT, head.as_bytes(), head.len()).await {
+        Outcome::Delivered(d) => d,
+        Outcome::Failed(f) => panic!("{f:?}"),
+    };
+    assert_eq!(d.error.map(|e| e.code()), Some(Code::Truncated));
+    // Whole.
+    let whole = head + &chunk(1, "{}", r#""stop""#) + DONE;
+    let d = match run_framed(CHAT, whole.as_bytes(), whole.len()).await {
+        Outcome::Delivered(d) => d,
+        Outcome::Failed(f) => panic!("{f:?}"),
+    };
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let finish = d.report.finish.expect("a finish");
+    assert_eq!(
+        (finish.kind, &*finish.reason),
+        (FinishKind::Truncated, "length")
+    );
+}

@@ -88,6 +88,8 @@ pub struct Decoder {
     usage: Option<Usage>,
     /// The shape of an OpenAI stream's plain chunks.
     shape: openai::Shape,
+    /// The choices of an OpenAI stream asked for several (`n > 1`).
+    choices: openai::Choices,
 }
 
 impl Decoder {
@@ -99,6 +101,7 @@ impl Decoder {
             finished: false,
             usage: None,
             shape: openai::Shape::default(),
+            choices: openai::Choices::default(),
         }
     }
 
@@ -130,6 +133,7 @@ impl Decoder {
                 &mut self.refused,
                 &mut self.usage,
                 &mut self.shape,
+                &mut self.choices,
             ),
             Provider::OpenAiResponses => {
                 openai_responses::decode(event.data, &mut self.refused, &mut self.usage)

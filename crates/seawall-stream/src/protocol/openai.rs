@@ -30,6 +30,9 @@ struct Chunk<'a> {
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(Debug, PartialEq))]
 struct Choice<'a> {
+    /// Which choice (`n > 1` asks for several, one per chunk).
+    #[serde(default)]
+    index: Option<serde_json::Number>,
     #[serde(borrow)]
     delta: Option<Delta<'a>>,
     #[serde(borrow)]
@@ -112,17 +115,19 @@ fn scan_holes(text: &str) -> Scan<(Chunk<'_>, Holes)> {
 
 fn scan_choice<'a>(cursor: &mut Cursor<'a>) -> Scan<Choice<'a>> {
     let mut choice = Choice {
+        index: None,
         delta: None,
         finish_reason: None,
         text: None,
     };
     cursor.fields(
-        ["delta", "finish_reason", COMPLETION_TEXT],
+        ["delta", "finish_reason", COMPLETION_TEXT, "index"],
         |cursor, field| {
             match field {
                 0 => choice.delta = cursor.nullable(scan_delta)?,
                 1 => choice.finish_reason = cursor.text()?,
-                _ => choice.text = cursor.text()?,
+                2 => choice.text = cursor.text()?,
+                _ => choice.index = Some(cursor.count()?.into()),
             }
             Ok(())
         },
@@ -256,11 +261,55 @@ impl Shape {
     }
 }
 
+/// The choices of a stream that asked for several (`n > 1`): OpenAI and
+/// vLLM send one choice per chunk, each finishing on its own. The message
+/// is finished when every choice seen has: the first to finish does not
+/// finish the others (a break after it would have called them complete).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Choices {
+    /// The choices seen (index < 64), and those finished.
+    seen: u64,
+    finished: u64,
+    /// The first finish that was not a plain stop, kept for the message's
+    /// finish: a choice cut at its token limit is not hidden by another's
+    /// `stop`.
+    notable: Option<(FinishKind, String)>,
+}
+
+impl Choices {
+    /// Notes `index`'s finish; the finish of the message, once every
+    /// choice seen has finished (for a single choice, its own).
+    fn finish<'a>(&mut self, index: u64, finish: Option<Reason<'a>>) -> Option<Reason<'a>> {
+        // Past 64 choices, each finish is the message's, as for one.
+        if index >= 64 {
+            return finish;
+        }
+        let bit = 1u64 << index;
+        self.seen |= bit;
+        let reason = finish?;
+        self.finished |= bit;
+        if reason.kind != FinishKind::Complete && self.notable.is_none() {
+            self.notable = Some((reason.kind, reason.reason.clone().into_owned()));
+        }
+        if self.seen & !self.finished != 0 {
+            return None;
+        }
+        match self.notable.take() {
+            Some((kind, reason)) if self.seen.count_ones() > 1 => Some(Reason {
+                kind,
+                reason: reason.into(),
+            }),
+            _ => Some(reason),
+        }
+    }
+}
+
 pub(super) fn decode<'a>(
     data: &'a [u8],
     refused: &mut bool,
     usage: &mut Option<Usage>,
     shape: &mut Shape,
+    choices: &mut Choices,
 ) -> Signal<'a> {
     // The SDKs stop at a data line that starts `[DONE]`; a space after it
     // is no broken event.
@@ -333,6 +382,8 @@ pub(super) fn decode<'a>(
         };
         Reason { kind, reason }
     });
+    let index = choice.index.as_ref().and_then(serde_json::Number::as_u64);
+    let finish = choices.finish(index.unwrap_or(0), finish);
     match (content, finish) {
         (true, finish) => Signal::Content { text, finish },
         (false, Some(reason)) => Signal::Finish(reason),
@@ -436,7 +487,10 @@ mod tests {
     }
 
     fn read_bytes(data: &[u8], shape: &mut Shape) -> String {
-        format!("{:?}", decode(data, &mut false, &mut None, shape))
+        format!(
+            "{:?}",
+            decode(data, &mut false, &mut None, shape, &mut Choices::default())
+        )
     }
 
     /// A stream that has sent enough plain chunks keeps their shape.
