@@ -375,3 +375,18 @@ fn done_with_a_trailing_space_is_done() {
         "keepalive"
     );
 }
+
+/// Mistral's reasoning models send a delta's `content` as a list of parts:
+/// a thinking part is the model working, text parts are the answer. Read
+/// as a string only, such a chunk was unreadable and skipped: the thinking
+/// was no progress, an answer in text parts never seen.
+#[test]
+fn content_as_a_list_of_parts_is_read_by_its_parts() {
+    let thinking = br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Let me see."}]}]},"finish_reason":null}]}"#;
+    assert_eq!(decode_one(Provider::OpenAi, b"", thinking), "progress");
+    let text = br#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]},"finish_reason":null}]}"#;
+    assert_eq!(
+        decode_one(Provider::OpenAi, b"", text),
+        r#"content Some("Hello") None"#
+    );
+}

@@ -74,7 +74,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
                         return Err(serde::de::Error::custom("duplicate field"));
                     }
                     match field {
-                        MESSAGE_TEXT => delta.content = map.next_value()?,
+                        MESSAGE_TEXT => {
+                            let parts = map.next_value::<ContentParts<'a>>()?;
+                            delta.content = parts.text;
+                            delta.acts |= parts.other;
+                        }
                         MESSAGE_REFUSAL => delta.refusal = map.next_value()?,
                         _ => delta.acts |= map.next_value::<Presence>()?.0,
                     }
@@ -83,6 +87,59 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
             }
         }
         deserializer.deserialize_map(DeltaVisitor(std::marker::PhantomData))
+    }
+}
+
+/// A delta's `content`: a string, or a list of parts as Mistral's
+/// reasoning models send it (`[{"type":"thinking","thinking":[…]}]`,
+/// `[{"type":"text","text":"…"}]`): the text of its `text` parts is the
+/// answer's text, a thinking part the model working (no content), any
+/// other part (an image) content without text. Read as a string only, a
+/// list made the chunk unreadable: skipped, neither content nor progress,
+/// and an answer written in text parts was never seen.
+#[derive(Default)]
+struct ContentParts<'a> {
+    text: Option<Text<'a>>,
+    other: bool,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ContentParts<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Field<'a> {
+            Text(#[serde(borrow)] Text<'a>),
+            Parts(Vec<Part<'a>>),
+        }
+        #[derive(Deserialize)]
+        struct Part<'a> {
+            #[serde(borrow, rename = "type")]
+            ty: Option<Text<'a>>,
+            #[serde(borrow)]
+            text: Option<Text<'a>>,
+        }
+        Ok(match Option::<Field<'a>>::deserialize(deserializer)? {
+            None => ContentParts::default(),
+            Some(Field::Text(text)) => ContentParts {
+                text: Some(text),
+                other: false,
+            },
+            Some(Field::Parts(parts)) => {
+                let mut joined = String::new();
+                let mut other = false;
+                for part in parts {
+                    match part.ty.as_ref().map(|t| &*t.0) {
+                        Some("text") => joined.push_str(part.text.as_ref().map_or("", |t| &t.0)),
+                        Some("thinking" | "reasoning") => {}
+                        _ => other = true,
+                    }
+                }
+                ContentParts {
+                    text: Some(Text(joined.into())),
+                    other,
+                }
+            }
+        })
     }
 }
 
