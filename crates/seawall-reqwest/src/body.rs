@@ -2,11 +2,12 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use seawall_core::BoxError;
+use sync_wrapper::SyncWrapper;
 
 use crate::error::{Error, RequestBodyError};
 
@@ -14,15 +15,27 @@ pin_project_lite::pin_project! {
     /// A request body on its way into reqwest: streamed as it is read, its
     /// errors marked so a body that fails mid-send is told apart from the
     /// network failing.
+    ///
+    /// reqwest wants a `Sync` body; an axum request body (and any unsync
+    /// boxed body) is not. The body is held in a `SyncWrapper`, which is
+    /// `Sync` by giving no shared access to it: what reqwest asks through
+    /// `&self` (the size, the end) is kept beside it, as it was when the
+    /// body came and as frames went.
     pub(crate) struct SendBody<B> {
         #[pin]
-        inner: B,
+        inner: SyncWrapper<B>,
+        size: SizeHint,
+        ended: bool,
     }
 }
 
-impl<B> SendBody<B> {
+impl<B: Body> SendBody<B> {
     pub(crate) fn new(inner: B) -> Self {
-        SendBody { inner }
+        SendBody {
+            size: inner.size_hint(),
+            ended: inner.is_end_stream(),
+            inner: SyncWrapper::new(inner),
+        }
     }
 }
 
@@ -38,18 +51,37 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, RequestBodyError>>> {
-        self.project()
-            .inner
-            .poll_frame(cx)
-            .map_err(|error| RequestBodyError(error.into()))
+        let this = self.project();
+        let frame = ready!(this.inner.get_pin_mut().poll_frame(cx));
+        match &frame {
+            None => {
+                *this.ended = true;
+                *this.size = SizeHint::with_exact(0);
+            }
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    let len = data.len() as u64;
+                    let lower = this.size.lower().saturating_sub(len);
+                    let upper = this.size.upper().map(|upper| upper.saturating_sub(len));
+                    let mut size = SizeHint::new();
+                    size.set_lower(lower);
+                    if let Some(upper) = upper {
+                        size.set_upper(upper.max(lower));
+                    }
+                    *this.size = size;
+                }
+            }
+            Some(Err(_)) => *this.ended = true,
+        }
+        Poll::Ready(frame.map(|r| r.map_err(|error| RequestBodyError(error.into()))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.ended
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.size
     }
 }
 

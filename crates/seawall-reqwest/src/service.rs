@@ -66,7 +66,7 @@ impl From<reqwest::Client> for ReqwestService {
 
 impl<B> Service<http::Request<B>> for ReqwestService
 where
-    B: Body<Data = Bytes> + Send + Sync + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
     type Response = http::Response<ResponseBody>;

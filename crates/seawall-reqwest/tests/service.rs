@@ -446,3 +446,38 @@ async fn a_request_received_over_http2_is_sent_over_http1() {
     assert_eq!(response.status(), 200);
     assert_eq!(common::rows(&chaos).await.len(), 1);
 }
+
+/// A request body that is not `Sync` (axum's, any unsync boxed body) goes
+/// through the service and the stack over it: a proxy relays what its
+/// server received without first collecting it.
+#[tokio::test]
+async fn an_unsync_request_body_is_sent() {
+    use http_body_util::BodyExt;
+    let chaos = common::chaos().await;
+    let body = || {
+        http_body_util::Full::new(bytes::Bytes::from(common::chat_body(false)))
+            .map_err(|never| match never {})
+            .boxed_unsync()
+    };
+    let request = |body| {
+        http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+            .header("content-type", "application/json")
+            .body(body)
+            .unwrap()
+    };
+    let response = tower::ServiceExt::oneshot(common::service(), request(body()))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let stack = common::short_stack().build(
+        &seawall::classify::ClassifyLayer::openai(),
+        common::service(),
+    );
+    let response = tower::ServiceExt::oneshot(stack, request(body()))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let rows = common::rows(&chaos).await;
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].body_hash, rows[1].body_hash, "the same bytes");
+}
