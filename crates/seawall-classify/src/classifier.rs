@@ -62,6 +62,9 @@ pub struct SuccessContext<'a> {
     pub facts: &'a RequestFacts,
     /// The quota-wall threshold of the layer.
     pub quota_wall: QuotaWall,
+    /// A refusal or filter declared in a whole answer is that answer, not
+    /// a failure ([`ClassifyLayer::deliver_policy_outcomes`](crate::ClassifyLayer::deliver_policy_outcomes)).
+    pub deliver_policy: bool,
 }
 
 impl<'a> SuccessContext<'a> {
@@ -70,7 +73,14 @@ impl<'a> SuccessContext<'a> {
         SuccessContext {
             facts,
             quota_wall: QuotaWall::default(),
+            deliver_policy: false,
         }
+    }
+
+    /// This context with policy outcomes delivered as answers, or not.
+    pub fn with_deliver_policy(mut self, deliver: bool) -> Self {
+        self.deliver_policy = deliver;
+        self
     }
 
     /// This context with `quota_wall`.

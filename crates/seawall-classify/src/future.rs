@@ -13,7 +13,7 @@ use http::{HeaderMap, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::provider::{Provider, classify_error};
-use seawall_core::{Class, Code, Evidence, Failure, Finish, FinishKind, Progress, RequestFacts};
+use seawall_core::{Code, Evidence, Failure, Progress, RequestFacts};
 use seawall_internal::json::opening;
 use seawall_internal::millis;
 use tower::BoxError;
@@ -105,7 +105,9 @@ where
         let classifier = &**this.classifier;
         let settings = *this.settings;
         let started = *this.started;
-        let success_cx = SuccessContext::new(this.facts).with_quota_wall(settings.quota_wall);
+        let success_cx = SuccessContext::new(this.facts)
+            .with_quota_wall(settings.quota_wall)
+            .with_deliver_policy(settings.deliver_policy);
         loop {
             match mem::replace(this.state, State::Done) {
                 State::Waiting => {
@@ -416,13 +418,7 @@ where
             SuccessRead::Whole => {
                 let checked =
                     classifier.check_success(&self.parts, self.buffer.as_slice(), success_cx);
-                let checked = match checked.delivered() {
-                    Err(failure) if settings.deliver_policy && failure.class() == Class::Policy => {
-                        Ok((Some(policy_finish(&failure)), None))
-                    }
-                    checked => checked,
-                };
-                match checked {
+                match checked.delivered() {
                     Ok((finish, usage)) => {
                         let mut parts = self.parts;
                         if let Some(finish) = finish {
@@ -564,20 +560,6 @@ where
             }
         }
     }
-}
-
-/// The finish a policy verdict stands for, when it is delivered as the
-/// answer it came in: the provider's reason, or seawall's code where no
-/// reason said it (OpenAI's `message.refusal` ends in `stop`).
-fn policy_finish(failure: &Failure) -> Finish {
-    let kind = match failure.code() {
-        Code::Refused => FinishKind::Refused,
-        _ => FinishKind::Filtered,
-    };
-    Finish::new(
-        kind,
-        failure.provider_code().unwrap_or(failure.code().as_str()),
-    )
 }
 
 /// Turns an error of the inner service or of a body read into a failure:

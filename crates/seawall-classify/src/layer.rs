@@ -126,7 +126,10 @@ impl<C> ClassifyLayer<C> {
     /// marked `Refused` or `Filtered`, instead of failing as `refused` or
     /// `content_filtered`. For a proxy whose clients read the provider's
     /// own refusal (the SDKs hand it to the application as an answer, not
-    /// an error). Off by default; either way it is never retried.
+    /// an error). An error the body declares instead of an answer stays a
+    /// failure. Off by default; either way it is never retried. The
+    /// built-in classifiers do it; one of your own reads
+    /// [`SuccessContext::deliver_policy`](crate::SuccessContext).
     pub fn deliver_policy_outcomes(mut self, deliver: bool) -> Self {
         self.settings.deliver_policy = deliver;
         self

@@ -2,7 +2,7 @@
 
 use http::response::Parts;
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
-use seawall_core::{Code, Failure, RequestFacts};
+use seawall_core::{Class, Code, Failure, Finish, FinishKind, RequestFacts};
 
 use crate::classifier::{Checked, Classifier, Inspection, SuccessContext};
 use crate::{grpc, unary};
@@ -164,14 +164,42 @@ impl Classifier for ProviderClassifier {
 
     fn check_success(&self, parts: &Parts, body: &[u8], cx: &SuccessContext<'_>) -> Checked {
         let provider = self.answer_provider(cx.facts);
-        match unary::check(provider, body, cx.facts.is_generation()) {
+        let generation = cx.facts.is_generation();
+        match unary::check(provider, body, generation) {
             checked @ Checked::Answer { .. } => checked,
-            checked => match declared_error(provider, parts, body, cx.quota_wall) {
+            // The answer's own refusal or filter, delivered where asked: an
+            // error the body declares instead of an answer (below) stays
+            // one.
+            Checked::Fail(failure) if cx.deliver_policy && failure.class() == Class::Policy => {
+                Checked::Answer {
+                    finish: Some(policy_finish(&failure)),
+                    usage: None,
+                }
+            }
+            // Only where an answer must be: elsewhere a resource may carry
+            // an `error` object of its own (a failed fine-tuning job, an
+            // operation that finished in error), delivered as it is.
+            checked if generation => match declared_error(provider, parts, body, cx.quota_wall) {
                 Some(failure) => Checked::Fail(failure),
                 None => checked,
             },
+            checked => checked,
         }
     }
+}
+
+/// The finish a policy verdict stands for, when it is delivered as the
+/// answer it came in: the provider's reason, or seawall's code where no
+/// reason said it (OpenAI's `message.refusal` ends in `stop`).
+fn policy_finish(failure: &Failure) -> Finish {
+    let kind = match failure.code() {
+        Code::Refused => FinishKind::Refused,
+        _ => FinishKind::Filtered,
+    };
+    Finish::new(
+        kind,
+        failure.provider_code().unwrap_or(failure.code().as_str()),
+    )
 }
 
 /// A 2xx whose body declares an error where an answer would be: read as

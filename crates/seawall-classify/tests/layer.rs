@@ -398,6 +398,30 @@ async fn an_error_declared_in_a_2xx_body_is_that_error() {
             .unwrap_err();
         want.check(body, found(&error));
     }
+    // Where no answer must be, a resource's own `error` object (a failed
+    // fine-tuning job) is the resource, delivered.
+    let job = r#"{"object":"fine_tuning.job","id":"ftjob-1","status":"failed","error":{"code":"invalid_training_file","message":"bad line 3","param":"training_file"}}"#;
+    let fetched = answered_at(
+        &layer,
+        http::Method::GET,
+        "/v1/fine_tuning/jobs/ftjob-1",
+        job,
+    )
+    .await
+    .unwrap();
+    assert_eq!(fetched.body(), job);
+    // A declared policy error is no answer even where policy outcomes are
+    // delivered: only the answer's own refusal is.
+    let flagged = r#"{"error":{"code":"invalid_prompt","message":"Invalid prompt: flagged"}}"#;
+    let error = answered_at(
+        &ClassifyLayer::openai().deliver_policy_outcomes(true),
+        http::Method::POST,
+        "/v1/chat/completions",
+        flagged,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(found(&error).code(), Code::ContentFiltered);
     // `"error": null` beside an answer says nothing.
     let answer = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"error":null}"#;
     answered_at(&layer, http::Method::POST, "/v1/chat/completions", answer)
