@@ -129,7 +129,12 @@ async fn a_short_rate_limit_on_the_only_route_is_waited_out_by_every_operation()
     primary
         .script("openai", vec![fault("status;code=429;retry_after=1")])
         .unwrap();
-    let service = common::short_stack().build(&ClassifyLayer::openai(), client());
+    // A budget with room for one retry: the refused operation's wait must
+    // not need it (nothing of it reached the provider).
+    let stack = common::short_stack().budget(seawall::retry::Budget::grpc(3, 0.1));
+    let service = stack.build(&ClassifyLayer::openai(), client());
+    let breaker = stack.breaker_layer().handle();
+    let route = RouteId::new(primary.base_url().trim_start_matches("http://"));
     let base = primary.base_url();
     let codes = |id: &'static str| {
         let (service, base) = (service.clone(), base.clone());
@@ -144,11 +149,10 @@ async fn a_short_rate_limit_on_the_only_route_is_waited_out_by_every_operation()
         }
     };
     let (limited, refused) = tokio::join!(codes("limited"), async {
-        // After the 429 cooled the route.
-        while rows(&primary) == 0 {
+        // Once the 429 cooled the route.
+        while breaker.cooldown(&route).is_none() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
         codes("refused").await
     });
     assert_eq!(limited, (true, vec![Some(Code::RateLimited), None]));

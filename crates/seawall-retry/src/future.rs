@@ -405,6 +405,15 @@ impl<S, B> Ladder<S, B> {
             return Err(StopReason::NotRetryable);
         }
         let blocker = self.next_attempt(failure, route, moving);
+        if waits_out_cooldown {
+            // Nothing reached the provider: the call after the wait is this
+            // operation's first, not a retry the budget bounds (a burst
+            // refused in one cooldown would otherwise drain it and starve
+            // the real retries after).
+            let delay = blocker?;
+            self.grant = None;
+            return Ok(delay);
+        }
         let timeout = failure.code().is_timeout();
         // The budget hears of every retryable failure (gRPC counts them
         // all), but grants only a retry the ladder would make.
