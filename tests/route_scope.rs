@@ -190,6 +190,31 @@ async fn a_chain_that_takes_no_timeout_leaves_the_primary_its_retries() {
     assert_eq!(rows(&primary), 2);
 }
 
+/// A chain whose only route opted in to silent attempts alone
+/// (`only_on(Timeout)`) takes them: the primary is left after one silent
+/// attempt, as for a route that takes every route-scoped failure. (The
+/// fallback here is the same server under another name: its second answer
+/// is healthy.)
+#[tokio::test]
+async fn a_route_only_for_silence_takes_the_primarys_silent_attempt() {
+    let primary = common::chaos().await;
+    primary
+        .script("openai", vec![fault("hang_after_headers")])
+        .unwrap();
+    let stack = common::short_stack();
+    let classify = ClassifyLayer::openai();
+    let spare = FallbackRoute::new(stack.attempt(&classify, client()))
+        .route(RouteId::new("spare"))
+        .only_on(Code::FirstByteTimeout)
+        .on(Code::Timeout);
+    let mut service = stack.build_with_fallback(&classify, client(), FallbackLayer::chain([spare]));
+    let (served, _) = one(&mut service, &primary.base_url(), "silent")
+        .await
+        .expect("the spare answers");
+    assert!(served.fallback, "left after one silent attempt");
+    assert_eq!(rows(&primary), 2);
+}
+
 #[tokio::test]
 async fn rejected_credentials_fail_over_and_stay_cold_until_reset_by_hand() {
     let primary = common::chaos().await;

@@ -52,7 +52,15 @@ pub(crate) struct Shared<S, F, R> {
 
 impl<S, F, R> Shared<S, F, R> {
     pub(crate) fn new(primary: S, routes: Box<[FallbackRoute<F, R>]>, settings: Settings) -> Self {
-        let takes_moves = routes.iter().any(|route| !route.only_triggers);
+        // A route that takes what condemns a route: all of it, or (opted
+        // in `only_on`) a code of that scope, a silent attempt's timeout.
+        let takes_moves = routes.iter().any(|route| {
+            !route.only_triggers
+                || route
+                    .triggers
+                    .iter()
+                    .any(|code| seawall_core::Scope::of(*code) == seawall_core::Scope::Route)
+        });
         Shared {
             primary,
             routes,
