@@ -388,9 +388,14 @@ where
 
     /// Lines the held head up with the delivered text, when it can.
     fn try_align(&mut self, complete: bool) {
-        let Segment::Aligning { head, held, .. } = &mut self.segment else {
+        let Segment::Aligning { head, held, events } = &mut self.segment else {
             return;
         };
+        // A continuation that opens with a tool call (the text was whole
+        // at the cut) repeats nothing: there is nothing to line up, and
+        // holding the call whole would only fill the hold.
+        let opens_with_act = head.is_empty()
+            && matches!(events.first(), Some((_, Kind::Content { text: None, .. })));
         // A server continuing the final message in place was given the
         // delivered text verbatim and generates only what follows it:
         // whatever resembles the tail is new text, and trimming it would
@@ -399,7 +404,7 @@ where
             && self.styles.openai == OpenAiStyle::ContinueFinalMessage;
         let prefill = self.provider == Provider::Anthropic
             && self.styles.anthropic == AnthropicStyle::Prefill;
-        let alignment = if in_place {
+        let alignment = if in_place || opens_with_act {
             Some(Alignment::Trim(0))
         } else if head.len() > self.config.max_head
             || *held > self.config.max_head.saturating_mul(HELD_PER_HEAD)

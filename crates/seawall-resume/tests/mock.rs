@@ -587,6 +587,31 @@ async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
     );
 }
 
+/// A continuation that opens with a tool call has nothing to line up: it
+/// passes as it comes, however large the call's input — held whole, past
+/// the hold's bound it ended as misaligned.
+#[tokio::test]
+async fn a_large_tool_call_opening_a_continuation_passes() {
+    let first = anthropic_cut();
+    let piece = anthropic(
+        "content_block_delta",
+        serde_json::json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\","}}),
+    );
+    let start = anthropic(
+        "content_block_start",
+        serde_json::json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "write", "input": {}}}),
+    );
+    let rest =
+        anthropic_start() + &start + &piece.repeat(12_000) + &stop(0) + &anthropic_end("tool_use");
+    let spliced = splice_anthropic(first, move |_| Ok(Bytes::from(rest.clone()))).await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(spliced.report.gave_up, None);
+    let blocks = anthropic_blocks(&spliced.shown);
+    assert!(blocks.iter().filter(|(_, i)| *i == 1).count() > 12_000);
+}
+
 /// Pings while the stream stalls, then the idle gap cuts it: the last
 /// frame the caller saw is a ping, and the continuation still writes into
 /// the text block that was open (here the second, index 1).
