@@ -9,7 +9,10 @@
 //! intact, rather than sending a second attempt a truncated body.
 //!
 //! A body already in memory (`Full<Bytes>`, `String`) is one chunk: it is
-//! "recorded" by a reference-count bump, so replaying it costs nothing.
+//! "recorded" by a reference-count bump, so replaying it costs nothing —
+//! and it is kept whatever its size, past the cap: the cap bounds what a
+//! streamed body would make the recording hold, and a whole one is held by
+//! its owner anyway.
 //!
 //! Replay needs `B: Unpin` — true of hyper's `Incoming`, `Full`, boxed
 //! bodies and every body seawall knows of — so the recorded state can live

@@ -61,8 +61,9 @@
 //! The request body is recorded as the primary sends it
 //! ([`ReplayBody`](seawall_core::recording::ReplayBody), up to
 //! [`max_replay_bytes`](FallbackLayer::max_replay_bytes)), so every service
-//! takes `http::Request<ReplayBody<B>>`. A body over the cap is sent once:
-//! no fallback, and the receipt's stop reason says `not_replayable`.
+//! takes `http::Request<ReplayBody<B>>`. A body streamed in past the cap is
+//! sent once: no fallback, and the receipt's stop reason says
+//! `not_replayable` (a body whole in one frame is kept whatever its size).
 //!
 //! Every response carries [`ServedBy`] in its extensions (and, opt-in, an
 //! `x-seawall-served-by` header). A response or failure after a move

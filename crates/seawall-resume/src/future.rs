@@ -111,7 +111,13 @@ where
             head,
             original: (),
         };
-        let Some(original) = read_recording(original, cx) else {
+        // A continuation is built from the request parsed whole and written
+        // anew: bounded by the cap even where the recording kept a body
+        // past it (one whole frame, kept for replay as a reference).
+        let cap = pending.config.max_replay_bytes;
+        let Some(original) = read_recording(original, cx)
+            .filter(|chunks| chunks.iter().map(Bytes::len).sum::<usize>() <= cap)
+        else {
             return Poll::Ready(Ok(Response::from_parts(
                 parts,
                 ResumeBody::unresumed(body, resumed.clone(), "replay_cap"),

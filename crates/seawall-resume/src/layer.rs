@@ -60,9 +60,10 @@ impl ResumeLayer {
     }
 
     /// Request bodies are recorded up to `bytes` to build a continuation;
-    /// a longer request cannot be resumed and its interruption surfaces.
-    /// A body that comes whole in one frame (built in memory: an SDK's JSON)
-    /// is kept whatever its size: keeping it is a reference, not a copy.
+    /// a longer request cannot be resumed and its interruption surfaces (a
+    /// continuation is the request parsed and written anew: the cap bounds
+    /// that too, also for a body that comes whole in one frame, which the
+    /// retry ladder and the fallback keep past their caps).
     pub fn max_replay_bytes(self, bytes: usize) -> Self {
         self.with(|c| c.max_replay_bytes = bytes)
     }

@@ -591,22 +591,22 @@ async fn verdicts_cancellation_deadline_and_tool_calls_are_not_resumed() {
     assert_eq!(read.report.unwrap().gave_up, Some("n_choices"));
 }
 
-/// A request body that comes whole in one frame is kept past the replay
-/// cap (a reference to the caller's bytes) and resumed like any other.
-/// (Changed on purpose: it surfaced its interruption as `replay_cap`; a
-/// streamed body past the cap still does, in the mock tests.)
+/// A request over the resume cap is not resumed: a continuation is the
+/// request parsed and written anew, and the cap bounds that, even for a
+/// body the ladder keeps past its own cap as one whole frame.
 #[tokio::test]
-async fn a_whole_request_over_the_replay_cap_is_resumed() {
+async fn a_request_over_the_replay_cap_surfaces_as_before() {
     let chaos = chaos().await;
-    let mut setup = Setup::new(
-        Provider::OpenAi,
-        &["reset_after;tokens=30;total=60", "ok;tokens=60"],
-    );
+    let mut setup = Setup::new(Provider::OpenAi, &["reset_after;tokens=30"]);
     setup.layer = ResumeLayer::new().max_replay_bytes(16);
     let read = setup.run(&chaos, "cap").await;
-    assert_whole(&read, 60);
-    assert_eq!(read.upstream, 2);
-    assert_eq!(read.report.unwrap().gave_up, None);
+    assert_eq!(
+        read.failure().map(Failure::code),
+        Some(Code::StreamInterrupted)
+    );
+    assert_eq!(read.text, answer_text(30));
+    assert_eq!(read.upstream, 1);
+    assert_eq!(read.report.unwrap().gave_up, Some("replay_cap"));
 
     // Over the cap and whole: nothing was given up.
     let mut setup = Setup::new(Provider::OpenAi, &["ok;tokens=30"]);

@@ -14,7 +14,8 @@
 //! 2. **Attempts**: `max_attempts` counts the first attempt (3 = one try and
 //!    two retries).
 //! 3. **Replay**: the request body is recorded lazily up to
-//!    `max_replay_bytes`; past that the operation runs once, intact.
+//!    `max_replay_bytes`; past that the operation runs once, intact (a
+//!    body whole in one frame is kept whatever its size: a reference).
 //! 4. **Delay**: exponential [`Backoff`] with [`Jitter`], or the failure's
 //!    `Retry-After` hint when it is longer (a hint longer than
 //!    `max_retry_after` stops the ladder; a hint of 0 is no reason to
