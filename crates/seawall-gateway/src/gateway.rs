@@ -433,7 +433,8 @@ impl Gateway {
                         StatusCode::BAD_GATEWAY,
                         Code::ProtocolViolation,
                         format!(
-                            "seawall: the upstream `{served_by}` answered a stream request with                              one whole answer, not an event stream; ask without \"stream\": true"
+                            "seawall: the upstream `{served_by}` answered a stream request with \
+                             one whole answer, not an event stream; ask without \"stream\": true"
                         ),
                     )
                     .response(wire);

@@ -529,7 +529,7 @@ async fn a_stream_request_answered_whole_is_an_error_not_an_empty_stream() {
         error["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("stream request"),
+            .contains("stream request with one whole answer"),
         "{error}"
     );
     assert_eq!(calls.lock().unwrap().len(), 1);

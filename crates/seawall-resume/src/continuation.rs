@@ -242,12 +242,13 @@ pub(crate) fn spend_budget(provider: Provider, body: &mut Value, spent: u64) -> 
 /// answer at the schema's start, so a continuation is a second object,
 /// never the rest of the cut one).
 pub fn never_resume(provider: Provider, original: &Value) -> Option<&'static str> {
-    let count = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(1);
+    // A count written as a number with a fraction (`2.0`) counts too.
+    let count = |v: Option<&Value>| v.and_then(Value::as_f64).unwrap_or(1.0);
     let config = google(original, "generationConfig", "generation_config");
     match provider {
-        Provider::OpenAi if count(original.get("n")) > 1 => Some("n_choices"),
+        Provider::OpenAi if count(original.get("n")) > 1.0 => Some("n_choices"),
         Provider::Gemini
-            if count(config.and_then(|c| google(c, "candidateCount", "candidate_count"))) > 1 =>
+            if count(config.and_then(|c| google(c, "candidateCount", "candidate_count"))) > 1.0 =>
         {
             Some("n_choices")
         }
@@ -417,6 +418,10 @@ mod tests {
             Some("n_choices")
         );
         assert_eq!(never_resume(Provider::OpenAi, &json!({"n": 1})), None);
+        assert_eq!(
+            never_resume(Provider::OpenAi, &json!({"n": 2.0})),
+            Some("n_choices")
+        );
         assert_eq!(
             never_resume(
                 Provider::Gemini,
