@@ -54,6 +54,13 @@ where
     Ok((served, receipt))
 }
 
+/// A chaos server whose first OpenAI call gets `fault`.
+async fn scripted(fault_text: &str) -> ChaosHandle {
+    let chaos = common::chaos().await;
+    chaos.script("openai", vec![fault(fault_text)]).unwrap();
+    chaos
+}
+
 fn rows(chaos: &ChaosHandle) -> usize {
     chaos.journal().len()
 }
@@ -125,10 +132,7 @@ async fn a_quota_wall_fails_over_at_once_and_is_remembered_until_its_reset() {
 /// that got the 429 does — none ends at once for want of another route.
 #[tokio::test]
 async fn a_short_rate_limit_on_the_only_route_is_waited_out_by_every_operation() {
-    let primary = common::chaos().await;
-    primary
-        .script("openai", vec![fault("status;code=429;retry_after=1")])
-        .unwrap();
+    let primary = scripted("status;code=429;retry_after=1").await;
     // A budget with room for one retry: the refused operation's wait must
     // not need it (nothing of it reached the provider).
     let stack = common::short_stack().budget(seawall::retry::Budget::grpc(3, 0.1));
@@ -170,10 +174,7 @@ async fn a_short_rate_limit_on_the_only_route_is_waited_out_by_every_operation()
 /// that would not take it.
 #[tokio::test]
 async fn a_chain_that_takes_no_timeout_leaves_the_primary_its_retries() {
-    let primary = common::chaos().await;
-    primary
-        .script("openai", vec![fault("hang_after_headers")])
-        .unwrap();
+    let primary = scripted("hang_after_headers").await;
     let stack = common::short_stack();
     let classify = ClassifyLayer::openai();
     let larger = FallbackRoute::new(stack.attempt(&classify, client()))
@@ -197,10 +198,7 @@ async fn a_chain_that_takes_no_timeout_leaves_the_primary_its_retries() {
 /// is healthy.)
 #[tokio::test]
 async fn a_route_only_for_silence_takes_the_primarys_silent_attempt() {
-    let primary = common::chaos().await;
-    primary
-        .script("openai", vec![fault("hang_after_headers")])
-        .unwrap();
+    let primary = scripted("hang_after_headers").await;
     let stack = common::short_stack();
     let classify = ClassifyLayer::openai();
     let spare = FallbackRoute::new(stack.attempt(&classify, client()))

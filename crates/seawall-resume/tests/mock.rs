@@ -467,6 +467,15 @@ async fn splice_anthropic(
     splice(ResumeLayer::new(), "/v1/messages", request, first, rest).await
 }
 
+/// The names of the events of block `index`, in order.
+fn events_of(blocks: &[(String, u64)], index: u64) -> Vec<&str> {
+    blocks
+        .iter()
+        .filter(|(_, i)| *i == index)
+        .map(|(name, _)| name.as_str())
+        .collect()
+}
+
 /// Every `(event name, block index)` of an Anthropic stream, in order.
 fn anthropic_blocks(shown: &[u8]) -> Vec<(String, u64)> {
     let mut blocks = Vec::new();
@@ -519,13 +528,7 @@ async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
         serde_json::json!({"role": "assistant", "content": "w1 w2"})
     );
     let blocks = anthropic_blocks(&spliced.shown);
-    let of = |index: u64| {
-        blocks
-            .iter()
-            .filter(|(_, i)| *i == index)
-            .map(|(name, _)| name.as_str())
-            .collect::<Vec<_>>()
-    };
+    let of = |index: u64| events_of(&blocks, index);
     assert_eq!(
         of(0),
         [
@@ -560,13 +563,7 @@ async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     assert_eq!(spliced.report.resumed(), 1);
     let blocks = anthropic_blocks(&spliced.shown);
-    let of = |index: u64| {
-        blocks
-            .iter()
-            .filter(|(_, i)| *i == index)
-            .map(|(name, _)| name.as_str())
-            .collect::<Vec<_>>()
-    };
+    let of = |index: u64| events_of(&blocks, index);
     assert_eq!(
         of(0),
         [
