@@ -389,16 +389,13 @@ pub(super) fn decode<'a>(
     if chunk.error.is_some() {
         return Signal::Error(in_stream_error(Provider::OpenAi, data));
     }
-    let mut chunk = chunk;
-    if let Some(choice) = &mut chunk.choices.0 {
-        choice.finish_reason = declared_reason(choice.finish_reason.take());
-    }
     // A chunk without choices is the usage-only final chunk (or another
     // bookkeeping chunk): progress, not content.
-    let Some(choice) = chunk.choices.0 else {
+    let Some(mut choice) = chunk.choices.0 else {
         read_usage(text, usage);
         return Signal::Progress;
     };
+    choice.finish_reason = declared_reason(choice.finish_reason.take());
     if choice.finish_reason.is_some() {
         read_usage(text, usage);
     }
