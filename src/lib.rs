@@ -25,7 +25,9 @@
 //! async-openai), `tower-http` (`seawall::tower_http`: seawall's verdict
 //! as tower-http's failure class) and `tonic` (`seawall::tonic`: failures
 //! as `tonic::Status`es with the server's own code, and tonic's own
-//! errors read by the classification).
+//! errors read by the classification); `rustls` (a server certificate
+//! rustls refuses is a permanent failure, read by the classification,
+//! not a transport error retried).
 #![deny(missing_docs)]
 
 pub use seawall_core as core;

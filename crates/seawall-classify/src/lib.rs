@@ -124,6 +124,8 @@ pub use future::ResponseFuture;
 pub use layer::ClassifyLayer;
 pub use provider::ProviderClassifier;
 pub use service::Classify;
+#[cfg(feature = "rustls")]
+pub use transport::certificate_refused;
 pub use transport::transport_failure;
 
 /// The [`ErrorContext`] of a response head: its status, the retry hint of its

@@ -28,8 +28,50 @@ const MAX_DEPTH: usize = 32;
 /// assert_eq!((failure.code(), failure.action()), (Code::Transport, Action::Retry));
 /// ```
 pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
+    #[cfg(feature = "rustls")]
+    if let Some(refused) = certificate_refused(error) {
+        // A configuration to fix, the same on every attempt: no ladder
+        // retries it, the breaker does not count it, and a route set or a
+        // fallback may still move on (the route is at fault).
+        return Some(
+            Failure::with_class(seawall_core::Class::Permanent, Code::Transport).with_message(
+                &format!("tls: the server's certificate was refused: {refused}"),
+            ),
+        );
+    }
     let code = chain_code(error, 0)?;
     Some(Failure::new(code).with_message(&error.to_string()))
+}
+
+/// A server certificate rustls refused (unknown issuer, expired, not for
+/// this name) or a server that presented none, found in `error`'s chain:
+/// what rustls said (feature `rustls`).
+///
+/// Connectors wrap rustls's error in io errors, nested at times (reqwest's
+/// is two deep), and `io::Error::source` skips an io error's payload: the
+/// walk goes on through payloads.
+#[cfg(feature = "rustls")]
+pub fn certificate_refused(error: &(dyn StdError + 'static)) -> Option<String> {
+    let mut current = Some(error);
+    for _ in 0..MAX_DEPTH {
+        let link = current?;
+        let payload = link
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::get_ref)
+            .map(|payload| payload as &(dyn StdError + 'static));
+        for candidate in [Some(link), payload].into_iter().flatten() {
+            if let Some(tls) = candidate.downcast_ref::<rustls::Error>()
+                && matches!(
+                    tls,
+                    rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+                )
+            {
+                return Some(tls.to_string());
+            }
+        }
+        current = payload.or_else(|| link.source());
+    }
+    None
 }
 
 fn chain_code(error: &(dyn StdError + 'static), depth: usize) -> Option<Code> {

@@ -578,6 +578,28 @@ async fn a_refusal_passes_as_the_provider_sent_it() {
     assert_eq!(chaos.journal().len(), 1);
 }
 
+/// An upstream whose certificate the gateway refuses (unknown issuer, as
+/// expired or misnamed): a configuration to fix, the same on every
+/// attempt. One handshake, not a ladder of them, and a 502 naming it.
+#[tokio::test]
+async fn an_upstream_certificate_refused_is_one_attempt() {
+    let (port, handshakes) = seawall_test::tls::refused_certificate_server().await;
+    let gateway = Running::start(config_at(
+        Wire::OpenAi,
+        &[("main", format!("https://localhost:{port}"))],
+    ))
+    .await;
+    let (status, headers, body) = send(
+        &client(),
+        post(&gateway.url("/v1/chat/completions"), OPENAI_UNARY, &[]),
+    )
+    .await;
+    assert_eq!(status, 502, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "x-seawall-code"), "transport");
+    assert!(String::from_utf8_lossy(&body).contains("certificate"));
+    assert_eq!(handshakes.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
 /// A route key too short to be told from ordinary words could not be
 /// scrubbed from error text: the gateway refuses it at start.
 #[test]

@@ -5,7 +5,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::io;
 
-use seawall_core::{BoxError, Class, Code, Failure};
+use seawall_core::{BoxError, Code, Failure};
 
 /// The error of [`ReqwestService`](crate::ReqwestService) and of its
 /// response body.
@@ -113,10 +113,10 @@ impl Error {
         if error.is_builder() {
             return Error::invalid_request(uri, &error);
         }
-        if let Some(refused) = certificate_refused(&error) {
-            let reason = format!("tls: the server's certificate was refused: {refused}");
-            let failure =
-                Failure::with_class(Class::Permanent, Code::Transport).with_message(&reason);
+        if seawall_classify::certificate_refused(&error).is_some()
+            && let Some(failure) = seawall_classify::transport_failure(&error)
+        {
+            let reason = failure.message().unwrap_or_default().to_owned();
             return Error::Tls { reason, failure };
         }
         Error::Transport(io::Error::new(transport_kind(&error), error))
@@ -159,35 +159,6 @@ fn transport_kind(error: &reqwest::Error) -> io::ErrorKind {
     } else {
         io::ErrorKind::Other
     }
-}
-
-/// A certificate rustls refused (or a server that presented none), found in
-/// the chain: a handshake that failed for the certificate, not the network.
-fn certificate_refused(error: &(dyn StdError + 'static)) -> Option<String> {
-    let mut current = Some(error);
-    for _ in 0..32 {
-        let link = current?;
-        // `io::Error::source` skips its payload: look at the payload.
-        let payload = link
-            .downcast_ref::<io::Error>()
-            .and_then(io::Error::get_ref)
-            .map(|payload| payload as &(dyn StdError + 'static));
-        for candidate in [Some(link), payload].into_iter().flatten() {
-            if let Some(tls) = candidate.downcast_ref::<rustls::Error>()
-                && matches!(
-                    tls,
-                    rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
-                )
-            {
-                return Some(tls.to_string());
-            }
-        }
-        // Walk on from the payload: an io error wrapping an io error
-        // wrapping rustls's, as reqwest's connector sends it, would skip
-        // rustls's by `source` alone.
-        current = payload.or_else(|| link.source());
-    }
-    None
 }
 
 /// The request body's own failure, found in the chain of the error reqwest

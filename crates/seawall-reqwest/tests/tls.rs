@@ -87,11 +87,6 @@ fn aws_lc_rs_is_not_in_the_workspace() {
     );
 }
 
-/// A self-signed certificate for `localhost` and 127.0.0.1 (generated once
-/// with `openssl req -x509 -newkey ec`), for a server no verifier trusts.
-const SELF_SIGNED_CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIBnDCCAUGgAwIBAgIUKIgvbs14eMGjJqf3yRp92XW4sE0wCgYIKoZIzj0EAwIw\nFDESMBAGA1UEAwwJbG9jYWxob3N0MCAXDTI2MTIwMTE1NDkwNloYDzIxMjYxMTA3\nMTU0OTA2WjAUMRIwEAYDVQQDDAlsb2NhbGhvc3QwWTATBgcqhkjOPQIBBggqhkjO\nPQMBBwNCAAREG2bR/klcq8hK4ks2NR6WEf+P809eSA4NjowhxPurhpbsgw3Sarii\nhIBv5RDxg34yQHp8OcGBplV+HHkQfxUpo28wbTAdBgNVHQ4EFgQU+B8sEb9JKEgJ\n5DziCvm+Qwkuin0wHwYDVR0jBBgwFoAU+B8sEb9JKEgJ5DziCvm+Qwkuin0wDwYD\nVR0TAQH/BAUwAwEB/zAaBgNVHREEEzARgglsb2NhbGhvc3SHBH8AAAEwCgYIKoZI\nzj0EAwIDSQAwRgIhANISs3wzeILPkL2dPlceeVG9lAnWZcHXT5qOTq34ZI8qAiEA\n+C2zdMRy8ACR+kud1COfhL4pbG37DlEj3WLFpu8cIjU=\n-----END CERTIFICATE-----\n";
-const SELF_SIGNED_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgm2RFIs2yNuRp7Tsf\nHeEIbfcr2qA4WcIXD40H5aiCfyuhRANCAAREG2bR/klcq8hK4ks2NR6WEf+P809e\nSA4NjowhxPurhpbsgw3SariihIBv5RDxg34yQHp8OcGBplV+HHkQfxUp\n-----END PRIVATE KEY-----\n";
-
 /// A TLS server with a certificate the client refuses (an unknown issuer,
 /// as for an expired or misnamed one): a configuration to fix, the same on
 /// every attempt. It fails as a permanent `transport` failure — one
@@ -99,36 +94,7 @@ const SELF_SIGNED_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49
 /// nothing the breaker counts against the route's health.
 #[tokio::test]
 async fn a_refused_certificate_is_permanent_not_retried() {
-    use rustls::pki_types::pem::PemObject;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    let certs = vec![
-        rustls::pki_types::CertificateDer::from_pem_slice(SELF_SIGNED_CERT.as_bytes()).unwrap(),
-    ];
-    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(SELF_SIGNED_KEY.as_bytes()).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(certs, key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let handshakes = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&handshakes);
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            counted.fetch_add(1, Ordering::SeqCst);
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let _ = acceptor.accept(tcp).await;
-            });
-        }
-    });
+    let (port, handshakes) = seawall_test::tls::refused_certificate_server().await;
     let request = http::Request::post(format!("https://localhost:{port}/v1/chat/completions"))
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(common::chat_body(false))))
@@ -150,5 +116,5 @@ async fn a_refused_certificate_is_permanent_not_retried() {
         "{failure:?}"
     );
     assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
-    assert_eq!(handshakes.load(Ordering::SeqCst), 1);
+    assert_eq!(handshakes.load(std::sync::atomic::Ordering::SeqCst), 1);
 }

@@ -10,6 +10,7 @@ pub mod body;
 pub mod canned;
 pub mod json;
 pub mod raw;
+pub mod tls;
 
 /// The error type that travels between tower services.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
