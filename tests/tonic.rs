@@ -188,6 +188,15 @@ fn ask() -> HealthCheckRequest {
     }
 }
 
+/// Watches a tonic server running `script` through the default stack: the
+/// stream as the client sees it, and the server's record.
+async fn watch(script: Vec<Step>) -> (tonic::Streaming<HealthCheckResponse>, Arc<Scripted>) {
+    let (url, scripted) = server(script).await;
+    let mut client = client(&url, stack());
+    let stream = client.watch(ask()).await.expect("the stream opens");
+    (stream.into_inner(), scripted)
+}
+
 #[tokio::test]
 async fn unavailable_then_ok_is_retried_with_the_request_replayed() {
     let (url, scripted) = server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
@@ -314,13 +323,11 @@ async fn the_callers_own_grpc_timeout_bounds_the_operation_without_propagation()
 
 #[tokio::test]
 async fn a_status_in_trailers_before_any_message_is_retried() {
-    let (url, scripted) = server(vec![
+    let (mut stream, scripted) = watch(vec![
         Step::Stream(0, Some(Status::unavailable("draining"))),
         Step::Stream(2, None),
     ])
     .await;
-    let mut client = client(&url, stack());
-    let mut stream = client.watch(ask()).await.expect("retried").into_inner();
     let mut messages = 0;
     while let Some(message) = stream.message().await.expect("a clean end") {
         assert_eq!(message.status, ServingStatus::Serving as i32);
@@ -332,17 +339,11 @@ async fn a_status_in_trailers_before_any_message_is_retried() {
 
 #[tokio::test]
 async fn a_stream_that_fails_after_messages_is_not_replayed() {
-    let (url, scripted) = server(vec![
+    let (mut stream, scripted) = watch(vec![
         Step::Stream(2, Some(Status::unavailable("lost the leader"))),
         Step::Stream(5, None),
     ])
     .await;
-    let mut client = client(&url, stack());
-    let mut stream = client
-        .watch(ask())
-        .await
-        .expect("messages came")
-        .into_inner();
     let (messages, status) = messages_until_failure(&mut stream).await;
     assert_eq!(messages, 2);
     let failure = failure_of(&status).expect("the seawall failure inside tonic's status");
@@ -424,8 +425,7 @@ where
 /// status, written out by hand: a gRPC message (flag, length, protobuf
 /// `status: SERVING`) and `grpc-status: 0` in the trailers.
 async fn portal_then_serving() -> (String, Arc<AtomicUsize>) {
-    use http_body_util::{BodyExt, Full, StreamBody};
-    use hyper::body::Frame;
+    use http_body_util::{BodyExt, Full};
 
     h2_server(|_, calls| async move {
         if calls == 0 {
@@ -438,13 +438,52 @@ async fn portal_then_serving() -> (String, Arc<AtomicUsize>) {
                 )
                 .unwrap();
         }
-        let mut trailers = http::HeaderMap::new();
-        trailers.insert("grpc-status", "0".parse().unwrap());
-        let frames = [
-            Ok::<_, std::io::Error>(Frame::data(bytes::Bytes::from_static(SERVING))),
-            Ok(Frame::trailers(trailers)),
-        ];
-        grpc_answer(StreamBody::new(tokio_stream::iter(frames)).boxed())
+        serving_answer()
+    })
+    .await
+}
+
+/// A serving health status written out by hand: one gRPC message, then
+/// `grpc-status: 0` in the trailers.
+fn serving_answer() -> http::Response<H2Body> {
+    use http_body_util::{BodyExt, StreamBody};
+    use hyper::body::Frame;
+
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", "0".parse().unwrap());
+    let frames = [
+        Ok::<_, std::io::Error>(Frame::data(bytes::Bytes::from_static(SERVING))),
+        Ok(Frame::trailers(trailers)),
+    ];
+    grpc_answer(StreamBody::new(tokio_stream::iter(frames)).boxed())
+}
+
+/// An HTTP/2 server whose first answer sends `messages` serving messages
+/// and then breaks (its body fails: HTTP/2 resets the stream), and whose
+/// later answers serve.
+async fn resets_after(messages: usize) -> (String, Arc<AtomicUsize>) {
+    use http_body_util::{BodyExt, StreamBody};
+    use hyper::body::Frame;
+
+    h2_server(move |_, calls| async move {
+        if calls > 0 {
+            return serving_answer();
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            for _ in 0..messages {
+                let _ = tx
+                    .send(Ok(Frame::data(bytes::Bytes::from_static(SERVING))))
+                    .await;
+            }
+            // Let the headers and messages reach the client before the
+            // reset does (HTTP/2 drops frames queued before a reset).
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let _ = tx
+                .send(Err(std::io::Error::other("the server lost its backend")))
+                .await;
+        });
+        grpc_answer(StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)).boxed())
     })
     .await
 }
@@ -470,43 +509,13 @@ async fn answered_on_the_second_attempt(url: &str, calls: &AtomicUsize, first: C
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
-/// A server whose first answer breaks after its headers, before any
-/// message (its body fails: HTTP/2 resets the stream); every later one
-/// serves.
-async fn reset_before_a_message_then_serving() -> (String, Arc<AtomicUsize>) {
-    use http_body_util::{BodyExt, StreamBody};
-    use hyper::body::Frame;
-
-    h2_server(|_, calls| async move {
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        tokio::spawn(async move {
-            if calls == 0 {
-                // Let the headers reach the client before the reset does.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let _ = tx
-                    .send(Err(std::io::Error::other("the server lost its backend")))
-                    .await;
-                return;
-            }
-            let mut trailers = http::HeaderMap::new();
-            trailers.insert("grpc-status", "0".parse().unwrap());
-            let _ = tx
-                .send(Ok(Frame::data(bytes::Bytes::from_static(SERVING))))
-                .await;
-            let _ = tx.send(Ok(Frame::trailers(trailers))).await;
-        });
-        grpc_answer(StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)).boxed())
-    })
-    .await
-}
-
 /// tonic's channel reports a reset as a `Status` (`Unknown` or `Internal`,
 /// the HTTP/2 error its source). Before any message that is a broken
 /// connection, retried as one: read as a status on the wire (with the
 /// `tonic` feature) it was `unknown`, permanent, and the call failed.
 #[tokio::test]
 async fn a_reset_before_any_message_is_retried() {
-    let (url, calls) = reset_before_a_message_then_serving().await;
+    let (url, calls) = resets_after(0).await;
     answered_on_the_second_attempt(&url, &calls, Code::Transport).await;
 }
 
@@ -753,34 +762,11 @@ async fn a_streamed_request_refused_at_once_is_sent_again_whole() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
-/// A server stream that sends two messages and then breaks (the server's
-/// body fails: HTTP/2 resets the stream).
-async fn two_messages_then_reset() -> (String, Arc<AtomicUsize>) {
-    use http_body_util::{BodyExt, StreamBody};
-    use hyper::body::Frame;
-
-    h2_server(|_, _| async move {
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        tokio::spawn(async move {
-            for _ in 0..2 {
-                let _ = tx
-                    .send(Ok(Frame::data(bytes::Bytes::from_static(SERVING))))
-                    .await;
-            }
-            // Let the messages reach the client before the reset does.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            let _ = tx
-                .send(Err(std::io::Error::other("the server lost its backend")))
-                .await;
-        });
-        grpc_answer(StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)).boxed())
-    })
-    .await
-}
-
+/// A server stream that sends two messages and then breaks: an
+/// interruption, surfaced and never replayed.
 #[tokio::test]
 async fn a_stream_reset_after_messages_is_an_interruption_never_replayed() {
-    let (url, calls) = two_messages_then_reset().await;
+    let (url, calls) = resets_after(2).await;
     let mut client = client(&url, stack());
     let mut stream = client.watch(ask()).await.expect("messages").into_inner();
     let (messages, status) = messages_until_failure(&mut stream).await;
