@@ -467,6 +467,13 @@ async fn splice_anthropic(
     splice(ResumeLayer::new(), "/v1/messages", request, first, rest).await
 }
 
+/// The events of a block that carries one delta and closes.
+const ONE_DELTA_BLOCK: [&str; 3] = [
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+];
+
 /// The names of the events of block `index`, in order.
 fn events_of(blocks: &[(String, u64)], index: u64) -> Vec<&str> {
     blocks
@@ -540,15 +547,7 @@ async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
         ],
         "{blocks:?}"
     );
-    assert_eq!(
-        of(1),
-        [
-            "content_block_start",
-            "content_block_delta",
-            "content_block_stop"
-        ],
-        "{blocks:?}"
-    );
+    assert_eq!(of(1), ONE_DELTA_BLOCK, "{blocks:?}");
 }
 
 /// A continuation whose first content is a tool call (the text was whole
@@ -573,15 +572,7 @@ async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
         ],
         "{blocks:?}"
     );
-    assert_eq!(
-        of(1),
-        [
-            "content_block_start",
-            "content_block_delta",
-            "content_block_stop"
-        ],
-        "{blocks:?}"
-    );
+    assert_eq!(of(1), ONE_DELTA_BLOCK, "{blocks:?}");
 }
 
 /// A continuation that opens with a tool call has nothing to line up: it
