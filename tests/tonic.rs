@@ -240,20 +240,31 @@ async fn a_long_retry_info_is_a_quota_wall_not_a_wait() {
     assert_eq!(scripted.calls.load(Ordering::SeqCst), 1);
 }
 
+/// The `grpc-timeout` each attempt reached the server with, read back as
+/// a duration; every attempt must have carried a valid one.
+fn grpc_timeouts_sent(scripted: &Scripted) -> Vec<Duration> {
+    let timeouts = scripted.timeouts.lock().unwrap().clone();
+    timeouts
+        .iter()
+        .map(|timeout| {
+            let timeout = timeout.as_deref().expect("grpc-timeout on every attempt");
+            seawall::deadline::parse_grpc_timeout(&timeout.parse().unwrap())
+                .expect("a valid grpc-timeout")
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn the_deadline_travels_as_grpc_timeout_narrowed_per_attempt() {
     let (url, scripted) = server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
     let mut client = client(&url, stack());
     client.check(ask()).await.expect("the retry answers");
-    let timeouts = scripted.timeouts.lock().unwrap().clone();
+    let timeouts = grpc_timeouts_sent(&scripted);
     assert_eq!(timeouts.len(), 2);
-    for timeout in &timeouts {
-        let timeout = timeout.as_deref().expect("grpc-timeout on every attempt");
-        let remaining = seawall::deadline::parse_grpc_timeout(&timeout.parse().unwrap())
-            .expect("a valid grpc-timeout");
+    for remaining in timeouts {
         assert!(
             remaining <= Duration::from_secs(3) && remaining > Duration::from_secs(2),
-            "narrowed to the attempt's 3 s bound: {timeout}"
+            "narrowed to the attempt's 3 s bound: {remaining:?}"
         );
     }
 }
@@ -269,15 +280,12 @@ async fn the_callers_own_grpc_timeout_bounds_the_operation() {
         .check(request)
         .await
         .expect("the retry answers in time");
-    let timeouts = scripted.timeouts.lock().unwrap().clone();
+    let timeouts = grpc_timeouts_sent(&scripted);
     assert_eq!(timeouts.len(), 2);
-    for timeout in &timeouts {
-        let timeout = timeout.as_deref().expect("grpc-timeout on every attempt");
-        let remaining = seawall::deadline::parse_grpc_timeout(&timeout.parse().unwrap())
-            .expect("a valid grpc-timeout");
+    for remaining in timeouts {
         assert!(
             remaining <= Duration::from_millis(800),
-            "the caller's 800 ms bound, not the stack's 3 s attempt: {timeout}"
+            "the caller's 800 ms bound, not the stack's 3 s attempt: {remaining:?}"
         );
     }
 }
