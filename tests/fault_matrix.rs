@@ -1,6 +1,7 @@
-//! Every chaos fault × {unary, streaming} × {OpenAI, Anthropic, Gemini},
-//! through the assembled stack (`Stack::interactive()` with short bounds)
-//! against a real seawall-chaos server over loopback.
+//! Every chaos fault × {unary, streaming} × {OpenAI chat, the Responses
+//! API, Anthropic, Gemini}, through the assembled stack
+//! (`Stack::interactive()` with short bounds) against a real seawall-chaos
+//! server over loopback.
 //!
 //! Each case states what the layers' documented contracts promise, and is
 //! checked from two sides: the chaos server's journal (how many attempts
@@ -841,4 +842,14 @@ async fn gemini_stream() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gemini_unary() {
     matrix(Provider::Gemini, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_stream() {
+    matrix(Provider::OpenAiResponses, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_unary() {
+    matrix(Provider::OpenAiResponses, false).await;
 }

@@ -23,6 +23,7 @@ mod wire;
 use std::borrow::Cow;
 use std::time::SystemTime;
 
+use seawall_core::provider::openai_responses::error_event as openai_responses_error_event;
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
 use seawall_core::{Failure, FinishKind, Usage};
 
@@ -209,8 +210,18 @@ fn undecodable(data: &[u8]) -> Option<&'static str> {
 }
 
 /// Classifies an error sent inside a stream with the provider's table.
+///
+/// The Responses API's `error` event is its own shape: flat
+/// (`{"type":"error","code":…,"message":…}`, as its reference documents
+/// it) or nested under `error` (as OpenAI's servers also send it), and its
+/// own reader takes both. Every `error` event comes here by its name, so
+/// read by the error-body table alone the flat one lost its code: a rate
+/// limit before content was `unknown` and permanent, never retried.
 fn in_stream_error(provider: Provider, data: &[u8]) -> Failure {
-    classify_error(provider, data, ErrorContext::in_stream(SystemTime::now()))
+    match provider {
+        Provider::OpenAiResponses => openai_responses_error_event(data),
+        _ => classify_error(provider, data, ErrorContext::in_stream(SystemTime::now())),
+    }
 }
 
 #[cfg(test)]

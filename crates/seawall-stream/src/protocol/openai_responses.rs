@@ -151,9 +151,23 @@ mod tests {
 
     use super::*;
 
+    /// What one event means, read as the stream carries it: through the
+    /// [`Decoder`](super::super::Decoder), with the `event:` name the API
+    /// sends beside each event (its `type`). An `error` event reaches the
+    /// decoder by that name, not through `decode`.
     fn decode_one(data: &str) -> String {
-        let mut refused = false;
-        match decode(data.as_bytes(), &mut refused, &mut None) {
+        let name = serde_json::from_str::<serde_json::Value>(data)
+            .ok()
+            .and_then(|event| event["type"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let mut decoder =
+            super::super::Decoder::new(seawall_core::provider::Provider::OpenAiResponses);
+        let item = crate::sse::Item::Event(crate::sse::Event {
+            name: name.as_bytes(),
+            data: data.as_bytes(),
+            start: 0,
+        });
+        match decoder.decode(item) {
             Signal::Content { text, finish } => format!("content {text:?} {finish:?}"),
             Signal::Finish(reason) => format!("finish {:?} {}", reason.kind, reason.reason),
             Signal::Error(failure) => format!("error {} {}", failure.code(), failure.class()),
