@@ -251,6 +251,12 @@ fn anthropic_error_types() {
         ),
         (
             "invalid_request_error",
+            "Output blocked by content filtering policy",
+            Policy,
+            Code::ContentFiltered,
+        ),
+        (
+            "invalid_request_error",
             "bad field",
             Permanent,
             Code::BadRequest,

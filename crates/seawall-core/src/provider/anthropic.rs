@@ -91,6 +91,13 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         {
             Verdict::Fixed(Permanent, Code::ContextTooLong)
         }
+        // The model's output tripped a filter (recited text, say): "Output
+        // blocked by content filtering policy", a 400 before content or an
+        // in-stream error after it. The request was fine; the answer was
+        // withheld, as OpenAI's `content_filter` says.
+        "invalid_request_error" if contains_ci(message, "content filtering policy") => {
+            Verdict::Fixed(Policy, Code::ContentFiltered)
+        }
         "invalid_request_error" => Verdict::Fixed(Permanent, Code::BadRequest),
         "request_too_large" => Verdict::Fixed(Permanent, Code::RequestTooLarge),
         "billing_error" => Verdict::Fixed(Permanent, Code::QuotaExhausted),
