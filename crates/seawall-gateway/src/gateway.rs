@@ -429,15 +429,20 @@ impl Gateway {
                     // event stream and finds no event in JSON: an answer
                     // that shows nothing and ends as if done. Say so.
                     tracker.end(End::Failed, Some(Code::ProtocolViolation.as_str()));
-                    return WireError::gateway(
+                    let mut error = WireError::gateway(
                         StatusCode::BAD_GATEWAY,
                         Code::ProtocolViolation,
                         format!(
                             "seawall: the upstream `{served_by}` answered a stream request with \
                              one whole answer, not an event stream; ask without \"stream\": true"
                         ),
-                    )
-                    .response(wire);
+                    );
+                    error.attempts = Some(attempts);
+                    let mut response = error.response(wire);
+                    if let Ok(value) = HeaderValue::from_str(&served_by) {
+                        response.headers_mut().insert(SERVED_BY_HEADER, value);
+                    }
+                    return response;
                 }
                 strip_upstream_headers(&mut head.headers);
                 head.headers

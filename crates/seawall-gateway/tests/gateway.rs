@@ -524,6 +524,8 @@ async fn a_stream_request_answered_whole_is_an_error_not_an_empty_stream() {
     let (status, headers, body) = send(&client(), post(&url, OPENAI_STREAM, &[])).await;
     assert_eq!(status, 502, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "x-seawall-code"), "protocol_violation");
+    assert_eq!(header(&headers, "x-seawall-attempts"), "1");
+    assert_eq!(header(&headers, "x-seawall-served-by"), "main");
     let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert!(
         error["error"]["message"]
