@@ -31,6 +31,40 @@ pub const TOKEN_HEADER: &str = "x-seawall-token";
 /// How long a client may take to send a request body.
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// The header in which the official OpenAI and Anthropic SDKs (Python and
+/// TypeScript) say how long they wait to read from the server: their read
+/// timeout, in seconds (`"600.0"`, `"5"`).
+pub const CLIENT_READ_TIMEOUT_HEADER: &str = "x-stainless-read-timeout";
+
+/// How long the client waits for the gateway's first byte, by its own
+/// word ([`CLIENT_READ_TIMEOUT_HEADER`]), less a margin: its clock started
+/// before the gateway's, and an answer that arrives as it gives up is an
+/// answer it never reads. A missing, malformed or non-positive value reads
+/// as `None`.
+///
+/// Past that wait the SDK raises a timeout and, by default, sends the
+/// request again: a ladder that outlives the client is run again whole
+/// (one SDK call with a 5 s timeout over a 429 with `Retry-After: 3` made
+/// six upstream calls and ended in the SDK's timeout, the 429 never seen).
+fn client_wait(headers: &HeaderMap) -> Option<std::time::Duration> {
+    const MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
+    // A day: past that, the value is no bound anyone waits out.
+    const LONGEST: f64 = 86_400.0;
+    let seconds: f64 = headers
+        .get(CLIENT_READ_TIMEOUT_HEADER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    // NaN too: no wait is stated.
+    if seconds.is_nan() || seconds <= 0.0 {
+        return None;
+    }
+    let wait = std::time::Duration::from_secs_f64(seconds.min(LONGEST));
+    Some(wait - (wait / 10).min(MARGIN))
+}
+
 /// The shortest gateway token accepted.
 pub const MIN_TOKEN_LEN: usize = 16;
 
@@ -402,10 +436,50 @@ impl Gateway {
             }
         };
         upstream.extensions_mut().insert(call);
+        // The client's own wait bounds what comes before the answer. A
+        // unary answer is whole when it leaves: the client's wait is the
+        // operation's deadline, which the ladder plans within (a
+        // `Retry-After` it cannot wait out ends it with that answer, at
+        // once). A stream's answer starts at its first content and then
+        // may run for longer than the client's read timeout, which bounds
+        // each read, not the whole: only the wait for the answer to start
+        // is bounded, and the stream is never cut by it.
+        let answer_by = client_wait(&parts.headers).map(|wait| tokio::time::Instant::now() + wait);
+        if let (false, Some(by)) = (stream, answer_by) {
+            upstream
+                .extensions_mut()
+                .insert(seawall::core::Deadline::at(by));
+        }
+        let answered = service.clone().oneshot(upstream);
         // If the client goes away, hyper drops this future (or, once
         // answering, the body): the upstream call is dropped with it and
         // the tracker counts `cancelled`.
-        match service.clone().oneshot(upstream).await {
+        let answered = match answer_by.filter(|_| stream) {
+            Some(by) => match tokio::time::timeout_at(by, answered).await {
+                Ok(answered) => answered,
+                Err(_) => {
+                    tracker.end(End::Failed, Some(Code::DeadlineExceeded.as_str()));
+                    return WireError::gateway(
+                        StatusCode::GATEWAY_TIMEOUT,
+                        Code::DeadlineExceeded,
+                        format!(
+                            "seawall: no answer began within the client's read timeout \
+                             ({CLIENT_READ_TIMEOUT_HEADER}: {} s)",
+                            excerpt(
+                                parts
+                                    .headers
+                                    .get(CLIENT_READ_TIMEOUT_HEADER)
+                                    .and_then(|v| v.to_str().ok())
+                                    .unwrap_or("")
+                            )
+                        ),
+                    )
+                    .response(wire);
+                }
+            },
+            None => answered.await,
+        };
+        match answered {
             Ok(response) => {
                 let (mut head, body) = response.into_parts();
                 let attempts = head
@@ -738,6 +812,23 @@ async fn metrics_text() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_clients_wait_is_read_and_kept_short_of() {
+        use std::time::Duration;
+        let wait =
+            |value: &'static str| client_wait(&headers(&[(CLIENT_READ_TIMEOUT_HEADER, value)]));
+        assert_eq!(wait("600.0"), Some(Duration::from_secs(599)));
+        assert_eq!(wait("5"), Some(Duration::from_millis(4500)));
+        assert_eq!(wait(" 0.5 "), Some(Duration::from_millis(450)));
+        // Past a day: a day.
+        assert_eq!(wait("1e12"), Some(Duration::from_secs(86_399)));
+        assert_eq!(wait("inf"), Some(Duration::from_secs(86_399)));
+        for value in ["0", "-3", "NaN", "soon", ""] {
+            assert_eq!(wait(value), None, "{value:?}");
+        }
+        assert_eq!(client_wait(&HeaderMap::new()), None);
+    }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         pairs

@@ -1430,3 +1430,82 @@ async fn a_thread_per_listener_serves_and_drains() {
     assert_eq!(gateway.stats().served, 25);
     assert_eq!(gateway.stats().in_flight, 0);
 }
+
+/// One call with the read timeout an official SDK sends
+/// (`x-stainless-read-timeout`), through a fresh gateway over a fresh
+/// chaos server: what came back, how long it took, and the upstream calls.
+async fn with_client_timeout(
+    body: &'static str,
+    fault: &str,
+    read_timeout: &str,
+) -> (http::StatusCode, http::HeaderMap, Bytes, Duration, usize) {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let started = std::time::Instant::now();
+    let (status, headers, got) = send(
+        &client(),
+        post(
+            &gateway.url("/v1/chat/completions"),
+            body,
+            &[
+                ("x-chaos-fault", fault),
+                (seawall_gateway::CLIENT_READ_TIMEOUT_HEADER, read_timeout),
+            ],
+        ),
+    )
+    .await;
+    let elapsed = started.elapsed();
+    (status, headers, got, elapsed, chaos.journal().len())
+}
+
+/// A unary call's ladder plans within the client's read timeout: a
+/// `Retry-After` it cannot wait out before the client gives up ends it
+/// with that 429, at once, rather than past the client's timeout (where
+/// the SDK would send the whole request again).
+#[tokio::test]
+async fn a_unary_ladder_ends_within_the_clients_read_timeout() {
+    let (status, headers, body, elapsed, calls) =
+        with_client_timeout(OPENAI_UNARY, "status;code=429;retry_after=3", "2.0").await;
+    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "retry-after"), "3");
+    assert_eq!(header(&headers, "x-should-retry"), "false");
+    assert_eq!(calls, 1, "no retry the client would not wait for");
+    assert!(elapsed < Duration::from_millis(1800), "{elapsed:?}");
+}
+
+/// A stream that has not begun when the client's read timeout is near
+/// gets a 504 the SDK does not retry, before the client gives up.
+#[tokio::test]
+async fn a_stream_that_has_not_begun_is_answered_before_the_client_gives_up() {
+    let (status, headers, body, elapsed, calls) = with_client_timeout(
+        OPENAI_STREAM,
+        "stall_after;tokens=0;ms=8000;pings=1;ping_ms=100",
+        "1.5",
+    )
+    .await;
+    assert_eq!(status, 504, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "x-seawall-code"), "deadline_exceeded");
+    assert_eq!(header(&headers, "x-should-retry"), "false");
+    assert_eq!(calls, 1);
+    assert!(
+        elapsed >= Duration::from_millis(1300) && elapsed < Duration::from_millis(1500),
+        "{elapsed:?}"
+    );
+}
+
+/// The read timeout bounds each read, not the whole stream: a stream that
+/// began in time runs on past it, whole.
+#[tokio::test]
+async fn a_stream_that_began_runs_past_the_clients_read_timeout() {
+    let (status, _, body, elapsed, calls) = with_client_timeout(
+        OPENAI_STREAM,
+        "stall_after;tokens=2;ms=1500;pings=1;ping_ms=200",
+        "1.0",
+    )
+    .await;
+    assert_eq!(status, 200);
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.trim_end().ends_with("data: [DONE]"), "{text}");
+    assert!(elapsed > Duration::from_secs(1), "{elapsed:?}");
+    assert_eq!(calls, 1);
+}
