@@ -48,12 +48,34 @@ impl WireError {
     }
 
     /// A failure of the stack before any content: the upstream status if
-    /// there was one; else 503 when no route was called (a breaker open, a
-    /// route cooling down: nothing upstream answered badly, the gateway is
-    /// unavailable for the time its `Retry-After` says); else 504 for a
+    /// there was one; else 503 when the ladder ended on a route refused
+    /// without a call (a breaker open, a route cooling down: the gateway
+    /// is unavailable for the time its `Retry-After` says); else 504 for a
     /// time bound, else 502.
-    pub(crate) fn before_content(failure: &Failure, message: String) -> WireError {
+    ///
+    /// A ladder whose route was refused locally only after it had called
+    /// it (the breaker opened on this operation's own failures) is still a
+    /// 503 with the time left, and the message says what the route
+    /// answered: the refusal alone would hide why the circuit opened.
+    pub(crate) fn before_content(failure: &Failure, mut message: String) -> WireError {
         let code = failure.code();
+        if matches!(code, Code::CircuitOpen | Code::RouteCoolingDown) {
+            let called = failure.receipt().map(|receipt| {
+                receipt
+                    .attempts
+                    .iter()
+                    .filter_map(|attempt| attempt.code)
+                    .filter(|code| !matches!(code, Code::CircuitOpen | Code::RouteCoolingDown))
+                    .collect::<Vec<_>>()
+            });
+            if let Some([.., last]) = called.as_deref() {
+                let n = called.as_ref().map_or(0, Vec::len);
+                let attempts = if n == 1 { "attempt" } else { "attempts" };
+                message.push_str(&format!(
+                    "; refused after {n} {attempts} upstream, the last {last}"
+                ));
+            }
+        }
         let status = failure
             .status()
             .filter(|s| *s >= 400)
@@ -169,6 +191,36 @@ impl WireError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A breaker that opened on the operation's own failures: the answer
+    /// names what the route said, not only the refusal.
+    #[test]
+    fn a_refusal_after_calls_names_what_the_route_answered() {
+        use seawall::core::{Attempt, Receipt, RouteId};
+        use std::time::Duration;
+        let route = RouteId::new("main");
+        let mut receipt = Receipt::default();
+        for code in [Code::EmptyResponse, Code::CircuitOpen] {
+            receipt.push(Attempt::new(route.clone(), Some(code), Duration::ZERO));
+        }
+        let failure = Failure::new(Code::CircuitOpen)
+            .with_retry_after(Duration::from_secs(4))
+            .with_receipt(receipt);
+        let error = WireError::before_content(&failure, "seawall: circuit_open".into());
+        assert_eq!(error.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(error.code, "circuit_open");
+        assert_eq!(error.retry_after, Some(4));
+        assert_eq!(
+            error.message,
+            "seawall: circuit_open; refused after 1 attempt upstream, the last empty_response"
+        );
+        // Refused without a call: the refusal alone.
+        let mut receipt = Receipt::default();
+        receipt.push(Attempt::new(route, Some(Code::CircuitOpen), Duration::ZERO));
+        let failure = Failure::new(Code::CircuitOpen).with_receipt(receipt);
+        let error = WireError::before_content(&failure, "seawall: circuit_open".into());
+        assert_eq!(error.message, "seawall: circuit_open");
+    }
 
     #[test]
     fn shapes() {
