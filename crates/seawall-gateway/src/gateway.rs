@@ -31,16 +31,21 @@ pub const TOKEN_HEADER: &str = "x-seawall-token";
 /// How long a client may take to send a request body.
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// The header in which the official OpenAI and Anthropic SDKs (Python and
-/// TypeScript) say how long they wait to read from the server: their read
-/// timeout, in seconds (`"600.0"`, `"5"`).
-pub const CLIENT_READ_TIMEOUT_HEADER: &str = "x-stainless-read-timeout";
+/// The headers in which the official OpenAI and Anthropic SDKs say how
+/// long they wait for the server, in seconds (`"600.0"`, `"5"`): the
+/// Python SDKs send their read timeout in `x-stainless-read-timeout`
+/// (Anthropic's in `x-stainless-timeout` too); the TypeScript SDKs send
+/// their timeout in `x-stainless-timeout` (Anthropic's always, in whole
+/// seconds; OpenAI's for a timeout given per request), which bounds the
+/// wait for the response to begin. Where both come, the shorter decides.
+pub const CLIENT_TIMEOUT_HEADERS: [&str; 2] = ["x-stainless-read-timeout", "x-stainless-timeout"];
 
 /// How long the client waits for the gateway's first byte, by its own
-/// word ([`CLIENT_READ_TIMEOUT_HEADER`]), less a margin: its clock started
+/// word ([`CLIENT_TIMEOUT_HEADERS`]), less a margin: its clock started
 /// before the gateway's, and an answer that arrives as it gives up is an
 /// answer it never reads. A missing, malformed or non-positive value reads
-/// as `None`.
+/// as none stated (`"0"` is how the TypeScript Anthropic SDK writes a
+/// timeout under a second).
 ///
 /// Past that wait the SDK raises a timeout and, by default, sends the
 /// request again: a ladder that outlives the client is run again whole
@@ -50,17 +55,15 @@ fn client_wait(headers: &HeaderMap) -> Option<std::time::Duration> {
     const MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
     // A day: past that, the value is no bound anyone waits out.
     const LONGEST: f64 = 86_400.0;
-    let seconds: f64 = headers
-        .get(CLIENT_READ_TIMEOUT_HEADER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    // NaN too: no wait is stated.
-    if seconds.is_nan() || seconds <= 0.0 {
-        return None;
-    }
+    let stated = |name: &str| -> Option<f64> {
+        let seconds: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
+        // NaN too: no wait is stated.
+        (!seconds.is_nan() && seconds > 0.0).then_some(seconds)
+    };
+    let seconds = CLIENT_TIMEOUT_HEADERS
+        .into_iter()
+        .filter_map(stated)
+        .reduce(f64::min)?;
     let wait = std::time::Duration::from_secs_f64(seconds.min(LONGEST));
     Some(wait - (wait / 10).min(MARGIN))
 }
@@ -462,17 +465,8 @@ impl Gateway {
                     return WireError::gateway(
                         StatusCode::GATEWAY_TIMEOUT,
                         Code::DeadlineExceeded,
-                        format!(
-                            "seawall: no answer began within the client's read timeout \
-                             ({CLIENT_READ_TIMEOUT_HEADER}: {} s)",
-                            excerpt(
-                                parts
-                                    .headers
-                                    .get(CLIENT_READ_TIMEOUT_HEADER)
-                                    .and_then(|v| v.to_str().ok())
-                                    .unwrap_or("")
-                            )
-                        ),
+                        "seawall: no answer began within the client's own timeout \
+                         (x-stainless-read-timeout / x-stainless-timeout)",
                     )
                     .response(wire);
                 }
@@ -817,7 +811,7 @@ mod tests {
     fn the_clients_wait_is_read_and_kept_short_of() {
         use std::time::Duration;
         let wait =
-            |value: &'static str| client_wait(&headers(&[(CLIENT_READ_TIMEOUT_HEADER, value)]));
+            |value: &'static str| client_wait(&headers(&[("x-stainless-read-timeout", value)]));
         assert_eq!(wait("600.0"), Some(Duration::from_secs(599)));
         assert_eq!(wait("5"), Some(Duration::from_millis(4500)));
         assert_eq!(wait(" 0.5 "), Some(Duration::from_millis(450)));
@@ -828,6 +822,21 @@ mod tests {
             assert_eq!(wait(value), None, "{value:?}");
         }
         assert_eq!(client_wait(&HeaderMap::new()), None);
+        // The TypeScript SDKs' header; where both come, the shorter.
+        let both = |read: &'static str, total: &'static str| {
+            client_wait(&headers(&[
+                ("x-stainless-read-timeout", read),
+                ("x-stainless-timeout", total),
+            ]))
+        };
+        assert_eq!(
+            client_wait(&headers(&[("x-stainless-timeout", "5")])),
+            Some(Duration::from_millis(4500))
+        );
+        assert_eq!(both("600.0", "5"), Some(Duration::from_millis(4500)));
+        assert_eq!(both("5", "600"), Some(Duration::from_millis(4500)));
+        assert_eq!(both("soon", "5"), Some(Duration::from_millis(4500)));
+        assert_eq!(both("5", "0"), Some(Duration::from_millis(4500)));
     }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {

@@ -63,7 +63,7 @@ mod wire_error;
 pub use args::GatewayArgs;
 pub use config::{Config, ConfigError, Endpoint, Preset, RouteConfig, StackPolicy, Wire};
 pub use gateway::{
-    CLIENT_READ_TIMEOUT_HEADER, Gateway, GatewayError, MIN_KEY_LEN, MIN_TOKEN_LEN, TOKEN_HEADER,
+    CLIENT_TIMEOUT_HEADERS, Gateway, GatewayError, MIN_KEY_LEN, MIN_TOKEN_LEN, TOKEN_HEADER,
 };
 pub use relay::Stats;
 pub use server::{listeners, run, shutdown_signal};

@@ -1431,12 +1431,14 @@ async fn a_thread_per_listener_serves_and_drains() {
     assert_eq!(gateway.stats().in_flight, 0);
 }
 
-/// One call with the read timeout an official SDK sends
-/// (`x-stainless-read-timeout`), through a fresh gateway over a fresh
-/// chaos server: what came back, how long it took, and the upstream calls.
+/// One call with the timeout an official SDK sends in `header_name`
+/// (`x-stainless-read-timeout` from the Python SDKs, `x-stainless-timeout`
+/// from the TypeScript ones), through a fresh gateway over a fresh chaos
+/// server: what came back, how long it took, and the upstream calls.
 async fn with_client_timeout(
     body: &'static str,
     fault: &str,
+    header_name: &str,
     read_timeout: &str,
 ) -> (http::StatusCode, http::HeaderMap, Bytes, Duration, usize) {
     let chaos = ChaosServer::builder().start().await.unwrap();
@@ -1447,10 +1449,7 @@ async fn with_client_timeout(
         post(
             &gateway.url("/v1/chat/completions"),
             body,
-            &[
-                ("x-chaos-fault", fault),
-                (seawall_gateway::CLIENT_READ_TIMEOUT_HEADER, read_timeout),
-            ],
+            &[("x-chaos-fault", fault), (header_name, read_timeout)],
         ),
     )
     .await;
@@ -1464,8 +1463,13 @@ async fn with_client_timeout(
 /// the SDK would send the whole request again).
 #[tokio::test]
 async fn a_unary_ladder_ends_within_the_clients_read_timeout() {
-    let (status, headers, body, elapsed, calls) =
-        with_client_timeout(OPENAI_UNARY, "status;code=429;retry_after=3", "2.0").await;
+    let (status, headers, body, elapsed, calls) = with_client_timeout(
+        OPENAI_UNARY,
+        "status;code=429;retry_after=3",
+        "x-stainless-read-timeout",
+        "2.0",
+    )
+    .await;
     assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "retry-after"), "3");
     assert_eq!(header(&headers, "x-should-retry"), "false");
@@ -1480,6 +1484,7 @@ async fn a_stream_that_has_not_begun_is_answered_before_the_client_gives_up() {
     let (status, headers, body, elapsed, calls) = with_client_timeout(
         OPENAI_STREAM,
         "stall_after;tokens=0;ms=8000;pings=1;ping_ms=100",
+        "x-stainless-timeout",
         "1.5",
     )
     .await;
@@ -1500,6 +1505,7 @@ async fn a_stream_that_began_runs_past_the_clients_read_timeout() {
     let (status, _, body, elapsed, calls) = with_client_timeout(
         OPENAI_STREAM,
         "stall_after;tokens=2;ms=1500;pings=1;ping_ms=200",
+        "x-stainless-read-timeout",
         "1.0",
     )
     .await;
