@@ -267,6 +267,32 @@ async fn a_stream_the_guard_guards_ends_with_the_error_event() {
     }
 }
 
+/// A stream whose upstream keeps the connection open after `[DONE]` (and
+/// sends more): the client's body ends at `[DONE]`, at once, as an OpenAI
+/// SDK stops reading there; nothing after it is relayed.
+#[tokio::test]
+async fn a_stream_ends_at_done_though_the_upstream_stays_open() {
+    let mut steps = streamed_head_and_tokens(Some("text/event-stream"), "\n");
+    let done = format!(
+        "{}data: [DONE]\n\n",
+        seawall_test::canned::OPENAI_STOP_EVENT
+    );
+    steps.push(chunk(&format!("{done}{}", openai_delta_event(" EXTRA"))));
+    steps.push(Step::Pause(10_000));
+    let started = std::time::Instant::now();
+    let (gateway, status, out) = streamed_through(steps).await;
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.ends_with(&done), "{text}");
+    assert!(!text.contains("EXTRA"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the body ended at [DONE], not when the upstream let go: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(gateway.gateway.stats().served, 1);
+}
+
 /// The provider's own error event is replaced by seawall's, scrubbed,
 /// however it comes: CRLF line ends, split over two writes. The client
 /// reads one error, and never the route key the provider echoed.

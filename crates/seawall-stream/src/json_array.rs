@@ -149,17 +149,18 @@ impl Splitter {
         frame: &[u8],
         mut on_element: impl FnMut(&[u8]),
     ) -> Result<(), ArrayError> {
-        self.feed_located(frame, |element, _| on_element(element))
+        self.feed_located(frame, |element, _, _| on_element(element))
     }
 
     /// [`feed`](Splitter::feed), telling also where each element begins in
-    /// `frame`: 0 when it began in an earlier frame. A reader that must
-    /// not hand an element on (a provider's error element) cuts the frame
-    /// there; the separator before it stays.
+    /// `frame` (0 when it began in an earlier frame) and where it ends. A
+    /// reader that must not hand an element on (a provider's error
+    /// element) cuts the frame at its beginning; the separator before it
+    /// stays.
     pub fn feed_located(
         &mut self,
         frame: &[u8],
-        mut on_element: impl FnMut(&[u8], usize),
+        mut on_element: impl FnMut(&[u8], usize, usize),
     ) -> Result<(), ArrayError> {
         if let Some(error) = self.failed {
             return Err(error);
@@ -175,7 +176,7 @@ impl Splitter {
     fn split(
         &mut self,
         frame: &[u8],
-        on_element: &mut impl FnMut(&[u8], usize),
+        on_element: &mut impl FnMut(&[u8], usize, usize),
     ) -> Result<(), ArrayError> {
         let mut i = self.skip_bom(frame)?;
         // Where the current element starts in this frame, when it started
@@ -190,11 +191,11 @@ impl Splitter {
                         match start.take() {
                             Some(begin) => {
                                 self.check_size(end - begin)?;
-                                on_element(&frame[begin..end], begin);
+                                on_element(&frame[begin..end], begin, end);
                             }
                             None => {
                                 self.carry(&frame[from..end])?;
-                                on_element(&self.carried, 0);
+                                on_element(&self.carried, 0, end);
                                 self.carried.clear();
                             }
                         }
@@ -341,7 +342,7 @@ mod tests {
         let mut seen = Vec::new();
         for frame in [&b"[{\"a\":1} ,{\"b"[..], &b"\":2}, \"c\"]"[..]] {
             splitter
-                .feed_located(frame, |element, start| {
+                .feed_located(frame, |element, start, _| {
                     seen.push((element.to_vec(), start));
                 })
                 .unwrap();

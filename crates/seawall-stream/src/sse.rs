@@ -47,6 +47,11 @@ pub struct Event<'a> {
     /// whole events only, never this one: a client dispatches no event
     /// whose blank line it never read.
     pub start: usize,
+    /// Where the event ends in the frame being fed: just after the blank
+    /// line that dispatched it (after its CR, when the LF of a CRLF is in
+    /// the next frame). Cutting the frame here hands on this event whole
+    /// and nothing after it.
+    pub end: usize,
 }
 
 /// Why the scanner gave up.
@@ -95,6 +100,9 @@ pub struct Scanner {
     /// Where the frame being fed has its last blank line's end (0 before
     /// the first): the next event's [`Event::start`].
     boundary: usize,
+    /// Where the blank line being handled ends in the frame: the
+    /// dispatched event's [`Event::end`].
+    dispatch_end: usize,
     max_line: usize,
     max_event: usize,
 }
@@ -116,6 +124,7 @@ impl Scanner {
             skip_lf: false,
             bom_matched: Some(0),
             boundary: 0,
+            dispatch_end: 0,
             max_line,
             max_event,
         }
@@ -163,6 +172,9 @@ impl Scanner {
                 if part.len() > self.max_line {
                     return Err(ScanError::LineTooLong { cap: self.max_line });
                 }
+                // Only a blank line dispatches, and a blank line is never
+                // carried: it ends here, in this frame.
+                self.dispatch_end = frame.len() - rest.len() + next;
                 self.line_complete(part, &mut in_frame, &mut on_item)?;
             } else {
                 self.carry(part)?;
@@ -239,6 +251,7 @@ impl Scanner {
                     name: &self.name,
                     data,
                     start: self.boundary,
+                    end: self.dispatch_end,
                 }));
             }
             self.data.clear();

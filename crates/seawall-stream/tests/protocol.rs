@@ -45,6 +45,7 @@ fn event<'a>(name: &'a [u8], data: &'a [u8]) -> Item<'a> {
         name,
         data,
         start: 0,
+        end: data.len(),
     })
 }
 

@@ -274,6 +274,16 @@ pub(crate) struct Track {
     /// never handed on (the failure carries what it said) and no client
     /// reads it before seawall's verdict.
     error_at: Option<usize>,
+    /// Where, in the frame just fed, the protocol's end event ends
+    /// ([`Decoder::ended`]): the frame is cut there, and the stream ends
+    /// with it. Bytes after the end are no part of the answer (text sent
+    /// after `[DONE]` was added to it, and the caller got a different
+    /// answer than an SDK reading the same stream), and a server that
+    /// keeps the connection open after it holds nobody (a finished answer
+    /// was held until the idle bound).
+    end_at: Option<usize>,
+    /// The protocol's end arrived: the body is not read past it.
+    protocol_ended: bool,
     chunks: u64,
     handle: StreamReportHandle,
     reported: bool,
@@ -332,6 +342,8 @@ impl Track {
             bytes: 0,
             withheld: 0,
             error_at: None,
+            end_at: None,
+            protocol_ended: false,
             chunks: 0,
             handle,
             reported: false,
@@ -391,35 +403,39 @@ impl Track {
         } = self;
         let content_before = tally.content_events;
         let mut error_at = None;
+        let mut end_at = None;
         let mut on_item = |item: Item<'_>| {
-            // Nothing after a stop counts: the same stream gives the same
-            // counts however it is framed.
-            if tally.stop.is_some() {
+            // Nothing after a stop or the protocol's end counts: the same
+            // stream gives the same counts however it is framed.
+            if tally.stop.is_some() || decoder.ended() {
                 return;
             }
-            let start = match item {
+            let (start, end) = match item {
                 Item::Event(event) => {
                     tally.events += 1;
-                    event.start
+                    (event.start, event.end)
                 }
-                Item::Comment(_) => 0,
+                Item::Comment(_) => (0, 0),
             };
             tally.apply(decoder.decode(item), now);
             // Only `Signal::Error` stops with `InStream`, and nothing had
             // stopped before this item.
             if matches!(tally.stop, Some(Cause::InStream(_))) {
                 error_at = Some(start);
+            } else if decoder.ended() {
+                end_at = Some(end);
             }
         };
         let scanned = match framing {
             Framing::Sse(scanner) => scanner.feed(data, &mut on_item).map_err(Cause::Scan),
             // Each element is one event of the protocol.
             Framing::JsonArray(splitter) => splitter
-                .feed_located(data, |element, start| {
+                .feed_located(data, |element, start, end| {
                     let event = Event {
                         name: b"",
                         data: element,
                         start,
+                        end,
                     };
                     on_item(Item::Event(event))
                 })
@@ -435,6 +451,11 @@ impl Track {
         if let Some(at) = error_at {
             self.withheld += (data.len() - at) as u64;
             self.error_at = Some(at);
+        }
+        if let Some(at) = end_at {
+            self.withheld += (data.len() - at) as u64;
+            self.end_at = Some(at);
+            self.protocol_ended = true;
         }
         self.tally.stop.take()
     }
@@ -867,6 +888,11 @@ where
                         data.truncate(at);
                     }
                 }
+                if let Some(at) = this.track.end_at.take()
+                    && let Some(data) = frame.data_mut()
+                {
+                    data.truncate(at);
+                }
                 // A body that is always ready never lets the timer fire:
                 // check the bound here too.
                 let (at, gap) = this.track.deadline();
@@ -925,6 +951,15 @@ where
                     if let Some(cause) = stop {
                         return Poll::Ready(Err(this.track.fail(cause, now)));
                     }
+                    // The end marker without content: as a clean end of
+                    // the body would be.
+                    if this.track.protocol_ended {
+                        let Some(cause) = this.track.end_of_stream(now) else {
+                            *this.ended = true;
+                            return Poll::Ready(Ok(()));
+                        };
+                        return Poll::Ready(Err(this.track.fail(cause, now)));
+                    }
                     if *this.held_bytes > this.track.config.max_held {
                         // A model that works long before it writes (a
                         // reasoning stream of tens of thousands of thinking
@@ -974,6 +1009,15 @@ where
         if let Some(cause) = this.pending.take() {
             *this.ended = true;
             return Poll::Ready(this.track.close(cause));
+        }
+        // The protocol's end came: the body is not read past it, and the
+        // stream ends as at a clean end of the body.
+        if this.track.protocol_ended {
+            *this.ended = true;
+            return Poll::Ready(match this.track.end_of_stream(Instant::now()) {
+                None => None,
+                Some(cause) => this.track.close(cause),
+            });
         }
         let step = ready!(self.as_mut().poll_step(cx));
         let this = self.project();

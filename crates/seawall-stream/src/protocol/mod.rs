@@ -84,6 +84,8 @@ pub struct Decoder {
     refused: bool,
     /// A finish reason was decoded.
     finished: bool,
+    /// The protocol's end arrived (see [`Decoder::ended`]).
+    ended: bool,
     /// The usage the stream reported so far (the last report wins: every
     /// provider sends cumulative counts).
     usage: Option<Usage>,
@@ -100,6 +102,7 @@ impl Decoder {
             provider,
             refused: false,
             finished: false,
+            ended: false,
             usage: None,
             shape: openai::Shape::default(),
             choices: openai::Choices::default(),
@@ -114,6 +117,17 @@ impl Decoder {
     /// The token usage the stream reported so far, if it reported any.
     pub fn usage(&self) -> Option<Usage> {
         self.usage
+    }
+
+    /// Whether the stream's protocol has ended: its end marker (`[DONE]`,
+    /// Anthropic's `message_stop`) or the Responses API's one terminal
+    /// event (`response.completed`, `response.incomplete`) was decoded.
+    /// Nothing after it is part of the answer, as an SDK reads it (the
+    /// OpenAI SDKs stop reading at `[DONE]`). A finish reason alone is no
+    /// end where more may follow it: OpenAI's usage chunk, Anthropic's
+    /// `message_stop`, Gemini's last usage frame.
+    pub fn ended(&self) -> bool {
+        self.ended
     }
 
     /// What `item` means.
@@ -143,6 +157,18 @@ impl Decoder {
             Provider::Gemini => gemini::decode(event.data, &mut self.usage),
             Provider::Http => generic::decode(event.name, event.data),
         };
+        self.ended |= matches!(
+            (&signal, self.provider),
+            (Signal::Done, _)
+                | (
+                    Signal::Finish(_)
+                        | Signal::Content {
+                            finish: Some(_),
+                            ..
+                        },
+                    Provider::OpenAiResponses,
+                )
+        );
         match signal {
             // OpenAI's end marker on a stream whose protocol has none (the
             // Responses API, Anthropic, Gemini): some compatible servers
@@ -238,6 +264,7 @@ mod tests {
             name: b"",
             data: data.as_bytes(),
             start: 0,
+            end: data.len(),
         });
         matches!(decoder.decode(item), Signal::Content { .. })
     }

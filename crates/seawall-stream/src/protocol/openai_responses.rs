@@ -166,6 +166,7 @@ mod tests {
             name: name.as_bytes(),
             data: data.as_bytes(),
             start: 0,
+            end: data.len(),
         });
         match decoder.decode(item) {
             Signal::Content { text, finish } => format!("content {text:?} {finish:?}"),

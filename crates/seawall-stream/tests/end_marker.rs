@@ -1,0 +1,132 @@
+//! The protocol's end marker ends the stream: `[DONE]`, Anthropic's
+//! `message_stop`, the Responses API's terminal event. Nothing after it
+//! reaches the caller or counts (an OpenAI SDK stops reading at `[DONE]`,
+//! so anything after it would make the caller's answer differ from the
+//! SDK's), and a server that keeps the connection open after it holds
+//! nobody: the body ends at the marker, not at the idle bound.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use seawall_core::FinishKind;
+use seawall_stream::StreamGuardLayer;
+
+const RESPONSES: &str = "/v1/responses";
+
+/// `frames`, then a connection held open forever, through the guard on
+/// the paused clock: what the caller read, and how long the body took to
+/// end (the idle bound is 30 s).
+async fn read_then_hang(path: &str, frames: Vec<String>) -> (Drained, Duration) {
+    let started = tokio::time::Instant::now();
+    let mut script: Vec<Step> = frames.into_iter().map(send).collect();
+    script.push(Step::Hang);
+    let response = call(StreamGuardLayer::interactive(), path, scripted(script))
+        .await
+        .expect("content arrives");
+    let drained = drain(response).await;
+    (drained, started.elapsed())
+}
+
+fn text(drained: &Drained) -> String {
+    String::from_utf8(drained.bytes.clone()).unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn nothing_after_done_is_read_and_the_body_ends_there() {
+    let answer = format!("{OPENAI_ROLE}{}{OPENAI_STOP}{DONE}", openai_delta("Hello"));
+    let extra = openai_delta("EXTRA-AFTER-DONE");
+    // After `[DONE]` in the same frame, in a frame of its own, and both.
+    for frames in [
+        vec![format!("{answer}{extra}")],
+        vec![answer.clone(), extra.clone()],
+        vec![format!("{answer}{extra}"), extra.clone()],
+    ] {
+        let (drained, took) = read_then_hang(CHAT, frames).await;
+        assert!(drained.error.is_none(), "{:?}", drained.error);
+        assert_eq!(text(&drained), answer, "cut just after [DONE]");
+        let report = &drained.report;
+        assert_eq!(
+            report.finish.as_ref().map(|f| f.kind),
+            Some(FinishKind::Complete)
+        );
+        assert_eq!(report.content_events, 1);
+        assert!(
+            took < Duration::from_secs(1),
+            "ended at [DONE], not at idle: {took:?}"
+        );
+    }
+}
+
+/// `[DONE]` dispatched by a CRLF blank line whose LF is in the next
+/// frame: the stream ends at the CR, and the rest is never read.
+#[tokio::test(start_paused = true)]
+async fn a_crlf_blank_line_split_after_done_ends_at_its_cr() {
+    let answer = format!("{}{OPENAI_STOP}data: [DONE]\r\n\r", openai_delta("Hi"));
+    let (drained, took) = read_then_hang(
+        CHAT,
+        vec![answer.clone(), format!("\n{}", openai_delta("EXTRA"))],
+    )
+    .await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert_eq!(text(&drained), answer);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn nothing_after_message_stop_is_read() {
+    let answer = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"c\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    let extra = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"EXTRA\"}}\n\n";
+    let (drained, took) = read_then_hang(MESSAGES, vec![format!("{answer}{extra}")]).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert_eq!(text(&drained), answer);
+    assert_eq!(drained.report.content_events, 1);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn nothing_after_the_responses_terminal_event_is_read() {
+    let answer = concat!(
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"status\":\"in_progress\",\"output\":[]},\"sequence_number\":0}\n\n",
+        "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\",\"sequence_number\":1}\n\n",
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"incomplete_details\":null,\"error\":null},\"sequence_number\":2}\n\n",
+    );
+    // Some compatible servers send `[DONE]` after it: no part of the answer.
+    let after = "data: [DONE]\n\nevent: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"EXTRA\",\"sequence_number\":3}\n\n";
+    let (drained, took) = read_then_hang(RESPONSES, vec![format!("{answer}{after}")]).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert_eq!(text(&drained), answer);
+    assert_eq!(
+        drained.report.finish.as_ref().map(|f| f.kind),
+        Some(FinishKind::Complete)
+    );
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+/// A finish reason alone is no end: OpenAI's usage chunk comes after it,
+/// and is read.
+#[tokio::test(start_paused = true)]
+async fn a_finish_reason_is_not_the_end_marker() {
+    let usage = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\n";
+    let answer = format!("{}{OPENAI_STOP}", openai_delta("Hi"));
+    let (drained, _) = read_then_hang(
+        CHAT,
+        vec![answer.clone(), usage.to_owned(), DONE.to_owned()],
+    )
+    .await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert_eq!(text(&drained), format!("{answer}{usage}{DONE}"));
+    let usage = drained
+        .report
+        .usage
+        .expect("the usage chunk after the finish");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (3, 2));
+}
