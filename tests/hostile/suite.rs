@@ -516,8 +516,9 @@ async fn a_long_answer_cut_where_only_its_close_delimits_it_is_not_whole() {
 }
 
 /// A `[DONE]` the Responses API never sends, as some compatible servers
-/// add to every stream: after the terminal event it breaks nothing, and
-/// without one it finishes nothing.
+/// add to every stream: after the terminal event it breaks nothing (the
+/// stream ends at the terminal event: what follows is no part of the
+/// answer, and is not handed on), and without one it finishes nothing.
 #[tokio::test]
 async fn done_on_a_responses_stream_neither_breaks_nor_finishes_it() {
     let event = |ty: &str, rest: &str, n: u32| {
@@ -539,11 +540,16 @@ async fn done_on_a_responses_stream_neither_breaks_nor_finishes_it() {
         2,
     );
     let sse = [("content-type", "text/event-stream")];
-    let whole = format!("{created}{delta}{completed}data: [DONE]\n\n");
+    let answer = format!("{created}{delta}{completed}");
+    let whole = format!("{answer}data: [DONE]\n\n");
     let server = Hostile::start(vec![reply("200 OK", &sse, whole.as_bytes())]).await;
     let outcome = ask_responses(&server, true).await;
     assert_eq!(outcome.code(), None, "{outcome:?}");
-    assert_eq!(outcome.text(), whole, "passed as sent");
+    assert_eq!(
+        outcome.text(),
+        answer,
+        "passed as sent, to its terminal event"
+    );
     assert_eq!(server.requests(), 1);
 
     let unfinished = format!("{created}{delta}data: [DONE]\n\n");
