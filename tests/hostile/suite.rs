@@ -735,3 +735,24 @@ async fn an_endless_header_line_is_a_bounded_transport_failure() {
     );
     assert!(server.requests() >= 1);
 }
+
+/// A response head the client cannot parse (two lengths that disagree) is
+/// a transport failure, retried; its message says what was wrong with it,
+/// not only that the client failed (hyper-util's words are
+/// `client error (SendRequest)`: why is further down the chain).
+#[tokio::test]
+async fn an_unparsable_response_head_says_why() {
+    let head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 10\r\ncontent-length: 20\r\n\r\n{}".to_vec();
+    let server = Hostile::start(vec![vec![
+        Act::Write(head),
+        Act::Pause(Duration::from_secs(5)),
+    ]])
+    .await;
+    let stack = stack().budget(Budget::unlimited());
+    let outcome = ask_at(&server.base, false, &stack).await;
+    let failure = outcome.failure.as_ref().expect("no answer");
+    assert_eq!(failure.code(), Code::Transport, "{failure:?}");
+    let message = failure.message().unwrap_or_default().to_ascii_lowercase();
+    assert!(message.contains("content-length"), "{message}");
+    assert!(server.requests() >= 2, "retried");
+}

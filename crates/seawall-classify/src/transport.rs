@@ -40,7 +40,26 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
         );
     }
     let code = chain_code(error, 0)?;
-    Some(Failure::new(code).with_message(&error.to_string()))
+    Some(Failure::new(code).with_message(&chain_message(error)))
+}
+
+/// What every link of `error`'s chain says, joined with `: ` (a link whose
+/// words the one before it already quotes is not said twice). hyper-util's
+/// client says only `client error (SendRequest)`; why (the response head
+/// it could not parse, the connection refused) is further down the chain.
+fn chain_message(error: &(dyn StdError + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut current = error.source();
+    for _ in 0..MAX_DEPTH {
+        let Some(link) = current else { break };
+        let said = link.to_string();
+        if !said.is_empty() && !message.contains(&said) {
+            message.push_str(": ");
+            message.push_str(&said);
+        }
+        current = link.source();
+    }
+    message
 }
 
 /// A server certificate rustls refused (unknown issuer, expired, not for

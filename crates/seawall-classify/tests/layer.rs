@@ -832,7 +832,9 @@ async fn transport_errors_map_by_their_source_chain() {
             .check(&format!("{kind:?}"), failure);
         assert_eq!(failure.status(), None);
         assert!(failure.evidence().elapsed.is_some());
-        assert_eq!(failure.message(), Some("client error"));
+        // Every link says its part: the wrapper, then the io error.
+        let message = format!("client error: {}", io::Error::from(kind));
+        assert_eq!(failure.message(), Some(message.as_str()));
     }
     let timeouts: [BoxError; 4] = [
         Box::new(io::Error::from(TimedOut)),
