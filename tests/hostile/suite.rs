@@ -756,3 +756,70 @@ async fn an_unparsable_response_head_says_why() {
     assert!(message.contains("content-length"), "{message}");
     assert!(server.requests() >= 2, "retried");
 }
+
+/// A unary answer whose framing promises more than it sends, on a
+/// connection kept open: a length one byte too long, a chunked body
+/// without its last chunk, a close-delimited HTTP/1.0 body. The answer's
+/// object closed: it is delivered as it came, once, without waiting for
+/// an end that never comes (it used to be discarded at the attempt's
+/// bound and asked for again, then fail).
+#[tokio::test]
+async fn a_whole_unary_answer_is_delivered_though_its_framing_never_ends() {
+    let answer = HEALTHY_UNARY;
+    let heads = [
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+            answer.len() + 1
+        ),
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{answer}\r\n",
+            answer.len()
+        ),
+        format!("HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{answer}"),
+    ];
+    for reply in heads {
+        let server = Hostile::start(vec![vec![
+            Act::Write(reply.into_bytes()),
+            Act::Pause(Duration::from_secs(30)),
+        ]])
+        .await;
+        let started = std::time::Instant::now();
+        let outcome = ask(&server, false).await;
+        assert_eq!(outcome.code(), None, "{outcome:?}");
+        assert_eq!(outcome.text(), answer);
+        assert_eq!(server.requests(), 1);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
+
+/// A 2xx answer whose body stalls before its object closes: each attempt
+/// ends at its bound, and the receipt counts each as billed (the provider
+/// answered 2xx: a generation started, whatever came of it).
+#[tokio::test]
+async fn an_answer_that_stalls_mid_body_is_billed() {
+    let partial = &HEALTHY_UNARY[..40];
+    let reply = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{partial}",
+        HEALTHY_UNARY.len()
+    );
+    let server = Hostile::start(vec![vec![
+        Act::Write(reply.into_bytes()),
+        Act::Pause(Duration::from_secs(30)),
+    ]])
+    .await;
+    let stack = stack().budget(Budget::unlimited());
+    let outcome = ask_at(&server.base, false, &stack).await;
+    assert_eq!(outcome.code(), Some(Code::Timeout), "{outcome:?}");
+    let receipt = outcome.receipt.expect("a receipt");
+    assert!(receipt.attempts.len() >= 2, "{receipt:?}");
+    assert_eq!(
+        receipt.billed_attempts(),
+        receipt.attempts.len(),
+        "{receipt:?}"
+    );
+    assert_eq!(server.requests(), receipt.attempts.len());
+}

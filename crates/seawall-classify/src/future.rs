@@ -19,6 +19,7 @@ use seawall_internal::millis;
 use tower::BoxError;
 
 use crate::classifier::{Classifier, Inspection, SuccessContext};
+use crate::json_end::{Ending, JsonEnd};
 use crate::layer::Settings;
 use crate::{ClassifiedBody, error_context, grpc, transport_failure};
 
@@ -130,6 +131,11 @@ where
                         }
                     };
                     let (parts, body) = response.into_parts();
+                    // A bound that passes while the body is read reports
+                    // that the provider answered (a 2xx is billed).
+                    if let Some(progress) = this.progress.as_ref() {
+                        progress.set_status(parts.status.as_u16());
+                    }
                     if !parts.status.is_success() {
                         *this.state =
                             State::ReadingError(Reading::new(parts, body, this.progress.take()));
@@ -242,6 +248,11 @@ struct Reading<B> {
     pulled: u64,
     chunks: u64,
     first_byte: Option<Duration>,
+    /// Where the buffered answer is in its one JSON value, followed only
+    /// when the body goes quiet (see `poll_success_body`), up to
+    /// `scanned` bytes of the buffer.
+    json_end: JsonEnd,
+    scanned: usize,
 }
 
 /// How reading a 2xx body ended.
@@ -278,7 +289,19 @@ where
             pulled: 0,
             chunks: 0,
             first_byte: None,
+            json_end: JsonEnd::default(),
+            scanned: 0,
         }
+    }
+
+    /// Whether the buffer holds one whole JSON value, blanks at most after
+    /// it: followed from where it was last looked at, so a body that goes
+    /// quiet often is scanned once.
+    fn holds_a_whole_value(&mut self) -> bool {
+        let all = self.buffer.as_slice();
+        self.json_end.feed(&all[self.scanned..]);
+        self.scanned = all.len();
+        self.json_end.ending() == Ending::Whole
     }
 
     fn count(&mut self, data: &Bytes, started: Instant) {
@@ -325,7 +348,23 @@ where
         facts: &RequestFacts,
     ) -> Poll<SuccessRead> {
         loop {
-            match ready!(self.body.as_mut().poll_frame(cx)) {
+            let polled = match self.body.as_mut().poll_frame(cx) {
+                Poll::Ready(polled) => polled,
+                // The answer's object has closed and the body goes quiet
+                // without ending: a framing that promised more than it
+                // sent (a length one byte long, a chunked body without
+                // its last chunk, a close-delimited body on a connection
+                // kept open). The answer is whole by its own structure;
+                // waiting for an end that never comes discarded it at the
+                // attempt's bound and asked for it again. A well-framed
+                // body seldom pauses there (its end comes with its last
+                // bytes), and then only ends a moment sooner.
+                Poll::Pending if self.object_seen && self.holds_a_whole_value() => {
+                    return Poll::Ready(SuccessRead::Whole);
+                }
+                Poll::Pending => return Poll::Pending,
+            };
+            match polled {
                 None => return Poll::Ready(SuccessRead::Whole),
                 Some(Err(error)) => return Poll::Ready(SuccessRead::Failed(error.into())),
                 Some(Ok(frame)) => match frame.into_data() {

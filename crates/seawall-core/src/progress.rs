@@ -1,5 +1,5 @@
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 
 use crate::facts::{OperationSlots, RequestFacts};
 
@@ -27,6 +27,8 @@ pub struct Progress(Arc<OperationSlots>);
 pub(crate) struct Counters {
     bytes: AtomicU64,
     content_events: AtomicU64,
+    /// The status the attempt was answered with, 0 before its head.
+    status: AtomicU16,
     /// A per-attempt bound counts here: layers that find the slots feed
     /// them (unset, nobody reads the counts, and nobody pays for them).
     counting: AtomicBool,
@@ -45,6 +47,7 @@ impl Progress {
             let counters = &slots.progress;
             counters.bytes.store(0, Ordering::Relaxed);
             counters.content_events.store(0, Ordering::Relaxed);
+            counters.status.store(0, Ordering::Relaxed);
             counters.counting.store(true, Ordering::Relaxed);
             return Progress(Arc::clone(slots));
         }
@@ -83,6 +86,21 @@ impl Progress {
         self.counters()
             .content_events
             .fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records the status the attempt's response head carried: a bound
+    /// that passes while its body is read then knows the provider had
+    /// answered (a 2xx started a generation, billed whatever came of it).
+    pub fn set_status(&self, status: u16) {
+        self.counters().status.store(status, Ordering::Relaxed);
+    }
+
+    /// The status of the attempt's response head, once it arrived.
+    pub fn status(&self) -> Option<u16> {
+        match self.counters().status.load(Ordering::Relaxed) {
+            0 => None,
+            status => Some(status),
+        }
     }
 
     /// Body bytes received so far.

@@ -34,6 +34,7 @@ impl Expiry {
     pub(crate) fn failure(&self) -> Failure {
         bound_passed(self.fires_as, self.started, |evidence| {
             if let Some(progress) = &self.progress {
+                evidence.status = progress.status();
                 evidence.bytes = progress.bytes();
                 evidence.content_events = progress.content_events();
             }
