@@ -35,6 +35,14 @@
 //!   or `truncated` (clean EOF without the finish marker), whose action is
 //!   `surface`, with an [`Interrupted`](seawall_core::Interrupted) record of
 //!   what was delivered, text included.
+//! - **The protocol's end marker ends the stream**: `[DONE]`, Anthropic's
+//!   `message_stop`, the Responses API's terminal event. The frame is cut
+//!   just after it, the body is read no further, and the stream ends as at
+//!   a clean end of body: text a server sends after it is no part of the
+//!   answer (an OpenAI SDK stops reading at `[DONE]`), and a server that
+//!   keeps the connection open after it holds nobody until the idle
+//!   bound. A finish reason alone is no end marker (OpenAI's usage chunk,
+//!   Anthropic's `message_stop`, Gemini's last usage frame follow it).
 //! - **A finish is not always success.** `length`/`max_tokens` ends the
 //!   body cleanly and the report marks it truncated. A refusal, a filter or
 //!   a malformed call after content ends the body with that verdict
