@@ -64,6 +64,28 @@ impl Deadline {
     }
 }
 
+/// The instant by which a caller stops waiting for an answer to *begin*:
+/// not a bound on the answer itself. Carried in the request extensions by
+/// a caller that gives up on a response whose head has not come (an SDK's
+/// read timeout, as `seawall gateway` reads it from the request) but
+/// reads a stream that has begun for as long as it runs.
+///
+/// The operation's deadline layer (`seawall-deadline`'s total bound)
+/// narrows the [`Deadline`] its inner layers plan within to it, so a retry
+/// ladder never sleeps past it, and fails the call with
+/// `deadline_exceeded` when no answer has begun by then; the response
+/// body stays bounded by the operation's own deadline only, and a
+/// propagated wire timeout says the operation's deadline, not this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AnswerBy(pub Deadline);
+
+impl AnswerBy {
+    /// The bound in a request's extensions, if any.
+    pub fn of<B>(request: &http::Request<B>) -> Option<AnswerBy> {
+        request.extensions().get::<AnswerBy>().copied()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

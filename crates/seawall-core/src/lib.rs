@@ -57,7 +57,7 @@ pub use action::Action;
 pub use another_route::AnotherRoute;
 pub use class::Class;
 pub use code::{Code, UnknownCode};
-pub use deadline::Deadline;
+pub use deadline::{AnswerBy, Deadline};
 pub use evidence::{ClosedBy, Evidence};
 pub use facts::RequestFacts;
 pub use failure::{Failure, Interrupted, MESSAGE_EXCERPT_BYTES, excerpt};

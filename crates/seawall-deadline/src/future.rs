@@ -12,7 +12,13 @@ use crate::body::DeadlineBody;
 /// When a request's bound passes, and what failure that is.
 #[derive(Debug)]
 pub(crate) struct Expiry {
+    /// When the response must have come.
     pub(crate) deadline: Deadline,
+    /// When the response body must have ended, if its bound goes on to
+    /// bound the body: the operation's deadline (later than `deadline`
+    /// when an [`AnswerBy`](seawall_core::AnswerBy) bounds only the wait
+    /// for the answer); an attempt's bound never does.
+    pub(crate) body: Option<Deadline>,
     pub(crate) started: Instant,
     /// `deadline_exceeded` for the operation's deadline, `timeout` for an
     /// attempt's own bound.
@@ -23,13 +29,6 @@ pub(crate) struct Expiry {
 }
 
 impl Expiry {
-    /// Whether the deadline goes on to bound the response body: the
-    /// operation's deadline does, an attempt's bound (the one with
-    /// progress) does not.
-    pub(crate) fn bounds_body(&self) -> bool {
-        self.progress.is_none()
-    }
-
     /// The failure for this bound passing now.
     pub(crate) fn failure(&self) -> Failure {
         bound_passed(self.fires_as, self.started, |evidence| {
@@ -155,8 +154,7 @@ where
                 if let Poll::Ready(result) = inner.poll(cx) {
                     let body_deadline = expiry
                         .as_ref()
-                        .filter(|expiry| expiry.bounds_body())
-                        .map(|expiry| (expiry.deadline.instant(), expiry.started));
+                        .and_then(|expiry| Some((expiry.body?.instant(), expiry.started)));
                     return Poll::Ready(match result {
                         Ok(response) => {
                             Ok(response.map(|body| DeadlineBody::new(body, body_deadline)))

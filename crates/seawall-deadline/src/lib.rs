@@ -29,6 +29,14 @@
 //! [`DeadlineLayer::propagate_header`] the remaining time is written on the
 //! wire so the next hop stops when its caller does.
 //!
+//! A caller that stops waiting for an answer to *begin*, but reads a
+//! stream that began for as long as it runs (an SDK's read timeout), puts
+//! an [`AnswerBy`](seawall_core::AnswerBy) in the extensions: the total
+//! bound narrows the `Deadline` the layers inside plan within to it and
+//! fails the call with `deadline_exceeded` when no answer has begun by
+//! then, while the body keeps the operation's own deadline (and so does
+//! the wire).
+//!
 //! Cost on the success path: one clock read, and one timer that is only
 //! registered when the inner future (or the body) is not ready at once.
 //! Under the total deadline the body reads the clock once per data frame,

@@ -1,7 +1,7 @@
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
-use seawall_core::{BoxError, Code, Deadline, Progress};
+use seawall_core::{AnswerBy, BoxError, Code, Deadline, Progress};
 use tokio::time::Instant;
 use tower_service::Service;
 
@@ -49,9 +49,14 @@ where
                     .as_ref()
                     .and_then(|wire| wire.read(request.headers()))
                     .map(|remaining| Deadline::after_from(started, remaining));
-                let deadline = [existing, own, incoming].into_iter().flatten().min();
+                let operation = [existing, own, incoming].into_iter().flatten().min();
+                // A bound on the wait for the answer only: the layers
+                // inside plan within it, the body is not held to it.
+                let answer_by = AnswerBy::of(&request).map(|by| by.0);
+                let deadline = [operation, answer_by].into_iter().flatten().min();
                 deadline.map(|deadline| Expiry {
                     deadline,
+                    body: operation,
                     started,
                     fires_as: Code::DeadlineExceeded,
                     progress: None,
@@ -67,6 +72,7 @@ where
                 let progress = Progress::start_attempt(&mut request);
                 Some(Expiry {
                     deadline,
+                    body: None,
                     started,
                     fires_as,
                     progress: Some(progress),
@@ -89,8 +95,15 @@ where
         if expiry.deadline.instant() <= started {
             return ResponseFuture::expired(expiry);
         }
-        if let Some(wire) = &self.config.propagate {
-            wire.write(request.headers_mut(), expiry.deadline.instant() - started);
+        // The server is told when the operation ends, not when the caller
+        // stops waiting for it to begin (an `AnswerBy`): a stream that
+        // began in time runs on. An attempt's bound is its own.
+        let until = match self.config.bound {
+            Bound::Total(_) => expiry.body,
+            Bound::PerAttempt(_) => Some(expiry.deadline),
+        };
+        if let (Some(wire), Some(until)) = (&self.config.propagate, until) {
+            wire.write(request.headers_mut(), until.instant() - started);
         }
         ResponseFuture::bounded(self.inner.call(request), expiry)
     }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use http::{HeaderName, Request, Response};
 use http_body_util::{BodyExt, Full, StreamBody};
-use seawall_core::{Action, Class, Code, Deadline, Failure, Progress};
+use seawall_core::{Action, AnswerBy, Class, Code, Deadline, Failure, Progress};
 use seawall_deadline::{DeadlineLayer, WireTimeout};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, ServiceExt, service_fn};
@@ -453,4 +453,70 @@ async fn inner_errors_pass_through() {
         .await
         .unwrap_err();
     assert_eq!(failure(&err).code(), Code::Overloaded);
+}
+
+/// An `AnswerBy` bounds the wait for the answer: the inner layers plan
+/// within it, and no answer by then is `deadline_exceeded` then.
+#[tokio::test(start_paused = true)]
+async fn an_answer_by_bounds_the_wait_for_the_answer() {
+    let (seen, record) = records_deadline();
+    let start = Instant::now();
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(AnswerBy(Deadline::at(start + Duration::from_secs(3))));
+    DeadlineLayer::new(Duration::from_secs(10))
+        .layer(record)
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(Deadline::at(start + Duration::from_secs(3))),
+        "the layers inside plan within it"
+    );
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(AnswerBy(Deadline::at(start + Duration::from_secs(3))));
+    let err = DeadlineLayer::new(Duration::from_secs(10))
+        .layer(answers_after(Duration::from_secs(60), calls))
+        .oneshot(request)
+        .await
+        .unwrap_err();
+    assert_eq!(start.elapsed(), Duration::from_secs(3));
+    assert_eq!(failure(&err).code(), Code::DeadlineExceeded);
+}
+
+/// An answer that began in time is bounded by the operation's deadline
+/// only, never by its `AnswerBy`, and the wire is told the operation's.
+#[tokio::test(start_paused = true)]
+async fn an_answer_that_began_runs_past_its_answer_by() {
+    let start = Instant::now();
+    let headers = Arc::new(std::sync::Mutex::new(http::HeaderMap::new()));
+    let inner = {
+        let headers = headers.clone();
+        service_fn(move |req: Request<()>| {
+            *headers.lock().unwrap() = req.headers().clone();
+            async { Ok::<_, Infallible>(Response::new(one_chunk_then_silence())) }
+        })
+    };
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(AnswerBy(Deadline::at(start + Duration::from_secs(3))));
+    let response = DeadlineLayer::new(Duration::from_secs(10))
+        .propagate_grpc_timeout()
+        .layer(inner)
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(headers.lock().unwrap()["grpc-timeout"], "10000000u");
+    let mut body = std::pin::pin!(response.into_body());
+    body.frame().await.unwrap().unwrap();
+    let err = body.frame().await.unwrap().unwrap_err();
+    assert_eq!(start.elapsed(), Duration::from_secs(10), "not at 3 s");
+    assert_eq!(failure(&err).code(), Code::DeadlineExceeded);
 }

@@ -12,7 +12,7 @@ use axum::routing::{get, post};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use seawall::core::{Code, Failure, Receipt};
+use seawall::core::{AnswerBy, Code, Deadline, Failure, Receipt};
 use seawall::fallback::ServedBy;
 use seawall::stream::StreamReportHandle;
 use seawall_internal::json::RequestMembers;
@@ -439,40 +439,21 @@ impl Gateway {
             }
         };
         upstream.extensions_mut().insert(call);
-        // The client's own wait bounds what comes before the answer. A
-        // unary answer is whole when it leaves: the client's wait is the
-        // operation's deadline, which the ladder plans within (a
-        // `Retry-After` it cannot wait out ends it with that answer, at
-        // once). A stream's answer starts at its first content and then
-        // may run for longer than the client's read timeout, which bounds
-        // each read, not the whole: only the wait for the answer to start
-        // is bounded, and the stream is never cut by it.
-        let answer_by = client_wait(&parts.headers).map(|wait| tokio::time::Instant::now() + wait);
-        if let (false, Some(by)) = (stream, answer_by) {
+        // The client's own wait bounds the wait for the answer to begin,
+        // as an `AnswerBy`: the ladder plans within it (a `Retry-After` it
+        // cannot wait out ends it at once, with that answer), and no
+        // answer by then is a 504 before the client gives up. A stream
+        // that began runs on: the client's read timeout bounds each read,
+        // not the whole, and the body keeps the operation's own deadline.
+        if let Some(wait) = client_wait(&parts.headers) {
             upstream
                 .extensions_mut()
-                .insert(seawall::core::Deadline::at(by));
+                .insert(AnswerBy(Deadline::after(wait)));
         }
-        let answered = service.clone().oneshot(upstream);
         // If the client goes away, hyper drops this future (or, once
         // answering, the body): the upstream call is dropped with it and
         // the tracker counts `cancelled`.
-        let answered = match answer_by.filter(|_| stream) {
-            Some(by) => match tokio::time::timeout_at(by, answered).await {
-                Ok(answered) => answered,
-                Err(_) => {
-                    tracker.end(End::Failed, Some(Code::DeadlineExceeded.as_str()));
-                    return WireError::gateway(
-                        StatusCode::GATEWAY_TIMEOUT,
-                        Code::DeadlineExceeded,
-                        "seawall: no answer began within the client's own timeout \
-                         (x-stainless-read-timeout / x-stainless-timeout)",
-                    )
-                    .response(wire);
-                }
-            },
-            None => answered.await,
-        };
+        let answered = service.clone().oneshot(upstream).await;
         match answered {
             Ok(response) => {
                 let (mut head, body) = response.into_parts();

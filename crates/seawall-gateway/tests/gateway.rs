@@ -1517,11 +1517,30 @@ async fn a_stream_that_has_not_begun_is_answered_before_the_client_gives_up() {
     assert_eq!(status, 504, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "x-seawall-code"), "deadline_exceeded");
     assert_eq!(header(&headers, "x-should-retry"), "false");
+    assert_eq!(header(&headers, "x-seawall-attempts"), "1");
     assert_eq!(calls, 1);
     assert!(
         elapsed >= Duration::from_millis(1300) && elapsed < Duration::from_millis(1500),
         "{elapsed:?}"
     );
+}
+
+/// A stream request's ladder plans within the client's wait too: a 429
+/// whose `Retry-After` it cannot wait out is answered at once, as the
+/// 429, not as a timeout at the end of the wait.
+#[tokio::test]
+async fn a_stream_ladder_ends_within_the_clients_read_timeout() {
+    let (status, headers, body, elapsed, calls) = with_client_timeout(
+        OPENAI_STREAM,
+        "status;code=429;retry_after=3",
+        "x-stainless-timeout",
+        "2",
+    )
+    .await;
+    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "retry-after"), "3");
+    assert_eq!(calls, 1);
+    assert!(elapsed < Duration::from_millis(1800), "{elapsed:?}");
 }
 
 /// The read timeout bounds each read, not the whole stream: a stream that
