@@ -30,6 +30,17 @@ pub enum Item<'a> {
     /// A comment line (starting with `:`), without the colon. Servers send
     /// them as keep-alives.
     Comment(&'a [u8]),
+    /// A line that is no field of the event-stream format (`data`,
+    /// `event`, `id`, `retry`), which the format ignores: some servers
+    /// write an error body into a stream raw, line by line, where no SSE
+    /// client dispatches it (Google's API does, mid-stream). `start` is as
+    /// [`Event::start`]: where the frame's last blank line ended.
+    Stray {
+        /// The whole line, without its line end.
+        line: &'a [u8],
+        /// Where a cut before it begins in the frame being fed.
+        start: usize,
+    },
 }
 
 /// A dispatched event.
@@ -295,8 +306,14 @@ impl Scanner {
                 self.name.extend_from_slice(value);
             }
             // `id` and `retry` steer reconnection, which a guard that never
-            // replays does not do; unknown fields are ignored by the spec.
-            _ => {}
+            // replays does not do.
+            b"id" | b"retry" => {}
+            // Ignored by the format, and told to the reader, which may know
+            // what a raw error body looks like.
+            _ => on_item(Item::Stray {
+                line,
+                start: self.boundary,
+            }),
         }
         Ok(())
     }
@@ -310,6 +327,7 @@ mod tests {
     enum Owned {
         Event(String, String),
         Comment(String),
+        Stray(String),
     }
 
     fn scan(frames: &[&[u8]]) -> Vec<Owned> {
@@ -324,6 +342,9 @@ mod tests {
                             String::from_utf8_lossy(e.data).into_owned(),
                         ),
                         Item::Comment(c) => Owned::Comment(String::from_utf8_lossy(c).into_owned()),
+                        Item::Stray { line, .. } => {
+                            Owned::Stray(String::from_utf8_lossy(line).into_owned())
+                        }
                     })
                 })
                 .unwrap();
@@ -342,6 +363,8 @@ mod tests {
             Owned::Comment(" hi".into()),
             ev("a", "1\n2"),
             ev("", ""),
+            // An unknown field dispatches nothing; it is told as stray.
+            Owned::Stray("foo: bar".into()),
             ev("", " two spaces"),
         ];
         assert_eq!(scan(&[stream]), expected);

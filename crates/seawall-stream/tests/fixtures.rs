@@ -498,6 +498,52 @@ async fn gemini_errors_and_truncation() {
     assert_interrupted(&d, Code::Truncated, "Hello wor");
 }
 
+/// Google's API writes an error it meets mid-stream into the stream raw:
+/// a pretty-printed JSON body with no `data:`, which no SSE client
+/// dispatches, then closes. Its chunks each carried `finishReason` (as
+/// Vertex AI's did), so read as the event-stream format says, the stream
+/// was complete and the error lost. It is the provider's error: after
+/// content an interruption caused by it, its text never handed on; before
+/// content the error itself, retried by its class.
+#[tokio::test]
+async fn a_raw_error_body_written_into_a_stream_is_the_providers_error() {
+    let f = fixture!("gemini/raw_error_after_content.sse");
+    let d = delivered(run(GEMINI, f).await);
+    assert_interrupted(&d, Code::StreamInterrupted, "First Second ");
+    let cause = d
+        .error
+        .as_ref()
+        .and_then(|e| e.interrupted())
+        .and_then(|i| i.cause);
+    assert_eq!(cause, Some(Code::Overloaded), "Gemini's UNAVAILABLE");
+    assert!(!String::from_utf8_lossy(&d.bytes).contains("UNAVAILABLE"));
+
+    let raw_only = &f[f.find("{\n").unwrap()..];
+    let failure = failed(run(GEMINI, Box::leak(raw_only.to_owned().into_boxed_str())).await);
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::Overloaded, Action::Retry)
+    );
+
+    // One line, into an OpenAI stream: the same.
+    let openai = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n",
+        "{\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\",\"code\":null}}\n",
+    );
+    let d = delivered(run(CHAT, openai).await);
+    assert_interrupted(&d, Code::StreamInterrupted, "Hi");
+
+    // Stray lines that are no error body are ignored, as the format says.
+    let noise = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n",
+        "x-note: {\"a\":1}\n{\"status\":\"ok\"}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let d = delivered(run(CHAT, noise).await);
+    assert!(d.error.is_none(), "{:?}", d.error);
+}
+
 #[tokio::test]
 async fn generic_any_data_is_content_and_eof_finishes() {
     let f = "data: one\n\n: keep-alive\n\ndata: two\n\n";

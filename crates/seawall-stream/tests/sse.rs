@@ -16,6 +16,9 @@ fn scan(scanner: &mut Scanner, frames: &[&[u8]]) -> Vec<String> {
                         String::from_utf8_lossy(e.data)
                     ),
                     Item::Comment(c) => format!("comment {:?}", String::from_utf8_lossy(c)),
+                    Item::Stray { line, start } => {
+                        format!("stray {:?} at {start}", String::from_utf8_lossy(line))
+                    }
                 })
             })
             .unwrap();

@@ -416,6 +416,9 @@ impl Track {
                     (event.start, event.end)
                 }
                 Item::Comment(_) => (0, 0),
+                // No event, but what it turns out to be (a raw error body)
+                // is cut from where it began.
+                Item::Stray { start, .. } => (start, 0),
             };
             tally.apply(decoder.decode(item), now);
             // Only `Signal::Error` stops with `InStream`, and nothing had

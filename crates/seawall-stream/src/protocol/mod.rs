@@ -93,6 +93,20 @@ pub struct Decoder {
     shape: openai::Shape,
     /// The choices of an OpenAI stream asked for several (`n > 1`).
     choices: openai::Choices,
+    /// Stray lines since the last event (see [`Item::Stray`]), kept while
+    /// they may be a raw error body; `None` until one comes.
+    stray: Option<Vec<u8>>,
+}
+
+/// The most stray text kept while it may be an error body: error bodies
+/// are small, and past this the lines are noise.
+const MAX_STRAY: usize = 64 << 10;
+
+/// A raw JSON body with an `error` member, as Google's API writes one into
+/// a stream it cannot finish.
+#[derive(serde::Deserialize)]
+struct StrayError {
+    error: Option<serde::de::IgnoredAny>,
 }
 
 impl Decoder {
@@ -106,6 +120,7 @@ impl Decoder {
             usage: None,
             shape: openai::Shape::default(),
             choices: openai::Choices::default(),
+            stray: None,
         }
     }
 
@@ -134,8 +149,10 @@ impl Decoder {
     pub fn decode<'a>(&mut self, item: Item<'a>) -> Signal<'a> {
         let event = match item {
             Item::Comment(_) => return Signal::KeepAlive,
+            Item::Stray { line, .. } => return self.stray(line),
             Item::Event(event) => event,
         };
+        self.stray = None;
         // An event named `error` is an error whatever its data looks like:
         // asked first, since a decoder reads an object without its error
         // member as progress (`{"message":…,"code":500}`).
@@ -215,6 +232,49 @@ impl Decoder {
             kind: FinishKind::Refused,
             reason: "refusal".into(),
         })
+    }
+
+    /// A line the event-stream format ignores. Google's API writes an
+    /// error it meets mid-stream into the stream raw, a pretty-printed
+    /// JSON body no SSE client dispatches (`{`, `  "error": {`, … `}`),
+    /// and closes it: read as the format says, the error was lost and a
+    /// stream whose chunks carried `finishReason` was called complete.
+    /// Lines are gathered until they close a JSON object with an `error`
+    /// member, which is the provider's error; anything else is ignored,
+    /// as the format says.
+    fn stray(&mut self, line: &[u8]) -> Signal<'static> {
+        if self.provider == Provider::Http {
+            return Signal::Other;
+        }
+        let text = self.stray.get_or_insert_with(Vec::new);
+        if text.len() + line.len() >= MAX_STRAY {
+            self.stray = None;
+            return Signal::Other;
+        }
+        text.extend_from_slice(line);
+        text.push(b'\n');
+        // Only a line that may close the object is worth a parse: the
+        // body's last line, or a one-line body.
+        if line.trim_ascii_end().last() != Some(&b'}') {
+            return Signal::Other;
+        }
+        match serde_json::from_slice::<StrayError>(text) {
+            Ok(StrayError { error: Some(_) }) => {
+                let body = self.stray.take().unwrap_or_default();
+                self.error(&body)
+            }
+            // A closed object with no error, or text that is no JSON:
+            // noise, as the format says.
+            Ok(_) => {
+                self.stray = None;
+                Signal::Other
+            }
+            Err(error) if error.is_eof() => Signal::Other,
+            Err(_) => {
+                self.stray = None;
+                Signal::Other
+            }
+        }
     }
 
     fn error(&self, data: &[u8]) -> Signal<'static> {
