@@ -7,6 +7,11 @@
 //! or one that spans frames, is copied into a reused buffer, so its lines
 //! can be joined with `\n`. Both buffers are capped; a line or an event
 //! longer than its cap is an error, never unbounded growth.
+//!
+//! Events and comments are what the format dispatches; a line that is no
+//! field of the format is handed on too, as [`Item::Stray`], for a reader
+//! that knows what a raw error body written into a stream looks like
+//! (the format itself ignores such lines).
 
 use std::mem;
 
