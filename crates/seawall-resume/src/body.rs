@@ -490,6 +490,18 @@ where
         self.phase = Phase::Done;
     }
 
+    /// [`give_up`](Self::give_up), the interruption's message saying `why`.
+    fn give_up_because(&mut self, reason: &'static str, why: &str) {
+        if let Some(failure) = self.failure.take() {
+            let message = match failure.message() {
+                Some(message) => format!("{message}; {why}"),
+                None => why.to_owned(),
+            };
+            self.failure = Some(failure.with_message(&message));
+        }
+        self.give_up(reason);
+    }
+
     /// `failure` with everything delivered across continuations.
     fn with_delivered(&self, mut failure: Failure) -> Failure {
         if let Some(mut interrupted) = failure.interrupted().cloned() {
@@ -824,8 +836,11 @@ where
         // the continuation itself (too long for the context once the
         // delivered text is in it, refused, malformed, a dead key) would
         // only be given again to the same request.
-        if failed.is_some_and(|failure| failure.class() != Class::Transient) {
-            return self.give_up("continuation_failed");
+        if let Some(failure) = failed.filter(|failure| failure.class() != Class::Transient) {
+            // The interruption's own message says only how the first
+            // stream broke: say why it was not continued.
+            let why = format!("not resumed: the continuation failed with {failure}");
+            return self.give_up_because("continuation_failed", &why);
         }
         self.resume();
     }

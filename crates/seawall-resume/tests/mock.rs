@@ -768,6 +768,13 @@ async fn a_continuation_refused_for_good_is_not_sent_again() {
         assert_eq!(report.resumes.len(), 1, "{code}");
         assert_eq!(report.resumes[0].failed, Some(code));
         assert_eq!(report.gave_up, Some("continuation_failed"), "{code}");
+        // The interruption says why it was not continued, not only how
+        // the first stream broke.
+        let message = failure.message().unwrap_or_default();
+        assert!(
+            message.contains(&format!("not resumed: the continuation failed with {code}")),
+            "{message}"
+        );
     }
 }
 
