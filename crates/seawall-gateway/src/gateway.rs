@@ -453,8 +453,7 @@ impl Gateway {
         // If the client goes away, hyper drops this future (or, once
         // answering, the body): the upstream call is dropped with it and
         // the tracker counts `cancelled`.
-        let answered = service.clone().oneshot(upstream).await;
-        match answered {
+        match service.clone().oneshot(upstream).await {
             Ok(response) => {
                 let (mut head, body) = response.into_parts();
                 let attempts = head

@@ -22,6 +22,11 @@ pub const ATTEMPTS_HEADER: &str = "x-seawall-attempts";
 /// `<route>; fallback`).
 pub const SERVED_BY_HEADER: &str = "x-seawall-served-by";
 
+/// A route refused by the breaker without a call: open, or cooling down.
+fn refused_without_a_call(code: Code) -> bool {
+    matches!(code, Code::CircuitOpen | Code::RouteCoolingDown)
+}
+
 /// One error as the client will see it.
 #[derive(Debug, Clone)]
 pub(crate) struct WireError {
@@ -59,17 +64,16 @@ impl WireError {
     /// answered: the refusal alone would hide why the circuit opened.
     pub(crate) fn before_content(failure: &Failure, mut message: String) -> WireError {
         let code = failure.code();
-        if matches!(code, Code::CircuitOpen | Code::RouteCoolingDown) {
-            let called = failure.receipt().map(|receipt| {
-                receipt
-                    .attempts
-                    .iter()
-                    .filter_map(|attempt| attempt.code)
-                    .filter(|code| !matches!(code, Code::CircuitOpen | Code::RouteCoolingDown))
-                    .collect::<Vec<_>>()
-            });
-            if let Some([.., last]) = called.as_deref() {
-                let n = called.as_ref().map_or(0, Vec::len);
+        if refused_without_a_call(code)
+            && let Some(receipt) = failure.receipt()
+        {
+            let called = receipt
+                .attempts
+                .iter()
+                .filter_map(|attempt| attempt.code)
+                .filter(|code| !refused_without_a_call(*code));
+            let (n, last) = called.fold((0, None), |(n, _), code| (n + 1, Some(code)));
+            if let Some(last) = last {
                 let attempts = if n == 1 { "attempt" } else { "attempts" };
                 message.push_str(&format!(
                     "; refused after {n} {attempts} upstream, the last {last}"
@@ -81,7 +85,7 @@ impl WireError {
             .filter(|s| *s >= 400)
             .and_then(|s| StatusCode::from_u16(s).ok())
             .unwrap_or(match code {
-                Code::CircuitOpen | Code::RouteCoolingDown => StatusCode::SERVICE_UNAVAILABLE,
+                code if refused_without_a_call(code) => StatusCode::SERVICE_UNAVAILABLE,
                 code if code.is_timeout() || code == Code::DeadlineExceeded => {
                     StatusCode::GATEWAY_TIMEOUT
                 }

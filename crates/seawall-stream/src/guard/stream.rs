@@ -282,8 +282,6 @@ pub(crate) struct Track {
     /// keeps the connection open after it holds nobody (a finished answer
     /// was held until the idle bound).
     end_at: Option<usize>,
-    /// The protocol's end arrived: the body is not read past it.
-    protocol_ended: bool,
     chunks: u64,
     handle: StreamReportHandle,
     reported: bool,
@@ -343,7 +341,6 @@ impl Track {
             withheld: 0,
             error_at: None,
             end_at: None,
-            protocol_ended: false,
             chunks: 0,
             handle,
             reported: false,
@@ -354,6 +351,12 @@ impl Track {
             #[cfg(feature = "metrics")]
             route,
         }
+    }
+
+    /// The protocol's end arrived ([`Decoder::ended`]): the body is not
+    /// read past it.
+    fn protocol_ended(&self) -> bool {
+        self.decoder.ended()
     }
 
     fn content_seen(&self) -> bool {
@@ -458,7 +461,6 @@ impl Track {
         if let Some(at) = end_at {
             self.withheld += (data.len() - at) as u64;
             self.end_at = Some(at);
-            self.protocol_ended = true;
         }
         self.tally.stop.take()
     }
@@ -956,7 +958,7 @@ where
                     }
                     // The end marker without content: as a clean end of
                     // the body would be.
-                    if this.track.protocol_ended {
+                    if this.track.protocol_ended() {
                         let Some(cause) = this.track.end_of_stream(now) else {
                             *this.ended = true;
                             return Poll::Ready(Ok(()));
@@ -1015,7 +1017,7 @@ where
         }
         // The protocol's end came: the body is not read past it, and the
         // stream ends as at a clean end of the body.
-        if this.track.protocol_ended {
+        if this.track.protocol_ended() {
             *this.ended = true;
             return Poll::Ready(match this.track.end_of_stream(Instant::now()) {
                 None => None,
