@@ -632,6 +632,11 @@ where
         let _ = out.write_all(delivery.text.as_bytes());
         delivery
     };
+    // The body has ended: what its continuations cost joins the receipt.
+    let receipt = match (receipt, &resumed) {
+        (Some(first), Some(resumed)) => Some(resumed.report().receipt(&first)),
+        (receipt, _) => receipt,
+    };
     let shown = delivery.content_events > 0;
     if shown || delivery.error.is_none() {
         let _ = writeln!(out);
@@ -742,7 +747,9 @@ fn receipt_json(
         Verdict::Delivered | Verdict::Usage => None,
         Verdict::Failed(failure) | Verdict::Interrupted(failure) => failure,
     };
-    let receipt = failure.and_then(Failure::receipt).or(receipt);
+    // The response's receipt, with its continuations, is the whole story;
+    // a failure without a response carries its own.
+    let receipt = receipt.or(failure.and_then(Failure::receipt));
     let code = match verdict {
         Verdict::Delivered => None,
         Verdict::Usage => Some("usage"),

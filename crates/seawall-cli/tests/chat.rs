@@ -86,6 +86,43 @@ async fn an_interruption_after_content_exits_non_zero_with_what_was_delivered() 
 }
 
 #[tokio::test]
+async fn a_resumed_answer_s_receipt_counts_the_continuation() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    chaos
+        .script(
+            "anthropic",
+            vec!["reset_after;tokens=3;total=8".parse::<Fault>().unwrap()],
+        )
+        .unwrap();
+    let base = chaos.base_url();
+    let (status, out, log) = chat(&[
+        "--provider",
+        "anthropic",
+        "--base-url",
+        &base,
+        "--model",
+        "c",
+        "--stream",
+        "--resume",
+        "hi",
+    ])
+    .await;
+    assert_eq!(
+        (status, out.as_str()),
+        (0, "w1 w2 w3 w4 w5 w6 w7 w8\n"),
+        "{log}"
+    );
+    let receipt = receipt(&log);
+    assert_eq!(receipt["resumed"], 1, "{log}");
+    // Two requests reached the provider, both answered 2xx: both billed,
+    // and the continuation's tokens are in the count.
+    assert_eq!(chaos.journal().len(), 2);
+    assert_eq!(receipt["attempts"], 2, "{log}");
+    assert_eq!(receipt["billed"], 2, "{log}");
+    assert!(receipt["output_tokens"].as_u64() > Some(1), "{log}");
+}
+
+#[tokio::test]
 async fn a_silent_primary_fails_over_to_another_provider() {
     let chaos = ChaosServer::builder().start().await.unwrap();
     let hang = || "hang_after_headers".parse::<Fault>().unwrap();

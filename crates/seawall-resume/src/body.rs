@@ -781,23 +781,27 @@ where
             cause,
             failed: None,
             trimmed_chars: 0,
+            receipt: None,
         });
         self.body = None;
         self.phase = Phase::Ready(Some(Box::new(request)));
     }
 
     fn on_continuation(&mut self, response: Response<RB>) {
-        let route = response
-            .extensions()
-            .get::<Receipt>()
+        let receipt = response.extensions().get::<Receipt>();
+        let route = receipt
             .and_then(|r| r.attempts.last().map(|a| a.route.clone()))
             .unwrap_or_else(|| RouteId::of_request(&self.head));
         if !response.status().is_success() {
+            if let Some(last) = self.resumed.lock().resumes.last_mut() {
+                last.receipt = receipt.cloned();
+            }
             return self.on_call_failed(Box::new(Failure::new(Code::ProtocolViolation)));
         }
         self.span.record("server.address", route.as_str());
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.route = Some(route);
+            last.receipt = receipt.cloned();
         }
         self.report = response.extensions().get::<StreamReportHandle>().cloned();
         self.body = Some(Box::pin(response.into_body()));
@@ -820,6 +824,9 @@ where
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.failed = Some(code);
             last.route = Some(route);
+            if let Some(receipt) = failed.and_then(Failure::receipt) {
+                last.receipt = Some(receipt.clone());
+            }
         }
         tracing::debug!(target: TARGET, code = %code, "continuation failed before content");
         // Claude 4.6 and later answer any prefill with a 400 ("Prefilling

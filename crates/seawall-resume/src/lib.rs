@@ -76,8 +76,14 @@
 //! with the interruption, as without the layer, rather than guess.
 //!
 //! A [`Resumed`] handle in the response extensions reports each resume
-//! (route, characters delivered at the cut, attempt, what was trimmed) and
-//! the answer's final finish.
+//! (route, characters delivered at the cut, attempt, what was trimmed, the
+//! continuation's own [`Receipt`](seawall_core::Receipt)) and the answer's
+//! final finish. The response's `Receipt` was handed over before any
+//! continuation was sent, so it tells only what the first answer cost; a
+//! continuation is a request the provider bills like any other, and
+//! [`ResumeReport::receipt`] gives the whole operation's: the first
+//! answer's attempts followed by every continuation's, with their usage
+//! (a streamed one's once its body ended).
 //!
 //! # Never resumed
 //!

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use seawall_core::{Code, Finish, RouteId};
+use seawall_core::{Attempt, Code, Finish, Receipt, RouteId, Usage};
 
 /// One continuation the layer sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +23,11 @@ pub struct ResumeRecord {
     pub failed: Option<Code>,
     /// Characters the continuation repeated and the layer trimmed.
     pub trimmed_chars: u64,
+    /// The continuation's own receipt: its attempts (a provider that
+    /// answered 2xx bills the continuation like any request), the usage
+    /// its stream reports once it ends, and why its ladder stopped.
+    /// `None` when nothing below keeps receipts (no retry layer).
+    pub receipt: Option<Receipt>,
 }
 
 /// Everything the layer did for one response.
@@ -46,6 +51,43 @@ impl ResumeReport {
     /// Continuations spliced into the body.
     pub fn resumed(&self) -> usize {
         self.resumes.iter().filter(|r| r.failed.is_none()).count()
+    }
+
+    /// Every continuation's upstream attempts, in order.
+    pub fn attempts(&self) -> impl Iterator<Item = &Attempt> {
+        self.resumes
+            .iter()
+            .filter_map(|r| r.receipt.as_ref())
+            .flat_map(|r| r.attempts.iter())
+    }
+
+    /// The continuations' attempts the provider billed (answered 2xx).
+    pub fn billed_attempts(&self) -> usize {
+        self.attempts().filter(|a| a.billed).count()
+    }
+
+    /// The tokens the continuations reported (a streamed one's once its
+    /// body ended).
+    pub fn usage(&self) -> Usage {
+        let mut total = Usage::default();
+        for usage in self.attempts().filter_map(Attempt::usage) {
+            total += usage;
+        }
+        total
+    }
+
+    /// The whole operation's receipt: `first` (the [`Receipt`] of the
+    /// answer the continuations extend, from its response extensions)
+    /// followed by every continuation's attempts. Its
+    /// [`usage`](Receipt::usage) and
+    /// [`billed_attempts`](Receipt::billed_attempts) are what the answer
+    /// the caller read cost.
+    pub fn receipt(&self, first: &Receipt) -> Receipt {
+        let mut whole = first.clone();
+        for receipt in self.resumes.iter().filter_map(|r| r.receipt.clone()) {
+            whole.append(receipt);
+        }
+        whole
     }
 }
 

@@ -13,7 +13,7 @@ use seawall_chaos::{
 };
 use seawall_classify::ClassifyLayer;
 use seawall_core::provider::Provider;
-use seawall_core::{BoxError, Code, Deadline, Failure};
+use seawall_core::{BoxError, Code, Deadline, Failure, Receipt};
 use seawall_resume::{OpenAiStyle, ResumeLayer, ResumeReport, Resumed};
 use seawall_retry::{Backoff, Budget, RetryBudgetLayer, RetryPolicy};
 use seawall_stream::StreamGuardLayer;
@@ -54,6 +54,8 @@ struct Read {
     finish: Option<String>,
     error: Option<BoxError>,
     report: Option<ResumeReport>,
+    /// The response's own receipt: the answer the continuations extend.
+    receipt: Option<Receipt>,
     upstream: usize,
     /// Responses API: every event's `sequence_number`, and the items text
     /// deltas named.
@@ -139,9 +141,11 @@ impl Setup {
         let mut read = match service.oneshot(request).await {
             Ok(response) => {
                 let handle = response.extensions().get::<Resumed>().cloned();
+                let receipt = response.extensions().get::<Receipt>().cloned();
                 let mut read =
                     read_stream(self.provider, response.into_body(), self.stop_after).await;
                 read.report = handle.map(|h| h.report());
+                read.receipt = receipt;
                 read
             }
             Err(error) => Read {
@@ -462,6 +466,40 @@ async fn a_continuation_that_fails_before_content_is_tried_again() {
     assert_eq!(report.resumes.len(), 2);
     assert!(report.resumes[0].failed.is_some());
     assert_eq!(report.resumes[1].failed, None);
+}
+
+#[tokio::test]
+async fn the_whole_receipt_counts_what_the_continuations_cost() {
+    let chaos = chaos().await;
+    // The original stream is billed and cut; the continuation's ladder
+    // meets a 503 (not billed) and then streams the rest (billed, with
+    // the usage Anthropic's `message_delta` reports).
+    let read = Setup::new(
+        Provider::Anthropic,
+        &[
+            "reset_after;tokens=100;total=300",
+            "status;code=503",
+            "ok;tokens=300",
+        ],
+    )
+    .run(&chaos, "receipt")
+    .await;
+    assert_whole(&read, 300);
+    assert_eq!(read.upstream, 3);
+    let (first, report) = (read.receipt.unwrap(), read.report.unwrap());
+    assert_eq!((first.attempts.len(), first.billed_attempts()), (1, 1));
+    let continuation = report.resumes[0].receipt.as_ref().expect("its receipt");
+    let codes: Vec<_> = continuation.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(codes, [Some(Code::ProviderUnavailable), None]);
+    assert_eq!(report.billed_attempts(), 1);
+    let spent = report.usage();
+    assert!(spent.output_tokens > 0, "{spent:?}");
+    let whole = report.receipt(&first);
+    assert_eq!(whole.attempts.len(), 3);
+    assert_eq!(whole.billed_attempts(), 2);
+    let mut expected = first.usage();
+    expected += spent;
+    assert_eq!(whole.usage(), expected);
 }
 
 #[tokio::test]

@@ -244,6 +244,11 @@ where
     } else {
         caller::read_unary(response.into_body(), incident.provider).await
     };
+    // Continuations are billed too: the whole operation's usage.
+    let receipt = match (receipt, &resumed) {
+        (Some(first), Some(resumed)) => Some(resumed.report().receipt(&first)),
+        (receipt, _) => receipt,
+    };
     let resumed = resumed.map_or(0, |r| r.count());
     let usage = receipt.as_ref().map(Receipt::usage);
     if delivery.cancelled {
