@@ -719,6 +719,7 @@ fn with_resumes(line: String, resumed: Option<&Resumed>) -> String {
                 "delivered_chars": r.delivered_chars,
                 "cause": r.cause.as_str(),
                 "failed": r.failed.map(|c| c.as_str()),
+                "spliced": r.spliced,
                 "trimmed_chars": r.trimmed_chars,
             })
         })

@@ -359,6 +359,9 @@ where
                         };
                         let event = self.fixed(event);
                         self.out.push_back(event);
+                        if let Some(last) = self.resumed.lock().resumes.last_mut() {
+                            last.spliced = true;
+                        }
                     }
                     Kind::Other => {}
                 },
@@ -463,6 +466,7 @@ where
         self.span.record("seawall.trimmed_chars", trimmed_chars);
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.trimmed_chars = trimmed_chars;
+            last.spliced = true;
         }
         tracing::debug!(target: TARGET, trimmed = trim, "continuation spliced in");
     }
@@ -780,6 +784,7 @@ where
             delivered_chars,
             cause,
             failed: None,
+            spliced: false,
             trimmed_chars: 0,
             receipt: None,
         });

@@ -63,9 +63,11 @@
 //! opens the continuation (the text was whole at the cut). The
 //! OpenAI choice index needs nothing: only one choice is ever resumed.
 //! Models often repeat the tail of what they were given: the layer holds
-//! the continuation's first bytes (64 by default) and trims the longest
-//! prefix that repeats the end of the delivered text, word-aligned,
-//! rewriting the one event the cut falls in (not for a server that
+//! the continuation's first bytes (64 by default, longer while they are
+//! still a copy of the delivered text's last KiB) and trims the longest
+//! prefix that repeats the end of the delivered text, starting a word
+//! (or a line; never inside a word or an indentation), rewriting the one
+//! event the cut falls in (not for a server that
 //! continues the final message in place: it never repeats, and what looks
 //! like a repeat there is new text). Claude continuing a prefill writes
 //! what follows it too: there only a verbatim restatement of at least two
@@ -73,7 +75,13 @@
 //! a brace after a brace are new text), or else the trailing whitespace
 //! the prefill had to go without. A continuation that repeats
 //! delivered text but not as its tail cannot be lined up: the body ends
-//! with the interruption, as without the layer, rather than guess.
+//! with the interruption, as without the layer, rather than guess. Nor
+//! can a repeat of a tail that was itself repeating (a row after the
+//! same row, `ha ha`, a repeat that is two copies of one piece): the
+//! answer's own next words may be the same again, so trimming could lose
+//! them and keeping could show them twice. What no text can tell apart is
+//! guessed: a sentence said once before the cut and once in the
+//! continuation is taken for the model's repeat.
 //!
 //! A [`Resumed`] handle in the response extensions reports each resume
 //! (route, characters delivered at the cut, attempt, what was trimmed, the

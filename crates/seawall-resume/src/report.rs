@@ -19,8 +19,12 @@ pub struct ResumeRecord {
     /// `idle_timeout`, `overloaded`, …), or `truncated`.
     pub cause: Code,
     /// The continuation's failure before content, if it failed; `None`
-    /// when it was spliced in.
+    /// when it answered.
     pub failed: Option<Code>,
+    /// Its text joined the body. False when it failed, and when it
+    /// answered but could not be lined up with what the caller had (the
+    /// report's `gave_up` is then `misaligned`).
+    pub spliced: bool,
     /// Characters the continuation repeated and the layer trimmed.
     pub trimmed_chars: u64,
     /// The continuation's own receipt: its attempts (a provider that
@@ -50,7 +54,7 @@ pub struct ResumeReport {
 impl ResumeReport {
     /// Continuations spliced into the body.
     pub fn resumed(&self) -> usize {
-        self.resumes.iter().filter(|r| r.failed.is_none()).count()
+        self.resumes.iter().filter(|r| r.spliced).count()
     }
 
     /// Every continuation's upstream attempts, in order.

@@ -411,6 +411,11 @@ const PROBE_MIN: usize = 12;
 /// How much of the continuation's head is looked for in the delivered
 /// text.
 const PROBE_LEN: usize = 16;
+/// The longest repeat waited out: while the head, shorter than this, is
+/// still a copy of delivered text near its end, more text is needed to
+/// see where the copy stops (a model repeating its last sentences, or
+/// restarting a short answer).
+const REPEAT_MAX: usize = 1024;
 
 /// How `head` (the continuation's text so far) lines up after `delivered`;
 /// `None` while more text is needed. `complete`: no more is coming.
@@ -418,10 +423,13 @@ const PROBE_LEN: usize = 16;
 /// The overlap is the longest prefix of `head` that is a suffix of
 /// `delivered` and starts a word there (or starts with white space), so a
 /// continuation that repeats the last K words is trimmed by exactly them.
-/// While all of `head` is such a suffix the overlap may go on: more text
-/// is needed (up to `window` past the delivered length). With no overlap,
-/// a head whose first characters occur elsewhere in the delivered text is
-/// a restart or a paraphrase: misaligned.
+/// While all of `head` is such a suffix the overlap may go on, and while
+/// it is a copy of delivered text that has not reached its end the copy
+/// may go on (up to [`REPEAT_MAX`]): more text is needed. With no
+/// overlap, a head whose first characters occur elsewhere in the
+/// delivered text is a restart or a paraphrase: misaligned. An overlap
+/// the delivered text already repeats just before it is
+/// [ambiguous](ambiguous): misaligned too.
 pub(crate) fn align(
     delivered: &str,
     head: &str,
@@ -436,17 +444,19 @@ pub(crate) fn align(
         // All of it repeats: the repeat may go on.
         return None;
     }
+    if !complete && copying(delivered, head) {
+        return None;
+    }
     if overlap == 0 {
         if head.len() < window && !complete {
             return None;
         }
-        let probe = head.trim_start();
-        let probe = excerpt(probe, PROBE_LEN);
-        if probe.len() >= PROBE_MIN
-            && memchr::memmem::find(delivered.as_bytes(), probe.as_bytes()).is_some()
-        {
+        if restates(delivered, head) {
             return Some(Alignment::Misaligned);
         }
+    }
+    if ambiguous(delivered, &head[..overlap]) {
+        return Some(Alignment::Misaligned);
     }
     Some(Alignment::Trim(overlap))
 }
@@ -457,11 +467,15 @@ pub(crate) fn align(
 /// said twice, a closing brace after a closing brace — and trimming it
 /// would delete it. Two things are trimmed: a verbatim restatement of the
 /// tail of at least two words and [`PROBE_MIN`] bytes (too long to be a
-/// coincidence), and else the whitespace the delivered text ended with,
-/// which the prefill went without (the API refuses a prefill that ends in
-/// whitespace) and the model writes anew. `None` while the head cannot
-/// tell yet: a restatement shows only once it is whole, so a head that
-/// repeats nothing waits for `window` bytes, as [`align`] does.
+/// coincidence) unless it is [ambiguous](ambiguous), and else the
+/// whitespace the delivered text ended with, which the prefill went
+/// without (the API refuses a prefill that ends in whitespace) and the
+/// model writes anew. A head that restates delivered text but not its
+/// tail (an earlier sentence, the answer from its start) is misaligned,
+/// as in [`align`]. `None` while the head cannot tell yet: a restatement
+/// shows only once it is whole, so a head that repeats nothing waits for
+/// `window` bytes, and one still copying delivered text waits, as
+/// [`align`] does.
 pub(crate) fn align_prefill(
     delivered: &str,
     head: &str,
@@ -473,12 +487,21 @@ pub(crate) fn align_prefill(
         // All of it repeats: the repeat may go on.
         return None;
     }
+    if !complete && copying(delivered, head) {
+        return None;
+    }
     let restated = &head[..repeat];
     if repeat >= PROBE_MIN && restated.trim().contains(char::is_whitespace) {
+        if ambiguous(delivered, restated) {
+            return Some(Alignment::Misaligned);
+        }
         return Some(Alignment::Trim(repeat));
     }
     if head.len() < window && !complete {
         return None;
+    }
+    if repeat == 0 && restates(delivered, head) {
+        return Some(Alignment::Misaligned);
     }
     let cut = &delivered[delivered.trim_end().len()..];
     let common: usize = cut
@@ -490,8 +513,95 @@ pub(crate) fn align_prefill(
     Some(Alignment::Trim(common))
 }
 
+/// Whether the head's first characters occur in the delivered text: a
+/// restart or a restatement, not what follows.
+fn restates(delivered: &str, head: &str) -> bool {
+    let probe = excerpt(head.trim_start(), PROBE_LEN);
+    probe.len() >= PROBE_MIN
+        && memchr::memmem::find(delivered.as_bytes(), probe.as_bytes()).is_some()
+}
+
+/// Whether `text` is two or more copies of one piece (its shortest period
+/// is at most half its length): the prefix function's last border.
+fn periodic(text: &[u8]) -> bool {
+    let mut border = vec![0; text.len()];
+    let mut k = 0;
+    for i in 1..text.len() {
+        while k > 0 && text[i] != text[k] {
+            k = border[k - 1];
+        }
+        if text[i] == text[k] {
+            k += 1;
+        }
+        border[i] = k;
+    }
+    let period = text.len() - border.last().copied().unwrap_or(0);
+    2 * period <= text.len()
+}
+
+/// Whether `head` is, so far, a copy of delivered text near its end that
+/// has not reached the end: it occurs, starting a word, in the last
+/// [`REPEAT_MAX`] bytes of the delivered text and ends before it does. A
+/// model repeating more than the alignment window of its tail is
+/// mid-repeat here; deciding now would see no overlap yet.
+fn copying(delivered: &str, head: &str) -> bool {
+    let (text, n) = (delivered.as_bytes(), delivered.len());
+    if head.len() >= REPEAT_MAX || head.len() >= n {
+        return false;
+    }
+    let from = n - (REPEAT_MAX + head.len()).min(n);
+    memchr::memmem::find_iter(&text[from..n - 1], head.as_bytes()).any(|at| {
+        let at = from + at;
+        at == 0
+            || head.starts_with(char::is_whitespace)
+            || delivered[..at].ends_with(char::is_whitespace)
+    })
+}
+
+/// Whether trimming `repeat` (a prefix of the continuation that is a
+/// suffix of the delivered text) could delete new text: the delivered
+/// text already repeats it just before its end (`repeat` occurs again
+/// ending within `repeat.len()` bytes of the end: a row after a row,
+/// `ha ha`, a brace after a brace). There the answer's own next words may
+/// well be the same again, and a model repeating its tail and a model
+/// going on send the same bytes: trimming could lose a row, not trimming
+/// could show one twice, so neither is guessed. Whitespace alone is
+/// trimmed: a blank line more or less is no lost text.
+fn ambiguous(delivered: &str, repeat: &str) -> bool {
+    let (n, l) = (delivered.len(), repeat.len());
+    if l == 0 || l >= n || repeat.trim().is_empty() {
+        return false;
+    }
+    // A repeat that is itself a repetition (` ha ha`, `[0 1][0 1]`): the
+    // text was repeating when it was cut.
+    if periodic(repeat.as_bytes()) {
+        return true;
+    }
+    // An occurrence inside the last 2l bytes that ends before the last
+    // byte ends between 1 and l bytes before the end.
+    let from = n.saturating_sub(2 * l);
+    memchr::memmem::find(&delivered.as_bytes()[from..n - 1], repeat.as_bytes()).is_some()
+}
+
+/// Whether `repeat`, written after `before`, begins a word or a run of
+/// white space there (or a line): a repeat of the last words starts where
+/// one of them does, or at the white space before it, never inside a
+/// word, nor inside an indentation (the last four of eight spaces before
+/// a brace are no repeat of the line). White space alone may start
+/// anywhere: a blank more or less loses no text.
+fn starts_a_run(before: &str, repeat: &str) -> bool {
+    let Some(last) = before.chars().next_back() else {
+        return true;
+    };
+    let (after_space, space) = (
+        last.is_whitespace(),
+        repeat.starts_with(char::is_whitespace),
+    );
+    last == '\n' || after_space != space || repeat.trim().is_empty()
+}
+
 /// The longest prefix of `head` that is a suffix of `delivered` and begins
-/// a word in it.
+/// a word in it ([`starts_a_run`]).
 ///
 /// Linear in the head: the layer asks after every event while a long
 /// continuation repeats the tail (a model in a repetition loop), so a
@@ -504,9 +614,7 @@ fn overlap(delivered: &str, head: &str) -> usize {
         let start = delivered.len() - l;
         delivered.is_char_boundary(start)
             && head.is_char_boundary(l)
-            && (start == 0
-                || head.starts_with(char::is_whitespace)
-                || delivered[..start].ends_with(char::is_whitespace))
+            && starts_a_run(&delivered[..start], &head[..l])
     };
     if delivered.ends_with(head) && starts_word(head.len()) {
         return head.len();
@@ -608,6 +716,108 @@ mod tests {
         assert_eq!(align(delivered, "", 8, true), Some(Alignment::Trim(0)));
     }
 
+    /// Text that repeats itself before the cut: the continuation's first
+    /// row may be the model's repeat of the last one or the next row, so
+    /// it is not trimmed (a row lost) nor kept (a row twice): no guess.
+    #[test]
+    fn a_repeat_the_answer_itself_repeats_is_no_guess() {
+        for (delivered, head) in [
+            (
+                "Rows:\nRow: [0 1 0 0]\nRow: [0 1 0 0]\n",
+                "Row: [0 1 0 0]\nThat is all, three rows.",
+            ),
+            ("He laughed: ha ha", " ha. Then he left the room at once."),
+            (
+                "fn f() {\n    if x {\n        y();\n    }\n    }\n",
+                "    }\n}\nThat closes every block we opened.",
+            ),
+        ] {
+            assert_eq!(
+                align(delivered, head, 8, false),
+                Some(Alignment::Misaligned),
+                "{head:?}"
+            );
+            // A prefill's model writes what follows: a short repeat is
+            // new text there, a long one is no guess either.
+            let prefilled = if head.starts_with("Row") {
+                Alignment::Misaligned
+            } else {
+                Alignment::Trim(0)
+            };
+            assert_eq!(
+                align_prefill(delivered, head, 8, false),
+                Some(prefilled),
+                "{head:?}"
+            );
+        }
+        // The same repeat once, after text that does not repeat it: the
+        // model's repeat of its tail, trimmed.
+        let delivered = "Rows:\nRow: [0 1 0 0]\n";
+        assert_eq!(
+            align(delivered, "Row: [0 1 0 0]\nThat is all.", 8, false),
+            Some(Alignment::Trim(15))
+        );
+        // A repeat that repeats itself: the answer was repeating.
+        assert_eq!(
+            align(
+                "Ha ha ha",
+                " ha ha, said the child, and the sea answered.",
+                8,
+                false
+            ),
+            Some(Alignment::Misaligned)
+        );
+        // The last spaces of an indentation are no repeat of the line.
+        assert_eq!(
+            align(
+                "if a {\n    if b {\n        go();\n        }\n",
+                "    }\n}\nThat closes every block we opened.",
+                8,
+                false
+            ),
+            Some(Alignment::Trim(0))
+        );
+        // Whitespace alone is trimmed.
+        assert_eq!(
+            align("one.\n\ntwo.\n\n", "\n\nthree and four and five.", 8, false),
+            Some(Alignment::Trim(2))
+        );
+    }
+
+    /// A repeat longer than the alignment window is waited out while it
+    /// is still a copy of the delivered tail, and trimmed whole; a
+    /// restatement of something earlier is no continuation, under a
+    /// prefill too.
+    #[test]
+    fn a_long_repeat_is_waited_out_and_an_earlier_restatement_is_no_guess() {
+        let delivered = "Sea walls absorb the energy of waves. A naive design fails at the \
+                         weakest joint, and then the next one. Engineers call this wave dis";
+        let start = delivered.find("the weakest").unwrap();
+        let head = format!("{}sipation. Three rules matter.", &delivered[start..]);
+        let repeat = delivered.len() - start;
+        assert!(repeat > 64);
+        for check in [align, align_prefill] {
+            let mut decided = None;
+            for (at, _) in head.char_indices().skip(1) {
+                if let Some(alignment) = check(delivered, &head[..at], 64, false) {
+                    decided = Some((at, alignment));
+                    break;
+                }
+            }
+            let (at, alignment) = decided.expect("decided");
+            assert_eq!(alignment, Alignment::Trim(repeat));
+            assert!(at > repeat, "decided at {at}, before the repeat ended");
+        }
+        // The first sentence again, then what follows: misaligned.
+        let restated = "Sea walls absorb the energy of waves. Three rules matter here.";
+        for check in [align, align_prefill] {
+            assert_eq!(
+                check(delivered, restated, 64, true),
+                Some(Alignment::Misaligned)
+            );
+        }
+    }
+
     /// A model stuck in a repetition loop, continued: the head repeats the
     /// tail for the whole of `max_head`, one short event at a time, and
     /// the layer asks `align` after each. Each call must cost in
@@ -622,9 +832,11 @@ mod tests {
             head.push_str(" a");
             assert_eq!(align(&delivered, &head, 64, false), None);
         }
+        // The loop already repeated itself before the cut: whether the
+        // head is the model's repeat or the loop going on, no one can say.
         assert_eq!(
             align(&delivered, &head, 64, true),
-            Some(Alignment::Trim(head.len()))
+            Some(Alignment::Misaligned)
         );
         // Linear: well under a second even unoptimised; quadratic: minutes.
         let took = started.elapsed();
@@ -641,7 +853,7 @@ mod tests {
             for _ in 0..len {
                 last = last
                     .iter()
-                    .flat_map(|t| ["a", " ", "é"].map(|c| format!("{t}{c}")))
+                    .flat_map(|t| ["a", " ", "\n", "é"].map(|c| format!("{t}{c}")))
                     .collect();
                 all.extend(last.iter().cloned());
             }
@@ -655,8 +867,10 @@ mod tests {
                         && delivered.is_char_boundary(start)
                         && delivered[start..] == head[..l]
                         && (start == 0
-                            || head.starts_with(char::is_whitespace)
-                            || delivered[..start].ends_with(char::is_whitespace))
+                            || delivered[..start].ends_with('\n')
+                            || delivered[..start].ends_with(char::is_whitespace)
+                                != head.starts_with(char::is_whitespace)
+                            || head[..l].trim().is_empty())
                 })
                 .max()
                 .unwrap_or(0)

@@ -550,23 +550,49 @@ async fn a_second_interruption_resumes_from_everything_delivered() {
 #[tokio::test]
 async fn a_continuation_that_restarts_cannot_be_aligned_and_ends_as_before() {
     let chaos = chaos().await;
-    // A user turn after the delivered text: chaos answers from `w1`.
+    // A user turn after the delivered text: chaos answers from `w1`. The
+    // 250 tokens delivered are longer than the longest repeat waited out
+    // (1 KiB): by then the head is a restart, not a continuation.
+    assert!(answer_text(250).len() > 1024);
     let mut setup = Setup::new(
         Provider::OpenAi,
-        &["reset_after;tokens=100;total=300", "ok;tokens=300"],
+        &["reset_after;tokens=250;total=400", "ok;tokens=400"],
     );
     setup.layer = ResumeLayer::new().openai_style(OpenAiStyle::AskToContinue { user_turn: true });
     let read = setup.run(&chaos, "restart").await;
-    assert_eq!(read.text, answer_text(100));
+    assert_eq!(read.text, answer_text(250));
     assert_eq!(read.error_events, 0);
     let failure = read.failure().expect("the interruption");
     assert_eq!(failure.code(), Code::StreamInterrupted);
     assert_eq!(
         failure.interrupted().unwrap().delivered_text.as_deref(),
-        Some(answer_text(100).as_str())
+        Some(answer_text(250).as_str())
     );
     assert_eq!(read.upstream, 2);
-    assert_eq!(read.report.unwrap().gave_up, Some("misaligned"));
+    let report = read.report.unwrap();
+    assert_eq!(report.gave_up, Some("misaligned"));
+    // Nothing of the continuation was spliced in.
+    assert_eq!(report.resumed(), 0);
+}
+
+#[tokio::test]
+async fn a_short_answer_restarted_verbatim_is_waited_out_and_trimmed_whole() {
+    let chaos = chaos().await;
+    // 100 tokens (under 1 KiB) restated word for word, then the rest: the
+    // copy is waited out and trimmed, and the caller reads the answer once.
+    let mut setup = Setup::new(
+        Provider::OpenAi,
+        &["reset_after;tokens=100;total=300", "ok;tokens=300"],
+    );
+    setup.layer = ResumeLayer::new().openai_style(OpenAiStyle::AskToContinue { user_turn: true });
+    let read = setup.run(&chaos, "short restart").await;
+    assert_whole(&read, 300);
+    let report = read.report.unwrap();
+    assert_eq!(report.resumed(), 1);
+    assert_eq!(
+        report.resumes[0].trimmed_chars,
+        answer_text(100).chars().count() as u64
+    );
 }
 
 #[tokio::test]
