@@ -299,6 +299,10 @@ impl Gateway {
             .route("/v1/models", get(models))
             .route("/healthz", get(health))
             .route("/metrics", get(metrics_text))
+            // axum's own 404 and 405 have empty bodies: an SDK shows only
+            // the status. These speak the wire the path looks like.
+            .fallback(unknown_path)
+            .method_not_allowed_fallback(wrong_method)
             // axum's default is 2 MB; the gateway's own cap rules (and is
             // checked without buffering past it, in `handle`).
             .layer(DefaultBodyLimit::max(self.inner.config.max_body_bytes))
@@ -726,6 +730,38 @@ async fn count_tokens(State(gateway): State<Gateway>, request: Request) -> Respo
 
 async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response {
     gateway.models(&headers)
+}
+
+/// The wire a path the gateway does not serve looks like: Anthropic's
+/// under `/v1/messages`, else OpenAI's.
+fn wire_of_path(path: &str) -> Wire {
+    if path.starts_with(Endpoint::Messages.path()) {
+        Wire::Anthropic
+    } else {
+        Wire::OpenAi
+    }
+}
+
+async fn unknown_path(uri: http::Uri) -> Response {
+    let path = uri.path();
+    let message = format!(
+        "the gateway serves no {:?}: POST /v1/chat/completions, /v1/responses, \
+         /v1/embeddings, /v1/messages, /v1/messages/count_tokens; GET /v1/models, \
+         /healthz, /metrics",
+        excerpt(path)
+    );
+    WireError::gateway(StatusCode::NOT_FOUND, Code::NotFound, message).response(wire_of_path(path))
+}
+
+async fn wrong_method(method: http::Method, uri: http::Uri) -> Response {
+    let path = uri.path();
+    let message = format!(
+        "{:?} is not served at {:?}: see the allow header",
+        excerpt(method.as_str()),
+        excerpt(path)
+    );
+    WireError::gateway(StatusCode::METHOD_NOT_ALLOWED, Code::BadRequest, message)
+        .response(wire_of_path(path))
 }
 
 async fn health(State(gateway): State<Gateway>) -> Response {

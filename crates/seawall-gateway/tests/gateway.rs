@@ -1562,3 +1562,50 @@ async fn a_stream_that_began_runs_past_the_clients_read_timeout() {
     assert!(elapsed > Duration::from_secs(1), "{elapsed:?}");
     assert_eq!(calls, 1);
 }
+
+/// A path the gateway does not serve, or a method it does not take there,
+/// is a JSON error in the wire the path looks like, with a stable code:
+/// axum's own 404 and 405 had empty bodies, and an SDK showed a bare
+/// status.
+#[tokio::test]
+async fn unknown_paths_and_methods_are_wire_shaped_errors() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let cases = [
+        ("POST", "/v1/chat/completion", 404, "not_found", "openai"),
+        ("POST", "/nope", 404, "not_found", "openai"),
+        (
+            "POST",
+            "/v1/messages/batches",
+            404,
+            "not_found",
+            "anthropic",
+        ),
+        ("GET", "/v1/chat/completions", 405, "bad_request", "openai"),
+        ("PUT", "/v1/messages", 405, "bad_request", "anthropic"),
+    ];
+    for (method, path, status, code, wire) in cases {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(gateway.url(path))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(full(""))
+            .unwrap();
+        let (got, headers, body) = send(&client(), request).await;
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(got, status, "{method} {path}: {text}");
+        assert_eq!(header(&headers, "x-seawall-code"), code, "{method} {path}");
+        let json: serde_json::Value = serde_json::from_slice(&body).expect("a JSON body");
+        match wire {
+            "anthropic" => assert_eq!(json["type"], "error", "{text}"),
+            _ => assert_eq!(json["error"]["code"], code, "{text}"),
+        }
+        if status == 405 {
+            assert!(
+                header(&headers, "allow").contains("POST"),
+                "{method} {path}"
+            );
+        }
+    }
+    assert!(chaos.journal().is_empty(), "nothing reached the upstream");
+}
