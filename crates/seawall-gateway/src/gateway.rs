@@ -404,7 +404,7 @@ impl Gateway {
             );
         };
         let stream = members.stream.unwrap_or(false);
-        let model_span = members.model_span(text);
+        let model_span = members.model_token(text);
         let Some(model) = inner.models.get(&model_name).or(inner.any.as_ref()) else {
             return refuse(
                 StatusCode::NOT_FOUND,

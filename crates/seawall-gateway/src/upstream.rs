@@ -137,7 +137,8 @@ pub(crate) struct ClientCall {
     /// The request body, as received.
     pub body: Bytes,
     /// Where the model's name stands in `body`, quotes right around it
-    /// (`None` when the client escaped it), for a route that renames it.
+    /// (escaped or not; `None` when it cannot be found for sure), for a
+    /// route that renames it.
     pub model_span: Option<std::ops::Range<usize>>,
     /// The forwardable headers.
     pub headers: HeaderMap,
@@ -147,9 +148,10 @@ pub(crate) struct ClientCall {
 
 impl ClientCall {
     /// The client's body with `model` in place of the model it named:
-    /// the name's string replaced, every other byte as sent. A name the
-    /// client escaped has no place in the bytes: then the body is read
-    /// into values and written again.
+    /// the name's string replaced, every other byte as sent. A name whose
+    /// place was not found for sure (an escaped key, nesting deeper than
+    /// the cursor reads) is set by reading the body into values and
+    /// writing it again.
     fn body_naming(&self, model: &str) -> Result<Bytes, BoxError> {
         let name = serde_json::to_string(model)?;
         let Some(span) = &self.model_span else {
@@ -485,12 +487,12 @@ mod tests {
         let text = std::str::from_utf8(body).unwrap();
         seawall_internal::json::RequestMembers::read(text)
             .unwrap()
-            .model_span(text)
+            .model_token(text)
     }
 
     /// A route's model replaces the client's name and nothing else: key
     /// order, spacing and numbers no `f64` holds stay as the client wrote
-    /// them. A name the client escaped is found by reading the body.
+    /// them, also when the client escaped the name (PHP writes `\/`).
     #[test]
     fn a_renamed_body_keeps_every_other_byte() {
         let renamed = |body: &'static str, model: &str| {
@@ -514,8 +516,16 @@ mod tests {
             renamed(r#"{"model":"m","n":1}"#, "say \"hi\"\n"),
             r#"{"model":"say \"hi\"\n","n":1}"#
         );
+        assert_eq!(
+            renamed(
+                r#"{"model":"meta\/llama","seed":123456789012345678901234,"a":1}"#,
+                "main"
+            ),
+            r#"{"model":"main","seed":123456789012345678901234,"a":1}"#
+        );
+        // The key escaped: the body is read into values and written again.
         let escaped: serde_json::Value =
-            serde_json::from_str(&renamed(r#"{"model":"gpt-\u0078","n":1}"#, "main")).unwrap();
+            serde_json::from_str(&renamed(r#"{"mod\u0065l":"gpt-x","n":1}"#, "main")).unwrap();
         assert_eq!(escaped, serde_json::json!({"model": "main", "n": 1}));
     }
 

@@ -8,6 +8,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
 
+use crate::cursor::{Cursor, GiveUp};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, Visitor};
 
 /// The UTF-8 byte order mark, which a body may open with (RFC 8259 lets a
@@ -133,6 +134,37 @@ impl<'a> RequestMembers<'a> {
             Cow::Owned(_) => None,
         }
     }
+
+    /// Where the model's name is spelled in `body`, escapes and all:
+    /// `body[range]` is its token inside its quotes (the name itself when
+    /// unescaped). `None` when the cursor cannot find it for sure (an
+    /// escaped key, nesting past its depth). For rewriting the name in
+    /// place: an escaped name (`meta\/llama`, as PHP writes a slash) was
+    /// unescaped into a copy, so its token is looked for.
+    pub fn model_token(&self, body: &str) -> Option<Range<usize>> {
+        match &self.model.as_ref()?.0 {
+            Cow::Borrowed(_) => self.model_span(body),
+            Cow::Owned(_) => escaped_model_span(body),
+        }
+    }
+}
+
+/// The top-level `model` string's token in `body`, inside its quotes.
+fn escaped_model_span(body: &str) -> Option<Range<usize>> {
+    let mut cursor = Cursor::new(body);
+    let mut span = None;
+    cursor
+        .fields(["model"], |cursor, _| {
+            let from = cursor.offset();
+            cursor.text()?;
+            let end = cursor.offset();
+            let quote = body[from..end].find('"').ok_or(GiveUp)?;
+            span = Some(from + quote + 1..end - 1);
+            Ok(())
+        })
+        .ok()?;
+    cursor.end().ok()?;
+    span
 }
 
 #[cfg(test)]
@@ -171,11 +203,22 @@ mod tests {
         assert_eq!(members.stream, Some(true));
         let span = members.model_span(body).unwrap();
         assert_eq!(&body[span.start - 1..span.end + 1], "\"gpt-x\"");
-        // Escaped: the name is read, but it stands nowhere in the body.
-        let escaped = r#"{"model":"gpt-\u0078"}"#;
+        // Escaped: the name is read unescaped; it stands nowhere in the
+        // body, but its token is where the body spells it.
+        let escaped = r#"{"messages":[{"model":"no"}], "model" : "gpt-\u0078\/y" ,"n":1}"#;
         let members = RequestMembers::read(escaped).unwrap();
-        assert_eq!(members.model.as_ref().map(|m| &*m.0), Some("gpt-x"));
+        assert_eq!(members.model.as_ref().map(|m| &*m.0), Some("gpt-x/y"));
         assert_eq!(members.model_span(escaped), None);
+        let token = members.model_token(escaped).unwrap();
+        assert_eq!(
+            &escaped[token.start - 1..token.end + 1],
+            r#""gpt-\u0078\/y""#
+        );
+        let span = RequestMembers::read(body)
+            .unwrap()
+            .model_token(body)
+            .unwrap();
+        assert_eq!(&body[span], "gpt-x");
         let none = RequestMembers::read("{}").unwrap();
         assert!(none.model.is_none() && none.stream.is_none());
         assert_eq!(none.model_span("{}"), None);
