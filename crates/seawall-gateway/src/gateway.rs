@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::task::Poll;
 
 use axum::Router;
 use axum::body::Body;
@@ -19,6 +20,7 @@ use seawall_internal::json::RequestMembers;
 use tower::ServiceExt;
 
 use crate::config::{ANY_MODEL, Config, Endpoint, Wire};
+use crate::cut::Cuts;
 use crate::relay::{Counters, End, Relay, Stats, Tracker, describe};
 use crate::secret::{Redactor, Secret};
 use crate::upstream::{ClientCall, Shared, Target, Upstream};
@@ -127,6 +129,8 @@ struct Inner {
     any: Option<Model>,
     counters: Arc<Counters>,
     redactor: Arc<Redactor>,
+    /// The requests in flight, cut when the shutdown grace period is over.
+    cuts: Cuts,
 }
 
 /// The gateway: one seawall stack per model, built once; every request
@@ -270,8 +274,16 @@ impl Gateway {
                 any,
                 counters: Arc::default(),
                 redactor: Arc::new(redactor),
+                cuts: Cuts::default(),
             }),
         })
+    }
+
+    /// Ends every request in flight, and every later one: a stream with
+    /// the final error event, a request not yet answered with a 503.
+    /// `serve` does this when its shutdown grace period is over.
+    pub(crate) fn cut_all(&self) {
+        self.inner.cuts.cut_all();
     }
 
     /// The configuration it was built from.
@@ -456,8 +468,21 @@ impl Gateway {
         }
         // If the client goes away, hyper drops this future (or, once
         // answering, the body): the upstream call is dropped with it and
-        // the tracker counts `cancelled`.
-        match service.clone().oneshot(upstream).await {
+        // the tracker counts `cancelled`. If the gateway's shutdown grace
+        // runs out first, the client is told so (`Cuts`).
+        let cut = inner.cuts.register();
+        let mut call = std::pin::pin!(service.clone().oneshot(upstream));
+        let called = std::future::poll_fn(|cx| match call.as_mut().poll(cx) {
+            Poll::Ready(result) => Poll::Ready(Some(result)),
+            Poll::Pending if cut.poll(cx) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        })
+        .await;
+        let Some(called) = called else {
+            tracker.end(End::Failed, Some(Code::ProviderUnavailable.as_str()));
+            return shutting_down(wire);
+        };
+        match called {
             Ok(response) => {
                 let (mut head, body) = response.into_parts();
                 let attempts = head
@@ -503,7 +528,8 @@ impl Gateway {
                     head.headers.insert(SERVED_BY_HEADER, value);
                 }
                 head.extensions = http::Extensions::new();
-                let relay = Relay::new(body, endpoint, sse, tracker, Arc::clone(&inner.redactor));
+                let relay = Relay::new(body, endpoint, sse, tracker, Arc::clone(&inner.redactor))
+                    .cut_by(cut);
                 Response::from_parts(head, Body::new(relay))
             }
             Err(err) => {
@@ -542,6 +568,24 @@ impl Gateway {
             }
         }
     }
+}
+
+/// A request the gateway could not answer before its shutdown grace ran
+/// out: 503, and unlike the ladder's own answers, worth sending again (to
+/// another instance; this one no longer listens).
+fn shutting_down(wire: Wire) -> Response {
+    let message = "seawall: the gateway is shutting down and its grace period for requests \
+                   in flight is over; send the request again";
+    let mut response = WireError::gateway(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Code::ProviderUnavailable,
+        message,
+    )
+    .response(wire);
+    let headers = response.headers_mut();
+    headers.insert("x-should-retry", HeaderValue::from_static("true"));
+    headers.insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 /// What a client without the gateway's token is told.

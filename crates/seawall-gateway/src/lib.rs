@@ -53,6 +53,7 @@
 
 mod args;
 pub mod config;
+mod cut;
 mod gateway;
 mod relay;
 mod secret;

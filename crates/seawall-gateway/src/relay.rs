@@ -18,6 +18,7 @@ use seawall::core::{BoxError, Code, Failure};
 use seawall_internal::millis;
 
 use crate::config::Endpoint;
+use crate::cut::Cut;
 use crate::secret::Redactor;
 use crate::upstream::UpstreamBody;
 use crate::wire_error::WireError;
@@ -239,6 +240,8 @@ pub(crate) struct Relay {
     emitting: bool,
     tracker: Tracker,
     redactor: Arc<Redactor>,
+    /// Set once the shutdown grace period is over (event streams only).
+    cut: Option<Arc<Cut>>,
     done: bool,
 }
 
@@ -318,8 +321,20 @@ impl Relay {
             emitting: false,
             tracker,
             redactor,
+            cut: None,
             done: false,
         }
+    }
+
+    /// An event stream ends with the gateway's final error event when
+    /// `cut` fires (the shutdown grace period is over), instead of being
+    /// dropped mid-body with its connection. A whole JSON answer in
+    /// transfer has no way to say so: its connection is cut.
+    pub(crate) fn cut_by(mut self, cut: Arc<Cut>) -> Relay {
+        if self.sse {
+            self.cut = Some(cut);
+        }
+        self
     }
 
     /// Queues `data` to be sent.
@@ -449,7 +464,24 @@ impl Body for Relay {
                     this.flush();
                     this.tracker.end(End::Served, None);
                 }
-                Poll::Pending if this.queue.is_empty() => return Poll::Pending,
+                Poll::Pending if this.queue.is_empty() => {
+                    // Looked at only when the relay would sleep: once per
+                    // wait, not per turn.
+                    if !this.cut.as_ref().is_some_and(|cut| cut.poll(cx)) {
+                        return Poll::Pending;
+                    }
+                    this.cut = None;
+                    this.done = true;
+                    // An event cut in half is dropped.
+                    this.partial.clear();
+                    let err: BoxError =
+                        Box::new(Failure::new(Code::StreamInterrupted).with_message(
+                            "the gateway is shutting down and its grace period for answers in \
+                         flight is over",
+                        ));
+                    let event = this.final_event(&err);
+                    this.queue.push_back(Frame::data(event));
+                }
                 Poll::Pending if this.patience > 0 => {
                     // Give the upstream's connection task a turn (this
                     // task is polled again after it) to hand over what it

@@ -19,11 +19,19 @@ use crate::gateway::{Gateway, GatewayError};
 /// How long a client may take to send a request's headers.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long the answers cut at the end of the shutdown grace period have
+/// to write their last words before their connections are dropped.
+const CUT_FLUSH: Duration = Duration::from_secs(1);
+
 impl Gateway {
     /// Serves on `listener` until `shutdown` resolves; then stops
     /// accepting, lets in-flight answers finish for up to the configured
-    /// grace period ([`Config::shutdown_grace`](crate::Config)), and cuts
-    /// whatever is left.
+    /// grace period ([`Config::shutdown_grace`](crate::Config)), and ends
+    /// whatever is left in its own words: a stream with the final error
+    /// event, a request not yet answered with a 503 (then, after a second
+    /// for those to be written, drops the connections still open). A
+    /// gateway (and its clones) that has cut its requests answers every
+    /// later one with that 503: build a new one to serve again.
     pub async fn serve(
         self,
         listener: TcpListener,
@@ -78,10 +86,21 @@ impl Gateway {
             tracing::warn!(
                 target: "seawall::gateway",
                 cut = connections.len(),
-                "grace period over: cutting the connections still open"
+                "grace period over: ending the answers still in flight"
             );
-            connections.abort_all();
-            while connections.join_next().await.is_some() {}
+            // Each request in flight ends in its own words (a stream with
+            // the final error event, a request not yet answered with a
+            // 503); a connection that has not written it within
+            // `CUT_FLUSH` (a client that stopped reading) is dropped.
+            self.cut_all();
+            let flushed = tokio::time::timeout(CUT_FLUSH, async {
+                while connections.join_next().await.is_some() {}
+            })
+            .await;
+            if flushed.is_err() {
+                connections.abort_all();
+                while connections.join_next().await.is_some() {}
+            }
         }
         Ok(())
     }
