@@ -720,6 +720,7 @@ fn with_resumes(line: String, resumed: Option<&Resumed>) -> String {
                 "cause": r.cause.as_str(),
                 "failed": r.failed.map(|c| c.as_str()),
                 "spliced": r.spliced,
+                "retrieved": r.retrieved,
                 "trimmed_chars": r.trimmed_chars,
             })
         })

@@ -166,6 +166,17 @@ impl Attempts {
             Inline::Many(all) => all,
         }
     }
+
+    /// The attempts as a mutable slice: a layer that knows more than the
+    /// status (a retrieval of a stored answer generates nothing: not
+    /// billed) corrects its records.
+    pub fn as_mut_slice(&mut self) -> &mut [Attempt] {
+        match &mut self.0 {
+            Inline::Empty => &mut [],
+            Inline::One(first) => std::slice::from_mut(first),
+            Inline::Many(all) => all,
+        }
+    }
 }
 
 impl std::ops::Deref for Attempts {

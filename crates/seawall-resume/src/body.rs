@@ -11,6 +11,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Request, Response};
 use http_body::{Body, Frame};
 use seawall_core::provider::Provider;
+use seawall_core::provider::openai_responses::last_sequence_number;
 use seawall_core::span::record_end;
 use seawall_core::{BoxError, Class, Code, Deadline, Failure, Receipt, RequestFacts, RouteId};
 use seawall_stream::StreamReportHandle;
@@ -25,8 +26,8 @@ use crate::layer::Config;
 use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
 use crate::splice::{
-    Alignment, Fix, Kind, align, align_prefill, classify, ends_at_boundary, last_boundary, rewrite,
-    split_events,
+    Alignment, Fix, Kind, align, align_prefill, classify, ends_at_boundary, last_boundary,
+    response_id, rewrite, split_events,
 };
 
 pub(crate) const TARGET: &str = "seawall::resume";
@@ -137,6 +138,15 @@ where
     /// token of the caller's output budget.
     spent: u64,
     resumes: u32,
+    /// The Responses API's id of this answer, read from its first events:
+    /// a background response's stream is retrieved by it.
+    response_id: Option<String>,
+    /// The continuation in flight retrieves the stored stream (a
+    /// background response): its events are the original's own.
+    retrieving: bool,
+    /// The provider refused to retrieve it (not stored, expired): the
+    /// continuations are generated.
+    no_retrieval: bool,
     /// The interruption being resumed.
     failure: Option<Failure>,
     final_error: Option<BoxError>,
@@ -197,6 +207,9 @@ where
                 trimmed: 0,
                 spent: 0,
                 resumes: 0,
+                response_id: None,
+                retrieving: false,
+                no_retrieval: false,
                 failure: None,
                 final_error: None,
                 parent,
@@ -280,7 +293,12 @@ where
     fn keep_tail(&mut self, bytes: &Bytes) {
         let key: &[u8] = match self.provider {
             Provider::Anthropic => b"\"index\"",
-            Provider::OpenAiResponses => b"\"sequence_number\"",
+            Provider::OpenAiResponses => {
+                if self.response_id.is_none() {
+                    self.response_id = response_id(bytes);
+                }
+                b"\"sequence_number\""
+            }
             _ => return,
         };
         if memchr::memmem::find(bytes, key).is_some() {
@@ -558,16 +576,10 @@ where
         if !fixable {
             return Err("not_resumable");
         }
-        if interrupted.tool_call_events > 0 {
-            return Err("tool_call");
-        }
         // The guard handed a long hold on before any content (a model
         // thinking at length): there is no text to continue from.
         if interrupted.content_events == 0 {
             return Err("no_content");
-        }
-        if interrupted.text_capped || interrupted.delivered_text.is_none() {
-            return Err("text_not_kept");
         }
         if self.resumes >= self.config.max_resumes {
             return Err("max_resumes");
@@ -577,6 +589,24 @@ where
         {
             return Err("deadline");
         }
+        // The stored stream's own events need no text to continue from,
+        // and carry a tool call or a JSON answer on as they were.
+        if self.retrievable() {
+            return Ok(());
+        }
+        self.unresumable(failure)
+    }
+
+    /// Why the interruption `failure` cannot be continued by a generated
+    /// request, if it cannot.
+    fn unresumable(&mut self, failure: &Failure) -> Result<(), &'static str> {
+        let interrupted = failure.interrupted().ok_or("not_resumable")?;
+        if interrupted.tool_call_events > 0 {
+            return Err("tool_call");
+        }
+        if interrupted.text_capped || interrupted.delivered_text.is_none() {
+            return Err("text_not_kept");
+        }
         let provider = self.provider;
         match self.original_json() {
             None => Err("not_json"),
@@ -585,6 +615,58 @@ where
                 None => Ok(()),
             },
         }
+    }
+
+    /// Whether the answer is a Responses API background response whose
+    /// stream the provider keeps: then a continuation retrieves the rest of
+    /// that very stream (`GET /v1/responses/{id}?stream=true&starting_after=N`,
+    /// the API's documented resumption) instead of generating it again.
+    fn retrievable(&mut self) -> bool {
+        if self.provider != Provider::OpenAiResponses
+            || self.no_retrieval
+            || self.response_id.is_none()
+        {
+            return false;
+        }
+        self.original_json().is_some_and(|json| {
+            json.get("background") == Some(&Value::Bool(true))
+                && json.get("stream") == Some(&Value::Bool(true))
+        })
+    }
+
+    /// The request that retrieves the stored stream after its event
+    /// `after`, or `None` when the id cannot go in a path as it is.
+    fn retrieval(&self, after: u64) -> Option<Request<ResumeRequestBody<B>>> {
+        let id = self.response_id.as_deref()?;
+        if !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+        {
+            return None;
+        }
+        let uri = self.head.uri();
+        let mut target = format!("{}/{id}?", uri.path().trim_end_matches('/'));
+        if let Some(query) = uri.query().filter(|q| !q.is_empty()) {
+            target.push_str(query);
+            target.push('&');
+        }
+        target.push_str(&format!("stream=true&starting_after={after}"));
+        let mut parts = uri.clone().into_parts();
+        parts.path_and_query = Some(target.parse().ok()?);
+        let mut request = Request::new(ResumeRequestBody::continuation(Bytes::new()));
+        *request.method_mut() = http::Method::GET;
+        *request.uri_mut() = http::Uri::from_parts(parts).ok()?;
+        *request.version_mut() = self.head.version();
+        *request.headers_mut() = self.head.headers().clone();
+        for name in [
+            http::header::CONTENT_LENGTH,
+            http::header::CONTENT_TYPE,
+            http::header::TRANSFER_ENCODING,
+        ] {
+            request.headers_mut().remove(name);
+        }
+        request.headers_mut().remove("idempotency-key");
+        Some(request)
     }
 
     fn original_json(&mut self) -> Option<&Value> {
@@ -714,40 +796,6 @@ where
             .interrupted()
             .and_then(|i| i.cause)
             .unwrap_or(failure.code());
-        let (provider, styles) = (self.provider, self.styles);
-        let delivered = std::mem::take(&mut self.delivered);
-        let next = self
-            .original_json()
-            .map(|json| continuation_with(provider, json, &delivered, &styles));
-        self.delivered = delivered;
-        let Some(Ok(mut next)) = next else {
-            return self.give_up("not_json");
-        };
-        if !spend_budget(provider, &mut next, self.spent) {
-            // The original would have ended with `length` by now.
-            return self.give_up("max_tokens");
-        }
-        let bytes = Bytes::from(serde_json::to_vec(&next).expect("JSON values serialize"));
-        let mut request = Request::new(ResumeRequestBody::continuation(bytes.clone()));
-        *request.method_mut() = self.head.method().clone();
-        *request.uri_mut() = self.head.uri().clone();
-        *request.version_mut() = self.head.version();
-        *request.headers_mut() = self.head.headers().clone();
-        // The caller's key names the original request: a server that
-        // honours it would answer the continuation with the original's
-        // stored answer. A ladder below sets a key of its own if it keeps
-        // one.
-        request.headers_mut().remove("idempotency-key");
-        request.headers_mut().insert(
-            http::header::CONTENT_LENGTH,
-            HeaderValue::from(bytes.len() as u64),
-        );
-        *request.extensions_mut() = self.head.extensions().clone();
-        // A continuation may rightly bring only a finish: the guard must
-        // deliver it, not retry it as an empty answer.
-        if let Some(facts) = request.extensions_mut().get_mut::<RequestFacts>() {
-            *facts = facts.clone().continuing();
-        }
         // What is queued for the caller but not yet taken (a continuation
         // cut while it was lining up, its held events flushed) is the
         // latest the caller will see: the next continuation follows it.
@@ -755,16 +803,48 @@ where
         for frame in &queued {
             self.keep_tail(frame);
         }
-        match self.tail.take() {
-            Some(tail) => self
-                .fix
-                .get_or_insert_with(Fix::default)
-                .learn(self.provider, &tail),
-            // Nothing new was shown: the numbers stay, but the next
-            // continuation's own are its own.
+        let after = self.tail.as_deref().and_then(last_sequence_number);
+        let retrieval = match after {
+            Some(after) if self.retrievable() => self.retrieval(after),
+            _ => None,
+        };
+        self.retrieving = retrieval.is_some();
+        let mut request = match retrieval {
+            Some(request) => request,
             None => {
-                if let Some(fix) = self.fix.as_mut() {
-                    fix.next_continuation();
+                // Retrieval was the reason the limits of a generated
+                // continuation were not checked.
+                if let Some(failure) = self.failure.clone()
+                    && let Err(reason) = self.unresumable(&failure)
+                {
+                    return self.give_up(reason);
+                }
+                match self.generated() {
+                    Ok(request) => request,
+                    Err(reason) => return self.give_up(reason),
+                }
+            }
+        };
+        *request.extensions_mut() = self.head.extensions().clone();
+        // A continuation may rightly bring only a finish: the guard must
+        // deliver it, not retry it as an empty answer.
+        if let Some(facts) = request.extensions_mut().get_mut::<RequestFacts>() {
+            *facts = facts.clone().continuing();
+        }
+        // A retrieved stream numbers its events itself; the tail stays for
+        // the next retrieval's cursor.
+        if !self.retrieving {
+            match self.tail.take() {
+                Some(tail) => self
+                    .fix
+                    .get_or_insert_with(Fix::default)
+                    .learn(self.provider, &tail),
+                // Nothing new was shown: the numbers stay, but the next
+                // continuation's own are its own.
+                None => {
+                    if let Some(fix) = self.fix.as_mut() {
+                        fix.next_continuation();
+                    }
                 }
             }
         }
@@ -785,6 +865,7 @@ where
             cause,
             failed: None,
             spliced: false,
+            retrieved: self.retrieving,
             trimmed_chars: 0,
             receipt: None,
         });
@@ -792,25 +873,75 @@ where
         self.phase = Phase::Ready(Some(Box::new(request)));
     }
 
+    /// The continuation asked of the model: the original request with the
+    /// delivered text as the answer's start, its output budget lowered.
+    fn generated(&mut self) -> Result<Request<ResumeRequestBody<B>>, &'static str> {
+        let (provider, styles) = (self.provider, self.styles);
+        let delivered = std::mem::take(&mut self.delivered);
+        let next = self
+            .original_json()
+            .map(|json| continuation_with(provider, json, &delivered, &styles));
+        self.delivered = delivered;
+        let Some(Ok(mut next)) = next else {
+            return Err("not_json");
+        };
+        if !spend_budget(provider, &mut next, self.spent) {
+            // The original would have ended with `length` by now.
+            return Err("max_tokens");
+        }
+        let bytes = Bytes::from(serde_json::to_vec(&next).expect("JSON values serialize"));
+        let mut request = Request::new(ResumeRequestBody::continuation(bytes.clone()));
+        *request.method_mut() = self.head.method().clone();
+        *request.uri_mut() = self.head.uri().clone();
+        *request.version_mut() = self.head.version();
+        *request.headers_mut() = self.head.headers().clone();
+        // The caller's key names the original request: a server that
+        // honours it would answer the continuation with the original's
+        // stored answer. A ladder below sets a key of its own if it keeps
+        // one.
+        request.headers_mut().remove("idempotency-key");
+        request.headers_mut().insert(
+            http::header::CONTENT_LENGTH,
+            HeaderValue::from(bytes.len() as u64),
+        );
+        Ok(request)
+    }
+
     fn on_continuation(&mut self, response: Response<RB>) {
         let receipt = response.extensions().get::<Receipt>();
         let route = receipt
             .and_then(|r| r.attempts.last().map(|a| a.route.clone()))
             .unwrap_or_else(|| RouteId::of_request(&self.head));
+        // A retrieval reads what was generated: nothing is billed again.
+        let receipt = receipt.cloned().map(|mut receipt| {
+            if self.retrieving {
+                for attempt in receipt.attempts.as_mut_slice() {
+                    attempt.billed = false;
+                }
+            }
+            receipt
+        });
         if !response.status().is_success() {
             if let Some(last) = self.resumed.lock().resumes.last_mut() {
-                last.receipt = receipt.cloned();
+                last.receipt = receipt;
             }
             return self.on_call_failed(Box::new(Failure::new(Code::ProtocolViolation)));
         }
         self.span.record("server.address", route.as_str());
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.route = Some(route);
-            last.receipt = receipt.cloned();
+            last.receipt = receipt;
+            last.spliced = self.retrieving;
         }
         self.report = response.extensions().get::<StreamReportHandle>().cloned();
         self.body = Some(Box::pin(response.into_body()));
-        self.segment = Segment::Preamble;
+        // The stored stream's events after the cursor are the rest of the
+        // original, numbered and named as it was: they pass as they come.
+        self.segment = if self.retrieving {
+            Segment::Pass
+        } else {
+            Segment::Preamble
+        };
         self.trimmed = 0;
         self.partial.clear();
         self.phase = Phase::Live;
@@ -834,6 +965,14 @@ where
             }
         }
         tracing::debug!(target: TARGET, code = %code, "continuation failed before content");
+        // The provider would not give the stored stream (not stored,
+        // expired, retrieval unsupported by a compatible server): the
+        // continuation is generated instead.
+        if self.retrieving && failed.is_none_or(|failure| failure.class() != Class::Transient) {
+            self.retrieving = false;
+            self.no_retrieval = true;
+            return self.resume();
+        }
         // Claude 4.6 and later answer any prefill with a 400 ("Prefilling
         // is not supported on Claude 4.6 and later models", the Messages
         // API guide): the same prefill again would only be refused again.

@@ -95,6 +95,10 @@
 //!
 //! # Never resumed
 //!
+//! (By a generated continuation. A background response's stored stream
+//! is retrieved past a tool call in flight and structured output: see
+//! below.)
+//!
 //! - A refusal, a filter, a `length` cut or a `stop`: the model finished;
 //!   these are verdicts, not interruptions.
 //! - A caller who drops the body (cancellation): nothing is read further.
@@ -117,8 +121,26 @@
 //! API is continued with a trailing assistant item; the `*.done` events and
 //! the terminal `response.completed` that end the spliced stream describe
 //! the continuation's own text, not the whole answer (a client that reads
-//! the deltas reads it whole); background-mode `starting_after`
-//! resumption is future work.
+//! the deltas reads it whole).
+//!
+//! # Background responses: the stored stream, retrieved
+//!
+//! A Responses API request with `"background": true` and `"stream": true`
+//! is generated whatever the connection does, and its events are kept:
+//! the API resumes such a stream from a cursor, `GET
+//! /v1/responses/{id}?stream=true&starting_after=N`. The layer reads the
+//! id from the stream's first events and continues a cut by that GET,
+//! after the last whole event the caller read (the original's query, an
+//! Azure `api-version`, kept): the events that follow are the original's
+//! own, numbered and named as they were, and pass as they come — nothing
+//! is generated again, nothing trimmed, nothing billed again (the
+//! continuation's receipt marks its attempts unbilled;
+//! [`ResumeRecord::retrieved`] says so). So neither a tool call in
+//! flight, nor structured output, nor a text too long to keep, stops it.
+//! A provider that will not retrieve it (the response was not stored,
+//! has expired, or a compatible server has no such endpoint: any answer
+//! but a transient failure) is asked for a generated continuation
+//! instead, within the same resume count.
 //!
 //! # Per provider
 //!

@@ -25,6 +25,10 @@ pub struct ResumeRecord {
     /// answered but could not be lined up with what the caller had (the
     /// report's `gave_up` is then `misaligned`).
     pub spliced: bool,
+    /// It retrieved the provider's own stored stream after the last event
+    /// delivered (a Responses API background response), instead of asking
+    /// the model to go on: nothing generated again, nothing billed again.
+    pub retrieved: bool,
     /// Characters the continuation repeated and the layer trimmed.
     pub trimmed_chars: u64,
     /// The continuation's own receipt: its attempts (a provider that

@@ -100,8 +100,10 @@ impl<B> ResumeRequestBody<B> {
     }
 
     pub(crate) fn continuation(bytes: Bytes) -> Self {
+        // An empty body (a retrieval's GET) is ended from the start: no
+        // `content-length: 0` on a GET.
         ResumeRequestBody {
-            kind: Kind::Continuation(Some(bytes)),
+            kind: Kind::Continuation(Some(bytes).filter(|b| !b.is_empty())),
         }
     }
 

@@ -367,6 +367,19 @@ impl Fix {
 }
 
 /// One raw event's name and JSON data.
+/// The id of the Responses API answer a run of whole events names in a
+/// lifecycle event (`response.created` first: `"response":{"id":…}`). A
+/// delta names no `"response"` member (its type, `"response.…"`, is no
+/// such key), so most frames are passed over by one byte search.
+pub(crate) fn response_id(events: &Bytes) -> Option<String> {
+    memchr::memmem::find(events, b"\"response\"")?;
+    let (events, _) = split_events(events);
+    events.iter().find_map(|event| {
+        let (_, json) = parse_event(event)?;
+        Some(json.pointer("/response/id")?.as_str()?.to_owned())
+    })
+}
+
 fn parse_event(raw: &[u8]) -> Option<(Vec<u8>, Value)> {
     let mut scanner = Scanner::default();
     let mut out = None;
