@@ -152,13 +152,16 @@ fn judge_grpc<E: Into<BoxError>>(
         }
         Some(Ok(frame)) => frame,
     };
+    let mut frame = frame;
     if let Some(data) = frame.data_ref() {
         passed.count(data);
         return Some(Ok(frame));
     }
-    let Some(trailers) = frame.trailers_ref() else {
+    let Some(trailers) = frame.trailers_mut() else {
         return Some(Ok(frame));
     };
+    grpc::readable_details(trailers);
+    let trailers = &*trailers;
     match grpc::trailers_status(passed.status, trailers, quota_wall) {
         grpc::Status::Ok => {
             passed.ended = true;

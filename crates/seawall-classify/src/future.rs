@@ -216,14 +216,17 @@ where
                     ));
                 }
                 State::AwaitingTrailers(mut reading) => {
-                    let first = match reading.body.as_mut().poll_frame(cx) {
-                        Poll::Pending => {
-                            *this.state = State::AwaitingTrailers(reading);
-                            return Poll::Pending;
-                        }
-                        Poll::Ready(first) => first,
-                    };
-                    return Poll::Ready(reading.first_frame(first, classifier, &settings, started));
+                    let first =
+                        match reading.poll_first_message(cx, settings.max_success_body, started) {
+                            Poll::Pending => {
+                                *this.state = State::AwaitingTrailers(reading);
+                                return Poll::Pending;
+                            }
+                            Poll::Ready(first) => first,
+                        };
+                    return Poll::Ready(
+                        reading.first_message(first, classifier, &settings, started),
+                    );
                 }
                 State::Done => panic!("ResponseFuture polled after completion"),
             }
@@ -494,27 +497,9 @@ where
                 let body = ClassifiedBody::past_cap(self.buffer.into_bytes(), self.body, status);
                 Ok(Response::from_parts(self.parts, body))
             }
-            SuccessRead::Failed(error) => {
-                // The route accepted the request and its answer broke while
-                // being read (a reset, a decoder that found garbage): nothing
-                // was delivered, so an error nobody recognises here is the
-                // answer's fault, not a reason to fail closed.
-                let recognised = Failure::find(&*error).is_some()
-                    || transport_failure(&*error).is_some()
-                    || classifier.classify_error(&*error).is_some();
-                if !recognised {
-                    let mut failure = Failure::new(Code::ProtocolViolation)
-                        .with_message(&format!("the 2xx answer broke while read: {error}"));
-                    self.fill(failure.evidence_mut(), started);
-                    return Err(report(failure));
-                }
-                Err(classify_inner_error(
-                    classifier,
-                    settings,
-                    error,
-                    |evidence| self.fill(evidence, started),
-                ))
-            }
+            SuccessRead::Failed(error) => Err(read_failure(classifier, settings, error, |e| {
+                self.fill(e, started)
+            })),
         }
     }
 }
@@ -538,67 +523,130 @@ where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
-    /// The first frame of an answer whose status is in its trailers: a
-    /// message resolves the response (the body then watches the trailers);
-    /// trailers first are the whole answer and their status decides; an end
-    /// without any status is no gRPC answer.
-    fn first_frame<C: Classifier>(
+    /// Reads a gRPC answer up to its first whole message (its prefix says
+    /// how long; one longer than `cap` goes on at its prefix), or to what
+    /// ends it before one: trailers, an error, the end.
+    /// An empty DATA frame (a body ended by one) delivers nothing.
+    fn poll_first_message(
+        &mut self,
+        cx: &mut Context<'_>,
+        cap: usize,
+        started: Instant,
+    ) -> Poll<FirstRead> {
+        loop {
+            let frame = match ready!(self.body.as_mut().poll_frame(cx)) {
+                None => return Poll::Ready(FirstRead::Ended),
+                Some(Err(error)) => return Poll::Ready(FirstRead::Failed(error.into())),
+                Some(Ok(frame)) => frame,
+            };
+            match frame.into_data() {
+                Ok(data) if data.is_empty() => {}
+                Ok(data) => {
+                    self.count(&data, started);
+                    self.buffer.push(data);
+                    if grpc::first_message_ready(self.buffer.as_slice(), cap) {
+                        return Poll::Ready(FirstRead::Message);
+                    }
+                }
+                Err(frame) => {
+                    return Poll::Ready(FirstRead::Trailers(
+                        frame.into_trailers().unwrap_or_default(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The answer, once its first message is whole: the response resolves
+    /// (the body then watches the trailers). Before one — trailers, an
+    /// error, the end, also inside a first message cut short — nothing
+    /// reached the caller: the trailers' status decides, or the answer is
+    /// broken, and either can still be retried.
+    fn first_message<C: Classifier>(
         mut self,
-        first: Option<Result<http_body::Frame<Bytes>, B::Error>>,
+        first: FirstRead,
         classifier: &C,
         settings: &Settings,
         started: Instant,
     ) -> Result<Response<ClassifiedBody<B>>, BoxError> {
         let status = self.parts.status.as_u16();
-        let frame = match first {
-            Some(Ok(frame)) => frame,
-            Some(Err(error)) => {
-                return Err(classify_inner_error(
-                    classifier,
-                    settings,
-                    error.into(),
-                    |evidence| self.fill(evidence, started),
-                ));
-            }
-            None => {
-                let mut failure = Failure::new(Code::ProtocolViolation)
-                    .with_message("the gRPC answer ended without a grpc-status");
-                self.fill(failure.evidence_mut(), started);
-                return Err(report(failure));
-            }
+        let cut_short = self.buffer.len() > 0;
+        let broken = |reading: Self, message: &str| {
+            let mut failure = Failure::new(Code::ProtocolViolation).with_message(message);
+            reading.fill(failure.evidence_mut(), started);
+            Err(report(failure))
         };
-        match frame.into_data() {
-            Ok(data) => {
-                self.count(&data, started);
+        match first {
+            FirstRead::Message => {
+                let first = std::mem::replace(&mut self.buffer, Buffer::Empty).into_bytes();
                 let body = ClassifiedBody::watching_trailers(
-                    Some(data),
+                    Some(first),
                     self.body,
                     status,
                     settings.quota_wall,
                 );
                 Ok(Response::from_parts(self.parts, body))
             }
-            Err(frame) => {
-                let trailers = frame.into_trailers().unwrap_or_default();
+            FirstRead::Failed(error) => Err(read_failure(classifier, settings, error, |e| {
+                self.fill(e, started)
+            })),
+            FirstRead::Ended if cut_short => broken(
+                self,
+                "the gRPC answer ended inside its first message, without a grpc-status",
+            ),
+            FirstRead::Ended => broken(self, "the gRPC answer ended without a grpc-status"),
+            FirstRead::Trailers(mut trailers) => {
+                grpc::readable_details(&mut trailers);
                 match grpc::trailers_status(status, &trailers, settings.quota_wall) {
                     grpc::Status::Failed(mut failure) => {
                         self.fill(failure.evidence_mut(), started);
                         Err(report(failure))
                     }
+                    grpc::Status::Ok if cut_short => broken(
+                        self,
+                        "the gRPC answer's trailers came inside its first message",
+                    ),
                     grpc::Status::Ok => {
                         let body = ClassifiedBody::read(Bytes::new(), Some(trailers));
                         Ok(Response::from_parts(self.parts, body))
                     }
-                    grpc::Status::Absent => {
-                        let mut failure = Failure::new(Code::ProtocolViolation)
-                            .with_message("the gRPC trailers carry no grpc-status");
-                        self.fill(failure.evidence_mut(), started);
-                        Err(report(failure))
-                    }
+                    grpc::Status::Absent => broken(self, "the gRPC trailers carry no grpc-status"),
                 }
             }
         }
     }
+}
+
+/// How a gRPC answer's reading up to its first message ended.
+enum FirstRead {
+    /// The first message is whole in the buffer.
+    Message,
+    Trailers(HeaderMap),
+    Failed(BoxError),
+    Ended,
+}
+
+/// An error met reading a 2xx answer before anything was delivered: the
+/// route accepted the request and its answer broke while read (a reset, a
+/// decoder that found garbage), so an error nobody recognises here is the
+/// answer's fault (`protocol_violation`, retried), not a reason to fail
+/// closed.
+fn read_failure<C: Classifier>(
+    classifier: &C,
+    settings: &Settings,
+    error: BoxError,
+    evidence: impl FnOnce(&mut Evidence),
+) -> BoxError {
+    let recognised = Failure::find(&*error).is_some()
+        || transport_failure(&*error).is_some()
+        || classifier.classify_error(&*error).is_some();
+    if !recognised {
+        let mut failure = Failure::new(Code::ProtocolViolation)
+            .with_message(&format!("the 2xx answer broke while read: {error}"));
+        evidence(failure.evidence_mut());
+        return report(failure);
+    }
+    classify_inner_error(classifier, settings, error, evidence)
 }
 
 /// Turns an error of the inner service or of a body read into a failure:

@@ -47,6 +47,58 @@ pub(crate) fn head_has_status(parts: &Parts) -> bool {
     parts.headers.contains_key("grpc-status")
 }
 
+/// Whether an answer's first bytes are ready to hand on: they hold its
+/// first whole message (the 5-byte prefix — a compression flag, then the
+/// length, big-endian — and as many bytes as the length says), or the
+/// message is longer than `cap`, which is not held whole here: it goes on
+/// as it comes (a client past its own limit refuses it at the prefix).
+pub(crate) fn first_message_ready(bytes: &[u8], cap: usize) -> bool {
+    let Some(prefix) = bytes.get(..5) else {
+        return bytes.len() >= cap;
+    };
+    let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]);
+    let whole = 5 + u64::from(length);
+    bytes.len() as u64 >= whole || whole > cap as u64
+}
+
+/// tonic's reading of `grpc-status-details-bin`: the standard alphabet,
+/// padded or not.
+const TONIC_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
+/// Whether `map` carries `grpc-status-details-bin` that tonic cannot
+/// decode. tonic 0.14's `Status::from_header_map` panics on such details
+/// (in the caller's task): a hostile server must not get that far.
+pub(crate) fn details_unreadable(map: &HeaderMap) -> bool {
+    map.get(DETAILS)
+        .is_some_and(|value| TONIC_BASE64.decode(value.as_bytes()).is_err())
+}
+
+/// Makes the `grpc-status-details-bin` of `map` readable for tonic (see
+/// [`details_unreadable`]): details in the URL-safe alphabet or with white
+/// space are written again in the standard one; details that are no
+/// base64 at all are dropped (the status and message stay).
+pub(crate) fn readable_details(map: &mut HeaderMap) {
+    if !details_unreadable(map) {
+        return;
+    }
+    let decoded = map.get(DETAILS).and_then(|v| decode_details(v.as_bytes()));
+    match decoded.and_then(|bytes| http::HeaderValue::from_str(&STANDARD_NO_PAD.encode(bytes)).ok())
+    {
+        Some(value) => {
+            map.insert(DETAILS, value);
+        }
+        None => {
+            map.remove(DETAILS);
+        }
+    }
+}
+
+const DETAILS: &str = "grpc-status-details-bin";
+
 /// The status the trailers of a `status` response carry.
 pub(crate) fn trailers_status(status: u16, trailers: &HeaderMap, quota_wall: QuotaWall) -> Status {
     map_status(Some(status), trailers, quota_wall)
@@ -476,6 +528,41 @@ mod tests {
                 String::from_utf8_lossy(&bad)
             );
         }
+    }
+
+    #[test]
+    fn details_tonic_cannot_read_are_written_again_or_dropped() {
+        let status = status_with_delay(1, 0);
+        let mut map = HeaderMap::new();
+        // URL-safe, padded with white space: written in tonic's alphabet.
+        let url_safe = base64::engine::general_purpose::URL_SAFE.encode(&status);
+        map.insert(DETAILS, format!(" {url_safe} ").parse().unwrap());
+        assert!(details_unreadable(&map));
+        readable_details(&mut map);
+        assert!(!details_unreadable(&map));
+        let kept = map.get(DETAILS).unwrap().as_bytes();
+        assert_eq!(TONIC_BASE64.decode(kept).unwrap(), status);
+        // No base64 at all: dropped, nothing else touched.
+        map.insert(DETAILS, "!!not base64!!".parse().unwrap());
+        map.insert("grpc-status", "0".parse().unwrap());
+        readable_details(&mut map);
+        assert!(map.get(DETAILS).is_none());
+        assert_eq!(map.get("grpc-status").unwrap(), "0");
+    }
+
+    #[test]
+    fn the_first_message_is_ready_whole_or_past_the_cap() {
+        let message = [&[0, 0, 0, 0, 3][..], b"abc"].concat();
+        for held in 0..message.len() {
+            assert!(!first_message_ready(&message[..held], 1024), "{held}");
+        }
+        assert!(first_message_ready(&message, 1024));
+        // A prefix that promises more than the cap goes on at once.
+        assert!(first_message_ready(&[0, 0, 0x10, 0, 0], 1024));
+        assert!(
+            first_message_ready(&[0, 0, 0], 2),
+            "past the cap before a prefix"
+        );
     }
 
     #[test]

@@ -121,6 +121,17 @@ impl Classifier for ProviderClassifier {
         match self.wire {
             Wire::Grpc => match grpc::head_failure(parts, cx.quota_wall) {
                 Some(failure) => Inspection::Fail(failure),
+                // An OK head whose details tonic would panic on reading:
+                // no answer the caller's client can take.
+                None if grpc::head_has_status(parts)
+                    && grpc::details_unreadable(&parts.headers) =>
+                {
+                    Inspection::Fail(
+                        Failure::new(Code::ProtocolViolation).with_message(
+                            "the gRPC answer's grpc-status-details-bin is not base64",
+                        ),
+                    )
+                }
                 None if grpc::head_has_status(parts) => Inspection::Deliver,
                 // gRPC-Web sends its trailers inside the body, as a frame
                 // of its own, which only its client layer (tonic-web's)
