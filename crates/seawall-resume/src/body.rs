@@ -27,7 +27,7 @@ use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
 use crate::splice::{
     Alignment, Fix, Kind, align, align_prefill, classify, ends_at_boundary, last_boundary,
-    response_id, rewrite, split_events,
+    names_a_response, response_id, rewrite, split_events,
 };
 
 pub(crate) const TARGET: &str = "seawall::resume";
@@ -138,9 +138,15 @@ where
     /// token of the caller's output budget.
     spent: u64,
     resumes: u32,
-    /// The Responses API's id of this answer, read from its first events:
-    /// a background response's stream is retrieved by it.
-    response_id: Option<String>,
+    /// The first frame of a Responses API stream that names the response
+    /// (`response.created`): a background response's stream is retrieved
+    /// by its id, read from it only then (the event echoes the request's
+    /// instructions and tools: no parse on the way).
+    lifecycle: Option<Bytes>,
+    /// Continuations the provider refused outright (a retrieval of a
+    /// stream it did not keep, a prefill the model refuses): each was a
+    /// way of asking, not a continuation, and gives its resume back.
+    spare: u32,
     /// The continuation in flight retrieves the stored stream (a
     /// background response): its events are the original's own.
     retrieving: bool,
@@ -207,7 +213,8 @@ where
                 trimmed: 0,
                 spent: 0,
                 resumes: 0,
-                response_id: None,
+                lifecycle: None,
+                spare: 0,
                 retrieving: false,
                 no_retrieval: false,
                 failure: None,
@@ -294,8 +301,8 @@ where
         let key: &[u8] = match self.provider {
             Provider::Anthropic => b"\"index\"",
             Provider::OpenAiResponses => {
-                if self.response_id.is_none() {
-                    self.response_id = response_id(bytes);
+                if self.lifecycle.is_none() && names_a_response(bytes) {
+                    self.lifecycle = Some(bytes.clone());
                 }
                 b"\"sequence_number\""
             }
@@ -576,12 +583,7 @@ where
         if !fixable {
             return Err("not_resumable");
         }
-        // The guard handed a long hold on before any content (a model
-        // thinking at length): there is no text to continue from.
-        if interrupted.content_events == 0 {
-            return Err("no_content");
-        }
-        if self.resumes >= self.config.max_resumes {
+        if !self.resumes_left() {
             return Err("max_resumes");
         }
         if let Some(deadline) = Deadline::of(&self.head)
@@ -589,18 +591,29 @@ where
         {
             return Err("deadline");
         }
-        // The stored stream's own events need no text to continue from,
-        // and carry a tool call or a JSON answer on as they were.
+        // The stored stream's own events need no text to continue from
+        // (a reasoning model cut while it thinks included), and carry a
+        // tool call or a JSON answer on as they were.
         if self.retrievable() {
             return Ok(());
         }
         self.unresumable(failure)
     }
 
+    /// Whether another continuation may be sent.
+    fn resumes_left(&self) -> bool {
+        self.resumes < self.config.max_resumes.saturating_add(self.spare)
+    }
+
     /// Why the interruption `failure` cannot be continued by a generated
     /// request, if it cannot.
     fn unresumable(&mut self, failure: &Failure) -> Result<(), &'static str> {
         let interrupted = failure.interrupted().ok_or("not_resumable")?;
+        // The guard handed a long hold on before any content (a model
+        // thinking at length): there is no text to continue from.
+        if interrupted.content_events == 0 {
+            return Err("no_content");
+        }
         if interrupted.tool_call_events > 0 {
             return Err("tool_call");
         }
@@ -624,7 +637,7 @@ where
     fn retrievable(&mut self) -> bool {
         if self.provider != Provider::OpenAiResponses
             || self.no_retrieval
-            || self.response_id.is_none()
+            || self.lifecycle.is_none()
         {
             return false;
         }
@@ -637,7 +650,7 @@ where
     /// The request that retrieves the stored stream after its event
     /// `after`, or `None` when the id cannot go in a path as it is.
     fn retrieval(&self, after: u64) -> Option<Request<ResumeRequestBody<B>>> {
-        let id = self.response_id.as_deref()?;
+        let id = response_id(self.lifecycle.as_ref()?)?;
         if !id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
@@ -784,7 +797,7 @@ where
         let Some(failure) = &self.failure else {
             return self.give_up("not_resumable");
         };
-        if self.resumes >= self.config.max_resumes {
+        if !self.resumes_left() {
             return self.give_up("max_resumes");
         }
         if Deadline::of(&self.head)
@@ -921,11 +934,23 @@ where
             }
             receipt
         });
-        if !response.status().is_success() {
+        let status = response.status();
+        if !status.is_success() {
             if let Some(last) = self.resumed.lock().resumes.last_mut() {
                 last.receipt = receipt;
             }
-            return self.on_call_failed(Box::new(Failure::new(Code::ProtocolViolation)));
+            // With no classifier below to say so: a retrieval refused with
+            // a 4xx other than a timeout or a rate limit is refused for
+            // good (not stored, expired, no such endpoint).
+            let refused = self.retrieving
+                && status.is_client_error()
+                && !matches!(status.as_u16(), 408 | 429);
+            let code = if refused {
+                Code::NotFound
+            } else {
+                Code::ProtocolViolation
+            };
+            return self.on_call_failed(Box::new(Failure::new(code)));
         }
         self.span.record("server.address", route.as_str());
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
@@ -968,9 +993,10 @@ where
         // The provider would not give the stored stream (not stored,
         // expired, retrieval unsupported by a compatible server): the
         // continuation is generated instead.
-        if self.retrieving && failed.is_none_or(|failure| failure.class() != Class::Transient) {
+        if self.retrieving && failed.is_some_and(|failure| failure.class() != Class::Transient) {
             self.retrieving = false;
             self.no_retrieval = true;
+            self.spare += 1;
             return self.resume();
         }
         // Claude 4.6 and later answer any prefill with a 400 ("Prefilling
@@ -981,6 +1007,7 @@ where
             && code == Code::BadRequest
         {
             self.styles.anthropic = AnthropicStyle::AskToContinue;
+            self.spare += 1;
             return self.resume();
         }
         // The ladder below already retried what time can fix; a verdict on

@@ -136,11 +136,14 @@
 //! is generated again, nothing trimmed, nothing billed again (the
 //! continuation's receipt marks its attempts unbilled;
 //! [`ResumeRecord::retrieved`] says so). So neither a tool call in
-//! flight, nor structured output, nor a text too long to keep, stops it.
-//! A provider that will not retrieve it (the response was not stored,
-//! has expired, or a compatible server has no such endpoint: any answer
-//! but a transient failure) is asked for a generated continuation
-//! instead, within the same resume count.
+//! flight, nor structured output, nor a text too long to keep, nor a cut
+//! before any text (a reasoning model thinking) stops it. A provider that
+//! will not retrieve it (the response was not stored, has expired, or a
+//! compatible server has no such endpoint: a failure that is not
+//! transient, or a 4xx other than 408 and 429 with no classifier below)
+//! is asked for a generated continuation instead. The refused retrieval,
+//! like a prefill the model refuses, was a way of asking, not a
+//! continuation: it gives its resume back.
 //!
 //! # Per provider
 //!

@@ -366,13 +366,17 @@ impl Fix {
     }
 }
 
-/// One raw event's name and JSON data.
+/// Whether a run of whole events has a lifecycle event, one with a
+/// `"response"` member (`response.created` first). A delta names none
+/// (its type, `"response.…"`, is no such key): one byte search passes
+/// it over.
+pub(crate) fn names_a_response(events: &[u8]) -> bool {
+    memchr::memmem::find(events, b"\"response\"").is_some()
+}
+
 /// The id of the Responses API answer a run of whole events names in a
-/// lifecycle event (`response.created` first: `"response":{"id":…}`). A
-/// delta names no `"response"` member (its type, `"response.…"`, is no
-/// such key), so most frames are passed over by one byte search.
+/// lifecycle event (`"response":{"id":…}`).
 pub(crate) fn response_id(events: &Bytes) -> Option<String> {
-    memchr::memmem::find(events, b"\"response\"")?;
     let (events, _) = split_events(events);
     events.iter().find_map(|event| {
         let (_, json) = parse_event(event)?;
@@ -380,6 +384,7 @@ pub(crate) fn response_id(events: &Bytes) -> Option<String> {
     })
 }
 
+/// One raw event's name and JSON data.
 fn parse_event(raw: &[u8]) -> Option<(Vec<u8>, Value)> {
     let mut scanner = Scanner::default();
     let mut out = None;
@@ -483,9 +488,8 @@ pub(crate) fn align(
 /// coincidence) unless it is [ambiguous](ambiguous), and else the
 /// whitespace the delivered text ended with, which the prefill went
 /// without (the API refuses a prefill that ends in whitespace) and the
-/// model writes anew. A head that restates delivered text but not its
-/// tail (an earlier sentence, the answer from its start) is misaligned,
-/// as in [`align`]. `None` while the head cannot tell yet: a restatement
+/// model writes anew. A head that begins the answer again (see
+/// [`restarts`]) is misaligned. `None` while the head cannot tell yet: a restatement
 /// shows only once it is whole, so a head that repeats nothing waits for
 /// `window` bytes, and one still copying delivered text waits, as
 /// [`align`] does.
@@ -513,7 +517,7 @@ pub(crate) fn align_prefill(
     if head.len() < window && !complete {
         return None;
     }
-    if repeat == 0 && restates(delivered, head) {
+    if repeat == 0 && restarts(delivered, head) {
         return Some(Alignment::Misaligned);
     }
     let cut = &delivered[delivered.trim_end().len()..];
@@ -526,6 +530,16 @@ pub(crate) fn align_prefill(
     Some(Alignment::Trim(common))
 }
 
+/// Whether the head opens as the delivered text does: the answer begun
+/// again. Under a prefill this alone is taken as no continuation: there
+/// the model writes what follows, and what follows may well say again a
+/// line or a phrase said before (a code line, a refrain), which
+/// [`restates`] would take for a restatement.
+fn restarts(delivered: &str, head: &str) -> bool {
+    let probe = excerpt(head.trim_start(), PROBE_LEN);
+    probe.len() >= PROBE_MIN && delivered.trim_start().starts_with(probe)
+}
+
 /// Whether the head's first characters occur in the delivered text: a
 /// restart or a restatement, not what follows.
 fn restates(delivered: &str, head: &str) -> bool {
@@ -534,22 +548,35 @@ fn restates(delivered: &str, head: &str) -> bool {
         && memchr::memmem::find(delivered.as_bytes(), probe.as_bytes()).is_some()
 }
 
-/// Whether `text` is two or more copies of one piece (its shortest period
-/// is at most half its length): the prefix function's last border.
-fn periodic(text: &[u8]) -> bool {
-    let mut border = vec![0; text.len()];
+/// Whether `text` is two or more copies of one piece holding a word (its
+/// shortest period is at most half its length, and has a letter or a
+/// digit): ` ha ha`, `[0 1][0 1]`. Markup that doubles a sign (`**`,
+/// `##`, a code fence's three backticks) is no repetition of the answer.
+fn periodic(text: &str) -> bool {
+    let border = borders(text.as_bytes());
+    let period = text.len() - border.last().copied().unwrap_or(0);
+    2 * period <= text.len()
+        && text
+            .get(..period)
+            .is_some_and(|piece| piece.chars().any(char::is_alphanumeric))
+}
+
+/// The prefix function of `pattern` (Knuth–Morris–Pratt): `border[i]` is
+/// the length of the longest proper prefix of `pattern[..=i]` that is
+/// also its suffix.
+fn borders(pattern: &[u8]) -> Vec<usize> {
+    let mut border = vec![0; pattern.len()];
     let mut k = 0;
-    for i in 1..text.len() {
-        while k > 0 && text[i] != text[k] {
+    for i in 1..pattern.len() {
+        while k > 0 && pattern[i] != pattern[k] {
             k = border[k - 1];
         }
-        if text[i] == text[k] {
+        if pattern[i] == pattern[k] {
             k += 1;
         }
         border[i] = k;
     }
-    let period = text.len() - border.last().copied().unwrap_or(0);
-    2 * period <= text.len()
+    border
 }
 
 /// Whether `head` is, so far, a copy of delivered text near its end that
@@ -563,12 +590,8 @@ fn copying(delivered: &str, head: &str) -> bool {
         return false;
     }
     let from = n - (REPEAT_MAX + head.len()).min(n);
-    memchr::memmem::find_iter(&text[from..n - 1], head.as_bytes()).any(|at| {
-        let at = from + at;
-        at == 0
-            || head.starts_with(char::is_whitespace)
-            || delivered[..at].ends_with(char::is_whitespace)
-    })
+    memchr::memmem::find_iter(&text[from..n - 1], head.as_bytes())
+        .any(|at| starts_a_run(&delivered[..from + at], head))
 }
 
 /// Whether trimming `repeat` (a prefix of the continuation that is a
@@ -587,7 +610,7 @@ fn ambiguous(delivered: &str, repeat: &str) -> bool {
     }
     // A repeat that is itself a repetition (` ha ha`, `[0 1][0 1]`): the
     // text was repeating when it was cut.
-    if periodic(repeat.as_bytes()) {
+    if periodic(repeat) {
         return true;
     }
     // An occurrence inside the last 2l bytes that ends before the last
@@ -599,18 +622,31 @@ fn ambiguous(delivered: &str, repeat: &str) -> bool {
 /// Whether `repeat`, written after `before`, begins a word or a run of
 /// white space there (or a line): a repeat of the last words starts where
 /// one of them does, or at the white space before it, never inside a
-/// word, nor inside an indentation (the last four of eight spaces before
-/// a brace are no repeat of the line). White space alone may start
-/// anywhere: a blank more or less loses no text.
+/// word, nor inside an indentation (the last four of eight spaces that
+/// open a line before a brace are no repeat of the line). Inside a run of
+/// blanks within a line (two spaces after a full stop) a repeat may start.
+/// White space alone may start anywhere: a blank more or less loses no
+/// text.
 fn starts_a_run(before: &str, repeat: &str) -> bool {
     let Some(last) = before.chars().next_back() else {
         return true;
     };
-    let (after_space, space) = (
+    if last == '\n' || repeat.trim().is_empty() {
+        return true;
+    }
+    match (
         last.is_whitespace(),
         repeat.starts_with(char::is_whitespace),
-    );
-    last == '\n' || after_space != space || repeat.trim().is_empty()
+    ) {
+        (false, false) => false,
+        (true, true) => {
+            // Inside a run of blanks: an indentation when the run opens
+            // its line.
+            let line = before.trim_end_matches([' ', '\t']);
+            !(line.is_empty() || line.ends_with('\n'))
+        }
+        _ => true,
+    }
 }
 
 /// The longest prefix of `head` that is a suffix of `delivered` and begins
@@ -635,19 +671,7 @@ fn overlap(delivered: &str, head: &str) -> usize {
     let max = head.len().min(delivered.len());
     let pattern = &head.as_bytes()[..max];
     let tail = &delivered.as_bytes()[delivered.len() - max..];
-    // `border[i]`: the longest proper prefix of `pattern[..=i]` that is
-    // also its suffix.
-    let mut border = vec![0; max];
-    let mut k = 0;
-    for i in 1..max {
-        while k > 0 && pattern[i] != pattern[k] {
-            k = border[k - 1];
-        }
-        if pattern[i] == pattern[k] {
-            k += 1;
-        }
-        border[i] = k;
-    }
+    let border = borders(pattern);
     // The longest prefix of the pattern the tail ends with.
     let mut matched = 0;
     for &byte in tail {
@@ -797,6 +821,39 @@ mod tests {
         );
     }
 
+    /// What the rules against ambiguity must not catch: a repeat after two
+    /// spaces, markup that doubles a sign, and, under a prefill, a line
+    /// said again (the model writes what follows the prefill).
+    #[test]
+    fn ordinary_repeats_are_still_lined_up() {
+        let cases = [
+            (
+                "The storm ended at dawn.  Then we went",
+                " Then we went home, and slept.",
+                " Then we went",
+            ),
+            (
+                "Here is the example:\n\n```",
+                "```python\nprint(1)\n```\nThat prints one.",
+                "```",
+            ),
+            ("Steps:\n\n**", "**Step one**: mix the flour well.", "**"),
+            ("Intro.\n\n##", "## Installation and first steps", "##"),
+        ];
+        for (delivered, head, repeat) in cases {
+            assert_eq!(
+                align(delivered, head, 8, false),
+                Some(Alignment::Trim(repeat.len())),
+                "{head:?}"
+            );
+        }
+        let code = "def f(x):\n    if x is None:\n        return None\n    if x < 0:\n";
+        assert_eq!(
+            align_prefill(code, "        return None\n    return x * 2\n", 8, true),
+            Some(Alignment::Trim(0))
+        );
+    }
+
     /// A repeat longer than the alignment window is waited out while it
     /// is still a copy of the delivered tail, and trimmed whole; a
     /// restatement of something earlier is no continuation, under a
@@ -879,11 +936,17 @@ mod tests {
                     head.is_char_boundary(l)
                         && delivered.is_char_boundary(start)
                         && delivered[start..] == head[..l]
-                        && (start == 0
-                            || delivered[..start].ends_with('\n')
-                            || delivered[..start].ends_with(char::is_whitespace)
-                                != head.starts_with(char::is_whitespace)
-                            || head[..l].trim().is_empty())
+                        && {
+                            let before = &delivered[..start];
+                            let line = before.trim_end_matches([' ', '\t']);
+                            let blank_before = before.ends_with(char::is_whitespace);
+                            let blank_head = head.starts_with(char::is_whitespace);
+                            start == 0
+                                || before.ends_with('\n')
+                                || head[..l].trim().is_empty()
+                                || blank_before != blank_head
+                                || (blank_before && !(line.is_empty() || line.ends_with('\n')))
+                        }
                 })
                 .max()
                 .unwrap_or(0)

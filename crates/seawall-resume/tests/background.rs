@@ -84,6 +84,19 @@ fn stream() -> Vec<String> {
     events
 }
 
+/// `events` numbered from 0, as a new response numbers its own.
+fn renumbered<'a>(events: impl Iterator<Item = &'a String>) -> Vec<String> {
+    events
+        .enumerate()
+        .map(|(seq, event)| {
+            let (name, data) = event.trim_end().split_once("\ndata: ").unwrap();
+            let mut data: Value = serde_json::from_str(data).unwrap();
+            data["sequence_number"] = json!(seq);
+            format!("{name}\ndata: {data}\n\n")
+        })
+        .collect()
+}
+
 fn answer() -> String {
     (1..=WORDS).map(|n| format!("w{n} ")).collect()
 }
@@ -146,10 +159,9 @@ async fn server(cut: usize, retrieval: Retrieval) -> (String, Arc<Mutex<Vec<RawR
                     (head, events[..cut].to_vec())
                 } else {
                     // A generated continuation: the words after those
-                    // delivered, as a new response.
+                    // delivered, as a new response numbered from 0.
                     let shown = body.matches("w").count();
-                    let mut fresh = events[..4].to_vec();
-                    fresh.extend(events[4 + shown..].iter().cloned());
+                    let fresh = renumbered(events[..4].iter().chain(&events[4 + shown..]));
                     (head, fresh)
                 };
                 let _ = socket.write_all(head.as_bytes()).await;
@@ -173,9 +185,13 @@ struct Read {
 }
 
 async fn run(base: &str, body: Value) -> Read {
+    run_with(base, body, ResumeLayer::new(), true).await
+}
+
+async fn run_with(base: &str, body: Value, layer: ResumeLayer, classify: bool) -> Read {
     let client = Client::builder(TokioExecutor::new()).build_http();
-    let service = ServiceBuilder::new()
-        .layer(ResumeLayer::new())
+    let stack = ServiceBuilder::new()
+        .layer(layer)
         .layer(RetryBudgetLayer::new(
             RetryPolicy::interactive()
                 .backoff(Backoff::exponential(
@@ -185,21 +201,34 @@ async fn run(base: &str, body: Value) -> Read {
                 .min_attempt_time(Duration::from_millis(1)),
             Budget::unlimited(),
         ))
-        .layer(StreamGuardLayer::interactive())
-        .layer(ClassifyLayer::for_provider(Provider::OpenAiResponses))
-        .service(client);
+        .layer(StreamGuardLayer::interactive());
     let request = http::Request::post(format!("{base}/v1/responses"))
         .header("content-type", "application/json")
         .header("authorization", "Bearer sk-test")
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap();
+    if classify {
+        let classify = ClassifyLayer::for_provider(Provider::OpenAiResponses);
+        read(stack.layer(classify).service(client), request).await
+    } else {
+        read(stack.service(client), request).await
+    }
+}
+
+async fn read<S, RB>(service: S, request: http::Request<Full<Bytes>>) -> Read
+where
+    S: tower::Service<http::Request<Full<Bytes>>, Response = http::Response<RB>>,
+    S::Error: std::fmt::Debug,
+    RB: http_body::Body<Data = Bytes>,
+    RB::Error: Into<BoxError>,
+{
     let response = tokio::time::timeout(Duration::from_secs(10), service.oneshot(request))
         .await
         .unwrap()
         .unwrap();
     let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
     let receipt = response.extensions().get::<Receipt>().cloned();
-    let mut body = response.into_body();
+    let mut body = std::pin::pin!(response.into_body());
     let mut bytes = Vec::new();
     let mut error = None;
     while let Some(frame) = tokio::time::timeout(Duration::from_secs(10), body.frame())
@@ -209,7 +238,7 @@ async fn run(base: &str, body: Value) -> Read {
         match frame {
             Ok(frame) => bytes.extend_from_slice(&frame.into_data().unwrap_or_default()),
             Err(e) => {
-                error = Some(e);
+                error = Some(e.into());
                 break;
             }
         }
@@ -272,8 +301,21 @@ async fn a_cut_background_stream_is_retrieved_after_the_last_event_read() {
     assert_eq!((whole.attempts.len(), whole.billed_attempts()), (2, 1));
 }
 
+/// A retrieval refused (the response not kept) is a way of asking, not a
+/// continuation: the generated one follows, within the same resume count
+/// (one here), with or without a classifier below to read the 404.
 #[tokio::test]
 async fn a_retrieval_refused_falls_back_to_a_generated_continuation() {
+    for classify in [true, false] {
+        let (base, seen) = server(9, Retrieval::NotFound).await;
+        let layer = ResumeLayer::new().max_resumes(1);
+        let read = run_with(&base, background(false), layer, classify).await;
+        assert!(read.error.is_none(), "{classify}: {:?}", read.error);
+        assert_eq!(read.text, answer());
+        let all: Vec<u64> = (0..stream().len() as u64).collect();
+        assert_eq!(read.sequence, all, "renumbered as one stream");
+        assert_eq!(seen.lock().unwrap().len(), 3);
+    }
     let (base, seen) = server(9, Retrieval::NotFound).await;
     let read = run(&base, background(false)).await;
     assert!(read.error.is_none(), "{:?}", read.error);
