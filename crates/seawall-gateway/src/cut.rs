@@ -123,7 +123,9 @@ mod tests {
         assert_eq!(count.0.load(Ordering::Relaxed), 3);
         assert!(live.iter().all(|cut| cut.poll(&mut cx)));
         assert!(cuts.register().poll(&mut cx), "registered after the cut");
+        // The dead entries are cleared as the list fills: it holds about
+        // the live ones (four, with the last), not every one made.
         let list = cuts.lists.get().unwrap().lock().unwrap();
-        assert!(list.len() <= 2 * 104, "{}", list.len());
+        assert!(list.len() <= 2 * 4, "{}", list.len());
     }
 }

@@ -300,7 +300,10 @@ impl Gateway {
     /// `/v1/responses`, `/v1/embeddings`, `/v1/messages`,
     /// `/v1/messages/count_tokens`), `GET /v1/models`, `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
     /// `seawall::core::metric_names`). Serve it with [`Gateway::serve`], or nest it in an
-    /// app of your own.
+    /// app of your own. A wrong method on these paths is a 405 in the
+    /// path's wire shape; a path it does not serve is left to the app
+    /// (no fallback of its own, so merging it into an app with one does
+    /// not panic): `serve` answers those with [`Gateway::unknown_path`].
     pub fn router(&self) -> Router {
         Router::new()
             .route(Endpoint::ChatCompletions.path(), post(chat_completions))
@@ -311,9 +314,8 @@ impl Gateway {
             .route("/v1/models", get(models))
             .route("/healthz", get(health))
             .route("/metrics", get(metrics_text))
-            // axum's own 404 and 405 have empty bodies: an SDK shows only
-            // the status. These speak the wire the path looks like.
-            .fallback(unknown_path)
+            // axum's own 405 has an empty body: an SDK shows only the
+            // status. This one speaks the wire the path looks like.
             .method_not_allowed_fallback(wrong_method)
             // axum's default is 2 MB; the gateway's own cap rules (and is
             // checked without buffering past it, in `handle`).
@@ -783,6 +785,16 @@ fn wire_of_path(path: &str) -> Wire {
         Wire::Anthropic
     } else {
         Wire::OpenAi
+    }
+}
+
+impl Gateway {
+    /// The answer to a path the gateway does not serve: 404 `not_found` in
+    /// the wire the path looks like (Anthropic's under `/v1/messages`,
+    /// else OpenAI's). `serve` uses it as its router's fallback; an app
+    /// that merges [`router`](Gateway::router) may too.
+    pub async fn unknown_path(uri: http::Uri) -> Response {
+        unknown_path(uri).await
     }
 }
 

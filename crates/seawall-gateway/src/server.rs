@@ -37,7 +37,7 @@ impl Gateway {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
-        let router = self.router();
+        let router = self.router().fallback(Gateway::unknown_path);
         let graceful = GracefulShutdown::new();
         let mut connections = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);

@@ -1640,4 +1640,9 @@ async fn unknown_paths_and_methods_are_wire_shaped_errors() {
         }
     }
     assert!(chaos.journal().is_empty(), "nothing reached the upstream");
+    // The router itself has no fallback: an app with one merges it.
+    let app = axum::Router::new()
+        .fallback(|| async { "the app's own" })
+        .merge(gateway.gateway.router());
+    drop(app);
 }
