@@ -504,8 +504,16 @@ pub(crate) fn align_prefill(
         // All of it repeats: the repeat may go on.
         return None;
     }
-    if !complete && copying(delivered, head) {
-        return None;
+    if copying(delivered, head) {
+        if !complete {
+            return None;
+        }
+        // All of it still a copy when no more comes (the continuation cut
+        // mid-repeat): a restatement or the same words anew, no telling
+        // which, once it is long enough not to be a brace or a word.
+        if repeat < head.len() && head.trim().len() >= PROBE_MIN {
+            return Some(Alignment::Misaligned);
+        }
     }
     let restated = &head[..repeat];
     if repeat >= PROBE_MIN && restated.trim().contains(char::is_whitespace) {
@@ -847,6 +855,12 @@ mod tests {
                 "{head:?}"
             );
         }
+        // A continuation cut while it still copies the tail: no telling.
+        let delivered = "Engineers writing in Japanese call this wave dis";
+        assert_eq!(
+            align_prefill(delivered, "writing in Japanese call", 64, true),
+            Some(Alignment::Misaligned)
+        );
         let code = "def f(x):\n    if x is None:\n        return None\n    if x < 0:\n";
         assert_eq!(
             align_prefill(code, "        return None\n    return x * 2\n", 8, true),
