@@ -14,88 +14,29 @@
 //! the failure is transient, no replay once a message did, never a hang,
 //! never a panic.
 
+mod common;
+
+use common::grpc::{ask, client, failure_of, service, serving, stack};
+use seawall_test::proto::{bytes_field, varint};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use seawall::classify::{ClassifyLayer, ProviderClassifier};
-use seawall::core::recording::ReplayBody;
 use seawall::core::{Action, Class, Code, Failure, Receipt};
-use seawall::deadline::WireTimeout;
-use seawall::retry::{Backoff, Budget, RetryPolicy};
-use seawall::stack::{Seawall, Stack};
+use seawall::retry::RetryPolicy;
+use seawall::stack::Stack;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tonic::Status;
-use tonic::transport::Channel;
-use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
-use tower::util::MapRequest;
 
 // ---------------------------------------------------------------------------
 // The client side, as in tests/tonic.rs.
 // ---------------------------------------------------------------------------
 
-fn stack() -> Stack {
-    Stack::interactive()
-        .total_deadline(Duration::from_secs(10))
-        .attempt_timeout(Duration::from_secs(3))
-        .retry_policy(
-            RetryPolicy::interactive()
-                .backoff(Backoff::exponential(
-                    Duration::from_millis(5),
-                    Duration::from_millis(20),
-                ))
-                .min_attempt_time(Duration::from_millis(10)),
-        )
-        .budget(Budget::unlimited())
-        .propagate_deadline(WireTimeout::grpc())
-}
-
 /// A stack with short bounds, for the servers that go quiet.
 fn short_stack(attempt: Duration, total: Duration) -> Stack {
     stack().attempt_timeout(attempt).total_deadline(total)
-}
-
-type Mapped = MapRequest<
-    Channel,
-    fn(http::Request<ReplayBody<tonic::body::Body>>) -> http::Request<tonic::body::Body>,
->;
-
-fn service(url: &str, stack: Stack) -> Seawall<Mapped, ProviderClassifier> {
-    let channel = Channel::from_shared(url.to_owned()).unwrap().connect_lazy();
-    let to_tonic: fn(_) -> _ =
-        |request: http::Request<ReplayBody<tonic::body::Body>>| request.map(tonic::body::Body::new);
-    stack.build(&ClassifyLayer::grpc(), MapRequest::new(channel, to_tonic))
-}
-
-fn client(url: &str, stack: Stack) -> HealthClient<Seawall<Mapped, ProviderClassifier>> {
-    HealthClient::new(service(url, stack))
-}
-
-fn failure_of(status: &Status) -> Option<&Failure> {
-    use std::error::Error;
-    let mut source: Option<&(dyn Error + 'static)> = status.source();
-    while let Some(error) = source {
-        if let Some(failure) = Failure::find(error) {
-            return Some(failure);
-        }
-        source = error.source();
-    }
-    None
-}
-
-fn ask() -> HealthCheckRequest {
-    HealthCheckRequest {
-        service: String::new(),
-    }
-}
-
-fn serving() -> HealthCheckResponse {
-    HealthCheckResponse {
-        status: ServingStatus::Serving as i32,
-    }
 }
 
 /// No test may hang: every call is bounded far above what it should take.
@@ -1094,24 +1035,6 @@ async fn a_short_pushback_in_trailers_is_waited_for() {
 // ---------------------------------------------------------------------------
 // grpc-status-details-bin.
 // ---------------------------------------------------------------------------
-
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
-fn bytes_field(number: u64, bytes: &[u8], out: &mut Vec<u8>) {
-    varint(number << 3 | 2, out);
-    varint(bytes.len() as u64, out);
-    out.extend_from_slice(bytes);
-}
 
 /// A `google.rpc.Status` (code 8) whose one detail is a `RetryInfo` with
 /// `retry_info` as its value.

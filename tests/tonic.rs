@@ -6,28 +6,28 @@
 //! client is tonic's own generated `HealthClient` over a `Channel` wrapped
 //! in the seawall stack — the body mapping tonic needs is one `map_request`.
 
+mod common;
+
+use common::grpc::{Mapped, ask, client, failure_of, service, serving, stack};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use seawall::classify::{ClassifyLayer, ProviderClassifier};
-use seawall::core::recording::ReplayBody;
-use seawall::core::{Class, Code, Failure, Receipt};
-use seawall::deadline::WireTimeout;
+use seawall::classify::ProviderClassifier;
+use seawall::core::{Class, Code, Receipt};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::{Seawall, Stack};
 use tokio_stream::Stream;
 use tokio_stream::wrappers::TcpListenerStream;
-use tonic::transport::{Channel, Server};
+use tonic::transport::Server;
 use tonic::{Request, Response, Status};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tonic_types::{ErrorDetails, StatusExt};
-use tower::util::MapRequest;
 
 /// What one call of the scripted service does.
 #[derive(Clone)]
@@ -56,12 +56,6 @@ impl Scripted {
         self.timeouts.lock().unwrap().push(timeout);
         let script = self.script.lock().unwrap();
         script[n.min(script.len() - 1)].clone()
-    }
-}
-
-fn serving() -> HealthCheckResponse {
-    HealthCheckResponse {
-        status: ServingStatus::Serving as i32,
     }
 }
 
@@ -119,43 +113,6 @@ async fn server(script: Vec<Step>) -> (String, Arc<Scripted>) {
     (url, scripted)
 }
 
-fn stack() -> Stack {
-    Stack::interactive()
-        .total_deadline(Duration::from_secs(10))
-        .attempt_timeout(Duration::from_secs(3))
-        .retry_policy(
-            RetryPolicy::interactive()
-                .backoff(Backoff::exponential(
-                    Duration::from_millis(5),
-                    Duration::from_millis(20),
-                ))
-                .min_attempt_time(Duration::from_millis(10)),
-        )
-        .budget(Budget::unlimited())
-        .propagate_deadline(WireTimeout::grpc())
-}
-
-/// The channel as the stack takes it: the stack hands the channel a
-/// `ReplayBody` (so a retry can send the request again), which tonic's own
-/// body type wraps.
-type Mapped = MapRequest<
-    Channel,
-    fn(http::Request<ReplayBody<tonic::body::Body>>) -> http::Request<tonic::body::Body>,
->;
-
-/// The stack around a channel to `url` (connected on first use).
-fn service(url: &str, stack: Stack) -> Seawall<Mapped, ProviderClassifier> {
-    let channel = Channel::from_shared(url.to_owned()).unwrap().connect_lazy();
-    let to_tonic: fn(_) -> _ =
-        |request: http::Request<ReplayBody<tonic::body::Body>>| request.map(tonic::body::Body::new);
-    stack.build(&ClassifyLayer::grpc(), MapRequest::new(channel, to_tonic))
-}
-
-/// tonic's client over a seawall-wrapped channel.
-fn client(url: &str, stack: Stack) -> HealthClient<Seawall<Mapped, ProviderClassifier>> {
-    HealthClient::new(service(url, stack))
-}
-
 /// Reads `stream` to its failure: the messages before it, and the status.
 async fn messages_until_failure(
     stream: &mut tonic::Streaming<HealthCheckResponse>,
@@ -167,24 +124,6 @@ async fn messages_until_failure(
             Ok(None) => panic!("a failed stream must not end cleanly"),
             Err(status) => return (messages, status),
         }
-    }
-}
-
-fn failure_of(status: &Status) -> Option<&Failure> {
-    use std::error::Error;
-    let mut source: Option<&(dyn Error + 'static)> = status.source();
-    while let Some(error) = source {
-        if let Some(failure) = Failure::find(error) {
-            return Some(failure);
-        }
-        source = error.source();
-    }
-    None
-}
-
-fn ask() -> HealthCheckRequest {
-    HealthCheckRequest {
-        service: String::new(),
     }
 }
 

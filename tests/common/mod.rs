@@ -7,6 +7,7 @@
 //! (what reached the user).
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub(crate) mod grpc;
 pub(crate) mod spans;
 
 use std::time::Duration;

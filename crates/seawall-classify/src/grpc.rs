@@ -371,6 +371,7 @@ fn percent_decode(raw: &[u8]) -> String {
 mod tests {
     use super::*;
     use base64::engine::general_purpose::STANDARD;
+    use seawall_test::proto::{bytes_field, varint};
 
     #[test]
     fn percent_decoding_is_lenient() {
@@ -382,24 +383,6 @@ mod tests {
         assert_eq!(percent_decode(b"100%"), "100%");
         assert_eq!(percent_decode(b"%zz%4"), "%zz%4");
         assert_eq!(percent_decode(b"%FF"), "\u{FFFD}");
-    }
-
-    fn varint(mut v: u64, out: &mut Vec<u8>) {
-        loop {
-            let byte = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-
-    fn bytes_field(number: u64, bytes: &[u8], out: &mut Vec<u8>) {
-        varint(number << 3 | 2, out);
-        varint(bytes.len() as u64, out);
-        out.extend_from_slice(bytes);
     }
 
     /// A `google.rpc.Status` with one `RetryInfo` detail, as servers send it.

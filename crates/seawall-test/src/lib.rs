@@ -1,7 +1,8 @@
 //! Test utilities shared by seawall's test suites, as `tower-test` is for
 //! tower's: response bodies that play a script, and canned provider
-//! requests and answers, JSON-shaped texts for differential tests, and a
-//! request reader for raw-socket (hostile) test servers.
+//! requests and answers, JSON-shaped texts for differential tests, a
+//! request reader for raw-socket (hostile) test servers, and hand-written
+//! Protocol Buffers for gRPC status details.
 //!
 //! Not published: the workspace's crates take it as a dev-dependency only.
 #![deny(missing_docs)]
@@ -9,6 +10,7 @@
 pub mod body;
 pub mod canned;
 pub mod json;
+pub mod proto;
 pub mod raw;
 pub mod tls;
 
