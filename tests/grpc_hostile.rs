@@ -17,7 +17,7 @@
 mod common;
 
 use common::grpc::{ask, client, failure_of, service, serving, stack};
-use seawall_test::proto::{bytes_field, varint};
+use seawall_test::proto::{bytes_field, status_with_detail, varint};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -1039,15 +1039,8 @@ async fn a_short_pushback_in_trailers_is_waited_for() {
 /// A `google.rpc.Status` (code 8) whose one detail is a `RetryInfo` with
 /// `retry_info` as its value.
 fn status_with_retry_info(retry_info: &[u8]) -> Vec<u8> {
-    let mut any = Vec::new();
-    bytes_field(1, b"type.googleapis.com/google.rpc.RetryInfo", &mut any);
-    bytes_field(2, retry_info, &mut any);
-    let mut status = Vec::new();
-    varint(1 << 3, &mut status);
-    varint(8, &mut status);
-    bytes_field(2, b"slow down", &mut status);
-    bytes_field(3, &any, &mut status);
-    status
+    let type_url = b"type.googleapis.com/google.rpc.RetryInfo";
+    status_with_detail(8, b"slow down", type_url, retry_info)
 }
 
 fn base64(bytes: &[u8]) -> Vec<u8> {

@@ -371,7 +371,7 @@ fn percent_decode(raw: &[u8]) -> String {
 mod tests {
     use super::*;
     use base64::engine::general_purpose::STANDARD;
-    use seawall_test::proto::{bytes_field, varint};
+    use seawall_test::proto::{bytes_field, status_with_detail, varint};
 
     #[test]
     fn percent_decoding_is_lenient() {
@@ -394,13 +394,7 @@ mod tests {
         varint(nanos, &mut duration);
         let mut retry_info = Vec::new();
         bytes_field(1, &duration, &mut retry_info);
-        let any = any(RETRY_INFO, &retry_info);
-        let mut status = Vec::new();
-        varint(1 << 3, &mut status);
-        varint(8, &mut status);
-        bytes_field(2, b"slow down", &mut status);
-        bytes_field(3, &any, &mut status);
-        status
+        status_with_detail(8, b"slow down", RETRY_INFO, &retry_info)
     }
 
     fn any(type_url: &[u8], value: &[u8]) -> Vec<u8> {

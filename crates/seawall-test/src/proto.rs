@@ -28,6 +28,19 @@ pub fn varint_field(number: u64, value: u64, out: &mut Vec<u8>) {
     varint(value, out);
 }
 
+/// A `google.rpc.Status` with `code`, `message` and one detail: an
+/// `Any` of `type_url` holding `value`.
+pub fn status_with_detail(code: u64, message: &[u8], type_url: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut any = Vec::new();
+    bytes_field(1, type_url, &mut any);
+    bytes_field(2, value, &mut any);
+    let mut status = Vec::new();
+    varint_field(1, code, &mut status);
+    bytes_field(2, message, &mut status);
+    bytes_field(3, &any, &mut status);
+    status
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
