@@ -160,10 +160,11 @@ fn judge_grpc<E: Into<BoxError>>(
     let Some(trailers) = frame.trailers_mut() else {
         return Some(Ok(frame));
     };
-    grpc::readable_details(trailers);
-    let trailers = &*trailers;
     match grpc::trailers_status(passed.status, trailers, quota_wall) {
         grpc::Status::Ok => {
+            // Only trailers that reach the caller's client need to be
+            // readable to it.
+            grpc::readable_details(trailers);
             passed.ended = true;
             Some(Ok(frame))
         }

@@ -102,7 +102,9 @@ pub enum Inspection {
     /// The head alone is a failure, e.g. a trailers-only gRPC error.
     Fail(Failure),
     /// The outcome is in the trailers (gRPC's `grpc-status`): wait for the
-    /// body's first frame. Trailers first (no message) are read as the
+    /// body's first whole message (a first message longer than tonic's
+    /// default 4 MiB limit goes on at its prefix). Trailers first (no
+    /// message, or inside the first one) are read as the
     /// call's status and a failure fails the response future, while outer
     /// layers may still retry; a message first resolves it, and a failed
     /// status in the trailers after messages ends the body with an

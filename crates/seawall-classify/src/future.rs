@@ -85,8 +85,8 @@ enum State<B> {
     ReadingError(Reading<B>),
     /// A 2xx answer the classifier wants to check: read up to `max_success_body`.
     CheckingSuccess(Reading<B>),
-    /// A 2xx answer whose status comes in its trailers: its first frame
-    /// decides.
+    /// A 2xx answer whose status comes in its trailers: held until its
+    /// first whole message (or what ends it before one).
     AwaitingTrailers(Reading<B>),
     Done,
 }
@@ -217,7 +217,7 @@ where
                 }
                 State::AwaitingTrailers(mut reading) => {
                     let first =
-                        match reading.poll_first_message(cx, settings.max_success_body, started) {
+                        match reading.poll_first_message(cx, grpc::FIRST_MESSAGE_HOLD, started) {
                             Poll::Pending => {
                                 *this.state = State::AwaitingTrailers(reading);
                                 return Poll::Pending;
@@ -524,8 +524,8 @@ where
     B::Error: Into<BoxError>,
 {
     /// Reads a gRPC answer up to its first whole message (its prefix says
-    /// how long; one longer than `cap` goes on at its prefix), or to what
-    /// ends it before one: trailers, an error, the end.
+    /// how long; one whose prefix and bytes pass `cap` goes on at its
+    /// prefix), or to what ends it before one: trailers, an error, the end.
     /// An empty DATA frame (a body ended by one) delivers nothing.
     fn poll_first_message(
         &mut self,
@@ -546,6 +546,11 @@ where
                     self.buffer.push(data);
                     if grpc::first_message_ready(self.buffer.as_slice(), cap) {
                         return Poll::Ready(FirstRead::Message);
+                    }
+                    // A message over several frames is joined into room
+                    // for all of it, not grown frame by frame.
+                    if let Some(whole) = grpc::message_length(self.buffer.as_slice()) {
+                        self.buffer.reserve_total(whole);
                     }
                 }
                 Err(frame) => {
@@ -596,7 +601,6 @@ where
             ),
             FirstRead::Ended => broken(self, "the gRPC answer ended without a grpc-status"),
             FirstRead::Trailers(mut trailers) => {
-                grpc::readable_details(&mut trailers);
                 match grpc::trailers_status(status, &trailers, settings.quota_wall) {
                     grpc::Status::Failed(mut failure) => {
                         self.fill(failure.evidence_mut(), started);
@@ -607,6 +611,7 @@ where
                         "the gRPC answer's trailers came inside its first message",
                     ),
                     grpc::Status::Ok => {
+                        grpc::readable_details(&mut trailers);
                         let body = ClassifiedBody::read(Bytes::new(), Some(trailers));
                         Ok(Response::from_parts(self.parts, body))
                     }
@@ -619,7 +624,8 @@ where
 
 /// How a gRPC answer's reading up to its first message ended.
 enum FirstRead {
-    /// The first message is whole in the buffer.
+    /// The first message is whole in the buffer, or its start if it is
+    /// longer than the hold.
     Message,
     Trailers(HeaderMap),
     Failed(BoxError),
@@ -639,6 +645,7 @@ fn read_failure<C: Classifier>(
 ) -> BoxError {
     let recognised = Failure::find(&*error).is_some()
         || transport_failure(&*error).is_some()
+        || tonic_status_failure(&*error, settings).is_some()
         || classifier.classify_error(&*error).is_some();
     if !recognised {
         let mut failure = Failure::new(Code::ProtocolViolation)
@@ -740,6 +747,14 @@ impl Buffer {
                 Buffer::Many(joined)
             }
         };
+    }
+
+    /// Makes room for `total` bytes in all, once more than one frame is
+    /// joined.
+    fn reserve_total(&mut self, total: usize) {
+        if let Buffer::Many(joined) = self {
+            joined.reserve(total.saturating_sub(joined.len()));
+        }
     }
 
     fn into_bytes(self) -> Bytes {

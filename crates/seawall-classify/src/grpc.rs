@@ -47,18 +47,30 @@ pub(crate) fn head_has_status(parts: &Parts) -> bool {
     parts.headers.contains_key("grpc-status")
 }
 
+/// The longest first message held back whole: tonic's default decode
+/// limit (4 MiB). A longer one goes on at its prefix, as it comes (a client
+/// at its default limit refuses it there, at once): holding it would keep
+/// megabytes per call and refuse it only after it all came.
+pub(crate) const FIRST_MESSAGE_HOLD: usize = 4 * 1024 * 1024;
+
+/// The bytes a message takes with its 5-byte prefix, once the prefix is
+/// in `bytes`.
+pub(crate) fn message_length(bytes: &[u8]) -> Option<usize> {
+    let prefix = bytes.get(..5)?;
+    let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]);
+    usize::try_from(5 + u64::from(length)).ok()
+}
+
 /// Whether an answer's first bytes are ready to hand on: they hold its
 /// first whole message (the 5-byte prefix — a compression flag, then the
 /// length, big-endian — and as many bytes as the length says), or the
 /// message is longer than `cap`, which is not held whole here: it goes on
 /// as it comes (a client past its own limit refuses it at the prefix).
 pub(crate) fn first_message_ready(bytes: &[u8], cap: usize) -> bool {
-    let Some(prefix) = bytes.get(..5) else {
-        return bytes.len() >= cap;
-    };
-    let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]);
-    let whole = 5 + u64::from(length);
-    bytes.len() as u64 >= whole || whole > cap as u64
+    match message_length(bytes) {
+        None => bytes.len() >= cap,
+        Some(whole) => bytes.len() >= whole || whole > cap,
+    }
 }
 
 /// tonic's reading of `grpc-status-details-bin`: the standard alphabet,

@@ -145,9 +145,7 @@ impl<C> ClassifyLayer<C> {
     /// How many bytes of a 2xx unary JSON body are read to check it. A
     /// longer body is handed on unchecked, what was read first and then the
     /// rest, with no finish in its extensions; it ends with an error if it
-    /// ends before its JSON value closes (`truncated`). A gRPC answer is
-    /// held until its first whole message, if that message is no longer
-    /// than this. Default 8 MiB.
+    /// ends before its JSON value closes (`truncated`). Default 8 MiB.
     pub fn max_success_body(mut self, bytes: usize) -> Self {
         self.settings.max_success_body = bytes;
         self

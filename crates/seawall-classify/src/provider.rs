@@ -128,7 +128,7 @@ impl Classifier for ProviderClassifier {
                 {
                     Inspection::Fail(
                         Failure::new(Code::ProtocolViolation).with_message(
-                            "the gRPC answer's grpc-status-details-bin is not base64",
+                            "the gRPC answer's grpc-status-details-bin is not standard base64 (tonic cannot read it)",
                         ),
                     )
                 }
