@@ -463,7 +463,8 @@ impl Gateway {
         // answer by then is a 504 before the client gives up. A stream
         // that began runs on: the client's read timeout bounds each read,
         // not the whole, and the body keeps the operation's own deadline.
-        if let Some(wait) = client_wait(&parts.headers) {
+        let wait = client_wait(&parts.headers);
+        if let Some(wait) = wait {
             upstream
                 .extensions_mut()
                 .insert(AnswerBy(Deadline::after(wait)));
@@ -536,7 +537,18 @@ impl Gateway {
             }
             Err(err) => {
                 let failure = Failure::find(&*err);
-                let message = describe(failure, &err, &inner.redactor);
+                let mut message = describe(failure, &err, &inner.redactor);
+                // Whose bound it was: the client's own timeout, not the
+                // route's.
+                if let (Some(wait), Some(Code::DeadlineExceeded)) =
+                    (wait, failure.map(Failure::code))
+                {
+                    message.push_str(&format!(
+                        "; no answer began within {:.1} s: the client's own timeout, less a \
+                         margin to answer before it gives up",
+                        wait.as_secs_f64()
+                    ));
+                }
                 let mut error = match failure {
                     Some(failure) => WireError::before_content(failure, message),
                     None => WireError::gateway(StatusCode::BAD_GATEWAY, Code::Unknown, message),
@@ -586,6 +598,9 @@ fn shutting_down(wire: Wire) -> Response {
     .response(wire);
     let headers = response.headers_mut();
     headers.insert("x-should-retry", HeaderValue::from_static("true"));
+    // The SDKs wait this out before they send it again: time for a
+    // replacement to take the port in a rolling restart.
+    headers.insert(http::header::RETRY_AFTER, HeaderValue::from_static("2"));
     headers.insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
@@ -778,10 +793,12 @@ async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response 
     gateway.models(&headers)
 }
 
-/// The wire a path the gateway does not serve looks like: Anthropic's
-/// under `/v1/messages`, else OpenAI's.
-fn wire_of_path(path: &str) -> Wire {
-    if path.starts_with(Endpoint::Messages.path()) {
+/// The wire a call the gateway does not serve speaks: Anthropic's when
+/// the path is under `/v1/messages` or the client sends
+/// `anthropic-version` (every Anthropic SDK does, also at a wrong path:
+/// a base URL ending in `/v1` calls `/v1/v1/messages`), else OpenAI's.
+fn wire_of_call(path: &str, headers: &HeaderMap) -> Wire {
+    if path.starts_with(Endpoint::Messages.path()) || headers.contains_key("anthropic-version") {
         Wire::Anthropic
     } else {
         Wire::OpenAi
@@ -790,34 +807,38 @@ fn wire_of_path(path: &str) -> Wire {
 
 impl Gateway {
     /// The answer to a path the gateway does not serve: 404 `not_found` in
-    /// the wire the path looks like (Anthropic's under `/v1/messages`,
-    /// else OpenAI's). `serve` uses it as its router's fallback; an app
-    /// that merges [`router`](Gateway::router) may too.
-    pub async fn unknown_path(uri: http::Uri) -> Response {
-        unknown_path(uri).await
+    /// the wire the call speaks (Anthropic's under `/v1/messages` or with
+    /// an `anthropic-version` header, else OpenAI's). `serve` uses it as
+    /// its router's fallback; an app that merges
+    /// [`router`](Gateway::router) may too.
+    pub async fn unknown_path(uri: http::Uri, headers: HeaderMap) -> Response {
+        let path = uri.path();
+        let message = format!(
+            "the gateway serves no {:?}: POST /v1/chat/completions, /v1/responses, \
+             /v1/embeddings, /v1/messages, /v1/messages/count_tokens; GET /v1/models, \
+             /healthz, /metrics",
+            excerpt(path)
+        );
+        WireError::gateway(StatusCode::NOT_FOUND, Code::NotFound, message)
+            .response(wire_of_call(path, &headers))
     }
 }
 
-async fn unknown_path(uri: http::Uri) -> Response {
+async fn wrong_method(method: http::Method, uri: http::Uri, headers: HeaderMap) -> Response {
     let path = uri.path();
+    // The endpoints take POST; the rest of what is served, GET.
+    let endpoint = [Wire::OpenAi, Wire::Anthropic]
+        .into_iter()
+        .flat_map(Wire::endpoints)
+        .any(|e| e.path() == path);
+    let takes = if endpoint { "POST" } else { "GET" };
     let message = format!(
-        "the gateway serves no {:?}: POST /v1/chat/completions, /v1/responses, \
-         /v1/embeddings, /v1/messages, /v1/messages/count_tokens; GET /v1/models, \
-         /healthz, /metrics",
-        excerpt(path)
-    );
-    WireError::gateway(StatusCode::NOT_FOUND, Code::NotFound, message).response(wire_of_path(path))
-}
-
-async fn wrong_method(method: http::Method, uri: http::Uri) -> Response {
-    let path = uri.path();
-    let message = format!(
-        "{:?} is not served at {:?}: see the allow header",
+        "{:?} is not served at {:?}: use {takes}",
         excerpt(method.as_str()),
         excerpt(path)
     );
     WireError::gateway(StatusCode::METHOD_NOT_ALLOWED, Code::BadRequest, message)
-        .response(wire_of_path(path))
+        .response(wire_of_call(path, &headers))
 }
 
 async fn health(State(gateway): State<Gateway>) -> Response {

@@ -1110,6 +1110,7 @@ async fn shutdown_cuts_what_outlives_the_grace_period() {
     assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "x-seawall-code"), "provider_unavailable");
     assert_eq!(header(&headers, "x-should-retry"), "true");
+    assert_eq!(header(&headers, "retry-after"), "2");
     let task = gateway.task.take().unwrap();
     tokio::time::timeout(Duration::from_secs(5), task)
         .await
@@ -1551,6 +1552,9 @@ async fn a_stream_that_has_not_begun_is_answered_before_the_client_gives_up() {
     assert_eq!(header(&headers, "x-should-retry"), "false");
     assert_eq!(header(&headers, "x-seawall-attempts"), "1");
     assert_eq!(calls, 1);
+    // The message says whose bound it was.
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("the client's own timeout"), "{text}");
     // At the client's wait less its margin (1.35 s), and well before the
     // 2 s first-content bound of this configuration would have fired.
     assert!(
@@ -1615,28 +1619,33 @@ async fn unknown_paths_and_methods_are_wire_shaped_errors() {
         ),
         ("GET", "/v1/chat/completions", 405, "bad_request", "openai"),
         ("PUT", "/v1/messages", 405, "bad_request", "anthropic"),
+        // An Anthropic SDK whose base URL ends in /v1: its own wire.
+        ("POST", "/v1/v1/messages", 404, "not_found", "anthropic-sdk"),
     ];
     for (method, path, status, code, wire) in cases {
-        let request = http::Request::builder()
+        let mut request = http::Request::builder()
             .method(method)
             .uri(gateway.url(path))
-            .header("authorization", format!("Bearer {TOKEN}"))
-            .body(full(""))
-            .unwrap();
+            .header("authorization", format!("Bearer {TOKEN}"));
+        if wire == "anthropic-sdk" {
+            request = request.header("anthropic-version", "2023-06-01");
+        }
+        let request = request.body(full("")).unwrap();
         let (got, headers, body) = send(&client(), request).await;
         let text = String::from_utf8_lossy(&body);
         assert_eq!(got, status, "{method} {path}: {text}");
         assert_eq!(header(&headers, "x-seawall-code"), code, "{method} {path}");
         let json: serde_json::Value = serde_json::from_slice(&body).expect("a JSON body");
         match wire {
-            "anthropic" => assert_eq!(json["type"], "error", "{text}"),
-            _ => assert_eq!(json["error"]["code"], code, "{text}"),
+            "openai" => assert_eq!(json["error"]["code"], code, "{text}"),
+            _ => assert_eq!(json["type"], "error", "{text}"),
         }
         if status == 405 {
             assert!(
                 header(&headers, "allow").contains("POST"),
                 "{method} {path}"
             );
+            assert!(text.contains("use POST"), "{text}");
         }
     }
     assert!(chaos.journal().is_empty(), "nothing reached the upstream");
