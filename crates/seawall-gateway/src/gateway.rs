@@ -550,7 +550,8 @@ impl Gateway {
                     ));
                 }
                 let mut error = match failure {
-                    Some(failure) => WireError::before_content(failure, message),
+                    Some(failure) => WireError::before_content(failure, message)
+                        .with_provider_words(failure, &inner.redactor),
                     None => WireError::gateway(StatusCode::BAD_GATEWAY, Code::Unknown, message),
                 };
                 let last_route = failure

@@ -396,7 +396,10 @@ impl Relay {
         let failure = Failure::find(&**err);
         let message = describe(failure, err, &self.redactor);
         let code = failure.map_or(Code::StreamInterrupted, Failure::code);
-        let error = WireError::gateway(StatusCode::BAD_GATEWAY, code, message);
+        let mut error = WireError::gateway(StatusCode::BAD_GATEWAY, code, message);
+        if let Some(failure) = failure {
+            error = error.with_provider_words(failure, &self.redactor);
+        }
         let next = last_sequence_number(&self.last_run).map_or(0, |n| n.saturating_add(1));
         let event = error.event(self.endpoint, next);
         let mut out = BytesMut::with_capacity(event.len() + 1);

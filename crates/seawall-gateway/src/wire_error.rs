@@ -13,6 +13,7 @@ fn quote(text: &str) -> String {
 }
 
 use crate::config::{Endpoint, Wire};
+use crate::secret::Redactor;
 
 /// The header naming the seawall code of a failure.
 pub const CODE_HEADER: &str = "x-seawall-code";
@@ -37,6 +38,11 @@ pub(crate) struct WireError {
     pub message: String,
     pub retry_after: Option<u64>,
     pub attempts: Option<usize>,
+    /// The provider's own error type and code, when it said them: kept
+    /// beside seawall's for clients that branch on the provider's words
+    /// (`context_length_exceeded`, `overloaded_error`).
+    pub provider_type: Option<String>,
+    pub provider_code: Option<String>,
 }
 
 impl WireError {
@@ -49,7 +55,36 @@ impl WireError {
             message: message.into(),
             retry_after: None,
             attempts: None,
+            provider_type: None,
+            provider_code: None,
         }
+    }
+
+    /// This error with the provider's own type and code from `failure`,
+    /// bounded and scrubbed of the gateway's secrets like its message.
+    pub(crate) fn with_provider_words(
+        mut self,
+        failure: &Failure,
+        redactor: &Redactor,
+    ) -> WireError {
+        let word = |word: &str| redactor.scrub(seawall::core::excerpt(word, 64));
+        self.provider_type = failure.provider_type().map(word);
+        self.provider_code = failure.provider_code().map(word);
+        self
+    }
+
+    /// `,"provider_type":…,"provider_code":…`, each when the provider said it.
+    fn provider_members(&self) -> String {
+        let mut members = String::new();
+        for (name, value) in [
+            ("provider_type", &self.provider_type),
+            ("provider_code", &self.provider_code),
+        ] {
+            if let Some(value) = value {
+                members.push_str(&format!(",\"{name}\":{}", quote(value)));
+            }
+        }
+        members
     }
 
     /// A failure of the stack before any content: the upstream status if
@@ -101,6 +136,8 @@ impl WireError {
             message,
             retry_after,
             attempts: failure.receipt().map(|r| r.attempts.len()),
+            provider_type: None,
+            provider_code: None,
         }
     }
 
@@ -112,13 +149,15 @@ impl WireError {
     /// "do not retry" where they would sleep out the wall's `Retry-After` —,
     /// `code` the seawall code). Anthropic:
     /// `{"type":"error","error":{"type","message"}}` (`type` is the seawall
-    /// code).
+    /// code). Both add `provider_type` and `provider_code` inside the
+    /// error when the provider said them.
     pub(crate) fn json(&self, wire: Wire) -> String {
         // Written by hand for a stable field order: the providers' own.
         let message = quote(&self.message);
+        let provider = self.provider_members();
         match wire {
             Wire::OpenAi => format!(
-                r#"{{"error":{{"message":{message},"type":{},"code":{}}}}}"#,
+                r#"{{"error":{{"message":{message},"type":{},"code":{}{provider}}}}}"#,
                 quote(match self.code {
                     "quota_exhausted" => "insufficient_quota",
                     _ => self.class,
@@ -126,7 +165,7 @@ impl WireError {
                 quote(self.code)
             ),
             Wire::Anthropic => format!(
-                r#"{{"type":"error","error":{{"type":{},"message":{message}}}}}"#,
+                r#"{{"type":"error","error":{{"type":{},"message":{message}{provider}}}}}"#,
                 quote(self.code)
             ),
         }
@@ -150,10 +189,11 @@ impl WireError {
             }
             Endpoint::Responses => {
                 let (code, message) = (quote(self.code), quote(&self.message));
+                let provider = self.provider_members();
                 format!(
                     "event: error\ndata: {{\"type\":\"error\",\"code\":{code},\"message\":{message},\
                      \"param\":null,\"sequence_number\":{sequence_number},\"error\":{{\"type\":{},\
-                     \"code\":{code},\"message\":{message},\"param\":null}}}}\n\n",
+                     \"code\":{code},\"message\":{message},\"param\":null{provider}}}}}\n\n",
                     quote(self.class)
                 )
             }
@@ -224,6 +264,35 @@ mod tests {
         let failure = Failure::new(Code::CircuitOpen).with_receipt(receipt);
         let error = WireError::before_content(&failure, "seawall: circuit_open".into());
         assert_eq!(error.message, "seawall: circuit_open");
+    }
+
+    /// The provider's own words ride beside seawall's, in every shape.
+    #[test]
+    fn the_providers_type_and_code_are_kept() {
+        let failure = Failure::new(Code::ContextTooLong)
+            .with_provider_type("invalid_request_error")
+            .with_provider_code("context_length_exceeded");
+        let error = WireError::before_content(&failure, "too long".into())
+            .with_provider_words(&failure, &Redactor::default());
+        let openai: serde_json::Value = serde_json::from_str(&error.json(Wire::OpenAi)).unwrap();
+        assert_eq!(openai["error"]["code"], "context_too_long");
+        assert_eq!(openai["error"]["provider_code"], "context_length_exceeded");
+        assert_eq!(openai["error"]["provider_type"], "invalid_request_error");
+        let anthropic: serde_json::Value =
+            serde_json::from_str(&error.json(Wire::Anthropic)).unwrap();
+        assert_eq!(anthropic["error"]["type"], "context_too_long");
+        assert_eq!(anthropic["error"]["provider_type"], "invalid_request_error");
+        let event = error.event(Endpoint::Responses, 3);
+        let data = std::str::from_utf8(&event).unwrap().lines().nth(1).unwrap();
+        let responses: serde_json::Value =
+            serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(
+            responses["error"]["provider_code"],
+            "context_length_exceeded"
+        );
+        // None said: no member.
+        let plain = WireError::before_content(&Failure::new(Code::Timeout), "slow".into());
+        assert!(!plain.json(Wire::OpenAi).contains("provider_"));
     }
 
     #[test]

@@ -754,8 +754,26 @@ async fn anthropic_failure_before_content_is_in_anthropic_shape() {
     let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(error["type"], "error");
     assert_eq!(error["error"]["type"], "context_too_long");
+    // Anthropic's own type rides beside seawall's code.
+    assert_eq!(error["error"]["provider_type"], "invalid_request_error");
     // One attempt: a context-length 400 is never retried.
     assert_eq!(chaos.journal().len(), 1);
+    // Through an OpenAI route, OpenAI's own code too.
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let (status, _, body) = send(
+        &client(),
+        post(
+            &gateway.url("/v1/chat/completions"),
+            OPENAI_UNARY,
+            &[("x-chaos-fault", "status;code=400;kind=context_length")],
+        ),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["code"], "context_too_long");
+    assert_eq!(error["error"]["provider_code"], "context_length_exceeded");
 }
 
 #[tokio::test]
