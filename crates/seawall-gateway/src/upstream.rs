@@ -523,6 +523,12 @@ mod tests {
             ),
             r#"{"model":"main","seed":123456789012345678901234,"a":1}"#
         );
+        // A lone surrogate elsewhere, which serde's values refuse: the
+        // escaped name is still found and replaced alone.
+        assert_eq!(
+            renamed(r#"{"note":"\ud83d","model":"meta\/llama"}"#, "main"),
+            r#"{"note":"\ud83d","model":"main"}"#
+        );
         // The key escaped: the body is read into values and written again.
         let escaped: serde_json::Value =
             serde_json::from_str(&renamed(r#"{"mod\u0065l":"gpt-x","n":1}"#, "main")).unwrap();

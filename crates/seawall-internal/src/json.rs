@@ -8,7 +8,6 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
 
-use crate::cursor::{Cursor, GiveUp};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, Visitor};
 
 /// The UTF-8 byte order mark, which a body may open with (RFC 8259 lets a
@@ -150,21 +149,92 @@ impl<'a> RequestMembers<'a> {
 }
 
 /// The top-level `model` string's token in `body`, inside its quotes.
+///
+/// `body` was read as JSON already (`RequestMembers::read`), so this only
+/// walks its tokens: strings are stepped over by their quotes, never
+/// decoded (a lone surrogate elsewhere is no obstacle), and containers by
+/// a depth count, not recursion (nor is deep nesting). A key spelled with
+/// escapes is not matched: `None`, and the caller reads the body whole.
 fn escaped_model_span(body: &str) -> Option<Range<usize>> {
-    let mut cursor = Cursor::new(body);
-    let mut span = None;
-    cursor
-        .fields(["model"], |cursor, _| {
-            let from = cursor.offset();
-            cursor.text()?;
-            let end = cursor.offset();
-            let quote = body[from..end].find('"').ok_or(GiveUp)?;
-            span = Some(from + quote + 1..end - 1);
-            Ok(())
-        })
-        .ok()?;
-    cursor.end().ok()?;
-    span
+    let bytes = body.as_bytes();
+    let skip_blanks = |at: &mut usize| {
+        while bytes.get(*at).copied().is_some_and(is_blank) {
+            *at += 1;
+        }
+    };
+    // Past the closing quote of the string whose opening quote is at `at`.
+    let string_end = |at: usize| -> Option<usize> {
+        let mut i = at + 1;
+        loop {
+            match *bytes.get(i)? {
+                b'\\' => i += 2,
+                b'"' => return Some(i + 1),
+                _ => i += 1,
+            }
+        }
+    };
+    let mut at = bytes.len() - without_bom(bytes).len();
+    skip_blanks(&mut at);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    loop {
+        skip_blanks(&mut at);
+        if bytes.get(at) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(at)?;
+        let key = &bytes[at + 1..key_end - 1];
+        at = key_end;
+        skip_blanks(&mut at);
+        if bytes.get(at) != Some(&b':') {
+            return None;
+        }
+        at += 1;
+        skip_blanks(&mut at);
+        let value = at;
+        match *bytes.get(at)? {
+            b'"' => at = string_end(at)?,
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match *bytes.get(at)? {
+                        b'"' => {
+                            at = string_end(at)?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                at += 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    at += 1;
+                }
+            }
+            _ => {
+                while bytes
+                    .get(at)
+                    .is_some_and(|&b| b != b',' && b != b'}' && !is_blank(b))
+                {
+                    at += 1;
+                }
+            }
+        }
+        if key == b"model" {
+            return (bytes[value] == b'"').then(|| value + 1..at - 1);
+        }
+        skip_blanks(&mut at);
+        if bytes.get(at) != Some(&b',') {
+            return None;
+        }
+        at += 1;
+    }
 }
 
 #[cfg(test)]
@@ -219,6 +289,18 @@ mod tests {
             .model_token(body)
             .unwrap();
         assert_eq!(&body[span], "gpt-x");
+        // Found past what a decoding reader gives up on: a lone surrogate,
+        // deep nesting, a quote escaped inside a string.
+        let deep = format!("{}{}", "[".repeat(500), "]".repeat(500));
+        let hostile =
+            format!(r#"{{"a":"\ud83d","b":{deep},"c":"say \"model\":","model":"m\/x","d":1}}"#);
+        let token = escaped_model_span(&hostile).unwrap();
+        assert_eq!(&hostile[token], r"m\/x");
+        assert_eq!(escaped_model_span(r#"{"mod\u0065l":"x"}"#), None);
+        assert_eq!(
+            escaped_model_span(r#" {"n":[1,{"model":"no"}],"model" : "yes" } "#).map(|r| r.len()),
+            Some(3)
+        );
         let none = RequestMembers::read("{}").unwrap();
         assert!(none.model.is_none() && none.stream.is_none());
         assert_eq!(none.model_span("{}"), None);
