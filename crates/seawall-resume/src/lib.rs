@@ -66,7 +66,8 @@
 //! the continuation's first bytes (64 by default, longer while they are
 //! still a copy of the delivered text's last KiB) and trims the longest
 //! prefix that repeats the end of the delivered text, starting a word
-//! (or a line; never inside a word or an indentation), rewriting the one
+//! (or a line; never inside a word or an indentation; a repeat of two
+//! words or more spaced anew counts too), rewriting the one
 //! event the cut falls in (not for a server that
 //! continues the final message in place: it never repeats, and what looks
 //! like a repeat there is new text). Claude continuing a prefill writes

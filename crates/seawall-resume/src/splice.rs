@@ -469,6 +469,9 @@ pub(crate) fn align(
         if head.len() < window && !complete {
             return None;
         }
+        if let Some(alignment) = loose_overlap(delivered, head) {
+            return Some(alignment);
+        }
         if restates(delivered, head) {
             return Some(Alignment::Misaligned);
         }
@@ -525,8 +528,13 @@ pub(crate) fn align_prefill(
     if head.len() < window && !complete {
         return None;
     }
-    if repeat == 0 && restarts(delivered, head) {
-        return Some(Alignment::Misaligned);
+    if repeat == 0 {
+        if let Some(alignment) = loose_overlap(delivered, head) {
+            return Some(alignment);
+        }
+        if restarts(delivered, head) {
+            return Some(Alignment::Misaligned);
+        }
     }
     let cut = &delivered[delivered.trim_end().len()..];
     let common: usize = cut
@@ -536,6 +544,54 @@ pub(crate) fn align_prefill(
         .map(|(a, _)| a.len_utf8())
         .sum();
     Some(Alignment::Trim(common))
+}
+
+/// A repeat of the delivered tail spaced anew (`(wave  dis` for `(wave
+/// dis`, a line break for a space): the overlap when runs of white space
+/// read as one space, in `head`'s own bytes, or what stops a guess.
+/// Only a repeat of two words or more counts: one word spaced anew is
+/// no evidence. `None` when there is none.
+fn loose_overlap(delivered: &str, head: &str) -> Option<Alignment> {
+    // The delivered tail a repeat of `head` could come from, whole
+    // characters from a word's start.
+    let mut from = delivered.len().saturating_sub(2 * head.len() + PROBE_LEN);
+    while !delivered.is_char_boundary(from) {
+        from += 1;
+    }
+    let (tail, _) = spaced_as_one(&delivered[from..]);
+    let (loose_head, offsets) = spaced_as_one(head);
+    let repeat = overlap(&tail, &loose_head);
+    let said = &loose_head[..repeat];
+    if said.split_whitespace().count() < 2 {
+        return None;
+    }
+    if ambiguous(&tail, said) {
+        return Some(Alignment::Misaligned);
+    }
+    Some(Alignment::Trim(offsets[repeat]))
+}
+
+/// `text` with every run of white space written as one space, and for each
+/// of its bytes (and its end) the offset in `text` it comes from.
+fn spaced_as_one(text: &str) -> (String, Vec<usize>) {
+    let mut spaced = String::with_capacity(text.len());
+    let mut offsets = Vec::with_capacity(text.len() + 1);
+    let mut blank = false;
+    for (at, c) in text.char_indices() {
+        if c.is_whitespace() {
+            if !blank {
+                spaced.push(' ');
+                offsets.push(at);
+            }
+            blank = true;
+            continue;
+        }
+        blank = false;
+        spaced.push(c);
+        offsets.extend(std::iter::repeat_n(at, c.len_utf8()));
+    }
+    offsets.push(text.len());
+    (spaced, offsets)
 }
 
 /// Whether the head opens as the delivered text does: the answer begun
@@ -864,6 +920,30 @@ mod tests {
         let code = "def f(x):\n    if x is None:\n        return None\n    if x < 0:\n";
         assert_eq!(
             align_prefill(code, "        return None\n    return x * 2\n", 8, true),
+            Some(Alignment::Trim(0))
+        );
+    }
+
+    /// A repeat of the tail spaced anew is trimmed by its own bytes; a
+    /// short one is no evidence.
+    #[test]
+    fn a_repeat_spaced_anew_is_trimmed() {
+        let delivered = "Engineers writing in Japanese call this (wave dis";
+        let head = "(wave  dissipation). Three rules matter here.";
+        for check in [align, align_prefill] {
+            assert_eq!(
+                check(delivered, head, 16, false),
+                Some(Alignment::Trim("(wave  dis".len()))
+            );
+        }
+        let head = "call\nthis (wave dissipation). Three rules matter.";
+        assert_eq!(
+            align(delivered, head, 16, false),
+            Some(Alignment::Trim("call\nthis (wave dis".len()))
+        );
+        // One word spaced anew: too little to tell.
+        assert_eq!(
+            align("the old wall", "\twall stands firm and tall.", 8, false),
             Some(Alignment::Trim(0))
         );
     }
