@@ -80,9 +80,22 @@ impl Deadline {
 pub struct AnswerBy(pub Deadline);
 
 impl AnswerBy {
+    /// The message of the `deadline_exceeded` failure the deadline layer
+    /// gives when this bound passed before the operation's own deadline:
+    /// the caller who set it can tell its bound from the operation's
+    /// ([`passed`](Self::passed)).
+    pub const PASSED: &'static str =
+        "no answer began by the time the caller stops waiting for one (its AnswerBy)";
+
     /// The bound in a request's extensions, if any.
     pub fn of<B>(request: &http::Request<B>) -> Option<AnswerBy> {
         request.extensions().get::<AnswerBy>().copied()
+    }
+
+    /// Whether `failure` is this bound passing, not the operation's
+    /// deadline.
+    pub fn passed(failure: &crate::Failure) -> bool {
+        failure.code() == crate::Code::DeadlineExceeded && failure.message() == Some(Self::PASSED)
     }
 }
 

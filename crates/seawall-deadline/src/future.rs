@@ -26,18 +26,25 @@ pub(crate) struct Expiry {
     /// What the attempt received, filled by layers nearer the wire; only
     /// an attempt's bound has it.
     pub(crate) progress: Option<Progress>,
+    /// The caller's [`AnswerBy`](seawall_core::AnswerBy) is the bound
+    /// that fires, not the operation's deadline: the failure says so.
+    pub(crate) answer_by: bool,
 }
 
 impl Expiry {
     /// The failure for this bound passing now.
     pub(crate) fn failure(&self) -> Failure {
-        bound_passed(self.fires_as, self.started, |evidence| {
+        let failure = bound_passed(self.fires_as, self.started, |evidence| {
             if let Some(progress) = &self.progress {
                 evidence.status = progress.status();
                 evidence.bytes = progress.bytes();
                 evidence.content_events = progress.content_events();
             }
-        })
+        });
+        if self.answer_by {
+            return failure.with_message(seawall_core::AnswerBy::PASSED);
+        }
+        failure
     }
 }
 

@@ -60,6 +60,7 @@ where
                     started,
                     fires_as: Code::DeadlineExceeded,
                     progress: None,
+                    answer_by: operation.is_none_or(|operation| deadline < operation),
                 })
             }
             Bound::PerAttempt(bound) => {
@@ -69,6 +70,11 @@ where
                     Some(operation) if operation < own => (operation, Code::DeadlineExceeded),
                     _ => (own, Code::Timeout),
                 };
+                // The operation's deadline an outer total bound narrowed to
+                // the caller's `AnswerBy`: the attempt fires at that same
+                // instant, and says whose bound it was.
+                let answer_by = fires_as == Code::DeadlineExceeded
+                    && AnswerBy::of(&request).is_some_and(|by| Some(by.0) == existing);
                 let progress = Progress::start_attempt(&mut request);
                 Some(Expiry {
                     deadline,
@@ -76,6 +82,7 @@ where
                     started,
                     fires_as,
                     progress: Some(progress),
+                    answer_by,
                 })
             }
         };

@@ -488,6 +488,43 @@ async fn an_answer_by_bounds_the_wait_for_the_answer() {
         .unwrap_err();
     assert_eq!(start.elapsed(), Duration::from_secs(3));
     assert_eq!(failure(&err).code(), Code::DeadlineExceeded);
+    assert!(
+        AnswerBy::passed(failure(&err)),
+        "the caller's bound, said so"
+    );
+
+    // An attempt's bound inside fires at the same instant: it says so too.
+    let mut request = Request::new(());
+    request.extensions_mut().insert(AnswerBy(Deadline::at(
+        Instant::now() + Duration::from_secs(3),
+    )));
+    let err = DeadlineLayer::new(Duration::from_secs(10))
+        .layer(
+            DeadlineLayer::per_attempt(Duration::from_secs(20)).layer(answers_after(
+                Duration::from_secs(60),
+                Arc::new(AtomicUsize::new(0)),
+            )),
+        )
+        .oneshot(request)
+        .await
+        .unwrap_err();
+    assert!(AnswerBy::passed(failure(&err)), "{:?}", failure(&err));
+
+    // The operation's deadline first: its own failure, not the caller's.
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(AnswerBy(Deadline::at(start + Duration::from_secs(30))));
+    let err = DeadlineLayer::new(Duration::from_secs(2))
+        .layer(answers_after(
+            Duration::from_secs(60),
+            Arc::new(AtomicUsize::new(0)),
+        ))
+        .oneshot(request)
+        .await
+        .unwrap_err();
+    assert_eq!(failure(&err).code(), Code::DeadlineExceeded);
+    assert!(!AnswerBy::passed(failure(&err)));
 }
 
 /// An answer that began in time is bounded by the operation's deadline

@@ -311,7 +311,7 @@ impl Gateway {
             .route(Endpoint::Embeddings.path(), post(embeddings))
             .route(Endpoint::Messages.path(), post(messages))
             .route(Endpoint::CountTokens.path(), post(count_tokens))
-            .route("/v1/models", get(models))
+            .route(MODELS_PATH, get(models))
             .route("/healthz", get(health))
             .route("/metrics", get(metrics_text))
             // axum's own 405 has an empty body: an SDK shows only the
@@ -538,14 +538,14 @@ impl Gateway {
             Err(err) => {
                 let failure = Failure::find(&*err);
                 let mut message = describe(failure, &err, &inner.redactor);
-                // Whose bound it was: the client's own timeout, not the
-                // route's.
-                if let (Some(wait), Some(Code::DeadlineExceeded)) =
-                    (wait, failure.map(Failure::code))
+                // Whose bound it was: the client's own timeout (its
+                // `AnswerBy`), not the route's or the gateway's deadline.
+                if let (Some(wait), Some(failure)) = (wait, failure)
+                    && AnswerBy::passed(failure)
                 {
                     message.push_str(&format!(
-                        "; no answer began within {:.1} s: the client's own timeout, less a \
-                         margin to answer before it gives up",
+                        "; that is the client's own timeout, {:.1} s less a margin to answer \
+                         before it gives up",
                         wait.as_secs_f64()
                     ));
                 }
@@ -626,11 +626,7 @@ impl Gateway {
     /// such as chat front ends read it to offer models; models served only
     /// through `*` cannot be listed.
     fn models(&self, headers: &HeaderMap) -> Response {
-        let wire = if headers.contains_key("anthropic-version") {
-            Wire::Anthropic
-        } else {
-            Wire::OpenAi
-        };
+        let wire = wire_of_call(MODELS_PATH, headers);
         if !self.admits(headers) {
             self.inner.counters.refused();
             return WireError::gateway(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED)
@@ -794,7 +790,11 @@ async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response 
     gateway.models(&headers)
 }
 
-/// The wire a call the gateway does not serve speaks: Anthropic's when
+/// Where the gateway lists its models.
+const MODELS_PATH: &str = "/v1/models";
+
+/// The wire a call speaks where the path does not say (the models list, a
+/// path the gateway does not serve): Anthropic's when
 /// the path is under `/v1/messages` or the client sends
 /// `anthropic-version` (every Anthropic SDK does, also at a wrong path:
 /// a base URL ending in `/v1` calls `/v1/v1/messages`), else OpenAI's.
