@@ -10,8 +10,9 @@ use std::task::{Context, Poll, ready};
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Request, Response};
 use http_body::{Body, Frame};
-use seawall_core::provider::Provider;
+use seawall_core::hint::RetryHint;
 use seawall_core::provider::openai_responses::last_sequence_number;
+use seawall_core::provider::{ErrorContext, Provider, QuotaWall, classify_error};
 use seawall_core::span::record_end;
 use seawall_core::{BoxError, Class, Code, Deadline, Failure, Receipt, RequestFacts, RouteId};
 use seawall_stream::StreamReportHandle;
@@ -939,18 +940,17 @@ where
             if let Some(last) = self.resumed.lock().resumes.last_mut() {
                 last.receipt = receipt;
             }
-            // With no classifier below to say so: a retrieval refused with
-            // a 4xx other than a timeout or a rate limit is refused for
-            // good (not stored, expired, no such endpoint).
-            let refused = self.retrieving
-                && status.is_client_error()
-                && !matches!(status.as_u16(), 408 | 429);
-            let code = if refused {
-                Code::NotFound
-            } else {
-                Code::ProtocolViolation
+            // No classifier below said what this status means: the shared
+            // status table does (a 404 for a response not kept is for
+            // good, a 429 or a 5xx for now).
+            let now = std::time::SystemTime::now();
+            let cx = ErrorContext {
+                status: Some(status.as_u16()),
+                hint: RetryHint::from_headers(response.headers(), now),
+                quota_wall: QuotaWall::default(),
+                now,
             };
-            return self.on_call_failed(Box::new(Failure::new(code)));
+            return self.on_call_failed(Box::new(classify_error(self.provider, &[], cx)));
         }
         self.span.record("server.address", route.as_str());
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
