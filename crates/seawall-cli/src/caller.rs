@@ -19,7 +19,8 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
-use seawall::core::{BoxError, Code, Failure, FinishKind};
+use seawall::core::{BoxError, Code, Failure, FinishKind, Receipt};
+use seawall::resume::Resumed;
 use seawall::stream::protocol::{Decoder, Reason, Signal};
 use seawall::stream::sse::{DEFAULT_MAX_LINE, Scanner};
 use serde_json::Value;
@@ -354,6 +355,16 @@ fn unary_text(json: &Value, provider: Provider) -> (String, Option<(FinishKind, 
                 .collect();
             (text, finish(candidate.get("finishReason")))
         }
+    }
+}
+
+/// The receipt of the whole answer the caller read, once its body ended:
+/// the response's own, followed by what its continuations cost when the
+/// resume layer was on (a continuation is billed like any request).
+pub fn whole_receipt(first: Option<Receipt>, resumed: Option<&Resumed>) -> Option<Receipt> {
+    match (first, resumed) {
+        (Some(first), Some(resumed)) => Some(resumed.report().receipt(&first)),
+        (first, _) => first,
     }
 }
 

@@ -633,10 +633,7 @@ where
         delivery
     };
     // The body has ended: what its continuations cost joins the receipt.
-    let receipt = match (receipt, &resumed) {
-        (Some(first), Some(resumed)) => Some(resumed.report().receipt(&first)),
-        (receipt, _) => receipt,
-    };
+    let receipt = caller::whole_receipt(receipt, resumed.as_ref());
     let shown = delivery.content_events > 0;
     if shown || delivery.error.is_none() {
         let _ = writeln!(out);

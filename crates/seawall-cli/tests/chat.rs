@@ -94,19 +94,7 @@ async fn a_resumed_answer_s_receipt_counts_the_continuation() {
             vec!["reset_after;tokens=3;total=8".parse::<Fault>().unwrap()],
         )
         .unwrap();
-    let base = chaos.base_url();
-    let (status, out, log) = chat(&[
-        "--provider",
-        "anthropic",
-        "--base-url",
-        &base,
-        "--model",
-        "c",
-        "--stream",
-        "--resume",
-        "hi",
-    ])
-    .await;
+    let (status, out, log) = chat_with(&chaos, "anthropic", &["--stream", "--resume"]).await;
     assert_eq!(
         (status, out.as_str()),
         (0, "w1 w2 w3 w4 w5 w6 w7 w8\n"),

@@ -600,16 +600,22 @@ fn spaced_as_one(text: &str) -> (String, Vec<usize>) {
 /// line or a phrase said before (a code line, a refrain), which
 /// [`restates`] would take for a restatement.
 fn restarts(delivered: &str, head: &str) -> bool {
-    let probe = excerpt(head.trim_start(), PROBE_LEN);
-    probe.len() >= PROBE_MIN && delivered.trim_start().starts_with(probe)
+    probe(head).is_some_and(|probe| delivered.trim_start().starts_with(probe))
 }
 
 /// Whether the head's first characters occur in the delivered text: a
 /// restart or a restatement, not what follows.
 fn restates(delivered: &str, head: &str) -> bool {
+    probe(head)
+        .is_some_and(|probe| memchr::memmem::find(delivered.as_bytes(), probe.as_bytes()).is_some())
+}
+
+/// The head's first characters looked for in the delivered text: up to
+/// [`PROBE_LEN`] bytes, `None` when fewer than [`PROBE_MIN`] (too short
+/// to be evidence).
+fn probe(head: &str) -> Option<&str> {
     let probe = excerpt(head.trim_start(), PROBE_LEN);
-    probe.len() >= PROBE_MIN
-        && memchr::memmem::find(delivered.as_bytes(), probe.as_bytes()).is_some()
+    (probe.len() >= PROBE_MIN).then_some(probe)
 }
 
 /// Whether `text` is two or more copies of one piece holding a word (its

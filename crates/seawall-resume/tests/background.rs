@@ -4,6 +4,9 @@
 //! over loopback against a server written here that keeps its streams as
 //! the API does.
 
+mod common;
+
+use common::quick_ladder;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +18,6 @@ use seawall_classify::ClassifyLayer;
 use seawall_core::provider::Provider;
 use seawall_core::{BoxError, Receipt};
 use seawall_resume::{ResumeLayer, ResumeReport, Resumed};
-use seawall_retry::{Backoff, Budget, RetryBudgetLayer, RetryPolicy};
 use seawall_stream::StreamGuardLayer;
 use seawall_test::raw::{RawRequest, read_request};
 use serde_json::{Value, json};
@@ -192,15 +194,7 @@ async fn run_with(base: &str, body: Value, layer: ResumeLayer, classify: bool) -
     let client = Client::builder(TokioExecutor::new()).build_http();
     let stack = ServiceBuilder::new()
         .layer(layer)
-        .layer(RetryBudgetLayer::new(
-            RetryPolicy::interactive()
-                .backoff(Backoff::exponential(
-                    Duration::from_millis(1),
-                    Duration::from_millis(4),
-                ))
-                .min_attempt_time(Duration::from_millis(1)),
-            Budget::unlimited(),
-        ))
+        .layer(quick_ladder())
         .layer(StreamGuardLayer::interactive());
     let request = http::Request::post(format!("{base}/v1/responses"))
         .header("content-type", "application/json")

@@ -1,6 +1,9 @@
 //! ResumeLayer over loopback against seawall-chaos: the caller reads one
 //! answer, every token exactly once, through the layer's body.
 
+mod common;
+
+use common::quick_ladder;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,7 +18,6 @@ use seawall_classify::ClassifyLayer;
 use seawall_core::provider::Provider;
 use seawall_core::{BoxError, Code, Deadline, Failure, Receipt};
 use seawall_resume::{OpenAiStyle, ResumeLayer, ResumeReport, Resumed};
-use seawall_retry::{Backoff, Budget, RetryBudgetLayer, RetryPolicy};
 use seawall_stream::StreamGuardLayer;
 use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::Scanner;
@@ -113,15 +115,7 @@ impl Setup {
         let client = Client::builder(TokioExecutor::new()).build_http();
         let service = ServiceBuilder::new()
             .layer(self.layer)
-            .layer(RetryBudgetLayer::new(
-                RetryPolicy::interactive()
-                    .backoff(Backoff::exponential(
-                        Duration::from_millis(1),
-                        Duration::from_millis(4),
-                    ))
-                    .min_attempt_time(Duration::from_millis(1)),
-                Budget::unlimited(),
-            ))
+            .layer(quick_ladder())
             .layer(StreamGuardLayer::interactive().idle_timeout(self.idle))
             .layer(ClassifyLayer::for_provider(self.provider))
             .service(client);

@@ -245,10 +245,7 @@ where
         caller::read_unary(response.into_body(), incident.provider).await
     };
     // Continuations are billed too: the whole operation's usage.
-    let receipt = match (receipt, &resumed) {
-        (Some(first), Some(resumed)) => Some(resumed.report().receipt(&first)),
-        (receipt, _) => receipt,
-    };
+    let receipt = caller::whole_receipt(receipt, resumed.as_ref());
     let resumed = resumed.map_or(0, |r| r.count());
     let usage = receipt.as_ref().map(Receipt::usage);
     if delivery.cancelled {
