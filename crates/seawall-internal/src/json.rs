@@ -10,6 +10,8 @@ use std::ops::Range;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, Visitor};
 
+use crate::nesting::Nesting;
+
 /// The UTF-8 byte order mark, which a body may open with (RFC 8259 lets a
 /// JSON parser ignore it; WHATWG's event-stream parser skips it).
 pub const UTF8_BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
@@ -153,7 +155,7 @@ impl<'a> RequestMembers<'a> {
 /// `body` was read as JSON already (`RequestMembers::read`), so this only
 /// walks its tokens: strings are stepped over by their quotes, never
 /// decoded (a lone surrogate elsewhere is no obstacle), and containers by
-/// a depth count, not recursion (nor is deep nesting). A key spelled with
+/// [`Nesting`]'s depth count, not recursion (nor is deep nesting). A key spelled with
 /// escapes is not matched: `None`, and the caller reads the body whole.
 fn escaped_model_span(body: &str) -> Option<Range<usize>> {
     let bytes = body.as_bytes();
@@ -162,17 +164,8 @@ fn escaped_model_span(body: &str) -> Option<Range<usize>> {
             *at += 1;
         }
     };
-    // Past the closing quote of the string whose opening quote is at `at`.
-    let string_end = |at: usize| -> Option<usize> {
-        let mut i = at + 1;
-        loop {
-            match *bytes.get(i)? {
-                b'\\' => i += 2,
-                b'"' => return Some(i + 1),
-                _ => i += 1,
-            }
-        }
-    };
+    // Past the end of the string, object or array opening at `at`.
+    let value_end = |at: usize| Some(at + Nesting::default().scan(bytes.get(at..)?)?);
     let mut at = bytes.len() - without_bom(bytes).len();
     skip_blanks(&mut at);
     if bytes.get(at) != Some(&b'{') {
@@ -184,7 +177,7 @@ fn escaped_model_span(body: &str) -> Option<Range<usize>> {
         if bytes.get(at) != Some(&b'"') {
             return None;
         }
-        let key_end = string_end(at)?;
+        let key_end = value_end(at)?;
         let key = &bytes[at + 1..key_end - 1];
         at = key_end;
         skip_blanks(&mut at);
@@ -195,28 +188,8 @@ fn escaped_model_span(body: &str) -> Option<Range<usize>> {
         skip_blanks(&mut at);
         let value = at;
         match *bytes.get(at)? {
-            b'"' => at = string_end(at)?,
-            b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
-                    match *bytes.get(at)? {
-                        b'"' => {
-                            at = string_end(at)?;
-                            continue;
-                        }
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                at += 1;
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                    at += 1;
-                }
-            }
+            b'"' | b'{' | b'[' => at = value_end(at)?,
+            // A number, `true`, `false`, `null`.
             _ => {
                 while bytes
                     .get(at)
