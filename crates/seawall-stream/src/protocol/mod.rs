@@ -26,6 +26,7 @@ use std::time::SystemTime;
 use seawall_core::provider::openai_responses::error_event as openai_responses_error_event;
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
 use seawall_core::{Failure, FinishKind, Usage};
+use seawall_internal::nesting::Nesting;
 
 use crate::sse::Item;
 
@@ -95,7 +96,14 @@ pub struct Decoder {
     choices: openai::Choices,
     /// Stray lines since the last event (see [`Item::Stray`]), kept while
     /// they may be a raw error body; `None` until one comes.
-    stray: Option<Vec<u8>>,
+    stray: Option<Stray>,
+}
+
+/// Stray lines that open a JSON object, and where that object is.
+#[derive(Debug, Clone, Default)]
+struct Stray {
+    text: Vec<u8>,
+    object: Nesting,
 }
 
 /// The most stray text kept while it may be an error body: error bodies
@@ -246,34 +254,34 @@ impl Decoder {
         if self.provider == Provider::Http {
             return Signal::Other;
         }
-        let text = self.stray.get_or_insert_with(Vec::new);
-        if text.len() + line.len() >= MAX_STRAY {
+        let stray = self.stray.get_or_insert_with(Stray::default);
+        // Only an object may be an error body: a line that opens none is
+        // noise, as the format says.
+        if stray.text.is_empty() && line.trim_ascii_start().first() != Some(&b'{') {
             self.stray = None;
             return Signal::Other;
         }
-        text.extend_from_slice(line);
-        text.push(b'\n');
-        // Only a line that may close the object is worth a parse: the
-        // body's last line, or a one-line body.
-        if line.trim_ascii_end().last() != Some(&b'}') {
+        if stray.text.len() + line.len() >= MAX_STRAY {
+            self.stray = None;
             return Signal::Other;
         }
-        match serde_json::from_slice::<StrayError>(text) {
-            Ok(StrayError { error: Some(_) }) => {
-                let body = self.stray.take().unwrap_or_default();
-                self.error(&body)
-            }
+        stray.text.extend_from_slice(line);
+        stray.text.push(b'\n');
+        // Read once, when the object closes (`Nesting` follows it across
+        // the lines without parsing).
+        if stray.object.scan(line).is_none() {
+            return Signal::Other;
+        }
+        let text = self
+            .stray
+            .take()
+            .map(|stray| stray.text)
+            .unwrap_or_default();
+        match serde_json::from_slice::<StrayError>(&text) {
+            Ok(StrayError { error: Some(_) }) => self.error(&text),
             // A closed object with no error, or text that is no JSON:
             // noise, as the format says.
-            Ok(_) => {
-                self.stray = None;
-                Signal::Other
-            }
-            Err(error) if error.is_eof() => Signal::Other,
-            Err(_) => {
-                self.stray = None;
-                Signal::Other
-            }
+            _ => Signal::Other,
         }
     }
 
