@@ -93,20 +93,39 @@ impl Eq for UsageSlot {}
 /// `candidatesTokenCount`). Read leniently: a count of another type, or a
 /// second spelling beside the first, never fails the answer; a usage
 /// object with no count is none.
+///
+/// Every token the provider read or wrote counts, as each bills it:
+/// Anthropic's `input_tokens` leaves out the prompt cache's writes and
+/// reads (`cache_creation_input_tokens`, `cache_read_input_tokens`, billed
+/// beside it), and Gemini's `candidatesTokenCount` leaves out the
+/// thinking (`thoughtsTokenCount`, billed as output) and its
+/// `promptTokenCount` the tool-use prompt (`toolUsePromptTokenCount`), so
+/// those are added in. OpenAI's counts already hold their cached and
+/// reasoning tokens (`*_tokens_details` are parts of them), and a server
+/// that sends cache counts beside `prompt_tokens` (LiteLLM) counts them in
+/// it: nothing is added to `prompt_tokens`.
 #[derive(Debug, Deserialize, Default)]
 pub struct UsageFields {
     #[serde(default)]
     prompt_tokens: Count,
     #[serde(default)]
     input_tokens: Count,
+    #[serde(default)]
+    cache_creation_input_tokens: Count,
+    #[serde(default)]
+    cache_read_input_tokens: Count,
     #[serde(default, rename = "promptTokenCount")]
     prompt_token_count: Count,
+    #[serde(default, rename = "toolUsePromptTokenCount")]
+    tool_use_prompt_token_count: Count,
     #[serde(default)]
     completion_tokens: Count,
     #[serde(default)]
     output_tokens: Count,
     #[serde(default, rename = "candidatesTokenCount")]
     candidates_token_count: Count,
+    #[serde(default, rename = "thoughtsTokenCount")]
+    thoughts_token_count: Count,
 }
 
 impl UsageFields {
@@ -120,20 +139,28 @@ impl UsageFields {
             [
                 "prompt_tokens",
                 "input_tokens",
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
                 "promptTokenCount",
+                "toolUsePromptTokenCount",
                 "completion_tokens",
                 "output_tokens",
                 "candidatesTokenCount",
+                "thoughtsTokenCount",
             ],
             |cursor, field| {
                 let count = Count(Some(cursor.count()?));
                 *match field {
                     0 => &mut fields.prompt_tokens,
                     1 => &mut fields.input_tokens,
-                    2 => &mut fields.prompt_token_count,
-                    3 => &mut fields.completion_tokens,
-                    4 => &mut fields.output_tokens,
-                    _ => &mut fields.candidates_token_count,
+                    2 => &mut fields.cache_creation_input_tokens,
+                    3 => &mut fields.cache_read_input_tokens,
+                    4 => &mut fields.prompt_token_count,
+                    5 => &mut fields.tool_use_prompt_token_count,
+                    6 => &mut fields.completion_tokens,
+                    7 => &mut fields.output_tokens,
+                    8 => &mut fields.candidates_token_count,
+                    _ => &mut fields.thoughts_token_count,
                 } = count;
                 Ok(())
             },
@@ -141,32 +168,44 @@ impl UsageFields {
         Ok(fields)
     }
 
+    /// The input count, in the first spelling there: OpenAI's, else
+    /// Anthropic's with its cache, else Gemini's with its tool-use prompt.
+    fn input(&self) -> Option<u64> {
+        self.prompt_tokens
+            .0
+            .or_else(|| {
+                Count::sum([
+                    &self.input_tokens,
+                    &self.cache_creation_input_tokens,
+                    &self.cache_read_input_tokens,
+                ])
+            })
+            .or_else(|| Count::sum([&self.prompt_token_count, &self.tool_use_prompt_token_count]))
+    }
+
+    /// The output count, in the first spelling there: OpenAI chat's, else
+    /// Anthropic's and the Responses API's, else Gemini's with its
+    /// thinking.
+    fn output(&self) -> Option<u64> {
+        self.completion_tokens
+            .0
+            .or(self.output_tokens.0)
+            .or_else(|| Count::sum([&self.candidates_token_count, &self.thoughts_token_count]))
+    }
+
     /// True when an input count is there.
     pub fn has_input(&self) -> bool {
-        self.prompt_tokens.0.is_some()
-            || self.input_tokens.0.is_some()
-            || self.prompt_token_count.0.is_some()
+        self.input().is_some()
     }
 
     /// True when an output count is there.
     pub fn has_output(&self) -> bool {
-        self.completion_tokens.0.is_some()
-            || self.output_tokens.0.is_some()
-            || self.candidates_token_count.0.is_some()
+        self.output().is_some()
     }
 
     /// The usage these fields give, if any count is there.
     pub fn usage(&self) -> Option<Usage> {
-        let input = self
-            .prompt_tokens
-            .0
-            .or(self.input_tokens.0)
-            .or(self.prompt_token_count.0);
-        let output = self
-            .completion_tokens
-            .0
-            .or(self.output_tokens.0)
-            .or(self.candidates_token_count.0);
+        let (input, output) = (self.input(), self.output());
         if input.is_none() && output.is_none() {
             return None;
         }
@@ -177,6 +216,16 @@ impl UsageFields {
 /// A token count: a non-negative integer, else nothing (never an error).
 #[derive(Debug, Default)]
 pub(crate) struct Count(Option<u64>);
+
+impl Count {
+    /// The sum of the counts there, if any is.
+    fn sum<const N: usize>(counts: [&Count; N]) -> Option<u64> {
+        counts
+            .iter()
+            .filter_map(|count| count.0)
+            .reduce(u64::saturating_add)
+    }
+}
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -228,6 +277,50 @@ mod tests {
         fn usage(&self) -> Option<Usage> {
             self.0.get().copied()
         }
+    }
+
+    /// What serde reads of `json`, and the cursor too unless it gives up
+    /// (a count that is no plain count): they must agree.
+    fn read(json: &str) -> Option<Usage> {
+        let by_serde = serde_json::from_str::<UsageFields>(json).unwrap().usage();
+        if let Ok(fields) = UsageFields::scan(&mut Cursor::new(json)) {
+            assert_eq!(by_serde, fields.usage(), "{json}");
+        }
+        by_serde
+    }
+
+    #[test]
+    fn every_billed_token_counts_in_each_spelling() {
+        // Anthropic: the prompt cache's writes and reads are input beside
+        // `input_tokens`.
+        assert_eq!(
+            read(
+                r#"{"input_tokens":3,"output_tokens":1,"cache_creation_input_tokens":2000,"cache_read_input_tokens":5000}"#
+            ),
+            Some(Usage::new(7003, 1))
+        );
+        // Gemini: thinking is output, the tool-use prompt input.
+        assert_eq!(
+            read(
+                r#"{"promptTokenCount":3,"candidatesTokenCount":2,"thoughtsTokenCount":500,"toolUsePromptTokenCount":7,"totalTokenCount":512}"#
+            ),
+            Some(Usage::new(10, 502))
+        );
+        // Thinking only, so far.
+        assert_eq!(
+            read(r#"{"promptTokenCount":3,"thoughtsTokenCount":40}"#),
+            Some(Usage::new(3, 40))
+        );
+        // OpenAI's counts hold their cached and reasoning parts, and a
+        // server that adds cache counts beside `prompt_tokens` counts them
+        // in it.
+        assert_eq!(
+            read(
+                r#"{"prompt_tokens":100,"completion_tokens":20,"prompt_tokens_details":{"cached_tokens":80},"completion_tokens_details":{"reasoning_tokens":15},"cache_read_input_tokens":80}"#
+            ),
+            Some(Usage::new(100, 20))
+        );
+        assert_eq!(read(r#"{"cache_read_input_tokens":null}"#), None);
     }
 
     #[test]
