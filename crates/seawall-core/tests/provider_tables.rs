@@ -509,14 +509,14 @@ fn an_anthropic_answer_reports_its_finish_and_usage() {
     assert_eq!(answer(Provider::Http, "{}"), "other shape");
 }
 
-/// Every choice counts for content; the first decides the finish; the
-/// first policy failure wins.
+/// Every choice counts for content; the first decides the finish unless
+/// another was cut; the first policy failure wins.
 #[test]
 fn an_openai_answer_reads_every_choice() {
     let body = r#"{"choices":[{"message":{"content":""},"finish_reason":"stop"},{"message":{"content":"Hi"},"finish_reason":"length"}],"usage":{"prompt_tokens":2,"completion_tokens":4}}"#;
     assert_eq!(
         answer(Provider::OpenAi, body),
-        r#"answer Some((Complete, "stop")) Some((2, 4))"#
+        r#"answer Some((Truncated, "length")) Some((2, 4))"#
     );
     let filtered = r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":"stop"},{"message":{"content":""},"finish_reason":"content_filter"}]}"#;
     assert_eq!(
@@ -587,7 +587,15 @@ fn gemini_statuses() {
     let body = br#"{"error":{"code":503,"message":"?","status":"NEW_STATUS"}}"#;
     let failure = classify_error(Provider::Gemini, body, cx(Some(503), None));
     assert_eq!(failure.code(), Code::ProviderUnavailable);
+    // Inside a stream there is no status: the one the body echoes decides
+    // (it used to be `unknown`), and with none, nothing is known.
     let failure = classify_error(Provider::Gemini, body, cx(None, None));
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Class::Transient, Code::ProviderUnavailable)
+    );
+    let bare = br#"{"error":{"message":"?","status":"NEW_STATUS"}}"#;
+    let failure = classify_error(Provider::Gemini, bare, cx(None, None));
     assert_eq!(
         (failure.class(), failure.code()),
         (Class::Permanent, Code::Unknown)
@@ -911,8 +919,8 @@ fn gemini_error_details() {
 /// Every documented Gemini `finishReason` means what Google says it
 /// means: policy blocks (text or image) are filtered, limits and misses
 /// truncate, the model's bad output is malformed, a request missing its
-/// thought signatures is rejected; only `OTHER` and reasons added later
-/// are unknown.
+/// thought signatures is rejected, `OTHER` ("unknown reason") stops the
+/// generation as an abort does; only reasons added later are unknown.
 #[test]
 fn gemini_finish_reasons() {
     use seawall_core::FinishKind::*;
@@ -936,8 +944,9 @@ fn gemini_finish_reasons() {
         ("UNEXPECTED_TOOL_CALL", Malformed),
         ("MALFORMED_RESPONSE", Malformed),
         ("MISSING_THOUGHT_SIGNATURE", Rejected),
-        ("OTHER", Other),
-        ("FINISH_REASON_UNSPECIFIED", Other),
+        ("OTHER", Aborted),
+        ("FINISH_REASON_UNSPECIFIED", Aborted),
+        ("SOMETHING_NEW", Other),
     ];
     for (reason, kind) in rows {
         assert_eq!(finish_kind(reason), kind, "{reason}");
@@ -1065,4 +1074,72 @@ fn an_openai_refusal_or_filter_decides_the_answer() {
     let audio =
         r#"{"choices":[{"message":{"content":null,"audio":{"id":"a"}},"finish_reason":"stop"}]}"#;
     assert!(answer(Provider::OpenAi, audio).starts_with("answer"));
+}
+
+/// One choice's (or candidate's) `stop` does not hide another's cut: an
+/// answer with several is whole only when each is, as in a stream.
+#[test]
+fn a_cut_choice_is_not_hidden_behind_a_whole_one() {
+    let openai = |first: &str, second: &str| {
+        answer(
+            Provider::OpenAi,
+            &format!(
+                r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"A"}},"finish_reason":"{first}"}},{{"index":1,"message":{{"role":"assistant","content":"B"}},"finish_reason":"{second}"}}],"usage":{{"prompt_tokens":2,"completion_tokens":4}}}}"#
+            ),
+        )
+    };
+    assert_eq!(
+        openai("stop", "length"),
+        r#"answer Some((Truncated, "length")) Some((2, 4))"#
+    );
+    assert_eq!(
+        openai("length", "stop"),
+        r#"answer Some((Truncated, "length")) Some((2, 4))"#
+    );
+    assert_eq!(
+        openai("stop", "stop"),
+        r#"answer Some((Complete, "stop")) Some((2, 4))"#
+    );
+    // A choice the provider aborted fails the answer whatever the others.
+    assert!(openai("stop", "abort").starts_with("fail provider_unavailable"));
+    let gemini = answer(
+        Provider::Gemini,
+        r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"A"}]},"finishReason":"STOP","index":0},{"content":{"role":"model","parts":[{"text":"B"}]},"finishReason":"MAX_TOKENS","index":1}]}"#,
+    );
+    assert_eq!(gemini, r#"answer Some((Truncated, "MAX_TOKENS")) None"#);
+}
+
+/// A lone surrogate escape is valid JSON serde refuses: the answer is the
+/// answer, its half character replaced — not broken JSON to ask for (and
+/// pay for) again.
+#[test]
+fn a_lone_surrogate_does_not_break_an_answer() {
+    let rows = [
+        (
+            Provider::OpenAi,
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"cut \ud83d"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#,
+            r#"answer Some((Complete, "stop")) Some((1, 2))"#,
+        ),
+        (
+            Provider::Anthropic,
+            r#"{"type":"message","content":[{"type":"text","text":"cut \ude00"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}"#,
+            r#"answer Some((Complete, "end_turn")) Some((1, 2))"#,
+        ),
+        (
+            Provider::Gemini,
+            r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"cut \ud83d"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":2}}"#,
+            r#"answer Some((Complete, "STOP")) Some((1, 2))"#,
+        ),
+    ];
+    for (provider, body, expected) in rows {
+        assert_eq!(answer(provider, body), expected, "{provider}");
+    }
+    // Broken JSON is still broken with one in it.
+    assert!(
+        answer(
+            Provider::OpenAi,
+            r#"{"choices":[{"message":{"content":"\ud83d"#
+        )
+        .starts_with("fail protocol_violation"),
+    );
 }

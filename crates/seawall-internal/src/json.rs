@@ -56,6 +56,62 @@ pub fn from_bytes<'a, T: Deserialize<'a>>(data: &'a [u8]) -> serde_json::Result<
     }
 }
 
+/// `data` with every lone surrogate escape (`\ud83d` with no low half
+/// after it, a low half with no high one before it) written as `\ufffd`,
+/// the replacement character; `None` when it has none.
+///
+/// JSON's grammar allows such an escape and JavaScript writes one when it
+/// cuts a string between the halves of a pair (a proxy slicing an emoji
+/// by UTF-16 index, then `JSON.stringify`), but serde refuses the whole
+/// document for it. Read after the repair, such an event is the text it
+/// carries, one character replaced, instead of an event skipped with its
+/// text. The escape and its replacement have the same length, so every
+/// other byte stays where it was.
+pub fn repair_lone_surrogates(data: &[u8]) -> Option<Vec<u8>> {
+    let mut repaired: Option<Vec<u8>> = None;
+    let mut at = 0;
+    // Whether the escape before `at` was a high half still waiting for its
+    // low one, and where it starts.
+    let mut high: Option<usize> = None;
+    while let Some(found) = memchr::memchr(b'\\', &data[at..]) {
+        let escape = at + found;
+        let unit = match data.get(escape + 1) {
+            Some(b'u') => data
+                .get(escape + 2..escape + 6)
+                .and_then(|hex| std::str::from_utf8(hex).ok())
+                .and_then(|hex| u16::from_str_radix(hex, 16).ok()),
+            _ => None,
+        };
+        // A high half is followed by its low half at once, or it is alone.
+        let adjacent = high.is_some_and(|start| start + 6 == escape);
+        if let Some(start) = high
+            .take()
+            .filter(|_| !adjacent || !matches!(unit, Some(0xDC00..=0xDFFF)))
+        {
+            replace(&mut repaired, data, start);
+        }
+        match unit {
+            Some(0xD800..=0xDBFF) => high = Some(escape),
+            Some(0xDC00..=0xDFFF) if !adjacent => replace(&mut repaired, data, escape),
+            _ => {}
+        }
+        at = escape + if unit.is_some() { 6 } else { 2 };
+        if at >= data.len() {
+            break;
+        }
+    }
+    if let Some(start) = high {
+        replace(&mut repaired, data, start);
+    }
+    repaired
+}
+
+/// Writes `\ufffd` over the escape at `start` of a copy of `data`.
+fn replace(repaired: &mut Option<Vec<u8>>, data: &[u8], start: usize) {
+    let copy = repaired.get_or_insert_with(|| data.to_vec());
+    copy[start..start + 6].copy_from_slice(b"\\ufffd");
+}
+
 /// A JSON string, borrowed from the input when it has no escapes.
 ///
 /// (`Option<Cow<str>>` with `#[serde(borrow)]` would always allocate:
@@ -213,6 +269,30 @@ fn escaped_model_span(body: &str) -> Option<Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogates_are_replaced_and_pairs_kept() {
+        let repaired = |data: &str| {
+            repair_lone_surrogates(data.as_bytes()).map(|bytes| String::from_utf8(bytes).unwrap())
+        };
+        assert_eq!(repaired(r#"{"t":"a \ud83d\ude00 \n \\ud83d"}"#), None);
+        assert_eq!(repaired(r#"{"t":"a"}"#), None);
+        assert_eq!(
+            repaired(r#"{"t":"a \ud83d"}"#).as_deref(),
+            Some(r#"{"t":"a \ufffd"}"#)
+        );
+        // A low half first, a high half before another high one, a high
+        // half before an escape that is no low one, halves in two strings.
+        assert_eq!(
+            repaired(r#"["\uDE00\uD83D\uD83D\uDE00","\ud83d\n","\ud83d","\ude00",x\"#).as_deref(),
+            Some(r#"["\ufffd\ufffd\uD83D\uDE00","\ufffd\n","\ufffd","\ufffd",x\"#)
+        );
+        for repaired in [r#"{"t":"\ud83d"}"#, r#"{"t":"\ud83d\u0041"}"#] {
+            let fixed = repair_lone_surrogates(repaired.as_bytes()).unwrap();
+            let value: serde_json::Value = serde_json::from_slice(&fixed).unwrap();
+            assert!(value["t"].as_str().unwrap().starts_with('\u{fffd}'));
+        }
+    }
 
     #[test]
     fn a_body_opens_after_its_byte_order_mark_and_blanks() {

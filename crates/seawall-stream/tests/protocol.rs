@@ -391,3 +391,123 @@ fn content_as_a_list_of_parts_is_read_by_its_parts() {
         r#"content Some("Hello") None"#
     );
 }
+
+/// A lone surrogate escape (`\ud83d` with no low half: what JavaScript
+/// writes for a string cut inside an emoji) is valid JSON that serde
+/// refuses. The event is still the text it carries, the lone half read as
+/// the replacement character: never skipped with its text, in every
+/// protocol.
+#[test]
+fn a_lone_surrogate_is_replaced_not_the_event_skipped() {
+    let cases: [(Provider, &str); 4] = [
+        (
+            Provider::OpenAi,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"LOST \ud83d"},"finish_reason":null}]}"#,
+        ),
+        (
+            Provider::OpenAiResponses,
+            r#"{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"LOST \ud83d","sequence_number":4}"#,
+        ),
+        (
+            Provider::Anthropic,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"LOST \ud83d"}}"#,
+        ),
+        (
+            Provider::Gemini,
+            r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"LOST \ud83d"}]},"index":0}]}"#,
+        ),
+    ];
+    for (protocol, data) in cases {
+        assert_eq!(
+            decode_one(protocol, b"", data.as_bytes()),
+            r#"content Some("LOST �") None"#,
+            "{protocol}"
+        );
+        // A low half alone, and a pair split by other text, alike.
+        let low = data.replace(r"\ud83d", r"\ude00 and \ud83d x \ude00");
+        assert_eq!(
+            decode_one(protocol, b"", low.as_bytes()),
+            r#"content Some("LOST � and � x �") None"#,
+            "{protocol}"
+        );
+    }
+    // A whole pair is the character it spells.
+    assert_eq!(
+        decode_one(
+            Provider::OpenAi,
+            b"",
+            br#"{"choices":[{"index":0,"delta":{"content":"\ud83d\ude00"},"finish_reason":"stop"}]}"#
+        ),
+        r#"content Some("😀") Some((Complete, "stop"))"#
+    );
+}
+
+/// An error inside a stream has no HTTP status; servers that speak
+/// OpenAI's wire echo the one they mean as a numeric `code` (vLLM,
+/// OpenRouter), and that status decides where no name does: a 500 or 502
+/// is transient, a 429 a rate limit — never a permanent `unknown`.
+#[test]
+fn an_in_stream_error_echoing_a_status_is_judged_by_it() {
+    let rows = [
+        (
+            r#"{"error":{"message":"Internal server error","type":"InternalServerError","param":null,"code":500}}"#,
+            "error provider_unavailable",
+        ),
+        (
+            r#"{"error":{"message":"Service Unavailable","type":"ServiceUnavailableError","code":503}}"#,
+            "error provider_unavailable",
+        ),
+        (
+            r#"{"error":{"code":502,"message":"Upstream error"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}"#,
+            "error provider_unavailable",
+        ),
+        (
+            r#"{"error":{"code":429,"message":"Rate limit exceeded"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}"#,
+            "error rate_limited",
+        ),
+        (
+            r#"{"error":{"message":"This model's maximum context length is 4096 tokens","type":"BadRequestError","code":400}}"#,
+            "error context_too_long",
+        ),
+        (
+            r#"{"error":{"message":"bad","type":"BadRequestError","code":400}}"#,
+            "error bad_request",
+        ),
+        // A number that is no error status says nothing.
+        (r#"{"error":{"message":"odd","code":7}}"#, "error unknown"),
+    ];
+    for (data, expected) in rows {
+        assert_eq!(
+            decode_one(Provider::OpenAi, b"", data.as_bytes()),
+            expected,
+            "{data}"
+        );
+    }
+    // Gemini's body always echoes it; a status word of its own decides
+    // first, a word seawall does not know defers to the number.
+    assert_eq!(
+        decode_one(
+            Provider::Gemini,
+            b"",
+            br#"{"error":{"code":503,"message":"busy","status":"SOMETHING_NEW"}}"#
+        ),
+        "error provider_unavailable"
+    );
+}
+
+/// Every billed token counts: Anthropic's cache writes and reads beside
+/// `input_tokens`, from `message_start` to the last `message_delta`.
+#[test]
+fn anthropic_cache_tokens_are_input() {
+    let mut decoder = Decoder::new(Provider::Anthropic);
+    decoder.decode(event(
+        b"",
+        br#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":3,"output_tokens":1,"cache_creation_input_tokens":2000,"cache_read_input_tokens":5000}}}"#,
+    ));
+    decoder.decode(event(
+        b"",
+        br#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#,
+    ));
+    let usage = decoder.usage().expect("usage");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (7003, 9));
+}

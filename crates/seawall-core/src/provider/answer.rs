@@ -107,7 +107,10 @@ pub(super) trait Candidacy<'a> {
 
 /// What the choices or candidates of an answer add up to, read one by one
 /// instead of collected into a `Vec`: the first policy failure, whether any
-/// holds content, and the first one's finish reason.
+/// holds content, and the answer's finish reason — the first one's, unless
+/// another's says its text is not whole (a cut at the token limit, an
+/// abort): one choice's `stop` does not hide another's cut, as in a
+/// stream.
 pub(super) struct Outcome<'a, T> {
     pub(super) policy: Option<Failure>,
     pub(super) has_content: bool,
@@ -128,14 +131,21 @@ impl<T> Default for Outcome<'_, T> {
 
 impl<'a, T: Candidacy<'a>> Outcome<'a, T> {
     /// Adds one choice or candidate: the first policy failure wins, any
-    /// content counts, and the first one's finish is the answer's.
+    /// content counts, and the first finish that does not complete the
+    /// task is the answer's, else the first one's.
     pub(super) fn fold(&mut self, item: T, first: bool) {
         if self.policy.is_none() {
             self.policy = item.policy();
         }
         self.has_content |= item.has_content();
-        if first {
-            self.finish = item.finish();
+        let finish = item.finish();
+        let whole = |finish: &Option<(FinishKind, Text<'a>)>| {
+            finish
+                .as_ref()
+                .is_none_or(|(kind, _)| kind.completes_task())
+        };
+        if first || (whole(&self.finish) && !whole(&finish)) {
+            self.finish = finish;
         }
     }
 }

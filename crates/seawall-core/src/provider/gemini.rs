@@ -84,6 +84,11 @@ pub fn finish_kind(reason: &str) -> FinishKind {
         // The caller's request is at fault: "Request has at least one
         // thought signature missing".
         "MISSING_THOUGHT_SIGNATURE" => FinishKind::Rejected,
+        // "OTHER: Unknown reason" and the enum's unused default: Google
+        // says the generation stopped and not why, so nothing says the
+        // text is whole. A stop of the provider's own, as vLLM's `abort`:
+        // retried before content, an interruption after it.
+        "OTHER" | "FINISH_REASON_UNSPECIFIED" => FinishKind::Aborted,
         _ => FinishKind::Other,
     }
 }
@@ -132,8 +137,8 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         "INVALID_ARGUMENT" | "OUT_OF_RANGE" => Verdict::Fixed(Permanent, Code::BadRequest),
         "PERMISSION_DENIED" | "UNAUTHENTICATED" => Verdict::Fixed(Permanent, Code::Auth),
         "NOT_FOUND" => Verdict::Fixed(Permanent, Code::NotFound),
-        _ if status.is_some() => return None,
-        _ => Verdict::Fixed(Permanent, Code::Unknown),
+        // Unknown: the status (or the `code` the body echoes) decides.
+        _ => return None,
     };
     Some(verdict)
 }

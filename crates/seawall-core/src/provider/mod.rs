@@ -151,6 +151,19 @@ impl Provider {
 /// says its finish and usage. Plain HTTP has no answer shape
 /// ([`AnswerCheck::OtherShape`]).
 pub fn check_answer(provider: Provider, body: &[u8]) -> AnswerCheck {
+    let check = check_as_sent(provider, body);
+    // A body serde refused may only hold a lone surrogate escape: the
+    // answer it is with the character replaced, not a broken one to ask
+    // for again (and pay for again).
+    if matches!(check, AnswerCheck::Fail(_) | AnswerCheck::OtherShape)
+        && let Some(repaired) = seawall_internal::json::repair_lone_surrogates(body)
+    {
+        return check_as_sent(provider, &repaired);
+    }
+    check
+}
+
+fn check_as_sent(provider: Provider, body: &[u8]) -> AnswerCheck {
     match provider {
         Provider::OpenAi => openai::check_answer(body),
         Provider::OpenAiResponses => openai_responses::check_answer(body),
@@ -289,7 +302,11 @@ fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failu
         Provider::Gemini => gemini::error_rule(cx.status, &declared),
         Provider::Http => None,
     }
-    .or_else(|| cx.status.map(status_rule))
+    .or_else(|| {
+        cx.status
+            .or_else(|| declared.echoed_status())
+            .map(status_rule)
+    })
     .unwrap_or(Verdict::Fixed(Class::Permanent, Code::Unknown));
 
     let hint = cx.hint.after.or(declared.body_hint).or_else(|| {
@@ -495,6 +512,21 @@ struct Declared<'a> {
     per_day_quota: bool,
     /// Gemini `google.rpc.ErrorInfo.reason`, e.g. `API_KEY_INVALID`.
     reason: Option<Cow<'a, str>>,
+}
+
+impl Declared<'_> {
+    /// The HTTP status an error without one echoes as its numeric `code`:
+    /// an error inside a stream has no status of its own, and servers that
+    /// speak OpenAI's wire put the status they would have answered there
+    /// (vLLM: `{"error":{"type":"InternalServerError","code":500}}`,
+    /// OpenRouter: `{"error":{"code":502,…}}`), as Gemini's body always
+    /// does. Only a client or server error status counts.
+    fn echoed_status(&self) -> Option<u16> {
+        self.error_code
+            .as_deref()
+            .and_then(|code| code.parse::<u16>().ok())
+            .filter(|status| (400..=599).contains(status))
+    }
 }
 #[cfg(test)]
 mod tests {

@@ -128,13 +128,11 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         // declared code decides (the more precise of the two: `tokens` is
         // a type, `rate_limit_exceeded` its code), then the type, then the
         // text of OpenAI's server error, which an error declared with
-        // neither (`"code": null`, no type) still carries.
-        None => Some(
-            declared_rule(code)
-                .or_else(|| declared_rule(ty))
-                .or_else(|| server_error_text(message))
-                .unwrap_or(Verdict::Fixed(Permanent, Code::Unknown)),
-        ),
+        // neither (`"code": null`, no type) still carries. Nothing known:
+        // a status the body echoes decides, else `unknown` (`judge`).
+        None => declared_rule(code)
+            .or_else(|| declared_rule(ty))
+            .or_else(|| server_error_text(message)),
     }
 }
 

@@ -26,6 +26,7 @@ use std::time::SystemTime;
 use seawall_core::provider::openai_responses::error_event as openai_responses_error_event;
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
 use seawall_core::{Failure, FinishKind, Usage};
+use seawall_internal::json::repair_lone_surrogates;
 use seawall_internal::nesting::Nesting;
 
 use crate::sse::Item;
@@ -68,6 +69,35 @@ pub enum Signal<'a> {
     /// answer may be in it, so it cannot be skipped (data with nothing in
     /// it, or blanks only, is a keep-alive). The reason names what broke.
     Undecodable(&'static str),
+}
+
+impl Signal<'_> {
+    /// The same signal, owning its text.
+    pub fn into_owned(self) -> Signal<'static> {
+        match self {
+            Signal::Content { text, finish } => Signal::Content {
+                text: text.map(|text| Cow::Owned(text.into_owned())),
+                finish: finish.map(Reason::into_owned),
+            },
+            Signal::Finish(reason) => Signal::Finish(reason.into_owned()),
+            Signal::Progress => Signal::Progress,
+            Signal::KeepAlive => Signal::KeepAlive,
+            Signal::Error(failure) => Signal::Error(failure),
+            Signal::Done => Signal::Done,
+            Signal::Other => Signal::Other,
+            Signal::Undecodable(why) => Signal::Undecodable(why),
+        }
+    }
+}
+
+impl Reason<'_> {
+    /// The same reason, owning its text.
+    pub fn into_owned(self) -> Reason<'static> {
+        Reason {
+            kind: self.kind,
+            reason: Cow::Owned(self.reason.into_owned()),
+        }
+    }
 }
 
 /// Decodes the events of one stream in a provider's wire format
@@ -167,21 +197,17 @@ impl Decoder {
         if event.name == b"error" {
             return self.error(event.data);
         }
-        let signal = match self.provider {
-            Provider::OpenAi => openai::decode(
-                event.data,
-                &mut self.refused,
-                &mut self.usage,
-                &mut self.shape,
-                &mut self.choices,
-            ),
-            Provider::OpenAiResponses => {
-                openai_responses::decode(event.data, &mut self.refused, &mut self.usage)
-            }
-            Provider::Anthropic => anthropic::decode(event.data, &mut self.usage),
-            Provider::Gemini => gemini::decode(event.data, &mut self.usage),
-            Provider::Http => generic::decode(event.name, event.data),
-        };
+        let mut signal = self.decode_data(event.name, event.data);
+        // serde refuses a lone surrogate escape, which JSON allows: read
+        // with the character replaced, the event is the text it carries,
+        // not one to skip with that text. Asked only of what no decoder
+        // read, so a healthy stream pays nothing for it.
+        if matches!(signal, Signal::Other)
+            && self.provider != Provider::Http
+            && let Some(repaired) = repair_lone_surrogates(event.data)
+        {
+            signal = self.decode_data(event.name, &repaired).into_owned();
+        }
         self.ended |= matches!(
             (&signal, self.provider),
             (Signal::Done, _)
@@ -282,6 +308,25 @@ impl Decoder {
             // A closed object with no error, or text that is no JSON:
             // noise, as the format says.
             _ => Signal::Other,
+        }
+    }
+
+    /// What an event's data means in the provider's format.
+    fn decode_data<'a>(&mut self, name: &'a [u8], data: &'a [u8]) -> Signal<'a> {
+        match self.provider {
+            Provider::OpenAi => openai::decode(
+                data,
+                &mut self.refused,
+                &mut self.usage,
+                &mut self.shape,
+                &mut self.choices,
+            ),
+            Provider::OpenAiResponses => {
+                openai_responses::decode(data, &mut self.refused, &mut self.usage)
+            }
+            Provider::Anthropic => anthropic::decode(data, &mut self.usage),
+            Provider::Gemini => gemini::decode(data, &mut self.usage),
+            Provider::Http => generic::decode(name, data),
         }
     }
 
