@@ -345,6 +345,42 @@ async fn a_captive_portal_page_is_no_answer_stream_or_unary() {
     }
 }
 
+/// A proxy's plain-text page reads like an event stream's first field
+/// ("rate limit exceeded", "internal error", "data unavailable"): on a
+/// request for one whole answer, or labelled JSON, it is no stream and no
+/// answer. Handed on unchecked, the gateway served it as a 200 answer.
+#[tokio::test]
+async fn a_page_that_opens_like_an_event_stream_is_no_unary_answer() {
+    for page in [
+        &b"rate limit exceeded, try again later"[..],
+        b"internal error, please retry",
+        b"error: upstream overloaded",
+        b"data unavailable",
+        b": maintenance",
+    ] {
+        for label in [None, Some("text/plain"), Some("application/json")] {
+            let headers: Vec<(&str, &str)> =
+                label.iter().map(|label| ("content-type", *label)).collect();
+            let outcome = retried_to_an_answer(reply("200 OK", &headers, page), false).await;
+            assert_eq!(outcome.text(), HEALTHY_UNARY);
+        }
+    }
+}
+
+/// An event stream labelled JSON is broken whichever was asked: the label
+/// kept the stream guard off it, so it went on unguarded.
+#[tokio::test]
+async fn an_event_stream_labelled_json_is_no_answer() {
+    for stream in [true, false] {
+        let first = reply(
+            "200 OK",
+            &[("content-type", "application/json")],
+            HEALTHY_STREAM.as_bytes(),
+        );
+        retried_to_an_answer(first, stream).await;
+    }
+}
+
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

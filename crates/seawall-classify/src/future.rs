@@ -14,7 +14,7 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::provider::{Provider, classify_error};
 use seawall_core::{Code, Evidence, Failure, Progress, RequestFacts};
-use seawall_internal::json::opening;
+use seawall_internal::json::{is_json_media, opening};
 use seawall_internal::millis;
 use tower::BoxError;
 
@@ -389,11 +389,13 @@ where
                             match first {
                                 Some(b'{') => self.object_seen = true,
                                 Some(first) => {
-                                    return Poll::Ready(if is_answer_opening(first, facts) {
-                                        SuccessRead::Unchecked
-                                    } else {
-                                        SuccessRead::NotAnAnswer(first)
-                                    });
+                                    return Poll::Ready(
+                                        if is_answer_opening(first, &self.parts, facts) {
+                                            SuccessRead::Unchecked
+                                        } else {
+                                            SuccessRead::NotAnAnswer(first)
+                                        },
+                                    );
                                 }
                                 None => self.blank = self.buffer.len(),
                             }
@@ -445,9 +447,15 @@ where
     ) -> Result<Response<ClassifiedBody<B>>, BoxError> {
         match read {
             SuccessRead::NotAnAnswer(first) => {
+                let what = if opens_event_stream(first) {
+                    "neither JSON nor an event stream where one may come (a request for one \
+                     whole answer, or a JSON label)"
+                } else {
+                    "neither JSON nor an event stream"
+                };
                 let mut failure = Failure::new(Code::ProtocolViolation).with_message(&format!(
-                    "the 2xx answer of a generation endpoint is neither JSON nor an event \
-                     stream (content type {:?}, first byte {:?})",
+                    "the 2xx answer of a generation endpoint is {what} (content type {:?}, \
+                     first byte {:?})",
                     self.parts
                         .headers
                         .get(http::header::CONTENT_TYPE)
@@ -506,16 +514,32 @@ where
 
 /// Whether a 2xx body that does not open a JSON object may still be an
 /// answer, handed on unread: anything, except on a generation endpoint,
-/// where only an event stream (a field line or a comment) or Gemini's JSON
-/// array stream is.
-fn is_answer_opening(first: u8, facts: &RequestFacts) -> bool {
+/// where only an event stream or Gemini's JSON array stream is.
+fn is_answer_opening(first: u8, parts: &Parts, facts: &RequestFacts) -> bool {
     match facts.provider() {
         None => true,
         Some(provider) => {
-            matches!(first, b'd' | b'e' | b'i' | b'r' | b':')
+            (opens_event_stream(first) && may_stream(parts, facts))
                 || (first == b'[' && provider == Provider::Gemini)
         }
     }
+}
+
+/// A field line or a comment: how an event stream opens (`data:`,
+/// `event:`, `id:`, `retry:`, `:`) — and how many plain-text pages do
+/// ("rate limit exceeded", "internal error").
+fn opens_event_stream(first: u8) -> bool {
+    matches!(first, b'd' | b'e' | b'i' | b'r' | b':')
+}
+
+/// Whether the answer may be an event stream: a stream was not refused
+/// (a request for one whole answer gets one, and the stream guard reads
+/// no stream there) and the answer does not call itself JSON (a body that
+/// does must be JSON). Else text that opens like a stream is a proxy's
+/// page, never handed on as an answer.
+fn may_stream(parts: &Parts, facts: &RequestFacts) -> bool {
+    facts.stream_requested() != Some(false)
+        && !crate::provider::media_type(parts).is_some_and(is_json_media)
 }
 
 impl<B> Reading<B>

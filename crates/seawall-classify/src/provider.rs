@@ -3,6 +3,7 @@
 use http::response::Parts;
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
 use seawall_core::{Class, Code, Failure, Finish, FinishKind, RequestFacts};
+use seawall_internal::json::is_json_media;
 
 use crate::classifier::{Checked, Classifier, Inspection, SuccessContext};
 use crate::{grpc, unary};
@@ -162,7 +163,7 @@ impl Classifier for ProviderClassifier {
                     ));
                 }
                 match media_type(parts) {
-                    Some(media) if is_json(media) => Inspection::CheckBody,
+                    Some(media) if is_json_media(media) => Inspection::CheckBody,
                     Some(media) if media.eq_ignore_ascii_case(b"text/event-stream") => {
                         Inspection::Deliver
                     }
@@ -255,7 +256,7 @@ fn declared_error(
 }
 
 /// The media type of the answer, parameters dropped.
-fn media_type(parts: &Parts) -> Option<&[u8]> {
+pub(crate) fn media_type(parts: &Parts) -> Option<&[u8]> {
     let value = parts.headers.get(http::header::CONTENT_TYPE)?;
     Some(value.as_bytes().split(|&b| b == b';').next()?.trim_ascii())
 }
@@ -269,12 +270,6 @@ fn is_grpc(media: &[u8]) -> bool {
 /// suffix.
 fn is_grpc_web(media: &[u8]) -> bool {
     media.len() >= 20 && media[..20].eq_ignore_ascii_case(b"application/grpc-web")
-}
-
-/// `application/json` or a `+json` type.
-fn is_json(media: &[u8]) -> bool {
-    media.eq_ignore_ascii_case(b"application/json")
-        || (media.len() > 5 && media[media.len() - 5..].eq_ignore_ascii_case(b"+json"))
 }
 
 /// A `content-encoding` other than `identity`: the bytes are not the answer

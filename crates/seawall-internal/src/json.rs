@@ -56,6 +56,13 @@ pub fn from_bytes<'a, T: Deserialize<'a>>(data: &'a [u8]) -> serde_json::Result<
     }
 }
 
+/// Whether a media type (a `content-type` without its parameters) is
+/// JSON: `application/json` or any `+json` type.
+pub fn is_json_media(media: &[u8]) -> bool {
+    media.eq_ignore_ascii_case(b"application/json")
+        || (media.len() > 5 && media[media.len() - 5..].eq_ignore_ascii_case(b"+json"))
+}
+
 /// `data` with every lone surrogate escape (`\ud83d` with no low half
 /// after it, a low half with no high one before it) written as `\ufffd`,
 /// the replacement character; `None` when it has none.

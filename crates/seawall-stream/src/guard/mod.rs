@@ -129,6 +129,7 @@ pub use service::StreamGuard;
 use seawall_core::RequestFacts;
 
 use seawall_core::provider::Provider;
+use seawall_internal::json::is_json_media;
 
 /// The settings of one layer, shared by its services.
 #[derive(Debug, Clone)]
@@ -191,7 +192,7 @@ impl Config {
             Some(media) if media.eq_ignore_ascii_case(self.content_type.as_bytes()) => {
                 Some(Recognised::ContentType)
             }
-            Some(media) if is_json(media) => json_array.then_some(Recognised::JsonArray),
+            Some(media) if is_json_media(media) => json_array.then_some(Recognised::JsonArray),
             _ if json_array => Some(Recognised::JsonArray),
             _ if facts.is_generation() && facts.stream_requested() == Some(true) => {
                 Some(Recognised::Requested)
@@ -208,10 +209,4 @@ pub(crate) fn asks_json_array(uri: &http::Uri) -> bool {
         && !uri
             .query()
             .is_some_and(|query| query.split('&').any(|pair| pair == "alt=sse"))
-}
-
-/// `application/json` or any `+json` type.
-fn is_json(media: &[u8]) -> bool {
-    media.eq_ignore_ascii_case(b"application/json")
-        || (media.len() > 5 && media[media.len() - 5..].eq_ignore_ascii_case(b"+json"))
 }
