@@ -61,7 +61,8 @@
 use std::time::Duration;
 
 use seawall_breaker::{Breaker, BreakerLayer};
-use seawall_classify::{Classify, ClassifyLayer};
+use seawall_classify::encoding::CanonicalEncoding;
+use seawall_classify::{CanonicalEncodingLayer, Classify, ClassifyLayer};
 use seawall_deadline::{DeadlineLayer, DeadlineService, WireTimeout};
 use seawall_fallback::{Fallback, FallbackLayer, RouteSet, RouteSetLayer};
 use seawall_retry::{Budget, RetryBudget, RetryBudgetLayer, RetryPolicy};
@@ -71,7 +72,8 @@ use tower_layer::Layer;
 
 /// One attempt: Breaker → Deadline(per attempt) → StreamGuard → Classify →
 /// Decompression → client.
-pub type AttemptStack<S, C> = Breaker<DeadlineService<StreamGuard<Classify<Decompression<S>, C>>>>;
+pub type AttemptStack<S, C> =
+    Breaker<DeadlineService<StreamGuard<Classify<Decompression<CanonicalEncoding<S>>, C>>>>;
 
 /// The whole stack without a fallback.
 pub type Seawall<S, C> = DeadlineService<RetryBudget<AttemptStack<S, C>>>;
@@ -238,15 +240,17 @@ impl Stack {
     /// Decompression (tower-http's, gzip, deflate, br and zstd) sits
     /// innermost, so the classifier and the stream guard read decoded bytes;
     /// it asks for compressed answers with `Accept-Encoding` when the
-    /// request names no encoding of its own. An encoding it does not know
-    /// reaches the classifier still encoded and fails as
-    /// `protocol_violation`, never as a misread answer.
+    /// request names no encoding of its own. Under it,
+    /// [`CanonicalEncodingLayer`] writes the answer's coding the way the
+    /// decompression matches it (`GZIP` and `x-gzip` as `gzip`). An
+    /// encoding it does not know reaches the classifier still encoded and
+    /// fails as `protocol_violation`, never as a misread answer.
     pub fn attempt<S, C: Clone>(
         &self,
         classify: &ClassifyLayer<C>,
         client: S,
     ) -> AttemptStack<S, C> {
-        let decoded = DecompressionLayer::new().layer(client);
+        let decoded = DecompressionLayer::new().layer(CanonicalEncodingLayer::new().layer(client));
         let classified = classify.layer(decoded);
         let guarded = self.guard.layer(classified);
         let mut bound = DeadlineLayer::per_attempt(self.per_attempt);

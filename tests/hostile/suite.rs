@@ -390,20 +390,25 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_compressed_answer_is_decoded_before_anything_reads_it() {
-    for (stream, ct, body) in [
-        (false, "application/json", HEALTHY_UNARY),
-        (true, "text/event-stream", HEALTHY_STREAM),
-    ] {
-        let server = Hostile::start(vec![reply(
-            "200 OK",
-            &[("content-type", ct), ("content-encoding", "gzip")],
-            &gzip(body.as_bytes()),
-        )])
-        .await;
-        let outcome = ask(&server, stream).await;
-        assert_eq!(outcome.code(), None, "{outcome:?}");
-        assert_eq!(outcome.text(), body);
-        assert_eq!(server.requests(), 1);
+    // Content codings are case-insensitive and `x-gzip` is `gzip` (RFC
+    // 9110, 8.4.1): spelled so, the answer went undecoded, was refused
+    // and asked for (and billed) three times.
+    for encoding in ["gzip", "GZIP", "x-gzip", "identity, Gzip"] {
+        for (stream, ct, body) in [
+            (false, "application/json", HEALTHY_UNARY),
+            (true, "text/event-stream", HEALTHY_STREAM),
+        ] {
+            let server = Hostile::start(vec![reply(
+                "200 OK",
+                &[("content-type", ct), ("content-encoding", encoding)],
+                &gzip(body.as_bytes()),
+            )])
+            .await;
+            let outcome = ask(&server, stream).await;
+            assert_eq!(outcome.code(), None, "{encoding} {outcome:?}");
+            assert_eq!(outcome.text(), body);
+            assert_eq!(server.requests(), 1);
+        }
     }
 }
 

@@ -101,6 +101,7 @@
 
 mod body;
 mod classifier;
+pub mod encoding;
 mod future;
 mod grpc;
 mod json_end;
@@ -120,6 +121,7 @@ pub use body::ClassifiedBody;
 pub use classifier::{
     Checked, Classifier, Inspection, ResponseRule, SuccessContext, WithRules, response_rule,
 };
+pub use encoding::CanonicalEncodingLayer;
 pub use future::ResponseFuture;
 pub use layer::ClassifyLayer;
 pub use provider::ProviderClassifier;

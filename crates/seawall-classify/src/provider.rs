@@ -157,8 +157,10 @@ impl Classifier for ProviderClassifier {
                 if let Some(encoding) = undecoded_encoding(parts) {
                     return Inspection::Fail(Failure::new(Code::ProtocolViolation).with_message(
                         &format!(
-                            "the 2xx answer is compressed ({encoding}) and nothing decoded it: \
-                             put a decompression layer between ClassifyLayer and the client"
+                            "the 2xx answer is compressed ({encoding}) and nothing decoded it \
+                             (a decompression layer between ClassifyLayer and the client decodes \
+                             gzip, deflate, br and zstd; CanonicalEncodingLayer under it reads \
+                             their other spellings)"
                         ),
                     ));
                 }
