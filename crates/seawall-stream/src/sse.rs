@@ -6,7 +6,9 @@
 //! case: one JSON object per event); only an event of several `data:` lines,
 //! or one that spans frames, is copied into a reused buffer, so its lines
 //! can be joined with `\n`. Both buffers are capped; a line or an event
-//! longer than its cap is an error, never unbounded growth.
+//! longer than its cap is an error, never unbounded growth — and so is an
+//! event whose lines, of any field, never end in a blank line (see
+//! [`Scanner::new`]).
 //!
 //! Events and comments are what the format dispatches; a line that is no
 //! field of the format is handed on too, as [`Item::Stray`], for a reader
@@ -119,6 +121,9 @@ pub struct Scanner {
     /// Where the blank line being handled ends in the frame: the
     /// dispatched event's [`Event::end`].
     dispatch_end: usize,
+    /// The bytes of the event being read so far, every line of it (data,
+    /// other fields, comments) with its line end: see [`Scanner::new`].
+    pending: usize,
     max_line: usize,
     max_event: usize,
 }
@@ -131,6 +136,12 @@ impl Default for Scanner {
 
 impl Scanner {
     /// A scanner with caps on one line and on one event's data, in bytes.
+    ///
+    /// An event's lines, whatever their field, are bounded too, at twice
+    /// the data cap: lines that are no data (comments, `id:`, unknown
+    /// fields) or empty `data:` lines never sent without a blank line end
+    /// no event, and a reader that hands on whole events only (a relay)
+    /// would hold every byte of them.
     pub fn new(max_line: usize, max_event: usize) -> Self {
         Scanner {
             line: Vec::new(),
@@ -141,6 +152,7 @@ impl Scanner {
             bom_matched: Some(0),
             boundary: 0,
             dispatch_end: 0,
+            pending: 0,
             max_line,
             max_event,
         }
@@ -258,6 +270,7 @@ impl Scanner {
         on_item: &mut impl FnMut(Item<'_>),
     ) -> Result<(), ScanError> {
         if line.is_empty() {
+            self.pending = 0;
             if self.has_data {
                 let data = match in_frame.take() {
                     Some(value) => value,
@@ -274,6 +287,11 @@ impl Scanner {
             self.name.clear();
             self.has_data = false;
             return Ok(());
+        }
+        self.pending += line.len() + 1;
+        let cap = self.max_event.saturating_mul(2);
+        if self.pending > cap {
+            return Err(ScanError::EventTooLarge { cap });
         }
         if line[0] == b':' {
             on_item(Item::Comment(&line[1..]));
@@ -487,5 +505,30 @@ mod tests {
             scanner.feed(line, |_| {}),
             Err(ScanError::EventTooLarge { cap: 100 })
         );
+
+        // Lines that are no data, and empty data lines, bound the event
+        // at twice the data cap; a blank line starts the count again.
+        for filler in [
+            &b": keep-alive\n"[..],
+            b"id: 12345678\n",
+            b"foo: bar\n",
+            b"data:\n",
+        ] {
+            let mut scanner = Scanner::new(64, 100);
+            let mut fed = 0;
+            let result = loop {
+                if let Err(error) = scanner.feed(filler, |_| {}) {
+                    break error;
+                }
+                fed += filler.len();
+                assert!(fed <= 200, "{:?}", String::from_utf8_lossy(filler));
+            };
+            assert_eq!(result, ScanError::EventTooLarge { cap: 200 });
+        }
+        let mut scanner = Scanner::new(64, 100);
+        for _ in 0..100 {
+            scanner.feed(b": ping\n\n", |_| {}).unwrap();
+            scanner.feed(b"id: 1\ndata: x\n\n", |_| {}).unwrap();
+        }
     }
 }
