@@ -408,3 +408,63 @@ async fn each_attempt_counts_its_own_progress_in_the_operations_slots() {
     );
     assert!(failure.is_route_shaped());
 }
+
+/// A caller that stops waiting for its answer to begin at 3 s (the
+/// `AnswerBy` the gateway makes of an SDK's read timeout) while the model
+/// thinks until 4.5 s: the whole stack hands the thinking on just before
+/// 3 s, as the caller would read it from the provider, instead of failing
+/// the billed work with `deadline_exceeded` (every thinking stream longer
+/// than the client's read timeout failed through the gateway).
+#[tokio::test(start_paused = true)]
+async fn a_thinking_stream_begins_before_the_callers_wait_ends() {
+    use seawall::core::{AnswerBy, Deadline};
+    use std::time::Duration;
+    const START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n";
+    const THINKING: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
+    const TEXT: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let calls = Arc::new(AtomicU32::new(0));
+    let provider = {
+        let calls = Arc::clone(&calls);
+        service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async {
+                let frames = futures_util::stream::unfold(0u8, |step| async move {
+                    let (wait, frame) = match step {
+                        0 => (0.0, START),
+                        1 | 2 => (1.5, THINKING),
+                        3 => (1.5, TEXT),
+                        _ => return None,
+                    };
+                    tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                    let frame = Frame::data(Bytes::from_static(frame.as_bytes()));
+                    Some((Ok::<_, Infallible>(frame), step + 1))
+                });
+                let response = http::Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(StreamBody::new(frames).boxed())
+                    .expect("a response");
+                Ok::<_, Infallible>(response)
+            }
+        })
+    };
+    let service = seawall::stack::Stack::interactive().build(&ClassifyLayer::anthropic(), provider);
+    let mut request = http::Request::post("http://primary.example/v1/messages")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
+        .expect("a request");
+    request
+        .extensions_mut()
+        .insert(AnswerBy(Deadline::after(Duration::from_secs(3))));
+    let started = Instant::now();
+    let response = service.oneshot(request).await.expect("the answer began");
+    assert_eq!(started.elapsed(), Duration::from_millis(2950));
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a whole body")
+        .to_bytes();
+    assert_eq!(body, [START, THINKING, THINKING, TEXT].concat().as_bytes());
+    assert_eq!(started.elapsed(), Duration::from_millis(4500));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "never asked again");
+}

@@ -376,3 +376,88 @@ async fn classified_body_errors_keep_their_verdict_before_content() {
     );
     assert_eq!(failure.message(), Some("overloaded"));
 }
+
+/// A caller that stops waiting for its answer to begin (an `AnswerBy`: an
+/// SDK's read timeout, as the gateway reads it) while the model thinks is
+/// handed what came so far just before that instant, as it would read it
+/// straight from the provider — not failed with the thinking lost. A hold
+/// of keep-alives alone is no answer begun and is not handed on.
+#[tokio::test(start_paused = true)]
+async fn a_thinking_hold_is_handed_on_before_the_callers_wait_ends() {
+    use seawall_core::{AnswerBy, Deadline};
+    const THINKING: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
+    const TEXT: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n";
+    const END: &str = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let call_by = |answer_by: Option<f64>, script: Vec<Step>| {
+        let mut body = Some(scripted(script));
+        let provider = tower::service_fn(move |_req: http::Request<()>| {
+            let body = body.take().expect("called once");
+            async move { Ok::<_, std::convert::Infallible>(sse(body)) }
+        });
+        let mut request = request(MESSAGES);
+        if let Some(after) = answer_by {
+            request
+                .extensions_mut()
+                .insert(AnswerBy(Deadline::after(secs(after))));
+        }
+        StreamGuardLayer::interactive()
+            .layer(provider)
+            .oneshot(request)
+    };
+    let thinking = || {
+        vec![
+            send(MESSAGE_START),
+            wait(1.5),
+            send(THINKING),
+            wait(1.5),
+            send(THINKING),
+            wait(1.5),
+            send(TEXT),
+            send(END),
+        ]
+    };
+
+    let start = Instant::now();
+    let response = call_by(Some(3.0), thinking()).await.expect("handed on");
+    assert_eq!(
+        start.elapsed(),
+        secs(2.95),
+        "50 ms before the caller's bound"
+    );
+    let d = drain(response).await;
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let text = String::from_utf8(d.bytes).unwrap();
+    assert_eq!(
+        text,
+        [MESSAGE_START, THINKING, THINKING, TEXT, END].concat()
+    );
+    assert_eq!(d.report.time_to_first_content, Some(secs(4.5)));
+
+    // Without a caller's bound the hold lasts until the first content.
+    let start = Instant::now();
+    call_by(None, thinking()).await.expect("an answer");
+    assert_eq!(start.elapsed(), secs(4.5));
+
+    // A hold of keep-alives alone is kept: no answer began.
+    let mut pings = vec![send(PING)];
+    for _ in 0..4 {
+        pings.extend([wait(1.0), send(PING)]);
+    }
+    pings.extend([send(MESSAGE_START), send(TEXT), send(END)]);
+    let start = Instant::now();
+    call_by(Some(3.0), pings).await.expect("an answer");
+    assert_eq!(start.elapsed(), secs(4.0));
+
+    // Once handed on, a failure before content is an interruption of what
+    // the caller read, never replayed.
+    let cut = vec![
+        send(MESSAGE_START),
+        wait(1.0),
+        send(THINKING),
+        wait(3.0),
+        Step::Reset,
+    ];
+    let d = drain(call_by(Some(3.0), cut).await.expect("handed on")).await;
+    let failure = d.error.expect("the reset");
+    assert_eq!(failure.action(), Action::Surface);
+}

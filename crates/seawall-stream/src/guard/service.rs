@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use seawall_core::{AttemptSpans, BoxError, Progress, RequestFacts};
+use seawall_core::{AnswerBy, AttemptSpans, BoxError, Progress, RequestFacts};
 use tokio::time::Instant;
 use tower_service::Service;
 
@@ -60,6 +60,7 @@ where
             spans: AttemptSpans::of(request.extensions()).cloned(),
             #[cfg(feature = "metrics")]
             route: seawall_core::RouteId::of_request(&request),
+            answer_by: AnswerBy::of(&request).map(|by| by.0.instant()),
         };
         ResponseFuture::new(self.inner.call(request), setup)
     }

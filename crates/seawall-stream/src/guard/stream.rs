@@ -252,7 +252,13 @@ pub(crate) struct Setup {
     /// The route, for metric labels.
     #[cfg(feature = "metrics")]
     pub(crate) route: seawall_core::RouteId,
+    /// When a caller's wait for its answer to begin ends ([`AnswerBy`](seawall_core::AnswerBy)).
+    pub(crate) answer_by: Option<Instant>,
 }
+
+/// How long before the caller's [`AnswerBy`](seawall_core::AnswerBy) a hold with something in it
+/// is handed on: ahead of the deadline layer's bound at the same instant.
+const RELEASE_LEAD: Duration = Duration::from_millis(50);
 
 /// Everything a stream knows besides its body and timer.
 #[derive(Debug)]
@@ -286,8 +292,12 @@ pub(crate) struct Track {
     handle: StreamReportHandle,
     reported: bool,
     /// The held frames were handed on before any content, at the hold cap
-    /// (see [`Stream::poll_hold`]): from then on nothing is replayed.
+    /// or the caller's [`AnswerBy`](seawall_core::AnswerBy) (see [`Stream::poll_hold`]): from then
+    /// on nothing is replayed.
     released: bool,
+    /// When a hold that holds progress is handed on: the caller's
+    /// [`AnswerBy`](seawall_core::AnswerBy) less [`RELEASE_LEAD`].
+    release_by: Option<Instant>,
     /// The body was taken for a stream without its content type saying so,
     /// and its first bytes have not been looked at yet.
     opening_unchecked: bool,
@@ -309,6 +319,7 @@ impl Track {
             json_array: _,
             #[cfg(feature = "metrics")]
             route,
+            answer_by,
         } = setup;
         Track {
             framing: match recognised {
@@ -345,12 +356,27 @@ impl Track {
             handle,
             reported: false,
             released: false,
+            release_by: answer_by.map(|at| at.checked_sub(RELEASE_LEAD).unwrap_or(at)),
             // Only a body not declared an event stream must show it is one.
             opening_unchecked: recognised == Some(Recognised::Requested),
             spans,
             #[cfg(feature = "metrics")]
             route,
         }
+    }
+
+    /// When the hold is handed on though no content came: while held, once
+    /// something the caller would read is in it (thinking, a role delta,
+    /// `message_start`) and the caller has a wait for its answer to begin.
+    fn release_at(&self) -> Option<Instant> {
+        let holding = self.tally.first_content.is_none() && !self.released;
+        (holding && self.tally.progress_events > 0)
+            .then_some(self.release_by)
+            .flatten()
+    }
+
+    fn release_due(&self, now: Instant) -> bool {
+        self.release_at().is_some_and(|at| now >= at)
     }
 
     /// The protocol's end arrived ([`Decoder::ended`]): the body is not
@@ -463,6 +489,12 @@ impl Track {
             self.end_at = Some(at);
         }
         self.tally.stop.take()
+    }
+
+    /// When the timer must wake: the next bound, or the hold's release.
+    fn wake(&self) -> Instant {
+        let (at, _) = self.deadline();
+        self.release_at().map_or(at, |release| release.min(at))
     }
 
     /// The next instant a bound expires, and which bound it is. Only
@@ -835,6 +867,8 @@ enum Step {
     /// Clean EOF.
     End,
     Fail(Cause),
+    /// The hold is due to be handed on ([`Track::release_at`]).
+    Release,
 }
 
 pin_project! {
@@ -917,19 +951,23 @@ where
         // the bound it was armed for, and is armed again for the later one
         // (one reset per idle period, not one per event: a reset takes the
         // timer wheel's lock).
-        let (at, _) = this.track.deadline();
-        if at < *this.armed {
-            this.timer.as_mut().reset(at);
-            *this.armed = at;
+        let wake = this.track.wake();
+        if wake < *this.armed {
+            this.timer.as_mut().reset(wake);
+            *this.armed = wake;
         }
         loop {
             ready!(this.timer.as_mut().poll(cx));
+            if this.track.release_due(Instant::now()) {
+                return Poll::Ready(Step::Release);
+            }
             let (at, gap) = this.track.deadline();
             if at <= *this.armed {
                 return Poll::Ready(Step::Fail(Cause::Timeout(gap)));
             }
-            this.timer.as_mut().reset(at);
-            *this.armed = at;
+            let wake = this.track.wake();
+            this.timer.as_mut().reset(wake);
+            *this.armed = wake;
         }
     }
 
@@ -979,6 +1017,19 @@ where
                         this.track.released = true;
                         return Poll::Ready(Ok(()));
                     }
+                    if this.track.release_due(now) {
+                        this.track.released = true;
+                        return Poll::Ready(Ok(()));
+                    }
+                }
+                // The caller stops waiting for its answer to begin: what
+                // the provider sent so far (thinking, a role delta) is
+                // handed on, as the caller would read it straight from the
+                // provider, rather than the wait ending in a timeout with
+                // the work lost. Nothing is replayed from here on.
+                Step::Release => {
+                    this.track.released = true;
+                    return Poll::Ready(Ok(()));
                 }
                 Step::End => {
                     // Without content a clean end is never a success (but
@@ -1041,6 +1092,13 @@ where
             Step::Fail(cause) => {
                 *this.ended = true;
                 Poll::Ready(this.track.close(cause))
+            }
+            // Only a hold is released, and a live body holds nothing: read
+            // on at once.
+            Step::Release => {
+                this.track.released = true;
+                cx.waker().wake_by_ref();
+                Poll::Pending
             }
         }
     }
