@@ -29,6 +29,10 @@ pub const DEFAULT_MAX_LINE: usize = 8 << 20;
 
 use seawall_internal::json::UTF8_BOM as BOM;
 
+/// The least bound on one event's lines of any field (see
+/// [`Scanner::new`]).
+const MIN_EVENT_LINES: usize = 64 << 10;
+
 /// One thing the scanner found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Item<'a> {
@@ -138,7 +142,7 @@ impl Scanner {
     /// A scanner with caps on one line and on one event's data, in bytes.
     ///
     /// An event's lines, whatever their field, are bounded too, at twice
-    /// the data cap: lines that are no data (comments, `id:`, unknown
+    /// the data cap (at least 64 KiB): lines that are no data (comments, `id:`, unknown
     /// fields) or empty `data:` lines never sent without a blank line end
     /// no event, and a reader that hands on whole events only (a relay)
     /// would hold every byte of them.
@@ -289,11 +293,8 @@ impl Scanner {
             return Ok(());
         }
         self.pending += line.len() + 1;
-        let cap = self.max_event.saturating_mul(2);
-        if self.pending > cap {
-            return Err(ScanError::EventTooLarge { cap });
-        }
         if line[0] == b':' {
+            self.check_pending()?;
             on_item(Item::Comment(&line[1..]));
             return Ok(());
         }
@@ -333,10 +334,25 @@ impl Scanner {
             b"id" | b"retry" => {}
             // Ignored by the format, and told to the reader, which may know
             // what a raw error body looks like.
-            _ => on_item(Item::Stray {
-                line,
-                start: self.boundary,
-            }),
+            _ => {
+                self.check_pending()?;
+                on_item(Item::Stray {
+                    line,
+                    start: self.boundary,
+                });
+            }
+        }
+        // After the data's own cap, which names the cap a caller set.
+        self.check_pending()
+    }
+
+    /// The event's lines, of any field, within twice the data cap (and at
+    /// least [`MIN_EVENT_LINES`]: field names and line ends are overhead a
+    /// small data cap must leave room for).
+    fn check_pending(&self) -> Result<(), ScanError> {
+        let cap = self.max_event.saturating_mul(2).max(MIN_EVENT_LINES);
+        if self.pending > cap {
+            return Err(ScanError::EventTooLarge { cap });
         }
         Ok(())
     }
@@ -506,27 +522,33 @@ mod tests {
             Err(ScanError::EventTooLarge { cap: 100 })
         );
 
-        // Lines that are no data, and empty data lines, bound the event
-        // at twice the data cap; a blank line starts the count again.
-        for filler in [
-            &b": keep-alive\n"[..],
-            b"id: 12345678\n",
-            b"foo: bar\n",
-            b"data:\n",
-        ] {
-            let mut scanner = Scanner::new(64, 100);
+        // Lines that are no data bound the event at twice the data cap
+        // (at least 64 KiB); a blank line starts the count again.
+        let cap = 2 * 40_000;
+        for filler in [&b": keep-alive\n"[..], b"id: 12345678\n", b"foo: bar\n"] {
+            let mut scanner = Scanner::new(64, 40_000);
             let mut fed = 0;
             let result = loop {
                 if let Err(error) = scanner.feed(filler, |_| {}) {
                     break error;
                 }
                 fed += filler.len();
-                assert!(fed <= 200, "{:?}", String::from_utf8_lossy(filler));
+                assert!(fed <= cap, "{:?}", String::from_utf8_lossy(filler));
             };
-            assert_eq!(result, ScanError::EventTooLarge { cap: 200 });
+            assert!(fed + 2 * filler.len() > cap, "{fed}");
+            assert_eq!(result, ScanError::EventTooLarge { cap });
         }
+        // Empty data lines (a byte of data each, six on the wire) meet the
+        // lines' bound first.
+        let mut scanner = Scanner::new(64, 40_000);
+        let error = loop {
+            if let Err(error) = scanner.feed(b"data:\n", |_| {}) {
+                break error;
+            }
+        };
+        assert_eq!(error, ScanError::EventTooLarge { cap });
         let mut scanner = Scanner::new(64, 100);
-        for _ in 0..100 {
+        for _ in 0..100_000 {
             scanner.feed(b": ping\n\n", |_| {}).unwrap();
             scanner.feed(b"id: 1\ndata: x\n\n", |_| {}).unwrap();
         }
