@@ -468,3 +468,65 @@ async fn a_thinking_stream_begins_before_the_callers_wait_ends() {
     assert_eq!(started.elapsed(), Duration::from_millis(4500));
     assert_eq!(calls.load(Ordering::SeqCst), 1, "never asked again");
 }
+
+/// A background response (`"background": true`, the Responses API) runs
+/// to its end whoever reads it. Held back for its first content and
+/// failed, it was asked for again: three billed runs upstream, and the
+/// first one's id (in `response.created`) thrown away, so nobody could
+/// even cancel them. It is handed on as it comes and never replayed; the
+/// same cut on a plain stream is still retried invisibly.
+#[tokio::test(start_paused = true)]
+async fn a_background_stream_is_handed_on_and_never_asked_for_twice() {
+    const CREATED: &str = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"queued\",\"background\":true}}\n\n";
+    for background in [true, false] {
+        let calls = Arc::new(AtomicU32::new(0));
+        let provider = {
+            let calls = Arc::clone(&calls);
+            service_fn(move |req: http::Request<ReplayBody<Full<Bytes>>>| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                async {
+                    // The request is read whole, as a server does; the job
+                    // is created, then the connection breaks.
+                    req.into_body().collect().await.expect("the request body");
+                    let frames = futures_util::stream::iter([
+                        Ok(Frame::data(Bytes::from_static(CREATED.as_bytes()))),
+                        Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+                    ]);
+                    let response = http::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(StreamBody::new(frames).boxed())
+                        .expect("a response");
+                    Ok::<_, Infallible>(response)
+                }
+            })
+        };
+        let service = seawall::stack::Stack::interactive().build(
+            &ClassifyLayer::new(seawall::classify::ProviderClassifier::openai()),
+            provider,
+        );
+        let body = if background {
+            r#"{"model":"m","input":"hi","stream":true,"background":true}"#
+        } else {
+            r#"{"model":"m","input":"hi","stream":true}"#
+        };
+        let request = http::Request::post("http://primary.example/v1/responses")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .expect("a request");
+        let result = service.oneshot(request).await;
+        if background {
+            let response = result.expect("handed on at its first event");
+            let mut body = std::pin::pin!(response.into_body());
+            let first = body.as_mut().frame().await.unwrap().unwrap();
+            assert_eq!(first.data_ref().unwrap(), CREATED.as_bytes(), "the id");
+            let error = body.as_mut().frame().await.unwrap().unwrap_err();
+            let failure = seawall::core::Failure::find(&*error).expect("a verdict");
+            assert_eq!(failure.action(), seawall::core::Action::Surface);
+            assert_eq!(calls.load(Ordering::SeqCst), 1, "one run upstream");
+        } else {
+            let error = result.expect_err("no content in three attempts");
+            assert!(seawall::core::Failure::find(&*error).is_some());
+            assert_eq!(calls.load(Ordering::SeqCst), 3, "retried invisibly");
+        }
+    }
+}

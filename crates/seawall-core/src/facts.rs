@@ -82,6 +82,7 @@ impl OperationSlots {
 struct BodyFacts {
     stream: Option<bool>,
     model: Option<Model>,
+    background: bool,
 }
 
 /// The model's name: where it stands in the recorded body (no copy), or a
@@ -102,7 +103,7 @@ impl Model {
 }
 
 impl BodyFacts {
-    /// Only the two members are read; anything else, and a body that is
+    /// Only these members are read; anything else, and a body that is
     /// not a JSON object (or not UTF-8, as JSON must be), gives no facts.
     fn parse(body: &Bytes) -> BodyFacts {
         let Ok(text) = std::str::from_utf8(body) else {
@@ -119,6 +120,7 @@ impl BodyFacts {
         BodyFacts {
             stream: members.stream,
             model,
+            background: members.background.0,
         }
     }
 }
@@ -186,6 +188,18 @@ impl RequestFacts {
     pub fn continuing(mut self) -> Self {
         self.continues = true;
         self
+    }
+
+    /// Whether the body asks for a stream of a background response
+    /// (`"background": true, "stream": true`, the Responses API): the
+    /// provider runs it to its end whoever reads, so once it answered, a
+    /// second request would run a second one, billed, beside the first.
+    pub fn background_stream(&self) -> bool {
+        self.body
+            .as_ref()
+            .and_then(|body| body.get())
+            .is_some_and(|body| body.background)
+            && self.stream_requested() == Some(true)
     }
 
     /// Whether the request continues an answer ([`continuing`](Self::continuing)).

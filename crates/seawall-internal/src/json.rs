@@ -166,6 +166,55 @@ pub struct RequestMembers<'a> {
     /// `"stream"`, a boolean (or `null`, or missing).
     #[serde(default)]
     pub stream: Option<bool>,
+    /// `"background": true` (the Responses API's background mode): the
+    /// provider runs the response whether or not anyone reads it. Any
+    /// other value is not true, and no error.
+    #[serde(default)]
+    pub background: Flag,
+}
+
+/// A member that counts when it is `true`; any other value (another type
+/// included) reads as `false` without failing the body.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Flag(pub bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FlagVisitor;
+        impl<'de> Visitor<'de> for FlagVisitor {
+            type Value = Flag;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Flag, E> {
+                Ok(Flag(v))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_unit<E>(self) -> Result<Flag, E> {
+                Ok(Flag(false))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Flag, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Flag(false))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Flag, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Flag(false))
+            }
+        }
+        deserializer.deserialize_any(FlagVisitor)
+    }
 }
 
 impl<'a> RequestMembers<'a> {

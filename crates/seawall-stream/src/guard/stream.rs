@@ -355,7 +355,11 @@ impl Track {
             chunks: 0,
             handle,
             reported: false,
-            released: false,
+            // A background response runs to its end whoever reads it:
+            // held back and failed, it would be asked for again and run
+            // twice, the first one's id (in its first event) thrown away.
+            // So it is handed on as it comes, never replayed.
+            released: facts.background_stream(),
             release_by: answer_by.map(|at| at.checked_sub(RELEASE_LEAD).unwrap_or(at)),
             // Only a body not declared an event stream must show it is one.
             opening_unchecked: recognised == Some(Recognised::Requested),
@@ -976,6 +980,11 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), Failure>> {
+        // Nothing is held of a stream handed on from its start (a
+        // background response's).
+        if self.track.released {
+            return Poll::Ready(Ok(()));
+        }
         loop {
             let step = ready!(self.as_mut().poll_step(cx));
             let this = self.as_mut().project();
