@@ -115,9 +115,11 @@ impl WireError {
                 ));
             }
         }
+        // The upstream's error status where it is one an HTTP client knows
+        // (a 999 or a 1xx is no answer to pass on).
         let status = failure
             .status()
-            .filter(|s| *s >= 400)
+            .filter(|s| (400..=599).contains(s))
             .and_then(|s| StatusCode::from_u16(s).ok())
             .unwrap_or(match code {
                 code if refused_without_a_call(code) => StatusCode::SERVICE_UNAVAILABLE,
@@ -264,6 +266,17 @@ mod tests {
         let failure = Failure::new(Code::CircuitOpen).with_receipt(receipt);
         let error = WireError::before_content(&failure, "seawall: circuit_open".into());
         assert_eq!(error.message, "seawall: circuit_open");
+    }
+
+    /// The upstream's error status goes on where a client knows it as
+    /// one; a status past 599 (valid to `http`) or below 400 is a 502.
+    #[test]
+    fn only_an_error_status_is_passed_on() {
+        for (upstream, answered) in [(429, 429), (529, 529), (999, 502), (600, 502), (302, 502)] {
+            let failure = Failure::new(Code::Unknown).with_status(upstream);
+            let error = WireError::before_content(&failure, "odd".into());
+            assert_eq!(error.status.as_u16(), answered, "{upstream}");
+        }
     }
 
     /// The provider's own words ride beside seawall's, in every shape.

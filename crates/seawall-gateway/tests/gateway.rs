@@ -1554,13 +1554,45 @@ async fn a_unary_ladder_ends_within_the_clients_read_timeout() {
     assert!(elapsed < Duration::from_millis(1800), "{elapsed:?}");
 }
 
-/// A stream that has not begun when the client's read timeout is near
-/// gets a 504 the SDK does not retry, before the client gives up.
+/// A stream whose hold holds what the client would already read (here
+/// the role delta, then keep-alives) when the client's read timeout is
+/// near has begun, as the client reads it straight from the provider: it
+/// is handed on before the client gives up (it used to be a 504, and a
+/// thinking model's billed work was lost with it), then ends with the
+/// final error event when the first-content bound passes, never retried.
 #[tokio::test]
-async fn a_stream_that_has_not_begun_is_answered_before_the_client_gives_up() {
+async fn a_stream_that_has_begun_is_handed_on_before_the_client_gives_up() {
     let (status, headers, body, elapsed, calls) = with_client_timeout(
         OPENAI_STREAM,
         "stall_after;tokens=0;ms=8000;pings=1;ping_ms=100",
+        "x-stainless-timeout",
+        "1.5",
+    )
+    .await;
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(header(&headers, "x-seawall-attempts"), "1");
+    assert_eq!(calls, 1);
+    let lines = data_lines(&body);
+    assert!(lines[0].contains(r#""role":"assistant""#), "{text}");
+    let last: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert!(last["error"]["code"].is_string(), "{text}");
+    // Handed on at the client's wait less its margin (1.35 s), ended by
+    // the 2 s first-content bound of this configuration, not the stall.
+    assert!(
+        elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(5),
+        "{elapsed:?}"
+    );
+}
+
+/// An answer that has not begun when the client's read timeout is near
+/// (a unary answer still being written) gets a 504 the SDK does not
+/// retry, before the client gives up, saying whose bound it was.
+#[tokio::test]
+async fn an_answer_that_has_not_begun_is_answered_before_the_client_gives_up() {
+    let (status, headers, body, elapsed, calls) = with_client_timeout(
+        OPENAI_UNARY,
+        "slow_first_byte;ms=8000",
         "x-stainless-timeout",
         "1.5",
     )
@@ -1570,11 +1602,9 @@ async fn a_stream_that_has_not_begun_is_answered_before_the_client_gives_up() {
     assert_eq!(header(&headers, "x-should-retry"), "false");
     assert_eq!(header(&headers, "x-seawall-attempts"), "1");
     assert_eq!(calls, 1);
-    // The message says whose bound it was.
     let text = String::from_utf8_lossy(&body);
     assert!(text.contains("the client's own timeout"), "{text}");
-    // At the client's wait less its margin (1.35 s), and well before the
-    // 2 s first-content bound of this configuration would have fired.
+    // At the client's wait less its margin (1.35 s).
     assert!(
         elapsed >= Duration::from_millis(1300) && elapsed < Duration::from_millis(1900),
         "{elapsed:?}"
