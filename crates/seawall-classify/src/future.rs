@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep, sleep};
 
 use bytes::{Bytes, BytesMut};
 use http::response::Parts;
@@ -66,7 +66,7 @@ impl<F, C, B> std::fmt::Debug for ResponseFuture<F, C, B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
             State::Waiting => "waiting",
-            State::ReadingError(_) => "reading_error",
+            State::ReadingError(..) => "reading_error",
             State::CheckingSuccess(_) => "checking_success",
             State::AwaitingTrailers(_) => "awaiting_trailers",
             State::Done => "done",
@@ -78,11 +78,21 @@ impl<F, C, B> std::fmt::Debug for ResponseFuture<F, C, B> {
     }
 }
 
+/// How long an error body may keep its reader waiting before what came of
+/// it is judged: a provider writes its error whole with its head, and the
+/// status and headers already say most of it. A body that trickles or
+/// stops short of its end (a chunked body without its last chunk on a
+/// connection kept open) kept the status from the verdict until the
+/// attempt's bound, and a 429 became a timeout retried at once.
+pub(crate) const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
+
 enum State<B> {
     /// The inner service has not answered yet.
     Waiting,
-    /// A non-2xx answer: its body is read up to `max_error_body`.
-    ReadingError(Reading<B>),
+    /// A non-2xx answer: its body is read up to `max_error_body`, for at
+    /// most [`ERROR_BODY_WAIT`] once it keeps the reader waiting (the
+    /// timer, boxed: made only for a body that does).
+    ReadingError(Reading<B>, Option<Pin<Box<Sleep>>>),
     /// A 2xx answer the classifier wants to check: read up to `max_success_body`.
     CheckingSuccess(Reading<B>),
     /// A 2xx answer whose status comes in its trailers: held until its
@@ -137,8 +147,10 @@ where
                         progress.set_status(parts.status.as_u16());
                     }
                     if !parts.status.is_success() {
-                        *this.state =
-                            State::ReadingError(Reading::new(parts, body, this.progress.take()));
+                        *this.state = State::ReadingError(
+                            Reading::new(parts, body, this.progress.take()),
+                            None,
+                        );
                         continue;
                     }
                     match classifier.inspect_success(&parts, &success_cx) {
@@ -184,13 +196,17 @@ where
                         }
                     }
                 }
-                State::ReadingError(mut reading) => {
+                State::ReadingError(mut reading, mut wait) => {
                     if reading
                         .poll_error_body(cx, settings.max_error_body, started)
                         .is_pending()
                     {
-                        *this.state = State::ReadingError(reading);
-                        return Poll::Pending;
+                        let timer = wait.get_or_insert_with(|| Box::pin(sleep(ERROR_BODY_WAIT)));
+                        if timer.as_mut().poll(cx).is_pending() {
+                            *this.state = State::ReadingError(reading, wait);
+                            return Poll::Pending;
+                        }
+                        // What came by then is judged, the status first.
                     }
                     return Poll::Ready(Err(reading.error_failure(classifier, &settings, started)));
                 }

@@ -8,7 +8,8 @@
 //! enough to tell these apart:
 //!
 //! - **Non-2xx** responses become `Err(Failure)`. The error body is read up
-//!   to a cap (64 KiB by default; the rest is never polled) and classified
+//!   to a cap (64 KiB by default; the rest is never polled), for at most
+//!   2 s once it keeps the reader waiting, and classified
 //!   by the provider's table in [`seawall_core::provider`]: structure first
 //!   (status, headers), declared error codes second, message text last.
 //!   Retry hints come from the headers (and Gemini's `RetryInfo`); a hint

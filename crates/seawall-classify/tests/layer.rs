@@ -1126,3 +1126,32 @@ async fn a_tonic_status_from_below_reads_as_the_status_on_the_wire() {
     .await;
     assert_eq!(detailed.status_details(), Some(&b"\x08\x03"[..]));
 }
+
+/// An error body that stops short of its end (a chunked body without its
+/// last chunk, on a connection kept open) or trickles is judged by what
+/// came within two seconds: the status and headers keep their verdict (a
+/// 429's `Retry-After`), where the attempt's bound used to fire first and
+/// make a rate limit a timeout retried at once.
+#[tokio::test(start_paused = true)]
+async fn an_error_body_that_never_ends_is_judged_by_what_came() {
+    let body = Chunks::new([r#"{"error":{"message":"Rate limit reached for"#]).then_pending();
+    let response = Response::builder()
+        .status(429)
+        .header(JSON.0, JSON.1)
+        .header("retry-after", "7")
+        .body(body)
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let error = tokio::time::timeout(
+        Duration::from_secs(30),
+        through(&ClassifyLayer::openai(), response),
+    )
+    .await
+    .expect("judged without the body's end")
+    .expect_err("a 429");
+    assert_eq!(started.elapsed(), Duration::from_secs(2));
+    let failure = found(&error);
+    assert_eq!(failure.code(), Code::RateLimited);
+    assert_eq!(failure.retry_after(), Some(Duration::from_secs(7)));
+    assert_eq!(failure.status(), Some(429));
+}
