@@ -367,18 +367,33 @@ async fn a_page_that_opens_like_an_event_stream_is_no_unary_answer() {
     }
 }
 
-/// An event stream labelled JSON is broken whichever was asked: the label
-/// kept the stream guard off it, so it went on unguarded.
+/// An event stream labelled JSON: where a stream was asked for, it is
+/// the stream, relabelled so the guard reads it (some OpenAI-compatible
+/// servers label every answer JSON; refused, every attempt failed alike,
+/// each billed); where one whole answer was asked for, it is no answer.
 #[tokio::test]
-async fn an_event_stream_labelled_json_is_no_answer() {
-    for stream in [true, false] {
-        let first = reply(
+async fn an_event_stream_labelled_json_is_a_stream_only_where_one_was_asked() {
+    let labelled = || {
+        reply(
             "200 OK",
             &[("content-type", "application/json")],
             HEALTHY_STREAM.as_bytes(),
-        );
-        retried_to_an_answer(first, stream).await;
-    }
+        )
+    };
+    retried_to_an_answer(labelled(), false).await;
+    let server = Hostile::start(vec![labelled()]).await;
+    let outcome = ask(&server, true).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert_eq!(outcome.text(), HEALTHY_STREAM);
+    assert_eq!(server.requests(), 1);
+    // Guarded as a stream: one that ends before content is no answer.
+    let role_only = HEALTHY_STREAM.split("\n\n").next().unwrap().to_owned() + "\n\n";
+    let first = reply(
+        "200 OK",
+        &[("content-type", "application/json")],
+        role_only.as_bytes(),
+    );
+    retried_to_an_answer(first, true).await;
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {

@@ -14,7 +14,7 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use seawall_core::provider::{Provider, classify_error};
 use seawall_core::{Code, Evidence, Failure, Progress, RequestFacts};
-use seawall_internal::json::{is_json_media, opening};
+use seawall_internal::json::{is_json_media, opening, opens_event_stream};
 use seawall_internal::millis;
 use tower::BoxError;
 
@@ -405,13 +405,11 @@ where
                             match first {
                                 Some(b'{') => self.object_seen = true,
                                 Some(first) => {
-                                    return Poll::Ready(
-                                        if is_answer_opening(first, &self.parts, facts) {
-                                            SuccessRead::Unchecked
-                                        } else {
-                                            SuccessRead::NotAnAnswer(first)
-                                        },
-                                    );
+                                    if !is_answer_opening(first, &self.parts, facts) {
+                                        return Poll::Ready(SuccessRead::NotAnAnswer(first));
+                                    }
+                                    relabel_event_stream(first, &mut self.parts);
+                                    return Poll::Ready(SuccessRead::Unchecked);
                                 }
                                 None => self.blank = self.buffer.len(),
                             }
@@ -541,21 +539,29 @@ fn is_answer_opening(first: u8, parts: &Parts, facts: &RequestFacts) -> bool {
     }
 }
 
-/// A field line or a comment: how an event stream opens (`data:`,
-/// `event:`, `id:`, `retry:`, `:`) — and how many plain-text pages do
-/// ("rate limit exceeded", "internal error").
-fn opens_event_stream(first: u8) -> bool {
-    matches!(first, b'd' | b'e' | b'i' | b'r' | b':')
+/// Whether the answer may be an event stream: one was asked for, or
+/// nothing says (then a JSON label says it is none). A request for one
+/// whole answer gets one: text that opens like a stream there is a
+/// proxy's page, never handed on as an answer.
+fn may_stream(parts: &Parts, facts: &RequestFacts) -> bool {
+    match facts.stream_requested() {
+        Some(asked) => asked,
+        None => !crate::provider::media_type(parts).is_some_and(is_json_media),
+    }
 }
 
-/// Whether the answer may be an event stream: a stream was not refused
-/// (a request for one whole answer gets one, and the stream guard reads
-/// no stream there) and the answer does not call itself JSON (a body that
-/// does must be JSON). Else text that opens like a stream is a proxy's
-/// page, never handed on as an answer.
-fn may_stream(parts: &Parts, facts: &RequestFacts) -> bool {
-    facts.stream_requested() != Some(false)
-        && !crate::provider::media_type(parts).is_some_and(is_json_media)
+/// An event stream a stream was asked for, labelled JSON (some
+/// OpenAI-compatible servers label every answer so): labelled as what it
+/// is, so the stream guard reads it and a client reads it as a stream.
+/// Refused instead, the same label on every attempt failed each one, each
+/// billed.
+fn relabel_event_stream(first: u8, parts: &mut Parts) {
+    if opens_event_stream(first) && crate::provider::media_type(parts).is_some_and(is_json_media) {
+        parts.headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/event-stream"),
+        );
+    }
 }
 
 impl<B> Reading<B>

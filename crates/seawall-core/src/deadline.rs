@@ -75,7 +75,11 @@ impl Deadline {
 /// ladder never sleeps past it, and fails the call with
 /// `deadline_exceeded` when no answer has begun by then; the response
 /// body stays bounded by the operation's own deadline only, and a
-/// propagated wire timeout says the operation's deadline, not this.
+/// propagated wire timeout says the operation's deadline, not this. A
+/// stream guard holding a stream back for its first content hands it on
+/// just before this instant once the provider shows it is working
+/// (thinking, a role delta): that answer has begun, as the caller would
+/// read it from the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AnswerBy(pub Deadline);
 

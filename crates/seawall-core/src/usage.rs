@@ -22,11 +22,14 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 /// Tokens as the provider counted them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Usage {
-    /// Prompt tokens billed (OpenAI `prompt_tokens`, Anthropic and the
-    /// Responses API `input_tokens`, Gemini `promptTokenCount`).
+    /// Prompt tokens billed (OpenAI `prompt_tokens`, the Responses API
+    /// `input_tokens`, Anthropic `input_tokens` with its prompt cache's
+    /// writes and reads, Gemini `promptTokenCount` with its
+    /// `toolUsePromptTokenCount`).
     pub input_tokens: u64,
     /// Generated tokens billed (OpenAI `completion_tokens`, Anthropic and
-    /// the Responses API `output_tokens`, Gemini `candidatesTokenCount`).
+    /// the Responses API `output_tokens`, Gemini `candidatesTokenCount`
+    /// with its `thoughtsTokenCount`).
     pub output_tokens: u64,
 }
 
@@ -104,7 +107,7 @@ impl Eq for UsageSlot {}
 /// reasoning tokens (`*_tokens_details` are parts of them), and a server
 /// that sends cache counts beside `prompt_tokens` (LiteLLM) counts them in
 /// it: nothing is added to `prompt_tokens`.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Clone, Deserialize, Default)]
 pub struct UsageFields {
     #[serde(default)]
     prompt_tokens: Count,
@@ -193,6 +196,44 @@ impl UsageFields {
             .or_else(|| Count::sum([&self.candidates_token_count, &self.thoughts_token_count]))
     }
 
+    /// The fields of a later report over these, field by field: a count
+    /// the later report gives replaces this one's, a count it leaves out is
+    /// kept. For a provider that reports cumulative counts in parts across
+    /// events (Anthropic: `message_start` has the input and its cache,
+    /// a `message_delta` the output, and at times the input again without
+    /// its cache).
+    pub fn merge(&mut self, later: &UsageFields) {
+        let fields = [
+            (&mut self.prompt_tokens, later.prompt_tokens),
+            (&mut self.input_tokens, later.input_tokens),
+            (
+                &mut self.cache_creation_input_tokens,
+                later.cache_creation_input_tokens,
+            ),
+            (
+                &mut self.cache_read_input_tokens,
+                later.cache_read_input_tokens,
+            ),
+            (&mut self.prompt_token_count, later.prompt_token_count),
+            (
+                &mut self.tool_use_prompt_token_count,
+                later.tool_use_prompt_token_count,
+            ),
+            (&mut self.completion_tokens, later.completion_tokens),
+            (&mut self.output_tokens, later.output_tokens),
+            (
+                &mut self.candidates_token_count,
+                later.candidates_token_count,
+            ),
+            (&mut self.thoughts_token_count, later.thoughts_token_count),
+        ];
+        for (kept, later) in fields {
+            if later.0.is_some() {
+                *kept = later;
+            }
+        }
+    }
+
     /// True when an input count is there.
     pub fn has_input(&self) -> bool {
         self.input().is_some()
@@ -214,7 +255,7 @@ impl UsageFields {
 }
 
 /// A token count: a non-negative integer, else nothing (never an error).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Count(Option<u64>);
 
 impl Count {

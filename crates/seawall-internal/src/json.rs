@@ -56,6 +56,14 @@ pub fn from_bytes<'a, T: Deserialize<'a>>(data: &'a [u8]) -> serde_json::Result<
     }
 }
 
+/// Whether `first`, the first byte of a body after its blanks
+/// ([`opening`]), opens an event stream: a field line (`data`, `event`,
+/// `id`, `retry`) or a comment — and, as much, many a plain-text page
+/// ("rate limit exceeded", "internal error").
+pub fn opens_event_stream(first: u8) -> bool {
+    matches!(first, b'd' | b'e' | b'i' | b'r' | b':')
+}
+
 /// Whether a media type (a `content-type` without its parameters) is
 /// JSON: `application/json` or any `+json` type.
 pub fn is_json_media(media: &[u8]) -> bool {

@@ -126,10 +126,13 @@ pub struct Scanner {
     /// dispatched event's [`Event::end`].
     dispatch_end: usize,
     /// The bytes of the event being read so far, every line of it (data,
-    /// other fields, comments) with its line end: see [`Scanner::new`].
+    /// other fields, comments) and a byte for each line end: see
+    /// [`Scanner::new`].
     pending: usize,
     max_line: usize,
     max_event: usize,
+    /// The bound on `pending`.
+    max_pending: usize,
 }
 
 impl Default for Scanner {
@@ -159,6 +162,7 @@ impl Scanner {
             pending: 0,
             max_line,
             max_event,
+            max_pending: max_event.saturating_mul(2).max(MIN_EVENT_LINES),
         }
     }
 
@@ -350,9 +354,10 @@ impl Scanner {
     /// least [`MIN_EVENT_LINES`]: field names and line ends are overhead a
     /// small data cap must leave room for).
     fn check_pending(&self) -> Result<(), ScanError> {
-        let cap = self.max_event.saturating_mul(2).max(MIN_EVENT_LINES);
-        if self.pending > cap {
-            return Err(ScanError::EventTooLarge { cap });
+        if self.pending > self.max_pending {
+            return Err(ScanError::EventTooLarge {
+                cap: self.max_pending,
+            });
         }
         Ok(())
     }

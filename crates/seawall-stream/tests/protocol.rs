@@ -473,6 +473,15 @@ fn an_in_stream_error_echoing_a_status_is_judged_by_it() {
             r#"{"error":{"message":"bad","type":"BadRequestError","code":400}}"#,
             "error bad_request",
         ),
+        // Read as if it came with the status: the provider's table first.
+        (
+            r#"{"error":{"code":429,"message":"Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 50000."}}"#,
+            "error request_too_large",
+        ),
+        (
+            r#"{"error":{"type":"overloaded_error","code":503,"message":"busy"}}"#,
+            "error overloaded",
+        ),
         // A number that is no error status says nothing.
         (r#"{"error":{"message":"odd","code":7}}"#, "error unknown"),
     ];
@@ -510,4 +519,18 @@ fn anthropic_cache_tokens_are_input() {
     ));
     let usage = decoder.usage().expect("usage");
     assert_eq!((usage.input_tokens, usage.output_tokens), (7003, 9));
+    // A later report of the input without its cache (as some compatible
+    // servers send in `message_delta`) keeps the cache counts.
+    decoder.decode(event(
+        b"",
+        br#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":3,"output_tokens":50}}"#,
+    ));
+    let usage = decoder.usage().expect("usage");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (7003, 50));
+    // The cache read alone, later, replaces only the cache read.
+    decoder.decode(event(
+        b"",
+        br#"{"type":"message_delta","delta":{},"usage":{"cache_read_input_tokens":6000}}"#,
+    ));
+    assert_eq!(decoder.usage().expect("usage").input_tokens, 8003);
 }

@@ -27,9 +27,11 @@
 //! ```
 //!
 //! A header already canonical (the usual case: one lowercase coding) is
-//! left as it is, read and never rewritten; a list of several codings is
-//! only lowercased (no decoder here undoes two), and one of nothing but
-//! `identity` is removed.
+//! left as it is, read and never rewritten. Otherwise every line of it is
+//! read as one list, each coding written canonically, `identity` dropped:
+//! a list of several codings stays a list (no decoder here undoes two, so
+//! the classifier refuses it), and one of nothing but `identity` is
+//! removed.
 
 mod future;
 mod layer;
@@ -44,14 +46,17 @@ use http::header::{CONTENT_ENCODING, HeaderMap};
 
 /// Writes `headers`' `content-encoding` canonically (see the module docs).
 pub(crate) fn canonicalize(headers: &mut HeaderMap) {
-    let Some(value) = headers.get(CONTENT_ENCODING) else {
+    let mut lines = headers.get_all(CONTENT_ENCODING).iter();
+    let Some(first) = lines.next() else {
         return;
     };
-    if is_canonical(value.as_bytes()) {
+    if is_canonical(first.as_bytes()) && lines.next().is_none() {
         return;
     }
+    // Every line of the header, in order: several lines are one list.
     let mut codings = Vec::new();
-    for coding in value.as_bytes().split(|&byte| byte == b',') {
+    let all = headers.get_all(CONTENT_ENCODING).iter();
+    for coding in all.flat_map(|line| line.as_bytes().split(|&byte| byte == b',')) {
         let coding = coding.trim_ascii().to_ascii_lowercase();
         match &coding[..] {
             b"" | b"identity" => {}
@@ -113,6 +118,13 @@ mod tests {
         ] {
             assert_eq!(canonical(sent).as_deref(), read, "{sent:?}");
         }
+        // Two lines are one list: neither is lost.
+        let mut two = HeaderMap::new();
+        two.append(CONTENT_ENCODING, HeaderValue::from_static("GZIP"));
+        two.append(CONTENT_ENCODING, HeaderValue::from_static("br"));
+        canonicalize(&mut two);
+        let lines: Vec<_> = two.get_all(CONTENT_ENCODING).iter().collect();
+        assert_eq!(lines, ["gzip, br"]);
         let mut none = HeaderMap::new();
         canonicalize(&mut none);
         assert!(none.is_empty());

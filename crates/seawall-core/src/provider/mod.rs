@@ -152,10 +152,10 @@ impl Provider {
 /// ([`AnswerCheck::OtherShape`]).
 pub fn check_answer(provider: Provider, body: &[u8]) -> AnswerCheck {
     let check = check_as_sent(provider, body);
-    // A body serde refused may only hold a lone surrogate escape: the
-    // answer it is with the character replaced, not a broken one to ask
-    // for again (and pay for again).
-    if matches!(check, AnswerCheck::Fail(_) | AnswerCheck::OtherShape)
+    // A body serde refused as broken JSON may only hold a lone surrogate
+    // escape: the answer it is with the character replaced, not a broken
+    // one to ask for again (and pay for again).
+    if matches!(&check, AnswerCheck::Fail(failure) if failure.code() == Code::ProtocolViolation)
         && let Some(repaired) = seawall_internal::json::repair_lone_surrogates(body)
     {
         return check_as_sent(provider, &repaired);
@@ -296,18 +296,26 @@ pub fn classify_declared(
 
 /// The table's verdict on what the provider declared, as a failure.
 fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failure {
-    let verdict = match provider {
-        Provider::OpenAi | Provider::OpenAiResponses => openai::error_rule(cx.status, &declared),
-        Provider::Anthropic => anthropic::error_rule(cx.status, &declared),
-        Provider::Gemini => gemini::error_rule(cx.status, &declared),
+    let table = |status: Option<u16>| match provider {
+        Provider::OpenAi | Provider::OpenAiResponses => openai::error_rule(status, &declared),
+        Provider::Anthropic => anthropic::error_rule(status, &declared),
+        Provider::Gemini => gemini::error_rule(status, &declared),
         Provider::Http => None,
-    }
-    .or_else(|| {
+    };
+    // Without a status of its own, an error the declared names do not
+    // decide, but that echoes a status, is read as if it came with it: the
+    // provider's table first (a 429 "Request too large … tokens per min"
+    // is the request's size, not a rate), then the generic one.
+    let echoed = || {
         cx.status
-            .or_else(|| declared.echoed_status())
-            .map(status_rule)
-    })
-    .unwrap_or(Verdict::Fixed(Class::Permanent, Code::Unknown));
+            .is_none()
+            .then(|| declared.echoed_status())
+            .flatten()
+    };
+    let verdict = table(cx.status)
+        .or_else(|| echoed().and_then(|status| table(Some(status)).or(Some(status_rule(status)))))
+        .or_else(|| cx.status.map(status_rule))
+        .unwrap_or(Verdict::Fixed(Class::Permanent, Code::Unknown));
 
     let hint = cx.hint.after.or(declared.body_hint).or_else(|| {
         declared

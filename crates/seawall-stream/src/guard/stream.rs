@@ -198,7 +198,7 @@ impl Tally {
 /// `retry`) or a comment. `None` while only blanks have arrived.
 fn opens_like_event_stream(data: &[u8]) -> Option<bool> {
     let first = seawall_internal::json::opening(data)?;
-    Some(matches!(first, b'd' | b'e' | b'i' | b'r' | b':'))
+    Some(seawall_internal::json::opens_event_stream(first))
 }
 
 /// What a finished stream adds to seawall's metrics.
@@ -381,6 +381,18 @@ impl Track {
 
     fn release_due(&self, now: Instant) -> bool {
         self.release_at().is_some_and(|at| now >= at)
+    }
+
+    /// Hands the hold on at the caller's [`AnswerBy`](seawall_core::AnswerBy),
+    /// and says so: from here a failure is the caller's to see.
+    fn release_for_answer_by(&mut self) {
+        self.released = true;
+        tracing::debug!(
+            target: "seawall::stream",
+            progress_events = self.tally.progress_events,
+            bytes = self.bytes,
+            "hold handed on before the caller's AnswerBy, no content yet"
+        );
     }
 
     /// The protocol's end arrived ([`Decoder::ended`]): the body is not
@@ -1027,7 +1039,7 @@ where
                         return Poll::Ready(Ok(()));
                     }
                     if this.track.release_due(now) {
-                        this.track.released = true;
+                        this.track.release_for_answer_by();
                         return Poll::Ready(Ok(()));
                     }
                 }
@@ -1037,7 +1049,7 @@ where
                 // provider, rather than the wait ending in a timeout with
                 // the work lost. Nothing is replayed from here on.
                 Step::Release => {
-                    this.track.released = true;
+                    this.track.release_for_answer_by();
                     return Poll::Ready(Ok(()));
                 }
                 Step::End => {

@@ -50,28 +50,34 @@ struct Block<'a> {
     text: Option<Text<'a>>,
 }
 
-/// Anthropic reports input tokens in `message_start` and the output count
-/// so far in each `message_delta`: the later report of each count wins.
-fn merge_usage(fields: Option<&UsageFields>, usage: &mut Option<Usage>) {
-    let Some(found) = fields.and_then(UsageFields::usage) else {
+/// Anthropic reports the input and its cache in `message_start` and the
+/// output so far in each `message_delta` (at times the input again,
+/// without its cache): the counts are kept field by field, the later
+/// report of each winning, and the usage is their sum.
+fn merge_usage(report: Option<&UsageFields>, kept: &mut UsageFields, usage: &mut Option<Usage>) {
+    let Some(report) = report else {
         return;
     };
-    let mut merged = usage.unwrap_or_default();
-    if fields.is_some_and(UsageFields::has_input) {
-        merged.input_tokens = found.input_tokens;
+    kept.merge(report);
+    if let Some(found) = kept.usage() {
+        *usage = Some(found);
     }
-    if fields.is_some_and(UsageFields::has_output) {
-        merged.output_tokens = found.output_tokens;
-    }
-    *usage = Some(merged);
 }
 
-pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a> {
+pub(super) fn decode<'a>(
+    data: &'a [u8],
+    kept: &mut UsageFields,
+    usage: &mut Option<Usage>,
+) -> Signal<'a> {
     let Some(event) = parse::<Event<'_>>(data) else {
         return Signal::Other;
     };
-    merge_usage(event.message.as_ref().and_then(|m| m.usage.as_ref()), usage);
-    merge_usage(event.usage.as_ref(), usage);
+    merge_usage(
+        event.message.as_ref().and_then(|m| m.usage.as_ref()),
+        kept,
+        usage,
+    );
+    merge_usage(event.usage.as_ref(), kept, usage);
     match &*event.ty.0 {
         "ping" => Signal::KeepAlive,
         "message_start" | "content_block_stop" => Signal::Progress,

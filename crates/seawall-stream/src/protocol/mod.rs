@@ -25,6 +25,7 @@ use std::time::SystemTime;
 
 use seawall_core::provider::openai_responses::error_event as openai_responses_error_event;
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
+use seawall_core::usage::UsageFields;
 use seawall_core::{Failure, FinishKind, Usage};
 use seawall_internal::json::repair_lone_surrogates;
 use seawall_internal::nesting::Nesting;
@@ -120,6 +121,9 @@ pub struct Decoder {
     /// The usage the stream reported so far (the last report wins: every
     /// provider sends cumulative counts).
     usage: Option<Usage>,
+    /// The counts reported so far, field by field, where a provider
+    /// reports them in parts (Anthropic).
+    usage_parts: UsageFields,
     /// The shape of an OpenAI stream's plain chunks.
     shape: openai::Shape,
     /// The choices of an OpenAI stream asked for several (`n > 1`).
@@ -156,6 +160,7 @@ impl Decoder {
             finished: false,
             ended: false,
             usage: None,
+            usage_parts: UsageFields::default(),
             shape: openai::Shape::default(),
             choices: openai::Choices::default(),
             stray: None,
@@ -324,7 +329,7 @@ impl Decoder {
             Provider::OpenAiResponses => {
                 openai_responses::decode(data, &mut self.refused, &mut self.usage)
             }
-            Provider::Anthropic => anthropic::decode(data, &mut self.usage),
+            Provider::Anthropic => anthropic::decode(data, &mut self.usage_parts, &mut self.usage),
             Provider::Gemini => gemini::decode(data, &mut self.usage),
             Provider::Http => generic::decode(name, data),
         }
