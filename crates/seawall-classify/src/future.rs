@@ -528,13 +528,15 @@ where
 
 /// Whether a 2xx body that does not open a JSON object may still be an
 /// answer, handed on unread: anything, except on a generation endpoint,
-/// where only an event stream or Gemini's JSON array stream is.
+/// where only an event stream or Gemini's JSON array stream is (an array
+/// where none was asked for, `[{"error":…}]` or `[]`, was handed on
+/// unread and called an answer).
 fn is_answer_opening(first: u8, parts: &Parts, facts: &RequestFacts) -> bool {
     match facts.provider() {
         None => true,
-        Some(provider) => {
+        Some(_) => {
             (opens_event_stream(first) && may_stream(parts, facts))
-                || (first == b'[' && provider == Provider::Gemini)
+                || (first == b'[' && facts.asks_json_array())
         }
     }
 }

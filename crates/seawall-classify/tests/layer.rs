@@ -1155,3 +1155,32 @@ async fn an_error_body_that_never_ends_is_judged_by_what_came() {
     assert_eq!(failure.retry_after(), Some(Duration::from_secs(7)));
     assert_eq!(failure.status(), Some(429));
 }
+
+/// Gemini's JSON-array stream is an answer only where it was asked for
+/// (`:streamGenerateContent` without `alt=sse`). An array anywhere else —
+/// an error as its one element, `[]`, or an array where SSE or one whole
+/// answer was asked for — was handed on unread and called complete.
+#[tokio::test]
+async fn an_array_is_a_gemini_answer_only_where_one_was_asked() {
+    let layer = ClassifyLayer::gemini();
+    let error =
+        r#"[{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}]"#;
+    let whole = r#"[{"candidates":[{"content":{"parts":[{"text":"Hello"}],"role":"model"},"finishReason":"STOP"}]}]"#;
+    for path in [
+        "/v1beta/models/gemini-x:generateContent",
+        "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+    ] {
+        for body in [error, "[]", whole] {
+            let refused = answered_at(&layer, http::Method::POST, path, body)
+                .await
+                .expect_err("no answer");
+            expect(Class::Transient, Code::ProtocolViolation, Action::Retry)
+                .check(path, found(&refused));
+        }
+    }
+    let asked = "/v1beta/models/gemini-x:streamGenerateContent";
+    let streamed = answered_at(&layer, http::Method::POST, asked, whole)
+        .await
+        .expect("the array stream, handed on");
+    assert_eq!(streamed.body(), whole);
+}

@@ -50,6 +50,18 @@ pub struct RequestFacts {
     /// The request asks for the rest of an answer the caller already holds
     /// part of ([`RequestFacts::continuing`]).
     continues: bool,
+    /// The request asks for Gemini's JSON-array stream ([`asks_json_array`]).
+    json_array: bool,
+}
+
+/// Whether a request to `uri` asks Gemini for its JSON-array stream:
+/// `…:streamGenerateContent` without `alt=sse`, one JSON array written
+/// over time. Any other answer that is an array is no answer.
+pub fn asks_json_array(uri: &http::Uri) -> bool {
+    uri.path().ends_with(":streamGenerateContent")
+        && !uri
+            .query()
+            .is_some_and(|query| query.split('&').any(|pair| pair == "alt=sse"))
 }
 
 /// What the layers of one operation fill for each other, in one shared
@@ -168,7 +180,14 @@ impl RequestFacts {
             body: None,
             head_model,
             continues: false,
+            json_array: provider == Some(Provider::Gemini) && asks_json_array(uri),
         }
+    }
+
+    /// Whether the request asks for Gemini's JSON-array stream
+    /// ([`asks_json_array`]).
+    pub fn asks_json_array(&self) -> bool {
+        self.json_array
     }
 
     /// These facts, naming `model` before the body is read (a caller that

@@ -201,12 +201,3 @@ impl Config {
         }
     }
 }
-
-/// Whether a request to `uri` asks Gemini for its JSON-array stream:
-/// `…:streamGenerateContent` without `alt=sse`.
-pub(crate) fn asks_json_array(uri: &http::Uri) -> bool {
-    uri.path().ends_with(":streamGenerateContent")
-        && !uri
-            .query()
-            .is_some_and(|query| query.split('&').any(|pair| pair == "alt=sse"))
-}

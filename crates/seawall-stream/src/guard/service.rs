@@ -53,7 +53,8 @@ where
             config: self.config.clone(),
             facts: RequestFacts::of_request(&request),
             recognised: None,
-            json_array: provider == Provider::Gemini && super::asks_json_array(request.uri()),
+            json_array: provider == Provider::Gemini
+                && seawall_core::facts::asks_json_array(request.uri()),
             provider,
             started: Instant::now(),
             progress: Progress::of_request(&request),
