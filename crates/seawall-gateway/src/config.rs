@@ -114,6 +114,13 @@ impl Endpoint {
         }
     }
 
+    /// Whether its event stream has no `[DONE]` marker of its own (the
+    /// Responses API's ends with its terminal event, Anthropic's with
+    /// `message_stop`): one sent there is relayed to no client.
+    pub(crate) fn has_no_done_marker(self) -> bool {
+        matches!(self, Endpoint::Responses | Endpoint::Messages)
+    }
+
     /// Its path, here and upstream.
     pub fn path(self) -> &'static str {
         match self {

@@ -202,11 +202,12 @@ const BATCH_BYTES: usize = 64 * 1024;
 ///
 /// An event stream is relayed whole events at a time: the bytes after the
 /// last complete event (a blank line ends one; lines end with CRLF, LF or
-/// CR) wait for the rest of it. When the stream breaks, an event the
-/// upstream cut in half is dropped, as an SSE client would drop it at an
-/// end (WHATWG HTML 9.2.6); relayed, then ended by seawall's event, it
-/// would be dispatched as a broken one (an SDK parses its data first, and
-/// raises that parse error instead of seawall's).
+/// CR) wait for the rest of it. When the stream ends, well or broken, an
+/// event the upstream cut in half is dropped, as an SSE client would drop
+/// it at an end (WHATWG HTML 9.2.6); relayed, then ended by seawall's
+/// event, it would be dispatched as a broken one (an SDK parses its data
+/// first, and raises that parse error instead of seawall's). A `[DONE]`
+/// on a wire without that marker (Responses, Anthropic) is not relayed.
 ///
 /// A provider's own in-stream error event never reaches the relay: the
 /// stream guard, which decides that the body is an event stream, hands on
@@ -243,6 +244,24 @@ pub(crate) struct Relay {
     /// Set once the shutdown grace period is over (event streams only).
     cut: Option<Arc<Cut>>,
     done: bool,
+}
+
+/// The end marker of OpenAI's chat stream.
+const DONE_MARKER: &[u8] = b"[DONE]";
+
+/// Whether `event` (one whole event, its blank line included) is a
+/// `[DONE]` marker: a single `data` line saying only that, comments aside.
+fn is_done_event(event: &[u8]) -> bool {
+    let mut data = None;
+    for line in event.split(|&b| b == b'\n' || b == b'\r') {
+        match line {
+            [] | [b':', ..] => {}
+            _ if data.is_none() => data = Some(line),
+            _ => return false,
+        }
+    }
+    data.and_then(|line| line.strip_prefix(b"data:"))
+        .is_some_and(|value| value.trim_ascii() == DONE_MARKER)
 }
 
 /// Where an event stream's lines end (CRLF, LF or CR) and so where its
@@ -370,6 +389,10 @@ impl Relay {
         if !self.sse {
             return self.send(data);
         }
+        // Looked for once a frame; only a frame that has one is relayed
+        // event by event.
+        let screen = self.endpoint.has_no_done_marker()
+            && memchr::memmem::find(&data, DONE_MARKER).is_some();
         let mut from = 0;
         let mut sent = 0;
         while let Some(end) = self.lines.next_event_end(&data, from) {
@@ -377,7 +400,11 @@ impl Relay {
                 // The event begun in an earlier frame ends here.
                 self.partial.extend_from_slice(&data[from..end]);
                 let joined = self.partial.split().freeze();
-                self.send(joined);
+                self.send_event(joined);
+                sent = end;
+            } else if screen {
+                self.send(data.slice(sent..from));
+                self.send_event(data.slice(from..end));
                 sent = end;
             }
             from = end;
@@ -386,10 +413,23 @@ impl Relay {
         self.partial.extend_from_slice(&data[from..]);
     }
 
-    /// The stream ended well: what is kept goes, unchanged.
+    /// Queues one whole event, but for a `[DONE]` on a wire that has no
+    /// such marker (the Responses API, Anthropic's): some servers end
+    /// every stream with it, and the OpenAI SDK stops reading there, so a
+    /// stream cut after it looked finished, seawall's final event unread
+    /// behind it. The stream guard judged it nothing (no end, no content).
+    fn send_event(&mut self, event: Bytes) {
+        if self.endpoint.has_no_done_marker() && is_done_event(&event) {
+            return;
+        }
+        self.send(event);
+    }
+
+    /// The stream ended well. An event still waiting for its blank line is
+    /// dropped, as an SSE client drops it at an end (WHATWG HTML 9.2.6):
+    /// relayed, a naive reader would take its half for an event.
     fn flush(&mut self) {
-        let rest = self.partial.split().freeze();
-        self.send(rest);
+        self.partial.clear();
     }
 
     fn final_event(&mut self, err: &BoxError) -> Bytes {
@@ -668,7 +708,9 @@ mod tests {
     }
 
     /// Events the upstream splits over frames go out whole, the bytes
-    /// unchanged; what is left at a clean end goes too.
+    /// unchanged; an event still waiting for its blank line at a clean end
+    /// is dropped, as an SSE client drops it (it used to be relayed, half
+    /// an event for a naive reader).
     #[test]
     fn events_split_over_frames_leave_whole() {
         let seen = polls(relay(
@@ -680,12 +722,39 @@ mod tests {
                 Some("\ndata: c\n\ndata: d"),
             ],
         ));
-        assert_eq!(
-            seen.concat(),
-            "data: a\n\ndata: b\r\n\r\ndata: c\n\ndata: dend"
-        );
+        assert_eq!(seen.concat(), "data: a\n\ndata: b\r\n\r\ndata: c\n\nend");
         assert!(seen.contains(&"data: a\n\n".to_owned()), "{seen:?}");
-        assert_eq!(seen[seen.len() - 2], "data: d", "{seen:?}");
+    }
+
+    /// `[DONE]` on a wire that has no such marker is relayed to no client:
+    /// the OpenAI SDK stops at it, and seawall's final event behind it went
+    /// unread (a cut Responses stream looked finished). On the chat wire
+    /// it is the end marker and goes as sent.
+    #[test]
+    fn done_goes_only_where_it_is_the_end_marker() {
+        let delta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":3,\"delta\":\"a\"}\n\n";
+        for frames in [
+            vec![Some(delta), Some("data: [DONE]\n\n"), Some("!")],
+            vec![Some(&*format!("{delta}data: [DONE]\n\n").leak()), Some("!")],
+            vec![
+                Some(delta),
+                Some("data: [DO"),
+                Some("NE]\r\n\r\n"),
+                Some("!"),
+            ],
+            vec![Some(delta), Some(": ping\ndata:[DONE] \n\n"), Some("!")],
+        ] {
+            let seen = polls(relay_at(Endpoint::Responses, true, &frames)).concat();
+            assert!(!seen.contains("[DONE]"), "{seen}");
+            assert!(seen.starts_with(delta), "{seen}");
+            assert!(seen.contains("\"sequence_number\":4"), "{seen}");
+        }
+        // Not a marker alone: relayed.
+        let other = "data: [DONE] and more\n\n";
+        let seen = polls(relay_at(Endpoint::Messages, true, &[Some(other)])).concat();
+        assert_eq!(seen, format!("{other}end"));
+        let seen = polls(relay(true, &[Some("data: x\n\ndata: [DONE]\n\n")])).concat();
+        assert_eq!(seen, "data: x\n\ndata: [DONE]\n\nend");
     }
 
     #[test]
