@@ -246,7 +246,7 @@ impl Decoder {
                 Some(why) => Signal::Undecodable(why),
                 None => Signal::Other,
             },
-            Signal::Done if !self.finished => match self.implied_finish() {
+            Signal::Done if !self.finished => match self.finish_at_end_marker() {
                 Some(reason) => Signal::Finish(reason),
                 None => Signal::Done,
             },
@@ -270,6 +270,20 @@ impl Decoder {
         self.refused.then(|| Reason {
             kind: FinishKind::Refused,
             reason: "refusal".into(),
+        })
+    }
+
+    /// The finish the end marker amounts to before any finish: the
+    /// [implied](Self::implied_finish) one, or, of several choices (`n >
+    /// 1`) one never finished, an abort: the marker ends a message with
+    /// that choice cut short, never a whole one. (A lone choice's `[DONE]`
+    /// without a finish still closes it.)
+    fn finish_at_end_marker(&self) -> Option<Reason<'static>> {
+        self.implied_finish().or_else(|| {
+            self.choices.one_unfinished().then(|| Reason {
+                kind: FinishKind::Aborted,
+                reason: "done".into(),
+            })
         })
     }
 

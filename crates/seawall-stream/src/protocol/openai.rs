@@ -334,6 +334,12 @@ pub(super) struct Choices {
 }
 
 impl Choices {
+    /// Several choices were seen and one of them never finished: an end
+    /// marker now ends a message with a choice cut short.
+    pub(super) fn one_unfinished(&self) -> bool {
+        self.seen.count_ones() > 1 && self.seen & !self.finished != 0
+    }
+
     /// Notes `index`'s finish; the finish of the message, once every
     /// choice seen has finished (for a single choice, its own).
     fn finish<'a>(&mut self, index: u64, finish: Option<Reason<'a>>) -> Option<Reason<'a>> {
