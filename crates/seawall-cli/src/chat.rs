@@ -626,9 +626,20 @@ where
         })
         .await
     } else {
-        let delivery =
+        // The library's verdict on the answer's finish, where it checked
+        // one: it reads every choice (a second choice cut at its limit
+        // behind a first one's stop), where the text shown is the first's.
+        let checked = response
+            .extensions()
+            .get::<seawall::core::Finish>()
+            .cloned();
+        let mut delivery =
             caller::read_unary_capped(response.into_body(), provider, session.max_answer_bytes)
                 .await;
+        if let Some(finish) = checked {
+            delivery.finish_kind = Some(finish.kind);
+            delivery.finish = Some(finish.reason.into_owned());
+        }
         let _ = out.write_all(delivery.text.as_bytes());
         delivery
     };

@@ -550,3 +550,22 @@ async fn the_gateway_holds_an_endless_event_in_bounded_memory() {
     assert!(answer.len() < 1 << 20, "the unended event is never sent");
     assert!(peak_kib > 0 && peak_kib < MAX_PEAK_KIB, "{peak_kib} KiB");
 }
+
+/// A unary answer with several choices: the text shown is the first's,
+/// the verdict the library's, which reads every choice — a second choice
+/// cut at its limit behind the first one's `stop` is no complete answer
+/// (the chat command read the first choice's finish alone: exit 0).
+#[tokio::test]
+async fn a_unary_answer_with_a_cut_choice_is_not_complete() {
+    let body = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"A"},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":"B"},"finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":12}}"#;
+    let raw = Raw::start(response(
+        "200 OK",
+        &["content-type: application/json"],
+        body,
+    ))
+    .await;
+    let run = chat(&raw, "openai", &[]).await;
+    assert_eq!(run.out, "A\n");
+    assert_eq!(run.status, Some(4), "{}", run.err);
+    assert_eq!(run.receipt()["finish_reason"], "length", "{}", run.err);
+}
