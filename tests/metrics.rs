@@ -171,3 +171,42 @@ fn a_breaker_trip_is_one_transition_to_open() {
     );
     assert_eq!(counter(&snapshot, BREAKER_TRANSITIONS_TOTAL, &[]), 1);
 }
+
+/// A stream interrupted after content is counted with what broke it, in
+/// its own terms (the failure's code says only `stream_interrupted`): a
+/// reset is `transport`, the provider's error event its own code.
+#[test]
+fn an_interruption_is_counted_by_its_cause() {
+    let snapshotter = recorded(async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "openai",
+                vec![
+                    common::fault("reset_after;tokens=3"),
+                    common::fault("stream_error_after;tokens=3"),
+                ],
+            )
+            .unwrap();
+        assert!(!ask(&chaos.base_url(), &common::short_stack(), true).await);
+        assert!(!ask(&chaos.base_url(), &common::short_stack(), true).await);
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, STREAM_INTERRUPTIONS_TOTAL, &[]), 2);
+    assert_eq!(
+        counter(
+            &snapshot,
+            STREAM_INTERRUPTIONS_TOTAL,
+            &[("code", "stream_interrupted")]
+        ),
+        0
+    );
+    assert_eq!(
+        counter(
+            &snapshot,
+            STREAM_INTERRUPTIONS_TOTAL,
+            &[("code", "transport")]
+        ),
+        1
+    );
+}

@@ -202,8 +202,11 @@ fn opens_like_event_stream(data: &[u8]) -> Option<bool> {
 }
 
 /// What a finished stream adds to seawall's metrics.
+/// `cause`: what broke a stream interrupted after content, in its own
+/// terms (the report's code says only `stream_interrupted`): the
+/// interruptions' `code` label.
 #[cfg(feature = "metrics")]
-fn record(report: &StreamReport, route: &seawall_core::RouteId) {
+fn record(report: &StreamReport, route: &seawall_core::RouteId, cause: Option<Code>) {
     use seawall_core::metric_names::{
         STREAM_INTERRUPTIONS_TOTAL, TIME_TO_FIRST_BYTE_SECONDS, TIME_TO_FIRST_CONTENT_SECONDS,
         TOKENS_TOTAL,
@@ -215,6 +218,9 @@ fn record(report: &StreamReport, route: &seawall_core::RouteId) {
         metrics::histogram!(TIME_TO_FIRST_CONTENT_SECONDS).record(ttfc.as_secs_f64());
     }
     if let Some(code) = report.code.filter(|_| report.content_events > 0) {
+        let code = cause
+            .filter(|_| code == Code::StreamInterrupted)
+            .unwrap_or(code);
         metrics::counter!(STREAM_INTERRUPTIONS_TOTAL, "route" => route.to_shared(), "code" => code.as_str())
             .increment(1);
     }
@@ -304,6 +310,9 @@ pub(crate) struct Track {
     spans: Option<AttemptSpans>,
     #[cfg(feature = "metrics")]
     route: seawall_core::RouteId,
+    /// What broke the stream, in its own terms, for the metric's label.
+    #[cfg(feature = "metrics")]
+    cause: Option<Code>,
 }
 
 impl Track {
@@ -366,6 +375,8 @@ impl Track {
             spans,
             #[cfg(feature = "metrics")]
             route,
+            #[cfg(feature = "metrics")]
+            cause: None,
         }
     }
 
@@ -708,6 +719,10 @@ impl Track {
             delivered.tool_call_events = self.tally.tool_call_events;
             failure = failure.with_interrupted(delivered);
         }
+        #[cfg(feature = "metrics")]
+        {
+            self.cause = underlying;
+        }
         self.report(Some(failure.code()), closed_by, now);
         failure
     }
@@ -742,7 +757,7 @@ impl Track {
             None => trace(&report),
         }
         #[cfg(feature = "metrics")]
-        record(&report, &self.route);
+        record(&report, &self.route, self.cause);
         self.handle.set(report);
     }
 
