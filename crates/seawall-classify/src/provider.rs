@@ -184,10 +184,11 @@ impl Classifier for ProviderClassifier {
             // The answer's own refusal or filter, delivered where asked: an
             // error the body declares instead of an answer (below) stays
             // one.
+            // Billed as any answer: its usage is read too.
             Checked::Fail(failure) if cx.deliver_policy && failure.class() == Class::Policy => {
                 Checked::Answer {
                     finish: Some(policy_finish(&failure)),
-                    usage: None,
+                    usage: seawall_core::provider::answer_usage(body),
                 }
             }
             // Only where an answer must be: elsewhere a resource may carry

@@ -472,7 +472,7 @@ async fn policy_outcomes_are_delivered_when_asked() {
         ),
         (
             ClassifyLayer::anthropic(),
-            r#"{"id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":"refusal","stop_sequence":null}"#,
+            r#"{"id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":"refusal","stop_sequence":null,"usage":{"input_tokens":22,"output_tokens":1}}"#,
             FinishKind::Refused,
             "refusal",
         ),
@@ -491,6 +491,11 @@ async fn policy_outcomes_are_delivered_when_asked() {
             .unwrap_or_else(|e| panic!("{body}: {e}"));
         assert_eq!(response.body(), body, "the provider's answer as sent");
         assert_eq!(finish(&response), (kind, reason), "{body}");
+        // Billed as any answer: the usage it reports goes with it.
+        let usage = response.extensions().get::<seawall_core::Usage>();
+        if body.contains("\"usage") {
+            assert!(usage.is_some_and(|u| u.input_tokens > 0), "{body}");
+        }
     }
 }
 

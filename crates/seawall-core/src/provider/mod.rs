@@ -28,7 +28,9 @@ use std::time::{Duration, SystemTime};
 
 use crate::hint::{RetryHint, parse_text_hint, parse_text_reset};
 use crate::text::contains_ci;
-use crate::{Class, Code, Failure, FinishKind};
+use crate::usage::UsageFields;
+use crate::{Class, Code, Failure, FinishKind, Usage};
+use seawall_internal::json::from_bytes;
 
 mod answer;
 pub mod anthropic;
@@ -161,6 +163,20 @@ pub fn check_answer(provider: Provider, body: &[u8]) -> AnswerCheck {
         return check_as_sent(provider, &repaired);
     }
     check
+}
+
+/// The usage a whole answer reports, read alone: for an answer whose
+/// verdict is no success but that the provider billed and that is
+/// delivered all the same (a refusal, a filter, where the caller asked
+/// for them as answers). `usage` in OpenAI's, Anthropic's and the
+/// Responses API's shapes, `usageMetadata` in Gemini's.
+pub fn answer_usage(body: &[u8]) -> Option<Usage> {
+    #[derive(serde::Deserialize)]
+    struct Reported {
+        #[serde(default, alias = "usageMetadata")]
+        usage: Option<UsageFields>,
+    }
+    from_bytes::<Reported>(body).ok()?.usage?.usage()
 }
 
 fn check_as_sent(provider: Provider, body: &[u8]) -> AnswerCheck {
