@@ -210,3 +210,82 @@ fn an_interruption_is_counted_by_its_cause() {
         1
     );
 }
+
+/// A fallback route without a ladder of its own (one attempt, as
+/// `Stack::attempt` builds it): its attempts, and the tokens of the
+/// whole answer it served, are recorded as the ladder records its own
+/// (they were recorded by no one).
+#[test]
+fn a_fallback_routes_attempt_and_tokens_are_recorded() {
+    use seawall::core::RouteId;
+    use seawall::core::recording::ReplayBody;
+    use seawall::fallback::{FallbackLayer, FallbackRoute};
+    use std::convert::Infallible;
+    let snapshotter = recorded(async {
+        let stack = common::short_stack();
+        let classify = ClassifyLayer::openai();
+        let walled = tower::service_fn(
+            |_: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| async {
+                let response = http::Response::builder()
+                    .status(429)
+                    .header("content-type", "application/json")
+                    .header("retry-after", "48489")
+                    .body(Full::new(Bytes::from_static(
+                        br#"{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}"#,
+                    )))
+                    .unwrap();
+                Ok::<_, Infallible>(response)
+            },
+        );
+        let spare = tower::service_fn(|_: http::Request<ReplayBody<Full<Bytes>>>| async {
+            let response = http::Response::builder()
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from_static(
+                    br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":16,"completion_tokens":5}}"#,
+                )))
+                .unwrap();
+            Ok::<_, Infallible>(response)
+        });
+        let fallback = FallbackLayer::chain([
+            FallbackRoute::new(stack.attempt(&classify, spare)).route(RouteId::new("spare"))
+        ]);
+        let service = stack.build_with_fallback(&classify, walled, fallback);
+        let request = http::Request::post("http://prim.example/v1/chat/completions")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+            )))
+            .unwrap();
+        let response = service.oneshot(request).await.expect("the spare answers");
+        response.into_body().collect().await.unwrap();
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("route", "spare"), ("outcome", "success")]
+        ),
+        1
+    );
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "quota_exhausted")]),
+        1
+    );
+    assert_eq!(
+        counter(
+            &snapshot,
+            TOKENS_TOTAL,
+            &[("route", "spare"), ("kind", "input")]
+        ),
+        16
+    );
+    assert_eq!(
+        counter(
+            &snapshot,
+            TOKENS_TOTAL,
+            &[("route", "spare"), ("kind", "output")]
+        ),
+        5
+    );
+}

@@ -46,6 +46,7 @@ pub mod metric_names;
 mod progress;
 pub mod provider;
 mod receipt;
+pub mod record;
 pub mod recording;
 mod route;
 mod scope;

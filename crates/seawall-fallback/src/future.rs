@@ -618,10 +618,12 @@ impl Walk {
         };
         self.span.record("error.type", failure.code().as_str());
         self.span.record("otel.status_code", "ERROR");
-        let own = failure
-            .receipt()
-            .cloned()
-            .unwrap_or_else(|| single(&route, Some(failure.code())));
+        // A route without a ladder of its own (one attempt): nobody else
+        // records its attempt.
+        let own = failure.receipt().cloned().unwrap_or_else(|| {
+            seawall_core::record::attempt(&route, Some(failure.code()));
+            single(&route, Some(failure.code()))
+        });
         self.join(own, target);
         self.visit(target, route.clone(), failure, &plan.shared);
         self.left = route;
@@ -658,6 +660,12 @@ impl Walk {
             .extensions_mut()
             .remove::<Receipt>()
             .unwrap_or_else(|| {
+                // A route without a ladder of its own (one attempt): nobody
+                // else records its attempt, nor a whole answer's tokens.
+                seawall_core::record::attempt(&route, None);
+                if let Some(usage) = response.extensions().get::<seawall_core::Usage>() {
+                    seawall_core::record::tokens(&route, *usage);
+                }
                 let mut own = Receipt::default();
                 own.push(Attempt::answered(route.clone(), Duration::ZERO, &response));
                 own.stop = Some(StopReason::Succeeded);
