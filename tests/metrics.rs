@@ -289,3 +289,48 @@ fn a_fallback_routes_attempt_and_tokens_are_recorded() {
         5
     );
 }
+
+/// A fallback over a primary without a ladder of its own (one attempt,
+/// composed by hand): the primary's answer is recorded by the fallback
+/// too, once.
+#[test]
+fn a_primary_without_a_ladder_is_recorded_once() {
+    use seawall::core::RouteId;
+    use seawall::core::recording::ReplayBody;
+    use seawall::fallback::FallbackLayer;
+    use std::convert::Infallible;
+    use tower::Layer;
+    let snapshotter = recorded(async {
+        let stack = common::short_stack();
+        let classify = ClassifyLayer::openai();
+        let answer = || async {
+            let response = http::Response::builder()
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from_static(
+                    br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#,
+                )))
+                .unwrap();
+            Ok::<_, Infallible>(response)
+        };
+        let primary = tower::service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| answer());
+        let spare = tower::service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| answer());
+        let service = FallbackLayer::new(stack.attempt(&classify, spare))
+            .route(RouteId::new("spare"))
+            .layer(stack.attempt(&classify, primary));
+        let request = http::Request::post("http://prim.example/v1/chat/completions")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+            )))
+            .unwrap();
+        let response = service.oneshot(request).await.expect("the primary answers");
+        response.into_body().collect().await.unwrap();
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("route", "prim.example")]),
+        1
+    );
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1);
+    assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]), 7);
+}

@@ -1143,3 +1143,33 @@ fn a_lone_surrogate_does_not_break_an_answer() {
         .starts_with("fail protocol_violation"),
     );
 }
+
+/// The usage a whole answer reports, read alone (for a delivered refusal):
+/// in every provider's spelling, and from a body that has both.
+#[test]
+fn an_answers_usage_is_read_alone() {
+    use seawall_core::Usage;
+    use seawall_core::provider::answer_usage;
+    let rows: [(&str, Option<Usage>); 5] = [
+        (
+            r#"{"choices":[],"usage":{"prompt_tokens":16,"completion_tokens":1}}"#,
+            Some(Usage::new(16, 1)),
+        ),
+        (
+            r#"{"type":"message","usage":{"input_tokens":22,"output_tokens":1,"cache_read_input_tokens":100}}"#,
+            Some(Usage::new(122, 1)),
+        ),
+        (
+            r#"{"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":0}}"#,
+            Some(Usage::new(8, 0)),
+        ),
+        (
+            r#"{"usage":{"prompt_tokens":3,"completion_tokens":1},"usageMetadata":{"promptTokenCount":9}}"#,
+            Some(Usage::new(3, 1)),
+        ),
+        (r#"{"usage":"none"}"#, None),
+    ];
+    for (body, usage) in rows {
+        assert_eq!(answer_usage(body.as_bytes()), usage, "{body}");
+    }
+}

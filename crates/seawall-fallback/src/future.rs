@@ -206,6 +206,10 @@ where
                     match result {
                         Ok(mut response) => {
                             let route = answering(&response, route);
+                            #[cfg(feature = "metrics")]
+                            if response.extensions().get::<Receipt>().is_none() {
+                                record_unladdered(&route, &response);
+                            }
                             label(&mut response, route, false, *this.header);
                             return Poll::Ready(Ok(response));
                         }
@@ -618,12 +622,10 @@ impl Walk {
         };
         self.span.record("error.type", failure.code().as_str());
         self.span.record("otel.status_code", "ERROR");
-        // A route without a ladder of its own (one attempt): nobody else
-        // records its attempt.
-        let own = failure.receipt().cloned().unwrap_or_else(|| {
-            seawall_core::record::attempt(&route, Some(failure.code()));
-            single(&route, Some(failure.code()))
-        });
+        let own = failure
+            .receipt()
+            .cloned()
+            .unwrap_or_else(|| single(failure.route().unwrap_or(&route), Some(failure.code())));
         self.join(own, target);
         self.visit(target, route.clone(), failure, &plan.shared);
         self.left = route;
@@ -660,12 +662,7 @@ impl Walk {
             .extensions_mut()
             .remove::<Receipt>()
             .unwrap_or_else(|| {
-                // A route without a ladder of its own (one attempt): nobody
-                // else records its attempt, nor a whole answer's tokens.
-                seawall_core::record::attempt(&route, None);
-                if let Some(usage) = response.extensions().get::<seawall_core::Usage>() {
-                    seawall_core::record::tokens(&route, *usage);
-                }
+                record_unladdered(&route, &response);
                 let mut own = Receipt::default();
                 own.push(Attempt::answered(route.clone(), Duration::ZERO, &response));
                 own.stop = Some(StopReason::Succeeded);
@@ -738,8 +735,11 @@ fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason) -> Box
     }
 }
 
-/// A receipt of one attempt, for a service that did not keep its own.
+/// A receipt of one attempt, for a service that did not keep its own: a
+/// route without a ladder, whose attempt nobody else records.
 fn single(route: &RouteId, code: Option<Code>) -> Receipt {
+    #[cfg(feature = "metrics")]
+    seawall_core::record::attempt(route, code);
     let mut receipt = Receipt::default();
     receipt.push(Attempt::new(route.clone(), code, Duration::ZERO));
     receipt.stop = Some(if code.is_none() {
@@ -748,6 +748,21 @@ fn single(route: &RouteId, code: Option<Code>) -> Receipt {
         StopReason::NotRetryable
     });
     receipt
+}
+
+/// Records the answer of a route without a ladder of its own (one
+/// attempt), which nobody else records: the attempt, and a whole answer's
+/// tokens (a stream's are the stream guard's, when it ends).
+fn record_unladdered<B>(route: &RouteId, response: &http::Response<B>) {
+    #[cfg(feature = "metrics")]
+    {
+        seawall_core::record::attempt(route, None);
+        if let Some(usage) = response.extensions().get::<seawall_core::Usage>() {
+            seawall_core::record::tokens(route, *usage);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (route, response);
 }
 
 /// The route that served `response`: the member a route set chose, when

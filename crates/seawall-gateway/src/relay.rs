@@ -250,18 +250,21 @@ pub(crate) struct Relay {
 const DONE_MARKER: &[u8] = b"[DONE]";
 
 /// Whether `event` (one whole event, its blank line included) is a
-/// `[DONE]` marker: a single `data` line saying only that, comments aside.
+/// `[DONE]` marker as the OpenAI SDK reads one: its data (the first `data`
+/// line's value starts it) starts with `[DONE]`, whatever other fields the
+/// event has.
 fn is_done_event(event: &[u8]) -> bool {
-    let mut data = None;
-    for line in event.split(|&b| b == b'\n' || b == b'\r') {
-        match line {
-            [] | [b':', ..] => {}
-            _ if data.is_none() => data = Some(line),
-            _ => return false,
-        }
+    if memchr::memmem::find(event, DONE_MARKER).is_none() {
+        return false;
     }
-    data.and_then(|line| line.strip_prefix(b"data:"))
-        .is_some_and(|value| value.trim_ascii() == DONE_MARKER)
+    let first_data = event.split(|&b| b == b'\n' || b == b'\r').find_map(|line| {
+        match line.strip_prefix(b"data")? {
+            [] => Some(&[][..]),
+            [b':', value @ ..] => Some(value.strip_prefix(b" ").unwrap_or(value)),
+            _ => None,
+        }
+    });
+    first_data.is_some_and(|data| data.starts_with(DONE_MARKER))
 }
 
 /// Where an event stream's lines end (CRLF, LF or CR) and so where its
@@ -749,10 +752,19 @@ mod tests {
             assert!(seen.starts_with(delta), "{seen}");
             assert!(seen.contains("\"sequence_number\":4"), "{seen}");
         }
-        // Not a marker alone: relayed.
-        let other = "data: [DONE] and more\n\n";
-        let seen = polls(relay_at(Endpoint::Messages, true, &[Some(other)])).concat();
-        assert_eq!(seen, format!("{other}end"));
+        // As the SDK reads it: data that starts with it, whatever the
+        // other fields; data that only holds it is relayed.
+        for done in [
+            "id: 7\ndata: [DONE]\n\n",
+            "event: done\ndata: [DONE] and more\n\n",
+        ] {
+            let seen = polls(relay_at(Endpoint::Messages, true, &[Some(done)])).concat();
+            assert_eq!(seen, "end", "{done:?}");
+        }
+        for other in ["data: {\"x\":\"[DONE]\"}\n\n", "data:\ndata: [DONE]\n\n"] {
+            let seen = polls(relay_at(Endpoint::Messages, true, &[Some(other)])).concat();
+            assert_eq!(seen, format!("{other}end"));
+        }
         let seen = polls(relay(true, &[Some("data: x\n\ndata: [DONE]\n\n")])).concat();
         assert_eq!(seen, "data: x\n\ndata: [DONE]\n\nend");
     }

@@ -43,5 +43,13 @@ mod on {
 }
 
 pub(crate) use on::*;
-// What the fallback records too.
+// What the fallback records too: recorded only with this crate's feature
+// (another crate's may have turned seawall-core's on).
+#[cfg(feature = "metrics")]
 pub(crate) use seawall_core::record::{attempt, tokens};
+#[cfg(not(feature = "metrics"))]
+#[inline(always)]
+pub(crate) fn attempt(_: &seawall_core::RouteId, _: Option<seawall_core::Code>) {}
+#[cfg(not(feature = "metrics"))]
+#[inline(always)]
+pub(crate) fn tokens(_: &seawall_core::RouteId, _: seawall_core::Usage) {}

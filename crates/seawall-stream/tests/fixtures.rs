@@ -671,15 +671,24 @@ async fn several_choices_finish_when_every_choice_has() {
         Outcome::Failed(f) => panic!("{f:?}"),
     };
     assert_eq!(d.error.map(|e| e.code()), Some(Code::Truncated));
-    // Ended by `[DONE]` while choice 1 never finished: an interruption,
-    // never complete (a lone choice's `[DONE]` without a finish closes it).
-    let marked = head.clone() + DONE;
-    let d = match run_framed(CHAT, marked.as_bytes(), marked.len()).await {
-        Outcome::Delivered(d) => d,
-        Outcome::Failed(f) => panic!("{f:?}"),
-    };
-    let error = d.error.expect("not complete");
-    assert_eq!(error.code(), Code::StreamInterrupted, "{error:?}");
+    // Ended by `[DONE]` while choice 1 never finished: cut, as a stream
+    // that ends without its finish, never complete (a lone choice's
+    // `[DONE]` without a finish closes it). So with a choice that first
+    // shows up after the others finished.
+    let late = [
+        chunk(0, r#"{"role":"assistant","content":"A"}"#, "null"),
+        chunk(0, "{}", r#""stop""#),
+        chunk(1, r#"{"content":"B"}"#, "null"),
+    ]
+    .concat();
+    for marked in [head.clone() + DONE, late + DONE] {
+        let d = match run_framed(CHAT, marked.as_bytes(), marked.len()).await {
+            Outcome::Delivered(d) => d,
+            Outcome::Failed(f) => panic!("{f:?}"),
+        };
+        let error = d.error.expect("not complete");
+        assert_eq!(error.code(), Code::Truncated, "{error:?}");
+    }
     // Whole.
     let whole = head + &chunk(1, "{}", r#""stop""#) + DONE;
     let d = match run_framed(CHAT, whole.as_bytes(), whole.len()).await {

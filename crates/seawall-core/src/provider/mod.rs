@@ -173,10 +173,13 @@ pub fn check_answer(provider: Provider, body: &[u8]) -> AnswerCheck {
 pub fn answer_usage(body: &[u8]) -> Option<Usage> {
     #[derive(serde::Deserialize)]
     struct Reported {
-        #[serde(default, alias = "usageMetadata")]
+        #[serde(default)]
         usage: Option<UsageFields>,
+        #[serde(default, rename = "usageMetadata")]
+        usage_metadata: Option<UsageFields>,
     }
-    from_bytes::<Reported>(body).ok()?.usage?.usage()
+    let reported = from_bytes::<Reported>(body).ok()?;
+    reported.usage.or(reported.usage_metadata)?.usage()
 }
 
 fn check_as_sent(provider: Provider, body: &[u8]) -> AnswerCheck {

@@ -209,7 +209,6 @@ fn opens_like_event_stream(data: &[u8]) -> Option<bool> {
 fn record(report: &StreamReport, route: &seawall_core::RouteId, cause: Option<Code>) {
     use seawall_core::metric_names::{
         STREAM_INTERRUPTIONS_TOTAL, TIME_TO_FIRST_BYTE_SECONDS, TIME_TO_FIRST_CONTENT_SECONDS,
-        TOKENS_TOTAL,
     };
     if let Some(ttfb) = report.time_to_first_byte {
         metrics::histogram!(TIME_TO_FIRST_BYTE_SECONDS).record(ttfb.as_secs_f64());
@@ -225,10 +224,7 @@ fn record(report: &StreamReport, route: &seawall_core::RouteId, cause: Option<Co
             .increment(1);
     }
     if let Some(usage) = report.usage {
-        metrics::counter!(TOKENS_TOTAL, "route" => route.to_shared(), "kind" => "input")
-            .increment(usage.input_tokens);
-        metrics::counter!(TOKENS_TOTAL, "route" => route.to_shared(), "kind" => "output")
-            .increment(usage.output_tokens);
+        seawall_core::record::tokens(route, usage);
     }
 }
 
@@ -477,6 +473,11 @@ impl Track {
                 Item::Stray { start, .. } => (start, 0),
             };
             tally.apply(decoder.decode(item), now);
+            // The end marker with a choice cut short: as a stream that
+            // ended without its finish (`truncated` after content).
+            if decoder.ended() && decoder.choice_unfinished() && tally.stop.is_none() {
+                tally.stop = Some(Cause::Eof);
+            }
             // Only `Signal::Error` stops with `InStream`, and nothing had
             // stopped before this item.
             if matches!(tally.stop, Some(Cause::InStream(_))) {

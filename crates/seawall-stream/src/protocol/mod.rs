@@ -246,7 +246,7 @@ impl Decoder {
                 Some(why) => Signal::Undecodable(why),
                 None => Signal::Other,
             },
-            Signal::Done if !self.finished => match self.finish_at_end_marker() {
+            Signal::Done if !self.finished => match self.implied_finish() {
                 Some(reason) => Signal::Finish(reason),
                 None => Signal::Done,
             },
@@ -273,18 +273,13 @@ impl Decoder {
         })
     }
 
-    /// The finish the end marker amounts to before any finish: the
-    /// [implied](Self::implied_finish) one, or, of several choices (`n >
-    /// 1`) one never finished, an abort: the marker ends a message with
-    /// that choice cut short, never a whole one. (A lone choice's `[DONE]`
-    /// without a finish still closes it.)
-    fn finish_at_end_marker(&self) -> Option<Reason<'static>> {
-        self.implied_finish().or_else(|| {
-            self.choices.one_unfinished().then(|| Reason {
-                kind: FinishKind::Aborted,
-                reason: "done".into(),
-            })
-        })
+    /// Whether, of several choices (`n > 1`), one has not finished: the
+    /// end marker then ends a message with that choice cut short, never a
+    /// whole one, whatever the others said (a choice that first shows up
+    /// after the others finished included). A lone choice's `[DONE]`
+    /// without a finish still closes it.
+    pub fn choice_unfinished(&self) -> bool {
+        self.choices.one_unfinished()
     }
 
     /// A line the event-stream format ignores. Google's API writes an
