@@ -238,25 +238,16 @@ fn a_fallback_routes_attempt_and_tokens_are_recorded() {
             },
         );
         let spare = tower::service_fn(|_: http::Request<ReplayBody<Full<Bytes>>>| async {
-            let response = http::Response::builder()
-                .header("content-type", "application/json")
-                .body(Full::new(Bytes::from_static(
-                    br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":16,"completion_tokens":5}}"#,
-                )))
-                .unwrap();
-            Ok::<_, Infallible>(response)
+            Ok::<_, Infallible>(answer_with_usage(16, 5))
         });
         let fallback = FallbackLayer::chain([
             FallbackRoute::new(stack.attempt(&classify, spare)).route(RouteId::new("spare"))
         ]);
         let service = stack.build_with_fallback(&classify, walled, fallback);
-        let request = http::Request::post("http://prim.example/v1/chat/completions")
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from_static(
-                br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
-            )))
-            .unwrap();
-        let response = service.oneshot(request).await.expect("the spare answers");
+        let response = service
+            .oneshot(prim_request())
+            .await
+            .expect("the spare answers");
         response.into_body().collect().await.unwrap();
     });
     let snapshot = snapshot(&snapshotter);
@@ -303,27 +294,16 @@ fn a_primary_without_a_ladder_is_recorded_once() {
     let snapshotter = recorded(async {
         let stack = common::short_stack();
         let classify = ClassifyLayer::openai();
-        let answer = || async {
-            let response = http::Response::builder()
-                .header("content-type", "application/json")
-                .body(Full::new(Bytes::from_static(
-                    br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#,
-                )))
-                .unwrap();
-            Ok::<_, Infallible>(response)
-        };
+        let answer = || async { Ok::<_, Infallible>(answer_with_usage(7, 3)) };
         let primary = tower::service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| answer());
         let spare = tower::service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| answer());
         let service = FallbackLayer::new(stack.attempt(&classify, spare))
             .route(RouteId::new("spare"))
             .layer(stack.attempt(&classify, primary));
-        let request = http::Request::post("http://prim.example/v1/chat/completions")
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from_static(
-                br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
-            )))
-            .unwrap();
-        let response = service.oneshot(request).await.expect("the primary answers");
+        let response = service
+            .oneshot(prim_request())
+            .await
+            .expect("the primary answers");
         response.into_body().collect().await.unwrap();
     });
     let snapshot = snapshot(&snapshotter);
@@ -333,4 +313,25 @@ fn a_primary_without_a_ladder_is_recorded_once() {
     );
     assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1);
     assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]), 7);
+}
+
+/// A chat request to the route `prim.example`.
+fn prim_request() -> http::Request<Full<Bytes>> {
+    http::Request::post("http://prim.example/v1/chat/completions")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(
+            br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+        )))
+        .unwrap()
+}
+
+/// A whole chat answer reporting `input` and `output` tokens.
+fn answer_with_usage(input: u64, output: u64) -> http::Response<Full<Bytes>> {
+    let body = format!(
+        r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"hi"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":{input},"completion_tokens":{output}}}}}"#
+    );
+    http::Response::builder()
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap()
 }

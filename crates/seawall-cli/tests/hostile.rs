@@ -124,6 +124,10 @@ fn response(status: &str, headers: &[&str], body: &str) -> Answer {
     Answer::Bytes(text.into_bytes())
 }
 
+fn json(body: &str) -> Answer {
+    response("200 OK", &["content-type: application/json"], body)
+}
+
 fn sse(events: &str) -> Answer {
     response("200 OK", &["content-type: text/event-stream"], events)
 }
@@ -152,6 +156,41 @@ fn vm_hwm_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// A process's peak resident set, sampled every millisecond on a thread
+/// of its own until [`Peak::stop`] or the process is gone.
+struct Peak {
+    done: Arc<AtomicBool>,
+    sampler: std::thread::JoinHandle<u64>,
+}
+
+impl Peak {
+    fn sample(pid: u32) -> Peak {
+        let done = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut peak = 0;
+                while !done.load(Ordering::SeqCst) {
+                    match vm_hwm_kib(pid) {
+                        Some(kib) => peak = peak.max(kib),
+                        // A zombie has no VmHWM: the run is over.
+                        None => break,
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                peak.max(vm_hwm_kib(pid).unwrap_or(0))
+            })
+        };
+        Peak { done, sampler }
+    }
+
+    /// The peak in KiB.
+    fn stop(self) -> u64 {
+        self.done.store(true, Ordering::SeqCst);
+        self.sampler.join().unwrap()
+    }
+}
+
 /// Runs the `seawall` binary with `args` and `env`, sampling its peak
 /// resident set every millisecond until it exits.
 async fn seawall(args: &[&str], env: &[(&str, &str)]) -> Finished {
@@ -171,28 +210,12 @@ async fn seawall(args: &[&str], env: &[(&str, &str)]) -> Finished {
     }
     let child = command.spawn().expect("the seawall binary runs");
     let pid = child.id().expect("a running child");
-    let done = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let mut peak = 0;
-            while !done.load(Ordering::SeqCst) {
-                match vm_hwm_kib(pid) {
-                    Some(kib) => peak = peak.max(kib),
-                    // A zombie has no VmHWM: the run is over.
-                    None => break,
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            peak
-        })
-    };
+    let sampler = Peak::sample(pid);
     let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
         .await
         .expect("seawall chat ends within 2 minutes")
         .unwrap();
-    done.store(true, Ordering::SeqCst);
-    let peak_kib = sampler.join().unwrap();
+    let peak_kib = sampler.stop();
     Finished {
         status: output.status.code(),
         out: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -309,12 +332,7 @@ async fn a_200_mb_unary_answer_is_refused_in_bounded_memory() {
 #[tokio::test]
 async fn a_declared_length_over_the_cap_is_refused_before_reading() {
     let answer = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w1 w2 w3 w4"},"finish_reason":"stop"}]}"#;
-    let raw = Raw::start(response(
-        "200 OK",
-        &["content-type: application/json"],
-        answer,
-    ))
-    .await;
+    let raw = Raw::start(json(answer)).await;
     let run = chat(&raw, "openai", &["--max-answer-bytes", "64"]).await;
     assert_eq!(run.status, Some(1), "{}", run.err);
     assert_eq!(run.receipt()["code"], "protocol_violation", "{}", run.err);
@@ -374,12 +392,7 @@ async fn a_redirect_is_not_followed() {
 #[tokio::test]
 async fn the_responses_api_request_is_input_and_stream() {
     let answer = r#"{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","summary":[]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"w1 w2","annotations":[]},{"type":"output_text","text":" w3","annotations":[]}]}]}"#;
-    let raw = Raw::start(response(
-        "200 OK",
-        &["content-type: application/json"],
-        answer,
-    ))
-    .await;
+    let raw = Raw::start(json(answer)).await;
     let run = chat(&raw, "openai-responses", &[]).await;
     assert_eq!(run.status, Some(0), "{}", run.err);
     assert_eq!(run.out, "w1 w2 w3\n");
@@ -417,12 +430,7 @@ async fn a_stream_request_answered_with_json_shows_the_answer() {
 #[tokio::test]
 async fn userinfo_in_a_base_url_is_never_shown_nor_sent() {
     let answer = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w1"},"finish_reason":"stop"}]}"#;
-    let raw = Raw::start(response(
-        "200 OK",
-        &["content-type: application/json"],
-        answer,
-    ))
-    .await;
+    let raw = Raw::start(json(answer)).await;
     let keyed = format!("http://user:secret@{}", raw.addr);
     let unreachable = "http://user:secret@127.0.0.1:1".to_owned();
     let runs = [
@@ -511,18 +519,7 @@ async fn the_gateway_holds_an_endless_event_in_bounded_memory() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(up, "the gateway listens on {addr}");
-    let done = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let mut peak = 0;
-            while !done.load(Ordering::SeqCst) {
-                peak = peak.max(vm_hwm_kib(pid).unwrap_or(0));
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            peak.max(vm_hwm_kib(pid).unwrap_or(0))
-        })
-    };
+    let sampler = Peak::sample(pid);
     let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
     let request = format!(
         "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
@@ -539,8 +536,7 @@ async fn the_gateway_holds_an_endless_event_in_bounded_memory() {
     .await
     .expect("the answer ends")
     .unwrap();
-    done.store(true, Ordering::SeqCst);
-    let peak_kib = sampler.join().unwrap();
+    let peak_kib = sampler.stop();
     drop(child);
     let answer = String::from_utf8_lossy(&answer);
     eprintln!("gateway peak resident set, endless event of comments: {peak_kib} KiB");
@@ -558,12 +554,7 @@ async fn the_gateway_holds_an_endless_event_in_bounded_memory() {
 #[tokio::test]
 async fn a_unary_answer_with_a_cut_choice_is_not_complete() {
     let body = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"A"},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":"B"},"finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":12}}"#;
-    let raw = Raw::start(response(
-        "200 OK",
-        &["content-type: application/json"],
-        body,
-    ))
-    .await;
+    let raw = Raw::start(json(body)).await;
     let run = chat(&raw, "openai", &[]).await;
     assert_eq!(run.out, "A\n");
     assert_eq!(run.status, Some(4), "{}", run.err);

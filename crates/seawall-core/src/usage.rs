@@ -16,8 +16,9 @@ use std::ops::AddAssign;
 use std::sync::Arc;
 
 use seawall_internal::cursor::{Cursor, Scan};
+use seawall_internal::json::Scalar;
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::Deserializer;
 
 /// Tokens as the provider counted them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -270,40 +271,10 @@ impl Count {
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct CountVisitor;
-        impl<'de> Visitor<'de> for CountVisitor {
-            type Value = Count;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a token count")
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Count, E> {
-                Ok(Count(Some(v)))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Count, E> {
-                Ok(Count(u64::try_from(v).ok()))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Count, E> {
-                Ok(Count(None))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Count, E> {
-                Ok(Count(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
-                Ok(Count(None))
-            }
-            fn visit_unit<E>(self) -> Result<Count, E> {
-                Ok(Count(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Count(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Count(None))
-            }
-        }
-        deserializer.deserialize_any(CountVisitor)
+        Ok(Count(match Scalar::deserialize(deserializer)? {
+            Scalar::Unsigned(count) => Some(count),
+            _ => None,
+        }))
     }
 }
 

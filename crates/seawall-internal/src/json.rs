@@ -188,40 +188,71 @@ pub struct Flag(pub bool);
 
 impl<'de> Deserialize<'de> for Flag {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FlagVisitor;
-        impl<'de> Visitor<'de> for FlagVisitor {
-            type Value = Flag;
+        Ok(Flag(matches!(
+            Scalar::deserialize(deserializer)?,
+            Scalar::Bool(true)
+        )))
+    }
+}
+
+/// Any JSON value, read leniently for the one scalar a reader wants: a
+/// boolean or an integer as it is, anything else (a float, a string,
+/// `null`, a container, stepped over) as [`Scalar::Other`]. Never an
+/// error for a well-formed value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A non-negative integer.
+    Unsigned(u64),
+    /// A negative integer.
+    Negative(i64),
+    /// Anything else.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ScalarVisitor;
+        impl<'de> Visitor<'de> for ScalarVisitor {
+            type Value = Scalar;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_bool<E>(self, v: bool) -> Result<Flag, E> {
-                Ok(Flag(v))
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar::Bool(v))
             }
-            fn visit_i64<E>(self, _: i64) -> Result<Flag, E> {
-                Ok(Flag(false))
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar::Unsigned(v))
             }
-            fn visit_u64<E>(self, _: u64) -> Result<Flag, E> {
-                Ok(Flag(false))
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(u64::try_from(v).map_or(Scalar::Negative(v), Scalar::Unsigned))
             }
-            fn visit_f64<E>(self, _: f64) -> Result<Flag, E> {
-                Ok(Flag(false))
+            fn visit_f64<E>(self, _: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Other)
             }
-            fn visit_str<E>(self, _: &str) -> Result<Flag, E> {
-                Ok(Flag(false))
+            fn visit_str<E>(self, _: &str) -> Result<Scalar, E> {
+                Ok(Scalar::Other)
             }
-            fn visit_unit<E>(self) -> Result<Flag, E> {
-                Ok(Flag(false))
+            fn visit_unit<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar::Other)
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Flag, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Scalar, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Flag(false))
+                Ok(Scalar::Other)
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Flag, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Scalar, A::Error> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Flag(false))
+                Ok(Scalar::Other)
             }
         }
-        deserializer.deserialize_any(FlagVisitor)
+        deserializer.deserialize_any(ScalarVisitor)
     }
 }
 
