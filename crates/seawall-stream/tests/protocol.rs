@@ -534,3 +534,24 @@ fn anthropic_cache_tokens_are_input() {
     ));
     assert_eq!(decoder.usage().expect("usage").input_tokens, 8003);
 }
+
+/// An error body in another wire's shape, unnamed (an OpenAI-shaped
+/// `{"error":…}` in an Anthropic, Responses or Gemini stream, as proxies
+/// write one) is an error, classified by the provider's table — never an
+/// event skipped and handed on, its words and all, as part of the answer.
+#[test]
+fn an_error_body_of_another_shape_is_an_error() {
+    let data = br#"{"error":{"message":"boom","type":"server_error","code":null}}"#;
+    for protocol in JSON_PROTOCOLS {
+        assert!(
+            decode_one(protocol, b"", data).starts_with("error "),
+            "{protocol}: {}",
+            decode_one(protocol, b"", data)
+        );
+    }
+    // A null error member declares nothing.
+    assert_eq!(
+        decode_one(Provider::Anthropic, b"", br#"{"error":null,"x":1}"#),
+        "other"
+    );
+}

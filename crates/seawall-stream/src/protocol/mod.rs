@@ -244,6 +244,11 @@ impl Decoder {
             // healthy stream pays nothing for it.
             Signal::Other if self.provider != Provider::Http => match undecodable(event.data) {
                 Some(why) => Signal::Undecodable(why),
+                // An error body in another wire's shape (an OpenAI-shaped
+                // `{"error":…}` in an Anthropic or Responses stream, as
+                // proxies write one): an error, not an event to skip and
+                // hand on, its words and all, as part of the answer.
+                None if declares_error(event.data) => self.error(event.data),
                 None => Signal::Other,
             },
             Signal::Done if !self.finished => match self.implied_finish() {
@@ -317,11 +322,12 @@ impl Decoder {
             .take()
             .map(|stray| stray.text)
             .unwrap_or_default();
-        match serde_json::from_slice::<StrayError>(&text) {
-            Ok(StrayError { error: Some(_) }) => self.error(&text),
+        if declares_error(&text) {
+            self.error(&text)
+        } else {
             // A closed object with no error, or text that is no JSON:
             // noise, as the format says.
-            _ => Signal::Other,
+            Signal::Other
         }
     }
 
@@ -347,6 +353,16 @@ impl Decoder {
     fn error(&self, data: &[u8]) -> Signal<'static> {
         Signal::Error(in_stream_error(self.provider, data))
     }
+}
+
+/// Whether `data` is a JSON object with an `error` member that is not
+/// `null`: an error body, whatever else it holds.
+fn declares_error(data: &[u8]) -> bool {
+    memchr::memmem::find(data, b"\"error\"").is_some()
+        && matches!(
+            serde_json::from_slice::<StrayError>(data),
+            Ok(StrayError { error: Some(_) })
+        )
 }
 
 /// Why `data` cannot be read as a JSON event at all, if it cannot: not
