@@ -408,7 +408,7 @@ where
                                     if !is_answer_opening(first, &self.parts, facts) {
                                         return Poll::Ready(SuccessRead::NotAnAnswer(first));
                                     }
-                                    relabel_event_stream(first, &mut self.parts);
+                                    relabel_event_stream(first, &mut self.parts, facts);
                                     return Poll::Ready(SuccessRead::Unchecked);
                                 }
                                 None => self.blank = self.buffer.len(),
@@ -557,8 +557,11 @@ fn may_stream(parts: &Parts, facts: &RequestFacts) -> bool {
 /// is, so the stream guard reads it and a client reads it as a stream.
 /// Refused instead, the same label on every attempt failed each one, each
 /// billed.
-fn relabel_event_stream(first: u8, parts: &mut Parts) {
-    if opens_event_stream(first) && crate::provider::media_type(parts).is_some_and(is_json_media) {
+fn relabel_event_stream(first: u8, parts: &mut Parts, facts: &RequestFacts) {
+    if opens_event_stream(first)
+        && facts.stream_requested() == Some(true)
+        && crate::provider::media_type(parts).is_some_and(is_json_media)
+    {
         parts.headers.insert(
             http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("text/event-stream"),

@@ -1189,3 +1189,22 @@ async fn an_array_is_a_gemini_answer_only_where_one_was_asked() {
         .expect("the array stream, handed on");
     assert_eq!(streamed.body(), whole);
 }
+
+/// Only an answer to a request that asked for a stream is relabelled an
+/// event stream when it opens like one under a JSON label: elsewhere (an
+/// endpoint that asks for none, a page that reads `error: …`) the label
+/// stays as the server sent it.
+#[tokio::test]
+async fn only_an_asked_for_stream_is_relabelled() {
+    let layer = ClassifyLayer::openai();
+    let delivered = answered_at(
+        &layer,
+        http::Method::POST,
+        "/v1/embeddings",
+        "error: upstream",
+    )
+    .await
+    .expect("no generation: handed on as sent");
+    assert_eq!(delivered.headers()[http::header::CONTENT_TYPE], JSON.1);
+    assert_eq!(delivered.body(), "error: upstream");
+}
