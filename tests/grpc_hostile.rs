@@ -313,23 +313,24 @@ const SERVING: &[u8] = b"\0\0\0\0\x02\x08\x01";
 
 /// The response head of a gRPC answer: 200, `application/grpc`.
 fn grpc_head(stream: u32) -> Act {
-    headers(
-        stream,
-        &[(":status", b"200"), ("content-type", b"application/grpc")],
-        false,
-    )
+    grpc_head_with(stream, &[], false)
+}
+
+/// A gRPC answer's head (200, `application/grpc`) with `extra` fields,
+/// ending the stream when `end`.
+fn grpc_head_with(stream: u32, extra: &[(&str, &[u8])], end: bool) -> Act {
+    let mut fields: Vec<(&str, &[u8])> =
+        vec![(":status", b"200"), ("content-type", b"application/grpc")];
+    fields.extend_from_slice(extra);
+    headers(stream, &fields, end)
 }
 
 /// A trailers-only answer: 200, `application/grpc`, `grpc-status` and
 /// `extra` in the one HEADERS frame that ends the stream.
 fn trailers_only(stream: u32, status: &[u8], extra: &[(&str, &[u8])]) -> Act {
-    let mut fields: Vec<(&str, &[u8])> = vec![
-        (":status", b"200"),
-        ("content-type", b"application/grpc"),
-        ("grpc-status", status),
-    ];
+    let mut fields: Vec<(&str, &[u8])> = vec![("grpc-status", status)];
     fields.extend_from_slice(extra);
-    headers(stream, &fields, true)
+    grpc_head_with(stream, &fields, true)
 }
 
 /// Trailers with `grpc-status: status` and `extra`, ending the stream.
@@ -392,14 +393,7 @@ async fn the_hand_written_server_answers_as_grpc() {
 /// anywhere: no answer, nothing delivered, retried.
 #[tokio::test]
 async fn headers_that_end_the_stream_without_a_status_are_retried() {
-    let (url, calls) = first_then_serving(|stream| {
-        vec![headers(
-            stream,
-            &[(":status", b"200"), ("content-type", b"application/grpc")],
-            true,
-        )]
-    })
-    .await;
+    let (url, calls) = first_then_serving(|stream| vec![grpc_head_with(stream, &[], true)]).await;
     answered_on_the_second_attempt(&url, &calls, Code::ProtocolViolation).await;
 }
 
@@ -560,15 +554,7 @@ async fn an_unreadable_grpc_status_is_unknown_and_not_retried() {
 async fn a_failing_status_in_the_headers_wins_over_ok_trailers() {
     let (url, calls) = first_then_serving(|stream| {
         vec![
-            headers(
-                stream,
-                &[
-                    (":status", b"200"),
-                    ("content-type", b"application/grpc"),
-                    ("grpc-status", b"14"),
-                ],
-                false,
-            ),
+            grpc_head_with(stream, &[("grpc-status", b"14")], false),
             data(stream, SERVING, false),
             trailers(stream, b"0", &[]),
         ]
@@ -587,15 +573,7 @@ async fn a_failing_status_in_the_headers_wins_over_ok_trailers() {
 async fn an_ok_status_in_the_headers_is_tonics_answer_whatever_the_trailers_say() {
     let (url, calls) = first_then_serving(|stream| {
         vec![
-            headers(
-                stream,
-                &[
-                    (":status", b"200"),
-                    ("content-type", b"application/grpc"),
-                    ("grpc-status", b"0"),
-                ],
-                false,
-            ),
+            grpc_head_with(stream, &[("grpc-status", b"0")], false),
             data(stream, SERVING, false),
             trailers(stream, b"14", &[]),
         ]
@@ -792,15 +770,7 @@ async fn a_message_past_the_decode_limit_is_refused_at_its_prefix() {
 async fn a_body_that_is_not_its_content_encoding_is_retried() {
     let (url, calls) = first_then_serving(|stream| {
         vec![
-            headers(
-                stream,
-                &[
-                    (":status", b"200"),
-                    ("content-type", b"application/grpc"),
-                    ("content-encoding", b"gzip"),
-                ],
-                false,
-            ),
+            grpc_head_with(stream, &[("content-encoding", b"gzip")], false),
             data(stream, SERVING, false),
             trailers(stream, b"0", &[]),
         ]
@@ -1220,15 +1190,10 @@ async fn ok_trailers_with_details_that_are_not_base64_do_not_panic() {
 #[tokio::test]
 async fn a_trailers_only_ok_with_details_that_are_not_base64_is_retried() {
     let (url, calls) = first_then_serving(|stream| {
-        vec![headers(
+        vec![trailers_only(
             stream,
-            &[
-                (":status", b"200"),
-                ("content-type", b"application/grpc"),
-                ("grpc-status", b"0"),
-                ("grpc-status-details-bin", b"!!not base64!!"),
-            ],
-            true,
+            b"0",
+            &[("grpc-status-details-bin", b"!!not base64!!")],
         )]
     })
     .await;

@@ -15,6 +15,7 @@ use http_body::{Body, Frame, SizeHint};
 use memchr::memchr2;
 use seawall::core::provider::openai_responses::last_sequence_number;
 use seawall::core::{BoxError, Code, Failure};
+use seawall_internal::json::DONE_MARKER;
 use seawall_internal::millis;
 
 use crate::config::Endpoint;
@@ -245,9 +246,6 @@ pub(crate) struct Relay {
     cut: Option<Arc<Cut>>,
     done: bool,
 }
-
-/// The end marker of OpenAI's chat stream.
-const DONE_MARKER: &[u8] = b"[DONE]";
 
 /// Whether `event` (one whole event, its blank line included) is a
 /// `[DONE]` marker as the OpenAI SDK reads one: its data (the first `data`

@@ -12,6 +12,9 @@ mod on {
     };
     use seawall_core::{Code, RouteId};
 
+    // What the fallback records too, recorded once in seawall-core.
+    pub(crate) use seawall_core::record::{attempt, tokens};
+
     pub(crate) fn retry(route: &RouteId, code: Code) {
         metrics::counter!(RETRIES_TOTAL, "route" => route.to_shared(), "code" => code.as_str())
             .increment(1);
@@ -34,8 +37,14 @@ mod on {
 
 #[cfg(not(feature = "metrics"))]
 mod on {
-    use seawall_core::{Code, RouteId};
+    use seawall_core::{Code, RouteId, Usage};
 
+    // seawall-core's recording may be on for another crate's feature:
+    // this crate records only with its own.
+    #[inline(always)]
+    pub(crate) fn attempt(_: &RouteId, _: Option<Code>) {}
+    #[inline(always)]
+    pub(crate) fn tokens(_: &RouteId, _: Usage) {}
     #[inline(always)]
     pub(crate) fn retry(_: &RouteId, _: Code) {}
     #[inline(always)]
@@ -43,13 +52,3 @@ mod on {
 }
 
 pub(crate) use on::*;
-// What the fallback records too: recorded only with this crate's feature
-// (another crate's may have turned seawall-core's on).
-#[cfg(feature = "metrics")]
-pub(crate) use seawall_core::record::{attempt, tokens};
-#[cfg(not(feature = "metrics"))]
-#[inline(always)]
-pub(crate) fn attempt(_: &seawall_core::RouteId, _: Option<seawall_core::Code>) {}
-#[cfg(not(feature = "metrics"))]
-#[inline(always)]
-pub(crate) fn tokens(_: &seawall_core::RouteId, _: seawall_core::Usage) {}

@@ -2,7 +2,6 @@
 //! ([`seawall_core::provider::anthropic`]: the same block kinds the unary
 //! check reads in `content[]`).
 
-use seawall_core::Usage;
 use seawall_core::provider::anthropic::{
     Block as BlockKind, block, delta_adds_content, finish_kind,
 };
@@ -53,31 +52,20 @@ struct Block<'a> {
 /// Anthropic reports the input and its cache in `message_start` and the
 /// output so far in each `message_delta` (at times the input again,
 /// without its cache): the counts are kept field by field, the later
-/// report of each winning, and the usage is their sum.
-fn merge_usage(report: Option<&UsageFields>, kept: &mut UsageFields, usage: &mut Option<Usage>) {
-    let Some(report) = report else {
-        return;
-    };
-    kept.merge(report);
-    if let Some(found) = kept.usage() {
-        *usage = Some(found);
+/// report of each winning; the usage is their sum, read when asked
+/// ([`UsageFields::usage`]).
+fn merge_usage(report: Option<&UsageFields>, kept: &mut UsageFields) {
+    if let Some(report) = report {
+        kept.merge(report);
     }
 }
 
-pub(super) fn decode<'a>(
-    data: &'a [u8],
-    kept: &mut UsageFields,
-    usage: &mut Option<Usage>,
-) -> Signal<'a> {
+pub(super) fn decode<'a>(data: &'a [u8], kept: &mut UsageFields) -> Signal<'a> {
     let Some(event) = parse::<Event<'_>>(data) else {
         return Signal::Other;
     };
-    merge_usage(
-        event.message.as_ref().and_then(|m| m.usage.as_ref()),
-        kept,
-        usage,
-    );
-    merge_usage(event.usage.as_ref(), kept, usage);
+    merge_usage(event.message.as_ref().and_then(|m| m.usage.as_ref()), kept);
+    merge_usage(event.usage.as_ref(), kept);
     match &*event.ty.0 {
         "ping" => Signal::KeepAlive,
         "message_start" | "content_block_stop" => Signal::Progress,

@@ -119,10 +119,10 @@ pub struct Decoder {
     /// The protocol's end arrived (see [`Decoder::ended`]).
     ended: bool,
     /// The usage the stream reported so far (the last report wins: every
-    /// provider sends cumulative counts).
+    /// provider sends cumulative counts), but Anthropic's.
     usage: Option<Usage>,
-    /// The counts reported so far, field by field, where a provider
-    /// reports them in parts (Anthropic).
+    /// The counts Anthropic reported so far, field by field: it reports
+    /// them in parts, and its usage is their sum.
     usage_parts: UsageFields,
     /// The shape of an OpenAI stream's plain chunks.
     shape: openai::Shape,
@@ -174,7 +174,10 @@ impl Decoder {
 
     /// The token usage the stream reported so far, if it reported any.
     pub fn usage(&self) -> Option<Usage> {
-        self.usage
+        match self.provider {
+            Provider::Anthropic => self.usage_parts.usage(),
+            _ => self.usage,
+        }
     }
 
     /// Whether the stream's protocol has ended: its end marker (`[DONE]`,
@@ -231,7 +234,9 @@ impl Decoder {
             // end every stream with it, and the official SDKs stop at it or
             // skip it. It proves nothing: it neither breaks an answer that
             // finished nor finishes one that did not.
-            Signal::Other if event.data.trim_ascii() == b"[DONE]" => Signal::KeepAlive,
+            Signal::Other if seawall_internal::json::is_done_marker(event.data) => {
+                Signal::KeepAlive
+            }
             // An event with no data (`data:` alone, a heartbeat some
             // servers send): no part of an answer can be in it.
             Signal::Other
@@ -344,7 +349,7 @@ impl Decoder {
             Provider::OpenAiResponses => {
                 openai_responses::decode(data, &mut self.refused, &mut self.usage)
             }
-            Provider::Anthropic => anthropic::decode(data, &mut self.usage_parts, &mut self.usage),
+            Provider::Anthropic => anthropic::decode(data, &mut self.usage_parts),
             Provider::Gemini => gemini::decode(data, &mut self.usage),
             Provider::Http => generic::decode(name, data),
         }

@@ -376,7 +376,7 @@ pub(super) fn decode<'a>(
 ) -> Signal<'a> {
     // The SDKs stop at a data line that starts `[DONE]`; a space after it
     // is no broken event.
-    if data.trim_ascii() == b"[DONE]" {
+    if seawall_internal::json::is_done_marker(data) {
         return Signal::Done;
     }
     if let Some(signal) = shape.recognise(data) {
