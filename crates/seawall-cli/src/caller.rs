@@ -165,6 +165,7 @@ where
                 // reads past it, as naive callers do.
                 Signal::Error(_)
                 | Signal::Progress
+                | Signal::Thinking
                 | Signal::KeepAlive
                 | Signal::Done
                 | Signal::Other => {}

@@ -720,6 +720,11 @@ fn responses_events_and_output_items() {
         ("response.created", StreamEvent::Lifecycle),
         (
             "response.reasoning_summary_text.delta",
+            StreamEvent::ReasoningDelta,
+        ),
+        ("response.reasoning_text.delta", StreamEvent::ReasoningDelta),
+        (
+            "response.reasoning_summary_part.added",
             StreamEvent::Lifecycle,
         ),
         ("something.else", StreamEvent::Unknown),

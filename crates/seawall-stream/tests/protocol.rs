@@ -33,6 +33,7 @@ fn describe(signal: Signal<'_>) -> String {
         Signal::Finish(reason) => format!("finish {:?} {}", reason.kind, reason.reason),
         Signal::Error(failure) => format!("error {}", failure.code()),
         Signal::Progress => "progress".into(),
+        Signal::Thinking => "thinking".into(),
         Signal::KeepAlive => "keepalive".into(),
         Signal::Done => "done".into(),
         Signal::Other => "other".into(),
@@ -384,7 +385,7 @@ fn done_with_a_trailing_space_is_done() {
 #[test]
 fn content_as_a_list_of_parts_is_read_by_its_parts() {
     let thinking = br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Let me see."}]}]},"finish_reason":null}]}"#;
-    assert_eq!(decode_one(Provider::OpenAi, b"", thinking), "progress");
+    assert_eq!(decode_one(Provider::OpenAi, b"", thinking), "thinking");
     let text = br#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]},"finish_reason":null}]}"#;
     assert_eq!(
         decode_one(Provider::OpenAi, b"", text),

@@ -461,3 +461,155 @@ async fn a_thinking_hold_is_handed_on_before_the_callers_wait_ends() {
     let failure = d.error.expect("the reset");
     assert_eq!(failure.action(), Action::Surface);
 }
+
+/// The events of one wire for a model that thinks before it answers: its
+/// head, one thought, and the answer with its end.
+struct Thinker {
+    path: &'static str,
+    head: &'static str,
+    thought: &'static str,
+    answer: &'static str,
+}
+
+const THINKERS: [Thinker; 5] = [
+    // DeepSeek, vLLM, Qwen.
+    Thinker {
+        path: CHAT,
+        head: "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",
+        thought: "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":null,\"reasoning_content\":\"Let me see\"},\"finish_reason\":null}]}\n\n",
+        answer: "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"42\"},\"finish_reason\":null}]}\n\ndata: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    },
+    // OpenRouter, Ollama, Groq.
+    Thinker {
+        path: CHAT,
+        head: "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",
+        thought: "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":\"Let me see\"},\"finish_reason\":null}]}\n\n",
+        answer: "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"42\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    },
+    Thinker {
+        path: MESSAGES,
+        head: "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n",
+        thought: "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Let me see\"}}\n\n",
+        answer: "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"42\"}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    },
+    Thinker {
+        path: "/v1/responses",
+        head: "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\"}}\n\n",
+        thought: "event: response.reasoning_summary_text.delta\ndata: {\"type\":\"response.reasoning_summary_text.delta\",\"item_id\":\"rs_1\",\"output_index\":0,\"summary_index\":0,\"delta\":\"Let me see\",\"sequence_number\":1}\n\n",
+        answer: "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":1,\"content_index\":0,\"delta\":\"42\",\"sequence_number\":2}\n\nevent: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{\"id\":\"resp_1\",\"status\":\"completed\"}}\n\n",
+    },
+    Thinker {
+        path: GEMINI,
+        head: "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\"}],\"role\":\"model\"}}]}\r\n\r\n",
+        thought: "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Let me see\",\"thought\":true}],\"role\":\"model\"}}]}\r\n\r\n",
+        answer: "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"42\"}],\"role\":\"model\"},\"finishReason\":\"STOP\"}]}\r\n\r\n",
+    },
+];
+
+/// A model that thinks for two and a half minutes, a thought every 10 s,
+/// is not cut at the interactive preset's 60 s first-content bound: cut
+/// and asked again, it would think (and be billed) as long again, on
+/// every wire that streams its thinking.
+#[tokio::test(start_paused = true)]
+async fn a_model_still_thinking_outlives_the_first_content_bound() {
+    for thinker in THINKERS {
+        let mut script = vec![send(thinker.head)];
+        for _ in 0..15 {
+            script.push(wait(10.0));
+            script.push(send(thinker.thought));
+        }
+        script.push(wait(1.0));
+        script.push(send(thinker.answer));
+        let response = call(
+            StreamGuardLayer::interactive(),
+            thinker.path,
+            scripted(script),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", thinker.thought));
+        let d = drain(response).await;
+        assert!(d.error.is_none(), "{}: {:?}", thinker.thought, d.error);
+        assert_eq!(d.report.time_to_first_content, Some(secs(151.0)));
+        assert!(d.report.completed_task(), "{}", thinker.thought);
+    }
+}
+
+/// A model that stops thinking and falls silent before content is cut
+/// at the idle bound after its last thought (later than the first-content
+/// bound here), as a retryable `timeout`: nothing reached the caller.
+#[tokio::test(start_paused = true)]
+async fn a_model_that_stops_thinking_times_out_at_the_idle_bound() {
+    for thinker in THINKERS {
+        let mut script = vec![send(thinker.head)];
+        for _ in 0..5 {
+            script.push(wait(10.0));
+            script.push(send(thinker.thought));
+        }
+        script.push(wait(600.0));
+        let failure = failure_of(
+            call(
+                StreamGuardLayer::interactive(),
+                thinker.path,
+                scripted(script),
+            )
+            .await,
+        );
+        assert_eq!(failure.code(), Code::Timeout, "{}", thinker.thought);
+        assert_eq!(failure.action(), Action::Retry);
+        assert_eq!(
+            failure.evidence().elapsed,
+            Some(secs(80.0)),
+            "{}",
+            thinker.thought
+        );
+        assert!(failure.message().unwrap().contains("idle bound of 30s"));
+    }
+}
+
+/// Only thinking extends the wait: a head followed by empty deltas, empty
+/// thoughts or lifecycle events every 10 s still fails at the
+/// first-content bound ("headers and then nothing").
+#[tokio::test(start_paused = true)]
+async fn moving_without_thinking_still_fails_at_the_first_content_bound() {
+    let idle = [
+        (
+            CHAT,
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\",\"reasoning_content\":\"\"},\"finish_reason\":null}]}\n\n",
+        ),
+        (
+            CHAT,
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":null},\"finish_reason\":null}]}\n\n",
+        ),
+        (
+            MESSAGES,
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"\"}}\n\n",
+        ),
+        (
+            MESSAGES,
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"c2ln\"}}\n\n",
+        ),
+        (
+            "/v1/responses",
+            "event: response.in_progress\ndata: {\"type\":\"response.in_progress\",\"sequence_number\":1}\n\n",
+        ),
+        (
+            GEMINI,
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\",\"thought\":true}],\"role\":\"model\"}}]}\r\n\r\n",
+        ),
+    ];
+    for (path, event) in idle {
+        let mut script = vec![];
+        for _ in 0..30 {
+            script.push(send(event));
+            script.push(wait(10.0));
+        }
+        let failure =
+            failure_of(call(StreamGuardLayer::interactive(), path, scripted(script)).await);
+        assert_eq!(failure.code(), Code::Timeout, "{event}");
+        assert_eq!(failure.evidence().elapsed, Some(secs(60.0)), "{event}");
+        assert!(
+            failure.message().unwrap().contains("first_content"),
+            "{event}"
+        );
+    }
+}

@@ -94,6 +94,9 @@ pub fn openai_message() -> BoxedStrategy<String> {
         ("tool_calls", value().boxed()),
         ("function_call", value().boxed()),
         ("audio", value().boxed()),
+        // Where compatible servers stream a reasoning model's thinking.
+        ("reasoning_content", nullable(string().boxed())),
+        ("reasoning", value().boxed()),
     ])
 }
 

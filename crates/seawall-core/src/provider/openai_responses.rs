@@ -67,8 +67,11 @@ pub enum StreamEvent {
     Error,
     /// `keepalive`.
     KeepAlive,
-    /// Any other `response.*` event: lifecycle, part boundaries, reasoning,
-    /// tool progress.
+    /// `response.reasoning_text.delta` / `.reasoning_summary_text.delta`:
+    /// the model thinking before (or between) its answer's parts.
+    ReasoningDelta,
+    /// Any other `response.*` event: lifecycle, part boundaries, tool
+    /// progress.
     Lifecycle,
     /// Not an event of this API.
     Unknown,
@@ -88,6 +91,9 @@ pub fn stream_event(ty: &str) -> StreamEvent {
         "response.failed" => StreamEvent::Failed,
         "error" => StreamEvent::Error,
         "keepalive" => StreamEvent::KeepAlive,
+        "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
+            StreamEvent::ReasoningDelta
+        }
         ty if ty.starts_with("response.") => StreamEvent::Lifecycle,
         _ => StreamEvent::Unknown,
     }

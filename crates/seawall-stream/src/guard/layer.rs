@@ -74,7 +74,9 @@ impl StreamGuardLayer {
     }
 
     /// No content event within this long after the call (pings do not
-    /// count): `timeout`.
+    /// count): `timeout`. A model still streaming its thinking when it
+    /// passes goes on, bounded by the idle bound between thoughts
+    /// (see the module's "Timeouts bound gaps").
     pub fn first_content_timeout(mut self, bound: Duration) -> Self {
         self.config.first_content = bound.min(MAX_BOUND);
         self

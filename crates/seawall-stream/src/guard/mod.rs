@@ -9,7 +9,9 @@
 //! - **Before the first content event** the response future does not
 //!   resolve. It fails with a complete-evidence
 //!   [`Failure`](seawall_core::Failure) — `first_byte_timeout` (fail over),
-//!   `timeout` (no content within `first_content`; pings do not count),
+//!   `timeout` (no content within `first_content`; pings do not count,
+//!   and a model that keeps streaming its thinking is not cut there:
+//!   below),
 //!   `empty_response` (a finish or EOF before content), a refusal or
 //!   filter (`refused`, `content_filtered`: escalate), the in-stream
 //!   error's own class (`overloaded`, …) or `transport` — so outer layers
@@ -51,7 +53,15 @@
 //! - **Timeouts bound gaps**, not streams: one timer, reset as the stream
 //!   moves — first byte, first content, then idle (reset by content and
 //!   progress events, never by keep-alives), plus an optional
-//!   `max_duration`. The clock starts at the call; the guard takes charge
+//!   `max_duration`. A model that thinks before it answers (thinking or
+//!   reasoning deltas: [`Signal::Thinking`](crate::protocol::Signal::Thinking))
+//!   is not cut at the first-content bound while it is still thinking: cut
+//!   and asked again, it would think — and be billed — as long again.
+//!   Past that bound it has the idle bound between its thoughts instead,
+//!   and failing it before content is still `timeout`, retryable. A role
+//!   delta, `message_start` or a block start alone extends nothing: a
+//!   stream that sends its head and then nothing still times out at the
+//!   first-content bound. The clock starts at the call; the guard takes charge
 //!   once the response says `text/event-stream`. Before the headers it
 //!   cannot tell a stream from a unary answer that may rightly take a
 //!   minute, so a route that never sends headers is bounded by the

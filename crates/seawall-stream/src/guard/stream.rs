@@ -80,6 +80,8 @@ struct Tally {
     keepalives: u64,
     first_content: Option<Instant>,
     last_activity: Instant,
+    /// When the model last showed its thinking ([`Signal::Thinking`]).
+    last_thinking: Option<Instant>,
     finish: Option<Finish>,
     /// The delivered text, when reconstruction is on.
     text: Option<String>,
@@ -114,6 +116,11 @@ impl Tally {
             Signal::Progress => {
                 self.progress_events += 1;
                 self.last_activity = now;
+            }
+            Signal::Thinking => {
+                self.progress_events += 1;
+                self.last_activity = now;
+                self.last_thinking = Some(now);
             }
             Signal::KeepAlive => self.keepalives += 1,
             Signal::Finish(reason) => {
@@ -340,6 +347,7 @@ impl Track {
                 keepalives: 0,
                 first_content: None,
                 last_activity: started,
+                last_thinking: None,
                 finish: None,
                 text: config.max_text.map(|_| String::new()),
                 text_cap: config.max_text.unwrap_or(0),
@@ -534,7 +542,19 @@ impl Track {
                 self.started + config.first_byte.min(config.first_content),
                 Gap::FirstByte,
             ),
-            (Some(_), None) => (self.started + config.first_content, Gap::FirstContent),
+            (Some(_), None) => {
+                let first_content = self.started + config.first_content;
+                match self.tally.last_thinking {
+                    // A model still thinking is not cut at the first-content
+                    // bound (cut, it would be asked again and think, and be
+                    // billed, as long again): it has the idle bound between
+                    // its thoughts instead, as it will between its answer's
+                    // events. A role delta or a block start alone does not
+                    // do this: "headers and then nothing" stays a timeout.
+                    Some(at) if at + config.idle > first_content => (at + config.idle, Gap::Idle),
+                    _ => (first_content, Gap::FirstContent),
+                }
+            }
             (Some(_), Some(_)) => (self.tally.last_activity + config.idle, Gap::Idle),
         };
         match config.max_duration {
@@ -659,7 +679,8 @@ impl Track {
                     ),
                     // Before content, unless the hold was handed on.
                     Gap::FirstContent => (after(content, Code::Timeout), config.first_content),
-                    Gap::Idle => (Code::StreamInterrupted, config.idle),
+                    // Before content, a model that stopped thinking.
+                    Gap::Idle => (after(content, Code::Timeout), config.idle),
                     Gap::MaxDuration => (
                         after(content, Code::Timeout),
                         config.max_duration.unwrap_or_default(),

@@ -37,6 +37,9 @@ struct Delta<'a> {
     ty: Option<Text<'a>>,
     #[serde(borrow)]
     text: Option<Text<'a>>,
+    /// A `thinking_delta`'s text.
+    #[serde(borrow)]
+    thinking: Option<Text<'a>>,
     #[serde(borrow)]
     stop_reason: Option<Text<'a>>,
 }
@@ -109,8 +112,11 @@ pub(super) fn decode<'a>(data: &'a [u8], kept: &mut UsageFields) -> Signal<'a> {
                         finish: None,
                     },
                 },
-                // thinking, signatures, citations: the model is working,
-                // the caller has nothing to show yet.
+                // The model thinking: the caller has nothing to show yet.
+                Some("thinking_delta") if delta.thinking.and_then(Text::non_empty).is_some() => {
+                    Signal::Thinking
+                }
+                // Signatures, citations, an empty thought: moving, no more.
                 _ => Signal::Progress,
             }
         }

@@ -92,6 +92,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Part<'a> {
 #[derive(Default)]
 struct Parts<'a> {
     content: bool,
+    /// A thought with text: the model thinking.
+    thinking: bool,
     text: Option<Cow<'a, str>>,
 }
 
@@ -102,6 +104,7 @@ fn parts<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Parts<'a>
         |acc: &mut Parts<'a>, part: Part<'a>| {
             // A thought summary is the model working, not the answer.
             if part.thought {
+                acc.thinking |= part.text.and_then(Text::non_empty).is_some();
                 return;
             }
             acc.content |= part.acts;
@@ -147,6 +150,7 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
             finish,
         },
         (false, Some(reason)) => Signal::Finish(reason),
+        (false, None) if parts.thinking => Signal::Thinking,
         (false, None) => Signal::Progress,
     }
 }

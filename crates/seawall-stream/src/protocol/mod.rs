@@ -52,9 +52,14 @@ pub enum Signal<'a> {
         /// A finish reason carried by the same event.
         finish: Option<Reason<'a>>,
     },
-    /// Progress that is not content: role deltas, block starts, usage,
-    /// thinking. Resets the idle timer.
+    /// Progress that is not content: role deltas, block starts, usage.
+    /// Resets the idle timer.
     Progress,
+    /// The model at work on its answer before showing it: thinking or
+    /// reasoning text. Progress too; and before the first content, while
+    /// it keeps coming within the idle bound, it keeps the first-content
+    /// bound from cutting a model that is still thinking (see the guard).
+    Thinking,
     /// A keep-alive (ping event or comment): proves nothing, resets nothing.
     KeepAlive,
     /// The finish reason, on an event without content.
@@ -82,6 +87,7 @@ impl Signal<'_> {
             },
             Signal::Finish(reason) => Signal::Finish(reason.into_owned()),
             Signal::Progress => Signal::Progress,
+            Signal::Thinking => Signal::Thinking,
             Signal::KeepAlive => Signal::KeepAlive,
             Signal::Error(failure) => Signal::Error(failure),
             Signal::Done => Signal::Done,

@@ -51,7 +51,31 @@ struct Delta<'a> {
     content: Option<Text<'a>>,
     refusal: Option<Text<'a>>,
     acts: bool,
+    /// A [`THINKING_FIELDS`] member holds something: the model thinking.
+    thinking: bool,
 }
+
+/// Where the servers that speak this wire stream a reasoning model's
+/// thinking: `reasoning_content` (DeepSeek, vLLM, Qwen), `reasoning`
+/// (OpenRouter, Ollama, Groq, newer vLLM). Not the answer: the model at
+/// work on it ([`Signal::Thinking`]).
+const THINKING_FIELDS: [&str; 2] = ["reasoning_content", "reasoning"];
+
+/// A delta's members read by the cursor: the answer's, then the thinking
+/// ones.
+const DELTA_FIELDS: [&str; MESSAGE_FIELDS.len() + THINKING_FIELDS.len()] = {
+    let mut fields = [""; MESSAGE_FIELDS.len() + THINKING_FIELDS.len()];
+    let mut i = 0;
+    while i < MESSAGE_FIELDS.len() {
+        fields[i] = MESSAGE_FIELDS[i];
+        i += 1;
+    }
+    while i < fields.len() {
+        fields[i] = THINKING_FIELDS[i - MESSAGE_FIELDS.len()];
+        i += 1;
+    }
+    fields
+};
 
 impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -66,7 +90,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
                 let mut seen = [false; MESSAGE_FIELDS.len()];
                 while let Some(key) = map.next_key::<Text<'de>>()? {
                     let Some(field) = MESSAGE_FIELDS.iter().position(|name| *name == key.0) else {
-                        map.next_value::<IgnoredAny>()?;
+                        if THINKING_FIELDS.contains(&&*key.0) {
+                            delta.thinking |= map.next_value::<Presence>()?.0;
+                        } else {
+                            map.next_value::<IgnoredAny>()?;
+                        }
                         continue;
                     };
                     // As serde's derive: a field twice is no chunk.
@@ -78,6 +106,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
                             let parts = map.next_value::<ContentParts<'a>>()?;
                             delta.content = parts.text;
                             delta.acts |= parts.other;
+                            delta.thinking |= parts.thinking;
                         }
                         MESSAGE_REFUSAL => delta.refusal = map.next_value()?,
                         _ => delta.acts |= map.next_value::<Presence>()?.0,
@@ -101,6 +130,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
 struct ContentParts<'a> {
     text: Option<Text<'a>>,
     other: bool,
+    /// A thinking part came: the model thinking.
+    thinking: bool,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for ContentParts<'a> {
@@ -123,20 +154,22 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentParts<'a> {
             Some(Field::Text(text)) => ContentParts {
                 text: Some(text),
                 other: false,
+                thinking: false,
             },
             Some(Field::Parts(parts)) => {
                 let mut joined = String::new();
-                let mut other = false;
+                let (mut other, mut thinking) = (false, false);
                 for part in parts {
                     match part.ty.as_ref().map(|t| &*t.0) {
                         Some("text") => joined.push_str(part.text.as_ref().map_or("", |t| &t.0)),
-                        Some("thinking" | "reasoning") => {}
+                        Some("thinking" | "reasoning") => thinking = true,
                         _ => other = true,
                     }
                 }
                 ContentParts {
                     text: Some(Text(joined.into())),
                     other,
+                    thinking,
                 }
             }
         })
@@ -194,10 +227,11 @@ fn scan_choice<'a>(cursor: &mut Cursor<'a>) -> Scan<Choice<'a>> {
 
 fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
     let mut delta = Delta::default();
-    cursor.fields(MESSAGE_FIELDS, |cursor, field| {
+    cursor.fields(DELTA_FIELDS, |cursor, field| {
         match field {
             MESSAGE_TEXT => delta.content = cursor.text_hole()?,
             MESSAGE_REFUSAL => delta.refusal = cursor.text()?,
+            _ if field >= MESSAGE_FIELDS.len() => delta.thinking |= cursor.holds()?,
             _ => delta.acts |= cursor.holds()?,
         }
         Ok(())
@@ -409,12 +443,13 @@ pub(super) fn decode<'a>(
         && choice.delta.as_ref().is_some_and(|delta| {
             delta.content.is_some()
                 && !delta.acts
+                && !delta.thinking
                 && delta.refusal.as_ref().is_none_or(|r| r.0.is_empty())
         });
     if let (true, Some(holes)) = (plain, holes) {
         shape.learn(text, holes);
     }
-    let (text, content) = match choice.delta {
+    let (text, content, thinking) = match choice.delta {
         Some(delta) => {
             // A refusal delta is the model declining, not an answer: it
             // marks the stream refused and moves it on, like Anthropic's and
@@ -423,14 +458,14 @@ pub(super) fn decode<'a>(
             *refused |= delta.refusal.and_then(Text::non_empty).is_some();
             let text = delta.content.and_then(Text::non_empty);
             let content = text.is_some() || delta.acts;
-            (text, content)
+            (text, content, delta.thinking)
         }
         // A legacy completion's chunk: its text is the answer, as the
         // unary check counts it. Never a kept shape's (not `plain`).
         None => {
             let text = choice.text.and_then(Text::non_empty);
             let content = text.is_some();
-            (text, content)
+            (text, content, false)
         }
     };
     let finish = choice.finish_reason.map(|Text(reason)| {
@@ -447,6 +482,7 @@ pub(super) fn decode<'a>(
     match (content, finish) {
         (true, finish) => Signal::Content { text, finish },
         (false, Some(reason)) => Signal::Finish(reason),
+        (false, None) if thinking => Signal::Thinking,
         (false, None) => Signal::Progress,
     }
 }
@@ -466,6 +502,8 @@ mod tests {
         r#"{"id":"c","choices":[{"index":0,"delta":{"content":"Hello\n\"world\" caf\u00e9 \ud83d\ude00"},"finish_reason":null}]}"#,
         r#"{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":null}]}"#,
         r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{"content":null,"reasoning_content":"Let me see"},"finish_reason":null}]}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning":"Hm","reasoning_details":[{"type":"reasoning.text","text":"Hm"}]},"finish_reason":null}]}"#,
         r#"{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0}}}"#,
         r#"{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}"#,
         r#" { "choices" : [ { "delta" : { "content" : "spaced" } , "finish_reason" : null } ] } "#,

@@ -138,6 +138,10 @@ pub(super) fn decode<'a>(
         // comes flat or nested, and ends the stream, so once.
         StreamEvent::Error => Signal::Error(error_event(data)),
         StreamEvent::KeepAlive => Signal::KeepAlive,
+        StreamEvent::ReasoningDelta => match event.delta.and_then(Text::non_empty) {
+            Some(_) => Signal::Thinking,
+            None => Signal::Progress,
+        },
         // Lifecycle, part boundaries, reasoning, tool progress: the
         // response is moving, the caller has nothing new to show.
         StreamEvent::Lifecycle => Signal::Progress,
@@ -173,6 +177,7 @@ mod tests {
             Signal::Finish(reason) => format!("finish {:?} {}", reason.kind, reason.reason),
             Signal::Error(failure) => format!("error {} {}", failure.code(), failure.class()),
             Signal::Progress => "progress".into(),
+            Signal::Thinking => "thinking".into(),
             Signal::KeepAlive => "keepalive".into(),
             Signal::Done => "done".into(),
             Signal::Other => "other".into(),
