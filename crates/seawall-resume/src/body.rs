@@ -584,6 +584,14 @@ where
         if !fixable {
             return Err("not_resumable");
         }
+        // The caller already holds the answer's finish, and after it the
+        // protocol's end (the guard judges a server's `abort` finish, or an
+        // error after the finish, only at the end): a continuation spliced
+        // in after it goes unread (an OpenAI SDK stops at `[DONE]`) or
+        // shows a second end, and is billed either way.
+        if failure.evidence().finish_seen {
+            return Err("finished");
+        }
         if !self.resumes_left() {
             return Err("max_resumes");
         }

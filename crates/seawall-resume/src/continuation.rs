@@ -261,6 +261,12 @@ pub fn never_resume(provider: Provider, original: &Value) -> Option<&'static str
         {
             Some("extended_thinking")
         }
+        // A stored conversation takes in every input and output item of a
+        // response made in it: a continuation would write the question
+        // again, and the cut answer, into it for good.
+        Provider::OpenAiResponses if original.get("conversation").is_some_and(|c| !c.is_null()) => {
+            Some("conversation")
+        }
         _ if structured(provider, original) => Some("structured_output"),
         _ => None,
     }
@@ -444,6 +450,27 @@ mod tests {
             Some("extended_thinking")
         );
         assert_eq!(never_resume(Provider::Anthropic, &json!({})), None);
+        assert_eq!(
+            never_resume(
+                Provider::OpenAiResponses,
+                &json!({"conversation": "conv_1", "input": "Q"})
+            ),
+            Some("conversation")
+        );
+        assert_eq!(
+            never_resume(
+                Provider::OpenAiResponses,
+                &json!({"conversation": {"id": "conv_1"}, "input": "Q"})
+            ),
+            Some("conversation")
+        );
+        assert_eq!(
+            never_resume(
+                Provider::OpenAiResponses,
+                &json!({"conversation": null, "input": "Q"})
+            ),
+            None
+        );
     }
 
     #[test]

@@ -102,11 +102,19 @@
 //!
 //! - A refusal, a filter, a `length` cut or a `stop`: the model finished;
 //!   these are verdicts, not interruptions.
+//! - Any interruption after the caller already received the answer's
+//!   finish (a server's `abort` finish, judged at the end marker that
+//!   follows it; an error after the finish): a continuation after the
+//!   end an SDK stops reading at would be billed and never read.
 //! - A caller who drops the body (cancellation): nothing is read further.
 //! - The operation's deadline, or an interruption with no time left.
 //! - A tool or function-call delta delivered before the cut: the
 //!   continuation can only carry text.
 //! - Several choices (`n > 1`, Gemini `candidateCount > 1`).
+//! - A Responses API request made in a stored `conversation`: the
+//!   conversation takes in every item of every response made in it, so a
+//!   continuation would write the question and the cut answer into it a
+//!   second time, for good.
 //! - Anthropic extended thinking (`thinking` enabled): a prefill cannot
 //!   carry the signed thinking blocks the API requires first.
 //! - Structured output (a JSON schema or JSON mode: OpenAI's

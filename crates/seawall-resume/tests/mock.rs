@@ -856,3 +856,56 @@ async fn a_continuation_asks_only_for_the_budget_left() {
         }
     }
 }
+
+/// A server's `abort` finish after content is judged at the `[DONE]` that
+/// follows it, when the caller already holds both (the stream guard's
+/// real verdict here): nothing is spliced in after the end an SDK stops
+/// reading at, and nothing more is billed.
+#[tokio::test]
+async fn an_abort_finish_the_caller_already_read_is_not_resumed() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let service = ServiceBuilder::new()
+        .layer(ResumeLayer::new())
+        .layer(seawall_stream::StreamGuardLayer::interactive())
+        .service(service_fn(
+            move |_req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    Ok::<_, BoxError>(stream(vec![
+                        Ok(chunk("w1")),
+                        Ok(chunk(" w2")),
+                        Ok(Bytes::from_static(
+                            b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"abort\"}]}\n\n",
+                        )),
+                        Ok(Bytes::from_static(b"data: [DONE]\n\n")),
+                    ]))
+                }
+            },
+        ));
+    let request = serde_json::json!({"model": "m", "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let request = http::Request::post("http://api.example/v1/chat/completions")
+        .body(Full::new(Bytes::from(request.to_string())))
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+    let mut body = std::pin::pin!(response.into_body());
+    let mut shown = Vec::new();
+    let error = loop {
+        match body.frame().await {
+            Some(Ok(frame)) => shown.extend_from_slice(&frame.into_data().unwrap()),
+            Some(Err(error)) => break error,
+            None => panic!("an abort is no answer"),
+        }
+    };
+    let failure = Failure::find(&*error).unwrap();
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert!(failure.evidence().finish_seen);
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "no continuation was sent");
+    assert_eq!(resumed.report().gave_up, Some("finished"));
+    assert!(
+        shown.ends_with(b"data: [DONE]\n\n"),
+        "the caller read the end"
+    );
+}
