@@ -13,7 +13,9 @@ const MAX_DEPTH: usize = 32;
 /// tokio's and tower's `Elapsed`, a hyper timeout), else `transport` when any
 /// link is a connection failure (refused, reset, aborted, broken pipe, early
 /// EOF, not connected, unreachable), a hyper protocol error or a hyper-util
-/// connect error. `None` when no link is recognised.
+/// connect error; `bad_request` (permanent) when hyper says the request
+/// body ended short of its `Content-Length` (wrong as written, so wrong on
+/// every attempt). `None` when no link is recognised.
 ///
 /// A timeout wins over a connection failure because the chain of a connect
 /// timeout holds both, and the timeout is what happened.
@@ -39,8 +41,42 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
             ),
         );
     }
+    if body_cut_short(error) {
+        // The request is wrong as written: every attempt would fail alike.
+        return Some(Failure::new(Code::BadRequest).with_message(&format!(
+            "the request body ended before the length its content-length declared: {}",
+            chain_message(error)
+        )));
+    }
     let code = chain_code(error, 0)?;
     Some(Failure::new(code).with_message(&chain_message(error)))
+}
+
+/// Every link of `error`'s chain, through io errors' payloads:
+/// `io::Error::source` skips a payload and goes on to the payload's
+/// source, and connectors nest what they say in io errors (reqwest's
+/// rustls error is two deep).
+fn links<'a>(
+    error: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(error), |&link: &&'a (dyn StdError + 'static)| {
+        link.downcast_ref::<io::Error>()
+            .and_then(io::Error::get_ref)
+            .map(|payload| payload as &(dyn StdError + 'static))
+            .or_else(|| link.source())
+    })
+    .take(MAX_DEPTH)
+}
+
+/// hyper says the request body ended short of the length its
+/// `Content-Length` declared: the one way an HTTP/1 client aborts writing
+/// a body. Among hyper's "user" errors, which are otherwise no verdict
+/// here (the body's own failure is the caller's to name).
+fn body_cut_short(error: &(dyn StdError + 'static)) -> bool {
+    links(error).any(|link| {
+        link.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_body_write_aborted)
+    })
 }
 
 /// What every link of `error`'s chain says, joined with `: ` (a link whose
@@ -71,26 +107,12 @@ fn chain_message(error: &(dyn StdError + 'static)) -> String {
 /// walk goes on through payloads.
 #[cfg(feature = "rustls")]
 pub fn certificate_refused(error: &(dyn StdError + 'static)) -> Option<String> {
-    let mut current = Some(error);
-    for _ in 0..MAX_DEPTH {
-        let link = current?;
-        let payload = link
-            .downcast_ref::<io::Error>()
-            .and_then(io::Error::get_ref)
-            .map(|payload| payload as &(dyn StdError + 'static));
-        for candidate in [Some(link), payload].into_iter().flatten() {
-            if let Some(tls) = candidate.downcast_ref::<rustls::Error>()
-                && matches!(
-                    tls,
-                    rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
-                )
-            {
-                return Some(tls.to_string());
-            }
-        }
-        current = payload.or_else(|| link.source());
-    }
-    None
+    links(error).find_map(|link| match link.downcast_ref::<rustls::Error>() {
+        Some(
+            tls @ (rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented),
+        ) => Some(tls.to_string()),
+        _ => None,
+    })
 }
 
 fn chain_code(error: &(dyn StdError + 'static), depth: usize) -> Option<Code> {

@@ -38,8 +38,9 @@ pub enum Error {
         #[source]
         failure: Failure,
     },
-    /// The request body failed while it was being sent. The attempt is
-    /// over, and nothing sends it again.
+    /// The request body failed while it was being sent, or ended short
+    /// of the length its `Content-Length` declared. The attempt is over,
+    /// and nothing sends it again.
     #[error("the request body failed while it was being sent: {reason}")]
     RequestBody {
         /// The body's own error, as text (its source chain is not followed:
@@ -59,6 +60,21 @@ pub enum Error {
     /// classifier takes a failure's message from this text.
     #[error("{}", Causes(.0))]
     Transport(#[source] io::Error),
+    /// The client followed a redirect (a `reqwest::Client` not built by
+    /// [`client_builder`](crate::client_builder)): the answer is another
+    /// URL's, to another request (a 301/302/303 is followed as a `GET`
+    /// without the body). `redirected`, permanent, as the classifier calls
+    /// a 3xx the client did not follow.
+    #[error(
+        "the client followed a redirect to `{to}`; build it with seawall_reqwest::client_builder, which follows none"
+    )]
+    Redirected {
+        /// Where to, without userinfo or query.
+        to: String,
+        /// `redirected`, permanent.
+        #[source]
+        failure: Failure,
+    },
     /// The server's certificate was refused (unknown issuer, expired, not
     /// for this name) or it presented none: a configuration to fix, the
     /// same on every attempt. Its `transport` failure is permanent, so no
@@ -113,11 +129,21 @@ impl Error {
         if error.is_builder() {
             return Error::invalid_request(uri, &error);
         }
-        if seawall_classify::certificate_refused(&error).is_some()
-            && let Some(failure) = seawall_classify::transport_failure(&error)
-        {
-            let reason = failure.message().unwrap_or_default().to_owned();
-            return Error::Tls { reason, failure };
+        if let Some(failure) = seawall_classify::transport_failure(&error) {
+            let reason = || failure.message().unwrap_or_default().to_owned();
+            if failure.code() == Code::BadRequest {
+                // A body shorter than its Content-Length.
+                return Error::RequestBody {
+                    reason: reason(),
+                    failure,
+                };
+            }
+            if seawall_classify::certificate_refused(&error).is_some() {
+                return Error::Tls {
+                    reason: reason(),
+                    failure,
+                };
+            }
         }
         Error::Transport(io::Error::new(transport_kind(&error), error))
     }
@@ -135,6 +161,19 @@ impl Error {
         }
     }
 
+    pub(crate) fn redirected(to: &reqwest::Url) -> Error {
+        let mut shown = format!("{}://{}", to.scheme(), to.host_str().unwrap_or_default());
+        if let Some(port) = to.port() {
+            shown.push_str(&format!(":{port}"));
+        }
+        shown.push_str(to.path());
+        let failure = Failure::new(Code::Redirected).with_message(&format!(
+            "the client followed a redirect to `{shown}`; build it with \
+             seawall_reqwest::client_builder, which follows none"
+        ));
+        Error::Redirected { to: shown, failure }
+    }
+
     fn request_body(reason: String) -> Error {
         let failure = Failure::new(Code::BadRequest).with_message(&format!(
             "the request body failed while it was being sent: {reason}"
@@ -148,10 +187,13 @@ impl Error {
 /// so the chain speaks for itself; otherwise reqwest's own predicates,
 /// which see its private error types (its `TimedOut`) that no downcast can.
 fn transport_kind(error: &reqwest::Error) -> io::ErrorKind {
-    if seawall_classify::transport_failure(error).is_some() {
-        io::ErrorKind::Other
-    } else if error.is_timeout() {
+    // First: a connect timeout's chain holds hyper-util's connect error,
+    // which the chain reads as `transport`, above reqwest's private
+    // `TimedOut`, which only reqwest sees. The timeout is what happened.
+    if error.is_timeout() {
         io::ErrorKind::TimedOut
+    } else if seawall_classify::transport_failure(error).is_some() {
+        io::ErrorKind::Other
     } else if error.is_connect() {
         io::ErrorKind::ConnectionRefused
     } else if error.is_request() || error.is_body() {

@@ -83,7 +83,11 @@
 //!   `retry::never()`.
 //! - **Redirects** would send the request, API key included, to another
 //!   host; [`client_builder`] sets `redirect::Policy::none()` and the
-//!   classifier fails a 3xx as `redirected`.
+//!   classifier fails a 3xx as `redirected`. Over a client of your own
+//!   that follows them, [`ReqwestService`] fails an answer that came from
+//!   another URL than the one sent as `redirected` too ([`Error::Redirected`]):
+//!   a 302 followed is a `GET` without the body, and its answer is not
+//!   the request's.
 //! - async-openai's retry: see [`openai`](crate::openai#one-ladder).
 //!
 //! A `connect_timeout` is harmless (it bounds only the connect, well under

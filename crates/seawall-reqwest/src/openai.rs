@@ -92,6 +92,11 @@ tokio::task_local! {
 /// A stream is read after `create_stream` returns: read it inside the scope,
 /// or keep the `Outcome` and look once the stream has ended — the adapter
 /// keeps filling it as the body is read.
+///
+/// The scope is a task-local, read when the adapter is called: a call made
+/// in another task is outside it (a `tokio::spawn` inside the scope, or a
+/// `tower::buffer::Buffer` above the adapter, whose worker task makes the
+/// calls). Put such layers under the adapter, or scope inside the task.
 pub async fn scope<F: Future>(future: F) -> (F::Output, Outcome) {
     let outcome = Outcome::default();
     let output = OUTCOME.scope(outcome.clone(), future).await;
@@ -296,9 +301,15 @@ where
     type Future = ResponseFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), OpenAIError>> {
-        self.inner
-            .poll_ready(cx)
-            .map_err(|error| OpenAIError::Boxed(error.into()))
+        self.inner.poll_ready(cx).map_err(|error| {
+            let error: BoxError = error.into();
+            // No call follows a failed readiness: this call's outcome is
+            // said here, or the scope would still hold the last call's.
+            if let Some(outcome) = Outcome::current() {
+                outcome.begin().failed(&*error);
+            }
+            OpenAIError::Boxed(error)
+        })
     }
 
     fn call(&mut self, factory: HttpRequestFactory) -> ResponseFuture {

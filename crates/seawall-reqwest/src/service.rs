@@ -86,13 +86,13 @@ where
         // says nothing of the connection this client makes: the client
         // picks the protocol by ALPN. Kept, an HTTP/2 version on an
         // HTTP/1.1 connection failed every attempt (`UserUnsupportedVersion`)
-        // as a transport error.
-        if request.version() > http::Version::HTTP_11 {
-            *request.version_mut() = http::Version::HTTP_11;
-        }
+        // as a transport error; an HTTP/1.0 one sent a body of unknown
+        // length as no body at all (hyper: HTTP/1.0 has no chunked body).
+        *request.version_mut() = http::Version::HTTP_11;
         match reqwest::Request::try_from(request) {
             Ok(request) => ResponseFuture {
                 state: State::Sending {
+                    url: request.url().clone(),
                     future: Box::pin(self.client.execute(request)),
                     uri,
                 },
@@ -120,7 +120,13 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     #[project = StateProj]
     enum State {
-        Sending { future: Sending, uri: http::Uri },
+        Sending {
+            future: Sending,
+            uri: http::Uri,
+            // What was sent, to tell a redirect a user's own client
+            // followed.
+            url: reqwest::Url,
+        },
         Failed { error: Option<Error> },
     }
 }
@@ -136,8 +142,14 @@ impl Future for ResponseFuture {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
-            StateProj::Sending { future, uri } => match future.as_mut().poll(cx) {
+            StateProj::Sending { future, uri, url } => match future.as_mut().poll(cx) {
                 Poll::Pending => Poll::Pending,
+                // A client not built by `client_builder` follows
+                // redirects: what answered is not what was asked (a 302
+                // turns the POST into a GET, its body dropped).
+                Poll::Ready(Ok(response)) if response.url() != url => {
+                    Poll::Ready(Err(Error::redirected(response.url())))
+                }
                 Poll::Ready(Ok(response)) => {
                     let response = http::Response::<reqwest::Body>::from(response);
                     Poll::Ready(Ok(response.map(ResponseBody::new)))

@@ -416,3 +416,70 @@ async fn an_earlier_stream_failing_later_leaves_the_last_calls_outcome_alone() {
     assert_eq!(outcome.code(), None);
     assert_eq!(outcome.attempts(), 1);
 }
+
+/// A service under the adapter that answers once, then fails its
+/// readiness (a `Buffer` whose worker died, a closed limiter).
+#[derive(Clone)]
+struct ReadyOnce<S> {
+    inner: S,
+    ready: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<S, R> tower::Service<R> for ReadyOnce<S>
+where
+    S: tower::Service<R>,
+    S::Error: Into<seawall::core::BoxError>,
+{
+    type Response = S::Response;
+    type Error = seawall::core::BoxError;
+    type Future = futures_util::future::MapErr<S::Future, fn(S::Error) -> Self::Error>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        if self.ready.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            return std::task::Poll::Ready(Err("the service closed".into()));
+        }
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: R) -> Self::Future {
+        use futures_util::TryFutureExt;
+        self.inner.call(request).map_err(Into::into)
+    }
+}
+
+/// No call follows a failed readiness, so it is said there: the scope
+/// describes the call that failed, not the answer before it.
+#[tokio::test]
+async fn a_call_failing_its_readiness_is_the_scopes_outcome() {
+    let chaos = common::chaos().await;
+    let http = common::reqwest_client();
+    let stack = common::short_stack().build(
+        &ClassifyLayer::openai(),
+        seawall_reqwest::ReqwestService::new(http.clone()),
+    );
+    let service = ReadyOnce {
+        inner: stack,
+        ready: Default::default(),
+    };
+    let client = Client::build(http, config(&chaos.base_url()))
+        .with_http_service(OpenAiService::new(service));
+    let ((first, second), outcome) = seawall_reqwest::scope(async {
+        let first = client.chat().create(request()).await.is_ok();
+        let second = client.chat().create(request()).await.is_err();
+        (first, second)
+    })
+    .await;
+    assert!(first && second, "one answer, then a closed service");
+    assert_eq!(outcome.calls(), 2);
+    assert!(!outcome.is_ok(), "{outcome:?}");
+    assert!(
+        outcome
+            .error()
+            .is_some_and(|error| error.contains("the service closed")),
+        "{outcome:?}"
+    );
+    assert_eq!(rows(&chaos).await.len(), 1);
+}

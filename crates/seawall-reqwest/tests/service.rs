@@ -481,3 +481,113 @@ async fn an_unsync_request_body_is_sent() {
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].body_hash, rows[1].body_hash, "the same bytes");
 }
+
+/// A `Content-Length` longer than the body: hyper stops writing when the
+/// body ends short, the same way on every attempt. A request wrong as
+/// written is a permanent `bad_request`, sent once, not a network error
+/// retried until the ladder runs out.
+#[tokio::test]
+async fn a_body_shorter_than_its_content_length_is_a_bad_request_sent_once() {
+    let (base, hits) = raw_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+    )
+    .await;
+    let request = http::Request::post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .header("content-length", "12")
+        .body(Full::new(Bytes::from_static(b"0123456789")))
+        .unwrap();
+    let service = common::short_stack().build(&ClassifyLayer::openai(), common::service());
+    let error = service.oneshot(request).await.unwrap_err();
+    let failure = Failure::find(&*error).expect("a classified failure");
+    assert_eq!(failure.code(), Code::BadRequest, "{error}");
+    assert_eq!(failure.action(), Action::Surface);
+    assert!(error.to_string().contains("content-length"), "{error}");
+    assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
+    assert!(hits.load(std::sync::atomic::Ordering::SeqCst) <= 1);
+}
+
+/// An HTTP/1.0 request whose body has no known length (a relayed
+/// stream) is sent over HTTP/1.1 with its body: hyper sends no body at
+/// all for HTTP/1.0 without a length.
+#[tokio::test]
+async fn an_http10_request_with_a_streamed_body_keeps_its_body() {
+    let chaos = common::chaos().await;
+    let body = common::chat_body(false);
+    let frames = vec![Ok::<_, std::io::Error>(http_body::Frame::data(
+        Bytes::from(body.clone()),
+    ))];
+    let mut request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+        .header("content-type", "application/json")
+        .body(StreamBody::new(stream::iter(frames)))
+        .unwrap();
+    *request.version_mut() = http::Version::HTTP_10;
+    let response = common::service().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let rows = rows(&chaos).await;
+    assert_eq!(rows.len(), 1);
+}
+
+/// A user's own `reqwest::Client` follows redirects: the answer that
+/// comes back is another URL's, to a `GET` without the body. It is
+/// `redirected` (permanent), naming the fix, never taken as the answer.
+#[tokio::test]
+async fn a_redirect_a_users_own_client_followed_is_redirected() {
+    let (elsewhere, followed) = raw_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 14\r\n\r\n<html></html>\n",
+    )
+    .await;
+    let moved: &'static str = Box::leak(
+        format!(
+            "HTTP/1.1 302 Found\r\nlocation: {elsewhere}/login?next=1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        )
+        .into_boxed_str(),
+    );
+    let (base, _) = raw_server(moved).await;
+    let request = http::Request::post(format!("{base}/v1/chat/completions"))
+        .body(Full::new(Bytes::from(common::chat_body(false))))
+        .unwrap();
+    seawall_reqwest::install_crypto_provider();
+    let service = common::short_stack().build(
+        &ClassifyLayer::openai(),
+        seawall_reqwest::ReqwestService::new(reqwest::Client::new()),
+    );
+    let error = service.oneshot(request).await.unwrap_err();
+    let failure = Failure::find(&*error).expect("a classified failure");
+    assert_eq!(failure.code(), Code::Redirected, "{error}");
+    assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
+    assert!(error.to_string().contains("client_builder"), "{error}");
+    assert!(error.to_string().contains("/login"), "{error}");
+    assert!(!error.to_string().contains("next=1"), "{error}");
+    assert_eq!(followed.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// reqwest's own `connect_timeout` is a `timeout` (what happened), not
+/// the connect error its chain also holds: a server that takes the TCP
+/// connection and never answers the TLS handshake outlasts the bound
+/// (reqwest's own timer, around the handshake, whose error type only
+/// reqwest can name).
+#[tokio::test]
+async fn a_connect_timeout_in_the_handshake_is_a_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let client = seawall_reqwest::client_builder()
+        .connect_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let request = http::Request::post(format!("https://{address}/v1/chat/completions"))
+        .body(Full::new(Bytes::from(common::chat_body(false))))
+        .unwrap();
+    let error = seawall_reqwest::ReqwestService::new(client)
+        .oneshot(request)
+        .await
+        .unwrap_err();
+    let failure = seawall::classify::transport_failure(&error).expect("classified");
+    assert_eq!(failure.code(), Code::Timeout, "{error}");
+}
