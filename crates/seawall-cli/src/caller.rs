@@ -144,7 +144,7 @@ where
                 return;
             }
             match decoder.decode(item) {
-                Signal::Content { text, finish } => {
+                Signal::Content { text, finish, .. } => {
                     delivery.content_events += 1;
                     if let Some(text) = text {
                         on_text(&text);

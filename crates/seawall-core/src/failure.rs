@@ -74,9 +74,10 @@ pub struct Interrupted {
     /// code stays `stream_interrupted` (surface): this says whether the
     /// route is to blame, for a breaker.
     pub cause: Option<crate::Code>,
-    /// Content events delivered that carried no text: tool or function-call
-    /// deltas. A stream cut while one was in flight cannot be continued by
-    /// text alone.
+    /// Content events delivered that carried a tool or function call (or
+    /// other content that is not text), with text beside it or not. A
+    /// stream cut while one was in flight cannot be continued by text
+    /// alone.
     pub tool_call_events: u64,
 }
 

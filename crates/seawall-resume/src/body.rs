@@ -465,8 +465,12 @@ where
                 Kind::Content {
                     text: Some(text),
                     finish,
+                    act,
                 } if left > 0 => {
-                    if left >= text.len() && !finish {
+                    // An event that repeats only text the caller holds is
+                    // dropped; one that carries a call (or the finish) too
+                    // is kept with its text cut.
+                    if left >= text.len() && !finish && !act {
                         left -= text.len();
                         continue;
                     }

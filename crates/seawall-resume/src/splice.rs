@@ -72,9 +72,13 @@ pub(crate) fn split_events(data: &Bytes) -> (Vec<Bytes>, usize) {
 /// What one raw event is to the splicer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// Content: its text (`None` for a tool-call delta), and whether it
-    /// carries the finish.
-    Content { text: Option<String>, finish: bool },
+    /// Content: its text (`None` for a tool-call delta), whether it
+    /// carries the finish, and whether it carries more than text (a call).
+    Content {
+        text: Option<String>,
+        finish: bool,
+        act: bool,
+    },
     /// A finish or done marker without content.
     End,
     /// Anything else: role deltas, block starts, pings, usage, comments.
@@ -88,9 +92,10 @@ pub(crate) fn classify(protocol: Provider, raw: &[u8]) -> Kind {
     let mut kind = Kind::Other;
     let _ = scanner.feed(raw, |item| {
         kind = match decoder.decode(item) {
-            Signal::Content { text, finish } => Kind::Content {
+            Signal::Content { text, finish, act } => Kind::Content {
                 text: text.map(|t| t.into_owned()),
                 finish: finish.is_some(),
+                act,
             },
             Signal::Finish(_) | Signal::Done => Kind::End,
             _ => Kind::Other,
@@ -1145,7 +1150,8 @@ mod tests {
             classify(Provider::Gemini, &rewritten),
             Kind::Content {
                 text: Some(" w3".into()),
-                finish: false
+                finish: false,
+                act: false
             }
         );
     }
@@ -1160,7 +1166,8 @@ mod tests {
             classify(Provider::OpenAi, openai),
             Kind::Content {
                 text: Some(" w4".into()),
-                finish: false
+                finish: false,
+                act: false
             }
         );
         let rewritten = rewrite(Provider::OpenAi, openai, "4").unwrap();
@@ -1168,7 +1175,8 @@ mod tests {
             classify(Provider::OpenAi, &rewritten),
             Kind::Content {
                 text: Some("4".into()),
-                finish: false
+                finish: false,
+                act: false
             }
         );
         let anthropic = b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" w4\"}}\n\n";
@@ -1178,11 +1186,38 @@ mod tests {
             classify(Provider::Anthropic, &rewritten),
             Kind::Content {
                 text: Some(" x".into()),
-                finish: false
+                finish: false,
+                act: false
             }
         );
         let gemini = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" w4\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}\r\n\r\n";
         let rewritten = rewrite(Provider::Gemini, gemini, "").unwrap();
         assert_eq!(classify(Provider::Gemini, &rewritten), Kind::End);
+    }
+
+    /// A chunk with text and a function call: the call is content of its
+    /// own, and cutting all its text away keeps the call.
+    #[test]
+    fn a_call_beside_text_is_kept_when_the_text_is_cut() {
+        let raw = b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" w6 w7\"},{\"functionCall\":{\"name\":\"f\",\"args\":{}}}],\"role\":\"model\"},\"index\":0}]}\r\n\r\n";
+        assert_eq!(
+            classify(Provider::Gemini, raw),
+            Kind::Content {
+                text: Some(" w6 w7".into()),
+                finish: false,
+                act: true
+            }
+        );
+        let rewritten = rewrite(Provider::Gemini, raw, "").unwrap();
+        let (_, json) = parse_event(&rewritten).unwrap();
+        let parts = json.pointer("/candidates/0/content/parts").unwrap();
+        assert!(
+            parts
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|part| part.get("functionCall").is_some()),
+            "{parts}"
+        );
     }
 }

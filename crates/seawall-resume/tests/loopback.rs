@@ -204,7 +204,7 @@ where
                             }
                         }
                         match decoder.decode(item) {
-                            Signal::Content { text, finish } => {
+                            Signal::Content { text, finish, .. } => {
                                 events += 1;
                                 if let Some(text) = text {
                                     read.text.push_str(&text);

@@ -909,3 +909,41 @@ async fn an_abort_finish_the_caller_already_read_is_not_resumed() {
         "the caller read the end"
     );
 }
+
+/// A continuation that repeats the tail of the answer in a chunk that
+/// also calls a function: the repeated text is cut and the call kept,
+/// never dropped with the text.
+#[tokio::test]
+async fn a_call_in_a_repeated_chunk_is_kept_when_its_text_is_trimmed() {
+    let gemini = |parts: &str, finish: &str| {
+        Bytes::from(format!(
+            "data: {{\"candidates\":[{{\"content\":{{\"parts\":{parts},\"role\":\"model\"}}{finish},\"index\":0}}]}}\r\n\r\n"
+        ))
+    };
+    let delivered = "w1 w2 w3 w4 w5 w6 w7";
+    let first = vec![
+        Ok(gemini(&format!("[{{\"text\":\"{delivered}\"}}]"), "")),
+        Err(cut(delivered)),
+    ];
+    let mut rest = gemini(
+        "[{\"text\":\" w6 w7\"},{\"functionCall\":{\"name\":\"f\",\"args\":{}}}]",
+        "",
+    )
+    .to_vec();
+    rest.extend_from_slice(&gemini("[{\"text\":\"\"}]", ",\"finishReason\":\"STOP\""));
+    let rest = Bytes::from(rest);
+    let request = serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+    let spliced = splice(
+        ResumeLayer::new(),
+        "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+        request,
+        first,
+        move |_| Ok(rest.clone()),
+    )
+    .await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    let shown = String::from_utf8(spliced.shown).unwrap();
+    assert!(shown.contains("functionCall"), "{shown}");
+    assert_eq!(shown.matches("w6 w7").count(), 1, "{shown}");
+    assert_eq!(spliced.continuations.len(), 1);
+}

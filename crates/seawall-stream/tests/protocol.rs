@@ -25,7 +25,7 @@ const ALL: [Provider; 5] = [
 /// A short, comparable description of a signal.
 fn describe(signal: Signal<'_>) -> String {
     match signal {
-        Signal::Content { text, finish } => format!(
+        Signal::Content { text, finish, .. } => format!(
             "content {:?} {:?}",
             text.as_deref(),
             finish.map(|r| (r.kind, r.reason.into_owned()))

@@ -58,7 +58,7 @@ fn signals(frames: &[Bytes]) -> Vec<String> {
         scanner
             .feed(frame, |item| {
                 out.push(match decoder.decode(item) {
-                    Signal::Content { text, finish } => format!("content {text:?} {finish:?}"),
+                    Signal::Content { text, finish, .. } => format!("content {text:?} {finish:?}"),
                     other => format!("{other:?}"),
                 })
             })

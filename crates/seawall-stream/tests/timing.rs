@@ -613,3 +613,32 @@ async fn moving_without_thinking_still_fails_at_the_first_content_bound() {
         );
     }
 }
+
+/// A call in the same event as text (a Gemini chunk with a text part and
+/// a function call; an OpenAI delta with content and `tool_calls`) is a
+/// call delivered: the interruption record counts it, so nothing tries to
+/// continue the answer as text and has the call made twice.
+#[tokio::test(start_paused = true)]
+async fn a_call_beside_text_counts_as_a_call_delivered() {
+    let cases = [
+        (
+            GEMINI,
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Let me check.\"},{\"functionCall\":{\"name\":\"f\",\"args\":{}}}],\"role\":\"model\"}}]}\r\n\r\n",
+        ),
+        (
+            CHAT,
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Let me check.\",\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n",
+        ),
+    ];
+    for (path, event) in cases {
+        let script = vec![send(event), wait(0.1), Step::Reset];
+        let response = call(StreamGuardLayer::interactive(), path, scripted(script))
+            .await
+            .unwrap();
+        let d = drain(response).await;
+        let failure = d.error.expect("reset");
+        let delivered = failure.interrupted().expect("after content");
+        assert_eq!(delivered.delivered_text.as_deref(), Some("Let me check."));
+        assert_eq!(delivered.tool_call_events, 1, "{event}");
+    }
+}

@@ -72,7 +72,8 @@ enum Cause {
 struct Tally {
     events: u64,
     content_events: u64,
-    /// Content events without text: tool or function-call deltas.
+    /// Content events that carry a tool or function call (or other
+    /// content without text), with text beside it or not.
     tool_call_events: u64,
     /// Events that show the model working without content yet: role
     /// deltas, thinking, reasoning, block starts.
@@ -101,13 +102,17 @@ impl Tally {
             return;
         }
         match signal {
-            Signal::Content { text, finish } => {
+            Signal::Content { text, finish, act } => {
                 self.content_events += 1;
                 self.first_content.get_or_insert(now);
                 self.last_activity = now;
-                match text {
-                    Some(text) => self.append(&text),
-                    None => self.tool_call_events += 1,
+                if let Some(text) = &text {
+                    self.append(text);
+                }
+                // A call in the same event as text (a Gemini chunk with a
+                // text part and a function call) is still a call.
+                if act || text.is_none() {
+                    self.tool_call_events += 1;
                 }
                 if let Some(reason) = finish {
                     self.finish(reason);

@@ -84,6 +84,7 @@ pub(super) fn decode<'a>(data: &'a [u8], kept: &mut UsageFields) -> Signal<'a> {
                     Some(text) => Signal::Content {
                         text: Some(text),
                         finish: None,
+                        act: false,
                     },
                     None => Signal::Progress,
                 },
@@ -91,6 +92,7 @@ pub(super) fn decode<'a>(data: &'a [u8], kept: &mut UsageFields) -> Signal<'a> {
                 Some(BlockKind::Answer) => Signal::Content {
                     text: None,
                     finish: None,
+                    act: true,
                 },
             }
         }
@@ -103,6 +105,7 @@ pub(super) fn decode<'a>(data: &'a [u8], kept: &mut UsageFields) -> Signal<'a> {
                     Some(text) => Signal::Content {
                         text: Some(text),
                         finish: None,
+                        act: false,
                     },
                     // An empty text delta moves nothing; a tool's input is
                     // content without text.
@@ -110,6 +113,7 @@ pub(super) fn decode<'a>(data: &'a [u8], kept: &mut UsageFields) -> Signal<'a> {
                     None => Signal::Content {
                         text: None,
                         finish: None,
+                        act: true,
                     },
                 },
                 // The model thinking: the caller has nothing to show yet.

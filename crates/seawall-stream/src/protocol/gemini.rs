@@ -92,6 +92,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Part<'a> {
 #[derive(Default)]
 struct Parts<'a> {
     content: bool,
+    /// A part holds more than text (a function call, inline data).
+    acts: bool,
     /// A thought with text: the model thinking.
     thinking: bool,
     text: Option<Cow<'a, str>>,
@@ -108,6 +110,7 @@ fn parts<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Parts<'a>
                 return;
             }
             acc.content |= part.acts;
+            acc.acts |= part.acts;
             if let Some(text) = part.text.and_then(Text::non_empty) {
                 acc.content = true;
                 match &mut acc.text {
@@ -148,6 +151,7 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
         (true, finish) => Signal::Content {
             text: parts.text,
             finish,
+            act: parts.acts,
         },
         (false, Some(reason)) => Signal::Finish(reason),
         (false, None) if parts.thinking => Signal::Thinking,

@@ -16,6 +16,7 @@ pub(super) fn decode<'a>(name: &[u8], data: &'a [u8]) -> Signal<'a> {
         data => Signal::Content {
             text: std::str::from_utf8(data).ok().map(Cow::Borrowed),
             finish: None,
+            act: false,
         },
     }
 }

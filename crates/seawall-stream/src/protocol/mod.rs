@@ -51,6 +51,10 @@ pub enum Signal<'a> {
         text: Option<Cow<'a, str>>,
         /// A finish reason carried by the same event.
         finish: Option<Reason<'a>>,
+        /// The event carries more than text: a tool or function call (or
+        /// part of one), audio, an image. Content a continuation cannot
+        /// carry on, whether or not text came with it.
+        act: bool,
     },
     /// Progress that is not content: role deltas, block starts, usage.
     /// Resets the idle timer.
@@ -81,9 +85,10 @@ impl Signal<'_> {
     /// The same signal, owning its text.
     pub fn into_owned(self) -> Signal<'static> {
         match self {
-            Signal::Content { text, finish } => Signal::Content {
+            Signal::Content { text, finish, act } => Signal::Content {
                 text: text.map(|text| Cow::Owned(text.into_owned())),
                 finish: finish.map(Reason::into_owned),
+                act,
             },
             Signal::Finish(reason) => Signal::Finish(reason.into_owned()),
             Signal::Progress => Signal::Progress,

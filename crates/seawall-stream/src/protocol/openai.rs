@@ -346,6 +346,7 @@ impl Shape {
             Some(text) => Signal::Content {
                 text: Some(text),
                 finish: None,
+                act: false,
             },
             None => Signal::Progress,
         })
@@ -449,7 +450,7 @@ pub(super) fn decode<'a>(
     if let (true, Some(holes)) = (plain, holes) {
         shape.learn(text, holes);
     }
-    let (text, content, thinking) = match choice.delta {
+    let (text, content, act, thinking) = match choice.delta {
         Some(delta) => {
             // A refusal delta is the model declining, not an answer: it
             // marks the stream refused and moves it on, like Anthropic's and
@@ -458,14 +459,14 @@ pub(super) fn decode<'a>(
             *refused |= delta.refusal.and_then(Text::non_empty).is_some();
             let text = delta.content.and_then(Text::non_empty);
             let content = text.is_some() || delta.acts;
-            (text, content, delta.thinking)
+            (text, content, delta.acts, delta.thinking)
         }
         // A legacy completion's chunk: its text is the answer, as the
         // unary check counts it. Never a kept shape's (not `plain`).
         None => {
             let text = choice.text.and_then(Text::non_empty);
             let content = text.is_some();
-            (text, content, false)
+            (text, content, false, false)
         }
     };
     let finish = choice.finish_reason.map(|Text(reason)| {
@@ -480,7 +481,7 @@ pub(super) fn decode<'a>(
     let index = choice.index.as_ref().and_then(serde_json::Number::as_u64);
     let finish = choices.finish(index.unwrap_or(0), finish);
     match (content, finish) {
-        (true, finish) => Signal::Content { text, finish },
+        (true, finish) => Signal::Content { text, finish, act },
         (false, Some(reason)) => Signal::Finish(reason),
         (false, None) if thinking => Signal::Thinking,
         (false, None) => Signal::Progress,
@@ -608,7 +609,7 @@ mod tests {
         let next = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":" caf\u00e9"},"logprobs":null,"finish_reason":null}],"obfuscation":"zz9"}"#;
         assert_eq!(
             shape.recognise(next.as_bytes()).map(|s| format!("{s:?}")),
-            Some(r#"Content { text: Some(" café"), finish: None }"#.to_owned())
+            Some(r#"Content { text: Some(" café"), finish: None, act: false }"#.to_owned())
         );
         // A finish, a refusal, a tool call: not the shape, the cursor reads them.
         for other in [
@@ -670,7 +671,7 @@ mod tests {
         let same = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":null}],"obfuscation":"a1"}"#;
         assert_eq!(
             shape.recognise(same.as_bytes()).map(|s| format!("{s:?}")),
-            Some(r#"Content { text: Some("hi"), finish: None }"#.to_owned())
+            Some(r#"Content { text: Some("hi"), finish: None, act: false }"#.to_owned())
         );
     }
 

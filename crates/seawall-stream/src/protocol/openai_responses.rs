@@ -84,6 +84,7 @@ pub(super) fn decode<'a>(
             Some(text) => Signal::Content {
                 text: Some(text),
                 finish: None,
+                act: false,
             },
             None => Signal::Progress,
         },
@@ -94,6 +95,7 @@ pub(super) fn decode<'a>(
         StreamEvent::ActDelta => Signal::Content {
             text: None,
             finish: None,
+            act: true,
         },
         // An item that is an act (a tool call, a server tool's result) is
         // content from the moment it is named; messages count by their
@@ -102,6 +104,7 @@ pub(super) fn decode<'a>(
             Some(ty) if output_item(&ty.0) == OutputItem::Act => Signal::Content {
                 text: None,
                 finish: None,
+                act: true,
             },
             _ => Signal::Progress,
         },
@@ -173,7 +176,7 @@ mod tests {
             end: data.len(),
         });
         match decoder.decode(item) {
-            Signal::Content { text, finish } => format!("content {text:?} {finish:?}"),
+            Signal::Content { text, finish, .. } => format!("content {text:?} {finish:?}"),
             Signal::Finish(reason) => format!("finish {:?} {}", reason.kind, reason.reason),
             Signal::Error(failure) => format!("error {} {}", failure.code(), failure.class()),
             Signal::Progress => "progress".into(),
