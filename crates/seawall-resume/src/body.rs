@@ -28,7 +28,7 @@ use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
 use crate::splice::{
     Alignment, Fix, Kind, align, align_prefill, classify, ends_at_boundary, last_boundary,
-    names_a_response, response_id, rewrite, split_events,
+    last_boundary_since, names_a_response, response_id, rewrite, split_events,
 };
 
 pub(crate) const TARGET: &str = "seawall::resume";
@@ -342,8 +342,9 @@ where
                 None => self.partial.extend_from_slice(&data),
             }
         } else {
+            let searched = self.partial.len();
             self.partial.extend_from_slice(&data);
-            if let Some(end) = last_boundary(&self.partial) {
+            if let Some(end) = last_boundary_since(&self.partial, searched) {
                 self.out.push_back(self.partial.split_to(end).freeze());
             }
         }
@@ -351,7 +352,14 @@ where
 
     /// A continuation's events: preamble dropped, head held until aligned.
     fn push_spliced(&mut self, data: Bytes) {
+        let searched = self.partial.len();
         self.partial.extend_from_slice(&data);
+        // No event ended in this frame: nothing to split, and the held
+        // bytes are not copied again (a hostile endless line would cost
+        // its length on every frame).
+        if last_boundary_since(&self.partial, searched).is_none() {
+            return;
+        }
         let all = self.partial.split().freeze();
         let (events, rest) = split_events(&all);
         self.partial.extend_from_slice(&all[rest..]);

@@ -39,6 +39,16 @@ pub(crate) fn last_boundary(data: &[u8]) -> Option<usize> {
     None
 }
 
+/// As [`last_boundary`], for `data` whose first `searched` bytes were
+/// searched before and end no event: only what came after them is
+/// searched, with the three bytes before it where a blank line ending in
+/// it may begin. An event that grows frame by frame (a hostile server's
+/// endless line) is not searched again from its start on every frame.
+pub(crate) fn last_boundary_since(data: &[u8], searched: usize) -> Option<usize> {
+    let from = searched.saturating_sub(3);
+    last_boundary(&data[from..]).map(|end| from + end)
+}
+
 /// The end of the first event of `data[from..]`, `from` being an event
 /// boundary.
 pub(crate) fn next_boundary(data: &[u8], from: usize) -> Option<usize> {
@@ -771,6 +781,25 @@ fn overlap(delivered: &str, head: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Searching only what came after a prefix that ends no event
+        /// finds what searching the whole finds.
+        #[test]
+        fn searching_the_new_bytes_finds_what_the_whole_search_finds(
+            data in prop::collection::vec(prop::sample::select(vec![b'\n', b'\r', b'a', b':']), 0..40),
+            at in any::<prop::sample::Index>(),
+        ) {
+            // The longest prefix that ends no event, then a cut in it.
+            let mut clean = data.len();
+            while last_boundary(&data[..clean]).is_some() {
+                clean -= 1;
+            }
+            let searched = if clean == 0 { 0 } else { at.index(clean + 1) };
+            prop_assert_eq!(last_boundary_since(&data, searched), last_boundary(&data));
+        }
+    }
 
     #[test]
     fn boundaries_in_every_line_ending() {
