@@ -276,6 +276,18 @@ impl Receipt {
         self.attempts.iter().filter(|a| a.billed).count()
     }
 
+    /// Billed attempts whose usage nobody reported (yet): a stream cut
+    /// before its usage event (OpenAI's `include_usage` chunk comes last),
+    /// a body not read to its end. While it is not zero,
+    /// [`usage`](Self::usage) is what was reported, a floor of what was
+    /// billed.
+    pub fn billed_without_usage(&self) -> usize {
+        self.attempts
+            .iter()
+            .filter(|a| a.billed && a.usage().is_none())
+            .count()
+    }
+
     /// The routes tried, in first-use order, without repeats.
     pub fn routes(&self) -> Vec<&RouteId> {
         let mut routes: Vec<&RouteId> = Vec::new();
@@ -305,6 +317,8 @@ mod tests {
         receipt.push(Attempt::answered(route, Duration::ZERO, &response));
         assert_eq!(receipt.billed_attempts(), 2);
         assert_eq!(receipt.usage(), Usage::new(10, 20));
+        // The empty 200 was billed and reported nothing.
+        assert_eq!(receipt.billed_without_usage(), 1);
         let billed: Vec<_> = receipt.attempts.iter().map(|a| a.billed).collect();
         assert_eq!(billed, [true, false, true]);
     }

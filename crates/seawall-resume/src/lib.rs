@@ -92,7 +92,19 @@
 //! continuation is a request the provider bills like any other, and
 //! [`ResumeReport::receipt`] gives the whole operation's: the first
 //! answer's attempts followed by every continuation's, with their usage
-//! (a streamed one's once its body ended).
+//! (a streamed one's once its body ended; an answer cut before its usage
+//! event reported none, which
+//! [`Receipt::billed_without_usage`](seawall_core::Receipt::billed_without_usage)
+//! counts).
+//!
+//! The usage *in the stream* is the provider's, per request, spliced as it
+//! came: OpenAI chat's `include_usage` chunk and the Responses API's
+//! terminal event are the continuation's own (its input includes the
+//! delivered text sent back; its output only what it added); Anthropic's
+//! `message_start` (input) is the first answer's and the closing
+//! `message_delta` (output) the continuation's; Gemini's last
+//! `usageMetadata` is the continuation's. The receipt is the account of
+//! the whole.
 //!
 //! # Never resumed
 //!

@@ -87,9 +87,13 @@ impl ResumeReport {
     /// The whole operation's receipt: `first` (the [`Receipt`] of the
     /// answer the continuations extend, from its response extensions)
     /// followed by every continuation's attempts. Its
-    /// [`usage`](Receipt::usage) and
-    /// [`billed_attempts`](Receipt::billed_attempts) are what the answer
-    /// the caller read cost.
+    /// [`billed_attempts`](Receipt::billed_attempts) are the requests the
+    /// answer the caller read was billed for, and its
+    /// [`usage`](Receipt::usage) the tokens they reported: an answer cut
+    /// before its usage event (an OpenAI stream's usage chunk comes last)
+    /// reported none, and
+    /// [`billed_without_usage`](Receipt::billed_without_usage) counts such
+    /// attempts (then the usage is a floor).
     pub fn receipt(&self, first: &Receipt) -> Receipt {
         let mut whole = first.clone();
         for receipt in self.resumes.iter().filter_map(|r| r.receipt.clone()) {

@@ -494,6 +494,23 @@ async fn the_whole_receipt_counts_what_the_continuations_cost() {
     let mut expected = first.usage();
     expected += spent;
     assert_eq!(whole.usage(), expected);
+    // Anthropic reports the input in `message_start`: the cut answer
+    // reported what it had.
+    assert_eq!(whole.billed_without_usage(), 0);
+
+    // An OpenAI stream reports its usage in its last chunk: the cut
+    // answer was billed and reported nothing, and the receipt says so.
+    let mut setup = Setup::new(
+        Provider::OpenAi,
+        &["reset_after;tokens=100;total=300", "ok;tokens=300"],
+    );
+    setup.body["stream_options"] = json!({"include_usage": true});
+    let read = setup.run(&chaos, "receipt/openai").await;
+    assert_whole(&read, 300);
+    let whole = read.report.unwrap().receipt(&read.receipt.unwrap());
+    assert_eq!(whole.billed_attempts(), 2);
+    assert_eq!(whole.billed_without_usage(), 1);
+    assert!(whole.usage().output_tokens > 0);
 }
 
 #[tokio::test]
