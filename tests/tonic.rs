@@ -727,3 +727,24 @@ async fn a_stream_reset_after_messages_is_an_interruption_never_replayed() {
     assert_eq!(failure.action(), seawall::core::Action::Surface);
     assert_eq!(calls.load(Ordering::SeqCst), 1, "never replayed");
 }
+
+/// PERMISSION_DENIED is this call's authorization, not the channel's
+/// credentials: refused once, the next call on the same stack still goes
+/// out (a generated client's requests carry no authority, so every call
+/// of the stack shares one route; read as `auth` it closed that route
+/// until a reset by hand).
+#[tokio::test]
+async fn a_permission_denied_call_leaves_the_route_open() {
+    let (url, scripted) = server(vec![
+        Step::Fail(Status::permission_denied("not yours")),
+        Step::Serve,
+    ])
+    .await;
+    let mut client = client(&url, stack());
+    let status = client.check(ask()).await.expect_err("denied");
+    let failure = failure_of(&status).expect("the seawall failure inside tonic's status");
+    assert_eq!(failure.provider_code(), Some("7"));
+    let response = client.check(ask()).await.expect("the next call goes out");
+    assert_eq!(response.get_ref().status, ServingStatus::Serving as i32);
+    assert_eq!(scripted.calls.load(Ordering::SeqCst), 2);
+}

@@ -136,17 +136,20 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
     let Some(value) = map.get("grpc-status") else {
         return Status::Absent;
     };
-    let status = value
-        .to_str()
-        .ok()
-        .and_then(|text| text.trim().parse::<u32>().ok())
-        .unwrap_or(UNKNOWN);
+    let mut status = status_code(value.as_bytes());
+    let raw_message = map.get("grpc-message").map(|v| percent_bytes(v.as_bytes()));
+    // tonic reads a message that is not UTF-8 as UNKNOWN, whatever the
+    // status: the caller gets an error, so it is no success here either.
+    if raw_message
+        .as_ref()
+        .is_some_and(|bytes| std::str::from_utf8(bytes).is_err())
+    {
+        status = UNKNOWN;
+    }
     if status == 0 {
         return Status::Ok;
     }
-    let message = map
-        .get("grpc-message")
-        .map(|v| percent_decode(v.as_bytes()));
+    let message = raw_message.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     let decoded = map
         .get("grpc-status-details-bin")
         .and_then(|v| decode_details(v.as_bytes()));
@@ -358,7 +361,20 @@ impl<'a> Iterator for Fields<'a> {
 
 /// `grpc-message` is percent-encoded UTF-8. Malformed escapes are kept as
 /// they are and invalid UTF-8 is replaced, never rejected.
-fn percent_decode(raw: &[u8]) -> String {
+/// A `grpc-status` value as tonic reads it (`Code::from_bytes`): one
+/// digit, or two from 10 to 16, nothing around them; anything else is
+/// UNKNOWN. Read more loosely (` 0`, `00`, `+0` as OK), a call the caller
+/// gets as an error was counted a success.
+fn status_code(value: &[u8]) -> u32 {
+    match value {
+        [digit @ b'0'..=b'9'] => u32::from(digit - b'0'),
+        [b'1', digit @ b'0'..=b'6'] => 10 + u32::from(digit - b'0'),
+        _ => UNKNOWN,
+    }
+}
+
+/// The bytes a percent-encoded `grpc-message` stands for.
+fn percent_bytes(raw: &[u8]) -> Vec<u8> {
     fn hex(byte: Option<&u8>) -> Option<u8> {
         (*byte? as char).to_digit(16).map(|d| d as u8)
     }
@@ -376,12 +392,16 @@ fn percent_decode(raw: &[u8]) -> String {
             }
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn percent_decode(raw: &[u8]) -> String {
+        String::from_utf8_lossy(&percent_bytes(raw)).into_owned()
+    }
     use base64::engine::general_purpose::STANDARD;
     use seawall_test::proto::{bytes_field, status_with_detail, varint};
 

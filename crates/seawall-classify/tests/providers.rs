@@ -533,9 +533,9 @@ async fn grpc_trailers_only() {
             expect(Permanent, Code::NotFound, Surface),
         ),
         (
-            "PERMISSION_DENIED",
+            "PERMISSION_DENIED: this call's, not the route's",
             &[("grpc-status", "7")],
-            expect(Permanent, Code::Auth, Surface),
+            expect(Permanent, Code::BadRequest, Surface),
         ),
         (
             "UNAUTHENTICATED",
@@ -545,6 +545,28 @@ async fn grpc_trailers_only() {
         (
             "garbage status is UNKNOWN: fail closed",
             &[("grpc-status", "fourteen")],
+            expect(Permanent, Code::Unknown, Surface),
+        ),
+        // Read as tonic reads them (`Code::from_bytes`): the caller gets
+        // UNKNOWN, so no success is counted.
+        (
+            "a padded OK is UNKNOWN",
+            &[("grpc-status", "00")],
+            expect(Permanent, Code::Unknown, Surface),
+        ),
+        (
+            "a signed OK is UNKNOWN",
+            &[("grpc-status", "+0")],
+            expect(Permanent, Code::Unknown, Surface),
+        ),
+        (
+            "a status past 16 is UNKNOWN",
+            &[("grpc-status", "17")],
+            expect(Permanent, Code::Unknown, Surface),
+        ),
+        (
+            "OK with a message that is not UTF-8 is UNKNOWN",
+            &[("grpc-status", "0"), ("grpc-message", "%FF%FE")],
             expect(Permanent, Code::Unknown, Surface),
         ),
     ];

@@ -442,7 +442,13 @@ pub fn classify_grpc_details(
         3 | 9 | 11 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
         6 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
         5 | 12 => Verdict::Fixed(Class::Permanent, Code::NotFound),
-        7 | 16 => Verdict::Fixed(Class::Permanent, Code::Auth),
+        // PERMISSION_DENIED is this call's authorization (this caller,
+        // this resource), not the channel's credentials: the call is
+        // refused as made, and nothing about the route follows from it.
+        // Read as `auth`, it closed the route (every method of every
+        // generated client on it) until a reset by hand.
+        7 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
+        16 => Verdict::Fixed(Class::Permanent, Code::Auth),
         // UNKNOWN, INTERNAL, DATA_LOSS and anything else: fail closed.
         _ => Verdict::Fixed(Class::Permanent, Code::Unknown),
     };
