@@ -138,11 +138,14 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
     };
     let mut status = status_code(value.as_bytes());
     let raw_message = map.get("grpc-message").map(|v| percent_bytes(v.as_bytes()));
-    // tonic reads a message that is not UTF-8 as UNKNOWN, whatever the
-    // status: the caller gets an error, so it is no success here either.
-    if raw_message
-        .as_ref()
-        .is_some_and(|bytes| std::str::from_utf8(bytes).is_err())
+    // tonic reads an OK whose message is not UTF-8 as UNKNOWN: an answer
+    // handed on as a success reaches the caller as an error, so it is no
+    // success here either. (A failed status keeps its code, the message
+    // read leniently: seawall's verdict is what the caller gets then.)
+    if status == 0
+        && raw_message
+            .as_ref()
+            .is_some_and(|bytes| std::str::from_utf8(bytes).is_err())
     {
         status = UNKNOWN;
     }
