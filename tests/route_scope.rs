@@ -421,3 +421,39 @@ async fn context_too_long_goes_to_the_large_route_only_when_opted_in() {
         }
     }
 }
+
+/// A quota wall that names no reset cools the only route for a guessed
+/// minute. That guess is no hint to wait out: the next operation is
+/// refused at once, as permanent as the wall (the operation that met the
+/// wall did not wait either), not put to sleep for most of a minute to
+/// meet the same wall again.
+#[tokio::test]
+async fn a_guessed_quota_cooldown_on_the_only_route_is_not_slept_out() {
+    let primary = common::chaos().await;
+    primary
+        .script(
+            "openai",
+            vec![fault("status;code=429;kind=insufficient_quota")],
+        )
+        .unwrap();
+    // A total deadline that leaves room to sleep the guess out.
+    let service = seawall::stack::Stack::reasoning().build(&ClassifyLayer::openai(), client());
+    let base = primary.base_url();
+    let mut first = service.clone();
+    let wall = one(&mut first, &base, "wall").await.unwrap_err();
+    assert_eq!(wall.code(), Code::QuotaExhausted);
+    let started = std::time::Instant::now();
+    let mut next = service.clone();
+    let refused = tokio::time::timeout(Duration::from_secs(5), one(&mut next, &base, "next"))
+        .await
+        .expect("refused at once, not slept out")
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::RouteCoolingDown);
+    assert_eq!(refused.class(), seawall::core::Class::Permanent);
+    assert!(
+        refused.retry_after().is_some(),
+        "the time left is still said"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(rows(&primary), 1, "the refusal made no call");
+}

@@ -3,7 +3,7 @@ use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use seawall_core::{BoxError, Code, Failure, RouteId};
+use seawall_core::{BoxError, Class, Code, Failure, RouteId};
 
 /// What a [`Breaker`](crate::Breaker) fails with: its own refusal of an
 /// open route, or the inner service's error.
@@ -148,17 +148,28 @@ impl CircuitOpen {
 
     /// The refusal as the layers above see it: a transient `circuit_open`
     /// (or `route_cooling_down`) [`Failure`], action `failover`, with the
-    /// route and `retry_after`. Built on the first call, then kept.
+    /// route and `retry_after`; a `route_cooling_down` after a quota wall
+    /// or rejected credentials is permanent, as they are (nothing to wait
+    /// out on this route; another route may answer). Built on the first
+    /// call, then kept.
     pub fn as_failure(&self) -> &Failure {
         self.failure.get_or_init(|| Box::new(self.to_failure()))
     }
 
     fn to_failure(&self) -> Failure {
-        let code = match self.cooled_by {
-            Some(_) => Code::RouteCoolingDown,
-            None => Code::CircuitOpen,
-        };
-        let mut failure = Failure::new(code).with_route(self.route.clone());
+        let mut failure = match self.cooled_by {
+            // A route cooling after a quota wall or rejected credentials
+            // is as permanent as what cooled it: its time left is no hint
+            // to wait out (the operation that met the wall did not wait;
+            // a guessed quota reset would have the next one sleep a
+            // minute to meet it again). After a rate limit it is.
+            Some(cause) if cause.default_class() == Class::Permanent => {
+                Failure::with_class(Class::Permanent, Code::RouteCoolingDown)
+            }
+            Some(_) => Failure::new(Code::RouteCoolingDown),
+            None => Failure::new(Code::CircuitOpen),
+        }
+        .with_route(self.route.clone());
         if self.cooled_by.is_some() {
             failure = failure.with_message(&self.to_string());
         }

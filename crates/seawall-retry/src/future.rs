@@ -9,7 +9,7 @@ use pin_project_lite::pin_project;
 use seawall_core::provider::Provider;
 use seawall_core::recording::ReplayBody;
 use seawall_core::{
-    Action, AnotherRoute, Attempt, AttemptSpans, BoxError, Code, Deadline, Failure, Receipt,
+    Action, AnotherRoute, Attempt, AttemptSpans, BoxError, Class, Code, Deadline, Failure, Receipt,
     RequestFacts, RouteId, StopReason, Usage,
 };
 use seawall_internal::millis;
@@ -400,6 +400,7 @@ impl<S, B> Ladder<S, B> {
         let waits_out_cooldown = !another
             && !self.other_routes
             && failure.code() == Code::RouteCoolingDown
+            && failure.class() == Class::Transient
             && failure.retry_after().is_some();
         if failure.action() != Action::Retry && !moving && !waits_out_cooldown {
             return Err(StopReason::NotRetryable);
