@@ -457,3 +457,29 @@ async fn a_guessed_quota_cooldown_on_the_only_route_is_not_slept_out() {
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(rows(&primary), 1, "the refusal made no call");
 }
+
+/// A rate limit whose hint is past the ladder's backoff cap (8 s in the
+/// interactive preset), on a route with a fallback: the fallback serves
+/// the operation at once, as it serves every operation the breaker
+/// refuses meanwhile. Not 30 s asleep to call the limited route again.
+#[tokio::test]
+async fn a_hint_past_the_backoff_cap_moves_to_the_fallback_at_once() {
+    let primary = scripted("status;code=429;retry_after=30").await;
+    let backup = common::chaos().await;
+    let stack = seawall::stack::Stack::interactive();
+    let fallback = fallback_to(&stack, Provider::OpenAi, &backup.base_url());
+    let mut service = stack.build_with_fallback(&ClassifyLayer::openai(), client(), fallback);
+    let started = std::time::Instant::now();
+    let (served, receipt) = tokio::time::timeout(
+        Duration::from_secs(5),
+        one(&mut service, &primary.base_url(), "limited"),
+    )
+    .await
+    .expect("moved at once, not slept out")
+    .unwrap();
+    assert!(served.fallback, "the backup answered");
+    let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(codes, [Some(Code::RateLimited), None]);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!((rows(&primary), rows(&backup)), (1, 1));
+}

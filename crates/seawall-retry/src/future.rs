@@ -481,6 +481,13 @@ impl<S, B> Ladder<S, B> {
             // The hint is the failed route's; the next attempt goes elsewhere.
             Some(hint) if hint > policy.max_retry_after && moving => Duration::ZERO,
             Some(hint) if hint > policy.max_retry_after => return Err(StopReason::HintTooLong),
+            // With a fallback to go to, a wait past the backoff's cap is
+            // the fallback's cue (see `Scope`'s table): the operations the
+            // breaker refuses meanwhile are served there at once, and this
+            // one would sleep the hint out to call the same route again.
+            Some(hint) if self.other_routes && !moving && hint > policy.backoff.cap() => {
+                return Err(StopReason::HintTooLong);
+            }
             // The hint is the earliest the route will answer, never leave to
             // come back sooner than the backoff: a `Retry-After: 0` (or 1 ms)
             // on a 429 would otherwise fire every attempt at once. The SDKs
