@@ -483,3 +483,35 @@ async fn a_hint_past_the_backoff_cap_moves_to_the_fallback_at_once() {
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!((rows(&primary), rows(&backup)), (1, 1));
 }
+
+/// A fallback route without a ladder of its own (as `fallback_to` and the
+/// gateway build them) that answers 200 with nothing in it was billed: the
+/// operation's receipt says so, as a ladder's record of the same attempt
+/// would.
+#[tokio::test]
+async fn a_billed_failure_of_a_fallback_route_is_billed_in_the_receipt() {
+    let primary = scripted("status;code=429;retry_after=48489;kind=insufficient_quota").await;
+    let backup = common::chaos().await;
+    backup.script("openai", vec![fault("empty")]).unwrap();
+    let stack = common::short_stack();
+    let fallback = fallback_to(&stack, Provider::OpenAi, &backup.base_url());
+    let mut service = stack.build_with_fallback(&ClassifyLayer::openai(), client(), fallback);
+    let failure = one(&mut service, &primary.base_url(), "billed")
+        .await
+        .unwrap_err();
+    let receipt = failure.receipt().expect("the operation's receipt");
+    let attempts: Vec<_> = receipt
+        .attempts
+        .iter()
+        .map(|a| (a.code, a.billed))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            (Some(Code::QuotaExhausted), false),
+            (Some(Code::EmptyResponse), true)
+        ]
+    );
+    assert_eq!(receipt.billed_attempts(), 1);
+    assert_eq!((rows(&primary), rows(&backup)), (1, 1));
+}

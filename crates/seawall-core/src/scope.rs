@@ -29,7 +29,8 @@ use crate::{Action, Class, Code, Failure};
 /// | transient, short wait (a brief 503, a 429 whose hint fits the ladder's backoff cap) | retry | retry on the same route first |
 /// | a long wait (a hint past the ladder's cap, a quota wall) | surface | move at once |
 /// | permanent, `Route` scope (`quota_exhausted`, `auth`, `not_found`, `redirected`) | surface | move at once |
-/// | a zero-byte timeout (no byte of an answer) | retry, then fail over on the second | move after the first |
+/// | an attempt's `timeout` with no byte of an answer | retry, then fail over on the second | move after the first |
+/// | `first_byte_timeout` (headers, then nothing) | fail over after the first (action `failover`: with no other route, the caller gets it) | move after the first |
 /// | `Request` scope | as `Action::decide` says | never move |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {

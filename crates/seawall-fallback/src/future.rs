@@ -363,7 +363,7 @@ impl Walk {
         let receipt = failure
             .receipt()
             .cloned()
-            .unwrap_or_else(|| single(&from, Some(cause)));
+            .unwrap_or_else(|| single(&from, failure));
         let mut walk = Box::new(Walk {
             primary: from.clone(),
             receipt,
@@ -625,7 +625,7 @@ impl Walk {
         let own = failure
             .receipt()
             .cloned()
-            .unwrap_or_else(|| single(failure.route().unwrap_or(&route), Some(failure.code())));
+            .unwrap_or_else(|| single(failure.route().unwrap_or(&route), failure));
         self.join(own, target);
         self.visit(target, route.clone(), failure, &plan.shared);
         self.left = route;
@@ -725,9 +725,10 @@ fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason) -> Box
     );
     match Failure::extract(error) {
         Ok(mut failure) => {
+            let own = failure.receipt().is_none().then(|| single(from, &failure));
             failure
                 .receipt_mut()
-                .get_or_insert_with(|| Box::new(single(from, Some(cause))))
+                .get_or_insert_with(|| Box::new(own.unwrap_or_default()))
                 .stop = Some(why);
             Box::new(failure)
         }
@@ -735,18 +736,15 @@ fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason) -> Box
     }
 }
 
-/// A receipt of one attempt, for a service that did not keep its own: a
-/// route without a ladder, whose attempt nobody else records.
-fn single(route: &RouteId, code: Option<Code>) -> Receipt {
+/// A receipt of the one failed attempt of a service that did not keep its
+/// own (a route without a ladder), whose attempt nobody else records:
+/// billed when the provider had answered 2xx, as a ladder records it.
+fn single(route: &RouteId, failure: &Failure) -> Receipt {
     #[cfg(feature = "metrics")]
-    seawall_core::record::attempt(route, code);
+    seawall_core::record::attempt(route, Some(failure.code()));
     let mut receipt = Receipt::default();
-    receipt.push(Attempt::new(route.clone(), code, Duration::ZERO));
-    receipt.stop = Some(if code.is_none() {
-        StopReason::Succeeded
-    } else {
-        StopReason::NotRetryable
-    });
+    receipt.push(Attempt::failed(route.clone(), Duration::ZERO, failure));
+    receipt.stop = Some(StopReason::NotRetryable);
     receipt
 }
 
