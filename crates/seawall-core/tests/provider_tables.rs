@@ -77,7 +77,8 @@ fn the_grpc_status_table() {
         (6, Permanent, Code::BadRequest),
         (5, Permanent, Code::NotFound),
         (12, Permanent, Code::NotFound),
-        (7, Permanent, Code::Auth),
+        // The call's own authorization, not the channel's credentials.
+        (7, Permanent, Code::BadRequest),
         (16, Permanent, Code::Auth),
         (2, Permanent, Code::Unknown),
         (13, Permanent, Code::Unknown),
