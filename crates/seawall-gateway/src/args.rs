@@ -55,6 +55,11 @@ pub struct GatewayArgs {
     /// [default: 30s].
     #[arg(long, value_parser = parse_duration)]
     pub shutdown_grace: Option<Duration>,
+    /// How long a write to a client may wait for the client to read
+    /// before its connection is closed and its call cancelled [default:
+    /// 60s].
+    #[arg(long, value_parser = parse_duration)]
+    pub client_stall: Option<Duration>,
     /// Serve on this many threads, each with its own single-threaded
     /// runtime, listener and upstream connections (Linux only; e.g. the
     /// number of cores). Less CPU and a lower median per relayed stream,
@@ -96,6 +101,9 @@ impl GatewayArgs {
         }
         if let Some(grace) = self.shutdown_grace {
             config.shutdown_grace = grace;
+        }
+        if let Some(stall) = self.client_stall {
+            config.client_stall = stall;
         }
         Ok(config)
     }

@@ -45,6 +45,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
 /// The default time in-flight answers get to finish after a shutdown signal.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// The default time a write to a client may wait for the client to read.
+pub const DEFAULT_CLIENT_STALL: Duration = Duration::from_secs(60);
 /// The model key whose routes serve every model not listed by name.
 pub const ANY_MODEL: &str = "*";
 
@@ -239,6 +242,11 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// How long in-flight answers may run on after a shutdown signal.
     pub shutdown_grace: Duration,
+    /// How long a write to a client may wait for the client to take bytes
+    /// (default 60 s): a client that stops reading, or vanished without
+    /// closing, holds its answer, its upstream call and its retries no
+    /// longer (the connection is closed, the call counted `cancelled`).
+    pub client_stall: Duration,
     /// The policy for every route without its own preset.
     pub policy: StackPolicy,
     /// The routes, by name.
@@ -254,6 +262,7 @@ impl Default for Config {
             token_env: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            client_stall: DEFAULT_CLIENT_STALL,
             policy: StackPolicy::default(),
             routes: Vec::new(),
             models: BTreeMap::new(),
@@ -290,6 +299,8 @@ struct File {
     max_body_bytes: Option<usize>,
     #[serde(default, deserialize_with = "opt_duration")]
     shutdown_grace: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    client_stall: Option<Duration>,
     preset: Option<Preset>,
     #[serde(default, deserialize_with = "opt_duration")]
     deadline: Option<Duration>,
@@ -333,6 +344,7 @@ impl Config {
             token_env: file.token_env,
             max_body_bytes: file.max_body_bytes.unwrap_or(defaults.max_body_bytes),
             shutdown_grace: file.shutdown_grace.unwrap_or(defaults.shutdown_grace),
+            client_stall: file.client_stall.unwrap_or(defaults.client_stall),
             policy: StackPolicy {
                 preset: file.preset.unwrap_or_default(),
                 deadline: file.deadline,
@@ -384,6 +396,9 @@ impl Config {
         let invalid = |message: String| Err(ConfigError::Invalid(message));
         if self.routes.is_empty() {
             return invalid("no routes: give --route NAME=WIRE@BASE_URL or a config file".into());
+        }
+        if self.client_stall.is_zero() {
+            return invalid("client_stall must be longer than zero".into());
         }
         let mut seen = BTreeSet::new();
         for route in &self.routes {

@@ -343,6 +343,23 @@ impl Gateway {
         if !self.admits(&parts.headers) {
             return refuse(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED.into());
         }
+        // A compressed request body would be read as text that is not
+        // UTF-8 ("not JSON"): say what is wrong instead. (No SDK
+        // compresses its requests; the providers take none either.)
+        if let Some(encoding) = parts
+            .headers
+            .get(http::header::CONTENT_ENCODING)
+            .filter(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
+        {
+            return refuse(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Code::BadRequest,
+                format!(
+                    "the request body is encoded ({}): send it uncompressed",
+                    String::from_utf8_lossy(encoding.as_bytes())
+                ),
+            );
+        }
         let cap = inner.config.max_body_bytes;
         let too_large =
             || format!("the request body is larger than the gateway's cap of {cap} bytes");

@@ -58,6 +58,7 @@ mod gateway;
 mod relay;
 mod secret;
 mod server;
+mod stall;
 mod upstream;
 mod wire_error;
 

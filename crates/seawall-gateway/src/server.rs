@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 
 use crate::args::GatewayArgs;
 use crate::gateway::{Gateway, GatewayError};
+use crate::stall::StallBound;
 
 /// How long a client may take to send a request's headers.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -56,6 +57,7 @@ impl Gateway {
                     };
                     let _ = stream.set_nodelay(true);
                     let service = TowerToHyperService::new(router.clone());
+                    let stream = StallBound::new(stream, self.config().client_stall);
                     let connection = http1::Builder::new()
                         .timer(TokioTimer::new())
                         .header_read_timeout(HEADER_READ_TIMEOUT)

@@ -1262,6 +1262,17 @@ async fn a_body_that_is_not_one_clear_request_is_refused() {
     }
     assert!(chaos.journal().is_empty(), "nothing went upstream");
     assert_eq!(gateway.gateway.stats().refused, 10);
+
+    // A compressed body is said to be one, not called "not UTF-8".
+    let mut request = post(&url, "", &[("content-encoding", "gzip")]);
+    *request.body_mut() = full(Bytes::from_static(b"\x1f\x8b\x08\x00compressed"));
+    let (status, headers, answer) = send(&client, request).await;
+    assert_eq!(status, 415);
+    assert_eq!(header(&headers, "x-seawall-code"), "bad_request");
+    let error: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("encoded (gzip)"), "{message}");
+    assert!(chaos.journal().is_empty(), "nothing went upstream");
 }
 
 #[tokio::test]
@@ -1702,4 +1713,49 @@ async fn unknown_paths_and_methods_are_wire_shaped_errors() {
         .fallback(|| async { "the app's own" })
         .merge(gateway.gateway.router());
     drop(app);
+}
+
+/// A client that stops reading its stream (its TCP window closes), the
+/// connection left open: hyper stops polling the answer, so no timer in
+/// it fires. The write that waits past `client_stall` closes the
+/// connection, and the upstream call ends with it, counted `cancelled`.
+#[tokio::test]
+async fn a_client_that_stops_reading_is_let_go_at_the_stall_bound() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    config.client_stall = Duration::from_millis(300);
+    config.policy.deadline = Some(Duration::from_secs(120));
+    let gateway = Running::start(config).await;
+    // A small receive buffer: the answer cannot all sit in the kernel.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut socket = socket.connect(gateway.addr).await.unwrap();
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\nx-chaos-fault: ok;tokens=100000\r\nx-chaos-request-id: stopped\r\ncontent-length: {}\r\n\r\n{OPENAI_STREAM}",
+        OPENAI_STREAM.len()
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut head = [0; 512];
+    let read = socket.read(&mut head).await.unwrap();
+    assert!(
+        head[..read].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&head[..read])
+    );
+    // From here on nothing is read; the socket stays open.
+    let row = tokio::time::timeout(Duration::from_secs(20), chaos.wait_for_request("stopped"))
+        .await
+        .expect("the upstream call ends once the client stalls");
+    assert_eq!(row.outcome, Outcome::ClientDisconnected);
+    assert!(row.tokens_written < 100_000, "{row:?}");
+    for _ in 0..100 {
+        if gateway.gateway.stats().cancelled == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stats = gateway.gateway.stats();
+    assert_eq!((stats.cancelled, stats.in_flight), (1, 0));
+    drop(socket);
 }
