@@ -254,9 +254,12 @@ impl Stack {
         let classified = classify.layer(decoded);
         let guarded = self.guard.layer(classified);
         let mut bound = DeadlineLayer::per_attempt(self.per_attempt);
-        if let Some(wire) = &self.propagate {
-            bound = bound.propagate(wire.clone());
-        }
+        bound = match &self.propagate {
+            Some(wire) => bound.propagate(wire.clone()),
+            // The caller's own `grpc-timeout` (read for the operation's
+            // deadline) is narrowed per attempt, never sent whole again.
+            None => bound.refresh(WireTimeout::grpc()),
+        };
         let bounded = bound.layer(guarded);
         self.breaker.layer(bounded)
     }

@@ -748,3 +748,30 @@ async fn a_permission_denied_call_leaves_the_route_open() {
     assert_eq!(response.get_ref().status, ServingStatus::Serving as i32);
     assert_eq!(scripted.calls.load(Ordering::SeqCst), 2);
 }
+
+/// Without `propagate_deadline`, the caller's own `grpc-timeout` (tonic's
+/// `set_timeout`) is narrowed per attempt too: a retry does not send the
+/// caller's whole bound again, for the server and tonic's own timer on
+/// the channel to work on past the operation's end.
+#[tokio::test]
+async fn the_callers_own_grpc_timeout_is_narrowed_per_attempt_without_propagation() {
+    let (url, scripted) = server(vec![Step::Fail(Status::unavailable("down")), Step::Serve]).await;
+    let stack = Stack::interactive()
+        .attempt_timeout(Duration::from_secs(3))
+        .retry_policy(RetryPolicy::interactive().backoff(Backoff::exponential(
+            Duration::from_millis(5),
+            Duration::from_millis(20),
+        )));
+    let mut client = client(&url, stack);
+    let mut request = Request::new(ask());
+    request.set_timeout(Duration::from_secs(8));
+    client.check(request).await.expect("the retry answers");
+    let timeouts = grpc_timeouts_sent(&scripted);
+    assert_eq!(timeouts.len(), 2);
+    for remaining in timeouts {
+        assert!(
+            remaining <= Duration::from_secs(3),
+            "the attempt's 3 s, not the caller's 8 s again: {remaining:?}"
+        );
+    }
+}

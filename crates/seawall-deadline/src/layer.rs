@@ -18,6 +18,9 @@ pub(crate) struct Config {
     pub(crate) bound: Bound,
     /// Where to write the remaining time for the next hop.
     pub(crate) propagate: Option<WireTimeout>,
+    /// A header to rewrite with the remaining time where a request
+    /// already carries it.
+    pub(crate) refresh: Option<WireTimeout>,
     /// Where to read the caller's remaining time from.
     pub(crate) incoming: Option<WireTimeout>,
 }
@@ -73,6 +76,17 @@ impl DeadlineLayer {
         self
     }
 
+    /// Where a request already carries `wire`'s header (a caller's own
+    /// bound, tonic's `set_timeout`), rewrites it with the time left;
+    /// adds it to no request that has none. Without it, every attempt of
+    /// a ladder sends the caller's whole bound again, and the server (and
+    /// tonic's own timer on the channel) work on past the operation's end.
+    /// [`propagate`](Self::propagate) writes it on every request instead.
+    pub fn refresh(mut self, wire: WireTimeout) -> Self {
+        self.config.refresh = Some(wire);
+        self
+    }
+
     /// Writes the remaining time as `grpc-timeout` on the request.
     pub fn propagate_grpc_timeout(mut self) -> Self {
         self.config.propagate = Some(WireTimeout::Grpc);
@@ -91,6 +105,7 @@ impl DeadlineLayer {
             config: Config {
                 bound,
                 propagate: None,
+                refresh: None,
                 incoming: None,
             },
         }

@@ -109,7 +109,13 @@ where
             Bound::Total(_) => expiry.body,
             Bound::PerAttempt(_) => Some(expiry.deadline),
         };
-        if let (Some(wire), Some(until)) = (&self.config.propagate, until) {
+        let wire = self.config.propagate.as_ref().or_else(|| {
+            self.config
+                .refresh
+                .as_ref()
+                .filter(|wire| wire.is_in(request.headers()))
+        });
+        if let (Some(wire), Some(until)) = (wire, until) {
             wire.write(request.headers_mut(), until.instant() - started);
         }
         ResponseFuture::bounded(self.inner.call(request), expiry)

@@ -48,6 +48,14 @@ impl WireTimeout {
         }
     }
 
+    /// Whether `headers` carry this header at all.
+    pub fn is_in(&self, headers: &HeaderMap) -> bool {
+        match self {
+            WireTimeout::Grpc => headers.contains_key(GRPC_TIMEOUT),
+            WireTimeout::Millis(name) => headers.contains_key(name),
+        }
+    }
+
     /// Reads the remaining time from `headers`. A missing, malformed or
     /// absurd value reads as `None`: the layer then keeps its own bound.
     pub fn read(&self, headers: &HeaderMap) -> Option<Duration> {

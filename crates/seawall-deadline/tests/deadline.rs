@@ -403,6 +403,29 @@ async fn remaining_time_is_written_on_the_wire() {
     assert_eq!(seen.lock().unwrap()["x-request-timeout-ms"], "3000");
 }
 
+/// `refresh` rewrites a bound the request already carries with the time
+/// left, and adds none to a request without one.
+#[tokio::test(start_paused = true)]
+async fn a_carried_bound_is_refreshed_and_none_is_added() {
+    let seen = Arc::new(std::sync::Mutex::new(http::HeaderMap::new()));
+    let inner = {
+        let seen = seen.clone();
+        service_fn(move |req: Request<()>| {
+            *seen.lock().unwrap() = req.headers().clone();
+            async { Ok::<_, Infallible>(Response::new(Body::default())) }
+        })
+    };
+    let layer = DeadlineLayer::per_attempt(Duration::from_secs(3)).refresh(WireTimeout::grpc());
+    let carried = Request::builder()
+        .header("grpc-timeout", "8S")
+        .body(())
+        .unwrap();
+    layer.layer(inner.clone()).oneshot(carried).await.unwrap();
+    assert_eq!(seen.lock().unwrap()["grpc-timeout"], "3000000u");
+    layer.layer(inner).oneshot(Request::new(())).await.unwrap();
+    assert!(!seen.lock().unwrap().contains_key("grpc-timeout"));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_server_takes_its_deadline_from_the_caller() {
     let (seen, inner) = records_deadline();
