@@ -76,12 +76,14 @@ impl DeadlineLayer {
         self
     }
 
-    /// Where a request already carries `wire`'s header (a caller's own
-    /// bound, tonic's `set_timeout`), rewrites it with the time left;
-    /// adds it to no request that has none. Without it, every attempt of
-    /// a ladder sends the caller's whole bound again, and the server (and
-    /// tonic's own timer on the channel) work on past the operation's end.
-    /// [`propagate`](Self::propagate) writes it on every request instead.
+    /// Where the operation's deadline was read from the caller's own
+    /// bound in `wire`'s header (tonic's `set_timeout`, by a total
+    /// `DeadlineLayer` outside with [`read_incoming`](Self::read_incoming)),
+    /// rewrites that header with the time left; adds it to no request.
+    /// Without it, every attempt of a ladder sends the caller's whole
+    /// bound again, and the server (and tonic's own timer on the channel)
+    /// work on past the operation's end. [`propagate`](Self::propagate)
+    /// writes it on every request instead.
     pub fn refresh(mut self, wire: WireTimeout) -> Self {
         self.config.refresh = Some(wire);
         self

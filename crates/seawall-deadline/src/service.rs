@@ -9,6 +9,13 @@ use crate::body::DeadlineBody;
 use crate::future::{Expiry, ResponseFuture};
 use crate::layer::{Bound, Config};
 
+/// Left in the request extensions by a total bound that read the caller's
+/// own bound off the wire: a per-attempt bound's `refresh` looks for the
+/// header only then (the header's lookup on every attempt of every
+/// other request cost more than this marker's absence does).
+#[derive(Debug, Clone, Copy)]
+struct ReadFromWire;
+
 /// The service [`DeadlineLayer`](crate::DeadlineLayer) builds.
 #[derive(Debug, Clone)]
 pub struct DeadlineService<S> {
@@ -49,6 +56,9 @@ where
                     .as_ref()
                     .and_then(|wire| wire.read(request.headers()))
                     .map(|remaining| Deadline::after_from(started, remaining));
+                if incoming.is_some() {
+                    request.extensions_mut().insert(ReadFromWire);
+                }
                 let operation = [existing, own, incoming].into_iter().flatten().min();
                 // A bound on the wait for the answer only: the layers
                 // inside plan within it, the body is not held to it.
@@ -110,10 +120,10 @@ where
             Bound::PerAttempt(_) => Some(expiry.deadline),
         };
         let wire = self.config.propagate.as_ref().or_else(|| {
-            self.config
-                .refresh
-                .as_ref()
-                .filter(|wire| wire.is_in(request.headers()))
+            self.config.refresh.as_ref().filter(|wire| {
+                request.extensions().get::<ReadFromWire>().is_some()
+                    && wire.is_in(request.headers())
+            })
         });
         if let (Some(wire), Some(until)) = (wire, until) {
             wire.write(request.headers_mut(), until.instant() - started);

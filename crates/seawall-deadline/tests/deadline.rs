@@ -403,8 +403,8 @@ async fn remaining_time_is_written_on_the_wire() {
     assert_eq!(seen.lock().unwrap()["x-request-timeout-ms"], "3000");
 }
 
-/// `refresh` rewrites a bound the request already carries with the time
-/// left, and adds none to a request without one.
+/// `refresh` rewrites the caller's bound a total bound read off the wire
+/// with the time left, and adds none to a request without one.
 #[tokio::test(start_paused = true)]
 async fn a_carried_bound_is_refreshed_and_none_is_added() {
     let seen = Arc::new(std::sync::Mutex::new(http::HeaderMap::new()));
@@ -415,14 +415,22 @@ async fn a_carried_bound_is_refreshed_and_none_is_added() {
             async { Ok::<_, Infallible>(Response::new(Body::default())) }
         })
     };
-    let layer = DeadlineLayer::per_attempt(Duration::from_secs(3)).refresh(WireTimeout::grpc());
+    let stack = |inner| {
+        DeadlineLayer::new(Duration::from_secs(60))
+            .read_incoming(WireTimeout::grpc())
+            .layer(
+                DeadlineLayer::per_attempt(Duration::from_secs(3))
+                    .refresh(WireTimeout::grpc())
+                    .layer(inner),
+            )
+    };
     let carried = Request::builder()
         .header("grpc-timeout", "8S")
         .body(())
         .unwrap();
-    layer.layer(inner.clone()).oneshot(carried).await.unwrap();
+    stack(inner.clone()).oneshot(carried).await.unwrap();
     assert_eq!(seen.lock().unwrap()["grpc-timeout"], "3000000u");
-    layer.layer(inner).oneshot(Request::new(())).await.unwrap();
+    stack(inner).oneshot(Request::new(())).await.unwrap();
     assert!(!seen.lock().unwrap().contains_key("grpc-timeout"));
 }
 
