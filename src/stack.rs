@@ -119,8 +119,11 @@ impl Stack {
     /// too, so here it is the tighter of the two: an attempt whose first
     /// content takes longer than 20 s ends as `timeout` and the ladder
     /// tries again (the guard's 60 s applies when this stack's per-attempt
-    /// bound is raised). For a model that thinks before it writes, start
-    /// from [`Stack::reasoning`].
+    /// bound is raised) — unless the model is still streaming its
+    /// thinking then: its hold is handed on just before the bound, and
+    /// the stream goes on live within the 60 s (asked again, it would
+    /// think, and be billed, as long again). For a model that thinks
+    /// before it writes, start from [`Stack::reasoning`].
     pub fn interactive() -> Self {
         Stack {
             total: Duration::from_secs(60),

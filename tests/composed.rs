@@ -469,6 +469,85 @@ async fn a_thinking_stream_begins_before_the_callers_wait_ends() {
     assert_eq!(calls.load(Ordering::SeqCst), 1, "never asked again");
 }
 
+/// A model that thinks for 35 s under the interactive preset, whose
+/// attempt bound (20 s) covers the wait for a stream's first content: the
+/// whole stack hands the thinking on just before the attempt's bound,
+/// instead of cutting it there and asking again (another 35 s of thinking,
+/// billed again, cut again). The same wait with nothing but keep-alives is
+/// still cut at the bound and asked again.
+#[tokio::test(start_paused = true)]
+async fn a_model_still_thinking_is_handed_on_at_the_attempts_bound() {
+    use std::time::Duration;
+    const START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n";
+    const THINKING: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
+    const PING: &str = "event: ping\ndata: {\"type\":\"ping\"}\n\n";
+    const TEXT: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    // START, then `working` every 5 s for 35 s, then the answer.
+    let provider = |working: &'static str, calls: Arc<AtomicU32>| {
+        service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let frames = futures_util::stream::unfold(0u8, move |step| async move {
+                    let (wait, frame) = match step {
+                        0 => (0.0, START),
+                        1..=7 => (5.0, working),
+                        8 => (0.0, TEXT),
+                        _ => return None,
+                    };
+                    tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                    let frame = Frame::data(Bytes::from_static(frame.as_bytes()));
+                    Some((Ok::<_, Infallible>(frame), step + 1))
+                });
+                let response = http::Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(StreamBody::new(frames).boxed())
+                    .expect("a response");
+                Ok::<_, Infallible>(response)
+            }
+        })
+    };
+    let request = || {
+        http::Request::post("http://primary.example/v1/messages")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
+            .expect("a request")
+    };
+
+    let calls = Arc::new(AtomicU32::new(0));
+    let service = seawall::stack::Stack::interactive().build(
+        &ClassifyLayer::anthropic(),
+        provider(THINKING, Arc::clone(&calls)),
+    );
+    let started = Instant::now();
+    let response = service.oneshot(request()).await.expect("the answer began");
+    assert_eq!(started.elapsed(), Duration::from_millis(19_950));
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a whole body")
+        .to_bytes();
+    let mut expected = START.to_owned();
+    for _ in 0..7 {
+        expected.push_str(THINKING);
+    }
+    expected.push_str(TEXT);
+    assert_eq!(body, expected.as_bytes());
+    assert_eq!(started.elapsed(), Duration::from_secs(35));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "never asked again");
+
+    let calls = Arc::new(AtomicU32::new(0));
+    let service = seawall::stack::Stack::interactive().build(
+        &ClassifyLayer::anthropic(),
+        provider(PING, Arc::clone(&calls)),
+    );
+    let _ = service.oneshot(request()).await;
+    assert!(
+        calls.load(Ordering::SeqCst) >= 2,
+        "keep-alives show no work"
+    );
+}
+
 /// A background response (`"background": true`, the Responses API) runs
 /// to its end whoever reads it. Held back for its first content and
 /// failed, it was asked for again: three billed runs upstream, and the

@@ -19,7 +19,10 @@
 //!   exception: a hold that passes
 //!   [`max_held_bytes`](StreamGuardLayer::max_held_bytes) while the model
 //!   shows it is working (a long think) is handed on there, and from then
-//!   on the stream is treated as delivered.
+//!   on the stream is treated as delivered. So is a hold that holds
+//!   progress when the caller's [`AnswerBy`](seawall_core::AnswerBy)
+//!   comes, and a hold of a model still thinking when the attempt's own
+//!   bound (a per-attempt deadline outside) comes: 50 ms before either.
 //! - **At the first content event** it resolves with a body that replays
 //!   the held frames and continues live. From then on frames pass through
 //!   untouched and the body never replays — except the provider's own

@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use seawall_core::{AnswerBy, AttemptSpans, BoxError, Progress, RequestFacts};
+use seawall_core::{AnswerBy, AttemptSpans, BoxError, Deadline, Progress, RequestFacts};
 use tokio::time::Instant;
 use tower_service::Service;
 
@@ -49,6 +49,7 @@ where
             .config
             .provider
             .unwrap_or_else(|| Provider::for_path(request.uri().path()).unwrap_or(Provider::Http));
+        let progress = Progress::of_request(&request);
         let setup = Setup {
             config: self.config.clone(),
             facts: RequestFacts::of_request(&request),
@@ -57,7 +58,14 @@ where
                 && seawall_core::facts::asks_json_array(request.uri()),
             provider,
             started: Instant::now(),
-            progress: Progress::of_request(&request),
+            // Only under a per-attempt bound (its progress counts): a
+            // total bound's deadline bounds the body too, and handing on
+            // before it would gain nothing.
+            attempt_by: progress
+                .as_ref()
+                .and_then(|_| Deadline::of(&request))
+                .map(|deadline| deadline.instant()),
+            progress,
             spans: AttemptSpans::of(request.extensions()).cloned(),
             #[cfg(feature = "metrics")]
             route: seawall_core::RouteId::of_request(&request),

@@ -268,6 +268,9 @@ pub(crate) struct Setup {
     pub(crate) route: seawall_core::RouteId,
     /// When a caller's wait for its answer to begin ends ([`AnswerBy`](seawall_core::AnswerBy)).
     pub(crate) answer_by: Option<Instant>,
+    /// When this attempt's own bound ends (the [`Deadline`](seawall_core::Deadline)
+    /// a per-attempt bound outside set), if one does.
+    pub(crate) attempt_by: Option<Instant>,
 }
 
 /// How long before the caller's [`AnswerBy`](seawall_core::AnswerBy) a hold with something in it
@@ -312,6 +315,9 @@ pub(crate) struct Track {
     /// When a hold that holds progress is handed on: the caller's
     /// [`AnswerBy`](seawall_core::AnswerBy) less [`RELEASE_LEAD`].
     release_by: Option<Instant>,
+    /// When a hold of a model still thinking is handed on: the attempt's
+    /// bound less [`RELEASE_LEAD`].
+    think_release_by: Option<Instant>,
     /// The body was taken for a stream without its content type saying so,
     /// and its first bytes have not been looked at yet.
     opening_unchecked: bool,
@@ -337,6 +343,7 @@ impl Track {
             #[cfg(feature = "metrics")]
             route,
             answer_by,
+            attempt_by,
         } = setup;
         Track {
             framing: match recognised {
@@ -379,6 +386,7 @@ impl Track {
             // So it is handed on as it comes, never replayed.
             released: facts.background_stream(),
             release_by: answer_by.map(|at| at.checked_sub(RELEASE_LEAD).unwrap_or(at)),
+            think_release_by: attempt_by.map(|at| at.checked_sub(RELEASE_LEAD).unwrap_or(at)),
             // Only a body not declared an event stream must show it is one.
             opening_unchecked: recognised == Some(Recognised::Requested),
             spans,
@@ -392,26 +400,46 @@ impl Track {
     /// When the hold is handed on though no content came: while held, once
     /// something the caller would read is in it (thinking, a role delta,
     /// `message_start`) and the caller has a wait for its answer to begin.
+    ///
+    /// Also, before the attempt's own bound, once the hold shows a model
+    /// still thinking (its last thought within the idle bound of then):
+    /// cut there, the attempt would be asked again, to think and be billed
+    /// as long again.
     fn release_at(&self) -> Option<Instant> {
         let holding = self.tally.first_content.is_none() && !self.released;
-        (holding && self.tally.progress_events > 0)
+        if !holding {
+            return None;
+        }
+        let for_caller = (self.tally.progress_events > 0)
             .then_some(self.release_by)
-            .flatten()
+            .flatten();
+        let thinking = |at: &Instant| {
+            self.tally
+                .last_thinking
+                .is_some_and(|thought| thought + self.config.idle > *at)
+        };
+        let for_attempt = self.think_release_by.filter(thinking);
+        match (for_caller, for_attempt) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn release_due(&self, now: Instant) -> bool {
         self.release_at().is_some_and(|at| now >= at)
     }
 
-    /// Hands the hold on at the caller's [`AnswerBy`](seawall_core::AnswerBy),
-    /// and says so: from here a failure is the caller's to see.
-    fn release_for_answer_by(&mut self) {
+    /// Hands the hold on at the caller's [`AnswerBy`](seawall_core::AnswerBy)
+    /// or the attempt's bound ([`Track::release_at`]), and says so: from
+    /// here a failure is the caller's to see.
+    fn release_before_bound(&mut self) {
         self.released = true;
         tracing::debug!(
             target: "seawall::stream",
             progress_events = self.tally.progress_events,
+            thinking = self.tally.last_thinking.is_some(),
             bytes = self.bytes,
-            "hold handed on before the caller's AnswerBy, no content yet"
+            "hold handed on before the caller's AnswerBy or the attempt's bound, no content yet"
         );
     }
 
@@ -1081,7 +1109,7 @@ where
                         return Poll::Ready(Ok(()));
                     }
                     if this.track.release_due(now) {
-                        this.track.release_for_answer_by();
+                        this.track.release_before_bound();
                         return Poll::Ready(Ok(()));
                     }
                 }
@@ -1091,7 +1119,7 @@ where
                 // provider, rather than the wait ending in a timeout with
                 // the work lost. Nothing is replayed from here on.
                 Step::Release => {
-                    this.track.release_for_answer_by();
+                    this.track.release_before_bound();
                     return Poll::Ready(Ok(()));
                 }
                 Step::End => {
