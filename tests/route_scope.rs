@@ -515,3 +515,39 @@ async fn a_billed_failure_of_a_fallback_route_is_billed_in_the_receipt() {
     assert_eq!(receipt.billed_attempts(), 1);
     assert_eq!((rows(&primary), rows(&backup)), (1, 1));
 }
+
+/// Every route cooling after a quota wall that names no reset: the next
+/// operation fails at once, as the one that met the walls did. Not a
+/// minute asleep for the guessed reset, to meet a wall again.
+#[tokio::test]
+async fn walls_on_every_route_are_not_waited_for() {
+    let primary = common::chaos().await;
+    let backup = common::chaos().await;
+    let wall = || fault("status;code=429;kind=insufficient_quota");
+    primary.script("openai", vec![wall()]).unwrap();
+    backup.script("openai", vec![wall()]).unwrap();
+    // A deadline with room to wait the guess out.
+    let stack = seawall::stack::Stack::reasoning();
+    let fallback = fallback_to(&stack, Provider::OpenAi, &backup.base_url());
+    let mut service = stack.build_with_fallback(&ClassifyLayer::openai(), client(), fallback);
+    let walled = one(&mut service, &primary.base_url(), "walls")
+        .await
+        .unwrap_err();
+    assert_eq!(walled.code(), Code::QuotaExhausted);
+    let next = tokio::time::timeout(
+        Duration::from_secs(5),
+        one(&mut service, &primary.base_url(), "next"),
+    )
+    .await
+    .expect("failed at once, not waited out")
+    .unwrap_err();
+    assert!(
+        matches!(next.code(), Code::QuotaExhausted | Code::RouteCoolingDown),
+        "{next:?}"
+    );
+    assert_eq!(
+        (rows(&primary), rows(&backup)),
+        (1, 1),
+        "no call after the walls"
+    );
+}

@@ -149,9 +149,10 @@ impl CircuitOpen {
     /// The refusal as the layers above see it: a transient `circuit_open`
     /// (or `route_cooling_down`) [`Failure`], action `failover`, with the
     /// route and `retry_after`; a `route_cooling_down` after a quota wall
-    /// or rejected credentials is permanent, as they are (nothing to wait
-    /// out on this route; another route may answer). Built on the first
-    /// call, then kept.
+    /// or rejected credentials is permanent, as they are (action
+    /// `surface`: nothing to wait out on this route; its scope is still
+    /// the route's, so a fallback moves on it). Built on the first call,
+    /// then kept.
     pub fn as_failure(&self) -> &Failure {
         self.failure.get_or_init(|| Box::new(self.to_failure()))
     }
@@ -296,5 +297,31 @@ mod tests {
         let converted = Failure::from(open);
         assert_eq!(converted.code(), read.code());
         assert_eq!(converted.message(), read.message());
+    }
+
+    /// A cooldown is as permanent as what caused it: after a quota wall or
+    /// rejected credentials there is nothing to wait out on the route (its
+    /// scope still moves a fallback on); after a rate limit there is.
+    #[test]
+    fn a_cooldown_refusal_is_as_permanent_as_its_cause() {
+        use seawall_core::{Action, Class};
+        let route = RouteId::new("api.example.com");
+        let left = Some(Duration::from_secs(55));
+        for (cause, class, action) in [
+            (Code::QuotaExhausted, Class::Permanent, Action::Surface),
+            (Code::Auth, Class::Permanent, Action::Surface),
+            (Code::RateLimited, Class::Transient, Action::Failover),
+        ] {
+            let open = CircuitOpen::cooling(route.clone(), cause, left);
+            let failure = open.as_failure();
+            assert_eq!(failure.code(), Code::RouteCoolingDown, "{cause}");
+            assert_eq!(
+                (failure.class(), failure.action()),
+                (class, action),
+                "{cause}"
+            );
+            assert_eq!(failure.retry_after(), left, "the time left is said");
+            assert!(failure.moves_route(), "{cause}: another route may answer");
+        }
     }
 }

@@ -41,8 +41,11 @@
 //!   clock from when it was learnt (a `reset_at` wall-clock time is
 //!   converted then, so the paused clock drives cooldowns in tests).
 //!   Meanwhile calls to the route are refused locally, without a call,
-//!   with a transient `route_cooling_down` failure (action `failover`)
-//!   carrying the time left and the code that cooled it
+//!   with a `route_cooling_down` failure carrying the time left and the
+//!   code that cooled it: transient (action `failover`) after a rate
+//!   limit, permanent as its cause after a quota wall or rejected
+//!   credentials (action `surface` on this route; the fallback still
+//!   moves on it, its scope being the route's)
 //!   ([`CircuitOpen::cooled_by`]): the next hundred requests go straight to
 //!   a fallback instead of each meeting the wall.
 //!   [`BreakerHandle::cooldown`] lists it; [`BreakerHandle::reset`] ends it.
@@ -126,8 +129,9 @@
 //! - **What the route said**: a quota wall, a rate limit's hint or
 //!   rejected credentials cool the route down without a failure count.
 //! - **A refusal others can act on**: a `circuit_open` or
-//!   `route_cooling_down` failure with action `failover` and the time to
-//!   wait, for the fallback and retry layers above; or, with
+//!   `route_cooling_down` failure with the time to wait (action
+//!   `failover`; a cooldown after a quota wall or rejected credentials is
+//!   permanent, as its cause), for the fallback and retry layers above; or, with
 //!   [`gate_readiness`](BreakerLayer::gate_readiness), tower's way: not
 //!   ready while the last route is open.
 #![deny(missing_docs)]

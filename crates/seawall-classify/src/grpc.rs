@@ -362,8 +362,6 @@ impl<'a> Iterator for Fields<'a> {
     }
 }
 
-/// `grpc-message` is percent-encoded UTF-8. Malformed escapes are kept as
-/// they are and invalid UTF-8 is replaced, never rejected.
 /// A `grpc-status` value as tonic reads it (`Code::from_bytes`): one
 /// digit, or two from 10 to 16, nothing around them; anything else is
 /// UNKNOWN. Read more loosely (` 0`, `00`, `+0` as OK), a call the caller
@@ -376,7 +374,9 @@ fn status_code(value: &[u8]) -> u32 {
     }
 }
 
-/// The bytes a percent-encoded `grpc-message` stands for.
+/// The bytes a percent-encoded `grpc-message` stands for: malformed
+/// escapes are kept as they are, never rejected (the caller decides what
+/// bytes that are not UTF-8 mean).
 fn percent_bytes(raw: &[u8]) -> Vec<u8> {
     fn hex(byte: Option<&u8>) -> Option<u8> {
         (*byte? as char).to_digit(16).map(|d| d as u8)

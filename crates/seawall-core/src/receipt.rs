@@ -16,7 +16,8 @@ pub enum StopReason {
     /// The failure's action was not `Retry`.
     NotRetryable,
     /// The provider asked to wait longer than the ladder waits
-    /// (`max_retry_after`): the failure is returned with its hint.
+    /// (`max_retry_after`; with a fallback to go to, longer than the
+    /// backoff's cap): the failure is returned with its hint.
     HintTooLong,
     /// The request body could not be replayed (over the replay cap).
     NotReplayable,

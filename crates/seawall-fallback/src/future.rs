@@ -7,7 +7,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_core::{
-    Action, Attempt, BoxError, Code, Deadline, Failure, Receipt, RouteId, StopReason,
+    Action, Attempt, BoxError, Class, Code, Deadline, Failure, Receipt, RouteId, StopReason,
 };
 use seawall_internal::millis;
 use tokio::time::{Instant, Sleep};
@@ -494,14 +494,21 @@ impl Walk {
         if !self.visits.iter().all(|visit| visit.back.is_some()) {
             return Step::Done(self.fail(error, None));
         }
+        // A route cooling after a quota wall or rejected credentials is
+        // not waited for: its time left is a reset (or a guess at one,
+        // 60 s for a wall that names none), and the wall is there when it
+        // ends as much as before; the operation that met it did not wait.
         let earliest = self
             .visits
             .iter()
             .enumerate()
-            .filter_map(|(n, visit)| Some((n, visit.back?.at?)))
+            .filter_map(|(n, visit)| {
+                let back = visit.back?;
+                (back.code.default_class() != Class::Permanent).then_some((n, back.at?))
+            })
             .min_by_key(|(_, at)| *at);
         let Some((n, at)) = earliest else {
-            // Every route waits for an operator.
+            // Every route waits for an operator, or for a wall to end.
             return Step::Done(self.fail(error, None));
         };
         let wait = at.saturating_duration_since(now);

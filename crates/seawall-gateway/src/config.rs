@@ -242,10 +242,11 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// How long in-flight answers may run on after a shutdown signal.
     pub shutdown_grace: Duration,
-    /// How long a write to a client may wait for the client to take bytes
-    /// (default 60 s): a client that stops reading, or vanished without
-    /// closing, holds its answer, its upstream call and its retries no
-    /// longer (the connection is closed, the call counted `cancelled`).
+    /// How long a write to a client may wait for room (default 60 s): a
+    /// client that stopped reading, or vanished without closing, holds its
+    /// answer, its upstream call and its retries no longer than that once
+    /// the kernel's buffers toward it are full (the connection is closed,
+    /// the call counted `cancelled`).
     pub client_stall: Duration,
     /// The policy for every route without its own preset.
     pub policy: StackPolicy,

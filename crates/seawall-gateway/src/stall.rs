@@ -3,12 +3,15 @@
 //! hyper polls an answer's body only while the connection can take its
 //! bytes. A client that stops reading (a zero TCP window) or vanished
 //! without closing (a laptop shut, a mobile handoff) is never noticed
-//! then: the body is never polled again, so neither the stream guard's
-//! idle bound nor the operation's deadline (timers inside it) ever fire,
-//! and the answer's task, its upstream connection and its retries are
-//! held until shutdown. [`StallBound`] fails a write that has waited past
-//! its bound; hyper closes the connection, which drops the answer (the
-//! upstream call is cancelled, counted `cancelled`).
+//! then, once the kernel's buffers toward it are full: the body is never
+//! polled again, so neither the stream guard's idle bound nor the
+//! operation's deadline (timers inside it) ever fire, and the answer's
+//! task, its upstream connection and its retries are held until shutdown.
+//! [`StallBound`] fails a write that has waited past its bound for room;
+//! hyper closes the connection, which drops the answer (the upstream call
+//! is cancelled, counted `cancelled`). A client that vanished while its
+//! answer trickles in slower than the buffers fill is only found when they
+//! are full (or by TCP's own retransmission timeout).
 
 use std::io;
 use std::pin::Pin;

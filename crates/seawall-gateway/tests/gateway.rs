@@ -1744,18 +1744,25 @@ async fn a_client_that_stops_reading_is_let_go_at_the_stall_bound() {
         String::from_utf8_lossy(&head[..read])
     );
     // From here on nothing is read; the socket stays open.
-    let row = tokio::time::timeout(Duration::from_secs(20), chaos.wait_for_request("stopped"))
-        .await
-        .expect("the upstream call ends once the client stalls");
-    assert_eq!(row.outcome, Outcome::ClientDisconnected);
-    assert!(row.tokens_written < 100_000, "{row:?}");
-    for _ in 0..100 {
+    for _ in 0..500 {
         if gateway.gateway.stats().cancelled == 1 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let stats = gateway.gateway.stats();
-    assert_eq!((stats.cancelled, stats.in_flight), (1, 0));
+    assert_eq!((stats.cancelled, stats.in_flight), (1, 0), "let go");
+    // The upstream call ended with it (cut, unless the kernel's buffers
+    // on the way took the whole answer first, on a host with large ones).
+    let row = tokio::time::timeout(Duration::from_secs(5), chaos.wait_for_request("stopped"))
+        .await
+        .expect("the upstream call ended");
+    assert!(
+        matches!(
+            row.outcome,
+            Outcome::ClientDisconnected | Outcome::Completed
+        ),
+        "{row:?}"
+    );
     drop(socket);
 }

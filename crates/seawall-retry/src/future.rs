@@ -393,10 +393,11 @@ impl<S, B> Ladder<S, B> {
     ) -> Result<Duration, StopReason> {
         let moving = another && failure.moves_route();
         // The breaker refusing the only route while it cools down after a
-        // rate limit (or a quota's short reset) says how long the provider
-        // asked to be left alone: that is a hint to wait, as the 429 that
-        // cooled it was for the operation that got it. Failing over there
-        // would end every other operation on the route at once.
+        // rate limit says how long the provider asked to be left alone:
+        // that is a hint to wait, as the 429 that cooled it was for the
+        // operation that got it. Failing over there would end every other
+        // operation on the route at once. (A cooldown after a quota wall
+        // or rejected credentials is permanent, as its cause: not waited.)
         let waits_out_cooldown = !another
             && !self.other_routes
             && failure.code() == Code::RouteCoolingDown

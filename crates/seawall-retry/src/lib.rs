@@ -18,8 +18,9 @@
 //!    body whole in one frame is kept whatever its size: a reference).
 //! 4. **Delay**: exponential [`Backoff`] with [`Jitter`], or the failure's
 //!    `Retry-After` hint when it is longer (a hint longer than
-//!    `max_retry_after` stops the ladder; a hint of 0 is no reason to
-//!    hurry).
+//!    `max_retry_after` stops the ladder, and so does one longer than the
+//!    backoff's cap when a fallback can take the request; a hint of 0 is
+//!    no reason to hurry).
 //! 5. **Deadline**: `now + delay + min_attempt_time` must fit before the
 //!    operation's [`Deadline`](seawall_core::Deadline) less the fallback
 //!    reserve. A hint past the deadline stops at once, never sleeps. The
