@@ -296,7 +296,9 @@ impl Stack {
     /// The ladder keeps time in reserve for the fallback: one attempt's
     /// bound, at least the fallback's
     /// [`get_min_remaining`](FallbackLayer::get_min_remaining), at most
-    /// half the operation. Without it a ladder of slow transient failures
+    /// half the operation — when a route of the chain takes a route's
+    /// failures ([`takes_route_failures`](FallbackLayer::takes_route_failures));
+    /// none for a chain that fires only on failures that come at once. Without it a ladder of slow transient failures
     /// could spend the deadline to the end, and the fallback configured for
     /// exactly that case would find no time left to fire.
     pub fn build_with_fallback<S: Clone, C: Clone, F: Clone, R>(
@@ -305,10 +307,16 @@ impl Stack {
         client: S,
         fallback: FallbackLayer<F, R>,
     ) -> SeawallWithFallback<S, C, F, R> {
-        let reserve = self
-            .per_attempt
-            .max(fallback.get_min_remaining())
-            .min(self.total / 2);
+        // Nothing kept for a chain that takes no route's failure: it fires
+        // only after failures that come at once (a context overflow), and
+        // a reserve would only cut the primary's last attempt short.
+        let reserve = if fallback.takes_route_failures() {
+            self.per_attempt
+                .max(fallback.get_min_remaining())
+                .min(self.total / 2)
+        } else {
+            Duration::ZERO
+        };
         let policy = self.retry.clone().fallback_reserve(reserve);
         let mut ladder = RetryBudgetLayer::new(policy, self.budget.clone());
         if let Some(seed) = self.seed {

@@ -551,3 +551,28 @@ async fn walls_on_every_route_are_not_waited_for() {
         "no call after the walls"
     );
 }
+
+/// No time is kept in reserve for a chain that takes no route's failure
+/// (a route only for a context overflow): it fires only after a failure
+/// that comes at once, so a reserve would only cut the primary's attempt
+/// short. Here a 2 s answer fits the 2.5 s attempt bound and the 3 s
+/// total; a 1.5 s reserve cut it at 1.5 s, a timeout no route took.
+#[tokio::test]
+async fn a_chain_that_takes_no_route_failure_keeps_no_reserve() {
+    let primary = scripted("slow_first_byte;ms=2000").await;
+    let stack = common::short_stack()
+        .total_deadline(Duration::from_secs(3))
+        .attempt_timeout(Duration::from_millis(2500));
+    let classify = ClassifyLayer::openai();
+    let larger = FallbackRoute::new(stack.attempt(&classify, client()))
+        .route(RouteId::new("larger-context"))
+        .only_on(Code::ContextTooLong);
+    let mut service =
+        stack.build_with_fallback(&classify, client(), FallbackLayer::chain([larger]));
+    let (served, receipt) = one(&mut service, &primary.base_url(), "slow")
+        .await
+        .expect("the primary answers within its attempt");
+    assert!(!served.fallback);
+    assert_eq!(receipt.attempts.len(), 1);
+    assert_eq!(rows(&primary), 1);
+}

@@ -277,6 +277,16 @@ impl<F, R> FallbackLayer<F, R> {
         self
     }
 
+    /// Whether some route takes what condemns only the primary's route (a
+    /// rate limit, an outage, a silent attempt): only then can a ladder's
+    /// slow transient failures end in this fallback, and only then is time
+    /// kept in reserve for it worth anything. A chain only for a context
+    /// overflow (`only_on(ContextTooLong)`) fires after a failure that
+    /// comes at once.
+    pub fn takes_route_failures(&self) -> bool {
+        crate::service::takes_moves(&self.routes)
+    }
+
     /// How much of the deadline must be left for the fallback to fire: what
     /// [`min_remaining`](Self::min_remaining) set. A ladder below can keep
     /// this much in reserve.

@@ -50,17 +50,22 @@ pub(crate) struct Shared<S, F, R> {
     pub(crate) takes_moves: bool,
 }
 
+/// Whether a route of `routes` takes what condemns a route: all of it,
+/// or (opted in `only_on`) a code of that scope, a silent attempt's
+/// timeout.
+pub(crate) fn takes_moves<F, R>(routes: &[FallbackRoute<F, R>]) -> bool {
+    routes.iter().any(|route| {
+        !route.only_triggers
+            || route
+                .triggers
+                .iter()
+                .any(|code| seawall_core::Scope::of(*code) == seawall_core::Scope::Route)
+    })
+}
+
 impl<S, F, R> Shared<S, F, R> {
     pub(crate) fn new(primary: S, routes: Box<[FallbackRoute<F, R>]>, settings: Settings) -> Self {
-        // A route that takes what condemns a route: all of it, or (opted
-        // in `only_on`) a code of that scope, a silent attempt's timeout.
-        let takes_moves = routes.iter().any(|route| {
-            !route.only_triggers
-                || route
-                    .triggers
-                    .iter()
-                    .any(|code| seawall_core::Scope::of(*code) == seawall_core::Scope::Route)
-        });
+        let takes_moves = takes_moves(&routes);
         Shared {
             primary,
             routes,
