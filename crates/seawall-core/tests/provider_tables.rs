@@ -123,6 +123,19 @@ fn the_grpc_status_table() {
             "{message}"
         );
     }
+    // The same words from a tonic server, on the wire: it could not read
+    // our request.
+    let failure = classify_grpc(
+        8,
+        Some(
+            "Error, decoded message length too large: found 8388708 bytes, the limit is: 4194304 bytes",
+        ),
+        cx(Some(200), None),
+    );
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Permanent, Code::RequestTooLarge)
+    );
 }
 
 /// The server's pushback is the delay for every status, as `Retry-After`

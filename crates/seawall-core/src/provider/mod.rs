@@ -422,9 +422,15 @@ pub fn classify_grpc_details(
         // limit (grpc-go "received message larger than max", grpc-java
         // "exceeds maximum size", tonic "message length too large"): the
         // same message meets the same limit, so no retry. A limit tonic
-        // met decoding the answer is the answer's size, ours to raise.
+        // met decoding is the size of what it read: the answer, ours to
+        // raise, when our own tonic says so (a status with no HTTP status
+        // under it); our request, when a tonic server said so on the wire.
         8 if message.is_some_and(|m| contains_ci(m, "decoded message length too large")) => {
-            Verdict::Fixed(Class::Permanent, Code::AnswerTooLarge)
+            let code = match cx.status {
+                None => Code::AnswerTooLarge,
+                Some(_) => Code::RequestTooLarge,
+            };
+            Verdict::Fixed(Class::Permanent, code)
         }
         8 if message.is_some_and(|m| {
             contains_ci(m, "larger than max")
