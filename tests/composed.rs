@@ -409,6 +409,54 @@ async fn each_attempt_counts_its_own_progress_in_the_operations_slots() {
     assert!(failure.is_route_shaped());
 }
 
+/// An Anthropic stream's head, one thought, and the answer with its end.
+const START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n";
+const THINKING: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
+const TEXT: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+/// A provider that answers every call with an event stream of `script`:
+/// each frame after its wait, in seconds (on the paused clock). Counts
+/// the calls in `calls`.
+fn timed_provider(
+    script: Vec<(f64, &'static str)>,
+    calls: Arc<AtomicU32>,
+) -> impl tower::Service<
+    http::Request<ReplayBody<Full<Bytes>>>,
+    Response = http::Response<BoxBody<Bytes, Infallible>>,
+    Error = Infallible,
+    Future: Send,
+> + Clone
++ Send
++ Sync
++ 'static {
+    service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        let script = script.clone();
+        async move {
+            let frames = futures_util::StreamExt::then(
+                futures_util::stream::iter(script),
+                |(wait, frame)| async move {
+                    tokio::time::sleep(std::time::Duration::from_secs_f64(wait)).await;
+                    Ok::<_, Infallible>(Frame::data(Bytes::from_static(frame.as_bytes())))
+                },
+            );
+            let response = http::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(StreamBody::new(frames).boxed())
+                .expect("a response");
+            Ok::<_, Infallible>(response)
+        }
+    })
+}
+
+/// A streamed Anthropic messages request.
+fn messages_request() -> http::Request<Full<Bytes>> {
+    http::Request::post("http://primary.example/v1/messages")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
+        .expect("a request")
+}
+
 /// A caller that stops waiting for its answer to begin at 3 s (the
 /// `AnswerBy` the gateway makes of an SDK's read timeout) while the model
 /// thinks until 4.5 s: the whole stack hands the thinking on just before
@@ -419,39 +467,11 @@ async fn each_attempt_counts_its_own_progress_in_the_operations_slots() {
 async fn a_thinking_stream_begins_before_the_callers_wait_ends() {
     use seawall::core::{AnswerBy, Deadline};
     use std::time::Duration;
-    const START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n";
-    const THINKING: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
-    const TEXT: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
     let calls = Arc::new(AtomicU32::new(0));
-    let provider = {
-        let calls = Arc::clone(&calls);
-        service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            async {
-                let frames = futures_util::stream::unfold(0u8, |step| async move {
-                    let (wait, frame) = match step {
-                        0 => (0.0, START),
-                        1 | 2 => (1.5, THINKING),
-                        3 => (1.5, TEXT),
-                        _ => return None,
-                    };
-                    tokio::time::sleep(Duration::from_secs_f64(wait)).await;
-                    let frame = Frame::data(Bytes::from_static(frame.as_bytes()));
-                    Some((Ok::<_, Infallible>(frame), step + 1))
-                });
-                let response = http::Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .body(StreamBody::new(frames).boxed())
-                    .expect("a response");
-                Ok::<_, Infallible>(response)
-            }
-        })
-    };
+    let script = vec![(0.0, START), (1.5, THINKING), (1.5, THINKING), (1.5, TEXT)];
+    let provider = timed_provider(script, Arc::clone(&calls));
     let service = seawall::stack::Stack::interactive().build(&ClassifyLayer::anthropic(), provider);
-    let mut request = http::Request::post("http://primary.example/v1/messages")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
-        .expect("a request");
+    let mut request = messages_request();
     request
         .extensions_mut()
         .insert(AnswerBy(Deadline::after(Duration::from_secs(3))));
@@ -478,40 +498,15 @@ async fn a_thinking_stream_begins_before_the_callers_wait_ends() {
 #[tokio::test(start_paused = true)]
 async fn a_model_still_thinking_is_handed_on_at_the_attempts_bound() {
     use std::time::Duration;
-    const START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n";
-    const THINKING: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
     const PING: &str = "event: ping\ndata: {\"type\":\"ping\"}\n\n";
-    const TEXT: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
     // START, then `working` every 5 s for 35 s, then the answer.
     let provider = |working: &'static str, calls: Arc<AtomicU32>| {
-        service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            async move {
-                let frames = futures_util::stream::unfold(0u8, move |step| async move {
-                    let (wait, frame) = match step {
-                        0 => (0.0, START),
-                        1..=7 => (5.0, working),
-                        8 => (0.0, TEXT),
-                        _ => return None,
-                    };
-                    tokio::time::sleep(Duration::from_secs_f64(wait)).await;
-                    let frame = Frame::data(Bytes::from_static(frame.as_bytes()));
-                    Some((Ok::<_, Infallible>(frame), step + 1))
-                });
-                let response = http::Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .body(StreamBody::new(frames).boxed())
-                    .expect("a response");
-                Ok::<_, Infallible>(response)
-            }
-        })
+        let mut script = vec![(0.0, START)];
+        script.extend([(5.0, working); 7]);
+        script.push((0.0, TEXT));
+        timed_provider(script, calls)
     };
-    let request = || {
-        http::Request::post("http://primary.example/v1/messages")
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
-            .expect("a request")
-    };
+    let request = messages_request;
 
     let calls = Arc::new(AtomicU32::new(0));
     let service = seawall::stack::Stack::interactive().build(

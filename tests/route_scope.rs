@@ -168,6 +168,15 @@ async fn a_short_rate_limit_on_the_only_route_is_waited_out_by_every_operation()
     assert_eq!(rows(&primary), 3, "the refusal made no call");
 }
 
+/// A chain of one route taken only for a context overflow: it takes no
+/// failure of the primary's route.
+fn larger_context(stack: &seawall::stack::Stack) -> FallbackLayer<common::FallbackAttempt> {
+    let larger = FallbackRoute::new(stack.attempt(&ClassifyLayer::openai(), client()))
+        .route(RouteId::new("larger-context"))
+        .only_on(Code::ContextTooLong);
+    FallbackLayer::chain([larger])
+}
+
 /// A fallback chain whose routes take no route-scoped failure (one only
 /// for a context overflow) leaves the primary's ladder as it was: a silent
 /// attempt is tried again on the primary, not given up on for a fallback
@@ -177,11 +186,7 @@ async fn a_chain_that_takes_no_timeout_leaves_the_primary_its_retries() {
     let primary = scripted("hang_after_headers").await;
     let stack = common::short_stack();
     let classify = ClassifyLayer::openai();
-    let larger = FallbackRoute::new(stack.attempt(&classify, client()))
-        .route(RouteId::new("larger-context"))
-        .only_on(Code::ContextTooLong);
-    let mut service =
-        stack.build_with_fallback(&classify, client(), FallbackLayer::chain([larger]));
+    let mut service = stack.build_with_fallback(&classify, client(), larger_context(&stack));
     let (served, receipt) = one(&mut service, &primary.base_url(), "silent")
         .await
         .expect("the primary's second attempt answers");
@@ -564,11 +569,7 @@ async fn a_chain_that_takes_no_route_failure_keeps_no_reserve() {
         .total_deadline(Duration::from_secs(3))
         .attempt_timeout(Duration::from_millis(2500));
     let classify = ClassifyLayer::openai();
-    let larger = FallbackRoute::new(stack.attempt(&classify, client()))
-        .route(RouteId::new("larger-context"))
-        .only_on(Code::ContextTooLong);
-    let mut service =
-        stack.build_with_fallback(&classify, client(), FallbackLayer::chain([larger]));
+    let mut service = stack.build_with_fallback(&classify, client(), larger_context(&stack));
     let (served, receipt) = one(&mut service, &primary.base_url(), "slow")
         .await
         .expect("the primary answers within its attempt");

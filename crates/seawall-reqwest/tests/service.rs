@@ -291,6 +291,22 @@ fn failing_body() -> StreamBody<stream::Iter<Frames>> {
     ]))
 }
 
+/// Sends `request` through the short stack: a permanent `bad_request`
+/// after one attempt, its text saying `says`.
+async fn refused_once<B>(request: http::Request<B>, says: &str)
+where
+    B: http_body::Body<Data = Bytes> + Send + Sync + Unpin + 'static,
+    B::Error: Into<BoxError>,
+{
+    let service = common::short_stack().build(&ClassifyLayer::openai(), common::service());
+    let error = service.oneshot(request).await.unwrap_err();
+    let failure = Failure::find(&*error).expect("a classified failure");
+    assert_eq!(failure.code(), Code::BadRequest, "{error}");
+    assert_eq!(failure.action(), Action::Surface);
+    assert!(error.to_string().contains(says), "{error}");
+    assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
+}
+
 #[tokio::test]
 async fn a_request_body_failing_mid_stream_is_a_clear_error_never_retried() {
     let chaos = common::chaos().await;
@@ -298,13 +314,7 @@ async fn a_request_body_failing_mid_stream_is_a_clear_error_never_retried() {
         .header("content-type", "application/json")
         .body(failing_body())
         .unwrap();
-    let service = common::short_stack().build(&ClassifyLayer::openai(), common::service());
-    let error = service.oneshot(request).await.unwrap_err();
-    let failure = Failure::find(&*error).expect("a classified failure");
-    assert_eq!(failure.code(), Code::BadRequest, "{error}");
-    assert_eq!(failure.action(), Action::Surface);
-    assert!(error.to_string().contains("request body failed"), "{error}");
-    assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
+    refused_once(request, "request body failed").await;
     // The server saw at most the one broken attempt.
     assert!(rows(&chaos).await.len() <= 1);
 }
@@ -497,13 +507,7 @@ async fn a_body_shorter_than_its_content_length_is_a_bad_request_sent_once() {
         .header("content-length", "12")
         .body(Full::new(Bytes::from_static(b"0123456789")))
         .unwrap();
-    let service = common::short_stack().build(&ClassifyLayer::openai(), common::service());
-    let error = service.oneshot(request).await.unwrap_err();
-    let failure = Failure::find(&*error).expect("a classified failure");
-    assert_eq!(failure.code(), Code::BadRequest, "{error}");
-    assert_eq!(failure.action(), Action::Surface);
-    assert!(error.to_string().contains("content-length"), "{error}");
-    assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
+    refused_once(request, "content-length").await;
     assert!(hits.load(std::sync::atomic::Ordering::SeqCst) <= 1);
 }
 

@@ -360,21 +360,34 @@ async fn splice(
         .unwrap();
     let response = service.oneshot(request).await.unwrap();
     let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
-    let mut body = std::pin::pin!(response.into_body());
-    let mut shown = Vec::new();
-    let error = loop {
-        match body.frame().await {
-            Some(Ok(frame)) => shown.extend_from_slice(&frame.into_data().unwrap()),
-            Some(Err(error)) => break Some(error),
-            None => break None,
-        }
-    };
+    let (shown, error) = read(response.into_body()).await;
     let continuations = continuations.lock().unwrap().clone();
     Spliced {
         shown,
         error,
         report: resumed.report(),
         continuations,
+    }
+}
+
+/// What a caller reading `body` to its end is shown, and the error it
+/// ends with, if it does.
+async fn read<B>(body: B) -> (Vec<u8>, Option<B::Error>)
+where
+    B: http_body::Body<Data = Bytes>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut shown = Vec::new();
+    loop {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    shown.extend_from_slice(&data);
+                }
+            }
+            Some(Err(error)) => return (shown, Some(error)),
+            None => return (shown, None),
+        }
     }
 }
 
@@ -890,15 +903,8 @@ async fn an_abort_finish_the_caller_already_read_is_not_resumed() {
         .unwrap();
     let response = service.oneshot(request).await.unwrap();
     let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
-    let mut body = std::pin::pin!(response.into_body());
-    let mut shown = Vec::new();
-    let error = loop {
-        match body.frame().await {
-            Some(Ok(frame)) => shown.extend_from_slice(&frame.into_data().unwrap()),
-            Some(Err(error)) => break error,
-            None => panic!("an abort is no answer"),
-        }
-    };
+    let (shown, error) = read(response.into_body()).await;
+    let error = error.expect("an abort is no answer");
     let failure = Failure::find(&*error).unwrap();
     assert_eq!(failure.code(), Code::StreamInterrupted);
     assert!(failure.evidence().finish_seen);
