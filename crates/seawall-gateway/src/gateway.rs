@@ -395,6 +395,17 @@ impl Gateway {
                     too_large(),
                 );
             }
+            Ok(Err(err)) if client_went_away(&*err) => {
+                inner.counters.went_away();
+                tracing::info!(
+                    target: "seawall::gateway",
+                    wire = wire.as_str(),
+                    endpoint = endpoint.path(),
+                    "client went away before its request was whole"
+                );
+                // Nobody reads it.
+                return StatusCode::BAD_REQUEST.into_response();
+            }
             Ok(Err(_)) => {
                 return refuse(
                     StatusCode::BAD_REQUEST,
@@ -912,6 +923,21 @@ async fn metrics_text() -> Response {
 #[cfg(not(feature = "metrics"))]
 async fn metrics_text() -> Response {
     (StatusCode::NOT_FOUND, "built without the `metrics` feature").into_response()
+}
+
+/// Whether reading the request body failed because the client went away:
+/// the connection ended before the body did (hyper: a body error over an
+/// `UnexpectedEof`, or an incomplete message).
+fn client_went_away(error: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(error), |link| link.source())
+        .take(8)
+        .any(|link| {
+            link.downcast_ref::<hyper::Error>()
+                .is_some_and(hyper::Error::is_incomplete_message)
+                || link
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+        })
 }
 
 #[cfg(test)]

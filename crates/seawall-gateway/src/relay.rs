@@ -73,6 +73,13 @@ impl Counters {
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.refused.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// A client that went away before its request was whole: cancelled,
+    /// as one that goes away later is, not a request refused.
+    pub(crate) fn went_away(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.cancelled.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// How one request ended.

@@ -1766,3 +1766,30 @@ async fn a_client_that_stops_reading_is_let_go_at_the_stall_bound() {
     );
     drop(socket);
 }
+
+/// A client that goes away while sending its request body went away: it
+/// is counted `cancelled`, as one that goes away later is, not as a
+/// request the gateway refused; nothing goes upstream.
+#[tokio::test]
+async fn a_client_that_goes_away_mid_upload_is_cancelled_not_refused() {
+    use tokio::io::AsyncWriteExt;
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let mut socket = tokio::net::TcpStream::connect(gateway.addr).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{{\"model\":"
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(socket);
+    for _ in 0..100 {
+        if gateway.gateway.stats().cancelled == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stats = gateway.gateway.stats();
+    assert_eq!((stats.cancelled, stats.refused), (1, 0));
+    assert!(chaos.journal().is_empty(), "nothing went upstream");
+}
