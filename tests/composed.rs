@@ -169,10 +169,10 @@ fn healthy_response() -> http::Response<BoxBody<Bytes, Infallible>> {
 
 /// A streamed chat request to the primary route.
 fn chat_request() -> http::Request<Full<Bytes>> {
-    http::Request::post("http://primary.example/v1/chat/completions")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
-        .expect("a request")
+    common::post_json(
+        "http://primary.example/v1/chat/completions",
+        r#"{"stream":true}"#,
+    )
 }
 
 /// The response is labelled as the fallback route's.
@@ -451,10 +451,7 @@ fn timed_provider(
 
 /// A streamed Anthropic messages request.
 fn messages_request() -> http::Request<Full<Bytes>> {
-    http::Request::post("http://primary.example/v1/messages")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(br#"{"stream":true}"#)))
-        .expect("a request")
+    common::post_json("http://primary.example/v1/messages", r#"{"stream":true}"#)
 }
 
 /// A caller that stops waiting for its answer to begin at 3 s (the

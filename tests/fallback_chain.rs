@@ -61,12 +61,10 @@ impl Upstream {
 }
 
 fn chat_request() -> http::Request<Full<Bytes>> {
-    http::Request::post("http://primary.example/v1/chat/completions")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(
-            br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
-        )))
-        .unwrap()
+    common::post_json(
+        "http://primary.example/v1/chat/completions",
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+    )
 }
 
 /// The stack with a 10 s deadline and a ladder that does not sleep a hint

@@ -76,17 +76,7 @@ async fn ask(base: &str, stack: &seawall::stack::Stack, stream: bool) -> bool {
 #[test]
 fn two_503s_then_ok_are_three_attempts_and_two_retries() {
     let snapshotter = recorded(async {
-        let chaos = common::chaos().await;
-        chaos
-            .script(
-                "openai",
-                vec![
-                    common::fault("status;code=503"),
-                    common::fault("status;code=503"),
-                    common::fault("ok"),
-                ],
-            )
-            .unwrap();
+        let chaos = common::chaos_scripted(&["status;code=503", "status;code=503", "ok"]).await;
         assert!(ask(&chaos.base_url(), &common::short_stack(), true).await);
     });
     let snapshot = snapshot(&snapshotter);
@@ -132,15 +122,9 @@ fn two_503s_then_ok_are_three_attempts_and_two_retries() {
 #[test]
 fn a_quota_wall_is_one_attempt_and_no_retry() {
     let snapshotter = recorded(async {
-        let chaos = common::chaos().await;
-        chaos
-            .script(
-                "openai",
-                vec![common::fault(
-                    "status;code=429;retry_after=48489;kind=insufficient_quota",
-                )],
-            )
-            .unwrap();
+        let chaos =
+            common::chaos_scripted(&["status;code=429;retry_after=48489;kind=insufficient_quota"])
+                .await;
         assert!(!ask(&chaos.base_url(), &common::short_stack(), false).await);
     });
     let snapshot = snapshot(&snapshotter);
@@ -155,10 +139,7 @@ fn a_quota_wall_is_one_attempt_and_no_retry() {
 #[test]
 fn a_breaker_trip_is_one_transition_to_open() {
     let snapshotter = recorded(async {
-        let chaos = common::chaos().await;
-        chaos
-            .script("openai", vec![common::fault("status;code=503"); 3])
-            .unwrap();
+        let chaos = common::chaos_scripted(&["status;code=503"; 3]).await;
         let stack = common::short_stack()
             .breaker(BreakerLayer::new().trip(Trip::Consecutive { failures: 3 }))
             .total_deadline(Duration::from_secs(5));
@@ -178,16 +159,8 @@ fn a_breaker_trip_is_one_transition_to_open() {
 #[test]
 fn an_interruption_is_counted_by_its_cause() {
     let snapshotter = recorded(async {
-        let chaos = common::chaos().await;
-        chaos
-            .script(
-                "openai",
-                vec![
-                    common::fault("reset_after;tokens=3"),
-                    common::fault("stream_error_after;tokens=3"),
-                ],
-            )
-            .unwrap();
+        let chaos =
+            common::chaos_scripted(&["reset_after;tokens=3", "stream_error_after;tokens=3"]).await;
         assert!(!ask(&chaos.base_url(), &common::short_stack(), true).await);
         assert!(!ask(&chaos.base_url(), &common::short_stack(), true).await);
     });
@@ -317,12 +290,10 @@ fn a_primary_without_a_ladder_is_recorded_once() {
 
 /// A chat request to the route `prim.example`.
 fn prim_request() -> http::Request<Full<Bytes>> {
-    http::Request::post("http://prim.example/v1/chat/completions")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(
-            br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
-        )))
-        .unwrap()
+    common::post_json(
+        "http://prim.example/v1/chat/completions",
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+    )
 }
 
 /// A whole chat answer reporting `input` and `output` tokens.

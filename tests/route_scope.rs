@@ -56,9 +56,7 @@ where
 
 /// A chaos server whose first OpenAI call gets `fault`.
 async fn scripted(fault_text: &str) -> ChaosHandle {
-    let chaos = common::chaos().await;
-    chaos.script("openai", vec![fault(fault_text)]).unwrap();
-    chaos
+    common::chaos_scripted(&[fault_text]).await
 }
 
 fn rows(chaos: &ChaosHandle) -> usize {
@@ -266,15 +264,7 @@ async fn a_brief_503_is_retried_on_the_same_route_and_the_fallback_is_untouched(
 
 #[tokio::test]
 async fn without_another_route_the_wall_is_one_attempt_surfaced() {
-    let primary = common::chaos().await;
-    primary
-        .script(
-            "openai",
-            vec![fault(
-                "status;code=429;retry_after=48489;kind=insufficient_quota",
-            )],
-        )
-        .unwrap();
+    let primary = scripted("status;code=429;retry_after=48489;kind=insufficient_quota").await;
     let stack = common::short_stack();
     let mut service = stack.build(&ClassifyLayer::openai(), client());
     let failure = one(&mut service, &primary.base_url(), "alone")
@@ -434,13 +424,7 @@ async fn context_too_long_goes_to_the_large_route_only_when_opted_in() {
 /// meet the same wall again.
 #[tokio::test]
 async fn a_guessed_quota_cooldown_on_the_only_route_is_not_slept_out() {
-    let primary = common::chaos().await;
-    primary
-        .script(
-            "openai",
-            vec![fault("status;code=429;kind=insufficient_quota")],
-        )
-        .unwrap();
+    let primary = scripted("status;code=429;kind=insufficient_quota").await;
     // A total deadline that leaves room to sleep the guess out.
     let service = seawall::stack::Stack::reasoning().build(&ClassifyLayer::openai(), client());
     let base = primary.base_url();
@@ -496,8 +480,7 @@ async fn a_hint_past_the_backoff_cap_moves_to_the_fallback_at_once() {
 #[tokio::test]
 async fn a_billed_failure_of_a_fallback_route_is_billed_in_the_receipt() {
     let primary = scripted("status;code=429;retry_after=48489;kind=insufficient_quota").await;
-    let backup = common::chaos().await;
-    backup.script("openai", vec![fault("empty")]).unwrap();
+    let backup = scripted("empty").await;
     let stack = common::short_stack();
     let fallback = fallback_to(&stack, Provider::OpenAi, &backup.base_url());
     let mut service = stack.build_with_fallback(&ClassifyLayer::openai(), client(), fallback);

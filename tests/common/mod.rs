@@ -69,6 +69,24 @@ pub(crate) async fn chaos() -> ChaosHandle {
         .expect("chaos starts on loopback")
 }
 
+/// A JSON `POST` of `body` to `url`, for the in-process upstreams.
+pub(crate) fn post_json(url: &str, body: &'static str) -> http::Request<Full<Bytes>> {
+    http::Request::post(url)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .expect("a request")
+}
+
+/// A chaos server whose first OpenAI calls get `faults`, in order (later
+/// ones are healthy).
+pub(crate) async fn chaos_scripted(faults: &[&str]) -> ChaosHandle {
+    let chaos = chaos().await;
+    chaos
+        .script("openai", faults.iter().map(|text| fault(text)).collect())
+        .expect("a script for the openai route");
+    chaos
+}
+
 /// The interactive preset with every bound short, so a suite runs in
 /// seconds: first byte 200 ms, first content 400 ms, idle 300 ms, attempt
 /// 1.5 s, operation 5 s, backoff 5–20 ms, no retry budget limit.
