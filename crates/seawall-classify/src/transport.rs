@@ -4,6 +4,7 @@ use std::error::Error as StdError;
 use std::io;
 
 use seawall_core::{Code, Failure};
+use seawall_internal::error::links;
 
 /// How deep a source chain is followed; real chains are a handful of links.
 const MAX_DEPTH: usize = 32;
@@ -50,22 +51,6 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
     }
     let code = chain_code(error, 0)?;
     Some(Failure::new(code).with_message(&chain_message(error)))
-}
-
-/// Every link of `error`'s chain, through io errors' payloads:
-/// `io::Error::source` skips a payload and goes on to the payload's
-/// source, and connectors nest what they say in io errors (reqwest's
-/// rustls error is two deep).
-fn links<'a>(
-    error: &'a (dyn StdError + 'static),
-) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
-    std::iter::successors(Some(error), |&link: &&'a (dyn StdError + 'static)| {
-        link.downcast_ref::<io::Error>()
-            .and_then(io::Error::get_ref)
-            .map(|payload| payload as &(dyn StdError + 'static))
-            .or_else(|| link.source())
-    })
-    .take(MAX_DEPTH)
 }
 
 /// hyper says the request body ended short of the length its

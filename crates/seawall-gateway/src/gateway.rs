@@ -929,15 +929,13 @@ async fn metrics_text() -> Response {
 /// the connection ended before the body did (hyper: a body error over an
 /// `UnexpectedEof`, or an incomplete message).
 fn client_went_away(error: &(dyn std::error::Error + 'static)) -> bool {
-    std::iter::successors(Some(error), |link| link.source())
-        .take(8)
-        .any(|link| {
-            link.downcast_ref::<hyper::Error>()
-                .is_some_and(hyper::Error::is_incomplete_message)
-                || link
-                    .downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
-        })
+    seawall_internal::error::links(error).any(|link| {
+        link.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+            || link
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+    })
 }
 
 #[cfg(test)]

@@ -16,12 +16,14 @@
 //! - [`nesting`]: where a JSON value ends, followed across the frames its
 //!   bytes come in, for the JSON-array splitter and the check of a unary
 //!   answer too long to read whole.
+//! - [`error`]: an error's source chain, walked through io payloads.
 //! - [`cursor`]: the strict JSON cursor that reads the few fields a
 //!   decision needs and gives up (to serde) on anything it is unsure of.
 #![deny(missing_docs)]
 
 pub mod cursor;
 mod doubling;
+pub mod error;
 pub mod json;
 mod millis;
 pub mod nesting;
