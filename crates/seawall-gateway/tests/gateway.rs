@@ -982,12 +982,7 @@ async fn a_client_that_goes_away_cancels_the_upstream_call() {
     assert_eq!(row.outcome, Outcome::ClientDisconnected);
     assert!(row.tokens_written < 2000);
     // Counted as cancelled, not as a failure; the route stays healthy.
-    for _ in 0..50 {
-        if gateway.gateway.stats().cancelled == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    gateway.until_cancelled(1, Duration::from_secs(1)).await;
     let stats = gateway.gateway.stats();
     assert_eq!(
         (stats.cancelled, stats.failed, stats.interrupted),
@@ -1029,12 +1024,7 @@ async fn a_client_that_goes_away_before_content_cancels_too() {
         .expect("the upstream call ends with the client");
     assert_eq!(row.outcome, Outcome::ClientDisconnected);
     assert_eq!(row.tokens_written, 0, "{row:?}");
-    for _ in 0..50 {
-        if gateway.gateway.stats().cancelled == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    gateway.until_cancelled(1, Duration::from_secs(1)).await;
     assert_eq!(gateway.gateway.stats().cancelled, 1);
     assert_eq!(gateway.gateway.stats().failed, 0);
 }
@@ -1744,12 +1734,7 @@ async fn a_client_that_stops_reading_is_let_go_at_the_stall_bound() {
         String::from_utf8_lossy(&head[..read])
     );
     // From here on nothing is read; the socket stays open.
-    for _ in 0..500 {
-        if gateway.gateway.stats().cancelled == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    gateway.until_cancelled(1, Duration::from_secs(10)).await;
     let stats = gateway.gateway.stats();
     assert_eq!((stats.cancelled, stats.in_flight), (1, 0), "let go");
     // The upstream call ended with it (cut, unless the kernel's buffers
@@ -1783,12 +1768,7 @@ async fn a_client_that_goes_away_mid_upload_is_cancelled_not_refused() {
     socket.flush().await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     drop(socket);
-    for _ in 0..100 {
-        if gateway.gateway.stats().cancelled == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    gateway.until_cancelled(1, Duration::from_secs(2)).await;
     let stats = gateway.gateway.stats();
     assert_eq!((stats.cancelled, stats.refused), (1, 0));
     assert!(chaos.journal().is_empty(), "nothing went upstream");

@@ -110,6 +110,16 @@ impl Running {
         }
     }
 
+    /// Waits up to `limit` for the gateway to have counted `n` cancelled
+    /// requests (a client's going away is seen by the connection's task,
+    /// a moment after the client's side of the test is done).
+    pub(crate) async fn until_cancelled(&self, n: u64, limit: Duration) {
+        let started = tokio::time::Instant::now();
+        while self.gateway.stats().cancelled < n && started.elapsed() < limit {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
