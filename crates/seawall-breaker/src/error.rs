@@ -3,7 +3,7 @@ use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use seawall_core::{BoxError, Class, Code, Failure, RouteId};
+use seawall_core::{BoxError, Class, Code, Cooldown, Failure, RouteId};
 
 /// What a [`Breaker`](crate::Breaker) fails with: its own refusal of an
 /// open route, or the inner service's error.
@@ -164,7 +164,7 @@ impl CircuitOpen {
             // to wait out (the operation that met the wall did not wait;
             // a guessed quota reset would have the next one sleep a
             // minute to meet it again). After a rate limit it is.
-            Some(cause) if cause.default_class() == Class::Permanent => {
+            Some(cause) if !Cooldown::worth_waiting(cause) => {
                 Failure::with_class(Class::Permanent, Code::RouteCoolingDown)
             }
             Some(_) => Failure::new(Code::RouteCoolingDown),

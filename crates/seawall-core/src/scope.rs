@@ -152,6 +152,19 @@ pub enum Cooldown {
     UntilReset,
 }
 
+impl Cooldown {
+    /// Whether a route cooling down after `cause` is worth waiting for:
+    /// after a rate limit, yes (its hint is when the provider will answer
+    /// again); after a quota wall or rejected credentials, no — they are
+    /// permanent, the wall is there when the time left ends as much as
+    /// before (a reset named or guessed), and the operation that met it
+    /// did not wait either. The breaker's refusal says so in its class;
+    /// the fallback waits only for such a route.
+    pub fn worth_waiting(cause: Code) -> bool {
+        cause.default_class() != Class::Permanent
+    }
+}
+
 /// How long a quota wall that names no reset keeps its route cold.
 pub const DEFAULT_QUOTA_COOLDOWN: Duration = Duration::from_secs(60);
 
@@ -185,6 +198,13 @@ impl Failure {
 mod tests {
     use super::*;
     use crate::Evidence;
+
+    #[test]
+    fn only_a_transient_cause_is_worth_waiting_out() {
+        assert!(Cooldown::worth_waiting(Code::RateLimited));
+        assert!(!Cooldown::worth_waiting(Code::QuotaExhausted));
+        assert!(!Cooldown::worth_waiting(Code::Auth));
+    }
 
     #[test]
     fn every_code_has_the_scope_the_table_gives() {

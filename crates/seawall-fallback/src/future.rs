@@ -7,7 +7,7 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_core::{
-    Action, Attempt, BoxError, Class, Code, Deadline, Failure, Receipt, RouteId, StopReason,
+    Action, Attempt, BoxError, Code, Cooldown, Deadline, Failure, Receipt, RouteId, StopReason,
 };
 use seawall_internal::millis;
 use tokio::time::{Instant, Sleep};
@@ -494,17 +494,15 @@ impl Walk {
         if !self.visits.iter().all(|visit| visit.back.is_some()) {
             return Step::Done(self.fail(error, None));
         }
-        // A route cooling after a quota wall or rejected credentials is
-        // not waited for: its time left is a reset (or a guess at one,
-        // 60 s for a wall that names none), and the wall is there when it
-        // ends as much as before; the operation that met it did not wait.
+        // Only a route whose cooldown is worth waiting for
+        // (`Cooldown::worth_waiting`): not one behind a wall.
         let earliest = self
             .visits
             .iter()
             .enumerate()
             .filter_map(|(n, visit)| {
                 let back = visit.back?;
-                (back.code.default_class() != Class::Permanent).then_some((n, back.at?))
+                Cooldown::worth_waiting(back.code).then_some((n, back.at?))
             })
             .min_by_key(|(_, at)| *at);
         let Some((n, at)) = earliest else {
