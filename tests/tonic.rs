@@ -570,6 +570,62 @@ mod with_grpc_status {
         }
         held.abort();
     }
+
+    /// A tonic server that bounds its own work: a `DeadlineLayer` reading
+    /// the caller's `grpc-timeout` (capped by a bound of its own), with
+    /// `GrpcStatusLayer` outside it so the server answers its failure as
+    /// a `DEADLINE_EXCEEDED` status. tonic resets the stream of any error
+    /// that is not a `Status` (the caller reads `INTERNAL`), so the layer
+    /// is what keeps the code.
+    #[tokio::test]
+    async fn a_servers_own_deadline_answers_deadline_exceeded() {
+        use seawall::deadline::{DeadlineLayer, WireTimeout};
+
+        #[derive(Clone)]
+        struct Slow;
+
+        #[tonic::async_trait]
+        impl Health for Slow {
+            async fn check(
+                &self,
+                _: Request<HealthCheckRequest>,
+            ) -> Result<Response<HealthCheckResponse>, Status> {
+                tokio::time::sleep(Duration::from_secs(20)).await;
+                Ok(Response::new(serving()))
+            }
+
+            type WatchStream = WatchStream;
+
+            async fn watch(
+                &self,
+                _: Request<HealthCheckRequest>,
+            ) -> Result<Response<WatchStream>, Status> {
+                Err(Status::unimplemented("watch"))
+            }
+        }
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let bound =
+            DeadlineLayer::new(Duration::from_millis(200)).read_incoming(WireTimeout::grpc());
+        tokio::spawn(
+            Server::builder()
+                .layer(GrpcStatusLayer::new())
+                .layer(bound)
+                .add_service(HealthServer::new(Slow))
+                .serve_with_incoming(TcpListenerStream::new(listener)),
+        );
+        // A plain tonic client, no seawall on its side.
+        let channel = tonic::transport::Channel::from_shared(url).unwrap();
+        let mut plain = HealthClient::new(channel.connect().await.unwrap());
+        let started = std::time::Instant::now();
+        let status = plain.check(ask()).await.expect_err("out of time");
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the server's bound, not the handler, ended the call"
+        );
+    }
 }
 
 /// Raw bytes as gRPC messages, for a call no generated client makes.

@@ -38,6 +38,13 @@
 //! passed on untouched: tonic maps them itself, as it would without
 //! seawall.
 //!
+//! A tonic *server* with seawall layers of its own (a `DeadlineLayer`
+//! reading the caller's `grpc-timeout`) wants it too, outside them
+//! (`Server::builder().layer(GrpcStatusLayer::new()).layer(..)`): a tonic
+//! server resets the stream of an error that is not a `Status`, which its
+//! caller reads as `INTERNAL`; through the layer, a bound that fires is a
+//! `DEADLINE_EXCEEDED` status.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use http::Request;

@@ -59,6 +59,12 @@ impl DeadlineLayer {
     /// (malformed or missing: no deadline from this layer). Use
     /// [`DeadlineLayer::read_incoming`] on [`DeadlineLayer::new`] to also
     /// cap it with a bound of our own.
+    ///
+    /// In a tonic server, put `seawall::tonic::GrpcStatusLayer` outside
+    /// it (`Server::builder().layer(GrpcStatusLayer::new()).layer(..)`):
+    /// tonic answers an error that is not a `tonic::Status` by resetting
+    /// the stream, which the caller reads as `INTERNAL`; through that
+    /// layer the bound's failure is a `DEADLINE_EXCEEDED` status.
     pub fn from_incoming(wire: WireTimeout) -> Self {
         DeadlineLayer::with_bound(Bound::Total(None)).read_incoming(wire)
     }
