@@ -31,6 +31,25 @@ impl RouteId {
         Arc::clone(&self.0)
     }
 
+    /// The route's name as OpenTelemetry's `server.address` and
+    /// `server.port` want it: a `host:port` name split in two (an IPv6
+    /// host without its brackets), any other name (a host alone, a name
+    /// of the user's own) whole and no port.
+    pub fn address(&self) -> (&str, Option<u16>) {
+        let name = self.as_str();
+        let Some((host, port)) = name.rsplit_once(':') else {
+            return (name, None);
+        };
+        match port.parse::<u16>() {
+            // `::1` alone has colons too: a bare IPv6 host has no port.
+            Ok(port) if !host.contains(':') => (host, Some(port)),
+            Ok(port) if host.starts_with('[') && host.ends_with(']') => {
+                (&host[1..host.len() - 1], Some(port))
+            }
+            _ => (name, None),
+        }
+    }
+
     /// The route of a URI: its authority's `host:port`, without any
     /// `user:password@` in front, or `"default"` for a URI without one.
     pub fn from_uri(uri: &http::Uri) -> Self {
@@ -283,5 +302,20 @@ mod tests {
         let relative = http::Request::get("/v1/x").body(()).unwrap();
         assert_eq!(RouteId::of_request(&relative).as_str(), "default");
         assert_eq!(RouteId::name_of_request(&relative), "default");
+    }
+
+    #[test]
+    fn an_address_is_the_host_and_the_port() {
+        for (name, address) in [
+            ("api.openai.com", ("api.openai.com", None)),
+            ("127.0.0.1:8080", ("127.0.0.1", Some(8080))),
+            ("[::1]:443", ("::1", Some(443))),
+            ("::1", ("::1", None)),
+            ("spare", ("spare", None)),
+            ("host:port", ("host:port", None)),
+            ("host:70000", ("host:70000", None)),
+        ] {
+            assert_eq!(RouteId::new(name).address(), address, "{name}");
+        }
     }
 }

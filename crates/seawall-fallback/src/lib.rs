@@ -77,7 +77,7 @@
 //! | field | value |
 //! |---|---|
 //! | `otel.kind` | `client` |
-//! | `server.address` | the route moved to |
+//! | `server.address`, `server.port` | the route moved to (its host and port, for a route named `host:port`) |
 //! | `seawall.attempt` | the move's number in the operation, from 1 |
 //! | `seawall.from` | the route left |
 //! | `seawall.cause` | the code that made the request move |

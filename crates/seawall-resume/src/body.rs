@@ -798,12 +798,15 @@ where
             otel.kind = "client",
             otel.status_code = tracing::field::Empty,
             gen_ai.operation.name = operation,
-            gen_ai.provider.name = self.provider.as_str(),
+            gen_ai.provider.name = self
+                .provider
+                .genai_name(self.head.uri().host().unwrap_or_default()),
             gen_ai.request.model = model,
             gen_ai.response.finish_reasons = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             server.address = tracing::field::Empty,
+            server.port = tracing::field::Empty,
             error.type = tracing::field::Empty,
             seawall.resume = self.resumes,
             seawall.cause = cause.as_str(),
@@ -972,7 +975,7 @@ where
             };
             return self.on_call_failed(Box::new(classify_error(self.provider, &[], cx)));
         }
-        self.span.record("server.address", route.as_str());
+        record_address(&self.span, &route);
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.route = Some(route);
             last.receipt = receipt;
@@ -1000,7 +1003,7 @@ where
             .and_then(Failure::receipt)
             .and_then(|r| r.attempts.last().map(|a| a.route.clone()));
         let route = route.unwrap_or_else(|| RouteId::of_request(&self.head));
-        self.span.record("server.address", route.as_str());
+        record_address(&self.span, &route);
         record_end(&self.span, None, None, Some(code));
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.failed = Some(code);
@@ -1096,5 +1099,15 @@ where
                     && state.final_error.is_none()
             }
         }
+    }
+}
+
+/// The route that answered, as OpenTelemetry's `server.address` and
+/// `server.port` ([`RouteId::address`]).
+fn record_address(span: &tracing::Span, route: &RouteId) {
+    let (host, port) = route.address();
+    span.record("server.address", host);
+    if let Some(port) = port {
+        span.record("server.port", port);
     }
 }

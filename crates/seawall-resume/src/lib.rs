@@ -201,7 +201,8 @@
 //! continuation's own operation span. It has the attempt spans' field
 //! names — `otel.name` (`"chat gpt-4o"`), `otel.kind`,
 //! `gen_ai.operation.name`, `gen_ai.provider.name`,
-//! `gen_ai.request.model`, `server.address` (the route that answered),
+//! `gen_ai.request.model`, `server.address` and `server.port` (the route
+//! that answered),
 //! `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`,
 //! `gen_ai.usage.output_tokens`, `error.type` and `otel.status_code` (how
 //! the continuation ended) — and `seawall.resume` (1, 2, …),

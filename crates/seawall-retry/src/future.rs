@@ -603,8 +603,9 @@ fn operation_name(facts: &RequestFacts) -> &'static str {
 /// naming it was sent.
 fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Span {
     let operation = facts.map_or("request", operation_name);
-    let provider = facts.and_then(RequestFacts::provider).map(Provider::as_str);
     let model = facts.and_then(RequestFacts::head_model);
+    // The fields' values are only worked out when a subscriber records
+    // the span: the address split and the provider's name are in them.
     tracing::info_span!(
         target: "seawall::retry",
         "operation",
@@ -613,12 +614,15 @@ fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Spa
         otel.kind = "client",
         otel.status_code = tracing::field::Empty,
         gen_ai.operation.name = operation,
-        gen_ai.provider.name = provider,
+        gen_ai.provider.name = facts
+            .and_then(RequestFacts::provider)
+            .and_then(|provider| provider.genai_name(route.address().0)),
         gen_ai.request.model = model,
         gen_ai.response.finish_reasons = tracing::field::Empty,
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
-        server.address = route.as_str(),
+        server.address = route.address().0,
+        server.port = route.address().1,
         error.type = tracing::field::Empty,
         seawall.attempts = tracing::field::Empty,
         seawall.stop_reason = tracing::field::Empty,
@@ -653,7 +657,8 @@ fn attempt_span(
         "attempt",
         otel.kind = "client",
         otel.status_code = tracing::field::Empty,
-        server.address = route.as_str(),
+        server.address = route.address().0,
+        server.port = route.address().1,
         seawall.attempt = attempt,
         seawall.delay_ms = millis(delay),
         seawall.action = tracing::field::Empty,

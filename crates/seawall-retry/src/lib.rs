@@ -61,7 +61,8 @@
 //! | both | `otel.kind` | `client` |
 //! | `operation` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts); the model once the body naming it was sent |
 //! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's; a stream's when its body ends (below) |
-//! | both | `server.address` | the route's name |
+//! | `operation` | `gen_ai.provider.name` | by the wire and the route's host ([`Provider::genai_name`](seawall_core::provider::Provider::genai_name)): `openai`, `anthropic`, `gcp.gemini`, `gcp.vertex_ai`, `azure.ai.openai`, … |
+//! | both | `server.address`, `server.port` | the route's host and port (a route named `host:port`), else its name and no port |
 //! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR` |
 //! | `operation` | `seawall.attempts`, `seawall.stop_reason` | |
 //! | `attempt` | `seawall.attempt`, `seawall.delay_ms`, `seawall.action`, `seawall.retry_after_ms` | |

@@ -68,6 +68,39 @@ impl Provider {
         }
     }
 
+    /// The provider's name in OpenTelemetry's GenAI conventions
+    /// (`gen_ai.provider.name`), told by the wire and the `host` it is
+    /// spoken to: Vertex AI (`gcp.vertex_ai`, whatever wire: it serves
+    /// Gemini, Claude and OpenAI's chat) apart from the Gemini API
+    /// (`gcp.gemini`; `gcp.gen_ai` for Gemini's wire elsewhere, a proxy
+    /// or a named route), Azure OpenAI (`azure.ai.openai`) apart from
+    /// `openai`, whose name the Responses API shares. `None` for a
+    /// service that is no generation API ([`Provider::Http`]).
+    pub fn genai_name(self, host: &str) -> Option<&'static str> {
+        let host = host.strip_suffix('.').unwrap_or(host);
+        let on = |domain: &str| {
+            host.eq_ignore_ascii_case(domain)
+                || host.len() > domain.len()
+                    && host.as_bytes()[host.len() - domain.len() - 1] == b'.'
+                    && host[host.len() - domain.len()..].eq_ignore_ascii_case(domain)
+        };
+        // Regional Vertex hosts are `{region}-aiplatform.googleapis.com`.
+        let vertex = host.len() >= "aiplatform.googleapis.com".len()
+            && host[host.len() - "aiplatform.googleapis.com".len()..]
+                .eq_ignore_ascii_case("aiplatform.googleapis.com");
+        Some(match self {
+            Provider::Http => return None,
+            _ if vertex => "gcp.vertex_ai",
+            Provider::OpenAi | Provider::OpenAiResponses if on("openai.azure.com") => {
+                "azure.ai.openai"
+            }
+            Provider::OpenAi | Provider::OpenAiResponses => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini if on("generativelanguage.googleapis.com") => "gcp.gemini",
+            Provider::Gemini => "gcp.gen_ai",
+        })
+    }
+
     /// The provider whose generation endpoint `path` is (query string
     /// excluded): `…/chat/completions` and legacy `…/completions` OpenAI,
     /// `…/responses` the Responses API, `…/messages` and Claude on Vertex
@@ -710,5 +743,44 @@ mod tests {
             (f.code(), f.retry_after()),
             (Code::RateLimited, Some(Duration::from_millis(300)))
         );
+    }
+
+    #[test]
+    fn genai_names_follow_the_wire_and_the_host() {
+        for (provider, host, name) in [
+            (Provider::OpenAi, "api.openai.com", Some("openai")),
+            (Provider::OpenAiResponses, "api.openai.com", Some("openai")),
+            (Provider::OpenAi, "127.0.0.1", Some("openai")),
+            (
+                Provider::OpenAi,
+                "my.openai.azure.com",
+                Some("azure.ai.openai"),
+            ),
+            (Provider::OpenAi, "notopenai.azure.com", Some("openai")),
+            (Provider::Anthropic, "api.anthropic.com", Some("anthropic")),
+            (
+                Provider::Anthropic,
+                "us-east5-aiplatform.googleapis.com",
+                Some("gcp.vertex_ai"),
+            ),
+            (
+                Provider::Gemini,
+                "generativelanguage.googleapis.com",
+                Some("gcp.gemini"),
+            ),
+            (
+                Provider::Gemini,
+                "aiplatform.googleapis.com",
+                Some("gcp.vertex_ai"),
+            ),
+            (
+                Provider::Gemini,
+                "gemini-proxy.internal",
+                Some("gcp.gen_ai"),
+            ),
+            (Provider::Http, "api.openai.com", None),
+        ] {
+            assert_eq!(provider.genai_name(host), name, "{provider:?} at {host}");
+        }
     }
 }
