@@ -184,6 +184,33 @@ fn an_interruption_is_counted_by_its_cause() {
     );
 }
 
+/// A caller that stops reading a stream after its first content (a
+/// client gone, a "stop" button) broke nothing: the stream is reported
+/// `cancelled`, and no interruption is counted.
+#[test]
+fn a_caller_that_stops_reading_is_no_interruption() {
+    let snapshotter = recorded(async {
+        let chaos = common::chaos_scripted(&["ok;tokens=50;delay_ms=20"]).await;
+        let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+        let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+            )))
+            .unwrap();
+        let mut body = Box::pin(service.oneshot(request).await.unwrap().into_body());
+        let first = body.frame().await.expect("a frame").expect("content");
+        assert!(first.is_data());
+        drop(body);
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, STREAM_INTERRUPTIONS_TOTAL, &[]), 0);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("outcome", "success")]),
+        1
+    );
+}
+
 /// A fallback route without a ladder of its own (one attempt, as
 /// `Stack::attempt` builds it): its attempts, and the tokens of the
 /// whole answer it served, are recorded as the ladder records its own

@@ -228,7 +228,12 @@ fn record(report: &StreamReport, route: &seawall_core::RouteId, cause: Option<Co
     if let Some(ttfc) = report.time_to_first_content {
         metrics::histogram!(TIME_TO_FIRST_CONTENT_SECONDS).record(ttfc.as_secs_f64());
     }
-    if let Some(code) = report.code.filter(|_| report.content_events > 0) {
+    // A caller that stopped reading (`cancelled`) broke nothing: no
+    // interruption, as no failure on the attempt's span.
+    if let Some(code) = report
+        .code
+        .filter(|&code| report.content_events > 0 && code != Code::Cancelled)
+    {
         let code = cause
             .filter(|_| code == Code::StreamInterrupted)
             .unwrap_or(code);
