@@ -73,6 +73,35 @@ fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
     assert!(!field(attempts[1], "gen_ai.usage.input_tokens").is_empty());
 }
 
+/// A single attempt records no body: its span still names the operation
+/// and the provider, read from the request's head.
+#[test]
+fn a_single_attempt_is_named_by_its_head() {
+    let spans = spans_of(async {
+        let chaos = common::chaos().await;
+        let stack = common::short_stack()
+            .retry_policy(seawall::retry::RetryPolicy::interactive().max_attempts(1));
+        let service = stack.build(&ClassifyLayer::openai(), common::client());
+        let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+            )))
+            .unwrap();
+        let response = service.oneshot(request).await.unwrap();
+        response.into_body().collect().await.unwrap();
+    });
+    let op = spans
+        .values()
+        .find(|s| s.name == "operation")
+        .expect("an operation span");
+    let field = |name: &str| op.fields.get(name).cloned().unwrap_or_default();
+    assert_eq!(field("otel.name"), "chat");
+    assert_eq!(field("gen_ai.operation.name"), "chat");
+    assert_eq!(field("gen_ai.provider.name"), "openai");
+    assert_eq!(field("seawall.attempts"), "1");
+}
+
 #[test]
 fn a_model_named_in_the_path_names_the_operation_from_its_start() {
     let spans = spans_of(async {

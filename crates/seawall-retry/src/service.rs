@@ -95,7 +95,13 @@ where
             (request.map(ReplayBody::once), None)
         };
         first.extensions_mut().insert(OuterLadder);
-        let facts = first.extensions().get::<RequestFacts>().cloned();
+        // A single attempt records no body and puts no facts in: its spans
+        // still name the operation and the provider, from the head (the
+        // model too where the path names it).
+        let facts = match first.extensions().get::<RequestFacts>() {
+            Some(facts) => Some(facts.clone()),
+            None => Some(RequestFacts::from_head(&first)),
+        };
         let again = again.map(|template| Again {
             service: self.inner.clone(),
             template,
