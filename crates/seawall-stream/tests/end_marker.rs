@@ -111,6 +111,39 @@ async fn nothing_after_the_responses_terminal_event_is_read() {
     assert!(took < Duration::from_secs(1), "{took:?}");
 }
 
+/// A stored response's events read again (`GET …/responses/{id}?stream=true`,
+/// what a resume of a background response sends) are the Responses
+/// API's: a stream that ends before `response.completed` is cut short,
+/// and a `response.failed` is the provider's failure, not more content.
+#[tokio::test(start_paused = true)]
+async fn a_stored_responses_events_are_read_as_the_responses_api() {
+    const STORED: &str = "/v1/responses/resp_1?stream=true&starting_after=8";
+    let delta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,\"content_index\":0,\"delta\":\"w6\",\"sequence_number\":9}\n\n";
+    let failed = "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"m\"}},\"sequence_number\":10}\n\n";
+    for (frames, code) in [
+        (vec![delta.to_owned()], seawall_core::Code::Truncated),
+        (
+            vec![delta.to_owned(), failed.to_owned()],
+            seawall_core::Code::StreamInterrupted,
+        ),
+    ] {
+        let response = call(
+            StreamGuardLayer::interactive(),
+            STORED,
+            scripted(frames.into_iter().map(send).collect()),
+        )
+        .await
+        .expect("content arrives");
+        let drained = drain(response).await;
+        let error = drained.error.expect("not complete");
+        assert_eq!(error.code(), code, "{error:?}");
+        assert_eq!(
+            drained.report.provider,
+            seawall_core::provider::Provider::OpenAiResponses
+        );
+    }
+}
+
 /// A finish reason alone is no end: OpenAI's usage chunk comes after it,
 /// and is read.
 #[tokio::test(start_paused = true)]

@@ -64,6 +64,11 @@ fn each_provider_has_its_path_and_a_decoder_of_its_own() {
     assert_eq!(path("/v1/chat/completions"), Provider::OpenAi);
     assert_eq!(path("/v1/completions"), Provider::OpenAi);
     assert_eq!(path("/v1/responses"), Provider::OpenAiResponses);
+    // A stored response read again: what a resume of a background
+    // response reads. Not its input items, nor its cancellation.
+    assert_eq!(path("/v1/responses/resp_1"), Provider::OpenAiResponses);
+    assert_eq!(path("/v1/responses/resp_1/input_items"), Provider::Http);
+    assert_eq!(path("/v1/responses/resp_1/cancel"), Provider::Http);
     assert_eq!(path("/v1/messages"), Provider::Anthropic);
     assert_eq!(
         path("/v1beta/models/gemini-2.0-flash:streamGenerateContent"),

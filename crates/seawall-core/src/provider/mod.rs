@@ -103,7 +103,8 @@ impl Provider {
 
     /// The provider whose generation endpoint `path` is (query string
     /// excluded): `…/chat/completions` and legacy `…/completions` OpenAI,
-    /// `…/responses` the Responses API, `…/messages` and Claude on Vertex
+    /// `…/responses` the Responses API (and `…/responses/{id}`, a stored
+    /// response read again), `…/messages` and Claude on Vertex
     /// AI (`…/publishers/anthropic/models/{model}:rawPredict` or
     /// `:streamRawPredict`) Anthropic,
     /// `…:generateContent`/`…:streamGenerateContent` Gemini; `None` for any
@@ -124,9 +125,16 @@ impl Provider {
         // completions every OpenAI-compatible server still serves
         // (`choices[].text`, read by OpenAI's table; its `finish_reason`
         // is OpenAI's).
+        // A stored response read again (`GET …/responses/{id}`; with
+        // `stream=true` its events after `starting_after`, what a resume
+        // of a background response reads) is the Responses API's own
+        // answer and events. Its `…/input_items` and `…/cancel` are not.
+        let stored_response = path
+            .rsplit_once('/')
+            .is_some_and(|(parent, id)| parent.ends_with("/responses") && !id.is_empty());
         if path.ends_with("/completions") {
             Some(Provider::OpenAi)
-        } else if path.ends_with("/responses") {
+        } else if path.ends_with("/responses") || stored_response {
             Some(Provider::OpenAiResponses)
         } else if path.ends_with("/messages") {
             Some(Provider::Anthropic)
