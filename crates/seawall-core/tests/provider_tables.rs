@@ -512,6 +512,13 @@ fn an_anthropic_answer_reports_its_finish_and_usage() {
         r#"answer Some((Truncated, "pause_turn")) Some((10, 40))"#
     );
     assert!(!seawall_core::FinishKind::anthropic("pause_turn").completes_task());
+    // A turn paused after compaction (the context-management beta) holds
+    // the conversation's summary, not the answer.
+    let compacted = r#"{"type":"message","content":[{"type":"compaction","content":"Summary of the conversation"}],"stop_reason":"compaction","usage":{"input_tokens":10,"output_tokens":40}}"#;
+    assert_eq!(
+        answer(Provider::Anthropic, compacted),
+        r#"answer Some((Truncated, "compaction")) Some((10, 40))"#
+    );
     assert_eq!(
         answer(Provider::Anthropic, r#"{"type":"list","data":[]}"#),
         "other shape"
@@ -831,6 +838,8 @@ fn responses_error_codes() {
         ("server_error", Transient, Code::ProviderUnavailable),
         ("rate_limit_exceeded", Transient, Code::RateLimited),
         ("invalid_prompt", Policy, Code::ContentFiltered),
+        ("bio_policy", Policy, Code::ContentFiltered),
+        ("cyber_policy", Policy, Code::ContentFiltered),
         ("vector_store_timeout", Transient, Code::Timeout),
         ("invalid_image", Permanent, Code::BadRequest),
         ("invalid_image_format", Permanent, Code::BadRequest),
@@ -959,6 +968,7 @@ fn gemini_finish_reasons() {
         ("IMAGE_SAFETY", Filtered),
         ("IMAGE_PROHIBITED_CONTENT", Filtered),
         ("IMAGE_RECITATION", Filtered),
+        ("MODEL_ARMOR", Filtered),
         ("MALFORMED_FUNCTION_CALL", Malformed),
         ("UNEXPECTED_TOOL_CALL", Malformed),
         ("MALFORMED_RESPONSE", Malformed),

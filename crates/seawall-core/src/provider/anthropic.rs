@@ -56,7 +56,12 @@ pub fn finish_kind(reason: &str) -> FinishKind {
         // `pause_turn`: "A server-tool loop reached its iteration limit. Send
         // the assistant content back to continue" (handling-stop-reasons).
         // The message is whole, the task is not.
-        "max_tokens" | "model_context_window_exceeded" | "pause_turn" => FinishKind::Truncated,
+        // `compaction` (the context-management beta's
+        // `pause_after_compaction`): the turn paused after summarising
+        // the conversation, its content the summary, not an answer.
+        "max_tokens" | "model_context_window_exceeded" | "pause_turn" | "compaction" => {
+            FinishKind::Truncated
+        }
         "refusal" => FinishKind::Refused,
         _ => FinishKind::Other,
     }

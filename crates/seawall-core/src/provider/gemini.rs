@@ -65,8 +65,10 @@ pub fn finish_kind(reason: &str) -> FinishKind {
         "MAX_TOKENS" | "TOO_MANY_TOOL_CALLS" | "NO_IMAGE" | "IMAGE_OTHER" => FinishKind::Truncated,
         // Flagged or blocked content, text or image ("Image generation
         // stopped because generated images has other prohibited content",
-        // "… due to recitation"): policy, never retried.
+        // "… due to recitation"; Vertex AI's `MODEL_ARMOR`: "The model
+        // response was blocked by Model Armor"): policy, never retried.
         "SAFETY"
+        | "MODEL_ARMOR"
         | "RECITATION"
         | "BLOCKLIST"
         | "PROHIBITED_CONTENT"

@@ -106,11 +106,14 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     // declares a prompt its usage policy flagged ("Invalid prompt: your
     // prompt was flagged as potentially violating our usage policy"), and
     // the Responses API's `ResponseError.code` names
-    // `image_content_policy_violation`.
+    // `image_content_policy_violation`, and `bio_policy` and
+    // `cyber_policy` (flagged for biological or cyber risk).
     if is("content_filter")
         || is("content_policy_violation")
         || is("image_content_policy_violation")
         || is("invalid_prompt")
+        || is("bio_policy")
+        || is("cyber_policy")
     {
         return Some(Verdict::Fixed(Policy, Code::ContentFiltered));
     }
