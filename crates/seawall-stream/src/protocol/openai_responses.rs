@@ -122,8 +122,14 @@ pub(super) fn decode<'a>(
                 .and_then(|r| r.incomplete_details)
                 .and_then(|d| d.reason)
                 .map_or_else(|| "incomplete".into(), |Text(reason)| reason);
+            // A refusal cut short is still a refusal, as the unary check
+            // reads the same response.
             Signal::Finish(Reason {
-                kind: incomplete_kind(&reason),
+                kind: if *refused {
+                    FinishKind::Refused
+                } else {
+                    incomplete_kind(&reason)
+                },
                 reason,
             })
         }
@@ -307,5 +313,20 @@ mod tests {
             (failure.code(), failure.class()),
             (Code::Refused, Class::Policy)
         );
+        // Cut at the token limit, a refusal is still one (as the unary
+        // check reads the same response).
+        let incomplete = br#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}"#;
+        match decode(incomplete, &mut refused, &mut None) {
+            Signal::Finish(reason) => {
+                assert_eq!(reason.kind, FinishKind::Refused);
+                assert_eq!(reason.reason, "max_output_tokens");
+            }
+            _ => panic!("not a finish"),
+        }
+        let mut plain = false;
+        match decode(incomplete, &mut plain, &mut None) {
+            Signal::Finish(reason) => assert_eq!(reason.kind, FinishKind::Truncated),
+            _ => panic!("not a finish"),
+        }
     }
 }
