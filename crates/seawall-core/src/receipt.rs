@@ -130,6 +130,18 @@ impl Attempt {
             None => None,
         }
     }
+
+    /// Whether [`usage`](Self::usage) is the attempt's whole count: a
+    /// unary answer's, or a stream's that reached its finish. A stream
+    /// cut short may have reported part of it (Anthropic's input in
+    /// `message_start`, Gemini's running count): then this is false.
+    pub fn usage_is_whole(&self) -> bool {
+        match &self.usage {
+            Some(AttemptUsage::Known(_)) => true,
+            Some(AttemptUsage::Pending(slot)) => slot.is_whole(),
+            None => false,
+        }
+    }
 }
 
 /// The attempts of an operation, in order. Reads as a slice of
@@ -277,15 +289,17 @@ impl Receipt {
         self.attempts.iter().filter(|a| a.billed).count()
     }
 
-    /// Billed attempts whose usage nobody reported (yet): a stream cut
-    /// before its usage event (OpenAI's `include_usage` chunk comes last),
-    /// a body not read to its end. While it is not zero,
-    /// [`usage`](Self::usage) is what was reported, a floor of what was
-    /// billed.
+    /// Billed attempts whose whole usage nobody reported (yet): a stream
+    /// cut before its usage event (OpenAI's `include_usage` chunk comes
+    /// last) or before the finish that brings the final count (Anthropic
+    /// reports the input at the start, the output at the end), a body not
+    /// read to its end ([`Attempt::usage_is_whole`]). While it is not
+    /// zero, [`usage`](Self::usage) is what was reported, a floor of what
+    /// was billed.
     pub fn billed_without_usage(&self) -> usize {
         self.attempts
             .iter()
-            .filter(|a| a.billed && a.usage().is_none())
+            .filter(|a| a.billed && !a.usage_is_whole())
             .count()
     }
 

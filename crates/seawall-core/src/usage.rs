@@ -56,6 +56,13 @@ impl AddAssign for Usage {
 pub trait UsageSource: Send + Sync {
     /// The usage, once known.
     fn usage(&self) -> Option<Usage>;
+
+    /// Whether [`usage`](Self::usage) is the whole count, not what a
+    /// stream cut short had reported so far (Anthropic's `message_start`
+    /// says one output token; the count comes with the finish).
+    fn usage_whole(&self) -> bool {
+        self.usage().is_some()
+    }
 }
 
 /// A handle on usage still to come, put in a streamed response's
@@ -73,6 +80,12 @@ impl UsageSlot {
     /// The usage, once the stream ended and its provider said it.
     pub fn get(&self) -> Option<Usage> {
         self.0.usage()
+    }
+
+    /// Whether the usage is the stream's whole count
+    /// ([`UsageSource::usage_whole`]).
+    pub fn is_whole(&self) -> bool {
+        self.0.usage_whole()
     }
 }
 

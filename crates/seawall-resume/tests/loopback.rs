@@ -494,9 +494,16 @@ async fn the_whole_receipt_counts_what_the_continuations_cost() {
     let mut expected = first.usage();
     expected += spent;
     assert_eq!(whole.usage(), expected);
-    // Anthropic reports the input in `message_start`: the cut answer
-    // reported what it had.
-    assert_eq!(whole.billed_without_usage(), 0);
+    // Anthropic reports the input in `message_start` and the output with
+    // the finish: the cut answer reported its input (counted in the
+    // usage), not its whole count, and the receipt says so.
+    assert!(
+        first.attempts[0]
+            .usage()
+            .is_some_and(|u| u.input_tokens > 0)
+    );
+    assert!(!first.attempts[0].usage_is_whole());
+    assert_eq!(whole.billed_without_usage(), 1);
 
     // An OpenAI stream reports its usage in its last chunk: the cut
     // answer was billed and reported nothing, and the receipt says so.

@@ -90,6 +90,15 @@ impl UsageSource for ReportCell {
     fn usage(&self) -> Option<Usage> {
         self.0.get().and_then(|report| report.usage)
     }
+
+    /// Every protocol sends its final count with its finish or after it
+    /// (OpenAI's usage chunk): a stream cut before its finish reported a
+    /// part at most.
+    fn usage_whole(&self) -> bool {
+        self.0
+            .get()
+            .is_some_and(|report| report.usage.is_some() && report.finish.is_some())
+    }
 }
 
 impl StreamReportHandle {
