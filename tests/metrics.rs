@@ -211,6 +211,55 @@ fn a_caller_that_stops_reading_is_no_interruption() {
     );
 }
 
+/// An operation its caller stops waiting for (its own timeout, a client
+/// gone) was sent: its attempt is counted `cancelled` and its duration
+/// recorded with the outcome `cancelled`, so every attempt sent is
+/// counted once, the abandoned ones too.
+#[test]
+fn an_operation_dropped_by_its_caller_is_counted_cancelled() {
+    let snapshotter = recorded(async {
+        let chaos = common::chaos_scripted(&["hang_after_headers"]).await;
+        let stack = common::short_stack();
+        let waited = tokio::time::timeout(
+            // Inside the first-byte bound (200 ms): the attempt is in
+            // flight when the caller gives up.
+            std::time::Duration::from_millis(100),
+            ask(&chaos.base_url(), &stack, true),
+        )
+        .await;
+        assert!(
+            waited.is_err(),
+            "the caller stopped waiting first: {waited:?}"
+        );
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("code", "cancelled"), ("outcome", "failure")]
+        ),
+        1
+    );
+    let cancelled: Vec<_> = snapshot
+        .iter()
+        .filter(|(key, _)| {
+            key.kind() == MetricKind::Histogram
+                && key.key().name() == OPERATION_DURATION_SECONDS
+                && key
+                    .key()
+                    .labels()
+                    .any(|l| l.key() == "outcome" && l.value() == "cancelled")
+        })
+        .map(|(_, value)| match value {
+            DebugValue::Histogram(samples) => samples.len(),
+            _ => 0,
+        })
+        .collect();
+    assert_eq!(cancelled, [1], "{snapshot:?}");
+}
+
 /// A fallback route without a ladder of its own (one attempt, as
 /// `Stack::attempt` builds it): its attempts, and the tokens of the
 /// whole answer it served, are recorded as the ladder records its own

@@ -8,10 +8,10 @@
 //!
 //! | name | kind | labels | recorded by |
 //! |---|---|---|---|
-//! | `seawall_attempts_total` | counter | `route`, `code` (`ok` on success), `outcome` (`success`/`failure`) | the retry ladder, per attempt |
+//! | `seawall_attempts_total` | counter | `route`, `code` (`ok` on success; `cancelled` for an attempt in flight when its caller stopped waiting), `outcome` (`success`/`failure`) | the retry ladder, per attempt |
 //! | `seawall_retries_total` | counter | `route`, `code` | the retry ladder, per retry decided |
 //! | `seawall_retry_budget_exhausted_total` | counter | — | the retry ladder |
-//! | `seawall_operation_duration_seconds` | histogram | `outcome` | the retry ladder, per operation |
+//! | `seawall_operation_duration_seconds` | histogram | `outcome` (`success`/`failure`/`cancelled`) | the retry ladder, per operation |
 //! | `seawall_breaker_transitions_total` | counter | `route`, `to` | the breaker |
 //! | `seawall_breakers_open` | gauge | — | the breaker: routes open or isolated |
 //! | `seawall_fallbacks_total` | counter | `from`, `to`, `code` | the fallback |

@@ -76,6 +76,11 @@ pub(crate) struct Ladder<S, B> {
     /// `grant` is a retry's, decided but not sent yet: given back to the
     /// budget if the ladder is dropped before it sends it.
     unsent: bool,
+    /// An attempt was sent and has not answered or failed yet.
+    in_flight: bool,
+    /// The operation's outcome is recorded (an answer, or the error it
+    /// ends with): a ladder dropped before it was cancelled.
+    judged: bool,
     receipt: Receipt,
     /// The operation's span (`otel.name` "{operation} {model}"), parent of
     /// one span per attempt.
@@ -207,6 +212,9 @@ impl<S, B> Ladder<S, B> {
             other_routes,
             grant: None,
             unsent: false,
+            // The first attempt is sent as the ladder is made.
+            in_flight: true,
+            judged: false,
             receipt: Receipt::default(),
             span,
             attempt_span,
@@ -234,6 +242,7 @@ impl<S, B> Ladder<S, B> {
     }
 
     fn succeeded<ResB>(&mut self, response: &mut Response<ResB>) {
+        (self.in_flight, self.judged) = (false, true);
         self.shared.budget.succeeded(self.grant);
         // A layer that chose the route per attempt (a route set) names the
         // one that answered; else it is the ladder's.
@@ -263,7 +272,7 @@ impl<S, B> Ladder<S, B> {
             metrics::tokens(&self.route, *usage);
         }
         #[cfg(feature = "metrics")]
-        metrics::operation(self.started.elapsed(), true);
+        metrics::operation(self.started.elapsed(), metrics::Outcome::Success);
         tracing::debug!(
             target: "seawall::retry",
             attempt = self.attempt,
@@ -280,6 +289,7 @@ impl<S, B> Ladder<S, B> {
     /// An attempt failed: retry after a delay, or stop with the error to
     /// return.
     fn failed(&mut self, err: BoxError) -> Next {
+        self.in_flight = false;
         // A route set below says another of its members can take the next
         // attempt: see `AnotherRoute`.
         let (failure, another) = match err.downcast::<AnotherRoute>() {
@@ -300,6 +310,9 @@ impl<S, B> Ladder<S, B> {
             Ok(failure) => (failure, false),
             Err(other) => {
                 // Unclassified: nobody said it is safe to repeat.
+                self.judged = true;
+                #[cfg(feature = "metrics")]
+                metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
                 tracing::debug!(
                     target: "seawall::retry",
                     attempt = self.attempt,
@@ -344,8 +357,9 @@ impl<S, B> Ladder<S, B> {
                 self.span.record("otel.status_code", "ERROR");
                 self.span.record("seawall.stop_reason", reason.as_str());
                 self.span.record("seawall.attempts", self.attempt);
+                self.judged = true;
                 #[cfg(feature = "metrics")]
-                metrics::operation(self.started.elapsed(), false);
+                metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
             }
         }
         tracing::debug!(
@@ -520,7 +534,9 @@ impl<S, B> Ladder<S, B> {
             .again
             .as_mut()
             .expect("only a ladder that can retry waits for readiness");
-        ready!(again.service.poll_ready(cx)).map_err(Into::into)?;
+        if let Err(error) = ready!(again.service.poll_ready(cx)) {
+            return Poll::Ready(Err(self.unready(error.into())));
+        }
         let body = self.next_body.take().expect("a retry prepared its body");
         self.attempt += 1;
         self.attempt_started = self.deadline.map(|_| Instant::now());
@@ -533,7 +549,32 @@ impl<S, B> Ladder<S, B> {
         let again = self.again.as_mut().expect("checked above");
         let future = again.service.call(request);
         self.unsent = false;
+        self.in_flight = true;
         Poll::Ready(Ok(future))
+    }
+
+    /// The service failed its readiness before a retry: the operation ends
+    /// with that error (no attempt was sent), recorded as a failed
+    /// operation, with the receipt of the attempts made when it is a
+    /// seawall failure.
+    fn unready(&mut self, error: BoxError) -> BoxError {
+        self.judged = true;
+        let code = Failure::find(&*error).map_or(Code::Unknown, Failure::code);
+        self.span.record("error.type", code.as_str());
+        self.span.record("otel.status_code", "ERROR");
+        self.span
+            .record("seawall.stop_reason", StopReason::NotRetryable.as_str());
+        self.span.record("seawall.attempts", self.attempt);
+        #[cfg(feature = "metrics")]
+        metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
+        match Failure::extract(error) {
+            Ok(mut failure) => {
+                self.receipt.stop = Some(StopReason::NotRetryable);
+                *failure.receipt_mut() = Some(Box::new(std::mem::take(&mut self.receipt)));
+                Box::new(failure)
+            }
+            Err(other) => other,
+        }
     }
 
     /// Hands the attempt's spans down with its request, so the layer that
@@ -569,6 +610,29 @@ impl<S, B> Drop for Ladder<S, B> {
         if let (true, Some(grant)) = (self.unsent, self.grant) {
             self.shared.budget.unspent(grant);
         }
+        if !self.judged {
+            self.cancelled();
+        }
+    }
+}
+
+impl<S, B> Ladder<S, B> {
+    /// Dropped before its outcome (the caller's own timeout, a client
+    /// gone): the attempt in flight was sent, and is counted `cancelled`;
+    /// the operation's duration is recorded with the outcome `cancelled`.
+    /// A caller that stops waiting broke nothing: the spans say
+    /// `cancelled` without an error status.
+    #[cold]
+    fn cancelled(&mut self) {
+        if self.in_flight {
+            metrics::attempt(&self.route, Some(Code::Cancelled));
+            self.attempt_span
+                .record("error.type", Code::Cancelled.as_str());
+        }
+        self.span.record("error.type", Code::Cancelled.as_str());
+        self.span.record("seawall.attempts", self.attempt);
+        #[cfg(feature = "metrics")]
+        metrics::operation(self.started.elapsed(), metrics::Outcome::Cancelled);
     }
 }
 

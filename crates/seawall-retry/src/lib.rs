@@ -63,7 +63,7 @@
 //! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's; a stream's when its body ends (below) |
 //! | `operation` | `gen_ai.provider.name` | by the wire and the route's host ([`Provider::genai_name`](seawall_core::provider::Provider::genai_name)): `openai`, `anthropic`, `gcp.gemini`, `gcp.vertex_ai`, `azure.ai.openai`, … |
 //! | both | `server.address`, `server.port` | the route's host and port (a route named `host:port`), else its name and no port |
-//! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR` |
+//! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR`; an operation its caller dropped says `cancelled` (on the attempt in flight too) with no error status |
 //! | `operation` | `seawall.attempts`, `seawall.stop_reason` | |
 //! | `attempt` | `seawall.attempt`, `seawall.delay_ms`, `seawall.action`, `seawall.retry_after_ms` | |
 //!

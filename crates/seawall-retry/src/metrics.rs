@@ -24,12 +24,27 @@ mod on {
         metrics::counter!(RETRY_BUDGET_EXHAUSTED_TOTAL).increment(1);
     }
 
-    pub(crate) fn operation(elapsed: Duration, success: bool) {
+    /// How an operation ended, the duration histogram's `outcome`.
+    #[derive(Clone, Copy)]
+    pub(crate) enum Outcome {
+        Success,
+        Failure,
+        /// Dropped by its caller before its outcome.
+        Cancelled,
+    }
+
+    pub(crate) fn operation(elapsed: Duration, outcome: Outcome) {
         // Literal labels: a static key, no label vector built per call.
-        let histogram = if success {
-            metrics::histogram!(OPERATION_DURATION_SECONDS, "outcome" => "success")
-        } else {
-            metrics::histogram!(OPERATION_DURATION_SECONDS, "outcome" => "failure")
+        let histogram = match outcome {
+            Outcome::Success => {
+                metrics::histogram!(OPERATION_DURATION_SECONDS, "outcome" => "success")
+            }
+            Outcome::Failure => {
+                metrics::histogram!(OPERATION_DURATION_SECONDS, "outcome" => "failure")
+            }
+            Outcome::Cancelled => {
+                metrics::histogram!(OPERATION_DURATION_SECONDS, "outcome" => "cancelled")
+            }
         };
         histogram.record(elapsed.as_secs_f64());
     }

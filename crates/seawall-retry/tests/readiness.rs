@@ -1,0 +1,56 @@
+//! A service that fails its readiness before a retry: the operation ends
+//! with that failure, and the receipt of the attempts already made is in
+//! it, as in any failure the ladder stops on.
+
+mod common;
+
+use std::future::{Ready, ready};
+use std::task::{Context, Poll};
+
+use http::{Request, Response};
+use seawall_core::recording::ReplayBody;
+use seawall_core::{Code, Failure, StopReason};
+use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+use tower::{BoxError, Layer, Service, ServiceExt};
+
+/// Ready once, answering a 503; every later readiness fails with a
+/// refusal of its own (a breaker that gates readiness, say).
+#[derive(Clone, Default)]
+struct ReadyOnce {
+    polled: usize,
+}
+
+impl Service<Request<ReplayBody<String>>> for ReadyOnce {
+    type Response = Response<()>;
+    type Error = BoxError;
+    type Future = Ready<Result<Response<()>, BoxError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.polled += 1;
+        Poll::Ready(match self.polled {
+            1 => Ok(()),
+            _ => Err(Failure::new(Code::CircuitOpen).into()),
+        })
+    }
+
+    fn call(&mut self, _: Request<ReplayBody<String>>) -> Self::Future {
+        let failure = common::openai(503, None, r#"{"error":{"message":"down"}}"#);
+        ready(Err(failure.into()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_readiness_failure_before_a_retry_keeps_the_receipt() {
+    let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited())
+        .layer(ReadyOnce::default());
+    let err = svc
+        .oneshot(Request::new(String::new()))
+        .await
+        .expect_err("the retry's readiness failed");
+    let failure = common::failure(&err);
+    assert_eq!(failure.code(), Code::CircuitOpen);
+    let receipt = common::receipt(&err);
+    let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(codes, [Some(Code::ProviderUnavailable)], "{receipt:?}");
+    assert_eq!(receipt.stop, Some(StopReason::NotRetryable));
+}
