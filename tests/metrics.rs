@@ -364,6 +364,56 @@ fn a_primary_without_a_ladder_is_recorded_once() {
     assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]), 7);
 }
 
+/// A failure no fallback route takes (a `bad_request`) from a primary
+/// without a ladder of its own: its one attempt is recorded by the
+/// fallback, and the error carries its receipt.
+#[test]
+fn a_ladderless_primarys_failure_no_route_takes_is_recorded() {
+    use seawall::core::recording::ReplayBody;
+    use seawall::core::{Code, Failure, RouteId};
+    use seawall::fallback::FallbackLayer;
+    use std::convert::Infallible;
+    use tower::Layer;
+    let snapshotter = recorded(async {
+        let stack = common::short_stack();
+        let classify = ClassifyLayer::openai();
+        let rejected = || async {
+            let body = r#"{"error":{"message":"bad field","type":"invalid_request_error","param":null,"code":null}}"#;
+            Ok::<_, Infallible>(
+                http::Response::builder()
+                    .status(400)
+                    .header("content-type", "application/json")
+                    .body(Full::new(Bytes::from(body)))
+                    .unwrap(),
+            )
+        };
+        let primary =
+            tower::service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| rejected());
+        let spare = tower::service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| rejected());
+        let service = FallbackLayer::new(stack.attempt(&classify, spare))
+            .route(RouteId::new("spare"))
+            .layer(stack.attempt(&classify, primary));
+        let error = service
+            .oneshot(prim_request())
+            .await
+            .expect_err("a bad request");
+        let failure = Failure::find(&*error).expect("a seawall failure");
+        assert_eq!(failure.code(), Code::BadRequest);
+        let receipt = failure.receipt().expect("its receipt");
+        assert_eq!(receipt.attempts.len(), 1, "{receipt:?}");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("route", "prim.example"), ("code", "bad_request")]
+        ),
+        1
+    );
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1);
+}
+
 /// A chat request to the route `prim.example`.
 fn prim_request() -> http::Request<Full<Bytes>> {
     common::post_json(

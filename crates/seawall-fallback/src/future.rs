@@ -350,7 +350,7 @@ impl Walk {
             .iter()
             .any(|route| takes(route, failure, None) != Take::No)
         {
-            return Err(error);
+            return Err(with_own_receipt(error, &from));
         }
         let cause = failure.code();
         let settings = &shared.settings;
@@ -736,6 +736,20 @@ fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason) -> Box
                 .receipt_mut()
                 .get_or_insert_with(|| Box::new(own.unwrap_or_default()))
                 .stop = Some(why);
+            Box::new(failure)
+        }
+        Err(error) => error,
+    }
+}
+
+/// `error` with a receipt of its one attempt when the primary kept none (a
+/// route without a ladder, whose attempt nobody else records).
+fn with_own_receipt(error: BoxError, from: &RouteId) -> BoxError {
+    match Failure::extract(error) {
+        Ok(mut failure) => {
+            if failure.receipt().is_none() {
+                *failure.receipt_mut() = Some(Box::new(single(from, &failure)));
+            }
             Box::new(failure)
         }
         Err(error) => error,

@@ -254,7 +254,9 @@ async fn context_too_long_moves_only_to_a_route_that_opted_in() {
         RouteId::new("large.example")
     );
 
-    // Without it: one attempt, the failure surfaced unchanged.
+    // Without it: one attempt, the failure surfaced with the receipt of
+    // that attempt (the primary has no ladder to keep one, and nobody
+    // else records it).
     let primary = Upstream::failing([too_long()]);
     let ordinary = Upstream::default();
     let layer = FallbackLayer::chain([route("ordinary.example", &ordinary)]);
@@ -262,10 +264,9 @@ async fn context_too_long_moves_only_to_a_route_that_opted_in() {
     assert_eq!((primary.calls(), ordinary.calls()), (1, 0));
     let failure = failure_of(&result);
     assert_eq!(failure.code(), Code::ContextTooLong);
-    assert!(
-        failure.receipt().is_none(),
-        "returned as the primary gave it"
-    );
+    let receipt = failure.receipt().expect("the one attempt's receipt");
+    let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(codes, [Some(Code::ContextTooLong)]);
 }
 
 #[tokio::test(start_paused = true)]
