@@ -414,6 +414,45 @@ fn a_ladderless_primarys_failure_no_route_takes_is_recorded() {
     assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1);
 }
 
+/// Under a route set, a unary answer's tokens are the member's that
+/// answered, as its attempt is: not the ladder's own route.
+#[test]
+fn a_route_set_members_tokens_are_its_own() {
+    use seawall::fallback::{Member, RouteSetLayer};
+    let snapshotter = recorded(async {
+        let chaos = common::chaos().await;
+        let base = chaos.base_url();
+        let member = |name: &str| Member::new(name).origin(&base).expect("a loopback origin");
+        let set = RouteSetLayer::new([member("key-a"), member("key-b")]).unwrap();
+        let service = common::short_stack().build_with_route_set(
+            &ClassifyLayer::openai(),
+            common::client(),
+            set,
+        );
+        let response = service
+            .oneshot(common::post_json(
+                &format!("{base}/v1/chat/completions"),
+                r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+            ))
+            .await
+            .expect("an answer");
+        response.into_body().collect().await.unwrap();
+    });
+    let snapshot = snapshot(&snapshotter);
+    let input = counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]);
+    assert!(input > 0, "{snapshot:?}");
+    let members = counter(
+        &snapshot,
+        TOKENS_TOTAL,
+        &[("route", "key-a"), ("kind", "input")],
+    ) + counter(
+        &snapshot,
+        TOKENS_TOTAL,
+        &[("route", "key-b"), ("kind", "input")],
+    );
+    assert_eq!(members, input, "every token under the member that answered");
+}
+
 /// A chat request to the route `prim.example`.
 fn prim_request() -> http::Request<Full<Bytes>> {
     common::post_json(

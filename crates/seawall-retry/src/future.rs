@@ -252,6 +252,10 @@ impl<S, B> Ladder<S, B> {
             .unwrap_or(&self.route)
             .clone();
         metrics::attempt(&route, None);
+        if let Some(usage) = response.extensions().get::<Usage>() {
+            metrics::tokens(&route, *usage);
+        }
+        self.attempt_on(&route);
         self.receipt
             .push(Attempt::answered(route, self.slept, response));
         self.receipt.stop = Some(StopReason::Succeeded);
@@ -268,9 +272,6 @@ impl<S, B> Ladder<S, B> {
             }
         }
         self.span.record("seawall.attempts", self.attempt);
-        if let Some(usage) = response.extensions().get::<Usage>() {
-            metrics::tokens(&self.route, *usage);
-        }
         #[cfg(feature = "metrics")]
         metrics::operation(self.started.elapsed(), metrics::Outcome::Success);
         tracing::debug!(
@@ -332,6 +333,7 @@ impl<S, B> Ladder<S, B> {
         self.receipt
             .push(Attempt::failed(route.clone(), self.slept, &failure));
         metrics::attempt(&route, Some(failure.code()));
+        self.attempt_on(&route);
         self.record_model();
         self.attempt_span
             .record("error.type", failure.code().as_str());
@@ -551,6 +553,18 @@ impl<S, B> Ladder<S, B> {
         self.unsent = false;
         self.in_flight = true;
         Poll::Ready(Ok(future))
+    }
+
+    /// The attempt's span names the route that answered or failed when it
+    /// is not the ladder's (a route set's member, a breaker's route).
+    fn attempt_on(&self, route: &RouteId) {
+        if *route != self.route && !self.attempt_span.is_disabled() {
+            let (host, port) = route.address();
+            self.attempt_span.record("server.address", host);
+            if let Some(port) = port {
+                self.attempt_span.record("server.port", port);
+            }
+        }
     }
 
     /// The service failed its readiness before a retry: the operation ends
