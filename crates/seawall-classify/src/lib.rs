@@ -21,7 +21,9 @@
 //!   checked for 200-with-nothing-in-it (`empty_response`), refusals and
 //!   content filters (`Policy`). A delivered answer carries its
 //!   [`Finish`](seawall_core::Finish) in the response extensions, so a
-//!   `length`/`max_tokens` cut is marked, never silently a success.
+//!   `length`/`max_tokens` cut is marked, never silently a success; an
+//!   answer that names no finish at all was cut short (`truncated`,
+//!   retryable: nothing was delivered), as a stream without one.
 //! - **gRPC** trailers-only errors (`grpc-status` in the headers) are
 //!   classified with their `grpc-retry-pushback-ms`.
 //! - **Errors** of the inner service are walked down their source chain:

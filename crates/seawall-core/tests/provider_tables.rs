@@ -478,6 +478,43 @@ fn answer(provider: Provider, body: &str) -> String {
     }
 }
 
+/// Every provider names the finish of a whole answer: an answer with
+/// text and no finish reason was cut short (Gemini: "if empty, the model
+/// has not stopped generating tokens"; Anthropic: `stop_reason` "always
+/// non-null" when not streamed), as a stream that ends without one. Cut
+/// before anything was delivered, it may be asked for again.
+#[test]
+fn an_answer_without_a_finish_reason_was_cut_short() {
+    for (provider, body) in [
+        (
+            Provider::Gemini,
+            r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"Once upon"}]}}]}"#,
+        ),
+        (
+            Provider::Anthropic,
+            r#"{"type":"message","content":[{"type":"text","text":"Once upon"}],"stop_reason":null}"#,
+        ),
+        (
+            Provider::OpenAi,
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Once upon"},"finish_reason":null}]}"#,
+        ),
+        (
+            Provider::OpenAi,
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Once upon"}}]}"#,
+        ),
+    ] {
+        assert_eq!(answer(provider, body), "fail truncated None", "{body}");
+    }
+    let failure = match check_answer(
+        Provider::Gemini,
+        br#"{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}"#,
+    ) {
+        AnswerCheck::Fail(failure) => failure,
+        _ => panic!("a failure"),
+    };
+    assert_eq!(failure.class(), Class::Transient);
+}
+
 #[test]
 fn an_anthropic_answer_reports_its_finish_and_usage() {
     let body = r#"{"type":"message","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":5}}"#;

@@ -61,8 +61,19 @@ pub(super) fn verdict(
     {
         return AnswerCheck::Fail(failure);
     }
+    // Every provider names the finish of a whole answer (OpenAI's
+    // `finish_reason`; Anthropic's `stop_reason`, "always non-null" when
+    // not streamed; Gemini's `finishReason`: "if empty, the model has not
+    // stopped generating tokens"): an answer without one was cut short,
+    // as a stream that ends without it.
+    let Some((kind, reason)) = finish else {
+        return AnswerCheck::Fail(
+            Failure::new(Code::Truncated)
+                .with_message("the answer names no finish reason: it was cut short"),
+        );
+    };
     AnswerCheck::Answer {
-        finish: finish.map(|(kind, reason)| Finish::new(kind, &reason.0)),
+        finish: Some(Finish::new(kind, &reason.0)),
         usage,
     }
 }

@@ -601,12 +601,13 @@ mod tests {
                 failed += usize::from(check.starts_with("Fail"));
             }
         }
-        // About one in seventeen: most texts are damaged, doubled, of
+        // About one in nineteen: most texts are damaged, doubled, of
         // another shape or carry a count of another kind, which serde
-        // alone reads (the deterministic runner: 119, 85 of them failures).
+        // alone reads (the deterministic runner: 107, 90 of them failures;
+        // an answer without a finish reason is one, cut short).
         assert!(answered >= 100, "the cursor answered {answered} of 2000");
         assert!(
-            failed >= 50 && answered - failed >= 25,
+            failed >= 50 && answered - failed >= 10,
             "{failed} of {answered} failed"
         );
     }
