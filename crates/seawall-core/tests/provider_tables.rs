@@ -515,6 +515,44 @@ fn an_answer_without_a_finish_reason_was_cut_short() {
     assert_eq!(failure.class(), Class::Transient);
 }
 
+/// A message's `content` as a list of parts (Mistral's reasoning models):
+/// a text part with text is the answer, thinking parts alone are the model
+/// at work and no answer, another part (an image) is content.
+#[test]
+fn content_parts_hold_the_answer_in_their_text_parts() {
+    let body = |content: &str| {
+        format!(
+            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":{content}}},"finish_reason":"stop"}}]}}"#
+        )
+    };
+    let empty = r#"fail empty_response Some("stop")"#;
+    let whole = r#"answer Some((Complete, "stop")) None"#;
+    for (content, verdict) in [
+        (
+            r#"[{"type":"thinking","thinking":[{"type":"text","text":"hm"}]}]"#,
+            empty,
+        ),
+        (r#"[{"type":"text","text":""}]"#, empty),
+        ("[]", empty),
+        (
+            r#"[{"type":"thinking","thinking":[{"type":"text","text":"hm"}]},{"type":"text","text":"Hi"}]"#,
+            whole,
+        ),
+        (
+            r#"[{"type":"image_url","image_url":{"url":"data:,"}}]"#,
+            whole,
+        ),
+        (r#""Hi""#, whole),
+        ("\"\"", empty),
+    ] {
+        assert_eq!(
+            answer(Provider::OpenAi, &body(content)),
+            verdict,
+            "{content}"
+        );
+    }
+}
+
 #[test]
 fn an_anthropic_answer_reports_its_finish_and_usage() {
     let body = r#"{"type":"message","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":5}}"#;

@@ -321,6 +321,16 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Reads `null` or a string, telling whether it holds any text;
+    /// gives up on any other value (a list of parts is the caller's
+    /// serde reading). Escapes are checked, not decoded.
+    pub fn holds_text(&mut self) -> Scan<bool> {
+        if self.null() {
+            return Ok(false);
+        }
+        Ok(!self.pass_string()?.0.is_empty())
+    }
+
     /// As [`text`](Self::text), and a string read is the event's text
     /// hole (see [`Holes`]).
     pub fn text_hole(&mut self) -> Scan<Option<Text<'a>>> {

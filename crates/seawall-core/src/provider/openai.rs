@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::answer::{
     AnswerCheck, Candidacy, FromKey, Key, Outcome, Presence, finish_failure, unreadable, usage_of,
@@ -27,6 +27,32 @@ use seawall_internal::json::{Text, from_bytes};
 /// (`choices[].delta`) that make it part of an answer when they hold
 /// anything: text, tool calls, the legacy function call, audio.
 pub const ANSWER_FIELDS: [&str; 4] = ["content", "tool_calls", "function_call", "audio"];
+
+/// What a part of a message's `content` list is, by its `type`: Mistral's
+/// reasoning models answer `[{"type":"thinking","thinking":[…]},
+/// {"type":"text","text":"…"}]`. A text part's text is the answer's; a
+/// thinking part is the model at work, not the answer; any other part (an
+/// image, audio) is content without text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentPart {
+    /// `text`: its `text` is the answer's.
+    Text,
+    /// `thinking`, `reasoning`: the model working.
+    Thinking,
+    /// Any other part, or one without a type.
+    Other,
+}
+
+impl ContentPart {
+    /// The kind of a part whose `type` is `ty`.
+    pub fn of(ty: Option<&str>) -> ContentPart {
+        match ty {
+            Some("text") => ContentPart::Text,
+            Some("thinking" | "reasoning") => ContentPart::Thinking,
+            _ => ContentPart::Other,
+        }
+    }
+}
 
 /// The field of a message or delta that holds a refusal: the model
 /// declining — a policy outcome, never an answer.
@@ -297,6 +323,8 @@ struct Message<'a> {
 
 /// A message field, by the table.
 enum MessageField {
+    /// `content`: text, or a list of parts ([`ContentPart`]).
+    Content,
     Answer,
     Refusal,
     Other,
@@ -304,7 +332,9 @@ enum MessageField {
 
 impl FromKey for MessageField {
     fn from_key(key: &str) -> Self {
-        if ANSWER_FIELDS.contains(&key) {
+        if key == ANSWER_FIELDS[0] {
+            MessageField::Content
+        } else if ANSWER_FIELDS.contains(&key) {
             MessageField::Answer
         } else if key == REFUSAL_FIELD {
             MessageField::Refusal
@@ -329,6 +359,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
                 };
                 while let Some(Key(field)) = map.next_key::<Key<MessageField>>()? {
                     match field {
+                        MessageField::Content => {
+                            message.answer |= map.next_value::<ContentPresence>()?.0;
+                        }
                         MessageField::Answer => message.answer |= map.next_value::<Presence>()?.0,
                         MessageField::Refusal => {
                             message.refusal = map.next_value::<Option<Text<'a>>>()?;
@@ -368,6 +401,88 @@ impl<'a> Candidacy<'a> for Choice<'a> {
 /// Checks a chat completion (or legacy completion) answer.
 pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
     scan_answer(body).unwrap_or_else(|GiveUp| serde_answer(body))
+}
+
+/// Whether a message's `content` holds any of the answer: text, or a list
+/// with a text part holding text or a part of another kind; a list of
+/// thinking parts alone holds none ([`ContentPart`]).
+struct ContentPresence(bool);
+
+impl<'de> Deserialize<'de> for ContentPresence {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Parts;
+        impl<'de> Visitor<'de> for Parts {
+            type Value = ContentPresence;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a message's content")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut any = false;
+                while let Some(part) = seq.next_element::<PartPresence>()? {
+                    any |= part.0;
+                }
+                Ok(ContentPresence(any))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ContentPresence(!v.is_empty()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(ContentPresence(false))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(ContentPresence(false))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                ContentPresence::deserialize(d)
+            }
+            // Anything else is read as any answer field is.
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ContentPresence(true))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ContentPresence(true))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(ContentPresence(true))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(ContentPresence(true))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ContentPresence(true))
+            }
+        }
+        deserializer.deserialize_any(Parts)
+    }
+}
+
+/// One part of a `content` list: a text part holds its text, a thinking
+/// part nothing, any other part (or value) what [`Presence`] says.
+struct PartPresence(bool);
+
+impl<'de> Deserialize<'de> for PartPresence {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Part<'a> {
+            Object {
+                #[serde(borrow, rename = "type", default)]
+                ty: Option<Text<'a>>,
+                #[serde(default)]
+                text: Presence,
+            },
+            Value(Presence),
+        }
+        Ok(PartPresence(match Part::deserialize(deserializer)? {
+            Part::Object { ty, text } => match ContentPart::of(ty.as_ref().map(|t| &*t.0)) {
+                ContentPart::Text => text.0,
+                ContentPart::Thinking => false,
+                ContentPart::Other => true,
+            },
+            Part::Value(presence) => presence.0,
+        }))
+    }
 }
 
 /// The answer read by serde: every shape, and the error of a broken one.
@@ -458,6 +573,9 @@ fn scan_message<'a>(cursor: &mut Cursor<'a>) -> Scan<Message<'a>> {
     cursor.fields(MESSAGE_FIELDS, |cursor, field| {
         if field == MESSAGE_REFUSAL {
             message.refusal = cursor.text()?;
+        } else if field == MESSAGE_TEXT {
+            // A list of parts is serde's to read (`ContentPresence`).
+            message.answer |= cursor.holds_text()?;
         } else {
             message.answer |= cursor.holds()?;
         }

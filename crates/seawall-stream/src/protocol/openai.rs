@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use seawall_core::provider::Presence;
 use seawall_core::provider::openai::{
-    COMPLETION_TEXT, MESSAGE_FIELDS, MESSAGE_REFUSAL, MESSAGE_TEXT, finish_kind,
+    COMPLETION_TEXT, ContentPart, MESSAGE_FIELDS, MESSAGE_REFUSAL, MESSAGE_TEXT, finish_kind,
 };
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
@@ -160,10 +160,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentParts<'a> {
                 let mut joined = String::new();
                 let (mut other, mut thinking) = (false, false);
                 for part in parts {
-                    match part.ty.as_ref().map(|t| &*t.0) {
-                        Some("text") => joined.push_str(part.text.as_ref().map_or("", |t| &t.0)),
-                        Some("thinking" | "reasoning") => thinking = true,
-                        _ => other = true,
+                    match ContentPart::of(part.ty.as_ref().map(|t| &*t.0)) {
+                        ContentPart::Text => {
+                            joined.push_str(part.text.as_ref().map_or("", |t| &t.0));
+                        }
+                        ContentPart::Thinking => thinking = true,
+                        ContentPart::Other => other = true,
                     }
                 }
                 ContentParts {
