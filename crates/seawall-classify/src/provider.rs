@@ -179,7 +179,7 @@ impl Classifier for ProviderClassifier {
     fn check_success(&self, parts: &Parts, body: &[u8], cx: &SuccessContext<'_>) -> Checked {
         let provider = self.answer_provider(cx.facts);
         let generation = cx.facts.is_generation();
-        match unary::check(provider, body, generation) {
+        match unary::check(provider, body, generation, cx.facts.background_requested()) {
             checked @ Checked::Answer { .. } => checked,
             // The answer's own refusal or filter, delivered where asked: an
             // error the body declares instead of an answer (below) stays

@@ -23,8 +23,17 @@ use crate::classifier::Checked;
 /// Checks a whole 2xx body in `provider`'s generation shape. `strict` (the
 /// request called a generation endpoint, so the body must be an answer):
 /// valid JSON of another shape is `protocol_violation` too, instead of
-/// another endpoint's answer delivered unchecked.
-pub(crate) fn check(provider: Provider, body: &[u8], strict: bool) -> Checked {
+/// another endpoint's answer delivered unchecked. `background` (the body
+/// asked for a background response, when known): a generation answered
+/// with a response still `queued`/`in_progress` is a handle only where
+/// the request asked for one; anywhere else it is no answer
+/// (`empty_response`).
+pub(crate) fn check(
+    provider: Provider,
+    body: &[u8],
+    strict: bool,
+    background: Option<bool>,
+) -> Checked {
     if provider == Provider::Http {
         return Checked::Deliver(None);
     }
@@ -49,6 +58,12 @@ pub(crate) fn check(provider: Provider, body: &[u8], strict: bool) -> Checked {
                 provider.as_str()
             )))
         }
+        AnswerCheck::Pending if strict && background == Some(false) => {
+            Checked::Fail(Failure::new(Code::EmptyResponse).with_message(
+                "the answer is a response still in progress, and the request did not ask for \
+                 background mode",
+            ))
+        }
         AnswerCheck::OtherShape | AnswerCheck::Pending => Checked::Deliver(None),
         // A check added later that this layer does not know: deliver, as
         // an unknown shape would be.
@@ -64,16 +79,16 @@ mod tests {
     // The checks as a body on an unknown path meets them: another shape is
     // delivered unchecked.
     fn check_openai(body: &[u8]) -> Checked {
-        check(Provider::OpenAi, body, false)
+        check(Provider::OpenAi, body, false, None)
     }
     fn check_anthropic(body: &[u8]) -> Checked {
-        check(Provider::Anthropic, body, false)
+        check(Provider::Anthropic, body, false, None)
     }
     fn check_gemini(body: &[u8]) -> Checked {
-        check(Provider::Gemini, body, false)
+        check(Provider::Gemini, body, false, None)
     }
     fn check_responses(body: &[u8]) -> Checked {
-        check(Provider::OpenAiResponses, body, true)
+        check(Provider::OpenAiResponses, body, true, None)
     }
 
     fn usage(checked: Checked) -> Option<Usage> {
@@ -112,12 +127,16 @@ mod tests {
             (Provider::OpenAi, br#"{"choices":"nope"}"#),
         ] {
             assert_eq!(
-                code(check(provider, body, true)),
+                code(check(provider, body, true, None)),
                 Some(Code::ProtocolViolation),
                 "{provider:?} {}",
                 String::from_utf8_lossy(body)
             );
-            assert_eq!(code(check(provider, body, false)), None, "{provider:?}");
+            assert_eq!(
+                code(check(provider, body, false, None)),
+                None,
+                "{provider:?}"
+            );
         }
     }
 
@@ -178,6 +197,15 @@ mod tests {
         // Background mode: a handle to poll, not an answer.
         let queued = br#"{"id":"resp_1","object":"response","status":"queued","output":[]}"#;
         assert!(matches!(check_responses(queued), Checked::Deliver(None)));
+        let in_background = check(Provider::OpenAiResponses, queued, true, Some(true));
+        assert!(matches!(in_background, Checked::Deliver(None)));
+        // A request that did not ask for background mode gets the answer
+        // or nothing: a response still in progress is no answer.
+        let running = br#"{"id":"resp_1","object":"response","status":"in_progress","output":[]}"#;
+        for body in [&queued[..], &running[..]] {
+            let plain = check(Provider::OpenAiResponses, body, true, Some(false));
+            assert_eq!(code(plain), Some(Code::EmptyResponse));
+        }
 
         let cut_json = br#"{"object":"response","status":"completed","output":[{"type":"mess"#;
         assert_eq!(

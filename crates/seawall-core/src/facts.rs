@@ -221,6 +221,17 @@ impl RequestFacts {
             && self.stream_requested() == Some(true)
     }
 
+    /// Whether the body asks for a background response (`"background":
+    /// true`, the Responses API): `None` until a recording read the body.
+    /// Only a background response may answer with one still `queued` or
+    /// `in_progress`.
+    pub fn background_requested(&self) -> Option<bool> {
+        self.body
+            .as_ref()
+            .and_then(|body| body.get())
+            .map(|body| body.background)
+    }
+
     /// Whether the request continues an answer ([`continuing`](Self::continuing)).
     pub fn continues(&self) -> bool {
         self.continues
