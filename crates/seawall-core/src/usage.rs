@@ -16,9 +16,9 @@ use std::ops::AddAssign;
 use std::sync::Arc;
 
 use seawall_internal::cursor::{Cursor, Scan};
-use seawall_internal::json::Scalar;
+use seawall_internal::json::{Scalar, Text};
 use serde::Deserialize;
-use serde::de::Deserializer;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
 /// Tokens as the provider counted them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -121,67 +121,90 @@ impl Eq for UsageSlot {}
 /// reasoning tokens (`*_tokens_details` are parts of them), and a server
 /// that sends cache counts beside `prompt_tokens` (LiteLLM) counts them in
 /// it: nothing is added to `prompt_tokens`.
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct UsageFields {
-    #[serde(default)]
     prompt_tokens: Count,
-    #[serde(default)]
     input_tokens: Count,
-    #[serde(default)]
     cache_creation_input_tokens: Count,
-    #[serde(default)]
     cache_read_input_tokens: Count,
-    #[serde(default, rename = "promptTokenCount")]
     prompt_token_count: Count,
-    #[serde(default, rename = "toolUsePromptTokenCount")]
     tool_use_prompt_token_count: Count,
-    #[serde(default)]
     completion_tokens: Count,
-    #[serde(default)]
     output_tokens: Count,
-    #[serde(default, rename = "candidatesTokenCount")]
     candidates_token_count: Count,
-    #[serde(default, rename = "thoughtsTokenCount")]
     thoughts_token_count: Count,
 }
 
+/// The members [`UsageFields`] reads, by the index [`UsageFields::count`]
+/// knows them by.
+const COUNT_NAMES: [&str; 10] = [
+    "prompt_tokens",
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "promptTokenCount",
+    "toolUsePromptTokenCount",
+    "completion_tokens",
+    "output_tokens",
+    "candidatesTokenCount",
+    "thoughtsTokenCount",
+];
+
+/// Read member by member: a member named twice is the later one, never
+/// an error (a derived reading refuses a duplicate, and a whole answer
+/// with it).
+impl<'de> Deserialize<'de> for UsageFields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = UsageFields;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("token counts")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UsageFields, A::Error> {
+                let mut fields = UsageFields::default();
+                while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+                    match COUNT_NAMES.iter().position(|name| *name == key) {
+                        Some(index) => *fields.count(index) = map.next_value()?,
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(fields)
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
 impl UsageFields {
+    /// The count named `COUNT_NAMES[index]`.
+    fn count(&mut self, index: usize) -> &mut Count {
+        match index {
+            0 => &mut self.prompt_tokens,
+            1 => &mut self.input_tokens,
+            2 => &mut self.cache_creation_input_tokens,
+            3 => &mut self.cache_read_input_tokens,
+            4 => &mut self.prompt_token_count,
+            5 => &mut self.tool_use_prompt_token_count,
+            6 => &mut self.completion_tokens,
+            7 => &mut self.output_tokens,
+            8 => &mut self.candidates_token_count,
+            _ => &mut self.thoughts_token_count,
+        }
+    }
+
     /// The fields read with the JSON cursor at a usage object: plain counts
     /// only; any other member is stepped over, and a count of another
     /// type (or a member twice) gives up, for serde to read the usage its
     /// own lenient way.
     pub(crate) fn scan(cursor: &mut Cursor<'_>) -> Scan<UsageFields> {
         let mut fields = UsageFields::default();
-        cursor.fields(
-            [
-                "prompt_tokens",
-                "input_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-                "promptTokenCount",
-                "toolUsePromptTokenCount",
-                "completion_tokens",
-                "output_tokens",
-                "candidatesTokenCount",
-                "thoughtsTokenCount",
-            ],
-            |cursor, field| {
-                let count = Count(Some(cursor.count()?));
-                *match field {
-                    0 => &mut fields.prompt_tokens,
-                    1 => &mut fields.input_tokens,
-                    2 => &mut fields.cache_creation_input_tokens,
-                    3 => &mut fields.cache_read_input_tokens,
-                    4 => &mut fields.prompt_token_count,
-                    5 => &mut fields.tool_use_prompt_token_count,
-                    6 => &mut fields.completion_tokens,
-                    7 => &mut fields.output_tokens,
-                    8 => &mut fields.candidates_token_count,
-                    _ => &mut fields.thoughts_token_count,
-                } = count;
-                Ok(())
-            },
-        )?;
+        cursor.fields(COUNT_NAMES, |cursor, field| {
+            *fields.count(field) = Count(Some(cursor.count()?));
+            Ok(())
+        })?;
         Ok(fields)
     }
 

@@ -553,6 +553,50 @@ fn content_parts_hold_the_answer_in_their_text_parts() {
     }
 }
 
+/// A usage serde cannot read (a count out of any number's range, a count
+/// named twice) never fails an answer the provider billed: the answer is
+/// read without it, or with the later count.
+#[test]
+fn a_usage_it_cannot_read_never_fails_the_answer() {
+    let openai = |usage: &str| {
+        format!(
+            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"Hi"}},"finish_reason":"stop"}}],"usage":{usage}}}"#
+        )
+    };
+    assert_eq!(
+        answer(
+            Provider::OpenAi,
+            &openai(r#"{"prompt_tokens":9,"completion_tokens":1e400}"#)
+        ),
+        r#"answer Some((Complete, "stop")) None"#
+    );
+    assert_eq!(
+        answer(
+            Provider::OpenAi,
+            &openai(&format!(r#"{{"prompt_tokens":{}}}"#, "9".repeat(400)))
+        ),
+        r#"answer Some((Complete, "stop")) None"#
+    );
+    assert_eq!(
+        answer(
+            Provider::OpenAi,
+            &openai(r#"{"prompt_tokens":1,"prompt_tokens":2,"completion_tokens":3}"#)
+        ),
+        r#"answer Some((Complete, "stop")) Some((2, 3))"#
+    );
+    let gemini = r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1e999}}"#;
+    assert_eq!(
+        answer(Provider::Gemini, gemini),
+        r#"answer Some((Complete, "STOP")) None"#
+    );
+    // Broken elsewhere, it is still broken.
+    let cut = r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1e400},"x":tru}"#;
+    assert_eq!(
+        answer(Provider::OpenAi, cut),
+        "fail protocol_violation None"
+    );
+}
+
 #[test]
 fn an_anthropic_answer_reports_its_finish_and_usage() {
     let body = r#"{"type":"message","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":5}}"#;

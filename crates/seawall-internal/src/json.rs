@@ -136,6 +136,38 @@ fn replace(repaired: &mut Option<Vec<u8>>, data: &[u8], start: usize) {
     copy[start..start + 6].copy_from_slice(b"\\ufffd");
 }
 
+/// A copy of the JSON object `data` with the values of its top-level
+/// members named in `names` written as `null`, or `None` when it has none
+/// of them (or is not an object the cursor reads whole). A value serde
+/// refuses though it is JSON by the grammar (a number out of any float's
+/// range: `1e400`) then no longer refuses the document around it.
+pub fn null_members<const N: usize>(data: &[u8], names: [&str; N]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(data).ok()?;
+    let mut cursor = crate::cursor::Cursor::new(text);
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    cursor
+        .fields(names, |cursor, _| {
+            let start = cursor.offset();
+            cursor.skip()?;
+            spans.push(start..cursor.offset());
+            Ok(())
+        })
+        .ok()?;
+    cursor.end().ok()?;
+    if spans.is_empty() {
+        return None;
+    }
+    let mut copy = Vec::with_capacity(data.len());
+    let mut at = 0;
+    for span in spans {
+        copy.extend_from_slice(&data[at..span.start]);
+        copy.extend_from_slice(b" null");
+        at = span.end;
+    }
+    copy.extend_from_slice(&data[at..]);
+    Some(copy)
+}
+
 /// A JSON string, borrowed from the input when it has no escapes.
 ///
 /// (`Option<Cow<str>>` with `#[serde(borrow)]` would always allocate:
@@ -372,6 +404,18 @@ fn escaped_model_span(body: &str) -> Option<Range<usize>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn named_members_are_written_null() {
+        let body = br#"{"a":1,"usage":{"n":1e400},"b":[2]}"#;
+        let copy = super::null_members(body, ["usage"]).unwrap();
+        assert_eq!(copy, br#"{"a":1,"usage": null,"b":[2]}"#);
+        assert!(serde_json::from_slice::<serde_json::Value>(body).is_err());
+        assert!(serde_json::from_slice::<serde_json::Value>(&copy).is_ok());
+        assert_eq!(super::null_members(br#"{"a":1}"#, ["usage"]), None);
+        assert_eq!(super::null_members(br#"{"usage":1"#, ["usage"]), None);
+        assert_eq!(super::null_members(b"[1]", ["usage"]), None);
+    }
+
     use super::*;
 
     #[test]
