@@ -46,8 +46,9 @@ pin_project! {
 enum Judge {
     /// A gRPC answer: its status comes in the trailers.
     Grpc(QuotaWall),
-    /// A JSON answer past the check cap: whether its value closes.
-    PastCap(JsonEnd),
+    /// A JSON answer past the check cap: whether its value closes, and
+    /// that it stays within the ceiling (bytes).
+    PastCap(JsonEnd, u64),
 }
 
 impl Judge {
@@ -60,7 +61,7 @@ impl Judge {
     ) -> Option<Result<Frame<Bytes>, BoxError>> {
         match self {
             Judge::Grpc(quota_wall) => judge_grpc(passed, *quota_wall, frame),
-            Judge::PastCap(end) => judge_past_cap(passed, end, frame),
+            Judge::PastCap(end, ceiling) => judge_past_cap(passed, end, *ceiling, frame),
         }
     }
 }
@@ -179,10 +180,14 @@ fn judge_grpc<E: Into<BoxError>>(
 
 /// Follows the frames of a JSON answer handed on past the check cap: a
 /// body that ends before its value closes is `truncated`, bytes after the
-/// value a `protocol_violation`, a broken read an interruption.
+/// value a `protocol_violation`, a broken read an interruption, and a body
+/// that grows past `ceiling` bytes `answer_too_large` (a caller reads a
+/// whole answer into memory: a small compressed body may decode to
+/// gigabytes).
 fn judge_past_cap<E: Into<BoxError>>(
     passed: &mut Passed,
     end: &mut JsonEnd,
+    ceiling: u64,
     frame: Option<Result<Frame<Bytes>, E>>,
 ) -> Option<Result<Frame<Bytes>, BoxError>> {
     const WHAT: &str = "JSON answer past the check cap ended badly";
@@ -209,6 +214,12 @@ fn judge_past_cap<E: Into<BoxError>>(
     };
     if let Some(data) = frame.data_ref() {
         passed.count(data);
+        if passed.bytes > ceiling {
+            let failure = Failure::new(Code::AnswerTooLarge).with_message(&format!(
+                "the JSON answer grew past {ceiling} bytes (ClassifyLayer::max_answer_body)"
+            ));
+            return Some(Err(passed.fail(failure, Code::AnswerTooLarge, WHAT)));
+        }
         end.feed(data);
     }
     Some(Ok(frame))
@@ -252,13 +263,13 @@ impl<B> ClassifiedBody<B> {
     /// A JSON answer read up to the check cap (`head`, its opening brace
     /// first) and handed on: whether its value closes is followed to the
     /// end.
-    pub(crate) fn past_cap(head: Bytes, rest: Pin<Box<B>>, status: u16) -> Self {
+    pub(crate) fn past_cap(head: Bytes, rest: Pin<Box<B>>, status: u16, ceiling: u64) -> Self {
         let mut end = JsonEnd::default();
         end.feed(seawall_internal::json::without_bom(&head));
         ClassifiedBody {
             kind: Kind::Judged {
                 passed: Passed::new(status, Some(&head)),
-                judge: Judge::PastCap(end),
+                judge: Judge::PastCap(end, ceiling),
                 head: Some(head),
                 rest,
             },
@@ -290,7 +301,7 @@ impl<B> fmt::Debug for ClassifiedBody<B> {
             } => ("watching_trailers", head.as_ref().map(Bytes::len)),
             Kind::Judged {
                 head,
-                judge: Judge::PastCap(_),
+                judge: Judge::PastCap(..),
                 ..
             } => ("past_cap", head.as_ref().map(Bytes::len)),
         };

@@ -516,7 +516,12 @@ where
                     "2xx body handed on unchecked: longer than the check cap"
                 );
                 let status = self.parts.status.as_u16();
-                let body = ClassifiedBody::past_cap(self.buffer.into_bytes(), self.body, status);
+                let body = ClassifiedBody::past_cap(
+                    self.buffer.into_bytes(),
+                    self.body,
+                    status,
+                    settings.max_answer_body,
+                );
                 Ok(Response::from_parts(self.parts, body))
             }
             SuccessRead::Failed(error) => Err(read_failure(classifier, settings, error, |e| {

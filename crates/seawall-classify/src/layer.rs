@@ -14,6 +14,7 @@ pub(crate) struct Settings {
     pub(crate) quota_wall: QuotaWall,
     pub(crate) max_error_body: usize,
     pub(crate) max_success_body: usize,
+    pub(crate) max_answer_body: u64,
     pub(crate) unknown_errors: Class,
     pub(crate) deliver_policy: bool,
 }
@@ -24,6 +25,7 @@ impl Default for Settings {
             quota_wall: QuotaWall::default(),
             max_error_body: ClassifyLayer::DEFAULT_MAX_ERROR_BODY,
             max_success_body: ClassifyLayer::DEFAULT_MAX_SUCCESS_BODY,
+            max_answer_body: ClassifyLayer::DEFAULT_MAX_ANSWER_BODY,
             unknown_errors: Class::Permanent,
             deliver_policy: false,
         }
@@ -43,6 +45,8 @@ impl ClassifyLayer {
     pub const DEFAULT_MAX_ERROR_BODY: usize = 64 * 1024;
     /// How much of a 2xx unary JSON body is read to check it by default: 8 MiB.
     pub const DEFAULT_MAX_SUCCESS_BODY: usize = 8 * 1024 * 1024;
+    /// The longest 2xx JSON answer handed on by default: 256 MiB.
+    pub const DEFAULT_MAX_ANSWER_BODY: u64 = 256 * 1024 * 1024;
 
     /// OpenAI and OpenAI-compatible APIs.
     pub fn openai() -> Self {
@@ -148,6 +152,17 @@ impl<C> ClassifyLayer<C> {
     /// ends before its JSON value closes (`truncated`). Default 8 MiB.
     pub fn max_success_body(mut self, bytes: usize) -> Self {
         self.settings.max_success_body = bytes;
+        self
+    }
+
+    /// How long a 2xx JSON answer may grow, read past the check cap,
+    /// before it ends with `answer_too_large` (permanent). Its caller
+    /// reads a whole answer into memory (an SDK parses it whole), and a
+    /// small compressed body may decode to gigabytes: this is the bound
+    /// on that. Default 256 MiB, room for the largest embeddings batches
+    /// and images a provider returns as JSON.
+    pub fn max_answer_body(mut self, bytes: u64) -> Self {
+        self.settings.max_answer_body = bytes;
         self
     }
 
