@@ -240,10 +240,12 @@ impl Stack {
     /// StreamGuard → Classify → Decompression. This is also what a fallback
     /// route should be: one attempt, no ladder of its own.
     ///
-    /// Decompression (tower-http's, gzip, deflate, br and zstd) sits
-    /// innermost, so the classifier and the stream guard read decoded bytes;
-    /// it asks for compressed answers with `Accept-Encoding` when the
-    /// request names no encoding of its own. Under it,
+    /// Decompression (tower-http's, gzip, deflate and br) sits innermost,
+    /// so the classifier and the stream guard read decoded bytes; it asks
+    /// for compressed answers with `Accept-Encoding` when the request names
+    /// no encoding of its own. Not for zstd: its decoder here takes any
+    /// window a frame asks for, up to 128 MiB per response (RFC 9659 bounds
+    /// the content coding's at 8 MB, but nothing here enforces it). Under it,
     /// [`CanonicalEncodingLayer`] writes the answer's coding the way the
     /// decompression matches it (`GZIP` and `x-gzip` as `gzip`). An
     /// encoding it does not know reaches the classifier still encoded and
@@ -253,7 +255,9 @@ impl Stack {
         classify: &ClassifyLayer<C>,
         client: S,
     ) -> AttemptStack<S, C> {
-        let decoded = DecompressionLayer::new().layer(CanonicalEncodingLayer::new().layer(client));
+        let decoded = DecompressionLayer::new()
+            .no_zstd()
+            .layer(CanonicalEncodingLayer::new().layer(client));
         let classified = classify.layer(decoded);
         let guarded = self.guard.layer(classified);
         let mut bound = DeadlineLayer::per_attempt(self.per_attempt);

@@ -427,6 +427,42 @@ async fn a_compressed_answer_is_decoded_before_anything_reads_it() {
     }
 }
 
+/// A small compressed answer that decodes to far more than any answer (a
+/// gzip bomb): past the check cap it is handed on as it decodes, and ends
+/// `answer_too_large` at the ceiling instead of filling the caller's
+/// memory (an SDK reads a whole answer). Bytes reached the caller: it is
+/// not asked for again.
+#[tokio::test]
+async fn a_compressed_answer_that_decodes_past_the_ceiling_is_too_large() {
+    const CEILING: u64 = 1024 * 1024;
+    let mut bomb = String::from(r#"{"object":"list","data":[""#);
+    bomb.push_str(&"x".repeat(16 * 1024 * 1024));
+    bomb.push_str(r#""]}"#);
+    let packed = gzip(bomb.as_bytes());
+    assert!(packed.len() < 128 * 1024, "{}", packed.len());
+    let server = Hostile::start(vec![reply(
+        "200 OK",
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
+        &packed,
+    )])
+    .await;
+    let classify = ClassifyLayer::openai()
+        .max_success_body(64 * 1024)
+        .max_answer_body(CEILING);
+    let outcome = ask_classified(&server.base, false, &stack(), classify).await;
+    assert_eq!(outcome.code(), Some(Code::AnswerTooLarge), "{outcome:?}");
+    let delivered = outcome.failure.as_ref().and_then(|f| f.interrupted());
+    assert_eq!(delivered.and_then(|d| d.cause), Some(Code::AnswerTooLarge));
+    assert!(
+        delivered.is_some_and(|d| d.bytes <= CEILING + 64 * 1024),
+        "{delivered:?}"
+    );
+    assert_eq!(server.requests(), 1);
+}
+
 #[tokio::test]
 async fn an_encoding_nobody_decodes_or_a_corrupt_one_is_no_answer() {
     for stream in [false, true] {
@@ -441,6 +477,14 @@ async fn an_encoding_nobody_decodes_or_a_corrupt_one_is_no_answer() {
             b"\xff\x06\x00\x00sNaPpY",
         );
         retried_to_an_answer(unknown, stream).await;
+        // Not asked for: zstd's decoder takes any window a frame names, up
+        // to 128 MiB a response.
+        let zstd = reply(
+            "200 OK",
+            &[("content-type", ct), ("content-encoding", "zstd")],
+            b"\x28\xb5\x2f\xfd\x00\x58\x00\x00",
+        );
+        retried_to_an_answer(zstd, stream).await;
         let corrupt = reply(
             "200 OK",
             &[("content-type", ct), ("content-encoding", "gzip")],

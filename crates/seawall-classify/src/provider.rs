@@ -159,7 +159,7 @@ impl Classifier for ProviderClassifier {
                         &format!(
                             "the 2xx answer is compressed ({encoding}) and nothing decoded it \
                              (a decompression layer between ClassifyLayer and the client decodes \
-                             gzip, deflate, br and zstd; CanonicalEncodingLayer under it reads \
+                             gzip, deflate and br; CanonicalEncodingLayer under it reads \
                              their other spellings)"
                         ),
                     ));
