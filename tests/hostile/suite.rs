@@ -865,35 +865,72 @@ async fn an_unparsable_response_head_says_why() {
 /// bound and asked for again, then fail).
 #[tokio::test]
 async fn a_whole_unary_answer_is_delivered_though_its_framing_never_ends() {
-    let answer = HEALTHY_UNARY;
-    let heads = [
-        format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
-            answer.len() + 1
-        ),
-        format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{answer}\r\n",
-            answer.len()
-        ),
-        format!("HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{answer}"),
-    ];
-    for reply in heads {
-        let server = Hostile::start(vec![vec![
-            Act::Write(reply.into_bytes()),
-            Act::Pause(Duration::from_secs(30)),
-        ]])
-        .await;
-        let started = std::time::Instant::now();
-        let outcome = ask(&server, false).await;
-        assert_eq!(outcome.code(), None, "{outcome:?}");
-        assert_eq!(outcome.text(), answer);
-        assert_eq!(server.requests(), 1);
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "{:?}",
-            started.elapsed()
-        );
+    let marked = format!("\u{feff}{HEALTHY_UNARY}");
+    // Behind a byte order mark too: the mark is no part of the value.
+    for answer in [HEALTHY_UNARY, &marked] {
+        let heads = [
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                answer.len() + 1
+            ),
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{answer}\r\n",
+                answer.len()
+            ),
+            format!("HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{answer}"),
+        ];
+        for reply in heads {
+            let server = Hostile::start(vec![vec![
+                Act::Write(reply.into_bytes()),
+                Act::Pause(Duration::from_secs(30)),
+            ]])
+            .await;
+            let started = std::time::Instant::now();
+            let outcome = ask(&server, false).await;
+            assert_eq!(outcome.code(), None, "{outcome:?}");
+            assert_eq!(outcome.text(), answer);
+            assert_eq!(server.requests(), 1);
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "{:?}",
+                started.elapsed()
+            );
+        }
     }
+}
+
+/// A byte order mark before an error body, or split across the first
+/// frames of an answer, changes nothing: the error is read for what it
+/// says (a quota wall is not retried), the answer is an answer.
+#[tokio::test]
+async fn a_byte_order_mark_anywhere_a_body_opens_is_read_past() {
+    let wall = "\u{feff}{\"error\":{\"message\":\"You exceeded your current quota\",\"type\":\"insufficient_quota\",\"param\":null,\"code\":\"insufficient_quota\"}}";
+    let server = Hostile::start(vec![reply(
+        "429 Too Many Requests",
+        &[("content-type", "application/json")],
+        wall.as_bytes(),
+    )])
+    .await;
+    let outcome = ask(&server, false).await;
+    assert_eq!(outcome.code(), Some(Code::QuotaExhausted), "{outcome:?}");
+    assert_eq!(server.requests(), 1);
+
+    let body = format!("\u{feff}{HEALTHY_UNARY}");
+    let (mark, rest) = body.as_bytes().split_at(1);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let server = Hostile::start(vec![vec![
+        Act::Write([head.as_bytes(), mark].concat()),
+        Act::Pause(Duration::from_millis(50)),
+        Act::Write(rest.to_vec()),
+    ]])
+    .await;
+    let outcome = ask(&server, false).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert_eq!(outcome.text(), body);
+    assert_eq!(server.requests(), 1);
 }
 
 /// A 2xx answer whose body stalls before its object closes: each attempt

@@ -318,6 +318,10 @@ where
     /// quiet often is scanned once.
     fn holds_a_whole_value(&mut self) -> bool {
         let all = self.buffer.as_slice();
+        // A byte order mark before the value is no part of it.
+        if self.scanned == 0 && all.starts_with(&seawall_internal::json::UTF8_BOM) {
+            self.scanned = seawall_internal::json::UTF8_BOM.len();
+        }
         self.json_end.feed(&all[self.scanned..]);
         self.scanned = all.len();
         self.json_end.ending() == Ending::Whole
@@ -411,6 +415,10 @@ where
                                     relabel_event_stream(first, &mut self.parts, facts);
                                     return Poll::Ready(SuccessRead::Unchecked);
                                 }
+                                // The first bytes of a byte order mark:
+                                // the rest of it is still to come.
+                                None if self.blank == 0
+                                    && seawall_internal::json::UTF8_BOM.starts_with(all) => {}
                                 None => self.blank = self.buffer.len(),
                             }
                         }
