@@ -215,7 +215,12 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// it at an end (WHATWG HTML 9.2.6); relayed, then ended by seawall's
 /// event, it would be dispatched as a broken one (an SDK parses its data
 /// first, and raises that parse error instead of seawall's). A `[DONE]`
-/// on a wire without that marker (Responses, Anthropic) is not relayed.
+/// on a wire without that marker (Responses, Anthropic) is not relayed;
+/// on the chat wire it is held until the upstream body ends well: the
+/// stream guard may still fail the answer after it (a finish that is no
+/// answer, a choice of several left unfinished), and an SDK stops reading
+/// at `[DONE]`, so an error event after it would never be read and the
+/// cut answer would pass for a whole one.
 ///
 /// A provider's own in-stream error event never reaches the relay: the
 /// stream guard, which decides that the body is an event stream, hands on
@@ -251,6 +256,8 @@ pub(crate) struct Relay {
     redactor: Arc<Redactor>,
     /// Set once the shutdown grace period is over (event streams only).
     cut: Option<Arc<Cut>>,
+    /// The chat stream's `[DONE]`, sent once the upstream body ended well.
+    held_done: Option<Bytes>,
     done: bool,
 }
 
@@ -349,6 +356,7 @@ impl Relay {
             tracker,
             redactor,
             cut: None,
+            held_done: None,
             done: false,
         }
     }
@@ -399,8 +407,7 @@ impl Relay {
         }
         // Looked for once a frame; only a frame that has one is relayed
         // event by event.
-        let screen = self.endpoint.has_no_done_marker()
-            && memchr::memmem::find(&data, DONE_MARKER).is_some();
+        let screen = memchr::memmem::find(&data, DONE_MARKER).is_some();
         let mut from = 0;
         let mut sent = 0;
         while let Some(end) = self.lines.next_event_end(&data, from) {
@@ -427,7 +434,10 @@ impl Relay {
     /// stream cut after it looked finished, seawall's final event unread
     /// behind it. The stream guard judged it nothing (no end, no content).
     fn send_event(&mut self, event: Bytes) {
-        if self.endpoint.has_no_done_marker() && is_done_event(&event) {
+        if is_done_event(&event) {
+            if !self.endpoint.has_no_done_marker() {
+                self.held_done = Some(event);
+            }
             return;
         }
         self.send(event);
@@ -513,6 +523,9 @@ impl Body for Relay {
                 Poll::Ready(None) => {
                     this.done = true;
                     this.flush();
+                    if let Some(done) = this.held_done.take() {
+                        this.send(done);
+                    }
                     this.tracker.end(End::Served, None);
                 }
                 Poll::Pending if this.queue.is_empty() => {
@@ -772,6 +785,40 @@ mod tests {
         }
         let seen = polls(relay(true, &[Some("data: x\n\ndata: [DONE]\n\n")])).concat();
         assert_eq!(seen, "data: x\n\ndata: [DONE]\n\nend");
+    }
+
+    /// On the chat wire `[DONE]` goes only once the upstream body ended
+    /// well: a failure after it (the guard's verdict on a finish that is
+    /// no answer comes on the next poll) ends the stream with seawall's
+    /// error event and no `[DONE]`, which an SDK would have stopped at.
+    #[test]
+    fn a_chat_streams_done_waits_for_a_clean_end() {
+        let delta = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+        for frames in [
+            vec![Some(delta), Some("data: [DONE]\n\n"), Some("!")],
+            vec![
+                Some(&*format!("{delta}data: [DONE]\n\n").leak()),
+                None,
+                Some("!"),
+            ],
+        ] {
+            let seen: String = polls(relay_at(Endpoint::ChatCompletions, true, &frames))
+                .into_iter()
+                .filter(|turn| turn != "~" && turn != "-")
+                .collect();
+            assert!(!seen.contains("[DONE]"), "{seen}");
+            assert!(seen.starts_with(delta), "{seen}");
+            assert!(seen.contains("\"error\""), "{seen}");
+        }
+        let seen: String = polls(relay_at(
+            Endpoint::ChatCompletions,
+            true,
+            &[Some(delta), None, Some("data: [DONE]\n\n")],
+        ))
+        .into_iter()
+        .filter(|turn| turn != "~" && turn != "-")
+        .collect();
+        assert_eq!(seen, format!("{delta}data: [DONE]\n\nend"));
     }
 
     #[test]

@@ -293,6 +293,31 @@ async fn a_stream_ends_at_done_though_the_upstream_stays_open() {
     assert_eq!(gateway.gateway.stats().served, 1);
 }
 
+/// A finish that is no answer (vLLM's `abort`) then `[DONE]`: the client
+/// reads seawall's error and no `[DONE]` before it. An SDK stops at
+/// `[DONE]`: sent first, it made the cut answer look whole.
+#[tokio::test]
+async fn an_aborted_stream_ends_with_the_error_and_no_done() {
+    let mut steps = streamed_head_and_tokens(Some("text/event-stream"), "\n");
+    let abort = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"abort\"}]}\n\n";
+    steps.push(chunk(&format!("{abort}data: [DONE]\n\n")));
+    steps.push(Step::Pause(10_000));
+    let (_gateway, status, out) = streamed_through(steps).await;
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(status, 200, "{text}");
+    assert!(!text.contains("[DONE]"), "{text}");
+    let last = text
+        .trim_end()
+        .rsplit("\n\n")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        last.contains("\"error\""),
+        "the error ends the stream: {text}"
+    );
+}
+
 /// The provider's own error event is replaced by seawall's, scrubbed,
 /// however it comes: CRLF line ends, split over two writes. The client
 /// reads one error, and never the route key the provider echoed.
