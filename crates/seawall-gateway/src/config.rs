@@ -426,12 +426,14 @@ impl Config {
         if self.max_body_bytes == 0 {
             return invalid("max_body_bytes must be at least 1".into());
         }
+        // The hosts of the keyless routes each wire's clients reach, over
+        // every model: a client's key goes to whichever its model names.
+        let mut keyless_hosts: Vec<(Wire, BTreeSet<String>)> = Vec::new();
         for (model, names) in &self.models {
             let Some(first) = names.first() else {
                 return invalid(format!("model `{model}` has no routes"));
             };
             let mut wires = Vec::new();
-            let mut keyless_hosts = BTreeSet::new();
             let mut listed = BTreeSet::new();
             for name in names {
                 let Some(route) = self.route(name) else {
@@ -442,7 +444,16 @@ impl Config {
                 }
                 wires.push((name.as_str(), route.wire));
                 if route.key_env.is_none() {
-                    keyless_hosts.insert(host_of(&route.base_url));
+                    let host = host_of(&route.base_url);
+                    match keyless_hosts
+                        .iter_mut()
+                        .find(|(wire, _)| *wire == route.wire)
+                    {
+                        Some((_, hosts)) => {
+                            hosts.insert(host);
+                        }
+                        None => keyless_hosts.push((route.wire, BTreeSet::from([host]))),
+                    }
                 }
             }
             let primary_wire = wires[0].1;
@@ -455,14 +466,15 @@ impl Config {
                     wire.as_str()
                 ));
             }
-            if keyless_hosts.len() > 1 {
-                return invalid(format!(
-                    "model `{model}`: routes without their own key on different hosts ({}); \
-                     a client's key would be sent to a provider it was not meant for — give \
-                     all but one of them a key (--route-key / key_env)",
-                    keyless_hosts.into_iter().collect::<Vec<_>>().join(", ")
-                ));
-            }
+        }
+        if let Some((wire, hosts)) = keyless_hosts.iter().find(|(_, hosts)| hosts.len() > 1) {
+            return invalid(format!(
+                "{} routes without their own key on different hosts ({}), for one model or \
+                 several: a client's key would be sent to a provider it was not meant for — \
+                 give all but one host's routes a key (--route-key / key_env)",
+                wire.as_str(),
+                hosts.iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
         }
         Ok(())
     }
@@ -556,6 +568,39 @@ mod tests {
         // Two keyless routes on different hosts: one client key, two providers.
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("without their own key"), "{err}");
+    }
+
+    /// A client's key goes to whichever keyless route its model names:
+    /// two models whose keyless routes are on two hosts send one client's
+    /// key to both, as two routes of one model would.
+    #[test]
+    fn keyless_routes_of_one_wire_share_a_host_across_models() {
+        let toml = |second: &str| {
+            format!(
+                r#"
+                [[route]]
+                name = "openai"
+                wire = "openai"
+                base_url = "https://api.openai.com"
+
+                [[route]]
+                name = "other"
+                wire = "openai"
+                base_url = "{second}"
+
+                [models]
+                "gpt-4o" = ["openai"]
+                "*" = ["other"]
+                "#
+            )
+        };
+        let config = Config::from_toml(&toml("https://api.groq.com/openai")).unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("without their own key"), "{err}");
+        assert!(err.contains("api.groq.com"), "{err}");
+        // The same host for both: one provider, one key.
+        let config = Config::from_toml(&toml("https://api.openai.com/v1")).unwrap();
+        config.validate().unwrap();
     }
 
     #[test]
