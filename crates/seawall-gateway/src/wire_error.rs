@@ -116,7 +116,10 @@ impl WireError {
             }
         }
         // The upstream's error status where it is one an HTTP client knows
-        // (a 999 or a 1xx is no answer to pass on).
+        // (a 999 or a 1xx is no answer to pass on); else, for an error the
+        // provider declared inside a 2xx (an event in a stream, an error
+        // body), the status it answers the same error with unstreamed:
+        // SDKs choose their exception, and whether to retry, by it.
         let status = failure
             .status()
             .filter(|s| (400..=599).contains(s))
@@ -126,6 +129,17 @@ impl WireError {
                 code if code.is_timeout() || code == Code::DeadlineExceeded => {
                     StatusCode::GATEWAY_TIMEOUT
                 }
+                Code::RateLimited | Code::QuotaExhausted => StatusCode::TOO_MANY_REQUESTS,
+                // Anthropic's `overloaded_error` status.
+                Code::Overloaded => StatusCode::from_u16(529).unwrap_or(StatusCode::BAD_GATEWAY),
+                Code::ContextTooLong
+                | Code::BadRequest
+                | Code::BadArguments
+                | Code::ContentFiltered
+                | Code::Refused => StatusCode::BAD_REQUEST,
+                Code::RequestTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+                Code::Auth => StatusCode::UNAUTHORIZED,
+                Code::NotFound => StatusCode::NOT_FOUND,
                 _ => StatusCode::BAD_GATEWAY,
             });
         let retry_after = failure

@@ -318,6 +318,36 @@ async fn an_aborted_stream_ends_with_the_error_and_no_done() {
     );
 }
 
+/// An error the provider declares inside its 200 stream before any
+/// content takes the status it has unstreamed (a context overflow 400, a
+/// rate limit 429), not a 502: SDKs choose their exception, and whether to
+/// retry, by the status.
+#[tokio::test]
+async fn an_error_in_the_stream_before_content_keeps_its_status() {
+    for (error, status) in [
+        (
+            r#"{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+            400,
+        ),
+        (
+            r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#,
+            429,
+        ),
+    ] {
+        let steps = vec![
+            Step::Write(
+                b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-type: text/event-stream\r\n\r\n"
+                    .to_vec(),
+            ),
+            chunk(OPENAI_ROLE_EVENT),
+            chunk(&format!("data: {error}\n\n")),
+            Step::Write(b"0\r\n\r\n".to_vec()),
+        ];
+        let (_gateway, got, out) = streamed_through(steps).await;
+        assert_eq!(got.as_u16(), status, "{}", String::from_utf8_lossy(&out));
+    }
+}
+
 /// The provider's own error event is replaced by seawall's, scrubbed,
 /// however it comes: CRLF line ends, split over two writes. The client
 /// reads one error, and never the route key the provider echoed.
