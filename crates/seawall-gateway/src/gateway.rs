@@ -754,7 +754,8 @@ fn client_credential(
 /// names (RFC 9110, 7.6.1); the length (the body is relayed frame by
 /// frame); cookies; what speaks of the upstream's origin, not the
 /// gateway's (`alt-svc`, `strict-transport-security`) or of the account
-/// behind a route's key (`openai-organization`, `openai-project`); and any
+/// behind a route's key (`openai-organization`, `openai-project`,
+/// Anthropic's `anthropic-organization-id`); and any
 /// `x-seawall-*` header, which only the gateway sets.
 fn strip_upstream_headers(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
@@ -781,6 +782,7 @@ fn strip_upstream_headers(headers: &mut HeaderMap) {
         "strict-transport-security",
         "openai-organization",
         "openai-project",
+        "anthropic-organization-id",
     ] {
         headers.remove(name);
     }
@@ -1047,6 +1049,7 @@ mod tests {
             ("alt-svc", "h3=\":443\""),
             ("strict-transport-security", "max-age=1"),
             ("openai-organization", "org-route-account"),
+            ("anthropic-organization-id", "org-route-account"),
             ("x-seawall-code", "forged"),
             ("content-type", "application/json"),
             ("x-request-id", "req_1"),
