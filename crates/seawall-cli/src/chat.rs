@@ -94,7 +94,7 @@ pub struct ChatArgs {
     /// fallback speaks the primary's; given once, every fallback speaks
     /// it; else one per --fallback-base-url, in the same order. Each route
     /// reads its provider's default key variable.
-    #[arg(long, value_parser = parse_provider)]
+    #[arg(long, value_parser = parse_provider, requires = "fallback_base_url")]
     pub fallback_provider: Vec<Provider>,
     /// Stream the answer: text reaches stdout as it arrives.
     #[arg(long)]

@@ -60,8 +60,18 @@ pub(crate) struct FleetArgs {
     #[arg(long)]
     threads: Option<usize>,
     /// Run the AWS "Exponential Backoff and Jitter" comparison instead:
-    /// none, exp, equal, full, decorrelated (comma-separated) or all.
-    #[arg(long, value_delimiter = ',')]
+    /// none, exp, equal, full, decorrelated (comma-separated) or all. It
+    /// reads --clients, --trials, --seed and --json only; the outage and
+    /// chart flags are refused beside it.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        conflicts_with_all = [
+            "rate", "duration", "outage_start", "outage", "brownout", "headroom",
+            "latency_ms", "error_latency_ms", "reject_cost", "retry_after", "stacks",
+            "threads", "svg",
+        ]
+    )]
     backoff: Vec<String>,
     /// Runs averaged in the backoff comparison.
     #[arg(long, default_value_t = 100)]
@@ -75,12 +85,21 @@ pub(crate) struct FleetArgs {
 }
 
 fn seconds(value: f64, name: &str) -> Result<Duration, String> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(Duration::from_secs_f64(value))
-    } else {
-        Err(format!("--{name} must be a non-negative number of seconds"))
+    match Duration::try_from_secs_f64(value) {
+        Ok(duration) if duration <= MAX_SECONDS => Ok(duration),
+        _ => Err(format!(
+            "--{name} must be a non-negative number of seconds, at most {}",
+            MAX_SECONDS.as_secs()
+        )),
     }
 }
+
+/// The longest virtual time a flag may name: a year.
+const MAX_SECONDS: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// How long the run must go on after the outage ends: recovery is the
+/// first second from which goodput holds for 5 s on end.
+const AFTER_OUTAGE: Duration = Duration::from_secs(10);
 
 fn usage(message: &str) -> ExitCode {
     eprintln!("seawall fleet: {message}");
@@ -124,6 +143,15 @@ pub(crate) fn run(args: FleetArgs) -> ExitCode {
         (Ok(d), Ok(s), Ok(l)) => (d, s, l),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return usage(&e),
     };
+    if outage_start + outage_len + AFTER_OUTAGE > duration {
+        return usage(&format!(
+            "--duration ({} s) must run at least {} s past the outage's end ({} s): \
+             recovery is measured after it",
+            duration.as_secs_f64(),
+            AFTER_OUTAGE.as_secs(),
+            (outage_start + outage_len).as_secs_f64()
+        ));
+    }
     let defaults = FleetConfig::default();
     let config = FleetConfig {
         clients,
@@ -188,9 +216,12 @@ fn run_aws(args: &FleetArgs) -> ExitCode {
     if !(1..=10_000).contains(&clients) {
         return usage("--clients must be between 1 and 10000");
     }
+    if args.trials == 0 {
+        return usage("--trials must be at least 1");
+    }
     let config = AwsConfig {
         clients,
-        trials: args.trials.max(1),
+        trials: args.trials,
         seed: args.seed,
         ..AwsConfig::default()
     };

@@ -144,8 +144,12 @@ fn rejected(err: &clap::Error) -> ExitCode {
 }
 
 async fn replay(args: ReplayArgs) -> ExitCode {
-    if !(args.scale.is_finite() && args.scale > 0.0) {
-        eprintln!("seawall replay: --scale must be a positive number of milliseconds");
+    // An hour a second at most: an incident's longest wait (a quota
+    // wall's reset, half a day) then still fits a timer.
+    if !(args.scale.is_finite() && args.scale > 0.0 && args.scale <= 3_600_000.0) {
+        eprintln!(
+            "seawall replay: --scale must be a positive number of milliseconds, at most 3600000"
+        );
         return ExitCode::from(2);
     }
     let chaos = match seawall_chaos::ChaosServer::builder().start().await {

@@ -1,0 +1,76 @@
+//! Arguments out of range or that do not fit together are usage errors
+//! (exit 2, a message naming the flag), never a panic or a run that
+//! quietly measures something else.
+
+use std::process::Command;
+
+/// Runs `seawall` with `args`: the exit code and stderr.
+fn seawall(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_seawall"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn numbers_past_any_timer_are_refused() {
+    for (args, flag) in [
+        (&["replay", "--scale", "1e20"][..], "--scale"),
+        (&["fleet", "--duration", "1e20"][..], "--duration"),
+        (&["fleet", "--outage", "1e300"][..], "--outage"),
+    ] {
+        let (code, log) = seawall(args);
+        assert_eq!(code, Some(2), "{args:?}: {log}");
+        assert!(log.contains(flag), "{args:?}: {log}");
+        assert!(!log.contains("panicked"), "{args:?}: {log}");
+    }
+}
+
+/// An outage the run does not outlast measures no recovery: refused
+/// rather than a table of `never`.
+#[test]
+fn a_fleet_run_must_outlast_its_outage() {
+    let (code, log) = seawall(&["fleet", "--duration", "60", "--clients", "10"]);
+    assert_eq!(code, Some(2), "{log}");
+    assert!(log.contains("--duration"), "{log}");
+}
+
+/// The backoff comparison reads its own flags only: the outage and chart
+/// flags beside it are refused, not dropped.
+#[test]
+fn the_backoff_comparison_refuses_flags_it_does_not_read() {
+    let svg = std::env::temp_dir().join("seawall-usage-test.svg");
+    let svg = svg.to_str().unwrap();
+    for args in [
+        &["fleet", "--backoff", "none", "--svg", svg][..],
+        &["fleet", "--backoff", "none", "--duration", "60"][..],
+        &["fleet", "--backoff", "none", "--trials", "0"][..],
+    ] {
+        let (code, log) = seawall(args);
+        assert_eq!(code, Some(2), "{args:?}: {log}");
+    }
+}
+
+/// A fallback's provider without the route it speaks for: no fallback
+/// would be built, and the run would go primary-only.
+#[test]
+fn a_fallback_provider_needs_its_route() {
+    let (code, log) = seawall(&[
+        "chat",
+        "--provider",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:1",
+        "--model",
+        "m",
+        "--fallback-provider",
+        "anthropic",
+        "hi",
+    ]);
+    assert_eq!(code, Some(2), "{log}");
+    assert!(log.contains("--fallback-base-url"), "{log}");
+}
