@@ -65,10 +65,11 @@ pub fn from_bytes<'a, T: Deserialize<'a>>(data: &'a [u8]) -> serde_json::Result<
 /// The end marker of OpenAI's chat stream, as an event's whole data.
 pub const DONE_MARKER: &[u8] = b"[DONE]";
 
-/// Whether an event's data is the `[DONE]` marker (blanks around it
-/// allowed: a space after it is no broken event).
+/// Whether an event's data is the `[DONE]` marker as the OpenAI SDK reads
+/// one: data that starts with it, whatever follows (openai-python's
+/// `sse.data.startswith("[DONE]")`).
 pub fn is_done_marker(data: &[u8]) -> bool {
-    data.trim_ascii() == DONE_MARKER
+    data.starts_with(DONE_MARKER)
 }
 
 /// Whether `first`, the first byte of a body after its blanks

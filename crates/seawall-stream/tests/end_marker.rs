@@ -144,6 +144,58 @@ async fn a_stored_responses_events_are_read_as_the_responses_api() {
     }
 }
 
+/// A `[DONE]` on a stream whose protocol has none ends it where the SDK
+/// stops: the Responses API's (read with the chat reader, which stops at
+/// it) before its terminal event is cut short; Gemini's after its finish
+/// (Google's SDK raises on it, no JSON) is whole, and the `[DONE]` is
+/// handed on to no one.
+#[tokio::test(start_paused = true)]
+async fn done_where_the_protocol_has_none_ends_the_stream_before_it() {
+    let delta = |text: &str, n: u32| {
+        format!(
+            "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,\"content_index\":0,\"delta\":\"{text}\",\"sequence_number\":{n}}}\n\n"
+        )
+    };
+    let completed = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"incomplete_details\":null,\"error\":null},\"sequence_number\":3}\n\n";
+    let frame = format!(
+        "{}data: [DONE]\n\n{}{completed}",
+        delta("Hello", 1),
+        delta(" world", 2)
+    );
+    let response = call(
+        StreamGuardLayer::interactive(),
+        RESPONSES,
+        scripted(vec![send(frame)]),
+    )
+    .await
+    .expect("content arrives");
+    let drained = drain(response).await;
+    let error = drained
+        .error
+        .clone()
+        .expect("no terminal event before [DONE]");
+    assert_eq!(
+        error.code(),
+        seawall_core::Code::Truncated,
+        "{error:?}"
+    );
+    assert_eq!(text(&drained), delta("Hello", 1), "nothing from [DONE] on");
+
+    let gemini = "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hi\"}]},\"finishReason\":\"STOP\"}]}\r\n\r\n";
+    let (drained, took) = read_then_hang(
+        "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+        vec![format!("{gemini}data: [DONE]\r\n\r\n")],
+    )
+    .await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert_eq!(text(&drained), gemini);
+    assert_eq!(
+        drained.report.finish.as_ref().map(|f| f.kind),
+        Some(FinishKind::Complete)
+    );
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
 /// A finish reason alone is no end: OpenAI's usage chunk comes after it,
 /// and is read.
 #[tokio::test(start_paused = true)]

@@ -41,6 +41,15 @@ fn describe(signal: Signal<'_>) -> String {
     }
 }
 
+/// An Anthropic event as the API sends it: named after its data's type.
+fn anthropic(data: &str) -> Item<'_> {
+    let ty = serde_json::from_str::<serde_json::Value>(data).unwrap()["type"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    event(ty.leak().as_bytes(), data.as_bytes())
+}
+
 fn event<'a>(name: &'a [u8], data: &'a [u8]) -> Item<'a> {
     Item::Event(Event {
         name,
@@ -139,18 +148,23 @@ fn unknown_json_is_skipped_unless_the_event_is_named_error() {
 }
 
 /// Data that is not UTF-8, or not JSON at all, may hold part of the
-/// answer: it is never skipped as "other".
+/// answer: it is never skipped as "other" (Anthropic's, in an event its
+/// SDK reads: one it passes over holds nothing an SDK user reads).
 #[test]
 fn data_that_cannot_be_read_is_undecodable() {
     for protocol in JSON_PROTOCOLS {
+        let name: &[u8] = match protocol {
+            Provider::Anthropic => b"content_block_delta",
+            _ => b"",
+        };
         assert_eq!(
-            decode_one(protocol, b"", b"{\"text\":\"\xff\xfe\"}"),
+            decode_one(protocol, name, b"{\"text\":\"\xff\xfe\"}"),
             "undecodable: event data is not UTF-8",
             "{protocol}"
         );
         for data in [&b"{\"choices\":[{\"delta\":"[..], b"not json", b"{]"] {
             assert_eq!(
-                decode_one(protocol, b"", data),
+                decode_one(protocol, name, data),
                 "undecodable: event data is not well-formed JSON",
                 "{protocol} {:?}",
                 String::from_utf8_lossy(data)
@@ -160,22 +174,25 @@ fn data_that_cannot_be_read_is_undecodable() {
 }
 
 /// Only OpenAI's chat stream ends with `[DONE]`; a server that adds one to
-/// every stream neither ends another protocol's answer nor breaks it.
+/// every stream ends another protocol's where its SDK stops: the Responses
+/// API's reads with the chat reader and stops there, Google's raises on
+/// it (no JSON). The stream ends before that event, whole only if it had
+/// finished. Anthropic's SDK passes an unnamed event over: nothing.
 #[test]
-fn done_where_the_protocol_has_none_proves_nothing() {
-    for protocol in [
-        Provider::OpenAiResponses,
-        Provider::Anthropic,
-        Provider::Gemini,
-    ] {
-        assert_eq!(
-            decode_one(protocol, b"", b"[DONE]"),
-            "keepalive",
-            "{protocol}"
-        );
+fn done_where_the_protocol_has_none_ends_where_its_sdk_stops() {
+    for protocol in [Provider::OpenAiResponses, Provider::Gemini] {
+        let mut decoder = Decoder::new(protocol);
+        assert_eq!(describe(decoder.decode(event(b"", b"[DONE]"))), "other");
+        assert!(decoder.ended() && decoder.ends_before(), "{protocol}");
     }
-    assert_eq!(decode_one(Provider::OpenAi, b"", b"[DONE]"), "done");
-    assert_eq!(decode_one(Provider::Http, b"", b"[DONE]"), "done");
+    let mut decoder = Decoder::new(Provider::Anthropic);
+    assert_eq!(describe(decoder.decode(event(b"", b"[DONE]"))), "keepalive");
+    assert!(!decoder.ended());
+    for protocol in [Provider::OpenAi, Provider::Http] {
+        let mut decoder = Decoder::new(protocol);
+        assert_eq!(describe(decoder.decode(event(b"", b"[DONE]"))), "done");
+        assert!(decoder.ended() && !decoder.ends_before(), "{protocol}");
+    }
 }
 
 /// `data:` alone (a heartbeat) holds no part of an answer: in a JSON
@@ -263,7 +280,7 @@ fn done_after_a_finish_is_only_done() {
 #[test]
 fn anthropic_events() {
     let mut decoder = Decoder::new(Provider::Anthropic);
-    let mut next = |data: &str| describe(decoder.decode(event(b"", data.as_bytes())));
+    let mut next = |data: &str| describe(decoder.decode(anthropic(data)));
     assert_eq!(
         next(
             r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":12,"output_tokens":1}}}"#
@@ -372,14 +389,19 @@ fn an_empty_finish_reason_is_no_finish() {
     }
 }
 
-/// The SDKs stop at a data line that starts `[DONE]`: one with a space
-/// after it ends the stream too, not as a broken event.
+/// The OpenAI SDK stops at data that starts `[DONE]`, whatever follows
+/// it; data with a blank before it is no marker (and no JSON). Anthropic's
+/// passes an unnamed event over, whatever it holds.
 #[test]
-fn done_with_a_trailing_space_is_done() {
+fn done_is_data_that_starts_with_it() {
     assert_eq!(decode_one(Provider::OpenAi, b"", b"[DONE] "), "done");
-    assert_eq!(
-        decode_one(Provider::Anthropic, b"", b" [DONE]"),
-        "keepalive"
+    assert_eq!(decode_one(Provider::OpenAi, b"", b"[DONE]x"), "done");
+    assert!(decode_one(Provider::OpenAi, b"", b" [DONE]").starts_with("undecodable"));
+    assert_eq!(decode_one(Provider::Anthropic, b"", b" [DONE]"), "other");
+    assert_eq!(decode_one(Provider::Anthropic, b"", b"{broken"), "other");
+    assert!(
+        decode_one(Provider::Anthropic, b"content_block_delta", b"{broken")
+            .starts_with("undecodable")
     );
 }
 
@@ -424,15 +446,19 @@ fn a_lone_surrogate_is_replaced_not_the_event_skipped() {
         ),
     ];
     for (protocol, data) in cases {
+        let name: &[u8] = match protocol {
+            Provider::Anthropic => b"content_block_delta",
+            _ => b"",
+        };
         assert_eq!(
-            decode_one(protocol, b"", data.as_bytes()),
+            decode_one(protocol, name, data.as_bytes()),
             r#"content Some("LOST �") None"#,
             "{protocol}"
         );
         // A low half alone, and a pair split by other text, alike.
         let low = data.replace(r"\ud83d", r"\ude00 and \ud83d x \ude00");
         assert_eq!(
-            decode_one(protocol, b"", low.as_bytes()),
+            decode_one(protocol, name, low.as_bytes()),
             r#"content Some("LOST � and � x �") None"#,
             "{protocol}"
         );
@@ -512,31 +538,61 @@ fn an_in_stream_error_echoing_a_status_is_judged_by_it() {
 
 /// Every billed token counts: Anthropic's cache writes and reads beside
 /// `input_tokens`, from `message_start` to the last `message_delta`.
+/// Events are read as the SDK dispatches them: by their name. One with no
+/// name (or a name the SDK does not read) is passed over, its text no SDK
+/// user ever reads; one whose data has no `type` takes its name's, as the
+/// SDK fills it in.
+#[test]
+fn anthropic_events_are_read_by_their_name() {
+    let delta =
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#;
+    assert_eq!(
+        decode_one(Provider::Anthropic, b"", delta.as_bytes()),
+        "other"
+    );
+    assert_eq!(
+        decode_one(Provider::Anthropic, b"completion", delta.as_bytes()),
+        "other"
+    );
+    let untyped = r#"{"index":0,"delta":{"type":"text_delta","text":"Hi"}}"#;
+    assert_eq!(
+        decode_one(
+            Provider::Anthropic,
+            b"content_block_delta",
+            untyped.as_bytes()
+        ),
+        r#"content Some("Hi") None"#
+    );
+    let stop = r#"{"delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#;
+    assert_eq!(
+        decode_one(Provider::Anthropic, b"message_delta", stop.as_bytes()),
+        "finish Complete end_turn"
+    );
+    assert_eq!(decode_one(Provider::Anthropic, b"ping", b"{}"), "keepalive");
+    assert!(decode_one(Provider::Anthropic, b"error", b"").starts_with("error"));
+}
+
 #[test]
 fn anthropic_cache_tokens_are_input() {
     let mut decoder = Decoder::new(Provider::Anthropic);
-    decoder.decode(event(
-        b"",
-        br#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":3,"output_tokens":1,"cache_creation_input_tokens":2000,"cache_read_input_tokens":5000}}}"#,
+    decoder.decode(anthropic(
+        r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":3,"output_tokens":1,"cache_creation_input_tokens":2000,"cache_read_input_tokens":5000}}}"#,
     ));
-    decoder.decode(event(
-        b"",
-        br#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#,
+    decoder.decode(anthropic(
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#,
     ));
     let usage = decoder.usage().expect("usage");
     assert_eq!((usage.input_tokens, usage.output_tokens), (7003, 9));
     // A later report of the input without its cache (as some compatible
     // servers send in `message_delta`) keeps the cache counts.
-    decoder.decode(event(
-        b"",
-        br#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":3,"output_tokens":50}}"#,
+    decoder.decode(anthropic(
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":3,"output_tokens":50}}"#,
     ));
     let usage = decoder.usage().expect("usage");
     assert_eq!((usage.input_tokens, usage.output_tokens), (7003, 50));
     // The cache read alone, later, replaces only the cache read.
-    decoder.decode(event(
-        b"",
-        br#"{"type":"message_delta","delta":{},"usage":{"cache_read_input_tokens":6000}}"#,
+    decoder.decode(anthropic(
+        r#"{"type":"message_delta","delta":{},"usage":{"cache_read_input_tokens":6000}}"#,
     ));
     assert_eq!(decoder.usage().expect("usage").input_tokens, 8003);
 }

@@ -529,7 +529,7 @@ impl Track {
             if matches!(tally.stop, Some(Cause::InStream(_))) {
                 error_at = Some(start);
             } else if decoder.ended() {
-                end_at = Some(end);
+                end_at = Some(if decoder.ends_before() { start } else { end });
             }
         };
         let scanned = match framing {

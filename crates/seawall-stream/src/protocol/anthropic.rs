@@ -14,8 +14,9 @@ use seawall_core::provider::Provider;
 
 #[derive(Deserialize)]
 struct Event<'a> {
+    /// The data's own type; the event's name where it has none.
     #[serde(borrow, rename = "type")]
-    ty: Text<'a>,
+    ty: Option<Text<'a>>,
     #[serde(borrow)]
     delta: Option<Delta<'a>>,
     #[serde(borrow)]
@@ -63,13 +64,41 @@ fn merge_usage(report: Option<&UsageFields>, kept: &mut UsageFields) {
     }
 }
 
-pub(super) fn decode<'a>(data: &'a [u8], kept: &mut UsageFields) -> Signal<'a> {
+/// The event names the SDK reads the data of: an event of any other name,
+/// or of none, it passes over (anthropic-sdk-python's `Stream`), and so
+/// does seawall — text in it is text no SDK user reads.
+const MESSAGE_EVENTS: [&[u8]; 6] = [
+    b"message_start",
+    b"message_delta",
+    b"message_stop",
+    b"content_block_start",
+    b"content_block_delta",
+    b"content_block_stop",
+];
+
+/// Whether the SDK reads the data of an event named `name`.
+pub(super) fn reads(name: &[u8]) -> bool {
+    MESSAGE_EVENTS.contains(&name)
+}
+
+/// One event, by its name as the SDK dispatches it (`ping` skipped,
+/// `error` raised, the message events read, the rest passed over) and
+/// its data's `type` (the name where the data has none, as the SDK fills
+/// it in).
+pub(super) fn decode<'a>(name: &'a [u8], data: &'a [u8], kept: &mut UsageFields) -> Signal<'a> {
+    match name {
+        b"ping" => return Signal::KeepAlive,
+        b"error" => return Signal::Error(in_stream_error(Provider::Anthropic, data)),
+        name if !reads(name) => return Signal::Other,
+        _ => {}
+    }
     let Some(event) = parse::<Event<'_>>(data) else {
         return Signal::Other;
     };
     merge_usage(event.message.as_ref().and_then(|m| m.usage.as_ref()), kept);
     merge_usage(event.usage.as_ref(), kept);
-    match &*event.ty.0 {
+    let named = std::str::from_utf8(name).unwrap_or_default();
+    match event.ty.as_ref().map_or(named, |ty| &*ty.0) {
         "ping" => Signal::KeepAlive,
         "message_start" | "content_block_stop" => Signal::Progress,
         // A text block may start with text; a tool_use block's input

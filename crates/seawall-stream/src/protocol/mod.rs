@@ -129,6 +129,9 @@ pub struct Decoder {
     finished: bool,
     /// The protocol's end arrived (see [`Decoder::ended`]).
     ended: bool,
+    /// It arrived as a `[DONE]` the protocol has not of its own: the end
+    /// is before that event ([`Decoder::ends_before`]).
+    ends_before: bool,
     /// The usage the stream reported so far (the last report wins: every
     /// provider sends cumulative counts), but Anthropic's.
     usage: Option<Usage>,
@@ -170,6 +173,7 @@ impl Decoder {
             refused: false,
             finished: false,
             ended: false,
+            ends_before: false,
             usage: None,
             usage_parts: UsageFields::default(),
             shape: openai::Shape::default(),
@@ -200,6 +204,16 @@ impl Decoder {
     /// `message_stop`, Gemini's last usage frame.
     pub fn ended(&self) -> bool {
         self.ended
+    }
+
+    /// Whether the stream ended at the start of the event that ended it,
+    /// not after it: a `[DONE]` on the Responses API's stream or Gemini's,
+    /// neither of which has one. The OpenAI SDK stops reading there (the
+    /// Responses API's reads with the chat one's reader), and Google's
+    /// raises on it (it is no JSON): no SDK reads past it, and none is
+    /// shown it.
+    pub fn ends_before(&self) -> bool {
+        self.ends_before
     }
 
     /// What `item` means.
@@ -240,13 +254,20 @@ impl Decoder {
                 )
         );
         match signal {
-            // OpenAI's end marker on a stream whose protocol has none (the
-            // Responses API, Anthropic, Gemini): some compatible servers
-            // end every stream with it, and the official SDKs stop at it or
-            // skip it. It proves nothing: it neither breaks an answer that
-            // finished nor finishes one that did not.
+            // OpenAI's end marker on a stream whose protocol has none:
+            // some compatible servers end every stream with it. Anthropic's
+            // SDK passes an unnamed event over: nothing. The Responses
+            // API's stops reading at it and Google's raises on it: the
+            // stream ends before it, finished only if it had finished.
             Signal::Other if seawall_internal::json::is_done_marker(event.data) => {
-                Signal::KeepAlive
+                if self.provider == Provider::Anthropic {
+                    Signal::KeepAlive
+                } else {
+                    // No finish of its own: the stream ends as it stood.
+                    self.ended = true;
+                    self.ends_before = true;
+                    Signal::Other
+                }
             }
             // An event with no data (`data:` alone, a heartbeat some
             // servers send): no part of an answer can be in it.
@@ -258,7 +279,11 @@ impl Decoder {
             }
             // Checked only once the protocol's own reading failed, so a
             // healthy stream pays nothing for it.
-            Signal::Other if self.provider != Provider::Http => match undecodable(event.data) {
+            // Anthropic's SDK reads its named message events only: any
+            // other it passes over, however broken.
+            Signal::Other if self.provider != Provider::Http => match undecodable(event.data)
+                .filter(|_| self.provider != Provider::Anthropic || anthropic::reads(event.name))
+            {
                 Some(why) => Signal::Undecodable(why),
                 // An error body in another wire's shape (an OpenAI-shaped
                 // `{"error":…}` in an Anthropic or Responses stream, as
@@ -360,7 +385,7 @@ impl Decoder {
             Provider::OpenAiResponses => {
                 openai_responses::decode(data, &mut self.refused, &mut self.usage)
             }
-            Provider::Anthropic => anthropic::decode(data, &mut self.usage_parts),
+            Provider::Anthropic => anthropic::decode(name, data, &mut self.usage_parts),
             Provider::Gemini => gemini::decode(data, &mut self.usage),
             Provider::Http => generic::decode(name, data),
         }
@@ -419,8 +444,14 @@ mod tests {
     /// Whether the decoder counts the event as content.
     fn streams_content(provider: Provider, data: &str) -> bool {
         let mut decoder = Decoder::new(provider);
+        // Anthropic names each event after its data's type.
+        let ty = serde_json::from_str::<serde_json::Value>(data)
+            .ok()
+            .and_then(|v| v["type"].as_str().map(str::to_owned))
+            .filter(|_| provider == Provider::Anthropic)
+            .unwrap_or_default();
         let item = Item::Event(Event {
-            name: b"",
+            name: ty.as_bytes(),
             data: data.as_bytes(),
             start: 0,
             end: data.len(),
