@@ -279,7 +279,10 @@ impl Scanner {
     ) -> Result<(), ScanError> {
         if line.is_empty() {
             self.pending = 0;
-            if self.has_data {
+            // WHATWG drops an event without data; the SDKs dispatch one
+            // that has a name, and raise on `error` (Anthropic's): an error
+            // event is one, data or not.
+            if self.has_data || self.name == b"error" {
                 let data = match in_frame.take() {
                     Some(value) => value,
                     None => &self.data,

@@ -174,11 +174,7 @@ async fn done_where_the_protocol_has_none_ends_the_stream_before_it() {
         .error
         .clone()
         .expect("no terminal event before [DONE]");
-    assert_eq!(
-        error.code(),
-        seawall_core::Code::Truncated,
-        "{error:?}"
-    );
+    assert_eq!(error.code(), seawall_core::Code::Truncated, "{error:?}");
     assert_eq!(text(&drained), delta("Hello", 1), "nothing from [DONE] on");
 
     let gemini = "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hi\"}]},\"finishReason\":\"STOP\"}]}\r\n\r\n";
@@ -194,6 +190,48 @@ async fn done_where_the_protocol_has_none_ends_the_stream_before_it() {
         Some(FinishKind::Complete)
     );
     assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+/// Gemini's last event ended by EOF instead of its blank line: Google's
+/// SDK reads a stream by lines and takes it, so its finish finishes the
+/// answer. The OpenAI SDK (as WHATWG's parser) drops such an event: there
+/// the stream stays cut.
+#[tokio::test(start_paused = true)]
+async fn geminis_last_event_may_end_at_eof() {
+    let text = "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hi\"}]},\"index\":0}]}\r\n\r\n";
+    let last = "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"!\"}]},\"finishReason\":\"STOP\"}]}";
+    for end in ["\r\n", ""] {
+        let frames = vec![send(format!("{text}{last}{end}"))];
+        let response = call(
+            StreamGuardLayer::interactive(),
+            "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+            scripted(frames),
+        )
+        .await
+        .expect("content arrives");
+        let drained = drain(response).await;
+        assert!(drained.error.is_none(), "{end:?}: {:?}", drained.error);
+        assert_eq!(
+            drained.report.finish.as_ref().map(|f| f.kind),
+            Some(FinishKind::Complete),
+            "{end:?}"
+        );
+        assert_eq!(drained.report.content_events, 2);
+    }
+    let openai = format!("{}{OPENAI_STOP}", openai_delta("Hi"));
+    let cut = openai.trim_end_matches('\n').to_owned();
+    let response = call(
+        StreamGuardLayer::interactive(),
+        CHAT,
+        scripted(vec![send(cut)]),
+    )
+    .await
+    .expect("content arrives");
+    let drained = drain(response).await;
+    assert_eq!(
+        drained.error.map(|e| e.code()),
+        Some(seawall_core::Code::Truncated)
+    );
 }
 
 /// A finish reason alone is no end: OpenAI's usage chunk comes after it,

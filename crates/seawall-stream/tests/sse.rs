@@ -137,3 +137,14 @@ fn an_event_of_exactly_the_cap_is_accepted() {
         Err(ScanError::EventTooLarge { cap: 8 })
     );
 }
+
+/// An event without data is dropped, as WHATWG's parser drops it, but for
+/// one named `error`: the SDKs dispatch it and raise on it.
+#[test]
+fn an_error_event_without_data_is_dispatched() {
+    let frames: &[&[u8]] = &[b"event: ping\n\nevent: error\n\ndata: x\n\n"];
+    assert_eq!(
+        scan(&mut Scanner::default(), frames),
+        [r#"event "error" """#, r#"event "" "x""#]
+    );
+}

@@ -503,26 +503,15 @@ impl Track {
         let mut error_at = None;
         let mut end_at = None;
         let mut on_item = |item: Item<'_>| {
-            // Nothing after a stop or the protocol's end counts: the same
-            // stream gives the same counts however it is framed.
-            if tally.stop.is_some() || decoder.ended() {
-                return;
-            }
             let (start, end) = match item {
-                Item::Event(event) => {
-                    tally.events += 1;
-                    (event.start, event.end)
-                }
+                Item::Event(event) => (event.start, event.end),
                 Item::Comment(_) => (0, 0),
                 // No event, but what it turns out to be (a raw error body)
                 // is cut from where it began.
                 Item::Stray { start, .. } => (start, 0),
             };
-            tally.apply(decoder.decode(item), now);
-            // The end marker with a choice cut short: as a stream that
-            // ended without its finish (`truncated` after content).
-            if decoder.ended() && decoder.choice_unfinished() && tally.stop.is_none() {
-                tally.stop = Some(Cause::Eof);
+            if !judge(tally, decoder, item, now) {
+                return;
             }
             // Only `Signal::Error` stops with `InStream`, and nothing had
             // stopped before this item.
@@ -615,7 +604,26 @@ impl Track {
 
     /// A clean EOF: `None` (and reported) when the finish marker came, or
     /// EOF is the finish; otherwise why the stream ends badly.
+    ///
+    /// Gemini's last event may end at EOF without its blank line: Google's
+    /// SDK reads a stream by its lines and takes the last data line at EOF
+    /// as an event (where the OpenAI and Anthropic SDKs, as WHATWG's
+    /// parser, drop an event not ended by a blank line). It is read so
+    /// here too: its finish was a whole answer to the SDK.
     fn end_of_stream(&mut self, now: Instant) -> Option<Cause> {
+        if self.decoder.provider() == Provider::Gemini
+            && let Framing::Sse(scanner) = &mut self.framing
+        {
+            let Track { tally, decoder, .. } = self;
+            // The line ends a reader adds at EOF; a scan error here (a cap)
+            // leaves the stream as it stood.
+            let _ = scanner.feed(b"\n\n", |item| {
+                judge(tally, decoder, item, now);
+            });
+            if let Some(cause) = self.tally.stop.take() {
+                return Some(cause);
+            }
+        }
         if self.tally.finish.is_none()
             && let Some(reason) = self.decoder.implied_finish()
         {
@@ -864,6 +872,25 @@ impl Drop for Track {
             self.report(code, ClosedBy::Us, Instant::now());
         }
     }
+}
+
+/// Judges one item of the stream into `tally`; false when it no longer
+/// counts (after a stop or the protocol's end: the same stream gives the
+/// same counts however it is framed).
+fn judge(tally: &mut Tally, decoder: &mut Decoder, item: Item<'_>, now: Instant) -> bool {
+    if tally.stop.is_some() || decoder.ended() {
+        return false;
+    }
+    if matches!(item, Item::Event(_)) {
+        tally.events += 1;
+    }
+    tally.apply(decoder.decode(item), now);
+    // The end marker with a choice cut short: as a stream that ended
+    // without its finish (`truncated` after content).
+    if decoder.ended() && decoder.choice_unfinished() && tally.stop.is_none() {
+        tally.stop = Some(Cause::Eof);
+    }
+    true
 }
 
 /// After content, transport trouble is an interruption of what the caller
