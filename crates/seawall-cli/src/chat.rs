@@ -18,6 +18,10 @@
 //! `usage` (exit 2) and `unclassified` (an error that carried no seawall
 //! failure).
 //!
+//! A chat its user stops (Ctrl-C, or SIGTERM from `timeout`) ends as any
+//! other does: code `cancelled`, exit 3 once content was shown (with its
+//! `delivered_chars`), 1 before, the receipt last.
+//!
 //! Memory is bounded whatever the endpoint sends. A stream is written to
 //! stdout as it arrives and only counted; the stream guard caps one
 //! event-stream line or event at 8 MiB (`answer_too_large`, or
@@ -570,7 +574,14 @@ where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
-    let response = match service.oneshot(request).await {
+    // A user's Ctrl-C (or `timeout`'s SIGTERM) ends the chat as any other
+    // end does: with what was shown counted and the receipt last.
+    let mut stop: Stop = Box::pin(stopped());
+    let called = tokio::select! {
+        called = service.oneshot(request) => called,
+        () = &mut stop => Err(stopped_failure().into()),
+    };
+    let response = match called {
         Ok(response) => response,
         Err(err) => {
             let failure = Failure::find(&*err);
@@ -620,7 +631,11 @@ where
             stop_after: None,
             keep_text: false,
         };
-        caller::read_stream_with(None, response.into_body(), provider, reading, |text| {
+        let body = UntilStopped {
+            body: response.into_body(),
+            stop: Some(stop),
+        };
+        caller::read_stream_with(None, body, provider, reading, |text| {
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
         })
@@ -633,9 +648,12 @@ where
             .extensions()
             .get::<seawall::core::Finish>()
             .cloned();
+        let body = UntilStopped {
+            body: response.into_body(),
+            stop: Some(stop),
+        };
         let mut delivery =
-            caller::read_unary_capped(response.into_body(), provider, session.max_answer_bytes)
-                .await;
+            caller::read_unary_capped(body, provider, session.max_answer_bytes).await;
         if let Some(finish) = checked {
             delivery.finish_kind = Some(finish.kind);
             delivery.finish = Some(finish.reason.into_owned());
@@ -705,6 +723,71 @@ where
     );
     let _ = writeln!(log, "{}", with_resumes(line, resumed.as_ref()));
     if complete { 0 } else { 4 }
+}
+
+/// Resolves when the user stops the chat: SIGINT (Ctrl-C) or, on Unix,
+/// SIGTERM. Never, where no handler can be installed.
+async fn stopped() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => tokio::select! {
+                () = interrupt => {}
+                _ = terminate.recv() => {}
+            },
+            Err(_) => interrupt.await,
+        }
+    }
+    #[cfg(not(unix))]
+    interrupt.await;
+}
+
+type Stop = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// The chat was stopped by its user: `cancelled`.
+fn stopped_failure() -> Failure {
+    Failure::new(Code::Cancelled).with_message("stopped by the user (SIGINT or SIGTERM)")
+}
+
+pin_project_lite::pin_project! {
+    /// The answer's body until the user stops the chat: then it ends with
+    /// [`stopped_failure`], as a body that broke does, so what was shown
+    /// is counted and the receipt says so.
+    struct UntilStopped<B> {
+        #[pin]
+        body: B,
+        stop: Option<Stop>,
+    }
+}
+
+impl<B> Body for UntilStopped<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        let this = self.project();
+        let Some(stop) = this.stop.as_mut() else {
+            return std::task::Poll::Ready(None);
+        };
+        if stop.as_mut().poll(cx).is_ready() {
+            *this.stop = None;
+            return std::task::Poll::Ready(Some(Err(stopped_failure().into())));
+        }
+        this.body.poll_frame(cx).map_err(Into::into)
+    }
 }
 
 /// The receipt line with what the resume layer did, when it was on:

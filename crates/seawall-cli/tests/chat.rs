@@ -461,3 +461,67 @@ async fn fallback_flags_that_do_not_pair_are_a_usage_error() {
         assert!(log.contains("fallback"), "{log}");
     }
 }
+
+/// Ctrl-C (or `timeout`'s SIGTERM) in the middle of a streamed answer ends
+/// the chat as any interruption after content does: exit 3, the receipt
+/// last on stderr with what was shown, never a bare kill.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_chat_stopped_by_a_signal_still_ends_with_its_receipt() {
+    use tokio::io::AsyncReadExt;
+    for signal in ["-INT", "-TERM"] {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        chaos
+            .script("openai", vec!["ok;tokens=400;delay_ms=50".parse().unwrap()])
+            .unwrap();
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_seawall"))
+            .args([
+                "chat",
+                "--provider",
+                "openai",
+                "--base-url",
+                &chaos.base_url(),
+                "--model",
+                "m",
+                "--stream",
+                "hi",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 8];
+        let shown =
+            tokio::time::timeout(std::time::Duration::from_secs(10), stdout.read(&mut first))
+                .await
+                .expect("the answer starts")
+                .unwrap();
+        assert!(shown > 0);
+        let pid = child.id().unwrap().to_string();
+        let killed = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let mut log = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut log)
+            .await
+            .unwrap();
+        let status = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait())
+            .await
+            .expect("it ends")
+            .unwrap();
+        assert_eq!(status.code(), Some(3), "{signal}: {log}");
+        let receipt = receipt(&log);
+        assert_eq!(receipt["code"], "cancelled", "{log}");
+        assert!(
+            receipt["delivered_chars"].as_u64().unwrap_or(0) > 0,
+            "{log}"
+        );
+    }
+}
