@@ -256,8 +256,11 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
 
 fn plan_unary(fault: &Fault, ctx: &Ctx) -> Plan {
     let mut steps = VecDeque::new();
+    // The usage counts the tokens this answer generated: a continuation's
+    // start after 1.
     let full = |finish: Finish, a: &Answer, from: u32| {
-        let (prefix, suffix) = wire::unary_parts(ctx, finish, a.tokens);
+        let generated = (a.tokens + 1).saturating_sub(from.max(1));
+        let (prefix, suffix) = wire::unary_parts(ctx, finish, generated);
         Bytes::from(format!("{prefix}{}{suffix}", text(from, a.tokens)))
     };
     let complete = |steps: VecDeque<Step>, body: Bytes, tokens: u32| {

@@ -425,6 +425,19 @@ async fn an_answer_resumed_after_token_k_continues_from_k_plus_one() {
     let anthropic = r#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"w1 w2"}]}]}"#;
     let reply = post(chaos.addr(), "/v1/messages", &fault, anthropic).await;
     assert_eq!(reply.json()["content"][0]["text"], " w3 w4 w5 w6");
+    // The usage counts what this answer generated, as a provider's does.
+    assert_eq!(reply.json()["usage"]["output_tokens"], 4);
+    // Gemini streamed: the finish rides on the last token, with the usage.
+    let gemini = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"w1 w2 w3"}]}]}"#;
+    let reply = post(chaos.addr(), GEMINI_STREAM, &fault, gemini).await;
+    let text = reply.text();
+    let last = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .last()
+        .expect("a last event");
+    let last: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(last["usageMetadata"]["candidatesTokenCount"], 3, "{text}");
     // A conversation that ends with the user is answered from the start.
     let fresh = r#"{"model":"gpt-x","messages":[{"role":"assistant","content":"w1 w2"},{"role":"user","content":"again"}]}"#;
     let reply = post(chaos.addr(), OPENAI, &fault, fresh).await;
@@ -435,7 +448,7 @@ async fn an_answer_resumed_after_token_k_continues_from_k_plus_one() {
     let rows = chaos.journal();
     assert_eq!(
         rows.iter().map(|r| r.tokens_written).collect::<Vec<_>>(),
-        vec![3, 4, 6]
+        vec![3, 4, 3, 6]
     );
 }
 

@@ -53,12 +53,14 @@ pub(super) fn role_frame(ctx: &Ctx) -> String {
     frame(ctx, &text_candidate("", None), None)
 }
 
-/// Token `i`; when the finish marker rides on it, the frame also carries the usage.
-pub(super) fn token_frame(ctx: &Ctx, i: u32, finish: Option<Finish>) -> String {
+/// Token `i`, the `count`th this answer sends; when the finish marker
+/// rides on it, the frame also carries the usage: the tokens this answer
+/// generated (a continuation's start after 1).
+pub(super) fn token_frame(ctx: &Ctx, i: u32, count: u32, finish: Option<Finish>) -> String {
     frame(
         ctx,
         &text_candidate(&token_text(i), finish),
-        finish.map(|_| usage(ctx, i)),
+        finish.map(|_| usage(ctx, count)),
     )
 }
 

@@ -228,7 +228,7 @@ pub(crate) fn token(ctx: &Ctx, i: u32, finish: Option<Finish>, sent: Sent) -> By
     match ctx.provider {
         Provider::OpenAi => openai::token_chunk(ctx, i),
         Provider::Anthropic => anthropic::token_delta(i, sent.count),
-        Provider::Gemini => gemini::token_frame(ctx, i, finish),
+        Provider::Gemini => gemini::token_frame(ctx, i, sent.count + 1, finish),
         Provider::OpenAiResponses => openai_responses::token_events(ctx, i, sent.count),
     }
     .into()
