@@ -434,7 +434,7 @@ async fn an_answer_resumed_after_token_k_continues_from_k_plus_one() {
     let last = text
         .lines()
         .filter_map(|line| line.strip_prefix("data: "))
-        .last()
+        .next_back()
         .expect("a last event");
     let last: serde_json::Value = serde_json::from_str(last).unwrap();
     assert_eq!(last["usageMetadata"]["candidatesTokenCount"], 3, "{text}");
