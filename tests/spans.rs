@@ -32,12 +32,10 @@ fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
             )
             .unwrap();
         let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
-        let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from_static(
-                br#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
-            )))
-            .unwrap();
+        let request = common::post_json(
+            &format!("{}/v1/chat/completions", chaos.base_url()),
+            r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+        );
         let response = service.oneshot(request).await.unwrap();
         response.into_body().collect().await.unwrap();
     });
@@ -82,12 +80,10 @@ fn a_single_attempt_is_named_by_its_head() {
         let stack = common::short_stack()
             .retry_policy(seawall::retry::RetryPolicy::interactive().max_attempts(1));
         let service = stack.build(&ClassifyLayer::openai(), common::client());
-        let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from_static(
-                br#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
-            )))
-            .unwrap();
+        let request = common::post_json(
+            &format!("{}/v1/chat/completions", chaos.base_url()),
+            r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+        );
         let response = service.oneshot(request).await.unwrap();
         response.into_body().collect().await.unwrap();
     });

@@ -74,3 +74,22 @@ fn a_fallback_provider_needs_its_route() {
     assert_eq!(code, Some(2), "{log}");
     assert!(log.contains("--fallback-base-url"), "{log}");
 }
+
+/// A flag the parser refuses is one clear line and exit 2, never a
+/// backtrace.
+#[test]
+fn bad_flags_are_one_clear_line_not_a_backtrace() {
+    let (code, log) = seawall(&[
+        "chat",
+        "--provider",
+        "openai",
+        "--base-url",
+        "ftp://x",
+        "--model",
+        "m",
+        "hi",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(log.contains("expected an http:// or https:// URL"), "{log}");
+    assert!(!log.contains("panicked"));
+}
