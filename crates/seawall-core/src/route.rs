@@ -35,8 +35,13 @@ impl RouteId {
     /// `server.port` want it: a `host:port` name split in two (an IPv6
     /// host without its brackets), any other name (a host alone, a name
     /// of the user's own) whole and no port.
-    pub fn address(&self) -> (&str, Option<u16>) {
+    pub fn address<'a>(&'a self) -> (&'a str, Option<u16>) {
         let name = self.as_str();
+        let unbracketed = |host: &'a str| {
+            host.strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .unwrap_or(host)
+        };
         let Some((host, port)) = name.rsplit_once(':') else {
             return (name, None);
         };
@@ -44,9 +49,9 @@ impl RouteId {
             // `::1` alone has colons too: a bare IPv6 host has no port.
             Ok(port) if !host.contains(':') => (host, Some(port)),
             Ok(port) if host.starts_with('[') && host.ends_with(']') => {
-                (&host[1..host.len() - 1], Some(port))
+                (unbracketed(host), Some(port))
             }
-            _ => (name, None),
+            _ => (unbracketed(name), None),
         }
     }
 
@@ -311,6 +316,7 @@ mod tests {
             ("127.0.0.1:8080", ("127.0.0.1", Some(8080))),
             ("[::1]:443", ("::1", Some(443))),
             ("::1", ("::1", None)),
+            ("[2001:db8::1]", ("2001:db8::1", None)),
             ("spare", ("spare", None)),
             ("host:port", ("host:port", None)),
             ("host:70000", ("host:70000", None)),

@@ -77,21 +77,26 @@ impl Provider {
     /// `openai`, whose name the Responses API shares. `None` for a
     /// service that is no generation API ([`Provider::Http`]).
     pub fn genai_name(self, host: &str) -> Option<&'static str> {
-        let host = host.strip_suffix('.').unwrap_or(host);
+        // Bytes, not characters: a route may be named anything.
+        let host = host.as_bytes();
+        let host = host.strip_suffix(b".").unwrap_or(host);
+        let ends = |suffix: &str| {
+            host.len() >= suffix.len()
+                && host[host.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+        };
+        // The domain itself or a name under it.
         let on = |domain: &str| {
-            host.eq_ignore_ascii_case(domain)
-                || host.len() > domain.len()
-                    && host.as_bytes()[host.len() - domain.len() - 1] == b'.'
-                    && host[host.len() - domain.len()..].eq_ignore_ascii_case(domain)
+            ends(domain)
+                && (host.len() == domain.len() || host[host.len() - domain.len() - 1] == b'.')
         };
         // Regional Vertex hosts are `{region}-aiplatform.googleapis.com`.
-        let vertex = host.len() >= "aiplatform.googleapis.com".len()
-            && host[host.len() - "aiplatform.googleapis.com".len()..]
-                .eq_ignore_ascii_case("aiplatform.googleapis.com");
+        let vertex = ends("aiplatform.googleapis.com");
         Some(match self {
             Provider::Http => return None,
             _ if vertex => "gcp.vertex_ai",
-            Provider::OpenAi | Provider::OpenAiResponses if on("openai.azure.com") => {
+            Provider::OpenAi | Provider::OpenAiResponses
+                if on("openai.azure.com") || on("cognitiveservices.azure.com") =>
+            {
                 "azure.ai.openai"
             }
             Provider::OpenAi | Provider::OpenAiResponses => "openai",
@@ -778,6 +783,14 @@ mod tests {
                 Some("azure.ai.openai"),
             ),
             (Provider::OpenAi, "notopenai.azure.com", Some("openai")),
+            (
+                Provider::OpenAi,
+                "my.cognitiveservices.azure.com",
+                Some("azure.ai.openai"),
+            ),
+            // A route named anything: no panic on a character boundary.
+            (Provider::OpenAi, "маршрут-по-умолчанию", Some("openai")),
+            (Provider::Gemini, "ä", Some("gcp.gen_ai")),
             (Provider::Anthropic, "api.anthropic.com", Some("anthropic")),
             (
                 Provider::Anthropic,
