@@ -189,7 +189,12 @@ where
             break;
         }
         match body.frame().await {
-            None => break,
+            None => {
+                // The event EOF ends, where the provider's SDK reads one.
+                let tail = seawall::stream::sse::at_end_of_stream(provider);
+                feed(tail, &mut delivery, &mut stopped);
+                break;
+            }
             Some(Err(err)) => {
                 delivery.error = Some(err.into());
                 break;
@@ -397,6 +402,27 @@ mod tests {
         assert_eq!(seen, vec!["w1", " w2"]);
         assert_eq!(delivery.content_events, 2);
         assert_eq!(delivery.finish.as_deref(), Some("stop"));
+        assert!(delivery.error.is_none());
+    }
+
+    /// Gemini's last event ended by EOF instead of a blank line is read,
+    /// as Google's SDK and the stream guard read it.
+    #[tokio::test]
+    async fn geminis_last_event_at_eof_is_read() {
+        let body = concat!(
+            "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hi\"}]}}]}\r\n\r\n",
+            "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"!\"}]},\"finishReason\":\"STOP\"}]}",
+        );
+        let delivery = read_stream(
+            None,
+            Full::new(Bytes::from_static(body.as_bytes())),
+            Provider::Gemini,
+            None,
+            |_| {},
+        )
+        .await;
+        assert_eq!(delivery.text, "Hi!");
+        assert_eq!(delivery.finish.as_deref(), Some("STOP"));
         assert!(delivery.error.is_none());
     }
 

@@ -103,6 +103,18 @@ impl ScanError {
     }
 }
 
+/// What a reader feeds the scanner at the end of a stream, as `provider`'s
+/// SDK reads one: Google's reads a stream by its lines and takes the last
+/// data line at EOF as an event, blank line or not (`\n\n` ends that
+/// line and dispatches it here); the OpenAI and Anthropic SDKs, as
+/// WHATWG's parser, drop an event no blank line ended (nothing).
+pub fn at_end_of_stream(provider: seawall_core::provider::Provider) -> &'static [u8] {
+    match provider {
+        seawall_core::provider::Provider::Gemini => b"\n\n",
+        _ => b"",
+    }
+}
+
 /// The incremental scanner. Feed it frames in order; it calls back with
 /// every complete comment and event, whatever the frame boundaries were.
 #[derive(Debug)]

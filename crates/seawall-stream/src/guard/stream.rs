@@ -605,19 +605,14 @@ impl Track {
     /// A clean EOF: `None` (and reported) when the finish marker came, or
     /// EOF is the finish; otherwise why the stream ends badly.
     ///
-    /// Gemini's last event may end at EOF without its blank line: Google's
-    /// SDK reads a stream by its lines and takes the last data line at EOF
-    /// as an event (where the OpenAI and Anthropic SDKs, as WHATWG's
-    /// parser, drop an event not ended by a blank line). It is read so
-    /// here too: its finish was a whole answer to the SDK.
+    /// An event EOF ended instead of a blank line counts where the
+    /// provider's SDK reads it ([`crate::sse::at_end_of_stream`]: Gemini's).
     fn end_of_stream(&mut self, now: Instant) -> Option<Cause> {
-        if self.decoder.provider() == Provider::Gemini
-            && let Framing::Sse(scanner) = &mut self.framing
-        {
+        if let Framing::Sse(scanner) = &mut self.framing {
             let Track { tally, decoder, .. } = self;
-            // The line ends a reader adds at EOF; a scan error here (a cap)
-            // leaves the stream as it stood.
-            let _ = scanner.feed(b"\n\n", |item| {
+            let tail = crate::sse::at_end_of_stream(decoder.provider());
+            // A scan error here (a cap) leaves the stream as it stood.
+            let _ = scanner.feed(tail, |item| {
                 judge(tally, decoder, item, now);
             });
             if let Some(cause) = self.tally.stop.take() {
