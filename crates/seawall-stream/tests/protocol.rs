@@ -397,8 +397,17 @@ fn done_is_data_that_starts_with_it() {
     assert_eq!(decode_one(Provider::OpenAi, b"", b"[DONE] "), "done");
     assert_eq!(decode_one(Provider::OpenAi, b"", b"[DONE]x"), "done");
     assert!(decode_one(Provider::OpenAi, b"", b" [DONE]").starts_with("undecodable"));
-    assert_eq!(decode_one(Provider::Anthropic, b"", b" [DONE]"), "other");
-    assert_eq!(decode_one(Provider::Anthropic, b"", b"{broken"), "other");
+    // A stream that named its events passes an unnamed one over.
+    let named = |data: &[u8]| {
+        let mut decoder = Decoder::new(Provider::Anthropic);
+        decoder.decode(event(
+            b"message_start",
+            br#"{"type":"message_start","message":{"id":"m"}}"#,
+        ));
+        describe(decoder.decode(event(b"", data)))
+    };
+    assert_eq!(named(b" [DONE]"), "other");
+    assert_eq!(named(b"{broken"), "other");
     assert!(
         decode_one(Provider::Anthropic, b"content_block_delta", b"{broken")
             .starts_with("undecodable")
@@ -536,22 +545,32 @@ fn an_in_stream_error_echoing_a_status_is_judged_by_it() {
     );
 }
 
-/// Every billed token counts: Anthropic's cache writes and reads beside
-/// `input_tokens`, from `message_start` to the last `message_delta`.
-/// Events are read as the SDK dispatches them: by their name. One with no
-/// name (or a name the SDK does not read) is passed over, its text no SDK
-/// user ever reads; one whose data has no `type` takes its name's, as the
-/// SDK fills it in.
+/// Events are read as the SDK dispatches them: by their name. Once the
+/// stream named one, an event with no name (or a name the SDK does not
+/// read) is passed over, its text no SDK user ever reads; one whose data
+/// has no `type` takes its name's, as the SDK fills it in. A stream that
+/// names none is read by its data's types.
 #[test]
 fn anthropic_events_are_read_by_their_name() {
     let delta =
         r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#;
+    let start = r#"{"type":"message_start","message":{"id":"m"}}"#;
+    let mut decoder = Decoder::new(Provider::Anthropic);
     assert_eq!(
-        decode_one(Provider::Anthropic, b"", delta.as_bytes()),
+        describe(decoder.decode(event(b"", delta.as_bytes()))),
+        r#"content Some("Hi") None"#,
+        "no event named yet: read by its type"
+    );
+    assert_eq!(
+        describe(decoder.decode(event(b"message_start", start.as_bytes()))),
+        "progress"
+    );
+    assert_eq!(
+        describe(decoder.decode(event(b"", delta.as_bytes()))),
         "other"
     );
     assert_eq!(
-        decode_one(Provider::Anthropic, b"completion", delta.as_bytes()),
+        describe(decoder.decode(event(b"completion", delta.as_bytes()))),
         "other"
     );
     let untyped = r#"{"index":0,"delta":{"type":"text_delta","text":"Hi"}}"#;
@@ -572,6 +591,8 @@ fn anthropic_events_are_read_by_their_name() {
     assert!(decode_one(Provider::Anthropic, b"error", b"").starts_with("error"));
 }
 
+/// Every billed token counts: Anthropic's cache writes and reads beside
+/// `input_tokens`, from `message_start` to the last `message_delta`.
 #[test]
 fn anthropic_cache_tokens_are_input() {
     let mut decoder = Decoder::new(Provider::Anthropic);

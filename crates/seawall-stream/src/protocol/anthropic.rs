@@ -66,7 +66,10 @@ fn merge_usage(report: Option<&UsageFields>, kept: &mut UsageFields) {
 
 /// The event names the SDK reads the data of: an event of any other name,
 /// or of none, it passes over (anthropic-sdk-python's `Stream`), and so
-/// does seawall — text in it is text no SDK user reads.
+/// does seawall — text in it is text no SDK user reads. A stream that
+/// names none of its events (some compatible servers) is read by its
+/// data's types instead, as clients that read it so do: every event of
+/// it would be passed over, and the answer asked for again and again.
 const MESSAGE_EVENTS: [&[u8]; 6] = [
     b"message_start",
     b"message_delta",
@@ -76,29 +79,39 @@ const MESSAGE_EVENTS: [&[u8]; 6] = [
     b"content_block_stop",
 ];
 
-/// Whether the SDK reads the data of an event named `name`.
-pub(super) fn reads(name: &[u8]) -> bool {
-    MESSAGE_EVENTS.contains(&name)
+/// Whether an event named `name` is read, in a stream that `named` its
+/// events so far.
+pub(super) fn reads(name: &[u8], named: bool) -> bool {
+    MESSAGE_EVENTS.contains(&name) || (name.is_empty() && !named)
 }
 
 /// One event, by its name as the SDK dispatches it (`ping` skipped,
 /// `error` raised, the message events read, the rest passed over) and
 /// its data's `type` (the name where the data has none, as the SDK fills
 /// it in).
-pub(super) fn decode<'a>(name: &'a [u8], data: &'a [u8], kept: &mut UsageFields) -> Signal<'a> {
+pub(super) fn decode<'a>(
+    name: &'a [u8],
+    data: &'a [u8],
+    named: &mut bool,
+    kept: &mut UsageFields,
+) -> Signal<'a> {
     match name {
         b"ping" => return Signal::KeepAlive,
         b"error" => return Signal::Error(in_stream_error(Provider::Anthropic, data)),
-        name if !reads(name) => return Signal::Other,
-        _ => {}
+        name if !reads(name, *named) => return Signal::Other,
+        b"" => {}
+        _ => *named = true,
     }
     let Some(event) = parse::<Event<'_>>(data) else {
         return Signal::Other;
     };
     merge_usage(event.message.as_ref().and_then(|m| m.usage.as_ref()), kept);
     merge_usage(event.usage.as_ref(), kept);
-    let named = std::str::from_utf8(name).unwrap_or_default();
-    match event.ty.as_ref().map_or(named, |ty| &*ty.0) {
+    let ty = match &event.ty {
+        Some(ty) => &*ty.0,
+        None => std::str::from_utf8(name).unwrap_or_default(),
+    };
+    match ty {
         "ping" => Signal::KeepAlive,
         "message_start" | "content_block_stop" => Signal::Progress,
         // A text block may start with text; a tool_use block's input

@@ -132,6 +132,9 @@ pub struct Decoder {
     /// It arrived as a `[DONE]` the protocol has not of its own: the end
     /// is before that event ([`Decoder::ends_before`]).
     ends_before: bool,
+    /// An Anthropic stream named one of its message events: from then on
+    /// an unnamed event is passed over, as the SDK passes it over.
+    named: bool,
     /// The usage the stream reported so far (the last report wins: every
     /// provider sends cumulative counts), but Anthropic's.
     usage: Option<Usage>,
@@ -174,6 +177,7 @@ impl Decoder {
             finished: false,
             ended: false,
             ends_before: false,
+            named: false,
             usage: None,
             usage_parts: UsageFields::default(),
             shape: openai::Shape::default(),
@@ -282,8 +286,9 @@ impl Decoder {
             // Anthropic's SDK reads its named message events only: any
             // other it passes over, however broken.
             Signal::Other if self.provider != Provider::Http => match undecodable(event.data)
-                .filter(|_| self.provider != Provider::Anthropic || anthropic::reads(event.name))
-            {
+                .filter(|_| {
+                    self.provider != Provider::Anthropic || anthropic::reads(event.name, self.named)
+                }) {
                 Some(why) => Signal::Undecodable(why),
                 // An error body in another wire's shape (an OpenAI-shaped
                 // `{"error":…}` in an Anthropic or Responses stream, as
@@ -385,7 +390,9 @@ impl Decoder {
             Provider::OpenAiResponses => {
                 openai_responses::decode(data, &mut self.refused, &mut self.usage)
             }
-            Provider::Anthropic => anthropic::decode(name, data, &mut self.usage_parts),
+            Provider::Anthropic => {
+                anthropic::decode(name, data, &mut self.named, &mut self.usage_parts)
+            }
             Provider::Gemini => gemini::decode(data, &mut self.usage),
             Provider::Http => generic::decode(name, data),
         }
