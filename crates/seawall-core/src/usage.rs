@@ -18,7 +18,7 @@ use std::sync::Arc;
 use seawall_internal::cursor::{Cursor, Scan};
 use seawall_internal::json::{Scalar, Text};
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// Tokens as the provider counted them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -152,7 +152,8 @@ const COUNT_NAMES: [&str; 10] = [
 
 /// Read member by member: a member named twice is the later one, never
 /// an error (a derived reading refuses a duplicate, and a whole answer
-/// with it).
+/// with it). Any other value (an empty list, as some relays write for no
+/// usage) is no count at all.
 impl<'de> Deserialize<'de> for UsageFields {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Fields;
@@ -173,8 +174,30 @@ impl<'de> Deserialize<'de> for UsageFields {
                 }
                 Ok(fields)
             }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<UsageFields, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(UsageFields::default())
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<UsageFields, E> {
+                Ok(UsageFields::default())
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<UsageFields, E> {
+                Ok(UsageFields::default())
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<UsageFields, E> {
+                Ok(UsageFields::default())
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<UsageFields, E> {
+                Ok(UsageFields::default())
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<UsageFields, E> {
+                Ok(UsageFields::default())
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<UsageFields, E> {
+                Ok(UsageFields::default())
+            }
         }
-        deserializer.deserialize_map(Fields)
+        deserializer.deserialize_any(Fields)
     }
 }
 

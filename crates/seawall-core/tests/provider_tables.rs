@@ -584,6 +584,18 @@ fn a_usage_it_cannot_read_never_fails_the_answer() {
         ),
         r#"answer Some((Complete, "stop")) Some((2, 3))"#
     );
+    // No usage written as a list (some relays), or behind a byte order mark.
+    assert_eq!(
+        answer(Provider::OpenAi, &openai("[]")),
+        r#"answer Some((Complete, "stop")) None"#
+    );
+    assert_eq!(
+        answer(
+            Provider::OpenAi,
+            &format!("\u{feff}{}", openai(r#"{"prompt_tokens":1e400}"#))
+        ),
+        r#"answer Some((Complete, "stop")) None"#
+    );
     let gemini = r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1e999}}"#;
     assert_eq!(
         answer(Provider::Gemini, gemini),

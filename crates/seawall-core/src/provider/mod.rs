@@ -213,8 +213,10 @@ pub fn check_answer(provider: Provider, body: &[u8]) -> AnswerCheck {
     // it: a billed answer is not asked for (and paid for) again for its
     // bookkeeping.
     if matches!(&check, AnswerCheck::Fail(failure) if failure.code() == Code::ProtocolViolation)
-        && let Some(without) =
-            seawall_internal::json::null_members(body, ["usage", "usageMetadata"])
+        && let Some(without) = seawall_internal::json::null_members(
+            seawall_internal::json::without_bom(body),
+            ["usage", "usageMetadata"],
+        )
     {
         let again = check_as_sent(provider, &without);
         if !matches!(&again, AnswerCheck::Fail(f) if f.code() == Code::ProtocolViolation) {
