@@ -139,7 +139,8 @@ impl BodyFacts {
 
 impl RequestFacts {
     /// The facts the head of `request` gives: the provider from the path,
-    /// streaming from `Accept` and Gemini's path. Allocates nothing.
+    /// streaming from `Accept` and Gemini's path. Allocates only for a
+    /// model the path names (Gemini's).
     pub fn from_head<B>(request: &http::Request<B>) -> Self {
         RequestFacts::of_head(request.method(), request.uri(), request.headers())
     }

@@ -276,7 +276,7 @@ fn is_done_event(event: &[u8]) -> bool {
             _ => None,
         }
     });
-    first_data.is_some_and(|data| data.starts_with(DONE_MARKER))
+    first_data.is_some_and(seawall_internal::json::is_done_marker)
 }
 
 /// Where an event stream's lines end (CRLF, LF or CR) and so where its

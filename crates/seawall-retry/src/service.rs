@@ -97,10 +97,14 @@ where
         first.extensions_mut().insert(OuterLadder);
         // A single attempt records no body and puts no facts in: its spans
         // still name the operation and the provider, from the head (the
-        // model too where the path names it).
+        // model too where the path names it) — read only when a subscriber
+        // records them.
         let facts = match first.extensions().get::<RequestFacts>() {
             Some(facts) => Some(facts.clone()),
-            None => Some(RequestFacts::from_head(&first)),
+            None if tracing::enabled!(target: "seawall::retry", tracing::Level::INFO) => {
+                Some(RequestFacts::from_head(&first))
+            }
+            None => None,
         };
         let again = again.map(|template| Again {
             service: self.inner.clone(),
