@@ -96,7 +96,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match cli.command {
             Command::Replay(args) => replay(args).await,
             Command::Chat(args) => {
@@ -122,7 +122,13 @@ fn main() -> ExitCode {
             #[cfg(feature = "fleet")]
             Command::Fleet(_) => unreachable!("handled before the runtime starts"),
         }
-    })
+    });
+    // Once the command has its verdict, nothing it left running (a name
+    // lookup on a blocking thread) holds the process: a chat a signal
+    // stopped has its signal handlers installed, and a second Ctrl-C
+    // would not end it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    code
 }
 
 /// The argument parser's verdict: help and version on stdout, errors on
