@@ -202,8 +202,10 @@ impl Stack {
     }
 
     /// Each attempt tells the server the time it has left, as `wire` says
-    /// (`WireTimeout::grpc()` for gRPC's `grpc-timeout`): the attempt's
-    /// own bound, narrowed by what is left of the operation. A value the
+    /// (`WireTimeout::grpc()` for gRPC's `grpc-timeout`): what is left of
+    /// the operation when the attempt starts. Not the attempt's own bound:
+    /// it covers the wait for the answer to begin, where a gRPC deadline
+    /// ends the whole call, a stream that began in time included. A value the
     /// request already carries there is the caller's own bound (tonic's
     /// `Request::set_timeout` writes one): the operation's deadline is the
     /// earlier of it and the stack's. Off by default; without it a
@@ -264,7 +266,8 @@ impl Stack {
         bound = match &self.propagate {
             Some(wire) => bound.propagate(wire.clone()),
             // The caller's own `grpc-timeout` (read for the operation's
-            // deadline) is narrowed per attempt, never sent whole again.
+            // deadline) is rewritten per attempt with what is left of the
+            // operation, never sent whole again.
             None => bound.refresh(WireTimeout::grpc()),
         };
         let bounded = bound.layer(guarded);

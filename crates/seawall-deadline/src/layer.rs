@@ -76,7 +76,12 @@ impl DeadlineLayer {
         self
     }
 
-    /// Writes the remaining time on the request as `wire` says.
+    /// Writes the remaining time on the request as `wire` says: the
+    /// operation's. A per-attempt layer writes the time left of the
+    /// operation it runs in (the `Deadline` it found), not its own bound,
+    /// and nothing when it found none: its bound covers the wait for the
+    /// answer to begin, where a gRPC deadline ends the whole call, a
+    /// stream that began in time included.
     pub fn propagate(mut self, wire: WireTimeout) -> Self {
         self.config.propagate = Some(wire);
         self

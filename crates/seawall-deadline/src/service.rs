@@ -113,11 +113,14 @@ where
             return ResponseFuture::expired(expiry);
         }
         // The server is told when the operation ends, not when the caller
-        // stops waiting for it to begin (an `AnswerBy`): a stream that
-        // began in time runs on. An attempt's bound is its own.
+        // stops waiting for it to begin (an `AnswerBy`), nor when this
+        // attempt stops waiting for its answer to begin: a gRPC deadline
+        // ends the whole call, stream included (grpc-go, grpc-java), and a
+        // stream that began in time runs on past the attempt's bound. An
+        // attempt given up on is cancelled by its reset, not its deadline.
         let until = match self.config.bound {
             Bound::Total(_) => expiry.body,
-            Bound::PerAttempt(_) => Some(expiry.deadline),
+            Bound::PerAttempt(_) => existing,
         };
         let wire = self.config.propagate.as_ref().or_else(|| {
             self.config.refresh.as_ref().filter(|wire| {

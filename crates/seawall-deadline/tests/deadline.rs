@@ -394,13 +394,22 @@ async fn remaining_time_is_written_on_the_wire() {
         .unwrap();
     assert_eq!(seen.lock().unwrap()["grpc-timeout"], "2500000u");
 
-    DeadlineLayer::per_attempt(Duration::from_secs(3))
-        .propagate_header(HeaderName::from_static("x-request-timeout-ms"))
-        .layer(inner)
-        .oneshot(Request::new(()))
-        .await
-        .unwrap();
-    assert_eq!(seen.lock().unwrap()["x-request-timeout-ms"], "3000");
+    // An attempt tells the server the operation's time left, not its own
+    // bound (which covers only the wait for the answer to begin), and
+    // nothing where no operation deadline is known.
+    let attempt = || {
+        DeadlineLayer::per_attempt(Duration::from_secs(3))
+            .propagate_header(HeaderName::from_static("x-request-timeout-ms"))
+            .layer(inner.clone())
+    };
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(Deadline::at(Instant::now() + Duration::from_millis(8000)));
+    attempt().oneshot(request).await.unwrap();
+    assert_eq!(seen.lock().unwrap()["x-request-timeout-ms"], "8000");
+    attempt().oneshot(Request::new(())).await.unwrap();
+    assert!(!seen.lock().unwrap().contains_key("x-request-timeout-ms"));
 }
 
 /// `refresh` rewrites the caller's bound a total bound read off the wire
@@ -429,7 +438,14 @@ async fn a_carried_bound_is_refreshed_and_none_is_added() {
         .body(())
         .unwrap();
     stack(inner.clone()).oneshot(carried).await.unwrap();
-    assert_eq!(seen.lock().unwrap()["grpc-timeout"], "3000000u");
+    // The operation's time left (the caller's 8 s), not the attempt's 3 s:
+    // a gRPC deadline ends a stream that began in time too.
+    let sent = seawall_deadline::parse_grpc_timeout(&seen.lock().unwrap()["grpc-timeout"])
+        .expect("a grpc-timeout");
+    assert!(
+        sent > Duration::from_secs(7) && sent <= Duration::from_secs(8),
+        "{sent:?}"
+    );
     stack(inner).oneshot(Request::new(())).await.unwrap();
     assert!(!seen.lock().unwrap().contains_key("grpc-timeout"));
 }
