@@ -40,7 +40,9 @@ pin_project! {
     enum State<F> {
         Calling { #[pin] future: F },
         Sleeping { #[pin] sleep: Sleep },
-        Readying,
+        // The wait for the service to be ready for the next attempt,
+        // bounded by the ladder's time (boxed: only a retry pays for it).
+        Readying { bound: Option<Pin<Box<Sleep>>> },
     }
 }
 
@@ -126,7 +128,7 @@ where
         let state = match &self.state {
             State::Calling { .. } => "calling",
             State::Sleeping { .. } => "sleeping",
-            State::Readying => "readying",
+            State::Readying { .. } => "readying",
         };
         let mut debug = f.debug_struct("ResponseFuture");
         debug.field("state", &state);
@@ -166,7 +168,9 @@ where
                     }
                     Err(err) => match ladder.failed(err.into()) {
                         Next::Stop(err) => return Poll::Ready(Err(err)),
-                        Next::Retry(Duration::ZERO) => this.state.set(State::Readying),
+                        Next::Retry(Duration::ZERO) => this.state.set(State::Readying {
+                            bound: ladder.readiness_bound(),
+                        }),
                         Next::Retry(delay) => this.state.set(State::Sleeping {
                             sleep: sleep(delay),
                         }),
@@ -174,10 +178,27 @@ where
                 },
                 StateProj::Sleeping { sleep } => {
                     ready!(sleep.poll(cx));
-                    this.state.set(State::Readying);
+                    this.state.set(State::Readying {
+                        bound: ladder.readiness_bound(),
+                    });
                 }
-                StateProj::Readying => {
-                    let future = ready!(ladder.poll_call(cx))?;
+                StateProj::Readying { bound } => {
+                    let future = match ladder.poll_call(cx) {
+                        Poll::Ready(called) => called?,
+                        // A service that gates its readiness (a breaker
+                        // with `gate_readiness`, for a balancer) may stay
+                        // unready for its whole break: the wait ends with
+                        // the ladder's time, as an attempt would.
+                        Poll::Pending => {
+                            let expired = bound
+                                .as_mut()
+                                .is_some_and(|bound| bound.as_mut().poll(cx).is_ready());
+                            if !expired {
+                                return Poll::Pending;
+                            }
+                            return Poll::Ready(Err(ladder.not_ready_in_time()));
+                        }
+                    };
                     this.state.set(State::Calling { future });
                 }
             }
@@ -537,7 +558,7 @@ impl<S, B> Ladder<S, B> {
             .as_mut()
             .expect("only a ladder that can retry waits for readiness");
         if let Err(error) = ready!(again.service.poll_ready(cx)) {
-            return Poll::Ready(Err(self.unready(error.into())));
+            return Poll::Ready(Err(self.unready(error.into(), StopReason::NotRetryable)));
         }
         let body = self.next_body.take().expect("a retry prepared its body");
         self.attempt += 1;
@@ -567,23 +588,49 @@ impl<S, B> Ladder<S, B> {
         }
     }
 
+    /// The timer a wait for readiness ends at: the ladder's window (the
+    /// time kept for a fallback taken out) or its deadline.
+    fn readiness_bound(&self) -> Option<Pin<Box<Sleep>>> {
+        self.window
+            .or(self.deadline)
+            .map(|bound| Box::pin(tokio::time::sleep_until(bound.instant())))
+    }
+
+    /// The service was still not ready for the next attempt when the
+    /// ladder's time ran out: a timeout a fallback takes over (the time
+    /// left is its own) when a window was kept for it, else the
+    /// operation's `deadline_exceeded`; the receipt of the attempts made
+    /// goes with it.
+    fn not_ready_in_time(&mut self) -> BoxError {
+        let failure = match self.window {
+            Some(_) => Failure::new(Code::Timeout)
+                .with_action(Action::Failover)
+                .with_message("the service was not ready for a retry within the ladder's time"),
+            None => Failure::new(Code::DeadlineExceeded)
+                .with_message("the service was not ready for a retry before the deadline"),
+        };
+        self.unready(
+            Box::new(failure.with_route(self.route.clone())),
+            StopReason::Deadline,
+        )
+    }
+
     /// The service failed its readiness before a retry: the operation ends
     /// with that error (no attempt was sent), recorded as a failed
     /// operation, with the receipt of the attempts made when it is a
     /// seawall failure.
-    fn unready(&mut self, error: BoxError) -> BoxError {
+    fn unready(&mut self, error: BoxError, stop: StopReason) -> BoxError {
         self.judged = true;
         let code = Failure::find(&*error).map_or(Code::Unknown, Failure::code);
         self.span.record("error.type", code.as_str());
         self.span.record("otel.status_code", "ERROR");
-        self.span
-            .record("seawall.stop_reason", StopReason::NotRetryable.as_str());
+        self.span.record("seawall.stop_reason", stop.as_str());
         self.span.record("seawall.attempts", self.attempt);
         #[cfg(feature = "metrics")]
         metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
         match Failure::extract(error) {
             Ok(mut failure) => {
-                self.receipt.stop = Some(StopReason::NotRetryable);
+                self.receipt.stop = Some(stop);
                 *failure.receipt_mut() = Some(Box::new(std::mem::take(&mut self.receipt)));
                 Box::new(failure)
             }

@@ -54,3 +54,55 @@ async fn a_readiness_failure_before_a_retry_keeps_the_receipt() {
     assert_eq!(codes, [Some(Code::ProviderUnavailable)], "{receipt:?}");
     assert_eq!(receipt.stop, Some(StopReason::NotRetryable));
 }
+
+/// Ready once (answering a 503), then never ready again: a breaker that
+/// gates its readiness through a long break.
+#[derive(Clone, Default)]
+struct ReadyThenGated {
+    polled: usize,
+}
+
+impl Service<Request<ReplayBody<String>>> for ReadyThenGated {
+    type Response = Response<()>;
+    type Error = BoxError;
+    type Future = Ready<Result<Response<()>, BoxError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.polled += 1;
+        match self.polled {
+            1 => Poll::Ready(Ok(())),
+            _ => Poll::Pending,
+        }
+    }
+
+    fn call(&mut self, _: Request<ReplayBody<String>>) -> Self::Future {
+        let failure = common::openai(503, None, r#"{"error":{"message":"down"}}"#);
+        ready(Err(failure.into()))
+    }
+}
+
+/// A retry that waits for a service gating its readiness waits no longer
+/// than the ladder's time: it ends `deadline_exceeded` at the deadline,
+/// the receipt of the attempt made with it, instead of waiting out the
+/// whole break.
+#[tokio::test(start_paused = true)]
+async fn a_wait_for_readiness_ends_with_the_ladders_time() {
+    use seawall_core::Deadline;
+    use std::time::Duration;
+    let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited())
+        .layer(ReadyThenGated::default());
+    let started = tokio::time::Instant::now();
+    let mut request = Request::new(String::new());
+    request
+        .extensions_mut()
+        .insert(Deadline::at(started + Duration::from_secs(2)));
+    let err = tokio::time::timeout(Duration::from_secs(600), svc.oneshot(request))
+        .await
+        .expect("the wait ends with the ladder's time")
+        .expect_err("no attempt could be made");
+    assert_eq!(common::failure(&err).code(), Code::DeadlineExceeded);
+    assert_eq!(started.elapsed(), Duration::from_secs(2));
+    let receipt = common::receipt(&err);
+    assert_eq!(receipt.attempts.len(), 1, "{receipt:?}");
+    assert_eq!(receipt.stop, Some(StopReason::Deadline));
+}
