@@ -128,10 +128,12 @@ impl BreakerLayer {
         self.with(|c| c.rate_limited_counts = counts)
     }
 
-    /// Whether `poll_ready` waits while the breaker of the last route this
-    /// service called is open (default no: `poll_ready` is the inner
-    /// service's). Turn it on under a balancer, so it picks another
-    /// endpoint instead of one that would refuse.
+    /// Whether `poll_ready` waits while the last route this service called
+    /// would refuse a call: its breaker open or isolated, the route cooling
+    /// down, or half-open with every trial slot taken (default no:
+    /// `poll_ready` is the inner service's). Turn it on under a balancer,
+    /// so it picks another endpoint instead of one that would refuse. A
+    /// retry ladder above bounds the wait by its own time.
     pub fn gate_readiness(self, gate: bool) -> Self {
         self.with(|c| c.gate_readiness = gate)
     }

@@ -14,8 +14,12 @@ use crate::shared::{Permit, RequestHead, Shared};
 use crate::state::{BreakerState, RouteBreaker};
 
 /// How often readiness gating looks again at an isolated route, which has
-/// no probe time of its own.
+/// no probe time of its own (nor has a cooldown until a reset).
 const ISOLATED_RECHECK: Duration = Duration::from_secs(1);
+
+/// How often readiness gating looks again at a half-open route whose trial
+/// slots are all taken: a trial frees its slot when its answer begins.
+const TRIALS_RECHECK: Duration = Duration::from_millis(100);
 
 /// The service made by [`BreakerLayer`](crate::BreakerLayer).
 ///
@@ -69,12 +73,18 @@ impl<S> Breaker<S> {
     }
 
     /// With readiness gating on: how long until the last route called may
-    /// take a call again, if it may not now.
+    /// take a call again, if it may not now — open, isolated, cooling down
+    /// (a refusal every call would meet), or half-open with every trial
+    /// slot taken.
     fn gated_for(&self) -> Option<Duration> {
         let last = self.last.as_ref()?;
+        if let Some((_, left)) = last.cooling() {
+            return Some(left.unwrap_or(ISOLATED_RECHECK));
+        }
         match last.state() {
             BreakerState::Isolated => Some(ISOLATED_RECHECK),
             BreakerState::Open => last.open_for().filter(|wait| !wait.is_zero()),
+            BreakerState::HalfOpen if last.trials_full() => Some(TRIALS_RECHECK),
             BreakerState::Closed | BreakerState::HalfOpen => None,
         }
     }

@@ -531,6 +531,59 @@ async fn readiness_gating_waits_for_the_probe_time() {
     assert!(futures_poll(&mut ready).is_some());
 }
 
+/// A route cooling down (a quota wall) refuses every call, as an open
+/// one does: with gating, the service is not ready until it is over.
+#[tokio::test(start_paused = true)]
+async fn readiness_gating_waits_out_a_cooldown() {
+    let (mut service, _, _) = build(consecutive(5).gate_readiness(true));
+    service.ready().await.unwrap();
+    service
+        .call(request(Plan::Fail(Code::QuotaExhausted)))
+        .await
+        .unwrap_err();
+    let mut ready = Box::pin(async { service.ready().await.map(|_| ()) });
+    assert!(
+        futures_poll(&mut ready).is_none(),
+        "not ready while cooling"
+    );
+    tokio::time::advance(Duration::from_secs(30)).await;
+    assert!(futures_poll(&mut ready).is_none());
+    tokio::time::advance(Duration::from_secs(31)).await;
+    tokio::time::timeout(Duration::from_millis(1), ready)
+        .await
+        .expect("ready once the cooldown is over")
+        .unwrap();
+}
+
+/// Half-open with its one trial out, every call is refused: with gating,
+/// the service is not ready until the trial's slot is free again.
+#[tokio::test(start_paused = true)]
+async fn readiness_gating_waits_for_a_trial_slot() {
+    let layer = consecutive(1)
+        .half_open_trials(1)
+        .close_after(1)
+        .gate_readiness(true);
+    let (mut service, _, _) = build(layer);
+    service.ready().await.unwrap();
+    service
+        .call(request(Plan::Fail(Code::Overloaded)))
+        .await
+        .unwrap_err();
+    tokio::time::advance(Duration::from_secs(5)).await;
+    service.ready().await.unwrap();
+    let mut trial = Box::pin(service.call(request(Plan::Hold)));
+    assert!(futures_poll(&mut trial).is_none(), "the trial is out");
+    let mut ready = Box::pin(async { service.ready().await.map(|_| ()) });
+    assert!(futures_poll(&mut ready).is_none(), "no trial slot left");
+    drop(ready);
+    drop(trial);
+    tokio::time::advance(Duration::from_millis(200)).await;
+    tokio::time::timeout(Duration::from_millis(1), service.ready())
+        .await
+        .expect("ready once the slot is free")
+        .unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_route_limit_bounds_memory() {
     let (service, handle, _) = build(consecutive(1).max_routes(4));
