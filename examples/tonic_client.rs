@@ -8,8 +8,9 @@
 //! The one thing tonic needs: the retry layer hands the channel a
 //! `ReplayBody` (so the next attempt can send the same request again), and
 //! a `Channel` takes tonic's own body type, so one `map_request` wraps it.
-//! The deadline travels to the server as `grpc-timeout`, narrowed to each
-//! attempt's bound. Outermost, `GrpcStatusLayer` (feature `tonic`) gives
+//! The deadline travels to the server as `grpc-timeout`: what is left of
+//! the operation when each attempt starts (not the attempt's own bound,
+//! which covers only the wait for the answer to begin). Outermost, `GrpcStatusLayer` (feature `tonic`) gives
 //! the caller a `Status` with the server's own code instead of tonic's
 //! `Unknown` for an error it does not know; the same feature lets the
 //! classification read the channel's own `grpc-timeout` expiry as a
@@ -80,8 +81,9 @@ async fn main() -> Result<(), tower::BoxError> {
     let service = ServiceBuilder::new()
         // Failures as `tonic::Status`es with the server's code.
         .layer(GrpcStatusLayer::new())
-        // The operation: 10 s, whatever the ladder does.
-        .layer(DeadlineLayer::new(Duration::from_secs(10)))
+        // The operation: 10 s, whatever the ladder does; what is left of it
+        // goes to the server with each attempt.
+        .layer(DeadlineLayer::new(Duration::from_secs(10)).carry_to_attempts())
         // Three attempts, short backoff, at most 20 % retries.
         .layer(RetryBudgetLayer::new(
             RetryPolicy::interactive().backoff(Backoff::exponential(
@@ -90,7 +92,8 @@ async fn main() -> Result<(), tower::BoxError> {
             )),
             Budget::ratio(0.2, 10, Duration::from_secs(10)),
         ))
-        // Each attempt: 2 s, told to the server as `grpc-timeout`.
+        // Each attempt: 2 s for its answer to begin; the server is told the
+        // operation's time left as `grpc-timeout`.
         .layer(DeadlineLayer::per_attempt(Duration::from_secs(2)).propagate_grpc_timeout())
         // `grpc-status` in headers or trailers, `RetryInfo` honoured.
         .layer(ClassifyLayer::grpc())

@@ -281,7 +281,13 @@ impl Stack {
     /// it).
     pub(crate) fn total_deadline_layer(&self) -> DeadlineLayer {
         let wire = self.propagate.clone().unwrap_or_else(WireTimeout::grpc);
-        DeadlineLayer::new(self.total).read_incoming(wire)
+        let total = DeadlineLayer::new(self.total).read_incoming(wire);
+        // The attempts write what is left of the operation, not the window
+        // a fallback reserve narrows them to.
+        match self.propagate {
+            Some(_) => total.carry_to_attempts(),
+            None => total,
+        }
     }
 
     /// The whole stack around `client`, without a fallback.

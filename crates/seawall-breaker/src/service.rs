@@ -74,11 +74,17 @@ impl<S> Breaker<S> {
 
     /// With readiness gating on: how long until the last route called may
     /// take a call again, if it may not now — open, isolated, cooling down
-    /// (a refusal every call would meet), or half-open with every trial
-    /// slot taken.
+    /// after a rate limit (its hint is when it answers again), or half-open
+    /// with every trial slot taken. A cooldown after a quota wall or
+    /// rejected credentials is as permanent as its cause
+    /// ([`Cooldown::worth_waiting`](seawall_core::Cooldown::worth_waiting)):
+    /// the service is ready, and the call is refused at once, not waited
+    /// for.
     fn gated_for(&self) -> Option<Duration> {
         let last = self.last.as_ref()?;
-        if let Some((_, left)) = last.cooling() {
+        if let Some((cause, left)) = last.cooling()
+            && seawall_core::Cooldown::worth_waiting(cause)
+        {
             return Some(left.unwrap_or(ISOLATED_RECHECK));
         }
         match last.state() {

@@ -23,6 +23,8 @@ enum Plan {
     Ok,
     /// Fails with this code before any response.
     Fail(Code),
+    /// Fails with this code and a retry hint of this many seconds.
+    FailAfter(Code, u64),
     /// A streamed answer: one chunk, then the provider drops the stream.
     DropsMidStream,
     /// A streamed answer that finishes.
@@ -75,6 +77,10 @@ impl Service<http::Request<Plan>> for Provider {
             let body = match *request.body() {
                 Plan::Ok => Script::default(),
                 Plan::Fail(code) => return Err(Failure::new(code).into()),
+                Plan::FailAfter(code, secs) => {
+                    let failure = Failure::new(code).with_retry_after(Duration::from_secs(secs));
+                    return Err(failure.into());
+                }
                 Plan::Streams => Script([chunk(), chunk()].into()),
                 Plan::DropsMidStream => {
                     let mut evidence = Evidence::default();
@@ -531,14 +537,16 @@ async fn readiness_gating_waits_for_the_probe_time() {
     assert!(futures_poll(&mut ready).is_some());
 }
 
-/// A route cooling down (a quota wall) refuses every call, as an open
-/// one does: with gating, the service is not ready until it is over.
+/// A route cooling down after a rate limit refuses every call until its
+/// hint is over: with gating, the service is not ready until then. After a
+/// quota wall the cooldown is as permanent as the wall: ready, and the
+/// call is refused at once rather than waited for.
 #[tokio::test(start_paused = true)]
-async fn readiness_gating_waits_out_a_cooldown() {
+async fn readiness_gating_waits_out_a_rate_limits_cooldown() {
     let (mut service, _, _) = build(consecutive(5).gate_readiness(true));
     service.ready().await.unwrap();
     service
-        .call(request(Plan::Fail(Code::QuotaExhausted)))
+        .call(request(Plan::FailAfter(Code::RateLimited, 30)))
         .await
         .unwrap_err();
     let mut ready = Box::pin(async { service.ready().await.map(|_| ()) });
@@ -546,13 +554,25 @@ async fn readiness_gating_waits_out_a_cooldown() {
         futures_poll(&mut ready).is_none(),
         "not ready while cooling"
     );
-    tokio::time::advance(Duration::from_secs(30)).await;
+    tokio::time::advance(Duration::from_secs(20)).await;
     assert!(futures_poll(&mut ready).is_none());
-    tokio::time::advance(Duration::from_secs(31)).await;
+    tokio::time::advance(Duration::from_secs(11)).await;
     tokio::time::timeout(Duration::from_millis(1), ready)
         .await
         .expect("ready once the cooldown is over")
         .unwrap();
+
+    let (mut walled, _, _) = build(consecutive(5).gate_readiness(true));
+    walled.ready().await.unwrap();
+    walled
+        .call(request(Plan::Fail(Code::QuotaExhausted)))
+        .await
+        .unwrap_err();
+    let mut ready = Box::pin(async { walled.ready().await.map(|_| ()) });
+    assert!(
+        futures_poll(&mut ready).is_some(),
+        "a wall is not waited for"
+    );
 }
 
 /// Half-open with its one trial out, every call is refused: with gating,

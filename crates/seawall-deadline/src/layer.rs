@@ -23,6 +23,9 @@ pub(crate) struct Config {
     pub(crate) refresh: Option<WireTimeout>,
     /// Where to read the caller's remaining time from.
     pub(crate) incoming: Option<WireTimeout>,
+    /// A total bound leaves the operation's deadline for the attempts'
+    /// wire ([`DeadlineLayer::carry_to_attempts`]).
+    pub(crate) carry: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -78,10 +81,12 @@ impl DeadlineLayer {
 
     /// Writes the remaining time on the request as `wire` says: the
     /// operation's. A per-attempt layer writes the time left of the
-    /// operation it runs in (the `Deadline` it found), not its own bound,
-    /// and nothing when it found none: its bound covers the wait for the
-    /// answer to begin, where a gRPC deadline ends the whole call, a
-    /// stream that began in time included.
+    /// operation it runs in (what a total bound outside left with
+    /// [`carry_to_attempts`](Self::carry_to_attempts), else the `Deadline`
+    /// it found), not its own bound, and nothing when it found none: its
+    /// bound covers the wait for the answer to begin, where a gRPC
+    /// deadline ends the whole call, a stream that began in time
+    /// included.
     pub fn propagate(mut self, wire: WireTimeout) -> Self {
         self.config.propagate = Some(wire);
         self
@@ -100,9 +105,22 @@ impl DeadlineLayer {
         self
     }
 
-    /// Writes the remaining time as `grpc-timeout` on the request.
+    /// Writes the remaining time as `grpc-timeout` on the request (the
+    /// operation's: see [`propagate`](Self::propagate)).
     pub fn propagate_grpc_timeout(mut self) -> Self {
         self.config.propagate = Some(WireTimeout::Grpc);
+        self
+    }
+
+    /// A total bound: leaves the operation's deadline in the request for a
+    /// per-attempt layer inside that [`propagate`](Self::propagate)s it,
+    /// which then writes what is left of the operation, not the
+    /// `Deadline` it finds (narrowed by a retry ladder to keep a fallback's
+    /// reserve, or to a caller's `AnswerBy`). A total bound that read the
+    /// caller's own bound off the wire leaves it anyway. One extension
+    /// more a request: off by default.
+    pub fn carry_to_attempts(mut self) -> Self {
+        self.config.carry = true;
         self
     }
 
@@ -120,6 +138,7 @@ impl DeadlineLayer {
                 propagate: None,
                 refresh: None,
                 incoming: None,
+                carry: false,
             },
         }
     }

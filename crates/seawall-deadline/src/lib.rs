@@ -26,8 +26,11 @@
 //! A deadline only shrinks: an earlier one already in the extensions (set by
 //! the caller, or read from the wire with [`DeadlineLayer::from_incoming`])
 //! is kept. With [`DeadlineLayer::propagate_grpc_timeout`] or
-//! [`DeadlineLayer::propagate_header`] the remaining time is written on the
-//! wire so the next hop stops when its caller does.
+//! [`DeadlineLayer::propagate_header`] the remaining time of the operation
+//! is written on the wire so the next hop stops when its caller does: a
+//! per-attempt layer writes the operation's (what a total layer outside
+//! left with [`DeadlineLayer::carry_to_attempts`], else the `Deadline` it
+//! finds), never its own bound, and nothing where it knows of none.
 //!
 //! A caller that stops waiting for an answer to *begin*, but reads a
 //! stream that began for as long as it runs (an SDK's read timeout), puts

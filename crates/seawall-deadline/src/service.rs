@@ -9,12 +9,16 @@ use crate::body::DeadlineBody;
 use crate::future::{Expiry, ResponseFuture};
 use crate::layer::{Bound, Config};
 
-/// Left in the request extensions by a total bound that read the caller's
-/// own bound off the wire: a per-attempt bound's `refresh` looks for the
-/// header only then (the header's lookup on every attempt of every
-/// other request cost more than this marker's absence does).
+/// The operation's deadline as the wire should carry it, left in the
+/// request extensions by a total bound that read the caller's own bound
+/// off the wire or was asked to ([`DeadlineLayer::carry_to_attempts`]):
+/// what a per-attempt bound inside writes, not the `Deadline` it finds
+/// there (a fallback reserve's window, a caller's `AnswerBy` narrow that
+/// one). Its presence is also what a per-attempt `refresh` looks for the
+/// header on: the lookup on every attempt of every other request cost
+/// more than this value's absence does.
 #[derive(Debug, Clone, Copy)]
-struct ReadFromWire;
+struct OnTheWire(Deadline);
 
 /// The service [`DeadlineLayer`](crate::DeadlineLayer) builds.
 #[derive(Debug, Clone)]
@@ -56,10 +60,12 @@ where
                     .as_ref()
                     .and_then(|wire| wire.read(request.headers()))
                     .map(|remaining| Deadline::after_from(started, remaining));
-                if incoming.is_some() {
-                    request.extensions_mut().insert(ReadFromWire);
-                }
                 let operation = [existing, own, incoming].into_iter().flatten().min();
+                if let Some(operation) = operation
+                    && (incoming.is_some() || self.config.carry)
+                {
+                    request.extensions_mut().insert(OnTheWire(operation));
+                }
                 // A bound on the wait for the answer only: the layers
                 // inside plan within it, the body is not held to it.
                 let answer_by = AnswerBy::of(&request).map(|by| by.0);
@@ -118,15 +124,16 @@ where
         // ends the whole call, stream included (grpc-go, grpc-java), and a
         // stream that began in time runs on past the attempt's bound. An
         // attempt given up on is cancelled by its reset, not its deadline.
+        let on_the_wire = request.extensions().get::<OnTheWire>().map(|wire| wire.0);
         let until = match self.config.bound {
             Bound::Total(_) => expiry.body,
-            Bound::PerAttempt(_) => existing,
+            Bound::PerAttempt(_) => on_the_wire.or(existing),
         };
         let wire = self.config.propagate.as_ref().or_else(|| {
-            self.config.refresh.as_ref().filter(|wire| {
-                request.extensions().get::<ReadFromWire>().is_some()
-                    && wire.is_in(request.headers())
-            })
+            self.config
+                .refresh
+                .as_ref()
+                .filter(|wire| on_the_wire.is_some() && wire.is_in(request.headers()))
         });
         if let (Some(wire), Some(until)) = (wire, until) {
             wire.write(request.headers_mut(), until.instant() - started);

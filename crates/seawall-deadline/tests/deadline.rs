@@ -604,3 +604,53 @@ async fn an_answer_that_began_runs_past_its_answer_by() {
     assert_eq!(start.elapsed(), Duration::from_secs(10), "not at 3 s");
     assert_eq!(failure(&err).code(), Code::DeadlineExceeded);
 }
+
+/// Between the total bound and an attempt, a retry ladder narrows the
+/// `Deadline` to keep a fallback's reserve (and a caller's `AnswerBy`
+/// narrows it too): with `carry_to_attempts`, the attempt still writes
+/// what is left of the operation on the wire, which is what bounds a
+/// stream that began in time.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_writes_the_operations_time_not_a_narrowed_window() {
+    let seen = Arc::new(std::sync::Mutex::new(http::HeaderMap::new()));
+    let inner = {
+        let seen = seen.clone();
+        service_fn(move |req: Request<()>| {
+            *seen.lock().unwrap() = req.headers().clone();
+            async { Ok::<_, Infallible>(Response::new(Body::default())) }
+        })
+    };
+    let attempt = DeadlineLayer::per_attempt(Duration::from_secs(3))
+        .propagate_grpc_timeout()
+        .layer(inner);
+    // What a ladder keeping a fallback reserve does: the attempts run
+    // under a window 4 s from now.
+    let window = tower::ServiceBuilder::new()
+        .map_request(|mut req: Request<()>| {
+            let slot = req.extensions_mut().get_mut::<Deadline>().unwrap();
+            *slot = Deadline::at(Instant::now() + Duration::from_secs(4));
+            req
+        })
+        .service(attempt);
+    let sent = |carry: bool| {
+        let layer = DeadlineLayer::new(Duration::from_secs(10));
+        let layer = if carry {
+            layer.carry_to_attempts()
+        } else {
+            layer
+        };
+        let service = layer.layer(window.clone());
+        let seen = seen.clone();
+        async move {
+            service.oneshot(Request::new(())).await.unwrap();
+            let value = seen.lock().unwrap()["grpc-timeout"].clone();
+            seawall_deadline::parse_grpc_timeout(&value).unwrap()
+        }
+    };
+    assert_eq!(sent(true).await, Duration::from_secs(10));
+    assert_eq!(
+        sent(false).await,
+        Duration::from_secs(4),
+        "the window, without it"
+    );
+}

@@ -97,14 +97,12 @@ where
         first.extensions_mut().insert(OuterLadder);
         // A single attempt records no body and puts no facts in: its spans
         // still name the operation and the provider, from the head (the
-        // model too where the path names it) — read only when a subscriber
-        // records them.
+        // model too where the path names it). Read whether or not a
+        // subscriber records them: a filter that enables spans alone
+        // answers `enabled!` no, and the span would name nothing.
         let facts = match first.extensions().get::<RequestFacts>() {
             Some(facts) => Some(facts.clone()),
-            None if tracing::enabled!(target: "seawall::retry", tracing::Level::INFO) => {
-                Some(RequestFacts::from_head(&first))
-            }
-            None => None,
+            None => Some(RequestFacts::from_head(&first)),
         };
         let again = again.map(|template| Again {
             service: self.inner.clone(),
