@@ -11,7 +11,7 @@
 
 use tracing::Span;
 
-use crate::{Code, Finish, Usage};
+use crate::{Code, Finish, RouteId, Usage};
 
 /// The span of one attempt and of its operation (the attempt span's
 /// parent), in the attempt's request extensions.
@@ -73,6 +73,20 @@ impl AttemptSpans {
         if released {
             record_end(&self.operation, finish, usage, code);
         }
+    }
+}
+
+/// The route `span` went to, as `server.address` and `server.port`
+/// ([`RouteId::address`]); the span must declare both. Nothing happens for
+/// a disabled span.
+pub fn record_address(span: &Span, route: &RouteId) {
+    if span.is_disabled() {
+        return;
+    }
+    let (host, port) = route.address();
+    span.record("server.address", host);
+    if let Some(port) = port {
+        span.record("server.port", port);
     }
 }
 

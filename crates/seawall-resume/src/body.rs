@@ -975,7 +975,7 @@ where
             };
             return self.on_call_failed(Box::new(classify_error(self.provider, &[], cx)));
         }
-        record_address(&self.span, &route);
+        seawall_core::span::record_address(&self.span, &route);
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.route = Some(route);
             last.receipt = receipt;
@@ -1003,7 +1003,7 @@ where
             .and_then(Failure::receipt)
             .and_then(|r| r.attempts.last().map(|a| a.route.clone()));
         let route = route.unwrap_or_else(|| RouteId::of_request(&self.head));
-        record_address(&self.span, &route);
+        seawall_core::span::record_address(&self.span, &route);
         record_end(&self.span, None, None, Some(code));
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.failed = Some(code);
@@ -1099,15 +1099,5 @@ where
                     && state.final_error.is_none()
             }
         }
-    }
-}
-
-/// The route that answered, as OpenTelemetry's `server.address` and
-/// `server.port` ([`RouteId::address`]).
-fn record_address(span: &tracing::Span, route: &RouteId) {
-    let (host, port) = route.address();
-    span.record("server.address", host);
-    if let Some(port) = port {
-        span.record("server.port", port);
     }
 }

@@ -406,8 +406,7 @@ impl<S, B> Ladder<S, B> {
                     StopReason::Failover => failure.with_action(Action::Failover),
                     _ => failure,
                 };
-                self.receipt.stop = Some(reason);
-                *failure.receipt_mut() = Some(Box::new(std::mem::take(&mut self.receipt)));
+                self.hand_receipt(&mut failure, reason);
                 Next::Stop(Box::new(failure))
             }
         }
@@ -579,12 +578,8 @@ impl<S, B> Ladder<S, B> {
     /// The attempt's span names the route that answered or failed when it
     /// is not the ladder's (a route set's member, a breaker's route).
     fn attempt_on(&self, route: &RouteId) {
-        if *route != self.route && !self.attempt_span.is_disabled() {
-            let (host, port) = route.address();
-            self.attempt_span.record("server.address", host);
-            if let Some(port) = port {
-                self.attempt_span.record("server.port", port);
-            }
+        if *route != self.route {
+            seawall_core::span::record_address(&self.attempt_span, route);
         }
     }
 
@@ -615,6 +610,13 @@ impl<S, B> Ladder<S, B> {
         )
     }
 
+    /// The operation ends with `failure`, which takes the receipt, stopped
+    /// for `stop`.
+    fn hand_receipt(&mut self, failure: &mut Failure, stop: StopReason) {
+        self.receipt.stop = Some(stop);
+        *failure.receipt_mut() = Some(Box::new(std::mem::take(&mut self.receipt)));
+    }
+
     /// The service failed its readiness before a retry: the operation ends
     /// with that error (no attempt was sent), recorded as a failed
     /// operation, with the receipt of the attempts made when it is a
@@ -630,8 +632,7 @@ impl<S, B> Ladder<S, B> {
         metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
         match Failure::extract(error) {
             Ok(mut failure) => {
-                self.receipt.stop = Some(stop);
-                *failure.receipt_mut() = Some(Box::new(std::mem::take(&mut self.receipt)));
+                self.hand_receipt(&mut failure, stop);
                 Box::new(failure)
             }
             Err(other) => other,
