@@ -418,7 +418,7 @@ where
                                 // The first bytes of a byte order mark:
                                 // the rest of it is still to come.
                                 None if self.blank == 0
-                                    && seawall_internal::json::UTF8_BOM.starts_with(all) => {}
+                                    && seawall_internal::json::bom_so_far(all) => {}
                                 None => self.blank = self.buffer.len(),
                             }
                         }

@@ -16,6 +16,13 @@ use crate::nesting::Nesting;
 /// JSON parser ignore it; WHATWG's event-stream parser skips it).
 pub const UTF8_BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
+/// Whether `data` is all a byte order mark holds so far: nothing, its
+/// first bytes split from the rest by a frame, or the whole mark. What
+/// follows decides what the body opens with.
+pub fn bom_so_far(data: &[u8]) -> bool {
+    UTF8_BOM.starts_with(data)
+}
+
 /// `data` without a leading UTF-8 byte order mark.
 pub fn without_bom(data: &[u8]) -> &[u8] {
     data.strip_prefix(&UTF8_BOM[..]).unwrap_or(data)
@@ -25,7 +32,7 @@ pub fn without_bom(data: &[u8]) -> &[u8] {
 /// order mark: what a body opens with. `None` while only blanks came, or
 /// the first bytes of a mark split across frames.
 pub fn opening(data: &[u8]) -> Option<u8> {
-    if data.len() < UTF8_BOM.len() && UTF8_BOM.starts_with(data) {
+    if bom_so_far(data) {
         return None;
     }
     without_bom(data)
