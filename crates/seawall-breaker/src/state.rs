@@ -311,10 +311,7 @@ impl RouteBreaker {
     /// Half-open with every trial slot taken: a call now would be refused.
     pub(crate) fn trials_full(&self) -> bool {
         let word = self.word.load(Ordering::Acquire);
-        word & STATE_MASK != OPEN
-            && word & STATE_MASK != CLOSED
-            && word & STATE_MASK != ISOLATED
-            && trials_of(word).1 >= self.policy.trials
+        word & STATE_MASK == HALF_OPEN && trials_of(word).1 >= self.policy.trials
     }
 
     pub(crate) fn state(&self) -> BreakerState {

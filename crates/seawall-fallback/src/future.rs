@@ -350,7 +350,7 @@ impl Walk {
             .iter()
             .any(|route| takes(route, failure, None) != Take::No)
         {
-            return Err(with_own_receipt(error, &from));
+            return Err(with_own_receipt(error, &from, None));
         }
         let cause = failure.code();
         let settings = &shared.settings;
@@ -729,26 +729,20 @@ fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason) -> Box
         reason = why.as_str(),
         "no fallback"
     );
-    match Failure::extract(error) {
-        Ok(mut failure) => {
-            let own = failure.receipt().is_none().then(|| single(from, &failure));
-            failure
-                .receipt_mut()
-                .get_or_insert_with(|| Box::new(own.unwrap_or_default()))
-                .stop = Some(why);
-            Box::new(failure)
-        }
-        Err(error) => error,
-    }
+    with_own_receipt(error, from, Some(why))
 }
 
 /// `error` with a receipt of its one attempt when the primary kept none (a
 /// route without a ladder, whose attempt nobody else records).
-fn with_own_receipt(error: BoxError, from: &RouteId) -> BoxError {
+/// `stop`, when given, is why its receipt stops there.
+fn with_own_receipt(error: BoxError, from: &RouteId, stop: Option<StopReason>) -> BoxError {
     match Failure::extract(error) {
         Ok(mut failure) => {
             if failure.receipt().is_none() {
                 *failure.receipt_mut() = Some(Box::new(single(from, &failure)));
+            }
+            if let (Some(stop), Some(receipt)) = (stop, failure.receipt_mut().as_mut()) {
+                receipt.stop = Some(stop);
             }
             Box::new(failure)
         }
