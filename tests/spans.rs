@@ -8,8 +8,7 @@ use common::spans::{Capture, Captured, run};
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use seawall::classify::ClassifyLayer;
 use tower::ServiceExt;
 
@@ -19,6 +18,14 @@ fn spans_of(call: impl std::future::Future<Output = ()>) -> BTreeMap<u64, Captur
     let capture = Capture::default();
     run(&capture, call);
     capture.seawall_by_id()
+}
+
+/// The one operation span.
+fn operation(spans: &BTreeMap<u64, Captured>) -> &Captured {
+    spans
+        .values()
+        .find(|s| s.name == "operation")
+        .expect("an operation span")
 }
 
 #[test]
@@ -87,10 +94,7 @@ fn a_single_attempt_is_named_by_its_head() {
         let response = service.oneshot(request).await.unwrap();
         response.into_body().collect().await.unwrap();
     });
-    let op = spans
-        .values()
-        .find(|s| s.name == "operation")
-        .expect("an operation span");
+    let op = operation(&spans);
     let field = |name: &str| op.fields.get(name).cloned().unwrap_or_default();
     assert_eq!(field("otel.name"), "chat");
     assert_eq!(field("gen_ai.operation.name"), "chat");
@@ -103,22 +107,17 @@ fn a_model_named_in_the_path_names_the_operation_from_its_start() {
     let spans = spans_of(async {
         let chaos = common::chaos().await;
         let service = common::short_stack().build(&ClassifyLayer::gemini(), common::client());
-        let request = http::Request::post(format!(
-            "{}/v1beta/models/gemini-x:generateContent",
-            chaos.base_url()
-        ))
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(
-            br#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#,
-        )))
-        .unwrap();
+        let request = common::post_json(
+            &format!(
+                "{}/v1beta/models/gemini-x:generateContent",
+                chaos.base_url()
+            ),
+            r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#,
+        );
         let response = service.oneshot(request).await.unwrap();
         response.into_body().collect().await.unwrap();
     });
-    let op = spans
-        .values()
-        .find(|s| s.name == "operation")
-        .expect("an operation span");
+    let op = operation(&spans);
     assert_eq!(
         op.fields.get("otel.name").map(String::as_str),
         Some("generate_content gemini-x")
