@@ -70,6 +70,10 @@ use seawall_stream::{StreamGuard, StreamGuardLayer};
 use tower_http::decompression::{Decompression, DecompressionLayer};
 use tower_layer::Layer;
 
+/// The codings the attempt's decompression reads, as it writes them in
+/// `accept-encoding` (so the request it asks with is left alone).
+const DECODED: &str = "gzip,deflate,br";
+
 /// One attempt: Breaker → Deadline(per attempt) → StreamGuard → Classify →
 /// Decompression → client.
 pub type AttemptStack<S, C> =
@@ -251,15 +255,21 @@ impl Stack {
     /// [`CanonicalEncodingLayer`] writes the answer's coding the way the
     /// decompression matches it (`GZIP` and `x-gzip` as `gzip`). An
     /// encoding it does not know reaches the classifier still encoded and
-    /// fails as `protocol_violation`, never as a misread answer.
+    /// fails as `protocol_violation`, never as a misread answer. A caller's
+    /// own `Accept-Encoding` that asks for another coding (`zstd`, `*`) is
+    /// replaced by the decompression's list: the caller reads decoded bytes
+    /// either way, and an answer nothing here decodes would fail on every
+    /// attempt, each billed.
     pub fn attempt<S, C: Clone>(
         &self,
         classify: &ClassifyLayer<C>,
         client: S,
     ) -> AttemptStack<S, C> {
-        let decoded = DecompressionLayer::new()
-            .no_zstd()
-            .layer(CanonicalEncodingLayer::new().layer(client));
+        let decoded = DecompressionLayer::new().no_zstd().layer(
+            CanonicalEncodingLayer::new()
+                .asking_only_for(DECODED)
+                .layer(client),
+        );
         let classified = classify.layer(decoded);
         let guarded = self.guard.layer(classified);
         let mut bound = DeadlineLayer::per_attempt(self.per_attempt);

@@ -3,8 +3,8 @@
 //! (the same stack over `seawall::reqwest::ReqwestService`). Each root
 //! names its client in `crate::CLIENT`.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,6 +30,8 @@ enum Act {
 struct Hostile {
     base: String,
     requests: Arc<AtomicUsize>,
+    /// Each request's head, in order.
+    heads: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -45,6 +47,8 @@ impl Hostile {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(AtomicUsize::new(0));
         let counter = requests.clone();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let seen = heads.clone();
         let replies = Arc::new(replies);
         let task = tokio::spawn(async move {
             loop {
@@ -52,21 +56,27 @@ impl Hostile {
                     return;
                 };
                 let counter = counter.clone();
+                let seen = seen.clone();
                 let replies = replies.clone();
                 tokio::spawn(async move {
-                    let _ = serve(stream, &counter, &replies).await;
+                    let _ = serve(stream, &counter, &seen, &replies).await;
                 });
             }
         });
         Hostile {
             base,
             requests,
+            heads,
             task,
         }
     }
 
     fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
     }
 }
 
@@ -75,14 +85,13 @@ impl Hostile {
 async fn serve(
     mut stream: TcpStream,
     counter: &AtomicUsize,
+    heads: &Mutex<Vec<String>>,
     replies: &[Vec<Act>],
 ) -> std::io::Result<()> {
-    if seawall_test::raw::read_request(&mut stream)
-        .await?
-        .is_none()
-    {
+    let Some(request) = seawall_test::raw::read_request(&mut stream).await? else {
         return Ok(());
-    }
+    };
+    heads.lock().unwrap().push(request.head);
     let n = counter.fetch_add(1, Ordering::SeqCst);
     let reply = &replies[n.min(replies.len() - 1)];
     for act in reply {
@@ -211,24 +220,33 @@ async fn ask_classified(
     classify: ClassifyLayer<ProviderClassifier>,
 ) -> Outcome {
     let call = (format!("{base}/v1/chat/completions"), chat_body(stream));
-    ask_with(call, stack, classify).await
+    ask_with(call, &[], stack, classify).await
 }
 
 /// Asks the Responses API (`POST /v1/responses`) for `stream` or not.
 async fn ask_responses(server: &Hostile, stream: bool) -> Outcome {
     let body = format!(r#"{{"model":"gpt-x","stream":{stream},"input":"hi"}}"#);
     let call = (format!("{}/v1/responses", server.base), body);
-    ask_with(call, &stack(), ClassifyLayer::openai_responses()).await
+    ask_with(call, &[], &stack(), ClassifyLayer::openai_responses()).await
 }
 
-/// Sends `call` (URL and JSON body) through `stack` over the root's client.
+/// Sends `call` (URL and JSON body) with `headers` through `stack` over the
+/// root's client.
 async fn ask_with(
     call: (String, String),
+    headers: &[(&str, &str)],
     stack: &Stack,
     classify: ClassifyLayer<ProviderClassifier>,
 ) -> Outcome {
     match crate::CLIENT {
-        Client::Hyper => ask_through(stack.build(&classify, crate::common::client()), call).await,
+        Client::Hyper => {
+            ask_through(
+                stack.build(&classify, crate::common::client()),
+                call,
+                headers,
+            )
+            .await
+        }
         #[cfg(feature = "reqwest")]
         Client::Reqwest => {
             let client = seawall::reqwest::client_builder()
@@ -236,20 +254,25 @@ async fn ask_with(
                 .build()
                 .expect("a reqwest client");
             let service = seawall::reqwest::ReqwestService::new(client);
-            ask_through(stack.build(&classify, service), call).await
+            ask_through(stack.build(&classify, service), call, headers).await
         }
     }
 }
 
-async fn ask_through<S, B>(service: S, (url, body): (String, String)) -> Outcome
+async fn ask_through<S, B>(
+    service: S,
+    (url, body): (String, String),
+    headers: &[(&str, &str)],
+) -> Outcome
 where
     S: tower::Service<http::Request<Full<Bytes>>, Response = http::Response<B>, Error = BoxError>,
     B: http_body::Body<Data = Bytes, Error = BoxError>,
 {
-    let request = http::Request::post(url)
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body)))
-        .unwrap();
+    let mut request = http::Request::post(url).header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(Full::new(Bytes::from(body))).unwrap();
     let failed = |error: BoxError, receipt: Option<Receipt>| {
         let failure = Failure::find(&*error).cloned();
         let receipt = failure
@@ -959,4 +982,44 @@ async fn an_answer_that_stalls_mid_body_is_billed() {
         "{receipt:?}"
     );
     assert_eq!(server.requests(), receipt.attempts.len());
+}
+
+/// The `accept-encoding` lines of a request head, values trimmed.
+fn accept_encoding(head: &str) -> Vec<String> {
+    let lines = head.lines().filter_map(|line| line.split_once(':'));
+    lines
+        .filter(|(name, _)| name.eq_ignore_ascii_case("accept-encoding"))
+        .map(|(_, value)| value.trim().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_caller_asking_for_a_coding_nothing_decodes_is_asked_for_what_is() {
+    let url = |server: &Hostile| format!("{}/v1/chat/completions", server.base);
+    for (asked, sent) in [
+        // Headers copied from a browser: a server may pick zstd, which
+        // nothing in the stack decodes, and fail every billed attempt.
+        (Some("gzip, deflate, br, zstd"), "gzip,deflate,br"),
+        (Some("*"), "gzip,deflate,br"),
+        (Some("br"), "br"),
+        (Some("identity"), "identity"),
+        (None, "gzip,deflate,br"),
+    ] {
+        let server = Hostile::start(vec![healthy_unary()]).await;
+        let headers: Vec<_> = asked
+            .map(|value| ("accept-encoding", value))
+            .into_iter()
+            .collect();
+        let call = (url(&server), chat_body(false));
+        let outcome = ask_with(call, &headers, &stack(), ClassifyLayer::openai()).await;
+        assert_eq!(outcome.code(), None, "{asked:?}: {outcome:?}");
+        let heads = server.heads();
+        assert_eq!(heads.len(), 1, "{asked:?}");
+        assert_eq!(
+            accept_encoding(&heads[0]),
+            [sent],
+            "{asked:?}: {}",
+            heads[0]
+        );
+    }
 }

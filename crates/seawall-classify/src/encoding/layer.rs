@@ -6,13 +6,23 @@ use super::CanonicalEncoding;
 /// [module docs](crate::encoding).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CanonicalEncodingLayer {
-    _private: (),
+    decoded: Option<&'static str>,
 }
 
 impl CanonicalEncodingLayer {
-    /// The layer.
+    /// The layer. It leaves requests as they are.
     pub fn new() -> Self {
         CanonicalEncodingLayer::default()
+    }
+
+    /// Asks only for the codings in `decoded` (a comma-separated list, as
+    /// the decompression above this layer writes it, e.g.
+    /// `"gzip,deflate,br"`): a request whose `accept-encoding` asks for any
+    /// other (`zstd`, `*`) has it replaced by `decoded`. See the
+    /// [module docs](crate::encoding).
+    pub fn asking_only_for(mut self, decoded: &'static str) -> Self {
+        self.decoded = Some(decoded);
+        self
     }
 }
 
@@ -20,6 +30,9 @@ impl<S> Layer<S> for CanonicalEncodingLayer {
     type Service = CanonicalEncoding<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        CanonicalEncoding::new(inner)
+        CanonicalEncoding {
+            inner,
+            decoded: self.decoded,
+        }
     }
 }

@@ -32,6 +32,20 @@
 //! a list of several codings stays a list (no decoder here undoes two, so
 //! the classifier refuses it), and one of nothing but `identity` is
 //! removed.
+//!
+//! ## What the request asks for
+//!
+//! tower-http's decompression writes its own `accept-encoding` only when the
+//! request has none. A caller's own (headers copied from a browser:
+//! `gzip, deflate, br, zstd`) then reaches the server as it is, and a server
+//! may answer in a coding nothing here decodes: every attempt fails as
+//! `protocol_violation` and every attempt is billed. The caller reads the
+//! decoded answer either way, so which coding travels is the stack's
+//! business: with [`asking_only_for`](CanonicalEncodingLayer::asking_only_for)
+//! a request that asks for any coding outside the decoded list (`*`
+//! included; one weighted `q=0` asks for nothing) has its
+//! `accept-encoding` replaced by that list. One that asks only for codings
+//! in it, or for `identity`, is left as it is.
 
 mod future;
 mod layer;
@@ -42,7 +56,54 @@ pub use layer::CanonicalEncodingLayer;
 pub use service::CanonicalEncoding;
 
 use http::HeaderValue;
-use http::header::{CONTENT_ENCODING, HeaderMap};
+use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, HeaderMap};
+
+/// Replaces `headers`' `accept-encoding` by `decoded` where it asks for a
+/// coding outside that list (see the module docs).
+pub(crate) fn ask_only_for(headers: &mut HeaderMap, decoded: &'static str) {
+    let mut lines = headers.get_all(ACCEPT_ENCODING).iter();
+    match (lines.next(), lines.next()) {
+        (None, _) => return,
+        // The decompression's own, the usual case: one comparison.
+        (Some(only), None) if only.as_bytes() == decoded.as_bytes() => return,
+        _ => {}
+    }
+    let asks_beyond = headers
+        .get_all(ACCEPT_ENCODING)
+        .iter()
+        .flat_map(|line| line.as_bytes().split(|&byte| byte == b','))
+        .any(|item| asks_for_unread(item, decoded));
+    if asks_beyond {
+        headers.insert(ACCEPT_ENCODING, HeaderValue::from_static(decoded));
+    }
+}
+
+/// Whether one item of an `accept-encoding` list (`zstd;q=0.5`) asks for
+/// a coding `decoded` does not name.
+fn asks_for_unread(item: &[u8], decoded: &str) -> bool {
+    let mut parts = item.split(|&byte| byte == b';');
+    let coding = parts.next().unwrap_or_default().trim_ascii();
+    let refused = parts.any(|parameter| {
+        let parameter = parameter.trim_ascii();
+        let weight = match parameter {
+            [b'q' | b'Q', b'=', weight @ ..] => weight.trim_ascii(),
+            _ => return false,
+        };
+        // `0`, `0.`, `0.0`, `0.000`: not acceptable (RFC 9110, 12.4.2).
+        weight.first() == Some(&b'0') && weight[1..].iter().all(|&b| b == b'.' || b == b'0')
+    });
+    if refused || coding.is_empty() || coding.eq_ignore_ascii_case(b"identity") {
+        return false;
+    }
+    let coding = match coding {
+        alias if alias.eq_ignore_ascii_case(b"x-gzip") => b"gzip".as_slice(),
+        coding => coding,
+    };
+    !decoded
+        .as_bytes()
+        .split(|&byte| byte == b',')
+        .any(|known| known.trim_ascii().eq_ignore_ascii_case(coding))
+}
 
 /// Writes `headers`' `content-encoding` canonically (see the module docs).
 pub(crate) fn canonicalize(headers: &mut HeaderMap) {
@@ -95,6 +156,53 @@ mod tests {
         headers
             .get(CONTENT_ENCODING)
             .map(|value| value.to_str().unwrap().to_owned())
+    }
+
+    fn asked(lines: &[&str]) -> Vec<String> {
+        let mut headers = HeaderMap::new();
+        for line in lines {
+            headers.append(ACCEPT_ENCODING, HeaderValue::from_str(line).unwrap());
+        }
+        ask_only_for(&mut headers, "gzip,deflate,br");
+        let all = headers.get_all(ACCEPT_ENCODING).iter();
+        all.map(|value| value.to_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_request_asks_only_for_what_is_decoded() {
+        let ours = ["gzip,deflate,br"];
+        for kept in [
+            &["gzip,deflate,br"][..],
+            &["gzip"],
+            &["br, GZIP;q=0.5"],
+            &["x-gzip"],
+            &["identity"],
+            &["gzip", "br"],
+            &["zstd;q=0, gzip"],
+            &["zstd; Q=0.000, br"],
+            &["*;q=0, identity"],
+            &[","],
+        ] {
+            assert_eq!(asked(kept), kept, "{kept:?}");
+        }
+        for replaced in [
+            &["gzip, deflate, br, zstd"][..],
+            &["zstd"],
+            &["ZSTD;q=0.1"],
+            &["*"],
+            &["gzip", "zstd"],
+            &["compress"],
+            &["zstd;q=0.01"],
+        ] {
+            assert_eq!(asked(replaced), ours, "{replaced:?}");
+        }
+        let mut none = HeaderMap::new();
+        ask_only_for(&mut none, "gzip,deflate,br");
+        assert!(
+            none.is_empty(),
+            "a request that asks for nothing is left so"
+        );
     }
 
     #[test]

@@ -9,13 +9,17 @@ use super::ResponseFuture;
 /// a decoder matches it. See the [module docs](crate::encoding).
 #[derive(Debug, Clone, Copy)]
 pub struct CanonicalEncoding<S> {
-    inner: S,
+    pub(super) inner: S,
+    pub(super) decoded: Option<&'static str>,
 }
 
 impl<S> CanonicalEncoding<S> {
-    /// Wraps `inner`.
+    /// Wraps `inner`, leaving requests as they are.
     pub fn new(inner: S) -> Self {
-        CanonicalEncoding { inner }
+        CanonicalEncoding {
+            inner,
+            decoded: None,
+        }
     }
 
     /// The inner service.
@@ -46,7 +50,10 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+        if let Some(decoded) = self.decoded {
+            super::ask_only_for(request.headers_mut(), decoded);
+        }
         ResponseFuture::new(self.inner.call(request))
     }
 }
