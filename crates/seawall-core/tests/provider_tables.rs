@@ -1267,6 +1267,18 @@ fn a_cut_choice_is_not_hidden_behind_a_whole_one() {
         r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"A"}]},"finishReason":"STOP","index":0},{"content":{"role":"model","parts":[{"text":"B"}]},"finishReason":"MAX_TOKENS","index":1}]}"#,
     );
     assert_eq!(gemini, r#"answer Some((Truncated, "MAX_TOKENS")) None"#);
+    // A candidate (or choice) without its finish was cut, as one answer
+    // without it is: not hidden by another's stop.
+    let gemini = answer(
+        Provider::Gemini,
+        r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"A"}]},"finishReason":"STOP"},{"content":{"role":"model","parts":[{"text":"B"}]},"index":1}]}"#,
+    );
+    assert!(gemini.starts_with("fail truncated"), "{gemini}");
+    let openai = answer(
+        Provider::OpenAi,
+        r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"A"},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":"B"},"finish_reason":null}]}"#,
+    );
+    assert!(openai.starts_with("fail truncated"), "{openai}");
 }
 
 /// A lone surrogate escape is valid JSON serde refuses: the answer is the

@@ -702,3 +702,83 @@ async fn several_choices_finish_when_every_choice_has() {
         (FinishKind::Truncated, "length")
     );
 }
+
+/// Several Gemini candidates (`candidateCount > 1`): in one chunk each, or
+/// one per chunk with its `index` (the first's left out). The first to
+/// finish does not finish the message; one cut while another finished is
+/// truncated, not complete, and a candidate's cut is not hidden by
+/// another's `STOP`. The delivered text is the first candidate's, what
+/// the SDK's `text` reads.
+#[tokio::test]
+async fn several_gemini_candidates_finish_when_every_candidate_has() {
+    let path = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse";
+    let candidate = |index: u32, text: &str, finish: Option<&str>| {
+        let index = if index == 0 {
+            String::new()
+        } else {
+            format!(",\"index\":{index}")
+        };
+        let finish = finish
+            .map(|reason| format!(",\"finishReason\":\"{reason}\""))
+            .unwrap_or_default();
+        format!(
+            "{{\"content\":{{\"parts\":[{{\"text\":\"{text}\"}}],\"role\":\"model\"}}{finish}{index}}}"
+        )
+    };
+    let chunk = |candidates: &[String]| {
+        format!(
+            "data: {{\"candidates\":[{}]}}\r\n\r\n",
+            candidates.join(",")
+        )
+    };
+    let run = |stream: String| async move {
+        match run_framed(path, stream.as_bytes(), stream.len()).await {
+            Outcome::Delivered(d) => d,
+            Outcome::Failed(f) => panic!("{f:?}"),
+        }
+    };
+    // Both in each chunk; candidate 1 never finishes.
+    let together = chunk(&[candidate(0, "A", None), candidate(1, "B", None)])
+        + &chunk(&[candidate(0, "!", Some("STOP")), candidate(1, "b", None)]);
+    // One per chunk, candidate 1 showing up after candidate 0 finished.
+    let late = chunk(&[candidate(0, "A", Some("STOP"))]) + &chunk(&[candidate(1, "B", None)]);
+    for (cut, text) in [(together.clone(), "A!"), (late, "A")] {
+        let d = run(cut.clone()).await;
+        let error = d.error.unwrap_or_else(|| panic!("not complete: {cut}"));
+        assert_eq!(error.code(), Code::Truncated, "{cut}: {error:?}");
+        let delivered = error
+            .interrupted()
+            .and_then(|i| i.delivered_text.as_deref());
+        assert_eq!(delivered, Some(text), "{cut}");
+    }
+    // Whole, candidate 1 cut at its limit: truncated, whichever finished
+    // first, and so however the chunks hold them.
+    for whole in [
+        together.clone() + &chunk(&[candidate(1, "", Some("MAX_TOKENS"))]),
+        chunk(&[
+            candidate(0, "A", Some("STOP")),
+            candidate(1, "B", Some("MAX_TOKENS")),
+        ]),
+        chunk(&[candidate(1, "B", Some("MAX_TOKENS"))])
+            + &chunk(&[candidate(0, "A", Some("STOP"))]),
+    ] {
+        let d = run(whole.clone()).await;
+        let finish = d.report.finish.as_ref().expect("a finish");
+        assert_eq!(
+            (finish.kind, &*finish.reason),
+            (FinishKind::Truncated, "MAX_TOKENS"),
+            "{whole}"
+        );
+    }
+    // Whole, both stopped: complete, the first candidate's text delivered.
+    let whole = together + &chunk(&[candidate(1, "", Some("STOP"))]);
+    let d = run(whole.clone()).await;
+    assert!(d.error.is_none(), "{:?}", d.error);
+    assert_eq!(d.bytes, whole.as_bytes());
+    let finish = d.report.finish.as_ref().expect("a finish");
+    assert_eq!(
+        (finish.kind, &*finish.reason),
+        (FinishKind::Complete, "STOP")
+    );
+    assert_eq!(d.report.content_events, 2);
+}

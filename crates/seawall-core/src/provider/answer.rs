@@ -143,7 +143,8 @@ impl<T> Default for Outcome<'_, T> {
 impl<'a, T: Candidacy<'a>> Outcome<'a, T> {
     /// Adds one choice or candidate: the first policy failure wins, any
     /// content counts, and the first finish that does not complete the
-    /// task is the answer's, else the first one's.
+    /// task is the answer's (a missing one included), else the first
+    /// one's.
     pub(super) fn fold(&mut self, item: T, first: bool) {
         if self.policy.is_none() {
             self.policy = item.policy();
@@ -155,7 +156,10 @@ impl<'a, T: Candidacy<'a>> Outcome<'a, T> {
                 .as_ref()
                 .is_none_or(|(kind, _)| kind.completes_task())
         };
-        if first || (whole(&self.finish) && !whole(&finish)) {
+        // One without a finish is cut, whatever the others say (as one
+        // answer without its finish is): it outranks a plain stop.
+        let cut = !first && finish.is_none() && self.finish.is_some();
+        if first || (whole(&self.finish) && (cut || !whole(&finish))) {
             self.finish = finish;
         }
     }

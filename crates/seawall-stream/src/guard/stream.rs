@@ -471,9 +471,12 @@ impl Track {
     }
 
     /// The finish arrived, and the framing around the events is closed
-    /// (the JSON array's `]`; an event stream has nothing to close).
+    /// (the JSON array's `]`; an event stream has nothing to close). Of
+    /// several choices, one that first showed up after the others finished
+    /// is still being written: no whole message (Gemini has no end marker
+    /// to say so at).
     fn message_complete(&self) -> bool {
-        self.tally.finish.is_some() && self.framing.closed()
+        self.tally.finish.is_some() && self.framing.closed() && !self.decoder.choice_unfinished()
     }
 
     /// Scans one data frame; returns why the stream must stop, if it must.

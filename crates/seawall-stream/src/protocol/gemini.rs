@@ -11,14 +11,15 @@ use seawall_core::{FinishKind, Usage};
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::wire::{First, Present, Text, declared_reason, fold_seq, parse};
+use super::choices::{Choices, bit};
+use super::wire::{Present, Text, declared_reason, fold_seq, parse};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::Provider;
 
 #[derive(Deserialize)]
 struct Chunk<'a> {
-    #[serde(borrow, default)]
-    candidates: First<Candidate<'a>>,
+    #[serde(borrow, default, deserialize_with = "candidates")]
+    candidates: Option<Candidates<'a>>,
     #[serde(borrow, rename = "promptFeedback")]
     prompt_feedback: Option<Feedback<'a>>,
     error: Option<Present>,
@@ -32,6 +33,58 @@ struct Candidate<'a> {
     content: Option<Content<'a>>,
     #[serde(borrow, rename = "finishReason")]
     finish_reason: Option<Text<'a>>,
+    /// Left out for the first (the API omits default values).
+    index: Option<serde_json::Number>,
+}
+
+/// The candidates of one chunk folded into what the guard needs: which
+/// were seen and finished, the chunk's most telling finish, and their
+/// parts — any candidate's content is content; the text is the first
+/// candidate's, what the SDK's `text` reads.
+#[derive(Default)]
+struct Candidates<'a> {
+    seen: u64,
+    finished: u64,
+    finish: Option<Reason<'a>>,
+    parts: Parts<'a>,
+}
+
+fn candidates<'de: 'a, 'a, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Candidates<'a>>, D::Error> {
+    fold_seq(
+        deserializer,
+        None,
+        |acc: &mut Option<Candidates<'a>>, candidate: Candidate<'a>| {
+            let acc = acc.get_or_insert_with(Candidates::default);
+            let index = candidate
+                .index
+                .as_ref()
+                .map_or(Some(0), serde_json::Number::as_u64);
+            let bit = index.and_then(bit).unwrap_or(0);
+            acc.seen |= bit;
+            let finish = declared_reason(candidate.finish_reason).map(|Text(reason)| Reason {
+                kind: finish_kind(&reason),
+                reason,
+            });
+            if let Some(finish) = finish {
+                acc.finished |= bit;
+                // The first that is not a plain stop tells the most.
+                if acc.finish.as_ref().is_none_or(|kept| {
+                    kept.kind == FinishKind::Complete && finish.kind != FinishKind::Complete
+                }) {
+                    acc.finish = Some(finish);
+                }
+            }
+            let parts = candidate.content.map(|c| c.parts).unwrap_or_default();
+            acc.parts.content |= parts.content;
+            acc.parts.acts |= parts.acts;
+            acc.parts.thinking |= parts.thinking;
+            if index == Some(0) && acc.parts.text.is_none() {
+                acc.parts.text = parts.text;
+            }
+        },
+    )
 }
 
 #[derive(Deserialize)]
@@ -122,7 +175,11 @@ fn parts<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Parts<'a>
     )
 }
 
-pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a> {
+pub(super) fn decode<'a>(
+    data: &'a [u8],
+    usage: &mut Option<Usage>,
+    choices: &mut Choices,
+) -> Signal<'a> {
     let Some(chunk) = parse::<Chunk<'_>>(data) else {
         return Signal::Other;
     };
@@ -139,14 +196,18 @@ pub(super) fn decode<'a>(data: &'a [u8], usage: &mut Option<Usage>) -> Signal<'a
             reason,
         });
     }
-    let Some(candidate) = chunk.candidates.0 else {
+    let Some(candidates) = chunk.candidates else {
         return Signal::Progress;
     };
-    let parts = candidate.content.map(|c| c.parts).unwrap_or_default();
-    let finish = declared_reason(candidate.finish_reason).map(|Text(reason)| Reason {
-        kind: finish_kind(&reason),
-        reason,
-    });
+    let Candidates {
+        seen,
+        finished,
+        finish,
+        parts,
+    } = candidates;
+    // One candidate's finish is the message's only once every candidate
+    // seen has finished.
+    let finish = choices.settle(seen, finished, finish);
     match (parts.content, finish) {
         (true, finish) => Signal::Content {
             text: parts.text,

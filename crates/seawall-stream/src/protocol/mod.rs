@@ -14,6 +14,7 @@
 //! sure.
 
 mod anthropic;
+mod choices;
 mod gemini;
 mod generic;
 mod openai;
@@ -143,8 +144,9 @@ pub struct Decoder {
     usage_parts: UsageFields,
     /// The shape of an OpenAI stream's plain chunks.
     shape: openai::Shape,
-    /// The choices of an OpenAI stream asked for several (`n > 1`).
-    choices: openai::Choices,
+    /// The choices of a stream asked for several (OpenAI's `n > 1`,
+    /// Gemini's `candidateCount > 1`).
+    choices: choices::Choices,
     /// Stray lines since the last event (see [`Item::Stray`]), kept while
     /// they may be a raw error body; `None` until one comes.
     stray: Option<Stray>,
@@ -181,7 +183,7 @@ impl Decoder {
             usage: None,
             usage_parts: UsageFields::default(),
             shape: openai::Shape::default(),
-            choices: openai::Choices::default(),
+            choices: choices::Choices::default(),
             stray: None,
         }
     }
@@ -393,7 +395,7 @@ impl Decoder {
             Provider::Anthropic => {
                 anthropic::decode(name, data, &mut self.named, &mut self.usage_parts)
             }
-            Provider::Gemini => gemini::decode(data, &mut self.usage),
+            Provider::Gemini => gemini::decode(data, &mut self.usage, &mut self.choices),
             Provider::Http => generic::decode(name, data),
         }
     }

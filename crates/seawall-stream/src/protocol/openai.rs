@@ -14,6 +14,7 @@ use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
+use super::choices::Choices;
 use super::wire::{First, Present, Text, declared_reason, parse_text};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::Provider;
@@ -352,55 +353,6 @@ impl Shape {
             },
             None => Signal::Progress,
         })
-    }
-}
-
-/// The choices of a stream that asked for several (`n > 1`): OpenAI and
-/// vLLM send one choice per chunk, each finishing on its own. The message
-/// is finished when every choice seen has: the first to finish does not
-/// finish the others (a break after it would have called them complete).
-#[derive(Debug, Clone, Default)]
-pub(super) struct Choices {
-    /// The choices seen (index < 64), and those finished.
-    seen: u64,
-    finished: u64,
-    /// The first finish that was not a plain stop, kept for the message's
-    /// finish: a choice cut at its token limit is not hidden by another's
-    /// `stop`.
-    notable: Option<(FinishKind, String)>,
-}
-
-impl Choices {
-    /// Several choices were seen and one of them never finished: an end
-    /// marker now ends a message with a choice cut short.
-    pub(super) fn one_unfinished(&self) -> bool {
-        self.seen.count_ones() > 1 && self.seen & !self.finished != 0
-    }
-
-    /// Notes `index`'s finish; the finish of the message, once every
-    /// choice seen has finished (for a single choice, its own).
-    fn finish<'a>(&mut self, index: u64, finish: Option<Reason<'a>>) -> Option<Reason<'a>> {
-        // Past 64 choices, each finish is the message's, as for one.
-        if index >= 64 {
-            return finish;
-        }
-        let bit = 1u64 << index;
-        self.seen |= bit;
-        let reason = finish?;
-        self.finished |= bit;
-        if reason.kind != FinishKind::Complete && self.notable.is_none() {
-            self.notable = Some((reason.kind, reason.reason.clone().into_owned()));
-        }
-        if self.seen & !self.finished != 0 {
-            return None;
-        }
-        match self.notable.take() {
-            Some((kind, reason)) if self.seen.count_ones() > 1 => Some(Reason {
-                kind,
-                reason: reason.into(),
-            }),
-            _ => Some(reason),
-        }
     }
 }
 
