@@ -279,6 +279,24 @@ async fn an_error_event_after_content_reaches_the_caller_as_seawalls_verdict() {
     assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
 }
 
+/// A refusal after content ends the stream with `content_filter` and then
+/// `[DONE]`: async-openai stops reading at `[DONE]`, so the verdict after
+/// it never reached its caller, whose stream ended as a whole answer. The
+/// marker of a stream that ends badly is not handed on.
+#[tokio::test]
+async fn a_filter_after_content_is_an_error_the_caller_reads() {
+    let seen = call(true, None, &["refusal;tokens=3"], Under::Stack).await;
+    assert_eq!(seen.text, words(3));
+    let error = seen.error.as_ref().expect("no clean end");
+    assert!(
+        matches!(error, async_openai::error::OpenAIError::StreamError(_)),
+        "{error:?}"
+    );
+    let failure = seen.outcome.failure().expect("seawall's verdict");
+    assert_eq!(failure.code(), Code::Refused);
+    assert_eq!((seen.primary.len(), seen.fallback.len()), (1, 0));
+}
+
 #[tokio::test]
 async fn a_unary_body_reset_is_retried_before_async_openai_sees_it() {
     // Nothing reached the caller: the classifier read the broken body

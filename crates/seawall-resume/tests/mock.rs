@@ -910,9 +910,11 @@ async fn an_abort_finish_the_caller_already_read_is_not_resumed() {
     assert!(failure.evidence().finish_seen);
     assert_eq!(calls.load(Ordering::SeqCst), 1, "no continuation was sent");
     assert_eq!(resumed.report().gave_up, Some("finished"));
+    // The caller read the abort, but not `[DONE]`: an SDK stops reading
+    // at it and would never meet the verdict.
     assert!(
-        shown.ends_with(b"data: [DONE]\n\n"),
-        "the caller read the end"
+        shown.ends_with(b"\"finish_reason\":\"abort\"}]}\n\n"),
+        "the caller read the abort"
     );
 }
 

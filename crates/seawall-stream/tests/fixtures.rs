@@ -89,9 +89,22 @@ fn failed(outcome: Outcome) -> Failure {
 /// A finished stream: every frame delivered untouched and the finish in
 /// the report. A refusal, filter or malformed call after content is no
 /// success: the body then ends with that verdict (escalate or return to
-/// the model) carrying what was delivered, never a silent clean end.
+/// the model) carrying what was delivered, never a silent clean end — and
+/// without the end marker (`[DONE]`, `message_stop`), at which an SDK
+/// stops reading and would never meet the verdict.
 fn assert_finished(d: &Drained, fixture: &str, kind: FinishKind, reason: &str) {
-    assert_eq!(d.bytes, fixture.as_bytes(), "frames pass through untouched");
+    let handed_on = match kind.failure() {
+        None => fixture,
+        Some(_) => ["data: [DONE]", "event: message_stop"]
+            .iter()
+            .find_map(|marker| fixture.rfind(marker))
+            .map_or(fixture, |at| &fixture[..at]),
+    };
+    assert_eq!(
+        d.bytes,
+        handed_on.as_bytes(),
+        "frames pass through untouched"
+    );
     let finish = d.report.finish.as_ref().expect("a finish");
     assert_eq!((finish.kind, &*finish.reason), (kind, reason));
     assert_eq!(d.report.closed_by, ClosedBy::Them);
@@ -688,6 +701,8 @@ async fn several_choices_finish_when_every_choice_has() {
         };
         let error = d.error.expect("not complete");
         assert_eq!(error.code(), Code::Truncated, "{error:?}");
+        // Nor is `[DONE]` handed on: an SDK stops at it, before the verdict.
+        assert_eq!(d.bytes, marked.trim_end_matches(DONE).as_bytes());
     }
     // Whole.
     let whole = head + &chunk(1, "{}", r#""stop""#) + DONE;

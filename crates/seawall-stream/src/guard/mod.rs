@@ -48,6 +48,10 @@
 //!   keeps the connection open after it holds nobody until the idle
 //!   bound. A finish reason alone is no end marker (OpenAI's usage chunk,
 //!   Anthropic's `message_stop`, Gemini's last usage frame follow it).
+//!   Where the stream ends badly (a filter after content, a choice cut
+//!   short, no finish at all), the frame is cut just before a `[DONE]` or
+//!   `message_stop` instead: an SDK that stops reading at `[DONE]` reads
+//!   on, and meets the verdict, not a clean end.
 //! - **A finish is not always success.** `length`/`max_tokens` ends the
 //!   body cleanly and the report marks it truncated. A refusal, a filter or
 //!   a malformed call after content ends the body with that verdict

@@ -470,6 +470,14 @@ impl Track {
         self.content_seen() || (self.message_complete() && self.tally.empty_verdict().is_none())
     }
 
+    /// Whether the stream, ended where it stands, ends in a failure (as
+    /// [`Track::end_of_stream`] judges it).
+    fn ends_badly(&self) -> bool {
+        self.tally.stop.is_some()
+            || !(self.message_complete() && self.answered())
+            || self.finish_verdict().is_some()
+    }
+
     /// The finish arrived, and the framing around the events is closed
     /// (the JSON array's `]`; an event stream has nothing to close). Of
     /// several choices, one that first showed up after the others finished
@@ -505,6 +513,7 @@ impl Track {
         let content_before = tally.content_events;
         let mut error_at = None;
         let mut end_at = None;
+        let mut marker_at = None;
         let mut on_item = |item: Item<'_>| {
             let (start, end) = match item {
                 Item::Event(event) => (event.start, event.end),
@@ -522,6 +531,7 @@ impl Track {
                 error_at = Some(start);
             } else if decoder.ended() {
                 end_at = Some(if decoder.ends_before() { start } else { end });
+                marker_at = decoder.ended_by_marker().then_some(start);
             }
         };
         let scanned = match framing {
@@ -545,6 +555,16 @@ impl Track {
         }
         if let Err(cause) = scanned {
             tally.stop.get_or_insert(cause);
+        }
+        // The end marker of a stream that ends badly (a filter after
+        // content, a choice cut short, no finish at all) is not handed on:
+        // an SDK stops reading at `[DONE]` and would never read the
+        // verdict that follows it. Without the marker it reads on, and
+        // meets the error.
+        if let Some(at) = marker_at
+            && self.ends_badly()
+        {
+            end_at = Some(at);
         }
         if let Some(at) = error_at {
             self.withheld += (data.len() - at) as u64;

@@ -133,6 +133,9 @@ pub struct Decoder {
     /// It arrived as a `[DONE]` the protocol has not of its own: the end
     /// is before that event ([`Decoder::ends_before`]).
     ends_before: bool,
+    /// It arrived as the protocol's end marker (`[DONE]`, `message_stop`),
+    /// an event that carries no part of the answer.
+    marker: bool,
     /// An Anthropic stream named one of its message events: from then on
     /// an unnamed event is passed over, as the SDK passes it over.
     named: bool,
@@ -179,6 +182,7 @@ impl Decoder {
             finished: false,
             ended: false,
             ends_before: false,
+            marker: false,
             named: false,
             usage: None,
             usage_parts: UsageFields::default(),
@@ -222,6 +226,14 @@ impl Decoder {
         self.ends_before
     }
 
+    /// Whether the stream ended at its protocol's end marker (`[DONE]` on
+    /// a chat stream, Anthropic's `message_stop`): an event that carries no
+    /// part of the answer, only that it is over. The OpenAI SDKs stop
+    /// reading there.
+    pub fn ended_by_marker(&self) -> bool {
+        self.marker
+    }
+
     /// What `item` means.
     pub fn decode<'a>(&mut self, item: Item<'a>) -> Signal<'a> {
         let event = match item {
@@ -247,6 +259,7 @@ impl Decoder {
         {
             signal = self.decode_data(event.name, &repaired).into_owned();
         }
+        self.marker |= matches!(signal, Signal::Done);
         self.ended |= matches!(
             (&signal, self.provider),
             (Signal::Done, _)
