@@ -225,6 +225,20 @@ fn judge_past_cap<E: Into<BoxError>>(
     Some(Ok(frame))
 }
 
+/// A body error handed on unjudged (a stream's), named where its chain
+/// says what happened: a client's read timeout is `timeout`, as it is on
+/// a unary answer, not a bare error a layer above (the stream guard)
+/// can only call `transport`. Anything else is handed on as it is.
+fn named(error: BoxError) -> BoxError {
+    if Failure::find(&*error).is_some() {
+        return error;
+    }
+    match transport_failure(&*error) {
+        Some(failure) => Box::new(failure),
+        None => error,
+    }
+}
+
 impl<B> ClassifiedBody<B> {
     pub(crate) fn inner(body: B) -> Self {
         ClassifiedBody {
@@ -325,7 +339,10 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let poll = match self.project().kind.project() {
-            KindProj::Inner { body } => body.poll_frame(cx),
+            KindProj::Inner { body } => {
+                let poll = body.poll_frame(cx);
+                return poll.map(|frame| frame.map(|result| result.map_err(|e| named(e.into()))));
+            }
             KindProj::Read { data, trailers } => {
                 let frame = match data.take() {
                     Some(data) => Some(Frame::data(data)),

@@ -595,3 +595,53 @@ async fn a_connect_timeout_in_the_handshake_is_a_timeout() {
     let failure = seawall::classify::transport_failure(&error).expect("classified");
     assert_eq!(failure.code(), Code::Timeout, "{error}");
 }
+
+/// A client's own read timeout on a stream that stalls is a timeout, as
+/// on a unary answer: before content the attempt's code (`timeout`,
+/// retried to an answer), after it the interruption's cause. It was a
+/// bare body error the stream guard could only call `transport`.
+#[tokio::test]
+async fn a_read_timeout_in_a_stream_is_a_timeout() {
+    let client = seawall_reqwest::client_builder()
+        .no_proxy()
+        // Well inside the stack's idle bound (300 ms): the client's fires
+        // first.
+        .read_timeout(Duration::from_millis(50))
+        .build()
+        .expect("a reqwest client");
+    let ask = |script: &'static [&'static str]| {
+        let client = client.clone();
+        async move {
+            let primary = common::chaos().await;
+            let faults = script.iter().map(|f| f.parse::<Fault>().unwrap()).collect();
+            primary.script("openai", faults).unwrap();
+            let request =
+                http::Request::post(format!("{}/v1/chat/completions", primary.base_url()))
+                    .header("content-type", "application/json")
+                    .body(Full::new(Bytes::from(common::chat_body(true))))
+                    .unwrap();
+            let service = common::short_stack().build(
+                &ClassifyLayer::openai(),
+                seawall_reqwest::ReqwestService::new(client),
+            );
+            let seen = respond(service.oneshot(request).await, true).await;
+            (seen, rows(&primary).await.len())
+        }
+    };
+    let ((read, failure, _, receipt), requests) = ask(&["stall_after;tokens=3;ms=2000"]).await;
+    let failure = failure.expect("an interruption");
+    assert_eq!(failure.code(), Code::StreamInterrupted, "{failure:?}");
+    let interrupted = failure.interrupted().expect("what was delivered");
+    assert_eq!(interrupted.cause, Some(Code::Timeout), "{failure:?}");
+    assert_eq!(read.text, words(3));
+    assert_eq!(requests, 1);
+    assert_eq!(receipt.map(|r| r.attempts.len()), Some(1));
+
+    let ((read, failure, _, receipt), requests) =
+        ask(&["stall_after;tokens=0;ms=2000", "ok"]).await;
+    assert!(failure.is_none(), "{failure:?}");
+    assert_eq!(read.text, words(8));
+    assert_eq!(requests, 2);
+    let receipt = receipt.expect("a receipt");
+    assert_eq!(receipt.attempts[0].code, Some(Code::Timeout), "{receipt:?}");
+}
