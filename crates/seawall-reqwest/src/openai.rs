@@ -16,19 +16,29 @@
 //! - The adapter calls the factory once per call; a retry or a fallback
 //!   replays the request body from seawall's own
 //!   [`ReplayBody`](seawall_core::recording::ReplayBody), byte for byte.
-//! - Every failure reaches async-openai as `OpenAIError::Boxed`, and over a
-//!   stack with `ClassifyLayer` every response it gets is a 2xx (the
-//!   classifier fails the rest). async-openai's retry policy
-//!   (`should_retry`) retries only 429 and 5xx responses and
-//!   `OpenAIError::Reqwest` connect errors, so even an `OpenAIRetryLayer`
-//!   stacked above the adapter by mistake never fires: one ladder, seawall's.
+//! - A failure before the response reaches async-openai as
+//!   `OpenAIError::Boxed`; one in the body (an interruption, a verdict after
+//!   content) as the body's error — a stream's as
+//!   `OpenAIError::StreamError` (its text), a unary answer's as
+//!   `OpenAIError::Reqwest` (a body error). Over a stack with
+//!   `ClassifyLayer` every response it gets is a 2xx (the classifier fails
+//!   the rest). async-openai's retry policy (`should_retry`) retries only
+//!   429 and 5xx responses and `OpenAIError::Reqwest` connect errors, so
+//!   even an `OpenAIRetryLayer` stacked above the adapter by mistake never
+//!   fires: one ladder, seawall's. async-openai reads a stream in a task
+//!   of its own and never sends it again.
+//! - Call `with_http_service` last: async-openai's
+//!   `Client::with_http_client` puts its own executor (and its retry)
+//!   back, and the stack is then bypassed.
 //!
 //! # The verdict
 //!
 //! async-openai consumes the response (its extensions, where the
 //! [`Receipt`] is, never reach the caller), turns a stream's body error into
 //! a string, and `OpenAIError::Boxed` is `#[error(transparent)]`, so
-//! [`Failure::find`] on an `OpenAIError` finds nothing. Run the call in
+//! [`Failure::find`] on an `OpenAIError` finds nothing (on the boxed error
+//! inside `OpenAIError::Boxed(e)`, `Failure::find(&*e)` does, for a failure
+//! before the response). Run the call in
 //! [`scope`] instead: the adapter fills the [`Outcome`] it returns, from
 //! the response head and from the body as async-openai reads it (also from
 //! the task async-openai spawns to read a stream).
