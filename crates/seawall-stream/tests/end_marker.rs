@@ -253,3 +253,34 @@ async fn a_finish_reason_is_not_the_end_marker() {
         .expect("the usage chunk after the finish");
     assert_eq!((usage.input_tokens, usage.output_tokens), (3, 2));
 }
+
+/// The end marker of a stream that ends badly (here filtered after
+/// content) is held back, in its frame or alone in one (an SDK stops at
+/// `[DONE]` and would never read the verdict after it); a plain HTTP
+/// event stream, whose end after content is its finish, hands its
+/// `[DONE]` on whole.
+#[tokio::test(start_paused = true)]
+async fn the_marker_of_a_bad_end_is_held_back_and_a_good_ones_handed_on() {
+    let filtered =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"content_filter\"}]}\n\n";
+    let cut = format!("{OPENAI_ROLE}{}{filtered}", openai_delta("Hello"));
+    for frames in [
+        vec![format!("{cut}{DONE}")],
+        vec![cut.clone(), DONE.to_owned()],
+    ] {
+        let (drained, took) = read_then_hang(CHAT, frames).await;
+        let error = drained.error.clone().expect("filtered after content");
+        assert_eq!(
+            error.code(),
+            seawall_core::Code::ContentFiltered,
+            "{error:?}"
+        );
+        assert_eq!(text(&drained), cut, "no [DONE] handed on");
+        assert!(took < Duration::from_secs(1), "{took:?}");
+    }
+    let plain = format!("data: hello\n\n{DONE}");
+    let (drained, took) = read_then_hang("/v1/other/events", vec![plain.clone()]).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert_eq!(text(&drained), plain);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}

@@ -470,14 +470,6 @@ impl Track {
         self.content_seen() || (self.message_complete() && self.tally.empty_verdict().is_none())
     }
 
-    /// Whether the stream, ended where it stands, ends in a failure (as
-    /// [`Track::end_of_stream`] judges it).
-    fn ends_badly(&self) -> bool {
-        self.tally.stop.is_some()
-            || !(self.message_complete() && self.answered())
-            || self.finish_verdict().is_some()
-    }
-
     /// The finish arrived, and the framing around the events is closed
     /// (the JSON array's `]`; an event stream has nothing to close). Of
     /// several choices, one that first showed up after the others finished
@@ -562,7 +554,7 @@ impl Track {
         // verdict that follows it. Without the marker it reads on, and
         // meets the error.
         if let Some(at) = marker_at
-            && self.ends_badly()
+            && (self.tally.stop.is_some() || self.end_verdict().is_some())
         {
             end_at = Some(at);
         }
@@ -642,6 +634,17 @@ impl Track {
                 return Some(cause);
             }
         }
+        if let Some(cause) = self.end_verdict() {
+            return Some(cause);
+        }
+        self.report(None, ClosedBy::Them, now);
+        None
+    }
+
+    /// Why the stream, ended where it stands, fails, if it does: the
+    /// finish it has without one of its own is set first (a streamed
+    /// refusal's; on plain HTTP, the end itself after content).
+    fn end_verdict(&mut self) -> Option<Cause> {
         if self.tally.finish.is_none()
             && let Some(reason) = self.decoder.implied_finish()
         {
@@ -664,11 +667,7 @@ impl Track {
         if !(self.message_complete() && self.answered()) {
             return Some(Cause::Eof);
         }
-        if let Some(verdict) = self.finish_verdict() {
-            return Some(Cause::PolicyFinish(verdict));
-        }
-        self.report(None, ClosedBy::Them, now);
-        None
+        self.finish_verdict().map(Cause::PolicyFinish)
     }
 
     /// Ends the live body on `cause`: a failure, unless the message was
