@@ -581,8 +581,9 @@ mod with_grpc_status {
 
     /// A tonic server that bounds its own work: a `DeadlineLayer` reading
     /// the caller's `grpc-timeout` (capped by a bound of its own), with
-    /// `GrpcStatusLayer` outside it so the server answers its failure as
-    /// a `DEADLINE_EXCEEDED` status. tonic resets the stream of any error
+    /// `GrpcStatusLayer::server()` outside it so the server answers its
+    /// failure as a `DEADLINE_EXCEEDED` status, before the response or
+    /// after a streamed message. tonic resets the stream of any error
     /// that is not a `Status` (the caller reads `INTERNAL`), so the layer
     /// is what keeps the code.
     #[tokio::test]
@@ -604,11 +605,14 @@ mod with_grpc_status {
 
             type WatchStream = WatchStream;
 
+            /// One message, then nothing until the caller goes.
             async fn watch(
                 &self,
                 _: Request<HealthCheckRequest>,
             ) -> Result<Response<WatchStream>, Status> {
-                Err(Status::unimplemented("watch"))
+                let first = tokio_stream::iter([Ok(serving())]);
+                let stream = tokio_stream::StreamExt::chain(first, tokio_stream::pending());
+                Ok(Response::new(Box::pin(stream)))
             }
         }
 
@@ -618,7 +622,7 @@ mod with_grpc_status {
             DeadlineLayer::new(Duration::from_millis(200)).read_incoming(WireTimeout::grpc());
         tokio::spawn(
             Server::builder()
-                .layer(GrpcStatusLayer::new())
+                .layer(GrpcStatusLayer::server())
                 .layer(bound)
                 .add_service(HealthServer::new(Slow))
                 .serve_with_incoming(TcpListenerStream::new(listener)),
@@ -633,6 +637,16 @@ mod with_grpc_status {
             started.elapsed() < Duration::from_secs(10),
             "the server's bound, not the handler, ended the call"
         );
+        // A stream the bound ends after a message: the status comes as the
+        // body's trailers (an error there reset the stream, and the caller
+        // read `INTERNAL`).
+        let started = std::time::Instant::now();
+        let mut messages = plain.watch(ask()).await.expect("a stream").into_inner();
+        let first = messages.message().await.expect("a message");
+        assert!(first.is_some());
+        let status = messages.message().await.expect_err("out of time");
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+        assert!(started.elapsed() < Duration::from_secs(10));
     }
 }
 

@@ -40,10 +40,12 @@
 //!
 //! A tonic *server* with seawall layers of its own (a `DeadlineLayer`
 //! reading the caller's `grpc-timeout`) wants it too, outside them
-//! (`Server::builder().layer(GrpcStatusLayer::new()).layer(..)`): a tonic
-//! server resets the stream of an error that is not a `Status`, which its
-//! caller reads as `INTERNAL`; through the layer, a bound that fires is a
-//! `DEADLINE_EXCEEDED` status.
+//! (`Server::builder().layer(GrpcStatusLayer::server()).layer(..)`): a
+//! tonic server resets the stream of an error that is not a `Status`, and
+//! hyper resets a stream whose body fails, either of which its caller
+//! reads as `INTERNAL`. Through the layer, a bound that fires is a
+//! `DEADLINE_EXCEEDED` status: before the response, the status tonic
+//! answers with; in a streamed body after messages, the body's trailers.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {

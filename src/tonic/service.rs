@@ -8,7 +8,6 @@ use pin_project_lite::pin_project;
 use seawall_core::BoxError;
 use tower_service::Service;
 
-use super::body::status_body;
 use super::{StatusBody, into_status};
 
 /// The service [`GrpcStatusLayer`](super::GrpcStatusLayer) makes: `S`, its
@@ -17,12 +16,26 @@ use super::{StatusBody, into_status};
 #[derive(Debug, Clone)]
 pub struct GrpcStatus<S> {
     inner: S,
+    server: bool,
 }
 
 impl<S> GrpcStatus<S> {
-    /// Wraps `inner`.
+    /// Wraps `inner`, for a client.
     pub fn new(inner: S) -> Self {
-        GrpcStatus { inner }
+        GrpcStatus {
+            inner,
+            server: false,
+        }
+    }
+
+    /// Wraps `inner`, for a server: see [`GrpcStatusLayer::server`].
+    ///
+    /// [`GrpcStatusLayer::server`]: super::GrpcStatusLayer::server
+    pub fn server(inner: S) -> Self {
+        GrpcStatus {
+            inner,
+            server: true,
+        }
     }
 
     seawall_core::define_inner_service_accessors!();
@@ -48,6 +61,7 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         ResponseFuture {
             inner: self.inner.call(request),
+            server: self.server,
         }
     }
 }
@@ -58,6 +72,7 @@ pin_project! {
     pub struct ResponseFuture<F> {
         #[pin]
         inner: F,
+        server: bool,
     }
 }
 
@@ -71,9 +86,11 @@ where
     type Output = Result<Response<StatusBody<ResBody>>, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let result = ready!(self.project().inner.poll(cx));
+        let this = self.project();
+        let server = *this.server;
+        let result = ready!(this.inner.poll(cx));
         Poll::Ready(match result {
-            Ok(response) => Ok(response.map(status_body)),
+            Ok(response) => Ok(response.map(|body| StatusBody::new(body, server))),
             Err(error) => Err(into_status(error.into())),
         })
     }

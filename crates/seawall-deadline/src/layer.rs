@@ -63,11 +63,13 @@ impl DeadlineLayer {
     /// [`DeadlineLayer::read_incoming`] on [`DeadlineLayer::new`] to also
     /// cap it with a bound of our own.
     ///
-    /// In a tonic server, put `seawall::tonic::GrpcStatusLayer` outside
-    /// it (`Server::builder().layer(GrpcStatusLayer::new()).layer(..)`):
+    /// In a tonic server, put `seawall::tonic::GrpcStatusLayer::server()`
+    /// outside it (`Server::builder().layer(GrpcStatusLayer::server()).layer(..)`):
     /// tonic answers an error that is not a `tonic::Status` by resetting
-    /// the stream, which the caller reads as `INTERNAL`; through that
-    /// layer the bound's failure is a `DEADLINE_EXCEEDED` status.
+    /// the stream, and so does hyper for an error in a streamed body,
+    /// which the caller reads as `INTERNAL`; through that layer the bound's
+    /// failure is a `DEADLINE_EXCEEDED` status, before the response or in
+    /// the trailers after messages.
     pub fn from_incoming(wire: WireTimeout) -> Self {
         DeadlineLayer::with_bound(Bound::Total(None)).read_incoming(wire)
     }
