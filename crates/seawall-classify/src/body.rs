@@ -19,7 +19,9 @@ use crate::transport::transport_failure;
 pin_project! {
     /// The body of a response that passed [`ClassifyLayer`](crate::ClassifyLayer).
     ///
-    /// Streams and unread bodies are the inner body, untouched. A checked
+    /// Streams and unread bodies are the inner body, its frames untouched
+    /// (a timeout its errors' chain names is the `timeout` failure, as on
+    /// a checked body). A checked
     /// unary body is the bytes that were read. A body that was read in part
     /// and then handed on (past the check cap, or not a JSON object) replays
     /// what was read and continues with the rest: nothing is lost. Past the
@@ -225,17 +227,19 @@ fn judge_past_cap<E: Into<BoxError>>(
     Some(Ok(frame))
 }
 
-/// A body error handed on unjudged (a stream's), named where its chain
-/// says what happened: a client's read timeout is `timeout`, as it is on
-/// a unary answer, not a bare error a layer above (the stream guard)
-/// can only call `transport`. Anything else is handed on as it is.
+/// A body error handed on unjudged (a stream's): a timeout its chain
+/// names (a client's read timeout, a socket's) is the `timeout` failure
+/// it is on a unary answer, not a bare error a layer above (the stream
+/// guard) can only call `transport`. Anything else is handed on as it
+/// is, its own type kept for whoever reads it (tonic maps h2's errors
+/// itself).
 fn named(error: BoxError) -> BoxError {
     if Failure::find(&*error).is_some() {
         return error;
     }
     match transport_failure(&*error) {
-        Some(failure) => Box::new(failure),
-        None => error,
+        Some(failure) if failure.code() == Code::Timeout => Box::new(failure),
+        _ => error,
     }
 }
 
@@ -338,11 +342,10 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        // The unjudged bodies (a stream's) hand their frames on, their
+        // errors `named`.
         let poll = match self.project().kind.project() {
-            KindProj::Inner { body } => {
-                let poll = body.poll_frame(cx);
-                return poll.map(|frame| frame.map(|result| result.map_err(|e| named(e.into()))));
-            }
+            KindProj::Inner { body } => body.poll_frame(cx),
             KindProj::Read { data, trailers } => {
                 let frame = match data.take() {
                     Some(data) => Some(Frame::data(data)),
@@ -370,7 +373,7 @@ where
                 return Poll::Ready(judge.frame(passed, frame));
             }
         };
-        poll.map(|frame| frame.map(|result| result.map_err(Into::into)))
+        poll.map(|frame| frame.map(|result| result.map_err(|error| named(error.into()))))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -16,7 +16,9 @@
 //!   past the quota wall makes a 429 `Permanent`/`quota_exhausted` with
 //!   `reset_at`.
 //! - **2xx streams** (`text/event-stream`, and anything that is not JSON) are
-//!   handed on untouched: the body is not polled here.
+//!   handed on untouched: the body is not polled here. Only a body error
+//!   whose chain names a timeout (a client's read timeout) becomes the
+//!   `timeout` failure it is on a unary answer.
 //! - **2xx unary JSON** answers from LLM providers are read (up to 8 MiB) and
 //!   checked for 200-with-nothing-in-it (`empty_response`), refusals and
 //!   content filters (`Policy`). A delivered answer carries its

@@ -14,7 +14,9 @@ use seawall_core::hint::RetryHint;
 use seawall_core::provider::openai_responses::last_sequence_number;
 use seawall_core::provider::{ErrorContext, Provider, QuotaWall, classify_error};
 use seawall_core::span::record_end;
-use seawall_core::{BoxError, Class, Code, Deadline, Failure, Receipt, RequestFacts, RouteId};
+use seawall_core::{
+    BoxError, Class, ClosedBy, Code, Deadline, Failure, Receipt, RequestFacts, RouteId,
+};
 use seawall_stream::StreamReportHandle;
 use serde_json::Value;
 use tower_service::Service;
@@ -588,7 +590,11 @@ where
             Code::Truncated => true,
             Code::StreamInterrupted => match interrupted.cause {
                 Some(Code::Transport | Code::IdleTimeout) => true,
-                Some(Code::Timeout | Code::ProtocolViolation) | None => false,
+                // The connection's own timeout (a client's read timeout, a
+                // socket's), as a reset is; not one of the guard's bounds
+                // (the stream past its `max_duration`), which it closes.
+                Some(Code::Timeout) => failure.evidence().closed_by == Some(ClosedBy::Them),
+                Some(Code::ProtocolViolation) | None => false,
                 Some(cause) => cause.default_class() == Class::Transient,
             },
             _ => false,
@@ -596,11 +602,10 @@ where
         if !fixable {
             return Err("not_resumable");
         }
-        // The caller already holds the answer's finish, and after it the
-        // protocol's end (the guard judges a server's `abort` finish, or an
-        // error after the finish, only at the end): a continuation spliced
-        // in after it goes unread (an OpenAI SDK stops at `[DONE]`) or
-        // shows a second end, and is billed either way.
+        // The caller already holds the answer's finish (the guard judges a
+        // server's `abort` finish, or an error after the finish, only at
+        // the end): a continuation spliced in after it shows a second
+        // finish, and is billed.
         if failure.evidence().finish_seen {
             return Err("finished");
         }

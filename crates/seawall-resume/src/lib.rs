@@ -116,8 +116,8 @@
 //!   these are verdicts, not interruptions.
 //! - Any interruption after the caller already received the answer's
 //!   finish (a server's `abort` finish, judged at the end marker that
-//!   follows it; an error after the finish): a continuation after the
-//!   end an SDK stops reading at would be billed and never read.
+//!   follows it, which the guard then holds back; an error after the
+//!   finish): a continuation would show a second finish, and be billed.
 //! - A caller who drops the body (cancellation): nothing is read further.
 //! - The operation's deadline, or an interruption with no time left.
 //! - A tool or function-call delta delivered before the cut: the

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use seawall_core::{BoxError, Code, Failure, Interrupted};
+use seawall_core::{BoxError, ClosedBy, Code, Failure, Interrupted};
 use seawall_resume::{OpenAiStyle, ResumeLayer, ResumeRequestBody, Resumed};
 use seawall_test::body::Script;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
@@ -954,4 +954,35 @@ async fn a_call_in_a_repeated_chunk_is_kept_when_its_text_is_trimmed() {
     assert!(shown.contains("functionCall"), "{shown}");
     assert_eq!(shown.matches("w6 w7").count(), 1, "{shown}");
     assert_eq!(spliced.continuations.len(), 1);
+}
+
+/// A stream cut by the connection's own timeout (a client's read timeout,
+/// which the classifier names `timeout`) is continued as a reset is; one
+/// the guard closed at a bound of its own (past `max_duration`) is not.
+#[tokio::test]
+async fn a_connections_timeout_is_resumed_and_a_guards_bound_is_not() {
+    for (closed_by, resumed) in [(ClosedBy::Them, true), (ClosedBy::Us, false)] {
+        let mut failure = cut("w1 w2");
+        let mut interrupted = failure.interrupted().cloned().unwrap();
+        interrupted.cause = Some(Code::Timeout);
+        failure = Box::new(failure.with_interrupted(interrupted));
+        failure.evidence_mut().closed_by = Some(closed_by);
+        let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(failure)];
+        let rest = |_: &serde_json::Value| {
+            Ok(Bytes::from(format!(
+                "{}data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n",
+                String::from_utf8(chunk(" w3").to_vec()).unwrap()
+            )))
+        };
+        let spliced = splice_openai(ResumeLayer::new(), first, rest).await;
+        if resumed {
+            assert!(spliced.error.is_none(), "{:?}", spliced.error);
+            assert_eq!(spliced.report.resumed(), 1);
+            assert_eq!(text_of(&spliced.shown), "w1 w2 w3");
+        } else {
+            assert!(spliced.error.is_some());
+            assert_eq!(spliced.report.gave_up, Some("not_resumable"));
+            assert!(spliced.continuations.is_empty());
+        }
+    }
 }
