@@ -1279,6 +1279,22 @@ fn a_cut_choice_is_not_hidden_behind_a_whole_one() {
         r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"A"},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":"B"},"finish_reason":null}]}"#,
     );
     assert!(openai.starts_with("fail truncated"), "{openai}");
+    // Nor by another's cut, before or after it.
+    let choice = |index: u32, finish: &str| {
+        format!(
+            r#"{{"index":{index},"message":{{"role":"assistant","content":"A"}},"finish_reason":{finish}}}"#
+        )
+    };
+    for finishes in [
+        ["\"length\"", "null", "\"stop\""],
+        ["\"stop\"", "null", "\"length\""],
+        ["null", "\"length\"", "\"stop\""],
+    ] {
+        let choices: Vec<_> = (0..).zip(finishes).map(|(i, f)| choice(i, f)).collect();
+        let body = format!(r#"{{"choices":[{}]}}"#, choices.join(","));
+        let read = answer(Provider::OpenAi, &body);
+        assert!(read.starts_with("fail truncated"), "{finishes:?}: {read}");
+    }
 }
 
 /// A lone surrogate escape is valid JSON serde refuses: the answer is the

@@ -765,6 +765,9 @@ async fn several_gemini_candidates_finish_when_every_candidate_has() {
             .interrupted()
             .and_then(|i| i.delivered_text.as_deref());
         assert_eq!(delivered, Some(text), "{cut}");
+        // Another candidate's text is text, not a tool call.
+        let calls = error.interrupted().map(|i| i.tool_call_events);
+        assert_eq!(calls, Some(0), "{cut}");
     }
     // Whole, candidate 1 cut at its limit: truncated, whichever finished
     // first, and so however the chunks hold them.

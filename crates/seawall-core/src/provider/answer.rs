@@ -126,6 +126,8 @@ pub(super) struct Outcome<'a, T> {
     pub(super) policy: Option<Failure>,
     pub(super) has_content: bool,
     pub(super) finish: Option<(FinishKind, Text<'a>)>,
+    /// A choice or candidate came without a finish: the answer was cut.
+    unfinished: bool,
     item: PhantomData<T>,
 }
 
@@ -135,6 +137,7 @@ impl<T> Default for Outcome<'_, T> {
             policy: None,
             has_content: false,
             finish: None,
+            unfinished: false,
             item: PhantomData,
         }
     }
@@ -157,9 +160,11 @@ impl<'a, T: Candidacy<'a>> Outcome<'a, T> {
                 .is_none_or(|(kind, _)| kind.completes_task())
         };
         // One without a finish is cut, whatever the others say (as one
-        // answer without its finish is): it outranks a plain stop.
-        let cut = !first && finish.is_none() && self.finish.is_some();
-        if first || (whole(&self.finish) && (cut || !whole(&finish))) {
+        // answer without its finish is): the answer then has none.
+        self.unfinished |= finish.is_none();
+        if self.unfinished {
+            self.finish = None;
+        } else if first || (whole(&self.finish) && !whole(&finish)) {
             self.finish = finish;
         }
     }

@@ -210,7 +210,12 @@ pub(super) fn decode<'a>(
     let finish = choices.settle(seen, finished, finish);
     match (parts.content, finish) {
         (true, finish) => Signal::Content {
-            text: parts.text,
+            // Content with no text of the first candidate's and no act is
+            // another candidate's text: text, not a call.
+            text: match parts.text {
+                None if !parts.acts => Some(Cow::Borrowed("")),
+                text => text,
+            },
             finish,
             act: parts.acts,
         },
