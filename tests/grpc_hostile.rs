@@ -920,6 +920,31 @@ async fn a_proxys_502_or_503_is_retried() {
     }
 }
 
+/// A proxy's 403 (a gateway's policy on this method, a firewall's on this
+/// payload): `PERMISSION_DENIED` for this call, as gRPC and tonic read it,
+/// refused at once and not retried — and the route left open: the next
+/// call goes out and is served. Read as HTTP's `auth`, the breaker closed
+/// the route for good.
+#[tokio::test]
+async fn a_proxys_403_is_this_calls_refusal_and_leaves_the_route_open() {
+    use seawall::tonic::GrpcStatusLayer;
+    use tower::Layer;
+
+    let (url, calls) = first_then_serving(|stream| proxy_error(stream, b"403", None)).await;
+    let mut client = HealthClient::new(GrpcStatusLayer::new().layer(service(&url, stack())));
+    let status = bounded(client.check(ask())).await.expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+    let failure = failure_of(&status).expect("seawall's verdict");
+    assert_eq!(failure.code(), Code::BadRequest, "{failure:?}");
+    assert_eq!(failure.status(), Some(403));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "not retried");
+    let answer = bounded(client.check(ask()))
+        .await
+        .expect("the route is open");
+    assert_eq!(answer.get_ref(), &serving());
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
 /// A proxy's 429 with `Retry-After: 1`: waited for, then retried.
 #[tokio::test]
 async fn a_proxys_429_with_retry_after_is_waited_for() {

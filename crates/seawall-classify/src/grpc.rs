@@ -41,6 +41,22 @@ pub(crate) fn head_failure(parts: &Parts, quota_wall: QuotaWall) -> Option<Failu
     }
 }
 
+/// A proxy's answer on a gRPC route, with no `grpc-status`, that the
+/// HTTP table misreads: a 403, which gRPC (and tonic) read as
+/// `PERMISSION_DENIED` — this call's authorization (a gateway's policy on
+/// this method, a firewall's on this payload), judged as that status is:
+/// refused as made, the route left open. Read as HTTP's `auth` it closed
+/// the route for every call until a reset by hand. Anything else is
+/// left to the HTTP table (a 429's rate limit and its `Retry-After`, a
+/// 503's pushback).
+pub(crate) fn proxy_failure(parts: &Parts, cx: ErrorContext) -> Option<Failure> {
+    const PERMISSION_DENIED: u32 = 7;
+    (parts.status == http::StatusCode::FORBIDDEN).then(|| {
+        classify_grpc_details(PERMISSION_DENIED, None, StatusDetails::default(), cx)
+            .with_message("a 403 without a grpc-status: PERMISSION_DENIED for this call")
+    })
+}
+
 /// Whether the head answers the call already: a `grpc-status` in the
 /// headers (trailers-only) means the body holds nothing more to wait for.
 pub(crate) fn head_has_status(parts: &Parts) -> bool {

@@ -107,7 +107,9 @@ impl ProviderClassifier {
 impl Classifier for ProviderClassifier {
     fn classify_response(&self, parts: &Parts, body: &[u8], cx: ErrorContext) -> Option<Failure> {
         let grpc = match self.wire {
-            Wire::Grpc => grpc::head_failure(parts, cx.quota_wall),
+            Wire::Grpc => {
+                grpc::head_failure(parts, cx.quota_wall).or_else(|| grpc::proxy_failure(parts, cx))
+            }
             Wire::Http(_) => None,
         };
         Some(grpc.unwrap_or_else(|| classify_error(self.provider(), body, cx)))
