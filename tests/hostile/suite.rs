@@ -1023,3 +1023,34 @@ async fn a_caller_asking_for_a_coding_nothing_decodes_is_asked_for_what_is() {
         );
     }
 }
+
+/// Outside a generation, a 2xx that says it has no body (a 204, a 205, a
+/// `content-length: 0`) is a success, whatever its content type claims:
+/// it was retried as `empty_response`, and counted against the route. A
+/// generation's empty 200 is still no answer.
+#[tokio::test]
+async fn an_empty_success_outside_a_generation_is_a_success() {
+    for (status, length) in [
+        ("204 No Content", None),
+        ("205 Reset Content", None),
+        ("200 OK", Some("0")),
+    ] {
+        let mut headers = vec![("content-type", "application/json")];
+        headers.extend(length.map(|length| ("content-length", length)));
+        let server = Hostile::start(vec![reply(status, &headers, b""), healthy_unary()]).await;
+        let call = (format!("{}/v1/files", server.base), chat_body(false));
+        let outcome = ask_with(call, &[], &stack(), ClassifyLayer::openai()).await;
+        assert_eq!(outcome.code(), None, "{status}: {outcome:?}");
+        assert_eq!(server.requests(), 1, "{status}");
+        assert_eq!(outcome.body.as_deref(), Some(&b""[..]), "{status}");
+    }
+    let empty = reply(
+        "200 OK",
+        &[
+            ("content-type", "application/json"),
+            ("content-length", "0"),
+        ],
+        b"",
+    );
+    retried_to_an_answer(empty, false).await;
+}

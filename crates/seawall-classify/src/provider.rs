@@ -166,12 +166,20 @@ impl Classifier for ProviderClassifier {
                         ),
                     ));
                 }
+                let generation = cx.facts.is_generation();
+                // Outside a generation, a 2xx that says it has no body (a
+                // 204 or 205 to a `DELETE`, a `content-length: 0`) is a
+                // success as it is, whatever its content type claims;
+                // only a generation must carry an answer.
+                if !generation && declares_no_body(parts) {
+                    return Inspection::Deliver;
+                }
                 match media_type(parts) {
                     Some(media) if is_json_media(media) => Inspection::CheckBody,
                     Some(media) if media.eq_ignore_ascii_case(b"text/event-stream") => {
                         Inspection::Deliver
                     }
-                    _ if cx.facts.is_generation() => Inspection::CheckBody,
+                    _ if generation => Inspection::CheckBody,
                     _ => Inspection::Deliver,
                 }
             }
@@ -275,6 +283,18 @@ fn is_grpc(media: &[u8]) -> bool {
 /// suffix.
 fn is_grpc_web(media: &[u8]) -> bool {
     media.len() >= 20 && media[..20].eq_ignore_ascii_case(b"application/grpc-web")
+}
+
+/// A 204 or 205, or a `content-length` of 0: no body, by the answer's
+/// own word.
+fn declares_no_body(parts: &Parts) -> bool {
+    matches!(
+        parts.status,
+        http::StatusCode::NO_CONTENT | http::StatusCode::RESET_CONTENT
+    ) || parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .is_some_and(|length| length.as_bytes().trim_ascii() == b"0")
 }
 
 /// A `content-encoding` other than `identity`: the bytes are not the answer
