@@ -1054,3 +1054,44 @@ async fn an_empty_success_outside_a_generation_is_a_success() {
     );
     retried_to_an_answer(empty, false).await;
 }
+
+/// A stream request answered with a head that does not say event stream
+/// (JSON, no content type, `text/plain`), then nothing: the classifier
+/// below holds it for its first bytes, and the first-byte bound (200 ms)
+/// still ends it, route-shaped — it waited out the attempt's whole bound
+/// (1.5 s) as a `timeout` and was retried, as a reasoning stack would
+/// wait 660 s. A JSON answer whose bytes come slowly is slow, not silent:
+/// it is read to its end.
+#[tokio::test]
+async fn headers_then_nothing_under_any_content_type_is_a_first_byte_timeout() {
+    for content_type in [Some("application/json"), None, Some("text/plain")] {
+        let headers: Vec<_> = content_type
+            .map(|ct| ("content-type", ct))
+            .into_iter()
+            .collect();
+        let silent = vec![
+            Act::Write(head("200 OK", &headers)),
+            Act::Pause(Duration::from_secs(10)),
+        ];
+        let server = Hostile::start(vec![silent]).await;
+        let outcome = ask(&server, true).await;
+        assert_eq!(
+            outcome.code(),
+            Some(Code::FirstByteTimeout),
+            "{content_type:?}: {outcome:?}"
+        );
+        assert_eq!(server.requests(), 1, "{content_type:?}");
+    }
+    let (opening, rest) = HEALTHY_UNARY.split_at(10);
+    let slow = vec![
+        Act::Write(head("200 OK", &[("content-type", "application/json")])),
+        Act::Write(opening.as_bytes().to_vec()),
+        Act::Pause(Duration::from_millis(400)),
+        Act::Write(rest.as_bytes().to_vec()),
+    ];
+    let server = Hostile::start(vec![slow]).await;
+    let outcome = ask(&server, true).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert_eq!(outcome.text(), HEALTHY_UNARY);
+    assert_eq!(server.requests(), 1);
+}

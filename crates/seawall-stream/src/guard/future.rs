@@ -33,10 +33,13 @@ pin_project! {
             #[pin]
             future: F,
             setup: Option<Setup>,
-            // Armed only for a request of Gemini's JSON-array stream: a
-            // classifier below reads the array's opening before it hands
-            // the response on, so the first-byte bound must run here.
-            first_byte: Option<Pin<Box<Sleep>>>,
+            // The first-byte bound while the layers below keep the call
+            // waiting: a classifier below reads a body's opening before it
+            // hands the response on (Gemini's JSON array; a stream request
+            // answered as JSON or without a content type), so a head and
+            // then nothing would wait out the attempt's whole bound.
+            #[pin]
+            first_byte: FirstByte,
         },
         Holding {
             parts: Option<http::response::Parts>,
@@ -46,14 +49,30 @@ pin_project! {
     }
 }
 
+pin_project! {
+    /// The first-byte bound of a call still waiting on the layers below.
+    #[project = FirstByteProj]
+    enum FirstByte {
+        /// Armed when the call first waits (a ready answer never pays for
+        /// a timer), where one may be needed: a generation, or Gemini's
+        /// JSON array.
+        Unarmed,
+        Armed {
+            #[pin]
+            sleep: Sleep,
+        },
+        /// Not needed: no generation, or no stream asked for.
+        Off,
+    }
+}
+
 impl<F, B> ResponseFuture<F, B> {
     pub(crate) fn new(future: F, setup: Setup) -> Self {
-        let first_byte = setup.json_array.then(|| {
-            let config = &setup.config;
-            Box::pin(sleep_until(
-                setup.started + config.first_byte.min(config.first_content),
-            ))
-        });
+        let first_byte = if setup.json_array || setup.facts.is_generation() {
+            FirstByte::Unarmed
+        } else {
+            FirstByte::Off
+        };
         ResponseFuture {
             state: State::Calling {
                 future,
@@ -62,6 +81,39 @@ impl<F, B> ResponseFuture<F, B> {
             },
         }
     }
+}
+
+/// Whether the first-byte bound of a call still waiting has run out with
+/// nothing come: for Gemini's JSON array, as for any stream; for another
+/// generation, only once the request turns out to have asked for a stream
+/// (its body sent) and the attempt's progress counted no byte (a unary
+/// answer being read, or a stream's opening, is slow, not silent).
+/// Disarmed where the bound does not apply.
+fn first_byte_passed(
+    mut first_byte: Pin<&mut FirstByte>,
+    setup: &Setup,
+    cx: &mut Context<'_>,
+) -> bool {
+    if let FirstByteProj::Unarmed = first_byte.as_mut().project() {
+        let config = &setup.config;
+        let at = setup.started + config.first_byte.min(config.first_content);
+        first_byte.set(FirstByte::Armed {
+            sleep: sleep_until(at),
+        });
+    }
+    let FirstByteProj::Armed { sleep } = first_byte.as_mut().project() else {
+        return false;
+    };
+    if sleep.poll(cx).is_pending() {
+        return false;
+    }
+    let silent = setup.json_array
+        || (setup.facts.stream_requested() == Some(true)
+            && setup.progress.as_ref().is_some_and(|p| p.bytes() == 0));
+    if !silent {
+        first_byte.set(FirstByte::Off);
+    }
+    silent
 }
 
 impl<F, B> std::fmt::Debug for ResponseFuture<F, B> {
@@ -96,10 +148,8 @@ where
                 } => {
                     let polled = match future.poll(cx) {
                         Poll::Pending => {
-                            let fired = first_byte
-                                .as_mut()
-                                .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
-                            if !fired {
+                            let waiting = setup.as_ref().expect("setup present while calling");
+                            if !first_byte_passed(first_byte, waiting, cx) {
                                 return Poll::Pending;
                             }
                             let setup = setup.take().expect("setup present while calling");
@@ -156,8 +206,8 @@ where
     }
 }
 
-/// No body byte of a JSON-array stream within the first-byte bound, and
-/// no response yet from the layers below: route-shaped, as for any stream.
+/// No body byte of a stream within the first-byte bound, and no response
+/// yet from the layers below: route-shaped, as for any stream.
 fn no_first_byte(setup: &Setup) -> Failure {
     let bound = setup.config.first_byte.min(setup.config.first_content);
     let mut evidence = Evidence::default();

@@ -89,6 +89,15 @@
 //!   such a request the first-byte bound runs from the call, headers or
 //!   not.
 //!
+//! - **A head and then nothing, whatever its type.** A classifier below
+//!   holds a generation's answer that is JSON or says no type until it has
+//!   read its first bytes, so the guard never sees the head. While the
+//!   layers below keep a generation waiting, the first-byte bound runs from
+//!   the call: once it passes, a request that asked for a stream (its body
+//!   sent) whose attempt counted no byte fails as `first_byte_timeout`,
+//!   as an event stream would; a unary answer, or one whose bytes are
+//!   coming, waits on. The timer is armed only when the call first waits.
+//!
 //! Responses that are not a 2xx `text/event-stream` (or such a JSON-array
 //! stream) pass through, at the cost of a header check.
 //!
