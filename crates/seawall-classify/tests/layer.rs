@@ -1208,3 +1208,36 @@ async fn only_an_asked_for_stream_is_relabelled() {
     assert_eq!(delivered.headers()[http::header::CONTENT_TYPE], JSON.1);
     assert_eq!(delivered.body(), "error: upstream");
 }
+
+/// A whole answer delivered when its JSON closed, before a framing that
+/// never ends: the server's `content-length` is not the body's (a server
+/// relaying it would abort), so it goes; a length that is the body's stays.
+#[tokio::test]
+async fn a_whole_answer_delivered_early_keeps_no_length_that_is_not_its_own() {
+    let answer = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}"#;
+    for (declared, kept) in [(answer.len() + 1, false), (answer.len(), true)] {
+        let body = Chunks::new([answer]).then_pending();
+        let mut response = Some(
+            Response::builder()
+                .status(200)
+                .header(JSON.0, JSON.1)
+                .header("content-length", declared)
+                .body(body)
+                .unwrap(),
+        );
+        let inner = service_fn(move |_: Request<()>| {
+            let response = response.take().expect("one call");
+            async move { Ok::<_, std::convert::Infallible>(response) }
+        });
+        let call = ClassifyLayer::openai()
+            .layer(inner)
+            .oneshot(Request::new(()));
+        let response = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("delivered when the JSON closed")
+            .unwrap();
+        let length = response.headers().get("content-length");
+        assert_eq!(length.is_some(), kept, "{declared}");
+        assert_eq!(collect(response.into_body()).await, answer.as_bytes());
+    }
+}

@@ -284,3 +284,32 @@ async fn the_marker_of_a_bad_end_is_held_back_and_a_good_ones_handed_on() {
     assert_eq!(text(&drained), plain);
     assert!(took < Duration::from_secs(1), "{took:?}");
 }
+
+/// The guard may end a body before the server did (a withheld error
+/// event, a held-back end marker): a guarded stream keeps no
+/// `content-length` of the server's, which a server relaying it would
+/// hold it to.
+#[tokio::test(start_paused = true)]
+async fn a_guarded_stream_keeps_no_length_of_the_servers() {
+    use tower::{Layer, ServiceExt};
+    let stream = format!("{OPENAI_ROLE}{}{OPENAI_STOP}{DONE}", openai_delta("Hi"));
+    let provider = tower::service_fn(move |_: http::Request<()>| {
+        let response = http::Response::builder()
+            .header("content-type", "text/event-stream")
+            .header("content-length", stream.len())
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                stream.clone(),
+            )))
+            .unwrap();
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let request = http::Request::post(CHAT).body(()).unwrap();
+    let response = StreamGuardLayer::interactive()
+        .layer(provider)
+        .oneshot(request)
+        .await
+        .expect("content arrives");
+    assert!(response.headers().get("content-length").is_none());
+    let drained = drain(response).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+}

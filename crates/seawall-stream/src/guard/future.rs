@@ -176,6 +176,11 @@ where
                         return Poll::Ready(Ok(response));
                     }
                     let (mut parts, body) = response.into_parts();
+                    // The guard may end the body before the server did (at
+                    // a withheld error event, before or after an end
+                    // marker): the server's length would no longer be the
+                    // body's, and a server relaying it would abort.
+                    parts.headers.remove(http::header::CONTENT_LENGTH);
                     let handle = StreamReportHandle::default();
                     parts.extensions.insert(handle.usage_slot());
                     parts.extensions.insert(handle.clone());
