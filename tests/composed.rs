@@ -601,3 +601,50 @@ async fn a_background_stream_is_handed_on_and_never_asked_for_twice() {
         }
     }
 }
+
+/// The whole stack over a tower-test mock, as users unit-test it: every
+/// call waits for the mock's readiness (a call before it would panic the
+/// mock), a 503 is retried once the mock is ready again, and the answer
+/// carries the receipt of both attempts.
+#[tokio::test(start_paused = true)]
+async fn the_stack_over_a_tower_test_mock_waits_for_readiness_and_retries() {
+    let (mock, mut handle) = tower_test::mock::pair::<
+        http::Request<ReplayBody<Full<Bytes>>>,
+        http::Response<Full<Bytes>>,
+    >();
+    let stack = seawall::stack::Stack::interactive().build(&ClassifyLayer::openai(), mock);
+    handle.allow(1);
+    let call = tokio::spawn(stack.oneshot(chat_request()));
+    let (request, reply) = handle.next_request().await.expect("the first attempt");
+    assert_eq!(request.uri().path(), "/v1/chat/completions");
+    reply.send_response(
+        http::Response::builder()
+            .status(503)
+            .body(Full::new(Bytes::from_static(
+                b"{\"error\":{\"message\":\"busy\"}}",
+            )))
+            .unwrap(),
+    );
+    // Not ready: the retry waits for the mock, it does not call.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert!(!call.is_finished());
+    handle.allow(1);
+    let (_, reply) = handle.next_request().await.expect("the retry");
+    let answer = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#;
+    reply.send_response(
+        http::Response::builder()
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(answer.as_bytes())))
+            .unwrap(),
+    );
+    let response = call.await.unwrap().expect("answered");
+    let receipt = response
+        .extensions()
+        .get::<Receipt>()
+        .cloned()
+        .expect("a receipt");
+    assert_eq!(receipt.attempts.len(), 2);
+    assert_eq!(receipt.attempts[0].code, Some(Code::ProviderUnavailable));
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, answer.as_bytes());
+}
