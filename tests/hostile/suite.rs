@@ -1034,8 +1034,13 @@ async fn an_empty_success_outside_a_generation_is_a_success() {
         ("204 No Content", None),
         ("205 Reset Content", None),
         ("200 OK", Some("0")),
+        ("200 OK", Some("00")),
     ] {
-        let mut headers = vec![("content-type", "application/json")];
+        // A coding nothing here decodes changes nothing: there is no body.
+        let mut headers = vec![
+            ("content-type", "application/json"),
+            ("content-encoding", "zstd"),
+        ];
         headers.extend(length.map(|length| ("content-length", length)));
         let server = Hostile::start(vec![reply(status, &headers, b""), healthy_unary()]).await;
         let call = (format!("{}/v1/files", server.base), chat_body(false));
@@ -1060,8 +1065,9 @@ async fn an_empty_success_outside_a_generation_is_a_success() {
 /// below holds it for its first bytes, and the first-byte bound (200 ms)
 /// still ends it, route-shaped — it waited out the attempt's whole bound
 /// (1.5 s) as a `timeout` and was retried, as a reasoning stack would
-/// wait 660 s. A JSON answer whose bytes come slowly is slow, not silent:
-/// it is read to its end.
+/// wait 660 s. A JSON answer whose bytes come slowly is slow, not silent,
+/// and one whose head comes late with it is a unary answer: both are read
+/// to their end.
 #[tokio::test]
 async fn headers_then_nothing_under_any_content_type_is_a_first_byte_timeout() {
     for content_type in [Some("application/json"), None, Some("text/plain")] {
@@ -1089,9 +1095,18 @@ async fn headers_then_nothing_under_any_content_type_is_a_first_byte_timeout() {
         Act::Pause(Duration::from_millis(400)),
         Act::Write(rest.as_bytes().to_vec()),
     ];
-    let server = Hostile::start(vec![slow]).await;
-    let outcome = ask(&server, true).await;
-    assert_eq!(outcome.code(), None, "{outcome:?}");
-    assert_eq!(outcome.text(), HEALTHY_UNARY);
-    assert_eq!(server.requests(), 1);
+    // A server that ignores `"stream": true` sends its head with its
+    // whole answer, past the first-byte bound: a unary answer, read.
+    let ignoring = vec![
+        Act::Pause(Duration::from_millis(400)),
+        Act::Write(head("200 OK", &[("content-type", "application/json")])),
+        Act::Write(HEALTHY_UNARY.as_bytes().to_vec()),
+    ];
+    for reply in [slow, ignoring] {
+        let server = Hostile::start(vec![reply]).await;
+        let outcome = ask(&server, true).await;
+        assert_eq!(outcome.code(), None, "{outcome:?}");
+        assert_eq!(outcome.text(), HEALTHY_UNARY);
+        assert_eq!(server.requests(), 1);
+    }
 }

@@ -61,14 +61,18 @@ pin_project! {
             #[pin]
             sleep: Sleep,
         },
-        /// Not needed: no generation, or no stream asked for.
+        /// Not needed (no generation, no stream asked for, no attempt
+        /// progress to tell silence by), or passed without silence.
         Off,
     }
 }
 
 impl<F, B> ResponseFuture<F, B> {
     pub(crate) fn new(future: F, setup: Setup) -> Self {
-        let first_byte = if setup.json_array || setup.facts.is_generation() {
+        let may_stream = setup.facts.is_generation()
+            && setup.facts.stream_requested() != Some(false)
+            && setup.progress.is_some();
+        let first_byte = if setup.json_array || may_stream {
             FirstByte::Unarmed
         } else {
             FirstByte::Off
@@ -85,10 +89,13 @@ impl<F, B> ResponseFuture<F, B> {
 
 /// Whether the first-byte bound of a call still waiting has run out with
 /// nothing come: for Gemini's JSON array, as for any stream; for another
-/// generation, only once the request turns out to have asked for a stream
-/// (its body sent) and the attempt's progress counted no byte (a unary
-/// answer being read, or a stream's opening, is slow, not silent).
-/// Disarmed where the bound does not apply.
+/// generation, only where the request asked for a stream (its body sent
+/// whole), a 2xx head came, and the attempt's progress counted no byte of
+/// its body — a head and then nothing. Not a call with no head yet (a
+/// server that ignores `"stream": true` sends its head with its whole
+/// answer), an error status (its body is read for what it says), nor one
+/// whose bytes are coming (slow, not silent). Disarmed where it does not
+/// fire.
 fn first_byte_passed(
     mut first_byte: Pin<&mut FirstByte>,
     setup: &Setup,
@@ -107,9 +114,16 @@ fn first_byte_passed(
     if sleep.poll(cx).is_pending() {
         return false;
     }
+    let head_then_nothing = setup.progress.as_ref().is_some_and(|progress| {
+        progress
+            .status()
+            .is_some_and(|status| (200..300).contains(&status))
+            && progress.bytes() == 0
+    });
     let silent = setup.json_array
         || (setup.facts.stream_requested() == Some(true)
-            && setup.progress.as_ref().is_some_and(|p| p.bytes() == 0));
+            && setup.facts.body_sent() != Some(false)
+            && head_then_nothing);
     if !silent {
         first_byte.set(FirstByte::Off);
     }

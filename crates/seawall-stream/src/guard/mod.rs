@@ -94,9 +94,13 @@
 //!   read its first bytes, so the guard never sees the head. While the
 //!   layers below keep a generation waiting, the first-byte bound runs from
 //!   the call: once it passes, a request that asked for a stream (its body
-//!   sent) whose attempt counted no byte fails as `first_byte_timeout`,
-//!   as an event stream would; a unary answer, or one whose bytes are
-//!   coming, waits on. The timer is armed only when the call first waits.
+//!   sent whole) answered with a 2xx head and not one byte of body fails
+//!   as `first_byte_timeout`, as an event stream would. A call with no
+//!   head yet (a server that ignores `"stream": true` sends its head with
+//!   its whole answer), an error status, a unary answer, or one whose
+//!   bytes are coming, waits on under the attempt's bound. The timer is
+//!   armed only when the call first waits, and only under a per-attempt
+//!   bound (whose progress tells silence from slowness).
 //!
 //! Responses that are not a 2xx `text/event-stream` (or such a JSON-array
 //! stream) pass through, at the cost of a header check.
