@@ -156,6 +156,14 @@ impl Classifier for ProviderClassifier {
             },
             Wire::Http(Provider::Http) => Inspection::Deliver,
             Wire::Http(_) => {
+                let generation = cx.facts.is_generation();
+                // Outside a generation, a 2xx that says it has no body (a
+                // 204 or 205 to a `DELETE`, a `content-length: 0`) is a
+                // success as it is, whatever its content type or coding
+                // claims; only a generation must carry an answer.
+                if !generation && declares_no_body(parts) {
+                    return Inspection::Deliver;
+                }
                 if let Some(encoding) = undecoded_encoding(parts) {
                     return Inspection::Fail(Failure::new(Code::ProtocolViolation).with_message(
                         &format!(
@@ -165,14 +173,6 @@ impl Classifier for ProviderClassifier {
                              their other spellings)"
                         ),
                     ));
-                }
-                let generation = cx.facts.is_generation();
-                // Outside a generation, a 2xx that says it has no body (a
-                // 204 or 205 to a `DELETE`, a `content-length: 0`) is a
-                // success as it is, whatever its content type claims;
-                // only a generation must carry an answer.
-                if !generation && declares_no_body(parts) {
-                    return Inspection::Deliver;
                 }
                 match media_type(parts) {
                     Some(media) if is_json_media(media) => Inspection::CheckBody,
@@ -294,7 +294,8 @@ fn declares_no_body(parts: &Parts) -> bool {
     ) || parts
         .headers
         .get(http::header::CONTENT_LENGTH)
-        .is_some_and(|length| length.as_bytes().trim_ascii() == b"0")
+        .and_then(|length| length.to_str().ok()?.trim().parse::<u64>().ok())
+        == Some(0)
 }
 
 /// A `content-encoding` other than `identity`: the bytes are not the answer
