@@ -1086,6 +1086,8 @@ async fn headers_then_nothing_under_any_content_type_is_a_first_byte_timeout() {
             Some(Code::FirstByteTimeout),
             "{content_type:?}: {outcome:?}"
         );
+        let evidence = outcome.failure.as_ref().unwrap().evidence();
+        assert_eq!(evidence.status, Some(200), "the head came");
         assert_eq!(server.requests(), 1, "{content_type:?}");
     }
     let (opening, rest) = HEALTHY_UNARY.split_at(10);

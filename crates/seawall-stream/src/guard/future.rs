@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::Response;
 use http_body::Body;
 use pin_project_lite::pin_project;
-use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure};
+use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure, Progress};
 use tokio::time::{Instant, Sleep, sleep_until};
 
 use super::GuardBody;
@@ -226,10 +226,12 @@ where
 }
 
 /// No body byte of a stream within the first-byte bound, and no response
-/// yet from the layers below: route-shaped, as for any stream.
+/// yet from the layers below: route-shaped, as for any stream. The head's
+/// status, where one came, is in the evidence, as when the guard holds it.
 fn no_first_byte(setup: &Setup) -> Failure {
     let bound = setup.config.first_byte.min(setup.config.first_content);
     let mut evidence = Evidence::default();
+    evidence.status = setup.progress.as_ref().and_then(Progress::status);
     evidence.elapsed = Some(Instant::now() - setup.started);
     evidence.closed_by = Some(ClosedBy::Us);
     Failure::new(Code::FirstByteTimeout)
