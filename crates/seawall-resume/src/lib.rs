@@ -76,7 +76,11 @@
 //! a brace after a brace are new text), or else the trailing whitespace
 //! the prefill had to go without. A continuation that repeats
 //! delivered text but not as its tail cannot be lined up: the body ends
-//! with the interruption, as without the layer, rather than guess. Nor
+//! with the interruption, as without the layer, rather than guess. So
+//! does one that opens with the answer's own first two words and then
+//! goes another way (not under a prefill): the answer begun again in
+//! other words, which a model asked to continue (OpenAI's default style)
+//! may write, and which spliced in would show the caller two answers. Nor
 //! can a repeat of a tail that was itself repeating (a row after the
 //! same row, `ha ha`, a repeat that is two copies of one piece): the
 //! answer's own next words may be the same again, so trimming could lose

@@ -487,7 +487,7 @@ pub(crate) fn align(
         if let Some(alignment) = loose_overlap(delivered, head) {
             return Some(alignment);
         }
-        if restates(delivered, head) {
+        if restates(delivered, head) || reopens(delivered, head) {
             return Some(Alignment::Misaligned);
         }
     }
@@ -617,6 +617,30 @@ fn spaced_as_one(text: &str) -> (String, Vec<usize>) {
 fn restarts(delivered: &str, head: &str) -> bool {
     probe(head).is_some_and(|probe| delivered.trim_start().starts_with(probe))
 }
+
+/// Whether the head opens with the answer's own first two words (at least
+/// [`REOPEN_MIN`] bytes of them) and then goes another way: the answer
+/// begun again in other words ("Sea walls are coastal structures…" after
+/// "Sea walls protect coasts… They are built from"), which no repeat of
+/// the tail or of a phrase ([`restates`]) shows. Spliced in, the caller
+/// would read two answers; given up, the interruption surfaces as without
+/// the layer. Not under a prefill, where the model writes what follows.
+fn reopens(delivered: &str, head: &str) -> bool {
+    fn first_two(text: &str) -> Option<(&str, &str)> {
+        let mut words = text.split_whitespace();
+        Some((words.next()?, words.next()?))
+    }
+    match (first_two(delivered), first_two(head)) {
+        (Some(answer), Some(again)) => {
+            answer == again && answer.0.len() + answer.1.len() >= REOPEN_MIN
+        }
+        _ => false,
+    }
+}
+
+/// The fewest bytes of two opening words taken as the answer begun again:
+/// "I am" or "1. A" are too common to tell.
+const REOPEN_MIN: usize = 6;
 
 /// Whether the head's first characters occur in the delivered text: a
 /// restart or a restatement, not what follows.
@@ -961,6 +985,38 @@ mod tests {
         assert_eq!(
             align_prefill(code, "        return None\n    return x * 2\n", 8, true),
             Some(Alignment::Trim(0))
+        );
+    }
+
+    /// The answer begun again in other words, after its own first two
+    /// words, is no continuation (spliced in, the caller would read two
+    /// answers); a continuation that merely shares a word with the start,
+    /// or opens with two short common words, is one.
+    #[test]
+    fn an_answer_begun_again_in_other_words_is_no_continuation() {
+        let delivered = "Sea walls protect coasts by absorbing wave energy. They are built from";
+        let again =
+            "Sea walls are coastal structures that shield the shore from erosion and storms.";
+        assert_eq!(
+            align(delivered, again, 64, false),
+            Some(Alignment::Misaligned)
+        );
+        let goes_on = " concrete, steel or rock, and each needs a deep footing to hold.";
+        assert_eq!(
+            align(delivered, goes_on, 64, false),
+            Some(Alignment::Trim(0))
+        );
+        let sea = " Sea water wears the weaker ones, so rock armour lasts longest of all.";
+        assert_eq!(align(delivered, sea, 64, false), Some(Alignment::Trim(0)));
+        let short = "I am";
+        let answer = format!("{short} sure the walls hold. It is");
+        let head =
+            format!("{short} not going to repeat myself here: the walls hold well in storms.");
+        assert_eq!(align(&answer, &head, 64, false), Some(Alignment::Trim(0)));
+        // Under a prefill the model writes what follows: no such guess.
+        assert_ne!(
+            align_prefill(delivered, again, 64, false),
+            Some(Alignment::Misaligned)
         );
     }
 
