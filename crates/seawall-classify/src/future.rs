@@ -22,6 +22,7 @@ use crate::classifier::{Classifier, Inspection, SuccessContext};
 use crate::json_end::{Ending, JsonEnd};
 use crate::layer::Settings;
 use crate::{ClassifiedBody, error_context, grpc, transport_failure};
+use seawall_internal::headers::declared_length;
 
 pin_project! {
     /// The future of [`Classify`](crate::Classify): the inner call, then,
@@ -503,11 +504,10 @@ where
                         // Delivered when its JSON closed, before a framing
                         // that never ended: the server's length is not the
                         // body's, and a server relaying it would abort.
-                        let declared = parts.headers.get(http::header::CONTENT_LENGTH);
-                        if declared.is_some_and(|length| {
-                            let length = length.to_str().ok().map(str::trim);
-                            length.and_then(|n| n.parse::<u64>().ok()) != Some(body.len() as u64)
-                        }) {
+                        let declared = declared_length(&parts.headers);
+                        if parts.headers.contains_key(http::header::CONTENT_LENGTH)
+                            && declared != Some(body.len() as u64)
+                        {
                             parts.headers.remove(http::header::CONTENT_LENGTH);
                         }
                         let body = ClassifiedBody::read(body, self.trailers);

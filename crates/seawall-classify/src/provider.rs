@@ -291,11 +291,7 @@ fn declares_no_body(parts: &Parts) -> bool {
     matches!(
         parts.status,
         http::StatusCode::NO_CONTENT | http::StatusCode::RESET_CONTENT
-    ) || parts
-        .headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|length| length.to_str().ok()?.trim().parse::<u64>().ok())
-        == Some(0)
+    ) || seawall_internal::headers::declared_length(&parts.headers) == Some(0)
 }
 
 /// A `content-encoding` other than `identity`: the bytes are not the answer

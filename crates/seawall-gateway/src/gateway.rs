@@ -363,11 +363,7 @@ impl Gateway {
         let cap = inner.config.max_body_bytes;
         let too_large =
             || format!("the request body is larger than the gateway's cap of {cap} bytes");
-        let announced = parts
-            .headers
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
+        let announced = seawall_internal::headers::declared_length(&parts.headers);
         if announced.is_some_and(|len| len > cap as u64) {
             return refuse(
                 StatusCode::PAYLOAD_TOO_LARGE,

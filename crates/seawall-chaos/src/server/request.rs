@@ -3,7 +3,6 @@
 //! resumed answer continues).
 
 use bytes::Bytes;
-use http::header::CONTENT_LENGTH;
 use http::{Method, Request};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
@@ -100,11 +99,7 @@ pub(super) enum ReadError {
 
 /// The body, refused without being buffered when it is over `cap`.
 pub(super) async fn read_capped(req: Request<Incoming>, cap: usize) -> Result<Bytes, ReadError> {
-    let declared = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared = seawall_internal::headers::declared_length(req.headers());
     if declared.is_some_and(|len| len > cap as u64) {
         return Err(ReadError::TooLarge);
     }
