@@ -95,10 +95,7 @@ fn asks_for_unread(item: &[u8], decoded: &str) -> bool {
     if refused || coding.is_empty() || coding.eq_ignore_ascii_case(b"identity") {
         return false;
     }
-    let coding = match coding {
-        alias if alias.eq_ignore_ascii_case(b"x-gzip") => b"gzip".as_slice(),
-        coding => coding,
-    };
+    let coding = alias_of(coding).unwrap_or(coding);
     !decoded
         .as_bytes()
         .split(|&byte| byte == b',')
@@ -121,9 +118,7 @@ pub(crate) fn canonicalize(headers: &mut HeaderMap) {
         let coding = coding.trim_ascii().to_ascii_lowercase();
         match &coding[..] {
             b"" | b"identity" => {}
-            b"x-gzip" => codings.push(b"gzip".to_vec()),
-            b"x-compress" => codings.push(b"compress".to_vec()),
-            _ => codings.push(coding),
+            _ => codings.push(alias_of(&coding).unwrap_or(&coding).to_vec()),
         }
     }
     if codings.is_empty() {
@@ -135,6 +130,18 @@ pub(crate) fn canonicalize(headers: &mut HeaderMap) {
     }
 }
 
+/// The coding an alias stands for (RFC 9110, 8.4.1: `x-gzip` is `gzip`,
+/// `x-compress` is `compress`), any case.
+fn alias_of(coding: &[u8]) -> Option<&'static [u8]> {
+    if coding.eq_ignore_ascii_case(b"x-gzip") {
+        Some(b"gzip")
+    } else if coding.eq_ignore_ascii_case(b"x-compress") {
+        Some(b"compress")
+    } else {
+        None
+    }
+}
+
 /// One lowercase coding of letters, digits and `-`, not `identity` nor
 /// an alias: what a decoder matches as it is.
 fn is_canonical(value: &[u8]) -> bool {
@@ -142,7 +149,8 @@ fn is_canonical(value: &[u8]) -> bool {
         && value
             .iter()
             .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || *byte == b'-')
-        && !matches!(value, b"identity" | b"x-gzip" | b"x-compress")
+        && value != b"identity"
+        && alias_of(value).is_none()
 }
 
 #[cfg(test)]
