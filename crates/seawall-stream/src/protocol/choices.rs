@@ -59,7 +59,7 @@ impl Choices {
         self.seen |= seen;
         let reason = finish?;
         self.finished |= finished;
-        if reason.kind != FinishKind::Complete && self.notable.is_none() {
+        if notable(reason.kind) && self.notable.is_none() {
             self.notable = Some((reason.kind, reason.reason.clone().into_owned()));
         }
         if self.seen & !self.finished != 0 {
@@ -75,6 +75,13 @@ impl Choices {
             _ => Some(reason),
         }
     }
+}
+
+/// Whether a choice's finish tells of the message's end more than a plain
+/// stop does (a cut at the limit, a filter): the first such is the
+/// message's finish, whatever the other choices said.
+pub(super) fn notable(kind: FinishKind) -> bool {
+    kind != FinishKind::Complete
 }
 
 /// The bit of choice `index`, for the first 64.

@@ -11,7 +11,7 @@ use seawall_core::{FinishKind, Usage};
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::choices::{Choices, bit};
+use super::choices::{Choices, bit, notable};
 use super::wire::{Present, Text, declared_reason, fold_seq, parse};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::Provider;
@@ -69,10 +69,12 @@ fn candidates<'de: 'a, 'a, D: Deserializer<'de>>(
             });
             if let Some(finish) = finish {
                 acc.finished |= bit;
-                // The first that is not a plain stop tells the most.
-                if acc.finish.as_ref().is_none_or(|kept| {
-                    kept.kind == FinishKind::Complete && finish.kind != FinishKind::Complete
-                }) {
+                // The first notable one tells the most, as across chunks.
+                if acc
+                    .finish
+                    .as_ref()
+                    .is_none_or(|kept| !notable(kept.kind) && notable(finish.kind))
+                {
                     acc.finish = Some(finish);
                 }
             }
