@@ -959,6 +959,116 @@ fn openai_in_stream_error_types() {
     }
 }
 
+/// What servers that speak OpenAI's wire write in their error bodies, in
+/// a stream (no status) and as an answer's body (with one): each read by
+/// what it declares, its message kept.
+#[test]
+fn openai_compatible_error_shapes() {
+    use Class::*;
+    let rows: [(&str, Option<u16>, Class, Code, &str); 12] = [
+        // OpenRouter's moderation: a 403 that is the request's content,
+        // not the key (it would close the route until a reset by hand).
+        (
+            r#"{"error":{"code":403,"message":"openai/gpt-4o requires moderation on OpenRouter. Your input was flagged for \"harassment\".","metadata":{"reasons":["harassment"],"flagged_input":"...","provider_name":"OpenAI","model_slug":"openai/gpt-4o"}}}"#,
+            Some(403),
+            Policy,
+            Code::ContentFiltered,
+            "requires moderation",
+        ),
+        (
+            r#"{"error":{"code":403,"message":"flagged","metadata":{"reasons":["violence"],"flagged_input":"..."}},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}"#,
+            None,
+            Policy,
+            Code::ContentFiltered,
+            "flagged",
+        ),
+        // A 403 without a moderation flag is still the key's.
+        (
+            r#"{"error":{"code":403,"message":"Key disabled","metadata":{}}}"#,
+            Some(403),
+            Permanent,
+            Code::Auth,
+            "Key disabled",
+        ),
+        // Groq: the model wrote a call the server could not parse.
+        (
+            r#"{"error":{"message":"Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details.","type":"invalid_request_error","code":"tool_use_failed","failed_generation":"<function=f>{}"}}"#,
+            Some(400),
+            ModelFixable,
+            Code::BadArguments,
+            "Failed to call a function",
+        ),
+        (
+            r#"{"error":{"message":"Failed to call a function.","type":"invalid_request_error","code":"tool_use_failed"}}"#,
+            None,
+            ModelFixable,
+            Code::BadArguments,
+            "Failed to call a function",
+        ),
+        // text-generation-inference: the error a plain message, its kind
+        // beside it, in a stream and as a body.
+        (
+            r#"{"error":"Model is overloaded","error_type":"overloaded"}"#,
+            None,
+            Transient,
+            Code::Overloaded,
+            "Model is overloaded",
+        ),
+        (
+            r#"{"error":"Request failed during generation: Server error: CUDA out of memory","error_type":"generation"}"#,
+            None,
+            Transient,
+            Code::ProviderUnavailable,
+            "Request failed during generation",
+        ),
+        (
+            r#"{"error":"Request failed during generation: Server error: CUDA out of memory","error_type":"generation"}"#,
+            Some(424),
+            Transient,
+            Code::ProviderUnavailable,
+            "Request failed during generation",
+        ),
+        (
+            r#"{"error":"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096","error_type":"validation"}"#,
+            None,
+            Permanent,
+            Code::BadRequest,
+            "Input validation error",
+        ),
+        (
+            r#"{"error":"Input validation error: `temperature` must be strictly positive","error_type":"validation"}"#,
+            Some(422),
+            Permanent,
+            Code::BadRequest,
+            "Input validation error",
+        ),
+        // vLLM's and FastChat's error object, as the body itself.
+        (
+            r#"{"object":"error","message":"The model `m` does not exist.","type":"NotFoundError","param":null,"code":404}"#,
+            None,
+            Permanent,
+            Code::NotFound,
+            "does not exist",
+        ),
+        (
+            r#"{"object":"error","message":"engine dead","type":"InternalServerError","param":null,"code":500}"#,
+            None,
+            Transient,
+            Code::ProviderUnavailable,
+            "engine dead",
+        ),
+    ];
+    for (body, status, class, code, message) in rows {
+        let failure = classify_error(Provider::OpenAi, body.as_bytes(), cx(status, None));
+        assert_eq!((failure.class(), failure.code()), (class, code), "{body}");
+        assert!(
+            failure.message().is_some_and(|m| m.contains(message)),
+            "{body}: {:?}",
+            failure.message()
+        );
+    }
+}
+
 /// The Responses API's `ResponseError.code` enum, every value, as a
 /// failed response declares it (no status, no type): none falls to
 /// `unknown`.

@@ -369,6 +369,28 @@ impl<'a> Cursor<'a> {
         self.string().map(|text| Some(Text(text)))
     }
 
+    /// Steps over one value, telling whether it says something
+    /// ([`Truthy`](crate::json::Truthy): not `null`, `false`, `0`, `""`,
+    /// `{}` or `[]`).
+    pub fn truthy(&mut self) -> Scan<bool> {
+        self.peek();
+        let start = self.at;
+        self.skip()?;
+        let value = &self.bytes()[start..self.at];
+        Ok(match value[0] {
+            b'"' => value.len() > 2,
+            b'n' | b'f' => false,
+            b'{' | b'[' => value[1..value.len() - 1]
+                .iter()
+                .any(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r')),
+            b'-' | b'0'..=b'9' => value
+                .iter()
+                .take_while(|byte| !matches!(byte, b'e' | b'E'))
+                .any(|byte| matches!(byte, b'1'..=b'9')),
+            _ => true,
+        })
+    }
+
     /// Reads `null` as `None` and any other value as present (serde's
     /// `Option<Present>`).
     pub fn present(&mut self) -> Scan<Option<Present>> {

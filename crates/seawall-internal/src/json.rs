@@ -550,6 +550,70 @@ mod tests {
     }
 }
 
+/// Whether a value says something, as openai-python's stream reader tests
+/// an event's `error` member (`if data.get("error")`): `null`, `false`,
+/// `0`, `""`, `{}` and `[]` say nothing. Servers that serialise a whole
+/// struct send `"error":""` or `"error":null` beside a healthy chunk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Truthy(pub bool);
+
+impl<'de> Deserialize<'de> for Truthy {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TruthyVisitor;
+        impl<'de> Visitor<'de> for TruthyVisitor {
+            type Value = Truthy;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Truthy, E> {
+                Ok(Truthy(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Truthy, E> {
+                Ok(Truthy(v != 0))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Truthy, E> {
+                Ok(Truthy(v != 0))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Truthy, E> {
+                Ok(Truthy(v != 0.0))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Truthy, E> {
+                Ok(Truthy(!v.is_empty()))
+            }
+            fn visit_unit<E>(self) -> Result<Truthy, E> {
+                Ok(Truthy(false))
+            }
+            fn visit_none<E>(self) -> Result<Truthy, E> {
+                Ok(Truthy(false))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Truthy, D::Error> {
+                d.deserialize_any(TruthyVisitor)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Truthy, A::Error> {
+                let mut any = false;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    any = true;
+                }
+                Ok(Truthy(any))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Truthy, A::Error> {
+                let mut any = false;
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+                    any = true;
+                }
+                Ok(Truthy(any))
+            }
+        }
+        deserializer.deserialize_any(TruthyVisitor)
+    }
+}
+
 /// Present when the field is there and not `null`, whatever it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Present;

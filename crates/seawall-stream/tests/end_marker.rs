@@ -313,3 +313,33 @@ async fn a_guarded_stream_keeps_no_length_of_the_servers() {
     let drained = drain(response).await;
     assert!(drained.error.is_none(), "{:?}", drained.error);
 }
+
+/// A server that speaks OpenAI's wire and sends its error as the error
+/// object itself (`"object":"error"`, vLLM's and FastChat's shape), then
+/// `[DONE]`: the answer was cut, and the caller reads the failure, not a
+/// clean end. Beside it, chunks whose `error` member says nothing (`""`,
+/// as servers that serialise a whole struct send) are the answer.
+#[tokio::test(start_paused = true)]
+async fn an_error_object_before_done_is_no_clean_end() {
+    let error = "data: {\"object\":\"error\",\"message\":\"engine dead\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}\n\n";
+    let frames = vec![format!(
+        "{OPENAI_ROLE}{}{error}{DONE}",
+        openai_delta("Hello")
+    )];
+    let (drained, _) = read_then_hang(CHAT, frames).await;
+    let failure = drained.error.as_ref().expect("the stream fails");
+    assert_eq!(failure.code(), seawall_core::Code::StreamInterrupted);
+    assert!(!text(&drained).contains("[DONE]"), "{}", text(&drained));
+    assert!(!text(&drained).contains("engine dead"));
+
+    let quiet = "data: {\"id\":\"c\",\"error\":\"\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"},\"finish_reason\":null}]}\n\n";
+    let finish = "data: {\"id\":\"c\",\"error\":\"\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+    let answer = format!("{quiet}{finish}{DONE}");
+    let (drained, _) = read_then_hang(CHAT, vec![answer.clone()]).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert_eq!(text(&drained), answer);
+    assert_eq!(
+        drained.report.finish.as_ref().map(|f| f.kind),
+        Some(FinishKind::Complete)
+    );
+}

@@ -612,6 +612,10 @@ struct Declared<'a> {
     per_day_quota: bool,
     /// Gemini `google.rpc.ErrorInfo.reason`, e.g. `API_KEY_INVALID`.
     reason: Option<Cow<'a, str>>,
+    /// The provider's moderation flagged the request (OpenRouter's 403
+    /// names what in the error's `metadata`): the request's content, not
+    /// the key, is refused.
+    flagged: bool,
 }
 
 impl Declared<'_> {

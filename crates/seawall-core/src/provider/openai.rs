@@ -25,8 +25,10 @@ use seawall_internal::json::{Text, from_bytes};
 
 /// The fields of a chat message (`choices[].message`) or a stream delta
 /// (`choices[].delta`) that make it part of an answer when they hold
-/// anything: text, tool calls, the legacy function call, audio.
-pub const ANSWER_FIELDS: [&str; 4] = ["content", "tool_calls", "function_call", "audio"];
+/// anything: text, tool calls, the legacy function call, audio, and the
+/// images an image model answers with (OpenRouter's `images`, beside an
+/// empty `content`).
+pub const ANSWER_FIELDS: [&str; 5] = ["content", "tool_calls", "function_call", "audio", "images"];
 
 /// What a part of a message's `content` list is, by its `type`: Mistral's
 /// reasoning models answer `[{"type":"thinking","thinking":[…]},
@@ -140,8 +142,15 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         || is("invalid_prompt")
         || is("bio_policy")
         || is("cyber_policy")
+        || d.flagged
     {
         return Some(Verdict::Fixed(Policy, Code::ContentFiltered));
+    }
+    // The model wrote a tool call the server could not parse (Groq's
+    // `tool_use_failed`, with the text in `failed_generation`): the
+    // model's to fix, as a malformed call finish is.
+    if is("tool_use_failed") {
+        return Some(Verdict::Fixed(ModelFixable, Code::BadArguments));
     }
     match status {
         Some(429) => {
@@ -152,6 +161,9 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
             }
         }
         Some(400) => Some(Verdict::Fixed(Permanent, Code::BadRequest)),
+        // text-generation-inference answers a generation that failed on
+        // the server 424 (its `error_type` `generation`).
+        Some(424) => declared_rule(ty),
         Some(_) => None,
         // An error inside a stream or a failed response: no status, so the
         // declared code decides (the more precise of the two: `tokens` is
@@ -176,6 +188,12 @@ fn declared_rule(name: &str) -> Option<Verdict> {
             Verdict::Fixed(Transient, Code::ProviderUnavailable)
         }
         "overloaded_error" | "overloaded" => Verdict::Fixed(Transient, Code::Overloaded),
+        // text-generation-inference's `error_type`s: the generation failed
+        // on the server ("Request failed during generation: …"), or ended
+        // before its end.
+        "generation" | "incomplete_generation" => {
+            Verdict::Fixed(Transient, Code::ProviderUnavailable)
+        }
         "rate_limit_exceeded" | "rate_limit_error" | "requests" | "tokens" => Verdict::RateLimit,
         // The file search's vector store did not answer in time: the
         // provider's own bound, not the request's fault.
@@ -199,7 +217,11 @@ fn declared_rule(name: &str) -> Option<Verdict> {
         | "invalid_image_mode"
         | "unsupported_image_media_type"
         | "empty_image_file"
-        | "failed_to_download_image" => Verdict::Fixed(Permanent, Code::BadRequest),
+        | "failed_to_download_image"
+        // text-generation-inference: the input failed validation, or the
+        // chat template could not be applied to it.
+        | "validation"
+        | "template_error" => Verdict::Fixed(Permanent, Code::BadRequest),
         _ => return None,
     })
 }
@@ -258,10 +280,56 @@ impl<'a> StrOrNum<'a> {
     }
 }
 
+/// An error body in the shapes servers that speak OpenAI's wire send:
+/// `{"error":{…}}` (OpenAI's); `{"error":"text","error_type":"…"}`
+/// (Hugging Face's text-generation-inference, in a stream and as an
+/// error body); and the error object itself, `{"object":"error",
+/// "message":…,"type":…,"code":…}` (vLLM's and FastChat's error
+/// responses).
 #[derive(Deserialize)]
 struct OpenAiEnvelope<'a> {
-    #[serde(borrow)]
-    error: OpenAiError<'a>,
+    #[serde(borrow, default)]
+    error: Option<ErrorMember<'a>>,
+    #[serde(borrow, default)]
+    error_type: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    object: Option<Text<'a>>,
+    // The error object's own members, when it is the body.
+    #[serde(borrow, default)]
+    message: Option<Text<'a>>,
+    #[serde(borrow, default, rename = "type")]
+    ty: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    code: Option<StrOrNum<'a>>,
+}
+
+/// The `error` member: OpenAI's object, or a plain message.
+enum ErrorMember<'a> {
+    Object(OpenAiError<'a>),
+    Message(Text<'a>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ErrorMember<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MemberVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for MemberVisitor<'a> {
+            type Value = ErrorMember<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an error object or message")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ErrorMember::Message(Text(Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ErrorMember::Message(Text(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                OpenAiError::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(ErrorMember::Object)
+            }
+        }
+        deserializer.deserialize_any(MemberVisitor(std::marker::PhantomData))
+    }
 }
 
 /// OpenAI's error object, `{message, type, param, code}`: the one reader
@@ -274,6 +342,21 @@ pub(super) struct OpenAiError<'a> {
     ty: Option<Text<'a>>,
     #[serde(borrow, default)]
     code: Option<StrOrNum<'a>>,
+    /// OpenRouter's moderation names what it flagged here (`reasons`,
+    /// `flagged_input`).
+    #[serde(default)]
+    metadata: Option<Moderation>,
+}
+
+/// What an error's `metadata` says of a moderation flag: OpenRouter's 403
+/// "Your chosen model requires moderation and your input was flagged"
+/// carries `reasons` and `flagged_input` there.
+#[derive(Deserialize)]
+struct Moderation {
+    #[serde(default)]
+    reasons: Presence,
+    #[serde(default)]
+    flagged_input: Presence,
 }
 
 impl<'a> OpenAiError<'a> {
@@ -283,6 +366,9 @@ impl<'a> OpenAiError<'a> {
             error_type: self.ty.map(|t| t.0),
             error_code: self.code.map(StrOrNum::into_cow),
             message: self.message.map(|t| t.0),
+            flagged: self
+                .metadata
+                .is_some_and(|m| m.reasons.0 || m.flagged_input.0),
             ..Declared::default()
         }
     }
@@ -290,7 +376,21 @@ impl<'a> OpenAiError<'a> {
 
 pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
     let envelope: OpenAiEnvelope<'_> = from_bytes(body).ok()?;
-    Some(envelope.error.declared())
+    match envelope.error {
+        Some(ErrorMember::Object(error)) => Some(error.declared()),
+        Some(ErrorMember::Message(message)) => Some(Declared {
+            error_type: envelope.error_type.or(envelope.ty).map(|t| t.0),
+            message: Some(message.0),
+            ..Declared::default()
+        }),
+        None if envelope.object.is_some_and(|o| o.0 == "error") => Some(Declared {
+            error_type: envelope.ty.map(|t| t.0),
+            error_code: envelope.code.map(StrOrNum::into_cow),
+            message: envelope.message.map(|t| t.0),
+            ..Declared::default()
+        }),
+        None => None,
+    }
 }
 
 // The unary answer: `{"choices":[{"message":{…},"finish_reason"}],"usage"}`

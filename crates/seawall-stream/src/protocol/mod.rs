@@ -170,7 +170,8 @@ const MAX_STRAY: usize = 64 << 10;
 /// a stream it cannot finish.
 #[derive(serde::Deserialize)]
 struct StrayError {
-    error: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: wire::Truthy,
 }
 
 impl Decoder {
@@ -418,13 +419,16 @@ impl Decoder {
     }
 }
 
-/// Whether `data` is a JSON object with an `error` member that is not
-/// `null`: an error body, whatever else it holds.
+/// Whether `data` is a JSON object with an `error` member that says
+/// something ([`wire::Truthy`]: not `null`, `""`, `{}`…): an error body,
+/// whatever else it holds.
 fn declares_error(data: &[u8]) -> bool {
     memchr::memmem::find(data, b"\"error\"").is_some()
         && matches!(
             serde_json::from_slice::<StrayError>(data),
-            Ok(StrayError { error: Some(_) })
+            Ok(StrayError {
+                error: wire::Truthy(true)
+            })
         )
 }
 
@@ -458,6 +462,7 @@ fn in_stream_error(provider: Provider, data: &[u8]) -> Failure {
 
 #[cfg(test)]
 mod tests {
+    use seawall_core::Code;
     use seawall_core::provider::{AnswerCheck, check_answer};
 
     use super::*;
@@ -479,6 +484,79 @@ mod tests {
             end: data.len(),
         });
         matches!(decoder.decode(item), Signal::Content { .. })
+    }
+
+    /// What one OpenAI chunk decodes to, with the decoder it left.
+    fn decode_openai(data: &str) -> (Signal<'static>, Decoder) {
+        let mut decoder = Decoder::new(Provider::OpenAi);
+        let item = Item::Event(Event {
+            name: b"",
+            data: data.as_bytes(),
+            start: 0,
+            end: data.len(),
+        });
+        let signal = decoder.decode(item).into_owned();
+        (signal, decoder)
+    }
+
+    /// What servers that speak OpenAI's wire send in a stream beside the
+    /// usual chunks: an `error` member that says nothing, an error object
+    /// as the whole event, an error that is a plain message, thinking in
+    /// structured form only, usage where Groq puts it.
+    #[test]
+    fn openai_compatible_servers_chunks() {
+        let content = r#""choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]"#;
+        // As openai-python reads an `error` member: only one that says
+        // something is an error. Both readers: the cursor, and serde (the
+        // escaped key makes the cursor leave the chunk to it).
+        for id in [r#""id":"c""#, r#""id":"c""#] {
+            for error in [r#""""#, "null", "{}", "[]", "false", "0", "0.0"] {
+                let chunk = format!(r#"{{{id},"error":{error},{content}}}"#);
+                let (signal, _) = decode_openai(&chunk);
+                assert!(
+                    matches!(signal, Signal::Content { .. }),
+                    "{chunk}: {signal:?}"
+                );
+            }
+            for error in [r#""boom""#, r#"{"message":"boom"}"#, "true", "1", "[1]"] {
+                let chunk = format!(r#"{{{id},"error":{error},{content}}}"#);
+                let (signal, _) = decode_openai(&chunk);
+                assert!(matches!(signal, Signal::Error(_)), "{chunk}: {signal:?}");
+            }
+        }
+        for (event, code) in [
+            (
+                r#"{"object":"error","message":"engine dead","type":"InternalServerError","param":null,"code":500}"#,
+                Code::ProviderUnavailable,
+            ),
+            (
+                r#"{"error":"Model is overloaded","error_type":"overloaded"}"#,
+                Code::Overloaded,
+            ),
+            (
+                r#"{"error":"Request failed during generation: Server error: out of memory","error_type":"generation"}"#,
+                Code::ProviderUnavailable,
+            ),
+        ] {
+            let (signal, _) = decode_openai(event);
+            let Signal::Error(failure) = signal else {
+                panic!("{event}: {signal:?}");
+            };
+            assert_eq!(failure.code(), code, "{event}");
+            assert!(failure.message().is_some(), "{event}");
+        }
+        // Not an error object: a chunk without choices is bookkeeping.
+        let (signal, _) = decode_openai(r#"{"object":"chat.completion.chunk","choices":[]}"#);
+        assert!(matches!(signal, Signal::Progress), "{signal:?}");
+
+        let encrypted = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning":null,"reasoning_details":[{"type":"reasoning.encrypted","data":"gAAAAB"}]},"finish_reason":null}]}"#;
+        let (signal, _) = decode_openai(encrypted);
+        assert!(matches!(signal, Signal::Thinking), "{signal:?}");
+
+        let groq = r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"x_groq":{"id":"req_1","usage":{"queue_time":0.01,"prompt_tokens":244,"prompt_time":0.02,"completion_tokens":15,"completion_time":0.04,"total_tokens":259,"total_time":0.06}}}"#;
+        let (_, decoder) = decode_openai(groq);
+        let usage = decoder.usage().expect("Groq's usage");
+        assert_eq!((usage.input_tokens, usage.output_tokens), (244, 15));
     }
 
     /// Whether the unary check finds an answer in the body (an empty one is
@@ -524,6 +602,12 @@ mod tests {
                 r#""content":null,"function_call":{"name":"f","arguments":"{}"}"#,
                 true,
             ),
+            // An image model's answer (OpenRouter): images, no text.
+            (
+                r#""content":"","images":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]"#,
+                true,
+            ),
+            (r#""content":"","images":[]"#, false),
         ] {
             let (chunk, message) = openai(field);
             assert_eq!(

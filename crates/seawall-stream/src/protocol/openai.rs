@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::choices::Choices;
-use super::wire::{First, Present, Text, declared_reason, parse_text};
+use super::wire::{First, Text, Truthy, declared_reason, parse_text};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::Provider;
 use seawall_internal::cursor::{Cursor, Holes, Scan};
@@ -25,7 +25,10 @@ use seawall_internal::cursor::{Cursor, Holes, Scan};
 struct Chunk<'a> {
     #[serde(borrow, default)]
     choices: First<Choice<'a>>,
-    error: Option<Present>,
+    /// An `error` member that says something ([`Truthy`]): what
+    /// openai-python raises on.
+    #[serde(default)]
+    error: Truthy,
 }
 
 #[derive(Deserialize)]
@@ -58,9 +61,10 @@ struct Delta<'a> {
 
 /// Where the servers that speak this wire stream a reasoning model's
 /// thinking: `reasoning_content` (DeepSeek, vLLM, Qwen), `reasoning`
-/// (OpenRouter, Ollama, Groq, newer vLLM). Not the answer: the model at
-/// work on it ([`Signal::Thinking`]).
-const THINKING_FIELDS: [&str; 2] = ["reasoning_content", "reasoning"];
+/// (OpenRouter, Ollama, Groq, newer vLLM), `reasoning_details`
+/// (OpenRouter's structured form, alone when the thinking is encrypted).
+/// Not the answer: the model at work on it ([`Signal::Thinking`]).
+const THINKING_FIELDS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_details"];
 
 /// A delta's members read by the cursor: the answer's, then the thinking
 /// ones.
@@ -191,14 +195,14 @@ fn scan_holes(text: &str) -> Scan<(Chunk<'_>, Holes)> {
     let mut cursor = Cursor::new(text);
     let mut chunk = Chunk {
         choices: First(None),
-        error: None,
+        error: Truthy(false),
     };
     cursor.fields(["choices", "error"], |cursor, field| {
         if field == 0 {
             let choice = cursor.nullable(|cursor| cursor.lone_element(scan_choice))?;
             chunk.choices = First(choice.flatten());
         } else {
-            chunk.error = cursor.present()?;
+            chunk.error = Truthy(cursor.truthy()?);
         }
         Ok(())
     })?;
@@ -242,10 +246,32 @@ fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
     Ok(delta)
 }
 
+/// Whether a chunk without choices is an error object, `{"object":
+/// "error","message":…}`: read only for such chunks, which are few.
+fn is_error_object(text: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Object<'a> {
+        #[serde(borrow)]
+        object: Option<Text<'a>>,
+    }
+    memchr::memmem::find(text.as_bytes(), b"\"error\"").is_some()
+        && parse_text::<Object<'_>>(text)
+            .and_then(|chunk| chunk.object)
+            .is_some_and(|Text(object)| object == "error")
+}
+
 /// A chunk's `usage`, read only from the chunks that can carry it (no
 /// choices, or a finish): once per stream, so serde reads it.
 #[derive(Deserialize)]
 struct UsageChunk {
+    usage: Option<UsageFields>,
+    /// Groq streams its usage here, in the last chunk.
+    #[serde(default)]
+    x_groq: Option<GroqExtra>,
+}
+
+#[derive(Deserialize)]
+struct GroqExtra {
     usage: Option<UsageFields>,
 }
 
@@ -256,7 +282,7 @@ fn read_usage(text: &str, usage: &mut Option<Usage>) {
         return;
     }
     if let Some(found) = parse_text::<UsageChunk>(text)
-        .and_then(|chunk| chunk.usage)
+        .and_then(|UsageChunk { usage, x_groq }| usage.or_else(|| x_groq?.usage))
         .and_then(|fields| fields.usage())
     {
         *usage = Some(found);
@@ -381,12 +407,16 @@ pub(super) fn decode<'a>(
             None => return Signal::Other,
         },
     };
-    if chunk.error.is_some() {
+    if chunk.error.0 {
         return Signal::Error(in_stream_error(Provider::OpenAi, data));
     }
     // A chunk without choices is the usage-only final chunk (or another
-    // bookkeeping chunk): progress, not content.
+    // bookkeeping chunk): progress, not content. Unless it is an error
+    // object itself, as vLLM's and FastChat's are (`"object":"error"`).
     let Some(mut choice) = chunk.choices.0 else {
+        if is_error_object(text) {
+            return Signal::Error(in_stream_error(Provider::OpenAi, data));
+        }
         read_usage(text, usage);
         return Signal::Progress;
     };

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-pub(super) use seawall_internal::json::{Present, Text, parse};
+pub(super) use seawall_internal::json::{Present, Text, Truthy, parse};
 use serde::de::{Deserialize, Deserializer, SeqAccess, Visitor};
 
 /// A finish reason that says something: not the empty string, which SGLang
