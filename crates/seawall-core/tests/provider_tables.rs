@@ -304,6 +304,40 @@ fn anthropic_error_types() {
         (failure.class(), failure.code()),
         (Class::Permanent, Code::Unknown)
     );
+    // An unknown type that echoes a status, inside a stream: the status.
+    let body =
+        br#"{"type":"error","error":{"type":"proxy_error","message":"?","code":"","status":503}}"#;
+    let failure = classify_error(Provider::Anthropic, body, cx(None, None));
+    assert_eq!(
+        failure.code(),
+        Code::Unknown,
+        "Anthropic's error has no code"
+    );
+
+    // A proxy's error in OpenAI's shape on an Anthropic stream (LiteLLM's
+    // `/v1/messages`: `type` null, the status as `code`): read by OpenAI's
+    // table and the status it echoes, not `unknown` and never retried.
+    for (body, class, code) in [
+        (
+            r#"{"error":{"message":"litellm.RateLimitError: rate limited","type":null,"param":"None","code":"429"}}"#,
+            Transient,
+            Code::RateLimited,
+        ),
+        (
+            r#"{"error":{"message":"upstream failed","type":null,"param":"None","code":"502"}}"#,
+            Transient,
+            Code::ProviderUnavailable,
+        ),
+        (
+            r#"{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}"#,
+            Transient,
+            Code::ProviderUnavailable,
+        ),
+    ] {
+        let failure = classify_error(Provider::Anthropic, body.as_bytes(), cx(None, None));
+        assert_eq!((failure.class(), failure.code()), (class, code), "{body}");
+        assert!(failure.message().is_some(), "{body}");
+    }
 }
 
 /// A wall whose message says when access comes back cools its route until
@@ -1078,7 +1112,10 @@ fn responses_error_codes() {
     let rows = [
         ("server_error", Transient, Code::ProviderUnavailable),
         ("rate_limit_exceeded", Transient, Code::RateLimited),
-        ("invalid_prompt", Policy, Code::ContentFiltered),
+        // A prompt that failed validation, unless its message says it
+        // was flagged (below): OpenRouter's Responses API names every
+        // failed validation so.
+        ("invalid_prompt", Permanent, Code::BadRequest),
         ("bio_policy", Policy, Code::ContentFiltered),
         ("cyber_policy", Policy, Code::ContentFiltered),
         ("vector_store_timeout", Transient, Code::Timeout),
@@ -1120,6 +1157,22 @@ fn responses_error_codes() {
     // answers a flagged prompt with a 400 `invalid_prompt`).
     let flagged = br#"{"error":{"message":"Invalid prompt: your prompt was flagged as potentially violating our usage policy.","type":"invalid_request_error","param":null,"code":"invalid_prompt"}}"#;
     let failure = classify_error(Provider::OpenAi, flagged, cx(Some(400), None));
+    assert_eq!(failure.code(), Code::ContentFiltered);
+    // The same code for a prompt that only failed validation (OpenRouter's
+    // Responses API), with a status and without one.
+    let invalid = br#"{"error":{"code":"invalid_prompt","message":"Invalid request: input must not be empty"},"metadata":null}"#;
+    for status in [Some(400), None] {
+        let failure = classify_error(Provider::OpenAi, invalid, cx(status, None));
+        assert_eq!(
+            (failure.class(), failure.code()),
+            (Class::Permanent, Code::BadRequest),
+            "{status:?}"
+        );
+    }
+    let failed = br#"{"object":"response","status":"failed","error":{"code":"invalid_prompt","message":"Invalid prompt: we've limited access to this content for safety reasons."},"output":[]}"#;
+    let AnswerCheck::Fail(failure) = check_answer(Provider::OpenAiResponses, failed) else {
+        panic!("not a failure");
+    };
     assert_eq!(failure.code(), Code::ContentFiltered);
 }
 

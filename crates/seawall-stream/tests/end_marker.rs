@@ -343,3 +343,25 @@ async fn an_error_object_before_done_is_no_clean_end() {
         Some(FinishKind::Complete)
     );
 }
+
+/// vLLM ends every Responses stream with `response.completed`; the
+/// response inside says how it ended. An answer cut at the token limit is
+/// delivered as cut, not as whole; an engine's abort after content is the
+/// provider's failure.
+#[tokio::test(start_paused = true)]
+async fn a_terminal_events_status_says_how_the_response_ended() {
+    let delta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\",\"sequence_number\":1}\n\n";
+    let cut = "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":2,\"response\":{\"id\":\"r\",\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"output\":[]}}\n\n";
+    let (drained, _) = read_then_hang(RESPONSES, vec![format!("{delta}{cut}")]).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    let finish = drained.report.finish.expect("a finish");
+    assert_eq!(
+        (finish.kind, &*finish.reason),
+        (FinishKind::Truncated, "max_output_tokens")
+    );
+
+    let aborted = "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":2,\"response\":{\"id\":\"r\",\"status\":\"cancelled\",\"output\":[]}}\n\n";
+    let (drained, _) = read_then_hang(RESPONSES, vec![format!("{delta}{aborted}")]).await;
+    let error = drained.error.expect("an abort after content");
+    assert_eq!(error.code(), seawall_core::Code::StreamInterrupted);
+}

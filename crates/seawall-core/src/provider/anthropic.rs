@@ -69,7 +69,9 @@ pub fn finish_kind(reason: &str) -> FinishKind {
 
 // The error table.
 
-pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
+/// Anthropic's declared types decide whatever the status; any other type
+/// is left to the status (or, in a stream, the status it echoes).
+pub(super) fn error_rule(d: &Declared<'_>) -> Option<Verdict> {
     use Class::*;
     let message = d.message.as_deref().unwrap_or("");
     let verdict = match d.error_type.as_deref()? {
@@ -108,8 +110,9 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         "billing_error" => Verdict::Fixed(Permanent, Code::QuotaExhausted),
         "authentication_error" | "permission_error" => Verdict::Fixed(Permanent, Code::Auth),
         "not_found_error" => Verdict::Fixed(Permanent, Code::NotFound),
-        _ if status.is_some() => return None,
-        _ => Verdict::Fixed(Permanent, Code::Unknown),
+        // Not Anthropic's: the status decides, or, in a stream, the
+        // status the error echoes.
+        _ => return None,
     };
     Some(verdict)
 }

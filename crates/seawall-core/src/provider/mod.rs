@@ -347,7 +347,19 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
             }
             openai
         }
-        Provider::Anthropic => anthropic::parse_error(body),
+        Provider::Anthropic => {
+            let anthropic = anthropic::parse_error(body);
+            // A proxy in front of Anthropic's wire (LiteLLM's
+            // `/v1/messages`) writes its own errors in OpenAI's shape,
+            // mid-stream too, a `type` of `null` and the status it would
+            // have answered as its `code`: read by OpenAI's table.
+            if anthropic.is_none()
+                && let Some(openai) = openai::parse_error(body)
+            {
+                return judge(Provider::OpenAi, openai, &cx);
+            }
+            anthropic
+        }
         Provider::Gemini => gemini::parse_error(body),
         Provider::Http => None,
     };
@@ -378,7 +390,11 @@ pub fn classify_declared(
 fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failure {
     let table = |status: Option<u16>| match provider {
         Provider::OpenAi | Provider::OpenAiResponses => openai::error_rule(status, &declared),
-        Provider::Anthropic => anthropic::error_rule(status, &declared),
+        // A type Anthropic does not name is a proxy's, written in
+        // OpenAI's words (`server_error`): OpenAI's table reads it.
+        Provider::Anthropic => {
+            anthropic::error_rule(&declared).or_else(|| openai::error_rule(status, &declared))
+        }
         Provider::Gemini => gemini::error_rule(status, &declared),
         Provider::Http => None,
     };

@@ -136,10 +136,18 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     // the Responses API's `ResponseError.code` names
     // `image_content_policy_violation`, and `bio_policy` and
     // `cyber_policy` (flagged for biological or cyber risk).
+    //
+    // OpenRouter's Responses API names every failed validation
+    // `invalid_prompt` ("Request or prompt validation failed"): a prompt
+    // is flagged only where the message says so.
+    let flagged_prompt = is("invalid_prompt")
+        && ["flagged", "policy", "safety"]
+            .iter()
+            .any(|word| contains_ci(message, word));
     if is("content_filter")
         || is("content_policy_violation")
         || is("image_content_policy_violation")
-        || is("invalid_prompt")
+        || flagged_prompt
         || is("bio_policy")
         || is("cyber_policy")
         || d.flagged
@@ -221,7 +229,9 @@ fn declared_rule(name: &str) -> Option<Verdict> {
         // text-generation-inference: the input failed validation, or the
         // chat template could not be applied to it.
         | "validation"
-        | "template_error" => Verdict::Fixed(Permanent, Code::BadRequest),
+        | "template_error"
+        // A prompt that failed validation (a flagged one decided above).
+        | "invalid_prompt" => Verdict::Fixed(Permanent, Code::BadRequest),
         _ => return None,
     })
 }

@@ -41,6 +41,11 @@ struct Item<'a> {
 
 #[derive(Deserialize)]
 struct Response<'a> {
+    /// How the response ended, which a terminal event's name need not
+    /// say: vLLM ends every stream with `response.completed`, the status
+    /// inside `incomplete` when the token limit cut the answer.
+    #[serde(borrow)]
+    status: Option<Text<'a>>,
     usage: Option<UsageFields>,
     #[serde(borrow)]
     incomplete_details: Option<Incomplete<'a>>,
@@ -79,7 +84,24 @@ pub(super) fn decode<'a>(
     {
         *usage = Some(found);
     }
-    match stream_event(&event.ty.0) {
+    let mut kind = stream_event(&event.ty.0);
+    // A terminal event's response says how it ended, as the unary check
+    // reads the same response: `incomplete` is cut, `failed` failed and
+    // `cancelled` stopped (an engine's abort), whichever event carries it.
+    if matches!(kind, StreamEvent::Completed | StreamEvent::Incomplete) {
+        match event.response.as_ref().and_then(|r| r.status.as_ref()) {
+            Some(Text(status)) if status == "incomplete" => kind = StreamEvent::Incomplete,
+            Some(Text(status)) if status == "failed" => kind = StreamEvent::Failed,
+            Some(Text(status)) if status == "cancelled" => {
+                return Signal::Finish(Reason {
+                    kind: FinishKind::Aborted,
+                    reason: "cancelled".into(),
+                });
+            }
+            _ => {}
+        }
+    }
+    match kind {
         StreamEvent::TextDelta => match event.delta.and_then(Text::non_empty) {
             Some(text) => Signal::Content {
                 text: Some(text),
@@ -274,6 +296,28 @@ mod tests {
                 "error content_filtered policy",
             ),
             (r#"{"type":"something.else"}"#, "other"),
+            // vLLM ends every stream with `response.completed`: its
+            // response's status says how it ended.
+            (
+                r#"{"type":"response.completed","sequence_number":42,"response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}}"#,
+                "finish Truncated max_output_tokens",
+            ),
+            (
+                r#"{"type":"response.completed","response":{"status":"incomplete","incomplete_details":null}}"#,
+                "finish Truncated incomplete",
+            ),
+            (
+                r#"{"type":"response.completed","response":{"status":"cancelled","output":[]}}"#,
+                "finish Aborted cancelled",
+            ),
+            (
+                r#"{"type":"response.completed","response":{"status":"failed","error":{"code":"server_error","message":"engine dead"}}}"#,
+                "error provider_unavailable transient",
+            ),
+            (
+                r#"{"type":"response.completed","response":{"output":[]}}"#,
+                "finish Complete completed",
+            ),
         ];
         for (data, expected) in cases {
             assert_eq!(decode_one(data), expected, "{data}");
