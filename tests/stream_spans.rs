@@ -295,3 +295,36 @@ fn without_a_subscriber_interested_nothing_is_put_in_the_request() {
     });
     assert_eq!(*seen.lock().unwrap(), [false]);
 }
+
+/// An attempt cut by its bound while the guard held its stream (headers,
+/// then nothing) is a `timeout` on its span: the guard's end of the
+/// stream it held (`cancelled`: nobody read it) is recorded first, and
+/// the ladder's verdict last.
+#[test]
+fn an_attempt_cut_by_its_bound_while_held_says_timeout() {
+    let capture = Capture::default();
+    run(&capture, async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "openai",
+                vec![common::fault("hang_after_headers"), common::fault("ok")],
+            )
+            .unwrap();
+        // The guard's own bounds wider than the attempt's (1.5 s).
+        let service = common::short_stack()
+            .stream_guard(seawall::stream::StreamGuardLayer::interactive())
+            .build(&ClassifyLayer::openai(), common::client());
+        let response = service
+            .oneshot(openai_stream(&chaos.base_url()))
+            .await
+            .unwrap();
+        response.into_body().collect().await.unwrap();
+    });
+    let spans = capture.spans();
+    let (op_id, _) = named(&spans, "operation")[0];
+    let attempts = attempts_of(&spans, *op_id);
+    assert_eq!(attempts.len(), 2, "{spans:#?}");
+    assert_eq!(attempts[0].field("error.type"), "timeout", "{spans:#?}");
+    assert_eq!(attempts[1].field("error.type"), "");
+}

@@ -152,7 +152,8 @@ where
     type Output = Result<Response<DeadlineBody<B>>, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
+        let mut state = self.project().state;
+        match state.as_mut().project() {
             StateProj::Running {
                 inner,
                 sleep,
@@ -173,7 +174,14 @@ where
                     return Poll::Pending;
                 };
                 ready!(poll_timer(sleep, deadline.instant(), cx));
-                Poll::Ready(Err(fire(expiry)))
+                let error = fire(expiry);
+                // The call the bound cut is dropped before the bound's
+                // failure is handed up: what the layers below record of
+                // it (a guarded stream's end, as `cancelled`) comes
+                // first, and the failure the layers above record is the
+                // last word on the attempt.
+                state.set(State::Expired { expiry: None });
+                Poll::Ready(Err(error))
             }
             StateProj::Expired { expiry } => Poll::Ready(Err(fire(expiry))),
         }

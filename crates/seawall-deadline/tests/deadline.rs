@@ -162,6 +162,51 @@ async fn per_attempt_bound_is_a_route_shaped_timeout_when_nothing_arrived() {
     assert_eq!(failure.evidence().bytes, 0);
 }
 
+/// The call a bound cut is dropped before its failure is handed up, the
+/// future that yields it still held: what the layers below record of the
+/// call's end comes before what the layers above record of the failure.
+#[tokio::test(start_paused = true)]
+async fn a_bound_that_fires_drops_the_call_before_it_answers() {
+    struct Flag(Arc<AtomicUsize>);
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let upstream = {
+        let dropped = dropped.clone();
+        service_fn(move |_: Request<()>| {
+            let flag = Flag(dropped.clone());
+            async move {
+                std::future::pending::<()>().await;
+                drop(flag);
+                Ok::<_, Infallible>(Response::new(Body::default()))
+            }
+        })
+    };
+    for layer in [
+        DeadlineLayer::per_attempt(Duration::from_secs(30)),
+        DeadlineLayer::new(Duration::from_secs(30)),
+    ] {
+        let before = dropped.load(Ordering::SeqCst);
+        let mut service = layer.layer(upstream.clone());
+        let service = service.ready().await.unwrap();
+        // Called, not `oneshot` (which drops the future it finished).
+        let mut future = std::pin::pin!(tower::Service::call(service, Request::new(())));
+        let err = future.as_mut().await.unwrap_err();
+        assert!(matches!(
+            failure(&err).code(),
+            Code::Timeout | Code::DeadlineExceeded
+        ));
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            before + 1,
+            "dropped when the bound fired"
+        );
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn per_attempt_timeout_carries_the_progress_the_attempt_made() {
     // Bytes arrived (say, SSE keep-alives) but no content: the guard holds

@@ -295,6 +295,51 @@ async fn dropping_after_the_finish_is_finished() {
     assert_eq!(report.finish.as_ref().unwrap().reason.as_ref(), "stop");
 }
 
+/// Dropping a body whose end was already decided reports that end, not a
+/// cancel: a filter finish after content (a failure the caller would
+/// have read next), and the provider's error event in the frame that was
+/// handed on up to it.
+#[tokio::test(start_paused = true)]
+async fn dropping_after_a_decided_end_reports_that_end() {
+    let filtered =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"content_filter\"}]}\n\n";
+    let error = "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n";
+    for (frames, code) in [
+        (
+            vec![
+                OPENAI_ROLE.to_owned(),
+                openai_delta("Hi"),
+                filtered.to_owned(),
+            ],
+            Code::ContentFiltered,
+        ),
+        (
+            vec![
+                OPENAI_ROLE.to_owned(),
+                format!("{}{error}", openai_delta("Hi")),
+            ],
+            Code::StreamInterrupted,
+        ),
+    ] {
+        let count = frames.len();
+        let mut script: Vec<Step> = frames.into_iter().map(send).collect();
+        script.push(Step::Hang);
+        let response = call(StreamGuardLayer::interactive(), CHAT, scripted(script))
+            .await
+            .unwrap();
+        let handle = report_handle(&response);
+        let mut body = response.into_body();
+        for _ in 0..count {
+            body.frame().await.unwrap().unwrap();
+        }
+        assert!(handle.get().is_none(), "not ended yet");
+        drop(body);
+        let report = handle.get().expect("written on drop");
+        assert_eq!(report.code, Some(code), "{report:?}");
+        assert_eq!(report.closed_by, ClosedBy::Them);
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn other_responses_pass_through() {
     let provider = tower::service_fn(|_req: http::Request<()>| async {

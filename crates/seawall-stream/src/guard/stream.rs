@@ -311,6 +311,9 @@ pub(crate) struct Track {
     /// was held until the idle bound).
     end_at: Option<usize>,
     chunks: u64,
+    /// Why the stream stops, found in a frame handed on before it: the
+    /// live body yields it next.
+    pending: Option<Cause>,
     handle: StreamReportHandle,
     reported: bool,
     /// The held frames were handed on before any content, at the hold cap
@@ -383,6 +386,7 @@ impl Track {
             error_at: None,
             end_at: None,
             chunks: 0,
+            pending: None,
             handle,
             reported: false,
             // A background response runs to its end whoever reads it:
@@ -881,12 +885,26 @@ impl Framing {
 }
 
 impl Drop for Track {
-    /// A stream nobody reads to its end was closed by us: finished if the
-    /// message was complete, else `cancelled` — never a provider failure.
+    /// A stream nobody reads to its end was closed by us. What it had
+    /// already come to is its end, read or not: a stop found in a frame
+    /// handed on (the provider's error event after it), a finish that is
+    /// a refusal or filter. Otherwise it finished if the message was
+    /// complete, else it was `cancelled` — never a provider failure.
     fn drop(&mut self) {
-        if !self.reported {
-            let code = (!self.message_complete()).then_some(Code::Cancelled);
-            self.report(code, ClosedBy::Us, Instant::now());
+        if self.reported {
+            return;
+        }
+        if let Some(cause) = self.pending.take() {
+            self.close(cause);
+            return;
+        }
+        let now = Instant::now();
+        if !self.message_complete() {
+            self.report(Some(Code::Cancelled), ClosedBy::Us, now);
+        } else if let Some(verdict) = self.finish_verdict() {
+            self.fail(Cause::PolicyFinish(verdict), now);
+        } else {
+            self.report(None, ClosedBy::Us, now);
         }
     }
 }
@@ -1017,7 +1035,6 @@ pin_project! {
         armed: Instant,
         held: Held,
         held_bytes: usize,
-        pending: Option<Cause>,
         ended: bool,
         track: Track,
     }
@@ -1036,7 +1053,6 @@ where
             armed: at,
             held: Held::default(),
             held_bytes: 0,
-            pending: None,
             ended: false,
             track,
         })
@@ -1128,7 +1144,7 @@ where
                         this.held.push_back(frame);
                     }
                     if this.track.answered() {
-                        *this.pending = stop;
+                        this.track.pending = stop;
                         return Poll::Ready(Ok(()));
                     }
                     if let Some(cause) = stop {
@@ -1202,7 +1218,7 @@ where
         if *this.ended {
             return Poll::Ready(None);
         }
-        if let Some(cause) = this.pending.take() {
+        if let Some(cause) = this.track.pending.take() {
             *this.ended = true;
             return Poll::Ready(this.track.close(cause));
         }
@@ -1219,7 +1235,7 @@ where
         let this = self.project();
         match step {
             Step::Frame(frame, stop) => {
-                *this.pending = stop;
+                this.track.pending = stop;
                 Poll::Ready(Some(Ok(frame)))
             }
             Step::End => {
@@ -1245,7 +1261,7 @@ where
 
     /// True once the live body has nothing more to yield.
     pub(crate) fn is_end_stream(&self) -> bool {
-        self.ended && self.held.is_empty() && self.pending.is_none()
+        self.ended && self.held.is_empty() && self.track.pending.is_none()
     }
 
     /// Bytes this stream holds: frames held back, the scanner's buffers and
