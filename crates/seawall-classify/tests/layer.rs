@@ -306,6 +306,30 @@ async fn answered_at(
     Ok(Response::from_parts(parts, collect(body).await))
 }
 
+/// The Responses API's POSTs below `…/responses/` are no generations:
+/// counting a prompt's tokens and compacting a conversation answer in
+/// shapes of their own, delivered as they are (they were
+/// `protocol_violation`, retried and, for a compaction, billed again).
+#[tokio::test]
+async fn a_post_below_responses_is_no_generation() {
+    let layer = ClassifyLayer::openai();
+    for (path, body) in [
+        (
+            "/v1/responses/input_tokens",
+            r#"{"object":"response.input_tokens","input_tokens":11}"#,
+        ),
+        (
+            "/v1/responses/compact",
+            r#"{"id":"cmp_1","object":"response.compaction","output":[{"type":"compaction","encrypted_content":"gAAA"}],"usage":{"input_tokens":900,"output_tokens":120,"total_tokens":1020}}"#,
+        ),
+    ] {
+        let answer = answered_at(&layer, http::Method::POST, path, body)
+            .await
+            .unwrap_or_else(|error| panic!("{path}: {error}"));
+        assert_eq!(answer.body(), body, "{path}");
+    }
+}
+
 /// One client calling two wires (a gateway serving OpenAI's and
 /// Anthropic's side by side): an OpenAI layer reads `/v1/messages`
 /// answers in Anthropic's shape, as the path says — in its own, every one

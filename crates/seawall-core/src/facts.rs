@@ -155,11 +155,7 @@ impl RequestFacts {
         // Every generation is a POST; a GET of the same path lists what
         // was stored (`GET /v1/chat/completions`), an answer of another
         // shape.
-        let provider = if method == http::Method::POST {
-            Provider::for_path(path)
-        } else {
-            None
-        };
+        let provider = Provider::for_generation(method, path);
         let head_stream = if path.ends_with(":streamGenerateContent") {
             Some(true)
         } else if path.ends_with(":generateContent") {

@@ -50,8 +50,8 @@ where
         // Only a generation is continued: a stored response read again
         // (`GET …/responses/{id}`) has the Responses API's path but no
         // question to ask again.
-        let provider = Provider::for_path(request.uri().path())
-            .filter(|p| *p != Provider::Http && request.method() == http::Method::POST);
+        let provider = Provider::for_generation(request.method(), request.uri().path())
+            .filter(|p| *p != Provider::Http);
         let Some(provider) = provider.filter(|_| self.config.max_resumes > 0) else {
             let request = request.map(|body| ResumeRequestBody::original(ReplayBody::once(body)));
             return ResponseFuture::new(self.inner.call(request), None);

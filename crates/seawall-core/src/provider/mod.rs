@@ -134,9 +134,7 @@ impl Provider {
         // `stream=true` its events after `starting_after`, what a resume
         // of a background response reads) is the Responses API's own
         // answer and events. Its `…/input_items` and `…/cancel` are not.
-        let stored_response = path
-            .rsplit_once('/')
-            .is_some_and(|(parent, id)| parent.ends_with("/responses") && !id.is_empty());
+        let stored_response = stored_response(path);
         if path.ends_with("/completions") {
             Some(Provider::OpenAi)
         } else if path.ends_with("/responses") || stored_response {
@@ -155,6 +153,24 @@ impl Provider {
         } else {
             None
         }
+    }
+
+    /// The provider whose generation a request to `path` with `method`
+    /// asks for: a POST to a generation endpoint ([`for_path`](Self::for_path)).
+    /// A stored response's path speaks the Responses API's wire when read
+    /// (`GET …/responses/{id}`), but a POST below `…/responses/` is no
+    /// generation: `…/responses/input_tokens` counts tokens and
+    /// `…/responses/compact` answers a compaction, each in a shape of its
+    /// own.
+    pub fn for_generation(method: &http::Method, path: &str) -> Option<Provider> {
+        if method != http::Method::POST {
+            return None;
+        }
+        let bare = path.split('?').next().unwrap_or(path);
+        if stored_response(bare.strip_suffix('/').unwrap_or(bare)) {
+            return None;
+        }
+        Provider::for_path(path)
     }
 
     /// The provider named `name` ([`as_str`](Self::as_str) names, plus
@@ -303,6 +319,13 @@ impl Default for QuotaWall {
     fn default() -> Self {
         QuotaWall::new(Self::DEFAULT_THRESHOLD)
     }
+}
+
+/// Whether `path` (no query, no trailing slash) names one stored
+/// response, `…/responses/{id}`.
+fn stored_response(path: &str) -> bool {
+    path.rsplit_once('/')
+        .is_some_and(|(parent, id)| parent.ends_with("/responses") && !id.is_empty())
 }
 
 /// Everything a classification needs besides the body.
