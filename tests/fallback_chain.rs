@@ -217,3 +217,49 @@ async fn with_a_fallback_the_reasoning_primary_keeps_its_whole_attempt() {
     assert!(!response.extensions().get::<ServedBy>().unwrap().fallback);
     assert_eq!((thinking.calls(), backup.calls()), (1, 0));
 }
+
+/// A fallback route that sends the operation to another provider (its
+/// rewrite names Anthropic's path): its whole answer is read as
+/// Anthropic's, not against the primary's OpenAI head (no `choices`, a
+/// protocol violation, and the operation failed on a good answer).
+#[tokio::test(start_paused = true)]
+async fn a_route_rewritten_to_another_provider_is_read_as_that_provider() {
+    const MESSAGE: &str = r#"{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"w1 w2"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":2}}"#;
+    let stack = common::short_stack()
+        .total_deadline(Duration::from_secs(10))
+        .retry_policy(RetryPolicy::no_wait(2));
+    let classify = ClassifyLayer::openai();
+    let primary = service_fn(
+        move |_: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| async move {
+            let response = http::Response::builder()
+                .status(503)
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from_static(b"{}")))
+                .unwrap();
+            Ok::<_, Infallible>(response)
+        },
+    );
+    let backup = service_fn(
+        move |request: http::Request<ReplayBody<Full<Bytes>>>| async move {
+            assert_eq!(request.uri().path(), "/v1/messages");
+            let response = http::Response::builder()
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from_static(MESSAGE.as_bytes())))
+                .unwrap();
+            Ok::<_, Infallible>(response)
+        },
+    );
+    let to_anthropic = |request: &mut http::Request<ReplayBody<Full<Bytes>>>| {
+        *request.uri_mut() = "http://backup.example/v1/messages".parse().unwrap();
+    };
+    let fallback = FallbackLayer::chain([FallbackRoute::new(stack.attempt(&classify, backup))
+        .rewrite(to_anthropic)
+        .route(RouteId::new("backup"))]);
+    let service = stack.build_with_fallback(&classify, primary, fallback);
+    let response = service
+        .oneshot(chat_request())
+        .await
+        .expect("the fallback's answer");
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, MESSAGE.as_bytes());
+}

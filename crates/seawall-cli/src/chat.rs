@@ -57,7 +57,7 @@ use hyper_util::rt::TokioExecutor;
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
 use seawall::core::recording::{ReplayBody, clone_head};
-use seawall::core::{BoxError, Class, Code, Failure, FinishKind, Receipt, RouteId};
+use seawall::core::{BoxError, Class, Code, Failure, FinishKind, Receipt, RequestFacts, RouteId};
 use seawall::fallback::{FallbackLayer, FallbackRoute, ServedBy};
 use seawall::resume::{ResumeLayer, ResumeRequestBody, Resumed};
 use seawall::stack::Stack;
@@ -537,6 +537,12 @@ fn adopt<B>(
     move |incoming| {
         let mut request = clone_head(&template, template.body().clone());
         *request.extensions_mut() = incoming.into_parts().0.extensions;
+        // The facts the fallback layer put in are the primary's head's:
+        // this request is another provider's.
+        if let Some(facts) = request.extensions().get::<RequestFacts>() {
+            let moved = facts.moved_to(&request);
+            request.extensions_mut().insert(moved);
+        }
         request
     }
 }

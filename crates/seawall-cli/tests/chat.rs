@@ -151,6 +151,48 @@ async fn a_silent_primary_fails_over_to_another_provider() {
     assert_eq!(paths, ["/v1/chat/completions", "/v1/messages"]);
 }
 
+/// Not streamed: the fallback's whole answer is Anthropic's, checked as
+/// Anthropic's (it was checked against the primary's OpenAI head, found
+/// no `choices`, and failed as a protocol violation).
+#[tokio::test]
+async fn a_failing_primary_falls_back_to_another_providers_whole_answer() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let down = || "status;code=503".parse::<Fault>().unwrap();
+    chaos
+        .script("openai", vec![down(), down(), down()])
+        .unwrap();
+    let base = chaos.base_url();
+    let fallback = base.replace("127.0.0.1", "localhost");
+    let (status, out, log) = chat(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--model",
+        "gpt-x",
+        "--deadline",
+        "10s",
+        "--fallback-base-url",
+        &fallback,
+        "--fallback-model",
+        "claude-x",
+        "--fallback-provider",
+        "anthropic",
+        "hi",
+    ])
+    .await;
+    assert_eq!(status, 0, "{log}");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n", "{log}");
+    let receipt = receipt(&log);
+    assert_eq!(receipt["fallback"], true, "{log}");
+    let paths: Vec<_> = chaos.journal().into_iter().map(|e| e.path).collect();
+    assert_eq!(
+        paths.last().map(String::as_str),
+        Some("/v1/messages"),
+        "{paths:?}"
+    );
+}
+
 #[tokio::test]
 async fn an_unreachable_endpoint_is_one_clear_line_and_a_receipt() {
     let (status, out, log) = chat(&[

@@ -239,6 +239,22 @@ impl RequestFacts {
         self.head_model.as_deref()
     }
 
+    /// These facts for `request`, the same operation sent to another
+    /// endpoint (a fallback route's rewrite, another provider's request
+    /// built for it): what the head says (the provider, streaming, the
+    /// model Gemini's path names, its JSON-array stream) is read from the
+    /// new head; what the body said, the operation's slots and a
+    /// continuation are kept. A layer that moves a request to another
+    /// endpoint calls it: read against the old head, an Anthropic answer
+    /// was checked as an OpenAI one.
+    pub fn moved_to<B>(&self, request: &http::Request<B>) -> Self {
+        RequestFacts {
+            body: self.body.clone(),
+            continues: self.continues,
+            ..RequestFacts::from_head(request)
+        }
+    }
+
     /// The facts in `request`'s extensions, or those of its head when no
     /// layer put any there.
     pub fn of_request<B>(request: &http::Request<B>) -> Self {

@@ -7,7 +7,8 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_core::{
-    Action, Attempt, BoxError, Code, Cooldown, Deadline, Failure, Receipt, RouteId, StopReason,
+    Action, Attempt, BoxError, Code, Cooldown, Deadline, Failure, Receipt, RequestFacts, RouteId,
+    StopReason,
 };
 use seawall_internal::millis;
 use tokio::time::{Instant, Sleep};
@@ -713,6 +714,12 @@ where
     route.rewrite.rewrite(&mut request);
     if let Some(name) = &route.route {
         request.extensions_mut().insert(name.clone());
+    }
+    // The rewrite may send the operation to another endpoint, another
+    // provider's: what the head says is read from the new one.
+    if let Some(facts) = request.extensions().get::<RequestFacts>() {
+        let moved = facts.moved_to(&request);
+        request.extensions_mut().insert(moved);
     }
     Some(request)
 }
