@@ -92,6 +92,10 @@ impl OperationSlots {
 /// The facts read from a JSON request body.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct BodyFacts {
+    /// The body was a JSON object whose members could be read: only then
+    /// does a missing `"stream"` say anything (a compressed body, or one
+    /// with a `"stream"` of another type, says nothing).
+    read: bool,
     stream: Option<bool>,
     model: Option<Model>,
     background: bool,
@@ -121,15 +125,20 @@ impl BodyFacts {
         let Ok(text) = std::str::from_utf8(body) else {
             return BodyFacts::default();
         };
+        // A byte-order mark before the object (a file saved so and sent
+        // as it is) is no part of it.
+        let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
+        let text = &text[bom..];
         let Ok(members) = RequestMembers::read(text) else {
             return BodyFacts::default();
         };
         let model = match (members.model_span(text), &members.model) {
-            (Some(span), _) => Some(Model::In(body.clone(), span)),
+            (Some(span), _) => Some(Model::In(body.clone(), span.start + bom..span.end + bom)),
             (None, Some(name)) => Some(Model::Unescaped(name.0.as_ref().into())),
             (None, None) => None,
         };
         BodyFacts {
+            read: true,
             stream: members.stream,
             model,
             background: members.background.0,
@@ -226,6 +235,7 @@ impl RequestFacts {
         self.body
             .as_ref()
             .and_then(|body| body.get())
+            .filter(|body| body.read)
             .map(|body| body.background)
     }
 
@@ -299,9 +309,11 @@ impl RequestFacts {
 
     /// Whether a stream was asked for: `Some(true)` or `Some(false)` when
     /// the head or the body says so, `None` when nothing says (the body is
-    /// not recorded, not sent yet, or has no `"stream"` member). A body
-    /// without `"stream"` on an endpoint where streaming is opt-in (OpenAI,
-    /// Anthropic) asked for a unary answer.
+    /// not recorded, not sent yet, could not be read, or has no
+    /// `"stream"` member). A JSON body without `"stream"` on an endpoint
+    /// where streaming is opt-in (OpenAI, Anthropic) asked for a unary
+    /// answer; one that could not be read (compressed, a `"stream"` of
+    /// another type) asked for nothing known.
     pub fn stream_requested(&self) -> Option<bool> {
         if self.head_stream.is_some() {
             return self.head_stream;
@@ -309,7 +321,9 @@ impl RequestFacts {
         let body = self.body.as_ref()?.get()?;
         match (body.stream, self.provider) {
             (Some(stream), _) => Some(stream),
-            (None, Some(Provider::OpenAi | Provider::OpenAiResponses | Provider::Anthropic)) => {
+            (None, Some(Provider::OpenAi | Provider::OpenAiResponses | Provider::Anthropic))
+                if body.read =>
+            {
                 Some(false)
             }
             (None, _) => None,
@@ -446,6 +460,7 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_a_json_object_gives_no_facts() {
+        let gzip = [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03];
         for body in [
             &b"not json"[..],
             b"[1,2]",
@@ -455,14 +470,31 @@ mod tests {
             b"{\"stream\":\"yes\"}",
             b"",
             b"{\"model\":",
+            &gzip,
         ] {
-            let slot = Arc::new(OperationSlots::default());
-            let facts =
-                RequestFacts::from_head(&request("/v1/embeddings", None)).with_slots(slot.clone());
-            slot.fill(&Bytes::copy_from_slice(body));
-            assert_eq!(facts.stream_requested(), None);
-            assert_eq!(facts.model(), None);
+            // Where streaming is opt-in too: a body that could not be read
+            // says nothing of it, and nothing of a background response.
+            for path in ["/v1/embeddings", "/v1/chat/completions", "/v1/responses"] {
+                let slot = Arc::new(OperationSlots::default());
+                let facts = RequestFacts::from_head(&request(path, None)).with_slots(slot.clone());
+                slot.fill(&Bytes::copy_from_slice(body));
+                assert_eq!(facts.stream_requested(), None, "{path} {body:?}");
+                assert_eq!(facts.background_requested(), None, "{path} {body:?}");
+                assert_eq!(facts.model(), None);
+            }
         }
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_body_is_passed_over() {
+        let slot = Arc::new(OperationSlots::default());
+        let facts = RequestFacts::from_head(&request("/v1/chat/completions", None))
+            .with_slots(slot.clone());
+        slot.fill(&Bytes::from_static(
+            "\u{feff}{\"model\":\"gpt-x\",\"stream\":true}".as_bytes(),
+        ));
+        assert_eq!(facts.stream_requested(), Some(true));
+        assert_eq!(facts.model(), Some("gpt-x"));
     }
 
     #[test]
