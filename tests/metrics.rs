@@ -471,3 +471,37 @@ fn answer_with_usage(input: u64, output: u64) -> http::Response<Full<Bytes>> {
         .body(Full::new(Bytes::from(body)))
         .unwrap()
 }
+
+/// A stream whose hold was handed on before any content (the model
+/// thinking past the hold's cap) and then broken broke what the caller
+/// was reading: an interruption, counted as one.
+#[test]
+fn a_hold_handed_on_and_then_broken_is_an_interruption() {
+    use seawall::stream::StreamGuardLayer;
+    use seawall_test::body::Chunks;
+    const START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n";
+    const THINKING: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm hmm hmm\"}}\n\n";
+    let snapshotter = recorded(async {
+        let provider = tower::service_fn(|_: http::Request<()>| async {
+            let body = Chunks::new([START, THINKING, THINKING, THINKING, THINKING])
+                .then_error(std::io::ErrorKind::ConnectionReset);
+            let response = http::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(body)
+                .unwrap();
+            Ok::<_, std::convert::Infallible>(response)
+        });
+        let guard = StreamGuardLayer::interactive().max_held_bytes(400);
+        let request = http::Request::post("http://api.example/v1/messages")
+            .body(())
+            .unwrap();
+        let response = tower::Layer::layer(&guard, provider)
+            .oneshot(request)
+            .await
+            .expect("handed on at the hold's cap");
+        let read = response.into_body().collect().await;
+        assert!(read.is_err(), "broken after it was handed on");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, STREAM_INTERRUPTIONS_TOTAL, &[]), 1);
+}

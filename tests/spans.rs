@@ -128,3 +128,96 @@ fn a_model_named_in_the_path_names_the_operation_from_its_start() {
         "Gemini's wire on a host that is neither the Gemini API nor Vertex AI"
     );
 }
+
+/// The model the body names is recorded on the operation's span when the
+/// first attempt ended before its body was sent (a refused connection):
+/// the attempt that sent it tells it.
+#[test]
+fn the_model_is_recorded_when_a_later_attempt_sent_the_body() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const ANSWER: &str = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#;
+    let spans = spans_of(async {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let client = tower::service_fn(
+            move |request: http::Request<
+                seawall::core::recording::ReplayBody<http_body_util::Full<bytes::Bytes>>,
+            >| {
+                let call = calls.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if call == 0 {
+                        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+                        return Err(seawall::core::BoxError::from(refused));
+                    }
+                    request.into_body().collect().await?;
+                    let response = http::Response::builder()
+                        .header("content-type", "application/json")
+                        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                            ANSWER.as_bytes(),
+                        )))
+                        .unwrap();
+                    Ok(response)
+                }
+            },
+        );
+        let service = common::short_stack().build(&ClassifyLayer::openai(), client);
+        let request = common::post_json(
+            "http://api.example/v1/chat/completions",
+            r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+        );
+        let response = service.oneshot(request).await.unwrap();
+        response.into_body().collect().await.unwrap();
+    });
+    let op = operation(&spans);
+    assert_eq!(
+        op.fields.get("seawall.attempts").map(String::as_str),
+        Some("2")
+    );
+    assert_eq!(
+        op.fields.get("gen_ai.request.model").map(String::as_str),
+        Some("gpt-x"),
+        "{op:?}"
+    );
+}
+
+/// The ladder alone over a service whose error no classifier named: the
+/// attempt and the operation failed, `unknown`, and their spans say so.
+#[test]
+fn an_unclassified_error_fails_both_spans() {
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    let spans = spans_of(async {
+        let client = tower::service_fn(
+            |_: http::Request<
+                seawall::core::recording::ReplayBody<http_body_util::Full<bytes::Bytes>>,
+            >| async {
+                let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+                Err::<http::Response<http_body_util::Full<bytes::Bytes>>, _>(refused)
+            },
+        );
+        let service = tower::Layer::layer(
+            &RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited()),
+            client,
+        );
+        let request = common::post_json(
+            "http://api.example/v1/chat/completions",
+            r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+        );
+        assert!(service.oneshot(request).await.is_err());
+    });
+    let op = operation(&spans);
+    let attempt = spans
+        .values()
+        .find(|s| s.name == "attempt")
+        .expect("an attempt span");
+    for span in [op, attempt] {
+        assert_eq!(
+            span.fields.get("error.type").map(String::as_str),
+            Some("unknown"),
+            "{span:?}"
+        );
+        assert_eq!(
+            span.fields.get("otel.status_code").map(String::as_str),
+            Some("ERROR")
+        );
+    }
+}

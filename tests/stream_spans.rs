@@ -328,3 +328,43 @@ fn an_attempt_cut_by_its_bound_while_held_says_timeout() {
     assert_eq!(attempts[0].field("error.type"), "timeout", "{spans:#?}");
     assert_eq!(attempts[1].field("error.type"), "");
 }
+
+/// A continuation broken again after content, with no resume left: its
+/// resume span says the layer gave up, and why, as the report does.
+#[test]
+fn a_resume_that_gives_up_says_so_on_its_span() {
+    let capture = Capture::default();
+    run(&capture, async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "openai",
+                vec![
+                    common::fault("reset_after;tokens=3;total=8"),
+                    common::fault("reset_after;tokens=5;total=8"),
+                ],
+            )
+            .unwrap();
+        let service = common::short_stack()
+            .resume(ResumeLayer::new().max_resumes(1))
+            .build(&ClassifyLayer::openai(), common::client());
+        let app = tracing::info_span!("app");
+        async {
+            let response = service
+                .oneshot(openai_stream(&chaos.base_url()))
+                .await
+                .unwrap();
+            assert!(response.into_body().collect().await.is_err());
+        }
+        .instrument(app)
+        .await;
+    });
+    let spans = capture.spans();
+    let resumes = named(&spans, "resume");
+    assert_eq!(resumes.len(), 1, "{spans:#?}");
+    assert_eq!(
+        resumes[0].1.field("seawall.gave_up"),
+        "max_resumes",
+        "{spans:#?}"
+    );
+}

@@ -769,6 +769,7 @@ where
                 let reason = verdict.err().unwrap_or("not_resumable");
                 tracing::debug!(target: TARGET, reason, "interruption not resumed");
                 self.resumed.lock().gave_up = Some(reason);
+                self.span.record("seawall.gave_up", reason);
                 self.final_error = Some(match failure {
                     Some(failure) if self.resumes > 0 => Box::new(self.with_delivered(failure)),
                     _ => error,

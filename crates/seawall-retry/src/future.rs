@@ -331,8 +331,20 @@ impl<S, B> Ladder<S, B> {
             }
             Ok(failure) => (failure, false),
             Err(other) => {
-                // Unclassified: nobody said it is safe to repeat.
+                // Unclassified: nobody said it is safe to repeat. Recorded
+                // as an attempt and an operation that failed, `unknown`
+                // (no classifier below to name it: the ladder alone).
                 self.judged = true;
+                let code = Code::Unknown.as_str();
+                metrics::attempt(&self.route, Some(Code::Unknown));
+                self.record_model();
+                for span in [&self.attempt_span, &self.span] {
+                    span.record("error.type", code);
+                    span.record("otel.status_code", "ERROR");
+                }
+                self.span
+                    .record("seawall.stop_reason", StopReason::NotRetryable.as_str());
+                self.span.record("seawall.attempts", self.attempt);
                 #[cfg(feature = "metrics")]
                 metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
                 tracing::debug!(
@@ -700,11 +712,12 @@ impl<S, B> Ladder<S, B> {
 
 impl<S, B> Ladder<S, B> {
     /// The model is known once the request body was sent: recorded on the
-    /// operation's span (and its OpenTelemetry name) when an attempt ends.
+    /// operation's span (and its OpenTelemetry name) when an attempt ends,
+    /// each attempt's (the first may end before its body was sent: a
+    /// refused connection, a cooling route).
     fn record_model(&self) {
         let Some(facts) = &self.facts else { return };
-        if self.attempt == 1
-            && facts.head_model().is_none()
+        if facts.head_model().is_none()
             && let Some(model) = facts.model()
         {
             self.span.record("gen_ai.request.model", model);

@@ -217,8 +217,15 @@ fn opens_like_event_stream(data: &[u8]) -> Option<bool> {
 /// `cause`: what broke a stream interrupted after content, in its own
 /// terms (the report's code says only `stream_interrupted`): the
 /// interruptions' `code` label.
+/// `delivered`: bytes of the stream reached the caller (content, or a
+/// hold handed on before it): a failure then is an interruption.
 #[cfg(feature = "metrics")]
-fn record(report: &StreamReport, route: &seawall_core::RouteId, cause: Option<Code>) {
+fn record(
+    report: &StreamReport,
+    route: &seawall_core::RouteId,
+    cause: Option<Code>,
+    delivered: bool,
+) {
     use seawall_core::metric_names::{
         STREAM_INTERRUPTIONS_TOTAL, TIME_TO_FIRST_BYTE_SECONDS, TIME_TO_FIRST_CONTENT_SECONDS,
     };
@@ -232,7 +239,7 @@ fn record(report: &StreamReport, route: &seawall_core::RouteId, cause: Option<Co
     // interruption, as no failure on the attempt's span.
     if let Some(code) = report
         .code
-        .filter(|&code| report.content_events > 0 && code != Code::Cancelled)
+        .filter(|&code| delivered && code != Code::Cancelled)
     {
         let code = cause
             .filter(|_| code == Code::StreamInterrupted)
@@ -846,7 +853,7 @@ impl Track {
             None => trace(&report),
         }
         #[cfg(feature = "metrics")]
-        record(&report, &self.route, self.cause);
+        record(&report, &self.route, self.cause, self.delivered());
         self.handle.set(report);
     }
 
