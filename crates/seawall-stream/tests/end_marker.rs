@@ -365,3 +365,33 @@ async fn a_terminal_events_status_says_how_the_response_ended() {
     let error = drained.error.expect("an abort after content");
     assert_eq!(error.code(), seawall_core::Code::StreamInterrupted);
 }
+
+/// A Responses stream whose whole answer comes in its terminal event
+/// alone (a proxy's stream made from a unary answer): the answer the
+/// SDK's final response holds, delivered — read as empty, it was asked
+/// again and billed again. One whose response holds nothing is still an
+/// empty answer.
+#[tokio::test(start_paused = true)]
+async fn an_answer_only_in_the_terminal_event_is_an_answer() {
+    let whole = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"output\":[{\"type\":\"reasoning\",\"summary\":[]},{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"The whole answer.\",\"annotations\":[]}]}]}}\n\n";
+    let (drained, _) = read_then_hang(RESPONSES, vec![whole.to_owned()]).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert_eq!(text(&drained), whole);
+    assert_eq!(drained.report.content_events, 1);
+    assert_eq!(
+        drained.report.finish.as_ref().map(|f| f.kind),
+        Some(FinishKind::Complete)
+    );
+
+    let empty = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"output\":[{\"type\":\"reasoning\",\"summary\":[]}]}}\n\n";
+    let response = call(
+        StreamGuardLayer::interactive(),
+        RESPONSES,
+        scripted(vec![send(empty), Step::Hang]),
+    )
+    .await;
+    assert_eq!(
+        failure_of(response).code(),
+        seawall_core::Code::EmptyResponse
+    );
+}

@@ -126,6 +126,8 @@ impl Reason<'_> {
 pub struct Decoder {
     provider: Provider,
     refused: bool,
+    /// A content event was decoded.
+    content: bool,
     /// A finish reason was decoded.
     finished: bool,
     /// The protocol's end arrived (see [`Decoder::ended`]).
@@ -180,6 +182,7 @@ impl Decoder {
         Decoder {
             provider,
             refused: false,
+            content: false,
             finished: false,
             ended: false,
             ends_before: false,
@@ -260,6 +263,7 @@ impl Decoder {
         {
             signal = self.decode_data(event.name, &repaired).into_owned();
         }
+        self.content |= matches!(signal, Signal::Content { .. });
         self.marker |= matches!(signal, Signal::Done);
         self.ended |= matches!(
             (&signal, self.provider),
@@ -404,7 +408,7 @@ impl Decoder {
                 &mut self.choices,
             ),
             Provider::OpenAiResponses => {
-                openai_responses::decode(data, &mut self.refused, &mut self.usage)
+                openai_responses::decode(data, &mut self.refused, &mut self.usage, self.content)
             }
             Provider::Anthropic => {
                 anthropic::decode(name, data, &mut self.named, &mut self.usage_parts)

@@ -67,10 +67,71 @@ pub(super) struct ResponseError<'a> {
     message: Option<Text<'a>>,
 }
 
+/// A terminal event's `response.output`, read only when no content event
+/// came before it: the answer's text (its messages' `output_text` parts)
+/// and whether an act is in it.
+#[derive(Deserialize)]
+struct Terminal<'a> {
+    #[serde(borrow)]
+    response: Option<TerminalResponse<'a>>,
+}
+
+#[derive(Deserialize)]
+struct TerminalResponse<'a> {
+    #[serde(borrow, default)]
+    output: Vec<OutputEntry<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OutputEntry<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Text<'a>,
+    #[serde(borrow, default)]
+    content: Vec<OutputPart<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OutputPart<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    text: Option<Text<'a>>,
+}
+
+/// What the terminal event's response holds of an answer no delta
+/// carried: its text, and whether it holds an act. Some servers send the
+/// whole answer in the terminal event alone (a proxy's stream made from a
+/// unary answer); the SDK's final response holds it, and read as empty it
+/// was asked again, and billed again.
+fn answer_in(data: &[u8]) -> (Option<String>, bool) {
+    let Some(response) = parse::<Terminal<'_>>(data).and_then(|t| t.response) else {
+        return (None, false);
+    };
+    let (mut text, mut act) = (String::new(), false);
+    for entry in response.output {
+        match output_item(&entry.ty.0) {
+            OutputItem::Message => {
+                for part in entry.content {
+                    if part.ty.as_ref().is_some_and(|ty| ty.0 == "output_text")
+                        && let Some(Text(part)) = part.text
+                    {
+                        text.push_str(&part);
+                    }
+                }
+            }
+            OutputItem::Reasoning => {}
+            OutputItem::Act => act = true,
+        }
+    }
+    ((!text.is_empty()).then_some(text), act)
+}
+
+/// `content_seen`: a content event came before this one.
 pub(super) fn decode<'a>(
     data: &'a [u8],
     refused: &mut bool,
     usage: &mut Option<Usage>,
+    content_seen: bool,
 ) -> Signal<'a> {
     let Some(event) = parse::<Event<'_>>(data) else {
         return Signal::Other;
@@ -130,14 +191,18 @@ pub(super) fn decode<'a>(
             },
             _ => Signal::Progress,
         },
-        StreamEvent::Completed => Signal::Finish(Reason {
-            kind: if *refused {
-                FinishKind::Refused
-            } else {
-                FinishKind::Complete
+        StreamEvent::Completed => terminal(
+            data,
+            content_seen,
+            Reason {
+                kind: if *refused {
+                    FinishKind::Refused
+                } else {
+                    FinishKind::Complete
+                },
+                reason: "completed".into(),
             },
-            reason: "completed".into(),
-        }),
+        ),
         StreamEvent::Incomplete => {
             let reason = event
                 .response
@@ -146,14 +211,12 @@ pub(super) fn decode<'a>(
                 .map_or_else(|| "incomplete".into(), |Text(reason)| reason);
             // A refusal cut short is still a refusal, as the unary check
             // reads the same response.
-            Signal::Finish(Reason {
-                kind: if *refused {
-                    FinishKind::Refused
-                } else {
-                    incomplete_kind(&reason)
-                },
-                reason,
-            })
+            let kind = if *refused {
+                FinishKind::Refused
+            } else {
+                incomplete_kind(&reason)
+            };
+            terminal(data, content_seen, Reason { kind, reason })
         }
         StreamEvent::Failed => {
             let error = event.response.and_then(|r| r.error);
@@ -177,6 +240,22 @@ pub(super) fn decode<'a>(
         // response is moving, the caller has nothing new to show.
         StreamEvent::Lifecycle => Signal::Progress,
         StreamEvent::Unknown => Signal::Other,
+    }
+}
+
+/// The terminal event's signal: its finish, and, when no content came
+/// before it, the answer its response holds ([`answer_in`]).
+fn terminal<'a>(data: &[u8], content_seen: bool, finish: Reason<'a>) -> Signal<'a> {
+    if content_seen {
+        return Signal::Finish(finish);
+    }
+    match answer_in(data) {
+        (None, false) => Signal::Finish(finish),
+        (text, act) => Signal::Content {
+            text: text.map(Into::into),
+            finish: Some(finish),
+            act,
+        },
     }
 }
 
@@ -328,7 +407,7 @@ mod tests {
     #[test]
     fn a_nested_error_event_keeps_its_hint() {
         let data = br#"{"type":"error","error":{"type":"tokens","code":"rate_limit_exceeded","message":"Rate limit reached for gpt-4o on tokens per min (TPM). Please try again in 6.57s.","param":null},"sequence_number":2}"#;
-        let Signal::Error(failure) = decode(data, &mut false, &mut None) else {
+        let Signal::Error(failure) = decode(data, &mut false, &mut None, false) else {
             panic!("not an error");
         };
         assert_eq!(
@@ -343,12 +422,12 @@ mod tests {
         let mut refused = false;
         let delta = br#"{"type":"response.refusal.delta","delta":"I can't","sequence_number":5}"#;
         assert!(matches!(
-            decode(delta, &mut refused, &mut None),
+            decode(delta, &mut refused, &mut None, false),
             Signal::Progress
         ));
         assert!(refused);
         let done = br#"{"type":"response.completed","response":{"status":"completed"}}"#;
-        match decode(done, &mut refused, &mut None) {
+        match decode(done, &mut refused, &mut None, false) {
             Signal::Finish(reason) => assert_eq!(reason.kind, FinishKind::Refused),
             _ => panic!("not a finish"),
         }
@@ -360,7 +439,7 @@ mod tests {
         // Cut at the token limit, a refusal is still one (as the unary
         // check reads the same response).
         let incomplete = br#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}"#;
-        match decode(incomplete, &mut refused, &mut None) {
+        match decode(incomplete, &mut refused, &mut None, false) {
             Signal::Finish(reason) => {
                 assert_eq!(reason.kind, FinishKind::Refused);
                 assert_eq!(reason.reason, "max_output_tokens");
@@ -368,7 +447,7 @@ mod tests {
             _ => panic!("not a finish"),
         }
         let mut plain = false;
-        match decode(incomplete, &mut plain, &mut None) {
+        match decode(incomplete, &mut plain, &mut None, false) {
             Signal::Finish(reason) => assert_eq!(reason.kind, FinishKind::Truncated),
             _ => panic!("not a finish"),
         }
