@@ -118,6 +118,12 @@ impl Provider {
     /// messages (`…/threads/{id}/messages`, the Assistants API) and a
     /// stored completion's (`…/chat/completions/{id}/messages`).
     pub fn for_path(path: &str) -> Option<Provider> {
+        Provider::of_path(path, true)
+    }
+
+    /// [`for_path`](Self::for_path), a stored response's path named the
+    /// Responses API's only when `stored` says it may be.
+    fn of_path(path: &str, stored: bool) -> Option<Provider> {
         let path = path.split('?').next().unwrap_or(path);
         let path = path.strip_suffix('/').unwrap_or(path);
         if let Some(resource) = path.strip_suffix("/messages")
@@ -134,10 +140,9 @@ impl Provider {
         // `stream=true` its events after `starting_after`, what a resume
         // of a background response reads) is the Responses API's own
         // answer and events. Its `…/input_items` and `…/cancel` are not.
-        let stored_response = stored_response(path);
         if path.ends_with("/completions") {
             Some(Provider::OpenAi)
-        } else if path.ends_with("/responses") || stored_response {
+        } else if path.ends_with("/responses") || (stored && stored_response(path)) {
             Some(Provider::OpenAiResponses)
         } else if path.ends_with("/messages") {
             Some(Provider::Anthropic)
@@ -166,11 +171,7 @@ impl Provider {
         if method != http::Method::POST {
             return None;
         }
-        let bare = path.split('?').next().unwrap_or(path);
-        if stored_response(bare.strip_suffix('/').unwrap_or(bare)) {
-            return None;
-        }
-        Provider::for_path(path)
+        Provider::of_path(path, false)
     }
 
     /// The provider named `name` ([`as_str`](Self::as_str) names, plus
