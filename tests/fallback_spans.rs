@@ -91,3 +91,57 @@ fn each_move_of_a_chain_is_one_fallback_span_with_the_stable_fields() {
     // The primary's ladder keeps its own operation span.
     assert_eq!(spans.values().filter(|s| s.name == "operation").count(), 1);
 }
+
+/// A fallback route has no ladder of its own: its answer's finish and
+/// usage are recorded on the move's span, a whole answer's when it comes
+/// and a stream's when it ends (the span kept open until then).
+#[test]
+fn a_fallback_routes_answer_is_recorded_on_its_move() {
+    for stream in [false, true] {
+        let capture = Capture::default();
+        run(&capture, async {
+            let primary = common::chaos().await;
+            let backup = common::chaos().await;
+            primary
+                .script(
+                    "openai",
+                    vec![common::fault(
+                        "status;code=429;retry_after=48489;kind=insufficient_quota",
+                    )],
+                )
+                .unwrap();
+            let stack = common::short_stack();
+            let fallback = common::fallback_to(&stack, Provider::OpenAi, &backup.base_url());
+            let service =
+                stack.build_with_fallback(&ClassifyLayer::openai(), common::client(), fallback);
+            let ask = common::Ask {
+                provider: Provider::OpenAi,
+                stream,
+                id: "moved".to_owned(),
+                fault: None,
+                stop_after: None,
+            };
+            let response = service
+                .oneshot(common::request(&primary.base_url(), &ask))
+                .await
+                .unwrap();
+            response.into_body().collect().await.unwrap();
+        });
+        let spans = capture.seawall_by_id();
+        let moves: Vec<_> = spans.values().filter(|s| s.name == "fallback").collect();
+        assert_eq!(moves.len(), 1, "{spans:#?}");
+        let field = |name: &str| moves[0].fields.get(name).cloned().unwrap_or_default();
+        assert_eq!(
+            field("gen_ai.response.finish_reasons"),
+            "stop",
+            "{stream}: {spans:#?}"
+        );
+        assert_eq!(
+            field("gen_ai.usage.output_tokens"),
+            "8",
+            "{stream}: {spans:#?}"
+        );
+        assert_eq!(field("error.type"), "", "{stream}");
+        assert!(moves[0].closed, "{stream}");
+    }
+}

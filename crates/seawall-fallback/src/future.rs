@@ -7,8 +7,8 @@ use std::time::Duration;
 use pin_project_lite::pin_project;
 use seawall_core::recording::{ReplayBody, clone_head};
 use seawall_core::{
-    Action, Attempt, BoxError, Code, Cooldown, Deadline, Failure, Receipt, RequestFacts, RouteId,
-    StopReason,
+    Action, Attempt, AttemptSpans, BoxError, Code, Cooldown, Deadline, Failure, Finish, Receipt,
+    RequestFacts, RouteId, StopReason, Usage,
 };
 use seawall_internal::millis;
 use tokio::time::{Instant, Sleep};
@@ -474,7 +474,7 @@ impl Walk {
                 self.sticky = Some(trigger);
             }
             self.begin(Target::Route(index), to, cause, Duration::ZERO);
-            return Step::Call(Target::Route(index), request);
+            return self.call(Target::Route(index), request);
         }
         self.all_cooling(error, plan)
     }
@@ -578,6 +578,19 @@ impl Walk {
         };
         let delay = self.delay;
         self.begin(target, route, cause, delay);
+        self.call(target, request)
+    }
+
+    /// The move's call. The route has no ladder of its own to record its
+    /// answer: the move's span is its attempt's and its operation's, on
+    /// which the stream guard records how a streamed answer ended (and
+    /// which it keeps open until then).
+    fn call<B>(&self, target: Target, mut request: Req<B>) -> Step<B> {
+        if !self.span.is_disabled() {
+            request
+                .extensions_mut()
+                .insert(AttemptSpans::new(self.span.clone(), self.span.clone()));
+        }
         Step::Call(target, request)
     }
 
@@ -597,6 +610,9 @@ impl Walk {
             seawall.cause = cause.as_str(),
             seawall.delay_ms = millis(delay),
             error.type = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
         );
         tracing::warn!(
             target: "seawall::fallback",
@@ -665,6 +681,18 @@ impl Walk {
     ) -> http::Response<RB> {
         let (target, route) = self.current.take().expect("a call was in flight");
         let route = answering(&response, route);
+        // A whole answer's finish and usage, on the move's span (a
+        // stream's are recorded when it ends).
+        if let Some(usage) = response.extensions().get::<Usage>() {
+            self.span
+                .record("gen_ai.usage.input_tokens", usage.input_tokens);
+            self.span
+                .record("gen_ai.usage.output_tokens", usage.output_tokens);
+        }
+        if let Some(finish) = response.extensions().get::<Finish>() {
+            self.span
+                .record("gen_ai.response.finish_reasons", &*finish.reason);
+        }
         let own = response
             .extensions_mut()
             .remove::<Receipt>()
