@@ -17,7 +17,7 @@ use std::borrow::Cow;
 
 use memchr::memchr;
 
-use crate::json::{Present, Text};
+use crate::json::Text;
 
 /// The cursor gave up: serde decides.
 #[derive(Debug)]
@@ -373,7 +373,11 @@ impl<'a> Cursor<'a> {
     /// ([`Truthy`](crate::json::Truthy): not `null`, `false`, `0`, `""`,
     /// `{}` or `[]`).
     pub fn truthy(&mut self) -> Scan<bool> {
-        self.peek();
+        // A string is read, not passed as a hole: whether it is empty
+        // decides (a kept shape steps over the strings in its holes).
+        if self.peek() == Some(b'"') {
+            return Ok(!self.pass_string()?.0.is_empty());
+        }
         let start = self.at;
         self.skip()?;
         let value = &self.bytes()[start..self.at];
@@ -389,15 +393,6 @@ impl<'a> Cursor<'a> {
                 .any(|byte| matches!(byte, b'1'..=b'9')),
             _ => true,
         })
-    }
-
-    /// Reads `null` as `None` and any other value as present (serde's
-    /// `Option<Present>`).
-    pub fn present(&mut self) -> Scan<Option<Present>> {
-        if self.null() {
-            return Ok(None);
-        }
-        self.skip().map(|()| Some(Present))
     }
 
     /// Reads `null` as `None` and an object with `read` (serde's

@@ -513,7 +513,7 @@ mod tests {
         // As openai-python reads an `error` member: only one that says
         // something is an error. Both readers: the cursor, and serde (the
         // escaped key makes the cursor leave the chunk to it).
-        for id in [r#""id":"c""#, r#""id":"c""#] {
+        for id in [r#""id":"c""#, r#""\u0069d":"c""#] {
             for error in [r#""""#, "null", "{}", "[]", "false", "0", "0.0"] {
                 let chunk = format!(r#"{{{id},"error":{error},{content}}}"#);
                 let (signal, _) = decode_openai(&chunk);
@@ -528,6 +528,27 @@ mod tests {
                 assert!(matches!(signal, Signal::Error(_)), "{chunk}: {signal:?}");
             }
         }
+        // Past the chunks a stream's shape is kept from: an `error` that
+        // says nothing is part of the shape, and one that says something
+        // is no chunk of it.
+        let quiet = format!(r#"{{"id":"c","error":"",{content}}}"#);
+        let mut decoder = Decoder::new(Provider::OpenAi);
+        let mut decode = |data: &str| {
+            decoder
+                .decode(Item::Event(Event {
+                    name: b"",
+                    data: data.as_bytes(),
+                    start: 0,
+                    end: data.len(),
+                }))
+                .into_owned()
+        };
+        for _ in 0..8 {
+            assert!(matches!(decode(&quiet), Signal::Content { .. }));
+        }
+        let loud = format!(r#"{{"id":"c","error":"Model is overloaded",{content}}}"#);
+        let signal = decode(&loud);
+        assert!(matches!(signal, Signal::Error(_)), "{signal:?}");
         for (event, code) in [
             (
                 r#"{"object":"error","message":"engine dead","type":"InternalServerError","param":null,"code":500}"#,
