@@ -98,7 +98,9 @@ pub(crate) enum Kind {
 /// Decodes one raw event (`raw` holds exactly one event).
 pub(crate) fn classify(protocol: Provider, raw: &[u8]) -> Kind {
     let mut scanner = Scanner::default();
-    let mut decoder = Decoder::new(protocol);
+    // Each event alone, as part of an answer: a terminal event that holds
+    // the whole answer again is its end, not more content.
+    let mut decoder = Decoder::new(protocol).within_answer();
     let mut kind = Kind::Other;
     let _ = scanner.feed(raw, |item| {
         kind = match decoder.decode(item) {
@@ -1239,6 +1241,18 @@ mod tests {
                 act: false
             }
         );
+    }
+
+    /// The Responses API's terminal event holds the whole answer again:
+    /// read alone, within an answer, it is the answer's end, not its text
+    /// a second time.
+    #[test]
+    fn a_terminal_event_is_an_end() {
+        let completed = br#"event: response.completed
+data: {"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"w1 w2 w3"}]}]}}
+
+"#;
+        assert_eq!(classify(Provider::OpenAiResponses, completed), Kind::End);
     }
 
     #[test]

@@ -394,4 +394,15 @@ async fn an_answer_only_in_the_terminal_event_is_an_answer() {
         failure_of(response).code(),
         seawall_core::Code::EmptyResponse
     );
+
+    // A refusal there is the model declining, as the unary check reads
+    // the same response: not an empty answer to ask again.
+    let refused = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"output\":[{\"type\":\"reasoning\",\"content\":null},{\"type\":\"message\",\"content\":[{\"type\":\"refusal\",\"refusal\":\"I can't help with that.\"}]}]}}\n\n";
+    let response = call(
+        StreamGuardLayer::interactive(),
+        RESPONSES,
+        scripted(vec![send(refused), Step::Hang]),
+    )
+    .await;
+    assert_eq!(failure_of(response).code(), seawall_core::Code::Refused);
 }

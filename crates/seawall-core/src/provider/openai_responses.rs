@@ -277,6 +277,80 @@ impl<'de: 'a, 'a> Deserialize<'de> for Output<'a> {
     }
 }
 
+/// What a terminal stream event's response holds of an answer
+/// ([`answer_in_event`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct EventAnswer {
+    /// Its messages' `output_text`, in order.
+    pub text: String,
+    /// An act is in it (a tool call, a server tool's result).
+    pub act: bool,
+    /// A message part is a refusal.
+    pub refused: bool,
+}
+
+/// A terminal event's `{"response":{"output":[…]}}`, read for the answer
+/// itself: the text, where the unary check asks only whether there is
+/// one. `null` stands for nothing wherever it is.
+#[derive(Deserialize)]
+struct TerminalEvent<'a> {
+    #[serde(borrow, default)]
+    response: Option<TerminalResponse<'a>>,
+}
+
+#[derive(Deserialize)]
+struct TerminalResponse<'a> {
+    #[serde(borrow, default)]
+    output: Option<Vec<TerminalItem<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct TerminalItem<'a> {
+    #[serde(borrow, default, rename = "type")]
+    ty: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    content: Option<Vec<TerminalPart<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct TerminalPart<'a> {
+    #[serde(borrow, default, rename = "type")]
+    ty: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    text: Option<Text<'a>>,
+}
+
+/// What the response in a terminal stream event (`response.completed`,
+/// `response.incomplete`) holds of an answer: some servers send the whole
+/// answer there alone, no delta before it (a proxy's stream made from a
+/// unary answer), and the SDK's final response holds it. `None` when the
+/// event cannot be read.
+pub fn answer_in_event(data: &[u8]) -> Option<EventAnswer> {
+    let event: TerminalEvent<'_> = from_bytes(data).ok()?;
+    let mut answer = EventAnswer::default();
+    let output = event.response.and_then(|r| r.output).unwrap_or_default();
+    for item in output {
+        match output_item(item.ty.as_ref().map_or("", |t| &t.0)) {
+            OutputItem::Message => {
+                for part in item.content.unwrap_or_default() {
+                    match part.ty.as_ref().map(|t| &*t.0) {
+                        Some("output_text") => {
+                            if let Some(Text(text)) = part.text {
+                                answer.text.push_str(&text);
+                            }
+                        }
+                        Some("refusal") => answer.refused = true,
+                        _ => {}
+                    }
+                }
+            }
+            OutputItem::Reasoning => {}
+            OutputItem::Act => answer.act = true,
+        }
+    }
+    Some(answer)
+}
+
 /// Checks a Responses API answer: `completed` with output, `incomplete`
 /// with its reason (cut at the token limit: delivered and marked;
 /// filtered: a policy failure), `failed` with the provider's error,

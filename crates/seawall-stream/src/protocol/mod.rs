@@ -196,6 +196,15 @@ impl Decoder {
         }
     }
 
+    /// This decoder, for events read one at a time from within an answer
+    /// whose content came before them: a terminal event is then its
+    /// finish alone, never an answer of its own (see the Responses API's
+    /// terminal event, which holds the whole answer again).
+    pub fn within_answer(mut self) -> Decoder {
+        self.content = true;
+        self
+    }
+
     /// Whose wire format is decoded.
     pub fn provider(&self) -> Provider {
         self.provider

@@ -7,11 +7,17 @@
 //! text (`response.output_text.delta`), a refusal (`response.refusal.delta`,
 //! which makes the whole answer a refusal) or a tool call's arguments
 //! (`response.function_call_arguments.delta`); everything else is the
-//! response's lifecycle and counts as progress.
+//! response's lifecycle and counts as progress. The terminal event's
+//! response says how it ended (its `status` over the event's name: vLLM
+//! ends every stream with `response.completed`), and, when no content
+//! came before it, holds the answer itself (a proxy's stream made from a
+//! unary answer). A live stream's `cancelled` is the engine's abort,
+//! asked again before content; a stored response's (the unary check's)
+//! is a cancelled background run.
 
 use seawall_core::provider::openai_responses::{
-    OutputItem, StreamEvent, declared_failure, error_event, incomplete_kind, output_item,
-    stream_event,
+    OutputItem, StreamEvent, answer_in_event, declared_failure, error_event, incomplete_kind,
+    output_item, stream_event,
 };
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
@@ -67,65 +73,6 @@ pub(super) struct ResponseError<'a> {
     message: Option<Text<'a>>,
 }
 
-/// A terminal event's `response.output`, read only when no content event
-/// came before it: the answer's text (its messages' `output_text` parts)
-/// and whether an act is in it.
-#[derive(Deserialize)]
-struct Terminal<'a> {
-    #[serde(borrow)]
-    response: Option<TerminalResponse<'a>>,
-}
-
-#[derive(Deserialize)]
-struct TerminalResponse<'a> {
-    #[serde(borrow, default)]
-    output: Vec<OutputEntry<'a>>,
-}
-
-#[derive(Deserialize)]
-struct OutputEntry<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Text<'a>,
-    #[serde(borrow, default)]
-    content: Vec<OutputPart<'a>>,
-}
-
-#[derive(Deserialize)]
-struct OutputPart<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    text: Option<Text<'a>>,
-}
-
-/// What the terminal event's response holds of an answer no delta
-/// carried: its text, and whether it holds an act. Some servers send the
-/// whole answer in the terminal event alone (a proxy's stream made from a
-/// unary answer); the SDK's final response holds it, and read as empty it
-/// was asked again, and billed again.
-fn answer_in(data: &[u8]) -> (Option<String>, bool) {
-    let Some(response) = parse::<Terminal<'_>>(data).and_then(|t| t.response) else {
-        return (None, false);
-    };
-    let (mut text, mut act) = (String::new(), false);
-    for entry in response.output {
-        match output_item(&entry.ty.0) {
-            OutputItem::Message => {
-                for part in entry.content {
-                    if part.ty.as_ref().is_some_and(|ty| ty.0 == "output_text")
-                        && let Some(Text(part)) = part.text
-                    {
-                        text.push_str(&part);
-                    }
-                }
-            }
-            OutputItem::Reasoning => {}
-            OutputItem::Act => act = true,
-        }
-    }
-    ((!text.is_empty()).then_some(text), act)
-}
-
 /// `content_seen`: a content event came before this one.
 pub(super) fn decode<'a>(
     data: &'a [u8],
@@ -147,8 +94,9 @@ pub(super) fn decode<'a>(
     }
     let mut kind = stream_event(&event.ty.0);
     // A terminal event's response says how it ended, as the unary check
-    // reads the same response: `incomplete` is cut, `failed` failed and
-    // `cancelled` stopped (an engine's abort), whichever event carries it.
+    // reads the same response: `incomplete` is cut, `failed` failed; a
+    // live stream's `cancelled` is an engine's abort (the unary check's is
+    // a background run someone cancelled), whichever event carries it.
     if matches!(kind, StreamEvent::Completed | StreamEvent::Incomplete) {
         match event.response.as_ref().and_then(|r| r.status.as_ref()) {
             Some(Text(status)) if status == "incomplete" => kind = StreamEvent::Incomplete,
@@ -244,18 +192,25 @@ pub(super) fn decode<'a>(
 }
 
 /// The terminal event's signal: its finish, and, when no content came
-/// before it, the answer its response holds ([`answer_in`]).
+/// before it, the answer its response holds ([`answer_in_event`]): some
+/// servers send the whole answer there alone (a proxy's stream made from
+/// a unary answer). Read as empty, it was asked again and billed again.
+/// A refusal there is the finish's, as a refusal delta's would be.
 fn terminal<'a>(data: &[u8], content_seen: bool, finish: Reason<'a>) -> Signal<'a> {
     if content_seen {
         return Signal::Finish(finish);
     }
-    match answer_in(data) {
-        (None, false) => Signal::Finish(finish),
-        (text, act) => Signal::Content {
-            text: text.map(Into::into),
+    match answer_in_event(data) {
+        Some(answer) if answer.refused => Signal::Finish(Reason {
+            kind: FinishKind::Refused,
+            reason: finish.reason,
+        }),
+        Some(answer) if !answer.text.is_empty() || answer.act => Signal::Content {
+            text: (!answer.text.is_empty()).then(|| answer.text.into()),
             finish: Some(finish),
-            act,
+            act: answer.act,
         },
+        _ => Signal::Finish(finish),
     }
 }
 
