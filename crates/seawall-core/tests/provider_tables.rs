@@ -999,7 +999,7 @@ fn openai_in_stream_error_types() {
 #[test]
 fn openai_compatible_error_shapes() {
     use Class::*;
-    let rows: [(&str, Option<u16>, Class, Code, &str); 12] = [
+    let rows: [(&str, Option<u16>, Class, Code, &str); 14] = [
         // OpenRouter's moderation: a 403 that is the request's content,
         // not the key (it would close the route until a reset by hand).
         (
@@ -1090,6 +1090,22 @@ fn openai_compatible_error_shapes() {
             Transient,
             Code::ProviderUnavailable,
             "engine dead",
+        ),
+        // Members of another shape than expected beside the error leave
+        // it readable.
+        (
+            r#"{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded","metadata":"opaque"}}"#,
+            None,
+            Transient,
+            Code::RateLimited,
+            "slow down",
+        ),
+        (
+            r#"{"error":{"message":"The server had an error","type":"server_error","code":{"id":7}},"message":{"x":1},"type":[1],"code":{"id":7}}"#,
+            None,
+            Transient,
+            Code::ProviderUnavailable,
+            "The server had an error",
         ),
     ];
     for (body, status, class, code, message) in rows {

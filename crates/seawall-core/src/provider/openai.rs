@@ -251,10 +251,12 @@ fn server_error_text(message: &str) -> Option<Verdict> {
 // through `Option<Cow<str>>`).
 
 /// OpenAI's `code` is a string, a number or null depending on the
-/// server; either way it reads as [`Text`]. A hand-written visitor keeps a
-/// string borrowed; serde's untagged enums buffer the value first and cost
-/// more than the rest of the parse.
-struct StrOrNum<'a>(Text<'a>);
+/// server; either way it reads as [`Text`]. Any other value (an object, a
+/// list) reads as none, rather than making the whole body unreadable: the
+/// members beside it still say what the error is. A hand-written visitor
+/// keeps a string borrowed; serde's untagged enums buffer the value first
+/// and cost more than the rest of the parse.
+struct StrOrNum<'a>(Option<Text<'a>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for StrOrNum<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -265,19 +267,33 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrNum<'a> {
                 f.write_str("a string or a number")
             }
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Borrowed(v))))
+                Ok(StrOrNum(Some(Text(Cow::Borrowed(v)))))
             }
             fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Owned(v.to_owned()))))
+                Ok(StrOrNum(Some(Text(Cow::Owned(v.to_owned())))))
             }
             fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Owned(v.to_string()))))
+                Ok(StrOrNum(Some(Text(Cow::Owned(v.to_string())))))
             }
             fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Owned(v.to_string()))))
+                Ok(StrOrNum(Some(Text(Cow::Owned(v.to_string())))))
             }
             fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(StrOrNum(Text(Cow::Owned(v.to_string()))))
+                Ok(StrOrNum(Some(Text(Cow::Owned(v.to_string())))))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(StrOrNum(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(StrOrNum(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(StrOrNum(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(StrOrNum(None))
             }
         }
         deserializer.deserialize_any(Visitor(std::marker::PhantomData))
@@ -285,8 +301,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrNum<'a> {
 }
 
 impl<'a> StrOrNum<'a> {
-    fn into_cow(self) -> Cow<'a, str> {
-        self.0.0
+    fn into_cow(self) -> Option<Cow<'a, str>> {
+        self.0.map(|text| text.0)
     }
 }
 
@@ -304,11 +320,12 @@ struct OpenAiEnvelope<'a> {
     error_type: Option<Text<'a>>,
     #[serde(borrow, default)]
     object: Option<Text<'a>>,
-    // The error object's own members, when it is the body.
+    // The error object's own members, when it is the body (read
+    // leniently: beside an `error` member, they may be anything).
     #[serde(borrow, default)]
-    message: Option<Text<'a>>,
+    message: Option<StrOrNum<'a>>,
     #[serde(borrow, default, rename = "type")]
-    ty: Option<Text<'a>>,
+    ty: Option<StrOrNum<'a>>,
     #[serde(borrow, default)]
     code: Option<StrOrNum<'a>>,
 }
@@ -360,13 +377,28 @@ pub(super) struct OpenAiError<'a> {
 
 /// What an error's `metadata` says of a moderation flag: OpenRouter's 403
 /// "Your chosen model requires moderation and your input was flagged"
-/// carries `reasons` and `flagged_input` there.
-#[derive(Deserialize)]
+/// carries `reasons` and `flagged_input` there. Metadata of another shape
+/// (a string, a list) flags nothing, and leaves the body readable.
 struct Moderation {
-    #[serde(default)]
-    reasons: Presence,
-    #[serde(default)]
-    flagged_input: Presence,
+    flagged: bool,
+}
+
+impl<'de> Deserialize<'de> for Moderation {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Members {
+            #[serde(default)]
+            reasons: Presence,
+            #[serde(default)]
+            flagged_input: Presence,
+        }
+        // Error bodies are rare and small: buffered, then read if they
+        // are an object.
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let flagged = Members::deserialize(value)
+            .is_ok_and(|members| members.reasons.0 || members.flagged_input.0);
+        Ok(Moderation { flagged })
+    }
 }
 
 impl<'a> OpenAiError<'a> {
@@ -374,29 +406,49 @@ impl<'a> OpenAiError<'a> {
     pub(super) fn declared(self) -> Declared<'a> {
         Declared {
             error_type: self.ty.map(|t| t.0),
-            error_code: self.code.map(StrOrNum::into_cow),
+            error_code: self.code.and_then(StrOrNum::into_cow),
             message: self.message.map(|t| t.0),
-            flagged: self
-                .metadata
-                .is_some_and(|m| m.reasons.0 || m.flagged_input.0),
+            flagged: self.metadata.is_some_and(|m| m.flagged),
             ..Declared::default()
         }
     }
 }
+
+/// Whether `body` is an error object itself, `{"object":"error",
+/// "message":…}` (vLLM's and FastChat's error responses, in a stream as
+/// in a body): what [`parse_error`] reads as one.
+pub fn is_error_object(body: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Object<'a> {
+        #[serde(borrow, default)]
+        object: Option<Text<'a>>,
+    }
+    memchr::memmem::find(body, b"\"error\"").is_some()
+        && from_bytes::<Object<'_>>(body)
+            .ok()
+            .and_then(|body| body.object)
+            .is_some_and(|Text(object)| object == ERROR_OBJECT)
+}
+
+/// The `object` of an error object.
+const ERROR_OBJECT: &str = "error";
 
 pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
     let envelope: OpenAiEnvelope<'_> = from_bytes(body).ok()?;
     match envelope.error {
         Some(ErrorMember::Object(error)) => Some(error.declared()),
         Some(ErrorMember::Message(message)) => Some(Declared {
-            error_type: envelope.error_type.or(envelope.ty).map(|t| t.0),
+            error_type: envelope
+                .error_type
+                .map(|t| t.0)
+                .or_else(|| envelope.ty?.into_cow()),
             message: Some(message.0),
             ..Declared::default()
         }),
-        None if envelope.object.is_some_and(|o| o.0 == "error") => Some(Declared {
-            error_type: envelope.ty.map(|t| t.0),
-            error_code: envelope.code.map(StrOrNum::into_cow),
-            message: envelope.message.map(|t| t.0),
+        None if envelope.object.is_some_and(|o| o.0 == ERROR_OBJECT) => Some(Declared {
+            error_type: envelope.ty.and_then(StrOrNum::into_cow),
+            error_code: envelope.code.and_then(StrOrNum::into_cow),
+            message: envelope.message.and_then(StrOrNum::into_cow),
             ..Declared::default()
         }),
         None => None,

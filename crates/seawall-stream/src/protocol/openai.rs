@@ -8,6 +8,7 @@ use memchr::memmem::Finder;
 use seawall_core::provider::Presence;
 use seawall_core::provider::openai::{
     COMPLETION_TEXT, ContentPart, MESSAGE_FIELDS, MESSAGE_REFUSAL, MESSAGE_TEXT, finish_kind,
+    is_error_object,
 };
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
@@ -246,20 +247,6 @@ fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
     Ok(delta)
 }
 
-/// Whether a chunk without choices is an error object, `{"object":
-/// "error","message":…}`: read only for such chunks, which are few.
-fn is_error_object(text: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Object<'a> {
-        #[serde(borrow)]
-        object: Option<Text<'a>>,
-    }
-    memchr::memmem::find(text.as_bytes(), b"\"error\"").is_some()
-        && parse_text::<Object<'_>>(text)
-            .and_then(|chunk| chunk.object)
-            .is_some_and(|Text(object)| object == "error")
-}
-
 /// A chunk's `usage`, read only from the chunks that can carry it (no
 /// choices, or a finish): once per stream, so serde reads it.
 #[derive(Deserialize)]
@@ -414,7 +401,7 @@ pub(super) fn decode<'a>(
     // bookkeeping chunk): progress, not content. Unless it is an error
     // object itself, as vLLM's and FastChat's are (`"object":"error"`).
     let Some(mut choice) = chunk.choices.0 else {
-        if is_error_object(text) {
+        if is_error_object(data) {
             return Signal::Error(in_stream_error(Provider::OpenAi, data));
         }
         read_usage(text, usage);
