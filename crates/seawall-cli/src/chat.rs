@@ -44,6 +44,7 @@
 //! and port only.
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -434,7 +435,7 @@ pub async fn run(
             fallback.model
         );
         match fallback.request(&args.prompt, args.stream) {
-            Ok(template) => templates.push(template),
+            Ok(template) => templates.push((template, Arc::<str>::from(fallback.model.as_str()))),
             Err(err) => {
                 return usage(log, &format!("cannot build the fallback request: {err}"));
             }
@@ -455,15 +456,16 @@ pub async fn run(
     let client = Client::builder(TokioExecutor::new());
     // The answer is read in the format of the route that served it.
     if args.resume {
-        let chain = templates
-            .into_iter()
-            .zip(&served)
-            .map(|(template, (route, provider))| {
-                let service = tower::ServiceBuilder::new()
-                    .map_request(adopt::<ResumeRequestBody<Full<Bytes>>>(template))
-                    .service(attempt(*provider));
-                FallbackRoute::new(service).route(route.clone())
-            });
+        let chain =
+            templates
+                .into_iter()
+                .zip(&served)
+                .map(|((template, model), (route, provider))| {
+                    let service = tower::ServiceBuilder::new()
+                        .map_request(adopt::<ResumeRequestBody<Full<Bytes>>>(template, model))
+                        .service(attempt(*provider));
+                    FallbackRoute::new(service).route(route.clone())
+                });
         let layer = FallbackLayer::chain(chain.collect::<Vec<_>>());
         let service = stack.resume(ResumeLayer::new()).build_with_fallback(
             &classify,
@@ -472,15 +474,16 @@ pub async fn run(
         );
         drive(session, &served, service, request, out, log).await
     } else {
-        let chain = templates
-            .into_iter()
-            .zip(&served)
-            .map(|(template, (route, provider))| {
-                let service = tower::ServiceBuilder::new()
-                    .map_request(adopt::<Full<Bytes>>(template))
-                    .service(attempt(*provider));
-                FallbackRoute::new(service).route(route.clone())
-            });
+        let chain =
+            templates
+                .into_iter()
+                .zip(&served)
+                .map(|((template, model), (route, provider))| {
+                    let service = tower::ServiceBuilder::new()
+                        .map_request(adopt::<Full<Bytes>>(template, model))
+                        .service(attempt(*provider));
+                    FallbackRoute::new(service).route(route.clone())
+                });
         let layer = FallbackLayer::chain(chain.collect::<Vec<_>>());
         let service = stack.build_with_fallback(&classify, client.build(connector), layer);
         drive(session, &served, service, request, out, log).await
@@ -533,14 +536,15 @@ fn fallback_routes(args: &ChatArgs) -> Result<Vec<Route>, String> {
 /// fallback layer set on the incoming request (whatever its body).
 fn adopt<B>(
     template: http::Request<Full<Bytes>>,
+    model: Arc<str>,
 ) -> impl Fn(http::Request<ReplayBody<B>>) -> http::Request<Full<Bytes>> + Clone {
     move |incoming| {
         let mut request = clone_head(&template, template.body().clone());
         *request.extensions_mut() = incoming.into_parts().0.extensions;
-        // The facts the fallback layer put in are the primary's head's:
-        // this request is another provider's.
+        // The facts the fallback layer put in are the primary's request's:
+        // this one may be another provider's, for its own model.
         if let Some(facts) = request.extensions().get::<RequestFacts>() {
-            let moved = facts.moved_to(&request);
+            let moved = facts.moved_to(&request).with_model(model.clone());
             request.extensions_mut().insert(moved);
         }
         request

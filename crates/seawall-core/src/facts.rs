@@ -6,8 +6,8 @@
 //! whose headers lie. The request says what was asked for, so
 //! [`RequestFacts`] keeps it:
 //!
-//! - the [`Provider`] whose generation endpoint the path names
-//!   ([`Provider::for_path`]), or none for any other path;
+//! - the [`Provider`] whose generation a POST to the path asks for
+//!   ([`Provider::for_generation`]), or none for any other request;
 //! - whether a stream was asked for — from the head at once (`Accept:
 //!   text/event-stream`, Gemini's `:streamGenerateContent`), and from the
 //!   body's `"stream"` member once the body has been sent;
@@ -258,10 +258,19 @@ impl RequestFacts {
     /// endpoint calls it: read against the old head, an Anthropic answer
     /// was checked as an OpenAI one.
     pub fn moved_to<B>(&self, request: &http::Request<B>) -> Self {
+        let head = RequestFacts::from_head(request);
+        // The same provider's endpoint elsewhere: the model the caller
+        // named still holds, unless the new head names one.
+        let head_model = head.head_model.clone().or_else(|| {
+            (head.provider == self.provider)
+                .then(|| self.head_model.clone())
+                .flatten()
+        });
         RequestFacts {
             body: self.body.clone(),
             continues: self.continues,
-            ..RequestFacts::from_head(request)
+            head_model,
+            ..head
         }
     }
 
@@ -362,6 +371,33 @@ mod tests {
             builder = builder.header("accept", accept);
         }
         builder.body(()).unwrap()
+    }
+
+    /// Facts moved to another endpoint read its head and keep what the
+    /// body said; the caller's model holds on the same provider's
+    /// endpoint only.
+    #[test]
+    fn moved_facts_read_the_new_head() {
+        let slot = Arc::new(OperationSlots::default());
+        let facts = RequestFacts::from_head(&request("/v1/chat/completions", None))
+            .with_slots(slot.clone())
+            .with_model("gpt-x");
+        slot.fill(&Bytes::from_static(br#"{"model":"gpt-x","stream":false}"#));
+        let elsewhere = facts.moved_to(&request("/openai/v1/chat/completions", None));
+        assert_eq!(elsewhere.provider(), Some(Provider::OpenAi));
+        assert_eq!(elsewhere.model(), Some("gpt-x"));
+        let anthropic = facts.moved_to(&request("/v1/messages", None));
+        assert_eq!(anthropic.provider(), Some(Provider::Anthropic));
+        assert_eq!(anthropic.head_model(), None);
+        assert_eq!(anthropic.stream_requested(), Some(false), "the body's word");
+        let gemini = facts.moved_to(&request(
+            "/v1beta/models/gemini-x:streamGenerateContent",
+            None,
+        ));
+        assert_eq!(gemini.provider(), Some(Provider::Gemini));
+        assert_eq!(gemini.model(), Some("gemini-x"));
+        assert_eq!(gemini.stream_requested(), Some(true));
+        assert!(gemini.asks_json_array());
     }
 
     #[test]
