@@ -518,13 +518,18 @@ where
         self.give_up("misaligned");
     }
 
+    /// Why the layer gave up, in the report and on the resume's span.
+    fn mark_gave_up(&self, reason: &'static str) {
+        self.resumed.lock().gave_up = Some(reason);
+        self.span.record("seawall.gave_up", reason);
+    }
+
     /// Ends the body with the interruption being resumed, everything
     /// delivered in its record.
     fn give_up(&mut self, reason: &'static str) {
         self.body = None;
         self.partial.clear();
-        self.resumed.lock().gave_up = Some(reason);
-        self.span.record("seawall.gave_up", reason);
+        self.mark_gave_up(reason);
         if let Some(failure) = &self.failure {
             record_end(&self.span, None, None, Some(failure.code()));
         }
@@ -768,8 +773,7 @@ where
             (verdict, failure) => {
                 let reason = verdict.err().unwrap_or("not_resumable");
                 tracing::debug!(target: TARGET, reason, "interruption not resumed");
-                self.resumed.lock().gave_up = Some(reason);
-                self.span.record("seawall.gave_up", reason);
+                self.mark_gave_up(reason);
                 self.final_error = Some(match failure {
                     Some(failure) if self.resumes > 0 => Box::new(self.with_delivered(failure)),
                     _ => error,

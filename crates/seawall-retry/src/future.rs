@@ -334,19 +334,12 @@ impl<S, B> Ladder<S, B> {
                 // Unclassified: nobody said it is safe to repeat. Recorded
                 // as an attempt and an operation that failed, `unknown`
                 // (no classifier below to name it: the ladder alone).
-                self.judged = true;
-                let code = Code::Unknown.as_str();
                 metrics::attempt(&self.route, Some(Code::Unknown));
                 self.record_model();
-                for span in [&self.attempt_span, &self.span] {
-                    span.record("error.type", code);
-                    span.record("otel.status_code", "ERROR");
-                }
-                self.span
-                    .record("seawall.stop_reason", StopReason::NotRetryable.as_str());
-                self.span.record("seawall.attempts", self.attempt);
-                #[cfg(feature = "metrics")]
-                metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
+                self.attempt_span
+                    .record("error.type", Code::Unknown.as_str());
+                self.attempt_span.record("otel.status_code", "ERROR");
+                self.stop_operation(Code::Unknown, StopReason::NotRetryable);
                 tracing::debug!(
                     target: "seawall::retry",
                     attempt = self.attempt,
@@ -388,13 +381,7 @@ impl<S, B> Ladder<S, B> {
                 if *reason == StopReason::Budget {
                     metrics::budget_exhausted();
                 }
-                self.span.record("error.type", failure.code().as_str());
-                self.span.record("otel.status_code", "ERROR");
-                self.span.record("seawall.stop_reason", reason.as_str());
-                self.span.record("seawall.attempts", self.attempt);
-                self.judged = true;
-                #[cfg(feature = "metrics")]
-                metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
+                self.stop_operation(failure.code(), *reason);
             }
         }
         tracing::debug!(
@@ -634,14 +621,8 @@ impl<S, B> Ladder<S, B> {
     /// operation, with the receipt of the attempts made when it is a
     /// seawall failure.
     fn unready(&mut self, error: BoxError, stop: StopReason) -> BoxError {
-        self.judged = true;
         let code = Failure::find(&*error).map_or(Code::Unknown, Failure::code);
-        self.span.record("error.type", code.as_str());
-        self.span.record("otel.status_code", "ERROR");
-        self.span.record("seawall.stop_reason", stop.as_str());
-        self.span.record("seawall.attempts", self.attempt);
-        #[cfg(feature = "metrics")]
-        metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
+        self.stop_operation(code, stop);
         match Failure::extract(error) {
             Ok(mut failure) => {
                 self.hand_receipt(&mut failure, stop);
@@ -649,6 +630,18 @@ impl<S, B> Ladder<S, B> {
             }
             Err(other) => other,
         }
+    }
+
+    /// The operation failed with `code`, for `reason`: its span says so,
+    /// and the operation is counted, once.
+    fn stop_operation(&mut self, code: Code, reason: StopReason) {
+        self.judged = true;
+        self.span.record("error.type", code.as_str());
+        self.span.record("otel.status_code", "ERROR");
+        self.span.record("seawall.stop_reason", reason.as_str());
+        self.span.record("seawall.attempts", self.attempt);
+        #[cfg(feature = "metrics")]
+        metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
     }
 
     /// Hands the attempt's spans down with its request, so the layer that

@@ -31,7 +31,9 @@
 //!   `Failure`; `failure.interrupted()` is the delivered record.
 //! - **Always**: a [`StreamReportHandle`] in the response extensions gives
 //!   the [`StreamReport`] once the body ended — finished, failed, or
-//!   dropped by the caller (`cancelled`, closed by us).
+//!   dropped by the caller: `cancelled` (closed by us), unless its end was
+//!   already decided (the provider's error event in a frame handed on, a
+//!   filter or refusal finish), which it then reports.
 //!
 //! # For layers outside (the breaker)
 //!
@@ -43,7 +45,8 @@
 //! yields that last result, so the wrapper can also read
 //! [`StreamReportHandle::get`] at that moment. A body dropped early never
 //! yields an end; its report has code `cancelled` and is not a provider
-//! failure.
+//! failure — unless the end was decided before the drop (see above): the
+//! report then says that end, closed by them.
 //!
 //! # Differences from a timeout and a retry around a stream
 //!
