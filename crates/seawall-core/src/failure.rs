@@ -37,18 +37,24 @@ pub struct Failure {
     provider_type: Option<Box<str>>,
     provider_code: Option<Box<str>>,
     message: Option<Box<str>>,
-    /// Boxed twice: a thin pointer keeps `Failure` (moved by value inside
-    /// the layers' enums) from growing for a field only gRPC failures use.
-    status_details: Option<Box<Details>>,
+    /// What few failures carry, boxed: a thin pointer keeps `Failure`
+    /// (moved by value inside the layers' enums) from growing for them.
+    rare: Option<Box<Rare>>,
     route: Option<RouteId>,
     evidence: Evidence,
     interrupted: Option<Box<Interrupted>>,
     receipt: Option<Box<Receipt>>,
 }
 
-/// A gRPC server's status details (see [`Failure::status_details`]).
-#[derive(Debug, Clone)]
-struct Details(Box<[u8]>);
+/// What few failures carry.
+#[derive(Debug, Clone, Default)]
+struct Rare {
+    /// A gRPC server's status details (see [`Failure::status_details`]).
+    status_details: Option<Box<[u8]>>,
+    /// The usage the provider reported for an answer that failed anyway
+    /// (see [`Failure::usage`]).
+    usage: Option<crate::Usage>,
+}
 
 /// What had been delivered when a stream was interrupted after content.
 ///
@@ -120,7 +126,7 @@ impl Failure {
             provider_type: None,
             provider_code: None,
             message: None,
-            status_details: None,
+            rare: None,
             route: None,
             evidence: Evidence::default(),
             interrupted: None,
@@ -163,7 +169,16 @@ impl Failure {
     /// tonic's `Status::details` holds), so they can be handed on to the
     /// caller (`seawall::tonic`).
     pub fn with_status_details(mut self, details: impl Into<Box<[u8]>>) -> Self {
-        self.status_details = Some(Box::new(Details(details.into())));
+        self.rare.get_or_insert_default().status_details = Some(details.into());
+        self
+    }
+
+    /// Keeps the token usage the provider reported for an answer that
+    /// failed anyway (an Anthropic stream whose finish counted the prompt
+    /// of an empty answer, an empty answer's `usage`): billed, though
+    /// nothing was delivered. The receipt's attempt carries it.
+    pub fn with_usage(mut self, usage: crate::Usage) -> Self {
+        self.rare.get_or_insert_default().usage = Some(usage);
         self
     }
 
@@ -259,7 +274,13 @@ impl Failure {
     /// A gRPC server's status details, decoded, as it sent them (see
     /// [`with_status_details`](Self::with_status_details)).
     pub fn status_details(&self) -> Option<&[u8]> {
-        self.status_details.as_ref().map(|details| &*details.0)
+        self.rare.as_ref()?.status_details.as_deref()
+    }
+
+    /// The usage the provider reported for this failed answer, if it did
+    /// (see [`with_usage`](Self::with_usage)).
+    pub fn usage(&self) -> Option<crate::Usage> {
+        self.rare.as_ref()?.usage
     }
 
     /// The route the failing attempt went to.

@@ -96,10 +96,14 @@ impl Attempt {
 
     /// The record of an attempt that failed with `failure`: billed when the
     /// provider had answered 2xx (an empty or broken answer, a stream that
-    /// failed before content).
+    /// failed before content), with the usage it reported, if it did.
     pub fn failed(route: RouteId, delay: Duration, failure: &crate::Failure) -> Self {
         let billed = failure.status().is_some_and(|s| (200..300).contains(&s));
-        Attempt::new(route, Some(failure.code()), delay).with_billed(billed)
+        let attempt = Attempt::new(route, Some(failure.code()), delay).with_billed(billed);
+        match failure.usage() {
+            Some(usage) => attempt.with_usage(usage),
+            None => attempt,
+        }
     }
 
     /// This record, marked billed (the provider answered 2xx).

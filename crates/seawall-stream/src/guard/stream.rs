@@ -805,6 +805,14 @@ impl Track {
         evidence.content_seen = self.content_seen();
         evidence.closed_by = Some(closed_by);
         let mut failure = failure.with_evidence(evidence);
+        // Only a finished message's usage is its whole count (Anthropic
+        // reports the output at the end); a stream cut before it leaves
+        // the attempt billed with its usage unknown.
+        if self.tally.finish.is_some()
+            && let Some(usage) = self.decoder.usage()
+        {
+            failure = failure.with_usage(usage);
+        }
         if content {
             let mut delivered = Interrupted::default();
             delivered.content_events = self.tally.content_events;
