@@ -44,15 +44,20 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        // Chosen now, from the request, and recorded in the report.
-        let provider = self
-            .config
-            .provider
-            .unwrap_or_else(|| Provider::for_path(request.uri().path()).unwrap_or(Provider::Http));
+        let facts = RequestFacts::of_request(&request);
+        // Chosen now, from the request, and recorded in the report: a
+        // generation's provider is in its facts already; any other path
+        // (a stored response read again) is read here.
+        let provider = self.config.provider.unwrap_or_else(|| {
+            facts
+                .provider()
+                .or_else(|| Provider::for_path(request.uri().path()))
+                .unwrap_or(Provider::Http)
+        });
         let progress = Progress::of_request(&request);
         let setup = Setup {
             config: self.config.clone(),
-            facts: RequestFacts::of_request(&request),
+            facts,
             recognised: None,
             json_array: provider == Provider::Gemini
                 && seawall_core::facts::asks_json_array(request.uri()),
