@@ -175,8 +175,8 @@ impl Failure {
 
     /// Keeps the token usage the provider reported for an answer that
     /// failed anyway (an Anthropic stream whose finish counted the prompt
-    /// of an empty answer, an empty answer's `usage`): billed, though
-    /// nothing was delivered. The receipt's attempt carries it.
+    /// of an empty answer): billed, though nothing was delivered. The
+    /// receipt's attempt carries it.
     pub fn with_usage(mut self, usage: crate::Usage) -> Self {
         self.rare.get_or_insert_default().usage = Some(usage);
         self

@@ -52,21 +52,14 @@ pub(super) fn verdict(
     finish: Option<(FinishKind, Text<'_>)>,
     usage: Option<Usage>,
 ) -> AnswerCheck {
-    // A failed answer that reported its usage was billed for it.
-    let billed = |failure: Failure| {
-        AnswerCheck::Fail(match usage {
-            Some(usage) => failure.with_usage(usage),
-            None => failure,
-        })
-    };
     if let Some(failure) = policy {
-        return billed(failure);
+        return AnswerCheck::Fail(failure);
     }
     if !has_content
         && let Some(failure) =
             crate::finish::empty_answer(finish.as_ref().map(|(kind, reason)| (*kind, &*reason.0)))
     {
-        return billed(failure);
+        return AnswerCheck::Fail(failure);
     }
     // Every provider names the finish of a whole answer (OpenAI's
     // `finish_reason`; Anthropic's `stop_reason`, "always non-null" when
