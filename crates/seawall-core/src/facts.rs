@@ -381,14 +381,15 @@ mod tests {
         let slot = Arc::new(OperationSlots::default());
         let facts = RequestFacts::from_head(&request("/v1/chat/completions", None))
             .with_slots(slot.clone())
-            .with_model("gpt-x");
+            .with_model("the-callers-name");
         slot.fill(&Bytes::from_static(br#"{"model":"gpt-x","stream":false}"#));
         let elsewhere = facts.moved_to(&request("/openai/v1/chat/completions", None));
         assert_eq!(elsewhere.provider(), Some(Provider::OpenAi));
-        assert_eq!(elsewhere.model(), Some("gpt-x"));
+        assert_eq!(elsewhere.head_model(), Some("the-callers-name"));
         let anthropic = facts.moved_to(&request("/v1/messages", None));
         assert_eq!(anthropic.provider(), Some(Provider::Anthropic));
         assert_eq!(anthropic.head_model(), None);
+        assert_eq!(anthropic.model(), Some("gpt-x"), "the body's, read once");
         assert_eq!(anthropic.stream_requested(), Some(false), "the body's word");
         let gemini = facts.moved_to(&request(
             "/v1beta/models/gemini-x:streamGenerateContent",

@@ -3,7 +3,8 @@
 //! A streamed answer ends after its response reached the layer that opened
 //! the attempt's span: the finish reason, the usage and an interruption
 //! after content are only known to the layer that reads the body. The retry
-//! ladder puts an [`AttemptSpans`] in each attempt's request extensions —
+//! ladder puts an [`AttemptSpans`] in each attempt's request extensions (and
+//! a fallback layer in each route's, a move's span standing for both) —
 //! only when a subscriber records the spans, so without one nothing is
 //! allocated or inserted — and the stream guard keeps it in the body it
 //! wraps: the attempt's span stays open until the body ends and is dropped,
@@ -35,8 +36,8 @@ impl AttemptSpans {
         AttemptSpans { attempt, operation }
     }
 
-    /// The spans a request carries, if a ladder with a subscriber put them
-    /// there.
+    /// The spans a request carries, if a ladder (or a fallback's move)
+    /// with a subscriber put them there.
     pub fn of(extensions: &http::Extensions) -> Option<&AttemptSpans> {
         extensions.get::<AttemptSpans>()
     }

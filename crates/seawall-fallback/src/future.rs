@@ -581,12 +581,14 @@ impl Walk {
         self.call(target, request)
     }
 
-    /// The move's call. The route has no ladder of its own to record its
-    /// answer: the move's span is its attempt's and its operation's, on
-    /// which the stream guard records how a streamed answer ended (and
-    /// which it keeps open until then).
+    /// The move's call. A route (an attempt stack, without a ladder of its
+    /// own) has nothing else to record its answer on: the move's span is
+    /// its attempt's and its operation's, on which the stream guard
+    /// records how a streamed answer ended (and which it keeps open until
+    /// then). The primary, called again after a wait, records on its own
+    /// ladder's spans.
     fn call<B>(&self, target: Target, mut request: Req<B>) -> Step<B> {
-        if !self.span.is_disabled() {
+        if target != Target::Primary && !self.span.is_disabled() {
             request
                 .extensions_mut()
                 .insert(AttemptSpans::new(self.span.clone(), self.span.clone()));

@@ -5,7 +5,11 @@ use seawall_core::recording::ReplayBody;
 ///
 /// The body is the primary's, replayed. Reshaping it for another provider's
 /// wire format is the fallback service's job (a layer inside it that maps
-/// the request), since that needs the whole body and may fail.
+/// the request), since that needs the whole body and may fail. The request
+/// facts a rewrite's new path calls for are read again after it; a layer
+/// that moves the request to another provider's endpoint itself gives it
+/// [`RequestFacts::moved_to`](seawall_core::RequestFacts::moved_to), or
+/// the layers below read its answer as the primary's provider's.
 pub trait Rewrite<B> {
     /// Rewrites the request in place.
     fn rewrite(&self, request: &mut http::Request<ReplayBody<B>>);

@@ -382,7 +382,6 @@ impl<'a> Cursor<'a> {
         self.skip()?;
         let value = &self.bytes()[start..self.at];
         Ok(match value[0] {
-            b'"' => value.len() > 2,
             b'n' | b'f' => false,
             b'{' | b'[' => value[1..value.len() - 1]
                 .iter()

@@ -416,7 +416,7 @@ impl<'a> OpenAiError<'a> {
 
 /// Whether `body` is an error object itself, `{"object":"error",
 /// "message":…}` (vLLM's and FastChat's error responses, in a stream as
-/// in a body): what [`parse_error`] reads as one.
+/// in a body): what the error table reads as one.
 pub fn is_error_object(body: &[u8]) -> bool {
     #[derive(Deserialize)]
     struct Object<'a> {

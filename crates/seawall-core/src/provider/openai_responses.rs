@@ -329,8 +329,10 @@ pub fn answer_in_event(data: &[u8]) -> Option<EventAnswer> {
     let event: TerminalEvent<'_> = from_bytes(data).ok()?;
     let mut answer = EventAnswer::default();
     let output = event.response.and_then(|r| r.output).unwrap_or_default();
+    // An item without a type is nothing known: no text, no act.
     for item in output {
-        match output_item(item.ty.as_ref().map_or("", |t| &t.0)) {
+        let Some(Text(ty)) = &item.ty else { continue };
+        match output_item(ty) {
             OutputItem::Message => {
                 for part in item.content.unwrap_or_default() {
                     match part.ty.as_ref().map(|t| &*t.0) {

@@ -157,8 +157,10 @@ impl StreamGuardLayer {
         self
     }
 
-    /// Chooses the provider by request path at call time (the default): see
-    /// [`Provider::for_path`]; a path it does not know is read as
+    /// Chooses the provider from the request at call time (the default):
+    /// the one its [`RequestFacts`](seawall_core::RequestFacts) name for a
+    /// generation, else its path's ([`Provider::for_path`]: a stored
+    /// response read again); a path it does not know is read as
     /// [`Provider::Http`], any event stream.
     pub fn auto_provider(mut self) -> Self {
         self.config.provider = None;
