@@ -999,7 +999,7 @@ fn openai_in_stream_error_types() {
 #[test]
 fn openai_compatible_error_shapes() {
     use Class::*;
-    let rows: [(&str, Option<u16>, Class, Code, &str); 14] = [
+    let rows: [(&str, Option<u16>, Class, Code, &str); 15] = [
         // OpenRouter's moderation: a 403 that is the request's content,
         // not the key (it would close the route until a reset by hand).
         (
@@ -1095,6 +1095,13 @@ fn openai_compatible_error_shapes() {
         // it readable.
         (
             r#"{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded","metadata":"opaque"}}"#,
+            None,
+            Transient,
+            Code::RateLimited,
+            "slow down",
+        ),
+        (
+            r#"{"error":{"message":"slow down","type":429,"code":"rate_limit_exceeded"}}"#,
             None,
             Transient,
             Code::RateLimited,

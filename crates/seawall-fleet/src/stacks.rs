@@ -161,12 +161,12 @@ impl<B, E> Policy<Request<Full<Bytes>>, Response<B>, E> for SdkRetry {
                 let ms = headers
                     .get("retry-after-ms")
                     .and_then(|v| v.to_str().ok()?.parse::<f64>().ok())
-                    .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+                    .and_then(|ms| Duration::try_from_secs_f64(ms.max(0.0) / 1000.0).ok());
                 ms.or_else(|| {
                     headers
                         .get(http::header::RETRY_AFTER)
                         .and_then(|v| v.to_str().ok()?.parse::<f64>().ok())
-                        .map(|s| Duration::from_secs_f64(s.max(0.0)))
+                        .and_then(|s| Duration::try_from_secs_f64(s.max(0.0)).ok())
                 })
             }
             Err(_) => None,

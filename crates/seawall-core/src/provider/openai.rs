@@ -317,9 +317,9 @@ struct OpenAiEnvelope<'a> {
     #[serde(borrow, default)]
     error: Option<ErrorMember<'a>>,
     #[serde(borrow, default)]
-    error_type: Option<Text<'a>>,
+    error_type: Option<StrOrNum<'a>>,
     #[serde(borrow, default)]
-    object: Option<Text<'a>>,
+    object: Option<StrOrNum<'a>>,
     // The error object's own members, when it is the body (read
     // leniently: beside an `error` member, they may be anything).
     #[serde(borrow, default)]
@@ -364,9 +364,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for ErrorMember<'a> {
 #[derive(Deserialize)]
 pub(super) struct OpenAiError<'a> {
     #[serde(borrow, default)]
-    message: Option<Text<'a>>,
+    message: Option<StrOrNum<'a>>,
     #[serde(borrow, default, rename = "type")]
-    ty: Option<Text<'a>>,
+    ty: Option<StrOrNum<'a>>,
     #[serde(borrow, default)]
     code: Option<StrOrNum<'a>>,
     /// OpenRouter's moderation names what it flagged here (`reasons`,
@@ -405,9 +405,9 @@ impl<'a> OpenAiError<'a> {
     /// What the object declares.
     pub(super) fn declared(self) -> Declared<'a> {
         Declared {
-            error_type: self.ty.map(|t| t.0),
+            error_type: self.ty.and_then(StrOrNum::into_cow),
             error_code: self.code.and_then(StrOrNum::into_cow),
-            message: self.message.map(|t| t.0),
+            message: self.message.and_then(StrOrNum::into_cow),
             flagged: self.metadata.is_some_and(|m| m.flagged),
             ..Declared::default()
         }
@@ -440,17 +440,23 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
         Some(ErrorMember::Message(message)) => Some(Declared {
             error_type: envelope
                 .error_type
-                .map(|t| t.0)
+                .and_then(StrOrNum::into_cow)
                 .or_else(|| envelope.ty?.into_cow()),
             message: Some(message.0),
             ..Declared::default()
         }),
-        None if envelope.object.is_some_and(|o| o.0 == ERROR_OBJECT) => Some(Declared {
-            error_type: envelope.ty.and_then(StrOrNum::into_cow),
-            error_code: envelope.code.and_then(StrOrNum::into_cow),
-            message: envelope.message.and_then(StrOrNum::into_cow),
-            ..Declared::default()
-        }),
+        None if envelope
+            .object
+            .and_then(StrOrNum::into_cow)
+            .is_some_and(|object| object == ERROR_OBJECT) =>
+        {
+            Some(Declared {
+                error_type: envelope.ty.and_then(StrOrNum::into_cow),
+                error_code: envelope.code.and_then(StrOrNum::into_cow),
+                message: envelope.message.and_then(StrOrNum::into_cow),
+                ..Declared::default()
+            })
+        }
         None => None,
     }
 }
