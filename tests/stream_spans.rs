@@ -187,35 +187,45 @@ fn a_failure_before_content_stays_on_its_attempt_span() {
     assert_eq!(op.field("gen_ai.usage.output_tokens"), "8");
 }
 
-#[test]
-fn each_resume_is_a_span_with_the_continuations_operation_under_it() {
-    let capture = Capture::default();
-    run(&capture, async {
+/// A streamed OpenAI operation under the resume `layer`, inside an `app`
+/// span, over a chaos server scripted with `faults`: what its body, read
+/// to the end, gave.
+fn resumed_in_app(
+    capture: &Capture,
+    faults: &[&str],
+    layer: ResumeLayer,
+) -> Result<Bytes, seawall::core::BoxError> {
+    run(capture, async {
         let chaos = common::chaos().await;
         chaos
-            .script(
-                "openai",
-                vec![
-                    common::fault("reset_after;tokens=4;total=8"),
-                    common::fault("ok;tokens=8"),
-                ],
-            )
+            .script("openai", faults.iter().map(|f| common::fault(f)).collect())
             .unwrap();
         let service = common::short_stack()
-            .resume(ResumeLayer::new())
+            .resume(layer)
             .build(&ClassifyLayer::openai(), common::client());
-        let app = tracing::info_span!("app");
         async {
             let response = service
                 .oneshot(openai_stream(&chaos.base_url()))
                 .await
                 .unwrap();
-            let text = response.into_body().collect().await.unwrap().to_bytes();
-            assert!(String::from_utf8_lossy(&text).contains("w8"));
+            let body = response.into_body().collect().await;
+            body.map(|body| body.to_bytes())
         }
-        .instrument(app)
-        .await;
-    });
+        .instrument(tracing::info_span!("app"))
+        .await
+    })
+}
+
+#[test]
+fn each_resume_is_a_span_with_the_continuations_operation_under_it() {
+    let capture = Capture::default();
+    let text = resumed_in_app(
+        &capture,
+        &["reset_after;tokens=4;total=8", "ok;tokens=8"],
+        ResumeLayer::new(),
+    )
+    .unwrap();
+    assert!(String::from_utf8_lossy(&text).contains("w8"));
     let spans = capture.spans();
     let (app_id, _) = named(&spans, "app")[0];
     let resumes = named(&spans, "resume");
@@ -334,31 +344,15 @@ fn an_attempt_cut_by_its_bound_while_held_says_timeout() {
 #[test]
 fn a_resume_that_gives_up_says_so_on_its_span() {
     let capture = Capture::default();
-    run(&capture, async {
-        let chaos = common::chaos().await;
-        chaos
-            .script(
-                "openai",
-                vec![
-                    common::fault("reset_after;tokens=3;total=8"),
-                    common::fault("reset_after;tokens=5;total=8"),
-                ],
-            )
-            .unwrap();
-        let service = common::short_stack()
-            .resume(ResumeLayer::new().max_resumes(1))
-            .build(&ClassifyLayer::openai(), common::client());
-        let app = tracing::info_span!("app");
-        async {
-            let response = service
-                .oneshot(openai_stream(&chaos.base_url()))
-                .await
-                .unwrap();
-            assert!(response.into_body().collect().await.is_err());
-        }
-        .instrument(app)
-        .await;
-    });
+    let read = resumed_in_app(
+        &capture,
+        &[
+            "reset_after;tokens=3;total=8",
+            "reset_after;tokens=5;total=8",
+        ],
+        ResumeLayer::new().max_resumes(1),
+    );
+    assert!(read.is_err());
     let spans = capture.spans();
     let resumes = named(&spans, "resume");
     assert_eq!(resumes.len(), 1, "{spans:#?}");
