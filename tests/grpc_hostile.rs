@@ -56,18 +56,24 @@ fn codes(receipt: Option<&Receipt>) -> Vec<Option<Code>> {
 }
 
 /// One health check against `url` answers serving after one attempt that
-/// failed with `first`: two calls reached the server.
-async fn answered_on_the_second_attempt(url: &str, calls: &AtomicUsize, first: Code) {
+/// failed with `first`: two calls reached the server. Returns whether the
+/// receipt bills the failed attempt.
+async fn answered_on_the_second_attempt(url: &str, calls: &AtomicUsize, first: Code) -> bool {
     let mut client = client(url, stack());
     let answer = bounded(client.check(ask()))
         .await
         .unwrap_or_else(|status| panic!("the retry answers: {status:?} {:?}", failure_of(&status)));
-    assert_eq!(
-        codes(answer.extensions().get::<Receipt>()),
-        vec![Some(first), None]
-    );
+    let receipt = answer.extensions().get::<Receipt>().cloned();
+    assert_eq!(codes(receipt.as_ref()), vec![Some(first), None]);
     assert_eq!(answer.into_inner(), serving());
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let billed: Vec<bool> = receipt
+        .iter()
+        .flat_map(|r| &r.attempts)
+        .map(|a| a.billed)
+        .collect();
+    assert_eq!(billed.get(1), Some(&true), "the answer is billed");
+    billed[0]
 }
 
 /// One health check against `url` fails: the status tonic gives, after
@@ -488,7 +494,9 @@ async fn trailers_only_unavailable_is_retried() {
         )]
     })
     .await;
-    answered_on_the_second_attempt(&url, &calls, Code::ProviderUnavailable).await;
+    let billed = answered_on_the_second_attempt(&url, &calls, Code::ProviderUnavailable).await;
+    // HTTP said 200, but the server refused before generating anything.
+    assert!(!billed, "a trailers-only refusal is not billed");
 }
 
 /// A trailers-only OK on a unary call: no message, so tonic says so
@@ -515,7 +523,8 @@ async fn trailers_only_ok_on_a_watch_is_an_empty_clean_stream() {
 async fn unavailable_in_trailers_before_any_message_is_retried() {
     let (url, calls) =
         first_then_serving(|stream| vec![grpc_head(stream), trailers(stream, b"14", &[])]).await;
-    answered_on_the_second_attempt(&url, &calls, Code::ProviderUnavailable).await;
+    let billed = answered_on_the_second_attempt(&url, &calls, Code::ProviderUnavailable).await;
+    assert!(!billed, "no message before the status: nothing billed");
 }
 
 // ---------------------------------------------------------------------------
@@ -605,7 +614,10 @@ async fn a_message_shorter_than_its_prefix_under_ok_is_retried() {
         ]
     })
     .await;
-    answered_on_the_second_attempt(&url, &calls, Code::ProtocolViolation).await;
+    let billed = answered_on_the_second_attempt(&url, &calls, Code::ProtocolViolation).await;
+    // The server said OK of what it sent: a broken answer, billed as a
+    // broken 200 over HTTP is.
+    assert!(billed, "a broken answer under OK is billed");
 }
 
 /// Half a first message, then UNAVAILABLE in the trailers: no message
@@ -623,7 +635,11 @@ async fn half_a_first_message_then_unavailable_is_retried() {
         ]
     })
     .await;
-    answered_on_the_second_attempt(&url, &calls, Code::ProviderUnavailable).await;
+    let billed = answered_on_the_second_attempt(&url, &calls, Code::ProviderUnavailable).await;
+    assert!(
+        !billed,
+        "no whole message before the status: nothing billed"
+    );
 }
 
 /// A serving health status padded with an unknown field (number 15, which

@@ -173,7 +173,12 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
         .get("grpc-status-details-bin")
         .and_then(|v| decode_details(v.as_bytes()));
     let details = decoded.as_deref().map(status_details).unwrap_or_default();
-    let failure = classify_grpc_details(status, message.as_deref(), details, cx);
+    // A failed status is read here only where no message came before it
+    // (the head, or trailers before the first message): nothing was
+    // generated, whatever HTTP's 200 says. After messages the body's
+    // judge makes an interruption of it, billed.
+    let failure =
+        classify_grpc_details(status, message.as_deref(), details, cx).with_nothing_generated();
     // Kept as sent, for a caller that reads them itself (a tonic client's
     // `Status::details`, through `seawall::tonic`).
     Status::Failed(match decoded {

@@ -32,6 +32,9 @@ pub struct Failure {
     class: Class,
     code: Code,
     action: Option<Action>,
+    /// The provider answered 2xx without generating anything (see
+    /// [`Failure::with_nothing_generated`]).
+    nothing_generated: bool,
     retry_after: Option<Duration>,
     reset_at: Option<SystemTime>,
     provider_type: Option<Box<str>>,
@@ -121,6 +124,7 @@ impl Failure {
             class,
             code,
             action: None,
+            nothing_generated: false,
             retry_after: None,
             reset_at: None,
             provider_type: None,
@@ -179,6 +183,16 @@ impl Failure {
     /// receipt's attempt carries it.
     pub fn with_usage(mut self, usage: crate::Usage) -> Self {
         self.rare.get_or_insert_default().usage = Some(usage);
+        self
+    }
+
+    /// Marks a failure the provider answered 2xx without generating
+    /// anything: a gRPC status in the response head (trailers-only) or in
+    /// trailers before any message. Every gRPC answer is HTTP 200, so the
+    /// status alone would bill a refusal (a quota's `RESOURCE_EXHAUSTED`,
+    /// a draining server's `UNAVAILABLE`) as a generation.
+    pub fn with_nothing_generated(mut self) -> Self {
+        self.nothing_generated = true;
         self
     }
 
@@ -254,6 +268,14 @@ impl Failure {
     /// The HTTP status, if a response arrived.
     pub fn status(&self) -> Option<u16> {
         self.evidence.status
+    }
+
+    /// Whether the provider billed the attempt that ended in this failure:
+    /// it answered 2xx (an empty or broken answer, a stream that failed
+    /// before content) and did not refuse before generating (see
+    /// [`with_nothing_generated`](Self::with_nothing_generated)).
+    pub fn billed(&self) -> bool {
+        !self.nothing_generated && self.status().is_some_and(|s| (200..300).contains(&s))
     }
 
     /// The provider's own error type string.

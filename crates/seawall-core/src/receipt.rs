@@ -95,11 +95,11 @@ impl Attempt {
     }
 
     /// The record of an attempt that failed with `failure`: billed when the
-    /// provider had answered 2xx (an empty or broken answer, a stream that
-    /// failed before content), with the usage it reported, if it did.
+    /// failure says so ([`Failure::billed`]: the provider had answered 2xx
+    /// and generated), with the usage it reported, if it did.
     pub fn failed(route: RouteId, delay: Duration, failure: &crate::Failure) -> Self {
-        let billed = failure.status().is_some_and(|s| (200..300).contains(&s));
-        let attempt = Attempt::new(route, Some(failure.code()), delay).with_billed(billed);
+        let attempt =
+            Attempt::new(route, Some(failure.code()), delay).with_billed(failure.billed());
         match failure.usage() {
             Some(usage) => attempt.with_usage(usage),
             None => attempt,
@@ -331,6 +331,11 @@ mod tests {
         receipt.push(Attempt::failed(route.clone(), Duration::ZERO, &empty));
         let limited = crate::Failure::new(Code::RateLimited).with_status(429);
         receipt.push(Attempt::failed(route.clone(), Duration::ZERO, &limited));
+        // A gRPC refusal: HTTP 200, nothing generated.
+        let refused = crate::Failure::new(Code::ProviderUnavailable)
+            .with_status(200)
+            .with_nothing_generated();
+        receipt.push(Attempt::failed(route.clone(), Duration::ZERO, &refused));
         let mut response = http::Response::new(());
         response.extensions_mut().insert(Usage::new(10, 20));
         receipt.push(Attempt::answered(route, Duration::ZERO, &response));
@@ -339,7 +344,7 @@ mod tests {
         // The empty 200 was billed and reported nothing.
         assert_eq!(receipt.billed_without_usage(), 1);
         let billed: Vec<_> = receipt.attempts.iter().map(|a| a.billed).collect();
-        assert_eq!(billed, [true, false, true]);
+        assert_eq!(billed, [true, false, false, true]);
     }
 
     #[test]
