@@ -64,14 +64,20 @@ impl RetryHint {
     }
 }
 
-/// `Retry-After`: delta-seconds (`120`, whole digits only) or an HTTP date.
-/// Delta-seconds past [`MAX_RETRY_HINT`] are clamped to it, however many
-/// digits. A date in the past, a negative or fractional number (`-5`,
-/// `1.5`) or garbage gives `None`.
+/// `Retry-After`: delta-seconds (`120`) or an HTTP date. Delta-seconds
+/// past [`MAX_RETRY_HINT`] are clamped to it, however many digits.
+/// Fractional seconds (`1.5`, `3600.0`), which RFC 9110 does not allow,
+/// are read as the SDKs read them (openai-python: "allowing nonstandard
+/// floats"): dropped, a server's hour-long wait was no hint, retried at
+/// once and never a quota wall. A date in the past, a sign or an exponent
+/// (`-5`, `1e3`) or garbage gives `None`.
 pub fn parse_retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duration> {
     let text = value.to_str().ok()?.trim();
     if text.bytes().all(|b| b.is_ascii_digit()) {
         return parse_whole_seconds(text);
+    }
+    if let Some(seconds) = parse_decimal(text) {
+        return Some(secs_f64_capped(seconds));
     }
     let at = httpdate::parse_http_date(text).ok()?;
     let delay = at.duration_since(now).ok()?;
@@ -343,7 +349,14 @@ mod tests {
         );
         assert_eq!(parse_retry_after(&hv("-5"), now), None);
         assert_eq!(parse_retry_after(&hv("soon"), now), None);
-        assert_eq!(parse_retry_after(&hv("1.5"), now), None);
+        assert_eq!(
+            parse_retry_after(&hv("1.5"), now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_retry_after(&hv("3600.0"), now),
+            Some(Duration::from_secs(3600))
+        );
         assert_eq!(
             parse_retry_after(&hv("99999999999999999999999"), now),
             Some(MAX_RETRY_HINT)
@@ -432,7 +445,10 @@ mod tests {
     fn signs_fractions_and_whitespace_behave_as_documented() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
         for bad in ["-5", "+5", "1.5", "1e3", "1 2", "", "   ", "0x10", "5s"] {
-            assert_eq!(parse_retry_after(&hv(bad), now), None, "{bad:?}");
+            // A fraction is read as the SDKs read it.
+            if bad != "1.5" {
+                assert_eq!(parse_retry_after(&hv(bad), now), None, "{bad:?}");
+            }
             // A malformed pushback is no hint either: it refuses a retry.
             assert_eq!(
                 parse_grpc_pushback(&hv(bad)),
