@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use seawall_breaker::{BreakDuration, BreakerHandle, BreakerLayer, BreakerState, Trip};
-use seawall_core::{BoxError, Code, Failure, RouteId};
+use seawall_core::{AUTH_COOLDOWN, BoxError, Code, Failure, RouteId};
 use tokio::sync::oneshot;
 use tower::{Layer, Service};
 
@@ -233,21 +233,35 @@ async fn a_longer_cooldown_already_running_is_kept_with_its_code() {
     assert_eq!(rig.refusal().await.cooled_by(), Some(Code::QuotaExhausted));
 }
 
+/// Rejected credentials cool the route for `AUTH_COOLDOWN`, then one call
+/// tries it again (a key replaced, a token refreshed); a reset by the
+/// handle ends the cooldown at once. (Until this, the route stayed shut
+/// until a reset by hand.)
 #[tokio::test(start_paused = true)]
-async fn rejected_credentials_cool_the_route_until_a_reset() {
+async fn rejected_credentials_cool_the_route_for_a_while() {
     let rig = Rig::new(consecutive(100));
     assert_eq!(rig.send(fail(Code::Auth)).await, Some(Code::Auth));
-    assert_eq!(rig.handle.cooldown(&route()), Some((Code::Auth, None)));
-    tokio::time::advance(Duration::from_secs(7 * 24 * 3600)).await;
+    assert_eq!(
+        rig.handle.cooldown(&route()),
+        Some((Code::Auth, Some(AUTH_COOLDOWN)))
+    );
+    tokio::time::advance(AUTH_COOLDOWN - SEC).await;
     let refused = rig.refusal().await;
     assert_eq!(
         (refused.cooled_by(), refused.retry_after()),
-        (Some(Code::Auth), None)
+        (Some(Code::Auth), Some(SEC))
+    );
+    tokio::time::advance(SEC).await;
+    assert_eq!(rig.handle.cooldown(&route()), None);
+    assert_eq!(rig.send(fail(Code::Auth)).await, Some(Code::Auth));
+    assert!(
+        rig.handle.cooldown(&route()).is_some(),
+        "still rejected: cold again"
     );
     rig.handle.reset(&route());
     assert_eq!(rig.handle.cooldown(&route()), None);
     assert_eq!(rig.send(None).await, None);
-    assert_eq!(rig.calls(), 2);
+    assert_eq!(rig.calls(), 3);
 }
 
 /// A call on the caller's own credentials: what the provider says of

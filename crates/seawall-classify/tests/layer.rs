@@ -330,6 +330,23 @@ async fn a_post_below_responses_is_no_generation() {
     }
 }
 
+/// Token counting for Claude on Vertex AI (where Anthropic's Vertex client
+/// sends `messages.count_tokens`) is the model `count-tokens`'s
+/// `rawPredict`: its `{"input_tokens":…}` is delivered as it is (it was
+/// judged a Messages answer of another shape, retried, and always failed).
+#[tokio::test]
+async fn counting_tokens_for_claude_on_vertex_is_no_generation() {
+    let path =
+        "/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict";
+    let body = r#"{"input_tokens":1234}"#;
+    for layer in [ClassifyLayer::anthropic(), ClassifyLayer::openai()] {
+        let answer = answered_at(&layer, http::Method::POST, path, body)
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(answer.body(), body);
+    }
+}
+
 /// One client calling two wires (a gateway serving OpenAI's and
 /// Anthropic's side by side): an OpenAI layer reads `/v1/messages`
 /// answers in Anthropic's shape, as the path says — in its own, every one

@@ -66,7 +66,9 @@ pub use finish::{Finish, FinishKind};
 pub use progress::Progress;
 pub use receipt::{Attempt, Attempts, Receipt, StopReason};
 pub use route::{RouteId, ShownUri};
-pub use scope::{CallerCredentials, Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope};
+pub use scope::{
+    AUTH_COOLDOWN, CallerCredentials, Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope,
+};
 pub use span::AttemptSpans;
 pub use usage::{Usage, UsageSlot, UsageSource};
 

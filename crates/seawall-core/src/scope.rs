@@ -148,7 +148,9 @@ impl Failure {
 pub enum Cooldown {
     /// For this long, from when the failure was learnt.
     For(Duration),
-    /// Until an operator says otherwise (rejected credentials).
+    /// Until an operator says otherwise. seawall's own reading gives every
+    /// cause a bound (rejected credentials [`AUTH_COOLDOWN`]); a registry
+    /// of the caller's own may keep a route shut this way.
     UntilReset,
 }
 
@@ -168,6 +170,14 @@ impl Cooldown {
 /// How long a quota wall that names no reset keeps its route cold.
 pub const DEFAULT_QUOTA_COOLDOWN: Duration = Duration::from_secs(60);
 
+/// How long rejected credentials keep their route cold; then one call
+/// tries it again. A key replaced in place, or a short-lived token
+/// refreshed after one request raced its expiry, reopens the route by
+/// itself: shut until a reset by hand, one request's stale token closed
+/// the route for every caller until someone noticed. A key still rejected
+/// costs one refused call a minute (an answer nobody is billed for).
+pub const AUTH_COOLDOWN: Duration = Duration::from_secs(60);
+
 impl Failure {
     /// What this failure says of its route's near future, for a registry of
     /// route health that outlives one request:
@@ -175,7 +185,7 @@ impl Failure {
     /// - `quota_exhausted`: until its reset (`retry_after`, else `reset_at`,
     ///   else [`DEFAULT_QUOTA_COOLDOWN`]);
     /// - `rate_limited` with a hint: for the hint;
-    /// - `auth`: until reset by hand — a key does not fix itself;
+    /// - `auth`: for [`AUTH_COOLDOWN`], then one call tries again;
     /// - anything else: nothing (the breaker judges rates of failure).
     pub fn cooldown(&self, now: SystemTime) -> Option<Cooldown> {
         match self.code() {
@@ -188,7 +198,7 @@ impl Failure {
                 ))
             }
             Code::RateLimited => self.retry_after().map(Cooldown::For),
-            Code::Auth => Some(Cooldown::UntilReset),
+            Code::Auth => Some(Cooldown::For(AUTH_COOLDOWN)),
             _ => None,
         }
     }
@@ -278,7 +288,7 @@ mod tests {
         assert_eq!(Failure::new(Code::RateLimited).cooldown(now), None);
         assert_eq!(
             Failure::new(Code::Auth).cooldown(now),
-            Some(Cooldown::UntilReset)
+            Some(Cooldown::For(AUTH_COOLDOWN))
         );
         assert_eq!(Failure::new(Code::Overloaded).cooldown(now), None);
     }

@@ -752,9 +752,47 @@ fn gemini_statuses() {
             Code::BadRequest,
         ),
         // Billing or region: the project's wall, not the request's.
-        ("FAILED_PRECONDITION", "", Permanent, Code::QuotaExhausted),
+        (
+            "FAILED_PRECONDITION",
+            "Gemini API free tier is not available in your country. Please enable billing on your project",
+            Permanent,
+            Code::QuotaExhausted,
+        ),
+        (
+            "FAILED_PRECONDITION",
+            "User location is not supported for the API use.",
+            Permanent,
+            Code::QuotaExhausted,
+        ),
+        // Any other precondition is the request's: a file still processing.
+        (
+            "FAILED_PRECONDITION",
+            "The File cxgja95z0ak1 is not in an ACTIVE state and usage is not allowed.",
+            Permanent,
+            Code::BadRequest,
+        ),
+        ("FAILED_PRECONDITION", "", Permanent, Code::BadRequest),
         ("OUT_OF_RANGE", "", Permanent, Code::BadRequest),
         ("PERMISSION_DENIED", "", Permanent, Code::Auth),
+        (
+            "PERMISSION_DENIED",
+            "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+            Permanent,
+            Code::Auth,
+        ),
+        // One resource the request names, not the key.
+        (
+            "PERMISSION_DENIED",
+            "You do not have permission to access the File abc123 or it may not exist.",
+            Permanent,
+            Code::BadRequest,
+        ),
+        (
+            "PERMISSION_DENIED",
+            "CachedContent not found (or permission denied)",
+            Permanent,
+            Code::BadRequest,
+        ),
         ("UNAUTHENTICATED", "", Permanent, Code::Auth),
         ("NOT_FOUND", "", Permanent, Code::NotFound),
     ];

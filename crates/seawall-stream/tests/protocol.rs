@@ -97,6 +97,13 @@ fn each_provider_has_its_path_and_a_decoder_of_its_own() {
             Provider::Http
         );
     }
+    // Its token counting is no Messages answer.
+    assert_eq!(
+        path(&format!(
+            "{vertex}/anthropic/models/count-tokens:rawPredict"
+        )),
+        Provider::Http
+    );
     assert_eq!(path("/v1/other"), Provider::Http);
 }
 

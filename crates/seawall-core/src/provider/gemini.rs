@@ -14,6 +14,7 @@ use super::answer::{
     AnswerCheck, AnyAnswer, Candidacy, FromKey, Key, Outcome, Part, Presence, finish_failure,
     unreadable, usage_of, verdict,
 };
+use super::openai::StrOrNum;
 use super::{Declared, StatusDetails, Verdict};
 use crate::hint::parse_proto_duration;
 use crate::text::contains_ci;
@@ -100,22 +101,28 @@ pub fn finish_kind(reason: &str) -> FinishKind {
 pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
     use Class::*;
     let message = d.message.as_deref().unwrap_or("");
-    if d.reason
-        .as_deref()
-        .is_some_and(|r| r.starts_with("API_KEY_"))
-    {
-        // A bad key comes back as 400 INVALID_ARGUMENT; ErrorInfo says what it is.
-        return Some(Verdict::Fixed(Permanent, Code::Auth));
+    // ErrorInfo's reason says what the key or project is, whatever the
+    // status: a bad key comes back as 400 INVALID_ARGUMENT.
+    match d.reason.as_deref() {
+        Some(r) if r.starts_with("API_KEY_") => return Some(Verdict::Fixed(Permanent, Code::Auth)),
+        // The project cannot call the API at all: the API not enabled, the
+        // consumer suspended or unknown.
+        Some("SERVICE_DISABLED" | "CONSUMER_SUSPENDED" | "CONSUMER_INVALID") => {
+            return Some(Verdict::Fixed(Permanent, Code::Auth));
+        }
+        Some("BILLING_DISABLED") => return Some(Verdict::Fixed(Permanent, Code::QuotaExhausted)),
+        _ => {}
     }
     let verdict = match d.error_type.as_deref()? {
         // Depleted prepay credits: HTTP 402 with RESOURCE_EXHAUSTED, "to
         // separate retriable errors from ones that require your attention"
         // (Google, "Depleted prepay credits now return HTTP 402 instead of
-        // 429"). Waiting brings no credit back.
-        "RESOURCE_EXHAUSTED" if status == Some(402) => {
+        // 429"). Waiting brings no credit back. In a stream, the error's
+        // own `code` says 402.
+        "RESOURCE_EXHAUSTED" if status.or(d.echoed_status()) == Some(402) => {
             Verdict::Fixed(Permanent, Code::QuotaExhausted)
         }
-        "RESOURCE_EXHAUSTED" => super::resource_exhausted(d.per_day_quota),
+        "RESOURCE_EXHAUSTED" => super::resource_exhausted(d.quota_gone),
         "UNAVAILABLE" => Verdict::Fixed(Transient, Code::Overloaded),
         "INTERNAL" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
         "DEADLINE_EXCEEDED" => Verdict::Fixed(Transient, Code::Timeout),
@@ -132,17 +139,61 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         // The project's billing or region, not the request: "400
         // FAILED_PRECONDITION: Gemini API free tier is not available in your
         // country. Please enable billing on your project" (troubleshooting
-        // guide). A billing wall of this route, `quota_exhausted`: not
-        // retried, and another route (a billed project, another provider)
-        // takes the same request.
-        "FAILED_PRECONDITION" => Verdict::Fixed(Permanent, Code::QuotaExhausted),
+        // guide), "User location is not supported for the API use". A
+        // billing wall of this route, `quota_exhausted`: not retried, and
+        // another route (a billed project, another provider) takes the
+        // same request.
+        "FAILED_PRECONDITION" if names_project_wall(message) => {
+            Verdict::Fixed(Permanent, Code::QuotaExhausted)
+        }
+        // Any other precondition is the request's: "The File … is not in
+        // an ACTIVE state and usage is not allowed" (a file still being
+        // processed: the caller waits for it, as Google's guide says).
+        // Read as a billing wall it cooled the route for every caller.
+        "FAILED_PRECONDITION" => Verdict::Fixed(Permanent, Code::BadRequest),
         "INVALID_ARGUMENT" | "OUT_OF_RANGE" => Verdict::Fixed(Permanent, Code::BadRequest),
+        // Permission on one resource the request names, not the key: "You
+        // do not have permission to access the File abc123 or it may not
+        // exist", "CachedContent not found (or permission denied)" (files
+        // expire after 48 hours, caches after their TTL). Refused as made,
+        // as gRPC's PERMISSION_DENIED is; read as `auth` it cooled the
+        // route for every caller.
+        "PERMISSION_DENIED" if names_resource(message) => {
+            Verdict::Fixed(Permanent, Code::BadRequest)
+        }
         "PERMISSION_DENIED" | "UNAUTHENTICATED" => Verdict::Fixed(Permanent, Code::Auth),
         "NOT_FOUND" => Verdict::Fixed(Permanent, Code::NotFound),
         // Unknown: the status (or the `code` the body echoes) decides.
         _ => return None,
     };
     Some(verdict)
+}
+
+/// Whether a `FAILED_PRECONDITION` message names the project's billing or
+/// where it calls from: a wall of the route, not of the request.
+fn names_project_wall(message: &str) -> bool {
+    const PHRASES: &[&str] = &["billing", "location", "country", "region", "free tier"];
+    PHRASES.iter().any(|phrase| contains_ci(message, phrase))
+}
+
+/// Whether a `PERMISSION_DENIED` message is about one resource the request
+/// names (a file, a cache, a tuned model) rather than the key or project.
+fn names_resource(message: &str) -> bool {
+    const PHRASES: &[&str] = &["not exist", "not found", "permission to access the"];
+    PHRASES.iter().any(|phrase| contains_ci(message, phrase))
+}
+
+/// Whether a quota message says the limit is zero ("Quota exceeded for
+/// metric: …_free_tier_requests, limit: 0, model: gemini-2.5-pro"): the
+/// key's tier does not include the model. A proto3 zero is left out of the
+/// `QuotaFailure` itself, so the message is where it shows.
+fn says_limit_zero(message: &str) -> bool {
+    const LIMIT: &str = "limit: 0";
+    message.match_indices(LIMIT).any(|(at, _)| {
+        !message.as_bytes()[at + LIMIT.len()..]
+            .first()
+            .is_some_and(u8::is_ascii_digit)
+    })
 }
 
 #[derive(Deserialize)]
@@ -179,6 +230,9 @@ struct GeminiDetail<'a> {
 struct GeminiViolation<'a> {
     #[serde(borrow, default, rename = "quotaId")]
     quota_id: Option<Text<'a>>,
+    /// An int64, written as a string by proto3's JSON mapping.
+    #[serde(borrow, default, rename = "quotaValue")]
+    quota_value: Option<StrOrNum<'a>>,
 }
 
 pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
@@ -213,13 +267,21 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
             declared.reason = detail.reason.map(|t| t.0);
         }
         if ty.ends_with("google.rpc.QuotaFailure") {
-            for id in detail.violations.iter().filter_map(|v| v.quota_id.as_ref()) {
-                details.add_quota_id(&id.0);
+            for violation in &detail.violations {
+                if let Some(id) = &violation.quota_id {
+                    details.add_quota_id(&id.0);
+                }
+                if let Some(StrOrNum(Some(value))) = &violation.quota_value {
+                    details.add_quota_value(&value.0);
+                }
             }
         }
     }
+    if declared.message.as_deref().is_some_and(says_limit_zero) {
+        details.quota_gone = true;
+    }
     declared.body_hint = details.hint();
-    declared.per_day_quota = details.per_day_quota;
+    declared.quota_gone = details.quota_gone;
     Some(declared)
 }
 

@@ -150,10 +150,14 @@ impl Provider {
             Some(Provider::Gemini)
         } else if (path.ends_with(":streamRawPredict") || path.ends_with(":rawPredict"))
             && path.contains("/publishers/anthropic/models/")
+            && !path.contains("/models/count-tokens:")
         {
             // Claude on Vertex AI: "nearly identical to the Messages API"
             // (Anthropic, "Claude on Vertex AI"), the same events and
             // bodies. Other publishers' `rawPredict` speak their own.
+            // Token counting is the model `count-tokens` there (where
+            // Anthropic's Vertex client sends `messages.count_tokens`):
+            // its answer is `{"input_tokens":…}`, no message.
             Some(Provider::Anthropic)
         } else {
             None
@@ -473,9 +477,11 @@ fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failu
 pub struct StatusDetails {
     /// `RetryInfo.retry_delay`, as sent.
     pub retry_delay: Option<Duration>,
-    /// A `QuotaFailure` violation names a per-day quota
-    /// ([`add_quota_id`](Self::add_quota_id)).
-    pub per_day_quota: bool,
+    /// A `QuotaFailure` violation says the quota does not come back within
+    /// minutes: it names a per-day window
+    /// ([`add_quota_id`](Self::add_quota_id)) or a limit of zero
+    /// ([`add_quota_value`](Self::add_quota_value)).
+    pub quota_gone: bool,
 }
 
 impl StatusDetails {
@@ -483,21 +489,30 @@ impl StatusDetails {
     /// per-day window (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`)
     /// makes the failure a per-day quota.
     pub fn add_quota_id(&mut self, quota_id: &str) {
-        self.per_day_quota |= contains_ci(quota_id, "perday");
+        self.quota_gone |= contains_ci(quota_id, "perday");
     }
 
-    /// The delay worth waiting. A per-day quota's `RetryInfo` speaks of the
-    /// per-minute window: waiting that long only meets the daily wall
-    /// again, so it is no hint at all.
+    /// Notes the `quota_value` of a `QuotaFailure` violation: a limit of
+    /// zero (`"quotaValue":"0"`, the message's "limit: 0") is a model the
+    /// key's tier does not include at all. Waiting for its window brings
+    /// nothing back: a wall, not a rate limit.
+    pub fn add_quota_value(&mut self, quota_value: &str) {
+        self.quota_gone |= quota_value.trim() == "0";
+    }
+
+    /// The delay worth waiting. A per-day or zero quota's `RetryInfo`
+    /// speaks of the per-minute window: waiting that long only meets the
+    /// wall again, so it is no hint at all.
     pub fn hint(&self) -> Option<Duration> {
-        self.retry_delay.filter(|_| !self.per_day_quota)
+        self.retry_delay.filter(|_| !self.quota_gone)
     }
 }
 
 /// `RESOURCE_EXHAUSTED` (Gemini's status, gRPC code 8): a rate limit for
-/// the quota wall to judge, unless the quota is per day, a wall at once.
-fn resource_exhausted(per_day_quota: bool) -> Verdict {
-    if per_day_quota {
+/// the quota wall to judge, unless the quota is per day or zero, a wall at
+/// once.
+fn resource_exhausted(quota_gone: bool) -> Verdict {
+    if quota_gone {
         Verdict::Fixed(Class::Permanent, Code::QuotaExhausted)
     } else {
         Verdict::RateLimit
@@ -541,7 +556,7 @@ pub fn classify_grpc_details(
         {
             Verdict::Fixed(Class::Permanent, Code::RequestTooLarge)
         }
-        8 => resource_exhausted(details.per_day_quota),
+        8 => resource_exhausted(details.quota_gone),
         14 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
         10 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
         4 => Verdict::Fixed(Class::Transient, Code::Timeout),
@@ -649,7 +664,9 @@ struct Declared<'a> {
     error_code: Option<Cow<'a, str>>,
     message: Option<Cow<'a, str>>,
     body_hint: Option<Duration>,
-    per_day_quota: bool,
+    /// A `QuotaFailure` said the quota does not come back within minutes
+    /// ([`StatusDetails::quota_gone`]).
+    quota_gone: bool,
     /// Gemini `google.rpc.ErrorInfo.reason`, e.g. `API_KEY_INVALID`.
     reason: Option<Cow<'a, str>>,
     /// The provider's moderation flagged the request (OpenRouter's 403
@@ -749,6 +766,80 @@ mod tests {
             None,
             "the per-minute hint is no hint for a daily wall"
         );
+    }
+
+    /// A limit of zero (the model is not in the key's tier): no window
+    /// brings it back, so a wall, its per-minute `RetryInfo` no hint —
+    /// whether `quotaValue` says so or, as proto3 leaves a zero out, only
+    /// the message's "limit: 0".
+    #[test]
+    fn gemini_zero_quota_is_a_wall() {
+        let valued = br#"{"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier","quotaValue":"0"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"28s"}]}}"#;
+        let told = br#"{"error":{"code":429,"message":"You exceeded your current quota.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 0, model: gemini-2.5-pro\nPlease retry in 28s.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"28s"}]}}"#;
+        for body in [&valued[..], &told[..]] {
+            let f = classify_error(Provider::Gemini, body, cx(429));
+            assert_eq!(
+                (f.class(), f.code(), f.retry_after()),
+                (Class::Permanent, Code::QuotaExhausted, None)
+            );
+        }
+        // A limit that is not zero stays a rate limit with its delay.
+        let twenty = br#"{"error":{"code":429,"message":"* Quota exceeded for metric: x, limit: 20, model: m","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier","quotaValue":"20"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"28s"}]}}"#;
+        let f = classify_error(Provider::Gemini, twenty, cx(429));
+        assert_eq!(
+            (f.code(), f.retry_after()),
+            (Code::RateLimited, Some(Duration::from_secs(28)))
+        );
+    }
+
+    /// Depleted prepay credits inside a stream: no status of its own, the
+    /// error's `code` says 402, a wall as the HTTP answer is.
+    #[test]
+    fn gemini_depleted_credits_in_a_stream_are_a_wall() {
+        let body = br#"{"error":{"code":402,"message":"Your prepayment credits are depleted.","status":"RESOURCE_EXHAUSTED"}}"#;
+        let f = classify_error(
+            Provider::Gemini,
+            body,
+            ErrorContext::in_stream(SystemTime::now()),
+        );
+        assert_eq!(
+            (f.class(), f.code()),
+            (Class::Permanent, Code::QuotaExhausted)
+        );
+    }
+
+    /// ErrorInfo reasons that say the project cannot call the API at all.
+    #[test]
+    fn gemini_project_reasons() {
+        let body = |status: &str, reason: &str| {
+            format!(
+                r#"{{"error":{{"code":403,"message":"m","status":"{status}","details":[{{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"{reason}"}}]}}}}"#
+            )
+        };
+        for (status, reason, code) in [
+            ("PERMISSION_DENIED", "SERVICE_DISABLED", Code::Auth),
+            ("PERMISSION_DENIED", "CONSUMER_SUSPENDED", Code::Auth),
+            (
+                "PERMISSION_DENIED",
+                "BILLING_DISABLED",
+                Code::QuotaExhausted,
+            ),
+        ] {
+            let f = classify_error(Provider::Gemini, body(status, reason).as_bytes(), cx(403));
+            assert_eq!(f.code(), code, "{reason}");
+        }
+    }
+
+    /// A restricted key's refusal of one operation is the request's, not
+    /// the key's; a key refused outright is `auth`.
+    #[test]
+    fn openai_missing_scopes_are_the_requests() {
+        let scoped = br#"{"error":{"message":"You have insufficient permissions for this operation. Missing scopes: api.responses.write. Check that you have the correct role in your organization (Reader, Writer, Owner) and project (Member, Owner), and if you're using a restricted API key, that it has the necessary scopes.","type":"invalid_request_error","param":null,"code":null}}"#;
+        let f = classify_error(Provider::OpenAi, scoped, cx(401));
+        assert_eq!((f.class(), f.code()), (Class::Permanent, Code::BadRequest));
+        let bad_key = br#"{"error":{"message":"Incorrect API key provided: sk-abc. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
+        let f = classify_error(Provider::OpenAi, bad_key, cx(401));
+        assert_eq!((f.class(), f.code()), (Class::Permanent, Code::Auth));
     }
 
     #[test]

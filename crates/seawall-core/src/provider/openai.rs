@@ -160,6 +160,17 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     if is("tool_use_failed") {
         return Some(Verdict::Fixed(ModelFixable, Code::BadArguments));
     }
+    // A restricted key refused one operation it has no scope for (401:
+    // "You have insufficient permissions for this operation. Missing
+    // scopes: api.responses.write"): the key is good for others, so this
+    // is the request's, refused as made. Read as `auth` it cooled the
+    // route for every call the key may make.
+    if matches!(status, Some(401 | 403))
+        && (contains_ci(message, "insufficient permissions")
+            || contains_ci(message, "missing scopes"))
+    {
+        return Some(Verdict::Fixed(Permanent, Code::BadRequest));
+    }
     match status {
         Some(429) => {
             if contains_ci(message, "request too large") && contains_ci(message, "tokens per min") {
@@ -256,7 +267,7 @@ fn server_error_text(message: &str) -> Option<Verdict> {
 /// members beside it still say what the error is. A hand-written visitor
 /// keeps a string borrowed; serde's untagged enums buffer the value first
 /// and cost more than the rest of the parse.
-struct StrOrNum<'a>(Option<Text<'a>>);
+pub(super) struct StrOrNum<'a>(pub(super) Option<Text<'a>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for StrOrNum<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

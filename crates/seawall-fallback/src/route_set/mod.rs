@@ -27,8 +27,8 @@
 //! - **Never a refused member**: with [`health`](RouteSetLayer::health)
 //!   (the breaker's per-route probe; `Stack::build_with_route_set` wires
 //!   it), a member cooling down — a quota wall until its reset, a rate
-//!   limit for its hint, rejected credentials until reset by the breaker's
-//!   handle — or whose breaker is open is not chosen: no attempt, no local
+//!   limit for its hint, rejected credentials for a minute — or whose
+//!   breaker is open is not chosen: no attempt, no local
 //!   refusal spent from the ladder. When every member is refused, the call
 //!   fails at once with the failure that cooled the member that comes back
 //!   first, carrying the time left: a `rate_limited` with a 2 s hint is
