@@ -456,6 +456,9 @@ where
         let mut failure = classifier
             .classify_response(&self.parts, body, cx)
             .unwrap_or_else(|| classify_error(Provider::Http, body, cx));
+        if let Some(id) = seawall_core::request_id_of(&self.parts.headers) {
+            failure = failure.with_request_id(id);
+        }
         self.fill(failure.evidence_mut(), started);
         report(failure)
     }

@@ -57,6 +57,9 @@ struct Rare {
     /// The usage the provider reported for an answer that failed anyway
     /// (see [`Failure::usage`]).
     usage: Option<crate::Usage>,
+    /// The provider's id of the request that failed (see
+    /// [`Failure::request_id`]).
+    request_id: Option<Box<str>>,
 }
 
 /// What had been delivered when a stream was interrupted after content.
@@ -196,6 +199,14 @@ impl Failure {
         self
     }
 
+    /// Keeps the provider's id of the request that failed (its
+    /// `x-request-id` or `request-id` header, [`request_id_of`]): what its
+    /// support asks for, and what a client SDK shows beside the error.
+    pub fn with_request_id(mut self, id: &str) -> Self {
+        self.rare.get_or_insert_default().request_id = Some(id.into());
+        self
+    }
+
     /// Keeps an excerpt (at most [`MESSAGE_EXCERPT_BYTES`], cut at a
     /// character boundary) of the provider's message.
     pub fn with_message(mut self, message: &str) -> Self {
@@ -305,6 +316,12 @@ impl Failure {
         self.rare.as_ref()?.usage
     }
 
+    /// The provider's id of the request that failed, if its answer named
+    /// one (see [`with_request_id`](Self::with_request_id)).
+    pub fn request_id(&self) -> Option<&str> {
+        self.rare.as_ref()?.request_id.as_deref()
+    }
+
     /// The route the failing attempt went to.
     pub fn route(&self) -> Option<&RouteId> {
         self.route.as_ref()
@@ -398,6 +415,23 @@ impl fmt::Display for Failure {
 
 impl StdError for Failure {}
 
+/// The longest request id kept: ids are tens of bytes (`req_…`); a header
+/// longer than this is no id worth carrying in every failure.
+const MAX_REQUEST_ID_BYTES: usize = 128;
+
+/// The provider's id of a request, from its answer's headers: OpenAI's
+/// (and most compatible servers') `x-request-id`, Anthropic's
+/// `request-id`. Only visible ASCII of at most 128 bytes is an id.
+pub fn request_id_of(headers: &http::HeaderMap) -> Option<&str> {
+    ["x-request-id", "request-id"].iter().find_map(|name| {
+        let value = headers.get(*name)?.as_bytes();
+        let visible = !value.is_empty()
+            && value.len() <= MAX_REQUEST_ID_BYTES
+            && value.iter().all(|b| b.is_ascii_graphic());
+        visible.then(|| std::str::from_utf8(value).ok()).flatten()
+    })
+}
+
 /// The longest prefix of `text` of at most `max` bytes that ends on a
 /// character boundary.
 pub fn excerpt(text: &str, max: usize) -> &str {
@@ -414,6 +448,32 @@ pub fn excerpt(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `x-request-id` first, then `request-id`; only a visible-ASCII value
+    /// of at most 128 bytes is an id.
+    #[test]
+    fn a_request_id_is_read_from_either_header() {
+        let mut headers = http::HeaderMap::new();
+        assert_eq!(request_id_of(&headers), None);
+        headers.insert(
+            "request-id",
+            "req_011CSHoEeqs5C35K2UUqR7Fy".parse().unwrap(),
+        );
+        assert_eq!(
+            request_id_of(&headers),
+            Some("req_011CSHoEeqs5C35K2UUqR7Fy")
+        );
+        headers.insert("x-request-id", "req_abc".parse().unwrap());
+        assert_eq!(request_id_of(&headers), Some("req_abc"));
+        for bad in ["a b", "", &"x".repeat(129)] {
+            headers.insert("x-request-id", bad.parse().unwrap());
+            headers.remove("request-id");
+            assert_eq!(request_id_of(&headers), None, "{bad:?}");
+        }
+        let failure = Failure::new(Code::BadRequest).with_request_id("req_1");
+        assert_eq!(failure.clone().request_id(), Some("req_1"));
+        assert_eq!(Failure::new(Code::BadRequest).request_id(), None);
+    }
 
     #[derive(Debug)]
     struct Wrapper(Box<dyn StdError + Send + Sync>);

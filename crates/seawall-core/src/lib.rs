@@ -61,7 +61,7 @@ pub use code::{Code, UnknownCode};
 pub use deadline::{AnswerBy, Deadline};
 pub use evidence::{ClosedBy, Evidence};
 pub use facts::RequestFacts;
-pub use failure::{Failure, Interrupted, MESSAGE_EXCERPT_BYTES, excerpt};
+pub use failure::{Failure, Interrupted, MESSAGE_EXCERPT_BYTES, excerpt, request_id_of};
 pub use finish::{Finish, FinishKind};
 pub use progress::Progress;
 pub use receipt::{Attempt, Attempts, Receipt, StopReason};

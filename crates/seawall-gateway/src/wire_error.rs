@@ -43,6 +43,11 @@ pub(crate) struct WireError {
     /// (`context_length_exceeded`, `overloaded_error`).
     pub provider_type: Option<String>,
     pub provider_code: Option<String>,
+    /// The provider's id of the request that failed: passed on in the
+    /// header the client's SDK reads it from (openai-python's
+    /// `APIStatusError.request_id` reads `x-request-id`, anthropic's
+    /// `request-id`), as a success's headers pass it.
+    pub request_id: Option<HeaderValue>,
 }
 
 impl WireError {
@@ -57,6 +62,7 @@ impl WireError {
             attempts: None,
             provider_type: None,
             provider_code: None,
+            request_id: None,
         }
     }
 
@@ -70,6 +76,9 @@ impl WireError {
         let word = |word: &str| redactor.scrub(seawall::core::excerpt(word, 64));
         self.provider_type = failure.provider_type().map(word);
         self.provider_code = failure.provider_code().map(word);
+        self.request_id = failure
+            .request_id()
+            .and_then(|id| HeaderValue::from_str(id).ok());
         self
     }
 
@@ -154,6 +163,7 @@ impl WireError {
             attempts: failure.receipt().map(|r| r.attempts.len()),
             provider_type: None,
             provider_code: None,
+            request_id: None,
         }
     }
 
@@ -234,6 +244,13 @@ impl WireError {
         }
         if let Some(attempts) = self.attempts {
             headers.insert(ATTEMPTS_HEADER, HeaderValue::from(attempts));
+        }
+        if let Some(id) = &self.request_id {
+            let name = match wire {
+                Wire::OpenAi => "x-request-id",
+                Wire::Anthropic => "request-id",
+            };
+            headers.insert(name, id.clone());
         }
         // A 401 carries a challenge (RFC 9110, 15.5.2): the gateway's
         // token, or a keyless route's provider refusing the client's own

@@ -520,7 +520,8 @@ async fn a_fallback_route_spends_its_own_account_not_the_primarys() {
 
 /// An upstream answering in `script` order (status and body; the last
 /// one for every call after), one request per connection; it keeps the
-/// request line of each call.
+/// request line of each call. The `n`th answer names itself `req_n` in
+/// OpenAI's `x-request-id` and Anthropic's `request-id`.
 async fn scripted_upstream(
     script: Vec<(u16, &'static str)>,
 ) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
@@ -541,7 +542,7 @@ async fn scripted_upstream(
             };
             let (status, body) = script[call.min(script.len() - 1)];
             let answer = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-request-id: req_{call}\r\nrequest-id: req_{call}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = stream.write_all(answer.as_bytes()).await;
@@ -549,6 +550,37 @@ async fn scripted_upstream(
         }
     });
     (format!("http://{addr}"), lines)
+}
+
+/// A provider's error passed on keeps the provider's request id, in the
+/// header the client's SDK reads it from (openai-python's
+/// `APIStatusError.request_id`: `x-request-id`; anthropic's: `request-id`):
+/// what the provider's support asks for. It was dropped.
+#[tokio::test]
+async fn a_providers_error_keeps_its_request_id() {
+    for (wire, path, body, refusal, id_header) in [
+        (
+            Wire::OpenAi,
+            "/v1/chat/completions",
+            OPENAI_UNARY,
+            r#"{"error":{"message":"This model's maximum context length is 8 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+            "x-request-id",
+        ),
+        (
+            Wire::Anthropic,
+            "/v1/messages",
+            ANTHROPIC_UNARY,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 300000 tokens > 200000 maximum"}}"#,
+            "request-id",
+        ),
+    ] {
+        let (base, calls) = scripted_upstream(vec![(400, refusal)]).await;
+        let gateway = Running::start(config_at(wire, &[("main", base)])).await;
+        let (status, headers, got) = send(&client(), post(&gateway.url(path), body, &[])).await;
+        assert_eq!(status, 400, "{path}: {}", String::from_utf8_lossy(&got));
+        assert_eq!(calls.lock().unwrap().len(), 1, "{path}: not retried");
+        assert_eq!(header(&headers, id_header), "req_0", "{path}");
+    }
 }
 
 /// An app whose base URL is the gateway keeps its other calls on the same
