@@ -135,6 +135,17 @@ impl Endpoint {
         }
     }
 
+    /// Its path without `/v1`, also served for OpenAI's endpoints: an
+    /// OpenAI SDK given the gateway's bare address as its base URL (no
+    /// `/v1`, as the gateway prints it) calls `/chat/completions`.
+    /// Anthropic's SDKs add `/v1` themselves.
+    pub fn unversioned_path(self) -> Option<&'static str> {
+        match self.wire() {
+            Wire::OpenAi => self.path().strip_prefix("/v1"),
+            Wire::Anthropic => None,
+        }
+    }
+
     /// The provider whose errors it carries, and whose answers and streams
     /// on the generation endpoints (the stack reads the path for that: an
     /// embedding is never checked as a chat answer).

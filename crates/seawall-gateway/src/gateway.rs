@@ -23,7 +23,7 @@ use crate::config::{ANY_MODEL, Config, Endpoint, Wire};
 use crate::cut::Cuts;
 use crate::relay::{Counters, End, Relay, Stats, Tracker, describe};
 use crate::secret::{Redactor, Secret};
-use crate::upstream::{ClientCall, Shared, Target, Upstream};
+use crate::upstream::{ClientCall, Shared, Target, Upstream, connection_options};
 use crate::wire_error::{ATTEMPTS_HEADER, SERVED_BY_HEADER, WireError};
 
 /// The header a client may present the gateway's token in instead of
@@ -298,7 +298,8 @@ impl Gateway {
 
     /// The axum app: every [`Endpoint`] (`POST /v1/chat/completions`,
     /// `/v1/responses`, `/v1/embeddings`, `/v1/messages`,
-    /// `/v1/messages/count_tokens`), `GET /v1/models`, `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
+    /// `/v1/messages/count_tokens`; OpenAI's also without `/v1`), `GET /v1/models`
+    /// (and `/models`), `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
     /// `seawall::core::metric_names`). Serve it with [`Gateway::serve`], or nest it in an
     /// app of your own. A wrong method on these paths is a 405 in the
     /// path's wire shape; a path it does not serve is left to the app
@@ -312,6 +313,15 @@ impl Gateway {
             .route(Endpoint::Messages.path(), post(messages))
             .route(Endpoint::CountTokens.path(), post(count_tokens))
             .route(MODELS_PATH, get(models))
+            // OpenAI's endpoints also without `/v1`: an OpenAI SDK given the
+            // gateway's bare address as its base URL calls them so.
+            .route(
+                unversioned(Endpoint::ChatCompletions),
+                post(chat_completions),
+            )
+            .route(unversioned(Endpoint::Responses), post(responses))
+            .route(unversioned(Endpoint::Embeddings), post(embeddings))
+            .route(UNVERSIONED_MODELS_PATH, get(models))
             .route("/healthz", get(health))
             .route("/metrics", get(metrics_text))
             // axum's own 405 has an empty body: an SDK shows only the
@@ -467,6 +477,7 @@ impl Gateway {
             endpoint,
             body: bytes,
             model_span,
+            query: parts.uri.query().map(str::to_owned),
             headers: ClientCall::forwarded_headers(&parts.headers),
             credential: client_credential(&parts.headers, wire, inner.token.as_ref()),
         });
@@ -754,14 +765,7 @@ fn client_credential(
 /// Anthropic's `anthropic-organization-id`); and any
 /// `x-seawall-*` header, which only the gateway sets.
 fn strip_upstream_headers(headers: &mut HeaderMap) {
-    let named: Vec<HeaderName> = headers
-        .get_all(http::header::CONNECTION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .filter_map(|option| HeaderName::try_from(option.trim()).ok())
-        .collect();
-    for name in named {
+    for name in connection_options(headers) {
         headers.remove(name);
     }
     for name in [
@@ -818,6 +822,12 @@ async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response 
 
 /// Where the gateway lists its models.
 const MODELS_PATH: &str = "/v1/models";
+const UNVERSIONED_MODELS_PATH: &str = "/models";
+
+/// An OpenAI endpoint's path without `/v1`.
+fn unversioned(endpoint: Endpoint) -> &'static str {
+    endpoint.unversioned_path().unwrap_or(endpoint.path())
+}
 
 /// The wire a call speaks where the path does not say (the models list, a
 /// path the gateway does not serve): Anthropic's when
@@ -842,8 +852,8 @@ impl Gateway {
         let path = uri.path();
         let message = format!(
             "the gateway serves no {:?}: POST /v1/chat/completions, /v1/responses, \
-             /v1/embeddings, /v1/messages, /v1/messages/count_tokens; GET /v1/models, \
-             /healthz, /metrics",
+             /v1/embeddings (each also without /v1), /v1/messages, /v1/messages/count_tokens; \
+             GET /v1/models (or /models), /healthz, /metrics",
             excerpt(path)
         );
         WireError::gateway(StatusCode::NOT_FOUND, Code::NotFound, message)
@@ -857,7 +867,7 @@ async fn wrong_method(method: http::Method, uri: http::Uri, headers: HeaderMap) 
     let endpoint = [Wire::OpenAi, Wire::Anthropic]
         .into_iter()
         .flat_map(Wire::endpoints)
-        .any(|e| e.path() == path);
+        .any(|e| e.path() == path || e.unversioned_path() == Some(path));
     let takes = if endpoint { "POST" } else { "GET" };
     let message = format!(
         "{:?} is not served at {:?}: use {takes}",

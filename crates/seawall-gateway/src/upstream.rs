@@ -140,6 +140,9 @@ pub(crate) struct ClientCall {
     /// (escaped or not; `None` when it cannot be found for sure), for a
     /// route that renames it.
     pub model_span: Option<std::ops::Range<usize>>,
+    /// The query the client's URL carried (anthropic-python's beta
+    /// client posts to `/v1/messages?beta=true`), passed on as sent.
+    pub query: Option<String>,
     /// The forwardable headers.
     pub headers: HeaderMap,
     /// The client's own credential header, for routes without a key.
@@ -168,16 +171,33 @@ impl ClientCall {
         Ok(Bytes::from(body))
     }
 
-    /// Picks the forwardable headers out of the client's.
+    /// Picks the forwardable headers out of the client's: never one its
+    /// `Connection` names, which is for this hop alone (RFC 9110, 7.6.1).
     pub(crate) fn forwarded_headers(from: &HeaderMap) -> HeaderMap {
         let mut headers = HeaderMap::new();
+        let hop = connection_options(from);
         for name in FORWARDED {
+            if hop.iter().any(|option| option == name) {
+                continue;
+            }
             for value in from.get_all(*name) {
                 headers.append(HeaderName::from_static(name), value.clone());
             }
         }
         headers
     }
+}
+
+/// The headers `headers`' `Connection` names: options for this hop alone,
+/// which an intermediary removes (RFC 9110, 7.6.1).
+pub(crate) fn connection_options(headers: &HeaderMap) -> Vec<HeaderName> {
+    headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|option| HeaderName::try_from(option.trim()).ok())
+        .collect()
 }
 
 /// One upstream route, resolved: its key read, its base normalised.
@@ -215,8 +235,12 @@ impl Target {
             Some(model) => call.body_naming(model)?,
             None => call.body.clone(),
         };
-        let mut request = http::Request::post(format!("{}{}", self.base, call.endpoint.path()))
-            .body(Full::new(body))?;
+        let path = call.endpoint.path();
+        let uri = match &call.query {
+            Some(query) => format!("{}{path}?{query}", self.base),
+            None => format!("{}{path}", self.base),
+        };
+        let mut request = http::Request::post(uri).body(Full::new(body))?;
         let headers = request.headers_mut();
         headers.extend(call.headers.clone());
         if self.key.is_some() {
@@ -473,6 +497,7 @@ mod tests {
             endpoint: Endpoint::ChatCompletions,
             model_span: span_of(&body),
             body,
+            query: None,
             headers: ClientCall::forwarded_headers(&client_headers),
             credential: credential.map(|(name, value)| {
                 (
@@ -500,6 +525,7 @@ mod tests {
                 endpoint: Endpoint::ChatCompletions,
                 body: Bytes::from_static(body.as_bytes()),
                 model_span: span_of(body.as_bytes()),
+                query: None,
                 headers: HeaderMap::new(),
                 credential: None,
             };
@@ -533,6 +559,23 @@ mod tests {
         let escaped: serde_json::Value =
             serde_json::from_str(&renamed(r#"{"mod\u0065l":"gpt-x","n":1}"#, "main")).unwrap();
         assert_eq!(escaped, serde_json::json!({"model": "main", "n": 1}));
+    }
+
+    /// A header the client's `Connection` names is for that hop alone
+    /// (RFC 9110, 7.6.1): not passed on, though the gateway knows it.
+    #[test]
+    fn a_header_the_connection_names_stays_here() {
+        let mut client = HeaderMap::new();
+        client.insert("anthropic-beta", HeaderValue::from_static("x"));
+        client.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        assert_eq!(ClientCall::forwarded_headers(&client).len(), 2);
+        client.insert(
+            http::header::CONNECTION,
+            HeaderValue::from_static("keep-alive, Anthropic-Beta"),
+        );
+        let forwarded = ClientCall::forwarded_headers(&client);
+        assert_eq!(forwarded.len(), 1);
+        assert!(forwarded.contains_key("anthropic-version"));
     }
 
     fn route(wire: Wire, key_env: Option<&str>, model: Option<&str>) -> RouteConfig {

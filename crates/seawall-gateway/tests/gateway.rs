@@ -583,6 +583,48 @@ async fn a_providers_error_keeps_its_request_id() {
     }
 }
 
+/// An OpenAI SDK given the gateway's bare address as its base URL (no
+/// `/v1`) calls `/chat/completions` and `/models`: served as under `/v1`
+/// (they were 404s). The query a client's URL carries goes upstream as
+/// sent (anthropic-python's beta client posts `/v1/messages?beta=true`;
+/// it was dropped).
+#[tokio::test]
+async fn paths_without_v1_and_queries_are_served() {
+    let answer = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}"#;
+    let (base, calls) = scripted_upstream(vec![(200, answer)]).await;
+    let gateway = Running::start(config_at(Wire::OpenAi, &[("main", base)])).await;
+    let (status, _, got) = send(
+        &client(),
+        post(&gateway.url("/chat/completions"), OPENAI_UNARY, &[]),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&got));
+    let models = http::Request::get(gateway.url("/models"))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(full(""))
+        .unwrap();
+    let (status, _, listed) = send(&client(), models).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&listed));
+
+    let message = r#"{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}"#;
+    let (anthropic, anthropic_calls) = scripted_upstream(vec![(200, message)]).await;
+    let gateway = Running::start(config_at(Wire::Anthropic, &[("main", anthropic)])).await;
+    let (status, _, got) = send(
+        &client(),
+        post(&gateway.url("/v1/messages?beta=true"), ANTHROPIC_UNARY, &[]),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&got));
+    assert_eq!(
+        calls.lock().unwrap().clone(),
+        ["POST /v1/chat/completions HTTP/1.1"]
+    );
+    assert_eq!(
+        anthropic_calls.lock().unwrap().clone(),
+        ["POST /v1/messages?beta=true HTTP/1.1"]
+    );
+}
+
 /// An app whose base URL is the gateway keeps its other calls on the same
 /// models: embeddings and Anthropic's token count go to the same path on
 /// the route, retried like any call, their answers passed as sent (never
