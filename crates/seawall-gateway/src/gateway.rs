@@ -33,6 +33,43 @@ pub const TOKEN_HEADER: &str = "x-seawall-token";
 /// How long a client may take to send a request body.
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How long, and how much, of a refused request's body is read and thrown
+/// away while the refusal is written ([`drain`]).
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+const DRAIN_BYTES: usize = 16 * 1024 * 1024;
+
+/// Reads and throws away what is left of a refused request's body, for a
+/// while, in the background, as the refusal is written. Dropped unread,
+/// the bytes still coming make the kernel answer them with a reset once
+/// the connection closes (RFC 9112, 9.6), which can erase the refusal
+/// before the client reads it: a client that writes its whole body before
+/// it reads (httpx, so openai-python and anthropic's SDK) saw a broken
+/// connection instead of the 401 or 413, retried it, and sent the upload
+/// again. A client that asked `Expect: 100-continue` sent no body yet and
+/// is not asked for it (polling the body would send the `100`).
+fn drain(body: Body, headers: &HeaderMap, cap: usize) {
+    if headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+    {
+        return;
+    }
+    let mut left = DRAIN_BYTES.max(cap.saturating_mul(2));
+    tokio::spawn(async move {
+        let mut body = body;
+        let read = async {
+            while let Some(Ok(frame)) = body.frame().await {
+                let n = frame.data_ref().map_or(0, Bytes::len);
+                if n >= left {
+                    break;
+                }
+                left -= n;
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_TIME, read).await;
+    });
+}
+
 /// The headers in which the official OpenAI and Anthropic SDKs say how
 /// long they wait for the server, in seconds (`"600.0"`, `"5"`): the
 /// Python SDKs send their read timeout in `x-stainless-read-timeout`
@@ -349,8 +386,10 @@ impl Gateway {
             );
             WireError::gateway(status, code, message).response(wire)
         };
+        let cap = inner.config.max_body_bytes;
         // No header holding the token is forwarded (`client_credential`).
         if !self.admits(&parts.headers) {
+            drain(body, &parts.headers, cap);
             return refuse(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED.into());
         }
         // A compressed request body would be read as text that is not
@@ -361,6 +400,7 @@ impl Gateway {
             .get(http::header::CONTENT_ENCODING)
             .filter(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
         {
+            drain(body, &parts.headers, cap);
             return refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 Code::BadRequest,
@@ -370,18 +410,20 @@ impl Gateway {
                 ),
             );
         }
-        let cap = inner.config.max_body_bytes;
         let too_large =
             || format!("the request body is larger than the gateway's cap of {cap} bytes");
         let announced = seawall_internal::headers::declared_length(&parts.headers);
         if announced.is_some_and(|len| len > cap as u64) {
+            drain(body, &parts.headers, cap);
             return refuse(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 Code::RequestTooLarge,
                 too_large(),
             );
         }
-        let read = tokio::time::timeout(BODY_READ_TIMEOUT, Limited::new(body, cap).collect());
+        // Read through a borrow: a body past the cap is drained after.
+        let mut body = body;
+        let read = tokio::time::timeout(BODY_READ_TIMEOUT, Limited::new(&mut body, cap).collect());
         let bytes = match read.await {
             Ok(Ok(collected)) => collected.to_bytes(),
             Err(_) => {
@@ -395,6 +437,7 @@ impl Gateway {
                 );
             }
             Ok(Err(err)) if err.downcast_ref::<LengthLimitError>().is_some() => {
+                drain(body, &parts.headers, cap);
                 return refuse(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     Code::RequestTooLarge,

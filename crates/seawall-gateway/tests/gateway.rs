@@ -1881,6 +1881,64 @@ async fn a_client_that_stops_reading_is_let_go_at_the_stall_bound() {
     drop(socket);
 }
 
+/// A client that writes its whole body before it reads the answer (httpx,
+/// under openai-python and anthropic's SDK) reads the refusal, not a
+/// reset: a wrong token, and a body over the cap announced or not. The
+/// refused body was dropped unread, and its bytes still arriving reset the
+/// connection (RFC 9112, 9.6), the 401 or 413 with it.
+#[tokio::test]
+async fn a_client_that_writes_its_whole_body_first_reads_the_refusal() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    config.max_body_bytes = 1 << 20;
+    let gateway = Running::start(config).await;
+    // More than loopback's socket buffers hold: the body is still coming
+    // when the refusal is decided.
+    let body = vec![b' '; 12 << 20];
+    for (token, length, expected) in [
+        ("wrong-token", true, "401"),
+        (TOKEN, true, "413"),
+        (TOKEN, false, "413"),
+    ] {
+        let mut socket = tokio::net::TcpStream::connect(gateway.addr).await.unwrap();
+        let framing = if length {
+            format!("content-length: {}", body.len())
+        } else {
+            "transfer-encoding: chunked".to_owned()
+        };
+        let head = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n{framing}\r\n\r\n"
+        );
+        let mut sent = head.into_bytes();
+        if length {
+            sent.extend_from_slice(&body);
+        } else {
+            for chunk in body.chunks(64 << 10) {
+                sent.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                sent.extend_from_slice(chunk);
+                sent.extend_from_slice(b"\r\n");
+            }
+            sent.extend_from_slice(b"0\r\n\r\n");
+        }
+        let written = tokio::time::timeout(Duration::from_secs(10), socket.write_all(&sent)).await;
+        assert!(
+            matches!(written, Ok(Ok(()))),
+            "{expected}: the whole body is taken: {written:?}"
+        );
+        let mut answer = vec![0; 512];
+        let read = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut answer))
+            .await
+            .expect("an answer in time");
+        let n = read.unwrap_or_else(|error| panic!("{expected}: the answer, not {error}"));
+        let line = String::from_utf8_lossy(&answer[..n]);
+        assert!(
+            line.starts_with(&format!("HTTP/1.1 {expected}")),
+            "{expected}: {line}"
+        );
+    }
+}
+
 /// A client that goes away while sending its request body went away: it
 /// is counted `cancelled`, as one that goes away later is, not as a
 /// request the gateway refused; nothing goes upstream.
