@@ -403,6 +403,13 @@ impl<S, B> Ladder<S, B> {
             Err(reason) => {
                 let mut failure = match reason {
                     StopReason::Failover => failure.with_action(Action::Failover),
+                    // The budget refused the retry this failure asks for:
+                    // a caller that obeyed `Retry` would make it anyway,
+                    // and the shedding the budget is for would not happen.
+                    // Somewhere else may still answer.
+                    StopReason::Budget if failure.action() == Action::Retry => {
+                        failure.with_action(Action::Failover)
+                    }
                     _ => failure,
                 };
                 self.hand_receipt(&mut failure, reason);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use common::{Step, Upstream, failure, receipt};
 use http::Request;
 use seawall_core::recording::ReplayBody;
-use seawall_core::{Code, Failure, StopReason};
+use seawall_core::{Action, Code, Failure, StopReason};
 use seawall_retry::{Backoff, Budget, Jitter, RetryBudgetLayer, RetryPolicy};
 use tower::{Layer, ServiceBuilder, ServiceExt};
 
@@ -26,6 +26,9 @@ async fn a_thousand_failing_operations_spend_at_most_the_grpc_budget() {
         let err = task.await.unwrap().unwrap_err();
         if receipt(&err).stop == Some(StopReason::Budget) {
             stopped_by_budget += 1;
+            // Not `retry`: a caller obeying it would spend what the
+            // budget refused.
+            assert_eq!(failure(&err).action(), Action::Failover);
         }
     }
     // 10 tokens, retries only while more than 5 remain: 4 retries at most.
