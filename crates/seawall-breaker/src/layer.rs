@@ -133,7 +133,8 @@ impl BreakerLayer {
     /// down, or half-open with every trial slot taken (default no:
     /// `poll_ready` is the inner service's). Turn it on under a balancer,
     /// so it picks another endpoint instead of one that would refuse. A
-    /// retry ladder above bounds the wait by its own time.
+    /// retry ladder above bounds the wait by its own time, and by its
+    /// `max_retry_after` (then a `timeout` that fails over).
     pub fn gate_readiness(self, gate: bool) -> Self {
         self.with(|c| c.gate_readiness = gate)
     }

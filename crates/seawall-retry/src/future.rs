@@ -590,23 +590,38 @@ impl<S, B> Ladder<S, B> {
     }
 
     /// The timer a wait for readiness ends at: the ladder's window (the
-    /// time kept for a fallback taken out) or its deadline.
+    /// time kept for a fallback taken out) or its deadline, and never
+    /// later than `max_retry_after` from now — the longest the ladder
+    /// waits for a route on its word, and as long as it waits for one that
+    /// is not ready (a breaker gating its readiness through a break of
+    /// minutes, an isolated route: without a deadline the wait had no end).
     fn readiness_bound(&self) -> Option<Pin<Box<Sleep>>> {
-        self.window
-            .or(self.deadline)
-            .map(|bound| Box::pin(tokio::time::sleep_until(bound.instant())))
+        let cap = Instant::now().checked_add(self.shared.policy.max_retry_after);
+        let bound = match (self.window.or(self.deadline), cap) {
+            (Some(bound), Some(cap)) => bound.instant().min(cap),
+            (Some(bound), None) => bound.instant(),
+            (None, cap) => cap?,
+        };
+        Some(Box::pin(tokio::time::sleep_until(bound)))
     }
 
     /// The service was still not ready for the next attempt when the
     /// ladder's time ran out: a timeout a fallback takes over (the time
-    /// left is its own) when a window was kept for it, else the
-    /// operation's `deadline_exceeded`; the receipt of the attempts made
+    /// left is its own) when a window was kept for it, or when the wait
+    /// ended at `max_retry_after` before the deadline; else the
+    /// operation's `deadline_exceeded`. The receipt of the attempts made
     /// goes with it.
     fn not_ready_in_time(&mut self) -> BoxError {
+        let in_time = self
+            .deadline
+            .is_some_and(|deadline| Instant::now() < deadline.instant());
         let failure = match self.window {
             Some(_) => Failure::new(Code::Timeout)
                 .with_action(Action::Failover)
                 .with_message("the service was not ready for a retry within the ladder's time"),
+            None if in_time || self.deadline.is_none() => Failure::new(Code::Timeout)
+                .with_action(Action::Failover)
+                .with_message("the service was not ready for a retry within max_retry_after"),
             None => Failure::new(Code::DeadlineExceeded)
                 .with_message("the service was not ready for a retry before the deadline"),
         };

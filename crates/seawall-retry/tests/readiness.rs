@@ -106,3 +106,37 @@ async fn a_wait_for_readiness_ends_with_the_ladders_time() {
     assert_eq!(receipt.attempts.len(), 1, "{receipt:?}");
     assert_eq!(receipt.stop, Some(StopReason::Deadline));
 }
+
+/// Without a deadline (or with one far off), a wait for a service that
+/// stays unready ends at `max_retry_after`: a `timeout` another route may
+/// take (failover), not a wait without end through a breaker's break of
+/// minutes or an isolated route.
+#[tokio::test(start_paused = true)]
+async fn a_wait_for_readiness_ends_at_max_retry_after() {
+    use seawall_core::{Action, Deadline};
+    use std::time::Duration;
+    for deadline in [None, Some(Duration::from_secs(3600))] {
+        let policy = RetryPolicy::no_wait(3).max_retry_after(Duration::from_secs(5));
+        let svc =
+            RetryBudgetLayer::new(policy, Budget::unlimited()).layer(ReadyThenGated::default());
+        let started = tokio::time::Instant::now();
+        let mut request = Request::new(String::new());
+        if let Some(after) = deadline {
+            request
+                .extensions_mut()
+                .insert(Deadline::at(started + after));
+        }
+        let err = tokio::time::timeout(Duration::from_secs(600), svc.oneshot(request))
+            .await
+            .expect("the wait ends")
+            .expect_err("no attempt could be made");
+        let failure = common::failure(&err);
+        assert_eq!(
+            (failure.code(), failure.action()),
+            (Code::Timeout, Action::Failover),
+            "{deadline:?}"
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(5), "{deadline:?}");
+        assert_eq!(common::receipt(&err).attempts.len(), 1);
+    }
+}
