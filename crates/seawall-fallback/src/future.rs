@@ -264,13 +264,13 @@ where
             let shared = &this.plan.as_ref().expect("a plan").shared;
             match step {
                 Step::Call(Target::Primary, request) => {
-                    let primary = shared.primary.clone();
+                    let primary = shared.primary.clone_service();
                     this.state.set(State::Again {
                         future: Box::pin(Oneshot::new(primary, request)),
                     });
                 }
                 Step::Call(Target::Route(index), request) => {
-                    let service = shared.routes[index].service.clone();
+                    let service = shared.routes[index].service.clone_service();
                     this.state.set(State::Route {
                         future: Oneshot::new(service, request),
                     });

@@ -6,7 +6,7 @@ use seawall_core::{Code, RouteId};
 use tower_layer::Layer;
 
 use crate::rewrite::Unchanged;
-use crate::service::{Fallback, Shared};
+use crate::service::{Fallback, Shared, Spare};
 
 /// What a route health registry says of a route while it is cooling down:
 /// the failure that cooled it, and the time left (`None`: until an
@@ -51,7 +51,7 @@ where
 ///     .only_on(Code::ContextTooLong);
 /// ```
 pub struct FallbackRoute<F, R = Unchanged> {
-    pub(crate) service: F,
+    pub(crate) service: Spare<F>,
     pub(crate) rewrite: Arc<R>,
     pub(crate) route: Option<RouteId>,
     /// Request-scoped codes this route also takes (opt-in).
@@ -63,7 +63,7 @@ pub struct FallbackRoute<F, R = Unchanged> {
 impl<F: Clone, R> Clone for FallbackRoute<F, R> {
     fn clone(&self) -> Self {
         FallbackRoute {
-            service: self.service.clone(),
+            service: Spare::new(self.service.clone_service()),
             rewrite: Arc::clone(&self.rewrite),
             route: self.route.clone(),
             triggers: self.triggers.clone(),
@@ -87,7 +87,7 @@ impl<F> FallbackRoute<F> {
     /// route derived from the request.
     pub fn new(service: F) -> Self {
         FallbackRoute {
-            service,
+            service: Spare::new(service),
             rewrite: Arc::new(Unchanged),
             route: None,
             triggers: Vec::new(),

@@ -34,12 +34,37 @@ pub struct Fallback<S, F, R> {
     pub(crate) shared: Arc<Shared<S, F, R>>,
 }
 
+/// A service kept to be cloned when it is called: behind a lock, so what
+/// holds it is `Sync` for any `Send` service. A service that is only
+/// `Send` (tower's `BoxCloneService`, a hyper client boxed that way) made
+/// every [`Fallback`] and its futures `!Send` through the shared `Arc`:
+/// not spawnable, not an axum state. The lock is taken only when a
+/// route fires, to clone it.
+pub(crate) struct Spare<S>(std::sync::Mutex<S>);
+
+impl<S> Spare<S> {
+    pub(crate) fn new(service: S) -> Self {
+        Spare(std::sync::Mutex::new(service))
+    }
+
+    /// A clone of the service, to call.
+    pub(crate) fn clone_service(&self) -> S
+    where
+        S: Clone,
+    {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// What every clone of a [`Fallback`] and every call shares: a call keeps
 /// one reference to it, and clones a route's service only when it fires.
 pub(crate) struct Shared<S, F, R> {
     /// A clone of the primary made when the layer was applied: called when
     /// the primary is the route the layer waited for.
-    pub(crate) primary: S,
+    pub(crate) primary: Spare<S>,
     pub(crate) routes: Box<[FallbackRoute<F, R>]>,
     pub(crate) settings: Settings,
     /// The primary route of each request, without allocating for the usual one.
@@ -67,7 +92,7 @@ impl<S, F, R> Shared<S, F, R> {
     pub(crate) fn new(primary: S, routes: Box<[FallbackRoute<F, R>]>, settings: Settings) -> Self {
         let takes_moves = takes_moves(&routes);
         Shared {
-            primary,
+            primary: Spare::new(primary),
             routes,
             settings,
             primary_routes: OnceLock::new(),

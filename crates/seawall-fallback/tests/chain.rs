@@ -596,3 +596,23 @@ async fn no_route_is_called_once_the_deadline_has_passed() {
     assert_eq!(failure.code(), Code::Overloaded);
     assert_eq!(failure.receipt().unwrap().stop, Some(StopReason::Deadline));
 }
+
+/// Services that are `Send` but not `Sync` (tower's `BoxCloneService`, a
+/// hyper client boxed that way) make a fallback, and its future, that can
+/// be spawned: they were `!Send` through the state every clone shares.
+#[tokio::test]
+async fn a_fallback_over_send_only_services_can_be_spawned() {
+    type SendOnly = tower::util::BoxCloneService<Req, Resp, BoxError>;
+    let primary = Upstream::failing([Failure::new(Code::Overloaded)]);
+    let spare = Upstream::default();
+    let send_only = |upstream: &Upstream| SendOnly::new(upstream.service());
+    let layer =
+        FallbackLayer::chain([FallbackRoute::new(send_only(&spare)).rewrite(ToHost("b.example"))]);
+    let service = layer.layer(send_only(&primary));
+    let answer = tokio::spawn(service.oneshot(request(None)))
+        .await
+        .unwrap()
+        .expect("the spare answers");
+    assert!(answer.extensions().get::<ServedBy>().unwrap().fallback);
+    assert_eq!((primary.calls(), spare.calls()), (1, 1));
+}
