@@ -214,7 +214,9 @@ impl Stack {
     /// `Request::set_timeout` writes one): the operation's deadline is the
     /// earlier of it and the stack's. Off by default; without it a
     /// `grpc-timeout` the request carries still bounds the operation, and
-    /// goes to the server as the caller wrote it.
+    /// each attempt rewrites it with what is left of the operation (never
+    /// the caller's whole value again, on a retry); a request without one
+    /// gets none.
     pub fn propagate_deadline(mut self, wire: WireTimeout) -> Self {
         self.propagate = Some(wire);
         self

@@ -19,7 +19,12 @@ pin_project! {
     /// [`Failure`] whose evidence says how many bytes were delivered and
     /// whether any were (`content_seen`), then ends. A data frame that is
     /// ready after the deadline is still delivered; the failure follows on
-    /// the next poll, unless that frame was the body's last.
+    /// the next poll, unless that frame was the body's last: the inner
+    /// body is asked once more, and an end ready then (or trailers, then
+    /// the end) ends the answer cleanly. Many bodies know their end only
+    /// when asked again (hyper's chunked and HTTP/2 bodies, a stream
+    /// guard that hands on the frame holding `[DONE]`): a whole answer
+    /// read a moment late was failed, its end marker held back.
     pub struct DeadlineBody<B> {
         #[pin]
         inner: B,
@@ -89,6 +94,20 @@ where
                 return Poll::Pending;
             };
             ready!(poll_timer(this.sleep, deadline, cx));
+        }
+        // A frame came after the deadline: the end, or trailers, ready now
+        // end the answer cleanly; anything else is past the deadline.
+        if *this.overdue {
+            match this.inner.as_mut().poll_frame(cx) {
+                Poll::Ready(None) => {
+                    *this.ended = true;
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(Some(Ok(frame))) if frame.is_trailers() => {
+                    return Poll::Ready(Some(Ok(frame)));
+                }
+                _ => {}
+            }
         }
         // The deadline fired, or a frame came after it; either way only a
         // bounded body gets here.

@@ -167,7 +167,7 @@ where
                         Ok(response) => {
                             Ok(response.map(|body| DeadlineBody::new(body, body_deadline)))
                         }
-                        Err(err) => Err(err.into()),
+                        Err(err) => Err(own_bound(err.into(), expiry)),
                     });
                 }
                 let Some(deadline) = expiry.as_ref().map(|expiry| expiry.deadline) else {
@@ -186,6 +186,20 @@ where
             StateProj::Expired { expiry } => Poll::Ready(Err(fire(expiry))),
         }
     }
+}
+
+/// An inner call's error, or this bound's own failure when the error is a
+/// time bound below that fired with this one: a tonic channel arms its
+/// timer from the `grpc-timeout` written for this very deadline, a few
+/// microseconds later, and the timer wheel's tick fires both together;
+/// polled first, the inner `timeout` won, and an operation whose deadline
+/// passed ended `timeout` with a failover, not `deadline_exceeded`.
+fn own_bound(error: BoxError, expiry: &mut Option<Expiry>) -> BoxError {
+    let fired_together = expiry
+        .as_ref()
+        .is_some_and(|expiry| Instant::now() >= expiry.deadline.instant())
+        && Failure::find(&*error).is_some_and(|failure| failure.code().is_timeout());
+    if fired_together { fire(expiry) } else { error }
 }
 
 /// The failure of an expiry, boxed for the service's error type. Polling

@@ -377,6 +377,67 @@ async fn a_whole_answer_read_after_the_deadline_is_not_failed() {
     assert_eq!(bytes, "{\"answer\":42}");
 }
 
+/// A timer below that fires with this bound (a tonic channel enforcing
+/// the `grpc-timeout` written for this very deadline): the operation's
+/// failure is `deadline_exceeded`, not the inner `timeout` polled first
+/// (which failed over after the operation was over). A timeout below that
+/// fires before the bound stays what it is.
+#[tokio::test(start_paused = true)]
+async fn a_timer_below_firing_with_the_deadline_is_the_deadline() {
+    for (inner_after, expected) in [(10, Code::DeadlineExceeded), (4, Code::Timeout)] {
+        let inner = service_fn(move |_req: Request<()>| async move {
+            tokio::time::sleep(Duration::from_secs(inner_after)).await;
+            Err::<Response<Full<Bytes>>, BoxError>(Failure::new(Code::Timeout).into())
+        });
+        let err = DeadlineLayer::new(Duration::from_secs(10))
+            .layer(inner)
+            .oneshot(Request::new(()))
+            .await
+            .expect_err("out of time");
+        let failure = Failure::find(&*err).expect("a failure");
+        assert_eq!(failure.code(), expected, "inner after {inner_after} s");
+    }
+}
+
+/// A body that knows its end only when asked again (hyper's chunked and
+/// HTTP/2 bodies, a stream guard handing on the frame that holds
+/// `[DONE]`): its last frame, ready a moment after the deadline, then its
+/// end (or its trailers, then its end) is a whole answer, not a failure.
+/// It was failed, the end held back from the caller.
+#[tokio::test(start_paused = true)]
+async fn a_last_frame_read_after_the_deadline_then_the_end_is_whole() {
+    for trailers in [false, true] {
+        let mut frames = vec![
+            Ok::<_, Infallible>(http_body::Frame::data(Bytes::from_static(b"data: a\n\n"))),
+            Ok(http_body::Frame::data(Bytes::from_static(
+                b"data: [DONE]\n\n",
+            ))),
+        ];
+        if trailers {
+            let mut map = http::HeaderMap::new();
+            map.insert("grpc-status", http::HeaderValue::from_static("0"));
+            frames.push(Ok(http_body::Frame::trailers(map)));
+        }
+        let body = StreamBody::new(stream::iter(frames));
+        let response = answer_under(DeadlineLayer::new(Duration::from_secs(10)), body).await;
+        let mut body = std::pin::pin!(response.into_body());
+        let first = body.frame().await.unwrap().unwrap();
+        assert_eq!(first.into_data().unwrap(), "data: a\n\n");
+        tokio::time::advance(Duration::from_secs(11)).await;
+        let last = body.frame().await.unwrap().unwrap();
+        assert_eq!(last.into_data().unwrap(), "data: [DONE]\n\n");
+        if trailers {
+            let frame = body
+                .frame()
+                .await
+                .expect("the trailers")
+                .expect("no failure");
+            assert!(frame.is_trailers());
+        }
+        assert!(body.frame().await.is_none(), "a clean end ({trailers})");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn per_attempt_does_not_bound_a_body_that_is_always_ready() {
     let response = answer_under(
