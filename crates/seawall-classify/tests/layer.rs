@@ -921,6 +921,27 @@ async fn unknown_errors_fail_closed_unless_told_otherwise() {
     expect(Class::Transient, Code::Unknown, Action::Retry).check("lenient", found(&error));
 }
 
+/// An HTTP client's error names the URL it failed on (reqwest: "error
+/// sending request for url (…)"); a key in its query or userinfo never
+/// reaches the failure's message, its logs or receipts.
+#[tokio::test]
+async fn a_key_in_a_failed_url_stays_out_of_the_message() {
+    let said = "error sending request for url (https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?key=AIzaSyFAKE): \
+                client error (Connect): tcp connect error: Connection refused (os error 111)";
+    let connect = Wrapped(
+        said,
+        Box::new(io::Error::from(io::ErrorKind::ConnectionRefused)),
+    );
+    for error in [Box::new(connect) as BoxError, said.into()] {
+        let error = failing(&ClassifyLayer::gemini(), error).await;
+        let failure = found(&error);
+        let message = failure.message().expect("a message");
+        assert!(!message.contains("AIzaSyFAKE"), "{message}");
+        assert!(message.contains("g:generateContent"), "{message}");
+        assert!(!error.to_string().contains("AIzaSyFAKE"), "{error}");
+    }
+}
+
 #[tokio::test]
 async fn a_failure_passes_through_unchanged() {
     let original = Failure::new(Code::CircuitOpen).with_message("breaker open");

@@ -208,9 +208,12 @@ impl Failure {
     }
 
     /// Keeps an excerpt (at most [`MESSAGE_EXCERPT_BYTES`], cut at a
-    /// character boundary) of the provider's message.
+    /// character boundary) of the provider's message, every URL in it
+    /// without its userinfo and query: an HTTP client's error names the URL
+    /// it failed on, and keys travel there (Gemini's `?key=`).
     pub fn with_message(mut self, message: &str) -> Self {
-        self.message = Some(excerpt(message, MESSAGE_EXCERPT_BYTES).into());
+        let shown = crate::text::without_url_secrets(message);
+        self.message = Some(excerpt(&shown, MESSAGE_EXCERPT_BYTES).into());
         self
     }
 

@@ -25,9 +25,95 @@ pub(crate) fn contains_ci(haystack: &str, needle: &str) -> bool {
     find_ci(haystack.as_bytes(), needle.as_bytes()).is_some()
 }
 
+/// `text` with every URL in it shown without its userinfo and query:
+/// keys travel there (Gemini's `?key=`, a base URL's `user:key@`), and an
+/// HTTP client's error names the URL it failed on (reqwest: "error sending
+/// request for url (…)"). A URL runs from its scheme to the first white
+/// space, quote or bracket; its query to the fragment or that end. Borrowed
+/// when there is nothing to take out.
+pub(crate) fn without_url_secrets(text: &str) -> std::borrow::Cow<'_, str> {
+    const END: &[u8] = b" \t\r\n\"'<>()[]{},";
+    let bytes = text.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(found) = memchr::memmem::find(&bytes[from..], b"://") {
+        let authority_start = from + found + 3;
+        let url_end = bytes[authority_start..]
+            .iter()
+            .position(|b| END.contains(b))
+            .map_or(bytes.len(), |at| authority_start + at);
+        let url = &bytes[authority_start..url_end];
+        let authority_len = url
+            .iter()
+            .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+            .unwrap_or(url.len());
+        // Userinfo: up to the last `@` of the authority.
+        let userinfo = url[..authority_len]
+            .iter()
+            .rposition(|&b| b == b'@')
+            .map(|at| authority_start..authority_start + at + 1);
+        // Query: from `?` to the fragment or the URL's end.
+        let query = url.iter().position(|&b| b == b'?').map(|at| {
+            let end = url[at..]
+                .iter()
+                .position(|&b| b == b'#')
+                .map_or(url.len(), |hash| at + hash);
+            authority_start + at..authority_start + end
+        });
+        for cut in [userinfo, query].into_iter().flatten() {
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            out.push_str(&text[copied..cut.start]);
+            copied = cut.end;
+        }
+        from = url_end.max(authority_start);
+        if from >= bytes.len() {
+            break;
+        }
+    }
+    match out {
+        Some(mut out) => {
+            out.push_str(&text[copied..]);
+            std::borrow::Cow::Owned(out)
+        }
+        None => std::borrow::Cow::Borrowed(text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_lose_their_userinfo_and_query() {
+        let cases = [
+            (
+                "error sending request for url (https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?key=AIzaSECRET&alt=sse): connection refused",
+                "error sending request for url (https://generativelanguage.googleapis.com/v1beta/models/g:generateContent): connection refused",
+            ),
+            (
+                "connect to http://user:sk-SECRET@host:8080/v1/chat failed",
+                "connect to http://host:8080/v1/chat failed",
+            ),
+            (
+                "see https://a.example/x?q=1#frag then",
+                "see https://a.example/x#frag then",
+            ),
+            (
+                "two http://a/?k=1 and http://b/?k=2",
+                "two http://a/ and http://b/",
+            ),
+            ("no url here, just text", "no url here, just text"),
+            ("a scheme at the end://", "a scheme at the end://"),
+        ];
+        for (text, shown) in cases {
+            assert_eq!(without_url_secrets(text), shown, "{text}");
+        }
+        assert!(matches!(
+            without_url_secrets("https://docs.example/rate-limits"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn finds_regardless_of_case_and_position() {
