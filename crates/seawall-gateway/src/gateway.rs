@@ -371,6 +371,10 @@ impl Gateway {
     }
 
     async fn handle(&self, endpoint: Endpoint, request: Request) -> Response {
+        // The client's wait began when it sent the request: the upload
+        // counts against it (openai-node and anthropic's TypeScript SDK
+        // arm their timer around the whole fetch).
+        let entered = tokio::time::Instant::now();
         let inner = &*self.inner;
         let wire = endpoint.wire();
         let (parts, body) = request.into_parts();
@@ -545,7 +549,7 @@ impl Gateway {
         if let Some(wait) = wait {
             upstream
                 .extensions_mut()
-                .insert(AnswerBy(Deadline::after(wait)));
+                .insert(AnswerBy(Deadline::after_from(entered, wait)));
         }
         // If the client goes away, hyper drops this future (or, once
         // answering, the body): the upstream call is dropped with it and

@@ -1741,6 +1741,40 @@ async fn an_answer_that_has_not_begun_is_answered_before_the_client_gives_up() {
     );
 }
 
+/// The client's wait began when it sent the request: a slow upload counts
+/// against it (openai-node and anthropic's TypeScript SDK time the whole
+/// fetch). The wait was counted from the body's end, and the 504 came
+/// after the client had given up.
+#[tokio::test]
+async fn the_clients_wait_counts_its_upload() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let (first, rest) = OPENAI_UNARY.split_at(10);
+    let slow = futures_util::StreamExt::then(
+        futures_util::StreamExt::enumerate(futures_util::stream::iter([first, rest])),
+        |(n, part)| async move {
+            if n == 1 {
+                tokio::time::sleep(Duration::from_millis(800)).await;
+            }
+            Ok::<_, BoxError>(http_body::Frame::data(Bytes::from_static(part.as_bytes())))
+        },
+    );
+    let request = http::Request::post(gateway.url("/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("x-chaos-fault", "slow_first_byte;ms=8000")
+        .header("x-stainless-timeout", "1.5")
+        .body(BodyExt::boxed(StreamBody::new(slow)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (status, _, body) = send(&client(), request).await;
+    let elapsed = started.elapsed();
+    assert_eq!(status, 504, "{}", String::from_utf8_lossy(&body));
+    // At the client's wait less its margin (1.35 s) from the request's
+    // start, not from the body's end (2.15 s).
+    assert!(elapsed < Duration::from_millis(1900), "{elapsed:?}");
+}
+
 /// A stream request's ladder plans within the client's wait too: a 429
 /// whose `Retry-After` it cannot wait out is answered at once, as the
 /// 429, not as a timeout at the end of the wait.
