@@ -193,9 +193,15 @@ impl Stack {
         self
     }
 
-    /// The breaker, shared by every service built from this stack.
+    /// The breaker, shared by every service built from this stack; seeded
+    /// with the stack's [`seed`](Self::seed) when one was given before
+    /// (which makes its state anew: take its handle from
+    /// [`breaker_layer`](Self::breaker_layer) after).
     pub fn breaker(mut self, breaker: BreakerLayer) -> Self {
-        self.breaker = breaker;
+        self.breaker = match self.seed {
+            Some(seed) => breaker.seed(seed),
+            None => breaker,
+        };
         self
     }
 
@@ -233,6 +239,10 @@ impl Stack {
     /// Draws every random choice of the stack — the ladder's backoff jitter
     /// and the breaker's break jitter — from generators seeded with `seed`:
     /// the same seed, the same run (tests, the fleet simulation).
+    ///
+    /// Seeding the breaker makes its state anew: take its handle after
+    /// this ([`breaker_layer`](Self::breaker_layer)), not from a layer
+    /// given to [`breaker`](Self::breaker) before.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self.breaker = self.breaker.seed(seed);
@@ -364,6 +374,11 @@ impl Stack {
     /// choices too. A failure that condemns only the member moves the next
     /// attempt to another member while one can be tried (see
     /// [`seawall_fallback::route_set`]).
+    ///
+    /// Configuring the set makes it anew: a handle taken from `route_set`
+    /// before this call reads a set nothing calls. Take it from the
+    /// service: `service.get_ref().get_ref().handle()` (the total
+    /// deadline, then the ladder, then the set).
     pub fn build_with_route_set<S, C: Clone, R>(
         &self,
         classify: &ClassifyLayer<C>,

@@ -65,12 +65,26 @@ impl FailureClass {
         let failure = any
             .downcast_ref::<BoxError>()
             .and_then(|boxed| Failure::find(&**boxed))
-            .or_else(|| any.downcast_ref::<Failure>());
+            .or_else(|| any.downcast_ref::<Failure>())
+            .or_else(|| Failure::find(layer_error(any)?));
         match failure {
             Some(failure) => FailureClass::Failure(failure.code()),
             None => FailureClass::Error(error.to_string()),
         }
     }
+}
+
+/// A seawall layer's own error type, seen through: tower-http hands the
+/// classifier the concrete error of the service it wraps, which for a
+/// breaker directly inside is `BreakerError` (its refusal or the inner
+/// failure as its source), not a box.
+fn layer_error(any: &dyn Any) -> Option<&(dyn std::error::Error + 'static)> {
+    #[cfg(feature = "breaker")]
+    if let Some(error) = any.downcast_ref::<seawall_breaker::BreakerError>() {
+        return Some(error);
+    }
+    let _ = any;
+    None
 }
 
 impl fmt::Display for FailureClass {
@@ -153,6 +167,16 @@ mod tests {
             SeawallClassifier.classify_error(&other).code_str(),
             "unclassified"
         );
+        #[cfg(feature = "breaker")]
+        {
+            // A breaker's own error, its failure inside.
+            let inner: BoxError = Box::new(Failure::new(Code::Overloaded));
+            let breaker = seawall_breaker::BreakerError::Inner(inner);
+            assert_eq!(
+                SeawallClassifier.classify_error(&breaker),
+                FailureClass::Failure(Code::Overloaded)
+            );
+        }
         let io = std::io::Error::other("reset");
         assert_eq!(
             SeawallClassifier.classify_error(&io),

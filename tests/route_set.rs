@@ -107,6 +107,7 @@ async fn a_rejected_key_is_left_for_the_other_until_its_cooldown_or_a_reset() {
     ])
     .unwrap()
     .demote_after_failure(Duration::from_millis(50));
+    let taken_before = set.handle();
     let stack = common::short_stack().seed(11);
     let mut service = stack.build_with_route_set(&ClassifyLayer::openai(), client(), set);
     let base = chaos.base_url();
@@ -126,6 +127,13 @@ async fn a_rejected_key_is_left_for_the_other_until_its_cooldown_or_a_reset() {
     }
     assert_eq!(rows_with_status(&chaos, 401), 1, "A is tried once");
     assert_eq!(rows_with_status(&chaos, 200), 20, "B answered every one");
+    // The live set's handle is the service's: the stack configured the
+    // set it was given anew, so a handle taken before reads nothing.
+    let chosen = |handle: &seawall::fallback::RouteSetHandle| -> u64 {
+        handle.members().iter().map(|member| member.chosen).sum()
+    };
+    assert_eq!(chosen(&service.get_ref().get_ref().handle()), 21);
+    assert_eq!(chosen(&taken_before), 0);
 
     // A is not tried again within its cooldown (`AUTH_COOLDOWN`, far
     // longer than this test), or until an operator resets it.

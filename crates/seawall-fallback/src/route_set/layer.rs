@@ -202,6 +202,10 @@ pub struct RouteSetHandle {
 }
 
 impl RouteSetHandle {
+    pub(crate) fn of(set: Arc<Set>) -> Self {
+        RouteSetHandle { set }
+    }
+
     /// Every member, in the set's order.
     pub fn members(&self) -> Vec<MemberState> {
         self.set.snapshot()

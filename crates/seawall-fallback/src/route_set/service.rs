@@ -6,6 +6,7 @@ use std::task::{Context, Poll};
 use seawall_core::{BoxError, RouteId};
 use tower_service::Service;
 
+use crate::RouteSetHandle;
 use crate::rewrite::Unchanged;
 use crate::route_set::choose::Set;
 use crate::route_set::future::{InFlight, ResponseFuture};
@@ -48,6 +49,14 @@ impl<S, R> RouteSet<S, R> {
     }
 
     seawall_core::define_inner_service_accessors!();
+
+    /// A handle to read the state of the set this service chooses from:
+    /// the live one, whatever was configured after a handle was taken from
+    /// the layer (seawall's `Stack::build_with_route_set` configures the
+    /// set it is given anew).
+    pub fn handle(&self) -> RouteSetHandle {
+        RouteSetHandle::of(Arc::clone(&self.set))
+    }
 }
 
 impl<S: Clone, R> Clone for RouteSet<S, R> {
