@@ -188,17 +188,20 @@ where
     }
 }
 
-/// An inner call's error, or this bound's own failure when the error is a
-/// time bound below that fired with this one: a tonic channel arms its
+/// An inner call's error, or an attempt bound's own failure when the error
+/// is a time bound below that fired with it: a tonic channel arms its
 /// timer from the `grpc-timeout` written for this very deadline, a few
 /// microseconds later, and the timer wheel's tick fires both together;
 /// polled first, the inner `timeout` won, and an operation whose deadline
-/// passed ended `timeout` with a failover, not `deadline_exceeded`.
+/// passed ended `timeout` with a failover, not `deadline_exceeded`. Only
+/// an attempt's bound says so: it is the one around the client, and it
+/// names whose bound it was (ties go to the attempt's own); above it, the
+/// ladder's verdict on the attempt stands.
 fn own_bound(error: BoxError, expiry: &mut Option<Expiry>) -> BoxError {
-    let fired_together = expiry
-        .as_ref()
-        .is_some_and(|expiry| Instant::now() >= expiry.deadline.instant())
-        && Failure::find(&*error).is_some_and(|failure| failure.code().is_timeout());
+    let fired_together = expiry.as_ref().is_some_and(|expiry| {
+        expiry.progress.is_some() && Instant::now() >= expiry.deadline.instant()
+    }) && Failure::find(&*error)
+        .is_some_and(|failure| failure.code().is_timeout());
     if fired_together { fire(expiry) } else { error }
 }
 

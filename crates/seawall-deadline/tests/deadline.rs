@@ -377,11 +377,11 @@ async fn a_whole_answer_read_after_the_deadline_is_not_failed() {
     assert_eq!(bytes, "{\"answer\":42}");
 }
 
-/// A timer below that fires with this bound (a tonic channel enforcing
-/// the `grpc-timeout` written for this very deadline): the operation's
-/// failure is `deadline_exceeded`, not the inner `timeout` polled first
-/// (which failed over after the operation was over). A timeout below that
-/// fires before the bound stays what it is.
+/// A timer below an attempt's bound that fires with the operation's
+/// deadline (a tonic channel enforcing the `grpc-timeout` written for
+/// it): the failure is `deadline_exceeded`, not the inner `timeout`
+/// polled first (which failed over after the operation was over). A
+/// timeout below that fires before the bound stays what it is.
 #[tokio::test(start_paused = true)]
 async fn a_timer_below_firing_with_the_deadline_is_the_deadline() {
     for (inner_after, expected) in [(10, Code::DeadlineExceeded), (4, Code::Timeout)] {
@@ -389,8 +389,10 @@ async fn a_timer_below_firing_with_the_deadline_is_the_deadline() {
             tokio::time::sleep(Duration::from_secs(inner_after)).await;
             Err::<Response<Full<Bytes>>, BoxError>(Failure::new(Code::Timeout).into())
         });
-        let err = DeadlineLayer::new(Duration::from_secs(10))
-            .layer(inner)
+        let err = tower::ServiceBuilder::new()
+            .layer(DeadlineLayer::new(Duration::from_secs(10)))
+            .layer(DeadlineLayer::per_attempt(Duration::from_secs(60)))
+            .service(inner)
             .oneshot(Request::new(()))
             .await
             .expect_err("out of time");
