@@ -174,12 +174,16 @@ impl RequestFacts {
         } else {
             None
         };
-        // Gemini names the model in the path: `/models/{model}:verb`.
+        // Gemini names the model in the path, its last segment before the
+        // verb: `/models/{model}:verb`, `/tunedModels/{model}:verb`, Vertex
+        // AI's `/endpoints/{id}:verb`.
         let head_model = (provider == Some(Provider::Gemini))
-            .then(|| path.rsplit_once("/models/"))
+            .then(|| path.rsplit_once(':'))
             .flatten()
-            .and_then(|(_, rest)| rest.split_once(':'))
-            .map(|(model, _)| Arc::from(model));
+            .and_then(|(before, _)| before.rsplit_once('/'))
+            .map(|(_, model)| model)
+            .filter(|model| !model.is_empty())
+            .map(Arc::from);
         RequestFacts {
             provider,
             head_stream,
@@ -542,6 +546,21 @@ mod tests {
         ));
         assert_eq!(facts.model(), Some("gemini-2.5-flash"));
         assert_eq!(facts.head_model(), Some("gemini-2.5-flash"));
+        // A tuned model, Vertex AI's publisher model and its endpoint.
+        for (path, model) in [
+            ("/v1beta/tunedModels/my-tuned:generateContent", "my-tuned"),
+            (
+                "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.0-flash:streamGenerateContent",
+                "gemini-2.0-flash",
+            ),
+            (
+                "/v1/projects/p/locations/us-central1/endpoints/1234:generateContent",
+                "1234",
+            ),
+        ] {
+            let facts = RequestFacts::from_head(&request(path, None));
+            assert_eq!(facts.head_model(), Some(model), "{path}");
+        }
         let told =
             RequestFacts::from_head(&request("/v1/chat/completions", None)).with_model("gpt-x");
         assert_eq!(told.head_model(), Some("gpt-x"));

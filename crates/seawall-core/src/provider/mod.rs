@@ -94,6 +94,9 @@ impl Provider {
         Some(match self {
             Provider::Http => return None,
             _ if vertex => "gcp.vertex_ai",
+            // The Gemini API's host, whatever wire: its OpenAI-compatible
+            // endpoint (`/v1beta/openai/chat/completions`) is Gemini's.
+            _ if on("generativelanguage.googleapis.com") => "gcp.gemini",
             Provider::OpenAi | Provider::OpenAiResponses
                 if on("openai.azure.com") || on("cognitiveservices.azure.com") =>
             {
@@ -101,7 +104,6 @@ impl Provider {
             }
             Provider::OpenAi | Provider::OpenAiResponses => "openai",
             Provider::Anthropic => "anthropic",
-            Provider::Gemini if on("generativelanguage.googleapis.com") => "gcp.gemini",
             Provider::Gemini => "gcp.gen_ai",
         })
     }
@@ -936,6 +938,12 @@ mod tests {
             ),
             (
                 Provider::Gemini,
+                "generativelanguage.googleapis.com",
+                Some("gcp.gemini"),
+            ),
+            // Gemini's OpenAI-compatible endpoint is still Gemini's.
+            (
+                Provider::OpenAi,
                 "generativelanguage.googleapis.com",
                 Some("gcp.gemini"),
             ),
