@@ -531,6 +531,14 @@ impl<S, B> Ladder<S, B> {
             Some(hint) if self.other_routes && !moving && hint > policy.backoff.cap() => {
                 return Err(StopReason::HintTooLong);
             }
+            // A breaker's refusal while the route cools down names the
+            // instant the cooldown ends, the same for every operation it
+            // refused meanwhile: waited out exactly, they all called the
+            // route in the same millisecond, the burst that meets the next
+            // 429. The backoff's jitter spreads them after it.
+            Some(hint) if !moving && failure.code() == Code::RouteCoolingDown => {
+                hint.saturating_add(backoff())
+            }
             // The hint is the earliest the route will answer, never leave to
             // come back sooner than the backoff: a `Retry-After: 0` (or 1 ms)
             // on a 429 would otherwise fire every attempt at once. The SDKs

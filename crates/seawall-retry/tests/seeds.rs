@@ -386,3 +386,39 @@ async fn the_idempotency_key_is_the_same_on_every_attempt() {
         calls[1].headers["idempotency-key"]
     );
 }
+
+/// Operations a breaker refused while their only route cools down wait the
+/// cooldown out (nothing reached the provider), and come back spread by
+/// the backoff's jitter: waited out exactly, they all called the route in
+/// the same instant the cooldown ended.
+#[tokio::test(start_paused = true)]
+async fn operations_refused_by_one_cooldown_come_back_spread() {
+    use seawall_core::Class;
+    let cooling =
+        Failure::with_class(Class::Transient, Code::RouteCoolingDown).with_retry_after(2 * SEC);
+    let n = 8;
+    let mut script: Vec<Step> = (0..n).map(|_| Step::Fail(cooling.clone())).collect();
+    script.push(Step::Ok);
+    let upstream = Upstream::new(script);
+    let svc = ladder(RetryPolicy::interactive()).layer(upstream.service::<ReplayBody<String>>());
+    let start = Instant::now();
+    let operations: Vec<_> = (0..n)
+        .map(|_| tokio::spawn(svc.clone().oneshot(request())))
+        .collect();
+    for operation in operations {
+        operation
+            .await
+            .unwrap()
+            .expect("each answered after the wait");
+    }
+    let calls = upstream.calls();
+    assert_eq!(calls.len(), 2 * n);
+    let mut again: Vec<Duration> = calls[n..].iter().map(|call| call.at - start).collect();
+    again.sort();
+    assert!(
+        again[0] >= 2 * SEC,
+        "not before the cooldown ends: {again:?}"
+    );
+    again.dedup();
+    assert!(again.len() > n / 2, "spread, not one burst: {again:?}");
+}
