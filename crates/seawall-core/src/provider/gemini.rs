@@ -5,8 +5,6 @@
 //! `protocol/gemini.rs`) read a candidate's `content.parts[]` through the
 //! one [`part_field`] table.
 
-use std::borrow::Cow;
-
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
@@ -204,8 +202,11 @@ struct GeminiEnvelope<'a> {
 
 #[derive(Deserialize)]
 struct GeminiError<'a> {
+    /// A number in Gemini's own errors; another server's string (OpenAI's
+    /// `"context_length_exceeded"`) reads as none rather than making the
+    /// whole body unreadable.
     #[serde(default)]
-    code: Option<i64>,
+    code: Option<StrOrNum<'a>>,
     #[serde(borrow, default)]
     message: Option<Text<'a>>,
     #[serde(borrow, default)]
@@ -250,7 +251,11 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
     let e = envelope.error;
     let mut declared = Declared {
         error_type: e.status.map(|t| t.0),
-        error_code: e.code.map(|c| Cow::Owned(c.to_string())),
+        error_code: e
+            .code
+            .and_then(|c| c.0)
+            .filter(|c| c.0.bytes().all(|b| b.is_ascii_digit()))
+            .map(|c| c.0),
         message: e.message.map(|t| t.0),
         ..Declared::default()
     };

@@ -390,7 +390,20 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
             }
             anthropic
         }
-        Provider::Gemini => gemini::parse_error(body),
+        Provider::Gemini => {
+            let google = gemini::parse_error(body);
+            // The reverse of the above: a Gemini layer in front of an
+            // OpenAI-shaped endpoint (Vertex AI's `endpoints/openapi/chat/
+            // completions`, a proxy) gets OpenAI's errors, a string `code`
+            // such as `context_length_exceeded` and a `type`: read by
+            // OpenAI's table when Gemini's shape says nothing.
+            if google.as_ref().is_none_or(|d| d.error_type.is_none())
+                && let Some(openai) = openai::parse_error(body).filter(|d| d.error_type.is_some())
+            {
+                return judge(Provider::OpenAi, openai, &cx);
+            }
+            google
+        }
         Provider::Http => None,
     };
     judge(provider, parsed.unwrap_or_default(), &cx)
@@ -842,6 +855,25 @@ mod tests {
         let bad_key = br#"{"error":{"message":"Incorrect API key provided: sk-abc. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
         let f = classify_error(Provider::OpenAi, bad_key, cx(401));
         assert_eq!((f.class(), f.code()), (Class::Permanent, Code::Auth));
+    }
+
+    /// A Gemini layer in front of an OpenAI-shaped endpoint (Vertex AI's
+    /// `endpoints/openapi`, a proxy) reads OpenAI's errors by OpenAI's
+    /// table: the string `code` made Gemini's shape unreadable, and only
+    /// the status decided (`bad_request` for a context overflow).
+    #[test]
+    fn a_gemini_layer_reads_openai_shaped_errors() {
+        let body = br#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        let f = classify_error(Provider::Gemini, body, cx(400));
+        assert_eq!(f.code(), Code::ContextTooLong);
+        // Gemini's own still reads as Gemini's, its numeric code echoed.
+        let own = br#"{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}"#;
+        let f = classify_error(
+            Provider::Gemini,
+            own,
+            ErrorContext::in_stream(SystemTime::now()),
+        );
+        assert_eq!(f.code(), Code::RateLimited);
     }
 
     #[test]
