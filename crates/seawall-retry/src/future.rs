@@ -42,7 +42,9 @@ pin_project! {
         Sleeping { #[pin] sleep: Sleep },
         // The wait for the service to be ready for the next attempt,
         // bounded by the ladder's time (boxed: only a retry pays for it).
-        Readying { bound: Option<Pin<Box<Sleep>>> },
+        // The wait's end, and its timer, made on the first `Pending` (a
+        // service ready at once costs no timer).
+        Readying { until: Option<Instant>, bound: Option<Pin<Box<Sleep>>> },
     }
 }
 
@@ -169,7 +171,8 @@ where
                     Err(err) => match ladder.failed(err.into()) {
                         Next::Stop(err) => return Poll::Ready(Err(err)),
                         Next::Retry(Duration::ZERO) => this.state.set(State::Readying {
-                            bound: ladder.readiness_bound(),
+                            until: ladder.readiness_until(),
+                            bound: None,
                         }),
                         Next::Retry(delay) => this.state.set(State::Sleeping {
                             sleep: sleep(delay),
@@ -179,10 +182,11 @@ where
                 StateProj::Sleeping { sleep } => {
                     ready!(sleep.poll(cx));
                     this.state.set(State::Readying {
-                        bound: ladder.readiness_bound(),
+                        until: ladder.readiness_until(),
+                        bound: None,
                     });
                 }
-                StateProj::Readying { bound } => {
+                StateProj::Readying { until, bound } => {
                     let future = match ladder.poll_call(cx) {
                         Poll::Ready(called) => called?,
                         // A service that gates its readiness (a breaker
@@ -190,9 +194,12 @@ where
                         // unready for its whole break: the wait ends with
                         // the ladder's time, as an attempt would.
                         Poll::Pending => {
-                            let expired = bound
-                                .as_mut()
-                                .is_some_and(|bound| bound.as_mut().poll(cx).is_ready());
+                            let Some(until) = *until else {
+                                return Poll::Pending;
+                            };
+                            let bound = bound
+                                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+                            let expired = bound.as_mut().poll(cx).is_ready();
                             if !expired {
                                 return Poll::Pending;
                             }
@@ -205,6 +212,10 @@ where
         }
     }
 }
+
+/// The shortest wait for a service's readiness before a retry, whatever
+/// `max_retry_after` says (see `Ladder::readiness_until`).
+const MIN_READINESS_WAIT: Duration = Duration::from_secs(1);
 
 impl<S, B> Ladder<S, B> {
     pub(crate) fn new(
@@ -603,40 +614,50 @@ impl<S, B> Ladder<S, B> {
     /// waits for a route on its word, and as long as it waits for one that
     /// is not ready (a breaker gating its readiness through a break of
     /// minutes, an isolated route: without a deadline the wait had no end).
-    fn readiness_bound(&self) -> Option<Pin<Box<Sleep>>> {
-        let cap = Instant::now().checked_add(self.shared.policy.max_retry_after);
-        let bound = match (self.window.or(self.deadline), cap) {
-            (Some(bound), Some(cap)) => bound.instant().min(cap),
-            (Some(bound), None) => bound.instant(),
-            (None, cap) => cap?,
-        };
-        Some(Box::pin(tokio::time::sleep_until(bound)))
+    fn readiness_until(&self) -> Option<Instant> {
+        // Never under a second: a `max_retry_after` of zero ("never sleep a
+        // hint out") is no reason to fail a service that is unready for a
+        // moment (a `Buffer`, a `ConcurrencyLimit`).
+        let wait = self.shared.policy.max_retry_after.max(MIN_READINESS_WAIT);
+        let cap = Instant::now().checked_add(wait);
+        match (self.window.or(self.deadline), cap) {
+            (Some(bound), Some(cap)) => Some(bound.instant().min(cap)),
+            (Some(bound), None) => Some(bound.instant()),
+            (None, cap) => cap,
+        }
     }
 
-    /// The service was still not ready for the next attempt when the
-    /// ladder's time ran out: a timeout a fallback takes over (the time
-    /// left is its own) when a window was kept for it, or when the wait
-    /// ended at `max_retry_after` before the deadline; else the
+    /// The service was still not ready for the next attempt when the wait
+    /// ended: at `max_retry_after` before the ladder's time, a timeout a
+    /// fallback takes over (stopped as a wait too long); at the window kept
+    /// for a fallback, likewise (stopped by the deadline); else at the
     /// operation's `deadline_exceeded`. The receipt of the attempts made
     /// goes with it.
     fn not_ready_in_time(&mut self) -> BoxError {
-        let in_time = self
-            .deadline
-            .is_some_and(|deadline| Instant::now() < deadline.instant());
-        let failure = match self.window {
-            Some(_) => Failure::new(Code::Timeout)
-                .with_action(Action::Failover)
-                .with_message("the service was not ready for a retry within the ladder's time"),
-            None if in_time || self.deadline.is_none() => Failure::new(Code::Timeout)
-                .with_action(Action::Failover)
-                .with_message("the service was not ready for a retry within max_retry_after"),
-            None => Failure::new(Code::DeadlineExceeded)
-                .with_message("the service was not ready for a retry before the deadline"),
+        let time_up = self
+            .window
+            .or(self.deadline)
+            .is_some_and(|bound| Instant::now() >= bound.instant());
+        let (failure, stop) = match self.window {
+            _ if !time_up => (
+                Failure::new(Code::Timeout)
+                    .with_action(Action::Failover)
+                    .with_message("the service was not ready for a retry within max_retry_after"),
+                StopReason::HintTooLong,
+            ),
+            Some(_) => (
+                Failure::new(Code::Timeout)
+                    .with_action(Action::Failover)
+                    .with_message("the service was not ready for a retry within the ladder's time"),
+                StopReason::Deadline,
+            ),
+            None => (
+                Failure::new(Code::DeadlineExceeded)
+                    .with_message("the service was not ready for a retry before the deadline"),
+                StopReason::Deadline,
+            ),
         };
-        self.unready(
-            Box::new(failure.with_route(self.route.clone())),
-            StopReason::Deadline,
-        )
+        self.unready(Box::new(failure.with_route(self.route.clone())), stop)
     }
 
     /// The operation ends with `failure`, which takes the receipt, stopped

@@ -137,6 +137,9 @@ async fn a_wait_for_readiness_ends_at_max_retry_after() {
             "{deadline:?}"
         );
         assert_eq!(started.elapsed(), Duration::from_secs(5), "{deadline:?}");
-        assert_eq!(common::receipt(&err).attempts.len(), 1);
+        let receipt = common::receipt(&err);
+        assert_eq!(receipt.attempts.len(), 1);
+        // A wait too long, not the deadline (which did not pass).
+        assert_eq!(receipt.stop, Some(StopReason::HintTooLong));
     }
 }
