@@ -54,6 +54,10 @@ fn drain(body: Body, headers: &HeaderMap, cap: usize) {
     {
         return;
     }
+    // Nothing left to read: no task.
+    if http_body::Body::is_end_stream(&body) {
+        return;
+    }
     let mut left = DRAIN_BYTES.max(cap.saturating_mul(2));
     tokio::spawn(async move {
         let mut body = body;
@@ -342,6 +346,9 @@ impl Gateway {
     /// path's wire shape; a path it does not serve is left to the app
     /// (no fallback of its own, so merging it into an app with one does
     /// not panic): `serve` answers those with [`Gateway::unknown_path`].
+    /// Merging it into an app that routes one of these paths itself
+    /// (`/models`, `/chat/completions` included) panics, as axum does for
+    /// any overlap: nest it under a prefix instead.
     pub fn router(&self) -> Router {
         Router::new()
             .route(Endpoint::ChatCompletions.path(), post(chat_completions))
@@ -895,7 +902,8 @@ impl Gateway {
     /// an `anthropic-version` header, else OpenAI's). `serve` uses it as
     /// its router's fallback; an app that merges
     /// [`router`](Gateway::router) may too.
-    pub async fn unknown_path(uri: http::Uri, headers: HeaderMap) -> Response {
+    pub async fn unknown_path(uri: http::Uri, headers: HeaderMap, body: Body) -> Response {
+        drain(body, &headers, 0);
         let path = uri.path();
         let message = format!(
             "the gateway serves no {:?}: POST /v1/chat/completions, /v1/responses, \
@@ -908,7 +916,13 @@ impl Gateway {
     }
 }
 
-async fn wrong_method(method: http::Method, uri: http::Uri, headers: HeaderMap) -> Response {
+async fn wrong_method(
+    method: http::Method,
+    uri: http::Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    drain(body, &headers, 0);
     let path = uri.path();
     // The endpoints take POST; the rest of what is served, GET.
     let endpoint = [Wire::OpenAi, Wire::Anthropic]

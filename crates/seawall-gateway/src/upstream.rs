@@ -445,7 +445,8 @@ fn rebuild(
             // Not reached: the gateway always attaches the call. Send the
             // primary's body to this route, at the same endpoint.
             _ => {
-                parts.uri = format!("{}{}", target.base, parts.uri.path())
+                let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+                parts.uri = format!("{}{path}", target.base)
                     .parse()
                     .unwrap_or(parts.uri);
                 parts.headers.remove(http::header::AUTHORIZATION);
