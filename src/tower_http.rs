@@ -69,7 +69,11 @@ impl FailureClass {
             .or_else(|| Failure::find(layer_error(any)?));
         match failure {
             Some(failure) => FailureClass::Failure(failure.code()),
-            None => FailureClass::Error(error.to_string()),
+            // An HTTP client's error names the URL it failed on, keys
+            // and all (`?key=`): shown as every failure message is.
+            None => FailureClass::Error(
+                seawall_core::without_url_secrets(&error.to_string()).into_owned(),
+            ),
         }
     }
 }

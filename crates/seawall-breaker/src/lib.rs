@@ -37,7 +37,7 @@
 //! - **Cooling down**: besides rates of failure, a route remembers what it
 //!   said last about itself ([`Failure::cooldown`](seawall_core::Failure::cooldown)):
 //!   a quota wall until its reset, a rate limit for its hint, rejected
-//!   credentials until [`BreakerHandle::reset`]. Each is kept on tokio's
+//!   credentials for a minute (or until [`BreakerHandle::reset`]). Each is kept on tokio's
 //!   clock from when it was learnt (a `reset_at` wall-clock time is
 //!   converted then, so the paused clock drives cooldowns in tests).
 //!   Meanwhile calls to the route are refused locally, without a call,

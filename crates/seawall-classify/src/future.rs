@@ -437,6 +437,18 @@ where
         }
     }
 
+    /// The failure this answer came to, with what was read as its evidence
+    /// and the provider's id of the request (its `x-request-id` or
+    /// `request-id`, what the provider's support asks for), reported.
+    fn conclude(&self, failure: Failure, started: Instant) -> BoxError {
+        let mut failure = match seawall_core::request_id_of(&self.parts.headers) {
+            Some(id) => failure.with_request_id(id),
+            None => failure,
+        };
+        self.fill(failure.evidence_mut(), started);
+        report(failure)
+    }
+
     fn fill(&self, evidence: &mut Evidence, started: Instant) {
         evidence.status = Some(self.parts.status.as_u16());
         evidence.bytes = self.pulled;
@@ -453,14 +465,10 @@ where
     ) -> BoxError {
         let cx = error_context(&self.parts, settings.quota_wall);
         let body = self.buffer.as_slice();
-        let mut failure = classifier
+        let failure = classifier
             .classify_response(&self.parts, body, cx)
             .unwrap_or_else(|| classify_error(Provider::Http, body, cx));
-        if let Some(id) = seawall_core::request_id_of(&self.parts.headers) {
-            failure = failure.with_request_id(id);
-        }
-        self.fill(failure.evidence_mut(), started);
-        report(failure)
+        self.conclude(failure, started)
     }
 
     fn finish_success<C: Classifier>(
@@ -479,7 +487,7 @@ where
                 } else {
                     "neither JSON nor an event stream"
                 };
-                let mut failure = Failure::new(Code::ProtocolViolation).with_message(&format!(
+                let failure = Failure::new(Code::ProtocolViolation).with_message(&format!(
                     "the 2xx answer of a generation endpoint is {what} (content type {:?}, \
                      first byte {:?})",
                     self.parts
@@ -488,8 +496,7 @@ where
                         .map_or("none", |v| v.to_str().unwrap_or("unreadable")),
                     char::from(first),
                 ));
-                self.fill(failure.evidence_mut(), started);
-                Err(report(failure))
+                Err(self.conclude(failure, started))
             }
             SuccessRead::Whole => {
                 let checked =
@@ -516,10 +523,7 @@ where
                         let body = ClassifiedBody::read(body, self.trailers);
                         Ok(Response::from_parts(parts, body))
                     }
-                    Err(mut failure) => {
-                        self.fill(failure.evidence_mut(), started);
-                        Err(report(*failure))
-                    }
+                    Err(failure) => Err(self.conclude(*failure, started)),
                 }
             }
             SuccessRead::Unchecked => {
@@ -680,9 +684,10 @@ where
             FirstRead::Ended => broken(self, "the gRPC answer ended without a grpc-status"),
             FirstRead::Trailers(mut trailers) => {
                 match grpc::trailers_status(status, &trailers, settings.quota_wall) {
-                    grpc::Status::Failed(mut failure) => {
-                        self.fill(failure.evidence_mut(), started);
-                        Err(report(failure))
+                    // No whole message came before it: nothing was
+                    // generated, whatever HTTP's 200 says.
+                    grpc::Status::Failed(failure) => {
+                        Err(self.conclude(failure.with_nothing_generated(), started))
                     }
                     grpc::Status::Ok if cut_short => broken(
                         self,

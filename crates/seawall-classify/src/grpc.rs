@@ -36,7 +36,8 @@ pub(crate) enum Status {
 /// if any.
 pub(crate) fn head_failure(parts: &Parts, quota_wall: QuotaWall) -> Option<Failure> {
     match status_failure(&parts.headers, error_context(parts, quota_wall)) {
-        Status::Failed(failure) => Some(failure),
+        // Trailers-only: nothing was generated, whatever HTTP's 200 says.
+        Status::Failed(failure) => Some(failure.with_nothing_generated()),
         Status::Absent | Status::Ok => None,
     }
 }
@@ -173,12 +174,7 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
         .get("grpc-status-details-bin")
         .and_then(|v| decode_details(v.as_bytes()));
     let details = decoded.as_deref().map(status_details).unwrap_or_default();
-    // A failed status is read here only where no message came before it
-    // (the head, or trailers before the first message): nothing was
-    // generated, whatever HTTP's 200 says. After messages the body's
-    // judge makes an interruption of it, billed.
-    let failure =
-        classify_grpc_details(status, message.as_deref(), details, cx).with_nothing_generated();
+    let failure = classify_grpc_details(status, message.as_deref(), details, cx);
     // Kept as sent, for a caller that reads them itself (a tonic client's
     // `Status::details`, through `seawall::tonic`).
     Status::Failed(match decoded {

@@ -13,9 +13,9 @@
 //! hint, and no arithmetic downstream can overflow.
 //!
 //! Values are trimmed of surrounding whitespace first; whitespace inside a
-//! number, a sign and an exponent make it malformed. Only the millisecond,
-//! protobuf and text forms take a fraction (`20.5`); `Retry-After`'s
-//! delta-seconds and gRPC's pushback are whole numbers.
+//! number, a sign and an exponent make it malformed. gRPC's pushback is a
+//! whole number; the other forms take a fraction (`20.5`), `Retry-After`'s
+//! too, which RFC 9110 does not allow but the SDKs read.
 
 use std::time::{Duration, SystemTime};
 
@@ -67,9 +67,9 @@ impl RetryHint {
 /// `Retry-After`: delta-seconds (`120`) or an HTTP date. Delta-seconds
 /// past [`MAX_RETRY_HINT`] are clamped to it, however many digits.
 /// Fractional seconds (`1.5`, `3600.0`), which RFC 9110 does not allow,
-/// are read as the SDKs read them (openai-python: "allowing nonstandard
-/// floats"): dropped, a server's hour-long wait was no hint, retried at
-/// once and never a quota wall. A date in the past, a sign or an exponent
+/// are read too, as the SDKs read them (openai-python: "allowing
+/// nonstandard floats"; a server's `3600.0` is an hour's wait, a quota
+/// wall, not a value to drop). A date in the past, a sign or an exponent
 /// (`-5`, `1e3`) or garbage gives `None`.
 pub fn parse_retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duration> {
     let text = value.to_str().ok()?.trim();
@@ -446,9 +446,8 @@ mod tests {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
         for bad in ["-5", "+5", "1.5", "1e3", "1 2", "", "   ", "0x10", "5s"] {
             // A fraction is read as the SDKs read it.
-            if bad != "1.5" {
-                assert_eq!(parse_retry_after(&hv(bad), now), None, "{bad:?}");
-            }
+            let expected = (bad == "1.5").then_some(Duration::from_millis(1500));
+            assert_eq!(parse_retry_after(&hv(bad), now), expected, "{bad:?}");
             // A malformed pushback is no hint either: it refuses a retry.
             assert_eq!(
                 parse_grpc_pushback(&hv(bad)),

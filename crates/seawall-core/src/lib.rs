@@ -70,6 +70,7 @@ pub use scope::{
     AUTH_COOLDOWN, CallerCredentials, Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope,
 };
 pub use span::AttemptSpans;
+pub use text::without_url_secrets;
 pub use usage::{Usage, UsageSlot, UsageSource};
 
 /// The error type that travels between tower services.

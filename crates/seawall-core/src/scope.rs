@@ -170,8 +170,8 @@ impl Cooldown {
 /// How long a quota wall that names no reset keeps its route cold.
 pub const DEFAULT_QUOTA_COOLDOWN: Duration = Duration::from_secs(60);
 
-/// How long rejected credentials keep their route cold; then one call
-/// tries it again. A key replaced in place, or a short-lived token
+/// How long rejected credentials keep their route cold; then calls go to
+/// it again (a rejection cools it again). A key replaced in place, or a short-lived token
 /// refreshed after one request raced its expiry, reopens the route by
 /// itself: shut until a reset by hand, one request's stale token closed
 /// the route for every caller until someone noticed. A key still rejected
@@ -185,7 +185,7 @@ impl Failure {
     /// - `quota_exhausted`: until its reset (`retry_after`, else `reset_at`,
     ///   else [`DEFAULT_QUOTA_COOLDOWN`]);
     /// - `rate_limited` with a hint: for the hint;
-    /// - `auth`: for [`AUTH_COOLDOWN`], then one call tries again;
+    /// - `auth`: for [`AUTH_COOLDOWN`];
     /// - anything else: nothing (the breaker judges rates of failure).
     pub fn cooldown(&self, now: SystemTime) -> Option<Cooldown> {
         match self.code() {

@@ -31,7 +31,7 @@ pub(crate) fn contains_ci(haystack: &str, needle: &str) -> bool {
 /// request for url (…)"). A URL runs from its scheme to the first white
 /// space, quote or bracket; its query to the fragment or that end. Borrowed
 /// when there is nothing to take out.
-pub(crate) fn without_url_secrets(text: &str) -> std::borrow::Cow<'_, str> {
+pub fn without_url_secrets(text: &str) -> std::borrow::Cow<'_, str> {
     const END: &[u8] = b" \t\r\n\"'<>()[]{},";
     let bytes = text.as_bytes();
     let mut out: Option<String> = None;

@@ -198,6 +198,20 @@ fn grpc_status_details_judge_like_rest() {
         (failure.code(), failure.retry_after()),
         (Code::RateLimited, Some(Duration::from_secs(26)))
     );
+    // A zero limit, which proto3 leaves out of the details: the message
+    // says it, and it is a wall.
+    let failure = classify_grpc_details(
+        8,
+        Some(
+            "Quota exceeded for metric: generate_content_free_tier_requests, limit: 0, model: gemini-2.5-pro",
+        ),
+        per_minute,
+        cx(Some(200), None),
+    );
+    assert_eq!(
+        (failure.code(), failure.retry_after()),
+        (Code::QuotaExhausted, None)
+    );
     let header = ErrorContext {
         hint: RetryHint {
             after: Some(Duration::from_secs(2)),
@@ -777,6 +791,13 @@ fn gemini_statuses() {
         (
             "PERMISSION_DENIED",
             "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+            Permanent,
+            Code::Auth,
+        ),
+        // Vertex AI's denial of the route's own credential.
+        (
+            "PERMISSION_DENIED",
+            "Permission 'aiplatform.endpoints.predict' denied on resource '//aiplatform.googleapis.com/projects/p/locations/us-central1/publishers/google/models/gemini-pro' (or it may not exist).",
             Permanent,
             Code::Auth,
         ),

@@ -175,23 +175,13 @@ fn names_project_wall(message: &str) -> bool {
 }
 
 /// Whether a `PERMISSION_DENIED` message is about one resource the request
-/// names (a file, a cache, a tuned model) rather than the key or project.
+/// names (a file, a cache, a tuned model) rather than the key or project:
+/// the Gemini API's own phrasings. Vertex AI's denial of the route's
+/// credential ("Permission 'aiplatform.endpoints.predict' denied on
+/// resource … (or it may not exist)") is the route's.
 fn names_resource(message: &str) -> bool {
-    const PHRASES: &[&str] = &["not exist", "not found", "permission to access the"];
+    const PHRASES: &[&str] = &["permission to access the", "cachedcontent not found"];
     PHRASES.iter().any(|phrase| contains_ci(message, phrase))
-}
-
-/// Whether a quota message says the limit is zero ("Quota exceeded for
-/// metric: …_free_tier_requests, limit: 0, model: gemini-2.5-pro"): the
-/// key's tier does not include the model. A proto3 zero is left out of the
-/// `QuotaFailure` itself, so the message is where it shows.
-fn says_limit_zero(message: &str) -> bool {
-    const LIMIT: &str = "limit: 0";
-    message.match_indices(LIMIT).any(|(at, _)| {
-        !message.as_bytes()[at + LIMIT.len()..]
-            .first()
-            .is_some_and(u8::is_ascii_digit)
-    })
 }
 
 #[derive(Deserialize)]
@@ -282,7 +272,11 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
             }
         }
     }
-    if declared.message.as_deref().is_some_and(says_limit_zero) {
+    if declared
+        .message
+        .as_deref()
+        .is_some_and(super::says_limit_zero)
+    {
         details.quota_gone = true;
     }
     declared.body_hint = details.hint();

@@ -523,6 +523,19 @@ impl StatusDetails {
     }
 }
 
+/// Whether a quota message says the limit is zero ("Quota exceeded for
+/// metric: …_free_tier_requests, limit: 0, model: gemini-2.5-pro"): the
+/// key's tier does not include the model. A proto3 zero is left out of the
+/// `QuotaFailure` itself, so the message is where it shows.
+pub(super) fn says_limit_zero(message: &str) -> bool {
+    const LIMIT: &str = "limit: 0";
+    message.match_indices(LIMIT).any(|(at, _)| {
+        !message.as_bytes()[at + LIMIT.len()..]
+            .first()
+            .is_some_and(u8::is_ascii_digit)
+    })
+}
+
 /// `RESOURCE_EXHAUSTED` (Gemini's status, gRPC code 8): a rate limit for
 /// the quota wall to judge, unless the quota is per day or zero, a wall at
 /// once.
@@ -548,6 +561,8 @@ pub fn classify_grpc_details(
     details: StatusDetails,
     cx: ErrorContext,
 ) -> Failure {
+    let mut details = details;
+    details.quota_gone |= message.is_some_and(says_limit_zero);
     let verdict = match status {
         // RESOURCE_EXHAUSTED is also how gRPC says a message passed a size
         // limit (grpc-go "received message larger than max", grpc-java
