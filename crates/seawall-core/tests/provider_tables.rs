@@ -1208,6 +1208,7 @@ fn responses_error_codes() {
         ("image_too_large", Permanent, Code::RequestTooLarge),
         ("image_too_small", Permanent, Code::BadRequest),
         ("image_parse_error", Permanent, Code::BadRequest),
+        ("data_residency_mismatch", Permanent, Code::BadRequest),
         (
             "image_content_policy_violation",
             Policy,

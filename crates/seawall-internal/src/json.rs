@@ -215,6 +215,62 @@ impl<'a> Text<'a> {
     }
 }
 
+/// A member that is a string in the shapes a reader knows and may be
+/// anything in others, read leniently: the string, or `None` for any other
+/// value (stepped over), never an error that would make the whole event
+/// unreadable (the Responses API's shell output delta is an object where
+/// every other `delta` is a string).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaybeText<'a>(pub Option<Text<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for MaybeText<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MaybeTextVisitor<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for MaybeTextVisitor<'a> {
+            type Value = MaybeText<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(MaybeText(Some(Text(Cow::Borrowed(v)))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MaybeText(Some(Text(Cow::Owned(v.to_owned())))))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(MaybeText(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(MaybeText(None))
+            }
+        }
+        deserializer.deserialize_any(MaybeTextVisitor(PhantomData))
+    }
+}
+
 /// The members of a generation request's body that seawall reads: the
 /// model it names and whether it asks for a stream. Every other member is
 /// stepped over, never built into values, so a long conversation costs one

@@ -24,7 +24,11 @@ use seawall_internal::json::{Text, from_bytes};
 pub enum Block {
     /// `text`: part of the answer when it holds text.
     Text,
-    /// `thinking`, `redacted_thinking`: the model working, not the answer.
+    /// `thinking`, `redacted_thinking`: the model working, not the answer;
+    /// also the markers and state that are no output of the model's to
+    /// show: `fallback` ("marks the point in `content` where one model's
+    /// output gives way to the next", no deltas) and `compaction` (the
+    /// conversation's summary).
     Thinking,
     /// Any other block — `tool_use`, `server_tool_use`,
     /// `web_search_tool_result`, and block types added later: part of the
@@ -37,7 +41,7 @@ pub enum Block {
 pub fn block(ty: &str) -> Block {
     match ty {
         "text" => Block::Text,
-        "thinking" | "redacted_thinking" => Block::Thinking,
+        "thinking" | "redacted_thinking" | "fallback" | "compaction" => Block::Thinking,
         _ => Block::Answer,
     }
 }

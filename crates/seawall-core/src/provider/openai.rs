@@ -242,7 +242,11 @@ fn declared_rule(name: &str) -> Option<Verdict> {
         | "validation"
         | "template_error"
         // A prompt that failed validation (a flagged one decided above).
-        | "invalid_prompt" => Verdict::Fixed(Permanent, Code::BadRequest),
+        | "invalid_prompt"
+        // The request names state (a stored response, a file) kept in
+        // another region than the project's residency allows: the same
+        // request meets the same rule.
+        | "data_residency_mismatch" => Verdict::Fixed(Permanent, Code::BadRequest),
         _ => return None,
     })
 }

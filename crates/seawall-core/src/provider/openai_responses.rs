@@ -27,7 +27,9 @@ pub enum OutputItem {
     Message,
     /// `reasoning`: the model working, not the answer; `mcp_list_tools`
     /// too (the tools an MCP server offers, listed before the model acts:
-    /// no output of the model's).
+    /// no output of the model's), `additional_tools` (tool definitions)
+    /// and `compaction` (the conversation compacted, "opaque and not
+    /// intended to be human-interpretable", sent at the stream's start).
     Reasoning,
     /// Any other item — `function_call`, `custom_tool_call`,
     /// `web_search_call`, `image_generation_call`, and kinds added later:
@@ -39,7 +41,7 @@ pub enum OutputItem {
 pub fn output_item(ty: &str) -> OutputItem {
     match ty {
         "message" => OutputItem::Message,
-        "reasoning" | "mcp_list_tools" => OutputItem::Reasoning,
+        "reasoning" | "mcp_list_tools" | "additional_tools" | "compaction" => OutputItem::Reasoning,
         _ => OutputItem::Act,
     }
 }

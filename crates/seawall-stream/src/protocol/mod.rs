@@ -711,6 +711,13 @@ mod tests {
             ),
             (r#"{"type":"thinking","thinking":""}"#, false),
             (r#"{"type":"text","text":""}"#, false),
+            // Markers and state, no output of the model's: the hand-over
+            // after a refusal, and the conversation's summary.
+            (
+                r#"{"type":"fallback","from":{"model":"claude-a"},"to":{"model":"claude-b"},"trigger":{"type":"refusal","category":"cyber"}}"#,
+                false,
+            ),
+            (r#"{"type":"compaction","content":"summary"}"#, false),
         ] {
             let start =
                 format!(r#"{{"type":"content_block_start","index":0,"content_block":{block}}}"#);

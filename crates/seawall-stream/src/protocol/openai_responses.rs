@@ -25,13 +25,17 @@ use serde::Deserialize;
 
 use super::wire::{Text, parse};
 use super::{Reason, Signal};
+use seawall_internal::json::MaybeText;
 
 #[derive(Deserialize)]
 struct Event<'a> {
     #[serde(borrow, rename = "type")]
     ty: Text<'a>,
+    /// A string in every event seawall reads it from; an object in
+    /// others (the shell output's `{stdout, stderr}`), which must not
+    /// make the event unreadable.
     #[serde(borrow)]
-    delta: Option<Text<'a>>,
+    delta: Option<MaybeText<'a>>,
     #[serde(borrow)]
     response: Option<Response<'a>>,
     /// `response.output_item.added`/`.done`'s item, for its type.
@@ -111,7 +115,7 @@ pub(super) fn decode<'a>(
         }
     }
     match kind {
-        StreamEvent::TextDelta => match event.delta.and_then(Text::non_empty) {
+        StreamEvent::TextDelta => match event.delta.and_then(|d| d.0).and_then(Text::non_empty) {
             Some(text) => Signal::Content {
                 text: Some(text),
                 finish: None,
@@ -120,7 +124,11 @@ pub(super) fn decode<'a>(
             None => Signal::Progress,
         },
         StreamEvent::RefusalDelta => {
-            *refused |= event.delta.and_then(Text::non_empty).is_some();
+            *refused |= event
+                .delta
+                .and_then(|d| d.0)
+                .and_then(Text::non_empty)
+                .is_some();
             Signal::Progress
         }
         StreamEvent::ActDelta => Signal::Content {
@@ -180,10 +188,12 @@ pub(super) fn decode<'a>(
         // comes flat or nested, and ends the stream, so once.
         StreamEvent::Error => Signal::Error(error_event(data)),
         StreamEvent::KeepAlive => Signal::KeepAlive,
-        StreamEvent::ReasoningDelta => match event.delta.and_then(Text::non_empty) {
-            Some(_) => Signal::Thinking,
-            None => Signal::Progress,
-        },
+        StreamEvent::ReasoningDelta => {
+            match event.delta.and_then(|d| d.0).and_then(Text::non_empty) {
+                Some(_) => Signal::Thinking,
+                None => Signal::Progress,
+            }
+        }
         // Lifecycle, part boundaries, reasoning, tool progress: the
         // response is moving, the caller has nothing new to show.
         StreamEvent::Lifecycle => Signal::Progress,
@@ -267,6 +277,23 @@ mod tests {
             ),
             (
                 r#"{"type":"response.created","response":{"id":"r","status":"in_progress","output":[]},"sequence_number":0}"#,
+                "progress",
+            ),
+            // A delta that is an object (the hosted shell's output): an
+            // event like any other, the response moving (it was
+            // unreadable, no sign of life for the idle bound).
+            (
+                r#"{"type":"response.shell_call_output_content.delta","command_index":0,"delta":{"stdout":"building\n"},"item_id":"sh_1","output_index":1,"sequence_number":40}"#,
+                "progress",
+            ),
+            // Items that are no output of the model's: a compaction (opaque,
+            // sent first) and tool definitions.
+            (
+                r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"cmp_1","type":"compaction","encrypted_content":"gAAA"}}"#,
+                "progress",
+            ),
+            (
+                r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"at_1","type":"additional_tools","tools":[]}}"#,
                 "progress",
             ),
             (
