@@ -95,7 +95,7 @@ impl Attempt {
     }
 
     /// The record of an attempt that failed with `failure`: billed when the
-    /// failure says so ([`Failure::billed`]: the provider had answered 2xx
+    /// failure says so ([`Failure::billed`](crate::Failure::billed): the provider had answered 2xx
     /// and generated), with the usage it reported, if it did.
     pub fn failed(route: RouteId, delay: Duration, failure: &crate::Failure) -> Self {
         let attempt =
