@@ -38,6 +38,15 @@ const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60
 const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 const DRAIN_BYTES: usize = 16 * 1024 * 1024;
 
+/// Whether the client asked `Expect: 100-continue`: it sent no body yet
+/// and is not asked for it if the request is refused (polling the body
+/// would send the `100`).
+fn expects_continue(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+}
+
 /// Reads and throws away what is left of a refused request's body, for a
 /// while, in the background, as the refusal is written. Dropped unread,
 /// the bytes still coming make the kernel answer them with a reset once
@@ -45,21 +54,19 @@ const DRAIN_BYTES: usize = 16 * 1024 * 1024;
 /// before the client reads it: a client that writes its whole body before
 /// it reads (httpx, so openai-python and anthropic's SDK) saw a broken
 /// connection instead of the 401 or 413, retried it, and sent the upload
-/// again. A client that asked `Expect: 100-continue` sent no body yet and
-/// is not asked for it (polling the body would send the `100`).
-fn drain(body: Body, headers: &HeaderMap, cap: usize) {
-    if headers
-        .get(http::header::EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
-    {
+/// again.
+fn drain(body: Body, expects_continue: bool, cap: usize) {
+    // Nothing left to read, or nothing to ask for: no task. Outside a
+    // runtime (a router dropped by a test's thread) there is no one to
+    // read it.
+    if expects_continue || http_body::Body::is_end_stream(&body) {
         return;
     }
-    // Nothing left to read: no task.
-    if http_body::Body::is_end_stream(&body) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
-    }
+    };
     let mut left = DRAIN_BYTES.max(cap.saturating_mul(2));
-    tokio::spawn(async move {
+    runtime.spawn(async move {
         let mut body = body;
         let read = async {
             while let Some(Ok(frame)) = body.frame().await {
@@ -72,6 +79,66 @@ fn drain(body: Body, headers: &HeaderMap, cap: usize) {
         };
         let _ = tokio::time::timeout(DRAIN_TIME, read).await;
     });
+}
+
+/// A request's body that is [drained](drain) if it is dropped before its
+/// end: every refusal `Gateway::handle` returns before the body is whole
+/// (a wrong token, an encoded or oversized body, one too slow) leaves it
+/// so, and any refusal added later is covered without a call to
+/// remember. A body read to its end, or that failed (the client went
+/// away), is dropped as it is.
+struct Unread {
+    body: Body,
+    ended: bool,
+    expects_continue: bool,
+    cap: usize,
+}
+
+impl Unread {
+    fn new(body: Body, headers: &HeaderMap, cap: usize) -> Self {
+        Self {
+            body,
+            ended: false,
+            expects_continue: expects_continue(headers),
+            cap,
+        }
+    }
+}
+
+impl http_body::Body for Unread {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            self.ended = true;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended || self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for Unread {
+    fn drop(&mut self) {
+        if !self.ended {
+            drain(
+                std::mem::take(&mut self.body),
+                self.expects_continue,
+                self.cap,
+            );
+        }
+    }
 }
 
 /// The headers in which the official OpenAI and Anthropic SDKs say how
@@ -398,9 +465,10 @@ impl Gateway {
             WireError::gateway(status, code, message).response(wire)
         };
         let cap = inner.config.max_body_bytes;
+        // Every refusal before the body is whole drains it, by drop.
+        let mut body = Unread::new(body, &parts.headers, cap);
         // No header holding the token is forwarded (`client_credential`).
         if !self.admits(&parts.headers) {
-            drain(body, &parts.headers, cap);
             return refuse(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED.into());
         }
         // A compressed request body would be read as text that is not
@@ -411,7 +479,6 @@ impl Gateway {
             .get(http::header::CONTENT_ENCODING)
             .filter(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
         {
-            drain(body, &parts.headers, cap);
             return refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 Code::BadRequest,
@@ -425,7 +492,6 @@ impl Gateway {
             || format!("the request body is larger than the gateway's cap of {cap} bytes");
         let announced = seawall_internal::headers::declared_length(&parts.headers);
         if announced.is_some_and(|len| len > cap as u64) {
-            drain(body, &parts.headers, cap);
             return refuse(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 Code::RequestTooLarge,
@@ -433,7 +499,6 @@ impl Gateway {
             );
         }
         // Read through a borrow: a body past the cap is drained after.
-        let mut body = body;
         let read = tokio::time::timeout(BODY_READ_TIMEOUT, Limited::new(&mut body, cap).collect());
         let bytes = match read.await {
             Ok(Ok(collected)) => collected.to_bytes(),
@@ -448,7 +513,6 @@ impl Gateway {
                 );
             }
             Ok(Err(err)) if err.downcast_ref::<LengthLimitError>().is_some() => {
-                drain(body, &parts.headers, cap);
                 return refuse(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     Code::RequestTooLarge,
@@ -903,7 +967,7 @@ impl Gateway {
     /// its router's fallback; an app that merges
     /// [`router`](Gateway::router) may too.
     pub async fn unknown_path(uri: http::Uri, headers: HeaderMap, body: Body) -> Response {
-        drain(body, &headers, 0);
+        drain(body, expects_continue(&headers), 0);
         let path = uri.path();
         let message = format!(
             "the gateway serves no {:?}: POST /v1/chat/completions, /v1/responses, \
@@ -922,7 +986,7 @@ async fn wrong_method(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    drain(body, &headers, 0);
+    drain(body, expects_continue(&headers), 0);
     let path = uri.path();
     // The endpoints take POST; the rest of what is served, GET.
     let endpoint = [Wire::OpenAi, Wire::Anthropic]
