@@ -87,14 +87,13 @@ async fn every_wire_reports_its_usage_in_the_receipt() {
                 .unwrap_or_else(|| panic!("{what}: no usage"));
             assert_eq!(usage.output_tokens, 8, "{what}");
             assert!(usage.input_tokens > 0, "{what}");
-            // The empty answer was billed for its prompt: where its stream
-            // reported usage with its finish, the receipt counts it, as the
-            // guard's span and token counter do (an OpenAI stream's comes
-            // in a chunk after the finish, which an empty answer's stop
-            // does not wait for). A failed unary answer's usage is counted
-            // nowhere.
+            // The empty answer was billed for its prompt: where it reported
+            // usage (every unary answer; a stream with its finish) the
+            // receipt counts it, as the guard's span and token counter do
+            // for a stream (an OpenAI stream's comes in a chunk after the
+            // finish, which an empty answer's stop does not wait for).
             let empty = receipt.attempts[0].usage();
-            let reported = stream && provider != Provider::OpenAi;
+            let reported = !stream || provider != Provider::OpenAi;
             assert_eq!(empty.is_some(), reported, "{what}: {empty:?}");
             let mut total = usage;
             if let Some(empty) = empty {

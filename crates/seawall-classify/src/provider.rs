@@ -198,7 +198,7 @@ impl Classifier for ProviderClassifier {
             Checked::Fail(failure) if cx.deliver_policy && failure.class() == Class::Policy => {
                 Checked::Answer {
                     finish: Some(policy_finish(&failure)),
-                    usage: seawall_core::provider::answer_usage(body),
+                    usage: failure.usage(),
                 }
             }
             // Only where an answer must be: elsewhere a resource may carry

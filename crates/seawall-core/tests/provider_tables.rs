@@ -1607,3 +1607,46 @@ fn an_answers_usage_is_read_alone() {
         assert_eq!(answer_usage(body.as_bytes()), usage, "{body}");
     }
 }
+
+/// A 2xx answer that fails the check keeps the usage it reported: the
+/// provider bills a refused, filtered, empty or failed answer as any other
+/// (a reasoning model's whole budget spent thinking), and the receipt's
+/// attempt says what it cost.
+#[test]
+fn a_failed_answer_keeps_its_usage() {
+    use seawall_core::Usage;
+    use seawall_core::provider::{AnswerCheck, Provider, check_answer};
+    let rows = [
+        (
+            Provider::OpenAi,
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}],"usage":{"prompt_tokens":1200,"completion_tokens":4096,"completion_tokens_details":{"reasoning_tokens":4096}}}"#,
+            Code::EmptyResponse,
+            Usage::new(1200, 4096),
+        ),
+        (
+            Provider::Gemini,
+            r#"{"candidates":[{"content":{"parts":[{"text":"hmm","thought":true}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":20,"thoughtsTokenCount":1500,"totalTokenCount":1520}}"#,
+            Code::EmptyResponse,
+            Usage::new(20, 1500),
+        ),
+        (
+            Provider::Anthropic,
+            r#"{"type":"message","content":[],"stop_reason":"refusal","usage":{"input_tokens":22,"output_tokens":1}}"#,
+            Code::Refused,
+            Usage::new(22, 1),
+        ),
+        (
+            Provider::OpenAiResponses,
+            r#"{"object":"response","status":"failed","error":{"code":"server_error","message":"boom"},"output":[],"usage":{"input_tokens":900,"output_tokens":310}}"#,
+            Code::ProviderUnavailable,
+            Usage::new(900, 310),
+        ),
+    ];
+    for (provider, body, code, usage) in rows {
+        let AnswerCheck::Fail(failure) = check_answer(provider, body.as_bytes()) else {
+            panic!("{provider:?}: not a failure: {body}");
+        };
+        assert_eq!(failure.code(), code, "{body}");
+        assert_eq!(failure.usage(), Some(usage), "{body}");
+    }
+}

@@ -45,21 +45,30 @@ pub enum AnswerCheck {
 /// What an answer amounts to once its parts are read. Policy outcomes come
 /// first: a filtered answer may carry partial text and is still filtered.
 /// An answer cut at its token limit is delivered even when nothing made it
-/// in: sending it again would be cut the same way.
+/// in: sending it again would be cut the same way. A failure keeps the
+/// usage the answer reported: the provider bills a refused, filtered or
+/// empty answer (a reasoning model's whole budget spent on thinking) as
+/// any other, and the receipt's attempt says what it cost.
 pub(super) fn verdict(
     policy: Option<Failure>,
     has_content: bool,
     finish: Option<(FinishKind, Text<'_>)>,
     usage: Option<Usage>,
 ) -> AnswerCheck {
+    let fail = |failure: Failure| {
+        AnswerCheck::Fail(match usage {
+            Some(usage) => failure.with_usage(usage),
+            None => failure,
+        })
+    };
     if let Some(failure) = policy {
-        return AnswerCheck::Fail(failure);
+        return fail(failure);
     }
     if !has_content
         && let Some(failure) =
             crate::finish::empty_answer(finish.as_ref().map(|(kind, reason)| (*kind, &*reason.0)))
     {
-        return AnswerCheck::Fail(failure);
+        return fail(failure);
     }
     // Every provider names the finish of a whole answer (OpenAI's
     // `finish_reason`; Anthropic's `stop_reason`, "always non-null" when
@@ -67,7 +76,7 @@ pub(super) fn verdict(
     // stopped generating tokens"): an answer without one was cut short,
     // as a stream that ends without it.
     let Some((kind, reason)) = finish else {
-        return AnswerCheck::Fail(
+        return fail(
             Failure::new(Code::Truncated)
                 .with_message("the answer names no finish reason: it was cut short"),
         );

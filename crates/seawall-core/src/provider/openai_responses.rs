@@ -376,13 +376,18 @@ pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
     match &*status.0 {
         "failed" => {
             let error = answer.error;
-            AnswerCheck::Fail(declared_failure(
+            let failure = declared_failure(
                 error.as_ref().and_then(|e| e.code.as_ref()).map(|c| &*c.0),
                 error
                     .as_ref()
                     .and_then(|e| e.message.as_ref())
                     .map(|m| &*m.0),
-            ))
+            );
+            // What the response used before it failed is billed.
+            AnswerCheck::Fail(match usage_of(answer.usage) {
+                Some(usage) => failure.with_usage(usage),
+                None => failure,
+            })
         }
         "completed" | "incomplete" => {
             let (kind, reason) = match &*status.0 {
