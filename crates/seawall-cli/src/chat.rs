@@ -165,12 +165,23 @@ fn parse_provider(text: &str) -> Result<Provider, String> {
     }
 }
 
-/// An `http://` or `https://` URL with a host; any userinfo is dropped.
+/// An `http://` or `https://` URL with a host; any userinfo is dropped. A
+/// query or fragment is refused: the endpoint's path is appended to the
+/// base, so a query would end up inside the path
+/// (`…?key=…/v1beta/models/…`), and a key in it would be shown in every
+/// line that names the URL.
 pub fn parse_base_url(text: &str) -> Result<BaseUrl, String> {
     // The parser's message never quotes the URL: it may hold a secret.
     let uri: Uri = text
         .parse()
         .map_err(|_| "not a URL: expected an http:// or https:// URL with a host".to_owned())?;
+    if uri.query().is_some() || text.contains('#') {
+        return Err(
+            "a base URL must not carry a query or a fragment: the endpoint's path \
+             is appended to it (give a key with --api-key-env)"
+                .to_owned(),
+        );
+    }
     let (Some(scheme @ ("http" | "https")), Some(authority)) = (uri.scheme_str(), uri.authority())
     else {
         return Err("expected an http:// or https:// URL with a host".to_owned());
@@ -887,8 +898,15 @@ mod tests {
             let url = parse_base_url(given).unwrap();
             assert_eq!((url.as_str(), url.had_userinfo()), (kept, had), "{given}");
         }
-        let err = parse_base_url("ftp://user:secret@host").unwrap_err();
-        assert!(!err.contains("secret"), "{err}");
+        for refused in [
+            "ftp://user:secret@host",
+            "https://generativelanguage.googleapis.com?key=secret",
+            "https://api.example/v1?key=secret",
+            "https://api.example/v1#secret",
+        ] {
+            let err = parse_base_url(refused).unwrap_err();
+            assert!(!err.contains("secret"), "{err}");
+        }
     }
 
     #[test]

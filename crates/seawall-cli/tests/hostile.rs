@@ -449,8 +449,13 @@ async fn userinfo_in_a_base_url_is_never_shown_nor_sent() {
             Some(0),
         ),
         (vec!["--base-url", unreachable.as_str()], Some(1)),
-        // A URL the parser rejects.
+        // URLs the parser rejects: a key in the query would be appended
+        // to and shown with every request's URL.
         (vec!["--base-url", "ftp://user:secret@example.com"], Some(2)),
+        (
+            vec!["--base-url", "https://example.com?key=secret"],
+            Some(2),
+        ),
     ];
     for (flags, exit) in runs {
         let mut args = vec!["chat", "--provider", "openai", "--model", "m"];
