@@ -648,3 +648,57 @@ async fn the_stack_over_a_tower_test_mock_waits_for_readiness_and_retries() {
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(body, answer.as_bytes());
 }
+
+/// A ladder over a breaker that gates its readiness, called through a
+/// clone per request (`oneshot`, as axum and the gateway call): the retry
+/// waits for the route's break to end, then succeeds. The retries'
+/// service used to be cloned before the first call, when the clone knew
+/// no route: it was ready at once, the breaker refused the retry
+/// (`circuit_open`) and the operation failed without waiting.
+#[tokio::test(start_paused = true)]
+async fn a_retry_waits_for_a_gated_breakers_break_then_succeeds() {
+    use seawall::breaker::{BreakDuration, BreakerLayer, Trip};
+    use seawall::core::Failure;
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use std::time::Duration;
+    use tower::Layer;
+    let calls = Arc::new(AtomicU32::new(0));
+    let upstream = {
+        let calls = Arc::clone(&calls);
+        service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if n == 0 {
+                    Err(tower::BoxError::from(Failure::new(Code::Overloaded)))
+                } else {
+                    Ok(healthy_response())
+                }
+            }
+        })
+    };
+    let breaker = BreakerLayer::new()
+        .trip(Trip::Consecutive { failures: 1 })
+        .break_duration(BreakDuration {
+            base: Duration::from_secs(3),
+            max: Duration::from_secs(3),
+            jitter: 0.0,
+        })
+        .gate_readiness(true)
+        .seed(1);
+    let policy = RetryPolicy::no_wait(3).max_retry_after(Duration::from_secs(10));
+    let service = RetryBudgetLayer::new(policy, Budget::unlimited()).layer(breaker.layer(upstream));
+    let started = Instant::now();
+    let response = tokio::time::timeout(
+        Duration::from_secs(60),
+        service.clone().oneshot(chat_request()),
+    )
+    .await
+    .expect("the operation ends")
+    .unwrap_or_else(|e| panic!("the retry after the break succeeds: {e}"));
+    assert!(response.status().is_success());
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(started.elapsed(), Duration::from_secs(3));
+    let receipt = response.extensions().get::<Receipt>().unwrap();
+    let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+    assert_eq!(codes, [Some(Code::Overloaded), None], "{receipt:?}");
+}

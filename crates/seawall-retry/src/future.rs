@@ -218,9 +218,13 @@ where
 const MIN_READINESS_WAIT: Duration = Duration::from_secs(1);
 
 impl<S, B> Ladder<S, B> {
+    /// Gives the ladder the service and request template its retries use.
+    pub(crate) fn retries_with(&mut self, again: Option<Again<S, B>>) {
+        self.again = again;
+    }
+
     pub(crate) fn new(
         shared: Arc<Shared>,
-        again: Option<Again<S, B>>,
         route: RouteId,
         deadline: Option<Deadline>,
         other_routes: bool,
@@ -232,7 +236,8 @@ impl<S, B> Ladder<S, B> {
         let attempt_span = attempt_span(&span, &route, 1, Duration::ZERO);
         Ladder {
             shared,
-            again,
+            // Given after the first call (`retries_with`).
+            again: None,
             next_body: None,
             route,
             deadline,

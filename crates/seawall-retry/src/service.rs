@@ -104,14 +104,9 @@ where
             Some(facts) => Some(facts.clone()),
             None => Some(RequestFacts::from_head(&first)),
         };
-        let again = again.map(|template| Again {
-            service: self.inner.clone(),
-            template,
-        });
         // The spans first: the attempt's request carries them down.
         let mut ladder = Ladder::new(
             self.shared.clone(),
-            again,
             route,
             deadline,
             other_routes,
@@ -121,6 +116,14 @@ where
         ladder.within(window);
         ladder.mark(&mut first);
         let future = ladder.in_attempt(|| self.inner.call(first));
+        // The retries' service is cloned after the first call, so it knows
+        // what that call did: a breaker below gating its readiness tells a
+        // clone which route to wait for by its last call (a clone made
+        // before it knew none, was ready at once and refused the retry).
+        ladder.retries_with(again.map(|template| Again {
+            service: self.inner.clone(),
+            template,
+        }));
         ResponseFuture::ladder(future, ladder)
     }
 }
