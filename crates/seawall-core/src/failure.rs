@@ -7,6 +7,23 @@ use crate::{Action, Class, Code, Evidence, Receipt, RouteId};
 /// How many bytes of a provider's message a [`Failure`] keeps.
 pub const MESSAGE_EXCERPT_BYTES: usize = 512;
 
+/// How many bytes of a provider's word — an error's type or code, a finish
+/// reason — are kept: the longest real one is a few dozen bytes
+/// (`unsupported_country_region_territory`), and a server's megabyte-long
+/// "code" would otherwise be copied into every failure, log line and span
+/// that names it.
+pub const PROVIDER_WORD_BYTES: usize = 64;
+
+/// `word`, cut to [`PROVIDER_WORD_BYTES`] at a character boundary.
+pub(crate) fn provider_word(word: impl Into<Box<str>>) -> Box<str> {
+    let word = word.into();
+    if word.len() <= PROVIDER_WORD_BYTES {
+        word
+    } else {
+        excerpt(&word, PROVIDER_WORD_BYTES).into()
+    }
+}
+
 /// A classified failure: the one error type every seawall layer produces and
 /// reads.
 ///
@@ -159,15 +176,17 @@ impl Failure {
         self
     }
 
-    /// Sets the provider's own error type string (e.g. `rate_limit_error`).
+    /// Sets the provider's own error type string (e.g. `rate_limit_error`),
+    /// cut to [`PROVIDER_WORD_BYTES`].
     pub fn with_provider_type(mut self, ty: impl Into<Box<str>>) -> Self {
-        self.provider_type = Some(ty.into());
+        self.provider_type = Some(provider_word(ty));
         self
     }
 
-    /// Sets the provider's own error code string (e.g. `insufficient_quota`).
+    /// Sets the provider's own error code string (e.g. `insufficient_quota`),
+    /// cut to [`PROVIDER_WORD_BYTES`].
     pub fn with_provider_code(mut self, code: impl Into<Box<str>>) -> Self {
-        self.provider_code = Some(code.into());
+        self.provider_code = Some(provider_word(code));
         self
     }
 
@@ -451,6 +470,30 @@ pub fn excerpt(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server's megabyte-long error type or code is kept to a word's
+    /// length, cut on a character boundary; real ones are kept whole.
+    #[test]
+    fn provider_words_are_bounded() {
+        let long = "é".repeat(1 << 19);
+        let failure = Failure::new(Code::Unknown)
+            .with_provider_type(long.clone())
+            .with_provider_code(long.as_str());
+        for word in [failure.provider_type(), failure.provider_code()] {
+            let word = word.unwrap();
+            assert_eq!(word.len(), PROVIDER_WORD_BYTES);
+            assert!(word.chars().all(|c| c == 'é'));
+        }
+        let real = "unsupported_country_region_territory";
+        let failure = Failure::new(Code::Auth).with_provider_code(real);
+        assert_eq!(failure.provider_code(), Some(real));
+        let finish = crate::Finish::new(crate::FinishKind::Other, &long);
+        assert!(
+            finish.reason.len() <= PROVIDER_WORD_BYTES,
+            "{}",
+            finish.reason.len()
+        );
+    }
 
     /// `x-request-id` first, then `request-id`; only a visible-ASCII value
     /// of at most 128 bytes is an id.

@@ -184,11 +184,13 @@ const KNOWN_REASONS: &[&str] = &[
 
 impl Finish {
     /// A finish with the provider's `reason`, borrowed from a static table
-    /// when it is a reason seawall knows (every response carries one).
+    /// when it is a reason seawall knows (every response carries one); any
+    /// other is cut to [`PROVIDER_WORD_BYTES`](crate::PROVIDER_WORD_BYTES)
+    /// (it goes into the stream's report, its log line and its span).
     pub fn new(kind: FinishKind, reason: &str) -> Finish {
         let reason = match KNOWN_REASONS.iter().find(|known| **known == reason) {
             Some(known) => Cow::Borrowed(*known),
-            None => Cow::Owned(reason.to_owned()),
+            None => Cow::Owned(crate::excerpt(reason, crate::PROVIDER_WORD_BYTES).to_owned()),
         };
         Finish { kind, reason }
     }

@@ -61,13 +61,16 @@ pub use code::{Code, UnknownCode};
 pub use deadline::{AnswerBy, Deadline};
 pub use evidence::{ClosedBy, Evidence};
 pub use facts::RequestFacts;
-pub use failure::{Failure, Interrupted, MESSAGE_EXCERPT_BYTES, excerpt, request_id_of};
+pub use failure::{
+    Failure, Interrupted, MESSAGE_EXCERPT_BYTES, PROVIDER_WORD_BYTES, excerpt, request_id_of,
+};
 pub use finish::{Finish, FinishKind};
 pub use progress::Progress;
 pub use receipt::{Attempt, Attempts, Receipt, StopReason};
 pub use route::{RouteId, ShownUri};
 pub use scope::{
-    AUTH_COOLDOWN, CallerCredentials, Cooldown, DEFAULT_QUOTA_COOLDOWN, OtherRoutes, Scope,
+    AUTH_COOLDOWN, CallerCredentials, Cooldown, DEFAULT_QUOTA_COOLDOWN, MAX_QUOTA_COOLDOWN,
+    OtherRoutes, Scope,
 };
 pub use span::AttemptSpans;
 pub use text::without_url_secrets;

@@ -170,6 +170,14 @@ impl Cooldown {
 /// How long a quota wall that names no reset keeps its route cold.
 pub const DEFAULT_QUOTA_COOLDOWN: Duration = Duration::from_secs(60);
 
+/// The longest a quota wall's named reset keeps its route cold: a month
+/// and a half. A spend cap resets at the start of a month ("You will
+/// regain access on 2026-09-01"), so its route may rightly stay cold a
+/// month; a reset further out is the server's word, not a bound anyone
+/// should be held to without a restart (`9999-12-31` would refuse the
+/// route for ever).
+pub const MAX_QUOTA_COOLDOWN: Duration = Duration::from_secs(45 * 24 * 3600);
+
 /// How long rejected credentials keep their route cold; then calls go to
 /// it again (a rejection cools it again). A key replaced in place, or a short-lived token
 /// refreshed after one request raced its expiry, reopens the route by
@@ -182,15 +190,19 @@ impl Failure {
     /// What this failure says of its route's near future, for a registry of
     /// route health that outlives one request:
     ///
-    /// - `quota_exhausted`: until its reset (`retry_after`, else `reset_at`,
-    ///   else [`DEFAULT_QUOTA_COOLDOWN`]);
+    /// - `quota_exhausted`: until its reset (`retry_after`, else `reset_at`
+    ///   at most [`MAX_QUOTA_COOLDOWN`] away, else
+    ///   [`DEFAULT_QUOTA_COOLDOWN`]);
     /// - `rate_limited` with a hint: for the hint;
     /// - `auth`: for [`AUTH_COOLDOWN`];
     /// - anything else: nothing (the breaker judges rates of failure).
     pub fn cooldown(&self, now: SystemTime) -> Option<Cooldown> {
         match self.code() {
             Code::QuotaExhausted => {
-                let until_reset = self.reset_at().and_then(|at| at.duration_since(now).ok());
+                let until_reset = self
+                    .reset_at()
+                    .and_then(|at| at.duration_since(now).ok())
+                    .map(|wait| wait.min(MAX_QUOTA_COOLDOWN));
                 Some(Cooldown::For(
                     self.retry_after()
                         .or(until_reset)
@@ -275,6 +287,14 @@ mod tests {
         assert_eq!(
             dated.cooldown(now),
             Some(Cooldown::For(Duration::from_secs(90)))
+        );
+        // A reset years out ("regain access on 9999-12-31") is held to
+        // the longest a spend cap can rightly name.
+        let forever = Failure::new(Code::QuotaExhausted)
+            .with_reset_at(now + Duration::from_secs(8_000 * 365 * 86_400));
+        assert_eq!(
+            forever.cooldown(now),
+            Some(Cooldown::For(MAX_QUOTA_COOLDOWN))
         );
         assert_eq!(
             Failure::new(Code::QuotaExhausted).cooldown(now),

@@ -73,7 +73,12 @@ impl WireError {
         failure: &Failure,
         redactor: &Redactor,
     ) -> WireError {
-        let word = |word: &str| redactor.scrub(seawall::core::excerpt(word, 64));
+        let word = |word: &str| {
+            redactor.scrub(seawall::core::excerpt(
+                word,
+                seawall::core::PROVIDER_WORD_BYTES,
+            ))
+        };
         self.provider_type = failure.provider_type().map(word);
         self.provider_code = failure.provider_code().map(word);
         self.request_id = failure
