@@ -251,16 +251,64 @@ fn declared_error(
     #[derive(serde::Deserialize)]
     struct Declared {
         #[serde(default)]
-        code: Option<serde_json::Value>,
+        code: Status,
+    }
+    /// A number in the HTTP status range; anything else is none, stepped
+    /// over where it lies (a body of 8 MiB may hold a `code` of a million
+    /// elements: read into values, some 100 MiB).
+    #[derive(Default)]
+    struct Status(Option<u16>);
+    impl<'de> serde::Deserialize<'de> for Status {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct StatusVisitor;
+            impl<'de> serde::de::Visitor<'de> for StatusVisitor {
+                type Value = Status;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("any JSON value")
+                }
+                fn visit_u64<E>(self, v: u64) -> Result<Status, E> {
+                    let status = u16::try_from(v).ok();
+                    Ok(Status(status.filter(|code| (400..600).contains(code))))
+                }
+                fn visit_i64<E>(self, _: i64) -> Result<Status, E> {
+                    Ok(Status(None))
+                }
+                fn visit_f64<E>(self, _: f64) -> Result<Status, E> {
+                    Ok(Status(None))
+                }
+                fn visit_bool<E>(self, _: bool) -> Result<Status, E> {
+                    Ok(Status(None))
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Status, E> {
+                    Ok(Status(None))
+                }
+                fn visit_unit<E>(self) -> Result<Status, E> {
+                    Ok(Status(None))
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut seq: A,
+                ) -> Result<Status, A::Error> {
+                    while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                    Ok(Status(None))
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Status, A::Error> {
+                    while map
+                        .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                        .is_some()
+                    {}
+                    Ok(Status(None))
+                }
+            }
+            deserializer.deserialize_any(StatusVisitor)
+        }
     }
     memchr::memmem::find(body, b"\"error\"")?;
     let declared = serde_json::from_slice::<Declaring>(body).ok()?.error?;
-    let status = declared
-        .code
-        .as_ref()
-        .and_then(serde_json::Value::as_u64)
-        .filter(|code| (400..600).contains(code))
-        .and_then(|code| u16::try_from(code).ok());
+    let status = declared.code.0;
     let cx = ErrorContext {
         status,
         ..crate::error_context(parts, quota_wall)

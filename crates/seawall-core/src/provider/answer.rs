@@ -217,40 +217,7 @@ impl<'de, T: Part + Deserialize<'de>> Deserialize<'de> for AnyAnswer<T> {
     }
 }
 
-/// Reads every element of a JSON array (`null` reads as none) into `acc`,
-/// without a `Vec`.
-pub fn fold_seq<'de, D, T, A, F>(deserializer: D, acc: A, fold: F) -> Result<A, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-    F: FnMut(&mut A, T),
-{
-    struct Fold<T, A, F> {
-        acc: A,
-        fold: F,
-        item: PhantomData<T>,
-    }
-    impl<'de, T: Deserialize<'de>, A, F: FnMut(&mut A, T)> Visitor<'de> for Fold<T, A, F> {
-        type Value = A;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an array or null")
-        }
-        fn visit_unit<E>(self) -> Result<A, E> {
-            Ok(self.acc)
-        }
-        fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<A, S::Error> {
-            while let Some(item) = seq.next_element::<T>()? {
-                (self.fold)(&mut self.acc, item);
-            }
-            Ok(self.acc)
-        }
-    }
-    deserializer.deserialize_any(Fold {
-        acc,
-        fold,
-        item: PhantomData,
-    })
-}
+pub use seawall_internal::json::fold_seq;
 
 /// Whether a JSON value holds anything — the one rule of "is this field
 /// part of an answer" for the unary checks and the stream decoders alike:
@@ -307,6 +274,61 @@ impl<'de> Visitor<'de> for PresenceVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Presence, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(Presence(true))
+    }
+}
+
+/// A JSON value read as an object of `T`'s members when it is one, else as
+/// the [`Presence`] it has, in one pass. serde's `#[serde(untagged)]` does
+/// the same by copying the whole value first (an 8 MiB array of `{}`
+/// became some 300 MiB of copies); this reads it where it lies.
+pub(super) enum ObjectOr<T> {
+    Object(T),
+    Value(Presence),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOr<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectOrVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectOrVisitor<T> {
+            type Value = ObjectOr<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjectOr<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(ObjectOr::Object)
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ObjectOr<T>, E> {
+                PresenceVisitor.visit_bool(v).map(ObjectOr::Value)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ObjectOr<T>, E> {
+                PresenceVisitor.visit_i64(v).map(ObjectOr::Value)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ObjectOr<T>, E> {
+                PresenceVisitor.visit_u64(v).map(ObjectOr::Value)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ObjectOr<T>, E> {
+                PresenceVisitor.visit_f64(v).map(ObjectOr::Value)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ObjectOr<T>, E> {
+                PresenceVisitor.visit_str(v).map(ObjectOr::Value)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ObjectOr<T>, E> {
+                PresenceVisitor.visit_unit().map(ObjectOr::Value)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<ObjectOr<T>, E> {
+                PresenceVisitor.visit_none().map(ObjectOr::Value)
+            }
+            fn visit_some<D: Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<ObjectOr<T>, D::Error> {
+                ObjectOr::deserialize(deserializer)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ObjectOr<T>, A::Error> {
+                PresenceVisitor.visit_seq(seq).map(ObjectOr::Value)
+            }
+        }
+        deserializer.deserialize_any(ObjectOrVisitor(PhantomData))
     }
 }
 

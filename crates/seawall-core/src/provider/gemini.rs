@@ -10,7 +10,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::answer::{
     AnswerCheck, AnyAnswer, Candidacy, FromKey, Key, Outcome, Part, Presence, finish_failure,
-    unreadable, usage_of, verdict,
+    fold_seq, unreadable, usage_of, verdict,
 };
 use super::openai::StrOrNum;
 use super::{Declared, StatusDetails, Verdict};
@@ -202,7 +202,40 @@ struct GeminiError<'a> {
     #[serde(borrow, default)]
     status: Option<Text<'a>>,
     #[serde(borrow, default)]
-    details: Vec<GeminiDetail<'a>>,
+    details: GeminiDetails<'a>,
+}
+
+/// What the `details` of an error say, read one detail at a time: an
+/// in-stream error event may hold a million of them.
+#[derive(Default)]
+struct GeminiDetails<'a> {
+    details: StatusDetails,
+    /// The last `ErrorInfo`'s reason.
+    reason: Option<Text<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for GeminiDetails<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold_seq(
+            deserializer,
+            GeminiDetails::default(),
+            |acc: &mut GeminiDetails<'a>, detail: GeminiDetail<'a>| {
+                let ty = detail.ty.as_ref().map_or("", |t| &*t.0);
+                if ty.ends_with("google.rpc.RetryInfo") {
+                    acc.details.retry_delay = detail
+                        .retry_delay
+                        .as_ref()
+                        .and_then(|t| parse_proto_duration(&t.0));
+                }
+                if ty.ends_with("google.rpc.ErrorInfo") {
+                    acc.reason = detail.reason;
+                }
+                if ty.ends_with("google.rpc.QuotaFailure") {
+                    acc.details.quota_gone |= detail.violations.quota_gone;
+                }
+            },
+        )
+    }
 }
 
 #[derive(Deserialize)]
@@ -211,10 +244,37 @@ struct GeminiDetail<'a> {
     ty: Option<Text<'a>>,
     #[serde(borrow, default, rename = "retryDelay")]
     retry_delay: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    violations: Vec<GeminiViolation<'a>>,
+    #[serde(default)]
+    violations: GeminiViolations,
     #[serde(borrow, default)]
     reason: Option<Text<'a>>,
+}
+
+/// What a `QuotaFailure`'s violations say, read one at a time (the
+/// detail's `@type` may come after them: read whatever the detail is).
+#[derive(Default)]
+struct GeminiViolations {
+    quota_gone: bool,
+}
+
+impl<'de> Deserialize<'de> for GeminiViolations {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let details = fold_seq(
+            deserializer,
+            StatusDetails::default(),
+            |details: &mut StatusDetails, violation: GeminiViolation<'_>| {
+                if let Some(id) = &violation.quota_id {
+                    details.add_quota_id(&id.0);
+                }
+                if let Some(StrOrNum(Some(value))) = &violation.quota_value {
+                    details.add_quota_value(&value.0);
+                }
+            },
+        )?;
+        Ok(GeminiViolations {
+            quota_gone: details.quota_gone,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -226,15 +286,28 @@ struct GeminiViolation<'a> {
     quota_value: Option<StrOrNum<'a>>,
 }
 
+/// The first envelope of an array of them (the non-SSE streaming
+/// endpoint's errors); the rest are read and dropped one by one.
+struct FirstEnvelope<'a>(Option<GeminiEnvelope<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstEnvelope<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold_seq(
+            deserializer,
+            FirstEnvelope(None),
+            |first: &mut FirstEnvelope<'a>, envelope: GeminiEnvelope<'a>| {
+                first.0.get_or_insert(envelope);
+            },
+        )
+    }
+}
+
 pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
     // The non-SSE streaming endpoint wraps errors in an array. Asked by the
     // first byte: serde reads a struct from an array too (its fields in
     // order), so `[{"error":…}]` would "parse" as an envelope of nothing.
     let envelope: GeminiEnvelope<'_> = if body.trim_ascii_start().starts_with(b"[") {
-        from_bytes::<Vec<GeminiEnvelope<'_>>>(body)
-            .ok()?
-            .into_iter()
-            .next()?
+        from_bytes::<FirstEnvelope<'_>>(body).ok()?.0?
     } else {
         from_bytes(body).ok()?
     };
@@ -249,29 +322,11 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
         message: e.message.map(|t| t.0),
         ..Declared::default()
     };
-    let mut details = StatusDetails::default();
-    for detail in e.details {
-        let ty = detail.ty.as_ref().map_or("", |t| &*t.0);
-        if ty.ends_with("google.rpc.RetryInfo") {
-            details.retry_delay = detail
-                .retry_delay
-                .as_ref()
-                .and_then(|t| parse_proto_duration(&t.0));
-        }
-        if ty.ends_with("google.rpc.ErrorInfo") {
-            declared.reason = detail.reason.map(|t| t.0);
-        }
-        if ty.ends_with("google.rpc.QuotaFailure") {
-            for violation in &detail.violations {
-                if let Some(id) = &violation.quota_id {
-                    details.add_quota_id(&id.0);
-                }
-                if let Some(StrOrNum(Some(value))) = &violation.quota_value {
-                    details.add_quota_value(&value.0);
-                }
-            }
-        }
-    }
+    let GeminiDetails {
+        mut details,
+        reason,
+    } = e.details;
+    declared.reason = reason.map(|t| t.0);
     if declared
         .message
         .as_deref()

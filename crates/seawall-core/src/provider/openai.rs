@@ -13,15 +13,15 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::answer::{
-    AnswerCheck, Candidacy, FromKey, Key, Outcome, Presence, finish_failure, unreadable, usage_of,
-    verdict,
+    AnswerCheck, Candidacy, FromKey, Key, ObjectOr, Outcome, Presence, finish_failure, unreadable,
+    usage_of, verdict,
 };
 use super::{Declared, Verdict};
 use crate::text::contains_ci;
 use crate::usage::UsageFields;
 use crate::{Class, Code, Failure, FinishKind};
 use seawall_internal::cursor::{Cursor, GiveUp, Scan};
-use seawall_internal::json::{Text, from_bytes};
+use seawall_internal::json::{MaybeText, Text, from_bytes};
 
 /// The fields of a chat message (`choices[].message`) or a stream delta
 /// (`choices[].delta`) that make it part of an answer when they hold
@@ -407,11 +407,11 @@ impl<'de> Deserialize<'de> for Moderation {
             #[serde(default)]
             flagged_input: Presence,
         }
-        // Error bodies are rare and small: buffered, then read if they
-        // are an object.
-        let value = serde_json::Value::deserialize(deserializer)?;
-        let flagged = Members::deserialize(value)
-            .is_ok_and(|members| members.reasons.0 || members.flagged_input.0);
+        // Read where it lies: an in-stream error event may be megabytes.
+        let flagged = match ObjectOr::<Members>::deserialize(deserializer)? {
+            ObjectOr::Object(members) => members.reasons.0 || members.flagged_input.0,
+            ObjectOr::Value(_) => false,
+        };
         Ok(Moderation { flagged })
     }
 }
@@ -647,24 +647,26 @@ struct PartPresence(bool);
 impl<'de> Deserialize<'de> for PartPresence {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Part<'a> {
-            Object {
-                #[serde(borrow, rename = "type", default)]
-                ty: Option<Text<'a>>,
-                #[serde(default)]
-                text: Presence,
-            },
-            Value(Presence),
+        struct Object<'a> {
+            // Any other value than a string is no type, as before an
+            // object whose `type` was not one still counted.
+            #[serde(borrow, rename = "type", default)]
+            ty: MaybeText<'a>,
+            #[serde(default)]
+            text: Presence,
         }
-        Ok(PartPresence(match Part::deserialize(deserializer)? {
-            Part::Object { ty, text } => match ContentPart::of(ty.as_ref().map(|t| &*t.0)) {
-                ContentPart::Text => text.0,
-                ContentPart::Thinking => false,
-                ContentPart::Other => true,
+        Ok(PartPresence(
+            match ObjectOr::<Object<'_>>::deserialize(deserializer)? {
+                ObjectOr::Object(Object { ty, text }) => {
+                    match ContentPart::of(ty.0.as_ref().map(|t| &*t.0)) {
+                        ContentPart::Text => text.0,
+                        ContentPart::Thinking => false,
+                        ContentPart::Other => true,
+                    }
+                }
+                ObjectOr::Value(presence) => presence.0,
             },
-            Part::Value(presence) => presence.0,
-        }))
+        ))
     }
 }
 

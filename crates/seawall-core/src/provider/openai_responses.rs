@@ -295,23 +295,80 @@ pub struct EventAnswer {
 /// itself: the text, where the unary check asks only whether there is
 /// one. `null` stands for nothing wherever it is.
 #[derive(Deserialize)]
-struct TerminalEvent<'a> {
-    #[serde(borrow, default)]
-    response: Option<TerminalResponse<'a>>,
+struct TerminalEvent {
+    #[serde(default)]
+    response: Option<TerminalResponse>,
 }
 
 #[derive(Deserialize)]
-struct TerminalResponse<'a> {
-    #[serde(borrow, default)]
-    output: Option<Vec<TerminalItem<'a>>>,
+struct TerminalResponse {
+    #[serde(default)]
+    output: TerminalOutput,
+}
+
+/// The output items, folded one at a time into the answer (an event may
+/// hold a million of them).
+#[derive(Default)]
+struct TerminalOutput(EventAnswer);
+
+impl<'de> Deserialize<'de> for TerminalOutput {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold_seq(
+            deserializer,
+            TerminalOutput::default(),
+            |TerminalOutput(answer): &mut TerminalOutput, item: TerminalItem<'de>| {
+                // An item without a type is nothing known: no text, no act.
+                let Some(Text(ty)) = &item.ty else { return };
+                match output_item(ty) {
+                    OutputItem::Message => {
+                        answer.text.push_str(&item.content.text);
+                        answer.refused |= item.content.refused;
+                    }
+                    OutputItem::Reasoning => {}
+                    OutputItem::Act => answer.act = true,
+                }
+            },
+        )
+    }
 }
 
 #[derive(Deserialize)]
 struct TerminalItem<'a> {
     #[serde(borrow, default, rename = "type")]
     ty: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    content: Option<Vec<TerminalPart<'a>>>,
+    // Read whatever the item is: its `type` may come after it.
+    #[serde(default)]
+    content: TerminalParts,
+}
+
+/// A message's parts, folded: its `output_text` joined, and whether one is
+/// a refusal.
+#[derive(Default)]
+struct TerminalParts {
+    text: String,
+    refused: bool,
+}
+
+impl<'de> Deserialize<'de> for TerminalParts {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold_seq(
+            deserializer,
+            TerminalParts::default(),
+            |parts: &mut TerminalParts, part: TerminalPart<'de>| match part
+                .ty
+                .as_ref()
+                .map(|t| &*t.0)
+            {
+                Some("output_text") => {
+                    if let Some(Text(text)) = part.text {
+                        parts.text.push_str(&text);
+                    }
+                }
+                Some("refusal") => parts.refused = true,
+                _ => {}
+            },
+        )
+    }
 }
 
 #[derive(Deserialize)]
@@ -328,31 +385,8 @@ struct TerminalPart<'a> {
 /// unary answer), and the SDK's final response holds it. `None` when the
 /// event cannot be read.
 pub fn answer_in_event(data: &[u8]) -> Option<EventAnswer> {
-    let event: TerminalEvent<'_> = from_bytes(data).ok()?;
-    let mut answer = EventAnswer::default();
-    let output = event.response.and_then(|r| r.output).unwrap_or_default();
-    // An item without a type is nothing known: no text, no act.
-    for item in output {
-        let Some(Text(ty)) = &item.ty else { continue };
-        match output_item(ty) {
-            OutputItem::Message => {
-                for part in item.content.unwrap_or_default() {
-                    match part.ty.as_ref().map(|t| &*t.0) {
-                        Some("output_text") => {
-                            if let Some(Text(text)) = part.text {
-                                answer.text.push_str(&text);
-                            }
-                        }
-                        Some("refusal") => answer.refused = true,
-                        _ => {}
-                    }
-                }
-            }
-            OutputItem::Reasoning => {}
-            OutputItem::Act => answer.act = true,
-        }
-    }
-    Some(answer)
+    let event: TerminalEvent = from_bytes(data).ok()?;
+    Some(event.response.map(|r| r.output.0).unwrap_or_default())
 }
 
 /// Checks a Responses API answer: `completed` with output, `incomplete`

@@ -13,7 +13,7 @@ use seawall_core::provider::openai::{
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::choices::Choices;
 use super::wire::{First, Text, Truthy, declared_reason, parse_text};
@@ -143,29 +143,40 @@ struct ContentParts<'a> {
 impl<'de: 'a, 'a> Deserialize<'de> for ContentParts<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Field<'a> {
-            Text(#[serde(borrow)] Text<'a>),
-            Parts(Vec<Part<'a>>),
-        }
-        #[derive(Deserialize)]
         struct Part<'a> {
             #[serde(borrow, rename = "type")]
             ty: Option<Text<'a>>,
             #[serde(borrow)]
             text: Option<Text<'a>>,
         }
-        Ok(match Option::<Field<'a>>::deserialize(deserializer)? {
-            None => ContentParts::default(),
-            Some(Field::Text(text)) => ContentParts {
-                text: Some(text),
-                other: false,
-                thinking: false,
-            },
-            Some(Field::Parts(parts)) => {
+        // A string, or the parts read one at a time where they lie: serde's
+        // untagged enum copied the whole list first, and an 8 MiB event of
+        // `{}` parts became some 300 MiB of copies.
+        struct PartsVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for PartsVisitor<'a> {
+            type Value = ContentParts<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string, a list of parts or null")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ContentParts::text(Text(v.into())))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ContentParts::text(Text(v.to_owned().into())))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(ContentParts::default())
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(ContentParts::default())
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                ContentParts::deserialize(d)
+            }
+            fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
                 let mut joined = String::new();
                 let (mut other, mut thinking) = (false, false);
-                for part in parts {
+                while let Some(part) = seq.next_element::<Part<'de>>()? {
                     match ContentPart::of(part.ty.as_ref().map(|t| &*t.0)) {
                         ContentPart::Text => {
                             joined.push_str(part.text.as_ref().map_or("", |t| &t.0));
@@ -174,13 +185,24 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentParts<'a> {
                         ContentPart::Other => other = true,
                     }
                 }
-                ContentParts {
+                Ok(ContentParts {
                     text: Some(Text(joined.into())),
                     other,
                     thinking,
-                }
+                })
             }
-        })
+        }
+        deserializer.deserialize_any(PartsVisitor(std::marker::PhantomData))
+    }
+}
+
+impl<'a> ContentParts<'a> {
+    fn text(text: Text<'a>) -> Self {
+        ContentParts {
+            text: Some(text),
+            other: false,
+            thinking: false,
+        }
     }
 }
 

@@ -2,11 +2,8 @@
 //! shared with the unary checks and the error table) and sequences read
 //! without allocating a `Vec`.
 
-use std::fmt;
-use std::marker::PhantomData;
-
-pub(super) use seawall_internal::json::{Present, Text, Truthy, parse};
-use serde::de::{Deserialize, Deserializer, SeqAccess, Visitor};
+pub(super) use seawall_internal::json::{Present, Text, Truthy, fold_seq, parse};
+use serde::de::{Deserialize, Deserializer};
 
 /// A finish reason that says something: not the empty string, which SGLang
 /// 0.4.3 and older Ollama send on every chunk (sgl-project/sglang#3912,
@@ -42,49 +39,5 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
             }
         })
         .map(First)
-    }
-}
-
-/// Reads every element of a JSON array (`null` reads as none) into `acc`,
-/// without a `Vec`.
-pub(super) fn fold_seq<'de, D, T, A, F>(deserializer: D, acc: A, fold: F) -> Result<A, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-    F: FnMut(&mut A, T),
-{
-    deserializer.deserialize_any(Fold {
-        acc,
-        fold,
-        item: PhantomData,
-    })
-}
-
-struct Fold<T, A, F> {
-    acc: A,
-    fold: F,
-    item: PhantomData<T>,
-}
-
-impl<'de, T, A, F> Visitor<'de> for Fold<T, A, F>
-where
-    T: Deserialize<'de>,
-    F: FnMut(&mut A, T),
-{
-    type Value = A;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array or null")
-    }
-
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(self.acc)
-    }
-
-    fn visit_seq<S: SeqAccess<'de>>(mut self, mut seq: S) -> Result<Self::Value, S::Error> {
-        while let Some(item) = seq.next_element::<T>()? {
-            (self.fold)(&mut self.acc, item);
-        }
-        Ok(self.acc)
     }
 }
