@@ -172,13 +172,17 @@ pub(crate) struct Permit {
     breaker: Arc<RouteBreaker>,
     /// `None` once the outcome is recorded.
     ticket: Option<Ticket>,
+    /// The route's resets at admission (`RouteBreaker::learn`).
+    resets: u64,
 }
 
 impl Permit {
     pub(crate) fn new(breaker: Arc<RouteBreaker>, ticket: Ticket) -> Self {
+        let resets = breaker.resets();
         Permit {
             breaker,
             ticket: Some(ticket),
+            resets,
         }
     }
 
@@ -203,7 +207,7 @@ impl Permit {
         if self.breaker.callers_credentials && failure.is_about_account() {
             return;
         }
-        self.breaker.learn(failure);
+        self.breaker.learn(failure, self.resets);
         if counts(failure, self.breaker.policy.rate_limited_counts) {
             self.record(Outcome::Failure);
         }

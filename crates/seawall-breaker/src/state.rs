@@ -103,6 +103,28 @@ impl Policy {
 // HalfOpen: payload = period (40 bits) | in flight (8 bits) | successes (8 bits).
 // `trips` counts trips since the breaker last closed; it sets the break.
 const STATE_MASK: u64 = 0b11;
+
+// The cooldown word: | end (40 bits) | code (8 bits) | resets (16 bits) |
+// end: ms since `Policy::epoch` (0: none; `COOL_FOREVER`: until a reset);
+// code: what cooled the route, its index in `Code::ALL`; resets: how many
+// resets so far, wrapping.
+const COOL_FOREVER: u64 = (1 << 40) - 1;
+
+fn cool_word(end: u64, code: u64, resets: u64) -> u64 {
+    (end.min(COOL_FOREVER) << 24) | ((code & 0xFF) << 16) | (resets & 0xFFFF)
+}
+
+fn cool_end(word: u64) -> u64 {
+    word >> 24
+}
+
+fn cool_code(word: u64) -> usize {
+    ((word >> 16) & 0xFF) as usize
+}
+
+fn cool_resets(word: u64) -> u64 {
+    word & 0xFFFF
+}
 const CLOSED: u64 = 0;
 const OPEN: u64 = 1;
 const HALF_OPEN: u64 = 2;
@@ -215,11 +237,11 @@ pub(crate) struct RouteBreaker {
     /// for a consecutive-failures rule); buckets older than the window are
     /// ignored by age.
     buckets: Window,
-    /// The end of the route's cooldown in ms on the policy clock: 0 for
-    /// none, `u64::MAX` until a reset. Read once per admission.
-    cool_until: AtomicU64,
-    /// The code that cooled the route (its index in `Code::ALL`).
-    cooled_by: AtomicU32,
+    /// The route's cooldown: its end, what cooled it and the count of
+    /// resets, in one word (see `cool_word`) so that no reader sees one
+    /// cooldown's end with another's cause, and no call admitted before a
+    /// reset cools the route after it. Read once per admission.
+    cooldown: AtomicU64,
     /// The route's calls carry their callers' own credentials
     /// ([`CallerCredentials`](seawall_core::CallerCredentials) on the call
     /// that created it): what a provider says of an account is not the
@@ -249,37 +271,53 @@ impl RouteBreaker {
             periods: AtomicU64::new(0),
             consecutive: AtomicU32::new(0),
             buckets: Window::with_slices(buckets),
-            cool_until: AtomicU64::new(0),
-            cooled_by: AtomicU32::new(0),
+            cooldown: AtomicU64::new(0),
             callers_credentials,
         }
     }
 
+    /// The count of resets so far (wrapping), for a call being admitted:
+    /// what it learns counts only while no reset came after it.
+    pub(crate) fn resets(&self) -> u64 {
+        cool_resets(self.cooldown.load(Ordering::Relaxed))
+    }
+
     /// Cools the route down as `failure` says (see
     /// [`Failure::cooldown`]): no call goes to it until then. A longer
-    /// cooldown already running is kept.
-    pub(crate) fn learn(&self, failure: &Failure) {
+    /// cooldown already running is kept. A call admitted before the last
+    /// reset (`resets` is [`resets`](Self::resets) at its admission)
+    /// learns nothing: its 401 was for the key the reset was made for.
+    pub(crate) fn learn(&self, failure: &Failure, resets: u64) {
         let Some(cooldown) = failure.cooldown(SystemTime::now()) else {
             return;
         };
         let until = match cooldown {
-            Cooldown::UntilReset => u64::MAX,
+            Cooldown::UntilReset => COOL_FOREVER,
             Cooldown::For(after) => {
                 let after = millis(after);
-                self.policy.now_ms().saturating_add(after.max(1))
+                self.policy
+                    .now_ms()
+                    .saturating_add(after.max(1))
+                    .min(COOL_FOREVER - 1)
             }
         };
         let code = Code::ALL
             .iter()
             .position(|c| *c == failure.code())
-            .unwrap_or(0);
-        if self.cool_until.fetch_max(until, Ordering::AcqRel) < until {
-            self.cooled_by.store(code as u32, Ordering::Release);
+            .unwrap_or(0) as u64;
+        let longer = self
+            .cooldown
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+                (cool_resets(word) == resets && cool_end(word) < until)
+                    .then(|| cool_word(until, code, resets))
+            })
+            .is_ok();
+        if longer {
             tracing::warn!(
                 target: "seawall::breaker",
                 route = %self.route,
                 code = failure.code().as_str(),
-                cooldown_ms = (until != u64::MAX).then(|| until.saturating_sub(self.policy.now_ms())),
+                cooldown_ms = (until != COOL_FOREVER).then(|| until.saturating_sub(self.policy.now_ms())),
                 "route cooling down"
             );
         }
@@ -288,23 +326,25 @@ impl RouteBreaker {
     /// The code that cooled the route and the time left (`None`: until a
     /// reset), while it is cooling down.
     pub(crate) fn cooling(&self) -> Option<(Code, Option<Duration>)> {
-        let until = self.cool_until.load(Ordering::Acquire);
+        let word = self.cooldown.load(Ordering::Acquire);
+        let until = cool_end(word);
         if until == 0 {
             return None;
         }
         let now = self.policy.now_ms();
         if now >= until {
             // Over: the next admissions skip this look altogether.
+            let over = cool_word(0, 0, cool_resets(word));
             let _ = self
-                .cool_until
-                .compare_exchange(until, 0, Ordering::AcqRel, Ordering::Relaxed);
+                .cooldown
+                .compare_exchange(word, over, Ordering::AcqRel, Ordering::Relaxed);
             return None;
         }
         let code = Code::ALL
-            .get(self.cooled_by.load(Ordering::Acquire) as usize)
+            .get(cool_code(word))
             .copied()
             .unwrap_or(Code::RouteCoolingDown);
-        let left = (until != u64::MAX).then(|| Duration::from_millis(until - now));
+        let left = (until != COOL_FOREVER).then(|| Duration::from_millis(until - now));
         Some((code, left))
     }
 
@@ -329,7 +369,7 @@ impl RouteBreaker {
     /// refusal naming the route and the time to the next probe. The closed
     /// path is one atomic load.
     pub(crate) fn admit(&self) -> Result<Ticket, CircuitOpen> {
-        if self.cool_until.load(Ordering::Relaxed) != 0
+        if cool_end(self.cooldown.load(Ordering::Relaxed)) != 0
             && let Some((code, left)) = self.cooling()
         {
             return Err(CircuitOpen::cooling(self.route.clone(), code, left));
@@ -491,10 +531,18 @@ impl RouteBreaker {
     }
 
     /// Forces the breaker closed with a clean window.
+    /// A call admitted before it learns nothing after it (`learn`).
     pub(crate) fn reset(&self) {
-        self.clear_counts();
-        self.cool_until.store(0, Ordering::Release);
+        let _ = self
+            .cooldown
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+                Some(cool_word(0, 0, cool_resets(word).wrapping_add(1)))
+            });
+        // The new spell first, then its counts cleared: an outcome of the
+        // old spell read the old word and is dropped by its ticket, where
+        // clearing first let it count into the clean window.
         let before = self.word.swap(self.closed_word(), Ordering::AcqRel);
+        self.clear_counts();
         self.announce(BreakerState::from_bits(before), BreakerState::Closed);
     }
 

@@ -918,3 +918,46 @@ async fn the_seed_decides_the_break_jitter() {
         );
     }
 }
+
+/// A reset ends a cooldown for good: a call admitted before it, whose
+/// rejection (sent with the key the reset was made for) comes back after
+/// it, does not cool the route again; a call admitted after the reset
+/// still does.
+#[tokio::test(start_paused = true)]
+async fn a_reset_is_not_undone_by_a_call_admitted_before_it() {
+    use tokio::sync::oneshot;
+    let layer = BreakerLayer::new();
+    let handle = layer.handle();
+    let service = layer.layer(tower::service_fn(
+        |request: http::Request<oneshot::Receiver<Code>>| async move {
+            let code = request.into_body().await.unwrap();
+            Err::<http::Response<Script>, BoxError>(Failure::new(code).into())
+        },
+    ));
+    let call = |service: &_| {
+        let (answer, body) = oneshot::channel();
+        let request = http::Request::get(format!("https://{ROUTE}/v1/chat"))
+            .body(body)
+            .unwrap();
+        let call = tokio::spawn(ServiceExt::oneshot(Clone::clone(service), request));
+        (answer, call)
+    };
+    // Two calls admitted with the same bad key.
+    let (answer_a, a) = call(&service);
+    let (answer_b, b) = call(&service);
+    tokio::task::yield_now().await;
+    answer_a.send(Code::Auth).unwrap();
+    a.await.unwrap().unwrap_err();
+    assert!(matches!(handle.cooldown(&route()), Some((Code::Auth, _))));
+    // The key is replaced; the operator resets the route.
+    handle.reset(&route());
+    answer_b.send(Code::Auth).unwrap();
+    b.await.unwrap().unwrap_err();
+    assert_eq!(handle.cooldown(&route()), None, "the reset holds");
+    // A call admitted after the reset still cools the route when rejected.
+    let (answer_c, c) = call(&service);
+    tokio::task::yield_now().await;
+    answer_c.send(Code::Auth).unwrap();
+    c.await.unwrap().unwrap_err();
+    assert!(matches!(handle.cooldown(&route()), Some((Code::Auth, _))));
+}
