@@ -349,7 +349,7 @@ impl Config {
 
     /// Parses TOML text (see the [module docs](self) for its shape).
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
-        let file: File = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let file: File = toml::from_str(text).map_err(|e| parse_error(text, &e))?;
         let defaults = Config::default();
         Ok(Config {
             listen: file.listen.unwrap_or(defaults.listen),
@@ -491,6 +491,28 @@ impl Config {
     }
 }
 
+/// toml's own message and where it is, never the line it is on: toml's
+/// `Display` quotes the line, and a key written into the file by mistake
+/// (`api_key = "sk-…"`, an unknown field) would be printed back.
+fn parse_error(text: &str, error: &toml::de::Error) -> ConfigError {
+    let Some(at) = error.span().map(|span| span.start.min(text.len())) else {
+        return ConfigError::Parse(error.message().trim_end().to_owned());
+    };
+    let before = text.get(..at).unwrap_or("");
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    ConfigError::Parse(format!(
+        "line {line}, column {column}: {}",
+        error.message().trim_end()
+    ))
+}
+
+/// `text` without the userinfo and query of any URL in it: a `--route`
+/// quoted in an error.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    seawall::core::without_url_secrets(text)
+}
+
 fn host_of(base_url: &str) -> String {
     base_url
         .parse::<http::Uri>()
@@ -501,16 +523,25 @@ fn host_of(base_url: &str) -> String {
 
 /// `NAME=WIRE@BASE_URL`.
 pub(crate) fn parse_route(spec: &str) -> Result<RouteConfig, ConfigError> {
+    // Quoted without secrets: a URL in the wrong place may carry a key.
     let bad = || {
         ConfigError::Invalid(format!(
-            "--route `{spec}`: expected NAME=WIRE@BASE_URL, e.g. main=openai@https://api.openai.com"
+            "--route `{}`: expected NAME=WIRE@BASE_URL, e.g. main=openai@https://api.openai.com",
+            shown(spec)
         ))
     };
     let (name, rest) = spec.split_once('=').ok_or_else(bad)?;
     let (wire, base_url) = rest.split_once('@').ok_or_else(bad)?;
+    // The wire's own error would quote what it read (`https://user:key`).
+    let wire = wire.trim().parse().map_err(|_| {
+        ConfigError::Invalid(format!(
+            "--route `{}`: the wire format is openai or anthropic (NAME=WIRE@BASE_URL)",
+            shown(spec)
+        ))
+    })?;
     Ok(RouteConfig {
         name: name.trim().to_owned(),
-        wire: wire.trim().parse()?,
+        wire,
         base_url: base_url.trim().to_owned(),
         key_env: None,
         model: None,
@@ -677,6 +708,26 @@ mod tests {
             Config::from_routes(&["a=openai@https://user:sk-secret@api.example.com"]).unwrap();
         let err = config.validate().unwrap_err().to_string();
         assert!(!err.contains("sk-secret"), "{err}");
+    }
+
+    /// An error about the file or a `--route` never prints a key written
+    /// where it does not belong.
+    #[test]
+    fn configuration_errors_never_quote_a_key() {
+        let toml = "listen = \"127.0.0.1:8787\"\n[[route]]\nname = \"a\"\nwire = \"openai\"\nbase_url = \"https://api.example.com\"\napi_key = \"sk-secret\"\n";
+        let err = Config::from_toml(toml).unwrap_err().to_string();
+        assert!(!err.contains("sk-secret"), "{err}");
+        assert!(err.contains("line 6") && err.contains("api_key"), "{err}");
+        for spec in [
+            "main=https://user:sk-secret@api.example.com",
+            "main:openai@https://u:sk-secret@api.example.com",
+            "main=openai",
+            "main:openai@https://api.example.com?key=sk-secret",
+        ] {
+            let err = Config::from_routes(&[spec]).unwrap_err().to_string();
+            assert!(!err.contains("sk-secret"), "{err}");
+            assert!(err.contains("--route"), "{err}");
+        }
     }
 
     #[test]
