@@ -15,8 +15,10 @@
 //!   Retry hints come from the headers (and Gemini's `RetryInfo`); a hint
 //!   past the quota wall makes a 429 `Permanent`/`quota_exhausted` with
 //!   `reset_at`.
-//! - **2xx streams** (`text/event-stream`, and anything that is not JSON) are
-//!   handed on untouched: the body is not polled here. Only a body error
+//! - **2xx streams** (`text/event-stream`) are handed on untouched: the body
+//!   is not polled here. On a generation endpoint, a 2xx that is neither
+//!   JSON nor an event stream is checked and fails `protocol_violation`;
+//!   elsewhere anything that is not JSON is handed on. Only a body error
 //!   whose chain names a timeout (a client's read timeout) becomes the
 //!   `timeout` failure it is on a unary answer.
 //! - **2xx unary JSON** answers from LLM providers are read (up to 8 MiB) and

@@ -853,12 +853,22 @@ fn receipt_json(
             Some(failure.map_or("unclassified", |f| f.code().as_str()))
         }
     };
+    // Unknown without a receipt (stopped before any came back): `null`,
+    // not a guess.
     let attempts = match verdict {
-        Verdict::Usage => 0,
-        _ => receipt.map_or(1, |r| r.attempts.len()),
+        Verdict::Usage => Some(0),
+        _ => receipt.map(|r| r.attempts.len()),
+    };
+    // A delivered answer that did not complete its task (cut at the token
+    // limit) is no "ok" to a script that reads only this.
+    let complete = delivery.finish_kind.is_none_or(FinishKind::completes_task);
+    let outcome = match verdict {
+        Verdict::Delivered if complete => "ok",
+        Verdict::Delivered => "incomplete",
+        _ => "error",
     };
     let mut line = json!({
-        "outcome": if matches!(verdict, Verdict::Delivered) { "ok" } else { "error" },
+        "outcome": outcome,
         "class": failure.map(|f| f.class().as_str()),
         "code": code,
         "attempts": attempts,

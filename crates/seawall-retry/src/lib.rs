@@ -44,7 +44,7 @@
 //! (unless [`RetryPolicy::allow_nested`]), so nesting costs `max_attempts`
 //! calls, not the product.
 //!
-//! tracing: a `retry_ladder` span per operation and a debug event per
+//! tracing: an `operation` span per operation and a debug event per
 //! attempt with the fields `attempt`, `class`, `code`, `delay_ms`,
 //! `retry_after_ms`, `budget_tokens`, `stop_reason`.
 //!

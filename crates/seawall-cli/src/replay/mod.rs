@@ -5,7 +5,9 @@
 //! incident's faults. The **naive** stack is tower's own retry and timeout
 //! with a policy that retries every error, and a caller that restarts a
 //! failed stream — the configuration behind these incidents. The
-//! **seawall** stack is the assembled preset. Every figure in a row comes
+//! **seawall** stack is `Stack::interactive()` with the naive stack's
+//! 600 s attempt bound, every duration in incident seconds, and no retry
+//! budget (its window would run on the real clock, not the scaled one). Every figure in a row comes
 //! from running both: upstream attempts, billed generations and routes
 //! from the chaos server's journal, duplicated text and tokens from what
 //! the caller actually received, elapsed time from the clock.
