@@ -193,6 +193,50 @@ impl<B> ReplayBody<B> {
         }
     }
 
+    /// The whole recorded body, chunk by chunk, read without polling
+    /// anything: `None` unless the body is recorded within its cap and was
+    /// already sent to its end (its end seen, or all of its announced
+    /// length sent). For a layer that writes a new request from the old
+    /// one's body (a resume's continuation): a replay handle read to its
+    /// end instead would read on into an upload still going out, taking
+    /// its frames, and push the recording past its cap under the sender.
+    pub fn recorded_whole(&self) -> Option<Vec<Bytes>> {
+        let Mode::Replay { shared, .. } = &self.mode else {
+            return None;
+        };
+        let state = lock(shared);
+        let sent = state.body_done || state.exact_len == Some(state.live_bytes);
+        if state.capped || !sent {
+            return None;
+        }
+        let mut chunks = Vec::with_capacity(state.chunks.len());
+        chunks.extend(state.chunks.first.iter().cloned());
+        chunks.extend(state.chunks.rest.iter().cloned());
+        Some(chunks)
+    }
+
+    /// True when what is left of the original body is known, by its size,
+    /// to fit in the recording: a handle reading on past the recording
+    /// then records all of it, and whoever sends the body meets every
+    /// byte again in the recording. Where the rest's size is unknown,
+    /// reading on may push the recording past its cap and take bytes the
+    /// sender still needs.
+    pub fn rest_fits_recording(&self) -> bool
+    where
+        B: Body,
+    {
+        let Mode::Replay { shared, .. } = &self.mode else {
+            return false;
+        };
+        let state = lock(shared);
+        !state.capped
+            && (state.body.size_hint().upper())
+                // A body kept whole past the cap (one frame) has no room.
+                .is_some_and(|rest| {
+                    rest <= state.max_bytes.saturating_sub(state.recorded_bytes) as u64
+                })
+    }
+
     /// A handle that sends the body again from its start, or `None` when
     /// that is not possible (sent once, or over the cap).
     pub fn replay(&self) -> Option<Self> {

@@ -102,7 +102,7 @@ where
             provider,
             service,
             head,
-            original,
+            mut original,
         } = pending;
         let pending = Pending {
             config,
@@ -115,12 +115,26 @@ where
         // anew: bounded by the cap even where the recording kept a body
         // past it (one whole frame, kept for replay as a reference).
         let cap = pending.config.max_replay_bytes;
-        let Some(original) = read_recording(original, cx)
-            .filter(|chunks| chunks.iter().map(Bytes::len).sum::<usize>() <= cap)
+        // A body not yet sent to its end when the answer began (the server
+        // answered before it read all of it, or never reads it) is read on
+        // here only when its rest is known to fit the recording: reading
+        // on past the cap would take bytes the upload still needs.
+        let whole = match original.recorded_whole() {
+            Some(whole) => Some(whole),
+            None if original.rest_fits_recording() => read_recording(&mut original, cx),
+            None => None,
+        };
+        let Some(original) =
+            whole.filter(|chunks| chunks.iter().map(Bytes::len).sum::<usize>() <= cap)
         else {
+            let why = if original.is_replayable() && original.recorded_whole().is_none() {
+                "request_unsent"
+            } else {
+                "replay_cap"
+            };
             return Poll::Ready(Ok(Response::from_parts(
                 parts,
-                ResumeBody::unresumed(body, resumed.clone(), "replay_cap"),
+                ResumeBody::unresumed(body, resumed.clone(), why),
             )));
         };
         let report = parts
@@ -139,19 +153,17 @@ where
     }
 }
 
-/// The recorded request body, chunk by chunk; `None` when it is not whole
-/// now (over the replay cap, or not sent yet).
-fn read_recording<B>(mut original: ReplayBody<B>, cx: &mut Context<'_>) -> Option<Vec<Bytes>>
+/// The recorded request body read to its end through a replay handle:
+/// `None` when it is not whole now (over the replay cap, or its next
+/// frame not there yet).
+fn read_recording<B>(original: &mut ReplayBody<B>, cx: &mut Context<'_>) -> Option<Vec<Bytes>>
 where
     B: Body + Unpin,
     B::Error: Into<BoxError>,
 {
-    if !original.is_replayable() {
-        return None;
-    }
     let mut chunks = Vec::with_capacity(1);
     loop {
-        match Pin::new(&mut original).poll_frame(cx) {
+        match Pin::new(&mut *original).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
                     chunks.push(data);

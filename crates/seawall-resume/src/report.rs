@@ -48,7 +48,8 @@ pub struct ResumeReport {
     pub finish: Option<Finish>,
     /// Why the layer did not resume the interruption the body ended with,
     /// if it ended with one: `not_resumable`, `max_resumes`, `deadline`,
-    /// `replay_cap`, `misaligned`, `n_choices`, `extended_thinking`,
+    /// `replay_cap`, `request_unsent` (the request's body was still being
+    /// sent when the answer began), `misaligned`, `n_choices`, `extended_thinking`,
     /// `structured_output`, `tool_call`, `continuation_failed` (a
     /// continuation failed for good: its code is in its record),
     /// `max_tokens` (the delivered answer spent the output budget), ….

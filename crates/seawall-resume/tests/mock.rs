@@ -986,3 +986,55 @@ async fn a_connections_timeout_is_resumed_and_a_guards_bound_is_not() {
         }
     }
 }
+
+/// A server that answers before it has read the whole request body (it
+/// reads the rest as it streams) keeps its upload whole: the layer does
+/// not read the body on to record it. It read on through its own handle,
+/// took the upload's frames past the replay cap, and the server's read of
+/// the body failed; the report now says why nothing could be resumed.
+#[tokio::test]
+async fn an_answer_before_the_upload_ends_leaves_the_upload_whole() {
+    let (read_tx, read_rx) = tokio::sync::oneshot::channel();
+    let read_tx = Arc::new(std::sync::Mutex::new(Some(read_tx)));
+    let service = ServiceBuilder::new()
+        .layer(ResumeLayer::new().max_replay_bytes(16))
+        .service(service_fn(
+            move |req: http::Request<ResumeRequestBody<seawall_test::body::Chunks>>| {
+                let read_tx = read_tx.lock().unwrap().take().expect("called once");
+                async move {
+                    // The body is read after the answer began.
+                    tokio::spawn(async move {
+                        let read = req.into_body().collect().await.map(|c| c.to_bytes());
+                        let _ = read_tx.send(read.map_err(|e| e.to_string()));
+                    });
+                    Ok::<_, BoxError>(stream(vec![
+                        Ok(chunk("w1")),
+                        Ok(chunk(" w2")),
+                        Err(cut("w1 w2")),
+                    ]))
+                }
+            },
+        ));
+    let parts = [
+        r#"{"model":"m","stream":true,"#,
+        r#""messages":[{"role":"user","content":"hi"}]}"#,
+    ];
+    let body = seawall_test::body::Chunks::new(parts);
+    let request = http::Request::post("http://api.example/v1/chat/completions")
+        .body(body)
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+    let read = read_rx.await.unwrap();
+    assert_eq!(
+        read.as_deref(),
+        Ok(parts.concat().as_bytes()),
+        "the server reads the whole body"
+    );
+    let error = response.into_body().collect().await.unwrap_err();
+    assert_eq!(
+        Failure::find(&*error).map(Failure::code),
+        Some(Code::StreamInterrupted)
+    );
+    assert_eq!(resumed.report().gave_up, Some("request_unsent"));
+}
