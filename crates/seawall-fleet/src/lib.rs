@@ -159,7 +159,9 @@ pub struct StackReport {
     pub failed: u64,
     /// Upstream calls (requests that reached the provider).
     pub calls: u64,
-    /// Upstream calls per operation started during the outage.
+    /// Upstream calls that arrived during the outage over the operations
+    /// started in it: a rate ratio (a retry that lands after the outage
+    /// ends is not counted), not a count per operation.
     pub amplification: f64,
     /// Successful operations per second, over the whole run.
     pub goodput: f64,
