@@ -87,14 +87,13 @@ async fn every_wire_reports_its_usage_in_the_receipt() {
                 .unwrap_or_else(|| panic!("{what}: no usage"));
             assert_eq!(usage.output_tokens, 8, "{what}");
             assert!(usage.input_tokens > 0, "{what}");
-            // The empty answer was billed for its prompt: where it reported
-            // usage (every unary answer; a stream with its finish) the
-            // receipt counts it, as the guard's span and token counter do
-            // for a stream (an OpenAI stream's comes in a chunk after the
-            // finish, which an empty answer's stop does not wait for).
+            // The empty answer was billed for its prompt, and every wire
+            // reported it: the receipt counts it, as the guard's span and
+            // token counter do for a stream (an OpenAI stream's usage comes
+            // in a chunk after the finish, which an empty answer's stop
+            // waits for).
             let empty = receipt.attempts[0].usage();
-            let reported = !stream || provider != Provider::OpenAi;
-            assert_eq!(empty.is_some(), reported, "{what}: {empty:?}");
+            assert!(empty.is_some(), "{what}: the empty answer's usage");
             let mut total = usage;
             if let Some(empty) = empty {
                 assert_eq!(empty.output_tokens, 0, "{what}");

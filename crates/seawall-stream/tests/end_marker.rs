@@ -406,3 +406,53 @@ async fn an_answer_only_in_the_terminal_event_is_an_answer() {
     .await;
     assert_eq!(failure_of(response).code(), seawall_core::Code::Refused);
 }
+
+/// An OpenAI stream that finishes empty waits for the usage chunk that
+/// `stream_options.include_usage` sends after the finish, so the failure
+/// says what the empty answer cost; whatever ends the wait instead (a
+/// server that sends nothing more, a reset, the end of the body), the
+/// failure is the empty finish's, within a short wait, never a clean end
+/// nor a transport failure that would retry a filtered answer.
+#[tokio::test(start_paused = true)]
+async fn an_empty_openai_finish_waits_for_its_usage_and_no_longer() {
+    use seawall_core::{Class, Code};
+    let filtered = OPENAI_STOP.replace("\"stop\"", "\"content_filter\"");
+    let usage = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[],\"usage\":{\"prompt_tokens\":812,\"completion_tokens\":37,\"total_tokens\":849}}\n\n";
+    // The usage in a frame of its own, after the finish.
+    let script = vec![
+        send(format!("{OPENAI_ROLE}{filtered}")),
+        wait(0.1),
+        send(usage),
+        send(DONE),
+    ];
+    let failure = failure_of(call(StreamGuardLayer::interactive(), CHAT, scripted(script)).await);
+    assert_eq!(failure.code(), Code::ContentFiltered);
+    let counted = failure.usage().expect("the usage that followed the finish");
+    assert_eq!((counted.input_tokens, counted.output_tokens), (812, 37));
+    // Then nothing, a reset, or the end: the filter, at once or after the
+    // short wait, not at the idle bound (30 s) nor as a reset to retry.
+    for end in [Step::Hang, Step::Reset, wait(0.0)] {
+        let started = tokio::time::Instant::now();
+        let script = vec![send(format!("{OPENAI_ROLE}{filtered}")), end];
+        let failure =
+            failure_of(call(StreamGuardLayer::interactive(), CHAT, scripted(script)).await);
+        assert_eq!(failure.code(), Code::ContentFiltered);
+        assert_eq!(failure.class(), Class::Policy);
+        assert!(
+            started.elapsed() <= Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    // Content after the finish (another choice's) makes it an answer.
+    let other_choice = openai_delta("Hello").replace("\"index\":0", "\"index\":1");
+    let other_stop = OPENAI_STOP.replace("\"index\":0", "\"index\":1");
+    let (drained, _) = read_then_hang(
+        CHAT,
+        vec![format!(
+            "{OPENAI_ROLE}{filtered}{other_choice}{other_stop}{DONE}"
+        )],
+    )
+    .await;
+    assert_eq!(drained.report.content_events, 1, "{:?}", drained.error);
+}

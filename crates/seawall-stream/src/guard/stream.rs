@@ -35,7 +35,17 @@ enum Gap {
     FirstContent,
     Idle,
     MaxDuration,
+    /// The wait after an empty answer's finish for the usage that follows
+    /// it ([`USAGE_WAIT`]).
+    Usage,
 }
+
+/// How long an OpenAI stream that finished without content is read on for
+/// the usage chunk `stream_options.include_usage` sends after the finish
+/// (before `[DONE]`), so that the failure says what the empty answer cost.
+/// The chunk follows the finish at once; a server that sends neither it
+/// nor `[DONE]` costs this much, not the idle bound.
+const USAGE_WAIT: Duration = Duration::from_secs(2);
 
 /// Why a stream stopped early.
 #[derive(Debug)]
@@ -94,6 +104,9 @@ struct Tally {
     continues: bool,
     /// A policy finish is the answer (`Config::deliver_policy`).
     deliver_policy: bool,
+    /// When the message finished without content while its usage is still
+    /// to come ([`USAGE_WAIT`]): the stop that finish is waits for it.
+    empty_finish_at: Option<Instant>,
 }
 
 impl Tally {
@@ -382,6 +395,7 @@ impl Track {
                 stop: None,
                 continues: facts.continues(),
                 deliver_policy: config.deliver_policy,
+                empty_finish_at: None,
             },
             config,
             progress,
@@ -610,6 +624,10 @@ impl Track {
             }
             (Some(_), Some(_)) => (self.tally.last_activity + config.idle, Gap::Idle),
         };
+        let (at, gap) = match self.tally.empty_finish_at {
+            Some(finished) if finished + USAGE_WAIT < at => (finished + USAGE_WAIT, Gap::Usage),
+            _ => (at, gap),
+        };
         match config.max_duration {
             Some(max) if self.started + max < at => (self.started + max, Gap::MaxDuration),
             _ => (at, gap),
@@ -686,8 +704,12 @@ impl Track {
     /// (or going quiet) after it.
     fn close(&mut self, cause: Cause) -> Option<Result<Frame<Bytes>, BoxError>> {
         let now = Instant::now();
-        let after_finish =
-            matches!(cause, Cause::Transport(_) | Cause::Timeout(_)) && self.message_complete();
+        // After a finish that makes an answer: a message that finished
+        // empty, its usage still to come, is no answer the connection
+        // may end cleanly.
+        let after_finish = matches!(cause, Cause::Transport(_) | Cause::Timeout(_))
+            && self.message_complete()
+            && self.answered();
         let verdict = after_finish.then(|| self.finish_verdict()).flatten();
         match cause {
             _ if let Some(verdict) = verdict => {
@@ -708,6 +730,16 @@ impl Track {
     /// The failure `cause` amounts to, with complete evidence, and the
     /// report written.
     fn fail(&mut self, cause: Cause, now: Instant) -> Failure {
+        // A message that finished empty is that, whatever ended the wait
+        // for its usage (the wait's bound, the end, the connection).
+        let cause = match cause {
+            Cause::Timeout(_) | Cause::Transport(_) | Cause::Eof
+                if self.tally.empty_finish_at.is_some() && !self.content_seen() =>
+            {
+                Cause::FinishedEmpty
+            }
+            cause => cause,
+        };
         let content = self.delivered();
         let underlying = underlying_code(&cause);
         let config = &self.config;
@@ -759,6 +791,8 @@ impl Track {
                         after(content, Code::Timeout),
                         config.max_duration.unwrap_or_default(),
                     ),
+                    // Read as the empty finish it waited after (above).
+                    Gap::Usage => (after(content, Code::Timeout), USAGE_WAIT),
                 };
                 let message = format!("{} bound of {bound:?} passed", gap_name(gap));
                 (Failure::new(code).with_message(&message), ClosedBy::Us)
@@ -935,12 +969,37 @@ fn judge(tally: &mut Tally, decoder: &mut Decoder, item: Item<'_>, now: Instant)
         tally.events += 1;
     }
     tally.apply(decoder.decode(item), now);
+    wait_for_usage(tally, decoder, now);
     // The end marker with a choice cut short: as a stream that ended
     // without its finish (`truncated` after content).
     if decoder.ended() && decoder.choice_unfinished() && tally.stop.is_none() {
         tally.stop = Some(Cause::Eof);
     }
     true
+}
+
+/// An OpenAI message that finished without content stops the stream only
+/// once its usage came (`stream_options.include_usage`: a chunk after the
+/// finish), or `[DONE]`, or [`USAGE_WAIT`] passed: the failure carries
+/// what the empty answer was billed. Content after the finish (another
+/// choice's) makes it an answer after all.
+fn wait_for_usage(tally: &mut Tally, decoder: &Decoder, now: Instant) {
+    if tally.content_events > 0 {
+        tally.empty_finish_at = None;
+        return;
+    }
+    let waiting =
+        decoder.provider() == Provider::OpenAi && decoder.usage().is_none() && !decoder.ended();
+    match tally.stop {
+        Some(Cause::FinishedEmpty) if waiting => {
+            tally.stop = None;
+            tally.empty_finish_at.get_or_insert(now);
+        }
+        None if tally.empty_finish_at.is_some() && !waiting => {
+            tally.stop = Some(Cause::FinishedEmpty);
+        }
+        _ => {}
+    }
 }
 
 /// After content, transport trouble is an interruption of what the caller
@@ -989,6 +1048,7 @@ fn gap_name(gap: Gap) -> &'static str {
         Gap::FirstContent => "first_content",
         Gap::Idle => "idle",
         Gap::MaxDuration => "max_duration",
+        Gap::Usage => "usage",
     }
 }
 
