@@ -456,3 +456,40 @@ async fn an_empty_openai_finish_waits_for_its_usage_and_no_longer() {
     .await;
     assert_eq!(drained.report.content_events, 1, "{:?}", drained.error);
 }
+
+/// Gemini names a finish on chunks that are not the last: a code-execution
+/// round's code carries `STOP`, and its result and the answer follow.
+/// Content after a finish takes it back: a reset or a silence after that
+/// content is a cut answer, not a whole one. (A cut just after a `STOP`
+/// chunk, nothing after it, still reads as whole: the stream cannot say
+/// otherwise.)
+#[tokio::test(start_paused = true)]
+async fn a_gemini_finish_followed_by_content_is_not_the_end() {
+    use seawall_core::Code;
+    let path = format!("{GEMINI}?alt=sse");
+    let code = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"executableCode\":{\"language\":\"PYTHON\",\"code\":\"print(1)\"}}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":10,\"candidatesTokenCount\":5,\"totalTokenCount\":15}}\r\n\r\n";
+    let result = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"codeExecutionResult\":{\"outcome\":\"OUTCOME_OK\",\"output\":\"1\\n\"}}],\"role\":\"model\"},\"index\":0}]}\r\n\r\n";
+    let text = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"The answer is\"}],\"role\":\"model\"},\"index\":0}]}\r\n\r\n";
+    for end in [Step::Reset, Step::Hang, wait(0.0)] {
+        let script = vec![send(code), send(result), send(text), end];
+        let response = call(StreamGuardLayer::interactive(), &path, scripted(script))
+            .await
+            .expect("content arrives");
+        let drained = drain(response).await;
+        let failure = drained.error.expect("a cut answer is no whole answer");
+        assert!(
+            matches!(failure.code(), Code::StreamInterrupted | Code::Truncated),
+            "{failure:?}"
+        );
+        assert!(!drained.report.completed_task(), "{:?}", drained.report);
+    }
+    // The answer's own last chunk finishes it.
+    let last = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" 1.\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}\r\n\r\n";
+    let script = vec![send(code), send(result), send(text), send(last)];
+    let response = call(StreamGuardLayer::interactive(), &path, scripted(script))
+        .await
+        .unwrap();
+    let drained = drain(response).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert!(drained.report.completed_task());
+}

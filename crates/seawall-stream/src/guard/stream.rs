@@ -107,6 +107,9 @@ struct Tally {
     /// When the message finished without content while its usage is still
     /// to come ([`USAGE_WAIT`]): the stop that finish is waits for it.
     empty_finish_at: Option<Instant>,
+    /// Content after a finish takes the finish back (Gemini's; see
+    /// `Tally::apply`).
+    content_reopens: bool,
 }
 
 impl Tally {
@@ -129,6 +132,14 @@ impl Tally {
                 }
                 if let Some(reason) = finish {
                     self.finish(reason);
+                } else if self.content_reopens {
+                    // Gemini names a finish on chunks that are not the
+                    // last: a code-execution round's code carries `STOP`
+                    // and its result and the answer follow (Vertex AI
+                    // once named it on every chunk). Content after a
+                    // finish says the message goes on: a cut after it is
+                    // a cut, not a whole answer.
+                    self.finish = None;
                 }
             }
             Signal::Progress => {
@@ -396,6 +407,7 @@ impl Track {
                 continues: facts.continues(),
                 deliver_policy: config.deliver_policy,
                 empty_finish_at: None,
+                content_reopens: provider == Provider::Gemini,
             },
             config,
             progress,
