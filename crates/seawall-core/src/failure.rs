@@ -131,6 +131,11 @@ impl Failure {
         if let Some(details) = cause.status_details() {
             failure = failure.with_status_details(details);
         }
+        // A provider's terminal failure that counted what it used (the
+        // Responses API's `response.failed`): the count stands.
+        if let Some(usage) = cause.usage() {
+            failure = failure.with_usage(usage);
+        }
         let message = match cause.message() {
             Some(message) => format!("{}: {message}", cause.code()),
             None => cause.code().to_string(),

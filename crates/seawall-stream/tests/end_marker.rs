@@ -493,3 +493,35 @@ async fn a_gemini_finish_followed_by_content_is_not_the_end() {
     assert!(drained.error.is_none(), "{:?}", drained.error);
     assert!(drained.report.completed_task());
 }
+
+/// The Responses API's `response.failed` carries the response's usage:
+/// the whole count of what it used before it failed, billed. The failure
+/// keeps it, before content and after (as the interruption it is then).
+#[tokio::test(start_paused = true)]
+async fn a_failed_responses_stream_keeps_the_usage_its_end_counted() {
+    let created = "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"status\":\"in_progress\",\"output\":[],\"usage\":null},\"sequence_number\":0}\n\n";
+    let delta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\",\"sequence_number\":1}\n\n";
+    let failed = "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"r\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"},\"output\":[],\"usage\":{\"input_tokens\":900,\"output_tokens\":310}},\"sequence_number\":2}\n\n";
+    let failure = failure_of(
+        call(
+            StreamGuardLayer::interactive(),
+            RESPONSES,
+            scripted(vec![send(created), send(failed)]),
+        )
+        .await,
+    );
+    let usage = failure.usage().expect("the count of the failed response");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (900, 310));
+    let response = call(
+        StreamGuardLayer::interactive(),
+        RESPONSES,
+        scripted(vec![send(created), send(delta), send(failed)]),
+    )
+    .await
+    .unwrap();
+    let drained = drain(response).await;
+    let failure = drained.error.expect("interrupted");
+    assert_eq!(failure.code(), seawall_core::Code::StreamInterrupted);
+    let usage = failure.usage().expect("the count, after content too");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (900, 310));
+}

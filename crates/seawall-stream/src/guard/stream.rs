@@ -853,8 +853,10 @@ impl Track {
         let mut failure = failure.with_evidence(evidence);
         // Only a finished message's usage is its whole count (Anthropic
         // reports the output at the end); a stream cut before it leaves
-        // the attempt billed with its usage unknown.
-        if self.tally.finish.is_some()
+        // the attempt billed with its usage unknown, unless the provider's
+        // own terminal failure counted it (kept on the failure).
+        if failure.usage().is_none()
+            && self.tally.finish.is_some()
             && let Some(usage) = self.decoder.usage()
         {
             failure = failure.with_usage(usage);

@@ -88,12 +88,12 @@ pub(super) fn decode<'a>(
         return Signal::Other;
     };
     // The terminal events carry the whole response, usage included.
-    if let Some(found) = event
+    let reported = event
         .response
         .as_ref()
         .and_then(|r| r.usage.as_ref())
-        .and_then(UsageFields::usage)
-    {
+        .and_then(UsageFields::usage);
+    if let Some(found) = reported {
         *usage = Some(found);
     }
     let mut kind = stream_event(&event.ty.0);
@@ -176,13 +176,19 @@ pub(super) fn decode<'a>(
         }
         StreamEvent::Failed => {
             let error = event.response.and_then(|r| r.error);
-            Signal::Error(declared_failure(
+            let failure = declared_failure(
                 error.as_ref().and_then(|e| e.code.as_ref()).map(|c| &*c.0),
                 error
                     .as_ref()
                     .and_then(|e| e.message.as_ref())
                     .map(|m| &*m.0),
-            ))
+            );
+            // The terminal event's usage is the whole count of what the
+            // response used before it failed: billed.
+            Signal::Error(match reported {
+                Some(found) => failure.with_usage(found),
+                None => failure,
+            })
         }
         // Read again, by core's reader of OpenAI's error object: the event
         // comes flat or nested, and ends the stream, so once.
