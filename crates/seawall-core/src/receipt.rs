@@ -2,6 +2,27 @@ use std::time::Duration;
 
 use crate::{Code, RouteId, Usage, UsageSlot};
 
+/// Whether a request asks for work a provider bills, so that a 2xx answer
+/// to it is a billed attempt: not a `GET`, `HEAD`, `DELETE` or `OPTIONS`
+/// (reading a stored response, polling a background one, listing models,
+/// deleting a file) and not token counting (Anthropic's
+/// `…/messages/count_tokens`, the Responses API's `…/input_tokens`,
+/// Gemini's `:countTokens`, Claude's `count-tokens` model on Vertex AI),
+/// which the providers do not bill.
+pub fn billable(method: &http::Method, path: &str) -> bool {
+    if matches!(
+        *method,
+        http::Method::GET | http::Method::HEAD | http::Method::DELETE | http::Method::OPTIONS
+    ) {
+        return false;
+    }
+    let path = path.strip_suffix('/').unwrap_or(path);
+    !(path.ends_with("/count_tokens")
+        || path.ends_with("/input_tokens")
+        || path.ends_with(":countTokens")
+        || path.contains("/models/count-tokens:"))
+}
+
 /// Why a retry ladder stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StopReason {
@@ -55,7 +76,8 @@ pub struct Attempt {
     /// How long the ladder slept before this attempt.
     pub delay: Duration,
     /// The provider started a generation: a 2xx answer, billed whatever
-    /// came of it.
+    /// came of it (under a retry ladder, only to a request it bills:
+    /// [`billable`]).
     pub billed: bool,
     usage: Option<AttemptUsage>,
 }
@@ -288,7 +310,8 @@ impl Receipt {
         total
     }
 
-    /// Attempts the provider billed: those it answered 2xx.
+    /// Attempts the provider billed: those it answered 2xx (under a retry
+    /// ladder, to a request it bills: [`billable`]).
     pub fn billed_attempts(&self) -> usize {
         self.attempts.iter().filter(|a| a.billed).count()
     }

@@ -76,6 +76,10 @@ pub(crate) struct Ladder<S, B> {
     last_route_shaped: Option<(Code, RouteId)>,
     /// A layer outside can send the request to another route.
     other_routes: bool,
+    /// The request asks for work the provider bills
+    /// ([`billable`](seawall_core::billable)): a 2xx to a `GET` or a token
+    /// count is no billed attempt, and its usage counts no tokens.
+    bills: bool,
     grant: Option<Grant>,
     /// `grant` is a retry's, decided but not sent yet: given back to the
     /// budget if the ladder is dropped before it sends it.
@@ -228,6 +232,7 @@ impl<S, B> Ladder<S, B> {
         route: RouteId,
         deadline: Option<Deadline>,
         other_routes: bool,
+        bills: bool,
         facts: Option<RequestFacts>,
         // When the operation started: the first attempt's start.
         now: &mut Now,
@@ -247,6 +252,7 @@ impl<S, B> Ladder<S, B> {
             slept: Duration::ZERO,
             last_route_shaped: None,
             other_routes,
+            bills,
             grant: None,
             unsent: false,
             // The first attempt is sent as the ladder is made.
@@ -289,12 +295,15 @@ impl<S, B> Ladder<S, B> {
             .unwrap_or(&self.route)
             .clone();
         metrics::attempt(&route, None);
-        if let Some(usage) = response.extensions().get::<Usage>() {
+        if self.bills
+            && let Some(usage) = response.extensions().get::<Usage>()
+        {
             metrics::tokens(&route, *usage);
         }
         self.attempt_on(&route);
-        self.receipt
-            .push(Attempt::answered(route, self.slept, response));
+        let attempt = Attempt::answered(route, self.slept, response);
+        let billed = attempt.billed && self.bills;
+        self.receipt.push(attempt.with_billed(billed));
         self.receipt.stop = Some(StopReason::Succeeded);
         self.record_model();
         if let Some(usage) = response.extensions().get::<Usage>() {
@@ -372,8 +381,9 @@ impl<S, B> Ladder<S, B> {
             .cloned()
             .unwrap_or_else(|| self.route.clone());
         let failure = failure.with_route(route.clone());
-        self.receipt
-            .push(Attempt::failed(route.clone(), self.slept, &failure));
+        let attempt = Attempt::failed(route.clone(), self.slept, &failure);
+        let billed = attempt.billed && self.bills;
+        self.receipt.push(attempt.with_billed(billed));
         metrics::attempt(&route, Some(failure.code()));
         self.attempt_on(&route);
         self.record_model();

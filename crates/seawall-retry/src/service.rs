@@ -62,6 +62,7 @@ where
         let route = RouteId::of_request_sharing(&request, &self.shared.routes);
         let deadline = Deadline::of(&request);
         let other_routes = request.extensions().get::<OtherRoutes>().is_some();
+        let bills = seawall_core::billable(request.method(), request.uri().path());
         // At most one clock read for the budget's window and the first
         // attempt.
         let mut now = Now::default();
@@ -110,6 +111,7 @@ where
             route,
             deadline,
             other_routes,
+            bills,
             facts,
             &mut now,
         );

@@ -114,3 +114,32 @@ async fn a_callers_request_facts_reach_every_attempt() {
     let expected = (Some(deadline), None, None, Some(Some("gpt-x".to_owned())));
     assert_eq!(seen, vec![expected.clone(), expected]);
 }
+
+/// A 2xx answer is a billed attempt only for a request the provider bills:
+/// reading a stored response, polling a background one or counting tokens
+/// costs nothing, and the receipt says so (it said billed for each poll).
+#[tokio::test]
+async fn only_a_billable_request_makes_a_billed_attempt() {
+    for (method, path, billed) in [
+        ("POST", "/v1/chat/completions", 1),
+        ("POST", "/v1/embeddings", 1),
+        ("GET", "/v1/responses/resp_1", 0),
+        ("POST", "/v1/messages/count_tokens", 0),
+        ("POST", "/v1/responses/input_tokens", 0),
+        ("POST", "/v1beta/models/gemini-x:countTokens", 0),
+        ("DELETE", "/v1/files/file_1", 0),
+    ] {
+        let svc =
+            RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited()).layer(service_fn(
+                |_: Request<ReplayBody<String>>| async { Ok::<_, BoxError>(Response::new(())) },
+            ));
+        let request = Request::builder()
+            .method(method)
+            .uri(format!("https://api.example.com{path}"))
+            .body(String::new())
+            .unwrap();
+        let response = svc.oneshot(request).await.unwrap();
+        let receipt = response.extensions().get::<Receipt>().unwrap();
+        assert_eq!(receipt.billed_attempts(), billed, "{method} {path}");
+    }
+}
