@@ -30,10 +30,12 @@ impl RouteProbe {
     /// - cooling down: the code that cooled it (`quota_exhausted`,
     ///   `rate_limited`, `auth`) and the time left;
     /// - open before its probe time: `circuit_open` and the time to the
-    ///   probe; isolated by the handle: `circuit_open`, until reset.
+    ///   probe; isolated by the handle: `circuit_open`, until reset;
+    /// - half-open with every trial out: `circuit_open` with no time, as
+    ///   the call itself would be refused (a slot frees when a trial ends).
     ///
-    /// A breaker open past its probe time, or half-open, lets a call
-    /// through (it is a trial).
+    /// A breaker open past its probe time, or half-open with a trial's
+    /// slot free, lets a call through (it is a trial).
     pub fn blocked(&self) -> Option<(Code, Option<Duration>)> {
         if let Some(cooling) = self.breaker.cooling() {
             return Some(cooling);
@@ -45,6 +47,7 @@ impl RouteProbe {
                 .open_for()
                 .filter(|left| !left.is_zero())
                 .map(|left| (Code::CircuitOpen, Some(left))),
+            BreakerState::HalfOpen if self.breaker.trials_full() => Some((Code::CircuitOpen, None)),
             BreakerState::Closed | BreakerState::HalfOpen => None,
         }
     }

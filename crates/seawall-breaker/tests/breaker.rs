@@ -251,6 +251,10 @@ async fn half_open_admits_exactly_the_trials_then_closes_after_the_successes() {
         held.push(future);
     }
     assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
+    // A route set's health probe says so before it chooses the route: a
+    // call there would be refused (it spent an attempt to learn it).
+    let probe = handle.probe(&route());
+    assert_eq!(probe.blocked(), Some((Code::CircuitOpen, None)));
     // The fourth and fifth are refused while three trials are out.
     for _ in 0..2 {
         let refused = refusal(&service).await;
@@ -264,6 +268,7 @@ async fn half_open_admits_exactly_the_trials_then_closes_after_the_successes() {
         future.await.unwrap().into_body().collect().await.unwrap();
     }
     assert_eq!(handle.state(&route()), BreakerState::Closed);
+    assert_eq!(probe.blocked(), None);
     assert_eq!(send(&service, Plan::Ok).await, None);
 }
 
