@@ -525,3 +525,43 @@ async fn a_failed_responses_stream_keeps_the_usage_its_end_counted() {
     let usage = failure.usage().expect("the count, after content too");
     assert_eq!((usage.input_tokens, usage.output_tokens), (900, 310));
 }
+
+/// On Gemini's wire an empty finish is no end: a proxy that opens its
+/// stream with an empty `STOP` chunk sends the answer after it, and the
+/// answer is delivered, not failed `empty_response` (and asked again, to
+/// fail the same way). An empty finish the stream ends on is still the
+/// empty or filtered answer it is, at its end.
+#[tokio::test(start_paused = true)]
+async fn a_gemini_empty_finish_followed_by_the_answer_is_the_answer() {
+    use seawall_core::Code;
+    let path = format!("{GEMINI}?alt=sse");
+    let empty = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}\r\n\r\n";
+    let answer = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hello\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":3,\"candidatesTokenCount\":1}}\r\n\r\n";
+    let response = call(
+        StreamGuardLayer::interactive(),
+        &path,
+        scripted(vec![send(empty), send(answer)]),
+    )
+    .await
+    .expect("the answer after the empty finish");
+    let drained = drain(response).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert!(drained.report.completed_task());
+    let safety = "data: {\"candidates\":[{\"content\":{\"parts\":[],\"role\":\"model\"},\"finishReason\":\"SAFETY\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":3}}\r\n\r\n";
+    for (chunk, code) in [
+        (empty, Code::EmptyResponse),
+        (safety, Code::ContentFiltered),
+    ] {
+        let started = tokio::time::Instant::now();
+        let failure = failure_of(
+            call(
+                StreamGuardLayer::interactive(),
+                &path,
+                scripted(vec![send(chunk)]),
+            )
+            .await,
+        );
+        assert_eq!(failure.code(), code);
+        assert_eq!(started.elapsed(), Duration::ZERO, "at the stream's end");
+    }
+}

@@ -35,17 +35,18 @@ enum Gap {
     FirstContent,
     Idle,
     MaxDuration,
-    /// The wait after an empty answer's finish for the usage that follows
-    /// it ([`USAGE_WAIT`]).
-    Usage,
+    /// The wait after an empty answer's finish for what may follow it
+    /// ([`EMPTY_FINISH_WAIT`]).
+    AfterEmptyFinish,
 }
 
-/// How long an OpenAI stream that finished without content is read on for
-/// the usage chunk `stream_options.include_usage` sends after the finish
-/// (before `[DONE]`), so that the failure says what the empty answer cost.
-/// The chunk follows the finish at once; a server that sends neither it
-/// nor `[DONE]` costs this much, not the idle bound.
-const USAGE_WAIT: Duration = Duration::from_secs(2);
+/// How long a stream that finished without content is read on for what
+/// may still follow the finish ([`wait_after_empty_finish`]): OpenAI's
+/// usage chunk (`stream_options.include_usage`), sent at once after the
+/// finish and before `[DONE]`; on Gemini's wire, the end of the stream,
+/// or content after all. A server that sends none of it costs this much,
+/// not the idle bound.
+const EMPTY_FINISH_WAIT: Duration = Duration::from_secs(2);
 
 /// Why a stream stopped early.
 #[derive(Debug)]
@@ -105,7 +106,7 @@ struct Tally {
     /// A policy finish is the answer (`Config::deliver_policy`).
     deliver_policy: bool,
     /// When the message finished without content while its usage is still
-    /// to come ([`USAGE_WAIT`]): the stop that finish is waits for it.
+    /// to come ([`EMPTY_FINISH_WAIT`]): the stop that finish is waits for it.
     empty_finish_at: Option<Instant>,
     /// Content after a finish takes the finish back (Gemini's; see
     /// `Tally::apply`).
@@ -637,7 +638,9 @@ impl Track {
             (Some(_), Some(_)) => (self.tally.last_activity + config.idle, Gap::Idle),
         };
         let (at, gap) = match self.tally.empty_finish_at {
-            Some(finished) if finished + USAGE_WAIT < at => (finished + USAGE_WAIT, Gap::Usage),
+            Some(finished) if finished + EMPTY_FINISH_WAIT < at => {
+                (finished + EMPTY_FINISH_WAIT, Gap::AfterEmptyFinish)
+            }
             _ => (at, gap),
         };
         match config.max_duration {
@@ -804,7 +807,7 @@ impl Track {
                         config.max_duration.unwrap_or_default(),
                     ),
                     // Read as the empty finish it waited after (above).
-                    Gap::Usage => (after(content, Code::Timeout), USAGE_WAIT),
+                    Gap::AfterEmptyFinish => (after(content, Code::Timeout), EMPTY_FINISH_WAIT),
                 };
                 let message = format!("{} bound of {bound:?} passed", gap_name(gap));
                 (Failure::new(code).with_message(&message), ClosedBy::Us)
@@ -983,7 +986,7 @@ fn judge(tally: &mut Tally, decoder: &mut Decoder, item: Item<'_>, now: Instant)
         tally.events += 1;
     }
     tally.apply(decoder.decode(item), now);
-    wait_for_usage(tally, decoder, now);
+    wait_after_empty_finish(tally, decoder, now);
     // The end marker with a choice cut short: as a stream that ended
     // without its finish (`truncated` after content).
     if decoder.ended() && decoder.choice_unfinished() && tally.stop.is_none() {
@@ -992,18 +995,29 @@ fn judge(tally: &mut Tally, decoder: &mut Decoder, item: Item<'_>, now: Instant)
     true
 }
 
-/// An OpenAI message that finished without content stops the stream only
-/// once its usage came (`stream_options.include_usage`: a chunk after the
-/// finish), or `[DONE]`, or [`USAGE_WAIT`] passed: the failure carries
-/// what the empty answer was billed. Content after the finish (another
-/// choice's) makes it an answer after all.
-fn wait_for_usage(tally: &mut Tally, decoder: &Decoder, now: Instant) {
+/// A message that finished without content stops the stream only once
+/// nothing more can follow, or [`EMPTY_FINISH_WAIT`] passed:
+///
+/// - on OpenAI's wire, its usage (`stream_options.include_usage`: a chunk
+///   after the finish) or `[DONE]`: the failure then carries what the
+///   empty answer was billed;
+/// - on Gemini's, the end of the stream: Gemini's finish is no end marker
+///   (content after it takes it back, `Tally::apply`), and a proxy that
+///   opens its stream with an empty `STOP` chunk sends the answer after.
+///
+/// Content after the finish (another choice's, or Gemini's) makes it an
+/// answer after all.
+fn wait_after_empty_finish(tally: &mut Tally, decoder: &Decoder, now: Instant) {
     if tally.content_events > 0 {
         tally.empty_finish_at = None;
         return;
     }
-    let waiting =
-        decoder.provider() == Provider::OpenAi && decoder.usage().is_none() && !decoder.ended();
+    let waiting = !decoder.ended()
+        && match decoder.provider() {
+            Provider::OpenAi => decoder.usage().is_none(),
+            Provider::Gemini => true,
+            _ => false,
+        };
     match tally.stop {
         Some(Cause::FinishedEmpty) if waiting => {
             tally.stop = None;
@@ -1062,7 +1076,7 @@ fn gap_name(gap: Gap) -> &'static str {
         Gap::FirstContent => "first_content",
         Gap::Idle => "idle",
         Gap::MaxDuration => "max_duration",
-        Gap::Usage => "usage",
+        Gap::AfterEmptyFinish => "after_empty_finish",
     }
 }
 
