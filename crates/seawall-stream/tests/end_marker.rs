@@ -429,9 +429,12 @@ async fn an_empty_openai_finish_waits_for_its_usage_and_no_longer() {
     assert_eq!(failure.code(), Code::ContentFiltered);
     let counted = failure.usage().expect("the usage that followed the finish");
     assert_eq!((counted.input_tokens, counted.output_tokens), (812, 37));
-    // Then nothing, a reset, or the end: the filter, at once or after the
-    // short wait, not at the idle bound (30 s) nor as a reset to retry.
-    for end in [Step::Hang, Step::Reset, wait(0.0)] {
+    // Then nothing, a reset, the end, an unreadable event or a transient
+    // error event: the filter, at once or after the short wait, not at the
+    // idle bound (30 s) nor as a failure to send again.
+    let unreadable = || send("data: {not json\n\n");
+    let error = || send("data: {\"error\":{\"type\":\"server_error\",\"message\":\"x\"}}\n\n");
+    for end in [Step::Hang, Step::Reset, wait(0.0), unreadable(), error()] {
         let started = tokio::time::Instant::now();
         let script = vec![send(format!("{OPENAI_ROLE}{filtered}")), end];
         let failure =
@@ -483,6 +486,18 @@ async fn a_gemini_finish_followed_by_content_is_not_the_end() {
         );
         assert!(!drained.report.completed_task(), "{:?}", drained.report);
     }
+    // A finish that is a verdict stays one, whatever follows it: a filter
+    // is no cut to resume.
+    let filtered = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Once\"}],\"role\":\"model\"},\"finishReason\":\"SAFETY\",\"index\":0}]}\r\n\r\n";
+    let response = call(
+        StreamGuardLayer::interactive(),
+        &path,
+        scripted(vec![send(filtered), send(text)]),
+    )
+    .await
+    .unwrap();
+    let failure = drain(response).await.error.expect("filtered");
+    assert_eq!(failure.code(), Code::ContentFiltered, "{failure:?}");
     // The answer's own last chunk finishes it.
     let last = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" 1.\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}\r\n\r\n";
     let script = vec![send(code), send(result), send(text), send(last)];

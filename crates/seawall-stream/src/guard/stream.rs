@@ -133,13 +133,19 @@ impl Tally {
                 }
                 if let Some(reason) = finish {
                     self.finish(reason);
-                } else if self.content_reopens {
+                } else if self.content_reopens
+                    && self
+                        .finish
+                        .as_ref()
+                        .is_some_and(|f| f.kind.completes_task())
+                {
                     // Gemini names a finish on chunks that are not the
                     // last: a code-execution round's code carries `STOP`
                     // and its result and the answer follow (Vertex AI
                     // once named it on every chunk). Content after a
                     // finish says the message goes on: a cut after it is
-                    // a cut, not a whole answer.
+                    // a cut, not a whole answer. A finish that is a
+                    // verdict (a filter, a cut at the token limit) stays.
                     self.finish = None;
                 }
             }
@@ -449,7 +455,11 @@ impl Track {
     /// cut there, the attempt would be asked again, to think and be billed
     /// as long again.
     fn release_at(&self) -> Option<Instant> {
-        let holding = self.tally.first_content.is_none() && !self.released;
+        // Not while an empty finish waits for what follows it: there is no
+        // answer to hand on, and its verdict comes within the wait.
+        let holding = self.tally.first_content.is_none()
+            && !self.released
+            && self.tally.empty_finish_at.is_none();
         if !holding {
             return None;
         }
@@ -746,11 +756,17 @@ impl Track {
     /// report written.
     fn fail(&mut self, cause: Cause, now: Instant) -> Failure {
         // A message that finished empty is that, whatever ended the wait
-        // for its usage (the wait's bound, the end, the connection).
+        // after its finish (the wait's bound, the end, the connection, a
+        // broken or unreadable event, a transient error event): a filter
+        // stays a filter, never a failure to send again. Only the
+        // provider's own policy or model verdict says more.
         let cause = match cause {
-            Cause::Timeout(_) | Cause::Transport(_) | Cause::Eof
-                if self.tally.empty_finish_at.is_some() && !self.content_seen() =>
+            Cause::InStream(failure)
+                if matches!(failure.class(), Class::Policy | Class::ModelFixable) =>
             {
+                Cause::InStream(failure)
+            }
+            _ if self.tally.empty_finish_at.is_some() && !self.content_seen() => {
                 Cause::FinishedEmpty
             }
             cause => cause,
@@ -965,7 +981,11 @@ impl Drop for Track {
             return;
         }
         let now = Instant::now();
-        if !self.message_complete() {
+        // Dropped while an empty finish waited for what follows it: the
+        // empty (or filtered) answer it is, not a success.
+        if self.tally.empty_finish_at.is_some() && !self.content_seen() {
+            self.fail(Cause::FinishedEmpty, now);
+        } else if !self.message_complete() {
             self.report(Some(Code::Cancelled), ClosedBy::Us, now);
         } else if let Some(verdict) = self.finish_verdict() {
             self.fail(Cause::PolicyFinish(verdict), now);
@@ -1261,6 +1281,13 @@ where
                             return Poll::Ready(Ok(()));
                         };
                         return Poll::Ready(Err(this.track.fail(cause, now)));
+                    }
+                    // After an empty finish, more than the hold takes is
+                    // no answer coming: the empty finish it is.
+                    if *this.held_bytes > this.track.config.max_held
+                        && this.track.tally.empty_finish_at.is_some()
+                    {
+                        return Poll::Ready(Err(this.track.fail(Cause::FinishedEmpty, now)));
                     }
                     if *this.held_bytes > this.track.config.max_held {
                         // A model that works long before it writes (a
