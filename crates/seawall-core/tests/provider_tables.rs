@@ -1058,7 +1058,16 @@ fn openai_in_stream_error_types() {
 #[test]
 fn openai_compatible_error_shapes() {
     use Class::*;
-    let rows: [(&str, Option<u16>, Class, Code, &str); 15] = [
+    let rows: [(&str, Option<u16>, Class, Code, &str); 16] = [
+        // A member named twice is read twice, not an error that leaves
+        // the body unread.
+        (
+            r#"{"error":{"code":403,"message":"flagged twice","metadata":{"reasons":[],"reasons":["violence"]}}}"#,
+            Some(403),
+            Policy,
+            Code::ContentFiltered,
+            "flagged twice",
+        ),
         // OpenRouter's moderation: a 403 that is the request's content,
         // not the key (it would close the route until a reset by hand).
         (
@@ -1649,4 +1658,21 @@ fn a_failed_answer_keeps_its_usage() {
         assert_eq!(failure.code(), code, "{body}");
         assert_eq!(failure.usage(), Some(usage), "{body}");
     }
+}
+
+/// A content part that names a member twice is read, not refused: the
+/// answer it belongs to is delivered (refused, it was `protocol_violation`,
+/// a billed answer asked for again).
+#[test]
+fn a_part_naming_a_member_twice_is_read() {
+    use seawall_core::provider::{AnswerCheck, Provider, check_answer};
+    let body = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"text","text":"a","text":"b"}]},"finish_reason":"stop"}]}"#;
+    assert!(
+        matches!(
+            check_answer(Provider::OpenAi, body.as_bytes()),
+            AnswerCheck::Answer { .. }
+        ),
+        "{:?}",
+        check_answer(Provider::OpenAi, body.as_bytes())
+    );
 }

@@ -277,6 +277,16 @@ impl<'de> Visitor<'de> for PresenceVisitor {
     }
 }
 
+/// An object's members, read one key at a time by [`ObjectOr`]: a key
+/// named twice is read twice (the reader says which wins), never an error
+/// that would make the body around it unreadable.
+pub(super) trait Members<'de>: Default {
+    /// The keys the reader tells apart.
+    type Key: FromKey;
+    /// Reads the value of `key` from `map`.
+    fn member<A: MapAccess<'de>>(&mut self, key: Self::Key, map: &mut A) -> Result<(), A::Error>;
+}
+
 /// A JSON value read as an object of `T`'s members when it is one, else as
 /// the [`Presence`] it has, in one pass. serde's `#[serde(untagged)]` does
 /// the same by copying the whole value first (an 8 MiB array of `{}`
@@ -286,16 +296,20 @@ pub(super) enum ObjectOr<T> {
     Value(Presence),
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOr<T> {
+impl<'de, T: Members<'de>> Deserialize<'de> for ObjectOr<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct ObjectOrVisitor<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectOrVisitor<T> {
+        impl<'de, T: Members<'de>> Visitor<'de> for ObjectOrVisitor<T> {
             type Value = ObjectOr<T>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjectOr<T>, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(ObjectOr::Object)
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ObjectOr<T>, A::Error> {
+                let mut members = T::default();
+                while let Some(Key(key)) = map.next_key::<Key<T::Key>>()? {
+                    members.member(key, &mut map)?;
+                }
+                Ok(ObjectOr::Object(members))
             }
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<ObjectOr<T>, E> {
                 PresenceVisitor.visit_bool(v).map(ObjectOr::Value)

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::answer::{
-    AnswerCheck, Candidacy, FromKey, Key, ObjectOr, Outcome, Presence, finish_failure, unreadable,
-    usage_of, verdict,
+    AnswerCheck, Candidacy, FromKey, Key, Members, ObjectOr, Outcome, Presence, finish_failure,
+    unreadable, usage_of, verdict,
 };
 use super::{Declared, Verdict};
 use crate::text::contains_ci;
@@ -400,16 +400,41 @@ struct Moderation {
 
 impl<'de> Deserialize<'de> for Moderation {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Members {
-            #[serde(default)]
-            reasons: Presence,
-            #[serde(default)]
-            flagged_input: Presence,
+        /// Whether `reasons` or `flagged_input` holds anything, however
+        /// often named.
+        #[derive(Default)]
+        struct Flagged(bool);
+        enum Field {
+            Flag,
+            Other,
+        }
+        impl FromKey for Field {
+            fn from_key(key: &str) -> Self {
+                match key {
+                    "reasons" | "flagged_input" => Field::Flag,
+                    _ => Field::Other,
+                }
+            }
+        }
+        impl<'de> Members<'de> for Flagged {
+            type Key = Field;
+            fn member<A: MapAccess<'de>>(
+                &mut self,
+                key: Field,
+                map: &mut A,
+            ) -> Result<(), A::Error> {
+                match key {
+                    Field::Flag => self.0 |= map.next_value::<Presence>()?.0,
+                    Field::Other => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(())
+            }
         }
         // Read where it lies: an in-stream error event may be megabytes.
-        let flagged = match ObjectOr::<Members>::deserialize(deserializer)? {
-            ObjectOr::Object(members) => members.reasons.0 || members.flagged_input.0,
+        let flagged = match ObjectOr::<Flagged>::deserialize(deserializer)? {
+            ObjectOr::Object(Flagged(flagged)) => flagged,
             ObjectOr::Value(_) => false,
         };
         Ok(Moderation { flagged })
@@ -646,14 +671,43 @@ struct PartPresence(bool);
 
 impl<'de> Deserialize<'de> for PartPresence {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
+        /// A part's `type` (the last named; any other value than a string
+        /// is none) and whether any `text` holds something.
+        #[derive(Default)]
         struct Object<'a> {
-            // Any other value than a string is no type, as before an
-            // object whose `type` was not one still counted.
-            #[serde(borrow, rename = "type", default)]
             ty: MaybeText<'a>,
-            #[serde(default)]
             text: Presence,
+        }
+        enum Field {
+            Type,
+            Text,
+            Other,
+        }
+        impl FromKey for Field {
+            fn from_key(key: &str) -> Self {
+                match key {
+                    "type" => Field::Type,
+                    "text" => Field::Text,
+                    _ => Field::Other,
+                }
+            }
+        }
+        impl<'de> Members<'de> for Object<'de> {
+            type Key = Field;
+            fn member<A: MapAccess<'de>>(
+                &mut self,
+                key: Field,
+                map: &mut A,
+            ) -> Result<(), A::Error> {
+                match key {
+                    Field::Type => self.ty = map.next_value()?,
+                    Field::Text => self.text.0 |= map.next_value::<Presence>()?.0,
+                    Field::Other => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(())
+            }
         }
         Ok(PartPresence(
             match ObjectOr::<Object<'_>>::deserialize(deserializer)? {
