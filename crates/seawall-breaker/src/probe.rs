@@ -31,8 +31,9 @@ impl RouteProbe {
     ///   `rate_limited`, `auth`) and the time left;
     /// - open before its probe time: `circuit_open` and the time to the
     ///   probe; isolated by the handle: `circuit_open`, until reset;
-    /// - half-open with every trial out: `circuit_open` with no time, as
-    ///   the call itself would be refused (a slot frees when a trial ends).
+    /// - half-open with every trial out: `circuit_open` and a short time
+    ///   to look again (a slot frees when a trial's answer begins), as the
+    ///   call itself would be refused.
     ///
     /// A breaker open past its probe time, or half-open with a trial's
     /// slot free, lets a call through (it is a trial).
@@ -47,7 +48,9 @@ impl RouteProbe {
                 .open_for()
                 .filter(|left| !left.is_zero())
                 .map(|left| (Code::CircuitOpen, Some(left))),
-            BreakerState::HalfOpen if self.breaker.trials_full() => Some((Code::CircuitOpen, None)),
+            BreakerState::HalfOpen if self.breaker.trials_full() => {
+                Some((Code::CircuitOpen, Some(crate::service::TRIALS_RECHECK)))
+            }
             BreakerState::Closed | BreakerState::HalfOpen => None,
         }
     }

@@ -19,7 +19,7 @@ const ISOLATED_RECHECK: Duration = Duration::from_secs(1);
 
 /// How often readiness gating looks again at a half-open route whose trial
 /// slots are all taken: a trial frees its slot when its answer begins.
-const TRIALS_RECHECK: Duration = Duration::from_millis(100);
+pub(crate) const TRIALS_RECHECK: Duration = Duration::from_millis(100);
 
 /// The service made by [`BreakerLayer`](crate::BreakerLayer).
 ///

@@ -254,7 +254,12 @@ async fn half_open_admits_exactly_the_trials_then_closes_after_the_successes() {
     // A route set's health probe says so before it chooses the route: a
     // call there would be refused (it spent an attempt to learn it).
     let probe = handle.probe(&route());
-    assert_eq!(probe.blocked(), Some((Code::CircuitOpen, None)));
+    let (code, again) = probe.blocked().expect("blocked while every trial is out");
+    assert_eq!(code, Code::CircuitOpen);
+    assert!(
+        again.is_some_and(|again| again <= Duration::from_secs(1)),
+        "{again:?}"
+    );
     // The fourth and fifth are refused while three trials are out.
     for _ in 0..2 {
         let refused = refusal(&service).await;
