@@ -716,3 +716,25 @@ where
         item: PhantomData,
     })
 }
+
+/// The first element of a JSON array; the rest are read and dropped one
+/// by one. `null` reads as no element.
+#[derive(Debug, PartialEq)]
+pub struct First<T>(pub Option<T>);
+
+impl<T> Default for First<T> {
+    fn default() -> Self {
+        First(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fold_seq(deserializer, None, |first: &mut Option<T>, item: T| {
+            if first.is_none() {
+                *first = Some(item);
+            }
+        })
+        .map(First)
+    }
+}

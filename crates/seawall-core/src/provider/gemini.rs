@@ -18,7 +18,7 @@ use crate::hint::parse_proto_duration;
 use crate::text::contains_ci;
 use crate::usage::UsageFields;
 use crate::{Class, Code, Failure, FinishKind};
-use seawall_internal::json::{Text, from_bytes};
+use seawall_internal::json::{First, Text, from_bytes};
 
 /// What a field of a part is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,28 +286,12 @@ struct GeminiViolation<'a> {
     quota_value: Option<StrOrNum<'a>>,
 }
 
-/// The first envelope of an array of them (the non-SSE streaming
-/// endpoint's errors); the rest are read and dropped one by one.
-struct FirstEnvelope<'a>(Option<GeminiEnvelope<'a>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for FirstEnvelope<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        fold_seq(
-            deserializer,
-            FirstEnvelope(None),
-            |first: &mut FirstEnvelope<'a>, envelope: GeminiEnvelope<'a>| {
-                first.0.get_or_insert(envelope);
-            },
-        )
-    }
-}
-
 pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
     // The non-SSE streaming endpoint wraps errors in an array. Asked by the
     // first byte: serde reads a struct from an array too (its fields in
     // order), so `[{"error":…}]` would "parse" as an envelope of nothing.
     let envelope: GeminiEnvelope<'_> = if body.trim_ascii_start().starts_with(b"[") {
-        from_bytes::<FirstEnvelope<'_>>(body).ok()?.0?
+        from_bytes::<First<GeminiEnvelope<'_>>>(body).ok()?.0?
     } else {
         from_bytes(body).ok()?
     };

@@ -2,8 +2,8 @@
 //! shared with the unary checks and the error table) and sequences read
 //! without allocating a `Vec`.
 
-pub(super) use seawall_internal::json::{Present, Text, Truthy, fold_seq, parse};
-use serde::de::{Deserialize, Deserializer};
+pub(super) use seawall_internal::json::{First, Present, Text, Truthy, fold_seq, parse};
+use serde::de::Deserialize;
 
 /// A finish reason that says something: not the empty string, which SGLang
 /// 0.4.3 and older Ollama send on every chunk (sgl-project/sglang#3912,
@@ -17,27 +17,4 @@ pub(super) fn declared_reason(reason: Option<Text<'_>>) -> Option<Text<'_>> {
 /// Reads an event's JSON already checked as UTF-8.
 pub(super) fn parse_text<'a, T: Deserialize<'a>>(text: &'a str) -> Option<T> {
     serde_json::from_str(text).ok()
-}
-
-/// The first element of a JSON array; the rest are skipped. `null` reads
-/// as no element.
-#[derive(Debug)]
-#[cfg_attr(test, derive(PartialEq))]
-pub(super) struct First<T>(pub(super) Option<T>);
-
-impl<T> Default for First<T> {
-    fn default() -> Self {
-        First(None)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        fold_seq(deserializer, None, |first: &mut Option<T>, item: T| {
-            if first.is_none() {
-                *first = Some(item);
-            }
-        })
-        .map(First)
-    }
 }
