@@ -117,6 +117,9 @@ impl http_body::Body for Unread {
         if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
             self.ended = true;
         }
+        // Polled, the body asked for the rest with its `100 Continue`: the
+        // client is sending it, and a refusal from here on drains it.
+        self.expects_continue = false;
         polled
     }
 
@@ -138,6 +141,24 @@ impl Drop for Unread {
                 self.cap,
             );
         }
+    }
+}
+
+/// The name of a variable as an error shows it: a name of capitals,
+/// digits and underscores as it is; anything else in its place, which may
+/// be the key itself written where its variable's name belongs
+/// (`key_env = "sk-…"`), is not shown.
+fn shown_var(var: &str) -> String {
+    let plain = !var.is_empty()
+        && var.len() <= 64
+        && !var.starts_with(|c: char| c.is_ascii_digit())
+        && var
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if plain {
+        var.to_owned()
+    } else {
+        "named (not shown: it is no variable's name in capitals; is it the key itself?)".to_owned()
     }
 }
 
@@ -282,7 +303,7 @@ impl Gateway {
                 .map(Secret::new)
                 .ok_or_else(|| GatewayError::MissingEnv {
                     what,
-                    var: var.to_owned(),
+                    var: shown_var(var),
                 })
         };
         let mut redactor = Redactor::default();

@@ -1090,8 +1090,13 @@ fn unsafe_configurations_do_not_start() {
     // A key variable that is not set: named, never a value.
     keyed.token_env = Some("GATEWAY_TOKEN".into());
     keyed.set_route_key("main", "NOT_SET").unwrap();
-    let err = Gateway::with_env(keyed, env).unwrap_err();
+    let err = Gateway::with_env(keyed.clone(), env).unwrap_err();
     assert!(err.to_string().contains("NOT_SET"), "{err}");
+    // The key itself written where its variable's name belongs: not shown.
+    keyed.set_route_key("main", "sk-proj-secret0123").unwrap();
+    let err = Gateway::with_env(keyed, env).unwrap_err();
+    assert!(!err.to_string().contains("secret0123"), "{err}");
+    assert!(err.to_string().contains("is it the key itself"), "{err}");
     // Keyless and on loopback is fine.
     Gateway::with_env(routes, env).unwrap();
 }
