@@ -7,8 +7,9 @@ use crate::{Code, RouteId, Usage, UsageSlot};
 /// (reading a stored response, polling a background one, listing models,
 /// deleting a file) and not token counting (Anthropic's
 /// `…/messages/count_tokens`, the Responses API's `…/input_tokens`,
-/// Gemini's `:countTokens`, Claude's `count-tokens` model on Vertex AI),
-/// which the providers do not bill.
+/// Gemini's `:countTokens`, Vertex AI's `:computeTokens`, Claude's
+/// `count-tokens` model on Vertex AI), which the providers do not bill. A
+/// query after the path is not read.
 pub fn billable(method: &http::Method, path: &str) -> bool {
     if matches!(
         *method,
@@ -16,10 +17,12 @@ pub fn billable(method: &http::Method, path: &str) -> bool {
     ) {
         return false;
     }
+    let path = path.split('?').next().unwrap_or(path);
     let path = path.strip_suffix('/').unwrap_or(path);
     !(path.ends_with("/count_tokens")
         || path.ends_with("/input_tokens")
         || path.ends_with(":countTokens")
+        || path.ends_with(":computeTokens")
         || path.contains("/models/count-tokens:"))
 }
 

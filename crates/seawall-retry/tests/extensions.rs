@@ -127,6 +127,11 @@ async fn only_a_billable_request_makes_a_billed_attempt() {
         ("POST", "/v1/messages/count_tokens", 0),
         ("POST", "/v1/responses/input_tokens", 0),
         ("POST", "/v1beta/models/gemini-x:countTokens", 0),
+        (
+            "POST",
+            "/v1/projects/p/locations/l/publishers/google/models/g:computeTokens",
+            0,
+        ),
         ("DELETE", "/v1/files/file_1", 0),
     ] {
         let svc =
