@@ -37,9 +37,8 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
         // retries it, the breaker does not count it, and a route set or a
         // fallback may still move on (the route is at fault).
         return Some(
-            Failure::with_class(seawall_core::Class::Permanent, Code::Transport).with_message(
-                &format!("tls: the server's certificate was refused: {refused}"),
-            ),
+            Failure::with_class(seawall_core::Class::Permanent, Code::Transport)
+                .with_message(&format!("tls: the handshake was refused: {refused}")),
         );
     }
     if body_cut_short(error) {
@@ -83,18 +82,46 @@ fn chain_message(error: &(dyn StdError + 'static)) -> String {
     message
 }
 
-/// A server certificate rustls refused (unknown issuer, expired, not for
-/// this name) or a server that presented none, found in `error`'s chain:
-/// what rustls said (feature `rustls`).
+/// A TLS handshake refused for good, found in `error`'s chain: what
+/// rustls said (feature `rustls`). A server certificate rustls refused
+/// (unknown issuer, expired, not for this name) or none presented; a
+/// server with no protocol version, cipher suite or ALPN protocol in
+/// common; a server that answered TLS with something else (a plain-HTTP
+/// port); an alert that refuses the handshake or this client's
+/// certificate (`handshake_failure`, `bad_certificate`, `unknown_ca`,
+/// `protocol_version`, `certificate_required`, …). The same on every
+/// attempt: a configuration to fix. An alert about the moment
+/// (`internal_error`, `close_notify`) is not one.
 ///
 /// Connectors wrap rustls's error in io errors, nested at times (reqwest's
 /// is two deep), and `io::Error::source` skips an io error's payload: the
 /// walk goes on through payloads.
 #[cfg(feature = "rustls")]
 pub fn certificate_refused(error: &(dyn StdError + 'static)) -> Option<String> {
+    use rustls::AlertDescription as Alert;
     links(error).find_map(|link| match link.downcast_ref::<rustls::Error>() {
         Some(
-            tls @ (rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented),
+            tls @ (rustls::Error::InvalidCertificate(_)
+            | rustls::Error::NoCertificatesPresented
+            | rustls::Error::PeerIncompatible(_)
+            | rustls::Error::InvalidMessage(_)
+            | rustls::Error::NoApplicationProtocol
+            | rustls::Error::AlertReceived(
+                Alert::HandshakeFailure
+                | Alert::NoCertificate
+                | Alert::BadCertificate
+                | Alert::UnsupportedCertificate
+                | Alert::CertificateRevoked
+                | Alert::CertificateExpired
+                | Alert::CertificateUnknown
+                | Alert::UnknownCA
+                | Alert::AccessDenied
+                | Alert::ProtocolVersion
+                | Alert::InsufficientSecurity
+                | Alert::CertificateRequired
+                | Alert::UnrecognisedName
+                | Alert::NoApplicationProtocol,
+            )),
         ) => Some(tls.to_string()),
         _ => None,
     })

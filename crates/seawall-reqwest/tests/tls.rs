@@ -56,23 +56,22 @@ async fn hyper_rustls_and_reqwest_build_https_clients_in_one_binary() {
 }
 
 #[tokio::test]
-async fn a_tls_handshake_runs_and_its_failure_is_transport() {
+async fn a_tls_handshake_runs_and_its_failure_is_permanent() {
     // A plain-HTTP server spoken to over https: the handshake (ring) runs and
-    // fails, which the classifier reads as a transport failure.
+    // fails on an answer that is no TLS, which the classifier reads as a
+    // transport failure that no retry mends (a scheme or port to fix).
     let chaos = common::chaos().await;
     let url = format!("https://{}/v1/chat/completions", chaos.addr());
     let request = http::Request::post(url)
         .body(Full::new(Bytes::from(common::chat_body(false))))
         .unwrap();
     let error = common::service().oneshot(request).await.unwrap_err();
-    assert!(
-        matches!(error, seawall_reqwest::Error::Transport(_)),
-        "{error:?}"
-    );
-    let failure = seawall::classify::transport_failure(&error);
+    let seawall_reqwest::Error::Tls { failure, .. } = &error else {
+        panic!("a refused handshake: {error:?}");
+    };
     assert_eq!(
-        failure.map(|f| f.code()),
-        Some(Code::Transport),
+        (failure.code(), failure.class()),
+        (Code::Transport, seawall::core::Class::Permanent),
         "{error:?}"
     );
 }
