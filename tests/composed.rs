@@ -702,3 +702,35 @@ async fn a_retry_waits_for_a_gated_breakers_break_then_succeeds() {
     let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
     assert_eq!(codes, [Some(Code::Overloaded), None], "{receipt:?}");
 }
+
+/// A request body that fails while hyper-util's client writes it (a
+/// proxy's upload whose client went away) is the request's failure, not
+/// the route's: `bad_request`, one attempt, never retried. Read through the
+/// chain below hyper's "user" error, the body's own `ConnectionReset` was
+/// taken for the network's and the request retried against a body whose
+/// source was gone (and counted against the route by a breaker).
+#[tokio::test]
+async fn a_request_body_failing_under_hyper_is_the_requests_failure() {
+    use futures_util::stream;
+    use http_body_util::StreamBody;
+    use seawall::core::{Action, Failure};
+    type Frames = std::vec::IntoIter<Result<Frame<Bytes>, std::io::Error>>;
+    let chaos = common::chaos().await;
+    let body: StreamBody<stream::Iter<Frames>> = StreamBody::new(stream::iter(vec![
+        Ok(Frame::data(Bytes::from_static(b"{\"model\":\"gpt-x\","))),
+        Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+    ]));
+    let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap();
+    let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+    let error = service.oneshot(request).await.unwrap_err();
+    let failure = Failure::find(&*error).expect("a classified failure");
+    assert_eq!(
+        (failure.code(), failure.action()),
+        (Code::BadRequest, Action::Surface),
+        "{error}"
+    );
+    assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
+}

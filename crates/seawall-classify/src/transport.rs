@@ -48,8 +48,28 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
             chain_message(error)
         )));
     }
+    if request_refused_by_client(error) {
+        // The request could not be sent as it is (its body failed: the
+        // upload's source went away; a header or method hyper cannot
+        // write): not the route's doing, and no attempt would send it. The
+        // links below it are the body's own failure, not the network's.
+        return Some(Failure::new(Code::BadRequest).with_message(&format!(
+            "the request could not be sent: {}",
+            chain_message(error)
+        )));
+    }
     let code = chain_code(error, 0)?;
     Some(Failure::new(code).with_message(&chain_message(error)))
+}
+
+/// hyper refused the request itself: a "user" error (the request body
+/// failed while being written, a header or version it cannot write),
+/// found in `error`'s chain.
+fn request_refused_by_client(error: &(dyn StdError + 'static)) -> bool {
+    links(error).any(|link| {
+        link.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_user)
+    })
 }
 
 /// hyper says the request body ended short of the length its
