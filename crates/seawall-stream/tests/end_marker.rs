@@ -580,3 +580,30 @@ async fn a_gemini_empty_finish_followed_by_the_answer_is_the_answer() {
         assert_eq!(started.elapsed(), Duration::ZERO, "at the stream's end");
     }
 }
+
+/// A consumer that stops reading for longer than the idle bound (a caller
+/// busy elsewhere, hyper writing to a client that reads slowly) holds the
+/// stream, not the upstream: the time it held it is not the upstream's
+/// silence. The next frame (a ping the upstream sent meanwhile) is handed
+/// on; the stream was cut `idle_timeout` there, a healthy stream failed
+/// and counted against its route.
+#[tokio::test(start_paused = true)]
+async fn a_consumer_that_stops_reading_is_not_the_upstreams_silence() {
+    use http_body_util::BodyExt;
+    let first = format!("{OPENAI_ROLE}{}", openai_delta("Hello"));
+    let script = vec![send(first), send(": ping\n\n"), Step::Hang];
+    let response = call(StreamGuardLayer::interactive(), CHAT, scripted(script))
+        .await
+        .expect("content arrives");
+    let mut body = response.into_body();
+    let frame = body.frame().await.expect("a frame").expect("content");
+    assert!(frame.into_data().is_ok());
+    // The consumer is away for longer than the idle bound (30 s).
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    let next = body.frame().await.expect("the ping");
+    assert!(next.is_ok(), "{next:?}");
+    // And the stream goes on: no idle bound passed while the upstream was
+    // read (the upstream is silent from here, and is cut 30 s on).
+    let after = tokio::time::timeout(Duration::from_secs(5), body.frame()).await;
+    assert!(after.is_err(), "no verdict within 5 s: {after:?}");
+}

@@ -348,6 +348,12 @@ pub(crate) struct Track {
     /// keeps the connection open after it holds nobody (a finished answer
     /// was held until the idle bound).
     end_at: Option<usize>,
+    /// When the last frame read from the upstream was handed to the
+    /// consumer, until the consumer polls again: the time between is the
+    /// consumer's, not the upstream's silence (`credit_consumer`).
+    handed_at: Option<Instant>,
+    /// When the last data frame was read from the upstream.
+    read_at: Option<Instant>,
     chunks: u64,
     /// Why the stream stops, found in a frame handed on before it: the
     /// live body yields it next.
@@ -425,6 +431,8 @@ impl Track {
             withheld: 0,
             error_at: None,
             end_at: None,
+            handed_at: None,
+            read_at: None,
             chunks: 0,
             pending: None,
             handle,
@@ -494,6 +502,23 @@ impl Track {
             bytes = self.bytes,
             "hold handed on before the caller's AnswerBy or the attempt's bound, no content yet"
         );
+    }
+
+    /// Moves the idle bound on by the time the consumer held the stream
+    /// since a frame was handed to it at `handed`: a caller, or hyper
+    /// writing to a client that reads slowly, that does not poll for a
+    /// while stops the guard reading, and that wait was charged as the
+    /// upstream's silence: a healthy stream was cut `idle_timeout` on its
+    /// next ping (and a breaker counted it against the route). Only the
+    /// idle bound, after content: the total bounds and `max_duration` run
+    /// on.
+    fn credit_consumer(&mut self, handed: Instant) {
+        if self.tally.first_content.is_none() {
+            return;
+        }
+        let now = Instant::now();
+        let held = now.saturating_duration_since(handed);
+        self.tally.last_activity = (self.tally.last_activity + held).min(now);
     }
 
     /// The protocol's end arrived ([`Decoder::ended`]): the body is not
@@ -1186,6 +1211,7 @@ where
         match this.body.poll_frame(cx) {
             Poll::Ready(Some(Ok(mut frame))) => {
                 let now = Instant::now();
+                this.track.read_at = Some(now);
                 let mut stop = match frame.data_ref() {
                     Some(data) => this.track.feed(data, now),
                     None => None,
@@ -1341,8 +1367,14 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.as_mut().project();
+        // Back from the consumer: the time it held the stream since the
+        // last frame was handed on is not the upstream's silence.
+        if let Some(handed) = this.track.handed_at.take() {
+            this.track.credit_consumer(handed);
+        }
         if let Some(frame) = this.held.pop_front() {
             *this.held_bytes -= held_cost(&frame);
+            this.track.handed_at = this.track.read_at;
             return Poll::Ready(Some(Ok(frame)));
         }
         if *this.ended {
@@ -1366,6 +1398,7 @@ where
         match step {
             Step::Frame(frame, stop) => {
                 this.track.pending = stop;
+                this.track.handed_at = this.track.read_at;
                 Poll::Ready(Some(Ok(frame)))
             }
             Step::End => {
