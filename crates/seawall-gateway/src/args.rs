@@ -60,6 +60,11 @@ pub struct GatewayArgs {
     /// 60s].
     #[arg(long, value_parser = parse_duration)]
     pub client_stall: Option<Duration>,
+    /// How many client connections may be open at once; past it, new ones
+    /// wait in the listener's backlog [default: 512]. Keep it well below
+    /// `ulimit -n`: each call also needs an upstream connection.
+    #[arg(long)]
+    pub max_connections: Option<usize>,
     /// Serve on this many threads, each with its own single-threaded
     /// runtime, listener and upstream connections (Linux only; e.g. the
     /// number of cores). Less CPU and a lower median per relayed stream,
@@ -104,6 +109,9 @@ impl GatewayArgs {
         }
         if let Some(stall) = self.client_stall {
             config.client_stall = stall;
+        }
+        if let Some(max) = self.max_connections {
+            config.max_connections = max;
         }
         Ok(config)
     }

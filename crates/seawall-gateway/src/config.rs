@@ -48,6 +48,10 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// The default time a write to a client may wait for the client to read.
 pub const DEFAULT_CLIENT_STALL: Duration = Duration::from_secs(60);
+/// The default cap on client connections open at once: half a common
+/// descriptor limit (1024), leaving the other half for the upstream
+/// connections their calls need.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// The model key whose routes serve every model not listed by name.
 pub const ANY_MODEL: &str = "*";
 
@@ -259,6 +263,14 @@ pub struct Config {
     /// the kernel's buffers toward it are full (the connection is closed,
     /// the call counted `cancelled`).
     pub client_stall: Duration,
+    /// How many client connections may be open at once (default 512); past
+    /// it, new ones wait in the listener's backlog until one closes.
+    /// Unbounded, a client holding idle connections could take every
+    /// descriptor, and the upstream connections that then failed to open
+    /// were counted against healthy routes. Keep it well below the
+    /// process's descriptor limit (`ulimit -n`): each call also opens or
+    /// reuses an upstream connection.
+    pub max_connections: usize,
     /// The policy for every route without its own preset.
     pub policy: StackPolicy,
     /// The routes, by name.
@@ -275,6 +287,7 @@ impl Default for Config {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             client_stall: DEFAULT_CLIENT_STALL,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             policy: StackPolicy::default(),
             routes: Vec::new(),
             models: BTreeMap::new(),
@@ -313,6 +326,7 @@ struct File {
     shutdown_grace: Option<Duration>,
     #[serde(default, deserialize_with = "opt_duration")]
     client_stall: Option<Duration>,
+    max_connections: Option<usize>,
     preset: Option<Preset>,
     #[serde(default, deserialize_with = "opt_duration")]
     deadline: Option<Duration>,
@@ -357,6 +371,7 @@ impl Config {
             max_body_bytes: file.max_body_bytes.unwrap_or(defaults.max_body_bytes),
             shutdown_grace: file.shutdown_grace.unwrap_or(defaults.shutdown_grace),
             client_stall: file.client_stall.unwrap_or(defaults.client_stall),
+            max_connections: file.max_connections.unwrap_or(defaults.max_connections),
             policy: StackPolicy {
                 preset: file.preset.unwrap_or_default(),
                 deadline: file.deadline,
@@ -411,6 +426,9 @@ impl Config {
         }
         if self.client_stall.is_zero() {
             return invalid("client_stall must be longer than zero".into());
+        }
+        if self.max_connections == 0 {
+            return invalid("max_connections must be at least 1".into());
         }
         let mut seen = BTreeSet::new();
         for route in &self.routes {

@@ -144,6 +144,15 @@ impl Drop for Unread {
     }
 }
 
+/// `response` with `Connection: close`: hyper closes the connection once
+/// it is written.
+fn closing(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 /// The name of a variable as an error shows it: a name of capitals,
 /// digits and underscores as it is; anything else in its place, which may
 /// be the key itself written where its variable's name belongs
@@ -260,6 +269,9 @@ struct Inner {
     redactor: Arc<Redactor>,
     /// The requests in flight, cut when the shutdown grace period is over.
     cuts: Cuts,
+    /// A permit per open client connection (`Config::max_connections`),
+    /// shared by every serving thread.
+    pub(crate) connections: Arc<tokio::sync::Semaphore>,
 }
 
 /// The gateway: one seawall stack per model, built once; every request
@@ -395,6 +407,7 @@ impl Gateway {
                 models.insert(name.clone(), model);
             }
         }
+        let config_max_connections = config.max_connections;
         Ok(Gateway {
             inner: Arc::new(Inner {
                 config,
@@ -404,6 +417,9 @@ impl Gateway {
                 counters: Arc::default(),
                 redactor: Arc::new(redactor),
                 cuts: Cuts::default(),
+                connections: Arc::new(tokio::sync::Semaphore::new(
+                    config_max_connections.min(tokio::sync::Semaphore::MAX_PERMITS),
+                )),
             }),
         })
     }
@@ -413,6 +429,11 @@ impl Gateway {
     /// `serve` does this when its shutdown grace period is over.
     pub(crate) fn cut_all(&self) {
         self.inner.cuts.cut_all();
+    }
+
+    /// The permits for client connections, shared by every serving thread.
+    pub(crate) fn connection_slots(&self) -> &Arc<tokio::sync::Semaphore> {
+        &self.inner.connections
     }
 
     /// The configuration it was built from.
@@ -483,7 +504,10 @@ impl Gateway {
                 code = Code::as_str(code),
                 "request refused"
             );
-            WireError::gateway(status, code, message).response(wire)
+            // The connection is closed after a refusal: a client refused
+            // before it showed a token keeps no connection open (one that
+            // held many idle took every descriptor).
+            closing(WireError::gateway(status, code, message).response(wire))
         };
         let cap = inner.config.max_body_bytes;
         // Every refusal before the body is whole drains it, by drop.
@@ -996,8 +1020,10 @@ impl Gateway {
              GET /v1/models (or /models), /healthz, /metrics",
             excerpt(path)
         );
-        WireError::gateway(StatusCode::NOT_FOUND, Code::NotFound, message)
-            .response(wire_of_call(path, &headers))
+        closing(
+            WireError::gateway(StatusCode::NOT_FOUND, Code::NotFound, message)
+                .response(wire_of_call(path, &headers)),
+        )
     }
 }
 
@@ -1020,8 +1046,10 @@ async fn wrong_method(
         excerpt(method.as_str()),
         excerpt(path)
     );
-    WireError::gateway(StatusCode::METHOD_NOT_ALLOWED, Code::BadRequest, message)
-        .response(wire_of_call(path, &headers))
+    closing(
+        WireError::gateway(StatusCode::METHOD_NOT_ALLOWED, Code::BadRequest, message)
+            .response(wire_of_call(path, &headers)),
+    )
 }
 
 async fn health(State(gateway): State<Gateway>) -> Response {

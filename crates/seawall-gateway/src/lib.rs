@@ -28,8 +28,10 @@
 //!   clients need the gateway's token. A client's own key goes only to
 //!   routes without one.
 //! - **Bounded**: request bodies over the cap (8 MiB) get 413 unbuffered; a
-//!   client that goes away cancels the upstream call; shutdown drains
-//!   in-flight answers within a grace period.
+//!   client that goes away cancels the upstream call; at most
+//!   `max_connections` client connections are open at once (the next wait
+//!   in the listener's backlog) and a refusal closes its connection;
+//!   shutdown drains in-flight answers within a grace period.
 //!
 //! ```no_run
 //! use seawall_gateway::{Config, Gateway};

@@ -3,6 +3,7 @@
 //! gateway` command.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::server::conn::http1;
@@ -42,9 +43,16 @@ impl Gateway {
         let graceful = GracefulShutdown::new();
         let mut connections = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
+        let slots = Arc::clone(self.connection_slots());
         loop {
             tokio::select! {
-                accepted = listener.accept() => {
+                // A permit first (`Config::max_connections`): past the cap,
+                // new connections wait in the listener's backlog.
+                (accepted, permit) = async {
+                    let permit = Arc::clone(&slots).acquire_owned().await;
+                    (listener.accept().await, permit)
+                } => {
+                    let Ok(permit) = permit else { break };
                     let (stream, _peer) = match accepted {
                         Ok(accepted) => accepted,
                         Err(err) => {
@@ -65,6 +73,7 @@ impl Gateway {
                     let connection = graceful.watch(connection);
                     connections.spawn(async move {
                         let _ = connection.await;
+                        drop(permit);
                     });
                 }
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}

@@ -2014,3 +2014,60 @@ async fn a_client_that_goes_away_mid_upload_is_cancelled_not_refused() {
     assert_eq!((stats.cancelled, stats.refused), (1, 0));
     assert!(chaos.journal().is_empty(), "nothing went upstream");
 }
+
+/// A refused client does not keep its connection: the gateway answers its
+/// refusal with `Connection: close` and closes. One that held many idle
+/// connections after a refusal each took every descriptor.
+#[tokio::test]
+async fn a_refusal_closes_its_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    config.token_env = Some("GATEWAY_TOKEN".into());
+    let gateway = Running::start(config).await;
+    let mut socket = tokio::net::TcpStream::connect(gateway.addr).await.unwrap();
+    socket
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: 0\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut answer))
+        .await
+        .expect("the gateway closes the connection after its refusal");
+    read.unwrap();
+    let answer = String::from_utf8_lossy(&answer).to_lowercase();
+    assert!(answer.starts_with("http/1.1 401"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+}
+
+/// No more client connections are served at once than `max_connections`:
+/// the next waits in the listener's backlog until one closes, then is
+/// served.
+#[tokio::test]
+async fn client_connections_past_the_cap_wait_for_one_to_close() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    config.max_connections = 2;
+    let gateway = Running::start(config).await;
+    let connect = || tokio::net::TcpStream::connect(gateway.addr);
+    let (first, _second) = (connect().await.unwrap(), connect().await.unwrap());
+    let mut third = connect().await.unwrap();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = [0u8; 64];
+    let waited = tokio::time::timeout(Duration::from_millis(300), third.read(&mut answer)).await;
+    assert!(waited.is_err(), "served past the cap: {waited:?}");
+    drop(first);
+    let n = tokio::time::timeout(Duration::from_secs(5), third.read(&mut answer))
+        .await
+        .expect("served once a connection closed")
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&answer[..n])
+    );
+}
