@@ -389,16 +389,13 @@ impl Failure {
         ) && self.evidence.nothing_arrived()
     }
 
-    /// Finds a `Failure` in an error or anywhere in its source chain.
+    /// Finds a `Failure` in an error or anywhere in its source chain,
+    /// through the payload of an `io::Error` too (`io::Error::source`
+    /// skips it): a body read through an `AsyncRead` bridge (tokio-util's
+    /// `StreamReader`) carries the body's failure there, and read past it
+    /// the verdict was lost to `unknown`.
     pub fn find<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a Failure> {
-        let mut current = Some(error);
-        while let Some(err) = current {
-            if let Some(failure) = err.downcast_ref::<Failure>() {
-                return Some(failure);
-            }
-            current = err.source();
-        }
-        None
+        seawall_internal::error::links(error).find_map(|link| link.downcast_ref::<Failure>())
     }
 
     /// Takes the `Failure` out of a boxed error when the box holds one
@@ -475,6 +472,18 @@ pub fn excerpt(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A failure carried in an io error's payload (an `AsyncRead` bridge
+    /// over a body) is found there.
+    #[test]
+    fn a_failure_in_an_io_errors_payload_is_found() {
+        let failure = Failure::new(Code::Overloaded);
+        let wrapped = std::io::Error::other(std::io::Error::other(failure));
+        assert_eq!(
+            Failure::find(&wrapped).map(Failure::code),
+            Some(Code::Overloaded)
+        );
+    }
 
     /// A server's megabyte-long error type or code is kept to a word's
     /// length, cut on a character boundary; real ones are kept whole.
