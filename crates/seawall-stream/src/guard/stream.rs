@@ -105,8 +105,9 @@ struct Tally {
     continues: bool,
     /// A policy finish is the answer (`Config::deliver_policy`).
     deliver_policy: bool,
-    /// When the message finished without content while its usage is still
-    /// to come ([`EMPTY_FINISH_WAIT`]): the stop that finish is waits for it.
+    /// When the message finished without content while what may follow
+    /// the finish is still to come ([`EMPTY_FINISH_WAIT`]): the stop that
+    /// finish is waits for it.
     empty_finish_at: Option<Instant>,
     /// Content after a finish takes the finish back (Gemini's; see
     /// `Tally::apply`).
