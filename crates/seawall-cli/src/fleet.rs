@@ -73,8 +73,8 @@ pub(crate) struct FleetArgs {
         ]
     )]
     backoff: Vec<String>,
-    /// Runs averaged in the backoff comparison.
-    #[arg(long, default_value_t = 100)]
+    /// Runs averaged in the backoff comparison (with --backoff only).
+    #[arg(long, default_value_t = 100, requires = "backoff")]
     trials: usize,
     /// One JSON object per row instead of the table.
     #[arg(long)]

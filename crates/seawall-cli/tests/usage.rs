@@ -55,6 +55,15 @@ fn the_backoff_comparison_refuses_flags_it_does_not_read() {
     }
 }
 
+/// `--trials` belongs to the backoff comparison: without `--backoff` it
+/// was read by nothing, and the run measured something else than asked.
+#[test]
+fn trials_need_the_backoff_comparison() {
+    let (code, log) = seawall(&["fleet", "--trials", "5", "--clients", "10"]);
+    assert_eq!(code, Some(2), "{log}");
+    assert!(log.contains("--backoff"), "{log}");
+}
+
 /// A fallback's provider without the route it speaks for: no fallback
 /// would be built, and the run would go primary-only.
 #[test]
