@@ -18,12 +18,7 @@ pub fn billable(method: &http::Method, path: &str) -> bool {
         return false;
     }
     let path = path.split('?').next().unwrap_or(path);
-    let path = path.strip_suffix('/').unwrap_or(path);
-    !(path.ends_with("/count_tokens")
-        || path.ends_with("/input_tokens")
-        || path.ends_with(":countTokens")
-        || path.ends_with(":computeTokens")
-        || path.contains("/models/count-tokens:"))
+    !crate::provider::counts_tokens(path.strip_suffix('/').unwrap_or(path))
 }
 
 /// Why a retry ladder stopped.

@@ -56,6 +56,19 @@ pub enum Provider {
     Http,
 }
 
+/// Whether a request to `path` (no query) counts tokens, which no provider
+/// bills and none answers with a message: Anthropic's
+/// `…/messages/count_tokens`, the Responses API's `…/input_tokens`,
+/// Gemini's `:countTokens`, Vertex AI's `:computeTokens`, Claude's
+/// `count-tokens` model on Vertex AI.
+pub(crate) fn counts_tokens(path: &str) -> bool {
+    path.ends_with("/count_tokens")
+        || path.ends_with("/input_tokens")
+        || path.ends_with(":countTokens")
+        || path.ends_with(":computeTokens")
+        || path.contains("/models/count-tokens:")
+}
+
 impl Provider {
     /// The stable name.
     pub const fn as_str(self) -> &'static str {
@@ -152,7 +165,7 @@ impl Provider {
             Some(Provider::Gemini)
         } else if (path.ends_with(":streamRawPredict") || path.ends_with(":rawPredict"))
             && path.contains("/publishers/anthropic/models/")
-            && !path.contains("/models/count-tokens:")
+            && !counts_tokens(path)
         {
             // Claude on Vertex AI: "nearly identical to the Messages API"
             // (Anthropic, "Claude on Vertex AI"), the same events and
