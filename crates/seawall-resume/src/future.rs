@@ -124,10 +124,11 @@ where
             None if original.rest_fits_recording() => read_recording(&mut original, cx),
             None => None,
         };
+        let unsent = whole.is_none() && original.is_replayable();
         let Some(original) =
             whole.filter(|chunks| chunks.iter().map(Bytes::len).sum::<usize>() <= cap)
         else {
-            let why = if original.is_replayable() && original.recorded_whole().is_none() {
+            let why = if unsent {
                 "request_unsent"
             } else {
                 "replay_cap"
