@@ -525,12 +525,6 @@ fn parse_error(text: &str, error: &toml::de::Error) -> ConfigError {
     ))
 }
 
-/// `text` without the userinfo and query of any URL in it: a `--route`
-/// quoted in an error.
-fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    seawall::core::without_url_secrets(text)
-}
-
 fn host_of(base_url: &str) -> String {
     base_url
         .parse::<http::Uri>()
@@ -545,7 +539,7 @@ pub(crate) fn parse_route(spec: &str) -> Result<RouteConfig, ConfigError> {
     let bad = || {
         ConfigError::Invalid(format!(
             "--route `{}`: expected NAME=WIRE@BASE_URL, e.g. main=openai@https://api.openai.com",
-            shown(spec)
+            seawall::core::without_url_secrets(spec)
         ))
     };
     let (name, rest) = spec.split_once('=').ok_or_else(bad)?;
@@ -554,7 +548,7 @@ pub(crate) fn parse_route(spec: &str) -> Result<RouteConfig, ConfigError> {
     let wire = wire.trim().parse().map_err(|_| {
         ConfigError::Invalid(format!(
             "--route `{}`: the wire format is openai or anthropic (NAME=WIRE@BASE_URL)",
-            shown(spec)
+            seawall::core::without_url_secrets(spec)
         ))
     })?;
     Ok(RouteConfig {
