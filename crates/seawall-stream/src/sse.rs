@@ -184,6 +184,26 @@ impl Scanner {
         self.line.capacity() + self.data.capacity() + self.name.capacity()
     }
 
+    /// Ends the stream as `provider`'s SDK reads its end
+    /// ([`at_end_of_stream`]), and closes a last line no line end closed:
+    /// that line is read (a raw error body written without a final newline
+    /// is still the provider's error, [`Item::Stray`]) without dispatching
+    /// the event it may belong to. Returns the data of an event that no
+    /// blank line ended, which no SDK dispatches: its caller may still
+    /// read why the stream ended from it.
+    pub fn end(
+        &mut self,
+        provider: seawall_core::provider::Provider,
+        mut on_item: impl FnMut(Item<'_>),
+    ) -> Result<Option<&[u8]>, ScanError> {
+        let tail = match at_end_of_stream(provider) {
+            b"" if !self.line.is_empty() => b"\n",
+            tail => tail,
+        };
+        self.feed(tail, &mut on_item)?;
+        Ok(self.has_data.then_some(&self.data[..]))
+    }
+
     /// Scans one frame, calling `on_item` for each complete comment and
     /// event. After an error the scanner must not be fed again.
     pub fn feed(

@@ -557,6 +557,47 @@ async fn a_raw_error_body_written_into_a_stream_is_the_providers_error() {
     assert!(d.error.is_none(), "{:?}", d.error);
 }
 
+/// A server that writes its error and closes without a final line end:
+/// the error is still why the stream ended (a quota error is no empty
+/// answer to retry), though no event was dispatched.
+#[tokio::test]
+async fn an_error_the_stream_ends_on_without_a_line_end_is_still_read() {
+    let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+    let raw = Box::leak(quota.to_owned().into_boxed_str());
+    let failure = failed(run(CHAT, raw).await);
+    assert_eq!(failure.code(), Code::QuotaExhausted, "{failure:?}");
+
+    // The same body as an event that no blank line ended.
+    let event = Box::leak(format!("data: {quota}\n").into_boxed_str());
+    let failure = failed(run(CHAT, event).await);
+    assert_eq!(failure.code(), Code::QuotaExhausted, "{failure:?}");
+    let anthropic = concat!(
+        "event: error\n",
+        "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
+    );
+    let failure = failed(run(MESSAGES, anthropic).await);
+    assert_eq!(failure.code(), Code::Overloaded, "{failure:?}");
+
+    // After content: an interruption caused by it.
+    let after = Box::leak(
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"Hi\"}},\"finish_reason\":null}}]}}\n\n{quota}"
+        )
+        .into_boxed_str(),
+    );
+    let d = delivered(run(CHAT, after).await);
+    assert_interrupted(&d, Code::StreamInterrupted, "Hi");
+
+    // An event no blank line ended that is no error is still dropped, as
+    // the format says: a cut answer, not a finished one.
+    let cut = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n",
+    );
+    let d = delivered(run(CHAT, cut).await);
+    assert_interrupted(&d, Code::Truncated, "Hi");
+}
+
 #[tokio::test]
 async fn generic_any_data_is_content_and_eof_finishes() {
     let f = "data: one\n\n: keep-alive\n\ndata: two\n\n";
@@ -799,4 +840,35 @@ async fn several_gemini_candidates_finish_when_every_candidate_has() {
         (FinishKind::Complete, "STOP")
     );
     assert_eq!(d.report.content_events, 2);
+}
+
+/// A second finish does not take back the verdict of the first: a filter
+/// or a cut at the token limit followed by a `stop` is no whole answer.
+#[tokio::test]
+async fn a_later_stop_does_not_take_back_a_filter() {
+    for (first, kind) in [
+        ("content_filter", FinishKind::Filtered),
+        ("length", FinishKind::Truncated),
+    ] {
+        let body = Box::leak(
+            format!(
+                concat!(
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"Hel\"}},\"finish_reason\":null}}]}}\n\n",
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{first}\"}}]}}\n\n",
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\n",
+                    "data: [DONE]\n\n",
+                ),
+                first = first
+            )
+            .into_boxed_str(),
+        );
+        let d = delivered(run(CHAT, body).await);
+        let finish = d.report.finish.clone().unwrap();
+        assert_eq!(
+            (finish.kind, &*finish.reason),
+            (kind, first),
+            "{:?}",
+            d.error
+        );
+    }
 }

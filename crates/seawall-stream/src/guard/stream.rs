@@ -183,6 +183,17 @@ impl Tally {
     }
 
     fn finish(&mut self, reason: Reason<'_>) {
+        // A finish that is a verdict (a filter, a cut at the token limit)
+        // is not taken back by a later one that completes the task: a
+        // `stop` after `content_filter` is no whole answer.
+        if reason.kind.completes_task()
+            && self
+                .finish
+                .as_ref()
+                .is_some_and(|f| !f.kind.completes_task())
+        {
+            return;
+        }
         self.finish = Some(Finish::new(reason.kind, &reason.reason));
     }
 
@@ -701,15 +712,20 @@ impl Track {
     /// EOF is the finish; otherwise why the stream ends badly.
     ///
     /// An event EOF ended instead of a blank line counts where the
-    /// provider's SDK reads it ([`crate::sse::at_end_of_stream`]: Gemini's).
+    /// provider's SDK reads it ([`crate::sse::at_end_of_stream`]: Gemini's);
+    /// elsewhere only an error it holds counts, as why the stream ended.
     fn end_of_stream(&mut self, now: Instant) -> Option<Cause> {
         if let Framing::Sse(scanner) = &mut self.framing {
             let Track { tally, decoder, .. } = self;
-            let tail = crate::sse::at_end_of_stream(decoder.provider());
             // A scan error here (a cap) leaves the stream as it stood.
-            let _ = scanner.feed(tail, |item| {
+            let provider = decoder.provider();
+            if let Ok(Some(data)) = scanner.end(provider, |item| {
                 judge(tally, decoder, item, now);
-            });
+            }) && tally.stop.is_none()
+                && !decoder.ended()
+            {
+                tally.apply(decoder.undispatched(data), now);
+            }
             if let Some(cause) = self.tally.stop.take() {
                 return Some(cause);
             }

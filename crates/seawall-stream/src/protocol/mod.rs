@@ -427,6 +427,18 @@ impl Decoder {
         }
     }
 
+    /// What an event that no blank line ended says at the end of the
+    /// stream: nothing is dispatched (no SDK reads it), but an error body
+    /// in it is still why the stream ended (a server that writes its
+    /// error event and closes without the blank line).
+    pub fn undispatched(&self, data: &[u8]) -> Signal<'static> {
+        if self.provider != Provider::Http && declares_error(data) {
+            self.error(data)
+        } else {
+            Signal::Other
+        }
+    }
+
     fn error(&self, data: &[u8]) -> Signal<'static> {
         Signal::Error(in_stream_error(self.provider, data))
     }
