@@ -16,19 +16,22 @@
 
 mod common;
 
-use common::grpc::{ask, client, failure_of, service, serving, stack};
+use common::grpc::{Mapped, ask, client, failure_of, service, serving, stack};
 use seawall_test::proto::{bytes_field, status_with_detail, varint};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use seawall::classify::ProviderClassifier;
 use seawall::core::{Action, Class, Code, Failure, Receipt};
 use seawall::retry::RetryPolicy;
-use seawall::stack::Stack;
+use seawall::stack::{Seawall, Stack};
+use seawall::tonic::{GrpcStatus, GrpcStatusLayer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tonic::Status;
 use tonic_health::pb::health_client::HealthClient;
+use tower::Layer;
 
 // ---------------------------------------------------------------------------
 // The client side, as in tests/tonic.rs.
@@ -91,6 +94,25 @@ async fn fails_without_retry(url: &str, calls: &AtomicUsize) -> Status {
 async fn watch_to_end(url: &str, stack: Stack) -> (usize, Result<(), Status>) {
     let mut client = client(url, stack);
     let mut stream = bounded(client.watch(ask()))
+        .await
+        .expect("the stream opens")
+        .into_inner();
+    let mut messages = 0;
+    loop {
+        match bounded(stream.message()).await {
+            Ok(Some(message)) => {
+                assert_eq!(message, serving());
+                messages += 1;
+            }
+            Ok(None) => return (messages, Ok(())),
+            Err(status) => return (messages, Err(status)),
+        }
+    }
+}
+
+/// [`watch_to_end`] with `GrpcStatusLayer` outermost.
+async fn watch_through_the_layer(url: &str, stack: Stack) -> (usize, Result<(), Status>) {
+    let mut stream = bounded(layered(url, stack).watch(ask()))
         .await
         .expect("the stream opens")
         .into_inner();
@@ -912,6 +934,139 @@ async fn a_server_that_refuses_every_stream_ends_the_ladder() {
 }
 
 // ---------------------------------------------------------------------------
+// Resets through `GrpcStatusLayer`: the code tonic itself gives them.
+// ---------------------------------------------------------------------------
+
+/// tonic's client over `GrpcStatusLayer` over the seawall-wrapped channel.
+fn layered(
+    url: &str,
+    stack: Stack,
+) -> HealthClient<GrpcStatus<Seawall<Mapped, ProviderClassifier>>> {
+    HealthClient::new(GrpcStatusLayer::new().layer(service(url, stack)))
+}
+
+/// A reset after a message, through `GrpcStatusLayer`: the code tonic
+/// gives the reset's reason (the gRPC spec's RST_STREAM table), as code
+/// matching on `status.code()` expects it without seawall — not seawall's
+/// `transport`, which said `Unavailable`: gRPC's "safe to retry", so a
+/// caller's own retry replayed a stream it had been delivered. seawall's
+/// verdict is still the source, the call still not replayed.
+#[tokio::test]
+async fn a_reset_after_a_message_has_the_code_tonic_gives_its_reason() {
+    for (code, expected) in [
+        (INTERNAL_ERROR, tonic::Code::Internal),
+        (CANCEL, tonic::Code::Cancelled),
+        (ENHANCE_YOUR_CALM, tonic::Code::ResourceExhausted),
+    ] {
+        let (url, calls) = first_then_serving(move |stream| {
+            vec![
+                grpc_head(stream),
+                data(stream, SERVING, false),
+                Act::Sleep(SETTLE),
+                reset(stream, code),
+            ]
+        })
+        .await;
+        let (messages, end) = watch_through_the_layer(&url, stack()).await;
+        assert_eq!(messages, 1, "{code}");
+        let status = end.expect_err("a reset is no clean end");
+        assert_eq!(status.code(), expected, "{code}: {status:?}");
+        let failure = failure_of(&status).expect("seawall's verdict is the source");
+        assert_eq!(failure.code(), Code::StreamInterrupted, "{code}");
+        assert_eq!(
+            failure.interrupted().and_then(|i| i.cause),
+            Some(Code::Transport),
+            "{code}"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "{code}: never replayed");
+    }
+}
+
+/// After a message nothing seawall reads is `Unavailable`: a
+/// REFUSED_STREAM (tonic's `Unavailable`, "nothing was processed") from a
+/// server that plainly answered, a connection lost mid-stream. Either is
+/// `Unknown`, what tonic says of a stream cut without a status.
+#[tokio::test]
+async fn after_a_message_a_reset_or_a_lost_connection_is_never_unavailable() {
+    type Cut = fn(u32) -> Act;
+    let cuts: [(&str, Cut); 2] = [
+        ("REFUSED_STREAM", |stream| reset(stream, REFUSED_STREAM)),
+        ("closed", |_| Act::Close),
+    ];
+    for (what, cut) in cuts {
+        let (url, calls) = first_then_serving(move |stream| {
+            vec![
+                grpc_head(stream),
+                data(stream, SERVING, false),
+                Act::Sleep(SETTLE),
+                cut(stream),
+            ]
+        })
+        .await;
+        let (messages, end) = watch_through_the_layer(&url, stack()).await;
+        assert_eq!(messages, 1, "{what}");
+        let status = end.expect_err("no clean end");
+        assert_eq!(status.code(), tonic::Code::Unknown, "{what}: {status:?}");
+        let failure = failure_of(&status).expect("seawall's verdict is the source");
+        assert_eq!(failure.code(), Code::StreamInterrupted, "{what}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "{what}: never replayed");
+    }
+}
+
+/// Resets before any message, on every attempt, through
+/// `GrpcStatusLayer`: seawall retries each as the `transport` failure it
+/// is (its ladder unchanged), and the caller gets the code tonic gives
+/// the last reset's reason — REFUSED_STREAM still `Unavailable`, the
+/// server having processed nothing.
+#[tokio::test]
+async fn a_reset_before_any_message_has_the_code_tonic_gives_its_reason() {
+    for (code, expected) in [
+        (REFUSED_STREAM, tonic::Code::Unavailable),
+        (INTERNAL_ERROR, tonic::Code::Internal),
+        (CANCEL, tonic::Code::Cancelled),
+        (ENHANCE_YOUR_CALM, tonic::Code::ResourceExhausted),
+    ] {
+        let (url, calls) = always(move |stream| vec![reset(stream, code)]).await;
+        let mut client = layered(&url, stack());
+        let status = bounded(client.check(ask())).await.expect_err("reset");
+        assert_eq!(status.code(), expected, "{code}: {status:?}");
+        let failure = failure_of(&status).expect("seawall's verdict is the source");
+        assert_eq!(failure.code(), Code::Transport, "{code}");
+        let receipt = failure.receipt().expect("a receipt");
+        assert!(receipt.attempts.len() >= 2, "{code}: retried: {receipt:?}");
+        assert!(
+            receipt
+                .attempts
+                .iter()
+                .all(|attempt| attempt.code == Some(Code::Transport)),
+            "{code}: {receipt:?}"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), receipt.attempts.len());
+    }
+}
+
+/// The same, the reset after the headers: a unary call's answer is held
+/// until its message is whole, so this is still a reset before any message.
+#[tokio::test]
+async fn a_reset_after_headers_has_the_code_tonic_gives_its_reason() {
+    for (code, expected) in [
+        (REFUSED_STREAM, tonic::Code::Unavailable),
+        (INTERNAL_ERROR, tonic::Code::Internal),
+    ] {
+        let (url, _) =
+            always(move |stream| vec![grpc_head(stream), Act::Sleep(SETTLE), reset(stream, code)])
+                .await;
+        let stack = stack().retry_policy(RetryPolicy::interactive().max_attempts(1));
+        let status = bounded(layered(&url, stack).check(ask()))
+            .await
+            .expect_err("reset");
+        assert_eq!(status.code(), expected, "{code}: {status:?}");
+        let failure = failure_of(&status).expect("seawall's verdict is the source");
+        assert_eq!(failure.code(), Code::Transport, "{code}");
+    }
+}
+
+// ---------------------------------------------------------------------------
 // A proxy's own answers: HTTP errors without gRPC headers.
 // ---------------------------------------------------------------------------
 
@@ -943,9 +1098,6 @@ async fn a_proxys_502_or_503_is_retried() {
 /// the route for good.
 #[tokio::test]
 async fn a_proxys_403_is_this_calls_refusal_and_leaves_the_route_open() {
-    use seawall::tonic::GrpcStatusLayer;
-    use tower::Layer;
-
     let (url, calls) = first_then_serving(|stream| proxy_error(stream, b"403", None)).await;
     let mut client = HealthClient::new(GrpcStatusLayer::new().layer(service(&url, stack())));
     let status = bounded(client.check(ask())).await.expect_err("refused");
@@ -979,9 +1131,6 @@ async fn a_proxys_429_with_retry_after_is_waited_for() {
 /// `GrpcStatusLayer`, tonic's own reading of a 503, `Unavailable`.
 #[tokio::test]
 async fn a_proxys_503_with_a_long_retry_after_is_surfaced_at_once() {
-    use seawall::tonic::GrpcStatusLayer;
-    use tower::Layer;
-
     let (url, calls) = always(|stream| proxy_error(stream, b"503", Some(b"3600"))).await;
     let mut client = HealthClient::new(GrpcStatusLayer::new().layer(service(&url, stack())));
     let started = tokio::time::Instant::now();
@@ -1144,9 +1293,6 @@ async fn malformed_retry_info_is_no_hint_and_is_retried() {
 /// tonic's own base64 reading, which `expect`s.
 #[tokio::test]
 async fn malformed_details_reach_the_caller_without_a_panic() {
-    use seawall::tonic::GrpcStatusLayer;
-    use tower::Layer;
-
     let truncated = status_with_retry_info(&[0x0a, 0x10, 0x08, 0x05]);
     for (sent, kept) in [
         (base64(&truncated), Some(truncated.clone())),
@@ -1313,9 +1459,6 @@ async fn a_stream_gone_quiet_after_a_message_ends_at_the_deadline() {
 /// alone would have refused.
 #[tokio::test]
 async fn a_broken_grpc_message_does_not_change_the_verdict() {
-    use seawall::tonic::GrpcStatusLayer;
-    use tower::Layer;
-
     const BROKEN: &[u8] = b"caf\xe9 %zz 100% %E2%28 down";
     let (url, calls) = first_then_serving(|stream| {
         vec![trailers_only(stream, b"14", &[("grpc-message", BROKEN)])]

@@ -20,11 +20,20 @@
 //!   cause's code); else what tonic itself says of a non-gRPC HTTP answer
 //!   (the gRPC HTTP-to-status table: 401 `Unauthenticated`, 403
 //!   `PermissionDenied`, 404 `Unimplemented`, 429/502/503/504
-//!   `Unavailable`, 400 `Internal`, any other `Unknown`); else seawall's
+//!   `Unavailable`, 400 `Internal`, any other `Unknown`); else what
+//!   tonic says of an HTTP/2 stream reset (RST_STREAM), by its reason, as
+//!   the gRPC spec's table has it (`INTERNAL_ERROR`, `PROTOCOL_ERROR` and
+//!   the other protocol faults `Internal`, `CANCEL` `Cancelled`,
+//!   `ENHANCE_YOUR_CALM` `ResourceExhausted`, `INADEQUATE_SECURITY`
+//!   `PermissionDenied`, `REFUSED_STREAM` `Unavailable`); else seawall's
 //!   own verdict, by [`code_of`]: a deadline or timeout
-//!   `DeadlineExceeded`, a reset, an open breaker, a cooling route or a
-//!   spent retry budget `Unavailable`, a broken or empty answer
-//!   `Internal`, a rate limit, quota or size cap `ResourceExhausted`;
+//!   `DeadlineExceeded`, a lost connection, an open breaker, a cooling
+//!   route or a spent retry budget `Unavailable`, a broken or empty answer
+//!   `Internal`, a rate limit, quota or size cap `ResourceExhausted`.
+//!   Once a message reached the caller, seawall's reading is never
+//!   `Unavailable` (gRPC's "safe to retry": a caller's own retry would
+//!   replay a delivered stream) but `Unknown`, what tonic says of a stream
+//!   cut without a status; a server's own `UNAVAILABLE` is its word, kept;
 //! - **message**: the server's `grpc-message` (a bounded excerpt, as
 //!   [`Failure::message`]), else seawall's description of the failure;
 //! - **details**: the server's `grpc-status-details-bin` as it sent them
@@ -128,8 +137,10 @@ fn sent_code(failure: &Failure) -> Option<GrpcCode> {
 }
 
 /// The gRPC code of `failure` when no server sent one: tonic's own reading
-/// of a non-gRPC HTTP answer's status where there was one, else seawall's
-/// code (an interruption's by its cause).
+/// of a non-gRPC HTTP answer's status where there was one, else tonic's
+/// reading of the HTTP/2 stream reset that broke a transport failure, else
+/// seawall's code (an interruption's by its cause). After content never
+/// `Unavailable`: `Unknown` instead (see the [module docs](self)).
 pub fn code_of(failure: &Failure) -> GrpcCode {
     match failure.status() {
         Some(200) | None => {}
@@ -140,13 +151,90 @@ pub fn code_of(failure: &Failure) -> GrpcCode {
         Some(400) => return GrpcCode::Internal,
         Some(_) => return GrpcCode::Unknown,
     }
+    let delivered = failure.interrupted().is_some() || failure.code() == Code::StreamInterrupted;
     let code = match (failure.code(), failure.interrupted()) {
         (Code::StreamInterrupted, Some(interrupted)) => {
             interrupted.cause.unwrap_or(Code::StreamInterrupted)
         }
         (code, _) => code,
     };
-    by_code(code)
+    let grpc = match code {
+        Code::Transport => failure
+            .message()
+            .and_then(reset_code)
+            .unwrap_or_else(|| by_code(code)),
+        code => by_code(code),
+    };
+    match grpc {
+        // The server processed the call (it answered): no reading of
+        // seawall's says a retry is safe. A REFUSED_STREAM after messages
+        // is no refusal either.
+        GrpcCode::Unavailable if delivered => GrpcCode::Unknown,
+        grpc => grpc,
+    }
+}
+
+/// How h2 words a stream error (`h2::Error`'s `Display`): received from
+/// the server, detected by the client's h2, sent by the client.
+const STREAM_ERROR: [&str; 3] = [
+    "stream error received: ",
+    "stream error detected: ",
+    "stream error sent by user: ",
+];
+
+/// How h2 words a connection error (GOAWAY): the spec's table is not for
+/// it (a stream the server did not take is `UNAVAILABLE`), so seawall's
+/// code stands.
+const CONNECTION_ERROR: [&str; 3] = [
+    "connection error received: ",
+    "connection error detected: ",
+    "connection error sent by user: ",
+];
+
+/// The gRPC spec's RST_STREAM table (PROTOCOL-HTTP2.md, "Errors"), which
+/// tonic's `Status::from_h2_error` follows: each reason, its words in h2
+/// (`h2::Reason::description`), its code. `STREAM_CLOSED` has no mapping (nor
+/// `HTTP_1_1_REQUIRED`, not in the table): seawall's code stands.
+#[rustfmt::skip]
+const RESETS: [(&str, &str, GrpcCode); 12] = [
+    ("NO_ERROR", "not a result of an error", GrpcCode::Internal),
+    ("PROTOCOL_ERROR", "unspecific protocol error detected", GrpcCode::Internal),
+    ("INTERNAL_ERROR", "unexpected internal error encountered", GrpcCode::Internal),
+    ("FLOW_CONTROL_ERROR", "flow-control protocol violated", GrpcCode::Internal),
+    ("SETTINGS_TIMEOUT", "settings ACK not received in timely manner", GrpcCode::Internal),
+    ("FRAME_SIZE_ERROR", "frame with invalid size", GrpcCode::Internal),
+    ("REFUSED_STREAM", "refused stream before processing any application logic", GrpcCode::Unavailable),
+    ("CANCEL", "stream no longer needed", GrpcCode::Cancelled),
+    ("COMPRESSION_ERROR", "unable to maintain the header compression context", GrpcCode::Internal),
+    ("CONNECT_ERROR", "connection established in response to a CONNECT request was reset or abnormally closed", GrpcCode::Internal),
+    ("ENHANCE_YOUR_CALM", "detected excessive load generating behavior", GrpcCode::ResourceExhausted),
+    ("INADEQUATE_SECURITY", "security properties do not meet minimum requirements", GrpcCode::PermissionDenied),
+];
+
+/// The code tonic gives the HTTP/2 stream reset a transport failure's
+/// `message` names, when it names one.
+///
+/// A transport failure keeps only the words of the error it was read from
+/// (the `h2::Error` itself is not in its source chain, and seawall does
+/// not depend on h2), so the reset is read from h2's own words: the first
+/// h2 error the message names, when it is a stream error with a reason in
+/// the table. The first: what follows a connection error's words may be
+/// the server's GOAWAY debug data.
+fn reset_code(message: &str) -> Option<GrpcCode> {
+    let (at, words, stream) = STREAM_ERROR
+        .iter()
+        .map(|words| (words, true))
+        .chain(CONNECTION_ERROR.iter().map(|words| (words, false)))
+        .filter_map(|(words, stream)| Some((message.find(words)?, words.len(), stream)))
+        .min_by_key(|&(at, ..)| at)?;
+    if !stream {
+        return None;
+    }
+    let reason = &message[at + words..];
+    RESETS
+        .iter()
+        .find(|(_, said, _)| reason.starts_with(said))
+        .map(|&(.., code)| code)
 }
 
 /// seawall's codes in gRPC's vocabulary.
@@ -247,6 +335,95 @@ mod tests {
         // A provider code that is no gRPC code is not taken for one.
         let failure = Failure::new(Code::RateLimited).with_provider_code("429");
         assert_eq!(tonic_status(failure).code(), GrpcCode::ResourceExhausted);
+    }
+
+    /// A transport failure as seawall reads an h2 reset: h2's words in the
+    /// message, the error itself gone.
+    fn reset(words: &str) -> Failure {
+        Failure::new(Code::Transport).with_message(&format!(
+            "transport error: http2 error: stream error received: {words}"
+        ))
+    }
+
+    /// `cause` after a message reached the caller.
+    fn after_content(cause: &Failure) -> Failure {
+        let mut delivered = Interrupted::default();
+        delivered.content_events = 1;
+        delivered.cause = Some(cause.code());
+        Failure::interrupted_by(cause)
+            .with_status(200)
+            .with_interrupted(delivered)
+    }
+
+    #[test]
+    fn a_reset_has_the_code_the_spec_table_gives_its_reason() {
+        for (name, words, code) in RESETS {
+            assert_eq!(code_of(&reset(words)), code, "{name}");
+        }
+        let refused = reset("refused stream before processing any application logic");
+        assert_eq!(code_of(&refused), GrpcCode::Unavailable);
+        let cancel = reset("stream no longer needed");
+        assert_eq!(code_of(&cancel), GrpcCode::Cancelled);
+        // Detected by the client's own h2, or its own reset: the same table.
+        for words in ["stream error detected: ", "stream error sent by user: "] {
+            let failure = Failure::new(Code::Transport)
+                .with_message(&format!("{words}unspecific protocol error detected"));
+            assert_eq!(code_of(&failure), GrpcCode::Internal, "{words}");
+        }
+        // seawall's verdict stays the source, its code untouched.
+        let status = tonic_status(reset("detected excessive load generating behavior"));
+        assert_eq!(status.code(), GrpcCode::ResourceExhausted);
+        let source = std::error::Error::source(&status).expect("the original error");
+        assert_eq!(
+            Failure::find(source).map(Failure::code),
+            Some(Code::Transport)
+        );
+    }
+
+    #[test]
+    fn no_reset_or_one_the_table_does_not_map_leaves_seawalls_code() {
+        for failure in [
+            // STREAM_CLOSED: no mapping.
+            reset("received frame when stream half-closed"),
+            Failure::new(Code::Transport).with_message("connection reset by peer"),
+            Failure::new(Code::Transport),
+            // A GOAWAY is not in the table, whatever its debug data says.
+            Failure::new(Code::Transport).with_message(
+                "connection error received: detected excessive load generating behavior \
+                 (b\"stream error received: stream no longer needed\")",
+            ),
+        ] {
+            assert_eq!(code_of(&failure), GrpcCode::Unavailable, "{failure}");
+        }
+        // h2's words in a failure that is no transport failure are not read.
+        let failure = Failure::new(Code::Timeout)
+            .with_message("stream error received: stream no longer needed");
+        assert_eq!(code_of(&failure), GrpcCode::DeadlineExceeded);
+    }
+
+    #[test]
+    fn after_content_seawalls_reading_is_never_unavailable() {
+        let internal = after_content(&reset("unexpected internal error encountered"));
+        assert_eq!(code_of(&internal), GrpcCode::Internal);
+        let cancel = after_content(&reset("stream no longer needed"));
+        assert_eq!(code_of(&cancel), GrpcCode::Cancelled);
+        // A refusal after messages is none; a lost connection, an
+        // interruption without a cause: a retry is not known to be safe.
+        let refused = after_content(&reset(
+            "refused stream before processing any application logic",
+        ));
+        assert_eq!(code_of(&refused), GrpcCode::Unknown);
+        let lost = Failure::new(Code::Transport).with_message("stream closed: broken pipe");
+        assert_eq!(code_of(&lost), GrpcCode::Unavailable, "before content");
+        assert_eq!(code_of(&after_content(&lost)), GrpcCode::Unknown);
+        let mut delivered = Interrupted::default();
+        delivered.content_events = 1;
+        let no_cause = Failure::new(Code::StreamInterrupted).with_interrupted(delivered);
+        assert_eq!(code_of(&no_cause), GrpcCode::Unknown);
+        // A server's own UNAVAILABLE after messages is its word.
+        let sent = Failure::new(Code::ProviderUnavailable).with_provider_code("14");
+        let status = tonic_status(after_content(&sent));
+        assert_eq!(status.code(), GrpcCode::Unavailable);
     }
 
     #[test]
