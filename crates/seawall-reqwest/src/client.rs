@@ -26,13 +26,21 @@ pub fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
 }
 
 /// Installs ring as rustls's process-wide default provider, unless one is
-/// installed already (then that one stays).
+/// installed already (then that one stays). Idempotent, and safe to call
+/// from several threads at once.
 ///
-/// Only needed by code that builds a `reqwest::Client` itself with
-/// reqwest's defaults, such as `async_openai::Client::new()` and
-/// `Client::with_config()`: reqwest's `rustls-no-provider` feature (the one
-/// this workspace uses, so that aws-lc-rs is never built) panics when it
-/// finds no default. [`client_builder`] does not need it.
+/// reqwest's `rustls-no-provider` feature (the one this workspace uses, so
+/// that aws-lc-rs is never built) panics when it builds a `reqwest::Client`
+/// with its own TLS and finds no default, and async-openai's
+/// `Client::new()` and `Client::with_config()` build one. This crate's
+/// constructors ([`client_builder`], [`client`],
+/// [`ReqwestService::new`](crate::ReqwestService::new), `OpenAiService::new`,
+/// `openai_client`) call it, so code that built any of them first needs no
+/// call of its own: see the [crate docs](crate#tls-one-crypto-provider).
+/// Call it yourself before an async-openai client built ahead of them.
+///
+/// To use another provider process-wide, install it before the first call
+/// of any of these: they keep the one they find.
 pub fn install_crypto_provider() {
     if CryptoProvider::get_default().is_none() {
         // An error means another thread installed one first: there is one.
@@ -59,18 +67,20 @@ pub fn install_crypto_provider() {
 /// [crate docs](crate#one-deadline-one-ladder).
 ///
 /// Should the TLS configuration fail to build (no usable platform
-/// verifier), the builder keeps reqwest's own and ring is installed as the
-/// default provider for it.
+/// verifier), the builder keeps reqwest's own.
+///
+/// Installs ring as the process default provider first, unless one is
+/// installed ([`install_crypto_provider`]): the client built here needs
+/// none, but reqwest's own TLS (the fallback above, and the client
+/// async-openai's `Client::with_config` builds) does.
 pub fn client_builder() -> reqwest::ClientBuilder {
+    install_crypto_provider();
     let builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never());
     match tls_config() {
         Ok(config) => builder.tls_backend_preconfigured(config),
-        Err(_) => {
-            install_crypto_provider();
-            builder
-        }
+        Err(_) => builder,
     }
 }
 

@@ -103,10 +103,39 @@
 //! `rustls-no-provider` feature and async-openai without default features,
 //! so aws-lc-rs is never built (`cargo tree -p seawall-reqwest
 //! --all-features -i aws-lc-rs` finds nothing), and [`tls_config`] builds
-//! the rustls configuration over ring explicitly. Code that builds a
-//! `reqwest::Client` with reqwest's defaults (`async_openai::Client::new()`
-//! does) needs a process default first: [`install_crypto_provider`]. Prefer
-//! `async_openai::Client::build(seawall_reqwest::client()?, config)`.
+//! the rustls configuration over ring explicitly.
+//!
+//! A `reqwest::Client` built with reqwest's own TLS needs a process default
+//! provider, or reqwest panics ("No rustls crypto provider is configured"),
+//! and async-openai's `Client::new()` and `Client::with_config()` build
+//! one, before `with_http_service` replaces it (async-openai keeps it only
+//! to build requests). So this crate's constructors — [`client_builder`],
+//! [`client`], [`ReqwestService::new`], `OpenAiService::new` and
+//! `openai_client` — install ring as the process default, unless one is
+//! installed already ([`install_crypto_provider`], idempotent). What that
+//! covers is an order of evaluation:
+//!
+//! - **Fine**: the stack built first, as async-openai documents its
+//!   middleware —
+//!   `let stack = ..build(.., ReqwestService::new(seawall_reqwest::client()?));`
+//!   then `Client::with_config(config).with_http_service(OpenAiService::new(stack))`.
+//!   The receiver `Client::with_config(config)` is evaluated before the
+//!   argument `OpenAiService::new(stack)`, so it is the stack's
+//!   constructors that installed the provider, not the adapter's.
+//! - **Fine, in any process**: `seawall_reqwest::openai_client(config, stack)`
+//!   (feature `async-openai`), which installs before calling
+//!   `with_config`, whatever the stack is built on; or
+//!   `async_openai::Client::build(seawall_reqwest::client()?, config)`,
+//!   which builds no client of reqwest's own.
+//! - **Panics** in a fresh process: `Client::new()` or
+//!   `Client::with_config(config)` run before anything of this crate —
+//!   including with the stack built inline, inside the
+//!   `with_http_service(..)` argument (the receiver runs first). No
+//!   constructor here can help there: call [`install_crypto_provider`]
+//!   first, or build in one of the orders above.
+//!
+//! A process that wants another default provider installs it before the
+//! first of these calls; they keep the one they find.
 //!
 //! # Differences from async-openai's `ReqwestService` and `OpenAIRetryLayer`
 //!
@@ -134,7 +163,7 @@ pub use error::Error;
 pub use service::{ReqwestService, ResponseFuture};
 
 #[cfg(feature = "async-openai")]
-pub use openai::{OpenAiLayer, OpenAiService, Outcome, scope};
+pub use openai::{OpenAiLayer, OpenAiService, Outcome, openai_client, scope};
 
 /// The reqwest this crate is built against.
 pub use reqwest;

@@ -51,10 +51,13 @@
 //! use seawall::stack::Stack;
 //! use seawall_reqwest::{OpenAiService, ReqwestService};
 //!
-//! let http = seawall_reqwest::client()?;
-//! let stack = Stack::interactive().build(&ClassifyLayer::openai(), ReqwestService::new(http.clone()));
+//! // The stack first: `client()` and `ReqwestService::new` install ring as
+//! // the process default crypto provider, which `with_config` needs.
+//! let stack = Stack::interactive()
+//!     .build(&ClassifyLayer::openai(), ReqwestService::new(seawall_reqwest::client()?));
 //! let config = OpenAIConfig::new().with_api_base("http://127.0.0.1:8080/v1");
-//! let client = Client::build(http, config).with_http_service(OpenAiService::new(stack));
+//! let client = Client::with_config(config).with_http_service(OpenAiService::new(stack));
+//! // The same: `seawall_reqwest::openai_client(config, stack)`.
 //!
 //! let request = CreateChatCompletionRequestArgs::default()
 //!     .model("gpt-x")
@@ -276,11 +279,66 @@ pub struct OpenAiService<S> {
 
 impl<S> OpenAiService<S> {
     /// The adapter over `inner`.
+    ///
+    /// Installs ring as the process default crypto provider, unless one is
+    /// installed ([`install_crypto_provider`](crate::install_crypto_provider)):
+    /// async-openai's `Client::with_config` and `Client::new` build a
+    /// `reqwest::Client` that panics without one. That helps only a client
+    /// built **after** this call; in
+    /// `Client::with_config(config).with_http_service(OpenAiService::new(stack))`
+    /// `with_config` runs first, and it is the stack's own constructors
+    /// ([`ReqwestService::new`](crate::ReqwestService::new),
+    /// [`client`](crate::client)) that installed it. [`openai_client`]
+    /// does not depend on that.
     pub fn new(inner: S) -> Self {
+        crate::install_crypto_provider();
         OpenAiService { inner }
     }
 
     seawall_core::define_inner_service_accessors!();
+}
+
+/// An async-openai client for `config` whose calls run through `stack`
+/// (wrapped in [`OpenAiService`]): async-openai's documented
+/// `Client::with_config(config).with_http_service(..)`, with ring installed
+/// as the process default crypto provider first
+/// ([`install_crypto_provider`](crate::install_crypto_provider)), whatever
+/// `stack` is built on.
+///
+/// `with_config` builds a `reqwest::Client` with reqwest's own TLS, which
+/// panics in a process with no default provider. async-openai uses that
+/// client only to build requests: [`OpenAiService`] sends them, through
+/// the stack.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// use async_openai::config::OpenAIConfig;
+/// use seawall::classify::ClassifyLayer;
+/// use seawall::stack::Stack;
+/// use seawall_reqwest::ReqwestService;
+///
+/// let stack = Stack::interactive()
+///     .build(&ClassifyLayer::openai(), ReqwestService::new(seawall_reqwest::client()?));
+/// let config = OpenAIConfig::new().with_api_base("http://127.0.0.1:8080/v1");
+/// let client = seawall_reqwest::openai_client(config, stack);
+/// # let _ = client;
+/// # Ok(()) }
+/// ```
+pub fn openai_client<C, S, RB>(config: C, stack: S) -> async_openai::Client<C>
+where
+    C: async_openai::config::Config,
+    S: Service<http::Request<reqwest::Body>, Response = http::Response<RB>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    RB: Body<Data = Bytes> + Send + Sync + 'static,
+    RB::Error: Into<BoxError>,
+{
+    crate::install_crypto_provider();
+    async_openai::Client::with_config(config).with_http_service(OpenAiService::new(stack))
 }
 
 /// The [`Layer`] of [`OpenAiService`].

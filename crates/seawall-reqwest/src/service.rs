@@ -48,7 +48,13 @@ pub struct ReqwestService {
 
 impl ReqwestService {
     /// A service over `client`.
+    ///
+    /// Installs ring as the process default crypto provider, unless one is
+    /// installed ([`install_crypto_provider`](crate::install_crypto_provider)),
+    /// so that an async-openai client built after it (`Client::with_config`
+    /// builds a `reqwest::Client` of its own) finds one.
     pub fn new(client: reqwest::Client) -> Self {
+        crate::install_crypto_provider();
         ReqwestService { client }
     }
 
