@@ -160,7 +160,7 @@ pub fn code_of(failure: &Failure) -> GrpcCode {
     };
     let grpc = match code {
         Code::Transport => failure
-            .message()
+            .stream_reset()
             .and_then(reset_code)
             .unwrap_or_else(|| by_code(code)),
         code => by_code(code),
@@ -174,67 +174,29 @@ pub fn code_of(failure: &Failure) -> GrpcCode {
     }
 }
 
-/// How h2 words a stream error (`h2::Error`'s `Display`): received from
-/// the server, detected by the client's h2, sent by the client.
-const STREAM_ERROR: [&str; 3] = [
-    "stream error received: ",
-    "stream error detected: ",
-    "stream error sent by user: ",
-];
-
-/// How h2 words a connection error (GOAWAY): the spec's table is not for
-/// it (a stream the server did not take is `UNAVAILABLE`), so seawall's
-/// code stands.
-const CONNECTION_ERROR: [&str; 3] = [
-    "connection error received: ",
-    "connection error detected: ",
-    "connection error sent by user: ",
-];
-
-/// The gRPC spec's RST_STREAM table (PROTOCOL-HTTP2.md, "Errors"), which
-/// tonic's `Status::from_h2_error` follows: each reason, its words in h2
-/// (`h2::Reason::description`), its code. `STREAM_CLOSED` has no mapping (nor
+/// The code the gRPC spec's RST_STREAM table (PROTOCOL-HTTP2.md,
+/// "Errors"), which tonic's own reading of an h2 reset follows, gives an
+/// HTTP/2 error code. `STREAM_CLOSED` has no mapping (nor
 /// `HTTP_1_1_REQUIRED`, not in the table): seawall's code stands.
-#[rustfmt::skip]
-const RESETS: [(&str, &str, GrpcCode); 12] = [
-    ("NO_ERROR", "not a result of an error", GrpcCode::Internal),
-    ("PROTOCOL_ERROR", "unspecific protocol error detected", GrpcCode::Internal),
-    ("INTERNAL_ERROR", "unexpected internal error encountered", GrpcCode::Internal),
-    ("FLOW_CONTROL_ERROR", "flow-control protocol violated", GrpcCode::Internal),
-    ("SETTINGS_TIMEOUT", "settings ACK not received in timely manner", GrpcCode::Internal),
-    ("FRAME_SIZE_ERROR", "frame with invalid size", GrpcCode::Internal),
-    ("REFUSED_STREAM", "refused stream before processing any application logic", GrpcCode::Unavailable),
-    ("CANCEL", "stream no longer needed", GrpcCode::Cancelled),
-    ("COMPRESSION_ERROR", "unable to maintain the header compression context", GrpcCode::Internal),
-    ("CONNECT_ERROR", "connection established in response to a CONNECT request was reset or abnormally closed", GrpcCode::Internal),
-    ("ENHANCE_YOUR_CALM", "detected excessive load generating behavior", GrpcCode::ResourceExhausted),
-    ("INADEQUATE_SECURITY", "security properties do not meet minimum requirements", GrpcCode::PermissionDenied),
-];
-
-/// The code tonic gives the HTTP/2 stream reset a transport failure's
-/// `message` names, when it names one.
-///
-/// A transport failure keeps only the words of the error it was read from
-/// (the `h2::Error` itself is not in its source chain, and seawall does
-/// not depend on h2), so the reset is read from h2's own words: the first
-/// h2 error the message names, when it is a stream error with a reason in
-/// the table. The first: what follows a connection error's words may be
-/// the server's GOAWAY debug data.
-fn reset_code(message: &str) -> Option<GrpcCode> {
-    let (at, words, stream) = STREAM_ERROR
-        .iter()
-        .map(|words| (words, true))
-        .chain(CONNECTION_ERROR.iter().map(|words| (words, false)))
-        .filter_map(|(words, stream)| Some((message.find(words)?, words.len(), stream)))
-        .min_by_key(|&(at, ..)| at)?;
-    if !stream {
-        return None;
-    }
-    let reason = &message[at + words..];
-    RESETS
-        .iter()
-        .find(|(_, said, _)| reason.starts_with(said))
-        .map(|&(.., code)| code)
+fn reset_code(reason: u32) -> Option<GrpcCode> {
+    Some(match reason {
+        // NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, FLOW_CONTROL_ERROR,
+        // SETTINGS_TIMEOUT.
+        0..=4 => GrpcCode::Internal,
+        // FRAME_SIZE_ERROR.
+        6 => GrpcCode::Internal,
+        // REFUSED_STREAM: the server took none of it.
+        7 => GrpcCode::Unavailable,
+        // CANCEL.
+        8 => GrpcCode::Cancelled,
+        // COMPRESSION_ERROR, CONNECT_ERROR.
+        9 | 0xa => GrpcCode::Internal,
+        // ENHANCE_YOUR_CALM.
+        0xb => GrpcCode::ResourceExhausted,
+        // INADEQUATE_SECURITY.
+        0xc => GrpcCode::PermissionDenied,
+        _ => return None,
+    })
 }
 
 /// seawall's codes in gRPC's vocabulary.
@@ -337,12 +299,9 @@ mod tests {
         assert_eq!(tonic_status(failure).code(), GrpcCode::ResourceExhausted);
     }
 
-    /// A transport failure as seawall reads an h2 reset: h2's words in the
-    /// message, the error itself gone.
-    fn reset(words: &str) -> Failure {
-        Failure::new(Code::Transport).with_message(&format!(
-            "transport error: http2 error: stream error received: {words}"
-        ))
+    /// A transport failure as seawall reads an h2 reset of `reason`.
+    fn reset(reason: u32) -> Failure {
+        Failure::new(Code::Transport).with_stream_reset(reason)
     }
 
     /// `cause` after a message reached the caller.
@@ -357,21 +316,26 @@ mod tests {
 
     #[test]
     fn a_reset_has_the_code_the_spec_table_gives_its_reason() {
-        for (name, words, code) in RESETS {
-            assert_eq!(code_of(&reset(words)), code, "{name}");
-        }
-        let refused = reset("refused stream before processing any application logic");
-        assert_eq!(code_of(&refused), GrpcCode::Unavailable);
-        let cancel = reset("stream no longer needed");
-        assert_eq!(code_of(&cancel), GrpcCode::Cancelled);
-        // Detected by the client's own h2, or its own reset: the same table.
-        for words in ["stream error detected: ", "stream error sent by user: "] {
-            let failure = Failure::new(Code::Transport)
-                .with_message(&format!("{words}unspecific protocol error detected"));
-            assert_eq!(code_of(&failure), GrpcCode::Internal, "{words}");
+        // h2's reasons by number (RFC 9113, 7), as the spec's table reads them.
+        let table = [
+            (0x0, GrpcCode::Internal),
+            (0x1, GrpcCode::Internal),
+            (0x2, GrpcCode::Internal),
+            (0x3, GrpcCode::Internal),
+            (0x4, GrpcCode::Internal),
+            (0x6, GrpcCode::Internal),
+            (0x7, GrpcCode::Unavailable),
+            (0x8, GrpcCode::Cancelled),
+            (0x9, GrpcCode::Internal),
+            (0xa, GrpcCode::Internal),
+            (0xb, GrpcCode::ResourceExhausted),
+            (0xc, GrpcCode::PermissionDenied),
+        ];
+        for (reason, code) in table {
+            assert_eq!(code_of(&reset(reason)), code, "{reason:#x}");
         }
         // seawall's verdict stays the source, its code untouched.
-        let status = tonic_status(reset("detected excessive load generating behavior"));
+        let status = tonic_status(reset(0xb));
         assert_eq!(status.code(), GrpcCode::ResourceExhausted);
         let source = std::error::Error::source(&status).expect("the original error");
         assert_eq!(
@@ -382,36 +346,24 @@ mod tests {
 
     #[test]
     fn no_reset_or_one_the_table_does_not_map_leaves_seawalls_code() {
-        for failure in [
-            // STREAM_CLOSED: no mapping.
-            reset("received frame when stream half-closed"),
-            Failure::new(Code::Transport).with_message("connection reset by peer"),
-            Failure::new(Code::Transport),
-            // A GOAWAY is not in the table, whatever its debug data says.
-            Failure::new(Code::Transport).with_message(
-                "connection error received: detected excessive load generating behavior \
-                 (b\"stream error received: stream no longer needed\")",
-            ),
-        ] {
+        // STREAM_CLOSED and HTTP_1_1_REQUIRED: no mapping; no reset at all.
+        for failure in [reset(0x5), reset(0xd), Failure::new(Code::Transport)] {
             assert_eq!(code_of(&failure), GrpcCode::Unavailable, "{failure}");
         }
-        // h2's words in a failure that is no transport failure are not read.
-        let failure = Failure::new(Code::Timeout)
-            .with_message("stream error received: stream no longer needed");
+        // A reset kept on a failure that is no transport failure is not read.
+        let failure = Failure::new(Code::Timeout).with_stream_reset(0x8);
         assert_eq!(code_of(&failure), GrpcCode::DeadlineExceeded);
     }
 
     #[test]
     fn after_content_seawalls_reading_is_never_unavailable() {
-        let internal = after_content(&reset("unexpected internal error encountered"));
+        let internal = after_content(&reset(0x2));
         assert_eq!(code_of(&internal), GrpcCode::Internal);
-        let cancel = after_content(&reset("stream no longer needed"));
+        let cancel = after_content(&reset(0x8));
         assert_eq!(code_of(&cancel), GrpcCode::Cancelled);
         // A refusal after messages is none; a lost connection, an
         // interruption without a cause: a retry is not known to be safe.
-        let refused = after_content(&reset(
-            "refused stream before processing any application logic",
-        ));
+        let refused = after_content(&reset(0x7));
         assert_eq!(code_of(&refused), GrpcCode::Unknown);
         let lost = Failure::new(Code::Transport).with_message("stream closed: broken pipe");
         assert_eq!(code_of(&lost), GrpcCode::Unavailable, "before content");

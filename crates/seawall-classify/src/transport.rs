@@ -59,7 +59,26 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
         )));
     }
     let code = chain_code(error, 0)?;
-    Some(Failure::new(code).with_message(&chain_message(error)))
+    let failure = Failure::new(code).with_message(&chain_message(error));
+    Some(match stream_reset(error) {
+        Some(reason) => failure.with_stream_reset(reason),
+        None => failure,
+    })
+}
+
+/// The error code of the HTTP/2 stream reset (RST_STREAM) in `error`'s
+/// chain, if one broke the call: what gRPC reads a status from (its spec's
+/// table: `CANCEL` is `CANCELLED`, `ENHANCE_YOUR_CALM` `RESOURCE_EXHAUSTED`,
+/// …). A connection's GOAWAY is none.
+fn stream_reset(error: &(dyn StdError + 'static)) -> Option<u32> {
+    let mut current = Some(error);
+    while let Some(link) = current {
+        if let Some(h2) = link.downcast_ref::<h2::Error>() {
+            return h2.is_reset().then(|| h2.reason()).flatten().map(u32::from);
+        }
+        current = link.source();
+    }
+    None
 }
 
 /// hyper refused the request itself: a "user" error (the request body

@@ -77,6 +77,9 @@ struct Rare {
     /// The provider's id of the request that failed (see
     /// [`Failure::request_id`]).
     request_id: Option<Box<str>>,
+    /// The HTTP/2 stream reset that broke the call (see
+    /// [`Failure::stream_reset`]).
+    stream_reset: Option<u32>,
 }
 
 /// What had been delivered when a stream was interrupted after content.
@@ -135,6 +138,9 @@ impl Failure {
         // Responses API's `response.failed`): the count stands.
         if let Some(usage) = cause.usage() {
             failure = failure.with_usage(usage);
+        }
+        if let Some(reason) = cause.stream_reset() {
+            failure = failure.with_stream_reset(reason);
         }
         let message = match cause.message() {
             Some(message) => format!("{}: {message}", cause.code()),
@@ -228,6 +234,15 @@ impl Failure {
     /// support asks for, and what a client SDK shows beside the error.
     pub fn with_request_id(mut self, id: &str) -> Self {
         self.rare.get_or_insert_default().request_id = Some(id.into());
+        self
+    }
+
+    /// Keeps the error code of the HTTP/2 stream reset (RST_STREAM) that
+    /// broke the call: gRPC reads a status from it (`CANCEL` is
+    /// `CANCELLED`, `ENHANCE_YOUR_CALM` `RESOURCE_EXHAUSTED`), where
+    /// seawall's code says only `transport`.
+    pub fn with_stream_reset(mut self, reason: u32) -> Self {
+        self.rare.get_or_insert_default().stream_reset = Some(reason);
         self
     }
 
@@ -347,6 +362,12 @@ impl Failure {
     /// one (see [`with_request_id`](Self::with_request_id)).
     pub fn request_id(&self) -> Option<&str> {
         self.rare.as_ref()?.request_id.as_deref()
+    }
+
+    /// The error code of the HTTP/2 stream reset that broke the call, if
+    /// one did (see [`with_stream_reset`](Self::with_stream_reset)).
+    pub fn stream_reset(&self) -> Option<u32> {
+        self.rare.as_ref()?.stream_reset
     }
 
     /// The route the failing attempt went to.
