@@ -171,8 +171,10 @@ impl CircuitOpen {
             None => Failure::new(Code::CircuitOpen),
         }
         .with_route(self.route.clone());
-        if self.cooled_by.is_some() {
-            failure = failure.with_message(&self.to_string());
+        if let Some(cause) = self.cooled_by {
+            failure = failure
+                .with_message(&self.to_string())
+                .with_cooled_by(cause);
         }
         match self.retry_after {
             Some(after) => failure.with_retry_after(after),

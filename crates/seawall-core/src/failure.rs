@@ -77,6 +77,9 @@ struct Rare {
     /// The provider's id of the request that failed (see
     /// [`Failure::request_id`]).
     request_id: Option<Box<str>>,
+    /// What cooled the route a refusal was made for (see
+    /// [`Failure::cooled_by`]).
+    cooled_by: Option<Code>,
     /// The HTTP/2 stream reset that broke the call (see
     /// [`Failure::stream_reset`]).
     stream_reset: Option<u32>,
@@ -237,6 +240,15 @@ impl Failure {
         self
     }
 
+    /// Names what cooled the route a local refusal
+    /// (`route_cooling_down`) was made for: the failure the route met
+    /// (`quota_exhausted`, `auth`, `rate_limited`), which a proxy answers
+    /// its client with as the route answered it.
+    pub fn with_cooled_by(mut self, code: Code) -> Self {
+        self.rare.get_or_insert_default().cooled_by = Some(code);
+        self
+    }
+
     /// Keeps the error code of the HTTP/2 stream reset (RST_STREAM) that
     /// broke the call: gRPC reads a status from it (`CANCEL` is
     /// `CANCELLED`, `ENHANCE_YOUR_CALM` `RESOURCE_EXHAUSTED`), where
@@ -362,6 +374,12 @@ impl Failure {
     /// one (see [`with_request_id`](Self::with_request_id)).
     pub fn request_id(&self) -> Option<&str> {
         self.rare.as_ref()?.request_id.as_deref()
+    }
+
+    /// What cooled the route this local refusal was made for, if it is
+    /// one (see [`with_cooled_by`](Self::with_cooled_by)).
+    pub fn cooled_by(&self) -> Option<Code> {
+        self.rare.as_ref()?.cooled_by
     }
 
     /// The error code of the HTTP/2 stream reset that broke the call, if

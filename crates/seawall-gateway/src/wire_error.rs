@@ -37,6 +37,8 @@ pub(crate) struct WireError {
     pub class: &'static str,
     pub message: String,
     pub retry_after: Option<u64>,
+    /// A route cooling after a quota wall: the wall's OpenAI `type`.
+    pub quota: bool,
     pub attempts: Option<usize>,
     /// The provider's own error type and code, when it said them: kept
     /// beside seawall's for clients that branch on the provider's words
@@ -59,6 +61,7 @@ impl WireError {
             class: code.default_class().as_str(),
             message: message.into(),
             retry_after: None,
+            quota: false,
             attempts: None,
             provider_type: None,
             provider_code: None,
@@ -104,8 +107,9 @@ impl WireError {
     /// A failure of the stack before any content: the upstream status if
     /// there was one; else 503 when the ladder ended on a route refused
     /// without a call (a breaker open, a route cooling down: the gateway
-    /// is unavailable for the time its `Retry-After` says); else 504 for a
-    /// time bound, else 502.
+    /// is unavailable for the time its `Retry-After` says) — but a route
+    /// cooling after a quota wall answers as the wall did, 429; else 504
+    /// for a time bound, else 502.
     ///
     /// A ladder whose route was refused locally only after it had called
     /// it (the breaker opened on this operation's own failures) is still a
@@ -113,6 +117,14 @@ impl WireError {
     /// answered: the refusal alone would hide why the circuit opened.
     pub(crate) fn before_content(failure: &Failure, mut message: String) -> WireError {
         let code = failure.code();
+        // A route cooling after a quota wall answers as the wall did (429
+        // `insufficient_quota`), met now or remembered: a 503 with the
+        // wall's time left has an SDK that retries every 5xx and ignores
+        // `x-should-retry` (async-openai) sleep out the `Retry-After`,
+        // hours for a spend cap.
+        let wall = (code == Code::RouteCoolingDown
+            && failure.cooled_by() == Some(Code::QuotaExhausted))
+        .then_some(Code::QuotaExhausted);
         if refused_without_a_call(code)
             && let Some(receipt) = failure.receipt()
         {
@@ -138,7 +150,7 @@ impl WireError {
             .status()
             .filter(|s| (400..=599).contains(s))
             .and_then(|s| StatusCode::from_u16(s).ok())
-            .unwrap_or(match code {
+            .unwrap_or(match wall.unwrap_or(code) {
                 code if refused_without_a_call(code) => StatusCode::SERVICE_UNAVAILABLE,
                 code if code.is_timeout() || code == Code::DeadlineExceeded => {
                     StatusCode::GATEWAY_TIMEOUT
@@ -165,6 +177,7 @@ impl WireError {
             class: failure.class().as_str(),
             message,
             retry_after,
+            quota: wall == Some(Code::QuotaExhausted),
             attempts: failure.receipt().map(|r| r.attempts.len()),
             provider_type: None,
             provider_code: None,
@@ -191,6 +204,7 @@ impl WireError {
                 r#"{{"error":{{"message":{message},"type":{},"code":{}{provider}}}}}"#,
                 quote(match self.code {
                     "quota_exhausted" => "insufficient_quota",
+                    _ if self.quota => "insufficient_quota",
                     _ => self.class,
                 }),
                 quote(self.code)

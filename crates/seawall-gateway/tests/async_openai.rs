@@ -96,6 +96,30 @@ async fn a_stream_broken_after_content_is_an_error_in_the_sdk() {
     );
 }
 
+/// async-openai retries every 5xx, sleeping out its `Retry-After`, and
+/// ignores `x-should-retry`: a route cooling after a quota wall answers
+/// as the wall did (429 `insufficient_quota`), which it does not retry,
+/// not with a 503 naming the wall's 13 hours.
+#[tokio::test]
+async fn a_remembered_quota_wall_is_not_slept_out_by_the_sdk() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let wall = "status;code=429;retry_after=48489;kind=insufficient_quota";
+    chaos.script("openai", vec![wall.parse().unwrap()]).unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let client = sdk(&gateway);
+    for call in ["met", "remembered"] {
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            client.chat().create(ask()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the {call} wall was slept out"));
+        let error = answer.expect_err("a quota wall").to_string();
+        assert!(error.contains("quota"), "{call}: {error}");
+    }
+    assert_eq!(chaos.journal().len(), 1, "the cooling route was not called");
+}
+
 fn ask_responses() -> CreateResponse {
     CreateResponseArgs::default()
         .model("gpt-x")

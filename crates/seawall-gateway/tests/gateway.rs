@@ -850,10 +850,12 @@ async fn failures_before_content_keep_the_status_and_retry_after() {
 }
 
 /// After a quota wall the route cools down, and the gateway refuses calls
-/// to it without making one: no upstream answered badly, so not 502 but
-/// 503 with the time left, which no SDK is asked to retry before.
+/// to it without making one, answering as the wall did: 429
+/// `insufficient_quota` with the time left (a 503 had async-openai, which
+/// retries every 5xx and ignores `x-should-retry`, sleep out the wall's
+/// `Retry-After`).
 #[tokio::test]
-async fn a_route_cooling_down_is_503_with_the_time_left() {
+async fn a_route_cooling_after_a_quota_wall_answers_as_the_wall() {
     let chaos = ChaosServer::builder().start().await.unwrap();
     let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
     let wall = "status;code=429;retry_after=48489;kind=insufficient_quota";
@@ -870,8 +872,11 @@ async fn a_route_cooling_down_is_503_with_the_time_left() {
     let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(error["error"]["type"], "insufficient_quota");
     let (status, headers, body) = send(&client(), post(&url, OPENAI_UNARY, &[])).await;
-    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "x-seawall-code"), "route_cooling_down");
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["type"], "insufficient_quota");
+    assert_eq!(error["error"]["code"], "route_cooling_down");
     assert_eq!(header(&headers, "x-should-retry"), "false");
     let left: u64 = header(&headers, "retry-after").parse().unwrap();
     assert!((48_000..=48_489).contains(&left), "{left}");
