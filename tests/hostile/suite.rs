@@ -709,6 +709,25 @@ async fn an_event_stream_label_on_a_json_body_is_no_answer() {
     retried_to_an_answer(first, true).await;
 }
 
+/// A unary request's answer is one JSON answer whatever its label says:
+/// checked as one and delivered, once; an event stream answering it is no
+/// answer the caller's client reads (retried).
+#[tokio::test]
+async fn a_unary_answer_labelled_an_event_stream_is_checked_as_unary() {
+    let sse = [("content-type", "text/event-stream")];
+    let server = Hostile::start(vec![reply("200 OK", &sse, HEALTHY_UNARY.as_bytes())]).await;
+    let outcome = ask(&server, false).await;
+    assert_eq!(outcome.code(), None, "{outcome:?}");
+    assert_eq!(outcome.text(), HEALTHY_UNARY);
+    assert_eq!(server.requests(), 1);
+    // Still checked: an empty answer so labelled is no answer.
+    let empty = reply("200 OK", &sse, b"{\"choices\":[]}");
+    let outcome = retried_to_an_answer(empty, false).await;
+    assert_eq!(outcome.text(), HEALTHY_UNARY);
+    let stream = reply("200 OK", &sse, HEALTHY_STREAM.as_bytes());
+    retried_to_an_answer(stream, false).await;
+}
+
 #[tokio::test]
 async fn keepalives_without_content_are_not_progress() {
     let mut first = vec![Act::Write(head(

@@ -176,7 +176,12 @@ impl Classifier for ProviderClassifier {
                 }
                 match media_type(parts) {
                     Some(media) if is_json_media(media) => Inspection::CheckBody,
-                    Some(media) if media.eq_ignore_ascii_case(b"text/event-stream") => {
+                    // A unary request's answer is checked as one whatever
+                    // its label says (the stream guard leaves it alone).
+                    Some(media)
+                        if media.eq_ignore_ascii_case(b"text/event-stream")
+                            && !cx.facts.unary_requested() =>
+                    {
                         Inspection::Deliver
                     }
                     _ if generation => Inspection::CheckBody,

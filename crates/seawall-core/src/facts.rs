@@ -310,6 +310,14 @@ impl RequestFacts {
         self.provider.is_some()
     }
 
+    /// True when a generation asked for a unary answer, as its head or
+    /// body says: its 2xx is one JSON answer whatever its content type
+    /// claims (a server that labels a JSON answer `text/event-stream`),
+    /// and an event stream is no answer the caller's client can read.
+    pub fn unary_requested(&self) -> bool {
+        self.is_generation() && self.stream_requested() == Some(false)
+    }
+
     /// Whether the request's body has been sent to its end, as the
     /// recording under a retry ladder knows it: `Some(true)` once it ended
     /// within the recording's cap, `Some(false)` while it is still being

@@ -199,7 +199,8 @@ impl Config {
     /// content type is missing or neither that nor JSON from a generation
     /// endpoint asked for a stream (a proxy that dropped the type must not
     /// turn a stream into an unchecked body). A stream request answered
-    /// with JSON is a unary answer: the classifier checks it — except
+    /// with JSON, and a request for a unary answer whatever its answer's
+    /// label, get a unary answer: the classifier checks it — except
     /// Gemini's JSON-array stream (`json_array`: `:streamGenerateContent`
     /// without `alt=sse`), whose JSON is the stream.
     fn guards<B>(
@@ -219,8 +220,10 @@ impl Config {
                 essence.trim_ascii()
             });
         match media {
+            // A generation that asked for one JSON answer gets the
+            // classifier's unary check, whatever the label says.
             Some(media) if media.eq_ignore_ascii_case(self.content_type.as_bytes()) => {
-                Some(Recognised::ContentType)
+                (!facts.unary_requested()).then_some(Recognised::ContentType)
             }
             Some(media) if is_json_media(media) => json_array.then_some(Recognised::JsonArray),
             _ if json_array => Some(Recognised::JsonArray),
