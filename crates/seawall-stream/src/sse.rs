@@ -79,9 +79,17 @@ pub struct Event<'a> {
 /// Why the scanner gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ScanError {
-    /// A line without a line end grew past the cap.
+    /// A `data:` line without a line end grew past the cap: an answer's
+    /// part larger than the reader was set to hold.
     #[error("event-stream line longer than {cap} bytes")]
     LineTooLong {
+        /// The cap in bytes.
+        cap: usize,
+    },
+    /// Any other line (a comment, another field, a line that is no field)
+    /// grew past the cap: no part of an answer, a broken stream.
+    #[error("event-stream line that is no data longer than {cap} bytes")]
+    OtherLineTooLong {
         /// The cap in bytes.
         cap: usize,
     },
@@ -98,6 +106,7 @@ impl ScanError {
     pub const fn as_str(self) -> &'static str {
         match self {
             ScanError::LineTooLong { .. } => "sse_line_too_long",
+            ScanError::OtherLineTooLong { .. } => "sse_other_line_too_long",
             ScanError::EventTooLarge { .. } => "sse_event_too_large",
         }
     }
@@ -238,7 +247,7 @@ impl Scanner {
             let blank = part.is_empty() && self.line.is_empty();
             if self.line.is_empty() {
                 if part.len() > self.max_line {
-                    return Err(ScanError::LineTooLong { cap: self.max_line });
+                    return Err(self.line_too_long(part));
                 }
                 // Only a blank line dispatches, and a blank line is never
                 // carried: it ends here, in this frame.
@@ -271,6 +280,20 @@ impl Scanner {
         self.carry(rest)
     }
 
+    /// The cap's error for a line that begins with what is carried and
+    /// goes on with `rest`: its field says whether it was an answer's part.
+    fn line_too_long(&self, rest: &[u8]) -> ScanError {
+        const DATA: &[u8] = b"data:";
+        let carried = &self.line[..self.line.len().min(DATA.len())];
+        let more = &rest[..rest.len().min(DATA.len() - carried.len())];
+        let cap = self.max_line;
+        if DATA.starts_with(carried) && DATA[carried.len()..].starts_with(more) {
+            ScanError::LineTooLong { cap }
+        } else {
+            ScanError::OtherLineTooLong { cap }
+        }
+    }
+
     /// Consumes a leading UTF-8 BOM at the very start of the stream, even
     /// when it is split across frames.
     fn skip_bom<'f>(&mut self, mut frame: &'f [u8]) -> &'f [u8] {
@@ -294,7 +317,7 @@ impl Scanner {
 
     fn carry(&mut self, part: &[u8]) -> Result<(), ScanError> {
         if self.line.len() + part.len() > self.max_line {
-            return Err(ScanError::LineTooLong { cap: self.max_line });
+            return Err(self.line_too_long(part));
         }
         self.line.extend_from_slice(part);
         Ok(())
@@ -543,14 +566,14 @@ mod tests {
         assert_eq!(scanner.feed(&[b'x'; 60], |_| {}), Ok(()));
         assert_eq!(
             scanner.feed(&[b'x'; 5], |_| {}),
-            Err(ScanError::LineTooLong { cap: 64 })
+            Err(ScanError::OtherLineTooLong { cap: 64 })
         );
         let mut scanner = Scanner::new(64, 128);
         let mut frame = [b'x'; 70];
         frame[69] = b'\n';
         assert_eq!(
             scanner.feed(&frame, |_| {}),
-            Err(ScanError::LineTooLong { cap: 64 })
+            Err(ScanError::OtherLineTooLong { cap: 64 })
         );
 
         let mut scanner = Scanner::new(64, 100);

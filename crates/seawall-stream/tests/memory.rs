@@ -29,6 +29,30 @@ async fn endless_line_before_content_fails_at_the_cap() {
     );
 }
 
+/// An endless line that is no data (a comment, a line that is no field)
+/// is no part of an answer: a broken stream, retried, not an answer too
+/// large to ask for again.
+#[tokio::test(start_paused = true)]
+async fn an_endless_line_that_is_no_data_is_a_broken_stream() {
+    for head in [": ", "x-pad: ", "{\"a\":\""] {
+        let endless = Repeat::new(Bytes::from(vec![b'a'; 64 * KIB]), u64::MAX).head(head);
+        let layer = StreamGuardLayer::interactive().max_event_bytes(MIB);
+        let failure = failure_of(call(layer, CHAT, endless).await);
+        assert_eq!(
+            (failure.code(), failure.action()),
+            (Code::ProtocolViolation, Action::Retry),
+            "{head}"
+        );
+        assert!(
+            failure
+                .message()
+                .unwrap()
+                .starts_with("sse_other_line_too_long")
+        );
+        assert!(failure.evidence().bytes as usize <= MIB + 64 * KIB + 8);
+    }
+}
+
 /// A generated image comes as one event (Gemini's `inlineData`; a 2K PNG
 /// is well over 1 MiB of base64): the default caps deliver it; one past
 /// a cap set lower is `answer_too_large`, surfaced, never retried (the

@@ -91,6 +91,24 @@ fn errors_have_stable_names_and_their_cap() {
     assert_eq!(error, ScanError::EventTooLarge { cap: 8 });
     assert_eq!(error.as_str(), "sse_event_too_large");
     assert_eq!(error.to_string(), "event-stream event larger than 8 bytes");
+    // A line that is no data: no answer's part, a broken stream.
+    for frames in [
+        &[&b": 0123456789"[..]][..],
+        &[b"da", b"ta0123456789"],
+        &[b"{\"error\": 1234"],
+    ] {
+        let mut scanner = Scanner::new(8, 8);
+        let error = frames
+            .iter()
+            .find_map(|frame| scanner.feed(frame, |_| {}).err())
+            .unwrap();
+        assert_eq!(error, ScanError::OtherLineTooLong { cap: 8 }, "{frames:?}");
+        assert_eq!(error.as_str(), "sse_other_line_too_long");
+    }
+    let mut scanner = Scanner::new(8, 8);
+    scanner.feed(b"da", |_| {}).unwrap();
+    let error = scanner.feed(b"ta: 0123456789", |_| {}).unwrap_err();
+    assert_eq!(error, ScanError::LineTooLong { cap: 8 });
 }
 
 /// A line of exactly the cap is accepted, in the frame or carried over

@@ -1120,10 +1120,12 @@ fn underlying_code(cause: &Cause) -> Option<Code> {
     }
 }
 
-/// What the framing's refusal is: a line, event or element past our own
-/// cap is `answer_too_large` (the answer is well-formed, only larger than
-/// we were set to hold: asking again brings it again), anything else a
-/// broken body, `protocol_violation`.
+/// What the framing's refusal is: a `data:` line, event or element past
+/// our own cap is `answer_too_large` (the answer is well-formed, only
+/// larger than we were set to hold: asking again brings it again); a line
+/// past it that is no data (an endless comment, a line that is no field)
+/// is no answer's part, and that and anything else a broken body,
+/// `protocol_violation`.
 fn framing_code(cause: &Cause) -> Code {
     match cause {
         Cause::Scan(ScanError::LineTooLong { .. } | ScanError::EventTooLarge { .. })
