@@ -61,20 +61,10 @@ where
         match self.project().kind.project() {
             KindProj::Called { future, permit } => match ready!(future.poll(cx)) {
                 Ok(response) => {
-                    let permit = match permit.take() {
-                        // A trial is judged by its answer, not held to the
-                        // end of its body: under the stream guard the answer
-                        // comes at the first content, and a trial that
-                        // streams for minutes would keep every other call
-                        // refused (with no time to wait for) long after the
-                        // route recovered. Calls of the closed spell that
-                        // follows count how their bodies end.
-                        Some(permit) if permit.is_trial() => {
-                            permit.succeed();
-                            None
-                        }
-                        permit => permit,
-                    };
+                    // A trial or a cooldown's probe is judged by its
+                    // answer; calls of a closed spell count how their
+                    // bodies end.
+                    let permit = permit.take().and_then(Permit::answered);
                     Poll::Ready(Ok(response.map(|body| BreakerBody::new(body, permit))))
                 }
                 Err(error) => {

@@ -35,7 +35,10 @@ impl BreakerHandle {
     }
 
     /// The failure that cooled a route down and the time left (`None`:
-    /// until [`reset`](Self::reset)), while it is cooling down.
+    /// until [`reset`](Self::reset)), while it is cooling down. After its
+    /// end, while the one call probing the route is out, the time left is
+    /// a short time to look again; `None` once the probe was answered, or
+    /// while the next call would be the probe.
     pub fn cooldown(&self, route: &RouteId) -> Option<(Code, Option<Duration>)> {
         self.shared.existing(route.as_str())?.cooling()
     }

@@ -28,7 +28,9 @@ impl RouteProbe {
     /// through:
     ///
     /// - cooling down: the code that cooled it (`quota_exhausted`,
-    ///   `rate_limited`, `auth`) and the time left;
+    ///   `rate_limited`, `auth`) and the time left; after the cooldown's
+    ///   end, while the one call probing the route is out, the same code
+    ///   and a short time to look again;
     /// - open before its probe time: `circuit_open` and the time to the
     ///   probe; isolated by the handle: `circuit_open`, until reset;
     /// - half-open with every trial out: `circuit_open` and a short time
@@ -36,7 +38,8 @@ impl RouteProbe {
     ///   call itself would be refused.
     ///
     /// A breaker open past its probe time, or half-open with a trial's
-    /// slot free, lets a call through (it is a trial).
+    /// slot free, lets a call through (it is a trial); so does a cooldown
+    /// past its end with no probe out (the call is its probe).
     pub fn blocked(&self) -> Option<(Code, Option<Duration>)> {
         if let Some(cooling) = self.breaker.cooling() {
             return Some(cooling);

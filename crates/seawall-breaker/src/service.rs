@@ -74,8 +74,9 @@ impl<S> Breaker<S> {
 
     /// With readiness gating on: how long until the last route called may
     /// take a call again, if it may not now — open, isolated, cooling down
-    /// after a rate limit (its hint is when it answers again), or half-open
-    /// with every trial slot taken. A cooldown after a quota wall or
+    /// after a rate limit (its hint is when it answers again; after it,
+    /// while another call probes the route, a short time to look again),
+    /// or half-open with every trial slot taken. A cooldown after a quota wall or
     /// rejected credentials is as permanent as its cause
     /// ([`Cooldown::worth_waiting`](seawall_core::Cooldown::worth_waiting)):
     /// the service is ready, and the call is refused at once, not waited

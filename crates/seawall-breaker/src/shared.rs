@@ -166,8 +166,8 @@ impl Shared {
 
 /// One admitted call's claim on its route's breaker. The outcome is
 /// recorded when the permit drops: a permit dropped without an outcome (a
-/// dropped future or body) records nothing and gives a half-open trial's
-/// place back.
+/// dropped future or body) records nothing, gives a half-open trial's
+/// place back, and gives a cooldown's probe back (the next call probes).
 pub(crate) struct Permit {
     breaker: Arc<RouteBreaker>,
     /// `None` once the outcome is recorded.
@@ -190,9 +190,26 @@ impl Permit {
         self.record(Outcome::Success);
     }
 
-    /// Whether this call is a half-open trial.
-    pub(crate) fn is_trial(&self) -> bool {
-        self.ticket.is_some_and(Ticket::is_trial)
+    /// The call's answer began. A half-open trial is judged by it (a
+    /// success: no permit is left for the body); so is a cooldown's probe
+    /// (the cooldown ends for every call), the rest of its permit going on
+    /// to the body's end, as any call of a closed spell.
+    ///
+    /// Not held to the body's end: under the stream guard the answer comes
+    /// at the first content, and a trial or probe that streams for minutes
+    /// would keep every other call refused (with no time to wait for) long
+    /// after the route recovered.
+    pub(crate) fn answered(mut self) -> Option<Self> {
+        let ticket = self.ticket?;
+        if ticket.is_trial() {
+            self.succeed();
+            return None;
+        }
+        if ticket.is_probe() {
+            self.breaker.settle_probe(self.resets, true);
+            self.ticket = Some(ticket.without_probe());
+        }
+        Some(self)
     }
 
     /// Records an error: a failure when it carries a [`Failure`] about the
@@ -207,7 +224,8 @@ impl Permit {
         if self.breaker.callers_credentials && failure.is_about_account() {
             return;
         }
-        self.breaker.learn(failure, self.resets);
+        let probe = self.ticket.is_some_and(Ticket::is_probe);
+        self.breaker.learn(failure, self.resets, probe);
         if counts(failure, self.breaker.policy.rate_limited_counts) {
             self.record(Outcome::Failure);
         }
@@ -215,6 +233,10 @@ impl Permit {
 
     fn record(&mut self, outcome: Outcome) {
         if let Some(ticket) = self.ticket.take() {
+            if ticket.is_probe() {
+                self.breaker
+                    .settle_probe(self.resets, outcome == Outcome::Success);
+            }
             self.breaker.record(ticket, outcome);
         }
     }

@@ -105,10 +105,21 @@ impl Policy {
 const STATE_MASK: u64 = 0b11;
 
 // The cooldown word: | end (40 bits) | code (8 bits) | resets (16 bits) |
-// end: ms since `Policy::epoch` (0: none; `COOL_FOREVER`: until a reset);
-// code: what cooled the route, its index in `Code::ALL`; resets: how many
-// resets so far, wrapping.
+// end: ms since `Policy::epoch` (0: none; `COOL_FOREVER`: until a reset;
+// `COOL_PROBING`: over, and one call is out probing the route); code: what
+// cooled the route, its index in `Code::ALL`; resets: how many resets so
+// far, wrapping. A cooldown whose end has passed stays in the word until
+// a call probes the route and its answer ends it: until then the first
+// call admitted becomes the probe, and while it is out the others are
+// refused.
 const COOL_FOREVER: u64 = (1 << 40) - 1;
+const COOL_PROBING: u64 = COOL_FOREVER - 1;
+/// The end a probe that learnt nothing leaves: past, so the next call
+/// probes again.
+const COOL_OVER: u64 = 1;
+/// How soon a call refused while a cooldown's probe is out may look again:
+/// the probe's answer decides, and it usually comes within this.
+const PROBE_RECHECK: Duration = Duration::from_millis(100);
 
 fn cool_word(end: u64, code: u64, resets: u64) -> u64 {
     (end.min(COOL_FOREVER) << 24) | ((code & 0xFF) << 16) | (resets & 0xFFFF)
@@ -193,14 +204,38 @@ impl Ticket {
         Ticket(NonZeroU64::MIN.saturating_add(period & PERIOD_MASK))
     }
 
+    /// Marks a call that is also the probe of its route's ended cooldown;
+    /// neither kind of ticket reaches this bit otherwise.
+    const PROBE_BIT: u64 = 1 << 62;
+
     /// Whether this is a half-open trial's ticket.
     pub(crate) fn is_trial(self) -> bool {
         self.0.get() & Ticket::CLOSED_BIT == 0
     }
 
+    /// The same ticket, its call also the probe of the route's ended
+    /// cooldown.
+    fn probing(self) -> Ticket {
+        Ticket(self.0 | Ticket::PROBE_BIT)
+    }
+
+    /// Whether the call is the probe of its route's ended cooldown.
+    pub(crate) fn is_probe(self) -> bool {
+        self.0.get() & Ticket::PROBE_BIT != 0
+    }
+
+    /// The same ticket without the probe's part, once the probe is
+    /// settled: what is left is the spell's.
+    pub(crate) fn without_probe(self) -> Ticket {
+        let bits = self.0.get() & !Ticket::PROBE_BIT;
+        // Never zero: a closed ticket keeps its bit, a trial's is period
+        // plus one.
+        Ticket(NonZeroU64::new(bits).unwrap_or(NonZeroU64::MIN))
+    }
+
     /// Whose outcome this is: a closed spell's or a half-open period's.
     fn spell(self) -> Spell {
-        let bits = self.0.get();
+        let bits = self.0.get() & !Ticket::PROBE_BIT;
         if bits & Ticket::CLOSED_BIT != 0 {
             Spell::Closed(bits & PERIOD_MASK)
         } else {
@@ -287,7 +322,9 @@ impl RouteBreaker {
     /// cooldown already running is kept. A call admitted before the last
     /// reset (`resets` is [`resets`](Self::resets) at its admission)
     /// learns nothing: its 401 was for the key the reset was made for.
-    pub(crate) fn learn(&self, failure: &Failure, resets: u64) {
+    /// While a cooldown's probe is out, only the probe (`probe`) cools the
+    /// route again: what an older call says now is older than its answer.
+    pub(crate) fn learn(&self, failure: &Failure, resets: u64, probe: bool) {
         let Some(cooldown) = failure.cooldown(SystemTime::now()) else {
             return;
         };
@@ -298,7 +335,7 @@ impl RouteBreaker {
                 self.policy
                     .now_ms()
                     .saturating_add(after.max(1))
-                    .min(COOL_FOREVER - 1)
+                    .min(COOL_PROBING - 1)
             }
         };
         let code = Code::ALL
@@ -308,8 +345,13 @@ impl RouteBreaker {
         let longer = self
             .cooldown
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
-                (cool_resets(word) == resets && cool_end(word) < until)
-                    .then(|| cool_word(until, code, resets))
+                let end = cool_end(word);
+                let replaces = if end == COOL_PROBING {
+                    probe
+                } else {
+                    end < until
+                };
+                (cool_resets(word) == resets && replaces).then(|| cool_word(until, code, resets))
             })
             .is_ok();
         if longer {
@@ -324,28 +366,86 @@ impl RouteBreaker {
     }
 
     /// The code that cooled the route and the time left (`None`: until a
-    /// reset), while it is cooling down.
+    /// reset), while it is cooling down. A cooldown whose end has passed
+    /// is over for this look (the next call probes the route); while its
+    /// probe is out, a short time to look again is left.
     pub(crate) fn cooling(&self) -> Option<(Code, Option<Duration>)> {
-        let word = self.cooldown.load(Ordering::Acquire);
+        self.cooling_in(self.cooldown.load(Ordering::Acquire))
+    }
+
+    /// [`cooling`](Self::cooling) of the cooldown word `word`.
+    fn cooling_in(&self, word: u64) -> Option<(Code, Option<Duration>)> {
         let until = cool_end(word);
         if until == 0 {
-            return None;
-        }
-        let now = self.policy.now_ms();
-        if now >= until {
-            // Over: the next admissions skip this look altogether.
-            let over = cool_word(0, 0, cool_resets(word));
-            let _ = self
-                .cooldown
-                .compare_exchange(word, over, Ordering::AcqRel, Ordering::Relaxed);
             return None;
         }
         let code = Code::ALL
             .get(cool_code(word))
             .copied()
             .unwrap_or(Code::RouteCoolingDown);
+        if until == COOL_PROBING {
+            return Some((code, Some(PROBE_RECHECK)));
+        }
+        let now = self.policy.now_ms();
+        if now >= until {
+            return None;
+        }
         let left = (until != COOL_FOREVER).then(|| Duration::from_millis(until - now));
         Some((code, left))
+    }
+
+    /// The cooldown as an admission meets it: `Ok(None)` when there is none
+    /// (any more), `Ok(Some(probing))` when its end has passed and this
+    /// call has become its probe (`probing` is the word it set), or the
+    /// refusal while it runs or another call is out probing.
+    fn claim_probe(&self) -> Result<Option<u64>, CircuitOpen> {
+        let mut word = self.cooldown.load(Ordering::Acquire);
+        loop {
+            if cool_end(word) == 0 {
+                return Ok(None);
+            }
+            if let Some((code, left)) = self.cooling_in(word) {
+                return Err(CircuitOpen::cooling(self.route.clone(), code, left));
+            }
+            // Over: this call probes the route, once.
+            let probing = cool_word(COOL_PROBING, cool_code(word) as u64, cool_resets(word));
+            match self.cooldown.compare_exchange_weak(
+                word,
+                probing,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(Some(probing)),
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    /// Settles the probe of the cooldown of `resets`: an answer ends the
+    /// cooldown for every call; anything else (a failure that learnt no
+    /// new cooldown, a dropped call) gives the probe back, so the next
+    /// call probes. A probe whose cooldown was reset, or cooled again by
+    /// its own failure, settles nothing.
+    pub(crate) fn settle_probe(&self, resets: u64, answered: bool) {
+        let settled = self
+            .cooldown
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+                (cool_end(word) == COOL_PROBING && cool_resets(word) == resets).then(|| {
+                    if answered {
+                        cool_word(0, 0, resets)
+                    } else {
+                        cool_word(COOL_OVER, cool_code(word) as u64, resets)
+                    }
+                })
+            })
+            .is_ok();
+        if settled && answered {
+            tracing::info!(
+                target: "seawall::breaker",
+                route = %self.route,
+                "route cooldown over: its probe was answered"
+            );
+        }
     }
 
     /// Half-open with every trial slot taken: a call now would be refused.
@@ -367,13 +467,37 @@ impl RouteBreaker {
 
     /// Decides whether a call may go to the route: a ticket, or the
     /// refusal naming the route and the time to the next probe. The closed
-    /// path is one atomic load.
+    /// path is one atomic load (and one of the cooldown word).
+    ///
+    /// After a cooldown's end, the first call admitted is its probe (its
+    /// ticket says so); the others are refused until the probe's answer
+    /// ends the cooldown or its failure cools the route again.
     pub(crate) fn admit(&self) -> Result<Ticket, CircuitOpen> {
-        if cool_end(self.cooldown.load(Ordering::Relaxed)) != 0
-            && let Some((code, left)) = self.cooling()
-        {
-            return Err(CircuitOpen::cooling(self.route.clone(), code, left));
+        if cool_end(self.cooldown.load(Ordering::Relaxed)) == 0 {
+            return self.admit_state();
         }
+        let Some(probing) = self.claim_probe()? else {
+            return self.admit_state();
+        };
+        match self.admit_state() {
+            Ok(ticket) => Ok(ticket.probing()),
+            Err(refusal) => {
+                // Refused by the circuit itself: no probe went out, so the
+                // next call may probe.
+                let over = cool_word(COOL_OVER, cool_code(probing) as u64, cool_resets(probing));
+                let _ = self.cooldown.compare_exchange(
+                    probing,
+                    over,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                );
+                Err(refusal)
+            }
+        }
+    }
+
+    /// [`admit`](Self::admit) by the state machine alone.
+    fn admit_state(&self) -> Result<Ticket, CircuitOpen> {
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             let next = match word & STATE_MASK {

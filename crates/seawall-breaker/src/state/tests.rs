@@ -1,5 +1,6 @@
-//! The route breaker's private arithmetic: a window bucket's saturation and
-//! the breaker's `Debug`.
+//! The route breaker's private arithmetic: a window bucket's saturation,
+//! the breaker's `Debug`, a cooldown probe's ticket, and a probe the
+//! circuit refuses.
 
 use super::*;
 use crate::policy::Trip;
@@ -45,4 +46,53 @@ fn debug_shows_the_route_and_state() {
     );
     breaker.isolate();
     assert!(format!("{breaker:?}").ends_with("state: Isolated }"));
+}
+
+/// A cooldown's probe is a mark on the call's ticket: it leaves the
+/// spell's part (closed or trial, and its period) as it was.
+#[test]
+fn a_probes_ticket_keeps_its_spell() {
+    for ticket in [Ticket::closed(41), Ticket::trial(41), Ticket::trial(0)] {
+        let probe = ticket.probing();
+        assert!(probe.is_probe() && !ticket.is_probe());
+        assert_eq!(probe.is_trial(), ticket.is_trial());
+        assert_eq!(probe.without_probe(), ticket);
+        let period = |ticket: Ticket| match ticket.spell() {
+            Spell::Closed(period) => (false, period),
+            Spell::Trial(period) => (true, period),
+        };
+        assert_eq!(period(probe), period(ticket));
+    }
+}
+
+/// A cooldown over while the circuit is open: the call the circuit
+/// refuses is no probe, so the probe is left to the next call the circuit
+/// lets through (a trial, which is then the probe too).
+#[tokio::test(start_paused = true)]
+async fn a_call_the_open_circuit_refuses_leaves_the_probe_to_the_next() {
+    let breaker = breaker(Trip::Consecutive { failures: 1 });
+    let ticket = breaker.admit().unwrap();
+    breaker.record(ticket, Outcome::Failure);
+    assert_eq!(breaker.state(), BreakerState::Open);
+    let wall = Failure::new(Code::QuotaExhausted).with_retry_after(Duration::from_secs(1));
+    breaker.learn(&wall, breaker.resets(), false);
+    tokio::time::advance(Duration::from_secs(1)).await;
+
+    let refusal = breaker.admit().unwrap_err();
+    assert_eq!(refusal.cooled_by(), None, "refused by the circuit");
+    assert_eq!(breaker.cooling(), None, "no probe out");
+
+    tokio::time::advance(BreakDuration::default().max).await;
+    let ticket = breaker.admit().expect("the trial");
+    assert!(ticket.is_trial() && ticket.is_probe());
+    let refusal = breaker.admit().unwrap_err();
+    assert_eq!(refusal.cooled_by(), Some(Code::QuotaExhausted));
+    assert_eq!(refusal.retry_after(), Some(PROBE_RECHECK));
+    breaker.settle_probe(breaker.resets(), true);
+    breaker.record(ticket, Outcome::Success);
+    assert_eq!(
+        (breaker.state(), breaker.cooling()),
+        (BreakerState::Closed, None)
+    );
+    assert!(!breaker.admit().unwrap().is_probe());
 }
