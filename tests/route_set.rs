@@ -342,3 +342,139 @@ async fn every_member_rate_limited_past_the_deadline_fails_at_once() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert!(started.elapsed() < Duration::from_secs(1), "no wait");
 }
+
+fn members(names: &[&str]) -> Vec<Member> {
+    names
+        .iter()
+        .map(|key| {
+            Member::new(*key).header(
+                AUTHORIZATION,
+                HeaderValue::try_from(format!("Bearer {key}")).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// As many members as the ladder has attempts, each rate-limited once for
+/// 2 s: each member's first failure moves the operation to the next, and
+/// the last one's leaves every member cooling. The ladder still has an
+/// attempt for the member that comes back first: moving off a member met
+/// for the first time is the set's move, not a retry.
+#[tokio::test(start_paused = true)]
+async fn as_many_members_as_attempts_all_rate_limited_briefly_is_waited_for() {
+    let cases: [(Stack, &[&str]); 2] = [
+        (Stack::interactive(), &["key-a", "key-b", "key-c"]),
+        (Stack::reasoning(), &["key-a", "key-b"]),
+    ];
+    for (stack, keys) in cases {
+        let calls = Arc::new(AtomicU32::new(0));
+        let stack = stack.total_deadline(Duration::from_secs(10)).seed(3);
+        let set = RouteSetLayer::new(members(keys)).unwrap();
+        let mut service = stack.build_with_route_set(
+            &ClassifyLayer::openai(),
+            limited_provider(2, 1, calls.clone()),
+            set,
+        );
+        let started = tokio::time::Instant::now();
+        let receipt = one(&mut service, "http://api.example.com", "brief")
+            .await
+            .unwrap_or_else(|failure| panic!("{keys:?}: waits and succeeds: {failure:?}"));
+        let elapsed = started.elapsed();
+        assert!(elapsed >= Duration::from_secs(2), "{elapsed:?}");
+        assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+        // Each key met its limit once; the one back first answered.
+        assert_eq!(calls.load(Ordering::SeqCst) as usize, keys.len() + 1);
+        let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+        let mut expected = vec![Some(Code::RateLimited); keys.len()];
+        expected.push(None);
+        assert_eq!(codes, expected, "{keys:?}");
+        let mut tried = routes(&receipt);
+        tried.pop();
+        tried.sort();
+        tried.dedup();
+        assert_eq!(tried.len(), keys.len(), "each key tried once: {receipt:?}");
+    }
+}
+
+/// Both keys cooling after a 2 s rate limit, and a burst of operations
+/// meanwhile under a small gRPC budget: the set waits for the first key
+/// back, inside the operation, so no refusal is an attempt — none spends a
+/// budget token, none ends at once with the budget, and each receipt lists
+/// only the attempt that reached the provider. The burst comes back
+/// spread, not in the instant the cooldown ends.
+#[tokio::test(start_paused = true)]
+async fn a_burst_while_every_member_cools_waits_without_spending_the_budget() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let stack = Stack::interactive()
+        .total_deadline(Duration::from_secs(10))
+        .budget(seawall::retry::Budget::grpc(3, 0.1))
+        .seed(9);
+    let set = RouteSetLayer::new(keys()).unwrap();
+    let service = stack.build_with_route_set(
+        &ClassifyLayer::openai(),
+        limited_provider(2, 1, calls.clone()),
+        set,
+    );
+    let breaker = stack.breaker_layer().handle();
+    let cooling = || {
+        ["key-a", "key-b"]
+            .iter()
+            .all(|key| breaker.cooldown(&RouteId::new(*key)).is_some())
+    };
+    // One operation meets both limits: every key cools for 2 s.
+    let mut first = service.clone();
+    let warm = tokio::spawn(async move {
+        one(&mut first, "http://api.example.com", "warm").await.ok();
+    });
+    while !cooling() {
+        // A sleep, not a yield: the paused clock moves only when idle.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let started = tokio::time::Instant::now();
+    let burst: Vec<_> = (0..200)
+        .map(|n| {
+            let mut service = service.clone();
+            tokio::spawn(async move {
+                let receipt = one(&mut service, "http://api.example.com", &format!("op{n}")).await;
+                (receipt, tokio::time::Instant::now())
+            })
+        })
+        .collect();
+    let mut answered_at = Vec::new();
+    for operation in burst {
+        let (receipt, at) = operation.await.unwrap();
+        let receipt = receipt.unwrap_or_else(|failure| {
+            panic!(
+                "waited for and answered, not {:?} ({:?})",
+                failure.code(),
+                failure.receipt().and_then(|r| r.stop)
+            )
+        });
+        assert_eq!(receipt.stop, Some(seawall::core::StopReason::Succeeded));
+        let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
+        assert_eq!(codes, [None], "only the attempt that reached the provider");
+        answered_at.push(at - started);
+    }
+    warm.await.unwrap();
+    // The burst's calls, and at most one of the first operation's after
+    // its own wait: none was refused locally and counted.
+    let made = calls.load(Ordering::SeqCst);
+    assert!((202..=203).contains(&made), "{made}");
+    answered_at.sort();
+    assert!(
+        answered_at[0] >= Duration::from_millis(1500),
+        "{answered_at:?}"
+    );
+    assert!(
+        answered_at[199] < Duration::from_secs(10),
+        "{:?}",
+        answered_at[199]
+    );
+    assert!(
+        answered_at[199] - answered_at[0] >= Duration::from_millis(100),
+        "spread, not in one instant: {:?}..{:?}",
+        answered_at[0],
+        answered_at[199]
+    );
+}

@@ -68,6 +68,10 @@ pub(crate) struct Ladder<S, B> {
     window: Option<Deadline>,
     /// The attempt in flight, from 1.
     attempt: u32,
+    /// Attempts that moved the operation off a route-set member on that
+    /// member's first failure in the operation: the set's moves, not
+    /// retries, so `max_attempts` does not count them (see `judge`).
+    moves: u32,
     /// When the attempt in flight started; kept only under a deadline.
     attempt_started: Option<Instant>,
     /// The delay slept before the attempt in flight.
@@ -248,6 +252,7 @@ impl<S, B> Ladder<S, B> {
             deadline,
             window: None,
             attempt: 1,
+            moves: 0,
             attempt_started: deadline.map(|_| now.get()),
             slept: Duration::ZERO,
             last_route_shaped: None,
@@ -451,8 +456,16 @@ impl<S, B> Ladder<S, B> {
     /// ([`Failure::moves_route`]) does not end the ladder: what would have
     /// stopped it (an action other than retry, a promotion, a hint past the
     /// cap) moves the next attempt at once, and a plain retry waits the
-    /// backoff, not the failed route's hint. Attempts, replay, the deadline
-    /// and the budget still bound it.
+    /// backoff, not the failed route's hint. Replay, the deadline and the
+    /// budget still bound it, and attempts do — but the move off a member
+    /// that failed for the first time in this operation is not one of
+    /// them: it is the set's move to another member, as a fallback chain's
+    /// hop is the chain's, not a retry of what failed. Counted, a set of as
+    /// many members as the ladder has attempts, each rate-limited for a
+    /// moment, ended the ladder on the last member's failure with every
+    /// member about to come back and the deadline far off. Each member
+    /// gives at most one such move, so a set of `n` members makes at most
+    /// `max_attempts + n` calls.
     fn judge(
         &mut self,
         failure: &Failure,
@@ -460,6 +473,9 @@ impl<S, B> Ladder<S, B> {
         another: bool,
     ) -> Result<Duration, StopReason> {
         let moving = another && failure.moves_route();
+        if moving && self.first_failure_on(&route) {
+            self.moves += 1;
+        }
         // The breaker refusing the only route while it cools down after a
         // rate limit says how long the provider asked to be left alone:
         // that is a hint to wait, as the 429 that cooled it was for the
@@ -534,7 +550,7 @@ impl<S, B> Ladder<S, B> {
         // Leave the route at once: what would end a ladder on one route.
         let move_now = moving && (promoted || failure.action() != Action::Retry);
         let again = match &self.again {
-            Some(again) if self.attempt < policy.max_attempts => again,
+            Some(again) if self.attempt - self.moves < policy.max_attempts => again,
             _ => return Err(StopReason::Attempts),
         };
         let Some(body) = again.template.body().replay() else {
@@ -584,6 +600,17 @@ impl<S, B> Ladder<S, B> {
         }
         self.next_body = Some(body);
         Ok(delay)
+    }
+
+    /// Whether the attempt just recorded is the first in this operation to
+    /// fail on `route` (the receipt lists every attempt's route).
+    fn first_failure_on(&self, route: &RouteId) -> bool {
+        self.receipt
+            .attempts
+            .iter()
+            .filter(|attempt| attempt.route == *route)
+            .count()
+            == 1
     }
 
     /// Waits for the service to be ready again, then makes the next attempt.

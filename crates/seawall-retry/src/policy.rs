@@ -11,7 +11,11 @@ use crate::{Backoff, Jitter};
 /// them, and when to stop early.
 ///
 /// `max_attempts` counts the first attempt: `3` is one try and at most two
-/// retries.
+/// retries. Under a route set (a service below that answers with
+/// [`AnotherRoute`](seawall_core::AnotherRoute)), the move off a member
+/// that failed for the first time in the operation is the set's, not a
+/// retry, and is not counted: each member is tried once and the ladder
+/// keeps its retries for what comes after.
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
     pub(crate) max_attempts: u32,

@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use http::header::{HOST, HeaderName, HeaderValue};
 use http::uri::{Authority, Scheme};
-use seawall_core::{Code, Failure, RouteId};
+use seawall_core::{Code, Cooldown, Deadline, Failure, RouteId};
 use seawall_internal::millis;
 use seawall_internal::random::Random;
 use tokio::time::Instant;
 
+#[cfg(test)]
+use crate::DEFAULT_MAX_WAIT;
 use crate::route_set::error::RouteSetError;
 
 /// The most members a route set takes: one bit each in the choice's masks.
@@ -168,6 +170,7 @@ pub(crate) struct Set {
     random: Random,
     avoid_ms: u64,
     decay_ms: u64,
+    max_wait: Duration,
 }
 
 /// The settings a set is built from.
@@ -175,7 +178,19 @@ pub(crate) struct Settings {
     pub(crate) avoid: Duration,
     pub(crate) decay: Duration,
     pub(crate) seed: Option<u64>,
+    pub(crate) max_wait: Duration,
 }
+
+/// What a wait for a member must leave before the deadline for the call
+/// itself (the ladder's default `min_attempt_time`).
+const MIN_CALL_TIME: Duration = Duration::from_secs(1);
+
+/// The most a wait for a member runs past its return, drawn at random: a
+/// quarter of the wait, at most this. The calls refused through one
+/// cooldown would otherwise all come back in the instant it ends, the
+/// burst that meets the next 429 (the ladder spreads a single route's the
+/// same way, by its backoff).
+const MAX_SPREAD: Duration = Duration::from_secs(1);
 
 impl Set {
     pub(crate) fn new(
@@ -201,6 +216,7 @@ impl Set {
             random: Random::from_seed(settings.seed),
             avoid_ms: millis(settings.avoid),
             decay_ms: millis(settings.decay).max(1),
+            max_wait: settings.max_wait,
         }
     }
 
@@ -218,20 +234,10 @@ impl Set {
         let mut usable = 0u64;
         let mut open = 0u64;
         let mut now = None;
-        let mut earliest: Option<(usize, Code, Option<Duration>)> = None;
+        let mut earliest = Earliest::default();
         for (index, slot) in self.slots.iter().enumerate() {
             if let Some((code, left)) = self.blocked(index) {
-                let sooner = match earliest {
-                    None => true,
-                    Some((_, _, known)) => match (left, known) {
-                        (Some(left), Some(known)) => left < known,
-                        (Some(_), None) => true,
-                        (None, _) => false,
-                    },
-                };
-                if sooner {
-                    earliest = Some((index, code, left));
-                }
+                earliest.add(index, code, left);
                 continue;
             }
             usable |= 1 << index;
@@ -242,7 +248,7 @@ impl Set {
         }
         if open == 0 {
             if usable == 0 {
-                return Err(Earliest(earliest));
+                return Err(earliest);
             }
             // Every member left failed a moment ago: the one that failed
             // longest ago.
@@ -306,11 +312,52 @@ impl Set {
         u64::try_from(decayed).unwrap_or(u64::MAX)
     }
 
+    /// How long a call that found every member refused waits for the first
+    /// back, or `None` to refuse it now: the member cooling down after a
+    /// rate limit ([`Cooldown::worth_waiting`]: not after a quota wall or
+    /// rejected credentials, nor one whose breaker is open) that comes back
+    /// first, when that is within `max_wait` and leaves [`MIN_CALL_TIME`]
+    /// before `deadline`. A draw of up to a quarter of the wait (at most
+    /// [`MAX_SPREAD`], within those bounds) is added, so the calls refused
+    /// through one cooldown come back spread.
+    pub(crate) fn wait_for(
+        &self,
+        earliest: &Earliest,
+        deadline: Option<Deadline>,
+    ) -> Option<Duration> {
+        let (index, left) = earliest.worth?;
+        let room = match deadline {
+            Some(deadline) => deadline
+                .instant()
+                .checked_duration_since(Instant::now())?
+                .checked_sub(MIN_CALL_TIME)?,
+            None => Duration::MAX,
+        }
+        .min(self.max_wait);
+        let spare = room.checked_sub(left)?;
+        let spread = u64::try_from((left / 4).min(MAX_SPREAD).min(spare).as_nanos()).unwrap_or(0);
+        let extra = match spread {
+            0 => 0,
+            spread => {
+                let draw = self.random.with(|rng| rng.next_u64());
+                ((u128::from(draw) * u128::from(spread + 1)) >> 64) as u64
+            }
+        };
+        let wait = left + Duration::from_nanos(extra);
+        tracing::debug!(
+            target: "seawall::route_set",
+            route = self.slots[index].member.route.as_str(),
+            wait_ms = millis(wait),
+            "every member refused; waiting for the first back"
+        );
+        Some(wait)
+    }
+
     /// The failure for a call refused because no member can take it: the
     /// failure that cooled the member that comes back first, with the time
     /// left.
     pub(crate) fn refusal(&self, earliest: Earliest) -> Failure {
-        let (index, code, left) = earliest.0.unwrap_or((0, Code::RouteCoolingDown, None));
+        let (index, code, left) = earliest.first.unwrap_or((0, Code::RouteCoolingDown, None));
         let route = self.slots[index].member.route.clone();
         tracing::debug!(
             target: "seawall::route_set",
@@ -392,9 +439,42 @@ impl Set {
     }
 }
 
-/// Every member is refused: the one that comes back first, why, and when.
-#[derive(Debug)]
-pub(crate) struct Earliest(Option<(usize, Code, Option<Duration>)>);
+/// Every member is refused: the one that comes back first, why, and when;
+/// and the first back of those worth waiting for.
+#[derive(Debug, Default)]
+pub(crate) struct Earliest {
+    first: Option<(usize, Code, Option<Duration>)>,
+    worth: Option<(usize, Duration)>,
+}
+
+impl Earliest {
+    /// Member `index` is refused after `code`, for `left` (`None`: until
+    /// reset).
+    fn add(&mut self, index: usize, code: Code, left: Option<Duration>) {
+        let sooner = match self.first {
+            None => true,
+            Some((_, _, known)) => match (left, known) {
+                (Some(left), Some(known)) => left < known,
+                (Some(_), None) => true,
+                (None, _) => false,
+            },
+        };
+        if sooner {
+            self.first = Some((index, code, left));
+        }
+        // A cooldown after a rate limit ends when the provider said it
+        // would answer again; a wall, rejected keys or an open breaker is
+        // no return to wait for (a single route's ladder waits for none of
+        // them either).
+        if let Some(left) = left
+            && code != Code::CircuitOpen
+            && Cooldown::worth_waiting(code)
+            && self.worth.is_none_or(|(_, known)| left < known)
+        {
+            self.worth = Some((index, left));
+        }
+    }
+}
 
 /// One member's state, as [`RouteSetHandle::members`](crate::RouteSetHandle::members)
 /// lists it.
@@ -454,8 +534,102 @@ mod tests {
                 avoid: Duration::from_secs(1),
                 decay: Duration::from_secs(10),
                 seed: Some(seed),
+                max_wait: DEFAULT_MAX_WAIT,
             },
         )
+    }
+
+    /// A set whose members the breaker refuses as `blocked` says, one
+    /// entry per member.
+    fn blocked_set(blocked: &[Blocked], seed: u64) -> Set {
+        let members: Vec<_> = (0..blocked.len())
+            .map(|i| Member::new(format!("m{i}").as_str()))
+            .collect();
+        let blocked: Vec<Blocked> = blocked.to_vec();
+        let health = move |route: &RouteId| -> Probe {
+            let index: usize = route.as_str()[1..].parse().unwrap();
+            let blocked = blocked[index];
+            Box::new(move || blocked)
+        };
+        Set::new(
+            &members,
+            Some(&health),
+            &Settings {
+                avoid: Duration::from_secs(1),
+                decay: Duration::from_secs(10),
+                seed: Some(seed),
+                max_wait: DEFAULT_MAX_WAIT,
+            },
+        )
+    }
+
+    fn limited(secs: u64) -> Blocked {
+        Some((Code::RateLimited, Some(Duration::from_secs(secs))))
+    }
+
+    /// How long a call waits when the members are refused as `blocked`,
+    /// under a deadline `deadline` from now.
+    fn wait(blocked: &[Blocked], deadline: Option<Duration>) -> Option<Duration> {
+        let set = blocked_set(blocked, 1);
+        let earliest = set.choose().expect_err("every member refused");
+        set.wait_for(&earliest, deadline.map(Deadline::after))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_waits_only_for_a_rate_limit_that_ends_in_time() {
+        let secs = Duration::from_secs;
+        // The first back, and at most a quarter of its wait more.
+        let waited = wait(&[limited(3), limited(2)], None).unwrap();
+        assert!(
+            waited >= secs(2) && waited <= secs(2) + secs(2) / 4,
+            "{waited:?}"
+        );
+        // Within the deadline, with a second left for the call.
+        assert!(wait(&[limited(2), limited(2)], Some(secs(10))).is_some());
+        assert_eq!(
+            wait(
+                &[limited(2), limited(2)],
+                Some(secs(3) - Duration::from_millis(1))
+            ),
+            None
+        );
+        // Past `max_wait`.
+        assert_eq!(wait(&[limited(61)], None), None);
+        // A wall, rejected keys, an open breaker, a cooldown until reset:
+        // nothing to wait for...
+        let wall = Some((Code::QuotaExhausted, Some(secs(1))));
+        let auth = Some((Code::Auth, Some(secs(30))));
+        let open = Some((Code::CircuitOpen, Some(secs(1))));
+        let until_reset = Some((Code::RateLimited, None));
+        assert_eq!(wait(&[wall, auth, open, until_reset], None), None);
+        // ...but a rate limit beside them is, though it ends later.
+        let waited = wait(&[wall, limited(3), open], None).unwrap();
+        assert!(waited >= secs(3), "{waited:?}");
+        // The refusal still names the first back, whatever cooled it.
+        let set = blocked_set(&[limited(3), wall], 1);
+        let refusal = set.refusal(set.choose().unwrap_err());
+        assert_eq!(refusal.code(), Code::QuotaExhausted);
+        assert_eq!(refusal.retry_after(), Some(secs(1)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_waiting_through_one_cooldown_come_back_spread() {
+        let set = blocked_set(&[limited(2), limited(2)], 7);
+        let earliest = set.choose().unwrap_err();
+        let mut waits: Vec<_> = (0..100)
+            .map(|_| set.wait_for(&earliest, None).unwrap())
+            .collect();
+        waits.sort();
+        assert!(waits[0] >= Duration::from_secs(2));
+        assert!(waits[99] <= Duration::from_millis(2500), "{:?}", waits[99]);
+        waits.dedup();
+        assert!(waits.len() > 90, "spread: {} distinct", waits.len());
+        // The spread never takes a wait past what the deadline leaves.
+        let deadline = Some(Deadline::after(Duration::from_millis(3200)));
+        for _ in 0..100 {
+            let wait = set.wait_for(&earliest, deadline).unwrap();
+            assert!(wait <= Duration::from_millis(2200), "{wait:?}");
+        }
     }
 
     #[test]

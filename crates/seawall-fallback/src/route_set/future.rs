@@ -1,18 +1,22 @@
 //! The route set's response future and body: they keep the chosen member's
 //! in-flight count until the answer is read, measure its latency, and mark
-//! it when it fails in a way that condemns only it.
+//! it when it fails in a way that condemns only it; a call that found
+//! every member cooling down waits in it for the first back.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use seawall_core::{AnotherRoute, BoxError, Failure};
-use tokio::time::Instant;
+use seawall_core::{AnotherRoute, BoxError, Deadline, Failure};
+use tokio::time::{Instant, Sleep};
+use tower_service::Service;
 
 use crate::route_set::choose::Set;
+use crate::route_set::service::{MemberRewrite, send};
 
 /// One call's claim on its member: counted in flight from the call until
 /// the response body ends or is dropped.
@@ -63,10 +67,18 @@ impl Drop for InFlight {
 }
 
 pin_project! {
-    /// The response future of [`RouteSet`](crate::RouteSet).
-    pub struct ResponseFuture<F> {
+    /// The response future of [`RouteSet`](crate::RouteSet): the chosen
+    /// member's call; a refusal when no member can take it; or, when every
+    /// member is cooling down and the first back is worth waiting for, the
+    /// wait for it and then the call.
+    pub struct ResponseFuture<S, B, R>
+    where
+        S: Service<http::Request<B>>,
+    {
         #[pin]
-        state: State<F>,
+        state: State<S::Future>,
+        // Boxed: only a call that found every member cooling pays for it.
+        wait: Option<Pin<Box<Wait<S, B, R>>>>,
     }
 }
 
@@ -82,17 +94,23 @@ pin_project! {
         Refused {
             failure: Option<Failure>,
         },
+        // Every member cooling: the wait (in `wait`), then the call.
+        Waiting,
     }
 }
 
-impl<F> ResponseFuture<F> {
-    pub(crate) fn called(future: F, in_flight: InFlight) -> Self {
+impl<S, B, R> ResponseFuture<S, B, R>
+where
+    S: Service<http::Request<B>>,
+{
+    pub(crate) fn called(future: S::Future, in_flight: InFlight) -> Self {
         ResponseFuture {
             state: State::Called {
                 future,
                 in_flight: Some(in_flight),
                 started: Instant::now(),
             },
+            wait: None,
         }
     }
 
@@ -101,11 +119,38 @@ impl<F> ResponseFuture<F> {
             state: State::Refused {
                 failure: Some(failure),
             },
+            wait: None,
+        }
+    }
+
+    /// Waits `wait` for a member to come back, then calls `inner` (a clone
+    /// of the set's service, made ready after the wait) with `request`.
+    pub(crate) fn waiting(
+        wait: Duration,
+        inner: S,
+        request: http::Request<B>,
+        set: Arc<Set>,
+        rewrite: Arc<R>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Waiting,
+            wait: Some(Box::pin(Wait {
+                sleep: tokio::time::sleep(wait),
+                woke: false,
+                waits: 1,
+                inner,
+                request: Some(request),
+                set,
+                rewrite,
+            })),
         }
     }
 }
 
-impl<F> std::fmt::Debug for ResponseFuture<F> {
+impl<S, B, R> std::fmt::Debug for ResponseFuture<S, B, R>
+where
+    S: Service<http::Request<B>>,
+{
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (state, route) = match &self.state {
             State::Called { in_flight, .. } => (
@@ -115,6 +160,7 @@ impl<F> std::fmt::Debug for ResponseFuture<F> {
                     .map(|c| c.set.slots[c.index].member.route().clone()),
             ),
             State::Refused { .. } => ("refused", None),
+            State::Waiting => ("waiting", None),
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)
@@ -123,39 +169,118 @@ impl<F> std::fmt::Debug for ResponseFuture<F> {
     }
 }
 
-impl<F, E, RB> Future for ResponseFuture<F>
+impl<S, B, R, RB> Future for ResponseFuture<S, B, R>
 where
-    F: Future<Output = Result<http::Response<RB>, E>>,
-    E: Into<BoxError>,
+    S: Service<http::Request<B>, Response = http::Response<RB>>,
+    S::Error: Into<BoxError>,
+    R: MemberRewrite<B>,
 {
     type Output = Result<http::Response<RouteSetBody<RB>>, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
-            StateProj::Refused { failure } => Poll::Ready(Err(Box::new(
-                failure.take().expect("a refused future is polled once"),
-            ))),
-            StateProj::Called {
-                future,
-                in_flight,
-                started,
-            } => {
-                let result = ready!(future.poll(cx));
-                let in_flight = in_flight.take().expect("a called future is polled once");
-                in_flight.set.measured(in_flight.index, started.elapsed());
-                match result {
-                    Ok(mut response) => {
-                        let route = in_flight.set.slots[in_flight.index].member.route();
-                        // The member that answered, for the receipt.
-                        response.extensions_mut().insert(route.clone());
-                        Poll::Ready(Ok(response.map(|body| RouteSetBody {
-                            inner: body,
-                            in_flight: Some(in_flight),
-                        })))
-                    }
-                    Err(error) => Poll::Ready(Err(in_flight.failed(error.into()))),
+        let mut this = self.project();
+        loop {
+            match this.state.as_mut().project() {
+                StateProj::Refused { failure } => {
+                    return Poll::Ready(Err(Box::new(
+                        failure.take().expect("a refused future is polled once"),
+                    )));
+                }
+                StateProj::Waiting => {
+                    let wait = this.wait.as_mut().expect("a waiting future has its wait");
+                    let sent = ready!(wait.as_mut().poll_send(cx));
+                    *this.wait = None;
+                    let (future, in_flight) = sent?;
+                    this.state.set(State::Called {
+                        future,
+                        in_flight: Some(in_flight),
+                        started: Instant::now(),
+                    });
+                }
+                StateProj::Called {
+                    future,
+                    in_flight,
+                    started,
+                } => {
+                    let result = ready!(future.poll(cx));
+                    let in_flight = in_flight.take().expect("a called future is polled once");
+                    in_flight.set.measured(in_flight.index, started.elapsed());
+                    return match result {
+                        Ok(mut response) => {
+                            let route = in_flight.set.slots[in_flight.index].member.route();
+                            // The member that answered, for the receipt.
+                            response.extensions_mut().insert(route.clone());
+                            Poll::Ready(Ok(response.map(|body| RouteSetBody {
+                                inner: body,
+                                in_flight: Some(in_flight),
+                            })))
+                        }
+                        Err(error) => Poll::Ready(Err(in_flight.failed(error.into()))),
+                    };
                 }
             }
+        }
+    }
+}
+
+pin_project! {
+    /// A call that found every member refused, waiting for the first back
+    /// (see `Set::wait_for`). The wait is the call's own: the ladder above
+    /// sees one attempt, the call made after it, and no refusal spends its
+    /// attempts or its retry budget.
+    struct Wait<S, B, R> {
+        #[pin]
+        sleep: Sleep,
+        // The sleep ended; the service's readiness is awaited.
+        woke: bool,
+        // Waits made, this one included: at most one per member.
+        waits: usize,
+        inner: S,
+        request: Option<http::Request<B>>,
+        set: Arc<Set>,
+        rewrite: Arc<R>,
+    }
+}
+
+impl<S, B, R> Wait<S, B, R>
+where
+    S: Service<http::Request<B>>,
+    S::Error: Into<BoxError>,
+    R: MemberRewrite<B>,
+{
+    /// Sleeps, waits for the service to be ready, and calls the member
+    /// chosen then; waits again if every member is still refused and that
+    /// fits, else fails with the set's refusal.
+    fn poll_send(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(S::Future, InFlight), BoxError>> {
+        let mut this = self.project();
+        loop {
+            if !*this.woke {
+                ready!(this.sleep.as_mut().poll(cx));
+                *this.woke = true;
+            }
+            ready!(this.inner.poll_ready(cx)).map_err(Into::into)?;
+            let request = this.request.take().expect("a wait sends once");
+            let earliest = match this.set.choose() {
+                Ok(index) => {
+                    let rewrite: &R = this.rewrite;
+                    return Poll::Ready(Ok(send(this.inner, this.set, rewrite, index, request)));
+                }
+                Err(earliest) => earliest,
+            };
+            // Cooled again meanwhile (another call met a fresh limit).
+            let again = (*this.waits < this.set.slots.len())
+                .then(|| this.set.wait_for(&earliest, Deadline::of(&request)))
+                .flatten();
+            let Some(wait) = again else {
+                return Poll::Ready(Err(Box::new(this.set.refusal(earliest))));
+            };
+            *this.waits += 1;
+            *this.request = Some(request);
+            *this.woke = false;
+            this.sleep.as_mut().reset(Instant::now() + wait);
         }
     }
 }

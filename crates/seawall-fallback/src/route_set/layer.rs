@@ -6,6 +6,7 @@ use std::time::Duration;
 use seawall_core::RouteId;
 use tower_layer::Layer;
 
+use crate::DEFAULT_MAX_WAIT;
 use crate::rewrite::Unchanged;
 use crate::route_set::choose::{Blocked, MAX_MEMBERS, Member, MemberState, Probe, Set, Settings};
 use crate::route_set::error::RouteSetError;
@@ -27,6 +28,7 @@ pub struct RouteSetLayer<R = Unchanged> {
     avoid: Duration,
     decay: Duration,
     seed: Option<u64>,
+    max_wait: Duration,
     set: Arc<Set>,
 }
 
@@ -54,6 +56,7 @@ impl RouteSetLayer {
             avoid: Duration::from_secs(1),
             decay: Duration::from_secs(10),
             seed: None,
+            max_wait: DEFAULT_MAX_WAIT,
             set: Arc::new(Set::new(&[], None, &default_settings())),
         };
         layer.rebuild();
@@ -66,6 +69,7 @@ fn default_settings() -> Settings {
         avoid: Duration::from_secs(1),
         decay: Duration::from_secs(10),
         seed: None,
+        max_wait: DEFAULT_MAX_WAIT,
     }
 }
 
@@ -75,6 +79,7 @@ impl<R> RouteSetLayer<R> {
             avoid: self.avoid,
             decay: self.decay,
             seed: self.seed,
+            max_wait: self.max_wait,
         };
         self.set = Arc::new(Set::new(&self.members, self.health.as_deref(), &settings));
     }
@@ -119,6 +124,7 @@ impl<R> RouteSetLayer<R> {
             avoid: self.avoid,
             decay: self.decay,
             seed: self.seed,
+            max_wait: self.max_wait,
             set: self.set,
         }
     }
@@ -137,6 +143,21 @@ impl<R> RouteSetLayer<R> {
     /// slow is tried again once in a while.
     pub fn latency_half_life(self, half_life: Duration) -> Self {
         self.with(|layer| layer.decay = half_life)
+    }
+
+    /// How long a call that finds every member cooling down after a rate
+    /// limit waits, at most, for the first back (default
+    /// [`DEFAULT_MAX_WAIT`](crate::DEFAULT_MAX_WAIT), 60 s, as a fallback
+    /// chain's and the retry ladder's `max_retry_after`); never past the request's
+    /// [`Deadline`](seawall_core::Deadline), and leaving a second before
+    /// it for the call. The wait is the call's, inside the set: no attempt
+    /// of the ladder above is spent on the refusal, no retry budget, and
+    /// the receipt lists only the call made after it. A longer wait, a
+    /// member walled or with rejected keys, an open breaker: the call
+    /// fails at once with the failure that cooled the member back first,
+    /// carrying the time left. `Duration::ZERO` never waits.
+    pub fn max_wait(self, max: Duration) -> Self {
+        self.with(|layer| layer.max_wait = max)
     }
 
     /// Draws the choices from a generator seeded with `seed`, for
@@ -167,6 +188,7 @@ impl<R> Clone for RouteSetLayer<R> {
             avoid: self.avoid,
             decay: self.decay,
             seed: self.seed,
+            max_wait: self.max_wait,
             set: Arc::clone(&self.set),
         }
     }
@@ -180,6 +202,7 @@ impl<R> std::fmt::Debug for RouteSetLayer<R> {
             .field("demote_after_failure", &self.avoid)
             .field("latency_half_life", &self.decay)
             .field("seed", &self.seed)
+            .field("max_wait", &self.max_wait)
             .finish_non_exhaustive()
     }
 }

@@ -29,11 +29,22 @@
 //!   it), a member cooling down — a quota wall until its reset, a rate
 //!   limit for its hint, rejected credentials for a minute — or whose
 //!   breaker is open is not chosen: no attempt, no local
-//!   refusal spent from the ladder. When every member is refused, the call
-//!   fails at once with the failure that cooled the member that comes back
-//!   first, carrying the time left: a `rate_limited` with a 2 s hint is
-//!   waited for by the ladder when its deadline allows; a quota wall or
-//!   rejected keys surface.
+//!   refusal spent from the ladder.
+//! - **Every member cooling down: the call waits for the first back** when
+//!   a member cools after a rate limit (its hint is when it answers again)
+//!   and comes back within [`max_wait`](RouteSetLayer::max_wait) (60 s)
+//!   and a second before the request's
+//!   [`Deadline`](seawall_core::Deadline): the wait is the call's own,
+//!   inside the set, so the ladder above sees one attempt — the call made
+//!   after it. No refusal spends an attempt or a retry-budget token (a
+//!   burst refused through one cooldown would drain the budget), and the
+//!   receipt lists only calls that reached a member. The calls refused
+//!   through one cooldown come back spread by up to a quarter of their
+//!   wait (at most a second), not in the instant it ends. Otherwise —
+//!   a return past the deadline or `max_wait`, members behind a quota wall,
+//!   rejected keys, open breakers — the call fails at once with the failure
+//!   that cooled the member that comes back first, carrying the time left
+//!   (`rate_limited` with its hint, `quota_exhausted`, `auth`).
 //! - **A failure that condemns only the member moves the next attempt**:
 //!   a route-scoped failure before content
 //!   ([`Failure::moves_route`](seawall_core::Failure::moves_route)) demotes
@@ -56,13 +67,18 @@
 //!   or is dropped ([`RouteSetBody`]).
 //!
 //! Attempts, the deadline, the retry budget and body replay stay the
-//! ladder's: a set of three members under a three-attempt ladder tries at
-//! most three members, never past the operation's deadline.
+//! ladder's, never past the operation's deadline. The move off a member
+//! that failed for the first time in the operation is the set's, not one
+//! of the ladder's attempts (as a fallback chain's hop is not): three
+//! members each rate-limited for 2 s under a three-attempt ladder are each
+//! tried once, and the ladder still has the attempt that waits for the
+//! first back. A set of `n` members makes at most `max_attempts + n` calls
+//! per operation, each move or retry still paid from the retry budget.
 //!
 //! tracing: target `seawall::route_set`; a trace event per choice (field
 //! `route`), a debug event per member failure (`route`, `code`,
-//! `another`) and when every member is refused (`route`, `code`,
-//! `retry_after_ms`).
+//! `another`), when every member is refused and the call waits (`route`,
+//! `wait_ms`) and when it fails (`route`, `code`, `retry_after_ms`).
 //!
 //! ```
 //! use bytes::Bytes;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use seawall_core::{BoxError, RouteId};
+use seawall_core::{BoxError, Deadline, RouteId};
 use tower_service::Service;
 
 use crate::RouteSetHandle;
@@ -81,33 +81,65 @@ impl<S: std::fmt::Debug, R> std::fmt::Debug for RouteSet<S, R> {
 
 impl<S, R, B, RB> Service<http::Request<B>> for RouteSet<S, R>
 where
-    S: Service<http::Request<B>, Response = http::Response<RB>>,
+    S: Service<http::Request<B>, Response = http::Response<RB>> + Clone,
     S::Error: Into<BoxError>,
     R: MemberRewrite<B>,
 {
     type Response = http::Response<crate::RouteSetBody<RB>>;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Future>;
+    type Future = ResponseFuture<S, B, R>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let index = match self.set.choose() {
-            Ok(index) => index,
-            Err(earliest) => return ResponseFuture::refused(self.set.refusal(earliest)),
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let earliest = match self.set.choose() {
+            Ok(index) => {
+                let (future, in_flight) =
+                    send(&mut self.inner, &self.set, &*self.rewrite, index, request);
+                return ResponseFuture::called(future, in_flight);
+            }
+            Err(earliest) => earliest,
         };
-        let member = &self.set.slots[index].member;
-        member.apply(&mut request);
-        self.rewrite.rewrite(member.route(), &mut request);
-        request.extensions_mut().insert(member.route().clone());
-        tracing::trace!(
-            target: "seawall::route_set",
-            route = member.route().as_str(),
-            "member chosen"
-        );
-        let in_flight = InFlight::enter(Arc::clone(&self.set), index);
-        ResponseFuture::called(self.inner.call(request), in_flight)
+        // Every member refused: wait for the first back when it is worth
+        // it and fits, on a clone of the service (made ready after the
+        // wait); else fail now.
+        match self.set.wait_for(&earliest, Deadline::of(&request)) {
+            Some(wait) => ResponseFuture::waiting(
+                wait,
+                self.inner.clone(),
+                request,
+                Arc::clone(&self.set),
+                Arc::clone(&self.rewrite),
+            ),
+            None => ResponseFuture::refused(self.set.refusal(earliest)),
+        }
     }
+}
+
+/// Points `request` at member `index` and calls `inner` with it: the call's
+/// future, and its claim on the member.
+pub(crate) fn send<S, R, B>(
+    inner: &mut S,
+    set: &Arc<Set>,
+    rewrite: &R,
+    index: usize,
+    mut request: http::Request<B>,
+) -> (S::Future, InFlight)
+where
+    S: Service<http::Request<B>>,
+    R: MemberRewrite<B>,
+{
+    let member = &set.slots[index].member;
+    member.apply(&mut request);
+    rewrite.rewrite(member.route(), &mut request);
+    request.extensions_mut().insert(member.route().clone());
+    tracing::trace!(
+        target: "seawall::route_set",
+        route = member.route().as_str(),
+        "member chosen"
+    );
+    let in_flight = InFlight::enter(Arc::clone(set), index);
+    (inner.call(request), in_flight)
 }

@@ -1,0 +1,144 @@
+//! A route set whose every member is cooling down: the call waits for the
+//! first back when that is worth it and fits, inside the set, and fails at
+//! once otherwise. On tokio's paused clock, with the members' health
+//! played by the test.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use seawall_core::{BoxError, Code, Deadline, Failure, RouteId};
+use seawall_fallback::{Member, RouteSetLayer};
+use tokio::time::Instant;
+use tower::{Layer, ServiceExt};
+
+/// Until when each member is rate-limited, as the breaker would say it.
+#[derive(Clone, Default)]
+struct Cooling(Arc<Mutex<Vec<(RouteId, Instant)>>>);
+
+impl Cooling {
+    fn until(&self, route: &str, until: Instant) {
+        let mut routes = self.0.lock().unwrap();
+        routes.retain(|(known, _)| known.as_str() != route);
+        routes.push((RouteId::new(route), until));
+    }
+
+    fn layer(&self, members: &[&str]) -> RouteSetLayer {
+        let cooling = self.clone();
+        RouteSetLayer::new(members.iter().map(|m| Member::new(*m)))
+            .unwrap()
+            .seed(2)
+            .health(move |route: &RouteId| {
+                let (cooling, route) = (cooling.clone(), route.clone());
+                move || {
+                    let routes = cooling.0.lock().unwrap();
+                    let (_, until) = routes.iter().find(|(known, _)| *known == route)?;
+                    let left = until.saturating_duration_since(Instant::now());
+                    (!left.is_zero()).then_some((Code::RateLimited, Some(left)))
+                }
+            })
+    }
+}
+
+/// A provider that answers every call at once, counting them.
+fn provider(
+    calls: Arc<AtomicU32>,
+) -> impl tower::Service<
+    http::Request<()>,
+    Response = http::Response<Full<Bytes>>,
+    Error = BoxError,
+    Future = impl Send,
+> + Clone {
+    tower::service_fn(move |_: http::Request<()>| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async { Ok(http::Response::new(Full::new(Bytes::from_static(b"ok")))) }
+    })
+}
+
+fn request(deadline: Option<Duration>) -> http::Request<()> {
+    let mut request = http::Request::post("https://api.example.com/v1/chat")
+        .body(())
+        .unwrap();
+    if let Some(deadline) = deadline {
+        request.extensions_mut().insert(Deadline::after(deadline));
+    }
+    request
+}
+
+const SEC: Duration = Duration::from_secs(1);
+
+#[tokio::test(start_paused = true)]
+async fn every_member_rate_limited_briefly_is_waited_for_inside_the_call() {
+    let cooling = Cooling::default();
+    let now = Instant::now();
+    cooling.until("a", now + 3 * SEC);
+    cooling.until("b", now + 2 * SEC);
+    let calls = Arc::new(AtomicU32::new(0));
+    let set = cooling.layer(&["a", "b"]).layer(provider(calls.clone()));
+    let response = set
+        .oneshot(request(Some(10 * SEC)))
+        .await
+        .expect("answered after the wait");
+    let waited = now.elapsed();
+    assert!(
+        waited >= 2 * SEC && waited <= 2 * SEC + SEC / 2,
+        "{waited:?}"
+    );
+    assert_eq!(
+        response.extensions().get::<RouteId>().unwrap().as_str(),
+        "b"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "one call, after the wait");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_return_past_the_deadline_fails_at_once_with_what_cooled_it() {
+    let cooling = Cooling::default();
+    let now = Instant::now();
+    cooling.until("a", now + 2 * SEC);
+    cooling.until("b", now + 60 * SEC);
+    let calls = Arc::new(AtomicU32::new(0));
+    let set = cooling.layer(&["a", "b"]).layer(provider(calls.clone()));
+    // A second must be left for the call after the wait.
+    let error = set
+        .clone()
+        .oneshot(request(Some(Duration::from_millis(2500))))
+        .await
+        .unwrap_err();
+    let failure = Failure::find(&*error).unwrap();
+    assert_eq!(failure.code(), Code::RateLimited);
+    assert_eq!(failure.route().unwrap().as_str(), "a");
+    assert_eq!(failure.retry_after(), Some(2 * SEC));
+    assert_eq!(now.elapsed(), Duration::ZERO, "no wait");
+    // Past `max_wait`, with no deadline at all.
+    let short = cooling
+        .layer(&["a", "b"])
+        .max_wait(SEC)
+        .layer(provider(calls.clone()));
+    let error = short.oneshot(request(None)).await.unwrap_err();
+    assert_eq!(Failure::find(&*error).unwrap().code(), Code::RateLimited);
+    assert_eq!(now.elapsed(), Duration::ZERO, "no wait");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+/// A member cooled again while the call waited for it (another call met a
+/// fresh limit): the call waits again while that fits, then calls.
+#[tokio::test(start_paused = true)]
+async fn a_member_cooled_again_during_the_wait_is_waited_for_again() {
+    let cooling = Cooling::default();
+    let now = Instant::now();
+    cooling.until("a", now + 2 * SEC);
+    cooling.until("b", now + 2 * SEC);
+    let calls = Arc::new(AtomicU32::new(0));
+    let set = cooling.layer(&["a", "b"]).layer(provider(calls.clone()));
+    let call = tokio::spawn(set.oneshot(request(Some(10 * SEC))));
+    tokio::time::sleep(SEC).await;
+    cooling.until("a", now + 4 * SEC);
+    cooling.until("b", now + 5 * SEC);
+    call.await.unwrap().expect("answered after two waits");
+    let waited = now.elapsed();
+    assert!(waited >= 4 * SEC && waited < 6 * SEC, "{waited:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
