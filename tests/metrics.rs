@@ -119,6 +119,48 @@ fn two_503s_then_ok_are_three_attempts_and_two_retries() {
     }
 }
 
+/// The failure of one operation through the short stack, or `None`.
+async fn failure_of(base: &str, stream: bool) -> Option<seawall::core::Failure> {
+    let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+    let body = format!(
+        r#"{{"model":"gpt-x","stream":{stream},"stream_options":{{"include_usage":true}},"messages":[{{"role":"user","content":"hi"}}]}}"#
+    );
+    let request = http::Request::post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    let error = match service.oneshot(request).await {
+        Ok(response) => response.into_body().collect().await.err()?,
+        Err(error) => error,
+    };
+    seawall::core::Failure::find(&*error).cloned()
+}
+
+/// A refused answer is billed, and the tokens its usage reported are
+/// counted as a whole answer's are: once, unary or streamed (the stream
+/// guard counts a stream's).
+#[test]
+fn a_refused_answers_tokens_are_counted_once() {
+    for stream in [false, true] {
+        let usage = std::sync::Mutex::new(None);
+        let snapshotter = recorded(async {
+            let chaos = common::chaos_scripted(&["refusal"]).await;
+            let failure = failure_of(&chaos.base_url(), stream)
+                .await
+                .expect("a failure");
+            *usage.lock().unwrap() = failure.usage();
+        });
+        let usage = usage.into_inner().unwrap().expect("the failure's usage");
+        assert!(usage.input_tokens > 0, "{usage:?}");
+        let snapshot = snapshot(&snapshotter);
+        assert_eq!(
+            counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]),
+            usage.input_tokens,
+            "stream: {stream}"
+        );
+    }
+}
+
 #[test]
 fn a_quota_wall_is_one_attempt_and_no_retry() {
     let snapshotter = recorded(async {

@@ -390,6 +390,15 @@ impl<S, B> Ladder<S, B> {
         let billed = attempt.billed && self.bills;
         self.receipt.push(attempt.with_billed(billed));
         metrics::attempt(&route, Some(failure.code()));
+        // A unary answer that failed anyway (refused, filtered, empty)
+        // counted what it cost, as a whole answer's usage is counted; a
+        // stream's (its events read) the stream guard counts at its end.
+        if billed
+            && failure.evidence().events == 0
+            && let Some(usage) = failure.usage()
+        {
+            metrics::tokens(&route, usage);
+        }
         self.attempt_on(&route);
         self.record_model();
         self.attempt_span
