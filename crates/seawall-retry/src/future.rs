@@ -468,13 +468,16 @@ impl<S, B> Ladder<S, B> {
     /// backoff, not the failed route's hint. Replay, the deadline and the
     /// budget still bound it, and attempts do — but the move off a member
     /// that failed for the first time in this operation is not one of
-    /// them: it is the set's move to another member, as a fallback chain's
-    /// hop is the chain's, not a retry of what failed. Counted, a set of as
-    /// many members as the ladder has attempts, each rate-limited for a
-    /// moment, ended the ladder on the last member's failure with every
-    /// member about to come back and the deadline far off. Each member
-    /// gives at most one such move, so a set of `n` members makes at most
-    /// `max_attempts + n` calls.
+    /// them when the member asked to be left alone for a while (a rate
+    /// limit with its hint, a quota wall, rejected keys): it is the set's
+    /// move to another member, as a fallback chain's hop is the chain's,
+    /// not a retry of what failed. Counted, a set of as many members as the
+    /// ladder has attempts, each rate-limited for a moment, ended the ladder
+    /// on the last member's failure with every member about to come back
+    /// and the deadline far off. Each member gives at most one such move,
+    /// so a set of `n` members makes at most `max_attempts + n` calls; a
+    /// member that fails otherwise (a 503, silence) spends an attempt, so
+    /// an outage of every member costs no more calls than one route's.
     fn judge(
         &mut self,
         failure: &Failure,
@@ -482,7 +485,14 @@ impl<S, B> Ladder<S, B> {
         another: bool,
     ) -> Result<Duration, StopReason> {
         let moving = another && failure.moves_route();
-        if moving && self.first_failure_on(&route) {
+        // Only a member that asked to be left alone for a while (a rate
+        // limit with its hint, a quota wall, rejected keys) gives a free
+        // move: a set whose members all fail otherwise (an outage's 503s,
+        // silence) stays bounded by the ladder's attempts.
+        if moving
+            && failure.cooldown(std::time::SystemTime::now()).is_some()
+            && self.first_failure_on(&route)
+        {
             self.moves += 1;
         }
         // The breaker refusing the only route while it cools down after a

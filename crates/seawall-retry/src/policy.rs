@@ -13,9 +13,11 @@ use crate::{Backoff, Jitter};
 /// `max_attempts` counts the first attempt: `3` is one try and at most two
 /// retries. Under a route set (a service below that answers with
 /// [`AnotherRoute`](seawall_core::AnotherRoute)), the move off a member
-/// that failed for the first time in the operation is the set's, not a
-/// retry, and is not counted: each member is tried once and the ladder
-/// keeps its retries for what comes after.
+/// that asked to be left alone (a rate limit with its hint, a quota wall,
+/// rejected keys) for the first time in the operation is the set's, not a
+/// retry, and is not counted: each such member is tried once and the
+/// ladder keeps its retries for what comes after. Any other failure (a
+/// 503, silence) is an attempt, on a set as on one route.
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
     pub(crate) max_attempts: u32,

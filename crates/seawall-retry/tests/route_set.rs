@@ -125,25 +125,42 @@ async fn each_members_first_failure_is_a_move_not_an_attempt() {
     assert_eq!(receipt.stop, Some(StopReason::Succeeded));
 }
 
-/// Moves between members already met are attempts: two members failing
-/// for ever under three attempts make five calls — one move off each
-/// member, then the ladder's three — and stop on the attempts.
+/// Moves between members already met are attempts: two members
+/// rate-limited for ever under three attempts make five calls — one move
+/// off each member, then the ladder's three — and stop on the attempts.
 #[tokio::test(start_paused = true)]
 async fn only_the_first_failure_on_each_member_is_free() {
+    let (set, called) = scripted_set([
+        fails("a", rate_limited(), true),
+        fails("b", rate_limited(), true),
+        fails("a", rate_limited(), true),
+        fails("b", rate_limited(), true),
+        fails("a", rate_limited(), true),
+        fails("b", rate_limited(), true),
+    ]);
+    let ladder = RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited());
+    let err = ladder.layer(set).oneshot(request()).await.unwrap_err();
+    assert_eq!(failure(&err).code(), Code::RateLimited);
+    assert_eq!(receipt(&err).stop, Some(StopReason::Attempts));
+    assert_eq!(*called.lock().unwrap(), ["a", "b", "a", "b", "a"]);
+}
+
+/// An outage of every member (503s: no member asked to be left alone) is
+/// bounded by the ladder's attempts, as on one route: three calls.
+#[tokio::test(start_paused = true)]
+async fn an_outage_of_every_member_costs_the_ladders_attempts() {
     let unavailable = || Failure::new(Code::ProviderUnavailable).with_status(503);
     let (set, called) = scripted_set([
         fails("a", unavailable(), true),
         fails("b", unavailable(), true),
+        fails("c", unavailable(), true),
         fails("a", unavailable(), true),
-        fails("b", unavailable(), true),
-        fails("a", unavailable(), true),
-        fails("b", unavailable(), true),
     ]);
     let ladder = RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited());
     let err = ladder.layer(set).oneshot(request()).await.unwrap_err();
     assert_eq!(failure(&err).code(), Code::ProviderUnavailable);
     assert_eq!(receipt(&err).stop, Some(StopReason::Attempts));
-    assert_eq!(*called.lock().unwrap(), ["a", "b", "a", "b", "a"]);
+    assert_eq!(*called.lock().unwrap(), ["a", "b", "c"]);
 }
 
 /// Without the set's word (no `AnotherRoute`), a failure on another route
