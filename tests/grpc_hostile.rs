@@ -912,6 +912,21 @@ async fn goaway_before_headers_is_retried_on_a_new_connection() {
     }
 }
 
+/// The ladder was retried (two attempts or more), every attempt failed
+/// with `code`, and each was a call the server saw.
+fn every_attempt_failed(failure: &Failure, code: Code, calls: &AtomicUsize) {
+    let receipt = failure.receipt().expect("a receipt");
+    assert!(receipt.attempts.len() >= 2, "retried: {receipt:?}");
+    assert!(
+        receipt
+            .attempts
+            .iter()
+            .all(|attempt| attempt.code == Some(code)),
+        "{code}: {receipt:?}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), receipt.attempts.len());
+}
+
 /// A server that refuses every stream: the ladder stops (its attempts or
 /// the deadline), every attempt a transport failure, no hang.
 #[tokio::test]
@@ -921,16 +936,7 @@ async fn a_server_that_refuses_every_stream_ends_the_ladder() {
     let status = bounded(client.check(ask())).await.expect_err("refused");
     let failure = failure_of(&status).expect("seawall's verdict");
     assert_eq!(failure.code(), Code::Transport, "{failure:?}");
-    let receipt = failure.receipt().expect("a receipt");
-    assert!(receipt.attempts.len() >= 2, "{receipt:?}");
-    assert!(
-        receipt
-            .attempts
-            .iter()
-            .all(|attempt| attempt.code == Some(Code::Transport)),
-        "{receipt:?}"
-    );
-    assert_eq!(calls.load(Ordering::SeqCst), receipt.attempts.len());
+    every_attempt_failed(failure, Code::Transport, &calls);
 }
 
 // ---------------------------------------------------------------------------
@@ -1032,16 +1038,7 @@ async fn a_reset_before_any_message_has_the_code_tonic_gives_its_reason() {
         assert_eq!(status.code(), expected, "{code}: {status:?}");
         let failure = failure_of(&status).expect("seawall's verdict is the source");
         assert_eq!(failure.code(), Code::Transport, "{code}");
-        let receipt = failure.receipt().expect("a receipt");
-        assert!(receipt.attempts.len() >= 2, "{code}: retried: {receipt:?}");
-        assert!(
-            receipt
-                .attempts
-                .iter()
-                .all(|attempt| attempt.code == Some(Code::Transport)),
-            "{code}: {receipt:?}"
-        );
-        assert_eq!(calls.load(Ordering::SeqCst), receipt.attempts.len());
+        every_attempt_failed(failure, Code::Transport, &calls);
     }
 }
 
@@ -1413,16 +1410,7 @@ async fn headers_then_silence_is_bounded_by_each_attempt() {
         matches!(failure.code(), Code::Timeout | Code::DeadlineExceeded),
         "{failure:?}"
     );
-    let receipt = failure.receipt().expect("a receipt");
-    assert!(receipt.attempts.len() >= 2, "{receipt:?}");
-    assert!(
-        receipt
-            .attempts
-            .iter()
-            .all(|attempt| attempt.code == Some(Code::Timeout)),
-        "{receipt:?}"
-    );
-    assert_eq!(calls.load(Ordering::SeqCst), receipt.attempts.len());
+    every_attempt_failed(failure, Code::Timeout, &calls);
 }
 
 /// A watch that sends a message and then nothing: the stream is the

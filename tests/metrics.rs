@@ -58,16 +58,20 @@ fn snapshot(snapshotter: &Snapshotter) -> Vec<(CompositeKey, DebugValue)> {
         .collect()
 }
 
-async fn ask(base: &str, stack: &seawall::stack::Stack, stream: bool) -> bool {
-    let service = stack.build(&ClassifyLayer::openai(), common::client());
+/// A chat completion to `base`, streamed or not, its usage asked for.
+fn chat(base: &str, stream: bool) -> http::Request<Full<Bytes>> {
     let body = format!(
         r#"{{"model":"gpt-x","stream":{stream},"stream_options":{{"include_usage":true}},"messages":[{{"role":"user","content":"hi"}}]}}"#
     );
-    let request = http::Request::post(format!("{base}/v1/chat/completions"))
+    http::Request::post(format!("{base}/v1/chat/completions"))
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body)))
-        .unwrap();
-    match service.oneshot(request).await {
+        .unwrap()
+}
+
+async fn ask(base: &str, stack: &seawall::stack::Stack, stream: bool) -> bool {
+    let service = stack.build(&ClassifyLayer::openai(), common::client());
+    match service.oneshot(chat(base, stream)).await {
         Ok(response) => response.into_body().collect().await.is_ok(),
         Err(_) => false,
     }
@@ -122,14 +126,7 @@ fn two_503s_then_ok_are_three_attempts_and_two_retries() {
 /// The failure of one operation through the short stack, or `None`.
 async fn failure_of(base: &str, stream: bool) -> Option<seawall::core::Failure> {
     let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
-    let body = format!(
-        r#"{{"model":"gpt-x","stream":{stream},"stream_options":{{"include_usage":true}},"messages":[{{"role":"user","content":"hi"}}]}}"#
-    );
-    let request = http::Request::post(format!("{base}/v1/chat/completions"))
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body)))
-        .unwrap();
-    let error = match service.oneshot(request).await {
+    let error = match service.oneshot(chat(base, stream)).await {
         Ok(response) => response.into_body().collect().await.err()?,
         Err(error) => error,
     };
