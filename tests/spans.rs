@@ -76,6 +76,17 @@ fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
     assert_eq!(field(attempts[0], "seawall.action"), "retry");
     assert_eq!(field(attempts[1], "error.type"), "");
     assert!(!field(attempts[1], "gen_ai.usage.input_tokens").is_empty());
+    // Each attempt is a GenAI client span of its own: the operation's
+    // name and attributes, its model once a body naming it was sent (the
+    // retry's from its start).
+    for attempt in &attempts {
+        assert_eq!(field(attempt, "otel.kind"), "client");
+        assert_eq!(field(attempt, "otel.name"), "chat gpt-x", "{attempt:?}");
+        assert_eq!(field(attempt, "gen_ai.operation.name"), "chat");
+        assert_eq!(field(attempt, "gen_ai.provider.name"), "openai");
+        assert_eq!(field(attempt, "gen_ai.request.model"), "gpt-x");
+        assert_eq!(field(attempt, "server.address"), "127.0.0.1");
+    }
 }
 
 /// A single attempt records no body: its span still names the operation

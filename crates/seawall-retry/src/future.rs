@@ -242,7 +242,7 @@ impl<S, B> Ladder<S, B> {
         now: &mut Now,
     ) -> Self {
         let span = operation_span(&route, facts.as_ref());
-        let attempt_span = attempt_span(&span, &route, 1, Duration::ZERO);
+        let attempt_span = attempt_span(&span, &route, facts.as_ref(), 1, Duration::ZERO);
         Ladder {
             shared,
             // Given after the first call (`retries_with`).
@@ -398,6 +398,13 @@ impl<S, B> Ladder<S, B> {
             && let Some(usage) = failure.usage()
         {
             metrics::tokens(&route, usage);
+        }
+        // What a billed failure cost, on its spans as a success's is.
+        if let Some(usage) = failure.usage() {
+            for span in [&self.attempt_span, &self.span] {
+                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+            }
         }
         self.attempt_on(&route);
         self.record_model();
@@ -648,7 +655,13 @@ impl<S, B> Ladder<S, B> {
         let body = self.next_body.take().expect("a retry prepared its body");
         self.attempt += 1;
         self.attempt_started = self.deadline.map(|_| Instant::now());
-        self.attempt_span = attempt_span(&self.span, &self.route, self.attempt, self.slept);
+        self.attempt_span = attempt_span(
+            &self.span,
+            &self.route,
+            self.facts.as_ref(),
+            self.attempt,
+            self.slept,
+        );
         let again = self.again.as_mut().expect("checked above");
         let mut request = again.template.request(body);
         self.mark(&mut request);
@@ -826,6 +839,17 @@ impl<S, B> Ladder<S, B> {
             && let Some(model) = facts.model()
         {
             self.span.record("gen_ai.request.model", model);
+            // The attempt's span is named by its model too: taken by an
+            // OpenTelemetry layer while the span has not started (nothing
+            // ran inside it that asked for its context).
+            self.attempt_span.record("gen_ai.request.model", model);
+            let operation = operation_name(facts);
+            let name = SpanName {
+                operation,
+                model: Some(model),
+            };
+            self.attempt_span
+                .record("otel.name", tracing::field::display(name));
         }
     }
 }
@@ -888,19 +912,30 @@ impl std::fmt::Display for SpanName<'_> {
     }
 }
 
-/// One span per attempt, a child of the operation's.
+/// One span per attempt, a child of the operation's, client kind, named
+/// and attributed as the operation's (its model known once a body naming
+/// it was sent: a retry's from the start).
 fn attempt_span(
     operation: &tracing::Span,
     route: &RouteId,
+    facts: Option<&RequestFacts>,
     attempt: u32,
     delay: Duration,
 ) -> tracing::Span {
+    let name = facts.map_or("request", operation_name);
+    let model = facts.and_then(|facts| facts.head_model().or_else(|| facts.model()));
     tracing::info_span!(
         target: "seawall::retry",
         parent: operation,
         "attempt",
+        otel.name = %SpanName { operation: name, model },
         otel.kind = "client",
         otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = name,
+        gen_ai.provider.name = facts
+            .and_then(RequestFacts::provider)
+            .and_then(|provider| provider.genai_name(route.address().0)),
+        gen_ai.request.model = model,
         server.address = route.address().0,
         server.port = route.address().1,
         seawall.attempt = attempt,

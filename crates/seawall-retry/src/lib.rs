@@ -57,11 +57,11 @@
 //!
 //! | span | field | value |
 //! |---|---|---|
-//! | `operation` | `otel.name` | `"chat gpt-4o"` when the model is known as the call starts (Gemini's path, `RequestFacts::with_model`), else `"chat"` (`generate_content` for Gemini): an OpenTelemetry span's name is fixed when it starts |
+//! | both | `otel.name` | `"chat gpt-4o"` when the model is known as the span starts (Gemini's path, `RequestFacts::with_model`; a retry's attempt, its body sent before), else `"chat"` (`generate_content` for Gemini), recorded as `"chat gpt-4o"` once the body was sent: an OpenTelemetry span's name is fixed when it starts (for an exporter, when something first asked for its context: a child span, the `traceparent` feature) |
 //! | both | `otel.kind` | `client` |
-//! | `operation` | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts); the model once the body naming it was sent |
-//! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's; a stream's when its body ends (below) |
-//! | `operation` | `gen_ai.provider.name` | by the wire and the route's host ([`Provider::genai_name`](seawall_core::provider::Provider::genai_name)): `openai`, `anthropic`, `gcp.gemini`, `gcp.vertex_ai`, `azure.ai.openai`, … |
+//! | both | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts); the model once the body naming it was sent |
+//! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's; a stream's when its body ends (below); the usage of a billed answer that failed (refused, filtered, empty) too |
+//! | both | `gen_ai.provider.name` | by the wire and the route's host ([`Provider::genai_name`](seawall_core::provider::Provider::genai_name)): `openai`, `anthropic`, `gcp.gemini`, `gcp.vertex_ai`, `azure.ai.openai`, … |
 //! | both | `server.address`, `server.port` | the route's host and port (a route named `host:port`), else its name and no port |
 //! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR`; an operation its caller dropped says `cancelled` (on the attempt in flight too) with no error status |
 //! | `operation` | `seawall.attempts`, `seawall.stop_reason` | |
