@@ -332,10 +332,10 @@ fn unary_text(json: &Value, provider: Provider) -> (String, Option<(FinishKind, 
                     let reason = json["incomplete_details"]["reason"]
                         .as_str()
                         .unwrap_or("incomplete");
-                    Some(match FinishKind::openai_responses(reason) {
-                        FinishKind::Other => (FinishKind::Truncated, reason),
-                        kind => (kind, reason),
-                    })
+                    Some((
+                        seawall::core::provider::openai_responses::incomplete_kind(reason),
+                        reason,
+                    ))
                 }
                 Some("completed") if refused => Some((FinishKind::Refused, "refusal")),
                 status => status.map(|s| (FinishKind::openai_responses(s), s)),

@@ -1404,11 +1404,27 @@ fn responses_finish_reasons() {
         ("max_output_tokens", FinishKind::Truncated),
         ("content_filter", FinishKind::Filtered),
         ("refusal", FinishKind::Refused),
+        // The statuses that are no whole answer, passed as the status is.
+        ("incomplete", FinishKind::Truncated),
+        ("failed", FinishKind::Aborted),
+        ("cancelled", FinishKind::Aborted),
         ("something_new", FinishKind::Other),
     ];
     for (reason, kind) in rows {
         assert_eq!(finish_kind(reason), kind, "{reason}");
         assert_eq!(FinishKind::openai_responses(reason), kind, "{reason}");
+        assert_eq!(
+            FinishKind::for_provider(Provider::OpenAiResponses, reason),
+            kind
+        );
+        // A status every Responses answer carries costs no allocation.
+        if reason != "something_new" {
+            let finish = seawall_core::Finish::new(kind, reason);
+            assert!(
+                matches!(finish.reason, std::borrow::Cow::Borrowed(_)),
+                "{reason}"
+            );
+        }
     }
 }
 

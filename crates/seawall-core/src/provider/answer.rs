@@ -12,7 +12,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::usage::UsageFields;
 use crate::{Code, Failure, Finish, FinishKind, Usage};
-use seawall_internal::json::Text;
+use seawall_internal::json::{Text, fold_seq};
 
 /// What a whole 2xx body in a provider's answer shape amounts to
 /// ([`check_answer`](super::check_answer)).
@@ -216,8 +216,6 @@ impl<'de, T: Part + Deserialize<'de>> Deserialize<'de> for AnyAnswer<T> {
         )
     }
 }
-
-pub use seawall_internal::json::fold_seq;
 
 /// Whether a JSON value holds anything — the one rule of "is this field
 /// part of an answer" for the unary checks and the stream decoders alike:

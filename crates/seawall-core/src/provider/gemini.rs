@@ -8,9 +8,11 @@
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
+use seawall_internal::json::fold_seq;
+
 use super::answer::{
     AnswerCheck, AnyAnswer, Candidacy, FromKey, Key, Outcome, Part, Presence, finish_failure,
-    fold_seq, unreadable, usage_of, verdict,
+    unreadable, usage_of, verdict,
 };
 use super::openai::StrOrNum;
 use super::{Declared, StatusDetails, Verdict};

@@ -38,7 +38,7 @@ pub mod gemini;
 pub mod openai;
 pub mod openai_responses;
 
-pub use answer::{AnswerCheck, Presence, fold_seq};
+pub use answer::{AnswerCheck, Presence};
 
 /// Whose wire format an error body is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

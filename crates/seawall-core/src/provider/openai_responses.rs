@@ -11,9 +11,9 @@ use std::time::SystemTime;
 use serde::Deserialize;
 use serde::de::Deserializer;
 
-use super::answer::{
-    AnswerCheck, Presence, finish_failure, fold_seq, unreadable, usage_of, verdict,
-};
+use seawall_internal::json::fold_seq;
+
+use super::answer::{AnswerCheck, Presence, finish_failure, unreadable, usage_of, verdict};
 use super::{Declared, ErrorContext, Provider, classify_declared, judge, openai};
 use crate::usage::UsageFields;
 use crate::{Code, Failure, FinishKind};
@@ -101,13 +101,15 @@ pub fn stream_event(ty: &str) -> StreamEvent {
     }
 }
 
-/// What the response's `status` (`completed`) or its
+/// What the response's `status` (`completed`; `incomplete` without a
+/// reason is a cut answer, `failed` and `cancelled` no whole one) or its
 /// `incomplete_details.reason` (`max_output_tokens`, `content_filter`)
 /// means.
 pub fn finish_kind(reason: &str) -> FinishKind {
     match reason {
         "completed" => FinishKind::Complete,
-        "max_output_tokens" => FinishKind::Truncated,
+        "max_output_tokens" | "incomplete" => FinishKind::Truncated,
+        "failed" | "cancelled" => FinishKind::Aborted,
         "content_filter" => FinishKind::Filtered,
         "refusal" => FinishKind::Refused,
         _ => FinishKind::Other,
