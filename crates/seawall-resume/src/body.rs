@@ -1032,6 +1032,14 @@ where
             self.spare += 1;
             return self.resume();
         }
+        // The retry budget pays for a resume as for a retry, and had no
+        // token for this one: another would be refused alike.
+        if code == Code::BudgetExhausted {
+            return self.give_up_because(
+                "budget",
+                "not resumed: the retry budget had no token for a resume",
+            );
+        }
         // Claude 4.6 and later answer any prefill with a 400 ("Prefilling
         // is not supported on Claude 4.6 and later models", the Messages
         // API guide): the same prefill again would only be refused again.

@@ -51,7 +51,9 @@ pub struct ResumeReport {
     /// `replay_cap`, `request_unsent` (the request's body was still being
     /// sent when the answer began), `misaligned`, `n_choices`, `extended_thinking`,
     /// `structured_output`, `tool_call`, `continuation_failed` (a
-    /// continuation failed for good: its code is in its record),
+    /// continuation failed for good: its code is in its record), `budget`
+    /// (the retry budget, which pays for a resume as for a retry, had no
+    /// token for it),
     /// `max_tokens` (the delivered answer spent the output budget), ….
     pub gave_up: Option<&'static str>,
 }

@@ -18,6 +18,7 @@ use seawall_classify::ClassifyLayer;
 use seawall_core::provider::Provider;
 use seawall_core::{BoxError, Code, Deadline, Failure, Receipt};
 use seawall_resume::{OpenAiStyle, ResumeLayer, ResumeReport, Resumed};
+use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use seawall_stream::StreamGuardLayer;
 use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::Scanner;
@@ -81,6 +82,8 @@ struct Setup {
     /// The fault of every attempt after the script.
     header: Option<&'static str>,
     layer: ResumeLayer,
+    /// The retry ladder under the layer.
+    ladder: RetryBudgetLayer,
     deadline: Option<Duration>,
     /// The caller stops after this many content events.
     stop_after: Option<usize>,
@@ -95,6 +98,7 @@ impl Setup {
             script: script.to_vec(),
             header: None,
             layer: ResumeLayer::new(),
+            ladder: quick_ladder(),
             deadline: None,
             stop_after: None,
             idle: Duration::from_secs(5),
@@ -115,7 +119,7 @@ impl Setup {
         let client = Client::builder(TokioExecutor::new()).build_http();
         let service = ServiceBuilder::new()
             .layer(self.layer)
-            .layer(quick_ladder())
+            .layer(self.ladder)
             .layer(StreamGuardLayer::interactive().idle_timeout(self.idle))
             .layer(ClassifyLayer::for_provider(self.provider))
             .service(client);
@@ -460,6 +464,26 @@ async fn a_continuation_that_fails_before_content_is_tried_again() {
     assert_eq!(report.resumes.len(), 2);
     assert!(report.resumes[0].failed.is_some());
     assert_eq!(report.resumes[1].failed, None);
+}
+
+/// A resume is paid for by the retry budget, as a retry is: with no token
+/// left it is not sent, and the body ends with the interruption.
+#[tokio::test]
+async fn a_resume_the_retry_budget_cannot_pay_is_not_sent() {
+    let chaos = chaos().await;
+    let mut setup = Setup::new(
+        Provider::OpenAi,
+        &["reset_after;tokens=100;total=300", "ok;tokens=300"],
+    );
+    // One token, kept only while more than half is left: a resume's
+    // charge leaves none.
+    setup.ladder = RetryBudgetLayer::new(RetryPolicy::interactive(), Budget::grpc(1, 0.1));
+    let read = setup.run(&chaos, "no budget").await;
+    assert_eq!(read.upstream, 1, "no continuation was sent");
+    let report = read.report.as_ref().unwrap();
+    assert_eq!(report.gave_up, Some("budget"), "{report:?}");
+    let failure = read.failure().expect("the interruption");
+    assert_eq!(failure.code(), Code::StreamInterrupted, "{failure:?}");
 }
 
 #[tokio::test]

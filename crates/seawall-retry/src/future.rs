@@ -45,6 +45,8 @@ pin_project! {
         // The wait's end, and its timer, made on the first `Pending` (a
         // service ready at once costs no timer).
         Readying { until: Option<Instant>, bound: Option<Pin<Box<Sleep>>> },
+        // Refused before any call (a resume the retry budget cannot pay).
+        Refused { error: Option<BoxError> },
     }
 }
 
@@ -128,6 +130,14 @@ where
             ladder: Some(ladder),
         }
     }
+
+    /// Fails with `error` without a call.
+    pub(crate) fn refused(error: BoxError) -> Self {
+        ResponseFuture {
+            state: State::Refused { error: Some(error) },
+            ladder: None,
+        }
+    }
 }
 
 impl<S, B> std::fmt::Debug for ResponseFuture<S, B>
@@ -139,6 +149,7 @@ where
             State::Calling { .. } => "calling",
             State::Sleeping { .. } => "sleeping",
             State::Readying { .. } => "readying",
+            State::Refused { .. } => "refused",
         };
         let mut debug = f.debug_struct("ResponseFuture");
         debug.field("state", &state);
@@ -161,10 +172,13 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let Some(ladder) = this.ladder.as_mut() else {
-            let StateProj::Calling { future } = this.state.project() else {
-                unreachable!("a single attempt only ever calls");
+            return match this.state.project() {
+                StateProj::Calling { future } => future.poll(cx).map_err(Into::into),
+                StateProj::Refused { error } => {
+                    Poll::Ready(Err(error.take().expect("a refusal is polled once")))
+                }
+                _ => unreachable!("a single attempt only ever calls"),
             };
-            return future.poll(cx).map_err(Into::into);
         };
         let _entered = ladder.span.clone().entered();
         loop {
@@ -187,6 +201,9 @@ where
                         }),
                     },
                 },
+                StateProj::Refused { error } => {
+                    return Poll::Ready(Err(error.take().expect("a refusal is polled once")));
+                }
                 StateProj::Sleeping { sleep } => {
                     ready!(sleep.poll(cx));
                     this.state.set(State::Readying {
@@ -226,6 +243,13 @@ where
 const MIN_READINESS_WAIT: Duration = Duration::from_secs(1);
 
 impl<S, B> Ladder<S, B> {
+    /// The operation is a resume of one whose answer was cut after
+    /// content, paid for by `grant` as a retry is: given back, as a
+    /// retry's, when it succeeds.
+    pub(crate) fn paid_by(&mut self, grant: Grant) {
+        self.grant = Some(grant);
+    }
+
     /// Gives the ladder the service and request template its retries use.
     pub(crate) fn retries_with(&mut self, again: Option<Again<S, B>>) {
         self.again = again;

@@ -6,7 +6,9 @@ use http::{HeaderValue, Request, Response};
 use http_body::Body;
 use seawall_core::facts::OperationSlots;
 use seawall_core::recording::ReplayBody;
-use seawall_core::{BoxError, Deadline, OtherRoutes, RequestFacts, RouteId};
+use seawall_core::{
+    BoxError, Code, Deadline, Failure, OtherRoutes, Receipt, RequestFacts, RouteId, StopReason,
+};
 use tower_service::Service;
 
 use crate::budget::Now;
@@ -66,7 +68,22 @@ where
         // At most one clock read for the budget's window and the first
         // attempt.
         let mut now = Now::default();
-        self.shared.budget.start_at(&mut now);
+        // A resume (a continuation of an answer cut after content) is a
+        // retry of the operation that was cut, not a new one: the budget
+        // pays for it as for a retry, or refuses it without a call.
+        let resume = request
+            .extensions()
+            .get::<RequestFacts>()
+            .is_some_and(RequestFacts::continues);
+        let paid = if resume {
+            match self.shared.budget.failed(false, true) {
+                Some(grant) => Some(grant),
+                None => return ResponseFuture::refused(budget_refusal()),
+            }
+        } else {
+            self.shared.budget.start_at(&mut now);
+            None
+        };
         // Every attempt, the first too, runs under the deadline less the
         // fallback reserve: the copies for the retries are taken below.
         let window = policy.attempt_window(deadline, &mut now);
@@ -115,6 +132,9 @@ where
             facts,
             &mut now,
         );
+        if let Some(grant) = paid {
+            ladder.paid_by(grant);
+        }
         ladder.within(window);
         ladder.mark(&mut first);
         let future = ladder.in_attempt(|| self.inner.call(first));
@@ -128,6 +148,20 @@ where
         }));
         ResponseFuture::ladder(future, ladder)
     }
+}
+
+/// A resume the retry budget cannot pay: no call, the budget's stop in its
+/// receipt.
+#[cold]
+fn budget_refusal() -> BoxError {
+    crate::metrics::budget_exhausted();
+    let mut receipt = Receipt::default();
+    receipt.stop = Some(StopReason::Budget);
+    Box::new(
+        Failure::new(Code::BudgetExhausted)
+            .with_message("the retry budget has no token for a resume")
+            .with_receipt(receipt),
+    )
 }
 
 /// Nested ladders multiply attempts; the inner one stands down, and says so
