@@ -193,6 +193,12 @@ impl Scanner {
         self.line.capacity() + self.data.capacity() + self.name.capacity()
     }
 
+    /// Whether the stream so far ends inside a line: bytes no line end
+    /// closed yet.
+    pub fn mid_line(&self) -> bool {
+        !self.line.is_empty()
+    }
+
     /// Ends the stream as `provider`'s SDK reads its end
     /// ([`at_end_of_stream`]), and closes a last line no line end closed:
     /// that line is read (a raw error body written without a final newline

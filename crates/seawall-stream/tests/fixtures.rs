@@ -598,6 +598,27 @@ async fn an_error_the_stream_ends_on_without_a_line_end_is_still_read() {
     assert_interrupted(&d, Code::Truncated, "Hi");
 }
 
+/// A Gemini stream whose connection closed in the middle of an event:
+/// the half line is a cut, as a reset there is — the answer is cut after
+/// what was delivered (resumable), not a broken event stream.
+#[tokio::test]
+async fn a_gemini_stream_closed_mid_event_is_cut_not_broken() {
+    let body = concat!(
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hello\"}],\"role\":\"model\"},\"index\":0}]}\r\n\r\n",
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" wor",
+    );
+    let d = delivered(run(GEMINI, body).await);
+    assert_interrupted(&d, Code::Truncated, "Hello");
+    // A last line the end closed that reads whole is an event, as
+    // Google's reader takes it.
+    let whole = concat!(
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hello\"}],\"role\":\"model\"},\"index\":0}]}\r\n\r\n",
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}",
+    );
+    let d = delivered(run(GEMINI, whole).await);
+    assert!(d.error.is_none(), "{:?}", d.error);
+}
+
 #[tokio::test]
 async fn generic_any_data_is_content_and_eof_finishes() {
     let f = "data: one\n\n: keep-alive\n\ndata: two\n\n";

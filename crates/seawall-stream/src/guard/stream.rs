@@ -719,12 +719,20 @@ impl Track {
             let Track { tally, decoder, .. } = self;
             // A scan error here (a cap) leaves the stream as it stood.
             let provider = decoder.provider();
+            let cut_line = scanner.mid_line();
             if let Ok(Some(data)) = scanner.end(provider, |item| {
                 judge(tally, decoder, item, now);
             }) && tally.stop.is_none()
                 && !decoder.ended()
             {
                 tally.apply(decoder.undispatched(data), now);
+            }
+            // Google's reader takes a last line no line end closed as an
+            // event; one that reads as no JSON was cut by the end (a
+            // connection closed mid-event, as a reset mid-event is), not
+            // sent broken: the stream ends where it stood, a cut.
+            if cut_line && matches!(tally.stop, Some(Cause::Undecodable(_))) {
+                tally.stop = None;
             }
             if let Some(cause) = self.tally.stop.take() {
                 return Some(cause);
