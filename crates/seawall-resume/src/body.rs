@@ -737,6 +737,19 @@ where
                 self.push(whole.freeze());
             }
         }
+        // Google's reader takes the last event of a stream that ended
+        // cleanly without its blank line as an event, and so did the
+        // guard (`sse::at_end_of_stream`: its text is in what was
+        // delivered): it goes on, ended plainly, before anything continues
+        // it. A stream cut any other way (a reset) had none of it read.
+        if self.provider == Provider::Gemini
+            && self.partial.ends_with(b"\n")
+            && Failure::find(&*error).is_some_and(|failure| failure.code() == Code::Truncated)
+        {
+            let mut whole = std::mem::take(&mut self.partial);
+            whole.extend_from_slice(b"\n");
+            self.push(whole.freeze());
+        }
         // What this stream showed, trimmed of its repeat, joins the rest.
         self.try_align(true);
         if matches!(self.phase, Phase::Done) {

@@ -956,6 +956,46 @@ async fn a_call_in_a_repeated_chunk_is_kept_when_its_text_is_trimmed() {
     assert_eq!(spliced.continuations.len(), 1);
 }
 
+/// A Gemini stream that ends cleanly after an event no blank line ended:
+/// Google's reader (and the guard) took that event, so its text is in what
+/// was delivered; the caller is shown it, ended plainly, and the
+/// continuation follows it — no word lost at the splice.
+#[tokio::test]
+async fn a_gemini_event_the_end_closed_is_shown_before_its_continuation() {
+    let gemini = |text: &str, finish: &str, end: &str| {
+        Bytes::from(format!(
+            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"{text}\"}}],\"role\":\"model\"}}{finish},\"index\":0}}]}}{end}"
+        ))
+    };
+    let mut ended = cut("w1 w2 w3");
+    let interrupted = ended.interrupted().cloned().unwrap();
+    ended = Box::new(Failure::new(Code::Truncated).with_interrupted(interrupted));
+    ended.evidence_mut().closed_by = Some(ClosedBy::Them);
+    let first = vec![
+        Ok(gemini("w1", "", "\n\n")),
+        Ok(gemini(" w2", "", "\n\n")),
+        Ok(gemini(" w3", "", "\n")),
+        Err(ended),
+    ];
+    let mut rest = gemini(" w4", "", "\n\n").to_vec();
+    rest.extend_from_slice(&gemini("", ",\"finishReason\":\"STOP\"", "\n\n"));
+    let rest = Bytes::from(rest);
+    let request = serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+    let spliced = splice(
+        ResumeLayer::new(),
+        "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+        request,
+        first,
+        move |_| Ok(rest.clone()),
+    )
+    .await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(
+        text_in(seawall_stream::Provider::Gemini, &spliced.shown),
+        "w1 w2 w3 w4"
+    );
+}
+
 /// A stream cut by the connection's own timeout (a client's read timeout,
 /// which the classifier names `timeout`) is continued as a reset is; one
 /// the guard closed at a bound of its own (past `max_duration`) is not.
