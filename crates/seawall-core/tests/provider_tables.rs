@@ -1245,6 +1245,21 @@ fn responses_error_codes() {
         );
         assert_eq!(failure.provider_code(), Some(code));
     }
+    // A failed response that names no error (the API allows `null`): the
+    // provider's own failure to generate, as a 500, retried.
+    for error in ["null", "{}"] {
+        let body =
+            format!(r#"{{"object":"response","status":"failed","error":{error},"output":[]}}"#);
+        let AnswerCheck::Fail(failure) = check_answer(Provider::OpenAiResponses, body.as_bytes())
+        else {
+            panic!("{error}: not a failure");
+        };
+        assert_eq!(
+            (failure.class(), failure.code()),
+            (Transient, Code::ProviderUnavailable),
+            "{error}"
+        );
+    }
     // A policy code is a policy outcome with a status too (the chat API
     // answers a flagged prompt with a 400 `invalid_prompt`).
     let flagged = br#"{"error":{"message":"Invalid prompt: your prompt was flagged as potentially violating our usage policy.","type":"invalid_request_error","param":null,"code":"invalid_prompt"}}"#;

@@ -127,8 +127,15 @@ pub fn incomplete_kind(reason: &str) -> FinishKind {
 
 /// A failure the Responses API declared in a failed response's `error`
 /// (`{code, message}`, in `response.failed` or a `failed` answer), through
-/// the OpenAI table. The `error` event has [`error_event`].
+/// the OpenAI table. The `error` event has [`error_event`]. A failed
+/// response that names no error at all (`"error": null`, which the API
+/// allows) is the provider's own failure to generate, as a 500 is:
+/// `provider_unavailable`, transient.
 pub fn declared_failure(code: Option<&str>, message: Option<&str>) -> Failure {
+    if code.is_none() && message.is_none() {
+        return Failure::new(Code::ProviderUnavailable)
+            .with_message("the response failed and named no error");
+    }
     classify_declared(
         Provider::OpenAiResponses,
         None,
