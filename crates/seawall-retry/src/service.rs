@@ -68,22 +68,6 @@ where
         // At most one clock read for the budget's window and the first
         // attempt.
         let mut now = Now::default();
-        // A resume (a continuation of an answer cut after content) is a
-        // retry of the operation that was cut, not a new one: the budget
-        // pays for it as for a retry, or refuses it without a call.
-        let resume = request
-            .extensions()
-            .get::<RequestFacts>()
-            .is_some_and(RequestFacts::continues);
-        let paid = if resume {
-            match self.shared.budget.failed(false, true) {
-                Some(grant) => Some(grant),
-                None => return ResponseFuture::refused(budget_refusal()),
-            }
-        } else {
-            self.shared.budget.start_at(&mut now);
-            None
-        };
         // Every attempt, the first too, runs under the deadline less the
         // fallback reserve: the copies for the retries are taken below.
         let window = policy.attempt_window(deadline, &mut now);
@@ -121,6 +105,18 @@ where
         let facts = match first.extensions().get::<RequestFacts>() {
             Some(facts) => Some(facts.clone()),
             None => Some(RequestFacts::from_head(&first)),
+        };
+        // A resume (a continuation of an answer cut after content) is a
+        // retry of the operation that was cut, not a new one: the budget
+        // pays for it as for a retry, or refuses it without a call.
+        let paid = if facts.as_ref().is_some_and(RequestFacts::continues) {
+            match self.shared.budget.failed(false, true) {
+                Some(grant) => Some(grant),
+                None => return ResponseFuture::refused(budget_refusal()),
+            }
+        } else {
+            self.shared.budget.start_at(&mut now);
+            None
         };
         // The spans first: the attempt's request carries them down.
         let mut ladder = Ladder::new(
