@@ -383,6 +383,13 @@ async fn an_answer_only_in_the_terminal_event_is_an_answer() {
         Some(FinishKind::Complete)
     );
 
+    // A part a compatible server types `text`: the answer, as the unary
+    // check reads the same response.
+    let typed_text = whole.replace("\"output_text\"", "\"text\"");
+    let (drained, _) = read_then_hang(RESPONSES, vec![typed_text.clone()]).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert_eq!(text(&drained), typed_text);
+
     let empty = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"output\":[{\"type\":\"reasoning\",\"summary\":[]}]}}\n\n";
     let response = call(
         StreamGuardLayer::interactive(),

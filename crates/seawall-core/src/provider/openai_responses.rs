@@ -350,8 +350,8 @@ struct TerminalItem<'a> {
     content: TerminalParts,
 }
 
-/// A message's parts, folded: its `output_text` joined, and whether one is
-/// a refusal.
+/// A message's parts, folded: the text of every part that is no refusal
+/// joined, and whether one is a refusal.
 #[derive(Default)]
 struct TerminalParts {
     text: String,
@@ -368,13 +368,15 @@ impl<'de> Deserialize<'de> for TerminalParts {
                 .as_ref()
                 .map(|t| &*t.0)
             {
-                Some("output_text") => {
+                Some("refusal") => parts.refused = true,
+                // Any other part's text is the answer's, as the unary
+                // check reads the same response (`output_text`; a
+                // compatible server's `text`).
+                _ => {
                     if let Some(Text(text)) = part.text {
                         parts.text.push_str(&text);
                     }
                 }
-                Some("refusal") => parts.refused = true,
-                _ => {}
             },
         )
     }
