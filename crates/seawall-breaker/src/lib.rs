@@ -50,18 +50,20 @@
 //!   a fallback instead of each meeting the wall.
 //!   [`BreakerHandle::cooldown`] lists it; [`BreakerHandle::reset`] ends it.
 //!
-//!   **At a cooldown's end, one probe**: the first call admitted after the
-//!   end goes to the route; every other call meanwhile is refused locally
-//!   as before (`route_cooling_down`, the same code that cooled it), with
-//!   a short time to look again (100 ms), so a ladder above waits a
-//!   little after a rate limit and a fallback moves on after a wall —
-//!   fifty callers waiting out a wall send one call, not fifty. The
-//!   probe's answer (its response, as a half-open trial's) ends the
-//!   cooldown for every caller; the same wall again cools the route
-//!   again, for the new cooldown it names; any other failure, or a probe
-//!   whose caller drops it, gives the probe back and the next call probes.
-//!   A caller alone sees no difference: its next call after the end is
-//!   the probe.
+//!   **At a wall's end, one probe**: after a quota wall or rejected keys,
+//!   the first call admitted after the end goes to the route; every other
+//!   call meanwhile is refused locally as before (`route_cooling_down`,
+//!   the same code that cooled it, permanent), with a short time to look
+//!   again (100 ms), so a fallback moves on — fifty callers waiting out a
+//!   wall send one call, not fifty. The probe's answer (its response, as a
+//!   half-open trial's) ends the cooldown for every caller; the same wall
+//!   again cools the route again, for the new cooldown it names; any other
+//!   failure, or a probe whose caller drops it, gives the probe back and
+//!   the next call probes. A caller alone sees no difference: its next
+//!   call after the end is the probe. A rate limit's cooldown ends for
+//!   every caller at once: each waited it out as the provider asked, and
+//!   holding them for a probe's answer (a whole generation) would spend
+//!   their retry ladders' attempts on refusals while the route is healthy.
 //!
 //! The outcome of a streamed answer is known only at its end, so the
 //! response body is wrapped in a [`BreakerBody`] that records it there: a

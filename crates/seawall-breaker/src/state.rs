@@ -407,15 +407,28 @@ impl RouteBreaker {
             if let Some((code, left)) = self.cooling_in(word) {
                 return Err(CircuitOpen::cooling(self.route.clone(), code, left));
             }
-            // Over: this call probes the route, once.
-            let probing = cool_word(COOL_PROBING, cool_code(word) as u64, cool_resets(word));
+            // Over. After a quota wall or rejected keys, this call probes
+            // the route, once: the wall may stand, and every caller would
+            // meet it again. After a rate limit every caller goes: each
+            // waited it out as the provider asked, and holding them for a
+            // probe's answer (a whole generation) would spend their
+            // attempts on refusals while the route is healthy.
+            let walled = Code::ALL
+                .get(cool_code(word))
+                .is_some_and(|&code| !Cooldown::worth_waiting(code));
+            let next = if walled {
+                cool_word(COOL_PROBING, cool_code(word) as u64, cool_resets(word))
+            } else {
+                cool_word(0, 0, cool_resets(word))
+            };
             match self.cooldown.compare_exchange_weak(
                 word,
-                probing,
+                next,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Ok(Some(probing)),
+                Ok(_) if walled => return Ok(Some(next)),
+                Ok(_) => return Ok(None),
                 Err(current) => word = current,
             }
         }

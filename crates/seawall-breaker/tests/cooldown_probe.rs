@@ -1,6 +1,7 @@
 //! The end of a cooldown, on tokio's paused clock: many callers waiting
-//! for a walled or rate-limited route when its cooldown ends send one
-//! probe, not a stampede; the probe's answer decides for all of them.
+//! for a walled route (a quota wall, rejected keys) when its cooldown ends
+//! send one probe, not a stampede; the probe's answer decides for all of
+//! them. At a rate limit's end every caller goes: each waited it out.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -246,10 +247,20 @@ async fn one_probe_goes_through_at_a_quota_walls_end_and_its_answer_reopens_the_
     one_probe_then_open(quota_wall).await;
 }
 
-/// The same at the end of a rate limit's 2 s hint.
+/// At the end of a rate limit's 2 s hint every waiting caller goes: each
+/// waited the hint out as the provider asked, and a probe's answer would
+/// hold them all for a whole generation.
 #[tokio::test(start_paused = true)]
-async fn one_probe_goes_through_at_a_rate_limits_end_and_its_answer_reopens_the_route() {
-    one_probe_then_open(rate_limit).await;
+async fn every_caller_goes_at_a_rate_limits_end() {
+    let (failure, cooldown) = rate_limit();
+    let rig = rig();
+    rig.cool(&failure).await;
+    tokio::time::advance(cooldown).await;
+    rig.provider.wall(None);
+    let (answered, wrong) = settle(rig.crowd(), failure.code(), LATENCY).await;
+    assert_eq!((answered, wrong), (CROWD, vec![]));
+    assert_eq!(rig.provider.calls(), 1 + CROWD);
+    assert_eq!(rig.handle.cooldown(&route()), None);
 }
 
 /// The probe meets the wall again: the route cools again (for the new
@@ -259,21 +270,9 @@ async fn a_probe_that_meets_the_quota_wall_again_cools_the_route_again() {
     wall_again(quota_wall).await;
 }
 
-/// The same for a rate limit still in force.
-#[tokio::test(start_paused = true)]
-async fn a_probe_that_meets_the_rate_limit_again_cools_the_route_again() {
-    wall_again(rate_limit).await;
-}
-
 /// A probe whose caller drops it does not wedge the route: the next call
 /// probes.
 #[tokio::test(start_paused = true)]
 async fn a_dropped_probe_after_a_quota_wall_lets_the_next_call_probe() {
     dropped_probe(quota_wall).await;
-}
-
-/// The same after a rate limit.
-#[tokio::test(start_paused = true)]
-async fn a_dropped_probe_after_a_rate_limit_lets_the_next_call_probe() {
-    dropped_probe(rate_limit).await;
 }
