@@ -724,6 +724,23 @@ where
     }
 
     fn on_error(&mut self, error: BoxError) {
+        // Google's reader takes the last event of a stream that ended
+        // cleanly without its blank line (or its line end) as an event
+        // when it reads whole, and so did the guard
+        // (`sse::at_end_of_stream`: its text is in what was delivered): it
+        // goes on, ended plainly, before anything continues it. One that
+        // reads as no JSON was cut by the end, and the guard read none of
+        // it; nor of a stream cut any other way (a reset).
+        if self.provider == Provider::Gemini
+            && !self.partial.is_empty()
+            && Failure::find(&*error).is_some_and(|failure| failure.code() == Code::Truncated)
+        {
+            let mut whole = std::mem::take(&mut self.partial);
+            whole.extend_from_slice(b"\n\n");
+            if events_read_whole(&whole) {
+                self.push(whole.freeze());
+            }
+        }
         // An event ended by a CR blank line at a frame's end was held for
         // the LF that might follow (a CRLF cut in two). The stream broke
         // there, so none comes: the event is whole — the guard read it, and
@@ -736,19 +753,6 @@ where
             if last_boundary(&whole) == Some(whole.len()) {
                 self.push(whole.freeze());
             }
-        }
-        // Google's reader takes the last event of a stream that ended
-        // cleanly without its blank line as an event, and so did the
-        // guard (`sse::at_end_of_stream`: its text is in what was
-        // delivered): it goes on, ended plainly, before anything continues
-        // it. A stream cut any other way (a reset) had none of it read.
-        if self.provider == Provider::Gemini
-            && self.partial.ends_with(b"\n")
-            && Failure::find(&*error).is_some_and(|failure| failure.code() == Code::Truncated)
-        {
-            let mut whole = std::mem::take(&mut self.partial);
-            whole.extend_from_slice(b"\n");
-            self.push(whole.freeze());
         }
         // What this stream showed, trimmed of its repeat, joins the rest.
         self.try_align(true);
@@ -1076,6 +1080,18 @@ where
         }
         self.resume();
     }
+}
+
+/// Whether every event in `bytes` (whole events) carries well-formed JSON,
+/// as the guard reads an event before it counts it.
+fn events_read_whole(bytes: &[u8]) -> bool {
+    let mut whole = true;
+    let scanned = seawall_stream::sse::Scanner::default().feed(bytes, |item| {
+        if let seawall_stream::sse::Item::Event(event) = item {
+            whole &= serde_json::from_slice::<serde::de::IgnoredAny>(event.data).is_ok();
+        }
+    });
+    whole && scanned.is_ok()
 }
 
 /// `"{operation} {model}"`, or the operation alone.

@@ -967,17 +967,53 @@ async fn a_gemini_event_the_end_closed_is_shown_before_its_continuation() {
             "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"{text}\"}}],\"role\":\"model\"}}{finish},\"index\":0}}]}}{end}"
         ))
     };
-    let mut ended = cut("w1 w2 w3");
+    // The last event's line ended, ended by a lone CR, or not ended at all:
+    // each read whole by Google's reader and the guard.
+    for last_end in ["\n", "\r", ""] {
+        let mut ended = cut("w1 w2 w3");
+        let interrupted = ended.interrupted().cloned().unwrap();
+        ended = Box::new(Failure::new(Code::Truncated).with_interrupted(interrupted));
+        ended.evidence_mut().closed_by = Some(ClosedBy::Them);
+        let first = vec![
+            Ok(gemini("w1", "", "\n\n")),
+            Ok(gemini(" w2", "", "\n\n")),
+            Ok(gemini(" w3", "", last_end)),
+            Err(ended),
+        ];
+        let mut rest = gemini(" w4", "", "\n\n").to_vec();
+        rest.extend_from_slice(&gemini("", ",\"finishReason\":\"STOP\"", "\n\n"));
+        let rest = Bytes::from(rest);
+        let request =
+            serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+        let spliced = splice(
+            ResumeLayer::new(),
+            "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+            request,
+            first,
+            move |_| Ok(rest.clone()),
+        )
+        .await;
+        assert!(spliced.error.is_none(), "{last_end:?}: {:?}", spliced.error);
+        assert_eq!(
+            text_in(seawall_stream::Provider::Gemini, &spliced.shown),
+            "w1 w2 w3 w4",
+            "{last_end:?}"
+        );
+    }
+    // Half an event at the end is a cut: the guard read none of it, and
+    // the caller is shown none of it.
+    let mut ended = cut("w1 w2");
     let interrupted = ended.interrupted().cloned().unwrap();
     ended = Box::new(Failure::new(Code::Truncated).with_interrupted(interrupted));
-    ended.evidence_mut().closed_by = Some(ClosedBy::Them);
+    let half =
+        Bytes::from_static(b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" w");
     let first = vec![
         Ok(gemini("w1", "", "\n\n")),
         Ok(gemini(" w2", "", "\n\n")),
-        Ok(gemini(" w3", "", "\n")),
+        Ok(half),
         Err(ended),
     ];
-    let mut rest = gemini(" w4", "", "\n\n").to_vec();
+    let mut rest = gemini(" w3", "", "\n\n").to_vec();
     rest.extend_from_slice(&gemini("", ",\"finishReason\":\"STOP\"", "\n\n"));
     let rest = Bytes::from(rest);
     let request = serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
@@ -992,7 +1028,7 @@ async fn a_gemini_event_the_end_closed_is_shown_before_its_continuation() {
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     assert_eq!(
         text_in(seawall_stream::Provider::Gemini, &spliced.shown),
-        "w1 w2 w3 w4"
+        "w1 w2 w3"
     );
 }
 
