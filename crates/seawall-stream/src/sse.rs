@@ -200,23 +200,29 @@ impl Scanner {
     }
 
     /// Ends the stream as `provider`'s SDK reads its end
-    /// ([`at_end_of_stream`]), and closes a last line no line end closed:
+    /// ([`at_end_of_stream`]: Google's dispatches the last event, blank
+    /// line or not), and elsewhere closes a last line no line end closed:
     /// that line is read (a raw error body written without a final newline
     /// is still the provider's error, [`Item::Stray`]) without dispatching
-    /// the event it may belong to. Returns the data of an event that no
-    /// blank line ended, which no SDK dispatches: its caller may still
-    /// read why the stream ended from it.
+    /// the event it may belong to. Returns that event, if one is left that
+    /// no blank line ended (its `start` and `end` are 0): no SDK dispatches
+    /// it, but its caller may still read why the stream ended from it.
     pub fn end(
         &mut self,
         provider: seawall_core::provider::Provider,
         mut on_item: impl FnMut(Item<'_>),
-    ) -> Result<Option<&[u8]>, ScanError> {
+    ) -> Result<Option<Event<'_>>, ScanError> {
         let tail = match at_end_of_stream(provider) {
             b"" if !self.line.is_empty() => b"\n",
             tail => tail,
         };
         self.feed(tail, &mut on_item)?;
-        Ok(self.has_data.then_some(&self.data[..]))
+        Ok((self.has_data || self.name == b"error").then_some(Event {
+            name: &self.name,
+            data: &self.data,
+            start: 0,
+            end: 0,
+        }))
     }
 
     /// Scans one frame, calling `on_item` for each complete comment and

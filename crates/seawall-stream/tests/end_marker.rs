@@ -13,8 +13,6 @@ use common::*;
 use seawall_core::FinishKind;
 use seawall_stream::StreamGuardLayer;
 
-const RESPONSES: &str = "/v1/responses";
-
 /// `frames`, then a connection held open forever, through the guard on
 /// the paused clock: what the caller read, and how long the body took to
 /// end (the idle bound is 30 s).

@@ -577,6 +577,13 @@ async fn an_error_the_stream_ends_on_without_a_line_end_is_still_read() {
     );
     let failure = failed(run(MESSAGES, anthropic).await);
     assert_eq!(failure.code(), Code::Overloaded, "{failure:?}");
+    // The Responses API's flat error event, an error by its name alone.
+    let responses = concat!(
+        "event: error\n",
+        "data: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"Rate limit reached\",\"param\":null,\"sequence_number\":1}",
+    );
+    let failure = failed(run(RESPONSES, responses).await);
+    assert_eq!(failure.code(), Code::RateLimited, "{failure:?}");
 
     // After content: an interruption caused by it.
     let after = Box::leak(

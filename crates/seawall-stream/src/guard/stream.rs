@@ -720,12 +720,12 @@ impl Track {
             // A scan error here (a cap) leaves the stream as it stood.
             let provider = decoder.provider();
             let cut_line = scanner.mid_line();
-            if let Ok(Some(data)) = scanner.end(provider, |item| {
+            if let Ok(Some(event)) = scanner.end(provider, |item| {
                 judge(tally, decoder, item, now);
             }) && tally.stop.is_none()
                 && !decoder.ended()
             {
-                tally.apply(decoder.undispatched(data), now);
+                tally.apply(decoder.undispatched(event), now);
             }
             // Google's reader takes a last line no line end closed as an
             // event; one that reads as no JSON was cut by the end (a

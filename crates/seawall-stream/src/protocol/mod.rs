@@ -31,7 +31,7 @@ use seawall_core::{Failure, FinishKind, Usage};
 use seawall_internal::json::repair_lone_surrogates;
 use seawall_internal::nesting::Nesting;
 
-use crate::sse::Item;
+use crate::sse::{Event, Item};
 
 /// A finish reason as sent, and what it means.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -431,9 +431,13 @@ impl Decoder {
     /// stream: nothing is dispatched (no SDK reads it), but an error body
     /// in it is still why the stream ended (a server that writes its
     /// error event and closes without the blank line).
-    pub fn undispatched(&self, data: &[u8]) -> Signal<'static> {
-        if self.provider != Provider::Http && declares_error(data) {
-            self.error(data)
+    pub fn undispatched(&self, event: Event<'_>) -> Signal<'static> {
+        // As a dispatched one: an event named `error` is an error whatever
+        // its data (the Responses API's flat error event has no `error`
+        // member).
+        if self.provider != Provider::Http && (event.name == b"error" || declares_error(event.data))
+        {
+            self.error(event.data)
         } else {
             Signal::Other
         }

@@ -188,4 +188,5 @@ pub(crate) use seawall_test::canned::{
 };
 pub(crate) const CHAT: &str = "/v1/chat/completions";
 pub(crate) const MESSAGES: &str = "/v1/messages";
+pub(crate) const RESPONSES: &str = "/v1/responses";
 pub(crate) const GEMINI: &str = "/v1beta/models/gemini-x:streamGenerateContent";
