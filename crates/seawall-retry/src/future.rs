@@ -424,7 +424,7 @@ impl<S, B> Ladder<S, B> {
             metrics::tokens(&route, usage);
         }
         // What a billed failure cost, on its spans as a success's is.
-        if let Some(usage) = failure.usage() {
+        if billed && let Some(usage) = failure.usage() {
             for span in [&self.attempt_span, &self.span] {
                 span.record("gen_ai.usage.input_tokens", usage.input_tokens);
                 span.record("gen_ai.usage.output_tokens", usage.output_tokens);
