@@ -177,6 +177,8 @@ struct Outcome {
     /// Any error text (checked for secrets).
     error_text: Option<String>,
     receipt: Option<Receipt>,
+    /// The answer's content type, as the caller read it.
+    content_type: Option<String>,
 }
 
 impl Outcome {
@@ -284,6 +286,7 @@ where
             error_text: Some(format!("{error} / {error:?}")),
             failure,
             receipt,
+            content_type: None,
         }
     };
     let response = match tokio::time::timeout(Duration::from_secs(10), service.oneshot(request))
@@ -294,12 +297,18 @@ where
         Err(error) => return failed(error, None),
     };
     let receipt = response.extensions().get::<Receipt>().cloned();
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
     match response.into_body().collect().await {
         Ok(body) => Outcome {
             body: Some(body.to_bytes()),
             failure: None,
             error_text: None,
             receipt,
+            content_type,
         },
         Err(error) => failed(error, receipt),
     }
@@ -720,6 +729,10 @@ async fn a_unary_answer_labelled_an_event_stream_is_checked_as_unary() {
     assert_eq!(outcome.code(), None, "{outcome:?}");
     assert_eq!(outcome.text(), HEALTHY_UNARY);
     assert_eq!(server.requests(), 1);
+    // Labelled as what it is: whatever the guard above reads of the
+    // request later, it leaves the answer to the check; the caller's
+    // client reads JSON.
+    assert_eq!(outcome.content_type.as_deref(), Some("application/json"));
     // Still checked: an empty answer so labelled is no answer.
     let empty = reply("200 OK", &sse, b"{\"choices\":[]}");
     let outcome = retried_to_an_answer(empty, false).await;

@@ -408,7 +408,10 @@ where
                                     .find(|byte| !byte.is_ascii_whitespace()),
                             };
                             match first {
-                                Some(b'{') => self.object_seen = true,
+                                Some(b'{') => {
+                                    self.object_seen = true;
+                                    relabel_unary_answer(&mut self.parts, facts);
+                                }
                                 Some(first) => {
                                     if !is_answer_opening(first, &self.parts, facts) {
                                         return Poll::Ready(SuccessRead::NotAnAnswer(first));
@@ -596,6 +599,23 @@ fn relabel_event_stream(first: u8, parts: &mut Parts, facts: &RequestFacts) {
         parts.headers.insert(
             http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("text/event-stream"),
+        );
+    }
+}
+
+/// A JSON answer to a request for one whole answer, labelled an event
+/// stream (checked as the unary answer it is, `RequestFacts::unary_requested`):
+/// labelled as what it is, so the stream guard above leaves it to this
+/// check whatever it reads of the request later, and the caller's client
+/// reads it as JSON.
+fn relabel_unary_answer(parts: &mut Parts, facts: &RequestFacts) {
+    if facts.unary_requested()
+        && crate::provider::media_type(parts)
+            .is_some_and(|media| media.eq_ignore_ascii_case(b"text/event-stream"))
+    {
+        parts.headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
         );
     }
 }
