@@ -409,6 +409,11 @@ async fn anthropic_overloaded_before_and_after_content() {
 
     let d = delivered(run(MESSAGES, fixture!("anthropic/error_after_content.sse")).await);
     assert_interrupted(&d, Code::StreamInterrupted, "Hello");
+    // `message_start` counted the prompt, but the message never finished:
+    // no whole count, in the report (the metrics and spans read it) as on
+    // the failure (the receipt's).
+    assert_eq!(d.report.usage, None);
+    assert_eq!(d.error.as_ref().unwrap().usage(), None);
     assert_eq!(d.error.unwrap().provider_type(), Some("overloaded_error"));
     let d = delivered(run(MESSAGES, fixture!("anthropic/truncated.sse")).await);
     assert_interrupted(&d, Code::Truncated, "Hello");

@@ -741,7 +741,7 @@ impl Track {
         if let Some(cause) = self.end_verdict() {
             return Some(cause);
         }
-        self.report(None, ClosedBy::Them, now);
+        self.report(None, ClosedBy::Them, now, self.decoder.usage());
         None
     }
 
@@ -791,11 +791,11 @@ impl Track {
                 Some(Err(Box::new(self.fail(Cause::PolicyFinish(verdict), now))))
             }
             Cause::Transport(_) if after_finish => {
-                self.report(None, ClosedBy::Them, now);
+                self.report(None, ClosedBy::Them, now, self.decoder.usage());
                 None
             }
             Cause::Timeout(_) if after_finish => {
-                self.report(None, ClosedBy::Us, now);
+                self.report(None, ClosedBy::Us, now, self.decoder.usage());
                 None
             }
             cause => Some(Err(Box::new(self.fail(cause, now)))),
@@ -944,11 +944,22 @@ impl Track {
         {
             self.cause = underlying;
         }
-        self.report(Some(failure.code()), closed_by, now);
+        self.report(Some(failure.code()), closed_by, now, failure.usage());
         failure
     }
 
-    fn report(&mut self, code: Option<Code>, closed_by: ClosedBy, now: Instant) {
+    /// Reports how the stream ended. `usage` is what it cost as a whole: a
+    /// finished stream's count, a failure's (only a finished message's, or
+    /// the provider's own terminal failure's: what the receipt bills), none
+    /// for a stream its caller left unfinished — the metrics and the spans
+    /// count what the receipt does, not a partial count.
+    fn report(
+        &mut self,
+        code: Option<Code>,
+        closed_by: ClosedBy,
+        now: Instant,
+        usage: Option<seawall_core::Usage>,
+    ) {
         if self.reported {
             return;
         }
@@ -967,7 +978,7 @@ impl Track {
             time_to_first_content: self.tally.first_content.map(|at| at - self.started),
             elapsed: now - self.started,
             closed_by,
-            usage: self.decoder.usage(),
+            usage,
         };
         match &self.spans {
             Some(spans) => {
@@ -1036,11 +1047,11 @@ impl Drop for Track {
         if self.tally.empty_finish_at.is_some() && !self.content_seen() {
             self.fail(Cause::FinishedEmpty, now);
         } else if !self.message_complete() {
-            self.report(Some(Code::Cancelled), ClosedBy::Us, now);
+            self.report(Some(Code::Cancelled), ClosedBy::Us, now, None);
         } else if let Some(verdict) = self.finish_verdict() {
             self.fail(Cause::PolicyFinish(verdict), now);
         } else {
-            self.report(None, ClosedBy::Us, now);
+            self.report(None, ClosedBy::Us, now, self.decoder.usage());
         }
     }
 }
