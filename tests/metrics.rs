@@ -158,6 +158,47 @@ fn a_refused_answers_tokens_are_counted_once() {
     }
 }
 
+/// A stream that failed before the caller saw anything (Anthropic's
+/// `message_start` counts the prompt, then an error event) is no billed
+/// answer with a whole count: the receipt bills nothing for it, and the
+/// token counter counts what the receipt does — the retry's answer only.
+#[test]
+fn a_stream_failed_before_delivery_counts_no_tokens() {
+    let receipt = std::sync::Mutex::new(None);
+    let snapshotter = recorded(async {
+        let chaos = common::chaos().await;
+        chaos
+            .script(
+                "anthropic",
+                vec![
+                    common::fault("stream_error_after;tokens=0"),
+                    common::fault("ok"),
+                ],
+            )
+            .unwrap();
+        let service = common::short_stack().build(&ClassifyLayer::anthropic(), common::client());
+        let request = common::post_json(
+            &format!("{}/v1/messages", chaos.base_url()),
+            r#"{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+        );
+        let response = service.oneshot(request).await.unwrap();
+        *receipt.lock().unwrap() = response
+            .extensions()
+            .get::<seawall::core::Receipt>()
+            .cloned();
+        response.into_body().collect().await.unwrap();
+    });
+    let receipt = receipt.into_inner().unwrap().expect("a receipt");
+    assert_eq!(receipt.attempts.len(), 2, "{receipt:?}");
+    let billed = receipt.usage();
+    assert!(billed.input_tokens > 0, "{receipt:?}");
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]),
+        billed.input_tokens
+    );
+}
+
 #[test]
 fn a_quota_wall_is_one_attempt_and_no_retry() {
     let snapshotter = recorded(async {

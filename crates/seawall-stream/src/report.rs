@@ -43,10 +43,11 @@ pub struct StreamReport {
     /// caller (`Us`).
     pub closed_by: ClosedBy,
     /// The token usage the provider reported in the stream, if it did
-    /// (OpenAI only with `stream_options.include_usage`) and it is the
-    /// whole count: a failed stream's only when its message finished or
-    /// the provider's own terminal failure counted it (what the receipt
-    /// bills), never the partial count of a stream cut before its end.
+    /// (OpenAI only with `stream_options.include_usage`), as the receipt
+    /// counts it: a stream that failed before anything was delivered, only
+    /// when its message finished or the provider's own terminal failure
+    /// counted it (the failure's usage); once delivered, what it reported,
+    /// whole or not.
     pub usage: Option<Usage>,
 }
 

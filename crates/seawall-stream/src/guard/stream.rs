@@ -944,15 +944,24 @@ impl Track {
         {
             self.cause = underlying;
         }
-        self.report(Some(failure.code()), closed_by, now, failure.usage());
+        // Once delivered, the attempt is an answer in the receipt, its
+        // usage what the stream reported (marked not whole when it did not
+        // finish); before, the receipt's attempt is this failure's.
+        let usage = if self.delivered() {
+            self.decoder.usage()
+        } else {
+            failure.usage()
+        };
+        self.report(Some(failure.code()), closed_by, now, usage);
         failure
     }
 
-    /// Reports how the stream ended. `usage` is what it cost as a whole: a
-    /// finished stream's count, a failure's (only a finished message's, or
-    /// the provider's own terminal failure's: what the receipt bills), none
-    /// for a stream its caller left unfinished — the metrics and the spans
-    /// count what the receipt does, not a partial count.
+    /// Reports how the stream ended, with `usage` as the receipt counts it
+    /// (the metrics and the spans read the report): what the stream
+    /// reported once it was delivered (the receipt's answer, marked not
+    /// whole when it did not finish); before, the failure's own (a
+    /// finished message's, or the provider's terminal failure's), never
+    /// the partial count of a stream that failed before the caller saw it.
     fn report(
         &mut self,
         code: Option<Code>,
@@ -1047,7 +1056,12 @@ impl Drop for Track {
         if self.tally.empty_finish_at.is_some() && !self.content_seen() {
             self.fail(Cause::FinishedEmpty, now);
         } else if !self.message_complete() {
-            self.report(Some(Code::Cancelled), ClosedBy::Us, now, None);
+            self.report(
+                Some(Code::Cancelled),
+                ClosedBy::Us,
+                now,
+                self.decoder.usage(),
+            );
         } else if let Some(verdict) = self.finish_verdict() {
             self.fail(Cause::PolicyFinish(verdict), now);
         } else {
