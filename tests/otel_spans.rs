@@ -49,13 +49,7 @@ fn each_attempt_is_exported_as_a_genai_client_span() {
             .build()
             .unwrap()
             .block_on(async {
-                let chaos = common::chaos().await;
-                chaos
-                    .script(
-                        "openai",
-                        vec![common::fault("status;code=503"), common::fault("ok")],
-                    )
-                    .unwrap();
+                let chaos = common::chaos_scripted(&["status;code=503", "ok"]).await;
                 let service =
                     common::short_stack().build(&ClassifyLayer::openai(), common::client());
                 let request = common::post_json(

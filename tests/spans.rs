@@ -31,13 +31,7 @@ fn operation(spans: &BTreeMap<u64, Captured>) -> &Captured {
 #[test]
 fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
     let spans = spans_of(async {
-        let chaos = common::chaos().await;
-        chaos
-            .script(
-                "openai",
-                vec![common::fault("status;code=503"), common::fault("ok")],
-            )
-            .unwrap();
+        let chaos = common::chaos_scripted(&["status;code=503", "ok"]).await;
         let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
         let request = common::post_json(
             &format!("{}/v1/chat/completions", chaos.base_url()),

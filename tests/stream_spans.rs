@@ -45,13 +45,7 @@ fn openai_stream(base: &str) -> http::Request<Full<Bytes>> {
 fn a_retried_streams_usage_and_finish_are_recorded_on_its_attempt_when_the_body_ends() {
     let capture = Capture::default();
     let (at_headers, after_body) = run(&capture, async {
-        let chaos = common::chaos().await;
-        chaos
-            .script(
-                "openai",
-                vec![common::fault("status;code=503"), common::fault("ok")],
-            )
-            .unwrap();
+        let chaos = common::chaos_scripted(&["status;code=503", "ok"]).await;
         let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
         let response = service
             .oneshot(openai_stream(&chaos.base_url()))

@@ -33,13 +33,7 @@ fn sent_traceparents(otel: bool) -> (Vec<Option<String>>, String) {
             .build()
             .unwrap()
             .block_on(async {
-                let chaos = common::chaos().await;
-                chaos
-                    .script(
-                        "openai",
-                        vec![common::fault("status;code=503"), common::fault("ok")],
-                    )
-                    .unwrap();
+                let chaos = common::chaos_scripted(&["status;code=503", "ok"]).await;
                 let client = common::client::<ReplayBody<Full<Bytes>>>();
                 let seen = seen.clone();
                 let probe = tower::service_fn(move |request: Sent| {

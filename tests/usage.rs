@@ -108,13 +108,7 @@ async fn every_wire_reports_its_usage_in_the_receipt() {
 
 #[tokio::test]
 async fn a_failure_before_any_answer_is_not_billed() {
-    let chaos = common::chaos().await;
-    chaos
-        .script(
-            "openai",
-            vec![common::fault("status;code=503"), common::fault("ok")],
-        )
-        .unwrap();
+    let chaos = common::chaos_scripted(&["status;code=503", "ok"]).await;
     let service = common::short_stack().build(&ClassifyLayer::openai(), client());
     let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
         .header("content-type", "application/json")

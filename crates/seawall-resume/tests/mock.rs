@@ -402,6 +402,16 @@ async fn splice_openai(
     splice(layer, "/v1/chat/completions", request, first, rest).await
 }
 
+/// [`splice`] for a Gemini streamed request.
+async fn splice_gemini(
+    first: Vec<Result<Bytes, Box<Failure>>>,
+    rest: impl Fn(&serde_json::Value) -> Result<Bytes, Box<Failure>> + Clone + Send + 'static,
+) -> Spliced {
+    let request = serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+    let path = "/v1beta/models/gemini-x:streamGenerateContent?alt=sse";
+    splice(ResumeLayer::new(), path, request, first, rest).await
+}
+
 /// One Anthropic event.
 fn anthropic(name: &str, data: serde_json::Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
@@ -940,15 +950,7 @@ async fn a_call_in_a_repeated_chunk_is_kept_when_its_text_is_trimmed() {
     .to_vec();
     rest.extend_from_slice(&gemini("[{\"text\":\"\"}]", ",\"finishReason\":\"STOP\""));
     let rest = Bytes::from(rest);
-    let request = serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
-    let spliced = splice(
-        ResumeLayer::new(),
-        "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
-        request,
-        first,
-        move |_| Ok(rest.clone()),
-    )
-    .await;
+    let spliced = splice_gemini(first, move |_| Ok(rest.clone())).await;
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     let shown = String::from_utf8(spliced.shown).unwrap();
     assert!(shown.contains("functionCall"), "{shown}");
@@ -967,69 +969,39 @@ async fn a_gemini_event_the_end_closed_is_shown_before_its_continuation() {
             "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"{text}\"}}],\"role\":\"model\"}}{finish},\"index\":0}}]}}{end}"
         ))
     };
-    // The last event's line ended, ended by a lone CR, or not ended at all:
-    // each read whole by Google's reader and the guard.
-    for last_end in ["\n", "\r", ""] {
-        let mut ended = cut("w1 w2 w3");
+    // The last event's line ended, ended by a lone CR, or not ended at
+    // all: each read whole by Google's reader and the guard, so shown.
+    // Half an event is a cut: the guard read none of it, and the caller is
+    // shown none of it.
+    let half = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" w";
+    let cases = [
+        (gemini(" w3", "", "\n"), "w1 w2 w3"),
+        (gemini(" w3", "", "\r"), "w1 w2 w3"),
+        (gemini(" w3", "", ""), "w1 w2 w3"),
+        (Bytes::from_static(half.as_bytes()), "w1 w2"),
+    ];
+    for (last, delivered) in cases {
+        let mut ended = cut(delivered);
         let interrupted = ended.interrupted().cloned().unwrap();
         ended = Box::new(Failure::new(Code::Truncated).with_interrupted(interrupted));
         ended.evidence_mut().closed_by = Some(ClosedBy::Them);
         let first = vec![
             Ok(gemini("w1", "", "\n\n")),
             Ok(gemini(" w2", "", "\n\n")),
-            Ok(gemini(" w3", "", last_end)),
+            Ok(last.clone()),
             Err(ended),
         ];
         let mut rest = gemini(" w4", "", "\n\n").to_vec();
         rest.extend_from_slice(&gemini("", ",\"finishReason\":\"STOP\"", "\n\n"));
         let rest = Bytes::from(rest);
-        let request =
-            serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
-        let spliced = splice(
-            ResumeLayer::new(),
-            "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
-            request,
-            first,
-            move |_| Ok(rest.clone()),
-        )
-        .await;
-        assert!(spliced.error.is_none(), "{last_end:?}: {:?}", spliced.error);
+        let spliced = splice_gemini(first, move |_| Ok(rest.clone())).await;
+        assert!(spliced.error.is_none(), "{last:?}: {:?}", spliced.error);
         assert_eq!(
             text_in(seawall_stream::Provider::Gemini, &spliced.shown),
-            "w1 w2 w3 w4",
-            "{last_end:?}"
+            format!("{delivered} w4"),
+            "{last:?}"
         );
     }
-    // Half an event at the end is a cut: the guard read none of it, and
-    // the caller is shown none of it.
-    let mut ended = cut("w1 w2");
-    let interrupted = ended.interrupted().cloned().unwrap();
-    ended = Box::new(Failure::new(Code::Truncated).with_interrupted(interrupted));
-    let half =
-        Bytes::from_static(b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" w");
-    let first = vec![
-        Ok(gemini("w1", "", "\n\n")),
-        Ok(gemini(" w2", "", "\n\n")),
-        Ok(half),
-        Err(ended),
-    ];
-    let mut rest = gemini(" w3", "", "\n\n").to_vec();
-    rest.extend_from_slice(&gemini("", ",\"finishReason\":\"STOP\"", "\n\n"));
-    let rest = Bytes::from(rest);
-    let request = serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
-    let spliced = splice(
-        ResumeLayer::new(),
-        "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
-        request,
-        first,
-        move |_| Ok(rest.clone()),
-    )
-    .await;
-    assert!(spliced.error.is_none(), "{:?}", spliced.error);
-    assert_eq!(
-        text_in(seawall_stream::Provider::Gemini, &spliced.shown),
-        "w1 w2 w3"
-    );
 }
 
 /// A stream cut by the connection's own timeout (a client's read timeout,
