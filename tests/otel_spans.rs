@@ -43,22 +43,15 @@ fn each_attempt_is_exported_as_a_genai_client_span() {
         .build();
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    tracing::subscriber::with_default(subscriber, || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                let chaos = common::chaos_scripted(&["status;code=503", "ok"]).await;
-                let service =
-                    common::short_stack().build(&ClassifyLayer::openai(), common::client());
-                let request = common::post_json(
-                    &format!("{}/v1/chat/completions", chaos.base_url()),
-                    r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
-                );
-                let response = service.oneshot(request).await.unwrap();
-                response.into_body().collect().await.unwrap();
-            })
+    common::spans::run_under(subscriber, async {
+        let chaos = common::chaos_scripted(&["status;code=503", "ok"]).await;
+        let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+        let request = common::post_json(
+            &format!("{}/v1/chat/completions", chaos.base_url()),
+            r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+        );
+        let response = service.oneshot(request).await.unwrap();
+        response.into_body().collect().await.unwrap();
     });
     provider.force_flush().unwrap();
     let spans = exported.0.lock().unwrap().clone();

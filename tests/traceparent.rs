@@ -27,43 +27,36 @@ fn sent_traceparents(otel: bool) -> (Vec<Option<String>>, String) {
     let layer = otel.then(|| tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
     let subscriber = tracing_subscriber::registry().with(layer);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let trace_id = tracing::subscriber::with_default(subscriber, || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                let chaos = common::chaos_scripted(&["status;code=503", "ok"]).await;
-                let client = common::client::<ReplayBody<Full<Bytes>>>();
-                let seen = seen.clone();
-                let probe = tower::service_fn(move |request: Sent| {
-                    seen.lock().unwrap().push(
-                        request
-                            .headers()
-                            .get("traceparent")
-                            .map(|v| v.to_str().unwrap().to_owned()),
-                    );
-                    let mut client = client.clone();
-                    async move { tower::Service::call(&mut client, request).await }
-                });
-                let service = common::short_stack().build(&ClassifyLayer::openai(), probe);
-                let request =
-                    http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
-                        .header("content-type", "application/json")
-                        .body(Full::new(Bytes::from_static(
-                            br#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
-                        )))
-                        .unwrap();
-                let app = tracing::info_span!("app");
-                let trace_id = app.context().span().span_context().trace_id().to_string();
-                async {
-                    let response = service.oneshot(request).await.unwrap();
-                    response.into_body().collect().await.unwrap();
-                }
-                .instrument(app)
-                .await;
-                trace_id
-            })
+    let trace_id = common::spans::run_under(subscriber, async {
+        let chaos = common::chaos_scripted(&["status;code=503", "ok"]).await;
+        let client = common::client::<ReplayBody<Full<Bytes>>>();
+        let seen = seen.clone();
+        let probe = tower::service_fn(move |request: Sent| {
+            seen.lock().unwrap().push(
+                request
+                    .headers()
+                    .get("traceparent")
+                    .map(|v| v.to_str().unwrap().to_owned()),
+            );
+            let mut client = client.clone();
+            async move { tower::Service::call(&mut client, request).await }
+        });
+        let service = common::short_stack().build(&ClassifyLayer::openai(), probe);
+        let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+            )))
+            .unwrap();
+        let app = tracing::info_span!("app");
+        let trace_id = app.context().span().span_context().trace_id().to_string();
+        async {
+            let response = service.oneshot(request).await.unwrap();
+            response.into_body().collect().await.unwrap();
+        }
+        .instrument(app)
+        .await;
+        trace_id
     });
     let seen = seen.lock().unwrap().clone();
     (seen, trace_id)

@@ -105,7 +105,15 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
 
 /// Runs `call` on a current-thread runtime under `capture`.
 pub(crate) fn run<T>(capture: &Capture, call: impl std::future::Future<Output = T>) -> T {
-    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    run_under(tracing_subscriber::registry().with(capture.clone()), call)
+}
+
+/// Runs `call` on a current-thread runtime with `subscriber` as this
+/// thread's subscriber.
+pub(crate) fn run_under<T>(
+    subscriber: impl Subscriber + Send + Sync + 'static,
+    call: impl std::future::Future<Output = T>,
+) -> T {
     tracing::subscriber::with_default(subscriber, || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
