@@ -410,13 +410,13 @@ where
                             match first {
                                 Some(b'{') => {
                                     self.object_seen = true;
-                                    relabel_unary_answer(&mut self.parts, facts);
+                                    relabel(b'{', &mut self.parts, facts);
                                 }
                                 Some(first) => {
                                     if !is_answer_opening(first, &self.parts, facts) {
                                         return Poll::Ready(SuccessRead::NotAnAnswer(first));
                                     }
-                                    relabel_event_stream(first, &mut self.parts, facts);
+                                    relabel(first, &mut self.parts, facts);
                                     return Poll::Ready(SuccessRead::Unchecked);
                                 }
                                 // The first bytes of a byte order mark:
@@ -586,38 +586,36 @@ fn may_stream(parts: &Parts, facts: &RequestFacts) -> bool {
     }
 }
 
-/// An event stream a stream was asked for, labelled JSON (some
-/// OpenAI-compatible servers label every answer so): labelled as what it
-/// is, so the stream guard reads it and a client reads it as a stream.
-/// Refused instead, the same label on every attempt failed each one, each
-/// billed.
-fn relabel_event_stream(first: u8, parts: &mut Parts, facts: &RequestFacts) {
-    if opens_event_stream(first)
+/// An answer labelled as what its first byte and the request say it is:
+///
+/// - an event stream a stream was asked for, labelled JSON (some
+///   OpenAI-compatible servers label every answer so): so the stream guard
+///   reads it and a client reads it as a stream. Refused instead, the same
+///   label on every attempt failed each one, each billed;
+/// - a JSON answer to a request for one whole answer, labelled an event
+///   stream (checked as the unary answer it is,
+///   `RequestFacts::unary_requested`): so the stream guard above leaves it
+///   to this check whatever it reads of the request later, and the
+///   caller's client reads it as JSON.
+fn relabel(first: u8, parts: &mut Parts, facts: &RequestFacts) {
+    let media = crate::provider::media_type(parts);
+    let label = if opens_event_stream(first)
         && facts.stream_requested() == Some(true)
-        && crate::provider::media_type(parts).is_some_and(is_json_media)
+        && media.is_some_and(is_json_media)
     {
-        parts.headers.insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("text/event-stream"),
-        );
-    }
-}
-
-/// A JSON answer to a request for one whole answer, labelled an event
-/// stream (checked as the unary answer it is, `RequestFacts::unary_requested`):
-/// labelled as what it is, so the stream guard above leaves it to this
-/// check whatever it reads of the request later, and the caller's client
-/// reads it as JSON.
-fn relabel_unary_answer(parts: &mut Parts, facts: &RequestFacts) {
-    if facts.unary_requested()
-        && crate::provider::media_type(parts)
-            .is_some_and(|media| media.eq_ignore_ascii_case(b"text/event-stream"))
+        "text/event-stream"
+    } else if first == b'{'
+        && facts.unary_requested()
+        && media.is_some_and(|media| media.eq_ignore_ascii_case(b"text/event-stream"))
     {
-        parts.headers.insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
-    }
+        "application/json"
+    } else {
+        return;
+    };
+    parts.headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(label),
+    );
 }
 
 impl<B> Reading<B>

@@ -1082,13 +1082,13 @@ where
     }
 }
 
-/// Whether every event in `bytes` (whole events) carries well-formed JSON,
-/// as the guard reads an event before it counts it.
+/// Whether every event in `bytes` (whole events) reads as the guard reads
+/// an event before it counts it ([`undecodable`](seawall_stream::protocol::undecodable)).
 fn events_read_whole(bytes: &[u8]) -> bool {
     let mut whole = true;
     let scanned = seawall_stream::sse::Scanner::default().feed(bytes, |item| {
         if let seawall_stream::sse::Item::Event(event) = item {
-            whole &= serde_json::from_slice::<serde::de::IgnoredAny>(event.data).is_ok();
+            whole &= seawall_stream::protocol::undecodable(event.data).is_none();
         }
     });
     whole && scanned.is_ok()

@@ -463,8 +463,9 @@ fn declares_error(data: &[u8]) -> bool {
 
 /// Why `data` cannot be read as a JSON event at all, if it cannot: not
 /// UTF-8, or not well-formed JSON. A structural check only: skipping every
-/// value without keeping any.
-fn undecodable(data: &[u8]) -> Option<&'static str> {
+/// value without keeping any. What the guard reads as a broken event
+/// ([`Signal::Undecodable`]), for a reader that must agree with it.
+pub fn undecodable(data: &[u8]) -> Option<&'static str> {
     if std::str::from_utf8(data).is_err() {
         return Some("event data is not UTF-8");
     }
