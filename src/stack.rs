@@ -128,6 +128,19 @@ impl Stack {
     /// the stream goes on live within the 60 s (asked again, it would
     /// think, and be billed, as long again). For a model that thinks
     /// before it writes, start from [`Stack::reasoning`].
+    ///
+    /// **Not fleet-safe as shipped.** Measured with `seawall fleet`
+    /// (README, "At fleet scale"): when many low-rate clients share a
+    /// provider that browns out, the ratio budget's floor (10 retries a
+    /// second for 10 s) never binds for a client making one call a
+    /// second, and 429s do not count for the default breaker, so the
+    /// fleet amplifies the load as a naive retry loop does. For many
+    /// clients of one provider, give it a token-bucket budget
+    /// ([`Budget::grpc`], e.g. `Budget::grpc(5, 0.2)`) and a breaker that
+    /// trips on a few failures in a row and counts rate limits
+    /// ([`BreakerLayer::count_rate_limited`]); `seawall_fleet::stacks`
+    /// has the configuration the fleet run measures
+    /// (`fleet_budget`, `fleet_breaker`).
     pub fn interactive() -> Self {
         Stack {
             total: Duration::from_secs(60),

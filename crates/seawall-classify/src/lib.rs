@@ -26,8 +26,12 @@
 //!   content filters (`Policy`). A delivered answer carries its
 //!   [`Finish`](seawall_core::Finish) in the response extensions, so a
 //!   `length`/`max_tokens` cut is marked, never silently a success; an
-//!   answer that names no finish at all was cut short (`truncated`,
-//!   retryable: nothing was delivered), as a stream without one.
+//!   answer that names no finish at all was cut short (`truncated`), as
+//!   a stream without one. It is transient (the caller may ask again:
+//!   nothing was delivered), but seawall's layers surface it rather than
+//!   retry it ([`Action::decide`](seawall_core::Action::decide), row 7):
+//!   the cut answer was generated and billed, and a server that leaves
+//!   out the finish does so on every answer.
 //! - **gRPC** trailers-only errors (`grpc-status` in the headers) are
 //!   classified with their `grpc-retry-pushback-ms`.
 //! - **Errors** of the inner service are walked down their source chain:

@@ -530,7 +530,9 @@ fn answer(provider: Provider, body: &str) -> String {
 /// text and no finish reason was cut short (Gemini: "if empty, the model
 /// has not stopped generating tokens"; Anthropic: `stop_reason` "always
 /// non-null" when not streamed), as a stream that ends without one. Cut
-/// before anything was delivered, it may be asked for again.
+/// before anything was delivered, it is transient (a caller may ask
+/// again), and the layers surface it rather than retry it (row 7 of
+/// `Action::decide`: the cut answer was billed).
 #[test]
 fn an_answer_without_a_finish_reason_was_cut_short() {
     for (provider, body) in [
@@ -561,6 +563,7 @@ fn an_answer_without_a_finish_reason_was_cut_short() {
         _ => panic!("a failure"),
     };
     assert_eq!(failure.class(), Class::Transient);
+    assert_eq!(failure.action(), seawall_core::Action::Surface);
 }
 
 /// A message's `content` as a list of parts (Mistral's reasoning models):
