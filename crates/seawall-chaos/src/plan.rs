@@ -233,9 +233,11 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
                 length: ms(*stall),
                 ping_every: pings.then(|| ms(*ping_ms)),
             });
+            // A continuation after `wK` already has every token up to it:
+            // the tail never repeats one.
             stream_tail(
                 ctx,
-                tokens + 1,
+                (tokens + 1).max(ctx.first_token),
                 answer.tokens.max(*tokens),
                 delay,
                 Finish::Stop,

@@ -531,3 +531,26 @@ async fn resume_faults_repeat_the_tail_call_a_tool_and_cut_an_event() {
     assert!(reply.error.is_some());
     assert_eq!(openai_text(&reply.text()), " w4 w5");
 }
+
+#[tokio::test]
+async fn a_stall_continues_a_resumed_answer_without_repeating_it() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let resumed = |delivered: &str| {
+        format!(
+            r#"{{"model":"gpt-x","stream":true,"messages":[{{"role":"user","content":"hi"}},{{"role":"assistant","content":"{delivered}"}}]}}"#
+        )
+    };
+    let fault = [("x-chaos-fault", "stall_after;tokens=2;ms=20;total=10")];
+    // Past the stall's token: the silence, then the tail from `w6`.
+    let reply = post(chaos.addr(), OPENAI, &fault, &resumed("w1 w2 w3 w4 w5")).await;
+    assert!(reply.error.is_none());
+    assert_eq!(openai_text(&reply.text()), " w6 w7 w8 w9 w10");
+    // Before it: up to the stall's token, then the rest, each once.
+    let reply = post(chaos.addr(), OPENAI, &fault, &resumed("w1")).await;
+    assert_eq!(openai_text(&reply.text()), " w2 w3 w4 w5 w6 w7 w8 w9 w10");
+    let rows = chaos.journal();
+    assert_eq!(
+        rows.iter().map(|r| r.tokens_written).collect::<Vec<_>>(),
+        vec![5, 9]
+    );
+}
