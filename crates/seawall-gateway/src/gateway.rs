@@ -716,6 +716,8 @@ impl Gateway {
                         ),
                     );
                     error.attempts = Some(attempts);
+                    error.request_id = seawall::core::request_id_of(&head.headers)
+                        .and_then(|id| HeaderValue::from_str(id).ok());
                     let mut response = error.response(wire);
                     if let Ok(value) = HeaderValue::from_str(&served_by) {
                         response.headers_mut().insert(SERVED_BY_HEADER, value);

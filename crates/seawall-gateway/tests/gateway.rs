@@ -521,7 +521,8 @@ async fn a_fallback_route_spends_its_own_account_not_the_primarys() {
 /// An upstream answering in `script` order (status and body; the last
 /// one for every call after), one request per connection; it keeps the
 /// request line of each call. The `n`th answer names itself `req_n` in
-/// OpenAI's `x-request-id` and Anthropic's `request-id`.
+/// OpenAI's `x-request-id` and Anthropic's `request-id`. A body that opens
+/// with `data:` or `event:` is labelled an event stream, any other JSON.
 async fn scripted_upstream(
     script: Vec<(u16, &'static str)>,
 ) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
@@ -541,8 +542,13 @@ async fn scripted_upstream(
                 seen.len() - 1
             };
             let (status, body) = script[call.min(script.len() - 1)];
+            let label = if body.starts_with("data:") || body.starts_with("event:") {
+                "text/event-stream"
+            } else {
+                "application/json"
+            };
             let answer = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-request-id: req_{call}\r\nrequest-id: req_{call}\r\nconnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status} X\r\ncontent-type: {label}\r\ncontent-length: {}\r\nx-request-id: req_{call}\r\nrequest-id: req_{call}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = stream.write_all(answer.as_bytes()).await;
@@ -594,6 +600,33 @@ async fn a_providers_error_keeps_its_request_id() {
     assert_ne!(status, 200, "{}", String::from_utf8_lossy(&got));
     let last = calls.lock().unwrap().len() - 1;
     assert_eq!(header(&headers, "x-request-id"), format!("req_{last}"));
+}
+
+/// A stream the provider fails before any content (a 200, then its error
+/// event), and a stream request answered with one whole answer: the
+/// gateway answers each with an error, and the provider's request id is
+/// on it as on a unary error (the guard's failure named none, the
+/// gateway's own 502 dropped the head's).
+#[tokio::test]
+async fn a_stream_failed_before_content_keeps_the_request_id() {
+    let quota = "data: {\"error\":{\"message\":\"You exceeded your current quota.\",\"type\":\"insufficient_quota\",\"param\":null,\"code\":\"insufficient_quota\"}}\n\n";
+    let whole = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}"#;
+    for (body, expected) in [(quota, 429), (whole, 502)] {
+        let (base, calls) = scripted_upstream(vec![(200, body)]).await;
+        let gateway = Running::start(config_at(Wire::OpenAi, &[("main", base)])).await;
+        let (status, headers, got) = send(
+            &client(),
+            post(&gateway.url("/v1/chat/completions"), OPENAI_STREAM, &[]),
+        )
+        .await;
+        assert_eq!(status, expected, "{}", String::from_utf8_lossy(&got));
+        let last = calls.lock().unwrap().len() - 1;
+        assert_eq!(
+            header(&headers, "x-request-id"),
+            format!("req_{last}"),
+            "{body}"
+        );
+    }
 }
 
 /// An OpenAI SDK given the gateway's bare address as its base URL (no

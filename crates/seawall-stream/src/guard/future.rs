@@ -213,7 +213,13 @@ where
                             let stream = stream.take().expect("stream present while holding");
                             Ok(Response::from_parts(parts, GuardBody::guarded(stream)))
                         }
-                        Err(failure) => Err(failure.into()),
+                        Err(failure) => {
+                            // A failure before content is answered in place of
+                            // the response: the provider's id of the request
+                            // (what its support asks for) is in the head held.
+                            let head = parts.as_ref().map(|parts| &parts.headers);
+                            Err(with_request_id(failure, head).into())
+                        }
                     };
                     self.as_mut().project().state.set(State::Finished);
                     return Poll::Ready(result);
@@ -222,6 +228,16 @@ where
             };
             self.as_mut().project().state.set(next);
         }
+    }
+}
+
+/// The failure with the provider's id of the request from the response
+/// head, unless it names one already.
+#[cold]
+fn with_request_id(failure: Failure, head: Option<&http::HeaderMap>) -> Failure {
+    match head.and_then(seawall_core::request_id_of) {
+        Some(id) if failure.request_id().is_none() => failure.with_request_id(id),
+        _ => failure,
     }
 }
 
