@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use http_body_util::BodyExt;
-use seawall_chaos::{ChaosServer, Outcome};
+use seawall_chaos::{ChaosServer, FaultSource, Outcome};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -573,6 +573,60 @@ async fn bad_fault_headers_answer_400_naming_the_problem() {
     )
     .await;
     assert_eq!(reply.json()["error"]["code"], "unknown_fault");
+}
+
+#[tokio::test]
+async fn two_fault_headers_answer_400_not_the_first_one() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    for (path, body) in [
+        (OPENAI, OPENAI_STREAM_BODY),
+        (ANTHROPIC, ANTHROPIC_UNARY_BODY),
+        (GEMINI_STREAM, GEMINI_BODY),
+    ] {
+        let headers = [("x-chaos-fault", "ok"), ("x-chaos-fault", "bogus")];
+        let reply = post(chaos.addr(), path, &headers, body).await;
+        assert_eq!(reply.status, 400, "{path}: {}", reply.text());
+        let v = reply.json();
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("x-chaos-fault: "), "{message}");
+        assert!(
+            message.contains("more than one x-chaos-fault header"),
+            "{message}"
+        );
+        assert!(reply.header("x-chaos-fault-applied").is_none());
+        if path == OPENAI {
+            assert_eq!(v["error"]["code"], "duplicate_fault_header");
+        }
+    }
+    let rows = chaos.journal();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert_eq!(row.outcome, Outcome::Rejected(400));
+        assert_eq!(
+            (row.fault.as_str(), row.fault_source),
+            ("ok, bogus", FaultSource::Header)
+        );
+    }
+}
+
+/// A request refused over its fault header is journaled with the header's
+/// text, from the header: never as a healthy default it was not given.
+#[tokio::test]
+async fn a_refused_fault_header_is_journaled_as_sent() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let reply = post(
+        chaos.addr(),
+        OPENAI,
+        &[("x-chaos-fault", "reset_after;tokens=lots")],
+        OPENAI_STREAM_BODY,
+    )
+    .await;
+    assert_eq!(reply.status, 400);
+    let row = &chaos.journal()[0];
+    assert_eq!(
+        (row.fault.as_str(), row.fault_source),
+        ("reset_after;tokens=lots", FaultSource::Header)
+    );
 }
 
 #[tokio::test]

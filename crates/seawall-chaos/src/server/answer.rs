@@ -16,7 +16,7 @@ use super::state::State;
 use super::{APPLIED_HEADER, FAULT_HEADER, REQUEST_ID_HEADER, SEQ_HEADER, json_response};
 use crate::body::{BodyCut, ChaosBody, JournalLink};
 use crate::conn::ConnControl;
-use crate::fault::{Fault, FaultParseError, StatusFault};
+use crate::fault::{Fault, MAX_FAULT_LEN, StatusFault};
 use crate::journal::{FaultSource, JournalEntry, Outcome, body_hash, unix_ms};
 use crate::plan::{Plan, Step, plan};
 use crate::wire::{self, Ctx, Provider};
@@ -43,9 +43,18 @@ pub(super) async fn answer(
         Err(Unread::Rejected(r)) => return Ok(exchange.reject(r)),
         Err(Unread::ClientGone(error)) => return Err(exchange.client_gone(&error)),
     };
-    let header_fault = match header_fault.transpose() {
-        Ok(fault) => fault,
-        Err(e) => return Ok(exchange.reject(e.into())),
+    let header_fault = match header_fault {
+        None => None,
+        Some(HeaderFault {
+            fault: Ok(fault), ..
+        }) => Some(fault),
+        Some(HeaderFault {
+            raw,
+            fault: Err(rejection),
+        }) => {
+            exchange.refused_header(&raw);
+            return Ok(exchange.reject(rejection));
+        }
     };
     let fault = exchange.choose_fault(key_fault, header_fault);
     let mut ctx = Ctx::new(
@@ -77,11 +86,41 @@ pub(super) async fn answer(
     }
 }
 
-/// The `x-chaos-fault` header, parsed.
-fn header_fault(headers: &HeaderMap) -> Option<Result<Fault, FaultParseError>> {
-    headers
-        .get(FAULT_HEADER)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).parse())
+/// The `x-chaos-fault` header as sent, and the fault it asks for.
+struct HeaderFault {
+    /// Its text; several values joined by `, `.
+    raw: String,
+    /// The fault, or why the request is refused: a malformed fault, or
+    /// more than one header (which one was meant is anyone's guess).
+    fault: Result<Fault, Rejection>,
+}
+
+/// The `x-chaos-fault` header, parsed, when sent.
+fn header_fault(headers: &HeaderMap) -> Option<HeaderFault> {
+    let values: Vec<String> = headers
+        .get_all(FAULT_HEADER)
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    match values.as_slice() {
+        [] => None,
+        [one] => Some(HeaderFault {
+            raw: one.clone(),
+            fault: one.parse::<Fault>().map_err(Rejection::from),
+        }),
+        many => Some(HeaderFault {
+            raw: many.join(", "),
+            fault: Err(Rejection {
+                status: 400,
+                code: "duplicate_fault_header",
+                message: format!(
+                    "{FAULT_HEADER}: more than one {FAULT_HEADER} header was sent ({}); \
+                     send one fault at most",
+                    many.len()
+                ),
+            }),
+        }),
+    }
 }
 
 /// A planned body and the context its frames are written with.
@@ -178,6 +217,18 @@ impl<'a> Exchange<'a> {
         self.row.fault_source = source;
         self.row.attempt = attempt;
         fault
+    }
+
+    /// A request refused over its `x-chaos-fault` header: the row keeps
+    /// the header's text (at most [`MAX_FAULT_LEN`] bytes of it) as its
+    /// fault, from the header, not a healthy default it never got.
+    fn refused_header(&mut self, raw: &str) {
+        let mut end = raw.len().min(MAX_FAULT_LEN);
+        while !raw.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.row.fault = raw[..end].to_owned();
+        self.row.fault_source = FaultSource::Header;
     }
 
     /// The server's own refusal, in the provider's error shape.
