@@ -13,10 +13,12 @@
 //! | 3 | interrupted after content: the receipt carries `delivered_chars` |
 //! | 4 | delivered but not complete: cut by `length`/`max_tokens`/`max_output_tokens`, refused or filtered |
 //!
-//! The receipt's `code` is a stable seawall failure code (`rate_limited`,
-//! `protocol_violation`, `redirected`, …), or one of the CLI's own:
-//! `usage` (exit 2) and `unclassified` (an error that carried no seawall
-//! failure).
+//! The receipt's `outcome` is `ok` or `error`; its `code` is a stable
+//! seawall failure code (`rate_limited`, `protocol_violation`,
+//! `redirected`, …), or one of the CLI's own: `usage` (exit 2) and
+//! `unclassified` (an error that carried no seawall failure). An answer
+//! delivered but cut at the token limit (exit 4) is an `error` with code
+//! `truncated`, its `finish_reason` (`length`, …) kept.
 //!
 //! A chat its user stops (Ctrl-C, or SIGTERM from `timeout`) ends as any
 //! other does: code `cancelled`, exit 3 once content was shown (with its
@@ -846,8 +848,26 @@ fn receipt_json(
     // The response's receipt, with its continuations, is the whole story;
     // a failure without a response carries its own.
     let receipt = receipt.or(failure.and_then(Failure::receipt));
+    // A delivered answer that did not complete its task (cut at the token
+    // limit, exit 4) is no "ok" to a script that reads only this: an
+    // error, `truncated` (or the failure its finish amounts to), its
+    // `finish_reason` kept.
+    let unfinished = match verdict {
+        Verdict::Delivered => delivery
+            .finish_kind
+            .filter(|kind| !kind.completes_task())
+            .map(|kind| match kind.failure() {
+                Some(failure) => (failure.class(), failure.code()),
+                None => (Code::Truncated.default_class(), Code::Truncated),
+            }),
+        _ => None,
+    };
+    let class = match unfinished {
+        Some((class, _)) => Some(class),
+        None => failure.map(Failure::class),
+    };
     let code = match verdict {
-        Verdict::Delivered => None,
+        Verdict::Delivered => unfinished.map(|(_, code)| code.as_str()),
         Verdict::Usage => Some("usage"),
         Verdict::Failed(_) | Verdict::Interrupted(_) => {
             Some(failure.map_or("unclassified", |f| f.code().as_str()))
@@ -859,17 +879,13 @@ fn receipt_json(
         Verdict::Usage => Some(0),
         _ => receipt.map(|r| r.attempts.len()),
     };
-    // A delivered answer that did not complete its task (cut at the token
-    // limit) is no "ok" to a script that reads only this.
-    let complete = delivery.finish_kind.is_none_or(FinishKind::completes_task);
     let outcome = match verdict {
-        Verdict::Delivered if complete => "ok",
-        Verdict::Delivered => "incomplete",
+        Verdict::Delivered if unfinished.is_none() => "ok",
         _ => "error",
     };
     let mut line = json!({
         "outcome": outcome,
-        "class": failure.map(|f| f.class().as_str()),
+        "class": class.map(Class::as_str),
         "code": code,
         "attempts": attempts,
         "routes": receipt.map(|r| r.routes().iter().map(|route| route.to_string()).collect::<Vec<_>>()).unwrap_or_default(),

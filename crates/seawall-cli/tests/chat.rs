@@ -260,7 +260,14 @@ async fn a_responses_answer_cut_by_the_token_limit_exits_4_streamed_or_not() {
         assert_eq!(out, "w1 w2 w3\n");
         let receipt = receipt(&log);
         assert_eq!(receipt["finish_reason"], "max_output_tokens", "{log}");
-        assert_eq!(receipt["outcome"], "incomplete");
+        // No "ok": an error, `truncated`, in its class.
+        assert_eq!(receipt["outcome"], "error", "{log}");
+        assert_eq!(receipt["code"], "truncated", "{log}");
+        assert_eq!(
+            receipt["class"],
+            seawall::core::Code::Truncated.default_class().as_str(),
+            "{log}"
+        );
     }
 }
 
@@ -311,7 +318,7 @@ async fn the_receipt_is_the_last_line_on_every_exit() {
         u8,
         Option<&'static str>,
     );
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
         ("openai", "ok", &["--stream"], 0, None),
         ("openai", "status;code=400", &[], 1, Some("bad_request")),
         (
@@ -328,7 +335,14 @@ async fn the_receipt_is_the_last_line_on_every_exit() {
             3,
             Some("stream_interrupted"),
         ),
-        ("openai", "length;tokens=2", &["--stream"], 4, None),
+        (
+            "openai",
+            "length;tokens=2",
+            &["--stream"],
+            4,
+            Some("truncated"),
+        ),
+        ("openai", "length;tokens=2", &[], 4, Some("truncated")),
         (
             "openai",
             "refusal;tokens=2",
@@ -346,14 +360,17 @@ async fn the_receipt_is_the_last_line_on_every_exit() {
         assert_eq!(status, exit, "{fault}: {log}");
         let receipt = receipt(&log);
         assert_eq!(receipt["code"].as_str(), code, "{fault}: {log}");
-        // A delivered answer cut at the token limit (exit 4, no code)
-        // is not "ok".
-        let outcome = match (code, exit) {
-            (None, 4) => "incomplete",
-            (None, _) => "ok",
-            (Some(_), _) => "error",
-        };
+        // Only "ok" or "error": a delivered answer cut at the token limit
+        // (exit 4) is an error, code `truncated`, with its finish reason
+        // and a class.
+        let outcome = if code.is_none() { "ok" } else { "error" };
         assert_eq!(receipt["outcome"], outcome, "{fault}: {log}");
+        if code != Some("usage") {
+            assert_eq!(receipt["class"].is_null(), code.is_none(), "{fault}: {log}");
+        }
+        if code == Some("truncated") {
+            assert_eq!(receipt["finish_reason"], "length", "{fault}: {log}");
+        }
     }
 }
 
