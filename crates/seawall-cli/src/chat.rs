@@ -127,6 +127,7 @@ pub struct ChatArgs {
     pub api_key_env: Option<String>,
     /// Continue a stream interrupted after content in the same output,
     /// instead of ending with the interruption (at most two resumes).
+    /// Streams only: without --stream it is ignored, and a line says so.
     #[arg(long)]
     pub resume: bool,
     /// The prompt.
@@ -400,11 +401,20 @@ pub async fn run(
         max_answer_bytes: args.max_answer_bytes,
         started,
     };
-    if args.resume {
+    // Only a stream is resumed: a unary answer arrives whole or not at all,
+    // so the layer is not built for one, and the user is told.
+    let resume = args.resume && args.stream;
+    if resume {
         let _ = writeln!(log, "seawall: an interrupted stream is resumed (--resume)");
+    } else if args.resume {
+        let _ = writeln!(
+            log,
+            "seawall: --resume applies to streamed answers (--stream); \
+             it is ignored for this unary request"
+        );
     }
     if fallbacks.is_empty() {
-        return if args.resume {
+        return if resume {
             let client = Client::builder(TokioExecutor::new()).build(connector);
             let service = stack.resume(ResumeLayer::new()).build(&classify, client);
             drive(session, &[], service, request, out, log).await
@@ -450,7 +460,7 @@ pub async fn run(
     };
     let client = Client::builder(TokioExecutor::new());
     // The answer is read in the format of the route that served it.
-    if args.resume {
+    if resume {
         let chain =
             templates
                 .into_iter()

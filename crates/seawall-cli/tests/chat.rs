@@ -110,6 +110,28 @@ async fn a_resumed_answer_s_receipt_counts_the_continuation() {
     assert!(receipt["output_tokens"].as_u64() > Some(1), "{log}");
 }
 
+/// A unary answer is never resumed: `--resume` without `--stream` says it
+/// is ignored, and the answer is delivered as without it.
+#[tokio::test]
+async fn resume_without_stream_is_ignored_and_says_so() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let (status, out, log) = chat_with(&chaos, "openai", &["--resume"]).await;
+    assert_eq!(status, 0, "{log}");
+    assert!(out.starts_with("w1 w2 w3 w4 w5 w6 w7 w8"), "{out:?}");
+    assert!(
+        log.lines().any(|line| line
+            == "seawall: --resume applies to streamed answers (--stream); \
+                it is ignored for this unary request"),
+        "{log}"
+    );
+    assert!(!log.contains("an interrupted stream is resumed"), "{log}");
+    let receipt = receipt(&log);
+    assert_eq!(receipt["outcome"], "ok", "{log}");
+    let journal = chaos.journal();
+    assert_eq!(journal.len(), 1);
+    assert!(!journal[0].stream);
+}
+
 #[tokio::test]
 async fn a_silent_primary_fails_over_to_another_provider() {
     let chaos = ChaosServer::builder().start().await.unwrap();
