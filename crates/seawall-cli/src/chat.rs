@@ -1,9 +1,12 @@
 //! `seawall chat`: one prompt to any real endpoint, through the policies.
 //!
 //! stdout carries exactly the answer text as it is delivered (incrementally
-//! with `--stream`); stderr carries progress lines and, always the very last
-//! line whatever the exit status, one JSON receipt. The exit status says
-//! whether the answer is complete:
+//! with `--stream`), nothing else: when stdout is not a terminal (a pipe, a
+//! file) nothing is added to the answer, not even a final newline; on a
+//! terminal one newline follows it, so what comes after starts on its own
+//! line ([`run_with`]). stderr carries progress lines and, always the very
+//! last line whatever the exit status, one JSON receipt. The exit status
+//! says whether the answer is complete:
 //!
 //! | status | meaning |
 //! |---|---|
@@ -323,13 +326,28 @@ pub fn usage_receipt() -> String {
     receipt_json(Instant::now(), Verdict::Usage, None, &Delivery::default())
 }
 
-/// Runs `seawall chat`, writing the answer to `out` and progress and the
-/// receipt to `log`. Returns the exit status. Whatever the status, the
-/// receipt is the last line written to `log`.
+/// Runs `seawall chat`, writing exactly the answer to `out` (nothing added:
+/// `out` is not a terminal) and progress and the receipt to `log`. Returns
+/// the exit status. Whatever the status, the receipt is the last line
+/// written to `log`.
 pub async fn run(
     args: ChatArgs,
     out: &mut (impl Write + Send),
     log: &mut (impl Write + Send),
+) -> u8 {
+    run_with(args, out, log, false).await
+}
+
+/// [`run`], told whether `out` is a terminal. On one, a newline follows
+/// the answer (once content was shown, or the chat succeeded), before the
+/// receipt goes to `log`: the receipt and the shell's prompt each start on
+/// their own line where both share the screen. Not on one, `out` gets
+/// exactly the answer.
+pub async fn run_with(
+    args: ChatArgs,
+    out: &mut (impl Write + Send),
+    log: &mut (impl Write + Send),
+    out_is_terminal: bool,
 ) -> u8 {
     let started = Instant::now();
     let usage = |log: &mut dyn Write, message: &str| {
@@ -400,6 +418,7 @@ pub async fn run(
         stream: args.stream,
         max_answer_bytes: args.max_answer_bytes,
         started,
+        out_is_terminal,
     };
     // Only a stream is resumed: a unary answer arrives whole or not at all,
     // so the layer is not built for one, and the user is told.
@@ -563,6 +582,8 @@ struct Session {
     stream: bool,
     max_answer_bytes: usize,
     started: Instant,
+    /// The answer goes to a terminal: a newline ends it.
+    out_is_terminal: bool,
 }
 
 /// What to tell the user about a failure besides its own line, if anything.
@@ -679,7 +700,9 @@ where
     // The body has ended: what its continuations cost joins the receipt.
     let receipt = caller::whole_receipt(receipt, resumed.as_ref());
     let shown = delivery.content_events > 0;
-    if shown || delivery.error.is_none() {
+    // Only a terminal gets the newline: a pipe or a file gets exactly the
+    // answer.
+    if session.out_is_terminal && (shown || delivery.error.is_none()) {
         let _ = writeln!(out);
     }
     let _ = out.flush();
@@ -1031,7 +1054,7 @@ mod resume_tests {
         for provider in ["openai", "anthropic", "gemini"] {
             let (status, out, log, upstream) = chat(&["--resume"], &script, provider).await;
             assert_eq!(status, 0, "{provider}: {log}");
-            assert_eq!(out, format!("{}\n", answer_text(600)), "{provider}");
+            assert_eq!(out, answer_text(600), "{provider}");
             assert_eq!(upstream, 2);
             let receipt = receipt(&log);
             assert_eq!(receipt["resumed"], 1, "{receipt}");
@@ -1043,7 +1066,7 @@ mod resume_tests {
         // Without it: the interruption, as before.
         let (status, out, log, upstream) = chat(&[], &script, "openai").await;
         assert_eq!(status, 3);
-        assert_eq!(out, format!("{}\n", answer_text(400)));
+        assert_eq!(out, answer_text(400));
         assert_eq!(upstream, 1);
         assert!(receipt(&log).get("resumes").is_none());
     }

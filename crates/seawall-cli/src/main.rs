@@ -5,7 +5,7 @@
 #[cfg(feature = "fleet")]
 mod fleet;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +28,10 @@ enum Command {
     Replay(ReplayArgs),
     /// Send one prompt to a real endpoint through the seawall policies:
     /// the answer on stdout, progress and a JSON receipt on stderr.
+    ///
+    /// stdout is exactly the answer: when it is not a terminal (a pipe, a
+    /// file) nothing is added to it, not even a final newline; on a
+    /// terminal one newline follows the answer.
     ///
     /// The receipt is always the last line of stderr. Exit status: 0 a
     /// complete answer; 1 a failure before any content; 2 bad arguments
@@ -101,9 +105,17 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Replay(args) => replay(args).await,
             Command::Chat(args) => {
-                let status =
-                    seawall_cli::chat::run(args, &mut std::io::stdout(), &mut std::io::stderr())
-                        .await;
+                // A terminal gets a newline after the answer, so the receipt
+                // and the prompt start on their own lines; a pipe or a file
+                // gets exactly the answer.
+                let terminal = std::io::stdout().is_terminal();
+                let status = seawall_cli::chat::run_with(
+                    args,
+                    &mut std::io::stdout(),
+                    &mut std::io::stderr(),
+                    terminal,
+                )
+                .await;
                 ExitCode::from(status)
             }
             Command::Chaos(args) => match seawall_chaos::cli::serve(args).await {

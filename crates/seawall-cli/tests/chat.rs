@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use seawall_chaos::{ChaosHandle, ChaosServer, Fault};
-use seawall_cli::chat::{ChatArgs, run};
+use seawall_cli::chat::{ChatArgs, run, run_with};
 
 #[derive(Parser)]
 struct Cli {
@@ -44,7 +44,7 @@ async fn a_complete_stream_is_exactly_the_answer_on_stdout() {
     ])
     .await;
     assert_eq!(status, 0);
-    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8");
     let receipt = receipt(&log);
     assert_eq!(receipt["outcome"], "ok");
     assert_eq!(receipt["code"], serde_json::Value::Null);
@@ -54,6 +54,101 @@ async fn a_complete_stream_is_exactly_the_answer_on_stdout() {
     // The provider's own counts, from the stream's usage chunk.
     assert_eq!(receipt["billed"], 1);
     assert_eq!(receipt["output_tokens"], 8);
+}
+
+/// stdout as a terminal: one newline after the answer, before the receipt,
+/// once content was shown or the chat succeeded; never after a failure that
+/// showed nothing. Anything else (a pipe, a file, `run`) gets exactly the
+/// answer.
+#[tokio::test]
+async fn only_a_terminal_gets_a_newline_after_the_answer() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let script = ["ok", "reset_after;tokens=3", "status;code=400"];
+    let faults = script.iter().chain(&script);
+    chaos
+        .script("anthropic", faults.map(|f| f.parse().unwrap()).collect())
+        .unwrap();
+    let base = chaos.base_url();
+    let mut shown = Vec::new();
+    for terminal in [true, false] {
+        for _ in script {
+            let cli = Cli::try_parse_from([
+                "chat",
+                "--provider",
+                "anthropic",
+                "--base-url",
+                &base,
+                "--model",
+                "c",
+                "--stream",
+                "hi",
+            ])
+            .unwrap();
+            let (mut out, mut log) = (Vec::new(), Vec::new());
+            let status = run_with(cli.args, &mut out, &mut log, terminal).await;
+            shown.push((status, String::from_utf8(out).unwrap()));
+        }
+    }
+    let expected = [
+        (0, "w1 w2 w3 w4 w5 w6 w7 w8\n"),
+        (3, "w1 w2 w3\n"),
+        (1, ""),
+        (0, "w1 w2 w3 w4 w5 w6 w7 w8"),
+        (3, "w1 w2 w3"),
+        (1, ""),
+    ];
+    let shown: Vec<_> = shown.iter().map(|(s, o)| (*s, o.as_str())).collect();
+    assert_eq!(shown, expected);
+}
+
+/// The binary: a pipe gets exactly the answer; a terminal (a pty, where
+/// util-linux `script` is there to open one) gets it, a newline, then the
+/// receipt on a line of its own.
+#[tokio::test]
+async fn the_binary_adds_a_newline_on_a_terminal_only() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let base = chaos.base_url();
+    let bin = env!("CARGO_BIN_EXE_seawall");
+    let args = [
+        "chat",
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+        "--stream",
+        "hi",
+    ];
+    let piped = tokio::process::Command::new(bin)
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(piped.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(piped.stdout).unwrap(),
+        "w1 w2 w3 w4 w5 w6 w7 w8"
+    );
+    let command = std::iter::once(bin)
+        .chain(args)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let Ok(pty) = tokio::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+    else {
+        eprintln!("no `script` to open a terminal with: the pty half is skipped");
+        return;
+    };
+    let screen = String::from_utf8_lossy(&pty.stdout);
+    assert_eq!(pty.status.code(), Some(0), "{screen}");
+    assert!(
+        screen.contains("w1 w2 w3 w4 w5 w6 w7 w8\r\n{\""),
+        "{screen:?}"
+    );
 }
 
 #[tokio::test]
@@ -78,7 +173,7 @@ async fn an_interruption_after_content_exits_non_zero_with_what_was_delivered() 
     ])
     .await;
     assert_eq!(status, 3);
-    assert_eq!(out, "w1 w2 w3\n");
+    assert_eq!(out, "w1 w2 w3");
     let receipt = receipt(&log);
     assert_eq!(receipt["code"], "stream_interrupted");
     assert_eq!(receipt["delivered_chars"], 8);
@@ -97,7 +192,7 @@ async fn a_resumed_answer_s_receipt_counts_the_continuation() {
     let (status, out, log) = chat_with(&chaos, "anthropic", &["--stream", "--resume"]).await;
     assert_eq!(
         (status, out.as_str()),
-        (0, "w1 w2 w3 w4 w5 w6 w7 w8\n"),
+        (0, "w1 w2 w3 w4 w5 w6 w7 w8"),
         "{log}"
     );
     let receipt = receipt(&log);
@@ -117,7 +212,7 @@ async fn resume_without_stream_is_ignored_and_says_so() {
     let chaos = ChaosServer::builder().start().await.unwrap();
     let (status, out, log) = chat_with(&chaos, "openai", &["--resume"]).await;
     assert_eq!(status, 0, "{log}");
-    assert!(out.starts_with("w1 w2 w3 w4 w5 w6 w7 w8"), "{out:?}");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8");
     assert!(
         log.lines().any(|line| line
             == "seawall: --resume applies to streamed answers (--stream); \
@@ -163,7 +258,7 @@ async fn a_silent_primary_fails_over_to_another_provider() {
     ])
     .await;
     assert_eq!(status, 0, "{log}");
-    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8");
     let receipt = receipt(&log);
     assert_eq!(receipt["fallback"], true);
     // With a fallback route, one zero-byte timeout is enough: the silent
@@ -204,7 +299,7 @@ async fn a_failing_primary_falls_back_to_another_providers_whole_answer() {
     ])
     .await;
     assert_eq!(status, 0, "{log}");
-    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n", "{log}");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8", "{log}");
     let receipt = receipt(&log);
     assert_eq!(receipt["fallback"], true, "{log}");
     let paths: Vec<_> = chaos.journal().into_iter().map(|e| e.path).collect();
@@ -251,13 +346,13 @@ async fn the_responses_api_streams_and_answers_unary() {
         let chaos = ChaosServer::builder().start().await.unwrap();
         let (status, out, log) = chat_with(&chaos, name, &["--stream"]).await;
         assert_eq!(status, 0, "{log}");
-        assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+        assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8");
         let streamed = receipt(&log);
         assert_eq!(streamed["finish_reason"], "completed");
         assert_eq!(streamed["content_events"], 8);
         let (status, out, log) = chat_with(&chaos, name, &[]).await;
         assert_eq!(status, 0, "{log}");
-        assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+        assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8");
         assert_eq!(receipt(&log)["finish_reason"], "completed");
         let journal = chaos.journal();
         let rows: Vec<_> = journal
@@ -279,7 +374,7 @@ async fn a_responses_answer_cut_by_the_token_limit_exits_4_streamed_or_not() {
         let flags: &[&str] = if stream { &["--stream"] } else { &[] };
         let (status, out, log) = chat_with(&chaos, "openai-responses", flags).await;
         assert_eq!(status, 4, "stream {stream}: {log}");
-        assert_eq!(out, "w1 w2 w3\n");
+        assert_eq!(out, "w1 w2 w3");
         let receipt = receipt(&log);
         assert_eq!(receipt["finish_reason"], "max_output_tokens", "{log}");
         // No "ok": an error, `truncated`, in its class.
@@ -322,7 +417,7 @@ async fn the_fallback_may_speak_the_responses_api() {
     ])
     .await;
     assert_eq!(status, 0, "{log}");
-    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8");
     assert_eq!(receipt(&log)["fallback"], true);
     let last = chaos.journal().pop().unwrap();
     assert_eq!(last.path, "/v1/responses");
@@ -460,7 +555,7 @@ async fn a_chain_of_fallbacks_is_tried_in_order_each_in_its_own_format() {
     ])
     .await;
     assert_eq!(status, 0, "{log}");
-    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8\n");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8");
     assert!(
         log.contains("seawall: the fallback route fallback2:"),
         "{log}"

@@ -289,7 +289,7 @@ async fn a_one_gib_line_after_content_is_the_guards_verdict_in_bounded_memory() 
         run.peak_kib
     );
     assert_eq!(run.status, Some(3), "{}", run.err);
-    assert_eq!(run.out, "w1\n");
+    assert_eq!(run.out, "w1");
     let receipt = run.receipt();
     assert_eq!(receipt["code"], "stream_interrupted", "{}", run.err);
     assert_eq!(receipt["delivered_chars"], 2);
@@ -340,7 +340,7 @@ async fn a_declared_length_over_the_cap_is_refused_before_reading() {
     let run = chat(&raw, "openai", &["--max-answer-bytes", "1KiB"]).await;
     assert_eq!(
         (run.status, run.out.as_str()),
-        (Some(0), "w1 w2 w3 w4\n"),
+        (Some(0), "w1 w2 w3 w4"),
         "{}",
         run.err
     );
@@ -363,7 +363,7 @@ async fn nothing_after_an_undecodable_event_is_shown() {
     let raw = Raw::start(sse(&events)).await;
     let run = chat(&raw, "openai", &["--stream"]).await;
     assert_eq!(run.status, Some(3), "{}", run.err);
-    assert_eq!(run.out, "w1\n");
+    assert_eq!(run.out, "w1");
     let receipt = run.receipt();
     assert_eq!(receipt["code"], "stream_interrupted", "{}", run.err);
     assert_eq!(receipt["delivered_chars"], 2);
@@ -395,7 +395,7 @@ async fn the_responses_api_request_is_input_and_stream() {
     let raw = Raw::start(json(answer)).await;
     let run = chat(&raw, "openai-responses", &[]).await;
     assert_eq!(run.status, Some(0), "{}", run.err);
-    assert_eq!(run.out, "w1 w2 w3\n");
+    assert_eq!(run.out, "w1 w2 w3");
     assert_eq!(run.receipt()["finish_reason"], "completed");
     let requests = raw.requests();
     assert!(
@@ -423,7 +423,7 @@ async fn a_stream_request_answered_with_json_shows_the_answer() {
     .await;
     let run = chat(&raw, "openai", &["--stream"]).await;
     assert_eq!(run.status, Some(0), "{}", run.err);
-    assert_eq!(run.out, "w1 w2\n");
+    assert_eq!(run.out, "w1 w2");
     assert_eq!(run.receipt()["finish_reason"], "stop");
 }
 
@@ -561,7 +561,7 @@ async fn a_unary_answer_with_a_cut_choice_is_not_complete() {
     let body = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"A"},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":"B"},"finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":12}}"#;
     let raw = Raw::start(json(body)).await;
     let run = chat(&raw, "openai", &[]).await;
-    assert_eq!(run.out, "A\n");
+    assert_eq!(run.out, "A");
     assert_eq!(run.status, Some(4), "{}", run.err);
     assert_eq!(run.receipt()["finish_reason"], "length", "{}", run.err);
 }
