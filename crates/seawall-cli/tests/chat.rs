@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use seawall_chaos::{ChaosHandle, ChaosServer, Fault};
-use seawall_cli::chat::{ChatArgs, run, run_with};
+use seawall_cli::chat::{ChatArgs, run_with};
 
 #[derive(Parser)]
 struct Cli {
@@ -12,10 +12,15 @@ struct Cli {
 }
 
 async fn chat(args: &[&str]) -> (u8, String, String) {
+    chat_on(args, false).await
+}
+
+/// [`chat`], its stdout a terminal or not.
+async fn chat_on(args: &[&str], terminal: bool) -> (u8, String, String) {
     let cli = Cli::try_parse_from(std::iter::once("chat").chain(args.iter().copied()))
         .expect("valid flags");
     let (mut out, mut log) = (Vec::new(), Vec::new());
-    let status = run(cli.args, &mut out, &mut log).await;
+    let status = run_with(cli.args, &mut out, &mut log, terminal).await;
     (
         status,
         String::from_utf8(out).unwrap(),
@@ -72,8 +77,7 @@ async fn only_a_terminal_gets_a_newline_after_the_answer() {
     let mut shown = Vec::new();
     for terminal in [true, false] {
         for _ in script {
-            let cli = Cli::try_parse_from([
-                "chat",
+            let args = [
                 "--provider",
                 "anthropic",
                 "--base-url",
@@ -82,11 +86,9 @@ async fn only_a_terminal_gets_a_newline_after_the_answer() {
                 "c",
                 "--stream",
                 "hi",
-            ])
-            .unwrap();
-            let (mut out, mut log) = (Vec::new(), Vec::new());
-            let status = run_with(cli.args, &mut out, &mut log, terminal).await;
-            shown.push((status, String::from_utf8(out).unwrap()));
+            ];
+            let (status, out, _) = chat_on(&args, terminal).await;
+            shown.push((status, out));
         }
     }
     let expected = [
