@@ -433,7 +433,14 @@ pub(super) fn decode<'a>(
     if choice.finish_reason.is_some() {
         read_usage(text, usage);
     }
-    let plain = choice.finish_reason.is_none()
+    let index = choice.index.as_ref().and_then(serde_json::Number::as_u64);
+    // The delivered text is the first choice's: with `n > 1` OpenAI sends
+    // one choice a chunk, in turn, and the SDKs assemble each apart.
+    // Another choice's text is content, not this text (nor a shape kept
+    // for it).
+    let first = index.is_none_or(|index| index == 0);
+    let plain = first
+        && choice.finish_reason.is_none()
         && choice.delta.as_ref().is_some_and(|delta| {
             delta.content.is_some()
                 && !delta.acts
@@ -452,14 +459,14 @@ pub(super) fn decode<'a>(
             *refused |= delta.refusal.and_then(Text::non_empty).is_some();
             let text = delta.content.and_then(Text::non_empty);
             let content = text.is_some() || delta.acts;
-            (text, content, delta.acts, delta.thinking)
+            (text.filter(|_| first), content, delta.acts, delta.thinking)
         }
         // A legacy completion's chunk: its text is the answer, as the
         // unary check counts it. Never a kept shape's (not `plain`).
         None => {
             let text = choice.text.and_then(Text::non_empty);
             let content = text.is_some();
-            (text, content, false, false)
+            (text.filter(|_| first), content, false, false)
         }
     };
     let finish = choice.finish_reason.map(|Text(reason)| {
@@ -471,7 +478,6 @@ pub(super) fn decode<'a>(
         };
         Reason { kind, reason }
     });
-    let index = choice.index.as_ref().and_then(serde_json::Number::as_u64);
     let finish = choices.finish(index.unwrap_or(0), finish);
     match (content, finish) {
         (true, finish) => Signal::Content { text, finish, act },
