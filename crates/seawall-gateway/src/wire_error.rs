@@ -108,8 +108,8 @@ impl WireError {
     /// there was one; else 503 when the ladder ended on a route refused
     /// without a call (a breaker open, a route cooling down: the gateway
     /// is unavailable for the time its `Retry-After` says) — but a route
-    /// cooling after a quota wall answers as the wall did, 429; else 504
-    /// for a time bound, else 502.
+    /// cooling after a quota wall or a rate limit answers as the wall or
+    /// the limit did, 429; else 504 for a time bound, else 502.
     ///
     /// A ladder whose route was refused locally only after it had called
     /// it (the breaker opened on this operation's own failures) is still a
@@ -121,10 +121,18 @@ impl WireError {
         // `insufficient_quota`), met now or remembered: a 503 with the
         // wall's time left has an SDK that retries every 5xx and ignores
         // `x-should-retry` (async-openai) sleep out the `Retry-After`,
-        // hours for a spend cap.
-        let wall = (code == Code::RouteCoolingDown
-            && failure.cooled_by() == Some(Code::QuotaExhausted))
-        .then_some(Code::QuotaExhausted);
+        // hours for a spend cap. One cooling after a rate limit answers as
+        // the limit did, 429 with the time left: the operation that met
+        // the limit passed its 429 on, and an SDK raises the same error
+        // for both (openai-python's `RateLimitError`, not a server error).
+        let wall = match failure.cooled_by() {
+            Some(cause @ (Code::QuotaExhausted | Code::RateLimited))
+                if code == Code::RouteCoolingDown =>
+            {
+                Some(cause)
+            }
+            _ => None,
+        };
         if refused_without_a_call(code)
             && let Some(receipt) = failure.receipt()
         {

@@ -882,38 +882,54 @@ async fn failures_before_content_keep_the_status_and_retry_after() {
     assert_eq!(gateway.gateway.stats().failed, 1);
 }
 
-/// After a quota wall the route cools down, and the gateway refuses calls
-/// to it without making one, answering as the wall did: 429
-/// `insufficient_quota` with the time left (a 503 had async-openai, which
-/// retries every 5xx and ignores `x-should-retry`, sleep out the wall's
-/// `Retry-After`).
+/// After a quota wall, or a rate limit longer than the operation waits, the
+/// route cools down, and the gateway refuses calls to it without making
+/// one, answering as the wall or the limit did: 429 with the time left
+/// (a 503 had async-openai, which retries every 5xx and ignores
+/// `x-should-retry`, sleep out the wall's `Retry-After`, and
+/// openai-python raise a server error where the limit's own answer had
+/// been a `RateLimitError`); a wall keeps OpenAI's `insufficient_quota`
+/// type.
 #[tokio::test]
-async fn a_route_cooling_after_a_quota_wall_answers_as_the_wall() {
-    let chaos = ChaosServer::builder().start().await.unwrap();
-    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
-    let wall = "status;code=429;retry_after=48489;kind=insufficient_quota";
-    let url = gateway.url("/v1/chat/completions");
-    let (status, headers, body) = send(
-        &client(),
-        post(&url, OPENAI_UNARY, &[("x-chaos-fault", wall)]),
-    )
-    .await;
-    assert_eq!(status, 429);
-    assert_eq!(header(&headers, "x-seawall-code"), "quota_exhausted");
-    // OpenAI's own type for a quota wall: an SDK that retries on its own
-    // (async-openai) stops there instead of sleeping out the Retry-After.
-    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(error["error"]["type"], "insufficient_quota");
-    let (status, headers, body) = send(&client(), post(&url, OPENAI_UNARY, &[])).await;
-    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
-    assert_eq!(header(&headers, "x-seawall-code"), "route_cooling_down");
-    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(error["error"]["type"], "insufficient_quota");
-    assert_eq!(error["error"]["code"], "route_cooling_down");
-    assert_eq!(header(&headers, "x-should-retry"), "false");
-    let left: u64 = header(&headers, "retry-after").parse().unwrap();
-    assert!((48_000..=48_489).contains(&left), "{left}");
-    assert_eq!(chaos.journal().len(), 1, "the cooling route was not called");
+async fn a_route_cooling_after_a_quota_wall_or_a_rate_limit_answers_as_it() {
+    for (fault, met, quota, longest) in [
+        (
+            "status;code=429;retry_after=48489;kind=insufficient_quota",
+            "quota_exhausted",
+            true,
+            48_489,
+        ),
+        // Longer than the test config's 10 s deadline: not waited for.
+        ("status;code=429;retry_after=30", "rate_limited", false, 30),
+    ] {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+        let url = gateway.url("/v1/chat/completions");
+        let (status, headers, body) = send(
+            &client(),
+            post(&url, OPENAI_UNARY, &[("x-chaos-fault", fault)]),
+        )
+        .await;
+        assert_eq!(status, 429, "{fault}");
+        assert_eq!(header(&headers, "x-seawall-code"), met);
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        // OpenAI's own type for a quota wall: an SDK that retries on its
+        // own (async-openai) stops there instead of sleeping out the
+        // Retry-After.
+        let walled = error["error"]["type"] == "insufficient_quota";
+        assert_eq!(walled, quota, "{error}");
+        let (status, headers, body) = send(&client(), post(&url, OPENAI_UNARY, &[])).await;
+        assert_eq!(status, 429, "{fault}: {}", String::from_utf8_lossy(&body));
+        assert_eq!(header(&headers, "x-seawall-code"), "route_cooling_down");
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let walled = error["error"]["type"] == "insufficient_quota";
+        assert_eq!(walled, quota, "{error}");
+        assert_eq!(error["error"]["code"], "route_cooling_down");
+        assert_eq!(header(&headers, "x-should-retry"), "false");
+        let left: u64 = header(&headers, "retry-after").parse().unwrap();
+        assert!((longest - 5..=longest).contains(&left), "{fault}: {left}");
+        assert_eq!(chaos.journal().len(), 1, "the cooling route was not called");
+    }
 }
 
 #[tokio::test]
