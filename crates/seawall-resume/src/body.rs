@@ -393,6 +393,9 @@ where
                         } else {
                             Segment::Pass
                         };
+                        if let Some(stop) = self.fix.as_mut().and_then(Fix::close_open_block) {
+                            self.out.push_back(stop);
+                        }
                         let event = self.fixed(event);
                         self.out.push_back(event);
                         if let Some(last) = self.resumed.lock().resumes.last_mut() {
@@ -467,6 +470,10 @@ where
         if let (Some(fix), Some((event, kind))) = (self.fix.as_mut(), events.first()) {
             let text = matches!(kind, Kind::Content { text: Some(_), .. });
             fix.first_content(event, text);
+            // A block after the continued one: the continued one ends here.
+            if !text && let Some(stop) = fix.close_open_block() {
+                self.out.push_back(stop);
+            }
         }
         let mut left = trim;
         let mut spliced = Vec::with_capacity(events.len());

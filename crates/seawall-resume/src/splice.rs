@@ -235,6 +235,10 @@ pub(crate) struct Fix {
     /// but a block after it (a tool call once the text was whole): its
     /// numbers then follow the original's, not take them.
     after: u64,
+    /// The continued block was opened and not closed in what the caller
+    /// saw (Anthropic): a continuation that adds no text to it, or opens
+    /// with another block, never closes it ([`Fix::close_open_block`]).
+    open: bool,
 }
 
 /// Where the continued text is: its block index (Anthropic), or its item
@@ -283,6 +287,11 @@ impl Fix {
             match provider {
                 Provider::Anthropic => {
                     self.ours.index = seen.index.or(self.ours.index);
+                    match json.get("type").and_then(Value::as_str) {
+                        Some("content_block_start" | "content_block_delta") => self.open = true,
+                        Some("content_block_stop") => self.open = false,
+                        _ => {}
+                    }
                 }
                 Provider::OpenAiResponses => {
                     if let Some(seq) = last_sequence_number(&event) {
@@ -325,6 +334,18 @@ impl Fix {
                 ..seen
             }
         });
+    }
+
+    /// The `content_block_stop` the continued block still needs, once
+    /// (Anthropic): the continuation ends without more text (its own empty
+    /// block is dropped with its preamble) or opens with a block after it,
+    /// and a client that pairs every block's start with its stop would
+    /// find the text block never closed.
+    pub(crate) fn close_open_block(&mut self) -> Option<Bytes> {
+        let index = self.ours.index.filter(|_| self.open)?;
+        self.open = false;
+        let stop = serde_json::json!({"type": "content_block_stop", "index": index});
+        Some(serialize(b"content_block_stop", &stop))
     }
 
     /// `event` saying what the original stream would have said; `None` when

@@ -576,7 +576,8 @@ async fn an_anthropic_block_after_the_continued_text_keeps_its_own_index() {
 /// A continuation whose first content is a tool call (the text was whole
 /// at the cut; the model goes on to call a tool): its block follows the
 /// original text block instead of taking its index, so a client's
-/// accumulator never files the tool's input under the text block.
+/// accumulator never files the tool's input under the text block, and
+/// the text block is closed before it (it never was).
 #[tokio::test]
 async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
     let first = anthropic_cut();
@@ -591,11 +592,60 @@ async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
         [
             "content_block_start",
             "content_block_delta",
-            "content_block_delta"
+            "content_block_delta",
+            "content_block_stop"
         ],
         "{blocks:?}"
     );
     assert_eq!(of(1), ONE_DELTA_BLOCK, "{blocks:?}");
+    let order: Vec<_> = blocks
+        .iter()
+        .map(|(name, index)| (name.as_str(), *index))
+        .collect();
+    let closed = order.iter().position(|e| *e == ("content_block_stop", 0));
+    let opened = order.iter().position(|e| *e == ("content_block_start", 1));
+    assert!(closed < opened, "the text block closes first: {order:?}");
+}
+
+/// A continuation that adds nothing (the text was whole at the cut: the
+/// model ends at once) ends the answer with its finish, and the text block
+/// it was to continue is closed before it; the continuation's own empty
+/// block is not shown. Once only, however the cut fell: a block the
+/// caller saw closed is not closed again.
+#[tokio::test]
+async fn a_continuation_that_adds_nothing_closes_the_open_block() {
+    let nothing = [
+        anthropic_start(),
+        text_start(0),
+        stop(0),
+        anthropic_end("end_turn"),
+    ]
+    .concat();
+    for closed_before_the_cut in [false, true] {
+        let mut first = anthropic_cut();
+        if closed_before_the_cut {
+            first.insert(3, Ok(Bytes::from(stop(0))));
+        }
+        let rest = nothing.clone();
+        let spliced = splice_anthropic(first, move |_| Ok(Bytes::from(rest.clone()))).await;
+        assert!(spliced.error.is_none(), "{:?}", spliced.error);
+        assert_eq!(spliced.report.resumed(), 1);
+        let blocks = anthropic_blocks(&spliced.shown);
+        assert_eq!(
+            events_of(&blocks, 0),
+            [
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop"
+            ],
+            "{blocks:?}"
+        );
+        let shown = String::from_utf8_lossy(&spliced.shown);
+        let stop_at = shown.rfind("content_block_stop").unwrap();
+        assert!(stop_at < shown.find("message_delta").unwrap(), "{shown}");
+        assert_eq!(shown.matches("event: message_start").count(), 1, "{shown}");
+    }
 }
 
 /// A continuation that opens with a tool call has nothing to line up: it
