@@ -471,8 +471,13 @@ where
             let text = matches!(kind, Kind::Content { text: Some(_), .. });
             fix.first_content(event, text);
             // A block after the continued one: the continued one ends here.
-            if !text && let Some(stop) = fix.close_open_block() {
-                self.out.push_back(stop);
+            // Text after a block the caller saw closed: a block of its own.
+            let edge = match text {
+                false => fix.close_open_block(),
+                true => fix.text_after_a_closed_block(),
+            };
+            if let Some(event) = edge {
+                self.out.push_back(event);
             }
         }
         let mut left = trim;

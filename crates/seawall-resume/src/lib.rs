@@ -63,7 +63,12 @@
 //! `output_index`, `content_index` and the next `sequence_number`s; a
 //! block or item the continuation adds after its text (a tool call) keeps
 //! its own id and follows the original's in the same order, also when it
-//! opens the continuation (the text was whole at the cut). The
+//! opens the continuation (the text was whole at the cut). An Anthropic
+//! text block the caller saw opened is closed (`content_block_stop`)
+//! before the finish or the next block when the continuation adds no text
+//! to it; text a continuation writes after the caller saw the block
+//! closed (a cut between its stop and the finish) is a text block of its
+//! own, the next index. The
 //! OpenAI choice index needs nothing: only one choice is ever resumed.
 //! Models often repeat the tail of what they were given: the layer holds
 //! the continuation's first bytes (64 by default, longer while they are

@@ -235,10 +235,12 @@ pub(crate) struct Fix {
     /// but a block after it (a tool call once the text was whole): its
     /// numbers then follow the original's, not take them.
     after: u64,
-    /// The continued block was opened and not closed in what the caller
-    /// saw (Anthropic): a continuation that adds no text to it, or opens
-    /// with another block, never closes it ([`Fix::close_open_block`]).
-    open: bool,
+    /// Whether the continued block was left open in what the caller saw
+    /// (Anthropic; `None` elsewhere): a continuation that adds no text to
+    /// an open one, or opens with another block, never closes it
+    /// ([`Fix::close_open_block`]); its text after a closed one is a
+    /// block of its own ([`Fix::text_after_a_closed_block`]).
+    open: Option<bool>,
 }
 
 /// Where the continued text is: its block index (Anthropic), or its item
@@ -288,8 +290,10 @@ impl Fix {
                 Provider::Anthropic => {
                     self.ours.index = seen.index.or(self.ours.index);
                     match json.get("type").and_then(Value::as_str) {
-                        Some("content_block_start" | "content_block_delta") => self.open = true,
-                        Some("content_block_stop") => self.open = false,
+                        Some("content_block_start" | "content_block_delta") => {
+                            self.open = Some(true);
+                        }
+                        Some("content_block_stop") => self.open = Some(false),
                         _ => {}
                     }
                 }
@@ -342,10 +346,25 @@ impl Fix {
     /// and a client that pairs every block's start with its stop would
     /// find the text block never closed.
     pub(crate) fn close_open_block(&mut self) -> Option<Bytes> {
-        let index = self.ours.index.filter(|_| self.open)?;
-        self.open = false;
+        let index = self.ours.index.filter(|_| self.open == Some(true))?;
+        self.open = Some(false);
         let stop = serde_json::json!({"type": "content_block_stop", "index": index});
         Some(serialize(b"content_block_stop", &stop))
+    }
+
+    /// The start of a new text block for a continuation whose text comes
+    /// after the caller saw the continued block closed (a cut between
+    /// `content_block_stop` and the finish), which then takes the next
+    /// index (Anthropic): its deltas filed under the closed block would
+    /// follow that block's stop, and its own stop would close it twice.
+    /// Called once the continuation's first content, text, is known.
+    pub(crate) fn text_after_a_closed_block(&mut self) -> Option<Bytes> {
+        let index = self.ours.index.filter(|_| self.open == Some(false))?;
+        self.after = 1;
+        self.open = Some(true);
+        let start = serde_json::json!({"type": "content_block_start", "index": index.saturating_add(1),
+            "content_block": {"type": "text", "text": ""}});
+        Some(serialize(b"content_block_start", &start))
     }
 
     /// `event` saying what the original stream would have said; `None` when

@@ -607,6 +607,36 @@ async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
     assert!(closed < opened, "the text block closes first: {order:?}");
 }
 
+/// A cut after the caller saw the text block closed (between its
+/// `content_block_stop` and the finish), and a continuation that writes
+/// more: its text is a block of its own after the closed one, started and
+/// stopped, not deltas filed after the closed block's stop.
+#[tokio::test]
+async fn text_after_a_closed_block_is_a_block_of_its_own() {
+    let mut first = anthropic_cut();
+    first.insert(3, Ok(Bytes::from(stop(0))));
+    let rest = anthropic_continuation(" w3", &anthropic_end("end_turn"));
+    let spliced = splice_anthropic(first, move |_| Ok(Bytes::from(rest.clone()))).await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(spliced.report.resumed(), 1);
+    let blocks = anthropic_blocks(&spliced.shown);
+    assert_eq!(
+        events_of(&blocks, 0),
+        [
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop"
+        ],
+        "{blocks:?}"
+    );
+    assert_eq!(events_of(&blocks, 1), ONE_DELTA_BLOCK, "{blocks:?}");
+    assert_eq!(
+        text_in(seawall_stream::Provider::Anthropic, &spliced.shown),
+        "w1 w2 w3"
+    );
+}
+
 /// A continuation that adds nothing (the text was whole at the cut: the
 /// model ends at once) ends the answer with its finish, and the text block
 /// it was to continue is closed before it; the continuation's own empty
