@@ -510,8 +510,11 @@ where
             let event = self.fixed(event);
             self.out.push_back(event);
         }
-        if self.fix.is_some() {
+        if let Some(fix) = self.fix.as_mut() {
             self.segment = Segment::Fixing;
+            if self.provider == Provider::OpenAiResponses {
+                fix.spliced_after(&self.delivered, trim);
+            }
         }
         self.trimmed = trim;
         let trimmed_chars = head[..trim].chars().count() as u64;
@@ -911,10 +914,11 @@ where
         // the next retrieval's cursor.
         if !self.retrieving {
             match self.tail.take() {
-                Some(tail) => self
-                    .fix
-                    .get_or_insert_with(Fix::default)
-                    .learn(self.provider, &tail),
+                Some(tail) => {
+                    let fix = self.fix.get_or_insert_with(Fix::default);
+                    fix.learn(self.provider, &tail);
+                    fix.of_response(self.lifecycle.as_ref().and_then(response_id));
+                }
                 // Nothing new was shown: the numbers stay, but the next
                 // continuation's own are its own.
                 None => {

@@ -151,10 +151,14 @@
 //! A continuation in another wire format (a fallback route of another
 //! provider) is out of scope inside the layer: the continuation goes
 //! through the inner service as the original did. The OpenAI Responses
-//! API is continued with a trailing assistant item; the `*.done` events and
-//! the terminal `response.completed` that end the spliced stream describe
-//! the continuation's own text, not the whole answer (a client that reads
-//! the deltas reads it whole).
+//! API is continued with a trailing assistant item; the events that say
+//! the text whole and end the spliced stream (`output_text.done`,
+//! `content_part.done`, `output_item.done`, the terminal response) say
+//! the caller's whole text, under the original item's and response's ids
+//! (an SDK's final response is the terminal event's: openai-python's
+//! `get_final_response().output_text`). The terminal response's `usage`
+//! stays the continuation's own: what the continuations cost together is
+//! in the [`ResumeReport`]'s receipt.
 //!
 //! # Background responses: the stored stream, retrieved
 //!

@@ -241,6 +241,14 @@ pub(crate) struct Fix {
     /// ([`Fix::close_open_block`]); its text after a closed one is a
     /// block of its own ([`Fix::text_after_a_closed_block`]).
     open: Option<bool>,
+    /// The Responses API's whole-text events of a generated continuation
+    /// (`*.done`, the terminal response) say the continuation's text alone:
+    /// the text the caller held when it was spliced in, and how many bytes
+    /// of the continuation's text repeat its end ([`Fix::spliced_after`]).
+    before: Option<(String, usize)>,
+    /// The original response's id, which the continuation's terminal
+    /// response takes (Responses).
+    response_id: Option<String>,
 }
 
 /// Where the continued text is: its block index (Anthropic), or its item
@@ -315,6 +323,25 @@ impl Fix {
     pub(crate) fn next_continuation(&mut self) {
         self.theirs = None;
         self.after = 0;
+        self.before = None;
+    }
+
+    /// The original response's id (Responses), from the event that named
+    /// it.
+    pub(crate) fn of_response(&mut self, id: Option<String>) {
+        if self.response_id.is_none() {
+            self.response_id = id;
+        }
+    }
+
+    /// The continuation spliced in after the caller held `delivered`, its
+    /// first `trimmed` bytes repeating it: its whole-text events then say
+    /// the text the caller reads, the two joined (Responses; an SDK builds
+    /// its final response from the terminal event: openai-python's
+    /// `get_final_response().output_text` read the continuation's part
+    /// alone).
+    pub(crate) fn spliced_after(&mut self, delivered: &str, trimmed: usize) {
+        self.before = Some((delivered.to_owned(), trimmed));
     }
 
     /// Takes the continuation's numbers from its first content, `event`:
@@ -419,7 +446,63 @@ impl Fix {
                 shifted(index, theirs.content_index, ours).into(),
             );
         }
+        changed |= self.join_whole_text(&mut json, continued, &theirs);
         changed.then(|| serialize(&name, &json))
+    }
+
+    /// The Responses API's events that say the continued text whole (its
+    /// `output_text.done`, `content_part.done`, `output_item.done` and the
+    /// terminal response) saying the caller's whole text, under the
+    /// original item's id and response's id. `true` if it changed.
+    fn join_whole_text(&self, json: &mut Value, continued: bool, theirs: &Numbers) -> bool {
+        let Some((before, trimmed)) = &self.before else {
+            return false;
+        };
+        let join = |text: &mut Value| match text.as_str().and_then(|t| t.get(*trimmed..)) {
+            Some(rest) => {
+                *text = Value::String(format!("{before}{rest}"));
+                true
+            }
+            None => false,
+        };
+        let part = theirs.content_index.unwrap_or(0) as usize;
+        let ours = &self.ours.item_id;
+        // A message item the continuation's text is in: its id and the
+        // continued part's text become the original's.
+        let item = |item: &mut Value| {
+            if item.get("id").and_then(Value::as_str) != theirs.item_id.as_deref() {
+                return false;
+            }
+            if let (Some(id), Some(slot)) = (ours, item.get_mut("id")) {
+                *slot = Value::String(id.clone());
+            }
+            item.pointer_mut(&format!("/content/{part}/text"))
+                .is_some_and(join)
+        };
+        match json.get("type").and_then(Value::as_str).unwrap_or("") {
+            "response.output_text.done" if continued => json.get_mut("text").is_some_and(join),
+            "response.content_part.done" if continued => {
+                json.pointer_mut("/part/text").is_some_and(join)
+            }
+            "response.output_item.done" => json.get_mut("item").is_some_and(item),
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                let Some(response) = json.get_mut("response") else {
+                    return false;
+                };
+                let mut changed = false;
+                if let (Some(id), Some(slot)) = (&self.response_id, response.get_mut("id")) {
+                    *slot = Value::String(id.clone());
+                    changed = true;
+                }
+                if let Some(output) = response.get_mut("output").and_then(Value::as_array_mut) {
+                    for each in output {
+                        changed |= item(each);
+                    }
+                }
+                changed
+            }
+            _ => false,
+        }
     }
 }
 

@@ -66,6 +66,11 @@ struct Read {
     items: std::collections::BTreeSet<String>,
     /// Anthropic: the block index of every text delta.
     indices: std::collections::BTreeSet<u64>,
+    /// Responses API: the text each event that says the text whole
+    /// claims (`output_text.done`, `content_part.done`, `output_item.done`,
+    /// the terminal response's output), and the response ids named.
+    whole: Vec<String>,
+    response_ids: std::collections::BTreeSet<String>,
 }
 
 impl Read {
@@ -205,6 +210,25 @@ where
                                 if json["type"] == "content_block_delta" {
                                     read.indices.insert(json["index"].as_u64().unwrap_or(99));
                                 }
+                                let claimed = match json["type"].as_str().unwrap_or("") {
+                                    "response.output_text.done" => json.pointer("/text"),
+                                    "response.content_part.done" => json.pointer("/part/text"),
+                                    "response.output_item.done" => {
+                                        json.pointer("/item/content/0/text")
+                                    }
+                                    "response.completed" => {
+                                        json.pointer("/response/output/0/content/0/text")
+                                    }
+                                    _ => None,
+                                };
+                                if let Some(text) = claimed.and_then(Value::as_str) {
+                                    read.whole.push(text.to_owned());
+                                }
+                                if let Some(id) =
+                                    json.pointer("/response/id").and_then(Value::as_str)
+                                {
+                                    read.response_ids.insert(id.to_owned());
+                                }
                             }
                         }
                         match decoder.decode(item) {
@@ -289,11 +313,24 @@ async fn the_responses_api_reads_as_one_numbered_stream() {
     .await;
     assert_whole(&read, 60);
     assert_eq!(read.upstream, 2);
-    assert_eq!(read.report.unwrap().resumed(), 1);
+    assert_eq!(read.report.as_ref().unwrap().resumed(), 1);
     assert_eq!(read.openings, 1, "one response.created");
     assert_eq!(read.items.len(), 1, "one item: {:?}", read.items);
     let expected: Vec<u64> = (0..read.sequence.len() as u64).collect();
     assert_eq!(read.sequence, expected, "numbered as one stream");
+    assert_says_the_whole_answer(&read, 60);
+}
+
+/// The Responses API's events that say the text whole (and the terminal
+/// response an SDK's final response is: openai-python's
+/// `get_final_response().output_text`) say the caller's whole text, not
+/// the last continuation's part, under the one response's id.
+fn assert_says_the_whole_answer(read: &Read, tokens: u32) {
+    assert_eq!(read.whole.len(), 4, "{:?}", read.whole);
+    for text in &read.whole {
+        assert_eq!(*text, answer_text(tokens));
+    }
+    assert_eq!(read.response_ids.len(), 1, "{:?}", read.response_ids);
 }
 
 /// A continuation cut within its first few tokens — still being lined
@@ -314,10 +351,11 @@ async fn a_continuation_cut_while_lining_up_is_continued_as_one_stream() {
     .await;
     assert_whole(&read, 60);
     assert_eq!(read.upstream, 3);
-    assert_eq!(read.report.unwrap().resumed(), 2);
+    assert_eq!(read.report.as_ref().unwrap().resumed(), 2);
     assert_eq!(read.items.len(), 1, "one item: {:?}", read.items);
     let expected: Vec<u64> = (0..read.sequence.len() as u64).collect();
     assert_eq!(read.sequence, expected, "numbered as one stream");
+    assert_says_the_whole_answer(&read, 60);
 }
 
 #[tokio::test]
