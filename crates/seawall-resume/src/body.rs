@@ -393,8 +393,13 @@ where
                         } else {
                             Segment::Pass
                         };
-                        if let Some(stop) = self.fix.as_mut().and_then(Fix::close_open_block) {
-                            self.out.push_back(stop);
+                        if let Some(fix) = self.fix.as_mut() {
+                            if let Some(stop) = fix.close_open_block() {
+                                self.out.push_back(stop);
+                            }
+                            if self.provider == Provider::OpenAiResponses {
+                                fix.spliced_after(&self.delivered, 0);
+                            }
                         }
                         let event = self.fixed(event);
                         self.out.push_back(event);

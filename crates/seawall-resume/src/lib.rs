@@ -156,7 +156,11 @@
 //! `content_part.done`, `output_item.done`, the terminal response) say
 //! the caller's whole text, under the original item's and response's ids
 //! (an SDK's final response is the terminal event's: openai-python's
-//! `get_final_response().output_text`). The terminal response's `usage`
+//! `get_final_response().output_text`); where the continuation wrote no
+//! text (a cut just before the finish), the terminal response's output
+//! holds the original message item with that text (the item's own
+//! `*.done` events, which the cut fell before, are not made up). The
+//! terminal response's `usage`
 //! stays the continuation's own: what the continuations cost together is
 //! in the [`ResumeReport`]'s receipt.
 //!

@@ -468,23 +468,28 @@ impl Fix {
         let part = theirs.content_index.unwrap_or(0) as usize;
         let ours = &self.ours.item_id;
         // A message item the continuation's text is in: its id and the
-        // continued part's text become the original's.
+        // continued part's text become the original's. `None` for another
+        // item.
         let item = |item: &mut Value| {
-            if item.get("id").and_then(Value::as_str) != theirs.item_id.as_deref() {
-                return false;
+            if theirs.item_id.is_none()
+                || item.get("id").and_then(Value::as_str) != theirs.item_id.as_deref()
+            {
+                return None;
             }
             if let (Some(id), Some(slot)) = (ours, item.get_mut("id")) {
                 *slot = Value::String(id.clone());
             }
-            item.pointer_mut(&format!("/content/{part}/text"))
-                .is_some_and(join)
+            Some(
+                item.pointer_mut(&format!("/content/{part}/text"))
+                    .is_some_and(join),
+            )
         };
         match json.get("type").and_then(Value::as_str).unwrap_or("") {
             "response.output_text.done" if continued => json.get_mut("text").is_some_and(join),
             "response.content_part.done" if continued => {
                 json.pointer_mut("/part/text").is_some_and(join)
             }
-            "response.output_item.done" => json.get_mut("item").is_some_and(item),
+            "response.output_item.done" => json.get_mut("item").and_then(item) == Some(true),
             "response.completed" | "response.incomplete" | "response.failed" => {
                 let Some(response) = json.get_mut("response") else {
                     return false;
@@ -494,10 +499,29 @@ impl Fix {
                     *slot = Value::String(id.clone());
                     changed = true;
                 }
-                if let Some(output) = response.get_mut("output").and_then(Value::as_array_mut) {
-                    for each in output {
-                        changed |= item(each);
+                let Some(output) = response.get_mut("output").and_then(Value::as_array_mut) else {
+                    return changed;
+                };
+                let mut found = false;
+                for each in output.iter_mut() {
+                    if let Some(joined) = item(each) {
+                        found = true;
+                        changed |= joined;
                     }
+                }
+                // A continuation that ended at once (a cut just before the
+                // finish) wrote no text item of its own: the text the
+                // caller holds is the answer's message, under the
+                // original item's id, where the original had it.
+                if let (false, Some(id)) = (found, ours)
+                    && !before.is_empty()
+                {
+                    let message = serde_json::json!({"id": id, "type": "message",
+                        "status": "completed", "role": "assistant",
+                        "content": [{"type": "output_text", "text": before, "annotations": []}]});
+                    let at = self.ours.output_index.unwrap_or(0) as usize;
+                    output.insert(at.min(output.len()), message);
+                    changed = true;
                 }
                 changed
             }
