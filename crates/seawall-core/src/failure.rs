@@ -97,7 +97,8 @@ pub struct Interrupted {
     /// Body bytes delivered to the caller.
     pub bytes: u64,
     /// The delivered text, reconstructed from the protocol's deltas, when
-    /// reconstruction is on.
+    /// reconstruction is on: the first choice's (candidate's) where a
+    /// stream carries several.
     pub delivered_text: Option<String>,
     /// True when `delivered_text` stopped at its cap and is only a prefix.
     pub text_capped: bool,

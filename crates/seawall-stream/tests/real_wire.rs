@@ -368,6 +368,10 @@ async fn openai_three_choices_cut_delivers_the_first_choice_text() {
         held.as_deref(),
         Some(r#"{"city":"San Francisco","temperature":65,"units":"f"}"#)
     );
+    // The other choices' text is text, not a call in flight.
+    let interrupted = error.interrupted().unwrap();
+    assert_eq!(interrupted.tool_call_events, 0);
+    assert!(interrupted.content_events > 0);
 }
 
 /// Recorded refusals (`delta.refusal`, with and without refusal

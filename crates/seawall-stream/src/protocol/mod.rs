@@ -48,7 +48,9 @@ pub enum Signal<'a> {
     /// Something the caller will show or act on, with the delta's text when
     /// it is text, and the finish reason when the same event carries it.
     Content {
-        /// The text delta, if the content is text.
+        /// The text delta, if the content is text. Empty for the text of
+        /// a choice other than the first (OpenAI's `n > 1`): the delivered
+        /// text is the first choice's.
         text: Option<Cow<'a, str>>,
         /// A finish reason carried by the same event.
         finish: Option<Reason<'a>>,

@@ -2,6 +2,7 @@
 //! ([`seawall_core::provider::openai`]: the same answer fields the unary
 //! check reads in `message`, here in `delta`).
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
@@ -459,14 +460,19 @@ pub(super) fn decode<'a>(
             *refused |= delta.refusal.and_then(Text::non_empty).is_some();
             let text = delta.content.and_then(Text::non_empty);
             let content = text.is_some() || delta.acts;
-            (text.filter(|_| first), content, delta.acts, delta.thinking)
+            (
+                text.map(|t| other_choice(t, first)),
+                content,
+                delta.acts,
+                delta.thinking,
+            )
         }
         // A legacy completion's chunk: its text is the answer, as the
         // unary check counts it. Never a kept shape's (not `plain`).
         None => {
             let text = choice.text.and_then(Text::non_empty);
             let content = text.is_some();
-            (text.filter(|_| first), content, false, false)
+            (text.map(|t| other_choice(t, first)), content, false, false)
         }
     };
     let finish = choice.finish_reason.map(|Text(reason)| {
@@ -485,6 +491,13 @@ pub(super) fn decode<'a>(
         (false, None) if thinking => Signal::Thinking,
         (false, None) => Signal::Progress,
     }
+}
+
+/// A choice's text as the delivered text takes it: the first choice's
+/// whole, another's as none (`""`: still text, so no call is counted for
+/// it).
+fn other_choice(text: Cow<'_, str>, first: bool) -> Cow<'_, str> {
+    if first { text } else { Cow::Borrowed("") }
 }
 
 #[cfg(test)]
