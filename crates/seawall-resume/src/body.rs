@@ -472,18 +472,17 @@ where
         else {
             return;
         };
+        let mut edge = None;
         if let (Some(fix), Some((event, kind))) = (self.fix.as_mut(), events.first()) {
             let text = matches!(kind, Kind::Content { text: Some(_), .. });
             fix.first_content(event, text);
             // A block after the continued one: the continued one ends here.
             // Text after a block the caller saw closed: a block of its own.
-            let edge = match text {
+            // Shown only once the continuation is spliced in.
+            edge = match text {
                 false => fix.close_open_block(),
                 true => fix.text_after_a_closed_block(),
             };
-            if let Some(event) = edge {
-                self.out.push_back(event);
-            }
         }
         let mut left = trim;
         let mut spliced = Vec::with_capacity(events.len());
@@ -511,15 +510,18 @@ where
                 _ => spliced.push(event),
             }
         }
-        for event in spliced {
-            let event = self.fixed(event);
-            self.out.push_back(event);
-        }
         if let Some(fix) = self.fix.as_mut() {
             self.segment = Segment::Fixing;
+            // Before the held events go: a short continuation's whole-text
+            // events may be among them.
             if self.provider == Provider::OpenAiResponses {
                 fix.spliced_after(&self.delivered, trim);
             }
+        }
+        self.out.extend(edge);
+        for event in spliced {
+            let event = self.fixed(event);
+            self.out.push_back(event);
         }
         self.trimmed = trim;
         let trimmed_chars = head[..trim].chars().count() as u64;

@@ -160,6 +160,8 @@
 //! text (a cut just before the finish), the terminal response's output
 //! holds the original message item with that text (the item's own
 //! `*.done` events, which the cut fell before, are not made up). The
+//! text said is all the caller holds: a response with two message items
+//! cut in the second says the first's text in it too. The
 //! terminal response's `usage`
 //! stays the continuation's own: what the continuations cost together is
 //! in the [`ResumeReport`]'s receipt.

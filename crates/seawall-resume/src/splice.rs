@@ -232,8 +232,10 @@ pub(crate) struct Fix {
     /// first event shown.
     theirs: Option<Numbers>,
     /// 1 when the continuation's first content is not the continued text
-    /// but a block after it (a tool call once the text was whole): its
-    /// numbers then follow the original's, not take them.
+    /// but a block after it (a tool call once the text was whole), or
+    /// text that goes in a block of its own after a closed one
+    /// ([`Fix::text_after_a_closed_block`]): its numbers then follow the
+    /// original's, not take them.
     after: u64,
     /// Whether the continued block was left open in what the caller saw
     /// (Anthropic; `None` elsewhere): a continuation that adds no text to
@@ -516,8 +518,17 @@ impl Fix {
                 if let (false, Some(id)) = (found, ours)
                     && !before.is_empty()
                 {
+                    // A message item is `completed` or `incomplete`.
+                    let status = match response.get("status").and_then(Value::as_str) {
+                        Some("completed") => "completed",
+                        _ => "incomplete",
+                    };
+                    let Some(output) = response.get_mut("output").and_then(Value::as_array_mut)
+                    else {
+                        return changed;
+                    };
                     let message = serde_json::json!({"id": id, "type": "message",
-                        "status": "completed", "role": "assistant",
+                        "status": status, "role": "assistant",
                         "content": [{"type": "output_text", "text": before, "annotations": []}]});
                     let at = self.ours.output_index.unwrap_or(0) as usize;
                     output.insert(at.min(output.len()), message);

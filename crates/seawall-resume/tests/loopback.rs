@@ -61,7 +61,7 @@ struct Read {
     receipt: Option<Receipt>,
     upstream: usize,
     /// Responses API: every event's `sequence_number`, and the items text
-    /// deltas named.
+    /// deltas (and whole items) named.
     sequence: Vec<u64>,
     items: std::collections::BTreeSet<String>,
     /// Anthropic: the block index of every text delta.
@@ -206,6 +206,16 @@ where
                                 if json["type"] == "response.output_text.delta" {
                                     read.items
                                         .insert(json["item_id"].as_str().unwrap_or("").to_owned());
+                                }
+                                // The message item's id where a whole item
+                                // is said: the deltas' item's.
+                                let item = match json["type"].as_str().unwrap_or("") {
+                                    "response.output_item.done" => json.pointer("/item/id"),
+                                    "response.completed" => json.pointer("/response/output/0/id"),
+                                    _ => None,
+                                };
+                                if let Some(id) = item.and_then(Value::as_str) {
+                                    read.items.insert(id.to_owned());
                                 }
                                 if json["type"] == "content_block_delta" {
                                     read.indices.insert(json["index"].as_u64().unwrap_or(99));
@@ -450,7 +460,12 @@ async fn a_cut_just_before_the_finish_ends_with_the_continuations_finish() {
 #[tokio::test]
 async fn a_continuation_that_repeats_the_last_five_words_is_trimmed() {
     let chaos = chaos().await;
-    for provider in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+    for provider in [
+        Provider::OpenAi,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::OpenAiResponses,
+    ] {
         let read = Setup::new(
             provider,
             &[
@@ -461,12 +476,17 @@ async fn a_continuation_that_repeats_the_last_five_words_is_trimmed() {
         .run(&chaos, &format!("repeat/{}", provider.as_str()))
         .await;
         assert_whole(&read, 600);
-        let report = read.report.unwrap();
+        let report = read.report.clone().unwrap();
         assert_eq!(report.resumed(), 1);
         assert_eq!(
             report.resumes[0].trimmed_chars,
             " w396 w397 w398 w399 w400".len() as u64
         );
+        // The whole-text events say the text once, the repeat cut.
+        if provider == Provider::OpenAiResponses {
+            assert_says_the_whole_answer(&read, 600, 4);
+            assert_eq!(read.items.len(), 1, "one item: {:?}", read.items);
+        }
     }
 }
 

@@ -602,8 +602,11 @@ async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
         .iter()
         .map(|(name, index)| (name.as_str(), *index))
         .collect();
-    let closed = order.iter().position(|e| *e == ("content_block_stop", 0));
-    let opened = order.iter().position(|e| *e == ("content_block_start", 1));
+    let at = |event| order.iter().position(|e| *e == event).expect("shown");
+    let (closed, opened) = (
+        at(("content_block_stop", 0)),
+        at(("content_block_start", 1)),
+    );
     assert!(closed < opened, "the text block closes first: {order:?}");
 }
 
