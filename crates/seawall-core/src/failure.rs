@@ -496,18 +496,7 @@ pub fn request_id_of(headers: &http::HeaderMap) -> Option<&str> {
     })
 }
 
-/// The longest prefix of `text` of at most `max` bytes that ends on a
-/// character boundary.
-pub fn excerpt(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
+pub use seawall_internal::excerpt;
 
 #[cfg(test)]
 mod tests {

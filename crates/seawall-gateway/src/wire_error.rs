@@ -125,7 +125,7 @@ impl WireError {
         // the limit did, 429 with the time left: the operation that met
         // the limit passed its 429 on, and an SDK raises the same error
         // for both (openai-python's `RateLimitError`, not a server error).
-        let wall = match failure.cooled_by() {
+        let cooled_as = match failure.cooled_by() {
             Some(cause @ (Code::QuotaExhausted | Code::RateLimited))
                 if code == Code::RouteCoolingDown =>
             {
@@ -158,7 +158,7 @@ impl WireError {
             .status()
             .filter(|s| (400..=599).contains(s))
             .and_then(|s| StatusCode::from_u16(s).ok())
-            .unwrap_or(match wall.unwrap_or(code) {
+            .unwrap_or(match cooled_as.unwrap_or(code) {
                 code if refused_without_a_call(code) => StatusCode::SERVICE_UNAVAILABLE,
                 code if code.is_timeout() || code == Code::DeadlineExceeded => {
                     StatusCode::GATEWAY_TIMEOUT
@@ -185,7 +185,7 @@ impl WireError {
             class: failure.class().as_str(),
             message,
             retry_after,
-            quota: wall == Some(Code::QuotaExhausted),
+            quota: cooled_as == Some(Code::QuotaExhausted),
             attempts: failure.receipt().map(|r| r.attempts.len()),
             provider_type: None,
             provider_code: None,

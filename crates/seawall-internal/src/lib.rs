@@ -10,6 +10,8 @@
 //! - [`millis`]: a [`Duration`](std::time::Duration) in whole milliseconds,
 //!   saturating, for logs, journals and millisecond clocks.
 //! - [`capped_doubling`]: the backoff ceiling and the breaker's break.
+//! - [`excerpt`]: a bounded prefix of someone else's text, never splitting
+//!   a character (failure messages, the fault server's echoes).
 //! - [`random`]: where a layer's jitter comes from.
 //! - [`json`]: borrowed JSON text and the UTF-8-once parse, for the
 //!   provider tables and the stream decoders.
@@ -26,6 +28,7 @@
 pub mod cursor;
 mod doubling;
 pub mod error;
+mod excerpt;
 pub mod headers;
 pub mod json;
 mod millis;
@@ -34,4 +37,5 @@ pub mod random;
 pub mod window;
 
 pub use doubling::capped_doubling;
+pub use excerpt::excerpt;
 pub use millis::millis;

@@ -98,11 +98,7 @@ impl FaultParseError {
 const ECHO_MAX: usize = 64;
 
 fn echo(s: &str) -> String {
-    let mut end = s.len().min(ECHO_MAX);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_owned()
+    seawall_internal::excerpt(s, ECHO_MAX).to_owned()
 }
 
 /// The parameters of one fault text, checked against what its spec takes.

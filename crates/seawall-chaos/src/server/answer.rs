@@ -223,11 +223,7 @@ impl<'a> Exchange<'a> {
     /// the header's text (at most [`MAX_FAULT_LEN`] bytes of it) as its
     /// fault, from the header, not a healthy default it never got.
     fn refused_header(&mut self, raw: &str) {
-        let mut end = raw.len().min(MAX_FAULT_LEN);
-        while !raw.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.row.fault = raw[..end].to_owned();
+        self.row.fault = seawall_internal::excerpt(raw, MAX_FAULT_LEN).to_owned();
         self.row.fault_source = FaultSource::Header;
     }
 
