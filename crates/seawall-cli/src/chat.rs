@@ -21,7 +21,9 @@
 //! `redirected`, …), or one of the CLI's own: `usage` (exit 2) and
 //! `unclassified` (an error that carried no seawall failure). An answer
 //! delivered but cut at the token limit (exit 4) is an `error` with code
-//! `truncated`, its `finish_reason` (`length`, …) kept.
+//! `truncated` and class `permanent` (the same request is cut again), its
+//! `finish_reason` (`length`, …) kept; a stream that ended without its
+//! finish (exit 3) is `truncated` with no finish reason.
 //!
 //! A chat its user stops (Ctrl-C, or SIGTERM from `timeout`) ends as any
 //! other does: code `cancelled`, exit 3 once content was shown (with its
@@ -884,14 +886,16 @@ fn receipt_json(
     // A delivered answer that did not complete its task (cut at the token
     // limit, exit 4) is no "ok" to a script that reads only this: an
     // error, `truncated` (or the failure its finish amounts to), its
-    // `finish_reason` kept.
+    // `finish_reason` kept — which tells it from a stream that ended
+    // without its finish (exit 3, `truncated`, no finish reason).
+    // Permanent: the same request is cut at the same limit again.
     let unfinished = match verdict {
         Verdict::Delivered => delivery
             .finish_kind
             .filter(|kind| !kind.completes_task())
             .map(|kind| match kind.failure() {
                 Some(failure) => (failure.class(), failure.code()),
-                None => (Code::Truncated.default_class(), Code::Truncated),
+                None => (Class::Permanent, Code::Truncated),
             }),
         _ => None,
     };
