@@ -497,6 +497,15 @@ const ONE_DELTA_BLOCK: [&str; 3] = [
     "content_block_stop",
 ];
 
+/// The original text block of [`anthropic_cut`], closed: its start, its
+/// two deltas (`w1`, ` w2`), its stop.
+const W1_W2_CLOSED: [&str; 4] = [
+    "content_block_start",
+    "content_block_delta",
+    "content_block_delta",
+    "content_block_stop",
+];
+
 /// The names of the events of block `index`, in order.
 fn events_of(blocks: &[(String, u64)], index: u64) -> Vec<&str> {
     blocks
@@ -587,16 +596,7 @@ async fn a_tool_call_that_opens_a_continuation_follows_the_text_block() {
     assert_eq!(spliced.report.resumed(), 1);
     let blocks = anthropic_blocks(&spliced.shown);
     let of = |index: u64| events_of(&blocks, index);
-    assert_eq!(
-        of(0),
-        [
-            "content_block_start",
-            "content_block_delta",
-            "content_block_delta",
-            "content_block_stop"
-        ],
-        "{blocks:?}"
-    );
+    assert_eq!(of(0), W1_W2_CLOSED, "{blocks:?}");
     assert_eq!(of(1), ONE_DELTA_BLOCK, "{blocks:?}");
     let order: Vec<_> = blocks
         .iter()
@@ -623,16 +623,7 @@ async fn text_after_a_closed_block_is_a_block_of_its_own() {
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     assert_eq!(spliced.report.resumed(), 1);
     let blocks = anthropic_blocks(&spliced.shown);
-    assert_eq!(
-        events_of(&blocks, 0),
-        [
-            "content_block_start",
-            "content_block_delta",
-            "content_block_delta",
-            "content_block_stop"
-        ],
-        "{blocks:?}"
-    );
+    assert_eq!(events_of(&blocks, 0), W1_W2_CLOSED, "{blocks:?}");
     assert_eq!(events_of(&blocks, 1), ONE_DELTA_BLOCK, "{blocks:?}");
     assert_eq!(
         text_in(seawall_stream::Provider::Anthropic, &spliced.shown),
@@ -664,16 +655,7 @@ async fn a_continuation_that_adds_nothing_closes_the_open_block() {
         assert!(spliced.error.is_none(), "{:?}", spliced.error);
         assert_eq!(spliced.report.resumed(), 1);
         let blocks = anthropic_blocks(&spliced.shown);
-        assert_eq!(
-            events_of(&blocks, 0),
-            [
-                "content_block_start",
-                "content_block_delta",
-                "content_block_delta",
-                "content_block_stop"
-            ],
-            "{blocks:?}"
-        );
+        assert_eq!(events_of(&blocks, 0), W1_W2_CLOSED, "{blocks:?}");
         let shown = String::from_utf8_lossy(&spliced.shown);
         let stop_at = shown.rfind("content_block_stop").unwrap();
         assert!(stop_at < shown.find("message_delta").unwrap(), "{shown}");

@@ -22,73 +22,8 @@
 
 mod common;
 
-use bytes::Bytes;
 use common::*;
-use http_body_util::Full;
-use seawall_core::{Action, ClosedBy, Code, Failure, FinishKind, Usage};
-use seawall_stream::StreamGuardLayer;
-
-enum Outcome {
-    Failed(Failure),
-    Delivered(Drained),
-}
-
-async fn run_framed(path: &str, body: &[u8], frame: usize) -> Outcome {
-    let frames: Vec<Step> = body
-        .chunks(frame)
-        .map(|c| send(Bytes::copy_from_slice(c)))
-        .collect();
-    match call(StreamGuardLayer::interactive(), path, scripted(frames)).await {
-        Ok(response) => Outcome::Delivered(drain(response).await),
-        Err(e) => Outcome::Failed(Failure::downcast(e).expect("a Failure")),
-    }
-}
-
-/// Runs `body` whole and byte by byte; both must agree on the verdict.
-async fn run(path: &str, body: &str) -> Outcome {
-    let whole = match call(
-        StreamGuardLayer::interactive(),
-        path,
-        Full::new(Bytes::from(body.to_owned())),
-    )
-    .await
-    {
-        Ok(response) => Outcome::Delivered(drain(response).await),
-        Err(e) => Outcome::Failed(Failure::downcast(e).expect("a Failure")),
-    };
-    let bytewise = run_framed(path, body.as_bytes(), 1).await;
-    match (&whole, &bytewise) {
-        (Outcome::Failed(a), Outcome::Failed(b)) => assert_eq!(a.code(), b.code()),
-        (Outcome::Delivered(a), Outcome::Delivered(b)) => {
-            assert_eq!(
-                a.error.as_ref().map(Failure::code),
-                b.error.as_ref().map(Failure::code)
-            );
-            assert_eq!(a.report.finish, b.report.finish);
-            assert_eq!(a.report.content_events, b.report.content_events);
-            assert_eq!(a.report.usage, b.report.usage);
-        }
-        _ => panic!("whole and byte-by-byte runs disagree"),
-    }
-    whole
-}
-
-fn delivered(outcome: Outcome) -> Drained {
-    match outcome {
-        Outcome::Delivered(d) => d,
-        Outcome::Failed(f) => panic!("expected a delivered stream, got {f:?}"),
-    }
-}
-
-fn failed(outcome: Outcome) -> Failure {
-    match outcome {
-        Outcome::Failed(f) => f,
-        Outcome::Delivered(d) => panic!(
-            "expected a failure before content, got {:?} {:?}",
-            d.report, d.error
-        ),
-    }
-}
+use seawall_core::{Action, ClosedBy, Code, FinishKind, Usage};
 
 macro_rules! fixture {
     ($path:literal) => {

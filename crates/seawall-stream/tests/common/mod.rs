@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::{Body, Frame};
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, Full};
 use seawall_core::{BoxError, Failure};
 use seawall_stream::{GuardBody, StreamGuardLayer, StreamReport, StreamReportHandle};
 use tokio::sync::mpsc;
@@ -190,3 +190,82 @@ pub(crate) const CHAT: &str = "/v1/chat/completions";
 pub(crate) const MESSAGES: &str = "/v1/messages";
 pub(crate) const RESPONSES: &str = "/v1/responses";
 pub(crate) const GEMINI: &str = "/v1beta/models/gemini-x:streamGenerateContent";
+
+/// What a fixture run came to.
+pub(crate) enum Outcome {
+    /// The future failed before content.
+    Failed(Failure),
+    /// The body was delivered (and ended well or badly).
+    Delivered(Drained),
+}
+
+pub(crate) async fn run_framed(path: &str, fixture: &[u8], frame: usize) -> Outcome {
+    let frames: Vec<Step> = fixture
+        .chunks(frame)
+        .map(|c| send(Bytes::copy_from_slice(c)))
+        .collect();
+    match call(StreamGuardLayer::interactive(), path, scripted(frames)).await {
+        Ok(response) => Outcome::Delivered(drain(response).await),
+        Err(e) => Outcome::Failed(Failure::downcast(e).expect("a Failure")),
+    }
+}
+
+/// Runs the fixture whole and byte by byte, checks both agree (the
+/// verdict, the finish, the counts, the usage; byte by byte, never an
+/// event the whole run held back), returns the whole run.
+pub(crate) async fn run(path: &str, fixture: &str) -> Outcome {
+    let whole = match call(
+        StreamGuardLayer::interactive(),
+        path,
+        Full::new(Bytes::copy_from_slice(fixture.as_bytes())),
+    )
+    .await
+    {
+        Ok(response) => Outcome::Delivered(drain(response).await),
+        Err(e) => Outcome::Failed(Failure::downcast(e).expect("a Failure")),
+    };
+    let bytewise = run_framed(path, fixture.as_bytes(), 1).await;
+    match (&whole, &bytewise) {
+        (Outcome::Failed(a), Outcome::Failed(b)) => {
+            assert_eq!((a.code(), a.class()), (b.code(), b.class()));
+            assert_eq!(a.evidence().events, b.evidence().events);
+        }
+        (Outcome::Delivered(a), Outcome::Delivered(b)) => {
+            // An error event is never handed on, nor anything after it.
+            // Byte by byte, the lines of one before its blank line have
+            // passed already: never a whole event a client dispatches.
+            assert!(b.bytes.starts_with(&a.bytes));
+            let mut dispatched = 0;
+            seawall_stream::sse::Scanner::default()
+                .feed(&b.bytes[a.bytes.len()..], |item| {
+                    dispatched += usize::from(matches!(item, seawall_stream::sse::Item::Event(_)));
+                })
+                .unwrap();
+            assert_eq!(dispatched, 0, "an event passed byte by byte only");
+            assert_eq!(
+                a.error.as_ref().map(Failure::code),
+                b.error.as_ref().map(Failure::code)
+            );
+            assert_eq!(a.report.finish, b.report.finish);
+            assert_eq!(a.report.content_events, b.report.content_events);
+            assert_eq!(a.report.events, b.report.events);
+            assert_eq!(a.report.usage, b.report.usage);
+        }
+        _ => panic!("whole and byte-by-byte runs disagree"),
+    }
+    whole
+}
+
+pub(crate) fn delivered(outcome: Outcome) -> Drained {
+    match outcome {
+        Outcome::Delivered(d) => d,
+        Outcome::Failed(f) => panic!("expected a delivered stream, got {f}"),
+    }
+}
+
+pub(crate) fn failed(outcome: Outcome) -> Failure {
+    match outcome {
+        Outcome::Failed(f) => f,
+        Outcome::Delivered(d) => panic!("expected a failure before content, got {:?}", d.report),
+    }
+}
