@@ -318,7 +318,11 @@ where
 
     /// A continuation's event as the original stream would say it.
     fn fixed(&mut self, event: Bytes) -> Bytes {
-        match self.fix.as_mut().and_then(|fix| fix.apply(&event)) {
+        match self
+            .fix
+            .as_mut()
+            .and_then(|fix| fix.apply(&event, &self.delivered))
+        {
             Some(fixed) => fixed,
             None => event,
         }
@@ -398,7 +402,7 @@ where
                                 self.out.push_back(stop);
                             }
                             if self.provider == Provider::OpenAiResponses {
-                                fix.spliced_after(&self.delivered, 0);
+                                fix.spliced_after(0);
                             }
                         }
                         let event = self.fixed(event);
@@ -515,7 +519,7 @@ where
             // Before the held events go: a short continuation's whole-text
             // events may be among them.
             if self.provider == Provider::OpenAiResponses {
-                fix.spliced_after(&self.delivered, trim);
+                fix.spliced_after(trim);
             }
         }
         self.out.extend(edge);

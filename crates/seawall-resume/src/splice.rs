@@ -245,9 +245,10 @@ pub(crate) struct Fix {
     open: Option<bool>,
     /// The Responses API's whole-text events of a generated continuation
     /// (`*.done`, the terminal response) say the continuation's text alone:
-    /// the text the caller held when it was spliced in, and how many bytes
-    /// of the continuation's text repeat its end ([`Fix::spliced_after`]).
-    before: Option<(String, usize)>,
+    /// once it is spliced in, how many bytes of its text repeat the end of
+    /// what the caller held ([`Fix::spliced_after`]); what the caller held
+    /// is the body's own record, passed to [`Fix::apply`].
+    joined: Option<usize>,
     /// The original response's id, which the continuation's terminal
     /// response takes (Responses).
     response_id: Option<String>,
@@ -325,7 +326,7 @@ impl Fix {
     pub(crate) fn next_continuation(&mut self) {
         self.theirs = None;
         self.after = 0;
-        self.before = None;
+        self.joined = None;
     }
 
     /// The original response's id (Responses), from the event that named
@@ -336,14 +337,14 @@ impl Fix {
         }
     }
 
-    /// The continuation spliced in after the caller held `delivered`, its
-    /// first `trimmed` bytes repeating it: its whole-text events then say
-    /// the text the caller reads, the two joined (Responses; an SDK builds
-    /// its final response from the terminal event: openai-python's
+    /// The continuation spliced in, its first `trimmed` bytes repeating
+    /// what the caller held: its whole-text events then say the text the
+    /// caller reads, the two joined (Responses; an SDK builds its final
+    /// response from the terminal event: openai-python's
     /// `get_final_response().output_text` read the continuation's part
     /// alone).
-    pub(crate) fn spliced_after(&mut self, delivered: &str, trimmed: usize) {
-        self.before = Some((delivered.to_owned(), trimmed));
+    pub(crate) fn spliced_after(&mut self, trimmed: usize) {
+        self.joined = Some(trimmed);
     }
 
     /// Takes the continuation's numbers from its first content, `event`:
@@ -397,8 +398,9 @@ impl Fix {
     }
 
     /// `event` saying what the original stream would have said; `None` when
-    /// it needs no change.
-    pub(crate) fn apply(&mut self, event: &[u8]) -> Option<Bytes> {
+    /// it needs no change. `delivered` is the text the caller held when the
+    /// continuation was spliced in.
+    pub(crate) fn apply(&mut self, event: &[u8], delivered: &str) -> Option<Bytes> {
         let (name, mut json) = parse_event(event)?;
         // The continuation's first event shown is its first content: what
         // it continues.
@@ -448,7 +450,7 @@ impl Fix {
                 shifted(index, theirs.content_index, ours).into(),
             );
         }
-        changed |= self.join_whole_text(&mut json, continued, &theirs);
+        changed |= self.join_whole_text(&mut json, continued, &theirs, delivered);
         changed.then(|| serialize(&name, &json))
     }
 
@@ -456,11 +458,17 @@ impl Fix {
     /// `output_text.done`, `content_part.done`, `output_item.done` and the
     /// terminal response) saying the caller's whole text, under the
     /// original item's id and response's id. `true` if it changed.
-    fn join_whole_text(&self, json: &mut Value, continued: bool, theirs: &Numbers) -> bool {
-        let Some((before, trimmed)) = &self.before else {
+    fn join_whole_text(
+        &self,
+        json: &mut Value,
+        continued: bool,
+        theirs: &Numbers,
+        before: &str,
+    ) -> bool {
+        let Some(trimmed) = self.joined else {
             return false;
         };
-        let join = |text: &mut Value| match text.as_str().and_then(|t| t.get(*trimmed..)) {
+        let join = |text: &mut Value| match text.as_str().and_then(|t| t.get(trimmed..)) {
             Some(rest) => {
                 *text = Value::String(format!("{before}{rest}"));
                 true
@@ -1321,7 +1329,7 @@ mod tests {
             &Bytes::from_static(b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n"),
         );
         let next = b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"b\"}}\n\n";
-        let fixed = fix.apply(next).unwrap();
+        let fixed = fix.apply(next, "").unwrap();
         assert!(
             std::str::from_utf8(&fixed).unwrap().contains("\"index\":2"),
             "{fixed:?}"
@@ -1332,12 +1340,12 @@ mod tests {
             &Bytes::from_static(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" w3\",\"sequence_number\":7}\n\n"),
         );
         let next = b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_2\",\"output_index\":0,\"content_index\":0,\"delta\":\" w4\",\"sequence_number\":4}\n\n";
-        let fixed = String::from_utf8(fix.apply(next).unwrap().to_vec()).unwrap();
+        let fixed = String::from_utf8(fix.apply(next, "").unwrap().to_vec()).unwrap();
         assert!(
             fixed.contains("\"sequence_number\":8") && fixed.contains("\"item_id\":\"msg_1\""),
             "{fixed}"
         );
-        let fixed = String::from_utf8(fix.apply(next).unwrap().to_vec()).unwrap();
+        let fixed = String::from_utf8(fix.apply(next, "").unwrap().to_vec()).unwrap();
         assert!(fixed.contains("\"sequence_number\":9"), "{fixed}");
     }
 
@@ -1349,14 +1357,14 @@ mod tests {
             &Bytes::from_static(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":1,\"content_index\":0,\"delta\":\" w3\",\"sequence_number\":7}\n\n"),
         );
         let text = b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_2\",\"output_index\":0,\"content_index\":0,\"delta\":\" w4\",\"sequence_number\":4}\n\n";
-        let fixed = String::from_utf8(fix.apply(text).unwrap().to_vec()).unwrap();
+        let fixed = String::from_utf8(fix.apply(text, "").unwrap().to_vec()).unwrap();
         assert!(
             fixed.contains("\"item_id\":\"msg_1\"") && fixed.contains("\"output_index\":1"),
             "{fixed}"
         );
         // The function call the continuation adds after its text.
         let call = b"event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc_1\",\"output_index\":1,\"delta\":\"{}\",\"sequence_number\":9}\n\n";
-        let fixed = String::from_utf8(fix.apply(call).unwrap().to_vec()).unwrap();
+        let fixed = String::from_utf8(fix.apply(call, "").unwrap().to_vec()).unwrap();
         assert!(
             fixed.contains("\"item_id\":\"fc_1\"") && fixed.contains("\"output_index\":2"),
             "{fixed}"
