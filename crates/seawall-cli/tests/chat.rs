@@ -73,21 +73,10 @@ async fn only_a_terminal_gets_a_newline_after_the_answer() {
     chaos
         .script("anthropic", faults.map(|f| f.parse().unwrap()).collect())
         .unwrap();
-    let base = chaos.base_url();
     let mut shown = Vec::new();
     for terminal in [true, false] {
         for _ in script {
-            let args = [
-                "--provider",
-                "anthropic",
-                "--base-url",
-                &base,
-                "--model",
-                "c",
-                "--stream",
-                "hi",
-            ];
-            let (status, out, _) = chat_on(&args, terminal).await;
+            let (status, out, _) = chat_with_on(&chaos, "anthropic", &["--stream"], terminal).await;
             shown.push((status, out));
         }
     }
@@ -341,11 +330,21 @@ async fn an_unreachable_endpoint_is_one_clear_line_and_a_receipt() {
 }
 
 async fn chat_with(chaos: &ChaosHandle, provider: &str, extra: &[&str]) -> (u8, String, String) {
+    chat_with_on(chaos, provider, extra, false).await
+}
+
+/// [`chat_with`], its stdout a terminal or not.
+async fn chat_with_on(
+    chaos: &ChaosHandle,
+    provider: &str,
+    extra: &[&str],
+    terminal: bool,
+) -> (u8, String, String) {
     let base = chaos.base_url();
     let mut args = vec!["--provider", provider, "--base-url", &base, "--model", "m"];
     args.extend_from_slice(extra);
     args.push("hi");
-    chat(&args).await
+    chat_on(&args, terminal).await
 }
 
 #[tokio::test]
