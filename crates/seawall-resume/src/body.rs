@@ -25,6 +25,7 @@ use crate::continuation::{
     AnthropicStyle, OpenAiStyle, Styles, continuation_with, never_resume, spend_budget,
 };
 use crate::future::Pending;
+use crate::handoff::{AnsweredIn, Continuation};
 use crate::layer::Config;
 use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
@@ -32,6 +33,7 @@ use crate::splice::{
     Alignment, Fix, Kind, align, align_prefill, classify, ends_at_boundary, last_boundary,
     last_boundary_since, names_a_response, response_id, rewrite, split_events,
 };
+use crate::translate::{Speaker, can_translate, finish_of};
 
 pub(crate) const TARGET: &str = "seawall::resume";
 
@@ -98,6 +100,9 @@ enum Segment {
     /// A continuation whose events are rewritten to read as the rest of the
     /// original stream (Anthropic block index, Responses numbering).
     Fixing,
+    /// A continuation answered in another wire format, lined up: its text
+    /// said again as the caller's format's text deltas.
+    Translating,
 }
 
 enum Phase<F, B> {
@@ -115,8 +120,19 @@ where
     /// How this answer's continuations ask: the layer's, until a model
     /// refuses its prefill.
     styles: Styles,
+    /// The caller's wire format.
     provider: Provider,
+    /// The wire format of the stream being read: the caller's, or a
+    /// continuation's answered in another ([`AnsweredIn`]).
     protocol: Provider,
+    /// The first frame the caller was shown (OpenAI chat, Gemini): the
+    /// envelope (id, model, …) events said in its format take.
+    first: Option<Bytes>,
+    /// Says a continuation answered in another format in the caller's.
+    speaker: Option<Speaker>,
+    /// The finish of a continuation answered in another format, said once
+    /// its stream ended well.
+    foreign_finish: Option<seawall_core::FinishKind>,
     service: S,
     head: Request<()>,
     original: Vec<Bytes>,
@@ -197,6 +213,9 @@ where
             kind: BodyKind::Resuming(Box::new(State {
                 protocol: pending.provider,
                 provider: pending.provider,
+                first: None,
+                speaker: None,
+                foreign_finish: None,
                 styles: pending.config.styles,
                 config: pending.config,
                 service: pending.service,
@@ -309,7 +328,12 @@ where
                 }
                 b"\"sequence_number\""
             }
-            _ => return,
+            _ => {
+                if self.first.is_none() {
+                    self.first = Some(bytes.clone());
+                }
+                return;
+            }
         };
         if memchr::memmem::find(bytes, key).is_some() {
             self.tail = Some(bytes.clone());
@@ -379,6 +403,10 @@ where
                     let event = self.fixed(event);
                     self.out.push_back(event);
                 }
+                Segment::Translating => {
+                    let kind = classify(self.protocol, &event);
+                    self.translate(&event, kind);
+                }
                 Segment::Preamble => match classify(self.protocol, &event) {
                     kind @ Kind::Content { .. } => {
                         self.segment = Segment::Aligning {
@@ -391,6 +419,13 @@ where
                     // The model finished without more text (a cut just
                     // before the finish, or the budget spent): its finish
                     // and what follows end the original answer.
+                    Kind::End if self.protocol != self.provider => {
+                        self.segment = Segment::Translating;
+                        self.translate(&event, Kind::End);
+                        if let Some(last) = self.resumed.lock().resumes.last_mut() {
+                            last.spliced = true;
+                        }
+                    }
                     Kind::End => {
                         self.segment = if self.fix.is_some() {
                             Segment::Fixing
@@ -451,9 +486,11 @@ where
         // delivered text verbatim and generates only what follows it:
         // whatever resembles the tail is new text, and trimming it would
         // delete some (a blank line after a line, a word said again).
-        let in_place = self.provider == Provider::OpenAi
+        // How the continuation asked is the answering format's (a route
+        // of another format continued with the same styles).
+        let in_place = self.protocol == Provider::OpenAi
             && self.styles.openai == OpenAiStyle::ContinueFinalMessage;
-        let prefill = self.provider == Provider::Anthropic
+        let prefill = self.protocol == Provider::Anthropic
             && self.styles.anthropic == AnthropicStyle::Prefill;
         let alignment = if in_place || opens_with_act {
             Some(Alignment::Trim(0))
@@ -476,6 +513,34 @@ where
         else {
             return;
         };
+        if self.protocol != self.provider {
+            // Another format's events: the text they keep, said anew.
+            self.segment = Segment::Translating;
+            let mut left = trim;
+            for (event, kind) in events {
+                let kind = match kind {
+                    Kind::Content {
+                        text: Some(text),
+                        finish,
+                        act,
+                    } if left > 0 => {
+                        let keep = text[left.min(text.len())..].to_owned();
+                        left = left.saturating_sub(text.len());
+                        Kind::Content {
+                            text: Some(keep),
+                            finish,
+                            act,
+                        }
+                    }
+                    kind => kind,
+                };
+                self.translate(&event, kind);
+                if matches!(self.phase, Phase::Done) {
+                    return;
+                }
+            }
+            return self.spliced(trim, &head);
+        }
         let mut edge = None;
         if let (Some(fix), Some((event, kind))) = (self.fix.as_mut(), events.first()) {
             let text = matches!(kind, Kind::Content { text: Some(_), .. });
@@ -527,6 +592,12 @@ where
             let event = self.fixed(event);
             self.out.push_back(event);
         }
+        self.spliced(trim, &head);
+    }
+
+    /// The continuation is spliced in, its first `trim` bytes of `head`
+    /// dropped as a repeat.
+    fn spliced(&mut self, trim: usize, head: &str) {
         self.trimmed = trim;
         let trimmed_chars = head[..trim].chars().count() as u64;
         self.span.record("seawall.trimmed_chars", trimmed_chars);
@@ -535,6 +606,79 @@ where
             last.spliced = true;
         }
         tracing::debug!(target: TARGET, trimmed = trim, "continuation spliced in");
+    }
+
+    /// One event of a continuation answered in another format, `kind` its
+    /// meaning (its text what is left of it once lined up): its text said
+    /// in the caller's format, its finish kept for the end. Content that
+    /// is not text (a tool call) cannot be said: the body ends with the
+    /// interruption, everything said so far delivered.
+    fn translate(&mut self, event: &[u8], kind: Kind) {
+        match kind {
+            Kind::Content { act: true, .. } => self.give_up("another_format"),
+            Kind::Content { text, finish, .. } => {
+                if let Some(text) = text {
+                    self.say(&text);
+                }
+                if finish {
+                    self.foreign_finish = finish_of(self.protocol, event);
+                }
+            }
+            Kind::End => {
+                if let Some(kind) = finish_of(self.protocol, event) {
+                    self.foreign_finish = Some(kind);
+                }
+            }
+            Kind::Other => {}
+        }
+    }
+
+    /// `text` as the caller's format's text delta, and delivered.
+    fn say(&mut self, text: &str) {
+        let Some(speaker) = &self.speaker else { return };
+        if text.is_empty() {
+            return;
+        }
+        let mut index = 0;
+        if self.provider == Provider::Anthropic {
+            let fix = self.fix.get_or_insert_with(Fix::default);
+            // The caller saw the text block closed (a cut between its
+            // stop and the finish): the text goes in a block of its own.
+            if let Some(start) = fix.text_after_a_closed_block() {
+                self.out.push_back(start);
+            }
+            index = fix.text_index();
+        }
+        self.out.push_back(speaker.text(text, index));
+        self.delivered.push_str(text);
+    }
+
+    /// A continuation answered in another format ended well: the caller's
+    /// format's finish and end events, or, for a finish it has no word
+    /// for, the interruption.
+    fn end_translated(&mut self) {
+        let report = self.report.as_ref().and_then(|r| r.get());
+        let usage = report.and_then(|r| r.usage);
+        let kind = self
+            .foreign_finish
+            .or_else(|| report.and_then(|r| r.finish_kind()));
+        let said = match (&self.speaker, kind) {
+            (Some(speaker), Some(kind)) => speaker.finish(kind, usage).map(|said| (kind, said)),
+            _ => None,
+        };
+        let Some((kind, (events, reason))) = said else {
+            return self.give_up("another_format");
+        };
+        if let Some(stop) = self.fix.as_mut().and_then(Fix::close_open_block) {
+            self.out.push_back(stop);
+        }
+        self.out.extend(events);
+        let finish = seawall_core::Finish::new(kind, reason);
+        record_end(&self.span, Some(&finish), usage, None);
+        self.resumed.lock().finish = Some(finish);
+        self.partial.clear();
+        self.body = None;
+        self.phase = Phase::Done;
     }
 
     /// The continuation cannot be lined up: end with the interruption.
@@ -596,6 +740,9 @@ where
         self.try_align(true);
         if matches!(self.phase, Phase::Done) {
             return;
+        }
+        if self.protocol != self.provider {
+            return self.end_translated();
         }
         if !self.partial.is_empty() {
             self.out.push_back(self.partial.split().freeze());
@@ -757,7 +904,7 @@ where
         // goes on, ended plainly, before anything continues it. One that
         // reads as no JSON was cut by the end, and the guard read none of
         // it; nor of a stream cut any other way (a reset).
-        if self.provider == Provider::Gemini
+        if self.protocol == Provider::Gemini
             && !self.partial.is_empty()
             && Failure::find(&*error).is_some_and(|failure| failure.code() == Code::Truncated)
         {
@@ -804,6 +951,8 @@ where
             .and_then(Failure::interrupted)
             .and_then(|i| i.delivered_text.as_deref())
             && !matches!(self.segment, Segment::Preamble)
+            // Text said in the caller's format was delivered as it was said.
+            && self.protocol == self.provider
         {
             self.delivered
                 .push_str(text.get(self.trimmed..).unwrap_or_default());
@@ -939,6 +1088,17 @@ where
                 }
             }
         }
+        // A route that sends the operation elsewhere (another model,
+        // another wire format) continues its own request from this.
+        if !self.retrieving {
+            request.extensions_mut().insert(Continuation::new(
+                self.provider,
+                Arc::from(self.delivered.as_str()),
+                self.resumes.saturating_add(1),
+                self.spent,
+                self.styles,
+            ));
+        }
         self.resumes += 1;
         let delivered_chars = self.delivered.chars().count() as u64;
         tracing::debug!(
@@ -1034,6 +1194,22 @@ where
             last.route = Some(route);
             last.receipt = receipt;
             last.spliced = self.retrieving;
+        }
+        // A route of another wire format answered: read in its format,
+        // said in the caller's — where the caller's format can be said.
+        let answered = AnsweredIn::of(&response)
+            .filter(|_| !self.retrieving)
+            .unwrap_or(self.provider);
+        self.protocol = answered;
+        self.foreign_finish = None;
+        self.speaker = None;
+        if answered != self.provider {
+            if !can_translate(self.provider, answered) {
+                return self.give_up("another_format");
+            }
+            let first = self.first.clone();
+            let speaker = Speaker::new(self.provider, first.as_ref(), self.original_json());
+            self.speaker = Some(speaker);
         }
         self.report = response.extensions().get::<StreamReportHandle>().cloned();
         self.body = Some(Box::pin(response.into_body()));

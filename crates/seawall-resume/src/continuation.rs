@@ -112,6 +112,10 @@ pub enum ResumeError {
     /// The provider's requests cannot be continued by this helper.
     #[error("continuation is not supported for the {0} wire format")]
     Unsupported(&'static str),
+    /// The request's output budget (`max_tokens`, …) is spent by what was
+    /// delivered: the original would have ended by now.
+    #[error("the output budget is spent by the delivered text")]
+    BudgetSpent,
 }
 
 /// The continuation request body: the original with the delivered text

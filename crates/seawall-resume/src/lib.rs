@@ -148,9 +148,7 @@
 //!   schema's start, so a continuation is a second object, not the rest.
 //! - A protocol violation or the stream's own `max_duration`.
 //!
-//! A continuation in another wire format (a fallback route of another
-//! provider) is out of scope inside the layer: the continuation goes
-//! through the inner service as the original did. The OpenAI Responses
+//! The OpenAI Responses
 //! API is continued with a trailing assistant item; the events that say
 //! the text whole and end the spliced stream (`output_text.done`,
 //! `content_part.done`, `output_item.done`, the terminal response) say
@@ -165,6 +163,58 @@
 //! terminal response's `usage`
 //! stays the continuation's own: what the continuations cost together is
 //! in the [`ResumeReport`]'s receipt.
+//!
+//! # On a fallback route, in another wire format
+//!
+//! A continuation goes through the inner service as the original did, so
+//! when the route is now unhealthy a fallback route below may take it. A
+//! route that sends the operation elsewhere with a request of its own
+//! (another model, another provider's wire format) must not send that
+//! request's *question* again: its provider would answer from the start,
+//! billed whole, and the layer could only end with the interruption (the
+//! answer begun again never lines up). So every generated continuation
+//! carries a [`Continuation`] in its request extensions — the caller's
+//! format, the delivered text (one shared `Arc<str>` per resume), the
+//! resume's number, the content events spent and the layer's styles —
+//! and such a route builds its own request's continuation with
+//! [`Continuation::body`]: the same builder, in the route's format
+//! (Anthropic prefill, OpenAI's trailing assistant message, Gemini's
+//! `model` turn, the Responses API's assistant item), its output budget
+//! lowered as the layer lowers the caller's. `seawall chat --resume` does
+//! this for every fallback route.
+//!
+//! A route whose answer is in another wire format than the caller's marks
+//! its response [`AnsweredIn`]`(provider)` (the route knows; nothing
+//! below the layer says it before the stream ends: the guard's report
+//! names the format read only at the end). The layer then reads that
+//! continuation with the answering format's decoder — the guard below
+//! read it so too — and lines it up as it would in that format (prefill or
+//! ask-to-continue, with the same repeat trimming and the same refusal to
+//! guess), and hands the caller only its text, said anew as the caller's
+//! format's text deltas: OpenAI chunks under the original's id, creation
+//! time and model (from its first event, kept once per response),
+//! Anthropic `content_block_delta`s under the open text block's index (a
+//! block of its own after one the caller saw closed), Gemini responses
+//! under the original's `modelVersion` and `responseId`. Its finish, once
+//! its stream ended well, becomes the caller's: `stop` / `end_turn` /
+//! `STOP` for a complete one, `length` / `max_tokens` / `MAX_TOKENS` for a
+//! cut one, `content_filter` / `refusal` / `SAFETY` for a refusal or
+//! filter, with the caller's end events (OpenAI's `[DONE]` and, when
+//! asked, its usage chunk; Anthropic's block stop, `message_delta` with
+//! the continuation's output tokens, `message_stop`; Gemini's
+//! `usageMetadata`). So the caller's SDK reads one well-formed answer.
+//! What cannot be said that way ends with the interruption, everything
+//! said so far delivered (`gave_up` is `another_format`): content that is
+//! not text (a tool call), a finish no other format has a word for (a
+//! malformed call, a rejection), a caller of the Responses API (its
+//! stream says the whole answer again in items and a terminal response no
+//! other format's events make: [`Continuation::readable_in`] tells a
+//! route beforehand), an answer in no provider's format. An answer in
+//! another format *without* the marker is read in the caller's, finds no
+//! content, and ends so too: never a guess. A continuation answered by a
+//! route of the caller's own format (the same route, or a fallback of the
+//! same provider) is spliced as before, and a healthy stream pays nothing
+//! for any of this but one check per frame that it has kept the first.
 //!
 //! # Background responses: the stored stream, retrieved
 //!
@@ -215,7 +265,9 @@
 //! On a healthy stream the layer passes each frame on as it came (a
 //! reference-count move, no copy, no allocation per frame), after one
 //! check that it ends an event. Per response it boxes its state once and
-//! keeps the request's recording (`Bytes` handles).
+//! keeps the request's recording (`Bytes` handles) and, for OpenAI chat
+//! and Gemini, a handle on the first frame (the envelope a continuation
+//! answered in another format is said in).
 //!
 //! tracing: debug events on target `seawall::resume`, and one span per
 //! resume (`resume`, target `seawall::resume`, level info), a child of the
@@ -265,10 +317,12 @@
 mod body;
 pub mod continuation;
 mod future;
+mod handoff;
 mod layer;
 mod report;
 mod service;
 mod splice;
+mod translate;
 
 pub use body::ResumeBody;
 pub use continuation::{
@@ -276,6 +330,7 @@ pub use continuation::{
     never_resume, plan,
 };
 pub use future::ResponseFuture;
+pub use handoff::{AnsweredIn, Continuation};
 pub use layer::ResumeLayer;
 pub use report::{ResumeRecord, ResumeReport, Resumed};
 pub use service::{Resume, ResumeRequestBody};

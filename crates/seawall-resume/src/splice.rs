@@ -397,6 +397,13 @@ impl Fix {
         Some(serialize(b"content_block_start", &start))
     }
 
+    /// The index the continued text's deltas take (Anthropic): the
+    /// continued block's, or the one after it once the continuation's text
+    /// went in a block of its own.
+    pub(crate) fn text_index(&self) -> u64 {
+        self.ours.index.unwrap_or(0).saturating_add(self.after)
+    }
+
     /// `event` saying what the original stream would have said; `None` when
     /// it needs no change. `delivered` is the text the caller held when the
     /// continuation was spliced in.
@@ -568,7 +575,7 @@ pub(crate) fn response_id(events: &Bytes) -> Option<String> {
 }
 
 /// One raw event's name and JSON data.
-fn parse_event(raw: &[u8]) -> Option<(Vec<u8>, Value)> {
+pub(crate) fn parse_event(raw: &[u8]) -> Option<(Vec<u8>, Value)> {
     let mut scanner = Scanner::default();
     let mut out = None;
     let _ = scanner.feed(raw, |item| {
@@ -581,7 +588,7 @@ fn parse_event(raw: &[u8]) -> Option<(Vec<u8>, Value)> {
     out
 }
 
-fn serialize(name: &[u8], json: &Value) -> Bytes {
+pub(crate) fn serialize(name: &[u8], json: &Value) -> Bytes {
     let data = json.to_string();
     let mut bytes = Vec::with_capacity(data.len() + name.len() + 16);
     if !name.is_empty() {

@@ -1,0 +1,417 @@
+//! A continuation answered in another wire format (a fallback route of
+//! another provider), over loopback against seawall-chaos: the route
+//! builds the continuation of its own request from the [`Continuation`]
+//! the layer marks it with, says the format it answered in with
+//! [`AnsweredIn`], and the caller reads one answer in its own format,
+//! every token once.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::Body;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use seawall_chaos::{ChaosHandle, ChaosServer, Fault, REQUEST_ID_HEADER, answer_text};
+use seawall_classify::ClassifyLayer;
+use seawall_core::provider::Provider;
+use seawall_core::{BoxError, Code, Failure, RequestFacts};
+use seawall_resume::{AnsweredIn, Continuation, ResumeLayer, ResumeRequestBody, Resumed};
+use seawall_stream::StreamGuardLayer;
+use seawall_stream::protocol::{Decoder, Signal};
+use seawall_stream::sse::{Item, Scanner};
+use serde_json::{Value, json};
+use tower::{Service, ServiceBuilder, ServiceExt};
+
+type Answer = http::Response<UnsyncBoxBody<Bytes, BoxError>>;
+
+fn path(provider: Provider) -> &'static str {
+    match provider {
+        Provider::Anthropic => "/v1/messages",
+        Provider::Gemini => "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+        _ => "/v1/chat/completions",
+    }
+}
+
+fn conversation(provider: Provider) -> Value {
+    match provider {
+        Provider::Anthropic => json!({"model": "claude-x", "max_tokens": 1024, "stream": true,
+            "messages": [{"role": "user", "content": "Count."}]}),
+        Provider::Gemini => json!({"contents": [{"role": "user", "parts": [{"text": "Count."}]}]}),
+        _ => json!({"model": "gpt-x", "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": "Count."}]}),
+    }
+}
+
+fn boxed<RB>(response: http::Response<RB>) -> Answer
+where
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    response.map(|body| body.map_err(Into::into).boxed_unsync())
+}
+
+type Attempt<B> = tower::util::BoxCloneService<http::Request<B>, Answer, BoxError>;
+
+/// One attempt in `provider`'s format: guard, classifier, client.
+fn attempt<B>(provider: Provider) -> Attempt<B>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<BoxError>,
+{
+    let client: Client<HttpConnector, B> = Client::builder(TokioExecutor::new()).build_http();
+    let service = ServiceBuilder::new()
+        .map_err(Into::<BoxError>::into)
+        .map_response(boxed)
+        .layer(StreamGuardLayer::interactive().idle_timeout(Duration::from_secs(5)))
+        .layer(ClassifyLayer::for_provider(provider))
+        .service(client);
+    tower::util::BoxCloneService::new(service)
+}
+
+/// The original to the primary; a continuation to the other route, which
+/// continues its own request in its own format and says so.
+#[derive(Clone)]
+struct Failover<P, O> {
+    primary: P,
+    other: O,
+    other_provider: Provider,
+    other_base: String,
+    id: String,
+    /// Mark the other route's answers with [`AnsweredIn`].
+    mark: bool,
+}
+
+impl Service<http::Request<ResumeRequestBody<Full<Bytes>>>>
+    for Failover<Attempt<ResumeRequestBody<Full<Bytes>>>, Attempt<Full<Bytes>>>
+{
+    type Response = Answer;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Answer, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<ResumeRequestBody<Full<Bytes>>>) -> Self::Future {
+        let Some(continuation) = request.extensions().get::<Continuation>().cloned() else {
+            return self.primary.call(request);
+        };
+        let provider = self.other_provider;
+        let body = continuation
+            .body(provider, &conversation(provider))
+            .expect("the template continues");
+        let mut other = http::Request::post(format!("{}{}", self.other_base, path(provider)))
+            .header("content-type", "application/json")
+            .header(REQUEST_ID_HEADER, format!("{}/other", self.id))
+            // The facts keep what the caller's body said; a Gemini body
+            // says nothing of a stream (its path does): the head says it.
+            .header("accept", "text/event-stream")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap();
+        *other.extensions_mut() = request.into_parts().0.extensions;
+        // The facts the layer put in are the caller's request's.
+        if let Some(facts) = other.extensions().get::<RequestFacts>() {
+            let moved = facts.moved_to(&other);
+            other.extensions_mut().insert(moved);
+        }
+        let mark = self.mark;
+        let call = self.other.call(other);
+        Box::pin(async move {
+            let mut response = call.await?;
+            if mark {
+                response.extensions_mut().insert(AnsweredIn(provider));
+            }
+            Ok(response)
+        })
+    }
+}
+
+#[derive(Debug, Default)]
+struct Read {
+    text: String,
+    finish: Option<String>,
+    error: Option<BoxError>,
+    /// Events of the caller's format that did not decode as JSON, or are
+    /// another format's (an Anthropic event name in an OpenAI stream).
+    strange: usize,
+    /// Anthropic: text block starts, stops, and the indices deltas name.
+    starts: usize,
+    stops: usize,
+    indices: std::collections::BTreeSet<u64>,
+    /// OpenAI: `[DONE]` markers, and the chunks' ids.
+    done: usize,
+    ids: std::collections::BTreeSet<String>,
+    resumed: Option<Resumed>,
+}
+
+async fn run(
+    chaos: &ChaosHandle,
+    other_chaos: &ChaosHandle,
+    caller: Provider,
+    other: Provider,
+    id: &str,
+    mark: bool,
+) -> Read {
+    let primary = attempt::<ResumeRequestBody<Full<Bytes>>>(caller);
+    let failover = Failover {
+        primary,
+        other: attempt::<Full<Bytes>>(other),
+        other_provider: other,
+        other_base: other_chaos.base_url(),
+        id: id.to_owned(),
+        mark,
+    };
+    let service = ServiceBuilder::new()
+        .layer(ResumeLayer::new())
+        .service(failover);
+    let request = http::Request::post(format!("{}{}", chaos.base_url(), path(caller)))
+        .header("content-type", "application/json")
+        .header(REQUEST_ID_HEADER, id)
+        .body(Full::new(Bytes::from(conversation(caller).to_string())))
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let mut read = Read {
+        resumed: response.extensions().get::<Resumed>().cloned(),
+        ..Read::default()
+    };
+    let mut body = std::pin::pin!(response.into_body());
+    let mut scanner = Scanner::default();
+    let mut decoder = Decoder::new(caller);
+    while let Some(frame) = body.frame().await {
+        let data = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue,
+            },
+            Err(error) => {
+                read.error = Some(error);
+                break;
+            }
+        };
+        scanner
+            .feed(&data, |item| {
+                if let Item::Event(event) = &item {
+                    if event.data == b"[DONE]" {
+                        read.done += 1;
+                    } else {
+                        match serde_json::from_slice::<Value>(event.data) {
+                            Ok(json) => {
+                                let foreign = match caller {
+                                    Provider::Anthropic => json.get("type").is_none(),
+                                    _ => json.get("type").is_some(),
+                                };
+                                read.strange += usize::from(foreign);
+                                match json["type"].as_str() {
+                                    Some("content_block_start") => read.starts += 1,
+                                    Some("content_block_stop") => read.stops += 1,
+                                    Some("content_block_delta") => {
+                                        read.indices.insert(json["index"].as_u64().unwrap_or(99));
+                                    }
+                                    _ => {}
+                                }
+                                if let Some(id) = json["id"].as_str() {
+                                    read.ids.insert(id.to_owned());
+                                }
+                            }
+                            Err(_) => read.strange += 1,
+                        }
+                    }
+                }
+                match decoder.decode(item) {
+                    Signal::Content { text, finish, .. } => {
+                        if let Some(text) = text {
+                            read.text.push_str(&text);
+                        }
+                        if let Some(f) = finish {
+                            read.finish = Some(f.reason.into_owned());
+                        }
+                    }
+                    Signal::Finish(f) => read.finish = Some(f.reason.into_owned()),
+                    _ => {}
+                }
+            })
+            .unwrap();
+    }
+    read
+}
+
+async fn chaos() -> ChaosHandle {
+    ChaosServer::builder().start().await.unwrap()
+}
+
+fn script(chaos: &ChaosHandle, provider: Provider, faults: &[&str]) {
+    let faults = faults.iter().map(|f| f.parse::<Fault>().unwrap()).collect();
+    chaos.script(provider.as_str(), faults).unwrap();
+}
+
+#[tokio::test]
+async fn a_continuation_answered_in_another_format_reads_as_the_callers_one_answer() {
+    for (caller, other) in [
+        (Provider::OpenAi, Provider::Anthropic),
+        (Provider::Anthropic, Provider::OpenAi),
+        (Provider::OpenAi, Provider::Gemini),
+        (Provider::Gemini, Provider::Anthropic),
+    ] {
+        let (primary, backup) = (chaos().await, chaos().await);
+        script(&primary, caller, &["reset_after;tokens=400;total=600"]);
+        script(&backup, other, &["ok;tokens=600"]);
+        let id = format!("{}-{}", caller.as_str(), other.as_str());
+        let read = run(&primary, &backup, caller, other, &id, true).await;
+        let pair = format!("{} → {}", caller.as_str(), other.as_str());
+        assert!(
+            read.error.is_none(),
+            "{pair}: {:?} {:?}",
+            read.resumed.as_ref().map(|r| r.report()),
+            backup.journal()
+        );
+        assert_eq!(read.text, answer_text(600), "{pair}");
+        assert_eq!(
+            read.strange, 0,
+            "{pair}: every event in the caller's format"
+        );
+        let complete = match caller {
+            Provider::Anthropic => "end_turn",
+            Provider::Gemini => "STOP",
+            _ => "stop",
+        };
+        assert_eq!(read.finish.as_deref(), Some(complete), "{pair}");
+        // The other route was asked for the rest, in its own format: it
+        // wrote only the 200 tokens after the cut.
+        let rows = backup.journal();
+        assert_eq!(rows.len(), 1, "{pair}");
+        assert_eq!(
+            Some(rows[0].path.as_str()),
+            path(other).split('?').next(),
+            "{pair}"
+        );
+        assert_eq!(rows[0].tokens_written, 200, "{pair}: a continuation");
+        assert_eq!(primary.journal().len(), 1, "{pair}");
+        let report = read.resumed.unwrap().report();
+        assert_eq!(report.resumed(), 1, "{pair}");
+        assert_eq!(
+            report.finish.as_ref().map(|f| f.kind.completes_task()),
+            Some(true),
+            "{pair}"
+        );
+        match caller {
+            Provider::Anthropic => {
+                // One text block, opened once and closed once.
+                assert_eq!((read.starts, read.stops), (1, 1), "{pair}");
+                assert_eq!(read.indices.len(), 1, "{pair}");
+            }
+            Provider::OpenAi => {
+                assert_eq!(read.done, 1, "{pair}");
+                assert_eq!(read.ids.len(), 1, "{pair}: one completion id");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The other route's answer cut in turn: resumed again (on the same
+/// route, still in its format), nothing shown twice.
+#[tokio::test]
+async fn a_translated_continuation_cut_again_is_resumed_again() {
+    let (primary, backup) = (chaos().await, chaos().await);
+    script(
+        &primary,
+        Provider::OpenAi,
+        &["reset_after;tokens=100;total=300"],
+    );
+    script(
+        &backup,
+        Provider::Anthropic,
+        &["reset_after;tokens=200;total=300", "ok;tokens=300"],
+    );
+    let read = run(
+        &primary,
+        &backup,
+        Provider::OpenAi,
+        Provider::Anthropic,
+        "twice",
+        true,
+    )
+    .await;
+    assert!(read.error.is_none(), "{:?}", read.error);
+    assert_eq!(read.text, answer_text(300));
+    let report = read.resumed.unwrap().report();
+    assert_eq!(report.resumed(), 2);
+    let written: Vec<u32> = backup.journal().iter().map(|r| r.tokens_written).collect();
+    assert_eq!(written, [100, 100]);
+}
+
+/// Without the marker the layer reads the other route's answer in the
+/// caller's format, finds nothing it can read, and ends with the
+/// interruption: never a guess, never a duplicate.
+#[tokio::test]
+async fn an_unmarked_answer_in_another_format_ends_with_the_interruption() {
+    let (primary, backup) = (chaos().await, chaos().await);
+    script(
+        &primary,
+        Provider::OpenAi,
+        &["reset_after;tokens=40;total=60"],
+    );
+    script(&backup, Provider::Anthropic, &["ok;tokens=60"]);
+    let read = run(
+        &primary,
+        &backup,
+        Provider::OpenAi,
+        Provider::Anthropic,
+        "unmarked",
+        false,
+    )
+    .await;
+    assert_eq!(read.text, answer_text(40));
+    let error = read.error.expect("still cut");
+    let failure = Failure::find(&*error).unwrap();
+    assert_eq!(failure.code(), Code::StreamInterrupted);
+    assert_eq!(
+        failure.interrupted().unwrap().delivered_text.as_deref(),
+        Some(answer_text(40).as_str())
+    );
+}
+
+/// A continuation that carries a tool call in another format cannot be
+/// said to the caller: the text before it is, then the interruption.
+#[tokio::test]
+async fn a_tool_call_in_another_format_ends_with_the_interruption() {
+    let (primary, backup) = (chaos().await, chaos().await);
+    script(
+        &primary,
+        Provider::OpenAi,
+        &["reset_after;tokens=40;total=60"],
+    );
+    script(
+        &backup,
+        Provider::Anthropic,
+        &["tool_call_reset_after;tokens=50;total=60"],
+    );
+    let read = run(
+        &primary,
+        &backup,
+        Provider::OpenAi,
+        Provider::Anthropic,
+        "tool",
+        true,
+    )
+    .await;
+    assert_eq!(read.text, answer_text(50));
+    let error = read.error.expect("ends cut");
+    let failure = Failure::find(&*error).unwrap();
+    assert_eq!(
+        failure.interrupted().unwrap().delivered_text.as_deref(),
+        Some(answer_text(50).as_str()),
+        "everything shown is delivered"
+    );
+    assert_eq!(
+        read.resumed.unwrap().report().gave_up,
+        Some("another_format")
+    );
+}
