@@ -43,7 +43,15 @@
 //! token once, and the receipt lists each resume in `resumes` (route,
 //! delivered characters at the cut, attempt) with `resumed`, the number
 //! spliced in. A continuation that cannot be lined up, or more than two,
-//! end as without it (exit 3).
+//! end as without it (exit 3). When the primary is unhealthy for the
+//! continuation, it moves to a fallback route as a request would, and
+//! that route continues *its own* request in *its own* wire format (its
+//! model, the delivered text as its provider's prefill or trailing turn,
+//! its token budget less what was spent) — never the prompt again, which
+//! it would answer from the start. An answer in another format than the
+//! primary's is read in that format and its text shown as the rest of
+//! the answer; the receipt's resume names the fallback route. A
+//! Responses API answer is not continued on a route of another format.
 //!
 //! A 3xx answer is never followed (the API key would travel with it): code
 //! `redirected`, exit 1. Userinfo in a base URL (`http://user:secret@host`)
@@ -67,7 +75,7 @@ use seawall::core::provider::Provider;
 use seawall::core::recording::{ReplayBody, clone_head};
 use seawall::core::{BoxError, Class, Code, Failure, FinishKind, Receipt, RequestFacts, RouteId};
 use seawall::fallback::{FallbackLayer, FallbackRoute, ServedBy};
-use seawall::resume::{ResumeLayer, ResumeRequestBody, Resumed};
+use seawall::resume::{AnsweredIn, Continuation, ResumeLayer, Resumed};
 use seawall::stack::Stack;
 use seawall_internal::millis;
 use serde_json::json;
@@ -133,6 +141,9 @@ pub struct ChatArgs {
     /// Continue a stream interrupted after content in the same output,
     /// instead of ending with the interruption (at most two resumes).
     /// Streams only: without --stream it is ignored, and a line says so.
+    /// A continuation the primary cannot take moves to a fallback route,
+    /// which continues its own request in its own wire format (not the
+    /// prompt again); its text is shown as the rest of the answer.
     #[arg(long)]
     pub resume: bool,
     /// The prompt.
@@ -461,7 +472,17 @@ pub async fn run_with(
             fallback.model
         );
         match fallback.request(&args.prompt, args.stream) {
-            Ok(template) => templates.push((template, Arc::<str>::from(fallback.model.as_str()))),
+            Ok(template) => templates.push((
+                template,
+                // The body again, as JSON: a continuation is built from it.
+                Arc::new(app::body(
+                    fallback.provider,
+                    &fallback.model,
+                    &args.prompt,
+                    args.stream,
+                )),
+                Arc::<str>::from(fallback.model.as_str()),
+            )),
             Err(err) => {
                 return usage(log, &format!("cannot build the fallback request: {err}"));
             }
@@ -482,16 +503,22 @@ pub async fn run_with(
     let client = Client::builder(TokioExecutor::new());
     // The answer is read in the format of the route that served it.
     if resume {
-        let chain =
-            templates
-                .into_iter()
-                .zip(&served)
-                .map(|((template, model), (route, provider))| {
-                    let service = tower::ServiceBuilder::new()
-                        .map_request(adopt::<ResumeRequestBody<Full<Bytes>>>(template, model))
-                        .service(attempt(*provider));
-                    FallbackRoute::new(service).route(route.clone())
-                });
+        // A continuation moved to a fallback route is that route's own
+        // request continued in its own format, never its question anew;
+        // an answer in another format than the primary's says so, and the
+        // resume layer says its text in the primary's.
+        let chain = templates
+            .into_iter()
+            .zip(&served)
+            .map(|(template, (route, provider))| {
+                let service = Continuing::new(
+                    attempt(*provider),
+                    template,
+                    *provider,
+                    *provider != primary.provider,
+                );
+                FallbackRoute::new(service).route(route.clone())
+            });
         let layer = FallbackLayer::chain(chain.collect::<Vec<_>>());
         let service = stack.resume(ResumeLayer::new()).build_with_fallback(
             &classify,
@@ -504,7 +531,7 @@ pub async fn run_with(
             templates
                 .into_iter()
                 .zip(&served)
-                .map(|((template, model), (route, provider))| {
+                .map(|((template, _, model), (route, provider))| {
                     let service = tower::ServiceBuilder::new()
                         .map_request(adopt::<Full<Bytes>>(template, model))
                         .service(attempt(*provider));
@@ -564,16 +591,127 @@ fn adopt<B>(
     template: http::Request<Full<Bytes>>,
     model: Arc<str>,
 ) -> impl Fn(http::Request<ReplayBody<B>>) -> http::Request<Full<Bytes>> + Clone {
-    move |incoming| {
-        let mut request = clone_head(&template, template.body().clone());
-        *request.extensions_mut() = incoming.into_parts().0.extensions;
-        // The facts the fallback layer put in are the primary's request's:
-        // this one may be another provider's, for its own model.
-        if let Some(facts) = request.extensions().get::<RequestFacts>() {
-            let moved = facts.moved_to(&request).with_model(model.clone());
-            request.extensions_mut().insert(moved);
+    move |incoming| adopted(&template, template.body().clone(), &model, incoming)
+}
+
+/// `template`'s head with `body`, and the extensions the fallback layer set
+/// on `incoming`.
+fn adopted<B>(
+    template: &http::Request<Full<Bytes>>,
+    body: Full<Bytes>,
+    model: &Arc<str>,
+    incoming: http::Request<B>,
+) -> http::Request<Full<Bytes>> {
+    let mut request = clone_head(template, body);
+    *request.extensions_mut() = incoming.into_parts().0.extensions;
+    // The facts the fallback layer put in are the primary's request's:
+    // this one may be another provider's, for its own model.
+    if let Some(facts) = request.extensions().get::<RequestFacts>() {
+        let moved = facts.moved_to(&request).with_model(model.clone());
+        request.extensions_mut().insert(moved);
+    }
+    request
+}
+
+/// A fallback route's request, its body as JSON, and its model.
+type Template = (http::Request<Full<Bytes>>, Arc<serde_json::Value>, Arc<str>);
+
+/// A fallback route's service under `--resume`: the route's own request
+/// ([`adopt`]), or, for a continuation the resume layer sends (marked
+/// [`Continuation`]), the continuation of the route's own request in the
+/// route's own wire format — the delivered text as its provider's prefill
+/// or trailing turn, its model, its token budget less what was spent —
+/// never the original question again, which its provider would answer
+/// from the start (billed whole, and spliced in nowhere). The answer of a
+/// route in another format than the primary's is marked [`AnsweredIn`]:
+/// the resume layer reads it in that format and says its text in the
+/// primary's, which the chat reads.
+#[derive(Clone)]
+struct Continuing<S> {
+    inner: S,
+    template: http::Request<Full<Bytes>>,
+    /// The template's body, parsed once.
+    json: Arc<serde_json::Value>,
+    model: Arc<str>,
+    provider: Provider,
+    /// The route's wire format is not the primary's.
+    other_format: bool,
+}
+
+impl<S> Continuing<S> {
+    fn new(
+        inner: S,
+        (template, json, model): Template,
+        provider: Provider,
+        other_format: bool,
+    ) -> Self {
+        Continuing {
+            inner,
+            template,
+            json,
+            model,
+            provider,
+            other_format,
         }
-        request
+    }
+}
+
+impl<S, B, RB> Service<http::Request<ReplayBody<B>>> for Continuing<S>
+where
+    S: Service<http::Request<Full<Bytes>>, Response = http::Response<RB>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    RB: Send + 'static,
+{
+    type Response = http::Response<RB>;
+    type Error = BoxError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<http::Response<RB>, BoxError>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, incoming: http::Request<ReplayBody<B>>) -> Self::Future {
+        let continuation = incoming.extensions().get::<Continuation>().cloned();
+        let body = match continuation {
+            None => self.template.body().clone(),
+            // An answer in this route's format the primary's cannot say
+            // (a Responses API primary) would be billed and never shown.
+            Some(continuation) if !continuation.readable_in(self.provider) => {
+                let failure = Failure::new(Code::BadRequest).with_message(&format!(
+                    "a {} answer cannot be continued in the {} wire format",
+                    continuation.caller().as_str(),
+                    self.provider.as_str()
+                ));
+                return Box::pin(std::future::ready(Err(failure.into())));
+            }
+            Some(continuation) => match continuation.body(self.provider, &self.json) {
+                Ok(next) => Full::new(Bytes::from(next.to_string())),
+                // Not sent: the route's provider would answer from the
+                // start. A verdict on this request, so no route takes it.
+                Err(err) => {
+                    let failure = Failure::new(Code::BadRequest).with_message(&format!(
+                        "the continuation cannot be built for this route: {err}"
+                    ));
+                    return Box::pin(std::future::ready(Err(failure.into())));
+                }
+            },
+        };
+        let request = adopted(&self.template, body, &self.model, incoming);
+        let answered = self.other_format.then_some(AnsweredIn(self.provider));
+        let call = self.inner.call(request);
+        Box::pin(async move {
+            let mut response = call.await.map_err(Into::into)?;
+            if let Some(answered) = answered {
+                response.extensions_mut().insert(answered);
+            }
+            Ok(response)
+        })
     }
 }
 

@@ -1,0 +1,175 @@
+//! `seawall chat --stream --resume` with a fallback route: a stream cut
+//! after content, its primary unhealthy for the continuation, continues on
+//! the fallback — in the fallback's own wire format, as a continuation of
+//! the fallback's own request — and stdout reads every token once.
+
+use clap::Parser;
+use seawall_chaos::{ChaosHandle, ChaosServer, Fault, answer_text, repeats_a_token};
+use seawall_cli::chat::{ChatArgs, run};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: ChatArgs,
+}
+
+fn model(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => "claude-fallback",
+        "gemini" => "gemini-fallback",
+        _ => "gpt-fallback",
+    }
+}
+
+/// `seawall chat --stream --resume` on `primary` at the chaos server, with
+/// one fallback route of `fallback`'s format at the same server under
+/// another name (`localhost`).
+async fn chat(chaos: &ChaosHandle, primary: &str, fallback: &str) -> (u8, String, String) {
+    let base = chaos.base_url();
+    let other = base.replace("127.0.0.1", "localhost");
+    let args = [
+        "chat",
+        "--provider",
+        primary,
+        "--base-url",
+        &base,
+        "--model",
+        "primary-model",
+        "--stream",
+        "--resume",
+        "--deadline",
+        "20s",
+        "--fallback-base-url",
+        &other,
+        "--fallback-model",
+        model(fallback),
+        "--fallback-provider",
+        fallback,
+        "Count.",
+    ];
+    let cli = Cli::try_parse_from(args).expect("valid flags");
+    let (mut out, mut log) = (Vec::new(), Vec::new());
+    let status = run(cli.args, &mut out, &mut log).await;
+    (
+        status,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(log).unwrap(),
+    )
+}
+
+fn faults(script: &[&str]) -> Vec<Fault> {
+    script.iter().map(|f| f.parse::<Fault>().unwrap()).collect()
+}
+
+fn receipt(log: &str) -> serde_json::Value {
+    serde_json::from_str(log.lines().last().expect("a receipt line"))
+        .expect("the last line is JSON")
+}
+
+/// The primary is cut after 400 of 600 tokens, then refuses the
+/// continuation for good (a rejected key: the route, not the request),
+/// so the continuation moves to the fallback route.
+async fn cut_then_moved(primary: &str, fallback: &str) {
+    let pair = format!("{primary} → {fallback}");
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let cut = ["reset_after;tokens=400;total=600", "status;code=401"];
+    if primary == fallback {
+        let mut script = cut.to_vec();
+        script.push("ok;tokens=600");
+        chaos.script(primary, faults(&script)).unwrap();
+    } else {
+        chaos.script(primary, faults(&cut)).unwrap();
+        chaos.script(fallback, faults(&["ok;tokens=600"])).unwrap();
+    }
+    let (status, out, log) = chat(&chaos, primary, fallback).await;
+    assert_eq!(status, 0, "{pair}: {log}");
+    assert!(!repeats_a_token(&out), "{pair}: a token shown twice");
+    assert_eq!(out, answer_text(600), "{pair}: {log}");
+    let receipt = receipt(&log);
+    assert_eq!(receipt["outcome"], "ok", "{pair}: {receipt}");
+    assert_eq!(receipt["resumed"], 1, "{pair}: {receipt}");
+    let resume = &receipt["resumes"][0];
+    assert!(
+        resume["route"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("fallback:")),
+        "{pair}: {receipt}"
+    );
+    assert_eq!(resume["spliced"], true, "{pair}: {receipt}");
+    assert_eq!(
+        resume["delivered_chars"],
+        answer_text(400).len(),
+        "{pair}: {receipt}"
+    );
+    // The original, the continuation refused by the primary, the
+    // continuation on the fallback: its own request (its model, its
+    // format), asking only for the rest — the server wrote 200 tokens,
+    // not the whole answer again.
+    let journal = chaos.journal();
+    assert_eq!(journal.len(), 3, "{pair}: {journal:?}");
+    let moved = &journal[2];
+    assert_eq!(moved.model.as_deref(), Some(model(fallback)), "{pair}");
+    let path = match fallback {
+        "anthropic" => "/v1/messages",
+        "gemini" => "/v1beta/models/gemini-fallback:streamGenerateContent",
+        _ => "/v1/chat/completions",
+    };
+    assert_eq!(moved.path, path, "{pair}");
+    assert_eq!(moved.tokens_written, 200, "{pair}: a continuation");
+    assert!(
+        moved.body_bytes > journal[0].body_bytes,
+        "{pair}: the delivered text went with it"
+    );
+}
+
+#[tokio::test]
+async fn a_cut_stream_continues_on_a_fallback_of_the_same_format() {
+    cut_then_moved("openai", "openai").await;
+    cut_then_moved("anthropic", "anthropic").await;
+}
+
+#[tokio::test]
+async fn a_cut_openai_stream_continues_on_an_anthropic_fallback() {
+    cut_then_moved("openai", "anthropic").await;
+}
+
+#[tokio::test]
+async fn a_cut_anthropic_stream_continues_on_an_openai_fallback() {
+    cut_then_moved("anthropic", "openai").await;
+}
+
+#[tokio::test]
+async fn a_cut_openai_stream_continues_on_a_gemini_fallback() {
+    cut_then_moved("openai", "gemini").await;
+}
+
+/// The fallback's continuation cut in turn, then answered: two resumes,
+/// both on the fallback in its own format, every token once.
+#[tokio::test]
+async fn a_continuation_cut_on_the_fallback_is_resumed_there_again() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    chaos
+        .script(
+            "openai",
+            faults(&["reset_after;tokens=100;total=300", "status;code=401"]),
+        )
+        .unwrap();
+    chaos
+        .script(
+            "anthropic",
+            faults(&["reset_after;tokens=200;total=300", "ok;tokens=300"]),
+        )
+        .unwrap();
+    let (status, out, log) = chat(&chaos, "openai", "anthropic").await;
+    assert_eq!(status, 0, "{log}");
+    assert_eq!(out, answer_text(300), "{log}");
+    let receipt = receipt(&log);
+    assert_eq!(receipt["resumed"], 2, "{receipt}");
+    let written: Vec<u32> = chaos
+        .journal()
+        .iter()
+        .filter(|row| row.path == "/v1/messages")
+        .map(|row| row.tokens_written)
+        .collect();
+    assert_eq!(written, [100, 100]);
+}
