@@ -10,6 +10,14 @@
 //! the user sees one answer and the provider bills the rest once. See
 //! [`seawall_resume`] for the whole story.
 //!
+//! A continuation that moves to a fallback route carries a
+//! [`Continuation`] (the delivered text), so a route with a request of its
+//! own continues that one in its own wire format
+//! ([`Continuation::body`]); a route answering in another format than the
+//! caller's marks its response [`AnsweredIn`], and the layer says that
+//! answer's text in the caller's format. `seawall chat --resume` builds its
+//! fallback routes so.
+//!
 //! The continuation builders are here too, for callers that drive it
 //! themselves:
 //!
