@@ -415,3 +415,28 @@ async fn a_tool_call_in_another_format_ends_with_the_interruption() {
         Some("another_format")
     );
 }
+
+/// The other route repeats the last five delivered words first, as models
+/// do: trimmed by its own format's rule, said once in the caller's.
+#[tokio::test]
+async fn a_repeat_in_another_format_is_trimmed_before_it_is_said() {
+    for (caller, other) in [
+        (Provider::OpenAi, Provider::Anthropic),
+        (Provider::Anthropic, Provider::OpenAi),
+    ] {
+        let pair = format!("{} → {}", caller.as_str(), other.as_str());
+        let (primary, backup) = (chaos().await, chaos().await);
+        script(&primary, caller, &["reset_after;tokens=40;total=60"]);
+        script(&backup, other, &["repeat_tail;words=5;tokens=60"]);
+        let read = run(&primary, &backup, caller, other, "repeat", true).await;
+        assert!(read.error.is_none(), "{pair}: {:?}", read.error);
+        assert_eq!(read.text, answer_text(60), "{pair}");
+        let report = read.resumed.unwrap().report();
+        assert_eq!(report.resumed(), 1, "{pair}");
+        assert_eq!(
+            report.resumes[0].trimmed_chars,
+            " w36 w37 w38 w39 w40".len() as u64,
+            "{pair}"
+        );
+    }
+}
