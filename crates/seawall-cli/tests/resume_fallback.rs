@@ -173,3 +173,30 @@ async fn a_continuation_cut_on_the_fallback_is_resumed_there_again() {
         .collect();
     assert_eq!(written, [100, 100]);
 }
+
+/// A Responses API answer cannot be said from another format's: the
+/// fallback of another format is not asked for the rest (it would be
+/// billed and never shown), and the chat ends with the interruption and
+/// what was shown, every token once.
+#[tokio::test]
+async fn a_responses_answer_is_not_continued_in_another_format() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    chaos
+        .script(
+            "openai_responses",
+            faults(&["reset_after;tokens=40;total=60", "status;code=401"]),
+        )
+        .unwrap();
+    let (status, out, log) = chat(&chaos, "openai-responses", "anthropic").await;
+    assert_eq!(status, 3, "{log}");
+    assert_eq!(out, answer_text(40), "{log}");
+    let receipt = receipt(&log);
+    assert_eq!(
+        receipt["delivered_chars"],
+        answer_text(40).len(),
+        "{receipt}"
+    );
+    assert_eq!(receipt["resumed"], 0, "{receipt}");
+    let paths: Vec<_> = chaos.journal().into_iter().map(|row| row.path).collect();
+    assert_eq!(paths, ["/v1/responses", "/v1/responses"], "{log}");
+}
