@@ -471,22 +471,33 @@ pub async fn run_with(
             fallback.provider.as_str(),
             fallback.model
         );
-        match fallback.request(&args.prompt, args.stream) {
-            Ok(template) => templates.push((
-                template,
-                // The body again, as JSON: a continuation is built from it.
-                Arc::new(app::body(
-                    fallback.provider,
-                    &fallback.model,
-                    &args.prompt,
-                    args.stream,
-                )),
-                Arc::<str>::from(fallback.model.as_str()),
-            )),
+        let mut template = match fallback.request(&args.prompt, args.stream) {
+            Ok(template) => template,
             Err(err) => {
                 return usage(log, &format!("cannot build the fallback request: {err}"));
             }
+        };
+        // The facts the fallback layer hands on keep what the primary's
+        // body said, and a Gemini body says nothing of a stream (its path
+        // does): a streamed route of another format says it in its head,
+        // or its answer would be checked as a unary one.
+        if args.stream && fallback.provider != Provider::Gemini {
+            template.headers_mut().insert(
+                http::header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            );
         }
+        templates.push((
+            template,
+            // The body again, as JSON: a continuation is built from it.
+            Arc::new(app::body(
+                fallback.provider,
+                &fallback.model,
+                &args.prompt,
+                args.stream,
+            )),
+            Arc::<str>::from(fallback.model.as_str()),
+        ));
         // The first keeps the name a single fallback always had.
         let route = match n {
             0 => RouteId::new(format!("fallback:{}", fallback.base_url)),

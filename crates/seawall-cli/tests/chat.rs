@@ -265,6 +265,42 @@ async fn a_silent_primary_fails_over_to_another_provider() {
     assert_eq!(paths, ["/v1/chat/completions", "/v1/messages"]);
 }
 
+/// Streamed from Gemini, whose body says nothing of a stream (its path
+/// does): the Anthropic fallback's stream is read as one, not checked as
+/// a unary answer (`protocol_violation`, billed and not shown).
+#[tokio::test]
+async fn a_gemini_stream_fails_over_to_an_anthropic_stream() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let down = || "status;code=401".parse::<Fault>().unwrap();
+    chaos.script("gemini", vec![down()]).unwrap();
+    let base = chaos.base_url();
+    let fallback = base.replace("127.0.0.1", "localhost");
+    let (status, out, log) = chat(&[
+        "--provider",
+        "gemini",
+        "--base-url",
+        &base,
+        "--model",
+        "gemini-x",
+        "--stream",
+        "--deadline",
+        "10s",
+        "--fallback-base-url",
+        &fallback,
+        "--fallback-model",
+        "claude-x",
+        "--fallback-provider",
+        "anthropic",
+        "hi",
+    ])
+    .await;
+    assert_eq!(status, 0, "{log}");
+    assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8", "{log}");
+    let receipt = receipt(&log);
+    assert_eq!(receipt["fallback"], true, "{log}");
+    assert_eq!(receipt["billed"], 1, "{log}");
+}
+
 /// Not streamed: the fallback's whole answer is Anthropic's, checked as
 /// Anthropic's (it was checked against the primary's OpenAI head, found
 /// no `choices`, and failed as a protocol violation).

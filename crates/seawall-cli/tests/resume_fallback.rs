@@ -143,6 +143,13 @@ async fn a_cut_openai_stream_continues_on_a_gemini_fallback() {
     cut_then_moved("openai", "gemini").await;
 }
 
+/// A Gemini body says nothing of a stream (its path does): the fallback's
+/// continuation must still be read as the stream it asks for.
+#[tokio::test]
+async fn a_cut_gemini_stream_continues_on_an_anthropic_fallback() {
+    cut_then_moved("gemini", "anthropic").await;
+}
+
 /// The fallback's continuation cut in turn, then answered: two resumes,
 /// both on the fallback in its own format, every token once.
 #[tokio::test]
