@@ -1002,6 +1002,9 @@ fn with_resumes(line: String, resumed: Option<&Resumed>) -> String {
                 "spliced": r.spliced,
                 "retrieved": r.retrieved,
                 "trimmed_chars": r.trimmed_chars,
+                // A fallback of another wire format answered; its text
+                // was shown as the rest of this answer.
+                "answered_in": r.answered_in.map(Provider::as_str),
             })
         })
         .collect();

@@ -96,6 +96,12 @@ async fn cut_then_moved(primary: &str, fallback: &str) {
         "{pair}: {receipt}"
     );
     assert_eq!(resume["spliced"], true, "{pair}: {receipt}");
+    let answered_in = (primary != fallback).then_some(fallback);
+    assert_eq!(
+        resume["answered_in"].as_str(),
+        answered_in,
+        "{pair}: {receipt}"
+    );
     assert_eq!(
         resume["delivered_chars"],
         answer_text(400).len(),

@@ -1118,6 +1118,7 @@ where
             spliced: false,
             retrieved: self.retrieving,
             trimmed_chars: 0,
+            answered_in: None,
             receipt: None,
         });
         self.body = None;
@@ -1204,6 +1205,9 @@ where
         self.foreign_finish = None;
         self.speaker = None;
         if answered != self.provider {
+            if let Some(last) = self.resumed.lock().resumes.last_mut() {
+                last.answered_in = Some(answered);
+            }
             if !can_translate(self.provider, answered) {
                 return self.give_up("another_format");
             }

@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use seawall_core::provider::Provider;
 use seawall_core::{Attempt, Code, Finish, Receipt, RouteId, Usage};
 
 /// One continuation the layer sent.
@@ -31,6 +32,11 @@ pub struct ResumeRecord {
     pub retrieved: bool,
     /// Characters the continuation repeated and the layer trimmed.
     pub trimmed_chars: u64,
+    /// The wire format the continuation was answered in, when the route
+    /// that answered said it was not the caller's
+    /// ([`AnsweredIn`](crate::AnsweredIn)): its text was said in the
+    /// caller's format. `None` for an answer in the caller's.
+    pub answered_in: Option<Provider>,
     /// The continuation's own receipt: its attempts (a provider that
     /// answered 2xx bills the continuation like any request), the usage
     /// its stream reports once it ends, and why its ladder stopped.
@@ -54,7 +60,10 @@ pub struct ResumeReport {
     /// continuation failed for good: its code is in its record), `budget`
     /// (the retry budget, which pays for a resume as for a retry, had no
     /// token for it),
-    /// `max_tokens` (the delivered answer spent the output budget), ….
+    /// `max_tokens` (the delivered answer spent the output budget),
+    /// `another_format` (a continuation answered in another wire format
+    /// carried what the caller's cannot say: a tool call, a finish with no
+    /// counterpart, or the caller reads the Responses API), ….
     pub gave_up: Option<&'static str>,
 }
 

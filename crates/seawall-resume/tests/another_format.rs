@@ -295,6 +295,7 @@ async fn a_continuation_answered_in_another_format_reads_as_the_callers_one_answ
         assert_eq!(primary.journal().len(), 1, "{pair}");
         let report = read.resumed.unwrap().report();
         assert_eq!(report.resumed(), 1, "{pair}");
+        assert_eq!(report.resumes[0].answered_in, Some(other), "{pair}");
         assert_eq!(
             report.finish.as_ref().map(|f| f.kind.completes_task()),
             Some(true),
