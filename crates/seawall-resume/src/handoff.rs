@@ -17,8 +17,9 @@
 //! so on its response with [`AnsweredIn`]: the layer then reads the
 //! continuation with that format's decoder and hands the caller its text
 //! as the caller's own wire format's text deltas (see the crate docs,
-//! "Another wire format"). A response without the marker is read in the
-//! caller's format, as the same route's always is.
+//! "On a fallback route, in another wire format"). A response without
+//! the marker is read in the caller's format, as the same route's always
+//! is.
 
 use std::sync::Arc;
 
