@@ -133,6 +133,8 @@ where
     /// The finish of a continuation answered in another format, said once
     /// its stream ended well.
     foreign_finish: Option<seawall_core::FinishKind>,
+    /// The mark of the continuation in flight, as the routes were given it.
+    asked: Option<Continuation>,
     service: S,
     head: Request<()>,
     original: Vec<Bytes>,
@@ -216,6 +218,7 @@ where
                 first: None,
                 speaker: None,
                 foreign_finish: None,
+                asked: None,
                 styles: pending.config.styles,
                 config: pending.config,
                 service: pending.service,
@@ -1090,14 +1093,17 @@ where
         }
         // A route that sends the operation elsewhere (another model,
         // another wire format) continues its own request from this.
-        if !self.retrieving {
-            request.extensions_mut().insert(Continuation::new(
+        self.asked = (!self.retrieving).then(|| {
+            Continuation::new(
                 self.provider,
                 Arc::from(self.delivered.as_str()),
                 self.resumes.saturating_add(1),
                 self.spent,
                 self.styles,
-            ));
+            )
+        });
+        if let Some(asked) = &self.asked {
+            request.extensions_mut().insert(asked.clone());
         }
         self.resumes += 1;
         let delivered_chars = self.delivered.chars().count() as u64;
@@ -1267,9 +1273,11 @@ where
         // Claude 4.6 and later answer any prefill with a 400 ("Prefilling
         // is not supported on Claude 4.6 and later models", the Messages
         // API guide): the same prefill again would only be refused again.
-        if self.provider == Provider::Anthropic
-            && self.styles.anthropic == AnthropicStyle::Prefill
-            && code == Code::BadRequest
+        // So may a fallback route of Anthropic's format that continued its
+        // own request with a prefill.
+        let prefilled = self.provider == Provider::Anthropic
+            || self.asked.as_ref().is_some_and(Continuation::prefilled);
+        if prefilled && self.styles.anthropic == AnthropicStyle::Prefill && code == Code::BadRequest
         {
             self.styles.anthropic = AnthropicStyle::AskToContinue;
             self.spare += 1;

@@ -22,11 +22,12 @@
 //! is.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use seawall_core::provider::Provider;
 use serde_json::Value;
 
-use crate::continuation::{ResumeError, Styles, continuation_with, spend_budget};
+use crate::continuation::{AnthropicStyle, ResumeError, Styles, continuation_with, spend_budget};
 
 /// Marks a continuation request the [`ResumeLayer`](crate::ResumeLayer)
 /// sends (a generated one; a background response's retrieval carries
@@ -48,13 +49,17 @@ use crate::continuation::{ResumeError, Styles, continuation_with, spend_budget};
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Continuation {
     caller: Provider,
     delivered: Arc<str>,
     resume: u32,
     spent: u64,
     styles: Styles,
+    /// A route built an Anthropic prefill from it: a 400 for the
+    /// continuation may be a model that refuses prefill (shared by the
+    /// clones the routes were given and the layer's).
+    prefilled: Arc<AtomicBool>,
 }
 
 impl Continuation {
@@ -71,7 +76,14 @@ impl Continuation {
             resume,
             spent,
             styles,
+            prefilled: Arc::default(),
         }
+    }
+
+    /// Whether a route built an Anthropic prefill from this continuation
+    /// ([`body`](Self::body)).
+    pub(crate) fn prefilled(&self) -> bool {
+        self.prefilled.load(Ordering::Relaxed)
     }
 
     /// The caller's wire format: the one the continuation request is in,
@@ -120,10 +132,18 @@ impl Continuation {
     /// the layer's styles, its output budget lowered by what was spent
     /// ([`continuation_with`]). [`ResumeError::BudgetSpent`] when nothing
     /// is left of that budget: the original would have ended by now.
+    ///
+    /// An Anthropic prefill built here is remembered: a model that refuses
+    /// prefill (Claude 4.6 and later answer it with a 400) is then asked
+    /// in a user turn on the next continuation, as the layer does for an
+    /// Anthropic caller.
     pub fn body(&self, provider: Provider, original: &Value) -> Result<Value, ResumeError> {
         let mut next = continuation_with(provider, original, &self.delivered, &self.styles)?;
         if !spend_budget(provider, &mut next, self.spent) {
             return Err(ResumeError::BudgetSpent);
+        }
+        if provider == Provider::Anthropic && self.styles.anthropic == AnthropicStyle::Prefill {
+            self.prefilled.store(true, Ordering::Relaxed);
         }
         Ok(next)
     }
@@ -172,7 +192,9 @@ mod tests {
         assert!(!continuation.readable_in(Provider::Http));
         let template = json!({"model": "claude-x", "max_tokens": 10, "stream": true,
             "messages": [{"role": "user", "content": "Count."}]});
+        assert!(!continuation.prefilled());
         let next = continuation.body(Provider::Anthropic, &template).unwrap();
+        assert!(continuation.clone().prefilled(), "shared by the clones");
         assert_eq!(
             next["messages"][1],
             json!({"role": "assistant", "content": "w1 w2"})

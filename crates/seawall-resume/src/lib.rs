@@ -181,7 +181,9 @@
 //! (Anthropic prefill, OpenAI's trailing assistant message, Gemini's
 //! `model` turn, the Responses API's assistant item), its output budget
 //! lowered as the layer lowers the caller's. `seawall chat --resume` does
-//! this for every fallback route.
+//! this for every fallback route. A prefill built so that the route's
+//! model refuses with a 400 (Claude 4.6 and later) switches the answer's
+//! continuations to the user turn, as for an Anthropic caller.
 //!
 //! A route whose answer is in another wire format than the caller's marks
 //! its response [`AnsweredIn`]`(provider)` (the route knows; nothing

@@ -159,10 +159,30 @@ async fn run(
     id: &str,
     mark: bool,
 ) -> Read {
+    run_with(
+        chaos,
+        other_chaos,
+        caller,
+        (other, attempt::<Full<Bytes>>(other)),
+        id,
+        mark,
+    )
+    .await
+}
+
+/// [`run`], the other route's service given.
+async fn run_with(
+    chaos: &ChaosHandle,
+    other_chaos: &ChaosHandle,
+    caller: Provider,
+    (other, route): (Provider, Attempt<Full<Bytes>>),
+    id: &str,
+    mark: bool,
+) -> Read {
     let primary = attempt::<ResumeRequestBody<Full<Bytes>>>(caller);
     let failover = Failover {
         primary,
-        other: attempt::<Full<Bytes>>(other),
+        other: route,
         other_provider: other,
         other_base: other_chaos.base_url(),
         id: id.to_owned(),
@@ -440,4 +460,70 @@ async fn a_repeat_in_another_format_is_trimmed_before_it_is_said() {
             "{pair}"
         );
     }
+}
+
+/// An Anthropic model that refuses prefill (Claude 4.6 and later answer
+/// it with a 400) on the other route: the next continuation asks it in a
+/// user turn, as the layer does for an Anthropic caller, and the answer
+/// is whole.
+#[tokio::test]
+async fn a_prefill_refused_on_another_format_is_asked_in_a_user_turn_next() {
+    let (primary, backup) = (chaos().await, chaos().await);
+    script(
+        &primary,
+        Provider::OpenAi,
+        &["reset_after;tokens=40;total=60"],
+    );
+    script(&backup, Provider::Anthropic, &["ok;tokens=60"]);
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let chaos_route = attempt::<Full<Bytes>>(Provider::Anthropic);
+    // A server that refuses a prefill and continues the text a user turn
+    // quotes (played by chaos, given that text as the prefill it continues).
+    let refusing = tower::service_fn(move |request: http::Request<Full<Bytes>>| {
+        let route = chaos_route.clone();
+        let seen = seen.clone();
+        async move {
+            let (parts, body) = request.into_parts();
+            let bytes = body.collect().await?.to_bytes();
+            let mut json: Value = serde_json::from_slice(&bytes)?;
+            let messages = json["messages"].as_array_mut().unwrap();
+            let last = messages.last().unwrap().clone();
+            seen.lock()
+                .unwrap()
+                .push(last["role"].as_str().unwrap().to_owned());
+            if last["role"] == "assistant" {
+                let refused = Failure::new(Code::BadRequest)
+                    .with_status(400)
+                    .with_message("Prefilling assistant messages is not supported for this model.");
+                return Err(Box::new(refused) as BoxError);
+            }
+            let quoted = last["content"].as_str().unwrap();
+            let delivered = quoted.rsplit("\n\n").next().unwrap().trim_end().to_owned();
+            messages.pop();
+            messages.push(json!({"role": "assistant", "content": delivered}));
+            let request =
+                http::Request::from_parts(parts, Full::new(Bytes::from(json.to_string())));
+            route.oneshot(request).await
+        }
+    });
+    let read = run_with(
+        &primary,
+        &backup,
+        Provider::OpenAi,
+        (
+            Provider::Anthropic,
+            tower::util::BoxCloneService::new(refusing),
+        ),
+        "refused",
+        true,
+    )
+    .await;
+    assert!(read.error.is_none(), "{:?}", read.error);
+    assert_eq!(read.text, answer_text(60));
+    assert_eq!(*asked.lock().unwrap(), ["assistant", "user"]);
+    let report = read.resumed.unwrap().report();
+    assert_eq!(report.resumes.len(), 2);
+    assert_eq!(report.resumes[0].failed, Some(Code::BadRequest));
+    assert!(report.resumes[1].spliced);
 }
