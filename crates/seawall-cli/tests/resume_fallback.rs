@@ -17,6 +17,7 @@ fn model(provider: &str) -> &'static str {
     match provider {
         "anthropic" => "claude-fallback",
         "gemini" => "gemini-fallback",
+        "openai-responses" => "gpt-responses-fallback",
         _ => "gpt-fallback",
     }
 }
@@ -79,7 +80,9 @@ async fn cut_then_moved(primary: &str, fallback: &str) {
         chaos.script(primary, faults(&script)).unwrap();
     } else {
         chaos.script(primary, faults(&cut)).unwrap();
-        chaos.script(fallback, faults(&["ok;tokens=600"])).unwrap();
+        // The chaos server's route names take an underscore.
+        let route = fallback.replace('-', "_");
+        chaos.script(&route, faults(&["ok;tokens=600"])).unwrap();
     }
     let (status, out, log) = chat(&chaos, primary, fallback).await;
     assert_eq!(status, 0, "{pair}: {log}");
@@ -96,10 +99,11 @@ async fn cut_then_moved(primary: &str, fallback: &str) {
         "{pair}: {receipt}"
     );
     assert_eq!(resume["spliced"], true, "{pair}: {receipt}");
-    let answered_in = (primary != fallback).then_some(fallback);
+    // Named as seawall names providers (`openai_responses`).
+    let answered_in = (primary != fallback).then(|| fallback.replace('-', "_"));
     assert_eq!(
         resume["answered_in"].as_str(),
-        answered_in,
+        answered_in.as_deref(),
         "{pair}: {receipt}"
     );
     assert_eq!(
@@ -117,6 +121,7 @@ async fn cut_then_moved(primary: &str, fallback: &str) {
     assert_eq!(moved.model.as_deref(), Some(model(fallback)), "{pair}");
     let path = match fallback {
         "anthropic" => "/v1/messages",
+        "openai-responses" => "/v1/responses",
         "gemini" => "/v1beta/models/gemini-fallback:streamGenerateContent",
         _ => "/v1/chat/completions",
     };
@@ -147,6 +152,12 @@ async fn a_cut_anthropic_stream_continues_on_an_openai_fallback() {
 #[tokio::test]
 async fn a_cut_openai_stream_continues_on_a_gemini_fallback() {
     cut_then_moved("openai", "gemini").await;
+}
+
+/// The Responses API answers: read with its decoder, said as chat chunks.
+#[tokio::test]
+async fn a_cut_anthropic_stream_continues_on_a_responses_fallback() {
+    cut_then_moved("anthropic", "openai-responses").await;
 }
 
 /// A Gemini body says nothing of a stream (its path does): the fallback's
