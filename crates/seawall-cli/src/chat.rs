@@ -50,8 +50,8 @@
 //! its token budget less what was spent) — never the prompt again, which
 //! it would answer from the start. An answer in another format than the
 //! primary's is read in that format and its text shown as the rest of
-//! the answer; the receipt's resume names the fallback route. A
-//! Responses API answer is not continued on a route of another format.
+//! the answer; the receipt's resume names the fallback route and the
+//! format it answered in (`answered_in`).
 //!
 //! A 3xx answer is never followed (the API key would travel with it): code
 //! `redirected`, exit 1. Userinfo in a base URL (`http://user:secret@host`)
@@ -692,7 +692,7 @@ where
         let body = match continuation {
             None => self.template.body().clone(),
             // An answer in this route's format the primary's cannot say
-            // (a Responses API primary) would be billed and never shown.
+            // would be billed and never shown.
             Some(continuation) if !continuation.readable_in(self.provider) => {
                 let failure = Failure::new(Code::BadRequest).with_message(&format!(
                     "a {} answer cannot be continued in the {} wire format",

@@ -638,8 +638,7 @@ where
 
     /// `text` as the caller's format's text delta, and delivered.
     fn say(&mut self, text: &str) {
-        let Some(speaker) = &self.speaker else { return };
-        if text.is_empty() {
+        if text.is_empty() || self.speaker.is_none() {
             return;
         }
         let mut index = 0;
@@ -652,7 +651,9 @@ where
             }
             index = fix.text_index();
         }
-        self.out.push_back(speaker.text(text, index));
+        if let Some(speaker) = self.speaker.as_mut() {
+            self.out.push_back(speaker.text(text, index));
+        }
         self.delivered.push_str(text);
     }
 
@@ -665,8 +666,10 @@ where
         let kind = self
             .foreign_finish
             .or_else(|| report.and_then(|r| r.finish_kind()));
-        let said = match (&self.speaker, kind) {
-            (Some(speaker), Some(kind)) => speaker.finish(kind, usage).map(|said| (kind, said)),
+        let said = match (self.speaker.as_mut(), kind) {
+            (Some(speaker), Some(kind)) => speaker
+                .finish(kind, usage, &self.delivered)
+                .map(|said| (kind, said)),
             _ => None,
         };
         let Some((kind, (events, reason))) = said else {
@@ -1217,9 +1220,20 @@ where
             if !can_translate(self.provider, answered) {
                 return self.give_up("another_format");
             }
-            let first = self.first.clone();
-            let speaker = Speaker::new(self.provider, first.as_ref(), self.original_json());
-            self.speaker = Some(speaker);
+            let (first, lifecycle) = (self.first.clone(), self.lifecycle.clone());
+            let (fix, provider) = (self.fix.clone(), self.provider);
+            let original = self.original_json();
+            let speaker = Speaker::new(
+                provider,
+                first.as_ref(),
+                original,
+                fix.as_ref(),
+                lifecycle.as_ref(),
+            );
+            self.speaker = speaker;
+            if self.speaker.is_none() {
+                return self.give_up("another_format");
+            }
         }
         self.report = response.extensions().get::<StreamReportHandle>().cloned();
         self.body = Some(Box::pin(response.into_body()));

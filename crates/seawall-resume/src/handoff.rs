@@ -93,11 +93,10 @@ impl Continuation {
     }
 
     /// Whether the layer can say an answer in `answered`'s wire format to
-    /// this caller: any format it decodes, for a caller of OpenAI chat
-    /// completions, Anthropic or Gemini (the Responses API's stream says
-    /// the whole answer again at its end, in items no other format's
-    /// events make). A route of another format that cannot be said had
-    /// better not be asked: its answer would be billed and not shown.
+    /// this caller: any provider's format (OpenAI chat completions and
+    /// Responses, Anthropic, Gemini), not a plain event stream. A route of
+    /// another format that cannot be said had better not be asked: its
+    /// answer would be billed and not shown.
     pub fn readable_in(&self, answered: Provider) -> bool {
         answered == self.caller || crate::translate::can_translate(self.caller, answered)
     }
@@ -208,8 +207,8 @@ mod tests {
             10,
             Styles::default(),
         );
-        assert!(spent.readable_in(Provider::OpenAiResponses));
-        assert!(!spent.readable_in(Provider::Anthropic));
+        assert!(spent.readable_in(Provider::Anthropic));
+        assert!(!spent.readable_in(Provider::Http));
         assert_eq!(
             spent.body(Provider::Anthropic, &template),
             Err(ResumeError::BudgetSpent)

@@ -197,21 +197,26 @@
 //! time and model (from its first event, kept once per response),
 //! Anthropic `content_block_delta`s under the open text block's index (a
 //! block of its own after one the caller saw closed), Gemini responses
-//! under the original's `modelVersion` and `responseId`. Its finish, once
-//! its stream ended well, becomes the caller's: `stop` / `end_turn` /
-//! `STOP` for a complete one, `length` / `max_tokens` / `MAX_TOKENS` for a
-//! cut one, `content_filter` / `refusal` / `SAFETY` for a refusal or
-//! filter, with the caller's end events (OpenAI's `[DONE]` and, when
-//! asked, its usage chunk; Anthropic's block stop, `message_delta` with
-//! the continuation's output tokens, `message_stop`; Gemini's
-//! `usageMetadata`). So the caller's SDK reads one well-formed answer.
+//! under the original's `modelVersion` and `responseId`, Responses API
+//! `output_text.delta`s of the item the caller was reading, numbered on
+//! from its last event. Its finish, once its stream ended well, becomes
+//! the caller's: `stop` / `end_turn` / `STOP` / `completed` for a
+//! complete one, `length` / `max_tokens` / `MAX_TOKENS` /
+//! `max_output_tokens` for a cut one, `content_filter` / `refusal` /
+//! `SAFETY` / `content_filter` for a filter (and, but for the Responses
+//! API, where a refusal is a content part of its own, for a refusal), with
+//! the caller's end events (OpenAI's `[DONE]` and, when asked, its usage
+//! chunk; Anthropic's block stop, `message_delta` with the continuation's
+//! output tokens, `message_stop`; Gemini's `usageMetadata`; the Responses
+//! API's `output_text.done`, `content_part.done` and `output_item.done`
+//! saying the caller's whole text, and the terminal response — the one the
+//! stream was created with, its output that message item, its usage the
+//! continuation's). So the caller's SDK reads one well-formed answer.
 //! What cannot be said that way ends with the interruption, everything
 //! said so far delivered (`gave_up` is `another_format`): content that is
 //! not text (a tool call), a finish no other format has a word for (a
-//! malformed call, a rejection), a caller of the Responses API (its
-//! stream says the whole answer again in items and a terminal response no
-//! other format's events make: [`Continuation::readable_in`] tells a
-//! route beforehand), an answer in no provider's format. An answer in
+//! malformed call, a rejection), an answer in no provider's format
+//! ([`Continuation::readable_in`] tells a route beforehand). An answer in
 //! another format *without* the marker is read in the caller's, finds no
 //! content, and ends so too: never a guess. A continuation answered by a
 //! route of the caller's own format (the same route, or a fallback of the

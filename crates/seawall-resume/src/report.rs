@@ -63,7 +63,7 @@ pub struct ResumeReport {
     /// `max_tokens` (the delivered answer spent the output budget),
     /// `another_format` (a continuation answered in another wire format
     /// carried what the caller's cannot say: a tool call, a finish with no
-    /// counterpart, or the caller reads the Responses API), ….
+    /// counterpart), ….
     pub gave_up: Option<&'static str>,
 }
 

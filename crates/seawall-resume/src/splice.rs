@@ -397,6 +397,18 @@ impl Fix {
         Some(serialize(b"content_block_start", &start))
     }
 
+    /// Where the continued text is in the Responses API's stream — its
+    /// item's id, output index and content index — and the next sequence
+    /// number, as learned from what the caller saw.
+    pub(crate) fn responses_place(&self) -> Option<(String, u64, u64, u64)> {
+        Some((
+            self.ours.item_id.clone()?,
+            self.ours.output_index.unwrap_or(0),
+            self.ours.content_index.unwrap_or(0),
+            self.sequence?,
+        ))
+    }
+
     /// The index the continued text's deltas take (Anthropic): the
     /// continued block's, or the one after it once the continuation's text
     /// went in a block of its own.

@@ -5,6 +5,12 @@
 //! Only text crosses: a continuation that carries a tool call (or any
 //! content but text), or finishes in a way the caller's format has no
 //! word for, is not said at all — the body ends with the interruption.
+//! A Responses API caller is told the text as `response.output_text.delta`
+//! events of the item it was reading, numbered on from its last event,
+//! and the end as the events that say the text whole (`output_text.done`,
+//! `content_part.done`, `output_item.done`) and the terminal response
+//! (the one the stream was created with, its output the message item with
+//! the caller's whole text).
 
 use bytes::Bytes;
 use seawall_core::provider::Provider;
@@ -13,7 +19,7 @@ use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::Scanner;
 use serde_json::{Map, Value, json};
 
-use crate::splice::{parse_event, serialize, split_events};
+use crate::splice::{Fix, parse_event, serialize, split_events};
 
 /// The finish `raw` (one event in `protocol`'s format) carries, if any.
 pub(crate) fn finish_of(protocol: Provider, raw: &[u8]) -> Option<FinishKind> {
@@ -31,15 +37,10 @@ pub(crate) fn finish_of(protocol: Provider, raw: &[u8]) -> Option<FinishKind> {
 }
 
 /// Whether a continuation answered in `answered` can be said to a caller
-/// reading `caller`: text in any format the guard decodes, said as
-/// OpenAI chat, Anthropic or Gemini events. The Responses API's events say
-/// the answer whole at its end (items, the terminal response) and are not
-/// made up from another format's.
+/// reading `caller`: text in any format the guard decodes, said in any
+/// provider's.
 pub(crate) fn can_translate(caller: Provider, answered: Provider) -> bool {
-    matches!(
-        caller,
-        Provider::OpenAi | Provider::Anthropic | Provider::Gemini
-    ) && answered != Provider::Http
+    caller != Provider::Http && answered != Provider::Http
 }
 
 /// Says text and a finish in the caller's wire format, in the shape of
@@ -51,12 +52,69 @@ pub(crate) struct Speaker {
     envelope: Map<String, Value>,
     /// OpenAI: the request asked for the usage chunk.
     include_usage: bool,
+    /// Responses API: where the text goes and the response it is in.
+    responses: Option<Responses>,
+}
+
+/// The Responses API stream's place for the continued text.
+#[derive(Debug, Clone)]
+struct Responses {
+    item_id: String,
+    output_index: u64,
+    content_index: u64,
+    /// The next event's `sequence_number`.
+    sequence: u64,
+    /// The response as the stream's lifecycle event said it.
+    response: Value,
+}
+
+impl Responses {
+    fn event(&mut self, kind: &str, mut fields: Value) -> Bytes {
+        fields["type"] = json!(kind);
+        fields["sequence_number"] = json!(self.sequence);
+        self.sequence = self.sequence.saturating_add(1);
+        serialize(kind.as_bytes(), &fields)
+    }
+
+    fn at(&self, mut fields: Value) -> Value {
+        fields["item_id"] = json!(self.item_id);
+        fields["output_index"] = json!(self.output_index);
+        fields["content_index"] = json!(self.content_index);
+        fields
+    }
 }
 
 impl Speaker {
     /// The speaker of `provider`'s format; `first` is the first frame the
-    /// caller was shown, `original` the request.
-    pub(crate) fn new(provider: Provider, first: Option<&Bytes>, original: Option<&Value>) -> Self {
+    /// caller was shown, `original` the request. A Responses API caller's
+    /// needs the place `fix` learned and the response its `lifecycle`
+    /// event named: `None` without them.
+    pub(crate) fn new(
+        provider: Provider,
+        first: Option<&Bytes>,
+        original: Option<&Value>,
+        fix: Option<&Fix>,
+        lifecycle: Option<&Bytes>,
+    ) -> Option<Self> {
+        let responses = match provider {
+            Provider::OpenAiResponses => {
+                let (item_id, output_index, content_index, sequence) = fix?.responses_place()?;
+                let (events, _) = split_events(lifecycle?);
+                let response = events.iter().find_map(|event| {
+                    let (_, mut json) = parse_event(event)?;
+                    Some(json.get_mut("response")?.take())
+                })?;
+                Some(Responses {
+                    item_id,
+                    output_index,
+                    content_index,
+                    sequence,
+                    response,
+                })
+            }
+            Provider::Http => return None,
+            _ => None,
+        };
         let keys: &[&str] = match provider {
             Provider::OpenAi => &[
                 "id",
@@ -89,11 +147,12 @@ impl Speaker {
             .and_then(|o| o.pointer("/stream_options/include_usage"))
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        Speaker {
+        Some(Speaker {
             provider,
             envelope,
             include_usage,
-        }
+            responses,
+        })
     }
 
     fn with(&self, rest: Value) -> Value {
@@ -105,7 +164,11 @@ impl Speaker {
     }
 
     /// One text delta; `index` is the Anthropic content block's.
-    pub(crate) fn text(&self, text: &str, index: u64) -> Bytes {
+    pub(crate) fn text(&mut self, text: &str, index: u64) -> Bytes {
+        if let Some(responses) = &mut self.responses {
+            let fields = responses.at(json!({"delta": text, "logprobs": []}));
+            return responses.event("response.output_text.delta", fields);
+        }
         match self.provider {
             Provider::Anthropic => serialize(
                 b"content_block_delta",
@@ -126,12 +189,17 @@ impl Speaker {
     /// closed, Anthropic), the continuation's `usage` in them where the
     /// format says it there, and the caller's reason; `None` for a finish
     /// the caller's format has no word for (a malformed call, a rejection,
-    /// an abort).
+    /// an abort). `whole` is the text the caller holds, which the
+    /// Responses API's closing events say again.
     pub(crate) fn finish(
-        &self,
+        &mut self,
         kind: FinishKind,
         usage: Option<Usage>,
+        whole: &str,
     ) -> Option<(Vec<Bytes>, &'static str)> {
+        if let Some(responses) = &mut self.responses {
+            return responses_finish(responses, kind, usage, whole);
+        }
         let (complete, truncated, filtered) = match self.provider {
             Provider::Anthropic => ("end_turn", "max_tokens", "refusal"),
             Provider::Gemini => ("STOP", "MAX_TOKENS", "SAFETY"),
@@ -187,6 +255,61 @@ impl Speaker {
     }
 }
 
+/// The Responses API's closing events: the text part and the message item
+/// said whole, then the terminal response (`completed`, or `incomplete`
+/// for a cut or a filter; a refusal is a content part of its own, not
+/// made up from another format's finish).
+fn responses_finish(
+    responses: &mut Responses,
+    kind: FinishKind,
+    usage: Option<Usage>,
+    whole: &str,
+) -> Option<(Vec<Bytes>, &'static str)> {
+    let (status, terminal, reason, details) = match kind {
+        FinishKind::Complete | FinishKind::Other => {
+            ("completed", "response.completed", "completed", Value::Null)
+        }
+        FinishKind::Truncated => (
+            "incomplete",
+            "response.incomplete",
+            "max_output_tokens",
+            json!({"reason": "max_output_tokens"}),
+        ),
+        FinishKind::Filtered => (
+            "incomplete",
+            "response.incomplete",
+            "content_filter",
+            json!({"reason": "content_filter"}),
+        ),
+        _ => return None,
+    };
+    let part = json!({"type": "output_text", "text": whole, "annotations": []});
+    let item = json!({"id": responses.item_id, "type": "message", "status": status,
+        "role": "assistant", "content": [part]});
+    let mut events = Vec::with_capacity(4);
+    let fields = responses.at(json!({"text": whole, "logprobs": []}));
+    events.push(responses.event("response.output_text.done", fields));
+    let fields = responses.at(json!({"part": part}));
+    events.push(responses.event("response.content_part.done", fields));
+    let fields = json!({"output_index": responses.output_index, "item": item});
+    events.push(responses.event("response.output_item.done", fields));
+    let mut response = responses.response.clone();
+    if let Some(object) = response.as_object_mut() {
+        object.insert("status".into(), json!(status));
+        object.insert("incomplete_details".into(), details);
+        object.insert("output".into(), json!([item]));
+        if let Some(usage) = usage {
+            object.insert(
+                "usage".into(),
+                json!({"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                    "total_tokens": usage.input_tokens + usage.output_tokens}),
+            );
+        }
+    }
+    events.push(responses.event(terminal, json!({"response": response})));
+    Some((events, reason))
+}
+
 /// A Gemini event, ended as Google ends them (CRLF).
 fn gemini(json: &Value) -> Bytes {
     let mut bytes = b"data: ".to_vec();
@@ -204,8 +327,19 @@ mod tests {
         Bytes::from_static(match provider {
             Provider::OpenAi => b"data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",
             Provider::Gemini => b"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"w1\"}],\"role\":\"model\"},\"index\":0}],\"modelVersion\":\"gemini-x\",\"responseId\":\"r1\"}\r\n\r\n",
+            Provider::OpenAiResponses => b"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"gpt-x\",\"output\":[],\"usage\":null},\"sequence_number\":0}\n\n",
             _ => b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\"}}\n\n",
         })
+    }
+
+    /// What a Responses API caller last saw: a delta of item `msg_1`.
+    fn responses_fix() -> Fix {
+        let mut fix = Fix::default();
+        fix.learn(
+            Provider::OpenAiResponses,
+            &Bytes::from_static(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" w4\",\"sequence_number\":7}\n\n"),
+        );
+        fix
     }
 
     /// What the speaker says reads, with the caller's own decoder, as the
@@ -217,8 +351,22 @@ mod tests {
             output_tokens: 3,
         };
         let original = json!({"stream_options": {"include_usage": true}});
-        for provider in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
-            let speaker = Speaker::new(provider, Some(&first(provider)), Some(&original));
+        let fix = responses_fix();
+        for provider in [
+            Provider::OpenAi,
+            Provider::Anthropic,
+            Provider::Gemini,
+            Provider::OpenAiResponses,
+        ] {
+            let first = first(provider);
+            let mut speaker = Speaker::new(
+                provider,
+                Some(&first),
+                Some(&original),
+                Some(&fix),
+                Some(&first),
+            )
+            .unwrap();
             let text = speaker.text(" w5", 2);
             assert_eq!(
                 classify(provider, &text),
@@ -232,7 +380,9 @@ mod tests {
             if provider == Provider::Anthropic {
                 assert!(std::str::from_utf8(&text).unwrap().contains("\"index\":2"));
             }
-            let (events, _) = speaker.finish(FinishKind::Truncated, Some(usage)).unwrap();
+            let (events, _) = speaker
+                .finish(FinishKind::Truncated, Some(usage), "w1 w2 w3 w4 w5")
+                .unwrap();
             let finishes: Vec<_> = events
                 .iter()
                 .filter_map(|event| finish_of(provider, event))
@@ -245,16 +395,68 @@ mod tests {
                 "{provider:?}"
             );
         }
-        let speaker = Speaker::new(Provider::OpenAi, Some(&first(Provider::OpenAi)), None);
+        let mut speaker = Speaker::new(
+            Provider::OpenAi,
+            Some(&first(Provider::OpenAi)),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
         let text = String::from_utf8(speaker.text("a", 0).to_vec()).unwrap();
         assert!(
             text.contains("\"id\":\"chatcmpl-1\"") && text.contains("\"model\":\"gpt-x\""),
             "{text}"
         );
-        let (events, reason) = speaker.finish(FinishKind::Complete, Some(usage)).unwrap();
+        let (events, reason) = speaker
+            .finish(FinishKind::Complete, Some(usage), "a")
+            .unwrap();
         assert_eq!(reason, "stop");
         // Not asked for: no usage chunk.
         assert_eq!(events.len(), 2);
-        assert_eq!(speaker.finish(FinishKind::Aborted, None), None);
+        assert_eq!(speaker.finish(FinishKind::Aborted, None, "a"), None);
+    }
+
+    /// A Responses API caller reads the text on its item, numbered on from
+    /// its last event, and a terminal response with the whole text under
+    /// the response's id.
+    #[test]
+    fn a_responses_caller_reads_one_numbered_item() {
+        let first = first(Provider::OpenAiResponses);
+        let fix = responses_fix();
+        let mut speaker = Speaker::new(
+            Provider::OpenAiResponses,
+            None,
+            None,
+            Some(&fix),
+            Some(&first),
+        )
+        .unwrap();
+        let mut events = vec![speaker.text(" w5", 0)];
+        let (end, reason) = speaker
+            .finish(FinishKind::Complete, None, "w1 w2 w3 w4 w5")
+            .unwrap();
+        assert_eq!(reason, "completed");
+        events.extend(end);
+        let parsed: Vec<Value> = events
+            .iter()
+            .map(|event| parse_event(event).unwrap().1)
+            .collect();
+        let numbers: Vec<_> = parsed
+            .iter()
+            .map(|e| e["sequence_number"].clone())
+            .collect();
+        assert_eq!(numbers, [8, 9, 10, 11, 12].map(|n| json!(n)));
+        assert_eq!(parsed[0]["item_id"], "msg_1");
+        let terminal = &parsed[4];
+        assert_eq!(terminal["type"], "response.completed");
+        assert_eq!(terminal["response"]["id"], "resp_1");
+        assert_eq!(terminal["response"]["status"], "completed");
+        assert_eq!(
+            terminal["response"]["output"][0]["content"][0]["text"],
+            "w1 w2 w3 w4 w5"
+        );
+        // Without the place it was reading, nothing is said.
+        assert!(Speaker::new(Provider::OpenAiResponses, None, None, None, Some(&first)).is_none());
     }
 }

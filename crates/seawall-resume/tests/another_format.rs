@@ -34,6 +34,7 @@ fn path(provider: Provider) -> &'static str {
     match provider {
         Provider::Anthropic => "/v1/messages",
         Provider::Gemini => "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+        Provider::OpenAiResponses => "/v1/responses",
         _ => "/v1/chat/completions",
     }
 }
@@ -43,6 +44,7 @@ fn conversation(provider: Provider) -> Value {
         Provider::Anthropic => json!({"model": "claude-x", "max_tokens": 1024, "stream": true,
             "messages": [{"role": "user", "content": "Count."}]}),
         Provider::Gemini => json!({"contents": [{"role": "user", "parts": [{"text": "Count."}]}]}),
+        Provider::OpenAiResponses => json!({"model": "gpt-x", "stream": true, "input": "Count."}),
         _ => json!({"model": "gpt-x", "stream": true,
             "stream_options": {"include_usage": true},
             "messages": [{"role": "user", "content": "Count."}]}),
@@ -148,6 +150,11 @@ struct Read {
     /// OpenAI: `[DONE]` markers, and the chunks' ids.
     done: usize,
     ids: std::collections::BTreeSet<String>,
+    /// Responses API: every event's `sequence_number`, the items text
+    /// deltas name, and the text the terminal response says whole.
+    sequence: Vec<u64>,
+    items: std::collections::BTreeSet<String>,
+    whole: Option<String>,
     resumed: Option<Resumed>,
 }
 
@@ -223,10 +230,26 @@ async fn run_with(
                     } else {
                         match serde_json::from_slice::<Value>(event.data) {
                             Ok(json) => {
+                                let kind = json.get("type").and_then(Value::as_str);
+                                let responses = kind.is_some_and(|k| k.starts_with("response."));
                                 let foreign = match caller {
-                                    Provider::Anthropic => json.get("type").is_none(),
-                                    _ => json.get("type").is_some(),
+                                    Provider::Anthropic => kind.is_none() || responses,
+                                    Provider::OpenAiResponses => !responses,
+                                    _ => kind.is_some(),
                                 };
+                                if let Some(seq) = json["sequence_number"].as_u64() {
+                                    read.sequence.push(seq);
+                                }
+                                if kind == Some("response.output_text.delta") {
+                                    read.items
+                                        .insert(json["item_id"].as_str().unwrap_or("").to_owned());
+                                }
+                                if kind == Some("response.completed") {
+                                    read.whole = json
+                                        .pointer("/response/output/0/content/0/text")
+                                        .and_then(Value::as_str)
+                                        .map(str::to_owned);
+                                }
                                 read.strange += usize::from(foreign);
                                 match json["type"].as_str() {
                                     Some("content_block_start") => read.starts += 1,
@@ -278,6 +301,8 @@ async fn a_continuation_answered_in_another_format_reads_as_the_callers_one_answ
         (Provider::Anthropic, Provider::OpenAi),
         (Provider::OpenAi, Provider::Gemini),
         (Provider::Gemini, Provider::Anthropic),
+        (Provider::OpenAiResponses, Provider::Anthropic),
+        (Provider::Anthropic, Provider::OpenAiResponses),
     ] {
         let (primary, backup) = (chaos().await, chaos().await);
         script(&primary, caller, &["reset_after;tokens=400;total=600"]);
@@ -299,6 +324,7 @@ async fn a_continuation_answered_in_another_format_reads_as_the_callers_one_answ
         let complete = match caller {
             Provider::Anthropic => "end_turn",
             Provider::Gemini => "STOP",
+            Provider::OpenAiResponses => "completed",
             _ => "stop",
         };
         assert_eq!(read.finish.as_deref(), Some(complete), "{pair}");
@@ -330,6 +356,16 @@ async fn a_continuation_answered_in_another_format_reads_as_the_callers_one_answ
             Provider::OpenAi => {
                 assert_eq!(read.done, 1, "{pair}");
                 assert_eq!(read.ids.len(), 1, "{pair}: one completion id");
+            }
+            Provider::OpenAiResponses => {
+                let expected: Vec<u64> = (0..read.sequence.len() as u64).collect();
+                assert_eq!(read.sequence, expected, "{pair}: numbered as one stream");
+                assert_eq!(read.items.len(), 1, "{pair}: one item");
+                assert_eq!(
+                    read.whole.as_deref(),
+                    Some(answer_text(600).as_str()),
+                    "{pair}"
+                );
             }
             _ => {}
         }
