@@ -231,28 +231,18 @@ async fn a_silent_primary_fails_over_to_another_provider() {
     chaos
         .script("openai", vec![hang(), hang(), hang()])
         .unwrap();
-    let base = chaos.base_url();
-    let fallback = base.replace("127.0.0.1", "localhost");
-    let (status, out, log) = chat(&[
-        "--provider",
-        "openai",
-        "--base-url",
-        &base,
-        "--model",
-        "gpt-x",
-        "--stream",
-        "--attempt-timeout",
-        "300ms",
-        "--deadline",
-        "10s",
-        "--fallback-base-url",
-        &fallback,
-        "--fallback-model",
-        "claude-x",
-        "--fallback-provider",
-        "anthropic",
-        "hi",
-    ])
+    let (status, out, log) = chat_falling_back(
+        &chaos,
+        ("openai", "gpt-x"),
+        ("anthropic", "claude-x"),
+        &[
+            "--stream",
+            "--attempt-timeout",
+            "300ms",
+            "--deadline",
+            "10s",
+        ],
+    )
     .await;
     assert_eq!(status, 0, "{log}");
     assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8");
@@ -273,26 +263,12 @@ async fn a_gemini_stream_fails_over_to_an_anthropic_stream() {
     let chaos = ChaosServer::builder().start().await.unwrap();
     let down = || "status;code=401".parse::<Fault>().unwrap();
     chaos.script("gemini", vec![down()]).unwrap();
-    let base = chaos.base_url();
-    let fallback = base.replace("127.0.0.1", "localhost");
-    let (status, out, log) = chat(&[
-        "--provider",
-        "gemini",
-        "--base-url",
-        &base,
-        "--model",
-        "gemini-x",
-        "--stream",
-        "--deadline",
-        "10s",
-        "--fallback-base-url",
-        &fallback,
-        "--fallback-model",
-        "claude-x",
-        "--fallback-provider",
-        "anthropic",
-        "hi",
-    ])
+    let (status, out, log) = chat_falling_back(
+        &chaos,
+        ("gemini", "gemini-x"),
+        ("anthropic", "claude-x"),
+        &["--stream", "--deadline", "10s"],
+    )
     .await;
     assert_eq!(status, 0, "{log}");
     assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8", "{log}");
@@ -311,25 +287,12 @@ async fn a_failing_primary_falls_back_to_another_providers_whole_answer() {
     chaos
         .script("openai", vec![down(), down(), down()])
         .unwrap();
-    let base = chaos.base_url();
-    let fallback = base.replace("127.0.0.1", "localhost");
-    let (status, out, log) = chat(&[
-        "--provider",
-        "openai",
-        "--base-url",
-        &base,
-        "--model",
-        "gpt-x",
-        "--deadline",
-        "10s",
-        "--fallback-base-url",
-        &fallback,
-        "--fallback-model",
-        "claude-x",
-        "--fallback-provider",
-        "anthropic",
-        "hi",
-    ])
+    let (status, out, log) = chat_falling_back(
+        &chaos,
+        ("openai", "gpt-x"),
+        ("anthropic", "claude-x"),
+        &["--deadline", "10s"],
+    )
     .await;
     assert_eq!(status, 0, "{log}");
     assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8", "{log}");
@@ -363,6 +326,38 @@ async fn an_unreachable_endpoint_is_one_clear_line_and_a_receipt() {
     assert_eq!(lines.len(), 3, "{log}");
     assert!(lines[1].starts_with("seawall chat: transport"), "{log}");
     assert_eq!(receipt(&log)["code"], "transport");
+}
+
+/// `seawall chat` on `provider` (its model `model`) at the chaos server
+/// with `flags`, and one fallback route of `fallback` at the same server
+/// under another name (`localhost`).
+async fn chat_falling_back(
+    chaos: &ChaosHandle,
+    (provider, model): (&str, &str),
+    (fallback, fallback_model): (&str, &str),
+    flags: &[&str],
+) -> (u8, String, String) {
+    let base = chaos.base_url();
+    let other = base.replace("127.0.0.1", "localhost");
+    let mut args = vec![
+        "--provider",
+        provider,
+        "--base-url",
+        &base,
+        "--model",
+        model,
+    ];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&[
+        "--fallback-base-url",
+        &other,
+        "--fallback-model",
+        fallback_model,
+        "--fallback-provider",
+        fallback,
+        "hi",
+    ]);
+    chat(&args).await
 }
 
 async fn chat_with(chaos: &ChaosHandle, provider: &str, extra: &[&str]) -> (u8, String, String) {
@@ -435,26 +430,12 @@ async fn the_fallback_may_speak_the_responses_api() {
     chaos
         .script("openai", vec![status(), status(), status(), status()])
         .unwrap();
-    let base = chaos.base_url();
-    let fallback = base.replace("127.0.0.1", "localhost");
-    let (status, out, log) = chat(&[
-        "--provider",
-        "openai",
-        "--base-url",
-        &base,
-        "--model",
-        "gpt-x",
-        "--stream",
-        "--deadline",
-        "20s",
-        "--fallback-base-url",
-        &fallback,
-        "--fallback-model",
-        "gpt-x",
-        "--fallback-provider",
-        "openai-responses",
-        "hi",
-    ])
+    let (status, out, log) = chat_falling_back(
+        &chaos,
+        ("openai", "gpt-x"),
+        ("openai-responses", "gpt-x"),
+        &["--stream", "--deadline", "20s"],
+    )
     .await;
     assert_eq!(status, 0, "{log}");
     assert_eq!(out, "w1 w2 w3 w4 w5 w6 w7 w8");

@@ -5,6 +5,9 @@
 //! [`AnsweredIn`], and the caller reads one answer in its own format,
 //! every token once.
 
+mod formats;
+
+use formats::{chaos, path};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -17,7 +20,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use seawall_chaos::{ChaosHandle, ChaosServer, Fault, REQUEST_ID_HEADER, answer_text};
+use seawall_chaos::{ChaosHandle, Fault, REQUEST_ID_HEADER, answer_text};
 use seawall_classify::ClassifyLayer;
 use seawall_core::provider::Provider;
 use seawall_core::{BoxError, Code, Failure, RequestFacts};
@@ -30,25 +33,14 @@ use tower::{Service, ServiceBuilder, ServiceExt};
 
 type Answer = http::Response<UnsyncBoxBody<Bytes, BoxError>>;
 
-fn path(provider: Provider) -> &'static str {
-    match provider {
-        Provider::Anthropic => "/v1/messages",
-        Provider::Gemini => "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
-        Provider::OpenAiResponses => "/v1/responses",
-        _ => "/v1/chat/completions",
-    }
-}
-
+/// The caller's request: an OpenAI caller also asks for the usage chunk
+/// (`choices: []`), which a translated continuation must not break.
 fn conversation(provider: Provider) -> Value {
-    match provider {
-        Provider::Anthropic => json!({"model": "claude-x", "max_tokens": 1024, "stream": true,
-            "messages": [{"role": "user", "content": "Count."}]}),
-        Provider::Gemini => json!({"contents": [{"role": "user", "parts": [{"text": "Count."}]}]}),
-        Provider::OpenAiResponses => json!({"model": "gpt-x", "stream": true, "input": "Count."}),
-        _ => json!({"model": "gpt-x", "stream": true,
-            "stream_options": {"include_usage": true},
-            "messages": [{"role": "user", "content": "Count."}]}),
+    let mut body = formats::conversation(provider);
+    if provider == Provider::OpenAi {
+        body["stream_options"] = json!({"include_usage": true});
     }
+    body
 }
 
 fn boxed<RB>(response: http::Response<RB>) -> Answer
@@ -158,23 +150,19 @@ struct Read {
     resumed: Option<Resumed>,
 }
 
+/// The primary scripted with `first` in `caller`'s format, the other
+/// route with `then` in its own; read as the caller reads. Gives the
+/// read and both servers, for their journals.
 async fn run(
-    chaos: &ChaosHandle,
-    other_chaos: &ChaosHandle,
-    caller: Provider,
-    other: Provider,
+    (caller, first): (Provider, &[&str]),
+    (other, then): (Provider, &[&str]),
     id: &str,
     mark: bool,
-) -> Read {
-    run_with(
-        chaos,
-        other_chaos,
-        caller,
-        (other, attempt::<Full<Bytes>>(other)),
-        id,
-        mark,
-    )
-    .await
+) -> (Read, ChaosHandle, ChaosHandle) {
+    let (primary, backup) = routes((caller, first), (other, then)).await;
+    let route = attempt::<Full<Bytes>>(other);
+    let read = run_with(&primary, &backup, caller, (other, route), id, mark).await;
+    (read, primary, backup)
 }
 
 /// [`run`], the other route's service given.
@@ -285,13 +273,21 @@ async fn run_with(
     read
 }
 
-async fn chaos() -> ChaosHandle {
-    ChaosServer::builder().start().await.unwrap()
-}
-
 fn script(chaos: &ChaosHandle, provider: Provider, faults: &[&str]) {
     let faults = faults.iter().map(|f| f.parse::<Fault>().unwrap()).collect();
     chaos.script(provider.as_str(), faults).unwrap();
+}
+
+/// Two fault servers: the primary answering in `caller`'s format with
+/// `first`, the other route in `other`'s with `then`.
+async fn routes(
+    (caller, first): (Provider, &[&str]),
+    (other, then): (Provider, &[&str]),
+) -> (ChaosHandle, ChaosHandle) {
+    let (primary, backup) = (chaos().await, chaos().await);
+    script(&primary, caller, first);
+    script(&backup, other, then);
+    (primary, backup)
 }
 
 #[tokio::test]
@@ -304,11 +300,14 @@ async fn a_continuation_answered_in_another_format_reads_as_the_callers_one_answ
         (Provider::OpenAiResponses, Provider::Anthropic),
         (Provider::Anthropic, Provider::OpenAiResponses),
     ] {
-        let (primary, backup) = (chaos().await, chaos().await);
-        script(&primary, caller, &["reset_after;tokens=400;total=600"]);
-        script(&backup, other, &["ok;tokens=600"]);
         let id = format!("{}-{}", caller.as_str(), other.as_str());
-        let read = run(&primary, &backup, caller, other, &id, true).await;
+        let (read, primary, backup) = run(
+            (caller, &["reset_after;tokens=400;total=600"]),
+            (other, &["ok;tokens=600"]),
+            &id,
+            true,
+        )
+        .await;
         let pair = format!("{} → {}", caller.as_str(), other.as_str());
         assert!(
             read.error.is_none(),
@@ -376,22 +375,12 @@ async fn a_continuation_answered_in_another_format_reads_as_the_callers_one_answ
 /// route, still in its format), nothing shown twice.
 #[tokio::test]
 async fn a_translated_continuation_cut_again_is_resumed_again() {
-    let (primary, backup) = (chaos().await, chaos().await);
-    script(
-        &primary,
-        Provider::OpenAi,
-        &["reset_after;tokens=100;total=300"],
-    );
-    script(
-        &backup,
-        Provider::Anthropic,
-        &["reset_after;tokens=200;total=300", "ok;tokens=300"],
-    );
-    let read = run(
-        &primary,
-        &backup,
-        Provider::OpenAi,
-        Provider::Anthropic,
+    let (read, _, backup) = run(
+        (Provider::OpenAi, &["reset_after;tokens=100;total=300"]),
+        (
+            Provider::Anthropic,
+            &["reset_after;tokens=200;total=300", "ok;tokens=300"],
+        ),
         "twice",
         true,
     )
@@ -409,18 +398,9 @@ async fn a_translated_continuation_cut_again_is_resumed_again() {
 /// interruption: never a guess, never a duplicate.
 #[tokio::test]
 async fn an_unmarked_answer_in_another_format_ends_with_the_interruption() {
-    let (primary, backup) = (chaos().await, chaos().await);
-    script(
-        &primary,
-        Provider::OpenAi,
-        &["reset_after;tokens=40;total=60"],
-    );
-    script(&backup, Provider::Anthropic, &["ok;tokens=60"]);
-    let read = run(
-        &primary,
-        &backup,
-        Provider::OpenAi,
-        Provider::Anthropic,
+    let (read, _, _) = run(
+        (Provider::OpenAi, &["reset_after;tokens=40;total=60"]),
+        (Provider::Anthropic, &["ok;tokens=60"]),
         "unmarked",
         false,
     )
@@ -439,22 +419,12 @@ async fn an_unmarked_answer_in_another_format_ends_with_the_interruption() {
 /// said to the caller: the text before it is, then the interruption.
 #[tokio::test]
 async fn a_tool_call_in_another_format_ends_with_the_interruption() {
-    let (primary, backup) = (chaos().await, chaos().await);
-    script(
-        &primary,
-        Provider::OpenAi,
-        &["reset_after;tokens=40;total=60"],
-    );
-    script(
-        &backup,
-        Provider::Anthropic,
-        &["tool_call_reset_after;tokens=50;total=60"],
-    );
-    let read = run(
-        &primary,
-        &backup,
-        Provider::OpenAi,
-        Provider::Anthropic,
+    let (read, _, _) = run(
+        (Provider::OpenAi, &["reset_after;tokens=40;total=60"]),
+        (
+            Provider::Anthropic,
+            &["tool_call_reset_after;tokens=50;total=60"],
+        ),
         "tool",
         true,
     )
@@ -482,10 +452,13 @@ async fn a_repeat_in_another_format_is_trimmed_before_it_is_said() {
         (Provider::Anthropic, Provider::OpenAi),
     ] {
         let pair = format!("{} → {}", caller.as_str(), other.as_str());
-        let (primary, backup) = (chaos().await, chaos().await);
-        script(&primary, caller, &["reset_after;tokens=40;total=60"]);
-        script(&backup, other, &["repeat_tail;words=5;tokens=60"]);
-        let read = run(&primary, &backup, caller, other, "repeat", true).await;
+        let (read, _, _) = run(
+            (caller, &["reset_after;tokens=40;total=60"]),
+            (other, &["repeat_tail;words=5;tokens=60"]),
+            "repeat",
+            true,
+        )
+        .await;
         assert!(read.error.is_none(), "{pair}: {:?}", read.error);
         assert_eq!(read.text, answer_text(60), "{pair}");
         let report = read.resumed.unwrap().report();
@@ -504,13 +477,11 @@ async fn a_repeat_in_another_format_is_trimmed_before_it_is_said() {
 /// is whole.
 #[tokio::test]
 async fn a_prefill_refused_on_another_format_is_asked_in_a_user_turn_next() {
-    let (primary, backup) = (chaos().await, chaos().await);
-    script(
-        &primary,
-        Provider::OpenAi,
-        &["reset_after;tokens=40;total=60"],
-    );
-    script(&backup, Provider::Anthropic, &["ok;tokens=60"]);
+    let (primary, backup) = routes(
+        (Provider::OpenAi, &["reset_after;tokens=40;total=60"]),
+        (Provider::Anthropic, &["ok;tokens=60"]),
+    )
+    .await;
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = asked.clone();
     let chaos_route = attempt::<Full<Bytes>>(Provider::Anthropic);

@@ -2,8 +2,10 @@
 //! answer, every token exactly once, through the layer's body.
 
 mod common;
+mod formats;
 
 use common::quick_ladder;
+use formats::{chaos, conversation, path};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -12,7 +14,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use seawall_chaos::{
-    ChaosHandle, ChaosServer, FAULT_HEADER, Fault, REQUEST_ID_HEADER, answer_text, repeats_a_token,
+    ChaosHandle, FAULT_HEADER, Fault, REQUEST_ID_HEADER, answer_text, repeats_a_token,
 };
 use seawall_classify::ClassifyLayer;
 use seawall_core::provider::Provider;
@@ -24,26 +26,6 @@ use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::Scanner;
 use serde_json::{Value, json};
 use tower::{ServiceBuilder, ServiceExt};
-
-fn path(provider: Provider) -> &'static str {
-    match provider {
-        Provider::Anthropic => "/v1/messages",
-        Provider::Gemini => "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
-        Provider::OpenAiResponses => "/v1/responses",
-        _ => "/v1/chat/completions",
-    }
-}
-
-fn conversation(provider: Provider) -> Value {
-    match provider {
-        Provider::Anthropic => json!({"model": "claude-x", "max_tokens": 1024, "stream": true,
-            "messages": [{"role": "user", "content": "Count."}]}),
-        Provider::Gemini => json!({"contents": [{"role": "user", "parts": [{"text": "Count."}]}]}),
-        Provider::OpenAiResponses => json!({"model": "gpt-x", "stream": true, "input": "Count."}),
-        _ => json!({"model": "gpt-x", "stream": true,
-            "messages": [{"role": "user", "content": "Count."}]}),
-    }
-}
 
 /// What the caller read.
 #[derive(Debug, Default)]
@@ -266,10 +248,6 @@ where
 
 fn memchr_find(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
-}
-
-async fn chaos() -> ChaosHandle {
-    ChaosServer::builder().start().await.unwrap()
 }
 
 fn assert_whole(read: &Read, tokens: u32) {
