@@ -209,3 +209,51 @@ async fn a_continuation_cut_on_the_fallback_is_resumed_there_again() {
 async fn a_cut_responses_stream_continues_on_an_anthropic_fallback() {
     cut_then_moved("openai-responses", "anthropic").await;
 }
+
+/// An answer that began on a fallback of another format (the primary
+/// down from the start) is read in the fallback's format: cut, with the
+/// primary still down, its continuation must not be said in the
+/// primary's format inside it. It is not resumed: the cut is reported
+/// with the text shown, and the receipt says why.
+#[tokio::test]
+async fn an_answer_begun_on_a_fallback_of_another_format_is_not_resumed_in_the_primarys() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    chaos
+        .script("openai", faults(&["status;code=503"; 12]))
+        .unwrap();
+    chaos
+        .script(
+            "anthropic",
+            faults(&["reset_after;tokens=40;total=60", "ok;tokens=60"]),
+        )
+        .unwrap();
+    let (status, out, log) = chat(&chaos, "openai", "anthropic").await;
+    assert_eq!(status, 3, "interrupted after content: {log}");
+    assert_eq!(out, answer_text(40), "{log}");
+    for foreign in ["[DONE]", "chat.completion", "data:", "{"] {
+        assert!(!out.contains(foreign), "{foreign} in {out:?}");
+    }
+    let receipt = receipt(&log);
+    assert_eq!(receipt["outcome"], "error", "{receipt}");
+    assert_eq!(receipt["code"], "stream_interrupted", "{receipt}");
+    assert_eq!(
+        receipt["finish_reason"],
+        serde_json::Value::Null,
+        "{receipt}"
+    );
+    assert_eq!(
+        receipt["delivered_chars"],
+        answer_text(40).len(),
+        "{receipt}"
+    );
+    assert_eq!(receipt["resume_gave_up"], "another_format", "{receipt}");
+    assert_eq!(receipt["resumed"], 0, "{receipt}");
+    // Nothing was asked of the fallback a second time: no continuation
+    // billed and never shown.
+    let asked = chaos
+        .journal()
+        .iter()
+        .filter(|row| row.path == "/v1/messages")
+        .count();
+    assert_eq!(asked, 1, "{:?}", chaos.journal());
+}

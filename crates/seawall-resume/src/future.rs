@@ -93,8 +93,20 @@ where
             return Poll::Ready(Ok(response.map(ResumeBody::passthrough)));
         }
         let resumed = Resumed::default();
+        // A fallback route of another wire format served the answer from
+        // its start: the caller reads it in that format, and a
+        // continuation said in the request's format would land inside it
+        // (billed, never shown, the answer called complete). Its cut is
+        // reported as it came, with the text the caller was shown.
+        let answered = crate::handoff::AnsweredIn::of(&response);
         let (mut parts, body) = response.into_parts();
         parts.extensions.insert(resumed.clone());
+        if answered.is_some_and(|answered| answered != pending.provider) {
+            return Poll::Ready(Ok(Response::from_parts(
+                parts,
+                ResumeBody::unresumed(body, resumed, "another_format"),
+            )));
+        }
         // The request was sent before its answer's first content: the
         // recording is whole (a few `Bytes` handles) unless it hit its cap.
         let Pending {

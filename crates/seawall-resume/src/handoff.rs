@@ -152,7 +152,9 @@ impl Continuation {
 /// that answers in another format than the request it was given (a
 /// fallback route of another provider). The layer reads a continuation's
 /// answer so marked with that format's decoder; an unmarked answer is
-/// read in the caller's format.
+/// read in the caller's format. A first response so marked (the answer
+/// began on that route) is not resumed: the caller reads it in that
+/// format, where nothing said in the request's could follow it.
 ///
 /// ```
 /// use seawall_core::provider::Provider;

@@ -218,7 +218,13 @@
 //! malformed call, a rejection), an answer in no provider's format
 //! ([`Continuation::readable_in`] tells a route beforehand). An answer in
 //! another format *without* the marker is read in the caller's, finds no
-//! content, and ends so too: never a guess. A continuation answered by a
+//! content, and ends so too: never a guess. An answer that *began* on a
+//! route of another format (its first response marked: the primary was
+//! down from the start) is one the caller reads in that format, not the
+//! request's: it is not resumed — its stream passes as it came, a cut
+//! reported as the interruption with the text shown (`gave_up` is
+//! `another_format`) — rather than continued in the request's format
+//! inside it. A continuation answered by a
 //! route of the caller's own format (the same route, or a fallback of the
 //! same provider) is spliced as before, and a healthy stream pays nothing
 //! for any of this but one check per frame that it has kept the first.
