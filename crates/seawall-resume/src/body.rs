@@ -736,7 +736,48 @@ where
         failure
     }
 
+    /// A Gemini stream's last event, which it ended cleanly without its
+    /// blank line (or its line end): Google's reader takes it as an event
+    /// when it reads whole, and so did the guard
+    /// (`sse::at_end_of_stream`: its text is in what was delivered). It
+    /// goes on as an event. One that reads as no JSON was cut by the end:
+    /// the guard read none of it, and it is dropped.
+    fn push_unended_gemini_event(&mut self) {
+        if self.protocol != Provider::Gemini || self.partial.is_empty() {
+            return;
+        }
+        let mut whole = std::mem::take(&mut self.partial);
+        whole.extend_from_slice(b"\n\n");
+        if events_read_whole(&whole) {
+            self.push(whole.freeze());
+        }
+    }
+
+    /// An event ended by a CR blank line at a frame's end was held for
+    /// the LF that might follow (a CRLF cut in two). The stream ended
+    /// there, so none comes: the event is whole — the guard read it, and
+    /// its text is in what was delivered — and goes on with the LF that
+    /// makes its end plain to every reader (`\r\r\n` ends it as `\r\r`
+    /// does).
+    fn push_cr_ended_event(&mut self) {
+        if self.partial.ends_with(b"\r") {
+            let mut whole = std::mem::take(&mut self.partial);
+            whole.extend_from_slice(b"\n");
+            if last_boundary(&whole) == Some(whole.len()) {
+                self.push(whole.freeze());
+            }
+        }
+    }
+
     fn on_end(&mut self) {
+        // A continuation answered in another format reads its last events
+        // here, or would lose their text under a finish that calls the
+        // answer complete (the caller's own format's stream passes its
+        // held bytes on as they came).
+        if self.protocol != self.provider {
+            self.push_unended_gemini_event();
+            self.push_cr_ended_event();
+        }
         if matches!(self.segment, Segment::Preamble) {
             // A continuation that ends without one content event the layer
             // can read (another wire format, say) continued nothing: the
@@ -903,36 +944,13 @@ where
     }
 
     fn on_error(&mut self, error: BoxError) {
-        // Google's reader takes the last event of a stream that ended
-        // cleanly without its blank line (or its line end) as an event
-        // when it reads whole, and so did the guard
-        // (`sse::at_end_of_stream`: its text is in what was delivered): it
-        // goes on, ended plainly, before anything continues it. One that
-        // reads as no JSON was cut by the end, and the guard read none of
-        // it; nor of a stream cut any other way (a reset).
-        if self.protocol == Provider::Gemini
-            && !self.partial.is_empty()
-            && Failure::find(&*error).is_some_and(|failure| failure.code() == Code::Truncated)
-        {
-            let mut whole = std::mem::take(&mut self.partial);
-            whole.extend_from_slice(b"\n\n");
-            if events_read_whole(&whole) {
-                self.push(whole.freeze());
-            }
+        // A Gemini stream's unended last event goes on before anything
+        // continues it; the guard read no event of a stream cut any other
+        // way (a reset).
+        if Failure::find(&*error).is_some_and(|failure| failure.code() == Code::Truncated) {
+            self.push_unended_gemini_event();
         }
-        // An event ended by a CR blank line at a frame's end was held for
-        // the LF that might follow (a CRLF cut in two). The stream broke
-        // there, so none comes: the event is whole — the guard read it, and
-        // its text is in what was delivered — and goes on with the LF that
-        // makes its end plain to every reader (`\r\r\n` ends it as `\r\r`
-        // does).
-        if self.partial.ends_with(b"\r") {
-            let mut whole = std::mem::take(&mut self.partial);
-            whole.extend_from_slice(b"\n");
-            if last_boundary(&whole) == Some(whole.len()) {
-                self.push(whole.freeze());
-            }
-        }
+        self.push_cr_ended_event();
         // What this stream showed, trimmed of its repeat, joins the rest.
         self.try_align(true);
         if matches!(self.phase, Phase::Done) {

@@ -59,11 +59,24 @@ where
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: Into<BoxError>,
 {
+    attempt_delivering(provider, false)
+}
+
+/// [`attempt`], its guard delivering a refusal or a filter as the
+/// answer's finish when `policy` (a gateway's setting).
+fn attempt_delivering<B>(provider: Provider, policy: bool) -> Attempt<B>
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<BoxError>,
+{
     let client: Client<HttpConnector, B> = Client::builder(TokioExecutor::new()).build_http();
+    let guard = StreamGuardLayer::interactive()
+        .idle_timeout(Duration::from_secs(5))
+        .deliver_policy_outcomes(policy);
     let service = ServiceBuilder::new()
         .map_err(Into::<BoxError>::into)
         .map_response(boxed)
-        .layer(StreamGuardLayer::interactive().idle_timeout(Duration::from_secs(5)))
+        .layer(guard)
         .layer(ClassifyLayer::for_provider(provider))
         .service(client);
     tower::util::BoxCloneService::new(service)
@@ -139,9 +152,12 @@ struct Read {
     starts: usize,
     stops: usize,
     indices: std::collections::BTreeSet<u64>,
-    /// OpenAI: `[DONE]` markers, and the chunks' ids.
+    /// Anthropic: each block event's type and index, in order.
+    blocks: Vec<(String, u64)>,
+    /// OpenAI: `[DONE]` markers, the chunks' ids, and chunks without one.
     done: usize,
     ids: std::collections::BTreeSet<String>,
+    without_id: usize,
     /// Responses API: every event's `sequence_number`, the items text
     /// deltas name, and the text the terminal response says whole.
     sequence: Vec<u64>,
@@ -161,14 +177,15 @@ async fn run(
 ) -> (Read, ChaosHandle, ChaosHandle) {
     let (primary, backup) = routes((caller, first), (other, then)).await;
     let route = attempt::<Full<Bytes>>(other);
-    let read = run_with(&primary, &backup, caller, (other, route), id, mark).await;
+    let bases = (primary.base_url(), backup.base_url());
+    let read = run_with(&bases, caller, (other, route), id, mark).await;
     (read, primary, backup)
 }
 
-/// [`run`], the other route's service given.
+/// [`run`], the servers' base URLs (the primary's, the other route's)
+/// and the other route's service given.
 async fn run_with(
-    chaos: &ChaosHandle,
-    other_chaos: &ChaosHandle,
+    (primary_base, other_base): &(String, String),
     caller: Provider,
     (other, route): (Provider, Attempt<Full<Bytes>>),
     id: &str,
@@ -179,14 +196,14 @@ async fn run_with(
         primary,
         other: route,
         other_provider: other,
-        other_base: other_chaos.base_url(),
+        other_base: other_base.clone(),
         id: id.to_owned(),
         mark,
     };
     let service = ServiceBuilder::new()
         .layer(ResumeLayer::new())
         .service(failover);
-    let request = http::Request::post(format!("{}{}", chaos.base_url(), path(caller)))
+    let request = http::Request::post(format!("{primary_base}{}", path(caller)))
         .header("content-type", "application/json")
         .header(REQUEST_ID_HEADER, id)
         .body(Full::new(Bytes::from(conversation(caller).to_string())))
@@ -247,8 +264,15 @@ async fn run_with(
                                     }
                                     _ => {}
                                 }
+                                if let Some(block) = kind.filter(|k| k.starts_with("content_block"))
+                                {
+                                    let index = json["index"].as_u64().unwrap_or(99);
+                                    read.blocks.push((block.to_owned(), index));
+                                }
                                 if let Some(id) = json["id"].as_str() {
                                     read.ids.insert(id.to_owned());
+                                } else if caller == Provider::OpenAi {
+                                    read.without_id += 1;
                                 }
                             }
                             Err(_) => read.strange += 1,
@@ -515,8 +539,7 @@ async fn a_prefill_refused_on_another_format_is_asked_in_a_user_turn_next() {
         }
     });
     let read = run_with(
-        &primary,
-        &backup,
+        &(primary.base_url(), backup.base_url()),
         Provider::OpenAi,
         (
             Provider::Anthropic,
@@ -533,4 +556,72 @@ async fn a_prefill_refused_on_another_format_is_asked_in_a_user_turn_next() {
     assert_eq!(report.resumes.len(), 2);
     assert_eq!(report.resumes[0].failed, Some(Code::BadRequest));
     assert!(report.resumes[1].spliced);
+}
+
+/// A server that answers its n-th connection with `replies[n]`, raw: a 200
+/// event stream of those bytes, each part its own write, then a clean
+/// close (no terminator added, none checked).
+async fn hostile(replies: Vec<Vec<String>>) -> String {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        for parts in replies {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let _ = seawall_test::raw::read_request(&mut socket).await;
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                        connection: close\r\n\r\n";
+            let _ = socket.write_all(head.as_bytes()).await;
+            for part in parts {
+                let _ = socket.write_all(part.as_bytes()).await;
+                let _ = socket.flush().await;
+                // Each part its own frame to the client.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let _ = socket.shutdown().await;
+        }
+    });
+    base
+}
+
+/// A Gemini continuation whose last event ends the stream without its
+/// blank line: Google's reader (and the guard) take it as an event, so
+/// its text is said, not dropped under a `stop`.
+#[tokio::test]
+async fn a_gemini_continuations_unended_last_event_is_said() {
+    let primary = chaos().await;
+    script(
+        &primary,
+        Provider::OpenAi,
+        &["reset_after;tokens=4;total=6"],
+    );
+    let event = |text: &str, finish: Option<&str>| {
+        let mut candidate = json!({"content": {"parts": [{"text": text}], "role": "model"},
+            "index": 0});
+        if let Some(finish) = finish {
+            candidate["finishReason"] = json!(finish);
+        }
+        json!({"candidates": [candidate], "modelVersion": "gemini-x"}).to_string()
+    };
+    let other = hostile(vec![vec![
+        format!("data: {}\r\n\r\n", event(" w5", None)),
+        format!("data: {}", event(" w6", Some("STOP"))),
+    ]])
+    .await;
+    let route = attempt::<Full<Bytes>>(Provider::Gemini);
+    let read = run_with(
+        &(primary.base_url(), other),
+        Provider::OpenAi,
+        (Provider::Gemini, route),
+        "gemini-unended",
+        true,
+    )
+    .await;
+    assert!(read.error.is_none(), "{:?}", read.error);
+    assert_eq!(read.text, answer_text(6), "no token dropped");
+    assert_eq!(read.finish.as_deref(), Some("stop"));
+    assert_eq!(read.done, 1);
+    assert_eq!(read.strange, 0);
 }
