@@ -232,10 +232,10 @@ pub(crate) struct Fix {
     /// first event shown.
     theirs: Option<Numbers>,
     /// 1 when the continuation's first content is not the continued text
-    /// but a block after it (a tool call once the text was whole), or
-    /// text that goes in a block of its own after a closed one
-    /// ([`Fix::text_after_a_closed_block`]): its numbers then follow the
-    /// original's, not take them.
+    /// but a block after it (a tool call once the text was whole): its
+    /// numbers then follow the original's, not take them. (Text that goes
+    /// in a block of its own after a closed one moves `ours` to that
+    /// block instead: [`Fix::text_after_a_closed_block`].)
     after: u64,
     /// Whether the continued block was left open in what the caller saw
     /// (Anthropic; `None` elsewhere): a continuation that adds no text to
@@ -388,11 +388,14 @@ impl Fix {
     /// index (Anthropic): its deltas filed under the closed block would
     /// follow that block's stop, and its own stop would close it twice.
     /// Called once the continuation's first content, text, is known.
+    /// The new block is then the continued one: its deltas and the stop
+    /// that closes it ([`Fix::close_open_block`]) take its index.
     pub(crate) fn text_after_a_closed_block(&mut self) -> Option<Bytes> {
         let index = self.ours.index.filter(|_| self.open == Some(false))?;
-        self.after = 1;
+        let index = index.saturating_add(1);
+        self.ours.index = Some(index);
         self.open = Some(true);
-        let start = serde_json::json!({"type": "content_block_start", "index": index.saturating_add(1),
+        let start = serde_json::json!({"type": "content_block_start", "index": index,
             "content_block": {"type": "text", "text": ""}});
         Some(serialize(b"content_block_start", &start))
     }

@@ -625,3 +625,67 @@ async fn a_gemini_continuations_unended_last_event_is_said() {
     assert_eq!(read.done, 1);
     assert_eq!(read.strange, 0);
 }
+
+/// An Anthropic caller that saw its text block closed before the cut:
+/// the continuation's text goes in a block of its own, and that block is
+/// the one its stop closes.
+#[tokio::test]
+async fn text_after_a_closed_block_is_closed_at_its_own_index() {
+    let event = |name: &str, json: Value| format!("event: {name}\ndata: {json}\n\n");
+    let mut cut = vec![
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                "role": "assistant", "model": "claude-x", "content": [],
+                "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        ),
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+        ),
+    ];
+    for word in ["w1", " w2", " w3", " w4"] {
+        cut.push(event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": word}}),
+        ));
+    }
+    // Closed, then cut before its `message_delta`.
+    cut.push(event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    let primary = hostile(vec![vec![cut.concat()]]).await;
+    let backup = chaos().await;
+    script(&backup, Provider::OpenAi, &["ok;tokens=6"]);
+    let route = attempt::<Full<Bytes>>(Provider::OpenAi);
+    let read = run_with(
+        &(primary, backup.base_url()),
+        Provider::Anthropic,
+        (Provider::OpenAi, route),
+        "closed-block",
+        true,
+    )
+    .await;
+    assert!(read.error.is_none(), "{:?}", read.error);
+    assert_eq!(read.text, answer_text(6));
+    assert_eq!(read.finish.as_deref(), Some("end_turn"));
+    // Every delta and stop names the block open at the time; each block
+    // opened once and closed once.
+    let mut open = None;
+    for (kind, index) in &read.blocks {
+        match kind.as_str() {
+            "content_block_start" => {
+                assert_eq!(open, None, "{:?}", read.blocks);
+                open = Some(*index);
+            }
+            "content_block_delta" => assert_eq!(open, Some(*index), "{:?}", read.blocks),
+            _ => assert_eq!(open.take(), Some(*index), "{:?}", read.blocks),
+        }
+    }
+    assert_eq!(open, None, "{:?}", read.blocks);
+    assert_eq!((read.starts, read.stops), (2, 2), "{:?}", read.blocks);
+}
