@@ -30,10 +30,10 @@ use crate::layer::Config;
 use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
 use crate::splice::{
-    Alignment, Fix, Kind, align, align_prefill, classify, ends_at_boundary, last_boundary,
-    last_boundary_since, names_a_response, response_id, rewrite, split_events,
+    Alignment, Fix, Kind, align, align_prefill, classify, classify_with, ends_at_boundary,
+    last_boundary, last_boundary_since, names_a_response, response_id, rewrite, split_events,
 };
-use crate::translate::{Speaker, can_translate, finish_of};
+use crate::translate::{Speaker, can_translate};
 
 pub(crate) const TARGET: &str = "seawall::resume";
 
@@ -130,8 +130,12 @@ where
     first: Option<Bytes>,
     /// Says a continuation answered in another format in the caller's.
     speaker: Option<Speaker>,
-    /// The finish of a continuation answered in another format, said once
-    /// its stream ended well.
+    /// The decoder of a continuation answered in another format, one for
+    /// its whole stream (what an event means may hang on one before it:
+    /// an OpenAI refusal streamed, then ended with `stop`).
+    foreign: Option<seawall_stream::protocol::Decoder>,
+    /// The last finish that decoder read, said once the stream ended well
+    /// if its guard's report names none.
     foreign_finish: Option<seawall_core::FinishKind>,
     /// The mark of the continuation in flight, as the routes were given it.
     asked: Option<Continuation>,
@@ -217,6 +221,7 @@ where
                 provider: pending.provider,
                 first: None,
                 speaker: None,
+                foreign: None,
                 foreign_finish: None,
                 asked: None,
                 styles: pending.config.styles,
@@ -407,10 +412,10 @@ where
                     self.out.push_back(event);
                 }
                 Segment::Translating => {
-                    let kind = classify(self.protocol, &event);
-                    self.translate(&event, kind);
+                    let kind = self.classify(&event);
+                    self.translate(kind);
                 }
-                Segment::Preamble => match classify(self.protocol, &event) {
+                Segment::Preamble => match self.classify(&event) {
                     kind @ Kind::Content { .. } => {
                         self.segment = Segment::Aligning {
                             events: Vec::new(),
@@ -424,7 +429,7 @@ where
                     // and what follows end the original answer.
                     Kind::End if self.protocol != self.provider => {
                         self.segment = Segment::Translating;
-                        self.translate(&event, Kind::End);
+                        self.translate(Kind::End);
                         if let Some(last) = self.resumed.lock().resumes.last_mut() {
                             last.spliced = true;
                         }
@@ -452,7 +457,7 @@ where
                     Kind::Other => {}
                 },
                 Segment::Aligning { .. } => {
-                    let kind = classify(self.protocol, &event);
+                    let kind = self.classify(&event);
                     self.hold(event, kind);
                 }
             }
@@ -520,7 +525,7 @@ where
             // Another format's events: the text they keep, said anew.
             self.segment = Segment::Translating;
             let mut left = trim;
-            for (event, kind) in events {
+            for (_, kind) in events {
                 let kind = match kind {
                     Kind::Content {
                         text: Some(text),
@@ -537,7 +542,7 @@ where
                     }
                     kind => kind,
                 };
-                self.translate(&event, kind);
+                self.translate(kind);
                 if matches!(self.phase, Phase::Done) {
                     return;
                 }
@@ -611,28 +616,32 @@ where
         tracing::debug!(target: TARGET, trimmed = trim, "continuation spliced in");
     }
 
+    /// What a continuation's event means: read in the stream's format,
+    /// with the stream's one decoder when it is another format's (which
+    /// keeps the finish it read for the end).
+    fn classify(&mut self, event: &[u8]) -> Kind {
+        let Some(decoder) = self.foreign.as_mut() else {
+            return classify(self.protocol, event);
+        };
+        let (kind, finish) = classify_with(decoder, event);
+        if finish.is_some() {
+            self.foreign_finish = finish;
+        }
+        kind
+    }
+
     /// One event of a continuation answered in another format, `kind` its
     /// meaning (its text what is left of it once lined up): its text said
-    /// in the caller's format, its finish kept for the end. Content that
-    /// is not text (a tool call) cannot be said: the body ends with the
-    /// interruption, everything said so far delivered.
-    fn translate(&mut self, event: &[u8], kind: Kind) {
+    /// in the caller's format (its finish was kept as it was read).
+    /// Content that is not text (a tool call) cannot be said: the body
+    /// ends with the interruption, everything said so far delivered.
+    fn translate(&mut self, kind: Kind) {
         match kind {
             Kind::Content { act: true, .. } => self.give_up("another_format"),
-            Kind::Content { text, finish, .. } => {
-                if let Some(text) = text {
-                    self.say(&text);
-                }
-                if finish {
-                    self.foreign_finish = finish_of(self.protocol, event);
-                }
-            }
-            Kind::End => {
-                if let Some(kind) = finish_of(self.protocol, event) {
-                    self.foreign_finish = Some(kind);
-                }
-            }
-            Kind::Other => {}
+            Kind::Content {
+                text: Some(text), ..
+            } => self.say(&text),
+            _ => {}
         }
     }
 
@@ -663,9 +672,16 @@ where
     fn end_translated(&mut self) {
         let report = self.report.as_ref().and_then(|r| r.get());
         let usage = report.and_then(|r| r.usage);
-        let kind = self
-            .foreign_finish
-            .or_else(|| report.and_then(|r| r.finish_kind()));
+        // The guard read the whole stream: its finish first, then the
+        // one this stream's decoder read, or the one it implies.
+        let implied = self
+            .foreign
+            .as_ref()
+            .and_then(|decoder| decoder.implied_finish().map(|reason| reason.kind));
+        let kind = report
+            .and_then(|r| r.finish_kind())
+            .or(self.foreign_finish)
+            .or(implied);
         let said = match (self.speaker.as_mut(), kind) {
             (Some(speaker), Some(kind)) => speaker
                 .finish(kind, usage, &self.delivered)
@@ -1229,6 +1245,8 @@ where
             .filter(|_| !self.retrieving)
             .unwrap_or(self.provider);
         self.protocol = answered;
+        self.foreign = (answered != self.provider)
+            .then(|| seawall_stream::protocol::Decoder::new(answered).within_answer());
         self.foreign_finish = None;
         self.speaker = None;
         if answered != self.provider {

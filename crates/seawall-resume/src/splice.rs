@@ -4,9 +4,9 @@
 
 use bytes::Bytes;
 use memchr::{memchr2, memrchr2};
-use seawall_core::excerpt;
 use seawall_core::provider::Provider;
 use seawall_core::provider::openai_responses::last_sequence_number;
+use seawall_core::{FinishKind, excerpt};
 use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::{Item, Scanner};
 use serde_json::Value;
@@ -97,23 +97,36 @@ pub(crate) enum Kind {
 
 /// Decodes one raw event (`raw` holds exactly one event).
 pub(crate) fn classify(protocol: Provider, raw: &[u8]) -> Kind {
-    let mut scanner = Scanner::default();
     // Each event alone, as part of an answer: a terminal event that holds
     // the whole answer again is its end, not more content.
-    let mut decoder = Decoder::new(protocol).within_answer();
+    classify_with(&mut Decoder::new(protocol).within_answer(), raw).0
+}
+
+/// Decodes one raw event with `decoder`, which keeps what its stream said
+/// before (an OpenAI refusal streamed as `delta.refusal` and ended with
+/// `stop` is still a refusal): what it is, and the finish it carries.
+pub(crate) fn classify_with(decoder: &mut Decoder, raw: &[u8]) -> (Kind, Option<FinishKind>) {
     let mut kind = Kind::Other;
-    let _ = scanner.feed(raw, |item| {
+    let mut finished = None;
+    let _ = Scanner::default().feed(raw, |item| {
         kind = match decoder.decode(item) {
-            Signal::Content { text, finish, act } => Kind::Content {
-                text: text.map(|t| t.into_owned()),
-                finish: finish.is_some(),
-                act,
-            },
-            Signal::Finish(_) | Signal::Done => Kind::End,
+            Signal::Content { text, finish, act } => {
+                finished = finish.as_ref().map(|reason| reason.kind).or(finished);
+                Kind::Content {
+                    text: text.map(|t| t.into_owned()),
+                    finish: finish.is_some(),
+                    act,
+                }
+            }
+            Signal::Finish(reason) => {
+                finished = Some(reason.kind);
+                Kind::End
+            }
+            Signal::Done => Kind::End,
             _ => Kind::Other,
         };
     });
-    kind
+    (kind, finished)
 }
 
 /// `raw` (one content event) with its text replaced by `text`, in the
@@ -1429,6 +1442,23 @@ mod tests {
                 act: false
             }
         );
+    }
+
+    /// One decoder per stream: a refusal streamed, then ended with `stop`,
+    /// is a refusal (each event decoded alone says a normal finish).
+    #[test]
+    fn a_streams_decoder_reads_a_refusal_ended_with_stop() {
+        let refusal = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"No.\"},\"finish_reason\":null}]}\n\n";
+        let stop =
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+        let mut decoder = Decoder::new(Provider::OpenAi).within_answer();
+        assert_eq!(classify_with(&mut decoder, refusal), (Kind::Other, None));
+        assert_eq!(
+            classify_with(&mut decoder, stop),
+            (Kind::End, Some(FinishKind::Refused))
+        );
+        let alone = classify_with(&mut Decoder::new(Provider::OpenAi).within_answer(), stop);
+        assert_eq!(alone, (Kind::End, Some(FinishKind::Complete)));
     }
 
     /// The Responses API's terminal event holds the whole answer again:

@@ -15,26 +15,9 @@
 use bytes::Bytes;
 use seawall_core::provider::Provider;
 use seawall_core::{FinishKind, Usage};
-use seawall_stream::protocol::{Decoder, Signal};
-use seawall_stream::sse::Scanner;
 use serde_json::{Map, Value, json};
 
 use crate::splice::{Fix, parse_event, serialize, split_events};
-
-/// The finish `raw` (one event in `protocol`'s format) carries, if any.
-pub(crate) fn finish_of(protocol: Provider, raw: &[u8]) -> Option<FinishKind> {
-    let mut decoder = Decoder::new(protocol).within_answer();
-    let mut kind = None;
-    let _ = Scanner::default().feed(raw, |item| match decoder.decode(item) {
-        Signal::Content {
-            finish: Some(reason),
-            ..
-        }
-        | Signal::Finish(reason) => kind = Some(reason.kind),
-        _ => {}
-    });
-    kind
-}
 
 /// Whether a continuation answered in `answered` can be said to a caller
 /// reading `caller`: text in any format the guard decodes, said in any
@@ -321,7 +304,13 @@ fn gemini(json: &Value) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::splice::{Kind, classify};
+    use crate::splice::{Kind, classify, classify_with};
+    use seawall_stream::protocol::Decoder;
+
+    /// The finish `raw` (one event in `protocol`'s format) carries, if any.
+    fn finish_of(protocol: Provider, raw: &[u8]) -> Option<FinishKind> {
+        classify_with(&mut Decoder::new(protocol).within_answer(), raw).1
+    }
 
     fn first(provider: Provider) -> Bytes {
         Bytes::from_static(match provider {

@@ -586,6 +586,27 @@ async fn hostile(replies: Vec<Vec<String>>) -> String {
     base
 }
 
+/// An OpenAI chunk of completion `id` with `choice` as its one choice.
+fn openai_chunk(id: &str, choice: Value) -> String {
+    let chunk = json!({"id": id, "object": "chat.completion.chunk", "created": 7,
+        "model": "gpt-x", "choices": [choice]});
+    format!("data: {chunk}\n\n")
+}
+
+/// An OpenAI chunk that says `text`.
+fn openai_text(id: &str, text: &str) -> String {
+    openai_chunk(
+        id,
+        json!({"index": 0, "delta": {"content": text}, "finish_reason": null}),
+    )
+}
+
+/// The report's finish, as the record says it.
+fn finish_kind(read: &Read) -> Option<seawall_core::FinishKind> {
+    let report = read.resumed.as_ref()?.report();
+    report.finish.as_ref().map(|f| f.kind)
+}
+
 /// A Gemini continuation whose last event ends the stream without its
 /// blank line: Google's reader (and the guard) take it as an event, so
 /// its text is said, not dropped under a `stop`.
@@ -688,4 +709,53 @@ async fn text_after_a_closed_block_is_closed_at_its_own_index() {
     }
     assert_eq!(open, None, "{:?}", read.blocks);
     assert_eq!((read.starts, read.stops), (2, 2), "{:?}", read.blocks);
+}
+
+/// An OpenAI continuation that streams a refusal (`delta.refusal`) and
+/// ends it with `stop`, its guard delivering policy outcomes: the caller
+/// is told a refusal, never a normal finish.
+#[tokio::test]
+async fn a_refusal_in_another_format_is_said_as_a_refusal() {
+    let primary = chaos().await;
+    script(
+        &primary,
+        Provider::Anthropic,
+        &["reset_after;tokens=4;total=6"],
+    );
+    let id = "chatcmpl-refused";
+    let other = hostile(vec![vec![
+        [
+            openai_chunk(
+                id,
+                json!({"index": 0, "delta": {"role": "assistant", "content": ""},
+                    "finish_reason": null}),
+            ),
+            openai_text(id, " w5"),
+            openai_chunk(
+                id,
+                json!({"index": 0, "delta": {"refusal": "I can't help with that."},
+                    "finish_reason": null}),
+            ),
+            openai_chunk(
+                id,
+                json!({"index": 0, "delta": {}, "finish_reason": "stop"}),
+            ),
+            "data: [DONE]\n\n".to_owned(),
+        ]
+        .concat(),
+    ]])
+    .await;
+    let route = attempt_delivering::<Full<Bytes>>(Provider::OpenAi, true);
+    let read = run_with(
+        &(primary.base_url(), other),
+        Provider::Anthropic,
+        (Provider::OpenAi, route),
+        "refused",
+        true,
+    )
+    .await;
+    assert!(read.error.is_none(), "{:?}", read.error);
+    assert_eq!(read.text, answer_text(5));
+    assert_eq!(read.finish.as_deref(), Some("refusal"));
+    assert_eq!(finish_kind(&read), Some(seawall_core::FinishKind::Refused));
 }
