@@ -30,8 +30,9 @@ use crate::layer::Config;
 use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
 use crate::splice::{
-    Alignment, Fix, Kind, align, align_prefill, classify, classify_with, ends_at_boundary,
-    last_boundary, last_boundary_since, names_a_response, response_id, rewrite, split_events,
+    Alignment, Fix, Kind, align, align_prefill, carries_json_event, classify, classify_with,
+    ends_at_boundary, last_boundary, last_boundary_since, names_a_response, response_id, rewrite,
+    split_events,
 };
 use crate::translate::{Speaker, can_translate};
 
@@ -125,8 +126,9 @@ where
     /// The wire format of the stream being read: the caller's, or a
     /// continuation's answered in another ([`AnsweredIn`]).
     protocol: Provider,
-    /// The first frame the caller was shown (OpenAI chat, Gemini): the
-    /// envelope (id, model, …) events said in its format take.
+    /// The first frame the caller was shown with a JSON event in it
+    /// (OpenAI chat, Gemini): the envelope (id, model, …) events said in
+    /// its format take.
     first: Option<Bytes>,
     /// Says a continuation answered in another format in the caller's.
     speaker: Option<Speaker>,
@@ -337,7 +339,10 @@ where
                 b"\"sequence_number\""
             }
             _ => {
-                if self.first.is_none() {
+                // The first frame with an event to learn the envelope from:
+                // not a comment or keep-alive before it (OpenRouter's
+                // `: OPENROUTER PROCESSING`).
+                if self.first.is_none() && carries_json_event(bytes) {
                     self.first = Some(bytes.clone());
                 }
                 return;

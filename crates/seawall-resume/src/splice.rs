@@ -67,6 +67,18 @@ pub(crate) fn next_boundary(data: &[u8], from: usize) -> Option<usize> {
     }
 }
 
+/// Whether `frame` has a data line that opens a JSON object: an event a
+/// stream's envelope (id, model) can be learned from, where a comment or
+/// a keep-alive has none.
+pub(crate) fn carries_json_event(frame: &[u8]) -> bool {
+    memchr::memmem::find_iter(frame, b"data:").any(|at| {
+        let line_start = at == 0 || matches!(frame[at - 1], b'\n' | b'\r');
+        let rest = &frame[at + 5..];
+        let value = rest.iter().position(|b| *b != b' ');
+        line_start && value.is_some_and(|v| rest[v] == b'{')
+    })
+}
+
 /// Splits the complete events off the front of `data` (which starts at an
 /// boundary): the events, as slices, and where the incomplete rest starts.
 pub(crate) fn split_events(data: &Bytes) -> (Vec<Bytes>, usize) {

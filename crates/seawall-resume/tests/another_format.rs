@@ -759,3 +759,39 @@ async fn a_refusal_in_another_format_is_said_as_a_refusal() {
     assert_eq!(read.finish.as_deref(), Some("refusal"));
     assert_eq!(finish_kind(&read), Some(seawall_core::FinishKind::Refused));
 }
+
+/// An OpenAI stream that opens with a comment (OpenRouter's
+/// `: OPENROUTER PROCESSING`) before its first chunk: the continued
+/// chunks still take the original's id, creation time and model.
+#[tokio::test]
+async fn chunks_said_after_a_leading_comment_take_the_originals_id() {
+    let id = "gen-or-1";
+    let mut chunks = vec![openai_chunk(
+        id,
+        json!({"index": 0, "delta": {"role": "assistant", "content": ""},
+            "finish_reason": null}),
+    )];
+    for word in ["w1", " w2", " w3", " w4"] {
+        chunks.push(openai_text(id, word));
+    }
+    let primary = hostile(vec![vec![
+        ": OPENROUTER PROCESSING\n\n".to_owned(),
+        chunks.concat(),
+    ]])
+    .await;
+    let backup = chaos().await;
+    script(&backup, Provider::Anthropic, &["ok;tokens=6"]);
+    let route = attempt::<Full<Bytes>>(Provider::Anthropic);
+    let read = run_with(
+        &(primary, backup.base_url()),
+        Provider::OpenAi,
+        (Provider::Anthropic, route),
+        "comment-first",
+        true,
+    )
+    .await;
+    assert!(read.error.is_none(), "{:?}", read.error);
+    assert_eq!(read.text, answer_text(6));
+    assert_eq!(read.ids.iter().collect::<Vec<_>>(), [id]);
+    assert_eq!(read.without_id, 0, "every chunk names its completion");
+}
