@@ -194,16 +194,13 @@ impl Speaker {
             FinishKind::Refused | FinishKind::Filtered => filtered,
             FinishKind::Malformed | FinishKind::Rejected | FinishKind::Aborted => return None,
         };
-        let (input, output) = usage.map_or((None, None), |u| {
-            (Some(u.input_tokens), Some(u.output_tokens))
-        });
         let events = match self.provider {
             Provider::Anthropic => vec![
                 serialize(
                     b"message_delta",
                     &json!({"type": "message_delta",
                         "delta": {"stop_reason": reason, "stop_sequence": null},
-                        "usage": {"output_tokens": output.unwrap_or(0)}}),
+                        "usage": {"output_tokens": usage.map_or(0, |u| u.output_tokens)}}),
                 ),
                 serialize(b"message_stop", &json!({"type": "message_stop"})),
             ],
@@ -211,9 +208,10 @@ impl Speaker {
                 let mut last = json!({"candidates": [{
                     "content": {"parts": [{"text": ""}], "role": "model"},
                     "finishReason": reason, "index": 0}]});
-                if let (Some(input), Some(output)) = (input, output) {
-                    last["usageMetadata"] = json!({"promptTokenCount": input,
-                        "candidatesTokenCount": output, "totalTokenCount": input + output});
+                if let Some(usage) = usage {
+                    last["usageMetadata"] = json!({"promptTokenCount": usage.input_tokens,
+                        "candidatesTokenCount": usage.output_tokens,
+                        "totalTokenCount": total(usage)});
                 }
                 vec![gemini(&self.with(last))]
             }
@@ -223,11 +221,13 @@ impl Speaker {
                     &self.with(json!({"choices": [{"index": 0, "delta": {},
                         "logprobs": null, "finish_reason": reason}]})),
                 )];
-                if let (true, Some(input), Some(output)) = (self.include_usage, input, output) {
+                if let (true, Some(usage)) = (self.include_usage, usage) {
                     events.push(serialize(
                         b"",
-                        &self.with(json!({"choices": [], "usage": {"prompt_tokens": input,
-                            "completion_tokens": output, "total_tokens": input + output}})),
+                        &self.with(json!({"choices": [], "usage": {
+                            "prompt_tokens": usage.input_tokens,
+                            "completion_tokens": usage.output_tokens,
+                            "total_tokens": total(usage)}})),
                     ));
                 }
                 events.push(Bytes::from_static(b"data: [DONE]\n\n"));
@@ -285,12 +285,19 @@ fn responses_finish(
             object.insert(
                 "usage".into(),
                 json!({"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                    "total_tokens": usage.input_tokens + usage.output_tokens}),
+                    "total_tokens": total(usage)}),
             );
         }
     }
     events.push(responses.event(terminal, json!({"response": response})));
     Some((events, reason))
+}
+
+/// The total a format's usage says beside its two counts: the server's
+/// counts summed, never past the largest (a hostile count must not
+/// overflow).
+fn total(usage: Usage) -> u64 {
+    usage.input_tokens.saturating_add(usage.output_tokens)
 }
 
 /// A Gemini event, ended as Google ends them (CRLF).
@@ -404,6 +411,44 @@ mod tests {
         // Not asked for: no usage chunk.
         assert_eq!(events.len(), 2);
         assert_eq!(speaker.finish(FinishKind::Aborted, None, "a"), None);
+    }
+
+    /// A server's usage as large as a count can be: the total says the
+    /// largest, never an overflow.
+    #[test]
+    fn a_hostile_usage_saturates_its_total() {
+        let usage = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: 7,
+        };
+        let original = json!({"stream_options": {"include_usage": true}});
+        let fix = responses_fix();
+        for provider in [
+            Provider::OpenAi,
+            Provider::Anthropic,
+            Provider::Gemini,
+            Provider::OpenAiResponses,
+        ] {
+            let first = first(provider);
+            let mut speaker = Speaker::new(
+                provider,
+                Some(&first),
+                Some(&original),
+                Some(&fix),
+                Some(&first),
+            )
+            .unwrap();
+            let (events, _) = speaker
+                .finish(FinishKind::Complete, Some(usage), "w1")
+                .unwrap();
+            let said: String = events
+                .iter()
+                .map(|event| String::from_utf8_lossy(event).into_owned())
+                .collect();
+            if provider != Provider::Anthropic {
+                assert!(said.contains(&u64::MAX.to_string()), "{provider:?}: {said}");
+            }
+        }
     }
 
     /// A Responses API caller reads the text on its item, numbered on from
