@@ -1308,6 +1308,13 @@ where
             }
         }
         tracing::debug!(target: TARGET, code = %code, "continuation failed before content");
+        // A route declined to build its own request's continuation, for a
+        // reason the layer gives up for too (its budget spent, a request
+        // never continued): the record says that reason, not the failure
+        // the route answered with.
+        if let Some(reason) = self.asked.as_ref().and_then(Continuation::declined) {
+            return self.give_up(reason);
+        }
         // The provider would not give the stored stream (not stored,
         // expired, retrieval unsupported by a compatible server): the
         // continuation is generated instead.

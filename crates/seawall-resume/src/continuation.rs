@@ -105,6 +105,7 @@ pub const CONTINUE_PROMPT: &str = "Your previous message was cut off. Continue e
 
 /// The request body could not be continued.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResumeError {
     /// The original body has no `messages` (or `contents`) array.
     #[error("the original request has no `{0}` array to continue")]
@@ -116,6 +117,11 @@ pub enum ResumeError {
     /// delivered: the original would have ended by now.
     #[error("the output budget is spent by the delivered text")]
     BudgetSpent,
+    /// The request is one the layer never continues ([`never_resume`]'s
+    /// reason: `n_choices`, `extended_thinking`, `structured_output`,
+    /// `conversation`): a continuation would not be the rest of its answer.
+    #[error("a request with {0} is never continued")]
+    NeverResumed(&'static str),
 }
 
 /// The continuation request body: the original with the delivered text

@@ -21,13 +21,15 @@
 //! the marker is read in the caller's format, as the same route's always
 //! is.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use seawall_core::provider::Provider;
 use serde_json::Value;
 
-use crate::continuation::{AnthropicStyle, ResumeError, Styles, continuation_with, spend_budget};
+use crate::continuation::{
+    AnthropicStyle, ResumeError, Styles, continuation_with, never_resume, spend_budget,
+};
 
 /// Marks a continuation request the [`ResumeLayer`](crate::ResumeLayer)
 /// sends (a generated one; a background response's retrieval carries
@@ -60,6 +62,10 @@ pub struct Continuation {
     /// continuation may be a model that refuses prefill (shared by the
     /// clones the routes were given and the layer's).
     prefilled: Arc<AtomicBool>,
+    /// Why a route declined to build its continuation, as the layer
+    /// would say it giving up (`max_tokens`, `extended_thinking`, …):
+    /// the failure the route answers with is its own.
+    declined: Arc<OnceLock<&'static str>>,
 }
 
 impl Continuation {
@@ -77,7 +83,14 @@ impl Continuation {
             spent,
             styles,
             prefilled: Arc::default(),
+            declined: Arc::default(),
         }
+    }
+
+    /// Why a route declined to build this continuation
+    /// ([`body`](Self::body)'s error), if one did.
+    pub(crate) fn declined(&self) -> Option<&'static str> {
+        self.declined.get().copied()
     }
 
     /// Whether a route built an Anthropic prefill from this continuation
@@ -130,15 +143,25 @@ impl Continuation {
     /// request): the delivered text appended in that provider's way, with
     /// the layer's styles, its output budget lowered by what was spent
     /// ([`continuation_with`]). [`ResumeError::BudgetSpent`] when nothing
-    /// is left of that budget: the original would have ended by now.
+    /// is left of that budget: the original would have ended by now;
+    /// [`ResumeError::NeverResumed`] for a request the layer never
+    /// continues ([`never_resume`]: several choices, extended thinking,
+    /// structured output), which the route's own may be where the
+    /// caller's is not. The layer, told so, gives the answer up for that
+    /// reason.
     ///
     /// An Anthropic prefill built here is remembered: a model that refuses
     /// prefill (Claude 4.6 and later answer it with a 400) is then asked
     /// in a user turn on the next continuation, as the layer does for an
     /// Anthropic caller.
     pub fn body(&self, provider: Provider, original: &Value) -> Result<Value, ResumeError> {
+        if let Some(reason) = never_resume(provider, original) {
+            let _ = self.declined.set(reason);
+            return Err(ResumeError::NeverResumed(reason));
+        }
         let mut next = continuation_with(provider, original, &self.delivered, &self.styles)?;
         if !spend_budget(provider, &mut next, self.spent) {
+            let _ = self.declined.set("max_tokens");
             return Err(ResumeError::BudgetSpent);
         }
         if provider == Provider::Anthropic && self.styles.anthropic == AnthropicStyle::Prefill {
@@ -211,10 +234,46 @@ mod tests {
         );
         assert!(spent.readable_in(Provider::Anthropic));
         assert!(!spent.readable_in(Provider::Http));
+        assert_eq!(spent.declined(), None);
         assert_eq!(
             spent.body(Provider::Anthropic, &template),
             Err(ResumeError::BudgetSpent)
         );
+        assert_eq!(spent.clone().declined(), Some("max_tokens"));
+        // The route's own request is checked as the caller's is.
+        for (provider, never, reason) in [
+            (
+                Provider::Anthropic,
+                json!({"model": "claude-x", "max_tokens": 10, "thinking": {"type": "enabled"},
+                    "messages": [{"role": "user", "content": "Count."}]}),
+                "extended_thinking",
+            ),
+            (
+                Provider::OpenAi,
+                json!({"model": "gpt-x", "n": 2,
+                    "messages": [{"role": "user", "content": "Count."}]}),
+                "n_choices",
+            ),
+            (
+                Provider::OpenAi,
+                json!({"model": "gpt-x", "response_format": {"type": "json_schema"},
+                    "messages": [{"role": "user", "content": "Count."}]}),
+                "structured_output",
+            ),
+        ] {
+            let asked = Continuation::new(
+                Provider::OpenAi,
+                Arc::from("w1 w2 "),
+                1,
+                2,
+                Styles::default(),
+            );
+            assert_eq!(
+                asked.body(provider, &never),
+                Err(ResumeError::NeverResumed(reason))
+            );
+            assert_eq!(asked.declined(), Some(reason));
+        }
         let gemini = json!({"contents": [{"role": "user", "parts": [{"text": "Count."}]}]});
         let next = continuation.body(Provider::Gemini, &gemini).unwrap();
         assert_eq!(next["contents"][1]["role"], json!("model"));

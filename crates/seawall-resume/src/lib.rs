@@ -183,7 +183,13 @@
 //! lowered as the layer lowers the caller's. `seawall chat --resume` does
 //! this for every fallback route. A prefill built so that the route's
 //! model refuses with a 400 (Claude 4.6 and later) switches the answer's
-//! continuations to the user turn, as for an Anthropic caller.
+//! continuations to the user turn, as for an Anthropic caller. The route's
+//! own request is checked as the caller's is: one the layer never
+//! continues (several choices, extended thinking, structured output) is
+//! [`ResumeError::NeverResumed`], one whose budget the delivered text
+//! spent [`ResumeError::BudgetSpent`]; the route sends nothing, and the
+//! layer gives the answer up for that reason (`gave_up` is the reason —
+//! `extended_thinking`, `max_tokens`, … — not `continuation_failed`).
 //!
 //! A route whose answer is in another wire format than the caller's marks
 //! its response [`AnsweredIn`]`(provider)` (the route knows; nothing

@@ -93,6 +93,8 @@ struct Failover<P, O> {
     id: String,
     /// Mark the other route's answers with [`AnsweredIn`].
     mark: bool,
+    /// The other route's own request, which it continues.
+    template: Value,
 }
 
 impl Service<http::Request<ResumeRequestBody<Full<Bytes>>>>
@@ -111,9 +113,15 @@ impl Service<http::Request<ResumeRequestBody<Full<Bytes>>>>
             return self.primary.call(request);
         };
         let provider = self.other_provider;
-        let body = continuation
-            .body(provider, &conversation(provider))
-            .expect("the template continues");
+        // A continuation the route cannot build is not sent: a verdict on
+        // this request (as `seawall chat` answers it).
+        let body = match continuation.body(provider, &self.template) {
+            Ok(body) => body,
+            Err(error) => {
+                let failure = Failure::new(Code::BadRequest).with_message(&error.to_string());
+                return Box::pin(std::future::ready(Err(failure.into())));
+            }
+        };
         let mut other = http::Request::post(format!("{}{}", self.other_base, path(provider)))
             .header("content-type", "application/json")
             .header(REQUEST_ID_HEADER, format!("{}/other", self.id))
@@ -185,9 +193,21 @@ async fn run(
 /// [`run`], the servers' base URLs (the primary's, the other route's)
 /// and the other route's service given.
 async fn run_with(
-    (primary_base, other_base): &(String, String),
+    bases: &(String, String),
     caller: Provider,
     (other, route): (Provider, Attempt<Full<Bytes>>),
+    id: &str,
+    mark: bool,
+) -> Read {
+    let template = conversation(other);
+    run_with_template(bases, caller, (other, route, template), id, mark).await
+}
+
+/// [`run_with`], the other route's own request given.
+async fn run_with_template(
+    (primary_base, other_base): &(String, String),
+    caller: Provider,
+    (other, route, template): (Provider, Attempt<Full<Bytes>>, Value),
     id: &str,
     mark: bool,
 ) -> Read {
@@ -199,6 +219,7 @@ async fn run_with(
         other_base: other_base.clone(),
         id: id.to_owned(),
         mark,
+        template,
     };
     let service = ServiceBuilder::new()
         .layer(ResumeLayer::new())
@@ -794,4 +815,53 @@ async fn chunks_said_after_a_leading_comment_take_the_originals_id() {
     assert_eq!(read.text, answer_text(6));
     assert_eq!(read.ids.iter().collect::<Vec<_>>(), [id]);
     assert_eq!(read.without_id, 0, "every chunk names its completion");
+}
+
+/// A route whose own request must not be continued (extended thinking),
+/// or whose budget the delivered text spent: it builds no continuation,
+/// asks its server nothing, and the record says why as the layer says it
+/// for the caller's own request.
+#[tokio::test]
+async fn a_route_that_declines_to_continue_is_given_up_for_its_reason() {
+    let anthropic = |extra: Value| {
+        let mut template = conversation(Provider::Anthropic);
+        if let (Some(template), Value::Object(extra)) = (template.as_object_mut(), extra) {
+            template.extend(extra);
+        }
+        template
+    };
+    for (template, reason) in [
+        (
+            anthropic(json!({"thinking": {"type": "enabled", "budget_tokens": 1024}})),
+            "extended_thinking",
+        ),
+        (anthropic(json!({"max_tokens": 10})), "max_tokens"),
+    ] {
+        let (primary, backup) = routes(
+            (Provider::OpenAi, &["reset_after;tokens=40;total=60"]),
+            (Provider::Anthropic, &["ok;tokens=60"]),
+        )
+        .await;
+        let route = attempt::<Full<Bytes>>(Provider::Anthropic);
+        let read = run_with_template(
+            &(primary.base_url(), backup.base_url()),
+            Provider::OpenAi,
+            (Provider::Anthropic, route, template),
+            reason,
+            true,
+        )
+        .await;
+        assert_eq!(read.text, answer_text(40), "{reason}");
+        let error = read.error.expect("still cut");
+        let failure = Failure::find(&*error).unwrap();
+        assert_eq!(failure.code(), Code::StreamInterrupted, "{reason}");
+        assert_eq!(
+            failure.interrupted().unwrap().delivered_text.as_deref(),
+            Some(answer_text(40).as_str()),
+            "{reason}"
+        );
+        let report = read.resumed.unwrap().report();
+        assert_eq!(report.gave_up, Some(reason));
+        assert!(backup.journal().is_empty(), "{reason}: nothing asked");
+    }
 }
