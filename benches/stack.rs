@@ -82,6 +82,26 @@ where
     response.into_body().collect().await.unwrap().to_bytes()
 }
 
+/// The size of `svc`'s response future, in bytes: each layer's `call`
+/// moves the future of the layers below into its own, so this is what
+/// the stack copies per layer (the call is made and read to the end).
+fn future_size<S, B>(runtime: &tokio::runtime::Runtime, mut svc: S) -> usize
+where
+    S: Service<Request<Full<Bytes>>, Response = Response<B>>,
+    S::Error: std::fmt::Debug,
+    B: http_body::Body,
+    B::Error: std::fmt::Debug,
+{
+    runtime.block_on(async {
+        let ready = svc.ready().await.unwrap();
+        let future = ready.call(request());
+        let size = std::mem::size_of_val(&future);
+        let response = future.await.unwrap();
+        response.into_body().collect().await.unwrap();
+        size
+    })
+}
+
 fn allocations_per_call<S, B>(runtime: &tokio::runtime::Runtime, svc: S) -> f64
 where
     S: Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
@@ -126,13 +146,14 @@ impl Bench {
         if self.only.as_ref().is_some_and(|only| *only != id) {
             return 0.0;
         }
+        let size = future_size(&self.runtime, svc.clone());
         let allocations = allocations_per_call(&self.runtime, svc.clone());
         match self.previous.filter(|_| layered) {
             Some(previous) => println!(
-                "{id}: allocations per call {allocations:.2} ({:+.2})",
+                "{id}: allocations per call {allocations:.2} ({:+.2}), future {size} bytes",
                 allocations - previous
             ),
-            None => println!("{id}: allocations per call {allocations:.2}"),
+            None => println!("{id}: allocations per call {allocations:.2}, future {size} bytes"),
         }
         self.previous = Some(allocations);
         if self.only.is_none() {
