@@ -21,9 +21,16 @@ use crate::splice::{Fix, parse_event, serialize, split_events};
 
 /// Whether a continuation answered in `answered` can be said to a caller
 /// reading `caller`: text in any format the guard decodes, said in any
-/// provider's.
+/// provider's ([`Continuation::readable_in`](crate::Continuation::readable_in)
+/// asks this too).
 pub(crate) fn can_translate(caller: Provider, answered: Provider) -> bool {
-    caller != Provider::Http && answered != Provider::Http
+    speaks_text(caller) && speaks_text(answered)
+}
+
+/// Whether text is read from and said in `provider`'s wire format: any
+/// provider's, not a plain event stream's.
+fn speaks_text(provider: Provider) -> bool {
+    provider != Provider::Http
 }
 
 /// Says text and a finish in the caller's wire format, in the shape of
@@ -79,6 +86,9 @@ impl Speaker {
         fix: Option<&Fix>,
         lifecycle: Option<&Bytes>,
     ) -> Option<Self> {
+        if !speaks_text(provider) {
+            return None;
+        }
         let responses = match provider {
             Provider::OpenAiResponses => {
                 let (item_id, output_index, content_index, sequence) = fix?.responses_place()?;
@@ -95,7 +105,6 @@ impl Speaker {
                     response,
                 })
             }
-            Provider::Http => return None,
             _ => None,
         };
         let keys: &[&str] = match provider {
