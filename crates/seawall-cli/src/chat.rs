@@ -689,27 +689,30 @@ where
 
     fn call(&mut self, incoming: http::Request<ReplayBody<B>>) -> Self::Future {
         let continuation = incoming.extensions().get::<Continuation>().cloned();
+        // Not sent: a verdict on this request, so no route takes it.
+        let refused = |why: String| -> Self::Future {
+            let failure = Failure::new(Code::BadRequest).with_message(&why);
+            Box::pin(std::future::ready(Err(failure.into())))
+        };
         let body = match continuation {
             None => self.template.body().clone(),
             // An answer in this route's format the primary's cannot say
             // would be billed and never shown.
             Some(continuation) if !continuation.readable_in(self.provider) => {
-                let failure = Failure::new(Code::BadRequest).with_message(&format!(
+                return refused(format!(
                     "a {} answer cannot be continued in the {} wire format",
                     continuation.caller().as_str(),
                     self.provider.as_str()
                 ));
-                return Box::pin(std::future::ready(Err(failure.into())));
             }
             Some(continuation) => match continuation.body(self.provider, &self.json) {
                 Ok(next) => Full::new(Bytes::from(next.to_string())),
-                // Not sent: the route's provider would answer from the
-                // start. A verdict on this request, so no route takes it.
+                // The route's provider would answer from the start, or its
+                // request is one never continued, or its budget is spent.
                 Err(err) => {
-                    let failure = Failure::new(Code::BadRequest).with_message(&format!(
+                    return refused(format!(
                         "the continuation cannot be built for this route: {err}"
                     ));
-                    return Box::pin(std::future::ready(Err(failure.into())));
                 }
             },
         };
