@@ -438,8 +438,8 @@ impl Fix {
     }
 
     /// The index the continued text's deltas take (Anthropic): the
-    /// continued block's, or the one after it once the continuation's text
-    /// went in a block of its own.
+    /// continued block's — the block of its own opened after a closed one
+    /// ([`Fix::text_after_a_closed_block`]), once there is one.
     pub(crate) fn text_index(&self) -> u64 {
         self.ours.index.unwrap_or(0).saturating_add(self.after)
     }
