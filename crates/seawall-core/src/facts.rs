@@ -261,8 +261,17 @@ impl RequestFacts {
     /// continuation are kept. A layer that moves a request to another
     /// endpoint calls it: read against the old head, an Anthropic answer
     /// was checked as an OpenAI one.
+    ///
+    /// Whether the operation streams is the operation's, not its
+    /// endpoint's: when the new head does not say, what the old head
+    /// said holds. A Gemini request says it in its path alone, and its
+    /// body never does, so its stream moved to an Anthropic or OpenAI
+    /// endpoint whose head says nothing would otherwise be read by the
+    /// kept body's word (no `stream` member: a unary answer), and the
+    /// fallback's stream failed as a protocol violation, billed.
     pub fn moved_to<B>(&self, request: &http::Request<B>) -> Self {
-        let head = RequestFacts::from_head(request);
+        let mut head = RequestFacts::from_head(request);
+        head.head_stream = head.head_stream.or(self.head_stream);
         // The same provider's endpoint elsewhere: the model the caller
         // named still holds, unless the new head names one.
         let head_model = head.head_model.clone().or_else(|| {
@@ -411,6 +420,31 @@ mod tests {
         assert_eq!(gemini.model(), Some("gemini-x"));
         assert_eq!(gemini.stream_requested(), Some(true));
         assert!(gemini.asks_json_array());
+    }
+
+    /// A Gemini request streams by its path alone; moved to an endpoint
+    /// whose head says nothing, it still streams (or still does not).
+    #[test]
+    fn a_moved_operation_keeps_what_its_head_said_of_streaming() {
+        for (path, streams) in [
+            ("/v1beta/models/g:streamGenerateContent?alt=sse", true),
+            ("/v1beta/models/g:generateContent", false),
+        ] {
+            let slot = Arc::new(OperationSlots::default());
+            let facts = RequestFacts::from_head(&request(path, None)).with_slots(slot.clone());
+            slot.fill(&Bytes::from_static(
+                br#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}"#,
+            ));
+            for to in ["/v1/messages", "/v1/chat/completions", "/v1/responses"] {
+                let moved = facts.moved_to(&request(to, None));
+                assert_eq!(moved.stream_requested(), Some(streams), "{path} → {to}");
+            }
+            // The new head's own word wins.
+            let unary = facts.moved_to(&request("/v1beta/models/g:generateContent", None));
+            assert_eq!(unary.stream_requested(), Some(false));
+            let accepts = facts.moved_to(&request("/v1/messages", Some("text/event-stream")));
+            assert_eq!(accepts.stream_requested(), Some(true));
+        }
     }
 
     #[test]
