@@ -415,6 +415,126 @@ pub fn clone_head<B>(request: &http::Request<B>, body: B) -> http::Request<B> {
     copy
 }
 
+/// A copy of a request's head, taken before the request is sent, to make
+/// the requests of later attempts from (a retry ladder's, a fallback
+/// route's), with the body handle they replay.
+///
+/// Copying an extension map costs an allocation per value and two for the
+/// map, on every call, whether or not a later attempt is ever made. When
+/// the map holds nothing but what seawall's layers put there — the
+/// operation's [`Deadline`](crate::Deadline), a [`RouteId`](crate::RouteId),
+/// the [`RequestFacts`](crate::RequestFacts), the
+/// [`OtherRoutes`](crate::OtherRoutes) mark, and a marker of the copier's
+/// own it puts on every copy itself ([`HeadCopy::of_unmarked`]) — those are
+/// kept as values (each `Copy` or an `Arc` clone), and a map is built only
+/// for a copy actually made. Any other extension, and the whole map is
+/// copied as [`clone_head`] copies it.
+pub struct HeadCopy<B> {
+    head: http::Request<B>,
+    /// The extensions, kept as values; `None` when `head` carries a copy
+    /// of the whole map.
+    known: Option<KnownExtensions>,
+}
+
+/// The extensions a [`HeadCopy`] keeps as values.
+struct KnownExtensions {
+    deadline: Option<crate::Deadline>,
+    route: Option<crate::RouteId>,
+    facts: Option<crate::RequestFacts>,
+    other_routes: bool,
+}
+
+impl<B> HeadCopy<B> {
+    /// The copy of `request`'s head, with `body`.
+    pub fn of(request: &mut http::Request<B>, body: B) -> Self {
+        HeadCopy::taken(request, body, false)
+    }
+
+    /// [`of`](Self::of), leaving out the copier's own marker `M`, which it
+    /// puts on each request it makes from the copy.
+    pub fn of_unmarked<M: Send + Sync + 'static>(request: &mut http::Request<B>, body: B) -> Self {
+        let marked = request.extensions().get::<M>().is_some();
+        HeadCopy::taken(request, body, marked)
+    }
+
+    fn taken(request: &mut http::Request<B>, body: B, marked: bool) -> Self {
+        let extensions = request.extensions();
+        let deadline = extensions.get::<crate::Deadline>();
+        let route = extensions.get::<crate::RouteId>();
+        let facts = extensions.get::<crate::RequestFacts>();
+        let other_routes = extensions.get::<crate::OtherRoutes>().is_some();
+        let known = usize::from(deadline.is_some())
+            + usize::from(route.is_some())
+            + usize::from(facts.is_some())
+            + usize::from(other_routes)
+            + usize::from(marked);
+        if extensions.len() != known {
+            return HeadCopy {
+                head: clone_head(request, body),
+                known: None,
+            };
+        }
+        let known = KnownExtensions {
+            deadline: deadline.copied(),
+            route: route.cloned(),
+            facts: facts.cloned(),
+            other_routes,
+        };
+        // Copy the head without the map: set it aside for the copy.
+        let extensions = std::mem::take(request.extensions_mut());
+        let head = clone_head(request, body);
+        *request.extensions_mut() = extensions;
+        HeadCopy {
+            head,
+            known: Some(known),
+        }
+    }
+
+    /// The body handle kept with the head.
+    pub fn body(&self) -> &B {
+        self.head.body()
+    }
+
+    /// The operation's deadline, as the request carried it.
+    pub fn deadline(&self) -> Option<crate::Deadline> {
+        match &self.known {
+            Some(known) => known.deadline,
+            None => crate::Deadline::of(&self.head),
+        }
+    }
+
+    /// A request with the copied head and `body`.
+    pub fn request(&self, body: B) -> http::Request<B> {
+        let mut request = clone_head(&self.head, body);
+        if let Some(known) = &self.known {
+            let extensions = request.extensions_mut();
+            if let Some(deadline) = known.deadline {
+                extensions.insert(deadline);
+            }
+            if let Some(route) = &known.route {
+                extensions.insert(route.clone());
+            }
+            if let Some(facts) = &known.facts {
+                extensions.insert(facts.clone());
+            }
+            if known.other_routes {
+                extensions.insert(crate::OtherRoutes);
+            }
+        }
+        request
+    }
+}
+
+impl<B> fmt::Debug for HeadCopy<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeadCopy")
+            .field("method", self.head.method())
+            .field("uri", self.head.uri())
+            .field("extensions_as_values", &self.known.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,6 +681,58 @@ mod tests {
         assert!(!body.is_replayable());
         assert!(body.replay().is_none());
         assert_eq!(collect(body).await.unwrap(), &b"x"[..]);
+    }
+
+    /// A head copy makes requests as `clone_head` does, whether it keeps
+    /// the extensions as values or copies the map, and leaves the
+    /// original request whole.
+    #[test]
+    fn a_head_copy_makes_the_requests_clone_head_makes() {
+        #[derive(Clone)]
+        struct Mark;
+        #[derive(Clone, Debug, PartialEq)]
+        struct Foreign(u8);
+        let deadline = crate::Deadline::after(std::time::Duration::from_secs(5));
+        let facts = crate::RequestFacts::default().with_model("m");
+        for (foreign, marked) in [(false, false), (false, true), (true, false), (true, true)] {
+            let mut request = http::Request::post("http://h/v1/chat/completions")
+                .header("x-a", "1")
+                .body(0)
+                .unwrap();
+            let extensions = request.extensions_mut();
+            extensions.insert(deadline);
+            extensions.insert(crate::RouteId::new("r"));
+            extensions.insert(facts.clone());
+            extensions.insert(crate::OtherRoutes);
+            if foreign {
+                extensions.insert(Foreign(7));
+            }
+            if marked {
+                extensions.insert(Mark);
+            }
+            let copy = HeadCopy::of_unmarked::<Mark>(&mut request, 1);
+            assert_eq!(copy.known.is_some(), !foreign, "values kept unless foreign");
+            assert_eq!(
+                request.extensions().len(),
+                4 + usize::from(foreign) + usize::from(marked)
+            );
+            assert_eq!(*copy.body(), 1);
+            assert_eq!(copy.deadline(), Some(deadline));
+            let made = copy.request(2);
+            assert_eq!(*made.body(), 2);
+            assert_eq!(made.uri(), request.uri());
+            assert_eq!(made.method(), http::Method::POST);
+            assert_eq!(made.headers()["x-a"], "1");
+            let got = made.extensions();
+            assert_eq!(crate::Deadline::of(&made), Some(deadline));
+            assert_eq!(got.get::<crate::RouteId>().unwrap().as_str(), "r");
+            assert_eq!(got.get::<crate::RequestFacts>().unwrap().model(), Some("m"));
+            assert!(got.get::<crate::OtherRoutes>().is_some());
+            assert_eq!(got.get::<Foreign>().cloned(), foreign.then_some(Foreign(7)));
+            // The marker is the copier's to put on, unless the whole map
+            // was copied.
+            assert_eq!(got.get::<Mark>().is_some(), marked && foreign);
+        }
     }
 
     #[test]

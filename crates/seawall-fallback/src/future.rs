@@ -5,7 +5,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use seawall_core::recording::{ReplayBody, clone_head};
+use seawall_core::recording::{HeadCopy, ReplayBody};
 use seawall_core::{
     Action, Attempt, AttemptSpans, BoxError, Code, Cooldown, Deadline, Failure, Finish, Receipt,
     RequestFacts, RouteId, StopReason, Usage,
@@ -22,6 +22,9 @@ use crate::service::{SERVED_BY_HEADER, ServedBy, Shared};
 
 type Req<B> = http::Request<ReplayBody<B>>;
 
+/// The request's head as the primary got it, and a handle on its body.
+pub(crate) type Kept<B> = HeadCopy<ReplayBody<B>>;
+
 /// What a fallback needs, kept while the primary runs.
 pub(crate) struct Plan<S, F, R, B> {
     /// The routes (a route's service is cloned only when it is called) and
@@ -29,7 +32,7 @@ pub(crate) struct Plan<S, F, R, B> {
     pub(crate) shared: Arc<Shared<S, F, R>>,
     /// The request's head and a handle on its recorded body; `None` when the
     /// body could not be recorded.
-    pub(crate) request: Option<Req<B>>,
+    pub(crate) request: Option<Kept<B>>,
 }
 
 pin_project! {
@@ -358,7 +361,10 @@ impl Walk {
         let Some(kept) = plan.request.as_ref().filter(|r| r.body().is_replayable()) else {
             return Err(skipped(error, &from, cause, StopReason::NotReplayable));
         };
-        if Deadline::of(kept).is_some_and(|d| !in_time(d, Instant::now(), settings.min_remaining)) {
+        if kept
+            .deadline()
+            .is_some_and(|d| !in_time(d, Instant::now(), settings.min_remaining))
+        {
             return Err(skipped(error, &from, cause, StopReason::Deadline));
         }
         let receipt = failure
@@ -413,7 +419,7 @@ impl Walk {
         &mut self,
         error: BoxError,
         plan: &Plan<S, F, R, B>,
-        kept: &Req<B>,
+        kept: &Kept<B>,
     ) -> Step<B>
     where
         R: Rewrite<B>,
@@ -423,7 +429,10 @@ impl Walk {
         };
         let shared = &plan.shared;
         let settings = &shared.settings;
-        if Deadline::of(kept).is_some_and(|d| !in_time(d, Instant::now(), settings.min_remaining)) {
+        if kept
+            .deadline()
+            .is_some_and(|d| !in_time(d, Instant::now(), settings.min_remaining))
+        {
             return Step::Done(self.fail(error, Some(StopReason::Deadline)));
         }
         let cause = failure.code();
@@ -511,7 +520,7 @@ impl Walk {
             return Step::Done(self.fail(error, None));
         };
         let wait = at.saturating_duration_since(now);
-        let deadline = plan.request.as_ref().and_then(Deadline::of);
+        let deadline = plan.request.as_ref().and_then(Kept::deadline);
         let in_time =
             deadline.is_none_or(|deadline| in_time(deadline, now + wait, settings.min_remaining));
         if in_time && wait <= settings.max_wait && self.waits < self.visits.len() {
@@ -569,7 +578,7 @@ impl Walk {
             .back
             .map_or(Code::RouteCoolingDown, |b| b.code);
         let request = match target {
-            Target::Primary => kept.body().replay().map(|body| clone_head(kept, body)),
+            Target::Primary => kept.body().replay().map(|body| kept.request(body)),
             Target::Route(index) => route_request(&plan.shared.routes[index], kept),
         };
         let Some(request) = request else {
@@ -732,12 +741,12 @@ impl Walk {
 
 /// A route's copy of the request: the recording replayed from its start,
 /// the route's rewrite, its route name.
-fn route_request<F, R, B>(route: &FallbackRoute<F, R>, kept: &Req<B>) -> Option<Req<B>>
+fn route_request<F, R, B>(route: &FallbackRoute<F, R>, kept: &Kept<B>) -> Option<Req<B>>
 where
     R: Rewrite<B>,
 {
     let body = kept.body().replay()?;
-    let mut request = clone_head(kept, body);
+    let mut request = kept.request(body);
     // The copied extensions name the primary's route; this route's is the
     // configured one, else whatever the rewritten request says.
     request.extensions_mut().remove::<RouteId>();

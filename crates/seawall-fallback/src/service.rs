@@ -3,7 +3,7 @@ use std::task::{Context, Poll};
 
 use http_body::Body;
 use seawall_core::facts::OperationSlots;
-use seawall_core::recording::{ReplayBody, clone_head};
+use seawall_core::recording::{HeadCopy, ReplayBody};
 use seawall_core::{BoxError, OtherRoutes, RequestFacts, RouteId};
 use tower_service::Service;
 
@@ -171,13 +171,13 @@ where
         if self.shared.takes_moves {
             parts.extensions.insert(OtherRoutes);
         }
-        let request = http::Request::from_parts(parts, body);
+        let mut request = http::Request::from_parts(parts, body);
         // The primary sends the original handle; the kept copy starts from
         // the beginning of the recording, for the fallback.
         let kept = request
             .body()
             .replay()
-            .map(|body| clone_head(&request, body));
+            .map(|body| HeadCopy::of(&mut request, body));
         let plan = Plan {
             shared: Arc::clone(&self.shared),
             request: kept,
