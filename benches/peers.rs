@@ -8,6 +8,13 @@
 //! `cargo bench -p seawall --bench peers` (`-p seawall`: without it the
 //! CLI's default features turn `metrics` on for the bench too)
 //!
+//! On a busy (or slow) machine, count instructions instead of timing: with
+//! `PEERS_BENCH_ONLY=<group>/<case>` (e.g. `peers_stream/tower_resilience_4`)
+//! the bench runs only that case's 10 010 counted calls and skips
+//! criterion, so `valgrind --tool=callgrind --toggle-collect='peers::call*'
+//! target/release/deps/peers-<hash>` gives the instructions of those calls
+//! (divide by 10 010), as the stack bench does.
+//!
 //! The cases, per answer kind:
 //! - `bare`: the upstream alone, the floor.
 //! - `seawall_stack`: `Stack::interactive().build(..)`: total deadline, retry
@@ -68,6 +75,8 @@ where
 struct Bench {
     runtime: tokio::runtime::Runtime,
     criterion: Criterion,
+    /// `PEERS_BENCH_ONLY`: the one case to count, without criterion.
+    only: Option<String>,
 }
 
 impl Bench {
@@ -80,6 +89,13 @@ impl Bench {
         B: http_body::Body,
         B::Error: std::fmt::Debug,
     {
+        if self
+            .only
+            .as_ref()
+            .is_some_and(|only| *only != format!("{group}/{name}"))
+        {
+            return 0.0;
+        }
         let allocations = self.runtime.block_on(async {
             for _ in 0..10 {
                 call(svc.clone()).await;
@@ -91,6 +107,9 @@ impl Bench {
             region.change().allocations as f64 / CALLS as f64
         });
         println!("{group}/{name}: allocations per call {allocations:.2}");
+        if self.only.is_some() {
+            return allocations;
+        }
         let runtime = &self.runtime;
         self.criterion
             .benchmark_group(group)
@@ -127,6 +146,7 @@ fn main() {
             .build()
             .unwrap(),
         criterion: Criterion::default().configure_from_args(),
+        only: std::env::var("PEERS_BENCH_ONLY").ok(),
     };
     let stack = Stack::interactive();
     let classify = ClassifyLayer::openai();
@@ -166,8 +186,10 @@ fn main() {
              {resilience_3:.2}, 4 layers {resilience_4:.2}"
         ));
     }
-    for line in summary {
-        println!("{line}");
+    if bench.only.is_none() {
+        for line in summary {
+            println!("{line}");
+        }
     }
     bench.criterion.final_summary();
 }
