@@ -347,6 +347,21 @@ mod tests {
         fix
     }
 
+    /// A speaker for a `provider` caller whose request asked for usage,
+    /// its envelope learned from that format's first event.
+    fn speaker_asked_for_usage(provider: Provider) -> Speaker {
+        let original = json!({"stream_options": {"include_usage": true}});
+        let first = first(provider);
+        Speaker::new(
+            provider,
+            Some(&first),
+            Some(&original),
+            Some(&responses_fix()),
+            Some(&first),
+        )
+        .unwrap()
+    }
+
     /// What the speaker says reads, with the caller's own decoder, as the
     /// text and the finish it was given.
     #[test]
@@ -355,23 +370,13 @@ mod tests {
             input_tokens: 5,
             output_tokens: 3,
         };
-        let original = json!({"stream_options": {"include_usage": true}});
-        let fix = responses_fix();
         for provider in [
             Provider::OpenAi,
             Provider::Anthropic,
             Provider::Gemini,
             Provider::OpenAiResponses,
         ] {
-            let first = first(provider);
-            let mut speaker = Speaker::new(
-                provider,
-                Some(&first),
-                Some(&original),
-                Some(&fix),
-                Some(&first),
-            )
-            .unwrap();
+            let mut speaker = speaker_asked_for_usage(provider);
             let text = speaker.text(" w5", 2);
             assert_eq!(
                 classify(provider, &text),
@@ -430,23 +435,13 @@ mod tests {
             input_tokens: u64::MAX,
             output_tokens: 7,
         };
-        let original = json!({"stream_options": {"include_usage": true}});
-        let fix = responses_fix();
         for provider in [
             Provider::OpenAi,
             Provider::Anthropic,
             Provider::Gemini,
             Provider::OpenAiResponses,
         ] {
-            let first = first(provider);
-            let mut speaker = Speaker::new(
-                provider,
-                Some(&first),
-                Some(&original),
-                Some(&fix),
-                Some(&first),
-            )
-            .unwrap();
+            let mut speaker = speaker_asked_for_usage(provider);
             let (events, _) = speaker
                 .finish(FinishKind::Complete, Some(usage), "w1")
                 .unwrap();
