@@ -347,6 +347,14 @@ mod tests {
         fix
     }
 
+    /// Every format a continuation's text is said in.
+    const SPOKEN: [Provider; 4] = [
+        Provider::OpenAi,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::OpenAiResponses,
+    ];
+
     /// A speaker for a `provider` caller whose request asked for usage,
     /// its envelope learned from that format's first event.
     fn speaker_asked_for_usage(provider: Provider) -> Speaker {
@@ -370,12 +378,7 @@ mod tests {
             input_tokens: 5,
             output_tokens: 3,
         };
-        for provider in [
-            Provider::OpenAi,
-            Provider::Anthropic,
-            Provider::Gemini,
-            Provider::OpenAiResponses,
-        ] {
+        for provider in SPOKEN {
             let mut speaker = speaker_asked_for_usage(provider);
             let text = speaker.text(" w5", 2);
             assert_eq!(
@@ -435,12 +438,7 @@ mod tests {
             input_tokens: u64::MAX,
             output_tokens: 7,
         };
-        for provider in [
-            Provider::OpenAi,
-            Provider::Anthropic,
-            Provider::Gemini,
-            Provider::OpenAiResponses,
-        ] {
+        for provider in SPOKEN {
             let mut speaker = speaker_asked_for_usage(provider);
             let (events, _) = speaker
                 .finish(FinishKind::Complete, Some(usage), "w1")
