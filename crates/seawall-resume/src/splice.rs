@@ -67,16 +67,17 @@ pub(crate) fn next_boundary(data: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// Whether `frame` has a data line that opens a JSON object: an event a
-/// stream's envelope (id, model) can be learned from, where a comment or
-/// a keep-alive has none.
+/// Whether `frame` holds an event whose data is a JSON object, read as
+/// the guard reads events: one a stream's envelope (id, model) can be
+/// learned from, where a comment, a keep-alive or `[DONE]` has none.
 pub(crate) fn carries_json_event(frame: &[u8]) -> bool {
-    memchr::memmem::find_iter(frame, b"data:").any(|at| {
-        let line_start = at == 0 || matches!(frame[at - 1], b'\n' | b'\r');
-        let rest = &frame[at + 5..];
-        let value = rest.iter().position(|b| *b != b' ');
-        line_start && value.is_some_and(|v| rest[v] == b'{')
-    })
+    let mut found = false;
+    let _ = Scanner::default().feed(frame, |item| {
+        if let Item::Event(event) = item {
+            found |= event.data.trim_ascii_start().first() == Some(&b'{');
+        }
+    });
+    found
 }
 
 /// Splits the complete events off the front of `data` (which starts at an
@@ -1454,6 +1455,29 @@ mod tests {
                 act: false
             }
         );
+    }
+
+    /// The envelope is learned from the first frame with a JSON event,
+    /// however its lines end, and not from a comment or the end marker.
+    #[test]
+    fn a_frame_carries_a_json_event_only_with_a_whole_object_event() {
+        for (frame, carries) in [
+            (&b": OPENROUTER PROCESSING\n\n"[..], false),
+            (b"data: [DONE]\n\n", false),
+            (b"data: {\"id\":\"c\"}\n\n", true),
+            (b"data:{\"id\":\"c\"}\r\n\r\n", true),
+            (b": ping\n\nevent: x\ndata:  {\"id\":\"c\"}\n\n", true),
+            (b"retry: 10\nid: 1\n\n", false),
+            // `data:` inside a comment is no field.
+            (b": data: {\"id\":\"c\"}\n\n", false),
+        ] {
+            assert_eq!(
+                carries_json_event(frame),
+                carries,
+                "{}",
+                String::from_utf8_lossy(frame)
+            );
+        }
     }
 
     /// One decoder per stream: a refusal streamed, then ended with `stop`,
