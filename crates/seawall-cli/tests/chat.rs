@@ -233,7 +233,7 @@ async fn a_silent_primary_fails_over_to_another_provider() {
         .unwrap();
     let (status, out, log) = chat_falling_back(
         &chaos,
-        ("openai", "gpt-x"),
+        "openai",
         ("anthropic", "claude-x"),
         &[
             "--stream",
@@ -265,7 +265,7 @@ async fn a_gemini_stream_fails_over_to_an_anthropic_stream() {
     chaos.script("gemini", vec![down()]).unwrap();
     let (status, out, log) = chat_falling_back(
         &chaos,
-        ("gemini", "gemini-x"),
+        "gemini",
         ("anthropic", "claude-x"),
         &["--stream", "--deadline", "10s"],
     )
@@ -289,7 +289,7 @@ async fn a_failing_primary_falls_back_to_another_providers_whole_answer() {
         .unwrap();
     let (status, out, log) = chat_falling_back(
         &chaos,
-        ("openai", "gpt-x"),
+        "openai",
         ("anthropic", "claude-x"),
         &["--deadline", "10s"],
     )
@@ -328,36 +328,26 @@ async fn an_unreachable_endpoint_is_one_clear_line_and_a_receipt() {
     assert_eq!(receipt(&log)["code"], "transport");
 }
 
-/// `seawall chat` on `provider` (its model `model`) at the chaos server
-/// with `flags`, and one fallback route of `fallback` at the same server
-/// under another name (`localhost`).
+/// [`chat_with`] with `flags` and one fallback route of `fallback` (its
+/// model `fallback_model`) at the same server under another name
+/// (`localhost`).
 async fn chat_falling_back(
     chaos: &ChaosHandle,
-    (provider, model): (&str, &str),
+    provider: &str,
     (fallback, fallback_model): (&str, &str),
     flags: &[&str],
 ) -> (u8, String, String) {
-    let base = chaos.base_url();
-    let other = base.replace("127.0.0.1", "localhost");
-    let mut args = vec![
-        "--provider",
-        provider,
-        "--base-url",
-        &base,
-        "--model",
-        model,
-    ];
-    args.extend_from_slice(flags);
-    args.extend_from_slice(&[
+    let other = chaos.base_url().replace("127.0.0.1", "localhost");
+    let mut extra = flags.to_vec();
+    extra.extend_from_slice(&[
         "--fallback-base-url",
         &other,
         "--fallback-model",
         fallback_model,
         "--fallback-provider",
         fallback,
-        "hi",
     ]);
-    chat(&args).await
+    chat_with(chaos, provider, &extra).await
 }
 
 async fn chat_with(chaos: &ChaosHandle, provider: &str, extra: &[&str]) -> (u8, String, String) {
@@ -432,7 +422,7 @@ async fn the_fallback_may_speak_the_responses_api() {
         .unwrap();
     let (status, out, log) = chat_falling_back(
         &chaos,
-        ("openai", "gpt-x"),
+        "openai",
         ("openai-responses", "gpt-x"),
         &["--stream", "--deadline", "20s"],
     )

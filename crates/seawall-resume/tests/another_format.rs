@@ -607,6 +607,23 @@ async fn hostile(replies: Vec<Vec<String>>) -> String {
     base
 }
 
+/// A `caller` answer from the hostile server at `primary`, continued
+/// (marked) by a fault server that answers six tokens in `other`'s
+/// format.
+async fn continued_on_chaos(primary: String, caller: Provider, other: Provider, id: &str) -> Read {
+    let backup = chaos().await;
+    script(&backup, other, &["ok;tokens=6"]);
+    let route = attempt::<Full<Bytes>>(other);
+    run_with(
+        &(primary, backup.base_url()),
+        caller,
+        (other, route),
+        id,
+        true,
+    )
+    .await
+}
+
 /// An OpenAI chunk of completion `id` with `choice` as its one choice.
 fn openai_chunk(id: &str, choice: Value) -> String {
     let chunk = json!({"id": id, "object": "chat.completion.chunk", "created": 7,
@@ -701,15 +718,11 @@ async fn text_after_a_closed_block_is_closed_at_its_own_index() {
         json!({"type": "content_block_stop", "index": 0}),
     ));
     let primary = hostile(vec![vec![cut.concat()]]).await;
-    let backup = chaos().await;
-    script(&backup, Provider::OpenAi, &["ok;tokens=6"]);
-    let route = attempt::<Full<Bytes>>(Provider::OpenAi);
-    let read = run_with(
-        &(primary, backup.base_url()),
+    let read = continued_on_chaos(
+        primary,
         Provider::Anthropic,
-        (Provider::OpenAi, route),
+        Provider::OpenAi,
         "closed-block",
-        true,
     )
     .await;
     assert!(read.error.is_none(), "{:?}", read.error);
@@ -800,15 +813,11 @@ async fn chunks_said_after_a_leading_comment_take_the_originals_id() {
         chunks.concat(),
     ]])
     .await;
-    let backup = chaos().await;
-    script(&backup, Provider::Anthropic, &["ok;tokens=6"]);
-    let route = attempt::<Full<Bytes>>(Provider::Anthropic);
-    let read = run_with(
-        &(primary, backup.base_url()),
+    let read = continued_on_chaos(
+        primary,
         Provider::OpenAi,
-        (Provider::Anthropic, route),
+        Provider::Anthropic,
         "comment-first",
-        true,
     )
     .await;
     assert!(read.error.is_none(), "{:?}", read.error);
