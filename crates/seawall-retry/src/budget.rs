@@ -41,14 +41,31 @@ impl Budget {
     /// `max_tokens`; every retryable failure takes one token, every success
     /// adds `token_ratio`; retries are allowed only while more than half the
     /// tokens remain. Tokens are kept in thousandths, as A6 specifies three
-    /// decimal places for the ratio. `max_tokens` is clamped to 1..=1000.
+    /// decimal places for the ratio.
+    ///
+    /// `max_tokens` is clamped to 1..=1000. As in A6, the first failure
+    /// takes a token before the half is checked, so a bucket of 1 or 2
+    /// tokens (or 0, clamped to 1) never grants a retry: it turns retries
+    /// off, and 3 is the smallest bucket that grants one.
+    ///
+    /// `token_ratio` is rounded to thousandths, at least 0.001; a ratio
+    /// above `max_tokens` refills the bucket in one success.
+    ///
+    /// # Panics
+    ///
+    /// When `token_ratio` is not a finite number above zero (A6 requires
+    /// one): a bucket that never refills would turn retries off for the
+    /// life of the process after `max_tokens / 2` failures, long after the
+    /// route recovered.
     pub fn grpc(max_tokens: u32, token_ratio: f64) -> Self {
+        assert!(
+            token_ratio.is_finite() && token_ratio > 0.0,
+            "Budget::grpc: token_ratio must be a finite number above zero, got {token_ratio}"
+        );
         let max = u64::from(max_tokens.clamp(1, 1000)) * MILLI;
-        let ratio = if token_ratio.is_finite() && token_ratio > 0.0 {
-            (token_ratio * MILLI as f64).round().min(max as f64) as u64
-        } else {
-            0
-        };
+        // At least one thousandth: a positive ratio that rounded to zero
+        // would never refill, the very bucket the assertion keeps out.
+        let ratio = (token_ratio * MILLI as f64).round().clamp(1.0, max as f64) as u64;
         Budget(Arc::new(Kind::Grpc(GrpcBucket {
             max,
             ratio,
@@ -76,13 +93,20 @@ impl Budget {
     /// `retry_ratio` is a fraction: `0.2` lets 20 % of operations retry once,
     /// `0.6` lets 60 % (not 100 %, as rounding `1 / ratio` to an integer
     /// would), `2.0` lets every operation retry twice. It is clamped to
-    /// `0..=1000`; `ttl` to 1 s..=1 h.
+    /// `0..=1000` (a negative ratio deposits nothing: only the
+    /// `min_per_sec` reserve is left; an infinite one is 1000); `ttl` to
+    /// 1 s..=1 h.
+    ///
+    /// # Panics
+    ///
+    /// When `retry_ratio` is NaN: it is no share of anything, and reading it
+    /// as zero would leave only the reserve without a word.
     pub fn ratio(retry_ratio: f64, min_per_sec: u32, ttl: Duration) -> Self {
-        let ratio = if retry_ratio.is_finite() {
-            retry_ratio.clamp(0.0, 1000.0)
-        } else {
-            0.0
-        };
+        assert!(
+            !retry_ratio.is_nan(),
+            "Budget::ratio: retry_ratio must be a number (0.2 lets 20 % of operations retry), got NaN"
+        );
+        let ratio = retry_ratio.clamp(0.0, 1000.0);
         let ttl = ttl.clamp(Duration::from_secs(1), Duration::from_secs(3600));
         let slot_nanos = (ttl.as_nanos() / u128::from(SLICES)) as u64;
         Budget(Arc::new(Kind::Ratio(RatioBudget {
@@ -336,6 +360,63 @@ mod tests {
         assert_eq!(budget.tokens(), 5.0);
     }
 
+    /// The first failure takes its token before the half is checked: 1 or
+    /// 2 tokens never grant a retry (as the doc says), 3 grant one.
+    #[test]
+    fn grpc_buckets_under_three_tokens_grant_no_retry() {
+        for (max, retries) in [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1), (5, 2)] {
+            let budget = Budget::grpc(max, 1.0);
+            let granted = (0..10)
+                .filter(|_| budget.failed(false, true).is_some())
+                .count();
+            assert_eq!(granted, retries, "max_tokens {max}");
+        }
+    }
+
+    /// A positive ratio too small for a thousandth still refills: rounded
+    /// to zero it would leave an emptied bucket empty for good.
+    #[test]
+    fn a_tiny_grpc_ratio_refills_one_thousandth() {
+        let budget = Budget::grpc(4, 0.0001);
+        for _ in 0..4 {
+            budget.failed(false, false);
+        }
+        budget.succeeded(None);
+        assert_eq!(budget.tokens(), 0.001);
+    }
+
+    #[test]
+    #[should_panic(expected = "token_ratio must be a finite number above zero, got 0")]
+    fn a_zero_grpc_ratio_is_refused() {
+        Budget::grpc(10, 0.0);
+    }
+
+    #[test]
+    fn a_grpc_ratio_that_never_refills_is_refused() {
+        for ratio in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, -0.0] {
+            let built = std::panic::catch_unwind(|| Budget::grpc(10, ratio));
+            assert!(built.is_err(), "{ratio} was accepted");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "retry_ratio must be a number")]
+    fn a_nan_retry_ratio_is_refused() {
+        Budget::ratio(f64::NAN, 1, Duration::from_secs(10));
+    }
+
+    /// Infinity is past the clamp's top, not nothing: 1000 retries per
+    /// operation.
+    #[tokio::test(start_paused = true)]
+    async fn an_infinite_retry_ratio_is_clamped_to_a_thousand() {
+        let budget = Budget::ratio(f64::INFINITY, 0, Duration::from_secs(10));
+        budget.start();
+        assert_eq!(budget.tokens(), 1000.0);
+        let budget = Budget::ratio(-1.0, 1, Duration::from_secs(10));
+        budget.start();
+        assert_eq!(budget.tokens(), 10.0, "only the reserve");
+    }
+
     #[test]
     fn aws_charges_timeouts_double_and_refunds_on_success() {
         let budget = Budget::aws_standard();
@@ -421,7 +502,7 @@ mod tests {
         #[test]
         fn tokens_stay_between_zero_and_max(
             max in 1u32..50,
-            ratio in 0.0f64..3.0,
+            ratio in 0.001f64..3.0,
             ops in proptest::collection::vec(op(), 0..300),
         ) {
             let grpc = Budget::grpc(max, ratio);
