@@ -18,7 +18,9 @@ pub enum Jitter {
     /// ceiling.
     Equal,
     /// `min(cap, random(initial, previous × 3))`, starting from
-    /// `previous = initial`: grows from the last delay, not the retry count.
+    /// `previous = initial`: grows from the last delay, not the retry count
+    /// (and from a zero `initial` would not grow at all, which
+    /// [`Backoff::exponential`] refuses).
     Decorrelated,
 }
 
@@ -35,7 +37,22 @@ pub struct Backoff {
 
 impl Backoff {
     /// `initial × 2^retry` capped at `cap`, with [`Jitter::Full`].
+    ///
+    /// A zero `cap` means no delay, whatever `initial` is (as
+    /// [`Backoff::none`]).
+    ///
+    /// # Panics
+    ///
+    /// When `initial` is zero and `cap` is not: every jitter grows its
+    /// delays from `initial` (doubling it, or drawing from
+    /// `[initial, previous × 3]`), so from zero they stay zero and the
+    /// ladder would retry back to back, with a cap that says otherwise.
     pub const fn exponential(initial: Duration, cap: Duration) -> Self {
+        assert!(
+            !initial.is_zero() || cap.is_zero(),
+            "Backoff::exponential: initial must be above zero when cap is (delays grow from \
+             initial and would stay zero); use Backoff::none() for no delay"
+        );
         Backoff {
             initial,
             cap,
@@ -134,12 +151,39 @@ mod tests {
         assert_eq!(huge.ceiling(u32::MAX), Duration::MAX);
     }
 
+    /// Delays grow from `initial`: a zero one under a cap would retry back
+    /// to back (decorrelated: `random(0, 0 × 3)` for ever).
+    #[test]
+    #[should_panic(expected = "initial must be above zero when cap is")]
+    fn a_zero_initial_under_a_cap_is_refused() {
+        let _ = Backoff::exponential(Duration::ZERO, 8000 * MS).with_jitter(Jitter::Decorrelated);
+    }
+
+    /// A zero cap is no delay, whatever `initial` is.
+    #[test]
+    fn a_zero_cap_means_no_delay() {
+        let mut rng = SmallRng::seed_from_u64(1);
+        for initial in [Duration::ZERO, 250 * MS] {
+            for jitter in [
+                Jitter::None,
+                Jitter::Full,
+                Jitter::Equal,
+                Jitter::Decorrelated,
+            ] {
+                let backoff = Backoff::exponential(initial, Duration::ZERO).with_jitter(jitter);
+                for retry in 0..5 {
+                    assert_eq!(backoff.delay(retry, 100 * MS, &mut rng), Duration::ZERO);
+                }
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn every_jitter_stays_inside_its_aws_bounds(
             seed: u64,
             retry in 0u32..200,
-            initial_ms in 0u64..10_000,
+            initial_ms in 1u64..10_000,
             cap_ms in 0u64..100_000,
             previous_ms in 0u64..200_000,
         ) {
