@@ -703,6 +703,76 @@ async fn a_retry_waits_for_a_gated_breakers_break_then_succeeds() {
     assert_eq!(codes, [Some(Code::Overloaded), None], "{receipt:?}");
 }
 
+/// A reader that stops at `[DONE]` and drops the body there, as
+/// async-openai does, has read a whole answer: the breaker counts it a
+/// success. It settled the call only on a body that said it had ended, and
+/// the guard said so one poll after the marker's frame: every such stream
+/// counted as nothing, so failures before content, however rare among the
+/// answers, added up to a trip (two here, one answer between them).
+#[tokio::test(start_paused = true)]
+async fn a_stream_dropped_at_its_end_marker_is_the_breakers_success() {
+    use seawall::breaker::{BreakerLayer, BreakerState, Trip};
+    use seawall::stream::StreamGuardLayer;
+    use tower::Layer;
+    let calls = Arc::new(AtomicU32::new(0));
+    let upstream = {
+        let calls = Arc::clone(&calls);
+        service_fn(move |_: http::Request<Full<Bytes>>| {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let response = match n % 3 {
+                    0 => http::Response::builder()
+                        .status(503)
+                        .header("content-type", "application/json")
+                        .body(
+                            Full::new(Bytes::from_static(b"{\"error\":{\"message\":\"busy\"}}"))
+                                .boxed(),
+                        ),
+                    // Event by event (read live after the hold lets go).
+                    1 => {
+                        let frames = HEALTHY_STREAM
+                            .split_inclusive("\n\n")
+                            .map(|event| Ok::<_, Infallible>(Frame::data(Bytes::from(event))));
+                        http::Response::builder()
+                            .header("content-type", "text/event-stream")
+                            .body(BodyExt::boxed(StreamBody::new(futures_util::stream::iter(
+                                frames.collect::<Vec<_>>(),
+                            ))))
+                    }
+                    // Whole (handed on from the hold).
+                    _ => return Ok::<_, Infallible>(healthy_response()),
+                };
+                Ok(response.expect("a response"))
+            }
+        })
+    };
+    let breaker = BreakerLayer::new().trip(Trip::Consecutive { failures: 2 });
+    let handle = breaker.handle();
+    let service = breaker
+        .layer(StreamGuardLayer::interactive().layer(ClassifyLayer::openai().layer(upstream)));
+    let route = RouteId::new("primary.example");
+    for _ in 0..4 {
+        // A failure before content, then an answer read to its marker.
+        service.clone().oneshot(chat_request()).await.unwrap_err();
+        for _ in 0..2 {
+            let mut body = service
+                .clone()
+                .oneshot(chat_request())
+                .await
+                .expect("the answer")
+                .into_body();
+            let mut read = Vec::new();
+            while !read.ends_with(b"data: [DONE]\n\n") {
+                let frame = body.frame().await.expect("a frame").expect("no error");
+                read.extend_from_slice(frame.data_ref().expect("data"));
+            }
+            drop(body);
+        }
+        assert_eq!(handle.state(&route), BreakerState::Closed);
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 12);
+}
+
 /// A request body that fails while hyper-util's client writes it (a
 /// proxy's upload whose client went away) is the request's failure, not
 /// the route's: `bad_request`, one attempt, never retried. Read through the

@@ -109,6 +109,79 @@ async fn nothing_after_the_responses_terminal_event_is_read() {
     assert!(took < Duration::from_secs(1), "{took:?}");
 }
 
+/// A reader that stops at the end marker and drops the body (async-openai
+/// drops it after the `[DONE]` frame, never polling for the end) finds
+/// the body ended on that frame and the answer reported: a breaker above
+/// settles its call on `is_end_stream`, and a body dropped before it
+/// counted as no success at all. Live (the marker after the frame the
+/// hold let go at) and held (the whole answer in one frame), for the
+/// three end markers.
+#[tokio::test(start_paused = true)]
+async fn the_frame_that_ends_the_protocol_ends_the_body() {
+    use http_body::Body as _;
+    use http_body_util::BodyExt;
+
+    let openai = [
+        OPENAI_ROLE.to_owned(),
+        openai_delta("Hello"),
+        OPENAI_STOP.to_owned(),
+        DONE.to_owned(),
+    ];
+    let anthropic = [
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"c\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n".to_owned(),
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n".to_owned(),
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n".to_owned(),
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n".to_owned(),
+    ];
+    let responses = [
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"status\":\"in_progress\",\"output\":[]},\"sequence_number\":0}\n\n".to_owned(),
+        "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\",\"sequence_number\":1}\n\n".to_owned(),
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"incomplete_details\":null,\"error\":null},\"sequence_number\":2}\n\n".to_owned(),
+    ];
+    for (path, events) in [
+        (CHAT, &openai[..]),
+        (MESSAGES, &anthropic[..]),
+        (RESPONSES, &responses[..]),
+    ] {
+        for held in [false, true] {
+            let mut script: Vec<Step> = if held {
+                vec![send(events.concat())]
+            } else {
+                events.iter().cloned().map(send).collect()
+            };
+            // The connection stays open after the marker, as a server's
+            // kept-alive one does.
+            script.push(Step::Hang);
+            let response = call(StreamGuardLayer::interactive(), path, scripted(script))
+                .await
+                .expect("content arrives");
+            let handle = report_handle(&response);
+            let mut body = response.into_body();
+            let mut read = Vec::new();
+            let last = events.last().unwrap().as_bytes();
+            while !read.ends_with(last) {
+                let frame = body.frame().await.expect("a frame").expect("no error");
+                read.extend_from_slice(frame.data_ref().expect("data"));
+            }
+            assert!(
+                body.is_end_stream(),
+                "{path} held={held}: ended on the marker's frame"
+            );
+            let report = handle
+                .get()
+                .cloned()
+                .expect("reported on the marker's frame");
+            assert_eq!(
+                report.finish.as_ref().map(|f| f.kind),
+                Some(FinishKind::Complete),
+                "{path} held={held}"
+            );
+            assert!(report.content_events >= 1, "{path} held={held}");
+            drop(body);
+        }
+    }
+}
+
 /// A stored response's events read again (`GET …/responses/{id}?stream=true`,
 /// what a resume of a background response sends) are the Responses
 /// API's: a stream that ends before `response.completed` is cut short,

@@ -745,6 +745,25 @@ impl Track {
         None
     }
 
+    /// What follows a frame about to be handed on: `stop`, the failure it
+    /// carries, closes the body next; a frame that ended the protocol has
+    /// the stream's end judged at once, and a clean end sets `ended`. A
+    /// reader that stops at the end marker and drops the body (the
+    /// OpenAI SDKs stop at `[DONE]`; async-openai drops the body there)
+    /// then finds it ended (`is_end_stream`) on that frame, the answer
+    /// reported and a breaker above counting it a success, where judging
+    /// the end on the next poll left a body dropped half-read.
+    fn after_frame(&mut self, stop: Option<Cause>, ended: &mut bool) {
+        self.pending = match stop {
+            None if self.protocol_ended() => {
+                let cause = self.end_of_stream(Instant::now());
+                *ended = cause.is_none();
+                cause
+            }
+            stop => stop,
+        };
+    }
+
     /// Why the stream, ended where it stands, fails, if it does: the
     /// finish it has without one of its own is set first (a streamed
     /// refusal's; on plain HTTP, the end itself after content).
@@ -1345,7 +1364,7 @@ where
                         this.held.push_back(frame);
                     }
                     if this.track.answered() {
-                        this.track.pending = stop;
+                        this.track.after_frame(stop, this.ended);
                         return Poll::Ready(Ok(()));
                     }
                     if let Some(cause) = stop {
@@ -1449,7 +1468,7 @@ where
         let this = self.project();
         match step {
             Step::Frame(frame, stop) => {
-                this.track.pending = stop;
+                this.track.after_frame(stop, this.ended);
                 this.track.handed_at = this.track.read_at;
                 Poll::Ready(Some(Ok(frame)))
             }
