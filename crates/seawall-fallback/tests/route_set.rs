@@ -142,3 +142,46 @@ async fn a_member_cooled_again_during_the_wait_is_waited_for_again() {
     assert!(waited >= 4 * SEC && waited < 6 * SEC, "{waited:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
+
+/// A set called on an instance its caller keeps (a `Buffer`'s worker, a
+/// reused service), over a concurrency limit of one: `poll_ready` took the
+/// only permit, and the call found every member cooling. The wait must
+/// give the permit back: it waited on a clone for the permit its own
+/// instance held, until the deadline, with the member long back.
+#[tokio::test(start_paused = true)]
+async fn a_wait_gives_back_what_readiness_reserved_below() {
+    use std::future::poll_fn;
+    use tower::Service;
+    use tower::limit::ConcurrencyLimit;
+
+    let cooling = Cooling::default();
+    let now = Instant::now();
+    cooling.until("a", now + 2 * SEC);
+    cooling.until("b", now + 2 * SEC);
+    let calls = Arc::new(AtomicU32::new(0));
+    let limited = ConcurrencyLimit::new(provider(calls.clone()), 1);
+    let mut set = cooling.layer(&["a", "b"]).layer(limited.clone());
+    poll_fn(|cx| set.poll_ready(cx)).await.unwrap();
+    let call = tokio::spawn(set.call(request(Some(60 * SEC))));
+    // Cooled again during the wait: while the call waits a second time,
+    // the permit is free for others.
+    tokio::time::sleep(SEC).await;
+    cooling.until("a", now + 4 * SEC);
+    cooling.until("b", now + 4 * SEC);
+    tokio::time::sleep(3 * SEC / 2).await;
+    let mut other = limited.clone();
+    let free = tokio::time::timeout(Duration::from_millis(1), poll_fn(|cx| other.poll_ready(cx)))
+        .await
+        .is_ok();
+    assert!(free, "the permit is free during the second wait");
+    drop(other);
+    let response = tokio::time::timeout(10 * SEC, call)
+        .await
+        .expect("answered, not stuck on its own permit")
+        .unwrap()
+        .expect("answered after the wait");
+    assert!(response.status().is_success());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let waited = now.elapsed();
+    assert!(waited >= 4 * SEC && waited < 5 * SEC, "{waited:?}");
+}

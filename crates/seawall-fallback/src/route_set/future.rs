@@ -171,7 +171,7 @@ where
 
 impl<S, B, R, RB> Future for ResponseFuture<S, B, R>
 where
-    S: Service<http::Request<B>, Response = http::Response<RB>>,
+    S: Service<http::Request<B>, Response = http::Response<RB>> + Clone,
     S::Error: Into<BoxError>,
     R: MemberRewrite<B>,
 {
@@ -244,7 +244,7 @@ pin_project! {
 
 impl<S, B, R> Wait<S, B, R>
 where
-    S: Service<http::Request<B>>,
+    S: Service<http::Request<B>> + Clone,
     S::Error: Into<BoxError>,
     R: MemberRewrite<B>,
 {
@@ -280,6 +280,9 @@ where
             *this.waits += 1;
             *this.request = Some(request);
             *this.woke = false;
+            // Ready, but not called: the readiness is given back for the
+            // wait (see `RouteSet::call`).
+            *this.inner = this.inner.clone();
             this.sleep.as_mut().reset(Instant::now() + wait);
         }
     }

@@ -102,9 +102,15 @@ where
             }
             Err(earliest) => earliest,
         };
-        // Every member refused: wait for the first back when it is worth
-        // it and fits, on a clone of the service (made ready after the
-        // wait); else fail now.
+        // Every member refused: nothing is sent now. What `poll_ready`
+        // reserved below (a `Buffer`'s slot, a `ConcurrencyLimit`'s permit)
+        // is given back by dropping the instance that holds it: kept, the
+        // wait below would hold it while it waits for one — with a limit
+        // of one, for the permit it holds itself.
+        let fresh = self.inner.clone();
+        drop(std::mem::replace(&mut self.inner, fresh));
+        // Wait for the first back when it is worth it and fits, on a clone
+        // of the service (made ready after the wait); else fail now.
         match self.set.wait_for(&earliest, Deadline::of(&request)) {
             Some(wait) => ResponseFuture::waiting(
                 wait,
