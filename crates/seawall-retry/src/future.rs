@@ -164,7 +164,7 @@ where
 
 impl<S, B, ResB> Future for ResponseFuture<S, B>
 where
-    S: Service<Request<ReplayBody<B>>, Response = Response<ResB>>,
+    S: Service<Request<ReplayBody<B>>, Response = Response<ResB>> + Clone,
     S::Error: Into<BoxError>,
 {
     type Output = Result<Response<ResB>, BoxError>;
@@ -196,9 +196,12 @@ where
                             until: ladder.readiness_until(),
                             bound: None,
                         }),
-                        Next::Retry(delay) => this.state.set(State::Sleeping {
-                            sleep: sleep(delay),
-                        }),
+                        Next::Retry(delay) => {
+                            ladder.release_readiness();
+                            this.state.set(State::Sleeping {
+                                sleep: sleep(delay),
+                            });
+                        }
                     },
                 },
                 StateProj::Refused { error } => {
@@ -661,6 +664,22 @@ impl<S, B> Ladder<S, B> {
             .filter(|attempt| attempt.route == *route)
             .count()
             == 1
+    }
+
+    /// Before a sleep: what the retries' service reserved in `poll_ready`
+    /// and did not spend — a layer below refused the attempt without
+    /// calling on (a breaker while its route cools down, an expired
+    /// deadline) — is given back by dropping the instance that holds it,
+    /// so an operation asleep holds no `Buffer` slot or `ConcurrencyLimit`
+    /// permit that the calls to healthy routes wait for. The clone kept in
+    /// its place knows what it knew (a breaker's last route).
+    fn release_readiness(&mut self)
+    where
+        S: Clone,
+    {
+        if let Some(again) = &mut self.again {
+            again.service = again.service.clone();
+        }
     }
 
     /// Waits for the service to be ready again, then makes the next attempt.

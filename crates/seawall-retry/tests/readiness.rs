@@ -143,3 +143,81 @@ async fn a_wait_for_readiness_ends_at_max_retry_after() {
         assert_eq!(receipt.stop, Some(StopReason::HintTooLong));
     }
 }
+
+/// Refuses its first `refusals` calls as a breaker does while its route
+/// cools down — without calling on — and answers the rest from `inner`.
+#[derive(Clone)]
+struct CoolingThen<S> {
+    inner: S,
+    refused: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    refusals: usize,
+}
+
+impl<S> Service<Request<ReplayBody<String>>> for CoolingThen<S>
+where
+    S: Service<Request<ReplayBody<String>>, Response = Response<()>, Error = BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = Response<()>;
+    type Error = BoxError;
+    type Future = futures_util::future::BoxFuture<'static, Result<Response<()>, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReplayBody<String>>) -> Self::Future {
+        use std::sync::atomic::Ordering;
+        if self.refused.fetch_add(1, Ordering::SeqCst) < self.refusals {
+            let refusal = Failure::new(Code::RouteCoolingDown)
+                .with_retry_after(std::time::Duration::from_secs(1));
+            return Box::pin(ready(Err(refusal.into())));
+        }
+        Box::pin(self.inner.call(request))
+    }
+}
+
+/// A retry refused below without a call (the route still cooling) sleeps
+/// before the next: the permit its readiness took from a concurrency
+/// limit of one is free meanwhile, for the calls to other routes. It was
+/// held through every such sleep, so one operation waiting out a cooled
+/// route stalled a client's healthy routes with it.
+#[tokio::test(start_paused = true)]
+async fn a_retry_refused_below_holds_no_permit_while_it_sleeps() {
+    use std::future::poll_fn;
+    use std::time::Duration;
+    use tower::limit::ConcurrencyLimit;
+
+    let answer = tower::service_fn(|_: Request<ReplayBody<String>>| async {
+        Ok::<_, BoxError>(Response::new(()))
+    });
+    let limited = ConcurrencyLimit::new(answer, 1);
+    let cooling = CoolingThen {
+        inner: limited.clone(),
+        refused: Default::default(),
+        refusals: 3,
+    };
+    let policy = RetryPolicy::no_wait(5).max_retry_after(Duration::from_secs(10));
+    let svc = RetryBudgetLayer::new(policy, Budget::unlimited()).layer(cooling);
+    let operation = tokio::spawn(svc.oneshot(Request::new(String::new())));
+    // The first retry's refusal comes after a second's sleep; the sleep
+    // after it is the retry's.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!operation.is_finished());
+    let mut other = limited.clone();
+    let free = tokio::time::timeout(Duration::from_millis(1), poll_fn(|cx| other.poll_ready(cx)))
+        .await
+        .is_ok();
+    assert!(free, "the sleeping operation holds no permit");
+    drop(other);
+    let response = tokio::time::timeout(Duration::from_secs(30), operation)
+        .await
+        .expect("the operation ends")
+        .unwrap()
+        .expect("answered once the route is back");
+    let receipt = response
+        .extensions()
+        .get::<seawall_core::Receipt>()
+        .expect("a receipt");
+    assert_eq!(receipt.attempts.len(), 4, "{receipt:?}");
+}
