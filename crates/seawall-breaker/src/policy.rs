@@ -14,8 +14,15 @@ pub enum Trip {
     /// `min_calls` calls were recorded and the share of failures among them
     /// reached `ratio`. The minimum keeps a quiet route from tripping on one
     /// unlucky call.
+    ///
+    /// # Panics
+    ///
+    /// [`BreakerLayer::trip`](crate::BreakerLayer::trip) panics when `ratio`
+    /// is not in `(0, 1]`: zero would open on a window of successes, and a
+    /// percentage (`50.0`) or NaN has no failure share to mean.
     FailureRatio {
-        /// Failure share that opens the breaker, in `(0, 1]`.
+        /// Failure share that opens the breaker, in `(0, 1]`: `0.5` for
+        /// half the calls, not `50.0`.
         ratio: f64,
         /// How far back the window looks.
         window: Duration,
@@ -61,8 +68,9 @@ pub(crate) enum TripRule {
 }
 
 impl TripRule {
-    /// Clamps absurd values instead of panicking: a ratio outside `(0, 1]`
-    /// becomes 1, buckets are kept within 1..=1024 and at least 1 ms wide.
+    /// Keeps buckets within 1..=1024 and at least 1 ms wide, and panics on
+    /// a ratio outside `(0, 1]`: any stand-in for it (1 used to be) would
+    /// run a breaker other than the one asked for without a word.
     pub(crate) fn from_trip(trip: Trip) -> Self {
         match trip {
             Trip::FailureRatio {
@@ -71,11 +79,11 @@ impl TripRule {
                 buckets,
                 min_calls,
             } => {
-                let ratio = if ratio > 0.0 && ratio <= 1.0 {
-                    ratio
-                } else {
-                    1.0
-                };
+                assert!(
+                    ratio > 0.0 && ratio <= 1.0,
+                    "Trip::FailureRatio: ratio must be a failure share in (0, 1] \
+                     (0.5 for half the calls), got {ratio}"
+                );
                 let buckets = usize::from(buckets.clamp(1, 1024));
                 let window_ms = millis(window);
                 let bucket_ms = (window_ms / buckets as u64).max(1);

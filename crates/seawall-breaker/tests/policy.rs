@@ -461,24 +461,26 @@ fn ratio(ratio: f64) -> BreakerLayer {
         .break_duration(exact_break(5))
 }
 
-/// A ratio outside `(0, 1]` means 1: only a window of nothing but failures
-/// opens the breaker.
-#[tokio::test(start_paused = true)]
-async fn a_ratio_out_of_range_opens_only_on_all_failures() {
-    for bad in [0.0, -0.5, 2.0, f64::NAN, f64::INFINITY] {
-        let rig = Rig::new(ratio(bad));
-        rig.send(None).await;
-        for _ in 0..3 {
-            rig.send(fail(Code::Overloaded)).await;
-        }
-        assert_eq!(rig.state(), BreakerState::Closed, "{bad}: 3 of 4");
-        tokio::time::advance(Duration::from_secs(11)).await;
-        for _ in 0..4 {
-            rig.send(fail(Code::Overloaded)).await;
-        }
-        assert_eq!(rig.state(), BreakerState::Open, "{bad}: 4 of 4");
+/// A ratio outside `(0, 1]` is refused when the layer is configured: 0
+/// would open on successes, a percentage or NaN means no share, and any
+/// stand-in (1 used to be) would run another breaker than the one asked.
+#[test]
+fn a_ratio_out_of_range_is_refused() {
+    for bad in [0.0, -0.5, 2.0, 50.0, f64::NAN, f64::INFINITY] {
+        let built = std::panic::catch_unwind(|| ratio(bad));
+        let message = built.err().and_then(|e| e.downcast::<String>().ok());
+        assert!(
+            message
+                .as_deref()
+                .is_some_and(|m| m.contains("ratio must be a failure share in (0, 1]")),
+            "{bad}: {message:?}"
+        );
     }
-    // In range, the ratio is used as given.
+}
+
+/// In range, the ratio is used as given.
+#[tokio::test(start_paused = true)]
+async fn a_ratio_in_range_is_used_as_given() {
     let rig = Rig::new(ratio(0.75));
     rig.send(None).await;
     for _ in 0..3 {
