@@ -15,6 +15,10 @@ pub enum Trip {
     /// reached `ratio`. The minimum keeps a quiet route from tripping on one
     /// unlucky call.
     ///
+    /// A bucket counts up to 2^20 − 1 calls; past that its counts are
+    /// halved and it counts on, so its failure share stays right (leaning
+    /// to its latest calls) instead of freezing at what it held when full.
+    ///
     /// # Panics
     ///
     /// [`BreakerLayer::trip`](crate::BreakerLayer::trip) panics when `ratio`

@@ -690,12 +690,23 @@ impl RouteBreaker {
 
     /// Adds one call (and maybe one failure) to the bucket of `slice`,
     /// starting the bucket afresh when it still holds an older slice.
-    /// Counts saturate instead of spilling into the slice number.
+    ///
+    /// A full bucket halves both its counts before it adds the call: its
+    /// failure share stays what it was, and the calls after it still move
+    /// it. Stopping at the maximum instead froze the share, so a bucket
+    /// filled by successes never counted the outage that followed (the
+    /// halved bucket weighs less beside its neighbours, and its own latest
+    /// calls weigh more: both err towards what is happening now).
+    /// Failures never exceed calls, so neither count spills into the other
+    /// or into the slice number.
     fn count(&self, slice: u64, failed: bool) {
         self.buckets.update(slice, |payload| {
-            let (calls, failures) = (payload & COUNT_MAX, payload >> COUNT_BITS);
-            (calls < COUNT_MAX)
-                .then(|| ((failures + u64::from(failed)) << COUNT_BITS) | (calls + 1))
+            let (mut calls, mut failures) = (payload & COUNT_MAX, payload >> COUNT_BITS);
+            if calls == COUNT_MAX {
+                calls /= 2;
+                failures /= 2;
+            }
+            Some(((failures + u64::from(failed)) << COUNT_BITS) | (calls + 1))
         });
     }
 

@@ -1,4 +1,4 @@
-//! The route breaker's private arithmetic: a window bucket's saturation,
+//! The route breaker's private arithmetic: a window bucket's halving,
 //! the breaker's `Debug`, a cooldown probe's ticket, and a probe the
 //! circuit refuses.
 
@@ -19,22 +19,68 @@ fn breaker(trip: Trip) -> RouteBreaker {
     RouteBreaker::new(RouteId::new("api.example.com"), Arc::new(policy), false)
 }
 
-/// A bucket stops counting at its maximum: more calls neither wrap its
-/// call count to zero nor spill into its failure count.
+/// A full bucket halves its counts and counts on: its share stays, more
+/// calls neither wrap its call count to zero nor spill into its failure
+/// count, and failures after it still count.
 #[test]
-fn a_full_bucket_saturates_instead_of_spilling() {
+fn a_full_bucket_halves_instead_of_spilling() {
     let breaker = breaker(Trip::default());
     for _ in 0..COUNT_MAX {
         breaker.count(7, false);
     }
     assert_eq!(breaker.window(7, 1), (COUNT_MAX, 0));
     breaker.count(7, true);
+    assert_eq!(breaker.window(7, 1), (COUNT_MAX / 2 + 1, 1));
     breaker.count(7, false);
-    assert_eq!(breaker.window(7, 1), (COUNT_MAX, 0));
+    assert_eq!(breaker.window(7, 1), (COUNT_MAX / 2 + 2, 1));
     // Its neighbour counts on as usual.
     breaker.count(8, true);
     assert_eq!(breaker.window(8, 1), (1, 1));
-    assert_eq!(breaker.window(8, 2), (COUNT_MAX + 1, 1));
+    assert_eq!(breaker.window(8, 2), (COUNT_MAX / 2 + 3, 2));
+    // All failures: the halvings keep failures within calls, and the
+    // share climbs towards one.
+    for _ in 0..3 * COUNT_MAX {
+        breaker.count(7, true);
+    }
+    let (calls, failures) = breaker.window(7, 1);
+    assert!(
+        calls <= COUNT_MAX && failures <= calls,
+        "{calls} {failures}"
+    );
+    assert!(failures as f64 >= 0.9 * calls as f64, "{calls} {failures}");
+}
+
+/// One bucket over a long window, filled by a healthy route's successes,
+/// then an outage: the ratio rule still opens the breaker on the
+/// failures, where a bucket that stopped counting at its maximum never
+/// saw them.
+#[tokio::test(start_paused = true)]
+async fn a_full_bucket_still_trips_on_the_failures_after_it() {
+    let breaker = breaker(Trip::FailureRatio {
+        ratio: 0.5,
+        window: Duration::from_secs(3600),
+        buckets: 1,
+        min_calls: 20,
+    });
+    let slice = breaker.policy.now_ms() / 3_600_000;
+    // The bucket's fill, without a million admissions.
+    for _ in 0..COUNT_MAX {
+        breaker.count(slice, false);
+    }
+    let mut failures = 0u64;
+    while breaker.state() == BreakerState::Closed && failures <= COUNT_MAX {
+        let ticket = breaker.admit().unwrap();
+        breaker.record(ticket, Outcome::Failure);
+        failures += 1;
+    }
+    assert_eq!(
+        breaker.state(),
+        BreakerState::Open,
+        "after {failures} failures"
+    );
+    // Half the halved bucket, not a million: the outage counts from the
+    // bucket's share, not from its frozen count.
+    assert!(failures <= COUNT_MAX / 2 + 1, "{failures}");
 }
 
 #[test]
