@@ -430,6 +430,23 @@ impl Config {
         if self.max_connections == 0 {
             return invalid("max_connections must be at least 1".into());
         }
+        // A zero bound is no bound the stack can keep: every request would
+        // fail at once, after the gateway had started and said nothing.
+        let policy = &self.policy;
+        for (key, bound) in [
+            ("deadline", policy.deadline),
+            ("attempt_timeout", policy.attempt_timeout),
+            ("first_byte_timeout", policy.first_byte_timeout),
+            ("first_content_timeout", policy.first_content_timeout),
+            ("idle_timeout", policy.idle_timeout),
+        ] {
+            if bound.is_some_and(|bound| bound.is_zero()) {
+                return invalid(format!(
+                    "{key} must be longer than zero (0 would fail every request at once); \
+                     leave it out for the preset's"
+                ));
+            }
+        }
         let mut seen = BTreeSet::new();
         for route in &self.routes {
             if route.name.is_empty()
@@ -703,6 +720,37 @@ mod tests {
         );
         assert_eq!(config.route("b").unwrap().preset, Some(Preset::Batch));
         assert!(Config::from_toml("nonsense = 1").is_err());
+    }
+
+    /// A zero bound fails every request at once: refused at load, naming
+    /// the key, whether it came from the file or a flag.
+    #[test]
+    fn zero_policy_bounds_are_rejected_by_name() {
+        for key in [
+            "deadline",
+            "attempt_timeout",
+            "first_byte_timeout",
+            "first_content_timeout",
+            "idle_timeout",
+        ] {
+            let config = Config::from_toml(&format!(
+                "{key} = \"0s\"\n[[route]]\nname = \"a\"\nwire = \"openai\"\n\
+                 base_url = \"https://api.example.com\"\n[models]\n\"*\" = [\"a\"]\n"
+            ))
+            .unwrap();
+            let err = config.validate().unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("{key} must be longer than zero")),
+                "{err}"
+            );
+            // A bound above zero is kept.
+            let config = Config::from_toml(&format!(
+                "{key} = \"1ms\"\n[[route]]\nname = \"a\"\nwire = \"openai\"\n\
+                 base_url = \"https://api.example.com\"\n[models]\n\"*\" = [\"a\"]\n"
+            ))
+            .unwrap();
+            config.validate().unwrap();
+        }
     }
 
     #[test]
