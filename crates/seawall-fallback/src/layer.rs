@@ -327,11 +327,14 @@ impl<F, R> FallbackLayer<F, R> {
     }
 
     /// The longest the layer waits when every route is cooling down
-    /// (default [`DEFAULT_MAX_WAIT`]): it waits for the earliest to come
-    /// back when that is within this and within the deadline (less
-    /// [`min_remaining`](Self::min_remaining)); otherwise it fails at once
-    /// with the failure that cooled the earliest route, carrying its
-    /// return time as `retry_after`. Zero never waits.
+    /// (default [`DEFAULT_MAX_WAIT`]): it waits for the earliest route
+    /// cooling after a rate limit to come back when that is within this
+    /// and within the deadline (less [`min_remaining`](Self::min_remaining));
+    /// otherwise it fails at once with that route's `rate_limited`,
+    /// carrying its return time as `retry_after`. Routes behind a quota
+    /// wall or rejected credentials are not waited for: when no route is
+    /// cooling after a rate limit, it fails at once with the last failure.
+    /// Zero never waits.
     pub fn max_wait(mut self, max: Duration) -> Self {
         self.settings.max_wait = max;
         self

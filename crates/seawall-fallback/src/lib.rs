@@ -33,14 +33,19 @@
 //!   stack) says is cooling down is skipped without a call — the receipt
 //!   records it as `route_cooling_down`. A route already tried in this
 //!   operation is not tried twice.
-//! - **Waiting when every route is cooling down**: when no route is left
-//!   and every route the operation went to is cooling down, the layer
-//!   waits for the earliest to come back if that is within the deadline
-//!   (less [`min_remaining`](FallbackLayer::min_remaining)) and within
-//!   [`max_wait`](FallbackLayer::max_wait), then calls it; otherwise it
-//!   fails at once with the failure that cooled the earliest route (e.g.
-//!   `rate_limited`), its `retry_after` the time until that route is back.
-//!   Without a registry, the failures' own hints say when routes return.
+//! - **Waiting when every route is cooling down after a rate limit**: when
+//!   no route is left and every route the operation went to is cooling
+//!   down, the layer waits for the earliest of those cooling after a rate
+//!   limit (its hint is when it answers again) if it comes back within the
+//!   deadline (less [`min_remaining`](FallbackLayer::min_remaining)) and
+//!   within [`max_wait`](FallbackLayer::max_wait), then calls it; when it
+//!   comes back too late, it fails at once with that route's
+//!   `rate_limited`, its `retry_after` the time until the route is back.
+//!   A route behind a quota wall or rejected credentials is never waited
+//!   for (the wall is there when its time runs out as much as before):
+//!   when every route is walled so, or one is not cooling down at all, the
+//!   layer fails at once with the last failure. Without a registry, the
+//!   failures' own hints say when routes return.
 //! - **Sooner after silence**: the request carries
 //!   [`OtherRoutes`](seawall_core::OtherRoutes), so a retry ladder below
 //!   leaves a route after its first zero-byte timeout instead of spending a
