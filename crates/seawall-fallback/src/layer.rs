@@ -212,6 +212,14 @@ impl<F, R> FallbackLayer<F, R> {
     /// Falls back along `routes`, in order: each one attempt, tried while
     /// the deadline allows, skipping a route that is cooling down. Other
     /// settings as [`new`](FallbackLayer::new).
+    ///
+    /// An empty chain is no error, unlike an empty
+    /// [`RouteSetLayer`](crate::route_set::RouteSetLayer): routes may follow
+    /// with [`then`](Self::then), and until one does there is nothing to
+    /// fall back to: the primary's failure is returned (with its receipt),
+    /// after the wait [`max_wait`](Self::max_wait) allows for a primary
+    /// cooling down after a rate limit, as when every route is cooling
+    /// down.
     pub fn chain(routes: impl IntoIterator<Item = FallbackRoute<F, R>>) -> Self {
         FallbackLayer {
             routes: routes.into_iter().collect(),
