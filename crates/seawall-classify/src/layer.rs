@@ -85,6 +85,7 @@ impl ClassifyLayer {
     }
 
     /// The layer for `provider`'s wire format: [`openai`](Self::openai),
+    /// [`openai_responses`](Self::openai_responses),
     /// [`anthropic`](Self::anthropic), [`gemini`](Self::gemini) or
     /// [`http`](Self::http). gRPC has no [`Provider`]: use [`grpc`](Self::grpc).
     pub fn for_provider(provider: Provider) -> Self {

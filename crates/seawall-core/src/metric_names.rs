@@ -8,7 +8,7 @@
 //!
 //! | name | kind | labels | recorded by |
 //! |---|---|---|---|
-//! | `seawall_attempts_total` | counter | `route`, `code` (`ok` on success; `cancelled` for an attempt in flight when its caller stopped waiting), `outcome` (`success`/`failure`) | the retry ladder, per attempt |
+//! | `seawall_attempts_total` | counter | `route`, `code` (`ok` on success; `cancelled` for an attempt in flight when its caller stopped waiting), `outcome` (`success`/`failure`) | the retry ladder, per attempt; the fallback, per attempt of a route without a ladder of its own |
 //! | `seawall_retries_total` | counter | `route`, `code` | the retry ladder, per retry decided |
 //! | `seawall_retry_budget_exhausted_total` | counter | — | the retry ladder |
 //! | `seawall_operation_duration_seconds` | histogram | `outcome` (`success`/`failure`/`cancelled`) | the retry ladder, per operation |
@@ -18,7 +18,7 @@
 //! | `seawall_stream_interruptions_total` | counter | `route`, `code` (the cause) | the stream guard |
 //! | `seawall_time_to_first_byte_seconds` | histogram | — | the stream guard |
 //! | `seawall_time_to_first_content_seconds` | histogram | — | the stream guard |
-//! | `seawall_tokens_total` | counter | `route`, `kind` (`input`/`output`) | the retry ladder (unary), the stream guard (streams) |
+//! | `seawall_tokens_total` | counter | `route`, `kind` (`input`/`output`) | the retry ladder (unary), the fallback (unary, on a route without a ladder of its own), the stream guard (streams) |
 //!
 //! Histograms should be exported as histograms, not summaries: give the
 //! exporter [`SECONDS_BUCKETS`] (`metrics-exporter-prometheus`:
