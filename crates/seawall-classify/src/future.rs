@@ -750,7 +750,8 @@ fn read_failure<C: Classifier>(
         || classifier.classify_error(&*error).is_some();
     if !recognised {
         let mut failure = Failure::new(Code::ProtocolViolation)
-            .with_message(&format!("the 2xx answer broke while read: {error}"));
+            .with_message(&format!("the 2xx answer broke while read: {error}"))
+            .with_source(error);
         evidence(failure.evidence_mut());
         return report(failure);
     }
@@ -769,7 +770,7 @@ pub(crate) fn classify_inner_error<C: Classifier>(
     if Failure::find(&*error).is_some() {
         return error;
     }
-    let mut failure = classifier
+    let failure = classifier
         .classify_error(&*error)
         .or_else(|| tonic_status_failure(&*error, settings))
         .or_else(|| transport_failure(&*error))
@@ -777,6 +778,8 @@ pub(crate) fn classify_inner_error<C: Classifier>(
             Failure::with_class(settings.unknown_errors, Code::Unknown)
                 .with_message(&error.to_string())
         });
+    // The client's own error stays reachable under the verdict.
+    let mut failure = failure.with_source(error);
     evidence(failure.evidence_mut());
     report(failure)
 }

@@ -902,6 +902,43 @@ async fn transport_errors_map_by_their_source_chain() {
     assert_eq!(found(&error).code(), Code::Timeout);
 }
 
+/// The verdict is a `Failure`; the client's own error stays in the chain
+/// under it, so a caller still finds tower's `Elapsed`, an io error's kind
+/// or its own error type by walking `source()`, as through any tower
+/// layer that wraps an error. It was dropped once read.
+#[tokio::test]
+async fn the_clients_error_stays_reachable_under_the_verdict() {
+    fn in_chain<T: StdError + 'static>(error: &BoxError) -> Option<&T> {
+        let mut link: Option<&(dyn StdError + 'static)> = Some(&**error);
+        while let Some(current) = link {
+            if let Some(found) = current.downcast_ref::<T>() {
+                return Some(found);
+            }
+            link = current.source();
+        }
+        None
+    }
+    let layer = ClassifyLayer::openai();
+    let error = failing(&layer, Box::new(tower::timeout::error::Elapsed::new())).await;
+    assert_eq!(found(&error).code(), Code::Timeout);
+    assert!(in_chain::<tower::timeout::error::Elapsed>(&error).is_some());
+    let error = failing(
+        &layer,
+        Box::new(io::Error::from(io::ErrorKind::ConnectionReset)),
+    )
+    .await;
+    assert_eq!(found(&error).code(), Code::Transport);
+    let io = in_chain::<io::Error>(&error).expect("the io error");
+    assert_eq!(io.kind(), io::ErrorKind::ConnectionReset);
+    let error = failing(
+        &layer,
+        Box::new(Wrapped("client", "tls: certificate expired".into())),
+    )
+    .await;
+    assert_eq!(found(&error).code(), Code::Unknown);
+    assert!(in_chain::<Wrapped>(&error).is_some());
+}
+
 #[tokio::test]
 async fn unknown_errors_fail_closed_unless_told_otherwise() {
     let error = failing(&ClassifyLayer::openai(), "tls: certificate expired".into()).await;

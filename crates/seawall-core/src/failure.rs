@@ -83,6 +83,8 @@ struct Rare {
     /// The HTTP/2 stream reset that broke the call (see
     /// [`Failure::stream_reset`]).
     stream_reset: Option<u32>,
+    /// The error this failure was read from (see [`Failure::with_source`]).
+    source: Option<std::sync::Arc<dyn StdError + Send + Sync>>,
 }
 
 /// What had been delivered when a stream was interrupted after content.
@@ -256,6 +258,17 @@ impl Failure {
     /// seawall's code says only `transport`.
     pub fn with_stream_reset(mut self, reason: u32) -> Self {
         self.rare.get_or_insert_default().stream_reset = Some(reason);
+        self
+    }
+
+    /// Keeps the error this failure was read from as its
+    /// [`source`](StdError::source): a caller still finds the client's own
+    /// error (a `hyper::Error`, a `reqwest::Error`, tower's `Elapsed`) by
+    /// walking the chain, as through any tower layer that wraps an error.
+    /// Its text stays in the failure's message where the failure was
+    /// made with one, so a printer of the whole chain may show it twice.
+    pub fn with_source(mut self, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        self.rare.get_or_insert_default().source = Some(source.into().into());
         self
     }
 
@@ -477,7 +490,12 @@ impl fmt::Display for Failure {
     }
 }
 
-impl StdError for Failure {}
+impl StdError for Failure {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        let source = self.rare.as_ref()?.source.as_deref()?;
+        Some(source)
+    }
+}
 
 /// The longest request id kept: ids are tens of bytes (`req_…`); a header
 /// longer than this is no id worth carrying in every failure.
