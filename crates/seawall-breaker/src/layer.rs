@@ -133,8 +133,16 @@ impl BreakerLayer {
     /// down, or half-open with every trial slot taken (default no:
     /// `poll_ready` is the inner service's). Turn it on under a balancer,
     /// so it picks another endpoint instead of one that would refuse. A
-    /// retry ladder above bounds the wait by its own time, and by its
-    /// `max_retry_after` (then a `timeout` that fails over).
+    /// retry ladder above bounds the wait for its retries by its own time,
+    /// and by its `max_retry_after` (then a `timeout` that fails over).
+    ///
+    /// `poll_ready` cannot know the next request's route: the gate is the
+    /// route this instance called last. So it is for a service with one
+    /// route per instance (a balancer's endpoint). Over a service that
+    /// sends to many routes, a `Buffer` in front would hold every request
+    /// — to healthy routes too — while the last one stays refused, and the
+    /// first `poll_ready` of an operation has no bound but its caller's
+    /// (the deadlines start in `call`).
     pub fn gate_readiness(self, gate: bool) -> Self {
         self.with(|c| c.gate_readiness = gate)
     }
