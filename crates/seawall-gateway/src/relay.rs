@@ -259,6 +259,10 @@ pub(crate) struct Relay {
     /// The chat stream's `[DONE]`, sent once the upstream body ended well.
     held_done: Option<Bytes>,
     done: bool,
+    /// How the request ended, counted once the client has been handed the
+    /// last frame: a client gone before the queued tail was sent was not
+    /// served, but cancelled.
+    ending: Option<(End, Option<&'static str>)>,
 }
 
 /// Whether `event` (one whole event, its blank line included) is a
@@ -358,6 +362,7 @@ impl Relay {
             cut: None,
             held_done: None,
             done: false,
+            ending: None,
         }
     }
 
@@ -450,6 +455,14 @@ impl Relay {
         self.partial.clear();
     }
 
+    /// The last frame was handed on (or there was none left): the request
+    /// ended as its upstream did.
+    fn settle(&mut self) {
+        if let Some((end, code)) = self.ending.take() {
+            self.tracker.end(end, code);
+        }
+    }
+
     fn final_event(&mut self, err: &BoxError) -> Bytes {
         let failure = Failure::find(&**err);
         let message = describe(failure, err, &self.redactor);
@@ -467,7 +480,7 @@ impl Relay {
             out.extend_from_slice(b"\n");
         }
         out.extend_from_slice(&event);
-        self.tracker.end(End::Interrupted, Some(code.as_str()));
+        self.ending = Some((End::Interrupted, Some(code.as_str())));
         out.freeze()
     }
 }
@@ -484,10 +497,14 @@ impl Body for Relay {
         loop {
             if this.emitting || this.done {
                 if let Some(frame) = this.queue.pop_front() {
+                    if this.done && this.queue.is_empty() {
+                        this.settle();
+                    }
                     return Poll::Ready(Some(Ok(frame)));
                 }
                 this.emitting = false;
                 if this.done {
+                    this.settle();
                     return Poll::Ready(None);
                 }
             }
@@ -526,7 +543,7 @@ impl Body for Relay {
                     if let Some(done) = this.held_done.take() {
                         this.send(done);
                     }
-                    this.tracker.end(End::Served, None);
+                    this.ending = Some((End::Served, None));
                 }
                 Poll::Pending if this.queue.is_empty() => {
                     // Looked at only when the relay would sleep: once per
@@ -676,6 +693,57 @@ mod tests {
                 "-", "~", "~", "~", "a\n\n", "b\n\n", "~", "~", "c\n\n", "d\n\n", "end"
             ]
         );
+    }
+
+    /// The upstream ended while the relay still held its tail: a client
+    /// that goes away before the tail is handed on was not served, and one
+    /// handed the last frame was, before any poll for the end (hyper stops
+    /// at `is_end_stream`). The same for the final error event.
+    #[test]
+    fn a_request_ends_when_its_last_frame_is_handed_on() {
+        fn relay_counted(script: &[Option<&'static str>]) -> (Relay, Arc<Counters>) {
+            let counters = Arc::new(Counters::default());
+            let inner = Script(script.iter().copied().collect()).boxed_unsync();
+            let tracker = Tracker::new(Arc::clone(&counters), "m", Endpoint::ChatCompletions, true);
+            let relay = Relay::new(
+                inner,
+                Endpoint::ChatCompletions,
+                true,
+                tracker,
+                Arc::default(),
+            );
+            (relay, counters)
+        }
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        for (script, ended) in [
+            (&[Some("a\n\n"), Some("b\n\n")][..], "served"),
+            (&[Some("a\n\n"), Some("!")][..], "interrupted"),
+        ] {
+            let (mut relay, counters) = relay_counted(script);
+            let first = Pin::new(&mut relay).poll_frame(&mut cx);
+            assert!(matches!(first, Poll::Ready(Some(Ok(_)))), "{ended}");
+            drop(relay);
+            let stats = counters.snapshot();
+            assert_eq!(
+                (stats.cancelled, stats.served, stats.interrupted),
+                (1, 0, 0),
+                "{ended}"
+            );
+
+            let (mut relay, counters) = relay_counted(script);
+            while !relay.is_end_stream() {
+                let frame = Pin::new(&mut relay).poll_frame(&mut cx);
+                assert!(matches!(frame, Poll::Ready(Some(Ok(_)))), "{ended}");
+            }
+            drop(relay);
+            let stats = counters.snapshot();
+            let counted = match ended {
+                "served" => stats.served,
+                _ => stats.interrupted,
+            };
+            assert_eq!((stats.cancelled, counted), (0, 1), "{ended}");
+        }
     }
 
     #[test]
