@@ -214,7 +214,10 @@ where
                 State::CheckingSuccess(mut reading) => {
                     let read = match reading.poll_success_body(
                         cx,
-                        settings.max_success_body,
+                        // Never read past what the answer may weigh at all.
+                        settings
+                            .max_success_body
+                            .min(usize::try_from(settings.max_answer_body).unwrap_or(usize::MAX)),
                         started,
                         this.facts,
                     ) {
@@ -483,6 +486,17 @@ where
         started: Instant,
     ) -> Result<Response<ClassifiedBody<B>>, BoxError> {
         match read {
+            // A bound below the check cap holds there too: the answer is
+            // never handed on whole (or begun) past it.
+            SuccessRead::Whole | SuccessRead::PastCap
+                if self.buffer.len() as u64 > settings.max_answer_body =>
+            {
+                let failure = Failure::new(Code::AnswerTooLarge).with_message(&format!(
+                    "the JSON answer grew past {} bytes (ClassifyLayer::max_answer_body)",
+                    settings.max_answer_body
+                ));
+                Err(self.conclude(failure, started))
+            }
             SuccessRead::NotAnAnswer(first) => {
                 let what = if opens_event_stream(first) {
                     "neither JSON nor an event stream where one may come (a request for one \

@@ -902,6 +902,32 @@ async fn transport_errors_map_by_their_source_chain() {
     assert_eq!(found(&error).code(), Code::Timeout);
 }
 
+/// `max_answer_body` below the check cap bounds the answer there too: a
+/// checked answer longer than it is `answer_too_large`, never handed on
+/// whole (it was, up to the check cap, and only a longer one failed).
+#[tokio::test]
+async fn an_answer_bound_below_the_check_cap_holds() {
+    let answer = |text: &str| {
+        format!(
+            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"{text}"}},"finish_reason":"stop"}}]}}"#
+        )
+    };
+    let layer = ClassifyLayer::openai().max_answer_body(1024);
+    let json = [("content-type", "application/json")];
+    let long = answer(&"x".repeat(4096));
+    let error = through(&layer, response(200, &json, &long))
+        .await
+        .expect_err("too large");
+    let failure = found(&error);
+    assert_eq!(failure.code(), Code::AnswerTooLarge);
+    assert!(failure.evidence().bytes <= 1024 + long.len() as u64);
+    let short = answer("hello");
+    let delivered = through(&layer, response(200, &json, &short))
+        .await
+        .expect("within the bound");
+    assert_eq!(collect(delivered.into_body()).await, short.as_bytes());
+}
+
 /// The verdict is a `Failure`; the client's own error stays in the chain
 /// under it, so a caller still finds tower's `Elapsed`, an io error's kind
 /// or its own error type by walking `source()`, as through any tower
