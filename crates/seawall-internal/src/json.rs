@@ -400,10 +400,10 @@ impl<'a> RequestMembers<'a> {
 
     /// Where the model's name is spelled in `body`, escapes and all:
     /// `body[range]` is its token inside its quotes (the name itself when
-    /// unescaped). `None` when the cursor cannot find it for sure (an
-    /// escaped key, nesting past its depth). For rewriting the name in
-    /// place: an escaped name (`meta\/llama`, as PHP writes a slash) was
-    /// unescaped into a copy, so its token is looked for.
+    /// unescaped). `None` when it is not a top-level string of `body`. For
+    /// rewriting the name in place: an escaped name (`meta\/llama`, as PHP
+    /// writes a slash) was unescaped into a copy, so its token is looked
+    /// for.
     pub fn model_token(&self, body: &str) -> Option<Range<usize>> {
         match &self.model.as_ref()?.0 {
             Cow::Borrowed(_) => self.model_span(body),
@@ -417,8 +417,11 @@ impl<'a> RequestMembers<'a> {
 /// `body` was read as JSON already (`RequestMembers::read`), so this only
 /// walks its tokens: strings are stepped over by their quotes, never
 /// decoded (a lone surrogate elsewhere is no obstacle), and containers by
-/// [`Nesting`]'s depth count, not recursion (nor is deep nesting). A key spelled with
-/// escapes is not matched: `None`, and the caller reads the body whole.
+/// [`Nesting`]'s depth count, not recursion (nor is deep nesting). A key
+/// spelled with escapes (`"mod\u0065l"`) is matched too: a caller that
+/// found no place would have to read the whole body into values to set the
+/// name, which a hostile body padded to the cap makes cost 16 to 32 times
+/// its size.
 fn escaped_model_span(body: &str) -> Option<Range<usize>> {
     let bytes = body.as_bytes();
     let skip_blanks = |at: &mut usize| {
@@ -461,7 +464,7 @@ fn escaped_model_span(body: &str) -> Option<Range<usize>> {
                 }
             }
         }
-        if key == b"model" {
+        if names_model(key) {
             return (bytes[value] == b'"').then(|| value + 1..at - 1);
         }
         skip_blanks(&mut at);
@@ -470,6 +473,24 @@ fn escaped_model_span(body: &str) -> Option<Range<usize>> {
         }
         at += 1;
     }
+}
+
+/// Whether `key`, a key's token inside its quotes, says `model`, escaped
+/// or not. Only a token short enough to spell it with every letter
+/// escaped (`\u006d` is six bytes) is decoded: a long key costs no copy.
+fn names_model(key: &[u8]) -> bool {
+    const MODEL: &str = "model";
+    if key == MODEL.as_bytes() {
+        return true;
+    }
+    if key.len() > 6 * MODEL.len() || !key.contains(&b'\\') {
+        return false;
+    }
+    let mut quoted = Vec::with_capacity(key.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(key);
+    quoted.push(b'"');
+    serde_json::from_slice::<String>(&quoted).is_ok_and(|key| key == MODEL)
 }
 
 #[cfg(test)]
@@ -571,7 +592,13 @@ mod tests {
             format!(r#"{{"a":"\ud83d","b":{deep},"c":"say \"model\":","model":"m\/x","d":1}}"#);
         let token = escaped_model_span(&hostile).unwrap();
         assert_eq!(&hostile[token], r"m\/x");
-        assert_eq!(escaped_model_span(r#"{"mod\u0065l":"x"}"#), None);
+        // An escaped key is the same key: found, not left to a reader
+        // that builds the whole body into values.
+        let key = r#"{"mod\u0065l" : "x\/y","n":1}"#;
+        assert_eq!(escaped_model_span(key).map(|r| &key[r]), Some(r"x\/y"));
+        let every = r#"{"\u006d\u006F\u0064\u0065\u006c":"x"}"#;
+        assert_eq!(escaped_model_span(every).map(|r| &every[r]), Some("x"));
+        assert_eq!(escaped_model_span(r#"{"mod\u0065ls":"x"}"#), None);
         assert_eq!(
             escaped_model_span(r#" {"n":[1,{"model":"no"}],"model" : "yes" } "#).map(|r| r.len()),
             Some(3)
