@@ -39,6 +39,9 @@ pin_project! {
         // The attempt's progress, when a per-attempt deadline tracks it: a
         // slow body read here is bytes arriving, not a silent route.
         progress: Option<Progress>,
+        // A `HEAD` request: its answer has no body, whatever its headers
+        // say of the body a `GET` would get.
+        head_request: bool,
     }
 }
 
@@ -50,6 +53,7 @@ impl<F, C, B> ResponseFuture<F, C, B> {
         started: Instant,
         facts: RequestFacts,
         progress: Option<Progress>,
+        head_request: bool,
     ) -> Self {
         ResponseFuture {
             inner,
@@ -59,6 +63,7 @@ impl<F, C, B> ResponseFuture<F, C, B> {
             started,
             facts,
             progress,
+            head_request,
         }
     }
 }
@@ -146,6 +151,17 @@ where
                     // that the provider answered (a 2xx is billed).
                     if let Some(progress) = this.progress.as_ref() {
                         progress.set_status(parts.status.as_u16());
+                    }
+                    // No body by HTTP's own rules: a `HEAD`'s 2xx (its
+                    // length and type are a `GET`'s) and a 304 (the
+                    // caller's copy is current, nothing to follow). Read
+                    // for a check, the empty body was `empty_response`,
+                    // retried and counted against the route.
+                    if (*this.head_request && parts.status.is_success())
+                        || parts.status == http::StatusCode::NOT_MODIFIED
+                    {
+                        let body = ClassifiedBody::inner(body);
+                        return Poll::Ready(Ok(Response::from_parts(parts, body)));
                     }
                     if !parts.status.is_success() {
                         *this.state = State::ReadingError(

@@ -69,6 +69,7 @@ where
         let started = Instant::now();
         let progress = Progress::of_request(&request);
         let facts = RequestFacts::of_request(&request);
+        let head_request = request.method() == http::Method::HEAD;
         ResponseFuture::new(
             self.inner.call(request),
             Arc::clone(&self.classifier),
@@ -76,6 +77,7 @@ where
             started,
             facts,
             progress,
+            head_request,
         )
     }
 }

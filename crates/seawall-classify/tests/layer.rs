@@ -330,6 +330,41 @@ async fn a_post_below_responses_is_no_generation() {
     }
 }
 
+/// Answers with no body by HTTP's rules are delivered as they are: a
+/// `HEAD`'s 2xx, whose length and type describe the body a `GET` would
+/// get, and a 304. A `HEAD` health probe was `empty_response` (retried,
+/// counted against the route), a 304 `redirected`.
+#[tokio::test]
+async fn a_head_answer_and_a_304_have_no_body_to_check() {
+    let answered = |status: u16, method: http::Method| async move {
+        let inner = service_fn(move |_: Request<()>| async move {
+            let head = [JSON, ("content-length", "2048"), ("etag", "\"v1\"")];
+            Ok::<_, std::convert::Infallible>(response(status, &head, ""))
+        });
+        let request = Request::builder()
+            .method(method)
+            .uri("https://api.llm.example/v1/models")
+            .body(())
+            .unwrap();
+        ClassifyLayer::openai().layer(inner).oneshot(request).await
+    };
+    let head = answered(200, http::Method::HEAD).await;
+    let head = head.expect("a HEAD's answer has no body");
+    assert_eq!(head.status(), 200);
+    assert!(collect(head.into_body()).await.is_empty());
+    let not_modified = answered(304, http::Method::GET).await;
+    assert_eq!(not_modified.expect("nothing changed").status(), 304);
+    // A GET's empty 200 with a length is still no answer.
+    let get = answered(200, http::Method::GET).await;
+    assert_eq!(found(&get.unwrap_err()).code(), Code::EmptyResponse);
+    // A HEAD's error status is still the route's failure.
+    let failed = answered(503, http::Method::HEAD).await;
+    assert_eq!(
+        found(&failed.unwrap_err()).code(),
+        Code::ProviderUnavailable
+    );
+}
+
 /// Token counting for Claude on Vertex AI (where Anthropic's Vertex client
 /// sends `messages.count_tokens`) is the model `count-tokens`'s
 /// `rawPredict`: its `{"input_tokens":…}` is delivered as it is (it was
