@@ -68,9 +68,12 @@
 //! The outcome of a streamed answer is known only at its end, so the
 //! response body is wrapped in a [`BreakerBody`] that records it there: a
 //! provider that drops every stream half-way trips the breaker (counted by
-//! the calls of a closed spell; a trial was judged by its answer). A
-//! dropped future or body records nothing and gives back its half-open
-//! place.
+//! the calls of a closed spell; a trial was judged by its answer). The
+//! end is the body's last frame when the body says so (`is_end_stream`):
+//! the stream guard does on the frame that ends the protocol, so a reader
+//! that stops at `[DONE]` and drops the body (async-openai) has read a
+//! success. A future or body dropped before its end records nothing and
+//! gives back its half-open place.
 //!
 //! The success path takes no lock and allocates nothing: each service clone
 //! keeps the breaker of the last route it called, and a breaker's state and
