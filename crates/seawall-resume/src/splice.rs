@@ -9,7 +9,11 @@ use seawall_core::provider::openai_responses::last_sequence_number;
 use seawall_core::{FinishKind, excerpt};
 use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::{Item, Scanner};
-use serde_json::Value;
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// True when `data` ends exactly at the end of an event (a blank line):
 /// the common frame, passed on whole.
@@ -146,17 +150,22 @@ pub(crate) fn classify_with(decoder: &mut Decoder, raw: &[u8]) -> (Kind, Option<
 /// provider's shape; `None` when the event is not one this knows how to
 /// rewrite.
 pub(crate) fn rewrite(provider: Provider, raw: &[u8], text: &str) -> Option<Bytes> {
-    let mut scanner = Scanner::default();
-    let mut out = None;
-    let _ = scanner.feed(raw, |item| {
-        let Item::Event(event) = item else { return };
-        let Ok(mut json) = serde_json::from_slice::<Value>(event.data) else {
-            return;
-        };
+    // The top-level members the text is in, the only ones read into
+    // values and written anew: any other (padding up to the guard's cap)
+    // goes as its bytes came.
+    let holding: &[&str] = match provider {
+        Provider::OpenAi => &["choices"],
+        Provider::Anthropic => &["delta", "content_block"],
+        Provider::Gemini => &["candidates"],
+        Provider::OpenAiResponses => &["delta"],
+        Provider::Http => return None,
+    };
+    with_event(raw, |name, data| {
+        let mut json = Value::Object(read_members(data, holding, whole)?);
         let slot = match provider {
             Provider::OpenAi => {
                 if !trim_logprobs(&mut json, text) {
-                    return;
+                    return None;
                 }
                 json.pointer_mut("/choices/0/delta/content")
             }
@@ -183,22 +192,21 @@ pub(crate) fn rewrite(provider: Provider, raw: &[u8], text: &str) -> Option<Byte
                     }
                 }
                 if first {
-                    return;
+                    return None;
                 }
                 None
             }
             Provider::OpenAiResponses => json.pointer_mut("/delta"),
-            Provider::Http => return,
+            Provider::Http => return None,
         };
         if let Some(slot) = slot {
             if !slot.is_string() {
-                return;
+                return None;
             }
             *slot = Value::String(text.to_owned());
         }
-        out = Some(serialize(event.name, &json));
-    });
-    out
+        write_members(name, data, json.as_object()?)
+    })
 }
 
 /// Drops the logprobs of the tokens cut from the front of an OpenAI
@@ -305,6 +313,24 @@ impl Numbers {
     }
 }
 
+/// The members of an event that say where it is ([`Numbers`]) and what it
+/// is: all a continuation's event is read for before it is known to need
+/// a change, with [`scalar`].
+const NUMBERED: [&str; 6] = [
+    "type",
+    "index",
+    "item_id",
+    "output_index",
+    "content_index",
+    "sequence_number",
+];
+
+/// An event's [`NUMBERED`] members, as a JSON object of their own: what
+/// [`Numbers::of`] and [`Fix::apply`] read.
+fn numbered(data: &[u8]) -> Option<Value> {
+    read_members(data, &NUMBERED, scalar).map(Value::Object)
+}
+
 /// `theirs` moved to where `base` (theirs for the continued block) sits
 /// in the original, `ours`.
 fn shifted(theirs: u64, base: Option<u64>, ours: u64) -> u64 {
@@ -319,7 +345,7 @@ impl Fix {
         self.next_continuation();
         let (events, _) = split_events(frame);
         for event in events {
-            let Some((_, json)) = parse_event(&event) else {
+            let Some(json) = with_event(&event, |_, data| numbered(data)) else {
                 continue;
             };
             let seen = Numbers::of(&json);
@@ -380,7 +406,7 @@ impl Fix {
         if self.theirs.is_some() {
             return;
         }
-        let Some((_, json)) = parse_event(event) else {
+        let Some(json) = with_event(event, |_, data| numbered(data)) else {
             return;
         };
         let seen = Numbers::of(&json);
@@ -448,74 +474,89 @@ impl Fix {
     /// `event` saying what the original stream would have said; `None` when
     /// it needs no change. `delivered` is the text the caller held when the
     /// continuation was spliced in.
+    ///
+    /// Every event after a splice comes here: it is read for its type and
+    /// numbers alone, and only the members that change are written anew.
+    /// Read whole into values, an event padded to the guard's cap (an
+    /// array of zeros beside a text delta) cost 16 to 32 times its bytes,
+    /// for every such event.
     pub(crate) fn apply(&mut self, event: &[u8], delivered: &str) -> Option<Bytes> {
-        let (name, mut json) = parse_event(event)?;
-        // The continuation's first event shown is its first content: what
-        // it continues.
-        let theirs = self
-            .theirs
-            .get_or_insert_with(|| Numbers::of(&json))
-            .clone();
-        let seen = Numbers::of(&json);
-        let object = json.as_object_mut()?;
-        let mut changed = false;
-        let mut set = |key: &str, value: Value| {
-            if let Some(slot) = object.get_mut(key)
-                && *slot != value
-            {
-                *slot = value;
-                changed = true;
+        with_event(event, |name, data| {
+            let json = numbered(data)?;
+            // The continuation's first event shown is its first content:
+            // what it continues.
+            let theirs = self
+                .theirs
+                .get_or_insert_with(|| Numbers::of(&json))
+                .clone();
+            let seen = Numbers::of(&json);
+            // The members that change, with their new values.
+            let mut changes = Map::new();
+            let mut set = |key: &str, value: Value| {
+                if json.get(key).is_some_and(|slot| *slot != value) {
+                    changes.insert(key.to_owned(), value);
+                }
+            };
+            let after = self.after;
+            if let (Some(index), Some(ours)) = (seen.index, self.ours.index) {
+                set(
+                    "index",
+                    shifted(index, theirs.index, ours.saturating_add(after)).into(),
+                );
             }
-        };
-        let after = self.after;
-        if let (Some(index), Some(ours)) = (seen.index, self.ours.index) {
-            set(
-                "index",
-                shifted(index, theirs.index, ours.saturating_add(after)).into(),
-            );
-        }
-        if let Some(seq) = self.sequence {
-            set("sequence_number", seq.into());
-            self.sequence = Some(seq.saturating_add(1));
-        }
-        // Only the continued item becomes the original's; another item
-        // (a function call after the text) keeps its own id and parts.
-        let continued = seen.item_id.is_none() || seen.item_id == theirs.item_id;
-        if continued && let Some(id) = &self.ours.item_id {
-            set("item_id", Value::String(id.clone()));
-        }
-        if let (Some(index), Some(ours)) = (seen.output_index, self.ours.output_index) {
-            set(
-                "output_index",
-                shifted(index, theirs.output_index, ours.saturating_add(after)).into(),
-            );
-        }
-        if continued
-            && let (Some(index), Some(ours)) = (seen.content_index, self.ours.content_index)
-        {
-            set(
-                "content_index",
-                shifted(index, theirs.content_index, ours).into(),
-            );
-        }
-        changed |= self.join_whole_text(&mut json, continued, &theirs, delivered);
-        changed.then(|| serialize(&name, &json))
+            if let Some(seq) = self.sequence {
+                set("sequence_number", seq.into());
+                self.sequence = Some(seq.saturating_add(1));
+            }
+            // Only the continued item becomes the original's; another item
+            // (a function call after the text) keeps its own id and parts.
+            let continued = seen.item_id.is_none() || seen.item_id == theirs.item_id;
+            if continued && let Some(id) = &self.ours.item_id {
+                set("item_id", Value::String(id.clone()));
+            }
+            if let (Some(index), Some(ours)) = (seen.output_index, self.ours.output_index) {
+                set(
+                    "output_index",
+                    shifted(index, theirs.output_index, ours.saturating_add(after)).into(),
+                );
+            }
+            if continued
+                && let (Some(index), Some(ours)) = (seen.content_index, self.ours.content_index)
+            {
+                set(
+                    "content_index",
+                    shifted(index, theirs.content_index, ours).into(),
+                );
+            }
+            let kind = json.get("type").and_then(Value::as_str).unwrap_or("");
+            if let Some((key, whole)) =
+                self.join_whole_text(data, kind, continued, &theirs, delivered)
+            {
+                changes.insert(key.to_owned(), whole);
+            }
+            if changes.is_empty() {
+                return None;
+            }
+            write_members(name, data, &changes)
+        })
     }
 
     /// The Responses API's events that say the continued text whole (its
     /// `output_text.done`, `content_part.done`, `output_item.done` and the
     /// terminal response) saying the caller's whole text, under the
-    /// original item's id and response's id. `true` if it changed.
+    /// original item's id and response's id: the member of `data` (an
+    /// event of type `kind`) that changes, and its new value; `None` when
+    /// none does. Only that member is read into a value.
     fn join_whole_text(
         &self,
-        json: &mut Value,
+        data: &[u8],
+        kind: &str,
         continued: bool,
         theirs: &Numbers,
         before: &str,
-    ) -> bool {
-        let Some(trimmed) = self.joined else {
-            return false;
-        };
+    ) -> Option<(&'static str, Value)> {
+        let trimmed = self.joined?;
+        let member = |key: &str| read_members(data, &[key], whole)?.remove(key);
         let join = |text: &mut Value| match text.as_str().and_then(|t| t.get(trimmed..)) {
             Some(rest) => {
                 *text = Value::String(format!("{before}{rest}"));
@@ -542,29 +583,35 @@ impl Fix {
                     .is_some_and(join),
             )
         };
-        match json.get("type").and_then(Value::as_str).unwrap_or("") {
-            "response.output_text.done" if continued => json.get_mut("text").is_some_and(join),
-            "response.content_part.done" if continued => {
-                json.pointer_mut("/part/text").is_some_and(join)
+        match kind {
+            "response.output_text.done" if continued => {
+                let mut text = member("text")?;
+                join(&mut text).then_some(("text", text))
             }
-            "response.output_item.done" => json.get_mut("item").and_then(item) == Some(true),
+            "response.content_part.done" if continued => {
+                let mut part = member("part")?;
+                part.get_mut("text")
+                    .is_some_and(join)
+                    .then_some(("part", part))
+            }
+            "response.output_item.done" => {
+                let mut whole = member("item")?;
+                (item(&mut whole) == Some(true)).then_some(("item", whole))
+            }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let Some(response) = json.get_mut("response") else {
-                    return false;
-                };
+                let mut response = member("response")?;
                 let mut changed = false;
                 if let (Some(id), Some(slot)) = (&self.response_id, response.get_mut("id")) {
                     *slot = Value::String(id.clone());
                     changed = true;
                 }
-                let Some(output) = response.get_mut("output").and_then(Value::as_array_mut) else {
-                    return changed;
-                };
                 let mut found = false;
-                for each in output.iter_mut() {
-                    if let Some(joined) = item(each) {
-                        found = true;
-                        changed |= joined;
+                if let Some(output) = response.get_mut("output").and_then(Value::as_array_mut) {
+                    for each in output.iter_mut() {
+                        if let Some(joined) = item(each) {
+                            found = true;
+                            changed |= joined;
+                        }
                     }
                 }
                 // A continuation that ended at once (a cut just before the
@@ -579,20 +626,18 @@ impl Fix {
                         Some("completed") => "completed",
                         _ => "incomplete",
                     };
-                    let Some(output) = response.get_mut("output").and_then(Value::as_array_mut)
-                    else {
-                        return changed;
-                    };
-                    let message = serde_json::json!({"id": id, "type": "message",
-                        "status": status, "role": "assistant",
-                        "content": [{"type": "output_text", "text": before, "annotations": []}]});
-                    let at = self.ours.output_index.unwrap_or(0) as usize;
-                    output.insert(at.min(output.len()), message);
-                    changed = true;
+                    if let Some(output) = response.get_mut("output").and_then(Value::as_array_mut) {
+                        let message = serde_json::json!({"id": id, "type": "message",
+                            "status": status, "role": "assistant",
+                            "content": [{"type": "output_text", "text": before, "annotations": []}]});
+                        let at = self.ours.output_index.unwrap_or(0) as usize;
+                        output.insert(at.min(output.len()), message);
+                        changed = true;
+                    }
                 }
-                changed
+                changed.then_some(("response", response))
             }
-            _ => false,
+            _ => None,
         }
     }
 }
@@ -610,34 +655,215 @@ pub(crate) fn names_a_response(events: &[u8]) -> bool {
 pub(crate) fn response_id(events: &Bytes) -> Option<String> {
     let (events, _) = split_events(events);
     events.iter().find_map(|event| {
-        let (_, json) = parse_event(event)?;
-        Some(json.pointer("/response/id")?.as_str()?.to_owned())
+        with_event(event, |_, data| {
+            let id = member(member(data, "response")?.get().as_bytes(), "id")?;
+            serde_json::from_str(id.get()).ok()
+        })
     })
 }
 
-/// One raw event's name and JSON data.
-pub(crate) fn parse_event(raw: &[u8]) -> Option<(Vec<u8>, Value)> {
-    let mut scanner = Scanner::default();
+/// `read` of one raw event's name and data (`raw` holds exactly one
+/// event); `None` without an event.
+pub(crate) fn with_event<T>(raw: &[u8], read: impl FnOnce(&[u8], &[u8]) -> Option<T>) -> Option<T> {
+    let mut read = Some(read);
     let mut out = None;
-    let _ = scanner.feed(raw, |item| {
+    let _ = Scanner::default().feed(raw, |item| {
         if let Item::Event(event) = item
-            && let Ok(json) = serde_json::from_slice::<Value>(event.data)
+            && let Some(read) = read.take()
         {
-            out = Some((event.name.to_vec(), json));
+            out = read(event.name, event.data);
         }
     });
     out
 }
 
-pub(crate) fn serialize(name: &[u8], json: &Value) -> Bytes {
-    let data = json.to_string();
-    let mut bytes = Vec::with_capacity(data.len() + name.len() + 16);
+/// One raw event's name and JSON data, read whole (the tests' view).
+#[cfg(test)]
+pub(crate) fn parse_event(raw: &[u8]) -> Option<(Vec<u8>, Value)> {
+    with_event(raw, |name, data| {
+        Some((name.to_vec(), serde_json::from_slice(data).ok()?))
+    })
+}
+
+/// A key of a JSON object, borrowed unless it was escaped.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(v.into()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(v.to_owned().into()))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Calls its function with each member of a JSON object, in order: its
+/// key and its value's text. No value is built: a member is stepped over
+/// as serde_json checks it, whatever it holds.
+struct EachMember<F>(F);
+
+impl<'de, F: FnMut(Cow<'de, str>, &'de RawValue)> DeserializeSeed<'de> for EachMember<F> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, F: FnMut(Cow<'de, str>, &'de RawValue)> Visitor<'de> for EachMember<F> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Key(key)) = map.next_key()? {
+            let value = map.next_value()?;
+            (self.0)(key, value);
+        }
+        Ok(())
+    }
+}
+
+/// Calls `each` with every member of the JSON object `data` (an event's
+/// data), its key and its value's text, in order; `None` when `data` is
+/// not one object. The splice reads a few members of an event and
+/// writes back the few it changes ([`write_members`]): a value tree of
+/// the whole event would cost 16 to 32 times its bytes.
+fn for_each_member<'a>(data: &'a [u8], each: impl FnMut(Cow<'a, str>, &'a RawValue)) -> Option<()> {
+    let mut deserializer = serde_json::Deserializer::from_slice(data);
+    EachMember(each).deserialize(&mut deserializer).ok()?;
+    deserializer.end().ok()
+}
+
+/// The text of member `key` of the JSON object `data` (the last, when it
+/// is named twice, as a parse into values keeps).
+pub(crate) fn member<'a>(data: &'a [u8], key: &str) -> Option<&'a RawValue> {
+    let mut found = None;
+    for_each_member(data, |name, value| {
+        if name == key {
+            found = Some(value);
+        }
+    })?;
+    found
+}
+
+/// The members of the JSON object `data` named in `keys`, each read with
+/// `read` ([`whole`] or [`scalar`]); every other member is stepped over.
+/// `None` when `data` is not one object or `read` refuses a member.
+pub(crate) fn read_members(
+    data: &[u8],
+    keys: &[&str],
+    read: fn(&RawValue) -> Option<Value>,
+) -> Option<Map<String, Value>> {
+    let mut members = Map::new();
+    let mut refused = false;
+    for_each_member(data, |key, value| {
+        if keys.contains(&&*key) {
+            match read(value) {
+                Some(value) => {
+                    members.insert(key.into_owned(), value);
+                }
+                None => refused = true,
+            }
+        }
+    })?;
+    (!refused).then_some(members)
+}
+
+/// A member's value, whole.
+pub(crate) fn whole(value: &RawValue) -> Option<Value> {
+    serde_json::from_str(value.get()).ok()
+}
+
+/// A member that should hold a number or a string: its value, or `null`
+/// for an object or an array (or a string serde refuses, a lone
+/// surrogate), which is not built. What the fix asks of such a member
+/// (is it this number, this id?) a container answers as `null` does —
+/// no — and a container padded to the guard's cap is a tree of millions
+/// of values.
+fn scalar(value: &RawValue) -> Option<Value> {
+    Some(match value.get().as_bytes().first() {
+        Some(b'{' | b'[') => Value::Null,
+        _ => whole(value).unwrap_or(Value::Null),
+    })
+}
+
+/// The longest member [`write_members`] writes as a value tree would: a
+/// longer one goes as its bytes came. Read into values, a member costs up
+/// to 32 times its bytes, so at most this times 32 at once.
+const CANONICAL_MAX: usize = 64 << 10;
+
+/// The event `name` with the JSON object `data` as its data, the members
+/// `changes` names written with their values there; `None` when `data` is
+/// not one object.
+///
+/// Written as a value tree of the whole event was (the bytes a caller got
+/// before the splice stopped reading events whole): members in key order
+/// (serde_json's map is a `BTreeMap`), a key named twice once with its
+/// last value, each value compact — but for a member longer than
+/// [`CANONICAL_MAX`] (padding), which goes as it came.
+fn write_members(name: &[u8], data: &[u8], changes: &Map<String, Value>) -> Option<Bytes> {
+    let mut members = BTreeMap::new();
+    for_each_member(data, |key, value| {
+        members.insert(key, value);
+    })?;
+    let mut bytes = event_head(name, data.len());
+    bytes.push(b'{');
+    // Into a `Vec`, serde_json fails to write nothing a string or a value
+    // read from JSON holds; a failure is no event, still never a panic.
+    let mut failed = false;
+    for (at, (key, value)) in members.into_iter().enumerate() {
+        if at > 0 {
+            bytes.push(b',');
+        }
+        failed |= serde_json::to_writer(&mut bytes, &*key).is_err();
+        bytes.push(b':');
+        let canonical = (value.get().len() <= CANONICAL_MAX)
+            .then(|| whole(value))
+            .flatten();
+        let written = match (changes.get(&*key), canonical) {
+            (Some(change), _) => serde_json::to_writer(&mut bytes, change),
+            (None, Some(value)) => serde_json::to_writer(&mut bytes, &value),
+            (None, None) => {
+                bytes.extend_from_slice(value.get().as_bytes());
+                Ok(())
+            }
+        };
+        failed |= written.is_err();
+    }
+    if failed {
+        return None;
+    }
+    bytes.extend_from_slice(b"}\n\n");
+    Some(Bytes::from(bytes))
+}
+
+/// An event's lines up to its data: `event: name` (when it has one) and
+/// `data: `, in a buffer with room for `len` bytes of data and the blank
+/// line.
+fn event_head(name: &[u8], len: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(len + name.len() + 16);
     if !name.is_empty() {
         bytes.extend_from_slice(b"event: ");
         bytes.extend_from_slice(name);
         bytes.push(b'\n');
     }
     bytes.extend_from_slice(b"data: ");
+    bytes
+}
+
+pub(crate) fn serialize(name: &[u8], json: &Value) -> Bytes {
+    let data = json.to_string();
+    let mut bytes = event_head(name, data.len());
     bytes.extend_from_slice(data.as_bytes());
     bytes.extend_from_slice(b"\n\n");
     Bytes::from(bytes)

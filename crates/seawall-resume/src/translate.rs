@@ -17,7 +17,7 @@ use seawall_core::provider::Provider;
 use seawall_core::{FinishKind, Usage};
 use serde_json::{Map, Value, json};
 
-use crate::splice::{Fix, parse_event, serialize, split_events};
+use crate::splice::{Fix, member, read_members, serialize, split_events, whole, with_event};
 
 /// Whether a continuation answered in `answered` can be said to a caller
 /// reading `caller`: text in any format the guard decodes, said in any
@@ -93,9 +93,10 @@ impl Speaker {
             Provider::OpenAiResponses => {
                 let (item_id, output_index, content_index, sequence) = fix?.responses_place()?;
                 let (events, _) = split_events(lifecycle?);
+                // Only the response is read into a value, never the rest
+                // of its event.
                 let response = events.iter().find_map(|event| {
-                    let (_, mut json) = parse_event(event)?;
-                    Some(json.get_mut("response")?.take())
+                    with_event(event, |_, data| whole(member(data, "response")?))
                 })?;
                 Some(Responses {
                     item_id,
@@ -119,19 +120,14 @@ impl Speaker {
             Provider::Gemini => &["modelVersion", "responseId"],
             _ => &[],
         };
-        let mut envelope = Map::new();
+        // The envelope's members alone are read into values: the first
+        // event may be padded up to the guard's cap.
         let events = first.map(split_events).map(|(events, _)| events);
-        if let Some(json) = events
+        let mut envelope = events
             .into_iter()
             .flatten()
-            .find_map(|event| parse_event(&event).map(|(_, json)| json))
-        {
-            for key in keys {
-                if let Some(value) = json.get(*key) {
-                    envelope.insert((*key).to_owned(), value.clone());
-                }
-            }
-        }
+            .find_map(|event| with_event(&event, |_, data| read_members(data, keys, whole)))
+            .unwrap_or_default();
         if provider == Provider::OpenAi && !envelope.contains_key("object") {
             envelope.insert("object".into(), json!("chat.completion.chunk"));
         }
@@ -320,7 +316,7 @@ fn gemini(json: &Value) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::splice::{Kind, classify, classify_with};
+    use crate::splice::{Kind, classify, classify_with, parse_event};
     use seawall_stream::protocol::Decoder;
 
     /// The finish `raw` (one event in `protocol`'s format) carries, if any.
