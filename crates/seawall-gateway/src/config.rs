@@ -233,7 +233,10 @@ pub struct RouteConfig {
     /// Scheme, host, port and any path prefix before `/v1`.
     pub base_url: String,
     /// The environment variable holding the route's own key. Without one,
-    /// the client's own `Authorization` / `x-api-key` is forwarded.
+    /// the client's own `Authorization` / `x-api-key` is forwarded — so
+    /// the keyless routes of one wire must all share one base URL (scheme,
+    /// host, port and path), or a client's key would reach a provider it
+    /// was not meant for.
     #[serde(default)]
     pub key_env: Option<String>,
     /// The model name to send this route instead of the client's.
@@ -472,9 +475,12 @@ impl Config {
         if self.max_body_bytes == 0 {
             return invalid("max_body_bytes must be at least 1".into());
         }
-        // The hosts of the keyless routes each wire's clients reach, over
+        // The bases of the keyless routes each wire's clients reach, over
         // every model: a client's key goes to whichever its model names.
-        let mut keyless_hosts: Vec<(Wire, BTreeSet<String>)> = Vec::new();
+        // The whole base, not its host: one host may front several
+        // providers under their own paths (an AI gateway's `/openai` and
+        // `/groq`), and `http://` would carry the key in cleartext.
+        let mut keyless_bases: Vec<(Wire, BTreeSet<String>)> = Vec::new();
         for (model, names) in &self.models {
             let Some(first) = names.first() else {
                 return invalid(format!("model `{model}` has no routes"));
@@ -490,15 +496,15 @@ impl Config {
                 }
                 wires.push((name.as_str(), route.wire));
                 if route.key_env.is_none() {
-                    let host = host_of(&route.base_url);
-                    match keyless_hosts
+                    let base = keyless_base(route.base());
+                    match keyless_bases
                         .iter_mut()
                         .find(|(wire, _)| *wire == route.wire)
                     {
-                        Some((_, hosts)) => {
-                            hosts.insert(host);
+                        Some((_, bases)) => {
+                            bases.insert(base);
                         }
-                        None => keyless_hosts.push((route.wire, BTreeSet::from([host]))),
+                        None => keyless_bases.push((route.wire, BTreeSet::from([base]))),
                     }
                 }
             }
@@ -513,13 +519,14 @@ impl Config {
                 ));
             }
         }
-        if let Some((wire, hosts)) = keyless_hosts.iter().find(|(_, hosts)| hosts.len() > 1) {
+        if let Some((wire, bases)) = keyless_bases.iter().find(|(_, bases)| bases.len() > 1) {
             return invalid(format!(
-                "{} routes without their own key on different hosts ({}), for one model or \
-                 several: a client's key would be sent to a provider it was not meant for — \
-                 give all but one host's routes a key (--route-key / key_env)",
+                "{} routes without their own key on different base URLs ({}), for one model \
+                 or several: a client's key would be sent to a provider it was not meant for \
+                 (or in cleartext) — give all but one base's routes a key (--route-key / \
+                 key_env)",
                 wire.as_str(),
-                hosts.iter().cloned().collect::<Vec<_>>().join(", ")
+                bases.iter().cloned().collect::<Vec<_>>().join(", ")
             ));
         }
         Ok(())
@@ -542,12 +549,32 @@ fn parse_error(text: &str, error: &toml::de::Error) -> ConfigError {
     ))
 }
 
-fn host_of(base_url: &str) -> String {
-    base_url
-        .parse::<http::Uri>()
-        .ok()
-        .and_then(|uri| uri.authority().map(|a| a.as_str().to_owned()))
-        .unwrap_or_default()
+impl RouteConfig {
+    /// The base every request to this route starts with: `base_url`
+    /// without a trailing `/` or `/v1` (the endpoint's path brings its
+    /// own `/v1`).
+    pub(crate) fn base(&self) -> &str {
+        let trimmed = self.base_url.trim_end_matches('/');
+        trimmed.strip_suffix("/v1").unwrap_or(trimmed)
+    }
+}
+
+/// `base` (a checked [`RouteConfig::base`]) as the place a key goes to:
+/// scheme, host and port, and the path, compared as the network does —
+/// the scheme and host in lowercase, the scheme's default port left out.
+/// Two spellings of one base are one place; anything else is another.
+fn keyless_base(base: &str) -> String {
+    let Ok(uri) = base.parse::<http::Uri>() else {
+        return base.to_owned();
+    };
+    let scheme = uri.scheme_str().unwrap_or_default().to_ascii_lowercase();
+    let host = uri.host().unwrap_or_default().to_ascii_lowercase();
+    let port = match (scheme.as_str(), uri.port_u16()) {
+        ("http", Some(80)) | ("https", Some(443)) | (_, None) => String::new(),
+        (_, Some(port)) => format!(":{port}"),
+    };
+    let path = uri.path().trim_end_matches('/');
+    format!("{scheme}://{host}{port}{path}")
 }
 
 /// `NAME=WIRE@BASE_URL`.
@@ -671,6 +698,43 @@ mod tests {
         assert!(err.contains("api.groq.com"), "{err}");
         // The same host for both: one provider, one key.
         let config = Config::from_toml(&toml("https://api.openai.com/v1")).unwrap();
+        config.validate().unwrap();
+    }
+
+    /// One host may front several providers, each under its own path (an
+    /// AI gateway's `/openai`, `/groq`), and `http://` sends the key in
+    /// cleartext: keyless routes share a client's key only when the base
+    /// the gateway sends to is the same — scheme, host and path.
+    #[test]
+    fn keyless_routes_of_one_wire_share_scheme_host_and_path() {
+        let validate = |a: &str, b: &str| {
+            Config::from_routes(&[format!("oa=openai@{a}"), format!("groq=openai@{b}")])
+                .unwrap()
+                .validate()
+        };
+        let err = validate("https://ai-gw.corp/openai", "https://ai-gw.corp/groq")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("without their own key"), "{err}");
+        assert!(err.contains("https://ai-gw.corp/groq"), "{err}");
+        let err = validate("https://ai-gw.corp", "http://ai-gw.corp")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("without their own key"), "{err}");
+        // One base however it is spelt: the requests go to the same URLs.
+        validate(
+            "https://AI-GW.corp:443/openai/v1/",
+            "https://ai-gw.corp/openai",
+        )
+        .unwrap();
+        validate("http://127.0.0.1:80", "http://127.0.0.1/").unwrap();
+        // A key of its own: the client's key goes to one base only.
+        let mut config = Config::from_routes(&[
+            "oa=openai@https://ai-gw.corp/openai",
+            "groq=openai@https://ai-gw.corp/groq",
+        ])
+        .unwrap();
+        config.set_route_key("groq", "GROQ_KEY").unwrap();
         config.validate().unwrap();
     }
 
