@@ -1,7 +1,41 @@
-//! Header readings more than one crate makes.
+//! Header readings and rewrites more than one crate (or layer) makes.
 
 use http::HeaderMap;
-use http::header::CONTENT_LENGTH;
+use http::header::{
+    AUTHORIZATION, CONTENT_LENGTH, COOKIE, HOST, HeaderName, HeaderValue, PROXY_AUTHORIZATION,
+};
+use http::uri::Authority;
+
+/// The headers that carry credentials on a call to an LLM provider: the
+/// bearer token (OpenAI and the many APIs shaped like it), Anthropic's
+/// `x-api-key`, Azure OpenAI's `api-key`, Gemini's `x-goog-api-key`, and
+/// the generic `proxy-authorization` and `cookie` (which an HTTPS proxy
+/// tunnel would carry to the origin itself).
+pub const CREDENTIAL_HEADERS: [HeaderName; 6] = [
+    AUTHORIZATION,
+    HeaderName::from_static("x-api-key"),
+    HeaderName::from_static("api-key"),
+    HeaderName::from_static("x-goog-api-key"),
+    PROXY_AUTHORIZATION,
+    COOKIE,
+];
+
+/// Whether `name` is one of [`CREDENTIAL_HEADERS`].
+pub fn is_credential(name: &HeaderName) -> bool {
+    CREDENTIAL_HEADERS.contains(name)
+}
+
+/// Points the `Host` header, when `headers` has one, at `authority`, the
+/// origin the request now goes to. hyper's client adds `Host` only when it
+/// is missing, so one the caller set (a proxy forwarding the request it
+/// received) would otherwise name the old origin to the new one.
+pub fn host_follows(headers: &mut HeaderMap, authority: &Authority) {
+    if headers.contains_key(HOST)
+        && let Ok(host) = HeaderValue::from_str(authority.as_str())
+    {
+        headers.insert(HOST, host);
+    }
+}
 
 /// The length a message's `content-length` declares, when it declares one
 /// that reads as a number (surrounding blanks allowed): `None` when the
@@ -14,7 +48,26 @@ pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
+
+    #[test]
+    fn a_host_header_follows_only_when_there_is_one() {
+        let authority = Authority::from_static("other.example.com:8443");
+        let mut headers = HeaderMap::new();
+        host_follows(&mut headers, &authority);
+        assert!(headers.get(HOST).is_none(), "hyper adds a missing one");
+        headers.insert(HOST, HeaderValue::from_static("api.example.com"));
+        host_follows(&mut headers, &authority);
+        assert_eq!(headers[HOST], "other.example.com:8443");
+    }
+
+    #[test]
+    fn credential_headers_are_known_by_name() {
+        assert!(is_credential(&AUTHORIZATION));
+        assert!(is_credential(&HeaderName::from_static("x-goog-api-key")));
+        assert!(!is_credential(&HeaderName::from_static(
+            "anthropic-version"
+        )));
+    }
 
     #[test]
     fn a_declared_length_is_read_as_a_number() {

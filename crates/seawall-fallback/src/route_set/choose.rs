@@ -6,11 +6,11 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use http::header::{HOST, HeaderName, HeaderValue};
+use http::header::{HeaderName, HeaderValue};
 use http::uri::{Authority, Scheme};
 use seawall_core::{Code, Cooldown, Deadline, Failure, RouteId};
-use seawall_internal::millis;
 use seawall_internal::random::Random;
+use seawall_internal::{headers, millis};
 use tokio::time::Instant;
 
 #[cfg(test)]
@@ -33,7 +33,8 @@ pub(crate) type Probe = Box<dyn Fn() -> Blocked + Send + Sync>;
 ///
 /// Two keys on one host are two members with two route names: the
 /// breaker below tracks each by its `RouteId`, which the route set puts in
-/// the request's extensions.
+/// the request's extensions. A member with a key of its own sends no other
+/// credentials (see [`Member::header`]).
 ///
 /// ```
 /// use http::header::{AUTHORIZATION, HeaderValue};
@@ -89,13 +90,29 @@ impl Member {
     }
 
     /// Sets header `name` to `value` on this member's requests, replacing
-    /// the request's own (an API key: `authorization`, `x-api-key`,
-    /// `api-key`). The value is marked sensitive and never shown.
+    /// the request's own. The value is marked sensitive and never shown.
+    ///
+    /// A credential header — `authorization`, `x-api-key`, `api-key`,
+    /// `x-goog-api-key`, `proxy-authorization` or `cookie` — makes the
+    /// member one that brings credentials of its own, and its requests
+    /// then carry only its own: every other of those headers the request
+    /// came with (the caller's key) is removed, so a 401 on an OpenAI
+    /// member never moves the caller's OpenAI key to an Azure member that
+    /// sets `api-key`. A member that sets none keeps the caller's: the
+    /// caller's key is then meant for every such member.
     pub fn header(mut self, name: HeaderName, mut value: HeaderValue) -> Self {
         value.set_sensitive(true);
         self.headers.retain(|(known, _)| *known != name);
         self.headers.push((name, value));
         self
+    }
+
+    /// Whether the member sets credentials of its own: any of the headers
+    /// [`Member::header`] names as credentials.
+    fn brings_credentials(&self) -> bool {
+        self.headers
+            .iter()
+            .any(|(name, _)| headers::is_credential(name))
     }
 
     /// The member's route.
@@ -116,10 +133,16 @@ impl Member {
             if let Ok(uri) = http::Uri::from_parts(parts) {
                 *request.uri_mut() = uri;
             }
-            if request.headers().contains_key(HOST)
-                && let Ok(host) = HeaderValue::from_str(authority.as_str())
-            {
-                request.headers_mut().insert(HOST, host);
+            headers::host_follows(request.headers_mut(), authority);
+        }
+        if self.brings_credentials() {
+            // The caller's credentials are for whatever the caller meant
+            // (async-openai sends its OpenAI key on every request): on a
+            // member with a key of its own — an Azure deployment beside
+            // OpenAI keys — they would reach a provider they were never
+            // for. Its own replace them, all of them.
+            for name in &headers::CREDENTIAL_HEADERS {
+                request.headers_mut().remove(name);
             }
         }
         for (name, value) in &self.headers {

@@ -18,6 +18,15 @@
 //!   [`rewrite`](RouteSetLayer::rewrite) (a deployment in the path). The
 //!   route set puts the member's `RouteId` in the request's extensions, so
 //!   the breaker below keeps one breaker and one cooldown per member.
+//! - **A member with a key of its own sends only its own**: a member that
+//!   sets a credential header ([`Member::header`]: `authorization`,
+//!   `x-api-key`, `api-key`, `x-goog-api-key`, `proxy-authorization`,
+//!   `cookie`) has every other one the request came with removed, so the
+//!   caller's key (async-openai sends `Authorization: Bearer
+//!   $OPENAI_API_KEY` on every request) never reaches the Azure deployment
+//!   an OpenAI member's 401 moved the attempt to. A member that sets none
+//!   sends the caller's: the caller's key is then meant for every such
+//!   member.
 //! - **Power of two choices**: two members drawn at random, the one with
 //!   the lower cost — in-flight calls (plus one) times recent latency
 //!   (peak-sensitive, fading with age so a member found slow is tried
