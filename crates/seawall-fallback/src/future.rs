@@ -4,13 +4,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use http::header::HOST;
 use pin_project_lite::pin_project;
 use seawall_core::recording::{HeadCopy, ReplayBody};
 use seawall_core::{
     Action, Attempt, AttemptSpans, BoxError, Code, Cooldown, Deadline, Failure, Finish, Receipt,
     RequestFacts, RouteId, StopReason, Usage,
 };
-use seawall_internal::millis;
+use seawall_internal::{headers, millis};
 use tokio::time::{Instant, Sleep};
 use tower::util::Oneshot;
 use tower_service::Service;
@@ -750,7 +751,19 @@ where
     // The copied extensions name the primary's route; this route's is the
     // configured one, else whatever the rewritten request says.
     request.extensions_mut().remove::<RouteId>();
+    let primary_authority = request.uri().authority().cloned();
+    let primary_host = request.headers().get(HOST).cloned();
     route.rewrite.rewrite(&mut request);
+    // A rewrite to another host that left the primary's `Host` (a caller
+    // that set it, e.g. a proxy forwarding its own request; hyper adds one
+    // only when missing) would name the primary to the other host. A
+    // `Host` the rewrite set, or an authority it kept, is left as it is.
+    if request.headers().get(HOST) == primary_host.as_ref()
+        && let Some(authority) = request.uri().authority().cloned()
+        && primary_authority.as_ref() != Some(&authority)
+    {
+        headers::host_follows(request.headers_mut(), &authority);
+    }
     if let Some(name) = &route.route {
         request.extensions_mut().insert(name.clone());
     }

@@ -99,6 +99,14 @@ impl<F> FallbackRoute<F> {
 impl<F, R> FallbackRoute<F, R> {
     /// Rewrites this route's copy of the request (see
     /// [`Rewrite`](crate::Rewrite)).
+    ///
+    /// The rewrite receives the primary's whole head, **credentials
+    /// included** (`authorization`, `x-api-key`, `api-key`, …): they are
+    /// left to it, since another region of the same provider takes the
+    /// same key. A rewrite to another provider must set that provider's
+    /// key or remove the primary's, or the primary's key is sent there. A
+    /// `Host` header the primary carried follows a rewrite that changes
+    /// the URI's authority, unless the rewrite sets `Host` itself.
     pub fn rewrite<R2>(self, rewrite: R2) -> FallbackRoute<F, R2> {
         self.rewrite_shared(Arc::new(rewrite))
     }
@@ -246,7 +254,9 @@ impl<F, R> FallbackLayer<F, R> {
 
     /// Rewrites every route's copy of the request with `rewrite` (see
     /// [`Rewrite`](crate::Rewrite)); give each route of a chain its own
-    /// with [`FallbackRoute::rewrite`].
+    /// with [`FallbackRoute::rewrite`]. Like that one, it receives the
+    /// primary's whole head, credentials included: a rewrite to another
+    /// provider sets or removes them.
     pub fn rewrite<R2>(self, rewrite: R2) -> FallbackLayer<F, R2> {
         let rewrite = Arc::new(rewrite);
         FallbackLayer {

@@ -6,6 +6,14 @@
 //! its chain ([`FallbackRoute`]s, each with its own service, request
 //! rewrite and name), in order, one call each:
 //!
+//! - **The rewrite owns the route's credentials**: a route's
+//!   [`rewrite`](FallbackRoute::rewrite) receives a copy of the primary's
+//!   whole head, its key included, and nothing is removed behind its back
+//!   (another region of the same provider takes the same key). A rewrite
+//!   to another provider must set that provider's key or remove the
+//!   primary's — or the primary's key goes there. A `Host` header the
+//!   primary carried follows a rewrite that moves the request to another
+//!   authority, unless the rewrite sets its own.
 //! - **Only failures another route can fix**
 //!   ([`Failure::moves_route`](seawall_core::Failure::moves_route), the
 //!   [`Scope`](seawall_core::Scope) table): a transient failure whose
@@ -93,6 +101,7 @@
 //! ```
 //! use std::time::Duration;
 //! use bytes::Bytes;
+//! use http::header::{AUTHORIZATION, HeaderValue};
 //! use http_body_util::Full;
 //! use seawall_core::recording::ReplayBody;
 //! use seawall_core::{Code, Failure, Receipt, RouteId};
@@ -109,6 +118,7 @@
 //! });
 //! let other = tower::service_fn(|req: Request| async move {
 //!     assert_eq!(req.uri().host(), Some("other.example.com"));
+//!     assert_eq!(req.headers()[AUTHORIZATION], "Bearer sk-other");
 //!     Ok::<_, Failure>(Response::new(Full::new(Bytes::from_static(b"hello"))))
 //! });
 //! let service = ServiceBuilder::new()
@@ -116,12 +126,17 @@
 //!         FallbackLayer::new(other)
 //!             .rewrite(|req: &mut Request| {
 //!                 *req.uri_mut() = "https://other.example.com/v1/chat".parse().unwrap();
+//!                 // The copy carries the primary's key: another provider
+//!                 // gets its own.
+//!                 let key = HeaderValue::from_static("Bearer sk-other");
+//!                 req.headers_mut().insert(AUTHORIZATION, key);
 //!             })
 //!             .min_remaining(Duration::from_secs(2)),
 //!     )
 //!     .service(primary);
 //!
 //! let request = http::Request::post("https://api.example.com/v1/chat")
+//!     .header(AUTHORIZATION, "Bearer sk-primary")
 //!     .body(Full::new(Bytes::from_static(b"{}")))
 //!     .unwrap();
 //! let response = service.oneshot(request).await.unwrap();

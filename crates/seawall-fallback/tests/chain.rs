@@ -616,3 +616,92 @@ async fn a_fallback_over_send_only_services_can_be_spawned() {
     assert!(answer.extensions().get::<ServedBy>().unwrap().fallback);
     assert_eq!((primary.calls(), spare.calls()), (1, 1));
 }
+
+/// A route that answers, recording the `Host` header of each request.
+fn host_recorder(hosts: &Arc<Mutex<Vec<Option<String>>>>) -> Boxed {
+    let hosts = hosts.clone();
+    Boxed::new(service_fn(move |request: Req| {
+        let host = request.headers().get(http::header::HOST);
+        let host = host.map(|host| host.to_str().unwrap().to_owned());
+        hosts.lock().unwrap().push(host);
+        async { Ok(http::Response::new(Full::new(Bytes::from_static(b"hi")))) }
+    }))
+}
+
+/// A caller that set `Host` itself (a proxy forwarding the request it
+/// received): hyper's client adds `Host` only when it is missing, so a
+/// rewrite that moves the request to another host must not send the
+/// primary's `Host` there. A rewrite that keeps the authority, or sets
+/// `Host` itself, keeps its `Host`.
+#[tokio::test(start_paused = true)]
+async fn a_rewrite_to_another_host_takes_the_host_header_along() {
+    let hosts = Arc::new(Mutex::new(Vec::new()));
+    let call = |uri: &str, route: FallbackRoute<Boxed, ToHostOr>| {
+        let primary = Upstream::failing([Failure::new(Code::Overloaded)]);
+        let mut request = request(None);
+        *request.uri_mut() = uri.parse().unwrap();
+        request.headers_mut().insert(
+            http::header::HOST,
+            http::HeaderValue::from_static("api.example.com"),
+        );
+        FallbackLayer::chain([route])
+            .layer(primary.service())
+            .oneshot(request)
+    };
+    let to = |rewrite: ToHostOr| {
+        FallbackRoute::new(host_recorder(&hosts))
+            .rewrite(rewrite)
+            .route(RouteId::new("fallback"))
+    };
+    call(
+        "https://api.example.com/v1/chat",
+        to(ToHostOr::Uri("https://other.example.com:8443/v1/chat")),
+    )
+    .await
+    .unwrap();
+    // The authority unchanged (an address the primary's `Host` names):
+    // the `Host` stays.
+    call(
+        "https://10.0.0.1/v1/chat",
+        to(ToHostOr::Uri("https://10.0.0.1/v2/chat")),
+    )
+    .await
+    .unwrap();
+    // The rewrite's own `Host` is the rewrite's choice.
+    call(
+        "https://api.example.com/v1/chat",
+        to(ToHostOr::UriAndHost(
+            "https://10.0.0.2/v1/chat",
+            "vhost.example",
+        )),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        *hosts.lock().unwrap(),
+        [
+            Some("other.example.com:8443".to_owned()),
+            Some("api.example.com".to_owned()),
+            Some("vhost.example".to_owned()),
+        ]
+    );
+}
+
+/// Moves a route's copy to another URI, and sets its `Host` or not.
+#[derive(Debug, Clone, Copy)]
+enum ToHostOr {
+    Uri(&'static str),
+    UriAndHost(&'static str, &'static str),
+}
+
+impl Rewrite<Full<Bytes>> for ToHostOr {
+    fn rewrite(&self, request: &mut Req) {
+        let (ToHostOr::Uri(uri) | ToHostOr::UriAndHost(uri, _)) = *self;
+        *request.uri_mut() = uri.parse().unwrap();
+        if let ToHostOr::UriAndHost(_, host) = *self {
+            request
+                .headers_mut()
+                .insert(http::header::HOST, http::HeaderValue::from_static(host));
+        }
+    }
+}
