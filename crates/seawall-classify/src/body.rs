@@ -129,7 +129,8 @@ impl Passed {
             .cloned()
             .or_else(|| transport_failure(&*error))
             .unwrap_or_else(|| Failure::new(Code::Transport).with_message(&error.to_string()));
-        self.interrupted(&cause, what)
+        let failure = Failure::interrupted_by(&cause).with_cause(error);
+        self.fail(failure, cause.code(), what)
     }
 }
 
@@ -238,7 +239,7 @@ fn named(error: BoxError) -> BoxError {
         return error;
     }
     match transport_failure(&*error) {
-        Some(failure) if failure.code() == Code::Timeout => Box::new(failure),
+        Some(failure) if failure.code() == Code::Timeout => Box::new(failure.with_cause(error)),
         _ => error,
     }
 }

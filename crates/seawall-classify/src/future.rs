@@ -781,7 +781,7 @@ fn read_failure<C: Classifier>(
     if !recognised {
         let mut failure = Failure::new(Code::ProtocolViolation)
             .with_message(&format!("the 2xx answer broke while read: {error}"))
-            .with_source(error);
+            .with_cause(error);
         evidence(failure.evidence_mut());
         return report(failure);
     }
@@ -809,7 +809,7 @@ pub(crate) fn classify_inner_error<C: Classifier>(
                 .with_message(&error.to_string())
         });
     // The client's own error stays reachable under the verdict.
-    let mut failure = failure.with_source(error);
+    let mut failure = failure.with_cause(error);
     evidence(failure.evidence_mut());
     report(failure)
 }

@@ -67,7 +67,7 @@ pub struct Failure {
 }
 
 /// What few failures carry.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 struct Rare {
     /// A gRPC server's status details (see [`Failure::status_details`]).
     status_details: Option<Box<[u8]>>,
@@ -83,8 +83,24 @@ struct Rare {
     /// The HTTP/2 stream reset that broke the call (see
     /// [`Failure::stream_reset`]).
     stream_reset: Option<u32>,
-    /// The error this failure was read from (see [`Failure::with_source`]).
-    source: Option<std::sync::Arc<dyn StdError + Send + Sync>>,
+    /// The client's error this failure was read from (see
+    /// [`Failure::with_cause`]).
+    cause: Option<std::sync::Arc<dyn StdError + Send + Sync>>,
+}
+
+/// The client's error is not printed: its text is not sanitised (see
+/// [`Failure::with_cause`]).
+impl fmt::Debug for Rare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rare")
+            .field("status_details", &self.status_details)
+            .field("usage", &self.usage)
+            .field("request_id", &self.request_id)
+            .field("cooled_by", &self.cooled_by)
+            .field("stream_reset", &self.stream_reset)
+            .field("cause", &self.cause.as_ref().map(|_| ".."))
+            .finish()
+    }
 }
 
 /// What had been delivered when a stream was interrupted after content.
@@ -261,14 +277,19 @@ impl Failure {
         self
     }
 
-    /// Keeps the error this failure was read from as its
-    /// [`source`](StdError::source): a caller still finds the client's own
-    /// error (a `hyper::Error`, a `reqwest::Error`, tower's `Elapsed`) by
-    /// walking the chain, as through any tower layer that wraps an error.
-    /// Its text stays in the failure's message where the failure was
-    /// made with one, so a printer of the whole chain may show it twice.
-    pub fn with_source(mut self, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
-        self.rare.get_or_insert_default().source = Some(source.into().into());
+    /// Keeps the client's error this failure was read from (a
+    /// `hyper::Error`, a `reqwest::Error`, tower's `Elapsed`, the caller's
+    /// own type), for a caller to downcast through [`Failure::cause`].
+    ///
+    /// It is kept apart from the error's [`source`](StdError::source)
+    /// chain, on purpose: its text is the client's, not sanitised (a
+    /// request URL with its `?key=`, which [`Failure::with_message`]
+    /// strips), and a printer of a whole chain (`anyhow`'s `{:#}`, a
+    /// tracing layer) or a `Debug` of the failure would show it; and tonic,
+    /// which maps a client's error to a `Status` by walking the chain,
+    /// would map the client's error and drop seawall's verdict.
+    pub fn with_cause(mut self, cause: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        self.rare.get_or_insert_default().cause = Some(cause.into().into());
         self
     }
 
@@ -390,6 +411,13 @@ impl Failure {
         self.rare.as_ref()?.request_id.as_deref()
     }
 
+    /// The client's error this failure was read from, when classification
+    /// kept it ([`Failure::with_cause`]): downcast it, or walk its own
+    /// chain, to reach the client's types. Not sanitised.
+    pub fn cause(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
+        self.rare.as_ref()?.cause.as_deref()
+    }
+
     /// What cooled the route this local refusal was made for, if it is
     /// one (see [`with_cooled_by`](Self::with_cooled_by)).
     pub fn cooled_by(&self) -> Option<Code> {
@@ -490,12 +518,7 @@ impl fmt::Display for Failure {
     }
 }
 
-impl StdError for Failure {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        let source = self.rare.as_ref()?.source.as_deref()?;
-        Some(source)
-    }
-}
+impl StdError for Failure {}
 
 /// The longest request id kept: ids are tens of bytes (`req_…`); a header
 /// longer than this is no id worth carrying in every failure.
