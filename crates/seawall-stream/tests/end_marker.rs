@@ -685,3 +685,33 @@ async fn a_consumer_that_stops_reading_is_not_the_upstreams_silence() {
     let after = tokio::time::timeout(Duration::from_secs(5), body.frame()).await;
     assert!(after.is_err(), "no verdict within 5 s: {after:?}");
 }
+
+/// A `HEAD`'s answer has no body, whatever its type says: an event
+/// stream's 2xx to a `HEAD` is handed on as it is, not failed as a stream
+/// that ended before content (a health probe counted against the route).
+/// The same answer to a `POST` is still no answer.
+#[tokio::test(start_paused = true)]
+async fn a_head_answer_is_not_guarded() {
+    use http_body_util::{BodyExt, Empty};
+    use tower::{Layer, ServiceExt};
+
+    for (method, guarded) in [(http::Method::HEAD, false), (http::Method::POST, true)] {
+        let provider = tower::service_fn(|_: http::Request<()>| async {
+            Ok::<_, std::convert::Infallible>(sse(Empty::<bytes::Bytes>::new()))
+        });
+        let request = http::Request::builder()
+            .method(method.clone())
+            .uri(format!("https://provider.example{CHAT}"))
+            .body(())
+            .unwrap();
+        let answer = StreamGuardLayer::interactive()
+            .layer(provider)
+            .oneshot(request)
+            .await;
+        let read = match answer {
+            Ok(response) => response.into_body().collect().await.map(|_| ()),
+            Err(error) => Err(error),
+        };
+        assert_eq!(read.is_err(), guarded, "{method}: {read:?}");
+    }
+}

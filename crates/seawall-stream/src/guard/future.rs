@@ -180,10 +180,13 @@ where
                         }
                     };
                     let mut setup = setup.take().expect("setup present while calling");
-                    setup.recognised =
+                    setup.recognised = if setup.head_request {
+                        None
+                    } else {
                         setup
                             .config
-                            .guards(&response, &setup.facts, setup.json_array);
+                            .guards(&response, &setup.facts, setup.json_array)
+                    };
                     if setup.recognised.is_none() {
                         let response = response.map(GuardBody::passthrough);
                         self.as_mut().project().state.set(State::Finished);

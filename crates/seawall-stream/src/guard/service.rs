@@ -75,6 +75,7 @@ where
             #[cfg(feature = "metrics")]
             route: seawall_core::RouteId::of_request(&request),
             answer_by: AnswerBy::of(&request).map(|by| by.0.instant()),
+            head_request: request.method() == http::Method::HEAD,
         };
         ResponseFuture::new(self.inner.call(request), setup)
     }

@@ -326,6 +326,9 @@ pub(crate) struct Setup {
     /// When this attempt's own bound ends (the [`Deadline`](seawall_core::Deadline)
     /// a per-attempt bound outside set), if one does.
     pub(crate) attempt_by: Option<Instant>,
+    /// A `HEAD` request: its answer has no body, whatever its type says,
+    /// so nothing to guard.
+    pub(crate) head_request: bool,
 }
 
 /// How long before the caller's [`AnswerBy`](seawall_core::AnswerBy) a hold with something in it
@@ -408,6 +411,7 @@ impl Track {
             route,
             answer_by,
             attempt_by,
+            head_request: _,
         } = setup;
         Track {
             framing: match recognised {
@@ -755,7 +759,10 @@ impl Track {
     /// the end on the next poll left a body dropped half-read.
     fn after_frame(&mut self, stop: Option<Cause>, ended: &mut bool) {
         self.pending = match stop {
-            None if self.protocol_ended() => {
+            // A bound that passed on the very frame that ended the
+            // protocol came too late to matter: the answer is whole (and
+            // `close` would have said so a poll later).
+            None | Some(Cause::Timeout(_)) if self.protocol_ended() => {
                 let cause = self.end_of_stream(Instant::now());
                 *ended = cause.is_none();
                 cause
