@@ -138,9 +138,16 @@ where
         // what that call did: a breaker below gating its readiness tells a
         // clone which route to wait for by its last call (a clone made
         // before it knew none, was ready at once and refused the retry).
-        ladder.retries_with(again.map(|template| Again {
-            service: self.inner.clone(),
-            template,
+        // The instance that made the call goes with the ladder, and this
+        // one is its clone: what its readiness reserved and a refusal
+        // below left unspent is the ladder's to give back before it
+        // sleeps (`release_readiness`), not held by the caller's instance.
+        ladder.retries_with(again.map(|template| {
+            let fresh = self.inner.clone();
+            Again {
+                service: std::mem::replace(&mut self.inner, fresh),
+                template,
+            }
         }));
         ResponseFuture::ladder(future, ladder)
     }

@@ -198,18 +198,25 @@ async fn a_retry_refused_below_holds_no_permit_while_it_sleeps() {
         refusals: 3,
     };
     let policy = RetryPolicy::no_wait(5).max_retry_after(Duration::from_secs(10));
-    let svc = RetryBudgetLayer::new(policy, Budget::unlimited()).layer(cooling);
-    let operation = tokio::spawn(svc.oneshot(Request::new(String::new())));
-    // The first retry's refusal comes after a second's sleep; the sleep
-    // after it is the retry's.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(!operation.is_finished());
-    let mut other = limited.clone();
-    let free = tokio::time::timeout(Duration::from_millis(1), poll_fn(|cx| other.poll_ready(cx)))
-        .await
-        .is_ok();
-    assert!(free, "the sleeping operation holds no permit");
-    drop(other);
+    // Called on an instance its caller keeps (a `Buffer`'s worker): the
+    // first attempt's refusal leaves that instance's permit unspent too.
+    let mut svc = RetryBudgetLayer::new(policy, Budget::unlimited()).layer(cooling);
+    poll_fn(|cx| svc.poll_ready(cx)).await.unwrap();
+    let operation = tokio::spawn(svc.call(Request::new(String::new())));
+    // Asleep after the first attempt's refusal, then after the first
+    // retry's (a second's sleep each, and the backoff).
+    let start = tokio::time::Instant::now();
+    for at in [500, 1500] {
+        tokio::time::sleep_until(start + Duration::from_millis(at)).await;
+        assert!(!operation.is_finished());
+        let mut other = limited.clone();
+        let free =
+            tokio::time::timeout(Duration::from_millis(1), poll_fn(|cx| other.poll_ready(cx)))
+                .await
+                .is_ok();
+        assert!(free, "the sleeping operation holds no permit ({at} ms)");
+    }
+    drop(svc);
     let response = tokio::time::timeout(Duration::from_secs(30), operation)
         .await
         .expect("the operation ends")
