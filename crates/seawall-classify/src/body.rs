@@ -218,14 +218,20 @@ fn judge_past_cap<E: Into<BoxError>>(
     if let Some(data) = frame.data_ref() {
         passed.count(data);
         if passed.bytes > ceiling {
-            let failure = Failure::new(Code::AnswerTooLarge).with_message(&format!(
-                "the JSON answer grew past {ceiling} bytes (ClassifyLayer::max_answer_body)"
-            ));
+            let failure = answer_too_large(ceiling);
             return Some(Err(passed.fail(failure, Code::AnswerTooLarge, WHAT)));
         }
         end.feed(data);
     }
     Some(Ok(frame))
+}
+
+/// A JSON answer longer than `ceiling`, the layer's `max_answer_body`:
+/// checked before it was handed on, or past the check cap after.
+pub(crate) fn answer_too_large(ceiling: u64) -> Failure {
+    Failure::new(Code::AnswerTooLarge).with_message(&format!(
+        "the JSON answer grew past {ceiling} bytes (ClassifyLayer::max_answer_body)"
+    ))
 }
 
 /// A body error handed on unjudged (a stream's): a timeout its chain

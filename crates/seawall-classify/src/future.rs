@@ -502,15 +502,10 @@ where
         started: Instant,
     ) -> Result<Response<ClassifiedBody<B>>, BoxError> {
         match read {
-            // A bound below the check cap holds there too: the answer is
-            // never handed on whole (or begun) past it.
-            SuccessRead::Whole | SuccessRead::PastCap
-                if self.buffer.len() as u64 > settings.max_answer_body =>
-            {
-                let failure = Failure::new(Code::AnswerTooLarge).with_message(&format!(
-                    "the JSON answer grew past {} bytes (ClassifyLayer::max_answer_body)",
-                    settings.max_answer_body
-                ));
+            // A bound below the check cap holds there too (the read stops
+            // at it): the answer is never begun past it.
+            SuccessRead::PastCap if self.buffer.len() as u64 > settings.max_answer_body => {
+                let failure = crate::body::answer_too_large(settings.max_answer_body);
                 Err(self.conclude(failure, started))
             }
             SuccessRead::NotAnAnswer(first) => {

@@ -156,11 +156,13 @@ impl<C> ClassifyLayer<C> {
         self
     }
 
-    /// How long a 2xx JSON answer may grow, read past the check cap,
-    /// before it ends with `answer_too_large` (permanent). Its caller
-    /// reads a whole answer into memory (an SDK parses it whole), and a
-    /// small compressed body may decode to gigabytes: this is the bound
-    /// on that. Default 256 MiB, room for the largest embeddings batches
+    /// How long a 2xx JSON answer may grow before it ends with
+    /// `answer_too_large` (permanent): checked before it is handed on when
+    /// the bound is below the check cap
+    /// ([`max_success_body`](Self::max_success_body), whose read stops at
+    /// it), else as it is read past the cap. Its caller reads a whole
+    /// answer into memory (an SDK parses it whole), and a small compressed
+    /// body may decode to gigabytes: this is the bound on that. Default 256 MiB, room for the largest embeddings batches
     /// and images a provider returns as JSON.
     pub fn max_answer_body(mut self, bytes: u64) -> Self {
         self.settings.max_answer_body = bytes;

@@ -949,13 +949,22 @@ async fn an_answer_bound_below_the_check_cap_holds() {
     };
     let layer = ClassifyLayer::openai().max_answer_body(1024);
     let json = [("content-type", "application/json")];
+    // Sent in 256-byte frames: the read stops at the bound, not at the
+    // check cap (8 MiB) or the answer's end.
     let long = answer(&"x".repeat(4096));
-    let error = through(&layer, response(200, &json, &long))
-        .await
-        .expect_err("too large");
+    let frames = long
+        .as_bytes()
+        .chunks(256)
+        .map(|c| String::from_utf8(c.to_vec()).unwrap());
+    let mut head = Response::builder().status(200);
+    head = head.header("content-type", "application/json");
+    let chunked = head.body(Chunks::new(frames.collect::<Vec<_>>())).unwrap();
+    let pulled = std::sync::Arc::clone(&chunked.body().pulled);
+    let error = through(&layer, chunked).await.expect_err("too large");
     let failure = found(&error);
     assert_eq!(failure.code(), Code::AnswerTooLarge);
-    assert!(failure.evidence().bytes <= 1024 + long.len() as u64);
+    assert_eq!(failure.evidence().bytes, 1024 + 256);
+    assert_eq!(pulled.load(Ordering::Relaxed), 1024 + 256);
     let short = answer("hello");
     let delivered = through(&layer, response(200, &json, &short))
         .await
