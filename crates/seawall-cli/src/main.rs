@@ -164,11 +164,12 @@ fn rejected(err: &clap::Error) -> ExitCode {
 
 async fn replay(args: ReplayArgs) -> ExitCode {
     // An hour a second at most: an incident's longest wait (a quota
-    // wall's reset, half a day) then still fits a timer.
-    if !(args.scale.is_finite() && args.scale > 0.0 && args.scale <= 3_600_000.0) {
-        eprintln!(
-            "seawall replay: --scale must be a positive number of milliseconds, at most 3600000"
-        );
+    // wall's reset, half a day) then still fits a timer. A microsecond a
+    // second at least: the stacks' shortest delay (a quarter of a second)
+    // is then still a nanosecond or more, not a zero that a backoff
+    // growing from it refuses.
+    if !(args.scale.is_finite() && (0.001..=3_600_000.0).contains(&args.scale)) {
+        eprintln!("seawall replay: --scale must be a number of milliseconds from 0.001 to 3600000");
         return ExitCode::from(2);
     }
     let chaos = match seawall_chaos::ChaosServer::builder().start().await {
