@@ -872,7 +872,9 @@ fn excerpt(text: &str) -> &str {
 
 /// Whether a header carries the gateway's token: `Authorization: Bearer`
 /// (OpenAI SDKs' `api_key`), `x-api-key` (Anthropic SDKs' `api_key`) or
-/// `x-seawall-token`.
+/// `x-seawall-token`. These are where a client can be told to put the
+/// token, not every header that may carry a credential
+/// (`seawall_internal::headers::CREDENTIAL_HEADERS`).
 fn presents_token(headers: &HeaderMap, token: &Secret) -> bool {
     let bearer = headers.get(http::header::AUTHORIZATION).and_then(bearer);
     bearer.is_some_and(|value| token.matches(value))
@@ -895,7 +897,10 @@ fn bearer(value: &HeaderValue) -> Option<&[u8]> {
 /// own: `x-api-key` for Anthropic (else `Authorization`), `Authorization`
 /// for OpenAI — never a header holding the gateway's token: not the one
 /// that carried it, nor another (an Anthropic SDK given the token as both
-/// its `api_key` and its `auth_token` sends it in both).
+/// its `api_key` and its `auth_token` sends it in both). Which header a
+/// wire's SDKs send their key in, not every header that may carry a
+/// credential: the others are never forwarded
+/// (`ClientCall::forwarded_headers`).
 fn client_credential(
     headers: &HeaderMap,
     wire: Wire,

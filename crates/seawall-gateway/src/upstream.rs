@@ -19,6 +19,7 @@ use seawall::fallback::{FallbackLayer, FallbackRoute};
 use seawall::retry::{Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::StreamGuardLayer;
+use seawall_internal::headers::CREDENTIAL_HEADERS;
 use thread_local::ThreadLocal;
 use tower::ServiceBuilder;
 use tower::util::BoxCloneSyncService;
@@ -113,7 +114,9 @@ where
 
 /// The headers a client may send that the gateway passes upstream. Anything
 /// else (cookies, proxies' headers, `accept-encoding`: the bytes go through
-/// the stream guard unmodified, so no compression) stays here.
+/// the stream guard unmodified, so no compression) stays here. No
+/// credential header ([`CREDENTIAL_HEADERS`]) is among them: the client's
+/// key travels apart, as [`ClientCall::credential`], to keyless routes.
 /// `x-chaos-*` lets a test pick a fault on a seawall-chaos upstream.
 const FORWARDED: &[&str] = &[
     "content-type",
@@ -204,7 +207,8 @@ pub(crate) fn connection_options(headers: &HeaderMap) -> Vec<HeaderName> {
 pub(crate) struct Target {
     pub name: String,
     pub wire: Wire,
-    /// Base URL without a trailing `/` or `/v1`.
+    /// The route's [`RouteConfig::base`]: its base URL without a trailing
+    /// `/` or `/v1`.
     pub base: String,
     pub key: Option<Secret>,
     pub rename: Option<String>,
@@ -213,12 +217,14 @@ pub(crate) struct Target {
 
 impl Target {
     pub(crate) fn new(route: &RouteConfig, key: Option<Secret>) -> Target {
-        let trimmed = route.base_url.trim_end_matches('/');
-        let base = trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_owned();
         Target {
             name: route.name.clone(),
             wire: route.wire,
-            base,
+            // The trimmed base as configured, not the normalised one
+            // `validate` compares keyless routes by (scheme and host
+            // lowercased, a default port dropped): that one says where a
+            // key goes; the URL sent keeps the bytes the operator wrote.
+            base: route.base().to_owned(),
             key,
             rename: route.model.clone(),
             preset: route.preset,
@@ -263,6 +269,9 @@ impl Target {
         }
         match (&self.key, &call.credential) {
             (Some(key), _) => {
+                // The one header this wire's provider reads its key from,
+                // not the list of headers that may carry a credential: no
+                // client credential is among `call.headers` to remove.
                 let (name, value) = match self.wire {
                     Wire::OpenAi => (
                         http::header::AUTHORIZATION,
@@ -441,15 +450,19 @@ fn rebuild(
                 extensions.extend(own);
                 request.map(ReplayBody::once)
             }
-            // Not reached: the gateway always attaches the call. Send the
-            // primary's body to this route, at the same endpoint.
+            // No call attached (the gateway always attaches one), or this
+            // route's request could not be built from it: send the
+            // primary's body to this route, at the same endpoint, without
+            // any credential the primary's request carried — the primary
+            // route's key or the client's, meant for another provider.
             _ => {
                 let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
                 parts.uri = format!("{}{path}", target.base)
                     .parse()
                     .unwrap_or(parts.uri);
-                parts.headers.remove(http::header::AUTHORIZATION);
-                parts.headers.remove("x-api-key");
+                for name in &CREDENTIAL_HEADERS {
+                    parts.headers.remove(name);
+                }
                 http::Request::from_parts(parts, body)
             }
         }
@@ -566,6 +579,46 @@ mod tests {
             ..call(None)
         };
         assert!(call.body_naming("main").is_err());
+    }
+
+    /// The headers passed on go to every route, keyed or not: the
+    /// client's key must reach keyless routes only, as `credential`.
+    #[test]
+    fn no_credential_is_forwarded_with_the_clients_headers() {
+        for name in FORWARDED {
+            let name = HeaderName::from_static(name);
+            assert!(
+                !seawall_internal::headers::is_credential(&name),
+                "{name} carries a credential"
+            );
+        }
+    }
+
+    /// When a fallback's own request cannot be built, the primary's goes
+    /// to the fallback's base with none of the credentials it carried.
+    #[test]
+    fn a_fallback_without_the_call_sends_no_credential() {
+        let target = Arc::new(Target::new(&route(Wire::OpenAi, None, None), None));
+        let mut primary = http::Request::post("https://primary.example.com/v1/chat/completions")
+            .body(ReplayBody::once(Full::new(Bytes::new())))
+            .unwrap();
+        for name in &CREDENTIAL_HEADERS {
+            primary
+                .headers_mut()
+                .insert(name, HeaderValue::from_static("secret"));
+        }
+        primary
+            .headers_mut()
+            .insert("x-chaos-fault", HeaderValue::from_static("ok"));
+        let request = rebuild(&target)(primary);
+        assert_eq!(request.uri(), "https://api.example.com/v1/chat/completions");
+        let headers = request.headers();
+        for name in &CREDENTIAL_HEADERS {
+            assert!(!headers.contains_key(name), "{name} was sent");
+        }
+        // Once only `authorization` and `x-api-key` were removed.
+        assert!(!headers.contains_key("cookie"));
+        assert_eq!(headers["x-chaos-fault"], "ok");
     }
 
     /// A header the client's `Connection` names is for that hop alone

@@ -19,8 +19,9 @@
 //!   bytes come in, for the JSON-array splitter and the check of a unary
 //!   answer too long to read whole.
 //! - [`error`]: an error's source chain, walked through io payloads.
-//! - [`headers`]: header readings more than one crate makes (a declared
-//!   `content-length`).
+//! - [`headers`]: header readings and rewrites more than one crate makes:
+//!   the headers that carry credentials, `Host` following a new origin,
+//!   a declared `content-length`.
 //! - [`cursor`]: the strict JSON cursor that reads the few fields a
 //!   decision needs and gives up (to serde) on anything it is unsure of.
 #![deny(missing_docs)]

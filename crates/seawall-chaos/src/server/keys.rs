@@ -11,6 +11,12 @@ pub(crate) const MAX_KEY: usize = 512;
 /// `Authorization: Bearer KEY` (OpenAI), `x-api-key: KEY` (Anthropic),
 /// `x-goog-api-key: KEY` or `?key=KEY` (Gemini). The first found, in that
 /// order.
+///
+/// Not `seawall_internal::headers::CREDENTIAL_HEADERS`: this is where the
+/// fault server reads an account's key from, in an order, `Authorization`
+/// only as `Bearer`. The shared list is every header that may carry a
+/// credential, a cookie or a proxy's among them; reading those as keys
+/// would change which fault a request gets.
 pub(crate) fn api_key<'a>(headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a str> {
     let header = |name: &str| {
         headers
