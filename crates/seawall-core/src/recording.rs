@@ -16,7 +16,10 @@
 //!
 //! Replay needs `B: Unpin` — true of hyper's `Incoming`, `Full`, boxed
 //! bodies and every body seawall knows of — so the recorded state can live
-//! behind one shared lock without unsafe pinning.
+//! behind one shared lock without unsafe pinning. A body that is not (a
+//! `StreamBody` over an `async-stream` generator) goes in a box first:
+//! `http_body_util::BodyExt::boxed`, one allocation its caller chooses to
+//! pay, where pinning every body here would make every request pay it.
 
 use std::fmt;
 use std::pin::Pin;
