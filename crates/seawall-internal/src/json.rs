@@ -443,7 +443,8 @@ fn escaped_model_span(body: &str) -> Option<Range<usize>> {
             return None;
         }
         let key_end = value_end(at)?;
-        let key = &bytes[at + 1..key_end - 1];
+        // Quotes included: cut at ASCII quotes, so at char boundaries.
+        let key = &body[at..key_end];
         at = key_end;
         skip_blanks(&mut at);
         if bytes.get(at) != Some(&b':') {
@@ -475,22 +476,21 @@ fn escaped_model_span(body: &str) -> Option<Range<usize>> {
     }
 }
 
-/// Whether `key`, a key's token inside its quotes, says `model`, escaped
-/// or not. Only a token short enough to spell it with every letter
-/// escaped (`\u006d` is six bytes) is decoded: a long key costs no copy.
-fn names_model(key: &[u8]) -> bool {
+/// Whether `key`, a key's string token (quotes included), says `model`,
+/// escaped or not. Only a token short enough to spell it with every
+/// letter escaped (`\u006d` is six bytes) is decoded, by the cursor's
+/// unescaping: a long key costs no copy.
+fn names_model(key: &str) -> bool {
     const MODEL: &str = "model";
-    if key == MODEL.as_bytes() {
+    if key.get(1..key.len() - 1) == Some(MODEL) {
         return true;
     }
-    if key.len() > 6 * MODEL.len() || !key.contains(&b'\\') {
+    if key.len() > 6 * MODEL.len() + 2 || !key.contains('\\') {
         return false;
     }
-    let mut quoted = Vec::with_capacity(key.len() + 2);
-    quoted.push(b'"');
-    quoted.extend_from_slice(key);
-    quoted.push(b'"');
-    serde_json::from_slice::<String>(&quoted).is_ok_and(|key| key == MODEL)
+    crate::cursor::Cursor::new(key)
+        .string()
+        .is_ok_and(|key| key == MODEL)
 }
 
 #[cfg(test)]

@@ -7,9 +7,10 @@ use memchr::{memchr2, memrchr2};
 use seawall_core::provider::Provider;
 use seawall_core::provider::openai_responses::last_sequence_number;
 use seawall_core::{FinishKind, excerpt};
+use seawall_internal::json::Text;
 use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::{Item, Scanner};
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -556,7 +557,7 @@ impl Fix {
         before: &str,
     ) -> Option<(&'static str, Value)> {
         let trimmed = self.joined?;
-        let member = |key: &str| read_members(data, &[key], whole)?.remove(key);
+        let read = |key: &str| whole(member(data, key)?);
         let join = |text: &mut Value| match text.as_str().and_then(|t| t.get(trimmed..)) {
             Some(rest) => {
                 *text = Value::String(format!("{before}{rest}"));
@@ -585,21 +586,21 @@ impl Fix {
         };
         match kind {
             "response.output_text.done" if continued => {
-                let mut text = member("text")?;
+                let mut text = read("text")?;
                 join(&mut text).then_some(("text", text))
             }
             "response.content_part.done" if continued => {
-                let mut part = member("part")?;
+                let mut part = read("part")?;
                 part.get_mut("text")
                     .is_some_and(join)
                     .then_some(("part", part))
             }
             "response.output_item.done" => {
-                let mut whole = member("item")?;
+                let mut whole = read("item")?;
                 (item(&mut whole) == Some(true)).then_some(("item", whole))
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let mut response = member("response")?;
+                let mut response = read("response")?;
                 let mut changed = false;
                 if let (Some(id), Some(slot)) = (&self.response_id, response.get_mut("id")) {
                     *slot = Value::String(id.clone());
@@ -685,28 +686,6 @@ pub(crate) fn parse_event(raw: &[u8]) -> Option<(Vec<u8>, Value)> {
     })
 }
 
-/// A key of a JSON object, borrowed unless it was escaped.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(v.into()))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(v.to_owned().into()))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
-
 /// Calls its function with each member of a JSON object, in order: its
 /// key and its value's text. No value is built: a member is stepped over
 /// as serde_json checks it, whatever it holds.
@@ -725,7 +704,8 @@ impl<'de, F: FnMut(Cow<'de, str>, &'de RawValue)> Visitor<'de> for EachMember<F>
         f.write_str("a JSON object")
     }
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-        while let Some(Key(key)) = map.next_key()? {
+        // A key is borrowed unless it was escaped.
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
             let value = map.next_value()?;
             (self.0)(key, value);
         }

@@ -22,7 +22,7 @@ use tower::{ServiceBuilder, ServiceExt, service_fn};
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 /// The stream guard's cap on one event.
-const EVENT_CAP: usize = 8 << 20;
+use seawall_stream::sse::DEFAULT_MAX_LINE as EVENT_CAP;
 
 fn event(name: &str, data: &str) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
