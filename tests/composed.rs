@@ -708,7 +708,8 @@ async fn a_retry_waits_for_a_gated_breakers_break_then_succeeds() {
 /// success. It settled the call only on a body that said it had ended, and
 /// the guard said so one poll after the marker's frame: every such stream
 /// counted as nothing, so failures before content, however rare among the
-/// answers, added up to a trip (two here, one answer between them).
+/// answers, added up to a trip (two here, two answers between them; one
+/// read live, one handed on from the hold).
 #[tokio::test(start_paused = true)]
 async fn a_stream_dropped_at_its_end_marker_is_the_breakers_success() {
     use seawall::breaker::{BreakerLayer, BreakerState, Trip};
