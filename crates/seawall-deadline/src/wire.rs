@@ -72,7 +72,9 @@ impl WireTimeout {
 /// Formats a duration as a `grpc-timeout` value: the finest unit whose
 /// value fits in 8 digits, rounded up (as gRPC's own implementations do), so
 /// the value never claims less precision than the duration has. Durations
-/// beyond `99999999H` are written as that maximum.
+/// beyond `99999999H` are written as that maximum; no time left at all is
+/// `1n`, the smallest value the header has (its value is a positive
+/// integer: a strict server refuses `0n`).
 pub fn format_grpc_timeout(timeout: Duration) -> HeaderValue {
     const UNITS: [(u128, u8); 6] = [
         (1, b'n'),
@@ -82,7 +84,7 @@ pub fn format_grpc_timeout(timeout: Duration) -> HeaderValue {
         (60_000_000_000, b'M'),
         (3_600_000_000_000, b'H'),
     ];
-    let nanos = timeout.as_nanos();
+    let nanos = timeout.as_nanos().max(1);
     let (value, unit) = UNITS
         .iter()
         .map(|&(per_unit, unit)| (nanos.div_ceil(per_unit), unit))
@@ -132,7 +134,10 @@ mod tests {
     #[test]
     fn formats_in_the_finest_unit_that_fits() {
         let cases = [
-            (Duration::ZERO, "0n"),
+            // No time left is still a positive value on the wire: the
+            // spec's TimeoutValue is a positive integer.
+            (Duration::ZERO, "1n"),
+            (Duration::from_nanos(1), "1n"),
             (Duration::from_nanos(99_999_999), "99999999n"),
             (Duration::from_millis(100), "100000u"),
             (Duration::from_secs(5), "5000000u"),
