@@ -68,7 +68,8 @@ fn the_grpc_status_table() {
     let rows = [
         (8, Transient, Code::RateLimited),
         (14, Transient, Code::ProviderUnavailable),
-        (10, Transient, Code::ProviderUnavailable),
+        // A conflict for the caller to restart at a higher level.
+        (10, Permanent, Code::BadRequest),
         (4, Transient, Code::Timeout),
         (1, Permanent, Code::Cancelled),
         (3, Permanent, Code::BadRequest),
@@ -150,7 +151,8 @@ fn grpc_pushback_holds_for_every_status() {
             ..cx(Some(200), None)
         }
     };
-    for status in [14, 10, 4] {
+    // The retried statuses (ABORTED, permanent, is not retried at all).
+    for status in [14, 4] {
         let failure = classify_grpc(status, None, pushed("5000"));
         assert_eq!(
             failure.retry_after(),

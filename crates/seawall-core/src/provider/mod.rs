@@ -601,7 +601,11 @@ pub fn classify_grpc_details(
         }
         8 => resource_exhausted(details.quota_gone),
         14 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
-        10 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
+        // ABORTED is a conflict (a sequencer check, a transaction lost):
+        // gRPC's own guidance is to retry at a higher level, restarting
+        // the read-modify-write, which only the caller can do. The same
+        // call sent again meets the same conflict, and the route is well.
+        10 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
         4 => Verdict::Fixed(Class::Transient, Code::Timeout),
         1 => Verdict::Fixed(Class::Permanent, Code::Cancelled),
         3 | 9 | 11 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
@@ -968,6 +972,19 @@ mod tests {
             (f.code(), f.retry_after()),
             (Code::RateLimited, Some(Duration::from_millis(300)))
         );
+    }
+
+    /// ABORTED asks for a retry of the whole read-modify-write, which only
+    /// the caller can restart: the same call again meets the same
+    /// conflict, and it says nothing of the route's health.
+    #[test]
+    fn aborted_is_the_callers_to_restart() {
+        let f = classify_grpc(10, Some("transaction aborted"), cx(200));
+        assert_eq!(
+            (f.class(), f.code(), f.action()),
+            (Class::Permanent, Code::BadRequest, Action::Surface)
+        );
+        assert_eq!(f.provider_code(), Some("10"));
     }
 
     #[test]
