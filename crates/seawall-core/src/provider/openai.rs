@@ -171,6 +171,14 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     {
         return Some(Verdict::Fixed(Permanent, Code::BadRequest));
     }
+    // Groq's flex tier at capacity: "If flex capacity is unavailable,
+    // requests will fail quickly with status `498` and error
+    // `capacity_exceeded`. Add jittered backoff and retries to smooth
+    // spikes" (Groq, "Flex Processing"). A blip, as an overloaded server
+    // is; the generic table reads 498 as any other 4xx, never retried.
+    if status == Some(498) || is("capacity_exceeded") {
+        return Some(Verdict::Fixed(Transient, Code::Overloaded));
+    }
     match status {
         Some(429) => {
             if contains_ci(message, "request too large") && contains_ci(message, "tokens per min") {
