@@ -6,7 +6,8 @@
 //! whose meaning is the caller's (a signed balance, or two counts). A word
 //! still tagged with an older slice reads as a zero payload, so a stale
 //! slot is reset and updated in one compare-and-swap, and a slot older than
-//! the window is ignored by its age: nothing ever sweeps the ring.
+//! the window is ignored by its age: nothing ever sweeps the ring. A word
+//! already tagged with a newer slice is left alone: the update came late.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,6 +21,14 @@ pub const PAYLOAD_MASK: u64 = (1 << PAYLOAD_BITS) - 1;
 /// is its negation.
 pub const SIGNED_MAX: i64 = (1 << (PAYLOAD_BITS - 1)) - 1;
 const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+/// How far (in slices) a slot's tag may be ahead of an update's slice and
+/// still be taken for a newer slice: the update's writer read its clock,
+/// then other writers moved on to a later slice of the same slot before it
+/// wrote. Further ahead, the tag is taken for one that wrapped: the slot
+/// was last written nearly a whole cycle of the tag ago, and is stale.
+/// (A slot idle for `2^24 - n` slices, `n` within this, thus looks newer,
+/// and ignores updates for the `n` slices until its tag comes round.)
+const AHEAD_MAX: u64 = 1 << 12;
 
 /// A ring of slice words, a power of two long (so a slice finds its slot
 /// with a mask, and ring positions agree with tags when the 24-bit tag
@@ -70,6 +79,14 @@ impl<R: AsRef<[AtomicU64]>> Window<R> {
     /// older slice) with `f`; `None` from `f` leaves the word unwritten.
     /// `f` may run more than once under contention. An empty ring ignores
     /// the update.
+    ///
+    /// A slot already holding a newer slice (other writers moved on while
+    /// this one was late) ignores the update: the late count is dropped,
+    /// its slice being past, where resetting the slot to it wiped the newer
+    /// slice's counts (in a ring of one slot, whenever a call of the last
+    /// slice finished after the first of the next). An empty newer slot
+    /// (payload zero, as after [`clear`](Self::clear)) has nothing to lose
+    /// and takes it.
     #[inline]
     pub fn update(&self, slice: u64, mut f: impl FnMut(u64) -> Option<u64>) {
         let slots = self.slots.as_ref();
@@ -80,11 +97,13 @@ impl<R: AsRef<[AtomicU64]>> Window<R> {
         let tag = slice & TAG_MASK;
         let mut current = slot.load(Ordering::Relaxed);
         loop {
-            let payload = if current >> PAYLOAD_BITS == tag {
-                current & PAYLOAD_MASK
-            } else {
-                0
-            };
+            let held = current >> PAYLOAD_BITS;
+            let payload = current & PAYLOAD_MASK;
+            let ahead = held.wrapping_sub(tag) & TAG_MASK;
+            if (1..=AHEAD_MAX).contains(&ahead) && payload != 0 {
+                return;
+            }
+            let payload = if held == tag { payload } else { 0 };
             let Some(next) = f(payload) else {
                 return;
             };
@@ -192,6 +211,41 @@ mod tests {
         let empty = Window::with_slices(0);
         empty.update(1, |_| Some(1));
         assert_eq!(empty.fold(1, 1, 0, |acc, p| acc + p), 0);
+    }
+
+    /// A late update meets its slot already holding a newer slice: the
+    /// newer counts stay, and the late one is dropped. One slot is the
+    /// sharpest case: every slice's first update meets the last slice.
+    #[test]
+    fn a_late_update_leaves_a_newer_slice_alone() {
+        let window = Window::with_slices(1);
+        let add = |slice, n| window.update(slice, |p| Some(p + n));
+        let sum = |slice| window.fold(slice, 1, 0, |acc, p| acc + p);
+        add(1, 1);
+        add(0, 1);
+        assert_eq!(sum(1), 1, "slice 1 kept its count");
+        assert_eq!(sum(0), 0, "the late count went nowhere");
+        // Exactly as far ahead as a late writer may be left behind: newer.
+        add(1 + AHEAD_MAX, 5);
+        add(1, 1);
+        assert_eq!(sum(1 + AHEAD_MAX), 5);
+    }
+
+    /// A tag further ahead than a late writer is left behind is one that
+    /// wrapped: the slot is stale and starts afresh; an empty slot ahead
+    /// (a fresh or cleared ring near the tag's end) takes the update.
+    #[test]
+    fn a_wrapped_tag_or_an_empty_slot_ahead_takes_the_update() {
+        let window = Window::with_slices(1);
+        let add = |slice, n| window.update(slice, |p| Some(p + n));
+        let sum = |slice| window.fold(slice, 1, 0, |acc, p| acc + p);
+        add(AHEAD_MAX + 1, 7);
+        let wrapped = TAG_MASK + 1;
+        add(wrapped, 1);
+        assert_eq!(sum(wrapped), 1, "the stale 7 is gone");
+        window.clear();
+        add(TAG_MASK, 2);
+        assert_eq!(sum(TAG_MASK), 2, "the cleared slot's tag 0 is no newer");
     }
 
     #[test]
