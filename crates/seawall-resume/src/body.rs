@@ -12,7 +12,7 @@ use http::{HeaderValue, Request, Response};
 use http_body::{Body, Frame};
 use seawall_core::hint::RetryHint;
 use seawall_core::provider::openai_responses::last_sequence_number;
-use seawall_core::provider::{ErrorContext, Provider, QuotaWall, classify_error};
+use seawall_core::provider::{ErrorContext, Provider, classify_error};
 use seawall_core::span::record_end;
 use seawall_core::{
     BoxError, Class, ClosedBy, Code, Deadline, Failure, Receipt, RequestFacts, RouteId,
@@ -1233,7 +1233,7 @@ where
             let cx = ErrorContext {
                 status: Some(status.as_u16()),
                 hint: RetryHint::from_headers(response.headers(), now),
-                quota_wall: QuotaWall::default(),
+                quota_wall: self.config.quota_wall.unwrap_or_default(),
                 now,
             };
             return self.on_call_failed(Box::new(classify_error(self.provider, &[], cx)));
@@ -1250,8 +1250,11 @@ where
             .filter(|_| !self.retrieving)
             .unwrap_or(self.provider);
         self.protocol = answered;
-        self.foreign = (answered != self.provider)
-            .then(|| seawall_stream::protocol::Decoder::new(answered).within_answer());
+        self.foreign = (answered != self.provider).then(|| {
+            seawall_stream::protocol::Decoder::new(answered)
+                .within_answer()
+                .with_quota_wall(self.config.quota_wall.unwrap_or_default())
+        });
         self.foreign_finish = None;
         self.speaker = None;
         if answered != self.provider {

@@ -560,6 +560,10 @@ fn resource_exhausted(quota_gone: bool) -> Verdict {
     }
 }
 
+/// The `grpc-message` of the CANCELLED a tonic server answers when its
+/// own time bound fires (tonic's `TimeoutExpired`, as displayed).
+const TONIC_TIMEOUT_EXPIRED: &str = "Timeout expired";
+
 /// Classifies a gRPC status code (from `grpc-status`).
 pub fn classify_grpc(status: u32, message: Option<&str>, cx: ErrorContext) -> Failure {
     classify_grpc_details(status, message, StatusDetails::default(), cx)
@@ -607,6 +611,14 @@ pub fn classify_grpc_details(
         // call sent again meets the same conflict, and the route is well.
         10 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
         4 => Verdict::Fixed(Class::Transient, Code::Timeout),
+        // A tonic server's own time bound (`Server::timeout`, an expired
+        // `grpc-timeout`) is sent as CANCELLED with these words (tonic's
+        // `TimeoutExpired`): the server ran out of time, as
+        // DEADLINE_EXCEEDED says. Read as a cancellation, a backend that
+        // kept timing out was never retried nor counted by a breaker.
+        1 if message == Some(TONIC_TIMEOUT_EXPIRED) => {
+            Verdict::Fixed(Class::Transient, Code::Timeout)
+        }
         1 => Verdict::Fixed(Class::Permanent, Code::Cancelled),
         3 | 9 | 11 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
         6 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
@@ -985,6 +997,33 @@ mod tests {
             (Class::Permanent, Code::BadRequest, Action::Surface)
         );
         assert_eq!(f.provider_code(), Some("10"));
+    }
+
+    /// A tonic server's own time bound (`Server::timeout`, an expired
+    /// `grpc-timeout`) answers CANCELLED with tonic's words for it: the
+    /// server ran out of time, as DEADLINE_EXCEEDED says. Any other
+    /// CANCELLED stays the cancellation it says it is.
+    #[test]
+    fn a_tonic_servers_timeout_is_a_timeout() {
+        for status in [Some(200), None] {
+            let c = ErrorContext { status, ..cx(200) };
+            let f = classify_grpc(1, Some("Timeout expired"), c);
+            assert_eq!((f.class(), f.code()), (Class::Transient, Code::Timeout));
+            assert_eq!(f.provider_code(), Some("1"));
+            assert_eq!(f.message(), Some("Timeout expired"));
+        }
+        for message in [
+            None,
+            Some("the caller went away"),
+            Some("timeout expired soon"),
+        ] {
+            let f = classify_grpc(1, message, cx(200));
+            assert_eq!(
+                (f.class(), f.code()),
+                (Class::Permanent, Code::Cancelled),
+                "{message:?}"
+            );
+        }
     }
 
     #[test]
