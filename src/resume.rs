@@ -101,7 +101,7 @@ mod assembled {
             let ladder = self.stack.build(classify, client).into_inner();
             self.stack
                 .total_deadline_layer()
-                .layer(self.layer.layer(ladder))
+                .layer(self.layer_for(classify).layer(ladder))
         }
 
         /// [`Stack::build_with_fallback`], with the resume layer inside the
@@ -118,7 +118,16 @@ mod assembled {
                 .into_inner();
             self.stack
                 .total_deadline_layer()
-                .layer(self.layer.layer(inner))
+                .layer(self.layer_for(classify).layer(inner))
+        }
+
+        /// The resume layer, judging a rate limit's hint against the
+        /// classifier's quota wall unless it was given its own.
+        pub(crate) fn layer_for<C>(&self, classify: &ClassifyLayer<C>) -> ResumeLayer {
+            match self.layer.get_quota_wall() {
+                Some(_) => self.layer.clone(),
+                None => self.layer.clone().quota_wall(classify.get_quota_wall()),
+            }
         }
     }
 }
@@ -180,5 +189,23 @@ mod tests {
         assert_eq!(text, answer_text(600));
         assert_eq!(resumed.count(), 1);
         assert_eq!(chaos.journal().len(), 2);
+    }
+    /// The resume layer judges a hint against the classifier's quota wall
+    /// unless it was given its own threshold.
+    #[test]
+    fn the_resume_layer_takes_the_classifiers_quota_wall() {
+        use std::time::Duration;
+        let classify = ClassifyLayer::openai().quota_wall(Duration::from_secs(600));
+        let taken = Stack::interactive().resume(ResumeLayer::new());
+        assert_eq!(
+            taken.layer_for(&classify).get_quota_wall(),
+            Some(Duration::from_secs(600))
+        );
+        let own =
+            Stack::interactive().resume(ResumeLayer::new().quota_wall(Duration::from_secs(30)));
+        assert_eq!(
+            own.layer_for(&classify).get_quota_wall(),
+            Some(Duration::from_secs(30))
+        );
     }
 }

@@ -805,3 +805,58 @@ async fn a_request_body_failing_under_hyper_is_the_requests_failure() {
     );
     assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
 }
+
+/// The stack gives the stream guard the classifier's quota wall: a rate
+/// limit's five-minute hint in an error event is `rate_limited` under a
+/// ten-minute wall, as it would be in a 429, unless the guard was given a
+/// threshold of its own.
+#[tokio::test]
+async fn an_error_event_meets_the_classifiers_quota_wall() {
+    use seawall::core::Failure;
+    use seawall::stack::Stack;
+    use seawall::stream::StreamGuardLayer;
+    use std::time::Duration;
+    const LIMITED: &str = "data: {\"error\":{\"message\":\"Rate limit reached for requests. Please try again in 5m0s.\",\"type\":\"requests\",\"code\":\"rate_limit_exceeded\"}}\n\n";
+    let upstream = service_fn(|_: http::Request<Full<Bytes>>| async {
+        Ok::<_, Infallible>(
+            http::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Full::new(Bytes::from_static(LIMITED.as_bytes())))
+                .expect("a response"),
+        )
+    });
+    let code = |stack: Stack, classify: ClassifyLayer<_>| {
+        let attempt = stack.attempt(&classify, upstream);
+        async move {
+            let error = attempt
+                .oneshot(chat_request())
+                .await
+                .expect_err("a failure");
+            Failure::downcast(error.into_box())
+                .expect("a Failure")
+                .code()
+        }
+    };
+    let ten_minutes = Duration::from_secs(600);
+    assert_eq!(
+        code(Stack::interactive(), ClassifyLayer::openai()).await,
+        Code::QuotaExhausted
+    );
+    assert_eq!(
+        code(
+            Stack::interactive(),
+            ClassifyLayer::openai().quota_wall(ten_minutes)
+        )
+        .await,
+        Code::RateLimited
+    );
+    let own = StreamGuardLayer::interactive().quota_wall(Duration::from_secs(60));
+    assert_eq!(
+        code(
+            Stack::interactive().stream_guard(own),
+            ClassifyLayer::openai().quota_wall(ten_minutes)
+        )
+        .await,
+        Code::QuotaExhausted
+    );
+}

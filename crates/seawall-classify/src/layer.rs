@@ -124,6 +124,11 @@ impl<C> ClassifyLayer<C> {
         self
     }
 
+    /// The quota-wall threshold ([`quota_wall`](Self::quota_wall)).
+    pub fn get_quota_wall(&self) -> Duration {
+        self.settings.quota_wall.threshold()
+    }
+
     /// A refusal or content filter the provider declared in a whole 2xx
     /// answer (OpenAI's `message.refusal` or `content_filter`, Anthropic's
     /// `stop_reason: "refusal"`, Gemini's `SAFETY`, a blocked prompt) is

@@ -1,6 +1,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use seawall_core::provider::QuotaWall;
 use seawall_core::recording::DEFAULT_MAX_REPLAY_BYTES;
 use tower_layer::Layer;
 
@@ -16,6 +17,9 @@ pub(crate) struct Config {
     pub(crate) align_window: usize,
     pub(crate) max_head: usize,
     pub(crate) min_remaining: Duration,
+    /// The threshold set for a rate limit's hint ([`ResumeLayer::quota_wall`]);
+    /// `None` is the default wall.
+    pub(crate) quota_wall: Option<QuotaWall>,
 }
 
 /// Continues an interrupted stream in the same response body. See the
@@ -44,6 +48,7 @@ impl ResumeLayer {
                 align_window: 64,
                 max_head: 64 * 1024,
                 min_remaining: Duration::ZERO,
+                quota_wall: None,
             }),
         }
     }
@@ -92,6 +97,23 @@ impl ResumeLayer {
     /// extensions). Default: any time before it.
     pub fn min_remaining(self, remaining: Duration) -> Self {
         self.with(|c| c.min_remaining = remaining)
+    }
+
+    /// A rate-limit hint longer than `threshold` is a quota wall
+    /// (`quota_exhausted`, not retried), where this layer judges a
+    /// continuation's failure itself: an error status no classifier below
+    /// judged, an error inside a continuation answered in another route's
+    /// format. Default 60 s, the classifier's default. seawall's
+    /// `Stack::resume` gives it the classifier's threshold unless it was
+    /// given its own here.
+    pub fn quota_wall(self, threshold: Duration) -> Self {
+        self.with(|c| c.quota_wall = Some(QuotaWall::new(threshold)))
+    }
+
+    /// The threshold given with [`quota_wall`](Self::quota_wall), if one
+    /// was.
+    pub fn get_quota_wall(&self) -> Option<Duration> {
+        self.config.quota_wall.map(QuotaWall::threshold)
     }
 }
 

@@ -14,7 +14,7 @@ use serde::de::Deserializer;
 use seawall_internal::json::fold_seq;
 
 use super::answer::{AnswerCheck, Presence, finish_failure, unreadable, usage_of, verdict};
-use super::{Declared, ErrorContext, Provider, classify_declared, judge, openai};
+use super::{Declared, ErrorContext, Provider, QuotaWall, classify_declared, judge, openai};
 use crate::usage::UsageFields;
 use crate::{Code, Failure, FinishKind};
 use seawall_internal::json::{Text, from_bytes};
@@ -130,8 +130,13 @@ pub fn incomplete_kind(reason: &str) -> FinishKind {
 /// the OpenAI table. The `error` event has [`error_event`]. A failed
 /// response that names no error at all (`"error": null`, which the API
 /// allows) is the provider's own failure to generate, as a 500 is:
-/// `provider_unavailable`, transient.
-pub fn declared_failure(code: Option<&str>, message: Option<&str>) -> Failure {
+/// `provider_unavailable`, transient. A rate-limit hint in the message is
+/// judged against `quota_wall`.
+pub fn declared_failure(
+    code: Option<&str>,
+    message: Option<&str>,
+    quota_wall: QuotaWall,
+) -> Failure {
     if code.is_none() && message.is_none() {
         return Failure::new(Code::ProviderUnavailable)
             .with_message("the response failed and named no error");
@@ -141,7 +146,10 @@ pub fn declared_failure(code: Option<&str>, message: Option<&str>) -> Failure {
         None,
         code,
         message,
-        ErrorContext::in_stream(SystemTime::now()),
+        ErrorContext {
+            quota_wall,
+            ..ErrorContext::in_stream(SystemTime::now())
+        },
     )
 }
 
@@ -153,7 +161,7 @@ pub fn declared_failure(code: Option<&str>, message: Option<&str>) -> Failure {
 /// reader of OpenAI's error object, so both meet the chat table's rules
 /// (and its "try again in 6.57s" hint). The flat event's `type` is the
 /// event's, not the error's.
-pub fn error_event(data: &[u8]) -> Failure {
+pub fn error_event(data: &[u8], quota_wall: QuotaWall) -> Failure {
     let declared = openai::parse_error(data)
         .or_else(|| {
             let flat: openai::OpenAiError<'_> = from_bytes(data).ok()?;
@@ -166,7 +174,10 @@ pub fn error_event(data: &[u8]) -> Failure {
     judge(
         Provider::OpenAiResponses,
         declared,
-        &ErrorContext::in_stream(SystemTime::now()),
+        &ErrorContext {
+            quota_wall,
+            ..ErrorContext::in_stream(SystemTime::now())
+        },
     )
 }
 
@@ -427,6 +438,9 @@ pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
                     .as_ref()
                     .and_then(|e| e.message.as_ref())
                     .map(|m| &*m.0),
+                // The unary check has no classifier's settings: a
+                // failed answer's hint meets the default wall.
+                QuotaWall::default(),
             );
             // What the response used before it failed is billed.
             AnswerCheck::Fail(match usage_of(answer.usage) {

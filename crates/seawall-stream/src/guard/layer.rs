@@ -5,7 +5,7 @@ use tower_layer::Layer;
 
 use super::stream::MAX_BOUND;
 use super::{Config, StreamGuard};
-use seawall_core::provider::Provider;
+use seawall_core::provider::{Provider, QuotaWall};
 
 /// Guards streamed responses: holds them back until the first content
 /// event, bounds every gap, and turns a stream that ends without its
@@ -52,6 +52,7 @@ impl StreamGuardLayer {
                 provider: None,
                 content_type: "text/event-stream",
                 deliver_policy: false,
+                quota_wall: None,
             },
         }
     }
@@ -148,6 +149,25 @@ impl StreamGuardLayer {
     pub fn deliver_policy_outcomes(mut self, deliver: bool) -> Self {
         self.config.deliver_policy = deliver;
         self
+    }
+
+    /// A rate-limit hint in an error the provider sends inside the stream
+    /// (Gemini's `retryDelay`, OpenAI's "try again in 20s"), when longer
+    /// than `threshold`, is a quota wall: `quota_exhausted` with
+    /// `reset_at`, not retried. A shorter one is `rate_limited`. The
+    /// default is 60 s, as the classifier's default `quota_wall`. Give both
+    /// layers the same threshold, so a hint means the same in a stream as
+    /// in a unary answer: seawall's `Stack` does, giving the guard the
+    /// classifier's threshold unless the guard was given its own.
+    pub fn quota_wall(mut self, threshold: Duration) -> Self {
+        self.config.quota_wall = Some(QuotaWall::new(threshold));
+        self
+    }
+
+    /// The threshold given with [`quota_wall`](Self::quota_wall), if one
+    /// was.
+    pub fn get_quota_wall(&self) -> Option<Duration> {
+        self.config.quota_wall.map(QuotaWall::threshold)
     }
 
     /// Reads every stream in `provider`'s wire format instead of choosing

@@ -158,7 +158,7 @@ pub use service::StreamGuard;
 
 use seawall_core::RequestFacts;
 
-use seawall_core::provider::Provider;
+use seawall_core::provider::{Provider, QuotaWall};
 use seawall_internal::json::is_json_media;
 
 /// The settings of one layer, shared by its services.
@@ -177,6 +177,9 @@ pub(crate) struct Config {
     /// A refusal or filter the provider declared as the finish is the
     /// answer, not a failure ([`StreamGuardLayer::deliver_policy_outcomes`]).
     deliver_policy: bool,
+    /// The threshold set for an in-stream rate limit's hint
+    /// ([`StreamGuardLayer::quota_wall`]); `None` is the default wall.
+    quota_wall: Option<QuotaWall>,
 }
 
 /// How a guarded response was recognised as a stream.

@@ -418,7 +418,7 @@ impl Track {
                 Some(Recognised::JsonArray) => Framing::JsonArray(Splitter::new(config.max_event)),
                 _ => Framing::Sse(Scanner::new(config.max_line, config.max_event)),
             },
-            decoder: Decoder::new(provider),
+            decoder: Decoder::new(provider).with_quota_wall(config.quota_wall.unwrap_or_default()),
             tally: Tally {
                 events: 0,
                 content_events: 0,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::wire::{Text, declared_reason, parse};
 use super::{Reason, Signal, in_stream_error};
-use seawall_core::provider::Provider;
+use seawall_core::provider::{Provider, QuotaWall};
 
 #[derive(Deserialize)]
 struct Event<'a> {
@@ -94,10 +94,11 @@ pub(super) fn decode<'a>(
     data: &'a [u8],
     named: &mut bool,
     kept: &mut UsageFields,
+    quota_wall: QuotaWall,
 ) -> Signal<'a> {
     match name {
         b"ping" => return Signal::KeepAlive,
-        b"error" => return Signal::Error(in_stream_error(Provider::Anthropic, data)),
+        b"error" => return Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall)),
         name if !reads(name, *named) => return Signal::Other,
         b"" => {}
         _ => *named = true,
@@ -174,7 +175,7 @@ pub(super) fn decode<'a>(
             None => Signal::Progress,
         },
         "message_stop" => Signal::Done,
-        "error" => Signal::Error(in_stream_error(Provider::Anthropic, data)),
+        "error" => Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall)),
         _ => Signal::Other,
     }
 }

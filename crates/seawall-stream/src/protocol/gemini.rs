@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer};
 use super::choices::{Choices, bit, notable};
 use super::wire::{Present, Text, declared_reason, fold_seq, parse};
 use super::{Reason, Signal, in_stream_error};
-use seawall_core::provider::Provider;
+use seawall_core::provider::{Provider, QuotaWall};
 
 #[derive(Deserialize)]
 struct Chunk<'a> {
@@ -181,6 +181,7 @@ pub(super) fn decode<'a>(
     data: &'a [u8],
     usage: &mut Option<Usage>,
     choices: &mut Choices,
+    quota_wall: QuotaWall,
 ) -> Signal<'a> {
     let Some(chunk) = parse::<Chunk<'_>>(data) else {
         return Signal::Other;
@@ -190,7 +191,7 @@ pub(super) fn decode<'a>(
         *usage = Some(found);
     }
     if chunk.error.is_some() {
-        return Signal::Error(in_stream_error(Provider::Gemini, data));
+        return Signal::Error(in_stream_error(Provider::Gemini, data, quota_wall));
     }
     if let Some(Text(reason)) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
         return Signal::Finish(Reason {

@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use std::time::SystemTime;
 
 use seawall_core::provider::openai_responses::error_event as openai_responses_error_event;
-use seawall_core::provider::{ErrorContext, Provider, classify_error};
+use seawall_core::provider::{ErrorContext, Provider, QuotaWall, classify_error};
 use seawall_core::usage::UsageFields;
 use seawall_core::{Failure, FinishKind, Usage};
 use seawall_internal::json::repair_lone_surrogates;
@@ -157,6 +157,9 @@ pub struct Decoder {
     /// Stray lines since the last event (see [`Item::Stray`]), kept while
     /// they may be a raw error body; `None` until one comes.
     stray: Option<Stray>,
+    /// The threshold past which an error event's rate-limit hint is a
+    /// quota wall.
+    quota_wall: QuotaWall,
 }
 
 /// Stray lines that open a JSON object, and where that object is.
@@ -195,7 +198,19 @@ impl Decoder {
             shape: openai::Shape::default(),
             choices: choices::Choices::default(),
             stray: None,
+            quota_wall: QuotaWall::default(),
         }
+    }
+
+    /// The same decoder, judging the rate-limit hint of an error sent
+    /// inside the stream against `wall` (by default
+    /// [`QuotaWall::default`], 60 s): a hint longer than its threshold is
+    /// `quota_exhausted`, a shorter one `rate_limited`. Give it the
+    /// classifier's threshold, so a hint means the same in a stream as in
+    /// a unary answer.
+    pub fn with_quota_wall(mut self, wall: QuotaWall) -> Decoder {
+        self.quota_wall = wall;
+        self
     }
 
     /// This decoder, for events read one at a time from within an answer
@@ -417,14 +432,25 @@ impl Decoder {
                 &mut self.usage,
                 &mut self.shape,
                 &mut self.choices,
+                self.quota_wall,
             ),
-            Provider::OpenAiResponses => {
-                openai_responses::decode(data, &mut self.refused, &mut self.usage, self.content)
+            Provider::OpenAiResponses => openai_responses::decode(
+                data,
+                &mut self.refused,
+                &mut self.usage,
+                self.content,
+                self.quota_wall,
+            ),
+            Provider::Anthropic => anthropic::decode(
+                name,
+                data,
+                &mut self.named,
+                &mut self.usage_parts,
+                self.quota_wall,
+            ),
+            Provider::Gemini => {
+                gemini::decode(data, &mut self.usage, &mut self.choices, self.quota_wall)
             }
-            Provider::Anthropic => {
-                anthropic::decode(name, data, &mut self.named, &mut self.usage_parts)
-            }
-            Provider::Gemini => gemini::decode(data, &mut self.usage, &mut self.choices),
             Provider::Http => generic::decode(name, data),
         }
     }
@@ -446,7 +472,7 @@ impl Decoder {
     }
 
     fn error(&self, data: &[u8]) -> Signal<'static> {
-        Signal::Error(in_stream_error(self.provider, data))
+        Signal::Error(in_stream_error(self.provider, data, self.quota_wall))
     }
 }
 
@@ -485,10 +511,17 @@ pub fn undecodable(data: &[u8]) -> Option<&'static str> {
 /// own reader takes both. Every `error` event comes here by its name, so
 /// read by the error-body table alone the flat one lost its code: a rate
 /// limit before content was `unknown` and permanent, never retried.
-fn in_stream_error(provider: Provider, data: &[u8]) -> Failure {
+fn in_stream_error(provider: Provider, data: &[u8], quota_wall: QuotaWall) -> Failure {
     match provider {
-        Provider::OpenAiResponses => openai_responses_error_event(data),
-        _ => classify_error(provider, data, ErrorContext::in_stream(SystemTime::now())),
+        Provider::OpenAiResponses => openai_responses_error_event(data, quota_wall),
+        _ => classify_error(
+            provider,
+            data,
+            ErrorContext {
+                quota_wall,
+                ..ErrorContext::in_stream(SystemTime::now())
+            },
+        ),
     }
 }
 

@@ -19,7 +19,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use super::choices::Choices;
 use super::wire::{First, Text, Truthy, declared_reason, parse_text};
 use super::{Reason, Signal, in_stream_error};
-use seawall_core::provider::Provider;
+use seawall_core::provider::{Provider, QuotaWall};
 use seawall_internal::cursor::{Cursor, Holes, Scan};
 
 #[derive(Deserialize)]
@@ -398,6 +398,7 @@ pub(super) fn decode<'a>(
     usage: &mut Option<Usage>,
     shape: &mut Shape,
     choices: &mut Choices,
+    quota_wall: QuotaWall,
 ) -> Signal<'a> {
     // The SDKs stop at a data line that starts `[DONE]`; a space after it
     // is no broken event.
@@ -418,14 +419,14 @@ pub(super) fn decode<'a>(
         },
     };
     if chunk.error.0 {
-        return Signal::Error(in_stream_error(Provider::OpenAi, data));
+        return Signal::Error(in_stream_error(Provider::OpenAi, data, quota_wall));
     }
     // A chunk without choices is the usage-only final chunk (or another
     // bookkeeping chunk): progress, not content. Unless it is an error
     // object itself, as vLLM's and FastChat's are (`"object":"error"`).
     let Some(mut choice) = chunk.choices.0 else {
         if is_error_object(data) {
-            return Signal::Error(in_stream_error(Provider::OpenAi, data));
+            return Signal::Error(in_stream_error(Provider::OpenAi, data, quota_wall));
         }
         read_usage(text, usage);
         return Signal::Progress;
@@ -600,7 +601,14 @@ mod tests {
     fn read_bytes(data: &[u8], shape: &mut Shape) -> String {
         format!(
             "{:?}",
-            decode(data, &mut false, &mut None, shape, &mut Choices::default())
+            decode(
+                data,
+                &mut false,
+                &mut None,
+                shape,
+                &mut Choices::default(),
+                QuotaWall::default()
+            )
         )
     }
 

@@ -25,6 +25,7 @@ use serde::Deserialize;
 
 use super::wire::{Text, parse};
 use super::{Reason, Signal};
+use seawall_core::provider::QuotaWall;
 use seawall_internal::json::MaybeText;
 
 #[derive(Deserialize)]
@@ -83,6 +84,7 @@ pub(super) fn decode<'a>(
     refused: &mut bool,
     usage: &mut Option<Usage>,
     content_seen: bool,
+    quota_wall: QuotaWall,
 ) -> Signal<'a> {
     let Some(event) = parse::<Event<'_>>(data) else {
         return Signal::Other;
@@ -182,6 +184,7 @@ pub(super) fn decode<'a>(
                     .as_ref()
                     .and_then(|e| e.message.as_ref())
                     .map(|m| &*m.0),
+                quota_wall,
             );
             // The terminal event's usage is the whole count of what the
             // response used before it failed: billed.
@@ -192,7 +195,7 @@ pub(super) fn decode<'a>(
         }
         // Read again, by core's reader of OpenAI's error object: the event
         // comes flat or nested, and ends the stream, so once.
-        StreamEvent::Error => Signal::Error(error_event(data)),
+        StreamEvent::Error => Signal::Error(error_event(data, quota_wall)),
         StreamEvent::KeepAlive => Signal::KeepAlive,
         StreamEvent::ReasoningDelta => {
             match event.delta.and_then(|d| d.0).and_then(Text::non_empty) {
@@ -395,7 +398,9 @@ mod tests {
     #[test]
     fn a_nested_error_event_keeps_its_hint() {
         let data = br#"{"type":"error","error":{"type":"tokens","code":"rate_limit_exceeded","message":"Rate limit reached for gpt-4o on tokens per min (TPM). Please try again in 6.57s.","param":null},"sequence_number":2}"#;
-        let Signal::Error(failure) = decode(data, &mut false, &mut None, false) else {
+        let Signal::Error(failure) =
+            decode(data, &mut false, &mut None, false, QuotaWall::default())
+        else {
             panic!("not an error");
         };
         assert_eq!(
@@ -410,12 +415,12 @@ mod tests {
         let mut refused = false;
         let delta = br#"{"type":"response.refusal.delta","delta":"I can't","sequence_number":5}"#;
         assert!(matches!(
-            decode(delta, &mut refused, &mut None, false),
+            decode(delta, &mut refused, &mut None, false, QuotaWall::default()),
             Signal::Progress
         ));
         assert!(refused);
         let done = br#"{"type":"response.completed","response":{"status":"completed"}}"#;
-        match decode(done, &mut refused, &mut None, false) {
+        match decode(done, &mut refused, &mut None, false, QuotaWall::default()) {
             Signal::Finish(reason) => assert_eq!(reason.kind, FinishKind::Refused),
             _ => panic!("not a finish"),
         }
@@ -427,7 +432,13 @@ mod tests {
         // Cut at the token limit, a refusal is still one (as the unary
         // check reads the same response).
         let incomplete = br#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}"#;
-        match decode(incomplete, &mut refused, &mut None, false) {
+        match decode(
+            incomplete,
+            &mut refused,
+            &mut None,
+            false,
+            QuotaWall::default(),
+        ) {
             Signal::Finish(reason) => {
                 assert_eq!(reason.kind, FinishKind::Refused);
                 assert_eq!(reason.reason, "max_output_tokens");
@@ -435,7 +446,13 @@ mod tests {
             _ => panic!("not a finish"),
         }
         let mut plain = false;
-        match decode(incomplete, &mut plain, &mut None, false) {
+        match decode(
+            incomplete,
+            &mut plain,
+            &mut None,
+            false,
+            QuotaWall::default(),
+        ) {
             Signal::Finish(reason) => assert_eq!(reason.kind, FinishKind::Truncated),
             _ => panic!("not a finish"),
         }
