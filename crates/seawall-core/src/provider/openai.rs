@@ -108,6 +108,36 @@ pub fn finish_kind(reason: &str) -> FinishKind {
 
 // The error table.
 
+/// The `type` llama.cpp's server gives a prompt past its context:
+/// `format_error_response` names `ERROR_TYPE_EXCEED_CONTEXT_SIZE`
+/// `exceed_context_size_error`, answered 400 with `n_prompt_tokens` and
+/// `n_ctx` beside it. Its message has changed between builds; the type
+/// has not.
+const LLAMA_CPP_CONTEXT_TYPE: &str = "exceed_context_size_error";
+
+/// How the servers that speak OpenAI's wire word a prompt past the
+/// context window, where no code says so (or a proxy rewrote it). Each is
+/// the server's own sentence, long enough that a message which merely
+/// mentions the context does not match:
+///
+/// - OpenAI, and vLLM's and SGLang's token checks: "This model's maximum
+///   context length is 8192 tokens", "Requested token count exceeds the
+///   model's maximum context length of 8192 tokens";
+/// - llama.cpp: "request (9412 tokens) exceeds the available context size
+///   (8192 tokens), try increasing it";
+/// - vLLM's input processor: "The decoder prompt (length 9412) is longer
+///   than the maximum model length of 8192", and "… plus the number of
+///   requested output tokens (at least 1) is longer than the maximum model
+///   length of 8192";
+/// - SGLang: "The input (9412 tokens) is longer than the model's context
+///   length (8192 tokens)".
+const CONTEXT_OVERFLOW_TEXTS: [&str; 4] = [
+    "maximum context length",
+    "exceeds the available context size",
+    "is longer than the maximum model length",
+    "is longer than the model's context length",
+];
+
 pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
     use Class::*;
     let ty = d.error_type.as_deref().unwrap_or("");
@@ -126,7 +156,11 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     // a context overflow is a 400 (or an in-stream error).
     let may_be_context = matches!(status, Some(400) | None);
     if is("context_length_exceeded")
-        || (may_be_context && contains_ci(message, "maximum context length"))
+        || is(LLAMA_CPP_CONTEXT_TYPE)
+        || (may_be_context
+            && CONTEXT_OVERFLOW_TEXTS
+                .iter()
+                .any(|text| contains_ci(message, text)))
     {
         return Some(Verdict::Fixed(Permanent, Code::ContextTooLong));
     }
