@@ -424,6 +424,27 @@ impl Set {
         slot.measured_ms.store(now, Ordering::Relaxed);
     }
 
+    /// A route-scoped failure on `index` with `code`: demoted for a while,
+    /// but for the breaker's own refusal. True when another member can
+    /// take the next attempt (the breaker refuses it not).
+    pub(crate) fn failed_with(&self, index: usize, code: Code) -> bool {
+        // The breaker refused without a call: the set reads the breaker
+        // before every choice, so its refusal is known without a demotion.
+        // It reaches here only from a race (calls that chose the member
+        // before its half-open trials filled): demoted, the member whose
+        // trial is about to close its breaker would be shunned for
+        // `avoid`, by refusals that never reached it.
+        if code == Code::CircuitOpen {
+            return self.another_than(index);
+        }
+        self.failed(index)
+    }
+
+    /// Whether a member other than `index` can take the next attempt.
+    fn another_than(&self, index: usize) -> bool {
+        (0..self.slots.len()).any(|other| other != index && self.blocked(other).is_none())
+    }
+
     /// A route-scoped failure on `index`: demoted for a while. True when
     /// another member can take the next attempt (the breaker refuses it
     /// not).
@@ -437,7 +458,7 @@ impl Set {
         // and the next choice probes it, instead of a busy healthy member
         // starving it for good.
         slot.latency_us.store(0, Ordering::Relaxed);
-        (0..self.slots.len()).any(|other| other != index && self.blocked(other).is_none())
+        self.another_than(index)
     }
 
     /// What the set knows of its members, for the handle.
@@ -678,6 +699,26 @@ mod tests {
             set.enter(1);
         }
         assert_eq!(set.choose().unwrap(), 0);
+    }
+
+    /// The breaker's refusal of a call that chose its member before the
+    /// half-open trials filled demotes nobody: the member keeps its place
+    /// (its trial may be closing the breaker) and its measured latency.
+    #[tokio::test(start_paused = true)]
+    async fn a_breakers_refusal_demotes_no_member() {
+        let set = set(2, 3);
+        set.measured(0, Duration::from_millis(5));
+        set.measured(1, Duration::from_millis(50));
+        assert!(set.failed_with(0, Code::CircuitOpen), "B can take it");
+        let members = set.snapshot();
+        assert_eq!(members[0].demoted_for, None);
+        for _ in 0..20 {
+            assert_eq!(set.choose().unwrap(), 0, "A is still the faster");
+        }
+        // Any other route-scoped failure demotes, as before.
+        assert!(set.failed_with(0, Code::Auth));
+        assert!(set.snapshot()[0].demoted_for.is_some());
+        assert_eq!(set.choose().unwrap(), 1);
     }
 
     #[tokio::test(start_paused = true)]

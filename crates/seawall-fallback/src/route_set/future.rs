@@ -44,7 +44,7 @@ impl InFlight {
         if !failure.moves_route() {
             return Box::new(failure);
         }
-        let another = self.set.failed(self.index);
+        let another = self.set.failed_with(self.index, failure.code());
         tracing::debug!(
             target: "seawall::route_set",
             route = route.as_str(),
