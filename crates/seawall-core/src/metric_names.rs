@@ -20,6 +20,13 @@
 //! | `seawall_time_to_first_content_seconds` | histogram | — | the stream guard |
 //! | `seawall_tokens_total` | counter | `route`, `kind` (`input`/`output`) | the retry ladder (unary), the fallback (unary, on a route without a ladder of its own), the stream guard (streams) |
 //!
+//! For a stream the ladder's verdict, and so its attempt's `ok` and its
+//! operation's `success` and duration, is where the stream guard hands it
+//! on (its first content event, as a rule): past it nothing is retried. A break after that is counted by
+//! `seawall_stream_interruptions_total` alone, so an error rate over
+//! streams adds the two, and a stream's operation duration ends where
+//! it was handed on.
+//!
 //! Histograms should be exported as histograms, not summaries: give the
 //! exporter [`SECONDS_BUCKETS`] (`metrics-exporter-prometheus`:
 //! `set_buckets(SECONDS_BUCKETS)`).
@@ -30,7 +37,8 @@ pub const ATTEMPTS_TOTAL: &str = "seawall_attempts_total";
 pub const RETRIES_TOTAL: &str = "seawall_retries_total";
 /// Retries the budget refused.
 pub const RETRY_BUDGET_EXHAUSTED_TOTAL: &str = "seawall_retry_budget_exhausted_total";
-/// Whole operations, from the ladder's first call to its verdict.
+/// Whole operations, from the ladder's first call to its verdict (a
+/// stream's verdict is where it is handed on).
 pub const OPERATION_DURATION_SECONDS: &str = "seawall_operation_duration_seconds";
 /// Breaker state changes.
 pub const BREAKER_TRANSITIONS_TOTAL: &str = "seawall_breaker_transitions_total";
