@@ -22,10 +22,10 @@
 //!
 //! For a stream the ladder's verdict, and so its attempt's `ok` and its
 //! operation's `success` and duration, is where the stream guard hands it
-//! on (its first content event, as a rule): past it nothing is retried. A break after that is counted by
-//! `seawall_stream_interruptions_total` alone, so an error rate over
-//! streams adds the two, and a stream's operation duration ends where
-//! it was handed on.
+//! on (its first content event, as a rule): past it nothing is retried.
+//! A break after that is counted by `seawall_stream_interruptions_total`
+//! alone, so an error rate over streams adds the two, and a stream's
+//! operation duration ends where it was handed on.
 //!
 //! Histograms should be exported as histograms, not summaries: give the
 //! exporter [`SECONDS_BUCKETS`] (`metrics-exporter-prometheus`:
