@@ -7,7 +7,7 @@
 use std::fmt;
 use std::num::NonZeroU64;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use std::time::SystemTime;
@@ -267,7 +267,12 @@ pub(crate) struct RouteBreaker {
     /// Hands out half-open period numbers, so a trial of an earlier period
     /// finishing late cannot count in the current one.
     periods: AtomicU64,
-    consecutive: AtomicU32,
+    /// The consecutive failures of a closed spell: | spell (32 bits) |
+    /// count (32 bits) |, the spell its period's low bits. A count of an
+    /// earlier spell reads as none, so a spell starts from zero the moment
+    /// its word is published, with no clearing to race its first outcome
+    /// (see `consecutive_failures`).
+    consecutive: AtomicU64,
     /// The window's ring of buckets (at least the configured count; none
     /// for a consecutive-failures rule); buckets older than the window are
     /// ignored by age.
@@ -304,7 +309,7 @@ impl RouteBreaker {
             policy,
             word: AtomicU64::new(pack(CLOSED, 0, 0)),
             periods: AtomicU64::new(0),
-            consecutive: AtomicU32::new(0),
+            consecutive: AtomicU64::new(0),
             buckets: Window::with_slices(buckets),
             cooldown: AtomicU64::new(0),
             callers_credentials,
@@ -584,16 +589,7 @@ impl RouteBreaker {
                 }
             }
             TripRule::Consecutive { failures } => {
-                if failed {
-                    self.consecutive.fetch_add(1, Ordering::AcqRel) + 1 >= failures
-                } else {
-                    // Read first: the success path of a healthy route then
-                    // never writes this cache line.
-                    if self.consecutive.load(Ordering::Relaxed) != 0 {
-                        self.consecutive.store(0, Ordering::Relaxed);
-                    }
-                    false
-                }
+                self.consecutive_failures(period, failed) >= failures
             }
         };
         if trips {
@@ -604,6 +600,40 @@ impl RouteBreaker {
                 .is_ok()
             {
                 self.announce(BreakerState::Closed, BreakerState::Open);
+            }
+        }
+    }
+
+    /// Counts a closed-spell outcome into the consecutive failures of the
+    /// spell `period`, and returns them: zero after a success, and for an
+    /// outcome of a spell already over, which counts nowhere (its call read
+    /// its spell's word just before the next spell's, and must not reset
+    /// the next spell's count).
+    fn consecutive_failures(&self, period: u64, failed: bool) -> u32 {
+        let spell = period as u32;
+        let mut word = self.consecutive.load(Ordering::Relaxed);
+        loop {
+            let (held, count) = ((word >> 32) as u32, word as u32);
+            let count = match spell.wrapping_sub(held) as i32 {
+                0 => count,
+                newer if newer > 0 => 0,
+                _ => return 0,
+            };
+            let count = if failed { count.saturating_add(1) } else { 0 };
+            let next = (u64::from(spell) << 32) | u64::from(count);
+            // A healthy route's success finds its word as it would leave
+            // it, and never writes this cache line.
+            if next == word {
+                return count;
+            }
+            match self.consecutive.compare_exchange_weak(
+                word,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return count,
+                Err(current) => word = current,
             }
         }
     }
@@ -620,7 +650,16 @@ impl RouteBreaker {
             let in_flight = in_flight.saturating_sub(1);
             let next = match outcome {
                 Outcome::Neutral => half_open(trips, period, in_flight, successes),
-                Outcome::Success if successes + 1 >= self.policy.close_after => self.closed_word(),
+                Outcome::Success if successes + 1 >= self.policy.close_after => {
+                    // Cleared before the close is published: the new
+                    // spell's first outcome must not meet the outage's
+                    // counts (it tripped the breaker again at once).
+                    // Nothing counts into the window while half-open; a
+                    // close that loses its swap to another trial's may
+                    // clear the winner's first counts, the safe way.
+                    self.buckets.clear();
+                    self.closed_word()
+                }
                 Outcome::Success => half_open(trips, period, in_flight, successes + 1),
                 Outcome::Failure => self.open_word(trips + 1),
             };
@@ -629,11 +668,10 @@ impl RouteBreaker {
                 .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => {
+                    #[cfg(test)]
+                    tests::between(self, tests::Gap::Swapped);
                     match next & STATE_MASK {
-                        CLOSED => {
-                            self.clear_counts();
-                            self.announce(BreakerState::HalfOpen, BreakerState::Closed);
-                        }
+                        CLOSED => self.announce(BreakerState::HalfOpen, BreakerState::Closed),
                         OPEN => self.announce(BreakerState::HalfOpen, BreakerState::Open),
                         _ => {}
                     }
@@ -675,17 +713,18 @@ impl RouteBreaker {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
                 Some(cool_word(0, 0, cool_resets(word).wrapping_add(1)))
             });
-        // The new spell first, then its counts cleared: an outcome of the
-        // old spell read the old word and is dropped by its ticket, where
-        // clearing first let it count into the clean window.
-        let before = self.word.swap(self.closed_word(), Ordering::AcqRel);
-        self.clear_counts();
-        self.announce(BreakerState::from_bits(before), BreakerState::Closed);
-    }
-
-    fn clear_counts(&self) {
+        // The consecutive failures are the spell's own. The window is
+        // cleared before the new spell is published, so that its first
+        // outcome never meets the old spell's counts (a reset of an open
+        // breaker tripped it again on one failure); and again after, to
+        // drop what the old spell's last outcomes (their calls read the old
+        // word just before the swap) counted in between.
         self.buckets.clear();
-        self.consecutive.store(0, Ordering::Relaxed);
+        let before = self.word.swap(self.closed_word(), Ordering::AcqRel);
+        #[cfg(test)]
+        tests::between(self, tests::Gap::Swapped);
+        self.buckets.clear();
+        self.announce(BreakerState::from_bits(before), BreakerState::Closed);
     }
 
     /// Adds one call (and maybe one failure) to the bucket of `slice`,

@@ -1,9 +1,54 @@
 //! The route breaker's private arithmetic: a window bucket's halving,
 //! the breaker's `Debug`, a cooldown probe's ticket, and a probe the
-//! circuit refuses.
+//! circuit refuses; and the interleavings of two calls that a thread
+//! preempted in the middle of a transition lets happen, played in order.
+
+use std::cell::RefCell;
 
 use super::*;
 use crate::policy::Trip;
+
+/// Where a test plays another call's step in the middle of one of the
+/// breaker's own, as a thread preempted there would let it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Gap {
+    /// A trial's close, or a reset, has just published the new word.
+    Swapped,
+}
+
+type Step = Box<dyn FnOnce(&RouteBreaker)>;
+
+thread_local! {
+    /// The step left for a gap on this thread, played once.
+    static STEP: RefCell<Option<(Gap, Step)>> = const { RefCell::new(None) };
+}
+
+/// Plays the step left for `gap` on this thread, if any.
+pub(super) fn between(breaker: &RouteBreaker, gap: Gap) {
+    let step = STEP.with(|step| {
+        let mut step = step.borrow_mut();
+        match step.take() {
+            Some((at, play)) if at == gap => Some(play),
+            other => {
+                *step = other;
+                None
+            }
+        }
+    });
+    if let Some(play) = step {
+        play(breaker);
+    }
+}
+
+/// Leaves `step` to be played at the next `gap` on this thread.
+fn in_the_gap(gap: Gap, step: impl FnOnce(&RouteBreaker) + 'static) {
+    STEP.with(|left| *left.borrow_mut() = Some((gap, Box::new(step))));
+}
+
+/// Whether the step left for a gap was played.
+fn gap_played() -> bool {
+    STEP.with(|left| left.borrow().is_none())
+}
 
 fn breaker(trip: Trip) -> RouteBreaker {
     let policy = Policy {
@@ -141,4 +186,73 @@ async fn a_call_the_open_circuit_refuses_leaves_the_probe_to_the_next() {
         (BreakerState::Closed, None)
     );
     assert!(!breaker.admit().unwrap().is_probe());
+}
+
+/// A trial closes the breaker, or the handle resets it, and a call of the
+/// new spell fails before the closer goes on: one failure, which leaves
+/// the breaker closed. The outage's counts, cleared only after the new
+/// spell was published, tripped it again at once.
+#[tokio::test(start_paused = true)]
+async fn one_failure_right_after_a_close_leaves_it_closed() {
+    let trips = [
+        Trip::Consecutive { failures: 3 },
+        Trip::FailureRatio {
+            ratio: 0.5,
+            window: Duration::from_secs(60),
+            buckets: 6,
+            min_calls: 3,
+        },
+    ];
+    for trip in trips {
+        for by_reset in [false, true] {
+            let breaker = breaker(trip);
+            for _ in 0..3 {
+                let ticket = breaker.admit().unwrap();
+                breaker.record(ticket, Outcome::Failure);
+            }
+            assert_eq!(breaker.state(), BreakerState::Open, "{trip:?}");
+            in_the_gap(Gap::Swapped, |breaker| {
+                let ticket = breaker.admit().expect("the new spell's call");
+                breaker.record(ticket, Outcome::Failure);
+            });
+            if by_reset {
+                breaker.reset();
+            } else {
+                // The first break, well within the window: the outage's
+                // counts are still in it.
+                tokio::time::advance(BreakDuration::default().base).await;
+                let trial = breaker.admit().unwrap();
+                assert!(trial.is_trial());
+                breaker.record(trial, Outcome::Success);
+            }
+            assert!(gap_played());
+            assert_eq!(
+                breaker.state(),
+                BreakerState::Closed,
+                "{trip:?}, by reset: {by_reset}"
+            );
+        }
+    }
+}
+
+/// A call of a closed spell already over fails late: it neither counts
+/// towards the new spell's trip nor resets the new spell's count.
+#[test]
+fn a_late_failure_of_an_earlier_spell_counts_nowhere() {
+    let breaker = breaker(Trip::Consecutive { failures: 3 });
+    let old = breaker.admit().unwrap();
+    breaker.reset();
+    let Spell::Closed(old_period) = old.spell() else {
+        panic!("a closed ticket");
+    };
+    for _ in 0..2 {
+        let ticket = breaker.admit().unwrap();
+        breaker.record(ticket, Outcome::Failure);
+    }
+    // As if its call read its spell's word just before the reset's swap.
+    assert_eq!(breaker.consecutive_failures(old_period, true), 0);
+    assert_eq!(breaker.state(), BreakerState::Closed);
+    let ticket = breaker.admit().unwrap();
+    breaker.record(ticket, Outcome::Failure);
+    assert_eq!(breaker.state(), BreakerState::Open, "the third in a row");
 }
