@@ -158,11 +158,8 @@ where
         let Some(breaker) = &self.last else {
             return ResponseFuture::called(self.inner.call(request), None);
         };
-        match breaker.admit() {
-            Ok(ticket) => {
-                let permit = Permit::new(Arc::clone(breaker), ticket);
-                ResponseFuture::called(self.inner.call(request), Some(permit))
-            }
+        match Permit::admit(breaker) {
+            Ok(permit) => ResponseFuture::called(self.inner.call(request), Some(permit)),
             Err(refusal) => ResponseFuture::refused(refusal),
         }
     }

@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use seawall_core::{BoxError, Failure, RouteId};
 
+use crate::error::CircuitOpen;
 use crate::policy::counts;
 use crate::state::{Outcome, Policy, RouteBreaker, Ticket};
 
@@ -177,13 +178,19 @@ pub(crate) struct Permit {
 }
 
 impl Permit {
-    pub(crate) fn new(breaker: Arc<RouteBreaker>, ticket: Ticket) -> Self {
+    /// Admits a call to `breaker`'s route: its permit, or the refusal.
+    pub(crate) fn admit(breaker: &Arc<RouteBreaker>) -> Result<Self, CircuitOpen> {
+        // The resets are read before the admission: a reset landing during
+        // it leaves the call counted as admitted before the reset, and its
+        // 401 (for the key the reset was made for) cools nothing. Read
+        // after, that 401 cooled the route just reset.
         let resets = breaker.resets();
-        Permit {
-            breaker,
+        let ticket = breaker.admit()?;
+        Ok(Permit {
+            breaker: Arc::clone(breaker),
             ticket: Some(ticket),
             resets,
-        }
+        })
     }
 
     pub(crate) fn succeed(mut self) {

@@ -516,6 +516,8 @@ impl RouteBreaker {
 
     /// [`admit`](Self::admit) by the state machine alone.
     fn admit_state(&self) -> Result<Ticket, CircuitOpen> {
+        #[cfg(test)]
+        tests::between(self, tests::Gap::Admitting);
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             let next = match word & STATE_MASK {

@@ -5,13 +5,18 @@
 
 use std::cell::RefCell;
 
+use seawall_core::BoxError;
+
 use super::*;
 use crate::policy::Trip;
+use crate::shared::Permit;
 
 /// Where a test plays another call's step in the middle of one of the
 /// breaker's own, as a thread preempted there would let it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Gap {
+    /// An admission's state decision is about to start.
+    Admitting,
     /// A trial's close, or a reset, has just published the new word.
     Swapped,
 }
@@ -255,4 +260,23 @@ fn a_late_failure_of_an_earlier_spell_counts_nowhere() {
     let ticket = breaker.admit().unwrap();
     breaker.record(ticket, Outcome::Failure);
     assert_eq!(breaker.state(), BreakerState::Open, "the third in a row");
+}
+
+/// An operator's reset lands while a call is being admitted: the call
+/// counts as admitted before it, and its 401 (for the key the reset
+/// replaced) does not cool the route just reset. A call admitted after
+/// the reset is heard.
+#[test]
+fn a_401_of_a_call_admitted_across_a_reset_cools_nothing() {
+    let breaker = Arc::new(breaker(Trip::default()));
+    let rejected: BoxError = Box::new(Failure::new(Code::Auth));
+    in_the_gap(Gap::Admitting, RouteBreaker::reset);
+    let permit = Permit::admit(&breaker).unwrap();
+    assert!(gap_played());
+    permit.fail(&rejected);
+    assert_eq!(breaker.cooling(), None);
+
+    let permit = Permit::admit(&breaker).unwrap();
+    permit.fail(&rejected);
+    assert_eq!(breaker.cooling().map(|(code, _)| code), Some(Code::Auth));
 }
