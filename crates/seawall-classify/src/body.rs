@@ -46,8 +46,9 @@ pin_project! {
 /// What a body handed on before its verdict is judged by as it passes.
 #[derive(Debug)]
 enum Judge {
-    /// A gRPC answer: its status comes in the trailers.
-    Grpc(QuotaWall),
+    /// A gRPC answer: its status comes in the trailers, after whole
+    /// messages.
+    Grpc(QuotaWall, Framing),
     /// A JSON answer past the check cap: whether its value closes, and
     /// that it stays within the ceiling (bytes).
     PastCap(JsonEnd, u64),
@@ -62,9 +63,57 @@ impl Judge {
         frame: Option<Result<Frame<Bytes>, E>>,
     ) -> Option<Result<Frame<Bytes>, BoxError>> {
         match self {
-            Judge::Grpc(quota_wall) => judge_grpc(passed, *quota_wall, frame),
+            Judge::Grpc(quota_wall, framing) => judge_grpc(passed, *quota_wall, framing, frame),
             Judge::PastCap(end, ceiling) => judge_past_cap(passed, end, *ceiling, frame),
         }
+    }
+}
+
+/// Where a gRPC body is in its length-prefixed messages (a compression
+/// flag, a 4-byte big-endian length, that many bytes), followed as the
+/// bytes pass: only counted, never held, a prefix split across frames
+/// kept the 4 bytes of its length at most.
+#[derive(Debug, Default)]
+struct Framing {
+    /// The prefix's bytes seen so far (0 to 4: a fifth completes it).
+    prefix_seen: usize,
+    /// The length bytes of a prefix being read.
+    length: [u8; 4],
+    /// The bytes of the current message still to come.
+    remaining: u64,
+}
+
+impl Framing {
+    fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            if self.remaining > 0 {
+                let taken = data
+                    .len()
+                    .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+                self.remaining -= taken as u64;
+                data = &data[taken..];
+                continue;
+            }
+            let taken = data.len().min(5 - self.prefix_seen);
+            for (at, &byte) in (self.prefix_seen..).zip(&data[..taken]) {
+                // Byte 0 is the compression flag, no part of the length.
+                if let Some(slot) = at.checked_sub(1) {
+                    self.length[slot] = byte;
+                }
+            }
+            self.prefix_seen += taken;
+            data = &data[taken..];
+            if self.prefix_seen == 5 {
+                self.prefix_seen = 0;
+                self.remaining = u64::from(u32::from_be_bytes(self.length));
+            }
+        }
+    }
+
+    /// Whether every message begun has ended: trailers anywhere else cut
+    /// the last one short.
+    fn between_messages(&self) -> bool {
+        self.prefix_seen == 0 && self.remaining == 0
     }
 }
 
@@ -134,10 +183,12 @@ impl Passed {
     }
 }
 
-/// Judges the frames of a gRPC answer: its status comes in the trailers.
+/// Judges the frames of a gRPC answer: its status comes in the trailers,
+/// which must come between messages.
 fn judge_grpc<E: Into<BoxError>>(
     passed: &mut Passed,
     quota_wall: QuotaWall,
+    framing: &mut Framing,
     frame: Option<Result<Frame<Bytes>, E>>,
 ) -> Option<Result<Frame<Bytes>, BoxError>> {
     const WHAT: &str = "gRPC status failed after messages";
@@ -159,12 +210,21 @@ fn judge_grpc<E: Into<BoxError>>(
     let mut frame = frame;
     if let Some(data) = frame.data_ref() {
         passed.count(data);
+        framing.feed(data);
         return Some(Ok(frame));
     }
     let Some(trailers) = frame.trailers_mut() else {
         return Some(Ok(frame));
     };
     match grpc::trailers_status(passed.status, trailers, quota_wall) {
+        // A client drops the part of a message the trailers cut short
+        // and reads the OK as the whole answer (tonic does): the end of a
+        // stream was lost without a word, and counted a success.
+        grpc::Status::Ok if !framing.between_messages() => {
+            let cause = Failure::new(Code::ProtocolViolation)
+                .with_message("the gRPC answer's OK trailers came inside a message");
+            Some(Err(passed.interrupted(&cause, WHAT)))
+        }
         grpc::Status::Ok => {
             // Only trailers that reach the caller's client need to be
             // readable to it.
@@ -275,10 +335,12 @@ impl<B> ClassifiedBody<B> {
         status: u16,
         quota_wall: QuotaWall,
     ) -> Self {
+        let mut framing = Framing::default();
+        framing.feed(head.as_deref().unwrap_or_default());
         ClassifiedBody {
             kind: Kind::Judged {
                 passed: Passed::new(status, head.as_ref()),
-                judge: Judge::Grpc(quota_wall),
+                judge: Judge::Grpc(quota_wall, framing),
                 head,
                 rest,
             },
@@ -321,7 +383,7 @@ impl<B> fmt::Debug for ClassifiedBody<B> {
             Kind::Resumed { head, .. } => ("resumed", head.as_ref().map(Bytes::len)),
             Kind::Judged {
                 head,
-                judge: Judge::Grpc(_),
+                judge: Judge::Grpc(..),
                 ..
             } => ("watching_trailers", head.as_ref().map(Bytes::len)),
             Kind::Judged {
