@@ -137,17 +137,35 @@ pub fn parse_proto_duration(text: &str) -> Option<Duration> {
 }
 
 /// The last resort: a hint in a message, as in OpenAI's "Please try again in
-/// 1.574s." or "try again in 20ms" or "Please try again in 6m0s.";
+/// 1.574s." or "try again in 20ms" or "Please try again in 6m0s.", or
+/// Groq's "Please try again in 6m 11.52s." (its parts spaced);
 /// clamped to [`MAX_RETRY_HINT`] however many digits.
 pub fn parse_text_hint(message: &str) -> Option<Duration> {
     const MARKER: &[u8] = b"try again in ";
     let searched = crate::failure::excerpt(message, 4096).as_bytes();
     let start = crate::text::find_ci(searched, MARKER)? + MARKER.len();
     let rest = &message[start..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
-        .unwrap_or(rest.len());
-    parse_go_duration(rest[..end].trim_end_matches('.'))
+    parse_go_duration(rest[..duration_len(rest)].trim_end_matches('.'))
+}
+
+/// How long the duration `text` starts with is: a run of letters, digits
+/// and dots, and each further run one space joins to it where that space
+/// follows a unit and a number follows it ("6m 11.52s", never "1 m").
+fn duration_len(text: &str) -> usize {
+    let run_end = |from: usize| {
+        text[from..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+            .map_or(text.len(), |len| from + len)
+    };
+    let mut end = run_end(0);
+    while text[..end].ends_with(|c: char| c.is_ascii_alphabetic())
+        && text[end..]
+            .strip_prefix(' ')
+            .is_some_and(|next| next.starts_with(|c: char| c.is_ascii_digit()))
+    {
+        end = run_end(end + 1);
+    }
+    end
 }
 
 /// When a quota wall's message says access comes back, as Anthropic's
@@ -217,7 +235,9 @@ fn days_since_epoch(year: u32, month: u32, day: u32) -> Option<u64> {
     (era * 146_097 + day_of_era).checked_sub(719_468)
 }
 
-/// A Go-style duration such as `1.574s`, `20ms`, `6m0s`, `1h2m`.
+/// A Go-style duration such as `1.574s`, `20ms`, `6m0s`, `1h2m`, its parts
+/// perhaps spaced (`6m 11.52s`): one space after a unit, never between a
+/// number and its unit.
 fn parse_go_duration(text: &str) -> Option<Duration> {
     let mut total = 0.0_f64;
     let mut rest = text;
@@ -229,7 +249,7 @@ fn parse_go_duration(text: &str) -> Option<Duration> {
         let number = parse_decimal(&rest[..number_len])?;
         rest = &rest[number_len..];
         let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
+            .find(|c: char| c.is_ascii_digit() || c == ' ')
             .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         let scale = if unit.eq_ignore_ascii_case("ms") {
@@ -245,6 +265,13 @@ fn parse_go_duration(text: &str) -> Option<Duration> {
         };
         total += number * scale;
         rest = &rest[unit_len..];
+        // The space between two parts; a trailing one leaves no part.
+        if let Some(next) = rest.strip_prefix(' ') {
+            rest = next;
+            if rest.is_empty() {
+                return None;
+            }
+        }
     }
     Some(secs_f64_capped(total))
 }
@@ -575,6 +602,38 @@ mod tests {
         );
         assert_eq!(parse_text_hint("please try again later"), None);
         assert_eq!(parse_text_hint("try again in 5 parsecs"), None);
+    }
+
+    /// Groq writes a wait of minutes with a space between its parts
+    /// ("Please try again in 6m 11.52s."): the whole wait, not its first
+    /// part, which for "1m 5.5s" stayed under the quota wall. A space
+    /// joins only whole parts, each a number and its unit.
+    #[test]
+    fn text_hints_may_space_their_parts() {
+        let groq = "Rate limit reached for model `openai/gpt-oss-20b` in organization \
+                    org_01 service tier `on_demand` on tokens per day (TPD): Limit 200000, \
+                    Used 199336, Requested 1524. Please try again in 6m 11.52s. Need more \
+                    tokens? Upgrade to Dev Tier today at https://console.groq.com/settings/billing";
+        assert_eq!(
+            parse_text_hint(groq),
+            Some(Duration::from_secs_f64(6.0 * 60.0 + 11.52))
+        );
+        assert_eq!(
+            parse_text_hint("try again in 1m 5.5s."),
+            Some(Duration::from_millis(65_500))
+        );
+        assert_eq!(
+            parse_text_hint("try again in 1h 2m 3s"),
+            Some(Duration::from_secs(3723))
+        );
+        // A number apart from its unit is no part: no hint, as before.
+        assert_eq!(parse_text_hint("try again in 1 m"), None);
+        assert_eq!(parse_text_hint("try again in 1 m 5s"), None);
+        // Words after the wait are not read into it.
+        assert_eq!(
+            parse_text_hint("try again in 20s and then 5s"),
+            Some(Duration::from_secs(20))
+        );
     }
 
     proptest! {

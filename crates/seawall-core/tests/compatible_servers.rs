@@ -7,7 +7,9 @@
 //!   with status `498` and error `capacity_exceeded`. Add jittered backoff
 //!   and retries to smooth spikes." (console.groq.com/docs/flex-processing);
 //!   its message here is illustrative, the documentation names only the
-//!   status and the code.
+//!   status and the code. Its 429 on tokens per day says "Please try
+//!   again in 6m 11.52s." (as quoted whole in strdtime.com's article 447,
+//!   "Groq AI Model Error 429 Rate Limit Exceeded").
 //! - llama.cpp's server: `format_error_response` names
 //!   `ERROR_TYPE_EXCEED_CONTEXT_SIZE` `exceed_context_size_error`, code 400,
 //!   with `n_prompt_tokens` and `n_ctx` beside it; the message "request (%d
@@ -133,4 +135,31 @@ fn a_message_that_mentions_the_context_is_not_an_overflow() {
         );
         assert_eq!(verdict(&read(Some(400), &body)), bad_request, "{message}");
     }
+}
+
+/// Groq's rate-limit message spaces the parts of its wait ("Please try
+/// again in 6m 11.52s."): the whole wait is read, so a wait past the quota
+/// wall is a wall with its reset, not a minute's rate limit. Groq sends
+/// `retry-after` with its own 429s; the message decides where nothing
+/// else says (a proxy that drops the header, an error inside a stream).
+#[test]
+fn groq_spaced_waits_are_read_whole() {
+    let body = |wait: &str| {
+        format!(
+            r#"{{"error":{{"message":"Rate limit reached for model `openai/gpt-oss-20b` in organization org_01 service tier `on_demand` on tokens per day (TPD): Limit 200000, Used 199336, Requested 1524. Please try again in {wait}. Need more tokens? Upgrade to Dev Tier today at https://console.groq.com/settings/billing","type":"tokens","code":"rate_limit_exceeded"}}}}"#
+        )
+    };
+    let f = read(Some(429), &body("6m 11.52s"));
+    let wait = Duration::from_secs_f64(6.0 * 60.0 + 11.52);
+    assert_eq!(
+        (f.class(), f.code(), f.reset_at()),
+        (Class::Permanent, Code::QuotaExhausted, Some(now() + wait))
+    );
+    // Past the 60 s wall only when read whole: "1m" alone is 60 s.
+    let f = read(Some(429), &body("1m 5.5s"));
+    assert_eq!(
+        (f.code(), f.retry_after()),
+        (Code::QuotaExhausted, Some(Duration::from_millis(65_500)))
+    );
+    assert_eq!(f.reset_at(), Some(now() + Duration::from_millis(65_500)));
 }
