@@ -13,7 +13,7 @@ use http_body::{Body, Frame};
 use seawall_core::hint::RetryHint;
 use seawall_core::provider::openai_responses::last_sequence_number;
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
-use seawall_core::span::record_end;
+use seawall_core::span::{SpanName, model_field, record_end};
 use seawall_core::{
     BoxError, Class, ClosedBy, Code, Deadline, Failure, Receipt, RequestFacts, RouteId,
 };
@@ -1048,7 +1048,7 @@ where
             gen_ai.provider.name = self
                 .provider
                 .genai_name(self.head.uri().host().unwrap_or_default()),
-            gen_ai.request.model = model,
+            gen_ai.request.model = model.map(model_field).as_deref(),
             gen_ai.response.finish_reasons = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
@@ -1372,21 +1372,6 @@ fn events_read_whole(bytes: &[u8]) -> bool {
         }
     });
     whole && scanned.is_ok()
-}
-
-/// `"{operation} {model}"`, or the operation alone.
-struct SpanName<'a> {
-    operation: &'a str,
-    model: Option<&'a str>,
-}
-
-impl std::fmt::Display for SpanName<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.model {
-            Some(model) => write!(f, "{} {model}", self.operation),
-            None => f.write_str(self.operation),
-        }
-    }
 }
 
 impl<S, B, RB> Body for ResumeBody<S, B, RB>

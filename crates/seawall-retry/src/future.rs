@@ -8,6 +8,7 @@ use http::{Request, Response};
 use pin_project_lite::pin_project;
 use seawall_core::provider::Provider;
 use seawall_core::recording::ReplayBody;
+use seawall_core::span::{self, SpanName};
 use seawall_core::{
     Action, AnotherRoute, Attempt, AttemptSpans, BoxError, Class, Code, Deadline, Failure, Receipt,
     RequestFacts, RouteId, StopReason, Usage,
@@ -881,11 +882,12 @@ impl<S, B> Ladder<S, B> {
         if facts.head_model().is_none()
             && let Some(model) = facts.model()
         {
-            self.span.record("gen_ai.request.model", model);
+            let field = span::model_field(model);
+            self.span.record("gen_ai.request.model", &*field);
             // The attempt's span is named by its model too: taken by an
             // OpenTelemetry layer while the span has not started (nothing
             // ran inside it that asked for its context).
-            self.attempt_span.record("gen_ai.request.model", model);
+            self.attempt_span.record("gen_ai.request.model", &*field);
             let operation = operation_name(facts);
             let name = SpanName {
                 operation,
@@ -928,7 +930,7 @@ fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Spa
         gen_ai.provider.name = facts
             .and_then(RequestFacts::provider)
             .and_then(|provider| provider.genai_name(route.address().0)),
-        gen_ai.request.model = model,
+        gen_ai.request.model = model.map(span::model_field).as_deref(),
         gen_ai.response.finish_reasons = tracing::field::Empty,
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
@@ -938,21 +940,6 @@ fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Spa
         seawall.attempts = tracing::field::Empty,
         seawall.stop_reason = tracing::field::Empty,
     )
-}
-
-/// `"{operation} {model}"`, or the operation alone.
-struct SpanName<'a> {
-    operation: &'a str,
-    model: Option<&'a str>,
-}
-
-impl std::fmt::Display for SpanName<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.model {
-            Some(model) => write!(f, "{} {model}", self.operation),
-            None => f.write_str(self.operation),
-        }
-    }
 }
 
 /// One span per attempt, a child of the operation's, client kind, named
@@ -978,7 +965,7 @@ fn attempt_span(
         gen_ai.provider.name = facts
             .and_then(RequestFacts::provider)
             .and_then(|provider| provider.genai_name(route.address().0)),
-        gen_ai.request.model = model,
+        gen_ai.request.model = model.map(span::model_field).as_deref(),
         server.address = route.address().0,
         server.port = route.address().1,
         seawall.attempt = attempt,
