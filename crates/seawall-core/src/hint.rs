@@ -3,7 +3,9 @@
 //! Providers say when to come back in many ways: `Retry-After` as seconds or
 //! as an HTTP date, `retry-after-ms`, `x-should-retry`, gRPC's
 //! `grpc-retry-pushback-ms`, Gemini's `google.rpc.RetryInfo.retryDelay` in
-//! the error body, and, as a last resort, "try again in 1.574s" in a message.
+//! the error body, and, as a last resort, "try again in 1.574s" in a message
+//! or the reset of an OpenAI rate limit with nothing left
+//! ([`parse_rate_limit_reset`]).
 //! Every parser here returns `None` for anything malformed — negative,
 //! garbage, a date in the past — and never panics, save gRPC's pushback,
 //! where gRFC A6 gives malformed a meaning of its own (do not retry). A well-formed hint longer
@@ -99,6 +101,33 @@ pub fn parse_should_retry(value: &HeaderValue) -> Option<bool> {
         v if v.eq_ignore_ascii_case("false") => Some(false),
         _ => None,
     }
+}
+
+/// The wait OpenAI's rate-limit headers imply, for a rate limit nothing
+/// else gave a wait for: the reset of a limit with nothing left
+/// (`x-ratelimit-remaining-requests: 0` with `x-ratelimit-reset-requests`,
+/// or the `-tokens` pair), the longer where both are spent. OpenAI
+/// documents the reset as "the time until the rate limit (based on
+/// requests) resets to its initial state" (`1s`, `6m0s`: Go durations),
+/// and sends the headers with every answer, so they speak of a refusal
+/// only where the answer was one: read them for a 429's verdict, never
+/// for a success, and after `retry-after-ms`, `Retry-After`, gRPC's
+/// pushback and the message's own "try again in", each of which names
+/// the wait for this refusal. A limit with some left says nothing of
+/// when to come back; a count or a reset malformed (Azure's `-1`, a bare
+/// number) is no hint.
+pub fn parse_rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
+    ["requests", "tokens"]
+        .into_iter()
+        .filter_map(|limit| {
+            let header = |part: &str| {
+                let value = headers.get(format!("x-ratelimit-{part}-{limit}"))?;
+                value.to_str().ok().map(str::trim)
+            };
+            let spent = parse_digits(header("remaining")?)? == 0;
+            spent.then(|| parse_go_duration(header("reset")?)).flatten()
+        })
+        .max()
 }
 
 /// The meaning of a `grpc-retry-pushback-ms` value.
@@ -579,6 +608,66 @@ mod tests {
         assert_eq!(RetryHint::from_headers(&garbage, now), RetryHint::default());
     }
 
+    /// A spent limit's reset is the wait; the longer of two spent ones; a
+    /// limit with some left, or a value malformed, says nothing.
+    #[test]
+    fn a_spent_limits_reset_is_the_wait() {
+        let headers = |pairs: &[(&str, &str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.insert(
+                    http::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    hv(value),
+                );
+            }
+            parse_rate_limit_reset(&headers)
+        };
+        let spent_requests = [
+            ("x-ratelimit-limit-requests", "60"),
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "6m0s"),
+            ("x-ratelimit-limit-tokens", "150000"),
+            ("x-ratelimit-remaining-tokens", "149984"),
+            ("x-ratelimit-reset-tokens", "12ms"),
+        ];
+        assert_eq!(headers(&spent_requests), Some(Duration::from_secs(360)));
+        let spent_tokens = [
+            ("x-ratelimit-remaining-requests", "59"),
+            ("x-ratelimit-reset-requests", "6m0s"),
+            ("x-ratelimit-remaining-tokens", "0"),
+            ("x-ratelimit-reset-tokens", "7.66s"),
+        ];
+        assert_eq!(headers(&spent_tokens), Some(Duration::from_millis(7660)));
+        let both_spent = [
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "2m59.56s"),
+            ("x-ratelimit-remaining-tokens", " 0 "),
+            ("x-ratelimit-reset-tokens", "6m0s"),
+        ];
+        assert_eq!(headers(&both_spent), Some(Duration::from_secs(360)));
+        for nothing in [
+            &[
+                ("x-ratelimit-remaining-requests", "5"),
+                ("x-ratelimit-reset-requests", "6m0s"),
+            ][..],
+            // Azure's "no limit" values, a reset without its unit, a
+            // reset without a count, a count without a reset.
+            &[
+                ("x-ratelimit-remaining-tokens", "-1"),
+                ("x-ratelimit-reset-tokens", "0"),
+            ],
+            &[
+                ("x-ratelimit-remaining-tokens", "0"),
+                ("x-ratelimit-reset-tokens", "60"),
+            ],
+            &[("x-ratelimit-reset-requests", "6m0s")],
+            &[("x-ratelimit-remaining-requests", "0")],
+            &[],
+        ] {
+            assert_eq!(headers(nothing), None, "{nothing:?}");
+        }
+    }
+
     #[test]
     fn proto_and_text_hints() {
         assert_eq!(parse_proto_duration("26s"), Some(Duration::from_secs(26)));
@@ -650,6 +739,16 @@ mod tests {
                 }
                 let hint = RetryHint::from_headers(&headers, now);
                 prop_assert!(hint.after.is_none_or(|d| d <= MAX_RETRY_HINT));
+                // A spent limit whose reset is anything.
+                let mut spent = HeaderMap::new();
+                for (remaining, reset) in [
+                    ("x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
+                    ("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
+                ] {
+                    spent.insert(remaining, HeaderValue::from_static("0"));
+                    spent.insert(reset, value.clone());
+                }
+                prop_assert!(parse_rate_limit_reset(&spent).is_none_or(|d| d <= MAX_RETRY_HINT));
             }
             let text = String::from_utf8_lossy(&bytes);
             prop_assert!(parse_proto_duration(&text).is_none_or(|d| d <= MAX_RETRY_HINT));
