@@ -11,14 +11,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::grpc::{ask, client, failure_of, serving, stack};
+use common::grpc::{ask, client, failure_of, service, serving, stack};
 use http::{HeaderMap, Request, Response};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use seawall::core::Code;
+use seawall::tonic::GrpcStatusLayer;
 use tokio::net::TcpListener;
+use tonic::Status;
+use tonic_health::pb::health_client::HealthClient;
+use tower::Layer;
 
 /// A serving health status as one gRPC message: flag, length, protobuf.
 const SERVING: &[u8] = b"\0\0\0\0\x02\x08\x01";
@@ -85,6 +89,15 @@ async fn bounded<F: std::future::Future>(future: F) -> F::Output {
         .expect("the call hung")
 }
 
+/// One health check against `url` through `GrpcStatusLayer` (the code the
+/// caller reads is the server's): the status it fails with.
+async fn check_fails(url: &str) -> Status {
+    let mut client = HealthClient::new(GrpcStatusLayer::new().layer(service(url, stack())));
+    bounded(client.check(ask()))
+        .await
+        .expect_err("the call fails")
+}
+
 /// A stream of whole messages then one cut short, closed with OK
 /// trailers: tonic drops the partial message and reads the OK as the
 /// stream's end, so the caller would lose its end without a word. seawall
@@ -124,4 +137,24 @@ async fn ok_trailers_inside_a_message_fail_the_stream() {
         Some(Code::ProtocolViolation)
     );
     assert_eq!(calls.load(Ordering::SeqCst), 1, "never replayed");
+}
+
+/// A 503 labelled gRPC whose `grpc-status` comes in its trailers: the
+/// status is the call's (tonic reads it before the HTTP status), so an
+/// INVALID_ARGUMENT is refused once, not retried as a 503.
+#[tokio::test]
+async fn a_non_2xx_answers_trailers_status_is_the_calls() {
+    let (url, calls) = server(|_| {
+        let status = trailers(&[("grpc-status", "3"), ("grpc-message", "bad%20field")]);
+        (503, vec![status])
+    })
+    .await;
+    let status = check_fails(&url).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "not retried: {status:?}");
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert_eq!(status.message(), "bad field");
+    assert_eq!(
+        failure_of(&status).map(|failure| failure.code()),
+        Some(Code::BadRequest)
+    );
 }

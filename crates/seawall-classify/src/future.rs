@@ -367,8 +367,8 @@ where
                 return Poll::Ready(());
             }
             match ready!(self.body.as_mut().poll_frame(cx)) {
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
                         self.count(&data, started);
                         if data.len() <= room {
                             self.buffer.push(data);
@@ -376,7 +376,9 @@ where
                             self.buffer.push(Bytes::copy_from_slice(&data[..room]));
                         }
                     }
-                }
+                    // Kept: a gRPC status in them is the call's.
+                    Err(frame) => self.trailers = frame.into_trailers().ok(),
+                },
                 // A failed read classifies by what arrived: the status at least.
                 Some(Err(_)) | None => return Poll::Ready(()),
             }
@@ -480,11 +482,18 @@ where
     }
 
     fn error_failure<C: Classifier>(
-        self,
+        mut self,
         classifier: &C,
         settings: &Settings,
         started: Instant,
     ) -> BoxError {
+        // A status in the trailers of a non-2xx gRPC answer is the call's:
+        // tonic (`infer_grpc_status`) reads the trailers' `grpc-status`
+        // first, the HTTP status only without one. Judged as if the head
+        // carried it, a 503 that said INVALID_ARGUMENT is not retried.
+        if let Some(trailers) = &self.trailers {
+            grpc::status_into_head(&mut self.parts.headers, trailers);
+        }
         let cx = error_context(&self.parts, settings.quota_wall);
         let body = self.buffer.as_slice();
         let failure = classifier

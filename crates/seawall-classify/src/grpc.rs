@@ -42,6 +42,33 @@ pub(crate) fn head_failure(parts: &Parts, quota_wall: QuotaWall) -> Option<Failu
     }
 }
 
+/// The fields that carry a call's status: in the head of a trailers-only
+/// answer, in the trailers otherwise.
+const STATUS_FIELDS: [&str; 4] = [
+    "grpc-status",
+    "grpc-message",
+    "grpc-status-details-bin",
+    "grpc-retry-pushback-ms",
+];
+
+/// Copies the status `trailers` carry into `headers`, where a
+/// trailers-only answer carries it, unless the head has a status of its
+/// own (tonic reads a head's status and never waits for trailers then).
+pub(crate) fn status_into_head(headers: &mut HeaderMap, trailers: &HeaderMap) {
+    if headers.contains_key("grpc-status") || !trailers.contains_key("grpc-status") {
+        return;
+    }
+    for name in STATUS_FIELDS
+        .into_iter()
+        .filter(|name| trailers.contains_key(*name))
+    {
+        headers.remove(name);
+        for value in trailers.get_all(name) {
+            headers.append(name, value.clone());
+        }
+    }
+}
+
 /// A proxy's answer on a gRPC route, with no `grpc-status`, that the
 /// HTTP table misreads: a 403, which gRPC (and tonic) read as
 /// `PERMISSION_DENIED` — this call's authorization (a gateway's policy on

@@ -3,13 +3,15 @@
 
 mod common;
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use common::{found, through};
 use http::{HeaderMap, Response};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use seawall_classify::ClassifyLayer;
-use seawall_core::{Code, Failure};
+use seawall_core::{Class, Code, Failure};
 use seawall_test::body::Script;
 use tower::BoxError;
 
@@ -118,4 +120,52 @@ async fn whole_messages_across_any_frames_end_as_a_success() {
     let read = read_through(answer(200, &frames, trailers(&[("grpc-status", "0")]))).await;
     let read = read.unwrap_or_else(|failure| panic!("a byte a frame: {failure}"));
     assert_eq!(read, stream);
+}
+
+/// The failure a non-2xx answer comes to through the layer.
+async fn refused(response: Response<Script>) -> Failure {
+    let error = through(&ClassifyLayer::grpc(), response)
+        .await
+        .expect_err("a non-2xx answer fails");
+    found(&error).clone()
+}
+
+/// A non-2xx gRPC answer whose `grpc-status` comes in its trailers: the
+/// status is the call's, read before the HTTP status (as tonic's
+/// `infer_grpc_status` reads it), with its message and pushback. Without
+/// one (or with OK: the answer was already taken for an error) the HTTP
+/// table decides.
+#[tokio::test]
+async fn a_non_2xx_answers_status_in_its_trailers_is_the_calls() {
+    let failure = refused(answer(
+        503,
+        &[],
+        trailers(&[("grpc-status", "3"), ("grpc-message", "bad%20field")]),
+    ))
+    .await;
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Class::Permanent, Code::BadRequest)
+    );
+    assert_eq!(failure.provider_code(), Some("3"));
+    assert_eq!(failure.message(), Some("bad field"));
+    assert_eq!(failure.status(), Some(503));
+
+    let failure = refused(answer(
+        503,
+        &[b"upstream gone"],
+        trailers(&[("grpc-status", "14"), ("grpc-retry-pushback-ms", "250")]),
+    ))
+    .await;
+    assert_eq!(failure.code(), Code::ProviderUnavailable);
+    assert_eq!(failure.retry_after(), Some(Duration::from_millis(250)));
+
+    for fields in [&[][..], &[("grpc-status", "0")][..]] {
+        let failure = refused(answer(503, &[], trailers(fields))).await;
+        assert_eq!(
+            (failure.class(), failure.code(), failure.provider_code()),
+            (Class::Transient, Code::ProviderUnavailable, None),
+            "{fields:?}"
+        );
+    }
 }
