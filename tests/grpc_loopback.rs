@@ -17,7 +17,7 @@ use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use seawall::core::Code;
+use seawall::core::{Code, Receipt};
 use seawall::tonic::GrpcStatusLayer;
 use tokio::net::TcpListener;
 use tonic::Status;
@@ -80,6 +80,11 @@ fn trailers(fields: &[(&'static str, &'static str)]) -> Frame<Bytes> {
         .map(|(name, value)| (name.parse().unwrap(), value.parse().unwrap()))
         .collect();
     Frame::trailers(map)
+}
+
+/// A well-formed serving answer.
+fn serve() -> Answer {
+    (200, vec![data(SERVING), trailers(&[("grpc-status", "0")])])
 }
 
 /// No test may hang: every call is bounded far above what it should take.
@@ -157,4 +162,50 @@ async fn a_non_2xx_answers_trailers_status_is_the_calls() {
         failure_of(&status).map(|failure| failure.code()),
         Some(Code::BadRequest)
     );
+}
+
+/// ABORTED is a conflict for the caller to restart at a higher level:
+/// sent again, the same call meets it again. Refused once, the caller
+/// gets ABORTED.
+#[tokio::test]
+async fn aborted_is_not_retried() {
+    let (url, calls) = server(|_| {
+        let status = trailers(&[("grpc-status", "10"), ("grpc-message", "conflict")]);
+        (200, vec![status])
+    })
+    .await;
+    let status = check_fails(&url).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "not retried: {status:?}");
+    assert_eq!(status.code(), tonic::Code::Aborted, "{status:?}");
+    assert_eq!(
+        failure_of(&status).map(|failure| failure.code()),
+        Some(Code::BadRequest)
+    );
+}
+
+/// A tonic server whose own bound fired answers CANCELLED "Timeout
+/// expired": the server ran out of time, a timeout retried like
+/// DEADLINE_EXCEEDED, not the caller's cancellation.
+#[tokio::test]
+async fn a_tonic_servers_timeout_is_retried() {
+    let (url, calls) = server(|n| match n {
+        0 => {
+            let status = trailers(&[("grpc-status", "1"), ("grpc-message", "Timeout%20expired")]);
+            (200, vec![status])
+        }
+        _ => serve(),
+    })
+    .await;
+    let mut client = client(&url, stack());
+    let answer = bounded(client.check(ask()))
+        .await
+        .unwrap_or_else(|status| panic!("the retry answers: {status:?}"));
+    let attempts: Vec<Option<Code>> = answer
+        .extensions()
+        .get::<Receipt>()
+        .map(|receipt| receipt.attempts.iter().map(|a| a.code).collect())
+        .unwrap_or_default();
+    assert_eq!(attempts, vec![Some(Code::Timeout), None]);
+    assert_eq!(answer.into_inner(), serving());
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
