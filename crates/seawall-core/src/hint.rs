@@ -35,6 +35,10 @@ pub struct RetryHint {
     /// `Some(true)` means retrying is safe even for a status that looks
     /// permanent.
     pub should_retry: Option<bool>,
+    /// The reset of a rate limit with nothing left (OpenAI's
+    /// `x-ratelimit-*`, [`parse_rate_limit_reset`]): the wait of a rate
+    /// limit that names no other, never a reason to wait of its own.
+    pub limit_reset: Option<Duration>,
 }
 
 impl RetryHint {
@@ -52,6 +56,7 @@ impl RetryHint {
                         .and_then(|v| parse_retry_after(v, now))
                 }),
             should_retry: headers.get("x-should-retry").and_then(parse_should_retry),
+            limit_reset: parse_rate_limit_reset(headers),
         };
         if let Some(pushback) = headers
             .get("grpc-retry-pushback-ms")
@@ -117,15 +122,19 @@ pub fn parse_should_retry(value: &HeaderValue) -> Option<bool> {
 /// when to come back; a count or a reset malformed (Azure's `-1`, a bare
 /// number) is no hint.
 pub fn parse_rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
-    ["requests", "tokens"]
+    const LIMITS: [(&str, &str); 2] = [
+        (
+            "x-ratelimit-remaining-requests",
+            "x-ratelimit-reset-requests",
+        ),
+        ("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
+    ];
+    let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
+    LIMITS
         .into_iter()
-        .filter_map(|limit| {
-            let header = |part: &str| {
-                let value = headers.get(format!("x-ratelimit-{part}-{limit}"))?;
-                value.to_str().ok().map(str::trim)
-            };
-            let spent = parse_digits(header("remaining")?)? == 0;
-            spent.then(|| parse_go_duration(header("reset")?)).flatten()
+        .filter_map(|(remaining, reset)| {
+            let spent = parse_digits(text(remaining)?)? == 0;
+            spent.then(|| parse_go_duration(text(reset)?)).flatten()
         })
         .max()
 }
@@ -594,7 +603,8 @@ mod tests {
             hint,
             RetryHint {
                 after: None,
-                should_retry: Some(false)
+                should_retry: Some(false),
+                limit_reset: None,
             }
         );
         // Garbage pushback refuses a retry (gRFC A6); garbage `Retry-After`

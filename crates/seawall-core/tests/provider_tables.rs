@@ -23,6 +23,7 @@ fn cx(status: Option<u16>, should_retry: Option<bool>) -> ErrorContext {
         hint: RetryHint {
             after: None,
             should_retry,
+            limit_reset: None,
         },
         quota_wall: QuotaWall::default(),
         now: now(),
@@ -218,6 +219,7 @@ fn grpc_status_details_judge_like_rest() {
         hint: RetryHint {
             after: Some(Duration::from_secs(2)),
             should_retry: None,
+            limit_reset: None,
         },
         ..cx(Some(200), None)
     };
@@ -1710,5 +1712,59 @@ fn a_part_naming_a_member_twice_is_read() {
         ),
         "{:?}",
         check_answer(Provider::OpenAi, body.as_bytes())
+    );
+}
+
+/// A bare 429 (no `Retry-After`, no "try again in") whose spent limit
+/// resets in six minutes is a quota wall by OpenAI's `x-ratelimit-*`
+/// headers; a limit with some left says nothing; the message's own wait
+/// comes first.
+#[test]
+fn a_spent_limits_reset_is_the_wait_of_a_bare_429() {
+    let read = |body: &[u8], remaining: &'static str| {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("x-ratelimit-remaining-requests", remaining.parse().unwrap());
+        headers.insert("x-ratelimit-reset-requests", "6m0s".parse().unwrap());
+        let cx = ErrorContext {
+            status: Some(429),
+            hint: RetryHint::from_headers(&headers, now()),
+            ..cx(Some(429), None)
+        };
+        classify_error(Provider::OpenAi, body, cx)
+    };
+    let bare = br#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#;
+    let spent = read(bare, "0");
+    assert_eq!(
+        (spent.class(), spent.code(), spent.reset_at()),
+        (
+            Class::Permanent,
+            Code::QuotaExhausted,
+            Some(now() + Duration::from_secs(360))
+        )
+    );
+    let left = read(bare, "5");
+    assert_eq!((left.code(), left.retry_after()), (Code::RateLimited, None));
+    let told = br#"{"error":{"message":"Rate limit reached. Please try again in 2s.","type":"requests","code":"rate_limit_exceeded"}}"#;
+    let told = read(told, "0");
+    assert_eq!(
+        (told.code(), told.retry_after()),
+        (Code::RateLimited, Some(Duration::from_secs(2)))
+    );
+    // A 503 (no rate limit) with the same headers waits for nothing.
+    let mut headers = http::HeaderMap::new();
+    headers.insert("x-ratelimit-remaining-requests", "0".parse().unwrap());
+    headers.insert("x-ratelimit-reset-requests", "6m0s".parse().unwrap());
+    let unavailable = classify_error(
+        Provider::OpenAi,
+        br#"{"error":{"message":"busy","type":"server_error"}}"#,
+        ErrorContext {
+            status: Some(503),
+            hint: RetryHint::from_headers(&headers, now()),
+            ..cx(Some(503), None)
+        },
+    );
+    assert_eq!(
+        (unavailable.code(), unavailable.retry_after()),
+        (Code::ProviderUnavailable, None)
     );
 }

@@ -93,6 +93,7 @@ async fn grpc_pushback_on_unavailable_is_honoured() {
                 hint: RetryHint {
                     after: Some(pushback),
                     should_retry: None,
+                    limit_reset: None,
                 },
                 quota_wall: QuotaWall::default(),
                 now: std::time::SystemTime::now(),

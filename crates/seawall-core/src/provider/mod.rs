@@ -470,11 +470,16 @@ fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failu
         .unwrap_or(Verdict::Fixed(Class::Permanent, Code::Unknown));
 
     let hint = cx.hint.after.or(declared.body_hint).or_else(|| {
-        declared
-            .message
-            .as_deref()
-            .filter(|_| verdict == Verdict::RateLimit)
-            .and_then(parse_text_hint)
+        // The message's "try again in", then the reset of a spent limit
+        // (sent with every answer, so read only for a rate limit's
+        // verdict): a bare 429 whose window resets in minutes is a wall,
+        // not a blip for the short ladder.
+        (verdict == Verdict::RateLimit)
+            .then(|| {
+                let told = declared.message.as_deref().and_then(parse_text_hint);
+                told.or(cx.hint.limit_reset)
+            })
+            .flatten()
     });
     let mut failure = conclude(verdict, hint, cx);
     if let Some(ty) = declared.error_type {

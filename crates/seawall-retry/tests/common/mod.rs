@@ -124,6 +124,7 @@ pub(crate) fn openai(status: u16, retry_after: Option<Duration>, body: &str) -> 
             hint: RetryHint {
                 after: retry_after,
                 should_retry: None,
+                limit_reset: None,
             },
             quota_wall: QuotaWall::default(),
             now: SystemTime::now(),
