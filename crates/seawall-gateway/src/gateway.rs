@@ -450,8 +450,9 @@ impl Gateway {
     /// `/v1/responses`, `/v1/embeddings`, `/v1/messages`,
     /// `/v1/messages/count_tokens`; OpenAI's also without `/v1`), `GET /v1/models`
     /// (and `/models`), `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
-    /// `seawall::core::metric_names`). Serve it with [`Gateway::serve`], or nest it in an
-    /// app of your own. A wrong method on these paths is a 405 in the
+    /// `seawall::core::metric_names`). When the gateway has
+    /// a token (`token_env`), every path but `/healthz` asks for it. Serve it with
+    /// [`Gateway::serve`], or nest it in an app of your own. A wrong method on these paths is a 405 in the
     /// path's wire shape; a path it does not serve is left to the app
     /// (no fallback of its own, so merging it into an app with one does
     /// not panic): `serve` answers those with [`Gateway::unknown_path`].
@@ -476,7 +477,7 @@ impl Gateway {
             .route(unversioned(Endpoint::Embeddings), post(embeddings))
             .route(UNVERSIONED_MODELS_PATH, get(models))
             .route("/healthz", get(health))
-            .route("/metrics", get(metrics_text))
+            .route(METRICS_PATH, get(metrics_text))
             // axum's own 405 has an empty body: an SDK shows only the
             // status. This one speaks the wire the path looks like.
             .method_not_allowed_fallback(wrong_method)
@@ -820,6 +821,16 @@ impl Gateway {
             .is_none_or(|token| presents_token(headers, token))
     }
 
+    /// The 401 in `wire`'s shape for a request to a `GET` route that does
+    /// not present the gateway's token; `None` when it may go on.
+    fn refusal(&self, wire: Wire, headers: &HeaderMap) -> Option<Response> {
+        if self.admits(headers) {
+            return None;
+        }
+        self.inner.counters.refused();
+        Some(WireError::gateway(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED).response(wire))
+    }
+
     /// `GET /v1/models`: the models the configuration names, in OpenAI's
     /// list shape, or Anthropic's when the request carries
     /// `anthropic-version` (each lists its own wire's models). Clients
@@ -827,10 +838,8 @@ impl Gateway {
     /// through `*` cannot be listed.
     fn models(&self, headers: &HeaderMap) -> Response {
         let wire = wire_of_call(MODELS_PATH, headers);
-        if !self.admits(headers) {
-            self.inner.counters.refused();
-            return WireError::gateway(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED)
-                .response(wire);
+        if let Some(refusal) = self.refusal(wire, headers) {
+            return refusal;
         }
         let mut names: Vec<&str> = self
             .inner
@@ -990,6 +999,9 @@ async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response 
     gateway.models(&headers)
 }
 
+/// Where the gateway serves its metrics.
+const METRICS_PATH: &str = "/metrics";
+
 /// Where the gateway lists its models.
 const MODELS_PATH: &str = "/v1/models";
 const UNVERSIONED_MODELS_PATH: &str = "/models";
@@ -1088,9 +1100,19 @@ fn prometheus() -> Option<&'static metrics_exporter_prometheus::PrometheusHandle
         .as_ref()
 }
 
-/// `GET /metrics`: the Prometheus text exposition of seawall's metrics.
+/// `GET /metrics`: the Prometheus text exposition of seawall's metrics,
+/// for a client holding the gateway's token when it has one (the metrics
+/// tell the routes' names, traffic and failures).
+async fn metrics_text(State(gateway): State<Gateway>, headers: HeaderMap) -> Response {
+    match gateway.refusal(wire_of_call(METRICS_PATH, &headers), &headers) {
+        Some(refusal) => refusal,
+        None => metrics_exposition(),
+    }
+}
+
+/// The Prometheus text of the gateway's recorder.
 #[cfg(feature = "metrics")]
-async fn metrics_text() -> Response {
+fn metrics_exposition() -> Response {
     match prometheus() {
         Some(handle) => {
             handle.run_upkeep();
@@ -1108,9 +1130,9 @@ async fn metrics_text() -> Response {
     }
 }
 
-/// `GET /metrics` without the `metrics` feature.
+/// What `GET /metrics` says without the `metrics` feature.
 #[cfg(not(feature = "metrics"))]
-async fn metrics_text() -> Response {
+fn metrics_exposition() -> Response {
     (StatusCode::NOT_FOUND, "built without the `metrics` feature").into_response()
 }
 

@@ -1481,6 +1481,7 @@ async fn metrics_are_served_for_prometheus() {
     .await;
     assert_eq!(status, 200);
     let request = http::Request::get(gateway.url("/metrics"))
+        .header("authorization", format!("Bearer {TOKEN}"))
         .body(full(Bytes::new()))
         .unwrap();
     let (status, _, body) = send(&client, request).await;
