@@ -277,6 +277,20 @@ struct Inner {
 /// The gateway: one seawall stack per model, built once; every request
 /// clones it, so breakers and the retry budget are shared by all requests.
 /// Cheap to clone.
+///
+/// # Metrics
+///
+/// seawall's layers record through the `metrics` facade, into the recorder
+/// installed for the whole process. With the `metrics` feature (on by
+/// default), building the first gateway in a process installs a
+/// Prometheus recorder, only if no recorder is installed yet, and
+/// `GET /metrics` renders it. An app that nests [`Gateway::router`] and
+/// has a recorder of its own installs it *before* building the gateway:
+/// the gateway then takes nothing, seawall's metrics go to the app's
+/// recorder (their names in `seawall::core::metric_names`), and the
+/// gateway's `/metrics` answers 404 rather than show them. A recorder
+/// installed after the gateway was built is refused, as the `metrics`
+/// facade refuses any second one.
 #[derive(Clone)]
 pub struct Gateway {
     inner: Arc<Inner>,
@@ -294,13 +308,15 @@ impl std::fmt::Debug for Gateway {
 
 impl Gateway {
     /// Builds the gateway, reading keys and the token from the process
-    /// environment.
+    /// environment. The first one built installs the process's metrics
+    /// recorder unless one is installed ([metrics](Gateway#metrics)).
     pub fn new(config: Config) -> Result<Gateway, GatewayError> {
         Gateway::with_env(config, |name| std::env::var(name).ok())
     }
 
     /// Builds the gateway, reading keys and the token with `env` (tests
-    /// pass a map; the binary the process environment).
+    /// pass a map; the binary the process environment); the metrics
+    /// recorder as [`Gateway::new`] does.
     pub fn with_env(
         config: Config,
         env: impl Fn(&str) -> Option<String>,
@@ -448,17 +464,18 @@ impl Gateway {
 
     /// The axum app: every [`Endpoint`] (`POST /v1/chat/completions`,
     /// `/v1/responses`, `/v1/embeddings`, `/v1/messages`,
-    /// `/v1/messages/count_tokens`; OpenAI's also without `/v1`), `GET /v1/models`
-    /// (and `/models`), `GET /healthz`, `GET /metrics` (Prometheus text: seawall's metrics,
-    /// `seawall::core::metric_names`). When the gateway has
-    /// a token (`token_env`), every path but `/healthz` asks for it. Serve it with
-    /// [`Gateway::serve`], or nest it in an app of your own. A wrong method on these paths is a 405 in the
-    /// path's wire shape; a path it does not serve is left to the app
-    /// (no fallback of its own, so merging it into an app with one does
-    /// not panic): `serve` answers those with [`Gateway::unknown_path`].
-    /// Merging it into an app that routes one of these paths itself
-    /// (`/models`, `/chat/completions` included) panics, as axum does for
-    /// any overlap: nest it under a prefix instead.
+    /// `/v1/messages/count_tokens`; OpenAI's also without `/v1`),
+    /// `GET /v1/models` (and `/models`), `GET /healthz`, `GET /metrics`
+    /// (Prometheus text: seawall's metrics, `seawall::core::metric_names`;
+    /// see [metrics](Gateway#metrics)). When the gateway has a token
+    /// (`token_env`), every path but `/healthz` asks for it. Serve it with
+    /// [`Gateway::serve`], or nest it in an app of your own. A wrong method
+    /// on these paths is a 405 in the path's wire shape; a path it does not
+    /// serve is left to the app (no fallback of its own, so merging it into
+    /// an app with one does not panic): `serve` answers those with
+    /// [`Gateway::unknown_path`]. Merging it into an app that routes one of
+    /// these paths itself (`/models`, `/chat/completions` included) panics,
+    /// as axum does for any overlap: nest it under a prefix instead.
     pub fn router(&self) -> Router {
         Router::new()
             .route(Endpoint::ChatCompletions.path(), post(chat_completions))
