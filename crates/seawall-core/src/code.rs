@@ -132,6 +132,13 @@ impl Code {
             Code::Timeout | Code::FirstByteTimeout | Code::IdleTimeout
         )
     }
+
+    /// True for a route refused by seawall itself, no call made: its
+    /// breaker open (`circuit_open`) or its route cooling down
+    /// (`route_cooling_down`).
+    pub const fn is_refusal(self) -> bool {
+        matches!(self, Code::CircuitOpen | Code::RouteCoolingDown)
+    }
 }
 
 impl fmt::Display for Code {

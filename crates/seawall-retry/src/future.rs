@@ -542,6 +542,19 @@ impl<S, B> Ladder<S, B> {
             && failure.class() == Class::Transient
             && failure.retry_after().is_some();
         if failure.action() != Action::Retry && !moving && !waits_out_cooldown {
+            // A failure of a retryable kind the ladder will not retry (a
+            // gRPC pushback or `x-should-retry: false` saying not to) is
+            // still a failure the budget hears of: gRFC A6 counts for
+            // throttling every RPC "that fail[s] with a status code that
+            // qualifies as retryable … or that receive[s] a pushback
+            // response indicating not to retry", the server's loudest call
+            // for less load. Only the gRPC bucket charges a failure no
+            // retry follows; a refusal made no call and is not counted.
+            if failure.class() == Class::Transient && !failure.code().is_refusal() {
+                self.shared
+                    .budget
+                    .failed(failure.code().is_timeout(), false);
+            }
             return Err(StopReason::NotRetryable);
         }
         let blocker = self.next_attempt(failure, route, moving);
@@ -708,6 +721,7 @@ impl<S, B> Ladder<S, B> {
         );
         let again = self.again.as_mut().expect("checked above");
         let mut request = again.template.request(body);
+        previous_attempts(&mut request, self.attempt - 1);
         self.mark(&mut request);
         // Inside the new attempt's span (the operation's is entered).
         let _attempt = self.attempt_span.clone().entered();
@@ -838,6 +852,23 @@ impl<S, B> Ladder<S, B> {
         }
         let _operation = self.span.enter();
         self.attempt_span.in_scope(call)
+    }
+}
+
+/// A gRPC retry says how many attempts came before it in
+/// `grpc-previous-rpc-attempts`, as gRFC A6's own retries do ("will not be
+/// present on the first RPC, will be 1 for the second RPC"): the server
+/// can tell a retry from a new call. Other requests get nothing.
+fn previous_attempts<B>(request: &mut Request<B>, previous: u32) {
+    let grpc = request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        request.headers_mut().insert(
+            http::HeaderName::from_static("grpc-previous-rpc-attempts"),
+            http::HeaderValue::from(previous),
+        );
     }
 }
 

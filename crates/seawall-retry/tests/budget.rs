@@ -150,3 +150,69 @@ async fn allow_nested_lets_both_ladders_retry() {
         .unwrap_err();
     assert_eq!(upstream.count(), 4);
 }
+
+/// A pushback saying not to retry is no retry, but it is a failure the
+/// gRPC bucket counts (gRFC A6): the server's loudest call for less load
+/// throttles the other calls' retries. A refusal made no call: uncounted.
+#[tokio::test(start_paused = true)]
+async fn a_pushback_saying_no_still_drains_the_grpc_bucket() {
+    let told_no = Failure::new(Code::ProviderUnavailable).with_action(Action::Surface);
+    let upstream = Upstream::new([Step::Fail(told_no)]);
+    let budget = Budget::grpc(4, 0.1);
+    let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(3), budget.clone())
+        .layer(upstream.service::<ReplayBody<String>>());
+    for _ in 0..2 {
+        let err = svc
+            .clone()
+            .oneshot(Request::new(String::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(receipt(&err).stop, Some(StopReason::NotRetryable));
+    }
+    assert_eq!(upstream.count(), 2, "never retried");
+    assert_eq!(budget.tokens(), 2.0);
+
+    let refused = Upstream::new([Step::Fail(Failure::new(Code::CircuitOpen))]);
+    let budget = Budget::grpc(4, 0.1);
+    let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(3), budget.clone())
+        .layer(refused.service::<ReplayBody<String>>());
+    svc.oneshot(Request::new(String::new())).await.unwrap_err();
+    assert_eq!(budget.tokens(), 4.0);
+}
+
+/// A gRPC retry counts the attempts before it in
+/// `grpc-previous-rpc-attempts` (gRFC A6); the first attempt and any
+/// request that is not gRPC carry no such header.
+#[tokio::test(start_paused = true)]
+async fn a_grpc_retry_says_how_many_attempts_came_before() {
+    let previous = |content_type: &'static str| async move {
+        let upstream = Upstream::new([
+            Step::Fail(Failure::new(Code::ProviderUnavailable)),
+            Step::Fail(Failure::new(Code::ProviderUnavailable)),
+            Step::Ok,
+        ]);
+        let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited())
+            .layer(upstream.service::<ReplayBody<String>>());
+        let request = Request::builder()
+            .header("content-type", content_type)
+            .body(String::new())
+            .unwrap();
+        svc.oneshot(request)
+            .await
+            .expect("the third attempt answers");
+        upstream
+            .calls()
+            .iter()
+            .map(|call| {
+                call.headers
+                    .get("grpc-previous-rpc-attempts")
+                    .map(|v| v.to_str().unwrap().to_owned())
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        previous("application/grpc+proto").await,
+        [None, Some("1".to_owned()), Some("2".to_owned())]
+    );
+    assert_eq!(previous("application/json").await, [None, None, None]);
+}
