@@ -909,6 +909,10 @@ impl<S, B> Ladder<S, B> {
     /// each attempt's (the first may end before its body was sent: a
     /// refused connection, a cooling route).
     fn record_model(&self) {
+        // Nothing to record into: the model is not even scanned.
+        if self.span.is_disabled() && self.attempt_span.is_disabled() {
+            return;
+        }
         let Some(facts) = &self.facts else { return };
         if facts.head_model().is_none()
             && let Some(model) = facts.model()
