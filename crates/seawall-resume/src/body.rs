@@ -1335,18 +1335,32 @@ where
                 "not resumed: the retry budget had no token for a resume",
             );
         }
-        // Claude 4.6 and later answer any prefill with a 400 ("Prefilling
+        // A request ending with the model's own turn is one some models
+        // refuse with a 400: Claude 4.6 and later any prefill ("Prefilling
         // is not supported on Claude 4.6 and later models", the Messages
-        // API guide): the same prefill again would only be refused again.
-        // So may a fallback route of Anthropic's format that continued its
-        // own request with a prefill.
-        let prefilled = self.provider == Provider::Anthropic
-            || self.asked.as_ref().is_some_and(Continuation::prefilled);
-        if prefilled && self.styles.anthropic == AnthropicStyle::Prefill && code == Code::BadRequest
-        {
-            self.styles.anthropic = AnthropicStyle::AskToContinue;
-            self.spare += 1;
-            return self.resume();
+        // API guide), newer Gemini models a last `model` turn ("Requests
+        // ending with a model turn are not supported unless the last part
+        // is a function response", as reported in pipecat#5821). The same
+        // request again would only be refused again: the next asks in a
+        // user turn. So may a fallback route that continued its own
+        // request in such a format.
+        if code == Code::BadRequest {
+            let sent = |provider: Provider| {
+                self.provider == provider
+                    || self
+                        .asked
+                        .as_ref()
+                        .is_some_and(|asked| asked.ended_with_model_turn(provider))
+            };
+            let styles = [Provider::Anthropic, Provider::Gemini]
+                .into_iter()
+                .filter(|provider| sent(*provider))
+                .fold(self.styles, Styles::asking_in_a_user_turn);
+            if styles != self.styles {
+                self.styles = styles;
+                self.spare += 1;
+                return self.resume();
+            }
         }
         // The ladder below already retried what time can fix; a verdict on
         // the continuation itself (too long for the context once the

@@ -11,7 +11,9 @@
 //!   rejects a final assistant turn ending in white space), or, for models
 //!   that refuse prefill, a `user` message asking to continue from the
 //!   delivered text.
-//! - Gemini: the delivered text as a trailing `model` turn.
+//! - Gemini: the delivered text as a trailing `model` turn, or, for
+//!   models that refuse a request ending with one, that turn followed by
+//!   a `user` turn asking to continue ([`GeminiStyle`]).
 //! - OpenAI Responses API: the delivered text as a trailing `assistant`
 //!   item of `input` (a string `input` becomes one user item first).
 //!   Background-mode resumption (`GET /responses/{id}?starting_after=N`)
@@ -80,6 +82,20 @@ pub enum OpenAiStyle {
     ContinueFinalMessage,
 }
 
+/// How to ask a Gemini model to continue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GeminiStyle {
+    /// The delivered text as a trailing `model` turn. A model that refuses
+    /// a request ending with one (newer Gemini models answer it with a
+    /// 400, "Requests ending with a model turn are not supported") is
+    /// asked in a user turn on the next continuation of the same answer.
+    #[default]
+    ModelTurn,
+    /// The delivered text as a `model` turn, then a `user` turn asking to
+    /// continue it ([`CONTINUE_PROMPT`]).
+    AskToContinue,
+}
+
 impl Default for OpenAiStyle {
     fn default() -> Self {
         OpenAiStyle::AskToContinue { user_turn: false }
@@ -93,13 +109,40 @@ pub struct Styles {
     pub anthropic: AnthropicStyle,
     /// OpenAI chat completions.
     pub openai: OpenAiStyle,
+    /// Gemini.
+    pub gemini: GeminiStyle,
+}
+
+impl Styles {
+    /// These styles with `provider`'s own model turn (an Anthropic prefill,
+    /// a Gemini `model` turn last) replaced by a user turn asking to
+    /// continue; the same styles for any other provider.
+    pub(crate) fn asking_in_a_user_turn(mut self, provider: Provider) -> Styles {
+        match provider {
+            Provider::Anthropic => self.anthropic = AnthropicStyle::AskToContinue,
+            Provider::Gemini => self.gemini = GeminiStyle::AskToContinue,
+            _ => {}
+        }
+        self
+    }
+
+    /// Whether `provider`'s continuation ends with the model's own turn,
+    /// which some models refuse with a 400.
+    pub(crate) fn ends_with_model_turn(&self, provider: Provider) -> bool {
+        match provider {
+            Provider::Anthropic => self.anthropic == AnthropicStyle::Prefill,
+            Provider::Gemini => self.gemini == GeminiStyle::ModelTurn,
+            _ => false,
+        }
+    }
 }
 
 /// The user turn that asks an OpenAI model to continue. A cut can fall
 /// right after the last word, before the finish: a model then has nothing
 /// to add, and is asked to say so by answering nothing (which the layer
 /// reads as the answer's end) rather than with a remark that would be
-/// spliced into it. Anthropic's user turn ends the same way.
+/// spliced into it. Anthropic's user turn ends the same way, and
+/// Gemini's is this one.
 pub const CONTINUE_PROMPT: &str = "Your previous message was cut off. Continue exactly where it \
      stops, without repeating any of it. If it was already complete, reply with nothing.";
 
@@ -182,10 +225,20 @@ pub fn continuation_with(
                 )}),
             ),
         },
-        Provider::Gemini => (
-            "contents",
-            json!({"role": "model", "parts": [{"text": delivered}]}),
-        ),
+        Provider::Gemini => {
+            // The user turn follows the delivered text's own model turn
+            // rather than quoting it in a turn of its own (as Anthropic's
+            // does): the Gemini API may refuse two user turns in a row
+            // ("Please ensure that multiturn requests alternate between
+            // user and model"), and the question's turn is a user turn.
+            if styles.gemini == GeminiStyle::AskToContinue {
+                extra = Some(json!({"role": "user", "parts": [{"text": CONTINUE_PROMPT}]}));
+            }
+            (
+                "contents",
+                json!({"role": "model", "parts": [{"text": delivered}]}),
+            )
+        }
         Provider::OpenAiResponses => {
             // `input` may be a plain string: the same conversation as one
             // user message, so it becomes that to take a second turn.
@@ -416,6 +469,20 @@ mod tests {
         let next =
             continuation(Provider::Gemini, &original, "Hel", AnthropicStyle::Prefill).unwrap();
         assert_eq!(next["contents"][1]["parts"][0]["text"], json!("Hel"));
+        assert_eq!(next["contents"].as_array().unwrap().len(), 2);
+        let ask = Styles {
+            gemini: GeminiStyle::AskToContinue,
+            ..Styles::default()
+        };
+        let next = continuation_with(Provider::Gemini, &original, "Hel", &ask).unwrap();
+        assert_eq!(
+            next["contents"][1],
+            json!({"role": "model", "parts": [{"text": "Hel"}]})
+        );
+        assert_eq!(
+            next["contents"][2],
+            json!({"role": "user", "parts": [{"text": CONTINUE_PROMPT}]})
+        );
         assert_eq!(
             continuation(
                 Provider::OpenAi,

@@ -21,15 +21,13 @@
 //! the marker is read in the caller's format, as the same route's always
 //! is.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use seawall_core::provider::Provider;
 use serde_json::Value;
 
-use crate::continuation::{
-    AnthropicStyle, ResumeError, Styles, continuation_with, never_resume, spend_budget,
-};
+use crate::continuation::{ResumeError, Styles, continuation_with, never_resume, spend_budget};
 
 /// Marks a continuation request the [`ResumeLayer`](crate::ResumeLayer)
 /// sends (a generated one; a background response's retrieval carries
@@ -58,10 +56,12 @@ pub struct Continuation {
     resume: u32,
     spent: u64,
     styles: Styles,
-    /// A route built an Anthropic prefill from it: a 400 for the
-    /// continuation may be a model that refuses prefill (shared by the
-    /// clones the routes were given and the layer's).
-    prefilled: Arc<AtomicBool>,
+    /// The formats a route built a request ending with the model's own
+    /// turn in (an Anthropic prefill, a Gemini `model` turn), one bit
+    /// each ([`model_turn_bit`]): a 400 for the continuation may be a
+    /// model that refuses it (shared by the clones the routes were given
+    /// and the layer's).
+    model_turns: Arc<AtomicU8>,
     /// Why a route declined to build its continuation, as the layer
     /// would say it giving up (`max_tokens`, `extended_thinking`, …):
     /// the failure the route answers with is its own.
@@ -82,7 +82,7 @@ impl Continuation {
             resume,
             spent,
             styles,
-            prefilled: Arc::default(),
+            model_turns: Arc::default(),
             declined: Arc::default(),
         }
     }
@@ -93,10 +93,10 @@ impl Continuation {
         self.declined.get().copied()
     }
 
-    /// Whether a route built an Anthropic prefill from this continuation
-    /// ([`body`](Self::body)).
-    pub(crate) fn prefilled(&self) -> bool {
-        self.prefilled.load(Ordering::Relaxed)
+    /// Whether a route built a request in `provider`'s format ending with
+    /// the model's own turn from this continuation ([`body`](Self::body)).
+    pub(crate) fn ended_with_model_turn(&self, provider: Provider) -> bool {
+        self.model_turns.load(Ordering::Relaxed) & model_turn_bit(provider) != 0
     }
 
     /// The caller's wire format: the one the continuation request is in,
@@ -150,10 +150,11 @@ impl Continuation {
     /// caller's is not. The layer, told so, gives the answer up for that
     /// reason.
     ///
-    /// An Anthropic prefill built here is remembered: a model that refuses
-    /// prefill (Claude 4.6 and later answer it with a 400) is then asked
-    /// in a user turn on the next continuation, as the layer does for an
-    /// Anthropic caller.
+    /// An Anthropic prefill or a Gemini `model` turn last built here is
+    /// remembered: a model that refuses it (Claude 4.6 and later, newer
+    /// Gemini models answer it with a 400) is then asked in a user turn on
+    /// the next continuation, as the layer does for a caller of that
+    /// format.
     pub fn body(&self, provider: Provider, original: &Value) -> Result<Value, ResumeError> {
         if let Some(reason) = never_resume(provider, original) {
             let _ = self.declined.set(reason);
@@ -164,10 +165,21 @@ impl Continuation {
             let _ = self.declined.set("max_tokens");
             return Err(ResumeError::BudgetSpent);
         }
-        if provider == Provider::Anthropic && self.styles.anthropic == AnthropicStyle::Prefill {
-            self.prefilled.store(true, Ordering::Relaxed);
+        if self.styles.ends_with_model_turn(provider) {
+            self.model_turns
+                .fetch_or(model_turn_bit(provider), Ordering::Relaxed);
         }
         Ok(next)
+    }
+}
+
+/// The bit of `provider` in [`Continuation`]'s `model_turns`: none for a
+/// format whose continuation never ends with the model's own turn.
+fn model_turn_bit(provider: Provider) -> u8 {
+    match provider {
+        Provider::Anthropic => 1,
+        Provider::Gemini => 2,
+        _ => 0,
     }
 }
 
@@ -216,9 +228,15 @@ mod tests {
         assert!(!continuation.readable_in(Provider::Http));
         let template = json!({"model": "claude-x", "max_tokens": 10, "stream": true,
             "messages": [{"role": "user", "content": "Count."}]});
-        assert!(!continuation.prefilled());
+        assert!(!continuation.ended_with_model_turn(Provider::Anthropic));
         let next = continuation.body(Provider::Anthropic, &template).unwrap();
-        assert!(continuation.clone().prefilled(), "shared by the clones");
+        assert!(
+            continuation
+                .clone()
+                .ended_with_model_turn(Provider::Anthropic),
+            "shared by the clones"
+        );
+        assert!(!continuation.ended_with_model_turn(Provider::Gemini));
         assert_eq!(
             next["messages"][1],
             json!({"role": "assistant", "content": "w1 w2"})
@@ -277,5 +295,6 @@ mod tests {
         let gemini = json!({"contents": [{"role": "user", "parts": [{"text": "Count."}]}]});
         let next = continuation.body(Provider::Gemini, &gemini).unwrap();
         assert_eq!(next["contents"][1]["role"], json!("model"));
+        assert!(continuation.ended_with_model_turn(Provider::Gemini));
     }
 }

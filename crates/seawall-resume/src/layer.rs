@@ -5,7 +5,7 @@ use seawall_core::provider::QuotaWall;
 use seawall_core::recording::DEFAULT_MAX_REPLAY_BYTES;
 use tower_layer::Layer;
 
-use crate::continuation::{AnthropicStyle, OpenAiStyle, Styles};
+use crate::continuation::{AnthropicStyle, GeminiStyle, OpenAiStyle, Styles};
 use crate::service::Resume;
 
 /// The settings of one layer, shared by its services.
@@ -38,7 +38,8 @@ impl Default for ResumeLayer {
 impl ResumeLayer {
     /// At most two continuations per operation, request bodies recorded up
     /// to 1 MiB, Anthropic prefill, OpenAI's trailing assistant message
-    /// without a user turn, a 64-byte alignment window.
+    /// without a user turn, Gemini's trailing `model` turn, a 64-byte
+    /// alignment window.
     pub fn new() -> Self {
         ResumeLayer {
             config: Arc::new(Config {
@@ -83,6 +84,11 @@ impl ResumeLayer {
     /// final assistant message).
     pub fn openai_style(self, style: OpenAiStyle) -> Self {
         self.with(|c| c.styles.openai = style)
+    }
+
+    /// How Gemini models are asked to continue.
+    pub fn gemini_style(self, style: GeminiStyle) -> Self {
+        self.with(|c| c.styles.gemini = style)
     }
 
     /// Bytes of a continuation's text held back to line it up with what

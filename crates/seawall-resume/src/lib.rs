@@ -181,9 +181,10 @@
 //! (Anthropic prefill, OpenAI's trailing assistant message, Gemini's
 //! `model` turn, the Responses API's assistant item), its output budget
 //! lowered as the layer lowers the caller's. `seawall chat --resume` does
-//! this for every fallback route. A prefill built so that the route's
-//! model refuses with a 400 (Claude 4.6 and later) switches the answer's
-//! continuations to the user turn, as for an Anthropic caller. The route's
+//! this for every fallback route. A prefill or a Gemini `model` turn last
+//! built so that the route's model refuses with a 400 (Claude 4.6 and
+//! later, newer Gemini models) switches the answer's continuations to the
+//! user turn, as for a caller of that format. The route's
 //! own request is checked as the caller's is: one the layer never
 //! continues (several choices, extended thinking, structured output) is
 //! [`ResumeError::NeverResumed`], one whose budget the delivered text
@@ -264,8 +265,10 @@
 //! the prefill with a 400, as Claude 4.6 and later do), OpenAI's trailing
 //! assistant message (plus, configurably, a user turn asking to continue;
 //! or `continue_final_message` for OpenAI-compatible servers that continue
-//! in place), Gemini's trailing `model` turn, the Responses API's trailing
-//! assistant item.
+//! in place), Gemini's trailing `model` turn (or that turn and a user turn
+//! asking to continue, also after a model refused a request ending with a
+//! model turn with a 400, as newer Gemini models do), the Responses API's
+//! trailing assistant item.
 //!
 //! # Differences from `tower::retry`
 //!
@@ -345,8 +348,8 @@ mod translate;
 
 pub use body::ResumeBody;
 pub use continuation::{
-    AnthropicStyle, Decision, OpenAiStyle, ResumeError, Styles, continuation, continuation_with,
-    never_resume, plan,
+    AnthropicStyle, Decision, GeminiStyle, OpenAiStyle, ResumeError, Styles, continuation,
+    continuation_with, never_resume, plan,
 };
 pub use future::ResponseFuture;
 pub use handoff::{AnsweredIn, Continuation};

@@ -1151,3 +1151,56 @@ async fn an_answer_before_the_upload_ends_leaves_the_upload_whole() {
     );
     assert_eq!(resumed.report().gave_up, Some("request_unsent"));
 }
+
+/// Newer Gemini models refuse a request whose contents end with a `model`
+/// turn with a 400 ("Requests ending with a model turn are not supported
+/// unless the last part is a function response"): the next continuation
+/// of the same answer ends with a user turn asking to continue instead of
+/// sending the refused request again, and the answer goes on.
+#[tokio::test]
+async fn a_refused_gemini_model_turn_is_asked_for_in_a_user_turn_next() {
+    let gemini = |text: &str, finish: &str| {
+        Bytes::from(format!(
+            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"{text}\"}}],\"role\":\"model\"}}{finish},\"index\":0}}]}}\n\n"
+        ))
+    };
+    let first = vec![
+        Ok(gemini("w1", "")),
+        Ok(gemini(" w2", "")),
+        Err(cut("w1 w2")),
+    ];
+    let mut rest = gemini(" w3", "").to_vec();
+    rest.extend_from_slice(&gemini("", ",\"finishReason\":\"STOP\""));
+    let rest = Bytes::from(rest);
+    let spliced = splice_gemini(first, move |body: &serde_json::Value| {
+        let last = body["contents"].as_array().unwrap().last().unwrap();
+        if last["role"] == "model" {
+            let refused = Failure::new(Code::BadRequest)
+                .with_status(400)
+                .with_message("Requests ending with a model turn are not supported unless the last part is a function response.");
+            return Err(Box::new(refused));
+        }
+        Ok(rest.clone())
+    })
+    .await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    let roles: Vec<_> = spliced
+        .continuations
+        .iter()
+        .map(|c| c["contents"].as_array().unwrap().last().unwrap()["role"].clone())
+        .collect();
+    assert_eq!(roles, ["model", "user"]);
+    // The delivered text is still the model's own turn, right before the
+    // user turn: the turns alternate.
+    let second = spliced.continuations[1]["contents"].as_array().unwrap();
+    assert_eq!(second[second.len() - 2]["role"], "model");
+    assert_eq!(second[second.len() - 2]["parts"][0]["text"], "w1 w2");
+    let resumes = &spliced.report.resumes;
+    assert_eq!(resumes.len(), 2);
+    assert_eq!(resumes[0].failed, Some(Code::BadRequest));
+    assert_eq!(resumes[1].failed, None);
+    assert_eq!(
+        text_in(seawall_stream::Provider::Gemini, &spliced.shown),
+        "w1 w2 w3"
+    );
+}
