@@ -142,7 +142,9 @@ impl Classifier for ProviderClassifier {
                 // plain gRPC and judges it.
                 None if media_type(parts).is_some_and(is_grpc_web) => Inspection::Deliver,
                 // Only a gRPC answer keeps its status for the trailers.
-                None if media_type(parts).is_some_and(is_grpc) => Inspection::AwaitTrailers,
+                None if media_type(parts).is_some_and(seawall_internal::headers::is_grpc_media) => {
+                    Inspection::AwaitTrailers
+                }
                 // A 2xx that is not gRPC (a captive portal's page, a proxy's
                 // own answer) answers nothing the call asked: tonic would
                 // read it as broken messages after seawall handed it on.
@@ -325,11 +327,6 @@ fn declared_error(
 pub(crate) fn media_type(parts: &Parts) -> Option<&[u8]> {
     let value = parts.headers.get(http::header::CONTENT_TYPE)?;
     Some(value.as_bytes().split(|&b| b == b';').next()?.trim_ascii())
-}
-
-/// `application/grpc`, with or without a `+proto`-style suffix.
-fn is_grpc(media: &[u8]) -> bool {
-    media.len() >= 16 && media[..16].eq_ignore_ascii_case(b"application/grpc")
 }
 
 /// `application/grpc-web`, `application/grpc-web-text`, with or without a

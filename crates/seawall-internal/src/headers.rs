@@ -45,9 +45,48 @@ pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
     value.trim().parse().ok()
 }
 
+/// Whether a `content-type` value is gRPC's own: `application/grpc`,
+/// alone or with a suffix (`+proto`, `+json`: the protocol's
+/// `"application/grpc" [("+proto" / "+json" / {custom})]`), parameters
+/// ignored, in any case. Not gRPC-Web (`application/grpc-web…`), nor a
+/// type that only begins the same (`application/grpcx`).
+pub fn is_grpc_media(value: &[u8]) -> bool {
+    const GRPC: &[u8] = b"application/grpc";
+    let essence = value
+        .split(|&b| b == b';')
+        .next()
+        .unwrap_or(&[])
+        .trim_ascii();
+    essence.len() >= GRPC.len()
+        && essence[..GRPC.len()].eq_ignore_ascii_case(GRPC)
+        && matches!(essence.get(GRPC.len()), None | Some(b'+'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grpc_media_is_grpcs_own_type_and_its_suffixes() {
+        for grpc in [
+            &b"application/grpc"[..],
+            b"application/grpc+proto",
+            b"Application/GRPC+json",
+            b" application/grpc ; charset=utf-8",
+        ] {
+            assert!(is_grpc_media(grpc), "{}", String::from_utf8_lossy(grpc));
+        }
+        for other in [
+            &b"application/grpc-web"[..],
+            b"application/grpc-web-text+proto",
+            b"application/grpcx",
+            b"application/json",
+            b"application/grp",
+            b"",
+        ] {
+            assert!(!is_grpc_media(other), "{}", String::from_utf8_lossy(other));
+        }
+    }
 
     #[test]
     fn a_host_header_follows_only_when_there_is_one() {

@@ -863,7 +863,7 @@ fn previous_attempts<B>(request: &mut Request<B>, previous: u32) {
     let grpc = request
         .headers()
         .get(http::header::CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"));
+        .is_some_and(|value| seawall_internal::headers::is_grpc_media(value.as_bytes()));
     if grpc {
         request.headers_mut().insert(
             http::HeaderName::from_static("grpc-previous-rpc-attempts"),
