@@ -1,6 +1,6 @@
 //! The answer on its way to the client: the provider's frames as they come,
-//! one final error event if the stream breaks after content, and the
-//! count of how each request ended.
+//! one final error event and a failed body if the stream breaks after
+//! content, and the count of how each request ended.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -206,7 +206,10 @@ const BATCH_BYTES: usize = 64 * 1024;
 
 /// The response body: the provider's bytes pass through unchanged; a body
 /// error after content becomes one final error event (for an event
-/// stream) and a clean end, never a silent EOF.
+/// stream), then the body fails, so hyper ends the response without its
+/// last chunk: a client whose SDK reads past an event it cannot decode
+/// (async-openai parses the error event as a chat chunk, fails, and reads
+/// on) still sees the answer broken, never a clean end.
 ///
 /// An event stream is relayed whole events at a time: the bytes after the
 /// last complete event (a blank line ends one; lines end with CRLF, LF or
@@ -263,6 +266,24 @@ pub(crate) struct Relay {
     /// last frame: a client gone before the queued tail was sent was not
     /// served, but cancelled.
     ending: Option<(End, Option<&'static str>)>,
+    /// How a stream that ended with the final error event fails once the
+    /// event has been handed on.
+    abort: Abort,
+}
+
+/// The body error that follows the final error event. hyper polls a body
+/// again before it flushes what it holds, and a body error drops the
+/// connection with whatever was not flushed: so the relay first gives the
+/// connection one turn to write the event, then fails. A client that has
+/// stopped reading (its socket full at that turn) may lose the event; it
+/// still reads a broken body, never a clean end.
+enum Abort {
+    /// The stream ends well, or has failed already.
+    No,
+    /// The event goes, then the connection gets its turn.
+    AfterATurn(BoxError),
+    /// The turn was given.
+    Now(BoxError),
 }
 
 /// Whether `event` (one whole event, its blank line included) is a
@@ -363,6 +384,7 @@ impl Relay {
             held_done: None,
             done: false,
             ending: None,
+            abort: Abort::No,
         }
     }
 
@@ -463,6 +485,17 @@ impl Relay {
         }
     }
 
+    /// The event stream broke: an event cut in half is dropped, seawall's
+    /// final error event is the last frame, and `err` fails the body after
+    /// it.
+    fn interrupt(&mut self, err: BoxError) {
+        self.done = true;
+        self.partial.clear();
+        let event = self.final_event(&err);
+        self.queue.push_back(Frame::data(event));
+        self.abort = Abort::AfterATurn(err);
+    }
+
     fn final_event(&mut self, err: &BoxError) -> Bytes {
         let failure = Failure::find(&**err);
         let message = describe(failure, err, &self.redactor);
@@ -505,7 +538,15 @@ impl Body for Relay {
                 this.emitting = false;
                 if this.done {
                     this.settle();
-                    return Poll::Ready(None);
+                    return match std::mem::replace(&mut this.abort, Abort::No) {
+                        Abort::No => Poll::Ready(None),
+                        Abort::AfterATurn(err) => {
+                            this.abort = Abort::Now(err);
+                            cx.waker().wake_by_ref();
+                            Poll::Pending
+                        }
+                        Abort::Now(err) => Poll::Ready(Some(Err(err))),
+                    };
                 }
             }
             match Pin::new(&mut this.inner).poll_frame(cx) {
@@ -525,13 +566,10 @@ impl Body for Relay {
                     }
                 }
                 Poll::Ready(Some(Err(err))) => {
-                    this.done = true;
                     if this.sse {
-                        // An event cut in half is dropped.
-                        this.partial.clear();
-                        let event = this.final_event(&err);
-                        this.queue.push_back(Frame::data(event));
+                        this.interrupt(err);
                     } else {
+                        this.done = true;
                         let code = Failure::find(&*err).map_or(Code::Unknown, Failure::code);
                         this.tracker.end(End::Interrupted, Some(code.as_str()));
                         return Poll::Ready(Some(Err(err)));
@@ -552,16 +590,12 @@ impl Body for Relay {
                         return Poll::Pending;
                     }
                     this.cut = None;
-                    this.done = true;
-                    // An event cut in half is dropped.
-                    this.partial.clear();
-                    let err: BoxError =
-                        Box::new(Failure::new(Code::StreamInterrupted).with_message(
+                    this.interrupt(Box::new(
+                        Failure::new(Code::StreamInterrupted).with_message(
                             "the gateway is shutting down and its grace period for answers in \
                          flight is over",
-                        ));
-                    let event = this.final_event(&err);
-                    this.queue.push_back(Frame::data(event));
+                        ),
+                    ));
                 }
                 Poll::Pending if this.patience > 0 => {
                     // Give the upstream's connection task a turn (this
@@ -578,8 +612,8 @@ impl Body for Relay {
 
     fn is_end_stream(&self) -> bool {
         // Never ends early on the inner body's word: the end is polled, so
-        // it is counted.
-        self.done && self.queue.is_empty()
+        // it is counted. A broken stream never ends: it fails.
+        self.done && self.queue.is_empty() && matches!(self.abort, Abort::No)
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -640,8 +674,9 @@ mod tests {
 
     /// What each poll of the relay gives: a frame's text, `~` for pending
     /// with the task woken to come back (a turn given to the upstream's
-    /// connection), `-` for pending until the upstream wakes it, `end` for
-    /// the end.
+    /// connection, or to the client's to flush), `-` for pending until the
+    /// upstream wakes it, `end` for a clean end, `failed` for a body error
+    /// (the last poll either way).
     fn polls(mut relay: Relay) -> Vec<String> {
         let count = Arc::new(Count(AtomicU64::new(0)));
         let waker = Waker::from(Arc::clone(&count));
@@ -653,7 +688,10 @@ mod tests {
                 Poll::Ready(Some(Ok(frame))) => {
                     seen.push(String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap())
                 }
-                Poll::Ready(Some(Err(err))) => panic!("relay failed: {err}"),
+                Poll::Ready(Some(Err(_))) => {
+                    seen.push("failed".into());
+                    return seen;
+                }
                 Poll::Ready(None) => {
                     seen.push("end".into());
                     return seen;
@@ -698,7 +736,8 @@ mod tests {
     /// The upstream ended while the relay still held its tail: a client
     /// that goes away before the tail is handed on was not served, and one
     /// handed the last frame was, before any poll for the end (hyper stops
-    /// at `is_end_stream`). The same for the final error event.
+    /// at `is_end_stream`). The same for the final error event, whose
+    /// body fails after it: counted interrupted before the failure.
     #[test]
     fn a_request_ends_when_its_last_frame_is_handed_on() {
         fn relay_counted(script: &[Option<&'static str>]) -> (Relay, Arc<Counters>) {
@@ -731,12 +770,16 @@ mod tests {
                 "{ended}"
             );
 
+            // Both scripts leave two frames: the second is the last.
             let (mut relay, counters) = relay_counted(script);
-            while !relay.is_end_stream() {
+            for _ in 0..2 {
                 let frame = Pin::new(&mut relay).poll_frame(&mut cx);
                 assert!(matches!(frame, Poll::Ready(Some(Ok(_)))), "{ended}");
             }
-            drop(relay);
+            // A broken stream's body fails after its last frame (a turn
+            // for the connection to flush it first): not an end hyper may
+            // take from `is_end_stream`.
+            assert_eq!(relay.is_end_stream(), ended == "served", "{ended}");
             let stats = counters.snapshot();
             let counted = match ended {
                 "served" => stats.served,
@@ -774,7 +817,9 @@ mod tests {
         assert_eq!(seen[..2], ["~", "data: a\n\n"]);
         assert!(seen[2].starts_with("data: {\"error\""), "{seen:?}");
         assert!(seen[2].contains("upstream reset"), "{seen:?}");
-        assert_eq!(seen[3..], ["end"]);
+        // Then a turn for the connection to write it, and the body
+        // fails: no clean end for a client to take the answer as whole.
+        assert_eq!(seen[3..], ["~", "failed"]);
     }
 
     /// The Responses API's closing error event takes the number after the
@@ -792,7 +837,7 @@ mod tests {
                 Some("!"),
             ],
         ));
-        let last = seen.iter().rev().nth(1).unwrap();
+        let last = seen.iter().rev().nth(2).unwrap();
         assert!(last.contains("\"sequence_number\":8"), "{seen:?}");
     }
 

@@ -11,6 +11,7 @@ use seawall_chaos::{ChaosServer, Fault};
 use seawall_gateway::Wire;
 use seawall_reqwest::async_openai::Client;
 use seawall_reqwest::async_openai::config::OpenAIConfig;
+use seawall_reqwest::async_openai::error::{OpenAIError, StreamError};
 use seawall_reqwest::async_openai::types::chat::{
     ChatCompletionRequestUserMessage, CreateChatCompletionRequest, CreateChatCompletionRequestArgs,
 };
@@ -93,6 +94,52 @@ async fn a_stream_broken_after_content_is_an_error_in_the_sdk() {
         chaos.journal().len(),
         1,
         "nothing is sent again after content"
+    );
+}
+
+/// async-openai reads seawall's error event as a chat chunk it cannot
+/// parse (`JSONDeserialize`) and reads on; an app that skips chunks it
+/// cannot decode, as many do with OpenAI-compatible servers, would then
+/// meet a clean end and take the cut answer for a whole one. The body
+/// fails after the event, so the SDK's next item is a stream error, then
+/// the stream ends (it used to end there, no error after the event).
+#[tokio::test]
+async fn a_reader_that_skips_undecodable_chunks_still_meets_the_break() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    chaos
+        .script("openai", vec!["reset_after;tokens=3".parse().unwrap()])
+        .unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let mut stream = sdk(&gateway)
+        .chat()
+        .create_stream(ask())
+        .await
+        .expect("a stream");
+    let mut streamed = String::new();
+    let mut skipped = Vec::new();
+    let mut broken = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(chunk) => {
+                assert!(broken.is_empty(), "a chunk after the break: {chunk:?}");
+                if let Some(delta) = chunk.choices.first().and_then(|c| c.delta.content.clone()) {
+                    streamed.push_str(&delta);
+                }
+            }
+            Err(OpenAIError::JSONDeserialize(_, content)) => skipped.push(content),
+            Err(other) => broken.push(other),
+        }
+    }
+    assert_eq!(streamed, "w1 w2 w3");
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(skipped[0].contains("stream_interrupted"), "{skipped:?}");
+    // The failed body, as eventsource-stream reports a transport error.
+    assert!(
+        matches!(
+            broken.as_slice(),
+            [OpenAIError::StreamError(error)] if matches!(**error, StreamError::EventStream(_))
+        ),
+        "{broken:?}"
     );
 }
 
@@ -205,7 +252,8 @@ async fn async_openai_reads_responses_through_the_gateway() {
 }
 
 /// A Responses API stream broken after content ends with the API's own
-/// `error` event, carrying seawall's code and the next sequence number.
+/// `error` event, carrying seawall's code and the next sequence number,
+/// and then a failed body.
 #[tokio::test]
 async fn a_responses_stream_broken_after_content_ends_with_its_error_event() {
     let chaos = ChaosServer::builder().start().await.unwrap();
@@ -223,6 +271,9 @@ async fn a_responses_stream_broken_after_content_ends_with_its_error_event() {
     assert_eq!(code.as_deref(), Some("stream_interrupted"), "{read:?}");
     let last = read.sequence[read.sequence.len() - 2];
     assert_eq!(number, last + 1, "{read:?}");
+    // Then the body fails: the SDK raises it, no clean end after the event.
+    let error = read.error.as_deref().expect("an error after the event");
+    assert!(error.contains("EventStream error"), "{error}");
     assert_eq!(
         chaos.journal().len(),
         1,

@@ -108,8 +108,66 @@ async fn silent_primary_fails_over_to_the_fallback_route() {
     assert_eq!(served.outcome, Outcome::Completed);
 }
 
+/// How an answer's body ended for the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyEnd {
+    /// Its end: a chunked body's last chunk.
+    Clean,
+    /// A failure: the connection closed before the last chunk.
+    Failed,
+}
+
+/// `request` sent, and its body read to its end, clean or failed.
+async fn send_to_end(
+    client: &HttpClient,
+    request: http::Request<ClientBody>,
+) -> (http::StatusCode, http::HeaderMap, Bytes, BodyEnd) {
+    let response = tokio::time::timeout(Duration::from_secs(20), client.request(request))
+        .await
+        .expect("an answer in time")
+        .expect("a response");
+    let (parts, body) = response.into_parts();
+    let (read, end) = read_to_end(body).await;
+    (parts.status, parts.headers, read, end)
+}
+
+/// A response body read to its end, clean or failed.
+async fn read_to_end(mut body: hyper::body::Incoming) -> (Bytes, BodyEnd) {
+    let mut read = Vec::new();
+    let end = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => read.extend_from_slice(frame.data_ref().map_or(&[][..], |d| d)),
+                Err(_) => return BodyEnd::Failed,
+            }
+        }
+        BodyEnd::Clean
+    })
+    .await
+    .expect("the body's end in time");
+    (Bytes::from(read), end)
+}
+
+/// `request` sent, its answer a stream broken after content: its body
+/// fails after seawall's error event, so no client takes the cut answer
+/// for a whole one (it used to end cleanly).
+async fn send_broken(
+    client: &HttpClient,
+    request: http::Request<ClientBody>,
+) -> (http::StatusCode, http::HeaderMap, Bytes) {
+    let (status, headers, body, end) = send_to_end(client, request).await;
+    assert_eq!(
+        end,
+        BodyEnd::Failed,
+        "a broken stream ends failed: {}",
+        String::from_utf8_lossy(&body)
+    );
+    (status, headers, body)
+}
+
 /// `fault` (`reset_after;tokens=3`: three tokens reach the client, then
-/// exactly one error event in the client's wire format, then a clean end).
+/// exactly one error event in the client's wire format, then the body
+/// fails).
 async fn interrupted_after_content(
     wire: Wire,
     body: &'static str,
@@ -117,7 +175,7 @@ async fn interrupted_after_content(
 ) -> (Vec<String>, String) {
     let chaos = ChaosServer::builder().start().await.unwrap();
     let gateway = Running::start(config(wire, &[("main", &chaos)])).await;
-    let (status, headers, body) = send(
+    let (status, headers, body) = send_broken(
         &client(),
         post(&gateway.url(path(wire)), body, &[("x-chaos-fault", fault)]),
     )
@@ -127,7 +185,10 @@ async fn interrupted_after_content(
     let text = String::from_utf8(body.to_vec()).unwrap();
     let stats = gateway.gateway.stats();
     assert_eq!((stats.interrupted, stats.served), (1, 0));
-    (data_lines(&body), text)
+    let data = data_lines(&body);
+    let errors = data.iter().filter(|d| d.contains("\"error\"")).count();
+    assert_eq!(errors, 1, "one error event: {text}");
+    (data, text)
 }
 
 #[tokio::test]
@@ -234,16 +295,17 @@ fn streamed_head_and_tokens(content_type: Option<&str>, end: &str) -> Vec<Step> 
     steps
 }
 
-/// A streamed request through a gateway whose one route answers `steps`.
-async fn streamed_through(steps: Vec<Step>) -> (Running, http::StatusCode, Bytes) {
+/// A streamed request through a gateway whose one route answers `steps`:
+/// what the client read, and how the body ended.
+async fn streamed_through(steps: Vec<Step>) -> (Running, http::StatusCode, Bytes, BodyEnd) {
     let upstream = raw_upstream(steps).await;
     let gateway = Running::start(config_over(Wire::OpenAi, &upstream)).await;
-    let (status, _, out) = send(
+    let (status, _, out, end) = send_to_end(
         &client(),
         post(&gateway.url("/v1/chat/completions"), OPENAI_STREAM, &[]),
     )
     .await;
-    (gateway, status, out)
+    (gateway, status, out, end)
 }
 
 /// Whatever the stream guard reads as a stream ends with seawall's event
@@ -254,7 +316,8 @@ async fn a_stream_the_guard_guards_ends_with_the_error_event() {
     for content_type in [Some("Text/Event-Stream; charset=utf-8"), None] {
         let mut steps = streamed_head_and_tokens(content_type, "\n");
         steps.push(Step::Pause(50));
-        let (gateway, status, out) = streamed_through(steps).await;
+        let (gateway, status, out, end) = streamed_through(steps).await;
+        assert_eq!(end, BodyEnd::Failed);
         let text = String::from_utf8_lossy(&out);
         assert_eq!(status, 200, "{content_type:?}: {text}");
         assert!(text.contains("w2"), "{content_type:?}: {text}");
@@ -280,7 +343,8 @@ async fn a_stream_ends_at_done_though_the_upstream_stays_open() {
     steps.push(chunk(&format!("{done}{}", openai_delta_event(" EXTRA"))));
     steps.push(Step::Pause(10_000));
     let started = std::time::Instant::now();
-    let (gateway, status, out) = streamed_through(steps).await;
+    let (gateway, status, out, end) = streamed_through(steps).await;
+    assert_eq!(end, BodyEnd::Clean);
     let text = String::from_utf8_lossy(&out);
     assert_eq!(status, 200, "{text}");
     assert!(text.ends_with(&done), "{text}");
@@ -302,7 +366,8 @@ async fn an_aborted_stream_ends_with_the_error_and_no_done() {
     let abort = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"abort\"}]}\n\n";
     steps.push(chunk(&format!("{abort}data: [DONE]\n\n")));
     steps.push(Step::Pause(10_000));
-    let (_gateway, status, out) = streamed_through(steps).await;
+    let (_gateway, status, out, end) = streamed_through(steps).await;
+    assert_eq!(end, BodyEnd::Failed);
     let text = String::from_utf8_lossy(&out);
     assert_eq!(status, 200, "{text}");
     assert!(!text.contains("[DONE]"), "{text}");
@@ -343,7 +408,8 @@ async fn an_error_in_the_stream_before_content_keeps_its_status() {
             chunk(&format!("data: {error}\n\n")),
             Step::Write(b"0\r\n\r\n".to_vec()),
         ];
-        let (_gateway, got, out) = streamed_through(steps).await;
+        let (_gateway, got, out, end) = streamed_through(steps).await;
+        assert_eq!(end, BodyEnd::Clean);
         assert_eq!(got.as_u16(), status, "{}", String::from_utf8_lossy(&out));
     }
 }
@@ -362,7 +428,8 @@ async fn a_provider_error_event_is_replaced_however_it_comes() {
         steps.push(Step::Pause(30));
         steps.push(chunk(&event[12..]));
         steps.push(Step::Pause(30));
-        let (_gateway, status, out) = streamed_through(steps).await;
+        let (_gateway, status, out, end) = streamed_through(steps).await;
+        assert_eq!(end, BodyEnd::Failed);
         let text = String::from_utf8_lossy(&out);
         assert_eq!(status, 200, "{text}");
         assert!(text.contains("w2"), "{text}");
@@ -1262,8 +1329,8 @@ async fn shutdown_lets_in_flight_streams_finish() {
 }
 
 /// What outlives the grace period ends in the gateway's own words, not a
-/// dropped connection: a stream with the final error event and a clean
-/// end, a request not yet answered with a 503 worth sending again.
+/// dropped connection: a stream with the final error event and a failed
+/// body, a request not yet answered with a 503 worth sending again.
 /// Before, the connections were aborted: a stream stopped mid-body with
 /// no event and no end of its chunked body, and a waiting request got no
 /// bytes at all; the log called both `cancelled`.
@@ -1297,11 +1364,10 @@ async fn shutdown_cuts_what_outlives_the_grace_period() {
     assert!(arrived.is_ok(), "both requests reached the upstream");
     let started = std::time::Instant::now();
     gateway.shutdown();
-    let body = tokio::time::timeout(Duration::from_secs(5), response.into_body().collect())
-        .await
-        .expect("the stream ends")
-        .expect("with a clean end of body")
-        .to_bytes();
+    let (body, end) = read_to_end(response.into_body()).await;
+    // Its body fails after the event: a clean end would pass the cut
+    // answer for a whole one (it used to end cleanly).
+    assert_eq!(end, BodyEnd::Failed);
     let data = data_lines(&body);
     let last: serde_json::Value =
         serde_json::from_str(data.last().expect("events")).expect("a JSON error event");
@@ -1518,7 +1584,7 @@ async fn a_provider_error_event_becomes_one_seawall_event() {
     ] {
         let chaos = ChaosServer::builder().start().await.unwrap();
         let gateway = Running::start(config(wire, &[("main", &chaos)])).await;
-        let (status, _, out) = send(
+        let (status, _, out) = send_broken(
             &client(),
             post(
                 &gateway.url(path(wire)),
@@ -1714,17 +1780,25 @@ async fn a_thread_per_listener_serves_and_drains() {
 /// One call with the timeout an official SDK sends in `header_name`
 /// (`x-stainless-read-timeout` from the Python SDKs, `x-stainless-timeout`
 /// from the TypeScript ones), through a fresh gateway over a fresh chaos
-/// server: what came back, how long it took, and the upstream calls.
+/// server: what came back, how its body ended, how long it took, and
+/// the upstream calls.
 async fn with_client_timeout(
     body: &'static str,
     fault: &str,
     header_name: &str,
     read_timeout: &str,
-) -> (http::StatusCode, http::HeaderMap, Bytes, Duration, usize) {
+) -> (
+    http::StatusCode,
+    http::HeaderMap,
+    Bytes,
+    BodyEnd,
+    Duration,
+    usize,
+) {
     let chaos = ChaosServer::builder().start().await.unwrap();
     let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
     let started = std::time::Instant::now();
-    let (status, headers, got) = send(
+    let (status, headers, got, end) = send_to_end(
         &client(),
         post(
             &gateway.url("/v1/chat/completions"),
@@ -1734,7 +1808,7 @@ async fn with_client_timeout(
     )
     .await;
     let elapsed = started.elapsed();
-    (status, headers, got, elapsed, chaos.journal().len())
+    (status, headers, got, end, elapsed, chaos.journal().len())
 }
 
 /// A unary call's ladder plans within the client's read timeout: a
@@ -1743,13 +1817,14 @@ async fn with_client_timeout(
 /// the SDK would send the whole request again).
 #[tokio::test]
 async fn a_unary_ladder_ends_within_the_clients_read_timeout() {
-    let (status, headers, body, elapsed, calls) = with_client_timeout(
+    let (status, headers, body, end, elapsed, calls) = with_client_timeout(
         OPENAI_UNARY,
         "status;code=429;retry_after=3",
         "x-stainless-read-timeout",
         "2.0",
     )
     .await;
+    assert_eq!(end, BodyEnd::Clean);
     assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "retry-after"), "3");
     assert_eq!(header(&headers, "x-should-retry"), "false");
@@ -1765,13 +1840,14 @@ async fn a_unary_ladder_ends_within_the_clients_read_timeout() {
 /// final error event when the first-content bound passes, never retried.
 #[tokio::test]
 async fn a_stream_that_has_begun_is_handed_on_before_the_client_gives_up() {
-    let (status, headers, body, elapsed, calls) = with_client_timeout(
+    let (status, headers, body, end, elapsed, calls) = with_client_timeout(
         OPENAI_STREAM,
         "stall_after;tokens=0;ms=8000;pings=1;ping_ms=100",
         "x-stainless-timeout",
         "1.5",
     )
     .await;
+    assert_eq!(end, BodyEnd::Failed);
     let text = String::from_utf8_lossy(&body);
     assert_eq!(status, 200, "{text}");
     assert_eq!(header(&headers, "x-seawall-attempts"), "1");
@@ -1793,13 +1869,14 @@ async fn a_stream_that_has_begun_is_handed_on_before_the_client_gives_up() {
 /// retry, before the client gives up, saying whose bound it was.
 #[tokio::test]
 async fn an_answer_that_has_not_begun_is_answered_before_the_client_gives_up() {
-    let (status, headers, body, elapsed, calls) = with_client_timeout(
+    let (status, headers, body, end, elapsed, calls) = with_client_timeout(
         OPENAI_UNARY,
         "slow_first_byte;ms=8000",
         "x-stainless-timeout",
         "1.5",
     )
     .await;
+    assert_eq!(end, BodyEnd::Clean);
     assert_eq!(status, 504, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "x-seawall-code"), "deadline_exceeded");
     assert_eq!(header(&headers, "x-should-retry"), "false");
@@ -1853,13 +1930,14 @@ async fn the_clients_wait_counts_its_upload() {
 /// 429, not as a timeout at the end of the wait.
 #[tokio::test]
 async fn a_stream_ladder_ends_within_the_clients_read_timeout() {
-    let (status, headers, body, elapsed, calls) = with_client_timeout(
+    let (status, headers, body, end, elapsed, calls) = with_client_timeout(
         OPENAI_STREAM,
         "status;code=429;retry_after=3",
         "x-stainless-timeout",
         "2",
     )
     .await;
+    assert_eq!(end, BodyEnd::Clean);
     assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "retry-after"), "3");
     assert_eq!(calls, 1);
@@ -1870,13 +1948,14 @@ async fn a_stream_ladder_ends_within_the_clients_read_timeout() {
 /// began in time runs on past it, whole.
 #[tokio::test]
 async fn a_stream_that_began_runs_past_the_clients_read_timeout() {
-    let (status, _, body, elapsed, calls) = with_client_timeout(
+    let (status, _, body, end, elapsed, calls) = with_client_timeout(
         OPENAI_STREAM,
         "stall_after;tokens=2;ms=1500;pings=1;ping_ms=200",
         "x-stainless-read-timeout",
         "1.0",
     )
     .await;
+    assert_eq!(end, BodyEnd::Clean);
     assert_eq!(status, 200);
     let text = String::from_utf8_lossy(&body);
     assert!(text.trim_end().ends_with("data: [DONE]"), "{text}");
