@@ -27,6 +27,7 @@ use crate::continuation::{
 use crate::future::Pending;
 use crate::handoff::{AnsweredIn, Continuation};
 use crate::layer::Config;
+use crate::learned::Learned;
 use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
 use crate::splice::{
@@ -118,9 +119,13 @@ where
     S: Service<Request<ResumeRequestBody<B>>>,
 {
     config: Arc<Config>,
-    /// How this answer's continuations ask: the layer's, until a model
-    /// refuses its prefill.
+    /// How this answer's continuations ask: the layer's, or what a refusal
+    /// taught the service for this route and model, until a model refuses
+    /// its prefill or its last model turn.
     styles: Styles,
+    /// The service's styles learned from refusals, looked up at the first
+    /// resume (an answer never cut never takes its lock).
+    learned: Arc<Learned>,
     /// The caller's wire format.
     provider: Provider,
     /// The wire format of the stream being read: the caller's, or a
@@ -227,6 +232,7 @@ where
                 foreign_finish: None,
                 asked: None,
                 styles: pending.config.styles,
+                learned: pending.learned,
                 config: pending.config,
                 service: pending.service,
                 head: pending.head,
@@ -954,6 +960,14 @@ where
         Some(request)
     }
 
+    /// The model the request names, as the layers below read it.
+    fn model(&self) -> Option<&str> {
+        self.head
+            .extensions()
+            .get::<RequestFacts>()
+            .and_then(RequestFacts::model)
+    }
+
     fn original_json(&mut self) -> Option<&Value> {
         let original = &self.original;
         self.original_json
@@ -1032,11 +1046,7 @@ where
             Provider::Gemini => "generate_content",
             _ => "chat",
         };
-        let model = self
-            .head
-            .extensions()
-            .get::<RequestFacts>()
-            .and_then(RequestFacts::model);
+        let model = self.model();
         tracing::info_span!(
             target: TARGET,
             parent: &self.parent,
@@ -1080,6 +1090,10 @@ where
             .interrupted()
             .and_then(|i| i.cause)
             .unwrap_or(failure.code());
+        if self.resumes == 0 {
+            let route = RouteId::of_request(&self.head);
+            self.styles = self.learned.styles(&route, self.model(), self.styles);
+        }
         // What is queued for the caller but not yet taken (a continuation
         // cut while it was lining up, its held events flushed) is the
         // latest the caller will see: the next continuation follows it.
@@ -1301,6 +1315,7 @@ where
             .and_then(Failure::receipt)
             .and_then(|r| r.attempts.last().map(|a| a.route.clone()));
         let route = route.unwrap_or_else(|| RouteId::of_request(&self.head));
+        let own_route = route == RouteId::of_request(&self.head);
         seawall_core::span::record_address(&self.span, &route);
         record_end(&self.span, None, None, Some(code));
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
@@ -1358,6 +1373,13 @@ where
                 .fold(self.styles, Styles::asking_in_a_user_turn);
             if styles != self.styles {
                 self.styles = styles;
+                // The model the request names refused it on the request's
+                // own route: so will it for the service's later answers.
+                // A fallback route's refusal is its own model's.
+                if own_route {
+                    let route = RouteId::of_request(&self.head);
+                    self.learned.learn(route, self.model(), styles);
+                }
                 self.spare += 1;
                 return self.resume();
             }

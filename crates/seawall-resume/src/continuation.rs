@@ -55,7 +55,9 @@ pub fn plan(interrupted: &Interrupted, min_content_events: u64) -> Decision {
 pub enum AnthropicStyle {
     /// A trailing assistant turn the model continues (prefill). A model
     /// that refuses prefill with a 400 (Claude 4.6 and later) is asked in
-    /// a user turn on the next continuation of the same answer.
+    /// a user turn on the next continuation of the same answer, and from
+    /// the first continuation of the service's later answers for that
+    /// model on that route.
     #[default]
     Prefill,
     /// A user turn quoting the delivered text, for models that refuse prefill.
@@ -88,7 +90,9 @@ pub enum GeminiStyle {
     /// The delivered text as a trailing `model` turn. A model that refuses
     /// a request ending with one (newer Gemini models answer it with a
     /// 400, "Requests ending with a model turn are not supported") is
-    /// asked in a user turn on the next continuation of the same answer.
+    /// asked in a user turn on the next continuation of the same answer,
+    /// and from the first continuation of the service's later answers for
+    /// that model on that route.
     #[default]
     ModelTurn,
     /// The delivered text as a `model` turn, then a `user` turn asking to

@@ -20,6 +20,7 @@ use crate::service::ResumeRequestBody;
 /// What a resumable call keeps until its response arrives.
 pub(crate) struct Pending<S, O> {
     pub(crate) config: Arc<Config>,
+    pub(crate) learned: Arc<crate::learned::Learned>,
     pub(crate) provider: Provider,
     pub(crate) service: S,
     pub(crate) head: Request<()>,
@@ -111,6 +112,7 @@ where
         // recording is whole (a few `Bytes` handles) unless it hit its cap.
         let Pending {
             config,
+            learned,
             provider,
             service,
             head,
@@ -118,6 +120,7 @@ where
         } = pending;
         let pending = Pending {
             config,
+            learned,
             provider,
             service,
             head,

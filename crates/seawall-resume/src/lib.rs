@@ -268,7 +268,11 @@
 //! in place), Gemini's trailing `model` turn (or that turn and a user turn
 //! asking to continue, also after a model refused a request ending with a
 //! model turn with a 400, as newer Gemini models do), the Responses API's
-//! trailing assistant item.
+//! trailing assistant item. A refusal is remembered by the service (and
+//! its clones) for the model the request names on the request's route:
+//! the service's later answers for it ask in the user turn from their
+//! first continuation. A fallback route's refusal is its own model's, and
+//! is not remembered.
 //!
 //! # Differences from `tower::retry`
 //!
@@ -341,6 +345,7 @@ pub mod continuation;
 mod future;
 mod handoff;
 mod layer;
+mod learned;
 mod report;
 mod service;
 mod splice;

@@ -13,17 +13,24 @@ use tower_service::Service;
 
 use crate::future::{Pending, ResponseFuture};
 use crate::layer::Config;
+use crate::learned::Learned;
 
 /// The service [`ResumeLayer`](crate::ResumeLayer) builds.
 #[derive(Debug, Clone)]
 pub struct Resume<S> {
     inner: S,
     config: Arc<Config>,
+    /// The styles refusals taught, shared by this service's clones.
+    learned: Arc<Learned>,
 }
 
 impl<S> Resume<S> {
     pub(crate) fn new(inner: S, config: Arc<Config>) -> Self {
-        Resume { inner, config }
+        Resume {
+            inner,
+            config,
+            learned: Arc::default(),
+        }
     }
 
     seawall_core::define_inner_service_accessors!();
@@ -76,6 +83,7 @@ where
         let future = self.inner.call(request);
         let pending = Pending {
             config: self.config.clone(),
+            learned: self.learned.clone(),
             provider,
             service: self.inner.clone(),
             head,

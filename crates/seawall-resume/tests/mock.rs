@@ -1152,6 +1152,27 @@ async fn an_answer_before_the_upload_ends_leaves_the_upload_whole() {
     assert_eq!(resumed.report().gave_up, Some("request_unsent"));
 }
 
+/// One Gemini event of text `text`, with `finish` (`,"finishReason":…`)
+/// after its content.
+fn gemini_event(text: &str, finish: &str) -> Bytes {
+    Bytes::from(format!(
+        "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"{text}\"}}],\"role\":\"model\"}}{finish},\"index\":0}}]}}\n\n"
+    ))
+}
+
+/// A Gemini stream cut after `w1 w2`, and a continuation that says ` w3`
+/// and stops.
+fn gemini_cut_and_rest() -> (Vec<Result<Bytes, Box<Failure>>>, Bytes) {
+    let first = vec![
+        Ok(gemini_event("w1", "")),
+        Ok(gemini_event(" w2", "")),
+        Err(cut("w1 w2")),
+    ];
+    let mut rest = gemini_event(" w3", "").to_vec();
+    rest.extend_from_slice(&gemini_event("", ",\"finishReason\":\"STOP\""));
+    (first, Bytes::from(rest))
+}
+
 /// Newer Gemini models refuse a request whose contents end with a `model`
 /// turn with a 400 ("Requests ending with a model turn are not supported
 /// unless the last part is a function response"): the next continuation
@@ -1159,19 +1180,7 @@ async fn an_answer_before_the_upload_ends_leaves_the_upload_whole() {
 /// sending the refused request again, and the answer goes on.
 #[tokio::test]
 async fn a_refused_gemini_model_turn_is_asked_for_in_a_user_turn_next() {
-    let gemini = |text: &str, finish: &str| {
-        Bytes::from(format!(
-            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"{text}\"}}],\"role\":\"model\"}}{finish},\"index\":0}}]}}\n\n"
-        ))
-    };
-    let first = vec![
-        Ok(gemini("w1", "")),
-        Ok(gemini(" w2", "")),
-        Err(cut("w1 w2")),
-    ];
-    let mut rest = gemini(" w3", "").to_vec();
-    rest.extend_from_slice(&gemini("", ",\"finishReason\":\"STOP\""));
-    let rest = Bytes::from(rest);
+    let (first, rest) = gemini_cut_and_rest();
     let spliced = splice_gemini(first, move |body: &serde_json::Value| {
         let last = body["contents"].as_array().unwrap().last().unwrap();
         if last["role"] == "model" {
@@ -1203,4 +1212,81 @@ async fn a_refused_gemini_model_turn_is_asked_for_in_a_user_turn_next() {
         text_in(seawall_stream::Provider::Gemini, &spliced.shown),
         "w1 w2 w3"
     );
+}
+
+/// A model that refused the layer's way of asking (a prefill, a last
+/// `model` turn) refuses it in every answer: the service's clones remember
+/// the refusal for the route and model, so a later interrupted answer asks
+/// in a user turn from its first continuation, with no refused request and
+/// no resume spent on it. Another model on the same route is still asked
+/// as the layer is set to.
+#[tokio::test]
+async fn a_refused_way_of_asking_is_not_tried_again_by_later_answers() {
+    for gemini in [false, true] {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let provider = service_fn(move |req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+            let record = record.clone();
+            async move {
+                let (first, rest) = if gemini {
+                    gemini_cut_and_rest()
+                } else {
+                    let rest = anthropic_continuation(" w3", &anthropic_end("end_turn"));
+                    (anthropic_cut(), Bytes::from(rest))
+                };
+                if !req.body().is_continuation() {
+                    return Ok::<_, BoxError>(stream(first));
+                }
+                let path = req.uri().path().to_owned();
+                let body = req.into_body().collect().await?.to_bytes();
+                let json: serde_json::Value = serde_json::from_slice(&body)?;
+                let model = json["model"].as_str().unwrap_or(&path).to_owned();
+                let turns = json.get("messages").or(json.get("contents")).unwrap();
+                let last = turns.as_array().unwrap().last().unwrap()["role"].clone();
+                record.lock().unwrap().push(last.clone());
+                if model.contains("new") && last != "user" {
+                    return Err(
+                        Box::new(Failure::new(Code::BadRequest).with_status(400)) as BoxError
+                    );
+                }
+                Ok(stream(vec![Ok(rest)]))
+            }
+        });
+        let service = ServiceBuilder::new()
+            .layer(ResumeLayer::new())
+            .service(provider);
+        let (format, own_turn) = if gemini {
+            (seawall_stream::Provider::Gemini, "model")
+        } else {
+            (seawall_stream::Provider::Anthropic, "assistant")
+        };
+        for (model, roles) in [
+            ("new", vec![own_turn, "user"]),
+            // The second answer for the same model starts with the user turn.
+            ("new", vec!["user"]),
+            ("old", vec![own_turn]),
+        ] {
+            let request = if gemini {
+                let body =
+                    serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+                http::Request::post(format!(
+                    "http://api.example/v1beta/models/gemini-{model}:streamGenerateContent?alt=sse"
+                ))
+                .body(Full::new(Bytes::from(body.to_string())))
+            } else {
+                let body = serde_json::json!({"model": format!("claude-{model}"), "max_tokens": 100,
+                    "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+                http::Request::post("http://api.example/v1/messages")
+                    .body(Full::new(Bytes::from(body.to_string())))
+            };
+            let response = service.clone().oneshot(request.unwrap()).await.unwrap();
+            let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+            let (shown, error) = read(response.into_body()).await;
+            assert!(error.is_none(), "{gemini} {model}: {error:?}");
+            assert_eq!(text_in(format, &shown), "w1 w2 w3", "{gemini} {model}");
+            let asked: Vec<_> = std::mem::take(&mut *seen.lock().unwrap());
+            assert_eq!(asked, roles, "{gemini} {model}");
+            assert_eq!(resumed.report().resumes.len(), roles.len());
+        }
+    }
 }
