@@ -58,6 +58,9 @@ pub fn install_crypto_provider() {
 ///   under seawall's, invisible to its receipt;
 /// - **no timeouts** (reqwest has none unless asked): seawall's deadline
 ///   layers and the stream guard own every bound;
+/// - reqwest's own **decompression is off** (`no_gzip`, `no_brotli`,
+///   `no_deflate`, `no_zstd`), whatever reqwest features the build turns
+///   on: seawall's stack decodes answers itself;
 /// - TLS from [`tls_config`] (ring, preconfigured: no default provider
 ///   needed).
 ///
@@ -75,9 +78,19 @@ pub fn install_crypto_provider() {
 /// async-openai's `Client::with_config` builds) does.
 pub fn client_builder() -> reqwest::ClientBuilder {
     install_crypto_provider();
+    // reqwest's decoders are features, and features unify across a build:
+    // any crate of the app that turns on reqwest's `gzip` (or `brotli`,
+    // `deflate`, `zstd`) would have reqwest decode below seawall, and a
+    // corrupt compressed body would surface as a reqwest body error, a
+    // transport failure retried, not through seawall's own decompression
+    // and its verdict. These exist whether the features are on or not.
     let builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never());
+        .retry(reqwest::retry::never())
+        .no_gzip()
+        .no_brotli()
+        .no_deflate()
+        .no_zstd();
     match tls_config() {
         Ok(config) => builder.tls_backend_preconfigured(config),
         Err(_) => builder,
