@@ -31,9 +31,9 @@ use crate::learned::Learned;
 use crate::report::{ResumeRecord, Resumed};
 use crate::service::ResumeRequestBody;
 use crate::splice::{
-    Alignment, Fix, Kind, align, align_prefill, carries_json_event, classify, classify_with,
-    ends_at_boundary, last_boundary, last_boundary_since, names_a_response, response_id, rewrite,
-    split_events,
+    Alignment, Fix, Kind, align, align_in_place, align_prefill, carries_json_event, classify,
+    classify_with, ends_at_boundary, last_boundary, last_boundary_since, names_a_response,
+    response_id, rewrite, split_events,
 };
 use crate::translate::{Speaker, can_translate};
 
@@ -502,21 +502,24 @@ where
         let opens_with_act = head.is_empty()
             && matches!(events.first(), Some((_, Kind::Content { text: None, .. })));
         // A server continuing the final message in place was given the
-        // delivered text verbatim and generates only what follows it:
-        // whatever resembles the tail is new text, and trimming it would
-        // delete some (a blank line after a line, a word said again).
-        // How the continuation asked is the answering format's (a route
-        // of another format continued with the same styles).
+        // delivered text right-stripped and generates only what follows
+        // it: whatever resembles the tail is new text, and trimming it
+        // would delete some (a word said again), all but the whitespace
+        // it writes anew. How the continuation asked is the answering
+        // format's (a route of another format continued with the same
+        // styles).
         let in_place = self.protocol == Provider::OpenAi
             && self.styles.openai == OpenAiStyle::ContinueFinalMessage;
         let prefill = self.protocol == Provider::Anthropic
             && self.styles.anthropic == AnthropicStyle::Prefill;
-        let alignment = if in_place || opens_with_act {
+        let alignment = if opens_with_act {
             Some(Alignment::Trim(0))
         } else if head.len() > self.config.max_head
             || *held > self.config.max_head.saturating_mul(HELD_PER_HEAD)
         {
             Some(Alignment::Misaligned)
+        } else if in_place {
+            align_in_place(&self.delivered, head, complete)
         } else if prefill {
             align_prefill(&self.delivered, head, self.config.align_window, complete)
         } else {

@@ -78,9 +78,11 @@ pub enum OpenAiStyle {
     /// The delivered text as a final assistant message the server
     /// continues in place (`continue_final_message: true`,
     /// `add_generation_prompt: false`: vLLM, SGLang and other
-    /// OpenAI-compatible servers). Only for routes that say so. What such
-    /// a server sends is only what follows the text, so none of it is
-    /// trimmed as a repeat.
+    /// OpenAI-compatible servers). Only for routes that say so. The
+    /// message goes right-stripped (chat templates commonly trim it), and
+    /// what such a server sends is what follows it: only the whitespace
+    /// the delivered text ended with, written anew, is trimmed, never text
+    /// that looks like a repeat.
     ContinueFinalMessage,
 }
 
@@ -199,7 +201,7 @@ pub fn continuation_with(
     let mut extra = None;
     let (key, turn) = match provider {
         Provider::OpenAi => {
-            let turn = json!({"role": "assistant", "content": delivered});
+            let mut turn = json!({"role": "assistant", "content": delivered});
             match styles.openai {
                 OpenAiStyle::AskToContinue { user_turn } => {
                     if user_turn {
@@ -207,6 +209,15 @@ pub fn continuation_with(
                     }
                 }
                 OpenAiStyle::ContinueFinalMessage => {
+                    // Chat templates commonly trim a message (Llama 3's
+                    // `| trim`), and transformers then ends the prompt at
+                    // the trimmed text ("The message has trailing spacing
+                    // that was trimmed"), so the model writes that
+                    // whitespace again; a template that keeps it does
+                    // not. Sent right-stripped, the prompt ends the same
+                    // under every template, and the layer trims only the
+                    // whitespace said anew, as under an Anthropic prefill.
+                    turn["content"] = Value::from(delivered.trim_end());
                     if let Some(object) = body.as_object_mut() {
                         object.insert("continue_final_message".into(), Value::Bool(true));
                         object.insert("add_generation_prompt".into(), Value::Bool(false));
@@ -434,8 +445,9 @@ mod tests {
             openai: OpenAiStyle::ContinueFinalMessage,
             ..Styles::default()
         };
-        let next = continuation_with(Provider::OpenAi, &original, "w1", &vllm).unwrap();
+        let next = continuation_with(Provider::OpenAi, &original, "w1 \n", &vllm).unwrap();
         assert_eq!(next["messages"].as_array().unwrap().len(), 2);
+        assert_eq!(next["messages"][1]["content"], json!("w1"));
         assert_eq!(next["continue_final_message"], json!(true));
         assert_eq!(next["add_generation_prompt"], json!(false));
     }

@@ -77,8 +77,10 @@
 //! (or a line; never inside a word or an indentation; a repeat of two
 //! words or more spaced anew counts too), rewriting the one
 //! event the cut falls in (not for a server that
-//! continues the final message in place: it never repeats, and what looks
-//! like a repeat there is new text). Claude continuing a prefill writes
+//! continues the final message in place: it is sent the message
+//! right-stripped, as chat templates commonly trim it, and only the
+//! whitespace it writes anew is trimmed; what looks like a repeat there is
+//! new text). Claude continuing a prefill writes
 //! what follows it too: there only a verbatim restatement of at least two
 //! words and 12 bytes is trimmed (a `0` after `[0 1 0`, a word said twice,
 //! a brace after a brace are new text), or else the trailing whitespace

@@ -973,14 +973,35 @@ pub(crate) fn align_prefill(
             return Some(Alignment::Misaligned);
         }
     }
-    let cut = &delivered[delivered.trim_end().len()..];
-    let common: usize = cut
+    Some(Alignment::Trim(respaced(delivered, head)))
+}
+
+/// Bytes of `head` that say again the whitespace `delivered` ended with: a
+/// model given the delivered text without it (a right-stripped prefill, a
+/// final message a chat template trimmed) writes it anew.
+fn respaced(delivered: &str, head: &str) -> usize {
+    let space = &delivered[delivered.trim_end().len()..];
+    space
         .chars()
         .zip(head.chars())
         .take_while(|(a, b)| a == b)
         .map(|(a, _)| a.len_utf8())
-        .sum();
-    Some(Alignment::Trim(common))
+        .sum()
+}
+
+/// How a continuation of a final message continued in place
+/// (`continue_final_message`, sent right-stripped) lines up: it follows
+/// the delivered text's last word, so only the whitespace the delivered
+/// text ended with, which it writes anew, is trimmed ([`respaced`]); what
+/// resembles the tail otherwise is new text. `None` while all of the head
+/// is the start of that whitespace and more may come.
+pub(crate) fn align_in_place(delivered: &str, head: &str, complete: bool) -> Option<Alignment> {
+    let space = delivered.len() - delivered.trim_end().len();
+    let respaced = respaced(delivered, head);
+    if respaced == head.len() && respaced < space && !complete {
+        return None;
+    }
+    Some(Alignment::Trim(respaced))
 }
 
 /// A repeat of the delivered tail spaced anew (`(wave  dis` for `(wave
@@ -1368,6 +1389,33 @@ mod tests {
         assert_eq!(
             align("one.\n\ntwo.\n\n", "\n\nthree and four and five.", 8, false),
             Some(Alignment::Trim(2))
+        );
+    }
+
+    /// In place, only the whitespace said again is trimmed, once all of
+    /// it could have come; text that looks like the tail is new.
+    #[test]
+    fn in_place_only_the_whitespace_said_again_is_trimmed() {
+        assert_eq!(align_in_place("a\n\n", "\n", false), None);
+        assert_eq!(
+            align_in_place("a\n\n", "\n", true),
+            Some(Alignment::Trim(1))
+        );
+        assert_eq!(
+            align_in_place("a\n\n", "\n\nb", false),
+            Some(Alignment::Trim(2))
+        );
+        assert_eq!(
+            align_in_place("a\n", "\n\nb", false),
+            Some(Alignment::Trim(1))
+        );
+        assert_eq!(
+            align_in_place("ha ha", " ha!", false),
+            Some(Alignment::Trim(0))
+        );
+        assert_eq!(
+            align_in_place("x = 1 ", "\ty", false),
+            Some(Alignment::Trim(0))
         );
     }
 

@@ -867,19 +867,33 @@ async fn a_continuation_refused_for_good_is_not_sent_again() {
 }
 
 /// A server that continues the final message in place
-/// (`continue_final_message`) was given the delivered text verbatim and
-/// generates only what follows it: a continuation that starts like the
-/// delivered tail is new text (a blank line after a line, a word said
-/// again), never a repeat to trim.
+/// (`continue_final_message`) is sent the delivered text right-stripped
+/// (chat templates commonly trim the final message, and transformers then
+/// ends the prompt at the trimmed text) and generates only what follows
+/// it: the whitespace the delivered text ended with, which it writes
+/// again, is trimmed once (a line break after a table row, the space
+/// before a word), and a blank line it adds is kept; a continuation that
+/// starts like the delivered tail is new text (a word said again), never
+/// a repeat to trim.
 #[tokio::test]
-async fn a_continuation_in_place_is_never_trimmed() {
-    for (delivered, next, whole) in [
+async fn a_continuation_in_place_trims_only_the_whitespace_said_again() {
+    for (delivered, next, whole, sent, trimmed) in [
+        (
+            ["| 1 | 2 |", "\\n"],
+            "\\n| 3 | 4 |",
+            "| 1 | 2 |\n| 3 | 4 |",
+            "| 1 | 2 |",
+            1,
+        ),
+        (["Hello", " "], " world", "Hello world", "Hello", 1),
         (
             ["Line one.", "\\n"],
-            "\\nLine two.",
+            "\\n\\nLine two.",
             "Line one.\n\nLine two.",
+            "Line one.",
+            1,
         ),
-        (["ha", " ha"], " ha!", "ha ha ha!"),
+        (["ha", " ha"], " ha!", "ha ha ha!", "ha ha", 0),
     ] {
         let text = delivered.concat().replace("\\n", "\n");
         let first = vec![
@@ -898,9 +912,11 @@ async fn a_continuation_in_place_is_never_trimmed() {
         )
         .await;
         assert!(spliced.error.is_none(), "{:?}", spliced.error);
-        assert_eq!(spliced.continuations[0]["continue_final_message"], true);
-        assert_eq!(text_of(&spliced.shown), whole);
-        assert_eq!(spliced.report.resumes[0].trimmed_chars, 0);
+        let asked = &spliced.continuations[0];
+        assert_eq!(asked["continue_final_message"], true);
+        assert_eq!(asked["messages"][1]["content"], sent, "{delivered:?}");
+        assert_eq!(text_of(&spliced.shown), whole, "{delivered:?}");
+        assert_eq!(spliced.report.resumes[0].trimmed_chars, trimmed);
     }
 }
 
