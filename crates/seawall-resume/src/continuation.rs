@@ -15,9 +15,11 @@
 //!   models that refuse a request ending with one, that turn followed by
 //!   a `user` turn asking to continue ([`GeminiStyle`]).
 //! - OpenAI Responses API: the delivered text as a trailing `assistant`
-//!   item of `input` (a string `input` becomes one user item first).
-//!   Background-mode resumption (`GET /responses/{id}?starting_after=N`)
-//!   would need no continuation at all; it is future work.
+//!   item of `input` (a string `input` becomes one user item first). A
+//!   background response (`"background": true`) needs none: the layer
+//!   retrieves the rest of its stored stream
+//!   (`GET /responses/{id}?stream=true&starting_after=N`) and builds a
+//!   continuation here only when the provider will not give it.
 //!
 //! Models often repeat the tail of what they were given; the layer trims
 //! that overlap when it splices the continuation in.
