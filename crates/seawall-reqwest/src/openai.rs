@@ -18,9 +18,11 @@
 //!   [`ReplayBody`](seawall_core::recording::ReplayBody), byte for byte.
 //! - A failure before the response reaches async-openai as
 //!   `OpenAIError::Boxed`; one in the body (an interruption, a verdict after
-//!   content) as the body's error — a stream's as
-//!   `OpenAIError::StreamError` (its text), a unary answer's as
-//!   `OpenAIError::Reqwest` (a body error). Over a stack with
+//!   content) as the body's error, which reqwest reports as a decode error
+//!   (`is_decode()`, not `is_body()`) — a stream's as
+//!   `OpenAIError::StreamError`, whose text is always `Transport error:
+//!   error decoding response body` (nothing of seawall's failure), a unary
+//!   answer's as `OpenAIError::Reqwest`. Over a stack with
 //!   `ClassifyLayer` every response it gets is a 2xx (the classifier fails
 //!   the rest). async-openai's retry policy (`should_retry`) retries only
 //!   429 and 5xx responses and `OpenAIError::Reqwest` connect errors, so
@@ -34,14 +36,29 @@
 //! # The verdict
 //!
 //! async-openai consumes the response (its extensions, where the
-//! [`Receipt`] is, never reach the caller), turns a stream's body error into
-//! a string, and `OpenAIError::Boxed` is `#[error(transparent)]`, so
-//! [`Failure::find`] on an `OpenAIError` finds nothing (on the boxed error
-//! inside `OpenAIError::Boxed(e)`, `Failure::find(&*e)` does, for a failure
-//! before the response). Run the call in
-//! [`scope`] instead: the adapter fills the [`Outcome`] it returns, from
-//! the response head and from the body as async-openai reads it (also from
-//! the task async-openai spawns to read a stream).
+//! [`Receipt`] is, never reach the caller) and turns a stream's body error
+//! into a string. [`Failure::find`] on the `OpenAIError` finds the failure
+//! only for a unary answer's body failure (`OpenAIError::Reqwest`: the
+//! source chain of reqwest's error reaches it). For a failure before the
+//! response it finds nothing, as `OpenAIError::Boxed` is
+//! `#[error(transparent)]` (on the boxed error inside
+//! `OpenAIError::Boxed(e)`, `Failure::find(&*e)` does); for a stream's,
+//! nothing is left to find. Run the call in [`scope`] instead: the
+//! adapter fills the [`Outcome`] it returns, from the response head and
+//! from the body as async-openai reads it (also from the task async-openai
+//! spawns to read a stream).
+//!
+//! # Deadlines
+//!
+//! async-openai builds its request with no extensions, and none can be
+//! given through it: a per-call [`Deadline`](seawall_core::Deadline) (or
+//! [`AnswerBy`](seawall_core::AnswerBy)) cannot reach the stack through
+//! the SDK. The stack's total deadline (`DeadlineLayer::new`) is then the
+//! bound of every call on that client, and it bounds the response body
+//! too: a stream still running when it passes fails with
+//! `deadline_exceeded`. Size the total for the longest stream the client
+//! will read, or build a separate client (over its own stack) for each
+//! class of call: short unary calls, long streams.
 //!
 //! ```no_run
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
