@@ -963,6 +963,15 @@ where
         Some(request)
     }
 
+    /// Whether the provider stores the Responses API answers of this
+    /// request: `store` is true unless the request says `false`.
+    fn stores_responses(&mut self) -> bool {
+        self.provider == Provider::OpenAiResponses
+            && self
+                .original_json()
+                .is_some_and(|json| json.get("store") != Some(&Value::Bool(false)))
+    }
+
     /// The model the request names, as the layers below read it.
     fn model(&self) -> Option<&str> {
         self.head
@@ -1135,11 +1144,23 @@ where
         // A retrieved stream numbers its events itself; the tail stays for
         // the next retrieval's cursor.
         if !self.retrieving {
+            let stored = self.stores_responses();
             match self.tail.take() {
                 Some(tail) => {
                     let fix = self.fix.get_or_insert_with(Fix::default);
                     fix.learn(self.provider, &tail);
-                    fix.of_response(self.lifecycle.as_ref().and_then(response_id));
+                    // A stored continuation's terminal response keeps its
+                    // own id: that stored response holds the whole answer
+                    // (the question, the delivered text as an assistant
+                    // item, the rest), where the original holds only its
+                    // cut part, if it was kept at all. A caller chaining
+                    // the next turn (`previous_response_id`) from the id
+                    // the stream ended with chains from what it was
+                    // shown. Unstored, neither can be chained from: the
+                    // answer keeps the one id it opened with.
+                    if !stored {
+                        fix.of_response(self.lifecycle.as_ref().and_then(response_id));
+                    }
                 }
                 // Nothing new was shown: the numbers stay, but the next
                 // continuation's own are its own.

@@ -154,8 +154,8 @@
 //! API is continued with a trailing assistant item; the events that say
 //! the text whole and end the spliced stream (`output_text.done`,
 //! `content_part.done`, `output_item.done`, the terminal response) say
-//! the caller's whole text, under the original item's and response's ids
-//! (an SDK's final response is the terminal event's: openai-python's
+//! the caller's whole text, under the original item's id (an SDK's final
+//! response is the terminal event's: openai-python's
 //! `get_final_response().output_text`); where the continuation wrote no
 //! text (a cut just before the finish), the terminal response's output
 //! holds the original message item with that text (the item's own
@@ -165,6 +165,26 @@
 //! terminal response's `usage`
 //! stays the continuation's own: what the continuations cost together is
 //! in the [`ResumeReport`]'s receipt.
+//!
+//! Which response id to chain the next turn from (`previous_response_id`):
+//! the terminal response's. A request that stores its responses (`store`
+//! not `false`, the API's default) ends with the last continuation's own
+//! id there, while `response.created` and the other opening events name
+//! the original's: the original was cut (a client that closes a stream
+//! ends its generation, and retrieving it may find nothing), and the
+//! continuation's stored response is the one that holds the whole answer
+//! — the question, the delivered text as an assistant item, the rest.
+//! openai-python's `ResponseStreamState` and openai-node's
+//! `ResponseStream` take the terminal event's response as the final one
+//! without comparing its id with the opening one, so
+//! `get_final_response().id` / `finalResponse().id` is that id. Its
+//! output item keeps the original's item id, as every event of the
+//! answer does; the stored item has its own. A request with
+//! `"store": false` has nothing to chain from and keeps the original's
+//! id throughout. So does an answer a fallback route of another wire
+//! format finished ([`ResumeRecord::answered_in`]): no stored response
+//! holds it, and the original's holds only its start — chain such a turn
+//! with the whole conversation as `input` instead.
 //!
 //! # On a fallback route, in another wire format
 //!

@@ -285,7 +285,8 @@ pub(crate) struct Fix {
     /// is the body's own record, passed to [`Fix::apply`].
     joined: Option<usize>,
     /// The original response's id, which the continuation's terminal
-    /// response takes (Responses).
+    /// response takes (Responses, when the provider stores neither: a
+    /// stored continuation keeps its own, the one to chain from).
     response_id: Option<String>,
 }
 

@@ -53,6 +53,10 @@ struct Read {
     /// the terminal response's output), and the response ids named.
     whole: Vec<String>,
     response_ids: std::collections::BTreeSet<String>,
+    /// Responses API: the id `response.created` named, and the one the
+    /// terminal response (`completed`, `incomplete`, `failed`) named.
+    opening_id: Option<String>,
+    terminal_id: Option<String>,
 }
 
 impl Read {
@@ -220,6 +224,15 @@ where
                                     json.pointer("/response/id").and_then(Value::as_str)
                                 {
                                     read.response_ids.insert(id.to_owned());
+                                    match json["type"].as_str().unwrap_or("") {
+                                        "response.created" => read.opening_id = Some(id.to_owned()),
+                                        "response.completed"
+                                        | "response.incomplete"
+                                        | "response.failed" => {
+                                            read.terminal_id = Some(id.to_owned())
+                                        }
+                                        _ => {}
+                                    }
                                 }
                             }
                         }
@@ -312,15 +325,40 @@ async fn the_responses_api_reads_as_one_numbered_stream() {
 /// The Responses API's events that say the text whole (and the terminal
 /// response an SDK's final response is: openai-python's
 /// `get_final_response().output_text`) say the caller's whole text, not
-/// the last continuation's part, under the one response's id. `events`
-/// of them: the four, or only the terminal response where the cut fell
-/// before the text's `*.done` events and the continuation wrote none.
+/// the last continuation's part. `events` of them: the four, or only the
+/// terminal response where the cut fell before the text's `*.done` events
+/// and the continuation wrote none. The request stores its responses (the
+/// API's default): the terminal response is the last continuation's own,
+/// the stored response that holds the whole answer, the one to chain the
+/// next turn from (`previous_response_id`); the opening events name the
+/// original's.
 fn assert_says_the_whole_answer(read: &Read, tokens: u32, events: usize) {
     assert_eq!(read.whole.len(), events, "{:?}", read.whole);
     for text in &read.whole {
         assert_eq!(*text, answer_text(tokens));
     }
+    assert_eq!(read.response_ids.len(), 2, "{:?}", read.response_ids);
+    assert!(read.opening_id.is_some() && read.terminal_id.is_some());
+    assert_ne!(read.opening_id, read.terminal_id);
+}
+
+/// A request that stores no response (`"store": false`) has no stored
+/// response to chain from: the answer keeps the one id it opened with,
+/// the terminal response's too.
+#[tokio::test]
+async fn an_unstored_responses_answer_keeps_its_one_id() {
+    let chaos = chaos().await;
+    let mut setup = Setup::new(
+        Provider::OpenAiResponses,
+        &["reset_after;tokens=40;total=60", "ok;tokens=60"],
+    );
+    setup.body["store"] = Value::Bool(false);
+    let read = setup.run(&chaos, "responses-unstored").await;
+    assert_whole(&read, 60);
+    assert_eq!(read.report.as_ref().unwrap().resumed(), 1);
     assert_eq!(read.response_ids.len(), 1, "{:?}", read.response_ids);
+    assert_eq!(read.opening_id, read.terminal_id);
+    assert!(read.terminal_id.is_some());
 }
 
 /// A continuation cut within its first few tokens — still being lined
