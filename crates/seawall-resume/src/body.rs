@@ -126,6 +126,9 @@ where
     /// The service's styles learned from refusals, looked up at the first
     /// resume (an answer never cut never takes its lock).
     learned: Arc<Learned>,
+    /// Styles that replaced refused ones on the request's own route, to
+    /// be learned once a continuation asked in them is answered.
+    to_learn: Option<Styles>,
     /// The caller's wire format.
     provider: Provider,
     /// The wire format of the stream being read: the caller's, or a
@@ -233,6 +236,7 @@ where
                 asked: None,
                 styles: pending.config.styles,
                 learned: pending.learned,
+                to_learn: None,
                 config: pending.config,
                 service: pending.service,
                 head: pending.head,
@@ -1282,6 +1286,10 @@ where
             last.receipt = receipt;
             last.spliced = self.retrieving;
         }
+        if let Some(styles) = self.to_learn.take() {
+            let route = RouteId::of_request(&self.head);
+            self.learned.learn(route, self.model(), styles);
+        }
         // A route of another wire format answered: read in its format,
         // said in the caller's — where the caller's format can be said.
         let answered = AnsweredIn::of(&response)
@@ -1340,6 +1348,8 @@ where
             .and_then(|r| r.attempts.last().map(|a| a.route.clone()));
         let route = route.unwrap_or_else(|| RouteId::of_request(&self.head));
         let own_route = route == RouteId::of_request(&self.head);
+        // The way of asking that replaced a refused one failed too.
+        self.to_learn = None;
         seawall_core::span::record_address(&self.span, &route);
         record_end(&self.span, None, None, Some(code));
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
@@ -1398,12 +1408,11 @@ where
             if styles != self.styles {
                 self.styles = styles;
                 // The model the request names refused it on the request's
-                // own route: so will it for the service's later answers.
-                // A fallback route's refusal is its own model's.
-                if own_route {
-                    let route = RouteId::of_request(&self.head);
-                    self.learned.learn(route, self.model(), styles);
-                }
+                // own route: so will it in the service's later answers,
+                // once the user turn is taken (a 400 the user turn gets
+                // too was about something else, and teaches nothing). A
+                // fallback route's refusal is its own model's.
+                self.to_learn = own_route.then_some(styles);
                 self.spare += 1;
                 return self.resume();
             }

@@ -21,7 +21,9 @@ type Key = (RouteId, Option<Box<str>>);
 /// every time), per route and model, shared by the clones of one
 /// [`Resume`](crate::Resume) service: a later interrupted answer starts
 /// with them instead of paying the same refused request (and a retry
-/// budget token) again.
+/// budget token) again. A style is learned only once a continuation asked
+/// in it was answered: a 400 the user turn gets too was about something
+/// else.
 ///
 /// Keyed by the request's route and the model it names because that is
 /// what refuses: one endpoint serves models that take a prefill and

@@ -290,8 +290,9 @@
 //! in place), Gemini's trailing `model` turn (or that turn and a user turn
 //! asking to continue, also after a model refused a request ending with a
 //! model turn with a 400, as newer Gemini models do), the Responses API's
-//! trailing assistant item. A refusal is remembered by the service (and
-//! its clones) for the model the request names on the request's route:
+//! trailing assistant item. A refusal, once the user turn that replaced
+//! it is answered, is remembered by the service (and its clones) for the
+//! model the request names on the request's route:
 //! the service's later answers for it ask in the user turn from their
 //! first continuation. A fallback route's refusal is its own model's, and
 //! is not remembered.

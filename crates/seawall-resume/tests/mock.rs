@@ -1306,3 +1306,40 @@ async fn a_refused_way_of_asking_is_not_tried_again_by_later_answers() {
         }
     }
 }
+
+/// A 400 that the user turn gets too was about something else than the
+/// way of asking (a request the model refuses whatever it ends with): it
+/// is not remembered, and the next answer asks as the layer is set to.
+#[tokio::test]
+async fn a_400_the_user_turn_gets_too_teaches_nothing() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let provider = service_fn(move |req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+        let record = record.clone();
+        async move {
+            if !req.body().is_continuation() {
+                return Ok::<_, BoxError>(stream(anthropic_cut()));
+            }
+            let body = req.into_body().collect().await?.to_bytes();
+            let json: serde_json::Value = serde_json::from_slice(&body)?;
+            let last = json["messages"].as_array().unwrap().last().unwrap()["role"].clone();
+            record.lock().unwrap().push(last);
+            Err(Box::new(Failure::new(Code::BadRequest).with_status(400)) as BoxError)
+        }
+    });
+    let service = ServiceBuilder::new()
+        .layer(ResumeLayer::new())
+        .service(provider);
+    for _ in 0..2 {
+        let body = serde_json::json!({"model": "claude-x", "max_tokens": 100, "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]});
+        let request = http::Request::post("http://api.example/v1/messages")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap();
+        let response = service.clone().oneshot(request).await.unwrap();
+        let (_, error) = read(response.into_body()).await;
+        assert!(error.is_some(), "the interruption");
+        let asked: Vec<_> = std::mem::take(&mut *seen.lock().unwrap());
+        assert_eq!(asked, ["assistant", "user"]);
+    }
+}
