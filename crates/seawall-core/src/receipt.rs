@@ -308,6 +308,16 @@ impl Receipt {
         total
     }
 
+    /// Attempts that called the upstream: all but seawall's own refusals
+    /// of a route, no call made ([`Code::is_refusal`]: its breaker open,
+    /// it cooling down).
+    pub fn calls(&self) -> usize {
+        self.attempts
+            .iter()
+            .filter(|a| !a.code.is_some_and(Code::is_refusal))
+            .count()
+    }
+
     /// Attempts the provider billed: those it answered 2xx (under a retry
     /// ladder, to a request it bills: [`billable`]).
     pub fn billed_attempts(&self) -> usize {

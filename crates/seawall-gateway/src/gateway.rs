@@ -707,7 +707,7 @@ impl Gateway {
                 let attempts = head
                     .extensions
                     .get::<Receipt>()
-                    .map_or(1, |r| r.attempts.len().max(1));
+                    .map_or(1, |r| r.calls().max(1));
                 let served_by = match head.extensions.get::<ServedBy>() {
                     Some(served) if served.fallback => format!("{}; fallback", served.route),
                     Some(served) => served.route.to_string(),

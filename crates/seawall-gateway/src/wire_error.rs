@@ -5,7 +5,7 @@ use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode};
-use seawall::core::{Code, Failure};
+use seawall::core::{Code, Failure, Receipt};
 
 /// A JSON string literal.
 fn quote(text: &str) -> String {
@@ -17,16 +17,13 @@ use crate::secret::Redactor;
 
 /// The header naming the seawall code of a failure.
 pub const CODE_HEADER: &str = "x-seawall-code";
-/// The header counting the attempts behind an answer.
+/// The header counting the upstream calls behind an answer (attempts
+/// seawall refused itself, a route's breaker open or its cooldown, are not
+/// calls).
 pub const ATTEMPTS_HEADER: &str = "x-seawall-attempts";
 /// The header naming the route that served an answer (`<route>` or
 /// `<route>; fallback`).
 pub const SERVED_BY_HEADER: &str = "x-seawall-served-by";
-
-/// A route refused by the breaker without a call: open, or cooling down.
-fn refused_without_a_call(code: Code) -> bool {
-    matches!(code, Code::CircuitOpen | Code::RouteCoolingDown)
-}
 
 /// One error as the client will see it.
 #[derive(Debug, Clone)]
@@ -133,14 +130,14 @@ impl WireError {
             }
             _ => None,
         };
-        if refused_without_a_call(code)
+        if code.is_refusal()
             && let Some(receipt) = failure.receipt()
         {
             let called = receipt
                 .attempts
                 .iter()
                 .filter_map(|attempt| attempt.code)
-                .filter(|code| !refused_without_a_call(*code));
+                .filter(|code| !code.is_refusal());
             let (n, last) = called.fold((0, None), |(n, _), code| (n + 1, Some(code)));
             if let Some(last) = last {
                 let attempts = if n == 1 { "attempt" } else { "attempts" };
@@ -159,7 +156,7 @@ impl WireError {
             .filter(|s| (400..=599).contains(s))
             .and_then(|s| StatusCode::from_u16(s).ok())
             .unwrap_or(match cooled_as.unwrap_or(code) {
-                code if refused_without_a_call(code) => StatusCode::SERVICE_UNAVAILABLE,
+                code if code.is_refusal() => StatusCode::SERVICE_UNAVAILABLE,
                 code if code.is_timeout() || code == Code::DeadlineExceeded => {
                     StatusCode::GATEWAY_TIMEOUT
                 }
@@ -186,7 +183,7 @@ impl WireError {
             message,
             retry_after,
             quota: cooled_as == Some(Code::QuotaExhausted),
-            attempts: failure.receipt().map(|r| r.attempts.len()),
+            attempts: failure.receipt().map(Receipt::calls),
             provider_type: None,
             provider_code: None,
             request_id: None,
@@ -300,7 +297,7 @@ mod tests {
     /// names what the route said, not only the refusal.
     #[test]
     fn a_refusal_after_calls_names_what_the_route_answered() {
-        use seawall::core::{Attempt, Receipt, RouteId};
+        use seawall::core::{Attempt, RouteId};
         use std::time::Duration;
         let route = RouteId::new("main");
         let mut receipt = Receipt::default();
@@ -318,12 +315,15 @@ mod tests {
             error.message,
             "seawall: circuit_open; refused after 1 attempt upstream, the last empty_response"
         );
+        // x-seawall-attempts counts the one call, not the refusal.
+        assert_eq!(error.attempts, Some(1));
         // Refused without a call: the refusal alone.
         let mut receipt = Receipt::default();
         receipt.push(Attempt::new(route, Some(Code::CircuitOpen), Duration::ZERO));
         let failure = Failure::new(Code::CircuitOpen).with_receipt(receipt);
         let error = WireError::before_content(&failure, "seawall: circuit_open".into());
         assert_eq!(error.message, "seawall: circuit_open");
+        assert_eq!(error.attempts, Some(0), "no call made");
     }
 
     /// The upstream's error status goes on where a client knows it as
