@@ -547,6 +547,25 @@ impl Track {
         self.tally.content_events > 0
     }
 
+    /// The stream showed the provider at work on this request: content,
+    /// a progress event (Anthropic's `message_start`, an OpenAI role or
+    /// usage chunk, the Responses API's `response.created`, a Gemini chunk
+    /// without parts), thinking, or a finish. An error the provider sends
+    /// before any of these refused the request before generating, as a
+    /// 4xx or 5xx head would have: nothing billed, whatever the 200 says.
+    /// Anthropic bills the input once `message_start` has been sent, and
+    /// an error after it stays billed; keep-alives and events no decoder
+    /// reads (`ping`, comments) say nothing either way. Counting any
+    /// progress, not only the events that name usage, errs toward billed:
+    /// a receipt that counts a charge the provider waived is corrected by
+    /// its invoice, one that drops a charge hides it.
+    fn generation_shown(&self) -> bool {
+        self.content_seen()
+            || self.released
+            || self.tally.progress_events > 0
+            || self.tally.finish.is_some()
+    }
+
     /// Bytes of the stream reached the caller: content, or the hold handed
     /// on at its cap. A failure after that is an interruption.
     fn delivered(&self) -> bool {
@@ -848,9 +867,14 @@ impl Track {
             cause => cause,
         };
         let content = self.delivered();
+        let generation_shown = self.generation_shown();
         let underlying = underlying_code(&cause);
         let config = &self.config;
         let (failure, closed_by) = match cause {
+            // Unless the provider's failure counted usage of its own.
+            Cause::InStream(failure) if !generation_shown && failure.usage().is_none() => {
+                (failure.with_nothing_generated(), ClosedBy::Them)
+            }
             Cause::InStream(failure) if !content => (failure, ClosedBy::Them),
             // A policy or model verdict stays what it is after content.
             Cause::InStream(failure)
