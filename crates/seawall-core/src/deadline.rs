@@ -83,6 +83,13 @@ impl Deadline {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AnswerBy(pub Deadline);
 
+/// The operation's own deadline (none when it has none) beside a
+/// [`Deadline`] narrowed to the caller's [`AnswerBy`]: kept in the request
+/// extensions so a request sent once the answer began can be held to the
+/// operation's deadline again ([`AnswerBy::lift`]).
+#[derive(Debug, Clone, Copy)]
+struct NarrowedFrom(Option<Deadline>);
+
 impl AnswerBy {
     /// The message of the `deadline_exceeded` failure the deadline layer
     /// gives when this bound passed before the operation's own deadline:
@@ -94,6 +101,34 @@ impl AnswerBy {
     /// The bound in a request's extensions, if any.
     pub fn of<B>(request: &http::Request<B>) -> Option<AnswerBy> {
         request.extensions().get::<AnswerBy>().copied()
+    }
+
+    /// Keeps `operation`, the operation's own deadline (`None`: it has
+    /// none), in `request` while its [`Deadline`] is narrowed to this
+    /// bound, so [`AnswerBy::lift`] can put it back. The operation's
+    /// deadline layer does this when it narrows.
+    pub fn keep_operation<B>(request: &mut http::Request<B>, operation: Option<Deadline>) {
+        request.extensions_mut().insert(NarrowedFrom(operation));
+    }
+
+    /// Ends the caller's wait for the answer to begin on `request`: drops
+    /// its `AnswerBy` and gives its [`Deadline`] back the operation's own
+    /// value, the one the deadline layer narrowed to this bound
+    /// ([`AnswerBy::keep_operation`]). For a request sent once an answer
+    /// began, such as a resumed stream's continuation: the caller reads a
+    /// begun answer for as long as the operation runs.
+    pub fn lift<B>(request: &mut http::Request<B>) {
+        let extensions = request.extensions_mut();
+        extensions.remove::<AnswerBy>();
+        match extensions.remove::<NarrowedFrom>() {
+            Some(NarrowedFrom(Some(operation))) => {
+                extensions.insert(operation);
+            }
+            Some(NarrowedFrom(None)) => {
+                extensions.remove::<Deadline>();
+            }
+            None => {}
+        }
     }
 
     /// Whether `failure` is this bound passing, not the operation's
@@ -125,6 +160,33 @@ mod tests {
         assert_eq!(near.narrow(far), near);
         assert_eq!(far.narrow(near), near);
         assert!(far.remaining() > Duration::from_secs(365 * 24 * 3600));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lift_puts_back_the_operations_deadline_and_drops_the_bound() {
+        let operation = Deadline::after(Duration::from_secs(60));
+        let answer_by = Deadline::after(Duration::from_secs(3));
+        let narrowed = |operation: Option<Deadline>| {
+            let mut request = http::Request::new(());
+            request.extensions_mut().insert(AnswerBy(answer_by));
+            request.extensions_mut().insert(answer_by);
+            AnswerBy::keep_operation(&mut request, operation);
+            request
+        };
+        let mut request = narrowed(Some(operation));
+        AnswerBy::lift(&mut request);
+        assert_eq!(Deadline::of(&request), Some(operation));
+        assert_eq!(AnswerBy::of(&request), None);
+        let mut request = narrowed(None);
+        AnswerBy::lift(&mut request);
+        assert_eq!(Deadline::of(&request), None);
+        // A deadline no layer narrowed is the caller's own: it stays.
+        let mut request = http::Request::new(());
+        request.extensions_mut().insert(AnswerBy(answer_by));
+        request.extensions_mut().insert(operation);
+        AnswerBy::lift(&mut request);
+        assert_eq!(Deadline::of(&request), Some(operation));
+        assert_eq!(AnswerBy::of(&request), None);
     }
 
     #[tokio::test(start_paused = true)]

@@ -70,6 +70,12 @@ where
                 // inside plan within it, the body is not held to it.
                 let answer_by = AnswerBy::of(&request).map(|by| by.0);
                 let deadline = [operation, answer_by].into_iter().flatten().min();
+                // A layer inside that sends on once the answer began (a
+                // resumed stream's continuation) is held to the operation's
+                // deadline, not to the caller's wait for a first answer.
+                if deadline != operation {
+                    AnswerBy::keep_operation(&mut request, operation);
+                }
                 deadline.map(|deadline| Expiry {
                     deadline,
                     body: operation,

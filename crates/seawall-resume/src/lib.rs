@@ -38,9 +38,11 @@
 //! context, refused, malformed), which the same request would meet again;
 //! the layer makes at most [`max_resumes`](ResumeLayer::max_resumes) of them (2),
 //! each only while the operation's [`Deadline`](seawall_core::Deadline)
-//! has time left, and each paid for by the retry ladder's budget below as
-//! a retry is (the continuation's request says it continues, and the
-//! ladder charges it): with no token left it is not sent, and the body
+//! has time left (not a caller's [`AnswerBy`](seawall_core::AnswerBy): its
+//! wait for the answer to begin is over, and a continuation carries none),
+//! and each paid for by the retry ladder's budget below as a retry is
+//! (the continuation's request says it continues, and the ladder charges
+//! it): with no token left it is not sent, and the body
 //! ends with the interruption (`gave_up` is `budget`).
 //!
 //! Splicing happens in the caller's wire format, event by event: the

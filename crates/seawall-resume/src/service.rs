@@ -8,7 +8,7 @@ use http_body::{Body, Frame, SizeHint};
 use seawall_core::facts::OperationSlots;
 use seawall_core::provider::Provider;
 use seawall_core::recording::ReplayBody;
-use seawall_core::{BoxError, RequestFacts};
+use seawall_core::{AnswerBy, BoxError, RequestFacts};
 use tower_service::Service;
 
 use crate::future::{Pending, ResponseFuture};
@@ -79,6 +79,10 @@ where
         *head.version_mut() = parts.version;
         *head.headers_mut() = parts.headers.clone();
         *head.extensions_mut() = parts.extensions.clone();
+        // The head serves once content was shown: the caller's wait for
+        // its answer to begin is over, so whether to resume, and the
+        // continuation's ladder, go by the operation's own deadline.
+        AnswerBy::lift(&mut head);
         let request = Request::from_parts(parts, ResumeRequestBody::original(body));
         let future = self.inner.call(request);
         let pending = Pending {

@@ -1343,3 +1343,96 @@ async fn a_400_the_user_turn_gets_too_teaches_nothing() {
         assert_eq!(asked, ["assistant", "user"]);
     }
 }
+
+/// A caller's `AnswerBy` bounds only the wait for the answer to begin:
+/// a stream that began in time and is cut after it passed is continued
+/// within the operation's deadline, and the continuation is held to that
+/// deadline, not to the caller's spent wait.
+#[tokio::test(start_paused = true)]
+async fn a_stream_cut_after_the_callers_answer_by_is_resumed_within_the_operation() {
+    use std::pin::Pin;
+    use std::time::Duration;
+
+    use futures_util::{Stream, StreamExt};
+    use http_body::Frame;
+    use http_body_util::StreamBody;
+    use seawall_core::{AnswerBy, Deadline};
+    use seawall_deadline::DeadlineLayer;
+
+    type Frames = Pin<Box<dyn Stream<Item = Result<Frame<Bytes>, BoxError>> + Send>>;
+    // Each item after its delay.
+    fn timed(
+        items: Vec<(Duration, Result<Bytes, Box<Failure>>)>,
+    ) -> http::Response<StreamBody<Frames>> {
+        let frames = futures_util::stream::iter(items).then(|(delay, item)| async move {
+            tokio::time::sleep(delay).await;
+            item.map(Frame::data).map_err(|failure| failure as BoxError)
+        });
+        http::Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(StreamBody::new(Box::pin(frames) as Frames))
+            .unwrap()
+    }
+
+    let start = tokio::time::Instant::now();
+    let operation = Deadline::after(Duration::from_secs(60));
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let service = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(Duration::from_secs(60)))
+        .layer(ResumeLayer::new())
+        .service(service_fn(
+            move |req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                let seen = seen.clone();
+                async move {
+                    let first = {
+                        let mut calls = seen.lock().unwrap();
+                        calls.push((Deadline::of(&req), AnswerBy::of(&req)));
+                        calls.len() == 1
+                    };
+                    let items = if first {
+                        // Content at 1 s, the connection lost 5 s later.
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        vec![
+                            (Duration::ZERO, Ok(chunk("w1"))),
+                            (Duration::ZERO, Ok(chunk(" w2"))),
+                            (Duration::from_secs(5), Err(cut("w1 w2"))),
+                        ]
+                    } else {
+                        let rest = format!(
+                            "{}data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n",
+                            String::from_utf8(chunk(" w3").to_vec()).unwrap()
+                        );
+                        vec![(Duration::ZERO, Ok(Bytes::from(rest)))]
+                    };
+                    Ok::<_, BoxError>(timed(items))
+                }
+            },
+        ));
+    let answer_by = Deadline::after(Duration::from_secs(3));
+    let mut request = http::Request::post("http://api.example/v1/chat/completions")
+        .body(Full::new(Bytes::from(
+            serde_json::json!({"model": "m", "stream": true,
+                "messages": [{"role": "user", "content": "hi"}]})
+            .to_string(),
+        )))
+        .unwrap();
+    request.extensions_mut().insert(AnswerBy(answer_by));
+    let response = service.oneshot(request).await.unwrap();
+    let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+    let (shown, error) = read(response.into_body()).await;
+
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text_of(&shown), "w1 w2 w3", "each token once");
+    assert_eq!(resumed.report().resumed(), 1);
+    assert_eq!(start.elapsed(), Duration::from_secs(6));
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(
+        calls,
+        [
+            (Some(answer_by), Some(AnswerBy(answer_by))),
+            (Some(operation), None),
+        ],
+        "the first attempt plans within the caller's wait, the continuation within the operation"
+    );
+}
