@@ -335,8 +335,8 @@ impl<S, B> Ladder<S, B> {
         }
         self.attempt_on(&route);
         let attempt = Attempt::answered(route, self.slept, response);
-        let billed = attempt.billed && self.bills;
-        self.receipt.push(attempt.with_billed(billed));
+        let inner = response.extensions_mut().remove::<Receipt>();
+        self.record(attempt, inner);
         self.receipt.stop = Some(StopReason::Succeeded);
         self.record_model();
         if let Some(usage) = response.extensions().get::<Usage>() {
@@ -413,10 +413,11 @@ impl<S, B> Ladder<S, B> {
             .route()
             .cloned()
             .unwrap_or_else(|| self.route.clone());
-        let failure = failure.with_route(route.clone());
+        let mut failure = failure.with_route(route.clone());
         let attempt = Attempt::failed(route.clone(), self.slept, &failure);
         let billed = attempt.billed && self.bills;
-        self.receipt.push(attempt.with_billed(billed));
+        let inner = failure.receipt_mut().take().map(|inner| *inner);
+        self.record(attempt, inner);
         metrics::attempt(&route, Some(failure.code()));
         // A unary answer that failed anyway (refused, filtered, empty)
         // counted what it cost, as a whole answer's usage is counted; a
@@ -667,6 +668,31 @@ impl<S, B> Ladder<S, B> {
         }
         self.next_body = Some(body);
         Ok(delay)
+    }
+
+    /// Records one attempt of this ladder, `own` as the ladder saw it,
+    /// unless a layer below kept a receipt of it (a ladder that may nest,
+    /// a fallback): then its attempts, in order, are the record, the first
+    /// carrying this ladder's wait before it, as a fallback joins a route's
+    /// receipt. Dropped, a retry the inner ladder made, billed, would be
+    /// missing from what users bill and audit from. Only a request the
+    /// provider bills is billed, whoever recorded the attempt.
+    fn record(&mut self, own: Attempt, inner: Option<Receipt>) {
+        let Some(mut inner) = inner.filter(|inner| !inner.attempts.is_empty()) else {
+            let billed = own.billed && self.bills;
+            self.receipt.push(own.with_billed(billed));
+            return;
+        };
+        let attempts = inner.attempts.as_mut_slice();
+        if let Some(first) = attempts.first_mut() {
+            first.delay += self.slept;
+        }
+        for attempt in attempts {
+            attempt.billed &= self.bills;
+        }
+        // The inner stop this takes is replaced by this ladder's own when
+        // it stops.
+        self.receipt.append(inner);
     }
 
     /// Whether the attempt just recorded is the first in this operation to

@@ -145,10 +145,15 @@ async fn allow_nested_lets_both_ladders_retry() {
             Budget::unlimited(),
         ))
         .service(upstream.service::<ReplayBody<ReplayBody<String>>>());
-    svc.oneshot(Request::new(String::from("{}")))
+    let err = svc
+        .oneshot(Request::new(String::from("{}")))
         .await
         .unwrap_err();
     assert_eq!(upstream.count(), 4);
+    // Every call the inner ladder made is in the outer one's receipt.
+    assert_eq!(receipt(&err).attempts.len(), 4);
+    assert_eq!(receipt(&err).billed_attempts(), 0);
+    assert_eq!(receipt(&err).stop, Some(StopReason::Attempts));
 }
 
 /// A pushback saying not to retry is no retry, but it is a failure the
