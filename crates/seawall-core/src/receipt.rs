@@ -298,6 +298,17 @@ impl Receipt {
         self.fallback |= other.fallback;
     }
 
+    /// Appends another receipt's attempts as [`append`](Self::append)
+    /// does, its first after `waited` more: the wait before the call that
+    /// the other receipt's layer recorded (a ladder's backoff, a
+    /// fallback's before moving on).
+    pub fn append_after(&mut self, mut other: Receipt, waited: Duration) {
+        if let Some(first) = other.attempts.as_mut_slice().first_mut() {
+            first.delay += waited;
+        }
+        self.append(other);
+    }
+
     /// The tokens of every attempt that reported usage (a streamed attempt
     /// reports it once its body ended).
     pub fn usage(&self) -> Usage {

@@ -673,15 +673,7 @@ impl Walk {
     /// A route's own receipt after the others, its first attempt carrying
     /// the wait before it.
     fn join(&mut self, own: Receipt, target: Target) {
-        let mut own_attempts = own.attempts.into_iter();
-        let mut joined = Receipt::default();
-        if let Some(mut first) = own_attempts.next() {
-            first.delay += self.delay;
-            joined.push(first);
-        }
-        joined.attempts.extend(own_attempts);
-        joined.stop = own.stop;
-        self.receipt.append(joined);
+        self.receipt.append_after(own, self.delay);
         self.receipt.fallback = target != Target::Primary;
     }
 

@@ -683,16 +683,12 @@ impl<S, B> Ladder<S, B> {
             self.receipt.push(own.with_billed(billed));
             return;
         };
-        let attempts = inner.attempts.as_mut_slice();
-        if let Some(first) = attempts.first_mut() {
-            first.delay += self.slept;
-        }
-        for attempt in attempts {
+        for attempt in inner.attempts.as_mut_slice() {
             attempt.billed &= self.bills;
         }
         // The inner stop this takes is replaced by this ladder's own when
         // it stops.
-        self.receipt.append(inner);
+        self.receipt.append_after(inner, self.slept);
     }
 
     /// Whether the attempt just recorded is the first in this operation to
