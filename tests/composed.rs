@@ -860,3 +860,36 @@ async fn an_error_event_meets_the_classifiers_quota_wall() {
         Code::QuotaExhausted
     );
 }
+
+/// A 200 stream whose first event is an error generated nothing: the
+/// whole stack's receipt bills only the retry that answered.
+#[tokio::test(start_paused = true)]
+async fn an_error_before_any_generation_is_not_billed_by_the_stack() {
+    use seawall::stack::Stack;
+    const FAILED: &str = "data: {\"error\":{\"message\":\"The server is overloaded\",\"type\":\"server_error\"}}\n\n";
+    let calls = Arc::new(AtomicU32::new(0));
+    let upstream = {
+        let calls = Arc::clone(&calls);
+        service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| {
+            let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                Ok::<_, Infallible>(match first {
+                    true => http::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(Full::new(Bytes::from_static(FAILED.as_bytes())).boxed())
+                        .expect("a response"),
+                    false => healthy_response(),
+                })
+            }
+        })
+    };
+    let service = Stack::interactive().build(&ClassifyLayer::openai(), upstream);
+    let response = service
+        .oneshot(chat_request())
+        .await
+        .expect("the retry answers");
+    let receipt = response.extensions().get::<Receipt>().expect("a receipt");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(receipt.attempts.len(), 2);
+    assert_eq!(receipt.billed_attempts(), 1, "{receipt:?}");
+}
