@@ -543,15 +543,16 @@ impl<S, B> Ladder<S, B> {
             && failure.class() == Class::Transient
             && failure.retry_after().is_some();
         if failure.action() != Action::Retry && !moving && !waits_out_cooldown {
-            // A failure of a retryable kind the ladder will not retry (a
-            // gRPC pushback or `x-should-retry: false` saying not to) is
+            // A failure the server told not to retry (a gRPC pushback or
+            // `x-should-retry: false` overriding what would be a retry) is
             // still a failure the budget hears of: gRFC A6 counts for
-            // throttling every RPC "that fail[s] with a status code that
-            // qualifies as retryable … or that receive[s] a pushback
-            // response indicating not to retry", the server's loudest call
-            // for less load. Only the gRPC bucket charges a failure no
-            // retry follows; a refusal made no call and is not counted.
-            if failure.class() == Class::Transient && !failure.code().is_refusal() {
+            // throttling every RPC "that receive[s] a pushback response
+            // indicating not to retry", the server's loudest call for less
+            // load. Only the gRPC bucket charges a failure no retry
+            // follows.
+            let told_not_to = Action::decide(failure.class(), failure.code(), failure.evidence())
+                == Action::Retry;
+            if told_not_to {
                 self.shared
                     .budget
                     .failed(failure.code().is_timeout(), false);

@@ -158,7 +158,8 @@ async fn allow_nested_lets_both_ladders_retry() {
 
 /// A pushback saying not to retry is no retry, but it is a failure the
 /// gRPC bucket counts (gRFC A6): the server's loudest call for less load
-/// throttles the other calls' retries. A refusal made no call: uncounted.
+/// throttles the other calls' retries. A failure no retry follows by its
+/// own kind is not counted.
 #[tokio::test(start_paused = true)]
 async fn a_pushback_saying_no_still_drains_the_grpc_bucket() {
     let told_no = Failure::new(Code::ProviderUnavailable).with_action(Action::Surface);
@@ -177,12 +178,16 @@ async fn a_pushback_saying_no_still_drains_the_grpc_bucket() {
     assert_eq!(upstream.count(), 2, "never retried");
     assert_eq!(budget.tokens(), 2.0);
 
-    let refused = Upstream::new([Step::Fail(Failure::new(Code::CircuitOpen))]);
-    let budget = Budget::grpc(4, 0.1);
-    let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(3), budget.clone())
-        .layer(refused.service::<ReplayBody<String>>());
-    svc.oneshot(Request::new(String::new())).await.unwrap_err();
-    assert_eq!(budget.tokens(), 4.0);
+    // Not retried by its own kind, no server's word: not charged. A
+    // refusal made no call; an interrupted stream is no retry to refuse.
+    for code in [Code::CircuitOpen, Code::StreamInterrupted] {
+        let upstream = Upstream::new([Step::Fail(Failure::new(code))]);
+        let budget = Budget::grpc(4, 0.1);
+        let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(3), budget.clone())
+            .layer(upstream.service::<ReplayBody<String>>());
+        svc.oneshot(Request::new(String::new())).await.unwrap_err();
+        assert_eq!(budget.tokens(), 4.0, "{code}");
+    }
 }
 
 /// A gRPC retry counts the attempts before it in
