@@ -148,7 +148,7 @@ pub fn error_context(parts: &Parts, quota_wall: QuotaWall) -> ErrorContext {
     let now = SystemTime::now();
     ErrorContext {
         status: Some(parts.status.as_u16()),
-        hint: RetryHint::from_headers(&parts.headers, now),
+        hint: RetryHint::for_status(parts.status.as_u16(), &parts.headers, now),
         quota_wall,
         now,
     }

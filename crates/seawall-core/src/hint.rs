@@ -37,14 +37,29 @@ pub struct RetryHint {
     pub should_retry: Option<bool>,
     /// The reset of a rate limit with nothing left (OpenAI's
     /// `x-ratelimit-*`, [`parse_rate_limit_reset`]): the wait of a rate
-    /// limit that names no other, never a reason to wait of its own.
+    /// limit that names no other, never a reason to wait of its own. Not
+    /// read by [`from_headers`](Self::from_headers), which every gRPC
+    /// answer's head and trailers pass through: the caller reads it for a
+    /// 429 ([`for_status`](Self::for_status)).
     pub limit_reset: Option<Duration>,
 }
 
 impl RetryHint {
-    /// Reads every header form. Precedence for the delay: `retry-after-ms`
-    /// (the most precise), then `Retry-After`, then `grpc-retry-pushback-ms`.
-    /// A negative or unparseable gRPC pushback means "do not retry".
+    /// The hint of an answer with `status`: [`from_headers`](Self::from_headers),
+    /// and for a 429 the reset of its spent rate limit too.
+    pub fn for_status(status: u16, headers: &HeaderMap, now: SystemTime) -> RetryHint {
+        let mut hint = RetryHint::from_headers(headers, now);
+        if status == 429 {
+            hint.limit_reset = parse_rate_limit_reset(headers);
+        }
+        hint
+    }
+
+    /// Reads every header form but OpenAI's rate-limit counts
+    /// ([`limit_reset`](Self::limit_reset)). Precedence for the delay:
+    /// `retry-after-ms` (the most precise), then `Retry-After`, then
+    /// `grpc-retry-pushback-ms`. A negative or unparseable gRPC pushback
+    /// means "do not retry".
     pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> RetryHint {
         let mut hint = RetryHint {
             after: headers
@@ -56,7 +71,7 @@ impl RetryHint {
                         .and_then(|v| parse_retry_after(v, now))
                 }),
             should_retry: headers.get("x-should-retry").and_then(parse_should_retry),
-            limit_reset: parse_rate_limit_reset(headers),
+            limit_reset: None,
         };
         if let Some(pushback) = headers
             .get("grpc-retry-pushback-ms")
@@ -196,10 +211,14 @@ fn duration_len(text: &str) -> usize {
             .map_or(text.len(), |len| from + len)
     };
     let mut end = run_end(0);
+    // A spaced part joins only if it is a duration part of its own
+    // ("6m 11.52s", a sentence's full stop aside), never a number the sentence goes on with ("20s 3
+    // more requests" is still 20 s).
     while text[..end].ends_with(|c: char| c.is_ascii_alphabetic())
         && text[end..]
             .strip_prefix(' ')
             .is_some_and(|next| next.starts_with(|c: char| c.is_ascii_digit()))
+        && parse_go_duration(text[end + 1..run_end(end + 1)].trim_end_matches('.')).is_some()
     {
         end = run_end(end + 1);
     }
@@ -731,6 +750,11 @@ mod tests {
         // Words after the wait are not read into it.
         assert_eq!(
             parse_text_hint("try again in 20s and then 5s"),
+            Some(Duration::from_secs(20))
+        );
+        // Nor a number the sentence goes on with.
+        assert_eq!(
+            parse_text_hint("try again in 20s 3 more requests are queued"),
             Some(Duration::from_secs(20))
         );
     }

@@ -1727,7 +1727,7 @@ fn a_spent_limits_reset_is_the_wait_of_a_bare_429() {
         headers.insert("x-ratelimit-reset-requests", "6m0s".parse().unwrap());
         let cx = ErrorContext {
             status: Some(429),
-            hint: RetryHint::from_headers(&headers, now()),
+            hint: RetryHint::for_status(429, &headers, now()),
             ..cx(Some(429), None)
         };
         classify_error(Provider::OpenAi, body, cx)
@@ -1759,7 +1759,11 @@ fn a_spent_limits_reset_is_the_wait_of_a_bare_429() {
         br#"{"error":{"message":"busy","type":"server_error"}}"#,
         ErrorContext {
             status: Some(503),
-            hint: RetryHint::from_headers(&headers, now()),
+            // Even a reset carried to the judgement waits for nothing.
+            hint: RetryHint {
+                limit_reset: Some(Duration::from_secs(360)),
+                ..RetryHint::for_status(503, &headers, now())
+            },
             ..cx(Some(503), None)
         },
     );
