@@ -223,7 +223,10 @@ fn judge_grpc<E: Into<BoxError>>(
         grpc::Status::Ok if !framing.between_messages() => {
             let cause = Failure::new(Code::ProtocolViolation)
                 .with_message("the gRPC answer's OK trailers came inside a message");
-            Some(Err(passed.interrupted(&cause, WHAT)))
+            Some(Err(passed.interrupted(
+                &cause,
+                "gRPC message cut short by OK trailers",
+            )))
         }
         grpc::Status::Ok => {
             // Only trailers that reach the caller's client need to be

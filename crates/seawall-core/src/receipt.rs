@@ -274,7 +274,8 @@ impl FromIterator<Attempt> for Attempts {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Receipt {
-    /// Every upstream attempt, in order.
+    /// Every attempt, in order, seawall's own refusals of a route
+    /// included ([`calls`](Self::calls) leaves them out).
     pub attempts: Attempts,
     /// Why the (last) ladder stopped.
     pub stop: Option<StopReason>,

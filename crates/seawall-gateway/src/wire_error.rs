@@ -133,12 +133,13 @@ impl WireError {
         if code.is_refusal()
             && let Some(receipt) = failure.receipt()
         {
-            let called = receipt
+            let n = receipt.calls();
+            let last = receipt
                 .attempts
                 .iter()
+                .rev()
                 .filter_map(|attempt| attempt.code)
-                .filter(|code| !code.is_refusal());
-            let (n, last) = called.fold((0, None), |(n, _), code| (n + 1, Some(code)));
+                .find(|code| !code.is_refusal());
             if let Some(last) = last {
                 let attempts = if n == 1 { "attempt" } else { "attempts" };
                 message.push_str(&format!(

@@ -426,15 +426,16 @@ impl Set {
 
     /// A route-scoped failure on `index` with `code`: demoted for a while,
     /// but for the breaker's own refusal. True when another member can
-    /// take the next attempt (the breaker refuses it not).
+    /// take the next attempt (one the breaker does not refuse).
     pub(crate) fn failed_with(&self, index: usize, code: Code) -> bool {
-        // The breaker refused without a call: the set reads the breaker
-        // before every choice, so its refusal is known without a demotion.
-        // It reaches here only from a race (calls that chose the member
-        // before its half-open trials filled): demoted, the member whose
-        // trial is about to close its breaker would be shunned for
-        // `avoid`, by refusals that never reached it.
-        if code == Code::CircuitOpen {
+        // The breaker refused without a call (open, or the route cooling
+        // down): the set reads the breaker before every choice, so its
+        // refusal is known without a demotion. It reaches here only from
+        // a race (calls that chose the member before its half-open trials
+        // filled): demoted, the member whose trial is about to close its
+        // breaker would be shunned for `avoid`, by refusals that never
+        // reached it.
+        if code.is_refusal() {
             return self.another_than(index);
         }
         self.failed(index)
@@ -446,8 +447,8 @@ impl Set {
     }
 
     /// A route-scoped failure on `index`: demoted for a while. True when
-    /// another member can take the next attempt (the breaker refuses it
-    /// not).
+    /// another member can take the next attempt (one the breaker does not
+    /// refuse).
     pub(crate) fn failed(&self, index: usize) -> bool {
         let until = self.now_ms().saturating_add(self.avoid_ms).max(1);
         let slot = &self.slots[index];
