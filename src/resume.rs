@@ -124,10 +124,7 @@ mod assembled {
         /// The resume layer, judging a rate limit's hint against the
         /// classifier's quota wall unless it was given its own.
         pub(crate) fn layer_for<C>(&self, classify: &ClassifyLayer<C>) -> ResumeLayer {
-            match self.layer.get_quota_wall() {
-                Some(_) => self.layer.clone(),
-                None => self.layer.clone().quota_wall(classify.get_quota_wall()),
-            }
+            self.layer.clone().quota_wall_or(classify.get_quota_wall())
         }
     }
 }
@@ -198,13 +195,13 @@ mod tests {
         let classify = ClassifyLayer::openai().quota_wall(Duration::from_secs(600));
         let taken = Stack::interactive().resume(ResumeLayer::new());
         assert_eq!(
-            taken.layer_for(&classify).get_quota_wall(),
+            taken.layer_for(&classify).given_quota_wall(),
             Some(Duration::from_secs(600))
         );
         let own =
             Stack::interactive().resume(ResumeLayer::new().quota_wall(Duration::from_secs(30)));
         assert_eq!(
-            own.layer_for(&classify).get_quota_wall(),
+            own.layer_for(&classify).given_quota_wall(),
             Some(Duration::from_secs(30))
         );
     }

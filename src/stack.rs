@@ -299,14 +299,11 @@ impl Stack {
         // An error inside a stream meets the classifier's quota wall, so a
         // rate limit's hint means one thing whether it came in a 429 or
         // an error event; a threshold the guard was given stays its own.
-        let guarded = match self.guard.get_quota_wall() {
-            Some(_) => self.guard.layer(classified),
-            None => self
-                .guard
-                .clone()
-                .quota_wall(classify.get_quota_wall())
-                .layer(classified),
-        };
+        let guarded = self
+            .guard
+            .clone()
+            .quota_wall_or(classify.get_quota_wall())
+            .layer(classified);
         let mut bound = DeadlineLayer::per_attempt(self.per_attempt);
         bound = match &self.propagate {
             Some(wire) => bound.propagate(wire.clone()),

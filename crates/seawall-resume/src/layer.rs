@@ -116,9 +116,18 @@ impl ResumeLayer {
         self.with(|c| c.quota_wall = Some(QuotaWall::new(threshold)))
     }
 
+    /// The same layer with `threshold` as its quota wall unless it was
+    /// given one with [`quota_wall`](Self::quota_wall) (how seawall's
+    /// `Stack::resume` passes the classifier's on).
+    pub fn quota_wall_or(self, threshold: Duration) -> Self {
+        self.with(|c| {
+            c.quota_wall = c.quota_wall.or(Some(QuotaWall::new(threshold)));
+        })
+    }
+
     /// The threshold given with [`quota_wall`](Self::quota_wall), if one
-    /// was.
-    pub fn get_quota_wall(&self) -> Option<Duration> {
+    /// was (unlike the classifier's, which always has one).
+    pub fn given_quota_wall(&self) -> Option<Duration> {
         self.config.quota_wall.map(QuotaWall::threshold)
     }
 }

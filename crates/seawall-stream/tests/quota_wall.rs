@@ -57,7 +57,7 @@ async fn the_default_wall_calls_five_minutes_a_quota() {
 #[tokio::test]
 async fn a_higher_wall_calls_five_minutes_a_rate_limit() {
     let layer = StreamGuardLayer::interactive().quota_wall(Duration::from_secs(600));
-    assert_eq!(layer.get_quota_wall(), Some(Duration::from_secs(600)));
+    assert_eq!(layer.given_quota_wall(), Some(Duration::from_secs(600)));
     for (path, body) in FIVE_MINUTES {
         let failure = first_failure(layer.clone(), path, body).await;
         assert_eq!(failure.code(), Code::RateLimited, "{path}: {failure:?}");
