@@ -126,8 +126,14 @@ where
     /// The service's styles learned from refusals, looked up at the first
     /// resume (an answer never cut never takes its lock).
     learned: Arc<Learned>,
-    /// Styles that replaced refused ones on the request's own route, to
-    /// be learned once a continuation asked in them is answered.
+    /// The styles the service held for the request's route and model when
+    /// this answer was first cut (the layer's, or what it learned): what a
+    /// refusal on that route is learned onto, so a switch a fallback route
+    /// made earlier in the answer is never learned under its key.
+    own_styles: Styles,
+    /// The request's own styles with its own format's refused turn
+    /// replaced, to be learned once the request's own route answers a
+    /// continuation asked in them.
     to_learn: Option<Styles>,
     /// The caller's wire format.
     provider: Provider,
@@ -236,6 +242,7 @@ where
                 asked: None,
                 styles: pending.config.styles,
                 learned: pending.learned,
+                own_styles: pending.config.styles,
                 to_learn: None,
                 config: pending.config,
                 service: pending.service,
@@ -1109,6 +1116,7 @@ where
         if self.resumes == 0 {
             let route = RouteId::of_request(&self.head);
             self.styles = self.learned.styles(&route, self.model(), self.styles);
+            self.own_styles = self.styles;
         }
         // What is queued for the caller but not yet taken (a continuation
         // cut while it was lining up, its held events flushed) is the
@@ -1281,20 +1289,27 @@ where
             return self.on_call_failed(Box::new(classify_error(self.provider, &[], cx)));
         }
         seawall_core::span::record_address(&self.span, &route);
+        let own_route = route == RouteId::of_request(&self.head);
         if let Some(last) = self.resumed.lock().resumes.last_mut() {
             last.route = Some(route);
             last.receipt = receipt;
             last.spliced = self.retrieving;
-        }
-        if let Some(styles) = self.to_learn.take() {
-            let route = RouteId::of_request(&self.head);
-            self.learned.learn(route, self.model(), styles);
         }
         // A route of another wire format answered: read in its format,
         // said in the caller's — where the caller's format can be said.
         let answered = AnsweredIn::of(&response)
             .filter(|_| !self.retrieving)
             .unwrap_or(self.provider);
+        // Only the request's own route answering in its own format took
+        // the user turn its model is to be asked in; a fallback route's
+        // answer says nothing of that model, and the switch stays pending.
+        if own_route
+            && answered == self.provider
+            && let Some(styles) = self.to_learn.take()
+        {
+            let route = RouteId::of_request(&self.head);
+            self.learned.learn(route, self.model(), styles);
+        }
         self.protocol = answered;
         self.foreign = (answered != self.provider).then(|| {
             seawall_stream::protocol::Decoder::new(answered)
@@ -1394,6 +1409,9 @@ where
         // user turn. So may a fallback route that continued its own
         // request in such a format.
         if code == Code::BadRequest {
+            // The request's own model refused its own turn, on its own
+            // route, in the caller's format.
+            let own_refused = own_route && self.styles.ends_with_model_turn(self.provider);
             let sent = |provider: Provider| {
                 self.provider == provider
                     || self
@@ -1411,8 +1429,11 @@ where
                 // own route: so will it in the service's later answers,
                 // once the user turn is taken (a 400 the user turn gets
                 // too was about something else, and teaches nothing). A
-                // fallback route's refusal is its own model's.
-                self.to_learn = own_route.then_some(styles);
+                // fallback route's refusal is its own model's: only the
+                // caller's format's switch is learned, onto the styles
+                // the service held for the request.
+                self.to_learn =
+                    own_refused.then(|| self.own_styles.asking_in_a_user_turn(self.provider));
                 self.spare += 1;
                 return self.resume();
             }

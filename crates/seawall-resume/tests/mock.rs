@@ -1344,6 +1344,186 @@ async fn a_400_the_user_turn_gets_too_teaches_nothing() {
     }
 }
 
+/// Who answers a continuation in [`only_the_requests_own_route_teaches_its_way_of_asking`].
+#[derive(Clone, Copy, Debug)]
+enum Answerer {
+    /// The request's own route: an Anthropic model that refuses prefill.
+    Own,
+    /// A fallback route continuing its own request in `format`; it refuses
+    /// a request ending with its model's own turn when `refuses`, and names
+    /// its route in a receipt when `receipt`.
+    Fallback {
+        format: seawall_stream::Provider,
+        refuses: bool,
+        receipt: bool,
+    },
+}
+
+/// A refusal on a fallback route is its own model's, and an answer from a
+/// fallback route (another endpoint, another wire format) says nothing of
+/// the request's own model: neither is remembered under the request's
+/// route and model. Only the request's own route, refusing its prefill and
+/// then answering the user turn, teaches later answers to start with the
+/// user turn, and only for the caller's own format: a fallback's Gemini
+/// `model` turn is asked as the layer is set to in every answer.
+#[tokio::test]
+async fn only_the_requests_own_route_teaches_its_way_of_asking() {
+    use seawall_core::{Attempt, Receipt, RouteId};
+    use seawall_resume::{AnsweredIn, Continuation};
+    use seawall_stream::Provider;
+
+    let fallback = |format, refuses, receipt| Answerer::Fallback {
+        format,
+        refuses,
+        receipt,
+    };
+    let gemini_refusing = fallback(Provider::Gemini, true, false);
+    let cases = [
+        // A fallback's Gemini refusal, its route unnamed (read as the
+        // request's own): the caller's own prefill is switched for the
+        // request's model, never the fallback's `model` turn.
+        (
+            vec![gemini_refusing, Answerer::Own],
+            vec![("gemini", "model"), ("own", "user")],
+            vec![gemini_refusing, Answerer::Own],
+            vec![("gemini", "model"), ("own", "user")],
+        ),
+        // A fallback route that names itself: its refusal teaches nothing.
+        (
+            vec![fallback(Provider::Gemini, true, true), Answerer::Own],
+            vec![("gemini", "model"), ("own", "user")],
+            vec![Answerer::Own, Answerer::Own],
+            vec![("own", "assistant"), ("own", "user")],
+        ),
+        // The user turn answered by a fallback route of the same format.
+        (
+            vec![Answerer::Own, fallback(Provider::Anthropic, false, true)],
+            vec![("own", "assistant"), ("anthropic", "user")],
+            vec![Answerer::Own, Answerer::Own],
+            vec![("own", "assistant"), ("own", "user")],
+        ),
+        // Answered by a route of another format that names no route.
+        (
+            vec![Answerer::Own, fallback(Provider::Gemini, false, false)],
+            vec![("own", "assistant"), ("gemini", "model")],
+            vec![Answerer::Own, Answerer::Own],
+            vec![("own", "assistant"), ("own", "user")],
+        ),
+    ];
+    for (n, (first, first_asked, second, second_asked)) in cases.into_iter().enumerate() {
+        let script = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (next, record) = (script.clone(), seen.clone());
+        let provider = service_fn(move |req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+            let (next, record) = (next.clone(), record.clone());
+            async move {
+                if !req.body().is_continuation() {
+                    return Ok::<_, BoxError>(stream(anthropic_cut()));
+                }
+                let answerer = next
+                    .lock()
+                    .unwrap()
+                    .pop_front()
+                    .expect("a scripted answerer");
+                let continuation = req.extensions().get::<Continuation>().cloned().unwrap();
+                let anthropic_rest = || {
+                    let rest = anthropic_continuation(" w3", &anthropic_end("end_turn"));
+                    stream(vec![Ok(Bytes::from(rest))])
+                };
+                let route = RouteId::new("fallback.example:443");
+                let receipt = |code| {
+                    let mut receipt = Receipt::default();
+                    receipt.push(Attempt::new(route.clone(), code, std::time::Duration::ZERO));
+                    receipt
+                };
+                let refused = Failure::new(Code::BadRequest).with_status(400);
+                match answerer {
+                    Answerer::Own => {
+                        let body = req.into_body().collect().await?.to_bytes();
+                        let json: serde_json::Value = serde_json::from_slice(&body)?;
+                        let last = &json["messages"].as_array().unwrap().last().unwrap()["role"];
+                        record
+                            .lock()
+                            .unwrap()
+                            .push(("own", last.as_str().unwrap().to_owned()));
+                        if last == "assistant" {
+                            return Err(Box::new(refused) as BoxError);
+                        }
+                        Ok(anthropic_rest())
+                    }
+                    Answerer::Fallback {
+                        format,
+                        refuses,
+                        receipt: named,
+                    } => {
+                        let (template, turns) = if format == Provider::Gemini {
+                            let body = serde_json::json!({"contents":
+                                [{"role": "user", "parts": [{"text": "hi"}]}]});
+                            (body, "contents")
+                        } else {
+                            let body = serde_json::json!({"model": "claude-other",
+                                "max_tokens": 100, "stream": true,
+                                "messages": [{"role": "user", "content": "hi"}]});
+                            (body, "messages")
+                        };
+                        let body = continuation.body(format, &template)?;
+                        let last = body[turns].as_array().unwrap().last().unwrap()["role"]
+                            .as_str()
+                            .unwrap()
+                            .to_owned();
+                        let own_turn = last != "user";
+                        record.lock().unwrap().push((format.as_str(), last));
+                        if refuses && own_turn {
+                            let refused = if named {
+                                refused.with_receipt(receipt(Some(Code::BadRequest)))
+                            } else {
+                                refused
+                            };
+                            return Err(Box::new(refused) as BoxError);
+                        }
+                        let mut response = if format == Provider::Gemini {
+                            let mut response = stream(vec![Ok(gemini_cut_and_rest().1)]);
+                            response.extensions_mut().insert(AnsweredIn(format));
+                            response
+                        } else {
+                            anthropic_rest()
+                        };
+                        if named {
+                            response.extensions_mut().insert(receipt(None));
+                        }
+                        Ok(response)
+                    }
+                }
+            }
+        });
+        let service = ServiceBuilder::new()
+            .layer(ResumeLayer::new())
+            .service(provider);
+        for (answerers, asked) in [(first, first_asked), (second, second_asked)] {
+            *script.lock().unwrap() = answerers.into();
+            let body = serde_json::json!({"model": "claude-new", "max_tokens": 100,
+                "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+            let request = http::Request::post("http://api.example/v1/messages")
+                .body(Full::new(Bytes::from(body.to_string())))
+                .unwrap();
+            let response = service.clone().oneshot(request).await.unwrap();
+            let (shown, error) = read(response.into_body()).await;
+            assert!(error.is_none(), "case {n}: {error:?}");
+            assert_eq!(text_in(Provider::Anthropic, &shown), "w1 w2 w3", "case {n}");
+            let seen: Vec<_> = std::mem::take(&mut *seen.lock().unwrap());
+            let seen: Vec<_> = seen
+                .iter()
+                .map(|(who, role)| (*who, role.as_str()))
+                .collect();
+            assert_eq!(seen, asked, "case {n}");
+            assert!(
+                script.lock().unwrap().is_empty(),
+                "case {n}: every answerer asked"
+            );
+        }
+    }
+}
+
 /// A caller's `AnswerBy` bounds only the wait for the answer to begin:
 /// a stream that began in time and is cut after it passed is continued
 /// within the operation's deadline, and the continuation is held to that
