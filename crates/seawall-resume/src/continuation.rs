@@ -57,9 +57,10 @@ pub fn plan(interrupted: &Interrupted, min_content_events: u64) -> Decision {
 pub enum AnthropicStyle {
     /// A trailing assistant turn the model continues (prefill). A model
     /// that refuses prefill with a 400 (Claude 4.6 and later) is asked in
-    /// a user turn on the next continuation of the same answer, and from
-    /// the first continuation of the service's later answers for that
-    /// model on that route.
+    /// a user turn on the next continuation of the same answer. Once the
+    /// request's own route answers that user turn, the service remembers
+    /// the refusal for that model on that route: its later answers for
+    /// them ask in a user turn from their first continuation.
     #[default]
     Prefill,
     /// A user turn quoting the delivered text, for models that refuse prefill.
@@ -94,9 +95,10 @@ pub enum GeminiStyle {
     /// The delivered text as a trailing `model` turn. A model that refuses
     /// a request ending with one (newer Gemini models answer it with a
     /// 400, "Requests ending with a model turn are not supported") is
-    /// asked in a user turn on the next continuation of the same answer,
-    /// and from the first continuation of the service's later answers for
-    /// that model on that route.
+    /// asked in a user turn on the next continuation of the same answer.
+    /// Once the request's own route answers that user turn, the service
+    /// remembers the refusal for that model on that route: its later
+    /// answers for them ask in a user turn from their first continuation.
     #[default]
     ModelTurn,
     /// The delivered text as a `model` turn, then a `user` turn asking to
