@@ -371,6 +371,11 @@ impl ErrorContext {
             now,
         }
     }
+
+    /// This context, judging a rate limit's hint against `quota_wall`.
+    pub fn with_quota_wall(self, quota_wall: QuotaWall) -> Self {
+        ErrorContext { quota_wall, ..self }
+    }
 }
 
 /// Classifies an error body (possibly empty, truncated or not JSON at all)
@@ -474,12 +479,11 @@ fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failu
         // (sent with every answer, so read only for a rate limit's
         // verdict): a bare 429 whose window resets in minutes is a wall,
         // not a blip for the short ladder.
-        (verdict == Verdict::RateLimit)
-            .then(|| {
-                let told = declared.message.as_deref().and_then(parse_text_hint);
-                told.or(cx.hint.limit_reset)
-            })
-            .flatten()
+        if verdict != Verdict::RateLimit {
+            return None;
+        }
+        let told = declared.message.as_deref().and_then(parse_text_hint);
+        told.or(cx.hint.limit_reset)
     });
     let mut failure = conclude(verdict, hint, cx);
     if let Some(ty) = declared.error_type {

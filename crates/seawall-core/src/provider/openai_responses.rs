@@ -146,10 +146,7 @@ pub fn declared_failure(
         None,
         code,
         message,
-        ErrorContext {
-            quota_wall,
-            ..ErrorContext::in_stream(SystemTime::now())
-        },
+        ErrorContext::in_stream(SystemTime::now()).with_quota_wall(quota_wall),
     )
 }
 
@@ -174,10 +171,7 @@ pub fn error_event(data: &[u8], quota_wall: QuotaWall) -> Failure {
     judge(
         Provider::OpenAiResponses,
         declared,
-        &ErrorContext {
-            quota_wall,
-            ..ErrorContext::in_stream(SystemTime::now())
-        },
+        &ErrorContext::in_stream(SystemTime::now()).with_quota_wall(quota_wall),
     )
 }
 

@@ -517,10 +517,7 @@ fn in_stream_error(provider: Provider, data: &[u8], quota_wall: QuotaWall) -> Fa
         _ => classify_error(
             provider,
             data,
-            ErrorContext {
-                quota_wall,
-                ..ErrorContext::in_stream(SystemTime::now())
-            },
+            ErrorContext::in_stream(SystemTime::now()).with_quota_wall(quota_wall),
         ),
     }
 }
