@@ -135,16 +135,7 @@ async fn an_inner_ladder_under_an_outer_one_does_not_multiply_attempts() {
 #[tokio::test(start_paused = true)]
 async fn allow_nested_lets_both_ladders_retry() {
     let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded))]);
-    let svc = ServiceBuilder::new()
-        .layer(RetryBudgetLayer::new(
-            RetryPolicy::no_wait(2),
-            Budget::unlimited(),
-        ))
-        .layer(RetryBudgetLayer::new(
-            RetryPolicy::no_wait(2).allow_nested(),
-            Budget::unlimited(),
-        ))
-        .service(upstream.service::<ReplayBody<ReplayBody<String>>>());
+    let svc = common::nested_ladders(&upstream);
     let err = svc
         .oneshot(Request::new(String::from("{}")))
         .await

@@ -11,7 +11,7 @@ use http::{Request, Response};
 use seawall_core::recording::ReplayBody;
 use seawall_core::{Attempt, BoxError, Code, Evidence, Failure, Receipt, RouteId, StopReason};
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
-use tower::{Layer, ServiceBuilder, ServiceExt, service_fn};
+use tower::{Layer, ServiceExt, service_fn};
 
 fn billable() -> Request<String> {
     Request::post("https://api.example.com/v1/chat/completions")
@@ -38,16 +38,7 @@ async fn a_nested_ladder_keeps_every_inner_attempt_in_the_receipt() {
         Step::Fail(billed_failure()),
         Step::Ok,
     ]);
-    let svc = ServiceBuilder::new()
-        .layer(RetryBudgetLayer::new(
-            RetryPolicy::no_wait(2),
-            Budget::unlimited(),
-        ))
-        .layer(RetryBudgetLayer::new(
-            RetryPolicy::no_wait(2).allow_nested(),
-            Budget::unlimited(),
-        ))
-        .service(upstream.service::<ReplayBody<ReplayBody<String>>>());
+    let svc = common::nested_ladders(&upstream);
     let response = svc.oneshot(billable()).await.unwrap();
     assert_eq!(upstream.count(), 4);
     let receipt = response.extensions().get::<Receipt>().unwrap();

@@ -143,3 +143,22 @@ pub(crate) fn receipt(err: &BoxError) -> &Receipt {
         .receipt()
         .expect("a receipt inside the failure")
 }
+
+/// Two ladders of two attempts each over `upstream`, the inner one allowed
+/// to retry under the outer: four calls at most.
+pub(crate) fn nested_ladders(
+    upstream: &Upstream,
+) -> impl tower::Service<Request<String>, Response = Response<String>, Error = BoxError> {
+    use seawall_core::recording::ReplayBody;
+    use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    tower::ServiceBuilder::new()
+        .layer(RetryBudgetLayer::new(
+            RetryPolicy::no_wait(2),
+            Budget::unlimited(),
+        ))
+        .layer(RetryBudgetLayer::new(
+            RetryPolicy::no_wait(2).allow_nested(),
+            Budget::unlimited(),
+        ))
+        .service(upstream.service::<ReplayBody<ReplayBody<String>>>())
+}
