@@ -1282,7 +1282,7 @@ where
             let now = std::time::SystemTime::now();
             let cx = ErrorContext {
                 status: Some(status.as_u16()),
-                hint: RetryHint::from_headers(response.headers(), now),
+                hint: RetryHint::for_status(status.as_u16(), response.headers(), now),
                 quota_wall: self.config.quota_wall.unwrap_or_default(),
                 now,
             };
