@@ -60,7 +60,8 @@ pub struct JournalEntry {
     pub path: String,
     /// The provider API of the route.
     pub provider: Option<Provider>,
-    /// The model asked for, when the request named one.
+    /// The model asked for, when the request named one (at most
+    /// [`MAX_MODEL_LEN`](crate::MAX_MODEL_LEN) bytes: a longer one is refused).
     pub model: Option<String>,
     /// Whether the request asked for a stream.
     pub stream: bool,

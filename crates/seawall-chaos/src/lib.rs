@@ -64,6 +64,6 @@ pub use fault::{
 pub use journal::{FaultSource, JournalEntry, MAX_JOURNAL_ROWS, Outcome, body_hash};
 pub use server::{
     APPLIED_HEADER, ChaosHandle, ChaosServer, ChaosServerBuilder, DEFAULT_MAX_BODY_BYTES,
-    FAULT_HEADER, REQUEST_ID_HEADER, SEQ_HEADER,
+    FAULT_HEADER, MAX_MODEL_LEN, REQUEST_ID_HEADER, SEQ_HEADER,
 };
 pub use wire::{Provider, UnknownRoute, answer_text, repeats_a_token, token_numbers};

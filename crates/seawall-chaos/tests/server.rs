@@ -5,7 +5,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use seawall_chaos::{ChaosServer, Fault, FaultSource, JournalEntry, Outcome};
+use seawall_chaos::{ChaosServer, Fault, FaultSource, JournalEntry, MAX_MODEL_LEN, Outcome};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -189,6 +189,36 @@ async fn body_over_the_cap_is_413_by_content_length() {
     let row = &chaos.journal()[0];
     assert_eq!(row.outcome, Outcome::Rejected(413));
     assert_eq!(row.body_hash, None);
+}
+
+/// A model name over `MAX_MODEL_LEN` is refused with a 400 in the provider's
+/// shape, in the body or in a Gemini path, and its row keeps no more of it
+/// than the bound; one at the bound is served.
+#[tokio::test]
+async fn an_overlong_model_is_a_400_and_its_row_stays_small() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let long = "m".repeat(MAX_MODEL_LEN + 1);
+    let body = format!(r#"{{"model":"{long}","messages":[]}}"#);
+    let reply = post(chaos.addr(), OPENAI, &[], &body).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(reply.json()["error"]["code"], "model_too_long");
+    let reply = post(chaos.addr(), ANTHROPIC, &[], &body).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(reply.json()["error"]["type"], "invalid_request_error");
+    let gemini = format!("/v1beta/models/{}:generateContent", "m".repeat(4096));
+    let reply = post(chaos.addr(), &gemini, &[], GEMINI_BODY).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(reply.json()["error"]["status"], "INVALID_ARGUMENT");
+    for row in chaos.journal() {
+        assert_eq!(row.outcome, Outcome::Rejected(400));
+        assert_eq!(row.model, None);
+        assert!(row.path.len() <= 2 * MAX_MODEL_LEN, "{}", row.path.len());
+    }
+    let at_bound = format!(
+        r#"{{"model":"{}","messages":[]}}"#,
+        "m".repeat(MAX_MODEL_LEN)
+    );
+    assert_eq!(post(chaos.addr(), OPENAI, &[], &at_bound).await.status, 200);
 }
 
 /// A chunked body with no declared length is cut at the cap: the server answers

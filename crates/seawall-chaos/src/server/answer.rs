@@ -13,7 +13,9 @@ use tokio::time::Instant;
 
 use super::request::{self, Rejection, RequestShape, Unread};
 use super::state::State;
-use super::{APPLIED_HEADER, FAULT_HEADER, REQUEST_ID_HEADER, SEQ_HEADER, json_response};
+use super::{
+    APPLIED_HEADER, FAULT_HEADER, MAX_MODEL_LEN, REQUEST_ID_HEADER, SEQ_HEADER, json_response,
+};
 use crate::body::{BodyCut, ChaosBody, JournalLink};
 use crate::conn::ConnControl;
 use crate::fault::{Fault, MAX_FAULT_LEN, StatusFault};
@@ -23,6 +25,11 @@ use crate::wire::{self, Ctx, Provider};
 
 /// Longest `x-chaos-request-id` recorded, in bytes.
 const MAX_REQUEST_ID: usize = 256;
+
+/// Longest path recorded, in bytes: room for any served route, a Gemini
+/// one with a model of [`MAX_MODEL_LEN`] included, while a path naming a
+/// longer (refused) model costs its row no more than this.
+const MAX_JOURNAL_PATH: usize = MAX_MODEL_LEN + 256;
 
 /// Answers one request on a provider route.
 pub(super) async fn answer(
@@ -160,7 +167,7 @@ impl<'a> Exchange<'a> {
             row: JournalEntry {
                 seq,
                 arrived_unix_ms: unix_ms(SystemTime::now()),
-                path,
+                path: seawall_internal::excerpt(&path, MAX_JOURNAL_PATH).to_owned(),
                 provider: Some(provider),
                 model: None,
                 stream: false,

@@ -28,6 +28,12 @@ pub const SEQ_HEADER: &str = "x-chaos-seq";
 /// Response header naming the fault applied.
 pub const APPLIED_HEADER: &str = "x-chaos-fault-applied";
 
+/// Longest model name served, in bytes; a longer one (in the body, or in a
+/// Gemini path) is refused with a 400 `model_too_long` in the provider's
+/// error shape. Real model names are far shorter; the bound keeps journal
+/// rows and token frames, which repeat the model, small.
+pub const MAX_MODEL_LEN: usize = 256;
+
 /// Default request body cap: 8 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 

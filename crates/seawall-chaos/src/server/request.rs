@@ -8,7 +8,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use serde::Deserialize;
 
-use super::FAULT_HEADER;
+use super::{FAULT_HEADER, MAX_MODEL_LEN};
 use crate::fault::FaultParseError;
 use crate::wire::Provider;
 
@@ -126,6 +126,8 @@ fn gemini_route(path: &str, query: &str) -> Result<(String, bool, bool), Rejecti
     if model.is_empty() {
         return Err(not_found());
     }
+    // Refused before the body is read: nothing in it can make the path right.
+    check_model_len(model)?;
     match action {
         "generateContent" => Ok((model.to_owned(), false, false)),
         // Without `alt=sse` Gemini streams one JSON array.
@@ -163,6 +165,7 @@ pub(super) fn parse_request(
             false,
         ),
     };
+    check_model_len(&model)?;
     Ok(RequestShape {
         model,
         stream,
@@ -170,6 +173,24 @@ pub(super) fn parse_request(
         continues_after,
         json_array,
     })
+}
+
+/// A model name over [`MAX_MODEL_LEN`] is refused with a 400 rather than
+/// cut: the journal row and every token frame repeat the model, so an
+/// unbounded one would cost its size per row and per frame, and a cut one
+/// would echo a model the client never asked for.
+fn check_model_len(model: &str) -> Result<(), Rejection> {
+    if model.len() <= MAX_MODEL_LEN {
+        return Ok(());
+    }
+    Err(Rejection::new(
+        400,
+        "model_too_long",
+        format!(
+            "seawall-chaos: model name is {} bytes; at most {MAX_MODEL_LEN} are accepted",
+            model.len()
+        ),
+    ))
 }
 
 #[derive(Deserialize)]
