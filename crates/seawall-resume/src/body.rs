@@ -1492,6 +1492,16 @@ where
         }
     }
 
+    /// A body passed through keeps its own hint (an exact length lets a
+    /// server send `Content-Length`); one being resumed has no length
+    /// anyone knows.
+    fn size_hint(&self) -> http_body::SizeHint {
+        match &self.kind {
+            BodyKind::Passthrough(body, _) => body.size_hint(),
+            BodyKind::Resuming(_) => http_body::SizeHint::default(),
+        }
+    }
+
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             BodyKind::Passthrough(body, _) => body.is_end_stream(),

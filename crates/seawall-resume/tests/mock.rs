@@ -1616,3 +1616,32 @@ async fn a_stream_cut_after_the_callers_answer_by_is_resumed_within_the_operatio
         "the first attempt plans within the caller's wait, the continuation within the operation"
     );
 }
+
+/// An answer the layer only passes through keeps its exact length: a
+/// server relaying it can send `Content-Length` instead of chunks.
+#[tokio::test]
+async fn a_passed_through_answer_keeps_its_exact_length() {
+    let json = Bytes::from_static(b"{\"choices\":[]}");
+    let length = json.len() as u64;
+    let service = ServiceBuilder::new()
+        .layer(ResumeLayer::new())
+        .service(service_fn(
+            move |_req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                let json = json.clone();
+                async move {
+                    Ok::<_, BoxError>(
+                        http::Response::builder()
+                            .header("content-type", "application/json")
+                            .body(Full::new(json))
+                            .unwrap(),
+                    )
+                }
+            },
+        ));
+    let request = http::Request::post("/v1/chat/completions")
+        .body(Full::new(Bytes::from_static(b"{\"model\":\"m\"}")))
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let hint = http_body::Body::size_hint(response.body());
+    assert_eq!(hint.exact(), Some(length));
+}
