@@ -143,6 +143,15 @@ impl BreakerLayer {
     /// — to healthy routes too — while the last one stays refused, and the
     /// first `poll_ready` of an operation has no bound but its caller's
     /// (the deadlines start in `call`).
+    ///
+    /// A call the breaker refuses is never sent, so what the inner
+    /// service's `poll_ready` reserved for it (a `Buffer`'s slot, a
+    /// `ConcurrencyLimit`'s permit) stays with this instance; with the gate
+    /// closed it stays for the whole break. Put such limits above the
+    /// breaker, or drop the instance after a refusal. Under a fallback
+    /// (`Stack::build_with_fallback`), `poll_ready` asks the primary only:
+    /// a gated primary would hold the caller for the break instead of
+    /// letting the fallback answer — don't gate there.
     pub fn gate_readiness(self, gate: bool) -> Self {
         self.with(|c| c.gate_readiness = gate)
     }
