@@ -113,6 +113,84 @@ async fn headers_then_silence_fails_over_at_the_first_byte_bound() {
     assert_eq!(start.elapsed(), secs(15.0));
 }
 
+/// Headers, then only keep-alives (OpenRouter's `: OPENROUTER PROCESSING`
+/// comments, blank lines, Anthropic's `ping` events, a named event with no
+/// data): a route that does not generate, as silent as one that sends
+/// nothing. It fails at the first-byte bound with the same code and
+/// evidence, so the ladder fails over instead of waiting out the
+/// first-content bound on every retry.
+#[tokio::test(start_paused = true)]
+async fn headers_then_only_keep_alives_fail_over_at_the_first_byte_bound() {
+    for (path, keep_alive) in [
+        (CHAT, ": OPENROUTER PROCESSING\n\n"),
+        (CHAT, "\n"),
+        (CHAT, "event: ping\n\n"),
+        (CHAT, "event: ping\ndata:\n\n"),
+        (MESSAGES, PING),
+    ] {
+        let mut script = vec![wait(0.5)];
+        for _ in 0..200 {
+            script.push(send(keep_alive));
+            script.push(wait(3.0));
+        }
+        let start = Instant::now();
+        let failure =
+            failure_of(call(StreamGuardLayer::interactive(), path, scripted(script)).await);
+        assert_eq!(failure.code(), Code::FirstByteTimeout, "{keep_alive:?}");
+        assert_eq!(failure.action(), Action::Failover, "{keep_alive:?}");
+        assert!(failure.is_route_shaped(), "{keep_alive:?}");
+        let evidence = failure.evidence();
+        assert_eq!(
+            (evidence.bytes, evidence.chunks, evidence.events),
+            (0, 0, 0)
+        );
+        assert_eq!(evidence.time_to_first_byte, None);
+        assert_eq!(evidence.closed_by, Some(ClosedBy::Us));
+        assert_eq!(evidence.elapsed, Some(secs(15.0)));
+        assert_eq!(start.elapsed(), secs(15.0));
+        let message = failure.message().expect("a message");
+        assert!(message.contains("only keep-alives arrived"), "{message}");
+    }
+}
+
+/// An attempt's bound outside reads the attempt's progress: keep-alives
+/// add nothing to it until the stream says something, and then count with
+/// the rest.
+#[tokio::test(start_paused = true)]
+async fn keep_alives_reach_the_attempt_progress_only_once_the_stream_speaks() {
+    const COMMENT: &str = ": OPENROUTER PROCESSING\n\n";
+    let guarded = |script: Vec<Step>| {
+        let progress = Progress::default();
+        let mut body = Some(scripted(script));
+        let provider = tower::service_fn(move |_req: http::Request<()>| {
+            let body = body.take().unwrap();
+            async move { Ok::<_, std::convert::Infallible>(sse(body)) }
+        });
+        let mut req = request(CHAT);
+        req.extensions_mut().insert(progress.clone());
+        let call = StreamGuardLayer::interactive().layer(provider).oneshot(req);
+        (progress, call)
+    };
+
+    let (seen, call) = guarded(vec![send(COMMENT), wait(3.0), send(COMMENT), Step::Hang]);
+    failure_of(call.await);
+    assert_eq!(seen.bytes(), 0, "keep-alives alone are silence");
+
+    let (seen, call) = guarded(vec![
+        send(COMMENT),
+        wait(3.0),
+        send(OPENAI_ROLE),
+        send(openai_delta("a")),
+        Step::Hang,
+    ]);
+    let response = call.await.unwrap();
+    assert_eq!(
+        seen.bytes(),
+        (COMMENT.len() + OPENAI_ROLE.len() + openai_delta("a").len()) as u64
+    );
+    drop(response);
+}
+
 /// A first-content bound shorter than the first-byte bound arms the first
 /// wait: the failure names the bound that fired.
 #[tokio::test(start_paused = true)]

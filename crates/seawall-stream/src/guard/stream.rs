@@ -90,6 +90,12 @@ struct Tally {
     /// deltas, thinking, reasoning, block starts.
     progress_events: u64,
     keepalives: u64,
+    /// When the stream first said something a decoder reads: anything but
+    /// a keep-alive (a comment, a ping, a blank event) or an event nobody
+    /// reads. The first-byte bound is met then, not at the first byte: a
+    /// server that sends its head and then only keep-alives generates no
+    /// more than one that sends nothing, and is failed over as soon.
+    first_read: Option<Instant>,
     first_content: Option<Instant>,
     last_activity: Instant,
     /// When the model last showed its thinking ([`Signal::Thinking`]).
@@ -118,6 +124,9 @@ impl Tally {
     fn apply(&mut self, signal: Signal<'_>, now: Instant) {
         if self.stop.is_some() {
             return;
+        }
+        if !matches!(signal, Signal::KeepAlive | Signal::Other) {
+            self.first_read.get_or_insert(now);
         }
         match signal {
             Signal::Content { text, finish, act } => {
@@ -345,6 +354,8 @@ pub(crate) struct Track {
     tally: Tally,
     status: u16,
     started: Instant,
+    /// When the first body byte arrived, keep-alive or not: reported
+    /// (time to first byte), never a bound ([`Tally::first_read`] is).
     first_byte: Option<Instant>,
     bytes: u64,
     /// Bytes received and never handed on: the error event that stopped
@@ -425,6 +436,7 @@ impl Track {
                 tool_call_events: 0,
                 progress_events: 0,
                 keepalives: 0,
+                first_read: None,
                 first_content: None,
                 last_activity: started,
                 last_thinking: None,
@@ -608,9 +620,11 @@ impl Track {
             decoder,
             tally,
             progress,
+            bytes,
             ..
         } = self;
         let content_before = tally.content_events;
+        let read_before = tally.first_read.is_some();
         let mut error_at = None;
         let mut end_at = None;
         let mut marker_at = None;
@@ -650,7 +664,15 @@ impl Track {
                 .map_err(Cause::Array),
         };
         if let Some(progress) = progress {
-            progress.add_bytes(data.len() as u64);
+            // Keep-alives are no answer's bytes: until the stream says
+            // something, an attempt's bound outside reads it as silent
+            // (route-shaped), as the guard's own first-byte bound does.
+            // The bytes before count once it does.
+            match (read_before, tally.first_read.is_some()) {
+                (true, _) => progress.add_bytes(data.len() as u64),
+                (false, true) => progress.add_bytes(*bytes),
+                (false, false) => {}
+            }
             progress.add_content_events(tally.content_events - content_before);
         }
         if let Err(cause) = scanned {
@@ -684,10 +706,11 @@ impl Track {
     }
 
     /// The next instant a bound expires, and which bound it is. Only
-    /// content and progress move the idle bound; keep-alives do not.
+    /// content and progress move the idle bound; keep-alives do not, nor
+    /// do they meet the first-byte bound ([`Tally::first_read`]).
     fn deadline(&self) -> (Instant, Gap) {
         let config = &self.config;
-        let (at, gap) = match (self.first_byte, self.tally.first_content) {
+        let (at, gap) = match (self.tally.first_read, self.tally.first_content) {
             (None, _) => (
                 self.started + config.first_byte.min(config.first_content),
                 Gap::FirstByte,
@@ -869,6 +892,13 @@ impl Track {
         let content = self.delivered();
         let generation_shown = self.generation_shown();
         let underlying = underlying_code(&cause);
+        // A bound that passed with nothing read but keep-alives is the
+        // silence of a route that does not generate: its evidence is that
+        // of a stream that sent nothing, so the ladder fails over as it
+        // would there (`Failure::is_route_shaped`). The report keeps what
+        // arrived.
+        let silent =
+            matches!(cause, Cause::Timeout(_)) && !content && self.tally.first_read.is_none();
         let config = &self.config;
         let (failure, closed_by) = match cause {
             // Unless the provider's failure counted usage of its own.
@@ -925,7 +955,10 @@ impl Track {
                     // Read as the empty finish it waited after (above).
                     Gap::AfterEmptyFinish => (after(content, Code::Timeout), EMPTY_FINISH_WAIT),
                 };
-                let message = format!("{} bound of {bound:?} passed", gap_name(gap));
+                let mut message = format!("{} bound of {bound:?} passed", gap_name(gap));
+                if silent && self.bytes > 0 {
+                    message.push_str("; only keep-alives arrived");
+                }
                 (Failure::new(code).with_message(&message), ClosedBy::Us)
             }
             // The stable name of what broke leads the message.
@@ -960,11 +993,13 @@ impl Track {
         };
         let mut evidence = Evidence::default();
         evidence.status = Some(self.status);
-        evidence.bytes = self.bytes;
-        evidence.chunks = self.chunks;
-        evidence.events = self.tally.events;
+        if !silent {
+            evidence.bytes = self.bytes;
+            evidence.chunks = self.chunks;
+            evidence.events = self.tally.events;
+            evidence.time_to_first_byte = self.first_byte.map(|at| at - self.started);
+        }
         evidence.content_events = self.tally.content_events;
-        evidence.time_to_first_byte = self.first_byte.map(|at| at - self.started);
         evidence.elapsed = Some(now - self.started);
         evidence.finish_seen = self.tally.finish.is_some();
         evidence.content_seen = self.content_seen();
