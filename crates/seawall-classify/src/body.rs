@@ -465,16 +465,33 @@ where
             Kind::Read { data, .. } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
-            Kind::Resumed { head, rest } | Kind::Judged { head, rest, .. } => {
-                let head = head.as_ref().map_or(0, |h| h.len() as u64);
+            Kind::Resumed { head, rest } => {
                 let rest = rest.size_hint();
-                let mut hint = SizeHint::new();
-                hint.set_lower(rest.lower().saturating_add(head));
+                let mut hint = with_head(head.as_ref(), &rest);
                 if let Some(upper) = rest.upper() {
-                    hint.set_upper(upper.saturating_add(head));
+                    hint.set_upper(upper.saturating_add(held(head.as_ref())));
                 }
                 hint
             }
+            // No upper bound, whatever the rest's: a server relaying an
+            // exact size stops polling after the last byte, and the end,
+            // where the verdict is (a value cut short or followed by more
+            // bytes, a gRPC status), was never read, nor its outcome
+            // reported. The stream guard's body says as little.
+            Kind::Judged { head, rest, .. } => with_head(head.as_ref(), &rest.size_hint()),
         }
     }
+}
+
+/// The bytes a replayed `head` still holds.
+fn held(head: Option<&Bytes>) -> u64 {
+    head.map_or(0, |head| head.len() as u64)
+}
+
+/// A hint whose lower bound is `rest`'s plus what `head` still holds, and
+/// no upper bound.
+fn with_head(head: Option<&Bytes>, rest: &SizeHint) -> SizeHint {
+    let mut hint = SizeHint::new();
+    hint.set_lower(rest.lower().saturating_add(held(head)));
+    hint
 }
