@@ -14,9 +14,11 @@ const MAX_DEPTH: usize = 32;
 /// tokio's and tower's `Elapsed`, a hyper timeout), else `transport` when any
 /// link is a connection failure (refused, reset, aborted, broken pipe, early
 /// EOF, not connected, unreachable), a hyper protocol error or a hyper-util
-/// connect error; `bad_request` (permanent) when hyper says the request
-/// body ended short of its `Content-Length` (wrong as written, so wrong on
-/// every attempt). `None` when no link is recognised.
+/// connect error, `overloaded` when tower's `LoadShed` refused the call
+/// (the service under it at capacity); `bad_request` (permanent) when
+/// hyper says the request body ended short of its `Content-Length` (wrong
+/// as written, so wrong on every attempt). `None` when no link is
+/// recognised.
 ///
 /// A timeout wins over a connection failure because the chain of a connect
 /// timeout holds both, and the timeout is what happened.
@@ -212,6 +214,12 @@ fn link_code(link: &(dyn StdError + 'static)) -> Option<Code> {
     if link.is::<tokio::time::error::Elapsed>() || link.is::<tower::timeout::error::Elapsed>() {
         return Some(Code::Timeout);
     }
+    // tower's `LoadShed` refused the call: the service under it was at
+    // capacity (a concurrency or rate limit), and the request was shed
+    // unsent. Capacity comes back: a retry after a backoff may pass.
+    if link.is::<tower::load_shed::error::Overloaded>() {
+        return Some(Code::Overloaded);
+    }
     #[cfg(feature = "tonic")]
     if link.is::<tonic::TimeoutExpired>() {
         return Some(Code::Timeout);
@@ -220,6 +228,12 @@ fn link_code(link: &(dyn StdError + 'static)) -> Option<Code> {
     if link.is::<tonic::ConnectError>() {
         return Some(Code::Transport);
     }
+    // Not recognised, on purpose: a tower `Buffer` whose worker is gone
+    // (`Closed`: its runtime shut down, the worker panicked). Every call
+    // through it fails alike and the route said nothing: as `transport`
+    // it was retried into the same dead buffer and counted against the
+    // route's breaker. A buffer's `ServiceError` is the inner service's
+    // failure, read from the links below it.
     None
 }
 

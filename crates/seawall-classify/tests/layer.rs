@@ -969,6 +969,34 @@ async fn an_answer_bound_below_the_check_cap_holds() {
     let chunked = head.body(Chunks::new(frames.collect::<Vec<_>>())).unwrap();
     let pulled = std::sync::Arc::clone(&chunked.body().pulled);
     let error = through(&layer, chunked).await.expect_err("too large");
+/// A call tower's `LoadShed` refused because the service under it was at
+/// capacity is `overloaded`, retried after a backoff: capacity comes back.
+/// It was `unknown`, failed for good on the first busy moment.
+#[tokio::test]
+async fn a_call_shed_at_capacity_is_overloaded() {
+    // The first call holds the one slot for as long as it is kept.
+    let inner = service_fn(|_: Request<()>| {
+        std::future::pending::<Result<Response<Chunks>, std::convert::Infallible>>()
+    });
+    let mut service = tower::ServiceBuilder::new()
+        .layer(ClassifyLayer::openai())
+        .load_shed()
+        .concurrency_limit(1)
+        .service(inner);
+    let _holding = service.ready().await.unwrap().call(Request::new(()));
+    let shed = service.ready().await.unwrap().call(Request::new(()));
+    let error = shed.await.map(|_| ()).expect_err("no slot left");
+    let failure = found(&error);
+    expect(Class::Transient, Code::Overloaded, Action::Retry).check("shed", failure);
+    assert_eq!(failure.status(), None, "nothing was sent");
+    assert!(
+        failure
+            .cause()
+            .is_some_and(|cause| cause.is::<tower::load_shed::error::Overloaded>()),
+        "tower's own error stays reachable"
+    );
+}
+
     let failure = found(&error);
     assert_eq!(failure.code(), Code::AnswerTooLarge);
     assert_eq!(failure.evidence().bytes, 1024 + 256);
