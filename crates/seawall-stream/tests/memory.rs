@@ -121,6 +121,35 @@ async fn endless_pings_before_content_stop_at_the_hold_cap() {
     assert!(failure.evidence().bytes as usize <= MIB + 4 * KIB);
 }
 
+/// Progress that is no thinking (a role delta, Anthropic's
+/// `message_start`, an empty `choices` chunk) and then keep-alives past the
+/// hold cap is a server that is not working: it fails as a hold of
+/// keep-alives alone does, to be retried, rather than being handed on as
+/// delivered (its later timeout then an interruption never retried).
+#[tokio::test(start_paused = true)]
+async fn progress_without_thinking_then_pings_stop_at_the_hold_cap() {
+    let message_start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[]}}\n\n";
+    let empty_choices =
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[]}\n\n";
+    for (path, head) in [
+        (CHAT, OPENAI_ROLE),
+        (CHAT, empty_choices),
+        (MESSAGES, message_start),
+    ] {
+        let pings = Bytes::from(": ping\n\n".repeat(512));
+        let endless = Repeat::new(pings, u64::MAX).head(head);
+        let layer = StreamGuardLayer::interactive().max_held_bytes(MIB);
+        let failure = failure_of(call(layer, path, endless).await);
+        assert_eq!(
+            (failure.code(), failure.action()),
+            (Code::ProtocolViolation, Action::Retry),
+            "{head}"
+        );
+        assert!(failure.message().unwrap().starts_with("sse_hold_too_large"));
+        assert!(failure.interrupted().is_none(), "nothing was delivered");
+    }
+}
+
 /// `count` thinking deltas of a reasoning model before its answer, as
 /// DeepSeek's API and vLLM's reasoning parsers send them on the OpenAI wire
 /// (`reasoning_content`; the model works, no content yet).

@@ -73,8 +73,9 @@ enum Cause {
     /// but a stream was asked for) that does not open like one.
     NotAStream,
     /// More bytes arrived before the first content event than the guard
-    /// holds back, and none of them showed the model working (only
-    /// keep-alives or events nobody reads).
+    /// holds back, and none of them showed the model thinking (only
+    /// keep-alives, events nobody reads, or progress such as a role delta
+    /// that says the answer began and nothing of its work).
     HoldTooLarge,
 }
 
@@ -1458,9 +1459,12 @@ where
                         // deltas) is handed on rather than failed: failing
                         // it would lose the work, and the same request
                         // would fill the hold again. Nothing is replayed
-                        // from here on. A hold of keep-alives alone is a
-                        // server that is not working.
-                        if this.track.tally.progress_events == 0 {
+                        // from here on. Only thinking shows that work: a
+                        // role delta or `message_start` and then megabytes
+                        // of keep-alives is a server that is not working,
+                        // and handed on it made the later timeout an
+                        // interruption never retried.
+                        if this.track.tally.last_thinking.is_none() {
                             return Poll::Ready(Err(this.track.fail(Cause::HoldTooLarge, now)));
                         }
                         this.track.released = true;
