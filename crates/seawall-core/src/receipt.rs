@@ -155,6 +155,30 @@ impl Attempt {
         }
     }
 
+    /// The usage of a billed attempt: what the provider charged for it.
+    /// `None` for an attempt not billed, whatever it reported — a
+    /// retrieval of a stored answer reads that answer's usage, a token
+    /// count reports the tokens counted, and neither is charged.
+    pub fn billed_usage(&self) -> Option<Usage> {
+        if self.billed { self.usage() } else { None }
+    }
+
+    /// Takes `other`'s usage (known, or to come when its stream ends) for
+    /// this attempt's, when `other` has one; returns whether it had.
+    /// `other` is left with none. A layer that knows the usage another
+    /// attempt read is this one's moves it here: a retrieval of a stored
+    /// answer cut in flight reads that answer's whole count, which is
+    /// what the cut attempt was billed for.
+    pub fn take_usage_of(&mut self, other: &mut Attempt) -> bool {
+        match other.usage.take() {
+            Some(usage) => {
+                self.usage = Some(usage);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether [`usage`](Self::usage) is the attempt's whole count: a
     /// unary answer's, or a stream's that reached its finish. A stream
     /// cut short may have reported part of it (Anthropic's input in
@@ -310,11 +334,14 @@ impl Receipt {
         self.append(other);
     }
 
-    /// The tokens of every attempt that reported usage (a streamed attempt
-    /// reports it once its body ended).
+    /// The tokens of every billed attempt that reported usage (a streamed
+    /// attempt reports it once its body ended): what the operation was
+    /// charged. An attempt not billed (a retrieval of a stored answer, a
+    /// token count) is left out, whatever it reported
+    /// ([`Attempt::billed_usage`]).
     pub fn usage(&self) -> Usage {
         let mut total = Usage::default();
-        for usage in self.attempts.iter().filter_map(Attempt::usage) {
+        for usage in self.attempts.iter().filter_map(Attempt::billed_usage) {
             total += usage;
         }
         total

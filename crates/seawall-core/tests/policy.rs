@@ -230,20 +230,44 @@ fn an_attempt_is_billed_only_for_a_2xx_answer() {
 }
 
 #[test]
-fn usage_adds_up_over_the_attempts_that_reported_it() {
+fn usage_adds_up_over_the_billed_attempts_that_reported_it() {
     let route = RouteId::new("a");
     let mut receipt = Receipt::default();
     assert_eq!(receipt.usage(), Usage::default());
-    receipt.push(Attempt::new(route.clone(), None, Duration::ZERO).with_usage(Usage::new(1, 2)));
+    let billed = |usage| {
+        Attempt::new(route.clone(), None, Duration::ZERO)
+            .with_billed(true)
+            .with_usage(usage)
+    };
+    receipt.push(billed(Usage::new(1, 2)));
     receipt.push(Attempt::new(
         route.clone(),
         Some(Code::Timeout),
         Duration::ZERO,
     ));
-    receipt.push(Attempt::new(route, None, Duration::ZERO).with_usage(Usage::new(10, 20)));
+    // A retrieval of a stored answer, a token count: they report usage
+    // the provider does not charge for.
+    receipt.push(Attempt::new(route.clone(), None, Duration::ZERO).with_usage(Usage::new(5, 7)));
+    receipt.push(billed(Usage::new(10, 20)));
     assert_eq!(receipt.usage(), Usage::new(11, 22));
     assert_eq!(receipt.attempts[0].usage(), Some(Usage::new(1, 2)));
     assert_eq!(receipt.attempts[1].usage(), None);
+    assert_eq!(receipt.attempts[2].usage(), Some(Usage::new(5, 7)));
+    assert_eq!(receipt.attempts[2].billed_usage(), None);
+}
+
+#[test]
+fn an_attempt_takes_the_usage_another_read_for_it() {
+    let route = RouteId::new("a");
+    let mut cut = Attempt::new(route.clone(), None, Duration::ZERO).with_billed(true);
+    let mut read = Attempt::new(route.clone(), None, Duration::ZERO).with_usage(Usage::new(5, 12));
+    assert!(cut.take_usage_of(&mut read));
+    assert_eq!(cut.usage(), Some(Usage::new(5, 12)));
+    assert!(cut.usage_is_whole());
+    assert_eq!(read.usage(), None);
+    // Nothing to take: the usage it had stays.
+    assert!(!cut.take_usage_of(&mut read));
+    assert_eq!(cut.billed_usage(), Some(Usage::new(5, 12)));
 }
 
 #[test]

@@ -86,11 +86,13 @@ impl ResumeReport {
         self.attempts().filter(|a| a.billed).count()
     }
 
-    /// The tokens the continuations reported (a streamed one's once its
-    /// body ended).
+    /// The tokens the continuations' billed attempts reported (a streamed
+    /// one's once its body ended): a retrieval of the stored answer is not
+    /// billed, and the usage it reads is the cut answer's (see
+    /// [`receipt`](Self::receipt)).
     pub fn usage(&self) -> Usage {
         let mut total = Usage::default();
-        for usage in self.attempts().filter_map(Attempt::usage) {
+        for usage in self.attempts().filter_map(Attempt::billed_usage) {
             total += usage;
         }
         total
@@ -106,9 +108,30 @@ impl ResumeReport {
     /// reported none, and
     /// [`billed_without_usage`](Receipt::billed_without_usage) counts such
     /// attempts (then the usage is a floor).
+    ///
+    /// A retrieval of the provider's stored stream reads the cut answer's
+    /// own end, its whole usage with it: that usage is moved onto the
+    /// last billed attempt whose usage was not whole (the cut answer), so
+    /// that the bill is counted once, on the attempt billed for it.
     pub fn receipt(&self, first: &Receipt) -> Receipt {
         let mut whole = first.clone();
-        for receipt in self.resumes.iter().filter_map(|r| r.receipt.clone()) {
+        for record in &self.resumes {
+            let Some(mut receipt) = record.receipt.clone() else {
+                continue;
+            };
+            if record.retrieved
+                && let Some(cut) = whole
+                    .attempts
+                    .as_mut_slice()
+                    .iter_mut()
+                    .rev()
+                    .find(|a| a.billed && !a.usage_is_whole())
+            {
+                // The attempt that answered the retrieval is its last.
+                if let Some(read) = receipt.attempts.as_mut_slice().last_mut() {
+                    cut.take_usage_of(read);
+                }
+            }
             whole.append(receipt);
         }
         whole

@@ -16,7 +16,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use seawall_classify::ClassifyLayer;
 use seawall_core::provider::Provider;
-use seawall_core::{BoxError, Receipt};
+use seawall_core::{BoxError, Receipt, Usage};
 use seawall_resume::{ResumeLayer, ResumeReport, Resumed};
 use seawall_stream::StreamGuardLayer;
 use seawall_test::raw::{RawRequest, read_request};
@@ -293,6 +293,18 @@ async fn a_cut_background_stream_is_retrieved_after_the_last_event_read() {
     // The first answer was billed; the retrieval generated nothing.
     let whole = read.report.receipt(&read.receipt.unwrap());
     assert_eq!((whole.attempts.len(), whole.billed_attempts()), (2, 1));
+    // The retrieval read the stored answer's whole usage: counted once,
+    // as the cut answer's, which was billed for it.
+    let usage = Usage::new(5, WORDS as u64);
+    assert_eq!(whole.usage(), usage);
+    assert_eq!(whole.attempts[0].usage(), Some(usage));
+    assert_eq!(whole.attempts[1].usage(), None);
+    assert_eq!(whole.billed_without_usage(), 0);
+    assert_eq!(
+        read.report.usage(),
+        Usage::default(),
+        "nothing billed again"
+    );
 }
 
 /// A retrieval refused (the response not kept) is a way of asking, not a
