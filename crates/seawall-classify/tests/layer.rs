@@ -945,30 +945,6 @@ async fn transport_errors_map_by_their_source_chain() {
     assert_eq!(found(&error).code(), Code::Timeout);
 }
 
-/// `max_answer_body` below the check cap bounds the answer there too: a
-/// checked answer longer than it is `answer_too_large`, never handed on
-/// whole (it was, up to the check cap, and only a longer one failed).
-#[tokio::test]
-async fn an_answer_bound_below_the_check_cap_holds() {
-    let answer = |text: &str| {
-        format!(
-            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"{text}"}},"finish_reason":"stop"}}]}}"#
-        )
-    };
-    let layer = ClassifyLayer::openai().max_answer_body(1024);
-    let json = [("content-type", "application/json")];
-    // Sent in 256-byte frames: the read stops at the bound, not at the
-    // check cap (8 MiB) or the answer's end.
-    let long = answer(&"x".repeat(4096));
-    let frames = long
-        .as_bytes()
-        .chunks(256)
-        .map(|c| String::from_utf8(c.to_vec()).unwrap());
-    let mut head = Response::builder().status(200);
-    head = head.header("content-type", "application/json");
-    let chunked = head.body(Chunks::new(frames.collect::<Vec<_>>())).unwrap();
-    let pulled = std::sync::Arc::clone(&chunked.body().pulled);
-    let error = through(&layer, chunked).await.expect_err("too large");
 /// A call tower's `LoadShed` refused because the service under it was at
 /// capacity is `overloaded`, retried after a backoff: capacity comes back.
 /// It was `unknown`, failed for good on the first busy moment.
@@ -997,6 +973,30 @@ async fn a_call_shed_at_capacity_is_overloaded() {
     );
 }
 
+/// `max_answer_body` below the check cap bounds the answer there too: a
+/// checked answer longer than it is `answer_too_large`, never handed on
+/// whole (it was, up to the check cap, and only a longer one failed).
+#[tokio::test]
+async fn an_answer_bound_below_the_check_cap_holds() {
+    let answer = |text: &str| {
+        format!(
+            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"{text}"}},"finish_reason":"stop"}}]}}"#
+        )
+    };
+    let layer = ClassifyLayer::openai().max_answer_body(1024);
+    let json = [("content-type", "application/json")];
+    // Sent in 256-byte frames: the read stops at the bound, not at the
+    // check cap (8 MiB) or the answer's end.
+    let long = answer(&"x".repeat(4096));
+    let frames = long
+        .as_bytes()
+        .chunks(256)
+        .map(|c| String::from_utf8(c.to_vec()).unwrap());
+    let mut head = Response::builder().status(200);
+    head = head.header("content-type", "application/json");
+    let chunked = head.body(Chunks::new(frames.collect::<Vec<_>>())).unwrap();
+    let pulled = std::sync::Arc::clone(&chunked.body().pulled);
+    let error = through(&layer, chunked).await.expect_err("too large");
     let failure = found(&error);
     assert_eq!(failure.code(), Code::AnswerTooLarge);
     assert_eq!(failure.evidence().bytes, 1024 + 256);
