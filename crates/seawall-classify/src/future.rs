@@ -157,20 +157,33 @@ where
                     // caller's copy is current, nothing to follow). Read
                     // for a check, the empty body was `empty_response`,
                     // retried and counted against the route.
+                    let not_modified = parts.status == http::StatusCode::NOT_MODIFIED;
                     if (*this.head_request && parts.status.is_success())
-                        || parts.status == http::StatusCode::NOT_MODIFIED
+                        || (not_modified && !this.facts.is_generation())
                     {
                         let body = ClassifiedBody::inner(body);
                         return Poll::Ready(Ok(Response::from_parts(parts, body)));
                     }
-                    if !parts.status.is_success() {
+                    // A 304 answers only a conditional `GET` or `HEAD`
+                    // (RFC 9110 §15.4.5); a generation is a `POST`, so one
+                    // there is no answer and no redirect to fix: a proxy's
+                    // or cache's mistake, which the next attempt may not
+                    // repeat. Delivered, it was a success with no answer.
+                    let inspection = if not_modified {
+                        Inspection::Fail(Failure::new(Code::ProtocolViolation).with_message(
+                            "a 304 Not Modified to a generation request (a POST, never \
+                             conditional)",
+                        ))
+                    } else if parts.status.is_success() {
+                        classifier.inspect_success(&parts, &success_cx)
+                    } else {
                         *this.state = State::ReadingError(
                             Reading::new(parts, body, this.progress.take()),
                             None,
                         );
                         continue;
-                    }
-                    match classifier.inspect_success(&parts, &success_cx) {
+                    };
+                    match inspection {
                         Inspection::Deliver => {
                             let body = ClassifiedBody::inner(body);
                             return Poll::Ready(Ok(Response::from_parts(parts, body)));

@@ -365,6 +365,30 @@ async fn a_head_answer_and_a_304_have_no_body_to_check() {
     );
 }
 
+/// A 304 answers only a conditional `GET` or `HEAD` (RFC 9110 §15.4.5): to
+/// a generation, a `POST`, it is no answer, retried as a broken one. It
+/// was delivered, a success with nothing in it.
+#[tokio::test]
+async fn a_304_to_a_generation_is_no_answer() {
+    let inner = service_fn(|_: Request<()>| async {
+        Ok::<_, std::convert::Infallible>(response(304, &[("etag", "\"v1\"")], ""))
+    });
+    let request = Request::builder()
+        .method(http::Method::POST)
+        .uri("https://api.llm.example/v1/chat/completions")
+        .body(())
+        .unwrap();
+    let error = ClassifyLayer::openai()
+        .layer(inner)
+        .oneshot(request)
+        .await
+        .map(|_| ())
+        .expect_err("a 304 is no answer to a POST");
+    let failure = found(&error);
+    expect(Class::Transient, Code::ProtocolViolation, Action::Retry).check("304", failure);
+    assert_eq!(failure.status(), Some(304));
+}
+
 /// Token counting for Claude on Vertex AI (where Anthropic's Vertex client
 /// sends `messages.count_tokens`) is the model `count-tokens`'s
 /// `rawPredict`: its `{"input_tokens":…}` is delivered as it is (it was
