@@ -14,6 +14,12 @@
 //! streamed body would make the recording hold, and a whole one is held by
 //! its owner anyway.
 //!
+//! A body that fails while it is sent is never sent again: the bytes after
+//! the failure are unknown, and a body polled past its error may well say
+//! it ended — a replay would send the prefix as if it were the request.
+//! Every handle reaching past the recording then fails with
+//! [`RequestBodyFailed`], and [`ReplayBody::replay`] gives none.
+//!
 //! Replay needs `B: Unpin` — true of hyper's `Incoming`, `Full`, boxed
 //! bodies and every body seawall knows of — so the recorded state can live
 //! behind one shared lock without unsafe pinning. A body that is not (a
@@ -69,6 +75,8 @@ struct Shared<B> {
     live_bytes: u64,
     /// True once the original body reported its end.
     body_done: bool,
+    /// True once the original body failed: what followed is unknown.
+    failed: bool,
     trailers: Option<HeaderMap>,
     /// The original body's exact length, when it announced one.
     exact_len: Option<u64>,
@@ -78,6 +86,11 @@ struct Shared<B> {
 }
 
 impl<B> Shared<B> {
+    /// Whole, and so sendable again: not cut at the cap, not failed.
+    fn replayable(&self) -> bool {
+        !self.capped && !self.failed
+    }
+
     /// The original body ended: the recording, if whole, tells the facts.
     fn end(&mut self) {
         self.body_done = true;
@@ -142,6 +155,12 @@ impl Chunks {
 #[error("request body exceeded the replay cap and cannot be sent again")]
 pub struct ReplayCapExceeded;
 
+/// A replayed body could not send the same bytes again: the original body
+/// failed while it was sent, and nothing after the failure is known.
+#[derive(Debug, thiserror::Error)]
+#[error("request body failed while it was sent and cannot be sent again")]
+pub struct RequestBodyFailed;
+
 impl<B> ReplayBody<B> {
     /// A body sent once, not recorded.
     pub fn once(body: B) -> Self {
@@ -166,6 +185,7 @@ impl<B> ReplayBody<B> {
                     max_bytes,
                     capped: false,
                     body_done: false,
+                    failed: false,
                     trailers: None,
                     exact_len,
                     facts: None,
@@ -188,11 +208,12 @@ impl<B> ReplayBody<B> {
     }
 
     /// True when another handle can send the whole body again: the body is
-    /// recorded and the recording did not stop at its cap.
+    /// recorded, the recording did not stop at its cap and the body did
+    /// not fail.
     pub fn is_replayable(&self) -> bool {
         match &self.mode {
             Mode::Once(_) => false,
-            Mode::Replay { shared, .. } => !lock(shared).capped,
+            Mode::Replay { shared, .. } => lock(shared).replayable(),
         }
     }
 
@@ -209,7 +230,7 @@ impl<B> ReplayBody<B> {
         };
         let state = lock(shared);
         let sent = state.body_done || state.exact_len == Some(state.live_bytes);
-        if state.capped || !sent {
+        if !state.replayable() || !sent {
             return None;
         }
         let mut chunks = Vec::with_capacity(state.chunks.len());
@@ -232,7 +253,7 @@ impl<B> ReplayBody<B> {
             return false;
         };
         let state = lock(shared);
-        !state.capped
+        state.replayable()
             && (state.body.size_hint().upper())
                 // A body kept whole past the cap (one frame) has no room.
                 .is_some_and(|rest| {
@@ -244,7 +265,7 @@ impl<B> ReplayBody<B> {
     /// that is not possible (sent once, or over the cap).
     pub fn replay(&self) -> Option<Self> {
         match &self.mode {
-            Mode::Replay { shared, .. } if !lock(shared).capped => Some(ReplayBody {
+            Mode::Replay { shared, .. } if lock(shared).replayable() => Some(ReplayBody {
                 mode: Mode::Replay {
                     shared: Arc::clone(shared),
                     next_chunk: 0,
@@ -312,6 +333,11 @@ where
                     }
                     return Poll::Ready(None);
                 }
+                // Polled again, a failed body may say it ended: this handle
+                // would then send a prefix as the whole request.
+                if state.failed {
+                    return Poll::Ready(Some(Err(RequestBodyFailed.into())));
+                }
                 let frame = ready!(Pin::new(&mut state.body).poll_frame(cx));
                 let frame = match frame {
                     None => {
@@ -319,7 +345,10 @@ where
                         *trailers_sent = true;
                         return Poll::Ready(None);
                     }
-                    Some(Err(err)) => return Poll::Ready(Some(Err(err.into()))),
+                    Some(Err(err)) => {
+                        state.failed = true;
+                        return Poll::Ready(Some(Err(err.into())));
+                    }
                     Some(Ok(frame)) => frame,
                 };
                 match frame.into_data() {
@@ -676,6 +705,26 @@ mod tests {
         let sent = collect(again).await.unwrap();
         assert_eq!(sent, bytes);
         assert_eq!(sent.as_ptr(), bytes.as_ptr(), "the same bytes, not a copy");
+    }
+
+    /// A body that fails mid-upload is never sent again, not even by a
+    /// handle made before the failure: the body (like this one) may say it
+    /// ended when polled past its error, and the prefix would go out as
+    /// the whole request.
+    #[tokio::test]
+    async fn a_body_that_failed_is_never_sent_again() {
+        let mut body = chunked(&[r#"{"model":"#]);
+        body.0
+            .push_back(Err(std::io::Error::other("the caller's upload failed")));
+        let first = ReplayBody::recorded(body, 1024);
+        let early = first.replay().unwrap();
+        let err = collect(first).await.unwrap_err();
+        assert!(err.to_string().contains("upload failed"), "{err}");
+        assert!(!early.is_replayable());
+        assert!(early.replay().is_none());
+        assert!(early.recorded_whole().is_none());
+        let err = collect(early).await.unwrap_err();
+        assert!(err.is::<RequestBodyFailed>(), "{err}");
     }
 
     #[tokio::test]
