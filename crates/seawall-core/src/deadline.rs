@@ -111,6 +111,20 @@ impl AnswerBy {
         request.extensions_mut().insert(NarrowedFrom(operation));
     }
 
+    /// The operation's own deadline a deadline layer kept on `request`
+    /// when it narrowed the request's [`Deadline`] to this bound
+    /// ([`AnswerBy::keep_operation`]): `None` when none did (the
+    /// `Deadline` is then the operation's), `Some(None)` when the
+    /// operation has no deadline of its own. A deadline layer inside
+    /// bounds the operation (and its response body) by this, not by the
+    /// narrowed `Deadline`.
+    pub fn operation<B>(request: &http::Request<B>) -> Option<Option<Deadline>> {
+        request
+            .extensions()
+            .get::<NarrowedFrom>()
+            .map(|&NarrowedFrom(operation)| operation)
+    }
+
     /// Ends the caller's wait for the answer to begin on `request`: drops
     /// its `AnswerBy` and gives its [`Deadline`] back the operation's own
     /// value, the one the deadline layer narrowed to this bound
@@ -174,10 +188,13 @@ mod tests {
             request
         };
         let mut request = narrowed(Some(operation));
+        assert_eq!(AnswerBy::operation(&request), Some(Some(operation)));
         AnswerBy::lift(&mut request);
+        assert_eq!(AnswerBy::operation(&request), None);
         assert_eq!(Deadline::of(&request), Some(operation));
         assert_eq!(AnswerBy::of(&request), None);
         let mut request = narrowed(None);
+        assert_eq!(AnswerBy::operation(&request), Some(None));
         AnswerBy::lift(&mut request);
         assert_eq!(Deadline::of(&request), None);
         // A deadline no layer narrowed is the caller's own: it stays.

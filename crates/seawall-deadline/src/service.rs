@@ -60,20 +60,30 @@ where
                     .as_ref()
                     .and_then(|wire| wire.read(request.headers()))
                     .map(|remaining| Deadline::after_from(started, remaining));
-                let operation = [existing, own, incoming].into_iter().flatten().min();
+                // Under a total bound that narrowed the `Deadline` to the
+                // caller's `AnswerBy`, the operation's deadline is the one
+                // it kept: read as the `Deadline`, this bound would cut a
+                // stream that began in time at the caller's first wait.
+                let kept = AnswerBy::operation(&request);
+                let operation = [kept.unwrap_or(existing), own, incoming]
+                    .into_iter()
+                    .flatten()
+                    .min();
                 if let Some(operation) = operation
                     && (incoming.is_some() || self.config.carry)
                 {
                     request.extensions_mut().insert(OnTheWire(operation));
                 }
                 // A bound on the wait for the answer only: the layers
-                // inside plan within it, the body is not held to it.
+                // inside plan within it, the body is not held to it. What
+                // a layer outside narrowed the `Deadline` to stays.
                 let answer_by = AnswerBy::of(&request).map(|by| by.0);
-                let deadline = [operation, answer_by].into_iter().flatten().min();
+                let deadline = [existing, operation, answer_by].into_iter().flatten().min();
                 // A layer inside that sends on once the answer began (a
                 // resumed stream's continuation) is held to the operation's
-                // deadline, not to the caller's wait for a first answer.
-                if deadline != operation {
+                // deadline, not to the caller's wait for a first answer:
+                // this bound's, which an outer one kept may not be.
+                if deadline != operation || kept.is_some() {
                     AnswerBy::keep_operation(&mut request, operation);
                 }
                 deadline.map(|deadline| Expiry {
@@ -82,7 +92,10 @@ where
                     started,
                     fires_as: Code::DeadlineExceeded,
                     progress: None,
-                    answer_by: operation.is_none_or(|operation| deadline < operation),
+                    // Not a window a layer outside narrowed the
+                    // `Deadline` to, earlier still.
+                    answer_by: answer_by == Some(deadline)
+                        && operation.is_none_or(|operation| deadline < operation),
                 })
             }
             Bound::PerAttempt(bound) => {

@@ -762,3 +762,81 @@ async fn an_attempt_writes_the_operations_time_not_a_narrowed_window() {
         "the window, without it"
     );
 }
+
+/// Two total bounds, the outer 60 s and the inner 30 s, around a call
+/// whose caller waits 5 s for its answer to begin (`AnswerBy`): the inner
+/// bound's operation is the earlier of the two operations' deadlines, not
+/// the `AnswerBy` the outer narrowed the `Deadline` to. A stream that began
+/// in time runs on past 5 s; an answer that never began fails as the
+/// caller's bound; a request sent once the answer began is held to 30 s.
+#[tokio::test(start_paused = true)]
+async fn a_total_bound_inside_another_keeps_the_operations_deadline() {
+    let start = Instant::now();
+    let lifted = Arc::new(std::sync::Mutex::new(None));
+    let stack = |inner: u64, answers: bool| {
+        let lifted = lifted.clone();
+        let upstream = service_fn(move |mut req: Request<()>| {
+            AnswerBy::lift(&mut req);
+            *lifted.lock().unwrap() = Deadline::of(&req);
+            async move {
+                if !answers {
+                    std::future::pending::<()>().await;
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                // One frame every 2 s until 20 s.
+                let ticks = stream::unfold(0u32, |n| async move {
+                    (n < 9).then_some(())?;
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    Some((
+                        Ok::<_, Infallible>(http_body::Frame::data(Bytes::from_static(b"x"))),
+                        n + 1,
+                    ))
+                });
+                Ok::<_, Infallible>(Response::new(StreamBody::new(ticks)))
+            }
+        });
+        DeadlineLayer::new(Duration::from_secs(60))
+            .layer(DeadlineLayer::new(Duration::from_secs(inner)).layer(upstream))
+    };
+    let request = || {
+        let mut request = Request::new(());
+        request.extensions_mut().insert(AnswerBy(Deadline::at(
+            Instant::now() + Duration::from_secs(5),
+        )));
+        request
+    };
+
+    let response = stack(30, true).oneshot(request()).await.unwrap();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("the whole stream");
+    assert_eq!(body.to_bytes().len(), 9);
+    assert_eq!(start.elapsed(), Duration::from_secs(20));
+    assert_eq!(
+        *lifted.lock().unwrap(),
+        Some(Deadline::at(start + Duration::from_secs(30))),
+        "the inner bound's operation, not the outer's"
+    );
+
+    let start = Instant::now();
+    let Err(err) = stack(30, false).oneshot(request()).await else {
+        panic!("no answer began");
+    };
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    assert!(AnswerBy::passed(failure(&err)), "{:?}", failure(&err));
+
+    // An inner bound earlier than the `AnswerBy`: the request is held to
+    // it once the answer began too, not to the outer's 60 s.
+    let start = Instant::now();
+    let Err(err) = stack(3, false).oneshot(request()).await else {
+        panic!("no answer began");
+    };
+    assert_eq!(start.elapsed(), Duration::from_secs(3));
+    assert!(!AnswerBy::passed(failure(&err)), "the operation's deadline");
+    assert_eq!(
+        *lifted.lock().unwrap(),
+        Some(Deadline::at(start + Duration::from_secs(3)))
+    );
+}
