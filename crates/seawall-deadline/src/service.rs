@@ -11,8 +11,9 @@ use crate::layer::{Bound, Config};
 
 /// The operation's deadline as the wire should carry it, left in the
 /// request extensions by a total bound that read the caller's own bound
-/// off the wire or was asked to ([`DeadlineLayer::carry_to_attempts`]):
-/// what a per-attempt bound inside writes, not the `Deadline` it finds
+/// off the wire or was asked to ([`DeadlineLayer::carry_to_attempts`]),
+/// tightened by any total bound inside with an earlier deadline: what a
+/// per-attempt bound inside writes, not the `Deadline` it finds
 /// there (a fallback reserve's window, a caller's `AnswerBy` narrow that
 /// one). Its presence is also what a per-attempt `refresh` looks for the
 /// header on: the lookup on every attempt of every other request cost
@@ -69,10 +70,18 @@ where
                     .into_iter()
                     .flatten()
                     .min();
-                if let Some(operation) = operation
-                    && (incoming.is_some() || self.config.carry)
-                {
-                    request.extensions_mut().insert(OnTheWire(operation));
+                if let Some(operation) = operation {
+                    // A total bound outside carried its deadline for the
+                    // wire: an earlier one here tightens it (the attempts
+                    // would tell the server of time the operation does not
+                    // have), a later one leaves it.
+                    match request.extensions_mut().get_mut::<OnTheWire>() {
+                        Some(carried) => carried.0 = carried.0.narrow(operation),
+                        None if incoming.is_some() || self.config.carry => {
+                            request.extensions_mut().insert(OnTheWire(operation));
+                        }
+                        None => {}
+                    }
                 }
                 // A bound on the wait for the answer only: the layers
                 // inside plan within it, the body is not held to it. What

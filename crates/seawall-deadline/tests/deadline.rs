@@ -840,3 +840,53 @@ async fn a_total_bound_inside_another_keeps_the_operations_deadline() {
         Some(Deadline::at(start + Duration::from_secs(3)))
     );
 }
+
+/// A total bound inside one that carries the operation's deadline to the
+/// attempts (asked to, or read off the caller's wire) with an earlier
+/// deadline of its own: the attempts write what is left of the earlier,
+/// not the outer's whole bound the operation ends long before.
+#[tokio::test(start_paused = true)]
+async fn an_earlier_total_bound_inside_tightens_the_carried_deadline() {
+    let seen = Arc::new(std::sync::Mutex::new(http::HeaderMap::new()));
+    let inner = {
+        let seen = seen.clone();
+        service_fn(move |req: Request<()>| {
+            *seen.lock().unwrap() = req.headers().clone();
+            async { Ok::<_, Infallible>(Response::new(Body::default())) }
+        })
+    };
+    let sent = |outer: DeadlineLayer, request: Request<()>| {
+        let service = outer.layer(
+            DeadlineLayer::new(Duration::from_secs(10)).layer(
+                DeadlineLayer::per_attempt(Duration::from_secs(3))
+                    .refresh(WireTimeout::grpc())
+                    .layer(inner.clone()),
+            ),
+        );
+        let seen = seen.clone();
+        async move {
+            service.oneshot(request).await.unwrap();
+            let value = seen.lock().unwrap()["grpc-timeout"].clone();
+            seawall_deadline::parse_grpc_timeout(&value).unwrap()
+        }
+    };
+    let carried = Request::builder()
+        .header("grpc-timeout", "60S")
+        .body(())
+        .unwrap();
+    let outer = DeadlineLayer::new(Duration::from_secs(120)).read_incoming(WireTimeout::grpc());
+    assert_eq!(sent(outer, carried).await, Duration::from_secs(10));
+    let asked = Request::builder()
+        .header("grpc-timeout", "60S")
+        .body(())
+        .unwrap();
+    let outer = DeadlineLayer::new(Duration::from_secs(60)).carry_to_attempts();
+    assert_eq!(sent(outer, asked).await, Duration::from_secs(10));
+    // An inner bound later than the carried one loosens nothing.
+    let carried = Request::builder()
+        .header("grpc-timeout", "4S")
+        .body(())
+        .unwrap();
+    let outer = DeadlineLayer::from_incoming(WireTimeout::grpc());
+    assert_eq!(sent(outer, carried).await, Duration::from_secs(4));
+}
