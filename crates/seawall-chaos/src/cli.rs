@@ -4,13 +4,13 @@
 //! CLI's `chaos` subcommand) runs exactly the same server.
 
 use std::future::Future;
-use std::io;
+use std::io::{self, Write};
 use std::net::SocketAddr;
 
 use clap::Parser;
 
 use crate::fault::{self, Fault};
-use crate::server::{ChaosServer, DEFAULT_MAX_BODY_BYTES};
+use crate::server::{ChaosServer, DEFAULT_MAX_BODY_BYTES, MAX_KEY};
 
 /// What `--help` says before the faults.
 const FAULTS_INTRO: &str = r#"FAULTS
@@ -71,21 +71,57 @@ pub struct Args {
     pub max_body_bytes: usize,
     /// KEY=FAULT: every request carrying API key KEY (Authorization:
     /// Bearer, x-api-key, x-goog-api-key or ?key=) gets FAULT, e.g.
-    /// 'sk-a=status;code=401'. Repeatable, one per key.
-    #[arg(long, value_parser = parse_key_fault)]
+    /// 'sk-a=status;code=401'. Repeatable, one per key; a key is 1 to 512
+    /// bytes, as the server reads them.
+    #[arg(long, value_parser = KeyFaultParser)]
     pub fault_for_key: Vec<(String, Fault)>,
 }
 
-/// `KEY=FAULT`, the fault parsed.
+/// `KEY=FAULT`, the fault parsed. A key the server would never look up
+/// (over [`MAX_KEY`] bytes) is refused rather than set to match nothing.
+/// No message quotes the value: it is an API key, or holds one.
 fn parse_key_fault(text: &str) -> Result<(String, Fault), String> {
     let (key, fault) = text
         .split_once('=')
-        .ok_or_else(|| format!("expected KEY=FAULT, got {text:?}"))?;
-    if key.is_empty() {
-        return Err("the key is empty".to_owned());
+        .ok_or_else(|| "expected KEY=FAULT: no `=` in the value".to_owned())?;
+    if key.is_empty() || key.len() > MAX_KEY {
+        return Err(format!(
+            "the key is {} bytes; a key is 1 to {MAX_KEY} bytes",
+            key.len()
+        ));
     }
     let fault = fault.parse::<Fault>().map_err(|e| e.to_string())?;
     Ok((key.to_owned(), fault))
+}
+
+/// `--fault-for-key`'s parser: [`parse_key_fault`], its refusal reported
+/// without the value. clap's own wording for a refused value quotes it
+/// (`invalid value 'sk-…' for …`), which would print the key.
+#[derive(Clone)]
+struct KeyFaultParser;
+
+impl clap::builder::TypedValueParser for KeyFaultParser {
+    type Value = (String, Fault);
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        let refused = |why: &str| {
+            let flag = arg.map_or_else(|| "--fault-for-key".to_owned(), ToString::to_string);
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value for '{flag}': {why}\n"),
+            )
+            .with_cmd(cmd)
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| refused("the value is not UTF-8"))?;
+        parse_key_fault(text).map_err(|why| refused(&why))
+    }
 }
 
 /// Serves until Ctrl-C, printing the URL once listening.
@@ -108,7 +144,13 @@ pub async fn serve_until(args: Args, stop: impl Future<Output = ()>) -> io::Resu
         builder = builder.fault_for_key(key, fault);
     }
     let handle = builder.start().await?;
-    println!("seawall-chaos listening on {}", handle.base_url());
+    // Written, not `println!`: a closed stdout (a pipe nobody reads) would
+    // panic there, and the server is of use without its start-up line.
+    let _ = writeln!(
+        io::stdout(),
+        "seawall-chaos listening on {}",
+        handle.base_url()
+    );
     stop.await;
     handle.shutdown().await;
     Ok(())
@@ -180,5 +222,21 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// A refused `--fault-for-key` names the flag, not the key; a key the
+    /// server could never match (over `MAX_KEY` bytes) is refused.
+    #[test]
+    fn a_refused_key_fault_does_not_show_the_key() {
+        let long = format!("sk-secret{}=ok", "k".repeat(MAX_KEY));
+        for bad in ["sk-secret", long.as_str()] {
+            let err = Args::try_parse_from(["seawall-chaos", "--fault-for-key", bad]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+            let message = err.to_string();
+            assert!(message.contains("--fault-for-key"), "{message}");
+            assert!(!message.contains("sk-secret"), "{message}");
+        }
+        let at_bound = format!("{}=ok", "k".repeat(MAX_KEY));
+        assert!(Args::try_parse_from(["seawall-chaos", "--fault-for-key", &at_bound]).is_ok());
     }
 }

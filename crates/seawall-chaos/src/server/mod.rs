@@ -18,6 +18,7 @@ use http::{Response, StatusCode};
 use crate::body::ChaosBody;
 
 pub use handle::{ChaosHandle, ChaosServer, ChaosServerBuilder};
+pub(crate) use keys::MAX_KEY;
 
 /// Request header selecting a fault.
 pub const FAULT_HEADER: &str = "x-chaos-fault";
