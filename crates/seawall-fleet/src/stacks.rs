@@ -120,8 +120,8 @@ impl<B, E> Policy<Request<Full<Bytes>>, Response<B>, E> for RetryEverything {
 }
 
 /// The official SDKs' retry: 2 retries on 408, 409, 429 and 5xx (and
-/// connection errors), sleeping the `retry-after` when it is at most 60 s,
-/// else `min(0.5 s × 2^n, 8 s) × (1 − 0.25 × random)`.
+/// connection errors), sleeping the `retry-after` when it is more than zero
+/// and at most 60 s (as the SDKs do: a zero hint is no hint), else `min(0.5 s × 2^n, 8 s) × (1 − 0.25 × random)`.
 #[derive(Debug, Clone)]
 pub struct SdkRetry {
     retries: u32,
@@ -130,7 +130,9 @@ pub struct SdkRetry {
 
 impl SdkRetry {
     fn delay(&self, retry_after: Option<Duration>) -> Duration {
-        if let Some(after) = retry_after.filter(|d| *d <= Duration::from_secs(60)) {
+        // The SDKs take the hint only when `0 < hint <= 60 s`; a zero (or
+        // negative, read as zero) one backs off like no hint at all.
+        if let Some(after) = retry_after.filter(|d| !d.is_zero() && *d <= Duration::from_secs(60)) {
             return after;
         }
         let base = (0.5 * 2f64.powi(self.retries as i32)).min(8.0);
@@ -255,4 +257,38 @@ pub fn seawall_fleet_preset() -> Stack {
 /// backoff jitter, the breaker's break jitter) drawn from `seed`.
 pub fn seawall<S>(stack: Stack, seed: u64, client: S) -> Seawall<S, ProviderClassifier> {
     stack.seed(seed).build(&ClassifyLayer::openai(), client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sdk_retry() -> SdkRetry {
+        SdkRetry {
+            retries: 0,
+            rng: Arc::new(Mutex::new(SmallRng::seed_from_u64(7))),
+        }
+    }
+
+    /// The first backoff, `0.5 s × (1 − 0.25 × random)`.
+    fn is_first_backoff(delay: Duration) -> bool {
+        (Duration::from_millis(375)..=Duration::from_millis(500)).contains(&delay)
+    }
+
+    #[test]
+    fn the_sdk_takes_a_retry_after_only_between_zero_and_sixty_seconds() {
+        let policy = sdk_retry();
+        assert_eq!(
+            policy.delay(Some(Duration::from_secs(30))),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            policy.delay(Some(Duration::from_secs(60))),
+            Duration::from_secs(60)
+        );
+        for ignored in [None, Some(Duration::ZERO), Some(Duration::from_secs(61))] {
+            let delay = policy.delay(ignored);
+            assert!(is_first_backoff(delay), "{ignored:?}: {delay:?}");
+        }
+    }
 }
