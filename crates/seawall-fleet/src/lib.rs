@@ -57,12 +57,14 @@ pub use stacks::StackKind;
 /// One fleet run.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FleetConfig {
-    /// Clients, each with its own stack (default 1000).
+    /// Clients, each with its own stack (default 1000); at least one.
     pub clients: usize,
     /// Operations per second per client (default 1), each client starting
-    /// at a random point of its first period.
+    /// at a random point of its first period; at most [`MAX_RATE`], and
+    /// run as [`MIN_RATE`] when lower.
     pub rate: f64,
-    /// How long clients start operations (default 180 s).
+    /// How long clients start operations (default 180 s); at most
+    /// [`MAX_DURATION`].
     #[serde(serialize_with = "secs")]
     pub duration: Duration,
     /// When the outage starts (default 60 s).
@@ -96,6 +98,22 @@ pub struct FleetConfig {
     pub threads: usize,
 }
 
+/// The lowest rate simulated, operations per second per client: a lower
+/// (or non-positive) rate runs as this one, a period of about 11.6 days,
+/// so that a client's period is a duration at all.
+pub const MIN_RATE: f64 = 1e-6;
+
+/// The highest rate, operations per second per client: one a millisecond,
+/// the resolution of the clients' start offsets. A higher one would
+/// schedule operations closer than the schedule can tell apart, and an
+/// infinite one a period of zero that never reaches the run's end.
+pub const MAX_RATE: f64 = 1000.0;
+
+/// The longest run: a day. The figures are kept per [`SLOT`] for the
+/// whole run, about 20 bytes a slot for each stack simulated at once, so a
+/// day costs some 17 MB a stack where a year would cost gigabytes.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
@@ -122,9 +140,41 @@ impl Default for FleetConfig {
 }
 
 impl FleetConfig {
+    /// Why this configuration cannot run, when it cannot: no clients (no
+    /// schedule ever reaches the run's end), a rate that is not a number
+    /// or over [`MAX_RATE`], a run over [`MAX_DURATION`], or an outage
+    /// that ends past any time. [`run`] and [`run_stack`] refuse it.
+    pub fn check(&self) -> Result<(), String> {
+        if self.clients == 0 {
+            return Err("clients must be at least 1".to_owned());
+        }
+        if self.rate.is_nan() || self.rate > MAX_RATE {
+            return Err(format!(
+                "rate must be a number of operations per second, at most {MAX_RATE}"
+            ));
+        }
+        if self.duration > MAX_DURATION {
+            return Err(format!(
+                "duration must be at most {} s",
+                MAX_DURATION.as_secs()
+            ));
+        }
+        if self.outage_start.checked_add(self.outage_len).is_none() {
+            return Err("the outage must end at a representable time".to_owned());
+        }
+        Ok(())
+    }
+
+    /// The rate simulated: [`rate`](Self::rate), at least [`MIN_RATE`].
+    /// Every figure that follows from the rate (period, capacity, load)
+    /// reads this one, so that they agree.
+    pub fn effective_rate(&self) -> f64 {
+        self.rate.max(MIN_RATE)
+    }
+
     /// The provider's healthy capacity, requests per second.
     pub fn capacity(&self) -> f64 {
-        self.clients as f64 * self.rate * self.headroom
+        self.clients as f64 * self.effective_rate() * self.headroom
     }
 
     /// The provider's script.
@@ -184,7 +234,13 @@ pub struct StackReport {
 
 /// Runs every stack of `config` on the same schedule and provider script,
 /// up to `config.threads` at once, and returns their reports in order.
+///
+/// # Panics
+///
+/// When [`FleetConfig::check`] refuses `config`: checked before anything
+/// runs, since some such configurations would run forever.
 pub fn run(config: &FleetConfig) -> Vec<StackReport> {
+    refuse_unrunnable(config);
     let stacks = config.stacks.clone();
     // The seawall stacks cost the most per operation: start them first so
     // the threads finish together.
@@ -225,6 +281,13 @@ pub fn run(config: &FleetConfig) -> Vec<StackReport> {
         .collect()
 }
 
+/// Panics, at entry, on a configuration [`FleetConfig::check`] refuses.
+fn refuse_unrunnable(config: &FleetConfig) {
+    if let Err(why) = config.check() {
+        panic!("seawall-fleet: cannot run this configuration: {why}");
+    }
+}
+
 /// A seed for one client's generator: SplitMix64 of the run's seed and the
 /// client's index, so every stack gives client `i` the same draws.
 fn client_seed(seed: u64, client: usize, salt: u64) -> u64 {
@@ -237,7 +300,12 @@ fn client_seed(seed: u64, client: usize, salt: u64) -> u64 {
 }
 
 /// Runs one stack on its own paused current-thread runtime.
+///
+/// # Panics
+///
+/// When [`FleetConfig::check`] refuses `config`, as [`run`].
 pub fn run_stack(config: &FleetConfig, kind: StackKind) -> StackReport {
+    refuse_unrunnable(config);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -296,7 +364,7 @@ fn schedule(config: &FleetConfig) -> Vec<(u64, usize)> {
 }
 
 fn period(config: &FleetConfig) -> Duration {
-    Duration::from_secs_f64(1.0 / config.rate.max(1e-6))
+    Duration::from_secs_f64(1.0 / config.effective_rate())
 }
 
 /// What the clients saw, per [`SLOT`].
@@ -488,7 +556,7 @@ fn report(
     let goodput_before = if before_s > 0.0 {
         sum(&log.succeeded, before_from, start) as f64 / before_s
     } else {
-        config.clients as f64 * config.rate
+        config.clients as f64 * config.effective_rate()
     };
     let threshold = 0.95 * goodput_before;
     let recover = settles(&log.succeeded, end, last, |ok| ok as f64 >= threshold);

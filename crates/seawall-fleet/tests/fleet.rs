@@ -140,3 +140,66 @@ fn the_seawall_stacks_are_the_presets_they_name() {
         assert!(fleet.contains(part), "{part}\nnot in\n{fleet}");
     }
 }
+
+/// A configuration the simulation cannot run is refused before it starts:
+/// no clients, or an infinite rate, once looped for ever; a run of years
+/// needed gigabytes of per-slot figures.
+#[test]
+fn unrunnable_configurations_are_refused_at_entry() {
+    let small = FleetConfig {
+        clients: 1,
+        duration: Duration::from_secs(20),
+        outage_start: Duration::from_secs(5),
+        outage_len: Duration::from_secs(5),
+        stacks: vec![StackKind::Naive],
+        ..FleetConfig::default()
+    };
+    for config in [
+        FleetConfig {
+            clients: 0,
+            ..small.clone()
+        },
+        FleetConfig {
+            rate: f64::INFINITY,
+            ..small.clone()
+        },
+        FleetConfig {
+            rate: seawall_fleet::MAX_RATE * 2.0,
+            ..small.clone()
+        },
+        FleetConfig {
+            duration: seawall_fleet::MAX_DURATION * 2,
+            ..small.clone()
+        },
+    ] {
+        assert!(config.check().is_err(), "{config:?}");
+        let (done, outcome) = std::sync::mpsc::channel();
+        let described = format!("{config:?}");
+        // On its own thread: a run that never ends fails the test by the
+        // timeout below instead of hanging it.
+        std::thread::spawn(move || {
+            let ran = std::panic::catch_unwind(|| seawall_fleet::run(&config));
+            let _ = done.send(ran.is_ok());
+        });
+        let ran = outcome
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("still running after 30 s: {described}"));
+        assert!(!ran, "ran: {described}");
+    }
+    assert_eq!(small.check(), Ok(()));
+}
+
+/// A rate under the floor runs as the floor, for the provider's capacity
+/// as for the clients' period: the two once read different rates.
+#[test]
+fn a_rate_under_the_floor_is_the_floor_everywhere() {
+    let config = FleetConfig {
+        clients: 10,
+        rate: 1e-9,
+        headroom: 2.0,
+        ..FleetConfig::default()
+    };
+    assert_eq!(config.effective_rate(), seawall_fleet::MIN_RATE);
+    assert_eq!(config.capacity(), 10.0 * seawall_fleet::MIN_RATE * 2.0);
+    assert_eq!(config.provider().capacity, config.capacity());
+}
