@@ -12,6 +12,14 @@ use seawall_core::{BoxError, Code, Failure, RouteId};
 use seawall_fallback::{Member, RouteSetLayer};
 use tower::{Layer, ServiceExt};
 
+/// Where the test provider keeps the URI it was called with.
+const URI_SEEN: HeaderName = HeaderName::from_static("x-test-uri");
+
+/// The headers naming the caller's account, sent by the OpenAI SDKs when
+/// `OPENAI_ORG_ID` / `OPENAI_PROJECT_ID` are set.
+const ORGANIZATION: HeaderName = HeaderName::from_static("openai-organization");
+const PROJECT: HeaderName = HeaderName::from_static("openai-project");
+
 /// What each call reached the provider with: its member and headers.
 type Seen = Arc<Mutex<Vec<(String, HeaderMap)>>>;
 
@@ -33,18 +41,25 @@ fn provider(
         } else {
             Ok(http::Response::new(Full::new(Bytes::from_static(b"ok"))))
         };
-        seen.lock()
-            .unwrap()
-            .push((route, request.headers().clone()));
+        let mut headers = request.headers().clone();
+        // The URI as sent, kept beside the headers.
+        headers.insert(
+            URI_SEEN,
+            HeaderValue::from_str(&request.uri().to_string()).unwrap(),
+        );
+        seen.lock().unwrap().push((route, headers));
         async move { answer }
     })
 }
 
-/// The caller's request, as async-openai sends it: its own OpenAI key (and
-/// here a cookie and the `Host` a proxy forwards).
+/// The caller's request, as async-openai sends it: its own OpenAI key and
+/// the account it belongs to (and here a cookie, the `Host` a proxy
+/// forwards and a key in the query, as Gemini's clients send it).
 fn request() -> http::Request<()> {
-    http::Request::post("https://api.openai.com/v1/chat/completions")
+    http::Request::post("https://api.openai.com/v1/chat/completions?key=caller-key&a=b")
         .header(AUTHORIZATION, "Bearer sk-caller")
+        .header(ORGANIZATION, "org-caller")
+        .header(PROJECT, "proj-caller")
         .header(COOKIE, "session=caller")
         .header(HOST, "api.openai.com")
         .body(())
@@ -84,6 +99,10 @@ async fn a_member_with_its_own_key_never_gets_the_callers() {
         refused_first += usize::from(seen.lock().unwrap()[0].0 == "openai");
         for (route, headers) in seen.lock().unwrap().iter() {
             assert!(headers.get(COOKIE).is_none(), "{route}: {headers:?}");
+            assert!(headers.get(ORGANIZATION).is_none(), "{route}: {headers:?}");
+            assert!(headers.get(PROJECT).is_none(), "{route}: {headers:?}");
+            let uri = headers[URI_SEEN].to_str().unwrap();
+            assert!(uri.ends_with("/v1/chat/completions?a=b"), "{route}: {uri}");
             match route.as_str() {
                 "openai" => {
                     assert_eq!(headers[AUTHORIZATION], "Bearer sk-member");
@@ -123,5 +142,8 @@ async fn members_without_keys_send_the_callers_to_each() {
         let (_, headers) = seen.iter().find(|(known, _)| known == route).unwrap();
         assert_eq!(headers[AUTHORIZATION], "Bearer sk-caller", "{route}");
         assert_eq!(headers[COOKIE], "session=caller", "{route}");
+        assert_eq!(headers[ORGANIZATION], "org-caller", "{route}");
+        let uri = headers[URI_SEEN].to_str().unwrap();
+        assert!(uri.ends_with("?key=caller-key&a=b"), "{route}: {uri}");
     }
 }

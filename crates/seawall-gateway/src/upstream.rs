@@ -19,7 +19,7 @@ use seawall::fallback::{FallbackLayer, FallbackRoute};
 use seawall::retry::{Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::StreamGuardLayer;
-use seawall_internal::headers::CREDENTIAL_HEADERS;
+use seawall_internal::headers::{ACCOUNT_HEADERS, CREDENTIAL_HEADERS};
 use thread_local::ThreadLocal;
 use tower::ServiceBuilder;
 use tower::util::BoxCloneSyncService;
@@ -249,14 +249,11 @@ impl Target {
         let headers = request.headers_mut();
         headers.extend(call.headers.clone());
         if self.key.is_some() {
-            // They name the account behind the client's own key (the SDKs
-            // send them whenever OPENAI_ORG_ID or OPENAI_PROJECT_ID is
-            // set), not the route's: OpenAI refuses the route's key with
-            // them (401 mismatched_organization), which cools the route
-            // for every client, or bills another organisation of the
-            // key's owner.
-            headers.remove("openai-organization");
-            headers.remove("openai-project");
+            // They name the account behind the client's own key, not the
+            // route's.
+            for name in &ACCOUNT_HEADERS {
+                headers.remove(name);
+            }
         }
         if !headers.contains_key(http::header::CONTENT_TYPE) {
             headers.insert(

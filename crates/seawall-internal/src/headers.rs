@@ -1,6 +1,7 @@
 //! Header readings and rewrites more than one crate (or layer) makes.
 
 use http::HeaderMap;
+use http::Uri;
 use http::header::{
     AUTHORIZATION, CONTENT_LENGTH, COOKIE, HOST, HeaderName, HeaderValue, PROXY_AUTHORIZATION,
 };
@@ -19,6 +20,41 @@ pub const CREDENTIAL_HEADERS: [HeaderName; 6] = [
     PROXY_AUTHORIZATION,
     COOKIE,
 ];
+
+/// The headers that name the account behind the caller's own key:
+/// OpenAI's organisation and project (the SDKs send them whenever
+/// `OPENAI_ORG_ID` or `OPENAI_PROJECT_ID` is set). Sent with another key,
+/// OpenAI refuses the call (401 `mismatched_organization`) — which cools
+/// the route for every caller — or bills another organisation of the key's
+/// owner: they go wherever the caller's key goes, and nowhere else.
+pub const ACCOUNT_HEADERS: [HeaderName; 2] = [
+    HeaderName::from_static("openai-organization"),
+    HeaderName::from_static("openai-project"),
+];
+
+/// Takes Gemini's `key` query parameter (an API key in the URL) out of
+/// `uri`, for a request that goes with another key; the other parameters
+/// stay as they were, in order.
+pub fn remove_key_param(uri: &mut Uri) {
+    let Some(query) = uri.query() else {
+        return;
+    };
+    let is_key = |pair: &str| pair.split('=').next() == Some("key");
+    if !query.split('&').any(is_key) {
+        return;
+    }
+    let kept: Vec<&str> = query.split('&').filter(|pair| !is_key(pair)).collect();
+    let path_and_query = match kept.is_empty() {
+        true => uri.path().to_owned(),
+        false => format!("{}?{}", uri.path(), kept.join("&")),
+    };
+    let mut parts = std::mem::take(uri).into_parts();
+    // A path and what was a valid query, less some pairs: still valid.
+    parts.path_and_query = path_and_query.parse().ok();
+    if let Ok(rebuilt) = Uri::from_parts(parts) {
+        *uri = rebuilt;
+    }
+}
 
 /// Whether `name` is one of [`CREDENTIAL_HEADERS`].
 pub fn is_credential(name: &HeaderName) -> bool {
@@ -106,6 +142,30 @@ mod tests {
         assert!(!is_credential(&HeaderName::from_static(
             "anthropic-version"
         )));
+    }
+
+    #[test]
+    fn the_key_param_alone_leaves_the_query() {
+        let without = |uri: &'static str| {
+            let mut uri = Uri::from_static(uri);
+            remove_key_param(&mut uri);
+            uri.to_string()
+        };
+        assert_eq!(
+            without("https://g.example/v1beta/models/m:streamGenerateContent?alt=sse&key=AIza"),
+            "https://g.example/v1beta/models/m:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(
+            without("https://g.example/v1/x?key=AIza"),
+            "https://g.example/v1/x"
+        );
+        assert_eq!(
+            without("/v1/x?keys=1&key&a=b"),
+            "/v1/x?keys=1&a=b",
+            "only the parameter named key"
+        );
+        assert_eq!(without("/v1/x?a=b"), "/v1/x?a=b");
+        assert_eq!(without("/v1/x"), "/v1/x");
     }
 
     #[test]

@@ -140,10 +140,15 @@ impl Member {
             // (async-openai sends its OpenAI key on every request): on a
             // member with a key of its own — an Azure deployment beside
             // OpenAI keys — they would reach a provider they were never
-            // for. Its own replace them, all of them.
-            for name in &headers::CREDENTIAL_HEADERS {
+            // for. Its own replace them, all of them, with the account
+            // they name and a key in the query (Gemini's `?key=`).
+            for name in headers::CREDENTIAL_HEADERS
+                .iter()
+                .chain(&headers::ACCOUNT_HEADERS)
+            {
                 request.headers_mut().remove(name);
             }
+            headers::remove_key_param(request.uri_mut());
         }
         for (name, value) in &self.headers {
             request.headers_mut().insert(name.clone(), value.clone());
