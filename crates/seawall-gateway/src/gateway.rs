@@ -749,6 +749,14 @@ impl Gateway {
                     head.headers.insert(SERVED_BY_HEADER, value);
                 }
                 head.extensions = http::Extensions::new();
+                // An answer that may carry no body is whole with its head:
+                // hyper's server writes no body for it and drops the one it
+                // is given unpolled, so a relay would never see its end and
+                // a delivered answer would be counted cancelled.
+                if body_forbidden(&parts.method, head.status) {
+                    tracker.end(End::Served, None);
+                    return Response::from_parts(head, Body::empty());
+                }
                 let relay = Relay::new(body, endpoint, sse, tracker, Arc::clone(&inner.redactor))
                     .cut_by(cut);
                 Response::from_parts(head, Body::new(relay))
@@ -801,6 +809,15 @@ impl Gateway {
             }
         }
     }
+}
+
+/// Whether an answer to `method` with `status` has no body by HTTP's own
+/// rules (RFC 9110, 6.4.1): a 1xx, a 204, a 304, any answer to a `HEAD`.
+fn body_forbidden(method: &http::Method, status: StatusCode) -> bool {
+    status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+        || method == http::Method::HEAD
 }
 
 /// A request the gateway could not answer before its shutdown grace ran

@@ -669,6 +669,38 @@ async fn a_providers_error_keeps_its_request_id() {
     assert_eq!(header(&headers, "x-request-id"), format!("req_{last}"));
 }
 
+/// An answer that may carry no body (a 204, a 304) is whole with its
+/// head: hyper's server never reads a body for it and dropped the relay
+/// unread, so the request was counted cancelled (a client gone away) for
+/// an answer it had. A 304 to a POST the stack may judge a failure
+/// instead: then it is failed, never cancelled either.
+#[tokio::test]
+async fn an_answer_without_a_body_is_served_not_cancelled() {
+    for (status, path) in [(204, "/v1/embeddings"), (304, "/v1/chat/completions")] {
+        let (base, _) = scripted_upstream(vec![(status, "")]).await;
+        let gateway = Running::start(config_at(Wire::OpenAi, &[("main", base)])).await;
+        let (got, _, body) = send(&client(), post(&gateway.url(path), OPENAI_UNARY, &[])).await;
+        // The gateway's end of the request is counted a moment after the
+        // client has read the answer.
+        let started = tokio::time::Instant::now();
+        while gateway.gateway.stats().in_flight > 0 && started.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let stats = gateway.gateway.stats();
+        assert_eq!(
+            (stats.requests, stats.cancelled, stats.in_flight),
+            (1, 0, 0),
+            "{status}: {stats:?}"
+        );
+        if got == status {
+            assert!(body.is_empty(), "{status}");
+            assert_eq!(stats.served, 1, "{status}: {stats:?}");
+        } else {
+            assert_eq!(stats.failed, 1, "{status} answered {got}: {stats:?}");
+        }
+    }
+}
+
 /// A stream the provider fails before any content (a 200, then its error
 /// event), and a stream request answered with one whole answer: the
 /// gateway answers each with an error, and the provider's request id is
