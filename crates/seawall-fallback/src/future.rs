@@ -34,6 +34,9 @@ pub(crate) struct Plan<S, F, R, B> {
     /// The request's head and a handle on its recorded body; `None` when the
     /// body could not be recorded.
     pub(crate) request: Option<Kept<B>>,
+    /// The primary's request asks for work the provider bills
+    /// ([`billable`](seawall_core::billable)).
+    pub(crate) bills: bool,
 }
 
 pin_project! {
@@ -135,6 +138,9 @@ struct Walk {
     current: Option<(Target, RouteId)>,
     /// The route the last failed call went to.
     left: RouteId,
+    /// The request of the call in flight (after its route's rewrite) asks
+    /// for work the provider bills ([`billable`](seawall_core::billable)).
+    bills: bool,
     /// How long the layer waited before the call in flight.
     delay: Duration,
     /// The opt-in trigger the request moved for: only routes that opted in
@@ -213,7 +219,8 @@ where
                             let route = answering(&response, route);
                             #[cfg(feature = "metrics")]
                             if response.extensions().get::<Receipt>().is_none() {
-                                record_unladdered(&route, &response);
+                                let bills = this.plan.as_ref().is_some_and(|plan| plan.bills);
+                                record_unladdered(&route, &response, bills);
                             }
                             label(&mut response, route, false, *this.header);
                             return Poll::Ready(Ok(response));
@@ -355,29 +362,42 @@ impl Walk {
             .iter()
             .any(|route| takes(route, failure, None) != Take::No)
         {
-            return Err(with_own_receipt(error, &from, None));
+            return Err(with_own_receipt(error, &from, None, plan.bills));
         }
         let cause = failure.code();
         let settings = &shared.settings;
         let Some(kept) = plan.request.as_ref().filter(|r| r.body().is_replayable()) else {
-            return Err(skipped(error, &from, cause, StopReason::NotReplayable));
+            return Err(skipped(
+                error,
+                &from,
+                cause,
+                StopReason::NotReplayable,
+                plan.bills,
+            ));
         };
         if kept
             .deadline()
             .is_some_and(|d| !in_time(d, Instant::now(), settings.min_remaining))
         {
-            return Err(skipped(error, &from, cause, StopReason::Deadline));
+            return Err(skipped(
+                error,
+                &from,
+                cause,
+                StopReason::Deadline,
+                plan.bills,
+            ));
         }
         let receipt = failure
             .receipt()
             .cloned()
-            .unwrap_or_else(|| single(&from, failure));
+            .unwrap_or_else(|| single(&from, failure, plan.bills));
         let mut walk = Box::new(Walk {
             primary: from.clone(),
             receipt,
             next: 0,
             current: None,
             left: from.clone(),
+            bills: plan.bills,
             delay: Duration::ZERO,
             sticky: None,
             visits: Vec::new(),
@@ -596,8 +616,10 @@ impl Walk {
     /// its attempt's and its operation's, on which the stream guard
     /// records how a streamed answer ended (and which it keeps open until
     /// then). The primary, called again after a wait, records on its own
-    /// ladder's spans.
-    fn call<B>(&self, target: Target, mut request: Req<B>) -> Step<B> {
+    /// ladder's spans. Whether the call bills is read from the request the
+    /// route gets: a rewrite may have sent it to another endpoint.
+    fn call<B>(&mut self, target: Target, mut request: Req<B>) -> Step<B> {
+        self.bills = seawall_core::billable(request.method(), request.uri().path());
         if target != Target::Primary && !self.span.is_disabled() {
             request
                 .extensions_mut()
@@ -660,7 +682,7 @@ impl Walk {
         let own = failure
             .receipt()
             .cloned()
-            .unwrap_or_else(|| single(failure.route().unwrap_or(&route), failure));
+            .unwrap_or_else(|| single(failure.route().unwrap_or(&route), failure, self.bills));
         self.join(own, target);
         self.visit(target, route.clone(), failure, &plan.shared);
         self.left = route;
@@ -701,9 +723,11 @@ impl Walk {
             .extensions_mut()
             .remove::<Receipt>()
             .unwrap_or_else(|| {
-                record_unladdered(&route, &response);
+                record_unladdered(&route, &response, self.bills);
+                let mut attempt = Attempt::answered(route.clone(), Duration::ZERO, &response);
+                attempt.billed &= self.bills;
                 let mut own = Receipt::default();
-                own.push(Attempt::answered(route.clone(), Duration::ZERO, &response));
+                own.push(attempt);
                 own.stop = Some(StopReason::Succeeded);
                 own
             });
@@ -772,7 +796,7 @@ where
 /// reason says why and so does a `tracing` event. A failure found inside
 /// another error is returned on its own (a clone, with the reason); an
 /// error with no failure anywhere is returned as it is.
-fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason) -> BoxError {
+fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason, bills: bool) -> BoxError {
     tracing::debug!(
         target: "seawall::fallback",
         from = %from,
@@ -780,17 +804,23 @@ fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason) -> Box
         reason = why.as_str(),
         "no fallback"
     );
-    with_own_receipt(error, from, Some(why))
+    with_own_receipt(error, from, Some(why), bills)
 }
 
 /// `error` with a receipt of its one attempt when the primary kept none (a
 /// route without a ladder, whose attempt nobody else records).
-/// `stop`, when given, is why its receipt stops there.
-fn with_own_receipt(error: BoxError, from: &RouteId, stop: Option<StopReason>) -> BoxError {
+/// `stop`, when given, is why its receipt stops there; `bills`, whether
+/// the request bills.
+fn with_own_receipt(
+    error: BoxError,
+    from: &RouteId,
+    stop: Option<StopReason>,
+    bills: bool,
+) -> BoxError {
     match Failure::extract(error) {
         Ok(mut failure) => {
             if failure.receipt().is_none() {
-                *failure.receipt_mut() = Some(Box::new(single(from, &failure)));
+                *failure.receipt_mut() = Some(Box::new(single(from, &failure, bills)));
             }
             if let (Some(stop), Some(receipt)) = (stop, failure.receipt_mut().as_mut()) {
                 receipt.stop = Some(stop);
@@ -803,29 +833,33 @@ fn with_own_receipt(error: BoxError, from: &RouteId, stop: Option<StopReason>) -
 
 /// A receipt of the one failed attempt of a service that did not keep its
 /// own (a route without a ladder), whose attempt nobody else records:
-/// billed when the provider had answered 2xx, as a ladder records it.
-fn single(route: &RouteId, failure: &Failure) -> Receipt {
+/// billed when the provider had answered 2xx to a request that `bills`,
+/// as a ladder records it.
+fn single(route: &RouteId, failure: &Failure, bills: bool) -> Receipt {
     #[cfg(feature = "metrics")]
     seawall_core::record::attempt(route, Some(failure.code()));
+    let mut attempt = Attempt::failed(route.clone(), Duration::ZERO, failure);
+    attempt.billed &= bills;
     let mut receipt = Receipt::default();
-    receipt.push(Attempt::failed(route.clone(), Duration::ZERO, failure));
+    receipt.push(attempt);
     receipt.stop = Some(StopReason::NotRetryable);
     receipt
 }
 
 /// Records the answer of a route without a ladder of its own (one
 /// attempt), which nobody else records: the attempt, and a whole answer's
-/// tokens (a stream's are the stream guard's, when it ends).
-fn record_unladdered<B>(route: &RouteId, response: &http::Response<B>) {
+/// tokens when its request `bills` (a stream's are the stream guard's,
+/// when it ends).
+fn record_unladdered<B>(route: &RouteId, response: &http::Response<B>, bills: bool) {
     #[cfg(feature = "metrics")]
     {
         seawall_core::record::attempt(route, None);
-        if let Some(usage) = response.extensions().get::<seawall_core::Usage>() {
+        if bills && let Some(usage) = response.extensions().get::<seawall_core::Usage>() {
             seawall_core::record::tokens(route, *usage);
         }
     }
     #[cfg(not(feature = "metrics"))]
-    let _ = (route, response);
+    let _ = (route, response, bills);
 }
 
 /// The route that served `response`: the member a route set chose, when

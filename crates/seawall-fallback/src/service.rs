@@ -155,6 +155,10 @@ where
         if let Some(same) = self.shared.same_route(&primary_route) {
             return ResponseFuture::refused(SameRouteFallback::new(same.clone(), None).into());
         }
+        // Whether the primary's request bills, as its ladder reads it: an
+        // attempt recorded here for a route without a ladder is billed
+        // only then (a token count, a `GET`, answered 2xx, is free).
+        let bills = seawall_core::billable(request.method(), request.uri().path());
         let (mut parts, body) = request.into_parts();
         let mut body = ReplayBody::recorded(body, settings.max_replay_bytes);
         // The recording tells both routes what the body asked for.
@@ -181,6 +185,7 @@ where
         let plan = Plan {
             shared: Arc::clone(&self.shared),
             request: kept,
+            bills,
         };
         ResponseFuture::primary(self.primary.call(request), primary_route, plan)
     }
