@@ -42,6 +42,17 @@ const CASES: &[(&str, &str, &[&str], bool)] = &[
     ),
     ("openai error first", CHAT, &[OPENAI_ERROR], false),
     ("vllm error object first", CHAT, &[VLLM_ERROR], false),
+    // A chunk that carries nothing is no sign either.
+    (
+        "openai error after an empty chunk",
+        CHAT,
+        &[
+            "data: {}\n\n",
+            "data: {\"type\":\"ping\"}\n\n",
+            OPENAI_ERROR,
+        ],
+        false,
+    ),
     (
         "openai error after the role chunk",
         CHAT,

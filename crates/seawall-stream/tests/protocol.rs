@@ -353,6 +353,66 @@ fn openai_usage_is_read_from_the_final_chunk() {
     assert_eq!((usage.input_tokens, usage.output_tokens), (5, 2));
 }
 
+/// A chunk that carries nothing is a keep-alive; one with the members of
+/// an answer's chunk (its id or object, usage; Gemini's usage or prompt
+/// feedback) is progress, and a blocked prompt stays a filter.
+#[test]
+fn a_chunk_that_carries_nothing_is_a_keep_alive() {
+    for data in [
+        "{}",
+        r#"{"type":"ping"}"#,
+        r#"{"choices":[]}"#,
+        r#"{"choices":null,"usage":null}"#,
+    ] {
+        assert_eq!(
+            decode_one(Provider::OpenAi, b"", data.as_bytes()),
+            "keepalive",
+            "{data}"
+        );
+    }
+    let azure_first = r#"{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}"#;
+    for data in [
+        azure_first,
+        r#"{"id":"c","object":"chat.completion.chunk","choices":[]}"#,
+        r#"{"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}"#,
+    ] {
+        assert_eq!(
+            decode_one(Provider::OpenAi, b"", data.as_bytes()),
+            "progress",
+            "{data}"
+        );
+    }
+    for data in [
+        "{}",
+        r#"{"candidates":[]}"#,
+        r#"{"modelVersion":"gemini-x"}"#,
+    ] {
+        assert_eq!(
+            decode_one(Provider::Gemini, b"", data.as_bytes()),
+            "keepalive",
+            "{data}"
+        );
+    }
+    for data in [
+        r#"{"usageMetadata":{"promptTokenCount":3,"totalTokenCount":3}}"#,
+        r#"{"promptFeedback":{"safetyRatings":[]}}"#,
+    ] {
+        assert_eq!(
+            decode_one(Provider::Gemini, b"", data.as_bytes()),
+            "progress",
+            "{data}"
+        );
+    }
+    assert_eq!(
+        decode_one(
+            Provider::Gemini,
+            b"",
+            br#"{"promptFeedback":{"blockReason":"SAFETY"}}"#
+        ),
+        "finish Filtered SAFETY"
+    );
+}
+
 /// A finish reason that says nothing — the empty string SGLang and older
 /// Ollama send on every chunk, KoboldCpp's `"null"` — is no finish: the
 /// chunk's content is content and the stream goes on. Read as a finish,

@@ -226,6 +226,45 @@ async fn pings_without_content_fail_at_the_first_content_bound() {
     assert_eq!(failure.evidence().content_events, 0);
 }
 
+/// A chunk that carries nothing (OpenAI's wire: no choices, no usage, no
+/// id or object; Gemini's: no candidates, usage or prompt feedback) is a
+/// keep-alive: it does not move the idle bound after content, which
+/// passes as measured from the content.
+#[tokio::test(start_paused = true)]
+async fn chunks_that_carry_nothing_do_not_move_the_idle_bound() {
+    let gemini_text = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hel\"}],\"role\":\"model\"}}]}\r\n\r\n";
+    let cases = [
+        (CHAT, openai_delta("Hel"), "data: {}\n\n"),
+        (CHAT, openai_delta("Hel"), "data: {\"type\":\"ping\"}\n\n"),
+        (CHAT, openai_delta("Hel"), "data: {\"choices\":[]}\n\n"),
+        (GEMINI, gemini_text.to_owned(), "data: {}\r\n\r\n"),
+        (
+            GEMINI,
+            gemini_text.to_owned(),
+            "data: {\"candidates\":[]}\r\n\r\n",
+        ),
+    ];
+    for (path, content, empty) in cases {
+        // Content at 1 s, then an empty chunk at 15 s, 30 s, 45 s…
+        let mut script = vec![wait(1.0), send(content), wait(14.0), send(empty)];
+        for _ in 0..20 {
+            script.push(wait(15.0));
+            script.push(send(empty));
+        }
+        let layer = StreamGuardLayer::interactive().idle_timeout(secs(30.0));
+        let d = drain(call(layer, path, scripted(script)).await.unwrap()).await;
+        let failure = d.error.expect("idle");
+        assert_eq!(failure.code(), Code::StreamInterrupted, "{empty}");
+        assert_eq!(failure.evidence().elapsed, Some(secs(31.0)), "{empty}");
+        assert_eq!(
+            failure.interrupted().unwrap().cause,
+            Some(Code::IdleTimeout),
+            "{empty}"
+        );
+        assert_eq!(d.report.keepalives, 2, "{empty}");
+    }
+}
+
 /// Gaps, not streams: content every 50 s with idle 60 s runs ten virtual
 /// minutes and finishes.
 #[tokio::test(start_paused = true)]

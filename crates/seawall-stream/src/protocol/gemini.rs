@@ -193,6 +193,11 @@ pub(super) fn decode<'a>(
     if chunk.error.is_some() {
         return Signal::Error(in_stream_error(Provider::Gemini, data, quota_wall));
     }
+    // A chunk without candidates that reports usage or prompt feedback is
+    // progress; one that says nothing (`{}`) is a keep-alive: read as
+    // progress, it moved the idle bound after content on for ever, and
+    // counted as the provider generating.
+    let says_something = chunk.usage_metadata.is_some() || chunk.prompt_feedback.is_some();
     if let Some(Text(reason)) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
         return Signal::Finish(Reason {
             kind: FinishKind::Filtered,
@@ -200,7 +205,11 @@ pub(super) fn decode<'a>(
         });
     }
     let Some(candidates) = chunk.candidates else {
-        return Signal::Progress;
+        return if says_something {
+            Signal::Progress
+        } else {
+            Signal::KeepAlive
+        };
     };
     let Candidates {
         seen,

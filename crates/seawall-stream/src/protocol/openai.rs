@@ -422,14 +422,19 @@ pub(super) fn decode<'a>(
         return Signal::Error(in_stream_error(Provider::OpenAi, data, quota_wall));
     }
     // A chunk without choices is the usage-only final chunk (or another
-    // bookkeeping chunk): progress, not content. Unless it is an error
-    // object itself, as vLLM's and FastChat's are (`"object":"error"`).
+    // bookkeeping chunk): progress, not content; one that carries nothing
+    // is a keep-alive ([`is_bookkeeping`]). Unless it is an error object
+    // itself, as vLLM's and FastChat's are (`"object":"error"`).
     let Some(mut choice) = chunk.choices.0 else {
         if is_error_object(data) {
             return Signal::Error(in_stream_error(Provider::OpenAi, data, quota_wall));
         }
         read_usage(text, usage);
-        return Signal::Progress;
+        return if is_bookkeeping(text) {
+            Signal::Progress
+        } else {
+            Signal::KeepAlive
+        };
     };
     choice.finish_reason = declared_reason(choice.finish_reason.take());
     if choice.finish_reason.is_some() {
@@ -492,6 +497,26 @@ pub(super) fn decode<'a>(
         (false, None) if thinking => Signal::Thinking,
         (false, None) => Signal::Progress,
     }
+}
+
+/// The members that make a chunk without choices one of this answer's:
+/// its id or object (Azure's first chunk, `choices: []` beside its
+/// `prompt_filter_results`), or its usage.
+#[derive(Deserialize)]
+struct Bookkeeping {
+    id: Option<IgnoredAny>,
+    object: Option<IgnoredAny>,
+    usage: Option<IgnoredAny>,
+}
+
+/// Whether a chunk without choices says anything of the answer
+/// ([`Bookkeeping`]). One that does not (`{}`, `{"type":"ping"}`) is a
+/// keep-alive: read as progress, it moved the idle bound after content
+/// on for ever, and counted as the provider generating.
+fn is_bookkeeping(text: &str) -> bool {
+    parse_text::<Bookkeeping>(text).is_none_or(|Bookkeeping { id, object, usage }| {
+        id.is_some() || object.is_some() || usage.is_some()
+    })
 }
 
 /// A choice's text as the delivered text takes it: the first choice's
