@@ -191,17 +191,26 @@ impl WireError {
         }
     }
 
-    /// The JSON error object in `wire`'s shape, carrying the seawall code.
+    /// The JSON error body in `wire`'s shape, carrying the seawall code.
     ///
     /// OpenAI: `{"error":{"message","type","code"}}` (`type` is the seawall
     /// class — but `insufficient_quota` for a quota wall, OpenAI's own type
     /// for it, which SDKs that retry on their own (async-openai) take as
     /// "do not retry" where they would sleep out the wall's `Retry-After` —,
     /// `code` the seawall code). Anthropic:
-    /// `{"type":"error","error":{"type","message"}}` (`type` is the seawall
-    /// code). Both add `provider_type` and `provider_code` inside the
-    /// error when the provider said them.
+    /// `{"type":"error","error":{"type","message"},"request_id"}` (`type`
+    /// is the seawall code; `request_id`, as Anthropic's error bodies
+    /// carry it, when the provider named one). Both add `provider_type`
+    /// and `provider_code` inside the error when the provider said them.
     pub(crate) fn json(&self, wire: Wire) -> String {
+        let request_id = self.request_id.as_ref().and_then(|id| id.to_str().ok());
+        self.shaped(wire, request_id)
+    }
+
+    /// The error in `wire`'s shape, with a top-level `request_id` on
+    /// Anthropic's wire when one is given: its error bodies carry one, its
+    /// in-stream error events none.
+    fn shaped(&self, wire: Wire, request_id: Option<&str>) -> String {
         // Written by hand for a stable field order: the providers' own.
         let message = quote(&self.message);
         let provider = self.provider_members();
@@ -216,8 +225,9 @@ impl WireError {
                 quote(self.code)
             ),
             Wire::Anthropic => format!(
-                r#"{{"type":"error","error":{{"type":{},"message":{message}{provider}}}}}"#,
-                quote(self.code)
+                r#"{{"type":"error","error":{{"type":{},"message":{message}{provider}}}{}}}"#,
+                quote(self.code),
+                request_id.map_or_else(String::new, |id| format!(r#","request_id":{}"#, quote(id)))
             ),
         }
     }
@@ -231,7 +241,7 @@ impl WireError {
     /// the error also nested under `error`, as OpenAI's own production
     /// streams send it (what the Python SDK raises on).
     pub(crate) fn event(&self, endpoint: Endpoint, sequence_number: u64) -> Bytes {
-        let data = self.json(endpoint.wire());
+        let data = self.shaped(endpoint.wire(), None);
         Bytes::from(match endpoint {
             // Embeddings and token counts never stream: their wire's shape.
             Endpoint::ChatCompletions | Endpoint::Embeddings => format!("data: {data}\n\n"),
@@ -365,6 +375,26 @@ mod tests {
         // None said: no member.
         let plain = WireError::before_content(&Failure::new(Code::Timeout), "slow".into());
         assert!(!plain.json(Wire::OpenAi).contains("provider_"));
+    }
+
+    /// Anthropic's error bodies carry the request's id at the top, beside
+    /// `error`; its in-stream error events carry none.
+    #[test]
+    fn an_anthropic_error_body_names_its_request() {
+        let failure =
+            Failure::new(Code::Overloaded).with_request_id("req_011CSHoEeqs5C35K2UUqR7Fy");
+        let error = WireError::before_content(&failure, "busy".into())
+            .with_provider_words(&failure, &Redactor::default());
+        assert_eq!(
+            error.json(Wire::Anthropic),
+            r#"{"type":"error","error":{"type":"overloaded","message":"busy"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}"#
+        );
+        let event = error.event(Endpoint::Messages, 0);
+        assert!(!std::str::from_utf8(&event).unwrap().contains("request_id"));
+        // OpenAI's body has no such member: its id is in the header only.
+        assert!(!error.json(Wire::OpenAi).contains("request_id"));
+        let unnamed = WireError::before_content(&Failure::new(Code::Overloaded), "busy".into());
+        assert!(!unnamed.json(Wire::Anthropic).contains("request_id"));
     }
 
     #[test]

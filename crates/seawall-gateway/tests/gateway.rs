@@ -653,6 +653,12 @@ async fn a_providers_error_keeps_its_request_id() {
         assert_eq!(status, 400, "{path}: {}", String::from_utf8_lossy(&got));
         assert_eq!(calls.lock().unwrap().len(), 1, "{path}: not retried");
         assert_eq!(header(&headers, id_header), "req_0", "{path}");
+        // In the body too, where the wire's own errors carry it:
+        // Anthropic's beside `error`.
+        if wire == Wire::Anthropic {
+            let got: serde_json::Value = serde_json::from_slice(&got).unwrap();
+            assert_eq!(got["request_id"], "req_0", "{got}");
+        }
     }
     // A 200 that is no answer, asked again until the ladder ends: the last
     // attempt's id.
