@@ -126,8 +126,9 @@ impl DeadlineLayer {
         self
     }
 
-    /// Writes the remaining time in whole milliseconds into the header
-    /// `name` (for example `x-request-timeout-ms`).
+    /// Writes the remaining time in whole milliseconds, rounded up and at
+    /// least 1, into the header `name` (for example
+    /// `x-request-timeout-ms`).
     pub fn propagate_header(mut self, name: HeaderName) -> Self {
         self.config.propagate = Some(WireTimeout::Millis(name));
         self

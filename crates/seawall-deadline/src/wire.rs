@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use seawall_internal::millis;
 
 /// How a deadline travels in request headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,7 +12,7 @@ pub enum WireTimeout {
     /// `m`, `u`, `n`).
     Grpc,
     /// A header holding the remaining time in whole milliseconds, such as
-    /// `x-request-timeout-ms`.
+    /// `x-request-timeout-ms`: written rounded up, and at least 1.
     Millis(HeaderName),
 }
 
@@ -43,7 +42,7 @@ impl WireTimeout {
                 headers.insert(GRPC_TIMEOUT, format_grpc_timeout(remaining));
             }
             WireTimeout::Millis(name) => {
-                headers.insert(name.clone(), HeaderValue::from(millis(remaining)));
+                headers.insert(name.clone(), HeaderValue::from(ceil_millis(remaining)));
             }
         }
     }
@@ -67,6 +66,15 @@ impl WireTimeout {
             }
         }
     }
+}
+
+/// `remaining` in whole milliseconds for the wire: rounded up, as
+/// `grpc-timeout` is, and at least 1, since a receiver may read 0 as no
+/// timeout at all (truncated, any time under a millisecond was 0).
+fn ceil_millis(remaining: Duration) -> u64 {
+    u64::try_from(remaining.as_nanos().div_ceil(1_000_000))
+        .unwrap_or(u64::MAX)
+        .max(1)
 }
 
 /// Formats a duration as a `grpc-timeout` value: the finest unit whose
@@ -183,9 +191,20 @@ mod tests {
     fn millisecond_header_round_trips_and_rejects_garbage() {
         let wire = WireTimeout::millis(HeaderName::from_static("x-request-timeout-ms"));
         let mut headers = HeaderMap::new();
-        wire.write(&mut headers, Duration::from_micros(2_500_900));
+        wire.write(&mut headers, Duration::from_millis(2500));
         assert_eq!(headers["x-request-timeout-ms"], "2500");
         assert_eq!(wire.read(&headers), Some(Duration::from_millis(2500)));
+        // Rounded up, as `grpc-timeout` is, and never 0: a receiver may
+        // read 0 as no timeout at all.
+        for (remaining, written) in [
+            (Duration::from_micros(300), "1"),
+            (Duration::from_micros(2_500_900), "2501"),
+            (Duration::ZERO, "1"),
+            (Duration::MAX, "18446744073709551615"),
+        ] {
+            wire.write(&mut headers, remaining);
+            assert_eq!(headers["x-request-timeout-ms"], written, "{remaining:?}");
+        }
         for bad in ["", "-5", "1e3", "99999999999999999999", "12 "] {
             headers.insert("x-request-timeout-ms", HeaderValue::from_static(bad));
             assert_eq!(wire.read(&headers), None, "{bad:?}");
