@@ -77,6 +77,9 @@ struct Rare {
     /// The provider's id of the request that failed (see
     /// [`Failure::request_id`]).
     request_id: Option<Box<str>>,
+    /// The request member the provider's error is about (see
+    /// [`Failure::provider_param`]).
+    provider_param: Option<Box<str>>,
     /// What cooled the route a refusal was made for (see
     /// [`Failure::cooled_by`]).
     cooled_by: Option<Code>,
@@ -96,6 +99,7 @@ impl fmt::Debug for Rare {
             .field("status_details", &self.status_details)
             .field("usage", &self.usage)
             .field("request_id", &self.request_id)
+            .field("provider_param", &self.provider_param)
             .field("cooled_by", &self.cooled_by)
             .field("stream_reset", &self.stream_reset)
             .field("cause", &self.cause.as_ref().map(|_| ".."))
@@ -152,6 +156,9 @@ impl Failure {
         }
         if let Some(code) = cause.provider_code() {
             failure = failure.with_provider_code(code);
+        }
+        if let Some(param) = cause.provider_param() {
+            failure = failure.with_provider_param(param);
         }
         if let Some(details) = cause.status_details() {
             failure = failure.with_status_details(details);
@@ -220,6 +227,15 @@ impl Failure {
     /// cut to [`PROVIDER_WORD_BYTES`].
     pub fn with_provider_code(mut self, code: impl Into<Box<str>>) -> Self {
         self.provider_code = Some(provider_word(code));
+        self
+    }
+
+    /// Sets the request member the provider's error is about, as it named
+    /// it (OpenAI's `param`, e.g. `messages` on a context that is too
+    /// long), cut to [`PROVIDER_WORD_BYTES`]. Kept where few failures
+    /// carry one: the error is handed on in the provider's shape.
+    pub fn with_provider_param(mut self, param: impl Into<Box<str>>) -> Self {
+        self.rare.get_or_insert_default().provider_param = Some(provider_word(param));
         self
     }
 
@@ -386,6 +402,12 @@ impl Failure {
     /// The provider's own error code string.
     pub fn provider_code(&self) -> Option<&str> {
         self.provider_code.as_deref()
+    }
+
+    /// The request member the provider's error is about (see
+    /// [`with_provider_param`](Self::with_provider_param)).
+    pub fn provider_param(&self) -> Option<&str> {
+        self.rare.as_ref()?.provider_param.as_deref()
     }
 
     /// A bounded excerpt of the provider's message.
@@ -562,8 +584,13 @@ mod tests {
         let long = "é".repeat(1 << 19);
         let failure = Failure::new(Code::Unknown)
             .with_provider_type(long.clone())
-            .with_provider_code(long.as_str());
-        for word in [failure.provider_type(), failure.provider_code()] {
+            .with_provider_code(long.as_str())
+            .with_provider_param(long.as_str());
+        for word in [
+            failure.provider_type(),
+            failure.provider_code(),
+            failure.provider_param(),
+        ] {
             let word = word.unwrap();
             assert_eq!(word.len(), PROVIDER_WORD_BYTES);
             assert!(word.chars().all(|c| c == 'é'));

@@ -42,6 +42,10 @@ pub(crate) struct WireError {
     /// (`context_length_exceeded`, `overloaded_error`).
     pub provider_type: Option<String>,
     pub provider_code: Option<String>,
+    /// The request member the error is about: OpenAI's `param`, written
+    /// in every OpenAI-shaped error (`null` when none is named), as
+    /// OpenAI writes it (`messages` on a context that is too long).
+    pub param: Option<String>,
     /// The provider's id of the request that failed: passed on in the
     /// header the client's SDK reads it from (openai-python's
     /// `APIStatusError.request_id` reads `x-request-id`, anthropic's
@@ -62,11 +66,12 @@ impl WireError {
             attempts: None,
             provider_type: None,
             provider_code: None,
+            param: None,
             request_id: None,
         }
     }
 
-    /// This error with the provider's own type and code from `failure`,
+    /// This error with the provider's own type, code and param from `failure`,
     /// bounded and scrubbed of the gateway's secrets like its message.
     pub(crate) fn with_provider_words(
         mut self,
@@ -81,10 +86,18 @@ impl WireError {
         };
         self.provider_type = failure.provider_type().map(word);
         self.provider_code = failure.provider_code().map(word);
+        self.param = failure.provider_param().map(word);
         self.request_id = failure
             .request_id()
             .and_then(|id| HeaderValue::from_str(id).ok());
         self
+    }
+
+    /// The `param` member's value: the member's name, or `null`.
+    fn param_json(&self) -> String {
+        self.param
+            .as_deref()
+            .map_or_else(|| "null".to_owned(), quote)
     }
 
     /// `,"provider_type":…,"provider_code":…`, each when the provider said it.
@@ -187,17 +200,19 @@ impl WireError {
             attempts: failure.receipt().map(Receipt::calls),
             provider_type: None,
             provider_code: None,
+            param: None,
             request_id: None,
         }
     }
 
     /// The JSON error body in `wire`'s shape, carrying the seawall code.
     ///
-    /// OpenAI: `{"error":{"message","type","code"}}` (`type` is the seawall
+    /// OpenAI: `{"error":{"message","type","param","code"}}` (`type` is the seawall
     /// class — but `insufficient_quota` for a quota wall, OpenAI's own type
     /// for it, which SDKs that retry on their own (async-openai) take as
     /// "do not retry" where they would sleep out the wall's `Retry-After` —,
-    /// `code` the seawall code). Anthropic:
+    /// `param` the request member the error is about or `null`, as OpenAI
+    /// always writes it, `code` the seawall code). Anthropic:
     /// `{"type":"error","error":{"type","message"},"request_id"}` (`type`
     /// is the seawall code; `request_id`, as Anthropic's error bodies
     /// carry it, when the provider named one). Both add `provider_type`
@@ -216,12 +231,13 @@ impl WireError {
         let provider = self.provider_members();
         match wire {
             Wire::OpenAi => format!(
-                r#"{{"error":{{"message":{message},"type":{},"code":{}{provider}}}}}"#,
+                r#"{{"error":{{"message":{message},"type":{},"param":{},"code":{}{provider}}}}}"#,
                 quote(match self.code {
                     "quota_exhausted" => "insufficient_quota",
                     _ if self.quota => "insufficient_quota",
                     _ => self.class,
                 }),
+                self.param_json(),
                 quote(self.code)
             ),
             Wire::Anthropic => format!(
@@ -251,10 +267,11 @@ impl WireError {
             Endpoint::Responses => {
                 let (code, message) = (quote(self.code), quote(&self.message));
                 let provider = self.provider_members();
+                let param = self.param_json();
                 format!(
                     "event: error\ndata: {{\"type\":\"error\",\"code\":{code},\"message\":{message},\
-                     \"param\":null,\"sequence_number\":{sequence_number},\"error\":{{\"type\":{},\
-                     \"code\":{code},\"message\":{message},\"param\":null{provider}}}}}\n\n",
+                     \"param\":{param},\"sequence_number\":{sequence_number},\"error\":{{\"type\":{},\
+                     \"code\":{code},\"message\":{message},\"param\":{param}{provider}}}}}\n\n",
                     quote(self.class)
                 )
             }
@@ -377,6 +394,27 @@ mod tests {
         assert!(!plain.json(Wire::OpenAi).contains("provider_"));
     }
 
+    /// The provider's `param` is OpenAI's own member, in every OpenAI
+    /// shape; none named is `null`, as OpenAI writes it, never left out.
+    #[test]
+    fn the_providers_param_is_written_or_null() {
+        let failure = Failure::new(Code::ContextTooLong).with_provider_param("messages");
+        let error = WireError::before_content(&failure, "too long".into())
+            .with_provider_words(&failure, &Redactor::default());
+        let openai: serde_json::Value = serde_json::from_str(&error.json(Wire::OpenAi)).unwrap();
+        assert_eq!(openai["error"]["param"], "messages");
+        let event = error.event(Endpoint::Responses, 3);
+        let data = std::str::from_utf8(&event).unwrap().lines().nth(1).unwrap();
+        let responses: serde_json::Value =
+            serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(responses["param"], "messages");
+        assert_eq!(responses["error"]["param"], "messages");
+        let plain = WireError::before_content(&Failure::new(Code::Timeout), "slow".into());
+        let openai: serde_json::Value = serde_json::from_str(&plain.json(Wire::OpenAi)).unwrap();
+        assert!(openai["error"]["param"].is_null(), "{openai}");
+        assert_eq!(openai["error"].as_object().unwrap().len(), 4, "{openai}");
+    }
+
     /// Anthropic's error bodies carry the request's id at the top, beside
     /// `error`; its in-stream error events carry none.
     #[test]
@@ -402,7 +440,7 @@ mod tests {
         let error = WireError::gateway(StatusCode::BAD_GATEWAY, Code::StreamInterrupted, "cut");
         assert_eq!(
             error.event(Endpoint::ChatCompletions, 0),
-            r#"data: {"error":{"message":"cut","type":"transient","code":"stream_interrupted"}}
+            r#"data: {"error":{"message":"cut","type":"transient","param":null,"code":"stream_interrupted"}}
 
 "#
         );

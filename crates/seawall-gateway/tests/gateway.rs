@@ -218,7 +218,8 @@ async fn openai_interruption_ends_with_one_error_event() {
         .keys()
         .cloned()
         .collect();
-    assert_eq!(keys.len(), 3, "message, type, code: {last}");
+    assert_eq!(keys.len(), 4, "message, type, param, code: {last}");
+    assert!(error["error"]["param"].is_null(), "{last}");
     assert!(text.ends_with(&format!("data: {last}\n\n")), "{text}");
     assert!(last.starts_with(r#"{"error":{"message":"#), "{last}");
     assert!(!text.contains("[DONE]"));
@@ -654,10 +655,12 @@ async fn a_providers_error_keeps_its_request_id() {
         assert_eq!(calls.lock().unwrap().len(), 1, "{path}: not retried");
         assert_eq!(header(&headers, id_header), "req_0", "{path}");
         // In the body too, where the wire's own errors carry it:
-        // Anthropic's beside `error`.
-        if wire == Wire::Anthropic {
-            let got: serde_json::Value = serde_json::from_slice(&got).unwrap();
-            assert_eq!(got["request_id"], "req_0", "{got}");
+        // Anthropic's beside `error`. OpenAI's body names the member the
+        // error is about instead, as the provider named it.
+        let got: serde_json::Value = serde_json::from_slice(&got).unwrap();
+        match wire {
+            Wire::Anthropic => assert_eq!(got["request_id"], "req_0", "{got}"),
+            Wire::OpenAi => assert_eq!(got["error"]["param"], "messages", "{got}"),
         }
     }
     // A 200 that is no answer, asked again until the ladder ends: the last

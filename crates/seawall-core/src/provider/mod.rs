@@ -383,7 +383,7 @@ impl ErrorContext {
 pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Failure {
     let parsed = match provider {
         Provider::OpenAi | Provider::OpenAiResponses => {
-            let openai = openai::parse_error(body);
+            let openai = parse_openai_error(body);
             // Gemini's OpenAI-compatible endpoint (`/v1beta/openai/…`)
             // answers errors in Gemini's own shape — an array at times, a
             // `status` where OpenAI has a `type` — with its per-day quota
@@ -402,7 +402,7 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
             // mid-stream too, a `type` of `null` and the status it would
             // have answered as its `code`: read by OpenAI's table.
             if anthropic.is_none()
-                && let Some(openai) = openai::parse_error(body)
+                && let Some(openai) = parse_openai_error(body)
             {
                 return judge(Provider::OpenAi, openai, &cx);
             }
@@ -416,7 +416,7 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
             // such as `context_length_exceeded` and a `type`: read by
             // OpenAI's table when Gemini's shape says nothing.
             if google.as_ref().is_none_or(|d| d.error_type.is_none())
-                && let Some(openai) = openai::parse_error(body).filter(|d| d.error_type.is_some())
+                && let Some(openai) = parse_openai_error(body).filter(|d| d.error_type.is_some())
             {
                 return judge(Provider::OpenAi, openai, &cx);
             }
@@ -425,6 +425,39 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
         Provider::Http => None,
     };
     judge(provider, parsed.unwrap_or_default(), &cx)
+}
+
+/// An error body in OpenAI's shape, with the request member it names.
+fn parse_openai_error(body: &[u8]) -> Option<Declared<'_>> {
+    openai::parse_error(body).map(|declared| Declared {
+        param: openai_param(body),
+        ..declared
+    })
+}
+
+/// OpenAI's `param`, the request member an error is about: in the
+/// `error` object (`{"error":{…,"param":"messages"}}`), or beside the
+/// rest in an error object itself (vLLM's `{"object":"error",…}`). A
+/// value that is no string (`null`, most errors' value) names nothing.
+/// Read in a second pass, only from a body that has the word at all.
+fn openai_param(body: &[u8]) -> Option<Cow<'_, str>> {
+    use seawall_internal::json::MaybeText;
+    #[derive(serde::Deserialize)]
+    struct Param<'a> {
+        #[serde(borrow, default)]
+        param: MaybeText<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        error: Param<'a>,
+    }
+    memchr::memmem::find(body, b"\"param\"")?;
+    let param = from_bytes::<Envelope<'_>>(body)
+        .map(|envelope| envelope.error)
+        .or_else(|_| from_bytes::<Param<'_>>(body))
+        .ok()?;
+    param.param.0.map(|text| text.0)
 }
 
 /// Classifies an error the provider declared in fields of its own rather
@@ -491,6 +524,9 @@ fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failu
     }
     if let Some(code) = declared.error_code {
         failure = failure.with_provider_code(&*code);
+    }
+    if let Some(param) = declared.param {
+        failure = failure.with_provider_param(&*param);
     }
     if let Some(message) = declared.message {
         // A wall that says when it lifts cools its route until then, not
@@ -731,6 +767,8 @@ struct Declared<'a> {
     error_type: Option<Cow<'a, str>>,
     error_code: Option<Cow<'a, str>>,
     message: Option<Cow<'a, str>>,
+    /// OpenAI's `param`: the request member the error is about.
+    param: Option<Cow<'a, str>>,
     body_hint: Option<Duration>,
     /// A `QuotaFailure` said the quota does not come back within minutes
     /// ([`StatusDetails::quota_gone`]).
@@ -802,6 +840,40 @@ mod tests {
             (Code::ProviderUnavailable, Action::Retry)
         );
         assert_eq!(f.provider_type(), Some("server_error"));
+    }
+
+    /// OpenAI's `param` names the request member an error is about: kept
+    /// for a client that reads it, from the error object or an error
+    /// object itself (vLLM's); `null` or another value names nothing.
+    #[test]
+    fn openai_param_is_kept() {
+        let param = |provider, body: &str| {
+            classify_error(provider, body.as_bytes(), cx(400))
+                .provider_param()
+                .map(str::to_owned)
+        };
+        let too_long = r#"{"error":{"message":"This model's maximum context length is 8 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        assert_eq!(
+            param(Provider::OpenAi, too_long).as_deref(),
+            Some("messages")
+        );
+        assert_eq!(
+            param(Provider::OpenAiResponses, too_long).as_deref(),
+            Some("messages")
+        );
+        let vllm = r#"{"object":"error","message":"bad","type":"BadRequestError","param":"max_tokens","code":400}"#;
+        assert_eq!(param(Provider::OpenAi, vllm).as_deref(), Some("max_tokens"));
+        for named_nothing in [
+            r#"{"error":{"message":"x","type":"invalid_request_error","param":null,"code":null}}"#,
+            r#"{"error":{"message":"x","type":"invalid_request_error","param":{"a":1}}}"#,
+            r#"{"error":{"message":"x","type":"invalid_request_error"},"param":"elsewhere"}"#,
+        ] {
+            assert_eq!(
+                param(Provider::OpenAi, named_nothing),
+                None,
+                "{named_nothing}"
+            );
+        }
     }
 
     #[test]
