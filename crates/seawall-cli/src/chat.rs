@@ -224,7 +224,8 @@ pub fn redact_userinfo(text: &str) -> String {
     seawall::core::without_url_secrets(text).into_owned()
 }
 
-/// A number of bytes: bare, or with a suffix `KiB`, `MiB` or `GiB`.
+/// A number of bytes, more than zero: bare, or with a suffix `KiB`, `MiB`
+/// or `GiB`.
 pub fn parse_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let split = text
@@ -241,12 +242,16 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         "GiB" => 1 << 30,
         unit => return Err(format!("`{text}`: unknown unit `{unit}` (KiB, MiB, GiB)")),
     };
-    value
-        .checked_mul(scale)
-        .ok_or_else(|| format!("`{text}` is out of range"))
+    match value.checked_mul(scale) {
+        // No answer fits in zero bytes: every run would end in
+        // `answer_too_large`, blaming the provider for the flag.
+        Some(0) => Err(format!("`{text}`: must be more than zero")),
+        Some(bytes) => Ok(bytes),
+        None => Err(format!("`{text}` is out of range")),
+    }
 }
 
-/// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.
+/// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds; longer than zero.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -263,7 +268,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => value * 3600.0,
         _ => return Err(format!("`{text}`: unknown unit `{unit}` (ms, s, m, h)")),
     };
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is out of range"))
+    match Duration::try_from_secs_f64(seconds) {
+        // A zero bound has passed before the first byte: the run would end
+        // in a deadline or timeout that blames the provider for the flag.
+        Ok(Duration::ZERO) => Err(format!("`{text}`: must be longer than zero")),
+        Ok(duration) => Ok(duration),
+        Err(_) => Err(format!("`{text}` is out of range")),
+    }
 }
 
 /// One route: where, in which wire format, with which model and key.

@@ -104,3 +104,33 @@ fn bad_flags_are_one_clear_line_not_a_backtrace() {
     assert!(log.contains("expected an http:// or https:// URL"), "{log}");
     assert!(!log.contains("panicked"));
 }
+
+/// A zero deadline, attempt bound or answer cap can only fail: refused as
+/// a usage error naming the flag, not a run that ends in `deadline_exceeded`
+/// or `answer_too_large` and blames the provider.
+#[test]
+fn zero_bounds_on_chat_are_refused() {
+    for (flag, value) in [
+        ("--deadline", "0"),
+        ("--deadline", "0ms"),
+        ("--attempt-timeout", "0s"),
+        ("--max-answer-bytes", "0"),
+        ("--max-answer-bytes", "0MiB"),
+    ] {
+        let (code, log) = seawall(&[
+            "chat",
+            "--provider",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:1",
+            "--model",
+            "m",
+            flag,
+            value,
+            "hi",
+        ]);
+        assert_eq!(code, Some(2), "{flag} {value}: {log}");
+        assert!(log.contains(flag), "{flag} {value}: {log}");
+        assert!(log.contains("than zero"), "{flag} {value}: {log}");
+    }
+}
