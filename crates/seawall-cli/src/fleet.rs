@@ -94,8 +94,9 @@ fn seconds(value: f64, name: &str) -> Result<Duration, String> {
     }
 }
 
-/// The longest virtual time a flag may name: a year.
-const MAX_SECONDS: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The longest virtual time a flag may name: the longest run the fleet
+/// simulates (a day), whose figures it keeps per 100 ms slot.
+const MAX_SECONDS: Duration = seawall_fleet::MAX_DURATION;
 
 /// How long the run must go on after the outage ends: recovery is the
 /// first second from which goodput holds for 5 s on end.
@@ -114,8 +115,14 @@ pub(crate) fn run(args: FleetArgs) -> ExitCode {
     if !(1..=10_000).contains(&clients) {
         return usage("--clients must be between 1 and 10000");
     }
-    if !(args.rate.is_finite() && args.rate > 0.0 && args.rate <= 1000.0) {
-        return usage("--rate must be a positive number of operations per second");
+    // Refused below the fleet's floor rather than run at the floor: the
+    // table would measure another rate than the one asked for.
+    if !(seawall_fleet::MIN_RATE..=seawall_fleet::MAX_RATE).contains(&args.rate) {
+        return usage(&format!(
+            "--rate must be between {:e} and {} operations per second",
+            seawall_fleet::MIN_RATE,
+            seawall_fleet::MAX_RATE
+        ));
     }
     if !(args.headroom.is_finite() && args.headroom >= 0.0) {
         return usage("--headroom must be a non-negative multiple");
@@ -169,6 +176,11 @@ pub(crate) fn run(args: FleetArgs) -> ExitCode {
         stacks,
         threads: args.threads.unwrap_or(defaults.threads),
     };
+    // Every flag is checked above; this keeps the library's own refusal
+    // (which `run` would panic on) a usage error should the two drift.
+    if let Err(why) = config.check() {
+        return usage(&why);
+    }
     let reports = seawall_fleet::run(&config);
     let mut out = std::io::stdout();
     let mut lines = Vec::new();

@@ -134,3 +134,20 @@ fn zero_bounds_on_chat_are_refused() {
         assert!(log.contains("than zero"), "{flag} {value}: {log}");
     }
 }
+
+/// A fleet run is bounded to what it can keep: a day of virtual time (its
+/// figures are kept per 100 ms), and a rate the simulation runs as asked
+/// (under its floor, the table would measure another rate).
+#[test]
+fn fleet_runs_past_what_the_simulation_keeps_are_refused() {
+    for (args, flag) in [
+        (&["fleet", "--duration", "31536000"][..], "--duration"),
+        (&["fleet", "--duration", "86401"][..], "--duration"),
+        (&["fleet", "--rate", "1e-9"][..], "--rate"),
+        (&["fleet", "--rate", "inf"][..], "--rate"),
+    ] {
+        let (code, log) = seawall(args);
+        assert_eq!(code, Some(2), "{args:?}: {log}");
+        assert!(log.contains(flag), "{args:?}: {log}");
+    }
+}
