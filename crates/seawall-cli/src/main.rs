@@ -129,7 +129,7 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
                     eprintln!("{err}");
-                    ExitCode::FAILURE
+                    gateway_exit(&err)
                 }
             },
             #[cfg(feature = "fleet")]
@@ -160,6 +160,23 @@ fn rejected(err: &clap::Error) -> ExitCode {
     }
     let _ = writeln!(log, "{}", seawall_cli::chat::usage_receipt());
     ExitCode::from(2)
+}
+
+/// A gateway that did not start: 2 when what it was given is wrong (a
+/// flag, the config file's contents, a missing variable, a setting that
+/// would expose keys), as for every other bad argument; 1 when the machine
+/// failed it (the config file unreadable, the address taken).
+fn gateway_exit(err: &seawall_gateway::GatewayError) -> ExitCode {
+    use seawall_gateway::ConfigError;
+    use seawall_gateway::GatewayError;
+    match err {
+        GatewayError::Config(ConfigError::Parse(_) | ConfigError::Invalid(_))
+        | GatewayError::MissingEnv { .. }
+        | GatewayError::Unsafe(_) => ExitCode::from(2),
+        GatewayError::Config(ConfigError::Read { .. }) | GatewayError::Bind { .. } => {
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn replay(args: ReplayArgs) -> ExitCode {

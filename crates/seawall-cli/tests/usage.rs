@@ -151,3 +151,19 @@ fn fleet_runs_past_what_the_simulation_keeps_are_refused() {
         assert!(log.contains(flag), "{args:?}: {log}");
     }
 }
+
+/// A gateway given a bad configuration is a usage error (exit 2, the flag
+/// named), as every other bad argument; an address already taken is the
+/// machine's failure, not the arguments' (exit 1).
+#[test]
+fn a_bad_gateway_configuration_is_a_usage_error_a_taken_port_is_not() {
+    let route = "a=openai@http://127.0.0.1:1";
+    let (code, log) = seawall(&["gateway", "--route", route, "--route-key", "no-equals"]);
+    assert_eq!(code, Some(2), "{log}");
+    assert!(log.contains("--route-key"), "{log}");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = taken.local_addr().unwrap().to_string();
+    let (code, log) = seawall(&["gateway", "--route", route, "--listen", &listen]);
+    assert_eq!(code, Some(1), "{log}");
+    assert!(log.contains("cannot listen"), "{log}");
+}
