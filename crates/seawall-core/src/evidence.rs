@@ -30,7 +30,9 @@ impl ClosedBy {
 pub struct Evidence {
     /// HTTP status of the response, when one arrived.
     pub status: Option<u16>,
-    /// Body bytes received.
+    /// Body bytes received. The stream guard counts none for a stream that
+    /// sent only keep-alives before its bound passed: it is read as one
+    /// that sent nothing (its own report keeps the raw count).
     pub bytes: u64,
     /// Body frames (chunks) received.
     pub chunks: u64,

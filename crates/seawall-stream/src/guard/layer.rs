@@ -67,8 +67,11 @@ impl StreamGuardLayer {
             .idle_timeout(Duration::from_secs(120))
     }
 
-    /// No body byte within this long after the call: `first_byte_timeout`,
-    /// route-shaped (fail over, do not retry).
+    /// Nothing read within this long after the call: `first_byte_timeout`,
+    /// route-shaped (fail over, do not retry). Keep-alives (comments,
+    /// pings, chunks that carry nothing) do not meet it: a route that
+    /// sends its head and then only keep-alives is as silent as one that
+    /// sends nothing, and its evidence says so (no bytes, no events).
     pub fn first_byte_timeout(mut self, bound: Duration) -> Self {
         self.config.first_byte = bound.min(MAX_BOUND);
         self
@@ -118,11 +121,12 @@ impl StreamGuardLayer {
 
     /// The most bytes held back before the first content event (default
     /// 12 MiB: the event cap and 4 MiB besides). Past it, a stream that has
-    /// shown the model working (role deltas, thinking, reasoning: progress
-    /// events) is handed on as it stands and goes on live, never replayed
-    /// from there — a model that thinks at length would fill the hold again
-    /// on every retry, and bill it; one that sent only keep-alives (or
-    /// events nobody reads) fails as `protocol_violation`.
+    /// shown the model thinking (thinking or reasoning deltas) is handed on
+    /// as it stands and goes on live, never replayed from there — a model
+    /// that thinks at length would fill the hold again on every retry, and
+    /// bill it; one that sent only keep-alives, events nobody reads, or
+    /// progress that shows no work (a role delta, `message_start`) fails
+    /// as `protocol_violation`.
     pub fn max_held_bytes(mut self, cap: usize) -> Self {
         self.config.max_held = cap;
         self

@@ -67,7 +67,10 @@ pub enum Signal<'a> {
     /// it keeps coming within the idle bound, it keeps the first-content
     /// bound from cutting a model that is still thinking (see the guard).
     Thinking,
-    /// A keep-alive (ping event or comment): proves nothing, resets nothing.
+    /// A keep-alive (ping event or comment, or a chunk that carries nothing:
+    /// OpenAI's `{}` without choices, id or usage, a Gemini chunk without
+    /// candidates, usage or prompt feedback): proves nothing, resets
+    /// nothing, and does not meet the first-byte bound.
     KeepAlive,
     /// The finish reason, on an event without content.
     Finish(Reason<'a>),
