@@ -18,13 +18,18 @@ pin_project! {
     /// its next frame, the body yields a `deadline_exceeded`
     /// [`Failure`] whose evidence says how many bytes were delivered and
     /// whether any were (`content_seen`), then ends. A data frame that is
-    /// ready after the deadline is still delivered; the failure follows on
-    /// the next poll, unless that frame was the body's last: the inner
-    /// body is asked once more, and an end ready then (or trailers, then
-    /// the end) ends the answer cleanly. Many bodies know their end only
-    /// when asked again (hyper's chunked and HTTP/2 bodies, a stream
-    /// guard that hands on the frame holding `[DONE]`): a whole answer
-    /// read a moment late was failed, its end marker held back.
+    /// ready after the deadline is still delivered, unless that frame was
+    /// the body's last: the inner body is asked once more, and an end
+    /// ready then (or trailers, then the end) ends the answer cleanly.
+    /// Many bodies know their end only when asked again (hyper's chunked
+    /// and HTTP/2 bodies, a stream guard that hands on the frame holding
+    /// `[DONE]`): a whole answer read a moment late was failed, its end
+    /// marker held back. An error ready then is the body's own verdict
+    /// (a stream guard's `content_filtered` or `stream_interrupted`) and
+    /// ends it in place of the deadline's failure; a data frame ready
+    /// then is delivered too (taken from the body below, it would be
+    /// lost), and the deadline's failure follows on the next poll
+    /// without asking again, so a body that is always ready still ends.
     pub struct DeadlineBody<B> {
         #[pin]
         inner: B,
@@ -35,10 +40,21 @@ pin_project! {
         // is not bounded, and once the deadline fired.
         bound: Option<(Instant, Instant)>,
         delivered: u64,
-        // A ready frame came after the deadline: the next poll fails.
-        overdue: bool,
-        ended: bool,
+        phase: Phase,
     }
+}
+
+/// Where a bounded body stands against its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Frames pass, the deadline checked on each.
+    InTime,
+    /// A data frame came after the deadline: the inner body is asked once
+    /// more, for its end.
+    Overdue,
+    /// Past the deadline and asked once more: the next poll fails.
+    Cut,
+    Ended,
 }
 
 impl<B> DeadlineBody<B> {
@@ -48,8 +64,7 @@ impl<B> DeadlineBody<B> {
             sleep: None,
             bound,
             delivered: 0,
-            overdue: false,
-            ended: false,
+            phase: Phase::InTime,
         }
     }
 }
@@ -67,51 +82,64 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let mut this = self.project();
-        if *this.ended {
-            return Poll::Ready(None);
-        }
-        if !*this.overdue {
-            if let Poll::Ready(frame) = this.inner.as_mut().poll_frame(cx) {
-                if let Some(Ok(Some(data))) =
-                    frame.as_ref().map(|f| f.as_ref().map(Frame::data_ref))
-                {
-                    *this.delivered += data.remaining() as u64;
-                    // A body that is always ready never lets the timer fire:
-                    // check the bound here too. Unless this frame ends the
-                    // body: then the answer is whole (an answer read into
-                    // memory and read late by its caller), and failing in
-                    // place of its end would throw it away.
-                    if let Some((deadline, _)) = *this.bound
-                        && !this.inner.is_end_stream()
-                        && Instant::now() >= deadline
+        match *this.phase {
+            Phase::Ended => return Poll::Ready(None),
+            Phase::InTime => {
+                if let Poll::Ready(frame) = this.inner.as_mut().poll_frame(cx) {
+                    if let Some(Ok(Some(data))) =
+                        frame.as_ref().map(|f| f.as_ref().map(Frame::data_ref))
                     {
-                        *this.overdue = true;
+                        *this.delivered += data.remaining() as u64;
+                        // A body that is always ready never lets the timer
+                        // fire: check the bound here too. Unless this frame
+                        // ends the body: then the answer is whole (an answer
+                        // read into memory and read late by its caller), and
+                        // failing in place of its end would throw it away.
+                        if let Some((deadline, _)) = *this.bound
+                            && !this.inner.is_end_stream()
+                            && Instant::now() >= deadline
+                        {
+                            *this.phase = Phase::Overdue;
+                        }
                     }
+                    return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
                 }
-                return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+                let Some((deadline, _)) = *this.bound else {
+                    return Poll::Pending;
+                };
+                ready!(poll_timer(this.sleep, deadline, cx));
             }
-            let Some((deadline, _)) = *this.bound else {
-                return Poll::Pending;
-            };
-            ready!(poll_timer(this.sleep, deadline, cx));
-        }
-        // A frame came after the deadline: the end, or trailers, ready now
-        // end the answer cleanly; anything else is past the deadline.
-        if *this.overdue {
-            match this.inner.as_mut().poll_frame(cx) {
+            // A frame came after the deadline: what the inner body has
+            // ready now is handed on, anything else is past the deadline.
+            Phase::Overdue => match this.inner.as_mut().poll_frame(cx) {
                 Poll::Ready(None) => {
-                    *this.ended = true;
+                    *this.phase = Phase::Ended;
                     return Poll::Ready(None);
                 }
-                Poll::Ready(Some(Ok(frame))) if frame.is_trailers() => {
+                // The body's own verdict: its code and record are the
+                // caller's answer, not the clock's.
+                Poll::Ready(Some(Err(error))) => {
+                    *this.phase = Phase::Ended;
+                    return Poll::Ready(Some(Err(error.into())));
+                }
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Some(data) = frame.data_ref() {
+                        *this.delivered += data.remaining() as u64;
+                        // Not asked again unless this frame was its last:
+                        // a body that is always ready must still end.
+                        if !this.inner.is_end_stream() {
+                            *this.phase = Phase::Cut;
+                        }
+                    }
                     return Poll::Ready(Some(Ok(frame)));
                 }
-                _ => {}
-            }
+                Poll::Pending => {}
+            },
+            Phase::Cut => {}
         }
-        // The deadline fired, or a frame came after it; either way only a
+        // The deadline fired, or frames came after it; either way only a
         // bounded body gets here.
-        *this.ended = true;
+        *this.phase = Phase::Ended;
         let Some((_, started)) = this.bound.take() else {
             return Poll::Ready(None);
         };
@@ -124,7 +152,7 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.ended || self.inner.is_end_stream()
+        self.phase == Phase::Ended || self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -338,9 +338,13 @@ async fn total_deadline_bounds_a_body_that_is_always_ready() {
     let first = body.frame().await.unwrap().unwrap();
     assert_eq!(first.into_data().unwrap(), "tok");
     tokio::time::advance(Duration::from_secs(11)).await;
-    // The frame that was ready is still delivered...
-    let late = body.frame().await.unwrap().unwrap();
-    assert_eq!(late.into_data().unwrap(), "tok");
+    // The frame that was ready is still delivered, and so is the one
+    // ready when the body is asked once more for its end (taken from
+    // the body below, it is not thrown away)...
+    for _ in 0..2 {
+        let late = body.frame().await.unwrap().unwrap();
+        assert_eq!(late.into_data().unwrap(), "tok");
+    }
     // ...and the body then ends with the deadline's failure.
     let err = body
         .frame()
@@ -351,7 +355,7 @@ async fn total_deadline_bounds_a_body_that_is_always_ready() {
     assert_eq!(failure.code(), Code::DeadlineExceeded);
     assert_eq!(failure.action(), Action::Surface);
     assert_eq!(failure.evidence().elapsed, Some(Duration::from_secs(11)));
-    assert_eq!(failure.evidence().bytes, 6);
+    assert_eq!(failure.evidence().bytes, 9);
     assert!(failure.evidence().content_seen);
     assert!(
         body.frame().await.is_none(),
@@ -889,4 +893,27 @@ async fn an_earlier_total_bound_inside_tightens_the_carried_deadline() {
         .unwrap();
     let outer = DeadlineLayer::from_incoming(WireTimeout::grpc());
     assert_eq!(sent(outer, carried).await, Duration::from_secs(4));
+}
+
+/// A verdict the body below already reached when it is asked after the
+/// deadline (a stream guard's `content_filtered` for a held `[DONE]`, its
+/// `stream_interrupted` with the text delivered) is the caller's failure,
+/// not a `deadline_exceeded` that loses its code and record.
+#[tokio::test(start_paused = true)]
+async fn a_verdict_ready_after_the_deadline_wins_over_the_clock() {
+    let frames: [Result<http_body::Frame<Bytes>, BoxError>; 3] = [
+        Ok(http_body::Frame::data(Bytes::from_static(b"data: a\n\n"))),
+        Ok(http_body::Frame::data(Bytes::from_static(b"data: b\n\n"))),
+        Err(Failure::new(Code::ContentFiltered).into()),
+    ];
+    let body = StreamBody::new(stream::iter(frames).chain(stream::pending()));
+    let response = answer_under(DeadlineLayer::new(Duration::from_secs(10)), body).await;
+    let mut body = std::pin::pin!(response.into_body());
+    body.frame().await.unwrap().unwrap();
+    tokio::time::advance(Duration::from_secs(11)).await;
+    let late = body.frame().await.unwrap().unwrap();
+    assert_eq!(late.into_data().unwrap(), "data: b\n\n");
+    let err = body.frame().await.unwrap().unwrap_err();
+    assert_eq!(failure(&err).code(), Code::ContentFiltered);
+    assert!(body.frame().await.is_none(), "the body ends with it");
 }
