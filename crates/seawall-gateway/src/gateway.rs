@@ -7,7 +7,7 @@ use std::task::Poll;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
@@ -465,7 +465,8 @@ impl Gateway {
     /// The axum app: every [`Endpoint`] (`POST /v1/chat/completions`,
     /// `/v1/responses`, `/v1/embeddings`, `/v1/messages`,
     /// `/v1/messages/count_tokens`; OpenAI's also without `/v1`),
-    /// `GET /v1/models` (and `/models`), `GET /healthz`, `GET /metrics`
+    /// `GET /v1/models` and `GET /v1/models/{id}` (each also without `/v1`),
+    /// `GET /healthz`, `GET /metrics`
     /// (Prometheus text: seawall's metrics, `seawall::core::metric_names`;
     /// see [metrics](Gateway#metrics)). When the gateway has a token
     /// (`token_env`), every path but `/healthz` asks for it. Serve it with
@@ -484,6 +485,7 @@ impl Gateway {
             .route(Endpoint::Messages.path(), post(messages))
             .route(Endpoint::CountTokens.path(), post(count_tokens))
             .route(MODELS_PATH, get(models))
+            .route(MODEL_PATH, get(model))
             // OpenAI's endpoints also without `/v1`: an OpenAI SDK given the
             // gateway's bare address as its base URL calls them so.
             .route(
@@ -493,6 +495,7 @@ impl Gateway {
             .route(unversioned(Endpoint::Responses), post(responses))
             .route(unversioned(Endpoint::Embeddings), post(embeddings))
             .route(UNVERSIONED_MODELS_PATH, get(models))
+            .route(UNVERSIONED_MODEL_PATH, get(model))
             .route("/healthz", get(health))
             .route(METRICS_PATH, get(metrics_text))
             // axum's own 405 has an empty body: an SDK shows only the
@@ -512,21 +515,23 @@ impl Gateway {
         let inner = &*self.inner;
         let wire = endpoint.wire();
         let (parts, body) = request.into_parts();
-        let refuse = |status, code, message: String| {
+        let refuse_with = |error: WireError| {
             inner.counters.refused();
             tracing::info!(
                 target: "seawall::gateway",
                 wire = wire.as_str(),
                 endpoint = endpoint.path(),
-                status = u16::from(status),
-                code = Code::as_str(code),
+                status = u16::from(error.status),
+                code = error.code,
                 "request refused"
             );
             // The connection is closed after a refusal: a client refused
             // before it showed a token keeps no connection open (one that
             // held many idle took every descriptor).
-            closing(WireError::gateway(status, code, message).response(wire))
+            closing(error.response(wire))
         };
+        let refuse =
+            |status, code, message: String| refuse_with(WireError::gateway(status, code, message));
         let cap = inner.config.max_body_bytes;
         // Every refusal before the body is whole drains it, by drop.
         let mut body = Unread::new(body, &parts.headers, cap);
@@ -633,6 +638,24 @@ impl Gateway {
             );
         };
         let stream = members.stream.unwrap_or(false);
+        // A background response runs and is stored upstream, to be
+        // fetched, cancelled or streamed again by its id
+        // (`/v1/responses/{id}`): the gateway relays none of those, since
+        // an id does not say which route made it (any rung of a ladder
+        // may have). Relayed, the answer would be billed and never read;
+        // refused before any call instead.
+        if endpoint == Endpoint::Responses && members.background.0 {
+            return refuse_with(
+                WireError::gateway(
+                    StatusCode::BAD_REQUEST,
+                    Code::BadRequest,
+                    "the gateway cannot relay background responses: a response stored upstream \
+                     cannot be fetched, cancelled or resumed through it; ask without \
+                     \"background\": true",
+                )
+                .about("background"),
+            );
+        }
         let model_span = members.model_token(text);
         let Some(model) = inner.models.get(&model_name).or(inner.any.as_ref()) else {
             return refuse(
@@ -883,29 +906,67 @@ impl Gateway {
             .map(|(name, _)| name.as_str())
             .collect();
         names.sort_unstable();
+        let data: Vec<_> = names.iter().map(|id| model_entry(wire, id)).collect();
         let body = match wire {
-            Wire::OpenAi => serde_json::json!({
-                "object": "list",
-                "data": names.iter().map(|id| serde_json::json!({
-                    "id": id, "object": "model", "created": 0, "owned_by": "seawall",
-                })).collect::<Vec<_>>(),
-            }),
+            Wire::OpenAi => serde_json::json!({ "object": "list", "data": data }),
             Wire::Anthropic => serde_json::json!({
-                "data": names.iter().map(|id| serde_json::json!({
-                    "type": "model", "id": id, "display_name": id,
-                    "created_at": "1970-01-01T00:00:00Z",
-                })).collect::<Vec<_>>(),
+                "data": data,
                 "has_more": false,
                 "first_id": names.first(),
                 "last_id": names.last(),
             }),
         };
-        (
-            [(http::header::CONTENT_TYPE, "application/json")],
-            Bytes::from(body.to_string()),
-        )
-            .into_response()
+        json_response(&body)
     }
+
+    /// `GET /v1/models/{id}`: the model as the list shows it, in the same
+    /// wire, when a request naming it would be served over that wire (a
+    /// model the configuration names, or any name when `*` is routed over
+    /// it); else 404 `not_found` in the wire's shape.
+    fn model(&self, id: &str, headers: &HeaderMap) -> Response {
+        let wire = wire_of_call(MODELS_PATH, headers);
+        if let Some(refusal) = self.refusal(wire, headers) {
+            return refusal;
+        }
+        let inner = &*self.inner;
+        let served = inner
+            .models
+            .get(id)
+            .or(inner.any.as_ref())
+            .is_some_and(|model| model.wire == wire);
+        if !served {
+            let message = format!(
+                "no route serves model `{}` over the {} wire format",
+                excerpt(id),
+                wire.as_str()
+            );
+            return WireError::gateway(StatusCode::NOT_FOUND, Code::NotFound, message)
+                .response(wire);
+        }
+        json_response(&model_entry(wire, id))
+    }
+}
+
+/// One model as `wire`'s models list shows it.
+fn model_entry(wire: Wire, id: &str) -> serde_json::Value {
+    match wire {
+        Wire::OpenAi => serde_json::json!({
+            "id": id, "object": "model", "created": 0, "owned_by": "seawall",
+        }),
+        Wire::Anthropic => serde_json::json!({
+            "type": "model", "id": id, "display_name": id,
+            "created_at": "1970-01-01T00:00:00Z",
+        }),
+    }
+}
+
+/// A 200 with `body` as JSON.
+fn json_response(body: &serde_json::Value) -> Response {
+    (
+        [(http::header::CONTENT_TYPE, "application/json")],
+        Bytes::from(body.to_string()),
+    )
+        .into_response()
 }
 
 /// At most 64 bytes of a client-given name, for messages.
@@ -1033,12 +1094,24 @@ async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response 
     gateway.models(&headers)
 }
 
+async fn model(
+    State(gateway): State<Gateway>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    gateway.model(&id, &headers)
+}
+
 /// Where the gateway serves its metrics.
 const METRICS_PATH: &str = "/metrics";
 
 /// Where the gateway lists its models.
 const MODELS_PATH: &str = "/v1/models";
 const UNVERSIONED_MODELS_PATH: &str = "/models";
+/// Where the gateway describes one model (both SDKs' `models.retrieve`);
+/// the rest of the path is its id, which may hold a `/`.
+const MODEL_PATH: &str = "/v1/models/{*id}";
+const UNVERSIONED_MODEL_PATH: &str = "/models/{*id}";
 
 /// An OpenAI endpoint's path without `/v1`.
 fn unversioned(endpoint: Endpoint) -> &'static str {
@@ -1070,7 +1143,7 @@ impl Gateway {
         let message = format!(
             "the gateway serves no {:?}: POST /v1/chat/completions, /v1/responses, \
              /v1/embeddings (each also without /v1), /v1/messages, /v1/messages/count_tokens; \
-             GET /v1/models (or /models), /healthz, /metrics",
+             GET /v1/models, /v1/models/{{id}} (each also without /v1), /healthz, /metrics",
             excerpt(path)
         );
         closing(

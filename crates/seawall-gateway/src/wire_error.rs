@@ -71,6 +71,12 @@ impl WireError {
         }
     }
 
+    /// This error about the request member `param` (OpenAI's `param`).
+    pub(crate) fn about(mut self, param: &str) -> WireError {
+        self.param = Some(param.to_owned());
+        self
+    }
+
     /// This error with the provider's own type, code and param from `failure`,
     /// bounded and scrubbed of the gateway's secrets like its message.
     pub(crate) fn with_provider_words(

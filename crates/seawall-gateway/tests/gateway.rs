@@ -1519,6 +1519,132 @@ async fn the_configured_models_are_listed_per_wire() {
     assert_eq!(header(&headers, "www-authenticate"), "Bearer");
 }
 
+/// Both SDKs' `models.retrieve` (`GET /v1/models/{id}`) is served as the
+/// list shows the model, in the wire the call speaks; a model no route
+/// serves over that wire is a 404 in its shape (it was a 404 for every
+/// model, in the shape of a path the gateway does not serve).
+#[tokio::test]
+async fn a_configured_model_is_retrieved_as_listed() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    let mut claude = config.routes[0].clone();
+    claude.name = "claude".into();
+    claude.wire = Wire::Anthropic;
+    config.routes.push(claude);
+    config.models.remove("*");
+    for (model, route) in [
+        ("gpt-a", "main"),
+        ("org/gpt-b", "main"),
+        ("claude-c", "claude"),
+    ] {
+        config.models.insert(model.into(), vec![route.into()]);
+    }
+    let gateway = Running::start(config).await;
+    let bearer = format!("Bearer {TOKEN}");
+    let openai: &[(&str, &str)] = &[("authorization", &bearer)];
+    let anthropic: &[(&str, &str)] = &[("x-api-key", TOKEN), ("anthropic-version", "2023-06-01")];
+    let get = |path: &str, headers: &[(&str, &str)]| {
+        let mut builder = http::Request::get(gateway.url(path));
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(full(Bytes::new())).unwrap()
+    };
+    let json = |body: &[u8]| serde_json::from_slice::<serde_json::Value>(body).unwrap();
+    for (headers, id) in [
+        (openai, "gpt-a"),
+        (openai, "org/gpt-b"),
+        (anthropic, "claude-c"),
+    ] {
+        let (status, _, list) = send(&client(), get("/v1/models", headers)).await;
+        assert_eq!(status, 200);
+        let listed = json(&list)["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id)
+            .cloned()
+            .unwrap();
+        for path in [format!("/v1/models/{id}"), format!("/models/{id}")] {
+            if headers == anthropic && path.starts_with("/models") {
+                continue;
+            }
+            let (status, headers, body) = send(&client(), get(&path, headers)).await;
+            assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+            assert_eq!(header(&headers, "content-type"), "application/json");
+            assert_eq!(json(&body), listed, "{path}");
+        }
+    }
+    // Unknown, or served only over the other wire: the wire's 404.
+    for (headers, id) in [(openai, "nope"), (openai, "claude-c"), (anthropic, "gpt-a")] {
+        let (status, _, body) = send(&client(), get(&format!("/v1/models/{id}"), headers)).await;
+        assert_eq!(status, 404, "{id}");
+        let body = json(&body);
+        if headers == anthropic {
+            assert_eq!(body["type"], "error", "{body}");
+            assert_eq!(body["error"]["type"], "not_found", "{body}");
+        } else {
+            assert_eq!(body["error"]["code"], "not_found", "{body}");
+        }
+        assert!(
+            body.to_string().contains("no route serves model"),
+            "{id}: {body}"
+        );
+    }
+    let (status, _, _) = send(&client(), get("/v1/models/gpt-a", &[])).await;
+    assert_eq!(status, 401);
+
+    // `*` serves any name over its wire: any is found there.
+    let gateway = Running::start(common::config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let request = http::Request::get(gateway.url("/v1/models/any-model"))
+        .header("authorization", &bearer)
+        .body(full(Bytes::new()))
+        .unwrap();
+    let (status, _, body) = send(&client(), request).await;
+    assert_eq!(status, 200);
+    assert_eq!(json(&body)["id"], "any-model");
+}
+
+/// A background response (`"background": true`) is stored upstream to be
+/// fetched later by its id, which the gateway cannot relay: refused before
+/// any call, in OpenAI's shape naming the member, instead of billed and
+/// never readable.
+#[tokio::test]
+async fn a_background_response_is_refused_before_any_call() {
+    let done = r#"{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}]}"#;
+    let (base, calls) = scripted_upstream(vec![(200, done)]).await;
+    let gateway = Running::start(config_at(Wire::OpenAi, &[("main", base)])).await;
+    let background = r#"{"model":"gpt-x","input":"hi","background":true}"#;
+    let (status, headers, body) = send(
+        &client(),
+        post(&gateway.url("/v1/responses"), background, &[]),
+    )
+    .await;
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["error"]["param"], "background", "{body}");
+    assert_eq!(body["error"]["code"], "bad_request", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("background"),
+        "{body}"
+    );
+    assert_eq!(header(&headers, "x-seawall-code"), "bad_request");
+    assert!(calls.lock().unwrap().is_empty(), "no call upstream");
+    assert_eq!(gateway.gateway.stats().refused, 1);
+    // Not in the background: relayed.
+    let foreground = r#"{"model":"gpt-x","input":"hi","background":false}"#;
+    let (status, _, body) = send(
+        &client(),
+        post(&gateway.url("/v1/responses"), foreground, &[]),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(calls.lock().unwrap().len(), 1);
+}
+
 /// A body the gateway cannot read as one request is refused before any
 /// route sees it: not JSON, not an object, not UTF-8, a member named
 /// twice (the gateway would route by one `model` and the provider might
