@@ -17,8 +17,9 @@ const MAX_DEPTH: usize = 32;
 /// connect error, `overloaded` when tower's `LoadShed` refused the call
 /// (the service under it at capacity); `bad_request` (permanent) when
 /// hyper says the request body ended short of its `Content-Length` (wrong
-/// as written, so wrong on every attempt). `None` when no link is
-/// recognised.
+/// as written, so wrong on every attempt), or could not send the request
+/// (its body failed, also over HTTP/2, where hyper resets the stream
+/// itself). `None` when no link is recognised.
 ///
 /// A timeout wins over a connection failure because the chain of a connect
 /// timeout holds both, and the timeout is what happened.
@@ -84,13 +85,29 @@ fn stream_reset(error: &(dyn StdError + 'static)) -> Option<u32> {
 }
 
 /// hyper refused the request itself: a "user" error (the request body
-/// failed while being written, a header or version it cannot write),
-/// found in `error`'s chain.
+/// failed while being written, a header or version it cannot write), or,
+/// over HTTP/2, a stream hyper reset itself, found in `error`'s chain.
 fn request_refused_by_client(error: &(dyn StdError + 'static)) -> bool {
-    links(error).any(|link| {
-        link.downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_user)
+    let mut under_hyper = false;
+    links(error).any(|link| match link.downcast_ref::<hyper::Error>() {
+        Some(hyper) if hyper.is_user() => true,
+        Some(_) => {
+            under_hyper = true;
+            false
+        }
+        None => under_hyper && link.downcast_ref::<h2::Error>().is_some_and(reset_by_us),
     })
+}
+
+/// An HTTP/2 stream reset this side sent, neither the peer (`is_remote`)
+/// nor h2 itself for a protocol error (`is_library`); a GOAWAY is no
+/// reset. Under hyper's client it is the request body failing: hyper
+/// reports that body's error to no one (it logs it), resets the stream
+/// with INTERNAL_ERROR, and the response fails with this reset. Read as
+/// `transport`, the caller's broken upload was retried and counted
+/// against the route, where HTTP/1 says hyper's "user" error.
+fn reset_by_us(h2: &h2::Error) -> bool {
+    h2.is_reset() && !h2.is_remote() && !h2.is_library()
 }
 
 /// hyper says the request body ended short of the length its
