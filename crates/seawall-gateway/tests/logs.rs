@@ -47,7 +47,11 @@ async fn a_model_name_cannot_forge_or_flood_the_log() {
         let mut request = post(&gateway.url("/v1/chat/completions"), "", &[]);
         *request.body_mut() = full(body);
         let (status, _, _) = send(&client(), request).await;
-        assert_eq!(status, 200);
+        // The upstream refuses a megabyte of name (seawall-chaos's
+        // `model_too_long`); the request ends, and is logged, all the same.
+        if model == forged {
+            assert_eq!(status, 200);
+        }
     }
     drop(gateway);
     let log = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
