@@ -416,6 +416,9 @@ impl<S, B> Ladder<S, B> {
         let mut failure = failure.with_route(route.clone());
         let attempt = Attempt::failed(route.clone(), self.slept, &failure);
         let billed = attempt.billed && self.bills;
+        // Read before this attempt is recorded: a ladder below may hand a
+        // receipt of several attempts on the route, all this one's.
+        let first_on_route = !self.receipt.attempts.iter().any(|a| a.route == route);
         let inner = failure.receipt_mut().take().map(|inner| *inner);
         self.record(attempt, inner);
         metrics::attempt(&route, Some(failure.code()));
@@ -449,7 +452,7 @@ impl<S, B> Ladder<S, B> {
         let verdict = if at_window {
             Err(StopReason::Deadline)
         } else {
-            self.judge(&failure, route.clone(), another)
+            self.judge(&failure, route.clone(), another, first_on_route)
         };
         match &verdict {
             Ok(_) => metrics::retry(&route, failure.code()),
@@ -514,21 +517,21 @@ impl<S, B> Ladder<S, B> {
     /// so a set of `n` members makes at most `max_attempts + n` calls; a
     /// member that fails otherwise (a 503, silence) spends an attempt, so
     /// an outage of every member costs no more calls than one route's.
+    /// `first_on_route`: no attempt of this operation had gone to `route`
+    /// before this one.
     fn judge(
         &mut self,
         failure: &Failure,
         route: RouteId,
         another: bool,
+        first_on_route: bool,
     ) -> Result<Duration, StopReason> {
         let moving = another && failure.moves_route();
         // Only a member that asked to be left alone for a while (a rate
         // limit with its hint, a quota wall, rejected keys) gives a free
         // move: a set whose members all fail otherwise (an outage's 503s,
         // silence) stays bounded by the ladder's attempts.
-        if moving
-            && failure.cooldown(std::time::SystemTime::now()).is_some()
-            && self.first_failure_on(&route)
-        {
+        if moving && failure.cooldown(std::time::SystemTime::now()).is_some() && first_on_route {
             self.moves += 1;
         }
         // The breaker refusing the only route while it cools down after a
@@ -690,17 +693,6 @@ impl<S, B> Ladder<S, B> {
         // The inner stop this takes is replaced by this ladder's own when
         // it stops.
         self.receipt.append_after(inner, self.slept);
-    }
-
-    /// Whether the attempt just recorded is the first in this operation to
-    /// fail on `route` (the receipt lists every attempt's route).
-    fn first_failure_on(&self, route: &RouteId) -> bool {
-        self.receipt
-            .attempts
-            .iter()
-            .filter(|attempt| attempt.route == *route)
-            .count()
-            == 1
     }
 
     /// Before a sleep: what the retries' service reserved in `poll_ready`

@@ -178,3 +178,62 @@ async fn without_another_route_every_failure_is_an_attempt() {
     assert_eq!(receipt(&err).stop, Some(StopReason::Attempts));
     assert_eq!(called.lock().unwrap().len(), 3);
 }
+
+/// Each member behind a ladder of its own (nested, two attempts): its
+/// failure comes with its ladder's receipt, two attempts on the member.
+/// The move off a member met for the first time is still the set's, not
+/// one of the outer ladder's two attempts: a, b, then a answers — where
+/// counting the inner attempts already recorded took both moves for
+/// attempts and stopped after b.
+#[tokio::test(start_paused = true)]
+async fn a_members_first_failure_is_a_move_under_its_own_ladder_too() {
+    let member = || {
+        common::Upstream::new([
+            common::Step::Fail(Failure::new(Code::ProviderUnavailable).with_status(503)),
+            common::Step::Fail(rate_limited()),
+            common::Step::Ok,
+        ])
+    };
+    let upstreams = [("a", member()), ("b", member())];
+    let inner = RetryBudgetLayer::new(RetryPolicy::no_wait(2).allow_nested(), Budget::unlimited());
+    let ladders = upstreams
+        .each_ref()
+        .map(|(_, upstream)| inner.layer(upstream.service::<ReplayBody<ReplayBody<String>>>()));
+    let turn = Arc::new(Mutex::new(0usize));
+    let set = tower::service_fn(move |mut request: Request<ReplayBody<String>>| {
+        let n = {
+            let mut turn = turn.lock().unwrap();
+            *turn += 1;
+            (*turn - 1) % 2
+        };
+        let member = ["a", "b"][n];
+        request.extensions_mut().insert(RouteId::new(member));
+        let ladder = ladders[n].clone();
+        async move {
+            match ladder.oneshot(request).await {
+                Ok(mut response) => {
+                    response.extensions_mut().insert(RouteId::new(member));
+                    Ok(response)
+                }
+                Err(err) => {
+                    let failure = Failure::extract(err).expect("a failure");
+                    Err(Box::new(AnotherRoute::new(failure)) as BoxError)
+                }
+            }
+        }
+    });
+    let outer = RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited());
+    let response = outer
+        .layer(set)
+        .oneshot(request())
+        .await
+        .expect("answered by a, after a move off each member");
+    assert_eq!((upstreams[0].1.count(), upstreams[1].1.count()), (3, 2));
+    let receipt = response
+        .extensions()
+        .get::<seawall_core::Receipt>()
+        .unwrap();
+    let routes: Vec<_> = receipt.attempts.iter().map(|a| a.route.as_str()).collect();
+    assert_eq!(routes, ["a", "a", "b", "b", "a"]);
+    assert_eq!(receipt.stop, Some(StopReason::Succeeded));
+}
