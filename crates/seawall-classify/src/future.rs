@@ -39,9 +39,36 @@ pin_project! {
         // The attempt's progress, when a per-attempt deadline tracks it: a
         // slow body read here is bytes arriving, not a silent route.
         progress: Option<Progress>,
-        // A `HEAD` request: its answer has no body, whatever its headers
-        // say of the body a `GET` would get.
-        head_request: bool,
+        // What the method says of the answer's body: a `HEAD`'s has none,
+        // and only a `GET` or `HEAD` may be answered with a 304.
+        method: RequestMethod,
+    }
+}
+
+/// What a request's method says of its answer, kept in a byte: the
+/// future holds only this of the method (an extension method's name is
+/// an allocation, and the future is made for every call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RequestMethod {
+    /// Its answer has no body, whatever its headers say of the body a
+    /// `GET` would get; it may be conditional.
+    Head,
+    /// It may be conditional: a 304 says the caller's copy is current.
+    Get,
+    /// Any other: a 304 answers nothing it asked (RFC 9110 §15.4.5
+    /// sends one only for a conditional `GET` or `HEAD`).
+    Other,
+}
+
+impl RequestMethod {
+    pub(crate) fn of(method: &http::Method) -> Self {
+        if method == http::Method::HEAD {
+            RequestMethod::Head
+        } else if method == http::Method::GET {
+            RequestMethod::Get
+        } else {
+            RequestMethod::Other
+        }
     }
 }
 
@@ -53,7 +80,7 @@ impl<F, C, B> ResponseFuture<F, C, B> {
         started: Instant,
         facts: RequestFacts,
         progress: Option<Progress>,
-        head_request: bool,
+        method: RequestMethod,
     ) -> Self {
         ResponseFuture {
             inner,
@@ -63,7 +90,7 @@ impl<F, C, B> ResponseFuture<F, C, B> {
             started,
             facts,
             progress,
-            head_request,
+            method,
         }
     }
 }
@@ -153,23 +180,27 @@ where
                         progress.set_status(parts.status.as_u16());
                     }
                     // No body by HTTP's own rules: a `HEAD`'s 2xx (its
-                    // length and type are a `GET`'s) and a 304 (the
-                    // caller's copy is current, nothing to follow). Read
-                    // for a check, the empty body was `empty_response`,
-                    // retried and counted against the route.
+                    // length and type are a `GET`'s) and a 304 to a `GET`
+                    // or `HEAD` (the caller's copy is current, nothing to
+                    // follow). Read for a check, the empty body was
+                    // `empty_response`, retried and counted against the
+                    // route.
                     let not_modified = parts.status == http::StatusCode::NOT_MODIFIED;
-                    if (*this.head_request && parts.status.is_success())
-                        || (not_modified && !this.facts.is_generation())
+                    let method = *this.method;
+                    if (method == RequestMethod::Head && parts.status.is_success())
+                        || (not_modified && method != RequestMethod::Other)
                     {
                         let body = ClassifiedBody::inner(body);
                         return Poll::Ready(Ok(Response::from_parts(parts, body)));
                     }
                     // A 304 answers only a conditional `GET` or `HEAD`
-                    // (RFC 9110 §15.4.5); a generation is a `POST`, so one
-                    // there is no answer and no redirect to fix: a proxy's
-                    // or cache's mistake, which the next attempt may not
-                    // repeat. Delivered, it was a success with no answer.
-                    let inspection = if not_modified {
+                    // (RFC 9110 §15.4.5). To a generation (a `POST`) it is
+                    // no answer and no redirect to fix: a proxy's or
+                    // cache's mistake, which the next attempt may not
+                    // repeat. To any other request it goes the error path
+                    // below with every other stray 3xx. Delivered, it was
+                    // a success with no answer.
+                    let inspection = if not_modified && this.facts.is_generation() {
                         Inspection::Fail(Failure::new(Code::ProtocolViolation).with_message(
                             "a 304 Not Modified to a generation request (a POST, never \
                              conditional)",

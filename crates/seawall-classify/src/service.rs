@@ -10,7 +10,7 @@ use tower::BoxError;
 use tower_service::Service;
 
 use crate::classifier::Classifier;
-use crate::future::{ResponseFuture, classify_inner_error};
+use crate::future::{RequestMethod, ResponseFuture, classify_inner_error};
 use crate::layer::Settings;
 use crate::{ClassifiedBody, ProviderClassifier};
 
@@ -69,7 +69,7 @@ where
         let started = Instant::now();
         let progress = Progress::of_request(&request);
         let facts = RequestFacts::of_request(&request);
-        let head_request = request.method() == http::Method::HEAD;
+        let method = RequestMethod::of(request.method());
         ResponseFuture::new(
             self.inner.call(request),
             Arc::clone(&self.classifier),
@@ -77,7 +77,7 @@ where
             started,
             facts,
             progress,
-            head_request,
+            method,
         )
     }
 }

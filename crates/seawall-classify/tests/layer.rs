@@ -389,6 +389,33 @@ async fn a_304_to_a_generation_is_no_answer() {
     assert_eq!(failure.status(), Some(304));
 }
 
+/// A 304 to any other method than `GET` or `HEAD` is a stray redirect
+/// status like any other 3xx (`redirected`, never followed), not a
+/// success with no body: a `POST` to embeddings, a `DELETE`, a `PUT`.
+/// It was delivered as one, counted a success by the breaker.
+#[tokio::test]
+async fn a_304_to_a_request_that_is_never_conditional_is_a_stray_redirect() {
+    for method in [http::Method::POST, http::Method::DELETE, http::Method::PUT] {
+        let inner = service_fn(|_: Request<()>| async {
+            Ok::<_, std::convert::Infallible>(response(304, &[("etag", "\"v1\"")], ""))
+        });
+        let request = Request::builder()
+            .method(method.clone())
+            .uri("https://api.llm.example/v1/embeddings")
+            .body(())
+            .unwrap();
+        let error = ClassifyLayer::openai()
+            .layer(inner)
+            .oneshot(request)
+            .await
+            .map(|_| ())
+            .expect_err("a 304 answers no such request");
+        let failure = found(&error);
+        expect(Class::Permanent, Code::Redirected, Action::Surface).check(method.as_str(), failure);
+        assert_eq!(failure.status(), Some(304));
+    }
+}
+
 /// Token counting for Claude on Vertex AI (where Anthropic's Vertex client
 /// sends `messages.count_tokens`) is the model `count-tokens`'s
 /// `rawPredict`: its `{"input_tokens":…}` is delivered as it is (it was
