@@ -380,13 +380,7 @@ impl<S, B> Ladder<S, B> {
             // The time left is the fallback's: for it this attempt timed
             // out, and is to fail over on, where `deadline_exceeded` would
             // tell it the operation is over.
-            Ok(failure) if self.stopped_at_window(&failure) => {
-                let timeout = Failure::new(Code::Timeout)
-                    .with_evidence(failure.evidence().clone())
-                    .with_message("the attempt ran to the time kept for the fallback")
-                    .with_action(Action::Failover);
-                (timeout, true)
-            }
+            Ok(failure) if self.stopped_at_window(&failure) => (timed_out_at_window(failure), true),
             Ok(failure) => (failure, false),
             Err(other) => {
                 // Unclassified: nobody said it is safe to repeat. Recorded
@@ -868,6 +862,34 @@ impl<S, B> Ladder<S, B> {
         let _operation = self.span.enter();
         self.attempt_span.in_scope(call)
     }
+}
+
+/// `failure`, an attempt stopped at the ladder's window, as the fallback
+/// is to read it: a timeout to fail over on, where `deadline_exceeded`
+/// would say the operation is over. What it knew of the attempt stays:
+/// its evidence, the usage and request id the provider reported, whether
+/// a 2xx answer generated anything (so that it is billed as it was), and
+/// the receipt of a ladder below, whose attempts are this one's record.
+fn timed_out_at_window(mut failure: Failure) -> Failure {
+    let mut timeout = Failure::new(Code::Timeout)
+        .with_evidence(failure.evidence().clone())
+        .with_message("the attempt ran to the time kept for the fallback")
+        .with_action(Action::Failover);
+    if let Some(usage) = failure.usage() {
+        timeout = timeout.with_usage(usage);
+    }
+    if let Some(id) = failure.request_id() {
+        timeout = timeout.with_request_id(id);
+    }
+    // The same status: billed as before unless the provider had said it
+    // generated nothing.
+    if timeout.billed() && !failure.billed() {
+        timeout = timeout.with_nothing_generated();
+    }
+    if let Some(receipt) = failure.receipt_mut().take() {
+        timeout = timeout.with_receipt(*receipt);
+    }
+    timeout
 }
 
 /// A gRPC retry says how many attempts came before it in

@@ -243,6 +243,65 @@ async fn an_attempt_cannot_run_into_the_fallback_reserve() {
     assert_eq!(upstream.count(), 1);
 }
 
+/// What an attempt cut at the window knew stays on the timeout the
+/// fallback gets: the usage and request id of a stream answered 200 and
+/// cut there (billed), and the receipt of a ladder below.
+#[tokio::test(start_paused = true)]
+async fn a_timeout_at_the_fallback_reserve_keeps_what_the_attempt_knew() {
+    let run = |cut: Failure| async move {
+        let upstream = tower::service_fn(move |_: Request<ReplayBody<String>>| {
+            let cut = cut.clone();
+            async move {
+                // The attempt runs to its window, 40 s into the 60.
+                tokio::time::sleep(40 * SEC).await;
+                Err::<http::Response<String>, BoxError>(Box::new(cut))
+            }
+        });
+        let svc = ladder(RetryPolicy::interactive().fallback_reserve(20 * SEC)).layer(upstream);
+        let mut request = request();
+        request.extensions_mut().insert(Deadline::after(60 * SEC));
+        svc.oneshot(request).await.unwrap_err()
+    };
+    let usage = seawall_core::Usage::new(3, 4);
+    let cut = Failure::new(Code::DeadlineExceeded)
+        .with_status(200)
+        .with_usage(usage)
+        .with_request_id("req_window");
+    let err = run(cut.clone()).await;
+    let timeout = failure(&err);
+    assert_eq!(timeout.code(), Code::Timeout);
+    assert_eq!(timeout.action(), Action::Failover);
+    assert_eq!(timeout.usage(), Some(usage));
+    assert_eq!(timeout.request_id(), Some("req_window"));
+    let record = receipt(&err);
+    assert_eq!(record.stop, Some(StopReason::Deadline));
+    assert_eq!(record.attempts.len(), 1);
+    assert!(record.attempts[0].billed);
+    assert_eq!(record.usage(), usage);
+    // A 200 that generated nothing (a gRPC refusal) stays unbilled.
+    let err = run(cut.clone().with_nothing_generated()).await;
+    assert_eq!(receipt(&err).billed_attempts(), 0);
+    // A ladder below handed its receipt: its attempts are the record.
+    let mut below = Receipt::default();
+    let route = seawall_core::RouteId::new("api.openai.example");
+    for code in [Code::ProviderUnavailable, Code::DeadlineExceeded] {
+        below.push(seawall_core::Attempt::new(
+            route.clone(),
+            Some(code),
+            Duration::ZERO,
+        ));
+    }
+    let err = run(cut.with_receipt(below)).await;
+    let codes: Vec<_> = receipt(&err).attempts.iter().map(|a| a.code).collect();
+    assert_eq!(
+        codes,
+        [
+            Some(Code::ProviderUnavailable),
+            Some(Code::DeadlineExceeded)
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn two_zero_byte_timeouts_in_20_minutes_fail_over_after_the_second() {
     let upstream = Upstream::new([Step::Hang]);
