@@ -562,15 +562,19 @@ where
                 Err(self.conclude(failure, started))
             }
             SuccessRead::NotAnAnswer(first) => {
-                let what = if opens_event_stream(first) {
-                    "neither JSON nor an event stream where one may come (a request for one \
-                     whole answer, or a JSON label)"
+                let (endpoint, what) = if !success_cx.facts.is_generation() {
+                    ("an endpoint that answers JSON", "not JSON")
+                } else if opens_event_stream(first) {
+                    (
+                        "a generation endpoint",
+                        "neither JSON nor an event stream where one may come (a request for \
+                         one whole answer, or a JSON label)",
+                    )
                 } else {
-                    "neither JSON nor an event stream"
+                    ("a generation endpoint", "neither JSON nor an event stream")
                 };
                 let failure = Failure::new(Code::ProtocolViolation).with_message(&format!(
-                    "the 2xx answer of a generation endpoint is {what} (content type {:?}, \
-                     first byte {:?})",
+                    "the 2xx answer of {endpoint} is {what} (content type {:?}, first byte {:?})",
                     self.parts
                         .headers
                         .get(http::header::CONTENT_TYPE)
@@ -642,10 +646,11 @@ where
 /// answer, handed on unread: anything, except on a generation endpoint,
 /// where only an event stream or Gemini's JSON array stream is (an array
 /// where none was asked for, `[{"error":…}]` or `[]`, was handed on
-/// unread and called an answer).
+/// unread and called an answer), and on an endpoint that answers JSON
+/// ([`RequestFacts::answers_json`]), where only an array is.
 fn is_answer_opening(first: u8, parts: &Parts, facts: &RequestFacts) -> bool {
     match facts.provider() {
-        None => true,
+        None => !facts.answers_json() || first == b'[',
         Some(_) => {
             (opens_event_stream(first) && may_stream(parts, facts))
                 || (first == b'[' && facts.asks_json_array())

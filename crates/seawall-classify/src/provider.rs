@@ -3,7 +3,7 @@
 use http::response::Parts;
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
 use seawall_core::{Class, Code, Failure, Finish, FinishKind, RequestFacts};
-use seawall_internal::json::is_json_media;
+use seawall_internal::json::{is_json_media, without_bom};
 
 use crate::classifier::{Checked, Classifier, Inspection, SuccessContext};
 use crate::{grpc, unary};
@@ -116,9 +116,10 @@ impl Classifier for ProviderClassifier {
     }
 
     /// A provider's 2xx answer is read when it is JSON, and — on a
-    /// generation endpoint, where every 2xx must be an answer — when it does
-    /// not say what it is (no content type, `text/plain`, `text/html`, …):
-    /// the read decides whether it is an answer, an event stream or
+    /// generation endpoint, where every 2xx must be an answer, and on one
+    /// whose every 2xx is JSON ([`RequestFacts::answers_json`]) — when it
+    /// does not say what it is (no content type, `text/plain`, `text/html`,
+    /// …): the read decides whether it is an answer, an event stream or
     /// neither. A compressed body nobody decoded is no answer.
     fn inspect_success(&self, parts: &Parts, cx: &SuccessContext<'_>) -> Inspection {
         match self.wire {
@@ -159,12 +160,18 @@ impl Classifier for ProviderClassifier {
             Wire::Http(Provider::Http) => Inspection::Deliver,
             Wire::Http(_) => {
                 let generation = cx.facts.is_generation();
+                let json_only = cx.facts.answers_json();
                 // Outside a generation, a 2xx that says it has no body (a
                 // 204 or 205 to a `DELETE`, a `content-length: 0`) is a
                 // success as it is, whatever its content type or coding
-                // claims; only a generation must carry an answer.
+                // claims; only a generation must carry an answer, and an
+                // endpoint that answers JSON its JSON.
                 if !generation && declares_no_body(parts) {
-                    return Inspection::Deliver;
+                    return if json_only {
+                        Inspection::Fail(no_json_answer())
+                    } else {
+                        Inspection::Deliver
+                    };
                 }
                 if let Some(encoding) = undecoded_encoding(parts) {
                     return Inspection::Fail(Failure::new(Code::ProtocolViolation).with_message(
@@ -182,11 +189,12 @@ impl Classifier for ProviderClassifier {
                     // its label says (the stream guard leaves it alone).
                     Some(media)
                         if media.eq_ignore_ascii_case(b"text/event-stream")
-                            && !cx.facts.unary_requested() =>
+                            && !cx.facts.unary_requested()
+                            && !json_only =>
                     {
                         Inspection::Deliver
                     }
-                    _ if generation => Inspection::CheckBody,
+                    _ if generation || json_only => Inspection::CheckBody,
                     _ => Inspection::Deliver,
                 }
             }
@@ -196,6 +204,16 @@ impl Classifier for ProviderClassifier {
     fn check_success(&self, parts: &Parts, body: &[u8], cx: &SuccessContext<'_>) -> Checked {
         let provider = self.answer_provider(cx.facts);
         let generation = cx.facts.is_generation();
+        // Blanks where the endpoint always answers JSON: its answer is
+        // missing, not a model's empty one (`empty_response`, a
+        // generation's).
+        if !generation
+            && cx.facts.answers_json()
+            && provider != Provider::Http
+            && without_bom(body).iter().all(u8::is_ascii_whitespace)
+        {
+            return Checked::Fail(no_json_answer());
+        }
         match unary::check(provider, body, generation, cx.facts.background_requested()) {
             checked @ Checked::Answer { .. } => checked,
             // The answer's own refusal or filter, delivered where asked: an
@@ -218,6 +236,15 @@ impl Classifier for ProviderClassifier {
             checked => checked,
         }
     }
+}
+
+/// The failure of a 2xx with no body where the endpoint always answers
+/// JSON ([`RequestFacts::answers_json`]): a proxy's or server's broken
+/// answer, which the next attempt may not repeat.
+#[cold]
+fn no_json_answer() -> Failure {
+    Failure::new(Code::ProtocolViolation)
+        .with_message("the 2xx answer has no body where the endpoint always answers JSON")
 }
 
 /// The finish a policy verdict stands for, when it is delivered as the

@@ -416,6 +416,127 @@ async fn a_304_to_a_request_that_is_never_conditional_is_a_stray_redirect() {
     }
 }
 
+/// The answer of a `POST` to `path`, answered `status` with `head` and
+/// `body`, through `layer`.
+async fn posted(
+    layer: &ClassifyLayer,
+    path: &str,
+    status: u16,
+    head: &'static [(&'static str, &'static str)],
+    body: &'static str,
+) -> Result<Response<Bytes>, BoxError> {
+    let inner = service_fn(move |_: Request<()>| async move {
+        Ok::<_, std::convert::Infallible>(response(status, head, body))
+    });
+    let request = Request::post(format!("https://api.llm.example{path}"))
+        .body(())
+        .unwrap();
+    let response = layer.layer(inner).oneshot(request).await?;
+    let (parts, body) = response.into_parts();
+    Ok(Response::from_parts(parts, collect(body).await))
+}
+
+/// An endpoint whose every success is one JSON body (embeddings,
+/// moderations, token counts) is answered by nothing else: a 2xx there
+/// that is a captive portal's page, text, an event stream or nothing at
+/// all is no answer (`protocol_violation`, retried), and a body without a
+/// JSON label is read as JSON (one cut short is broken). They were
+/// delivered unread as good answers. Other endpoints, and a plain HTTP
+/// layer, keep delivering what they get.
+#[tokio::test]
+async fn an_endpoint_that_answers_json_takes_nothing_else() {
+    const EMBEDDING: &str = r#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}],"model":"m","usage":{"prompt_tokens":2,"total_tokens":2}}"#;
+    const HTML: (&str, &str) = ("content-type", "text/html; charset=utf-8");
+    const TEXT: (&str, &str) = ("content-type", "text/plain");
+    const EMPTY: (&str, &str) = ("content-length", "0");
+    let layer = ClassifyLayer::openai();
+    for (name, path, status, head, body) in [
+        (
+            "html",
+            "/v1/embeddings",
+            200,
+            &[HTML][..],
+            "<html><body>Sign in to the Wi-Fi</body></html>",
+        ),
+        ("empty", "/v1/embeddings", 200, &[JSON, EMPTY][..], ""),
+        ("204", "/v1/embeddings", 204, &[][..], ""),
+        ("empty, unframed", "/v1/embeddings", 200, &[JSON][..], ""),
+        (
+            "text",
+            "/v1/moderations",
+            200,
+            &[TEXT][..],
+            "upstream says hello",
+        ),
+        ("sse", "/v1/embeddings", 200, &[SSE][..], "data: {}\n\n"),
+        (
+            "cut, unlabelled",
+            "/v1/embeddings",
+            200,
+            &[][..],
+            r#"{"object":"list","data":[{"embedding":[0.1,"#,
+        ),
+        ("empty count", "/v1/messages/count_tokens", 200, &[][..], ""),
+    ] {
+        let error = posted(&layer, path, status, head, body)
+            .await
+            .map(|_| ())
+            .expect_err(name);
+        let failure = found(&error);
+        expect(Class::Transient, Code::ProtocolViolation, Action::Retry).check(name, failure);
+        assert_eq!(failure.status(), Some(status), "{name}");
+    }
+    for (name, layer, path, head, body) in [
+        (
+            "json",
+            ClassifyLayer::openai(),
+            "/v1/embeddings",
+            &[JSON][..],
+            EMBEDDING,
+        ),
+        (
+            "unlabelled json",
+            ClassifyLayer::openai(),
+            "/v1/embeddings",
+            &[][..],
+            EMBEDDING,
+        ),
+        (
+            "count",
+            ClassifyLayer::anthropic(),
+            "/v1/messages/count_tokens",
+            &[TEXT][..],
+            r#"{"input_tokens":12}"#,
+        ),
+        (
+            "speech",
+            ClassifyLayer::openai(),
+            "/v1/audio/speech",
+            &[("content-type", "audio/mpeg")][..],
+            "ID3\u{3}",
+        ),
+        (
+            "other endpoint",
+            ClassifyLayer::openai(),
+            "/v1/files",
+            &[HTML][..],
+            "<html>",
+        ),
+        (
+            "plain http",
+            ClassifyLayer::http(),
+            "/v1/embeddings",
+            &[HTML][..],
+            "<html>",
+        ),
+    ] {
+        let answer = posted(&layer, path, 200, head, body)
+            .await
+            .unwrap_or_else(|error| panic!("{name}: {error}"));
+        assert_eq!(answer.body(), body, "{name}");
+    }
+}
+
 /// Token counting for Claude on Vertex AI (where Anthropic's Vertex client
 /// sends `messages.count_tokens`) is the model `count-tokens`'s
 /// `rawPredict`: its `{"input_tokens":…}` is delivered as it is (it was
@@ -1455,10 +1576,11 @@ async fn an_array_is_a_gemini_answer_only_where_one_was_asked() {
 #[tokio::test]
 async fn only_an_asked_for_stream_is_relabelled() {
     let layer = ClassifyLayer::openai();
+    // Not embeddings: an endpoint that answers JSON takes no such text.
     let delivered = answered_at(
         &layer,
         http::Method::POST,
-        "/v1/embeddings",
+        "/v1/audio/transcriptions",
         "error: upstream",
     )
     .await

@@ -11,7 +11,10 @@
 //! - whether a stream was asked for — from the head at once (`Accept:
 //!   text/event-stream`, Gemini's `:streamGenerateContent`), and from the
 //!   body's `"stream"` member once the body has been sent;
-//! - the model, from the body's `"model"` member (or Gemini's path).
+//! - the model, from the body's `"model"` member (or Gemini's path);
+//! - whether any other success of the endpoint is one JSON body
+//!   ([`answers_json`](crate::provider::answers_json): embeddings,
+//!   moderations, token counts).
 //!
 //! The body facts come from the bytes the retry layer already records for
 //! replay ([`ReplayBody`](crate::recording::ReplayBody)): no second buffering.
@@ -52,6 +55,9 @@ pub struct RequestFacts {
     continues: bool,
     /// The request asks for Gemini's JSON-array stream ([`asks_json_array`]).
     json_array: bool,
+    /// The endpoint answers JSON and nothing else
+    /// ([`RequestFacts::answers_json`]).
+    json_answer: bool,
 }
 
 /// Whether a request to `uri` asks Gemini for its JSON-array stream:
@@ -191,7 +197,16 @@ impl RequestFacts {
             head_model,
             continues: false,
             json_array: provider == Some(Provider::Gemini) && asks_json_array(uri),
+            json_answer: crate::provider::answers_json(method, path),
         }
+    }
+
+    /// Whether the request calls an endpoint, no generation, whose every
+    /// success is one JSON body ([`answers_json`](crate::provider::answers_json):
+    /// embeddings, moderations, token counts): a 2xx there that is not
+    /// JSON or has no body is no answer, as on a generation endpoint.
+    pub fn answers_json(&self) -> bool {
+        self.json_answer
     }
 
     /// Whether the request asks for Gemini's JSON-array stream
@@ -493,6 +508,41 @@ mod tests {
             .body(())
             .unwrap();
         assert_eq!(RequestFacts::from_head(&list).provider(), None);
+    }
+
+    /// The endpoints whose every success is one JSON body, and some whose
+    /// success may be anything else.
+    #[test]
+    fn the_head_says_whether_only_json_answers() {
+        for (path, json) in [
+            ("/v1/embeddings", true),
+            ("/openai/deployments/d/embeddings/", true),
+            ("/v1/moderations", true),
+            ("/v1/messages/count_tokens", true),
+            ("/v1/responses/input_tokens", true),
+            ("/v1beta/models/text-embedding-004:embedContent", true),
+            ("/v1beta/models/text-embedding-004:batchEmbedContents", true),
+            ("/v1beta/models/g:countTokens", true),
+            ("/v1/audio/speech", false),
+            ("/v1/audio/transcriptions", false),
+            ("/v1/images/generations", false),
+            ("/v1/files", false),
+            // A generation is judged as one, not as this.
+            ("/v1/chat/completions", false),
+            ("/v1beta/models/g:generateContent", false),
+        ] {
+            let facts = RequestFacts::from_head(&request(path, None));
+            assert_eq!(facts.answers_json(), json, "{path}");
+        }
+        let get = http::Request::get("http://api.example/v1/embeddings")
+            .body(())
+            .unwrap();
+        assert!(!RequestFacts::from_head(&get).answers_json());
+        assert!(!RequestFacts::default().answers_json());
+        // The endpoint's, read again from a moved request's head.
+        let moved = RequestFacts::from_head(&request("/v1/chat/completions", None))
+            .moved_to(&request("/v1/embeddings", None));
+        assert!(moved.answers_json());
     }
 
     #[test]

@@ -69,6 +69,28 @@ pub(crate) fn counts_tokens(path: &str) -> bool {
         || path.contains("/models/count-tokens:")
 }
 
+/// Whether a `method` request to `path` (no query) succeeds only with one
+/// JSON body, outside the generations [`Provider::for_generation`] names:
+/// a `POST` to embeddings (OpenAI's and every compatible server's
+/// `…/embeddings`, Gemini's `:embedContent` and `:batchEmbedContents`),
+/// moderations (`…/moderations`) or token counting. A 2xx there that is
+/// not JSON (a captive portal's page, a proxy's text) or has no body is no
+/// answer. Listed only where no request may ask for anything else: not
+/// `…/audio/speech` (audio), not `…/audio/transcriptions` (text, SRT or
+/// VTT when asked), not `…/images/generations` (an event stream when
+/// asked), not a file's content, not a listing read with `GET`.
+pub fn answers_json(method: &http::Method, path: &str) -> bool {
+    if method != http::Method::POST {
+        return false;
+    }
+    let path = path.strip_suffix('/').unwrap_or(path);
+    path.ends_with("/embeddings")
+        || path.ends_with(":embedContent")
+        || path.ends_with(":batchEmbedContents")
+        || path.ends_with("/moderations")
+        || counts_tokens(path)
+}
+
 impl Provider {
     /// The stable name.
     pub const fn as_str(self) -> &'static str {
