@@ -405,7 +405,7 @@ impl ErrorContext {
 pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Failure {
     let parsed = match provider {
         Provider::OpenAi | Provider::OpenAiResponses => {
-            let openai = parse_openai_error(body);
+            let openai = openai::parse_error(body);
             // Gemini's OpenAI-compatible endpoint (`/v1beta/openai/…`)
             // answers errors in Gemini's own shape — an array at times, a
             // `status` where OpenAI has a `type` — with its per-day quota
@@ -424,7 +424,7 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
             // mid-stream too, a `type` of `null` and the status it would
             // have answered as its `code`: read by OpenAI's table.
             if anthropic.is_none()
-                && let Some(openai) = parse_openai_error(body)
+                && let Some(openai) = openai::parse_error(body)
             {
                 return judge(Provider::OpenAi, openai, &cx);
             }
@@ -438,7 +438,7 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
             // such as `context_length_exceeded` and a `type`: read by
             // OpenAI's table when Gemini's shape says nothing.
             if google.as_ref().is_none_or(|d| d.error_type.is_none())
-                && let Some(openai) = parse_openai_error(body).filter(|d| d.error_type.is_some())
+                && let Some(openai) = openai::parse_error(body).filter(|d| d.error_type.is_some())
             {
                 return judge(Provider::OpenAi, openai, &cx);
             }
@@ -447,39 +447,6 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
         Provider::Http => None,
     };
     judge(provider, parsed.unwrap_or_default(), &cx)
-}
-
-/// An error body in OpenAI's shape, with the request member it names.
-fn parse_openai_error(body: &[u8]) -> Option<Declared<'_>> {
-    openai::parse_error(body).map(|declared| Declared {
-        param: openai_param(body),
-        ..declared
-    })
-}
-
-/// OpenAI's `param`, the request member an error is about: in the
-/// `error` object (`{"error":{…,"param":"messages"}}`), or beside the
-/// rest in an error object itself (vLLM's `{"object":"error",…}`). A
-/// value that is no string (`null`, most errors' value) names nothing.
-/// Read in a second pass, only from a body that has the word at all.
-fn openai_param(body: &[u8]) -> Option<Cow<'_, str>> {
-    use seawall_internal::json::MaybeText;
-    #[derive(serde::Deserialize)]
-    struct Param<'a> {
-        #[serde(borrow, default)]
-        param: MaybeText<'a>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Envelope<'a> {
-        #[serde(borrow)]
-        error: Param<'a>,
-    }
-    memchr::memmem::find(body, b"\"param\"")?;
-    let param = from_bytes::<Envelope<'_>>(body)
-        .map(|envelope| envelope.error)
-        .or_else(|_| from_bytes::<Param<'_>>(body))
-        .ok()?;
-    param.param.0.map(|text| text.0)
 }
 
 /// Classifies an error the provider declared in fields of its own rather

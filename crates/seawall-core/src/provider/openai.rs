@@ -385,6 +385,8 @@ struct OpenAiEnvelope<'a> {
     ty: Option<StrOrNum<'a>>,
     #[serde(borrow, default)]
     code: Option<StrOrNum<'a>>,
+    #[serde(borrow, default)]
+    param: MaybeText<'a>,
 }
 
 /// The `error` member: OpenAI's object, or a plain message.
@@ -426,6 +428,11 @@ pub(super) struct OpenAiError<'a> {
     ty: Option<StrOrNum<'a>>,
     #[serde(borrow, default)]
     code: Option<StrOrNum<'a>>,
+    /// The request member the error is about (`"messages"` on
+    /// `context_length_exceeded`); a value that is no string (`null`,
+    /// most errors' value) names nothing.
+    #[serde(borrow, default)]
+    param: MaybeText<'a>,
     /// OpenRouter's moderation names what it flagged here (`reasons`,
     /// `flagged_input`).
     #[serde(default)]
@@ -490,6 +497,7 @@ impl<'a> OpenAiError<'a> {
             error_type: self.ty.and_then(StrOrNum::into_cow),
             error_code: self.code.and_then(StrOrNum::into_cow),
             message: self.message.and_then(StrOrNum::into_cow),
+            param: self.param.0.map(|Text(param)| param),
             flagged: self.metadata.is_some_and(|m| m.flagged),
             ..Declared::default()
         }
@@ -536,6 +544,7 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
                 error_type: envelope.ty.and_then(StrOrNum::into_cow),
                 error_code: envelope.code.and_then(StrOrNum::into_cow),
                 message: envelope.message.and_then(StrOrNum::into_cow),
+                param: envelope.param.0.map(|Text(param)| param),
                 ..Declared::default()
             })
         }
