@@ -681,8 +681,10 @@ async fn a_providers_error_keeps_its_request_id() {
 /// An answer that may carry no body (a 204, a 304) is whole with its
 /// head: hyper's server never reads a body for it and dropped the relay
 /// unread, so the request was counted cancelled (a client gone away) for
-/// an answer it had. A 304 to a POST the stack may judge a failure
-/// instead: then it is failed, never cancelled either.
+/// an answer it had. Every endpoint the gateway serves answers JSON, and
+/// the stack now fails a 204 or a 304 there (an empty or stray answer):
+/// then it is counted failed, never cancelled either. The served branch
+/// stays for a classifier that passes one.
 #[tokio::test]
 async fn an_answer_without_a_body_is_served_not_cancelled() {
     for (status, path) in [(204, "/v1/embeddings"), (304, "/v1/chat/completions")] {
