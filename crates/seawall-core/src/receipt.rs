@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use crate::{Code, RouteId, Usage, UsageSlot};
+use crate::{BoxError, Code, RouteId, Usage, UsageSlot};
 
 /// Whether a request asks for work a provider bills, so that a 2xx answer
 /// to it is a billed attempt: not a `GET`, `HEAD`, `DELETE` or `OPTIONS`
@@ -377,6 +377,49 @@ impl Receipt {
             .count()
     }
 
+    /// `error`, which is no seawall [`Failure`](crate::Failure) (a
+    /// client's own, a service's), carrying this receipt: the attempts
+    /// made before it were made, and billed, all the same. It displays as
+    /// `error`, which is its [`source`](std::error::Error::source);
+    /// [`of_error`](Self::of_error) finds the receipt. A failure keeps its
+    /// receipt itself ([`Failure::with_receipt`](crate::Failure::with_receipt)).
+    pub fn attach(self, error: BoxError) -> BoxError {
+        Box::new(WithReceipt {
+            error,
+            receipt: self,
+        })
+    }
+
+    /// Takes off `error` the receipt [`attach`](Self::attach) gave it:
+    /// the error as it was, and the receipt. Another error comes back as
+    /// it is, without one.
+    pub fn detach(error: BoxError) -> (BoxError, Option<Receipt>) {
+        match error.downcast::<WithReceipt>() {
+            Ok(with) => (with.error, Some(with.receipt)),
+            Err(error) => (error, None),
+        }
+    }
+
+    /// The receipt `error` carries: the first in its source chain, a
+    /// [`Failure`](crate::Failure)'s or one [`attach`](Self::attach)ed to
+    /// an error of another kind.
+    pub fn of_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a Receipt> {
+        let mut next = Some(error);
+        while let Some(error) = next {
+            if let Some(with) = error.downcast_ref::<WithReceipt>() {
+                return Some(&with.receipt);
+            }
+            if let Some(receipt) = error
+                .downcast_ref::<crate::Failure>()
+                .and_then(crate::Failure::receipt)
+            {
+                return Some(receipt);
+            }
+            next = error.source();
+        }
+        None
+    }
+
     /// The routes tried, in first-use order, without repeats.
     pub fn routes(&self) -> Vec<&RouteId> {
         let mut routes: Vec<&RouteId> = Vec::new();
@@ -386,6 +429,26 @@ impl Receipt {
             }
         }
         routes
+    }
+}
+
+/// An error of another kind than [`Failure`](crate::Failure), with the
+/// receipt of the operation it ended ([`Receipt::attach`]).
+#[derive(Debug)]
+struct WithReceipt {
+    error: BoxError,
+    receipt: Receipt,
+}
+
+impl std::fmt::Display for WithReceipt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl std::error::Error for WithReceipt {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.error)
     }
 }
 

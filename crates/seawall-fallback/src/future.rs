@@ -674,8 +674,11 @@ impl Walk {
     {
         let (target, route) = self.current.take().expect("a call was in flight");
         let Some(failure) = Failure::find(&*error) else {
-            // Not understood: returned as it is.
-            return Step::Done(error);
+            // Not understood: not moved on, returned with every attempt
+            // so far (the route's own, when its ladder attached them).
+            let (error, own) = Receipt::detach(error);
+            self.join(own.unwrap_or_else(|| unclassified(&route)), target);
+            return Step::Done(std::mem::take(&mut self.receipt).attach(error));
         };
         self.span.record("error.type", failure.code().as_str());
         self.span.record("otel.status_code", "ERROR");
@@ -738,17 +741,18 @@ impl Walk {
         response
     }
 
-    /// The error with every attempt in its receipt. An error that is not a
-    /// seawall `Failure` anywhere in its chain is returned as it is.
+    /// The error with every attempt in its receipt: attached to an error
+    /// that is not a seawall `Failure` anywhere in its chain
+    /// ([`Receipt::attach`]).
     fn fail(&mut self, error: BoxError, stop: Option<StopReason>) -> BoxError {
-        let mut failure = match Failure::extract(error) {
-            Ok(failure) => failure,
-            Err(error) => return error,
-        };
         let mut receipt = std::mem::take(&mut self.receipt);
         if let Some(stop) = stop {
             receipt.stop = Some(stop);
         }
+        let mut failure = match Failure::extract(error) {
+            Ok(failure) => failure,
+            Err(error) => return receipt.attach(error),
+        };
         if failure.route().is_none() {
             failure = failure.with_route(self.left.clone());
         }
@@ -842,6 +846,21 @@ fn single(route: &RouteId, failure: &Failure, bills: bool) -> Receipt {
     attempt.billed &= bills;
     let mut receipt = Receipt::default();
     receipt.push(attempt);
+    receipt.stop = Some(StopReason::NotRetryable);
+    receipt
+}
+
+/// A receipt of the one attempt of a service that did not keep its own,
+/// which failed with an error no layer classified (`unknown`).
+fn unclassified(route: &RouteId) -> Receipt {
+    #[cfg(feature = "metrics")]
+    seawall_core::record::attempt(route, Some(Code::Unknown));
+    let mut receipt = Receipt::default();
+    receipt.push(Attempt::new(
+        route.clone(),
+        Some(Code::Unknown),
+        Duration::ZERO,
+    ));
     receipt.stop = Some(StopReason::NotRetryable);
     receipt
 }

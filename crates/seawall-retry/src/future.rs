@@ -385,7 +385,12 @@ impl<S, B> Ladder<S, B> {
             Err(other) => {
                 // Unclassified: nobody said it is safe to repeat. Recorded
                 // as an attempt and an operation that failed, `unknown`
-                // (no classifier below to name it: the ladder alone).
+                // (no classifier below to name it: the ladder alone), and
+                // returned with the receipt: the attempts before it were
+                // billed all the same. A ladder below gave its own.
+                let (other, inner) = Receipt::detach(other);
+                let attempt = Attempt::new(self.route.clone(), Some(Code::Unknown), self.slept);
+                self.record(attempt, inner);
                 metrics::attempt(&self.route, Some(Code::Unknown));
                 self.record_model();
                 self.attempt_span
@@ -398,7 +403,7 @@ impl<S, B> Ladder<S, B> {
                     stop_reason = StopReason::NotRetryable.as_str(),
                     "attempt failed with an unclassified error"
                 );
-                return Next::Stop(other);
+                return Next::Stop(self.take_receipt(StopReason::NotRetryable).attach(other));
             }
         };
         // The route the failure names (a breaker's refusal names its own),
@@ -804,14 +809,20 @@ impl<S, B> Ladder<S, B> {
     /// The operation ends with `failure`, which takes the receipt, stopped
     /// for `stop`.
     fn hand_receipt(&mut self, failure: &mut Failure, stop: StopReason) {
+        *failure.receipt_mut() = Some(Box::new(self.take_receipt(stop)));
+    }
+
+    /// The receipt, stopped for `stop`, to return with the operation's
+    /// error.
+    fn take_receipt(&mut self, stop: StopReason) -> Receipt {
         self.receipt.stop = Some(stop);
-        *failure.receipt_mut() = Some(Box::new(std::mem::take(&mut self.receipt)));
+        std::mem::take(&mut self.receipt)
     }
 
     /// The service failed its readiness before a retry: the operation ends
     /// with that error (no attempt was sent), recorded as a failed
-    /// operation, with the receipt of the attempts made when it is a
-    /// seawall failure.
+    /// operation, with the receipt of the attempts made (attached to an
+    /// error that is no seawall failure: [`Receipt::attach`]).
     fn unready(&mut self, error: BoxError, stop: StopReason) -> BoxError {
         let code = Failure::find(&*error).map_or(Code::Unknown, Failure::code);
         self.stop_operation(code, stop);
@@ -820,7 +831,7 @@ impl<S, B> Ladder<S, B> {
                 self.hand_receipt(&mut failure, stop);
                 Box::new(failure)
             }
-            Err(other) => other,
+            Err(other) => self.take_receipt(stop).attach(other),
         }
     }
 
