@@ -274,7 +274,12 @@ impl Call {
         if let Some(mut state) = self.state() {
             match Failure::find(error) {
                 Some(failure) => state.failure = Some(failure.clone()),
-                None => state.error = Some(error.to_string()),
+                None => {
+                    state.error = Some(error.to_string());
+                    // The attempts made before an error of another kind
+                    // were made, and billed, all the same.
+                    state.receipt = Receipt::of_error(error).cloned();
+                }
             }
         }
     }

@@ -501,3 +501,33 @@ async fn a_call_failing_its_readiness_is_the_scopes_outcome() {
     );
     assert_eq!(rows(&chaos).await.len(), 1);
 }
+
+/// An error of another kind than a seawall failure (here a client's own,
+/// under a ladder with no classifier below) keeps the receipt of the
+/// attempts made before it: the scope's outcome reports them.
+#[tokio::test]
+async fn an_unclassified_error_keeps_its_receipt_in_the_outcome() {
+    use seawall::core::{Attempt, Receipt, RouteId};
+    let service = tower::service_fn(|_request: http::Request<reqwest::Body>| async {
+        let mut receipt = Receipt::default();
+        let failure = Failure::new(Code::EmptyResponse).with_status(200);
+        receipt.attempts.push(
+            Attempt::failed(RouteId::new("main"), Duration::ZERO, &failure).with_billed(true),
+        );
+        let error: seawall::core::BoxError = Box::new(std::io::Error::other("the client broke"));
+        Err::<http::Response<String>, _>(receipt.attach(error))
+    });
+    let client = Client::build(common::reqwest_client(), config("http://127.0.0.1:9"))
+        .with_http_service(OpenAiService::new(service));
+    let (failed, outcome) =
+        seawall_reqwest::scope(async { client.chat().create(request()).await.is_err() }).await;
+    assert!(failed);
+    assert!(
+        outcome
+            .error()
+            .is_some_and(|error| error.contains("the client broke")),
+        "{outcome:?}"
+    );
+    let receipt = outcome.receipt().expect("the attempts made before");
+    assert_eq!(receipt.billed_attempts(), 1, "{receipt:?}");
+}
