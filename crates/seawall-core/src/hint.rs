@@ -191,14 +191,44 @@ pub fn parse_proto_duration(text: &str) -> Option<Duration> {
 
 /// The last resort: a hint in a message, as in OpenAI's "Please try again in
 /// 1.574s." or "try again in 20ms" or "Please try again in 6m0s.", or
-/// Groq's "Please try again in 6m 11.52s." (its parts spaced);
-/// clamped to [`MAX_RETRY_HINT`] however many digits.
+/// Groq's "Please try again in 6m 11.52s." (its parts spaced), or Azure
+/// OpenAI's "Please retry after 86400 seconds." and its API gateway's "Try
+/// again in 59 seconds." (the unit spelled out); clamped to
+/// [`MAX_RETRY_HINT`] however many digits.
 pub fn parse_text_hint(message: &str) -> Option<Duration> {
-    const MARKER: &[u8] = b"try again in ";
+    const MARKERS: [&[u8]; 2] = [b"try again in ", b"retry after "];
     let searched = crate::failure::excerpt(message, 4096).as_bytes();
-    let start = crate::text::find_ci(searched, MARKER)? + MARKER.len();
-    let rest = &message[start..];
-    parse_go_duration(rest[..duration_len(rest)].trim_end_matches('.'))
+    MARKERS.iter().find_map(|marker| {
+        let start = crate::text::find_ci(searched, marker)? + marker.len();
+        let rest = &message[start..];
+        parse_go_duration(rest[..duration_len(rest)].trim_end_matches('.'))
+            .or_else(|| parse_spelled_duration(rest))
+    })
+}
+
+/// A number, one space and a unit spelled out, as Azure writes a wait:
+/// "86400 seconds", "1 second", "500 milliseconds", "2 minutes", "1 hour".
+fn parse_spelled_duration(text: &str) -> Option<Duration> {
+    const UNITS: [(&str, f64); 8] = [
+        ("milliseconds", 0.001),
+        ("millisecond", 0.001),
+        ("seconds", 1.0),
+        ("second", 1.0),
+        ("minutes", 60.0),
+        ("minute", 60.0),
+        ("hours", 3600.0),
+        ("hour", 3600.0),
+    ];
+    let number_len = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let number = parse_decimal(&text[..number_len])?;
+    let rest = text[number_len..].strip_prefix(' ')?;
+    let word = &rest[..rest
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(rest.len())];
+    let (_, scale) = UNITS
+        .iter()
+        .find(|(unit, _)| word.eq_ignore_ascii_case(unit))?;
+    Some(secs_f64_capped(number * scale))
 }
 
 /// How long the duration `text` starts with is: a run of letters, digits
@@ -720,6 +750,36 @@ mod tests {
         );
         assert_eq!(parse_text_hint("please try again later"), None);
         assert_eq!(parse_text_hint("try again in 5 parsecs"), None);
+    }
+
+    /// Azure OpenAI spells its wait out, and after "retry after": a quota
+    /// wall of a day read as no hint was retried as a blip, its route
+    /// never cooled, when a proxy dropped the `Retry-After` header.
+    #[test]
+    fn text_hints_may_spell_their_unit() {
+        let azure = "Requests to the ChatCompletions_Create Operation under Azure OpenAI                      API version 2024-02-01 have exceeded token rate limit of your current                      OpenAI S0 pricing tier. Please retry after 86400 seconds. Please go                      here: https://aka.ms/oai/quotaincrease if you would like to further                      increase the default rate limit.";
+        assert_eq!(parse_text_hint(azure), Some(Duration::from_secs(86400)));
+        assert_eq!(
+            parse_text_hint("Rate limit is exceeded. Try again in 59 seconds."),
+            Some(Duration::from_secs(59))
+        );
+        assert_eq!(
+            parse_text_hint("retry after 1 second"),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(
+            parse_text_hint("Please retry after 500 milliseconds."),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(
+            parse_text_hint("try again in 2 Minutes"),
+            Some(Duration::from_secs(120))
+        );
+        // Words that are no unit, or no number at all: no hint.
+        assert_eq!(parse_text_hint("please retry after a short wait"), None);
+        assert_eq!(parse_text_hint("retry after 5 parsecs"), None);
+        assert_eq!(parse_text_hint("retry after 5secondsish"), None);
+        assert_eq!(parse_text_hint("retry after 3 secondary attempts"), None);
     }
 
     /// Groq writes a wait of minutes with a space between its parts

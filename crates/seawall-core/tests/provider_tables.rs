@@ -1772,3 +1772,27 @@ fn a_spent_limits_reset_is_the_wait_of_a_bare_429() {
         (Code::ProviderUnavailable, None)
     );
 }
+
+/// Azure OpenAI's 429 spells its wait out ("Please retry after 86400
+/// seconds."): with the `Retry-After` header lost on the way (a proxy),
+/// the message alone makes it the quota wall it is, not a blip to retry.
+#[test]
+fn azures_spelled_out_wait_is_a_quota_wall() {
+    let body = br#"{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-02-01 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 86400 seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit."}}"#;
+    let failure = classify_error(Provider::OpenAi, body, cx(Some(429), None));
+    assert_eq!(
+        (failure.class(), failure.code(), failure.retry_after()),
+        (
+            Class::Permanent,
+            Code::QuotaExhausted,
+            Some(Duration::from_secs(86400))
+        )
+    );
+    let short =
+        br#"{"error":{"code":"429","message":"Rate limit is exceeded. Try again in 2 seconds."}}"#;
+    let failure = classify_error(Provider::OpenAi, short, cx(Some(429), None));
+    assert_eq!(
+        (failure.code(), failure.retry_after()),
+        (Code::RateLimited, Some(Duration::from_secs(2)))
+    );
+}
