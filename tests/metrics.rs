@@ -585,3 +585,154 @@ fn a_hold_handed_on_and_then_broken_is_an_interruption() {
     let snapshot = snapshot(&snapshotter);
     assert_eq!(counter(&snapshot, STREAM_INTERRUPTIONS_TOTAL, &[]), 1);
 }
+
+/// A whole answer reporting `input` and `output` tokens in its extensions,
+/// as the classifier leaves them.
+fn answer_with_usage_read(input: u64, output: u64) -> http::Response<Full<Bytes>> {
+    let mut response = answer_with_usage(input, output);
+    response
+        .extensions_mut()
+        .insert(seawall::core::Usage::new(input, output));
+    response
+}
+
+/// Two ladders, the inner allowed to retry under the outer, of two
+/// attempts each, over `upstream`.
+fn nested_ladders<S>(
+    upstream: S,
+) -> impl tower::Service<
+    http::Request<Full<Bytes>>,
+    Response = http::Response<Full<Bytes>>,
+    Error = tower::BoxError,
+>
+where
+    S: tower::Service<
+            http::Request<
+                seawall::core::recording::ReplayBody<
+                    seawall::core::recording::ReplayBody<Full<Bytes>>,
+                >,
+            >,
+            Response = http::Response<Full<Bytes>>,
+            Error = tower::BoxError,
+        > + Clone,
+{
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    tower::ServiceBuilder::new()
+        .layer(RetryBudgetLayer::new(
+            RetryPolicy::no_wait(2),
+            Budget::unlimited(),
+        ))
+        .layer(RetryBudgetLayer::new(
+            RetryPolicy::no_wait(2).allow_nested(),
+            Budget::unlimited(),
+        ))
+        .service(upstream)
+}
+
+/// One call answered under two nested ladders is one attempt and its
+/// tokens once: the inner ladder counted them, and the outer one, which
+/// gets the inner's receipt, does not count them again.
+#[test]
+fn nested_ladders_count_one_answer_once() {
+    let snapshotter = recorded(async {
+        let upstream = tower::service_fn(|_| async { Ok(answer_with_usage_read(100, 50)) });
+        let response = nested_ladders(upstream)
+            .oneshot(prim_request())
+            .await
+            .expect("answered");
+        let receipt = response.extensions().get::<seawall::core::Receipt>();
+        assert_eq!(receipt.map(|r| r.attempts.len()), Some(1), "{receipt:?}");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1, "{snapshot:?}");
+    assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]), 100);
+    assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "output")]), 50);
+    assert_eq!(counter(&snapshot, RETRIES_TOTAL, &[]), 0);
+}
+
+/// Four failed calls under two nested ladders of two attempts each are
+/// four attempts, and three retries: each counted by the ladder that
+/// decided it (one per inner ladder, one by the outer).
+#[test]
+fn nested_ladders_count_each_failed_call_once() {
+    use seawall::core::{Code, Failure};
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let snapshotter = recorded({
+        let calls = calls.clone();
+        async move {
+            let upstream = tower::service_fn(move |_| {
+                calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                async {
+                    Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(Failure::new(
+                        Code::ProviderUnavailable,
+                    )))
+                }
+            });
+            let error = nested_ladders(upstream)
+                .oneshot(prim_request())
+                .await
+                .expect_err("every call fails");
+            let receipt = Failure::find(&*error).and_then(Failure::receipt);
+            assert_eq!(receipt.map(|r| r.attempts.len()), Some(4), "{receipt:?}");
+        }
+    });
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 4);
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("code", "provider_unavailable")]
+        ),
+        4,
+        "{snapshot:?}"
+    );
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 4);
+    assert_eq!(counter(&snapshot, RETRIES_TOTAL, &[]), 3);
+}
+
+/// A ladder over a fallback whose routes have no ladder of their own: the
+/// fallback counted the primary's failure and the spare's answer (and
+/// its tokens), and handed its receipt up; the ladder counts them no more.
+#[test]
+fn a_ladder_over_a_fallback_counts_its_calls_once() {
+    use seawall::core::recording::ReplayBody;
+    use seawall::core::{Code, Failure, RouteId};
+    use seawall::fallback::FallbackLayer;
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use tower::Layer;
+    type Inner = http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>;
+    let snapshotter = recorded(async {
+        let primary = tower::service_fn(|_: Inner| async {
+            Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(Failure::new(
+                Code::ProviderUnavailable,
+            )))
+        });
+        let spare = tower::service_fn(|_: Inner| async {
+            Ok::<_, tower::BoxError>(answer_with_usage_read(100, 50))
+        });
+        let fallback = FallbackLayer::new(spare)
+            .route(RouteId::new("spare"))
+            .layer(primary);
+        let service =
+            RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).layer(fallback);
+        let response = service
+            .oneshot(prim_request())
+            .await
+            .expect("the spare answers");
+        let receipt = response.extensions().get::<seawall::core::Receipt>();
+        assert_eq!(receipt.map(|r| r.attempts.len()), Some(2), "{receipt:?}");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 2, "{snapshot:?}");
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("route", "spare"), ("outcome", "success")]
+        ),
+        1
+    );
+    assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]), 100);
+    assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "output")]), 50);
+}

@@ -114,6 +114,16 @@ enum Next {
     Stop(BoxError),
 }
 
+/// Who recorded an attempt (see `Ladder::record`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Recorded {
+    /// This ladder: its attempt and tokens are its to count.
+    Here,
+    /// A layer below that kept a receipt (a ladder allowed to nest, a
+    /// fallback), and counted them.
+    Below,
+}
+
 impl<S, B> ResponseFuture<S, B>
 where
     S: Service<Request<ReplayBody<B>>>,
@@ -327,16 +337,17 @@ impl<S, B> Ladder<S, B> {
             .get::<RouteId>()
             .unwrap_or(&self.route)
             .clone();
-        metrics::attempt(&route, None);
-        if self.bills
-            && let Some(usage) = response.extensions().get::<Usage>()
-        {
-            metrics::tokens(&route, *usage);
-        }
         self.attempt_on(&route);
-        let attempt = Attempt::answered(route, self.slept, response);
+        let attempt = Attempt::answered(route.clone(), self.slept, response);
         let inner = response.extensions_mut().remove::<Receipt>();
-        self.record(attempt, inner);
+        if self.record(attempt, inner) == Recorded::Here {
+            metrics::attempt(&route, None);
+            if self.bills
+                && let Some(usage) = response.extensions().get::<Usage>()
+            {
+                metrics::tokens(&route, *usage);
+            }
+        }
         self.receipt.stop = Some(StopReason::Succeeded);
         self.record_model();
         if let Some(usage) = response.extensions().get::<Usage>() {
@@ -390,8 +401,9 @@ impl<S, B> Ladder<S, B> {
                 // billed all the same. A ladder below gave its own.
                 let (other, inner) = Receipt::detach(other);
                 let attempt = Attempt::new(self.route.clone(), Some(Code::Unknown), self.slept);
-                self.record(attempt, inner);
-                metrics::attempt(&self.route, Some(Code::Unknown));
+                if self.record(attempt, inner) == Recorded::Here {
+                    metrics::attempt(&self.route, Some(Code::Unknown));
+                }
                 self.record_model();
                 self.attempt_span
                     .record("error.type", Code::Unknown.as_str());
@@ -419,16 +431,17 @@ impl<S, B> Ladder<S, B> {
         // receipt of several attempts on the route, all this one's.
         let first_on_route = !self.receipt.attempts.iter().any(|a| a.route == route);
         let inner = failure.receipt_mut().take().map(|inner| *inner);
-        self.record(attempt, inner);
-        metrics::attempt(&route, Some(failure.code()));
-        // A unary answer that failed anyway (refused, filtered, empty)
-        // counted what it cost, as a whole answer's usage is counted; a
-        // stream's (its events read) the stream guard counts at its end.
-        if billed
-            && failure.evidence().events == 0
-            && let Some(usage) = failure.usage()
-        {
-            metrics::tokens(&route, usage);
+        if self.record(attempt, inner) == Recorded::Here {
+            metrics::attempt(&route, Some(failure.code()));
+            // A unary answer that failed anyway (refused, filtered, empty)
+            // counted what it cost, as a whole answer's usage is counted; a
+            // stream's (its events read) the stream guard counts at its end.
+            if billed
+                && failure.evidence().events == 0
+                && let Some(usage) = failure.usage()
+            {
+                metrics::tokens(&route, usage);
+            }
         }
         // What a billed failure cost, on its spans as a success's is.
         if billed && let Some(usage) = failure.usage() {
@@ -680,11 +693,16 @@ impl<S, B> Ladder<S, B> {
     /// receipt. Dropped, a retry the inner ladder made, billed, would be
     /// missing from what users bill and audit from. Only a request the
     /// provider bills is billed, whoever recorded the attempt.
-    fn record(&mut self, own: Attempt, inner: Option<Receipt>) {
+    ///
+    /// Says who recorded it: the layer that kept the receipt also counted
+    /// its calls' attempts and tokens in the metrics, and counted again
+    /// here, one call under two ladders (or a ladder over a fallback) was
+    /// two attempts and twice its tokens.
+    fn record(&mut self, own: Attempt, inner: Option<Receipt>) -> Recorded {
         let Some(mut inner) = inner.filter(|inner| !inner.attempts.is_empty()) else {
             let billed = own.billed && self.bills;
             self.receipt.push(own.with_billed(billed));
-            return;
+            return Recorded::Here;
         };
         for attempt in inner.attempts.as_mut_slice() {
             attempt.billed &= self.bills;
@@ -692,6 +710,7 @@ impl<S, B> Ladder<S, B> {
         // The inner stop this takes is replaced by this ladder's own when
         // it stops.
         self.receipt.append_after(inner, self.slept);
+        Recorded::Below
     }
 
     /// Before a sleep: what the retries' service reserved in `poll_ready`
