@@ -72,8 +72,8 @@ struct Rare {
     /// A gRPC server's status details (see [`Failure::status_details`]).
     status_details: Option<Box<[u8]>>,
     /// The usage the provider reported for an answer that failed anyway
-    /// (see [`Failure::usage`]).
-    usage: Option<crate::Usage>,
+    /// (see [`Failure::usage`] and [`Failure::partial_usage`]).
+    usage: Option<Reported>,
     /// The provider's id of the request that failed (see
     /// [`Failure::request_id`]).
     request_id: Option<Box<str>>,
@@ -89,6 +89,17 @@ struct Rare {
     /// The client's error this failure was read from (see
     /// [`Failure::with_cause`]).
     cause: Option<std::sync::Arc<dyn StdError + Send + Sync>>,
+}
+
+/// A failed answer's usage, as far as the provider counted it: one slot
+/// for both, since a whole count leaves no part to keep.
+#[derive(Debug, Clone, Copy)]
+enum Reported {
+    /// The answer's whole count (see [`Failure::with_usage`]).
+    Whole(crate::Usage),
+    /// What a stream had counted when it broke (see
+    /// [`Failure::with_partial_usage`]).
+    Partial(crate::Usage),
 }
 
 /// The client's error is not printed: its text is not sanitised (see
@@ -253,7 +264,22 @@ impl Failure {
     /// of an empty answer): billed, though nothing was delivered. The
     /// receipt's attempt carries it.
     pub fn with_usage(mut self, usage: crate::Usage) -> Self {
-        self.rare.get_or_insert_default().usage = Some(usage);
+        self.rare.get_or_insert_default().usage = Some(Reported::Whole(usage));
+        self
+    }
+
+    /// Keeps the part of the token usage a billed stream had reported when
+    /// it failed before its finish brought the whole count: Anthropic's
+    /// `message_start` counts the input (its cache reads with it) and a
+    /// connection reset before the first delta leaves the output unsaid;
+    /// Gemini's chunks count as they go. A floor of what the attempt was
+    /// billed, not its whole: [`usage`](Self::usage) stays `None`, and the
+    /// receipt's attempt carries it as not whole
+    /// ([`Attempt::usage_is_whole`](crate::Attempt::usage_is_whole)).
+    /// Replaces a whole count set before, as [`with_usage`](Self::with_usage)
+    /// replaces a part.
+    pub fn with_partial_usage(mut self, usage: crate::Usage) -> Self {
+        self.rare.get_or_insert_default().usage = Some(Reported::Partial(usage));
         self
     }
 
@@ -424,7 +450,20 @@ impl Failure {
     /// The usage the provider reported for this failed answer, if it did
     /// (see [`with_usage`](Self::with_usage)).
     pub fn usage(&self) -> Option<crate::Usage> {
-        self.rare.as_ref()?.usage
+        match self.rare.as_ref()?.usage? {
+            Reported::Whole(usage) => Some(usage),
+            Reported::Partial(_) => None,
+        }
+    }
+
+    /// The part of its usage a billed stream had reported when it failed
+    /// before its whole count, if that is all that is known (see
+    /// [`with_partial_usage`](Self::with_partial_usage)).
+    pub fn partial_usage(&self) -> Option<crate::Usage> {
+        match self.rare.as_ref()?.usage? {
+            Reported::Partial(usage) => Some(usage),
+            Reported::Whole(_) => None,
+        }
     }
 
     /// The provider's id of the request that failed, if its answer named

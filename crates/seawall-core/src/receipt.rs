@@ -80,11 +80,13 @@ pub struct Attempt {
     usage: Option<AttemptUsage>,
 }
 
-/// An attempt's usage: known, or to come when its stream ends.
+/// An attempt's usage: known, to come when its stream ends, or the part a
+/// stream that failed before delivery had reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum AttemptUsage {
     Known(Usage),
     Pending(UsageSlot),
+    Partial(Usage),
 }
 
 impl Attempt {
@@ -116,14 +118,19 @@ impl Attempt {
 
     /// The record of an attempt that failed with `failure`: billed when the
     /// failure says so ([`Failure::billed`](crate::Failure::billed): the provider had answered 2xx
-    /// and generated), with the usage it reported, if it did.
+    /// and generated), with the usage it reported, if it did: its whole
+    /// count, or the part a stream had reported before it broke
+    /// ([`Failure::partial_usage`](crate::Failure::partial_usage)), which
+    /// is not whole ([`usage_is_whole`](Self::usage_is_whole)).
     pub fn failed(route: RouteId, delay: Duration, failure: &crate::Failure) -> Self {
-        let attempt =
+        let mut attempt =
             Attempt::new(route, Some(failure.code()), delay).with_billed(failure.billed());
-        match failure.usage() {
-            Some(usage) => attempt.with_usage(usage),
-            None => attempt,
+        if let Some(usage) = failure.usage() {
+            attempt.usage = Some(AttemptUsage::Known(usage));
+        } else if let Some(part) = failure.partial_usage() {
+            attempt.usage = Some(AttemptUsage::Partial(part));
         }
+        attempt
     }
 
     /// This record, marked billed (the provider answered 2xx).
@@ -146,10 +153,12 @@ impl Attempt {
     }
 
     /// The provider's usage for this attempt, when it reported one — for a
-    /// streamed attempt, once its body ended.
+    /// streamed attempt, once its body ended; for a stream that failed
+    /// before its finish, what it had reported
+    /// ([`usage_is_whole`](Self::usage_is_whole) says which).
     pub fn usage(&self) -> Option<Usage> {
         match &self.usage {
-            Some(AttemptUsage::Known(usage)) => Some(*usage),
+            Some(AttemptUsage::Known(usage) | AttemptUsage::Partial(usage)) => Some(*usage),
             Some(AttemptUsage::Pending(slot)) => slot.get(),
             None => None,
         }
@@ -181,13 +190,14 @@ impl Attempt {
 
     /// Whether [`usage`](Self::usage) is the attempt's whole count: a
     /// unary answer's, or a stream's that reached its finish. A stream
-    /// cut short may have reported part of it (Anthropic's input in
-    /// `message_start`, Gemini's running count): then this is false.
+    /// cut short, delivered or failed before it was, may have reported
+    /// part of it (Anthropic's input in `message_start`, Gemini's running
+    /// count): then this is false.
     pub fn usage_is_whole(&self) -> bool {
         match &self.usage {
             Some(AttemptUsage::Known(_)) => true,
             Some(AttemptUsage::Pending(slot)) => slot.is_whole(),
-            None => false,
+            Some(AttemptUsage::Partial(_)) | None => false,
         }
     }
 }
@@ -335,8 +345,10 @@ impl Receipt {
     }
 
     /// The tokens of every billed attempt that reported usage (a streamed
-    /// attempt reports it once its body ended): what the operation was
-    /// charged. An attempt not billed (a retrieval of a stored answer, a
+    /// attempt reports it once its body ended; a stream cut short, what it
+    /// had reported): what the operation was charged, or a floor of it
+    /// while [`billed_without_usage`](Self::billed_without_usage) is not
+    /// zero. An attempt not billed (a retrieval of a stored answer, a
     /// token count) is left out, whatever it reported
     /// ([`Attempt::billed_usage`]).
     pub fn usage(&self) -> Usage {
@@ -367,9 +379,12 @@ impl Receipt {
     /// cut before its usage event (OpenAI's `include_usage` chunk comes
     /// last) or before the finish that brings the final count (Anthropic
     /// reports the input at the start, the output at the end), a body not
-    /// read to its end ([`Attempt::usage_is_whole`]). While it is not
-    /// zero, [`usage`](Self::usage) is what was reported, a floor of what
-    /// was billed.
+    /// read to its end ([`Attempt::usage_is_whole`]). An attempt that
+    /// reported part of its count (a stream that failed after Anthropic's
+    /// `message_start` counted the input) is counted here too: its part is
+    /// in [`usage`](Self::usage), and its whole is still unknown. While
+    /// this is not zero, [`usage`](Self::usage) is what was reported, a
+    /// floor of what was billed.
     pub fn billed_without_usage(&self) -> usize {
         self.attempts
             .iter()

@@ -256,6 +256,32 @@ fn usage_adds_up_over_the_billed_attempts_that_reported_it() {
     assert_eq!(receipt.attempts[2].billed_usage(), None);
 }
 
+/// A billed stream that failed before its finish counted part of what it
+/// cost (Anthropic's `message_start`: the input and its cache reads): the
+/// receipt adds the part as a floor and still counts the attempt as
+/// billed without its whole usage; a failure's whole count is whole.
+#[test]
+fn a_failed_streams_partial_usage_is_a_floor_not_the_whole() {
+    let route = RouteId::new("a");
+    let cut = Failure::new(Code::Transport)
+        .with_status(200)
+        .with_partial_usage(Usage::new(25_000, 1));
+    assert_eq!(cut.usage(), None);
+    assert_eq!(cut.partial_usage(), Some(Usage::new(25_000, 1)));
+    let filtered = Failure::new(Code::EmptyResponse)
+        .with_status(200)
+        .with_usage(Usage::new(30, 0));
+    assert_eq!(filtered.partial_usage(), None);
+    let mut receipt = Receipt::default();
+    receipt.push(Attempt::failed(route.clone(), Duration::ZERO, &cut));
+    receipt.push(Attempt::failed(route, Duration::ZERO, &filtered));
+    assert_eq!(receipt.usage(), Usage::new(25_030, 1));
+    assert_eq!(receipt.attempts[0].usage(), Some(Usage::new(25_000, 1)));
+    assert!(!receipt.attempts[0].usage_is_whole());
+    assert!(receipt.attempts[1].usage_is_whole());
+    assert_eq!(receipt.billed_without_usage(), 1);
+}
+
 #[test]
 fn an_attempt_takes_the_usage_another_read_for_it() {
     let route = RouteId::new("a");

@@ -7,7 +7,15 @@
 mod common;
 
 use common::*;
-use seawall_core::Class;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use seawall_core::{Attempt, AttemptSpans, Class, Code, RouteId, Usage};
+use seawall_stream::StreamGuardLayer;
+use tower::{Layer, ServiceExt};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Metadata, Subscriber};
 
 const ANTHROPIC_START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-x\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n";
 const ANTHROPIC_OVERLOADED: &str = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
@@ -85,4 +93,110 @@ async fn an_error_before_the_generation_began_is_not_billed() {
         assert_eq!(failure.class(), Class::Transient, "{name}: {failure}");
         assert_eq!(failure.billed(), billed, "{name}: {failure}");
     }
+}
+
+/// A billed stream that broke before its first content event keeps what
+/// it had counted as a part of its usage, never as the whole: Anthropic's
+/// `message_start` bills the input (its cache reads with it) and a reset
+/// before the first delta leaves the output unsaid; Gemini's thinking
+/// chunks count as they go. Dropped, the receipt counted none of it.
+#[tokio::test]
+async fn a_billed_stream_cut_before_content_keeps_the_part_it_counted() {
+    const ANTHROPIC_START_CACHED: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-x\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":5000,\"cache_read_input_tokens\":20000,\"output_tokens\":1}}}\n\n";
+    const GEMINI_THINKING: &str = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"**Weighing the clues**\",\"thought\":true}],\"role\":\"model\"},\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":12,\"totalTokenCount\":222,\"thoughtsTokenCount\":210}}\n\n";
+    let cases = [
+        ("anthropic", MESSAGES, ANTHROPIC_START_CACHED, 25_000, 1),
+        ("gemini", GEMINI, GEMINI_THINKING, 12, 210),
+    ];
+    for (name, path, opening, input, output) in cases {
+        let body = scripted(vec![send(opening), Step::Reset]);
+        let failure = failure_of(call(StreamGuardLayer::interactive(), path, body).await);
+        assert_eq!(failure.code(), Code::Transport, "{name}: {failure}");
+        assert!(failure.billed(), "{name}: {failure}");
+        assert_eq!(failure.usage(), None, "{name}: no whole count");
+        assert_eq!(
+            failure.partial_usage(),
+            Some(Usage::new(input, output)),
+            "{name}"
+        );
+        let attempt = Attempt::failed(RouteId::new("a"), Duration::ZERO, &failure);
+        assert_eq!(attempt.usage(), Some(Usage::new(input, output)), "{name}");
+        assert!(!attempt.usage_is_whole(), "{name}");
+    }
+}
+
+/// The fields recorded on the attempt's span after it opened.
+#[derive(Clone, Default)]
+struct Recorded(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Visit for Recorded {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let entry = (field.name().to_owned(), format!("{value:?}"));
+        self.0.lock().unwrap().push(entry);
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        let entry = (field.name().to_owned(), value.to_owned());
+        self.0.lock().unwrap().push(entry);
+    }
+}
+
+impl Subscriber for Recorded {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, values: &Record<'_>) {
+        values.record(&mut self.clone());
+    }
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+/// The guard's report of a billed stream that broke before content
+/// counts the part it had reported, as the receipt does: the attempt's
+/// span shows the input Anthropic billed at `message_start`.
+#[tokio::test]
+async fn the_attempt_span_of_a_billed_stream_cut_before_content_shows_its_part() {
+    let recorded = Recorded::default();
+    let _guard = tracing::subscriber::set_default(recorded.clone());
+    let span = || {
+        tracing::info_span!(
+            "attempt",
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        )
+    };
+    let mut body = Some(scripted(vec![send(ANTHROPIC_START), Step::Reset]));
+    let provider = tower::service_fn(move |_req: http::Request<()>| {
+        let body = body.take().expect("called once");
+        async move { Ok::<_, std::convert::Infallible>(sse(body)) }
+    });
+    let mut request = common::request(MESSAGES);
+    request
+        .extensions_mut()
+        .insert(AttemptSpans::new(span(), span()));
+    let result = StreamGuardLayer::interactive()
+        .layer(provider)
+        .oneshot(request)
+        .await;
+    assert_eq!(failure_of(result).code(), Code::Transport);
+    let recorded = recorded.0.lock().unwrap();
+    let field = |name: &str| {
+        recorded
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(
+        field("gen_ai.usage.input_tokens"),
+        Some("10"),
+        "{recorded:?}"
+    );
+    assert_eq!(field("error.type"), Some("transport"));
 }

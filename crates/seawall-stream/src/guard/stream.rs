@@ -1007,14 +1007,20 @@ impl Track {
         evidence.closed_by = Some(closed_by);
         let mut failure = failure.with_evidence(evidence);
         // Only a finished message's usage is its whole count (Anthropic
-        // reports the output at the end); a stream cut before it leaves
-        // the attempt billed with its usage unknown, unless the provider's
-        // own terminal failure counted it (kept on the failure).
+        // reports the output at the end), unless the provider's own
+        // terminal failure counted it (kept on the failure). A billed
+        // stream cut before its finish keeps what it had counted as a
+        // part: Anthropic's `message_start` bills the input (its cache
+        // reads with it) before the first delta, and dropped, the receipt
+        // would count nothing of it.
         if failure.usage().is_none()
-            && self.tally.finish.is_some()
             && let Some(usage) = self.decoder.usage()
         {
-            failure = failure.with_usage(usage);
+            if self.tally.finish.is_some() {
+                failure = failure.with_usage(usage);
+            } else if failure.billed() {
+                failure = failure.with_partial_usage(usage);
+            }
         }
         if content {
             let mut delivered = Interrupted::default();
@@ -1032,11 +1038,12 @@ impl Track {
         }
         // Once delivered, the attempt is an answer in the receipt, its
         // usage what the stream reported (marked not whole when it did not
-        // finish); before, the receipt's attempt is this failure's.
+        // finish); before, the receipt's attempt is this failure's, its
+        // whole count or its part.
         let usage = if self.delivered() {
             self.decoder.usage()
         } else {
-            failure.usage()
+            failure.usage().or(failure.partial_usage())
         };
         self.report(Some(failure.code()), closed_by, now, usage);
         failure
@@ -1045,9 +1052,10 @@ impl Track {
     /// Reports how the stream ended, with `usage` as the receipt counts it
     /// (the metrics and the spans read the report): what the stream
     /// reported once it was delivered (the receipt's answer, marked not
-    /// whole when it did not finish); before, the failure's own (a
-    /// finished message's, or the provider's terminal failure's), never
-    /// the partial count of a stream that failed before the caller saw it.
+    /// whole when it did not finish); before, the failure's own: a
+    /// finished message's, the provider's terminal failure's, or the part
+    /// a billed stream had counted when it failed (not whole: the report
+    /// has no finish), never that of a failure not billed.
     fn report(
         &mut self,
         code: Option<Code>,
