@@ -885,7 +885,12 @@ impl Gateway {
             return None;
         }
         self.inner.counters.refused();
-        Some(WireError::gateway(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED).response(wire))
+        // Closed, as `handle`'s refusals are: hyper's header timer bounds
+        // only the idle time between requests, so a client without a token
+        // asking every few seconds would keep its connections for ever.
+        Some(closing(
+            WireError::gateway(StatusCode::UNAUTHORIZED, Code::Auth, TOKEN_NEEDED).response(wire),
+        ))
     }
 
     /// `GET /v1/models`: the models the configuration names, in OpenAI's
@@ -1247,12 +1252,22 @@ fn metrics_exposition() -> Response {
 /// the connection ended before the body did (hyper: a body error over an
 /// `UnexpectedEof`, or an incomplete message).
 fn client_went_away(error: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind;
     seawall_internal::error::links(error).any(|link| {
         link.downcast_ref::<hyper::Error>()
             .is_some_and(hyper::Error::is_incomplete_message)
-            || link
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+            // A client that closed with a reset (killed, or with unread
+            // data in its socket) went away as surely as one that sent
+            // its FIN.
+            || link.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    ErrorKind::UnexpectedEof
+                        | ErrorKind::ConnectionReset
+                        | ErrorKind::ConnectionAborted
+                        | ErrorKind::BrokenPipe
+                )
+            })
     })
 }
 

@@ -2304,17 +2304,28 @@ async fn a_client_that_goes_away_mid_upload_is_cancelled_not_refused() {
     use tokio::io::AsyncWriteExt;
     let chaos = ChaosServer::builder().start().await.unwrap();
     let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
-    let mut socket = tokio::net::TcpStream::connect(gateway.addr).await.unwrap();
-    let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{{\"model\":"
-    );
-    socket.write_all(head.as_bytes()).await.unwrap();
-    socket.flush().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    drop(socket);
-    gateway.until_cancelled(1, Duration::from_secs(2)).await;
-    let stats = gateway.gateway.stats();
-    assert_eq!((stats.cancelled, stats.refused), (1, 0));
+    // Closed with a FIN, then with a reset (a linger of zero: a client
+    // killed, or one with unread data in its socket).
+    for (gone, reset) in [(1, false), (2, true)] {
+        let mut socket = tokio::net::TcpStream::connect(gateway.addr).await.unwrap();
+        let head = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{{\"model\":"
+        );
+        socket.write_all(head.as_bytes()).await.unwrap();
+        socket.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if reset {
+            socket.set_linger(Some(Duration::ZERO)).unwrap();
+        }
+        drop(socket);
+        gateway.until_cancelled(gone, Duration::from_secs(2)).await;
+        let stats = gateway.gateway.stats();
+        assert_eq!(
+            (stats.cancelled, stats.refused),
+            (gone, 0),
+            "reset: {reset}"
+        );
+    }
     assert!(chaos.journal().is_empty(), "nothing went upstream");
 }
 
@@ -2328,19 +2339,24 @@ async fn a_refusal_closes_its_connection() {
     let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
     config.token_env = Some("GATEWAY_TOKEN".into());
     let gateway = Running::start(config).await;
-    let mut socket = tokio::net::TcpStream::connect(gateway.addr).await.unwrap();
-    socket
-        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: 0\r\n\r\n")
-        .await
-        .unwrap();
-    let mut answer = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut answer))
-        .await
-        .expect("the gateway closes the connection after its refusal");
-    read.unwrap();
-    let answer = String::from_utf8_lossy(&answer).to_lowercase();
-    assert!(answer.starts_with("http/1.1 401"), "{answer}");
-    assert!(answer.contains("connection: close"), "{answer}");
+    // A call, and the reads that ask for the token too.
+    for request in [
+        &b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: 0\r\n\r\n"[..],
+        b"GET /v1/models HTTP/1.1\r\nhost: gateway\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nhost: gateway\r\n\r\n",
+    ] {
+        let shown = String::from_utf8_lossy(request).into_owned();
+        let mut socket = tokio::net::TcpStream::connect(gateway.addr).await.unwrap();
+        socket.write_all(request).await.unwrap();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut answer))
+            .await
+            .unwrap_or_else(|_| panic!("the connection stays open after refusing {shown}"));
+        read.unwrap();
+        let answer = String::from_utf8_lossy(&answer).to_lowercase();
+        assert!(answer.starts_with("http/1.1 401"), "{shown}: {answer}");
+        assert!(answer.contains("connection: close"), "{shown}: {answer}");
+    }
 }
 
 /// No more client connections are served at once than `max_connections`:
