@@ -2315,7 +2315,7 @@ async fn a_client_that_goes_away_mid_upload_is_cancelled_not_refused() {
         socket.flush().await.unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
         if reset {
-            socket.set_linger(Some(Duration::ZERO)).unwrap();
+            socket.set_zero_linger().unwrap();
         }
         drop(socket);
         gateway.until_cancelled(gone, Duration::from_secs(2)).await;
