@@ -32,13 +32,47 @@ pub fn without_bom(data: &[u8]) -> &[u8] {
 /// order mark: what a body opens with. `None` while only blanks came, or
 /// the first bytes of a mark split across frames.
 pub fn opening(data: &[u8]) -> Option<u8> {
-    if bom_so_far(data) {
-        return None;
+    Opening::default().feed(data)
+}
+
+/// What a body opens with, read frame by frame ([`opening`] of the frames
+/// joined): a byte order mark split across frames is read past as the
+/// whole mark it is, where each frame read alone would open the body with
+/// the mark's last bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Opening {
+    /// How many bytes of [`UTF8_BOM`] the body began with so far.
+    mark: u8,
+    /// The body is past where a mark can be: the whole mark, or another
+    /// byte, came first.
+    past_mark: bool,
+}
+
+impl Opening {
+    /// Reads the body's next frame: its first byte that is not ASCII
+    /// whitespace after the mark, once one came. `None` while only blanks
+    /// (or the mark's first bytes) came.
+    pub fn feed(&mut self, data: &[u8]) -> Option<u8> {
+        let mut rest = data;
+        while !self.past_mark {
+            let (&byte, after) = rest.split_first()?;
+            if byte != UTF8_BOM[usize::from(self.mark)] {
+                self.past_mark = true;
+                // The mark's first bytes, and then no mark: the body
+                // opened with its first byte.
+                if self.mark > 0 {
+                    return Some(UTF8_BOM[0]);
+                }
+                break;
+            }
+            self.mark += 1;
+            self.past_mark = usize::from(self.mark) == UTF8_BOM.len();
+            rest = after;
+        }
+        rest.iter()
+            .copied()
+            .find(|byte| !byte.is_ascii_whitespace())
     }
-    without_bom(data)
-        .iter()
-        .copied()
-        .find(|byte| !byte.is_ascii_whitespace())
 }
 
 /// JSON's whitespace (RFC 8259: space, tab, line feed, carriage return).
@@ -541,6 +575,18 @@ mod tests {
         assert_eq!(opening(b"\xEF"), None);
         assert_eq!(opening(b"\xEF\xBB"), None);
         assert_eq!(opening(b"\xEF{"), Some(0xEF));
+        assert_eq!(opening(b" \xEF\xBB\xBF{"), Some(0xEF));
+        // Frame by frame, a mark split anywhere is read past as one.
+        let body: &[u8] = b"\xEF\xBB\xBF \r\n{}";
+        for cut in 0..=body.len() {
+            let mut opening = Opening::default();
+            let (head, tail) = body.split_at(cut);
+            let first = opening.feed(head).or_else(|| opening.feed(tail));
+            assert_eq!(first, Some(b'{'), "cut at {cut}");
+        }
+        let mut opening = Opening::default();
+        assert_eq!(opening.feed(b"\xEF\xBB"), None);
+        assert_eq!(opening.feed(b"x"), Some(0xEF));
         assert_eq!(without_bom(b"\xEF\xBBx"), b"\xEF\xBBx");
         // JSON's blanks are four: a form feed is ASCII whitespace, not one.
         assert!(is_blank(b'\t') && !is_blank(0x0C));

@@ -12,6 +12,7 @@ use seawall_stream::Provider;
 use seawall_stream::StreamGuardLayer;
 use seawall_stream::protocol::{Decoder, Signal};
 use seawall_stream::sse::Scanner;
+use tower::{Layer, ServiceExt};
 
 fn stream(finished: bool) -> String {
     let mut s = String::from("\u{FEFF}: hello\r\n\r\n");
@@ -82,6 +83,34 @@ fn guarded(frames: Vec<Bytes>) -> Drained {
     })
 }
 
+/// As [`guarded`], the answer without a content type to a request that
+/// asked for an event stream: the guard must see it open like one.
+fn guarded_unlabelled(frames: Vec<Bytes>) -> Drained {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut body = Some(scripted(frames.into_iter().map(send).collect()));
+        let provider = tower::service_fn(move |_req: http::Request<()>| {
+            let body = body.take().expect("called once");
+            async move { Ok::<_, std::convert::Infallible>(http::Response::new(body)) }
+        });
+        let mut request = request(CHAT);
+        request.headers_mut().insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static("text/event-stream"),
+        );
+        let response = StreamGuardLayer::interactive()
+            .layer(provider)
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|error| panic!("read as no stream: {error}"));
+        drain(response).await
+    })
+}
+
 fn same_outcome(a: &Drained, b: &Drained) {
     assert_eq!(a.bytes, b.bytes);
     assert_eq!(
@@ -130,6 +159,22 @@ fn reference_runs_are_what_they_should_be() {
     let bytes = whole.as_bytes();
     let one_by_one = frames(bytes, (1..bytes.len()).collect());
     same_outcome(&d, &guarded(one_by_one));
+}
+
+/// A byte order mark split across frames is read past as a whole one
+/// (WHATWG's reader skips it): an answer without a content type that
+/// opens with it, cut inside it at either byte, is the same stream.
+#[test]
+fn an_unlabelled_stream_opens_past_a_byte_order_mark_split_across_frames() {
+    let text = stream(true);
+    let bytes = text.as_bytes();
+    assert!(bytes.starts_with(b"\xEF\xBB\xBF"));
+    let whole = guarded(vec![Bytes::copy_from_slice(bytes)]);
+    for cut in 0..=3 {
+        let split = guarded_unlabelled(frames(bytes, vec![cut]));
+        assert!(split.error.is_none(), "cut at {cut}: {:?}", split.error);
+        same_outcome(&split, &whole);
+    }
 }
 
 proptest! {

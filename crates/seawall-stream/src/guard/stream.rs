@@ -27,6 +27,7 @@ use crate::protocol::{Decoder, Reason, Signal};
 use crate::report::{StreamReport, StreamReportHandle, trace};
 use crate::sse::{Event, Item, ScanError, Scanner};
 use seawall_core::provider::Provider;
+use seawall_internal::json::Opening;
 
 /// Which bound a timer expiry means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,11 +259,12 @@ impl Tally {
     }
 }
 
-/// Whether a body opens like an event stream: its first non-blank byte
-/// (after a byte-order mark) starts a field line (`data`, `event`, `id`,
+/// Whether a body opens like an event stream, read on from the frames
+/// before: its first non-blank byte (after a byte-order mark, split
+/// across frames or not) starts a field line (`data`, `event`, `id`,
 /// `retry`) or a comment. `None` while only blanks have arrived.
-fn opens_like_event_stream(data: &[u8]) -> Option<bool> {
-    let first = seawall_internal::json::opening(data)?;
+fn opens_like_event_stream(opening: &mut Opening, data: &[u8]) -> Option<bool> {
+    let first = opening.feed(data)?;
     Some(seawall_internal::json::opens_event_stream(first))
 }
 
@@ -398,8 +400,9 @@ pub(crate) struct Track {
     /// bound less [`RELEASE_LEAD`].
     think_release_by: Option<Instant>,
     /// The body was taken for a stream without its content type saying so,
-    /// and its first bytes have not been looked at yet.
-    opening_unchecked: bool,
+    /// and how it opens is not known yet: what its frames so far opened
+    /// with (a byte order mark's first bytes, blanks).
+    opening_unchecked: Option<Opening>,
     spans: Option<AttemptSpans>,
     #[cfg(feature = "metrics")]
     route: seawall_core::RouteId,
@@ -474,7 +477,7 @@ impl Track {
             release_by: answer_by.map(|at| at.checked_sub(RELEASE_LEAD).unwrap_or(at)),
             think_release_by: attempt_by.map(|at| at.checked_sub(RELEASE_LEAD).unwrap_or(at)),
             // Only a body not declared an event stream must show it is one.
-            opening_unchecked: recognised == Some(Recognised::Requested),
+            opening_unchecked: (recognised == Some(Recognised::Requested)).then(Opening::default),
             spans,
             #[cfg(feature = "metrics")]
             route,
@@ -609,9 +612,9 @@ impl Track {
         if !data.is_empty() {
             self.first_byte.get_or_insert(now);
         }
-        if self.opening_unchecked {
-            match opens_like_event_stream(data) {
-                Some(true) => self.opening_unchecked = false,
+        if let Some(opening) = &mut self.opening_unchecked {
+            match opens_like_event_stream(opening, data) {
+                Some(true) => self.opening_unchecked = None,
                 Some(false) => return Some(Cause::NotAStream),
                 None => {}
             }
