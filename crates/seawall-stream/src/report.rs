@@ -44,10 +44,12 @@ pub struct StreamReport {
     pub closed_by: ClosedBy,
     /// The token usage the provider reported in the stream, if it did
     /// (OpenAI only with `stream_options.include_usage`), as the receipt
-    /// counts it: a stream that failed before anything was delivered, only
-    /// when its message finished or the provider's own terminal failure
-    /// counted it (the failure's usage); once delivered, what it reported,
-    /// whole or not.
+    /// counts it: a stream that failed before anything was delivered, its
+    /// whole count when its message finished or the provider's own
+    /// terminal failure counted it (the failure's usage), else, when the
+    /// provider had shown it at work (billed), the part counted before the
+    /// cut (the failure's partial usage); once delivered, what it
+    /// reported, whole or not.
     pub usage: Option<Usage>,
 }
 
