@@ -333,6 +333,8 @@ async fn the_idle_bound_counts_from_the_last_content() {
     );
 }
 
+/// The bound is the caller's own, as a deadline is: the interruption it
+/// makes names no cause (a breaker counts none against the route).
 #[tokio::test(start_paused = true)]
 async fn max_duration_bounds_the_whole_stream() {
     let mut script = vec![send(OPENAI_ROLE)];
@@ -346,6 +348,8 @@ async fn max_duration_bounds_the_whole_stream() {
     assert_eq!(failure.code(), Code::StreamInterrupted);
     assert_eq!(failure.evidence().elapsed, Some(secs(22.0)));
     assert_eq!(failure.interrupted().unwrap().content_events, 4);
+    assert_eq!(failure.interrupted().unwrap().cause, None);
+    assert_eq!(failure.evidence().closed_by, Some(ClosedBy::Us));
 }
 
 #[tokio::test(start_paused = true)]

@@ -1240,6 +1240,10 @@ fn underlying_code(cause: &Cause) -> Option<Code> {
             Some(Failure::find(&**error).map_or(Code::Transport, Failure::code))
         }
         Cause::Timeout(Gap::Idle) => Some(Code::IdleTimeout),
+        // The caller's own bound on the whole stream, as a deadline is:
+        // a healthy route with long answers passes it, so it names no
+        // cause a breaker would count against the route.
+        Cause::Timeout(Gap::MaxDuration) => None,
         Cause::Timeout(_) => Some(Code::Timeout),
         Cause::Scan(_) | Cause::Array(_) => Some(framing_code(cause)),
         Cause::HoldTooLarge | Cause::Undecodable(_) | Cause::NotAStream => {
