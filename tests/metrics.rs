@@ -736,3 +736,60 @@ fn a_ladder_over_a_fallback_counts_its_calls_once() {
     assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]), 100);
     assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "output")]), 50);
 }
+
+/// A breaker's refusal while the only route cools down after another
+/// request's rate limit, waited out by the ladder, called no one: no
+/// upstream attempt, and the call after the wait is no retry. The
+/// operation then makes its three attempts and two retries.
+#[test]
+fn a_cooldown_refusal_waited_out_is_no_attempt_nor_retry() {
+    use seawall::core::recording::ReplayBody;
+    use seawall::core::{Code, Failure};
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use tower::Layer;
+    const RATE_LIMITED: &str = "x-test-rate-limited";
+    let snapshotter = recorded(async {
+        let upstream = tower::service_fn(|request: http::Request<ReplayBody<Full<Bytes>>>| {
+            let failure = if request.headers().contains_key(RATE_LIMITED) {
+                Failure::new(Code::RateLimited).with_retry_after(Duration::from_millis(50))
+            } else {
+                Failure::new(Code::ProviderUnavailable)
+            };
+            async move { Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(failure)) }
+        });
+        let breaker = BreakerLayer::new().trip(Trip::Consecutive { failures: 100 });
+        let mut limited = prim_request().map(ReplayBody::once);
+        limited
+            .headers_mut()
+            .insert(RATE_LIMITED, http::HeaderValue::from_static("1"));
+        breaker
+            .layer(upstream)
+            .oneshot(limited)
+            .await
+            .expect_err("rate limited: the route cools down");
+        let error = RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited())
+            .layer(breaker.layer(upstream))
+            .oneshot(prim_request())
+            .await
+            .expect_err("every call fails");
+        let receipt = Failure::find(&*error).and_then(Failure::receipt);
+        assert_eq!(receipt.map(|r| r.calls()), Some(3), "{receipt:?}");
+    });
+    let snapshot = snapshot(&snapshotter);
+    let cooling = [("code", "route_cooling_down")];
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &cooling),
+        0,
+        "{snapshot:?}"
+    );
+    assert_eq!(counter(&snapshot, RETRIES_TOTAL, &cooling), 0);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("code", "provider_unavailable")]
+        ),
+        3
+    );
+    assert_eq!(counter(&snapshot, RETRIES_TOTAL, &[]), 2);
+}

@@ -75,6 +75,14 @@ pub(crate) struct Ladder<S, B> {
     /// member's first failure in the operation: the set's moves, not
     /// retries, so `max_attempts` does not count them (see `judge`).
     moves: u32,
+    /// Attempts a breaker refused while the only route cooled down after a
+    /// rate limit, waited out (see `waits_out_cooldown`): no call was
+    /// made. The first is a move, not one of `max_attempts` (a refusal
+    /// spent one, and an operation refused at its first attempt made one
+    /// call fewer than its policy says); any later one is an attempt, so
+    /// a route that keeps cooling cannot hold the ladder forever. Nor does
+    /// a refusal count in the backoff's exponent.
+    cooldown_waits: u32,
     /// When the attempt in flight started; kept only under a deadline.
     attempt_started: Option<Instant>,
     /// The delay slept before the attempt in flight.
@@ -291,6 +299,7 @@ impl<S, B> Ladder<S, B> {
             window: None,
             attempt: 1,
             moves: 0,
+            cooldown_waits: 0,
             attempt_started: deadline.map(|_| now.get()),
             slept: Duration::ZERO,
             last_route_shaped: None,
@@ -431,7 +440,10 @@ impl<S, B> Ladder<S, B> {
         // receipt of several attempts on the route, all this one's.
         let first_on_route = !self.receipt.attempts.iter().any(|a| a.route == route);
         let inner = failure.receipt_mut().take().map(|inner| *inner);
-        if self.record(attempt, inner) == Recorded::Here {
+        // A refusal waited out called no one: no upstream attempt, and
+        // the call after the wait is no retry (see `judge`).
+        let waits_out_cooldown = self.waits_out_cooldown(&failure, another);
+        if self.record(attempt, inner) == Recorded::Here && !waits_out_cooldown {
             metrics::attempt(&route, Some(failure.code()));
             // A unary answer that failed anyway (refused, filtered, empty)
             // counted what it cost, as a whole answer's usage is counted; a
@@ -467,6 +479,7 @@ impl<S, B> Ladder<S, B> {
             self.judge(&failure, route.clone(), another, first_on_route)
         };
         match &verdict {
+            Ok(_) if waits_out_cooldown => {}
             Ok(_) => metrics::retry(&route, failure.code()),
             Err(reason) => {
                 if *reason == StopReason::Budget {
@@ -546,17 +559,13 @@ impl<S, B> Ladder<S, B> {
         if moving && failure.cooldown(std::time::SystemTime::now()).is_some() && first_on_route {
             self.moves += 1;
         }
-        // The breaker refusing the only route while it cools down after a
-        // rate limit says how long the provider asked to be left alone:
-        // that is a hint to wait, as the 429 that cooled it was for the
-        // operation that got it. Failing over there would end every other
-        // operation on the route at once. (A cooldown after a quota wall
-        // or rejected credentials is permanent, as its cause: not waited.)
-        let waits_out_cooldown = !another
-            && !self.other_routes
-            && failure.code() == Code::RouteCoolingDown
-            && failure.class() == Class::Transient
-            && failure.retry_after().is_some();
+        let waits_out_cooldown = self.waits_out_cooldown(failure, another);
+        if waits_out_cooldown {
+            if self.cooldown_waits == 0 {
+                self.moves += 1;
+            }
+            self.cooldown_waits += 1;
+        }
         if failure.action() != Action::Retry && !moving && !waits_out_cooldown {
             // A failure the server told not to retry (a gRPC pushback or
             // `x-should-retry: false` overriding what would be a retry) is
@@ -579,10 +588,12 @@ impl<S, B> Ladder<S, B> {
             // Nothing reached the provider: the call after the wait is this
             // operation's first, not a retry the budget bounds (a burst
             // refused in one cooldown would otherwise drain it and starve
-            // the real retries after).
-            let delay = blocker?;
-            self.grant = None;
-            return Ok(delay);
+            // the real retries after). A retry granted before was not
+            // sent either: what it withdrew goes back.
+            if let Some(grant) = self.grant.take() {
+                self.shared.budget.unspent(grant);
+            }
+            return blocker;
         }
         let timeout = failure.code().is_timeout();
         // The budget hears of every retryable failure (gRPC counts them
@@ -600,6 +611,27 @@ impl<S, B> Ladder<S, B> {
                 Err(StopReason::Budget)
             }
         }
+    }
+
+    /// The breaker refusing the only route while it cools down after a
+    /// rate limit says how long the provider asked to be left alone: that
+    /// is a hint to wait, as the 429 that cooled it was for the operation
+    /// that got it. Failing over there would end every other operation on
+    /// the route at once. (A cooldown after a quota wall or rejected
+    /// credentials is permanent, as its cause: not waited.)
+    fn waits_out_cooldown(&self, failure: &Failure, another: bool) -> bool {
+        !another
+            && !self.other_routes
+            && failure.code() == Code::RouteCoolingDown
+            && failure.class() == Class::Transient
+            && failure.retry_after().is_some()
+    }
+
+    /// The backoff's exponent for the delay after the attempt that just
+    /// ended: the attempts before it, less the refusals waited out, which
+    /// called no one.
+    fn retries_before(&self) -> u32 {
+        (self.attempt - 1).saturating_sub(self.cooldown_waits)
     }
 
     /// Everything but the budget: promotion, attempts, replay, the hint and
@@ -643,7 +675,7 @@ impl<S, B> Ladder<S, B> {
         let backoff = || {
             self.shared
                 .random
-                .with(|rng| policy.backoff.delay(self.attempt - 1, self.slept, rng))
+                .with(|rng| policy.backoff.delay(self.retries_before(), self.slept, rng))
         };
         let delay = match failure.retry_after() {
             _ if move_now => Duration::ZERO,

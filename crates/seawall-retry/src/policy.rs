@@ -17,7 +17,12 @@ use crate::{Backoff, Jitter};
 /// rejected keys) for the first time in the operation is the set's, not a
 /// retry, and is not counted: each such member is tried once and the
 /// ladder keeps its retries for what comes after. Any other failure (a
-/// 503, silence) is an attempt, on a set as on one route.
+/// 503, silence) is an attempt, on a set as on one route. Likewise a
+/// breaker's refusal while the only route cools down after a rate limit
+/// calls no one: the first in an operation is waited out without counting,
+/// so the calls after the wait still get one try and the retries; any
+/// later refusal is an attempt, and ends a ladder whose route keeps
+/// cooling.
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
     pub(crate) max_attempts: u32,

@@ -228,3 +228,44 @@ async fn a_retry_refused_below_holds_no_permit_while_it_sleeps() {
         .expect("a receipt");
     assert_eq!(receipt.attempts.len(), 4, "{receipt:?}");
 }
+
+/// A route that keeps cooling down (refused at every attempt, a rate
+/// limit cooling it again as each cooldown ends) holds the ladder no
+/// longer than its attempts: the first refusal waited out is free, every
+/// later one is an attempt, and the ladder stops at `max_attempts`.
+#[tokio::test(start_paused = true)]
+async fn a_route_that_keeps_cooling_down_ends_the_ladder() {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    let called = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let answer = {
+        let called = called.clone();
+        tower::service_fn(move |_: Request<ReplayBody<String>>| {
+            called.fetch_add(1, Ordering::SeqCst);
+            async { Ok::<_, BoxError>(Response::new(())) }
+        })
+    };
+    let cooling = CoolingThen {
+        inner: answer,
+        refused: Default::default(),
+        refusals: usize::MAX,
+    };
+    let refused = cooling.refused.clone();
+    let policy = RetryPolicy::no_wait(3).max_retry_after(Duration::from_secs(10));
+    let svc = RetryBudgetLayer::new(policy, Budget::unlimited()).layer(cooling);
+    let err = tokio::time::timeout(
+        Duration::from_secs(600),
+        svc.oneshot(Request::new(String::new())),
+    )
+    .await
+    .expect("the ladder ends")
+    .expect_err("refused throughout");
+    assert_eq!(called.load(Ordering::SeqCst), 0);
+    // The free wait, then the three attempts.
+    assert_eq!(refused.load(Ordering::SeqCst), 4);
+    let receipt = common::receipt(&err);
+    assert_eq!(receipt.attempts.len(), 4, "{receipt:?}");
+    assert_eq!(receipt.calls(), 0);
+    assert_eq!(receipt.stop, Some(StopReason::Attempts));
+}
