@@ -11,10 +11,11 @@ pin_project! {
     /// A response body whose end decides the call's outcome for the breaker.
     ///
     /// The end of the stream records a success; an error carrying a counted
-    /// [`Failure`](seawall_core::Failure) (a remote `stream_interrupted`, an
-    /// `idle_timeout`) records a failure; a body dropped before its end
-    /// records nothing. So a provider that drops every stream half-way trips
-    /// the breaker even though every response started well.
+    /// [`Failure`](seawall_core::Failure) (a remote `stream_interrupted` or
+    /// `truncated`, an `idle_timeout`) records a failure; a body dropped
+    /// before its end records nothing. So a provider that drops every
+    /// stream half-way trips the breaker even though every response started
+    /// well.
     pub struct BreakerBody<B> {
         #[pin]
         inner: B,

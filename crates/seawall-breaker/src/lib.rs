@@ -12,7 +12,9 @@
 //!   `protocol_violation`, and a `stream_interrupted` whose cause (the
 //!   [`Interrupted`](seawall_core::Interrupted) record's) is one of those:
 //!   a reset, an overload, a silent gap (`rate_limited` when
-//!   [`count_rate_limited`] is on). A 400, a refusal, a cancellation, the
+//!   [`count_rate_limited`] is on), and a `truncated` stream the provider
+//!   ended cleanly after content but before its finish marker (an answer
+//!   the token limit cut is an answer, not a failure). A 400, a refusal, a cancellation, the
 //!   operation's own `deadline_exceeded` or an error that is not a seawall
 //!   [`Failure`](seawall_core::Failure) count neither way. By [`Trip`] the
 //!   breaker opens on a failure ratio over a sliding window with a minimum

@@ -152,20 +152,27 @@ impl BreakDuration {
 ///
 /// Counted: transient `provider_unavailable`, `overloaded`, `transport`,
 /// `timeout`, `first_byte_timeout`, `idle_timeout`, `empty_response`,
-/// `protocol_violation`, and `stream_interrupted` by its recorded cause
-/// (without one: when the provider or the network closed the stream);
+/// `protocol_violation`, and the two ends after content —
+/// `stream_interrupted` and `truncated` — by their recorded cause (without
+/// one: when the provider or the network closed the stream);
 /// `rate_limited` only when `rate_limited_counts`. Everything else — the
 /// permanent, policy and model-fixable classes, `deadline_exceeded` (the
 /// operation's own budget), `cancelled`, a breaker's own `circuit_open` —
 /// says nothing about the route.
+///
+/// An answer the token limit cut (a `length` or `max_tokens` finish) is
+/// no failure at all: it is delivered, and never reaches this question.
 pub(crate) fn counts(failure: &Failure, rate_limited_counts: bool) -> bool {
     if failure.class() != Class::Transient {
         return false;
     }
-    // An interruption after content counts for what interrupted it: a reset,
-    // an overload or a silent gap says something about the route; a rate
-    // limit only when configured; a permanent error event, nothing.
-    if failure.code() == Code::StreamInterrupted {
+    // An end after content counts for what ended it: a reset, an overload
+    // or a silent gap says something about the route; a rate limit only
+    // when configured; a permanent error event, nothing. A clean end before
+    // the finish marker (`truncated`) has no cause but who closed it: a
+    // route that closes every stream early must trip like one that resets
+    // them.
+    if matches!(failure.code(), Code::StreamInterrupted | Code::Truncated) {
         return match failure.interrupted().and_then(|i| i.cause) {
             Some(cause) => counts_code(cause, rate_limited_counts),
             None => failure.evidence().closed_by == Some(ClosedBy::Them),
@@ -183,7 +190,10 @@ fn counts_code(code: Code, rate_limited_counts: bool) -> bool {
         | Code::FirstByteTimeout
         | Code::IdleTimeout
         | Code::EmptyResponse
-        | Code::ProtocolViolation => true,
+        | Code::ProtocolViolation
+        // A body cut before its value closed, named as the cause of an
+        // interruption (the JSON check past its cap).
+        | Code::Truncated => true,
         Code::RateLimited => rate_limited_counts,
         _ => false,
     }
@@ -206,6 +216,8 @@ mod tests {
             Code::EmptyResponse,
             Code::ProtocolViolation,
         ];
+        // The ends after content (`stream_interrupted`, `truncated`) count
+        // by their cause or who closed them: without either, not at all.
         for code in Code::ALL {
             let failure = Failure::new(*code);
             assert_eq!(counts(&failure, false), counted.contains(code), "{code}");
@@ -216,17 +228,24 @@ mod tests {
         assert!(!counts(&permanent, false));
     }
 
+    /// The stream guard's end of body after content and before the finish
+    /// marker is `truncated`, closed by them, with no cause: a route that
+    /// closes every stream early counts as one that resets them.
     #[test]
-    fn stream_interrupted_counts_only_when_they_closed_it() {
-        let mut evidence = Evidence::default();
-        evidence.content_seen = true;
-        evidence.closed_by = Some(ClosedBy::Them);
-        let remote = Failure::new(Code::StreamInterrupted).with_evidence(evidence.clone());
-        assert!(counts(&remote, false));
-        evidence.closed_by = Some(ClosedBy::Us);
-        let local = Failure::new(Code::StreamInterrupted).with_evidence(evidence);
-        assert!(!counts(&local, false));
-        assert!(!counts(&Failure::new(Code::StreamInterrupted), false));
+    fn an_end_after_content_counts_only_when_they_closed_it() {
+        for code in [Code::StreamInterrupted, Code::Truncated] {
+            let mut evidence = Evidence::default();
+            evidence.content_seen = true;
+            evidence.closed_by = Some(ClosedBy::Them);
+            let remote = Failure::new(code)
+                .with_evidence(evidence.clone())
+                .with_interrupted(seawall_core::Interrupted::default());
+            assert!(counts(&remote, false), "{code}");
+            evidence.closed_by = Some(ClosedBy::Us);
+            let local = Failure::new(code).with_evidence(evidence);
+            assert!(!counts(&local, false), "{code}");
+            assert!(!counts(&Failure::new(code), false), "{code}");
+        }
     }
 
     #[test]
@@ -243,6 +262,8 @@ mod tests {
         assert!(!counts(&interrupted(Code::RateLimited), false));
         assert!(counts(&interrupted(Code::RateLimited), true));
         assert!(!counts(&interrupted(Code::BadRequest), false));
+        // A body cut before its JSON value closed, read past the check cap.
+        assert!(counts(&interrupted(Code::Truncated), false));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::BodyExt;
 use seawall_breaker::{BreakDuration, BreakerHandle, BreakerLayer, BreakerState, Trip};
-use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure, RouteId};
+use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure, Interrupted, RouteId};
 use seawall_test::body::Script;
 use tokio::sync::Semaphore;
 use tower::{Layer, Service, ServiceExt};
@@ -27,6 +27,9 @@ enum Plan {
     FailAfter(Code, u64),
     /// A streamed answer: one chunk, then the provider drops the stream.
     DropsMidStream,
+    /// A streamed answer the provider ends cleanly after content, before
+    /// its finish marker: `truncated`, as the stream guard reads it.
+    EndsEarly,
     /// A streamed answer that finishes.
     Streams,
     /// Waits for the test to release it, then answers `Ok`.
@@ -88,6 +91,16 @@ impl Service<http::Request<Plan>> for Provider {
                     evidence.content_seen = true;
                     evidence.closed_by = Some(ClosedBy::Them);
                     let cut = Failure::new(Code::StreamInterrupted).with_evidence(evidence);
+                    Script([chunk(), Err(cut.into())].into())
+                }
+                Plan::EndsEarly => {
+                    let mut evidence = Evidence::default();
+                    evidence.bytes = 10;
+                    evidence.content_seen = true;
+                    evidence.closed_by = Some(ClosedBy::Them);
+                    let cut = Failure::new(Code::Truncated)
+                        .with_evidence(evidence)
+                        .with_interrupted(Interrupted::default());
                     Script([chunk(), Err(cut.into())].into())
                 }
                 Plan::Hold => {
@@ -441,6 +454,20 @@ async fn streams_dropped_mid_way_trip_it_at_the_body_end() {
         assert_eq!(send(&service, Plan::Streams).await, None);
     }
     assert_eq!(handle.state(&route()), BreakerState::Closed);
+}
+
+/// A route that closes every stream cleanly before its finish marker
+/// (no `[DONE]`, no `message_stop`) is as broken as one that resets them.
+#[tokio::test(start_paused = true)]
+async fn streams_ended_early_by_the_provider_trip_it() {
+    let (service, handle, provider) = build(consecutive(3));
+    for _ in 0..3 {
+        assert_eq!(send(&service, Plan::EndsEarly).await, Some(Code::Truncated));
+    }
+    assert_eq!(handle.state(&route()), BreakerState::Open);
+    let calls = provider.calls();
+    assert_eq!(refusal(&service).await.code(), Code::CircuitOpen);
+    assert_eq!(provider.calls(), calls);
 }
 
 #[tokio::test(start_paused = true)]
