@@ -209,6 +209,18 @@ impl Failure {
         }
     }
 
+    /// The same failure under another name: `code`, with that code's
+    /// default class and action (an action set before is dropped); all it
+    /// carries — evidence, usage, request id, receipt, the provider's
+    /// words — stays. For a layer that reads a failure as another (the
+    /// ladder's window: a deadline that is, for the fallback, a timeout).
+    pub fn with_code(mut self, code: Code) -> Self {
+        self.class = code.default_class();
+        self.code = code;
+        self.action = None;
+        self
+    }
+
     /// Sets the HTTP status (in the evidence).
     pub fn with_status(mut self, status: u16) -> Self {
         self.evidence.status = Some(status);

@@ -932,26 +932,13 @@ impl<S, B> Ladder<S, B> {
 /// its evidence, the usage and request id the provider reported, whether
 /// a 2xx answer generated anything (so that it is billed as it was), and
 /// the receipt of a ladder below, whose attempts are this one's record.
-fn timed_out_at_window(mut failure: Failure) -> Failure {
-    let mut timeout = Failure::new(Code::Timeout)
-        .with_evidence(failure.evidence().clone())
+fn timed_out_at_window(failure: Failure) -> Failure {
+    // The same attempt under another name: what it knew (usage whole or
+    // partial, request id, billed or not, a ladder below's receipt) stays.
+    failure
+        .with_code(Code::Timeout)
         .with_message("the attempt ran to the time kept for the fallback")
-        .with_action(Action::Failover);
-    if let Some(usage) = failure.usage() {
-        timeout = timeout.with_usage(usage);
-    }
-    if let Some(id) = failure.request_id() {
-        timeout = timeout.with_request_id(id);
-    }
-    // The same status: billed as before unless the provider had said it
-    // generated nothing.
-    if timeout.billed() && !failure.billed() {
-        timeout = timeout.with_nothing_generated();
-    }
-    if let Some(receipt) = failure.receipt_mut().take() {
-        timeout = timeout.with_receipt(*receipt);
-    }
-    timeout
+        .with_action(Action::Failover)
 }
 
 /// A gRPC retry says how many attempts came before it in

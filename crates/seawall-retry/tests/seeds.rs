@@ -278,6 +278,13 @@ async fn a_timeout_at_the_fallback_reserve_keeps_what_the_attempt_knew() {
     assert_eq!(record.attempts.len(), 1);
     assert!(record.attempts[0].billed);
     assert_eq!(record.usage(), usage);
+    // A stream cut before its finish keeps the part it counted.
+    let partial = Failure::new(Code::DeadlineExceeded)
+        .with_status(200)
+        .with_partial_usage(usage);
+    let err = run(partial).await;
+    assert_eq!(failure(&err).partial_usage(), Some(usage));
+    assert_eq!(receipt(&err).usage(), usage);
     // A 200 that generated nothing (a gRPC refusal) stays unbilled.
     let err = run(cut.clone().with_nothing_generated()).await;
     assert_eq!(receipt(&err).billed_attempts(), 0);
