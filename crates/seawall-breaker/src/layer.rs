@@ -175,6 +175,11 @@ impl BreakerLayer {
     /// Calls `callback` on every state change, besides the `tracing` event
     /// (target `seawall::breaker`, fields `route`, `from`, `to`). It runs
     /// inline on the thread that made the change: keep it short.
+    ///
+    /// A panic in it is caught (the change stands, and the call that made
+    /// it goes on) and said as a warning on the same target, with the
+    /// fields `route`, `from`, `to` and `panic` (what it said). The panic
+    /// hook still runs first; under `panic = "abort"` nothing is caught.
     pub fn on_transition<F>(self, callback: F) -> Self
     where
         F: Fn(&Transition<'_>) + Send + Sync + 'static,

@@ -4,8 +4,10 @@
 //! transition (an `Open` word always carries its own probe time, a
 //! `HalfOpen` word its own trial count).
 
+use std::any::Any;
 use std::fmt;
 use std::num::NonZeroU64;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -787,13 +789,39 @@ impl RouteBreaker {
             }
         }
         if let Some(callback) = &self.policy.on_transition {
-            callback(&Transition {
+            let transition = Transition {
                 route: &self.route,
                 from,
                 to,
-            });
+            };
+            // The change is published before it is announced: a trial slot
+            // taken, a cooldown's probe claimed, a trip made while a body
+            // is polled. A panic unwinding from here would leave the call
+            // without the ticket that gives them back (one trial taken for
+            // ever refuses the route until a reset) and reach a caller that
+            // only read a body. The state stands; the callback's failure
+            // is said.
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| callback(&transition))) {
+                tracing::warn!(
+                    target: "seawall::breaker",
+                    route = %self.route,
+                    from = from.as_str(),
+                    to = to.as_str(),
+                    panic = panic_message(&*payload),
+                    "circuit breaker transition callback panicked; the state change stands"
+                );
+            }
         }
     }
+}
+
+/// What a caught panic said, when it said it in words.
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(not a string)")
 }
 
 #[cfg(test)]
