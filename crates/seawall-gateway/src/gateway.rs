@@ -1207,10 +1207,33 @@ fn prometheus() -> Option<&'static metrics_exporter_prometheus::PrometheusHandle
             let recorder = builder.build_recorder();
             let handle = recorder.handle();
             metrics::set_global_recorder(recorder).ok()?;
+            // A recorder built so runs no upkeep of its own: each histogram
+            // sample (every operation's duration, every stream's first
+            // byte) waits in its bucket until drained, and with no scrape
+            // they would pile up for the process's life. A thread, not a
+            // task: the gateway may serve on runtimes of its own.
+            let upkeep = handle.clone();
+            let _ = std::thread::Builder::new()
+                .name(METRICS_UPKEEP_THREAD.into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(METRICS_UPKEEP_EVERY);
+                        upkeep.run_upkeep();
+                    }
+                });
             Some(handle)
         })
         .as_ref()
 }
+
+/// The name of the thread that drains the recorder's histogram samples.
+#[cfg(feature = "metrics")]
+const METRICS_UPKEEP_THREAD: &str = "seawall-upkeep";
+
+/// How often it drains them (metrics-exporter-prometheus's own upkeep
+/// task runs every 5 s).
+#[cfg(feature = "metrics")]
+const METRICS_UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `GET /metrics`: the Prometheus text exposition of seawall's metrics,
 /// for a client holding the gateway's token when it has one (the metrics
