@@ -12,6 +12,11 @@ use crate::continuation::Styles;
 /// every name. Past it, an answer learns for itself, as without the table.
 const MAX_LEARNED: usize = 1024;
 
+/// The longest model name learned for: the name is the caller's, and a
+/// key is kept for the process's life (real names are tens of bytes; an
+/// 8 MiB one would make the table gigabytes). Longer names learn nothing.
+const MAX_MODEL_NAME: usize = 256;
+
 /// A route, and the model a request names (none for a request that names
 /// none).
 type Key = (RouteId, Option<Box<str>>);
@@ -57,6 +62,9 @@ impl Learned {
 
     /// Later answers for `model` on `route` ask in `styles`.
     pub(crate) fn learn(&self, route: RouteId, model: Option<&str>, styles: Styles) {
+        if model.is_some_and(|model| model.len() > MAX_MODEL_NAME) {
+            return;
+        }
         let mut table = self.styles.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (route, model.map(Box::from));
         if table.len() < MAX_LEARNED || table.contains_key(&key) {
@@ -95,5 +103,20 @@ mod tests {
             learned.learn(route.clone(), Some(&format!("m{n}")), asked);
         }
         assert_eq!(learned.styles.lock().unwrap().len(), MAX_LEARNED);
+    }
+
+    /// A model name past any real one's length is not kept.
+    #[test]
+    fn an_overlong_model_name_learns_nothing() {
+        let learned = Learned::default();
+        let route = RouteId::new("api.example:443");
+        let configured = Styles::default();
+        let asked = configured.asking_in_a_user_turn(Provider::Anthropic);
+        let long = "m".repeat(MAX_MODEL_NAME + 1);
+        learned.learn(route.clone(), Some(&long), asked);
+        assert!(learned.styles.lock().unwrap().is_empty());
+        let longest = "m".repeat(MAX_MODEL_NAME);
+        learned.learn(route.clone(), Some(&longest), asked);
+        assert_eq!(learned.styles(&route, Some(&longest), configured), asked);
     }
 }
