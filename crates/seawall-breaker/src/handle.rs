@@ -29,7 +29,7 @@ impl BreakerHandle {
     /// and no probe is sent until [`BreakerHandle::reset`]. Works for a
     /// route not called yet (and past the route limit).
     pub fn isolate(&self, route: &RouteId) {
-        if let Some(breaker) = self.shared.breaker(route.as_str(), true, || false) {
+        if let Some(breaker) = self.shared.breaker(route.as_str(), true, || None) {
             breaker.isolate();
         }
     }

@@ -80,7 +80,8 @@ impl BreakerHandle {
     pub fn probe(&self, route: &RouteId) -> RouteProbe {
         let breaker = self
             .shared
-            .breaker(route.as_str(), true, || false)
+            // Whose credentials its calls carry, its first call says.
+            .breaker(route.as_str(), true, || None)
             .expect("a forced breaker always exists");
         RouteProbe { breaker }
     }

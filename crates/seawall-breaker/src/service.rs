@@ -63,10 +63,12 @@ impl<S> Breaker<S> {
             .is_none_or(|last| last.route.as_str() != name)
         {
             let callers_credentials = || {
-                request
-                    .extensions()
-                    .get::<seawall_core::CallerCredentials>()
-                    .is_some()
+                Some(
+                    request
+                        .extensions()
+                        .get::<seawall_core::CallerCredentials>()
+                        .is_some(),
+                )
             };
             self.last = self.shared.breaker(name, false, callers_credentials);
         }

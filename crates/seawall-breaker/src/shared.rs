@@ -80,24 +80,35 @@ impl Shared {
     /// `max_routes` routes exist: a flood of distinct authorities must not
     /// grow memory without bound, so further routes go unguarded (and a
     /// warning says so). `callers_credentials` is asked only when the
-    /// breaker is created: whether the route's calls carry their callers'
+    /// breaker is created, or when one made before any call (a probe's)
+    /// meets its first call: whether the route's calls carry their callers'
     /// own credentials is the route's property, and a call to a known route
-    /// pays no extension lookup for it.
+    /// pays no extension lookup for it. `None` from it: no call says yet.
     pub(crate) fn breaker(
         &self,
         name: &str,
         force: bool,
-        callers_credentials: impl FnOnce() -> bool,
+        callers_credentials: impl FnOnce() -> Option<bool>,
     ) -> Option<Arc<RouteBreaker>> {
+        fn known<F: FnOnce() -> Option<bool>>(
+            found: &Arc<RouteBreaker>,
+            said: &mut Option<F>,
+        ) -> Option<Arc<RouteBreaker>> {
+            if let Some(said) = said.take() {
+                found.named_by_call(said);
+            }
+            Some(Arc::clone(found))
+        }
+        let mut said = Some(callers_credentials);
         if let Some(first) = self.first.get()
             && first.route.as_str() == name
         {
-            return Some(Arc::clone(first));
+            return known(first, &mut said);
         }
         {
             let routes = self.routes.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(found) = routes.get(name) {
-                return Some(Arc::clone(found));
+                return known(found, &mut said);
             }
             // Full: an unguarded route's every call would take the write
             // lock (and log) to find out again.
@@ -107,7 +118,7 @@ impl Shared {
         }
         let mut routes = self.routes.write().unwrap_or_else(PoisonError::into_inner);
         if let Some(found) = routes.get(name) {
-            return Some(Arc::clone(found));
+            return known(found, &mut said);
         }
         if self.full(routes.len(), force, name) {
             return None;
@@ -115,7 +126,7 @@ impl Shared {
         let breaker = Arc::new(RouteBreaker::new(
             RouteId::new(name),
             Arc::clone(&self.policy),
-            callers_credentials(),
+            said.take().and_then(|said| said()),
         ));
         routes.insert(name.into(), Arc::clone(&breaker));
         // Set under the write lock: the first breaker created wins.
@@ -228,7 +239,7 @@ impl Permit {
             return;
         };
         // The caller's own account: nothing about the route for others.
-        if self.breaker.callers_credentials && failure.is_about_account() {
+        if self.breaker.callers_credentials() && failure.is_about_account() {
             return;
         }
         let probe = self.ticket.is_some_and(Ticket::is_probe);

@@ -9,7 +9,7 @@ use std::fmt;
 use std::num::NonZeroU64;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use std::time::SystemTime;
@@ -122,6 +122,15 @@ const COOL_OVER: u64 = 1;
 /// How soon a call refused while a cooldown's probe is out may look again:
 /// the probe's answer decides, and it usually comes within this.
 const PROBE_RECHECK: Duration = Duration::from_millis(100);
+
+/// Whose credentials a route's calls carry is not known yet: its breaker
+/// was made before any call named the route (a route set's probe), and
+/// the first call that does says.
+const CREDENTIALS_UNKNOWN: u8 = 0;
+/// The route's calls carry the route's own credentials.
+const CREDENTIALS_ROUTES: u8 = 1;
+/// The route's calls carry their callers' own credentials.
+const CREDENTIALS_CALLERS: u8 = 2;
 
 fn cool_word(end: u64, code: u64, resets: u64) -> u64 {
     (end.min(COOL_FOREVER) << 24) | ((code & 0xFF) << 16) | (resets & 0xFFFF)
@@ -284,11 +293,11 @@ pub(crate) struct RouteBreaker {
     /// cooldown's end with another's cause, and no call admitted before a
     /// reset cools the route after it. Read once per admission.
     cooldown: AtomicU64,
-    /// The route's calls carry their callers' own credentials
-    /// ([`CallerCredentials`](seawall_core::CallerCredentials) on the call
-    /// that created it): what a provider says of an account is not the
-    /// route's.
-    pub(crate) callers_credentials: bool,
+    /// Whether the route's calls carry their callers' own credentials
+    /// ([`CallerCredentials`](seawall_core::CallerCredentials) on the first
+    /// call that named it; see [`CREDENTIALS_UNKNOWN`]): what a provider
+    /// says of an account is not the route's.
+    callers_credentials: AtomicU8,
 }
 
 impl fmt::Debug for RouteBreaker {
@@ -301,7 +310,11 @@ impl fmt::Debug for RouteBreaker {
 }
 
 impl RouteBreaker {
-    pub(crate) fn new(route: RouteId, policy: Arc<Policy>, callers_credentials: bool) -> Self {
+    pub(crate) fn new(
+        route: RouteId,
+        policy: Arc<Policy>,
+        callers_credentials: Option<bool>,
+    ) -> Self {
         let buckets = match policy.trip {
             TripRule::Ratio { buckets, .. } => buckets,
             TripRule::Consecutive { .. } => 0,
@@ -314,7 +327,36 @@ impl RouteBreaker {
             consecutive: AtomicU64::new(0),
             buckets: Window::with_slices(buckets),
             cooldown: AtomicU64::new(0),
-            callers_credentials,
+            callers_credentials: AtomicU8::new(match callers_credentials {
+                None => CREDENTIALS_UNKNOWN,
+                Some(false) => CREDENTIALS_ROUTES,
+                Some(true) => CREDENTIALS_CALLERS,
+            }),
+        }
+    }
+
+    /// Whether the route's calls carry their callers' own credentials.
+    pub(crate) fn callers_credentials(&self) -> bool {
+        self.callers_credentials.load(Ordering::Relaxed) == CREDENTIALS_CALLERS
+    }
+
+    /// A call names the route: a breaker made before any call (a route
+    /// set's probe) learns from it whose credentials the route's calls
+    /// carry. Asked only while nobody said (`None`: still nobody, as
+    /// another probe); the first answer stays.
+    pub(crate) fn named_by_call(&self, callers_credentials: impl FnOnce() -> Option<bool>) {
+        if self.callers_credentials.load(Ordering::Relaxed) == CREDENTIALS_UNKNOWN {
+            let said = match callers_credentials() {
+                Some(true) => CREDENTIALS_CALLERS,
+                Some(false) => CREDENTIALS_ROUTES,
+                None => return,
+            };
+            let _ = self.callers_credentials.compare_exchange(
+                CREDENTIALS_UNKNOWN,
+                said,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
     }
 

@@ -302,6 +302,28 @@ async fn the_callers_own_account_cools_and_counts_nothing() {
     );
 }
 
+/// A route's breaker made before any call (a route set probing its
+/// members) learns from the first call whose credentials its calls carry:
+/// the callers' own account still cools and counts nothing.
+#[tokio::test(start_paused = true)]
+async fn a_probed_route_learns_whose_credentials_from_its_first_call() {
+    let rig = Rig::new(
+        BreakerLayer::new()
+            .count_rate_limited(true)
+            .trip(Trip::Consecutive { failures: 1 }),
+    );
+    // Probed again (a route set rebuilt) before any call: still unknown.
+    let _probe = rig.handle.probe(&route());
+    let _again = rig.handle.probe(&route());
+    let mut extensions = http::Extensions::new();
+    extensions.insert(seawall_core::CallerCredentials);
+    let (tx, pending) = rig.start_with(extensions);
+    let _ = tx.send(Some(Failure::new(Code::Auth)));
+    assert_eq!(pending.finish().await, Some(Code::Auth));
+    assert_eq!(rig.handle.cooldown(&route()), None);
+    assert_eq!(rig.state(), BreakerState::Closed);
+}
+
 #[tokio::test(start_paused = true)]
 async fn failures_that_say_nothing_of_the_future_cool_nothing() {
     let rig = Rig::new(consecutive(100));

@@ -66,7 +66,11 @@ fn breaker(trip: Trip) -> RouteBreaker {
         on_transition: None,
         random: Random::Thread,
     };
-    RouteBreaker::new(RouteId::new("api.example.com"), Arc::new(policy), false)
+    RouteBreaker::new(
+        RouteId::new("api.example.com"),
+        Arc::new(policy),
+        Some(false),
+    )
 }
 
 /// A full bucket halves its counts and counts on: its share stays, more
