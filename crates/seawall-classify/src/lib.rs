@@ -17,8 +17,12 @@
 //!   `reset_at`.
 //! - **2xx streams** (`text/event-stream`) are handed on untouched: the body
 //!   is not polled here. On a generation endpoint, a 2xx that is neither
-//!   JSON nor an event stream is checked and fails `protocol_violation`;
-//!   elsewhere anything that is not JSON is handed on. Only a body error
+//!   JSON nor an event stream is checked and fails `protocol_violation`.
+//!   On an endpoint that answers JSON
+//!   ([`answers_json`](seawall_core::provider::answers_json): embeddings,
+//!   moderations, token counts), a 2xx that is not JSON, is an event
+//!   stream or has no body fails the same way. Elsewhere anything that is
+//!   not JSON is handed on. Only a body error
 //!   whose chain names a timeout (a client's read timeout) becomes the
 //!   `timeout` failure it is on a unary answer.
 //! - **2xx unary JSON** answers from LLM providers are read (up to 8 MiB) and
@@ -36,7 +40,10 @@
 //!   classified with their `grpc-retry-pushback-ms`.
 //! - **Errors** of the inner service are walked down their source chain:
 //!   connection refused/reset and hyper protocol errors are
-//!   `Transient`/`transport`, timeouts `timeout`; an error that already holds
+//!   `Transient`/`transport`, timeouts `timeout`; an HTTP/2 stream reset
+//!   this side sent for a failed request body is `bad_request` (the
+//!   caller's upload broke), as hyper's user error is over HTTP/1; tower's
+//!   `LoadShed` refusal is `overloaded`; an error that already holds
 //!   a `Failure` passes unchanged; anything else is `Permanent`/`unknown`
 //!   (fail closed, see [`ClassifyLayer::unknown_errors`]).
 //!

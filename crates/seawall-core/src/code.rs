@@ -54,7 +54,8 @@ codes! {
     QuotaExhausted => "quota_exhausted", Permanent;
     /// 5xx, 408, 409 and their protocol equivalents.
     ProviderUnavailable => "provider_unavailable", Transient;
-    /// The provider said it is overloaded (Anthropic 529, Gemini UNAVAILABLE).
+    /// The provider said it is overloaded (Anthropic 529, Gemini UNAVAILABLE),
+    /// or tower's `LoadShed` refused the call here: capacity comes back.
     Overloaded => "overloaded", Transient;
     /// The prompt does not fit the model's context window.
     ContextTooLong => "context_too_long", Permanent;
@@ -80,7 +81,9 @@ codes! {
     EmptyResponse => "empty_response", Transient;
     /// An attempt's own time bound fired.
     Timeout => "timeout", Transient;
-    /// Headers (or nothing at all) and then no byte within the first-byte bound.
+    /// Headers (or nothing at all) and then no byte within the first-byte
+    /// bound, or only keep-alives (comments, pings, chunks that carry
+    /// nothing): the route said nothing.
     FirstByteTimeout => "first_byte_timeout", Transient;
     /// A stream went quiet for longer than the idle bound.
     IdleTimeout => "idle_timeout", Transient;

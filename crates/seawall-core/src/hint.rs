@@ -3,9 +3,9 @@
 //! Providers say when to come back in many ways: `Retry-After` as seconds or
 //! as an HTTP date, `retry-after-ms`, `x-should-retry`, gRPC's
 //! `grpc-retry-pushback-ms`, Gemini's `google.rpc.RetryInfo.retryDelay` in
-//! the error body, and, as a last resort, "try again in 1.574s" in a message
-//! or the reset of an OpenAI rate limit with nothing left
-//! ([`parse_rate_limit_reset`]).
+//! the error body, and, as a last resort, "try again in 1.574s" or "retry
+//! after 86400 seconds" (a unit spelled out) in a message, or the reset of
+//! an OpenAI rate limit with nothing left ([`parse_rate_limit_reset`]).
 //! Every parser here returns `None` for anything malformed — negative,
 //! garbage, a date in the past — and never panics, save gRPC's pushback,
 //! where gRFC A6 gives malformed a meaning of its own (do not retry). A well-formed hint longer

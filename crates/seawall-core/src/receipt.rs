@@ -74,8 +74,8 @@ pub struct Attempt {
     /// How long the ladder slept before this attempt.
     pub delay: Duration,
     /// The provider started a generation: a 2xx answer, billed whatever
-    /// came of it (under a retry ladder, only to a request it bills:
-    /// [`billable`]).
+    /// came of it (under a retry ladder or a fallback, only to a request
+    /// it bills: [`billable`]).
     pub billed: bool,
     usage: Option<AttemptUsage>,
 }
@@ -303,8 +303,10 @@ impl FromIterator<Attempt> for Attempts {
 /// fallback served the answer.
 ///
 /// The retry layer puts it in the response extensions on success and inside
-/// the [`Failure`](crate::Failure) on error; the fallback layer merges the
-/// primary's and the fallback's.
+/// the [`Failure`](crate::Failure) on error; an error that is no `Failure`
+/// carries it [`attach`](Receipt::attach)ed, and
+/// [`of_error`](Receipt::of_error) finds it on either. The fallback layer
+/// merges the primary's and the fallback's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Receipt {
@@ -370,7 +372,7 @@ impl Receipt {
     }
 
     /// Attempts the provider billed: those it answered 2xx (under a retry
-    /// ladder, to a request it bills: [`billable`]).
+    /// ladder or a fallback, to a request it bills: [`billable`]).
     pub fn billed_attempts(&self) -> usize {
         self.attempts.iter().filter(|a| a.billed).count()
     }

@@ -262,7 +262,8 @@ impl<B> ReplayBody<B> {
     }
 
     /// A handle that sends the body again from its start, or `None` when
-    /// that is not possible (sent once, or over the cap).
+    /// that is not possible (sent once, over the cap, or the body failed:
+    /// its recording is a prefix, never the whole request).
     pub fn replay(&self) -> Option<Self> {
         match &self.mode {
             Mode::Replay { shared, .. } if lock(shared).replayable() => Some(ReplayBody {

@@ -27,7 +27,9 @@ pub struct StreamReport {
     pub content_events: u64,
     /// All events, content or not (comments not counted).
     pub events: u64,
-    /// Keep-alives: ping events and comment lines.
+    /// Keep-alives: ping events, comment lines and chunks that carry
+    /// nothing (OpenAI's `{}` with no choice, `id`, `object` or `usage`;
+    /// Gemini's with no candidates, usage or prompt feedback).
     pub keepalives: u64,
     /// Body bytes received.
     pub bytes: u64,
