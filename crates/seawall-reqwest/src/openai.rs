@@ -211,7 +211,8 @@ impl Outcome {
         interrupted.delivered_text.clone()
     }
 
-    /// The receipt: the failure's, else the response's.
+    /// The receipt: the failure's, else the one on an error that is no
+    /// failure ([`Receipt::of_error`]), else the response's.
     pub fn receipt(&self) -> Option<Receipt> {
         let state = self.lock();
         state

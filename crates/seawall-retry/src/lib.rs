@@ -12,7 +12,9 @@
 //!    [`Action::Failover`](seawall_core::Action::Failover): asking the same
 //!    route again re-buys the same broken thing.
 //! 2. **Attempts**: `max_attempts` counts the first attempt (3 = one try and
-//!    two retries).
+//!    two retries). A route set's first move off a member and the first
+//!    wait out of a route's cooldown (a breaker's refusal) are free, not
+//!    attempts ([`RetryPolicy`]).
 //! 3. **Replay**: the request body is recorded lazily up to
 //!    `max_replay_bytes`; past that the operation runs once, intact (a
 //!    body whole in one frame is kept whatever its size: a reference).
@@ -27,16 +29,22 @@
 //!    attempts themselves run under that deadline less the reserve, so a
 //!    per-attempt bound stops one there, as a `timeout` to fail over on.
 //! 6. **Budget**: a token from the shared [`Budget`]. A retry granted
-//!    but never sent (the operation was dropped during its backoff) gives
-//!    back what it withdrew: it put no load on the route.
+//!    but never sent (the operation was dropped during its backoff, or a
+//!    breaker refused it while the route cools down) gives back what it
+//!    withdrew: it put no load on the route.
 //!
 //! Whatever stops the ladder, the last failure is returned with a
 //! [`Receipt`](seawall_core::Receipt) inside it
 //! ([`Failure::receipt`](seawall_core::Failure::receipt)) saying every
 //! attempt and the [`StopReason`](seawall_core::StopReason); on success the
 //! receipt is in the response extensions. Errors that are not a
-//! [`Failure`](seawall_core::Failure) are returned as they are, untried
-//! again. Every retry polls the inner service's readiness again.
+//! [`Failure`](seawall_core::Failure) are not tried again; they come back
+//! with the operation's receipt attached
+//! ([`Receipt::attach`](seawall_core::Receipt::attach);
+//! [`Receipt::of_error`](seawall_core::Receipt::of_error) finds it). Such
+//! an error displays as the original, which is its
+//! [`source`](std::error::Error::source). Every
+//! retry polls the inner service's readiness again.
 //!
 //! The inner service receives `http::Request<ReplayBody<B>>`
 //! ([`ReplayBody`](seawall_core::recording::ReplayBody)). A ladder marks the

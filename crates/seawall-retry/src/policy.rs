@@ -75,7 +75,10 @@ impl RetryPolicy {
         }
     }
 
-    /// Attempts in total, the first included (at least 1).
+    /// Attempts in total, the first included (at least 1). A route set's
+    /// first move off a member and the first wait out of a route's
+    /// cooldown (a breaker's refusal) are free: they are not counted (see
+    /// [`RetryPolicy`]).
     pub fn max_attempts(mut self, attempts: u32) -> Self {
         self.max_attempts = attempts.max(1);
         self

@@ -98,7 +98,10 @@ impl Member {
     /// then carry only its own: every other of those headers the request
     /// came with (the caller's key) is removed, so a 401 on an OpenAI
     /// member never moves the caller's OpenAI key to an Azure member that
-    /// sets `api-key`. A member that sets none keeps the caller's: the
+    /// sets `api-key`. So are the caller's account headers
+    /// (`OpenAI-Organization`, `OpenAI-Project`: with another key OpenAI
+    /// refuses them) and a `key` query parameter (a Gemini key). A member
+    /// that sets none keeps the caller's: the
     /// caller's key is then meant for every such member.
     pub fn header(mut self, name: HeaderName, mut value: HeaderValue) -> Self {
         value.set_sensitive(true);

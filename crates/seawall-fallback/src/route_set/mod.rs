@@ -24,7 +24,9 @@
 //!   `cookie`) has every other one the request came with removed, so the
 //!   caller's key (async-openai sends `Authorization: Bearer
 //!   $OPENAI_API_KEY` on every request) never reaches the Azure deployment
-//!   an OpenAI member's 401 moved the attempt to. A member that sets none
+//!   an OpenAI member's 401 moved the attempt to. The caller's
+//!   `OpenAI-Organization` and `OpenAI-Project` headers and a `key` query
+//!   parameter (a Gemini key) are removed too. A member that sets none
 //!   sends the caller's: the caller's key is then meant for every such
 //!   member.
 //! - **Power of two choices**: two members drawn at random, the one with
