@@ -59,7 +59,8 @@ enum Command {
     /// Run an OpenAI/Anthropic-compatible proxy (axum) through the seawall
     /// policies: POST /v1/chat/completions, /v1/responses, /v1/embeddings
     /// (each also without /v1), /v1/messages, /v1/messages/count_tokens;
-    /// GET /v1/models, /healthz, /metrics. Point OPENAI_BASE_URL at it.
+    /// GET /v1/models, /v1/models/{id}, /healthz, /metrics. Point
+    /// OPENAI_BASE_URL at it.
     Gateway(seawall_gateway::GatewayArgs),
 }
 

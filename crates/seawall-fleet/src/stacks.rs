@@ -25,7 +25,8 @@ pub enum StackKind {
     Naive,
     /// The official OpenAI SDKs' defaults: two retries on 408/409/429/5xx,
     /// `0.5 s × 2^n` capped at 8 s less up to 25 % jitter, a `retry-after`
-    /// of at most 60 s honoured instead.
+    /// honoured instead only when 0 < value ≤ 60 s (as the SDKs do: a zero
+    /// one backs off).
     Sdk,
     /// `Stack::interactive()` as shipped.
     Seawall,

@@ -96,8 +96,9 @@ impl Wire {
 /// stack of its own: the answers differ in shape). An app pointing its
 /// base URL at the gateway keeps working for the calls beside generation
 /// it makes on the same models: embeddings, Anthropic's token count. Those
-/// are retried and failed over as any call, their answers passed as sent
-/// (no answer check: they are not generations).
+/// are retried and failed over as any call. Their answers are not checked
+/// for content (they are not generations), but must be JSON: a 2xx that
+/// is not, or has no body, fails as `protocol_violation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     /// `POST /v1/chat/completions` (OpenAI wire).

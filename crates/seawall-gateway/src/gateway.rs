@@ -284,7 +284,9 @@ struct Inner {
 /// installed for the whole process. With the `metrics` feature (on by
 /// default), building the first gateway in a process installs a
 /// Prometheus recorder, only if no recorder is installed yet, and
-/// `GET /metrics` renders it. An app that nests [`Gateway::router`] and
+/// `GET /metrics` renders it; a thread named `seawall-upkeep` drains its
+/// histogram samples every 5 s, so a gateway nobody scrapes does not grow.
+/// An app that nests [`Gateway::router`] and
 /// has a recorder of its own installs it *before* building the gateway:
 /// the gateway then takes nothing, seawall's metrics go to the app's
 /// recorder (their names in `seawall::core::metric_names`), and the

@@ -4,8 +4,8 @@
 //! Point an SDK's base URL at the gateway; it answers
 //! `POST /v1/chat/completions`, `/v1/responses` and `/v1/embeddings`
 //! (OpenAI wire) and `POST /v1/messages` and `/v1/messages/count_tokens`
-//! (Anthropic wire), unary and `"stream": true`, and `GET /healthz`
-//! ([`Endpoint`]). Each
+//! (Anthropic wire), unary and `"stream": true` ([`Endpoint`]), and
+//! `GET /v1/models`, `GET /v1/models/{id}` and `GET /healthz`. Each
 //! model maps to an ordered list of routes ([`Config`]); the first is the
 //! primary, the others its fallback chain, in order. One
 //! [`seawall::stack::Stack`] per model is built at start-up and cloned per
