@@ -741,6 +741,11 @@ async fn a_unary_answer_labelled_an_event_stream_is_checked_as_unary() {
     retried_to_an_answer(stream, false).await;
 }
 
+/// A head and then only keep-alives is as silent as a head and then
+/// nothing: a first-byte timeout, route-shaped (fail over; this stack has
+/// no other route, so it ends there), with the evidence of silence. It
+/// was a `timeout` after the first-content bound, retried on the same
+/// silent route.
 #[tokio::test]
 async fn keepalives_without_content_are_not_progress() {
     let mut first = vec![Act::Write(head(
@@ -751,7 +756,13 @@ async fn keepalives_without_content_are_not_progress() {
         first.push(Act::Write(b": ping\n\n".to_vec()));
         first.push(Act::Pause(Duration::from_millis(50)));
     }
-    retried_to_an_answer(first, true).await;
+    let server = Hostile::start(vec![first, healthy_stream()]).await;
+    let outcome = ask(&server, true).await;
+    assert_eq!(outcome.code(), Some(Code::FirstByteTimeout), "{outcome:?}");
+    let failure = outcome.failure.as_ref().unwrap();
+    assert!(failure.is_route_shaped(), "{outcome:?}");
+    assert_eq!(failure.evidence().bytes, 0, "{outcome:?}");
+    assert_eq!(server.requests(), 1, "{outcome:?}");
 }
 
 /// `data:` alone, as a heartbeat, before and after content: no part of
