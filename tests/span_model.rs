@@ -141,7 +141,7 @@ fn a_huge_model_is_cut_in_every_span_field() {
     // with a 400): twice the span's bound. The cut does not depend on
     // how far past the bound a name runs.
     let model = "m".repeat(seawall_chaos::MAX_MODEL_LEN);
-    assert!(seawall_chaos::MAX_MODEL_LEN > MODEL_FIELD_BYTES);
+    const { assert!(seawall_chaos::MAX_MODEL_LEN > MODEL_FIELD_BYTES) };
     // Not resumed: a continuation would carry the whole model again.
     let log = logged(ClassifyLayer::openai(), RETRIED, |base| {
         openai_stream(base, &model)
