@@ -1,6 +1,8 @@
 //! The breaker's behaviour through its tower interface, on tokio's paused
 //! clock.
 
+mod common;
+
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,110 +10,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::Frame;
+use common::{Plan, Provider, ROUTE, request, route, send};
 use http_body_util::BodyExt;
 use seawall_breaker::{BreakDuration, BreakerHandle, BreakerLayer, BreakerState, Trip};
-use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure, Interrupted, RouteId};
+use seawall_core::{BoxError, Code, Failure, RouteId};
 use seawall_test::body::Script;
-use tokio::sync::Semaphore;
 use tower::{Layer, Service, ServiceExt};
-
-/// What the fake provider does with a request, by its `x-outcome` header.
-#[derive(Clone, Copy, Debug)]
-enum Plan {
-    /// An empty successful response.
-    Ok,
-    /// Fails with this code before any response.
-    Fail(Code),
-    /// Fails with this code and a retry hint of this many seconds.
-    FailAfter(Code, u64),
-    /// A streamed answer: one chunk, then the provider drops the stream.
-    DropsMidStream,
-    /// A streamed answer the provider ends cleanly after content, before
-    /// its finish marker: `truncated`, as the stream guard reads it.
-    EndsEarly,
-    /// A streamed answer that finishes.
-    Streams,
-    /// Waits for the test to release it, then answers `Ok`.
-    Hold,
-}
-
-const ROUTE: &str = "api.example.com";
-
-fn request(plan: Plan) -> http::Request<Plan> {
-    http::Request::get(format!("https://{ROUTE}/v1/chat"))
-        .body(plan)
-        .unwrap()
-}
-
-#[derive(Clone)]
-struct Provider {
-    calls: Arc<AtomicUsize>,
-    gate: Arc<Semaphore>,
-}
-
-impl Provider {
-    fn new() -> Self {
-        Provider {
-            calls: Arc::new(AtomicUsize::new(0)),
-            gate: Arc::new(Semaphore::new(0)),
-        }
-    }
-
-    fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-}
-
-impl Service<http::Request<Plan>> for Provider {
-    type Response = http::Response<Script>;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<http::Response<Script>, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<Plan>) -> Self::Future {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        let gate = Arc::clone(&self.gate);
-        Box::pin(async move {
-            let chunk = || Ok(Frame::data(Bytes::from_static(b"data: {}\n\n")));
-            let body = match *request.body() {
-                Plan::Ok => Script::default(),
-                Plan::Fail(code) => return Err(Failure::new(code).into()),
-                Plan::FailAfter(code, secs) => {
-                    let failure = Failure::new(code).with_retry_after(Duration::from_secs(secs));
-                    return Err(failure.into());
-                }
-                Plan::Streams => Script([chunk(), chunk()].into()),
-                Plan::DropsMidStream => {
-                    let mut evidence = Evidence::default();
-                    evidence.bytes = 10;
-                    evidence.content_seen = true;
-                    evidence.closed_by = Some(ClosedBy::Them);
-                    let cut = Failure::new(Code::StreamInterrupted).with_evidence(evidence);
-                    Script([chunk(), Err(cut.into())].into())
-                }
-                Plan::EndsEarly => {
-                    let mut evidence = Evidence::default();
-                    evidence.bytes = 10;
-                    evidence.content_seen = true;
-                    evidence.closed_by = Some(ClosedBy::Them);
-                    let cut = Failure::new(Code::Truncated)
-                        .with_evidence(evidence)
-                        .with_interrupted(Interrupted::default());
-                    Script([chunk(), Err(cut.into())].into())
-                }
-                Plan::Hold => {
-                    gate.acquire().await.unwrap().forget();
-                    Script::default()
-                }
-            };
-            Ok(http::Response::new(body))
-        })
-    }
-}
 
 fn exact_break(base: u64) -> BreakDuration {
     BreakDuration {
@@ -121,27 +25,12 @@ fn exact_break(base: u64) -> BreakDuration {
     }
 }
 
-fn route() -> RouteId {
-    RouteId::new(ROUTE)
-}
-
 type Svc = seawall_breaker::Breaker<Provider>;
 
 fn build(layer: BreakerLayer) -> (Svc, BreakerHandle, Provider) {
     let provider = Provider::new();
     let handle = layer.handle();
     (layer.layer(provider.clone()), handle, provider)
-}
-
-/// Sends one request and reads its whole body; returns the failure code, if any.
-async fn send(service: &Svc, plan: Plan) -> Option<Code> {
-    match service.clone().oneshot(request(plan)).await {
-        Ok(response) => match response.into_body().collect().await {
-            Ok(_) => None,
-            Err(error) => Some(Failure::find(&*error).expect("a failure").code()),
-        },
-        Err(error) => Some(Failure::find(&*error.into_box()).expect("a failure").code()),
-    }
 }
 
 /// The breaker's refusal of a call, as the layers above see it.
@@ -171,14 +60,14 @@ async fn opens_on_the_ratio_only_past_the_minimum_throughput() {
     let (service, handle, provider) = build(ratio_layer());
     for _ in 0..9 {
         assert_eq!(
-            send(&service, Plan::Fail(Code::Overloaded)).await,
+            send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await,
             Some(Code::Overloaded)
         );
     }
     // Nine failures out of nine, but below the minimum of ten calls.
     assert_eq!(handle.state(&route()), BreakerState::Closed);
     assert_eq!(
-        send(&service, Plan::Fail(Code::Transport)).await,
+        send(&service, Plan::Fail(Failure::new(Code::Transport))).await,
         Some(Code::Transport)
     );
     assert_eq!(handle.state(&route()), BreakerState::Open);
@@ -204,7 +93,7 @@ async fn below_the_ratio_or_outside_the_window_it_stays_closed() {
     // 4 failures out of 10: below half.
     for i in 0..10 {
         let plan = if i < 4 {
-            Plan::Fail(Code::Overloaded)
+            Plan::Fail(Failure::new(Code::Overloaded))
         } else {
             Plan::Ok
         };
@@ -215,7 +104,7 @@ async fn below_the_ratio_or_outside_the_window_it_stays_closed() {
     // failures now are 6 of 6 — below the minimum throughput.
     tokio::time::advance(Duration::from_secs(11)).await;
     for _ in 0..6 {
-        send(&service, Plan::Fail(Code::Overloaded)).await;
+        send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await;
     }
     assert_eq!(handle.state(&route()), BreakerState::Closed);
     // Within the window: 4 successes and 6 failures of 10 trip it.
@@ -223,7 +112,7 @@ async fn below_the_ratio_or_outside_the_window_it_stays_closed() {
         send(&service, Plan::Ok).await;
     }
     assert_eq!(handle.state(&route()), BreakerState::Closed);
-    send(&service, Plan::Fail(Code::Overloaded)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await;
     assert_eq!(handle.state(&route()), BreakerState::Open);
 }
 
@@ -236,20 +125,20 @@ fn consecutive(failures: u32) -> BreakerLayer {
 #[tokio::test(start_paused = true)]
 async fn consecutive_failures_trip_and_a_success_resets_the_run() {
     let (service, handle, _) = build(consecutive(3));
-    send(&service, Plan::Fail(Code::Timeout)).await;
-    send(&service, Plan::Fail(Code::Timeout)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Timeout))).await;
+    send(&service, Plan::Fail(Failure::new(Code::Timeout))).await;
     send(&service, Plan::Ok).await;
-    send(&service, Plan::Fail(Code::Timeout)).await;
-    send(&service, Plan::Fail(Code::Timeout)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Timeout))).await;
+    send(&service, Plan::Fail(Failure::new(Code::Timeout))).await;
     assert_eq!(handle.state(&route()), BreakerState::Closed);
-    send(&service, Plan::Fail(Code::FirstByteTimeout)).await;
+    send(&service, Plan::Fail(Failure::new(Code::FirstByteTimeout))).await;
     assert_eq!(handle.state(&route()), BreakerState::Open);
 }
 
 #[tokio::test(start_paused = true)]
 async fn half_open_admits_exactly_the_trials_then_closes_after_the_successes() {
     let (service, handle, provider) = build(consecutive(1).half_open_trials(3).close_after(3));
-    send(&service, Plan::Fail(Code::Overloaded)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await;
     assert_eq!(handle.state(&route()), BreakerState::Open);
     tokio::time::advance(Duration::from_secs(5)).await;
 
@@ -281,7 +170,7 @@ async fn half_open_admits_exactly_the_trials_then_closes_after_the_successes() {
     }
     assert_eq!(provider.calls(), calls + 3);
 
-    provider.gate.add_permits(3);
+    provider.release(3);
     for future in held {
         future.await.unwrap().into_body().collect().await.unwrap();
     }
@@ -308,7 +197,7 @@ fn futures_poll<F: Future + Unpin>(future: &mut F) -> Option<F::Output> {
 #[tokio::test(start_paused = true)]
 async fn a_streaming_trial_is_judged_by_its_answer() {
     let (service, handle, _) = build(consecutive(1).half_open_trials(1).close_after(1));
-    send(&service, Plan::Fail(Code::Overloaded)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await;
     tokio::time::advance(Duration::from_secs(5)).await;
     let trial = service
         .clone()
@@ -328,7 +217,7 @@ async fn a_streaming_trial_is_judged_by_its_answer() {
 #[tokio::test(start_paused = true)]
 async fn a_failed_trial_reopens_with_a_longer_break() {
     let (service, handle, _) = build(consecutive(1).half_open_trials(2).close_after(2));
-    send(&service, Plan::Fail(Code::Overloaded)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await;
     assert_eq!(
         refusal(&service).await.retry_after(),
         Some(Duration::from_secs(5))
@@ -337,14 +226,18 @@ async fn a_failed_trial_reopens_with_a_longer_break() {
     // The first trial succeeds, the second fails: any failure re-opens.
     assert_eq!(send(&service, Plan::Ok).await, None);
     assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
-    send(&service, Plan::Fail(Code::ProviderUnavailable)).await;
+    send(
+        &service,
+        Plan::Fail(Failure::new(Code::ProviderUnavailable)),
+    )
+    .await;
     assert_eq!(handle.state(&route()), BreakerState::Open);
     assert_eq!(
         refusal(&service).await.retry_after(),
         Some(Duration::from_secs(10))
     );
     tokio::time::advance(Duration::from_secs(10)).await;
-    send(&service, Plan::Fail(Code::Transport)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Transport))).await;
     assert_eq!(
         refusal(&service).await.retry_after(),
         Some(Duration::from_secs(20))
@@ -354,7 +247,7 @@ async fn a_failed_trial_reopens_with_a_longer_break() {
     send(&service, Plan::Ok).await;
     send(&service, Plan::Ok).await;
     assert_eq!(handle.state(&route()), BreakerState::Closed);
-    send(&service, Plan::Fail(Code::Transport)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Transport))).await;
     assert_eq!(
         refusal(&service).await.retry_after(),
         Some(Duration::from_secs(5))
@@ -364,7 +257,7 @@ async fn a_failed_trial_reopens_with_a_longer_break() {
 #[tokio::test(start_paused = true)]
 async fn a_dropped_trial_gives_its_place_back_and_records_nothing() {
     let (service, handle, provider) = build(consecutive(1).half_open_trials(1).close_after(1));
-    send(&service, Plan::Fail(Code::Overloaded)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await;
     tokio::time::advance(Duration::from_secs(5)).await;
     let mut trial = Box::pin(service.clone().oneshot(request(Plan::Hold)));
     assert!(futures_poll(&mut trial).is_none());
@@ -382,7 +275,7 @@ async fn only_route_health_failures_count() {
     let (service, handle, provider) = build(consecutive(5));
     for _ in 0..1000 {
         assert_eq!(
-            send(&service, Plan::Fail(Code::ContextTooLong)).await,
+            send(&service, Plan::Fail(Failure::new(Code::ContextTooLong))).await,
             Some(Code::ContextTooLong)
         );
     }
@@ -396,7 +289,7 @@ async fn only_route_health_failures_count() {
         Code::CircuitOpen,
     ] {
         for _ in 0..20 {
-            send(&service, Plan::Fail(code)).await;
+            send(&service, Plan::Fail(Failure::new(code))).await;
         }
     }
     // 1000 cancellations by dropping the call before it finished.
@@ -409,8 +302,8 @@ async fn only_route_health_failures_count() {
 
     let (ratio, handle, _) = build(ratio_layer());
     for _ in 0..1000 {
-        send(&ratio, Plan::Fail(Code::ContextTooLong)).await;
-        send(&ratio, Plan::Fail(Code::Cancelled)).await;
+        send(&ratio, Plan::Fail(Failure::new(Code::ContextTooLong))).await;
+        send(&ratio, Plan::Fail(Failure::new(Code::Cancelled))).await;
     }
     assert_eq!(handle.state(&route()), BreakerState::Closed);
 }
@@ -419,7 +312,7 @@ async fn only_route_health_failures_count() {
 async fn rate_limits_count_when_asked() {
     let (service, handle, _) = build(consecutive(3).count_rate_limited(true));
     for _ in 0..3 {
-        send(&service, Plan::Fail(Code::RateLimited)).await;
+        send(&service, Plan::Fail(Failure::new(Code::RateLimited))).await;
     }
     assert_eq!(handle.state(&route()), BreakerState::Open);
 }
@@ -450,7 +343,7 @@ async fn streams_dropped_mid_way_trip_it_at_the_body_end() {
     // Finished streams are successes.
     let (service, handle, _) = build(consecutive(2));
     for _ in 0..10 {
-        send(&service, Plan::Fail(Code::Overloaded)).await;
+        send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await;
         assert_eq!(send(&service, Plan::Streams).await, None);
     }
     assert_eq!(handle.state(&route()), BreakerState::Closed);
@@ -481,7 +374,7 @@ async fn routes_are_separate_and_can_be_derived_by_a_function() {
         RouteId::new(format!("{}/{model}", head.default_route()))
     });
     let (service, handle, _) = build(layer);
-    let mut broken = request(Plan::Fail(Code::Overloaded));
+    let mut broken = request(Plan::Fail(Failure::new(Code::Overloaded)));
     broken
         .headers_mut()
         .insert("x-model", "big".parse().unwrap());
@@ -497,7 +390,7 @@ async fn routes_are_separate_and_can_be_derived_by_a_function() {
     service.clone().oneshot(other).await.unwrap();
     // An explicit RouteId in the extensions is the default route.
     let (service, handle, _) = build(consecutive(1));
-    let mut pinned = request(Plan::Fail(Code::Overloaded));
+    let mut pinned = request(Plan::Fail(Failure::new(Code::Overloaded)));
     pinned.extensions_mut().insert(RouteId::new("primary"));
     service.clone().oneshot(pinned).await.unwrap_err();
     assert_eq!(handle.state(&RouteId::new("primary")), BreakerState::Open);
@@ -528,7 +421,7 @@ async fn the_handle_isolates_resets_and_transitions_are_reported() {
     assert_eq!(provider.calls(), 0);
     handle.reset(&route());
     assert_eq!(
-        send(&service, Plan::Fail(Code::Overloaded)).await,
+        send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await,
         Some(Code::Overloaded)
     );
     tokio::time::advance(Duration::from_secs(5)).await;
@@ -550,7 +443,7 @@ async fn readiness_gating_waits_for_the_probe_time() {
     let (mut service, _, _) = build(consecutive(1).gate_readiness(true));
     service.ready().await.unwrap();
     service
-        .call(request(Plan::Fail(Code::Overloaded)))
+        .call(request(Plan::Fail(Failure::new(Code::Overloaded))))
         .await
         .unwrap_err();
     let mut ready = Box::pin(async { service.ready().await.map(|_| ()) });
@@ -567,7 +460,7 @@ async fn readiness_gating_waits_for_the_probe_time() {
     let (mut plain, _, _) = build(consecutive(1));
     plain.ready().await.unwrap();
     plain
-        .call(request(Plan::Fail(Code::Overloaded)))
+        .call(request(Plan::Fail(Failure::new(Code::Overloaded))))
         .await
         .unwrap_err();
     let mut ready = Box::pin(async { plain.ready().await.map(|_| ()) });
@@ -583,7 +476,9 @@ async fn readiness_gating_waits_out_a_rate_limits_cooldown() {
     let (mut service, _, _) = build(consecutive(5).gate_readiness(true));
     service.ready().await.unwrap();
     service
-        .call(request(Plan::FailAfter(Code::RateLimited, 30)))
+        .call(request(Plan::Fail(
+            Failure::new(Code::RateLimited).with_retry_after(Duration::from_secs(30)),
+        )))
         .await
         .unwrap_err();
     let mut ready = Box::pin(async { service.ready().await.map(|_| ()) });
@@ -602,7 +497,7 @@ async fn readiness_gating_waits_out_a_rate_limits_cooldown() {
     let (mut walled, _, _) = build(consecutive(5).gate_readiness(true));
     walled.ready().await.unwrap();
     walled
-        .call(request(Plan::Fail(Code::QuotaExhausted)))
+        .call(request(Plan::Fail(Failure::new(Code::QuotaExhausted))))
         .await
         .unwrap_err();
     let mut ready = Box::pin(async { walled.ready().await.map(|_| ()) });
@@ -623,7 +518,7 @@ async fn readiness_gating_waits_for_a_trial_slot() {
     let (mut service, _, _) = build(layer);
     service.ready().await.unwrap();
     service
-        .call(request(Plan::Fail(Code::Overloaded)))
+        .call(request(Plan::Fail(Failure::new(Code::Overloaded))))
         .await
         .unwrap_err();
     tokio::time::advance(Duration::from_secs(5)).await;
@@ -646,7 +541,7 @@ async fn the_route_limit_bounds_memory() {
     let (service, handle, _) = build(consecutive(1).max_routes(4));
     for i in 0..100 {
         let request = http::Request::get(format!("https://host{i}.example/v1"))
-            .body(Plan::Fail(Code::Overloaded))
+            .body(Plan::Fail(Failure::new(Code::Overloaded)))
             .unwrap();
         service.clone().oneshot(request).await.unwrap_err();
     }
@@ -672,7 +567,7 @@ async fn absurd_settings_are_clamped_not_panics() {
             jitter: -3.0,
         });
     let (service, handle, _) = build(layer);
-    send(&service, Plan::Fail(Code::Overloaded)).await;
+    send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await;
     assert_eq!(handle.state(&route()), BreakerState::Open);
     assert!(refusal(&service).await.retry_after().unwrap() > Duration::from_secs(3600));
 }
@@ -687,32 +582,28 @@ struct Gauge {
 
 struct InFlight(Arc<Gauge>);
 
-/// A provider that takes a few scheduler turns to answer.
-#[derive(Clone)]
-struct Yielding(Arc<Gauge>);
-
-impl Service<http::Request<Plan>> for Yielding {
-    type Response = http::Response<Script>;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<http::Response<Script>, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<Plan>) -> Self::Future {
-        let in_flight = InFlight::enter(&self.0);
-        Box::pin(async move {
+/// A provider that takes a few scheduler turns to answer, counting its
+/// calls in `gauge`.
+fn yielding(
+    gauge: &Arc<Gauge>,
+) -> impl Service<http::Request<Plan>, Response = http::Response<Script>, Error = BoxError, Future: Send>
++ Clone
++ Send
++ 'static {
+    let gauge = Arc::clone(gauge);
+    tower::service_fn(move |request: http::Request<Plan>| {
+        let in_flight = InFlight::enter(&gauge);
+        async move {
             let _in_flight = in_flight;
             for _ in 0..3 {
                 tokio::task::yield_now().await;
             }
-            match *request.body() {
-                Plan::Fail(code) => Err(Failure::new(code).into()),
+            match request.into_body() {
+                Plan::Fail(failure) => Err(failure.into()),
                 _ => Ok(http::Response::new(Script::default())),
             }
-        })
-    }
+        }
+    })
 }
 
 impl InFlight {
@@ -753,12 +644,12 @@ async fn many_tasks_never_get_more_trials_than_allowed() {
         });
     let handle = layer.handle();
     let gauge = Arc::new(Gauge::default());
-    let provider = Yielding(Arc::clone(&gauge));
+    let provider = yielding(&gauge);
     let service = layer.layer(provider);
 
     // One failure opens it; with a zero break the next call starts a
     // half-open period, and neutral outcomes keep it in that period.
-    send_plain(&service, Plan::Fail(Code::Overloaded)).await;
+    send_plain(&service, Plan::Fail(Failure::new(Code::Overloaded))).await;
     let before = gauge.calls.load(Ordering::SeqCst);
     let refused = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
@@ -769,7 +660,7 @@ async fn many_tasks_never_get_more_trials_than_allowed() {
             for call in 0..CALLS {
                 let future = service
                     .clone()
-                    .oneshot(request(Plan::Fail(Code::ContextTooLong)));
+                    .oneshot(request(Plan::Fail(Failure::new(Code::ContextTooLong))));
                 // Every third call is abandoned after its first poll.
                 let result = if (task + call) % 3 == 0 {
                     match tokio::time::timeout(Duration::ZERO, future).await {
@@ -881,7 +772,7 @@ async fn an_outcome_from_before_a_trip_does_not_count_after_the_recovery() {
         .break_duration(exact_break(5));
     let (mut service, handle, _) = build(layer);
     let fail = |service: &mut Svc| {
-        let call = service.call(request(Plan::Fail(Code::Overloaded)));
+        let call = service.call(request(Plan::Fail(Failure::new(Code::Overloaded))));
         async move { call.await.unwrap_err() }
     };
     // A long stream admitted while closed; its end comes much later.

@@ -8,101 +8,19 @@
 //! process-wide, and another test hitting the same warning on another
 //! thread without a subscriber could hide it from this one's.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body::Frame;
-use http_body_util::BodyExt;
+use common::{Plan, Provider, ROUTE, route, send};
 use seawall_breaker::{
     BreakDuration, Breaker, BreakerHandle, BreakerLayer, BreakerState, Transition, Trip,
 };
-use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure, RouteId};
-use seawall_test::body::Script;
-use tokio::sync::Semaphore;
-use tower::{Layer, Service, ServiceExt};
+use seawall_core::{Code, Failure};
+use tower::Layer;
 use tracing_subscriber::prelude::*;
-
-const ROUTE: &str = "api.example.com";
-
-/// What the provider does with a request.
-#[derive(Clone)]
-enum Plan {
-    /// An empty answer.
-    Answer,
-    /// Fails with this before any response.
-    Fail(Failure),
-    /// A chunk of content, then the provider resets the stream.
-    DropsMidStream,
-    /// Waits for the gate, then fails with this.
-    HeldThenFail(Arc<Semaphore>, Failure),
-}
-
-#[derive(Clone, Default)]
-struct Provider {
-    calls: Arc<AtomicUsize>,
-}
-
-impl Service<http::Request<Plan>> for Provider {
-    type Response = http::Response<Script>;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<http::Response<Script>, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<Plan>) -> Self::Future {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        let plan = request.into_body();
-        Box::pin(async move {
-            let body = match plan {
-                Plan::Answer => Script::default(),
-                Plan::Fail(failure) => return Err(failure.into()),
-                Plan::DropsMidStream => {
-                    let mut evidence = Evidence::default();
-                    evidence.bytes = 10;
-                    evidence.content_seen = true;
-                    evidence.closed_by = Some(ClosedBy::Them);
-                    let cut = Failure::new(Code::StreamInterrupted).with_evidence(evidence);
-                    let chunk = Frame::data(Bytes::from_static(b"data: {}\n\n"));
-                    Script([Ok(chunk), Err(cut.into())].into())
-                }
-                Plan::HeldThenFail(gate, failure) => {
-                    gate.acquire().await.unwrap().forget();
-                    return Err(failure.into());
-                }
-            };
-            Ok(http::Response::new(body))
-        })
-    }
-}
-
-fn request(plan: Plan) -> http::Request<Plan> {
-    http::Request::get(format!("https://{ROUTE}/v1/chat"))
-        .body(plan)
-        .unwrap()
-}
-
-fn route() -> RouteId {
-    RouteId::new(ROUTE)
-}
-
-/// Sends one request and reads its whole body; returns the failure code,
-/// if any.
-async fn send(service: &Breaker<Provider>, plan: Plan) -> Option<Code> {
-    match service.clone().oneshot(request(plan)).await {
-        Ok(response) => match response.into_body().collect().await {
-            Ok(_) => None,
-            Err(error) => Some(Failure::find(&*error).expect("a failure").code()),
-        },
-        Err(error) => Some(Failure::find(&*error.into_box()).expect("a failure").code()),
-    }
-}
 
 /// The fields of every warning on `seawall::breaker`.
 #[derive(Clone, Default)]
@@ -164,7 +82,7 @@ fn build(
                 panic!("the callback broke on {}->{}", t.from, t.to);
             }
         });
-    let provider = Provider::default();
+    let provider = Provider::new();
     let handle = layer.handle();
     (layer.layer(provider.clone()), handle, provider, seen)
 }
@@ -192,18 +110,18 @@ fn a_callback_that_panics_on_every_change_changes_nothing() {
             Some(Code::StreamInterrupted)
         );
         assert_eq!(handle.state(&route()), BreakerState::Open);
-        assert_eq!(send(&service, Plan::Answer).await, Some(Code::CircuitOpen));
+        assert_eq!(send(&service, Plan::Ok).await, Some(Code::CircuitOpen));
 
         // The break over, the one trial slot is taken as the change is
         // announced, and given back when the trial ends: each of the two
         // successes to close gets it in turn.
         tokio::time::advance(Duration::from_secs(5)).await;
-        let calls = provider.calls.load(Ordering::SeqCst);
-        assert_eq!(send(&service, Plan::Answer).await, None);
+        let calls = provider.calls();
+        assert_eq!(send(&service, Plan::Ok).await, None);
         assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
-        assert_eq!(send(&service, Plan::Answer).await, None);
+        assert_eq!(send(&service, Plan::Ok).await, None);
         assert_eq!(handle.state(&route()), BreakerState::Closed);
-        assert_eq!(provider.calls.load(Ordering::SeqCst), calls + 2);
+        assert_eq!(provider.calls(), calls + 2);
         assert_eq!(
             *seen.lock().unwrap(),
             ["closed->open", "open->half_open", "half_open->closed"]
@@ -238,11 +156,10 @@ fn a_callback_that_panics_on_the_trial_gives_back_neither_probe_nor_slot() {
         let (service, handle, provider, _) = build(|t| t.to == BreakerState::HalfOpen);
         // A call of the closed spell, held while the route trips, comes
         // back with a quota wall of a second.
-        let gate = Arc::new(Semaphore::new(0));
         let wall = Failure::new(Code::QuotaExhausted).with_retry_after(Duration::from_secs(1));
         let held = {
             let service = service.clone();
-            let plan = Plan::HeldThenFail(Arc::clone(&gate), wall);
+            let plan = Plan::HeldThenFail(wall);
             tokio::spawn(async move { send(&service, plan).await })
         };
         tokio::task::yield_now().await;
@@ -250,7 +167,7 @@ fn a_callback_that_panics_on_the_trial_gives_back_neither_probe_nor_slot() {
             send(&service, Plan::Fail(Failure::new(Code::Overloaded))).await,
             Some(Code::Overloaded)
         );
-        gate.add_permits(1);
+        provider.release(1);
         assert_eq!(held.await.unwrap(), Some(Code::QuotaExhausted));
         assert_eq!(handle.state(&route()), BreakerState::Open);
         assert_eq!(
@@ -259,13 +176,13 @@ fn a_callback_that_panics_on_the_trial_gives_back_neither_probe_nor_slot() {
         );
 
         tokio::time::advance(Duration::from_secs(5)).await;
-        let calls = provider.calls.load(Ordering::SeqCst);
-        assert_eq!(send(&service, Plan::Answer).await, None);
+        let calls = provider.calls();
+        assert_eq!(send(&service, Plan::Ok).await, None);
         assert_eq!(handle.state(&route()), BreakerState::HalfOpen);
         assert_eq!(handle.cooldown(&route()), None);
-        assert_eq!(send(&service, Plan::Answer).await, None);
+        assert_eq!(send(&service, Plan::Ok).await, None);
         assert_eq!(handle.state(&route()), BreakerState::Closed);
-        assert_eq!(provider.calls.load(Ordering::SeqCst), calls + 2);
+        assert_eq!(provider.calls(), calls + 2);
         let warnings = warnings.taken();
         let panicked: Vec<_> = warnings
             .iter()
