@@ -293,17 +293,7 @@ async fn answered_at(
     path: &str,
     body: &'static str,
 ) -> Result<Response<Bytes>, BoxError> {
-    let inner = service_fn(move |_: Request<()>| async move {
-        Ok::<_, std::convert::Infallible>(response(200, &[JSON], body))
-    });
-    let request = Request::builder()
-        .method(method)
-        .uri(format!("https://api.llm.example{path}"))
-        .body(())
-        .unwrap();
-    let response = layer.layer(inner).oneshot(request).await?;
-    let (parts, body) = response.into_parts();
-    Ok(Response::from_parts(parts, collect(body).await))
+    answered(layer, method, path, 200, &[JSON], body).await
 }
 
 /// The Responses API's POSTs below `…/responses/` are no generations:
@@ -425,10 +415,25 @@ async fn posted(
     head: &'static [(&'static str, &'static str)],
     body: &'static str,
 ) -> Result<Response<Bytes>, BoxError> {
+    answered(layer, http::Method::POST, path, status, head, body).await
+}
+
+/// The answer of a `method` request to `path`, answered `status` with
+/// `head` and `body`, through `layer`.
+async fn answered(
+    layer: &ClassifyLayer,
+    method: http::Method,
+    path: &str,
+    status: u16,
+    head: &'static [(&'static str, &'static str)],
+    body: &'static str,
+) -> Result<Response<Bytes>, BoxError> {
     let inner = service_fn(move |_: Request<()>| async move {
         Ok::<_, std::convert::Infallible>(response(status, head, body))
     });
-    let request = Request::post(format!("https://api.llm.example{path}"))
+    let request = Request::builder()
+        .method(method)
+        .uri(format!("https://api.llm.example{path}"))
         .body(())
         .unwrap();
     let response = layer.layer(inner).oneshot(request).await?;
