@@ -355,25 +355,24 @@ async fn a_head_answer_and_a_304_have_no_body_to_check() {
     );
 }
 
+/// The head of a 304 that names the version the client has.
+const ETAG: &[(&str, &str)] = &[("etag", "\"v1\"")];
+
 /// A 304 answers only a conditional `GET` or `HEAD` (RFC 9110 §15.4.5): to
 /// a generation, a `POST`, it is no answer, retried as a broken one. It
 /// was delivered, a success with nothing in it.
 #[tokio::test]
 async fn a_304_to_a_generation_is_no_answer() {
-    let inner = service_fn(|_: Request<()>| async {
-        Ok::<_, std::convert::Infallible>(response(304, &[("etag", "\"v1\"")], ""))
-    });
-    let request = Request::builder()
-        .method(http::Method::POST)
-        .uri("https://api.llm.example/v1/chat/completions")
-        .body(())
-        .unwrap();
-    let error = ClassifyLayer::openai()
-        .layer(inner)
-        .oneshot(request)
-        .await
-        .map(|_| ())
-        .expect_err("a 304 is no answer to a POST");
+    let error = posted(
+        &ClassifyLayer::openai(),
+        "/v1/chat/completions",
+        304,
+        ETAG,
+        "",
+    )
+    .await
+    .map(|_| ())
+    .expect_err("a 304 is no answer to a POST");
     let failure = found(&error);
     expect(Class::Transient, Code::ProtocolViolation, Action::Retry).check("304", failure);
     assert_eq!(failure.status(), Some(304));
@@ -386,17 +385,8 @@ async fn a_304_to_a_generation_is_no_answer() {
 #[tokio::test]
 async fn a_304_to_a_request_that_is_never_conditional_is_a_stray_redirect() {
     for method in [http::Method::POST, http::Method::DELETE, http::Method::PUT] {
-        let inner = service_fn(|_: Request<()>| async {
-            Ok::<_, std::convert::Infallible>(response(304, &[("etag", "\"v1\"")], ""))
-        });
-        let request = Request::builder()
-            .method(method.clone())
-            .uri("https://api.llm.example/v1/embeddings")
-            .body(())
-            .unwrap();
-        let error = ClassifyLayer::openai()
-            .layer(inner)
-            .oneshot(request)
+        let layer = ClassifyLayer::openai();
+        let error = answered(&layer, method.clone(), "/v1/embeddings", 304, ETAG, "")
             .await
             .map(|_| ())
             .expect_err("a 304 answers no such request");
