@@ -1467,17 +1467,24 @@ async fn health_and_unknown_paths() {
     );
 }
 
+/// A configuration with two routes to `chaos`: `main` on OpenAI's wire,
+/// `claude` on Anthropic's.
+fn openai_and_claude(chaos: &seawall_chaos::ChaosHandle) -> Config {
+    let mut config = config(Wire::OpenAi, &[("main", chaos)]);
+    let mut claude = config.routes[0].clone();
+    claude.name = "claude".into();
+    claude.wire = Wire::Anthropic;
+    config.routes.push(claude);
+    config
+}
+
 /// `GET /v1/models` lists the configured models of the caller's wire
 /// (OpenAI's shape, or Anthropic's with `anthropic-version`), never the
 /// catch-all, and only to a client holding the token.
 #[tokio::test]
 async fn the_configured_models_are_listed_per_wire() {
     let chaos = ChaosServer::builder().start().await.unwrap();
-    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
-    let mut claude = config.routes[0].clone();
-    claude.name = "claude".into();
-    claude.wire = Wire::Anthropic;
-    config.routes.push(claude);
+    let mut config = openai_and_claude(&chaos);
     for (model, route) in [("gpt-b", "main"), ("gpt-a", "main"), ("claude-c", "claude")] {
         config.models.insert(model.into(), vec![route.into()]);
     }
@@ -1528,11 +1535,7 @@ async fn the_configured_models_are_listed_per_wire() {
 #[tokio::test]
 async fn a_configured_model_is_retrieved_as_listed() {
     let chaos = ChaosServer::builder().start().await.unwrap();
-    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
-    let mut claude = config.routes[0].clone();
-    claude.name = "claude".into();
-    claude.wire = Wire::Anthropic;
-    config.routes.push(claude);
+    let mut config = openai_and_claude(&chaos);
     config.models.remove("*");
     for (model, route) in [
         ("gpt-a", "main"),

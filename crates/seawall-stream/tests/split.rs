@@ -68,13 +68,17 @@ fn signals(frames: &[Bytes]) -> Vec<String> {
     out
 }
 
-fn guarded(frames: Vec<Bytes>) -> Drained {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+/// A current-thread runtime on tokio's paused clock.
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
-        .unwrap();
-    runtime.block_on(async {
+        .unwrap()
+}
+
+fn guarded(frames: Vec<Bytes>) -> Drained {
+    paused_runtime().block_on(async {
         let script = frames.into_iter().map(send).collect();
         let response = call(StreamGuardLayer::interactive(), CHAT, scripted(script))
             .await
@@ -86,12 +90,7 @@ fn guarded(frames: Vec<Bytes>) -> Drained {
 /// As [`guarded`], the answer without a content type to a request that
 /// asked for an event stream: the guard must see it open like one.
 fn guarded_unlabelled(frames: Vec<Bytes>) -> Drained {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    paused_runtime().block_on(async {
         let mut body = Some(scripted(frames.into_iter().map(send).collect()));
         let provider = tower::service_fn(move |_req: http::Request<()>| {
             let body = body.take().expect("called once");
