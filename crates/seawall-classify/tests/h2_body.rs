@@ -5,44 +5,18 @@ mod common;
 
 use std::convert::Infallible;
 use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use common::{expect, found};
 use http::{Request, Response};
-use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use seawall_classify::ClassifyLayer;
 use seawall_core::{Action, Class, Code, Scope};
+use seawall_test::body::Chunks;
 use tower::{Layer, ServiceExt, service_fn};
-
-/// A body that yields one chunk, then fails: an upload whose source went
-/// away halfway.
-struct FailsAfterOneChunk {
-    sent: bool,
-}
-
-impl Body for FailsAfterOneChunk {
-    type Data = Bytes;
-    type Error = io::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        if self.sent {
-            return Poll::Ready(Some(Err(io::Error::other("the upload's source went away"))));
-        }
-        self.sent = true;
-        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
-            br#"{"model":"m","input":"#,
-        )))))
-    }
-}
 
 /// An h2c server that reads each request body whole before it answers.
 async fn h2_server() -> std::net::SocketAddr {
@@ -74,14 +48,17 @@ async fn a_request_body_failing_over_http2_is_the_callers_failure() {
     let addr = h2_server().await;
     let client = Client::builder(TokioExecutor::new())
         .http2_only(true)
-        .build_http::<FailsAfterOneChunk>();
+        .build_http::<Chunks>();
     let service = ClassifyLayer::openai().layer(service_fn(move |request| {
         let client = client.clone();
         async move { client.request(request).await }
     }));
     let request = Request::post(format!("http://{addr}/v1/embeddings"))
         .header("content-type", "application/json")
-        .body(FailsAfterOneChunk { sent: false })
+        .body(
+            // One chunk, then the upload's source goes away.
+            Chunks::new([&br#"{"model":"m","input":"#[..]]).then_error(io::ErrorKind::Other),
+        )
         .unwrap();
     let error = tokio::time::timeout(Duration::from_secs(10), service.oneshot(request))
         .await
