@@ -421,20 +421,16 @@ impl Receipt {
     /// [`Failure`](crate::Failure)'s or one [`attach`](Self::attach)ed to
     /// an error of another kind.
     pub fn of_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a Receipt> {
-        let mut next = Some(error);
-        while let Some(error) = next {
-            if let Some(with) = error.downcast_ref::<WithReceipt>() {
-                return Some(&with.receipt);
+        // The chain as `Failure::find` walks it: bounded, through io
+        // errors' payloads.
+        seawall_internal::error::links(error).find_map(|link| {
+            match link.downcast_ref::<WithReceipt>() {
+                Some(with) => Some(&with.receipt),
+                None => link
+                    .downcast_ref::<crate::Failure>()
+                    .and_then(crate::Failure::receipt),
             }
-            if let Some(receipt) = error
-                .downcast_ref::<crate::Failure>()
-                .and_then(crate::Failure::receipt)
-            {
-                return Some(receipt);
-            }
-            next = error.source();
-        }
-        None
+        })
     }
 
     /// The routes tried, in first-use order, without repeats.
