@@ -476,7 +476,13 @@ impl<S, B> Ladder<S, B> {
         let verdict = if at_window {
             Err(StopReason::Deadline)
         } else {
-            self.judge(&failure, route.clone(), another, first_on_route)
+            self.judge(
+                &failure,
+                route.clone(),
+                another,
+                first_on_route,
+                waits_out_cooldown,
+            )
         };
         match &verdict {
             Ok(_) if waits_out_cooldown => {}
@@ -543,13 +549,15 @@ impl<S, B> Ladder<S, B> {
     /// member that fails otherwise (a 503, silence) spends an attempt, so
     /// an outage of every member costs no more calls than one route's.
     /// `first_on_route`: no attempt of this operation had gone to `route`
-    /// before this one.
+    /// before this one; `waits_out_cooldown`: the failure is a refusal to
+    /// wait out ([`waits_out_cooldown`](Self::waits_out_cooldown)).
     fn judge(
         &mut self,
         failure: &Failure,
         route: RouteId,
         another: bool,
         first_on_route: bool,
+        waits_out_cooldown: bool,
     ) -> Result<Duration, StopReason> {
         let moving = another && failure.moves_route();
         // Only a member that asked to be left alone for a while (a rate
@@ -559,7 +567,6 @@ impl<S, B> Ladder<S, B> {
         if moving && failure.cooldown(std::time::SystemTime::now()).is_some() && first_on_route {
             self.moves += 1;
         }
-        let waits_out_cooldown = self.waits_out_cooldown(failure, another);
         if waits_out_cooldown {
             if self.cooldown_waits == 0 {
                 self.moves += 1;
@@ -928,13 +935,12 @@ impl<S, B> Ladder<S, B> {
 
 /// `failure`, an attempt stopped at the ladder's window, as the fallback
 /// is to read it: a timeout to fail over on, where `deadline_exceeded`
-/// would say the operation is over. What it knew of the attempt stays:
-/// its evidence, the usage and request id the provider reported, whether
-/// a 2xx answer generated anything (so that it is billed as it was), and
-/// the receipt of a ladder below, whose attempts are this one's record.
+/// would say the operation is over. The same attempt under another name
+/// ([`Failure::with_code`]): what it knew stays — its evidence, the usage
+/// (whole or partial) and request id the provider reported, whether a 2xx
+/// answer generated anything (billed as it was), and the receipt of a
+/// ladder below, whose attempts are this one's record.
 fn timed_out_at_window(failure: Failure) -> Failure {
-    // The same attempt under another name: what it knew (usage whole or
-    // partial, request id, billed or not, a ladder below's receipt) stays.
     failure
         .with_code(Code::Timeout)
         .with_message("the attempt ran to the time kept for the fallback")
