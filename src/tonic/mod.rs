@@ -35,7 +35,9 @@
 //!   replay a delivered stream) but `Unknown`, what tonic says of a stream
 //!   cut without a status; a server's own `UNAVAILABLE` is its word, kept;
 //! - **message**: the server's `grpc-message` (a bounded excerpt, as
-//!   [`Failure::message`]), else seawall's description of the failure;
+//!   [`Failure::message`]; after messages, without the cause's code
+//!   seawall's interruption leads it with), else seawall's description of
+//!   the failure;
 //! - **details**: the server's `grpc-status-details-bin` as it sent them
 //!   ([`Failure::status_details`]), so `tonic-types`' `ErrorDetails` read
 //!   as without seawall;
@@ -116,7 +118,7 @@ pub fn status_of(error: &(dyn StdError + 'static)) -> Option<::tonic::Status> {
         Some(code) => (code, true),
         None => (code_of(failure), false),
     };
-    let message = match failure.message() {
+    let message = match sent_message(failure) {
         Some(message) if sent => message.to_owned(),
         _ => failure.to_string(),
     };
@@ -134,6 +136,23 @@ pub fn status_of(error: &(dyn StdError + 'static)) -> Option<::tonic::Status> {
 fn sent_code(failure: &Failure) -> Option<GrpcCode> {
     let code: i32 = failure.provider_code()?.parse().ok()?;
     (1..=16).contains(&code).then(|| GrpcCode::from_i32(code))
+}
+
+/// The `grpc-message` a server sent with `failure`'s status: its message,
+/// but for a stream interrupted by a status after messages, whose message
+/// leads its cause's with the cause's code ([`Failure::interrupted_by`]),
+/// the cause's alone (none when the server sent none).
+fn sent_message(failure: &Failure) -> Option<&str> {
+    let message = failure.message()?;
+    if failure.code() != Code::StreamInterrupted {
+        return Some(message);
+    }
+    let is_code = |word: &str| word.parse::<Code>().is_ok();
+    match message.split_once(": ") {
+        Some((cause, said)) if is_code(cause) => Some(said),
+        None if is_code(message) => None,
+        _ => Some(message),
+    }
 }
 
 /// The gRPC code of `failure` when no server sent one: tonic's own reading
@@ -261,6 +280,12 @@ mod tests {
             .with_message("lost the leader");
         let status = tonic_status(Failure::interrupted_by(&cause));
         assert_eq!(status.code(), GrpcCode::Unavailable);
+        assert_eq!(status.message(), "lost the leader", "the server's words");
+        // Sent without a grpc-message: seawall's description, as before
+        // messages.
+        let silent =
+            after_content(&Failure::new(Code::ProviderUnavailable).with_provider_code("14"));
+        assert_eq!(tonic_status(silent.clone()).message(), silent.to_string());
 
         let mut delivered = Interrupted::default();
         delivered.cause = Some(Code::IdleTimeout);
