@@ -21,7 +21,10 @@ pin_project! {
     ///
     /// Streams and unread bodies are the inner body, its frames untouched
     /// (a timeout its errors' chain names is the `timeout` failure, as on
-    /// a checked body). A checked
+    /// a checked body). One whose `content-length` is still on the answer
+    /// (nothing decoded it) is counted as it passes: an end short of that
+    /// length is a `truncated` error, bytes past it an interruption by a
+    /// `protocol_violation`, never a whole answer. A checked
     /// unary body is the bytes that were read. A body that was read in part
     /// and then handed on (past the check cap, or not a JSON object) replays
     /// what was read and continues with the rest: nothing is lost. Past the
@@ -36,9 +39,9 @@ pin_project! {
 pin_project! {
     #[project = KindProj]
     enum Kind<B> {
-        Inner { #[pin] body: B },
+        Inner { #[pin] body: B, length: Option<Length> },
         Read { data: Option<Bytes>, trailers: Option<HeaderMap> },
-        Resumed { head: Option<Bytes>, rest: Pin<Box<B>> },
+        Resumed { head: Option<Bytes>, rest: Pin<Box<B>>, length: Option<Length> },
         Judged { head: Option<Bytes>, rest: Pin<Box<B>>, passed: Passed, judge: Judge },
     }
 }
@@ -183,6 +186,76 @@ impl Passed {
     }
 }
 
+/// The `content-length` of an answer handed on unread, held to as its
+/// bytes pass. Over HTTP/2 a stream reset with `NO_ERROR`, or a GOAWAY
+/// with `NO_ERROR` that leaves the stream out, mid-body ends hyper's body
+/// as cleanly as its last DATA frame would (h2 checks the length only at
+/// the stream's end), and an answer cut in half was delivered, and
+/// counted, as whole.
+#[derive(Debug)]
+pub(crate) struct Length {
+    declared: u64,
+    passed: Passed,
+}
+
+impl Length {
+    /// The length `parts` declares for a body that has one: none for a
+    /// status that has no body, nor beside a `transfer-encoding` (it
+    /// frames the body, and HTTP/1 ignores the length then).
+    pub(crate) fn of(parts: &http::response::Parts) -> Option<Length> {
+        let status = parts.status.as_u16();
+        if matches!(status, 204 | 205 | 304)
+            || parts.headers.contains_key(http::header::TRANSFER_ENCODING)
+        {
+            return None;
+        }
+        let declared = seawall_internal::headers::declared_length(&parts.headers)?;
+        Some(Length {
+            declared,
+            passed: Passed::new(status, None),
+        })
+    }
+
+    /// The next frame of the body, held to the declared length.
+    fn frame(
+        &mut self,
+        frame: Option<Result<Frame<Bytes>, BoxError>>,
+    ) -> Option<Result<Frame<Bytes>, BoxError>> {
+        const WHAT: &str = "answer handed on unread broke its content-length";
+        match frame {
+            Some(Ok(frame)) => {
+                let Some(data) = frame.data_ref() else {
+                    return Some(Ok(frame));
+                };
+                // A frame that would pass the length is not handed on.
+                if self.passed.bytes + data.len() as u64 > self.declared {
+                    let cause = Failure::new(Code::ProtocolViolation).with_message(&format!(
+                        "the answer sent more than the {} bytes its content-length declared",
+                        self.declared
+                    ));
+                    return Some(Err(self.passed.interrupted(&cause, WHAT)));
+                }
+                self.passed.count(data);
+                Some(Ok(frame))
+            }
+            None if self.passed.bytes < self.declared => {
+                let failure = Failure::new(Code::Truncated).with_message(&format!(
+                    "the answer ended after {} of the {} bytes its content-length declared",
+                    self.passed.bytes, self.declared
+                ));
+                Some(Err(self.passed.fail(failure, Code::Truncated, WHAT)))
+            }
+            other => other,
+        }
+    }
+
+    /// Whether the declared length has passed, or the body has failed:
+    /// only then may the inner body's word that it ended be taken.
+    fn done(&self) -> bool {
+        self.passed.ended || self.passed.bytes >= self.declared
+    }
+}
+
 /// Judges the frames of a gRPC answer: its status comes in the trailers,
 /// which must come between messages.
 fn judge_grpc<E: Into<BoxError>>(
@@ -314,9 +387,11 @@ fn named(error: BoxError) -> BoxError {
 }
 
 impl<B> ClassifiedBody<B> {
-    pub(crate) fn inner(body: B) -> Self {
+    /// A body handed on unread; `length`, when it has one to hold to
+    /// ([`Length::of`]).
+    pub(crate) fn inner(body: B, length: Option<Length>) -> Self {
         ClassifiedBody {
-            kind: Kind::Inner { body },
+            kind: Kind::Inner { body, length },
         }
     }
 
@@ -366,11 +441,18 @@ impl<B> ClassifiedBody<B> {
         }
     }
 
-    pub(crate) fn resumed(head: Bytes, rest: Pin<Box<B>>) -> Self {
+    /// A body read in part (`head`) and handed on unchecked; `length` as
+    /// for [`inner`](Self::inner), the head already passed.
+    pub(crate) fn resumed(head: Bytes, rest: Pin<Box<B>>, length: Option<Length>) -> Self {
+        let length = length.map(|mut length| {
+            length.passed = Passed::new(length.passed.status, Some(&head));
+            length
+        });
         ClassifiedBody {
             kind: Kind::Resumed {
                 head: (!head.is_empty()).then_some(head),
                 rest,
+                length,
             },
         }
     }
@@ -415,9 +497,14 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         // The unjudged bodies (a stream's) hand their frames on, their
-        // errors `named`.
-        let poll = match self.project().kind.project() {
-            KindProj::Inner { body } => body.poll_frame(cx),
+        // errors `named`, held to their length where they declare one.
+        let (poll, length) = match self.project().kind.project() {
+            KindProj::Inner { length, .. } | KindProj::Resumed { length, .. }
+                if length.as_ref().is_some_and(|length| length.passed.ended) =>
+            {
+                return Poll::Ready(None);
+            }
+            KindProj::Inner { body, length } => (body.poll_frame(cx), length),
             KindProj::Read { data, trailers } => {
                 let frame = match data.take() {
                     Some(data) => Some(Frame::data(data)),
@@ -425,9 +512,9 @@ where
                 };
                 return Poll::Ready(frame.map(Ok));
             }
-            KindProj::Resumed { head, rest } => match head.take() {
+            KindProj::Resumed { head, rest, length } => match head.take() {
                 Some(head) => return Poll::Ready(Some(Ok(Frame::data(head)))),
-                None => rest.as_mut().poll_frame(cx),
+                None => (rest.as_mut().poll_frame(cx), length),
             },
             KindProj::Judged {
                 head,
@@ -445,14 +532,23 @@ where
                 return Poll::Ready(judge.frame(passed, frame));
             }
         };
-        poll.map(|frame| frame.map(|result| result.map_err(|error| named(error.into()))))
+        let frame = ready!(poll).map(|result| result.map_err(|error| named(error.into())));
+        Poll::Ready(match length {
+            Some(length) => length.frame(frame),
+            None => frame,
+        })
     }
 
     fn is_end_stream(&self) -> bool {
+        // An end before the declared length must be polled: it is where
+        // the cut is reported.
+        let held = |length: &Option<Length>| length.as_ref().is_none_or(Length::done);
         match &self.kind {
-            Kind::Inner { body } => body.is_end_stream(),
+            Kind::Inner { body, length } => body.is_end_stream() && held(length),
             Kind::Read { data, trailers } => data.is_none() && trailers.is_none(),
-            Kind::Resumed { head, rest } => head.is_none() && rest.is_end_stream(),
+            Kind::Resumed { head, rest, length } => {
+                head.is_none() && rest.is_end_stream() && held(length)
+            }
             // The end must be polled: it is where the status, or whether
             // the value closed, is judged.
             Kind::Judged { head, passed, .. } => head.is_none() && passed.ended,
@@ -461,11 +557,11 @@ where
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
-            Kind::Inner { body } => body.size_hint(),
+            Kind::Inner { body, .. } => body.size_hint(),
             Kind::Read { data, .. } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
-            Kind::Resumed { head, rest } => {
+            Kind::Resumed { head, rest, .. } => {
                 let rest = rest.size_hint();
                 let mut hint = with_head(head.as_ref(), &rest);
                 if let Some(upper) = rest.upper() {

@@ -94,7 +94,9 @@ impl<'a> SuccessContext<'a> {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Inspection {
-    /// Deliver the response untouched; its body is never polled here.
+    /// Deliver the response untouched; its body is never polled here,
+    /// only held to its `content-length` as the caller reads it (an end
+    /// short of it is `truncated`).
     Deliver,
     /// Read the body (up to the layer's `max_success_body`) and pass it to
     /// [`Classifier::check_success`].

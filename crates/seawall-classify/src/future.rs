@@ -18,6 +18,7 @@ use seawall_internal::json::{is_json_media, opening, opens_event_stream};
 use seawall_internal::millis;
 use tower::BoxError;
 
+use crate::body::Length;
 use crate::classifier::{Classifier, Inspection, SuccessContext};
 use crate::json_end::{Ending, JsonEnd};
 use crate::layer::Settings;
@@ -190,7 +191,8 @@ where
                     if (method == RequestMethod::Head && parts.status.is_success())
                         || (not_modified && method != RequestMethod::Other)
                     {
-                        let body = ClassifiedBody::inner(body);
+                        // Its length is the `GET`'s, or there is none.
+                        let body = ClassifiedBody::inner(body, None);
                         return Poll::Ready(Ok(Response::from_parts(parts, body)));
                     }
                     // A 304 answers only a conditional `GET` or `HEAD`
@@ -216,7 +218,7 @@ where
                     };
                     match inspection {
                         Inspection::Deliver => {
-                            let body = ClassifiedBody::inner(body);
+                            let body = ClassifiedBody::inner(body, Length::of(&parts));
                             return Poll::Ready(Ok(Response::from_parts(parts, body)));
                         }
                         Inspection::CheckBody => {
@@ -617,7 +619,8 @@ where
                     bytes = self.pulled,
                     "2xx body handed on unchecked: not a JSON object"
                 );
-                let body = ClassifiedBody::resumed(self.buffer.into_bytes(), self.body);
+                let length = Length::of(&self.parts);
+                let body = ClassifiedBody::resumed(self.buffer.into_bytes(), self.body, length);
                 Ok(Response::from_parts(self.parts, body))
             }
             SuccessRead::PastCap => {
