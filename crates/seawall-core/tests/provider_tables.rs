@@ -140,6 +140,95 @@ fn the_grpc_status_table() {
     );
 }
 
+/// A message past a size limit, by whose limit it passed: what a server
+/// could not send is the answer, what it could not take our request. The
+/// words are the libraries' own: grpc-go's (rpc_util.go, stream.go) and
+/// grpc-java's (RESOURCE_EXHAUSTED), tonic's codec's (OUT_OF_RANGE), whose
+/// sides turn round when our own tonic says them (no HTTP status).
+#[test]
+fn grpc_size_limits_name_whose_message_passed_them() {
+    let (request, answer) = (Code::RequestTooLarge, Code::AnswerTooLarge);
+    let rows = [
+        // grpc-go, receiving.
+        (
+            8,
+            "grpc: received message larger than max (8388708 vs. 4194304)",
+            request,
+        ),
+        (
+            8,
+            "grpc: received message larger than max length allowed on current machine (4294967296 vs. 2147483647)",
+            request,
+        ),
+        (
+            8,
+            "grpc: received message after decompression larger than max 4194304",
+            request,
+        ),
+        (
+            8,
+            "grpc: message after decompression larger than max (8388708 vs. 4194304)",
+            request,
+        ),
+        // grpc-go, sending: a unary answer before its calls were streams,
+        // and a stream's.
+        (
+            8,
+            "grpc: trying to send message larger than max (8388708 vs. 4194304)",
+            answer,
+        ),
+        (
+            8,
+            "trying to send message larger than max (8388708 vs. 4194304)",
+            answer,
+        ),
+        // grpc-java, receiving and sending.
+        (
+            8,
+            "gRPC message exceeds maximum size 4194304: 8388708",
+            request,
+        ),
+        (8, "message too large 8388708 > 4194304", answer),
+        // A tonic server, decoding our request and encoding its answer.
+        (
+            11,
+            "Error, decoded message length too large: found 8388708 bytes, the limit is: 4194304 bytes",
+            request,
+        ),
+        (
+            11,
+            "Error, encoded message length too large: found 8388708 bytes, the limit is: 4194304 bytes",
+            answer,
+        ),
+    ];
+    for (status, message, code) in rows {
+        let failure = classify_grpc(status, Some(message), cx(Some(200), None));
+        assert_eq!(
+            (failure.class(), failure.code(), failure.action()),
+            (Class::Permanent, code, Action::Surface),
+            "{message}"
+        );
+        assert_eq!(failure.provider_code(), Some(status.to_string().as_str()));
+    }
+    // Our own tonic: its encoder met our request, its decoder the answer.
+    for (message, code) in [
+        (
+            "Error, encoded message length too large: found 9 bytes, the limit is: 4 bytes",
+            request,
+        ),
+        (
+            "Error, decoded message length too large: found 9 bytes, the limit is: 4 bytes",
+            answer,
+        ),
+    ] {
+        let failure = classify_grpc(11, Some(message), cx(None, None));
+        assert_eq!(failure.code(), code, "{message}");
+    }
+    // OUT_OF_RANGE without tonic's words is no size limit.
+    let failure = classify_grpc(11, Some("offset larger than max"), cx(Some(200), None));
+    assert_eq!(failure.code(), Code::BadRequest);
+}
+
 /// The server's pushback is the delay for every status, as `Retry-After`
 /// is over HTTP (gRFC A6); an unparseable one asks not to retry at all.
 #[test]

@@ -614,30 +614,62 @@ pub fn classify_grpc_details(
 ) -> Failure {
     let mut details = details;
     details.quota_gone |= message.is_some_and(says_limit_zero);
-    let verdict = match status {
-        // RESOURCE_EXHAUSTED is also how gRPC says a message passed a size
-        // limit (grpc-go "received message larger than max", grpc-java
-        // "exceeds maximum size", tonic "message length too large"): the
-        // same message meets the same limit, so no retry. A limit tonic
-        // met decoding is the size of what it read: the answer, ours to
-        // raise, when our own tonic says so (a status with no HTTP status
-        // under it); our request, when a tonic server said so on the wire.
-        8 if message.is_some_and(|m| contains_ci(m, "decoded message length too large")) => {
-            let code = match cx.status {
-                None => Code::AnswerTooLarge,
-                Some(_) => Code::RequestTooLarge,
-            };
-            Verdict::Fixed(Class::Permanent, code)
-        }
-        8 if message.is_some_and(|m| {
-            contains_ci(m, "larger than max")
-                || contains_ci(m, "exceeds maximum size")
-                || contains_ci(m, "message length too large")
-        }) =>
-        {
-            Verdict::Fixed(Class::Permanent, Code::RequestTooLarge)
-        }
-        8 => resource_exhausted(details.quota_gone),
+    let past_limit = message.and_then(|m| size_limit(status, m, cx.status.is_some()));
+    let verdict = match past_limit {
+        // The same message meets the same limit: no retry.
+        Some(code) => Verdict::Fixed(Class::Permanent, code),
+        None => status_verdict(status, message, details.quota_gone),
+    };
+    // The server's pushback holds for every status, as `Retry-After` does
+    // over HTTP: "Pushback: Retry in n ms — Retry policy: Retry in n ms"
+    // (gRFC A6), so an hour of pushback on UNAVAILABLE stops the ladder.
+    let hint = cx.hint.after.or(details.hint());
+    let mut failure = conclude(verdict, hint, &cx).with_provider_code(status.to_string());
+    if let Some(message) = message {
+        failure = failure.with_message(message);
+    }
+    failure
+}
+
+/// The size limit a gRPC status's `message` says a message passed, as the
+/// answer's code or the request's; `None` for any other status.
+///
+/// A sender's limit is met by what it sends, a receiver's by what it
+/// received. A server speaking on the wire (`on_wire`: a status under an
+/// HTTP status) could not send the answer, or could not take our request.
+/// grpc-go and grpc-java (RESOURCE_EXHAUSTED) only speak as that server
+/// here: seawall's client is tonic. tonic (OUT_OF_RANGE) may be our own,
+/// a status with no HTTP status under it: its decoder met the answer, its
+/// encoder our request.
+fn size_limit(status: u32, message: &str, on_wire: bool) -> Option<Code> {
+    let says = |words: &str| contains_ci(message, words);
+    let answer = match status {
+        // tonic: "Error, decoded message length too large: found X bytes,
+        // the limit is: Y bytes", and "encoded" for its encoder.
+        8 | 11 if says("decoded message length too large") => !on_wire,
+        8 | 11 if says("encoded message length too large") => on_wire,
+        // grpc-go's server: "grpc: trying to send message larger than max
+        // (X vs. Y)", without "grpc: " from a stream (every call, since
+        // grpc-go sends unary answers as streams); grpc-java's framer:
+        // "message too large X > Y".
+        8 if says("trying to send message larger than max") || says("message too large") => true,
+        // grpc-go: "grpc: received message larger than max (X vs. Y)", and
+        // its words for the same after decompression; grpc-java: "gRPC
+        // message exceeds maximum size Y: X".
+        8 if says("larger than max") || says("exceeds maximum size") => false,
+        _ => return None,
+    };
+    Some(if answer {
+        Code::AnswerTooLarge
+    } else {
+        Code::RequestTooLarge
+    })
+}
+
+/// The verdict of a gRPC status that says no size limit was passed.
+fn status_verdict(status: u32, message: Option<&str>, quota_gone: bool) -> Verdict {
+    match status {
+        8 => resource_exhausted(quota_gone),
         14 => Verdict::Fixed(Class::Transient, Code::ProviderUnavailable),
         // ABORTED is a conflict (a sequencer check, a transaction lost):
         // gRPC's own guidance is to retry at a higher level, restarting
@@ -666,16 +698,7 @@ pub fn classify_grpc_details(
         16 => Verdict::Fixed(Class::Permanent, Code::Auth),
         // UNKNOWN, INTERNAL, DATA_LOSS and anything else: fail closed.
         _ => Verdict::Fixed(Class::Permanent, Code::Unknown),
-    };
-    // The server's pushback holds for every status, as `Retry-After` does
-    // over HTTP: "Pushback: Retry in n ms — Retry policy: Retry in n ms"
-    // (gRFC A6), so an hour of pushback on UNAVAILABLE stops the ladder.
-    let hint = cx.hint.after.or(details.hint());
-    let mut failure = conclude(verdict, hint, &cx).with_provider_code(status.to_string());
-    if let Some(message) = message {
-        failure = failure.with_message(message);
     }
-    failure
 }
 
 /// The failure a verdict comes to with `hint`: the quota wall judges a rate
