@@ -279,8 +279,11 @@ impl Stack {
     /// the content coding's at 8 MB, but nothing here enforces it). Under it,
     /// [`CanonicalEncodingLayer`] writes the answer's coding the way the
     /// decompression matches it (`GZIP` and `x-gzip` as `gzip`). An
-    /// encoding it does not know reaches the classifier still encoded and
-    /// fails as `protocol_violation`, never as a misread answer. A caller's
+    /// encoding it does not know reaches the classifier still encoded: a
+    /// 2xx answer fails as `protocol_violation`, never as a misread
+    /// answer; an error answer (as one whose bytes the decoder refused) is
+    /// judged by its status and headers alone, its body not read for
+    /// hints, and its failure's message says so. A caller's
     /// own `Accept-Encoding` that asks for another coding (`zstd`, `*`) is
     /// replaced by the decompression's list: the caller reads decoded bytes
     /// either way, and an answer nothing here decodes would fail on every

@@ -338,6 +338,9 @@ struct Reading<B> {
     /// `scanned` bytes of the buffer.
     json_end: JsonEnd,
     scanned: usize,
+    /// An error body's read refused by what was decoding it (no network
+    /// failure): what it said, for the verdict's message.
+    undecodable: Option<String>,
 }
 
 /// How reading a 2xx body ended.
@@ -376,6 +379,7 @@ where
             first_byte: None,
             json_end: JsonEnd::default(),
             scanned: 0,
+            undecodable: None,
         }
     }
 
@@ -425,8 +429,18 @@ where
                     // Kept: a gRPC status in them is the call's.
                     Err(frame) => self.trailers = frame.into_trailers().ok(),
                 },
-                // A failed read classifies by what arrived: the status at least.
-                Some(Err(_)) | None => return Poll::Ready(()),
+                // A failed read classifies by what arrived: the status at
+                // least. An error that is no network failure is a decoder
+                // refusing the bytes (a corrupt gzip, raw deflate labelled
+                // `deflate`): what it gave before is no text to read.
+                Some(Err(error)) => {
+                    let error = error.into();
+                    if Failure::find(&*error).is_none() && transport_failure(&*error).is_none() {
+                        self.undecodable = Some(error.to_string());
+                    }
+                    return Poll::Ready(());
+                }
+                None => return Poll::Ready(()),
             }
         }
     }
@@ -541,10 +555,38 @@ where
             grpc::status_into_head(&mut self.parts.headers, trailers);
         }
         let cx = error_context(&self.parts, settings.quota_wall);
-        let body = self.buffer.as_slice();
+        // An error body nothing decoded (a coding the decompression does
+        // not know: zstd, `gzip, br`, `compress`; or bytes its decoder
+        // refused) is no text: read as JSON or text, it gave hints it
+        // never held, or lost the ones it did without a word. The status
+        // and headers decide, and the message says the body was not read.
+        let unread = match crate::provider::undecoded_encoding(&self.parts) {
+            Some(coding) if self.pulled > 0 => {
+                Some(format!("error body encoded ({coding}), not read"))
+            }
+            _ => self
+                .undecodable
+                .as_ref()
+                .map(|error| format!("error body could not be decoded ({error}), not read")),
+        };
+        let body = match unread {
+            Some(_) => &[][..],
+            None => self.buffer.as_slice(),
+        };
         let failure = classifier
             .classify_response(&self.parts, body, cx)
             .unwrap_or_else(|| classify_error(Provider::Http, body, cx));
+        let failure = match unread {
+            Some(unread) => {
+                let message = match failure.message() {
+                    // The note first: a long message is cut at its end.
+                    Some(message) => format!("{unread}; {message}"),
+                    None => unread,
+                };
+                failure.with_message(&message)
+            }
+            None => failure,
+        };
         self.conclude(failure, started)
     }
 

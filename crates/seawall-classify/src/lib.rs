@@ -14,7 +14,9 @@
 //!   (status, headers), declared error codes second, message text last.
 //!   Retry hints come from the headers (and Gemini's `RetryInfo`); a hint
 //!   past the quota wall makes a 429 `Permanent`/`quota_exhausted` with
-//!   `reset_at`.
+//!   `reset_at`. A body nothing decoded (a `content-encoding` still on it,
+//!   or bytes the decoder refused) is not read: the status and headers
+//!   decide, and the failure's message says the body was not read.
 //! - **2xx streams** (`text/event-stream`) are handed on untouched: the body
 //!   is not polled here. On a generation endpoint, a 2xx that is neither
 //!   JSON nor an event stream is checked and fails `protocol_violation`.

@@ -373,7 +373,7 @@ fn declares_no_body(parts: &Parts) -> bool {
 
 /// A `content-encoding` other than `identity`: the bytes are not the answer
 /// until something decodes them.
-fn undecoded_encoding(parts: &Parts) -> Option<&str> {
+pub(crate) fn undecoded_encoding(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(http::header::CONTENT_ENCODING)?;
     let value = value.to_str().unwrap_or("unreadable").trim();
     (!value.is_empty() && !value.eq_ignore_ascii_case("identity")).then_some(value)
