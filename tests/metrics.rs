@@ -793,3 +793,84 @@ fn a_cooldown_refusal_waited_out_is_no_attempt_nor_retry() {
     );
     assert_eq!(counter(&snapshot, RETRIES_TOTAL, &[]), 2);
 }
+
+/// The samples of the histogram `name` with every label in `labels`.
+fn samples(snapshot: &[(CompositeKey, DebugValue)], name: &str, labels: &[(&str, &str)]) -> usize {
+    snapshot
+        .iter()
+        .filter(|(key, _)| key.kind() == MetricKind::Histogram && key.key().name() == name)
+        .filter(|(key, _)| {
+            labels.iter().all(|(k, v)| {
+                key.key()
+                    .labels()
+                    .any(|label| label.key() == *k && label.value() == *v)
+            })
+        })
+        .map(|(_, value)| match value {
+            DebugValue::Histogram(samples) => samples.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// A call under two nested ladders dropped by its caller while in flight
+/// is one cancelled attempt and one cancelled operation: the outermost
+/// ladder's. Before, each ladder counted both.
+#[test]
+fn nested_ladders_count_a_cancelled_call_once() {
+    let snapshotter = recorded(async {
+        let upstream = tower::service_fn(|_| {
+            std::future::pending::<Result<http::Response<Full<Bytes>>, tower::BoxError>>()
+        });
+        let mut call = std::pin::pin!(nested_ladders(upstream).oneshot(prim_request()));
+        // Sent through both ladders; then the caller stops waiting.
+        assert!(futures_util::poll!(&mut call).is_pending());
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
+        1,
+        "{snapshot:?}"
+    );
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1);
+    assert_eq!(
+        samples(
+            &snapshot,
+            OPERATION_DURATION_SECONDS,
+            &[("outcome", "cancelled")]
+        ),
+        1
+    );
+    assert_eq!(samples(&snapshot, OPERATION_DURATION_SECONDS, &[]), 1);
+}
+
+/// One caller's operation under two nested ladders that both fail is one
+/// operation sample, the outermost ladder's: each inner ladder's run is a
+/// part of it.
+#[test]
+fn nested_ladders_record_one_operation() {
+    use seawall::core::{Code, Failure};
+    let snapshotter = recorded(async {
+        let upstream = tower::service_fn(|_| async {
+            Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(Failure::new(
+                Code::ProviderUnavailable,
+            )))
+        });
+        nested_ladders(upstream)
+            .oneshot(prim_request())
+            .await
+            .expect_err("every call fails");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 4, "{snapshot:?}");
+    assert_eq!(
+        samples(
+            &snapshot,
+            OPERATION_DURATION_SECONDS,
+            &[("outcome", "failure")]
+        ),
+        1,
+        "{snapshot:?}"
+    );
+    assert_eq!(samples(&snapshot, OPERATION_DURATION_SECONDS, &[]), 1);
+}

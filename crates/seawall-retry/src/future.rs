@@ -104,6 +104,13 @@ pub(crate) struct Ladder<S, B> {
     /// The operation's outcome is recorded (an answer, or the error it
     /// ends with): a ladder dropped before it was cancelled.
     judged: bool,
+    /// A ladder above owns the operation (this one may nest: see
+    /// [`RetryPolicy::allow_nested`](crate::RetryPolicy::allow_nested)):
+    /// the operation's duration, and an attempt its caller cancelled, are
+    /// the outermost ladder's to count. Counted here as well, one call
+    /// was one operation sample per ladder, and one dropped call two
+    /// cancelled attempts.
+    nested: bool,
     receipt: Receipt,
     /// The operation's span (`otel.name` "{operation} {model}"), parent of
     /// one span per attempt.
@@ -310,6 +317,7 @@ impl<S, B> Ladder<S, B> {
             // The first attempt is sent as the ladder is made.
             in_flight: true,
             judged: false,
+            nested: false,
             receipt: Receipt::default(),
             span,
             attempt_span,
@@ -325,6 +333,11 @@ impl<S, B> Ladder<S, B> {
     /// to set one field copies all of it.
     pub(crate) fn within(&mut self, window: Option<Deadline>) {
         self.window = window;
+    }
+
+    /// The ladder runs under another one, which counts the operation.
+    pub(crate) fn nested(&mut self) {
+        self.nested = true;
     }
 
     /// Whether `failure` is an attempt stopped at the ladder's window: the
@@ -372,7 +385,7 @@ impl<S, B> Ladder<S, B> {
         }
         self.span.record("seawall.attempts", self.attempt);
         #[cfg(feature = "metrics")]
-        metrics::operation(self.started.elapsed(), metrics::Outcome::Success);
+        self.count_operation(metrics::Outcome::Success);
         tracing::debug!(
             target: "seawall::retry",
             attempt = self.attempt,
@@ -902,7 +915,16 @@ impl<S, B> Ladder<S, B> {
         self.span.record("seawall.stop_reason", reason.as_str());
         self.span.record("seawall.attempts", self.attempt);
         #[cfg(feature = "metrics")]
-        metrics::operation(self.started.elapsed(), metrics::Outcome::Failure);
+        self.count_operation(metrics::Outcome::Failure);
+    }
+
+    /// The operation's duration, with how it ended: once per operation,
+    /// by the outermost ladder.
+    #[cfg(feature = "metrics")]
+    fn count_operation(&self, outcome: metrics::Outcome) {
+        if !self.nested {
+            metrics::operation(self.started.elapsed(), outcome);
+        }
     }
 
     /// Hands the attempt's spans down with its request, so the layer that
@@ -980,18 +1002,22 @@ impl<S, B> Ladder<S, B> {
     /// gone): the attempt in flight was sent, and is counted `cancelled`;
     /// the operation's duration is recorded with the outcome `cancelled`.
     /// A caller that stops waiting broke nothing: the spans say
-    /// `cancelled` without an error status.
+    /// `cancelled` without an error status. Under an outer ladder, which
+    /// is dropped with this one and counts its own attempt in flight (this
+    /// ladder's operation), only the spans are this one's.
     #[cold]
     fn cancelled(&mut self) {
         if self.in_flight {
-            metrics::attempt(&self.route, Some(Code::Cancelled));
+            if !self.nested {
+                metrics::attempt(&self.route, Some(Code::Cancelled));
+            }
             self.attempt_span
                 .record("error.type", Code::Cancelled.as_str());
         }
         self.span.record("error.type", Code::Cancelled.as_str());
         self.span.record("seawall.attempts", self.attempt);
         #[cfg(feature = "metrics")]
-        metrics::operation(self.started.elapsed(), metrics::Outcome::Cancelled);
+        self.count_operation(metrics::Outcome::Cancelled);
     }
 }
 

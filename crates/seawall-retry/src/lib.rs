@@ -95,7 +95,10 @@
 //! `seawall_attempts_total`, `seawall_retries_total`,
 //! `seawall_retry_budget_exhausted_total`,
 //! `seawall_operation_duration_seconds` and, for unary answers,
-//! `seawall_tokens_total` ([`seawall_core::metric_names`]).
+//! `seawall_tokens_total` ([`seawall_core::metric_names`]). Under nested
+//! ladders ([`RetryPolicy::allow_nested`]) each call's attempt is counted
+//! once, by the ladder that saw it end; the operation's duration, and an
+//! attempt its caller cancelled, by the outermost ladder alone.
 //!
 //! ```
 //! use std::time::Duration;

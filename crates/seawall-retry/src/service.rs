@@ -47,7 +47,8 @@ where
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         let policy = &self.shared.policy;
-        if request.extensions().get::<OuterLadder>().is_some() && !policy.allow_nested {
+        let nested = request.extensions().get::<OuterLadder>().is_some();
+        if nested && !policy.allow_nested {
             warn_nested_once();
             return ResponseFuture::single(self.inner.call(request.map(ReplayBody::once)));
         }
@@ -132,6 +133,9 @@ where
             ladder.paid_by(grant);
         }
         ladder.within(window);
+        if nested {
+            ladder.nested();
+        }
         ladder.mark(&mut first);
         let future = ladder.in_attempt(|| self.inner.call(first));
         // The retries' service is cloned after the first call, so it knows
