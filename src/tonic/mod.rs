@@ -257,7 +257,9 @@ mod tests {
 
     #[test]
     fn a_servers_code_message_and_details_are_its_own() {
-        let failure = Failure::new(Code::NotFound)
+        // A NOT_FOUND is seawall's `bad_request` (the request's entity
+        // is missing): the caller's code is still the server's.
+        let failure = Failure::new(Code::BadRequest)
             .with_status(200)
             .with_provider_code("5")
             .with_message("no such model")
@@ -269,7 +271,7 @@ mod tests {
         let source = std::error::Error::source(&status).expect("the original error");
         assert_eq!(
             Failure::find(source).map(Failure::code),
-            Some(Code::NotFound)
+            Some(Code::BadRequest)
         );
     }
 

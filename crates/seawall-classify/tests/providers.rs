@@ -528,8 +528,13 @@ async fn grpc_trailers_only() {
             expect(Permanent, Code::BadRequest, Surface),
         ),
         (
-            "NOT_FOUND",
+            "NOT_FOUND: the entity the call names, the request's",
             &[("grpc-status", "5")],
+            expect(Permanent, Code::BadRequest, Surface),
+        ),
+        (
+            "UNIMPLEMENTED: the method this server lacks, the route's",
+            &[("grpc-status", "12")],
             expect(Permanent, Code::NotFound, Surface),
         ),
         (

@@ -75,7 +75,9 @@ codes! {
     BadArguments => "bad_arguments", ModelFixable;
     /// Missing, invalid or insufficient credentials.
     Auth => "auth", Permanent;
-    /// Unknown model, path or resource.
+    /// Unknown model, path, method or resource (a 404, gRPC's
+    /// `UNIMPLEMENTED`): this route lacks it. gRPC's `NOT_FOUND`, an entity
+    /// the call names, is the request's: `bad_request`.
     NotFound => "not_found", Permanent;
     /// A successful status with nothing in it: no text, no tool call.
     EmptyResponse => "empty_response", Transient;

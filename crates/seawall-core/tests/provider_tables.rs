@@ -11,7 +11,7 @@ use seawall_core::provider::{
     AnswerCheck, ErrorContext, Presence, Provider, QuotaWall, check_answer, classify_error,
     classify_grpc,
 };
-use seawall_core::{Action, Class, Code};
+use seawall_core::{Action, Class, Code, Scope};
 
 fn now() -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32)
@@ -77,7 +77,9 @@ fn the_grpc_status_table() {
         (9, Permanent, Code::BadRequest),
         (11, Permanent, Code::BadRequest),
         (6, Permanent, Code::BadRequest),
-        (5, Permanent, Code::NotFound),
+        // The entity the call names is missing: the request's, wherever
+        // it goes. The method is missing: the route's.
+        (5, Permanent, Code::BadRequest),
         (12, Permanent, Code::NotFound),
         // The call's own authorization, not the channel's credentials.
         (7, Permanent, Code::BadRequest),
@@ -138,6 +140,26 @@ fn the_grpc_status_table() {
         (failure.class(), failure.code()),
         (Permanent, Code::RequestTooLarge)
     );
+}
+
+/// gRPC's NOT_FOUND names an entity of the call's own (a `GetX(id)` that
+/// missed): no other route is tried for it, and the server's code stays
+/// the provider code. UNIMPLEMENTED (the server lacks the method) and an
+/// HTTP 404 (the deployment lacks the model) are the route's.
+#[test]
+fn a_grpc_not_found_is_the_requests_unimplemented_the_routes() {
+    let missing = classify_grpc(5, Some("order 42 not found"), cx(Some(200), None));
+    assert_eq!(missing.scope(), Scope::Request);
+    assert!(!missing.moves_route());
+    assert_eq!(missing.action(), Action::Surface);
+    assert_eq!(missing.provider_code(), Some("5"));
+    assert_eq!(missing.message(), Some("order 42 not found"));
+    let lacking = classify_grpc(12, None, cx(Some(200), None));
+    assert_eq!(lacking.code(), Code::NotFound);
+    assert!(lacking.moves_route());
+    let no_model = classify_error(Provider::Http, b"", cx(Some(404), None));
+    assert_eq!(no_model.code(), Code::NotFound);
+    assert!(no_model.moves_route());
 }
 
 /// A message past a size limit, by whose limit it passed: what a server

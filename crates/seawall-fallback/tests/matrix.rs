@@ -2,11 +2,12 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::{BodyExt, Full};
+use seawall_core::provider::{ErrorContext, classify_grpc};
 use seawall_core::recording::ReplayBody;
 use seawall_core::{
     Action, Attempt, BoxError, ClosedBy, Code, Deadline, Evidence, Failure, Receipt, RouteId,
@@ -185,6 +186,7 @@ const FAILS_OVER: &[Code] = &[
     // or host, not for the request (see `Scope`).
     Code::QuotaExhausted,
     Code::Auth,
+    // An HTTP 404's model or deployment, gRPC's UNIMPLEMENTED method.
     Code::NotFound,
     Code::Redirected,
     Code::RouteCoolingDown,
@@ -216,6 +218,25 @@ async fn matrix_before_content_fires_only_for_route_failures() {
             }
         }
     }
+}
+
+/// A gRPC server's NOT_FOUND is about the entity the call names (a
+/// `GetX(id)` that missed), not the route: another route would only be
+/// sent the same call again, or answer from a replica that lags. Its
+/// UNIMPLEMENTED (this server lacks the method) is the route's.
+#[tokio::test]
+async fn a_grpc_not_found_stays_an_unimplemented_moves() {
+    let cx = ErrorContext {
+        status: Some(200),
+        ..ErrorContext::in_stream(SystemTime::now())
+    };
+    let grpc = |status, message| Primary::Before(classify_grpc(status, Some(message), cx));
+    let missing = run(grpc(5, "no such order")).await;
+    assert!(!missing.fired(), "NOT_FOUND went to another route");
+    assert_eq!(missing.primary_calls, 1);
+    assert_eq!(missing.failure().provider_code(), Some("5"));
+    let lacking = run(grpc(12, "unknown method")).await;
+    assert!(lacking.fired(), "UNIMPLEMENTED stayed on the route");
 }
 
 #[tokio::test]

@@ -687,8 +687,16 @@ fn status_verdict(status: u32, message: Option<&str>, quota_gone: bool) -> Verdi
         }
         1 => Verdict::Fixed(Class::Permanent, Code::Cancelled),
         3 | 9 | 11 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
-        6 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
-        5 | 12 => Verdict::Fixed(Class::Permanent, Code::NotFound),
+        // NOT_FOUND is the request's: "some requested entity was not
+        // found" (gRPC's status codes), the one the call names (a
+        // `GetX(id)` that missed), as ALREADY_EXISTS names one that is
+        // there. Another route is sent the same call for nothing, or
+        // answers from a replica that lags. `bad_request`, request scope;
+        // the provider code keeps "5", and the tonic caller its
+        // NOT_FOUND. UNIMPLEMENTED is the route's: this server lacks the
+        // method, as a 404 says a deployment lacks the model.
+        5 | 6 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
+        12 => Verdict::Fixed(Class::Permanent, Code::NotFound),
         // PERMISSION_DENIED is this call's authorization (this caller,
         // this resource), not the channel's credentials: the call is
         // refused as made, and nothing about the route follows from it.
