@@ -226,3 +226,63 @@ fn an_unclassified_error_fails_both_spans() {
         );
     }
 }
+
+/// An operation whose first attempt failed billed, with the usage the
+/// provider reported, and whose retry answered: the operation's span
+/// says what the operation used, both billed attempts' usage summed; each
+/// attempt's span says its own.
+#[test]
+fn the_operation_span_sums_its_billed_attempts_usage() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use seawall::core::recording::ReplayBody;
+    use seawall::core::{Code, Evidence, Failure, Usage};
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    let spans = spans_of(async {
+        let calls = Arc::new(AtomicU32::new(0));
+        let client = tower::service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| {
+            let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                if first {
+                    // Answered 2xx, then refused: billed, its usage said.
+                    let mut evidence = Evidence::default();
+                    evidence.status = Some(200);
+                    let failure = Failure::new(Code::Overloaded)
+                        .with_evidence(evidence)
+                        .with_usage(Usage::new(100, 10));
+                    return Err(tower::BoxError::from(failure));
+                }
+                let mut response = http::Response::new(Full::new(Bytes::new()));
+                response.extensions_mut().insert(Usage::new(100, 20));
+                Ok(response)
+            }
+        });
+        let service = tower::Layer::layer(
+            &RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()),
+            client,
+        );
+        let request = common::post_json(
+            "http://api.example/v1/chat/completions",
+            r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+        );
+        service.oneshot(request).await.expect("the retry answers");
+    });
+    let usage = |span: &Captured| {
+        (
+            span.field("gen_ai.usage.input_tokens"),
+            span.field("gen_ai.usage.output_tokens"),
+        )
+    };
+    let op = operation(&spans);
+    assert_eq!(usage(op), ("200".into(), "30".into()), "{op:?}");
+    let mut attempts: Vec<_> = spans.values().filter(|s| s.name == "attempt").collect();
+    attempts.sort_by_key(|s| s.field("seawall.attempt"));
+    let each: Vec<_> = attempts.into_iter().map(usage).collect();
+    assert_eq!(
+        each,
+        [("100".into(), "10".into()), ("100".into(), "20".into())]
+    );
+}

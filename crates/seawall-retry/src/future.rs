@@ -340,6 +340,27 @@ impl<S, B> Ladder<S, B> {
         self.nested = true;
     }
 
+    /// The attempt that ended reported `usage`: on its span, and the
+    /// operation's total on the operation's — the usage of its billed
+    /// attempts, this one's and every earlier one's (the receipt's
+    /// [`usage`](Receipt::usage)), what the operation was charged. Call it
+    /// once the attempt is recorded. A request the provider does not bill
+    /// (a token count) has no billed attempt: its span says what the
+    /// answer reported, as the attempt's does.
+    fn record_usage(&self, usage: Usage) {
+        span::record_end(&self.attempt_span, None, Some(usage), None);
+        if self.span.is_disabled() {
+            return;
+        }
+        let billed = self
+            .receipt
+            .attempts
+            .iter()
+            .any(|attempt| attempt.billed_usage().is_some());
+        let total = if billed { self.receipt.usage() } else { usage };
+        span::record_end(&self.span, None, Some(total), None);
+    }
+
     /// Whether `failure` is an attempt stopped at the ladder's window: the
     /// operation's deadline has not passed, and what is left of it is the
     /// fallback's.
@@ -373,10 +394,7 @@ impl<S, B> Ladder<S, B> {
         self.receipt.stop = Some(StopReason::Succeeded);
         self.record_model();
         if let Some(usage) = response.extensions().get::<Usage>() {
-            for span in [&self.attempt_span, &self.span] {
-                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
-            }
+            self.record_usage(*usage);
         }
         if let Some(finish) = response.extensions().get::<seawall_core::Finish>() {
             for span in [&self.attempt_span, &self.span] {
@@ -470,10 +488,7 @@ impl<S, B> Ladder<S, B> {
         }
         // What a billed failure cost, on its spans as a success's is.
         if billed && let Some(usage) = failure.usage() {
-            for span in [&self.attempt_span, &self.span] {
-                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
-            }
+            self.record_usage(usage);
         }
         self.attempt_on(&route);
         self.record_model();
@@ -1023,9 +1038,10 @@ impl<S, B> Ladder<S, B> {
 
 impl<S, B> Ladder<S, B> {
     /// The model is known once the request body was sent: recorded on the
-    /// operation's span (and its OpenTelemetry name) when an attempt ends,
-    /// each attempt's (the first may end before its body was sent: a
-    /// refused connection, a cooling route).
+    /// operation's span when an attempt ends, and on each attempt's, with
+    /// its OpenTelemetry name (the first may end before its body was sent:
+    /// a refused connection, a cooling route). The operation's name stays
+    /// as it started: its first attempt, its child, started it.
     fn record_model(&self) {
         // Nothing to record into: the model is not even scanned.
         if self.span.is_disabled() && self.attempt_span.is_disabled() {
