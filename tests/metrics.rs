@@ -410,6 +410,98 @@ fn a_fallback_routes_attempt_and_tokens_are_recorded() {
     );
 }
 
+/// The short stack over a primary that answers every call 503, failing
+/// over to `spare`, the route `spare` (one attempt, no ladder of its own).
+fn unavailable_then<S>(
+    spare: S,
+) -> impl tower::Service<
+    http::Request<Full<Bytes>>,
+    Response = http::Response<impl http_body::Body>,
+    Error = tower::BoxError,
+>
+where
+    S: tower::Service<
+            http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
+            Response = http::Response<Full<Bytes>>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    use seawall::core::RouteId;
+    use seawall::core::recording::ReplayBody;
+    use seawall::fallback::{FallbackLayer, FallbackRoute};
+    let stack = common::short_stack();
+    let classify = ClassifyLayer::openai();
+    let unavailable = tower::service_fn(
+        |_: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| async {
+            let response = http::Response::builder()
+                .status(503)
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            Ok::<_, std::convert::Infallible>(response)
+        },
+    );
+    let fallback = FallbackLayer::chain([
+        FallbackRoute::new(stack.attempt(&classify, spare)).route(RouteId::new("spare"))
+    ]);
+    stack.build_with_fallback(&classify, unavailable, fallback)
+}
+
+/// A fallback route's call its caller stopped waiting for was sent: the
+/// fallback, which counts the route's attempts, counts it `cancelled`,
+/// once, as a ladder counts its own, and the move's span says so (without
+/// an error status: a caller that stops waiting broke nothing).
+#[test]
+fn a_fallback_routes_call_dropped_by_its_caller_is_counted_cancelled() {
+    use common::spans::{Capture, run};
+    use seawall::core::recording::ReplayBody;
+    use std::convert::Infallible;
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let capture = Capture::default();
+    metrics::with_local_recorder(&recorder, || {
+        run(&capture, async {
+            let (called, spare_called) = tokio::sync::oneshot::channel::<()>();
+            let called = std::sync::Arc::new(std::sync::Mutex::new(Some(called)));
+            let spare = tower::service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| {
+                if let Some(called) = called.lock().unwrap().take() {
+                    let _ = called.send(());
+                }
+                // Never answers.
+                std::future::pending::<Result<http::Response<Full<Bytes>>, Infallible>>()
+            });
+            let call = unavailable_then(spare).oneshot(prim_request());
+            tokio::select! {
+                result = call => panic!("the spare never answers: {:?}", result.err()),
+                // Dropped with the spare's call in flight.
+                _ = spare_called => {}
+            }
+        })
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("route", "spare"), ("code", "cancelled")]
+        ),
+        1,
+        "{snapshot:?}"
+    );
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[("route", "spare")]), 1);
+    let moves: Vec<_> = capture
+        .seawall_by_id()
+        .into_values()
+        .filter(|span| span.name == "fallback")
+        .collect();
+    assert_eq!(moves.len(), 1, "{moves:#?}");
+    assert!(moves[0].closed, "{moves:#?}");
+    assert_eq!(moves[0].field("error.type"), "cancelled");
+    assert_eq!(moves[0].field("otel.status_code"), "");
+}
+
 /// A fallback over a primary without a ladder of its own (one attempt,
 /// composed by hand): the primary's answer is recorded by the fallback
 /// too, once.

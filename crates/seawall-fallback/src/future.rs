@@ -760,6 +760,32 @@ impl Walk {
     }
 }
 
+impl Drop for Walk {
+    fn drop(&mut self) {
+        if let Some((target, route)) = self.current.take() {
+            self.cancelled(target, &route);
+        }
+    }
+}
+
+impl Walk {
+    /// Dropped with a call in flight (the caller's own timeout, a client
+    /// gone), as a ladder is: the call was sent. A route's attempt, which
+    /// no ladder of its own counts, is counted `cancelled` here; the
+    /// primary's ladder counts its own. A caller that stops waiting broke
+    /// nothing: the move's span says `cancelled` without an error status.
+    #[cold]
+    fn cancelled(&self, target: Target, route: &RouteId) {
+        #[cfg(feature = "metrics")]
+        if target != Target::Primary {
+            seawall_core::record::attempt(route, Some(Code::Cancelled));
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = (target, route);
+        self.span.record("error.type", Code::Cancelled.as_str());
+    }
+}
+
 /// A route's copy of the request: the recording replayed from its start,
 /// the route's rewrite, its route name.
 fn route_request<F, R, B>(route: &FallbackRoute<F, R>, kept: &Kept<B>) -> Option<Req<B>>
