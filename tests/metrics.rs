@@ -502,6 +502,55 @@ fn a_fallback_routes_call_dropped_by_its_caller_is_counted_cancelled() {
     assert_eq!(moves[0].field("otel.status_code"), "");
 }
 
+/// A fallback route's whole answer that failed anyway (filtered) was
+/// billed: the fallback, which counts the route's attempts, counts its
+/// tokens as the receipt bills them, as a ladder counts its own.
+#[test]
+fn a_fallback_routes_billed_failure_counts_its_tokens() {
+    use seawall::core::recording::ReplayBody;
+    use seawall::core::{Code, Failure, Usage};
+    const FILTERED: &str = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":100,"completion_tokens":50}}"#;
+    let usage = std::sync::Mutex::new(None);
+    let snapshotter = recorded(async {
+        let spare = tower::service_fn(|_: http::Request<ReplayBody<Full<Bytes>>>| async {
+            let response = http::Response::builder()
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from_static(FILTERED.as_bytes())))
+                .unwrap();
+            Ok::<_, std::convert::Infallible>(response)
+        });
+        let error = unavailable_then(spare)
+            .oneshot(prim_request())
+            .await
+            .err()
+            .expect("the spare's answer is filtered");
+        let failure = Failure::find(&*error).expect("a seawall failure");
+        assert_eq!(failure.code(), Code::ContentFiltered);
+        *usage.lock().unwrap() = failure.receipt().map(|receipt| receipt.usage());
+    });
+    let usage = usage.into_inner().unwrap().expect("a receipt");
+    assert_eq!(usage, Usage::new(100, 50), "billed as the spare's answer");
+    let snapshot = snapshot(&snapshotter);
+    for (kind, tokens) in [
+        ("input", usage.input_tokens),
+        ("output", usage.output_tokens),
+    ] {
+        assert_eq!(
+            counter(&snapshot, TOKENS_TOTAL, &[("kind", kind)]),
+            tokens,
+            "{kind}: {snapshot:?}"
+        );
+        assert_eq!(
+            counter(
+                &snapshot,
+                TOKENS_TOTAL,
+                &[("route", "spare"), ("kind", kind)]
+            ),
+            tokens
+        );
+    }
+}
+
 /// A fallback over a primary without a ladder of its own (one attempt,
 /// composed by hand): the primary's answer is recorded by the fallback
 /// too, once.

@@ -864,12 +864,23 @@ fn with_own_receipt(
 /// A receipt of the one failed attempt of a service that did not keep its
 /// own (a route without a ladder), whose attempt nobody else records:
 /// billed when the provider had answered 2xx to a request that `bills`,
-/// as a ladder records it.
+/// as a ladder records it, and counted as a ladder counts it.
 fn single(route: &RouteId, failure: &Failure, bills: bool) -> Receipt {
-    #[cfg(feature = "metrics")]
-    seawall_core::record::attempt(route, Some(failure.code()));
     let mut attempt = Attempt::failed(route.clone(), Duration::ZERO, failure);
     attempt.billed &= bills;
+    #[cfg(feature = "metrics")]
+    {
+        seawall_core::record::attempt(route, Some(failure.code()));
+        // A unary answer that failed anyway (refused, filtered, empty)
+        // cost what its usage says, counted as a whole answer's is; a
+        // stream's (its events read) the stream guard counts at its end.
+        if attempt.billed
+            && failure.evidence().events == 0
+            && let Some(usage) = failure.usage()
+        {
+            seawall_core::record::tokens(route, usage);
+        }
+    }
     let mut receipt = Receipt::default();
     receipt.push(attempt);
     receipt.stop = Some(StopReason::NotRetryable);
