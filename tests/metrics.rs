@@ -18,11 +18,17 @@ use tower::ServiceExt;
 /// Runs `body` on a current-thread runtime with `recorder` as this
 /// thread's recorder, and returns the snapshotter.
 fn recorded(body: impl std::future::Future<Output = ()>) -> Snapshotter {
+    recorded_on(false, body)
+}
+
+/// As [`recorded`], on tokio's paused clock when `paused`.
+fn recorded_on(paused: bool, body: impl std::future::Future<Output = ()>) -> Snapshotter {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     metrics::with_local_recorder(&recorder, || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            .start_paused(paused)
             .build()
             .unwrap()
             .block_on(body)
@@ -549,6 +555,85 @@ fn a_fallback_routes_billed_failure_counts_its_tokens() {
             tokens
         );
     }
+}
+
+/// The primary rate-limited for 2 s with its only spare cooling for a
+/// minute (another request's rate limit): the fallback skips the spare
+/// without a call and waits for the primary, the first back. Calling the
+/// primary again is no fallback: none is counted, as the receipt and
+/// `ServedBy` say.
+#[test]
+fn the_primary_called_again_after_a_wait_is_no_fallback() {
+    use seawall::core::recording::ReplayBody;
+    use seawall::core::{Receipt, RouteId};
+    use seawall::fallback::{FallbackLayer, FallbackRoute, ServedBy};
+    use seawall::retry::RetryPolicy;
+    use std::convert::Infallible;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    /// A 429 asking for `secs` seconds.
+    fn limited(secs: &'static str) -> http::Response<Full<Bytes>> {
+        http::Response::builder()
+            .status(429)
+            .header("retry-after", secs)
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    }
+    let snapshotter = recorded_on(true, async {
+        let stack = common::short_stack()
+            .total_deadline(Duration::from_secs(10))
+            .retry_policy(RetryPolicy::no_wait(3).max_retry_after(Duration::from_secs(1)));
+        let classify = ClassifyLayer::openai();
+        let calls = std::sync::Arc::new(AtomicU32::new(0));
+        let primary = tower::service_fn(
+            move |_: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| {
+                let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    Ok::<_, Infallible>(if first {
+                        limited("2")
+                    } else {
+                        answer_with_usage(7, 3)
+                    })
+                }
+            },
+        );
+        let spare = tower::service_fn(|_: http::Request<ReplayBody<Full<Bytes>>>| async {
+            Ok::<_, Infallible>(limited("60"))
+        });
+        let route = RouteId::new("spare");
+        // Another request cools the spare for a minute.
+        let mut other = prim_request().map(ReplayBody::once);
+        other.extensions_mut().insert(route.clone());
+        stack
+            .attempt(&classify, spare)
+            .oneshot(other)
+            .await
+            .expect_err("rate limited");
+        let fallback =
+            FallbackLayer::chain(
+                [FallbackRoute::new(stack.attempt(&classify, spare)).route(route)],
+            );
+        let service = stack.build_with_fallback(&classify, primary, fallback);
+        let started = tokio::time::Instant::now();
+        let response = service
+            .oneshot(prim_request())
+            .await
+            .expect("the primary answers once back");
+        assert_eq!(started.elapsed(), Duration::from_secs(2), "waited for it");
+        let served = response.extensions().get::<ServedBy>().unwrap();
+        assert_eq!(
+            served,
+            &ServedBy {
+                route: RouteId::new("prim.example"),
+                fallback: false
+            }
+        );
+        let receipt = response.extensions().get::<Receipt>().unwrap();
+        assert!(!receipt.fallback, "{receipt:?}");
+        assert_eq!(receipt.calls(), 2, "the spare skipped: {receipt:?}");
+        response.into_body().collect().await.unwrap();
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, FALLBACKS_TOTAL, &[]), 0, "{snapshot:?}");
 }
 
 /// A fallback over a primary without a ladder of its own (one attempt,

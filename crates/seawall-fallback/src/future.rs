@@ -628,7 +628,9 @@ impl Walk {
         Step::Call(target, request)
     }
 
-    /// Starts a move: its span, its event, its count.
+    /// Starts a move: its span, its event, its count — a fallback's only
+    /// when it goes to a route of the chain: the primary called again
+    /// after a wait serves no fallback (its receipt and `ServedBy` say so).
     fn begin(&mut self, target: Target, to: RouteId, cause: Code, delay: Duration) {
         self.moves += 1;
         self.delay = delay;
@@ -656,13 +658,15 @@ impl Walk {
             "falling back to another route"
         );
         #[cfg(feature = "metrics")]
-        metrics::counter!(
-            seawall_core::metric_names::FALLBACKS_TOTAL,
-            "from" => self.left.to_shared(),
-            "to" => to.to_shared(),
-            "code" => cause.as_str()
-        )
-        .increment(1);
+        if target != Target::Primary {
+            metrics::counter!(
+                seawall_core::metric_names::FALLBACKS_TOTAL,
+                "from" => self.left.to_shared(),
+                "to" => to.to_shared(),
+                "code" => cause.as_str()
+            )
+            .increment(1);
+        }
         self.current = Some((target, to));
     }
 
