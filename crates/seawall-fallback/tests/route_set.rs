@@ -185,3 +185,41 @@ async fn a_wait_gives_back_what_readiness_reserved_below() {
     let waited = now.elapsed();
     assert!(waited >= 4 * SEC && waited < 5 * SEC, "{waited:?}");
 }
+
+/// Members that come back in a second, then say they are cooling with no
+/// end a `Duration` can tell apart from for ever, under a set with no
+/// deadline and no bound on the wait: the second wait is a wait with no
+/// end, as the first one's would be, not a panic in the caller's task.
+#[tokio::test(start_paused = true)]
+async fn a_second_wait_too_long_for_the_clock_waits_without_a_panic() {
+    let looks = Arc::new(AtomicU32::new(0));
+    let set = RouteSetLayer::new([Member::new("a"), Member::new("b")])
+        .unwrap()
+        .seed(2)
+        .max_wait(Duration::MAX)
+        .health({
+            let looks = looks.clone();
+            move |_: &RouteId| {
+                let looks = looks.clone();
+                move || {
+                    // The first choice looks at both members once.
+                    let left = match looks.fetch_add(1, Ordering::SeqCst) {
+                        0 | 1 => SEC,
+                        _ => Duration::MAX,
+                    };
+                    Some((Code::RateLimited, Some(left)))
+                }
+            }
+        })
+        .layer(provider(Arc::new(AtomicU32::new(0))));
+    let call = tokio::spawn(set.oneshot(request(None)));
+    tokio::time::sleep(5 * SEC).await;
+    assert!(
+        looks.load(Ordering::SeqCst) >= 2,
+        "the member was looked at again"
+    );
+    if call.is_finished() {
+        panic!("finished: {:?}", call.await.map(|r| r.map(|_| ())));
+    }
+    call.abort();
+}

@@ -18,6 +18,10 @@ use tower_service::Service;
 use crate::route_set::choose::Set;
 use crate::route_set::service::{MemberRewrite, send};
 
+/// A wait too long for an `Instant` to hold waits this long instead: about
+/// thirty years, as tokio's own sleep takes for one.
+const NO_END: Duration = Duration::from_secs(86_400 * 365 * 30);
+
 /// One call's claim on its member: counted in flight from the call until
 /// the response body ends or is dropped.
 pub(crate) struct InFlight {
@@ -283,7 +287,12 @@ where
             // Ready, but not called: the readiness is given back for the
             // wait (see `RouteSet::call`).
             *this.inner = this.inner.clone();
-            this.sleep.as_mut().reset(Instant::now() + wait);
+            // As `tokio::time::sleep` does for the first wait: a wait past
+            // what an `Instant` holds (no deadline, `max_wait` unbounded, a
+            // member that names no end) is a sleep with no end, not a panic.
+            let now = Instant::now();
+            let at = now.checked_add(wait).unwrap_or_else(|| now + NO_END);
+            this.sleep.as_mut().reset(at);
         }
     }
 }
