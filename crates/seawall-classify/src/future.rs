@@ -174,7 +174,7 @@ where
                             return Poll::Ready(Err(error));
                         }
                     };
-                    let (parts, body) = response.into_parts();
+                    let (mut parts, body) = response.into_parts();
                     // A bound that passes while the body is read reports
                     // that the provider answered (a 2xx is billed).
                     if let Some(progress) = this.progress.as_ref() {
@@ -218,6 +218,12 @@ where
                     };
                     match inspection {
                         Inspection::Deliver => {
+                            // A trailers-only answer's details in an
+                            // alphabet tonic does not read (it panics on
+                            // them) are written again, as in trailers.
+                            if grpc::head_has_status(&parts) {
+                                grpc::readable_details(&mut parts.headers);
+                            }
                             let body = ClassifiedBody::inner(body, Length::of(&parts));
                             return Poll::Ready(Ok(Response::from_parts(parts, body)));
                         }
