@@ -13,8 +13,9 @@ const MAX_DEPTH: usize = 32;
 /// chain: `timeout` when any link is a timeout (`io::ErrorKind::TimedOut`,
 /// tokio's and tower's `Elapsed`, a hyper timeout), else `transport` when any
 /// link is a connection failure (refused, reset, aborted, broken pipe, early
-/// EOF, not connected, unreachable), a hyper protocol error or a hyper-util
-/// connect error, `overloaded` when tower's `LoadShed` refused the call
+/// EOF, not connected, unreachable), a hyper protocol error, a hyper
+/// connection whose task is gone with the request in flight (its runtime
+/// shut down) or a hyper-util connect error, `overloaded` when tower's `LoadShed` refused the call
 /// (the service under it at capacity); `bad_request` (permanent) when
 /// hyper says the request body ended short of its `Content-Length` (wrong
 /// as written, so wrong on every attempt), or could not send the request
@@ -86,17 +87,27 @@ fn stream_reset(error: &(dyn StdError + 'static)) -> Option<u32> {
 
 /// hyper refused the request itself: a "user" error (the request body
 /// failed while being written, a header or version it cannot write), or,
-/// over HTTP/2, a stream hyper reset itself, found in `error`'s chain.
+/// over HTTP/2, a stream hyper reset itself, found in `error`'s chain. A
+/// connection task gone is no refusal ([`dispatch_gone`]).
 fn request_refused_by_client(error: &(dyn StdError + 'static)) -> bool {
     let mut under_hyper = false;
     links(error).any(|link| match link.downcast_ref::<hyper::Error>() {
-        Some(hyper) if hyper.is_user() => true,
+        Some(hyper) if hyper.is_user() && !dispatch_gone(hyper) => true,
         Some(_) => {
             under_hyper = true;
             false
         }
         None => under_hyper && link.downcast_ref::<h2::Error>().is_some_and(reset_by_us),
     })
+}
+
+/// hyper's connection task went away with the request in flight: the
+/// runtime that ran it shut down (a client shared across runtimes) or it
+/// panicked. hyper files it among its "user" errors, but the request was
+/// not refused: its connection was lost, and a fresh one may carry it.
+/// hyper has no predicate for it; its text is the only handle.
+fn dispatch_gone(error: &hyper::Error) -> bool {
+    error.is_user() && error.to_string() == "dispatch task is gone"
 }
 
 /// An HTTP/2 stream reset this side sent, neither the peer (`is_remote`)
@@ -217,11 +228,12 @@ fn link_code(link: &(dyn StdError + 'static)) -> Option<Code> {
     if let Some(error) = link.downcast_ref::<hyper::Error>() {
         return if error.is_timeout() {
             Some(Code::Timeout)
-        } else if error.is_user() {
+        } else if error.is_user() && !dispatch_gone(error) {
             // Our own request or body failed: not the network's doing.
             None
         } else {
-            // Closed, incomplete, canceled before dispatch, parse errors.
+            // Closed, incomplete, canceled before dispatch, parse errors,
+            // a connection task gone.
             Some(Code::Transport)
         };
     }
