@@ -286,3 +286,36 @@ fn the_operation_span_sums_its_billed_attempts_usage() {
         [("100".into(), "10".into()), ("100".into(), "20".into())]
     );
 }
+
+/// The same for a stream: a first streamed attempt that ended empty
+/// (billed, its usage reported) and a retry that streamed the answer. The
+/// stream guard writes the released stream's end on the operation's span,
+/// the earlier attempts' usage added: what the operation was charged.
+#[test]
+fn the_operation_span_of_a_stream_sums_its_billed_attempts_usage() {
+    let spans = spans_of(async {
+        let chaos = common::chaos_scripted(&["empty", "ok"]).await;
+        let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+        let request = common::post_json(
+            &format!("{}/v1/chat/completions", chaos.base_url()),
+            r#"{"model":"gpt-x","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#,
+        );
+        let response = service.oneshot(request).await.unwrap();
+        response.into_body().collect().await.unwrap();
+    });
+    let tokens = |span: &Captured, name: &str| -> u64 {
+        span.field(name)
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} on {span:?}"))
+    };
+    let op = operation(&spans);
+    let mut attempts: Vec<_> = spans.values().filter(|s| s.name == "attempt").collect();
+    attempts.sort_by_key(|s| s.field("seawall.attempt"));
+    assert_eq!(attempts.len(), 2, "{spans:#?}");
+    assert_eq!(attempts[0].field("error.type"), "empty_response");
+    for name in ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"] {
+        let each: Vec<u64> = attempts.iter().map(|a| tokens(a, name)).collect();
+        assert!(each[0] > 0 || name.ends_with("output_tokens"), "{each:?}");
+        assert_eq!(tokens(op, name), each[0] + each[1], "{name}: {op:?}");
+    }
+}

@@ -34,12 +34,28 @@ use crate::{Code, Finish, RouteId, Usage};
 pub struct AttemptSpans {
     attempt: Span,
     operation: Span,
+    /// What the operation's earlier attempts were billed for: the
+    /// operation's span says the total, not the last attempt's.
+    earlier: Usage,
 }
 
 impl AttemptSpans {
     /// The spans of an attempt and of its operation.
     pub fn new(attempt: Span, operation: Span) -> Self {
-        AttemptSpans { attempt, operation }
+        AttemptSpans {
+            attempt,
+            operation,
+            earlier: Usage::default(),
+        }
+    }
+
+    /// The usage the operation's earlier attempts were billed for (the
+    /// receipt's so far): a stream's usage is written on the operation's
+    /// span with it added, so the span says what the whole operation was
+    /// charged, as the ladder writes it for a whole answer.
+    pub fn with_earlier_usage(mut self, earlier: Usage) -> Self {
+        self.earlier = earlier;
+        self
     }
 
     /// The spans a request carries, if a ladder (or a fallback's move)
@@ -67,8 +83,10 @@ impl AttemptSpans {
     ///
     /// On the attempt's span always; on the operation's too when the
     /// stream was `released` to the caller (it finished, or failed after
-    /// content): a failure before that is the ladder's to judge, and a
-    /// later attempt may still succeed.
+    /// content), its usage added to what the earlier attempts were billed
+    /// for ([`with_earlier_usage`](Self::with_earlier_usage)): a failure
+    /// before that is the ladder's to judge, and a later attempt may still
+    /// succeed.
     pub fn record_end(
         &self,
         finish: Option<&Finish>,
@@ -78,7 +96,11 @@ impl AttemptSpans {
     ) {
         record_end(&self.attempt, finish, usage, code);
         if released {
-            record_end(&self.operation, finish, usage, code);
+            let total = usage.map(|mut usage| {
+                usage += self.earlier;
+                usage
+            });
+            record_end(&self.operation, finish, total, code);
         }
     }
 }

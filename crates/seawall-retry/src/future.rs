@@ -953,10 +953,10 @@ impl<S, B> Ladder<S, B> {
         }
         #[cfg(feature = "traceparent")]
         crate::traceparent::inject(&self.attempt_span, request.headers_mut());
-        request.extensions_mut().insert(AttemptSpans::new(
-            self.attempt_span.clone(),
-            self.span.clone(),
-        ));
+        request.extensions_mut().insert(
+            AttemptSpans::new(self.attempt_span.clone(), self.span.clone())
+                .with_earlier_usage(self.receipt.usage()),
+        );
     }
 
     /// Runs `call` inside the operation's and the attempt's spans, so what
