@@ -158,7 +158,12 @@ impl BreakDuration {
 /// `rate_limited` only when `rate_limited_counts`. Everything else — the
 /// permanent, policy and model-fixable classes, `deadline_exceeded` (the
 /// operation's own budget), `cancelled`, a breaker's own `circuit_open` —
-/// says nothing about the route.
+/// says nothing about the route. Nor does an `overloaded` closed by us with
+/// no status: a call refused on this side before it was sent (tower's
+/// `LoadShed` over a local concurrency or rate limit, as the classifier
+/// reads it), which a burst past the limit would otherwise turn into an
+/// open breaker for every caller. A provider's own overload (a 529, a 503)
+/// carries its status and counts.
 ///
 /// An answer the token limit cut (a `length` or `max_tokens` finish) is
 /// no failure at all: it is delivered, and never reaches this question.
@@ -178,7 +183,16 @@ pub(crate) fn counts(failure: &Failure, rate_limited_counts: bool) -> bool {
             None => failure.evidence().closed_by == Some(ClosedBy::Them),
         };
     }
+    if failure.code() == Code::Overloaded && shed_here(failure) {
+        return false;
+    }
     counts_code(failure.code(), rate_limited_counts)
+}
+
+/// A call refused on this side, unsent: closed by us before any answer.
+fn shed_here(failure: &Failure) -> bool {
+    let evidence = failure.evidence();
+    evidence.closed_by == Some(ClosedBy::Us) && evidence.status.is_none()
 }
 
 fn counts_code(code: Code, rate_limited_counts: bool) -> bool {
@@ -246,6 +260,31 @@ mod tests {
             assert!(!counts(&local, false), "{code}");
             assert!(!counts(&Failure::new(code), false), "{code}");
         }
+    }
+
+    /// A call tower's `LoadShed` refused under the classifier reached no
+    /// route; a provider's own overload did.
+    #[test]
+    fn an_overload_counts_only_when_the_route_said_it() {
+        let mut shed = Evidence::default();
+        shed.closed_by = Some(ClosedBy::Us);
+        assert!(!counts(
+            &Failure::new(Code::Overloaded).with_evidence(shed.clone()),
+            false
+        ));
+        let provider = Failure::new(Code::Overloaded)
+            .with_evidence(shed.clone())
+            .with_status(529);
+        assert!(counts(&provider, false));
+        assert!(counts(
+            &Failure::new(Code::Overloaded).with_status(503),
+            false
+        ));
+        // Only an overload: a timeout of our own bound is still the route's.
+        assert!(counts(
+            &Failure::new(Code::Timeout).with_evidence(shed),
+            false
+        ));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::error::Error as StdError;
 use std::io;
 
-use seawall_core::{Code, Failure};
+use seawall_core::{ClosedBy, Code, Failure};
 use seawall_internal::error::links;
 
 /// How deep a source chain is followed; real chains are a handful of links.
@@ -15,8 +15,10 @@ const MAX_DEPTH: usize = 32;
 /// link is a connection failure (refused, reset, aborted, broken pipe, early
 /// EOF, not connected, unreachable), a hyper protocol error, a hyper
 /// connection whose task is gone with the request in flight (its runtime
-/// shut down) or a hyper-util connect error, `overloaded` when tower's `LoadShed` refused the call
-/// (the service under it at capacity); `bad_request` (permanent) when
+/// shut down) or a hyper-util connect error, `overloaded` when tower's
+/// `LoadShed` refused the call (the service under it at capacity: closed by
+/// us, with no status, as nothing reached the route, so a breaker does not
+/// count it against the route); `bad_request` (permanent) when
 /// hyper says the request body ended short of its `Content-Length` (wrong
 /// as written, so wrong on every attempt), or could not send the request
 /// (its body failed, also over HTTP/2, where hyper resets the stream
@@ -63,7 +65,14 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
         )));
     }
     let code = chain_code(error, 0)?;
-    let failure = Failure::new(code).with_message(&chain_message(error));
+    let mut failure = Failure::new(code).with_message(&chain_message(error));
+    if code == Code::Overloaded {
+        // tower's `LoadShed` is the one link read as `overloaded`: it
+        // refused the call on this side, unsent. Said so, a burst past a
+        // local limit does not open the route's breaker for every caller,
+        // where a provider's own overload (with its status) does.
+        failure.evidence_mut().closed_by = Some(ClosedBy::Us);
+    }
     Some(match stream_reset(error) {
         Some(reason) => failure.with_stream_reset(reason),
         None => failure,
