@@ -1,12 +1,13 @@
 //! seawall under a tonic channel against hostile or unusual gRPC servers.
 //!
-//! The servers here are hand-written HTTP/2 over loopback: a few hundred
-//! bytes of framing (client preface, SETTINGS, PING acks, HEADERS with a
-//! literal-only HPACK block, DATA, RST_STREAM, GOAWAY) so a test can send
-//! exactly the frames a broken server or proxy sends — a reset with a chosen
-//! error code, a body that ends without trailers, a message cut in half —
-//! which neither tonic's server nor hyper's lets one write. The client is
-//! tonic's generated `HealthClient` over a `Channel` in the seawall stack,
+//! The servers here are hand-written HTTP/2 over loopback
+//! (`seawall_test::raw_h2`): a few hundred bytes of framing (client
+//! preface, SETTINGS, PING acks, HEADERS with a literal-only HPACK block,
+//! DATA, RST_STREAM, GOAWAY) so a test can send exactly the frames a
+//! broken server or proxy sends — a reset with a chosen error code, a
+//! body that ends without trailers, a message cut in half — which neither
+//! tonic's server nor hyper's lets one write. The client is tonic's
+//! generated `HealthClient` over a `Channel` in the seawall stack,
 //! as in `tests/tonic.rs`.
 //!
 //! Each test asserts what a demanding tonic user expects: a typed failure
@@ -18,6 +19,10 @@ mod common;
 
 use common::grpc::{Mapped, ask, client, failure_of, service, serving, stack};
 use seawall_test::proto::{bytes_field, status_with_detail, varint};
+use seawall_test::raw_h2::{
+    Act, CANCEL, ENHANCE_YOUR_CALM, INTERNAL_ERROR, NO_ERROR, REFUSED_STREAM, data, goaway,
+    headers, reset, scripted_server,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -27,8 +32,6 @@ use seawall::core::{Action, Class, Code, Failure, Receipt};
 use seawall::retry::RetryPolicy;
 use seawall::stack::{Seawall, Stack};
 use seawall::tonic::{GrpcStatus, GrpcStatusLayer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 use tonic::Status;
 use tonic_health::pb::health_client::HealthClient;
 use tower::Layer;
@@ -127,211 +130,8 @@ async fn watch_through_the_layer(url: &str, stack: Stack) -> (usize, Result<(), 
 }
 
 // ---------------------------------------------------------------------------
-// The hand-written HTTP/2 server.
+// gRPC answers from the hand-written HTTP/2 server (`seawall_test::raw_h2`).
 // ---------------------------------------------------------------------------
-
-/// What the server does for one call, in order.
-enum Act {
-    /// Bytes onto the connection (one or more frames).
-    Send(Vec<u8>),
-    /// Nothing for this long.
-    Sleep(Duration),
-    /// Close the connection (both directions).
-    Close,
-}
-
-type Script = Arc<dyn Fn(u32, usize) -> Vec<Act> + Send + Sync>;
-
-/// An HTTP/2 server on a free loopback port: `script(stream, n)` is what
-/// it does for the `n`th request (counted over every connection), opened
-/// on `stream`. After its acts the stream is left as they left it (a
-/// stream they never ended stays open). Returns its URL and call count.
-async fn raw_server<F>(script: F) -> (String, Arc<AtomicUsize>)
-where
-    F: Fn(u32, usize) -> Vec<Act> + Send + Sync + 'static,
-{
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let calls = Arc::new(AtomicUsize::new(0));
-    let script: Script = Arc::new(script);
-    let counter = calls.clone();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            tokio::spawn(connection(tcp, script.clone(), counter.clone()));
-        }
-    });
-    (url, calls)
-}
-
-async fn connection(tcp: tokio::net::TcpStream, script: Script, calls: Arc<AtomicUsize>) {
-    let _ = tcp.set_nodelay(true);
-    let (mut read, mut write) = tcp.into_split();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Act>();
-    let closed = Arc::new(tokio::sync::Notify::new());
-    let writer_closed = closed.clone();
-    tokio::spawn(async move {
-        // The server's preface: its SETTINGS, defaults all.
-        let _ = write.write_all(&frame(4, 0, 0, &[])).await;
-        while let Some(act) = rx.recv().await {
-            match act {
-                Act::Send(bytes) => {
-                    if write.write_all(&bytes).await.is_err() {
-                        break;
-                    }
-                }
-                Act::Close => break,
-                Act::Sleep(_) => {}
-            }
-        }
-        let _ = write.shutdown().await;
-        writer_closed.notify_one();
-    });
-    tokio::select! {
-        () = read_frames(&mut read, tx, script, calls) => {}
-        () = closed.notified() => {}
-    }
-}
-
-/// Reads the client's frames: acks its SETTINGS and PINGs, and starts the
-/// script for every new stream it opens.
-async fn read_frames(
-    read: &mut tokio::net::tcp::OwnedReadHalf,
-    tx: tokio::sync::mpsc::UnboundedSender<Act>,
-    script: Script,
-    calls: Arc<AtomicUsize>,
-) {
-    let mut preface = [0u8; 24];
-    if read.read_exact(&mut preface).await.is_err() {
-        return;
-    }
-    assert_eq!(&preface, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-    let mut last_stream = 0;
-    loop {
-        let mut head = [0u8; 9];
-        if read.read_exact(&mut head).await.is_err() {
-            return;
-        }
-        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-        let (kind, flags) = (head[3], head[4]);
-        let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-        let mut payload = vec![0; len];
-        if read.read_exact(&mut payload).await.is_err() {
-            return;
-        }
-        match kind {
-            // SETTINGS, not an ack: ack it.
-            4 if flags & 1 == 0 => {
-                let _ = tx.send(Act::Send(frame(4, 1, 0, &[])));
-            }
-            // PING, not an ack: ack it.
-            6 if flags & 1 == 0 => {
-                let _ = tx.send(Act::Send(frame(6, 1, 0, &payload)));
-            }
-            // HEADERS opening a new stream: a call.
-            1 if stream > last_stream => {
-                last_stream = stream;
-                let n = calls.fetch_add(1, Ordering::SeqCst);
-                let acts = script(stream, n);
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    for act in acts {
-                        match act {
-                            Act::Sleep(pause) => tokio::time::sleep(pause).await,
-                            act => {
-                                if tx.send(act).is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                    }
-                });
-            }
-            _ => {}
-        }
-    }
-}
-
-/// One HTTP/2 frame.
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = u32::try_from(payload.len()).unwrap();
-    assert!(len < 1 << 14, "one frame under the default max frame size");
-    let mut out = Vec::with_capacity(9 + payload.len());
-    out.extend_from_slice(&len.to_be_bytes()[1..]);
-    out.push(kind);
-    out.push(flags);
-    out.extend_from_slice(&stream.to_be_bytes());
-    out.extend_from_slice(payload);
-    out
-}
-
-/// An HPACK integer with an `n`-bit prefix, `first` the high bits of its
-/// first byte.
-fn hpack_int(first: u8, n: u32, value: usize, out: &mut Vec<u8>) {
-    let max = (1usize << n) - 1;
-    if value < max {
-        out.push(first | value as u8);
-        return;
-    }
-    out.push(first | max as u8);
-    let mut rest = value - max;
-    while rest >= 128 {
-        out.push((rest % 128) as u8 | 0x80);
-        rest /= 128;
-    }
-    out.push(rest as u8);
-}
-
-/// An HPACK string literal, not Huffman-coded.
-fn hpack_str(bytes: &[u8], out: &mut Vec<u8>) {
-    hpack_int(0, 7, bytes.len(), out);
-    out.extend_from_slice(bytes);
-}
-
-/// A HEADERS frame (END_HEADERS, and END_STREAM when `end`) holding
-/// `fields` as literals without indexing (`:status 200` as the static
-/// table's entry).
-fn headers(stream: u32, fields: &[(&str, &[u8])], end: bool) -> Act {
-    let mut block = Vec::new();
-    for (name, value) in fields {
-        match (*name, *value) {
-            (":status", b"200") => block.push(0x88),
-            // Literal without indexing, the name `:status` from the static
-            // table (index 8).
-            (":status", value) => {
-                hpack_int(0, 4, 8, &mut block);
-                hpack_str(value, &mut block);
-            }
-            (name, value) => {
-                block.push(0);
-                hpack_str(name.as_bytes(), &mut block);
-                hpack_str(value, &mut block);
-            }
-        }
-    }
-    Act::Send(frame(1, 0x4 | u8::from(end), stream, &block))
-}
-
-fn data(stream: u32, bytes: &[u8], end: bool) -> Act {
-    Act::Send(frame(0, u8::from(end), stream, bytes))
-}
-
-/// RST_STREAM with `code`.
-fn reset(stream: u32, code: u32) -> Act {
-    Act::Send(frame(3, 0, stream, &code.to_be_bytes()))
-}
-
-/// GOAWAY: the last stream the server processed, and `code`.
-fn goaway(last_stream: u32, code: u32) -> Act {
-    let mut payload = last_stream.to_be_bytes().to_vec();
-    payload.extend_from_slice(&code.to_be_bytes());
-    Act::Send(frame(7, 0, 0, &payload))
-}
-
-const NO_ERROR: u32 = 0x0;
-const INTERNAL_ERROR: u32 = 0x2;
-const REFUSED_STREAM: u32 = 0x7;
-const CANCEL: u32 = 0x8;
-const ENHANCE_YOUR_CALM: u32 = 0xb;
 
 /// A serving health status as one gRPC message: flag, length, protobuf.
 const SERVING: &[u8] = b"\0\0\0\0\x02\x08\x01";
@@ -388,6 +188,15 @@ where
     F: Fn(u32) -> Vec<Act> + Send + Sync + 'static,
 {
     raw_server(move |stream, _| every(stream)).await
+}
+
+/// [`scripted_server`], addressed as a tonic channel is.
+async fn raw_server<F>(script: F) -> (String, Arc<AtomicUsize>)
+where
+    F: Fn(u32, usize) -> Vec<Act> + Send + Sync + 'static,
+{
+    let (addr, calls) = scripted_server(script).await;
+    (format!("http://{addr}"), calls)
 }
 
 /// A moment for the frames before a reset to reach the client first.

@@ -17,84 +17,35 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use seawall_classify::{ClassifiedBody, ClassifyLayer};
 use seawall_core::{Class, Code};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use seawall_test::raw_h2::{Act, NO_ERROR, data, goaway, headers, reset, scripted_server};
 use tower::{BoxError, Layer, ServiceExt, service_fn};
 
 const DECLARED: usize = 1000;
 const SENT: usize = 500;
 
-/// One HTTP/2 frame: its 9-byte header (length, type, flags, stream) and
-/// payload.
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let length = u32::try_from(payload.len()).expect("a small frame");
-    let mut out = length.to_be_bytes()[1..].to_vec();
-    out.extend([kind, flags]);
-    out.extend(stream.to_be_bytes());
-    out.extend(payload);
-    out
-}
-
-/// The response head of stream 1 (END_HEADERS): `:status 200` from
-/// HPACK's static table, then each field as a literal never indexed (all
-/// shorter than 127 bytes: one length byte each).
-fn head(fields: &[(&str, &str)]) -> Vec<u8> {
-    let mut block = vec![0x88];
-    for (name, value) in fields {
-        block.push(0x00);
-        for text in [name, value] {
-            block.push(u8::try_from(text.len()).expect("a short field"));
-            block.extend(text.as_bytes());
-        }
-    }
-    frame(0x1, 0x4, 1, &block)
-}
-
-/// The frames after the client's request: the head of an `audio/mpeg`
-/// answer that declares [`DECLARED`] bytes, [`SENT`] of them, then `end`.
-fn answer(end: &[u8]) -> Vec<u8> {
+/// The acts after the client's request: the head of an `audio/mpeg`
+/// answer on stream 1 that declares [`DECLARED`] bytes, [`SENT`] of them,
+/// then `end`.
+fn answer(end: Act) -> Vec<Act> {
     let declared = DECLARED.to_string();
-    let mut out = head(&[
-        ("content-type", "audio/mpeg"),
-        ("content-length", &declared),
-    ]);
-    out.extend(frame(0x0, 0, 1, &[b'x'; SENT]));
-    out.extend(end);
-    out
+    vec![
+        headers(
+            1,
+            &[
+                (":status", b"200"),
+                ("content-type", b"audio/mpeg"),
+                ("content-length", declared.as_bytes()),
+            ],
+            false,
+        ),
+        data(1, &[b'x'; SENT], false),
+        end,
+    ]
 }
 
-/// An h2c server that, on its first connection, waits for the request's
-/// HEADERS and writes `frames` after its own SETTINGS, then reads until
-/// the client goes.
-async fn server(frames: Vec<u8>) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let (mut tcp, _) = listener.accept().await.unwrap();
-        tcp.write_all(&frame(0x4, 0, 0, &[])).await.unwrap();
-        let mut read: Vec<u8> = Vec::new();
-        // The client's preface, then its frames up to the first HEADERS.
-        let mut at = 24;
-        loop {
-            while read.len() >= at + 9 {
-                let length = usize::from(read[at]) << 16
-                    | usize::from(read[at + 1]) << 8
-                    | usize::from(read[at + 2]);
-                if read[at + 3] == 0x1 {
-                    tcp.write_all(&frame(0x4, 0x1, 0, &[])).await.unwrap();
-                    tcp.write_all(&frames).await.unwrap();
-                    let _ = tcp.read_to_end(&mut Vec::new()).await;
-                    return;
-                }
-                at += 9 + length;
-            }
-            let mut chunk = [0; 4096];
-            match tcp.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => read.extend(&chunk[..n]),
-            }
-        }
-    });
+/// An h2c server that answers every request with [`answer`]`(end)`.
+async fn server(end: Act) -> SocketAddr {
+    let (addr, _) = scripted_server(move |_, _| answer(end.clone())).await;
     addr
 }
 
@@ -139,8 +90,8 @@ where
 
 /// Half the declared bytes, then the stream's end: `truncated`, with the
 /// bytes the caller already has, so nothing is replayed as if unseen.
-async fn cut_after_half(end: &[u8]) {
-    let addr = server(answer(end)).await;
+async fn cut_after_half(end: Act) {
+    let addr = server(end).await;
     let response = speech(addr).await;
     let (bytes, end) = read_all(response.into_body()).await;
     assert_eq!(bytes, SENT);
@@ -160,24 +111,21 @@ async fn cut_after_half(end: &[u8]) {
 /// RST_STREAM(NO_ERROR) on stream 1 after half the body.
 #[tokio::test]
 async fn a_no_error_reset_mid_body_is_truncated() {
-    cut_after_half(&frame(0x3, 0, 1, &0u32.to_be_bytes())).await;
+    cut_after_half(reset(1, NO_ERROR)).await;
 }
 
 /// GOAWAY(NO_ERROR) whose last stream (0) is below ours, after half the
 /// body.
 #[tokio::test]
 async fn a_no_error_goaway_leaving_the_stream_out_mid_body_is_truncated() {
-    let mut payload = 0u32.to_be_bytes().to_vec();
-    payload.extend(0u32.to_be_bytes());
-    cut_after_half(&frame(0x7, 0, 0, &payload)).await;
+    cut_after_half(goaway(0, NO_ERROR)).await;
 }
 
 /// The same answer sent whole (its last DATA frame ends the stream) is
 /// delivered as it came.
 #[tokio::test]
 async fn an_answer_of_its_declared_length_is_delivered() {
-    let rest = frame(0x0, 0x1, 1, &[b'x'; DECLARED - SENT]);
-    let addr = server(answer(&rest)).await;
+    let addr = server(data(1, &[b'x'; DECLARED - SENT], true)).await;
     let response = speech(addr).await;
     let (bytes, end) = read_all(response.into_body()).await;
     assert_eq!(bytes, DECLARED);

@@ -1,8 +1,9 @@
 //! Test utilities shared by seawall's test suites, as `tower-test` is for
 //! tower's: response bodies that play a script, and canned provider
 //! requests and answers, JSON-shaped texts for differential tests, a
-//! request reader for raw-socket (hostile) test servers, and hand-written
-//! Protocol Buffers for gRPC status details.
+//! request reader for raw-socket (hostile) test servers, an HTTP/2 server
+//! that writes its frames by hand, and hand-written Protocol Buffers for
+//! gRPC status details.
 //!
 //! Not published: the workspace's crates take it as a dev-dependency only.
 #![deny(missing_docs)]
@@ -12,6 +13,7 @@ pub mod canned;
 pub mod json;
 pub mod proto;
 pub mod raw;
+pub mod raw_h2;
 pub mod tls;
 
 /// The error type that travels between tower services.
