@@ -224,24 +224,19 @@ pub(crate) fn tonic_status_failure(
     error: &(dyn std::error::Error + 'static),
     quota_wall: QuotaWall,
 ) -> Option<Failure> {
-    let mut current = Some(error);
-    while let Some(link) = current {
-        if let Some(status) = link.downcast_ref::<tonic::Status>() {
-            if std::error::Error::source(status)
-                .is_some_and(|source| crate::transport_failure(source).is_some())
-            {
-                return None;
-            }
-            let mut map = HeaderMap::new();
-            status.add_header(&mut map).ok()?;
-            return match map_status(None, &map, quota_wall) {
-                Status::Failed(failure) => Some(failure),
-                Status::Absent | Status::Ok => None,
-            };
-        }
-        current = link.source();
+    let status = seawall_internal::error::links(error)
+        .find_map(|link| link.downcast_ref::<tonic::Status>())?;
+    if std::error::Error::source(status)
+        .is_some_and(|source| crate::transport_failure(source).is_some())
+    {
+        return None;
     }
-    None
+    let mut map = HeaderMap::new();
+    status.add_header(&mut map).ok()?;
+    match map_status(None, &map, quota_wall) {
+        Status::Failed(failure) => Some(failure),
+        Status::Absent | Status::Ok => None,
+    }
 }
 
 /// The bytes of a base64 `grpc-status-details-bin`, `None` when it is not

@@ -84,14 +84,8 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
 /// table: `CANCEL` is `CANCELLED`, `ENHANCE_YOUR_CALM` `RESOURCE_EXHAUSTED`,
 /// …). A connection's GOAWAY is none.
 fn stream_reset(error: &(dyn StdError + 'static)) -> Option<u32> {
-    let mut current = Some(error);
-    while let Some(link) = current {
-        if let Some(h2) = link.downcast_ref::<h2::Error>() {
-            return h2.is_reset().then(|| h2.reason()).flatten().map(u32::from);
-        }
-        current = link.source();
-    }
-    None
+    let h2 = links(error).find_map(|link| link.downcast_ref::<h2::Error>())?;
+    h2.is_reset().then(|| h2.reason()).flatten().map(u32::from)
 }
 
 /// hyper refused the request itself: a "user" error (the request body
