@@ -125,17 +125,12 @@ impl Classifier for ProviderClassifier {
         match self.wire {
             Wire::Grpc => match grpc::head_failure(parts, cx.quota_wall) {
                 Some(failure) => Inspection::Fail(failure),
-                // An OK head whose details are no base64 in any alphabet:
-                // tonic would panic reading them. Details in another
-                // alphabet (URL-safe, white space) are delivered, written
-                // again where the response is handed on, as in trailers.
-                None if grpc::head_has_status(parts) && details_undecodable(&parts.headers) => {
-                    Inspection::Fail(
-                        Failure::new(Code::ProtocolViolation).with_message(
-                            "the gRPC answer's grpc-status-details-bin is no base64 (tonic cannot read it)",
-                        ),
-                    )
-                }
+                // An OK head is the server's completed answer, whatever
+                // its details: tonic would panic on details it cannot
+                // read, so where the response is handed on they are made
+                // readable, as in trailers (written again from another
+                // alphabet, dropped when no alphabet decodes them), not
+                // refused and the completed call asked for again.
                 None if grpc::head_has_status(parts) => Inspection::Deliver,
                 // gRPC-Web sends its trailers inside the body, as a frame
                 // of its own, which only its client layer (tonic-web's)
@@ -369,23 +364,6 @@ fn declares_no_body(parts: &Parts) -> bool {
         parts.status,
         http::StatusCode::NO_CONTENT | http::StatusCode::RESET_CONTENT
     ) || seawall_internal::headers::declared_length(&parts.headers) == Some(0)
-}
-
-/// Whether `headers` carry `grpc-status-details-bin` that no alphabet
-/// decodes: the ones [`grpc::readable_details`] drops rather than writes
-/// again. Looked at only when tonic cannot read them as they are.
-fn details_undecodable(headers: &http::HeaderMap) -> bool {
-    const DETAILS: http::HeaderName = http::HeaderName::from_static("grpc-status-details-bin");
-    let Some(value) = headers.get(&DETAILS) else {
-        return false;
-    };
-    if !grpc::details_unreadable(headers) {
-        return false;
-    }
-    let mut details = http::HeaderMap::new();
-    details.insert(DETAILS, value.clone());
-    grpc::readable_details(&mut details);
-    !details.contains_key(&DETAILS)
 }
 
 /// A `content-encoding` other than `identity`: the bytes are not the answer

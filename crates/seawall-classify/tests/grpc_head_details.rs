@@ -1,7 +1,9 @@
 //! A trailers-only gRPC OK (its status in the head, no body) whose
-//! `grpc-status-details-bin` is base64 in an alphabet tonic does not read:
-//! written again in the standard one and delivered, as the same details in
-//! trailers are, not refused and the completed call asked for again.
+//! `grpc-status-details-bin` tonic does not read (tonic panics on it):
+//! made readable and delivered, as the same details in trailers are, not
+//! refused and the completed call asked for again. Base64 in another
+//! alphabet is written again in the standard one; details no alphabet
+//! decodes are dropped, the status kept.
 
 mod common;
 
@@ -44,5 +46,21 @@ async fn a_trailers_only_ok_with_details_in_another_alphabet_is_delivered_readab
             .get("grpc-status-details-bin")
             .expect("the details are kept");
         assert_eq!(written.to_str().unwrap(), standard, "{encoded}");
+    }
+}
+
+#[tokio::test]
+async fn a_trailers_only_ok_with_details_no_alphabet_decodes_is_delivered_without_them() {
+    for encoded in ["!!not base64!!", "a", "ab$d"] {
+        let response = through(&ClassifyLayer::grpc(), trailers_only(encoded))
+            .await
+            .unwrap_or_else(|error| panic!("{encoded}: the OK is delivered: {error}"));
+        let headers = response.headers();
+        assert_eq!(
+            headers.get("grpc-status-details-bin"),
+            None,
+            "{encoded}: dropped"
+        );
+        assert_eq!(headers.get("grpc-status").unwrap(), "0", "{encoded}");
     }
 }
