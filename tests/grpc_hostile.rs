@@ -1092,11 +1092,6 @@ async fn malformed_details_reach_the_caller_without_a_panic() {
     }
 }
 
-/// `grpc-status: 0` with details that are not base64, in the trailers
-/// after a message. tonic's `Status::from_header_map` `expect`s the
-/// details to be base64 and panics in the caller's task; seawall reads the
-/// trailers first and drops details tonic cannot take (the status stays):
-/// the answer arrives.
 /// OK trailers whose details use the URL-safe alphabet with padding
 /// spaced out: readable to seawall, not to tonic, so they are written
 /// again in the standard alphabet and the answer arrives.
@@ -1125,6 +1120,11 @@ async fn ok_trailers_with_url_safe_details_are_written_again() {
     assert_eq!(answer.into_inner(), serving());
 }
 
+/// `grpc-status: 0` with details that are not base64, in the trailers
+/// after a message. tonic's `Status::from_header_map` `expect`s the
+/// details to be base64 and panics in the caller's task; seawall reads the
+/// trailers first and drops details tonic cannot take (the status stays):
+/// the answer arrives.
 #[tokio::test]
 async fn ok_trailers_with_details_that_are_not_base64_do_not_panic() {
     let (url, _) = always(|stream| {
