@@ -11,18 +11,22 @@ const MAX_DEPTH: usize = 32;
 
 /// The failure a transport error amounts to, found by walking its source
 /// chain: `timeout` when any link is a timeout (`io::ErrorKind::TimedOut`,
-/// tokio's and tower's `Elapsed`, a hyper timeout), else `transport` when any
-/// link is a connection failure (refused, reset, aborted, broken pipe, early
-/// EOF, not connected, unreachable), a hyper protocol error, a hyper
-/// connection whose task is gone with the request in flight (its runtime
-/// shut down) or a hyper-util connect error, `overloaded` when tower's
-/// `LoadShed` refused the call (the service under it at capacity: closed by
-/// us, with no status, as nothing reached the route, so a breaker does not
-/// count it against the route); `bad_request` (permanent) when
-/// hyper says the request body ended short of its `Content-Length` (wrong
-/// as written, so wrong on every attempt), or could not send the request
-/// (its body failed, also over HTTP/2, where hyper resets the stream
-/// itself). `None` when no link is recognised.
+/// tokio's and tower's `Elapsed`, a hyper timeout, tonic's TLS handshake
+/// past its bound), else `transport` when any link is a connection failure
+/// (refused, reset, aborted, broken pipe, early EOF, not connected,
+/// unreachable), a hyper protocol error, a hyper connection whose task is
+/// gone with the request in flight (its runtime shut down) or a hyper-util
+/// or tonic connect error, `overloaded` when tower's `LoadShed` refused the
+/// call (the service under it at capacity: closed by us, with no status, as
+/// nothing reached the route, so a breaker does not count it against the
+/// route); `bad_request` (permanent) when hyper says the request body ended
+/// short of its `Content-Length` (wrong as written, so wrong on every
+/// attempt), or could not send the request (its body failed, also over
+/// HTTP/2, where hyper resets the stream itself); `transport`, permanent,
+/// for a connection refused the same way on every attempt: a TLS handshake
+/// refused (`certificate_refused`, feature `rustls`), a proxy that asks for
+/// credentials, a server that did not agree to HTTP/2 (tonic, feature
+/// `tonic`). `None` when no link is recognised.
 ///
 /// A timeout wins over a connection failure because the chain of a connect
 /// timeout holds both, and the timeout is what happened.
@@ -37,15 +41,20 @@ const MAX_DEPTH: usize = 32;
 /// assert_eq!((failure.code(), failure.action()), (Code::Transport, Action::Retry));
 /// ```
 pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
+    // A configuration to fix, the same on every attempt: no ladder
+    // retries it, the breaker does not count it, and a route set or a
+    // fallback may still move on (the route is at fault).
+    let for_good = |message: String| {
+        Failure::with_class(seawall_core::Class::Permanent, Code::Transport).with_message(&message)
+    };
     #[cfg(feature = "rustls")]
     if let Some(refused) = certificate_refused(error) {
-        // A configuration to fix, the same on every attempt: no ladder
-        // retries it, the breaker does not count it, and a route set or a
-        // fallback may still move on (the route is at fault).
-        return Some(
-            Failure::with_class(seawall_core::Class::Permanent, Code::Transport)
-                .with_message(&format!("tls: the handshake was refused: {refused}")),
-        );
+        return Some(for_good(format!(
+            "tls: the handshake was refused: {refused}"
+        )));
+    }
+    if let Some(refused) = setup_refused(error) {
+        return Some(for_good(format!("{refused}: {}", chain_message(error))));
     }
     if body_cut_short(error) {
         // The request is wrong as written: every attempt would fail alike.
@@ -86,6 +95,23 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
 fn stream_reset(error: &(dyn StdError + 'static)) -> Option<u32> {
     let h2 = links(error).find_map(|link| link.downcast_ref::<h2::Error>())?;
     h2.is_reset().then(|| h2.reason()).flatten().map(u32::from)
+}
+
+/// What refused to set the connection up, the same on every attempt,
+/// below the certificate checks: a proxy that asks for credentials
+/// (hyper-util's tunnel, under reqwest's proxies too, got a 407 to its
+/// `CONNECT`), a server that did not agree to HTTP/2 over TLS (tonic's
+/// channel, feature `tonic`), as rustls's own `NoApplicationProtocol` is
+/// read. Their error types are private: their text is the only handle.
+fn setup_refused(error: &(dyn StdError + 'static)) -> Option<&'static str> {
+    links(error).find_map(|link| match link.to_string().as_str() {
+        "tunnel error: proxy authorization required" => {
+            Some("proxy: the proxy asks for credentials")
+        }
+        #[cfg(feature = "tonic")]
+        "HTTP/2 was not negotiated." => Some("tls: the server did not agree to HTTP/2"),
+        _ => None,
+    })
 }
 
 /// hyper refused the request itself: a "user" error (the request body
@@ -257,8 +283,15 @@ fn link_code(link: &(dyn StdError + 'static)) -> Option<Code> {
         return Some(Code::Timeout);
     }
     #[cfg(feature = "tonic")]
-    if link.is::<tonic::ConnectError>() {
-        return Some(Code::Transport);
+    if let Some(connect) = link.downcast_ref::<tonic::ConnectError>() {
+        // tonic's TLS handshake past its bound (its `TlsError`, private:
+        // the text is the only handle) is a timeout, as a connect timeout
+        // is, not a connection refused.
+        return Some(if connect.0.to_string() == "TLS handshake timeout." {
+            Code::Timeout
+        } else {
+            Code::Transport
+        });
     }
     // Not recognised, on purpose: a tower `Buffer` whose worker is gone
     // (`Closed`: its runtime shut down, the worker panicked). Every call

@@ -16,7 +16,10 @@ use seawall_core::{BoxError, Code, Failure};
 /// - [`Error::Transport`] holds an [`io::Error`] whose kind says what
 ///   happened (`TimedOut`, `ConnectionRefused`, `ConnectionAborted`, …) and
 ///   whose payload is reqwest's own error, with hyper's and the socket's
-///   errors below it: `transport` or `timeout`, retryable.
+///   errors below it: `transport` or `timeout`, retryable, but for a
+///   connection refused alike on every attempt, which the classifier
+///   reads in that chain as a permanent `transport` (a proxy that asks for
+///   credentials).
 /// - [`Error::InvalidRequest`] and [`Error::RequestBody`] carry a permanent
 ///   [`Failure`] (`bad_request`) in their chain, so no layer retries them
 ///   whatever its settings for unknown errors: a request reqwest cannot send

@@ -11,8 +11,10 @@
 //!   stream guard above sees the real timing), and reqwest's errors become
 //!   [`Error`]s whose source chain `ClassifyLayer` reads: connect, reset,
 //!   timeout and body errors are `transport`/`timeout`, retryable, with the
-//!   evidence of what arrived; a URI reqwest cannot send and a request body
-//!   that fails mid-send are permanent `bad_request`s naming the problem.
+//!   evidence of what arrived (a refused certificate or a proxy that asks
+//!   for credentials: `transport`, permanent); a URI reqwest cannot send
+//!   and a request body that fails mid-send are permanent `bad_request`s
+//!   naming the problem.
 //! - [`client_builder`]: a `reqwest::ClientBuilder` that follows no
 //!   redirects, retries nothing and has no timeouts, with TLS on rustls and
 //!   ring.
