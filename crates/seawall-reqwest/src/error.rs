@@ -66,13 +66,16 @@ pub enum Error {
     /// The client followed a redirect (a `reqwest::Client` not built by
     /// [`client_builder`](crate::client_builder)): the answer is another
     /// URL's, to another request (a 301/302/303 is followed as a `GET`
-    /// without the body). `redirected`, permanent, as the classifier calls
-    /// a 3xx the client did not follow.
-    #[error(
-        "the client followed a redirect to `{to}`; build it with seawall_reqwest::client_builder, which follows none"
-    )]
+    /// without the body). Or its redirect policy stopped one: too many
+    /// redirects, a loop, its own rule, a `Location` with a scheme other
+    /// than `http`/`https`. `redirected`, permanent, as the classifier
+    /// calls a 3xx the client did not follow: the route's answer was a
+    /// redirect, not the request's fault.
+    #[error("{}", .failure.message().unwrap_or_default())]
     Redirected {
-        /// Where to, without userinfo or query.
+        /// Where to (where the policy stopped: the URL that answered with
+        /// the redirect, or the `Location` it refused), without userinfo or
+        /// query.
         to: String,
         /// `redirected`, permanent.
         #[source]
@@ -127,6 +130,9 @@ impl Error {
         if let Some(body) = request_body_error(&error) {
             return Error::request_body(body.0.to_string());
         }
+        if let Some(stopped) = redirect_stopped(&error, uri) {
+            return stopped;
+        }
         // reqwest's own message names the full URL, key and all.
         let error = error.without_url();
         if error.is_builder() {
@@ -165,16 +171,23 @@ impl Error {
     }
 
     pub(crate) fn redirected(to: &reqwest::Url) -> Error {
-        let mut shown = format!("{}://{}", to.scheme(), to.host_str().unwrap_or_default());
-        if let Some(port) = to.port() {
-            shown.push_str(&format!(":{port}"));
-        }
-        shown.push_str(to.path());
+        let shown = shown_url(to);
+        let message = format!("the client followed a redirect to `{shown}`");
+        Error::redirect(shown, &message)
+    }
+
+    /// The client's redirect policy stopped at `at`, saying `reason`.
+    fn redirect_stopped(at: &reqwest::Url, reason: &str) -> Error {
+        let shown = shown_url(at);
+        let message = format!("the client's redirect policy stopped at `{shown}`: {reason}");
+        Error::redirect(shown, &message)
+    }
+
+    fn redirect(to: String, what: &str) -> Error {
         let failure = Failure::new(Code::Redirected).with_message(&format!(
-            "the client followed a redirect to `{shown}`; build it with \
-             seawall_reqwest::client_builder, which follows none"
+            "{what}; build it with seawall_reqwest::client_builder, which follows none"
         ));
-        Error::Redirected { to: shown, failure }
+        Error::Redirected { to, failure }
     }
 
     fn request_body(reason: String) -> Error {
@@ -183,6 +196,43 @@ impl Error {
         ));
         Error::RequestBody { reason, failure }
     }
+}
+
+/// `url` without userinfo or query.
+fn shown_url(url: &reqwest::Url) -> String {
+    let mut shown = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default());
+    if let Some(port) = url.port() {
+        shown.push_str(&format!(":{port}"));
+    }
+    shown.push_str(url.path());
+    shown
+}
+
+/// A redirect the client's policy stopped (a `reqwest::Client` that
+/// follows them): too many, a loop, its own rule (reqwest's redirect
+/// errors), or a `Location` whose scheme reqwest does not follow, which
+/// reqwest reports as a builder error naming that URL. Not the request's
+/// fault: the request, sent as `http` or `https` (`uri`), was answered
+/// with a redirect. A request of another scheme reqwest refused itself
+/// stays an [`Error::InvalidRequest`].
+fn redirect_stopped(error: &reqwest::Error, uri: &dyn fmt::Display) -> Option<Error> {
+    let at = error.url()?;
+    let followed = || {
+        let sent = uri.to_string();
+        let sent_as_http = sent.starts_with("http://") || sent.starts_with("https://");
+        sent_as_http && !matches!(at.scheme(), "http" | "https")
+    };
+    let stopped = error.is_redirect() || (error.is_builder() && followed());
+    if !stopped {
+        return None;
+    }
+    // What reqwest said below its phase (`too many redirects`, `URL
+    // scheme is not allowed`), else the phase.
+    let reason = match StdError::source(error) {
+        Some(cause) => cause.to_string(),
+        None => error.to_string(),
+    };
+    Some(Error::redirect_stopped(at, &reason))
 }
 
 /// The io kind a reqwest error stands for. `Other` when the chain already

@@ -89,7 +89,8 @@
 //!   that follows them, [`ReqwestService`] fails an answer that came from
 //!   another URL than the one sent as `redirected` too ([`Error::Redirected`]):
 //!   a 302 followed is a `GET` without the body, and its answer is not
-//!   the request's.
+//!   the request's. So is a redirect its policy stopped (too many, a
+//!   `Location` of a scheme reqwest does not follow).
 //! - async-openai's retry: see [`openai`](crate::openai#one-ladder).
 //!
 //! A `connect_timeout` is harmless (it bounds only the connect, well under

@@ -1,0 +1,85 @@
+//! A user's own `reqwest::Client` follows redirects, and its policy may
+//! stop one: too many, or a `Location` with a scheme it does not follow.
+//! The route answered with a redirect either way: `redirected`
+//! (permanent, the route's), as a redirect followed or not followed is,
+//! not `unknown` and not a `bad_request` blaming the request.
+
+use bytes::Bytes;
+use http_body_util::Empty;
+use seawall::classify::ClassifyLayer;
+use seawall::core::{Class, Code, Failure};
+use seawall_reqwest::ReqwestService;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tower::{Layer, ServiceExt};
+
+/// A server that answers every request with `answer` on a connection of
+/// its own.
+async fn server(answer: &'static str) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buffer = vec![0; 64 * 1024];
+                let _ = socket.read(&mut buffer).await;
+                let _ = socket.write_all(answer.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    base
+}
+
+/// How a `GET` of `url` through a client following up to 3 redirects,
+/// under the classifier, fails.
+async fn failure(url: String) -> (Failure, String) {
+    let client = seawall_reqwest::client_builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::limited(3))
+        .build()
+        .unwrap();
+    let service = ClassifyLayer::openai().layer(ReqwestService::new(client));
+    let request = http::Request::get(url).body(Empty::<Bytes>::new()).unwrap();
+    let error = service.oneshot(request).await.map(drop).unwrap_err();
+    let failure = Failure::find(&*error).expect("classified").clone();
+    (failure, error.to_string())
+}
+
+#[tokio::test]
+async fn too_many_redirects_are_redirected() {
+    let base = server(
+        "HTTP/1.1 302 Found\r\nlocation: /again?key=secret\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    let (failure, said) = failure(format!("{base}/v1/models")).await;
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Class::Permanent, Code::Redirected),
+        "{failure:?}"
+    );
+    assert!(said.contains("too many redirects"), "{said}");
+    assert!(said.contains("client_builder"), "{said}");
+    assert!(!said.contains("secret"), "{said}");
+}
+
+#[tokio::test]
+async fn a_location_of_another_scheme_is_redirected_not_the_requests_fault() {
+    let base = server(
+        "HTTP/1.1 302 Found\r\nlocation: ftp://files.example/v1/models\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    let (failure, said) = failure(format!("{base}/v1/models")).await;
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Class::Permanent, Code::Redirected),
+        "{failure:?}"
+    );
+    assert!(said.contains("ftp://files.example/v1/models"), "{said}");
+}
+
+/// A request of a scheme reqwest does not send is still the request's.
+#[tokio::test]
+async fn a_request_of_another_scheme_is_still_a_bad_request() {
+    let (failure, _) = failure("ftp://files.example/v1/models".to_owned()).await;
+    assert_eq!(failure.code(), Code::BadRequest, "{failure:?}");
+}
