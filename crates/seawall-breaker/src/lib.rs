@@ -14,7 +14,10 @@
 //!   a reset, an overload, a silent gap (`rate_limited` when
 //!   [`count_rate_limited`] is on), and a `truncated` stream the provider
 //!   ended cleanly after content but before its finish marker (an answer
-//!   the token limit cut is an answer, not a failure). A 400, a refusal, a cancellation, the
+//!   the token limit cut is an answer, not a failure). An `overloaded`
+//!   that no route said — a call tower's `LoadShed` refused on this side,
+//!   unsent (closed by us, with no status) — does not count: a burst past
+//!   a local limit is not the route's. A 400, a refusal, a cancellation, the
 //!   operation's own `deadline_exceeded` or an error that is not a seawall
 //!   [`Failure`](seawall_core::Failure) count neither way. By [`Trip`] the
 //!   breaker opens on a failure ratio over a sliding window with a minimum

@@ -204,12 +204,14 @@ impl Length {
     /// frames the body, and HTTP/1 ignores the length then).
     pub(crate) fn of(parts: &http::response::Parts) -> Option<Length> {
         let status = parts.status.as_u16();
-        if matches!(status, 204 | 205 | 304)
-            || parts.headers.contains_key(http::header::TRANSFER_ENCODING)
-        {
+        if matches!(status, 204 | 205 | 304) {
             return None;
         }
+        // The length first: a stream declares none, and costs one lookup.
         let declared = seawall_internal::headers::declared_length(&parts.headers)?;
+        if parts.headers.contains_key(http::header::TRANSFER_ENCODING) {
+            return None;
+        }
         Some(Length {
             declared,
             passed: Passed::new(status, None),

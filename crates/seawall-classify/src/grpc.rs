@@ -88,8 +88,12 @@ pub(crate) fn proxy_failure(parts: &Parts, cx: ErrorContext) -> Option<Failure> 
 /// Whether the head answers the call already: a `grpc-status` in the
 /// headers (trailers-only) means the body holds nothing more to wait for.
 pub(crate) fn head_has_status(parts: &Parts) -> bool {
-    parts.headers.contains_key("grpc-status")
+    parts.headers.contains_key(&GRPC_STATUS)
 }
+
+/// `grpc-status`, looked for in every answer's head the classifier hands
+/// on: named by a `HeaderName`, the lookup parses no name each time.
+static GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
 
 /// The longest first message held back whole: tonic's default decode
 /// limit (4 MiB). A longer one goes on at its prefix, as it comes (a client
