@@ -53,6 +53,11 @@ pub struct StreamReport {
     /// cut (the failure's partial usage); once delivered, what it
     /// reported, whole or not.
     pub usage: Option<Usage>,
+    /// Whether [`usage`](Self::usage) is the provider's whole count: the
+    /// message finished, or the provider's own terminal failure (a
+    /// Responses `response.failed`) counted it. Not for a stream cut
+    /// before its finish: a part at most.
+    pub usage_whole: bool,
 }
 
 impl StreamReport {
@@ -100,12 +105,10 @@ impl UsageSource for ReportCell {
     }
 
     /// Every protocol sends its final count with its finish or after it
-    /// (OpenAI's usage chunk): a stream cut before its finish reported a
-    /// part at most.
+    /// (OpenAI's usage chunk), or with its own terminal failure: a stream
+    /// cut before either reported a part at most.
     fn usage_whole(&self) -> bool {
-        self.0
-            .get()
-            .is_some_and(|report| report.usage.is_some() && report.finish.is_some())
+        self.0.get().is_some_and(|report| report.usage_whole)
     }
 }
 

@@ -589,7 +589,8 @@ async fn a_gemini_finish_followed_by_content_is_not_the_end() {
 
 /// The Responses API's `response.failed` carries the response's usage:
 /// the whole count of what it used before it failed, billed. The failure
-/// keeps it, before content and after (as the interruption it is then).
+/// keeps it, before content and after (as the interruption it is then),
+/// and so does the stream's report, as a whole count.
 #[tokio::test(start_paused = true)]
 async fn a_failed_responses_stream_keeps_the_usage_its_end_counted() {
     let created = "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"status\":\"in_progress\",\"output\":[],\"usage\":null},\"sequence_number\":0}\n\n";
@@ -617,6 +618,11 @@ async fn a_failed_responses_stream_keeps_the_usage_its_end_counted() {
     assert_eq!(failure.code(), seawall_core::Code::StreamInterrupted);
     let usage = failure.usage().expect("the count, after content too");
     assert_eq!((usage.input_tokens, usage.output_tokens), (900, 310));
+    // Delivered, the attempt's usage in the receipt is the report's: the
+    // provider's whole count, though no finish came (the receipt counted
+    // it as a part, `billed_without_usage`).
+    assert_eq!(drained.report.usage, Some(usage));
+    assert!(drained.report.usage_whole, "{:?}", drained.report);
 }
 
 /// On Gemini's wire an empty finish is no end: a proxy that opens its

@@ -1016,6 +1016,9 @@ impl Track {
         // part: Anthropic's `message_start` bills the input (its cache
         // reads with it) before the first delta, and dropped, the receipt
         // would count nothing of it.
+        // The provider's own terminal failure counted the usage: its whole
+        // count, finished or not.
+        let counted = failure.usage().is_some();
         if failure.usage().is_none()
             && let Some(usage) = self.decoder.usage()
         {
@@ -1043,12 +1046,14 @@ impl Track {
         // usage what the stream reported (marked not whole when it did not
         // finish); before, the receipt's attempt is this failure's, its
         // whole count or its part.
-        let usage = if self.delivered() {
-            self.decoder.usage()
+        let (usage, whole) = if self.delivered() {
+            let whole = counted || self.tally.finish.is_some();
+            (self.decoder.usage(), whole)
         } else {
-            failure.usage().or(failure.partial_usage())
+            let whole = failure.usage().is_some();
+            (failure.usage().or(failure.partial_usage()), whole)
         };
-        self.report(Some(failure.code()), closed_by, now, usage);
+        self.report_counted(Some(failure.code()), closed_by, now, usage, whole);
         failure
     }
 
@@ -1065,6 +1070,21 @@ impl Track {
         closed_by: ClosedBy,
         now: Instant,
         usage: Option<seawall_core::Usage>,
+    ) {
+        let whole = self.tally.finish.is_some();
+        self.report_counted(code, closed_by, now, usage, whole);
+    }
+
+    /// [`report`](Self::report), saying whether `usage` is the provider's
+    /// whole count: a finished message's, or the one its own terminal
+    /// failure (a Responses `response.failed`) counted, finished or not.
+    fn report_counted(
+        &mut self,
+        code: Option<Code>,
+        closed_by: ClosedBy,
+        now: Instant,
+        usage: Option<seawall_core::Usage>,
+        whole: bool,
     ) {
         if self.reported {
             return;
@@ -1084,6 +1104,7 @@ impl Track {
             time_to_first_content: self.tally.first_content.map(|at| at - self.started),
             elapsed: now - self.started,
             closed_by,
+            usage_whole: whole && usage.is_some(),
             usage,
         };
         match &self.spans {
