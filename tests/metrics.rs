@@ -36,11 +36,16 @@ fn recorded_on(paused: bool, body: impl std::future::Future<Output = ()>) -> Sna
     snapshotter
 }
 
-/// The counter `name` with every label in `labels`, summed over the rest.
-fn counter(snapshot: &[(CompositeKey, DebugValue)], name: &str, labels: &[(&str, &str)]) -> u64 {
+/// The values of the metric `name` of `kind` with every label in `labels`.
+fn matching<'a>(
+    snapshot: &'a [(CompositeKey, DebugValue)],
+    kind: MetricKind,
+    name: &'a str,
+    labels: &'a [(&str, &str)],
+) -> impl Iterator<Item = &'a DebugValue> {
     snapshot
         .iter()
-        .filter(|(key, _)| key.kind() == MetricKind::Counter && key.key().name() == name)
+        .filter(move |(key, _)| key.kind() == kind && key.key().name() == name)
         .filter(|(key, _)| {
             labels.iter().all(|(k, v)| {
                 key.key()
@@ -48,7 +53,13 @@ fn counter(snapshot: &[(CompositeKey, DebugValue)], name: &str, labels: &[(&str,
                     .any(|label| label.key() == *k && label.value() == *v)
             })
         })
-        .map(|(_, value)| match value {
+        .map(|(_, value)| value)
+}
+
+/// The counter `name` with every label in `labels`, summed over the rest.
+fn counter(snapshot: &[(CompositeKey, DebugValue)], name: &str, labels: &[(&str, &str)]) -> u64 {
+    matching(snapshot, MetricKind::Counter, name, labels)
+        .map(|value| match value {
             DebugValue::Counter(n) => *n,
             _ => 0,
         })
@@ -1022,17 +1033,8 @@ fn a_cooldown_refusal_waited_out_is_no_attempt_nor_retry() {
 
 /// The samples of the histogram `name` with every label in `labels`.
 fn samples(snapshot: &[(CompositeKey, DebugValue)], name: &str, labels: &[(&str, &str)]) -> usize {
-    snapshot
-        .iter()
-        .filter(|(key, _)| key.kind() == MetricKind::Histogram && key.key().name() == name)
-        .filter(|(key, _)| {
-            labels.iter().all(|(k, v)| {
-                key.key()
-                    .labels()
-                    .any(|label| label.key() == *k && label.value() == *v)
-            })
-        })
-        .map(|(_, value)| match value {
+    matching(snapshot, MetricKind::Histogram, name, labels)
+        .map(|value| match value {
             DebugValue::Histogram(samples) => samples.len(),
             _ => 0,
         })

@@ -1113,7 +1113,8 @@ async fn transport_errors_map_by_their_source_chain() {
 }
 
 /// A call tower's `LoadShed` refused because the service under it was at
-/// capacity is `overloaded`, retried after a backoff: capacity comes back.
+/// capacity is `overloaded`, retried after a backoff: capacity comes back,
+/// and marked refused here (closed by us, no status).
 /// It was `unknown`, failed for good on the first busy moment.
 #[tokio::test]
 async fn a_call_shed_at_capacity_is_overloaded() {
@@ -1132,6 +1133,12 @@ async fn a_call_shed_at_capacity_is_overloaded() {
     let failure = found(&error);
     expect(Class::Transient, Code::Overloaded, Action::Retry).check("shed", failure);
     assert_eq!(failure.status(), None, "nothing was sent");
+    // Refused on this side: the mark a breaker above reads, so a burst
+    // past the local limit is not counted against the route.
+    assert_eq!(
+        failure.evidence().closed_by,
+        Some(seawall_core::ClosedBy::Us)
+    );
     assert!(
         failure
             .cause()
