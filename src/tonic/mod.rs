@@ -262,11 +262,11 @@ mod tests {
         let failure = Failure::new(Code::BadRequest)
             .with_status(200)
             .with_provider_code("5")
-            .with_message("no such model")
+            .with_message("no such order")
             .with_status_details(&b"\x08\x05"[..]);
         let status = tonic_status(failure);
         assert_eq!(status.code(), GrpcCode::NotFound);
-        assert_eq!(status.message(), "no such model");
+        assert_eq!(status.message(), "no such order");
         assert_eq!(status.details(), b"\x08\x05");
         let source = std::error::Error::source(&status).expect("the original error");
         assert_eq!(

@@ -76,8 +76,9 @@ codes! {
     /// Missing, invalid or insufficient credentials.
     Auth => "auth", Permanent;
     /// Unknown model, path, method or resource (a 404, gRPC's
-    /// `UNIMPLEMENTED`): this route lacks it. gRPC's `NOT_FOUND`, an entity
-    /// the call names, is the request's: `bad_request`.
+    /// `UNIMPLEMENTED`, a `NOT_FOUND` naming a model or a deployment):
+    /// this route lacks it. gRPC's other `NOT_FOUND`s, an entity the call
+    /// names, are the request's: `bad_request`.
     NotFound => "not_found", Permanent;
     /// A successful status with nothing in it: no text, no tool call.
     EmptyResponse => "empty_response", Transient;

@@ -144,8 +144,9 @@ fn the_grpc_status_table() {
 
 /// gRPC's NOT_FOUND names an entity of the call's own (a `GetX(id)` that
 /// missed): no other route is tried for it, and the server's code stays
-/// the provider code. UNIMPLEMENTED (the server lacks the method) and an
-/// HTTP 404 (the deployment lacks the model) are the route's.
+/// the provider code. One naming a model or a deployment, UNIMPLEMENTED
+/// (the server lacks the method) and an HTTP 404 (the deployment lacks
+/// the model) are the route's.
 #[test]
 fn a_grpc_not_found_is_the_requests_unimplemented_the_routes() {
     let missing = classify_grpc(5, Some("order 42 not found"), cx(Some(200), None));
@@ -154,6 +155,15 @@ fn a_grpc_not_found_is_the_requests_unimplemented_the_routes() {
     assert_eq!(missing.action(), Action::Surface);
     assert_eq!(missing.provider_code(), Some("5"));
     assert_eq!(missing.message(), Some("order 42 not found"));
+    // One that names a model or a deployment is what the route lacks.
+    for message in [
+        "Publisher model `projects/p/locations/us-central1/publishers/google/models/gemini-x` was not found or your project does not have access to it.",
+        "The deployment gpt-x does not exist.",
+    ] {
+        let lacking = classify_grpc(5, Some(message), cx(Some(200), None));
+        assert_eq!(lacking.code(), Code::NotFound, "{message}");
+        assert!(lacking.moves_route(), "{message}");
+    }
     let lacking = classify_grpc(12, None, cx(Some(200), None));
     assert_eq!(lacking.code(), Code::NotFound);
     assert!(lacking.moves_route());
@@ -211,6 +221,23 @@ fn grpc_size_limits_name_whose_message_passed_them() {
             request,
         ),
         (8, "message too large 8388708 > 4194304", answer),
+        // gRPC C-core (C++, Python) and grpc-js, receiving and sending;
+        // C-core may say whose side first.
+        (
+            8,
+            "Received message larger than max (8388708 vs. 4194304)",
+            request,
+        ),
+        (
+            8,
+            "Sent message larger than max (8388708 vs. 4194304)",
+            answer,
+        ),
+        (
+            8,
+            "SERVER: Sent message larger than max (8388708 vs. 4194304)",
+            answer,
+        ),
         // A tonic server, decoding our request and encoding its answer.
         (
             11,

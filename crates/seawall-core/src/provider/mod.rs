@@ -651,11 +651,19 @@ fn size_limit(status: u32, message: &str, on_wire: bool) -> Option<Code> {
         // grpc-go's server: "grpc: trying to send message larger than max
         // (X vs. Y)", without "grpc: " from a stream (every call, since
         // grpc-go sends unary answers as streams); grpc-java's framer:
-        // "message too large X > Y".
-        8 if says("trying to send message larger than max") || says("message too large") => true,
+        // "message too large X > Y"; gRPC C-core's (C++, Python, Ruby)
+        // and grpc-js's: "Sent message larger than max (X vs. Y)", which
+        // C-core may lead with "SERVER: ".
+        8 if says("trying to send message larger than max")
+            || says("message too large")
+            || says("sent message larger than max") =>
+        {
+            true
+        }
         // grpc-go: "grpc: received message larger than max (X vs. Y)", and
-        // its words for the same after decompression; grpc-java: "gRPC
-        // message exceeds maximum size Y: X".
+        // its words for the same after decompression; C-core's and
+        // grpc-js's "Received message larger than max (X vs. Y)";
+        // grpc-java: "gRPC message exceeds maximum size Y: X".
         8 if says("larger than max") || says("exceeds maximum size") => false,
         _ => return None,
     };
@@ -664,6 +672,12 @@ fn size_limit(status: u32, message: &str, on_wire: bool) -> Option<Code> {
     } else {
         Code::RequestTooLarge
     })
+}
+
+/// Whether a NOT_FOUND's message is about a model or a deployment, what a
+/// route serves, rather than an entity the call named.
+fn names_a_model(message: &str) -> bool {
+    contains_ci(message, "model") || contains_ci(message, "deployment")
 }
 
 /// The verdict of a gRPC status that says no size limit was passed.
@@ -693,8 +707,12 @@ fn status_verdict(status: u32, message: Option<&str>, quota_gone: bool) -> Verdi
         // there. Another route is sent the same call for nothing, or
         // answers from a replica that lags. `bad_request`, request scope;
         // the provider code keeps "5", and the tonic caller its
-        // NOT_FOUND. UNIMPLEMENTED is the route's: this server lacks the
-        // method, as a 404 says a deployment lacks the model.
+        // NOT_FOUND. Unless it names a model or a deployment: the route
+        // lacks what every call to it asks for (Vertex AI's "Publisher
+        // model ... was not found"), `not_found` as a REST 404 says it,
+        // and another route may have it. UNIMPLEMENTED is the route's:
+        // this server lacks the method.
+        5 if message.is_some_and(names_a_model) => Verdict::Fixed(Class::Permanent, Code::NotFound),
         5 | 6 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
         12 => Verdict::Fixed(Class::Permanent, Code::NotFound),
         // PERMISSION_DENIED is this call's authorization (this caller,
