@@ -974,6 +974,52 @@ fn a_ladder_over_a_fallback_counts_its_calls_once() {
     assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "output")]), 50);
 }
 
+/// The same ladder over a fallback, its caller gone while the fallback's
+/// route was called: one call in flight, one cancelled attempt. The ladder
+/// counts the call it was waiting for; the fallback, sent the request by
+/// a ladder, leaves it to it (both counted it).
+#[test]
+fn a_ladder_over_a_fallback_counts_a_dropped_call_once() {
+    use seawall::core::recording::ReplayBody;
+    use seawall::core::{Code, Failure, RouteId};
+    use seawall::fallback::FallbackLayer;
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use tower::Layer;
+    type Inner = http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>;
+    let snapshotter = recorded(async {
+        let primary = tower::service_fn(|_: Inner| async {
+            Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(Failure::new(
+                Code::ProviderUnavailable,
+            )))
+        });
+        let (called, spare_called) = tokio::sync::oneshot::channel::<()>();
+        let called = std::sync::Arc::new(std::sync::Mutex::new(Some(called)));
+        let spare = tower::service_fn(move |_: Inner| {
+            if let Some(called) = called.lock().unwrap().take() {
+                let _ = called.send(());
+            }
+            std::future::pending::<Result<http::Response<Full<Bytes>>, tower::BoxError>>()
+        });
+        let fallback = FallbackLayer::new(spare)
+            .route(RouteId::new("spare"))
+            .layer(primary);
+        let service =
+            RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).layer(fallback);
+        tokio::select! {
+            result = service.oneshot(prim_request()) => {
+                panic!("the spare never answers: {:?}", result.err())
+            }
+            _ = spare_called => {}
+        }
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
+        1,
+        "{snapshot:?}"
+    );
+}
+
 /// A breaker's refusal while the only route cools down after another
 /// request's rate limit, waited out by the ladder, called no one: no
 /// upstream attempt, and the call after the wait is no retry. The

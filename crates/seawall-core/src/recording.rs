@@ -448,6 +448,14 @@ pub fn clone_head<B>(request: &http::Request<B>, body: B) -> http::Request<B> {
     copy
 }
 
+/// The mark a retry ladder puts on each request it sends: a ladder below
+/// runs nested (see the retry crate's `allow_nested`), and a fallback
+/// below leaves a call its caller dropped to the ladder above, which
+/// counts the attempt it was waiting for (counted by both, one dropped
+/// call was two cancelled attempts).
+#[derive(Debug, Clone, Copy)]
+pub struct OuterLadder;
+
 /// A copy of a request's head, taken before the request is sent, to make
 /// the requests of later attempts from (a retry ladder's, a fallback
 /// route's), with the body handle they replay.

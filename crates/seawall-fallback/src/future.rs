@@ -37,6 +37,10 @@ pub(crate) struct Plan<S, F, R, B> {
     /// The primary's request asks for work the provider bills
     /// ([`billable`](seawall_core::billable)).
     pub(crate) bills: bool,
+    /// A retry ladder above sent the request
+    /// ([`OuterLadder`](seawall_core::recording::OuterLadder)): a call its
+    /// caller dropped is the ladder's to count.
+    pub(crate) ladder_above: bool,
 }
 
 pin_project! {
@@ -153,6 +157,8 @@ struct Walk {
     moves: u64,
     /// The span of the move in flight.
     span: tracing::Span,
+    /// See [`Plan::ladder_above`].
+    ladder_above: bool,
 }
 
 /// What to do next. Returned and consumed at once, never stored: boxing
@@ -405,6 +411,7 @@ impl Walk {
             waits: 0,
             moves: 0,
             span: tracing::Span::none(),
+            ladder_above: plan.ladder_above,
         });
         walk.visit(Target::Primary, from, failure, shared);
         let step = walk.next_step(error, plan, kept);
@@ -776,12 +783,14 @@ impl Walk {
     /// Dropped with a call in flight (the caller's own timeout, a client
     /// gone), as a ladder is: the call was sent. A route's attempt, which
     /// no ladder of its own counts, is counted `cancelled` here; the
-    /// primary's ladder counts its own. A caller that stops waiting broke
-    /// nothing: the move's span says `cancelled` without an error status.
+    /// primary's ladder counts its own, and a ladder above this layer the
+    /// call it was waiting for (this one). A caller that stops waiting
+    /// broke nothing: the move's span says `cancelled` without an error
+    /// status.
     #[cold]
     fn cancelled(&self, target: Target, route: &RouteId) {
         #[cfg(feature = "metrics")]
-        if target != Target::Primary {
+        if target != Target::Primary && !self.ladder_above {
             seawall_core::record::attempt(route, Some(Code::Cancelled));
         }
         #[cfg(not(feature = "metrics"))]

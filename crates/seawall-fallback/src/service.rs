@@ -159,6 +159,10 @@ where
         // attempt recorded here for a route without a ladder is billed
         // only then (a token count, a `GET`, answered 2xx, is free).
         let bills = seawall_core::billable(request.method(), request.uri().path());
+        let ladder_above = request
+            .extensions()
+            .get::<seawall_core::recording::OuterLadder>()
+            .is_some();
         let (mut parts, body) = request.into_parts();
         let mut body = ReplayBody::recorded(body, settings.max_replay_bytes);
         // The recording tells both routes what the body asked for.
@@ -186,6 +190,7 @@ where
             shared: Arc::clone(&self.shared),
             request: kept,
             bills,
+            ladder_above,
         };
         ResponseFuture::primary(self.primary.call(request), primary_route, plan)
     }

@@ -6,8 +6,7 @@ use seawall_core::recording::{HeadCopy, ReplayBody};
 
 /// Marks a request as owned by a ladder, so an inner ladder does not retry
 /// it again.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OuterLadder;
+pub(crate) use seawall_core::recording::OuterLadder;
 
 /// The first request's head and a replay handle of its body; each request
 /// made from it is marked as this ladder's.
