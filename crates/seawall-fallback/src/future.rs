@@ -794,7 +794,7 @@ impl Walk {
             seawall_core::record::attempt(route, Some(Code::Cancelled));
         }
         #[cfg(not(feature = "metrics"))]
-        let _ = (target, route);
+        let _ = (target, route, self.ladder_above);
         self.span.record("error.type", Code::Cancelled.as_str());
     }
 }
