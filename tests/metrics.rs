@@ -928,32 +928,57 @@ fn nested_ladders_count_each_failed_call_once() {
     assert_eq!(counter(&snapshot, RETRIES_TOTAL, &[]), 3);
 }
 
+/// What a ladder sends down under a fallback: the ladder's replay of the
+/// fallback's.
+type UnderLadderAndFallback = http::Request<
+    seawall::core::recording::ReplayBody<seawall::core::recording::ReplayBody<Full<Bytes>>>,
+>;
+
+/// A ladder (two attempts, no wait) over a fallback whose primary fails
+/// at once with `provider_unavailable` and whose one route, named
+/// `spare`, is the service `spare`; neither has a ladder of its own.
+fn ladder_over_fallback<S>(
+    spare: S,
+) -> impl tower::Service<
+    http::Request<Full<Bytes>>,
+    Response = http::Response<Full<Bytes>>,
+    Error = tower::BoxError,
+>
+where
+    S: tower::Service<
+            UnderLadderAndFallback,
+            Response = http::Response<Full<Bytes>>,
+            Error = tower::BoxError,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    use seawall::core::{Code, Failure, RouteId};
+    use seawall::fallback::FallbackLayer;
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use tower::Layer;
+    let primary = tower::service_fn(|_: UnderLadderAndFallback| async {
+        Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(Failure::new(
+            Code::ProviderUnavailable,
+        )))
+    });
+    let fallback = FallbackLayer::new(spare)
+        .route(RouteId::new("spare"))
+        .layer(primary);
+    RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).layer(fallback)
+}
+
 /// A ladder over a fallback whose routes have no ladder of their own: the
 /// fallback counted the primary's failure and the spare's answer (and
 /// its tokens), and handed its receipt up; the ladder counts them no more.
 #[test]
 fn a_ladder_over_a_fallback_counts_its_calls_once() {
-    use seawall::core::recording::ReplayBody;
-    use seawall::core::{Code, Failure, RouteId};
-    use seawall::fallback::FallbackLayer;
-    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
-    use tower::Layer;
-    type Inner = http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>;
     let snapshotter = recorded(async {
-        let primary = tower::service_fn(|_: Inner| async {
-            Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(Failure::new(
-                Code::ProviderUnavailable,
-            )))
-        });
-        let spare = tower::service_fn(|_: Inner| async {
+        let spare = tower::service_fn(|_: UnderLadderAndFallback| async {
             Ok::<_, tower::BoxError>(answer_with_usage_read(100, 50))
         });
-        let fallback = FallbackLayer::new(spare)
-            .route(RouteId::new("spare"))
-            .layer(primary);
-        let service =
-            RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).layer(fallback);
-        let response = service
+        let response = ladder_over_fallback(spare)
             .oneshot(prim_request())
             .await
             .expect("the spare answers");
@@ -980,33 +1005,17 @@ fn a_ladder_over_a_fallback_counts_its_calls_once() {
 /// a ladder, leaves it to it (both counted it).
 #[test]
 fn a_ladder_over_a_fallback_counts_a_dropped_call_once() {
-    use seawall::core::recording::ReplayBody;
-    use seawall::core::{Code, Failure, RouteId};
-    use seawall::fallback::FallbackLayer;
-    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
-    use tower::Layer;
-    type Inner = http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>;
     let snapshotter = recorded(async {
-        let primary = tower::service_fn(|_: Inner| async {
-            Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(Failure::new(
-                Code::ProviderUnavailable,
-            )))
-        });
         let (called, spare_called) = tokio::sync::oneshot::channel::<()>();
         let called = std::sync::Arc::new(std::sync::Mutex::new(Some(called)));
-        let spare = tower::service_fn(move |_: Inner| {
+        let spare = tower::service_fn(move |_: UnderLadderAndFallback| {
             if let Some(called) = called.lock().unwrap().take() {
                 let _ = called.send(());
             }
             std::future::pending::<Result<http::Response<Full<Bytes>>, tower::BoxError>>()
         });
-        let fallback = FallbackLayer::new(spare)
-            .route(RouteId::new("spare"))
-            .layer(primary);
-        let service =
-            RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).layer(fallback);
         tokio::select! {
-            result = service.oneshot(prim_request()) => {
+            result = ladder_over_fallback(spare).oneshot(prim_request()) => {
                 panic!("the spare never answers: {:?}", result.err())
             }
             _ = spare_called => {}
