@@ -185,11 +185,38 @@ fn the_model_is_recorded_when_a_later_attempt_sent_the_body() {
     );
 }
 
+/// A chat request for `gpt-x` through the ladder alone (`attempts`, no
+/// wait, no budget limit) over `client`.
+async fn chat_through_a_ladder<S, B>(
+    client: S,
+    attempts: u32,
+) -> Result<http::Response<B>, tower::BoxError>
+where
+    S: tower::Service<
+            http::Request<seawall::core::recording::ReplayBody<http_body_util::Full<bytes::Bytes>>>,
+            Response = http::Response<B>,
+        > + Clone
+        + Send
+        + 'static,
+    S::Error: Into<tower::BoxError>,
+    S::Future: Send,
+{
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    let service = tower::Layer::layer(
+        &RetryBudgetLayer::new(RetryPolicy::no_wait(attempts), Budget::unlimited()),
+        client,
+    );
+    let request = common::post_json(
+        "http://api.example/v1/chat/completions",
+        r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    service.oneshot(request).await
+}
+
 /// The ladder alone over a service whose error no classifier named: the
 /// attempt and the operation failed, `unknown`, and their spans say so.
 #[test]
 fn an_unclassified_error_fails_both_spans() {
-    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
     let spans = spans_of(async {
         let client = tower::service_fn(
             |_: http::Request<
@@ -199,15 +226,7 @@ fn an_unclassified_error_fails_both_spans() {
                 Err::<http::Response<http_body_util::Full<bytes::Bytes>>, _>(refused)
             },
         );
-        let service = tower::Layer::layer(
-            &RetryBudgetLayer::new(RetryPolicy::no_wait(3), Budget::unlimited()),
-            client,
-        );
-        let request = common::post_json(
-            "http://api.example/v1/chat/completions",
-            r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
-        );
-        assert!(service.oneshot(request).await.is_err());
+        assert!(chat_through_a_ladder(client, 3).await.is_err());
     });
     let op = operation(&spans);
     let attempt = spans
@@ -240,7 +259,6 @@ fn the_operation_span_sums_its_billed_attempts_usage() {
     use http_body_util::Full;
     use seawall::core::recording::ReplayBody;
     use seawall::core::{Code, Evidence, Failure, Usage};
-    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
     let spans = spans_of(async {
         let calls = Arc::new(AtomicU32::new(0));
         let client = tower::service_fn(move |_: http::Request<ReplayBody<Full<Bytes>>>| {
@@ -260,15 +278,9 @@ fn the_operation_span_sums_its_billed_attempts_usage() {
                 Ok(response)
             }
         });
-        let service = tower::Layer::layer(
-            &RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()),
-            client,
-        );
-        let request = common::post_json(
-            "http://api.example/v1/chat/completions",
-            r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}"#,
-        );
-        service.oneshot(request).await.expect("the retry answers");
+        chat_through_a_ladder(client, 2)
+            .await
+            .expect("the retry answers");
     });
     let usage = |span: &Captured| {
         (
