@@ -28,6 +28,23 @@ pub trait Classifier {
         None
     }
 
+    /// [`classify_response`](Self::classify_response), told what the
+    /// request was ([`RequestFacts`]): the layer calls this one. One client
+    /// may call more than one wire (Gemini and Claude on one Vertex AI
+    /// host, a gateway serving OpenAI's and Anthropic's side by side), and
+    /// an error's body is in the wire its path names. By default the
+    /// facts are not read.
+    fn classify_response_for(
+        &self,
+        parts: &Parts,
+        body: &[u8],
+        cx: ErrorContext,
+        facts: &RequestFacts,
+    ) -> Option<Failure> {
+        let _ = facts;
+        self.classify_response(parts, body, cx)
+    }
+
     /// Looks at the head of a 2xx response. Called on every success, so it
     /// must be cheap: a header lookup or two. `cx` says what the request
     /// asked for and the quota wall.
@@ -169,6 +186,18 @@ impl<R: Classifier, C: Classifier> Classifier for WithRules<R, C> {
         self.rules
             .classify_response(parts, body, cx)
             .or_else(|| self.defaults.classify_response(parts, body, cx))
+    }
+
+    fn classify_response_for(
+        &self,
+        parts: &Parts,
+        body: &[u8],
+        cx: ErrorContext,
+        facts: &RequestFacts,
+    ) -> Option<Failure> {
+        self.rules
+            .classify_response_for(parts, body, cx, facts)
+            .or_else(|| self.defaults.classify_response_for(parts, body, cx, facts))
     }
 
     fn inspect_success(&self, parts: &Parts, cx: &SuccessContext<'_>) -> Inspection {

@@ -277,7 +277,9 @@ where
                         }
                         // What came by then is judged, the status first.
                     }
-                    return Poll::Ready(Err(reading.error_failure(classifier, &settings, started)));
+                    return Poll::Ready(Err(
+                        reading.error_failure(classifier, &settings, started, this.facts)
+                    ));
                 }
                 State::CheckingSuccess(mut reading) => {
                     let read = match reading.poll_success_body(
@@ -552,6 +554,7 @@ where
         classifier: &C,
         settings: &Settings,
         started: Instant,
+        facts: &RequestFacts,
     ) -> BoxError {
         // A status in the trailers of a non-2xx gRPC answer is the call's:
         // tonic (`infer_grpc_status`) reads the trailers' `grpc-status`
@@ -580,7 +583,7 @@ where
             None => self.buffer.as_slice(),
         };
         let failure = classifier
-            .classify_response(&self.parts, body, cx)
+            .classify_response_for(&self.parts, body, cx, facts)
             .unwrap_or_else(|| classify_error(Provider::Http, body, cx));
         let failure = match unread {
             Some(unread) => {

@@ -115,6 +115,25 @@ impl Classifier for ProviderClassifier {
         Some(grpc.unwrap_or_else(|| classify_error(self.provider(), body, cx)))
     }
 
+    /// An error's body is read in the wire the request's path names, as a
+    /// 2xx answer's is ([`answer_provider`](Self::answer_provider)): Claude
+    /// on Vertex AI (`…/publishers/anthropic/models/{m}:rawPredict`) says
+    /// "prompt is too long" in Anthropic's shape under a Gemini layer, and
+    /// read by Gemini's and OpenAI's tables it was a `bad_request`, never
+    /// the `context_too_long` a larger-context route takes.
+    fn classify_response_for(
+        &self,
+        parts: &Parts,
+        body: &[u8],
+        cx: ErrorContext,
+        facts: &RequestFacts,
+    ) -> Option<Failure> {
+        match self.wire {
+            Wire::Grpc => self.classify_response(parts, body, cx),
+            Wire::Http(_) => Some(classify_error(self.answer_provider(facts), body, cx)),
+        }
+    }
+
     /// A provider's 2xx answer is read when it is JSON, and — on a
     /// generation endpoint, where every 2xx must be an answer, and on one
     /// whose every 2xx is JSON ([`RequestFacts::answers_json`]) — when it

@@ -649,3 +649,59 @@ async fn generic_http() {
     let ok = through(&layer, response(200, &[JSON], r#"{"choices":[]}"#)).await;
     assert!(ok.is_ok());
 }
+
+/// `response`, answered to a `POST` of a JSON body to `path` on Vertex AI.
+async fn answered_at<C>(
+    layer: &ClassifyLayer<C>,
+    path: &str,
+    response: http::Response<common::Chunks>,
+) -> tower::BoxError
+where
+    C: seawall_classify::Classifier + Clone,
+{
+    use tower::{Layer, ServiceExt};
+    let mut response = Some(response);
+    let inner = tower::service_fn(move |_: http::Request<()>| {
+        let response = response.take().expect("one call");
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let request = http::Request::post(format!(
+        "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/{path}"
+    ))
+    .header("content-type", "application/json")
+    .body(())
+    .unwrap();
+    layer
+        .layer(inner)
+        .oneshot(request)
+        .await
+        .map(|_| ())
+        .expect_err("an error answer")
+}
+
+/// One Vertex AI client reaches Gemini and Claude on one host. An error's
+/// body is in the wire its path names, whatever the layer's: Claude's
+/// "prompt is too long" under a Gemini layer is `context_too_long` (read
+/// in Gemini's and OpenAI's shapes it was a `bad_request`), and Gemini's
+/// per-day quota under an Anthropic layer is the quota wall it is (read
+/// in OpenAI's shape it was a retried rate limit).
+#[tokio::test]
+async fn an_error_body_is_read_in_the_wire_its_path_names() {
+    let claude = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+    let error = answered_at(
+        &ClassifyLayer::gemini(),
+        "publishers/anthropic/models/claude-x:rawPredict",
+        response(400, &[JSON], claude),
+    )
+    .await;
+    assert_eq!(found(&error).code(), Code::ContextTooLong, "{error}");
+
+    let gemini = r#"{"error":{"code":429,"message":"Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 50","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier","quotaDimensions":{"location":"global","model":"gemini-x"},"quotaValue":"50"}]}]}}"#;
+    let error = answered_at(
+        &ClassifyLayer::anthropic(),
+        "publishers/google/models/gemini-x:generateContent",
+        response(429, &[JSON], gemini),
+    )
+    .await;
+    assert_eq!(found(&error).code(), Code::QuotaExhausted, "{error}");
+}
