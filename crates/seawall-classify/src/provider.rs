@@ -116,11 +116,11 @@ impl Classifier for ProviderClassifier {
     }
 
     /// An error's body is read in the wire the request's path names, as a
-    /// 2xx answer's is ([`answer_provider`](Self::answer_provider)): Claude
-    /// on Vertex AI (`…/publishers/anthropic/models/{m}:rawPredict`) says
-    /// "prompt is too long" in Anthropic's shape under a Gemini layer, and
-    /// read by Gemini's and OpenAI's tables it was a `bad_request`, never
-    /// the `context_too_long` a larger-context route takes.
+    /// 2xx answer's is (else in the layer's; a plain HTTP layer keeps its
+    /// own): Claude on Vertex AI (`…/publishers/anthropic/models/{m}:rawPredict`)
+    /// says "prompt is too long" in Anthropic's shape under a Gemini layer,
+    /// and read by Gemini's and OpenAI's tables it was a `bad_request`,
+    /// never the `context_too_long` a larger-context route takes.
     fn classify_response_for(
         &self,
         parts: &Parts,
