@@ -370,9 +370,8 @@ fn a_fallback_routes_attempt_and_tokens_are_recorded() {
     let snapshotter = recorded(async {
         let stack = common::short_stack();
         let classify = ClassifyLayer::openai();
-        let walled = tower::service_fn(
-            |_: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| async {
-                let response = http::Response::builder()
+        let walled = tower::service_fn(|_: TwiceRecorded| async {
+            let response = http::Response::builder()
                     .status(429)
                     .header("content-type", "application/json")
                     .header("retry-after", "48489")
@@ -380,9 +379,8 @@ fn a_fallback_routes_attempt_and_tokens_are_recorded() {
                         br#"{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}"#,
                     )))
                     .unwrap();
-                Ok::<_, Infallible>(response)
-            },
-        );
+            Ok::<_, Infallible>(response)
+        });
         let spare = tower::service_fn(|_: http::Request<ReplayBody<Full<Bytes>>>| async {
             Ok::<_, Infallible>(answer_with_usage(16, 5))
         });
@@ -447,19 +445,16 @@ where
     S::Future: Send,
 {
     use seawall::core::RouteId;
-    use seawall::core::recording::ReplayBody;
     use seawall::fallback::{FallbackLayer, FallbackRoute};
     let stack = common::short_stack();
     let classify = ClassifyLayer::openai();
-    let unavailable = tower::service_fn(
-        |_: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| async {
-            let response = http::Response::builder()
-                .status(503)
-                .body(Full::new(Bytes::new()))
-                .unwrap();
-            Ok::<_, std::convert::Infallible>(response)
-        },
-    );
+    let unavailable = tower::service_fn(|_: TwiceRecorded| async {
+        let response = http::Response::builder()
+            .status(503)
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        Ok::<_, std::convert::Infallible>(response)
+    });
     let fallback = FallbackLayer::chain([
         FallbackRoute::new(stack.attempt(&classify, spare)).route(RouteId::new("spare"))
     ]);
@@ -595,18 +590,16 @@ fn the_primary_called_again_after_a_wait_is_no_fallback() {
             .retry_policy(RetryPolicy::no_wait(3).max_retry_after(Duration::from_secs(1)));
         let classify = ClassifyLayer::openai();
         let calls = std::sync::Arc::new(AtomicU32::new(0));
-        let primary = tower::service_fn(
-            move |_: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| {
-                let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
-                async move {
-                    Ok::<_, Infallible>(if first {
-                        limited("2")
-                    } else {
-                        answer_with_usage(7, 3)
-                    })
-                }
-            },
-        );
+        let primary = tower::service_fn(move |_: TwiceRecorded| {
+            let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                Ok::<_, Infallible>(if first {
+                    limited("2")
+                } else {
+                    answer_with_usage(7, 3)
+                })
+            }
+        });
         let spare = tower::service_fn(|_: http::Request<ReplayBody<Full<Bytes>>>| async {
             Ok::<_, Infallible>(limited("60"))
         });
@@ -833,6 +826,13 @@ fn answer_with_usage_read(input: u64, output: u64) -> http::Response<Full<Bytes>
     response
 }
 
+/// What reaches the service under two layers that record the request for
+/// a replay (two nested ladders, a ladder over a fallback): a replay of a
+/// replay.
+type TwiceRecorded = http::Request<
+    seawall::core::recording::ReplayBody<seawall::core::recording::ReplayBody<Full<Bytes>>>,
+>;
+
 /// Two ladders, the inner allowed to retry under the outer, of two
 /// attempts each, over `upstream`.
 fn nested_ladders<S>(
@@ -844,11 +844,7 @@ fn nested_ladders<S>(
 >
 where
     S: tower::Service<
-            http::Request<
-                seawall::core::recording::ReplayBody<
-                    seawall::core::recording::ReplayBody<Full<Bytes>>,
-                >,
-            >,
+            TwiceRecorded,
             Response = http::Response<Full<Bytes>>,
             Error = tower::BoxError,
         > + Clone,
@@ -928,12 +924,6 @@ fn nested_ladders_count_each_failed_call_once() {
     assert_eq!(counter(&snapshot, RETRIES_TOTAL, &[]), 3);
 }
 
-/// What a ladder sends down under a fallback: the ladder's replay of the
-/// fallback's.
-type UnderLadderAndFallback = http::Request<
-    seawall::core::recording::ReplayBody<seawall::core::recording::ReplayBody<Full<Bytes>>>,
->;
-
 /// A ladder (two attempts, no wait) over a fallback whose primary fails
 /// at once with `provider_unavailable` and whose one route, named
 /// `spare`, is the service `spare`; neither has a ladder of its own.
@@ -946,7 +936,7 @@ fn ladder_over_fallback<S>(
 >
 where
     S: tower::Service<
-            UnderLadderAndFallback,
+            TwiceRecorded,
             Response = http::Response<Full<Bytes>>,
             Error = tower::BoxError,
         > + Clone
@@ -958,7 +948,7 @@ where
     use seawall::fallback::FallbackLayer;
     use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
     use tower::Layer;
-    let primary = tower::service_fn(|_: UnderLadderAndFallback| async {
+    let primary = tower::service_fn(|_: TwiceRecorded| async {
         Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(Failure::new(
             Code::ProviderUnavailable,
         )))
@@ -975,7 +965,7 @@ where
 #[test]
 fn a_ladder_over_a_fallback_counts_its_calls_once() {
     let snapshotter = recorded(async {
-        let spare = tower::service_fn(|_: UnderLadderAndFallback| async {
+        let spare = tower::service_fn(|_: TwiceRecorded| async {
             Ok::<_, tower::BoxError>(answer_with_usage_read(100, 50))
         });
         let response = ladder_over_fallback(spare)
@@ -1008,7 +998,7 @@ fn a_ladder_over_a_fallback_counts_a_dropped_call_once() {
     let snapshotter = recorded(async {
         let (called, spare_called) = tokio::sync::oneshot::channel::<()>();
         let called = std::sync::Arc::new(std::sync::Mutex::new(Some(called)));
-        let spare = tower::service_fn(move |_: UnderLadderAndFallback| {
+        let spare = tower::service_fn(move |_: TwiceRecorded| {
             if let Some(called) = called.lock().unwrap().take() {
                 let _ = called.send(());
             }
