@@ -11,7 +11,8 @@
 //! - whether a stream was asked for — from the head at once (`Accept:
 //!   text/event-stream`, Gemini's `:streamGenerateContent`), and from the
 //!   body's `"stream"` member once the body has been sent;
-//! - the model, from the body's `"model"` member (or Gemini's path);
+//! - the model: the one the path names (Gemini's, Claude's on Vertex AI,
+//!   an Azure OpenAI deployment), else the body's `"model"` member;
 //! - whether any other success of the endpoint is one JSON body
 //!   ([`answers_json`](crate::provider::answers_json): embeddings,
 //!   moderations, token counts).
@@ -47,9 +48,11 @@ pub struct RequestFacts {
     /// Filled by the body recording when the body ends; the attempts'
     /// progress is counted there too.
     body: Option<Arc<OperationSlots>>,
-    /// The model named before the body is read: Gemini's path, or the
-    /// caller's own word ([`RequestFacts::with_model`]).
-    head_model: Option<Arc<str>>,
+    /// The caller's own word on the model ([`RequestFacts::with_model`]).
+    told_model: Option<Arc<str>>,
+    /// The model the path names ([`path_model`]): read again from each
+    /// head the operation is sent to, never carried to another.
+    path_model: Option<Arc<str>>,
     /// The request asks for the rest of an answer the caller already holds
     /// part of ([`RequestFacts::continuing`]).
     continues: bool,
@@ -155,7 +158,8 @@ impl BodyFacts {
 impl RequestFacts {
     /// The facts the head of `request` gives: the provider from the path,
     /// streaming from `Accept` and Gemini's path. Allocates only for a
-    /// model the path names (Gemini's).
+    /// model the path names (Gemini's, Claude's on Vertex AI, an Azure
+    /// OpenAI deployment).
     pub fn from_head<B>(request: &http::Request<B>) -> Self {
         RequestFacts::of_head(request.method(), request.uri(), request.headers())
     }
@@ -180,21 +184,13 @@ impl RequestFacts {
         } else {
             None
         };
-        // Gemini names the model in the path, its last segment before the
-        // verb: `/models/{model}:verb`, `/tunedModels/{model}:verb`, Vertex
-        // AI's `/endpoints/{id}:verb`.
-        let head_model = (provider == Some(Provider::Gemini))
-            .then(|| path.rsplit_once(':'))
-            .flatten()
-            .and_then(|(before, _)| before.rsplit_once('/'))
-            .map(|(_, model)| model)
-            .filter(|model| !model.is_empty())
-            .map(Arc::from);
+        let path_model = provider.and_then(|provider| path_model(provider, path).map(Arc::from));
         RequestFacts {
             provider,
             head_stream,
             body: None,
-            head_model,
+            told_model: None,
+            path_model,
             continues: false,
             json_array: provider == Some(Provider::Gemini) && asks_json_array(uri),
             json_answer: crate::provider::answers_json(method, path),
@@ -219,7 +215,7 @@ impl RequestFacts {
     /// knows it, or a gateway that parsed the body itself): spans are then
     /// named after it from their start.
     pub fn with_model(mut self, model: impl Into<Arc<str>>) -> Self {
-        self.head_model = Some(model.into());
+        self.told_model = Some(model.into());
         self
     }
 
@@ -263,15 +259,16 @@ impl RequestFacts {
         self.continues
     }
 
-    /// The model named before the body was read, if any.
+    /// The model named before the body was read, if any: the caller's
+    /// ([`with_model`](Self::with_model)), else the path's.
     pub fn head_model(&self) -> Option<&str> {
-        self.head_model.as_deref()
+        self.told_model.as_deref().or(self.path_model.as_deref())
     }
 
     /// These facts for `request`, the same operation sent to another
     /// endpoint (a fallback route's rewrite, another provider's request
     /// built for it): what the head says (the provider, streaming, the
-    /// model Gemini's path names, its JSON-array stream) is read from the
+    /// model the path names, Gemini's JSON-array stream) is read from the
     /// new head; what the body said, the operation's slots and a
     /// continuation are kept. A layer that moves a request to another
     /// endpoint calls it: read against the old head, an Anthropic answer
@@ -288,16 +285,16 @@ impl RequestFacts {
         let mut head = RequestFacts::from_head(request);
         head.head_stream = head.head_stream.or(self.head_stream);
         // The same provider's endpoint elsewhere: the model the caller
-        // named still holds, unless the new head names one.
-        let head_model = head.head_model.clone().or_else(|| {
-            (head.provider == self.provider)
-                .then(|| self.head_model.clone())
-                .flatten()
-        });
+        // named still holds. The old path's model does not: an Azure
+        // deployment's name is no model of the OpenAI route a fallback
+        // moved the operation to.
+        let told_model = (head.provider == self.provider)
+            .then(|| self.told_model.clone())
+            .flatten();
         RequestFacts {
             body: self.body.clone(),
             continues: self.continues,
-            head_model,
+            told_model,
             ..head
         }
     }
@@ -378,7 +375,7 @@ impl RequestFacts {
     /// The model: named before the body was read, else the one the body
     /// names once it has been read.
     pub fn model(&self) -> Option<&str> {
-        if let Some(model) = &self.head_model {
+        if let Some(model) = self.head_model() {
             return Some(model);
         }
         self.body.as_ref()?.get()?.model.as_ref()?.as_str()
@@ -386,6 +383,39 @@ impl RequestFacts {
 }
 
 /// `Accept` lists `text/event-stream` (parameters and case ignored).
+/// The model `path` names for a generation of `provider`, the one that
+/// serves it whatever the body says:
+/// - Gemini's, the last segment before the verb: `/models/{model}:verb`,
+///   `/tunedModels/{model}:verb`, Vertex AI's `/endpoints/{id}:verb`;
+/// - Claude's on Vertex AI, the same way (`…/publishers/anthropic/models/
+///   {model}:streamRawPredict`), whose body names no model;
+/// - an Azure OpenAI deployment's name (`/openai/deployments/{name}/…`):
+///   Azure serves the deployment's model and does not read the body's
+///   `model`, which the body often leaves out. The deployment's name is
+///   the user's alias of a model, the one name Azure answers to.
+fn path_model(provider: Provider, path: &str) -> Option<&str> {
+    let model = match provider {
+        Provider::Gemini => verb_subject(path),
+        Provider::Anthropic => path
+            .strip_suffix(":rawPredict")
+            .or_else(|| path.strip_suffix(":streamRawPredict"))?
+            .rsplit_once('/')
+            .map(|(_, model)| model),
+        Provider::OpenAi | Provider::OpenAiResponses => {
+            let (_, after) = path.split_once("/deployments/")?;
+            after.split_once('/').map(|(name, _)| name)
+        }
+        Provider::Http => None,
+    }?;
+    (!model.is_empty()).then_some(model)
+}
+
+/// The last segment of `…/{subject}:verb`.
+fn verb_subject(path: &str) -> Option<&str> {
+    let (before, _verb) = path.rsplit_once(':')?;
+    Some(before.rsplit_once('/')?.1)
+}
+
 fn accepts_event_stream(headers: &http::HeaderMap) -> bool {
     headers.get_all(http::header::ACCEPT).iter().any(|value| {
         value.as_bytes().split(|&b| b == b',').any(|item| {
@@ -435,6 +465,17 @@ mod tests {
         assert_eq!(gemini.model(), Some("gemini-x"));
         assert_eq!(gemini.stream_requested(), Some(true));
         assert!(gemini.asks_json_array());
+        // A path's model is that path's: an Azure deployment's name is no
+        // model of the OpenAI endpoint the operation moved to.
+        let azure = RequestFacts::from_head(&request(
+            "/openai/deployments/prod-east/chat/completions",
+            None,
+        ))
+        .with_slots(slot.clone());
+        assert_eq!(azure.model(), Some("prod-east"));
+        let moved = azure.moved_to(&request("/v1/chat/completions", None));
+        assert_eq!(moved.head_model(), None);
+        assert_eq!(moved.model(), Some("gpt-x"), "the body's");
     }
 
     /// A Gemini request streams by its path alone; moved to an endpoint
@@ -631,7 +672,7 @@ mod tests {
     }
 
     #[test]
-    fn gemini_names_its_model_in_the_path() {
+    fn the_path_names_the_model_where_the_provider_puts_it_there() {
         let facts = RequestFacts::from_head(&request(
             "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
             None,
@@ -649,9 +690,35 @@ mod tests {
                 "/v1/projects/p/locations/us-central1/endpoints/1234:generateContent",
                 "1234",
             ),
+            // Claude on Vertex AI: its body names no model.
+            (
+                "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:streamRawPredict",
+                "claude-sonnet-4@20250514",
+            ),
+            (
+                "/v1/projects/p/locations/global/publishers/anthropic/models/claude-x:rawPredict",
+                "claude-x",
+            ),
+            // An Azure OpenAI deployment, whatever the body says.
+            (
+                "/openai/deployments/prod-east/chat/completions",
+                "prod-east",
+            ),
+            ("/openai/deployments/legacy/completions", "legacy"),
         ] {
             let facts = RequestFacts::from_head(&request(path, None));
             assert_eq!(facts.head_model(), Some(model), "{path}");
+        }
+        // Paths of these providers that name no model.
+        for path in [
+            "/v1/messages",
+            "/v1/chat/completions",
+            "/openai/deployments//chat/completions",
+            "/openai/v1/responses",
+        ] {
+            let facts = RequestFacts::from_head(&request(path, None));
+            assert!(facts.provider().is_some(), "{path}");
+            assert_eq!(facts.head_model(), None, "{path}");
         }
         let told =
             RequestFacts::from_head(&request("/v1/chat/completions", None)).with_model("gpt-x");

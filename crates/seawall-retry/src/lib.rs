@@ -65,10 +65,10 @@
 //!
 //! | span | field | value |
 //! |---|---|---|
-//! | both | `otel.name` | `"chat gpt-4o"` when the model is known as the span starts (Gemini's path, `RequestFacts::with_model`; a retry's attempt, its body sent before), else `"chat"` (`generate_content` for Gemini) |
+//! | both | `otel.name` | `"chat gpt-4o"` when the model is known as the span starts (a path that names it: Gemini's, Claude's on Vertex AI, an Azure OpenAI deployment; `RequestFacts::with_model`; a retry's attempt, its body sent before), else `"chat"` (`generate_content` for Gemini) |
 //! | `attempt` | `otel.name` | recorded as `"chat gpt-4o"` once the body was sent: an OpenTelemetry span's name is fixed when it starts (for an exporter, when something first asked for its context: a child span, the `traceparent` feature), and an attempt's has not by then. The operation's started with its first attempt, its child: it keeps its first name |
 //! | both | `otel.kind` | `client` |
-//! | both | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts); the model once the body naming it was sent |
+//! | both | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts); the model the path names, else the body's once sent |
 //! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's; a stream's when its body ends (below); the usage of a billed answer that failed (refused, filtered, empty) too. On the operation's span the ladder records the operation's usage, the sum over its billed attempts so far ([`Receipt::usage`](seawall_core::Receipt::usage)), and each attempt's span its own; a streamed answer's usage is recorded when its body ends, its own on the attempt's span and, with the earlier billed attempts' added, on the operation's |
 //! | both | `gen_ai.provider.name` | by the wire and the route's host ([`Provider::genai_name`](seawall_core::provider::Provider::genai_name)): `openai`, `anthropic`, `gcp.gemini`, `gcp.vertex_ai`, `azure.ai.openai`, … |
 //! | both | `server.address`, `server.port` | the route's host and port (a route named `host:port`), else its name and no port |
