@@ -134,10 +134,12 @@ async fn openai_length_and_filter_are_delivered_but_not_success_and_a_refusal_fa
 }
 
 /// Compatible servers end a streamed refusal without a `finish_reason`,
-/// with `[DONE]` or just EOF: still a refusal (escalate), never an empty
-/// answer to retry.
+/// with `[DONE]` or just EOF, and a refusal may be cut short (`length`)
+/// or ended by any other reason: still a refusal (escalate), as the unary
+/// check reads it, never a truncated answer delivered nor an empty or
+/// aborted one to retry.
 #[tokio::test]
-async fn an_openai_refusal_without_a_finish_reason_is_still_a_refusal() {
+async fn an_openai_refusal_is_a_refusal_however_it_ends() {
     let f = fixture!("openai/refusal.sse");
     let events: Vec<&str> = f.split_inclusive("\n\n").collect();
     let finish = events
@@ -151,7 +153,13 @@ async fn an_openai_refusal_without_a_finish_reason_is_still_a_refusal() {
         .collect();
     let at_eof: String = events[..finish].concat();
     assert!(with_done.ends_with(DONE) && !at_eof.contains("[DONE]"));
-    for stream in [with_done, at_eof] {
+    let ended_otherwise = ["length", "content_filter", "error", "a_new_reason"].map(|reason| {
+        f.replace(
+            "\"finish_reason\":\"stop\"",
+            &format!("\"finish_reason\":\"{reason}\""),
+        )
+    });
+    for stream in [with_done, at_eof].into_iter().chain(ended_otherwise) {
         for frame in [stream.len(), 1] {
             let refused = failed(run_framed(CHAT, stream.as_bytes(), frame).await);
             assert_eq!(refused.code(), Code::Refused, "{stream}");

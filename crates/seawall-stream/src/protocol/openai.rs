@@ -482,11 +482,15 @@ pub(super) fn decode<'a>(
         }
     };
     let finish = choice.finish_reason.map(|Text(reason)| {
-        let kind = match finish_kind(&reason) {
-            // A refusal message ends in `stop` or `content_filter`: either
-            // way the model declined, as the unary `message.refusal` says.
-            FinishKind::Complete | FinishKind::Filtered if *refused => FinishKind::Refused,
-            kind => kind,
+        // A refusal message ends in `stop` or `content_filter`, or is cut
+        // short (`length`): whatever ended it, the model declined, as the
+        // unary check reads `message.refusal` before the finish. Read as
+        // its finish, a refusal cut at `length` was delivered as a
+        // truncated answer, and one ended otherwise retried.
+        let kind = if *refused {
+            FinishKind::Refused
+        } else {
+            finish_kind(&reason)
         };
         Reason { kind, reason }
     });
