@@ -22,7 +22,7 @@ use serde_json::Value;
 use tower_service::Service;
 
 use crate::continuation::{
-    AnthropicStyle, OpenAiStyle, Styles, continuation_with, never_resume, spend_budget,
+    AnthropicStyle, GeminiStyle, OpenAiStyle, Styles, continuation_with, never_resume, spend_budget,
 };
 use crate::future::Pending;
 use crate::handoff::{AnsweredIn, Continuation};
@@ -521,8 +521,14 @@ where
         // styles).
         let in_place = self.protocol == Provider::OpenAi
             && self.styles.openai == OpenAiStyle::ContinueFinalMessage;
-        let prefill = self.protocol == Provider::Anthropic
-            && self.styles.anthropic == AnthropicStyle::Prefill;
+        // A model given its own turn last continues that turn: Claude
+        // its prefill, Gemini its `model` turn (asked to continue in a
+        // user turn after it, it writes a new reply instead).
+        let prefill = match self.protocol {
+            Provider::Anthropic => self.styles.anthropic == AnthropicStyle::Prefill,
+            Provider::Gemini => self.styles.gemini == GeminiStyle::ModelTurn,
+            _ => false,
+        };
         let alignment = if opens_with_act {
             Some(Alignment::Trim(0))
         } else if head.len() > self.config.max_head

@@ -83,16 +83,20 @@
 //! right-stripped, as chat templates commonly trim it, and only the
 //! whitespace it writes anew is trimmed; what looks like a repeat there is
 //! new text). Claude continuing a prefill writes
-//! what follows it too: there only a verbatim restatement of at least two
-//! words and 12 bytes is trimmed (a `0` after `[0 1 0`, a word said twice,
-//! a brace after a brace are new text), or else the trailing whitespace
-//! the prefill had to go without. A continuation that repeats
+//! what follows it too, and so does Gemini continuing the `model` turn a
+//! request ends with (its default style; asked to continue in a user turn
+//! after it, it writes a new reply): there only a verbatim restatement of
+//! at least two words and 12 bytes is trimmed (a `0` after `[0 1 0`, a
+//! word said twice, a brace after a brace, a code line printed again are
+//! new text), or else the trailing whitespace it writes anew (a prefill
+//! had to go without it). A continuation that repeats
 //! delivered text but not as its tail cannot be lined up: the body ends
 //! with the interruption, as without the layer, rather than guess. So
 //! does one that opens with the answer's own first two words and then
-//! goes another way (not under a prefill): the answer begun again in
-//! other words, which a model asked to continue (OpenAI's default style)
-//! may write, and which spliced in would show the caller two answers. Nor
+//! goes another way (not under a prefill or a `model` turn): the answer
+//! begun again in other words, which a model asked to continue (OpenAI's
+//! default style) may write, and which spliced in would show the caller
+//! two answers. Nor
 //! can a repeat of a tail that was itself repeating (a row after the
 //! same row, `ha ha`, a repeat that is two copies of one piece): the
 //! answer's own next words may be the same again, so trimming could lose

@@ -920,20 +920,22 @@ pub(crate) fn align(
     Some(Alignment::Trim(overlap))
 }
 
-/// How a continuation of an Anthropic prefill lines up. The model writes
-/// what follows the prefill, so what merely resembles the delivered tail
-/// is new text — a number in a matrix row (`[0 1 0` then ` 0]`), a word
-/// said twice, a closing brace after a closing brace — and trimming it
-/// would delete it. Two things are trimmed: a verbatim restatement of the
-/// tail of at least two words and [`PROBE_MIN`] bytes (too long to be a
-/// coincidence) unless it is [ambiguous](ambiguous), and else the
-/// whitespace the delivered text ended with, which the prefill went
-/// without (the API refuses a prefill that ends in whitespace) and the
-/// model writes anew. A head that begins the answer again (see
-/// [`restarts`]) is misaligned. `None` while the head cannot tell yet: a restatement
-/// shows only once it is whole, so a head that repeats nothing waits for
-/// `window` bytes, and one still copying delivered text waits, as
-/// [`align`] does.
+/// How a continuation of an Anthropic prefill lines up, or of a Gemini
+/// request that ends with the delivered text as its `model` turn. The
+/// model writes what follows that turn, so what merely resembles the
+/// delivered tail is new text — a number in a matrix row (`[0 1 0` then
+/// ` 0]`), a word said twice, a closing brace after a closing brace — and
+/// trimming it would delete it. Two things are trimmed: a verbatim
+/// restatement of the tail of at least two words and [`PROBE_MIN`] bytes
+/// (too long to be a coincidence) unless it is [ambiguous](ambiguous),
+/// and else the whitespace the delivered text ended with, which the
+/// model writes anew (a prefill went without it: the API refuses a
+/// prefill that ends in whitespace; after a Gemini turn that kept it, a
+/// blank more or less loses no text). A head that begins the answer
+/// again (see [`restarts`]) is misaligned. `None` while the head cannot
+/// tell yet: a restatement shows only once it is whole, so a head that
+/// repeats nothing waits for `window` bytes, and one still copying
+/// delivered text waits, as [`align`] does.
 pub(crate) fn align_prefill(
     delivered: &str,
     head: &str,
@@ -1054,10 +1056,10 @@ fn spaced_as_one(text: &str) -> (String, Vec<usize>) {
 }
 
 /// Whether the head opens as the delivered text does: the answer begun
-/// again. Under a prefill this alone is taken as no continuation: there
-/// the model writes what follows, and what follows may well say again a
-/// line or a phrase said before (a code line, a refrain), which
-/// [`restates`] would take for a restatement.
+/// again. Under a prefill (or a Gemini `model` turn) this alone is taken
+/// as no continuation: there the model writes what follows, and what
+/// follows may well say again a line or a phrase said before (a code
+/// line, a refrain), which [`restates`] would take for a restatement.
 fn restarts(delivered: &str, head: &str) -> bool {
     probe(head).is_some_and(|probe| delivered.trim_start().starts_with(probe))
 }
@@ -1068,7 +1070,8 @@ fn restarts(delivered: &str, head: &str) -> bool {
 /// "Sea walls protect coasts… They are built from"), which no repeat of
 /// the tail or of a phrase ([`restates`]) shows. Spliced in, the caller
 /// would read two answers; given up, the interruption surfaces as without
-/// the layer. Not under a prefill, where the model writes what follows.
+/// the layer. Not under a prefill (or a Gemini `model` turn), where the
+/// model writes what follows.
 fn reopens(delivered: &str, head: &str) -> bool {
     fn first_two(text: &str) -> Option<(&str, &str)> {
         let mut words = text.split_whitespace();

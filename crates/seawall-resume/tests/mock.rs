@@ -1011,7 +1011,9 @@ async fn an_abort_finish_the_caller_already_read_is_not_resumed() {
 
 /// A continuation that repeats the tail of the answer in a chunk that
 /// also calls a function: the repeated text is cut and the call kept,
-/// never dropped with the text.
+/// never dropped with the text. (Gemini continues its `model` turn in
+/// place: only a restatement of two words and 12 bytes or more is a
+/// repeat to trim there.)
 #[tokio::test]
 async fn a_call_in_a_repeated_chunk_is_kept_when_its_text_is_trimmed() {
     let gemini = |parts: &str, finish: &str| {
@@ -1025,7 +1027,7 @@ async fn a_call_in_a_repeated_chunk_is_kept_when_its_text_is_trimmed() {
         Err(cut(delivered)),
     ];
     let mut rest = gemini(
-        "[{\"text\":\" w6 w7\"},{\"functionCall\":{\"name\":\"f\",\"args\":{}}}]",
+        "[{\"text\":\" w3 w4 w5 w6 w7\"},{\"functionCall\":{\"name\":\"f\",\"args\":{}}}]",
         "",
     )
     .to_vec();
@@ -1035,7 +1037,7 @@ async fn a_call_in_a_repeated_chunk_is_kept_when_its_text_is_trimmed() {
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     let shown = String::from_utf8(spliced.shown).unwrap();
     assert!(shown.contains("functionCall"), "{shown}");
-    assert_eq!(shown.matches("w6 w7").count(), 1, "{shown}");
+    assert_eq!(shown.matches("w3 w4 w5 w6 w7").count(), 1, "{shown}");
     assert_eq!(spliced.continuations.len(), 1);
 }
 
@@ -1187,6 +1189,73 @@ fn gemini_cut_and_rest() -> (Vec<Result<Bytes, Box<Failure>>>, Bytes) {
     let mut rest = gemini_event(" w3", "").to_vec();
     rest.extend_from_slice(&gemini_event("", ",\"finishReason\":\"STOP\""));
     (first, Bytes::from(rest))
+}
+
+/// A Gemini answer streamed as `delivered` (one event each), cut, and
+/// continued by `next` (one event each) and a `STOP`, asked as the layer
+/// asks by default: the delivered text as the last, `model` turn.
+async fn continue_gemini(delivered: &[&str], next: &[&str]) -> Spliced {
+    // The text as it goes inside a JSON string.
+    let escaped = |text: &str| {
+        let quoted = serde_json::to_string(text).unwrap();
+        quoted[1..quoted.len() - 1].to_owned()
+    };
+    let mut first: Vec<_> = delivered
+        .iter()
+        .map(|text| Ok(gemini_event(&escaped(text), "")))
+        .collect();
+    first.push(Err(cut(&delivered.concat())));
+    let mut rest = Vec::new();
+    for text in next {
+        rest.extend_from_slice(&gemini_event(&escaped(text), ""));
+    }
+    rest.extend_from_slice(&gemini_event("", ",\"finishReason\":\"STOP\""));
+    let rest = Bytes::from(rest);
+    let spliced = splice_gemini(first, move |_| Ok(rest.clone())).await;
+    let last = spliced.continuations[0]["contents"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "model");
+    assert_eq!(last["parts"][0]["text"], delivered.concat());
+    spliced
+}
+
+/// Gemini continues a conversation that ends with the model's own turn
+/// in place, as Claude continues a prefill: it writes what follows the
+/// turn, so a `0` after `[0 1 0` is the next number of the row, not a
+/// repeat of the tail to trim.
+#[tokio::test]
+async fn a_gemini_model_turn_is_continued_in_place() {
+    let spliced = continue_gemini(&["[0 1", " 0"], &[" 0 1]"]).await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(
+        text_in(seawall_stream::Provider::Gemini, &spliced.shown),
+        "[0 1 0 0 1]"
+    );
+    assert_eq!(spliced.report.resumes[0].trimmed_chars, 0);
+}
+
+/// What follows a Gemini `model` turn may well open with a line the
+/// answer already holds (code printing a value again): new text, spliced
+/// in, not a restatement to give the answer up for.
+#[tokio::test]
+async fn a_line_said_again_after_a_gemini_model_turn_is_spliced() {
+    let delivered = [
+        "fn main() {\n    let mut total = 1;\n",
+        "    println!(\"{total}\");\n    total += 1;\n",
+    ];
+    let next = ["    println!(\"{total}\");\n", "}\n"];
+    let spliced = continue_gemini(&delivered, &next).await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(spliced.report.gave_up, None);
+    assert!(spliced.report.resumes[0].spliced);
+    assert_eq!(
+        text_in(seawall_stream::Provider::Gemini, &spliced.shown),
+        [delivered.concat(), next.concat()].concat()
+    );
 }
 
 /// Newer Gemini models refuse a request whose contents end with a `model`
