@@ -136,6 +136,11 @@ impl BreakerLayer {
     /// retry ladder above bounds the wait for its retries by its own time,
     /// and by its `max_retry_after` (then a `timeout` that fails over).
     ///
+    /// Once ready, an instance stays ready until it is called, as tower's
+    /// `poll_ready` contract asks: if the route opens in between (another
+    /// clone's failure), that call is refused, and the next `poll_ready`
+    /// waits.
+    ///
     /// `poll_ready` cannot know the next request's route: the gate is the
     /// route this instance called last. So it is for a service with one
     /// route per instance (a balancer's endpoint). Over a service that

@@ -31,6 +31,12 @@ pub struct Breaker<S> {
     shared: Arc<Shared>,
     last: Option<Arc<RouteBreaker>>,
     gate: Option<Pin<Box<Sleep>>>,
+    /// `poll_ready` said ready and no call has been made since: the gate
+    /// stays open until one is. tower's contract: once ready, repeated
+    /// `poll_ready` calls stay ready until a request is dispatched, even
+    /// if the route opened meanwhile (another clone's failure); that call
+    /// is then refused, as without the gate.
+    readied: bool,
 }
 
 impl<S> Breaker<S> {
@@ -40,6 +46,7 @@ impl<S> Breaker<S> {
             shared,
             last: None,
             gate: None,
+            readied: false,
         }
     }
 
@@ -106,6 +113,7 @@ impl<S: Clone> Clone for Breaker<S> {
             shared: Arc::clone(&self.shared),
             last: self.last.clone(),
             gate: None,
+            readied: false,
         }
     }
 }
@@ -131,6 +139,7 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         if self.shared.gate_readiness
+            && !self.readied
             && let Some(wait) = self.gated_for()
         {
             let until = Instant::now() + wait;
@@ -147,12 +156,16 @@ where
                 return Poll::Pending;
             }
         }
-        self.inner
+        let ready = self
+            .inner
             .poll_ready(cx)
-            .map_err(|error| BreakerError::Inner(error.into()))
+            .map_err(|error| BreakerError::Inner(error.into()));
+        self.readied = matches!(ready, Poll::Ready(Ok(())));
+        ready
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        self.readied = false;
         self.find_breaker(&request);
         // Borrowed, not cloned: only an admitted call takes a reference
         // (its permit's), so a refusal touches no reference count but the

@@ -467,6 +467,35 @@ async fn readiness_gating_waits_for_the_probe_time() {
     assert!(futures_poll(&mut ready).is_some());
 }
 
+/// Once ready, a gated service stays ready until it is called (tower's
+/// `poll_ready` contract), though another clone's failure opened the route
+/// meanwhile: the call is then refused, and only the next readiness waits.
+#[tokio::test(start_paused = true)]
+async fn a_gated_service_once_ready_stays_ready_until_called() {
+    let (mut service, _, _) = build(consecutive(1).gate_readiness(true));
+    service.ready().await.unwrap();
+    service
+        .call(request(Plan::Ok))
+        .await
+        .expect("the route's first call");
+    service.ready().await.unwrap();
+    let mut other = service.clone();
+    other.ready().await.unwrap();
+    other
+        .call(request(Plan::Fail(Failure::new(Code::Overloaded))))
+        .await
+        .unwrap_err();
+    let mut ready = Box::pin(async { service.ready().await.map(|_| ()) });
+    assert!(
+        futures_poll(&mut ready).is_some(),
+        "still ready: no call since it said so"
+    );
+    let refused = service.call(request(Plan::Ok)).await.unwrap_err();
+    assert!(format!("{refused}").contains("open"), "{refused}");
+    let mut ready = Box::pin(async { service.ready().await.map(|_| ()) });
+    assert!(futures_poll(&mut ready).is_none(), "called: gated again");
+}
+
 /// A route cooling down after a rate limit refuses every call until its
 /// hint is over: with gating, the service is not ready until then. After a
 /// quota wall the cooldown is as permanent as the wall: ready, and the
