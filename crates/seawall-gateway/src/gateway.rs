@@ -692,7 +692,7 @@ impl Gateway {
             Ok(request) => request,
             Err(err) => {
                 tracker.end(End::Failed, Some(Code::BadRequest.as_str()));
-                let message = inner.redactor.scrub(&format!("seawall: {err}"));
+                let message = inner.redactor.scrub(&format!("seawall: {err}"), false);
                 return WireError::gateway(StatusCode::BAD_REQUEST, Code::BadRequest, message)
                     .response(wire);
             }

@@ -14,13 +14,13 @@ use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
 use memchr::memchr2;
 use seawall::core::provider::openai_responses::last_sequence_number;
-use seawall::core::{BoxError, Code, Failure};
+use seawall::core::{BoxError, Code, Failure, MESSAGE_EXCERPT_BYTES};
 use seawall_internal::json::DONE_MARKER;
 use seawall_internal::millis;
 
 use crate::config::Endpoint;
 use crate::cut::Cut;
-use crate::secret::Redactor;
+use crate::secret::{Redactor, may_end_at_cut};
 use crate::upstream::UpstreamBody;
 use crate::wire_error::WireError;
 
@@ -179,13 +179,19 @@ impl Drop for Tracker {
 }
 
 /// The message a client sees for a failure: seawall's description, with
-/// any secret the gateway holds scrubbed out.
+/// any secret the gateway holds scrubbed out. The provider's message, an
+/// excerpt, ends a failure's description, so a secret it echoed may end
+/// it cut.
 pub(crate) fn describe(failure: Option<&Failure>, err: &BoxError, redactor: &Redactor) -> String {
-    let text = match failure {
-        Some(failure) => format!("seawall: {failure}"),
-        None => format!("seawall: {err}"),
-    };
-    redactor.scrub(&text)
+    match failure {
+        Some(failure) => {
+            let cut = failure
+                .message()
+                .is_some_and(|message| may_end_at_cut(message, MESSAGE_EXCERPT_BYTES));
+            redactor.scrub(&format!("seawall: {failure}"), cut)
+        }
+        None => redactor.scrub(&format!("seawall: {err}"), false),
+    }
 }
 
 // An event stream's frames leave in batches. hyper's client hands a body

@@ -1,5 +1,16 @@
 //! Keys and tokens: never printed, compared in constant time, scrubbed
 //! from any upstream text the gateway passes on.
+//!
+//! What the scrub guarantees: no route key and not the gateway's token,
+//! whole or in part, reaches the client in the upstream text it is given
+//! (a provider's message, type, code or param, in an error's JSON or a
+//! stream's final error event). The text arrives cut: seawall keeps an
+//! excerpt of a provider's message and words, and a secret the provider
+//! echoed may straddle the cut, its start ending the excerpt. So a whole
+//! copy anywhere is replaced, and so is a secret's start that ends the
+//! text: any start, down to one byte, where the text may end at a cut;
+//! one of at least [`MIN_START_LEN`] bytes elsewhere (a cut made before
+//! seawall read the text).
 
 use std::fmt;
 use std::sync::Arc;
@@ -45,6 +56,18 @@ impl fmt::Display for Secret {
 /// The shortest secret the redactor scrubs.
 pub(crate) const MIN_SECRET_LEN: usize = 8;
 
+/// The shortest start of a secret scrubbed from the end of text that was
+/// not cut there: a shorter one (`sk-`) is every key's and says nothing,
+/// and would scrub ordinary words.
+pub(crate) const MIN_START_LEN: usize = 4;
+
+/// Whether `text`, an excerpt of at most `bound` bytes, may end at a cut:
+/// [`excerpt`](seawall::core::excerpt) backs off to a character boundary,
+/// at most 3 bytes short of its bound.
+pub(crate) fn may_end_at_cut(text: &str, bound: usize) -> bool {
+    text.len().saturating_add(3) >= bound
+}
+
 /// Every secret the gateway holds, to scrub from text it passes on (an
 /// upstream error message may echo a key).
 #[derive(Debug, Clone, Default)]
@@ -59,12 +82,35 @@ impl Redactor {
         }
     }
 
-    pub(crate) fn scrub(&self, text: &str) -> String {
+    /// `text` with every whole copy of a secret replaced by `[redacted]`,
+    /// and a secret's start that ends it: any start when `cut` (the text
+    /// may end at a cut, [`may_end_at_cut`]), one of at least
+    /// [`MIN_START_LEN`] bytes otherwise.
+    pub(crate) fn scrub(&self, text: &str, cut: bool) -> String {
         let mut text = text.to_owned();
         for secret in &self.0 {
             if text.contains(secret.expose()) {
                 text = text.replace(secret.expose(), "[redacted]");
             }
+        }
+        let shortest = if cut { 1 } else { MIN_START_LEN };
+        // The longest start ending the text, of any secret: two secrets'
+        // starts may both end it (`…sk-route` ends in a token's `te`).
+        let start = self
+            .0
+            .iter()
+            .filter_map(|secret| {
+                let secret = secret.expose().as_bytes();
+                (shortest..secret.len())
+                    .rev()
+                    .find(|&n| text.as_bytes().ends_with(&secret[..n]))
+            })
+            .max();
+        if let Some(n) = start {
+            // The text's byte where the start begins equals a secret's
+            // first, never a UTF-8 continuation byte: a character boundary.
+            text.truncate(text.len() - n);
+            text.push_str("[redacted]");
         }
         text
     }
@@ -85,8 +131,37 @@ mod tests {
         let mut redactor = Redactor::default();
         redactor.push(&secret);
         assert_eq!(
-            redactor.scrub("bad key sk-very-secret-value given"),
+            redactor.scrub("bad key sk-very-secret-value given", false),
             "bad key [redacted] given"
         );
+    }
+
+    /// A secret's start that ends the text is scrubbed: down to one byte
+    /// where the text may end at a cut, from four bytes elsewhere; a start
+    /// inside the text is a word.
+    #[test]
+    fn a_secrets_start_ending_the_text_hides() {
+        let mut redactor = Redactor::default();
+        redactor.push(&Secret::new("te-other-secret".into()));
+        redactor.push(&Secret::new("sk-very-secret-value".into()));
+        redactor.push(&Secret::new("éa-third-secret".into()));
+        for (text, cut, shown) in [
+            ("key sk-very-secret-val", false, "key [redacted]"),
+            ("key sk-v", false, "key [redacted]"),
+            ("key sk-", false, "key sk-"),
+            ("key sk-", true, "key [redacted]"),
+            ("keys", true, "key[redacted]"),
+            ("key sk-very-secret-value", true, "key [redacted]"),
+            ("sk-very is not it", false, "sk-very is not it"),
+            ("café", true, "caf[redacted]"),
+            ("key éa-th", false, "key [redacted]"),
+            // `t` starts the first secret, `sk-very-secret` the second.
+            ("key sk-very-secret", true, "key [redacted]"),
+            ("", true, ""),
+        ] {
+            assert_eq!(redactor.scrub(text, cut), shown, "{text:?} {cut}");
+        }
+        assert!(may_end_at_cut(&"x".repeat(509), 512));
+        assert!(!may_end_at_cut(&"x".repeat(508), 512));
     }
 }

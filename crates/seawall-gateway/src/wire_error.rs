@@ -13,7 +13,7 @@ fn quote(text: &str) -> String {
 }
 
 use crate::config::{Endpoint, Wire};
-use crate::secret::Redactor;
+use crate::secret::{Redactor, may_end_at_cut};
 
 /// The header naming the seawall code of a failure.
 pub const CODE_HEADER: &str = "x-seawall-code";
@@ -85,10 +85,11 @@ impl WireError {
         redactor: &Redactor,
     ) -> WireError {
         let word = |word: &str| {
-            redactor.scrub(seawall::core::excerpt(
-                word,
-                seawall::core::PROVIDER_WORD_BYTES,
-            ))
+            let bound = seawall::core::PROVIDER_WORD_BYTES;
+            redactor.scrub(
+                seawall::core::excerpt(word, bound),
+                may_end_at_cut(word, bound),
+            )
         };
         self.provider_type = failure.provider_type().map(word);
         self.provider_code = failure.provider_code().map(word);

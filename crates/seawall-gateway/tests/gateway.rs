@@ -441,6 +441,32 @@ async fn a_provider_error_event_is_replaced_however_it_comes() {
     }
 }
 
+/// The provider's error event echoing a route key where seawall cuts its
+/// message (512 bytes) shows no part of the key in seawall's final event.
+#[tokio::test]
+async fn a_key_echoed_across_a_cut_in_an_error_event_shows_no_part_of_itself() {
+    let key = common::env("KEY_MAIN").unwrap();
+    // seawall's message names the provider's error before its text: every
+    // place of the key about the cut.
+    for pad in 460..=511 {
+        let mut steps = streamed_head_and_tokens(Some("text/event-stream"), "\n");
+        let event = format!(
+            r#"data: {{"error":{{"message":"{} {key} was revoked","type":"server_error","param":null,"code":null}}}}"#,
+            "x".repeat(pad)
+        );
+        steps.push(chunk(&format!("{event}\n\n")));
+        let (_gateway, status, out, end) = streamed_through(steps).await;
+        assert_eq!(end, BodyEnd::Failed);
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!(status, 200, "{text}");
+        let last = data_lines(&out).pop().unwrap();
+        let event: serde_json::Value = serde_json::from_str(&last).unwrap();
+        let message = event["error"]["message"].as_str().unwrap();
+        assert!(message.contains("xxx"), "{text}");
+        shows_no_part_of(&key, &text, &[message]);
+    }
+}
+
 /// A provider refusing a route's own key answers 401: that is the
 /// gateway's credential failing, so the client gets a 502 (code `auth`),
 /// not a 401 that would send it to check the token the gateway accepted.
@@ -473,6 +499,54 @@ async fn a_refused_key_is_the_clients_401_only_when_it_was_the_clients() {
         } else {
             assert_eq!(status, 401, "{text}");
             assert_eq!(header(&headers, "www-authenticate"), "Bearer");
+        }
+    }
+}
+
+/// A route key the provider echoes where seawall cuts its text (a message
+/// kept to 512 bytes, a code to 64) shows no part of itself: the cut
+/// leaves the key's start ending the excerpt, and that is scrubbed too.
+#[tokio::test]
+async fn a_key_echoed_across_a_cut_shows_no_part_of_itself() {
+    let key = common::env("KEY_MAIN").unwrap();
+    // Every place of the key about the cuts.
+    for pad in 480..=511 {
+        let refusal = format!(
+            r#"{{"error":{{"message":"{} {key}","type":"invalid_request_error","param":null,"code":"{} {key}"}}}}"#,
+            "x".repeat(pad),
+            "y".repeat(pad - 450),
+        );
+        let answer = format!(
+            "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{refusal}",
+            refusal.len()
+        );
+        let upstream = raw_upstream(vec![Step::Write(answer.into_bytes())]).await;
+        let gateway = Running::start(config_over(Wire::OpenAi, &upstream)).await;
+        let (status, _, body) = send(
+            &client(),
+            post(&gateway.url("/v1/chat/completions"), OPENAI_UNARY, &[]),
+        )
+        .await;
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status, 502, "{text}");
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains("xxx"), "{text}");
+        let code = error["error"]["provider_code"].as_str().unwrap();
+        assert!(code.contains("yyy"), "{text}");
+        shows_no_part_of(&key, &text, &[message, code]);
+    }
+}
+
+/// `text` holds no start of `secret` of 4 bytes or more, and none of
+/// `cut`, pieces of it that end where seawall cut them, ends in a start
+/// however short.
+fn shows_no_part_of(secret: &str, text: &str, cut: &[&str]) {
+    for n in 1..=secret.len() {
+        let start = &secret[..n];
+        assert!(n < 4 || !text.contains(start), "{start:?} shown: {text}");
+        for piece in cut {
+            assert!(!piece.ends_with(start), "{start:?} ends {piece:?}");
         }
     }
 }
