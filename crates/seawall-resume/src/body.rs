@@ -35,7 +35,7 @@ use crate::splice::{
     classify_with, ends_at_boundary, last_boundary, last_boundary_since, names_a_response,
     response_id, rewrite, split_events,
 };
-use crate::translate::{Speaker, can_translate};
+use crate::translate::{Envelope, Speaker, can_translate};
 
 pub(crate) const TARGET: &str = "seawall::resume";
 
@@ -100,7 +100,8 @@ enum Segment {
         held: usize,
     },
     /// A continuation whose events are rewritten to read as the rest of the
-    /// original stream (Anthropic block index, Responses numbering).
+    /// original stream (Anthropic block index, Responses numbering, the
+    /// OpenAI chat or Gemini envelope).
     Fixing,
     /// A continuation answered in another wire format, lined up: its text
     /// said again as the caller's format's text deltas.
@@ -1162,6 +1163,16 @@ where
         // A retrieved stream numbers its events itself; the tail stays for
         // the next retrieval's cursor.
         if !self.retrieving {
+            // OpenAI chat and Gemini events each say the answer's id (and
+            // creation time, model): a continuation's say the original's,
+            // as text said from another format does. Learned once, at the
+            // first resume: only events after a seam are rewritten.
+            if self.fix.is_none() {
+                let envelope = Envelope::of(self.provider, self.first.as_ref());
+                if !envelope.is_empty() {
+                    self.fix = Some(Fix::under(envelope));
+                }
+            }
             let stored = self.stores_responses();
             match self.tail.take() {
                 Some(tail) => {

@@ -59,8 +59,14 @@
 //! continuation is marked ([`RequestFacts::continuing`](seawall_core::RequestFacts::continuing))
 //! so the guard below delivers such a finish instead of retrying it as an
 //! empty answer — and passes content events as the provider sent them, except
-//! what must read as the rest of the original stream: an Anthropic
-//! continuation's content block index becomes the original text block's,
+//! what must read as the rest of the original stream: an OpenAI chat
+//! continuation's chunks take the original's envelope (`id`, `object`,
+//! `created`, `model`, `system_fingerprint`, `service_tier`) and a Gemini
+//! continuation's the original's `modelVersion` and `responseId`, so one
+//! answer has one id whichever route answered (openai-node's
+//! `ChatCompletionStream` takes the last chunk's id for the answer's); an
+//! Anthropic continuation's content block index becomes the original text
+//! block's,
 //! and a Responses API continuation takes the original's `item_id`,
 //! `output_index`, `content_index` and the next `sequence_number`s; a
 //! block or item the continuation adds after its text (a tool call) keeps
@@ -321,8 +327,9 @@
 //! reference-count move, no copy, no allocation per frame), after one
 //! check that it ends an event. Per response it boxes its state once and
 //! keeps the request's recording (`Bytes` handles) and, for OpenAI chat
-//! and Gemini, a handle on the first frame (the envelope a continuation
-//! answered in another format is said in).
+//! and Gemini, a handle on the first frame (the envelope a continuation's
+//! events are said under). Only events after a seam are read and
+//! rewritten.
 //!
 //! tracing: debug events on target `seawall::resume`, and one span per
 //! resume (`resume`, target `seawall::resume`, level info), a child of the

@@ -16,6 +16,8 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use crate::translate::Envelope;
+
 /// True when `data` ends exactly at the end of an event (a blank line):
 /// the common frame, passed on whole.
 #[inline]
@@ -251,7 +253,8 @@ fn trim_logprobs(json: &mut Value, keep: &str) -> bool {
 
 /// What a continuation's events must say to read as the rest of the
 /// original stream: Anthropic's content block index, the Responses API's
-/// sequence numbers and item. Read from the last events the caller saw.
+/// sequence numbers and item, read from the last events the caller saw;
+/// OpenAI chat's and Gemini's [`Envelope`], read from the first.
 ///
 /// A continuation numbers its blocks (items) from its own: the one it
 /// continues is the original's, and any after it (a tool call once the
@@ -288,6 +291,9 @@ pub(crate) struct Fix {
     /// response takes (Responses, when the provider stores neither: a
     /// stored continuation keeps its own, the one to chain from).
     response_id: Option<String>,
+    /// The original's envelope (OpenAI chat, Gemini), which every event
+    /// of a continuation takes; those formats number nothing else.
+    envelope: Envelope,
 }
 
 /// Where the continued text is: its block index (Anthropic), or its item
@@ -340,6 +346,15 @@ fn shifted(theirs: u64, base: Option<u64>, ours: u64) -> u64 {
 }
 
 impl Fix {
+    /// The fix of an OpenAI chat or Gemini stream: its continuations'
+    /// events take the original's `envelope`.
+    pub(crate) fn under(envelope: Envelope) -> Self {
+        Fix {
+            envelope,
+            ..Fix::default()
+        }
+    }
+
     /// Learns from `frame` (complete events the caller was shown), keeping
     /// what it knew for fields the frame does not carry; the next events
     /// applied are a new continuation's.
@@ -483,6 +498,11 @@ impl Fix {
     /// array of zeros beside a text delta) cost 16 to 32 times its bytes,
     /// for every such event.
     pub(crate) fn apply(&mut self, event: &[u8], delivered: &str) -> Option<Bytes> {
+        if !self.envelope.is_empty() {
+            return with_event(event, |name, data| {
+                write_members(name, data, &self.envelope.changes(data)?)
+            });
+        }
         with_event(event, |name, data| {
             let json = numbered(data)?;
             // The continuation's first event shown is its first content:
@@ -771,7 +791,7 @@ pub(crate) fn whole(value: &RawValue) -> Option<Value> {
 /// (is it this number, this id?) a container answers as `null` does —
 /// no — and a container padded to the guard's cap is a tree of millions
 /// of values.
-fn scalar(value: &RawValue) -> Option<Value> {
+pub(crate) fn scalar(value: &RawValue) -> Option<Value> {
     Some(match value.get().as_bytes().first() {
         Some(b'{' | b'[') => Value::Null,
         _ => whole(value).unwrap_or(Value::Null),

@@ -17,7 +17,9 @@ use seawall_core::provider::Provider;
 use seawall_core::{FinishKind, Usage};
 use serde_json::{Map, Value, json};
 
-use crate::splice::{Fix, member, read_members, serialize, split_events, whole, with_event};
+use crate::splice::{
+    Fix, member, read_members, scalar, serialize, split_events, whole, with_event,
+};
 
 /// Whether a continuation answered in `answered` can be said to a caller
 /// reading `caller`: text in any format the guard decodes, said in any
@@ -31,6 +33,70 @@ pub(crate) fn can_translate(caller: Provider, answered: Provider) -> bool {
 /// provider's, not a plain event stream's.
 fn speaks_text(provider: Provider) -> bool {
     provider != Provider::Http
+}
+
+/// What every event of an OpenAI chat or Gemini stream says of the answer
+/// as a whole — OpenAI's id, creation time, model, fingerprint and tier,
+/// Gemini's model version and response id — as the first event the
+/// caller was shown said it. A continuation's events are said under it,
+/// whether said anew from another format ([`Speaker`]) or spliced as the
+/// caller's own format sent them ([`Fix`]): one answer, one id, whichever
+/// route answered (openai-node's `ChatCompletionStream` takes the last
+/// chunk's id for the answer's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Envelope {
+    /// The members `provider`'s events say it in.
+    keys: &'static [&'static str],
+    /// Their values in the original's first event.
+    members: Map<String, Value>,
+}
+
+impl Envelope {
+    /// The envelope of a `provider` stream whose first frame with an
+    /// event is `first`; empty for a format whose events carry none.
+    pub(crate) fn of(provider: Provider, first: Option<&Bytes>) -> Self {
+        let keys: &'static [&'static str] = match provider {
+            Provider::OpenAi => &[
+                "id",
+                "object",
+                "created",
+                "model",
+                "system_fingerprint",
+                "service_tier",
+            ],
+            Provider::Gemini => &["modelVersion", "responseId"],
+            _ => return Envelope::default(),
+        };
+        // The envelope's members alone are read into values: the first
+        // event may be padded up to the guard's cap.
+        let events = first.map(split_events).map(|(events, _)| events);
+        let members = events
+            .into_iter()
+            .flatten()
+            .find_map(|event| with_event(&event, |_, data| read_members(data, keys, whole)))
+            .unwrap_or_default();
+        Envelope { keys, members }
+    }
+
+    /// Whether there is nothing for a continuation's events to take.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The members of `data` (an event's JSON) that say another envelope,
+    /// with the original's values; `None` when none does. Only those
+    /// members are read, each as a scalar: a member that holds a padded
+    /// container is never built into a value.
+    pub(crate) fn changes(&self, data: &[u8]) -> Option<Map<String, Value>> {
+        let seen = read_members(data, self.keys, scalar)?;
+        let changes: Map<String, Value> = self
+            .members
+            .iter()
+            .filter(|(key, ours)| seen.get(key.as_str()).is_some_and(|theirs| theirs != *ours))
+            .map(|(key, ours)| (key.clone(), ours.clone()))
+            .collect();
+        (!changes.is_empty()).then_some(changes)
+    }
 }
 
 /// Says text and a finish in the caller's wire format, in the shape of
@@ -108,26 +174,7 @@ impl Speaker {
             }
             _ => None,
         };
-        let keys: &[&str] = match provider {
-            Provider::OpenAi => &[
-                "id",
-                "object",
-                "created",
-                "model",
-                "system_fingerprint",
-                "service_tier",
-            ],
-            Provider::Gemini => &["modelVersion", "responseId"],
-            _ => &[],
-        };
-        // The envelope's members alone are read into values: the first
-        // event may be padded up to the guard's cap.
-        let events = first.map(split_events).map(|(events, _)| events);
-        let mut envelope = events
-            .into_iter()
-            .flatten()
-            .find_map(|event| with_event(&event, |_, data| read_members(data, keys, whole)))
-            .unwrap_or_default();
+        let mut envelope = Envelope::of(provider, first).members;
         if provider == Provider::OpenAi && !envelope.contains_key("object") {
             envelope.insert("object".into(), json!("chat.completion.chunk"));
         }

@@ -1258,6 +1258,94 @@ async fn a_line_said_again_after_a_gemini_model_turn_is_spliced() {
     );
 }
 
+/// The JSON data of every event in `shown` that has one.
+fn json_events(shown: &[u8]) -> Vec<serde_json::Value> {
+    let mut events = Vec::new();
+    seawall_stream::sse::Scanner::default()
+        .feed(shown, |item| {
+            if let seawall_stream::sse::Item::Event(event) = item
+                && let Ok(json) = serde_json::from_slice(event.data)
+            {
+                events.push(json);
+            }
+        })
+        .unwrap();
+    events
+}
+
+/// One answer has one id: a continuation answered in the caller's own
+/// format (OpenAI chat) is spliced under the original's id, creation time
+/// and fingerprint, as one answered in another format is said under them.
+/// openai-node's `ChatCompletionStream` takes the last chunk's id for the
+/// whole answer.
+#[tokio::test]
+async fn a_chat_continuation_is_spliced_under_the_originals_id() {
+    let chunk_of = |id: &str, created: u64, delta: &str, finish: &str| {
+        Bytes::from(format!(
+            "data: {{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":\"m\",\"system_fingerprint\":\"fp-{id}\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        ))
+    };
+    let first = vec![
+        Ok(chunk_of("chatcmpl-A", 1, r#"{"role":"assistant"}"#, "null")),
+        Ok(chunk_of("chatcmpl-A", 1, r#"{"content":"w1"}"#, "null")),
+        Ok(chunk_of("chatcmpl-A", 1, r#"{"content":" w2"}"#, "null")),
+        Err(cut("w1 w2")),
+    ];
+    let mut rest = Vec::new();
+    for (delta, finish) in [
+        (r#"{"role":"assistant"}"#, "null"),
+        (r#"{"content":" w3"}"#, "null"),
+        (r#"{"content":" w4"}"#, "null"),
+        ("{}", r#""stop""#),
+    ] {
+        rest.extend_from_slice(&chunk_of("chatcmpl-B", 2, delta, finish));
+    }
+    rest.extend_from_slice(b"data: [DONE]\n\n");
+    let rest = Bytes::from(rest);
+    let spliced = splice_openai(ResumeLayer::new(), first, move |_| Ok(rest.clone())).await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(text_of(&spliced.shown), "w1 w2 w3 w4");
+    let chunks = json_events(&spliced.shown);
+    assert_eq!(chunks.len(), 6, "the role chunk, four deltas, the finish");
+    for chunk in &chunks {
+        assert_eq!(chunk["id"], "chatcmpl-A", "{chunk}");
+        assert_eq!(chunk["created"], 1, "{chunk}");
+        assert_eq!(chunk["system_fingerprint"], "fp-chatcmpl-A", "{chunk}");
+    }
+    assert!(spliced.shown.ends_with(b"data: [DONE]\n\n"));
+}
+
+/// A Gemini continuation answered by Gemini is spliced under the
+/// original's `responseId`, as one answered in another format is said
+/// under it.
+#[tokio::test]
+async fn a_gemini_continuation_is_spliced_under_the_originals_response_id() {
+    let event = |id: &str, text: &str, finish: &str| {
+        Bytes::from(format!(
+            "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":\"{text}\"}}],\"role\":\"model\"}}{finish},\"index\":0}}],\"modelVersion\":\"gemini-x\",\"responseId\":\"{id}\"}}\n\n"
+        ))
+    };
+    let first = vec![
+        Ok(event("r-A", "w1", "")),
+        Ok(event("r-A", " w2", "")),
+        Err(cut("w1 w2")),
+    ];
+    let mut rest = event("r-B", " w3", "").to_vec();
+    rest.extend_from_slice(&event("r-B", "", ",\"finishReason\":\"STOP\""));
+    let rest = Bytes::from(rest);
+    let spliced = splice_gemini(first, move |_| Ok(rest.clone())).await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(
+        text_in(seawall_stream::Provider::Gemini, &spliced.shown),
+        "w1 w2 w3"
+    );
+    let events = json_events(&spliced.shown);
+    assert_eq!(events.len(), 4);
+    for event in &events {
+        assert_eq!(event["responseId"], "r-A", "{event}");
+    }
+}
+
 /// Newer Gemini models refuse a request whose contents end with a `model`
 /// turn with a 400 ("Requests ending with a model turn are not supported
 /// unless the last part is a function response"): the next continuation
