@@ -278,6 +278,16 @@ struct Inner {
 /// clones it, so breakers and the retry budget are shared by all requests.
 /// Cheap to clone.
 ///
+/// # Upstream requests
+///
+/// Each route's request carries the client's body and a few of its
+/// headers (content type, `accept`, the providers' version and beta
+/// headers, never its cookies or credentials), the route's key or the
+/// client's own, and `Via: 1.1 seawall` after any `Via` the client sent:
+/// an HTTP-to-HTTP gateway names itself in each request it forwards (RFC
+/// 9110, 7.6.3). Two seawall gateways in a chain both name themselves so;
+/// neither takes that for a loop.
+///
 /// # Metrics
 ///
 /// seawall's layers record through the `metrics` facade, into the recorder

@@ -118,7 +118,10 @@ where
 /// credential header ([`CREDENTIAL_HEADERS`]) is among them: the client's
 /// key travels apart, as [`ClientCall::credential`], to keyless routes.
 /// `x-chaos-*` lets a test pick a fault on a seawall-chaos upstream.
+/// `via` is the list of intermediaries the request came through, kept
+/// for the gateway to append itself to ([`VIA`]).
 const FORWARDED: &[&str] = &[
+    "via",
     "content-type",
     "accept",
     "user-agent",
@@ -131,6 +134,12 @@ const FORWARDED: &[&str] = &[
     "x-chaos-fault",
     "x-chaos-request-id",
 ];
+
+/// The gateway's entry in an upstream request's `Via`: an HTTP-to-HTTP
+/// gateway names itself in each request it forwards (RFC 9110, 7.6.3),
+/// after the client's own list. A pseudonym, not a host name; two chained
+/// gateways both write it, so it cannot tell a loop and refuses none.
+const VIA: HeaderValue = HeaderValue::from_static("1.1 seawall");
 
 /// What the client sent, kept so each route builds its own request from it.
 #[derive(Debug)]
@@ -248,6 +257,8 @@ impl Target {
         let mut request = http::Request::post(uri).body(Full::new(body))?;
         let headers = request.headers_mut();
         headers.extend(call.headers.clone());
+        // A field line of its own after the client's: the same list.
+        headers.append(http::header::VIA, VIA);
         if self.key.is_some() {
             // They name the account behind the client's own key, not the
             // route's.

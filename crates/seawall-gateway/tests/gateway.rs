@@ -660,9 +660,12 @@ async fn a_fallback_route_spends_its_own_account_not_the_primarys() {
     assert_eq!(spare.journal().len(), 1, "the rejected route is skipped");
 }
 
+/// A chat completion, as an OpenAI upstream answers one.
+const OPENAI_ANSWER: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}"#;
+
 /// An upstream answering in `script` order (status and body; the last
 /// one for every call after), one request per connection; it keeps the
-/// request line of each call. The `n`th answer names itself `req_n` in
+/// head of each call (its request line first). The `n`th answer names itself `req_n` in
 /// OpenAI's `x-request-id` and Anthropic's `request-id`. A body that opens
 /// with `data:` or `event:` is labelled an event stream, any other JSON.
 async fn scripted_upstream(
@@ -680,7 +683,7 @@ async fn scripted_upstream(
             };
             let call = {
                 let mut seen = seen.lock().unwrap();
-                seen.push(request.head.lines().next().unwrap_or("").to_owned());
+                seen.push(request.head);
                 seen.len() - 1
             };
             let (status, body) = script[call.min(script.len() - 1)];
@@ -820,8 +823,7 @@ async fn a_stream_failed_before_content_keeps_the_request_id() {
 /// it was dropped).
 #[tokio::test]
 async fn paths_without_v1_and_queries_are_served() {
-    let answer = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}"#;
-    let (base, calls) = scripted_upstream(vec![(200, answer)]).await;
+    let (base, calls) = scripted_upstream(vec![(200, OPENAI_ANSWER)]).await;
     let gateway = Running::start(config_at(Wire::OpenAi, &[("main", base)])).await;
     let (status, _, got) = send(
         &client(),
@@ -846,13 +848,47 @@ async fn paths_without_v1_and_queries_are_served() {
     .await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&got));
     assert_eq!(
-        calls.lock().unwrap().clone(),
+        request_lines(&calls),
         ["POST /v1/chat/completions HTTP/1.1"]
     );
     assert_eq!(
-        anthropic_calls.lock().unwrap().clone(),
+        request_lines(&anthropic_calls),
         ["POST /v1/messages?beta=true HTTP/1.1"]
     );
+}
+
+/// The request lines of the calls a [`scripted_upstream`] kept.
+fn request_lines(calls: &std::sync::Mutex<Vec<String>>) -> Vec<String> {
+    let calls = calls.lock().unwrap();
+    let line = |head: &String| head.lines().next().unwrap_or("").to_owned();
+    calls.iter().map(line).collect()
+}
+
+/// The gateway names itself in each request it sends upstream, after the
+/// intermediaries the client's request came through (RFC 9110, 7.6.3: an
+/// HTTP-to-HTTP gateway must).
+#[tokio::test]
+async fn the_upstream_request_says_it_came_via_the_gateway() {
+    for (sent, seen) in [
+        (None, "1.1 seawall"),
+        (Some("1.0 corp-proxy"), "1.0 corp-proxy, 1.1 seawall"),
+    ] {
+        let (base, calls) = scripted_upstream(vec![(200, OPENAI_ANSWER)]).await;
+        let gateway = Running::start(config_at(Wire::OpenAi, &[("main", base)])).await;
+        let via: Vec<_> = sent.map(|via| ("via", via)).into_iter().collect();
+        let url = gateway.url("/v1/chat/completions");
+        let (status, _, got) = send(&client(), post(&url, OPENAI_UNARY, &via)).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&got));
+        let head = calls.lock().unwrap().concat();
+        // Field lines of one name are one list, in order.
+        let list: Vec<_> = head
+            .lines()
+            .filter_map(|line| line.split_once(':'))
+            .filter(|(name, _)| name.eq_ignore_ascii_case("via"))
+            .map(|(_, value)| value.trim())
+            .collect();
+        assert_eq!(list.join(", "), seen, "{head}");
+    }
 }
 
 /// An app whose base URL is the gateway keeps its other calls on the same
@@ -888,9 +924,8 @@ async fn embeddings_and_token_counts_go_through_the_stack() {
         let (status, _, got) = send(&client(), post(&gateway.url(path), body, &[])).await;
         assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&got));
         assert_eq!(got, answer.as_bytes(), "{path}: the bytes as sent");
-        let calls = calls.lock().unwrap().clone();
         assert_eq!(
-            calls,
+            request_lines(&calls),
             vec![format!("POST {path} HTTP/1.1"); 2],
             "retried once"
         );
