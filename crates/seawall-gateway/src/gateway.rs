@@ -559,7 +559,7 @@ impl Gateway {
             .get(http::header::CONTENT_ENCODING)
             .filter(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
         {
-            return refuse(
+            let mut refused = refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 Code::BadRequest,
                 format!(
@@ -567,6 +567,13 @@ impl Gateway {
                     String::from_utf8_lossy(encoding.as_bytes())
                 ),
             );
+            // Which codings a request body may have (RFC 9110, 12.5.3 and
+            // 15.5.16): none but the identity.
+            refused.headers_mut().insert(
+                http::header::ACCEPT_ENCODING,
+                HeaderValue::from_static("identity"),
+            );
+            return refused;
         }
         let too_large =
             || format!("the request body is larger than the gateway's cap of {cap} bytes");

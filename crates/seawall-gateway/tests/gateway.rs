@@ -1801,12 +1801,15 @@ async fn a_body_that_is_not_one_clear_request_is_refused() {
     assert!(chaos.journal().is_empty(), "nothing went upstream");
     assert_eq!(gateway.gateway.stats().refused, 10);
 
-    // A compressed body is said to be one, not called "not UTF-8".
+    // A compressed body is said to be one, not called "not UTF-8", and the
+    // refusal says which codings are taken (RFC 9110, 15.5.16).
     let mut request = post(&url, "", &[("content-encoding", "gzip")]);
     *request.body_mut() = full(Bytes::from_static(b"\x1f\x8b\x08\x00compressed"));
     let (status, headers, answer) = send(&client, request).await;
     assert_eq!(status, 415);
     assert_eq!(header(&headers, "x-seawall-code"), "bad_request");
+    // What it may be instead: not encoded.
+    assert_eq!(header(&headers, "accept-encoding"), "identity");
     let error: serde_json::Value = serde_json::from_slice(&answer).unwrap();
     let message = error["error"]["message"].as_str().unwrap();
     assert!(message.contains("encoded (gzip)"), "{message}");
