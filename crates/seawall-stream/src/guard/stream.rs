@@ -896,6 +896,12 @@ impl Track {
         let content = self.delivered();
         let generation_shown = self.generation_shown();
         let underlying = underlying_code(&cause);
+        // The record names no cause for the caller's own bound (a breaker
+        // would count it against the route), but the interruption metric
+        // still says what cut the stream: the bound, `timeout`.
+        #[cfg(feature = "metrics")]
+        let counted_cause = underlying
+            .or(matches!(cause, Cause::Timeout(Gap::MaxDuration)).then_some(Code::Timeout));
         // A bound that passed with nothing read but keep-alives is the
         // silence of a route that does not generate: its evidence is that
         // of a stream that sent nothing, so the ladder fails over as it
@@ -1040,7 +1046,7 @@ impl Track {
         }
         #[cfg(feature = "metrics")]
         {
-            self.cause = underlying;
+            self.cause = counted_cause;
         }
         // Once delivered, the attempt is an answer in the receipt, its
         // usage what the stream reported (marked not whole when it did not
