@@ -401,6 +401,8 @@ impl<S, B> Ladder<S, B> {
                 span.record("gen_ai.response.finish_reasons", &*finish.reason);
             }
         }
+        self.span
+            .record("seawall.stop_reason", StopReason::Succeeded.as_str());
         self.span.record("seawall.attempts", self.attempt);
         #[cfg(feature = "metrics")]
         self.count_operation(metrics::Outcome::Success);

@@ -73,7 +73,7 @@
 //! | both | `gen_ai.provider.name` | by the wire and the route's host ([`Provider::genai_name`](seawall_core::provider::Provider::genai_name)): `openai`, `anthropic`, `gcp.gemini`, `gcp.vertex_ai`, `azure.ai.openai`, … |
 //! | both | `server.address`, `server.port` | the route's host and port (a route named `host:port`), else its name and no port |
 //! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR`; an operation its caller dropped says `cancelled` (on the attempt in flight too) with no error status |
-//! | `operation` | `seawall.attempts`, `seawall.stop_reason` | |
+//! | `operation` | `seawall.attempts`, `seawall.stop_reason` | the [`StopReason`](seawall_core::StopReason)'s name, `succeeded` on success; none for an operation its caller dropped (its `error.type` says `cancelled`) |
 //! | `attempt` | `seawall.attempt`, `seawall.delay_ms`, `seawall.action`, `seawall.retry_after_ms` | |
 //!
 //! A streamed answer's finish, usage and an interruption after content
