@@ -278,8 +278,13 @@ impl Call {
                 None => {
                     state.error = Some(error.to_string());
                     // The attempts made before an error of another kind
-                    // were made, and billed, all the same.
-                    state.receipt = Receipt::of_error(error).cloned();
+                    // were made, and billed, all the same. One with no
+                    // receipt of its own (a body error after the answer,
+                    // from a stack that did not classify it) keeps the
+                    // head's: the answered attempt stays on the record.
+                    if let Some(receipt) = Receipt::of_error(error) {
+                        state.receipt = Some(receipt.clone());
+                    }
                 }
             }
         }

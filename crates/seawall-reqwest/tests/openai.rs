@@ -531,3 +531,35 @@ async fn an_unclassified_error_keeps_its_receipt_in_the_outcome() {
     let receipt = outcome.receipt().expect("the attempts made before");
     assert_eq!(receipt.billed_attempts(), 1, "{receipt:?}");
 }
+
+/// A body error after the answer, with no seawall failure in it (a reset
+/// in a 2xx body the classifier passes unread, or a stack without one),
+/// keeps the receipt of the answer's head: the attempt was made, and
+/// billed.
+#[tokio::test]
+async fn a_body_error_without_a_receipt_keeps_the_answers() {
+    use seawall::core::{Attempt, Receipt, RouteId};
+    use seawall_test::body::Chunks;
+    let service = tower::service_fn(|_request: http::Request<reqwest::Body>| async {
+        let body = Chunks::new([r#"{"id":"c1","#]).then_error(std::io::ErrorKind::ConnectionReset);
+        let mut response = http::Response::new(body);
+        let mut receipt = Receipt::default();
+        receipt.push(Attempt::answered(
+            RouteId::new("main"),
+            Duration::ZERO,
+            &response,
+        ));
+        response.extensions_mut().insert(receipt);
+        Ok::<_, seawall::core::BoxError>(response)
+    });
+    let client = Client::build(common::reqwest_client(), config("http://127.0.0.1:9"))
+        .with_http_service(OpenAiService::new(service));
+    let (failed, outcome) =
+        seawall_reqwest::scope(async { client.chat().create(request()).await.is_err() }).await;
+    assert!(failed);
+    assert!(outcome.error().is_some(), "{outcome:?}");
+    assert!(outcome.failure().is_none(), "{outcome:?}");
+    let receipt = outcome.receipt().expect("the answer's receipt");
+    assert_eq!(outcome.attempts(), 1, "{receipt:?}");
+    assert_eq!(receipt.billed_attempts(), 1, "{receipt:?}");
+}
