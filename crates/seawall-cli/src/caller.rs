@@ -14,6 +14,8 @@
 //! Memory is bounded: a stream's text is counted and handed on as it
 //! arrives (kept only on request), a unary body is read up to a cap.
 
+use std::ops::ControlFlow;
+
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
@@ -96,7 +98,7 @@ pub async fn read_stream<B>(
     body: B,
     provider: Provider,
     stop_after: Option<u64>,
-    on_text: impl FnMut(&str),
+    mut on_text: impl FnMut(&str),
 ) -> Delivery
 where
     B: Body<Data = Bytes>,
@@ -106,10 +108,20 @@ where
         stop_after,
         keep_text: true,
     };
-    read_stream_with(prefix, body, provider, reading, on_text).await
+    read_stream_with(prefix, body, provider, reading, |text| {
+        on_text(text);
+        ControlFlow::Continue(())
+    })
+    .await
 }
 
 /// Reads an event stream as [`read_stream`] does, as `reading` says.
+///
+/// `on_text` may stop the read: on [`ControlFlow::Break`] (the text could
+/// not be handed on, say its reader has gone) the body is dropped at once,
+/// which cancels the call rather than paying for a generation nobody
+/// reads; the delivery is [`cancelled`](Delivery::cancelled) and that
+/// text is not counted as shown.
 ///
 /// The caller's scanner and decoder only extract text. An in-stream error
 /// event is not the caller's to judge (the stream guard turns it into the
@@ -123,7 +135,7 @@ pub async fn read_stream_with<B>(
     body: B,
     provider: Provider,
     reading: Reading,
-    mut on_text: impl FnMut(&str),
+    mut on_text: impl FnMut(&str) -> ControlFlow<()>,
 ) -> Delivery
 where
     B: Body<Data = Bytes>,
@@ -136,18 +148,21 @@ where
     // Why the caller stopped extracting text, if it did.
     let mut stopped: Option<String> = None;
     let mut feed = |frame: &[u8], delivery: &mut Delivery, stopped: &mut Option<String>| {
-        if stopped.is_some() {
+        if stopped.is_some() || delivery.cancelled {
             return;
         }
         let scanned = scanner.feed(frame, |item| {
-            if stopped.is_some() {
+            if stopped.is_some() || delivery.cancelled {
                 return;
             }
             match decoder.decode(item) {
                 Signal::Content { text, finish, .. } => {
                     delivery.content_events += 1;
                     if let Some(text) = text {
-                        on_text(&text);
+                        if on_text(&text).is_break() {
+                            delivery.cancelled = true;
+                            return;
+                        }
                         delivery.chars += text.chars().count() as u64;
                         if reading.keep_text {
                             delivery.text.push_str(&text);
@@ -180,6 +195,9 @@ where
     }
     let mut drained = 0usize;
     loop {
+        if delivery.cancelled {
+            break;
+        }
         if stopped.is_none()
             && reading
                 .stop_after
@@ -507,7 +525,10 @@ mod tests {
             Full::new(Bytes::from(body)),
             Provider::OpenAi,
             reading,
-            |t| seen.push_str(t),
+            |t| {
+                seen.push_str(t);
+                ControlFlow::Continue(())
+            },
         )
         .await;
         assert_eq!(seen, "wé w2");
@@ -528,7 +549,7 @@ mod tests {
             Frames::new([Ok(broken), Err(verdict)]),
             Provider::OpenAi,
             Reading::default(),
-            |_| {},
+            |_| ControlFlow::Continue(()),
         )
         .await;
         assert_eq!(code(&delivery), Some(Code::Overloaded));
@@ -538,7 +559,7 @@ mod tests {
             Frames::new([Ok(broken)]),
             Provider::OpenAi,
             Reading::default(),
-            |_| {},
+            |_| ControlFlow::Continue(()),
         )
         .await;
         assert_eq!(code(&delivery), Some(Code::StreamInterrupted));
@@ -555,7 +576,7 @@ mod tests {
             Frames::new([Ok(long)]),
             Provider::OpenAi,
             Reading::default(),
-            |_| {},
+            |_| ControlFlow::Continue(()),
         )
         .await;
         assert_eq!(code(&delivery), Some(Code::ProtocolViolation));

@@ -15,11 +15,14 @@
 //! | 2 | bad arguments (receipt code `usage`) |
 //! | 3 | interrupted after content: the receipt carries `delivered_chars` |
 //! | 4 | delivered but not complete: cut by `length`/`max_tokens`/`max_output_tokens`, refused or filtered |
+//! | 5 | the answer could not be written to stdout (a closed pipe, a full disk) |
 //!
 //! The receipt's `outcome` is `ok` or `error`; its `code` is a stable
 //! seawall failure code (`rate_limited`, `protocol_violation`,
-//! `redirected`, …), or one of the CLI's own: `usage` (exit 2) and
-//! `unclassified` (an error that carried no seawall failure). An answer
+//! `redirected`, …), or one of the CLI's own: `usage` (exit 2),
+//! `output_failed` (exit 5) and `unclassified` (an error that carried no
+//! seawall failure). A stream whose stdout fails stops there: its body
+//! is dropped, which cancels the generation nobody reads. An answer
 //! delivered but cut at the token limit (exit 4) is an `error` with code
 //! `truncated` and class `permanent` (the same request is cut again), its
 //! `finish_reason` (`length`, …) kept; a stream that ended without its
@@ -59,6 +62,7 @@
 //! and port only.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -826,6 +830,9 @@ where
             media.eq_ignore_ascii_case("application/json")
                 || media.to_ascii_lowercase().ends_with("+json")
         });
+    // The first write to stdout that failed (a reader gone, a full disk):
+    // the answer did not reach its user, whatever the provider sent.
+    let mut unwritten: Option<std::io::Error> = None;
     let delivery = if session.stream && !json {
         // Text goes out as it arrives and is only counted, never kept.
         let reading = Reading {
@@ -836,9 +843,16 @@ where
             body: response.into_body(),
             stop: Some(stop),
         };
+        // Nobody reads the rest: the stream stops there, and dropping its
+        // body cancels the generation rather than paying for all of it.
         caller::read_stream_with(None, body, provider, reading, |text| {
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(err) => {
+                    unwritten = Some(err);
+                    ControlFlow::Break(())
+                }
+            }
         })
         .await
     } else {
@@ -859,18 +873,34 @@ where
             delivery.finish_kind = Some(finish.kind);
             delivery.finish = Some(finish.reason.into_owned());
         }
-        let _ = out.write_all(delivery.text.as_bytes());
+        unwritten = out.write_all(delivery.text.as_bytes()).err();
         delivery
     };
     // The body has ended: what its continuations cost joins the receipt.
     let receipt = caller::whole_receipt(receipt, resumed.as_ref());
     let shown = delivery.content_events > 0;
-    // Only a terminal gets the newline: a pipe or a file gets exactly the
-    // answer.
-    if session.out_is_terminal && (shown || delivery.error.is_none()) {
-        let _ = writeln!(out);
+    if unwritten.is_none() {
+        // Only a terminal gets the newline: a pipe or a file gets exactly
+        // the answer.
+        let newline = session.out_is_terminal && (shown || delivery.error.is_none());
+        let ended = if newline { writeln!(out) } else { Ok(()) };
+        unwritten = ended.and_then(|()| out.flush()).err();
     }
-    let _ = out.flush();
+    if let Some(err) = unwritten {
+        // Whatever the answer was, its user does not have it.
+        let _ = writeln!(
+            log,
+            "seawall chat: the answer could not be written to stdout: {err}"
+        );
+        let line = receipt_json(
+            session.started,
+            Verdict::Unwritten,
+            receipt.as_ref(),
+            &delivery,
+        );
+        let _ = writeln!(log, "{}", with_resumes(line, resumed.as_ref()));
+        return 5;
+    }
     if let Some(err) = &delivery.error {
         // The library's verdict decides: the failure the body's error
         // carries. A unary body that is not the provider's JSON is the
@@ -1033,6 +1063,8 @@ enum Verdict<'a> {
     Delivered,
     Failed(Option<&'a Failure>),
     Interrupted(Option<&'a Failure>),
+    /// The answer could not be written to stdout (exit 5).
+    Unwritten,
     Usage,
 }
 
@@ -1043,7 +1075,7 @@ fn receipt_json(
     delivery: &Delivery,
 ) -> String {
     let failure = match verdict {
-        Verdict::Delivered | Verdict::Usage => None,
+        Verdict::Delivered | Verdict::Unwritten | Verdict::Usage => None,
         Verdict::Failed(failure) | Verdict::Interrupted(failure) => failure,
     };
     // The response's receipt, with its continuations, is the whole story;
@@ -1072,6 +1104,7 @@ fn receipt_json(
     let code = match verdict {
         Verdict::Delivered => unfinished.map(|(_, code)| code.as_str()),
         Verdict::Usage => Some("usage"),
+        Verdict::Unwritten => Some("output_failed"),
         Verdict::Failed(_) | Verdict::Interrupted(_) => {
             Some(failure.map_or("unclassified", |f| f.code().as_str()))
         }

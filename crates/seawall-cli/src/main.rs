@@ -37,9 +37,11 @@ enum Command {
     /// complete answer; 1 a failure before any content; 2 bad arguments
     /// (receipt code `usage`); 3 interrupted after content (the receipt
     /// carries `delivered_chars`); 4 delivered but not complete (cut by the
-    /// token limit, refused or filtered). The receipt's `code` is a stable
-    /// seawall failure code (`protocol_violation`, `redirected`, …), `usage`
-    /// or `unclassified`.
+    /// token limit, refused or filtered); 5 the answer could not be written
+    /// to stdout (a closed pipe, a full disk: receipt code `output_failed`;
+    /// a stream stops there). The receipt's `code` is a stable seawall
+    /// failure code (`protocol_violation`, `redirected`, …), `usage`,
+    /// `output_failed` or `unclassified`.
     ///
     /// Memory is bounded: a stream goes to stdout as it arrives and is only
     /// counted (the stream guard caps one line or event at 8 MiB); a unary

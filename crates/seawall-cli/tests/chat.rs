@@ -2,7 +2,7 @@
 //! receipt on stderr, and the exit status.
 
 use clap::Parser;
-use seawall_chaos::{ChaosHandle, ChaosServer, Fault};
+use seawall_chaos::{ChaosHandle, ChaosServer, Fault, Outcome};
 use seawall_cli::chat::{ChatArgs, run_with};
 
 #[derive(Parser)]
@@ -146,6 +146,77 @@ async fn the_binary_adds_a_newline_on_a_terminal_only() {
         screen.contains("w1 w2 w3 w4 w5 w6 w7 w8\r\n{\""),
         "{screen:?}"
     );
+}
+
+/// A stdout whose reader goes away after `room` bytes (`| head -c`): every
+/// write after that fails with a broken pipe, and is counted.
+struct ClosingPipe {
+    room: usize,
+    written: usize,
+    refused: usize,
+}
+
+impl std::io::Write for ClosingPipe {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.written >= self.room {
+            self.refused += 1;
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        let n = buf.len().min(self.room - self.written);
+        self.written += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An answer that never reached stdout is no success, streamed or not:
+/// exit 5, `output_failed`. A stream stops at the first failed write, and
+/// its body is dropped: the provider stops generating (and billing) a
+/// long answer nobody reads.
+#[tokio::test]
+async fn an_answer_stdout_cannot_take_is_a_failure_and_stops_the_stream() {
+    for stream in [true, false] {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        chaos
+            .script(
+                "openai",
+                vec!["ok;tokens=600;delay_ms=1".parse::<Fault>().unwrap()],
+            )
+            .unwrap();
+        let base = chaos.base_url();
+        let mut args = vec!["chat", "--provider", "openai", "--base-url", &base];
+        args.extend(["--model", "m", "hi"]);
+        if stream {
+            args.push("--stream");
+        }
+        let cli = Cli::try_parse_from(args).unwrap();
+        let mut out = ClosingPipe {
+            room: 20,
+            written: 0,
+            refused: 0,
+        };
+        let mut log = Vec::new();
+        let status = run_with(cli.args, &mut out, &mut log, false).await;
+        let log = String::from_utf8(log).unwrap();
+        assert_eq!(status, 5, "stream {stream}: {log}");
+        let receipt = receipt(&log);
+        assert_eq!(receipt["outcome"], "error", "{log}");
+        assert_eq!(receipt["code"], "output_failed", "{log}");
+        assert!(log.contains("could not be written to stdout"), "{log}");
+        // Not one write more once stdout refused one.
+        assert_eq!(out.refused, 1, "stream {stream}: {log}");
+        if stream {
+            let rows = chaos
+                .settled_journal(std::time::Duration::from_secs(10), |_| true)
+                .await;
+            assert_eq!(rows.len(), 1);
+            assert_eq!(rows[0].outcome, Outcome::ClientDisconnected, "{rows:?}");
+            assert!(rows[0].tokens_written < 600, "{rows:?}");
+        }
+    }
 }
 
 #[tokio::test]
