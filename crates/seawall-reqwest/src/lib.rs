@@ -26,21 +26,26 @@
 //! # The story
 //!
 //! A team moved their assistant onto async-openai and got its retry for
-//! free: 429s and 5xx retried with backoff, `Retry-After` honoured. Then the
-//! account ran out of credit. The provider answered `429` with
-//! `insufficient_quota`; the 429 branch honoured its hint, so every request
-//! from every user waited, retried, and waited again, until the on-call
-//! engineer found the bill. Underneath, reqwest 0.13 retried protocol NACKs
+//! free: 429s and 5xx retried with backoff, `Retry-After` honoured. It even
+//! reads a 429's body: one typed `insufficient_quota` is returned at once.
+//! Then the account reached its daily request limit. The provider answered
+//! `429` with `Retry-After: 48489` and an error typed `requests`, as any
+//! rate limit's is; async-openai slept out the hint, which it does not cap,
+//! so every request from every user hung for thirteen hours before its next
+//! try, and again after it, until the on-call engineer found thousands of
+//! tasks asleep. Underneath, reqwest 0.13 retried protocol NACKs
 //! on its own, and a `timeout(30 s)` set on the client cut off the long
 //! answers of the reasoning model mid-stream — with the user already
 //! reading them. Three layers each owned a piece of the policy, and none
 //! knew about the others.
 //!
 //! With this crate async-openai builds the request, seawall decides
-//! everything else, and reqwest only moves bytes: the quota wall is one
-//! attempt and a `quota_exhausted` the caller can read from
-//! [`Outcome::code`]; a stream cut after content is an interruption with
-//! the delivered text, not a restart.
+//! everything else, and reqwest only moves bytes: a hint past the quota
+//! wall's threshold (60 s by default) is a wall whatever the error's type,
+//! one attempt and a `quota_exhausted` the caller can read from
+//! [`Outcome::code`] (when it resets: [`Outcome::failure`]'s `reset_at`);
+//! a stream cut after content is an interruption with the delivered text,
+//! not a restart.
 //!
 //! ```no_run
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -128,8 +133,11 @@
 //! - **Fine, in any process**: `seawall_reqwest::openai_client(config, stack)`
 //!   (feature `async-openai`), which installs before calling
 //!   `with_config`, whatever the stack is built on; or
-//!   `async_openai::Client::build(seawall_reqwest::client()?, config)`,
-//!   which builds no client of reqwest's own.
+//!   `async_openai::Client::build(seawall_reqwest::client()?, config)
+//!   .with_http_service(OpenAiService::new(stack))`, whose `build` makes no
+//!   client of reqwest's own. `Client::build` alone sends through
+//!   async-openai's own executor, its retry included, over that client:
+//!   the stack is bypassed.
 //! - **Panics** in a fresh process: `Client::new()` or
 //!   `Client::with_config(config)` run before anything of this crate —
 //!   including with the stack built inline, inside the
@@ -143,14 +151,18 @@
 //! # Differences from async-openai's `ReqwestService` and `OpenAIRetryLayer`
 //!
 //! async-openai's middleware rebuilds the request from its factory for each
-//! attempt and retries 429/5xx/connect errors by status; a 429 is read to
-//! tell a rate limit from a quota wall, but a stream that dies after its
-//! headers, an empty 200, a refusal or a cut stream are not its concern, and
-//! its `Retry-After` is honoured whatever its length. Here the request is
-//! built once and its body replayed by seawall, failures are classified by
-//! the provider's table (one attempt at a quota wall, at a refusal, at a
-//! 400), the stream is guarded, and the verdict comes back through
-//! [`scope`]. Differences from reqwest's own retry: see above — it is off.
+//! attempt and retries 429/5xx/connect errors by status; a 429's body is
+//! read, and only an error typed `insufficient_quota` (or a body that is
+//! not JSON) ends the retry there.
+//! Any other 429 (and a 5xx) waits out its `Retry-After` whatever its
+//! length; a stream that dies after its headers, an empty 200, a refusal
+//! or a cut stream are not its concern. Here the request is built once and
+//! its body replayed by seawall — up to the replay cap, past which a
+//! streamed body (a multipart upload) is sent once and not retried (see
+//! [`openai`](crate::openai#one-ladder)) — failures are classified by the
+//! provider's table (one attempt at a quota wall, at a refusal, at a 400),
+//! the stream is guarded, and the verdict comes back through [`scope`].
+//! Differences from reqwest's own retry: see above — it is off.
 #![deny(missing_docs)]
 
 mod body;

@@ -15,7 +15,18 @@
 //!   underneath.
 //! - The adapter calls the factory once per call; a retry or a fallback
 //!   replays the request body from seawall's own
-//!   [`ReplayBody`](seawall_core::recording::ReplayBody), byte for byte.
+//!   [`ReplayBody`](seawall_core::recording::ReplayBody), byte for byte, up
+//!   to a cap. A body whole in one frame (async-openai's JSON) is kept
+//!   whatever its size; a streamed one (a multipart upload: a
+//!   transcription's audio file) is recorded up to
+//!   [1 MiB](seawall_core::recording::DEFAULT_MAX_REPLAY_BYTES) by default,
+//!   and past that it is sent once, intact, and not retried or failed over
+//!   (the receipt's stop reason is `not_replayable`), where async-openai's
+//!   own retry would have built it again from the factory. For such
+//!   uploads raise the cap: `RetryPolicy::max_replay_bytes` (through
+//!   `Stack::retry_policy`, from the preset's policy) and
+//!   `FallbackLayer::max_replay_bytes`; the recording holds that many
+//!   bytes in memory for each call in flight.
 //! - A failure before the response reaches async-openai as
 //!   `OpenAIError::Boxed`; one in the body (an interruption, a verdict after
 //!   content) as the body's error, which reqwest reports as a decode error
@@ -24,14 +35,16 @@
 //!   error decoding response body` (nothing of seawall's failure), a unary
 //!   answer's as `OpenAIError::Reqwest`. Over a stack with
 //!   `ClassifyLayer` every response it gets is a 2xx (the classifier fails
-//!   the rest). async-openai's retry policy (`should_retry`) retries only
-//!   429 and 5xx responses and `OpenAIError::Reqwest` connect errors, so
-//!   even an `OpenAIRetryLayer` stacked above the adapter by mistake never
-//!   fires: one ladder, seawall's. async-openai reads a stream in a task
-//!   of its own and never sends it again.
+//!   the rest). async-openai's retry (`OpenAIRetryLayer`, and
+//!   `SimpleRetryPolicy`'s `should_retry`) retries only 429 and 5xx
+//!   responses and `OpenAIError::Reqwest` connect errors, so even an
+//!   `OpenAIRetryLayer` stacked above the adapter by mistake never fires:
+//!   one ladder, seawall's. async-openai reads a stream in a task of its
+//!   own and never sends it again.
 //! - Call `with_http_service` last: async-openai's
 //!   `Client::with_http_client` puts its own executor (and its retry)
-//!   back, and the stack is then bypassed.
+//!   back, and the stack is then bypassed. `Client::build(http, config)`
+//!   starts with that executor too: follow it with `with_http_service`.
 //!
 //! # The verdict
 //!
