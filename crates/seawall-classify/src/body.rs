@@ -10,6 +10,7 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use seawall_core::provider::QuotaWall;
 use seawall_core::{Code, Evidence, Failure, Interrupted};
+use seawall_internal::millis;
 use tower::BoxError;
 
 use crate::grpc;
@@ -159,9 +160,15 @@ impl Passed {
         delivered.bytes = self.bytes;
         delivered.cause = Some(cause);
         let failure = failure.with_evidence(evidence).with_interrupted(delivered);
+        // The fields of every classified failure's event, and what this
+        // one adds: what broke the body, and how much had passed.
         tracing::warn!(
             target: "seawall::classify",
+            class = failure.class().as_str(),
             code = failure.code().as_str(),
+            status = failure.status(),
+            action = failure.action().as_str(),
+            retry_after_ms = failure.retry_after().map(millis),
             cause = cause.as_str(),
             bytes = self.bytes,
             "{what}"
@@ -592,4 +599,60 @@ fn with_head(head: Option<&Bytes>, rest: &SizeHint) -> SizeHint {
     let mut hint = SizeHint::new();
     hint.set_lower(rest.lower().saturating_add(held(head)));
     hint
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+
+    use super::ClassifiedBody;
+
+    /// The names of the fields of every event.
+    #[derive(Default, Clone)]
+    struct Fields(Arc<Mutex<Vec<Vec<&'static str>>>>);
+
+    impl tracing::Subscriber for Fields {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            struct Names(Vec<&'static str>);
+            impl tracing::field::Visit for Names {
+                fn record_debug(&mut self, field: &tracing::field::Field, _: &dyn std::fmt::Debug) {
+                    self.0.push(field.name());
+                }
+            }
+            let mut names = Names(Vec::new());
+            event.record(&mut names);
+            self.0.lock().unwrap().push(names.0);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    /// A failure made in the body (here a JSON answer past the check cap
+    /// that ends before its value closes) is a classified failure: its
+    /// event has the fields every such event has, and what broke it.
+    #[tokio::test]
+    async fn a_failure_made_in_the_body_has_the_classified_fields() {
+        let fields = Fields::default();
+        let _guard = tracing::subscriber::set_default(fields.clone());
+        let rest = Box::pin(Full::new(Bytes::from_static(b"\"more\"")));
+        let body = ClassifiedBody::past_cap(Bytes::from_static(b"{\"text\":"), rest, 200, 1 << 20);
+        body.collect().await.expect_err("the value never closes");
+        let events = fields.0.lock().unwrap().clone();
+        assert_eq!(events.len(), 1, "{events:?}");
+        // `retry_after_ms` too when there is a hint; a cut answer has none.
+        for name in ["class", "code", "status", "action", "cause", "bytes"] {
+            assert!(events[0].contains(&name), "no {name}: {events:?}");
+        }
+    }
 }

@@ -66,7 +66,11 @@
 //!
 //! Every classified failure emits one `tracing` event (target
 //! `seawall::classify`) with the fields `class`, `code`, `status`, `action`
-//! and `retry_after_ms`.
+//! and, when it has a hint, `retry_after_ms`. A failure made in a body
+//! already handed on (a gRPC status in the trailers after messages, a JSON
+//! answer past the check cap that does not end whole, an answer handed on
+//! unread that breaks its `content-length`, a body that broke after bytes
+//! passed) adds what broke it, `cause`, and the `bytes` passed.
 //!
 //! ```
 //! use bytes::Bytes;
