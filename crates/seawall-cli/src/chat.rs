@@ -440,7 +440,7 @@ pub async fn run_with(
         if args.stream { ", streaming" } else { "" },
         args.preset
     );
-    let classify = ClassifyLayer::for_provider(primary.provider);
+    let classify = classifier(primary.provider);
     let session = Session {
         provider: primary.provider,
         stream: args.stream,
@@ -522,7 +522,7 @@ pub async fn run_with(
     }
     let attempt = |provider: Provider| {
         stack.attempt(
-            &ClassifyLayer::for_provider(provider),
+            &classifier(provider),
             Client::builder(TokioExecutor::new()).build(connector.clone()),
         )
     };
@@ -567,6 +567,15 @@ pub async fn run_with(
         let service = stack.build_with_fallback(&classify, client.build(connector), layer);
         drive(session, &served, service, request, out, log).await
     }
+}
+
+/// The classifier of a route speaking `provider`. A refusal or filter the
+/// provider declares in a whole answer is delivered as that answer, its
+/// finish marked, as a stream's is: the chat exits 4 with it (and shows a
+/// filtered answer's partial text) streamed or not, where a failure would
+/// exit 1 with nothing shown.
+fn classifier(provider: Provider) -> ClassifyLayer {
+    ClassifyLayer::for_provider(provider).deliver_policy_outcomes(true)
 }
 
 /// The fallback routes, paired as `--help` says: the n-th base URL with the

@@ -484,6 +484,33 @@ async fn a_responses_answer_cut_by_the_token_limit_exits_4_streamed_or_not() {
     }
 }
 
+/// A refusal or filter after some text is the same verdict streamed or
+/// not: exit 4, the same code, and the text before it shown.
+#[tokio::test]
+async fn a_refused_answer_exits_4_with_its_text_streamed_or_not() {
+    for provider in ["openai", "anthropic", "gemini", "openai_responses"] {
+        let mut seen = Vec::new();
+        for stream in [true, false] {
+            let chaos = ChaosServer::builder().start().await.unwrap();
+            chaos
+                .script(provider, vec!["refusal;tokens=2".parse().unwrap()])
+                .unwrap();
+            let flags: &[&str] = if stream { &["--stream"] } else { &[] };
+            let (status, out, log) = chat_with(&chaos, provider, flags).await;
+            assert_eq!(status, 4, "{provider} stream {stream}: {log}");
+            let receipt = receipt(&log);
+            assert_eq!(receipt["outcome"], "error", "{log}");
+            assert_eq!(receipt["class"], "policy", "{log}");
+            seen.push((out, receipt["code"].clone()));
+        }
+        assert_eq!(
+            seen[0].0, "w1 w2",
+            "{provider}: the text before the verdict"
+        );
+        assert_eq!(seen[0], seen[1], "{provider}: streamed, then unary");
+    }
+}
+
 #[tokio::test]
 async fn the_fallback_may_speak_the_responses_api() {
     let chaos = ChaosServer::builder().start().await.unwrap();
@@ -517,7 +544,7 @@ async fn the_receipt_is_the_last_line_on_every_exit() {
         u8,
         Option<&'static str>,
     );
-    let cases: [Case; 7] = [
+    let cases: [Case; 8] = [
         ("openai", "ok", &["--stream"], 0, None),
         ("openai", "status;code=400", &[], 1, Some("bad_request")),
         (
@@ -549,6 +576,7 @@ async fn the_receipt_is_the_last_line_on_every_exit() {
             4,
             Some("refused"),
         ),
+        ("openai", "refusal;tokens=2", &[], 4, Some("refused")),
     ];
     for (provider, fault, flags, exit, code) in cases {
         let chaos = ChaosServer::builder().start().await.unwrap();
