@@ -175,23 +175,41 @@ fn shown_var(var: &str) -> String {
 /// long they wait for the server, in seconds (`"600.0"`, `"5"`): the
 /// Python SDKs send their read timeout in `x-stainless-read-timeout`
 /// (Anthropic's in `x-stainless-timeout` too); the TypeScript SDKs send
-/// their timeout in `x-stainless-timeout` (Anthropic's always, in whole
-/// seconds; OpenAI's for a timeout given per request), which bounds the
-/// wait for the response to begin. Where both come, the shorter decides.
+/// their timeout in `x-stainless-timeout`, in whole seconds, which bounds
+/// the wait for the response to begin. Anthropic's sends it on every
+/// Messages call (its default filled in); OpenAI's only for a timeout
+/// given per request: its headers are built from the request's own
+/// options, before the client's default is filled in, so a call with the
+/// default states no wait (a stream asked for from Node is bounded by
+/// Node's own wait for the head all the same). Where both come, the
+/// shorter decides.
 pub const CLIENT_TIMEOUT_HEADERS: [&str; 2] = ["x-stainless-read-timeout", "x-stainless-timeout"];
+
+/// How long Node's built-in `fetch` (undici) waits for a response's head
+/// by default (its `headersTimeout`), whatever timeout the SDK above it
+/// was given: openai-node and Anthropic's TypeScript SDK run on it, and
+/// past it both raise a timeout and send the whole request again. A
+/// stream whose head is held until the first text (a reasoning model
+/// thinking for minutes) held to the SDK's 600 s would be run upstream
+/// three times, then end in the SDK's timeout error. A Node client that
+/// raised undici's bound only sees its stream go live sooner.
+const NODE_HEADERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// How long the client waits for the gateway's first byte, by its own
 /// word ([`CLIENT_TIMEOUT_HEADERS`]), less a margin: its clock started
 /// before the gateway's, and an answer that arrives as it gives up is an
 /// answer it never reads. A missing, malformed or non-positive value reads
-/// as none stated (`"0"` is how the TypeScript Anthropic SDK writes a
-/// timeout under a second).
+/// as none stated (`"0"` is how the TypeScript SDKs write a timeout under
+/// a second). A stream asked for from Node (`x-stainless-runtime: node`)
+/// waits no longer than [`NODE_HEADERS_TIMEOUT`], stated or not: a stream
+/// handed on early loses nothing, where a whole answer cut short at
+/// undici's default would fail a client that raised it.
 ///
 /// Past that wait the SDK raises a timeout and, by default, sends the
 /// request again: a ladder that outlives the client is run again whole
 /// (one SDK call with a 5 s timeout over a 429 with `Retry-After: 3` made
 /// six upstream calls and ended in the SDK's timeout, the 429 never seen).
-fn client_wait(headers: &HeaderMap) -> Option<std::time::Duration> {
+fn client_wait(headers: &HeaderMap, stream: bool) -> Option<std::time::Duration> {
     const MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
     // A day: past that, the value is no bound anyone waits out.
     const LONGEST: f64 = 86_400.0;
@@ -200,11 +218,16 @@ fn client_wait(headers: &HeaderMap) -> Option<std::time::Duration> {
         // NaN too: no wait is stated.
         (!seconds.is_nan() && seconds > 0.0).then_some(seconds)
     };
-    let seconds = CLIENT_TIMEOUT_HEADERS
+    let said = CLIENT_TIMEOUT_HEADERS
         .into_iter()
         .filter_map(stated)
-        .reduce(f64::min)?;
-    let wait = std::time::Duration::from_secs_f64(seconds.min(LONGEST));
+        .reduce(f64::min)
+        .map(|seconds| std::time::Duration::from_secs_f64(seconds.min(LONGEST)));
+    let on_node = headers
+        .get("x-stainless-runtime")
+        .is_some_and(|runtime| runtime.as_bytes().eq_ignore_ascii_case(b"node"));
+    let undici = (stream && on_node).then_some(NODE_HEADERS_TIMEOUT);
+    let wait = said.into_iter().chain(undici).min()?;
     Some(wait - (wait / 10).min(MARGIN))
 }
 
@@ -721,7 +744,7 @@ impl Gateway {
         // answer by then is a 504 before the client gives up. A stream
         // that began runs on: the client's read timeout bounds each read,
         // not the whole, and the body keeps the operation's own deadline.
-        let wait = client_wait(&parts.headers);
+        let wait = client_wait(&parts.headers, stream);
         if let Some(wait) = wait {
             upstream
                 .extensions_mut()
@@ -1320,8 +1343,9 @@ mod tests {
     #[test]
     fn the_clients_wait_is_read_and_kept_short_of() {
         use std::time::Duration;
-        let wait =
-            |value: &'static str| client_wait(&headers(&[("x-stainless-read-timeout", value)]));
+        let wait = |value: &'static str| {
+            client_wait(&headers(&[("x-stainless-read-timeout", value)]), false)
+        };
         assert_eq!(wait("600.0"), Some(Duration::from_secs(599)));
         assert_eq!(wait("5"), Some(Duration::from_millis(4500)));
         assert_eq!(wait(" 0.5 "), Some(Duration::from_millis(450)));
@@ -1331,22 +1355,60 @@ mod tests {
         for value in ["0", "-3", "NaN", "soon", ""] {
             assert_eq!(wait(value), None, "{value:?}");
         }
-        assert_eq!(client_wait(&HeaderMap::new()), None);
+        assert_eq!(client_wait(&HeaderMap::new(), false), None);
         // The TypeScript SDKs' header; where both come, the shorter.
         let both = |read: &'static str, total: &'static str| {
-            client_wait(&headers(&[
-                ("x-stainless-read-timeout", read),
-                ("x-stainless-timeout", total),
-            ]))
+            client_wait(
+                &headers(&[
+                    ("x-stainless-read-timeout", read),
+                    ("x-stainless-timeout", total),
+                ]),
+                false,
+            )
         };
         assert_eq!(
-            client_wait(&headers(&[("x-stainless-timeout", "5")])),
+            client_wait(&headers(&[("x-stainless-timeout", "5")]), false),
             Some(Duration::from_millis(4500))
         );
         assert_eq!(both("600.0", "5"), Some(Duration::from_millis(4500)));
         assert_eq!(both("5", "600"), Some(Duration::from_millis(4500)));
         assert_eq!(both("soon", "5"), Some(Duration::from_millis(4500)));
         assert_eq!(both("5", "0"), Some(Duration::from_millis(4500)));
+    }
+
+    /// A stream asked for from Node waits no longer than undici's own
+    /// wait for the head, stated or not; a shorter stated wait still
+    /// decides, and a whole answer, or another runtime, keeps the stated.
+    #[test]
+    fn a_node_stream_waits_no_longer_than_undici() {
+        use std::time::Duration;
+        let node = |timeout: Option<&'static str>, stream: bool| {
+            let mut pairs = vec![("x-stainless-runtime", "node")];
+            pairs.extend(timeout.map(|t| ("x-stainless-timeout", t)));
+            client_wait(&headers(&pairs), stream)
+        };
+        assert_eq!(node(Some("600"), true), Some(Duration::from_secs(299)));
+        // openai-node with its default timeout states none.
+        assert_eq!(node(None, true), Some(Duration::from_secs(299)));
+        assert_eq!(node(Some("100"), true), Some(Duration::from_secs(99)));
+        assert_eq!(node(Some("5"), true), Some(Duration::from_millis(4500)));
+        assert_eq!(node(Some("600"), false), Some(Duration::from_secs(599)));
+        assert_eq!(node(None, false), None);
+        let elsewhere = |runtime: &'static str| {
+            client_wait(
+                &headers(&[
+                    ("x-stainless-runtime", runtime),
+                    ("x-stainless-timeout", "600"),
+                ]),
+                true,
+            )
+        };
+        assert_eq!(elsewhere("deno"), Some(Duration::from_secs(599)));
+        assert_eq!(elsewhere("CPython"), Some(Duration::from_secs(599)));
+        assert_eq!(
+            client_wait(&headers(&[("x-stainless-timeout", "600")]), true),
+            Some(Duration::from_secs(599))
+        );
     }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use common::*;
 use http_body_util::{BodyExt, StreamBody};
 use seawall_chaos::{ChaosServer, Fault, Outcome};
-use seawall_gateway::{Config, Gateway, GatewayError, Wire};
+use seawall_gateway::{Config, Gateway, GatewayError, Preset, Wire};
 use seawall_test::canned::{OPENAI_ROLE_EVENT, openai_delta_event};
 
 fn fault(text: &str) -> Fault {
@@ -2245,6 +2245,80 @@ async fn a_stream_that_began_runs_past_the_clients_read_timeout() {
     assert!(text.trim_end().ends_with("data: [DONE]"), "{text}");
     assert!(elapsed > Duration::from_secs(1), "{elapsed:?}");
     assert_eq!(calls, 1);
+}
+
+/// A stream asked for from Node (`x-stainless-runtime: node`) is handed
+/// on before Node's `fetch` stops waiting for its head (undici's 300 s,
+/// whatever the SDK's timeout), stated (Anthropic's SDK, its default 600)
+/// or not (openai-node with its default): here the model's first text
+/// comes at 400 s, within the reasoning preset's bounds, and the head was
+/// held until then, after the client had given up and sent the request
+/// again. Handed on, the stream runs on to its end, one upstream call. On
+/// the paused clock.
+#[tokio::test(start_paused = true)]
+async fn a_node_clients_stream_is_handed_on_before_its_fetch_gives_up() {
+    for stated in [Some("600"), None] {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+        config.policy.preset = Preset::Reasoning;
+        config.policy.first_byte_timeout = None;
+        config.policy.first_content_timeout = None;
+        config.policy.deadline = None;
+        let gateway = Running::start(config).await;
+        let mut headers = vec![
+            (
+                "x-chaos-fault",
+                "stall_after;tokens=0;ms=400000;pings=1;ping_ms=10000",
+            ),
+            ("x-stainless-runtime", "node"),
+        ];
+        headers.extend(stated.map(|timeout| ("x-stainless-timeout", timeout)));
+        let request = post(
+            &gateway.url("/v1/chat/completions"),
+            OPENAI_STREAM,
+            &headers,
+        );
+        let started = tokio::time::Instant::now();
+        let (head, status, body, end) = tokio::time::timeout(Duration::from_secs(1200), async {
+            let response = client().request(request).await.expect("a response");
+            let head = started.elapsed();
+            let status = response.status();
+            let mut body = response.into_body();
+            let mut read = Vec::new();
+            let mut end = BodyEnd::Clean;
+            while let Some(frame) = body.frame().await {
+                match frame {
+                    Ok(frame) => read.extend_from_slice(frame.data_ref().map_or(&[][..], |d| d)),
+                    Err(_) => end = BodyEnd::Failed,
+                }
+            }
+            (head, status, read, end)
+        })
+        .await
+        .expect("the stream's end on the paused clock");
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status, 200, "{stated:?}: {text}");
+        // At undici's wait less the margin (299 s), not at the first text.
+        assert!(
+            head >= Duration::from_secs(290) && head < Duration::from_secs(300),
+            "{stated:?}: the head after {head:?}"
+        );
+        assert_eq!(end, BodyEnd::Clean, "{stated:?}: {text}");
+        assert!(
+            text.trim_end().ends_with("data: [DONE]"),
+            "{stated:?}: {text}"
+        );
+        let lines = data_lines(&body);
+        assert!(
+            lines[0].contains(r#""role":"assistant""#),
+            "{stated:?}: {text}"
+        );
+        assert!(
+            lines.iter().any(|line| line.contains(r#""content""#)),
+            "{text}"
+        );
+        assert_eq!(chaos.journal().len(), 1, "{stated:?}");
+    }
 }
 
 /// A path the gateway does not serve, or a method it does not take there,
