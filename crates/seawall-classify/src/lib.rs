@@ -18,8 +18,15 @@
 //!   or bytes the decoder refused) is not read: the status and headers
 //!   decide, and the failure's message says the body was not read.
 //! - **2xx streams** (`text/event-stream`) are handed on untouched: the body
-//!   is not polled here. On a generation endpoint, a 2xx that is neither
-//!   JSON nor an event stream is checked and fails `protocol_violation`.
+//!   is not polled here, unless no stream may come. The answer to a request
+//!   for one whole answer (`"stream": false` or none, Gemini's
+//!   `:generateContent`) is checked as one whatever its content type says
+//!   (a JSON answer labelled `text/event-stream` is an answer, and is
+//!   relabelled `application/json`; on a generation endpoint, text that
+//!   opens like an event stream is a `protocol_violation`), and so is one
+//!   from an endpoint that answers JSON (below). On a generation endpoint,
+//!   a 2xx that is neither JSON nor an event stream is checked and fails
+//!   `protocol_violation`.
 //!   On an endpoint that answers JSON
 //!   ([`answers_json`](seawall_core::provider::answers_json): embeddings,
 //!   moderations, token counts), a 2xx that is not JSON, is an event

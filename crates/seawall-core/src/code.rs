@@ -113,7 +113,13 @@ codes! {
     RouteCoolingDown => "route_cooling_down", Transient;
     /// A stream failed after content reached the caller.
     StreamInterrupted => "stream_interrupted", Transient;
-    /// A stream ended cleanly but without its finish marker after content.
+    /// An answer ended cleanly but cut short: a stream that ended without
+    /// its finish marker after content; a unary answer that names no
+    /// finish reason; a JSON answer handed on past the classifier's check
+    /// cap that ended before its value closed, or an answer handed on
+    /// unread that ended short of its `content-length`. The CLI also
+    /// reports an answer delivered cut at the token limit as `truncated`
+    /// (permanent there: the same request is cut at the same limit again).
     Truncated => "truncated", Transient;
     /// The operation's own deadline passed.
     DeadlineExceeded => "deadline_exceeded", Permanent;

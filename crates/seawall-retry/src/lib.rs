@@ -2,9 +2,15 @@
 //!
 //! Retries nested inside retries multiply; three attempts at a 600 s
 //! timeout is a 30-minute operation; a `Retry-After` of 48489 s must never
-//! park a task until tomorrow. [`RetryBudgetLayer`] retries only what the
+//! park a task until tomorrow. [`RetryBudgetLayer`] retries what the
 //! inner layers classified as [`Action::Retry`](seawall_core::Action::Retry),
-//! and before every retry checks, in order:
+//! and two things more that ask nothing of the same route again: a failure
+//! a route set below can take to another of its members (its
+//! [`AnotherRoute`](seawall_core::AnotherRoute) signal, for a failure that
+//! is the route's and came before any content, a permanent one included),
+//! and a breaker's refusal of the only route while it cools down after a
+//! rate limit, waited out for as long as the provider asked. Before every
+//! retry it checks, in order:
 //!
 //! 1. **Promotion**: two consecutive identical route-shaped failures (zero
 //!    bytes until a timeout), or one failure that took most of the time
