@@ -223,3 +223,91 @@ async fn a_second_wait_too_long_for_the_clock_waits_without_a_panic() {
     }
     call.abort();
 }
+
+/// A provider that is not ready between `closed.0` and `closed.1`
+/// (a limit below the set, held by other calls), counting its calls.
+struct Unready {
+    closed: (Instant, Instant),
+    calls: Arc<AtomicU32>,
+    gate: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Clone for Unready {
+    fn clone(&self) -> Self {
+        Unready {
+            closed: self.closed,
+            calls: self.calls.clone(),
+            gate: None,
+        }
+    }
+}
+
+impl tower::Service<http::Request<()>> for Unready {
+    type Response = http::Response<Full<Bytes>>;
+    type Error = BoxError;
+    type Future = std::future::Ready<Result<Self::Response, BoxError>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        use std::future::Future;
+        let now = Instant::now();
+        if now >= self.closed.0 && now < self.closed.1 {
+            let until = self.closed.1;
+            let gate = self
+                .gate
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+            if gate.as_mut().poll(cx).is_pending() {
+                return std::task::Poll::Pending;
+            }
+        }
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: http::Request<()>) -> Self::Future {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Ok(http::Response::new(Full::new(Bytes::from_static(
+            b"ok",
+        )))))
+    }
+}
+
+/// The wait for a member left a second for the call, but the service
+/// below then kept the call waiting for its readiness until half a second
+/// before the deadline: the call is not sent (it could not finish, and
+/// may be billed); the deadline has taken it.
+#[tokio::test(start_paused = true)]
+async fn a_call_the_service_kept_waiting_past_its_time_is_not_sent() {
+    let cooling = Cooling::default();
+    let now = Instant::now();
+    cooling.until("a", now + 2 * SEC);
+    cooling.until("b", now + 2 * SEC);
+    let calls = Arc::new(AtomicU32::new(0));
+    let below = Unready {
+        closed: (now + SEC, now + 9 * SEC + SEC / 2),
+        calls: calls.clone(),
+        gate: None,
+    };
+    let set = cooling.layer(&["a", "b"]).layer(below.clone());
+    let error = set.oneshot(request(Some(10 * SEC))).await.unwrap_err();
+    assert_eq!(
+        Failure::find(&*error).unwrap().code(),
+        Code::DeadlineExceeded
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "no call sent");
+    // Kept waiting with time still left after: the call is sent.
+    let cooling = Cooling::default();
+    let now = Instant::now();
+    cooling.until("a", now + 2 * SEC);
+    cooling.until("b", now + 2 * SEC);
+    let below = Unready {
+        closed: (now + SEC, now + 5 * SEC),
+        ..below
+    };
+    let set = cooling.layer(&["a", "b"]).layer(below);
+    set.oneshot(request(Some(10 * SEC)))
+        .await
+        .expect("answered with time left");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

@@ -216,6 +216,18 @@ pub(crate) struct Settings {
 /// itself (the ladder's default `min_attempt_time`).
 const MIN_CALL_TIME: Duration = Duration::from_secs(1);
 
+/// Whether a call may still be made before `deadline`: [`MIN_CALL_TIME`]
+/// is left. A wait is planned to leave it; a service below that then keeps
+/// the call waiting for its readiness may take it.
+pub(crate) fn time_for_a_call(deadline: Option<Deadline>) -> bool {
+    deadline.is_none_or(|deadline| {
+        deadline
+            .instant()
+            .checked_duration_since(Instant::now())
+            .is_some_and(|left| left >= MIN_CALL_TIME)
+    })
+}
+
 /// The most a wait for a member runs past its return, drawn at random: a
 /// quarter of the wait, at most this. The calls refused through one
 /// cooldown would otherwise all come back in the instant it ends, the

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use seawall_core::{AnotherRoute, BoxError, Deadline, Failure};
+use seawall_core::{AnotherRoute, BoxError, Code, Deadline, Failure};
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
-use crate::route_set::choose::Set;
+use crate::route_set::choose::{Set, time_for_a_call};
 use crate::route_set::service::{MemberRewrite, send};
 
 /// A wait too long for an `Instant` to hold waits this long instead: about
@@ -141,6 +141,7 @@ where
             wait: Some(Box::pin(Wait {
                 sleep: tokio::time::sleep(wait),
                 woke: false,
+                held: false,
                 waits: 1,
                 inner,
                 request: Some(request),
@@ -237,6 +238,9 @@ pin_project! {
         sleep: Sleep,
         // The sleep ended; the service's readiness is awaited.
         woke: bool,
+        // The service kept the call waiting for its readiness after the
+        // sleep: the time the wait left for the call may be gone.
+        held: bool,
         // Waits made, this one included: at most one per member.
         waits: usize,
         inner: S,
@@ -264,9 +268,25 @@ where
             if !*this.woke {
                 ready!(this.sleep.as_mut().poll(cx));
                 *this.woke = true;
+                *this.held = false;
             }
-            ready!(this.inner.poll_ready(cx)).map_err(Into::into)?;
+            match this.inner.poll_ready(cx) {
+                Poll::Ready(ready) => ready.map_err(Into::into)?,
+                Poll::Pending => {
+                    *this.held = true;
+                    return Poll::Pending;
+                }
+            }
             let request = this.request.take().expect("a wait sends once");
+            // A call sent with too little time left cannot finish and may
+            // be billed: the deadline has taken the call.
+            if *this.held && !time_for_a_call(Deadline::of(&request)) {
+                return Poll::Ready(Err(Box::new(
+                    Failure::new(Code::DeadlineExceeded).with_message(
+                        "the service was not ready for the call in time after the wait for a member",
+                    ),
+                )));
+            }
             let earliest = match this.set.choose() {
                 Ok(index) => {
                     let rewrite: &R = this.rewrite;
