@@ -17,7 +17,7 @@
 //! | [`retry`] | `seawall-retry` | `RetryBudgetLayer`: one bounded ladder, shared budget |
 //! | [`breaker`] | `seawall-breaker` | `BreakerLayer`: per-route circuit breaker |
 //! | [`stream`] | `seawall-stream` | `StreamGuardLayer`: SSE gap timeouts, hold-back until first content |
-//! | [`fallback`] | `seawall-fallback` | `FallbackLayer`: one other route, only when safe; `RouteSetLayer`: one of many equivalent routes per attempt |
+//! | [`fallback`] | `seawall-fallback` | `FallbackLayer`: another route, or a chain of them in order, only when safe; `RouteSetLayer`: one of many equivalent routes per attempt |
 //! | [`resume`] | `seawall-resume` | `ResumeLayer`: an interrupted stream continues in the same body |
 //!
 //! Interop behind features of their own: `reqwest` and `async-openai`
