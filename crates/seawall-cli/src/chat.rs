@@ -321,19 +321,37 @@ impl Route {
     }
 }
 
-fn api_key(provider: Provider, explicit: Option<&str>) -> Result<Option<String>, String> {
+/// The API key of a route to `base_url`: from the variable `explicit`
+/// names, which must hold one (else a usage error), or from the provider's
+/// default variable. Without the default, the call goes out without a key
+/// (a local server needs none; a real provider answers 401), and `log` is
+/// told so, naming the variable it looked in.
+fn api_key(
+    provider: Provider,
+    explicit: Option<&str>,
+    base_url: &BaseUrl,
+    log: &mut dyn Write,
+) -> Result<Option<String>, String> {
+    use std::env::VarError;
     let default = match provider {
         Provider::Anthropic => "ANTHROPIC_API_KEY",
         Provider::Gemini => "GEMINI_API_KEY",
         _ => "OPENAI_API_KEY",
     };
-    match explicit {
-        Some(name) => std::env::var(name)
-            .map(Some)
-            .map_err(|_| format!("--api-key-env {name}: the variable is not set")),
-        // No key for a local server is fine; a real provider answers 401.
-        None => Ok(std::env::var(default).ok()),
+    let name = explicit.unwrap_or(default);
+    let missing = match std::env::var(name) {
+        Ok(key) => return Ok(Some(key)),
+        Err(VarError::NotPresent) => "is not set",
+        Err(VarError::NotUnicode(_)) => "is not UTF-8",
+    };
+    if explicit.is_some() {
+        return Err(format!("--api-key-env {name}: the variable {missing}"));
     }
+    let _ = writeln!(
+        log,
+        "seawall: {name} {missing}: the request to {base_url} goes out without an API key"
+    );
+    Ok(None)
 }
 
 type Https = HttpsConnector<HttpConnector>;
@@ -387,7 +405,8 @@ pub async fn run_with(
         );
         2
     };
-    let primary = match api_key(args.provider, args.api_key_env.as_deref()) {
+    let explicit = args.api_key_env.as_deref();
+    let primary = match api_key(args.provider, explicit, &args.base_url, log) {
         Ok(api_key) => Route {
             provider: args.provider,
             base_url: args.base_url.clone(),
@@ -396,7 +415,7 @@ pub async fn run_with(
         },
         Err(message) => return usage(log, &message),
     };
-    let fallbacks = match fallback_routes(&args) {
+    let fallbacks = match fallback_routes(&args, log) {
         Ok(fallbacks) => fallbacks,
         Err(message) => return usage(log, &message),
     };
@@ -580,7 +599,7 @@ fn classifier(provider: Provider) -> ClassifyLayer {
 
 /// The fallback routes, paired as `--help` says: the n-th base URL with the
 /// n-th model, and no provider (the primary's), one for all, or one each.
-fn fallback_routes(args: &ChatArgs) -> Result<Vec<Route>, String> {
+fn fallback_routes(args: &ChatArgs, log: &mut dyn Write) -> Result<Vec<Route>, String> {
     let (urls, models, providers) = (
         &args.fallback_base_url,
         &args.fallback_model,
@@ -614,7 +633,7 @@ fn fallback_routes(args: &ChatArgs) -> Result<Vec<Route>, String> {
                 provider,
                 base_url: base_url.clone(),
                 model: model.clone(),
-                api_key: api_key(provider, None).unwrap_or(None),
+                api_key: api_key(provider, None, base_url, log).unwrap_or(None),
             }
         })
         .collect())

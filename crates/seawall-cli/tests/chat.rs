@@ -393,7 +393,12 @@ async fn an_unreachable_endpoint_is_one_clear_line_and_a_receipt() {
     .await;
     assert_eq!(status, 1);
     assert_eq!(out, "");
-    let lines: Vec<_> = log.lines().collect();
+    // Where OPENAI_API_KEY is unset, a line says the call went out
+    // without a key: not part of the failure's story.
+    let lines: Vec<_> = log
+        .lines()
+        .filter(|line| !line.ends_with("goes out without an API key"))
+        .collect();
     assert_eq!(lines.len(), 3, "{log}");
     assert!(lines[1].starts_with("seawall chat: transport"), "{log}");
     assert_eq!(receipt(&log)["code"], "transport");
@@ -620,6 +625,54 @@ fn a_rejected_flag_still_ends_with_a_receipt() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("unknown provider `nonesuch`"), "{stderr}");
     assert_eq!(receipt(&stderr)["code"], "usage", "{stderr}");
+}
+
+/// Without a key the call still goes out (a local server needs none), and
+/// stderr says so, naming the variable it looked in; a variable set but
+/// not UTF-8 is called that, not "not set".
+#[cfg(unix)]
+#[tokio::test]
+async fn a_missing_or_garbled_key_is_said_on_stderr() {
+    use std::os::unix::ffi::OsStrExt;
+    let garbled = std::ffi::OsStr::from_bytes(b"sk-\xff");
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let base = chaos.base_url();
+    let run = |key: Option<&std::ffi::OsStr>, flags: &[&str]| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_seawall"));
+        command.args(["chat", "--provider", "openai", "--base-url", &base]);
+        command.args(["--model", "m"]).args(flags).arg("hi");
+        command.env_remove("OPENAI_API_KEY");
+        command.env_remove("SEAWALL_TEST_KEY");
+        if let Some(key) = key {
+            command
+                .env("OPENAI_API_KEY", key)
+                .env("SEAWALL_TEST_KEY", key);
+        }
+        command.output()
+    };
+    let keyless = format!("the request to {base} goes out without an API key");
+    for (key, said) in [(None, "not set"), (Some(garbled), "not UTF-8")] {
+        let output = run(key, &[]).await.unwrap();
+        let log = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(0), "{log}");
+        let line = format!("seawall: OPENAI_API_KEY is {said}: {keyless}");
+        assert!(log.lines().any(|l| l == line), "{log}");
+    }
+    // A key to read: nothing to say.
+    let output = run(Some("sk-a".as_ref()), &[]).await.unwrap();
+    let log = String::from_utf8(output.stderr).unwrap();
+    assert!(!log.contains("without an API key"), "{log}");
+    // A variable named with --api-key-env must hold a key.
+    let output = run(Some(garbled), &["--api-key-env", "SEAWALL_TEST_KEY"])
+        .await
+        .unwrap();
+    let log = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{log}");
+    assert!(
+        log.contains("--api-key-env SEAWALL_TEST_KEY: the variable is not UTF-8"),
+        "{log}"
+    );
+    assert_eq!(chaos.journal().len(), 3, "the keyless calls went out");
 }
 
 #[tokio::test]
