@@ -241,7 +241,7 @@ where
                     });
                 }
                 StateProj::Readying { until, bound } => {
-                    let future = match ladder.poll_call(cx) {
+                    let future = match ladder.poll_call(cx, bound.is_some()) {
                         Poll::Ready(called) => called?,
                         // A service that gates its readiness (a breaker
                         // with `gate_readiness`, for a balancer) may stay
@@ -799,7 +799,12 @@ impl<S, B> Ladder<S, B> {
     }
 
     /// Waits for the service to be ready again, then makes the next attempt.
-    fn poll_call(&mut self, cx: &mut Context<'_>) -> Poll<Result<S::Future, BoxError>>
+    /// `held`: the service kept the attempt waiting for its readiness
+    /// after the backoff, which may have taken the time the attempt was
+    /// planned to have ([`RetryPolicy::min_attempt_time`](crate::RetryPolicy::min_attempt_time)):
+    /// then it is made only if that time is still left. An attempt sent
+    /// with milliseconds left cannot finish and may be billed.
+    fn poll_call(&mut self, cx: &mut Context<'_>, held: bool) -> Poll<Result<S::Future, BoxError>>
     where
         S: Service<Request<ReplayBody<B>>>,
         S::Error: Into<BoxError>,
@@ -810,6 +815,9 @@ impl<S, B> Ladder<S, B> {
             .expect("only a ladder that can retry waits for readiness");
         if let Err(error) = ready!(again.service.poll_ready(cx)) {
             return Poll::Ready(Err(self.unready(error.into(), StopReason::NotRetryable)));
+        }
+        if held && self.last_start().is_some_and(|last| Instant::now() > last) {
+            return Poll::Ready(Err(self.not_ready_in_time()));
         }
         let body = self.next_body.take().expect("a retry prepared its body");
         self.attempt += 1;
@@ -842,9 +850,21 @@ impl<S, B> Ladder<S, B> {
         }
     }
 
-    /// The timer a wait for readiness ends at: the ladder's window (the
-    /// time kept for a fallback taken out) or its deadline, and never
-    /// later than `max_retry_after` from now — the longest the ladder
+    /// The latest an attempt may start: `min_attempt_time` before the
+    /// ladder's window (the time kept for a fallback taken out) or its
+    /// deadline.
+    fn last_start(&self) -> Option<Instant> {
+        let bound = self.window.or(self.deadline)?.instant();
+        Some(
+            bound
+                .checked_sub(self.shared.policy.min_attempt_time)
+                .unwrap_or(bound),
+        )
+    }
+
+    /// The timer a wait for readiness ends at: when an attempt can no
+    /// longer start in the ladder's time ([`last_start`](Self::last_start)),
+    /// and never later than `max_retry_after` from now — the longest the ladder
     /// waits for a route on its word, and as long as it waits for one that
     /// is not ready (a breaker gating its readiness through a break of
     /// minutes, an isolated route: without a deadline the wait had no end).
@@ -854,9 +874,9 @@ impl<S, B> Ladder<S, B> {
         // moment (a `Buffer`, a `ConcurrencyLimit`).
         let wait = self.shared.policy.max_retry_after.max(MIN_READINESS_WAIT);
         let cap = Instant::now().checked_add(wait);
-        match (self.window.or(self.deadline), cap) {
-            (Some(bound), Some(cap)) => Some(bound.instant().min(cap)),
-            (Some(bound), None) => Some(bound.instant()),
+        match (self.last_start(), cap) {
+            (Some(last), Some(cap)) => Some(last.min(cap)),
+            (Some(last), None) => Some(last),
             (None, cap) => cap,
         }
     }
@@ -868,10 +888,7 @@ impl<S, B> Ladder<S, B> {
     /// operation's `deadline_exceeded`. The receipt of the attempts made
     /// goes with it.
     fn not_ready_in_time(&mut self) -> BoxError {
-        let time_up = self
-            .window
-            .or(self.deadline)
-            .is_some_and(|bound| Instant::now() >= bound.instant());
+        let time_up = self.last_start().is_some_and(|last| Instant::now() >= last);
         let (failure, stop) = match self.window {
             _ if !time_up => (
                 Failure::new(Code::Timeout)

@@ -82,9 +82,10 @@ impl Service<Request<ReplayBody<String>>> for ReadyThenGated {
 }
 
 /// A retry that waits for a service gating its readiness waits no longer
-/// than the ladder's time: it ends `deadline_exceeded` at the deadline,
-/// the receipt of the attempt made with it, instead of waiting out the
-/// whole break.
+/// than the ladder's time: it ends `deadline_exceeded` when an attempt no
+/// longer fits before the deadline (`min_attempt_time`, a second, before
+/// it), the receipt of the attempt made with it, instead of waiting out
+/// the whole break.
 #[tokio::test(start_paused = true)]
 async fn a_wait_for_readiness_ends_with_the_ladders_time() {
     use seawall_core::Deadline;
@@ -101,10 +102,78 @@ async fn a_wait_for_readiness_ends_with_the_ladders_time() {
         .expect("the wait ends with the ladder's time")
         .expect_err("no attempt could be made");
     assert_eq!(common::failure(&err).code(), Code::DeadlineExceeded);
-    assert_eq!(started.elapsed(), Duration::from_secs(2));
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
     let receipt = common::receipt(&err);
     assert_eq!(receipt.attempts.len(), 1, "{receipt:?}");
     assert_eq!(receipt.stop, Some(StopReason::Deadline));
+}
+
+/// Ready once (answering a 503), then unready until `reopens`, counting
+/// its calls: a limit below held by other calls, a breaker's gate.
+#[derive(Clone)]
+struct ReadyThenHeld {
+    reopens: tokio::time::Instant,
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Service<Request<ReplayBody<String>>> for ReadyThenHeld {
+    type Response = Response<()>;
+    type Error = BoxError;
+    type Future = Ready<Result<Response<()>, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        use std::future::Future;
+        use std::sync::atomic::Ordering;
+        if self.calls.load(Ordering::SeqCst) == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        // A fresh timer each poll: this service keeps no state but its
+        // calls, and the timer registers the waker.
+        let mut held = Box::pin(tokio::time::sleep_until(self.reopens));
+        held.as_mut().poll(cx).map(Ok)
+    }
+
+    fn call(&mut self, _: Request<ReplayBody<String>>) -> Self::Future {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let failure = common::openai(503, None, r#"{"error":{"message":"down"}}"#);
+        ready(Err(failure.into()))
+    }
+}
+
+/// The retry fitted its deadline when planned, but the service then kept
+/// it waiting for readiness until 10 ms before the deadline: it is not
+/// sent (it could not finish, and may be billed). Made ready with its
+/// time still left, it is.
+#[tokio::test(start_paused = true)]
+async fn a_retry_the_service_kept_waiting_past_its_time_is_not_sent() {
+    use seawall_core::Deadline;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    for (reopens, calls) in [
+        (Duration::from_millis(9990), 1),
+        (Duration::from_secs(5), 2),
+    ] {
+        let started = tokio::time::Instant::now();
+        let service = ReadyThenHeld {
+            reopens: started + reopens,
+            calls: Default::default(),
+        };
+        let svc = RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited())
+            .layer(service.clone());
+        let mut request = Request::new(String::new());
+        request
+            .extensions_mut()
+            .insert(Deadline::at(started + Duration::from_secs(10)));
+        let err = svc.oneshot(request).await.expect_err("503 every time");
+        assert_eq!(service.calls.load(Ordering::SeqCst), calls, "{reopens:?}");
+        let receipt = common::receipt(&err);
+        assert_eq!(receipt.attempts.len(), calls, "{receipt:?}");
+        if calls == 1 {
+            assert_eq!(common::failure(&err).code(), Code::DeadlineExceeded);
+            assert_eq!(receipt.stop, Some(StopReason::Deadline));
+            assert_eq!(started.elapsed(), Duration::from_secs(9));
+        }
+    }
 }
 
 /// Without a deadline (or with one far off), a wait for a service that
