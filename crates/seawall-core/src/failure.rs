@@ -137,9 +137,14 @@ pub struct Interrupted {
     pub text_capped: bool,
     /// What ended the stream, as its own code: the in-stream error's
     /// (`overloaded`, `rate_limited`, `bad_request`, …), `transport` for a
-    /// reset, `idle_timeout` for a silent gap, `timeout` for the whole
-    /// stream's bound, `protocol_violation` for a broken event stream;
-    /// `None` for a clean end without the finish marker. The failure's own
+    /// reset, `idle_timeout` for a silent gap, `timeout` for another of
+    /// the guard's waits, `answer_too_large` for an event past the guard's
+    /// cap, `protocol_violation` for a broken event stream (from the
+    /// classifier, for a body it handed on: `truncated` for one that ended
+    /// short of its length); `None` for a clean end without the finish
+    /// marker, and for the guard's `max_duration`: the caller's bound on
+    /// the whole stream blames no route, as a deadline does not (the
+    /// interruptions metric counts it as `timeout`). The failure's own
     /// code stays `stream_interrupted` (surface): this says whether the
     /// route is to blame, for a breaker.
     pub cause: Option<crate::Code>,
