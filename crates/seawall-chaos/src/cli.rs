@@ -124,18 +124,51 @@ impl clap::builder::TypedValueParser for KeyFaultParser {
     }
 }
 
-/// Serves until Ctrl-C, printing the URL once listening.
+/// Serves until SIGINT (Ctrl-C) or, on Unix, SIGTERM ([`stopped`]),
+/// printing the URL once listening and a line once stopped.
 pub async fn serve(args: Args) -> io::Result<()> {
-    serve_until(args, async {
-        // If the signal cannot be installed there is no way to stop but killing.
+    serve_until(args, stopped()).await
+}
+
+/// Resolves when the process is asked to stop: SIGINT (Ctrl-C) or, on
+/// Unix, SIGTERM (docker, systemd, `timeout`, a test harness's
+/// terminate), so either ends with a clean shutdown rather than a kill.
+/// Never, where no handler can be installed. The `seawall` CLI's commands
+/// stop on it too. Call it inside a Tokio runtime.
+pub fn stopped() -> impl Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        // Installed now, not at the first poll: a signal that comes before
+        // the caller awaits (right after the start-up line) still stops
+        // it, where the default action would kill it.
+        let handlers = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        );
+        async move {
+            match handlers {
+                (Ok(mut interrupt), Ok(mut terminate)) => tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                },
+                (Ok(mut one), Err(_)) | (Err(_), Ok(mut one)) => {
+                    one.recv().await;
+                }
+                (Err(_), Err(_)) => std::future::pending().await,
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    })
-    .await
+    }
 }
 
-/// Serves until `stop` completes, printing the URL once listening.
+/// Serves until `stop` completes, printing the URL once listening and a
+/// line once the server has shut down.
 pub async fn serve_until(args: Args, stop: impl Future<Output = ()>) -> io::Result<()> {
     let mut builder = ChaosServer::builder()
         .addr(args.addr)
@@ -153,6 +186,7 @@ pub async fn serve_until(args: Args, stop: impl Future<Output = ()>) -> io::Resu
     );
     stop.await;
     handle.shutdown().await;
+    let _ = writeln!(io::stdout(), "seawall-chaos stopped");
     Ok(())
 }
 

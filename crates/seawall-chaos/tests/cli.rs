@@ -41,3 +41,53 @@ fn a_closed_stdout_does_not_stop_the_server() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// SIGTERM (docker, systemd, a harness's terminate) stops the server as
+/// Ctrl-C does: a clean shutdown, its line, exit 0 — not a kill.
+#[cfg(unix)]
+#[test]
+fn sigterm_and_sigint_shut_the_server_down_cleanly() {
+    use std::io::{BufRead, BufReader, Read};
+    for signal in ["-TERM", "-INT"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_seawall-chaos"))
+            .args(["--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut listening = String::new();
+        stdout.read_line(&mut listening).unwrap();
+        assert!(
+            listening.starts_with("seawall-chaos listening on "),
+            "{listening:?}"
+        );
+        let killed = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("{signal}: the server did not stop");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut rest = String::new();
+        stdout.read_to_string(&mut rest).unwrap();
+        let mut log = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut log)
+            .unwrap();
+        assert_eq!(status.code(), Some(0), "{signal}: {status} {log}");
+        assert_eq!(rest, "seawall-chaos stopped\n", "{signal}: {log}");
+    }
+}

@@ -809,7 +809,7 @@ where
 {
     // A user's Ctrl-C (or `timeout`'s SIGTERM) ends the chat as any other
     // end does: with what was shown counted and the receipt last.
-    let mut stop: Stop = Box::pin(stopped());
+    let mut stop: Stop = Box::pin(seawall_chaos::cli::stopped());
     let called = tokio::select! {
         called = service.oneshot(request) => called,
         () = &mut stop => Err(stopped_failure().into()),
@@ -984,29 +984,6 @@ where
     );
     let _ = writeln!(log, "{}", with_resumes(line, resumed.as_ref()));
     if complete { 0 } else { 4 }
-}
-
-/// Resolves when the user stops the chat: SIGINT (Ctrl-C) or, on Unix,
-/// SIGTERM. Never, where no handler can be installed.
-async fn stopped() {
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => tokio::select! {
-                () = interrupt => {}
-                _ = terminate.recv() => {}
-            },
-            Err(_) => interrupt.await,
-        }
-    }
-    #[cfg(not(unix))]
-    interrupt.await;
 }
 
 type Stop = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
