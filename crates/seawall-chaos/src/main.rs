@@ -1,4 +1,5 @@
-//! `seawall-chaos`: serve the fault-injecting provider until Ctrl-C.
+//! `seawall-chaos`: serve the fault-injecting provider until Ctrl-C or
+//! SIGTERM.
 
 use std::process::ExitCode;
 
