@@ -1,5 +1,6 @@
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 
 use http_body::Body;
@@ -64,7 +65,15 @@ where
                     // A trial or a cooldown's probe is judged by its
                     // answer; calls of a closed spell count how their
                     // bodies end.
-                    let permit = permit.take().and_then(Permit::answered);
+                    let permit = if classified(response.status()) {
+                        permit.take().and_then(Permit::answered)
+                    } else {
+                        // Dropped: counted neither way, a trial's place
+                        // and a probe given back.
+                        unclassified(response.status());
+                        drop(permit.take());
+                        None
+                    };
                     Poll::Ready(Ok(response.map(|body| BreakerBody::new(body, permit))))
                 }
                 Err(error) => {
@@ -82,6 +91,35 @@ where
                 Poll::Ready(Err(BreakerError::Open(refusal)))
             }
         }
+    }
+}
+
+/// Whether an answer's status is one a classifier below hands on as an
+/// answer: a 2xx, or a 304 (to a conditional `GET` or `HEAD`). Every other
+/// status it turns into an error, so one that arrives as a response says
+/// nothing classified it.
+fn classified(status: http::StatusCode) -> bool {
+    status.is_success() || status == http::StatusCode::NOT_MODIFIED
+}
+
+/// Set once a response proved no classifier is below: said once per
+/// process, as every such response would say it again.
+static SAID_UNCLASSIFIED: AtomicBool = AtomicBool::new(false);
+
+/// A response whose status no classifier judged. Without `ClassifyLayer`
+/// below, a 503 is an `Ok`: counted as a success, it would close a
+/// half-open breaker and break a run of consecutive failures while the
+/// route is down. The breaker cannot judge it, so it counts neither way.
+#[cold]
+fn unclassified(status: http::StatusCode) {
+    if !SAID_UNCLASSIFIED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            target: "seawall::breaker",
+            status = status.as_u16(),
+            "a response with an error status reached the circuit breaker: no ClassifyLayer \
+             below it, so statuses are not failures; such responses count neither way \
+             (said once)"
+        );
     }
 }
 

@@ -17,6 +17,13 @@ use crate::state::{MAX_TRIALS, Policy, Transition, TransitionFn};
 /// Every service the layer makes, and every clone of those, shares one set
 /// of breakers. Configure first, then take the [`handle`](Self::handle):
 /// each builder call starts a fresh set.
+///
+/// It needs `ClassifyLayer` (seawall-classify) below it: the breaker counts
+/// the classified [`Failure`](seawall_core::Failure)s, and without a
+/// classifier a 503 is a response like any other. A response with an error
+/// status (anything but a 2xx or a 304) counts neither way, and the first
+/// one warns (target `seawall::breaker`, once per process) that no
+/// classifier is below.
 #[derive(Clone)]
 pub struct BreakerLayer {
     config: Config,

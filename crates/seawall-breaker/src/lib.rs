@@ -18,8 +18,9 @@
 //!   that no route said — a call tower's `LoadShed` refused on this side,
 //!   unsent (closed by us, with no status) — does not count: a burst past
 //!   a local limit is not the route's. A 400, a refusal, a cancellation, the
-//!   operation's own `deadline_exceeded` or an error that is not a seawall
-//!   [`Failure`](seawall_core::Failure) count neither way. By [`Trip`] the
+//!   operation's own `deadline_exceeded`, an error that is not a seawall
+//!   [`Failure`](seawall_core::Failure) or a response with an error status
+//!   (no classifier below turned it into a failure) count neither way. By [`Trip`] the
 //!   breaker opens on a failure ratio over a sliding window with a minimum
 //!   of calls (the default), or on a run of consecutive failures.
 //! - **Open**: calls fail at once, without touching the inner service, with
@@ -146,7 +147,9 @@
 //!   routes trips only the broken one.
 //! - **Only failures that blame the route count**, read from the
 //!   classified [`Failure`](seawall_core::Failure): a 400, a refusal or the
-//!   caller's own deadline neither opens nor closes it.
+//!   caller's own deadline neither opens nor closes it. So it needs
+//!   `ClassifyLayer` below: without one, a response with an error status
+//!   (a raw 503) counts neither way, and the first says so in a warning.
 //! - **Streams end later**: the outcome is recorded when the body ends,
 //!   so a provider that drops every stream half-way trips it.
 //! - **What the route said**: a quota wall, a rate limit's hint or
