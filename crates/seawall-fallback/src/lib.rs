@@ -26,7 +26,9 @@
 //!   request-scoped failure (context length, bad request, refusal, filter,
 //!   malformed call), `cancelled` or `deadline_exceeded`, a transient one
 //!   the provider said not to repeat, nor for an error that is not a
-//!   seawall [`Failure`](seawall_core::Failure).
+//!   seawall [`Failure`](seawall_core::Failure). So it needs `ClassifyLayer`
+//!   below (under the retry ladder, if any): without one a 503 or a 429 is
+//!   a response, and the layer hands it on as the answer.
 //! - **Opt-in triggers**: a route can take a request-scoped failure it
 //!   can fix where the others cannot, when the configuration says so —
 //!   [`FallbackRoute::on`]`(Code::ContextTooLong)` for a route with a

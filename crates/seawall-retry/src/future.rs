@@ -1,6 +1,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -372,7 +373,14 @@ impl<S, B> Ladder<S, B> {
 
     fn succeeded<ResB>(&mut self, response: &mut Response<ResB>) {
         (self.in_flight, self.judged) = (false, true);
-        self.shared.budget.succeeded(self.grant);
+        if classified(response.status()) {
+            self.shared.budget.succeeded(self.grant);
+        } else {
+            // Delivered all the same (the ladder cannot judge a raw
+            // status), but no sign of a healthy upstream to earn retries
+            // back with: a 503 storm would refill the budget it drains.
+            unclassified(response.status());
+        }
         // A layer that chose the route per attempt (a route set) names the
         // one that answered; else it is the ladder's.
         let route = response
@@ -1088,6 +1096,33 @@ impl<S, B> Ladder<S, B> {
 }
 
 /// The GenAI operation a request performs, by its provider's endpoint.
+/// Whether an answer's status is one a classifier below hands on as an
+/// answer: a 2xx, or a 304 (to a conditional `GET` or `HEAD`). Every other
+/// status it turns into a failure, so one that arrives as a response says
+/// nothing classified it.
+fn classified(status: http::StatusCode) -> bool {
+    status.is_success() || status == http::StatusCode::NOT_MODIFIED
+}
+
+/// Set once a response proved no classifier is below: said once per
+/// process, as every such response would say it again.
+static SAID_UNCLASSIFIED: AtomicBool = AtomicBool::new(false);
+
+/// An answer whose status no classifier judged: without `ClassifyLayer`
+/// below, a 503 or a 429 is a response, never a retryable failure.
+#[cold]
+fn unclassified(status: http::StatusCode) {
+    if !SAID_UNCLASSIFIED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            target: "seawall::retry",
+            status = status.as_u16(),
+            "a response with an error status reached the retry ladder: no ClassifyLayer \
+             below it, so statuses are not failures; it is delivered, not retried, and \
+             earns the retry budget nothing (said once)"
+        );
+    }
+}
+
 fn operation_name(facts: &RequestFacts) -> &'static str {
     match facts.provider() {
         Some(Provider::Gemini) => "generate_content",

@@ -8,6 +8,11 @@ use crate::{Budget, RetryBudget, RetryPolicy};
 
 /// Retries classified, retryable failures within the operation's deadline
 /// and a shared budget. See the [crate docs](crate).
+///
+/// It needs `ClassifyLayer` (seawall-classify) below it: a response is an
+/// answer whatever its status, so without a classifier a 503 or a 429 is
+/// delivered, not retried (and earns the budget nothing; the first one
+/// warns that no classifier is below).
 #[derive(Debug, Clone)]
 pub struct RetryBudgetLayer {
     policy: RetryPolicy,

@@ -52,6 +52,13 @@
 //! [`source`](std::error::Error::source). Every
 //! retry polls the inner service's readiness again.
 //!
+//! **It needs `ClassifyLayer` below.** The ladder judges classified
+//! failures, never statuses: without a classifier a 503 or a 429 is a
+//! response, delivered as the answer and never retried. The ladder
+//! records it as its last attempt (stop `succeeded`) but credits the
+//! budget nothing for it, and the first such response warns (target
+//! `seawall::retry`, once per process) that no classifier is below.
+//!
 //! The inner service receives `http::Request<ReplayBody<B>>`
 //! ([`ReplayBody`](seawall_core::recording::ReplayBody)). A ladder marks the
 //! request; an inner ladder that finds the mark makes a single attempt
