@@ -264,6 +264,37 @@ async fn openai_in_stream_error_before_and_after_content() {
     assert_eq!(failure.evidence().closed_by, Some(ClosedBy::Them));
 }
 
+/// llama.cpp's server, in builds from before it sent its errors as
+/// `data:` events, writes a streaming error as an `error:` field, then
+/// `[DONE]`. After content: an interruption caused by the error, not a
+/// clean finish at the `[DONE]`. Before content, a prompt past the
+/// context: that error, permanent, not an empty answer to retry.
+#[tokio::test]
+async fn a_llama_cpp_error_field_is_the_streams_error() {
+    let f = fixture!("openai/llama_cpp_error_field.sse");
+    let d = delivered(run(CHAT, f).await);
+    assert_interrupted(&d, Code::StreamInterrupted, "Hello");
+    let error_field = f.find("error: {").expect("the fixture's error field");
+    assert_eq!(d.bytes, f.as_bytes()[..error_field]);
+    let failure = d.error.unwrap();
+    let cause = failure.interrupted().and_then(|i| i.cause);
+    assert_eq!(cause, Some(Code::ProviderUnavailable));
+    assert_eq!(failure.provider_type(), Some("server_error"));
+    assert!(d.report.finish.is_none(), "{:?}", d.report.finish);
+
+    let too_long = concat!(
+        "error: {\"code\":400,\"message\":\"the request exceeds the available context size, try increasing it\",\"type\":\"exceed_context_size_error\"}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let failure = failed(run(CHAT, too_long).await);
+    assert_eq!(
+        (failure.code(), failure.class(), failure.action()),
+        (Code::ContextTooLong, Class::Permanent, Action::Surface)
+    );
+    assert_eq!(failure.provider_type(), Some("exceed_context_size_error"));
+    assert!(!failure.evidence().content_seen);
+}
+
 #[tokio::test]
 async fn openai_truncated_and_empty() {
     let d = delivered(run(CHAT, fixture!("openai/truncated.sse")).await);

@@ -388,18 +388,19 @@ impl Decoder {
     /// and closes it: read as the format says, the error was lost and a
     /// stream whose chunks carried `finishReason` was called complete.
     /// Lines are gathered until they close a JSON object with an `error`
-    /// member, which is the provider's error; anything else is ignored,
-    /// as the format says.
+    /// member, which is the provider's error; an `error:` field with an
+    /// object in it is the provider's error too (`error_field`); anything
+    /// else is ignored, as the format says.
     fn stray(&mut self, line: &[u8]) -> Signal<'static> {
         if self.provider == Provider::Http {
             return Signal::Other;
         }
         let stray = self.stray.get_or_insert_with(Stray::default);
         // Only an object may be an error body: a line that opens none is
-        // noise, as the format says.
+        // noise, as the format says, unless it is an `error:` field.
         if stray.text.is_empty() && line.trim_ascii_start().first() != Some(&b'{') {
             self.stray = None;
-            return Signal::Other;
+            return self.error_field(line).unwrap_or(Signal::Other);
         }
         if stray.text.len() + line.len() >= MAX_STRAY {
             self.stray = None;
@@ -424,6 +425,29 @@ impl Decoder {
             // noise, as the format says.
             Signal::Other
         }
+    }
+
+    /// A line `error: {…}`, as llama.cpp's server wrote a streaming error
+    /// before it sent one as a `data:` event (ggml-org/llama.cpp#16109;
+    /// builds from before it still run): `error: {"code":500,"message":…,
+    /// "type":"server_error"}` when its context fills mid-answer, or a 400
+    /// `exceed_context_size_error` for a prompt too long, then `data:
+    /// [DONE]`. Read as noise, the error was lost and the `[DONE]` ended
+    /// the stream clean: a cut answer called complete, or, before content,
+    /// an empty answer retried with a prompt that can never fit. The object
+    /// holds `code`, `message` and `type` at its top, as an error body's
+    /// `error` member does: read wrapped as one, it is the provider's
+    /// error; any other `error:` value is noise.
+    fn error_field(&self, line: &[u8]) -> Option<Signal<'static>> {
+        let value = line.strip_prefix(b"error:")?.trim_ascii();
+        if value.first() != Some(&b'{') || undecodable(value).is_some() {
+            return None;
+        }
+        let mut body = Vec::with_capacity(value.len() + 10);
+        body.extend_from_slice(b"{\"error\":");
+        body.extend_from_slice(value);
+        body.push(b'}');
+        declares_error(&body).then(|| self.error(&body))
     }
 
     /// What an event's data means in the provider's format.
@@ -643,6 +667,62 @@ mod tests {
         let (_, decoder) = decode_openai(groq);
         let usage = decoder.usage().expect("Groq's usage");
         assert_eq!((usage.input_tokens, usage.output_tokens), (244, 15));
+    }
+
+    /// llama.cpp's `error:` field (servers built before it sent errors as
+    /// `data:` events): the stream's error, classified by the provider's
+    /// table; an `error:` line with no error object in it is noise.
+    #[test]
+    fn an_error_field_is_the_streams_error() {
+        let stray = |provider: Provider, line: &str| {
+            Decoder::new(provider)
+                .decode(Item::Stray {
+                    line: line.as_bytes(),
+                    start: 0,
+                })
+                .into_owned()
+        };
+        for (line, code) in [
+            (
+                r#"error: {"code":500,"message":"Input prompt is too big compared to KV size. Please try increasing KV size.","type":"server_error"}"#,
+                Code::ProviderUnavailable,
+            ),
+            (
+                r#"error:{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}"#,
+                Code::ContextTooLong,
+            ),
+        ] {
+            let Signal::Error(failure) = stray(Provider::OpenAi, line) else {
+                panic!("{line}");
+            };
+            assert_eq!(failure.code(), code, "{line}");
+            assert!(failure.message().is_some(), "{line}");
+            // Any other wire: still an error, not noise.
+            for provider in [
+                Provider::OpenAiResponses,
+                Provider::Anthropic,
+                Provider::Gemini,
+            ] {
+                let signal = stray(provider, line);
+                assert!(
+                    matches!(signal, Signal::Error(_)),
+                    "{provider:?}: {signal:?}"
+                );
+            }
+            // Any event stream: any line the format ignores is ignored.
+            let signal = stray(Provider::Http, line);
+            assert!(matches!(signal, Signal::Other), "{signal:?}");
+        }
+        for line in [
+            "error: overloaded",
+            "error: {}",
+            r#"error: {"code":500"#,
+            r#"error: {"a":1},"message":"x"}"#,
+            r#"errors: {"code":500,"message":"boom","type":"server_error"}"#,
+        ] {
+            let signal = stray(Provider::OpenAi, line);
+            assert!(matches!(signal, Signal::Other), "{line}: {signal:?}");
+        }
     }
 
     /// Whether the unary check finds an answer in the body (an empty one is
