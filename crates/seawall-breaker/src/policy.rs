@@ -157,18 +157,18 @@ impl BreakDuration {
 /// one: when the provider or the network closed the stream);
 /// `rate_limited` only when `rate_limited_counts`. Everything else — the
 /// permanent, policy and model-fixable classes, `deadline_exceeded` (the
-/// operation's own budget), `cancelled`, a breaker's own `circuit_open` —
-/// says nothing about the route. Nor does an `overloaded` closed by us with
-/// no status: a call refused on this side before it was sent (tower's
-/// `LoadShed` over a local concurrency or rate limit, as the classifier
-/// reads it), which a burst past the limit would otherwise turn into an
-/// open breaker for every caller. A provider's own overload (a 529, a 503)
-/// carries its status and counts.
+/// operation's own budget), `cancelled` — says nothing about the route.
+/// Nor does a call refused on this side, which reached no route
+/// ([`Failure::is_refused_here`]): a breaker's own refusal, or an
+/// `overloaded` shed unsent by tower's `LoadShed` over a local limit, which
+/// a burst past the limit would otherwise turn into an open breaker for
+/// every caller. A provider's own overload (a 529, a 503) carries its
+/// status and counts.
 ///
 /// An answer the token limit cut (a `length` or `max_tokens` finish) is
 /// no failure at all: it is delivered, and never reaches this question.
 pub(crate) fn counts(failure: &Failure, rate_limited_counts: bool) -> bool {
-    if failure.class() != Class::Transient {
+    if failure.class() != Class::Transient || failure.is_refused_here() {
         return false;
     }
     // An end after content counts for what ended it: a reset, an overload
@@ -183,16 +183,7 @@ pub(crate) fn counts(failure: &Failure, rate_limited_counts: bool) -> bool {
             None => failure.evidence().closed_by == Some(ClosedBy::Them),
         };
     }
-    if failure.code() == Code::Overloaded && shed_here(failure) {
-        return false;
-    }
     counts_code(failure.code(), rate_limited_counts)
-}
-
-/// A call refused on this side, unsent: closed by us before any answer.
-fn shed_here(failure: &Failure) -> bool {
-    let evidence = failure.evidence();
-    evidence.closed_by == Some(ClosedBy::Us) && evidence.status.is_none()
 }
 
 fn counts_code(code: Code, rate_limited_counts: bool) -> bool {

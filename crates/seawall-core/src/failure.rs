@@ -2,7 +2,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::{Action, Class, Code, Evidence, Receipt, RouteId};
+use crate::{Action, Class, ClosedBy, Code, Evidence, Receipt, RouteId};
 
 /// How many bytes of a provider's message a [`Failure`] keeps.
 pub const MESSAGE_EXCERPT_BYTES: usize = 512;
@@ -548,6 +548,22 @@ impl Failure {
         ) && self.evidence.nothing_arrived()
     }
 
+    /// True when the call was refused on this side and reached no route: a
+    /// breaker's refusal ([`Code::is_refusal`]: its breaker open, its route
+    /// cooling down), or an `overloaded` closed by us with no status — tower's
+    /// `LoadShed` over a local concurrency or rate limit refused it unsent,
+    /// as the classifier reads it. It says nothing of the route: a breaker
+    /// does not count it, and a route set neither demotes nor times the
+    /// member it chose (they share the local limit: one burst past it
+    /// would otherwise condemn every member). A provider's own overload (a
+    /// 529, a 503) carries its status and is no refusal.
+    pub fn is_refused_here(&self) -> bool {
+        self.code.is_refusal()
+            || (self.code == Code::Overloaded
+                && self.evidence.closed_by == Some(ClosedBy::Us)
+                && self.evidence.status.is_none())
+    }
+
     /// Finds a `Failure` in an error or anywhere in its source chain,
     /// through the payload of an `io::Error` too (`io::Error::source`
     /// skips it): a body read through an `AsyncRead` bridge (tokio-util's
@@ -631,6 +647,28 @@ mod tests {
             Failure::find(&wrapped).map(Failure::code),
             Some(Code::Overloaded)
         );
+    }
+
+    /// Refused here: a breaker's refusal, or a local shed (closed by us, no
+    /// status). A provider's overload, or one of unknown origin, reached
+    /// the route.
+    #[test]
+    fn refused_here_is_a_breakers_refusal_or_a_local_shed() {
+        let shed = |closed_by, status: Option<u16>| {
+            let mut failure = Failure::new(Code::Overloaded);
+            failure.evidence_mut().closed_by = closed_by;
+            failure.evidence_mut().status = status;
+            failure
+        };
+        assert!(Failure::new(Code::CircuitOpen).is_refused_here());
+        assert!(Failure::new(Code::RouteCoolingDown).is_refused_here());
+        assert!(shed(Some(ClosedBy::Us), None).is_refused_here());
+        assert!(!shed(Some(ClosedBy::Us), Some(503)).is_refused_here());
+        assert!(!shed(Some(ClosedBy::Them), None).is_refused_here());
+        assert!(!shed(None, Some(529)).is_refused_here());
+        let mut timeout = Failure::new(Code::Timeout);
+        timeout.evidence_mut().closed_by = Some(ClosedBy::Us);
+        assert!(!timeout.is_refused_here());
     }
 
     /// A server's megabyte-long error type or code is kept to a word's

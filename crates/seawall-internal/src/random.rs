@@ -1,14 +1,19 @@
 //! Where a layer's randomness comes from: the thread's generator, or one
 //! seeded for reproducible runs (tests, the fleet simulation). Shared by the
-//! retry ladder's jitter and the breaker's break jitter.
+//! retry ladder's jitter, the breaker's break jitter and the route set's
+//! choice of member.
 
 use std::sync::{Mutex, PoisonError};
 
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
-/// A source of random numbers. Only jitter draws from it, so a seeded
-/// generator's lock is never taken on the success path.
+/// A source of random numbers. A seeded generator's lock is taken on every
+/// draw: the retry ladder's and the breaker's jitter draw only after a
+/// failure, but a route set draws on every call that finds two or more of
+/// its members open (its power-of-two choice), so a seeded route set
+/// serializes its calls' choices on the lock, briefly. The thread's
+/// generator takes no lock.
 #[derive(Debug, Default)]
 pub enum Random {
     /// The thread-local generator.

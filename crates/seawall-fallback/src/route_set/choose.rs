@@ -444,18 +444,21 @@ impl Set {
         slot.measured_ms.store(now, Ordering::Relaxed);
     }
 
-    /// A route-scoped failure on `index` with `code`: demoted for a while,
-    /// but for the breaker's own refusal. True when another member can
-    /// take the next attempt (one the breaker does not refuse).
-    pub(crate) fn failed_with(&self, index: usize, code: Code) -> bool {
-        // The breaker refused without a call (open, or the route cooling
-        // down): the set reads the breaker before every choice, so its
-        // refusal is known without a demotion. It reaches here only from
-        // a race (calls that chose the member before its half-open trials
-        // filled): demoted, the member whose trial is about to close its
-        // breaker would be shunned for `avoid`, by refusals that never
-        // reached it.
-        if code.is_refusal() {
+    /// A route-scoped `failure` on `index`: demoted for a while, but for a
+    /// call refused here. True when another member can take the next
+    /// attempt (one the breaker does not refuse).
+    pub(crate) fn failed_with(&self, index: usize, failure: &Failure) -> bool {
+        // Refused on this side, the member never reached
+        // (`Failure::is_refused_here`), so nothing is learnt of it. The
+        // breaker's refusal (open, or the route cooling down) is read
+        // before every choice and reaches here only from a race (calls
+        // that chose the member before its half-open trials filled):
+        // demoted, the member whose trial is about to close its breaker
+        // would be shunned for `avoid`. A local `LoadShed` sheds calls to
+        // every member alike (they share the client under it): demoted,
+        // one burst past the limit would shun every healthy member and
+        // forget every latency.
+        if failure.is_refused_here() {
             return self.another_than(index);
         }
         self.failed(index)
@@ -730,14 +733,17 @@ mod tests {
         let set = set(2, 3);
         set.measured(0, Duration::from_millis(5));
         set.measured(1, Duration::from_millis(50));
-        assert!(set.failed_with(0, Code::CircuitOpen), "B can take it");
+        assert!(
+            set.failed_with(0, &Failure::new(Code::CircuitOpen)),
+            "B can take it"
+        );
         let members = set.snapshot();
         assert_eq!(members[0].demoted_for, None);
         for _ in 0..20 {
             assert_eq!(set.choose().unwrap(), 0, "A is still the faster");
         }
         // Any other route-scoped failure demotes, as before.
-        assert!(set.failed_with(0, Code::Auth));
+        assert!(set.failed_with(0, &Failure::new(Code::Auth)));
         assert!(set.snapshot()[0].demoted_for.is_some());
         assert_eq!(set.choose().unwrap(), 1);
     }

@@ -35,10 +35,16 @@ impl InFlight {
         InFlight { set, index }
     }
 
-    /// The member's failure, named after the member, as the ladder above
-    /// should see it: with [`AnotherRoute`] when it condemns only the
-    /// member and another member can take the next attempt.
-    fn failed(&self, error: BoxError) -> BoxError {
+    /// The member's failure after `took`, named after the member, as the
+    /// ladder above should see it: with [`AnotherRoute`] when it condemns
+    /// only the member and another member can take the next attempt.
+    fn failed(&self, error: BoxError, took: Duration) -> BoxError {
+        // A call refused here never reached the member: its few
+        // microseconds are no latency of the member's, and would make an
+        // unmeasured member look fast and draw more calls into refusals.
+        if !Failure::find(&*error).is_some_and(Failure::is_refused_here) {
+            self.set.measured(self.index, took);
+        }
         let route = self.set.slots[self.index].member.route();
         let failure = match Failure::extract(error) {
             Ok(failure) => failure.with_route(route.clone()),
@@ -48,7 +54,7 @@ impl InFlight {
         if !failure.moves_route() {
             return Box::new(failure);
         }
-        let another = self.set.failed_with(self.index, failure.code());
+        let another = self.set.failed_with(self.index, &failure);
         tracing::debug!(
             target: "seawall::route_set",
             route = route.as_str(),
@@ -209,9 +215,9 @@ where
                 } => {
                     let result = ready!(future.poll(cx));
                     let in_flight = in_flight.take().expect("a called future is polled once");
-                    in_flight.set.measured(in_flight.index, started.elapsed());
                     return match result {
                         Ok(mut response) => {
+                            in_flight.set.measured(in_flight.index, started.elapsed());
                             let route = in_flight.set.slots[in_flight.index].member.route();
                             // The member that answered, for the receipt.
                             response.extensions_mut().insert(route.clone());
@@ -220,7 +226,9 @@ where
                                 in_flight: Some(in_flight),
                             })))
                         }
-                        Err(error) => Poll::Ready(Err(in_flight.failed(error.into()))),
+                        Err(error) => {
+                            Poll::Ready(Err(in_flight.failed(error.into(), started.elapsed())))
+                        }
                     };
                 }
             }
