@@ -603,56 +603,27 @@ fn with_head(head: Option<&Bytes>, rest: &SizeHint) -> SizeHint {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use bytes::Bytes;
     use http_body_util::{BodyExt, Full};
+    use seawall_test::trace::Recorder;
 
     use super::ClassifiedBody;
-
-    /// The names of the fields of every event.
-    #[derive(Default, Clone)]
-    struct Fields(Arc<Mutex<Vec<Vec<&'static str>>>>);
-
-    impl tracing::Subscriber for Fields {
-        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-            tracing::span::Id::from_u64(1)
-        }
-        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-        fn event(&self, event: &tracing::Event<'_>) {
-            struct Names(Vec<&'static str>);
-            impl tracing::field::Visit for Names {
-                fn record_debug(&mut self, field: &tracing::field::Field, _: &dyn std::fmt::Debug) {
-                    self.0.push(field.name());
-                }
-            }
-            let mut names = Names(Vec::new());
-            event.record(&mut names);
-            self.0.lock().unwrap().push(names.0);
-        }
-        fn enter(&self, _: &tracing::span::Id) {}
-        fn exit(&self, _: &tracing::span::Id) {}
-    }
 
     /// A failure made in the body (here a JSON answer past the check cap
     /// that ends before its value closes) is a classified failure: its
     /// event has the fields every such event has, and what broke it.
     #[tokio::test]
     async fn a_failure_made_in_the_body_has_the_classified_fields() {
-        let fields = Fields::default();
-        let _guard = tracing::subscriber::set_default(fields.clone());
+        let recorder = Recorder::new();
+        let _guard = recorder.install();
         let rest = Box::pin(Full::new(Bytes::from_static(b"\"more\"")));
         let body = ClassifiedBody::past_cap(Bytes::from_static(b"{\"text\":"), rest, 200, 1 << 20);
         body.collect().await.expect_err("the value never closes");
-        let events = fields.0.lock().unwrap().clone();
+        let events = recorder.events();
         assert_eq!(events.len(), 1, "{events:?}");
         // `retry_after_ms` too when there is a hint; a cut answer has none.
         for name in ["class", "code", "status", "action", "cause", "bytes"] {
-            assert!(events[0].contains(&name), "no {name}: {events:?}");
+            assert!(events[0].fields.has(name), "no {name}: {events:?}");
         }
     }
 }

@@ -7,15 +7,12 @@
 mod common;
 
 use common::*;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use seawall_core::{Attempt, AttemptSpans, Class, Code, RouteId, Usage};
 use seawall_stream::StreamGuardLayer;
+use seawall_test::trace::Recorder;
 use tower::{Layer, ServiceExt};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Metadata, Subscriber};
 
 const ANTHROPIC_START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-x\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n";
 const ANTHROPIC_OVERLOADED: &str = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
@@ -125,53 +122,25 @@ async fn a_billed_stream_cut_before_content_keeps_the_part_it_counted() {
     }
 }
 
-/// The fields recorded on the attempt's span after it opened.
-#[derive(Clone, Default)]
-struct Recorded(Arc<Mutex<Vec<(String, String)>>>);
-
-impl Visit for Recorded {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        let entry = (field.name().to_owned(), format!("{value:?}"));
-        self.0.lock().unwrap().push(entry);
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        let entry = (field.name().to_owned(), value.to_owned());
-        self.0.lock().unwrap().push(entry);
-    }
-}
-
-impl Subscriber for Recorded {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, values: &Record<'_>) {
-        values.record(&mut self.clone());
-    }
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, _: &tracing::Event<'_>) {}
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
-
 /// The guard's report of a billed stream that broke before content
 /// counts the part it had reported, as the receipt does: the attempt's
 /// span shows the input Anthropic billed at `message_start`.
 #[tokio::test]
 async fn the_attempt_span_of_a_billed_stream_cut_before_content_shows_its_part() {
-    let recorded = Recorded::default();
-    let _guard = tracing::subscriber::set_default(recorded.clone());
-    let span = || {
-        tracing::info_span!(
-            "attempt",
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-            otel.status_code = tracing::field::Empty,
-        )
-    };
+    let recorder = Recorder::new();
+    let _guard = recorder.install();
+    // A span's name is part of its callsite: a literal each.
+    macro_rules! span {
+        ($name:literal) => {
+            tracing::info_span!(
+                $name,
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+            )
+        };
+    }
     let mut body = Some(scripted(vec![send(ANTHROPIC_START), Step::Reset]));
     let provider = tower::service_fn(move |_req: http::Request<()>| {
         let body = body.take().expect("called once");
@@ -180,23 +149,17 @@ async fn the_attempt_span_of_a_billed_stream_cut_before_content_shows_its_part()
     let mut request = common::request(MESSAGES);
     request
         .extensions_mut()
-        .insert(AttemptSpans::new(span(), span()));
+        .insert(AttemptSpans::new(span!("attempt"), span!("operation")));
     let result = StreamGuardLayer::interactive()
         .layer(provider)
         .oneshot(request)
         .await;
     assert_eq!(failure_of(result).code(), Code::Transport);
-    let recorded = recorded.0.lock().unwrap();
-    let field = |name: &str| {
-        recorded
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let attempt = recorder.span("attempt").fields;
     assert_eq!(
-        field("gen_ai.usage.input_tokens"),
+        attempt.get("gen_ai.usage.input_tokens"),
         Some("10"),
-        "{recorded:?}"
+        "{attempt:?}"
     );
-    assert_eq!(field("error.type"), Some("transport"));
+    assert_eq!(attempt.get("error.type"), Some("transport"));
 }

@@ -1,66 +1,17 @@
-//! The interruptions the guard counts, read back from a recorder of this
-//! thread's own, on tokio's paused clock (feature `metrics`).
+//! The interruptions the guard counts, read back from a debugging recorder
+//! of this thread's own, on tokio's paused clock (feature `metrics`).
 #![cfg(feature = "metrics")]
 
 mod common;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use metrics_util::debugging::DebuggingRecorder;
 use seawall_core::Code;
 use seawall_core::metric_names::STREAM_INTERRUPTIONS_TOTAL;
 use seawall_stream::StreamGuardLayer;
-
-/// The counters recorded into it, by name and labels. (The crate's own
-/// dependencies hold only the `metrics` facade, so the recorder is this
-/// one rather than a debugging recorder.)
-#[derive(Default)]
-struct Counters(Mutex<HashMap<Key, Arc<AtomicU64>>>);
-
-impl Counters {
-    /// The counter `name` with `label` set to `value`, summed over the rest.
-    fn count(&self, name: &str, label: &str, value: &str) -> u64 {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(key, _)| key.name() == name)
-            .filter(|(key, _)| key.labels().any(|l| l.key() == label && l.value() == value))
-            .map(|(_, n)| n.load(Ordering::Relaxed))
-            .sum()
-    }
-
-    /// The counter `name`, summed over its labels.
-    fn total(&self, name: &str) -> u64 {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(key, _)| key.name() == name)
-            .map(|(_, n)| n.load(Ordering::Relaxed))
-            .sum()
-    }
-}
-
-impl Recorder for Counters {
-    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-        let mut counters = self.0.lock().unwrap();
-        Counter::from_arc(counters.entry(key.clone()).or_default().clone())
-    }
-    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
-        Gauge::noop()
-    }
-    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
-        Histogram::noop()
-    }
-}
+use seawall_test::metrics::{counter, snapshot};
 
 /// A stream cut after content at the guard's own `max_duration` names no
 /// cause on its record (the bound is the caller's: a breaker counts none
@@ -69,8 +20,9 @@ impl Recorder for Counters {
 /// carries.
 #[tokio::test(start_paused = true)]
 async fn a_max_duration_cut_is_counted_as_a_timeout() {
-    let counters = Counters::default();
-    let _recording = metrics::set_default_local_recorder(&counters);
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _recording = metrics::set_default_local_recorder(&recorder);
     let mut script = vec![send(OPENAI_ROLE)];
     for _ in 0..10 {
         script.push(wait(5.0));
@@ -82,13 +34,22 @@ async fn a_max_duration_cut_is_counted_as_a_timeout() {
     assert_eq!(failure.code(), Code::StreamInterrupted);
     assert_eq!(failure.interrupted().expect("after content").cause, None);
 
-    assert_eq!(counters.total(STREAM_INTERRUPTIONS_TOTAL), 1);
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, STREAM_INTERRUPTIONS_TOTAL, &[]), 1);
     assert_eq!(
-        counters.count(STREAM_INTERRUPTIONS_TOTAL, "code", "timeout"),
+        counter(
+            &snapshot,
+            STREAM_INTERRUPTIONS_TOTAL,
+            &[("code", "timeout")]
+        ),
         1
     );
     assert_eq!(
-        counters.count(STREAM_INTERRUPTIONS_TOTAL, "code", "stream_interrupted"),
+        counter(
+            &snapshot,
+            STREAM_INTERRUPTIONS_TOTAL,
+            &[("code", "stream_interrupted")]
+        ),
         0
     );
 }
@@ -97,8 +58,9 @@ async fn a_max_duration_cut_is_counted_as_a_timeout() {
 /// for a cause the record names is that cause.
 #[tokio::test(start_paused = true)]
 async fn a_reset_after_content_is_counted_as_transport() {
-    let counters = Counters::default();
-    let _recording = metrics::set_default_local_recorder(&counters);
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _recording = metrics::set_default_local_recorder(&recorder);
     let script = vec![
         send(OPENAI_ROLE),
         send(openai_delta("x")),
@@ -112,9 +74,14 @@ async fn a_reset_after_content_is_counted_as_transport() {
     )
     .await;
     assert_eq!(d.error.expect("reset").code(), Code::StreamInterrupted);
+    let snapshot = snapshot(&snapshotter);
     assert_eq!(
-        counters.count(STREAM_INTERRUPTIONS_TOTAL, "code", "transport"),
+        counter(
+            &snapshot,
+            STREAM_INTERRUPTIONS_TOTAL,
+            &[("code", "transport")]
+        ),
         1
     );
-    assert_eq!(counters.total(STREAM_INTERRUPTIONS_TOTAL), 1);
+    assert_eq!(counter(&snapshot, STREAM_INTERRUPTIONS_TOTAL, &[]), 1);
 }

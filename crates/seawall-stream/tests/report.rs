@@ -2,55 +2,15 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-
 use bytes::Bytes;
 use common::*;
 use http_body_util::Full;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
-
-type Events = Arc<Mutex<Vec<Vec<(String, String)>>>>;
-
-/// Keeps the fields of every `seawall::stream` event.
-struct Capture(Events);
-
-struct Fields<'a>(&'a mut Vec<(String, String)>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push((field.name().to_owned(), format!("{value:?}")));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.push((field.name().to_owned(), value.to_owned()));
-    }
-}
-
-impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        if event.metadata().target() == "seawall::stream" {
-            let mut fields = Vec::new();
-            event.record(&mut Fields(&mut fields));
-            self.0.lock().unwrap().push(fields);
-        }
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
+use seawall_test::trace::Recorder;
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn one_event_with_stable_fields_per_stream() {
-    let events = Events::default();
-    let _guard = tracing::subscriber::set_default(Capture(events.clone()));
+    let recorder = Recorder::new();
+    let _guard = recorder.install();
 
     let stream = include_str!("fixtures/openai/length.sse");
     let response = call(
@@ -62,15 +22,9 @@ async fn one_event_with_stable_fields_per_stream() {
     .unwrap();
     drain(response).await;
 
-    let events = events.lock().unwrap();
+    let events = recorder.events_of("seawall::stream");
     assert_eq!(events.len(), 1, "exactly one event");
-    let field = |name: &str| {
-        events[0]
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| panic!("field {name} missing"))
-    };
+    let field = |name: &str| events[0].value(name);
     assert_eq!(field("protocol"), "openai");
     assert_eq!(field("outcome"), "finished");
     assert_eq!(field("finish_reason"), "length");
