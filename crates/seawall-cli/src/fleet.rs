@@ -23,7 +23,7 @@ pub(crate) struct FleetArgs {
     /// When the outage starts, virtual seconds.
     #[arg(long, default_value_t = 60.0)]
     outage_start: f64,
-    /// How long the outage lasts, virtual seconds.
+    /// How long the outage lasts, virtual seconds: at least 0.1.
     #[arg(long, default_value_t = 30.0)]
     outage: f64,
     /// A brown-out at this share of capacity (0.2: 20 %) instead of a total
@@ -33,10 +33,10 @@ pub(crate) struct FleetArgs {
     /// Provider capacity as a multiple of the fleet's own load.
     #[arg(long, default_value_t = 1.2)]
     headroom: f64,
-    /// Provider latency of a served request, milliseconds.
+    /// Provider latency of a served request, milliseconds: at most 60000.
     #[arg(long, default_value_t = 200)]
     latency_ms: u64,
-    /// Provider latency of a refusal, milliseconds.
+    /// Provider latency of a refusal, milliseconds: at most 60000.
     #[arg(long, default_value_t = 20)]
     error_latency_ms: u64,
     /// Capacity a refusal costs, as a share of a served request.
@@ -99,7 +99,9 @@ fn seconds(value: f64, name: &str) -> Result<Duration, String> {
 const MAX_SECONDS: Duration = seawall_fleet::MAX_DURATION;
 
 /// How long the run must go on after the outage ends: recovery is the
-/// first second from which goodput holds for 5 s on end.
+/// first second from which goodput holds for 5 s on end, so a run ending
+/// 10 s after the outage shows recoveries up to 4 s (a later one reads
+/// `>4.0`).
 const AFTER_OUTAGE: Duration = Duration::from_secs(10);
 
 fn usage(message: &str) -> ExitCode {
@@ -130,6 +132,15 @@ pub(crate) fn run(args: FleetArgs) -> ExitCode {
     if !(args.reject_cost.is_finite() && args.reject_cost >= 0.0) {
         return usage("--reject-cost must be a non-negative share");
     }
+    let max_latency_ms = seawall_fleet::MAX_LATENCY.as_millis();
+    for (value, flag) in [
+        (args.latency_ms, "--latency-ms"),
+        (args.error_latency_ms, "--error-latency-ms"),
+    ] {
+        if u128::from(value) > max_latency_ms {
+            return usage(&format!("{flag} must be at most {max_latency_ms}"));
+        }
+    }
     let mut stacks = Vec::new();
     for name in &args.stacks {
         match StackKind::parse(name.trim()) {
@@ -150,6 +161,13 @@ pub(crate) fn run(args: FleetArgs) -> ExitCode {
         (Ok(d), Ok(s), Ok(l)) => (d, s, l),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return usage(&e),
     };
+    if outage_len < seawall_fleet::SLOT {
+        return usage(&format!(
+            "--outage must last at least {} s: the figures are kept per slot \
+             of that length, and a shorter outage starts no operation",
+            seawall_fleet::SLOT.as_secs_f64()
+        ));
+    }
     if outage_start + outage_len + AFTER_OUTAGE > duration {
         return usage(&format!(
             "--duration ({} s) must run at least {} s past the outage's end ({} s): \

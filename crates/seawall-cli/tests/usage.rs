@@ -136,8 +136,9 @@ fn zero_bounds_on_chat_are_refused() {
 }
 
 /// A fleet run is bounded to what it can keep: a day of virtual time (its
-/// figures are kept per 100 ms), and a rate the simulation runs as asked
-/// (under its floor, the table would measure another rate).
+/// figures are kept per 100 ms), a rate the simulation runs as asked
+/// (under its floor, the table would measure another rate), latencies it
+/// waits for, and an outage of at least one 100 ms slot.
 #[test]
 fn fleet_runs_past_what_the_simulation_keeps_are_refused() {
     for (args, flag) in [
@@ -145,6 +146,25 @@ fn fleet_runs_past_what_the_simulation_keeps_are_refused() {
         (&["fleet", "--duration", "86401"][..], "--duration"),
         (&["fleet", "--rate", "1e-9"][..], "--rate"),
         (&["fleet", "--rate", "inf"][..], "--rate"),
+        // The run waits for answers in proportion to the latencies.
+        (
+            &["fleet", "--latency-ms", "60001", "--clients", "1"][..],
+            "--latency-ms",
+        ),
+        (
+            &["fleet", "--error-latency-ms", "600000", "--clients", "1"][..],
+            "--error-latency-ms",
+        ),
+        // Shorter than the 100 ms the figures are kept per: no operation
+        // starts in it, and the amplification read 0.00x.
+        (
+            &["fleet", "--outage", "0.05", "--clients", "1"][..],
+            "--outage",
+        ),
+        (
+            &["fleet", "--outage", "0", "--clients", "1"][..],
+            "--outage",
+        ),
     ] {
         let (code, log) = seawall(args);
         assert_eq!(code, Some(2), "{args:?}: {log}");

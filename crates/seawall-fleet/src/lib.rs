@@ -70,7 +70,7 @@ pub struct FleetConfig {
     /// When the outage starts (default 60 s).
     #[serde(serialize_with = "secs")]
     pub outage_start: Duration,
-    /// How long it lasts (default 30 s).
+    /// How long it lasts (default 30 s); at least one [`SLOT`].
     #[serde(serialize_with = "secs")]
     pub outage_len: Duration,
     /// What it is (default total).
@@ -78,10 +78,11 @@ pub struct FleetConfig {
     /// The provider's capacity as a multiple of the fleet's own load
     /// (`clients × rate`; default 1.2).
     pub headroom: f64,
-    /// The provider's latency for a served request (default 200 ms).
+    /// The provider's latency for a served request (default 200 ms); at
+    /// most [`MAX_LATENCY`].
     #[serde(serialize_with = "secs")]
     pub latency: Duration,
-    /// Its latency for a refusal (default 20 ms).
+    /// Its latency for a refusal (default 20 ms); at most [`MAX_LATENCY`].
     #[serde(serialize_with = "secs")]
     pub error_latency: Duration,
     /// Capacity a refusal costs, as a share of a served request (default
@@ -114,6 +115,12 @@ pub const MAX_RATE: f64 = 1000.0;
 /// day costs some 17 MB a stack where a year would cost gigabytes.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
+/// The slowest answer the provider may be given, served or refused: the
+/// longest deadline of the stacks compared. The run waits for operations
+/// in flight at its end in proportion to it (see [`FleetConfig::drain`]),
+/// so an unbounded latency would be an unbounded wait.
+pub const MAX_LATENCY: Duration = Duration::from_secs(60);
+
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
@@ -142,8 +149,11 @@ impl Default for FleetConfig {
 impl FleetConfig {
     /// Why this configuration cannot run, when it cannot: no clients (no
     /// schedule ever reaches the run's end), a rate that is not a number
-    /// or over [`MAX_RATE`], a run over [`MAX_DURATION`], or an outage
-    /// that ends past any time. [`run`] and [`run_stack`] refuse it.
+    /// or over [`MAX_RATE`], a run over [`MAX_DURATION`], a latency over
+    /// [`MAX_LATENCY`], an outage shorter than one [`SLOT`] (the figures
+    /// are kept per slot: it would start no operation in it, and its
+    /// amplification would read 0) or one that ends past any time.
+    /// [`run`] and [`run_stack`] refuse it.
     pub fn check(&self) -> Result<(), String> {
         if self.clients == 0 {
             return Err("clients must be at least 1".to_owned());
@@ -157,6 +167,18 @@ impl FleetConfig {
             return Err(format!(
                 "duration must be at most {} s",
                 MAX_DURATION.as_secs()
+            ));
+        }
+        if self.latency > MAX_LATENCY || self.error_latency > MAX_LATENCY {
+            return Err(format!(
+                "the provider's latencies must be at most {} s",
+                MAX_LATENCY.as_secs()
+            ));
+        }
+        if self.outage_len < SLOT {
+            return Err(format!(
+                "the outage must last at least one slot ({} ms)",
+                SLOT.as_millis()
             ));
         }
         if self.outage_start.checked_add(self.outage_len).is_none() {
@@ -194,6 +216,16 @@ impl FleetConfig {
     fn outage_end(&self) -> Duration {
         self.outage_start + self.outage_len
     }
+
+    /// How long after [`duration`](Self::duration) the run waits for the
+    /// operations still in flight; those it still finds then are counted
+    /// failed ([`StackReport::unfinished`]). 180 s holds every stack's
+    /// ladder at instant answers (the longest deadline is 60 s, the SDK's
+    /// longest ladder two 60 s retry-afters); each of at most three
+    /// attempts then waits for its answer.
+    pub fn drain(&self) -> Duration {
+        Duration::from_secs(180) + 3 * self.latency.max(self.error_latency)
+    }
 }
 
 /// One stack's figures.
@@ -205,8 +237,12 @@ pub struct StackReport {
     pub operations: u64,
     /// Operations that succeeded.
     pub succeeded: u64,
-    /// Operations that failed.
+    /// Operations that failed, [`unfinished`](Self::unfinished) ones
+    /// included: `succeeded + failed == operations`.
     pub failed: u64,
+    /// Operations still running when the run stopped waiting for them
+    /// ([`FleetConfig::drain`] after its end).
+    pub unfinished: u64,
     /// Upstream calls (requests that reached the provider).
     pub calls: u64,
     /// Upstream calls that arrived during the outage over the operations
@@ -222,11 +258,18 @@ pub struct StackReport {
     /// 99th percentile operation latency, seconds.
     pub p99_s: f64,
     /// Seconds after the outage ends until goodput is back to 95 % of its
-    /// level before and stays there (5 s); `None`: not within the run.
+    /// level before and stays there (5 s); `None`: not within
+    /// [`horizon_s`](Self::horizon_s).
     pub recover_s: Option<f64>,
     /// Seconds after the outage ends until the load offered to the
-    /// provider is within its capacity and stays there (5 s).
+    /// provider is within its capacity and stays there (5 s); `None`: not
+    /// within [`horizon_s`](Self::horizon_s).
     pub over_capacity_s: Option<f64>,
+    /// The latest [`recover_s`](Self::recover_s) and
+    /// [`over_capacity_s`](Self::over_capacity_s) the run can show: a
+    /// second of figures, then 5 s of them holding, must end within the
+    /// run. `None` there says "later than this", not "never".
+    pub horizon_s: f64,
     /// Per second of the run: `(t, offered calls, capacity, goodput)`.
     #[serde(skip)]
     pub series: Vec<(f64, f64, f64, f64)>,
@@ -375,6 +418,8 @@ struct OpLog {
     failed: Vec<u32>,
     /// Operation latencies, per millisecond (the last bucket: longer).
     latency_ms: Vec<u64>,
+    /// Operations in flight when the drain ended.
+    unfinished: u64,
 }
 
 const LATENCY_BUCKETS: usize = 300_000;
@@ -417,8 +462,9 @@ where
     let timer = tokio::time::sleep_until(origin);
     tokio::pin!(timer);
     let mut round = 0u32;
+    // Counted as it starts, so that one the drain gives up on still counts.
+    let started = |log: &mut OpLog, at: Duration| bump(&mut log.started, slot_of(at));
     let finish = |log: &mut OpLog, (start, end, ok): (Duration, Duration, bool)| {
-        bump(&mut log.started, slot_of(start));
         bump(
             if ok {
                 &mut log.succeeded
@@ -447,6 +493,7 @@ where
                     }
                 }
             }
+            started(&mut log, at);
             if std::future::poll_fn(|cx| service.poll_ready(cx))
                 .await
                 .is_err()
@@ -478,11 +525,9 @@ where
         }
         round += 1;
     }
-    // Every ladder ends well within this: the longest deadline is 60 s,
-    // the SDK's longest ladder two 60 s retry-afters.
     timer
         .as_mut()
-        .reset(origin + config.duration + Duration::from_secs(180));
+        .reset(origin + config.duration + config.drain());
     loop {
         tokio::select! {
             biased;
@@ -493,6 +538,9 @@ where
             () = &mut timer => break,
         }
     }
+    // Dropped unanswered: failed, and slower than any latency bucket.
+    log.unfinished = inflight.len() as u64;
+    log.latency_ms[LATENCY_BUCKETS - 1] += log.unfinished;
     log
 }
 
@@ -500,13 +548,20 @@ fn sum(bins: &[u32], from: usize, to: usize) -> u64 {
     bins.iter().take(to).skip(from).map(|&n| u64::from(n)).sum()
 }
 
+/// Slots per second.
+const PER_S: usize = (Duration::from_secs(1).as_nanos() / SLOT.as_nanos()) as usize;
+
+/// How long a window must hold for [`settles`], in slots.
+const HOLD: usize = 5 * PER_S;
+
 /// The first slot from `from` at which `holds(window sum of 1 s)` is true
-/// for 5 s on end.
+/// for 5 s on end, among the windows that end by `last`: one that runs
+/// past it would count only the part of a second the run had, and read
+/// as a drop.
 fn settles(bins: &[u32], from: usize, last: usize, holds: impl Fn(u64) -> bool) -> Option<usize> {
-    let per_s = (Duration::from_secs(1).as_nanos() / SLOT.as_nanos()) as usize;
-    let hold = 5 * per_s;
+    let (per_s, hold) = (PER_S, HOLD);
     let mut run = 0;
-    for i in from..last {
+    for i in from..=last.saturating_sub(per_s) {
         if holds(sum(bins, i, i + per_s)) {
             run += 1;
             if run > hold {
@@ -541,13 +596,13 @@ fn report(
     log: &OpLog,
     provider: &ProviderLog,
 ) -> StackReport {
-    let per_s = (Duration::from_secs(1).as_nanos() / SLOT.as_nanos()) as usize;
+    let per_s = PER_S;
     let start = slot_of(config.outage_start);
     let end = slot_of(config.outage_end());
     let last = slot_of(config.duration);
     let operations = sum(&log.started, 0, usize::MAX);
     let succeeded = sum(&log.succeeded, 0, usize::MAX);
-    let failed = sum(&log.failed, 0, usize::MAX);
+    let failed = sum(&log.failed, 0, usize::MAX) + log.unfinished;
     let calls = sum(&provider.calls, 0, usize::MAX);
     let outage_ops = sum(&log.started, start, end);
     let outage_calls = sum(&provider.calls, start, end);
@@ -563,6 +618,9 @@ fn report(
     let capacity = config.capacity();
     let over = settles(&provider.calls, end, last, |calls| calls as f64 <= capacity);
     let after = |slot: Option<usize>| slot.map(|s| (s - end) as f64 / per_s as f64);
+    // The last slot `settles` can return: its window's last second ends
+    // at `last`.
+    let horizon = last.saturating_sub(per_s + HOLD).saturating_sub(end);
     let provider_config = config.provider();
     let series = (0..last.div_ceil(per_s))
         .map(|second| {
@@ -580,6 +638,7 @@ fn report(
         operations,
         succeeded,
         failed,
+        unfinished: log.unfinished,
         calls,
         amplification: if outage_ops == 0 {
             0.0
@@ -592,6 +651,7 @@ fn report(
         p99_s: percentile(&log.latency_ms, 0.99),
         recover_s: after(recover),
         over_capacity_s: after(over),
+        horizon_s: horizon as f64 / per_s as f64,
         series,
     }
 }
@@ -604,9 +664,16 @@ pub fn table_header() -> String {
     )
 }
 
-/// One table line.
+/// One table line. A recovery not seen within the run reads `>` its
+/// [`horizon_s`](StackReport::horizon_s): the run ended too soon to say
+/// more.
 pub fn table_line(report: &StackReport) -> String {
-    let opt = |v: Option<f64>| v.map_or_else(|| "never".to_string(), |v| format!("{v:.1}"));
+    let opt = |v: Option<f64>| {
+        v.map_or_else(
+            || format!(">{:.1}", report.horizon_s),
+            |v| format!("{v:.1}"),
+        )
+    };
     let ok_pct = if report.operations == 0 {
         0.0
     } else {

@@ -6,12 +6,14 @@
 //! `200` with an OpenAI chat completion after `latency`. One that does not
 //! is refused after `error_latency`: `429 rate_limit_exceeded` when over
 //! capacity, `503 server_error` while the scripted outage has the provider
-//! down. Refusing is cheaper than serving but not free: each refusal costs
-//! `reject_cost` of a token, down to a debt of one burst. That is what
-//! makes a retry storm
-//! self-sustaining: the retries' own refusals eat the capacity the first
-//! attempts need, so a fleet that retries hard keeps the provider over
-//! capacity after the outage has ended.
+//! down. Refusing over capacity is cheaper than serving but not free: each
+//! `429` costs `reject_cost` of a token, down to a debt of one burst. That
+//! is what makes a retry storm self-sustaining: the retries' own refusals
+//! eat the capacity the first attempts need, so a fleet that retries hard
+//! keeps the provider over capacity after the outage has ended. The
+//! outage's `503`s cost nothing: a provider that is down has no capacity
+//! to spend, and the debt it comes back with is the one its last `429`s
+//! left.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -35,7 +37,8 @@ pub const BURST: Duration = Duration::from_millis(200);
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum OutageKind {
-    /// Down: every request is answered `503` at once.
+    /// Down: every request is answered `503` after `error_latency`, as
+    /// any refusal.
     Total,
     /// Up at this share of its capacity (`0.2`: 20 %); the rest is refused
     /// with `429` as over capacity.

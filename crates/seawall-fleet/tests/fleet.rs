@@ -171,6 +171,25 @@ fn unrunnable_configurations_are_refused_at_entry() {
             duration: seawall_fleet::MAX_DURATION * 2,
             ..small.clone()
         },
+        // The run waits for operations in flight in proportion to these.
+        FleetConfig {
+            latency: seawall_fleet::MAX_LATENCY + Duration::from_millis(1),
+            ..small.clone()
+        },
+        FleetConfig {
+            error_latency: seawall_fleet::MAX_LATENCY * 10,
+            ..small.clone()
+        },
+        // Shorter than a slot: no operation starts in it, and its
+        // amplification read 0.00x.
+        FleetConfig {
+            outage_len: Duration::from_millis(50),
+            ..small.clone()
+        },
+        FleetConfig {
+            outage_len: Duration::ZERO,
+            ..small.clone()
+        },
     ] {
         assert!(config.check().is_err(), "{config:?}");
         let (done, outcome) = std::sync::mpsc::channel();
@@ -187,6 +206,79 @@ fn unrunnable_configurations_are_refused_at_entry() {
         assert!(!ran, "ran: {described}");
     }
     assert_eq!(small.check(), Ok(()));
+    let slowest = FleetConfig {
+        latency: seawall_fleet::MAX_LATENCY,
+        error_latency: seawall_fleet::MAX_LATENCY,
+        outage_len: seawall_fleet::SLOT,
+        ..small
+    };
+    assert_eq!(slowest.check(), Ok(()));
+}
+
+/// A run cut short sees the same recovery as a longer one on the same
+/// schedule, or says it ended too soon (`>` its horizon): windows running
+/// past the end once read as a drop, and a recovery after the last
+/// visible one printed `never`.
+#[test]
+fn a_recovery_past_the_runs_end_reads_as_later_not_never() {
+    let config = |secs| FleetConfig {
+        duration: Duration::from_secs(secs),
+        outage_start: Duration::from_secs(60),
+        outage_len: Duration::from_secs(30),
+        ..outage_config(vec![StackKind::Naive, StackKind::Seawall])
+    };
+    let long = seawall_fleet::run(&config(180));
+    let mut censored = 0;
+    for secs in [100, 103, 106, 110] {
+        let short = seawall_fleet::run(&config(secs));
+        for (long, short) in long.iter().zip(&short) {
+            let line = seawall_fleet::table_line(short);
+            assert!(!line.contains("never"), "{line}");
+            for (seen, cut) in [
+                (long.recover_s, short.recover_s),
+                (long.over_capacity_s, short.over_capacity_s),
+            ] {
+                let seen = seen.expect("the long run sees both settle");
+                match cut {
+                    Some(cut) => assert_eq!(cut, seen, "{secs} s: {short:?}"),
+                    None => {
+                        assert!(short.horizon_s < seen, "{secs} s: {short:?}");
+                        assert!(line.contains(&format!(">{:.1}", short.horizon_s)), "{line}");
+                        censored += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(censored > 0, "no run ended before a recovery: {long:?}");
+}
+
+/// Every operation started is counted, however slow the provider: at its
+/// slowest, three refused attempts outlast the 180 s the run once waited
+/// after its end, and those operations vanished from every figure.
+#[test]
+fn the_slowest_provider_still_answers_every_operation_counted() {
+    let config = FleetConfig {
+        clients: 5,
+        duration: Duration::from_secs(20),
+        outage_start: Duration::from_secs(5),
+        outage_len: Duration::from_secs(5),
+        // No capacity: every attempt refused, each after a minute.
+        headroom: 0.0,
+        latency: seawall_fleet::MAX_LATENCY,
+        error_latency: seawall_fleet::MAX_LATENCY,
+        stacks: vec![StackKind::Naive, StackKind::Sdk],
+        ..FleetConfig::default()
+    };
+    for report in seawall_fleet::run(&config) {
+        assert_eq!(report.operations, 5 * 20, "{report:?}");
+        assert_eq!(
+            report.succeeded + report.failed,
+            report.operations,
+            "{report:?}"
+        );
+        assert_eq!(report.unfinished, 0, "{report:?}");
+    }
 }
 
 /// A rate under the floor runs as the floor, for the provider's capacity
