@@ -13,6 +13,7 @@ use metrics_util::{CompositeKey, MetricKind};
 use seawall::breaker::{BreakerLayer, Trip};
 use seawall::classify::ClassifyLayer;
 use seawall::core::metric_names::*;
+use seawall_test::metrics::{counter, matching, snapshot};
 use tower::ServiceExt;
 
 /// Runs `body` on a current-thread runtime with `recorder` as this
@@ -34,45 +35,6 @@ fn recorded_on(paused: bool, body: impl std::future::Future<Output = ()>) -> Sna
             .block_on(body)
     });
     snapshotter
-}
-
-/// The values of the metric `name` of `kind` with every label in `labels`.
-fn matching<'a>(
-    snapshot: &'a [(CompositeKey, DebugValue)],
-    kind: MetricKind,
-    name: &'a str,
-    labels: &'a [(&str, &str)],
-) -> impl Iterator<Item = &'a DebugValue> {
-    snapshot
-        .iter()
-        .filter(move |(key, _)| key.kind() == kind && key.key().name() == name)
-        .filter(|(key, _)| {
-            labels.iter().all(|(k, v)| {
-                key.key()
-                    .labels()
-                    .any(|label| label.key() == *k && label.value() == *v)
-            })
-        })
-        .map(|(_, value)| value)
-}
-
-/// The counter `name` with every label in `labels`, summed over the rest.
-fn counter(snapshot: &[(CompositeKey, DebugValue)], name: &str, labels: &[(&str, &str)]) -> u64 {
-    matching(snapshot, MetricKind::Counter, name, labels)
-        .map(|value| match value {
-            DebugValue::Counter(n) => *n,
-            _ => 0,
-        })
-        .sum()
-}
-
-fn snapshot(snapshotter: &Snapshotter) -> Vec<(CompositeKey, DebugValue)> {
-    snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .map(|(key, _, _, value)| (key, value))
-        .collect()
 }
 
 /// A chat completion to `base`, streamed or not, its usage asked for.
