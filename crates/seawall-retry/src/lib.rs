@@ -63,7 +63,10 @@
 //! ([`ReplayBody`](seawall_core::recording::ReplayBody)). A ladder marks the
 //! request; an inner ladder that finds the mark makes a single attempt
 //! (unless [`RetryPolicy::allow_nested`]), so nesting costs `max_attempts`
-//! calls, not the product.
+//! calls, not the product. Such an inner ladder sets no idempotency key
+//! either (a key of its own would be a new one on each of the outer
+//! ladder's attempts), and warns once when its policy asked for one: set
+//! [`RetryPolicy::idempotency_key`] on the outermost ladder.
 //!
 //! tracing: an `operation` span per operation and a debug event per
 //! attempt with the fields `attempt`, `class`, `code`, `delay_ms`,

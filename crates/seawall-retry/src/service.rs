@@ -50,6 +50,14 @@ where
         let nested = request.extensions().get::<OuterLadder>().is_some();
         if nested && !policy.allow_nested {
             warn_nested_once();
+            // A key made here would be a new one on each of the outer
+            // ladder's attempts: no key at all, with a header that says
+            // otherwise. The outer ladder owns the operation's key.
+            if let Some(name) = &policy.idempotency_key
+                && !request.headers().contains_key(name)
+            {
+                warn_nested_key_once(name);
+            }
             return ResponseFuture::single(self.inner.call(request.map(ReplayBody::once)));
         }
         if let Some(name) = &policy.idempotency_key
@@ -180,6 +188,23 @@ fn warn_nested_once() {
             target: "seawall::retry",
             "a retry ladder found an outer ladder and makes a single attempt; \
              use RetryPolicy::allow_nested to retry at both levels"
+        );
+    }
+}
+
+/// An inner ladder that stands down sends no idempotency key of its own,
+/// and says so once per process: the policy asked for one, and the
+/// provider would otherwise run every retry as a new request.
+#[cold]
+fn warn_nested_key_once(header: &http::HeaderName) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            target: "seawall::retry",
+            header = header.as_str(),
+            "a retry ladder under an outer one sends no idempotency key: the outer ladder's \
+             retries would each get a new one; set RetryPolicy::idempotency_key on the \
+             outermost ladder"
         );
     }
 }
