@@ -65,7 +65,7 @@ where
                     // A trial or a cooldown's probe is judged by its
                     // answer; calls of a closed spell count how their
                     // bodies end.
-                    let permit = if classified(response.status()) {
+                    let permit = if seawall_core::is_answer_status(response.status()) {
                         permit.take().and_then(Permit::answered)
                     } else {
                         // Dropped: counted neither way, a trial's place
@@ -92,14 +92,6 @@ where
             }
         }
     }
-}
-
-/// Whether an answer's status is one a classifier below hands on as an
-/// answer: a 2xx, or a 304 (to a conditional `GET` or `HEAD`). Every other
-/// status it turns into an error, so one that arrives as a response says
-/// nothing classified it.
-fn classified(status: http::StatusCode) -> bool {
-    status.is_success() || status == http::StatusCode::NOT_MODIFIED
 }
 
 /// Set once a response proved no classifier is below: said once per

@@ -1,5 +1,14 @@
 use std::fmt;
 
+/// Whether `status` is one a classifier hands on as an answer: a 2xx, or
+/// a 304 (to a conditional `GET` or `HEAD`). `ClassifyLayer` turns every
+/// other status into a failure, so a response with another status that
+/// reaches a layer above it says no classifier is below: the breaker then
+/// counts it neither way, and the retry ladder credits its budget nothing.
+pub fn is_answer_status(status: http::StatusCode) -> bool {
+    status.is_success() || status == http::StatusCode::NOT_MODIFIED
+}
+
 /// What kind of failure this is: the first question every layer asks.
 ///
 /// The class says whether sending the *same* request again can help. It does
@@ -36,5 +45,27 @@ impl Class {
 impl fmt::Display for Class {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_answer_status;
+
+    #[test]
+    fn only_a_2xx_or_a_304_is_an_answer_status() {
+        for (status, answer) in [
+            (200, true),
+            (204, true),
+            (206, true),
+            (304, true),
+            (101, false),
+            (301, false),
+            (429, false),
+            (503, false),
+        ] {
+            let status = http::StatusCode::from_u16(status).unwrap();
+            assert_eq!(is_answer_status(status), answer, "{status}");
+        }
     }
 }

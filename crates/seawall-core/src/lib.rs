@@ -56,7 +56,7 @@ pub mod usage;
 
 pub use action::Action;
 pub use another_route::AnotherRoute;
-pub use class::Class;
+pub use class::{Class, is_answer_status};
 pub use code::{Code, UnknownCode};
 pub use deadline::{AnswerBy, Deadline};
 pub use evidence::{ClosedBy, Evidence};

@@ -373,7 +373,7 @@ impl<S, B> Ladder<S, B> {
 
     fn succeeded<ResB>(&mut self, response: &mut Response<ResB>) {
         (self.in_flight, self.judged) = (false, true);
-        if classified(response.status()) {
+        if seawall_core::is_answer_status(response.status()) {
             self.shared.budget.succeeded(self.grant);
         } else {
             // Delivered all the same (the ladder cannot judge a raw
@@ -1095,15 +1095,6 @@ impl<S, B> Ladder<S, B> {
     }
 }
 
-/// The GenAI operation a request performs, by its provider's endpoint.
-/// Whether an answer's status is one a classifier below hands on as an
-/// answer: a 2xx, or a 304 (to a conditional `GET` or `HEAD`). Every other
-/// status it turns into a failure, so one that arrives as a response says
-/// nothing classified it.
-fn classified(status: http::StatusCode) -> bool {
-    status.is_success() || status == http::StatusCode::NOT_MODIFIED
-}
-
 /// Set once a response proved no classifier is below: said once per
 /// process, as every such response would say it again.
 static SAID_UNCLASSIFIED: AtomicBool = AtomicBool::new(false);
@@ -1123,6 +1114,7 @@ fn unclassified(status: http::StatusCode) {
     }
 }
 
+/// The GenAI operation a request performs, by its provider's endpoint.
 fn operation_name(facts: &RequestFacts) -> &'static str {
     match facts.provider() {
         Some(Provider::Gemini) => "generate_content",
