@@ -15,8 +15,8 @@ use std::fmt;
 use std::ops::AddAssign;
 use std::sync::Arc;
 
-use seawall_internal::cursor::{Cursor, Scan};
-use seawall_internal::json::{Scalar, Text};
+use seawall_internal::cursor::{Cursor, GiveUp, Scan};
+use seawall_internal::json::{MaybeText, Scalar, Text};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -121,6 +121,13 @@ impl Eq for UsageSlot {}
 /// reasoning tokens (`*_tokens_details` are parts of them), and a server
 /// that sends cache counts beside `prompt_tokens` (LiteLLM) counts them in
 /// it: nothing is added to `prompt_tokens`.
+///
+/// Anthropic's server-side compaction summarises the conversation in a
+/// sampling pass of its own before the answer's, billed beside it: its
+/// counts are not in the top-level ones, only in `iterations` (an entry
+/// per pass, of `type` `compaction` or `message`; the top level is the
+/// `message` pass). So the `compaction` entries are added in, their
+/// prompt cache with them; the `message` entries are the top level again.
 #[derive(Debug, Clone, Default)]
 pub struct UsageFields {
     prompt_tokens: Count,
@@ -133,11 +140,17 @@ pub struct UsageFields {
     output_tokens: Count,
     candidates_token_count: Count,
     thoughts_token_count: Count,
+    /// What the compaction passes in `iterations` cost; `None` when the
+    /// usage lists no iterations.
+    compaction: Option<Usage>,
+    /// These are the counts of an `iterations` entry of `type`
+    /// `compaction`.
+    compaction_pass: bool,
 }
 
-/// The members [`UsageFields`] reads, by the index [`UsageFields::count`]
-/// knows them by.
-const COUNT_NAMES: [&str; 10] = [
+/// The members [`UsageFields`] reads: the counts, by the index
+/// [`UsageFields::count`] knows them by, then [`ITERATIONS`] and [`TYPE`].
+const MEMBERS: [&str; 12] = [
     "prompt_tokens",
     "input_tokens",
     "cache_creation_input_tokens",
@@ -148,7 +161,41 @@ const COUNT_NAMES: [&str; 10] = [
     "output_tokens",
     "candidatesTokenCount",
     "thoughtsTokenCount",
+    "iterations",
+    "type",
 ];
+
+/// Anthropic's sampling passes of one request ([`Iterations`]).
+const ITERATIONS: usize = 10;
+
+/// What an `iterations` entry is: `compaction` or `message`.
+const TYPE: usize = 11;
+
+/// The visits of a lenient reader for a value of a shape it does not read
+/// (a string, a number, a boolean, `null`): `$none`, never an error that
+/// would fail the whole answer.
+macro_rules! scalars_read_as {
+    ($value:ty, $none:expr) => {
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<$value, E> {
+            Ok($none)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<$value, E> {
+            Ok($none)
+        }
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<$value, E> {
+            Ok($none)
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<$value, E> {
+            Ok($none)
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<$value, E> {
+            Ok($none)
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<$value, E> {
+            Ok($none)
+        }
+    };
+}
 
 /// Read member by member: a member named twice is the later one, never
 /// an error (a derived reading refuses a duplicate, and a whole answer
@@ -165,7 +212,14 @@ impl<'de> Deserialize<'de> for UsageFields {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UsageFields, A::Error> {
                 let mut fields = UsageFields::default();
                 while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
-                    match COUNT_NAMES.iter().position(|name| *name == key) {
+                    match MEMBERS.iter().position(|name| *name == key) {
+                        Some(ITERATIONS) => {
+                            fields.compaction = map.next_value::<Iterations>()?.0;
+                        }
+                        Some(TYPE) => {
+                            let MaybeText(ty) = map.next_value()?;
+                            fields.compaction_pass = ty.is_some_and(|ty| ty.0 == "compaction");
+                        }
                         Some(index) => *fields.count(index) = map.next_value()?,
                         None => {
                             map.next_value::<IgnoredAny>()?;
@@ -178,31 +232,48 @@ impl<'de> Deserialize<'de> for UsageFields {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(UsageFields::default())
             }
-            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<UsageFields, E> {
-                Ok(UsageFields::default())
-            }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<UsageFields, E> {
-                Ok(UsageFields::default())
-            }
-            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<UsageFields, E> {
-                Ok(UsageFields::default())
-            }
-            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<UsageFields, E> {
-                Ok(UsageFields::default())
-            }
-            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<UsageFields, E> {
-                Ok(UsageFields::default())
-            }
-            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<UsageFields, E> {
-                Ok(UsageFields::default())
-            }
+            scalars_read_as!(UsageFields, UsageFields::default());
         }
         deserializer.deserialize_any(Fields)
     }
 }
 
+/// Anthropic's `usage.iterations` (server-side compaction): an entry per
+/// sampling pass of the request, read for what its `compaction` passes
+/// cost together (several when a server-tool loop compacts more than
+/// once). Read as leniently as the counts: a value that is no list is no
+/// iterations, an entry that is no object no pass.
+struct Iterations(Option<Usage>);
+
+impl<'de> Deserialize<'de> for Iterations {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Passes;
+        impl<'de> Visitor<'de> for Passes {
+            type Value = Iterations;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("sampling passes")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Iterations, A::Error> {
+                let mut compaction = Usage::default();
+                while let Some(pass) = seq.next_element::<UsageFields>()? {
+                    if pass.compaction_pass {
+                        compaction += pass.usage().unwrap_or_default();
+                    }
+                }
+                Ok(Iterations(Some(compaction)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Iterations, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Iterations(None))
+            }
+            scalars_read_as!(Iterations, Iterations(None));
+        }
+        deserializer.deserialize_any(Passes)
+    }
+}
+
 impl UsageFields {
-    /// The count named `COUNT_NAMES[index]`.
+    /// The count named `MEMBERS[index]` (one of the counts).
     fn count(&mut self, index: usize) -> &mut Count {
         match index {
             0 => &mut self.prompt_tokens,
@@ -221,20 +292,28 @@ impl UsageFields {
     /// The fields read with the JSON cursor at a usage object: plain counts
     /// only; any other member is stepped over, and a count of another
     /// type (or a member twice) gives up, for serde to read the usage its
-    /// own lenient way.
+    /// own lenient way. So do `iterations`, which only a usage that
+    /// compacted has: every other usage stays on the cursor.
     pub(crate) fn scan(cursor: &mut Cursor<'_>) -> Scan<UsageFields> {
         let mut fields = UsageFields::default();
-        cursor.fields(COUNT_NAMES, |cursor, field| {
-            *fields.count(field) = Count(Some(cursor.count()?));
-            Ok(())
+        cursor.fields(MEMBERS, |cursor, field| match field {
+            ITERATIONS => Err(GiveUp),
+            // Only an `iterations` entry's `type` means anything.
+            TYPE => cursor.skip(),
+            _ => {
+                *fields.count(field) = Count(Some(cursor.count()?));
+                Ok(())
+            }
         })?;
         Ok(fields)
     }
 
     /// The input count, in the first spelling there: OpenAI's, else
-    /// Anthropic's with its cache, else Gemini's with its tool-use prompt.
+    /// Anthropic's with its cache, else Gemini's with its tool-use prompt;
+    /// and what compaction passes read.
     fn input(&self) -> Option<u64> {
-        self.prompt_tokens
+        let answer = self
+            .prompt_tokens
             .0
             .or_else(|| {
                 Count::sum([
@@ -243,17 +322,26 @@ impl UsageFields {
                     &self.cache_read_input_tokens,
                 ])
             })
-            .or_else(|| Count::sum([&self.prompt_token_count, &self.tool_use_prompt_token_count]))
+            .or_else(|| Count::sum([&self.prompt_token_count, &self.tool_use_prompt_token_count]));
+        Count::sum([
+            &Count(answer),
+            &Count(self.compaction.map(|pass| pass.input_tokens)),
+        ])
     }
 
     /// The output count, in the first spelling there: OpenAI chat's, else
     /// Anthropic's and the Responses API's, else Gemini's with its
-    /// thinking.
+    /// thinking; and what compaction passes wrote.
     fn output(&self) -> Option<u64> {
-        self.completion_tokens
+        let answer = self
+            .completion_tokens
             .0
             .or(self.output_tokens.0)
-            .or_else(|| Count::sum([&self.candidates_token_count, &self.thoughts_token_count]))
+            .or_else(|| Count::sum([&self.candidates_token_count, &self.thoughts_token_count]));
+        Count::sum([
+            &Count(answer),
+            &Count(self.compaction.map(|pass| pass.output_tokens)),
+        ])
     }
 
     /// The fields of a later report over these, field by field: a count
@@ -261,7 +349,8 @@ impl UsageFields {
     /// kept. For a provider that reports cumulative counts in parts across
     /// events (Anthropic: `message_start` has the input and its cache,
     /// a `message_delta` the output, and at times the input again without
-    /// its cache).
+    /// its cache). Anthropic's `iterations` are cumulative too: a later
+    /// list replaces the earlier one whole.
     pub fn merge(&mut self, later: &UsageFields) {
         let fields = [
             (&mut self.prompt_tokens, later.prompt_tokens),
@@ -291,6 +380,9 @@ impl UsageFields {
             if later.0.is_some() {
                 *kept = later;
             }
+        }
+        if later.compaction.is_some() {
+            self.compaction = later.compaction;
         }
     }
 
@@ -392,6 +484,44 @@ mod tests {
             Some(Usage::new(100, 20))
         );
         assert_eq!(read(r#"{"cache_read_input_tokens":null}"#), None);
+    }
+
+    /// Anthropic's compaction pass is billed beside the answer's, and only
+    /// `iterations` says it (the docs' example: the top level is the
+    /// `message` pass, 23 000 in and 1 000 out).
+    #[test]
+    fn a_compaction_pass_is_billed_with_the_answer() {
+        let example = r#"{"input_tokens":23000,"output_tokens":1000,"iterations":[{"type":"compaction","input_tokens":180000,"output_tokens":3500},{"type":"message","input_tokens":23000,"output_tokens":1000}]}"#;
+        let whole = Some(Usage::new(180_000 + 23_000, 3_500 + 1_000));
+        assert_eq!(read(example), whole);
+        // The cursor leaves a usage that lists its passes to serde.
+        assert!(UsageFields::scan(&mut Cursor::new(example)).is_err());
+        // A compaction pass's prompt cache is input too, and every pass
+        // counts; an entry that is no pass, and iterations that are no
+        // list, count nothing and fail nothing.
+        assert_eq!(
+            read(
+                r#"{"input_tokens":5,"output_tokens":2,"iterations":[{"type":"compaction","input_tokens":100,"cache_read_input_tokens":50,"output_tokens":7},"x",{"type":"compaction","input_tokens":1,"output_tokens":1},{"type":"message","input_tokens":5,"output_tokens":2}]}"#
+            ),
+            Some(Usage::new(5 + 150 + 1, 2 + 7 + 1))
+        );
+        assert_eq!(
+            read(r#"{"input_tokens":5,"output_tokens":2,"iterations":"none"}"#),
+            Some(Usage::new(5, 2))
+        );
+
+        // In a stream the counts come in parts and are cumulative:
+        // `message_start` has the input, each `message_delta` the counts
+        // so far with their iterations. The last report replaces the
+        // earlier, never adds to it.
+        let report = |json: &str| serde_json::from_str::<UsageFields>(json).unwrap();
+        let mut kept = report(r#"{"input_tokens":23000,"output_tokens":1}"#);
+        kept.merge(&report(example));
+        assert_eq!(kept.usage(), whole);
+        kept.merge(&report(example));
+        assert_eq!(kept.usage(), whole);
+        kept.merge(&report(r#"{"output_tokens":1000}"#));
+        assert_eq!(kept.usage(), whole);
     }
 
     #[test]

@@ -843,6 +843,13 @@ fn an_anthropic_answer_reports_its_finish_and_usage() {
         answer(Provider::Anthropic, compacted),
         r#"answer Some((Truncated, "compaction")) Some((10, 40))"#
     );
+    // A turn that compacted first bills the compaction pass beside the
+    // answer's, and only `usage.iterations` says so.
+    let compacted_first = r#"{"type":"message","content":[{"type":"compaction","content":"Summary of the conversation"},{"type":"text","text":"Based on our conversation"}],"stop_reason":"end_turn","usage":{"input_tokens":23000,"output_tokens":1000,"iterations":[{"type":"compaction","input_tokens":180000,"output_tokens":3500},{"type":"message","input_tokens":23000,"output_tokens":1000}]}}"#;
+    assert_eq!(
+        answer(Provider::Anthropic, compacted_first),
+        r#"answer Some((Complete, "end_turn")) Some((203000, 4500))"#
+    );
     assert_eq!(
         answer(Provider::Anthropic, r#"{"type":"list","data":[]}"#),
         "other shape"

@@ -7,7 +7,7 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use http_body_util::Full;
-use seawall_core::{Action, Class, ClosedBy, Code, Failure, FinishKind};
+use seawall_core::{Action, Class, ClosedBy, Code, Failure, FinishKind, Usage};
 use seawall_stream::{Provider, StreamGuardLayer};
 
 /// A finished stream: every frame delivered untouched and the finish in
@@ -347,6 +347,22 @@ async fn anthropic_pause_turn_is_delivered_not_complete() {
     let d = delivered(run(MESSAGES, f).await);
     assert_finished(&d, f, FinishKind::Truncated, "pause_turn");
     assert!(!d.report.completed_task());
+}
+
+/// A turn that compacted the conversation first: the summary is no
+/// content, the answer after it is, and the report bills the compaction
+/// pass beside the answer's, as `usage.iterations` says.
+#[tokio::test]
+async fn anthropic_compaction_pass_is_billed_with_the_answer() {
+    let f = fixture!("anthropic/compaction.sse");
+    let d = delivered(run(MESSAGES, f).await);
+    assert_finished(&d, f, FinishKind::Complete, "end_turn");
+    assert_eq!((d.report.content_events, d.report.keepalives), (1, 1));
+    assert_eq!(
+        d.report.usage,
+        Some(Usage::new(180_000 + 23_000, 3_500 + 1_000))
+    );
+    assert!(d.report.usage_whole);
 }
 
 #[tokio::test]
