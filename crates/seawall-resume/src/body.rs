@@ -33,11 +33,15 @@ use crate::service::ResumeRequestBody;
 use crate::splice::{
     Alignment, Fix, Kind, align, align_in_place, align_prefill, carries_json_event, classify,
     classify_with, ends_at_boundary, last_boundary, last_boundary_since, names_a_response,
-    response_id, rewrite, split_events,
+    names_member, response_id, rewrite, split_events,
 };
 use crate::translate::{Envelope, Speaker, can_translate};
 
 pub(crate) const TARGET: &str = "seawall::resume";
+
+/// How many frames after a first frame with a blank envelope are looked at
+/// for one that says it.
+const BLANK_FIRST_LOOKS: u8 = 4;
 
 /// The most bytes of events held while a continuation lines up, per byte
 /// of `max_head` (1 MiB by default): a continuation that sends events
@@ -145,6 +149,11 @@ where
     /// (OpenAI chat, Gemini): the envelope (id, model, …) events said in
     /// its format take.
     first: Option<Bytes>,
+    /// Frames still looked at for one whose envelope says something, when
+    /// `first`'s is blank (Azure's first event, its prompt filter results,
+    /// has an empty id): a few, not every frame of a stream that names
+    /// none.
+    blank_first_looks: u8,
     /// Says a continuation answered in another format in the caller's.
     speaker: Option<Speaker>,
     /// The decoder of a continuation answered in another format, one for
@@ -237,6 +246,7 @@ where
                 protocol: pending.provider,
                 provider: pending.provider,
                 first: None,
+                blank_first_looks: BLANK_FIRST_LOOKS,
                 speaker: None,
                 foreign: None,
                 foreign_finish: None,
@@ -359,9 +369,26 @@ where
             _ => {
                 // The first frame with an event to learn the envelope from:
                 // not a comment or keep-alive before it (OpenRouter's
-                // `: OPENROUTER PROCESSING`).
-                if self.first.is_none() && carries_json_event(bytes) {
-                    self.first = Some(bytes.clone());
+                // `: OPENROUTER PROCESSING`); one whose envelope is blank
+                // is replaced by the next few that say one.
+                let names = |bytes: &[u8]| match self.provider {
+                    Provider::OpenAi => names_member(bytes, "id"),
+                    Provider::Gemini => names_member(bytes, "responseId"),
+                    _ => true,
+                };
+                if self.first.is_none() {
+                    if carries_json_event(bytes) {
+                        self.first = Some(bytes.clone());
+                        if names(bytes) {
+                            self.blank_first_looks = 0;
+                        }
+                    }
+                } else if self.blank_first_looks > 0 {
+                    self.blank_first_looks -= 1;
+                    if names(bytes) {
+                        self.first = Some(bytes.clone());
+                        self.blank_first_looks = 0;
+                    }
                 }
                 return;
             }

@@ -87,6 +87,20 @@ pub(crate) fn carries_json_event(frame: &[u8]) -> bool {
     found
 }
 
+/// True when `frame` holds a JSON event whose member `key` says something
+/// (not empty, zero or null): the event an envelope is learned from, read
+/// without building a value.
+pub(crate) fn names_member(frame: &[u8], key: &str) -> bool {
+    let mut found = false;
+    let _ = Scanner::default().feed(frame, |item| {
+        if let Item::Event(event) = item {
+            found |= member(event.data, key)
+                .is_some_and(|value| !matches!(value.get(), "\"\"" | "0" | "null"));
+        }
+    });
+    found
+}
+
 /// Splits the complete events off the front of `data` (which starts at an
 /// boundary): the events, as slices, and where the incomplete rest starts.
 pub(crate) fn split_events(data: &Bytes) -> (Vec<Bytes>, usize) {

@@ -70,10 +70,17 @@ impl Envelope {
         // The envelope's members alone are read into values: the first
         // event may be padded up to the guard's cap.
         let events = first.map(split_events).map(|(events, _)| events);
+        // A blank member says no envelope: Azure's first event (its prompt
+        // filter results, no choices) has an empty id, object and model
+        // and a zero creation time, which no continuation may take.
         let members = events
             .into_iter()
             .flatten()
-            .find_map(|event| with_event(&event, |_, data| read_members(data, keys, whole)))
+            .find_map(|event| {
+                let mut members = with_event(&event, |_, data| read_members(data, keys, whole))?;
+                members.retain(|_, value| !blank(value));
+                (!members.is_empty()).then_some(members)
+            })
             .unwrap_or_default();
         Envelope { keys, members }
     }
@@ -96,6 +103,16 @@ impl Envelope {
             .map(|(key, ours)| (key.clone(), ours.clone()))
             .collect();
         (!changes.is_empty()).then_some(changes)
+    }
+}
+
+/// An envelope member that says nothing: empty, zero or null.
+fn blank(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(text) => text.is_empty(),
+        Value::Number(number) => number.as_u64() == Some(0),
+        _ => false,
     }
 }
 

@@ -1277,7 +1277,8 @@ fn json_events(shown: &[u8]) -> Vec<serde_json::Value> {
 /// format (OpenAI chat) is spliced under the original's id, creation time
 /// and fingerprint, as one answered in another format is said under them.
 /// openai-node's `ChatCompletionStream` takes the last chunk's id for the
-/// whole answer.
+/// whole answer. Azure's first event, its prompt filter results, has a
+/// blank envelope: the original's is the first that says one.
 #[tokio::test]
 async fn a_chat_continuation_is_spliced_under_the_originals_id() {
     let chunk_of = |id: &str, created: u64, delta: &str, finish: &str| {
@@ -1285,34 +1286,48 @@ async fn a_chat_continuation_is_spliced_under_the_originals_id() {
             "data: {{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":\"m\",\"system_fingerprint\":\"fp-{id}\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
         ))
     };
-    let first = vec![
-        Ok(chunk_of("chatcmpl-A", 1, r#"{"role":"assistant"}"#, "null")),
-        Ok(chunk_of("chatcmpl-A", 1, r#"{"content":"w1"}"#, "null")),
-        Ok(chunk_of("chatcmpl-A", 1, r#"{"content":" w2"}"#, "null")),
-        Err(cut("w1 w2")),
-    ];
-    let mut rest = Vec::new();
-    for (delta, finish) in [
-        (r#"{"role":"assistant"}"#, "null"),
-        (r#"{"content":" w3"}"#, "null"),
-        (r#"{"content":" w4"}"#, "null"),
-        ("{}", r#""stop""#),
-    ] {
-        rest.extend_from_slice(&chunk_of("chatcmpl-B", 2, delta, finish));
+    // Azure's first event: its prompt filter results, no choices, a blank
+    // envelope no continuation may take.
+    let azure = Bytes::from_static(
+        b"data: {\"choices\":[],\"created\":0,\"id\":\"\",\"model\":\"\",\"object\":\"\",\"prompt_filter_results\":[{\"prompt_index\":0,\"content_filter_results\":{}}]}\n\n",
+    );
+    for filtered in [false, true] {
+        let mut first = vec![
+            Ok(chunk_of("chatcmpl-A", 1, r#"{"role":"assistant"}"#, "null")),
+            Ok(chunk_of("chatcmpl-A", 1, r#"{"content":"w1"}"#, "null")),
+            Ok(chunk_of("chatcmpl-A", 1, r#"{"content":" w2"}"#, "null")),
+            Err(cut("w1 w2")),
+        ];
+        if filtered {
+            first.insert(0, Ok(azure.clone()));
+        }
+        let mut rest = Vec::new();
+        for (delta, finish) in [
+            (r#"{"role":"assistant"}"#, "null"),
+            (r#"{"content":" w3"}"#, "null"),
+            (r#"{"content":" w4"}"#, "null"),
+            ("{}", r#""stop""#),
+        ] {
+            rest.extend_from_slice(&chunk_of("chatcmpl-B", 2, delta, finish));
+        }
+        rest.extend_from_slice(b"data: [DONE]\n\n");
+        let rest = Bytes::from(rest);
+        let spliced = splice_openai(ResumeLayer::new(), first, move |_| Ok(rest.clone())).await;
+        assert!(spliced.error.is_none(), "{:?}", spliced.error);
+        assert_eq!(text_of(&spliced.shown), "w1 w2 w3 w4");
+        let mut chunks = json_events(&spliced.shown);
+        if filtered {
+            assert_eq!(chunks.remove(0)["id"], "", "the filter results, as sent");
+        }
+        assert_eq!(chunks.len(), 6, "the role chunk, four deltas, the finish");
+        for chunk in &chunks {
+            assert_eq!(chunk["id"], "chatcmpl-A", "{filtered} {chunk}");
+            assert_eq!(chunk["created"], 1, "{chunk}");
+            assert_eq!(chunk["model"], "m", "{chunk}");
+            assert_eq!(chunk["system_fingerprint"], "fp-chatcmpl-A", "{chunk}");
+        }
+        assert!(spliced.shown.ends_with(b"data: [DONE]\n\n"));
     }
-    rest.extend_from_slice(b"data: [DONE]\n\n");
-    let rest = Bytes::from(rest);
-    let spliced = splice_openai(ResumeLayer::new(), first, move |_| Ok(rest.clone())).await;
-    assert!(spliced.error.is_none(), "{:?}", spliced.error);
-    assert_eq!(text_of(&spliced.shown), "w1 w2 w3 w4");
-    let chunks = json_events(&spliced.shown);
-    assert_eq!(chunks.len(), 6, "the role chunk, four deltas, the finish");
-    for chunk in &chunks {
-        assert_eq!(chunk["id"], "chatcmpl-A", "{chunk}");
-        assert_eq!(chunk["created"], 1, "{chunk}");
-        assert_eq!(chunk["system_fingerprint"], "fp-chatcmpl-A", "{chunk}");
-    }
-    assert!(spliced.shown.ends_with(b"data: [DONE]\n\n"));
 }
 
 /// A Gemini continuation answered by Gemini is spliced under the
