@@ -285,10 +285,10 @@ impl RequestFacts {
         let mut head = RequestFacts::from_head(request);
         head.head_stream = head.head_stream.or(self.head_stream);
         // The same provider's endpoint elsewhere: the model the caller
-        // named still holds. The old path's model does not: an Azure
-        // deployment's name is no model of the OpenAI route a fallback
-        // moved the operation to.
-        let told_model = (head.provider == self.provider)
+        // named still holds, unless the new path names the one it serves.
+        // The old path's model does not: an Azure deployment's name is no
+        // model of the OpenAI route a fallback moved the operation to.
+        let told_model = (head.provider == self.provider && head.path_model.is_none())
             .then(|| self.told_model.clone())
             .flatten();
         RequestFacts {
@@ -382,7 +382,6 @@ impl RequestFacts {
     }
 }
 
-/// `Accept` lists `text/event-stream` (parameters and case ignored).
 /// The model `path` names for a generation of `provider`, the one that
 /// serves it whatever the body says:
 /// - Gemini's, the last segment before the verb: `/models/{model}:verb`,
@@ -416,6 +415,7 @@ fn verb_subject(path: &str) -> Option<&str> {
     Some(before.rsplit_once('/')?.1)
 }
 
+/// `Accept` lists `text/event-stream` (parameters and case ignored).
 fn accepts_event_stream(headers: &http::HeaderMap) -> bool {
     headers.get_all(http::header::ACCEPT).iter().any(|value| {
         value.as_bytes().split(|&b| b == b',').any(|item| {
@@ -476,6 +476,22 @@ mod tests {
         let moved = azure.moved_to(&request("/v1/chat/completions", None));
         assert_eq!(moved.head_model(), None);
         assert_eq!(moved.model(), Some("gpt-x"), "the body's");
+        // The caller's model holds on the same provider's endpoint until
+        // a path names the one it serves.
+        let told = RequestFacts::from_head(&request(
+            "/v1beta/models/gemini-pro:streamGenerateContent",
+            None,
+        ))
+        .with_model("the-callers-name");
+        let flash = told.moved_to(&request(
+            "/v1beta/models/gemini-flash:streamGenerateContent",
+            None,
+        ));
+        assert_eq!(flash.model(), Some("gemini-flash"));
+        let told = RequestFacts::from_head(&request("/v1/chat/completions", None))
+            .with_model("the-callers-name");
+        let deployment = told.moved_to(&request("/openai/deployments/east/chat/completions", None));
+        assert_eq!(deployment.model(), Some("east"));
     }
 
     /// A Gemini request streams by its path alone; moved to an endpoint
