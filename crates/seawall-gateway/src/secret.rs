@@ -8,9 +8,11 @@
 //! excerpt of a provider's message and words, and a secret the provider
 //! echoed may straddle the cut, its start ending the excerpt. So a whole
 //! copy anywhere is replaced, and so is a secret's start that ends the
-//! text: any start, down to one byte, where the text may end at a cut;
-//! one of at least [`MIN_START_LEN`] bytes elsewhere (a cut made before
-//! seawall read the text).
+//! text as a word of its own (after a space, a quote, `=` or the text's
+//! start; not glued to a letter or digit, which ends an ordinary word):
+//! any start, down to one byte, where the text may end at a cut; one of
+//! at least [`MIN_START_LEN`] bytes elsewhere (a cut made before seawall
+//! read the text).
 
 use std::fmt;
 use std::sync::Arc;
@@ -94,6 +96,17 @@ impl Redactor {
             }
         }
         let shortest = if cut { 1 } else { MIN_START_LEN };
+        // A key is echoed as a word of its own (`key sk-…`, `"sk-…`,
+        // `=sk-…`), never glued to the letter before it: a start that
+        // follows one is the end of an ordinary word (`tokens` ends in
+        // every `sk-` key's `s`).
+        let text_bytes = text.as_bytes();
+        let starts_a_word = |n: usize| {
+            text_bytes
+                .len()
+                .checked_sub(n + 1)
+                .is_none_or(|before| !text_bytes[before].is_ascii_alphanumeric())
+        };
         // The longest start ending the text, of any secret: two secrets'
         // starts may both end it (`…sk-route` ends in a token's `te`).
         let start = self
@@ -103,7 +116,7 @@ impl Redactor {
                 let secret = secret.expose().as_bytes();
                 (shortest..secret.len())
                     .rev()
-                    .find(|&n| text.as_bytes().ends_with(&secret[..n]))
+                    .find(|&n| text_bytes.ends_with(&secret[..n]) && starts_a_word(n))
             })
             .max();
         if let Some(n) = start {
@@ -136,9 +149,10 @@ mod tests {
         );
     }
 
-    /// A secret's start that ends the text is scrubbed: down to one byte
-    /// where the text may end at a cut, from four bytes elsewhere; a start
-    /// inside the text is a word.
+    /// A secret's start that ends the text as a word of its own is
+    /// scrubbed: down to one byte where the text may end at a cut, from
+    /// four bytes elsewhere; a start inside the text, or glued to the
+    /// letter before it, is an ordinary word.
     #[test]
     fn a_secrets_start_ending_the_text_hides() {
         let mut redactor = Redactor::default();
@@ -150,10 +164,14 @@ mod tests {
             ("key sk-v", false, "key [redacted]"),
             ("key sk-", false, "key sk-"),
             ("key sk-", true, "key [redacted]"),
-            ("keys", true, "key[redacted]"),
+            ("keys", true, "keys"),
+            ("key s", true, "key [redacted]"),
+            ("code=sk-v", false, "code=[redacted]"),
+            ("tasks-v", false, "tasks-v"),
             ("key sk-very-secret-value", true, "key [redacted]"),
             ("sk-very is not it", false, "sk-very is not it"),
-            ("café", true, "caf[redacted]"),
+            ("café", true, "café"),
+            ("là éa", true, "là [redacted]"),
             ("key éa-th", false, "key [redacted]"),
             // `t` starts the first secret, `sk-very-secret` the second.
             ("key sk-very-secret", true, "key [redacted]"),
