@@ -6,29 +6,14 @@
 //! thread without a subscriber could hide it from this one's.
 
 use std::convert::Infallible;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use seawall_breaker::BreakerLayer;
 use tower::{Layer, ServiceExt, service_fn};
-use tracing_subscriber::prelude::*;
-
-struct Warnings(Arc<AtomicUsize>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        let meta = event.metadata();
-        if meta.target() == "seawall::breaker" && *meta.level() == tracing::Level::WARN {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
 
 #[test]
 fn the_route_limit_is_said_once() {
-    let warnings = Arc::new(AtomicUsize::new(0));
-    let subscriber = tracing_subscriber::registry().with(Warnings(Arc::clone(&warnings)));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let recorder = seawall_test::trace::Recorder::new();
+    let _guard = recorder.install();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -49,5 +34,5 @@ fn the_route_limit_is_said_once() {
         }
     });
     assert_eq!(handle.routes().len(), 2);
-    assert_eq!(warnings.load(Ordering::SeqCst), 1);
+    assert_eq!(recorder.warnings_of("seawall::breaker").len(), 1);
 }

@@ -6,8 +6,6 @@
 //! A test binary of its own, one test: the warning is said once per
 //! process, and tracing caches whether a callsite is wanted process-wide.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use http::StatusCode;
@@ -15,18 +13,6 @@ use http_body_util::Empty;
 use seawall_breaker::{BreakerLayer, BreakerState, Trip};
 use seawall_core::{BoxError, Code, Failure, RouteId};
 use tower::{Layer, ServiceExt, service_fn};
-use tracing_subscriber::prelude::*;
-
-struct Warnings(Arc<AtomicUsize>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        let meta = event.metadata();
-        if meta.target() == "seawall::breaker" && *meta.level() == tracing::Level::WARN {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
 
 /// What the unclassified provider does: fails with a classified code, or
 /// answers with a raw status.
@@ -56,9 +42,8 @@ async fn call(layer: &BreakerLayer, reply: Reply) {
 
 #[tokio::test(start_paused = true)]
 async fn error_statuses_with_no_classifier_count_neither_way() {
-    let warnings = Arc::new(AtomicUsize::new(0));
-    let subscriber = tracing_subscriber::registry().with(Warnings(Arc::clone(&warnings)));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let recorder = seawall_test::trace::Recorder::new();
+    let _guard = recorder.install();
     let route = RouteId::new("api.example.com");
     let unavailable = Reply::Status(StatusCode::SERVICE_UNAVAILABLE);
 
@@ -95,5 +80,9 @@ async fn error_statuses_with_no_classifier_count_neither_way() {
     }
     assert_eq!(handle.state(&route), BreakerState::Open);
 
-    assert_eq!(warnings.load(Ordering::SeqCst), 1, "said once");
+    assert_eq!(
+        recorder.warnings_of("seawall::breaker").len(),
+        1,
+        "said once"
+    );
 }

@@ -136,6 +136,16 @@ impl Recorder {
             .collect()
     }
 
+    /// The fields of every warning of `target` so far, in order.
+    pub fn warnings_of(&self, target: &str) -> Vec<Fields> {
+        self.lock()
+            .events
+            .iter()
+            .filter(|e| e.target == target && e.level == tracing::Level::WARN)
+            .map(|e| e.fields.clone())
+            .collect()
+    }
+
     /// Every span so far, in the order they opened.
     pub fn spans(&self) -> Vec<RecordedSpan> {
         self.lock().spans.clone()
