@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use common::*;
 use http_body_util::Full;
@@ -357,12 +359,109 @@ async fn anthropic_compaction_pass_is_billed_with_the_answer() {
     let f = fixture!("anthropic/compaction.sse");
     let d = delivered(run(MESSAGES, f).await);
     assert_finished(&d, f, FinishKind::Complete, "end_turn");
-    assert_eq!((d.report.content_events, d.report.keepalives), (1, 1));
+    // The one ping is inside the compaction block: the model at work, no
+    // keep-alive.
+    assert_eq!((d.report.content_events, d.report.keepalives), (1, 0));
     assert_eq!(
         d.report.usage,
         Some(Usage::new(180_000 + 23_000, 3_500 + 1_000))
     );
     assert!(d.report.usage_whole);
+}
+
+/// The compaction fixture's events, each with its blank line: the
+/// message's start, the compaction block's start, a ping, the summary,
+/// the block's stop, then the answer.
+fn compaction_events() -> Vec<&'static str> {
+    let events: Vec<_> = fixture!("anthropic/compaction.sse")
+        .split_inclusive("\n\n")
+        .collect();
+    assert!(events[1].contains(r#""type":"compaction""#));
+    assert!(events[2].starts_with("event: ping"));
+    assert!(events[4].starts_with("event: content_block_stop"));
+    events
+}
+
+/// `count` pings, one every 10 s.
+fn pings_every_10s(ping: &'static str, count: usize) -> Vec<Step> {
+    (0..count).flat_map(|_| [wait(10.0), send(ping)]).collect()
+}
+
+/// A compaction that summarises for 90 s, pinging every 10 s, then the
+/// summary and the answer: not cut at the interactive preset's 60 s
+/// first-content bound (cut, the retry would pay the whole compaction
+/// again), and delivered whole.
+#[tokio::test(start_paused = true)]
+async fn anthropic_compaction_outlives_the_first_content_bound() {
+    let events = compaction_events();
+    let mut script = vec![send(events[0]), send(events[1])];
+    script.extend(pings_every_10s(events[2], 9));
+    script.extend(events[3..].iter().map(|&event| send(event)));
+    let response = call(StreamGuardLayer::interactive(), MESSAGES, scripted(script))
+        .await
+        .unwrap_or_else(|e| panic!("cut while compacting: {e}"));
+    let d = drain(response).await;
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let sent = [&events[..2], &[events[2]; 9], &events[3..]].concat();
+    assert_eq!(d.bytes, sent.concat().as_bytes());
+    assert!(d.report.completed_task());
+    assert_eq!(
+        d.report.time_to_first_content,
+        Some(Duration::from_secs(90))
+    );
+    assert_eq!((d.report.content_events, d.report.keepalives), (1, 0));
+}
+
+/// Pings extend nothing outside a compaction: `message_start` and then
+/// only pings still fail at the first-content bound, `timeout`, as
+/// before.
+#[tokio::test(start_paused = true)]
+async fn anthropic_pings_without_a_compaction_fail_at_the_first_content_bound() {
+    let events = compaction_events();
+    let mut script = vec![send(events[0])];
+    script.extend(pings_every_10s(events[2], 30));
+    let failure =
+        failure_of(call(StreamGuardLayer::interactive(), MESSAGES, scripted(script)).await);
+    assert_eq!(failure.code(), Code::Timeout);
+    assert_eq!(failure.action(), Action::Retry);
+    assert_eq!(failure.evidence().elapsed, Some(Duration::from_secs(60)));
+    assert!(failure.message().unwrap().contains("first_content"));
+}
+
+/// A compaction that falls silent is cut, retryable: with no ping at
+/// all, at the first-content bound (its start alone extends nothing, and
+/// the idle bound ends sooner); past it, at the idle bound after its last
+/// ping. Once its block stops, pings are keep-alives again: a stream of
+/// them after the summary, with no answer, is cut at the idle bound after
+/// the compaction's last ping.
+#[tokio::test(start_paused = true)]
+async fn anthropic_compaction_that_falls_silent_is_cut() {
+    let events = compaction_events();
+    let head = || vec![send(events[0]), send(events[1])];
+    let silent = head();
+    let mut stalled = head();
+    stalled.extend(pings_every_10s(events[2], 9));
+    let mut stopped = head();
+    stopped.extend(pings_every_10s(events[2], 9));
+    stopped.extend([send(events[3]), send(events[4])]);
+    stopped.extend(pings_every_10s(events[2], 30));
+    for (name, mut script, cut_at, bound) in [
+        ("silent", silent, 60, "first_content"),
+        ("stalled", stalled, 120, "idle bound of 30s"),
+        ("stopped", stopped, 120, "idle bound of 30s"),
+    ] {
+        script.push(Step::Hang);
+        let failure =
+            failure_of(call(StreamGuardLayer::interactive(), MESSAGES, scripted(script)).await);
+        assert_eq!(failure.code(), Code::Timeout, "{name}");
+        assert_eq!(failure.action(), Action::Retry, "{name}");
+        assert_eq!(
+            failure.evidence().elapsed,
+            Some(Duration::from_secs(cut_at)),
+            "{name}"
+        );
+        assert!(failure.message().unwrap().contains(bound), "{name}");
+    }
 }
 
 #[tokio::test]

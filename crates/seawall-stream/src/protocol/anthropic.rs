@@ -85,20 +85,41 @@ pub(super) fn reads(name: &[u8], named: bool) -> bool {
     MESSAGE_EVENTS.contains(&name) || (name.is_empty() && !named)
 }
 
+/// A `ping`: a keep-alive, but while the conversation is being compacted
+/// (`compacting`), the model at work. Server-side compaction sends its
+/// block's start, then only pings until the whole summary arrives in one
+/// delta (no intermediate streaming): summarising a long conversation can
+/// take longer than the first-content bound, and cut there, the retry
+/// pays the whole compaction again. Read as thinking, its pings keep that
+/// bound off while they keep coming within the idle bound; a compaction
+/// that falls silent is still cut.
+fn ping(compacting: bool) -> Signal<'static> {
+    if compacting {
+        Signal::Thinking
+    } else {
+        Signal::KeepAlive
+    }
+}
+
 /// One event, by its name as the SDK dispatches it (`ping` skipped,
 /// `error` raised, the message events read, the rest passed over) and
 /// its data's `type` (the name where the data has none, as the SDK fills
-/// it in).
+/// it in). `compacting` says a compaction block started and has not
+/// stopped (see [`ping`]).
 pub(super) fn decode<'a>(
     name: &'a [u8],
     data: &'a [u8],
     named: &mut bool,
+    compacting: &mut bool,
     kept: &mut UsageFields,
     quota_wall: QuotaWall,
 ) -> Signal<'a> {
     match name {
-        b"ping" => return Signal::KeepAlive,
-        b"error" => return Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall)),
+        b"ping" => return ping(*compacting),
+        b"error" => {
+            *compacting = false;
+            return Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall));
+        }
         name if !reads(name, *named) => return Signal::Other,
         b"" => {}
         _ => *named = true,
@@ -113,8 +134,11 @@ pub(super) fn decode<'a>(
         None => std::str::from_utf8(name).unwrap_or_default(),
     };
     match ty {
-        "ping" => Signal::KeepAlive,
-        "message_start" | "content_block_stop" => Signal::Progress,
+        "ping" => ping(*compacting),
+        "message_start" | "content_block_stop" => {
+            *compacting = false;
+            Signal::Progress
+        }
         // A text block may start with text; a tool_use block's input
         // streams as `input_json_delta`, but its start already names the
         // act, and a server tool's result block arrives whole in its start.
@@ -122,6 +146,8 @@ pub(super) fn decode<'a>(
             let Some(started) = event.content_block else {
                 return Signal::Other;
             };
+            // Any other block ends the compaction, stopped or not.
+            *compacting = started.ty.as_ref().is_some_and(|ty| ty.0 == "compaction");
             match started.ty.as_ref().map(|ty| block(&ty.0)) {
                 Some(BlockKind::Text) | None => match started.text.and_then(Text::non_empty) {
                     Some(text) => Signal::Content {
@@ -174,8 +200,14 @@ pub(super) fn decode<'a>(
             }),
             None => Signal::Progress,
         },
-        "message_stop" => Signal::Done,
-        "error" => Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall)),
+        "message_stop" => {
+            *compacting = false;
+            Signal::Done
+        }
+        "error" => {
+            *compacting = false;
+            Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall))
+        }
         _ => Signal::Other,
     }
 }

@@ -63,14 +63,17 @@ pub enum Signal<'a> {
     /// Resets the idle timer.
     Progress,
     /// The model at work on its answer before showing it: thinking or
-    /// reasoning text. Progress too; and before the first content, while
-    /// it keeps coming within the idle bound, it keeps the first-content
-    /// bound from cutting a model that is still thinking (see the guard).
+    /// reasoning text, or a ping while Anthropic compacts the conversation
+    /// (its summary comes whole, after only pings). Progress too; and
+    /// before the first content, while it keeps coming within the idle
+    /// bound, it keeps the first-content bound from cutting a model that
+    /// is still thinking (see the guard).
     Thinking,
-    /// A keep-alive (ping event or comment, or a chunk that carries nothing:
-    /// OpenAI's `{}` without choices, id or usage, a Gemini chunk without
-    /// candidates, usage or prompt feedback): proves nothing, resets
-    /// nothing, and does not meet the first-byte bound.
+    /// A keep-alive (a ping event, but one during a compaction; a comment;
+    /// a chunk that carries nothing: OpenAI's `{}` without choices, id or
+    /// usage, a Gemini chunk without candidates, usage or prompt
+    /// feedback): proves nothing, resets nothing, and does not meet the
+    /// first-byte bound.
     KeepAlive,
     /// The finish reason, on an event without content.
     Finish(Reason<'a>),
@@ -146,6 +149,10 @@ pub struct Decoder {
     /// An Anthropic stream named one of its message events: from then on
     /// an unnamed event is passed over, as the SDK passes it over.
     named: bool,
+    /// An Anthropic stream is compacting the conversation: a compaction
+    /// block started and has not stopped. Its pings are the model at work
+    /// ([`Signal::Thinking`]), not keep-alives.
+    compacting: bool,
     /// The usage the stream reported so far (the last report wins: every
     /// provider sends cumulative counts), but Anthropic's.
     usage: Option<Usage>,
@@ -196,6 +203,7 @@ impl Decoder {
             ends_before: false,
             marker: false,
             named: false,
+            compacting: false,
             usage: None,
             usage_parts: UsageFields::default(),
             shape: openai::Shape::default(),
@@ -472,6 +480,7 @@ impl Decoder {
                 name,
                 data,
                 &mut self.named,
+                &mut self.compacting,
                 &mut self.usage_parts,
                 self.quota_wall,
             ),
