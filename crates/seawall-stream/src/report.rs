@@ -29,7 +29,8 @@ pub struct StreamReport {
     pub events: u64,
     /// Keep-alives: ping events, comment lines and chunks that carry
     /// nothing (OpenAI's `{}` with no choice, `id`, `object` or `usage`;
-    /// Gemini's with no candidates, usage or prompt feedback).
+    /// Gemini's with no candidates, usage or prompt feedback). Not an
+    /// Anthropic ping inside a compaction block: the model at work.
     pub keepalives: u64,
     /// Body bytes received.
     pub bytes: u64,
