@@ -400,9 +400,17 @@ fn path_model(provider: Provider, path: &str) -> Option<&str> {
             .or_else(|| path.strip_suffix(":streamRawPredict"))?
             .rsplit_once('/')
             .map(|(_, model)| model),
+        // From the end, as the provider was read: a substring search of
+        // every OpenAI path for `/deployments/` cost ~100 instructions a
+        // request (callgrind, the stack bench).
         Provider::OpenAi | Provider::OpenAiResponses => {
-            let (_, after) = path.split_once("/deployments/")?;
-            after.split_once('/').map(|(name, _)| name)
+            let path = path.strip_suffix('/').unwrap_or(path);
+            let endpoint = path
+                .strip_suffix("/chat/completions")
+                .or_else(|| path.strip_suffix("/completions"))
+                .or_else(|| path.strip_suffix("/responses"))?;
+            let (before, name) = endpoint.rsplit_once('/')?;
+            before.ends_with("/deployments").then_some(name)
         }
         Provider::Http => None,
     }?;
@@ -721,6 +729,8 @@ mod tests {
                 "prod-east",
             ),
             ("/openai/deployments/legacy/completions", "legacy"),
+            ("/apim/openai/deployments/east/chat/completions/", "east"),
+            ("/openai/deployments/r/responses", "r"),
         ] {
             let facts = RequestFacts::from_head(&request(path, None));
             assert_eq!(facts.head_model(), Some(model), "{path}");
