@@ -14,6 +14,7 @@
 //! with a stable seawall code, a retry when nothing reached the caller and
 //! the failure is transient, no replay once a message did, never a hang,
 //! never a panic.
+#![cfg(feature = "tonic")]
 
 mod common;
 

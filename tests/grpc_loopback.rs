@@ -2,6 +2,7 @@
 //! answers a test scripts frame by frame (hyper's server, any status, any
 //! DATA, any trailers): where a gRPC status comes from, what it means for
 //! a retry, and a message the trailers cut short.
+#![cfg(feature = "tonic")]
 
 mod common;
 

@@ -8,23 +8,21 @@
 
 mod common;
 
-use common::grpc::{Mapped, ask, client, failure_of, service, serving, stack};
+use common::grpc::{ask, client, failure_of, service, serving, stack};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use seawall::classify::ProviderClassifier;
 use seawall::core::{Class, Code, Receipt};
 use seawall::retry::{Backoff, Budget, RetryPolicy};
-use seawall::stack::{Seawall, Stack};
+use seawall::stack::Stack;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
 use tonic::{Request, Response, Status};
 use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tonic_types::{ErrorDetails, StatusExt};
@@ -481,7 +479,11 @@ async fn a_reset_before_any_message_is_retried() {
 #[cfg(feature = "tonic")]
 mod with_grpc_status {
     use super::*;
+    use common::grpc::Mapped;
+    use seawall::classify::ProviderClassifier;
+    use seawall::stack::Seawall;
     use seawall::tonic::{GrpcStatus, GrpcStatusLayer};
+    use tonic_health::pb::health_client::HealthClient;
     use tower::Layer;
 
     /// tonic's client over the layer over the seawall-wrapped channel.
