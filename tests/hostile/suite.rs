@@ -965,6 +965,57 @@ async fn a_whole_unary_answer_is_delivered_though_its_framing_never_ends() {
     }
 }
 
+/// The same framings under an answer past the check cap (a large
+/// embeddings batch, 9 MiB, under the answer ceiling), handed on as it
+/// comes: once its value closed and the body goes quiet, it ends whole,
+/// as a checked answer does (it used to wait for the total deadline,
+/// every byte delivered, and fail).
+#[tokio::test]
+async fn a_whole_answer_past_the_check_cap_ends_though_its_framing_never_ends() {
+    let mut answer = String::from(r#"{"object":"list","data":["#);
+    let mut index = 0;
+    while answer.len() < 9 * 1024 * 1024 {
+        answer.push_str(&format!(
+            r#"{{"object":"embedding","index":{index},"embedding":[0.25,-0.5,0.125,"}}]"]}},"#
+        ));
+        index += 1;
+    }
+    answer.push_str(r#"{"object":"embedding","embedding":[1.0]}],"model":"m"}"#);
+    let heads = [
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            answer.len() + 1
+        ),
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n",
+            answer.len()
+        ),
+        "HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n".to_owned(),
+    ];
+    for head in heads {
+        let chunked = head.contains("chunked");
+        let mut reply = head.into_bytes();
+        reply.extend_from_slice(answer.as_bytes());
+        if chunked {
+            reply.extend_from_slice(b"\r\n");
+        }
+        let server = Hostile::start(vec![vec![
+            Act::Write(reply),
+            Act::Pause(Duration::from_secs(30)),
+        ]])
+        .await;
+        let started = std::time::Instant::now();
+        let outcome = ask(&server, false).await;
+        let elapsed = started.elapsed();
+        assert_eq!(outcome.code(), None, "{:?}", outcome.error_text);
+        assert_eq!(outcome.body.as_ref().map(Bytes::len), Some(answer.len()));
+        assert!(outcome.text() == answer, "the answer came altered");
+        assert_eq!(server.requests(), 1);
+        // Well under the stack's total deadline (5 s).
+        assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    }
+}
+
 /// A byte order mark before an error body, or split across the first
 /// frames of an answer, changes nothing: the error is read for what it
 /// says (a quota wall is not retried), the answer is an answer.

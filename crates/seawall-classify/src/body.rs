@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -30,7 +30,9 @@ pin_project! {
     /// and then handed on (past the check cap, or not a JSON object) replays
     /// what was read and continues with the rest: nothing is lost. Past the
     /// cap, a body that ends before its JSON value closes ends with a
-    /// `truncated` error, not as a whole answer.
+    /// `truncated` error, not as a whole answer; one whose value has
+    /// closed ends as soon as the inner body goes quiet, as a checked
+    /// answer does, whether or not its framing ever ends.
     pub struct ClassifiedBody<B> {
         #[pin]
         kind: Kind<B>,
@@ -59,6 +61,16 @@ enum Judge {
 }
 
 impl Judge {
+    /// Whether what passed is a whole answer already: a JSON value past
+    /// the cap that has closed, blanks at most after it (a gRPC answer is
+    /// whole only at its trailers).
+    fn whole(&self) -> bool {
+        match self {
+            Judge::Grpc(..) => false,
+            Judge::PastCap(end, _) => end.ending() == Ending::Whole,
+        }
+    }
+
     /// The next frame of the rest, judged; never called once the body has
     /// ended (`passed.ended`).
     fn frame<E: Into<BoxError>>(
@@ -537,7 +549,22 @@ where
                 if passed.ended {
                     return Poll::Ready(None);
                 }
-                let frame = ready!(rest.as_mut().poll_frame(cx));
+                let frame = match rest.as_mut().poll_frame(cx) {
+                    Poll::Ready(frame) => frame,
+                    // Past the cap as below it (the checked read's rule):
+                    // the value has closed and the body goes quiet without
+                    // ending, a framing that promised more than it sent (a
+                    // length one byte long, a chunked body without its
+                    // last chunk, a close-delimited body on a connection
+                    // kept open). The answer is whole by its own
+                    // structure; waiting for an end that never comes
+                    // failed it at the deadline, every byte delivered.
+                    Poll::Pending if judge.whole() => {
+                        passed.ended = true;
+                        return Poll::Ready(None);
+                    }
+                    Poll::Pending => return Poll::Pending,
+                };
                 return Poll::Ready(judge.frame(passed, frame));
             }
         };
@@ -608,6 +635,52 @@ mod tests {
     use seawall_test::trace::Recorder;
 
     use super::ClassifiedBody;
+
+    /// A body that sends `frames`, then goes quiet for good: a framing
+    /// that promised more than it sent.
+    struct Quiet(Vec<Bytes>);
+
+    impl http_body::Body for Quiet {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+            match self.0.is_empty() {
+                true => std::task::Poll::Pending,
+                false => std::task::Poll::Ready(Some(Ok(http_body::Frame::data(self.0.remove(0))))),
+            }
+        }
+    }
+
+    /// Past the check cap as below it: a value that closed, the body then
+    /// quiet, is a whole answer; one still open waits for its end.
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_value_past_the_cap_ends_when_the_body_goes_quiet() {
+        let head = Bytes::from_static(b"{\"data\":[");
+        let rest = || {
+            Box::pin(Quiet(vec![
+                Bytes::from_static(b"1,2"),
+                Bytes::from_static(b"]} \n"),
+            ]))
+        };
+        let body = ClassifiedBody::past_cap(head.clone(), rest(), 200, 1 << 20);
+        let whole = tokio::time::timeout(std::time::Duration::from_secs(1), body.collect())
+            .await
+            .expect("a closed value ends once the body goes quiet")
+            .expect("a whole answer");
+        assert_eq!(whole.to_bytes(), Bytes::from_static(b"{\"data\":[1,2]} \n"));
+
+        let open = Box::pin(Quiet(vec![Bytes::from_static(b"1,2]")]));
+        let body = ClassifiedBody::past_cap(head, open, 200, 1 << 20);
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(60), body.collect()).await;
+        assert!(
+            waited.is_err(),
+            "an open value is no whole answer: {waited:?}"
+        );
+    }
 
     /// A failure made in the body (here a JSON answer past the check cap
     /// that ends before its value closes) is a classified failure: its

@@ -8,7 +8,8 @@
 //! object and array it opened is closed, outside a string. [`JsonEnd`]
 //! follows that as the bytes pass (seawall-internal's `Nesting`: a depth
 //! count and the string state, nothing kept) so a cut body ends with an
-//! error instead of looking complete.
+//! error instead of looking complete, and a whole one whose framing
+//! promised more than it sent ends once the body goes quiet.
 
 use seawall_internal::json::is_blank;
 use seawall_internal::nesting::Nesting;
@@ -67,7 +68,8 @@ impl JsonEnd {
         }
     }
 
-    /// What the bytes fed amount to, the body having ended.
+    /// What the bytes fed amount to, the body having ended (or gone
+    /// quiet).
     pub(crate) fn ending(&self) -> Ending {
         match self {
             JsonEnd::After => Ending::Whole,
