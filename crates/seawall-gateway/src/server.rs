@@ -226,12 +226,22 @@ fn serve_on_own_runtime(
 /// with `SO_REUSEPORT` (the kernel spreads connections over them; only
 /// sockets of the same user may join); elsewhere, one. Needs a runtime
 /// (the sockets are made by tokio, then handed over as std listeners).
+///
+/// An address something already listens on is refused
+/// (`AddrInUse`), shared or not: before the group binds a given port, a
+/// socket without `SO_REUSEPORT` is bound to it and dropped, and that
+/// bind fails where any socket listens, a second gateway's
+/// `SO_REUSEPORT` group included, which the group's own sockets would
+/// join without a word (the kernel then splits the connections between
+/// two configurations). A process of the same user that binds the port
+/// with `SO_REUSEPORT` after the group has is not seen: that is the
+/// kernel's rule for such sockets.
 pub fn listeners(
     addr: std::net::SocketAddr,
     count: usize,
 ) -> std::io::Result<Vec<std::net::TcpListener>> {
     let shared = cfg!(target_os = "linux") && count > 1;
-    let listen = |addr: std::net::SocketAddr| -> std::io::Result<std::net::TcpListener> {
+    let socket = |addr: std::net::SocketAddr| -> std::io::Result<tokio::net::TcpSocket> {
         let socket = if addr.is_ipv4() {
             tokio::net::TcpSocket::new_v4()?
         } else {
@@ -241,6 +251,10 @@ pub fn listeners(
         // listen again while old connections linger in TIME_WAIT.
         #[cfg(unix)]
         socket.set_reuseaddr(true)?;
+        Ok(socket)
+    };
+    let listen = |addr: std::net::SocketAddr| -> std::io::Result<std::net::TcpListener> {
+        let socket = socket(addr)?;
         #[cfg(target_os = "linux")]
         if shared {
             socket.set_reuseport(true)?;
@@ -248,6 +262,10 @@ pub fn listeners(
         socket.bind(addr)?;
         socket.listen(1024)?.into_std()
     };
+    // Port 0 needs no probe: the kernel picks a port no group shares.
+    if shared && addr.port() != 0 {
+        socket(addr)?.bind(addr)?;
+    }
     let first = listen(addr)?;
     // Port 0 resolves once: the others join the first's port.
     let bound = first.local_addr()?;

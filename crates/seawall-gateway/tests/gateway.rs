@@ -2066,6 +2066,31 @@ async fn a_thread_per_listener_serves_and_drains() {
     assert_eq!(gateway.stats().in_flight, 0);
 }
 
+/// A port something listens on is refused with `--threads` as without:
+/// the group's `SO_REUSEPORT` sockets would otherwise join a second
+/// gateway's group on the same port (or any such socket of the same
+/// user), and the kernel would split the connections between the two.
+#[tokio::test]
+async fn a_port_already_listened_on_is_refused_with_threads_too() {
+    let first = seawall_gateway::listeners("127.0.0.1:0".parse().unwrap(), 2).unwrap();
+    let addr = first[0].local_addr().unwrap();
+    for count in [1, 2, 3] {
+        let err = seawall_gateway::listeners(addr, count)
+            .expect_err("a second group on a port already listened on");
+        assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse, "{count}: {err}");
+    }
+    let plain = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let err = seawall_gateway::listeners(plain.local_addr().unwrap(), 2).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse, "{err}");
+    // Once the first group is gone, its port is free for a group again.
+    drop(first);
+    let again = seawall_gateway::listeners(addr, 2).unwrap();
+    assert!(again.iter().all(|l| l.local_addr().unwrap() == addr));
+    if cfg!(target_os = "linux") {
+        assert_eq!(again.len(), 2);
+    }
+}
+
 /// One call with the timeout an official SDK sends in `header_name`
 /// (`x-stainless-read-timeout` from the Python SDKs, `x-stainless-timeout`
 /// from the TypeScript ones), through a fresh gateway over a fresh chaos
