@@ -821,10 +821,9 @@ impl RouteBreaker {
         #[cfg(feature = "metrics")]
         {
             use seawall_core::metric_names::{BREAKER_TRANSITIONS_TOTAL, BREAKERS_OPEN};
-            let opened = |state| matches!(state, BreakerState::Open | BreakerState::Isolated);
             metrics::counter!(BREAKER_TRANSITIONS_TOTAL, "route" => self.route.to_shared(), "to" => to.as_str())
                 .increment(1);
-            match (opened(from), opened(to)) {
+            match (counted_open(from), counted_open(to)) {
                 (false, true) => metrics::gauge!(BREAKERS_OPEN).increment(1.0),
                 (true, false) => metrics::gauge!(BREAKERS_OPEN).decrement(1.0),
                 _ => {}
@@ -855,6 +854,26 @@ impl RouteBreaker {
             }
         }
     }
+}
+
+/// The route goes with its last owner (the layer, its services and
+/// handles, the permits of calls in flight: they share it through one
+/// `Arc`, so this runs once): an open or isolated route leaves the
+/// process-wide count of open routes. Without this a client rebuilt on a
+/// configuration reload, its route open, left the gauge up for ever.
+#[cfg(feature = "metrics")]
+impl Drop for RouteBreaker {
+    fn drop(&mut self) {
+        if counted_open(BreakerState::from_bits(*self.word.get_mut())) {
+            metrics::gauge!(seawall_core::metric_names::BREAKERS_OPEN).decrement(1.0);
+        }
+    }
+}
+
+/// Whether `seawall_breakers_open` counts a route in `state`.
+#[cfg(feature = "metrics")]
+fn counted_open(state: BreakerState) -> bool {
+    matches!(state, BreakerState::Open | BreakerState::Isolated)
 }
 
 /// What a caught panic said, when it said it in words.
