@@ -378,6 +378,20 @@ impl Gateway {
                         "the gateway token in {var} is shorter than {MIN_TOKEN_LEN} characters"
                     )));
                 }
+                // As a route's key: a token read from a file written on
+                // Windows ends in CR, pasted it may carry a space. No
+                // client can send it as it is (a header's value loses its
+                // trailing blanks), so every call would get a 401 while
+                // /healthz said all was well.
+                if !token.expose().bytes().all(|b| b.is_ascii_graphic()) {
+                    return Err(GatewayError::Config(crate::config::ConfigError::Invalid(
+                        format!(
+                            "the gateway token in {} holds a space, a line end or another \
+                             character a header cannot carry",
+                            shown_var(var)
+                        ),
+                    )));
+                }
                 redactor.push(&token);
                 Some(token)
             }

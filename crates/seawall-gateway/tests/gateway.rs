@@ -1054,6 +1054,40 @@ fn a_route_key_too_short_to_scrub_or_unsendable_is_refused() {
     }
 }
 
+/// A gateway token no client could present (a line end from a file
+/// written on Windows, a space, a character outside ASCII) or too short
+/// is refused at start, its variable named and its value not shown: it
+/// would start, answer 401 to every call and say all is well at /healthz.
+#[test]
+fn a_gateway_token_too_short_or_unsendable_is_refused() {
+    let config = config_over(Wire::OpenAi, "http://127.0.0.1:9");
+    for bad in [
+        format!("{TOKEN}\r"),
+        format!("{TOKEN} "),
+        format!("gateway token {TOKEN}"),
+        format!("{TOKEN}\u{e9}"),
+        format!("\t{TOKEN}"),
+    ] {
+        let token = |name: &str| match name {
+            "GATEWAY_TOKEN" => Some(bad.clone()),
+            other => env(other),
+        };
+        let err = Gateway::with_env(config.clone(), token).unwrap_err();
+        assert!(matches!(err, GatewayError::Config(_)), "{bad:?}: {err}");
+        assert!(err.to_string().contains("GATEWAY_TOKEN"), "{err}");
+        assert!(!err.to_string().contains(TOKEN), "{err}");
+    }
+    let short = |name: &str| match name {
+        "GATEWAY_TOKEN" => Some("tok-0123456789a".to_owned()),
+        other => env(other),
+    };
+    let err = Gateway::with_env(config.clone(), short).unwrap_err();
+    assert!(matches!(err, GatewayError::Unsafe(_)), "{err}");
+    assert!(err.to_string().contains("16 characters"), "{err}");
+    assert!(!err.to_string().contains("tok-0123456789a"), "{err}");
+    assert!(Gateway::with_env(config, env).is_ok());
+}
+
 /// One call to `path` with `body`, its fault picked by header, through a
 /// fresh gateway of `wire` over a fresh chaos server; both are returned,
 /// for the journal and the gateway's counts.
