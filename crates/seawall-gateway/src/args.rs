@@ -81,8 +81,15 @@ impl GatewayArgs {
             None => Config::from_routes(&self.routes)?,
         };
         for spec in &self.route_keys {
+            // Not quoted: a value without `=` may be the key itself,
+            // pasted where `NAME=ENV_VAR` belongs.
             let (name, env) = spec.split_once('=').ok_or_else(|| {
-                ConfigError::Invalid(format!("--route-key `{spec}`: expected NAME=ENV_VAR"))
+                ConfigError::Invalid(
+                    "--route-key: expected NAME=ENV_VAR, the route's name and the \
+                     environment variable holding its key (the value given has no `=`; \
+                     not shown, as it may be the key itself)"
+                        .to_owned(),
+                )
             })?;
             config.set_route_key(name.trim(), env.trim())?;
         }
@@ -159,5 +166,26 @@ mod tests {
             Cli::try_parse_from(["gw", "--config", "x.toml", "--route", "a=openai@http://h"])
                 .is_err()
         );
+    }
+
+    /// A key pasted where `NAME=ENV_VAR` belongs is refused without being
+    /// printed back.
+    #[test]
+    fn a_route_key_without_a_name_is_not_echoed() {
+        let key = "sk-proj-AbCdEf0123456789xyz";
+        let cli = Cli::try_parse_from([
+            "gw",
+            "--route",
+            "main=openai@http://127.0.0.1:1",
+            "--route-key",
+            key,
+        ])
+        .unwrap();
+        let err = cli.args.to_config().unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid(_)), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("--route-key"), "{text}");
+        assert!(text.contains("NAME=ENV_VAR"), "{text}");
+        assert!(!text.contains("0123456789"), "{text}");
     }
 }
