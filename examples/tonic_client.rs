@@ -10,11 +10,13 @@
 //! a `Channel` takes tonic's own body type, so one `map_request` wraps it.
 //! The deadline travels to the server as `grpc-timeout`: what is left of
 //! the operation when each attempt starts (not the attempt's own bound,
-//! which covers only the wait for the answer to begin). Outermost, `GrpcStatusLayer` (feature `tonic`) gives
-//! the caller a `Status` with the server's own code instead of tonic's
-//! `Unknown` for an error it does not know; the same feature lets the
-//! classification read the channel's own `grpc-timeout` expiry as a
-//! timeout.
+//! which covers only the wait for the answer to begin), and never more
+//! than is left of a caller's own `set_timeout`: tonic's channel has no
+//! timer for it but that header. Outermost, `GrpcStatusLayer` (feature
+//! `tonic`) gives the caller a `Status` with the server's own code
+//! instead of tonic's `Unknown` for an error it does not know; the same
+//! feature lets the classification read the channel's own `grpc-timeout`
+//! expiry as a timeout.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,7 +25,7 @@ use std::time::Duration;
 use seawall::classify::ClassifyLayer;
 use seawall::core::recording::ReplayBody;
 use seawall::core::{Failure, Receipt};
-use seawall::deadline::DeadlineLayer;
+use seawall::deadline::{DeadlineLayer, WireTimeout};
 use seawall::retry::{Backoff, Budget, RetryBudgetLayer, RetryPolicy};
 use seawall::tonic::GrpcStatusLayer;
 use tokio_stream::wrappers::TcpListenerStream;
@@ -81,9 +83,14 @@ async fn main() -> Result<(), tower::BoxError> {
     let service = ServiceBuilder::new()
         // Failures as `tonic::Status`es with the server's code.
         .layer(GrpcStatusLayer::new())
-        // The operation: 10 s, whatever the ladder does; what is left of it
-        // goes to the server with each attempt.
-        .layer(DeadlineLayer::new(Duration::from_secs(10)).carry_to_attempts())
+        // The operation: 10 s, whatever the ladder does, or less where the
+        // caller's own `grpc-timeout` (`Request::set_timeout`) says so;
+        // what is left of it goes to the server with each attempt.
+        .layer(
+            DeadlineLayer::new(Duration::from_secs(10))
+                .read_incoming(WireTimeout::grpc())
+                .carry_to_attempts(),
+        )
         // Three attempts, short backoff, at most 20 % retries.
         .layer(RetryBudgetLayer::new(
             RetryPolicy::interactive().backoff(Backoff::exponential(

@@ -75,7 +75,9 @@ impl DeadlineLayer {
     }
 
     /// Also reads the caller's remaining time from `wire`; the earlier of
-    /// the two deadlines wins.
+    /// the two deadlines wins. `wire` may differ from the header this
+    /// layer [`propagate`](Self::propagate)s: a caller's bound in that
+    /// header is read too.
     pub fn read_incoming(mut self, wire: WireTimeout) -> Self {
         self.config.incoming = Some(wire);
         self
@@ -89,6 +91,15 @@ impl DeadlineLayer {
     /// bound covers the wait for the answer to begin, where a gRPC
     /// deadline ends the whole call, a stream that began in time
     /// included.
+    ///
+    /// A well-formed value the request already carries in that header is
+    /// the caller's own bound (tonic's `set_timeout`), never lengthened:
+    /// it is an operation deadline here too, and the earlier of the two
+    /// is written. A total layer reads it as
+    /// [`read_incoming`](Self::read_incoming) does; an attempt counts it
+    /// from when a total layer outside that carries the operation's
+    /// deadline took the request (else from its own start), so a retry
+    /// sends what is left of it. A malformed value is replaced.
     pub fn propagate(mut self, wire: WireTimeout) -> Self {
         self.config.propagate = Some(wire);
         self
@@ -101,14 +112,17 @@ impl DeadlineLayer {
     /// Without it, every attempt of a ladder sends the caller's whole
     /// bound again, and the server (and tonic's own timer on the channel)
     /// work on past the operation's end. [`propagate`](Self::propagate)
-    /// writes it on every request instead.
+    /// writes it on every request instead. Like it, never later than the
+    /// value the header carries, counted from when the total layer took
+    /// the request.
     pub fn refresh(mut self, wire: WireTimeout) -> Self {
         self.config.refresh = Some(wire);
         self
     }
 
     /// Writes the remaining time as `grpc-timeout` on the request (the
-    /// operation's: see [`propagate`](Self::propagate)).
+    /// operation's, never later than a caller's own `grpc-timeout`: see
+    /// [`propagate`](Self::propagate)).
     pub fn propagate_grpc_timeout(mut self) -> Self {
         self.config.propagate = Some(WireTimeout::Grpc);
         self
@@ -121,6 +135,12 @@ impl DeadlineLayer {
     /// reserve, or to a caller's `AnswerBy`). A total bound that read the
     /// caller's own bound off the wire leaves it anyway. One extension
     /// more a request: off by default.
+    ///
+    /// The attempts count a caller's own bound in the header they write
+    /// from when this layer took the request. This layer does not read
+    /// that header unless it propagates it or is told to
+    /// ([`read_incoming`](Self::read_incoming)); told, the retry between
+    /// plans within the caller's bound too.
     pub fn carry_to_attempts(mut self) -> Self {
         self.config.carry = true;
         self
@@ -128,7 +148,8 @@ impl DeadlineLayer {
 
     /// Writes the remaining time in whole milliseconds, rounded up and at
     /// least 1, into the header `name` (for example
-    /// `x-request-timeout-ms`).
+    /// `x-request-timeout-ms`), never later than a caller's own value
+    /// there (see [`propagate`](Self::propagate)).
     pub fn propagate_header(mut self, name: HeaderName) -> Self {
         self.config.propagate = Some(WireTimeout::Millis(name));
         self

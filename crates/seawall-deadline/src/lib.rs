@@ -32,6 +32,22 @@
 //! left with [`DeadlineLayer::carry_to_attempts`], else the `Deadline` it
 //! finds), never its own bound, and nothing where it knows of none.
 //!
+//! Nor does a layer that writes the header lengthen the caller's own bound
+//! the request already carries in it: tonic's `set_timeout` is a
+//! `grpc-timeout` header, and a tonic channel keeps no timer but that
+//! header, so writing over it with a later time would lift the caller's
+//! bound on both ends. A layer reads a well-formed value in the header it
+//! writes as an operation deadline of its own and writes the earlier of
+//! the two (a malformed one is replaced). A total layer counts it from when
+//! the request entered it, as [`DeadlineLayer::read_incoming`] does, and
+//! carries it to the attempts; an attempt under a total layer that carries
+//! the operation's deadline counts it from when that layer took the
+//! request, so each attempt of a retry tells the server what is left of
+//! it. An attempt with no such layer outside counts it from its own start:
+//! give the total layer [`read_incoming`](DeadlineLayer::read_incoming)
+//! (or let it propagate the same header) so the retry plans within the
+//! caller's bound too.
+//!
 //! A caller that stops waiting for an answer to *begin*, but reads a
 //! stream that began for as long as it runs (an SDK's read timeout), puts
 //! an [`AnswerBy`](seawall_core::AnswerBy) in the extensions: the total

@@ -18,8 +18,16 @@ use crate::layer::{Bound, Config};
 /// one). Its presence is also what a per-attempt `refresh` looks for the
 /// header on: the lookup on every attempt of every other request cost
 /// more than this value's absence does.
+///
+/// `since` is when the outermost total bound that carries it took the
+/// request: a caller's own bound still in the request's headers (the
+/// retry layer sends the caller's request again, header and all) counts
+/// from then, not from each attempt's start.
 #[derive(Debug, Clone, Copy)]
-struct OnTheWire(Deadline);
+struct OnTheWire {
+    deadline: Deadline,
+    since: Instant,
+}
 
 /// The service [`DeadlineLayer`](crate::DeadlineLayer) builds.
 #[derive(Debug, Clone)]
@@ -52,15 +60,24 @@ where
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         let started = Instant::now();
         let existing = Deadline::of(&request);
+        // A per-attempt bound: the caller's own bound, in the header it
+        // writes.
+        let mut callers = None;
         let expiry = match self.config.bound {
             Bound::Total(total) => {
                 let own = total.map(|total| Deadline::after_from(started, total));
-                let incoming = self
-                    .config
-                    .incoming
-                    .as_ref()
-                    .and_then(|wire| wire.read(request.headers()))
-                    .map(|remaining| Deadline::after_from(started, remaining));
+                // The caller's own bound: in the header it is read from,
+                // and in the one this layer writes, which it must not
+                // lengthen (tonic's `set_timeout` is `grpc-timeout`, and
+                // its channel keeps no timer but that header).
+                let incoming = self.config.incoming.as_ref();
+                let written = self.config.propagate.as_ref();
+                let incoming = [incoming, written.filter(|&wire| Some(wire) != incoming)]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|wire| wire.read(request.headers()))
+                    .map(|remaining| Deadline::after_from(started, remaining))
+                    .min();
                 // Under a total bound that narrowed the `Deadline` to the
                 // caller's `AnswerBy`, the operation's deadline is the one
                 // it kept: read as the `Deadline`, this bound would cut a
@@ -76,9 +93,12 @@ where
                     // would tell the server of time the operation does not
                     // have), a later one leaves it.
                     match request.extensions_mut().get_mut::<OnTheWire>() {
-                        Some(carried) => carried.0 = carried.0.narrow(operation),
+                        Some(carried) => carried.deadline = carried.deadline.narrow(operation),
                         None if incoming.is_some() || self.config.carry => {
-                            request.extensions_mut().insert(OnTheWire(operation));
+                            request.extensions_mut().insert(OnTheWire {
+                                deadline: operation,
+                                since: started,
+                            });
                         }
                         None => {}
                     }
@@ -109,8 +129,26 @@ where
             }
             Bound::PerAttempt(bound) => {
                 let own = Deadline::after_from(started, bound);
+                // The caller's own bound in the header this attempt writes,
+                // counted from when a total bound outside took the request
+                // (from this attempt's start where none did): an operation
+                // deadline too, which the header written must not outlast.
+                // (A `refresh` header is only looked up under a carried
+                // deadline, as it is only written there.)
+                let carried = request.extensions().get::<OnTheWire>();
+                let wire = match (&self.config.propagate, &self.config.refresh) {
+                    (Some(wire), _) => Some(wire),
+                    (None, Some(wire)) if carried.is_some() => Some(wire),
+                    _ => None,
+                };
+                callers = wire.and_then(|wire| {
+                    let remaining = wire.read(request.headers())?;
+                    let since = carried.map_or(started, |carried| carried.since);
+                    Some(Deadline::after_from(since, remaining))
+                });
+                let operation = [existing, callers].into_iter().flatten().min();
                 // Ties go to the attempt: its own bound is what stopped it.
-                let (deadline, fires_as) = match existing {
+                let (deadline, fires_as) = match operation {
                     Some(operation) if operation < own => (operation, Code::DeadlineExceeded),
                     _ => (own, Code::Timeout),
                 };
@@ -118,7 +156,7 @@ where
                 // the caller's `AnswerBy`: the attempt fires at that same
                 // instant, and says whose bound it was.
                 let answer_by = fires_as == Code::DeadlineExceeded
-                    && AnswerBy::of(&request).is_some_and(|by| Some(by.0) == existing);
+                    && AnswerBy::of(&request).is_some_and(|by| Some(by.0) == operation);
                 let progress = Progress::start_attempt(&mut request);
                 Some(Expiry {
                     deadline,
@@ -152,10 +190,20 @@ where
         // ends the whole call, stream included (grpc-go, grpc-java), and a
         // stream that began in time runs on past the attempt's bound. An
         // attempt given up on is cancelled by its reset, not its deadline.
-        let on_the_wire = request.extensions().get::<OnTheWire>().map(|wire| wire.0);
+        let on_the_wire = request
+            .extensions()
+            .get::<OnTheWire>()
+            .map(|carried| carried.deadline);
         let until = match self.config.bound {
             Bound::Total(_) => expiry.body,
-            Bound::PerAttempt(_) => on_the_wire.or(existing),
+            // Never later than the caller's own bound, where the request
+            // carries one: `expiry.deadline` is the attempt's, and when
+            // the attempt's bound is the earlier it is not what the
+            // server is told.
+            Bound::PerAttempt(_) => [on_the_wire.or(existing), callers]
+                .into_iter()
+                .flatten()
+                .min(),
         };
         let wire = self.config.propagate.as_ref().or_else(|| {
             self.config

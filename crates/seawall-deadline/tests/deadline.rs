@@ -917,3 +917,181 @@ async fn a_verdict_ready_after_the_deadline_wins_over_the_clock() {
     assert_eq!(failure(&err).code(), Code::ContentFiltered);
     assert!(body.frame().await.is_none(), "the body ends with it");
 }
+
+/// What each call to an upstream carried: its headers and its deadline.
+type Calls = Arc<std::sync::Mutex<Vec<(http::HeaderMap, Option<Deadline>)>>>;
+
+/// An upstream that answers at once and keeps what each call carried.
+fn records_calls() -> (
+    Calls,
+    impl tower::Service<Request<()>, Response = Response<Body>, Error = Infallible, Future: Send>
+    + Clone,
+) {
+    let calls = Calls::default();
+    let record = {
+        let calls = calls.clone();
+        service_fn(move |req: Request<()>| {
+            calls
+                .lock()
+                .unwrap()
+                .push((req.headers().clone(), Deadline::of(&req)));
+            async { Ok::<_, Infallible>(Response::new(Body::default())) }
+        })
+    };
+    (calls, record)
+}
+
+/// A retry in miniature: sends a copy of the request it was given twice,
+/// `gap` apart, as a retry layer sends the caller's request again.
+fn twice<S, ResB>(
+    gap: Duration,
+    attempt: S,
+) -> impl tower::Service<Request<()>, Response = Response<Body>, Error = BoxError> + Clone
+where
+    S: tower::Service<Request<()>, Response = Response<ResB>, Error = BoxError> + Clone,
+{
+    service_fn(move |request: Request<()>| {
+        let attempt = attempt.clone();
+        async move {
+            attempt.clone().oneshot(request.clone()).await?;
+            tokio::time::sleep(gap).await;
+            attempt.oneshot(request).await?;
+            Ok::<_, BoxError>(Response::new(Body::default()))
+        }
+    })
+}
+
+/// The two kinds of wire timeout, each with how its caller writes 500 ms,
+/// 60 s, and garbage.
+fn wires() -> [(WireTimeout, [&'static str; 3]); 2] {
+    [
+        (WireTimeout::grpc(), ["500m", "60S", "soon"]),
+        (
+            WireTimeout::millis(HeaderName::from_static("x-request-timeout-ms")),
+            ["500", "60000", "-5"],
+        ),
+    ]
+}
+
+/// A request whose caller put its own bound, `value`, in `wire`'s header.
+fn bound_by_caller(wire: &WireTimeout, value: &'static str) -> Request<()> {
+    let name = match wire {
+        WireTimeout::Grpc => "grpc-timeout",
+        WireTimeout::Millis(name) => name.as_str(),
+    };
+    Request::builder().header(name, value).body(()).unwrap()
+}
+
+/// What `wire` says in `headers`.
+fn sent(wire: &WireTimeout, headers: &http::HeaderMap) -> Duration {
+    wire.read(headers)
+        .expect("a well-formed timeout on the wire")
+}
+
+/// tonic's `set_timeout(500ms)` writes `grpc-timeout: 500m` and its
+/// channel keeps no timer of its own: a total bound that writes the
+/// header keeps the caller's shorter bound, on the wire and as the
+/// operation's deadline. A longer one, or garbage, is replaced by its own.
+#[tokio::test(start_paused = true)]
+async fn a_total_bound_never_lengthens_the_callers_timeout_on_the_wire() {
+    for (wire, [short, long, garbage]) in wires() {
+        let (calls, record) = records_calls();
+        let layer = DeadlineLayer::new(Duration::from_secs(10)).propagate(wire.clone());
+        for (value, kept) in [
+            (short, Duration::from_millis(500)),
+            (long, Duration::from_secs(10)),
+            (garbage, Duration::from_secs(10)),
+        ] {
+            let start = Instant::now();
+            layer
+                .layer(record.clone())
+                .oneshot(bound_by_caller(&wire, value))
+                .await
+                .unwrap();
+            let (headers, deadline) = calls.lock().unwrap().pop().expect("one call");
+            assert_eq!(sent(&wire, &headers), kept, "{wire:?} {value}");
+            assert_eq!(
+                deadline,
+                Some(Deadline::at(start + kept)),
+                "{wire:?} {value}"
+            );
+            tokio::time::advance(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+/// The example's composition: a total bound that carries the operation's
+/// deadline to attempts that write it, told to read the caller's header
+/// or not. The caller's shorter bound holds for every attempt, each told
+/// what is left of it; a longer one, or garbage, gives way to the
+/// operation's.
+#[tokio::test(start_paused = true)]
+async fn attempts_never_lengthen_the_callers_timeout_on_the_wire() {
+    let carries = DeadlineLayer::new(Duration::from_secs(10)).carry_to_attempts();
+    let both = |wire: &WireTimeout| [carries.clone(), carries.clone().read_incoming(wire.clone())];
+    for (wire, [short, long, garbage]) in wires() {
+        for total in both(&wire) {
+            let (calls, record) = records_calls();
+            let service = total.layer(twice(
+                Duration::from_millis(200),
+                DeadlineLayer::per_attempt(Duration::from_secs(2))
+                    .propagate(wire.clone())
+                    .layer(record),
+            ));
+            for (value, kept) in [
+                (short, Duration::from_millis(500)),
+                (long, Duration::from_secs(10)),
+                (garbage, Duration::from_secs(10)),
+            ] {
+                let start = Instant::now();
+                service
+                    .clone()
+                    .oneshot(bound_by_caller(&wire, value))
+                    .await
+                    .unwrap();
+                let attempts = std::mem::take(&mut *calls.lock().unwrap());
+                assert_eq!(attempts.len(), 2);
+                let second = kept - Duration::from_millis(200);
+                for ((headers, deadline), left) in attempts.iter().zip([kept, second]) {
+                    assert_eq!(sent(&wire, headers), left, "{wire:?} {value}");
+                    let deadline = deadline.expect("a deadline");
+                    assert!(deadline <= Deadline::at(start + kept), "{wire:?} {value}");
+                }
+                tokio::time::advance(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// An attempt with no total bound outside to carry the operation's
+/// deadline still writes the earlier of the caller's bound and the
+/// operation's time left, not the later.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_alone_never_lengthens_the_callers_timeout_on_the_wire() {
+    for (wire, [short, long, garbage]) in wires() {
+        let (calls, record) = records_calls();
+        let attempt = DeadlineLayer::per_attempt(Duration::from_secs(2))
+            .propagate(wire.clone())
+            .layer(record);
+        for (value, kept) in [
+            (short, Duration::from_millis(500)),
+            (long, Duration::from_secs(10)),
+            (garbage, Duration::from_secs(10)),
+        ] {
+            let start = Instant::now();
+            let mut request = bound_by_caller(&wire, value);
+            request
+                .extensions_mut()
+                .insert(Deadline::at(start + Duration::from_secs(10)));
+            attempt.clone().oneshot(request).await.unwrap();
+            let (headers, deadline) = calls.lock().unwrap().pop().expect("one call");
+            assert_eq!(sent(&wire, &headers), kept, "{wire:?} {value}");
+            let bound = kept.min(Duration::from_secs(2));
+            assert_eq!(
+                deadline,
+                Some(Deadline::at(start + bound)),
+                "{wire:?} {value}"
+            );
+        }
+    }
+}
