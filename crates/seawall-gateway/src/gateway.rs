@@ -7,6 +7,7 @@ use std::task::Poll;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -984,11 +985,21 @@ impl Gateway {
     /// wire, when a request naming it would be served over that wire (a
     /// model the configuration names, or any name when `*` is routed over
     /// it); else 404 `not_found` in the wire's shape.
-    fn model(&self, id: &str, headers: &HeaderMap) -> Response {
+    /// `None`: an id that is no UTF-8 once percent-decoded.
+    fn model(&self, id: Option<&str>, headers: &HeaderMap) -> Response {
         let wire = wire_of_call(MODELS_PATH, headers);
         if let Some(refusal) = self.refusal(wire, headers) {
             return refusal;
         }
+        let Some(id) = id else {
+            let message = format!(
+                "no route serves a model whose id is not UTF-8 once percent-decoded \
+                 (over the {} wire format)",
+                wire.as_str()
+            );
+            return WireError::gateway(StatusCode::NOT_FOUND, Code::NotFound, message)
+                .response(wire);
+        };
         let inner = &*self.inner;
         let served = inner
             .models
@@ -1157,10 +1168,13 @@ async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response 
 
 async fn model(
     State(gateway): State<Gateway>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {
-    gateway.model(&id, &headers)
+    // An id whose percent-encoding is no UTF-8 (`%FF`) names no model:
+    // answered by `model` (the token first, then 404 in the wire's
+    // shape), not with axum's plain-text 400.
+    gateway.model(id.as_ref().ok().map(|Path(id)| id.as_str()), &headers)
 }
 
 /// Where the gateway serves its metrics.

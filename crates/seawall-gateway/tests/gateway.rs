@@ -1758,6 +1758,49 @@ async fn a_configured_model_is_retrieved_as_listed() {
     assert_eq!(json(&body)["id"], "any-model");
 }
 
+/// A model id whose percent-encoding is no UTF-8 (`%FF`) names no model:
+/// without the token it is the 401 every other call gets, with it the
+/// wire's 404 `not_found`, not the router's plain-text 400 before the
+/// token was looked at.
+#[tokio::test]
+async fn a_model_id_that_is_no_utf8_is_the_wires_404_after_the_token() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    // `*` routed: any name that decodes would be found.
+    let gateway = Running::start(openai_and_claude(&chaos)).await;
+    let bearer = format!("Bearer {TOKEN}");
+    let openai: &[(&str, &str)] = &[("authorization", &bearer)];
+    let anthropic: &[(&str, &str)] = &[("x-api-key", TOKEN), ("anthropic-version", "2023-06-01")];
+    let get = |path: &str, headers: &[(&str, &str)]| {
+        let mut builder = http::Request::get(gateway.url(path));
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(full(Bytes::new())).unwrap()
+    };
+    for path in [
+        "/v1/models/%FF",
+        "/models/gpt-%C3%28",
+        "/v1/models/org/%80x",
+    ] {
+        let (status, headers, body) = send(&client(), get(path, &[])).await;
+        assert_eq!(status, 401, "{path}: {}", String::from_utf8_lossy(&body));
+        assert_eq!(header(&headers, "x-seawall-code"), "auth", "{path}");
+        for (wire, with) in [("openai", openai), ("anthropic", anthropic)] {
+            let (status, headers, body) = send(&client(), get(path, with)).await;
+            assert_eq!(status, 404, "{path}: {}", String::from_utf8_lossy(&body));
+            assert_eq!(header(&headers, "content-type"), "application/json");
+            assert_eq!(header(&headers, "x-seawall-code"), "not_found", "{path}");
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            if wire == "anthropic" {
+                assert_eq!(body["type"], "error", "{body}");
+                assert_eq!(body["error"]["type"], "not_found", "{body}");
+            } else {
+                assert_eq!(body["error"]["code"], "not_found", "{body}");
+            }
+        }
+    }
+}
+
 /// A background response (`"background": true`) is stored upstream to be
 /// fetched later by its id, which the gateway cannot relay: refused before
 /// any call, in OpenAI's shape naming the member, instead of billed and
