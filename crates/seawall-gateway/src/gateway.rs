@@ -232,6 +232,28 @@ fn client_wait(headers: &HeaderMap, stream: bool) -> Option<std::time::Duration>
     Some(wait - (wait / 10).min(MARGIN))
 }
 
+/// The host of `base_url` when a request to it leaves this machine in
+/// cleartext: an `http://` URL whose host is not loopback (`localhost`,
+/// `127.0.0.0/8`, `::1`). A keyed route there is served all the same (a
+/// provider on a private network behind its own encryption is one), with
+/// a warning at start.
+fn cleartext_host(base_url: &str) -> Option<String> {
+    let uri: http::Uri = base_url.parse().ok()?;
+    if !uri.scheme_str()?.eq_ignore_ascii_case("http") {
+        return None;
+    }
+    let host = uri.host()?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => {
+            let name = bare.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+    };
+    (!loopback).then(|| host.to_owned())
+}
+
 /// The shortest gateway token accepted.
 pub const MIN_TOKEN_LEN: usize = 16;
 
@@ -424,6 +446,15 @@ impl Gateway {
                                 route.name
                             ),
                         )));
+                    }
+                    if let Some(host) = cleartext_host(&route.base_url) {
+                        tracing::warn!(
+                            target: "seawall::gateway",
+                            route = %route.name,
+                            host = %host,
+                            "the route's key goes over plain http:// to a host beyond this \
+                             machine: whoever is on the way can read it; use https://"
+                        );
                     }
                     redactor.push(&key);
                     Some(key)
