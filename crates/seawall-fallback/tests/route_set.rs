@@ -311,3 +311,47 @@ async fn a_call_the_service_kept_waiting_past_its_time_is_not_sent() {
         .expect("answered with time left");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
+
+/// Member `a` takes the call and never answers; `b` answers in 10 ms.
+/// Each caller gives up after 5 s (a timeout, a client gone): the call
+/// given up on counts its time on `a`, so `a` stops drawing calls. Were
+/// it never measured, `a` would cost nothing once idle, and every call
+/// after `b`'s first answer would go to it.
+#[tokio::test(start_paused = true)]
+async fn a_member_that_hangs_until_its_callers_give_up_stops_drawing_calls() {
+    let hung = Arc::new(AtomicU32::new(0));
+    let answered = Arc::new(AtomicU32::new(0));
+    let provider = tower::service_fn({
+        let (hung, answered) = (hung.clone(), answered.clone());
+        move |request: http::Request<()>| {
+            let route = request.extensions().get::<RouteId>().unwrap().clone();
+            let (hung, answered) = (hung.clone(), answered.clone());
+            async move {
+                if route.as_str() == "a" {
+                    hung.fetch_add(1, Ordering::SeqCst);
+                    std::future::pending::<()>().await;
+                }
+                answered.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Ok::<_, BoxError>(http::Response::new(Full::new(Bytes::from_static(b"ok"))))
+            }
+        }
+    });
+    let set = RouteSetLayer::new([Member::new("a"), Member::new("b")])
+        .unwrap()
+        .seed(2)
+        .layer(provider);
+    let mut gave_up = 0;
+    for _ in 0..20 {
+        match tokio::time::timeout(5 * SEC, set.clone().oneshot(request(None))).await {
+            Ok(response) => {
+                response.expect("b answers");
+            }
+            Err(_) => gave_up += 1,
+        }
+    }
+    let (hung, answered) = (hung.load(Ordering::SeqCst), answered.load(Ordering::SeqCst));
+    assert_eq!(hung + answered, 20);
+    assert_eq!(gave_up, hung, "every call to a was given up on");
+    assert!(hung <= 2, "a drew {hung} of 20 calls");
+}

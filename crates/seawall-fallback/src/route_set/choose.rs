@@ -426,7 +426,8 @@ impl Set {
         self.slots[index].in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// A call to `index` answered (or failed) after `took`.
+    /// A call to `index` answered (or failed, or was given up on) after
+    /// `took`.
     pub(crate) fn measured(&self, index: usize, took: Duration) {
         let slot = &self.slots[index];
         let now = self.now_ms();

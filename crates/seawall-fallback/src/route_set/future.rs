@@ -1,7 +1,8 @@
 //! The route set's response future and body: they keep the chosen member's
-//! in-flight count until the answer is read, measure its latency, and mark
-//! it when it fails in a way that condemns only it; a call that found
-//! every member cooling down waits in it for the first back.
+//! in-flight count until the answer is read, measure its latency (a call
+//! given up on before its answer included), and mark it when it fails in
+//! a way that condemns only it; a call that found every member cooling
+//! down waits in it for the first back.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,18 +28,41 @@ const NO_END: Duration = Duration::from_secs(86_400 * 365 * 30);
 pub(crate) struct InFlight {
     set: Arc<Set>,
     index: usize,
+    /// When the call was sent, until its outcome: a call dropped before
+    /// it (its caller gave up: a timeout, a client gone) is measured as it
+    /// is dropped, so a member that hangs stops drawing calls.
+    unanswered: Option<Instant>,
 }
 
 impl InFlight {
     pub(crate) fn enter(set: Arc<Set>, index: usize) -> Self {
         set.enter(index);
-        InFlight { set, index }
+        InFlight {
+            set,
+            index,
+            unanswered: Some(Instant::now()),
+        }
     }
 
-    /// The member's failure after `took`, named after the member, as the
-    /// ladder above should see it: with [`AnotherRoute`] when it condemns
-    /// only the member and another member can take the next attempt.
-    fn failed(&self, error: BoxError, took: Duration) -> BoxError {
+    /// The call's outcome came: how long it took. Its body, read or
+    /// dropped after, is not measured again.
+    fn answered(&mut self) -> Duration {
+        self.unanswered
+            .take()
+            .map_or(Duration::ZERO, |started| started.elapsed())
+    }
+
+    /// The member answered.
+    fn succeeded(&mut self) {
+        let took = self.answered();
+        self.set.measured(self.index, took);
+    }
+
+    /// The member's failure, named after the member, as the ladder above
+    /// should see it: with [`AnotherRoute`] when it condemns only the
+    /// member and another member can take the next attempt.
+    fn failed(mut self, error: BoxError) -> BoxError {
+        let took = self.answered();
         // A call refused here never reached the member: its few
         // microseconds are no latency of the member's, and would make an
         // unmeasured member look fast and draw more calls into refusals.
@@ -72,6 +96,13 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        // Given up on before its outcome: the time it was kept waiting is
+        // the member's latency as its caller saw it (as tower's `PeakEwma`
+        // counts a cancelled call). Peak-sensitive, a long wait counts at
+        // once. A cancel is no local refusal: the member had the call.
+        if let Some(started) = self.unanswered.take() {
+            self.set.measured(self.index, started.elapsed());
+        }
         self.set.leave(self.index);
     }
 }
@@ -99,7 +130,6 @@ pin_project! {
             #[pin]
             future: F,
             in_flight: Option<InFlight>,
-            started: Instant,
         },
         Refused {
             failure: Option<Failure>,
@@ -118,7 +148,6 @@ where
             state: State::Called {
                 future,
                 in_flight: Some(in_flight),
-                started: Instant::now(),
             },
             wait: None,
         }
@@ -205,19 +234,14 @@ where
                     this.state.set(State::Called {
                         future,
                         in_flight: Some(in_flight),
-                        started: Instant::now(),
                     });
                 }
-                StateProj::Called {
-                    future,
-                    in_flight,
-                    started,
-                } => {
+                StateProj::Called { future, in_flight } => {
                     let result = ready!(future.poll(cx));
-                    let in_flight = in_flight.take().expect("a called future is polled once");
+                    let mut in_flight = in_flight.take().expect("a called future is polled once");
                     return match result {
                         Ok(mut response) => {
-                            in_flight.set.measured(in_flight.index, started.elapsed());
+                            in_flight.succeeded();
                             let route = in_flight.set.slots[in_flight.index].member.route();
                             // The member that answered, for the receipt.
                             response.extensions_mut().insert(route.clone());
@@ -226,9 +250,7 @@ where
                                 in_flight: Some(in_flight),
                             })))
                         }
-                        Err(error) => {
-                            Poll::Ready(Err(in_flight.failed(error.into(), started.elapsed())))
-                        }
+                        Err(error) => Poll::Ready(Err(in_flight.failed(error.into()))),
                     };
                 }
             }

@@ -33,7 +33,10 @@
 //!   the lower cost — in-flight calls (plus one) times recent latency
 //!   (peak-sensitive, fading with age so a member found slow is tried
 //!   again, `latency_half_life`). A member never measured costs nothing,
-//!   so a new one is tried. The draw comes from a seedable generator
+//!   so a new one is tried. A call its caller gives up on before the
+//!   answer (a timeout, a client gone) counts the time it waited, as
+//!   tower's `PeakEwma` counts it: a member that takes calls and never
+//!   answers stops drawing them. The draw comes from a seedable generator
 //!   ([`seed`](RouteSetLayer::seed)).
 //! - **Never a refused member**: with [`health`](RouteSetLayer::health)
 //!   (the breaker's per-route probe; `Stack::build_with_route_set` wires
