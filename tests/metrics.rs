@@ -271,9 +271,10 @@ fn a_caller_that_stops_reading_is_no_interruption() {
 }
 
 /// An operation its caller stops waiting for (its own timeout, a client
-/// gone) was sent: its attempt is counted `cancelled` and its duration
-/// recorded with the outcome `cancelled`, so every attempt sent is
-/// counted once, the abandoned ones too.
+/// gone) was sent: its attempt is counted with the code and outcome
+/// `cancelled` (not a failure: an alert on failed attempts must not fire on
+/// a user's stop) and its duration recorded with the outcome `cancelled`,
+/// so every attempt sent is counted once, the abandoned ones too.
 #[test]
 fn an_operation_dropped_by_its_caller_is_counted_cancelled() {
     let snapshotter = recorded(async {
@@ -297,9 +298,14 @@ fn an_operation_dropped_by_its_caller_is_counted_cancelled() {
         counter(
             &snapshot,
             ATTEMPTS_TOTAL,
-            &[("code", "cancelled"), ("outcome", "failure")]
+            &[("code", "cancelled"), ("outcome", "cancelled")]
         ),
         1
+    );
+    // A caller that stops waiting broke nothing: no attempt failed.
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("outcome", "failure")]),
+        0
     );
     let cancelled: Vec<_> = snapshot
         .iter()
@@ -465,6 +471,15 @@ fn a_fallback_routes_call_dropped_by_its_caller_is_counted_cancelled() {
         "{snapshot:?}"
     );
     assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[("route", "spare")]), 1);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("route", "spare"), ("outcome", "cancelled")]
+        ),
+        1,
+        "{snapshot:?}"
+    );
     let moves: Vec<_> = capture
         .seawall_by_id()
         .into_values()

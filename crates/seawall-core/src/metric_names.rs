@@ -8,7 +8,7 @@
 //!
 //! | name | kind | labels | recorded by |
 //! |---|---|---|---|
-//! | `seawall_attempts_total` | counter | `route`, `code` (`ok` on success; `cancelled` for an attempt in flight when its caller stopped waiting), `outcome` (`success`/`failure`) | the retry ladder, per attempt; the fallback, per attempt of a route without a ladder of its own |
+//! | `seawall_attempts_total` | counter | `route`, `code` (`ok` on success; `cancelled` for an attempt in flight when its caller stopped waiting), `outcome` (`success`/`failure`/`cancelled`, the last with the code `cancelled`) | the retry ladder, per attempt; the fallback, per attempt of a route without a ladder of its own |
 //! | `seawall_retries_total` | counter | `route`, `code` | the retry ladder, per retry decided |
 //! | `seawall_retry_budget_exhausted_total` | counter | — | the retry ladder |
 //! | `seawall_operation_duration_seconds` | histogram | `outcome` (`success`/`failure`/`cancelled`) | the retry ladder, per operation |

@@ -7,12 +7,16 @@
 use crate::{Code, RouteId, Usage};
 
 /// One upstream attempt on `route`: its failure's code, or `None` when it
-/// answered.
+/// answered. The `outcome` label is `success`, `failure`, or `cancelled`
+/// for an attempt in flight when its caller stopped waiting
+/// ([`Code::Cancelled`]): a caller that stops waiting broke nothing, so an
+/// alert on failures does not fire on a user's stop or a client gone.
 #[inline]
 pub fn attempt(route: &RouteId, code: Option<Code>) {
     #[cfg(feature = "metrics")]
     {
         let (code, outcome) = match code {
+            Some(Code::Cancelled) => (Code::Cancelled.as_str(), "cancelled"),
             Some(code) => (code.as_str(), "failure"),
             None => ("ok", "success"),
         };
