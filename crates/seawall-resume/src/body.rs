@@ -175,6 +175,11 @@ where
     segment: Segment,
     /// The start of an event cut by a frame boundary.
     partial: BytesMut,
+    /// A continuation's last event read ended with a CR (a blank line
+    /// ended there, where an SSE reader dispatches it): an LF that starts
+    /// the next frame is the rest of that CRLF, dropped as the scanner
+    /// skips it, not a blank line read as an event of its own.
+    skip_lf: bool,
     out: VecDeque<Bytes>,
     /// The last frame passed on, kept where continuations must be
     /// renumbered (Anthropic, Responses).
@@ -265,6 +270,7 @@ where
                 report,
                 segment: Segment::Pass,
                 partial: BytesMut::new(),
+                skip_lf: false,
                 out: VecDeque::new(),
                 tail: None,
                 fix: None,
@@ -439,7 +445,13 @@ where
     }
 
     /// A continuation's events: preamble dropped, head held until aligned.
-    fn push_spliced(&mut self, data: Bytes) {
+    fn push_spliced(&mut self, mut data: Bytes) {
+        if self.skip_lf && !data.is_empty() {
+            self.skip_lf = false;
+            if data[0] == b'\n' {
+                data = data.slice(1..);
+            }
+        }
         let searched = self.partial.len();
         self.partial.extend_from_slice(&data);
         // No event ended in this frame: nothing to split, and the held
@@ -451,6 +463,7 @@ where
         let all = self.partial.split().freeze();
         let (events, rest) = split_events(&all);
         self.partial.extend_from_slice(&all[rest..]);
+        self.skip_lf = rest == all.len() && all.ends_with(b"\r");
         for event in events {
             if matches!(self.phase, Phase::Done) {
                 return;
@@ -828,22 +841,6 @@ where
         }
     }
 
-    /// An event ended by a CR blank line at a frame's end was held for
-    /// the LF that might follow (a CRLF cut in two). The stream ended
-    /// there, so none comes: the event is whole — the guard read it, and
-    /// its text is in what was delivered — and goes on with the LF that
-    /// makes its end plain to every reader (`\r\r\n` ends it as `\r\r`
-    /// does).
-    fn push_cr_ended_event(&mut self) {
-        if self.partial.ends_with(b"\r") {
-            let mut whole = std::mem::take(&mut self.partial);
-            whole.extend_from_slice(b"\n");
-            if last_boundary(&whole) == Some(whole.len()) {
-                self.push(whole.freeze());
-            }
-        }
-    }
-
     fn on_end(&mut self) {
         // A continuation answered in another format reads its last events
         // here, or would lose their text under a finish that calls the
@@ -851,7 +848,6 @@ where
         // held bytes on as they came).
         if self.protocol != self.provider {
             self.push_unended_gemini_event();
-            self.push_cr_ended_event();
         }
         if matches!(self.segment, Segment::Preamble) {
             // A continuation that ends without one content event the layer
@@ -1042,7 +1038,6 @@ where
         if Failure::find(&*error).is_some_and(|failure| failure.code() == Code::Truncated) {
             self.push_unended_gemini_event();
         }
-        self.push_cr_ended_event();
         // What this stream showed, trimmed of its repeat, joins the rest.
         self.try_align(true);
         if matches!(self.phase, Phase::Done) {
@@ -1395,6 +1390,7 @@ where
         };
         self.trimmed = 0;
         self.partial.clear();
+        self.skip_lf = false;
         self.phase = Phase::Live;
     }
 

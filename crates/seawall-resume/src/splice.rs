@@ -20,21 +20,27 @@ use crate::translate::Envelope;
 
 /// True when `data` ends exactly at the end of an event (a blank line):
 /// the common frame, passed on whole.
+///
+/// A blank line that ends in a CR ends its event there, as an SSE reader
+/// dispatches it (a line ends with CRLF, LF or CR): an LF that may follow
+/// in the next frame is the rest of that CRLF, not a line of its own.
 #[inline]
 pub(crate) fn ends_at_boundary(data: &[u8]) -> bool {
-    matches!(data, [.., b'\n', b'\n'] | [.., b'\n', b'\r', b'\n'])
+    matches!(
+        data,
+        [.., b'\n', b'\n'] | [.., b'\n', b'\r', b'\n'] | [.., b'\n' | b'\r', b'\r']
+    )
 }
 
 /// The end (exclusive) of the last complete event in `data`, which starts
-/// at an event boundary. A trailing CR may be half of a CRLF: not an end.
+/// at an event boundary. A blank line ended by a trailing CR is an end:
+/// the LF of a CRLF cut in two comes at the start of what follows, where
+/// it is a blank line at an event boundary, no event's end.
 pub(crate) fn last_boundary(data: &[u8]) -> Option<usize> {
     let mut end = data.len();
     while let Some(p) = memrchr2(b'\n', b'\r', &data[..end]) {
         let (start, stop) = if data[p] == b'\n' && p > 0 && data[p - 1] == b'\r' {
             (p - 1, p + 1)
-        } else if data[p] == b'\r' && p + 1 == data.len() {
-            end = p;
-            continue;
         } else {
             (p, p + 1)
         };
@@ -57,13 +63,12 @@ pub(crate) fn last_boundary_since(data: &[u8], searched: usize) -> Option<usize>
 }
 
 /// The end of the first event of `data[from..]`, `from` being an event
-/// boundary.
+/// boundary: a blank line ended by a CR at the end of `data` ends it.
 pub(crate) fn next_boundary(data: &[u8], from: usize) -> Option<usize> {
     let mut line = from;
     loop {
         let p = line + memchr2(b'\n', b'\r', &data[line..])?;
         let stop = match (data[p], data.get(p + 1)) {
-            (b'\r', None) => return None,
             (b'\r', Some(b'\n')) => p + 2,
             _ => p + 1,
         };
@@ -1304,6 +1309,55 @@ mod tests {
             let searched = if clean == 0 { 0 } else { at.index(clean + 1) };
             prop_assert_eq!(last_boundary_since(&data, searched), last_boundary(&data));
         }
+
+        /// The last boundary is where a reader of the SSE spec last read a
+        /// blank line after a line (a line ends with CRLF, LF or CR, a CR
+        /// at the end included: the reader dispatches there), and the
+        /// events split off end at every blank line.
+        #[test]
+        fn boundaries_are_where_a_reader_reads_blank_lines(
+            data in prop::collection::vec(prop::sample::select(vec![b'\n', b'\r', b'a']), 0..40),
+        ) {
+            // Every line's start, where its text ends, and where its end does.
+            let mut lines = Vec::new();
+            let (mut start, mut at) = (0, 0);
+            while at < data.len() {
+                let stop = match (data[at], data.get(at + 1)) {
+                    (b'\r', Some(b'\n')) => at + 2,
+                    (b'\r' | b'\n', _) => at + 1,
+                    _ => {
+                        at += 1;
+                        continue;
+                    }
+                };
+                lines.push((start, at, stop));
+                start = stop;
+                at = stop;
+            }
+            let ends: Vec<usize> = lines
+                .iter()
+                .filter(|&&(start, text_end, _)| start > 0 && start == text_end)
+                .map(|&(_, _, stop)| stop)
+                .collect();
+            prop_assert_eq!(last_boundary(&data), ends.last().copied());
+            let data = Bytes::from(data);
+            let (events, rest) = split_events(&data);
+            let mut split = Vec::new();
+            let mut end = 0;
+            for event in &events {
+                end += event.len();
+                split.push(end);
+            }
+            prop_assert_eq!(rest, end);
+            // Split off, a blank line first in `data` (or after another) is
+            // an event of its own, with nothing in it.
+            let blanks: Vec<usize> = lines
+                .iter()
+                .filter(|&&(start, text_end, _)| start == text_end)
+                .map(|&(_, _, stop)| stop)
+                .collect();
+            prop_assert_eq!(split, blanks);
+        }
     }
 
     #[test]
@@ -1315,7 +1369,29 @@ mod tests {
         assert_eq!(last_boundary(b"data: a\n\ndata: b"), Some(9));
         assert_eq!(last_boundary(b"data: a\r\n\r\ndata: b\r\n"), Some(11));
         assert_eq!(last_boundary(b"data: a\n"), None);
-        assert_eq!(last_boundary(b"data: a\r\n\r"), None);
+        // A blank line ended by a CR ends its event there, as an SSE
+        // reader dispatches it: an LF after it is the rest of its CRLF.
+        assert!(ends_at_boundary(b"data: a\r\r"));
+        assert!(ends_at_boundary(b"data: a\r\n\r"));
+        assert!(ends_at_boundary(b"data: a\n\r"));
+        assert!(!ends_at_boundary(b"data: a\r"));
+        assert_eq!(last_boundary(b"data: a\r\n\r"), Some(10));
+        assert_eq!(last_boundary(b"data: a\r\r"), Some(9));
+        assert_eq!(last_boundary(b"data: a\r\rdata: b\r"), Some(9));
+        assert_eq!(last_boundary(b"data: a\r"), None);
+        assert_eq!(last_boundary(b"data: a\r\n"), None);
+        let data = Bytes::from_static(b"data: 1\r\rdata: 2\r\r\ndata: 3\r\n\r");
+        let (events, rest) = split_events(&data);
+        assert_eq!(
+            events,
+            [
+                &b"data: 1\r\r"[..],
+                &b"data: 2\r\r\n"[..],
+                &b"data: 3\r\n\r"[..]
+            ]
+        );
+        assert_eq!(rest, data.len());
+        assert_eq!(split_events(&Bytes::from_static(b"data: 1\r")).0.len(), 0);
         let data = Bytes::from_static(b"event: x\ndata: 1\n\n: ping\n\ndata: 2\r\n\r\ndata: 3");
         let (events, rest) = split_events(&data);
         assert_eq!(

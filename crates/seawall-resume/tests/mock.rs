@@ -35,6 +35,26 @@ fn stream(items: Vec<Result<Bytes, Box<Failure>>>) -> http::Response<Script> {
         .unwrap()
 }
 
+type Frames = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<http_body::Frame<Bytes>, BoxError>> + Send>,
+>;
+
+/// A stream of `items`, each after its delay (on tokio's clock).
+fn timed(
+    items: Vec<(std::time::Duration, Result<Bytes, Box<Failure>>)>,
+) -> http::Response<http_body_util::StreamBody<Frames>> {
+    use futures_util::StreamExt;
+    let frames = futures_util::stream::iter(items).then(|(delay, item)| async move {
+        tokio::time::sleep(delay).await;
+        item.map(http_body::Frame::data)
+            .map_err(|failure| failure as BoxError)
+    });
+    http::Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(http_body_util::StreamBody::new(Box::pin(frames) as Frames))
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_continuation_without_readable_content_never_ends_the_answer_cleanly() {
     let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))];
@@ -95,11 +115,13 @@ async fn events_cut_by_frame_boundaries_are_passed_whole() {
         let mut shown = Vec::new();
         while let Some(frame) = body.frame().await {
             let data = frame.unwrap().into_data().unwrap();
+            shown.extend_from_slice(&data);
+            // A CRLF blank line ends its event at its CR: the frame may
+            // end there, its LF starting the next.
             assert!(
-                data.ends_with(b"\n\n") || data.ends_with(b"\r\n\r\n"),
+                ends_an_event(&shown),
                 "size {size}: a frame ends inside an event: {data:?}"
             );
-            shown.extend_from_slice(&data);
         }
         assert_eq!(shown, whole, "size {size}");
     }
@@ -128,10 +150,9 @@ fn text_in(provider: seawall_stream::Provider, bytes: &[u8]) -> String {
 }
 
 /// A stream whose lines end with CR alone (legal in SSE) cut right after
-/// an event: the event's last byte is a CR that might have been half of a
-/// CRLF, so it was held — and the break must not lose it: the guard read
-/// it, its text is in what was delivered, and the continuation starts
-/// after it.
+/// an event: the event's last byte is a CR that might be half of a CRLF,
+/// and the break must not lose the event: the guard read it, its text is
+/// in what was delivered, and the continuation starts after it.
 #[tokio::test]
 async fn an_event_ended_by_a_lone_cr_before_the_cut_is_not_lost() {
     let cr = |text: &str| {
@@ -150,6 +171,280 @@ async fn an_event_ended_by_a_lone_cr_before_the_cut_is_not_lost() {
     let spliced = splice_openai(ResumeLayer::new(), first, move |_| Ok(rest.clone())).await;
     assert!(spliced.error.is_none(), "{:?}", spliced.error);
     assert_eq!(text_of(&spliced.shown), "w1 w2 w3");
+}
+
+/// An OpenAI chat chunk's data line (no line end) under the answer `id`.
+fn chat_line(id: &str, delta: &str, finish: &str) -> String {
+    format!(
+        "data: {{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}"
+    )
+}
+
+/// One frame per event of `lines`, each ended by `end` (its line's end
+/// and the blank line's); `carried`, the LF of a CRLF whose CR ended the
+/// event before, starts the next frame (and ends the last).
+fn framed(lines: &[String], end: &str, carried: &str) -> Vec<Bytes> {
+    let last = lines.len().saturating_sub(1);
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let before = if i > 0 { carried } else { "" };
+            let after = if i == last { carried } else { "" };
+            Bytes::from(format!("{before}{line}{end}{after}"))
+        })
+        .collect()
+}
+
+/// `frames` one after another.
+fn joined(frames: &[Bytes]) -> Vec<u8> {
+    frames
+        .iter()
+        .flat_map(|frame| frame.iter().copied())
+        .collect()
+}
+
+/// The line ends of events whose blank line ends in a CR: CR alone, and
+/// CRLF with the blank line's LF cut into the next frame.
+const CR_ENDS: [(&str, &str); 2] = [("\r\r", ""), ("\r\n\r", "\n")];
+
+/// Whether `shown` ends where an event does, read as the SSE spec reads
+/// lines (ended by CRLF, LF or CR): its last line blank, after a line.
+fn ends_an_event(shown: &[u8]) -> bool {
+    let without_last_end = match shown {
+        [rest @ .., b'\r', b'\n'] | [rest @ .., b'\n' | b'\r'] => rest,
+        _ => return false,
+    };
+    matches!(without_last_end, [] | [.., b'\n' | b'\r'])
+}
+
+/// An event whose blank line ends in a CR ends there: an SSE reader
+/// dispatches it at that CR. The caller is shown it at once, not when the
+/// next bytes come after a pause (a model thinking, a slow tool call);
+/// an LF that comes after the pause, the rest of a CRLF, goes on as it
+/// came, and the caller reads every byte once.
+#[tokio::test(start_paused = true)]
+async fn an_event_ended_by_a_cr_reaches_the_caller_before_a_pause() {
+    use std::time::Duration;
+    let pause = Duration::from_secs(30);
+    for (end, carried) in CR_ENDS {
+        let lines = [
+            chat_line("c", r#"{"content":"w1"}"#, "null"),
+            chat_line("c", r#"{"content":" w2"}"#, "null"),
+            chat_line("c", "{}", r#""stop""#),
+            "data: [DONE]".to_owned(),
+        ];
+        let frames = framed(&lines, end, carried);
+        let items: Vec<_> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, frame)| {
+                let delay = if i == 1 { pause } else { Duration::ZERO };
+                (delay, Ok(frame.clone()))
+            })
+            .collect();
+        let service = ServiceBuilder::new()
+            .layer(ResumeLayer::new())
+            .service(service_fn(
+                move |_req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                    let items = items.clone();
+                    async move { Ok::<_, BoxError>(timed(items)) }
+                },
+            ));
+        let request = http::Request::post("http://api.example/v1/chat/completions")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+            )))
+            .unwrap();
+        let start = tokio::time::Instant::now();
+        let response = service.oneshot(request).await.unwrap();
+        let mut body = std::pin::pin!(response.into_body());
+        let first = tokio::time::timeout(Duration::from_secs(1), body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("{end:?}: the first event waits out the pause"))
+            .expect("a frame")
+            .expect("no error")
+            .into_data()
+            .expect("data");
+        assert_eq!(first, frames[0], "{end:?}: the first event as it came");
+        assert_eq!(text_of(&first), "w1", "{end:?}");
+        let (rest, error) = read(body).await;
+        assert!(error.is_none(), "{end:?}: {error:?}");
+        let mut shown = first.to_vec();
+        shown.extend_from_slice(&rest);
+        assert_eq!(
+            shown,
+            joined(&frames),
+            "{end:?}: every byte once, unchanged"
+        );
+        assert_eq!(text_of(&shown), "w1 w2", "{end:?}");
+        assert_eq!(start.elapsed(), pause, "{end:?}");
+    }
+}
+
+/// Streams in CRLF or CR line endings, or both, cut at every size (CRLFs
+/// cut in two among them): the caller gets the same bytes, each event
+/// once, and every frame ends where an event does.
+#[tokio::test]
+async fn events_in_cr_and_crlf_endings_cut_anywhere_pass_once_and_unchanged() {
+    let mut lines: Vec<String> = (1..=6)
+        .map(|i| chat_line("c", &format!("{{\"content\":\" w{i}\"}}"), "null"))
+        .collect();
+    lines.push(chat_line("c", "{}", r#""stop""#));
+    lines.push("data: [DONE]".to_owned());
+    // Each event's line end and blank line.
+    let ends = ["\r\n\r\n", "\r\r", "\r\n\r", "\r\r\n", "\n\r"];
+    for name in ["crlf", "cr", "mixed"] {
+        let mut whole = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let end = match name {
+                "crlf" => ends[0],
+                "cr" => ends[1],
+                _ => ends[i % ends.len()],
+            };
+            whole.extend_from_slice(line.as_bytes());
+            whole.extend_from_slice(end.as_bytes());
+        }
+        let whole = Bytes::from(whole);
+        for size in 1..=41 {
+            let pieces: Vec<Bytes> = whole.chunks(size).map(Bytes::copy_from_slice).collect();
+            let service = ServiceBuilder::new()
+                .layer(ResumeLayer::new())
+                .service(service_fn(
+                    move |_req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                        let pieces = pieces.iter().cloned().map(Ok).collect();
+                        async move { Ok::<_, BoxError>(stream(pieces)) }
+                    },
+                ));
+            let request = http::Request::post("http://api.example/v1/chat/completions")
+                .body(Full::new(Bytes::from_static(
+                    br#"{"model":"m","stream":true,"messages":[]}"#,
+                )))
+                .unwrap();
+            let response = service.oneshot(request).await.unwrap();
+            let mut body = std::pin::pin!(response.into_body());
+            let mut shown = Vec::new();
+            while let Some(frame) = body.frame().await {
+                shown.extend_from_slice(&frame.unwrap().into_data().unwrap());
+                assert!(
+                    ends_an_event(&shown),
+                    "{name} size {size}: a frame ends inside an event: {shown:?}"
+                );
+            }
+            assert_eq!(shown, whole, "{name} size {size}");
+            assert_eq!(text_of(&shown), " w1 w2 w3 w4 w5 w6", "{name} size {size}");
+        }
+    }
+}
+
+/// A stream in CR line endings (CR alone, or CRLF with the blank line's
+/// LF in the next frame) cut, and continued in them: the continuation's
+/// repeat is trimmed, its events are said under the original's id, and
+/// its last event before a pause is shown before the pause ends. An LF
+/// that starts a frame after an event's CR is the rest of that CRLF:
+/// never an event of its own, nor a frame of nothing but a line end.
+#[tokio::test(start_paused = true)]
+async fn a_stream_in_cr_endings_is_resumed_in_them() {
+    use std::time::Duration;
+    let pause = Duration::from_secs(30);
+    for (end, carried) in CR_ENDS {
+        let content =
+            |id: &str, text: &str| chat_line(id, &format!("{{\"content\":\"{text}\"}}"), "null");
+        let original = framed(
+            &[
+                chat_line("chatcmpl-A", r#"{"role":"assistant"}"#, "null"),
+                content("chatcmpl-A", "w1"),
+                content("chatcmpl-A", " w2"),
+            ],
+            end,
+            "",
+        );
+        let mut first: Vec<_> = original
+            .into_iter()
+            .map(|frame| (Duration::ZERO, Ok(frame)))
+            .collect();
+        first.push((Duration::ZERO, Err(cut("w1 w2"))));
+        let rest = framed(
+            &[
+                chat_line("chatcmpl-B", r#"{"role":"assistant"}"#, "null"),
+                content("chatcmpl-B", " w2"),
+                content("chatcmpl-B", " w3"),
+                content("chatcmpl-B", " w4"),
+                chat_line("chatcmpl-B", "{}", r#""stop""#),
+                "data: [DONE]".to_owned(),
+            ],
+            end,
+            carried,
+        );
+        let rest: Vec<_> = rest
+            .into_iter()
+            .enumerate()
+            .map(|(i, frame)| {
+                let delay = if i == 4 { pause } else { Duration::ZERO };
+                (delay, Ok(frame))
+            })
+            .collect();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let service = ServiceBuilder::new()
+            .layer(ResumeLayer::new().align_window(8))
+            .service(service_fn(
+                move |_req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                    let items = match calls.fetch_add(1, Ordering::SeqCst) {
+                        0 => first.clone(),
+                        _ => rest.clone(),
+                    };
+                    async move { Ok::<_, BoxError>(timed(items)) }
+                },
+            ));
+        let request = http::Request::post("http://api.example/v1/chat/completions")
+            .body(Full::new(Bytes::from_static(
+                br#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+            )))
+            .unwrap();
+        let start = tokio::time::Instant::now();
+        let response = service.oneshot(request).await.unwrap();
+        let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+        let mut body = std::pin::pin!(response.into_body());
+        let mut frames = Vec::new();
+        let before_the_pause = tokio::time::timeout(Duration::from_secs(1), async {
+            while text_of(&joined(&frames)) != "w1 w2 w3 w4" {
+                match body.frame().await {
+                    Some(Ok(frame)) => frames.push(frame.into_data().unwrap()),
+                    other => panic!("{end:?}: {other:?}"),
+                }
+            }
+        })
+        .await;
+        assert!(
+            before_the_pause.is_ok(),
+            "{end:?}: w4 waits out the pause: {:?}",
+            text_of(&joined(&frames))
+        );
+        while let Some(frame) = body.frame().await {
+            frames.push(frame.expect("no error").into_data().unwrap());
+        }
+        let shown = joined(&frames);
+        assert_eq!(text_of(&shown), "w1 w2 w3 w4", "{end:?}: each word once");
+        assert_eq!(start.elapsed(), pause, "{end:?}");
+        let chunks = json_events(&shown);
+        assert_eq!(
+            chunks.len(),
+            6,
+            "{end:?}: the role chunk, four words, the finish"
+        );
+        for chunk in &chunks {
+            assert_eq!(chunk["id"], "chatcmpl-A", "{end:?}: {chunk}");
+        }
+        for frame in &frames {
+            assert!(
+                !frame.iter().all(|b| matches!(b, b'\r' | b'\n')),
+                "{end:?}: a frame of line ends alone: {frames:?}"
+            );
+        }
+        let report = resumed.report();
+        assert_eq!(report.resumed(), 1, "{end:?}");
+        assert_eq!(report.resumes[0].trimmed_chars, 3, "{end:?}");
+    }
 }
 
 /// The caller's idempotency key names the original request, not its
@@ -1702,29 +1997,10 @@ async fn only_the_requests_own_route_teaches_its_way_of_asking() {
 /// deadline, not to the caller's spent wait.
 #[tokio::test(start_paused = true)]
 async fn a_stream_cut_after_the_callers_answer_by_is_resumed_within_the_operation() {
-    use std::pin::Pin;
     use std::time::Duration;
 
-    use futures_util::{Stream, StreamExt};
-    use http_body::Frame;
-    use http_body_util::StreamBody;
     use seawall_core::{AnswerBy, Deadline};
     use seawall_deadline::DeadlineLayer;
-
-    type Frames = Pin<Box<dyn Stream<Item = Result<Frame<Bytes>, BoxError>> + Send>>;
-    // Each item after its delay.
-    fn timed(
-        items: Vec<(Duration, Result<Bytes, Box<Failure>>)>,
-    ) -> http::Response<StreamBody<Frames>> {
-        let frames = futures_util::stream::iter(items).then(|(delay, item)| async move {
-            tokio::time::sleep(delay).await;
-            item.map(Frame::data).map_err(|failure| failure as BoxError)
-        });
-        http::Response::builder()
-            .header("content-type", "text/event-stream")
-            .body(StreamBody::new(Box::pin(frames) as Frames))
-            .unwrap()
-    }
 
     let start = tokio::time::Instant::now();
     let operation = Deadline::after(Duration::from_secs(60));
