@@ -268,13 +268,18 @@ pub enum GatewayError {
     /// The configuration is invalid.
     #[error("seawall gateway: {0}")]
     Config(#[from] crate::config::ConfigError),
-    /// A key or token variable is not set (or empty).
-    #[error("seawall gateway: {what}: the environment variable {var} is not set")]
+    /// A key or token variable is not set, or set but empty.
+    #[error(
+        "seawall gateway: {what}: the environment variable {var} is {}",
+        if *empty { "set but empty" } else { "not set" }
+    )]
     MissingEnv {
         /// Which setting needs it.
         what: String,
         /// The variable's name.
         var: String,
+        /// Whether it is set, to an empty value.
+        empty: bool,
     },
     /// The configuration would expose routes' keys.
     #[error("seawall gateway: {0}")]
@@ -383,14 +388,13 @@ impl Gateway {
         // The recorder must be in place before the first request records.
         #[cfg(feature = "metrics")]
         let _ = prometheus();
-        let read = |what: String, var: &str| {
-            env(var)
-                .filter(|value| !value.is_empty())
-                .map(Secret::new)
-                .ok_or_else(|| GatewayError::MissingEnv {
-                    what,
-                    var: shown_var(var),
-                })
+        let read = |what: String, var: &str| match env(var) {
+            Some(value) if !value.is_empty() => Ok(Secret::new(value)),
+            value => Err(GatewayError::MissingEnv {
+                what,
+                var: shown_var(var),
+                empty: value.is_some(),
+            }),
         };
         let mut redactor = Redactor::default();
         let token = match &config.token_env {

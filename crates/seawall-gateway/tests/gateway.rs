@@ -1386,6 +1386,33 @@ async fn keyed_routes_need_the_gateway_token() {
     assert_eq!(status, 200);
 }
 
+/// A variable set to nothing (an `export KEY=` whose value went missing)
+/// is said to be empty, not unset: the user looks for the value, not for
+/// the export.
+#[test]
+fn a_variable_set_but_empty_is_said_so() {
+    let config = config_over(Wire::OpenAi, "http://127.0.0.1:9");
+    for var in ["GATEWAY_TOKEN", "KEY_MAIN"] {
+        let empty = |name: &str| {
+            if name == var {
+                Some(String::new())
+            } else {
+                env(name)
+            }
+        };
+        let err = Gateway::with_env(config.clone(), empty).unwrap_err();
+        assert!(matches!(err, GatewayError::MissingEnv { .. }), "{err}");
+        let text = err.to_string();
+        assert!(text.contains(&format!("{var} is set but empty")), "{text}");
+        assert!(!text.contains("not set"), "{text}");
+        let unset = |name: &str| if name == var { None } else { env(name) };
+        let text = Gateway::with_env(config.clone(), unset)
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains(&format!("{var} is not set")), "{text}");
+    }
+}
+
 #[test]
 fn unsafe_configurations_do_not_start() {
     let routes = Config::from_routes(&["main=openai@http://127.0.0.1:9"]).unwrap();
