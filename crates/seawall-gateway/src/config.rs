@@ -311,7 +311,7 @@ pub enum ConfigError {
         /// Why.
         source: std::io::Error,
     },
-    /// The file is not valid TOML or has unknown fields.
+    /// The file is not UTF-8 text, not valid TOML, or has unknown fields.
     #[error("{0}")]
     Parse(String),
     /// The configuration is inconsistent.
@@ -348,19 +348,68 @@ struct File {
     models: BTreeMap<String, Vec<String>>,
 }
 
+/// A duration in the file: a string as [`parse_duration`] reads it
+/// (`"30s"`, `"500ms"`, `"2m"`), or a number of seconds (`30`, `1.5`).
 fn opt_duration<'de, D: Deserializer<'de>>(de: D) -> Result<Option<Duration>, D::Error> {
-    let text = String::deserialize(de)?;
-    parse_duration(&text)
-        .map(Some)
-        .map_err(serde::de::Error::custom)
+    struct Seconds;
+
+    impl serde::de::Visitor<'_> for Seconds {
+        type Value = Duration;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a duration: a string such as \"30s\" or \"500ms\", or a number of seconds")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Duration, E> {
+            parse_duration(text).map_err(E::custom)
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, seconds: u64) -> Result<Duration, E> {
+            Ok(Duration::from_secs(seconds))
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, seconds: i64) -> Result<Duration, E> {
+            u64::try_from(seconds)
+                .map(Duration::from_secs)
+                .map_err(|_| E::custom(format!("{seconds} is not a duration: it is below zero")))
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, seconds: f64) -> Result<Duration, E> {
+            if seconds.is_nan() || seconds.is_infinite() {
+                return Err(E::custom(format!(
+                    "{seconds} is not a duration: give a number of seconds or a string such as \"30s\""
+                )));
+            }
+            if seconds < 0.0 {
+                return Err(E::custom(format!(
+                    "{seconds} is not a duration: it is below zero"
+                )));
+            }
+            Duration::try_from_secs_f64(seconds)
+                .map_err(|_| E::custom(format!("{seconds} seconds is out of range")))
+        }
+    }
+
+    de.deserialize_any(Seconds).map(Some)
 }
 
 impl Config {
     /// Reads a TOML file (see the [module docs](self) for its shape).
     pub fn from_file(path: &std::path::Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
             path: path.display().to_string(),
             source,
+        })?;
+        // Read, but no TOML: its content is wrong, as for any other parse
+        // error (not the machine's failure to read it).
+        let text = String::from_utf8(bytes).map_err(|err| {
+            let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+            ConfigError::Parse(format!(
+                "{}: line {line}: not UTF-8 text (a TOML file is UTF-8; was it saved in \
+                 another encoding?)",
+                path.display()
+            ))
         })?;
         Config::from_toml(&text)
     }
@@ -654,6 +703,60 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A duration in the file may be a number of seconds, as
+    /// [`parse_duration`] reads a bare number; one below zero, NaN or
+    /// infinite is refused, where it is.
+    #[test]
+    fn durations_in_the_file_may_be_numbers_of_seconds() {
+        let config = Config::from_toml(
+            "deadline = 30\nattempt_timeout = 1.5\nidle_timeout = \"2m\"\nshutdown_grace = 0\n",
+        )
+        .unwrap();
+        assert_eq!(config.policy.deadline, Some(Duration::from_secs(30)));
+        assert_eq!(
+            config.policy.attempt_timeout,
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(config.policy.idle_timeout, Some(Duration::from_secs(120)));
+        assert_eq!(config.shutdown_grace, Duration::ZERO);
+        for (bad, says) in [
+            ("-5", "below zero"),
+            ("-0.5", "below zero"),
+            ("nan", "not a duration"),
+            ("inf", "not a duration"),
+            ("-inf", "not a duration"),
+            ("1e300", "out of range"),
+            ("true", "a number of seconds"),
+        ] {
+            let err = Config::from_toml(&format!("listen = \"127.0.0.1:1\"\ndeadline = {bad}\n"))
+                .unwrap_err();
+            assert!(matches!(err, ConfigError::Parse(_)), "{bad}: {err}");
+            let text = err.to_string();
+            assert!(text.contains(says), "{bad}: {text}");
+            assert!(text.starts_with("line 2,"), "{bad}: {text}");
+        }
+    }
+
+    /// A file read but not UTF-8 is bad content (a parse error, exit 2),
+    /// not a file that could not be read (exit 1).
+    #[test]
+    fn a_file_that_is_not_utf8_is_a_parse_error() {
+        let path = std::env::temp_dir().join(format!(
+            "seawall-gateway-not-utf8-{}.toml",
+            std::process::id()
+        ));
+        std::fs::write(&path, b"listen = \"127.0.0.1:1\"\ndeadline = \"30\xffs\"\n").unwrap();
+        let err = Config::from_file(&path).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        assert!(matches!(err, ConfigError::Parse(_)), "{err:?}");
+        let text = err.to_string();
+        assert!(text.contains("line 2"), "{text}");
+        assert!(text.contains("not UTF-8"), "{text}");
+        // A file that is not there is still the machine's failure.
+        let err = Config::from_file(&path).unwrap_err();
+        assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
+    }
 
     #[test]
     fn routes_from_flags_serve_every_model() {
