@@ -1941,3 +1941,71 @@ fn azures_spelled_out_wait_is_a_quota_wall() {
         (Code::RateLimited, Some(Duration::from_secs(2)))
     );
 }
+
+/// An answer that names one of its members twice is read with the later
+/// value, as Python's `json`, JavaScript's `JSON.parse` and
+/// `serde_json::Value` read it, so as the providers' SDKs read it: read as
+/// another shape, it was `protocol_violation`, a billed answer asked for
+/// again.
+#[test]
+fn an_answer_naming_a_member_twice_is_read_with_the_later_value() {
+    let rows = [
+        // OpenAI chat: the finish, the message, the choices, the usage.
+        (
+            Provider::OpenAi,
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":null,"finish_reason":"stop"}]}"#,
+            r#"answer Some((Complete, "stop")) None"#,
+        ),
+        (
+            Provider::OpenAi,
+            r#"{"choices":[{"index":0,"message":{"content":""},"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}"#,
+            r#"answer Some((Complete, "stop")) None"#,
+        ),
+        (
+            Provider::OpenAi,
+            r#"{"choices":[],"choices":[{"index":0,"message":{"content":"Hi"},"finish_reason":"length"}],"usage":null,"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+            r#"answer Some((Truncated, "length")) Some((3, 4))"#,
+        ),
+        // The later value wins the other way too: the earlier text is
+        // not the answer's.
+        (
+            Provider::OpenAi,
+            r#"{"choices":[{"index":0,"message":{"content":"Hi"},"message":{"content":""},"finish_reason":"stop"}]}"#,
+            r#"fail empty_response Some("stop")"#,
+        ),
+        // Gemini: the finish, the candidates.
+        (
+            Provider::Gemini,
+            r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"finishReason":null,"finishReason":"STOP","index":0}]}"#,
+            r#"answer Some((Complete, "STOP")) None"#,
+        ),
+        (
+            Provider::Gemini,
+            r#"{"candidates":[{"content":{"parts":[]},"content":{"parts":[{"text":"Hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1},"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":6}}"#,
+            r#"answer Some((Complete, "STOP")) Some((5, 6))"#,
+        ),
+        // Anthropic: the stop reason, the content.
+        (
+            Provider::Anthropic,
+            r#"{"type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"stop_reason":null,"stop_reason":"end_turn"}"#,
+            r#"answer Some((Complete, "end_turn")) None"#,
+        ),
+        (
+            Provider::Anthropic,
+            r#"{"type":"message","content":[],"content":[{"type":"text","type":"text","text":"Hi"}],"stop_reason":"end_turn"}"#,
+            r#"answer Some((Complete, "end_turn")) None"#,
+        ),
+        // The Responses API: the status, the output.
+        (
+            Provider::OpenAiResponses,
+            r#"{"object":"response","status":"in_progress","status":"completed","output":[],"output":[{"type":"message","content":[{"type":"output_text","text":"Hi"}]}]}"#,
+            r#"answer Some((Complete, "completed")) None"#,
+        ),
+    ];
+    let wrong: Vec<_> = rows
+        .iter()
+        .map(|(provider, body, expected)| (provider, body, answer(*provider, body), expected))
+        .filter(|(_, _, read, expected)| read != *expected)
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}

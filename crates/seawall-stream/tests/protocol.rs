@@ -705,3 +705,143 @@ fn an_error_body_of_another_shape_is_an_error() {
         "other"
     );
 }
+
+/// Decodes `events` in order with one decoder.
+fn decode_all(protocol: Provider, events: &[(&[u8], &str)]) -> Vec<String> {
+    let mut decoder = Decoder::new(protocol);
+    events
+        .iter()
+        .map(|(name, data)| describe(decoder.decode(event(name, data.as_bytes()))))
+        .collect()
+}
+
+/// A chunk that names one of its members twice is read with the later
+/// value, as the SDKs read it (Python's `json`, `JSON.parse`): skipped as
+/// "other", its text and finish never reached the record, and a stream
+/// whose only content it was ended at `[DONE]` as an empty answer.
+#[test]
+fn a_chunk_naming_a_member_twice_is_read_with_the_later_value() {
+    let mut wrong = Vec::new();
+    let mut check = |protocol: Provider, read: Vec<String>, expected: &[&'static str]| {
+        if read != expected {
+            wrong.push((protocol, read, expected.to_vec()));
+        }
+    };
+    // OpenAI: the finish twice, then the delta twice.
+    check(
+        Provider::OpenAi,
+        decode_all(
+            Provider::OpenAi,
+            &[
+                (
+                    b"",
+                    r#"{"id":"c","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":"stop","finish_reason":null}]}"#,
+                ),
+                (
+                    b"",
+                    r#"{"id":"c","choices":[{"index":0,"delta":{"content":"x"},"delta":{"content":"lo"},"finish_reason":null,"finish_reason":"stop"}]}"#,
+                ),
+                (b"", "[DONE]"),
+            ],
+        ),
+        &[
+            r#"content Some("Hel") None"#,
+            r#"content Some("lo") Some((Complete, "stop"))"#,
+            "done",
+        ],
+    );
+    // A member twice inside the delta, and the choices twice.
+    check(
+        Provider::OpenAi,
+        decode_all(
+            Provider::OpenAi,
+            &[
+                (
+                    b"",
+                    r#"{"choices":[{"delta":{"content":"a","content":"Hi"}}]}"#,
+                ),
+                (
+                    b"",
+                    r#"{"choices":[],"choices":[{"delta":{"tool_calls":[{"index":0}],"tool_calls":[]},"finish_reason":"stop"}]}"#,
+                ),
+                (b"", "[DONE]"),
+            ],
+        ),
+        &[
+            r#"content Some("Hi") None"#,
+            r#"finish Complete stop"#,
+            "done",
+        ],
+    );
+    // Gemini: the finish twice, the content twice.
+    check(
+        Provider::Gemini,
+        decode_all(
+            Provider::Gemini,
+            &[(
+                b"",
+                r#"{"candidates":[{"content":{"parts":[{"text":"x"}]},"content":{"parts":[{"text":"Hi"}],"role":"model"},"finishReason":null,"finishReason":"STOP","index":0}]}"#,
+            )],
+        ),
+        &[r#"content Some("Hi") Some((Complete, "STOP"))"#],
+    );
+    // Anthropic: the delta twice; the stop reason twice.
+    check(
+        Provider::Anthropic,
+        decode_all(
+            Provider::Anthropic,
+            &[
+                (
+                    b"content_block_delta",
+                    r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"},"delta":{"type":"text_delta","text":"Hi"}}"#,
+                ),
+                (
+                    b"message_delta",
+                    r#"{"type":"message_delta","delta":{"stop_reason":null,"stop_reason":"end_turn"},"usage":{"output_tokens":2}}"#,
+                ),
+            ],
+        ),
+        &[r#"content Some("Hi") None"#, "finish Complete end_turn"],
+    );
+    // The Responses API: the delta twice.
+    check(
+        Provider::OpenAiResponses,
+        decode_all(
+            Provider::OpenAiResponses,
+            &[(
+                b"response.output_text.delta",
+                r#"{"type":"response.output_text.delta","delta":"x","delta":"Hi","item_id":"m","output_index":0,"content_index":0}"#,
+            )],
+        ),
+        &[r#"content Some("Hi") None"#],
+    );
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Well-formed JSON a chunk's reading still fails (a member of another
+/// type) is never skipped as "other" when it carries choices: part of the
+/// answer may be in it.
+#[test]
+fn a_chunk_its_reading_fails_is_undecodable_not_skipped() {
+    for (protocol, data) in [
+        (
+            Provider::OpenAi,
+            r#"{"choices":[{"delta":{"content":"Hi"},"finish_reason":1}]}"#,
+        ),
+        (Provider::OpenAi, r#"{"choices":[{"delta":{"content":7}}]}"#),
+        (
+            Provider::Gemini,
+            r#"{"candidates":[{"content":{"parts":[{"text":"Hi"}]},"finishReason":1}]}"#,
+        ),
+        (
+            Provider::Anthropic,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":7}}"#,
+        ),
+    ] {
+        assert!(
+            decode_one(protocol, b"", data.as_bytes()).starts_with("undecodable: "),
+            "{protocol}: {data}: {}",
+            decode_one(protocol, b"", data.as_bytes())
+        );
+    }
+}

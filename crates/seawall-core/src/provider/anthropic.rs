@@ -169,24 +169,22 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
 
 // The unary answer: `{"type":"message","content":[…],"stop_reason","usage"}`.
 
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    content: AnyAnswer<ContentBlock<'a>>,
-    #[serde(borrow, default)]
-    stop_reason: Option<Text<'a>>,
-    #[serde(default)]
-    usage: Option<UsageFields>,
+// Read member by member ([`later_wins!`](crate::later_wins)): a member
+// named twice is the later one, as the SDKs read it.
+crate::later_wins! {
+    struct Message<'a> {
+        ty: Option<Text<'a>> = "type",
+        content: AnyAnswer<ContentBlock<'a>> = "content",
+        stop_reason: Option<Text<'a>> = "stop_reason",
+        usage: Option<UsageFields> = "usage",
+    }
 }
 
-#[derive(Deserialize)]
-struct ContentBlock<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Text<'a>,
-    #[serde(default)]
-    text: Presence,
+crate::later_wins! {
+    struct ContentBlock<'a> {
+        ty: Text<'a> = "type" required,
+        text: Presence = "text",
+    }
 }
 
 impl Part for ContentBlock<'_> {

@@ -328,36 +328,33 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
 // The unary answer:
 // `{"candidates":[{"content":{"parts":[…]},"finishReason"}],"promptFeedback","usageMetadata"}`.
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Response<'a> {
-    #[serde(borrow)]
-    candidates: Option<Outcome<'a, Candidate<'a>>>,
-    #[serde(borrow)]
-    prompt_feedback: Option<PromptFeedback<'a>>,
-    usage_metadata: Option<UsageFields>,
+// Read member by member ([`later_wins!`](crate::later_wins)): a member
+// named twice is the later one, as the SDKs read it.
+crate::later_wins! {
+    struct Response<'a> {
+        candidates: Option<Outcome<'a, Candidate<'a>>> = "candidates",
+        prompt_feedback: Option<PromptFeedback<'a>> = "promptFeedback",
+        usage_metadata: Option<UsageFields> = "usageMetadata",
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PromptFeedback<'a> {
-    #[serde(borrow, default)]
-    block_reason: Option<Text<'a>>,
+crate::later_wins! {
+    struct PromptFeedback<'a> {
+        block_reason: Option<Text<'a>> = "blockReason",
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Candidate<'a> {
-    #[serde(default)]
-    content: Option<Content>,
-    #[serde(borrow, default)]
-    finish_reason: Option<Text<'a>>,
+crate::later_wins! {
+    struct Candidate<'a> {
+        content: Option<Content> = "content",
+        finish_reason: Option<Text<'a>> = "finishReason",
+    }
 }
 
-#[derive(Deserialize)]
-struct Content {
-    #[serde(default)]
-    parts: AnyAnswer<AnswerPart>,
+crate::later_wins! {
+    struct Content {
+        parts: AnyAnswer<AnswerPart> = "parts",
+    }
 }
 
 /// Whether one part is part of the answer, by [`part_field`].

@@ -35,6 +35,7 @@ use seawall_internal::json::from_bytes;
 mod answer;
 pub mod anthropic;
 pub mod gemini;
+pub mod members;
 pub mod openai;
 pub mod openai_responses;
 

@@ -555,22 +555,21 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
 // The unary answer: `{"choices":[{"message":{…},"finish_reason"}],"usage"}`
 // (and legacy completions: `choices[].text`).
 
-#[derive(Deserialize)]
-struct ChatCompletion<'a> {
-    #[serde(borrow)]
-    choices: Option<Outcome<'a, Choice<'a>>>,
-    #[serde(default)]
-    usage: Option<UsageFields>,
+// Read member by member ([`later_wins!`](crate::later_wins)): a member
+// named twice is the later one, as the SDKs read it.
+crate::later_wins! {
+    struct ChatCompletion<'a> {
+        choices: Option<Outcome<'a, Choice<'a>>> = "choices",
+        usage: Option<UsageFields> = "usage",
+    }
 }
 
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(borrow, default)]
-    finish_reason: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    message: Option<Message<'a>>,
-    #[serde(default)]
-    text: Presence,
+crate::later_wins! {
+    struct Choice<'a> {
+        finish_reason: Option<Text<'a>> = "finish_reason",
+        message: Option<Message<'a>> = "message",
+        text: Presence = "text",
+    }
 }
 
 /// A message read by the table: whether any answer field holds anything,
@@ -584,7 +583,8 @@ struct Message<'a> {
 enum MessageField {
     /// `content`: text, or a list of parts ([`ContentPart`]).
     Content,
-    Answer,
+    /// Another answer field, by its place in [`ANSWER_FIELDS`].
+    Answer(usize),
     Refusal,
     Other,
 }
@@ -593,8 +593,8 @@ impl FromKey for MessageField {
     fn from_key(key: &str) -> Self {
         if key == ANSWER_FIELDS[0] {
             MessageField::Content
-        } else if ANSWER_FIELDS.contains(&key) {
-            MessageField::Answer
+        } else if let Some(at) = ANSWER_FIELDS.iter().position(|field| *field == key) {
+            MessageField::Answer(at)
         } else if key == REFUSAL_FIELD {
             MessageField::Refusal
         } else {
@@ -612,25 +612,27 @@ impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
                 f.write_str("a chat message")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message<'a>, A::Error> {
-                let mut message = Message {
-                    answer: false,
-                    refusal: None,
-                };
+                // What each answer field holds, its later value winning.
+                let mut holds = [false; ANSWER_FIELDS.len()];
+                let mut refusal = None;
                 while let Some(Key(field)) = map.next_key::<Key<MessageField>>()? {
                     match field {
                         MessageField::Content => {
-                            message.answer |= map.next_value::<ContentPresence>()?.0;
+                            holds[0] = map.next_value::<ContentPresence>()?.0;
                         }
-                        MessageField::Answer => message.answer |= map.next_value::<Presence>()?.0,
+                        MessageField::Answer(at) => holds[at] = map.next_value::<Presence>()?.0,
                         MessageField::Refusal => {
-                            message.refusal = map.next_value::<Option<Text<'a>>>()?;
+                            refusal = map.next_value::<Option<Text<'a>>>()?;
                         }
                         MessageField::Other => {
                             map.next_value::<IgnoredAny>()?;
                         }
                     }
                 }
-                Ok(message)
+                Ok(Message {
+                    answer: holds.contains(&true),
+                    refusal,
+                })
             }
         }
         deserializer.deserialize_map(MessageVisitor(std::marker::PhantomData))
@@ -722,8 +724,9 @@ struct PartPresence(bool);
 
 impl<'de> Deserialize<'de> for PartPresence {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// A part's `type` (the last named; any other value than a string
-        /// is none) and whether any `text` holds something.
+        /// A part's `type` and whether its `text` holds something (each
+        /// the last named; a `type` of another value than a string is
+        /// none).
         #[derive(Default)]
         struct Object<'a> {
             ty: MaybeText<'a>,
@@ -752,7 +755,7 @@ impl<'de> Deserialize<'de> for PartPresence {
             ) -> Result<(), A::Error> {
                 match key {
                     Field::Type => self.ty = map.next_value()?,
-                    Field::Text => self.text.0 |= map.next_value::<Presence>()?.0,
+                    Field::Text => self.text = map.next_value::<Presence>()?,
                     Field::Other => {
                         map.next_value::<IgnoredAny>()?;
                     }

@@ -194,34 +194,30 @@ pub fn last_sequence_number(events: &[u8]) -> Option<u64> {
 // The unary answer:
 // `{"object":"response","status","incomplete_details","error","output":[…],"usage"}`.
 
-#[derive(Deserialize)]
-struct Answer<'a> {
-    #[serde(borrow)]
-    object: Option<Text<'a>>,
-    #[serde(borrow)]
-    status: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    incomplete_details: Option<IncompleteDetails<'a>>,
-    #[serde(borrow, default)]
-    error: Option<ResponseError<'a>>,
-    #[serde(borrow, default)]
-    output: Option<Output<'a>>,
-    #[serde(default)]
-    usage: Option<UsageFields>,
+// Read member by member ([`later_wins!`](crate::later_wins)): a member
+// named twice is the later one, as the SDKs read it.
+crate::later_wins! {
+    struct Answer<'a> {
+        object: Option<Text<'a>> = "object",
+        status: Option<Text<'a>> = "status",
+        incomplete_details: Option<IncompleteDetails<'a>> = "incomplete_details",
+        error: Option<ResponseError<'a>> = "error",
+        output: Option<Output<'a>> = "output",
+        usage: Option<UsageFields> = "usage",
+    }
 }
 
-#[derive(Deserialize)]
-struct IncompleteDetails<'a> {
-    #[serde(borrow, default)]
-    reason: Option<Text<'a>>,
+crate::later_wins! {
+    struct IncompleteDetails<'a> {
+        reason: Option<Text<'a>> = "reason",
+    }
 }
 
-#[derive(Deserialize)]
-struct ResponseError<'a> {
-    #[serde(borrow, default)]
-    code: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    message: Option<Text<'a>>,
+crate::later_wins! {
+    struct ResponseError<'a> {
+        code: Option<Text<'a>> = "code",
+        message: Option<Text<'a>> = "message",
+    }
 }
 
 /// What the output items add up to: whether any is part of an answer, and
@@ -232,12 +228,11 @@ struct Output<'a> {
     refusal: Option<Text<'a>>,
 }
 
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Text<'a>,
-    #[serde(borrow, default)]
-    content: Option<Parts<'a>>,
+crate::later_wins! {
+    struct Item<'a> {
+        ty: Text<'a> = "type" required,
+        content: Option<Parts<'a>> = "content",
+    }
 }
 
 #[derive(Default)]
@@ -246,14 +241,12 @@ struct Parts<'a> {
     refusal: Option<Text<'a>>,
 }
 
-#[derive(Deserialize)]
-struct ContentPart<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Text<'a>,
-    #[serde(default)]
-    text: Presence,
-    #[serde(borrow, default)]
-    refusal: Option<Text<'a>>,
+crate::later_wins! {
+    struct ContentPart<'a> {
+        ty: Text<'a> = "type" required,
+        text: Presence = "text",
+        refusal: Option<Text<'a>> = "refusal",
+    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Parts<'a> {
@@ -305,19 +298,19 @@ pub struct EventAnswer {
     pub refused: bool,
 }
 
-/// A terminal event's `{"response":{"output":[…]}}`, read for the answer
-/// itself: the text, where the unary check asks only whether there is
-/// one. `null` stands for nothing wherever it is.
-#[derive(Deserialize)]
-struct TerminalEvent {
-    #[serde(default)]
-    response: Option<TerminalResponse>,
+crate::later_wins! {
+    /// A terminal event's `{"response":{"output":[…]}}`, read for the
+    /// answer itself: the text, where the unary check asks only whether
+    /// there is one. `null` stands for nothing wherever it is.
+    struct TerminalEvent {
+        response: Option<TerminalResponse> = "response",
+    }
 }
 
-#[derive(Deserialize)]
-struct TerminalResponse {
-    #[serde(default)]
-    output: TerminalOutput,
+crate::later_wins! {
+    struct TerminalResponse {
+        output: TerminalOutput = "output",
+    }
 }
 
 /// The output items, folded one at a time into the answer (an event may
@@ -346,13 +339,12 @@ impl<'de> Deserialize<'de> for TerminalOutput {
     }
 }
 
-#[derive(Deserialize)]
-struct TerminalItem<'a> {
-    #[serde(borrow, default, rename = "type")]
-    ty: Option<Text<'a>>,
-    // Read whatever the item is: its `type` may come after it.
-    #[serde(default)]
-    content: TerminalParts,
+crate::later_wins! {
+    struct TerminalItem<'a> {
+        ty: Option<Text<'a>> = "type",
+        // Read whatever the item is: its `type` may come after it.
+        content: TerminalParts = "content",
+    }
 }
 
 /// A message's parts, folded: the text of every part that is no refusal
@@ -387,12 +379,11 @@ impl<'de> Deserialize<'de> for TerminalParts {
     }
 }
 
-#[derive(Deserialize)]
-struct TerminalPart<'a> {
-    #[serde(borrow, default, rename = "type")]
-    ty: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    text: Option<Text<'a>>,
+crate::later_wins! {
+    struct TerminalPart<'a> {
+        ty: Option<Text<'a>> = "type",
+        text: Option<Text<'a>> = "text",
+    }
 }
 
 /// What the response in a terminal stream event (`response.completed`,

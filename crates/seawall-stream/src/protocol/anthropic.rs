@@ -6,51 +6,53 @@ use seawall_core::provider::anthropic::{
     Block as BlockKind, block, delta_adds_content, finish_kind,
 };
 use seawall_core::usage::UsageFields;
-use serde::Deserialize;
 
 use super::wire::{Text, declared_reason, parse};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::{Provider, QuotaWall};
 
-#[derive(Deserialize)]
-struct Event<'a> {
-    /// The data's own type; the event's name where it has none.
-    #[serde(borrow, rename = "type")]
-    ty: Option<Text<'a>>,
-    #[serde(borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(borrow)]
-    content_block: Option<Block<'a>>,
-    /// `message_start`'s message, for its usage.
-    message: Option<StartMessage>,
-    /// `message_delta`'s cumulative usage.
-    usage: Option<UsageFields>,
+// Read member by member ([`later_wins!`](seawall_core::later_wins)): a
+// member named twice is the later one, as the SDKs read it.
+seawall_core::later_wins! {
+    struct Event<'a> {
+        /// The data's own type; the event's name where it has none.
+        ty: Option<Text<'a>> = "type",
+        delta: Option<Delta<'a>> = "delta",
+        content_block: Option<Block<'a>> = "content_block",
+        /// `message_start`'s message, for its usage.
+        message: Option<StartMessage> = "message",
+        /// `message_delta`'s cumulative usage.
+        usage: Option<UsageFields> = "usage",
+    }
 }
 
-#[derive(Deserialize)]
-struct StartMessage {
-    usage: Option<UsageFields>,
+seawall_core::later_wins! {
+    struct StartMessage {
+        usage: Option<UsageFields> = "usage",
+    }
 }
 
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Option<Text<'a>>,
-    #[serde(borrow)]
-    text: Option<Text<'a>>,
-    /// A `thinking_delta`'s text.
-    #[serde(borrow)]
-    thinking: Option<Text<'a>>,
-    #[serde(borrow)]
-    stop_reason: Option<Text<'a>>,
+seawall_core::later_wins! {
+    struct Delta<'a> {
+        ty: Option<Text<'a>> = "type",
+        text: Option<Text<'a>> = "text",
+        /// A `thinking_delta`'s text.
+        thinking: Option<Text<'a>> = "thinking",
+        stop_reason: Option<Text<'a>> = "stop_reason",
+    }
 }
 
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Option<Text<'a>>,
-    #[serde(borrow)]
-    text: Option<Text<'a>>,
+seawall_core::later_wins! {
+    struct Block<'a> {
+        ty: Option<Text<'a>> = "type",
+        text: Option<Text<'a>> = "text",
+    }
+}
+
+/// Whether this reader fails on `data` ([`Signal::Other`] for a reason
+/// other than the event's type).
+pub(super) fn unreadable(data: &[u8]) -> bool {
+    parse::<Event<'_>>(data).is_none()
 }
 
 /// Anthropic reports the input and its cache in `message_start` and the

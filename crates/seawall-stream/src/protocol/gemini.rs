@@ -16,25 +16,24 @@ use super::wire::{Present, Text, declared_reason, fold_seq, parse};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::{Provider, QuotaWall};
 
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(borrow, default, deserialize_with = "candidates")]
-    candidates: Option<Candidates<'a>>,
-    #[serde(borrow, rename = "promptFeedback")]
-    prompt_feedback: Option<Feedback<'a>>,
-    error: Option<Present>,
-    #[serde(rename = "usageMetadata")]
-    usage_metadata: Option<UsageFields>,
+// Read member by member ([`later_wins!`](seawall_core::later_wins)): a
+// member named twice is the later one, as the SDKs read it.
+seawall_core::later_wins! {
+    struct Chunk<'a> {
+        candidates: Folded<'a> = "candidates",
+        prompt_feedback: Option<Feedback<'a>> = "promptFeedback",
+        error: Option<Present> = "error",
+        usage_metadata: Option<UsageFields> = "usageMetadata",
+    }
 }
 
-#[derive(Deserialize)]
-struct Candidate<'a> {
-    #[serde(borrow)]
-    content: Option<Content<'a>>,
-    #[serde(borrow, rename = "finishReason")]
-    finish_reason: Option<Text<'a>>,
-    /// Left out for the first (the API omits default values).
-    index: Option<serde_json::Number>,
+seawall_core::later_wins! {
+    struct Candidate<'a> {
+        content: Option<Content<'a>> = "content",
+        finish_reason: Option<Text<'a>> = "finishReason",
+        /// Left out for the first (the API omits default values).
+        index: Option<serde_json::Number> = "index",
+    }
 }
 
 /// The candidates of one chunk folded into what the guard needs: which
@@ -47,6 +46,17 @@ struct Candidates<'a> {
     finished: u64,
     finish: Option<Reason<'a>>,
     parts: Parts<'a>,
+}
+
+/// A chunk's `candidates`, folded ([`Candidates`]); none when there are
+/// none (`null`, `[]`, left out).
+#[derive(Default)]
+struct Folded<'a>(Option<Candidates<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Folded<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        candidates(deserializer).map(Folded)
+    }
 }
 
 fn candidates<'de: 'a, 'a, D: Deserializer<'de>>(
@@ -89,16 +99,16 @@ fn candidates<'de: 'a, 'a, D: Deserializer<'de>>(
     )
 }
 
-#[derive(Deserialize)]
-struct Feedback<'a> {
-    #[serde(borrow, rename = "blockReason")]
-    block_reason: Option<Text<'a>>,
+seawall_core::later_wins! {
+    struct Feedback<'a> {
+        block_reason: Option<Text<'a>> = "blockReason",
+    }
 }
 
-#[derive(Deserialize)]
-struct Content<'a> {
-    #[serde(borrow, default, deserialize_with = "parts")]
-    parts: Parts<'a>,
+seawall_core::later_wins! {
+    struct Content<'a> {
+        parts: Parts<'a> = "parts",
+    }
 }
 
 /// One part read by the table: its text, whether it is a thought, and
@@ -154,6 +164,12 @@ struct Parts<'a> {
     text: Option<Cow<'a, str>>,
 }
 
+impl<'de: 'a, 'a> Deserialize<'de> for Parts<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        parts(deserializer)
+    }
+}
+
 fn parts<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Parts<'a>, D::Error> {
     fold_seq(
         deserializer,
@@ -204,7 +220,7 @@ pub(super) fn decode<'a>(
             reason,
         });
     }
-    let Some(candidates) = chunk.candidates else {
+    let Some(candidates) = chunk.candidates.0 else {
         return if says_something {
             Signal::Progress
         } else {

@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use std::time::SystemTime;
 
 use seawall_core::provider::openai_responses::error_event as openai_responses_error_event;
-use seawall_core::provider::{ErrorContext, Provider, QuotaWall, classify_error};
+use seawall_core::provider::{ErrorContext, Presence, Provider, QuotaWall, classify_error};
 use seawall_core::usage::UsageFields;
 use seawall_core::{Failure, FinishKind, Usage};
 use seawall_internal::json::repair_lone_surrogates;
@@ -352,6 +352,15 @@ impl Decoder {
                 // proxies write one): an error, not an event to skip and
                 // hand on, its words and all, as part of the answer.
                 None if declares_error(event.data) => self.error(event.data),
+                // Well-formed, but its reading failed where the answer is
+                // (a member of another type): skipped, its text and finish
+                // never reached the record.
+                None if (self.provider != Provider::Anthropic
+                    || anthropic::reads(event.name, self.named))
+                    && carries_answer(self.provider, event.data) =>
+                {
+                    Signal::Undecodable(UNREADABLE_ANSWER)
+                }
                 None => Signal::Other,
             },
             Signal::Done if !self.finished => match self.implied_finish() {
@@ -536,6 +545,43 @@ pub fn undecodable(data: &[u8]) -> Option<&'static str> {
     match serde_json::from_slice::<serde::de::IgnoredAny>(data) {
         Ok(_) => None,
         Err(_) => Some("event data is not well-formed JSON"),
+    }
+}
+
+/// Why an event whose answer members cannot be read is undecodable
+/// ([`carries_answer`]).
+const UNREADABLE_ANSWER: &str = "event data holds an answer not in the protocol's shape";
+
+/// Whether well-formed event `data` the protocol's reading failed holds
+/// something where `provider`'s answer is: OpenAI's `choices`, Gemini's
+/// `candidates`, the `delta` or `content_block` of an Anthropic event its
+/// reader could not read (in an event the SDK reads). Such an
+/// event may carry text and a finish, so it is never skipped as
+/// [`Signal::Other`]: it is [`Signal::Undecodable`]. The Responses API's
+/// events are open-ended (event types added later carry members of any
+/// shape) and are left to their reader. Asked only once the protocol's
+/// own reading failed, so a healthy stream pays nothing for it.
+fn carries_answer(provider: Provider, data: &[u8]) -> bool {
+    seawall_core::later_wins! {
+        struct Answer {
+            choices: Presence = "choices",
+            candidates: Presence = "candidates",
+            delta: Presence = "delta",
+            content_block: Presence = "content_block",
+        }
+    }
+    let Ok(answer) = serde_json::from_slice::<Answer>(data) else {
+        return false;
+    };
+    match provider {
+        Provider::OpenAi => answer.choices.0,
+        Provider::Gemini => answer.candidates.0,
+        // Its decoder passes over events of types it does not know
+        // (added later): only an event it could not read is undecodable.
+        Provider::Anthropic => {
+            (answer.delta.0 || answer.content_block.0) && anthropic::unreadable(data)
+        }
+        Provider::OpenAiResponses | Provider::Http => false,
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 use seawall_core::provider::Presence;
+use seawall_core::provider::members::KeyIn;
 use seawall_core::provider::openai::{
     COMPLETION_TEXT, ContentPart, MESSAGE_FIELDS, MESSAGE_REFUSAL, MESSAGE_TEXT, finish_kind,
     is_error_object,
@@ -22,30 +23,30 @@ use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::{Provider, QuotaWall};
 use seawall_internal::cursor::{Cursor, Holes, Scan};
 
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-struct Chunk<'a> {
-    #[serde(borrow, default)]
-    choices: First<Choice<'a>>,
-    /// An `error` member that says something ([`Truthy`]): what
-    /// openai-python raises on.
-    #[serde(default)]
-    error: Truthy,
+// Read member by member ([`later_wins!`](seawall_core::later_wins)): a
+// member named twice is the later one, as the SDKs read it.
+seawall_core::later_wins! {
+    #[cfg_attr(test, derive(Debug, PartialEq))]
+    struct Chunk<'a> {
+        choices: First<Choice<'a>> = "choices",
+        /// An `error` member that says something ([`Truthy`]): what
+        /// openai-python raises on.
+        error: Truthy = "error",
+    }
 }
 
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-struct Choice<'a> {
-    /// Which choice (`n > 1` asks for several, one per chunk).
-    #[serde(default)]
-    index: Option<serde_json::Number>,
-    #[serde(borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(borrow)]
-    finish_reason: Option<Text<'a>>,
-    /// A legacy completion's text ([`COMPLETION_TEXT`]).
-    #[serde(borrow)]
-    text: Option<Text<'a>>,
+seawall_core::later_wins! {
+    #[cfg_attr(test, derive(Debug, PartialEq))]
+    struct Choice<'a> {
+        /// Which choice (`n > 1` asks for several, one per chunk).
+        index: Option<serde_json::Number> = "index",
+        delta: Option<Delta<'a>> = "delta",
+        finish_reason: Option<Text<'a>> = "finish_reason",
+        /// A legacy completion's text ([`COMPLETION_TEXT`]: the name is a
+        /// literal here; the tests that compare the cursor's reading with
+        /// this one hold the two together).
+        text: Option<Text<'a>> = "text",
+    }
 }
 
 /// A delta read by [`MESSAGE_FIELDS`]: its text, its refusal, and whether
@@ -94,31 +95,29 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Delta<'a>, A::Error> {
                 let mut delta = Delta::default();
-                let mut seen = [false; MESSAGE_FIELDS.len()];
-                while let Some(key) = map.next_key::<Text<'de>>()? {
-                    let Some(field) = MESSAGE_FIELDS.iter().position(|name| *name == key.0) else {
-                        if THINKING_FIELDS.contains(&&*key.0) {
-                            delta.thinking |= map.next_value::<Presence>()?.0;
-                        } else {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                        continue;
-                    };
-                    // As serde's derive: a field twice is no chunk.
-                    if std::mem::replace(&mut seen[field], true) {
-                        return Err(serde::de::Error::custom("duplicate field"));
-                    }
+                // What each of the other fields holds: a field named twice
+                // is its later value, as the SDKs read it (the text's own
+                // parts in `holds[MESSAGE_TEXT]` and `thinks[MESSAGE_TEXT]`).
+                let mut holds = [false; DELTA_FIELDS.len()];
+                let mut thinks = false;
+                while let Some(field) = map.next_key_seed(KeyIn(&DELTA_FIELDS))? {
                     match field {
-                        MESSAGE_TEXT => {
+                        Some(MESSAGE_TEXT) => {
                             let parts = map.next_value::<ContentParts<'a>>()?;
                             delta.content = parts.text;
-                            delta.acts |= parts.other;
-                            delta.thinking |= parts.thinking;
+                            holds[MESSAGE_TEXT] = parts.other;
+                            thinks = parts.thinking;
                         }
-                        MESSAGE_REFUSAL => delta.refusal = map.next_value()?,
-                        _ => delta.acts |= map.next_value::<Presence>()?.0,
+                        Some(MESSAGE_REFUSAL) => delta.refusal = map.next_value()?,
+                        Some(field) => holds[field] = map.next_value::<Presence>()?.0,
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
                     }
                 }
+                let (answer, thinking) = holds.split_at(MESSAGE_FIELDS.len());
+                delta.acts = answer.contains(&true);
+                delta.thinking = thinks || thinking.contains(&true);
                 Ok(delta)
             }
         }
@@ -143,12 +142,11 @@ struct ContentParts<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for ContentParts<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Part<'a> {
-            #[serde(borrow, rename = "type")]
-            ty: Option<Text<'a>>,
-            #[serde(borrow)]
-            text: Option<Text<'a>>,
+        seawall_core::later_wins! {
+            struct Part<'a> {
+                ty: Option<Text<'a>> = "type",
+                text: Option<Text<'a>> = "text",
+            }
         }
         // A string, or the parts read one at a time where they lie: serde's
         // untagged enum copied the whole list first, and an 8 MiB event of
@@ -270,19 +268,20 @@ fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
     Ok(delta)
 }
 
-/// A chunk's `usage`, read only from the chunks that can carry it (no
-/// choices, or a finish): once per stream, so serde reads it.
-#[derive(Deserialize)]
-struct UsageChunk {
-    usage: Option<UsageFields>,
-    /// Groq streams its usage here, in the last chunk.
-    #[serde(default)]
-    x_groq: Option<GroqExtra>,
+seawall_core::later_wins! {
+    /// A chunk's `usage`, read only from the chunks that can carry it (no
+    /// choices, or a finish): once per stream, so serde reads it.
+    struct UsageChunk {
+        usage: Option<UsageFields> = "usage",
+        /// Groq streams its usage here, in the last chunk.
+        x_groq: Option<GroqExtra> = "x_groq",
+    }
 }
 
-#[derive(Deserialize)]
-struct GroqExtra {
-    usage: Option<UsageFields>,
+seawall_core::later_wins! {
+    struct GroqExtra {
+        usage: Option<UsageFields> = "usage",
+    }
 }
 
 fn read_usage(text: &str, usage: &mut Option<Usage>) {
@@ -503,14 +502,15 @@ pub(super) fn decode<'a>(
     }
 }
 
-/// The members that make a chunk without choices one of this answer's:
-/// its id or object (Azure's first chunk, `choices: []` beside its
-/// `prompt_filter_results`), or its usage.
-#[derive(Deserialize)]
-struct Bookkeeping {
-    id: Option<IgnoredAny>,
-    object: Option<IgnoredAny>,
-    usage: Option<IgnoredAny>,
+seawall_core::later_wins! {
+    /// The members that make a chunk without choices one of this answer's:
+    /// its id or object (Azure's first chunk, `choices: []` beside its
+    /// `prompt_filter_results`), or its usage.
+    struct Bookkeeping {
+        id: Option<IgnoredAny> = "id",
+        object: Option<IgnoredAny> = "object",
+        usage: Option<IgnoredAny> = "usage",
+    }
 }
 
 /// Whether a chunk without choices says anything of the answer

@@ -21,61 +21,56 @@ use seawall_core::provider::openai_responses::{
 };
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
-use serde::Deserialize;
 
 use super::wire::{Text, parse};
 use super::{Reason, Signal};
 use seawall_core::provider::QuotaWall;
 use seawall_internal::json::MaybeText;
 
-#[derive(Deserialize)]
-struct Event<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Text<'a>,
-    /// A string in every event seawall reads it from; an object in
-    /// others (the shell output's `{stdout, stderr}`), which must not
-    /// make the event unreadable.
-    #[serde(borrow)]
-    delta: Option<MaybeText<'a>>,
-    #[serde(borrow)]
-    response: Option<Response<'a>>,
-    /// `response.output_item.added`/`.done`'s item, for its type.
-    #[serde(borrow)]
-    item: Option<Item<'a>>,
+// Read member by member ([`later_wins!`](seawall_core::later_wins)): a
+// member named twice is the later one, as the SDKs read it.
+seawall_core::later_wins! {
+    struct Event<'a> {
+        ty: Text<'a> = "type" required,
+        /// A string in every event seawall reads it from; an object in
+        /// others (the shell output's `{stdout, stderr}`), which must not
+        /// make the event unreadable.
+        delta: Option<MaybeText<'a>> = "delta",
+        response: Option<Response<'a>> = "response",
+        /// `response.output_item.added`/`.done`'s item, for its type.
+        item: Option<Item<'a>> = "item",
+    }
 }
 
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Option<Text<'a>>,
+seawall_core::later_wins! {
+    struct Item<'a> {
+        ty: Option<Text<'a>> = "type",
+    }
 }
 
-#[derive(Deserialize)]
-struct Response<'a> {
-    /// How the response ended, which a terminal event's name need not
-    /// say: vLLM ends every stream with `response.completed`, the status
-    /// inside `incomplete` when the token limit cut the answer.
-    #[serde(borrow)]
-    status: Option<Text<'a>>,
-    usage: Option<UsageFields>,
-    #[serde(borrow)]
-    incomplete_details: Option<Incomplete<'a>>,
-    #[serde(borrow)]
-    error: Option<ResponseError<'a>>,
+seawall_core::later_wins! {
+    struct Response<'a> {
+        /// How the response ended, which a terminal event's name need not
+        /// say: vLLM ends every stream with `response.completed`, the
+        /// status inside `incomplete` when the token limit cut the answer.
+        status: Option<Text<'a>> = "status",
+        usage: Option<UsageFields> = "usage",
+        incomplete_details: Option<Incomplete<'a>> = "incomplete_details",
+        error: Option<ResponseError<'a>> = "error",
+    }
 }
 
-#[derive(Deserialize)]
-struct Incomplete<'a> {
-    #[serde(borrow)]
-    reason: Option<Text<'a>>,
+seawall_core::later_wins! {
+    struct Incomplete<'a> {
+        reason: Option<Text<'a>> = "reason",
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct ResponseError<'a> {
-    #[serde(borrow)]
-    code: Option<Text<'a>>,
-    #[serde(borrow)]
-    message: Option<Text<'a>>,
+seawall_core::later_wins! {
+    pub(super) struct ResponseError<'a> {
+        code: Option<Text<'a>> = "code",
+        message: Option<Text<'a>> = "message",
+    }
 }
 
 /// `content_seen`: a content event came before this one.
