@@ -13,7 +13,6 @@ use seawall_core::{
 };
 use seawall_internal::{headers, millis};
 use tokio::time::{Instant, Sleep};
-use tower::util::Oneshot;
 use tower_service::Service;
 
 use crate::error::SameRouteFallback;
@@ -53,7 +52,11 @@ pin_project! {
         F: Service<Req<B>>,
     {
         #[pin]
-        state: State<S::Future, Pin<Box<Oneshot<S, Req<B>>>>, Oneshot<F, Req<B>>>,
+        state: State<
+            S::Future,
+            Pin<Box<Sending<S, Req<B>, S::Future>>>,
+            Sending<F, Req<B>, F::Future>,
+        >,
         primary_route: Option<RouteId>,
         plan: Option<Plan<S, F, R, B>>,
         walk: Option<Box<Walk>>,
@@ -70,6 +73,50 @@ pin_project! {
         Again { future: AF },
         Route { #[pin] future: FF },
         Waiting { sleep: Pin<Box<Sleep>> },
+    }
+}
+
+pin_project! {
+    /// A move's call: the service's readiness, then the call. As tower's
+    /// `Oneshot`, but it says when the call is made: a caller that gives
+    /// up before then sent nothing, and no attempt of it is cancelled.
+    #[project = SendingProj]
+    enum Sending<Svc, Request, Fut> {
+        Unready { service: Svc, request: Option<Request> },
+        Called { #[pin] future: Fut },
+    }
+}
+
+impl<Svc, Request> Sending<Svc, Request, Svc::Future>
+where
+    Svc: Service<Request>,
+{
+    fn new(service: Svc, request: Request) -> Self {
+        Sending::Unready {
+            service,
+            request: Some(request),
+        }
+    }
+
+    /// Waits for the service, calls it (then sets `sent`), and waits for
+    /// the answer.
+    fn poll_send(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        sent: &mut bool,
+    ) -> Poll<Result<Svc::Response, Svc::Error>> {
+        loop {
+            match self.as_mut().project() {
+                SendingProj::Unready { service, request } => {
+                    ready!(service.poll_ready(cx))?;
+                    let request = request.take().expect("a call is sent once");
+                    let future = service.call(request);
+                    *sent = true;
+                    self.set(Sending::Called { future });
+                }
+                SendingProj::Called { future } => return future.poll(cx),
+            }
+        }
     }
 }
 
@@ -140,6 +187,8 @@ struct Walk {
     next: usize,
     /// The call in flight.
     current: Option<(Target, RouteId)>,
+    /// The call in flight was sent: its service was ready and called.
+    sent: bool,
     /// The route the last failed call went to.
     left: RouteId,
     /// The request of the call in flight (after its route's rewrite) asks
@@ -247,7 +296,7 @@ where
                     let walk = this.walk.as_mut().expect("a walk waited");
                     let result = {
                         let _entered = walk.span.clone().entered();
-                        ready!(future.as_mut().poll(cx))
+                        ready!(future.as_mut().poll_send(cx, &mut walk.sent))
                     };
                     let plan = this.plan.as_ref().expect("polled after completion");
                     match result {
@@ -261,7 +310,7 @@ where
                     let walk = this.walk.as_mut().expect("a walk called a route");
                     let result = {
                         let _entered = walk.span.clone().entered();
-                        ready!(future.poll(cx))
+                        ready!(future.poll_send(cx, &mut walk.sent))
                     };
                     let plan = this.plan.as_ref().expect("polled after completion");
                     match result {
@@ -283,13 +332,13 @@ where
                 Step::Call(Target::Primary, request) => {
                     let primary = shared.primary.clone_service();
                     this.state.set(State::Again {
-                        future: Box::pin(Oneshot::new(primary, request)),
+                        future: Box::pin(Sending::new(primary, request)),
                     });
                 }
                 Step::Call(Target::Route(index), request) => {
                     let service = shared.routes[index].service.clone_service();
                     this.state.set(State::Route {
-                        future: Oneshot::new(service, request),
+                        future: Sending::new(service, request),
                     });
                 }
                 Step::Wait(wait) => this.state.set(State::Waiting {
@@ -402,6 +451,7 @@ impl Walk {
             receipt,
             next: 0,
             current: None,
+            sent: false,
             left: from.clone(),
             bills: plan.bills,
             delay: Duration::ZERO,
@@ -675,6 +725,7 @@ impl Walk {
             .increment(1);
         }
         self.current = Some((target, to));
+        self.sent = false;
     }
 
     /// The call in flight failed: its attempts join the receipt, then the
@@ -773,7 +824,12 @@ impl Walk {
 
 impl Drop for Walk {
     fn drop(&mut self) {
-        if let Some((target, route)) = self.current.take() {
+        // A call dropped while its service was not ready for it (a limit
+        // or a buffer below, a breaker's gate) was never sent: nothing was
+        // cancelled.
+        if let Some((target, route)) = self.current.take()
+            && self.sent
+        {
             self.cancelled(target, &route);
         }
     }
@@ -781,7 +837,8 @@ impl Drop for Walk {
 
 impl Walk {
     /// Dropped with a call in flight (the caller's own timeout, a client
-    /// gone), as a ladder is: the call was sent. A route's attempt, which
+    /// gone), as a ladder is: the call was sent (past its service's
+    /// readiness). A route's attempt, which
     /// no ladder of its own counts, is counted `cancelled` here; the
     /// primary's ladder counts its own, and a ladder above this layer the
     /// call it was waiting for (this one). A caller that stops waiting
