@@ -27,7 +27,8 @@ pub struct GatewayArgs {
     pub route_keys: Vec<String>,
     /// The environment variable holding the token clients must present
     /// (`Authorization: Bearer …`); required when a route has its own key
-    /// or the address is not loopback.
+    /// or the address is not loopback. The token is at least 16
+    /// characters, printable ASCII without spaces.
     #[arg(long)]
     pub token_env: Option<String>,
     /// The preset: interactive, batch or reasoning.
@@ -166,6 +167,21 @@ mod tests {
             Cli::try_parse_from(["gw", "--config", "x.toml", "--route", "a=openai@http://h"])
                 .is_err()
         );
+    }
+
+    /// `--token-env`'s help states the shortest token the gateway takes.
+    #[test]
+    fn the_token_help_states_the_shortest_token() {
+        use clap::CommandFactory;
+        let command = Cli::command();
+        let help = command
+            .get_arguments()
+            .find(|arg| arg.get_id() == "token_env")
+            .and_then(|arg| arg.get_long_help().or(arg.get_help()))
+            .map(ToString::to_string)
+            .unwrap();
+        let least = format!("at least {} characters", crate::gateway::MIN_TOKEN_LEN);
+        assert!(help.contains(&least), "{help}");
     }
 
     /// A key pasted where `NAME=ENV_VAR` belongs is refused without being
