@@ -49,6 +49,10 @@ const BLANK_FIRST_LOOKS: u8 = 4;
 /// within it, then ends as misaligned.
 const HELD_PER_HEAD: usize = 16;
 
+/// The report's `gave_up` when the caller dropped the body while a
+/// continuation had no outcome yet.
+const CANCELLED: &str = Code::Cancelled.as_str();
+
 /// The response body of [`Resume`](crate::Resume).
 ///
 /// For an answer that is not a 2xx event stream on a provider's generation
@@ -1489,6 +1493,51 @@ where
             return self.give_up_because("continuation_failed", &why);
         }
         self.resume();
+    }
+}
+
+impl<S, B, RB> Drop for State<S, B, RB>
+where
+    S: Service<Request<ResumeRequestBody<B>>>,
+{
+    /// The caller dropped the body before it ended: a continuation being
+    /// sent, awaited, or lined up was cancelled.
+    fn drop(&mut self) {
+        if self.resumes > 0 && !matches!(self.phase, Phase::Done) {
+            self.cancelled();
+        }
+    }
+}
+
+impl<S, B, RB> State<S, B, RB>
+where
+    S: Service<Request<ResumeRequestBody<B>>>,
+{
+    /// The body was dropped before it ended. A continuation with no
+    /// outcome yet (not answered, or answered but not lined up) is
+    /// recorded `cancelled`, the receipt of an answer that came kept, and
+    /// so is its resume's span, with no error status: a caller who stops
+    /// waiting broke nothing. A continuation already spliced in answered,
+    /// and stays so. Never panics or waits: the report's lock recovers
+    /// from poisoning.
+    #[cold]
+    fn cancelled(&mut self) {
+        let unanswered = {
+            let mut report = self.resumed.lock();
+            match report.resumes.last_mut() {
+                Some(last) if last.failed.is_none() && !last.spliced => {
+                    last.failed = Some(Code::Cancelled);
+                    report.gave_up.get_or_insert(CANCELLED);
+                    true
+                }
+                _ => false,
+            }
+        };
+        if unanswered {
+            self.span.record("seawall.gave_up", CANCELLED);
+            record_end(&self.span, None, None, Some(Code::Cancelled));
+            tracing::debug!(target: TARGET, "body dropped while a continuation had no outcome");
+        }
     }
 }
 

@@ -20,7 +20,9 @@ pub struct ResumeRecord {
     /// `idle_timeout`, `overloaded`, …), or `truncated`.
     pub cause: Code,
     /// The continuation's failure before content, if it failed; `None`
-    /// when it answered.
+    /// when it answered. [`Code::Cancelled`] when the caller dropped the
+    /// body before the continuation joined it (while it was sent, awaited,
+    /// or lined up): its receipt is kept if its answer came.
     pub failed: Option<Code>,
     /// Its text joined the body. False when it failed, and when it
     /// answered but could not be lined up with what the caller had (the
@@ -63,7 +65,8 @@ pub struct ResumeReport {
     /// `max_tokens` (the delivered answer spent the output budget),
     /// `another_format` (a continuation answered in another wire format
     /// carried what the caller's cannot say: a tool call, a finish with no
-    /// counterpart), ….
+    /// counterpart), `cancelled` (the caller dropped the body while a
+    /// continuation had no outcome yet), ….
     pub gave_up: Option<&'static str>,
 }
 

@@ -2093,3 +2093,121 @@ async fn a_passed_through_answer_keeps_its_exact_length() {
     let hint = http_body::Body::size_hint(response.body());
     assert_eq!(hint.exact(), Some(length));
 }
+
+/// The first call streams "w1 w2" and is cut; the continuation answers
+/// with what `rest` gives, a future that may never end. The caller reads
+/// two frames, waits (on the paused clock) 60 s for a third that never
+/// comes, then drops the body: gone while the continuation is in flight.
+async fn dropped_while_resuming<F>(rest: impl Fn() -> F + Clone + Send + 'static) -> Resumed
+where
+    F: std::future::Future<Output = http::Response<http_body_util::StreamBody<Frames>>>
+        + Send
+        + 'static,
+{
+    use std::time::Duration;
+    use tracing::Instrument;
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let service = ServiceBuilder::new()
+        .layer(ResumeLayer::new())
+        .service(service_fn(
+            move |_req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+                let rest = rest.clone();
+                async move {
+                    if first {
+                        return Ok::<_, BoxError>(timed(vec![
+                            (Duration::ZERO, Ok(chunk("w1"))),
+                            (Duration::ZERO, Ok(chunk(" w2"))),
+                            (Duration::ZERO, Err(cut("w1 w2"))),
+                        ]));
+                    }
+                    Ok(rest().await)
+                }
+            },
+        ));
+    let request = http::Request::post("http://api.example/v1/chat/completions")
+        .body(Full::new(Bytes::from(
+            serde_json::json!({"model": "m", "stream": true,
+                "messages": [{"role": "user", "content": "hi"}]})
+            .to_string(),
+        )))
+        .unwrap();
+    let response = service
+        .oneshot(request)
+        .instrument(tracing::info_span!("call"))
+        .await
+        .unwrap();
+    let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+    let mut body = Box::pin(response.into_body());
+    let mut shown = Vec::new();
+    for _ in 0..2 {
+        let frame = body.frame().await.unwrap().unwrap();
+        shown.extend_from_slice(&frame.into_data().unwrap());
+    }
+    assert_eq!(text_of(&shown), "w1 w2");
+    let third = tokio::time::timeout(Duration::from_secs(60), body.frame()).await;
+    assert!(third.is_err(), "nothing more comes: {:?}", third.ok());
+    drop(body);
+    resumed
+}
+
+/// A body dropped while its continuation was being called: the
+/// continuation never answered, and its record says it was cancelled.
+#[tokio::test(start_paused = true)]
+async fn a_continuation_dropped_in_flight_is_cancelled_not_answered() {
+    let recorder = seawall_test::trace::Recorder::new();
+    let _guard = recorder.install();
+    let resumed = dropped_while_resuming(|| async {
+        std::future::pending::<()>().await;
+        unreachable!("the continuation never answers")
+    })
+    .await;
+
+    let report = resumed.report();
+    assert_eq!(report.resumes.len(), 1, "{report:?}");
+    let record = &report.resumes[0];
+    assert_eq!(record.failed, Some(Code::Cancelled), "{report:?}");
+    assert!(!record.spliced);
+    assert_eq!(report.gave_up, Some("cancelled"));
+    assert_eq!(report.resumed(), 0);
+    let span = recorder.span("resume");
+    assert_eq!(span.fields.get("error.type"), Some("cancelled"), "{span:?}");
+    assert_eq!(span.fields.get("seawall.gave_up"), Some("cancelled"));
+    assert!(
+        !span.fields.has("otel.status_code"),
+        "a caller who stops waiting broke nothing: {span:?}"
+    );
+    assert!(span.closed);
+}
+
+/// A body dropped once the continuation answered, before its first
+/// content lined up: cancelled too, and the receipt of its answer kept.
+#[tokio::test(start_paused = true)]
+async fn a_continuation_dropped_before_it_lines_up_keeps_its_receipt() {
+    let mut receipt = seawall_core::Receipt::default();
+    receipt.fallback = true;
+    let kept = receipt.clone();
+    let resumed = dropped_while_resuming(move || {
+        let receipt = receipt.clone();
+        async move {
+            // Its headers came, its body says nothing yet.
+            let frames = futures_util::stream::pending();
+            let mut response = http::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(http_body_util::StreamBody::new(Box::pin(frames) as Frames))
+                .unwrap();
+            response.extensions_mut().insert(receipt);
+            response
+        }
+    })
+    .await;
+
+    let report = resumed.report();
+    assert_eq!(report.resumes.len(), 1, "{report:?}");
+    let record = &report.resumes[0];
+    assert_eq!(record.failed, Some(Code::Cancelled), "{report:?}");
+    assert!(!record.spliced);
+    assert_eq!(record.receipt, Some(kept), "the answer's receipt is kept");
+    assert_eq!(report.gave_up, Some("cancelled"));
+}
