@@ -667,11 +667,16 @@ async fn a_reset_after_headers_before_a_message_is_retried() {
 /// replay a delivered stream); seawall's verdict is its source.
 #[tokio::test]
 async fn a_reset_after_a_message_is_never_replayed() {
-    for (code, expected) in [
-        (REFUSED_STREAM, tonic::Code::Unknown),
-        (CANCEL, tonic::Code::Cancelled),
-        (INTERNAL_ERROR, tonic::Code::Internal),
-        (ENHANCE_YOUR_CALM, tonic::Code::ResourceExhausted),
+    for (code, expected, cause) in [
+        (REFUSED_STREAM, tonic::Code::Unknown, Code::Transport),
+        (CANCEL, tonic::Code::Cancelled, Code::Transport),
+        (INTERNAL_ERROR, tonic::Code::Internal, Code::Transport),
+        // The server sheds this client's load: a rate limit.
+        (
+            ENHANCE_YOUR_CALM,
+            tonic::Code::ResourceExhausted,
+            Code::RateLimited,
+        ),
     ] {
         let (url, calls) = first_then_serving(move |stream| {
             vec![
@@ -690,7 +695,7 @@ async fn a_reset_after_a_message_is_never_replayed() {
         assert_eq!(failure.code(), Code::StreamInterrupted, "{code}");
         assert_eq!(
             failure.interrupted().and_then(|i| i.cause),
-            Some(Code::Transport),
+            Some(cause),
             "{code}"
         );
         assert_eq!(failure.action(), Action::Surface);
@@ -704,7 +709,12 @@ async fn a_reset_after_a_message_is_never_replayed() {
 /// an error code alike).
 #[tokio::test]
 async fn goaway_before_headers_is_retried_on_a_new_connection() {
-    for code in [NO_ERROR, ENHANCE_YOUR_CALM] {
+    // ENHANCE_YOUR_CALM: the server sheds this client's load, a rate
+    // limit (retried after the backoff).
+    for (code, failed) in [
+        (NO_ERROR, Code::Transport),
+        (ENHANCE_YOUR_CALM, Code::RateLimited),
+    ] {
         let (url, calls) =
             first_then_serving(move |_| vec![goaway(0, code), Act::Sleep(SETTLE), Act::Close])
                 .await;
@@ -720,9 +730,7 @@ async fn goaway_before_headers_is_retried_on_a_new_connection() {
         let codes = codes(answer.extensions().get::<Receipt>());
         assert_eq!(codes.last(), Some(&None), "{codes:?}");
         assert!(
-            codes[..codes.len() - 1]
-                .iter()
-                .all(|c| *c == Some(Code::Transport)),
+            codes[..codes.len() - 1].iter().all(|c| *c == Some(failed)),
             "{code}: {codes:?}"
         );
     }
@@ -800,24 +808,30 @@ async fn after_a_message_a_reset_or_a_lost_connection_is_never_unavailable() {
 
 /// Resets before any message, on every attempt, through
 /// `GrpcStatusLayer`: seawall retries each as the `transport` failure it
-/// is (its ladder unchanged), and the caller gets the code tonic gives
+/// is (ENHANCE_YOUR_CALM as the `rate_limited` one: the server sheds this
+/// client's load), and the caller gets the code tonic gives
 /// the last reset's reason — REFUSED_STREAM still `Unavailable`, the
 /// server having processed nothing.
 #[tokio::test]
 async fn a_reset_before_any_message_has_the_code_tonic_gives_its_reason() {
-    for (code, expected) in [
-        (REFUSED_STREAM, tonic::Code::Unavailable),
-        (INTERNAL_ERROR, tonic::Code::Internal),
-        (CANCEL, tonic::Code::Cancelled),
-        (ENHANCE_YOUR_CALM, tonic::Code::ResourceExhausted),
+    for (code, expected, failed) in [
+        (REFUSED_STREAM, tonic::Code::Unavailable, Code::Transport),
+        (INTERNAL_ERROR, tonic::Code::Internal, Code::Transport),
+        (CANCEL, tonic::Code::Cancelled, Code::Transport),
+        // The server sheds this client's load: a rate limit, retried.
+        (
+            ENHANCE_YOUR_CALM,
+            tonic::Code::ResourceExhausted,
+            Code::RateLimited,
+        ),
     ] {
         let (url, calls) = always(move |stream| vec![reset(stream, code)]).await;
         let mut client = layered(&url, stack());
         let status = bounded(client.check(ask())).await.expect_err("reset");
         assert_eq!(status.code(), expected, "{code}: {status:?}");
         let failure = failure_of(&status).expect("seawall's verdict is the source");
-        assert_eq!(failure.code(), Code::Transport, "{code}");
-        every_attempt_failed(failure, Code::Transport, &calls);
+        assert_eq!(failure.code(), failed, "{code}");
+        every_attempt_failed(failure, failed, &calls);
     }
 }
 

@@ -51,7 +51,9 @@
 //!   connection refused/reset and hyper protocol errors are
 //!   `Transient`/`transport`, timeouts `timeout`; an HTTP/2 stream reset
 //!   this side sent for a failed request body is `bad_request` (the
-//!   caller's upload broke), as hyper's user error is over HTTP/1; tower's
+//!   caller's upload broke), as hyper's user error is over HTTP/1; a
+//!   server's HTTP/2 reset or GOAWAY with `ENHANCE_YOUR_CALM` (it sheds
+//!   this client's load) is `rate_limited`; tower's
 //!   `LoadShed` refusal is `overloaded`; an error that already holds
 //!   a `Failure` passes unchanged; anything else is `Permanent`/`unknown`
 //!   (fail closed, see [`ClassifyLayer::unknown_errors`]).

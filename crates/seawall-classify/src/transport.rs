@@ -19,7 +19,11 @@ const MAX_DEPTH: usize = 32;
 /// or tonic connect error, `overloaded` when tower's `LoadShed` refused the
 /// call (the service under it at capacity: closed by us, with no status, as
 /// nothing reached the route, so a breaker does not count it against the
-/// route); `bad_request` (permanent) when hyper says the request body ended
+/// route); `rate_limited` (transient: retried after the backoff, counted by
+/// a breaker only where rate limits count) when the server reset the
+/// stream or sent GOAWAY with HTTP/2's `ENHANCE_YOUR_CALM` (it sheds this
+/// client's load: gRPC reads it as `RESOURCE_EXHAUSTED`; closed by them);
+/// `bad_request` (permanent) when hyper says the request body ended
 /// short of its `Content-Length` (wrong as written, so wrong on every
 /// attempt), or could not send the request (its body failed, also over
 /// HTTP/2, where hyper resets the stream itself); `transport`, permanent,
@@ -73,8 +77,25 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
             chain_message(error)
         )));
     }
-    let code = chain_code(error, 0)?;
-    let mut failure = Failure::new(code).with_message(&chain_message(error));
+    let calm = told_to_calm_down(error);
+    let code = match chain_code(error, 0) {
+        // A timeout is what happened, whatever else the chain holds.
+        Some(Code::Timeout) => Code::Timeout,
+        // The server sheds what this client sends: as gRPC reads it
+        // (`RESOURCE_EXHAUSTED`), a rate limit, not a broken connection.
+        _ if calm => Code::RateLimited,
+        code => code?,
+    };
+    let mut failure = Failure::new(code);
+    if code == Code::RateLimited {
+        failure = failure.with_message(&format!(
+            "the server asked to calm down (HTTP/2 ENHANCE_YOUR_CALM): {}",
+            chain_message(error)
+        ));
+        failure.evidence_mut().closed_by = Some(ClosedBy::Them);
+    } else {
+        failure = failure.with_message(&chain_message(error));
+    }
     if code == Code::Overloaded {
         // tower's `LoadShed` is the one link read as `overloaded`: it
         // refused the call on this side, unsent. Said so, a burst past a
@@ -95,6 +116,20 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
 fn stream_reset(error: &(dyn StdError + 'static)) -> Option<u32> {
     let h2 = links(error).find_map(|link| link.downcast_ref::<h2::Error>())?;
     h2.is_reset().then(|| h2.reason()).flatten().map(u32::from)
+}
+
+/// The server reset the stream, or sent the connection's GOAWAY, with
+/// `ENHANCE_YOUR_CALM` (RFC 9113 §7: the peer "might be generating
+/// excessive load"), found in `error`'s chain: a server shedding this
+/// client's load (grpc-go's GOAWAY `too_many_pings`, a proxy's limit on
+/// streams). Only the peer's word: h2 sends the code itself at a server
+/// that misbehaves (`is_library`), which says nothing of the server's
+/// load.
+fn told_to_calm_down(error: &(dyn StdError + 'static)) -> bool {
+    links(error).any(|link| {
+        link.downcast_ref::<h2::Error>()
+            .is_some_and(|h2| h2.is_remote() && h2.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM))
+    })
 }
 
 /// What refused to set the connection up, the same on every attempt,
