@@ -1312,6 +1312,9 @@ fn prometheus() -> Option<&'static metrics_exporter_prometheus::PrometheusHandle
             let recorder = builder.build_recorder();
             let handle = recorder.handle();
             metrics::set_global_recorder(recorder).ok()?;
+            // Each family's `# HELP` and `# TYPE` lines, and its unit: the
+            // recorder keeps what it is told from now on.
+            seawall::core::metric_names::describe();
             // A recorder built so runs no upkeep of its own: each histogram
             // sample (every operation's duration, every stream's first
             // byte) waits in its bucket until drained, and with no scrape

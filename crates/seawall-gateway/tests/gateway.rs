@@ -1954,6 +1954,14 @@ async fn metrics_are_served_for_prometheus() {
         text.contains("seawall_operation_duration_seconds_bucket"),
         "{text}"
     );
+    // Each family says what it counts.
+    for family in [
+        "seawall_attempts_total",
+        "seawall_retries_total",
+        "seawall_operation_duration_seconds",
+    ] {
+        assert!(text.contains(&format!("# HELP {family} ")), "{text}");
+    }
 }
 
 /// A provider's own in-stream error after content is replaced by seawall's
