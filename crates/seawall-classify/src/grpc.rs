@@ -73,8 +73,8 @@ pub(crate) fn status_into_head(headers: &mut HeaderMap, trailers: &HeaderMap) {
 /// HTTP table misreads: a 403, which gRPC (and tonic) read as
 /// `PERMISSION_DENIED` — this call's authorization (a gateway's policy on
 /// this method, a firewall's on this payload), judged as that status is:
-/// refused as made, the route left open. Read as HTTP's `auth` it closed
-/// the route for every call until a reset by hand. Anything else is
+/// refused as made, the route left open. Read as HTTP's `auth` it would
+/// cool the route for every call ([`seawall_core::AUTH_COOLDOWN`]). Anything else is
 /// left to the HTTP table (a 429's rate limit and its `Retry-After`, a
 /// 503's pushback).
 pub(crate) fn proxy_failure(parts: &Parts, cx: ErrorContext) -> Option<Failure> {

@@ -719,8 +719,8 @@ fn status_verdict(status: u32, message: Option<&str>, quota_gone: bool) -> Verdi
         // PERMISSION_DENIED is this call's authorization (this caller,
         // this resource), not the channel's credentials: the call is
         // refused as made, and nothing about the route follows from it.
-        // Read as `auth`, it closed the route (every method of every
-        // generated client on it) until a reset by hand.
+        // Read as `auth`, it would cool the route (every method of every
+        // generated client on it) for `AUTH_COOLDOWN`.
         7 => Verdict::Fixed(Class::Permanent, Code::BadRequest),
         16 => Verdict::Fixed(Class::Permanent, Code::Auth),
         // UNKNOWN, INTERNAL, DATA_LOSS and anything else: fail closed.
