@@ -464,6 +464,173 @@ async fn anthropic_compaction_that_falls_silent_is_cut() {
     }
 }
 
+/// The long-reasoning fixture's events, each with its blank line: the
+/// response's head, a keep-alive before any item, a reasoning item with
+/// a keep-alive inside, a commentary message, a second reasoning item
+/// with a keep-alive inside, the final message and the terminal event.
+fn long_reasoning_events() -> Vec<&'static str> {
+    let events: Vec<_> = fixture!("responses/long_reasoning.sse")
+        .split_inclusive("\n\n")
+        .collect();
+    assert!(events[2].starts_with("event: keepalive"));
+    assert!(events[3].contains(r#""type":"reasoning""#));
+    assert!(events[4].starts_with("event: keepalive"));
+    assert!(events[5].starts_with("event: response.output_item.done"));
+    assert!(events[7].starts_with("event: response.output_text.delta"));
+    assert!(events[9].contains(r#""type":"reasoning""#));
+    assert!(events[10].starts_with("event: keepalive"));
+    assert!(events[11].starts_with("event: response.output_item.done"));
+    events
+}
+
+/// The Responses compaction fixture's events: the response's head, the
+/// compaction item's start, one `response.compaction.compacting`, a
+/// keep-alive inside the item, its end, then the answer.
+fn responses_compaction_events() -> Vec<&'static str> {
+    let events: Vec<_> = fixture!("responses/compaction.sse")
+        .split_inclusive("\n\n")
+        .collect();
+    assert!(events[2].contains(r#""type":"compaction""#));
+    assert!(events[3].starts_with("event: response.compaction.compacting"));
+    assert!(events[4].starts_with("event: keepalive"));
+    assert!(events[5].starts_with("event: response.output_item.done"));
+    events
+}
+
+/// `count` copies of `event`, one every `secs` seconds.
+fn every(secs: f64, event: &'static str, count: usize) -> Vec<Step> {
+    (0..count).flat_map(|_| [wait(secs), send(event)]).collect()
+}
+
+/// The Responses API sends `keepalive` events while the model reasons
+/// with its summary off (the default) or compacts: those inside an open
+/// reasoning or compaction item are the model at work, not keep-alives;
+/// the one before any item is one.
+#[tokio::test]
+async fn responses_keepalives_inside_reasoning_or_compaction_are_the_model_at_work() {
+    let f = fixture!("responses/long_reasoning.sse");
+    let d = delivered(run(RESPONSES, f).await);
+    assert_finished(&d, f, FinishKind::Complete, "completed");
+    assert_eq!((d.report.content_events, d.report.keepalives), (2, 1));
+    assert_eq!(d.report.usage, Some(Usage::new(1_200, 48_000)));
+
+    let f = fixture!("responses/compaction.sse");
+    let d = delivered(run(RESPONSES, f).await);
+    assert_finished(&d, f, FinishKind::Complete, "completed");
+    assert_eq!((d.report.content_events, d.report.keepalives), (1, 0));
+}
+
+/// A reasoning item that shows nothing but a keep-alive every 15 s for
+/// 90 s, then the answer: not cut at the interactive preset's 60 s
+/// first-content bound (cut, the retry would reason, and be billed, as
+/// long again), and delivered whole.
+#[tokio::test(start_paused = true)]
+async fn responses_reasoning_with_only_keepalives_outlives_the_first_content_bound() {
+    let events = long_reasoning_events();
+    let mut script = vec![send(events[0]), send(events[1]), send(events[3])];
+    script.extend(every(15.0, events[4], 6));
+    script.extend(events[5..].iter().map(|&event| send(event)));
+    let response = call(StreamGuardLayer::interactive(), RESPONSES, scripted(script))
+        .await
+        .unwrap_or_else(|e| panic!("cut while reasoning: {e}"));
+    let d = drain(response).await;
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let sent = [&events[..2], &[events[3]], &[events[4]; 6], &events[5..]].concat();
+    assert_eq!(d.bytes, sent.concat().as_bytes());
+    assert!(d.report.completed_task());
+    assert_eq!(
+        d.report.time_to_first_content,
+        Some(Duration::from_secs(90))
+    );
+    assert_eq!((d.report.content_events, d.report.keepalives), (2, 0));
+}
+
+/// A compaction that samples its summary for 90 s, a
+/// `response.compaction.compacting` every 10 s, then the answer: not cut
+/// at the first-content bound, and delivered whole.
+#[tokio::test(start_paused = true)]
+async fn responses_compaction_outlives_the_first_content_bound() {
+    let events = responses_compaction_events();
+    let mut script: Vec<_> = events[..3].iter().map(|&event| send(event)).collect();
+    script.extend(every(10.0, events[3], 9));
+    script.extend(events[4..].iter().map(|&event| send(event)));
+    let response = call(StreamGuardLayer::interactive(), RESPONSES, scripted(script))
+        .await
+        .unwrap_or_else(|e| panic!("cut while compacting: {e}"));
+    let d = drain(response).await;
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let sent = [&events[..3], &[events[3]; 9], &events[4..]].concat();
+    assert_eq!(d.bytes, sent.concat().as_bytes());
+    assert!(d.report.completed_task());
+    assert_eq!(
+        d.report.time_to_first_content,
+        Some(Duration::from_secs(90))
+    );
+    assert_eq!((d.report.content_events, d.report.keepalives), (1, 0));
+}
+
+/// After content, a second reasoning item with only keep-alives for 45 s
+/// (past the 30 s idle bound), then more text: the model at work between
+/// its answer's parts, not a stalled stream; delivered whole.
+#[tokio::test(start_paused = true)]
+async fn responses_reasoning_after_content_outlives_the_idle_bound() {
+    let events = long_reasoning_events();
+    let mut script: Vec<_> = events[..10].iter().map(|&event| send(event)).collect();
+    script.extend(every(15.0, events[10], 3));
+    script.extend(events[11..].iter().map(|&event| send(event)));
+    let response = call(StreamGuardLayer::interactive(), RESPONSES, scripted(script))
+        .await
+        .expect("content came first");
+    let d = drain(response).await;
+    assert!(d.error.is_none(), "cut while reasoning: {:?}", d.error);
+    let sent = [&events[..10], &[events[10]; 3], &events[11..]].concat();
+    assert_eq!(d.bytes, sent.concat().as_bytes());
+    assert!(d.report.completed_task());
+    assert_eq!(d.report.time_to_first_content, Some(Duration::ZERO));
+    // The keep-alive before any item is one; those inside are not.
+    assert_eq!((d.report.content_events, d.report.keepalives), (2, 1));
+}
+
+/// Keep-alives extend nothing outside a reasoning or compaction item:
+/// the response's head and then only keep-alives still fail at the
+/// first-content bound, `timeout`, as before. A reasoning item that falls
+/// silent is cut: at once, at the first-content bound; past it, at the
+/// idle bound after its last keep-alive. Once its item is done,
+/// keep-alives are keep-alives again: cut at the idle bound after the
+/// last one inside it.
+#[tokio::test(start_paused = true)]
+async fn responses_keepalives_outside_reasoning_fail_at_the_first_content_bound() {
+    let events = long_reasoning_events();
+    let mut outside = vec![send(events[0]), send(events[1])];
+    outside.extend(every(15.0, events[2], 8));
+    let head = || vec![send(events[0]), send(events[1]), send(events[3])];
+    let silent = head();
+    let mut stalled = head();
+    stalled.extend(every(15.0, events[4], 6));
+    let mut done = head();
+    done.extend(every(15.0, events[4], 6));
+    done.push(send(events[5]));
+    done.extend(every(15.0, events[2], 20));
+    for (name, mut script, cut_at, bound) in [
+        ("outside", outside, 60, "first_content"),
+        ("silent", silent, 60, "first_content"),
+        ("stalled", stalled, 120, "idle bound of 30s"),
+        ("done", done, 120, "idle bound of 30s"),
+    ] {
+        script.push(Step::Hang);
+        let failure =
+            failure_of(call(StreamGuardLayer::interactive(), RESPONSES, scripted(script)).await);
+        assert_eq!(failure.code(), Code::Timeout, "{name}");
+        assert_eq!(failure.action(), Action::Retry, "{name}");
+        assert_eq!(
+            failure.evidence().elapsed,
+            Some(Duration::from_secs(cut_at)),
+            "{name}"
+        );
+        assert!(failure.message().unwrap().contains(bound), "{name}");
+    }
+}
+
 #[tokio::test]
 async fn anthropic_refusal_before_content_is_policy() {
     let failure = failed(run(MESSAGES, fixture!("anthropic/refusal_before_content.sse")).await);

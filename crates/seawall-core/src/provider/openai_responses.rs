@@ -46,6 +46,18 @@ pub fn output_item(ty: &str) -> OutputItem {
     }
 }
 
+/// Whether an output item of type `ty` is the model at work that may
+/// show nothing but `keepalive` events while it lasts: `reasoning` (its
+/// summary is off by default, so a long reasoning run sends its item's
+/// start and then only keep-alives until the answer) and `compaction`
+/// (the conversation summarised, opaque). While such an item is open,
+/// its keep-alives are the model working, not a stream that merely
+/// stays open: cut at the first-content bound, it would be asked again
+/// and reason (and be billed) as long again.
+pub fn works_unseen(ty: &str) -> bool {
+    matches!(ty, "reasoning" | "compaction")
+}
+
 /// What a stream event is, by its `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamEvent {
@@ -67,11 +79,15 @@ pub enum StreamEvent {
     Failed,
     /// `error`: the provider's failure.
     Error,
-    /// `keepalive`.
+    /// `keepalive`: a keep-alive, but inside an open item that
+    /// [`works_unseen`] (reasoning, compaction) the model at work.
     KeepAlive,
     /// `response.reasoning_text.delta` / `.reasoning_summary_text.delta`:
     /// the model thinking before (or between) its answer's parts.
     ReasoningDelta,
+    /// `response.compaction.compacting`: new summary content sampled for
+    /// a compaction, the model at work before its answer.
+    Compacting,
     /// Any other `response.*` event: lifecycle, part boundaries, tool
     /// progress.
     Lifecycle,
@@ -96,6 +112,7 @@ pub fn stream_event(ty: &str) -> StreamEvent {
         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
             StreamEvent::ReasoningDelta
         }
+        "response.compaction.compacting" => StreamEvent::Compacting,
         ty if ty.starts_with("response.") => StreamEvent::Lifecycle,
         _ => StreamEvent::Unknown,
     }
@@ -471,7 +488,30 @@ pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
 
 #[cfg(test)]
 mod tests {
-    use super::last_sequence_number;
+    use super::{StreamEvent, last_sequence_number, stream_event, works_unseen};
+
+    /// A compaction's progress is its own event, the model at work; the
+    /// items whose keep-alives are the model at work are reasoning and
+    /// compaction only.
+    #[test]
+    fn compacting_and_the_items_that_work_unseen() {
+        assert_eq!(
+            stream_event("response.compaction.compacting"),
+            StreamEvent::Compacting
+        );
+        assert_eq!(stream_event("keepalive"), StreamEvent::KeepAlive);
+        for (ty, unseen) in [
+            ("reasoning", true),
+            ("compaction", true),
+            ("message", false),
+            ("mcp_list_tools", false),
+            ("additional_tools", false),
+            ("function_call", false),
+            ("", false),
+        ] {
+            assert_eq!(works_unseen(ty), unseen, "{ty}");
+        }
+    }
 
     #[test]
     fn the_last_sequence_number_is_read_as_a_key() {

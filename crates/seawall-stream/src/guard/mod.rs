@@ -66,15 +66,21 @@
 //!   and asked again, it would think — and be billed — as long again.
 //!   Past that bound it has the idle bound between its thoughts instead,
 //!   and failing it before content is still `timeout`, retryable. So is
-//!   Anthropic's server-side compaction, which sends its block's start
-//!   and then only pings until the whole summary comes in one delta: the
-//!   pings inside the compaction block (and only those) count as thinking,
-//!   not as keep-alives (the report's `keepalives` leaves them out), so a
-//!   compaction outlives the first-content bound while a ping comes within
-//!   each idle bound; what bounds it as a whole is a `max_duration` or the
-//!   per-attempt deadline outside. A role delta, `message_start` or a
-//!   block start alone extends nothing: a stream that sends its head and
-//!   then nothing (or only pings outside a compaction) still times out at
+//!   work the model does out of sight, with only keep-alives to show for
+//!   it: Anthropic's server-side compaction, which sends its block's
+//!   start and then only pings until the whole summary comes in one
+//!   delta; on the Responses API a reasoning run with its summary off
+//!   (the default) or a compaction, which sends its item's start and then
+//!   only `keepalive` events (a compaction, `response.compaction.compacting`
+//!   too, which is thinking wherever it comes). The pings and keep-alives
+//!   inside such a block or item (and only those) count as thinking, not
+//!   as keep-alives (the report's `keepalives` leaves them out), so the
+//!   work outlives the first-content bound, and, between the answer's
+//!   parts, the idle bound, while one comes within each idle bound; what
+//!   bounds it as a whole is a `max_duration` or the per-attempt deadline
+//!   outside. A role delta, `message_start` or a block or item start alone
+//!   extends nothing: a stream that sends its head and then nothing (or
+//!   only keep-alives outside such a block or item) still times out at
 //!   the first-content bound. The clock starts at the call; the guard takes charge
 //!   once the response says `text/event-stream`. Before the headers it
 //!   cannot tell a stream from a unary answer that may rightly take a

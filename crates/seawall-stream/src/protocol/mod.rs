@@ -63,13 +63,17 @@ pub enum Signal<'a> {
     /// Resets the idle timer.
     Progress,
     /// The model at work on its answer before showing it: thinking or
-    /// reasoning text, or a ping while Anthropic compacts the conversation
-    /// (its summary comes whole, after only pings). Progress too; and
+    /// reasoning text, a ping while Anthropic compacts the conversation
+    /// (its summary comes whole, after only pings), a compaction's
+    /// progress or a `keepalive` inside an open reasoning or compaction
+    /// item on the Responses API (a long reasoning run with its summary
+    /// off sends only keep-alives until the answer). Progress too; and
     /// before the first content, while it keeps coming within the idle
     /// bound, it keeps the first-content bound from cutting a model that
     /// is still thinking (see the guard).
     Thinking,
-    /// A keep-alive (a ping event, but one during a compaction; a comment;
+    /// A keep-alive (a ping or `keepalive` event, but one while the model
+    /// reasons or compacts out of sight ([`Signal::Thinking`]); a comment;
     /// a chunk that carries nothing: OpenAI's `{}` without choices, id or
     /// usage, a Gemini chunk without candidates, usage or prompt
     /// feedback): proves nothing, resets nothing, and does not meet the
@@ -149,10 +153,11 @@ pub struct Decoder {
     /// An Anthropic stream named one of its message events: from then on
     /// an unnamed event is passed over, as the SDK passes it over.
     named: bool,
-    /// An Anthropic stream is compacting the conversation: a compaction
-    /// block started and has not stopped. Its pings are the model at work
+    /// The model is at work out of sight: an Anthropic compaction block,
+    /// or a Responses API reasoning or compaction item, started and has
+    /// not ended. Its pings (`keepalive` events) are the model at work
     /// ([`Signal::Thinking`]), not keep-alives.
-    compacting: bool,
+    at_work: bool,
     /// The usage the stream reported so far (the last report wins: every
     /// provider sends cumulative counts), but Anthropic's.
     usage: Option<Usage>,
@@ -203,7 +208,7 @@ impl Decoder {
             ends_before: false,
             marker: false,
             named: false,
-            compacting: false,
+            at_work: false,
             usage: None,
             usage_parts: UsageFields::default(),
             shape: openai::Shape::default(),
@@ -287,6 +292,7 @@ impl Decoder {
         // asked first, since a decoder reads an object without its error
         // member as progress (`{"message":…,"code":500}`).
         if event.name == b"error" {
+            self.at_work = false;
             return self.error(event.data);
         }
         let mut signal = self.decode_data(event.name, event.data);
@@ -481,6 +487,7 @@ impl Decoder {
             Provider::OpenAiResponses => openai_responses::decode(
                 data,
                 &mut self.refused,
+                &mut self.at_work,
                 &mut self.usage,
                 self.content,
                 self.quota_wall,
@@ -489,7 +496,7 @@ impl Decoder {
                 name,
                 data,
                 &mut self.named,
-                &mut self.compacting,
+                &mut self.at_work,
                 &mut self.usage_parts,
                 self.quota_wall,
             ),

@@ -7,7 +7,10 @@
 //! text (`response.output_text.delta`), a refusal (`response.refusal.delta`,
 //! which makes the whole answer a refusal) or a tool call's arguments
 //! (`response.function_call_arguments.delta`); everything else is the
-//! response's lifecycle and counts as progress. The terminal event's
+//! response's lifecycle and counts as progress, but the model at work
+//! before its answer (reasoning text, a compaction's progress, and a
+//! `keepalive` inside an open reasoning or compaction item: see
+//! [`keepalive`]), which is thinking. The terminal event's
 //! response says how it ended (its `status` over the event's name: vLLM
 //! ends every stream with `response.completed`), and, when no content
 //! came before it, holds the answer itself (a proxy's stream made from a
@@ -17,7 +20,7 @@
 
 use seawall_core::provider::openai_responses::{
     OutputItem, StreamEvent, answer_in_event, declared_failure, error_event, incomplete_kind,
-    output_item, stream_event,
+    output_item, stream_event, works_unseen,
 };
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
@@ -73,10 +76,31 @@ seawall_core::later_wins! {
     }
 }
 
-/// `content_seen`: a content event came before this one.
+/// A `keepalive`: a keep-alive, but while an item that works unseen is
+/// open (`at_work`: a `reasoning` or `compaction` item was added and is
+/// not done), the model at work. With its summary off (the default), a
+/// long reasoning run sends its item's start and then only keep-alives
+/// until the answer, as a compaction may: cut at the first-content bound
+/// (or, between the answer's parts, at the idle bound), the retry would
+/// reason and be billed as long again. Read as thinking, they keep that
+/// bound off while they keep coming within the idle bound; an item that
+/// falls silent is still cut.
+fn keepalive(at_work: bool) -> Signal<'static> {
+    if at_work {
+        Signal::Thinking
+    } else {
+        Signal::KeepAlive
+    }
+}
+
+/// `content_seen`: a content event came before this one. `at_work`: an
+/// item that works unseen is open (see [`keepalive`]); set at its
+/// `response.output_item.added`, cleared at the next item's start or end,
+/// at the terminal event and at an `error`.
 pub(super) fn decode<'a>(
     data: &'a [u8],
     refused: &mut bool,
+    at_work: &mut bool,
     usage: &mut Option<Usage>,
     content_seen: bool,
     quota_wall: QuotaWall,
@@ -94,6 +118,24 @@ pub(super) fn decode<'a>(
         *usage = Some(found);
     }
     let mut kind = stream_event(&event.ty.0);
+    match kind {
+        // Items stream one after another (each one's `.done` before the
+        // next one's `.added`): any item's start or end ends the one
+        // that works unseen, and only such an item's start opens one.
+        StreamEvent::Item => {
+            *at_work = event.ty.0 == "response.output_item.added"
+                && event
+                    .item
+                    .as_ref()
+                    .and_then(|item| item.ty.as_ref())
+                    .is_some_and(|ty| works_unseen(&ty.0));
+        }
+        StreamEvent::Completed
+        | StreamEvent::Incomplete
+        | StreamEvent::Failed
+        | StreamEvent::Error => *at_work = false,
+        _ => {}
+    }
     // A terminal event's response says how it ended, as the unary check
     // reads the same response: `incomplete` is cut, `failed` failed; a
     // live stream's `cancelled` is an engine's abort (the unary check's is
@@ -191,7 +233,9 @@ pub(super) fn decode<'a>(
         // Read again, by core's reader of OpenAI's error object: the event
         // comes flat or nested, and ends the stream, so once.
         StreamEvent::Error => Signal::Error(error_event(data, quota_wall)),
-        StreamEvent::KeepAlive => Signal::KeepAlive,
+        StreamEvent::KeepAlive => keepalive(*at_work),
+        // New summary content sampled: the model at work.
+        StreamEvent::Compacting => Signal::Thinking,
         StreamEvent::ReasoningDelta => {
             match event.delta.and_then(|d| d.0).and_then(Text::non_empty) {
                 Some(_) => Signal::Thinking,
@@ -389,13 +433,113 @@ mod tests {
         }
     }
 
+    /// A `keepalive` is the model at work while a reasoning or compaction
+    /// item is open, from its start to its end (or the next item's start,
+    /// the terminal event, an `error`), and a keep-alive anywhere else; a
+    /// compaction's progress is the model at work.
+    #[test]
+    fn a_keepalive_inside_reasoning_or_compaction_is_the_model_at_work() {
+        let mut decoder =
+            super::super::Decoder::new(seawall_core::provider::Provider::OpenAiResponses);
+        let mut decode = |name: &str, data: &str| {
+            let item = crate::sse::Item::Event(crate::sse::Event {
+                name: name.as_bytes(),
+                data: data.as_bytes(),
+                start: 0,
+                end: data.len(),
+            });
+            match decoder.decode(item) {
+                Signal::Thinking => "thinking",
+                Signal::KeepAlive => "keepalive",
+                Signal::Progress => "progress",
+                Signal::Content { .. } => "content",
+                Signal::Finish(_) => "finish",
+                Signal::Error(_) => "error",
+                _ => "other",
+            }
+        };
+        let keepalive = r#"{"type":"keepalive","sequence_number":9}"#;
+        let added = |ty: &str| {
+            format!(
+                r#"{{"type":"response.output_item.added","output_index":0,"item":{{"id":"i","type":"{ty}"}}}}"#
+            )
+        };
+        let done = |ty: &str| {
+            format!(
+                r#"{{"type":"response.output_item.done","output_index":0,"item":{{"id":"i","type":"{ty}"}}}}"#
+            )
+        };
+        let item = "response.output_item.added";
+        let item_done = "response.output_item.done";
+        let compacting = r#"{"type":"response.compaction.compacting","sequence_number":3,"output_index":0,"item_id":"cmp_1"}"#;
+        let steps: Vec<(&str, String, &str)> = vec![
+            ("keepalive", keepalive.into(), "keepalive"),
+            (item, added("reasoning"), "progress"),
+            ("keepalive", keepalive.into(), "thinking"),
+            // Unnamed, as a compatible server may send it: read by type.
+            ("", keepalive.into(), "thinking"),
+            (item_done, done("reasoning"), "progress"),
+            ("keepalive", keepalive.into(), "keepalive"),
+            (item, added("compaction"), "progress"),
+            (
+                "response.compaction.compacting",
+                compacting.into(),
+                "thinking",
+            ),
+            ("keepalive", keepalive.into(), "thinking"),
+            // The next item's start ends it, done or not.
+            (item, added("message"), "progress"),
+            ("keepalive", keepalive.into(), "keepalive"),
+            (item, added("mcp_list_tools"), "progress"),
+            ("keepalive", keepalive.into(), "keepalive"),
+            (item, added("reasoning"), "progress"),
+            (item, added("function_call"), "content"),
+            ("keepalive", keepalive.into(), "keepalive"),
+            // Outside any item, a compaction's progress is still work.
+            (
+                "response.compaction.compacting",
+                compacting.into(),
+                "thinking",
+            ),
+            (item, added("reasoning"), "progress"),
+            (
+                "response.completed",
+                r#"{"type":"response.completed","response":{"status":"completed"}}"#.into(),
+                "finish",
+            ),
+            ("keepalive", keepalive.into(), "keepalive"),
+            (item, added("reasoning"), "progress"),
+            (
+                "error",
+                r#"{"type":"error","code":"server_error","message":"boom"}"#.into(),
+                "error",
+            ),
+            ("keepalive", keepalive.into(), "keepalive"),
+            (item, added("reasoning"), "progress"),
+            (
+                "",
+                r#"{"type":"error","code":"server_error","message":"boom"}"#.into(),
+                "error",
+            ),
+            ("keepalive", keepalive.into(), "keepalive"),
+        ];
+        for (at, (name, data, expected)) in steps.iter().enumerate() {
+            assert_eq!(decode(name, data), *expected, "step {at}: {data}");
+        }
+    }
+
     /// The nested rate limit keeps its hint, as a chat error body's does.
     #[test]
     fn a_nested_error_event_keeps_its_hint() {
         let data = br#"{"type":"error","error":{"type":"tokens","code":"rate_limit_exceeded","message":"Rate limit reached for gpt-4o on tokens per min (TPM). Please try again in 6.57s.","param":null},"sequence_number":2}"#;
-        let Signal::Error(failure) =
-            decode(data, &mut false, &mut None, false, QuotaWall::default())
-        else {
+        let Signal::Error(failure) = decode(
+            data,
+            &mut false,
+            &mut false,
+            &mut None,
+            false,
+            QuotaWall::default(),
+        ) else {
             panic!("not an error");
         };
         assert_eq!(
@@ -410,12 +554,26 @@ mod tests {
         let mut refused = false;
         let delta = br#"{"type":"response.refusal.delta","delta":"I can't","sequence_number":5}"#;
         assert!(matches!(
-            decode(delta, &mut refused, &mut None, false, QuotaWall::default()),
+            decode(
+                delta,
+                &mut refused,
+                &mut false,
+                &mut None,
+                false,
+                QuotaWall::default()
+            ),
             Signal::Progress
         ));
         assert!(refused);
         let done = br#"{"type":"response.completed","response":{"status":"completed"}}"#;
-        match decode(done, &mut refused, &mut None, false, QuotaWall::default()) {
+        match decode(
+            done,
+            &mut refused,
+            &mut false,
+            &mut None,
+            false,
+            QuotaWall::default(),
+        ) {
             Signal::Finish(reason) => assert_eq!(reason.kind, FinishKind::Refused),
             _ => panic!("not a finish"),
         }
@@ -430,6 +588,7 @@ mod tests {
         match decode(
             incomplete,
             &mut refused,
+            &mut false,
             &mut None,
             false,
             QuotaWall::default(),
@@ -444,6 +603,7 @@ mod tests {
         match decode(
             incomplete,
             &mut plain,
+            &mut false,
             &mut None,
             false,
             QuotaWall::default(),
