@@ -1,7 +1,9 @@
 //! seawall's spans exported as OpenTelemetry client spans: the operation
-//! ("chat gpt-x") and one child per attempt, with the GenAI attributes,
-//! printed by the OpenTelemetry stdout exporter. The provider is a local
-//! seawall-chaos server that fails the first attempt.
+//! and one child per attempt, all three named "chat gpt-x" (the model read
+//! from the request body, in memory, before the spans start), with the
+//! GenAI attributes, printed by the OpenTelemetry stdout exporter. The
+//! provider is a local seawall-chaos server that fails the first attempt
+//! (`provider_unavailable` on its span), then answers.
 //!
 //! ```text
 //! cargo run --example otel

@@ -118,11 +118,26 @@ pub(crate) struct Ladder<S, B> {
     span: tracing::Span,
     /// The attempt in flight's span.
     attempt_span: tracing::Span,
+    /// The operation's span carries the model (in its name and
+    /// `gen_ai.request.model`): it was known as the span was made, or has
+    /// been recorded since.
+    operation_named: bool,
+    /// The same, of the attempt in flight's span.
+    attempt_named: bool,
     /// What the request asked for: provider and model for the spans.
     facts: Option<RequestFacts>,
     /// When the operation started, for its duration metric.
     #[cfg(feature = "metrics")]
     started: Instant,
+}
+
+/// What the request asked for, as the ladder starts.
+pub(crate) struct Asked<F> {
+    /// What the head says, and the body once it is read.
+    pub(crate) facts: Option<RequestFacts>,
+    /// Reads what of the body is already at hand into the recording,
+    /// which fills `facts` from it when it is whole.
+    pub(crate) read_ahead: F,
 }
 
 enum Next {
@@ -291,12 +306,30 @@ impl<S, B> Ladder<S, B> {
         deadline: Option<Deadline>,
         other_routes: bool,
         bills: bool,
-        facts: Option<RequestFacts>,
+        asked: Asked<impl FnOnce()>,
         // When the operation started: the first attempt's start.
         now: &mut Now,
     ) -> Self {
+        let Asked { facts, read_ahead } = asked;
         let span = operation_span(&route, facts.as_ref());
+        let mut operation_named = facts.as_ref().is_some_and(|f| f.model().is_some());
+        // An OpenTelemetry span's name is taken as it starts, and the
+        // operation's starts as its first attempt's span is made below:
+        // a model only the body names is read now, when the body is at
+        // hand (in memory), not once it was sent. Only when a subscriber
+        // records the span: else the body is read as it is sent, as ever.
+        if !operation_named
+            && !span.is_disabled()
+            && let Some(facts) = &facts
+        {
+            read_ahead();
+            if let Some(model) = facts.model() {
+                name_span(&span, operation_name(facts), model);
+                operation_named = true;
+            }
+        }
         let attempt_span = attempt_span(&span, &route, facts.as_ref(), 1, Duration::ZERO);
+        let attempt_named = facts.as_ref().is_some_and(|f| f.model().is_some());
         Ladder {
             shared,
             // Given after the first call (`retries_with`).
@@ -322,6 +355,8 @@ impl<S, B> Ladder<S, B> {
             receipt: Receipt::default(),
             span,
             attempt_span,
+            operation_named,
+            attempt_named,
             facts,
             #[cfg(feature = "metrics")]
             started: now.get(),
@@ -837,6 +872,7 @@ impl<S, B> Ladder<S, B> {
             self.attempt,
             self.slept,
         );
+        self.attempt_named = self.facts.as_ref().is_some_and(|f| f.model().is_some());
         let again = self.again.as_mut().expect("checked above");
         let mut request = again.template.request(body);
         previous_attempts(&mut request, self.attempt - 1);
@@ -1064,35 +1100,46 @@ impl<S, B> Ladder<S, B> {
 }
 
 impl<S, B> Ladder<S, B> {
-    /// The model is known once the request body was sent: recorded on the
-    /// operation's span when an attempt ends, and on each attempt's, with
-    /// its OpenTelemetry name (the first may end before its body was sent:
-    /// a refused connection, a cooling route). The operation's name stays
-    /// as it started: its first attempt, its child, started it.
-    fn record_model(&self) {
+    /// The model only the body names, read as it was sent (a body not at
+    /// hand when the operation started: an upload still streaming, one
+    /// larger than the recording), is recorded on each span that does not
+    /// carry it yet when an attempt ends (the first may end before its
+    /// body was sent: a refused connection, a cooling route), once each.
+    fn record_model(&mut self) {
+        if self.operation_named && self.attempt_named {
+            return;
+        }
         // Nothing to record into: the model is not even scanned.
         if self.span.is_disabled() && self.attempt_span.is_disabled() {
             return;
         }
         let Some(facts) = &self.facts else { return };
-        if facts.head_model().is_none()
-            && let Some(model) = facts.model()
-        {
-            let field = span::model_field(model);
-            self.span.record("gen_ai.request.model", &*field);
-            // The attempt's span is named by its model too: taken by an
-            // OpenTelemetry layer while the span has not started (nothing
-            // ran inside it that asked for its context).
-            self.attempt_span.record("gen_ai.request.model", &*field);
-            let operation = operation_name(facts);
-            let name = SpanName {
-                operation,
-                model: Some(model),
-            };
-            self.attempt_span
-                .record("otel.name", tracing::field::display(name));
+        let Some(model) = facts.model() else { return };
+        let operation = operation_name(facts);
+        if !self.operation_named {
+            name_span(&self.span, operation, model);
         }
+        if !self.attempt_named {
+            name_span(&self.attempt_span, operation, model);
+        }
+        (self.operation_named, self.attempt_named) = (true, true);
     }
+}
+
+/// Records `model` on `span`, and its OpenTelemetry name
+/// `"{operation} {model}"`: taken by an OpenTelemetry layer while the span
+/// has not started (nothing entered it or asked for its context, no child
+/// was made); a started one is renamed through its OpenTelemetry context
+/// with the `traceparent` feature, and keeps its first name without it.
+fn name_span(span: &tracing::Span, operation: &str, model: &str) {
+    let name = SpanName {
+        operation,
+        model: Some(model),
+    };
+    span.record("gen_ai.request.model", &*span::model_field(model));
+    span.record("otel.name", tracing::field::display(name));
+    #[cfg(feature = "traceparent")]
+    crate::traceparent::rename(span, name);
 }
 
 /// Set once a response proved no classifier is below: said once per
@@ -1125,13 +1172,14 @@ fn operation_name(facts: &RequestFacts) -> &'static str {
 
 /// One span per operation, client kind, with OpenTelemetry's GenAI
 /// attribute names (see the crate docs' table). An OpenTelemetry span's
-/// name is fixed when it starts: it is `"{operation} {model}"` when the
-/// model is known then (Gemini's path, `RequestFacts::with_model`), else
-/// `"{operation}"`, and `gen_ai.request.model` is recorded once the body
-/// naming it was sent.
+/// name is taken when it starts: it is `"{operation} {model}"` when the
+/// model is known as it is made (Gemini's path,
+/// `RequestFacts::with_model`, a body already sent), else `"{operation}"`,
+/// with the model recorded before it starts when the body is at hand
+/// (`Ladder::new`), or once the body naming it was sent (`name_span`).
 fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Span {
     let operation = facts.map_or("request", operation_name);
-    let model = facts.and_then(RequestFacts::head_model);
+    let model = facts.and_then(RequestFacts::model);
     // The fields' values are only worked out when a subscriber records
     // the span: the address split and the provider's name are in them.
     tracing::info_span!(

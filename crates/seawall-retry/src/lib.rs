@@ -81,16 +81,44 @@
 //!
 //! | span | field | value |
 //! |---|---|---|
-//! | both | `otel.name` | `"chat gpt-4o"` when the model is known as the span starts (a path that names it: Gemini's, Claude's on Vertex AI, an Azure OpenAI deployment; `RequestFacts::with_model`; a retry's attempt, its body sent before), else `"chat"` (`generate_content` for Gemini) |
-//! | `attempt` | `otel.name` | recorded as `"chat gpt-4o"` once the body was sent: an OpenTelemetry span's name is fixed when it starts (for an exporter, when something first asked for its context: a child span, the `traceparent` feature), and an attempt's has not by then. The operation's started with its first attempt, its child: it keeps its first name |
+//! | both | `otel.name` | `"chat gpt-4o"` (`generate_content` for Gemini): see below |
 //! | both | `otel.kind` | `client` |
-//! | both | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts); the model the path names, else the body's once sent |
+//! | both | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model` | from [`RequestFacts`](seawall_core::RequestFacts); the model the path names, else the body's, read ahead or once sent (below) |
 //! | both | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | a checked unary answer's; a stream's when its body ends (below); the usage of a billed answer that failed (refused, filtered, empty) too. On the operation's span the ladder records the operation's usage, the sum over its billed attempts so far ([`Receipt::usage`](seawall_core::Receipt::usage)), and each attempt's span its own; a streamed answer's usage is recorded when its body ends, its own on the attempt's span and, with the earlier billed attempts' added, on the operation's |
 //! | both | `gen_ai.provider.name` | by the wire and the route's host ([`Provider::genai_name`](seawall_core::provider::Provider::genai_name)): `openai`, `anthropic`, `gcp.gemini`, `gcp.vertex_ai`, `azure.ai.openai`, … |
 //! | both | `server.address`, `server.port` | the route's host and port (a route named `host:port`), else its name and no port |
 //! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR`; an operation its caller dropped says `cancelled` (on the attempt in flight too) with no error status |
 //! | `operation` | `seawall.attempts`, `seawall.stop_reason` | the [`StopReason`](seawall_core::StopReason)'s name, `succeeded` on success; none for an operation its caller dropped (its `error.type` says `cancelled`) |
 //! | `attempt` | `seawall.attempt`, `seawall.delay_ms`, `seawall.action`, `seawall.retry_after_ms` | |
+//!
+//! An OpenTelemetry span's name is taken as it starts, and
+//! `tracing-opentelemetry` starts a span when it is first entered, a child
+//! is made, or its context is asked for (the `traceparent` feature): the
+//! operation's span starts as its first attempt's is made, the attempt's
+//! as the first call runs inside it, both before the request's body is
+//! sent. So the model is learned before:
+//!
+//! - from the head, when the path names it (Gemini's, Claude's on Vertex
+//!   AI, an Azure OpenAI deployment) or `RequestFacts::with_model` did;
+//! - else, when a subscriber records the spans, from a body at hand: one
+//!   recorded for replay whose rest is known by its size to fit in
+//!   `max_replay_bytes` is read ahead into the recording, as far as it is
+//!   ready without waiting (a body in memory, `Full` or `String`, whole),
+//!   and the operation's and first attempt's spans start named
+//!   `"chat gpt-4o"`. Nothing is read ahead when no subscriber records
+//!   them. A body that fails as it is read ahead fails the first attempt
+//!   with [`RequestBodyFailed`](seawall_core::recording::RequestBodyFailed),
+//!   as a replay of a failed body does.
+//!
+//! A model the body names that was not at hand (an upload still
+//! streaming, one of unknown or too large a size) is recorded as
+//! `gen_ai.request.model` and `otel.name` on both spans when an attempt
+//! that sent it ends, after they started: with the `traceparent` feature the
+//! started OpenTelemetry spans are renamed `"chat gpt-4o"` through their
+//! context; without it they are exported as `"chat"`, the model in their
+//! `gen_ai.request.model` alone. A retry's span is named from its start.
+//! A single attempt (`max_attempts` 1) records no body: its spans name the
+//! model only from the head.
 //!
 //! A streamed answer's finish, usage and an interruption after content
 //! come after the headers: each attempt's request carries its spans

@@ -1,6 +1,7 @@
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use http::{HeaderValue, Request, Response};
 use http_body::Body;
@@ -12,7 +13,7 @@ use seawall_core::{
 use tower_service::Service;
 
 use crate::budget::Now;
-use crate::future::{Again, Ladder, ResponseFuture};
+use crate::future::{Again, Asked, Ladder, ResponseFuture};
 use crate::layer::Shared;
 use crate::template::{OuterLadder, Template};
 
@@ -35,7 +36,10 @@ impl<S, B, ResB> Service<Request<B>> for RetryBudget<S>
 where
     S: Service<Request<ReplayBody<B>>, Response = Response<ResB>> + Clone,
     S::Error: Into<BoxError>,
-    B: Body,
+    // What a body must be to be sent from a recording
+    // (`ReplayBody`'s `Body`): read ahead here for the spans.
+    B: Body + Unpin,
+    B::Error: Into<BoxError>,
 {
     type Response = Response<ResB>;
     type Error = BoxError;
@@ -134,7 +138,10 @@ where
             deadline,
             other_routes,
             bills,
-            facts,
+            Asked {
+                facts,
+                read_ahead: || read_ahead(first.body()),
+            },
             &mut now,
         );
         if let Some(grant) = paid {
@@ -162,6 +169,41 @@ where
             }
         }));
         ResponseFuture::ladder(future, ladder)
+    }
+}
+
+/// The most frames of a body at hand read ahead (see [`read_ahead`]): a
+/// body the recording holds whole is bounded by its bytes, not its frames.
+const READ_AHEAD_FRAMES: usize = 64;
+
+/// Reads into the recording what of `body` is already at hand, without
+/// waiting: a body in memory (`Full`, `String`, an SDK's JSON) is read
+/// whole, and the recording fills the request's facts from it before any
+/// attempt is sent, so the spans are named by the model the body names
+/// as they start. Only a body whose rest is known by its size to fit in
+/// the recording ([`ReplayBody::rest_fits_recording`]): every byte read
+/// is sent by the first attempt from the recording. A body not recorded
+/// (a single attempt), still streaming (it answers `Pending`), or too
+/// large is left as it is, read as it is sent.
+fn read_ahead<B>(body: &ReplayBody<B>)
+where
+    B: Body + Unpin,
+    B::Error: Into<BoxError>,
+{
+    if !body.rest_fits_recording() {
+        return;
+    }
+    let Some(mut reader) = body.replay() else {
+        return;
+    };
+    // Nothing waits on it: a body that is not ready is polled again, with
+    // the sender's waker, when the attempt sends it.
+    let mut cx = Context::from_waker(Waker::noop());
+    for _ in 0..READ_AHEAD_FRAMES {
+        match Pin::new(&mut reader).poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(_))) => {}
+            _ => return,
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
 use opentelemetry::trace::TraceContextExt;
+use seawall_core::span::SpanName;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 static TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
@@ -35,5 +36,18 @@ pub(crate) fn inject(span: &tracing::Span, headers: &mut HeaderMap) {
         && let Ok(value) = HeaderValue::try_from(state)
     {
         headers.insert(TRACESTATE.clone(), value);
+    }
+}
+
+/// Renames `span`'s OpenTelemetry span to `name`, once it has started: a
+/// `tracing-opentelemetry` layer takes `otel.name` only until the span
+/// starts (it is entered, a child is made, its context is asked for).
+/// Nothing when no such layer records the span: its context has no valid
+/// span, and the name is not even formatted.
+pub(crate) fn rename(span: &tracing::Span, name: SpanName<'_>) {
+    let context = span.context();
+    let otel = context.span();
+    if otel.span_context().is_valid() {
+        otel.update_name(name.to_string());
     }
 }
