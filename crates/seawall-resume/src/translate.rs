@@ -351,15 +351,24 @@ fn responses_finish(
         object.insert("incomplete_details".into(), details);
         object.insert("output".into(), json!([item]));
         if let Some(usage) = usage {
-            object.insert(
-                "usage".into(),
-                json!({"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                    "total_tokens": total(usage)}),
-            );
+            object.insert("usage".into(), responses_usage(usage));
         }
     }
     events.push(responses.event(terminal, json!({"response": response})));
     Some((events, reason))
+}
+
+/// The Responses API's usage object for `usage`, with the two detail
+/// objects OpenAI always sends: typed readers require them (async-openai's
+/// `ResponseUsage` fails the caller's stream at its very end without).
+/// Another format's cached and reasoning counts are not carried over:
+/// they are said as 0.
+fn responses_usage(usage: Usage) -> Value {
+    json!({"input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": total(usage)})
 }
 
 /// The total a format's usage says beside its two counts: the server's
@@ -509,6 +518,62 @@ mod tests {
                 .collect();
             if provider != Provider::Anthropic {
                 assert!(said.contains(&u64::MAX.to_string()), "{provider:?}: {said}");
+            }
+        }
+    }
+
+    /// Every event said to a Responses API caller, for each finish it can
+    /// be told, reads as async-openai's typed stream event: the terminal
+    /// response's usage with both its detail objects.
+    #[test]
+    fn every_responses_event_reads_as_async_openais() {
+        use async_openai::types::responses::ResponseStreamEvent;
+
+        let lifecycle = Bytes::from_static(b"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"in_progress\",\"error\":null,\"incomplete_details\":null,\"model\":\"gpt-x\",\"output\":[],\"usage\":null},\"sequence_number\":0}\n\n");
+        let usage = Usage {
+            input_tokens: 5,
+            output_tokens: 3,
+        };
+        for kind in [
+            FinishKind::Complete,
+            FinishKind::Truncated,
+            FinishKind::Filtered,
+        ] {
+            for usage in [Some(usage), None] {
+                let fix = responses_fix();
+                let mut speaker = Speaker::new(
+                    Provider::OpenAiResponses,
+                    None,
+                    None,
+                    Some(&fix),
+                    Some(&lifecycle),
+                )
+                .unwrap();
+                let mut events = vec![speaker.text(" w5", 0)];
+                events.extend(speaker.finish(kind, usage, "w1 w5").unwrap().0);
+                let mut read = Vec::new();
+                for event in &events {
+                    let (_, data) = parse_event(event).unwrap();
+                    let typed = serde_json::from_value::<ResponseStreamEvent>(data);
+                    read.push(typed.unwrap_or_else(|e| panic!("{kind:?} {usage:?}: {e}")));
+                }
+                let (ResponseStreamEvent::ResponseCompleted(
+                    async_openai::types::responses::ResponseCompletedEvent { response, .. },
+                )
+                | ResponseStreamEvent::ResponseIncomplete(
+                    async_openai::types::responses::ResponseIncompleteEvent { response, .. },
+                )) = read.last().unwrap()
+                else {
+                    panic!("{kind:?}: {read:?}");
+                };
+                assert_eq!(
+                    response
+                        .usage
+                        .as_ref()
+                        .map(|u| (u.input_tokens, u.output_tokens)),
+                    usage.map(|_| (5, 3)),
+                    "{kind:?}"
+                );
             }
         }
     }

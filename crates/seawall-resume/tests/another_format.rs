@@ -13,6 +13,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use async_openai::types::responses::ResponseStreamEvent;
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::combinators::UnsyncBoxBody;
@@ -171,6 +172,9 @@ struct Read {
     sequence: Vec<u64>,
     items: std::collections::BTreeSet<String>,
     whole: Option<String>,
+    /// Responses API: every event as async-openai's typed reader reads it,
+    /// or why it could not.
+    typed: Vec<Result<ResponseStreamEvent, String>>,
     resumed: Option<Resumed>,
 }
 
@@ -263,6 +267,11 @@ async fn run_with_template(
                                     Provider::OpenAiResponses => !responses,
                                     _ => kind.is_some(),
                                 };
+                                if caller == Provider::OpenAiResponses {
+                                    let typed = serde_json::from_slice(event.data)
+                                        .map_err(|e| format!("{kind:?}: {e}"));
+                                    read.typed.push(typed);
+                                }
                                 if let Some(seq) = json["sequence_number"].as_u64() {
                                     read.sequence.push(seq);
                                 }
@@ -413,6 +422,38 @@ async fn a_continuation_answered_in_another_format_reads_as_the_callers_one_answ
             }
             _ => {}
         }
+    }
+}
+
+/// A Responses API caller reading the stream into async-openai's typed
+/// events reads every one of them, the translated end (its usage whole,
+/// with both detail objects) included.
+#[tokio::test]
+async fn a_translated_responses_stream_reads_as_async_openais_events() {
+    for other in [Provider::Anthropic, Provider::OpenAi, Provider::Gemini] {
+        let caller = Provider::OpenAiResponses;
+        let id = format!("typed-{}", other.as_str());
+        let (read, _primary, _backup) = run(
+            (caller, &["reset_after;tokens=400;total=600"]),
+            (other, &["ok;tokens=600"]),
+            &id,
+            true,
+        )
+        .await;
+        let pair = format!("{} → {}", caller.as_str(), other.as_str());
+        assert!(read.error.is_none(), "{pair}: {:?}", read.error);
+        assert_eq!(read.text, answer_text(600), "{pair}");
+        assert_eq!(read.resumed.unwrap().report().resumed(), 1, "{pair}");
+        let failed: Vec<&String> = read.typed.iter().filter_map(|e| e.as_ref().err()).collect();
+        assert!(failed.is_empty(), "{pair}: {failed:#?}");
+        let Some(Ok(ResponseStreamEvent::ResponseCompleted(end))) = read.typed.last() else {
+            panic!("{pair}: no typed terminal event: {:?}", read.typed.last());
+        };
+        let usage = end.response.usage.as_ref();
+        assert!(
+            usage.is_some_and(|u| u.output_tokens > 0),
+            "{pair}: the continuation's usage is said: {usage:?}"
+        );
     }
 }
 
