@@ -47,8 +47,9 @@ fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
     assert_eq!(operations.len(), 1, "{spans:#?}");
     let (op_id, op) = operations[0];
     let field = |s: &Captured, name: &str| s.fields.get(name).cloned().unwrap_or_default();
-    // The model is in the body: known after the span started.
-    assert_eq!(field(op, "otel.name"), "chat");
+    // The model is in the body, read ahead (in memory) before the span
+    // started.
+    assert_eq!(field(op, "otel.name"), "chat gpt-x");
     assert_eq!(field(op, "gen_ai.operation.name"), "chat");
     assert_eq!(field(op, "gen_ai.provider.name"), "openai");
     assert_eq!(field(op, "gen_ai.request.model"), "gpt-x");
