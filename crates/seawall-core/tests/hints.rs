@@ -1,0 +1,105 @@
+//! Retry hints read where providers and the proxies before them write
+//! them: a wait said only in the message, a per-day quota's reset, an
+//! HTTP-date against the answer's own clock, Azure's header, and a
+//! `Retry-After` folded or sent twice.
+
+use std::time::{Duration, SystemTime};
+
+use seawall_core::hint::{RetryHint, parse_text_hint};
+use seawall_core::provider::{
+    ErrorContext, Provider, QuotaWall, StatusDetails, classify_error, classify_grpc_details,
+};
+use seawall_core::{Class, Code};
+
+/// 2025-08-24T01:46:40Z.
+fn now() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_756_000_000)
+}
+
+fn cx(status: Option<u16>) -> ErrorContext {
+    ErrorContext {
+        status,
+        hint: RetryHint::default(),
+        quota_wall: QuotaWall::default(),
+        now: now(),
+    }
+}
+
+/// Gemini's wait as its 429 writes it (`gemini/429_limit_zero.http`).
+const GEMINI_DELAY: Duration = Duration::new(38, 962_214_405);
+
+/// Gemini writes its wait as "Please retry in 38.962214405s.": read as
+/// the other providers' "try again in"; words that are no wait are none.
+#[test]
+fn gemini_writes_its_wait_as_retry_in() {
+    let fixture = include_str!("fixtures/real/gemini/429_limit_zero.http");
+    let message = fixture
+        .lines()
+        .find(|line| line.contains("\"message\""))
+        .expect("the fixture's message");
+    assert_eq!(parse_text_hint(message), Some(GEMINI_DELAY));
+    assert_eq!(
+        parse_text_hint("Please retry in 38.962214405s."),
+        Some(GEMINI_DELAY)
+    );
+    assert_eq!(
+        parse_text_hint("Retry in 2 minutes."),
+        Some(Duration::from_secs(120))
+    );
+    for nothing in [
+        "Please retry in a moment.",
+        "retry in 5 parsecs",
+        "retry in",
+        "retry in s",
+    ] {
+        assert_eq!(parse_text_hint(nothing), None, "{nothing}");
+    }
+}
+
+/// A proxy that flattens Gemini's error into OpenAI's shape, or Gemini's
+/// own shape without its `RetryInfo`, leaves the message the only place
+/// the wait is said: read there, the 429 waits out Gemini's window
+/// rather than spending short backoffs inside it.
+#[test]
+fn a_gemini_429_without_retry_info_keeps_its_wait() {
+    let flattened = br#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10, model: gemini-2.5-flash\nPlease retry in 38.962214405s.","type":null,"param":null,"code":"429"}}"#;
+    let bare = br#"{"error":{"code":429,"message":"You exceeded your current quota.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10, model: gemini-2.5-flash\nPlease retry in 38.962214405s.","status":"RESOURCE_EXHAUSTED"}}"#;
+    for (provider, body) in [
+        (Provider::OpenAi, &flattened[..]),
+        (Provider::Gemini, &flattened[..]),
+        (Provider::Gemini, &bare[..]),
+        (Provider::OpenAi, &bare[..]),
+    ] {
+        let f = classify_error(provider, body, cx(Some(429)));
+        assert_eq!(
+            (f.class(), f.code(), f.retry_after()),
+            (Class::Transient, Code::RateLimited, Some(GEMINI_DELAY)),
+            "{provider}"
+        );
+    }
+}
+
+/// A gRPC RESOURCE_EXHAUSTED with `grpc-message` but no
+/// `grpc-status-details-bin`: the message's wait is the hint. `RetryInfo`
+/// still wins where it is sent, and a status that is no rate limit reads
+/// no wait from its words.
+#[test]
+fn a_grpc_rate_limit_without_retry_info_reads_its_message() {
+    let message = "Quota exceeded for quota metric 'Generate Content API requests per minute'. Please retry in 38.962214405s.";
+    let f = classify_grpc_details(8, Some(message), StatusDetails::default(), cx(Some(200)));
+    assert_eq!(
+        (f.class(), f.code(), f.retry_after()),
+        (Class::Transient, Code::RateLimited, Some(GEMINI_DELAY))
+    );
+    let told = StatusDetails {
+        retry_delay: Some(Duration::from_secs(26)),
+        ..StatusDetails::default()
+    };
+    let f = classify_grpc_details(8, Some(message), told, cx(Some(200)));
+    assert_eq!(f.retry_after(), Some(Duration::from_secs(26)));
+    let f = classify_grpc_details(14, Some(message), StatusDetails::default(), cx(Some(200)));
+    assert_eq!(
+        (f.code(), f.retry_after()),
+        (Code::ProviderUnavailable, None)
+    );
+}
