@@ -301,6 +301,28 @@ pub fn parse_text_reset(message: &str) -> Option<SystemTime> {
     SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
 
+/// The next midnight Pacific time after `now`, when Gemini's per-day
+/// quotas reset ("Requests per day (RPD) quotas reset at midnight Pacific
+/// time", ai.google.dev/gemini-api/docs/rate-limits). With no time-zone
+/// database here, Pacific time is taken as UTC−8 all year: midnight PST,
+/// 08:00 UTC. In daylight saving time (PDT, UTC−7) the quota resets at
+/// 07:00 UTC, so the time read is at most an hour late, the safe side: the
+/// route stays cold a little longer, never called while the wall stands.
+/// (A wall met between 07:00 and 08:00 UTC in summer, a day's quota spent
+/// within the hour after its reset, is read as lifting at 08:00: one call
+/// then meets it again, and cools the route to the next day.) `None` for a
+/// `now` before 1970.
+pub(crate) fn next_pacific_midnight(now: SystemTime) -> Option<SystemTime> {
+    const DAY: u64 = 24 * 3600;
+    const PST_OFFSET: u64 = 8 * 3600;
+    let secs = now.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
+    // The first 08:00 UTC strictly after `now`: a wall met at 08:00:00
+    // waits for the next day's.
+    let day = secs.checked_add(DAY - PST_OFFSET)? / DAY;
+    let at = day.checked_mul(DAY)?.checked_add(PST_OFFSET)?;
+    SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(at))
+}
+
 /// Days from 1970-01-01 to a proleptic Gregorian date on or after it
 /// (Howard Hinnant's `days_from_civil`); `None` for a date that does not
 /// exist.
@@ -442,6 +464,28 @@ mod tests {
             assert_eq!(parse_text_reset(other), None, "{other}");
         }
     }
+    /// Midnight PST is 08:00 UTC: the next one strictly after now.
+    #[test]
+    fn the_next_midnight_pacific_is_the_next_8_utc() {
+        let at = |secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        // 1970-01-01T08:00:00Z is 28 800 s; a day is 86 400 s.
+        for (now, next) in [
+            (0, 28_800),
+            (28_799, 28_800),
+            (28_800, 115_200),
+            (28_801, 115_200),
+            (115_199, 115_200),
+        ] {
+            assert_eq!(next_pacific_midnight(at(now)), Some(at(next)), "{now}");
+        }
+        assert_eq!(
+            next_pacific_midnight(at(28_799) + Duration::from_millis(999)),
+            Some(at(28_800))
+        );
+        let before_1970 = SystemTime::UNIX_EPOCH - Duration::from_secs(1);
+        assert_eq!(next_pacific_midnight(before_1970), None);
+    }
+
     use proptest::prelude::*;
 
     fn hv(s: &str) -> HeaderValue {

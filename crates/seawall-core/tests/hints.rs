@@ -103,3 +103,89 @@ fn a_grpc_rate_limit_without_retry_info_reads_its_message() {
         (Code::ProviderUnavailable, None)
     );
 }
+
+/// 08:00 UTC on the day `now()` falls on: midnight PST, 2025-08-24.
+fn pst_midnight() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_756_022_400)
+}
+
+const PER_DAY: &[u8] = br#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"47s"}]}}"#;
+
+/// Gemini's per-day quota resets "at midnight Pacific time": read as
+/// UTC−8, the next 08:00 UTC after the wall is met, the very second after
+/// one included; a wall met after 08:00 waits for the next day's.
+#[test]
+fn a_per_day_wall_lifts_at_the_next_midnight_pacific() {
+    let day = Duration::from_secs(86_400);
+    for (at, reset) in [
+        (now(), pst_midnight()),
+        (pst_midnight() - Duration::from_secs(1), pst_midnight()),
+        (pst_midnight(), pst_midnight() + day),
+        (
+            pst_midnight() + Duration::from_millis(500),
+            pst_midnight() + day,
+        ),
+        (
+            pst_midnight() + day - Duration::from_secs(1),
+            pst_midnight() + day,
+        ),
+    ] {
+        let f = classify_error(
+            Provider::Gemini,
+            PER_DAY,
+            ErrorContext {
+                now: at,
+                ..cx(Some(429))
+            },
+        );
+        assert_eq!(
+            (f.class(), f.code(), f.retry_after(), f.reset_at()),
+            (Class::Permanent, Code::QuotaExhausted, None, Some(reset)),
+            "{at:?}"
+        );
+    }
+}
+
+/// The same over gRPC: a per-day `QuotaFailure` in the status details.
+/// A per-minute quota names no reset, nor a limit of zero, which no day's
+/// end lifts; a header's wait, where sent, is the wall's own.
+#[test]
+fn a_grpc_per_day_wall_lifts_at_midnight_pacific() {
+    let mut per_day = StatusDetails::default();
+    per_day.add_quota_id("GenerateRequestsPerDayPerProjectPerModel-FreeTier");
+    let f = classify_grpc_details(8, Some("quota"), per_day, cx(Some(200)));
+    assert_eq!(
+        (f.code(), f.retry_after(), f.reset_at()),
+        (Code::QuotaExhausted, None, Some(pst_midnight()))
+    );
+    let mut zero = per_day;
+    zero.add_quota_value("0");
+    let f = classify_grpc_details(8, Some("quota"), zero, cx(Some(200)));
+    assert_eq!((f.code(), f.reset_at()), (Code::QuotaExhausted, None));
+    let told_zero = classify_grpc_details(
+        8,
+        Some("Quota exceeded for metric: x, limit: 0, model: m"),
+        per_day,
+        cx(Some(200)),
+    );
+    assert_eq!(
+        (told_zero.code(), told_zero.reset_at()),
+        (Code::QuotaExhausted, None)
+    );
+    let mut per_minute = StatusDetails::default();
+    per_minute.add_quota_id("GenerateRequestsPerMinutePerProjectPerModel-FreeTier");
+    let f = classify_grpc_details(8, None, per_minute, cx(Some(200)));
+    assert_eq!((f.code(), f.reset_at()), (Code::RateLimited, None));
+    let pushed = ErrorContext {
+        hint: RetryHint {
+            after: Some(Duration::from_secs(3600)),
+            ..RetryHint::default()
+        },
+        ..cx(Some(200))
+    };
+    let f = classify_grpc_details(8, None, per_day, pushed);
+    assert_eq!(
+        (f.code(), f.retry_after(), f.reset_at()),
+        (Code::QuotaExhausted, Some(Duration::from_secs(3600)), None)
+    );
+}

@@ -991,3 +991,31 @@ fn walls_and_limits_cool_their_route() {
         None
     );
 }
+
+/// Gemini's per-day quota resets "at midnight Pacific time" (its
+/// rate-limits guide): its wall keeps the route cold until then (read as
+/// UTC−8, 08:00 UTC), not a minute at a time all day long. A per-minute
+/// quota names no reset; a limit of zero, which no day's end lifts, none
+/// either.
+#[test]
+fn a_per_day_wall_cools_its_route_until_midnight_pacific() {
+    use seawall_core::{Cooldown, DEFAULT_QUOTA_COOLDOWN};
+    // now() is 2025-08-24T01:46:40Z; midnight PST is 08:00:00Z that day.
+    let midnight = SystemTime::UNIX_EPOCH + Duration::from_secs(1_756_022_400);
+    let day = error(Provider::Gemini, fixture!("gemini/429_per_day.http"));
+    assert_eq!(day.reset_at(), Some(midnight));
+    let cold = midnight.duration_since(now()).unwrap();
+    assert!(cold > DEFAULT_QUOTA_COOLDOWN);
+    assert_eq!(day.cooldown(now()), Some(Cooldown::For(cold)));
+    for minute in [
+        fixture!("gemini/429_per_minute.http"),
+        fixture!("gemini/429_per_minute_tokens.http"),
+        fixture!("gemini/429_limit_zero.http"),
+    ] {
+        assert_eq!(error(Provider::Gemini, minute).reset_at(), None);
+    }
+    assert_eq!(
+        error(Provider::Gemini, fixture!("gemini/429_limit_zero.http")).cooldown(now()),
+        Some(Cooldown::For(DEFAULT_QUOTA_COOLDOWN))
+    );
+}

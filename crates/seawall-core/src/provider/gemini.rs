@@ -233,7 +233,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for GeminiDetails<'a> {
                     acc.reason = detail.reason;
                 }
                 if ty.ends_with("google.rpc.QuotaFailure") {
-                    acc.details.quota_gone |= detail.violations.quota_gone;
+                    let violations = detail.violations.details;
+                    acc.details.quota_gone |= violations.quota_gone;
+                    acc.details.per_day |= violations.per_day;
+                    acc.details.limit_zero |= violations.limit_zero;
                 }
             },
         )
@@ -256,7 +259,7 @@ struct GeminiDetail<'a> {
 /// detail's `@type` may come after them: read whatever the detail is).
 #[derive(Default)]
 struct GeminiViolations {
-    quota_gone: bool,
+    details: StatusDetails,
 }
 
 impl<'de> Deserialize<'de> for GeminiViolations {
@@ -273,9 +276,7 @@ impl<'de> Deserialize<'de> for GeminiViolations {
                 }
             },
         )?;
-        Ok(GeminiViolations {
-            quota_gone: details.quota_gone,
-        })
+        Ok(GeminiViolations { details })
     }
 }
 
@@ -313,15 +314,12 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
         reason,
     } = e.details;
     declared.reason = reason.map(|t| t.0);
-    if declared
-        .message
-        .as_deref()
-        .is_some_and(super::says_limit_zero)
-    {
-        details.quota_gone = true;
+    if let Some(message) = declared.message.as_deref() {
+        details.add_message(message);
     }
     declared.body_hint = details.hint();
     declared.quota_gone = details.quota_gone;
+    declared.resets_daily = details.resets_daily();
     Some(declared)
 }
 

@@ -530,7 +530,7 @@ fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failu
         }
         failure = failure.with_message(&message);
     }
-    failure
+    with_daily_reset(failure, declared.resets_daily, cx.now)
 }
 
 /// What the `google.rpc` details of an error said about retrying, read
@@ -545,6 +545,12 @@ pub struct StatusDetails {
     /// ([`add_quota_id`](Self::add_quota_id)) or a limit of zero
     /// ([`add_quota_value`](Self::add_quota_value)).
     pub quota_gone: bool,
+    /// A `QuotaFailure` violation names a per-day window: the quota comes
+    /// back at the day's end ([`resets_daily`](Self::resets_daily)).
+    pub per_day: bool,
+    /// A limit of zero, in a `QuotaFailure` violation or the message: no
+    /// day's end brings the quota back.
+    pub limit_zero: bool,
 }
 
 impl StatusDetails {
@@ -552,7 +558,9 @@ impl StatusDetails {
     /// per-day window (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`)
     /// makes the failure a per-day quota.
     pub fn add_quota_id(&mut self, quota_id: &str) {
-        self.quota_gone |= contains_ci(quota_id, "perday");
+        let per_day = contains_ci(quota_id, "perday");
+        self.per_day |= per_day;
+        self.quota_gone |= per_day;
     }
 
     /// Notes the `quota_value` of a `QuotaFailure` violation: a limit of
@@ -560,7 +568,28 @@ impl StatusDetails {
     /// key's tier does not include at all. Waiting for its window brings
     /// nothing back: a wall, not a rate limit.
     pub fn add_quota_value(&mut self, quota_value: &str) {
-        self.quota_gone |= quota_value.trim() == "0";
+        let zero = quota_value.trim() == "0";
+        self.limit_zero |= zero;
+        self.quota_gone |= zero;
+    }
+
+    /// Notes an error's message: one that says the limit is zero
+    /// ([`says_limit_zero`]) says what a zero `quotaValue` would, which
+    /// proto3 leaves out of the details.
+    fn add_message(&mut self, message: &str) {
+        if says_limit_zero(message) {
+            self.limit_zero = true;
+            self.quota_gone = true;
+        }
+    }
+
+    /// Whether the wall these details make lifts at the end of the day: a
+    /// per-day quota, not a limit of zero. Gemini's per-day quotas reset
+    /// at midnight Pacific time, read as UTC−8 (08:00 UTC): in daylight
+    /// saving time at most an hour late, the safe side. The failure's
+    /// `reset_at` says when, where nothing else named a reset.
+    pub fn resets_daily(&self) -> bool {
+        self.per_day && !self.limit_zero
     }
 
     /// The delay worth waiting. A per-day or zero quota's `RetryInfo`
@@ -616,7 +645,9 @@ pub fn classify_grpc_details(
     cx: ErrorContext,
 ) -> Failure {
     let mut details = details;
-    details.quota_gone |= message.is_some_and(says_limit_zero);
+    if let Some(message) = message {
+        details.add_message(message);
+    }
     let past_limit = message.and_then(|m| size_limit(status, m, cx.status.is_some()));
     let verdict = match past_limit {
         // The same message meets the same limit: no retry.
@@ -636,8 +667,25 @@ pub fn classify_grpc_details(
         message.and_then(parse_text_hint)
     });
     let mut failure = conclude(verdict, hint, &cx).with_provider_code(status.to_string());
+    failure = with_daily_reset(failure, details.resets_daily(), cx.now);
     if let Some(message) = message {
         failure = failure.with_message(message);
+    }
+    failure
+}
+
+/// A per-day quota's wall that names no reset of its own lifts at the next
+/// midnight Pacific time ([`StatusDetails::resets_daily`]): its route
+/// cools until then, not for the default minute (then one call a minute
+/// meets the wall again, all day).
+fn with_daily_reset(failure: Failure, resets_daily: bool, now: SystemTime) -> Failure {
+    if resets_daily
+        && failure.code() == Code::QuotaExhausted
+        && failure.reset_at().is_none()
+        && failure.retry_after().is_none()
+        && let Some(at) = crate::hint::next_pacific_midnight(now)
+    {
+        return failure.with_reset_at(at);
     }
     failure
 }
@@ -822,6 +870,9 @@ struct Declared<'a> {
     /// A `QuotaFailure` said the quota does not come back within minutes
     /// ([`StatusDetails::quota_gone`]).
     quota_gone: bool,
+    /// A per-day quota walled the request, not a zero one
+    /// ([`StatusDetails::resets_daily`]).
+    resets_daily: bool,
     /// Gemini `google.rpc.ErrorInfo.reason`, e.g. `API_KEY_INVALID`.
     reason: Option<Cow<'a, str>>,
     /// The provider's moderation flagged the request (OpenRouter's 403
