@@ -23,11 +23,24 @@
 //! A 2xx answer is always classified at its end of stream: an interruption
 //! after content is the body's error, and it is the one failure a client
 //! most needs to see.
+//!
+//! A gRPC answer (`content-type: application/grpc…`) is HTTP 200 whatever
+//! happened: its outcome is `grpc-status`, in the headers of a
+//! trailers-only answer (a handler's error before any message) and in the
+//! trailers otherwise (a status after messages, as a seawall bound that
+//! fires mid-stream under `seawall::tonic::GrpcStatusLayer::server` sends
+//! it). A status other than OK in either is a failure, named by the code
+//! seawall gives that status (`UNAVAILABLE` is `provider_unavailable`,
+//! `DEADLINE_EXCEEDED` `timeout`). As tower-http's `GrpcErrorsAsFailures`
+//! reads it, an answer whose trailers carry no `grpc-status` is no failure.
 
 use std::any::Any;
 use std::fmt;
+use std::time::SystemTime;
 
 use http::{HeaderMap, Request, Response, StatusCode};
+use seawall_core::hint::RetryHint;
+use seawall_core::provider::{ErrorContext, QuotaWall, classify_grpc};
 use seawall_core::{BoxError, Code, Failure};
 use tower_http::classify::{ClassifiedResponse, ClassifyEos, ClassifyResponse, MakeClassifier};
 
@@ -120,8 +133,15 @@ impl ClassifyResponse for SeawallClassifier {
         response: &Response<B>,
     ) -> ClassifiedResponse<FailureClass, SeawallEos> {
         let status = response.status();
+        let grpc = is_grpc(response.headers());
+        // A trailers-only answer: the call's status is in the headers.
+        if grpc && let Some(failure) = grpc_failure(response.headers(), status) {
+            return ClassifiedResponse::Ready(Err(failure));
+        }
         if status.is_success() {
-            ClassifiedResponse::RequiresEos(SeawallEos)
+            ClassifiedResponse::RequiresEos(SeawallEos {
+                grpc: grpc.then_some(status),
+            })
         } else {
             ClassifiedResponse::Ready(Err(FailureClass::Status(status)))
         }
@@ -133,20 +153,105 @@ impl ClassifyResponse for SeawallClassifier {
 }
 
 /// Classifies the end of a 2xx body: a clean end is a success, a body
-/// error is named by its seawall code.
+/// error is named by its seawall code, and so is a gRPC answer's
+/// `grpc-status` in its trailers when it is not OK.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SeawallEos;
+pub struct SeawallEos {
+    /// The HTTP status of a gRPC answer, whose trailers carry the call's
+    /// status; `None` for any other answer.
+    grpc: Option<StatusCode>,
+}
 
 impl ClassifyEos for SeawallEos {
     type FailureClass = FailureClass;
 
-    fn classify_eos(self, _trailers: Option<&HeaderMap>) -> Result<(), FailureClass> {
-        Ok(())
+    fn classify_eos(self, trailers: Option<&HeaderMap>) -> Result<(), FailureClass> {
+        match (self.grpc, trailers) {
+            (Some(status), Some(trailers)) => match grpc_failure(trailers, status) {
+                Some(failure) => Err(failure),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
     }
 
     fn classify_error<E: fmt::Display + 'static>(self, error: &E) -> FailureClass {
         FailureClass::of_error(error)
     }
+}
+
+/// Whether `headers` are a gRPC answer's: `content-type` is
+/// `application/grpc`, alone or with a suffix (`+proto`, `; charset…`).
+fn is_grpc(headers: &HeaderMap) -> bool {
+    const GRPC: &[u8] = b"application/grpc";
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.as_bytes().get(..GRPC.len()))
+        .is_some_and(|prefix| prefix.eq_ignore_ascii_case(GRPC))
+}
+
+/// gRPC `UNKNOWN`: a `grpc-status` tonic cannot read is that to its caller.
+const GRPC_UNKNOWN: u32 = 2;
+
+/// The failure the `grpc-status` in `map` (a trailers-only answer's
+/// headers, or trailers) says, named by seawall's table of gRPC statuses;
+/// `None` for OK and for a map without a status.
+fn grpc_failure(map: &HeaderMap, status: StatusCode) -> Option<FailureClass> {
+    let value = map.get("grpc-status")?;
+    // As tonic reads it: one digit, or two from 10 to 16; anything else is
+    // UNKNOWN, which its caller gets as an error.
+    let mut code = match value.as_bytes() {
+        [digit @ b'0'..=b'9'] => u32::from(digit - b'0'),
+        [b'1', digit @ b'0'..=b'6'] => 10 + u32::from(digit - b'0'),
+        _ => GRPC_UNKNOWN,
+    };
+    let message = map
+        .get("grpc-message")
+        .map(|value| String::from_utf8(percent_decoded(value.as_bytes())));
+    // tonic reads an OK whose message is not UTF-8 as UNKNOWN.
+    if code == 0 && matches!(message, Some(Err(_))) {
+        code = GRPC_UNKNOWN;
+    }
+    if code == 0 {
+        return None;
+    }
+    let message = message.map(|message| {
+        message.unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+    });
+    let now = SystemTime::now();
+    let cx = ErrorContext {
+        status: Some(status.as_u16()),
+        hint: RetryHint::from_headers(map, now),
+        quota_wall: QuotaWall::default(),
+        now,
+    };
+    Some(FailureClass::Failure(
+        classify_grpc(code, message.as_deref(), cx).code(),
+    ))
+}
+
+/// The bytes a percent-encoded `grpc-message` stands for; a malformed
+/// escape is kept as it is.
+fn percent_decoded(raw: &[u8]) -> Vec<u8> {
+    fn hex(byte: Option<&u8>) -> Option<u8> {
+        let digit = (*byte? as char).to_digit(16)?;
+        u8::try_from(digit).ok()
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        match (raw[i], hex(raw.get(i + 1)), hex(raw.get(i + 2))) {
+            (b'%', Some(high), Some(low)) => {
+                out.push(high << 4 | low);
+                i += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -161,7 +266,7 @@ mod tests {
             FailureClass::Failure(Code::QuotaExhausted)
         );
         assert_eq!(
-            SeawallEos
+            SeawallEos::default()
                 .classify_error(&Failure::new(Code::StreamInterrupted))
                 .code_str(),
             "stream_interrupted"
@@ -200,5 +305,111 @@ mod tests {
             ClassifiedResponse::Ready(Err(class)) => assert_eq!(class.code_str(), "http_502"),
             _ => panic!("a 502 is a failure"),
         }
+    }
+
+    /// A gRPC answer's head: `status`, gRPC's content type and `fields`.
+    fn grpc_head(status: u16, fields: &[(&str, &str)]) -> Response<()> {
+        let mut builder = Response::builder()
+            .status(status)
+            .header("content-type", "application/grpc");
+        for (name, value) in fields {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(()).unwrap()
+    }
+
+    fn map(fields: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in fields {
+            map.append(*name, http::HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn a_trailers_only_grpc_status_is_a_failure_named_by_seawall() {
+        let cases: [(&[(&str, &str)], &str); 6] = [
+            (&[("grpc-status", "14")], "provider_unavailable"),
+            (&[("grpc-status", "4")], "timeout"),
+            (&[("grpc-status", "16")], "auth"),
+            (&[("grpc-status", "1")], "cancelled"),
+            // tonic's own time bound, as its server sends it.
+            (
+                &[("grpc-status", "1"), ("grpc-message", "Timeout%20expired")],
+                "timeout",
+            ),
+            // Unreadable: UNKNOWN to tonic's caller.
+            (&[("grpc-status", "ok")], "unknown"),
+        ];
+        for (fields, code) in cases {
+            match SeawallClassifier.classify_response(&grpc_head(200, fields)) {
+                ClassifiedResponse::Ready(Err(class)) => {
+                    assert_eq!(class.code_str(), code, "{fields:?}")
+                }
+                _ => panic!("{fields:?} is a failure"),
+            }
+        }
+        // OK in the head: the body's end decides, as for any 2xx.
+        let ok = grpc_head(200, &[("grpc-status", "0")]);
+        assert!(matches!(
+            SeawallClassifier.classify_response(&ok),
+            ClassifiedResponse::RequiresEos(_)
+        ));
+        // Not a gRPC answer: a `grpc-status` field says nothing.
+        let json = Response::builder()
+            .status(200)
+            .header("content-type", "application/json")
+            .header("grpc-status", "14")
+            .body(())
+            .unwrap();
+        assert!(matches!(
+            SeawallClassifier.classify_response(&json),
+            ClassifiedResponse::RequiresEos(_)
+        ));
+    }
+
+    #[test]
+    fn a_grpc_status_in_the_trailers_is_the_calls_outcome() {
+        let ClassifiedResponse::RequiresEos(eos) =
+            SeawallClassifier.classify_response(&grpc_head(200, &[]))
+        else {
+            panic!("a gRPC answer waits for its trailers");
+        };
+        assert_eq!(
+            eos.classify_eos(Some(&map(&[("grpc-status", "4")]))),
+            Err(FailureClass::Failure(Code::Timeout))
+        );
+        assert_eq!(
+            eos.classify_eos(Some(&map(&[
+                ("grpc-status", "14"),
+                ("grpc-message", "lost%20the%20leader")
+            ])))
+            .map_err(|class| class.code_str()),
+            Err("provider_unavailable".to_owned())
+        );
+        // An OK whose message is not UTF-8 reaches tonic's caller as UNKNOWN.
+        assert_eq!(
+            eos.classify_eos(Some(&map(&[("grpc-status", "0"), ("grpc-message", "%FF")]))),
+            Err(FailureClass::Failure(Code::Unknown))
+        );
+        assert_eq!(
+            eos.classify_eos(Some(&map(&[("grpc-status", "0")]))),
+            Ok(())
+        );
+        // No status in the trailers, or no trailers: as tower-http's
+        // `GrpcErrorsAsFailures` reads them, no failure.
+        assert_eq!(eos.classify_eos(Some(&map(&[]))), Ok(()));
+        assert_eq!(eos.classify_eos(None), Ok(()));
+
+        // An answer that is not gRPC: its trailers' fields are not read.
+        let plain = Response::builder().status(200).body(()).unwrap();
+        let ClassifiedResponse::RequiresEos(eos) = SeawallClassifier.classify_response(&plain)
+        else {
+            panic!("a 2xx waits for its end");
+        };
+        assert_eq!(
+            eos.classify_eos(Some(&map(&[("grpc-status", "4")]))),
+            Ok(())
+        );
     }
 }
