@@ -13,6 +13,9 @@ use seawall_core::{Action, Class, Code};
 use Action::Retry;
 use Class::Transient;
 
+const JSON: (&str, &str) = ("content-type", "application/json");
+const RATE_LIMITED: &str = r#"{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#;
+
 /// A RESOURCE_EXHAUSTED whose wait is in its percent-encoded
 /// `grpc-message` only (no `grpc-status-details-bin`, as a proxy that
 /// drops it sends): the wait is the hint.
@@ -42,4 +45,29 @@ async fn a_grpc_wait_said_only_in_its_message() {
             "RESOURCE_EXHAUSTED, its wait in grpc-message",
             found(&error),
         );
+}
+
+/// An HTTP-date `Retry-After` read against the answer's `Date`: an answer
+/// dated long before this machine's clock still says its 20 s wait (by
+/// the local clock the date is long past: no hint at all).
+#[tokio::test]
+async fn an_http_date_is_read_against_the_answers_date() {
+    let error = through(
+        &ClassifyLayer::openai(),
+        response(
+            429,
+            &[
+                JSON,
+                ("date", "Sun, 06 Nov 1994 08:49:37 GMT"),
+                ("retry-after", "Sun, 06 Nov 1994 08:49:57 GMT"),
+            ],
+            RATE_LIMITED,
+        ),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    expect(Transient, Code::RateLimited, Retry)
+        .after(Duration::from_secs(20))
+        .check("Retry-After 20 s past the answer's Date", found(&error));
 }

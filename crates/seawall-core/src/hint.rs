@@ -60,8 +60,17 @@ impl RetryHint {
     /// ([`limit_reset`](Self::limit_reset)). Precedence for the delay:
     /// `retry-after-ms` (the most precise), then `Retry-After`, then
     /// `grpc-retry-pushback-ms`. A negative or unparseable gRPC pushback
-    /// means "do not retry".
+    /// means "do not retry". An HTTP-date `Retry-After` is read against
+    /// the answer's own `Date` where it has one that parses, else against
+    /// `now`.
     pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> RetryHint {
+        // An HTTP-date is a time on the server's clock, as its `Date` is:
+        // the wait is the one less the other, however far off the local
+        // clock is (30 s fast, a 20 s wait was read as none at all).
+        let sent = headers
+            .get(http::header::DATE)
+            .and_then(|date| httpdate::parse_http_date(date.to_str().ok()?).ok())
+            .unwrap_or(now);
         let mut hint = RetryHint {
             after: headers
                 .get("retry-after-ms")
@@ -69,7 +78,7 @@ impl RetryHint {
                 .or_else(|| {
                     headers
                         .get(http::header::RETRY_AFTER)
-                        .and_then(|v| parse_retry_after(v, now))
+                        .and_then(|v| parse_retry_after(v, sent))
                 }),
             should_retry: headers.get("x-should-retry").and_then(parse_should_retry),
             limit_reset: None,
@@ -87,8 +96,12 @@ impl RetryHint {
     }
 }
 
-/// `Retry-After`: delta-seconds (`120`) or an HTTP date. Delta-seconds
-/// past [`MAX_RETRY_HINT`] are clamped to it, however many digits.
+/// `Retry-After`: delta-seconds (`120`) or an HTTP date (IMF-fixdate, or
+/// the RFC 850 and asctime forms RFC 9110 has a recipient read too), its
+/// wait the time from `now` to it: `now` is when the answer was sent, its
+/// `Date` where [`RetryHint::from_headers`] has one. A date that is `now`
+/// waits nothing, as `0` does. Delta-seconds past [`MAX_RETRY_HINT`] are
+/// clamped to it, however many digits.
 /// Fractional seconds (`1.5`, `3600.0`), which RFC 9110 does not allow,
 /// are read too, as the SDKs read them (openai-python: "allowing
 /// nonstandard floats"; a server's `3600.0` is an hour's wait, a quota
@@ -104,7 +117,7 @@ pub fn parse_retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duratio
     }
     let at = httpdate::parse_http_date(text).ok()?;
     let delay = at.duration_since(now).ok()?;
-    (!delay.is_zero()).then(|| delay.min(MAX_RETRY_HINT))
+    Some(delay.min(MAX_RETRY_HINT))
 }
 
 /// `retry-after-ms`: whole or fractional milliseconds (`1500`, `20.5`),
@@ -507,6 +520,20 @@ mod tests {
         assert_eq!(
             parse_retry_after(&hv("Sun, 29 Nov 2026 11:00:00 GMT"), now),
             None
+        );
+        // A date that is now says "now", as `0` does.
+        assert_eq!(
+            parse_retry_after(&hv("Sun, 29 Nov 2026 12:00:00 GMT"), now),
+            Some(Duration::ZERO)
+        );
+        // RFC 850's and asctime's forms.
+        assert_eq!(
+            parse_retry_after(&hv("Sunday, 29-Nov-26 12:00:30 GMT"), now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after(&hv("Sun Nov 29 12:00:30 2026"), now),
+            Some(Duration::from_secs(30))
         );
         assert_eq!(parse_retry_after(&hv("-5"), now), None);
         assert_eq!(parse_retry_after(&hv("soon"), now), None);

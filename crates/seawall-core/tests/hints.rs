@@ -189,3 +189,91 @@ fn a_grpc_per_day_wall_lifts_at_midnight_pacific() {
         (Code::QuotaExhausted, Some(Duration::from_secs(3600)), None)
     );
 }
+
+fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in pairs {
+        headers.append(
+            http::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            http::HeaderValue::from_str(value).unwrap(),
+        );
+    }
+    headers
+}
+
+fn at(date: &str) -> SystemTime {
+    httpdate::parse_http_date(date).unwrap()
+}
+
+/// An HTTP-date `Retry-After` is a time on the server's clock: read
+/// against the answer's own `Date`, a client clock 30 s fast still waits
+/// the 20 s asked (it read no hint at all). Without a `Date`, or with one
+/// that does not parse, the local clock as before.
+#[test]
+fn an_http_date_is_read_against_the_answers_date() {
+    let fast = at("Sun, 29 Nov 2026 12:00:30 GMT");
+    let sent = headers(&[
+        ("date", "Sun, 29 Nov 2026 12:00:00 GMT"),
+        ("retry-after", "Sun, 29 Nov 2026 12:00:20 GMT"),
+    ]);
+    assert_eq!(
+        RetryHint::from_headers(&sent, fast).after,
+        Some(Duration::from_secs(20))
+    );
+    // The other two forms RFC 9110 has a recipient read, in both headers.
+    let old_forms = headers(&[
+        ("date", "Sunday, 29-Nov-26 12:00:00 GMT"),
+        ("retry-after", "Sun Nov 29 12:00:20 2026"),
+    ]);
+    assert_eq!(
+        RetryHint::from_headers(&old_forms, fast).after,
+        Some(Duration::from_secs(20))
+    );
+    // A date before the answer's is no wait to honour, as before.
+    let past = headers(&[
+        ("date", "Sun, 29 Nov 2026 12:00:00 GMT"),
+        ("retry-after", "Sun, 29 Nov 2026 11:59:00 GMT"),
+    ]);
+    assert_eq!(RetryHint::from_headers(&past, fast).after, None);
+    // No `Date`, or one that is no date: the local clock decides.
+    let slow = at("Sun, 29 Nov 2026 12:00:05 GMT");
+    for pairs in [
+        &[("retry-after", "Sun, 29 Nov 2026 12:00:20 GMT")][..],
+        &[
+            ("date", "yesterday"),
+            ("retry-after", "Sun, 29 Nov 2026 12:00:20 GMT"),
+        ],
+    ] {
+        assert_eq!(
+            RetryHint::from_headers(&headers(pairs), slow).after,
+            Some(Duration::from_secs(15)),
+            "{pairs:?}"
+        );
+        assert_eq!(RetryHint::from_headers(&headers(pairs), fast).after, None);
+    }
+    // Seconds are seconds, whatever the `Date`.
+    let seconds = headers(&[
+        ("date", "Sun, 29 Nov 2026 12:00:00 GMT"),
+        ("retry-after", "7"),
+    ]);
+    assert_eq!(
+        RetryHint::from_headers(&seconds, fast).after,
+        Some(Duration::from_secs(7))
+    );
+}
+
+/// A date that is now is a wait of zero, as `0` is: both say "now".
+#[test]
+fn a_date_that_is_now_waits_as_zero_does() {
+    let now = at("Sun, 29 Nov 2026 12:00:00 GMT");
+    let same = headers(&[("retry-after", "Sun, 29 Nov 2026 12:00:00 GMT")]);
+    let zero = headers(&[("retry-after", "0")]);
+    assert_eq!(
+        RetryHint::from_headers(&same, now).after,
+        Some(Duration::ZERO)
+    );
+    assert_eq!(
+        RetryHint::from_headers(&same, now).after,
+        RetryHint::from_headers(&zero, now).after
+    );
+}
