@@ -53,7 +53,9 @@ pub struct SeawallClassifier;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FailureClass {
-    /// A seawall [`Failure`], by its stable code.
+    /// A seawall [`Failure`], by its stable code; with the `classify`
+    /// feature, also an error seawall's classifier names (a transport's,
+    /// tower's `Overloaded` or `Elapsed`) by the code it gives it.
     Failure(Code),
     /// A response that is not a success and carries no seawall verdict (no
     /// seawall layer below the trace).
@@ -80,14 +82,24 @@ impl FailureClass {
             .and_then(|boxed| Failure::find(&**boxed))
             .or_else(|| any.downcast_ref::<Failure>())
             .or_else(|| Failure::find(layer_error(any)?));
-        match failure {
-            Some(failure) => FailureClass::Failure(failure.code()),
-            // An HTTP client's error names the URL it failed on, keys
-            // and all (`?key=`): shown as every failure message is.
-            None => FailureClass::Error(
-                seawall_core::without_url_secrets(&error.to_string()).into_owned(),
-            ),
+        if let Some(failure) = failure {
+            return FailureClass::Failure(failure.code());
         }
+        // tower's own refusals (`LoadShed`'s `Overloaded`, `Timeout`'s
+        // `Elapsed`) and a transport's errors, named as seawall's
+        // classifier names them below the trace.
+        #[cfg(feature = "classify")]
+        if let Some(failure) = any
+            .downcast_ref::<BoxError>()
+            .map(|boxed| -> &(dyn std::error::Error + 'static) { &**boxed })
+            .or_else(|| layer_error(any))
+            .and_then(seawall_classify::transport_failure)
+        {
+            return FailureClass::Failure(failure.code());
+        }
+        // An HTTP client's error names the URL it failed on, keys and all
+        // (`?key=`): shown as every failure message is.
+        FailureClass::Error(seawall_core::without_url_secrets(&error.to_string()).into_owned())
     }
 }
 
@@ -284,6 +296,21 @@ mod tests {
             assert_eq!(
                 SeawallClassifier.classify_error(&breaker),
                 FailureClass::Failure(Code::Overloaded)
+            );
+        }
+        #[cfg(feature = "classify")]
+        {
+            // tower's own refusals, named as seawall's classifier names
+            // them.
+            let shed: BoxError = Box::new(tower::load_shed::error::Overloaded::new());
+            assert_eq!(
+                SeawallClassifier.classify_error(&shed),
+                FailureClass::Failure(Code::Overloaded)
+            );
+            let elapsed: BoxError = Box::new(tower::timeout::error::Elapsed::new());
+            assert_eq!(
+                SeawallEos::default().classify_error(&elapsed).code_str(),
+                "timeout"
             );
         }
         let io = std::io::Error::other("reset");
