@@ -20,9 +20,9 @@
 //! # let _ = trace;
 //! ```
 //!
-//! A 2xx answer is always classified at its end of stream: an interruption
-//! after content is the body's error, and it is the one failure a client
-//! most needs to see.
+//! A 2xx answer (or a 304, the answer to a conditional request) is always
+//! classified at its end of stream: an interruption after content is the
+//! body's error, and it is the one failure a client most needs to see.
 //!
 //! A gRPC answer (`content-type: application/grpc…`) is HTTP 200 whatever
 //! happened: its outcome is `grpc-status`, in the headers of a
@@ -150,7 +150,9 @@ impl ClassifyResponse for SeawallClassifier {
         if grpc && let Some(failure) = grpc_failure(response.headers(), status) {
             return ClassifiedResponse::Ready(Err(failure));
         }
-        if status.is_success() {
+        // A 304 is an answer too: seawall delivers one to a conditional
+        // `GET` or `HEAD` as a success.
+        if seawall_core::is_answer_status(status) {
             ClassifiedResponse::RequiresEos(SeawallEos {
                 grpc: grpc.then_some(status),
             })
@@ -164,8 +166,8 @@ impl ClassifyResponse for SeawallClassifier {
     }
 }
 
-/// Classifies the end of a 2xx body: a clean end is a success, a body
-/// error is named by its seawall code, and so is a gRPC answer's
+/// Classifies the end of a 2xx (or 304) body: a clean end is a success,
+/// a body error is named by its seawall code, and so is a gRPC answer's
 /// `grpc-status` in its trailers when it is not OK.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SeawallEos {
@@ -331,6 +333,18 @@ mod tests {
         match SeawallClassifier.classify_response(&bad) {
             ClassifiedResponse::Ready(Err(class)) => assert_eq!(class.code_str(), "http_502"),
             _ => panic!("a 502 is a failure"),
+        }
+        // A 304 is the answer to a conditional request, delivered by
+        // seawall as a success; any other 3xx is not.
+        let not_modified = Response::builder().status(304).body(()).unwrap();
+        assert!(matches!(
+            SeawallClassifier.classify_response(&not_modified),
+            ClassifiedResponse::RequiresEos(_)
+        ));
+        let moved = Response::builder().status(301).body(()).unwrap();
+        match SeawallClassifier.classify_response(&moved) {
+            ClassifiedResponse::Ready(Err(class)) => assert_eq!(class.code_str(), "http_301"),
+            _ => panic!("a 301 is a failure"),
         }
     }
 
