@@ -33,6 +33,13 @@
 //! seawall gives that status (`UNAVAILABLE` is `provider_unavailable`,
 //! `DEADLINE_EXCEEDED` `timeout`). As tower-http's `GrpcErrorsAsFailures`
 //! reads it, an answer whose trailers carry no `grpc-status` is no failure.
+//!
+//! A `cancelled` failure (a caller that stopped waiting, a gRPC
+//! `CANCELLED`) reaches `on_failure` too, although seawall's own spans do
+//! not mark it an error and its metrics count it apart: tower-http's
+//! classifier has to give every error a failure class. An `on_failure`
+//! that should agree with seawall's spans passes over
+//! `FailureClass::Failure(Code::Cancelled)`.
 
 use std::any::Any;
 use std::fmt;
