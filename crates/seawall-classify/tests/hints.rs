@@ -71,3 +71,18 @@ async fn an_http_date_is_read_against_the_answers_date() {
         .after(Duration::from_secs(20))
         .check("Retry-After 20 s past the answer's Date", found(&error));
 }
+
+/// Azure's `x-ms-retry-after-ms` alone on a 429 is its wait.
+#[tokio::test]
+async fn azures_millisecond_header_is_a_wait() {
+    let error = through(
+        &ClassifyLayer::openai(),
+        response(429, &[JSON, ("x-ms-retry-after-ms", "26000")], RATE_LIMITED),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    expect(Transient, Code::RateLimited, Retry)
+        .after(Duration::from_secs(26))
+        .check("x-ms-retry-after-ms 26000", found(&error));
+}

@@ -1,7 +1,8 @@
 //! Retry hints, parsed in one place.
 //!
 //! Providers say when to come back in many ways: `Retry-After` as seconds or
-//! as an HTTP date, `retry-after-ms`, `x-should-retry`, gRPC's
+//! as an HTTP date, `retry-after-ms` (Azure's front-ends:
+//! `x-ms-retry-after-ms`), `x-should-retry`, gRPC's
 //! `grpc-retry-pushback-ms`, Gemini's `google.rpc.RetryInfo.retryDelay` in
 //! the error body, and, as a last resort, "try again in 1.574s", "retry
 //! after 86400 seconds" (a unit spelled out) or Gemini's "retry in
@@ -57,9 +58,10 @@ impl RetryHint {
     }
 
     /// Reads every header form but OpenAI's rate-limit counts
-    /// ([`limit_reset`](Self::limit_reset)). Precedence for the delay:
-    /// `retry-after-ms` (the most precise), then `Retry-After`, then
-    /// `grpc-retry-pushback-ms`. A negative or unparseable gRPC pushback
+    /// ([`limit_reset`](Self::limit_reset)). Precedence for the delay, as
+    /// azure-core reads the first three: `retry-after-ms` (the most
+    /// precise), then Azure's `x-ms-retry-after-ms`, then `Retry-After`,
+    /// then `grpc-retry-pushback-ms`. A negative or unparseable gRPC pushback
     /// means "do not retry". An HTTP-date `Retry-After` is read against
     /// the answer's own `Date` where it has one that parses, else against
     /// `now`.
@@ -71,10 +73,10 @@ impl RetryHint {
             .get(http::header::DATE)
             .and_then(|date| httpdate::parse_http_date(date.to_str().ok()?).ok())
             .unwrap_or(now);
+        let millis = |name: &str| headers.get(name).and_then(parse_retry_after_ms);
         let mut hint = RetryHint {
-            after: headers
-                .get("retry-after-ms")
-                .and_then(parse_retry_after_ms)
+            after: millis("retry-after-ms")
+                .or_else(|| millis("x-ms-retry-after-ms"))
                 .or_else(|| {
                     headers
                         .get(http::header::RETRY_AFTER)
@@ -120,9 +122,10 @@ pub fn parse_retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duratio
     Some(delay.min(MAX_RETRY_HINT))
 }
 
-/// `retry-after-ms`: whole or fractional milliseconds (`1500`, `20.5`),
-/// clamped to [`MAX_RETRY_HINT`] however many digits. A sign, an exponent
-/// (`-1`, `1e9`) or garbage gives `None`.
+/// `retry-after-ms` (or Azure's `x-ms-retry-after-ms`): whole or
+/// fractional milliseconds (`1500`, `20.5`), clamped to [`MAX_RETRY_HINT`]
+/// however many digits. A sign, an exponent (`-1`, `1e9`) or garbage gives
+/// `None`.
 pub fn parse_retry_after_ms(value: &HeaderValue) -> Option<Duration> {
     let millis = parse_decimal(value.to_str().ok()?.trim())?;
     Some(secs_f64_capped(millis / 1000.0))

@@ -277,3 +277,41 @@ fn a_date_that_is_now_waits_as_zero_does() {
         RetryHint::from_headers(&zero, now).after
     );
 }
+
+/// Azure's front-ends send their wait as `x-ms-retry-after-ms`, read as
+/// azure-core reads it: after `retry-after-ms`, before `Retry-After`.
+#[test]
+fn azures_millisecond_header_is_a_wait() {
+    let now = now();
+    let hint = |pairs: &[(&str, &str)]| RetryHint::from_headers(&headers(pairs), now).after;
+    assert_eq!(
+        hint(&[("x-ms-retry-after-ms", "26000")]),
+        Some(Duration::from_secs(26))
+    );
+    assert_eq!(
+        hint(&[("x-ms-retry-after-ms", "1500"), ("retry-after", "3")]),
+        Some(Duration::from_millis(1500))
+    );
+    assert_eq!(
+        hint(&[("retry-after-ms", "200"), ("x-ms-retry-after-ms", "1500")]),
+        Some(Duration::from_millis(200))
+    );
+    // Malformed, it is no hint, and the next header speaks.
+    assert_eq!(
+        hint(&[("x-ms-retry-after-ms", "soon"), ("retry-after", "3")]),
+        Some(Duration::from_secs(3))
+    );
+    // A 429 with only Azure's header is a rate limit with its wait.
+    let f = classify_error(
+        Provider::OpenAi,
+        br#"{"error":{"code":"429","message":"Rate limit is exceeded."}}"#,
+        ErrorContext {
+            hint: RetryHint::for_status(429, &headers(&[("x-ms-retry-after-ms", "26000")]), now),
+            ..cx(Some(429))
+        },
+    );
+    assert_eq!(
+        (f.code(), f.retry_after()),
+        (Code::RateLimited, Some(Duration::from_secs(26)))
+    );
+}
