@@ -10,8 +10,8 @@ use common::{expect, found, response, through};
 use seawall_classify::ClassifyLayer;
 use seawall_core::{Action, Class, Code};
 
-use Action::Retry;
-use Class::Transient;
+use Action::{Retry, Surface};
+use Class::{Permanent, Transient};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
 const RATE_LIMITED: &str = r#"{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#;
@@ -85,4 +85,33 @@ async fn azures_millisecond_header_is_a_wait() {
     expect(Transient, Code::RateLimited, Retry)
         .after(Duration::from_secs(26))
         .check("x-ms-retry-after-ms 26000", found(&error));
+}
+
+/// A `Retry-After` a proxy folded (`48489, 48489`) or sent on two lines
+/// (the first no value) is the quota wall it says, not a blip.
+#[tokio::test]
+async fn a_folded_or_repeated_retry_after_is_a_wall() {
+    let cases: [(&str, &[(&str, &str)]); 3] = [
+        ("folded", &[JSON, ("retry-after", "48489, 48489")]),
+        (
+            "two lines",
+            &[JSON, ("retry-after", "48489"), ("retry-after", "48489")],
+        ),
+        (
+            "two lines, the first no value",
+            &[JSON, ("retry-after", "soon"), ("retry-after", "48489")],
+        ),
+    ];
+    for (name, headers) in cases {
+        let error = through(
+            &ClassifyLayer::openai(),
+            response(429, headers, RATE_LIMITED),
+        )
+        .await
+        .map(|_| ())
+        .unwrap_err();
+        expect(Permanent, Code::QuotaExhausted, Surface)
+            .after(Duration::from_secs(48489))
+            .check(name, found(&error));
+    }
 }

@@ -78,9 +78,11 @@ impl RetryHint {
             after: millis("retry-after-ms")
                 .or_else(|| millis("x-ms-retry-after-ms"))
                 .or_else(|| {
+                    // Sent twice, the first line that parses.
                     headers
-                        .get(http::header::RETRY_AFTER)
-                        .and_then(|v| parse_retry_after(v, sent))
+                        .get_all(http::header::RETRY_AFTER)
+                        .iter()
+                        .find_map(|v| parse_retry_after(v, sent))
                 }),
             should_retry: headers.get("x-should-retry").and_then(parse_should_retry),
             limit_reset: None,
@@ -108,9 +110,43 @@ impl RetryHint {
 /// are read too, as the SDKs read them (openai-python: "allowing
 /// nonstandard floats"; a server's `3600.0` is an hour's wait, a quota
 /// wall, not a value to drop). A date in the past, a sign or an exponent
-/// (`-5`, `1e3`) or garbage gives `None`.
+/// (`-5`, `1e3`) or garbage gives `None`. A list (`48489, 48489`, what a
+/// proxy that folds two header lines writes) is read as its first element
+/// that parses, an HTTP date's own comma kept.
 pub fn parse_retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duration> {
-    let text = value.to_str().ok()?.trim();
+    let text = value.to_str().ok()?;
+    parse_one_retry_after(text.trim(), now).or_else(|| parse_listed_retry_after(text, now))
+}
+
+/// The first element of a comma-separated `text` that is a `Retry-After`
+/// of its own. An HTTP date has a comma after its weekday (`Sun, 06 Nov
+/// 1994 08:49:37 GMT`), so an element is tried joined to the next too.
+fn parse_listed_retry_after(text: &str, now: SystemTime) -> Option<Duration> {
+    let mut ends = text
+        .match_indices(',')
+        .map(|(at, _)| at)
+        .chain(std::iter::once(text.len()))
+        .peekable();
+    let mut start = 0;
+    while let Some(end) = ends.next() {
+        if end == text.len() && start == 0 {
+            // No comma: no list, and the value was read whole.
+            return None;
+        }
+        let alone = parse_one_retry_after(text[start..end].trim(), now);
+        let joined = ends
+            .peek()
+            .and_then(|&next| parse_one_retry_after(text[start..next].trim(), now));
+        if let Some(delay) = alone.or(joined) {
+            return Some(delay);
+        }
+        start = end + 1;
+    }
+    None
+}
+
+/// One `Retry-After` value, trimmed.
+fn parse_one_retry_after(text: &str, now: SystemTime) -> Option<Duration> {
     if text.bytes().all(|b| b.is_ascii_digit()) {
         return parse_whole_seconds(text);
     }
@@ -1002,7 +1038,10 @@ mod tests {
         ) {
             let text = format!("{head}{junk}{tail}");
             let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 32);
-            prop_assert_eq!(parse_retry_after(&hv(&text), now), None);
+            // A comma separates a list's elements (a proxy's folding):
+            // `Retry-After` is then its first.
+            let listed = if junk == "," { parse_retry_after(&hv(&head), now) } else { None };
+            prop_assert_eq!(parse_retry_after(&hv(&text), now), listed);
             prop_assert_eq!(parse_retry_after_ms(&hv(&text)), None);
             prop_assert_eq!(parse_grpc_pushback(&hv(&text)), Pushback::DoNotRetry);
             let proto = format!("{text}s");

@@ -315,3 +315,58 @@ fn azures_millisecond_header_is_a_wait() {
         (Code::RateLimited, Some(Duration::from_secs(26)))
     );
 }
+
+/// A proxy that folds two `Retry-After` lines into one (`48489, 48489`),
+/// or passes both on, still says a wait: the first value that parses.
+/// Read as no hint, a quota wall of half a day was retried as a blip.
+#[test]
+fn a_folded_or_repeated_retry_after_is_read() {
+    let now = at("Sun, 29 Nov 2026 12:00:00 GMT");
+    let wall = Some(Duration::from_secs(48489));
+    let hint = |pairs: &[(&str, &str)]| RetryHint::from_headers(&headers(pairs), now).after;
+    assert_eq!(hint(&[("retry-after", "48489, 48489")]), wall);
+    assert_eq!(hint(&[("retry-after", "48489,48489")]), wall);
+    assert_eq!(
+        hint(&[("retry-after", "48489"), ("retry-after", "48489")]),
+        wall
+    );
+    // The first that parses: garbage before it, in a list or a line.
+    assert_eq!(hint(&[("retry-after", "soon, 48489")]), wall);
+    assert_eq!(
+        hint(&[("retry-after", "soon"), ("retry-after", "48489")]),
+        wall
+    );
+    assert_eq!(
+        hint(&[("retry-after", "120, 48489")]),
+        Some(Duration::from_secs(120))
+    );
+    // An HTTP-date's own comma is no separator.
+    assert_eq!(
+        hint(&[(
+            "retry-after",
+            "Sun, 29 Nov 2026 12:00:30 GMT, Sun, 29 Nov 2026 12:00:30 GMT"
+        )]),
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(
+        hint(&[("retry-after", "soon, Sun, 29 Nov 2026 12:00:30 GMT")]),
+        Some(Duration::from_secs(30))
+    );
+    // Nothing that parses is no hint, as before.
+    assert_eq!(hint(&[("retry-after", "soon, later")]), None);
+    assert_eq!(hint(&[("retry-after", ", ,")]), None);
+    // Through the classification: the wall it is.
+    let f = classify_error(
+        Provider::OpenAi,
+        br#"{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#,
+        ErrorContext {
+            hint: RetryHint::for_status(429, &headers(&[("retry-after", "48489, 48489")]), now),
+            now,
+            ..cx(Some(429))
+        },
+    );
+    assert_eq!(
+        (f.class(), f.code(), f.retry_after()),
+        (Class::Permanent, Code::QuotaExhausted, wall)
+    );
+}
