@@ -11,8 +11,8 @@ const MAX_DEPTH: usize = 32;
 
 /// The failure a transport error amounts to, found by walking its source
 /// chain: `timeout` when any link is a timeout (`io::ErrorKind::TimedOut`,
-/// tokio's and tower's `Elapsed`, a hyper timeout, tonic's TLS handshake
-/// past its bound), else `transport` when any link is a connection failure
+/// tokio's and tower's `Elapsed`, tower-http's body `TimeoutError`, a
+/// hyper timeout, tonic's TLS handshake past its bound), else `transport` when any link is a connection failure
 /// (refused, reset, aborted, broken pipe, early EOF, not connected,
 /// unreachable), a hyper protocol error, a hyper connection whose task is
 /// gone with the request in flight (its runtime shut down) or a hyper-util
@@ -305,6 +305,12 @@ fn link_code(link: &(dyn StdError + 'static)) -> Option<Code> {
         return error.is_connect().then_some(Code::Transport);
     }
     if link.is::<tokio::time::error::Elapsed>() || link.is::<tower::timeout::error::Elapsed>() {
+        return Some(Code::Timeout);
+    }
+    // tower-http's `TimeoutError`: its `ResponseBodyTimeout` ended a body
+    // that sent no frame within its bound. A timeout, as a client's own
+    // read timeout is, not an answer that broke.
+    if link.is::<tower_http::timeout::TimeoutError>() {
         return Some(Code::Timeout);
     }
     // tower's `LoadShed` refused the call: the service under it was at
