@@ -105,6 +105,13 @@
 //! - **On the wire**: the remaining time can be read from an incoming
 //!   request and written on the outgoing one (`grpc-timeout` or a header of
 //!   your choice), so the next hop stops when its caller does.
+//!
+//! Do not put tower-http's `TimeoutLayer` under seawall (between it and
+//! the client): it answers with a response, 408 Request Timeout or the
+//! status you choose, which the classifier reads as the provider's own
+//! answer: retried, and counted against the route by a breaker. Bound the
+//! attempt with this layer there, or each frame with tower-http's
+//! `ResponseBodyTimeoutLayer`, whose error reads as `timeout`.
 #![deny(missing_docs)]
 
 mod body;
