@@ -20,6 +20,12 @@
 //! Every handle reaching past the recording then fails with
 //! [`RequestBodyFailed`], and [`ReplayBody::replay`] gives none.
 //!
+//! A body may be read ahead, before any attempt sends it
+//! ([`ReplayBody::read_ahead`]): what is at hand goes into the recording,
+//! and the first handle to send the body sends it from there. Nothing read
+//! ahead is dropped: a frame past the cap and the body's error are kept
+//! for the first handle that reaches them, as if it had read them itself.
+//!
 //! Replay needs `B: Unpin` — true of hyper's `Incoming`, `Full`, boxed
 //! bodies and every body seawall knows of — so the recorded state can live
 //! behind one shared lock without unsafe pinning. A body that is not (a
@@ -30,7 +36,7 @@
 use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll, Waker, ready};
 
 use bytes::{Buf, Bytes};
 use http::HeaderMap;
@@ -78,6 +84,10 @@ struct Shared<B> {
     /// True once the original body failed: what followed is unknown.
     failed: bool,
     trailers: Option<HeaderMap>,
+    /// What a read ahead took of the original body and did not record:
+    /// the next frame, or the body's error, for the first handle to reach
+    /// the end of the recording. Not counted in `live_bytes` until then.
+    held: Option<Held>,
     /// The original body's exact length, when it announced one.
     exact_len: Option<u64>,
     /// Filled with the request facts the whole recording gives, when the
@@ -85,10 +95,45 @@ struct Shared<B> {
     facts: Option<Arc<OperationSlots>>,
 }
 
+/// What a read ahead kept of the original body without recording it.
+enum Held {
+    /// A data frame the recording had no room for.
+    Data(Bytes),
+    /// The original body's own error.
+    Failed(BoxError),
+}
+
 impl<B> Shared<B> {
     /// Whole, and so sendable again: not cut at the cap, not failed.
     fn replayable(&self) -> bool {
         !self.capped && !self.failed
+    }
+
+    /// Whether a chunk read from the original body goes into the
+    /// recording. A body that comes whole in one frame (built in memory:
+    /// an SDK's JSON, an image in base64) is kept whatever its size:
+    /// keeping it is a reference to the caller's own bytes, not a copy.
+    fn fits(&self, len: usize) -> bool {
+        let whole = self.recorded_bytes == 0 && self.exact_len == Some(len as u64);
+        !self.capped && (whole || self.recorded_bytes + len <= self.max_bytes)
+    }
+
+    /// A chunk read from the original body, to be sent by the handle that
+    /// read it (or by the first, for one read ahead): recorded if it fits,
+    /// else the recording stops at its cap. True when it was recorded.
+    fn read(&mut self, chunk: &Bytes) -> bool {
+        self.live_bytes += chunk.len() as u64;
+        let recorded = self.fits(chunk.len());
+        if recorded {
+            self.recorded_bytes += chunk.len();
+            self.chunks.push(chunk.clone());
+        } else {
+            self.capped = true;
+        }
+        if self.exact_len == Some(self.live_bytes) {
+            self.tell_facts();
+        }
+        recorded
     }
 
     /// The original body ended: the recording, if whole, tells the facts.
@@ -187,6 +232,7 @@ impl<B> ReplayBody<B> {
                     body_done: false,
                     failed: false,
                     trailers: None,
+                    held: None,
                     exact_len,
                     facts: None,
                 })),
@@ -229,7 +275,8 @@ impl<B> ReplayBody<B> {
             return None;
         };
         let state = lock(shared);
-        let sent = state.body_done || state.exact_len == Some(state.live_bytes);
+        let sent =
+            state.held.is_none() && (state.body_done || state.exact_len == Some(state.live_bytes));
         if !state.replayable() || !sent {
             return None;
         }
@@ -239,12 +286,15 @@ impl<B> ReplayBody<B> {
         Some(chunks)
     }
 
-    /// True when what is left of the original body is known, by its size,
-    /// to fit in the recording: a handle reading on past the recording
-    /// then records all of it, and whoever sends the body meets every
-    /// byte again in the recording. Where the rest's size is unknown,
-    /// reading on may push the recording past its cap and take bytes the
-    /// sender still needs.
+    /// True when what is left of the original body is said, by its size
+    /// hint, to fit in the recording: a handle reading on past the
+    /// recording then records all of it, and whoever sends the body meets
+    /// every byte again in the recording. Where the rest's size is
+    /// unknown, reading on may push the recording past its cap and take
+    /// bytes the sender still needs. A hint is the body's word, not a
+    /// bound: a body may send more than its hint says, and a reader that
+    /// must not lose bytes keeps what does not fit
+    /// ([`read_ahead`](Self::read_ahead) does).
     pub fn rest_fits_recording(&self) -> bool
     where
         B: Body,
@@ -259,6 +309,64 @@ impl<B> ReplayBody<B> {
                 .is_some_and(|rest| {
                     rest <= state.max_bytes.saturating_sub(state.recorded_bytes) as u64
                 })
+    }
+
+    /// Reads into the recording what of the original body is at hand,
+    /// without waiting, before any handle sends it: at most `max_frames`
+    /// frames, until the body is not ready, ends or fails. A body in
+    /// memory is then recorded whole, and fills the facts slot
+    /// ([`fill_facts`](Self::fill_facts)) before anything is sent.
+    ///
+    /// Nothing read is dropped, whatever the body's size hint said: a
+    /// frame the recording has no room for, and the body's error, are
+    /// kept for the first handle to reach them, which sends that frame
+    /// (the recording then stops at its cap, as when a handle reads past
+    /// it) or fails with that error (later handles with
+    /// [`RequestBodyFailed`]). Reading stops there. A body sent once, cut
+    /// at the cap or failed is not read.
+    ///
+    /// A body not ready is polled with a waker that wakes nothing: the
+    /// handle that sends it polls it again with its own.
+    pub fn read_ahead(&self, max_frames: usize)
+    where
+        B: Body + Unpin,
+        B::Error: Into<BoxError>,
+    {
+        let Mode::Replay { shared, .. } = &self.mode else {
+            return;
+        };
+        let mut state = lock(shared);
+        let mut cx = Context::from_waker(Waker::noop());
+        for _ in 0..max_frames {
+            if !state.replayable() || state.body_done || state.held.is_some() {
+                return;
+            }
+            let Poll::Ready(frame) = Pin::new(&mut state.body).poll_frame(&mut cx) else {
+                return;
+            };
+            let frame = match frame {
+                None => return state.end(),
+                Some(Err(err)) => {
+                    state.held = Some(Held::Failed(err.into()));
+                    return;
+                }
+                Some(Ok(frame)) => frame,
+            };
+            match frame.into_data() {
+                Ok(mut data) => {
+                    let chunk = data.copy_to_bytes(data.remaining());
+                    if state.fits(chunk.len()) {
+                        state.read(&chunk);
+                    } else {
+                        state.held = Some(Held::Data(chunk));
+                    }
+                }
+                Err(frame) => {
+                    state.trailers = frame.into_trailers().ok();
+                    return state.end();
+                }
+            }
+        }
     }
 
     /// A handle that sends the body again from its start, or `None` when
@@ -339,6 +447,22 @@ where
                 if state.failed {
                     return Poll::Ready(Some(Err(RequestBodyFailed.into())));
                 }
+                // What a read ahead kept is the next frame of the body.
+                if let Some(held) = state.held.take() {
+                    return Poll::Ready(Some(match held {
+                        Held::Data(chunk) => {
+                            *sent += chunk.len() as u64;
+                            if state.read(&chunk) {
+                                *next_chunk = state.chunks.len();
+                            }
+                            Ok(Frame::data(chunk))
+                        }
+                        Held::Failed(err) => {
+                            state.failed = true;
+                            Err(err)
+                        }
+                    }));
+                }
                 let frame = ready!(Pin::new(&mut state.body).poll_frame(cx));
                 let frame = match frame {
                     None => {
@@ -356,24 +480,8 @@ where
                     Ok(mut data) => {
                         let chunk = data.copy_to_bytes(data.remaining());
                         *sent += chunk.len() as u64;
-                        state.live_bytes += chunk.len() as u64;
-                        // A body that comes whole in one frame (built in
-                        // memory: an SDK's JSON, an image in base64) is
-                        // kept whatever its size: keeping it is a
-                        // reference to the caller's own bytes, not a copy.
-                        let whole = state.recorded_bytes == 0
-                            && state.exact_len == Some(chunk.len() as u64);
-                        if !state.capped {
-                            if whole || state.recorded_bytes + chunk.len() <= state.max_bytes {
-                                state.recorded_bytes += chunk.len();
-                                state.chunks.push(chunk.clone());
-                                *next_chunk = state.chunks.len();
-                            } else {
-                                state.capped = true;
-                            }
-                        }
-                        if state.exact_len == Some(state.live_bytes) {
-                            state.tell_facts();
+                        if state.read(&chunk) {
+                            *next_chunk = state.chunks.len();
                         }
                         Poll::Ready(Some(Ok(Frame::data(chunk))))
                     }
@@ -399,8 +507,10 @@ where
                 trailers_sent,
             } => {
                 let state = lock(shared);
-                let fresh_and_empty =
-                    state.live_bytes == 0 && !state.body_done && state.body.is_end_stream();
+                let fresh_and_empty = state.live_bytes == 0
+                    && !state.body_done
+                    && state.held.is_none()
+                    && state.body.is_end_stream();
                 let all_sent = *next_chunk == state.chunks.len()
                     && *sent == state.live_bytes
                     && state.body_done
@@ -732,6 +842,55 @@ mod tests {
         assert!(!early.is_replayable());
         assert!(early.replay().is_none());
         assert!(early.recorded_whole().is_none());
+        let err = collect(early).await.unwrap_err();
+        assert!(err.is::<RequestBodyFailed>(), "{err}");
+    }
+
+    /// A body read ahead that sends more than its size hint said: what
+    /// fits is recorded, the frame past the cap is kept and sent by the
+    /// first handle, which then reads on; the recording is cut at the cap.
+    #[tokio::test]
+    async fn a_read_ahead_past_the_cap_keeps_the_frame_for_the_first_handle() {
+        let first = ReplayBody::recorded(chunked(&["abcd", "efgh", "ijkl"]), 6);
+        let stale = first.replay().unwrap();
+        first.read_ahead(8);
+        assert!(first.is_replayable(), "nothing was sent past the cap yet");
+        assert_eq!(collect(first).await.unwrap(), &b"abcdefghijkl"[..]);
+        assert!(!stale.is_replayable());
+        let err = collect(stale).await.unwrap_err();
+        assert!(err.is::<ReplayCapExceeded>(), "{err}");
+    }
+
+    /// A body read ahead whole within the cap is sent from the recording,
+    /// and replays.
+    #[tokio::test]
+    async fn a_read_ahead_within_the_cap_records_the_body() {
+        let slot = Arc::new(OperationSlots::default());
+        let facts = crate::RequestFacts::default().with_slots(slot.clone());
+        let body = chunked(&[r#"{"model":"#, r#""m2"}"#]);
+        let first = ReplayBody::recorded(body, 1024).fill_facts(slot);
+        first.read_ahead(8);
+        assert_eq!(facts.model(), Some("m2"), "known before anything is sent");
+        let again = first.replay().unwrap();
+        assert_eq!(collect(first).await.unwrap(), &br#"{"model":"m2"}"#[..]);
+        assert_eq!(collect(again).await.unwrap(), &br#"{"model":"m2"}"#[..]);
+    }
+
+    /// A body that fails as it is read ahead: the first handle to reach
+    /// the failure gets the body's own error, later ones
+    /// `RequestBodyFailed`, as when the first handle read it itself.
+    #[tokio::test]
+    async fn a_read_ahead_keeps_the_bodys_error_for_the_first_handle() {
+        let mut body = chunked(&[r#"{"model":"#]);
+        body.0
+            .push_back(Err(std::io::Error::other("the caller's upload failed")));
+        let first = ReplayBody::recorded(body, 1024);
+        let early = first.replay().unwrap();
+        first.read_ahead(8);
+        let err = collect(first).await.unwrap_err();
+        assert!(err.to_string().contains("upload failed"), "{err}");
+        assert!(err.is::<std::io::Error>(), "{err}");
+        assert!(!early.is_replayable());
         let err = collect(early).await.unwrap_err();
         assert!(err.is::<RequestBodyFailed>(), "{err}");
     }

@@ -101,14 +101,17 @@
 //! - from the head, when the path names it (Gemini's, Claude's on Vertex
 //!   AI, an Azure OpenAI deployment) or `RequestFacts::with_model` did;
 //! - else, when a subscriber records the spans, from a body at hand: one
-//!   recorded for replay whose rest is known by its size to fit in
+//!   recorded for replay whose rest is said by its size hint to fit in
 //!   `max_replay_bytes` is read ahead into the recording, as far as it is
 //!   ready without waiting (a body in memory, `Full` or `String`, whole),
 //!   and the operation's and first attempt's spans start named
 //!   `"chat gpt-4o"`. Nothing is read ahead when no subscriber records
-//!   them. A body that fails as it is read ahead fails the first attempt
-//!   with [`RequestBodyFailed`](seawall_core::recording::RequestBodyFailed),
-//!   as a replay of a failed body does.
+//!   them. The read ahead changes nothing of what is sent: a body that
+//!   sends more than its hint said is sent whole by the first attempt (and
+//!   not again, as any body past the cap), and a body that fails as it is
+//!   read ahead fails the first attempt with its own error (a
+//!   `LengthLimitError` of a body over its limit stays one), as if the
+//!   attempt had read it.
 //!
 //! A model the body names that was not at hand (an upload still
 //! streaming, one of unknown or too large a size) is recorded as

@@ -1,7 +1,6 @@
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use http::{HeaderValue, Request, Response};
 use http_body::Body;
@@ -177,33 +176,25 @@ where
 const READ_AHEAD_FRAMES: usize = 64;
 
 /// Reads into the recording what of `body` is already at hand, without
-/// waiting: a body in memory (`Full`, `String`, an SDK's JSON) is read
-/// whole, and the recording fills the request's facts from it before any
-/// attempt is sent, so the spans are named by the model the body names
-/// as they start. Only a body whose rest is known by its size to fit in
-/// the recording ([`ReplayBody::rest_fits_recording`]): every byte read
-/// is sent by the first attempt from the recording. A body not recorded
-/// (a single attempt), still streaming (it answers `Pending`), or too
-/// large is left as it is, read as it is sent.
+/// waiting ([`ReplayBody::read_ahead`]): a body in memory (`Full`,
+/// `String`, an SDK's JSON) is read whole, and the recording fills the
+/// request's facts from it before any attempt is sent, so the spans are
+/// named by the model the body names as they start. Only a body whose rest
+/// is said by its size hint to fit in the recording
+/// ([`ReplayBody::rest_fits_recording`]): a larger one would not be whole
+/// in it anyway. A body that sends more than its hint said, or fails as it
+/// is read, loses nothing: the frame past the cap, or the body's own error,
+/// is kept for the first attempt, which sends it as it would have without
+/// the read ahead. A body not recorded (a single attempt), still streaming
+/// (it answers `Pending`), or too large is left as it is, read as it is
+/// sent.
 fn read_ahead<B>(body: &ReplayBody<B>)
 where
     B: Body + Unpin,
     B::Error: Into<BoxError>,
 {
-    if !body.rest_fits_recording() {
-        return;
-    }
-    let Some(mut reader) = body.replay() else {
-        return;
-    };
-    // Nothing waits on it: a body that is not ready is polled again, with
-    // the sender's waker, when the attempt sends it.
-    let mut cx = Context::from_waker(Waker::noop());
-    for _ in 0..READ_AHEAD_FRAMES {
-        match Pin::new(&mut reader).poll_frame(&mut cx) {
-            Poll::Ready(Some(Ok(_))) => {}
-            _ => return,
-        }
+    if body.rest_fits_recording() {
+        body.read_ahead(READ_AHEAD_FRAMES);
     }
 }
 
