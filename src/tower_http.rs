@@ -47,7 +47,9 @@ use std::time::SystemTime;
 
 use http::{HeaderMap, Request, Response, StatusCode};
 use seawall_core::hint::RetryHint;
-use seawall_core::provider::{ErrorContext, QuotaWall, classify_grpc};
+use seawall_core::provider::{
+    ErrorContext, QuotaWall, classify_grpc, grpc_message_bytes, grpc_status_code,
+};
 use seawall_core::{BoxError, Code, Failure};
 use tower_http::classify::{ClassifiedResponse, ClassifyEos, ClassifyResponse, MakeClassifier};
 
@@ -221,14 +223,10 @@ fn grpc_failure(map: &HeaderMap, status: StatusCode) -> Option<FailureClass> {
     let value = map.get("grpc-status")?;
     // As tonic reads it: one digit, or two from 10 to 16; anything else is
     // UNKNOWN, which its caller gets as an error.
-    let mut code = match value.as_bytes() {
-        [digit @ b'0'..=b'9'] => u32::from(digit - b'0'),
-        [b'1', digit @ b'0'..=b'6'] => 10 + u32::from(digit - b'0'),
-        _ => GRPC_UNKNOWN,
-    };
+    let mut code = grpc_status_code(value.as_bytes());
     let message = map
         .get("grpc-message")
-        .map(|value| String::from_utf8(percent_decoded(value.as_bytes())));
+        .map(|value| String::from_utf8(grpc_message_bytes(value.as_bytes())));
     // tonic reads an OK whose message is not UTF-8 as UNKNOWN.
     if code == 0 && matches!(message, Some(Err(_))) {
         code = GRPC_UNKNOWN;
@@ -249,30 +247,6 @@ fn grpc_failure(map: &HeaderMap, status: StatusCode) -> Option<FailureClass> {
     Some(FailureClass::Failure(
         classify_grpc(code, message.as_deref(), cx).code(),
     ))
-}
-
-/// The bytes a percent-encoded `grpc-message` stands for; a malformed
-/// escape is kept as it is.
-fn percent_decoded(raw: &[u8]) -> Vec<u8> {
-    fn hex(byte: Option<&u8>) -> Option<u8> {
-        let digit = (*byte? as char).to_digit(16)?;
-        u8::try_from(digit).ok()
-    }
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        match (raw[i], hex(raw.get(i + 1)), hex(raw.get(i + 2))) {
-            (b'%', Some(high), Some(low)) => {
-                out.push(high << 4 | low);
-                i += 3;
-            }
-            (byte, _, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

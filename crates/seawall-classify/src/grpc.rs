@@ -13,7 +13,10 @@ use http::HeaderMap;
 use http::response::Parts;
 use seawall_core::Failure;
 use seawall_core::hint::{MAX_RETRY_HINT, RetryHint};
-use seawall_core::provider::{ErrorContext, QuotaWall, StatusDetails, classify_grpc_details};
+use seawall_core::provider::{
+    ErrorContext, QuotaWall, StatusDetails, classify_grpc_details, grpc_message_bytes,
+    grpc_status_code,
+};
 use std::time::{Duration, SystemTime};
 
 use crate::error_context;
@@ -184,8 +187,10 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
     let Some(value) = map.get("grpc-status") else {
         return Status::Absent;
     };
-    let mut status = status_code(value.as_bytes());
-    let raw_message = map.get("grpc-message").map(|v| percent_bytes(v.as_bytes()));
+    let mut status = grpc_status_code(value.as_bytes());
+    let raw_message = map
+        .get("grpc-message")
+        .map(|v| grpc_message_bytes(v.as_bytes()));
     // tonic reads an OK whose message is not UTF-8 as UNKNOWN: an answer
     // handed on as a success reaches the caller as an error, so it is no
     // success here either. (A failed status keeps its code, the message
@@ -405,48 +410,12 @@ impl<'a> Iterator for Fields<'a> {
     }
 }
 
-/// A `grpc-status` value as tonic reads it (`Code::from_bytes`): one
-/// digit, or two from 10 to 16, nothing around them; anything else is
-/// UNKNOWN. Read more loosely (` 0`, `00`, `+0` as OK), a call the caller
-/// gets as an error was counted a success.
-fn status_code(value: &[u8]) -> u32 {
-    match value {
-        [digit @ b'0'..=b'9'] => u32::from(digit - b'0'),
-        [b'1', digit @ b'0'..=b'6'] => 10 + u32::from(digit - b'0'),
-        _ => UNKNOWN,
-    }
-}
-
-/// The bytes a percent-encoded `grpc-message` stands for: malformed
-/// escapes are kept as they are, never rejected (the caller decides what
-/// bytes that are not UTF-8 mean).
-fn percent_bytes(raw: &[u8]) -> Vec<u8> {
-    fn hex(byte: Option<&u8>) -> Option<u8> {
-        (*byte? as char).to_digit(16).map(|d| d as u8)
-    }
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        match (raw[i], hex(raw.get(i + 1)), hex(raw.get(i + 2))) {
-            (b'%', Some(high), Some(low)) => {
-                out.push(high << 4 | low);
-                i += 3;
-            }
-            (byte, _, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn percent_decode(raw: &[u8]) -> String {
-        String::from_utf8_lossy(&percent_bytes(raw)).into_owned()
+        String::from_utf8_lossy(&grpc_message_bytes(raw)).into_owned()
     }
     use base64::engine::general_purpose::STANDARD;
     use seawall_test::proto::{bytes_field, status_with_detail, varint};

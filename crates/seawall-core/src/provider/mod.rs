@@ -628,6 +628,47 @@ fn resource_exhausted(quota_gone: bool) -> Verdict {
 /// own time bound fires (tonic's `TimeoutExpired`, as displayed).
 const TONIC_TIMEOUT_EXPIRED: &str = "Timeout expired";
 
+/// gRPC's UNKNOWN, what an unreadable `grpc-status` is read as.
+const GRPC_UNKNOWN: u32 = 2;
+
+/// A `grpc-status` value as tonic reads it (`Code::from_bytes`): one
+/// digit, or two from 10 to 16, nothing around them; anything else is
+/// UNKNOWN (2). Read more loosely (` 0`, `00`, `+0` as OK), a call the
+/// caller gets as an error would count as a success.
+pub fn grpc_status_code(value: &[u8]) -> u32 {
+    match value {
+        [digit @ b'0'..=b'9'] => u32::from(digit - b'0'),
+        [b'1', digit @ b'0'..=b'6'] => 10 + u32::from(digit - b'0'),
+        _ => GRPC_UNKNOWN,
+    }
+}
+
+/// The bytes a percent-encoded `grpc-message` stands for: malformed
+/// escapes are kept as they are, never rejected (the caller decides what
+/// bytes that are not UTF-8 mean: tonic reads an OK whose message is not
+/// UTF-8 as UNKNOWN).
+pub fn grpc_message_bytes(raw: &[u8]) -> Vec<u8> {
+    fn hex(byte: Option<&u8>) -> Option<u8> {
+        let digit = (*byte? as char).to_digit(16)?;
+        u8::try_from(digit).ok()
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        match (raw[i], hex(raw.get(i + 1)), hex(raw.get(i + 2))) {
+            (b'%', Some(high), Some(low)) => {
+                out.push(high << 4 | low);
+                i += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Classifies a gRPC status code (from `grpc-status`).
 pub fn classify_grpc(status: u32, message: Option<&str>, cx: ErrorContext) -> Failure {
     classify_grpc_details(status, message, StatusDetails::default(), cx)
