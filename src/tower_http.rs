@@ -48,7 +48,7 @@ use std::time::SystemTime;
 use http::{HeaderMap, Request, Response, StatusCode};
 use seawall_core::hint::RetryHint;
 use seawall_core::provider::{
-    ErrorContext, QuotaWall, classify_grpc, grpc_message_bytes, grpc_status_code,
+    ErrorContext, GRPC_UNKNOWN, QuotaWall, classify_grpc, grpc_message_bytes, grpc_status_code,
 };
 use seawall_core::{BoxError, Code, Failure};
 use tower_http::classify::{ClassifiedResponse, ClassifyEos, ClassifyResponse, MakeClassifier};
@@ -212,9 +212,6 @@ fn is_grpc(headers: &HeaderMap) -> bool {
         .and_then(|value| value.as_bytes().get(..GRPC.len()))
         .is_some_and(|prefix| prefix.eq_ignore_ascii_case(GRPC))
 }
-
-/// gRPC `UNKNOWN`: a `grpc-status` tonic cannot read is that to its caller.
-const GRPC_UNKNOWN: u32 = 2;
 
 /// The failure the `grpc-status` in `map` (a trailers-only answer's
 /// headers, or trailers) says, named by seawall's table of gRPC statuses;

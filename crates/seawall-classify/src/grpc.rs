@@ -14,15 +14,12 @@ use http::response::Parts;
 use seawall_core::Failure;
 use seawall_core::hint::{MAX_RETRY_HINT, RetryHint};
 use seawall_core::provider::{
-    ErrorContext, QuotaWall, StatusDetails, classify_grpc_details, grpc_message_bytes,
-    grpc_status_code,
+    ErrorContext, GRPC_UNKNOWN, QuotaWall, StatusDetails, classify_grpc_details,
+    grpc_message_bytes, grpc_status_code,
 };
 use std::time::{Duration, SystemTime};
 
 use crate::error_context;
-
-/// gRPC `UNKNOWN`, used when `grpc-status` is present but unreadable.
-const UNKNOWN: u32 = 2;
 
 /// What a map of headers or trailers says of the call.
 #[derive(Debug)]
@@ -200,7 +197,7 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
             .as_ref()
             .is_some_and(|bytes| std::str::from_utf8(bytes).is_err())
     {
-        status = UNKNOWN;
+        status = GRPC_UNKNOWN;
     }
     if status == 0 {
         return Status::Ok;

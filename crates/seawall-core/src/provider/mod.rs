@@ -628,8 +628,9 @@ fn resource_exhausted(quota_gone: bool) -> Verdict {
 /// own time bound fires (tonic's `TimeoutExpired`, as displayed).
 const TONIC_TIMEOUT_EXPIRED: &str = "Timeout expired";
 
-/// gRPC's UNKNOWN, what an unreadable `grpc-status` is read as.
-const GRPC_UNKNOWN: u32 = 2;
+/// gRPC's UNKNOWN (2): what an unreadable `grpc-status` is read as, and
+/// an OK whose `grpc-message` is not UTF-8 (as tonic reads them).
+pub const GRPC_UNKNOWN: u32 = 2;
 
 /// A `grpc-status` value as tonic reads it (`Code::from_bytes`): one
 /// digit, or two from 10 to 16, nothing around them; anything else is
