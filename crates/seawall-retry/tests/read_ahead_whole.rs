@@ -5,11 +5,8 @@
 //! set for one thread shares tracing's per-callsite cache with every test
 //! running at the same time, and a span it records could look unrecorded.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_util::{Stream, stream};
@@ -18,6 +15,7 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::{BodyExt, LengthLimitError, Limited, StreamBody};
 use seawall_core::recording::ReplayBody;
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
+use seawall_test::body::{Hinted, Script};
 use seawall_test::trace::Recorder;
 use tower::{BoxError, Layer, ServiceExt, service_fn};
 
@@ -25,38 +23,6 @@ use tower::{BoxError, Layer, ServiceExt, service_fn};
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const CHAT: &str = "https://api.openai.com/v1/chat/completions";
-
-/// A body that sends its frames, all ready, and gives `hint` as its size
-/// hint: one that understates it.
-struct Understated {
-    frames: VecDeque<Bytes>,
-    hint: SizeHint,
-}
-
-impl Understated {
-    fn new(frames: impl IntoIterator<Item = Bytes>, hint: SizeHint) -> Self {
-        Understated {
-            frames: frames.into_iter().collect(),
-            hint,
-        }
-    }
-}
-
-impl Body for Understated {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.frames.pop_front().map(|data| Ok(Frame::data(data))))
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.hint
-    }
-}
 
 /// Sends `body` through a ladder of 3 attempts recording at most
 /// `max_replay_bytes`, to an upstream that reads the whole body and fails
@@ -107,7 +73,7 @@ fn caused_by<E: std::error::Error + 'static>(err: &BoxError) -> bool {
 async fn a_body_larger_than_its_size_hint_is_sent_whole_with_recorded_spans() {
     let _serial = SERIAL.lock().await;
     let bytes = Bytes::from(vec![b'x'; 2048]);
-    let body = || Understated::new([bytes.clone()], SizeHint::with_exact(16));
+    let body = || Hinted::new(Script::data([bytes.clone()]), SizeHint::with_exact(16));
     let (received, outcome) = send(body(), 1024).await;
     outcome.expect("sent once, whole");
     assert_eq!(received, std::slice::from_ref(&bytes));
@@ -133,7 +99,7 @@ async fn a_body_in_chunks_larger_than_its_size_hint_is_sent_whole_with_recorded_
     hint.set_upper(512);
     let recorder = Recorder::new();
     let _guard = recorder.install();
-    let (received, outcome) = send(Understated::new(parts, hint), 1024).await;
+    let (received, outcome) = send(Hinted::new(Script::data(parts), hint), 1024).await;
     outcome.expect("sent once, whole");
     assert_eq!(received, [whole]);
 }

@@ -382,11 +382,6 @@ fn compaction_events() -> Vec<&'static str> {
     events
 }
 
-/// `count` pings, one every 10 s.
-fn pings_every_10s(ping: &'static str, count: usize) -> Vec<Step> {
-    (0..count).flat_map(|_| [wait(10.0), send(ping)]).collect()
-}
-
 /// A compaction that summarises for 90 s, pinging every 10 s, then the
 /// summary and the answer: not cut at the interactive preset's 60 s
 /// first-content bound (cut, the retry would pay the whole compaction
@@ -395,7 +390,7 @@ fn pings_every_10s(ping: &'static str, count: usize) -> Vec<Step> {
 async fn anthropic_compaction_outlives_the_first_content_bound() {
     let events = compaction_events();
     let mut script = vec![send(events[0]), send(events[1])];
-    script.extend(pings_every_10s(events[2], 9));
+    script.extend(every(10.0, events[2], 9));
     script.extend(events[3..].iter().map(|&event| send(event)));
     let response = call(StreamGuardLayer::interactive(), MESSAGES, scripted(script))
         .await
@@ -419,7 +414,7 @@ async fn anthropic_compaction_outlives_the_first_content_bound() {
 async fn anthropic_pings_without_a_compaction_fail_at_the_first_content_bound() {
     let events = compaction_events();
     let mut script = vec![send(events[0])];
-    script.extend(pings_every_10s(events[2], 30));
+    script.extend(every(10.0, events[2], 30));
     let failure =
         failure_of(call(StreamGuardLayer::interactive(), MESSAGES, scripted(script)).await);
     assert_eq!(failure.code(), Code::Timeout);
@@ -440,11 +435,11 @@ async fn anthropic_compaction_that_falls_silent_is_cut() {
     let head = || vec![send(events[0]), send(events[1])];
     let silent = head();
     let mut stalled = head();
-    stalled.extend(pings_every_10s(events[2], 9));
+    stalled.extend(every(10.0, events[2], 9));
     let mut stopped = head();
-    stopped.extend(pings_every_10s(events[2], 9));
+    stopped.extend(every(10.0, events[2], 9));
     stopped.extend([send(events[3]), send(events[4])]);
-    stopped.extend(pings_every_10s(events[2], 30));
+    stopped.extend(every(10.0, events[2], 30));
     for (name, mut script, cut_at, bound) in [
         ("silent", silent, 60, "first_content"),
         ("stalled", stalled, 120, "idle bound of 30s"),

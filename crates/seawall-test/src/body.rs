@@ -202,3 +202,34 @@ impl Body for Repeat {
         Poll::Ready(self.tail.take().map(|tail| Ok(Frame::data(tail))))
     }
 }
+
+/// `body` saying `hint` as its size, whatever it sends: a body whose hint
+/// understates it (hostile, or a stale length) for what trusts the hint.
+#[derive(Debug)]
+pub struct Hinted<B> {
+    body: B,
+    hint: SizeHint,
+}
+
+impl<B> Hinted<B> {
+    /// `body`, its size said to be `hint`.
+    pub fn new(body: B, hint: SizeHint) -> Self {
+        Hinted { body, hint }
+    }
+}
+
+impl<B: Body + Unpin> Body for Hinted<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.hint
+    }
+}
