@@ -66,7 +66,9 @@ pub enum Error {
     /// The client followed a redirect (a `reqwest::Client` not built by
     /// [`client_builder`](crate::client_builder)): the answer is another
     /// URL's, to another request (a 301/302/303 is followed as a `GET`
-    /// without the body). Or its redirect policy stopped one: too many
+    /// without the body). One that ended back at the URL sent leaves no
+    /// trace to find (see [`ReqwestService::new`](crate::ReqwestService::new)).
+    /// Or its redirect policy stopped one: too many
     /// redirects, a loop, its own rule, a `Location` with a scheme other
     /// than `http`/`https`. `redirected`, permanent, as the classifier
     /// calls a 3xx the client did not follow: the route's answer was a

@@ -90,12 +90,17 @@
 //!   `retry::never()`.
 //! - **Redirects** would send the request, API key included, to another
 //!   host; [`client_builder`] sets `redirect::Policy::none()` and the
-//!   classifier fails a 3xx as `redirected`. Over a client of your own
-//!   that follows them, [`ReqwestService`] fails an answer that came from
-//!   another URL than the one sent as `redirected` too ([`Error::Redirected`]):
-//!   a 302 followed is a `GET` without the body, and its answer is not
-//!   the request's. So is a redirect its policy stopped (too many, a
-//!   `Location` of a scheme reqwest does not follow).
+//!   classifier fails a 3xx as `redirected`. A builder of your own:
+//!   [`ReqwestService::from_builder`] sets the same policy on it, last.
+//!   Over a client of your own that follows them ([`ReqwestService::new`]),
+//!   [`ReqwestService`] fails an answer that came from another URL than
+//!   the one sent as `redirected` too ([`Error::Redirected`]): a 302
+//!   followed is a `GET` without the body, and its answer is not the
+//!   request's. So is a redirect its policy stopped (too many, a
+//!   `Location` of a scheme reqwest does not follow). But reqwest keeps
+//!   only the final URL: a redirect that ends back at the URL sent (a
+//!   `302` to itself, or through a login page and back) cannot be seen
+//!   there, and the `GET`'s answer is handed over as the request's.
 //! - async-openai's retry: see [`openai`](crate::openai#one-ladder).
 //!
 //! A `connect_timeout` is harmless (it bounds only the connect, well under

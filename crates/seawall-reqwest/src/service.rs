@@ -23,7 +23,10 @@ use crate::error::Error;
 ///
 /// The client should be one built from [`client_builder`](crate::client_builder)
 /// (no redirects, no retries, no timeouts of its own): see the
-/// [crate docs](crate#one-deadline-one-ladder) for why.
+/// [crate docs](crate#one-deadline-one-ladder) for why. A builder of your
+/// own goes through [`ReqwestService::from_builder`], which turns its
+/// redirects off; a client that follows them is only partly watched (see
+/// [`ReqwestService::new`]).
 ///
 /// ```
 /// use bytes::Bytes;
@@ -49,6 +52,25 @@ pub struct ReqwestService {
 impl ReqwestService {
     /// A service over `client`.
     ///
+    /// If `client` follows redirects (reqwest's default, unless it was
+    /// built from [`client_builder`](crate::client_builder)), this service
+    /// sees only what reqwest keeps of them: the URL of the final answer
+    /// (`reqwest::Response::url`; reqwest 0.13 records no redirect history,
+    /// and a built client's policy cannot be read or replaced). So:
+    ///
+    /// - an answer from **another URL** than the one sent fails as
+    ///   [`Error::Redirected`] (`redirected`), as does a redirect the
+    ///   client's policy stopped with an error;
+    /// - a redirect that **ends at the URL sent** — a `302` or `303` to
+    ///   itself, or through a login page and back — **cannot be told
+    ///   apart** from a direct answer: a `POST` followed as a `GET`
+    ///   without its body, and that `GET`'s answer (a `405`, or a `200`
+    ///   that is not the request's) is handed over as the `POST`'s.
+    ///
+    /// To have every redirect fail as `redirected`, build the client from
+    /// [`client_builder`](crate::client_builder), or hand your builder to
+    /// [`ReqwestService::from_builder`].
+    ///
     /// Installs ring as the process default crypto provider, unless one is
     /// installed ([`install_crypto_provider`](crate::install_crypto_provider)),
     /// so that an async-openai client built after it (`Client::with_config`
@@ -56,6 +78,30 @@ impl ReqwestService {
     pub fn new(client: reqwest::Client) -> Self {
         crate::install_crypto_provider();
         ReqwestService { client }
+    }
+
+    /// A service over the client `builder` builds, with redirects turned
+    /// off (`redirect::Policy::none()`, set last, over whatever policy the
+    /// builder had): every 3xx reaches the classifier, which fails it as
+    /// `redirected`, including one back to the URL sent, which a client
+    /// that follows redirects hides ([`ReqwestService::new`]). The rest of
+    /// the builder (TLS, proxies, timeouts, retry) is kept as given: see
+    /// the [crate docs](crate#one-deadline-one-ladder) for what to leave
+    /// off.
+    ///
+    /// Installs ring as the process default crypto provider first, unless
+    /// one is installed ([`install_crypto_provider`](crate::install_crypto_provider)):
+    /// a builder using reqwest's own TLS needs one to build.
+    ///
+    /// # Errors
+    ///
+    /// What `reqwest::ClientBuilder::build` fails with.
+    pub fn from_builder(builder: reqwest::ClientBuilder) -> Result<Self, reqwest::Error> {
+        crate::install_crypto_provider();
+        let client = builder
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(ReqwestService::new(client))
     }
 
     /// The client.
@@ -152,7 +198,9 @@ impl Future for ResponseFuture {
                 Poll::Pending => Poll::Pending,
                 // A client not built by `client_builder` follows
                 // redirects: what answered is not what was asked (a 302
-                // turns the POST into a GET, its body dropped).
+                // turns the POST into a GET, its body dropped). Only the
+                // final URL is kept by reqwest: a redirect back to the URL
+                // sent passes here unseen (`ReqwestService::new` says so).
                 Poll::Ready(Ok(response)) if response.url() != url => {
                     Poll::Ready(Err(Error::redirected(response.url())))
                 }

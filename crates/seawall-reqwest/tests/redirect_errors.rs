@@ -84,3 +84,68 @@ async fn a_request_of_another_scheme_is_still_a_bad_request() {
     let (failure, _) = failure("ftp://files.example/v1/models".to_owned()).await;
     assert_eq!(failure.code(), Code::BadRequest, "{failure:?}");
 }
+
+/// A server that answers its first connection with `first` and every
+/// later one with `then`, counting the connections.
+async fn server_then(
+    first: &'static str,
+    then: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let connections = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let answer = match counted.fetch_add(1, Ordering::SeqCst) {
+                0 => first,
+                _ => then,
+            };
+            tokio::spawn(async move {
+                let mut buffer = vec![0; 64 * 1024];
+                let _ = socket.read(&mut buffer).await;
+                let _ = socket.write_all(answer.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    (base, connections)
+}
+
+/// A `POST` redirected back to its own URL: a client that follows
+/// redirects sends a `GET` without the body to the URL it sent, so the
+/// answer's URL says nothing, and over `ReqwestService::new` that `GET`'s
+/// 405 reached the caller as the `POST`'s `bad_request` (undetectable
+/// there, as its docs say). A builder handed to `from_builder` has its
+/// redirects turned off: the 302 itself is the answer, `redirected`.
+#[tokio::test]
+async fn a_post_redirected_to_its_own_url_is_redirected() {
+    let (base, connections) = server_then(
+        "HTTP/1.1 302 Found\r\nlocation: /v1/chat/completions\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    let builder = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::limited(3));
+    let service = ClassifyLayer::openai().layer(ReqwestService::from_builder(builder).unwrap());
+    let request = http::Request::post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(Bytes::from_static(
+            br#"{"model":"gpt-x"}"#,
+        )))
+        .unwrap();
+    let error = service.oneshot(request).await.map(drop).unwrap_err();
+    let failure = Failure::find(&*error).expect("classified");
+    assert_eq!(
+        (failure.class(), failure.code()),
+        (Class::Permanent, Code::Redirected),
+        "{failure:?}"
+    );
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the redirect was followed"
+    );
+}
