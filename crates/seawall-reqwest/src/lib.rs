@@ -97,7 +97,9 @@
 //!   the one sent as `redirected` too ([`Error::Redirected`]): a 302
 //!   followed is a `GET` without the body, and its answer is not the
 //!   request's. So is a redirect its policy stopped (too many, a
-//!   `Location` of a scheme reqwest does not follow). But reqwest keeps
+//!   `Location` of a scheme reqwest does not follow); a `Location` that
+//!   is no URL at all (a port out of range) is not followed, and the 3xx
+//!   arrives as it would without redirects. But reqwest keeps
 //!   only the final URL: a redirect that ends back at the URL sent (a
 //!   `302` to itself, or through a login page and back) cannot be seen
 //!   there, and the `GET`'s answer is handed over as the request's.

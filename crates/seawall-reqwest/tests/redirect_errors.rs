@@ -85,6 +85,28 @@ async fn a_request_of_another_scheme_is_still_a_bad_request() {
     assert_eq!(failure.code(), Code::BadRequest, "{failure:?}");
 }
 
+/// A `Location` reqwest cannot parse as a URL (a port out of range or
+/// not a number, a host no URL can have) is not followed: tower-http's
+/// redirect layer under reqwest resolves it with `url::Url::join` and,
+/// failing, hands the 3xx back unfollowed, which the classifier fails as
+/// `redirected`, not as the request's fault.
+#[tokio::test]
+async fn a_location_reqwest_cannot_parse_is_redirected_not_the_requests_fault() {
+    for answer in [
+        "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:99999/v1/models\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:abc/v1/models\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 302 Found\r\nlocation: http://256.256.256.256/v1/models\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    ] {
+        let base = server(answer).await;
+        let (failure, said) = failure(format!("{base}/v1/models")).await;
+        assert_eq!(
+            (failure.class(), failure.code(), failure.evidence().status),
+            (Class::Permanent, Code::Redirected, Some(302)),
+            "{answer}: {failure:?} {said}"
+        );
+    }
+}
+
 /// A server that answers its first connection with `first` and every
 /// later one with `then`, counting the connections.
 async fn server_then(
