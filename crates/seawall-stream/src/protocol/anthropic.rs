@@ -87,39 +87,50 @@ pub(super) fn reads(name: &[u8], named: bool) -> bool {
     MESSAGE_EVENTS.contains(&name) || (name.is_empty() && !named)
 }
 
-/// A `ping`: a keep-alive, but while the conversation is being compacted
-/// (`compacting`), the model at work. Server-side compaction sends its
-/// block's start, then only pings until the whole summary arrives in one
-/// delta (no intermediate streaming): summarising a long conversation can
-/// take longer than the first-content bound, and cut there, the retry
-/// pays the whole compaction again. Read as thinking, its pings keep that
-/// bound off while they keep coming within the idle bound; a compaction
-/// that falls silent is still cut.
-fn ping(compacting: bool) -> Signal<'static> {
-    if compacting {
+/// A `ping`: a keep-alive, but while a block that works unseen is open
+/// (`at_work`: see [`works_unseen`]), the model at work. Such a block
+/// sends its start, then only pings while the model works: server-side
+/// compaction until the whole summary arrives in one delta, thinking
+/// with `display: "omitted"` (one empty `thinking_delta`) until its
+/// signature, summarised thinking between its bursts, redacted thinking
+/// (whole in its start) until its stop. That work can take longer
+/// than the first-content bound, and cut there, the retry pays (and is
+/// billed for) all of it again. Read as thinking, its pings keep that
+/// bound off while they keep coming within the idle bound; a block that
+/// falls silent is still cut, and `max_duration` still bounds the whole.
+fn ping(at_work: bool) -> Signal<'static> {
+    if at_work {
         Signal::Thinking
     } else {
         Signal::KeepAlive
     }
 }
 
+/// Whether a block of type `ty` is the model at work that may show
+/// nothing but pings while it is open: a compaction, thinking (shown,
+/// summarised or omitted) and redacted thinking. Not `fallback`, a
+/// marker with nothing behind it.
+fn works_unseen(ty: &str) -> bool {
+    matches!(ty, "compaction" | "thinking" | "redacted_thinking")
+}
+
 /// One event, by its name as the SDK dispatches it (`ping` skipped,
 /// `error` raised, the message events read, the rest passed over) and
 /// its data's `type` (the name where the data has none, as the SDK fills
-/// it in). `compacting` says a compaction block started and has not
-/// stopped (see [`ping`]).
+/// it in). `at_work` says a block that works unseen started and has
+/// not stopped (see [`ping`]).
 pub(super) fn decode<'a>(
     name: &'a [u8],
     data: &'a [u8],
     named: &mut bool,
-    compacting: &mut bool,
+    at_work: &mut bool,
     kept: &mut UsageFields,
     quota_wall: QuotaWall,
 ) -> Signal<'a> {
     match name {
-        b"ping" => return ping(*compacting),
+        b"ping" => return ping(*at_work),
         b"error" => {
-            *compacting = false;
+            *at_work = false;
             return Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall));
         }
         name if !reads(name, *named) => return Signal::Other,
@@ -136,9 +147,9 @@ pub(super) fn decode<'a>(
         None => std::str::from_utf8(name).unwrap_or_default(),
     };
     match ty {
-        "ping" => ping(*compacting),
+        "ping" => ping(*at_work),
         "message_start" | "content_block_stop" => {
-            *compacting = false;
+            *at_work = false;
             Signal::Progress
         }
         // A text block may start with text; a tool_use block's input
@@ -148,8 +159,8 @@ pub(super) fn decode<'a>(
             let Some(started) = event.content_block else {
                 return Signal::Other;
             };
-            // Any other block ends the compaction, stopped or not.
-            *compacting = started.ty.as_ref().is_some_and(|ty| ty.0 == "compaction");
+            // Any other block ends the one at work, stopped or not.
+            *at_work = started.ty.as_ref().is_some_and(|ty| works_unseen(&ty.0));
             match started.ty.as_ref().map(|ty| block(&ty.0)) {
                 Some(BlockKind::Text) | None => match started.text.and_then(Text::non_empty) {
                     Some(text) => Signal::Content {
@@ -203,11 +214,11 @@ pub(super) fn decode<'a>(
             None => Signal::Progress,
         },
         "message_stop" => {
-            *compacting = false;
+            *at_work = false;
             Signal::Done
         }
         "error" => {
-            *compacting = false;
+            *at_work = false;
             Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall))
         }
         _ => Signal::Other,

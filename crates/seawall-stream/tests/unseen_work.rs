@@ -1,0 +1,157 @@
+//! The model at work out of sight, on tokio's paused clock: thinking the
+//! caller does not see (Anthropic's omitted or redacted thinking) and a
+//! hosted tool running (a Responses API image render) send nothing but
+//! keep-alives while they last. Read as the model at work, those
+//! keep-alives keep the first-content and idle bounds off; a stream that
+//! falls silent, keep-alives outside such work and `max_duration` still
+//! end it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use seawall_core::{Action, Code};
+use seawall_stream::StreamGuardLayer;
+
+const PING: &str = "event: ping\ndata: {\"type\":\"ping\"}\n\n";
+
+/// A recorded stream's events, each with its blank line.
+fn events(fixture: &'static str) -> Vec<&'static str> {
+    fixture.split_inclusive("\n\n").collect()
+}
+
+/// `count` copies of `event`, one every `secs` seconds.
+fn every(secs: f64, event: &'static str, count: usize) -> Vec<Step> {
+    (0..count).flat_map(|_| [wait(secs), send(event)]).collect()
+}
+
+fn sends(events: &[&'static str]) -> Vec<Step> {
+    events.iter().map(|&event| send(event)).collect()
+}
+
+/// Thinking with `display: "omitted"`: `message_start`, the thinking
+/// block's start, one empty `thinking_delta`, then (while the model
+/// thinks) only pings, then the signature, the block's stop and the text.
+fn omitted_thinking() -> Vec<&'static str> {
+    let events = events(include_str!(
+        "fixtures/real/anthropic/docs_thinking_omitted.sse"
+    ));
+    assert!(events[1].contains(r#""type":"thinking""#));
+    assert!(events[2].contains(r#""thinking":"""#));
+    assert!(events[3].contains("signature_delta"));
+    assert!(events[4].starts_with("event: content_block_stop"));
+    events
+}
+
+/// Redacted thinking: the block arrives whole in its start, then stops.
+fn redacted_thinking() -> Vec<&'static str> {
+    let events = events(include_str!(
+        "fixtures/real/anthropic/docs_redacted_thinking.sse"
+    ));
+    assert!(events[1].contains(r#""type":"redacted_thinking""#));
+    assert!(events[2].starts_with("event: content_block_stop"));
+    events
+}
+
+/// A model that thinks out of sight for 90 s, a ping every 10 s, then
+/// answers: not cut at the interactive preset's 60 s first-content bound
+/// (cut, it would be asked again and think, and be billed, as long
+/// again), and delivered whole. Its pings are the model at work, no
+/// keep-alives.
+#[tokio::test(start_paused = true)]
+async fn hidden_thinking_outlives_the_first_content_bound() {
+    for (name, events, open) in [
+        ("omitted", omitted_thinking(), 3),
+        ("redacted", redacted_thinking(), 2),
+    ] {
+        let mut script = sends(&events[..open]);
+        script.extend(every(10.0, PING, 9));
+        script.extend(sends(&events[open..]));
+        let response = call(StreamGuardLayer::interactive(), MESSAGES, scripted(script))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: cut while thinking: {e}"));
+        let d = drain(response).await;
+        assert!(d.error.is_none(), "{name}: {:?}", d.error);
+        let sent = [&events[..open], &[PING; 9], &events[open..]].concat();
+        assert_eq!(d.bytes, sent.concat().as_bytes(), "{name}");
+        assert!(d.report.completed_task(), "{name}");
+        assert_eq!(
+            d.report.time_to_first_content,
+            Some(Duration::from_secs(90)),
+            "{name}"
+        );
+        assert_eq!(
+            (d.report.content_events, d.report.keepalives),
+            (1, 0),
+            "{name}"
+        );
+    }
+}
+
+/// Pings inside a thinking block keep only the first-content bound off:
+/// `max_duration` still ends the stream; a thinking block that falls
+/// silent is cut (at once, at the first-content bound; past it, at the
+/// idle bound after its last ping); once the block stops, pings are
+/// keep-alives again; and pings with no thinking block open extend
+/// nothing.
+#[tokio::test(start_paused = true)]
+async fn pings_in_a_thinking_block_are_still_bounded() {
+    let events = omitted_thinking();
+    let head = || sends(&events[..3]);
+    let mut endless = head();
+    endless.extend(every(10.0, PING, 100));
+    let silent = head();
+    let mut stalled = head();
+    stalled.extend(every(10.0, PING, 9));
+    let mut stopped = head();
+    stopped.extend(every(10.0, PING, 9));
+    stopped.extend(sends(&events[3..5]));
+    stopped.extend(every(10.0, PING, 30));
+    let mut no_block = sends(&events[..1]);
+    no_block.extend(every(10.0, PING, 30));
+    let bounded = StreamGuardLayer::interactive().max_duration(Some(Duration::from_secs(150)));
+    for (name, layer, mut script, cut_at, bound) in [
+        ("endless", bounded, endless, 150, "max_duration"),
+        (
+            "silent",
+            StreamGuardLayer::interactive(),
+            silent,
+            60,
+            "first_content",
+        ),
+        (
+            "stalled",
+            StreamGuardLayer::interactive(),
+            stalled,
+            120,
+            "idle bound of 30s",
+        ),
+        (
+            "stopped",
+            StreamGuardLayer::interactive(),
+            stopped,
+            120,
+            "idle bound of 30s",
+        ),
+        (
+            "no block",
+            StreamGuardLayer::interactive(),
+            no_block,
+            60,
+            "first_content",
+        ),
+    ] {
+        script.push(Step::Hang);
+        let failure = failure_of(call(layer, MESSAGES, scripted(script)).await);
+        assert_eq!(failure.code(), Code::Timeout, "{name}");
+        assert_eq!(failure.action(), Action::Retry, "{name}");
+        assert_eq!(
+            failure.evidence().elapsed,
+            Some(Duration::from_secs(cut_at)),
+            "{name}"
+        );
+        let message = failure.message().unwrap();
+        assert!(message.contains(bound), "{name}: {message}");
+    }
+}
