@@ -15,6 +15,8 @@ use seawall_core::{Action, Code};
 use seawall_stream::StreamGuardLayer;
 
 const PING: &str = "event: ping\ndata: {\"type\":\"ping\"}\n\n";
+const KEEPALIVE: &str =
+    "event: keepalive\ndata: {\"type\":\"keepalive\",\"sequence_number\":99}\n\n";
 
 /// A recorded stream's events, each with its blank line.
 fn events(fixture: &'static str) -> Vec<&'static str> {
@@ -146,6 +148,96 @@ async fn pings_in_a_thinking_block_are_still_bounded() {
         let failure = failure_of(call(layer, MESSAGES, scripted(script)).await);
         assert_eq!(failure.code(), Code::Timeout, "{name}");
         assert_eq!(failure.action(), Action::Retry, "{name}");
+        assert_eq!(
+            failure.evidence().elapsed,
+            Some(Duration::from_secs(cut_at)),
+            "{name}"
+        );
+        let message = failure.message().unwrap();
+        assert!(message.contains(bound), "{name}: {message}");
+    }
+}
+
+/// A hosted image render: the response's head, a reasoning item, the
+/// `image_generation_call` item's start (content at once: the caller
+/// shows its result), its progress events, its end with the image, then
+/// an empty message and the terminal event.
+fn image_generation() -> Vec<&'static str> {
+    let events = events(include_str!(
+        "fixtures/real/responses/vercel_image_generation_tool.sse"
+    ));
+    assert!(events[4].contains(r#""type":"image_generation_call""#));
+    assert!(events[6].starts_with("event: response.image_generation_call.generating"));
+    assert!(events[7].starts_with("event: response.image_generation_call.partial_image"));
+    assert!(events[9].starts_with("event: response.output_item.done"));
+    assert!(events[9].contains(r#""result":"#));
+    events
+}
+
+/// A hosted tool that runs for 60 s after its item's start (content), a
+/// keep-alive every 10 s, then its result: not cut at the 30 s idle bound
+/// (cut there, the billed render is lost, and a call delivered is never
+/// resumed), and delivered whole. Its keep-alives are the tool at work.
+#[tokio::test(start_paused = true)]
+async fn a_hosted_tool_running_after_content_outlives_the_idle_bound() {
+    let events = image_generation();
+    let mut script = sends(&events[..7]);
+    script.extend(every(10.0, KEEPALIVE, 6));
+    script.extend(sends(&events[7..]));
+    let response = call(StreamGuardLayer::interactive(), RESPONSES, scripted(script))
+        .await
+        .expect("content came first");
+    let d = drain(response).await;
+    assert!(d.error.is_none(), "cut while the tool ran: {:?}", d.error);
+    let sent = [&events[..7], &[KEEPALIVE; 6], &events[7..]].concat();
+    assert_eq!(d.bytes, sent.concat().as_bytes());
+    assert!(d.report.completed_task());
+    assert_eq!(d.report.time_to_first_content, Some(Duration::ZERO));
+    assert_eq!(d.report.keepalives, 0);
+}
+
+/// Keep-alives while a hosted tool runs move only the idle bound:
+/// `max_duration` still ends the stream; a tool that falls silent is cut
+/// at the idle bound after its last sign of life; once its item is done,
+/// keep-alives are keep-alives again.
+#[tokio::test(start_paused = true)]
+async fn keepalives_while_a_hosted_tool_runs_are_still_bounded() {
+    let events = image_generation();
+    let head = || sends(&events[..7]);
+    let mut endless = head();
+    endless.extend(every(10.0, KEEPALIVE, 100));
+    let silent = head();
+    let mut stalled = head();
+    stalled.extend(every(10.0, KEEPALIVE, 6));
+    let mut done = head();
+    done.extend(every(10.0, KEEPALIVE, 6));
+    done.extend(sends(&events[7..10]));
+    done.extend(every(10.0, KEEPALIVE, 20));
+    let bounded = StreamGuardLayer::interactive().max_duration(Some(Duration::from_secs(150)));
+    for (name, layer, mut script, cut_at, bound) in [
+        ("endless", bounded, endless, 150, "max_duration"),
+        (
+            "silent",
+            StreamGuardLayer::interactive(),
+            silent,
+            30,
+            "idle",
+        ),
+        (
+            "stalled",
+            StreamGuardLayer::interactive(),
+            stalled,
+            90,
+            "idle",
+        ),
+        ("done", StreamGuardLayer::interactive(), done, 90, "idle"),
+    ] {
+        script.push(Step::Hang);
+        let response = call(layer, RESPONSES, scripted(script))
+            .await
+            .expect("content came first");
+        let failure = drain(response).await.error.expect("cut");
+        assert_eq!(failure.code(), Code::StreamInterrupted, "{name}");
         assert_eq!(
             failure.evidence().elapsed,
             Some(Duration::from_secs(cut_at)),

@@ -49,13 +49,29 @@ pub fn output_item(ty: &str) -> OutputItem {
 /// Whether an output item of type `ty` is the model at work that may
 /// show nothing but `keepalive` events while it lasts: `reasoning` (its
 /// summary is off by default, so a long reasoning run sends its item's
-/// start and then only keep-alives until the answer) and `compaction`
-/// (the conversation summarised, opaque). While such an item is open,
-/// its keep-alives are the model working, not a stream that merely
-/// stays open: cut at the first-content bound, it would be asked again
-/// and reason (and be billed) as long again.
+/// start and then only keep-alives until the answer), `compaction` (the
+/// conversation summarised, opaque), and a tool the provider runs
+/// itself — `image_generation_call`, `code_interpreter_call`,
+/// `web_search_call`, `file_search_call`, `mcp_call` — from its item's
+/// start (already content: the caller shows its result) to its end (an
+/// image render takes minutes). While such an item is open, its
+/// keep-alives are the model working, not a stream that merely stays
+/// open: cut at the first-content bound, it would be asked again and
+/// reason (and be billed) as long again; cut at the idle bound while a
+/// tool runs, the billed result is lost, and a call delivered is not
+/// resumed. A tool the caller runs (`function_call`, `local_shell_call`,
+/// `computer_call`) is not running at the provider: nothing to wait for.
 pub fn works_unseen(ty: &str) -> bool {
-    matches!(ty, "reasoning" | "compaction")
+    matches!(
+        ty,
+        "reasoning"
+            | "compaction"
+            | "image_generation_call"
+            | "code_interpreter_call"
+            | "web_search_call"
+            | "file_search_call"
+            | "mcp_call"
+    )
 }
 
 /// What a stream event is, by its `type`.
@@ -80,7 +96,8 @@ pub enum StreamEvent {
     /// `error`: the provider's failure.
     Error,
     /// `keepalive`: a keep-alive, but inside an open item that
-    /// [`works_unseen`] (reasoning, compaction) the model at work.
+    /// [`works_unseen`] (reasoning, compaction, a hosted tool running)
+    /// the model at work.
     KeepAlive,
     /// `response.reasoning_text.delta` / `.reasoning_summary_text.delta`:
     /// the model thinking before (or between) its answer's parts.
@@ -491,8 +508,8 @@ mod tests {
     use super::{StreamEvent, last_sequence_number, stream_event, works_unseen};
 
     /// A compaction's progress is its own event, the model at work; the
-    /// items whose keep-alives are the model at work are reasoning and
-    /// compaction only.
+    /// items whose keep-alives are the model at work are reasoning,
+    /// compaction and the tools the provider runs.
     #[test]
     fn compacting_and_the_items_that_work_unseen() {
         assert_eq!(
@@ -503,7 +520,15 @@ mod tests {
         for (ty, unseen) in [
             ("reasoning", true),
             ("compaction", true),
+            ("image_generation_call", true),
+            ("code_interpreter_call", true),
+            ("web_search_call", true),
+            ("file_search_call", true),
+            ("mcp_call", true),
             ("message", false),
+            ("local_shell_call", false),
+            ("computer_call", false),
+            ("custom_tool_call", false),
             ("mcp_list_tools", false),
             ("additional_tools", false),
             ("function_call", false),

@@ -9,9 +9,9 @@
 //! (`response.function_call_arguments.delta`); everything else is the
 //! response's lifecycle and counts as progress, but the model at work
 //! before its answer (reasoning text, a compaction's progress, and a
-//! `keepalive` inside an open reasoning or compaction item: see
-//! [`keepalive`]), which is thinking. The terminal event's
-//! response says how it ended (its `status` over the event's name: vLLM
+//! `keepalive` inside an open reasoning or compaction item or while a
+//! hosted tool runs: see [`keepalive`]), which is thinking. The terminal
+//! event's response says how it ended (its `status` over the event's name: vLLM
 //! ends every stream with `response.completed`), and, when no content
 //! came before it, holds the answer itself (a proxy's stream made from a
 //! unary answer). A live stream's `cancelled` is the engine's abort,
@@ -77,14 +77,18 @@ seawall_core::later_wins! {
 }
 
 /// A `keepalive`: a keep-alive, but while an item that works unseen is
-/// open (`at_work`: a `reasoning` or `compaction` item was added and is
-/// not done), the model at work. With its summary off (the default), a
-/// long reasoning run sends its item's start and then only keep-alives
-/// until the answer, as a compaction may: cut at the first-content bound
-/// (or, between the answer's parts, at the idle bound), the retry would
-/// reason and be billed as long again. Read as thinking, they keep that
-/// bound off while they keep coming within the idle bound; an item that
-/// falls silent is still cut.
+/// open (`at_work`: a `reasoning` or `compaction` item, or a hosted
+/// tool's call, was added and is not done: [`works_unseen`]), the model
+/// at work. With its summary off (the default), a long reasoning run
+/// sends its item's start and then only keep-alives until the answer, as
+/// a compaction may: cut at the first-content bound (or, between the
+/// answer's parts, at the idle bound), the retry would reason and be
+/// billed as long again. A hosted tool (an image render takes minutes)
+/// sends its item's start, which is content, then only keep-alives until
+/// its result: cut at the idle bound, the billed result is lost and the
+/// call is not resumed. Read as thinking, they keep those bounds off
+/// while they keep coming within the idle bound; an item that falls
+/// silent is still cut, and `max_duration` still bounds the whole.
 fn keepalive(at_work: bool) -> Signal<'static> {
     if at_work {
         Signal::Thinking
@@ -525,6 +529,61 @@ mod tests {
         ];
         for (at, (name, data, expected)) in steps.iter().enumerate() {
             assert_eq!(decode(name, data), *expected, "step {at}: {data}");
+        }
+    }
+
+    /// A hosted tool's item is content from its start, and while it runs
+    /// (until its `.done`) its keep-alives are the tool at work: an image
+    /// render, code run or search sends nothing else for minutes. A tool
+    /// the caller runs (a function call, a shell or computer action) is
+    /// not running at the provider: its keep-alives stay keep-alives.
+    #[test]
+    fn a_keepalive_while_a_hosted_tool_runs_is_the_model_at_work() {
+        let keepalive = r#"{"type":"keepalive","sequence_number":9}"#;
+        let item = |event: &str, ty: &str| {
+            format!(
+                r#"{{"type":"response.output_item.{event}","output_index":0,"item":{{"id":"i","type":"{ty}"}}}}"#
+            )
+        };
+        for (ty, hosted) in [
+            ("image_generation_call", true),
+            ("code_interpreter_call", true),
+            ("web_search_call", true),
+            ("file_search_call", true),
+            ("mcp_call", true),
+            ("function_call", false),
+            ("local_shell_call", false),
+            ("computer_call", false),
+        ] {
+            let running = if hosted { "thinking" } else { "keepalive" };
+            let progress =
+                format!(r#"{{"type":"response.{ty}.in_progress","output_index":0,"item_id":"i"}}"#);
+            let steps = [
+                (item("added", ty), "content"),
+                (keepalive.into(), running),
+                (progress, "progress"),
+                (keepalive.into(), running),
+                (item("done", ty), "content"),
+                (keepalive.into(), "keepalive"),
+            ];
+            let mut decoder =
+                super::super::Decoder::new(seawall_core::provider::Provider::OpenAiResponses);
+            for (at, (data, expected)) in steps.iter().enumerate() {
+                let signal = decoder.decode(crate::sse::Item::Event(crate::sse::Event {
+                    name: b"",
+                    data: data.as_bytes(),
+                    start: 0,
+                    end: data.len(),
+                }));
+                let got = match signal {
+                    Signal::Thinking => "thinking",
+                    Signal::KeepAlive => "keepalive",
+                    Signal::Progress => "progress",
+                    Signal::Content { .. } => "content",
+                    _ => "other",
+                };
+                assert_eq!(got, *expected, "{ty} step {at}: {data}");
+            }
         }
     }
 
