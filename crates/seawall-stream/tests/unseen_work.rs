@@ -247,3 +247,88 @@ async fn keepalives_while_a_hosted_tool_runs_are_still_bounded() {
         assert!(message.contains(bound), "{name}: {message}");
     }
 }
+
+/// A web fetch: text, the `server_tool_use` block (content: the call),
+/// its input, its stop, then (once the page is fetched) the
+/// `web_fetch_tool_result` block and the answer.
+fn web_fetch() -> Vec<&'static str> {
+    let events = events(include_str!(
+        "fixtures/real/anthropic/vercel_web_fetch_tool.sse"
+    ));
+    assert!(events[7].contains(r#""type":"server_tool_use""#));
+    assert!(events[19].starts_with("event: content_block_stop"));
+    assert!(events[20].contains(r#""type":"web_fetch_tool_result""#));
+    events
+}
+
+/// A server tool that runs for 60 s after its block stops, a ping every
+/// 10 s, then its result: not cut at the 30 s idle bound (cut there, the
+/// billed result is lost, and a call delivered is never resumed), and
+/// delivered whole. Its pings are the tool at work.
+#[tokio::test(start_paused = true)]
+async fn a_server_tool_running_outlives_the_idle_bound() {
+    let events = web_fetch();
+    let mut script = sends(&events[..20]);
+    script.extend(every(10.0, PING, 6));
+    script.extend(sends(&events[20..]));
+    let response = call(StreamGuardLayer::interactive(), MESSAGES, scripted(script))
+        .await
+        .expect("content came first");
+    let d = drain(response).await;
+    assert!(d.error.is_none(), "cut while the tool ran: {:?}", d.error);
+    let sent = [&events[..20], &[PING; 6], &events[20..]].concat();
+    assert_eq!(d.bytes, sent.concat().as_bytes());
+    assert!(d.report.completed_task());
+}
+
+/// Pings while a server tool runs move only the idle bound:
+/// `max_duration` still ends the stream; a tool that falls silent is cut
+/// at the idle bound after its last ping; once its result's block
+/// starts, pings are keep-alives again.
+#[tokio::test(start_paused = true)]
+async fn pings_while_a_server_tool_runs_are_still_bounded() {
+    let events = web_fetch();
+    let head = || sends(&events[..20]);
+    let mut endless = head();
+    endless.extend(every(10.0, PING, 100));
+    let silent = head();
+    let mut stalled = head();
+    stalled.extend(every(10.0, PING, 6));
+    let mut done = head();
+    done.extend(every(10.0, PING, 6));
+    done.extend(sends(&events[20..22]));
+    done.extend(every(10.0, PING, 20));
+    let bounded = StreamGuardLayer::interactive().max_duration(Some(Duration::from_secs(150)));
+    for (name, layer, mut script, cut_at, bound) in [
+        ("endless", bounded, endless, 150, "max_duration"),
+        (
+            "silent",
+            StreamGuardLayer::interactive(),
+            silent,
+            30,
+            "idle",
+        ),
+        (
+            "stalled",
+            StreamGuardLayer::interactive(),
+            stalled,
+            90,
+            "idle",
+        ),
+        ("done", StreamGuardLayer::interactive(), done, 90, "idle"),
+    ] {
+        script.push(Step::Hang);
+        let response = call(layer, MESSAGES, scripted(script))
+            .await
+            .expect("content came first");
+        let failure = drain(response).await.error.expect("cut");
+        assert_eq!(failure.code(), Code::StreamInterrupted, "{name}");
+        assert_eq!(
+            failure.evidence().elapsed,
+            Some(Duration::from_secs(cut_at)),
+            "{name}"
+        );
+        let message = failure.message().unwrap();
+        assert!(message.contains(bound), "{name}: {message}");
+    }
+}

@@ -114,23 +114,37 @@ fn works_unseen(ty: &str) -> bool {
     matches!(ty, "compaction" | "thinking" | "redacted_thinking")
 }
 
+/// Whether a block of type `ty` is a call of a tool the provider runs
+/// (`server_tool_use`: web search, web fetch, code execution;
+/// `mcp_tool_use`: the MCP connector's). Once its input is written, the
+/// tool runs and the stream sends only pings until its result's block
+/// starts: a page fetched or code run can take longer than the idle
+/// bound, and cut there, the billed result is lost and a call delivered
+/// is not resumed.
+fn runs_at_the_provider(ty: &str) -> bool {
+    matches!(ty, "server_tool_use" | "mcp_tool_use")
+}
+
 /// One event, by its name as the SDK dispatches it (`ping` skipped,
 /// `error` raised, the message events read, the rest passed over) and
 /// its data's `type` (the name where the data has none, as the SDK fills
 /// it in). `at_work` says a block that works unseen started and has
-/// not stopped (see [`ping`]).
+/// not stopped (see [`ping`]); `tool_running`, that a server tool's
+/// block started and no block since ([`runs_at_the_provider`]): its
+/// pings are the tool at work too, from its start to its result's.
 pub(super) fn decode<'a>(
     name: &'a [u8],
     data: &'a [u8],
     named: &mut bool,
     at_work: &mut bool,
+    tool_running: &mut bool,
     kept: &mut UsageFields,
     quota_wall: QuotaWall,
 ) -> Signal<'a> {
     match name {
-        b"ping" => return ping(*at_work),
+        b"ping" => return ping(*at_work || *tool_running),
         b"error" => {
-            *at_work = false;
+            (*at_work, *tool_running) = (false, false);
             return Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall));
         }
         name if !reads(name, *named) => return Signal::Other,
@@ -147,8 +161,13 @@ pub(super) fn decode<'a>(
         None => std::str::from_utf8(name).unwrap_or_default(),
     };
     match ty {
-        "ping" => ping(*at_work),
-        "message_start" | "content_block_stop" => {
+        "ping" => ping(*at_work || *tool_running),
+        "message_start" => {
+            (*at_work, *tool_running) = (false, false);
+            Signal::Progress
+        }
+        // A server tool runs once its block stops: `tool_running` stays.
+        "content_block_stop" => {
             *at_work = false;
             Signal::Progress
         }
@@ -159,8 +178,13 @@ pub(super) fn decode<'a>(
             let Some(started) = event.content_block else {
                 return Signal::Other;
             };
-            // Any other block ends the one at work, stopped or not.
+            // Any other block ends the one at work, stopped or not, and
+            // a tool's run: its result's block is the next.
             *at_work = started.ty.as_ref().is_some_and(|ty| works_unseen(&ty.0));
+            *tool_running = started
+                .ty
+                .as_ref()
+                .is_some_and(|ty| runs_at_the_provider(&ty.0));
             match started.ty.as_ref().map(|ty| block(&ty.0)) {
                 Some(BlockKind::Text) | None => match started.text.and_then(Text::non_empty) {
                     Some(text) => Signal::Content {
@@ -214,11 +238,11 @@ pub(super) fn decode<'a>(
             None => Signal::Progress,
         },
         "message_stop" => {
-            *at_work = false;
+            (*at_work, *tool_running) = (false, false);
             Signal::Done
         }
         "error" => {
-            *at_work = false;
+            (*at_work, *tool_running) = (false, false);
             Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall))
         }
         _ => Signal::Other,

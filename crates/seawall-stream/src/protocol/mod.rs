@@ -153,11 +153,16 @@ pub struct Decoder {
     /// An Anthropic stream named one of its message events: from then on
     /// an unnamed event is passed over, as the SDK passes it over.
     named: bool,
-    /// The model is at work out of sight: an Anthropic compaction block,
-    /// or a Responses API reasoning or compaction item, started and has
-    /// not ended. Its pings (`keepalive` events) are the model at work
-    /// ([`Signal::Thinking`]), not keep-alives.
+    /// The model is at work out of sight: an Anthropic compaction or
+    /// thinking block, or a Responses API reasoning or compaction item or
+    /// hosted tool's call, started and has not ended. Its pings
+    /// (`keepalive` events) are the model at work ([`Signal::Thinking`]),
+    /// not keep-alives.
     at_work: bool,
+    /// An Anthropic server tool's block started and no block since: the
+    /// tool runs at the provider until its result's block starts, and
+    /// the pings meanwhile are the tool at work.
+    tool_running: bool,
     /// The usage the stream reported so far (the last report wins: every
     /// provider sends cumulative counts), but Anthropic's.
     usage: Option<Usage>,
@@ -209,6 +214,7 @@ impl Decoder {
             marker: false,
             named: false,
             at_work: false,
+            tool_running: false,
             usage: None,
             usage_parts: UsageFields::default(),
             shape: openai::Shape::default(),
@@ -293,6 +299,7 @@ impl Decoder {
         // member as progress (`{"message":…,"code":500}`).
         if event.name == b"error" {
             self.at_work = false;
+            self.tool_running = false;
             return self.error(event.data);
         }
         let mut signal = self.decode_data(event.name, event.data);
@@ -497,6 +504,7 @@ impl Decoder {
                 data,
                 &mut self.named,
                 &mut self.at_work,
+                &mut self.tool_running,
                 &mut self.usage_parts,
                 self.quota_wall,
             ),
