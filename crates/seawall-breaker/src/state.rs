@@ -631,7 +631,10 @@ impl RouteBreaker {
                 self.count(slice, failed);
                 failed && {
                     let (calls, failures) = self.window(slice, buckets as u64);
-                    calls >= min_calls && failures as f64 >= ratio * calls as f64
+                    // The share itself against the ratio: `ratio * calls` rounds
+                    // up past an exact match (0.55 * 100 is 55.000…01), and
+                    // a ratio met exactly trips ("equal or greater").
+                    calls >= min_calls && failures as f64 / calls as f64 >= ratio
                 }
             }
             TripRule::Consecutive { failures } => {

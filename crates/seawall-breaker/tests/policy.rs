@@ -510,3 +510,33 @@ async fn a_ratio_in_range_is_used_as_given() {
     }
     assert_eq!(rig.state(), BreakerState::Open);
 }
+
+/// A ratio met exactly trips, as "equal or greater" says: 55 failures of
+/// 100 calls at 0.55. Compared as `failures >= ratio * calls`, 0.55 * 100
+/// came to 55.00000000000001 and the breaker stayed closed.
+#[tokio::test(start_paused = true)]
+async fn a_ratio_met_exactly_trips() {
+    let rig = Rig::new(
+        BreakerLayer::new()
+            .trip(Trip::FailureRatio {
+                ratio: 0.55,
+                window: Duration::from_secs(10),
+                buckets: 10,
+                min_calls: 100,
+            })
+            .break_duration(exact_break(5)),
+    );
+    for _ in 0..45 {
+        rig.send(None).await;
+    }
+    for _ in 0..54 {
+        rig.send(fail(Code::Overloaded)).await;
+    }
+    assert_eq!(
+        rig.state(),
+        BreakerState::Closed,
+        "99 calls, under the minimum"
+    );
+    rig.send(fail(Code::Overloaded)).await;
+    assert_eq!(rig.state(), BreakerState::Open, "55 of 100 is 0.55");
+}
