@@ -32,6 +32,12 @@ pub enum Trip {
         window: Duration,
         /// How many slices the window is kept in (1 to 1024): the window
         /// slides by `window / buckets`.
+        ///
+        /// A slice is a whole number of milliseconds, `window / buckets`
+        /// rounded up, and the window keeps as many as fit in it: never
+        /// more than `window` is looked back over, a little less when the
+        /// division is not exact (1500 ms in 1024 buckets is 750 slices of
+        /// 2 ms; 500 ms in 1000 buckets is 500 slices of 1 ms).
         buckets: u16,
         /// Fewest recorded calls in the window before the ratio is trusted.
         min_calls: u32,
@@ -88,9 +94,15 @@ impl TripRule {
                     "Trip::FailureRatio: ratio must be a failure share in (0, 1] \
                      (0.5 for half the calls), got {ratio}"
                 );
-                let buckets = usize::from(buckets.clamp(1, 1024));
+                let asked = u64::from(buckets.clamp(1, 1024));
                 let window_ms = millis(window);
-                let bucket_ms = (window_ms / buckets as u64).max(1);
+                // Buckets are whole milliseconds: each is the window's share
+                // rounded up, and the window keeps the buckets that fit in
+                // it. Rounding down instead (to at least 1 ms) with the
+                // count kept looked further back than asked: 1000 buckets
+                // over 500 ms looked back a second.
+                let bucket_ms = window_ms.div_ceil(asked).max(1);
+                let buckets = (window_ms / bucket_ms).max(1) as usize;
                 TripRule::Ratio {
                     ratio,
                     bucket_ms,

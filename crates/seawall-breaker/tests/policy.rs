@@ -540,3 +540,24 @@ async fn a_ratio_met_exactly_trips() {
     rig.send(fail(Code::Overloaded)).await;
     assert_eq!(rig.state(), BreakerState::Open, "55 of 100 is 0.55");
 }
+
+/// More buckets than a short window has milliseconds look back over the
+/// window asked, not over one millisecond per bucket: a failure 600 ms ago
+/// is out of a 500 ms window (it was in with 1000 buckets of 1 ms).
+#[tokio::test(start_paused = true)]
+async fn a_short_window_with_many_buckets_looks_back_only_over_itself() {
+    let rig = Rig::new(
+        BreakerLayer::new()
+            .trip(Trip::FailureRatio {
+                ratio: 1.0,
+                window: Duration::from_millis(500),
+                buckets: 1000,
+                min_calls: 2,
+            })
+            .break_duration(exact_break(5)),
+    );
+    rig.send(fail(Code::Overloaded)).await;
+    tokio::time::advance(Duration::from_millis(600)).await;
+    rig.send(fail(Code::Overloaded)).await;
+    assert_eq!(rig.state(), BreakerState::Closed, "one call in the window");
+}
