@@ -561,3 +561,26 @@ async fn a_short_window_with_many_buckets_looks_back_only_over_itself() {
     rig.send(fail(Code::Overloaded)).await;
     assert_eq!(rig.state(), BreakerState::Closed, "one call in the window");
 }
+
+/// After exactly 2^24 buckets of quiet the ring's slot comes round to the
+/// same 24-bit tag: the failures counted then are long gone, not back.
+#[tokio::test(start_paused = true)]
+async fn failures_from_a_tag_cycle_ago_do_not_come_back() {
+    let rig = Rig::new(
+        BreakerLayer::new()
+            .trip(Trip::FailureRatio {
+                ratio: 0.5,
+                window: Duration::from_millis(1024),
+                buckets: 1024,
+                min_calls: 20,
+            })
+            .break_duration(exact_break(5)),
+    );
+    for _ in 0..19 {
+        rig.send(fail(Code::Overloaded)).await;
+    }
+    assert_eq!(rig.state(), BreakerState::Closed, "under the minimum");
+    tokio::time::advance(Duration::from_millis(1 << 24)).await;
+    rig.send(fail(Code::Overloaded)).await;
+    assert_eq!(rig.state(), BreakerState::Closed, "one call in the window");
+}

@@ -6,8 +6,15 @@
 //! whose meaning is the caller's (a signed balance, or two counts). A word
 //! still tagged with an older slice reads as a zero payload, so a stale
 //! slot is reset and updated in one compare-and-swap, and a slot older than
-//! the window is ignored by its age: nothing ever sweeps the ring. A word
-//! already tagged with a newer slice is left alone: the update came late.
+//! the window is ignored by its age. A word already tagged with a newer
+//! slice is left alone: the update came late.
+//!
+//! A tag comes round every 2^24 slices, and a slot last written a whole
+//! cycle ago would read as of the slice now, its counts back (1 ms slices:
+//! after some 4.7 hours). So once per lap of the ring (its length in
+//! slices) the first reader or writer of the lap sweeps it: slots older
+//! than the ring are emptied, and after a lap or more of quiet every slot
+//! is. No slot then lives to see its tag again.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,9 +33,12 @@ const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 /// then other writers moved on to a later slice of the same slot before it
 /// wrote. Further ahead, the tag is taken for one that wrapped: the slot
 /// was last written nearly a whole cycle of the tag ago, and is stale.
-/// (A slot idle for `2^24 - n` slices, `n` within this, thus looks newer,
-/// and ignores updates for the `n` slices until its tag comes round.)
+/// (The sweep empties a slot long before it has been idle that long.)
 const AHEAD_MAX: u64 = 1 << 12;
+/// The longest ring: a slot the sweep kept is under three laps old at the
+/// next sweep (a lap to the sweep that kept it, a lap between sweeps),
+/// which must stay clear of a tag's cycle for its age to be read right.
+pub const MAX_SLICES: usize = 1 << 22;
 
 /// A ring of slice words, a power of two long (so a slice finds its slot
 /// with a mask, and ring positions agree with tags when the 24-bit tag
@@ -37,33 +47,47 @@ const AHEAD_MAX: u64 = 1 << 12;
 /// `R` is the storage: an inline array (`[AtomicU64; N]`, no indirection)
 /// for a fixed window, a boxed slice for one sized at run time.
 ///
-/// The words publish nothing but themselves, so every access is `Relaxed`.
+/// The words publish nothing but themselves, so every access to them is
+/// `Relaxed`; the lap swept for is published after its sweep (`Release`,
+/// read with `Acquire`), so whoever sees it sees the swept slots.
 pub struct Window<R = Box<[AtomicU64]>> {
     slots: R,
+    /// The latest lap (slice / ring length) the ring was swept for.
+    lap: AtomicU64,
 }
 
 impl Window<Box<[AtomicU64]>> {
     /// A ring for a window of `slices` slices: the next power of two long
-    /// (empty for 0; a window of up to 2^24 slices).
+    /// (empty for 0).
+    ///
+    /// # Panics
+    ///
+    /// When `slices` is over [`MAX_SLICES`].
     pub fn with_slices(slices: usize) -> Self {
+        assert!(
+            slices <= MAX_SLICES,
+            "a window of at most {MAX_SLICES} slices"
+        );
         let len = match slices {
             0 => 0,
             n => n.next_power_of_two(),
         };
         Window {
             slots: (0..len).map(|_| AtomicU64::new(0)).collect(),
+            lap: AtomicU64::new(0),
         }
     }
 }
 
 impl<const N: usize> Window<[AtomicU64; N]> {
-    const POWER_OF_TWO: () = assert!(N.is_power_of_two() && N as u64 <= TAG_MASK + 1);
+    const POWER_OF_TWO: () = assert!(N.is_power_of_two() && N <= MAX_SLICES);
 
-    /// An empty ring of `N` slots, `N` a power of two.
+    /// An empty ring of `N` slots, `N` a power of two up to [`MAX_SLICES`].
     pub fn new() -> Self {
         let () = Self::POWER_OF_TWO;
         Window {
             slots: std::array::from_fn(|_| AtomicU64::new(0)),
+            lap: AtomicU64::new(0),
         }
     }
 }
@@ -93,6 +117,7 @@ impl<R: AsRef<[AtomicU64]>> Window<R> {
         let Some(last) = slots.len().checked_sub(1) else {
             return;
         };
+        self.catch_up(slots, slice);
         let slot = &slots[(slice & last as u64) as usize];
         let tag = slice & TAG_MASK;
         let mut current = slot.load(Ordering::Relaxed);
@@ -120,9 +145,13 @@ impl<R: AsRef<[AtomicU64]>> Window<R> {
     /// zero payload.
     #[inline]
     pub fn fold<T>(&self, slice: u64, span: u64, init: T, mut f: impl FnMut(T, u64) -> T) -> T {
+        let slots = self.slots.as_ref();
+        if !slots.is_empty() {
+            self.catch_up(slots, slice);
+        }
         let tag = slice & TAG_MASK;
         let mut acc = init;
-        for slot in self.slots.as_ref() {
+        for slot in slots {
             let word = slot.load(Ordering::Relaxed);
             let age = tag.wrapping_sub(word >> PAYLOAD_BITS) & TAG_MASK;
             if age < span {
@@ -130,6 +159,48 @@ impl<R: AsRef<[AtomicU64]>> Window<R> {
             }
         }
         acc
+    }
+
+    /// Sweeps the ring when `slice` is of a lap later than the last swept
+    /// for; `slots` is not empty. One `Acquire` load otherwise.
+    #[inline]
+    fn catch_up(&self, slots: &[AtomicU64], slice: u64) {
+        let lap = slice >> slots.len().trailing_zeros();
+        let swept = self.lap.load(Ordering::Acquire);
+        if lap > swept {
+            Self::sweep(slots, slice, lap - swept > 1);
+            // Published after the sweep: a reader that sees the lap sees
+            // no slot it emptied. Callers that came in meanwhile swept too
+            // (a sweep twice over is the same sweep).
+            self.lap.fetch_max(lap, Ordering::Release);
+        }
+    }
+
+    /// Empties the slots older than the ring at `slice`, or every slot
+    /// (`all`: a lap or more went by unswept, when a slot's tag no longer
+    /// tells its age). A slot is emptied only if it still holds what was
+    /// read: an update meanwhile keeps its count. Emptying every slot may
+    /// drop a count made by a concurrent caller of this lap just before:
+    /// a race loses a count, and never brings an old one back.
+    #[cold]
+    fn sweep(slots: &[AtomicU64], slice: u64, all: bool) {
+        let tag = slice & TAG_MASK;
+        let len = slots.len() as u64;
+        for slot in slots {
+            let word = slot.load(Ordering::Relaxed);
+            if word == 0 {
+                continue;
+            }
+            let held = word >> PAYLOAD_BITS;
+            let age = tag.wrapping_sub(held) & TAG_MASK;
+            let ahead = held.wrapping_sub(tag) & TAG_MASK;
+            // A slot ahead was written by a caller already in a later
+            // slice: it is newer, not old.
+            let stale = all || (age >= len && !(1..=AHEAD_MAX).contains(&ahead));
+            if stale {
+                let _ = slot.compare_exchange(word, 0, Ordering::Relaxed, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Empties every slot.
@@ -246,6 +317,26 @@ mod tests {
         window.clear();
         add(TAG_MASK, 2);
         assert_eq!(sum(TAG_MASK), 2, "the cleared slot's tag 0 is no newer");
+    }
+
+    /// A tag comes round every 2^24 slices: a slot last written a whole
+    /// cycle ago holds the tag of the slice now. Its counts are long past
+    /// and stay gone, after a cycle of quiet as after one of writes that
+    /// never landed in that slot (the rest of the ring written all along).
+    #[test]
+    fn counts_from_a_tag_cycle_ago_stay_gone() {
+        let cycle = TAG_MASK + 1;
+        let quiet = Window::with_slices(4);
+        quiet.update(0, |_| Some(7));
+        quiet.update(cycle, |p| Some(p + 1));
+        assert_eq!(quiet.fold(cycle, 4, 0, |acc, p| acc + p), 1, "quiet");
+
+        let busy = Window::with_slices(4);
+        busy.update(1, |_| Some(7));
+        for slice in (2..=cycle).step_by(2) {
+            busy.update(slice, |_| Some(1));
+        }
+        assert_eq!(busy.fold(cycle + 1, 1, 0, |acc, p| acc + p), 0, "busy");
     }
 
     #[test]
