@@ -981,6 +981,9 @@ pub(crate) fn align_prefill(
     window: usize,
     complete: bool,
 ) -> Option<Alignment> {
+    if head.is_empty() {
+        return complete.then_some(Alignment::Trim(0));
+    }
     let repeat = overlap(delivered, head);
     if repeat == head.len() && !complete {
         // All of it repeats: the repeat may go on.
@@ -1178,10 +1181,15 @@ fn borders(pattern: &[u8]) -> Vec<usize> {
 /// has not reached the end: it occurs, starting a word, in the last
 /// [`REPEAT_MAX`] bytes of the delivered text and ends before it does. A
 /// model repeating more than the alignment window of its tail is
-/// mid-repeat here; deciding now would see no overlap yet.
+/// mid-repeat here; deciding now would see no overlap yet. An empty head
+/// copies nothing.
 fn copying(delivered: &str, head: &str) -> bool {
     let (text, n) = (delivered.as_bytes(), delivered.len());
-    if head.len() >= REPEAT_MAX || head.len() >= n {
+    // Where a head of valid UTF-8 occurs in valid UTF-8 a character
+    // starts (its first byte is no continuation byte), so the match is a
+    // place to slice at; an empty head occurs at every byte, inside
+    // characters too.
+    if head.is_empty() || head.len() >= REPEAT_MAX || head.len() >= n {
         return false;
     }
     let from = n - (REPEAT_MAX + head.len()).min(n);
@@ -1940,5 +1948,22 @@ data: {"type":"response.completed","response":{"status":"completed","output":[{"
                 .any(|part| part.get("functionCall").is_some()),
             "{parts}"
         );
+    }
+
+    /// An empty head matches everywhere, inside a character too: a
+    /// continuation whose first content is no text of the first candidate
+    /// (another candidate's) is no copy of anything, and lines up with no
+    /// trim once complete, whatever the delivered text ends with.
+    #[test]
+    fn an_empty_head_is_no_copy_and_trims_nothing() {
+        // 1200 bytes: the last 1024 start inside a character.
+        let delivered = "中".repeat(400);
+        assert!(!copying(&delivered, ""));
+        assert_eq!(
+            align_prefill(&delivered, "", 64, true),
+            Some(Alignment::Trim(0))
+        );
+        assert_eq!(align_prefill(&delivered, "", 64, false), None);
+        assert_eq!(align(&delivered, "", 64, true), Some(Alignment::Trim(0)));
     }
 }

@@ -1533,6 +1533,33 @@ async fn a_gemini_model_turn_is_continued_in_place() {
     assert_eq!(spliced.report.resumes[0].trimmed_chars, 0);
 }
 
+/// A continuation whose first content is another candidate's text (none
+/// of the first candidate's) after a long answer in characters of several
+/// bytes: nothing to line up, so the answer ends with the continuation's
+/// finish. (An empty head matches inside a character: the alignment
+/// sliced there and panicked.)
+#[tokio::test]
+async fn another_candidates_text_after_wide_characters_ends_the_answer() {
+    // 1200 bytes: the last 1024 start inside a character.
+    let delivered = "中".repeat(400);
+    let first = vec![Ok(gemini_event(&delivered, "")), Err(cut(&delivered))];
+    let rest = Bytes::from_static(
+        b"data: {\"candidates\":[{\"index\":1,\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"more\"}]},\"finishReason\":\"STOP\"}]}\n\n",
+    );
+    let spliced = splice_gemini(first, move |_| Ok(rest.clone())).await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(
+        text_in(seawall_stream::Provider::Gemini, &spliced.shown),
+        delivered
+    );
+    let shown = String::from_utf8(spliced.shown).unwrap();
+    assert!(
+        shown.ends_with("\"finishReason\":\"STOP\"}]}\n\n"),
+        "{shown}"
+    );
+    assert_eq!(spliced.report.resumes[0].trimmed_chars, 0);
+}
+
 /// What follows a Gemini `model` turn may well open with a line the
 /// answer already holds (code printing a value again): new text, spliced
 /// in, not a restatement to give the answer up for.
