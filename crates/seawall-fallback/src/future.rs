@@ -174,6 +174,11 @@ struct Visit {
     route: RouteId,
     target: Target,
     back: Option<Back>,
+    /// The route's own answer left the request fit for it again: it was
+    /// skipped without a call, or its failure was the route's, not the
+    /// request's (`moves`). A route that answered "context too long" is
+    /// never waited for to be asked the same again.
+    open: bool,
 }
 
 /// The chain's progress, made when the primary fails and a route takes
@@ -481,12 +486,17 @@ impl Walk {
             Some(health) => health.cooling(&route).map(|cooling| Back::of(cooling, now)),
             None => Back::from_failure(failure, now),
         };
+        let open = moves(failure);
         match self.visits.iter_mut().find(|visit| visit.route == route) {
-            Some(visit) => visit.back = back,
+            Some(visit) => {
+                visit.back = back;
+                visit.open = open;
+            }
             None => self.visits.push(Visit {
                 route,
                 target,
                 back,
+                open,
             }),
         }
     }
@@ -554,6 +564,7 @@ impl Walk {
                     route: to,
                     target: Target::Route(index),
                     back: Some(Back::of(cooling, Instant::now())),
+                    open: true,
                 });
                 continue;
             }
@@ -566,9 +577,31 @@ impl Walk {
         self.all_cooling(error, plan)
     }
 
+    /// Whether the route of `visit` can still take the request after
+    /// `failure` (the last), and for what. The rule `next_step` keeps:
+    /// a route whose own answer condemned the request is not asked again;
+    /// once the request moved for a trigger, only routes that opted in to
+    /// it take it — never the primary, which answered it already.
+    fn still_takes<S, F, R, B>(
+        &self,
+        visit: &Visit,
+        failure: &Failure,
+        plan: &Plan<S, F, R, B>,
+    ) -> Take {
+        if !visit.open {
+            return Take::No;
+        }
+        match visit.target {
+            Target::Primary if self.sticky.is_none() && moves(failure) => Take::Moves,
+            Target::Primary => Take::No,
+            Target::Route(index) => takes(&plan.shared.routes[index], failure, self.sticky),
+        }
+    }
+
     /// No route is left: wait for the earliest to come back when every one
-    /// is cooling down and that fits; otherwise fail, with the failure that
-    /// cooled the earliest route when every one is cooling down.
+    /// that can still take the request is cooling down and that fits;
+    /// otherwise fail, with the failure that cooled the earliest route when
+    /// every one is cooling down.
     fn all_cooling<S, F, R, B>(&mut self, error: BoxError, plan: &Plan<S, F, R, B>) -> Step<B> {
         let settings = &plan.shared.settings;
         let now = Instant::now();
@@ -579,21 +612,31 @@ impl Walk {
                     .map(|cooling| Back::of(cooling, now));
             }
         }
-        if !self.visits.iter().all(|visit| visit.back.is_some()) {
+        // Only the routes the request may still go to count: waiting for
+        // one that cannot take it re-sends a request it already refused.
+        let Some(failure) = Failure::find(&*error) else {
+            return Step::Done(self.fail(error, None));
+        };
+        let open: Vec<(usize, Take)> = self
+            .visits
+            .iter()
+            .enumerate()
+            .map(|(n, visit)| (n, self.still_takes(visit, failure, plan)))
+            .filter(|(_, take)| *take != Take::No)
+            .collect();
+        if open.is_empty() || !open.iter().all(|(n, _)| self.visits[*n].back.is_some()) {
             return Step::Done(self.fail(error, None));
         }
         // Only a route whose cooldown is worth waiting for
         // (`Cooldown::worth_waiting`): not one behind a wall.
-        let earliest = self
-            .visits
+        let earliest = open
             .iter()
-            .enumerate()
-            .filter_map(|(n, visit)| {
-                let back = visit.back?;
-                Cooldown::worth_waiting(back.code).then_some((n, back.at?))
+            .filter_map(|&(n, take)| {
+                let back = self.visits[n].back?;
+                Cooldown::worth_waiting(back.code).then_some((n, take, back.at?))
             })
-            .min_by_key(|(_, at)| *at);
-        let Some((n, at)) = earliest else {
+            .min_by_key(|(_, _, at)| *at);
+        let Some((n, take, at)) = earliest else {
             // Every route waits for an operator, or for a wall to end.
             return Step::Done(self.fail(error, None));
         };
@@ -605,6 +648,11 @@ impl Walk {
             self.waits += 1;
             self.waiting = Some(n);
             self.delay = wait;
+            // A route skipped while cooling, waited for on its trigger:
+            // the request moves for that trigger, as if called at once.
+            if let Take::For(trigger) = take {
+                self.sticky = Some(trigger);
+            }
             tracing::info!(
                 target: "seawall::fallback",
                 route = %self.visits[n].route,
