@@ -67,10 +67,7 @@ fn candidates<'de: 'a, 'a, D: Deserializer<'de>>(
         None,
         |acc: &mut Option<Candidates<'a>>, candidate: Candidate<'a>| {
             let acc = acc.get_or_insert_with(Candidates::default);
-            let index = candidate
-                .index
-                .as_ref()
-                .map_or(Some(0), serde_json::Number::as_u64);
+            let index = candidate.index.as_ref().map_or(Some(0), candidate_index);
             let bit = index.and_then(bit).unwrap_or(0);
             acc.seen |= bit;
             let finish = declared_reason(candidate.finish_reason).map(|Text(reason)| Reason {
@@ -97,6 +94,21 @@ fn candidates<'de: 'a, 'a, D: Deserializer<'de>>(
             }
         },
     )
+}
+
+/// A candidate's `index`, an `int32`: Google's JSON readers (the proto3
+/// JSON mapping) take an integral float for one (`0.0`, `-0`, `1e0`), so
+/// the SDKs read such a candidate as that number; read as none, `0.0`
+/// would lose the first candidate's text and share a bit with every
+/// other unreadable index. Anything else (`0.5`, negative) names no
+/// candidate.
+fn candidate_index(index: &serde_json::Number) -> Option<u64> {
+    index.as_u64().or_else(|| {
+        let float = index.as_f64()?;
+        // `-0.0 >= 0.0`: the first candidate too. One past `u64` would
+        // saturate in the cast into a number it is not.
+        (float >= 0.0 && float.fract() == 0.0 && float < u64::MAX as f64).then_some(float as u64)
+    })
 }
 
 seawall_core::later_wins! {
