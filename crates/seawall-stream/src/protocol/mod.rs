@@ -661,7 +661,8 @@ mod tests {
     /// What servers that speak OpenAI's wire send in a stream beside the
     /// usual chunks: an `error` member that says nothing, an error object
     /// as the whole event, an error that is a plain message, thinking in
-    /// structured form only, usage where Groq puts it.
+    /// structured form only, Perplexity's search steps, usage where Groq
+    /// puts it.
     #[test]
     fn openai_compatible_servers_chunks() {
         let content = r#""choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]"#;
@@ -732,6 +733,21 @@ mod tests {
         let encrypted = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning":null,"reasoning_details":[{"type":"reasoning.encrypted","data":"gAAAAB"}]},"finish_reason":null}]}"#;
         let (signal, _) = decode_openai(encrypted);
         assert!(matches!(signal, Signal::Thinking), "{signal:?}");
+
+        // Perplexity's concise mode while it searches: its steps, an
+        // empty text beside them. The model at work, every time (past the
+        // chunks a plain shape is kept from too).
+        let searching = r#"{"id":"cfa38f9d-fdbc-4ac6-a5d2-a3010b6a33a6","model":"sonar-pro","created":1759441590,"object":"chat.reasoning","choices":[{"index":0,"finish_reason":null,"message":{"role":"assistant","content":""},"delta":{"role":"assistant","content":"","reasoning_steps":[{"thought":"Searching the web for Seattle's current weather...","type":"web_search","web_search":{"search_results":[],"search_keywords":["Seattle weather"]}}]}}]}"#;
+        let mut decoder = Decoder::new(Provider::OpenAi);
+        for _ in 0..8 {
+            let signal = decoder.decode(Item::Event(Event {
+                name: b"",
+                data: searching.as_bytes(),
+                start: 0,
+                end: searching.len(),
+            }));
+            assert!(matches!(signal, Signal::Thinking), "{signal:?}");
+        }
 
         let groq = r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"x_groq":{"id":"req_1","usage":{"queue_time":0.01,"prompt_tokens":244,"prompt_time":0.02,"completion_tokens":15,"completion_time":0.04,"total_tokens":259,"total_time":0.06}}}"#;
         let (_, decoder) = decode_openai(groq);

@@ -65,9 +65,17 @@ struct Delta<'a> {
 /// Where the servers that speak this wire stream a reasoning model's
 /// thinking: `reasoning_content` (DeepSeek, vLLM, Qwen), `reasoning`
 /// (OpenRouter, Ollama, Groq, newer vLLM), `reasoning_details`
-/// (OpenRouter's structured form, alone when the thinking is encrypted).
+/// (OpenRouter's structured form, alone when the thinking is encrypted),
+/// `reasoning_steps` (Perplexity's concise mode, its web searches while
+/// they run, beside an empty text: read as progress, a search past the
+/// first-content bound was cut and asked, and billed, again).
 /// Not the answer: the model at work on it ([`Signal::Thinking`]).
-const THINKING_FIELDS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_details"];
+const THINKING_FIELDS: [&str; 4] = [
+    "reasoning_content",
+    "reasoning",
+    "reasoning_details",
+    "reasoning_steps",
+];
 
 /// A delta's members read by the cursor: the answer's, then the thinking
 /// ones.
@@ -547,6 +555,7 @@ mod tests {
         r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}"#,
         r#"{"id":"c","choices":[{"index":0,"delta":{"content":null,"reasoning_content":"Let me see"},"finish_reason":null}]}"#,
         r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning":"Hm","reasoning_details":[{"type":"reasoning.text","text":"Hm"}]},"finish_reason":null}]}"#,
+        r#"{"id":"c","object":"chat.reasoning","choices":[{"index":0,"finish_reason":null,"message":{"role":"assistant","content":""},"delta":{"role":"assistant","content":"","reasoning_steps":[{"thought":"Searching","type":"web_search","web_search":{"search_results":[],"search_keywords":["Seattle weather"]}}]}}]}"#,
         r#"{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0}}}"#,
         r#"{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}"#,
         r#" { "choices" : [ { "delta" : { "content" : "spaced" } , "finish_reason" : null } ] } "#,
@@ -705,6 +714,10 @@ mod tests {
             r#"{"id":"c","choices":[{"index":0,"delta":{"content":"hi","refusal":"no"},"finish_reason":null}]}"#,
             // A legacy completion's text: content, read by the cursor.
             r#"{"id":"c","object":"text_completion","choices":[{"text":"hi","index":0,"logprobs":null,"finish_reason":null}]}"#,
+            // Thinking beside an empty text (Perplexity's search steps):
+            // the model at work, never a text chunk's shape.
+            r#"{"id":"c","object":"chat.reasoning","choices":[{"index":0,"finish_reason":null,"delta":{"role":"assistant","content":"","reasoning_steps":[{"thought":"Searching","type":"web_search"}]}}]}"#,
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"","reasoning_content":"Hm"},"finish_reason":null}]}"#,
         ] {
             let mut shape = Shape::default();
             for _ in 0..2 * SHAPE_AFTER {
