@@ -189,45 +189,63 @@ pub const CLIENT_TIMEOUT_HEADERS: [&str; 2] = ["x-stainless-read-timeout", "x-st
 /// How long Node's built-in `fetch` (undici) waits for a response's head
 /// by default (its `headersTimeout`), whatever timeout the SDK above it
 /// was given: openai-node and Anthropic's TypeScript SDK run on it, and
-/// past it both raise a timeout and send the whole request again. A
-/// stream whose head is held until the first text (a reasoning model
-/// thinking for minutes) held to the SDK's 600 s would be run upstream
-/// three times, then end in the SDK's timeout error. A Node client that
-/// raised undici's bound only sees its stream go live sooner.
+/// past it both raise a timeout and send the whole request again (twice
+/// by default). A call whose head is held past it is run upstream three
+/// times, each generation billed, and ends in the SDK's timeout error: a
+/// stream held until its first text (a reasoning model thinking for
+/// minutes), or a whole answer that takes longer to write.
 const NODE_HEADERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The header in which a Node client that changed undici's
+/// `headersTimeout` (a dispatcher of its own) states it, in seconds, `0`
+/// for none: the gateway then waits that long, not undici's default of
+/// 300 s, before it hands a stream on or answers a whole call with a 504.
+/// Never forwarded upstream.
+pub const NODE_HEADERS_TIMEOUT_HEADER: &str = "x-seawall-headers-timeout";
 
 /// How long the client waits for the gateway's first byte, by its own
 /// word ([`CLIENT_TIMEOUT_HEADERS`]), less a margin: its clock started
 /// before the gateway's, and an answer that arrives as it gives up is an
 /// answer it never reads. A missing, malformed or non-positive value reads
 /// as none stated (`"0"` is how the TypeScript SDKs write a timeout under
-/// a second). A stream asked for from Node (`x-stainless-runtime: node`)
-/// waits no longer than [`NODE_HEADERS_TIMEOUT`], stated or not: a stream
-/// handed on early loses nothing, where a whole answer cut short at
-/// undici's default would fail a client that raised it.
+/// a second). A call from Node (`x-stainless-runtime: node`) waits no
+/// longer than undici's wait for the head ([`NODE_HEADERS_TIMEOUT`], or
+/// what [`NODE_HEADERS_TIMEOUT_HEADER`] says), stated or not: a stream is
+/// handed on early and loses nothing; a whole answer cannot be, so it
+/// ends in a 504 the SDK does not retry, one ladder run, where the SDK's
+/// own timeout would have run it three times over.
 ///
 /// Past that wait the SDK raises a timeout and, by default, sends the
 /// request again: a ladder that outlives the client is run again whole
 /// (one SDK call with a 5 s timeout over a 429 with `Retry-After: 3` made
 /// six upstream calls and ended in the SDK's timeout, the 429 never seen).
-fn client_wait(headers: &HeaderMap, stream: bool) -> Option<std::time::Duration> {
+fn client_wait(headers: &HeaderMap) -> Option<std::time::Duration> {
     const MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
     // A day: past that, the value is no bound anyone waits out.
     const LONGEST: f64 = 86_400.0;
-    let stated = |name: &str| -> Option<f64> {
+    let seconds = |name: &str| -> Option<f64> {
         let seconds: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
-        // NaN too: no wait is stated.
-        (!seconds.is_nan() && seconds > 0.0).then_some(seconds)
+        (!seconds.is_nan()).then_some(seconds)
     };
+    // NaN too: no wait is stated.
+    let stated = |name: &str| seconds(name).filter(|&s| s > 0.0);
+    let bound = |seconds: f64| std::time::Duration::from_secs_f64(seconds.min(LONGEST));
     let said = CLIENT_TIMEOUT_HEADERS
         .into_iter()
         .filter_map(stated)
         .reduce(f64::min)
-        .map(|seconds| std::time::Duration::from_secs_f64(seconds.min(LONGEST)));
+        .map(bound);
     let on_node = headers
         .get("x-stainless-runtime")
         .is_some_and(|runtime| runtime.as_bytes().eq_ignore_ascii_case(b"node"));
-    let undici = (stream && on_node).then_some(NODE_HEADERS_TIMEOUT);
+    // undici's `headersTimeout` as the client set it: `0` is none, as in
+    // undici; a malformed or negative value is undici's default.
+    let undici = match seconds(NODE_HEADERS_TIMEOUT_HEADER).filter(|&s| s >= 0.0) {
+        _ if !on_node => None,
+        Some(0.0) => None,
+        Some(seconds) => Some(bound(seconds)),
+        None => Some(NODE_HEADERS_TIMEOUT),
+    };
     let wait = said.into_iter().chain(undici).min()?;
     Some(wait - (wait / 10).min(MARGIN))
 }
@@ -794,7 +812,7 @@ impl Gateway {
         // answer by then is a 504 before the client gives up. A stream
         // that began runs on: the client's read timeout bounds each read,
         // not the whole, and the body keeps the operation's own deadline.
-        let wait = client_wait(&parts.headers, stream);
+        let wait = client_wait(&parts.headers);
         if let Some(wait) = wait {
             upstream
                 .extensions_mut()
@@ -1409,9 +1427,8 @@ mod tests {
     #[test]
     fn the_clients_wait_is_read_and_kept_short_of() {
         use std::time::Duration;
-        let wait = |value: &'static str| {
-            client_wait(&headers(&[("x-stainless-read-timeout", value)]), false)
-        };
+        let wait =
+            |value: &'static str| client_wait(&headers(&[("x-stainless-read-timeout", value)]));
         assert_eq!(wait("600.0"), Some(Duration::from_secs(599)));
         assert_eq!(wait("5"), Some(Duration::from_millis(4500)));
         assert_eq!(wait(" 0.5 "), Some(Duration::from_millis(450)));
@@ -1421,19 +1438,16 @@ mod tests {
         for value in ["0", "-3", "NaN", "soon", ""] {
             assert_eq!(wait(value), None, "{value:?}");
         }
-        assert_eq!(client_wait(&HeaderMap::new(), false), None);
+        assert_eq!(client_wait(&HeaderMap::new()), None);
         // The TypeScript SDKs' header; where both come, the shorter.
         let both = |read: &'static str, total: &'static str| {
-            client_wait(
-                &headers(&[
-                    ("x-stainless-read-timeout", read),
-                    ("x-stainless-timeout", total),
-                ]),
-                false,
-            )
+            client_wait(&headers(&[
+                ("x-stainless-read-timeout", read),
+                ("x-stainless-timeout", total),
+            ]))
         };
         assert_eq!(
-            client_wait(&headers(&[("x-stainless-timeout", "5")]), false),
+            client_wait(&headers(&[("x-stainless-timeout", "5")])),
             Some(Duration::from_millis(4500))
         );
         assert_eq!(both("600.0", "5"), Some(Duration::from_millis(4500)));
@@ -1442,38 +1456,58 @@ mod tests {
         assert_eq!(both("5", "0"), Some(Duration::from_millis(4500)));
     }
 
-    /// A stream asked for from Node waits no longer than undici's own
-    /// wait for the head, stated or not; a shorter stated wait still
-    /// decides, and a whole answer, or another runtime, keeps the stated.
+    /// A call from Node, stream or whole answer, waits no longer than
+    /// undici's own wait for the head, stated or not; a shorter stated
+    /// wait still decides, another runtime keeps the stated, and a client
+    /// that changed undici's bound says so.
     #[test]
-    fn a_node_stream_waits_no_longer_than_undici() {
+    fn a_node_call_waits_no_longer_than_undici() {
         use std::time::Duration;
-        let node = |timeout: Option<&'static str>, stream: bool| {
+        let node = |extra: &[(&'static str, &'static str)]| {
             let mut pairs = vec![("x-stainless-runtime", "node")];
-            pairs.extend(timeout.map(|t| ("x-stainless-timeout", t)));
-            client_wait(&headers(&pairs), stream)
+            pairs.extend_from_slice(extra);
+            client_wait(&headers(&pairs))
         };
-        assert_eq!(node(Some("600"), true), Some(Duration::from_secs(299)));
+        let timeout = |t| ("x-stainless-timeout", t);
+        assert_eq!(node(&[timeout("600")]), Some(Duration::from_secs(299)));
         // openai-node with its default timeout states none.
-        assert_eq!(node(None, true), Some(Duration::from_secs(299)));
-        assert_eq!(node(Some("100"), true), Some(Duration::from_secs(99)));
-        assert_eq!(node(Some("5"), true), Some(Duration::from_millis(4500)));
-        assert_eq!(node(Some("600"), false), Some(Duration::from_secs(599)));
-        assert_eq!(node(None, false), None);
+        assert_eq!(node(&[]), Some(Duration::from_secs(299)));
+        assert_eq!(node(&[timeout("100")]), Some(Duration::from_secs(99)));
+        assert_eq!(node(&[timeout("5")]), Some(Duration::from_millis(4500)));
+        // undici's bound as the client set it; 0 is none, as in undici.
+        let undici = |t| (NODE_HEADERS_TIMEOUT_HEADER, t);
+        assert_eq!(
+            node(&[timeout("600"), undici("900")]),
+            Some(Duration::from_secs(599))
+        );
+        assert_eq!(node(&[undici("400")]), Some(Duration::from_secs(399)));
+        assert_eq!(
+            node(&[timeout("600"), undici("0")]),
+            Some(Duration::from_secs(599))
+        );
+        assert_eq!(node(&[undici("0")]), None);
+        for odd in ["-1", "soon", "NaN"] {
+            assert_eq!(
+                node(&[undici(odd)]),
+                Some(Duration::from_secs(299)),
+                "{odd}"
+            );
+        }
         let elsewhere = |runtime: &'static str| {
-            client_wait(
-                &headers(&[
-                    ("x-stainless-runtime", runtime),
-                    ("x-stainless-timeout", "600"),
-                ]),
-                true,
-            )
+            client_wait(&headers(&[
+                ("x-stainless-runtime", runtime),
+                ("x-stainless-timeout", "600"),
+            ]))
         };
         assert_eq!(elsewhere("deno"), Some(Duration::from_secs(599)));
         assert_eq!(elsewhere("CPython"), Some(Duration::from_secs(599)));
         assert_eq!(
-            client_wait(&headers(&[("x-stainless-timeout", "600")]), true),
+            client_wait(&headers(&[("x-stainless-timeout", "600")])),
             Some(Duration::from_secs(599))
+        );
+        assert_eq!(
+            client_wait(&headers(&[(NODE_HEADERS_TIMEOUT_HEADER, "100")])),
+            None
         );
     }
 

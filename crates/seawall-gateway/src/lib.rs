@@ -67,7 +67,8 @@ mod wire_error;
 pub use args::GatewayArgs;
 pub use config::{Config, ConfigError, Endpoint, Preset, RouteConfig, StackPolicy, Wire};
 pub use gateway::{
-    CLIENT_TIMEOUT_HEADERS, Gateway, GatewayError, MIN_KEY_LEN, MIN_TOKEN_LEN, TOKEN_HEADER,
+    CLIENT_TIMEOUT_HEADERS, Gateway, GatewayError, MIN_KEY_LEN, MIN_TOKEN_LEN,
+    NODE_HEADERS_TIMEOUT_HEADER, TOKEN_HEADER,
 };
 pub use relay::Stats;
 pub use server::{listeners, run, shutdown_signal};

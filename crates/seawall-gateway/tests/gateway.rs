@@ -2463,6 +2463,54 @@ async fn a_node_clients_stream_is_handed_on_before_its_fetch_gives_up() {
     }
 }
 
+/// A whole answer asked for from Node cannot be handed on early: one that
+/// takes longer than undici's 300 s wait for the head (a reasoning model
+/// writing for minutes) made the SDK give up and send the request again,
+/// twice, three billed runs of the ladder. It is answered with a 504 the
+/// SDK does not retry just before Node would give up, one upstream call,
+/// stated timeout or not. On the paused clock.
+#[tokio::test(start_paused = true)]
+async fn a_node_clients_whole_answer_is_answered_before_its_fetch_gives_up() {
+    for stated in [Some("600"), None] {
+        let chaos = ChaosServer::builder().start().await.unwrap();
+        let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+        config.policy.preset = Preset::Reasoning;
+        config.policy.first_byte_timeout = None;
+        config.policy.first_content_timeout = None;
+        config.policy.deadline = None;
+        let gateway = Running::start(config).await;
+        let mut headers = vec![
+            ("x-chaos-fault", "slow_first_byte;ms=400000"),
+            ("x-stainless-runtime", "node"),
+        ];
+        headers.extend(stated.map(|timeout| ("x-stainless-timeout", timeout)));
+        let request = post(&gateway.url("/v1/chat/completions"), OPENAI_UNARY, &headers);
+        let started = tokio::time::Instant::now();
+        let (head, status, response_headers, body) =
+            tokio::time::timeout(Duration::from_secs(1200), async {
+                let response = client().request(request).await.expect("a response");
+                let head = started.elapsed();
+                let (parts, body) = response.into_parts();
+                let body = body.collect().await.expect("a whole body").to_bytes();
+                (head, parts.status, parts.headers, body)
+            })
+            .await
+            .expect("the answer on the paused clock");
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status, 504, "{stated:?}: {text}");
+        assert!(
+            head >= Duration::from_secs(290) && head < Duration::from_secs(300),
+            "{stated:?}: the answer after {head:?}"
+        );
+        assert_eq!(
+            header(&response_headers, "x-seawall-code"),
+            "deadline_exceeded"
+        );
+        assert_eq!(header(&response_headers, "x-should-retry"), "false");
+        assert_eq!(chaos.journal().len(), 1, "{stated:?}");
+    }
+}
+
 /// A path the gateway does not serve, or a method it does not take there,
 /// is a JSON error in the wire the path looks like, with a stable code:
 /// axum's own 404 and 405 had empty bodies, and an SDK showed a bare
