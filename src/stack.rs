@@ -293,6 +293,17 @@ impl Stack {
         classify: &ClassifyLayer<C>,
         client: S,
     ) -> AttemptStack<S, C> {
+        self.attempt_through(&self.breaker, classify, client)
+    }
+
+    /// [`Stack::attempt`] with `breaker` in place of the stack's layer (one
+    /// reading the same breakers).
+    fn attempt_through<S, C: Clone>(
+        &self,
+        breaker: &BreakerLayer,
+        classify: &ClassifyLayer<C>,
+        client: S,
+    ) -> AttemptStack<S, C> {
         let decoded = DecompressionLayer::new().no_zstd().layer(
             CanonicalEncodingLayer::new()
                 .asking_only_for(DECODED)
@@ -316,7 +327,7 @@ impl Stack {
             None => bound.refresh(WireTimeout::grpc()),
         };
         let bounded = bound.layer(guarded);
-        self.breaker.layer(bounded)
+        breaker.layer(bounded)
     }
 
     /// The operation's deadline: the stack's total, or the caller's own
@@ -394,8 +405,13 @@ impl Stack {
     /// The set reads this stack's breaker (one breaker and one cooldown per
     /// member, by the member's `RouteId`), so a member cooling down or with
     /// its breaker open is never chosen, and [`Stack::seed`] seeds its
-    /// choices too. A failure that condemns only the member moves the next
-    /// attempt to another member while one can be tried (see
+    /// choices too. The set's calls are counted there: by the member's
+    /// `RouteId` even when the breaker has a route function
+    /// ([`BreakerLayer::route_with`]), which the set cannot apply to a
+    /// member (it needs the request) and which would count them in
+    /// breakers the set never reads ([`BreakerLayer::keyed_by_route_id`]).
+    /// A failure that condemns only the member moves the next attempt to
+    /// another member while one can be tried (see
     /// [`seawall_fallback::route_set`]).
     ///
     /// Configuring the set makes it anew: a handle taken from `route_set`
@@ -416,7 +432,8 @@ impl Stack {
         if let Some(seed) = self.seed {
             route_set = route_set.seed(seed);
         }
-        let members = route_set.layer(self.attempt(classify, client));
+        let keyed = self.breaker.keyed_by_route_id();
+        let members = route_set.layer(self.attempt_through(&keyed, classify, client));
         self.total_deadline_layer()
             .layer(self.ladder().layer(members))
     }

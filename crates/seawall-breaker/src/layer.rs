@@ -28,6 +28,9 @@ use crate::state::{MAX_TRIALS, Policy, Transition, TransitionFn};
 pub struct BreakerLayer {
     config: Config,
     shared: Arc<Shared>,
+    /// Services key breakers by each request's `RouteId`, the route
+    /// function aside ([`keyed_by_route_id`](Self::keyed_by_route_id)).
+    by_route_id: bool,
 }
 
 #[derive(Clone)]
@@ -56,12 +59,7 @@ impl Config {
             on_transition: self.on_transition.clone(),
             random: Random::from_seed(self.seed),
         };
-        Shared::new(
-            policy,
-            self.route_fn.clone(),
-            self.gate_readiness,
-            self.max_routes.max(1),
-        )
+        Shared::new(policy, self.gate_readiness, self.max_routes.max(1))
     }
 }
 
@@ -91,7 +89,11 @@ impl BreakerLayer {
             seed: None,
         };
         let shared = Arc::new(config.build());
-        BreakerLayer { config, shared }
+        BreakerLayer {
+            config,
+            shared,
+            by_route_id: false,
+        }
     }
 
     fn with(mut self, change: impl FnOnce(&mut Config)) -> Self {
@@ -177,6 +179,15 @@ impl BreakerLayer {
     /// Derives each request's route with `route_of` instead of
     /// [`RouteId::of_request`], e.g. to give each model of a provider its
     /// own breaker from a header or an extension.
+    ///
+    /// A layer that picks the route itself and reads its breaker by the
+    /// route's `RouteId` (a route set, through a [`RouteProbe`]) cannot
+    /// know what `route_of` makes of a request: under it, the layer from
+    /// [`keyed_by_route_id`](Self::keyed_by_route_id) counts the calls
+    /// where the probe reads (seawall's `Stack::build_with_route_set`
+    /// does so).
+    ///
+    /// [`RouteProbe`]: crate::RouteProbe
     pub fn route_with<F>(self, route_of: F) -> Self
     where
         F: Fn(&RequestHead<'_>) -> RouteId + Send + Sync + 'static,
@@ -199,6 +210,28 @@ impl BreakerLayer {
         self.with(|c| c.on_transition = Some(Arc::new(callback)))
     }
 
+    /// This layer's breakers (the same: both layers' handles read and
+    /// force them), with each call's breaker found by the request's
+    /// [`RouteId`] ([`RouteId::of_request`]) even when a route function is
+    /// set ([`route_with`](Self::route_with)).
+    ///
+    /// For a layer below one that chooses the route and reads its breaker
+    /// by that `RouteId` ([`BreakerHandle::probe`]), as a route set does
+    /// for each member: calls keyed by the route function would be
+    /// counted in breakers the probe never reads, so a member could be
+    /// open without the set seeing it, and every operation would spend an
+    /// attempt on its refusal. Requests without a `RouteId` are keyed by
+    /// their URI's authority.
+    ///
+    /// A further builder call makes a fresh set of breakers, as always,
+    /// and keeps this keying.
+    pub fn keyed_by_route_id(&self) -> BreakerLayer {
+        BreakerLayer {
+            by_route_id: true,
+            ..self.clone()
+        }
+    }
+
     /// A handle to read and force the state of this layer's breakers.
     pub fn handle(&self) -> BreakerHandle {
         BreakerHandle {
@@ -211,7 +244,11 @@ impl<S> Layer<S> for BreakerLayer {
     type Service = Breaker<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Breaker::new(inner, Arc::clone(&self.shared))
+        let route_fn = match self.by_route_id {
+            true => None,
+            false => self.config.route_fn.clone(),
+        };
+        Breaker::new(inner, Arc::clone(&self.shared), route_fn)
     }
 }
 
@@ -225,6 +262,8 @@ impl std::fmt::Debug for BreakerLayer {
             .field("rate_limited_counts", &self.config.rate_limited_counts)
             .field("gate_readiness", &self.config.gate_readiness)
             .field("max_routes", &self.config.max_routes)
+            .field("route_fn", &self.config.route_fn.is_some())
+            .field("keyed_by_route_id", &self.by_route_id)
             .finish_non_exhaustive()
     }
 }

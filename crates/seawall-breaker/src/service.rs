@@ -10,7 +10,7 @@ use tower_service::Service;
 
 use crate::error::BreakerError;
 use crate::future::ResponseFuture;
-use crate::shared::{Permit, RequestHead, Shared};
+use crate::shared::{Permit, RequestHead, RouteFn, Shared};
 use crate::state::{BreakerState, RouteBreaker};
 
 /// How often readiness gating looks again at an isolated route, which has
@@ -29,6 +29,9 @@ pub(crate) const TRIALS_RECHECK: Duration = Duration::from_millis(100);
 pub struct Breaker<S> {
     inner: S,
     shared: Arc<Shared>,
+    /// The layer's route function, unless the layer was keyed by
+    /// `RouteId`; `None`: each request's `RouteId` names its route.
+    route_fn: Option<RouteFn>,
     last: Option<Arc<RouteBreaker>>,
     gate: Option<Pin<Box<Sleep>>>,
     /// `poll_ready` said ready and no call has been made since: the gate
@@ -40,10 +43,11 @@ pub struct Breaker<S> {
 }
 
 impl<S> Breaker<S> {
-    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(inner: S, shared: Arc<Shared>, route_fn: Option<RouteFn>) -> Self {
         Breaker {
             inner,
             shared,
+            route_fn,
             last: None,
             gate: None,
             readied: false,
@@ -56,7 +60,6 @@ impl<S> Breaker<S> {
     /// route is over the limit and goes unguarded).
     fn find_breaker<B>(&mut self, request: &http::Request<B>) {
         let derived: Option<RouteId> = self
-            .shared
             .route_fn
             .as_ref()
             .map(|route_of| route_of(&RequestHead::of(request)));
@@ -111,6 +114,7 @@ impl<S: Clone> Clone for Breaker<S> {
         Breaker {
             inner: self.inner.clone(),
             shared: Arc::clone(&self.shared),
+            route_fn: self.route_fn.clone(),
             last: self.last.clone(),
             gate: None,
             readied: false,

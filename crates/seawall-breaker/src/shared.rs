@@ -45,7 +45,6 @@ pub(crate) type RouteFn = Arc<dyn Fn(&RequestHead<'_>) -> RouteId + Send + Sync>
 
 pub(crate) struct Shared {
     pub(crate) policy: Arc<Policy>,
-    pub(crate) route_fn: Option<RouteFn>,
     pub(crate) gate_readiness: bool,
     pub(crate) max_routes: usize,
     routes: RwLock<HashMap<Box<str>, Arc<RouteBreaker>>>,
@@ -59,15 +58,9 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(
-        policy: Policy,
-        route_fn: Option<RouteFn>,
-        gate_readiness: bool,
-        max_routes: usize,
-    ) -> Self {
+    pub(crate) fn new(policy: Policy, gate_readiness: bool, max_routes: usize) -> Self {
         Shared {
             policy: Arc::new(policy),
-            route_fn,
             gate_readiness,
             max_routes,
             routes: RwLock::new(HashMap::new()),

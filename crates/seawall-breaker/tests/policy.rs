@@ -584,3 +584,46 @@ async fn failures_from_a_tag_cycle_ago_do_not_come_back() {
     rig.send(fail(Code::Overloaded)).await;
     assert_eq!(rig.state(), BreakerState::Closed, "one call in the window");
 }
+
+/// With a route function, the layer counts a call where the function
+/// says; the same breakers keyed by `RouteId` count it under the
+/// request's `RouteId`, where a probe of that route reads (a route set's
+/// member). The probe of "A" saw nothing of calls counted as "A#model".
+#[tokio::test(start_paused = true)]
+async fn a_layer_keyed_by_route_id_counts_where_the_probe_reads() {
+    let layer =
+        consecutive(1).route_with(|head| RouteId::new(format!("{}#model", head.default_route())));
+    let member = RouteId::new("A");
+    let probe = layer.handle().probe(&member);
+    let mut extensions = http::Extensions::new();
+    extensions.insert(member.clone());
+    let fail_once = |rig: Rig| {
+        let extensions = extensions.clone();
+        async move {
+            let (tx, pending) = rig.start_with(extensions);
+            let _ = tx.send(fail(Code::Overloaded));
+            pending.finish().await
+        }
+    };
+
+    assert_eq!(
+        fail_once(Rig::new(layer.clone())).await,
+        Some(Code::Overloaded)
+    );
+    assert_eq!(
+        layer.handle().state(&RouteId::new("A#model")),
+        BreakerState::Open
+    );
+    assert_eq!(probe.blocked(), None, "nothing counted under A");
+
+    let keyed = layer.keyed_by_route_id();
+    assert_eq!(
+        fail_once(Rig::new(keyed.clone())).await,
+        Some(Code::Overloaded)
+    );
+    assert_eq!(
+        probe.blocked().map(|(code, _)| code),
+        Some(Code::CircuitOpen)
+    );
+    assert_eq!(keyed.handle().state(&member), BreakerState::Open, "shared");
+}
