@@ -299,11 +299,14 @@ async fn every_member_rate_limited_past_the_deadline_fails_at_once() {
     assert!(started.elapsed() < Duration::from_secs(1), "no wait");
 
     // The next operation asks nobody: every key is cooling down; the
-    // failure says when the first comes back.
+    // set's own refusal says what cooled them and when the first comes
+    // back.
     let failure = one(&mut service, "http://api.example.com", "second")
         .await
         .unwrap_err();
-    assert_eq!(failure.code(), Code::RateLimited);
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
+    assert_eq!(failure.cooled_by(), Some(Code::RateLimited));
+    assert_eq!(failure.receipt().map(Receipt::calls), Some(0));
     let back = failure.retry_after().expect("the earliest return");
     assert!(
         back > Duration::from_secs(55) && back <= Duration::from_secs(60),

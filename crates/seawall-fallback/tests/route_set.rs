@@ -108,7 +108,9 @@ async fn a_return_past_the_deadline_fails_at_once_with_what_cooled_it() {
         .await
         .unwrap_err();
     let failure = Failure::find(&*error).unwrap();
-    assert_eq!(failure.code(), Code::RateLimited);
+    // The set's own refusal, naming what cooled the member back first.
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
+    assert_eq!(failure.cooled_by(), Some(Code::RateLimited));
     assert_eq!(failure.route().unwrap().as_str(), "a");
     assert_eq!(failure.retry_after(), Some(2 * SEC));
     assert_eq!(now.elapsed(), Duration::ZERO, "no wait");
@@ -118,7 +120,9 @@ async fn a_return_past_the_deadline_fails_at_once_with_what_cooled_it() {
         .max_wait(SEC)
         .layer(provider(calls.clone()));
     let error = short.oneshot(request(None)).await.unwrap_err();
-    assert_eq!(Failure::find(&*error).unwrap().code(), Code::RateLimited);
+    let failure = Failure::find(&*error).unwrap();
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
+    assert_eq!(failure.cooled_by(), Some(Code::RateLimited));
     assert_eq!(now.elapsed(), Duration::ZERO, "no wait");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }

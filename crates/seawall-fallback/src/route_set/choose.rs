@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
 use http::uri::{Authority, Scheme};
-use seawall_core::{Code, Cooldown, Deadline, Failure, RouteId};
+use seawall_core::{Class, Code, Cooldown, Deadline, Failure, RouteId};
 use seawall_internal::random::Random;
 use seawall_internal::{headers, millis};
 use tokio::time::Instant;
@@ -396,9 +396,14 @@ impl Set {
         Some(wait)
     }
 
-    /// The failure for a call refused because no member can take it: the
-    /// failure that cooled the member that comes back first, with the time
-    /// left.
+    /// The failure for a call refused because no member can take it: a
+    /// local refusal of the member that comes back first, as its breaker
+    /// would refuse it — `circuit_open` for an open breaker, else
+    /// `route_cooling_down` naming what cooled it
+    /// ([`cooled_by`](Failure::cooled_by)) and permanent when that is not
+    /// worth waiting for — with the time left. A refusal, not the cause's
+    /// own code: no call was made, so the ladder above records no upstream
+    /// attempt and the retry budget gives no token for it.
     pub(crate) fn refusal(&self, earliest: Earliest) -> Failure {
         let (index, code, left) = earliest.first.unwrap_or((0, Code::RouteCoolingDown, None));
         let route = self.slots[index].member.route.clone();
@@ -409,9 +414,19 @@ impl Set {
             retry_after_ms = left.map(millis),
             "every member refused; the earliest back answers for the set"
         );
-        let failure = Failure::new(code)
-            .with_route(route)
-            .with_message("no member of the route set can take the call now");
+        let failure = match code {
+            Code::CircuitOpen | Code::RouteCoolingDown => Failure::new(code),
+            cause if Cooldown::worth_waiting(cause) => {
+                Failure::new(Code::RouteCoolingDown).with_cooled_by(cause)
+            }
+            // A wall or rejected keys are there when the time left ends:
+            // as permanent as the breaker's refusal after them.
+            cause => {
+                Failure::with_class(Class::Permanent, Code::RouteCoolingDown).with_cooled_by(cause)
+            }
+        }
+        .with_route(route)
+        .with_message("no member of the route set can take the call now");
         match left {
             Some(left) => failure.with_retry_after(left),
             None => failure,
@@ -676,8 +691,15 @@ mod tests {
         assert!(waited >= secs(3), "{waited:?}");
         // The refusal still names the first back, whatever cooled it.
         let set = blocked_set(&[limited(3), wall], 1);
+        // A refusal, as the breaker's: no upstream failure's code.
         let refusal = set.refusal(set.choose().unwrap_err());
-        assert_eq!(refusal.code(), Code::QuotaExhausted);
+        assert_eq!(refusal.code(), Code::RouteCoolingDown);
+        assert_eq!(refusal.cooled_by(), Some(Code::QuotaExhausted));
+        assert_eq!(
+            refusal.class(),
+            Class::Permanent,
+            "a wall is not waited out"
+        );
         assert_eq!(refusal.retry_after(), Some(secs(1)));
     }
 

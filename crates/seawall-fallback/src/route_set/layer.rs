@@ -154,7 +154,8 @@ impl<R> RouteSetLayer<R> {
     /// of the ladder above is spent on the refusal, no retry budget, and
     /// the receipt lists only the call made after it. A longer wait, a
     /// member walled or with rejected keys, an open breaker: the call
-    /// fails at once with the failure that cooled the member back first,
+    /// fails at once with the set's refusal of the member back first
+    /// (`route_cooling_down` naming what cooled it, or `circuit_open`),
     /// carrying the time left. `Duration::ZERO` never waits.
     pub fn max_wait(self, max: Duration) -> Self {
         self.with(|layer| layer.max_wait = max)

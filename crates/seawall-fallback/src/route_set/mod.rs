@@ -56,9 +56,13 @@
 //!   through one cooldown come back spread by up to a quarter of their
 //!   wait (at most a second), not in the instant it ends. Otherwise —
 //!   a return past the deadline or `max_wait`, members behind a quota wall,
-//!   rejected keys, open breakers — the call fails at once with the failure
-//!   that cooled the member that comes back first, carrying the time left
-//!   (`rate_limited` with its hint, `quota_exhausted`, `auth`).
+//!   rejected keys, open breakers — the call fails at once with the set's
+//!   own refusal of the member that comes back first, as its breaker
+//!   would refuse it: `route_cooling_down` naming what cooled it
+//!   ([`Failure::cooled_by`](seawall_core::Failure::cooled_by):
+//!   `rate_limited`, `quota_exhausted`, `auth`; permanent after a wall or
+//!   rejected keys), or `circuit_open`, carrying the time left. A refusal
+//!   called no one: the ladder above records no call for it.
 //! - **A failure that condemns only the member moves the next attempt**:
 //!   a route-scoped failure before content
 //!   ([`Failure::moves_route`](seawall_core::Failure::moves_route)) demotes
