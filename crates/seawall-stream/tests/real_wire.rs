@@ -11,6 +11,9 @@
 //! - `anthropic/sdk_*`: anthropic-sdk-python's `tests/lib/streaming/fixtures/*.txt`.
 //! - `*/vercel_*`: vercel/ai's recorded provider chunks,
 //!   `packages/{openai,anthropic,google}/src/**/__fixtures__/*.chunks.txt`.
+//! - `openai/openrouter_*`: OpenRouter's chunks as reported from its API
+//!   (speakeasy-api/gram#921: the usage in a chunk of its own after the
+//!   finish, beside a choice with no finish), ids and usage details cut.
 //! - `*/docs_*`: the shapes the providers' docs show (Anthropic's extended
 //!   thinking, citations, stop-reason and web-search pages; Gemini's
 //!   thinking, code-execution, grounding and `FinishReason` reference; the
@@ -199,6 +202,7 @@ async fn check(cases: &[Case]) {
 async fn real_answers_are_read_as_their_providers_mean_them() {
     check(&[
     Case { path: CHAT, fixture: fixture!("openai/docs_audio.sse"), reason: "stop", kind: FinishKind::Complete, usage: Some(Usage::new(17, 45)), before_finish: None, act: true },
+    Case { path: CHAT, fixture: fixture!("openai/openrouter_usage_after_finish.sse"), reason: "stop", kind: FinishKind::Complete, usage: Some(Usage::new(1697, 52)), before_finish: Some("Hi"), act: false },
     Case { path: CHAT, fixture: fixture!("openai/python_content_logprobs.sse"), reason: "stop", kind: FinishKind::Complete, usage: Some(Usage::new(9, 2)), before_finish: Some("Foo!"), act: false },
     Case { path: CHAT, fixture: fixture!("openai/python_json_object.sse"), reason: "stop", kind: FinishKind::Complete, usage: Some(Usage::new(19, 177)), before_finish: Some("\n  {\n    \"location\": \"San Francisco, CA\",\n    \"weather\": {\n      \"temperature\": \"18°C\",\n      \"condition\": \"Partly Cloudy\",\n      \"humidity\": \"72%\",\n      \"windSpeed\": \"15 km/h\",\n      \"windDirection\": \"NW\"\n    },\n    \"forecast\": [\n      {\n        \"day\": \"Monday\",\n        \"high\": \"20°C\",\n        \"low\": \"14°C\",\n        \"condition\": \"Sunny\"\n      },\n      {\n        \"day\": \"Tuesday\",\n        \"high\": \"19°C\",\n        \"low\": \"15°C\",\n        \"condition\": \"Mostly Cloudy\"\n      },\n      {\n        \"day\": \"Wednesday\",\n        \"high\": \"18°C\",\n        \"low\": \"14°C\",\n        \"condition\": \"Cloudy\"\n      }\n    ]\n  }\n"), act: false },
     Case { path: CHAT, fixture: fixture!("openai/python_max_tokens_1.sse"), reason: "length", kind: FinishKind::Truncated, usage: Some(Usage::new(79, 1)), before_finish: Some("{\""), act: false },

@@ -749,6 +749,23 @@ mod tests {
             assert!(matches!(signal, Signal::Thinking), "{signal:?}");
         }
 
+        // OpenRouter (and LiteLLM's proxy, mlx) send the usage after the
+        // finish, in a chunk that still has a choice, with no finish.
+        let mut decoder = Decoder::new(Provider::OpenAi);
+        for chunk in [
+            r#"{"id":"gen-1","provider":"OpenAI","model":"openai/gpt-4o","object":"chat.completion.chunk","created":1764031697,"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null,"native_finish_reason":null,"logprobs":null}]}"#,
+            r#"{"id":"gen-1","provider":"OpenAI","model":"openai/gpt-4o","object":"chat.completion.chunk","created":1764031697,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"stop","native_finish_reason":"stop","logprobs":null}]}"#,
+            r#"{"id":"gen-1","provider":"OpenAI","model":"openai/gpt-4o","object":"chat.completion.chunk","created":1764031697,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null,"native_finish_reason":null,"logprobs":null}],"usage":{"prompt_tokens":1697,"completion_tokens":52,"total_tokens":1749}}"#,
+        ] {
+            decoder.decode(Item::Event(Event {
+                name: b"",
+                data: chunk.as_bytes(),
+                start: 0,
+                end: chunk.len(),
+            }));
+        }
+        assert_eq!(decoder.usage(), Some(Usage::new(1697, 52)));
+
         let groq = r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"x_groq":{"id":"req_1","usage":{"queue_time":0.01,"prompt_tokens":244,"prompt_time":0.02,"completion_tokens":15,"completion_time":0.04,"total_tokens":259,"total_time":0.06}}}"#;
         let (_, decoder) = decode_openai(groq);
         let usage = decoder.usage().expect("Groq's usage");

@@ -32,6 +32,9 @@ seawall_core::later_wins! {
         /// An `error` member that says something ([`Truthy`]): what
         /// openai-python raises on.
         error: Truthy = "error",
+        /// A `usage` that says something ([`Truthy`]; OpenAI's per-chunk
+        /// `"usage":null` does not): the chunk is worth [`read_usage`].
+        usage: Truthy = "usage",
     }
 }
 
@@ -226,13 +229,16 @@ fn scan_holes(text: &str) -> Scan<(Chunk<'_>, Holes)> {
     let mut chunk = Chunk {
         choices: First(None),
         error: Truthy(false),
+        usage: Truthy(false),
     };
-    cursor.fields(["choices", "error"], |cursor, field| {
-        if field == 0 {
-            let choice = cursor.nullable(|cursor| cursor.lone_element(scan_choice))?;
-            chunk.choices = First(choice.flatten());
-        } else {
-            chunk.error = Truthy(cursor.truthy()?);
+    cursor.fields(["choices", "error", "usage"], |cursor, field| {
+        match field {
+            0 => {
+                let choice = cursor.nullable(|cursor| cursor.lone_element(scan_choice))?;
+                chunk.choices = First(choice.flatten());
+            }
+            1 => chunk.error = Truthy(cursor.truthy()?),
+            _ => chunk.usage = Truthy(cursor.truthy()?),
         }
         Ok(())
     })?;
@@ -278,7 +284,8 @@ fn scan_delta<'a>(cursor: &mut Cursor<'a>) -> Scan<Delta<'a>> {
 
 seawall_core::later_wins! {
     /// A chunk's `usage`, read only from the chunks that can carry it (no
-    /// choices, or a finish): once per stream, so serde reads it.
+    /// choices, a finish, or a `usage` that says something): once per
+    /// stream, so serde reads it.
     struct UsageChunk {
         usage: Option<UsageFields> = "usage",
         /// Groq streams its usage here, in the last chunk.
@@ -444,7 +451,12 @@ pub(super) fn decode<'a>(
         };
     };
     choice.finish_reason = declared_reason(choice.finish_reason.take());
-    if choice.finish_reason.is_some() {
+    // The usage comes with the finish (Groq's `x_groq`), or after it in a
+    // chunk of its own that still has a choice, with no finish (OpenRouter,
+    // LiteLLM's proxy, mlx): read only where there was a finish, it was
+    // lost.
+    let carries_usage = chunk.usage.0;
+    if choice.finish_reason.is_some() || carries_usage {
         read_usage(text, usage);
     }
     let index = choice.index.as_ref().and_then(serde_json::Number::as_u64);
@@ -453,8 +465,11 @@ pub(super) fn decode<'a>(
     // Another choice's text is content, not this text (nor a shape kept
     // for it).
     let first = index.is_none_or(|index| index == 0);
+    // A chunk with its usage is never a kept shape's: the shape reads no
+    // usage.
     let plain = first
         && choice.finish_reason.is_none()
+        && !carries_usage
         && choice.delta.as_ref().is_some_and(|delta| {
             delta.content.is_some()
                 && !delta.acts
@@ -553,6 +568,7 @@ mod tests {
         r#"{"id":"c","choices":[{"index":0,"delta":{"content":"Hello\n\"world\" caf\u00e9 \ud83d\ude00"},"finish_reason":null}]}"#,
         r#"{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":null}]}"#,
         r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+        r#"{"id":"c","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}"#,
         r#"{"id":"c","choices":[{"index":0,"delta":{"content":null,"reasoning_content":"Let me see"},"finish_reason":null}]}"#,
         r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning":"Hm","reasoning_details":[{"type":"reasoning.text","text":"Hm"}]},"finish_reason":null}]}"#,
         r#"{"id":"c","object":"chat.reasoning","choices":[{"index":0,"finish_reason":null,"message":{"role":"assistant","content":""},"delta":{"role":"assistant","content":"","reasoning_steps":[{"thought":"Searching","type":"web_search","web_search":{"search_results":[],"search_keywords":["Seattle weather"]}}]}}]}"#,
@@ -597,6 +613,7 @@ mod tests {
         members(vec![
             ("choices", array_of(choice)),
             ("error", value().boxed()),
+            ("usage", value().boxed()),
         ])
     }
 
@@ -718,12 +735,49 @@ mod tests {
             // the model at work, never a text chunk's shape.
             r#"{"id":"c","object":"chat.reasoning","choices":[{"index":0,"finish_reason":null,"delta":{"role":"assistant","content":"","reasoning_steps":[{"thought":"Searching","type":"web_search"}]}}]}"#,
             r#"{"id":"c","choices":[{"index":0,"delta":{"content":"","reasoning_content":"Hm"},"finish_reason":null}]}"#,
+            // Text beside the usage (vLLM's continuous usage stats): the
+            // usage is read from it, and would not be from a shape's.
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}],"usage":{"prompt_tokens":9,"completion_tokens":1,"total_tokens":10}}"#,
         ] {
             let mut shape = Shape::default();
             for _ in 0..2 * SHAPE_AFTER {
                 read(not_plain, &mut shape);
             }
             assert!(shape.bytes.is_empty(), "{not_plain}");
+        }
+    }
+
+    /// OpenAI's chunks carry `"usage":null` when the usage is asked for;
+    /// the last one, or another server's chunk after the finish, carries
+    /// it: never read by a shape kept from the others, always read.
+    #[test]
+    fn a_kept_shape_never_reads_a_chunk_with_usage() {
+        let chunk = |content: &str, usage: &str| {
+            format!(
+                r#"{{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{{"index":0,"delta":{{"content":{content}}},"logprobs":null,"finish_reason":null}}],"usage":{usage}}}"#
+            )
+        };
+        let mut shape = Shape::default();
+        for _ in 0..SHAPE_AFTER {
+            read(&chunk(r#""hi""#, "null"), &mut shape);
+        }
+        assert!(!shape.bytes.is_empty());
+        for content in [r#""hi""#, r#""""#] {
+            let last = chunk(
+                content,
+                r#"{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}"#,
+            );
+            assert!(shape.recognise(last.as_bytes()).is_none(), "{last}");
+            let mut usage = None;
+            decode(
+                last.as_bytes(),
+                &mut false,
+                &mut usage,
+                &mut shape,
+                &mut Choices::default(),
+                QuotaWall::default(),
+            );
+            assert_eq!(usage, Some(Usage::new(9, 12)), "{last}");
         }
     }
 
