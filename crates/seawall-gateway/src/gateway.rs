@@ -938,7 +938,22 @@ impl Gateway {
                     tracker.answered(last_route.unwrap_or("-"), receipt.attempts.len());
                 }
                 tracker.end(End::Failed, Some(error.code));
-                error.response(wire)
+                let mut response = error.response(wire);
+                // The route whose answer (or refusal) ended the ladder, as
+                // a success names the route that served it: which route
+                // failed is what an operator asks first. Beside
+                // `x-seawall-attempts`, from the same receipt.
+                let served_by = last_route.map(|route| {
+                    if route == model.primary.name {
+                        route.to_owned()
+                    } else {
+                        format!("{route}; fallback")
+                    }
+                });
+                if let Some(value) = served_by.and_then(|s| HeaderValue::from_str(&s).ok()) {
+                    response.headers_mut().insert(SERVED_BY_HEADER, value);
+                }
+                response
             }
         }
     }

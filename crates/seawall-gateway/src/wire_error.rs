@@ -21,7 +21,8 @@ pub const CODE_HEADER: &str = "x-seawall-code";
 /// seawall refused itself, a route's breaker open or its cooldown, are not
 /// calls).
 pub const ATTEMPTS_HEADER: &str = "x-seawall-attempts";
-/// The header naming the route that served an answer (`<route>` or
+/// The header naming the route that served an answer, or whose answer
+/// or refusal ended a ladder that failed (`<route>` or
 /// `<route>; fallback`).
 pub const SERVED_BY_HEADER: &str = "x-seawall-served-by";
 

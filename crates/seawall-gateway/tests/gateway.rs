@@ -2511,6 +2511,45 @@ async fn a_node_clients_whole_answer_is_answered_before_its_fetch_gives_up() {
     }
 }
 
+/// A failure from upstream names the route that ended the ladder, as a
+/// success names the one that served it, beside the attempts; a refusal
+/// the gateway makes before any route carries neither.
+#[tokio::test]
+async fn an_upstream_failure_names_the_route_that_ended_it() {
+    let primary = ChaosServer::builder().start().await.unwrap();
+    let spare = ChaosServer::builder().start().await.unwrap();
+    for (routes, named) in [
+        (vec![("main", &primary)], "main"),
+        (
+            vec![("main", &primary), ("spare", &spare)],
+            "spare; fallback",
+        ),
+    ] {
+        let gateway = Running::start(config(Wire::OpenAi, &routes)).await;
+        let (status, headers, body) = send(
+            &client(),
+            post(
+                &gateway.url("/v1/chat/completions"),
+                OPENAI_UNARY,
+                &[("x-chaos-fault", "status;code=500")],
+            ),
+        )
+        .await;
+        assert_eq!(status, 500, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(header(&headers, "x-seawall-served-by"), named);
+        assert!(headers.contains_key("x-seawall-attempts"), "{headers:?}");
+    }
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &primary)])).await;
+    let request = http::Request::post(gateway.url("/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(full(OPENAI_UNARY))
+        .unwrap();
+    let (status, headers, _) = send(&client(), request).await;
+    assert_eq!(status, 401);
+    assert!(!headers.contains_key("x-seawall-served-by"), "{headers:?}");
+    assert!(!headers.contains_key("x-seawall-attempts"), "{headers:?}");
+}
+
 /// A path the gateway does not serve, or a method it does not take there,
 /// is a JSON error in the wire the path looks like, with a stable code:
 /// axum's own 404 and 405 had empty bodies, and an SDK showed a bare
