@@ -144,9 +144,13 @@ impl Back {
         }
     }
 
-    /// What a failure itself says of its route, without a registry.
+    /// What a failure itself says of its route, without a registry. A
+    /// local refusal (`route_cooling_down`) is read as what cooled its
+    /// route (`cooled_by`), as a registry reports it: a quota wall behind
+    /// it is no return to wait for, a rate limit is.
     fn from_failure(failure: &Failure, now: Instant) -> Option<Self> {
-        match (failure.code(), failure.retry_after()) {
+        let code = failure.cooled_by().unwrap_or(failure.code());
+        match (code, failure.retry_after()) {
             (Code::Auth, _) => Some(Back {
                 code: Code::Auth,
                 at: None,

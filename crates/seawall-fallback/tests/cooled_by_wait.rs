@@ -1,0 +1,122 @@
+//! Without a route health registry, the fallback reads when a route is
+//! back from its failure. A local refusal (`route_cooling_down`, from a
+//! breaker or a route set whose members all cool) says what cooled the
+//! route in `cooled_by`: a quota wall behind it is never waited for, and
+//! a rate limit behind it is waited for as the rate limit itself would be
+//! — on tokio's paused clock.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use seawall_core::recording::ReplayBody;
+use seawall_core::{BoxError, Class, Code, Deadline, Failure, RouteId};
+use seawall_fallback::{FallbackLayer, FallbackRoute};
+use tokio::time::Instant;
+use tower::{Layer, ServiceExt, service_fn};
+
+type Req = http::Request<ReplayBody<Full<Bytes>>>;
+type Resp = http::Response<Full<Bytes>>;
+type Boxed = tower::util::BoxCloneSyncService<Req, Resp, BoxError>;
+
+const SEC: Duration = Duration::from_secs(1);
+
+fn request(due: Option<Duration>) -> http::Request<Full<Bytes>> {
+    let mut request = http::Request::post("https://primary.example/v1/chat")
+        .body(Full::new(Bytes::from_static(b"{\"model\":\"m\"}")))
+        .unwrap();
+    if let Some(due) = due {
+        request.extensions_mut().insert(Deadline::after(due));
+    }
+    request
+}
+
+/// A service whose call `n` fails with `failure(n)` (`None`: answers),
+/// counting its calls.
+fn scripted(
+    calls: &Arc<AtomicUsize>,
+    failure: impl Fn(usize) -> Option<Failure> + Send + Sync + 'static,
+) -> Boxed {
+    let calls = calls.clone();
+    let failure = Arc::new(failure);
+    Boxed::new(service_fn(move |_request: Req| {
+        let calls = calls.clone();
+        let failure = failure.clone();
+        async move {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            match failure(n) {
+                Some(failure) => Err(failure.into()),
+                None => Ok(http::Response::new(Full::new(Bytes::from_static(b"hi")))),
+            }
+        }
+    }))
+}
+
+/// A local refusal of a route cooling after `cause`, as the breaker
+/// builds it.
+fn refusal(cause: Code, left: Duration) -> Failure {
+    let class = if cause == Code::RateLimited {
+        Class::Transient
+    } else {
+        Class::Permanent
+    };
+    Failure::with_class(class, Code::RouteCoolingDown)
+        .with_cooled_by(cause)
+        .with_retry_after(left)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_behind_a_quota_wall_is_not_waited_for() {
+    let primary_calls = Arc::new(AtomicUsize::new(0));
+    let b_calls = Arc::new(AtomicUsize::new(0));
+    let primary = scripted(&primary_calls, |_| {
+        Some(refusal(Code::QuotaExhausted, 30 * SEC))
+    });
+    let b = scripted(&b_calls, |n| {
+        (n == 0).then(|| {
+            Failure::new(Code::RateLimited)
+                .with_status(429)
+                .with_retry_after(50 * SEC)
+        })
+    });
+    let layer = FallbackLayer::chain([FallbackRoute::new(b).route(RouteId::new("b"))]);
+    let start = Instant::now();
+    let result = layer.layer(primary).oneshot(request(None)).await;
+    assert_eq!(
+        primary_calls.load(Ordering::SeqCst),
+        1,
+        "the wall is there when its time ends"
+    );
+    assert_eq!(b_calls.load(Ordering::SeqCst), 2, "b is waited for");
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(start.elapsed(), 50 * SEC);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_behind_a_rate_limit_back_too_late_fails_with_the_rate_limit() {
+    let primary_calls = Arc::new(AtomicUsize::new(0));
+    let b_calls = Arc::new(AtomicUsize::new(0));
+    let primary = scripted(&primary_calls, |_| {
+        Some(refusal(Code::RateLimited, 30 * SEC))
+    });
+    let b = scripted(&b_calls, |_| Some(refusal(Code::RateLimited, 40 * SEC)));
+    let layer = FallbackLayer::chain([FallbackRoute::new(b).route(RouteId::new("b"))]);
+    let error = layer
+        .layer(primary)
+        .oneshot(request(Some(10 * SEC)))
+        .await
+        .expect_err("every route is back too late");
+    let failure = Failure::find(&*error).expect("a seawall failure");
+    // As the docs say: that route's `rate_limited`, its time left.
+    assert_eq!(failure.code(), Code::RateLimited);
+    assert_eq!(failure.retry_after(), Some(30 * SEC));
+    assert_eq!(
+        (
+            primary_calls.load(Ordering::SeqCst),
+            b_calls.load(Ordering::SeqCst)
+        ),
+        (1, 1)
+    );
+}
