@@ -740,13 +740,22 @@ impl Gateway {
                 );
             }
         };
-        let Some(model_name) = members.model.as_ref().map(|m| m.0.clone().into_owned()) else {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                Code::BadRequest,
-                "the request names no \"model\"".into(),
-            );
-        };
+        // A Responses call may name no model: a stored prompt
+        // (`prompt.id`) names its own, and openai-python's
+        // `responses.create` leaves `model` out. Only `*` can serve it,
+        // as sent (no route renames a model not named).
+        let model_name = members.model.as_ref().map(|m| m.0.clone().into_owned());
+        let unnamed_response = model_name.is_none() && endpoint == Endpoint::Responses;
+        if model_name.is_none() && !(unnamed_response && inner.any.is_some()) {
+            let message = if unnamed_response {
+                "the request names no \"model\": without one, a /v1/responses call is \
+                 served only by a `*` model"
+            } else {
+                "the request names no \"model\""
+            };
+            return refuse(StatusCode::BAD_REQUEST, Code::BadRequest, message.into());
+        }
+        let shown_model = model_name.as_deref().unwrap_or("");
         let stream = members.stream.unwrap_or(false);
         // A background response runs and is stored upstream, to be
         // fetched, cancelled or streamed again by its id
@@ -767,11 +776,12 @@ impl Gateway {
             );
         }
         let model_span = members.model_token(text);
-        let Some(model) = inner.models.get(&model_name).or(inner.any.as_ref()) else {
+        let named = model_name.as_ref().and_then(|name| inner.models.get(name));
+        let Some(model) = named.or(inner.any.as_ref()) else {
             return refuse(
                 StatusCode::NOT_FOUND,
                 Code::NotFound,
-                format!("no route serves model `{}`", excerpt(&model_name)),
+                format!("no route serves model `{}`", excerpt(shown_model)),
             );
         };
         let Some(service) = model.service(endpoint) else {
@@ -781,7 +791,7 @@ impl Gateway {
                 Code::BadRequest,
                 format!(
                     "model `{}` is served over the {} wire format: call {}",
-                    excerpt(&model_name),
+                    excerpt(shown_model),
                     model.wire.as_str(),
                     paths.join(" or ")
                 ),
@@ -791,11 +801,12 @@ impl Gateway {
             endpoint,
             body: bytes,
             model_span,
+            names_model: model_name.is_some(),
             query: parts.uri.query().map(str::to_owned),
             headers: ClientCall::forwarded_headers(&parts.headers),
             credential: client_credential(&parts.headers, wire, inner.token.as_ref()),
         });
-        let mut tracker = Tracker::new(Arc::clone(&inner.counters), &model_name, endpoint, stream);
+        let mut tracker = Tracker::new(Arc::clone(&inner.counters), shown_model, endpoint, stream);
         let mut upstream = match model.primary.request(&call) {
             Ok(request) => request,
             Err(err) => {

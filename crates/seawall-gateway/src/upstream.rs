@@ -152,6 +152,10 @@ pub(crate) struct ClientCall {
     /// (escaped or not; `None` when it cannot be found for sure), for a
     /// route that renames it.
     pub model_span: Option<std::ops::Range<usize>>,
+    /// Whether the body names a model at all: a route renames only a
+    /// model the client named. A Responses call may name none and leave
+    /// it to its stored prompt (`prompt.id`), served through `*` as sent.
+    pub names_model: bool,
     /// The query the client's URL carried (anthropic-python's beta
     /// client posts to `/v1/messages?beta=true`), passed on as sent.
     pub query: Option<String>,
@@ -246,8 +250,8 @@ impl Target {
         call: &ClientCall,
     ) -> Result<http::Request<Full<Bytes>>, BoxError> {
         let body = match &self.rename {
-            Some(model) => call.body_naming(model)?,
-            None => call.body.clone(),
+            Some(model) if call.names_model => call.body_naming(model)?,
+            _ => call.body.clone(),
         };
         let path = call.endpoint.path();
         let uri = match &call.query {
@@ -517,6 +521,7 @@ mod tests {
         ClientCall {
             endpoint: Endpoint::ChatCompletions,
             model_span: span_of(&body),
+            names_model: true,
             body,
             query: None,
             headers: ClientCall::forwarded_headers(&client_headers),
@@ -546,6 +551,7 @@ mod tests {
                 endpoint: Endpoint::ChatCompletions,
                 body: Bytes::from_static(body.as_bytes()),
                 model_span: span_of(body.as_bytes()),
+                names_model: true,
                 query: None,
                 headers: HeaderMap::new(),
                 credential: None,

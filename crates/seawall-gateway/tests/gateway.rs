@@ -1868,6 +1868,66 @@ async fn a_background_response_is_refused_before_any_call() {
     assert_eq!(calls.lock().unwrap().len(), 1);
 }
 
+/// A Responses call may name no model (a stored prompt names its own;
+/// openai-python's `responses.create` makes `model` optional): through
+/// `*` it goes upstream as sent, not renamed though the route renames;
+/// every other endpoint, and a gateway without `*`, still refuses it.
+#[tokio::test]
+async fn a_response_naming_no_model_goes_through_any_model() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    config.routes[0].model = Some("gpt-renamed".into());
+    let gateway = Running::start(config).await;
+    let unnamed = r#"{"prompt":{"id":"p"},"input":"hi"}"#;
+    let (status, _, body) = send(
+        &client(),
+        post(
+            &gateway.url("/v1/responses"),
+            unnamed,
+            &[("x-chaos-request-id", "unnamed")],
+        ),
+    )
+    .await;
+    assert_ne!(status, 400, "{}", String::from_utf8_lossy(&body));
+    let row = chaos.wait_for_request("unnamed").await;
+    assert_eq!(row.path, "/v1/responses");
+    assert_eq!(
+        row.body_hash.as_deref(),
+        Some(seawall_chaos::body_hash(unnamed.as_bytes()).as_str()),
+        "the body as sent"
+    );
+    let chat = r#"{"messages":[{"role":"user","content":"hi"}]}"#;
+    let (status, _, body) = send(
+        &client(),
+        post(&gateway.url("/v1/chat/completions"), chat, &[]),
+    )
+    .await;
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(chaos.journal().len(), 1);
+    // Without `*`, no route can serve it.
+    let text = format!(
+        r#"
+        [[route]]
+        name = "main"
+        wire = "openai"
+        base_url = "{}"
+
+        [models]
+        "gpt-x" = ["main"]
+        "#,
+        chaos.base_url()
+    );
+    let mut config = Config::from_toml(&text).unwrap();
+    config.token_env = Some("GATEWAY_TOKEN".into());
+    let gateway = Running::start(config).await;
+    let (status, _, body) =
+        send(&client(), post(&gateway.url("/v1/responses"), unnamed, &[])).await;
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("`*`"), "{text}");
+    assert_eq!(chaos.journal().len(), 1);
+}
+
 /// A body the gateway cannot read as one request is refused before any
 /// route sees it: not JSON, not an object, not UTF-8, a member named
 /// twice (the gateway would route by one `model` and the provider might
