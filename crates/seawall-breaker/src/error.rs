@@ -3,7 +3,7 @@ use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use seawall_core::{BoxError, Class, Code, Cooldown, Failure, RouteId};
+use seawall_core::{BoxError, Code, Failure, RouteId};
 
 /// What a [`Breaker`](crate::Breaker) fails with: its own refusal of an
 /// open route, or the inner service's error.
@@ -158,23 +158,14 @@ impl CircuitOpen {
     }
 
     fn to_failure(&self) -> Failure {
-        let mut failure = match self.cooled_by {
-            // A route cooling after a quota wall or rejected credentials
-            // is as permanent as what cooled it: its time left is no hint
-            // to wait out (the operation that met the wall did not wait;
-            // a guessed quota reset would have the next one sleep a
-            // minute to meet it again). After a rate limit it is.
-            Some(cause) if !Cooldown::worth_waiting(cause) => {
-                Failure::with_class(Class::Permanent, Code::RouteCoolingDown)
-            }
-            Some(_) => Failure::new(Code::RouteCoolingDown),
-            None => Failure::new(Code::CircuitOpen),
-        }
-        .with_route(self.route.clone());
-        if let Some(cause) = self.cooled_by {
-            failure = failure
-                .with_message(&self.to_string())
-                .with_cooled_by(cause);
+        // A route cooling after a quota wall or rejected credentials is
+        // as permanent as what cooled it: its time left is no hint to
+        // wait out (the operation that met the wall did not wait; a
+        // guessed quota reset would have the next one sleep a minute to
+        // meet it again). After a rate limit it is.
+        let mut failure = Failure::route_refusal(self.cooled_by).with_route(self.route.clone());
+        if self.cooled_by.is_some() {
+            failure = failure.with_message(&self.to_string());
         }
         match self.retry_after {
             Some(after) => failure.with_retry_after(after),

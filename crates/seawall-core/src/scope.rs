@@ -167,6 +167,27 @@ impl Cooldown {
     }
 }
 
+impl Failure {
+    /// seawall's own refusal of a route it will not call now, as the
+    /// breaker and a route set give it: `circuit_open` when the route is
+    /// shut by its rate of failures (`cooled_by` none), else
+    /// `route_cooling_down` naming what cooled it
+    /// ([`cooled_by`](Failure::cooled_by)), permanent when that is not
+    /// [worth waiting for](Cooldown::worth_waiting). A refusal, never the
+    /// cause's own code: no call was made, so a ladder above records no
+    /// upstream attempt and its budget gives no token for it.
+    pub fn route_refusal(cooled_by: Option<Code>) -> Failure {
+        match cooled_by {
+            // A wall or rejected keys are there when the time left ends.
+            Some(cause) if !Cooldown::worth_waiting(cause) => {
+                Failure::with_class(Class::Permanent, Code::RouteCoolingDown).with_cooled_by(cause)
+            }
+            Some(cause) => Failure::new(Code::RouteCoolingDown).with_cooled_by(cause),
+            None => Failure::new(Code::CircuitOpen),
+        }
+    }
+}
+
 /// How long a quota wall that names no reset keeps its route cold.
 pub const DEFAULT_QUOTA_COOLDOWN: Duration = Duration::from_secs(60);
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
 use http::uri::{Authority, Scheme};
-use seawall_core::{Class, Code, Cooldown, Deadline, Failure, RouteId};
+use seawall_core::{Code, Cooldown, Deadline, Failure, RouteId};
 use seawall_internal::random::Random;
 use seawall_internal::{headers, millis};
 use tokio::time::Instant;
@@ -416,14 +416,7 @@ impl Set {
         );
         let failure = match code {
             Code::CircuitOpen | Code::RouteCoolingDown => Failure::new(code),
-            cause if Cooldown::worth_waiting(cause) => {
-                Failure::new(Code::RouteCoolingDown).with_cooled_by(cause)
-            }
-            // A wall or rejected keys are there when the time left ends:
-            // as permanent as the breaker's refusal after them.
-            cause => {
-                Failure::with_class(Class::Permanent, Code::RouteCoolingDown).with_cooled_by(cause)
-            }
+            cause => Failure::route_refusal(Some(cause)),
         }
         .with_route(route)
         .with_message("no member of the route set can take the call now");
@@ -605,6 +598,8 @@ const UNMEASURED_IN_FLIGHT: u64 = 3_600_000_000 * 100;
 
 #[cfg(test)]
 mod tests {
+    use seawall_core::Class;
+
     use super::*;
 
     fn set(n: usize, seed: u64) -> Set {
