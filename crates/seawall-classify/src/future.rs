@@ -529,10 +529,14 @@ where
         }
     }
 
-    /// The failure this answer came to, with what was read as its evidence
-    /// and the provider's id of the request (its `x-request-id` or
-    /// `request-id`, what the provider's support asks for), reported.
+    /// The failure this answer came to, with what was read as its evidence,
+    /// the provider's id of the request (its `x-request-id` or
+    /// `request-id`, what the provider's support asks for) and its
+    /// rate-limit headers (`Failure::with_upstream_headers`: a proxy
+    /// passes them on as it passes a success's), reported. Only a failure
+    /// comes here: a success pays nothing for them.
     fn conclude(&self, failure: Failure, started: Instant) -> BoxError {
+        let failure = failure.with_upstream_headers(&self.parts.headers);
         let mut failure = match seawall_core::request_id_of(&self.parts.headers) {
             Some(id) => failure.with_request_id(id),
             None => failure,

@@ -83,6 +83,9 @@ struct Rare {
     /// What cooled the route a refusal was made for (see
     /// [`Failure::cooled_by`]).
     cooled_by: Option<Code>,
+    /// The upstream's headers that tell a client when and how much it may
+    /// call again (see [`Failure::upstream_headers`]).
+    upstream_headers: Option<http::HeaderMap>,
     /// The HTTP/2 stream reset that broke the call (see
     /// [`Failure::stream_reset`]).
     stream_reset: Option<u32>,
@@ -113,6 +116,7 @@ impl fmt::Debug for Rare {
             .field("provider_param", &self.provider_param)
             .field("cooled_by", &self.cooled_by)
             .field("stream_reset", &self.stream_reset)
+            .field("upstream_headers", &self.upstream_headers)
             .field("cause", &self.cause.as_ref().map(|_| ".."))
             .finish()
     }
@@ -318,6 +322,58 @@ impl Failure {
         self
     }
 
+    /// Keeps, of the headers of the upstream's failed answer, those that
+    /// tell a client when and how much it may call again
+    /// ([`UPSTREAM_HEADERS_KEPT`](Failure::UPSTREAM_HEADERS_KEPT)), so a
+    /// proxy passes them on with the failure as it passes a success's
+    /// headers. Never a credential or a cookie: only names on that list,
+    /// at most 32 of them, each value at most 256 bytes. Nothing is
+    /// allocated when none of them is there.
+    pub fn with_upstream_headers(mut self, headers: &http::HeaderMap) -> Self {
+        const MOST: usize = 32;
+        const LONGEST_VALUE: usize = 256;
+        let mut kept: Option<http::HeaderMap> = None;
+        for (name, value) in headers {
+            if value.len() > LONGEST_VALUE || !Self::keeps_upstream_header(name.as_str()) {
+                continue;
+            }
+            let kept = kept.get_or_insert_default();
+            if kept.len() >= MOST {
+                break;
+            }
+            kept.append(name.clone(), value.clone());
+        }
+        if let Some(kept) = kept {
+            self.rare.get_or_insert_default().upstream_headers = Some(kept);
+        }
+        self
+    }
+
+    /// The names (exact, or a prefix ending in `-`) of the upstream
+    /// headers [`with_upstream_headers`](Self::with_upstream_headers)
+    /// keeps: the rate-limit headers of OpenAI and the servers that copy
+    /// it (`x-ratelimit-*`), Anthropic's (`anthropic-ratelimit-*`),
+    /// OpenAI's `retry-after-ms` (its SDKs read it before `retry-after`)
+    /// and `openai-processing-ms`. `retry-after` itself is not among them:
+    /// it is read into [`retry_after`](Self::retry_after).
+    pub const UPSTREAM_HEADERS_KEPT: [&'static str; 4] = [
+        "x-ratelimit-",
+        "anthropic-ratelimit-",
+        "retry-after-ms",
+        "openai-processing-ms",
+    ];
+
+    /// Whether `name` (lower case, as `http` keeps it) is on
+    /// [`UPSTREAM_HEADERS_KEPT`](Self::UPSTREAM_HEADERS_KEPT).
+    fn keeps_upstream_header(name: &str) -> bool {
+        Self::UPSTREAM_HEADERS_KEPT
+            .iter()
+            .any(|kept| match kept.strip_suffix('-') {
+                Some(_) => name.len() > kept.len() && name.starts_with(kept),
+                None => name == *kept,
+            })
+    }
+
     /// Names what cooled the route a local refusal
     /// (`route_cooling_down`) was made for: the failure the route met
     /// (`quota_exhausted`, `auth`, `rate_limited`), which a proxy answers
@@ -487,6 +543,14 @@ impl Failure {
     /// one (see [`with_request_id`](Self::with_request_id)).
     pub fn request_id(&self) -> Option<&str> {
         self.rare.as_ref()?.request_id.as_deref()
+    }
+
+    /// The upstream's headers kept with this failure
+    /// ([`with_upstream_headers`](Self::with_upstream_headers)): its
+    /// rate-limit headers and the like, for a proxy to pass on with its
+    /// answer. `None` when the answer carried none of them.
+    pub fn upstream_headers(&self) -> Option<&http::HeaderMap> {
+        self.rare.as_ref()?.upstream_headers.as_ref()
     }
 
     /// The client's error this failure was read from, when classification
@@ -809,5 +873,51 @@ mod tests {
             failure.to_string(),
             "context_too_long (permanent, status 400): maximum context length is 8192 tokens"
         );
+    }
+
+    /// Only the allow-listed headers of a failed answer are kept: its
+    /// rate limits, never a credential or a cookie; none, no allocation.
+    #[test]
+    fn a_failure_keeps_only_the_upstreams_rate_limit_headers() {
+        let headers: http::HeaderMap = [
+            ("x-ratelimit-remaining-tokens", "0"),
+            ("x-ratelimit-reset-tokens", "6s"),
+            ("anthropic-ratelimit-requests-remaining", "0"),
+            ("retry-after-ms", "1500"),
+            ("openai-processing-ms", "12"),
+            ("retry-after", "2"),
+            ("set-cookie", "s=1"),
+            ("authorization", "Bearer sk-x"),
+            ("x-api-key", "sk-x"),
+            ("x-ratelimit-", "no name past the prefix"),
+            ("retry-after-msx", "1"),
+            ("content-type", "application/json"),
+        ]
+        .into_iter()
+        .map(|(n, v)| {
+            (
+                http::HeaderName::from_static(n),
+                http::HeaderValue::from_static(v),
+            )
+        })
+        .collect();
+        let failure = Failure::new(Code::RateLimited).with_upstream_headers(&headers);
+        let kept = failure.upstream_headers().expect("kept");
+        let mut names: Vec<_> = kept.keys().map(http::HeaderName::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "anthropic-ratelimit-requests-remaining",
+                "openai-processing-ms",
+                "retry-after-ms",
+                "x-ratelimit-remaining-tokens",
+                "x-ratelimit-reset-tokens",
+            ]
+        );
+        assert_eq!(kept["x-ratelimit-reset-tokens"], "6s");
+        let none = Failure::new(Code::RateLimited).with_upstream_headers(&http::HeaderMap::new());
+        assert!(none.upstream_headers().is_none());
+        assert!(none.rare.is_none(), "nothing allocated");
     }
 }

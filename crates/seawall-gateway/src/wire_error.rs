@@ -52,6 +52,14 @@ pub(crate) struct WireError {
     /// `APIStatusError.request_id` reads `x-request-id`, anthropic's
     /// `request-id`), as a success's headers pass it.
     pub request_id: Option<HeaderValue>,
+    /// The upstream's rate-limit headers (`x-ratelimit-*`,
+    /// `anthropic-ratelimit-*`, `retry-after-ms`, …:
+    /// `Failure::UPSTREAM_HEADERS_KEPT`) when this error is the
+    /// upstream's answer passed on, as a success passes them: a client
+    /// paces itself by them. Through a route with the gateway's own key
+    /// they describe the gateway's account, which a success's headers
+    /// show its clients all the same.
+    pub upstream_headers: Option<http::HeaderMap>,
 }
 
 impl WireError {
@@ -69,6 +77,7 @@ impl WireError {
             provider_code: None,
             param: None,
             request_id: None,
+            upstream_headers: None,
         }
     }
 
@@ -98,6 +107,11 @@ impl WireError {
         self.request_id = failure
             .request_id()
             .and_then(|id| HeaderValue::from_str(id).ok());
+        // Only with the upstream's own status: a refusal or a timeout of
+        // the gateway's is no answer of the provider's to describe.
+        if failure.status() == Some(self.status.as_u16()) {
+            self.upstream_headers = failure.upstream_headers().cloned();
+        }
         self
     }
 
@@ -210,6 +224,7 @@ impl WireError {
             provider_code: None,
             param: None,
             request_id: None,
+            upstream_headers: None,
         }
     }
 
@@ -291,6 +306,10 @@ impl WireError {
         let mut response = Response::new(Body::from(self.json(wire)));
         *response.status_mut() = self.status;
         let headers = response.headers_mut();
+        // First: the gateway's own headers below take their place.
+        if let Some(upstream) = &self.upstream_headers {
+            headers.extend(upstream.clone());
+        }
         headers.insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),

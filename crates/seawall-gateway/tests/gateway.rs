@@ -503,6 +503,47 @@ async fn a_refused_key_is_the_clients_401_only_when_it_was_the_clients() {
     }
 }
 
+/// A rate limit's answer keeps the provider's rate-limit headers, as a
+/// success does (a client paces itself by them), through a keyed route
+/// or not; never its cookies, and the gateway's own headers win.
+#[tokio::test]
+async fn a_rate_limit_keeps_the_providers_rate_limit_headers() {
+    let limited = r#"{"error":{"message":"Rate limit reached for tokens per min.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#;
+    let answer = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nretry-after: 30\r\nretry-after-ms: 30000\r\n\
+         x-ratelimit-remaining-tokens: 0\r\nx-ratelimit-reset-tokens: 30s\r\n\
+         anthropic-ratelimit-tokens-remaining: 0\r\nset-cookie: s=1\r\n\
+         x-seawall-code: forged\r\n\r\n{limited}",
+        limited.len()
+    );
+    let upstream = raw_upstream(vec![Step::Write(answer.into_bytes())]).await;
+    for keyed in [true, false] {
+        let mut config = config_over(Wire::OpenAi, &upstream);
+        if !keyed {
+            config.routes[0].key_env = None;
+        }
+        let gateway = Running::start(config).await;
+        let (status, headers, body) = send(
+            &client(),
+            post(&gateway.url("/v1/chat/completions"), OPENAI_UNARY, &[]),
+        )
+        .await;
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status, 429, "{text}");
+        assert_eq!(header(&headers, "x-ratelimit-remaining-tokens"), "0");
+        assert_eq!(header(&headers, "x-ratelimit-reset-tokens"), "30s");
+        assert_eq!(
+            header(&headers, "anthropic-ratelimit-tokens-remaining"),
+            "0"
+        );
+        assert_eq!(header(&headers, "retry-after-ms"), "30000");
+        assert_eq!(header(&headers, "retry-after"), "30");
+        assert_eq!(header(&headers, "x-seawall-code"), "rate_limited");
+        assert!(!headers.contains_key("set-cookie"), "{headers:?}");
+    }
+}
+
 /// A route key the provider echoes where seawall cuts its text (a message
 /// kept to 512 bytes, a code to 64) shows no part of itself: the cut
 /// leaves the key's start ending the excerpt, and that is scrubbed too.
