@@ -968,6 +968,13 @@ fn gemini_statuses() {
         ),
         ("UNAUTHENTICATED", "", Permanent, Code::Auth),
         ("NOT_FOUND", "", Permanent, Code::NotFound),
+        // The server lacks the operation: the route's, as gRPC's 12.
+        (
+            "UNIMPLEMENTED",
+            "Operation is not implemented, or supported, or enabled.",
+            Permanent,
+            Code::NotFound,
+        ),
     ];
     for (status, message, class, code) in rows {
         let body =
@@ -997,6 +1004,35 @@ fn gemini_statuses() {
         (failure.class(), failure.code()),
         (Class::Permanent, Code::Unknown)
     );
+}
+
+/// Gemini's 501 UNIMPLEMENTED is the route's: not retried nor counted as
+/// the route failing, another route tried. The same whether it is the
+/// answer, inside a stream or a JSON-array element, and through the
+/// OpenAI-compatible endpoint (the body met there,
+/// google-gemini/deprecated-generative-ai-python#625).
+#[test]
+fn a_gemini_unimplemented_is_what_the_route_lacks() {
+    let unimplemented = r#"{"error":{"code":501,"message":"Operation is not implemented, or supported, or enabled.","status":"UNIMPLEMENTED"}}"#;
+    let array = format!("[{unimplemented}]");
+    for (provider, body, status) in [
+        (Provider::Gemini, unimplemented, Some(501)),
+        (Provider::Gemini, unimplemented, None),
+        (Provider::Gemini, &array[..], Some(501)),
+        (Provider::Gemini, &array[..], None),
+        (Provider::OpenAi, &array[..], Some(501)),
+    ] {
+        let failure = classify_error(provider, body.as_bytes(), cx(status, None));
+        let what = format!("{provider:?} {status:?} {body}");
+        assert_eq!(
+            (failure.class(), failure.code(), failure.action()),
+            (Class::Permanent, Code::NotFound, Action::Surface),
+            "{what}"
+        );
+        assert_eq!(failure.scope(), Scope::Route, "{what}");
+        assert!(failure.moves_route(), "{what}");
+        assert_eq!(failure.provider_type(), Some("UNIMPLEMENTED"), "{what}");
+    }
 }
 
 /// Walls of the project, not the request: depleted prepay credits (HTTP

@@ -163,6 +163,12 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         }
         "PERMISSION_DENIED" | "UNAUTHENTICATED" => Verdict::Fixed(Permanent, Code::Auth),
         "NOT_FOUND" => Verdict::Fixed(Permanent, Code::NotFound),
+        // HTTP 501, "Operation is not implemented, or supported, or
+        // enabled.": this server lacks what the request asks for (a method,
+        // a feature), as gRPC's UNIMPLEMENTED says. Left to the 5xx rule it
+        // was retried and counted by the breaker, so one caller asking for
+        // an unsupported feature tripped the route for every caller.
+        "UNIMPLEMENTED" => Verdict::Fixed(Permanent, Code::NotFound),
         // Unknown: the status (or the `code` the body echoes) decides.
         _ => return None,
     };
