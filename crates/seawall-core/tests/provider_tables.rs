@@ -975,6 +975,32 @@ fn gemini_statuses() {
             Permanent,
             Code::NotFound,
         ),
+        // What the route lacks: a tuned model's endpoint, a model.
+        (
+            "NOT_FOUND",
+            "Endpoint `projects/575157790123/locations/us-central1/endpoints/7070905402157694976` not found.",
+            Permanent,
+            Code::NotFound,
+        ),
+        (
+            "NOT_FOUND",
+            "Publisher model `google/models/gemini-x` was not found or your project does not have access to it.",
+            Permanent,
+            Code::NotFound,
+        ),
+        // A cache the request names, gone (Vertex AI): the request's.
+        (
+            "NOT_FOUND",
+            "Not found: cached content metadata for 7352260532100923392.",
+            Permanent,
+            Code::BadRequest,
+        ),
+        (
+            "NOT_FOUND",
+            "Cached content 123 is not found.",
+            Permanent,
+            Code::BadRequest,
+        ),
     ];
     for (status, message, class, code) in rows {
         let body =
@@ -1033,6 +1059,25 @@ fn a_gemini_unimplemented_is_what_the_route_lacks() {
         assert!(failure.moves_route(), "{what}");
         assert_eq!(failure.provider_type(), Some("UNIMPLEMENTED"), "{what}");
     }
+}
+
+/// A Vertex AI cache the request names, gone after its TTL, is the
+/// request's: another route has no such cache either. A tuned model's
+/// endpoint not found stays what the route lacks.
+#[test]
+fn a_gone_vertex_cache_is_the_requests() {
+    let cache = br#"{"error":{"code":404,"message":"Not found: cached content metadata for 7352260532100923392.","status":"NOT_FOUND"}}"#;
+    for status in [Some(404), None] {
+        let failure = classify_error(Provider::Gemini, cache, cx(status, None));
+        assert_eq!(failure.code(), Code::BadRequest, "{status:?}");
+        assert_eq!(failure.scope(), Scope::Request, "{status:?}");
+        assert!(!failure.moves_route(), "{status:?}");
+        assert_eq!(failure.provider_type(), Some("NOT_FOUND"), "{status:?}");
+    }
+    let endpoint = br#"{"error":{"code":404,"message":"Endpoint `projects/575157790123/locations/us-central1/endpoints/7070905402157694976` not found.","status":"NOT_FOUND"}}"#;
+    let failure = classify_error(Provider::Gemini, endpoint, cx(Some(404), None));
+    assert_eq!(failure.code(), Code::NotFound);
+    assert!(failure.moves_route());
 }
 
 /// Walls of the project, not the request: depleted prepay credits (HTTP

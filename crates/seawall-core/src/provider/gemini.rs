@@ -162,6 +162,15 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
             Verdict::Fixed(Permanent, Code::BadRequest)
         }
         "PERMISSION_DENIED" | "UNAUTHENTICATED" => Verdict::Fixed(Permanent, Code::Auth),
+        // A cache the request names, gone after its TTL (Vertex AI: "Not
+        // found: cached content metadata for 7352260532100923392.", "Cached
+        // content 123 is not found."): the request's, as gRPC's NOT_FOUND
+        // of an entity the call names and as the Gemini API's 403
+        // "CachedContent not found" above. Read as `not_found` it moved the
+        // request to a fallback route that has no such cache either.
+        "NOT_FOUND" if names_cache(message) => Verdict::Fixed(Permanent, Code::BadRequest),
+        // Anything else is what the route lacks: a model, a tuned model's
+        // endpoint ("Endpoint `projects/…/endpoints/…` not found.").
         "NOT_FOUND" => Verdict::Fixed(Permanent, Code::NotFound),
         // HTTP 501, "Operation is not implemented, or supported, or
         // enabled.": this server lacks what the request asks for (a method,
@@ -189,6 +198,15 @@ fn names_project_wall(message: &str) -> bool {
 /// resource … (or it may not exist)") is the route's.
 fn names_resource(message: &str) -> bool {
     const PHRASES: &[&str] = &["permission to access the", "cachedcontent not found"];
+    PHRASES.iter().any(|phrase| contains_ci(message, phrase))
+}
+
+/// Whether a `NOT_FOUND` message is about a cached content the request
+/// names (`cachedContent`): Vertex AI's phrasings, spaced or not. Only the
+/// cache: its other `NOT_FOUND`s (a publisher model, a tuned model's
+/// endpoint) are what the route lacks.
+fn names_cache(message: &str) -> bool {
+    const PHRASES: &[&str] = &["cached content", "cachedcontent"];
     PHRASES.iter().any(|phrase| contains_ci(message, phrase))
 }
 
