@@ -1001,6 +1001,13 @@ fn gemini_statuses() {
             Permanent,
             Code::BadRequest,
         ),
+        // The server cancelled it: an answer read was never our cancel.
+        (
+            "CANCELLED",
+            "The operation was cancelled.",
+            Transient,
+            Code::ProviderUnavailable,
+        ),
     ];
     for (status, message, class, code) in rows {
         let body =
@@ -1078,6 +1085,24 @@ fn a_gone_vertex_cache_is_the_requests() {
     let failure = classify_error(Provider::Gemini, endpoint, cx(Some(404), None));
     assert_eq!(failure.code(), Code::NotFound);
     assert!(failure.moves_route());
+}
+
+/// A 499 CANCELLED that seawall reads was cancelled by the server, not
+/// by seawall's client (which would not be reading): transient, not a
+/// fault of the request.
+#[test]
+fn a_gemini_cancelled_answer_is_the_servers() {
+    let cancelled =
+        br#"{"error":{"code":499,"message":"The operation was cancelled.","status":"CANCELLED"}}"#;
+    for status in [Some(499), None] {
+        let failure = classify_error(Provider::Gemini, cancelled, cx(status, None));
+        assert_eq!(
+            (failure.class(), failure.code(), failure.action()),
+            (Class::Transient, Code::ProviderUnavailable, Action::Retry),
+            "{status:?}"
+        );
+        assert_eq!(failure.scope(), Scope::Route, "{status:?}");
+    }
 }
 
 /// Walls of the project, not the request: depleted prepay credits (HTTP

@@ -178,6 +178,15 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         // was retried and counted by the breaker, so one caller asking for
         // an unsupported feature tripped the route for every caller.
         "UNIMPLEMENTED" => Verdict::Fixed(Permanent, Code::NotFound),
+        // HTTP 499, "The operation was cancelled.": Google's table says
+        // "cancelled by the client", but a body seawall reads (as the
+        // answer or inside a stream) was not cancelled by seawall's client,
+        // which would not be reading it: the server or a hop before it gave
+        // the call up. Nothing in the request is at fault, and the same
+        // call may well go through: transient, as a 5xx. Left to the 4xx
+        // rule it was a `bad_request` that blamed the request. gRPC's
+        // CANCELLED (`status_verdict`, the caller's own cancel) is apart.
+        "CANCELLED" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
         // Unknown: the status (or the `code` the body echoes) decides.
         _ => return None,
     };
