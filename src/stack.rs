@@ -360,7 +360,12 @@ impl Stack {
     /// down (unless it was given its own
     /// [`health`](FallbackLayer::health)): it skips them without a call,
     /// and when every route is cooling down it waits for the first back
-    /// if that fits the deadline.
+    /// if that fits the deadline. It asks by each route's `RouteId`: with
+    /// a route function ([`BreakerLayer::route_with`]) the breakers are
+    /// keyed by what that function gives, which the fallback cannot name,
+    /// so it does not see them cool; the breaker still refuses such a
+    /// route's calls without sending them, and the fallback moves on from
+    /// that refusal as from any other.
     ///
     /// The ladder keeps time in reserve for the fallback: one attempt's
     /// bound, at least the fallback's
