@@ -162,7 +162,9 @@ async fn every_route_rate_limited_for_60s_inside_10s_fails_at_once_with_the_retu
     assert_eq!(started.elapsed(), Duration::ZERO, "failed at once");
     assert_eq!((primary.calls(), backup.calls()), (1, 1));
     let failure = Failure::find(&*error).expect("a seawall failure");
-    assert_eq!(failure.code(), Code::RateLimited);
+    // seawall's refusal to wait a minute, naming what cooled the route.
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
+    assert_eq!(failure.cooled_by(), Some(Code::RateLimited));
     assert_eq!(failure.retry_after(), Some(Duration::from_secs(60)));
     assert_eq!(failure.route(), Some(&RouteId::new("primary.example")));
     let receipt = failure.receipt().unwrap();

@@ -178,6 +178,9 @@ impl Failure {
     /// upstream attempt and its budget gives no token for it.
     pub fn route_refusal(cooled_by: Option<Code>) -> Failure {
         match cooled_by {
+            // What cooled it was itself a refusal (a registry's word for a
+            // route shut, not a failure it gave): that refusal again.
+            Some(code @ (Code::CircuitOpen | Code::RouteCoolingDown)) => Failure::new(code),
             // A wall or rejected keys are there when the time left ends.
             Some(cause) if !Cooldown::worth_waiting(cause) => {
                 Failure::with_class(Class::Permanent, Code::RouteCoolingDown).with_cooled_by(cause)

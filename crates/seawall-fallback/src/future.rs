@@ -672,7 +672,10 @@ impl Walk {
             visit.route,
             millis(wait)
         );
-        let mut failure = Failure::new(code)
+        // A refusal, not the cause's own code: no call was made, so a
+        // ladder above records no upstream attempt and spends no budget
+        // on it (as the breaker's and a route set's refusals).
+        let mut failure = Failure::route_refusal(Some(code))
             .with_route(visit.route.clone())
             .with_retry_after(wait)
             .with_message(&message);

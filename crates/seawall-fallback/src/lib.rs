@@ -49,8 +49,11 @@
 //!   limit (its hint is when it answers again) if it comes back within the
 //!   deadline (less [`min_remaining`](FallbackLayer::min_remaining)) and
 //!   within [`max_wait`](FallbackLayer::max_wait), then calls it; when it
-//!   comes back too late, it fails at once with that route's
-//!   `rate_limited`, its `retry_after` the time until the route is back.
+//!   comes back too late, it fails at once with seawall's refusal of that
+//!   route ([`Failure::route_refusal`](seawall_core::Failure::route_refusal):
+//!   `route_cooling_down`, [`cooled_by`](seawall_core::Failure::cooled_by)
+//!   `rate_limited`), its `retry_after` the time until the route is back:
+//!   a refusal, so a ladder above records no upstream attempt for it.
 //!   A route behind a quota wall or rejected credentials is never waited
 //!   for (the wall is there when its time runs out as much as before):
 //!   when every route is walled so, or one is not cooling down at all, the

@@ -121,8 +121,8 @@ async fn after_a_trigger_the_primary_is_not_waited_for() {
 }
 
 /// The same, with a deadline that "large" comes back too late for: the
-/// layer fails at once with its `rate_limited` and the time until it is
-/// back, rather than sending the request to the primary again.
+/// layer fails at once with its refusal (`route_cooling_down` after
+/// `rate_limited`) and the time until it is back, rather than sending the request to the primary again.
 #[tokio::test(start_paused = true)]
 async fn after_a_trigger_a_late_route_fails_at_once_without_the_primary() {
     let registry = Registry::default();
@@ -150,7 +150,9 @@ async fn after_a_trigger_a_late_route_fails_at_once_without_the_primary() {
     assert_eq!(start.elapsed(), Duration::ZERO, "no wait");
     let error = result.expect_err("large is back too late");
     let failure = Failure::find(&*error).expect("a seawall failure");
-    assert_eq!(failure.code(), Code::RateLimited);
+    // seawall's refusal of the route, naming what cooled it.
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
+    assert_eq!(failure.cooled_by(), Some(Code::RateLimited));
     assert_eq!(failure.route(), Some(&RouteId::new(LARGE)));
     assert_eq!(failure.retry_after(), Some(20 * SEC));
 }

@@ -443,9 +443,11 @@ async fn every_route_cooling_for_60s_inside_10s_fails_at_once_with_the_earliest(
     assert_eq!(started.elapsed(), Duration::ZERO, "no wait at all");
     assert_eq!((primary.calls(), a.calls()), (1, 0));
     let failure = failure_of(&result);
+    // seawall's refusal of the earliest route, naming what cooled it.
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
     assert_eq!(
-        failure.code(),
-        Code::RateLimited,
+        failure.cooled_by(),
+        Some(Code::RateLimited),
         "what cooled the earliest route"
     );
     assert_eq!(failure.retry_after(), Some(Duration::from_secs(60)));
@@ -467,7 +469,8 @@ async fn every_route_cooling_for_60s_inside_10s_fails_at_once_with_the_earliest(
         .await;
     assert_eq!(started.elapsed(), Duration::ZERO);
     let failure = failure_of(&result);
-    assert_eq!(failure.code(), Code::RateLimited);
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
+    assert_eq!(failure.cooled_by(), Some(Code::RateLimited));
     assert_eq!(failure.retry_after(), Some(Duration::from_secs(5)));
     assert_eq!(
         failure.receipt().unwrap().stop,

@@ -109,8 +109,10 @@ async fn a_refusal_behind_a_rate_limit_back_too_late_fails_with_the_rate_limit()
         .await
         .expect_err("every route is back too late");
     let failure = Failure::find(&*error).expect("a seawall failure");
-    // As the docs say: that route's `rate_limited`, its time left.
-    assert_eq!(failure.code(), Code::RateLimited);
+    // As the docs say: seawall's refusal of that route, naming its
+    // `rate_limited`, its time left.
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
+    assert_eq!(failure.cooled_by(), Some(Code::RateLimited));
     assert_eq!(failure.retry_after(), Some(30 * SEC));
     assert_eq!(
         (

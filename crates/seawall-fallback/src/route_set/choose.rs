@@ -414,12 +414,9 @@ impl Set {
             retry_after_ms = left.map(millis),
             "every member refused; the earliest back answers for the set"
         );
-        let failure = match code {
-            Code::CircuitOpen | Code::RouteCoolingDown => Failure::new(code),
-            cause => Failure::route_refusal(Some(cause)),
-        }
-        .with_route(route)
-        .with_message("no member of the route set can take the call now");
+        let failure = Failure::route_refusal(Some(code))
+            .with_route(route)
+            .with_message("no member of the route set can take the call now");
         match left {
             Some(left) => failure.with_retry_after(left),
             None => failure,

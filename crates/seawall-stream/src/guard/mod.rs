@@ -69,16 +69,25 @@
 //!   work the model does out of sight, with only keep-alives to show for
 //!   it: Anthropic's server-side compaction, which sends its block's
 //!   start and then only pings until the whole summary comes in one
-//!   delta; on the Responses API a reasoning run with its summary off
-//!   (the default) or a compaction, which sends its item's start and then
-//!   only `keepalive` events (a compaction, `response.compaction.compacting`
-//!   too, which is thinking wherever it comes). The pings and keep-alives
-//!   inside such a block or item (and only those) count as thinking, not
+//!   delta, and a thinking (or redacted thinking) block whose thinking is
+//!   not shown (`display: "omitted"`), which sends its start and then only
+//!   pings until its signature; a tool Anthropic runs itself
+//!   (`server_tool_use`, `mcp_tool_use`), from its block's start until
+//!   the next block (its result's) starts; on the Responses API a
+//!   reasoning run with its summary off (the default), a compaction, or a
+//!   hosted tool's call (image generation, code interpreter, web or file
+//!   search, MCP) until its item is done, which send their item's start
+//!   and then only `keepalive` events (a compaction,
+//!   `response.compaction.compacting` too, which is thinking wherever it
+//!   comes). The pings and keep-alives inside such a block or item (and
+//!   only those) count as thinking, not
 //!   as keep-alives (the report's `keepalives` leaves them out), so the
 //!   work outlives the first-content bound, and, between the answer's
 //!   parts, the idle bound, while one comes within each idle bound; what
-//!   bounds it as a whole is a `max_duration` or the per-attempt deadline
-//!   outside. A role delta, `message_start` or a block or item start alone
+//!   bounds it as a whole is a `max_duration` (none by default) or the
+//!   per-attempt deadline outside, so a block stuck pinging runs to that
+//!   deadline, not to the idle bound: the price of not cutting (and
+//!   billing again) work that is only slow. A role delta, `message_start` or a block or item start alone
 //!   extends nothing: a stream that sends its head and then nothing (or
 //!   only keep-alives outside such a block or item) still times out at
 //!   the first-content bound. The clock starts at the call; the guard takes charge
