@@ -190,8 +190,14 @@ where
     tail: Option<Bytes>,
     fix: Option<Fix>,
     phase: Phase<S::Future, B>,
-    /// The text the caller was shown before the current stream.
+    /// The text the caller was shown before the current stream (and, as
+    /// it is said, a continuation's answered in another format), kept up
+    /// to the layer's `max_text`.
     delivered: String,
+    /// `delivered` stopped at `max_text`: it is only a prefix of what the
+    /// caller was shown, so no continuation can be built from it, and no
+    /// event may say it as the caller's whole text.
+    text_capped: bool,
     /// Bytes of the current stream's text trimmed as a repeat.
     trimmed: usize,
     /// Content events of the streams cut so far: each spent at least one
@@ -280,6 +286,7 @@ where
                 fix: None,
                 phase: Phase::Live,
                 delivered: String::new(),
+                text_capped: false,
                 trimmed: 0,
                 spent: 0,
                 resumes: 0,
@@ -739,7 +746,25 @@ where
         if let Some(speaker) = self.speaker.as_mut() {
             self.out.push_back(speaker.text(text, index));
         }
-        self.delivered.push_str(text);
+        self.keep(text);
+    }
+
+    /// Adds `text` to what was delivered, up to `max_text` (as the guard
+    /// keeps its own record): past it the caller is still shown the text,
+    /// but no more of it is kept, and the record says it is a prefix. A
+    /// continuation in another format is read by no guard of the caller's
+    /// stream, so this is its only bound.
+    fn keep(&mut self, text: &str) {
+        if self.text_capped {
+            return;
+        }
+        let room = self.config.max_text.saturating_sub(self.delivered.len());
+        if text.len() <= room {
+            self.delivered.push_str(text);
+            return;
+        }
+        self.text_capped = true;
+        self.delivered.push_str(seawall_core::excerpt(text, room));
     }
 
     /// A continuation answered in another format ended well: the caller's
@@ -758,6 +783,13 @@ where
             .and_then(|r| r.finish_kind())
             .or(self.foreign_finish)
             .or(implied);
+        // The Responses API's end events say the caller's whole text: a
+        // prefix said there would read as the complete answer. The answer
+        // ends as a text too long to keep does in the caller's own format:
+        // with the interruption, the text kept marked as a prefix.
+        if self.text_capped && self.speaker.as_ref().is_some_and(Speaker::says_whole_text) {
+            return self.give_up("text_not_kept");
+        }
         let said = match (self.speaker.as_mut(), kind) {
             (Some(speaker), Some(kind)) => speaker
                 .finish(kind, usage, &self.delivered)
@@ -823,6 +855,7 @@ where
     fn with_delivered(&self, mut failure: Failure) -> Failure {
         if let Some(mut interrupted) = failure.interrupted().cloned() {
             interrupted.delivered_text = Some(self.delivered.clone());
+            interrupted.text_capped |= self.text_capped;
             failure = failure.with_interrupted(interrupted);
         }
         failure
@@ -943,7 +976,9 @@ where
         if interrupted.tool_call_events > 0 {
             return Err("tool_call");
         }
-        if interrupted.text_capped || interrupted.delivered_text.is_none() {
+        // A continuation is built from the whole delivered text: one that
+        // passed the cap (said from another format) cannot be.
+        if interrupted.text_capped || interrupted.delivered_text.is_none() || self.text_capped {
             return Err("text_not_kept");
         }
         let provider = self.provider;

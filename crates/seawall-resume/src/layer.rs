@@ -8,6 +8,10 @@ use tower_layer::Layer;
 use crate::continuation::{AnthropicStyle, GeminiStyle, OpenAiStyle, Styles};
 use crate::service::Resume;
 
+/// The delivered text kept by default: the stream guard's default record
+/// (`StreamGuardLayer::delivered_text`).
+const DEFAULT_MAX_TEXT: usize = 1 << 20;
+
 /// The settings of one layer, shared by its services.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -17,6 +21,8 @@ pub(crate) struct Config {
     pub(crate) align_window: usize,
     pub(crate) max_head: usize,
     pub(crate) min_remaining: Duration,
+    /// Bytes of delivered text kept ([`ResumeLayer::max_text`]).
+    pub(crate) max_text: usize,
     /// The threshold set for a rate limit's hint ([`ResumeLayer::quota_wall`]);
     /// `None` is the default wall.
     pub(crate) quota_wall: Option<QuotaWall>,
@@ -49,6 +55,7 @@ impl ResumeLayer {
                 align_window: 64,
                 max_head: 64 * 1024,
                 min_remaining: Duration::ZERO,
+                max_text: DEFAULT_MAX_TEXT,
                 quota_wall: None,
             }),
         }
@@ -103,6 +110,20 @@ impl ResumeLayer {
     /// extensions). Default: any time before it.
     pub fn min_remaining(self, remaining: Duration) -> Self {
         self.with(|c| c.min_remaining = remaining)
+    }
+
+    /// The delivered text is kept up to `bytes` (default 1 MiB, the stream
+    /// guard's own record) where no guard of the caller's stream keeps it:
+    /// the text of a continuation answered in another format, said anew.
+    /// Past it the caller is still shown the text, but the answer is not
+    /// continued again, its interruption's
+    /// [`Interrupted`](seawall_core::Interrupted) says the text is a prefix
+    /// (`text_capped`), and a Responses API caller, whose end events say
+    /// the whole text, is given the interruption instead (`gave_up` is
+    /// `text_not_kept`). Give it the guard's
+    /// `delivered_text` cap when that is not the default.
+    pub fn max_text(self, bytes: usize) -> Self {
+        self.with(|c| c.max_text = bytes)
     }
 
     /// A rate-limit hint longer than `threshold` is a quota wall

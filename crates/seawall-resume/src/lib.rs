@@ -253,6 +253,15 @@
 //! saying the caller's whole text, and the terminal response — the one the
 //! stream was created with, its output that message item, its usage the
 //! continuation's). So the caller's SDK reads one well-formed answer.
+//! The text said so is kept, for those end events and the interruption's
+//! record, up to [`ResumeLayer::max_text`] (the guard's own record, 1 MiB
+//! by default), as no guard of the caller's stream reads it: past it the
+//! caller is still shown the text, but the answer is not continued from a
+//! prefix, a cut's [`Interrupted`](seawall_core::Interrupted) says its
+//! text is one (`text_capped`), and a Responses API caller, whose end
+//! events would say a prefix as the whole text, ends with the
+//! interruption (`gave_up` is `text_not_kept`, as for a text too long to
+//! keep in its own format).
 //! What cannot be said that way ends with the interruption, everything
 //! said so far delivered (`gave_up` is `another_format`): content that is
 //! not text (a tool call), a finish no other format has a word for (a

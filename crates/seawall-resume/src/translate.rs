@@ -237,6 +237,12 @@ impl Speaker {
         }
     }
 
+    /// Whether the end events ([`finish`](Self::finish)) say the caller's
+    /// whole text (the Responses API's), which must then be kept whole.
+    pub(crate) fn says_whole_text(&self) -> bool {
+        self.responses.is_some()
+    }
+
     /// The events that end the answer with `kind` (after the text block is
     /// closed, Anthropic), the continuation's `usage` in them where the
     /// format says it there, and the caller's reason; `None` for a finish
