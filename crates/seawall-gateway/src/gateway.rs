@@ -188,38 +188,78 @@ pub const CLIENT_TIMEOUT_HEADERS: [&str; 2] = ["x-stainless-read-timeout", "x-st
 
 /// How long Node's built-in `fetch` (undici) waits for a response's head
 /// by default (its `headersTimeout`), whatever timeout the SDK above it
-/// was given: openai-node and Anthropic's TypeScript SDK run on it, and
-/// past it both raise a timeout and send the whole request again (twice
-/// by default). A call whose head is held past it is run upstream three
-/// times, each generation billed, and ends in the SDK's timeout error: a
-/// stream held until its first text (a reasoning model thinking for
-/// minutes), or a whole answer that takes longer to write.
+/// was given: openai-node from 5.0 and Anthropic's TypeScript SDK from
+/// 0.50 run on it, and past it both raise a timeout and send the whole
+/// request again (twice by default). A call whose head is held past it is
+/// run upstream three times, each generation billed, and ends in the
+/// SDK's timeout error: a stream held until its first text (a reasoning
+/// model thinking for minutes), or a whole answer that takes longer to
+/// write. Older releases of both fetch with node-fetch over
+/// `http.request`, which waits for a head as long as the SDK does.
 const NODE_HEADERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The header in which a Node client that changed undici's
 /// `headersTimeout` (a dispatcher of its own) states it, in seconds, `0`
 /// for none: the gateway then waits that long, not undici's default of
 /// 300 s, before it hands a stream on or answers a whole call with a 504.
-/// Never forwarded upstream.
+/// Stating it says the client is on undici, whatever its SDK. Never
+/// forwarded upstream.
 pub const NODE_HEADERS_TIMEOUT_HEADER: &str = "x-seawall-headers-timeout";
+
+/// Whether a JavaScript SDK's own headers say it fetches with undici
+/// (Node's built-in `fetch`), so that undici's 300 s wait for a head
+/// bounds a whole answer too: openai-node from 5.0 (4.x fetches with
+/// node-fetch), Anthropic's TypeScript SDK from 0.50.0 (its migration
+/// guide: "relies on the builtin Web fetch API instead of `node-fetch`";
+/// 0.41.0 was the last on node-fetch). Anthropic's is told apart by the
+/// `anthropic-version` header it always sends: its versions are 0.x,
+/// openai-node's 4 and up. An SDK not recognised reads as not on undici:
+/// a whole answer cut at a bound its client never had is billed and lost,
+/// where one left to the SDK's own timeout is at worst sent again.
+fn sdk_on_undici(headers: &HeaderMap) -> bool {
+    let js = headers
+        .get("x-stainless-lang")
+        .is_some_and(|lang| lang.as_bytes().eq_ignore_ascii_case(b"js"));
+    // `major.minor`, from "5.23.2" or "0.50.0-alpha.1".
+    let version = headers
+        .get("x-stainless-package-version")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let mut parts = v.trim().split(['.', '-', '+']);
+            let major: u32 = parts.next()?.parse().ok()?;
+            let minor: u32 = parts.next().and_then(|m| m.parse().ok()).unwrap_or(0);
+            Some((major, minor))
+        });
+    let Some(version) = version.filter(|_| js) else {
+        return false;
+    };
+    if headers.contains_key("anthropic-version") {
+        version >= (0, 50)
+    } else {
+        version >= (5, 0)
+    }
+}
 
 /// How long the client waits for the gateway's first byte, by its own
 /// word ([`CLIENT_TIMEOUT_HEADERS`]), less a margin: its clock started
 /// before the gateway's, and an answer that arrives as it gives up is an
 /// answer it never reads. A missing, malformed or non-positive value reads
 /// as none stated (`"0"` is how the TypeScript SDKs write a timeout under
-/// a second). A call from Node (`x-stainless-runtime: node`) waits no
-/// longer than undici's wait for the head ([`NODE_HEADERS_TIMEOUT`], or
-/// what [`NODE_HEADERS_TIMEOUT_HEADER`] says), stated or not: a stream is
-/// handed on early and loses nothing; a whole answer cannot be, so it
-/// ends in a 504 the SDK does not retry, one ladder run, where the SDK's
-/// own timeout would have run it three times over.
+/// a second). A call from Node (`x-stainless-runtime: node`) on undici
+/// waits no longer than undici's wait for the head
+/// ([`NODE_HEADERS_TIMEOUT`], or what [`NODE_HEADERS_TIMEOUT_HEADER`]
+/// says), stated or not. A stream is handed on early and loses nothing,
+/// so every Node stream is bounded. A whole answer cannot be handed on:
+/// it ends in a 504 the SDK does not retry, one ladder run where the
+/// SDK's own timeout would have run it three times over, but only for a
+/// client known to be on undici ([`sdk_on_undici`], or the header
+/// stated): one on node-fetch would have waited, and its answer is lost.
 ///
 /// Past that wait the SDK raises a timeout and, by default, sends the
 /// request again: a ladder that outlives the client is run again whole
 /// (one SDK call with a 5 s timeout over a 429 with `Retry-After: 3` made
 /// six upstream calls and ended in the SDK's timeout, the 429 never seen).
-fn client_wait(headers: &HeaderMap) -> Option<std::time::Duration> {
+fn client_wait(headers: &HeaderMap, stream: bool) -> Option<std::time::Duration> {
     const MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
     // A day: past that, the value is no bound anyone waits out.
     const LONGEST: f64 = 86_400.0;
@@ -238,10 +278,12 @@ fn client_wait(headers: &HeaderMap) -> Option<std::time::Duration> {
     let on_node = headers
         .get("x-stainless-runtime")
         .is_some_and(|runtime| runtime.as_bytes().eq_ignore_ascii_case(b"node"));
+    let bounded = on_node
+        && (stream || headers.contains_key(NODE_HEADERS_TIMEOUT_HEADER) || sdk_on_undici(headers));
     // undici's `headersTimeout` as the client set it: `0` is none, as in
     // undici; a malformed or negative value is undici's default.
     let undici = match seconds(NODE_HEADERS_TIMEOUT_HEADER).filter(|&s| s >= 0.0) {
-        _ if !on_node => None,
+        _ if !bounded => None,
         Some(0.0) => None,
         Some(seconds) => Some(bound(seconds)),
         None => Some(NODE_HEADERS_TIMEOUT),
@@ -823,7 +865,7 @@ impl Gateway {
         // answer by then is a 504 before the client gives up. A stream
         // that began runs on: the client's read timeout bounds each read,
         // not the whole, and the body keeps the operation's own deadline.
-        let wait = client_wait(&parts.headers);
+        let wait = client_wait(&parts.headers, stream);
         if let Some(wait) = wait {
             upstream
                 .extensions_mut()
@@ -1453,8 +1495,9 @@ mod tests {
     #[test]
     fn the_clients_wait_is_read_and_kept_short_of() {
         use std::time::Duration;
-        let wait =
-            |value: &'static str| client_wait(&headers(&[("x-stainless-read-timeout", value)]));
+        let wait = |value: &'static str| {
+            client_wait(&headers(&[("x-stainless-read-timeout", value)]), false)
+        };
         assert_eq!(wait("600.0"), Some(Duration::from_secs(599)));
         assert_eq!(wait("5"), Some(Duration::from_millis(4500)));
         assert_eq!(wait(" 0.5 "), Some(Duration::from_millis(450)));
@@ -1464,16 +1507,19 @@ mod tests {
         for value in ["0", "-3", "NaN", "soon", ""] {
             assert_eq!(wait(value), None, "{value:?}");
         }
-        assert_eq!(client_wait(&HeaderMap::new()), None);
+        assert_eq!(client_wait(&HeaderMap::new(), false), None);
         // The TypeScript SDKs' header; where both come, the shorter.
         let both = |read: &'static str, total: &'static str| {
-            client_wait(&headers(&[
-                ("x-stainless-read-timeout", read),
-                ("x-stainless-timeout", total),
-            ]))
+            client_wait(
+                &headers(&[
+                    ("x-stainless-read-timeout", read),
+                    ("x-stainless-timeout", total),
+                ]),
+                false,
+            )
         };
         assert_eq!(
-            client_wait(&headers(&[("x-stainless-timeout", "5")])),
+            client_wait(&headers(&[("x-stainless-timeout", "5")]), false),
             Some(Duration::from_millis(4500))
         );
         assert_eq!(both("600.0", "5"), Some(Duration::from_millis(4500)));
@@ -1482,18 +1528,20 @@ mod tests {
         assert_eq!(both("5", "0"), Some(Duration::from_millis(4500)));
     }
 
-    /// A call from Node, stream or whole answer, waits no longer than
-    /// undici's own wait for the head, stated or not; a shorter stated
-    /// wait still decides, another runtime keeps the stated, and a client
-    /// that changed undici's bound says so.
+    /// A stream from Node waits no longer than undici's own wait for the
+    /// head, stated or not; a shorter stated wait still decides, another
+    /// runtime keeps the stated, and a client that changed undici's bound
+    /// says so. A whole answer is bounded so only for a client known to be
+    /// on undici.
     #[test]
     fn a_node_call_waits_no_longer_than_undici() {
         use std::time::Duration;
-        let node = |extra: &[(&'static str, &'static str)]| {
+        let call = |extra: &[(&'static str, &'static str)], stream: bool| {
             let mut pairs = vec![("x-stainless-runtime", "node")];
             pairs.extend_from_slice(extra);
-            client_wait(&headers(&pairs))
+            client_wait(&headers(&pairs), stream)
         };
+        let node = |extra: &[(&'static str, &'static str)]| call(extra, true);
         let timeout = |t| ("x-stainless-timeout", t);
         assert_eq!(node(&[timeout("600")]), Some(Duration::from_secs(299)));
         // openai-node with its default timeout states none.
@@ -1519,22 +1567,89 @@ mod tests {
                 "{odd}"
             );
         }
-        let elsewhere = |runtime: &'static str| {
-            client_wait(&headers(&[
-                ("x-stainless-runtime", runtime),
-                ("x-stainless-timeout", "600"),
-            ]))
-        };
-        assert_eq!(elsewhere("deno"), Some(Duration::from_secs(599)));
-        assert_eq!(elsewhere("CPython"), Some(Duration::from_secs(599)));
+        // A whole answer: the header stated says the client is on undici.
         assert_eq!(
-            client_wait(&headers(&[("x-stainless-timeout", "600")])),
+            call(&[timeout("600"), undici("400")], false),
+            Some(Duration::from_secs(399))
+        );
+        assert_eq!(
+            call(&[undici("soon")], false),
+            Some(Duration::from_secs(299))
+        );
+        assert_eq!(call(&[undici("0")], false), None);
+        // A whole answer from an SDK unknown keeps the stated wait.
+        assert_eq!(
+            call(&[timeout("600")], false),
             Some(Duration::from_secs(599))
         );
-        assert_eq!(
-            client_wait(&headers(&[(NODE_HEADERS_TIMEOUT_HEADER, "100")])),
-            None
-        );
+        assert_eq!(call(&[], false), None);
+        let elsewhere = |runtime: &'static str, stream: bool| {
+            client_wait(
+                &headers(&[
+                    ("x-stainless-runtime", runtime),
+                    ("x-stainless-timeout", "600"),
+                ]),
+                stream,
+            )
+        };
+        for stream in [true, false] {
+            assert_eq!(elsewhere("deno", stream), Some(Duration::from_secs(599)));
+            assert_eq!(elsewhere("CPython", stream), Some(Duration::from_secs(599)));
+            assert_eq!(
+                client_wait(&headers(&[("x-stainless-timeout", "600")]), stream),
+                Some(Duration::from_secs(599))
+            );
+            assert_eq!(
+                client_wait(&headers(&[(NODE_HEADERS_TIMEOUT_HEADER, "100")]), stream),
+                None
+            );
+        }
+    }
+
+    /// A whole answer from Node is bounded by undici's wait only where the
+    /// SDK's own headers say it runs on undici: openai-node from 5.0,
+    /// Anthropic's TypeScript SDK (its `anthropic-version`) from 0.50.0.
+    /// Earlier releases fetch with node-fetch, which has no such wait.
+    #[test]
+    fn a_whole_answer_is_bounded_only_for_an_sdk_on_undici() {
+        use std::time::Duration;
+        let whole = |lang: &'static str, version: &'static str, anthropic: bool| {
+            let mut pairs = vec![
+                ("x-stainless-runtime", "node"),
+                ("x-stainless-lang", lang),
+                ("x-stainless-package-version", version),
+                ("x-stainless-timeout", "600"),
+            ];
+            if anthropic {
+                pairs.push(("anthropic-version", "2023-06-01"));
+            }
+            client_wait(&headers(&pairs), false)
+        };
+        let undici = Some(Duration::from_secs(299));
+        let stated = Some(Duration::from_secs(599));
+        for version in ["5.0.0", "5.23.2", "6.1.0", "5.0.0-alpha.1", " 10.2 "] {
+            assert_eq!(whole("js", version, false), undici, "openai-node {version}");
+        }
+        for version in [
+            "4.104.0",
+            "4.0.0-beta.1",
+            "3.3.0",
+            "0.99.0",
+            "",
+            "five",
+            "v5.0.0",
+        ] {
+            assert_eq!(whole("js", version, false), stated, "openai-node {version}");
+        }
+        for version in ["0.50.0", "0.52.0", "0.71.2", "1.0.0"] {
+            assert_eq!(whole("js", version, true), undici, "anthropic {version}");
+        }
+        for version in ["0.41.0", "0.34.0-alpha.0", "0.5.0", "0.9.1"] {
+            assert_eq!(whole("js", version, true), stated, "anthropic {version}");
+        }
+        // Another language's SDK at a like version says nothing of undici.
+        assert_eq!(whole("python", "5.0.0", false), stated);
+        assert_eq!(whole("JS", "5.0.0", false), undici);
     }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
