@@ -122,6 +122,12 @@ impl fmt::Debug for Rare {
     }
 }
 
+/// How much delivered text is kept by default for
+/// [`Interrupted::delivered_text`]: the stream guard's record and the
+/// resume layer's copy of a continuation's text stop there (1 MiB, some
+/// 250 000 tokens of English), so an endless stream costs bounded memory.
+pub const DEFAULT_MAX_DELIVERED_TEXT: usize = 1 << 20;
+
 /// What had been delivered when a stream was interrupted after content.
 ///
 /// With it a caller can resume (prefill the delivered text) instead of

@@ -62,7 +62,8 @@ pub use deadline::{AnswerBy, Deadline};
 pub use evidence::{ClosedBy, Evidence};
 pub use facts::RequestFacts;
 pub use failure::{
-    Failure, Interrupted, MESSAGE_EXCERPT_BYTES, PROVIDER_WORD_BYTES, excerpt, request_id_of,
+    DEFAULT_MAX_DELIVERED_TEXT, Failure, Interrupted, MESSAGE_EXCERPT_BYTES, PROVIDER_WORD_BYTES,
+    excerpt, request_id_of,
 };
 pub use finish::{Finish, FinishKind};
 pub use progress::Progress;

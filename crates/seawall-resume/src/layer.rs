@@ -8,10 +8,6 @@ use tower_layer::Layer;
 use crate::continuation::{AnthropicStyle, GeminiStyle, OpenAiStyle, Styles};
 use crate::service::Resume;
 
-/// The delivered text kept by default: the stream guard's default record
-/// (`StreamGuardLayer::delivered_text`).
-const DEFAULT_MAX_TEXT: usize = 1 << 20;
-
 /// The settings of one layer, shared by its services.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -55,7 +51,7 @@ impl ResumeLayer {
                 align_window: 64,
                 max_head: 64 * 1024,
                 min_remaining: Duration::ZERO,
-                max_text: DEFAULT_MAX_TEXT,
+                max_text: seawall_core::DEFAULT_MAX_DELIVERED_TEXT,
                 quota_wall: None,
             }),
         }

@@ -48,7 +48,7 @@ impl StreamGuardLayer {
                 // The cap on one event and 4 MiB besides: an image that is
                 // the first content is held whole before it is released.
                 max_held: crate::sse::DEFAULT_MAX_LINE + (4 << 20),
-                max_text: Some(1 << 20),
+                max_text: Some(seawall_core::DEFAULT_MAX_DELIVERED_TEXT),
                 provider: None,
                 content_type: "text/event-stream",
                 deliver_policy: false,
