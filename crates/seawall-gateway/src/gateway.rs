@@ -966,10 +966,20 @@ impl Gateway {
                         .with_provider_words(failure, &inner.redactor),
                     None => WireError::gateway(StatusCode::BAD_GATEWAY, Code::Unknown, message),
                 };
-                let last_route = failure
-                    .and_then(Failure::receipt)
-                    .and_then(|receipt| receipt.attempts.as_slice().last())
-                    .map(|attempt| attempt.route.as_str());
+                // The route whose failure this is, the one whose answer (or
+                // refusal) goes back: not the receipt's last attempt, which
+                // may be a fallback skipped without a call (cooling down)
+                // after the primary's answer. The receipt's last only where
+                // the failure names no route.
+                let answered_by = failure
+                    .and_then(Failure::route)
+                    .map(|route| route.as_str())
+                    .or_else(|| {
+                        failure
+                            .and_then(Failure::receipt)
+                            .and_then(|receipt| receipt.attempts.as_slice().last())
+                            .map(|attempt| attempt.route.as_str())
+                    });
                 // A route's own key refused upstream is the gateway's
                 // credential, not the client's: a 401 or 403 would send
                 // the client to check a token the gateway accepted.
@@ -983,20 +993,20 @@ impl Gateway {
                 if matches!(
                     error.status,
                     StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
-                ) && last_route.is_some_and(keyed)
+                ) && answered_by.is_some_and(keyed)
                 {
                     error.status = StatusCode::BAD_GATEWAY;
                 }
                 if let Some(receipt) = failure.and_then(Failure::receipt) {
-                    tracker.answered(last_route.unwrap_or("-"), receipt.attempts.len());
+                    tracker.answered(answered_by.unwrap_or("-"), receipt.attempts.len());
                 }
                 tracker.end(End::Failed, Some(error.code));
                 let mut response = error.response(wire);
-                // The route whose answer (or refusal) ended the ladder, as
-                // a success names the route that served it: which route
+                // The route whose answer (or refusal) is returned, as a
+                // success names the route that served it: which route
                 // failed is what an operator asks first. Beside
-                // `x-seawall-attempts`, from the same receipt.
-                let served_by = last_route.map(|route| {
+                // `x-seawall-attempts`, which counts every attempt.
+                let served_by = answered_by.map(|route| {
                     if route == model.primary.name {
                         route.to_owned()
                     } else {

@@ -2663,6 +2663,56 @@ async fn a_node_fetch_clients_whole_answer_runs_past_undicis_bound() {
     }
 }
 
+/// A fallback route skipped as cooling down (no call made) is in the
+/// receipt, last, but the answer returned is the primary's: the failure
+/// names the route whose answer it is, not the skipped one. It named the
+/// skipped fallback on the primary's 429, and the keyed-route check read
+/// the same: a keyless primary's 401 (the client's own key refused) came
+/// back a 502 because the skipped fallback holds a key of its own.
+#[tokio::test]
+async fn a_failure_names_the_route_whose_answer_it_is_not_a_skipped_one() {
+    let rejected: Fault = "status;code=401;kind=auth".parse().unwrap();
+    // A keyless primary: this client's quota spent, that client's key
+    // refused; a keyed fallback whose own key is refused, so that it
+    // cools after its first call.
+    let main = ChaosServer::builder()
+        .fault_for_key(
+            "sk-client-a",
+            "status;code=429;retry_after=48489;kind=insufficient_quota"
+                .parse()
+                .unwrap(),
+        )
+        .fault_for_key("sk-client-c", rejected.clone())
+        .start()
+        .await
+        .unwrap();
+    let spare = ChaosServer::builder()
+        .fault_for_key("sk-route-spare-secret", rejected)
+        .start()
+        .await
+        .unwrap();
+    let mut routes = config(Wire::Anthropic, &[("main", &main), ("spare", &spare)]);
+    routes.routes[0].key_env = None;
+    let gateway = Running::start(routes).await;
+    let url = gateway.url("/v1/messages");
+    let ask = |key: &str| post(&url, ANTHROPIC_UNARY, &[("x-api-key", key)]);
+    // The fallback is called, refuses the gateway's key and cools: its
+    // answer ends the ladder, a 502 (the gateway's credential).
+    let (status, headers, body) = send(&client(), ask("sk-client-a")).await;
+    assert_eq!(status, 502, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "x-seawall-served-by"), "spare; fallback");
+    // Now skipped: the primary's 429 is the answer, and names it.
+    let (status, headers, body) = send(&client(), ask("sk-client-a")).await;
+    assert_eq!(status, 429, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "x-seawall-served-by"), "main");
+    // The client's own key refused by the keyless primary stays the
+    // client's 401, the skipped fallback's key notwithstanding.
+    let (status, headers, body) = send(&client(), ask("sk-client-c")).await;
+    assert_eq!(status, 401, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "x-seawall-served-by"), "main");
+    assert_eq!(spare.journal().len(), 1, "the cooling fallback is skipped");
+}
+
 /// A path the gateway does not serve, or a method it does not take there,
 /// is a JSON error in the wire the path looks like, with a stable code:
 /// axum's own 404 and 405 had empty bodies, and an SDK showed a bare
