@@ -996,6 +996,9 @@ impl Gateway {
                 ) && answered_by.is_some_and(keyed)
                 {
                     error.status = StatusCode::BAD_GATEWAY;
+                    // Passed on only with the upstream's own status: they
+                    // spoke of the refusal, not of the 502 it now is.
+                    error.upstream_headers = None;
                 }
                 if let Some(receipt) = failure.and_then(Failure::receipt) {
                     tracker.answered(answered_by.unwrap_or("-"), receipt.attempts.len());

@@ -58,7 +58,9 @@ pub(crate) struct WireError {
     /// upstream's answer passed on, as a success passes them: a client
     /// paces itself by them. Through a route with the gateway's own key
     /// they describe the gateway's account, which a success's headers
-    /// show its clients all the same.
+    /// show its clients all the same. Dropped where the gateway rewrites
+    /// the status (a route's own key refused, a 502): they spoke of the
+    /// provider's status, not of that one.
     pub upstream_headers: Option<http::HeaderMap>,
 }
 

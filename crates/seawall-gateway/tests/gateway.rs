@@ -544,6 +544,46 @@ async fn a_rate_limit_keeps_the_providers_rate_limit_headers() {
     }
 }
 
+/// A refusal of a route's own key is the gateway's credential failing,
+/// rewritten to a 502: the provider's rate-limit headers on that 401 spoke
+/// of the status it no longer is, and the 502 carries none of them (they
+/// came along, a 502 with `x-ratelimit-*`). Through a keyless route the
+/// 401 is the client's own and passes with them, as a success would.
+#[tokio::test]
+async fn a_keyed_refusal_rewritten_to_502_carries_no_rate_limit_headers() {
+    let refused = r#"{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
+    let answer = format!(
+        "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nx-ratelimit-remaining-requests: 99\r\n\
+         anthropic-ratelimit-requests-remaining: 99\r\nretry-after-ms: 10\r\n\
+         openai-processing-ms: 3\r\n\r\n{refused}",
+        refused.len()
+    );
+    let upstream = raw_upstream(vec![Step::Write(answer.into_bytes())]).await;
+    let kept = [
+        "x-ratelimit-remaining-requests",
+        "anthropic-ratelimit-requests-remaining",
+        "retry-after-ms",
+        "openai-processing-ms",
+    ];
+    for (keyed, expected) in [(true, 502), (false, 401)] {
+        let mut config = config_over(Wire::OpenAi, &upstream);
+        if !keyed {
+            config.routes[0].key_env = None;
+        }
+        let gateway = Running::start(config).await;
+        let (status, headers, body) = send(
+            &client(),
+            post(&gateway.url("/v1/chat/completions"), OPENAI_UNARY, &[]),
+        )
+        .await;
+        assert_eq!(status, expected, "{}", String::from_utf8_lossy(&body));
+        for name in kept {
+            assert_eq!(headers.contains_key(name), !keyed, "{name}: {headers:?}");
+        }
+    }
+}
+
 /// A route key the provider echoes where seawall cuts its text (a message
 /// kept to 512 bytes, a code to 64) shows no part of itself: the cut
 /// leaves the key's start ending the excerpt, and that is scrubbed too.
