@@ -14,7 +14,9 @@
 //! after some 4.7 hours). So once per lap of the ring (its length in
 //! slices) the first reader or writer of the lap sweeps it: slots older
 //! than the ring are emptied, and after a lap or more of quiet every slot
-//! is. No slot then lives to see its tag again.
+//! the last sweep may have left is (its tag tells that apart from what
+//! callers of the lap now wrote meanwhile). No slot then lives to see its
+//! tag again.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -165,10 +167,16 @@ impl<R: AsRef<[AtomicU64]>> Window<R> {
     /// for; `slots` is not empty. One `Acquire` load otherwise.
     #[inline]
     fn catch_up(&self, slots: &[AtomicU64], slice: u64) {
+        self.catch_up_from(slots, slice, self.lap.load(Ordering::Acquire));
+    }
+
+    /// [`catch_up`](Self::catch_up) once the lap swept for read `swept`:
+    /// apart so a test can run it for a caller descheduled after the read.
+    #[inline]
+    fn catch_up_from(&self, slots: &[AtomicU64], slice: u64, swept: u64) {
         let lap = slice >> slots.len().trailing_zeros();
-        let swept = self.lap.load(Ordering::Acquire);
         if lap > swept {
-            Self::sweep(slots, slice, lap - swept > 1);
+            Self::sweep(slots, &self.lap, slice, swept);
             // Published after the sweep: a reader that sees the lap sees
             // no slot it emptied. Callers that came in meanwhile swept too
             // (a sweep twice over is the same sweep).
@@ -176,30 +184,61 @@ impl<R: AsRef<[AtomicU64]>> Window<R> {
         }
     }
 
-    /// Empties the slots older than the ring at `slice`, or every slot
-    /// (`all`: a lap or more went by unswept, when a slot's tag no longer
-    /// tells its age). A slot is emptied only if it still holds what was
-    /// read: an update meanwhile keeps its count. Emptying every slot may
-    /// drop a count made by a concurrent caller of this lap just before:
-    /// a race loses a count, and never brings an old one back.
+    /// Empties the slots older than the ring at `slice`, when the last
+    /// sweep, read from `published`, was for lap `swept`. After a lap or
+    /// more unswept a slot's age no longer shows in its tag, so then every
+    /// slot whose tag is of a slice the last sweep may have left is: of
+    /// its lap or the one before, or up to [`AHEAD_MAX`] slices earlier
+    /// (a late update). What callers wrote since, of the lap now, has a
+    /// tag ahead of those.
+    ///
+    /// A slot is emptied only if it still holds what was read: an update
+    /// meanwhile keeps its count. A sweeper descheduled after reading the
+    /// lap stops once it finds a later sweep published (the slots are as
+    /// swept as it would leave them), and spares what callers of the lap
+    /// now wrote even before it finds that. So a race loses only a late
+    /// count of a slice already out of the ring, or, after a quiet within
+    /// two laps and [`AHEAD_MAX`] slices of a whole number of tag cycles
+    /// (when the lap now has the tags of those the last sweep may have
+    /// left), a count that a caller made after another's sweep but before
+    /// this sweeper found that sweep published. It never brings an old
+    /// count back.
     #[cold]
-    fn sweep(slots: &[AtomicU64], slice: u64, all: bool) {
-        let tag = slice & TAG_MASK;
+    fn sweep(slots: &[AtomicU64], published: &AtomicU64, slice: u64, swept: u64) {
+        let shift = slots.len().trailing_zeros();
+        let lap = slice >> shift;
         let len = slots.len() as u64;
+        let tag = slice & TAG_MASK;
+        // The first slice after those the last sweep may have left, and
+        // how far before it they reach: a slot that sweep kept is of a
+        // slice under a ring before its own, a late update at most
+        // AHEAD_MAX slices behind the lap it wrote in.
+        let edge = ((swept + 1) << shift) & TAG_MASK;
+        let reach = 2 * len + AHEAD_MAX;
+        let all = lap - swept > 1;
         for slot in slots {
             let word = slot.load(Ordering::Relaxed);
             if word == 0 {
                 continue;
             }
             let held = word >> PAYLOAD_BITS;
-            let age = tag.wrapping_sub(held) & TAG_MASK;
-            let ahead = held.wrapping_sub(tag) & TAG_MASK;
-            // A slot ahead was written by a caller already in a later
-            // slice: it is newer, not old.
-            let stale = all || (age >= len && !(1..=AHEAD_MAX).contains(&ahead));
-            if stale {
-                let _ = slot.compare_exchange(word, 0, Ordering::Relaxed, Ordering::Relaxed);
+            let stale = if all {
+                let behind = edge.wrapping_sub(held) & TAG_MASK;
+                (1..=reach).contains(&behind)
+            } else {
+                let age = tag.wrapping_sub(held) & TAG_MASK;
+                let ahead = held.wrapping_sub(tag) & TAG_MASK;
+                // A slot ahead was written by a caller already in a later
+                // slice: it is newer, not old.
+                age >= len && !(1..=AHEAD_MAX).contains(&ahead)
+            };
+            if !stale {
+                continue;
             }
+            if published.load(Ordering::Acquire) >= lap {
+                return;
+            }
+            let _ = slot.compare_exchange(word, 0, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 
@@ -337,6 +376,46 @@ mod tests {
             busy.update(slice, |_| Some(1));
         }
         assert_eq!(busy.fold(cycle + 1, 1, 0, |acc, p| acc + p), 0, "busy");
+    }
+
+    /// After more than a lap of quiet, T1 reads the lap swept for and is
+    /// descheduled; T2 sweeps and publishes the lap, T3 sees it and counts
+    /// without sweeping; then T1 sweeps for the lap it read. The counts of
+    /// T2 and T3 stay, after a quiet that leaves their tags apart from the
+    /// old ones as after one of a whole tag cycle, where only the lap T1
+    /// finds published tells them apart.
+    #[test]
+    fn a_sweeper_descheduled_after_a_quiet_keeps_later_counts() {
+        for quiet in [10 * 4, TAG_MASK + 1] {
+            let window = Window::with_slices(4);
+            window.update(1, |_| Some(7));
+            let slice = quiet + 1;
+            let swept = window.lap.load(Ordering::Acquire);
+            window.update(slice, |p| Some(p + 1));
+            window.update(slice, |p| Some(p + 1));
+            window.catch_up_from(&window.slots, slice, swept);
+            let sum = window.fold(slice, 4, 0, |acc, p| acc + p);
+            assert_eq!(sum, 2, "after a quiet of {quiet} slices");
+        }
+    }
+
+    /// A sweeper may not yet see the lap published by another (the slot
+    /// words are `Relaxed`): it still leaves a slot written in the lap now
+    /// alone, by its tag, and empties what the last sweep may have left.
+    #[test]
+    fn a_sweeper_blind_to_a_later_sweep_keeps_counts_of_the_lap_now() {
+        let window = Window::with_slices(4);
+        window.update(2, |_| Some(7));
+        let slice = 10 * 4 + 1;
+        let swept = window.lap.load(Ordering::Acquire);
+        // A caller that saw the lap published counts without sweeping (so
+        // the old 7 is still there for the late sweeper to empty).
+        window.lap.store(10, Ordering::Release);
+        window.update(slice, |p| Some(p + 1));
+        let not_yet = AtomicU64::new(swept);
+        Window::<Box<[AtomicU64]>>::sweep(&window.slots, &not_yet, slice, swept);
+        assert_eq!(window.fold(slice, 4, 0, |acc, p| acc + p), 1);
+        assert_eq!(window.slots[2].load(Ordering::Relaxed), 0, "the old 7");
     }
 
     #[test]
