@@ -171,7 +171,10 @@ impl BreakerLayer {
     }
 
     /// The most routes tracked (default 1024). Calls to further routes go
-    /// through unguarded, with a warning, so that memory stays bounded.
+    /// through unguarded, with a warning, so that memory stays bounded. So
+    /// do calls to a route whose name is longer than 256 bytes (a route
+    /// kept is kept for the process's life), unless a [`BreakerHandle`]
+    /// made it (a probe's or an isolated route).
     pub fn max_routes(self, max: usize) -> Self {
         self.with(|c| c.max_routes = max)
     }
@@ -179,6 +182,11 @@ impl BreakerLayer {
     /// Derives each request's route with `route_of` instead of
     /// [`RouteId::of_request`], e.g. to give each model of a provider its
     /// own breaker from a header or an extension.
+    ///
+    /// A route derived from what the caller writes (a header, the body's
+    /// model) is the caller's to name: a name longer than 256 bytes goes
+    /// unguarded, with one warning, as a route past
+    /// [`max_routes`](Self::max_routes) does.
     ///
     /// A layer that picks the route itself and reads its breaker by the
     /// route's `RouteId` (a route set, through a [`RouteProbe`]) cannot

@@ -43,11 +43,20 @@ impl<'a> RequestHead<'a> {
 
 pub(crate) type RouteFn = Arc<dyn Fn(&RequestHead<'_>) -> RouteId + Send + Sync>;
 
+/// The longest route name a request may create a breaker for, in bytes.
+/// A route kept is kept for the process's life, and under a route
+/// function keyed by something the caller writes (the request's model,
+/// bounded only by the body's size) `max_routes` names of megabytes each
+/// would pin gigabytes. Real routes (authorities, model names) are tens of
+/// bytes. A longer name goes unguarded, as past the route limit.
+pub(crate) const MAX_ROUTE_NAME: usize = 256;
+
 pub(crate) struct Shared {
     pub(crate) policy: Arc<Policy>,
     pub(crate) gate_readiness: bool,
     pub(crate) max_routes: usize,
-    routes: RwLock<HashMap<Box<str>, Arc<RouteBreaker>>>,
+    /// Keyed by the breaker's own `RouteId` text: one copy of each name.
+    routes: RwLock<HashMap<Arc<str>, Arc<RouteBreaker>>>,
     /// The first route's breaker, also in `routes`. A service that talks
     /// to one provider finds it with one atomic load and a name comparison,
     /// without the map's lock or hashing. Routes are never removed, so it
@@ -55,6 +64,8 @@ pub(crate) struct Shared {
     first: OnceLock<Arc<RouteBreaker>>,
     /// The route limit was reached and said so.
     said_full: std::sync::atomic::AtomicBool,
+    /// A route name longer than `MAX_ROUTE_NAME` was met and said so.
+    said_long: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -66,17 +77,20 @@ impl Shared {
             routes: RwLock::new(HashMap::new()),
             first: OnceLock::new(),
             said_full: std::sync::atomic::AtomicBool::new(false),
+            said_long: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// The breaker of a route, created on first use. `None` once
     /// `max_routes` routes exist: a flood of distinct authorities must not
     /// grow memory without bound, so further routes go unguarded (and a
-    /// warning says so). `callers_credentials` is asked only when the
-    /// breaker is created, or when one made before any call (a probe's)
-    /// meets its first call: whether the route's calls carry their callers'
-    /// own credentials is the route's property, and a call to a known route
-    /// pays no extension lookup for it. `None` from it: no call says yet.
+    /// warning says so); `None` too for a name longer than
+    /// [`MAX_ROUTE_NAME`] unless `force`d. `callers_credentials` is asked
+    /// only when the breaker is created, or when one made before any call
+    /// (a probe's) meets its first call: whether the route's calls carry
+    /// their callers' own credentials is the route's property, and a call
+    /// to a known route pays no extension lookup for it. `None` from it: no
+    /// call says yet.
     pub(crate) fn breaker(
         &self,
         name: &str,
@@ -116,23 +130,45 @@ impl Shared {
         if self.full(routes.len(), force, name) {
             return None;
         }
+        let name: Arc<str> = name.into();
         let breaker = Arc::new(RouteBreaker::new(
-            RouteId::new(name),
+            RouteId::new(Arc::clone(&name)),
             Arc::clone(&self.policy),
             said.take().and_then(|said| said()),
         ));
-        routes.insert(name.into(), Arc::clone(&breaker));
+        routes.insert(name, Arc::clone(&breaker));
         // Set under the write lock: the first breaker created wins.
         let _ = self.first.set(Arc::clone(&breaker));
         Some(breaker)
     }
 
     /// Whether `routes` known routes leave `name` unguarded (`force`: a
-    /// route that must be kept whatever the count). Says so once, the
-    /// first time: a flood of distinct authorities must not become a flood
-    /// of log lines.
+    /// route that must be kept whatever the count or length, one the
+    /// application names rather than a request). A name longer than
+    /// [`MAX_ROUTE_NAME`] is unguarded whatever the count. Says so once
+    /// each, the first time: a flood of distinct authorities must not
+    /// become a flood of log lines.
     fn full(&self, routes: usize, force: bool, name: &str) -> bool {
-        if routes < self.max_routes || force {
+        if force {
+            return false;
+        }
+        if name.len() > MAX_ROUTE_NAME {
+            if !self
+                .said_long
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                // Not the name itself: it may be megabytes.
+                tracing::warn!(
+                    target: "seawall::breaker",
+                    route_len = name.len(),
+                    max_route_name = MAX_ROUTE_NAME,
+                    "circuit breaker route name too long; this route and any further \
+                     such one go unguarded (said once)"
+                );
+            }
+            return true;
+        }
+        if routes < self.max_routes {
             return false;
         }
         if !self
@@ -256,5 +292,64 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         self.record(Outcome::Neutral);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use seawall_internal::random::Random;
+    use tokio::time::Instant;
+
+    use super::*;
+    use crate::policy::{BreakDuration, Trip, TripRule};
+
+    fn shared(max_routes: usize) -> Shared {
+        let policy = Policy {
+            trip: TripRule::from_trip(Trip::default()),
+            trials: 1,
+            close_after: 1,
+            break_duration: BreakDuration::default(),
+            rate_limited_counts: false,
+            epoch: Instant::now(),
+            on_transition: None,
+            random: Random::Thread,
+        };
+        Shared::new(policy, false, max_routes)
+    }
+
+    /// A request's route name of megabytes (a route function keyed by the
+    /// body's model) is not kept: `max_routes` of them would pin gigabytes.
+    #[test]
+    fn a_too_long_route_name_goes_unguarded() {
+        let shared = shared(1024);
+        assert!(
+            shared
+                .breaker(&"m".repeat(1 << 20), false, || None)
+                .is_none()
+        );
+        assert!(shared.all().is_empty());
+        let longest = "m".repeat(MAX_ROUTE_NAME);
+        assert!(shared.breaker(&longest, false, || None).is_some());
+        assert!(
+            shared
+                .breaker(&"m".repeat(MAX_ROUTE_NAME + 1), false, || None)
+                .is_none()
+        );
+        assert_eq!(shared.all().len(), 1);
+    }
+
+    /// A route the application names (a probe's, an isolation's) is kept
+    /// whatever its length, and a request to it then finds it.
+    #[test]
+    fn a_forced_long_route_is_kept_and_found() {
+        let shared = shared(1024);
+        let name = "m".repeat(MAX_ROUTE_NAME + 1);
+        let forced = shared.breaker(&name, true, || None).expect("forced");
+        let found = shared.breaker(&name, false, || None).expect("found");
+        assert!(Arc::ptr_eq(&forced, &found));
+        // One copy of the name: the map's key is the breaker's own.
+        let routes = shared.routes.read().unwrap();
+        let (key, _) = routes.iter().next().unwrap();
+        assert!(std::ptr::eq(key.as_ref(), forced.route.as_str()));
     }
 }
