@@ -43,13 +43,9 @@ impl<'a> RequestHead<'a> {
 
 pub(crate) type RouteFn = Arc<dyn Fn(&RequestHead<'_>) -> RouteId + Send + Sync>;
 
-/// The longest route name a request may create a breaker for, in bytes.
-/// A route kept is kept for the process's life, and under a route
-/// function keyed by something the caller writes (the request's model,
-/// bounded only by the body's size) `max_routes` names of megabytes each
-/// would pin gigabytes. Real routes (authorities, model names) are tens of
-/// bytes. A longer name goes unguarded, as past the route limit.
-pub(crate) const MAX_ROUTE_NAME: usize = 256;
+/// The longest route name a request may create a breaker for, in bytes
+/// (a longer one goes unguarded, as past the route limit).
+pub(crate) const MAX_ROUTE_NAME: usize = seawall_core::MAX_KEPT_NAME;
 
 pub(crate) struct Shared {
     pub(crate) policy: Arc<Policy>,

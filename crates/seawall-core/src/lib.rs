@@ -68,7 +68,7 @@ pub use failure::{
 pub use finish::{Finish, FinishKind};
 pub use progress::Progress;
 pub use receipt::{Attempt, Attempts, Receipt, StopReason, billable};
-pub use route::{RouteId, ShownUri};
+pub use route::{MAX_KEPT_NAME, RouteId, ShownUri};
 pub use scope::{
     AUTH_COOLDOWN, CallerCredentials, Cooldown, DEFAULT_QUOTA_COOLDOWN, MAX_QUOTA_COOLDOWN,
     OtherRoutes, Scope,

@@ -1,6 +1,15 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+/// The longest name a caller's request may make a table keep for the
+/// process's life, in bytes: a breaker's route under a route function
+/// keyed by the request's model, resume's learned continuation styles.
+/// The name is the caller's to write, bounded only by the body's size,
+/// and a table of a thousand names of megabytes each would pin
+/// gigabytes; real names (authorities, model names) are tens of bytes. A
+/// longer name is not kept: the call goes as without the table.
+pub const MAX_KEPT_NAME: usize = 256;
+
 /// The identity of a route: one provider endpoint (and optionally model)
 /// whose health is tracked as a unit.
 ///

@@ -12,10 +12,9 @@ use crate::continuation::Styles;
 /// every name. Past it, an answer learns for itself, as without the table.
 const MAX_LEARNED: usize = 1024;
 
-/// The longest model name learned for: the name is the caller's, and a
-/// key is kept for the process's life (real names are tens of bytes; an
-/// 8 MiB one would make the table gigabytes). Longer names learn nothing.
-const MAX_MODEL_NAME: usize = 256;
+/// The longest model name learned for ([`seawall_core::MAX_KEPT_NAME`]):
+/// longer names learn nothing.
+const MAX_MODEL_NAME: usize = seawall_core::MAX_KEPT_NAME;
 
 /// A route, and the model a request names (none for a request that names
 /// none).
