@@ -236,6 +236,8 @@ pub enum Fault {
     /// failure faults, otherwise `ok`.
     Random {
         /// Seed of the sequence; requests naming the same seed share one sequence.
+        /// The server keeps the sequences of 4096 seeds (until a reset); a
+        /// seed met past that draws its first fault on every request.
         seed: u64,
         /// Failure probability, 0.0..=1.0.
         p: f64,
