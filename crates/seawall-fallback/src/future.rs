@@ -69,6 +69,8 @@ pin_project! {
     enum State<PF, AF, FF> {
         Refused { error: Option<BoxError> },
         Primary { #[pin] future: PF },
+        // The primary's readiness failed: its failure, for this call.
+        Unready { error: Option<BoxError> },
         // The primary again, after waiting for it to come back.
         Again { future: AF },
         Route { #[pin] future: FF },
@@ -244,6 +246,19 @@ where
         }
     }
 
+    /// The primary failed this call before it was made: its readiness
+    /// returned `error`. The walk starts from it as from a failed call.
+    pub(crate) fn primary_unready(error: BoxError, route: RouteId, plan: Plan<S, F, R, B>) -> Self {
+        let header = plan.shared.settings.served_by_header;
+        ResponseFuture {
+            state: State::Unready { error: Some(error) },
+            primary_route: Some(route),
+            plan: Some(plan),
+            walk: None,
+            header,
+        }
+    }
+
     pub(crate) fn refused(error: BoxError) -> Self {
         ResponseFuture {
             state: State::Refused { error: Some(error) },
@@ -290,15 +305,19 @@ where
                             return Poll::Ready(Ok(response));
                         }
                         Err(error) => {
-                            let plan = this.plan.as_ref().expect("polled after completion");
-                            match Walk::start(error.into(), route, plan) {
-                                Ok((walk, step)) => {
-                                    *this.walk = Some(walk);
-                                    step
-                                }
+                            match start(error.into(), route, this.plan.as_ref(), this.walk) {
+                                Ok(step) => step,
                                 Err(error) => return Poll::Ready(Err(error)),
                             }
                         }
+                    }
+                }
+                StateProj::Unready { error } => {
+                    let error = error.take().expect("polled after completion");
+                    let route = this.primary_route.take().expect("polled after completion");
+                    match start(error, route, this.plan.as_ref(), this.walk) {
+                        Ok(step) => step,
+                        Err(error) => return Poll::Ready(Err(error)),
                     }
                 }
                 StateProj::Again { future } => {
@@ -357,6 +376,23 @@ where
             }
         }
     }
+}
+
+/// The primary failed, its call or its readiness before it: the walk and
+/// its first step when a route takes the failure, else the error to return.
+fn start<S, F, R, B>(
+    error: BoxError,
+    route: RouteId,
+    plan: Option<&Plan<S, F, R, B>>,
+    walk: &mut Option<Box<Walk>>,
+) -> Result<Step<B>, BoxError>
+where
+    R: Rewrite<B>,
+{
+    let plan = plan.expect("polled after completion");
+    let (started, step) = Walk::start(error, route, plan)?;
+    *walk = Some(started);
+    Ok(step)
 }
 
 /// Whether a call at `at` still has `min` of `deadline` left — and any

@@ -370,6 +370,7 @@ impl<S: Clone, F: Clone, R> Layer<S> for FallbackLayer<F, R> {
                 self.routes.clone().into_boxed_slice(),
                 self.settings.clone(),
             )),
+            unready: None,
         }
     }
 }

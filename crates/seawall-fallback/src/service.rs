@@ -29,9 +29,32 @@ pub struct ServedBy {
 }
 
 /// The service made by [`FallbackLayer`](crate::FallbackLayer).
+///
+/// # Readiness
+///
+/// The service is ready when its primary is. A primary whose readiness
+/// fails (a tower `Buffer` whose worker died, a tonic `Channel` that
+/// could not connect) is not this service's failure: returned from
+/// `poll_ready`, it would have the caller discard the whole service,
+/// and with it every route around the failing primary. It is the
+/// primary failing the next call instead: `poll_ready` keeps the error
+/// and says ready; `call` sends nothing to the primary and judges the
+/// error as it judges an error the primary's call returned — the chain
+/// takes it when a route takes such a failure (a `transport` one does
+/// for an ordinary route), otherwise the call fails with it (as it is,
+/// when no layer classified it). The failed primary is replaced by a
+/// fresh clone of the one the layer was applied to, whose readiness the
+/// next call waits for. A retry ladder ([`seawall-retry`]) returns its
+/// service's readiness error as its own: it retries calls, and has no
+/// other route to send one to.
+///
+/// [`seawall-retry`]: https://docs.rs/seawall-retry
 pub struct Fallback<S, F, R> {
     pub(crate) primary: S,
     pub(crate) shared: Arc<Shared<S, F, R>>,
+    /// The primary's readiness error, kept for the next call: see
+    /// [Readiness](Fallback#readiness).
+    pub(crate) unready: Option<BoxError>,
 }
 
 /// A service kept to be cloned when it is called: behind a lock, so what
@@ -118,6 +141,9 @@ impl<S: Clone, F, R> Clone for Fallback<S, F, R> {
         Fallback {
             primary: self.primary.clone(),
             shared: Arc::clone(&self.shared),
+            // A clone is a service not yet polled ready: its primary's
+            // readiness is its own.
+            unready: None,
         }
     }
 }
@@ -146,10 +172,17 @@ where
     type Future = ResponseFuture<S, F, R, B>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.primary.poll_ready(cx).map_err(Into::into)
+        if self.unready.is_some() {
+            return Poll::Ready(Ok(()));
+        }
+        match self.primary.poll_ready(cx) {
+            Poll::Ready(Err(error)) => self.primary_unready(error.into()),
+            ready => ready.map_err(Into::into),
+        }
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let unready = self.unready.take();
         let settings = &self.shared.settings;
         let primary_route = RouteId::of_request_sharing(&request, &self.shared.primary_routes);
         if let Some(same) = self.shared.same_route(&primary_route) {
@@ -192,6 +225,26 @@ where
             bills,
             ladder_above,
         };
-        ResponseFuture::primary(self.primary.call(request), primary_route, plan)
+        match unready {
+            None => ResponseFuture::primary(self.primary.call(request), primary_route, plan),
+            Some(error) => ResponseFuture::primary_unready(error, primary_route, plan),
+        }
+    }
+}
+
+impl<S: Clone, F, R> Fallback<S, F, R> {
+    /// The primary's readiness failed: the error is the next call's (see
+    /// [Readiness](Fallback#readiness)), and a fresh primary replaces the
+    /// failed one, which is never polled or called again.
+    #[cold]
+    fn primary_unready(&mut self, error: BoxError) -> Poll<Result<(), BoxError>> {
+        tracing::debug!(
+            target: "seawall::fallback",
+            error = %error,
+            "the primary is not ready: its error is the next call's"
+        );
+        self.primary = self.shared.primary.clone_service();
+        self.unready = Some(error);
+        Poll::Ready(Ok(()))
     }
 }
