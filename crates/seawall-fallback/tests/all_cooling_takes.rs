@@ -4,81 +4,21 @@
 //! for a route whose own answer condemned the request — on tokio's paused
 //! clock.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use seawall_core::recording::ReplayBody;
-use seawall_core::{BoxError, Code, Deadline, Failure, RouteId};
+use seawall_core::{Code, Failure, RouteId};
 use seawall_fallback::{FallbackLayer, FallbackRoute};
 use tokio::time::Instant;
-use tower::{Layer, ServiceExt, service_fn};
+use tower::{Layer, ServiceExt};
 
-type Req = http::Request<ReplayBody<Full<Bytes>>>;
-type Resp = http::Response<Full<Bytes>>;
-type Boxed = tower::util::BoxCloneSyncService<Req, Resp, BoxError>;
+mod common;
+
+use common::{Registry, SEC, request, scripted};
 
 const PRIMARY: &str = "primary.example";
 const LARGE: &str = "large";
-const SEC: Duration = Duration::from_secs(1);
-
-/// A route health registry on tokio's clock, as the breaker keeps one.
-#[derive(Clone, Default)]
-struct Registry(Arc<Mutex<HashMap<RouteId, (Code, Instant)>>>);
-
-impl Registry {
-    fn cool(&self, route: &str, code: Code, for_: Duration) {
-        self.0
-            .lock()
-            .unwrap()
-            .insert(RouteId::new(route), (code, Instant::now() + for_));
-    }
-
-    fn health(
-        &self,
-    ) -> impl Fn(&RouteId) -> Option<(Code, Option<Duration>)> + Send + Sync + 'static {
-        let this = self.clone();
-        move |route: &RouteId| {
-            let (code, until) = *this.0.lock().unwrap().get(route)?;
-            let now = Instant::now();
-            (until > now).then(|| (code, Some(until - now)))
-        }
-    }
-}
-
-fn request(due: Option<Duration>) -> http::Request<Full<Bytes>> {
-    let mut request = http::Request::post(format!("https://{PRIMARY}/v1/chat"))
-        .body(Full::new(Bytes::from_static(b"{\"model\":\"small\"}")))
-        .unwrap();
-    if let Some(due) = due {
-        request.extensions_mut().insert(Deadline::after(due));
-    }
-    request
-}
-
-/// A service that fails every call with `failure` (after `then`, which
-/// sees the call's number), counting its calls.
-fn failing(
-    calls: &Arc<AtomicUsize>,
-    failure: impl Fn(usize) -> Option<Failure> + Send + Sync + 'static,
-) -> Boxed {
-    let calls = calls.clone();
-    let failure = Arc::new(failure);
-    Boxed::new(service_fn(move |_request: Req| {
-        let calls = calls.clone();
-        let failure = failure.clone();
-        async move {
-            let n = calls.fetch_add(1, Ordering::SeqCst);
-            match failure(n) {
-                Some(failure) => Err(failure.into()),
-                None => Ok(http::Response::new(Full::new(Bytes::from_static(b"hi")))),
-            }
-        }
-    }))
-}
 
 fn too_long() -> Failure {
     Failure::new(Code::ContextTooLong).with_status(400)
@@ -93,9 +33,9 @@ async fn after_a_trigger_the_primary_is_not_waited_for() {
     let registry = Registry::default();
     let primary_calls = Arc::new(AtomicUsize::new(0));
     let large_calls = Arc::new(AtomicUsize::new(0));
-    let primary = failing(&primary_calls, |_| Some(too_long()));
+    let primary = scripted(&primary_calls, |_| Some(too_long()));
     let cooling = registry.clone();
-    let large = failing(&large_calls, move |n| {
+    let large = scripted(&large_calls, move |n| {
         (n == 0).then(|| {
             cooling.cool(PRIMARY, Code::RateLimited, 2 * SEC);
             cooling.cool(LARGE, Code::RateLimited, 20 * SEC);
@@ -128,9 +68,9 @@ async fn after_a_trigger_a_late_route_fails_at_once_without_the_primary() {
     let registry = Registry::default();
     let primary_calls = Arc::new(AtomicUsize::new(0));
     let large_calls = Arc::new(AtomicUsize::new(0));
-    let primary = failing(&primary_calls, |_| Some(too_long()));
+    let primary = scripted(&primary_calls, |_| Some(too_long()));
     let cooling = registry.clone();
-    let large = failing(&large_calls, move |_| {
+    let large = scripted(&large_calls, move |_| {
         cooling.cool(PRIMARY, Code::RateLimited, 2 * SEC);
         cooling.cool(LARGE, Code::RateLimited, 20 * SEC);
         Some(
@@ -166,7 +106,7 @@ async fn a_request_scoped_answer_is_not_waited_out_elsewhere() {
     let primary_calls = Arc::new(AtomicUsize::new(0));
     let other_calls = Arc::new(AtomicUsize::new(0));
     let cooling = registry.clone();
-    let primary = failing(&primary_calls, move |_| {
+    let primary = scripted(&primary_calls, move |_| {
         cooling.cool(PRIMARY, Code::RateLimited, 2 * SEC);
         Some(
             Failure::new(Code::RateLimited)
@@ -175,7 +115,7 @@ async fn a_request_scoped_answer_is_not_waited_out_elsewhere() {
         )
     });
     let cooling = registry.clone();
-    let other = failing(&other_calls, move |_| {
+    let other = scripted(&other_calls, move |_| {
         // Cooling from other traffic: every route is cooling down.
         cooling.cool("other", Code::RateLimited, 5 * SEC);
         Some(too_long())

@@ -3,7 +3,7 @@
 //! failures, and waiting when every route is cooling down — on tokio's
 //! paused clock.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,6 +17,10 @@ use seawall_fallback::{
 };
 use tokio::time::Instant;
 use tower::{Layer, ServiceExt, service_fn};
+
+mod common;
+
+use common::Registry;
 
 type Req = http::Request<ReplayBody<Full<Bytes>>>;
 type Resp = http::Response<Full<Bytes>>;
@@ -87,30 +91,6 @@ impl Rewrite<Full<Bytes>> for ToHost {
 
 fn route(host: &'static str, upstream: &Upstream) -> FallbackRoute<Boxed, ToHost> {
     FallbackRoute::new(upstream.service()).rewrite(ToHost(host))
-}
-
-/// A route health registry on tokio's clock, as the breaker keeps one.
-#[derive(Clone, Default)]
-struct Registry(Arc<Mutex<HashMap<RouteId, (Code, Instant)>>>);
-
-impl Registry {
-    fn cool(&self, route: &str, code: Code, for_: Duration) {
-        self.0
-            .lock()
-            .unwrap()
-            .insert(RouteId::new(route), (code, Instant::now() + for_));
-    }
-
-    fn health(
-        &self,
-    ) -> impl Fn(&RouteId) -> Option<(Code, Option<Duration>)> + Send + Sync + 'static {
-        let this = self.clone();
-        move |route: &RouteId| {
-            let (code, until) = *this.0.lock().unwrap().get(route)?;
-            let now = Instant::now();
-            (until > now).then(|| (code, Some(until - now)))
-        }
-    }
 }
 
 fn codes(receipt: &Receipt) -> Vec<(String, Option<Code>)> {

@@ -9,50 +9,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use seawall_core::recording::ReplayBody;
-use seawall_core::{BoxError, Class, Code, Deadline, Failure, RouteId};
+use seawall_core::{Class, Code, Failure, RouteId};
 use seawall_fallback::{FallbackLayer, FallbackRoute};
 use tokio::time::Instant;
-use tower::{Layer, ServiceExt, service_fn};
+use tower::{Layer, ServiceExt};
 
-type Req = http::Request<ReplayBody<Full<Bytes>>>;
-type Resp = http::Response<Full<Bytes>>;
-type Boxed = tower::util::BoxCloneSyncService<Req, Resp, BoxError>;
+mod common;
 
-const SEC: Duration = Duration::from_secs(1);
-
-fn request(due: Option<Duration>) -> http::Request<Full<Bytes>> {
-    let mut request = http::Request::post("https://primary.example/v1/chat")
-        .body(Full::new(Bytes::from_static(b"{\"model\":\"m\"}")))
-        .unwrap();
-    if let Some(due) = due {
-        request.extensions_mut().insert(Deadline::after(due));
-    }
-    request
-}
-
-/// A service whose call `n` fails with `failure(n)` (`None`: answers),
-/// counting its calls.
-fn scripted(
-    calls: &Arc<AtomicUsize>,
-    failure: impl Fn(usize) -> Option<Failure> + Send + Sync + 'static,
-) -> Boxed {
-    let calls = calls.clone();
-    let failure = Arc::new(failure);
-    Boxed::new(service_fn(move |_request: Req| {
-        let calls = calls.clone();
-        let failure = failure.clone();
-        async move {
-            let n = calls.fetch_add(1, Ordering::SeqCst);
-            match failure(n) {
-                Some(failure) => Err(failure.into()),
-                None => Ok(http::Response::new(Full::new(Bytes::from_static(b"hi")))),
-            }
-        }
-    }))
-}
+use common::{SEC, request, scripted};
 
 /// A local refusal of a route cooling after `cause`, as the breaker
 /// builds it.
