@@ -10,6 +10,7 @@ use std::task::{Context, Poll, ready};
 use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, Request, Response};
 use http_body::{Body, Frame};
+use pin_project_lite::pin_project;
 use seawall_core::hint::RetryHint;
 use seawall_core::provider::openai_responses::last_sequence_number;
 use seawall_core::provider::{ErrorContext, Provider, classify_error};
@@ -53,32 +54,45 @@ const HELD_PER_HEAD: usize = 16;
 /// continuation had no outcome yet.
 const CANCELLED: &str = Code::Cancelled.as_str();
 
-/// The response body of [`Resume`](crate::Resume).
-///
-/// For an answer that is not a 2xx event stream on a provider's generation
-/// endpoint, the inner body, untouched. For an event stream, the inner
-/// body's complete events as they arrive (an event cut by a frame boundary
-/// is held until its end), and, when the stream is interrupted in a way a
-/// continuation can fix, the continuation's events spliced in: its
-/// preamble dropped, the text it repeats trimmed. It ends like the last
-/// stream it read: `None` at its finish, or the interruption (with
-/// everything delivered across continuations) when it could not be
-/// resumed.
-pub struct ResumeBody<S, B, RB>
-where
-    S: Service<Request<ResumeRequestBody<B>>>,
-{
-    kind: BodyKind<S, B, RB>,
+pin_project! {
+    /// The response body of [`Resume`](crate::Resume).
+    ///
+    /// For an answer that is not a 2xx event stream on a provider's generation
+    /// endpoint, the inner body, untouched. For an event stream, the inner
+    /// body's complete events as they arrive (an event cut by a frame boundary
+    /// is held until its end), and, when the stream is interrupted in a way a
+    /// continuation can fix, the continuation's events spliced in: its
+    /// preamble dropped, the text it repeats trimmed. It ends like the last
+    /// stream it read: `None` at its finish, or the interruption (with
+    /// everything delivered across continuations) when it could not be
+    /// resumed.
+    pub struct ResumeBody<S, B, RB>
+    where
+        S: Service<Request<ResumeRequestBody<B>>>,
+    {
+        #[pin]
+        kind: BodyKind<S, B, RB>,
+    }
 }
 
-enum BodyKind<S, B, RB>
-where
-    S: Service<Request<ResumeRequestBody<B>>>,
-{
-    /// A body the layer cannot resume; if it ends with an error, the
-    /// report says why it was not resumed.
-    Passthrough(Pin<Box<RB>>, Option<(Resumed, &'static str)>),
-    Resuming(Box<State<S, B, RB>>),
+pin_project! {
+    #[project = BodyKindProj]
+    enum BodyKind<S, B, RB>
+    where
+        S: Service<Request<ResumeRequestBody<B>>>,
+    {
+        /// A body the layer cannot resume, pinned in place: every answer
+        /// not resumed (unary completions, embeddings, GETs) passes here,
+        /// and boxing it would cost each one an allocation. If it ends
+        /// with an error, the report says why it was not resumed.
+        Passthrough {
+            #[pin]
+            body: RB,
+            unresumed: Option<(Resumed, &'static str)>,
+        },
+        /// Boxed: the state is large, and only an event stream carries it.
+        Resuming { state: Box<State<S, B, RB>> },
+    }
 }
 
 impl<S, B, RB> std::fmt::Debug for ResumeBody<S, B, RB>
@@ -236,7 +250,10 @@ where
     /// `body` passed as it comes: not a stream the layer resumes.
     pub(crate) fn passthrough(body: RB) -> Self {
         ResumeBody {
-            kind: BodyKind::Passthrough(Box::pin(body), None),
+            kind: BodyKind::Passthrough {
+                body,
+                unresumed: None,
+            },
         }
     }
 
@@ -244,7 +261,10 @@ where
     /// for `why` (in `resumed`'s report).
     pub(crate) fn unresumed(body: RB, resumed: Resumed, why: &'static str) -> Self {
         ResumeBody {
-            kind: BodyKind::Passthrough(Box::pin(body), Some((resumed, why))),
+            kind: BodyKind::Passthrough {
+                body,
+                unresumed: Some((resumed, why)),
+            },
         }
     }
 
@@ -257,48 +277,50 @@ where
         parent: tracing::Span,
     ) -> Self {
         ResumeBody {
-            kind: BodyKind::Resuming(Box::new(State {
-                protocol: pending.provider,
-                provider: pending.provider,
-                first: None,
-                blank_first_looks: BLANK_FIRST_LOOKS,
-                speaker: None,
-                foreign: None,
-                foreign_finish: None,
-                asked: None,
-                styles: pending.config.styles,
-                learned: pending.learned,
-                own_styles: pending.config.styles,
-                to_learn: None,
-                config: pending.config,
-                service: pending.service,
-                head: pending.head,
-                original,
-                original_json: None,
-                resumed,
-                body: Some(Box::pin(body)),
-                report,
-                segment: Segment::Pass,
-                partial: BytesMut::new(),
-                skip_lf: false,
-                out: VecDeque::new(),
-                tail: None,
-                fix: None,
-                phase: Phase::Live,
-                delivered: String::new(),
-                text_capped: false,
-                trimmed: 0,
-                spent: 0,
-                resumes: 0,
-                lifecycle: None,
-                spare: 0,
-                retrieving: false,
-                no_retrieval: false,
-                failure: None,
-                final_error: None,
-                parent,
-                span: tracing::Span::none(),
-            })),
+            kind: BodyKind::Resuming {
+                state: Box::new(State {
+                    protocol: pending.provider,
+                    provider: pending.provider,
+                    first: None,
+                    blank_first_looks: BLANK_FIRST_LOOKS,
+                    speaker: None,
+                    foreign: None,
+                    foreign_finish: None,
+                    asked: None,
+                    styles: pending.config.styles,
+                    learned: pending.learned,
+                    own_styles: pending.config.styles,
+                    to_learn: None,
+                    config: pending.config,
+                    service: pending.service,
+                    head: pending.head,
+                    original,
+                    original_json: None,
+                    resumed,
+                    body: Some(Box::pin(body)),
+                    report,
+                    segment: Segment::Pass,
+                    partial: BytesMut::new(),
+                    skip_lf: false,
+                    out: VecDeque::new(),
+                    tail: None,
+                    fix: None,
+                    phase: Phase::Live,
+                    delivered: String::new(),
+                    text_capped: false,
+                    trimmed: 0,
+                    spent: 0,
+                    resumes: 0,
+                    lifecycle: None,
+                    spare: 0,
+                    retrieving: false,
+                    no_retrieval: false,
+                    failure: None,
+                    final_error: None,
+                    parent,
+                    span: tracing::Span::none(),
+                }),
+            },
         }
     }
 }
@@ -1602,9 +1624,9 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match &mut self.get_mut().kind {
-            BodyKind::Passthrough(body, unresumed) => {
-                let frame = ready!(body.as_mut().poll_frame(cx));
+        match self.project().kind.project() {
+            BodyKindProj::Passthrough { body, unresumed } => {
+                let frame = ready!(body.poll_frame(cx));
                 if let Some(Err(_)) = &frame
                     && let Some((resumed, why)) = unresumed.take()
                 {
@@ -1612,7 +1634,7 @@ where
                 }
                 Poll::Ready(frame.map(|r| r.map_err(Into::into)))
             }
-            BodyKind::Resuming(state) => state.poll(cx),
+            BodyKindProj::Resuming { state } => state.poll(cx),
         }
     }
 
@@ -1621,15 +1643,15 @@ where
     /// anyone knows.
     fn size_hint(&self) -> http_body::SizeHint {
         match &self.kind {
-            BodyKind::Passthrough(body, _) => body.size_hint(),
-            BodyKind::Resuming(_) => http_body::SizeHint::default(),
+            BodyKind::Passthrough { body, .. } => body.size_hint(),
+            BodyKind::Resuming { .. } => http_body::SizeHint::default(),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.kind {
-            BodyKind::Passthrough(body, _) => body.is_end_stream(),
-            BodyKind::Resuming(state) => {
+            BodyKind::Passthrough { body, .. } => body.is_end_stream(),
+            BodyKind::Resuming { state } => {
                 matches!(state.phase, Phase::Done)
                     && state.out.is_empty()
                     && state.final_error.is_none()
