@@ -348,8 +348,9 @@ impl<F, R> FallbackLayer<F, R> {
     /// (default [`DEFAULT_MAX_WAIT`]): it waits for the earliest route
     /// cooling after a rate limit to come back when that is within this
     /// and within the deadline (less [`min_remaining`](Self::min_remaining));
-    /// otherwise it fails at once with that route's `rate_limited`,
-    /// carrying its return time as `retry_after`. Routes behind a quota
+    /// otherwise it fails at once with seawall's refusal of that route
+    /// (`route_cooling_down`, [`cooled_by`](seawall_core::Failure::cooled_by)
+    /// `rate_limited`), carrying its return time as `retry_after`. Routes behind a quota
     /// wall or rejected credentials are not waited for: when no route is
     /// cooling after a rate limit, it fails at once with the last failure.
     /// Zero never waits.
