@@ -196,23 +196,25 @@ async fn a_hosted_tool_running_after_content_outlives_the_idle_bound() {
     assert_eq!(d.report.keepalives, 0);
 }
 
-/// Keep-alives while a hosted tool runs move only the idle bound:
-/// `max_duration` still ends the stream; a tool that falls silent is cut
-/// at the idle bound after its last sign of life; once its item is done,
-/// keep-alives are keep-alives again.
-#[tokio::test(start_paused = true)]
-async fn keepalives_while_a_hosted_tool_runs_are_still_bounded() {
-    let events = image_generation();
-    let head = || sends(&events[..7]);
+/// A tool's run after content, bounded as the two tests below say: `head`
+/// up to the run, `sign` its sign of life every 10 s, `result` the events
+/// that end the run, on `path`.
+async fn a_tool_run_is_still_bounded(
+    path: &str,
+    head: &[&'static str],
+    sign: &'static str,
+    result: &[&'static str],
+) {
+    let head = || sends(head);
     let mut endless = head();
-    endless.extend(every(10.0, KEEPALIVE, 100));
+    endless.extend(every(10.0, sign, 100));
     let silent = head();
     let mut stalled = head();
-    stalled.extend(every(10.0, KEEPALIVE, 6));
+    stalled.extend(every(10.0, sign, 6));
     let mut done = head();
-    done.extend(every(10.0, KEEPALIVE, 6));
-    done.extend(sends(&events[7..10]));
-    done.extend(every(10.0, KEEPALIVE, 20));
+    done.extend(every(10.0, sign, 6));
+    done.extend(sends(result));
+    done.extend(every(10.0, sign, 20));
     let bounded = StreamGuardLayer::interactive().max_duration(Some(Duration::from_secs(150)));
     for (name, layer, mut script, cut_at, bound) in [
         ("endless", bounded, endless, 150, "max_duration"),
@@ -233,7 +235,7 @@ async fn keepalives_while_a_hosted_tool_runs_are_still_bounded() {
         ("done", StreamGuardLayer::interactive(), done, 90, "idle"),
     ] {
         script.push(Step::Hang);
-        let response = call(layer, RESPONSES, scripted(script))
+        let response = call(layer, path, scripted(script))
             .await
             .expect("content came first");
         let failure = drain(response).await.error.expect("cut");
@@ -246,6 +248,16 @@ async fn keepalives_while_a_hosted_tool_runs_are_still_bounded() {
         let message = failure.message().unwrap();
         assert!(message.contains(bound), "{name}: {message}");
     }
+}
+
+/// Keep-alives while a hosted tool runs move only the idle bound:
+/// `max_duration` still ends the stream; a tool that falls silent is cut
+/// at the idle bound after its last sign of life; once its item is done,
+/// keep-alives are keep-alives again.
+#[tokio::test(start_paused = true)]
+async fn keepalives_while_a_hosted_tool_runs_are_still_bounded() {
+    let events = image_generation();
+    a_tool_run_is_still_bounded(RESPONSES, &events[..7], KEEPALIVE, &events[7..10]).await;
 }
 
 /// A web fetch: text, the `server_tool_use` block (content: the call),
@@ -288,47 +300,5 @@ async fn a_server_tool_running_outlives_the_idle_bound() {
 #[tokio::test(start_paused = true)]
 async fn pings_while_a_server_tool_runs_are_still_bounded() {
     let events = web_fetch();
-    let head = || sends(&events[..20]);
-    let mut endless = head();
-    endless.extend(every(10.0, PING, 100));
-    let silent = head();
-    let mut stalled = head();
-    stalled.extend(every(10.0, PING, 6));
-    let mut done = head();
-    done.extend(every(10.0, PING, 6));
-    done.extend(sends(&events[20..22]));
-    done.extend(every(10.0, PING, 20));
-    let bounded = StreamGuardLayer::interactive().max_duration(Some(Duration::from_secs(150)));
-    for (name, layer, mut script, cut_at, bound) in [
-        ("endless", bounded, endless, 150, "max_duration"),
-        (
-            "silent",
-            StreamGuardLayer::interactive(),
-            silent,
-            30,
-            "idle",
-        ),
-        (
-            "stalled",
-            StreamGuardLayer::interactive(),
-            stalled,
-            90,
-            "idle",
-        ),
-        ("done", StreamGuardLayer::interactive(), done, 90, "idle"),
-    ] {
-        script.push(Step::Hang);
-        let response = call(layer, MESSAGES, scripted(script))
-            .await
-            .expect("content came first");
-        let failure = drain(response).await.error.expect("cut");
-        assert_eq!(failure.code(), Code::StreamInterrupted, "{name}");
-        assert_eq!(
-            failure.evidence().elapsed,
-            Some(Duration::from_secs(cut_at)),
-            "{name}"
-        );
-        let message = failure.message().unwrap();
-        assert!(message.contains(bound), "{name}: {message}");
-    }
+    a_tool_run_is_still_bounded(MESSAGES, &events[..20], PING, &events[20..22]).await;
 }
