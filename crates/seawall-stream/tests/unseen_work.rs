@@ -180,20 +180,32 @@ fn image_generation() -> Vec<&'static str> {
 /// resumed), and delivered whole. Its keep-alives are the tool at work.
 #[tokio::test(start_paused = true)]
 async fn a_hosted_tool_running_after_content_outlives_the_idle_bound() {
-    let events = image_generation();
-    let mut script = sends(&events[..7]);
-    script.extend(every(10.0, KEEPALIVE, 6));
-    script.extend(sends(&events[7..]));
-    let response = call(StreamGuardLayer::interactive(), RESPONSES, scripted(script))
+    let d = a_tool_run_outlives_the_idle_bound(RESPONSES, &image_generation(), 7, KEEPALIVE).await;
+    assert_eq!(d.report.time_to_first_content, Some(Duration::ZERO));
+    assert_eq!(d.report.keepalives, 0);
+}
+
+/// A tool that runs for 60 s after `events[..at]` (content), `sign` every
+/// 10 s, then the rest of `events`: delivered whole, not cut at the idle
+/// bound, its task completed.
+async fn a_tool_run_outlives_the_idle_bound(
+    path: &str,
+    events: &[&'static str],
+    at: usize,
+    sign: &'static str,
+) -> Drained {
+    let mut script = sends(&events[..at]);
+    script.extend(every(10.0, sign, 6));
+    script.extend(sends(&events[at..]));
+    let response = call(StreamGuardLayer::interactive(), path, scripted(script))
         .await
         .expect("content came first");
     let d = drain(response).await;
     assert!(d.error.is_none(), "cut while the tool ran: {:?}", d.error);
-    let sent = [&events[..7], &[KEEPALIVE; 6], &events[7..]].concat();
+    let sent = [&events[..at], &[sign; 6], &events[at..]].concat();
     assert_eq!(d.bytes, sent.concat().as_bytes());
     assert!(d.report.completed_task());
-    assert_eq!(d.report.time_to_first_content, Some(Duration::ZERO));
-    assert_eq!(d.report.keepalives, 0);
+    d
 }
 
 /// A tool's run after content, bounded as the two tests below say: `head`
@@ -279,18 +291,7 @@ fn web_fetch() -> Vec<&'static str> {
 /// delivered whole. Its pings are the tool at work.
 #[tokio::test(start_paused = true)]
 async fn a_server_tool_running_outlives_the_idle_bound() {
-    let events = web_fetch();
-    let mut script = sends(&events[..20]);
-    script.extend(every(10.0, PING, 6));
-    script.extend(sends(&events[20..]));
-    let response = call(StreamGuardLayer::interactive(), MESSAGES, scripted(script))
-        .await
-        .expect("content came first");
-    let d = drain(response).await;
-    assert!(d.error.is_none(), "cut while the tool ran: {:?}", d.error);
-    let sent = [&events[..20], &[PING; 6], &events[20..]].concat();
-    assert_eq!(d.bytes, sent.concat().as_bytes());
-    assert!(d.report.completed_task());
+    a_tool_run_outlives_the_idle_bound(MESSAGES, &web_fetch(), 20, PING).await;
 }
 
 /// Pings while a server tool runs move only the idle bound:
