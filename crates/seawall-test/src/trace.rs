@@ -7,6 +7,15 @@
 //! thread's subscriber. A subscriber set for one thread still shares
 //! tracing's global per-callsite interest cache with the other tests of
 //! the binary, so a suite that counts events runs in a binary of its own.
+//!
+//! That cache is also why `install` first sets, once per process, a global
+//! subscriber that enables nothing but answers every callsite "sometimes".
+//! While exactly one scoped subscriber is alive, tracing decides a new
+//! callsite's interest from the registering thread's subscriber alone: a
+//! test thread with none would cache "never", and the recorder's thread
+//! would miss that span or event for the rest of the binary, depending on
+//! which test met the callsite first. With the global one, no callsite is
+//! ever cached "never", and each thread's own subscriber decides.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -87,6 +96,31 @@ pub struct RecordedSpan {
     pub closed: bool,
 }
 
+/// The global subscriber under every recorder: enables nothing, and keeps
+/// each callsite's interest open so the thread's own subscriber decides.
+struct Undecided;
+
+impl Subscriber for Undecided {
+    fn register_callsite(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        false
+    }
+    // Never called: nothing is enabled.
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, _: &Event<'_>) {}
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
 #[derive(Debug, Default)]
 struct Recorded {
     events: Vec<RecordedEvent>,
@@ -107,6 +141,11 @@ impl Recorder {
     /// Sets this recorder, over a registry, as this thread's subscriber
     /// until the guard drops.
     pub fn install(&self) -> DefaultGuard {
+        static UNDECIDED: std::sync::Once = std::sync::Once::new();
+        UNDECIDED.call_once(|| {
+            // A binary that set a global subscriber of its own keeps it.
+            let _ = tracing::subscriber::set_global_default(Undecided);
+        });
         tracing::subscriber::set_default(self.subscriber())
     }
 
