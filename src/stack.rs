@@ -19,7 +19,9 @@
 //!   elsewhere — not a whole second ladder.
 //! - **RetryBudget** outside **Breaker**: each attempt passes the breaker,
 //!   so an open circuit ends the ladder at once (`circuit_open` is
-//!   `Failover`), and the breaker counts attempts, not operations.
+//!   `Failover`; a route cooling after a quota wall or rejected keys is
+//!   refused as `route_cooling_down`, `Surface`), and the breaker counts
+//!   attempts, not operations.
 //! - **Deadline(per attempt)** inside the ladder bounds one attempt and
 //!   never outlives the operation's deadline.
 //! - **StreamGuard** inside the per-attempt bound and the ladder: until the

@@ -12,7 +12,8 @@ use seawall_core::{BoxError, Code, Failure, RouteId};
 /// `Box<dyn Error>` or `anyhow::Error` (boxed whole, as std boxes every
 /// error), and its [`source`](StdError::source) is the seawall [`Failure`]
 /// behind it: the refusal's (code `circuit_open` or `route_cooling_down`,
-/// action `failover`, its route and `retry_after` set;
+/// action `failover` — `surface` for a route cooling after a quota wall
+/// or rejected credentials —, its route and `retry_after` set;
 /// [`CircuitOpen::as_failure`]) or the inner service's error itself. So
 /// [`Failure::find`] and [`Failure::extract`] (which the retry and
 /// fallback layers read errors with) see through the breaker.

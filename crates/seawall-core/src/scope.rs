@@ -175,7 +175,10 @@ impl Failure {
     /// ([`cooled_by`](Failure::cooled_by)), permanent when that is not
     /// [worth waiting for](Cooldown::worth_waiting). A refusal, never the
     /// cause's own code: no call was made, so a ladder above records no
-    /// upstream attempt and its budget gives no token for it.
+    /// upstream attempt and its budget gives no token for it. When the
+    /// cause is itself a refusal (`circuit_open` or `route_cooling_down`,
+    /// a registry's word for a route shut), the result is that refusal
+    /// again, transient and with no `cooled_by`.
     pub fn route_refusal(cooled_by: Option<Code>) -> Failure {
         match cooled_by {
             // What cooled it was itself a refusal (a registry's word for a
