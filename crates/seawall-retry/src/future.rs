@@ -546,6 +546,12 @@ impl<S, B> Ladder<S, B> {
             self.attempt_span
                 .record("seawall.retry_after_ms", millis(hint));
         }
+        // A refusal's code is the same whatever cooled the route: what did
+        // tells a quota wall from a rate limit.
+        let cooled_by = failure.cooled_by().map(Code::as_str);
+        if let Some(cause) = cooled_by {
+            self.attempt_span.record("seawall.cooled_by", cause);
+        }
         let verdict = if at_window {
             Err(StopReason::Deadline)
         } else {
@@ -572,6 +578,7 @@ impl<S, B> Ladder<S, B> {
             attempt = self.attempt,
             class = failure.class().as_str(),
             code = failure.code().as_str(),
+            cooled_by,
             delay_ms = verdict.as_ref().ok().map(|&delay| millis(delay)),
             retry_after_ms = failure.retry_after().map(millis),
             budget_tokens = self.shared.budget.tokens(),
@@ -1235,6 +1242,7 @@ fn attempt_span(
         seawall.delay_ms = millis(delay),
         seawall.action = tracing::field::Empty,
         seawall.retry_after_ms = tracing::field::Empty,
+        seawall.cooled_by = tracing::field::Empty,
         gen_ai.response.finish_reasons = tracing::field::Empty,
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,

@@ -69,8 +69,9 @@
 //! [`RetryPolicy::idempotency_key`] on the outermost ladder.
 //!
 //! tracing: an `operation` span per operation and a debug event per
-//! attempt with the fields `attempt`, `class`, `code`, `delay_ms`,
-//! `retry_after_ms`, `budget_tokens`, `stop_reason`.
+//! attempt with the fields `attempt`, `class`, `code`, `cooled_by` (a
+//! refusal's, as on its span below), `delay_ms`, `retry_after_ms`,
+//! `budget_tokens`, `stop_reason`.
 //!
 //! ## Spans
 //!
@@ -90,6 +91,7 @@
 //! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR`; an operation its caller dropped says `cancelled` (on the attempt in flight too) with no error status |
 //! | `operation` | `seawall.attempts`, `seawall.stop_reason` | the [`StopReason`](seawall_core::StopReason)'s name, `succeeded` on success; none for an operation its caller dropped (its `error.type` says `cancelled`) |
 //! | `attempt` | `seawall.attempt`, `seawall.delay_ms`, `seawall.action`, `seawall.retry_after_ms` | |
+//! | `attempt` | `seawall.cooled_by` | a refusal's (`route_cooling_down`): the code that cooled the route ([`Failure::cooled_by`](seawall_core::Failure::cooled_by)), `quota_exhausted`, `rate_limited`, `auth`, …; none on any other failure |
 //!
 //! An OpenTelemetry span's name is taken as it starts, and
 //! `tracing-opentelemetry` starts a span when it is first entered, a child

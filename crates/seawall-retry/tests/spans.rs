@@ -1,6 +1,7 @@
-//! The operation span's `seawall.stop_reason`, in a test binary of its
-//! own: a subscriber set for one thread shares tracing's global
-//! per-callsite cache with every other test running at the same time.
+//! What the ladder's spans say (the operation's `seawall.stop_reason`, a
+//! refusal's `seawall.cooled_by`), in a test binary of its own: a
+//! subscriber set for one thread shares tracing's global per-callsite
+//! cache with every other test running at the same time.
 
 mod common;
 
@@ -55,4 +56,27 @@ async fn a_cancelled_operation_records_no_stop_reason() {
     let operation = recorder.span("operation").fields;
     assert_eq!(operation.get("error.type"), Some("cancelled"));
     assert_eq!(operation.get("seawall.stop_reason"), None);
+}
+
+/// A refusal names what cooled its route: a quota wall's is not a rate
+/// limit's, though both are `route_cooling_down`.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_records_what_cooled_its_route() {
+    let recorder = Recorder::new();
+    let _guard = recorder.install();
+    let refusal = Failure::route_refusal(Some(Code::QuotaExhausted));
+    let upstream = Upstream::new([Step::Fail(refusal)]);
+    ladder(&upstream)
+        .oneshot(Request::new(String::from("hi")))
+        .await
+        .expect_err("a quota wall is not waited out");
+    let attempt = recorder.span("attempt").fields;
+    assert_eq!(attempt.get("error.type"), Some("route_cooling_down"));
+    assert_eq!(attempt.get("seawall.cooled_by"), Some("quota_exhausted"));
+    let failed = recorder
+        .events_of("seawall::retry")
+        .into_iter()
+        .find(|event| event.get("message") == Some("attempt failed"))
+        .expect("the attempt's event");
+    assert_eq!(failed.get("cooled_by"), Some("quota_exhausted"));
 }
