@@ -7,10 +7,12 @@
 //!
 //! The caller only extracts text. When a body read ends with an error, the
 //! verdict is the library's: the stream guard's classified [`Failure`]
-//! travels in the error. The caller's own reason to stop (an event it
-//! cannot decode, a line past its scanner's cap) only ends the text; it
-//! becomes the delivery's error, itself a coded `Failure`, when the body
-//! does not end with a verdict of its own.
+//! travels in the error. The caller's own reason to stop (an in-stream
+//! error event, an event it cannot decode, a line past its scanner's cap)
+//! only ends the text; it becomes the delivery's error, itself a coded
+//! `Failure`, when the body does not end with a verdict of its own. So a
+//! stream read without the guard (the naive stack) fails on an in-stream
+//! error as the providers' SDKs do, which raise on one.
 //! Memory is bounded: a stream's text is counted and handed on as it
 //! arrives (kept only on request), a unary body is read up to a cap.
 
@@ -124,11 +126,12 @@ where
 /// text is not counted as shown.
 ///
 /// The caller's scanner and decoder only extract text. An in-stream error
-/// event is not the caller's to judge (the stream guard turns it into the
-/// body's error). An event that cannot be decoded, or a line or event past
-/// the scanner's cap, ends the text there; the rest of the body is read (up
-/// to the line cap, 8 MiB) for the body's own verdict, and only when the body brings none
-/// is the caller's reason the delivery's error: `protocol_violation`
+/// event, an event that cannot be decoded, or a line or event past the
+/// scanner's cap ends the text there; the rest of the body is read (up to
+/// the line cap, 8 MiB) for the body's own verdict (the stream guard's,
+/// when there is one), and only when the body brings none is the caller's
+/// reason the delivery's error: the error event's own classified failure,
+/// as a provider's SDK raises it; otherwise `protocol_violation`
 /// (`stream_interrupted` after content), as the guard would have said.
 pub async fn read_stream_with<B>(
     prefix: Option<Bytes>,
@@ -146,8 +149,18 @@ where
     let mut decoder = Decoder::new(provider);
     let mut delivery = Delivery::default();
     // Why the caller stopped extracting text, if it did.
-    let mut stopped: Option<String> = None;
-    let mut feed = |frame: &[u8], delivery: &mut Delivery, stopped: &mut Option<String>| {
+    let mut stopped: Option<Failure> = None;
+    // The caller's own reason, coded as the guard codes it: no more content
+    // is counted once it stopped, so the count now is the count at the end.
+    let own = |why: String, delivery: &Delivery| {
+        let code = if delivery.content_events > 0 {
+            Code::StreamInterrupted
+        } else {
+            Code::ProtocolViolation
+        };
+        Failure::new(code).with_message(&why)
+    };
+    let mut feed = |frame: &[u8], delivery: &mut Delivery, stopped: &mut Option<Failure>| {
         if stopped.is_some() || delivery.cancelled {
             return;
         }
@@ -174,12 +187,11 @@ where
                 }
                 Signal::Finish(reason) => delivery.finish(reason),
                 Signal::Undecodable(why) => {
-                    *stopped = Some(format!("sse_undecodable_event: {why}"));
+                    *stopped = Some(own(format!("sse_undecodable_event: {why}"), delivery));
                 }
-                // An error event is the guard's to classify; a naive caller
-                // reads past it, as naive callers do.
-                Signal::Error(_)
-                | Signal::Progress
+                // The stream failed: an SDK raises here, whatever came before.
+                Signal::Error(failure) => *stopped = Some(failure),
+                Signal::Progress
                 | Signal::Thinking
                 | Signal::KeepAlive
                 | Signal::Done
@@ -187,7 +199,7 @@ where
             }
         });
         if let Err(err) = scanned {
-            stopped.get_or_insert_with(|| format!("{}: {err}", err.as_str()));
+            stopped.get_or_insert_with(|| own(format!("{}: {err}", err.as_str()), delivery));
         }
     };
     if let Some(frame) = prefix {
@@ -232,12 +244,7 @@ where
         }
     }
     if let (None, Some(why)) = (&delivery.error, stopped) {
-        let code = if delivery.content_events > 0 {
-            Code::StreamInterrupted
-        } else {
-            Code::ProtocolViolation
-        };
-        delivery.error = Some(Box::new(Failure::new(code).with_message(&why)));
+        delivery.error = Some(Box::new(why));
     }
     delivery
 }
@@ -580,6 +587,42 @@ mod tests {
         )
         .await;
         assert_eq!(code(&delivery), Some(Code::ProtocolViolation));
+    }
+
+    /// An in-stream error event fails the read as an SDK fails it: the text
+    /// stops there and, with no verdict from the body (no guard), the
+    /// event's own classified failure is the delivery's error.
+    #[tokio::test]
+    async fn an_in_stream_error_fails_the_read() {
+        let body = concat!(
+            "event: content_block_delta\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"w1\"}}\n\n",
+            "event: error\n",
+            "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+            "event: content_block_delta\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" w2\"}}\n\n",
+        );
+        let delivery = read_stream(
+            None,
+            Full::new(Bytes::from_static(body.as_bytes())),
+            Provider::Anthropic,
+            None,
+            |_| {},
+        )
+        .await;
+        assert_eq!(delivery.text, "w1");
+        assert_eq!(code(&delivery), Some(Code::Overloaded));
+        // The guard's verdict, when the body brings one, still wins.
+        let verdict = Failure::new(Code::StreamInterrupted);
+        let delivery = read_stream_with(
+            None,
+            Frames::new([Ok(body), Err(verdict)]),
+            Provider::Anthropic,
+            Reading::default(),
+            |_| ControlFlow::Continue(()),
+        )
+        .await;
+        assert_eq!(code(&delivery), Some(Code::StreamInterrupted));
     }
 
     #[tokio::test]

@@ -65,6 +65,8 @@ async fn empty_answers_and_lone_frames_are_retried_by_seawall_and_accepted_by_th
             (2, "ok", 8),
             "{key}"
         );
+    }
+    for key in ["empty_200", "frame_then_eof"] {
         let naive = row(key, StackKind::Naive).await;
         assert_eq!(
             (naive.attempts, naive.outcome, naive.tokens),
@@ -72,6 +74,14 @@ async fn empty_answers_and_lone_frames_are_retried_by_seawall_and_accepted_by_th
             "{key}: accepted as done"
         );
     }
+    // An in-stream error is raised, as the SDKs raise it: the naive caller
+    // restarts the stream.
+    let naive = row("overloaded_before_content", StackKind::Naive).await;
+    assert_eq!(
+        (naive.attempts, naive.outcome, naive.tokens),
+        (2, "ok", 8),
+        "restarted"
+    );
 }
 
 #[tokio::test]
@@ -98,11 +108,18 @@ async fn an_interruption_after_content_is_surfaced_with_its_prefix() {
         (1, "error", 50)
     );
     assert_eq!(seawall.code.as_deref(), Some("stream_interrupted"));
+    // The naive caller restarts the failed stream: the first 50 tokens
+    // are shown twice.
     let naive = row("overloaded_after_content", StackKind::Naive).await;
     assert_eq!(
-        (naive.outcome, naive.tokens),
-        ("ok", 50),
-        "silently truncated"
+        (
+            naive.attempts,
+            naive.outcome,
+            naive.tokens,
+            naive.duplicated
+        ),
+        (2, "ok", 250, true),
+        "restarted"
     );
 }
 
