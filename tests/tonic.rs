@@ -516,6 +516,30 @@ mod with_grpc_status {
         assert_eq!(scripted.calls.load(Ordering::SeqCst), 1, "not retried");
     }
 
+    /// tonic keeps the rest of a status's map as its metadata (a request
+    /// id, a pushback for the caller's own logic): so does the layer.
+    #[tokio::test]
+    async fn a_servers_status_keeps_its_metadata() {
+        let mut missing = Status::not_found("no such service");
+        missing
+            .metadata_mut()
+            .insert("x-debug", "1".parse().unwrap());
+        let (url, scripted) = server(vec![Step::Fail(missing)]).await;
+        let mut client = client(&url, stack());
+        let status = client.check(ask()).await.expect_err("not found");
+        assert_eq!(status.code(), tonic::Code::NotFound);
+        assert_eq!(
+            status
+                .metadata()
+                .get("x-debug")
+                .and_then(|v| v.to_str().ok()),
+            Some("1"),
+            "{status:?}"
+        );
+        assert!(status.metadata().get("grpc-status").is_none());
+        assert_eq!(scripted.calls.load(Ordering::SeqCst), 1, "not retried");
+    }
+
     #[tokio::test]
     async fn a_status_after_messages_keeps_its_code() {
         let (url, scripted) = server(vec![

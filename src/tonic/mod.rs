@@ -41,6 +41,10 @@
 //! - **details**: the server's `grpc-status-details-bin` as it sent them
 //!   ([`Failure::status_details`]), so `tonic-types`' `ErrorDetails` read
 //!   as without seawall;
+//! - **metadata**: the rest of the server's trailers (of its head, for a
+//!   trailers-only answer), as tonic keeps them — request ids,
+//!   `grpc-retry-pushback-ms` — up to a bound
+//!   ([`Failure::status_metadata`]);
 //! - **source**: the original error, so [`Failure::find`] on
 //!   `status.source()` still gives seawall's whole verdict (class, code,
 //!   receipt, what an interrupted stream had delivered).
@@ -95,6 +99,7 @@ use std::error::Error as StdError;
 use std::sync::Arc;
 
 use ::tonic::Code as GrpcCode;
+use ::tonic::metadata::MetadataMap;
 use seawall_core::{BoxError, Code, Failure};
 
 /// `error` as a boxed `tonic::Status` when it carries a [`Failure`]
@@ -122,12 +127,16 @@ pub fn status_of(error: &(dyn StdError + 'static)) -> Option<::tonic::Status> {
         Some(message) if sent => message.to_owned(),
         _ => failure.to_string(),
     };
-    Some(match failure.status_details() {
-        Some(details) => {
-            ::tonic::Status::with_details(code, message, bytes::Bytes::copy_from_slice(details))
-        }
-        None => ::tonic::Status::new(code, message),
-    })
+    let details = failure
+        .status_details()
+        .map_or_else(bytes::Bytes::new, bytes::Bytes::copy_from_slice);
+    let metadata = failure
+        .status_metadata()
+        .map(|map| MetadataMap::from_headers(map.clone()))
+        .unwrap_or_default();
+    Some(::tonic::Status::with_details_and_metadata(
+        code, message, details, metadata,
+    ))
 }
 
 /// The gRPC code a server sent, when `failure` came from a `grpc-status`
@@ -263,11 +272,26 @@ mod tests {
             .with_status(200)
             .with_provider_code("5")
             .with_message("no such order")
-            .with_status_details(&b"\x08\x05"[..]);
+            .with_status_details(&b"\x08\x05"[..])
+            .with_status_metadata(
+                &[(
+                    http::HeaderName::from_static("x-request-id"),
+                    http::HeaderValue::from_static("r-1"),
+                )]
+                .into_iter()
+                .collect(),
+            );
         let status = tonic_status(failure);
         assert_eq!(status.code(), GrpcCode::NotFound);
         assert_eq!(status.message(), "no such order");
         assert_eq!(status.details(), b"\x08\x05");
+        assert_eq!(
+            status
+                .metadata()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok()),
+            Some("r-1")
+        );
         let source = std::error::Error::source(&status).expect("the original error");
         assert_eq!(
             Failure::find(source).map(Failure::code),

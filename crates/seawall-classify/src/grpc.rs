@@ -207,9 +207,11 @@ pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
         .get("grpc-status-details-bin")
         .and_then(|v| decode_details(v.as_bytes()));
     let details = decoded.as_deref().map(status_details).unwrap_or_default();
-    let failure = classify_grpc_details(status, message.as_deref(), details, cx);
-    // Kept as sent, for a caller that reads them itself (a tonic client's
-    // `Status::details`, through `seawall::tonic`).
+    // The rest of the map as the server sent it, the details as sent:
+    // for a caller that reads them itself (a tonic client's
+    // `Status::metadata` and `Status::details`, through `seawall::tonic`).
+    let failure =
+        classify_grpc_details(status, message.as_deref(), details, cx).with_status_metadata(map);
     Status::Failed(match decoded {
         Some(decoded) if !decoded.is_empty() => failure.with_status_details(decoded),
         _ => failure,

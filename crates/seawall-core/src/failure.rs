@@ -86,6 +86,9 @@ struct Rare {
     /// The upstream's headers that tell a client when and how much it may
     /// call again (see [`Failure::upstream_headers`]).
     upstream_headers: Option<http::HeaderMap>,
+    /// A gRPC server's metadata beside its status (see
+    /// [`Failure::status_metadata`]).
+    status_metadata: Option<http::HeaderMap>,
     /// The HTTP/2 stream reset that broke the call (see
     /// [`Failure::stream_reset`]).
     stream_reset: Option<u32>,
@@ -117,6 +120,7 @@ impl fmt::Debug for Rare {
             .field("cooled_by", &self.cooled_by)
             .field("stream_reset", &self.stream_reset)
             .field("upstream_headers", &self.upstream_headers)
+            .field("status_metadata", &self.status_metadata)
             .field("cause", &self.cause.as_ref().map(|_| ".."))
             .finish()
     }
@@ -188,6 +192,9 @@ impl Failure {
         }
         if let Some(details) = cause.status_details() {
             failure = failure.with_status_details(details);
+        }
+        if let Some(metadata) = cause.status_metadata() {
+            failure = failure.with_status_metadata(metadata);
         }
         // A provider's terminal failure that counted what it used (the
         // Responses API's `response.failed`): the count stands.
@@ -285,6 +292,51 @@ impl Failure {
         self.rare.get_or_insert_default().status_details = Some(details.into());
         self
     }
+
+    /// Keeps the metadata a gRPC server sent beside its status: every
+    /// field of `map` (the trailers, or the head of a trailers-only
+    /// answer) but `grpc-status`, `grpc-message` and
+    /// `grpc-status-details-bin`, which the failure carries in its own
+    /// words — what tonic keeps as `Status::metadata` (a request id, a
+    /// `grpc-retry-pushback-ms` for the caller's own logic), so the
+    /// caller's `Status` has it with seawall as without (`seawall::tonic`).
+    ///
+    /// At most [`STATUS_METADATA_BYTES`](Failure::STATUS_METADATA_BYTES)
+    /// of names and values: a field that would pass them is left out.
+    /// Nothing is allocated when nothing is kept.
+    ///
+    /// Not [`with_upstream_headers`](Self::with_upstream_headers): those
+    /// are an allow-list a proxy passes on to its own clients; this is
+    /// whatever the server sent, for the caller of this one call.
+    pub fn with_status_metadata(mut self, map: &http::HeaderMap) -> Self {
+        let mut room = Self::STATUS_METADATA_BYTES;
+        let mut kept: Option<http::HeaderMap> = None;
+        for (name, value) in map {
+            let size = name.as_str().len() + value.len();
+            if size > room || Self::STATUS_FIELDS.contains(&name.as_str()) {
+                continue;
+            }
+            room -= size;
+            kept.get_or_insert_default()
+                .append(name.clone(), value.clone());
+        }
+        if let Some(kept) = kept {
+            self.rare.get_or_insert_default().status_metadata = Some(kept);
+        }
+        self
+    }
+
+    /// How many bytes of names and values of a gRPC server's metadata
+    /// [`with_status_metadata`](Self::with_status_metadata) keeps: 8 KiB,
+    /// far above a few request ids and hints, and a bound on what a server
+    /// that sends megabytes of trailers makes every failure (and every
+    /// clone of it, in a receipt, a retry's record) carry.
+    pub const STATUS_METADATA_BYTES: usize = 8 * 1024;
+
+    /// The fields that carry a gRPC status itself, which the failure
+    /// keeps in its own words (code, message, details).
+    const STATUS_FIELDS: [&'static str; 3] =
+        ["grpc-status", "grpc-message", "grpc-status-details-bin"];
 
     /// Keeps the token usage the provider reported for an answer that
     /// failed anyway (an Anthropic stream whose finish counted the prompt
@@ -557,6 +609,14 @@ impl Failure {
     /// answer. `None` when the answer carried none of them.
     pub fn upstream_headers(&self) -> Option<&http::HeaderMap> {
         self.rare.as_ref()?.upstream_headers.as_ref()
+    }
+
+    /// The metadata a gRPC server sent beside its status, its status
+    /// fields left out (see
+    /// [`with_status_metadata`](Self::with_status_metadata)); `None` when
+    /// it sent none.
+    pub fn status_metadata(&self) -> Option<&http::HeaderMap> {
+        self.rare.as_ref()?.status_metadata.as_ref()
     }
 
     /// The client's error this failure was read from, when classification
@@ -924,6 +984,45 @@ mod tests {
         assert_eq!(kept["x-ratelimit-reset-tokens"], "6s");
         let none = Failure::new(Code::RateLimited).with_upstream_headers(&http::HeaderMap::new());
         assert!(none.upstream_headers().is_none());
+        assert!(none.rare.is_none(), "nothing allocated");
+    }
+
+    /// A gRPC server's metadata is kept beside its status, the status's
+    /// own fields left out, up to its bound; none, no allocation.
+    #[test]
+    fn a_failure_keeps_a_grpc_servers_metadata_within_its_bound() {
+        let mut map = http::HeaderMap::new();
+        for (name, value) in [
+            ("grpc-status", "5"),
+            ("grpc-message", "no such order"),
+            ("grpc-status-details-bin", "CAU"),
+            ("x-request-id", "r-1"),
+            ("grpc-retry-pushback-ms", "400"),
+        ] {
+            map.insert(name, http::HeaderValue::from_static(value));
+        }
+        let big = "x".repeat(Failure::STATUS_METADATA_BYTES);
+        map.insert("x-big", big.parse().unwrap());
+        map.append("x-request-id", http::HeaderValue::from_static("r-2"));
+        let failure = Failure::new(Code::NotFound).with_status_metadata(&map);
+        let kept = failure.status_metadata().expect("kept");
+        let mut names: Vec<_> = kept.keys().map(http::HeaderName::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["grpc-retry-pushback-ms", "x-request-id"]);
+        let ids: Vec<_> = kept.get_all("x-request-id").iter().collect();
+        assert_eq!(ids, ["r-1", "r-2"]);
+        // An interruption by the status keeps it, as it keeps the details.
+        let interrupted = Failure::interrupted_by(&failure);
+        assert_eq!(interrupted.status_metadata(), Some(kept));
+
+        let only_status: http::HeaderMap = [(
+            http::HeaderName::from_static("grpc-status"),
+            http::HeaderValue::from_static("5"),
+        )]
+        .into_iter()
+        .collect();
+        let none = Failure::new(Code::NotFound).with_status_metadata(&only_status);
+        assert!(none.status_metadata().is_none());
         assert!(none.rare.is_none(), "nothing allocated");
     }
 }
