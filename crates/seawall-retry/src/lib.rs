@@ -73,6 +73,15 @@
 //! refusal's, as on its span below), `delay_ms`, `retry_after_ms`,
 //! `budget_tokens`, `stop_reason`.
 //!
+//! The last attempt's event says why the ladder stopped (`stop_reason`),
+//! and it stays at debug, after retries as after one attempt: the failure
+//! goes back to the caller with its receipt, and is the caller's to log.
+//! A warning per failed operation would be a line per request all through
+//! an outage; how often operations fail is for the metrics (below) to
+//! count, and a fallback above warns as it moves. The ladder warns, once
+//! per process each, only of what the deployment should fix: no
+//! classifier below, a ladder nested under another.
+//!
 //! ## Spans
 //!
 //! Each operation opens one span and each attempt one child span (target

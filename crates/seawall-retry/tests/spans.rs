@@ -1,7 +1,8 @@
-//! What the ladder's spans say (the operation's `seawall.stop_reason`, a
-//! refusal's `seawall.cooled_by`), in a test binary of its own: a
-//! subscriber set for one thread shares tracing's global per-callsite
-//! cache with every other test running at the same time.
+//! What the ladder's spans and events say (the operation's
+//! `seawall.stop_reason`, a refusal's `seawall.cooled_by`, the level of a
+//! give-up), in a test binary of its own: a subscriber set for one thread
+//! shares tracing's global per-callsite cache with every other test
+//! running at the same time.
 
 mod common;
 
@@ -79,4 +80,32 @@ async fn a_refusal_records_what_cooled_its_route() {
         .find(|event| event.get("message") == Some("attempt failed"))
         .expect("the attempt's event");
     assert_eq!(failed.get("cooled_by"), Some("quota_exhausted"));
+}
+
+/// A give-up after retries is the last attempt's debug event with why the
+/// ladder stopped, not a warning: the caller gets the failure to log.
+#[tokio::test(start_paused = true)]
+async fn a_give_up_after_retries_is_a_debug_event() {
+    let recorder = Recorder::new();
+    let _guard = recorder.install();
+    let upstream = Upstream::new([Step::Fail(Failure::new(Code::Overloaded))]);
+    ladder(&upstream)
+        .oneshot(Request::new(String::from("hi")))
+        .await
+        .expect_err("every attempt fails");
+    assert_eq!(upstream.count(), 3);
+    let events: Vec<_> = recorder
+        .events()
+        .into_iter()
+        .filter(|event| event.target == "seawall::retry")
+        .collect();
+    let give_up = events.last().expect("the last attempt's event");
+    assert_eq!(give_up.level, tracing::Level::DEBUG);
+    assert_eq!(give_up.fields.get("stop_reason"), Some("attempts"));
+    assert_eq!(give_up.fields.get("code"), Some("overloaded"));
+    assert_eq!(give_up.fields.get("attempt"), Some("3"));
+    assert!(
+        recorder.warnings_of("seawall::retry").is_empty(),
+        "{events:?}"
+    );
 }
