@@ -297,9 +297,19 @@ where
                         Ok(mut response) => {
                             let route = answering(&response, route);
                             #[cfg(feature = "metrics")]
-                            if response.extensions().get::<Receipt>().is_none() {
-                                let bills = this.plan.as_ref().is_some_and(|plan| plan.bills);
-                                record_unladdered(&route, &response, bills);
+                            if response.extensions().get::<Receipt>().is_none()
+                                && let Some(plan) = this.plan.as_ref()
+                            {
+                                record_unladdered(&route, &response, plan.bills);
+                                // Recorded here: a ladder above that found
+                                // no receipt would count the attempt and its
+                                // tokens again, so it gets the receipt a
+                                // route's answer hands up (`answered`).
+                                // Without one, the answer is left as it came.
+                                if plan.ladder_above {
+                                    let own = one_answer(&route, &response, plan.bills);
+                                    response.extensions_mut().insert(own);
+                                }
                             }
                             label(&mut response, route, false, *this.header);
                             return Poll::Ready(Ok(response));
@@ -880,12 +890,7 @@ impl Walk {
             .remove::<Receipt>()
             .unwrap_or_else(|| {
                 record_unladdered(&route, &response, self.bills);
-                let mut attempt = Attempt::answered(route.clone(), Duration::ZERO, &response);
-                attempt.billed &= self.bills;
-                let mut own = Receipt::default();
-                own.push(attempt);
-                own.stop = Some(StopReason::Succeeded);
-                own
+                one_answer(&route, &response, self.bills)
             });
         self.join(own, target);
         let receipt = std::mem::take(&mut self.receipt);
@@ -1077,6 +1082,18 @@ fn record_unladdered<B>(route: &RouteId, response: &http::Response<B>, bills: bo
     }
     #[cfg(not(feature = "metrics"))]
     let _ = (route, response, bills);
+}
+
+/// The receipt of the one attempt of a route without a ladder of its own
+/// that answered `response` (recorded by [`record_unladdered`]): billed
+/// when it is 2xx to a request that `bills`, as a ladder records it.
+fn one_answer<B>(route: &RouteId, response: &http::Response<B>, bills: bool) -> Receipt {
+    let mut attempt = Attempt::answered(route.clone(), Duration::ZERO, response);
+    attempt.billed &= bills;
+    let mut own = Receipt::default();
+    own.push(attempt);
+    own.stop = Some(StopReason::Succeeded);
+    own
 }
 
 /// The route that served `response`: the member a route set chose, when
