@@ -840,10 +840,34 @@ where
         self.give_up("misaligned");
     }
 
-    /// Why the layer gave up, in the report and on the resume's span.
+    /// Why the layer gave up, in the report and on the resume's span, and
+    /// said ([`say_not_resumed`]) in that span — or, when the first cut
+    /// was refused and no resume opened one, in the span the answer is
+    /// read in: `seawall.gave_up` is not a field of that span, and cannot
+    /// be recorded on it.
     fn mark_gave_up(&self, reason: &'static str) {
-        self.resumed.lock().gave_up = Some(reason);
+        let route = {
+            let mut report = self.resumed.lock();
+            report.gave_up = Some(reason);
+            report.resumes.last().and_then(|r| r.route.clone())
+        };
         self.span.record("seawall.gave_up", reason);
+        let route = route.unwrap_or_else(|| RouteId::of_request(&self.head));
+        let current;
+        let on = if !self.span.is_none() {
+            &self.span
+        } else if !self.parent.is_none() {
+            &self.parent
+        } else {
+            current = tracing::Span::current();
+            &current
+        };
+        say_not_resumed(
+            reason,
+            loses_answer(reason, self.resumes > 0),
+            Some(&route),
+            on,
+        );
     }
 
     /// Ends the body with the interruption being resumed, everything
@@ -939,31 +963,7 @@ where
 
     /// Whether the body error `error` is an interruption to resume now.
     fn check(&mut self, error: &BoxError) -> Result<(), &'static str> {
-        let failure = Failure::find(&**error).ok_or("not_resumable")?;
-        let interrupted = failure.interrupted().ok_or("not_resumable")?;
-        let fixable = match failure.code() {
-            Code::Truncated => true,
-            Code::StreamInterrupted => match interrupted.cause {
-                Some(Code::Transport | Code::IdleTimeout) => true,
-                // The connection's own timeout (a client's read timeout, a
-                // socket's), as a reset is; not one of the guard's bounds
-                // (the stream past its `max_duration`), which it closes.
-                Some(Code::Timeout) => failure.evidence().closed_by == Some(ClosedBy::Them),
-                Some(Code::ProtocolViolation) | None => false,
-                Some(cause) => cause.default_class() == Class::Transient,
-            },
-            _ => false,
-        };
-        if !fixable {
-            return Err("not_resumable");
-        }
-        // The caller already holds the answer's finish (the guard judges a
-        // server's `abort` finish, or an error after the finish, only at
-        // the end): a continuation spliced in after it shows a second
-        // finish, and is billed.
-        if failure.evidence().finish_seen {
-            return Err("finished");
-        }
+        let failure = continuable(error)?;
         if !self.resumes_left() {
             return Err("max_resumes");
         }
@@ -1136,7 +1136,6 @@ where
             }
             (verdict, failure) => {
                 let reason = verdict.err().unwrap_or("not_resumable");
-                tracing::debug!(target: TARGET, reason, "interruption not resumed");
                 self.mark_gave_up(reason);
                 self.final_error = Some(match failure {
                     Some(failure) if self.resumes > 0 => Box::new(self.with_delivered(failure)),
@@ -1598,6 +1597,73 @@ where
     }
 }
 
+/// The interruption in the body error `error`, when it is one a
+/// continuation can fix; else why not (`not_resumable`, `finished`).
+fn continuable(error: &BoxError) -> Result<&Failure, &'static str> {
+    let failure = Failure::find(&**error).ok_or("not_resumable")?;
+    let interrupted = failure.interrupted().ok_or("not_resumable")?;
+    let fixable = match failure.code() {
+        Code::Truncated => true,
+        Code::StreamInterrupted => match interrupted.cause {
+            Some(Code::Transport | Code::IdleTimeout) => true,
+            // The connection's own timeout (a client's read timeout, a
+            // socket's), as a reset is; not one of the guard's bounds
+            // (the stream past its `max_duration`), which it closes.
+            Some(Code::Timeout) => failure.evidence().closed_by == Some(ClosedBy::Them),
+            Some(Code::ProtocolViolation) | None => false,
+            Some(cause) => cause.default_class() == Class::Transient,
+        },
+        _ => false,
+    };
+    if !fixable {
+        return Err("not_resumable");
+    }
+    // The caller already holds the answer's finish (the guard judges a
+    // server's `abort` finish, or an error after the finish, only at the
+    // end): a continuation spliced in after it shows a second finish, and
+    // is billed.
+    if failure.evidence().finish_seen {
+        return Err("finished");
+    }
+    Ok(failure)
+}
+
+/// Whether giving an answer up for `reason` lost what could have been
+/// continued: a limit stopped it (`max_resumes`, the deadline, the retry
+/// budget, the text or request too long to keep, the request not yet
+/// sent whole), or a continuation sent for it (`continued`) failed, could
+/// not be lined up, or answered with nothing the caller's format can say.
+/// Every other reason is the request's or the stream's own nature (a tool
+/// call in flight, structured output, a cut after the finish, not an
+/// interruption at all, …): nothing was lost that the layer could keep.
+fn loses_answer(reason: &str, continued: bool) -> bool {
+    match reason {
+        "text_not_kept"
+        | "replay_cap"
+        | "request_unsent"
+        | "max_resumes"
+        | "deadline"
+        | "budget"
+        | "misaligned"
+        | "continuation_failed" => true,
+        // The first answer in another format, or cut before content, is
+        // none the layer continues; a continuation's is a failed one.
+        "another_format" | "no_content" => continued,
+        _ => false,
+    }
+}
+
+/// Says, in the span `on`, why an interruption was not resumed: a
+/// warning where that lost the answer ([`loses_answer`]), else at debug.
+fn say_not_resumed(reason: &'static str, loses: bool, route: Option<&RouteId>, on: &tracing::Span) {
+    let route = route.map(RouteId::as_str);
+    if loses {
+        tracing::warn!(target: TARGET, parent: on, reason, route, "interrupted answer lost: not resumed");
+    } else {
+        tracing::debug!(target: TARGET, parent: on, reason, route, "interruption not resumed");
+    }
+}
+
 /// Whether every event in `bytes` (whole events) reads as the guard reads
 /// an event before it counts it ([`undecodable`](seawall_stream::protocol::undecodable)).
 fn events_read_whole(bytes: &[u8]) -> bool {
@@ -1626,13 +1692,17 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match self.project().kind.project() {
             BodyKindProj::Passthrough { body, unresumed } => {
-                let frame = ready!(body.poll_frame(cx));
-                if let Some(Err(_)) = &frame
+                let frame = ready!(body.poll_frame(cx)).map(|r| r.map_err(Into::into));
+                if let Some(Err(error)) = &frame
                     && let Some((resumed, why)) = unresumed.take()
                 {
                     resumed.lock().gave_up = Some(why);
+                    // Only an interruption the layer would have continued
+                    // was lost to `why`.
+                    let loses = loses_answer(why, false) && continuable(error).is_ok();
+                    say_not_resumed(why, loses, None, &tracing::Span::current());
                 }
-                Poll::Ready(frame.map(|r| r.map_err(Into::into)))
+                Poll::Ready(frame)
             }
             BodyKindProj::Resuming { state } => state.poll(cx),
         }

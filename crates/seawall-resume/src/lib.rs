@@ -340,7 +340,8 @@
 //! events are said under). Only events after a seam are read and
 //! rewritten.
 //!
-//! tracing: debug events on target `seawall::resume`, and one span per
+//! tracing: debug events on target `seawall::resume` (a warning for an
+//! answer lost, below), and one span per
 //! resume (`resume`, target `seawall::resume`, level info), a child of the
 //! span current when the answer reached the caller and the parent of the
 //! continuation's own operation span. It has the attempt spans' field
@@ -353,6 +354,26 @@
 //! the continuation ended) — and `seawall.resume` (1, 2, …),
 //! `seawall.cause`, `seawall.delivered_chars`, `seawall.trimmed_chars`,
 //! `seawall.gave_up`. Without a subscriber recording them none is made.
+//!
+//! Why an interruption was not resumed (the report's `gave_up`) is said by
+//! one event on target `seawall::resume`, with the fields `reason` (the
+//! `gave_up` value) and `route` (the route that answered last, where the
+//! answer was being resumed). It is in the last resume's span, or, when the first
+//! cut was refused and no resume opened one, in the span the answer is
+//! read in: a field can be recorded only on the span that declares it, so
+//! there the event stands for `seawall.gave_up`. It is a **warning** when
+//! the answer was lost to something other than its own nature — a limit
+//! (`max_resumes`, `deadline`, `budget`, `text_not_kept`, `replay_cap`,
+//! `request_unsent`; the last three only for an interruption a
+//! continuation would have fixed) or a continuation the layer sent (`misaligned`,
+//! `continuation_failed`, and `another_format` or `no_content` for a
+//! continuation's answer). It stays at **debug** where the interruption
+//! was never one to continue: not an interruption a continuation fixes
+//! (`not_resumable`), after the finish (`finished`), a first answer cut
+//! before content or served in another format, and the request's or the
+//! stream's shape (`tool_call`, `not_json`, `max_tokens`, `n_choices`,
+//! `extended_thinking`, `conversation`, `structured_output`); a caller who
+//! drops the body (`cancelled`) is said at debug too.
 //!
 //! ```
 //! use bytes::Bytes;

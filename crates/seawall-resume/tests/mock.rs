@@ -8,6 +8,7 @@ use http_body_util::{BodyExt, Full};
 use seawall_core::{BoxError, ClosedBy, Code, Failure, Interrupted};
 use seawall_resume::{OpenAiStyle, ResumeLayer, ResumeRequestBody, Resumed};
 use seawall_test::body::Script;
+use seawall_test::trace::Fields;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
 fn chunk(text: &str) -> Bytes {
@@ -493,9 +494,12 @@ async fn a_continuation_does_not_reuse_the_callers_idempotency_key() {
 
 /// A request body that streams in (no exact size) past the replay cap
 /// cannot be sent again: its interruption surfaces as it came, and the
-/// report says why (`replay_cap`) — only once it broke.
+/// report says why (`replay_cap`) — only once it broke — and so does a
+/// warning: the cap lost an answer the layer would have continued.
 #[tokio::test]
 async fn a_streamed_request_over_the_replay_cap_is_not_resumed() {
+    let recorder = seawall_test::trace::Recorder::new();
+    let _guard = recorder.install();
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
     let service = ServiceBuilder::new()
@@ -529,6 +533,101 @@ async fn a_streamed_request_over_the_replay_cap_is_not_resumed() {
     );
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(resumed.report().gave_up, Some("replay_cap"));
+    let lost = lost(&recorder);
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0].1.value("reason"), "replay_cap");
+}
+
+/// The warnings of target `seawall::resume` that say an answer was lost,
+/// with the span each was emitted in.
+fn lost(recorder: &seawall_test::trace::Recorder) -> Vec<(Option<u64>, Fields)> {
+    recorder
+        .events()
+        .into_iter()
+        .filter(|e| e.target == "seawall::resume" && e.level == tracing::Level::WARN)
+        .map(|e| (e.parent, e.fields))
+        .collect()
+}
+
+/// An answer read under the span `call`: `first` (cut), then what `rest`
+/// answers each continuation with.
+async fn splice_in_call(
+    layer: ResumeLayer,
+    first: Vec<Result<Bytes, Box<Failure>>>,
+    rest: impl Fn(&serde_json::Value) -> Result<Bytes, Box<Failure>> + Clone + Send + 'static,
+) -> Spliced {
+    use tracing::Instrument;
+    splice_openai(layer, first, rest)
+        .instrument(tracing::info_span!("call"))
+        .await
+}
+
+/// A first cut refused because a limit stopped it (the delivered text
+/// passed the guard's cap, so no continuation can be built from it): no
+/// resume span opens, so the loss is a warning on the span the answer is
+/// read in, with its reason and route.
+#[tokio::test]
+async fn a_first_cut_refused_by_a_limit_is_a_warning_on_the_callers_span() {
+    let recorder = seawall_test::trace::Recorder::new();
+    let _guard = recorder.install();
+    let mut interrupted = cut("w1 w2").interrupted().cloned().unwrap();
+    interrupted.text_capped = true;
+    let capped = Box::new((*cut("w1 w2")).with_interrupted(interrupted));
+    let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(capped)];
+    let read = splice_in_call(ResumeLayer::new(), first, |_| unreachable!()).await;
+    assert_eq!(read.report.gave_up, Some("text_not_kept"));
+    assert!(read.continuations.is_empty());
+    let lost = lost(&recorder);
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    let (parent, fields) = &lost[0];
+    assert_eq!(fields.value("reason"), "text_not_kept");
+    assert_eq!(fields.value("route"), "api.example");
+    assert_eq!(*parent, Some(recorder.span("call").id), "{lost:?}");
+    assert!(recorder.spans().iter().all(|s| s.name != "resume"));
+}
+
+/// Resumes used up: the warning is on the last resume's span, which says
+/// why too.
+#[tokio::test]
+async fn resumes_used_up_are_a_warning_on_the_last_resume_span() {
+    let recorder = seawall_test::trace::Recorder::new();
+    let _guard = recorder.install();
+    let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))];
+    let rest = |_: &serde_json::Value| -> Result<Bytes, Box<Failure>> { Err(cut("w1 w2 w3")) };
+    let read = splice_in_call(ResumeLayer::new().max_resumes(1), first, rest).await;
+    assert_eq!(
+        read.report.gave_up,
+        Some("max_resumes"),
+        "{:?}",
+        read.report
+    );
+    let resume = recorder.span("resume");
+    assert_eq!(resume.fields.get("seawall.gave_up"), Some("max_resumes"));
+    let lost = lost(&recorder);
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0].1.value("reason"), "max_resumes");
+    assert_eq!(lost[0].0, Some(resume.id));
+}
+
+/// A cut the layer never resumes by design (a tool call in flight) loses
+/// nothing a limit could have kept: it is said at DEBUG only.
+#[tokio::test]
+async fn a_cut_never_resumed_by_design_is_no_warning() {
+    let recorder = seawall_test::trace::Recorder::new();
+    let _guard = recorder.install();
+    let mut interrupted = cut("w1 w2").interrupted().cloned().unwrap();
+    interrupted.tool_call_events = 1;
+    let tool = Box::new((*cut("w1 w2")).with_interrupted(interrupted));
+    let first = vec![Ok(chunk("w1")), Ok(chunk(" w2")), Err(tool)];
+    let read = splice_in_call(ResumeLayer::new(), first, |_| unreachable!()).await;
+    assert_eq!(read.report.gave_up, Some("tool_call"));
+    assert_eq!(lost(&recorder), vec![]);
+    let said: Vec<_> = recorder
+        .events_of("seawall::resume")
+        .iter()
+        .filter_map(|f| f.get("reason").map(str::to_owned))
+        .collect();
+    assert_eq!(said, ["tool_call"]);
 }
 
 /// A continuation that repeats the tail and then sends only events
