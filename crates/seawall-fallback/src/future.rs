@@ -325,6 +325,7 @@ where
                 StateProj::Unready { error } => {
                     let error = error.take().expect("polled after completion");
                     let route = this.primary_route.take().expect("polled after completion");
+                    let error = not_ready(error, &route);
                     match start(error, route, this.plan.as_ref(), this.walk) {
                         Ok(step) => step,
                         Err(error) => return Poll::Ready(Err(error)),
@@ -472,7 +473,9 @@ impl Walk {
             .iter()
             .any(|route| takes(route, failure, None) != Take::No)
         {
-            return Err(with_own_receipt(error, &from, None, plan.bills));
+            return Err(with_own_receipt(error, None, |failure| {
+                single(&from, failure, plan.bills)
+            }));
         }
         let cause = failure.code();
         let settings = &shared.settings;
@@ -1000,23 +1003,21 @@ fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason, bills:
         reason = why.as_str(),
         "no fallback"
     );
-    with_own_receipt(error, from, Some(why), bills)
+    with_own_receipt(error, Some(why), |failure| single(from, failure, bills))
 }
 
-/// `error` with a receipt of its one attempt when the primary kept none (a
-/// route without a ladder, whose attempt nobody else records).
-/// `stop`, when given, is why its receipt stops there; `bills`, whether
-/// the request bills.
+/// `error` with the receipt `own` makes of its failure when the primary
+/// kept none (a route without a ladder, whose attempt nobody else
+/// records). `stop`, when given, is why its receipt stops there.
 fn with_own_receipt(
     error: BoxError,
-    from: &RouteId,
     stop: Option<StopReason>,
-    bills: bool,
+    own: impl FnOnce(&Failure) -> Receipt,
 ) -> BoxError {
     match Failure::extract(error) {
         Ok(mut failure) => {
             if failure.receipt().is_none() {
-                *failure.receipt_mut() = Some(Box::new(single(from, &failure, bills)));
+                *failure.receipt_mut() = Some(Box::new(own(&failure)));
             }
             if let (Some(stop), Some(receipt)) = (stop, failure.receipt_mut().as_mut()) {
                 receipt.stop = Some(stop);
@@ -1032,25 +1033,49 @@ fn with_own_receipt(
 /// billed when the provider had answered 2xx to a request that `bills`,
 /// as a ladder records it, and counted as a ladder counts it.
 fn single(route: &RouteId, failure: &Failure, bills: bool) -> Receipt {
-    let mut attempt = Attempt::failed(route.clone(), Duration::ZERO, failure);
-    attempt.billed &= bills;
+    let receipt = one_failure(route, failure, bills);
     #[cfg(feature = "metrics")]
     {
         seawall_core::record::attempt(route, Some(failure.code()));
         // A unary answer that failed anyway (refused, filtered, empty)
         // cost what its usage says, counted as a whole answer's is; a
         // stream's (its events read) the stream guard counts at its end.
-        if attempt.billed
+        if receipt.billed_attempts() > 0
             && failure.evidence().events == 0
             && let Some(usage) = failure.usage()
         {
             seawall_core::record::tokens(route, usage);
         }
     }
+    receipt
+}
+
+/// The receipt of one attempt that failed with `failure`, not counted:
+/// billed when the provider had answered 2xx to a request that `bills`.
+fn one_failure(route: &RouteId, failure: &Failure, bills: bool) -> Receipt {
+    let mut attempt = Attempt::failed(route.clone(), Duration::ZERO, failure);
+    attempt.billed &= bills;
     let mut receipt = Receipt::default();
     receipt.push(attempt);
     receipt.stop = Some(StopReason::NotRetryable);
     receipt
+}
+
+/// The primary's readiness failed (`error`, kept for this call): nothing
+/// was sent to it, so no upstream attempt is counted (a ladder counts none
+/// for its service's readiness failure either) and its record in the
+/// receipt is not billed. The record is kept all the same: a ladder above
+/// that found no receipt would count the call as an attempt.
+#[cold]
+fn not_ready(error: BoxError, route: &RouteId) -> BoxError {
+    let code = Failure::find(&*error).map_or(Code::Unknown, Failure::code);
+    tracing::warn!(
+        target: "seawall::fallback",
+        route = %route,
+        code = code.as_str(),
+        "the primary was not ready: nothing was sent to it"
+    );
+    with_own_receipt(error, None, |failure| one_failure(route, failure, false))
 }
 
 /// A receipt of the one attempt of a service that did not keep its own,

@@ -2,7 +2,10 @@
 //! that could not connect) fails the next call, not the fallback service:
 //! the service says ready, the call goes to the chain when a route takes
 //! the failure (else fails with it), and a fresh primary serves the calls
-//! after it.
+//! after it. Nothing was sent to that primary: no upstream attempt is
+//! counted for it, and a warning says why the call moved.
+
+mod common;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -16,6 +19,7 @@ use http_body_util::{BodyExt, Full};
 use seawall_core::recording::ReplayBody;
 use seawall_core::{BoxError, Code, Failure, Receipt, RouteId};
 use seawall_fallback::{FallbackLayer, FallbackRoute, ServedBy};
+use seawall_test::trace::Recorder;
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 type Req = http::Request<ReplayBody<Full<Bytes>>>;
@@ -226,4 +230,58 @@ async fn a_primary_not_ready_with_an_unclassified_error_fails_only_the_call() {
     service.ready().await.expect("a fresh primary is ready");
     let response = service.call(request()).await.expect("the primary answers");
     assert_eq!(&text(response).await[..], b"primary");
+}
+
+#[tokio::test]
+async fn a_primary_not_ready_is_no_attempt_and_a_warning() {
+    let recorder = Recorder::new();
+    let _subscriber = recorder.install();
+    #[cfg(feature = "metrics")]
+    let attempts = common::Attempts::default();
+    #[cfg(feature = "metrics")]
+    let _metrics = metrics::set_default_local_recorder(&attempts);
+
+    // Taken by a route.
+    let (primary, _) = Primary::new([Failure::new(Code::Transport)]);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut service = FallbackLayer::new(backup(&calls))
+        .route(RouteId::new("backup"))
+        .layer(primary);
+    service.ready().await.expect("the service is ready");
+    service.call(request()).await.expect("the backup answers");
+    // Taken by none: the call fails with it.
+    let (primary, _) = Primary::new([Failure::new(Code::Transport)]);
+    let mut service = FallbackLayer::chain([FallbackRoute::new(backup(&calls))
+        .route(RouteId::new("large-context"))
+        .only_on(Code::ContextTooLong)])
+    .layer(primary);
+    service.ready().await.expect("the service is ready");
+    let error = service
+        .call(request())
+        .await
+        .expect_err("no route takes it");
+    let receipt = Failure::find(&*error).and_then(Failure::receipt);
+    assert!(
+        receipt.is_some_and(|r| r.billed_attempts() == 0),
+        "{receipt:?}"
+    );
+
+    let warnings: Vec<_> = recorder
+        .warnings_of("seawall::fallback")
+        .into_iter()
+        .filter(|fields| fields.has("route"))
+        .map(|fields| {
+            (
+                fields.value("route").to_owned(),
+                fields.value("code").to_owned(),
+            )
+        })
+        .collect();
+    let warned = ("primary.example".to_owned(), "transport".to_owned());
+    assert_eq!(warnings, [warned.clone(), warned]);
+    #[cfg(feature = "metrics")]
+    {
+        assert_eq!(attempts.count(&[("route", "primary.example")]), 0);
+        assert_eq!(attempts.count(&[("route", "backup")]), 1);
+    }
 }

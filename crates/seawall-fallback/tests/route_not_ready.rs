@@ -4,6 +4,8 @@
 //! `cancelled`. Once sent, a call given up on is. A binary of its own: it
 //! installs a tracing subscriber and a metrics recorder for its thread.
 
+mod common;
+
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,52 +23,6 @@ use tower::{Layer, Service, ServiceExt, service_fn};
 type Req = http::Request<ReplayBody<Full<Bytes>>>;
 type Resp = http::Response<Full<Bytes>>;
 type Boxed = tower::util::BoxCloneSyncService<Req, Resp, BoxError>;
-
-/// Counts `seawall_attempts_total{code="cancelled"}`, for this thread.
-#[cfg(feature = "metrics")]
-mod cancelled {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    use metrics::{
-        Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
-    };
-
-    #[derive(Default)]
-    pub(super) struct Attempts(Arc<AtomicU64>);
-
-    impl Attempts {
-        pub(super) fn count(&self) -> u64 {
-            self.0.load(Ordering::SeqCst)
-        }
-    }
-
-    impl Recorder for Attempts {
-        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-
-        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-            let cancelled = key.name() == seawall_core::metric_names::ATTEMPTS_TOTAL
-                && key
-                    .labels()
-                    .any(|label| label.key() == "code" && label.value() == "cancelled");
-            if cancelled {
-                Counter::from_arc(self.0.clone())
-            } else {
-                Counter::noop()
-            }
-        }
-
-        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
-            Gauge::noop()
-        }
-
-        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
-            Histogram::noop()
-        }
-    }
-}
 
 fn request() -> http::Request<Full<Bytes>> {
     http::Request::post("https://primary.example/v1/chat")
@@ -109,7 +65,7 @@ async fn a_route_call_given_up_on_before_its_service_was_ready_was_never_sent() 
     let recorder = Recorder::new();
     let _subscriber = recorder.install();
     #[cfg(feature = "metrics")]
-    let attempts = cancelled::Attempts::default();
+    let attempts = common::Attempts::default();
     #[cfg(feature = "metrics")]
     let _metrics = metrics::set_default_local_recorder(&attempts);
 
@@ -126,7 +82,11 @@ async fn a_route_call_given_up_on_before_its_service_was_ready_was_never_sent() 
     assert_eq!(calls.load(Ordering::SeqCst), 0, "nothing reached the route");
     assert_eq!(cancelled_spans(&recorder), 0, "no call was cancelled");
     #[cfg(feature = "metrics")]
-    assert_eq!(attempts.count(), 0, "no attempt was cancelled");
+    assert_eq!(
+        attempts.count(&[("code", "cancelled")]),
+        0,
+        "no attempt was cancelled"
+    );
 
     // The permit free, the call is sent: given up on, it was cancelled.
     drop(holder);
@@ -135,5 +95,9 @@ async fn a_route_call_given_up_on_before_its_service_was_ready_was_never_sent() 
     assert_eq!(calls.load(Ordering::SeqCst), 1, "sent to the route");
     assert_eq!(cancelled_spans(&recorder), 1, "the sent call was cancelled");
     #[cfg(feature = "metrics")]
-    assert_eq!(attempts.count(), 1, "the sent attempt was cancelled");
+    assert_eq!(
+        attempts.count(&[("code", "cancelled")]),
+        1,
+        "the sent attempt was cancelled"
+    );
 }

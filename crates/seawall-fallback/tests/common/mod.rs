@@ -76,3 +76,87 @@ pub(crate) fn scripted(
         }
     }))
 }
+
+/// Counts `seawall_attempts_total` by its labels, for the thread it is set
+/// on (`metrics::set_default_local_recorder`); every other metric is
+/// dropped.
+#[cfg(feature = "metrics")]
+#[derive(Clone, Default)]
+pub(crate) struct Attempts(Arc<Mutex<Vec<(metrics::Key, Count)>>>);
+
+/// One counter's count.
+#[cfg(feature = "metrics")]
+type Count = Arc<std::sync::atomic::AtomicU64>;
+
+#[cfg(feature = "metrics")]
+impl Attempts {
+    /// The attempts counted with every label in `labels`, summed over
+    /// the others.
+    pub(crate) fn count(&self, labels: &[(&str, &str)]) -> u64 {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(key, _)| {
+                labels.iter().all(|(k, v)| {
+                    key.labels()
+                        .any(|label| label.key() == *k && label.value() == *v)
+                })
+            })
+            .map(|(_, count)| count.load(Ordering::SeqCst))
+            .sum()
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl metrics::Recorder for Attempts {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+
+    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        if key.name() != seawall_core::metric_names::ATTEMPTS_TOTAL {
+            return metrics::Counter::noop();
+        }
+        let mut counted = self.0.lock().unwrap();
+        let count = match counted.iter().find(|(seen, _)| seen == key) {
+            Some((_, count)) => count.clone(),
+            None => {
+                let count = Arc::default();
+                counted.push((key.clone(), Arc::clone(&count)));
+                count
+            }
+        };
+        metrics::Counter::from_arc(count)
+    }
+
+    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::noop()
+    }
+
+    fn register_histogram(
+        &self,
+        _: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}
