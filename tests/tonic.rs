@@ -813,6 +813,80 @@ async fn a_streamed_request_refused_at_once_is_sent_again_whole() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
+/// A call handed on at its headers (it is still sending) that the server
+/// refuses after its headers, before any message, with a per-day quota:
+/// the quota's own verdict, as for a call held back — not billed, its
+/// reset kept for the breaker's cooldown — not an interruption of content
+/// that never came. The request, still being sent, is not sent again.
+#[tokio::test]
+async fn a_quota_refusal_before_any_message_of_a_call_still_sending_is_the_quota() {
+    use http_body_util::{BodyExt, StreamBody};
+    use hyper::body::Frame;
+    use seawall_test::proto::{bytes_field, status_with_detail};
+
+    let (url, calls) = h2_server(|_, _| async {
+        // QuotaFailure { violations: [{ quota_id: 5 }] }, per day.
+        let mut violation = Vec::new();
+        let per_day = b"GenerateRequestsPerDayPerProjectPerModel-FreeTier";
+        bytes_field(5, per_day, &mut violation);
+        let mut quota_failure = Vec::new();
+        bytes_field(1, &violation, &mut quota_failure);
+        let type_url = b"type.googleapis.com/google.rpc.QuotaFailure";
+        let details = status_with_detail(8, b"quota", type_url, &quota_failure);
+        let mut trailers = http::HeaderMap::new();
+        Status::with_details(tonic::Code::ResourceExhausted, "quota", details.into())
+            .add_header(&mut trailers)
+            .unwrap();
+        let frames = [Ok::<_, std::io::Error>(Frame::trailers(trailers))];
+        grpc_answer(StreamBody::new(tokio_stream::iter(frames)).boxed())
+    })
+    .await;
+    let mut grpc = tonic::client::Grpc::new(service(&url, stack()));
+    // Held open: the call is still sending when the answer comes.
+    let (_tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(1);
+    grpc.ready().await.expect("ready");
+    let call = grpc.streaming(
+        Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
+        "/echo.Echo/Chat".parse().unwrap(),
+        Raw,
+    );
+    let response = tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .expect("answered at the headers")
+        .expect("headers without a status");
+    let mut inbound = response.into_inner();
+    let status = tokio::time::timeout(Duration::from_secs(5), inbound.message())
+        .await
+        .expect("the trailers end the call")
+        .expect_err("the quota");
+    let failure = failure_of(&status).expect("seawall's verdict");
+    assert_eq!(failure.code(), Code::QuotaExhausted, "{failure:?}");
+    assert!(!failure.billed(), "refused before generating: {failure:?}");
+    assert!(failure.reset_at().is_some(), "the day's reset: {failure:?}");
+    assert!(failure.interrupted().is_none(), "no content to interrupt");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "not sent again");
+    // The breaker cooled the route for the day: the next call stays here.
+    grpc.ready().await.expect("ready");
+    let (_tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(1);
+    let call = grpc.streaming(
+        Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
+        "/echo.Echo/Chat".parse().unwrap(),
+        Raw,
+    );
+    let status = tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .expect("refused at once")
+        .expect_err("the route is cooling down");
+    let refusal = failure_of(&status).expect("seawall's verdict");
+    assert_eq!(refusal.code(), Code::RouteCoolingDown, "{refusal:?}");
+    assert_eq!(refusal.cooled_by(), Some(Code::QuotaExhausted));
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the cooling route was not called"
+    );
+}
+
 /// A server stream that sends two messages and then breaks: an
 /// interruption, surfaced and never replayed.
 #[tokio::test]

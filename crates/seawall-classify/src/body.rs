@@ -97,6 +97,8 @@ struct Framing {
     length: [u8; 4],
     /// The bytes of the current message still to come.
     remaining: u64,
+    /// The whole messages that have passed.
+    messages: u64,
 }
 
 impl Framing {
@@ -108,6 +110,9 @@ impl Framing {
                     .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
                 self.remaining -= taken as u64;
                 data = &data[taken..];
+                if self.remaining == 0 {
+                    self.messages += 1;
+                }
                 continue;
             }
             let taken = data.len().min(5 - self.prefix_seen);
@@ -122,6 +127,9 @@ impl Framing {
             if self.prefix_seen == 5 {
                 self.prefix_seen = 0;
                 self.remaining = u64::from(u32::from_be_bytes(self.length));
+                if self.remaining == 0 {
+                    self.messages += 1;
+                }
             }
         }
     }
@@ -161,17 +169,37 @@ impl Passed {
     /// `failure` (a `stream_interrupted` or a `truncated`, caused by
     /// `cause`) with what was passed; the body ends with it.
     fn fail(&mut self, failure: Failure, cause: Code, what: &'static str) -> BoxError {
+        let mut delivered = Interrupted::default();
+        delivered.content_events = self.frames;
+        delivered.bytes = self.bytes;
+        delivered.cause = Some(cause);
+        self.end(failure.with_interrupted(delivered), true, cause, what)
+    }
+
+    /// `failure` as the answer's own verdict, nothing having reached the
+    /// caller to interrupt (a gRPC answer handed on at its headers, ended
+    /// before a whole message): what was passed is its evidence, and the
+    /// body ends with it.
+    fn fail_before_content(&mut self, failure: Failure, what: &'static str) -> BoxError {
+        let code = failure.code();
+        self.end(failure, false, code, what)
+    }
+
+    /// Ends the body with `failure`, what was passed its evidence.
+    fn end(
+        &mut self,
+        failure: Failure,
+        content_seen: bool,
+        cause: Code,
+        what: &'static str,
+    ) -> BoxError {
         self.ended = true;
         let mut evidence = Evidence::default();
         evidence.status = Some(self.status);
         evidence.bytes = self.bytes;
         evidence.chunks = self.frames;
-        evidence.content_seen = true;
-        let mut delivered = Interrupted::default();
-        delivered.content_events = self.frames;
-        delivered.bytes = self.bytes;
-        delivered.cause = Some(cause);
-        let failure = failure.with_evidence(evidence).with_interrupted(delivered);
+        evidence.content_seen = content_seen;
+        let failure = failure.with_evidence(evidence);
         // The fields of every classified failure's event, and what this
         // one adds: what broke the body, and how much had passed.
         tracing::warn!(
@@ -279,6 +307,14 @@ impl Length {
 
 /// Judges the frames of a gRPC answer: its status comes in the trailers,
 /// which must come between messages.
+///
+/// Before a whole message has passed (an answer handed on at its headers:
+/// a call still sending), its end is judged as a held answer's is: a
+/// failed status is that status's verdict, nothing generated (a quota's
+/// `RESOURCE_EXHAUSTED` is the quota, not billed, its reset kept for the
+/// breaker), a broken end the fault it is — no interruption of content
+/// the caller never had. The caller gets it from the body all the same:
+/// the request, sent as it was made, is not sent again.
 fn judge_grpc<E: Into<BoxError>>(
     passed: &mut Passed,
     quota_wall: QuotaWall,
@@ -286,11 +322,20 @@ fn judge_grpc<E: Into<BoxError>>(
     frame: Option<Result<Frame<Bytes>, E>>,
 ) -> Option<Result<Frame<Bytes>, BoxError>> {
     const WHAT: &str = "gRPC status failed after messages";
+    // The end `cause` makes: an interruption once a whole message has
+    // passed, the answer's own verdict before.
+    let ended_by = |passed: &mut Passed, framing: &Framing, cause: Failure, what| {
+        if framing.messages == 0 {
+            passed.fail_before_content(cause, "gRPC answer failed before any message")
+        } else {
+            passed.interrupted(&cause, what)
+        }
+    };
     let frame = match frame {
         None => {
             let cause = Failure::new(Code::ProtocolViolation)
                 .with_message("the gRPC answer ended without a grpc-status");
-            return Some(Err(passed.interrupted(&cause, WHAT)));
+            return Some(Err(ended_by(passed, framing, cause, WHAT)));
         }
         // A reset after messages is an interruption, as for any answer
         // handed on: the caller and the breaker get seawall's verdict.
@@ -317,8 +362,10 @@ fn judge_grpc<E: Into<BoxError>>(
         grpc::Status::Ok if !framing.between_messages() => {
             let cause = Failure::new(Code::ProtocolViolation)
                 .with_message("the gRPC answer's OK trailers came inside a message");
-            Some(Err(passed.interrupted(
-                &cause,
+            Some(Err(ended_by(
+                passed,
+                framing,
+                cause,
                 "gRPC message cut short by OK trailers",
             )))
         }
@@ -329,11 +376,19 @@ fn judge_grpc<E: Into<BoxError>>(
             passed.ended = true;
             Some(Ok(frame))
         }
-        grpc::Status::Failed(cause) => Some(Err(passed.interrupted(&cause, WHAT))),
+        grpc::Status::Failed(cause) => {
+            // Before any whole message: nothing was generated, whatever
+            // HTTP's 200 says.
+            let cause = match framing.messages {
+                0 => cause.with_nothing_generated(),
+                _ => cause,
+            };
+            Some(Err(ended_by(passed, framing, cause, WHAT)))
+        }
         grpc::Status::Absent => {
             let cause = Failure::new(Code::ProtocolViolation)
                 .with_message("the gRPC trailers carry no grpc-status");
-            Some(Err(passed.interrupted(&cause, WHAT)))
+            Some(Err(ended_by(passed, framing, cause, WHAT)))
         }
     }
 }
@@ -697,6 +752,93 @@ mod tests {
         // `retry_after_ms` too when there is a hint; a cut answer has none.
         for name in ["class", "code", "status", "action", "cause", "bytes"] {
             assert!(events[0].fields.has(name), "no {name}: {events:?}");
+        }
+    }
+
+    /// A body that sends `frames` and ends.
+    struct Frames(Vec<http_body::Frame<Bytes>>);
+
+    impl http_body::Body for Frames {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+            std::task::Poll::Ready((!self.0.is_empty()).then(|| Ok(self.0.remove(0))))
+        }
+    }
+
+    /// How a gRPC answer handed on at its headers ends after `frames`.
+    async fn grpc_end(frames: Vec<http_body::Frame<Bytes>>) -> seawall_core::Failure {
+        let body = ClassifiedBody::watching_trailers(
+            None,
+            Box::pin(Frames(frames)),
+            200,
+            seawall_core::provider::QuotaWall::default(),
+        );
+        let error = body.collect().await.expect_err("a bad end");
+        seawall_core::Failure::find(&*error)
+            .expect("classified")
+            .clone()
+    }
+
+    fn trailers(fields: &[(&'static str, &'static str)]) -> http_body::Frame<Bytes> {
+        let map = fields
+            .iter()
+            .map(|(name, value)| {
+                (
+                    http::HeaderName::from_static(name),
+                    http::HeaderValue::from_static(value),
+                )
+            })
+            .collect();
+        http_body::Frame::trailers(map)
+    }
+
+    /// A serving health status as one gRPC message: flag, length, protobuf.
+    const MESSAGE: &[u8] = b"\0\0\0\0\x02\x08\x01";
+
+    /// Before a whole message reached the caller, a gRPC answer handed on
+    /// at its headers ends with its own verdict, as a held one does: a
+    /// failed status is that status, nothing generated; a broken end the
+    /// fault it is. Neither is an interruption of content never
+    /// delivered. After a message, the same ends are interruptions.
+    #[tokio::test]
+    async fn a_grpc_answer_handed_on_at_its_headers_fails_as_itself_before_a_message() {
+        use seawall_core::Code;
+
+        let unavailable = grpc_end(vec![trailers(&[("grpc-status", "14")])]).await;
+        assert_eq!(unavailable.code(), Code::ProviderUnavailable);
+        assert!(!unavailable.billed(), "{unavailable:?}");
+        assert!(unavailable.interrupted().is_none());
+        assert!(!unavailable.evidence().content_seen);
+
+        let half = http_body::Frame::data(Bytes::from_static(&MESSAGE[..6]));
+        for (frames, what) in [
+            (vec![], "no trailers"),
+            (vec![trailers(&[("x-other", "1")])], "no grpc-status"),
+            (
+                vec![half, trailers(&[("grpc-status", "0")])],
+                "OK inside a message",
+            ),
+        ] {
+            let broken = grpc_end(frames).await;
+            assert_eq!(broken.code(), Code::ProtocolViolation, "{what}: {broken:?}");
+            assert!(broken.interrupted().is_none(), "{what}");
+        }
+
+        let message = || http_body::Frame::data(Bytes::from_static(MESSAGE));
+        for frames in [
+            vec![message(), trailers(&[("grpc-status", "14")])],
+            vec![message()],
+            vec![message(), trailers(&[("x-other", "1")])],
+        ] {
+            let cut = grpc_end(frames).await;
+            assert_eq!(cut.code(), Code::StreamInterrupted, "{cut:?}");
+            assert_eq!(cut.interrupted().map(|i| i.content_events), Some(1));
+            assert!(cut.evidence().content_seen);
         }
     }
 }
