@@ -705,3 +705,82 @@ async fn an_error_body_is_read_in_the_wire_its_path_names() {
     .await;
     assert_eq!(found(&error).code(), Code::QuotaExhausted, "{error}");
 }
+
+/// Vertex AI answers its own errors on Claude's paths in Google's shape
+/// (an array at times), not Anthropic's: read by Gemini's table, as on
+/// Gemini's paths. Read in OpenAI's shape only the status decided: a 499
+/// CANCELLED blamed the request, a region wall was a `bad_request`, a
+/// per-day quota a retried rate limit and RetryInfo's delay was lost.
+#[tokio::test]
+async fn vertex_errors_on_claude_paths_read_by_geminis_table() {
+    let google = |code: u16, status: &str, message: &str| {
+        format!(r#"{{"error":{{"code":{code},"message":"{message}","status":"{status}"}}}}"#)
+    };
+    let cases = [
+        (
+            "499 CANCELLED, in an array",
+            499,
+            format!(
+                "[{}]",
+                google(499, "CANCELLED", "The operation was cancelled.")
+            ),
+            expect(Transient, Code::ProviderUnavailable, Retry),
+        ),
+        (
+            "400 FAILED_PRECONDITION, the caller's region",
+            400,
+            google(
+                400,
+                "FAILED_PRECONDITION",
+                "User location is not supported for the API use.",
+            ),
+            expect(Permanent, Code::QuotaExhausted, Surface),
+        ),
+        (
+            "429 per minute: RetryInfo's delay",
+            429,
+            format!("[{GEMINI_PER_MINUTE}]"),
+            expect(Transient, Code::RateLimited, Retry).after(Duration::from_secs(26)),
+        ),
+        (
+            "429 per-day quota",
+            429,
+            GEMINI_PER_DAY.to_owned(),
+            expect(Permanent, Code::QuotaExhausted, Surface),
+        ),
+    ];
+    for (name, status, body, want) in cases {
+        for layer in [ClassifyLayer::anthropic(), ClassifyLayer::gemini()] {
+            let error = answered_at(
+                &layer,
+                "publishers/anthropic/models/claude-x:streamRawPredict",
+                response(status, &[JSON], &body),
+            )
+            .await;
+            want.check(name, found(&error));
+        }
+    }
+    // Vertex AI's own quota message, kept as sent.
+    let quota = format!(
+        "[{}]",
+        google(
+            429,
+            "RESOURCE_EXHAUSTED",
+            "Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model with base model: anthropic-claude-x. Please submit a quota increase request.",
+        )
+    );
+    let error = answered_at(
+        &ClassifyLayer::anthropic(),
+        "publishers/anthropic/models/claude-x:rawPredict",
+        response(429, &[JSON], &quota),
+    )
+    .await;
+    let failure = found(&error);
+    expect(Transient, Code::RateLimited, Retry).check("Vertex AI quota", failure);
+    assert!(
+        failure
+            .message()
+            .is_some_and(|m| m.contains("online_prediction_requests_per_base_model")),
+        "{failure}"
+    );
+}

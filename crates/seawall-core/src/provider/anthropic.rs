@@ -93,13 +93,7 @@ pub(super) fn error_rule(d: &Declared<'_>) -> Option<Verdict> {
         "overloaded_error" => Verdict::Fixed(Transient, Code::Overloaded),
         "api_error" => Verdict::Fixed(Transient, Code::ProviderUnavailable),
         "timeout_error" => Verdict::Fixed(Transient, Code::Timeout),
-        // "prompt is too long: 210000 tokens > 200000 maximum"; with room
-        // for the prompt but not its output budget: "input length and
-        // `max_tokens` exceed context limit: 190000 + 20000 > 200000".
-        "invalid_request_error"
-            if contains_ci(message, "prompt is too long")
-                || contains_ci(message, "exceed context limit") =>
-        {
+        "invalid_request_error" if says_context_too_long(message) => {
             Verdict::Fixed(Permanent, Code::ContextTooLong)
         }
         // The model's output tripped a filter (recited text, say): "Output
@@ -119,6 +113,15 @@ pub(super) fn error_rule(d: &Declared<'_>) -> Option<Verdict> {
         _ => return None,
     };
     Some(verdict)
+}
+
+/// Whether `message` says the prompt does not fit Claude's context: "prompt
+/// is too long: 210000 tokens > 200000 maximum"; with room for the prompt
+/// but not its output budget: "input length and `max_tokens` exceed
+/// context limit: 190000 + 20000 > 200000". Claude says it the same way
+/// wherever it is served (Amazon Bedrock's `ValidationException` too).
+pub(super) fn says_context_too_long(message: &str) -> bool {
+    contains_ci(message, "prompt is too long") || contains_ci(message, "exceed context limit")
 }
 
 /// Whether `message` says the account, not the request, is walled off: a

@@ -7,6 +7,8 @@
 //! - [`openai_responses`] — the Responses API (OpenAI's error bodies);
 //! - [`anthropic`] — messages;
 //! - [`gemini`] — `generateContent` / `streamGenerateContent`;
+//! - [`bedrock`] — Amazon Bedrock's runtime errors, whatever wire the
+//!   model behind it speaks ([`classify_bedrock_error`]);
 //! - [`Provider::Http`] — any other service — the status alone decides.
 //!
 //! Errors: the classifier reads error responses and the stream guard
@@ -34,6 +36,7 @@ use seawall_internal::json::from_bytes;
 
 mod answer;
 pub mod anthropic;
+pub mod bedrock;
 pub mod gemini;
 pub mod members;
 pub mod openai;
@@ -420,6 +423,15 @@ pub fn classify_error(provider: Provider, body: &[u8], cx: ErrorContext) -> Fail
         }
         Provider::Anthropic => {
             let anthropic = anthropic::parse_error(body);
+            // Vertex AI answers its own errors on Claude's paths (a quota,
+            // a cancelled call, the caller's region) in Google's shape, an
+            // array at times, with RetryInfo and QuotaFailure in `details`:
+            // read by Gemini's table, as on Gemini's paths.
+            if anthropic.is_none()
+                && let Some(google) = gemini::parse_error(body).filter(|d| d.error_type.is_some())
+            {
+                return judge(Provider::Gemini, google, &cx);
+            }
             // A proxy in front of Anthropic's wire (LiteLLM's
             // `/v1/messages`) writes its own errors in OpenAI's shape,
             // mid-stream too, a `type` of `null` and the status it would
@@ -470,18 +482,51 @@ pub fn classify_declared(
     judge(provider, declared, &cx)
 }
 
+/// Classifies an error Amazon Bedrock answered, told by its
+/// `x-amzn-ErrorType` header ([`bedrock::ERROR_TYPE`], given as sent) and
+/// its `{"message"}` body, whatever `provider`'s wire the model behind it
+/// speaks: a layer for Anthropic's wire pointed at Claude on Bedrock gets
+/// Bedrock's errors, not Anthropic's. An exception Bedrock's table does
+/// not name is read as [`classify_error`] reads it; a plain HTTP service
+/// ([`Provider::Http`]) keeps its status alone.
+pub fn classify_bedrock_error(
+    provider: Provider,
+    error_type: &[u8],
+    body: &[u8],
+    cx: ErrorContext,
+) -> Failure {
+    let declared = bedrock::parse_error(error_type, body);
+    match bedrock::error_rule(&declared) {
+        Some(verdict) if provider != Provider::Http => {
+            judge_by(|_, _| Some(verdict), declared, &cx)
+        }
+        _ => classify_error(provider, body, cx),
+    }
+}
+
 /// The table's verdict on what the provider declared, as a failure.
 fn judge(provider: Provider, declared: Declared<'_>, cx: &ErrorContext) -> Failure {
-    let table = |status: Option<u16>| match provider {
-        Provider::OpenAi | Provider::OpenAiResponses => openai::error_rule(status, &declared),
+    let table = |status: Option<u16>, declared: &Declared<'_>| match provider {
+        Provider::OpenAi | Provider::OpenAiResponses => openai::error_rule(status, declared),
         // A type Anthropic does not name is a proxy's, written in
         // OpenAI's words (`server_error`): OpenAI's table reads it.
         Provider::Anthropic => {
-            anthropic::error_rule(&declared).or_else(|| openai::error_rule(status, &declared))
+            anthropic::error_rule(declared).or_else(|| openai::error_rule(status, declared))
         }
-        Provider::Gemini => gemini::error_rule(status, &declared),
+        Provider::Gemini => gemini::error_rule(status, declared),
         Provider::Http => None,
     };
+    judge_by(table, declared, cx)
+}
+
+/// `table`'s verdict on `declared` (for the status given, `None` in a
+/// stream), as a failure.
+fn judge_by(
+    table: impl Fn(Option<u16>, &Declared<'_>) -> Option<Verdict>,
+    declared: Declared<'_>,
+    cx: &ErrorContext,
+) -> Failure {
+    let table = |status: Option<u16>| table(status, &declared);
     // Without a status of its own, an error the declared names do not
     // decide, but that echoes a status, is read as if it came with it: the
     // provider's table first (a 429 "Request too large … tokens per min"
