@@ -127,7 +127,7 @@ const EMPTY: FaultSpec = FaultSpec {
 const REFUSAL: FaultSpec = FaultSpec {
     name: "refusal",
     params: &[param("tokens", "N", IfAbsent::Default("0")), DELAY_MS],
-    about: "`tokens` tokens, then OpenAI `delta.refusal` + `content_filter`, Anthropic \
+    about: "`tokens` tokens, then OpenAI `refusal` + `stop` (unary `content: null`), Anthropic \
             `stop_reason: refusal`, Gemini `finishReason: SAFETY`, Responses a `refusal` content \
             part (stream: `response.refusal.delta` / `.done`) in a `completed` response",
     example: r#"curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: refusal' -d "$B""#,

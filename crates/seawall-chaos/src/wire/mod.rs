@@ -99,7 +99,7 @@ pub(crate) enum Finish {
     Stop,
     /// Max tokens reached: `length` / `max_tokens` / `MAX_TOKENS` / `incomplete`.
     Length,
-    /// Refused: `content_filter` + `delta.refusal` / `refusal` / `SAFETY` / a `refusal` part.
+    /// Refused: `delta.refusal` + `stop` / `refusal` / `SAFETY` / a `refusal` part.
     Refusal,
 }
 

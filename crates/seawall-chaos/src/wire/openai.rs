@@ -42,11 +42,12 @@ pub(super) fn tool_call_chunk(ctx: &Ctx) -> String {
     )
 }
 
+/// A refusal ends in `stop`: the model declined in `refusal`, nothing cut
+/// it (`content_filter` is the service's filter, another story).
 fn finish_reason(finish: Finish) -> &'static str {
     match finish {
-        Finish::Stop => "stop",
+        Finish::Stop | Finish::Refusal => "stop",
         Finish::Length => "length",
-        Finish::Refusal => "content_filter",
     }
 }
 
@@ -87,18 +88,27 @@ pub(super) fn finish_chunks(ctx: &Ctx, finish: Finish, tokens: u32) -> String {
     out
 }
 
+/// The answer around its text. A refusal with no text before it has
+/// `"content": null`, as OpenAI sends it; the text between the parts is
+/// then empty.
 pub(super) fn unary_parts(ctx: &Ctx, finish: Finish, tokens: u32) -> (String, String) {
+    let refused = finish == Finish::Refusal;
+    let (open, close) = if refused && tokens == 0 {
+        ("", "null")
+    } else {
+        ("\"", "\"")
+    };
     let prefix = format!(
-        r#"{{"id":"{}","object":"chat.completion","created":{CREATED},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":""#,
+        r#"{{"id":"{}","object":"chat.completion","created":{CREATED},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{open}"#,
         ctx.id, ctx.model_json
     );
-    let refusal = if finish == Finish::Refusal {
+    let refusal = if refused {
         format!("\"{REFUSAL_TEXT}\"")
     } else {
         "null".to_owned()
     };
     let suffix = format!(
-        r#"","refusal":{refusal}}},"logprobs":null,"finish_reason":"{}"}}],"usage":{}}}"#,
+        r#"{close},"refusal":{refusal}}},"logprobs":null,"finish_reason":"{}"}}],"usage":{}}}"#,
         finish_reason(finish),
         usage(ctx, tokens)
     );
