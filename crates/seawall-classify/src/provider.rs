@@ -1,7 +1,9 @@
 //! The built-in classifiers: one per provider wire format, gRPC and plain HTTP.
 
 use http::response::Parts;
-use seawall_core::provider::{ErrorContext, Provider, classify_error};
+use seawall_core::provider::{
+    ErrorContext, Provider, bedrock, classify_bedrock_error, classify_error,
+};
 use seawall_core::{Class, Code, Failure, Finish, FinishKind, RequestFacts};
 use seawall_internal::json::{is_json_media, without_bom};
 
@@ -112,7 +114,7 @@ impl Classifier for ProviderClassifier {
             }
             Wire::Http(_) => None,
         };
-        Some(grpc.unwrap_or_else(|| classify_error(self.provider(), body, cx)))
+        Some(grpc.unwrap_or_else(|| http_error(self.provider(), parts, body, cx)))
     }
 
     /// An error's body is read in the wire the request's path names, as a
@@ -130,7 +132,7 @@ impl Classifier for ProviderClassifier {
     ) -> Option<Failure> {
         match self.wire {
             Wire::Grpc => self.classify_response(parts, body, cx),
-            Wire::Http(_) => Some(classify_error(self.answer_provider(facts), body, cx)),
+            Wire::Http(_) => Some(http_error(self.answer_provider(facts), parts, body, cx)),
         }
     }
 
@@ -362,6 +364,16 @@ fn declared_error(
         ..crate::error_context(parts, quota_wall)
     };
     Some(classify_error(provider, body, cx))
+}
+
+/// An error answer in `provider`'s wire, unless Amazon Bedrock answered it:
+/// Bedrock names its errors in a header of its own whatever model speaks
+/// behind it (Claude's messages), its body no model's error shape.
+fn http_error(provider: Provider, parts: &Parts, body: &[u8], cx: ErrorContext) -> Failure {
+    match parts.headers.get(bedrock::ERROR_TYPE) {
+        Some(error_type) => classify_bedrock_error(provider, error_type.as_bytes(), body, cx),
+        None => classify_error(provider, body, cx),
+    }
 }
 
 /// The media type of the answer, parameters dropped.

@@ -784,3 +784,141 @@ async fn vertex_errors_on_claude_paths_read_by_geminis_table() {
         "{failure}"
     );
 }
+
+/// Amazon Bedrock's runtime says what went wrong in `x-amzn-ErrorType`
+/// and a `{"message"}` body, whatever model answers behind it: read
+/// under any provider's layer (a user points an Anthropic layer at
+/// Claude on Bedrock). By the status alone, a daily token quota was a
+/// retried rate limit, a prompt too long a `bad_request`, a model's
+/// timeout a `provider_unavailable`.
+#[tokio::test]
+async fn bedrock_errors_by_their_declared_type() {
+    const TYPE: &str = "x-amzn-ErrorType";
+    let cases = [
+        Case {
+            name: "429 ThrottlingException, tokens per day",
+            status: 429,
+            headers: &[(
+                TYPE,
+                "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            )],
+            body: r#"{"message":"Too many tokens per day, please wait before trying again."}"#,
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "429 ThrottlingException, requests",
+            status: 429,
+            headers: &[(
+                TYPE,
+                "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            )],
+            body: r#"{"message":"Too many requests, please wait before trying again."}"#,
+            expect: expect(Transient, Code::RateLimited, Retry),
+        },
+        Case {
+            name: "400 ValidationException, prompt is too long",
+            status: 400,
+            headers: &[(TYPE, "ValidationException")],
+            body: r#"{"message":"prompt is too long: 210000 tokens > 200000 maximum"}"#,
+            expect: expect(Permanent, Code::ContextTooLong, Surface),
+        },
+        Case {
+            name: "400 ValidationException, input is too long",
+            status: 400,
+            headers: &[(
+                TYPE,
+                "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            )],
+            body: r#"{"message":"Input is too long for requested model."}"#,
+            expect: expect(Permanent, Code::ContextTooLong, Surface),
+        },
+        Case {
+            name: "400 ValidationException, anything else",
+            status: 400,
+            headers: &[(TYPE, "ValidationException")],
+            body: r#"{"message":"Malformed input request: #: required key [messages] not found, please reformat your input and try again."}"#,
+            expect: expect(Permanent, Code::BadRequest, Surface),
+        },
+        Case {
+            name: "400 ServiceQuotaExceededException",
+            status: 400,
+            headers: &[(TYPE, "ServiceQuotaExceededException")],
+            body: r#"{"message":"Your request exceeds the service quota for your account."}"#,
+            expect: expect(Permanent, Code::QuotaExhausted, Surface),
+        },
+        Case {
+            name: "424 ModelErrorException",
+            status: 424,
+            headers: &[(TYPE, "ModelErrorException")],
+            body: r#"{"message":"The request failed due to an error while processing the model.","originalStatusCode":500}"#,
+            expect: expect(Transient, Code::ProviderUnavailable, Retry),
+        },
+        Case {
+            name: "408 ModelTimeoutException",
+            status: 408,
+            headers: &[(TYPE, "ModelTimeoutException")],
+            body: r#"{"message":"Model has timed out in processing the request. Try your request again."}"#,
+            expect: expect(Transient, Code::Timeout, Retry),
+        },
+        Case {
+            name: "429 ModelNotReadyException",
+            status: 429,
+            headers: &[(TYPE, "ModelNotReadyException")],
+            body: r#"{"message":"Model is not ready for inference. Wait and try your request again."}"#,
+            expect: expect(Transient, Code::ProviderUnavailable, Retry),
+        },
+        Case {
+            name: "503 ServiceUnavailableException",
+            status: 503,
+            headers: &[(TYPE, "ServiceUnavailableException")],
+            body: r#"{"message":"Bedrock is unable to process your request."}"#,
+            expect: expect(Transient, Code::ProviderUnavailable, Retry),
+        },
+        Case {
+            name: "403 AccessDeniedException",
+            status: 403,
+            headers: &[(TYPE, "AccessDeniedException")],
+            body: r#"{"message":"You don't have access to the model with the specified model ID."}"#,
+            expect: expect(Permanent, Code::Auth, Surface),
+        },
+        Case {
+            name: "404 ResourceNotFoundException",
+            status: 404,
+            headers: &[(TYPE, "ResourceNotFoundException")],
+            body: r#"{"message":"Could not resolve the foundation model from the provided model identifier."}"#,
+            expect: expect(Permanent, Code::NotFound, Surface),
+        },
+    ];
+    for layer in [
+        ClassifyLayer::anthropic(),
+        ClassifyLayer::openai(),
+        ClassifyLayer::gemini(),
+    ] {
+        run(layer, &cases).await;
+    }
+
+    // The type and the message are kept as other readers keep theirs.
+    let error = through(
+        &ClassifyLayer::anthropic(),
+        response(
+            429,
+            &[
+                JSON,
+                (
+                    TYPE,
+                    "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/",
+                ),
+            ],
+            r#"{"message":"Too many tokens per day, please wait before trying again."}"#,
+        ),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    let failure = found(&error);
+    assert_eq!(failure.provider_type(), Some("ThrottlingException"));
+    assert_eq!(
+        failure.message(),
+        Some("Too many tokens per day, please wait before trying again.")
+    );
+}
