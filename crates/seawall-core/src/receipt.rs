@@ -75,8 +75,13 @@ pub struct Attempt {
     pub delay: Duration,
     /// The provider started a generation: a 2xx answer, billed whatever
     /// came of it (under a retry ladder or a fallback, only to a request
-    /// it bills: [`billable`]).
+    /// it bills: [`billable`]). Only the certain ones: an attempt cut
+    /// before any answer came back after its request reached the
+    /// provider whole may have been billed too
+    /// ([`may_be_billed`](Self::may_be_billed)).
     pub billed: bool,
+    /// See [`may_be_billed`](Self::may_be_billed).
+    may_be_billed: bool,
     usage: Option<AttemptUsage>,
 }
 
@@ -97,6 +102,7 @@ impl Attempt {
             code,
             delay,
             billed: false,
+            may_be_billed: false,
             usage: None,
         }
     }
@@ -137,6 +143,53 @@ impl Attempt {
     pub fn with_billed(mut self, billed: bool) -> Self {
         self.billed = billed;
         self
+    }
+
+    /// This record, marked as one the provider may have billed though no
+    /// answer said so (see [`may_be_billed`](Self::may_be_billed)).
+    pub fn with_may_be_billed(mut self, may_be_billed: bool) -> Self {
+        self.may_be_billed = may_be_billed;
+        self
+    }
+
+    /// Whether the provider may have billed this attempt though it is not
+    /// [`billed`](Self::billed): its request reached the provider whole,
+    /// the provider bills it ([`billable`]), and no answer came back — a
+    /// per-attempt bound, the deadline or the caller cut it while the
+    /// provider was still generating (a unary answer says nothing before
+    /// it is whole), or the connection broke after the request was
+    /// written. A provider runs such a generation to its end and bills
+    /// it. Never true of a billed attempt: the two are disjoint, and a
+    /// caller's worst case is the sum of
+    /// [`Receipt::billed_attempts`] and [`Receipt::may_be_billed_attempts`].
+    pub fn may_be_billed(&self) -> bool {
+        self.may_be_billed && !self.billed
+    }
+
+    /// Whether an attempt of a request the provider bills (`bills`:
+    /// [`billable`]), asking what `facts` say, that failed with `failure`
+    /// may have been billed ([`may_be_billed`](Self::may_be_billed)): the
+    /// request's body was sent to its end
+    /// ([`RequestFacts::body_sent`](crate::RequestFacts::body_sent)), no
+    /// answer's head came back (no status: a status says what the
+    /// provider did, a 2xx billed, anything else not generated), and the
+    /// failure is no refusal of seawall's, which calls no one
+    /// ([`Failure::is_refused_here`](crate::Failure::is_refused_here)).
+    ///
+    /// The body's fact is the operation's: once one attempt sent the body
+    /// whole, a later attempt that failed to connect reads as sent too.
+    /// An upper bound, over rather than under; a body whose sending
+    /// nobody records (a single attempt, no retry ladder) says nothing,
+    /// and its attempt is not counted.
+    pub fn unanswered_after_sending(
+        bills: bool,
+        facts: &crate::RequestFacts,
+        failure: &crate::Failure,
+    ) -> bool {
+        bills
+            && failure.status().is_none()
+            && !failure.is_refused_here()
+            && facts.body_sent() == Some(true)
     }
 
     /// This record with the usage the answer reported.
@@ -372,9 +425,23 @@ impl Receipt {
     }
 
     /// Attempts the provider billed: those it answered 2xx (under a retry
-    /// ladder or a fallback, to a request it bills: [`billable`]).
+    /// ladder or a fallback, to a request it bills: [`billable`]). The
+    /// certain ones: those cut before an answer came back may have been
+    /// billed as well ([`may_be_billed_attempts`](Self::may_be_billed_attempts)),
+    /// and a caller's worst case is the sum of the two.
     pub fn billed_attempts(&self) -> usize {
         self.attempts.iter().filter(|a| a.billed).count()
+    }
+
+    /// Attempts the provider may have billed though no answer said so
+    /// ([`Attempt::may_be_billed`]): their request reached it whole and
+    /// they were cut before its answer came (a unary generation still
+    /// running at a per-attempt bound), which the provider runs to its
+    /// end and bills. Not in [`billed_attempts`](Self::billed_attempts)
+    /// nor [`billed_without_usage`](Self::billed_without_usage): the
+    /// uncertain rest, whose usage nobody reports.
+    pub fn may_be_billed_attempts(&self) -> usize {
+        self.attempts.iter().filter(|a| a.may_be_billed()).count()
     }
 
     /// Billed attempts whose whole usage nobody reported (yet): a stream
@@ -491,6 +558,20 @@ mod tests {
         assert_eq!(receipt.billed_without_usage(), 1);
         let billed: Vec<_> = receipt.attempts.iter().map(|a| a.billed).collect();
         assert_eq!(billed, [true, false, false, true]);
+    }
+
+    #[test]
+    fn an_attempt_is_billed_or_may_be_never_both() {
+        let route = RouteId::new("a");
+        let mut receipt = Receipt::default();
+        let cut = crate::Failure::new(Code::Timeout);
+        receipt.push(Attempt::failed(route.clone(), Duration::ZERO, &cut).with_may_be_billed(true));
+        // A 2xx said it was: certain, not uncertain.
+        let empty = crate::Failure::new(Code::EmptyResponse).with_status(200);
+        receipt.push(Attempt::failed(route, Duration::ZERO, &empty).with_may_be_billed(true));
+        assert_eq!(receipt.billed_attempts(), 1);
+        assert_eq!(receipt.may_be_billed_attempts(), 1);
+        assert_eq!(receipt.billed_without_usage(), 1);
     }
 
     #[test]

@@ -124,7 +124,8 @@ pub(crate) struct Ladder<S, B> {
     operation_named: bool,
     /// The same, of the attempt in flight's span.
     attempt_named: bool,
-    /// What the request asked for: provider and model for the spans.
+    /// What the request asked for: provider and model for the spans, and
+    /// whether its body was sent whole, for a failed attempt's receipt.
     facts: Option<RequestFacts>,
     /// When the operation started, for its duration metric.
     #[cfg(feature = "metrics")]
@@ -510,7 +511,15 @@ impl<S, B> Ladder<S, B> {
             .cloned()
             .unwrap_or_else(|| self.route.clone());
         let mut failure = failure.with_route(route.clone());
-        let attempt = Attempt::failed(route.clone(), self.slept, &failure);
+        // A generation cut before its answer came, after its request went
+        // out whole, runs on and is billed: the receipt says it may have
+        // been. Read here, on a failure: a success reads nothing more.
+        let unanswered = self
+            .facts
+            .as_ref()
+            .is_some_and(|facts| Attempt::unanswered_after_sending(self.bills, facts, &failure));
+        let attempt =
+            Attempt::failed(route.clone(), self.slept, &failure).with_may_be_billed(unanswered);
         let billed = attempt.billed && self.bills;
         // Read before this attempt is recorded: a ladder below may hand a
         // receipt of several attempts on the route, all this one's.
