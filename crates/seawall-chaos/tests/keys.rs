@@ -62,7 +62,15 @@ async fn one_server_walls_key_a_and_serves_key_b() {
     )
     .await;
     assert_eq!(gemini.status, 429);
-    assert_eq!(gemini.header("retry-after"), Some("7"));
+    // Gemini's wait is in the body's RetryInfo, never a header.
+    assert_eq!(gemini.header("retry-after"), None);
+    let body = gemini.json();
+    let retry = body["error"]["details"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d["@type"] == "type.googleapis.com/google.rpc.RetryInfo");
+    assert_eq!(retry.map(|d| &d["retryDelay"]), Some(&"7s".into()));
     let in_query = format!("{GEMINI_UNARY}?key=g-a");
     assert_eq!(post(addr, &in_query, &[], GEMINI_BODY).await.status, 429);
 

@@ -109,8 +109,8 @@ const STATUS: FaultSpec = FaultSpec {
     about: "the provider's real error body for that status. `retry_after` (seconds; \
             `retry_after_date=1` sends it as an HTTP-date), `retry_after_ms` and \
             `x_should_retry` set the hint headers; `kind` picks the body variant (Gemini \
-            gets `google.rpc.RetryInfo` when a retry hint is given and a per-day \
-            `QuotaFailure` for `insufficient_quota`)",
+            sends no hint header: it gets `google.rpc.RetryInfo` when a retry hint is given, \
+            and a per-day `QuotaFailure` for `insufficient_quota`)",
     example: r#"curl -i localhost:8080/v1/chat/completions -H 'x-chaos-fault: status;code=429;retry_after=2' -d "$B""#,
     parse: parse_status,
 };

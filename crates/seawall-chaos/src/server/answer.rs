@@ -252,7 +252,11 @@ impl<'a> Exchange<'a> {
         let body = wire::error_body(self.provider, model, &self.vendor_request_id, status);
         let written = body.len();
         let mut res = json_response(status.code, body);
-        retry_hints(status, res.headers_mut());
+        // Gemini sends its wait only in the body (`google.rpc.RetryInfo`,
+        // which `error_body` writes): no hint header.
+        if self.provider != Provider::Gemini {
+            retry_hints(status, res.headers_mut());
+        }
         self.respond(res, written, true)
     }
 
@@ -361,7 +365,8 @@ fn request_id_header(provider: Provider) -> Option<HeaderName> {
     }
 }
 
-/// `retry-after`, `retry-after-ms` and `x-should-retry` of a `status` fault.
+/// `retry-after`, `retry-after-ms` and `x-should-retry` of a `status` fault,
+/// as OpenAI (and compatible servers) and Anthropic send them.
 fn retry_hints(status: &StatusFault, headers: &mut HeaderMap) {
     if let Some(secs) = status.retry_after {
         let value = if status.retry_after_date {
