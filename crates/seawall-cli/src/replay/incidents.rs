@@ -155,7 +155,7 @@ pub fn incidents() -> Vec<Incident> {
         Incident {
             number: "12",
             key: "auth_with_second_key",
-            title: "401 on key A, key B healthy",
+            title: "401 on primary, healthy backup",
             stream: false,
             every_attempt: Some("status;code=401"),
             fallback: true,
