@@ -70,5 +70,5 @@ mod report;
 pub mod sse;
 
 pub use guard::{GuardBody, ResponseFuture, StreamGuard, StreamGuardLayer};
-pub use report::{StreamReport, StreamReportHandle};
+pub use report::{Bound, StreamReport, StreamReportHandle};
 pub use seawall_core::provider::Provider;

@@ -59,7 +59,63 @@ pub struct StreamReport {
     /// Responses `response.failed`) counted it. Not for a stream cut
     /// before its finish: a part at most.
     pub usage_whole: bool,
+    /// Which of the guard's bounds passing ended a stream that failed
+    /// there; `None` when no bound did (the stream finished, the provider
+    /// or the caller ended it). The [`code`](Self::code) says `timeout`
+    /// before content and `stream_interrupted` after it whichever bound
+    /// passed: this says which.
+    pub bound: Option<Bound>,
 }
+
+/// One of the guard's time bounds, by a stable name: the `bound` field of
+/// the `stream ended` event and `seawall.stream.bound` on the attempt's
+/// span say which one ended a stream ([`StreamReport::bound`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Bound {
+    /// From the call to the first event a decoder reads
+    /// ([`first_byte_timeout`](crate::StreamGuardLayer::first_byte_timeout),
+    /// or the first-content bound when that is shorter).
+    FirstByte,
+    /// From the call to the first content event
+    /// ([`first_content_timeout`](crate::StreamGuardLayer::first_content_timeout)).
+    FirstContent,
+    /// Between content or progress events
+    /// ([`idle_timeout`](crate::StreamGuardLayer::idle_timeout)), and
+    /// between the thoughts of a model thinking past the first-content
+    /// bound.
+    Idle,
+    /// The whole stream
+    /// ([`max_duration`](crate::StreamGuardLayer::max_duration)).
+    MaxDuration,
+    /// The short wait after a finish without content for what may still
+    /// follow it (OpenAI's usage chunk, `[DONE]`): the stream fails as the
+    /// empty answer it is (`empty_response`, or the filter it named).
+    AfterEmptyFinish,
+}
+
+impl Bound {
+    /// The stable name: `first_byte`, `first_content`, `idle`,
+    /// `max_duration`, `after_empty_finish`.
+    ///
+    /// ```
+    /// use seawall_stream::Bound;
+    ///
+    /// assert_eq!(Bound::MaxDuration.as_str(), "max_duration");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::FirstByte => "first_byte",
+            Bound::FirstContent => "first_content",
+            Bound::Idle => "idle",
+            Bound::MaxDuration => "max_duration",
+            Bound::AfterEmptyFinish => "after_empty_finish",
+        }
+    }
+}
+
+/// The attempt span's field that names the bound that ended a stream.
+pub(crate) const BOUND_FIELD: &str = "seawall.stream.bound";
 
 impl StreamReport {
     /// True when the stream ended well *and* its finish completes the task:
@@ -150,6 +206,7 @@ pub(crate) fn trace(report: &StreamReport) {
         ttfc_ms = report.time_to_first_content.map(millis),
         elapsed_ms = millis(report.elapsed),
         closed_by = report.closed_by.as_str(),
+        bound = report.bound.map(Bound::as_str),
         "stream ended"
     );
 }

@@ -24,22 +24,10 @@ use tokio::time::{Instant, Sleep, sleep_until};
 use super::{Config, Recognised};
 use crate::json_array::{ArrayError, Splitter};
 use crate::protocol::{Decoder, Reason, Signal};
-use crate::report::{StreamReport, StreamReportHandle, trace};
+use crate::report::{BOUND_FIELD, Bound, StreamReport, StreamReportHandle, trace};
 use crate::sse::{Event, Item, ScanError, Scanner};
 use seawall_core::provider::Provider;
 use seawall_internal::json::Opening;
-
-/// Which bound a timer expiry means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Gap {
-    FirstByte,
-    FirstContent,
-    Idle,
-    MaxDuration,
-    /// The wait after an empty answer's finish for what may follow it
-    /// ([`EMPTY_FINISH_WAIT`]).
-    AfterEmptyFinish,
-}
 
 /// How long a stream that finished without content is read on for what
 /// may still follow the finish ([`wait_after_empty_finish`]): OpenAI's
@@ -64,7 +52,7 @@ enum Cause {
     PolicyFinish(Failure),
     /// The body failed (reset, broken pipe, protocol error).
     Transport(BoxError),
-    Timeout(Gap),
+    Timeout(Bound),
     Scan(ScanError),
     /// Gemini's JSON-array stream broke its framing.
     Array(ArrayError),
@@ -404,6 +392,8 @@ pub(crate) struct Track {
     /// with (a byte order mark's first bytes, blanks).
     opening_unchecked: Option<Opening>,
     spans: Option<AttemptSpans>,
+    /// The bound whose passing the stream failed at, for the report.
+    bound: Option<Bound>,
     #[cfg(feature = "metrics")]
     route: seawall_core::RouteId,
     /// What broke the stream, in its own terms, for the metric's label.
@@ -479,6 +469,7 @@ impl Track {
             // Only a body not declared an event stream must show it is one.
             opening_unchecked: (recognised == Some(Recognised::Requested)).then(Opening::default),
             spans,
+            bound: None,
             #[cfg(feature = "metrics")]
             route,
             #[cfg(feature = "metrics")]
@@ -712,12 +703,12 @@ impl Track {
     /// The next instant a bound expires, and which bound it is. Only
     /// content and progress move the idle bound; keep-alives do not, nor
     /// do they meet the first-byte bound ([`Tally::first_read`]).
-    fn deadline(&self) -> (Instant, Gap) {
+    fn deadline(&self) -> (Instant, Bound) {
         let config = &self.config;
-        let (at, gap) = match (self.tally.first_read, self.tally.first_content) {
+        let (at, bound) = match (self.tally.first_read, self.tally.first_content) {
             (None, _) => (
                 self.started + config.first_byte.min(config.first_content),
-                Gap::FirstByte,
+                Bound::FirstByte,
             ),
             (Some(_), None) => {
                 let first_content = self.started + config.first_content;
@@ -728,21 +719,21 @@ impl Track {
                     // its thoughts instead, as it will between its answer's
                     // events. A role delta or a block start alone does not
                     // do this: "headers and then nothing" stays a timeout.
-                    Some(at) if at + config.idle > first_content => (at + config.idle, Gap::Idle),
-                    _ => (first_content, Gap::FirstContent),
+                    Some(at) if at + config.idle > first_content => (at + config.idle, Bound::Idle),
+                    _ => (first_content, Bound::FirstContent),
                 }
             }
-            (Some(_), Some(_)) => (self.tally.last_activity + config.idle, Gap::Idle),
+            (Some(_), Some(_)) => (self.tally.last_activity + config.idle, Bound::Idle),
         };
-        let (at, gap) = match self.tally.empty_finish_at {
+        let (at, bound) = match self.tally.empty_finish_at {
             Some(finished) if finished + EMPTY_FINISH_WAIT < at => {
-                (finished + EMPTY_FINISH_WAIT, Gap::AfterEmptyFinish)
+                (finished + EMPTY_FINISH_WAIT, Bound::AfterEmptyFinish)
             }
-            _ => (at, gap),
+            _ => (at, bound),
         };
         match config.max_duration {
-            Some(max) if self.started + max < at => (self.started + max, Gap::MaxDuration),
-            _ => (at, gap),
+            Some(max) if self.started + max < at => (self.started + max, Bound::MaxDuration),
+            _ => (at, bound),
         }
     }
 
@@ -877,6 +868,11 @@ impl Track {
     /// The failure `cause` amounts to, with complete evidence, and the
     /// report written.
     fn fail(&mut self, cause: Cause, now: Instant) -> Failure {
+        // Taken before the empty finish below stands in for the cause: the
+        // wait after it is still the bound that ended the stream.
+        if let Cause::Timeout(bound) = cause {
+            self.bound = Some(bound);
+        }
         // A message that finished empty is that, whatever ended the wait
         // after its finish (the wait's bound, the end, the connection, a
         // broken or unreadable event, a transient error event): a filter
@@ -901,7 +897,7 @@ impl Track {
         // still says what cut the stream: the bound, `timeout`.
         #[cfg(feature = "metrics")]
         let counted_cause = underlying
-            .or(matches!(cause, Cause::Timeout(Gap::MaxDuration)).then_some(Code::Timeout));
+            .or(matches!(cause, Cause::Timeout(Bound::MaxDuration)).then_some(Code::Timeout));
         // A bound that passed with nothing read but keep-alives is the
         // silence of a route that does not generate: its evidence is that
         // of a stream that sent nothing, so the ladder fails over as it
@@ -947,25 +943,25 @@ impl Track {
                     ClosedBy::Them,
                 ),
             },
-            Cause::Timeout(gap) => {
-                let (code, bound) = match gap {
+            Cause::Timeout(bound) => {
+                let (code, limit) = match bound {
                     // Armed at the nearer of the two bounds (`deadline`).
-                    Gap::FirstByte => (
+                    Bound::FirstByte => (
                         Code::FirstByteTimeout,
                         config.first_byte.min(config.first_content),
                     ),
                     // Before content, unless the hold was handed on.
-                    Gap::FirstContent => (after(content, Code::Timeout), config.first_content),
+                    Bound::FirstContent => (after(content, Code::Timeout), config.first_content),
                     // Before content, a model that stopped thinking.
-                    Gap::Idle => (after(content, Code::Timeout), config.idle),
-                    Gap::MaxDuration => (
+                    Bound::Idle => (after(content, Code::Timeout), config.idle),
+                    Bound::MaxDuration => (
                         after(content, Code::Timeout),
                         config.max_duration.unwrap_or_default(),
                     ),
                     // Read as the empty finish it waited after (above).
-                    Gap::AfterEmptyFinish => (after(content, Code::Timeout), EMPTY_FINISH_WAIT),
+                    Bound::AfterEmptyFinish => (after(content, Code::Timeout), EMPTY_FINISH_WAIT),
                 };
-                let mut message = format!("{} bound of {bound:?} passed", gap_name(gap));
+                let mut message = format!("{} bound of {limit:?} passed", bound.as_str());
                 if silent && self.bytes > 0 {
                     message.push_str("; only keep-alives arrived");
                 }
@@ -1112,11 +1108,20 @@ impl Track {
             closed_by,
             usage_whole: whole && usage.is_some(),
             usage,
+            bound: self.bound,
         };
         match &self.spans {
             Some(spans) => {
                 let released = report.code.is_none() || report.content_events > 0 || self.released;
                 spans.record_end(report.finish.as_ref(), report.usage, report.code, released);
+                // Beside `error.type`, which says only `timeout` or
+                // `stream_interrupted`, on the spans that get it.
+                if let Some(bound) = report.bound {
+                    spans.attempt().record(BOUND_FIELD, bound.as_str());
+                    if released {
+                        spans.operation().record(BOUND_FIELD, bound.as_str());
+                    }
+                }
                 spans.attempt().in_scope(|| trace(&report));
             }
             None => trace(&report),
@@ -1266,11 +1271,11 @@ fn underlying_code(cause: &Cause) -> Option<Code> {
         Cause::Transport(error) => {
             Some(Failure::find(&**error).map_or(Code::Transport, Failure::code))
         }
-        Cause::Timeout(Gap::Idle) => Some(Code::IdleTimeout),
+        Cause::Timeout(Bound::Idle) => Some(Code::IdleTimeout),
         // The caller's own bound on the whole stream, as a deadline is:
         // a healthy route with long answers passes it, so it names no
         // cause a breaker would count against the route.
-        Cause::Timeout(Gap::MaxDuration) => None,
+        Cause::Timeout(Bound::MaxDuration) => None,
         Cause::Timeout(_) => Some(Code::Timeout),
         Cause::Scan(_) | Cause::Array(_) => Some(framing_code(cause)),
         Cause::HoldTooLarge | Cause::Undecodable(_) | Cause::NotAStream => {
@@ -1292,16 +1297,6 @@ fn framing_code(cause: &Cause) -> Code {
         Cause::Scan(ScanError::LineTooLong { .. } | ScanError::EventTooLarge { .. })
         | Cause::Array(ArrayError::ElementTooLarge { .. }) => Code::AnswerTooLarge,
         _ => Code::ProtocolViolation,
-    }
-}
-
-fn gap_name(gap: Gap) -> &'static str {
-    match gap {
-        Gap::FirstByte => "first_byte",
-        Gap::FirstContent => "first_content",
-        Gap::Idle => "idle",
-        Gap::MaxDuration => "max_duration",
-        Gap::AfterEmptyFinish => "after_empty_finish",
     }
 }
 
@@ -1414,9 +1409,9 @@ where
                 }
                 // A body that is always ready never lets the timer fire:
                 // check the bound here too.
-                let (at, gap) = this.track.deadline();
+                let (at, bound) = this.track.deadline();
                 if stop.is_none() && now >= at {
-                    stop = Some(Cause::Timeout(gap));
+                    stop = Some(Cause::Timeout(bound));
                 }
                 return Poll::Ready(Step::Frame(frame, stop));
             }
@@ -1441,9 +1436,9 @@ where
             if this.track.release_due(Instant::now()) {
                 return Poll::Ready(Step::Release);
             }
-            let (at, gap) = this.track.deadline();
+            let (at, bound) = this.track.deadline();
             if at <= *this.armed {
-                return Poll::Ready(Step::Fail(Cause::Timeout(gap)));
+                return Poll::Ready(Step::Fail(Cause::Timeout(bound)));
             }
             let wake = this.track.wake();
             this.timer.as_mut().reset(wake);
