@@ -1061,7 +1061,7 @@ where
         ] {
             request.headers_mut().remove(name);
         }
-        request.headers_mut().remove("idempotency-key");
+        self.config.strip_idempotency_keys(request.headers_mut());
         Some(request)
     }
 
@@ -1344,11 +1344,7 @@ where
         *request.uri_mut() = self.head.uri().clone();
         *request.version_mut() = self.head.version();
         *request.headers_mut() = self.head.headers().clone();
-        // The caller's key names the original request: a server that
-        // honours it would answer the continuation with the original's
-        // stored answer. A ladder below sets a key of its own if it keeps
-        // one.
-        request.headers_mut().remove("idempotency-key");
+        self.config.strip_idempotency_keys(request.headers_mut());
         request.headers_mut().insert(
             http::header::CONTENT_LENGTH,
             HeaderValue::from(bytes.len() as u64),

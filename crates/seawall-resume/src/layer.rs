@@ -1,6 +1,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::HeaderName;
 use seawall_core::provider::QuotaWall;
 use seawall_core::recording::DEFAULT_MAX_REPLAY_BYTES;
 use tower_layer::Layer;
@@ -22,6 +23,21 @@ pub(crate) struct Config {
     /// The threshold set for a rate limit's hint ([`ResumeLayer::quota_wall`]);
     /// `None` is the default wall.
     pub(crate) quota_wall: Option<QuotaWall>,
+    /// The headers that carry the caller's idempotency key
+    /// ([`ResumeLayer::idempotency_key`]): never sent on a continuation.
+    pub(crate) idempotency_keys: Vec<HeaderName>,
+}
+
+impl Config {
+    /// Takes the caller's idempotency keys off a continuation's headers.
+    /// A key names the original request: a server that honours it would
+    /// answer the continuation with the original's stored answer. A
+    /// ladder below sets a key of its own if it keeps one.
+    pub(crate) fn strip_idempotency_keys(&self, headers: &mut http::HeaderMap) {
+        for name in &self.idempotency_keys {
+            headers.remove(name);
+        }
+    }
 }
 
 /// Continues an interrupted stream in the same response body. See the
@@ -41,7 +57,7 @@ impl ResumeLayer {
     /// At most two continuations per operation, request bodies recorded up
     /// to 1 MiB, Anthropic prefill, OpenAI's trailing assistant message
     /// without a user turn, Gemini's trailing `model` turn, a 64-byte
-    /// alignment window.
+    /// alignment window; `idempotency-key` never sent on a continuation.
     pub fn new() -> Self {
         ResumeLayer {
             config: Arc::new(Config {
@@ -53,6 +69,7 @@ impl ResumeLayer {
                 min_remaining: Duration::ZERO,
                 max_text: seawall_core::DEFAULT_MAX_DELIVERED_TEXT,
                 quota_wall: None,
+                idempotency_keys: vec![HeaderName::from_static("idempotency-key")],
             }),
         }
     }
@@ -139,6 +156,21 @@ impl ResumeLayer {
     pub fn quota_wall_or(self, threshold: Duration) -> Self {
         self.with(|c| {
             c.quota_wall = c.quota_wall.or(Some(QuotaWall::new(threshold)));
+        })
+    }
+
+    /// A continuation is sent without header `name` too (it never carries
+    /// `idempotency-key`): the caller's idempotency key names the original
+    /// request, and a server that honours it would answer the continuation
+    /// with the original's stored answer. Give it the name a retry ladder
+    /// below keys its attempts with (`RetryPolicy::idempotency_key`), where
+    /// that is another header: the ladder then keys each continuation
+    /// anew, as it sees no key of the caller's.
+    pub fn idempotency_key(self, name: HeaderName) -> Self {
+        self.with(|c| {
+            if !c.idempotency_keys.contains(&name) {
+                c.idempotency_keys.push(name);
+            }
         })
     }
 

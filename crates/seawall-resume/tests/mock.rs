@@ -448,19 +448,15 @@ async fn a_stream_in_cr_endings_is_resumed_in_them() {
     }
 }
 
-/// The caller's idempotency key names the original request, not its
-/// continuation: a server that honours keys would answer the
-/// continuation with the original's stored answer. It stays behind.
-#[tokio::test]
-async fn a_continuation_does_not_reuse_the_callers_idempotency_key() {
+/// The values of header `name` on the original request and on its one
+/// continuation, when the caller sent it as `caller-1` through `layer`.
+async fn keys_sent(layer: ResumeLayer, name: &'static str) -> Vec<Option<http::HeaderValue>> {
     let keys = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = keys.clone();
     let calls = Arc::new(AtomicUsize::new(0));
-    let service = ServiceBuilder::new().layer(ResumeLayer::new()).service(service_fn(
+    let service = ServiceBuilder::new().layer(layer).service(service_fn(
         move |req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
-            seen.lock()
-                .unwrap()
-                .push(req.headers().get("idempotency-key").cloned());
+            seen.lock().unwrap().push(req.headers().get(name).cloned());
             let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
             async move {
                 let mut rest = chunk(" w3").to_vec();
@@ -478,17 +474,37 @@ async fn a_continuation_does_not_reuse_the_callers_idempotency_key() {
     let body = serde_json::json!({"model": "m", "stream": true,
         "messages": [{"role": "user", "content": "hi"}]});
     let request = http::Request::post("http://api.example/v1/chat/completions")
-        .header("idempotency-key", "caller-1")
+        .header(name, "caller-1")
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap();
     let response = service.oneshot(request).await.unwrap();
     response.into_body().collect().await.unwrap();
     let keys = keys.lock().unwrap().clone();
     assert_eq!(keys.len(), 2, "the original and one continuation");
-    assert_eq!(
-        keys[0].as_ref().map(|k| k.to_str().unwrap()),
-        Some("caller-1")
-    );
+    keys
+}
+
+/// The caller's idempotency key names the original request, not its
+/// continuation: a server that honours keys would answer the
+/// continuation with the original's stored answer. It stays behind.
+#[tokio::test]
+async fn a_continuation_does_not_reuse_the_callers_idempotency_key() {
+    let keys = keys_sent(ResumeLayer::new(), "idempotency-key").await;
+    assert_eq!(keys[0], Some(http::HeaderValue::from_static("caller-1")));
+    assert_eq!(keys[1], None);
+}
+
+/// So does a key in a header of the caller's naming (as a retry ladder
+/// below may key its attempts with), once the layer is told it; the
+/// usual one still stays behind too.
+#[tokio::test]
+async fn a_continuation_does_not_reuse_a_key_under_another_name() {
+    let name = http::HeaderName::from_static("x-idempotency-key");
+    let layer = ResumeLayer::new().idempotency_key(name);
+    let keys = keys_sent(layer.clone(), "x-idempotency-key").await;
+    assert_eq!(keys[0], Some(http::HeaderValue::from_static("caller-1")));
+    assert_eq!(keys[1], None);
+    let keys = keys_sent(layer, "idempotency-key").await;
     assert_eq!(keys[1], None);
 }
 
