@@ -33,7 +33,8 @@ SCRIPTS AND JOURNAL
   used in order whatever the header says ("fail twice, then ok"):
     curl localhost:8080/_chaos/script -d '{"route":"openai","faults":["status;code=503","status;code=503","ok"]}'
   Every request is journaled (add `x-chaos-request-id: ID` to find yours):
-    curl localhost:8080/_chaos/journal
+    curl localhost:8080/_chaos/journal                # at most 1000 rows a GET
+    curl 'localhost:8080/_chaos/journal?since=1000'   # the rows after seq 1000
     curl -X POST localhost:8080/_chaos/reset
 
 FAULTS BY API KEY

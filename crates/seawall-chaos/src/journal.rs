@@ -117,6 +117,13 @@ pub(crate) struct Ending {
 /// oldest rows rather than growing without bound.
 pub const MAX_JOURNAL_ROWS: usize = 100_000;
 
+/// The most rows one `GET /_chaos/journal` returns, and its default
+/// `limit`: a page is cloned and serialised whole, so a GET costs at most
+/// this many rows of memory however long the journal, and concurrent GETs
+/// multiply a page, not the journal. A client reads on with `since` set to
+/// the last `seq` it got.
+pub const MAX_JOURNAL_PAGE: usize = 1_000;
+
 /// Rows in arrival order, and a signal for those waiting on a row to end.
 #[derive(Debug, Default)]
 pub(crate) struct Journal {
@@ -160,6 +167,20 @@ impl Journal {
         let mut rows: Vec<JournalEntry> = lock(&self.rows).iter().cloned().collect();
         rows.sort_by_key(|r| r.seq);
         rows
+    }
+
+    /// At most `limit` rows with a `seq` above `since`, the earliest
+    /// first: only those are cloned.
+    pub(crate) fn page(&self, since: u64, limit: usize) -> Vec<JournalEntry> {
+        let rows = lock(&self.rows);
+        let mut after: Vec<&JournalEntry> = rows.iter().filter(|r| r.seq > since).collect();
+        if limit < after.len() {
+            // Rows are only nearly in `seq` order: keep the `limit` lowest.
+            after.select_nth_unstable_by_key(limit, |r| r.seq);
+            after.truncate(limit);
+        }
+        after.sort_by_key(|r| r.seq);
+        after.into_iter().cloned().collect()
     }
 
     pub(crate) fn clear(&self) {
@@ -261,6 +282,32 @@ mod bound {
             outcome: Outcome::Completed,
             duration_ms: None,
         }
+    }
+
+    /// One page's body stays under a fixed size however many rows the
+    /// journal holds, each as long as a row can be.
+    #[test]
+    fn a_page_is_bounded_and_pages_on() {
+        let journal = Journal::default();
+        let long = "x".repeat(crate::MAX_FAULT_LEN);
+        let rows = 3 * MAX_JOURNAL_PAGE as u64;
+        // Pushed a little out of `seq` order, as concurrent requests do.
+        for seq in (1..=rows).map(|s| if s % 2 == 0 { s - 1 } else { s + 1 }) {
+            let mut row = row(seq);
+            row.fault = long.clone();
+            journal.push(row);
+        }
+        let page = journal.page(0, MAX_JOURNAL_PAGE);
+        let body = serde_json::to_string(&page).unwrap();
+        assert!(body.len() < MAX_JOURNAL_PAGE * 2048, "{}", body.len());
+        let seqs: Vec<u64> = page.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, (1..=MAX_JOURNAL_PAGE as u64).collect::<Vec<_>>());
+        let next = journal.page(MAX_JOURNAL_PAGE as u64, 2);
+        assert_eq!(
+            next.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [MAX_JOURNAL_PAGE as u64 + 1, MAX_JOURNAL_PAGE as u64 + 2]
+        );
+        assert!(journal.page(rows, MAX_JOURNAL_PAGE).is_empty());
     }
 
     #[test]

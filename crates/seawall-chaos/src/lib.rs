@@ -46,6 +46,14 @@
 //! and `POST /_chaos/key` (`{"key":"sk-a","fault":"status;code=401"}`) do
 //! the same over HTTP, for clients in other languages. The crate's README
 //! lists every fault with an example `curl`.
+//!
+//! Memory stays bounded on a long-running server: the journal keeps the
+//! last [`MAX_JOURNAL_ROWS`] rows, each of bounded size (a refused fault
+//! header keeps only its first 128 bytes), and one journal GET answers one
+//! page, `GET /_chaos/journal?since=N&limit=M`: at most `M` rows (default
+//! and cap [`MAX_JOURNAL_PAGE`]) with a `seq` above `N` (default 0), in
+//! `seq` order; a client reads on with `since` set to the last `seq` it
+//! got.
 
 mod body;
 pub mod cli;
@@ -61,7 +69,9 @@ pub use fault::{
     Answer, DEFAULT_PING_MS, DEFAULT_TOKENS, FAULT_NAMES, Fault, FaultParseError, MAX_FAULT_LEN,
     MAX_MS, MAX_TOKENS, StatusFault, StatusKind,
 };
-pub use journal::{FaultSource, JournalEntry, MAX_JOURNAL_ROWS, Outcome, body_hash};
+pub use journal::{
+    FaultSource, JournalEntry, MAX_JOURNAL_PAGE, MAX_JOURNAL_ROWS, Outcome, body_hash,
+};
 pub use server::{
     APPLIED_HEADER, ChaosHandle, ChaosServer, ChaosServerBuilder, DEFAULT_MAX_BODY_BYTES,
     FAULT_HEADER, MAX_MODEL_LEN, REQUEST_ID_HEADER, SEQ_HEADER,

@@ -146,6 +146,59 @@ fn answer(n: u32) -> String {
     seawall_chaos::answer_text(n)
 }
 
+/// `GET /_chaos/journal` answers one page: `limit` rows after `since`, and
+/// never more than `MAX_JOURNAL_PAGE`; a bad number is a 400.
+#[tokio::test]
+async fn the_journal_is_read_page_by_page() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    for _ in 0..3 {
+        post(chaos.addr(), OPENAI, &[], OPENAI_UNARY_BODY).await;
+    }
+    let addr = chaos.addr();
+    let get = |query: &'static str| async move {
+        let res = open(
+            addr,
+            http::Request::get(format!("/_chaos/journal{query}"))
+                .header("host", "x")
+                .body(Default::default())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+        let status = res.status();
+        let (body, _) = drain(res.into_body()).await;
+        (status, body)
+    };
+    let seqs = |body: &[u8]| {
+        let rows: Vec<JournalEntry> = serde_json::from_slice(body).unwrap();
+        rows.iter().map(|r| r.seq).collect::<Vec<_>>()
+    };
+    assert_eq!(seqs(&get("").await.1), [1, 2, 3]);
+    assert_eq!(seqs(&get("?limit=2").await.1), [1, 2]);
+    assert_eq!(seqs(&get("?since=2&limit=2").await.1), [3]);
+    let huge = get("?limit=99999999").await;
+    assert_eq!((huge.0.as_u16(), seqs(&huge.1).len()), (200, 3));
+    assert_eq!(get("?since=x").await.0.as_u16(), 400);
+    // A refused fault header is kept only in part: rows stay small.
+    let bogus = format!("bogus;{}", "x".repeat(900));
+    let refused = post(
+        addr,
+        OPENAI,
+        &[("x-chaos-fault", &bogus)],
+        OPENAI_UNARY_BODY,
+    )
+    .await;
+    assert_eq!(refused.status, 400);
+    let rows = chaos.journal();
+    let row = rows.last().unwrap();
+    assert_eq!(row.fault_source, FaultSource::Header);
+    assert!(
+        row.fault.starts_with("bogus;x") && row.fault.len() <= 128,
+        "{}",
+        row.fault.len()
+    );
+}
+
 #[tokio::test]
 async fn unknown_routes_and_methods() {
     let chaos = ChaosServer::builder().start().await.unwrap();

@@ -1,5 +1,9 @@
 //! The admin routes, for clients in other languages: `GET /_chaos/journal`,
 //! `POST /_chaos/reset`, `POST /_chaos/script` and `POST /_chaos/key`.
+//!
+//! `GET /_chaos/journal?since=N&limit=M` answers one page: at most `M`
+//! rows (default and cap [`MAX_JOURNAL_PAGE`]) with a `seq` above `N`
+//! (default 0), in `seq` order.
 
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
@@ -10,6 +14,7 @@ use super::state::State;
 use super::{error_response, json_response};
 use crate::body::ChaosBody;
 use crate::fault::Fault;
+use crate::journal::MAX_JOURNAL_PAGE;
 use crate::wire::Provider;
 
 /// Cap for bodies of `/_chaos/*` requests.
@@ -32,10 +37,14 @@ pub(super) async fn admin(state: &State, req: Request<Incoming>) -> Response<Cha
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     match (method, path.as_str()) {
-        (Method::GET, "/_chaos/journal") => json_response(
-            200,
-            serde_json::to_string(&state.journal.snapshot()).unwrap_or_else(|_| "[]".to_owned()),
-        ),
+        (Method::GET, "/_chaos/journal") => match page_query(req.uri().query()) {
+            Ok((since, limit)) => json_response(
+                200,
+                serde_json::to_string(&state.journal.page(since, limit))
+                    .unwrap_or_else(|_| "[]".to_owned()),
+            ),
+            Err(message) => error_response(400, "invalid_query", message),
+        },
         (Method::POST, "/_chaos/reset") => {
             state.reset();
             json_response(200, r#"{"reset":true}"#.to_owned())
@@ -48,6 +57,22 @@ pub(super) async fn admin(state: &State, req: Request<Incoming>) -> Response<Cha
             format!("seawall-chaos: no admin route {method} {path}"),
         ),
     }
+}
+
+/// `since` and `limit` of a journal GET, `limit` capped at
+/// [`MAX_JOURNAL_PAGE`]; other parameters are ignored.
+fn page_query(query: Option<&str>) -> Result<(u64, usize), String> {
+    let (mut since, mut limit) = (0, MAX_JOURNAL_PAGE);
+    for pair in query.unwrap_or_default().split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let bad = || format!("{name} must be a whole number, got {value:.32}");
+        match name {
+            "since" => since = value.parse().map_err(|_| bad())?,
+            "limit" => limit = value.parse::<usize>().map_err(|_| bad())?,
+            _ => {}
+        }
+    }
+    Ok((since, limit.min(MAX_JOURNAL_PAGE)))
 }
 
 /// `POST /_chaos/script` `{"route":"openai","faults":["status;code=503","ok"]}`.

@@ -18,13 +18,18 @@ use super::{
 };
 use crate::body::{BodyCut, ChaosBody, JournalLink};
 use crate::conn::ConnControl;
-use crate::fault::{Fault, MAX_FAULT_LEN, StatusFault};
+use crate::fault::{Fault, StatusFault};
 use crate::journal::{FaultSource, JournalEntry, Outcome, body_hash, unix_ms};
 use crate::plan::{Plan, Step, plan};
 use crate::wire::{self, Ctx, Provider};
 
 /// Longest `x-chaos-request-id` recorded, in bytes.
 const MAX_REQUEST_ID: usize = 256;
+
+/// The most of a refused `x-chaos-fault` header a journal row keeps: enough
+/// to tell which header it was, where the journal may hold
+/// [`MAX_JOURNAL_ROWS`](crate::MAX_JOURNAL_ROWS) of them.
+const MAX_REFUSED_FAULT_TEXT: usize = 128;
 
 /// Longest path recorded, in bytes: room for any served route, a Gemini
 /// one with a model of [`MAX_MODEL_LEN`] included, while a path naming a
@@ -227,10 +232,11 @@ impl<'a> Exchange<'a> {
     }
 
     /// A request refused over its `x-chaos-fault` header: the row keeps
-    /// the header's text (at most [`MAX_FAULT_LEN`] bytes of it) as its
-    /// fault, from the header, not a healthy default it never got.
+    /// the start of the header's text (at most [`MAX_REFUSED_FAULT_TEXT`]
+    /// bytes) as its fault, from the header, not a healthy default it never
+    /// got.
     fn refused_header(&mut self, raw: &str) {
-        self.row.fault = seawall_internal::excerpt(raw, MAX_FAULT_LEN).to_owned();
+        self.row.fault = seawall_internal::excerpt(raw, MAX_REFUSED_FAULT_TEXT).to_owned();
         self.row.fault_source = FaultSource::Header;
     }
 
