@@ -422,11 +422,22 @@ fn moves(failure: &Failure) -> bool {
         || failure.moves_route()
 }
 
-/// A failure an opted-in route may take: before content, and not one
-/// nobody waits for.
+/// A failure an opted-in route may take: before content, not one nobody
+/// waits for, and not one the provider said not to repeat.
 fn triggerable(failure: &Failure) -> bool {
     !failure.evidence().content_seen
         && !matches!(failure.code(), Code::Cancelled | Code::DeadlineExceeded)
+        && !told_not_to_repeat(failure)
+}
+
+/// The provider said not to repeat the request (`x-should-retry: false`,
+/// gRPC's negative pushback): its action turned to `Surface` where the
+/// table would have retried or moved it. A failure the table itself
+/// surfaces (a context too long, a truncated answer) is not held back
+/// from a route opted in to it.
+fn told_not_to_repeat(failure: &Failure) -> bool {
+    failure.action() == Action::Surface
+        && Action::decide(failure.class(), failure.code(), failure.evidence()) != Action::Surface
 }
 
 /// Whether `route` takes `failure`, and the trigger it takes it for.
@@ -434,7 +445,9 @@ fn takes<F, R>(route: &FallbackRoute<F, R>, failure: &Failure, sticky: Option<Co
     let code = failure.code();
     match sticky {
         Some(trigger) => {
-            if route.triggers.contains(&trigger) && (code == trigger || moves(failure)) {
+            if route.triggers.contains(&trigger)
+                && ((code == trigger && triggerable(failure)) || moves(failure))
+            {
                 Take::For(trigger)
             } else {
                 Take::No

@@ -137,8 +137,10 @@ impl<F, R> FallbackRoute<F, R> {
     /// larger context window, `refused` or `content_filtered` for a route
     /// the user chose for those (a policy decision: never a default). The
     /// route still takes the ordinary route-scoped moves; see
-    /// [`only_on`](Self::only_on). Nothing moves after content, nor on
-    /// `cancelled` or `deadline_exceeded`, whatever is opted in.
+    /// [`only_on`](Self::only_on). Nothing moves after content, on
+    /// `cancelled` or `deadline_exceeded`, nor on a transient failure the
+    /// provider said not to repeat (`x-should-retry: false`), whatever is
+    /// opted in.
     ///
     /// Once a request moved for such a failure, only routes that opted in
     /// to it are tried after (the others would fail the same way).
