@@ -332,6 +332,12 @@ impl Stack {
         breaker.layer(bounded)
     }
 
+    /// The ladder's retry policy.
+    #[cfg(feature = "resume")]
+    pub(crate) fn retry(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
     /// The operation's deadline: the stack's total, or the caller's own
     /// bound on the wire where it is earlier — in the wire the stack
     /// propagates, else gRPC's `grpc-timeout` (tonic's `set_timeout` writes

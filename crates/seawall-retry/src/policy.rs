@@ -158,6 +158,13 @@ impl RetryPolicy {
         self
     }
 
+    /// The header given with [`idempotency_key`](Self::idempotency_key),
+    /// if one was (a resume layer above must not send the caller's key in
+    /// it on a continuation).
+    pub fn get_idempotency_key(&self) -> Option<&HeaderName> {
+        self.idempotency_key.as_ref()
+    }
+
     /// Lets this ladder retry even under an outer one. Without it, a ladder
     /// that finds an outer ladder makes one attempt, so that nested layers
     /// make `max_attempts` upstream calls in total, not the product.
