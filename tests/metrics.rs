@@ -966,6 +966,36 @@ fn a_ladder_over_a_fallback_counts_its_calls_once() {
     assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "output")]), 50);
 }
 
+/// A ladder over a fallback whose primary, without a ladder of its own,
+/// answers: the fallback counted the attempt and its tokens, and hands up
+/// its receipt; the ladder counts them no more.
+#[test]
+fn a_ladder_over_a_fallback_counts_its_primarys_answer_once() {
+    use seawall::core::RouteId;
+    use seawall::fallback::FallbackLayer;
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use tower::Layer;
+    let snapshotter = recorded(async {
+        let answer = || async { Ok::<_, tower::BoxError>(answer_with_usage_read(100, 50)) };
+        let primary = tower::service_fn(move |_: TwiceRecorded| answer());
+        let spare = tower::service_fn(move |_: TwiceRecorded| answer());
+        let fallback = FallbackLayer::new(spare)
+            .route(RouteId::new("spare"))
+            .layer(primary);
+        let response = RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited())
+            .layer(fallback)
+            .oneshot(prim_request())
+            .await
+            .expect("the primary answers");
+        let receipt = response.extensions().get::<seawall::core::Receipt>();
+        assert_eq!(receipt.map(|r| r.attempts.len()), Some(1), "{receipt:?}");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1, "{snapshot:?}");
+    assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "input")]), 100);
+    assert_eq!(counter(&snapshot, TOKENS_TOTAL, &[("kind", "output")]), 50);
+}
+
 /// The same ladder over a fallback, its caller gone while the fallback's
 /// route was called: one call in flight, one cancelled attempt. The ladder
 /// counts the call it was waiting for; the fallback, sent the request by

@@ -356,3 +356,31 @@ fn a_resume_that_gives_up_says_so_on_its_span() {
         "{spans:#?}"
     );
 }
+
+/// The guard's bound that cut an attempt is on the attempt's span, beside
+/// its code: a stream silent after its headers is cut by the first-byte
+/// bound (and not retried: its generation may be billed).
+#[test]
+fn the_bound_that_cut_an_attempt_is_on_its_span() {
+    let capture = Capture::default();
+    run(&capture, async {
+        let chaos = common::chaos().await;
+        chaos
+            .script("openai", vec![common::fault("hang_after_headers")])
+            .unwrap();
+        let service = common::short_stack().build(&ClassifyLayer::openai(), common::client());
+        let error = service
+            .oneshot(openai_stream(&chaos.base_url()))
+            .await
+            .unwrap_err();
+        let failure = seawall::core::Failure::find(&*error).unwrap();
+        assert_eq!(failure.code().as_str(), "first_byte_timeout");
+    });
+    let spans = capture.spans();
+    let (op_id, op) = named(&spans, "operation")[0];
+    let attempts = attempts_of(&spans, *op_id);
+    assert_eq!(attempts.len(), 1, "{spans:#?}");
+    assert_eq!(attempts[0].field("error.type"), "first_byte_timeout");
+    assert_eq!(attempts[0].field("seawall.stream.bound"), "first_byte");
+    assert_eq!(op.field("error.type"), "first_byte_timeout");
+}

@@ -823,6 +823,7 @@ impl Walk {
             gen_ai.response.finish_reasons = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
+            seawall.stream.bound = tracing::field::Empty,
         );
         tracing::warn!(
             target: "seawall::fallback",

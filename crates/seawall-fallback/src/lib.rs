@@ -102,6 +102,7 @@
 //! | `seawall.delay_ms` | the wait for a cooling route before the call, else 0 |
 //! | `error.type`, `otel.status_code` | the route's failure code, `ERROR`; `cancelled` without an error status when the caller stopped waiting for the call once sent (none while the route's service was not ready for it) |
 //! | `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens` | the route's answer: a whole one's when it comes, a stream's when it ends (the span kept open until then) |
+//! | `seawall.stream.bound` | the stream guard's bound that ended the route's stream (`first_content`, `idle`, `max_duration`, …), beside its `error.type` |
 //!
 //! ```
 //! use std::time::Duration;

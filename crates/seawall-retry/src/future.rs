@@ -1218,6 +1218,7 @@ fn operation_span(route: &RouteId, facts: Option<&RequestFacts>) -> tracing::Spa
         error.type = tracing::field::Empty,
         seawall.attempts = tracing::field::Empty,
         seawall.stop_reason = tracing::field::Empty,
+        seawall.stream.bound = tracing::field::Empty,
     )
 }
 
@@ -1256,5 +1257,6 @@ fn attempt_span(
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
         error.type = tracing::field::Empty,
+        seawall.stream.bound = tracing::field::Empty,
     )
 }

@@ -100,6 +100,7 @@
 //! | both | `error.type`, `otel.status_code` | the seawall code, `ERROR`; an operation its caller dropped says `cancelled` (on the attempt in flight too) with no error status |
 //! | `operation` | `seawall.attempts`, `seawall.stop_reason` | the [`StopReason`](seawall_core::StopReason)'s name, `succeeded` on success; none for an operation its caller dropped (its `error.type` says `cancelled`) |
 //! | `attempt` | `seawall.attempt`, `seawall.delay_ms`, `seawall.action`, `seawall.retry_after_ms` | |
+//! | both | `seawall.stream.bound` | the stream guard's bound that ended a streamed attempt (`first_byte`, `first_content`, `idle`, `max_duration`, `after_empty_finish`: `seawall_stream::Bound`), beside its `error.type`; on the operation's span once the stream reached the caller |
 //! | `attempt` | `seawall.cooled_by` | a refusal's (`route_cooling_down`): the code that cooled the route ([`Failure::cooled_by`](seawall_core::Failure::cooled_by)), `quota_exhausted`, `rate_limited`, `auth`, …; none on any other failure |
 //!
 //! An OpenTelemetry span's name is taken as it starts, and
