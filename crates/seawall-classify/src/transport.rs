@@ -103,9 +103,31 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
         // where a provider's own overload (with its status) does.
         failure.evidence_mut().closed_by = Some(ClosedBy::Us);
     }
+    if never_reached(error) {
+        failure = failure.with_nothing_generated();
+    }
     Some(match stream_reset(error) {
         Some(reason) => failure.with_stream_reset(reason),
         None => failure,
+    })
+}
+
+/// The request never reached the server, found in `error`'s chain: the
+/// connection was never made (hyper-util's connect error, a connection
+/// refused), or the server reset the stream with HTTP/2's
+/// `REFUSED_STREAM`, which says it did no processing (RFC 9113 §8.7).
+/// Nothing was generated, so nothing was billed: an attempt cut so is
+/// not among those that may have been.
+fn never_reached(error: &(dyn StdError + 'static)) -> bool {
+    links(error).any(|link| {
+        link.downcast_ref::<hyper_util::client::legacy::Error>()
+            .is_some_and(|error| error.is_connect())
+            || link
+                .downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::ConnectionRefused)
+            || link.downcast_ref::<h2::Error>().is_some_and(|h2| {
+                h2.is_reset() && h2.is_remote() && h2.reason() == Some(h2::Reason::REFUSED_STREAM)
+            })
     })
 }
 

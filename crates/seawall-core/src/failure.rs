@@ -362,14 +362,24 @@ impl Failure {
         self
     }
 
-    /// Marks a failure the provider answered 2xx without generating
-    /// anything: a gRPC status in the response head (trailers-only) or in
-    /// trailers before any message. Every gRPC answer is HTTP 200, so the
-    /// status alone would bill a refusal (a quota's `RESOURCE_EXHAUSTED`,
-    /// a draining server's `UNAVAILABLE`) as a generation.
+    /// Marks a failure after which the provider cannot have generated
+    /// anything: one it answered 2xx without generating (a gRPC status in
+    /// the response head, trailers-only, or in trailers before any
+    /// message: every gRPC answer is HTTP 200, so the status alone would
+    /// bill a refusal, a quota's `RESOURCE_EXHAUSTED` or a draining
+    /// server's `UNAVAILABLE`, as a generation), or one before the request
+    /// reached it (the connection was never made, the server refused the
+    /// stream unprocessed).
     pub fn with_nothing_generated(mut self) -> Self {
         self.nothing_generated = true;
         self
+    }
+
+    /// Whether the failure says the provider generated nothing
+    /// ([`with_nothing_generated`](Self::with_nothing_generated)): neither
+    /// [billed](Self::billed) nor possibly billed.
+    pub fn nothing_generated(&self) -> bool {
+        self.nothing_generated
     }
 
     /// Keeps the provider's id of the request that failed (its

@@ -174,10 +174,14 @@ impl Attempt {
     /// answer's head came back (no status: a status says what the
     /// provider did, a 2xx billed, anything else not generated), and the
     /// failure is no refusal of seawall's, which calls no one
-    /// ([`Failure::is_refused_here`](crate::Failure::is_refused_here)).
+    /// ([`Failure::is_refused_here`](crate::Failure::is_refused_here)),
+    /// nor one before the request reached the provider (a connection
+    /// never made, a stream refused unprocessed:
+    /// [`Failure::nothing_generated`](crate::Failure::nothing_generated)).
     ///
     /// The body's fact is the operation's: once one attempt sent the body
-    /// whole, a later attempt that failed to connect reads as sent too.
+    /// whole (or the ladder read it ahead), a later attempt cut in a way
+    /// seawall cannot place before or after the write reads as sent too.
     /// An upper bound, over rather than under; a body whose sending
     /// nobody records (a single attempt, no retry ladder) says nothing,
     /// and its attempt is not counted.
@@ -189,6 +193,7 @@ impl Attempt {
         bills
             && failure.status().is_none()
             && !failure.is_refused_here()
+            && !failure.nothing_generated()
             && facts.body_sent() == Some(true)
     }
 
