@@ -1134,8 +1134,12 @@ fn receipt_json(
         "finish_reason": delivery.finish,
         "content_events": delivery.content_events,
         // The provider's own counts: billed attempts (answered 2xx) and the
-        // tokens they reported (a stream's once its body ended).
+        // tokens they reported (a stream's once its body ended); beside
+        // them the attempts cut after their request went out whole, before
+        // any answer, which the provider may have run and billed (the
+        // worst case is the sum).
         "billed": receipt.map_or(0, Receipt::billed_attempts),
+        "may_be_billed": receipt.map_or(0, Receipt::may_be_billed_attempts),
         "input_tokens": receipt.map(|r| r.usage().input_tokens),
         "output_tokens": receipt.map(|r| r.usage().output_tokens),
         "elapsed_ms": millis(started.elapsed()),

@@ -82,6 +82,8 @@ pub struct Attempt {
     pub billed: bool,
     /// See [`may_be_billed`](Self::may_be_billed).
     may_be_billed: bool,
+    /// See [`was_sent`](Self::was_sent).
+    not_sent: bool,
     usage: Option<AttemptUsage>,
 }
 
@@ -103,8 +105,27 @@ impl Attempt {
             delay,
             billed: false,
             may_be_billed: false,
+            not_sent: false,
             usage: None,
         }
+    }
+
+    /// This record, of an attempt that never called the upstream for a
+    /// reason that is no refusal of seawall's: a fallback's primary whose
+    /// readiness failed, so nothing was sent to it. Neither billed nor
+    /// possibly billed, and not among [`Receipt::calls`].
+    pub fn not_sent(mut self) -> Self {
+        self.not_sent = true;
+        self.billed = false;
+        self.may_be_billed = false;
+        self
+    }
+
+    /// Whether the attempt called the upstream: all but those marked
+    /// [`not_sent`](Self::not_sent) and seawall's own refusals of a route
+    /// ([`Code::is_refusal`]).
+    pub fn was_sent(&self) -> bool {
+        !self.not_sent && !self.code.is_some_and(Code::is_refusal)
     }
 
     /// The record of an attempt that answered `response`: billed when it is
@@ -419,14 +440,12 @@ impl Receipt {
         total
     }
 
-    /// Attempts that called the upstream: all but seawall's own refusals
-    /// of a route, no call made ([`Code::is_refusal`]: its breaker open,
-    /// it cooling down).
+    /// Attempts that called the upstream ([`Attempt::was_sent`]): all
+    /// but seawall's own refusals of a route, no call made
+    /// ([`Code::is_refusal`]: its breaker open, it cooling down), and
+    /// attempts marked [`not_sent`](Attempt::not_sent).
     pub fn calls(&self) -> usize {
-        self.attempts
-            .iter()
-            .filter(|a| !a.code.is_some_and(Code::is_refusal))
-            .count()
+        self.attempts.iter().filter(|a| a.was_sent()).count()
     }
 
     /// Attempts the provider billed: those it answered 2xx (under a retry

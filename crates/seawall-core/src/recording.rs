@@ -641,6 +641,15 @@ impl<B> HeadCopy<B> {
         }
     }
 
+    /// The request's facts, as the request carried them: read on a
+    /// failure (is its body sent whole?) without building a request.
+    pub fn facts(&self) -> Option<&crate::RequestFacts> {
+        match &self.known {
+            Some(known) => known.facts.as_ref(),
+            None => self.head.extensions().get::<crate::RequestFacts>(),
+        }
+    }
+
     /// The body handle kept with the head.
     pub fn body(&self) -> &B {
         self.head.body()

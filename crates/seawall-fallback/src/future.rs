@@ -42,6 +42,15 @@ pub(crate) struct Plan<S, F, R, B> {
     pub(crate) ladder_above: bool,
 }
 
+impl<S, F, R, B> Plan<S, F, R, B> {
+    /// The operation's request facts (the body's are shared by every
+    /// route's request: the same recording fills them), read only when a
+    /// call failed.
+    fn facts(&self) -> Option<&RequestFacts> {
+        self.request.as_ref().and_then(HeadCopy::facts)
+    }
+}
+
 pin_project! {
     /// The response future of [`Fallback`](crate::Fallback): the primary's
     /// call, then the chain's routes one call each, in order, while the
@@ -487,7 +496,7 @@ impl Walk {
             .any(|route| takes(route, failure, None) != Take::No)
         {
             return Err(with_own_receipt(error, None, |failure| {
-                single(&from, failure, plan.bills)
+                single(&from, failure, plan.bills, plan.facts())
             }));
         }
         let cause = failure.code();
@@ -498,25 +507,19 @@ impl Walk {
                 &from,
                 cause,
                 StopReason::NotReplayable,
-                plan.bills,
+                plan,
             ));
         };
         if kept
             .deadline()
             .is_some_and(|d| !in_time(d, Instant::now(), settings.min_remaining))
         {
-            return Err(skipped(
-                error,
-                &from,
-                cause,
-                StopReason::Deadline,
-                plan.bills,
-            ));
+            return Err(skipped(error, &from, cause, StopReason::Deadline, plan));
         }
         let receipt = failure
             .receipt()
             .cloned()
-            .unwrap_or_else(|| single(&from, failure, plan.bills));
+            .unwrap_or_else(|| single(&from, failure, plan.bills, plan.facts()));
         let mut walk = Box::new(Walk {
             primary: from.clone(),
             receipt,
@@ -862,10 +865,10 @@ impl Walk {
         };
         self.span.record("error.type", failure.code().as_str());
         self.span.record("otel.status_code", "ERROR");
-        let own = failure
-            .receipt()
-            .cloned()
-            .unwrap_or_else(|| single(failure.route().unwrap_or(&route), failure, self.bills));
+        let own = failure.receipt().cloned().unwrap_or_else(|| {
+            let route = failure.route().unwrap_or(&route);
+            single(route, failure, self.bills, plan.facts())
+        });
         self.join(own, target);
         self.visit(target, route.clone(), failure, &plan.shared);
         self.left = route;
@@ -1009,7 +1012,13 @@ where
 /// reason says why and so does a `tracing` event. A failure found inside
 /// another error is returned on its own (a clone, with the reason); an
 /// error with no failure anywhere is returned as it is.
-fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason, bills: bool) -> BoxError {
+fn skipped<S, F, R, B>(
+    error: BoxError,
+    from: &RouteId,
+    cause: Code,
+    why: StopReason,
+    plan: &Plan<S, F, R, B>,
+) -> BoxError {
     tracing::debug!(
         target: "seawall::fallback",
         from = %from,
@@ -1017,7 +1026,9 @@ fn skipped(error: BoxError, from: &RouteId, cause: Code, why: StopReason, bills:
         reason = why.as_str(),
         "no fallback"
     );
-    with_own_receipt(error, Some(why), |failure| single(from, failure, bills))
+    with_own_receipt(error, Some(why), |failure| {
+        single(from, failure, plan.bills, plan.facts())
+    })
 }
 
 /// `error` with the receipt `own` makes of its failure when the primary
@@ -1045,9 +1056,16 @@ fn with_own_receipt(
 /// A receipt of the one failed attempt of a service that did not keep its
 /// own (a route without a ladder), whose attempt nobody else records:
 /// billed when the provider had answered 2xx to a request that `bills`,
+/// may have been billed when it was cut before an answer after its body,
+/// as `facts` say, was sent whole ([`Attempt::unanswered_after_sending`]),
 /// as a ladder records it, and counted as a ladder counts it.
-fn single(route: &RouteId, failure: &Failure, bills: bool) -> Receipt {
-    let receipt = one_failure(route, failure, bills);
+fn single(
+    route: &RouteId,
+    failure: &Failure,
+    bills: bool,
+    facts: Option<&RequestFacts>,
+) -> Receipt {
+    let receipt = one_failure(route, failure, bills, facts);
     #[cfg(feature = "metrics")]
     {
         seawall_core::record::attempt(route, Some(failure.code()));
@@ -1065,9 +1083,19 @@ fn single(route: &RouteId, failure: &Failure, bills: bool) -> Receipt {
 }
 
 /// The receipt of one attempt that failed with `failure`, not counted:
-/// billed when the provider had answered 2xx to a request that `bills`.
-fn one_failure(route: &RouteId, failure: &Failure, bills: bool) -> Receipt {
-    let mut attempt = Attempt::failed(route.clone(), Duration::ZERO, failure);
+/// billed when the provider had answered 2xx to a request that `bills`,
+/// may have been when its body went out whole (as `facts` say) and no
+/// answer came back.
+fn one_failure(
+    route: &RouteId,
+    failure: &Failure,
+    bills: bool,
+    facts: Option<&RequestFacts>,
+) -> Receipt {
+    let unanswered =
+        facts.is_some_and(|facts| Attempt::unanswered_after_sending(bills, facts, failure));
+    let mut attempt =
+        Attempt::failed(route.clone(), Duration::ZERO, failure).with_may_be_billed(unanswered);
     attempt.billed &= bills;
     let mut receipt = Receipt::default();
     receipt.push(attempt);
@@ -1078,8 +1106,10 @@ fn one_failure(route: &RouteId, failure: &Failure, bills: bool) -> Receipt {
 /// The primary's readiness failed (`error`, kept for this call): nothing
 /// was sent to it, so no upstream attempt is counted (a ladder counts none
 /// for its service's readiness failure either) and its record in the
-/// receipt is not billed. The record is kept all the same: a ladder above
-/// that found no receipt would count the call as an attempt.
+/// receipt is [not sent](Attempt::not_sent), so not among the receipt's
+/// calls. The record is kept all the same, on an error no layer
+/// classified too: a ladder above that found no receipt would count the
+/// call as an attempt.
 #[cold]
 fn not_ready(error: BoxError, route: &RouteId) -> BoxError {
     let code = Failure::find(&*error).map_or(Code::Unknown, Failure::code);
@@ -1089,7 +1119,17 @@ fn not_ready(error: BoxError, route: &RouteId) -> BoxError {
         code = code.as_str(),
         "the primary was not ready: nothing was sent to it"
     );
-    with_own_receipt(error, None, |failure| one_failure(route, failure, false))
+    let unsent = |code| {
+        let mut receipt = Receipt::default();
+        receipt.push(Attempt::new(route.clone(), Some(code), Duration::ZERO).not_sent());
+        receipt.stop = Some(StopReason::NotRetryable);
+        receipt
+    };
+    if Failure::find(&*error).is_some() {
+        with_own_receipt(error, None, |failure| unsent(failure.code()))
+    } else {
+        unsent(Code::Unknown).attach(error)
+    }
 }
 
 /// A receipt of the one attempt of a service that did not keep its own,

@@ -81,3 +81,46 @@ async fn the_route_bills_as_the_request_it_gets_after_its_rewrite() {
     let billed: Vec<_> = receipt.attempts.iter().map(|a| a.billed).collect();
     assert_eq!(billed, [true, false]);
 }
+
+/// A primary cut before any answer: after reading the request to its end
+/// (a generation the provider may run and bill all the same) when
+/// `reads_body`, before sending it otherwise.
+fn cut_before_an_answer(reads_body: bool) -> Boxed {
+    Boxed::new(service_fn(move |request: Req| async move {
+        if reads_body {
+            use http_body_util::BodyExt;
+            request.into_body().collect().await.unwrap();
+        }
+        Err::<Resp, BoxError>(Failure::new(Code::Timeout).into())
+    }))
+}
+
+#[tokio::test]
+async fn a_primary_cut_after_its_whole_request_may_have_been_billed() {
+    for (reads_body, may_be_billed) in [(true, 1), (false, 0)] {
+        let rewrite = |request: &mut Req| {
+            *request.uri_mut() = "https://fallback.example/v1/messages".parse().unwrap();
+        };
+        let layer = FallbackLayer::chain([FallbackRoute::new(answering()).rewrite(rewrite)]);
+        let request = http::Request::post("https://primary.example/v1/messages")
+            .body(Full::new(Bytes::from_static(b"{\"model\":\"m\"}")))
+            .unwrap();
+        let response = tokio::time::timeout(
+            Duration::from_secs(5),
+            layer
+                .layer(cut_before_an_answer(reads_body))
+                .oneshot(request),
+        )
+        .await
+        .unwrap()
+        .unwrap_or_else(|error| panic!("{error:?}"));
+        let receipt = response.extensions().get::<Receipt>().cloned().unwrap();
+        assert_eq!(receipt.attempts.len(), 2, "{receipt:?}");
+        assert_eq!(receipt.billed_attempts(), 1, "the route's answer");
+        assert_eq!(
+            receipt.may_be_billed_attempts(),
+            may_be_billed,
+            "reads_body {reads_body}: {receipt:?}"
+        );
+    }
+}

@@ -147,9 +147,12 @@ async fn a_primary_not_ready_fails_over_without_being_called() {
         [("primary.example", Some(Code::Transport)), ("backup", None)]
     );
     assert!(receipt.fallback);
-    // Nothing was sent to the primary: only the backup's answer bills.
+    // Nothing was sent to the primary: only the backup's answer bills,
+    // and it is the one call.
     assert!(!receipt.attempts[0].billed);
+    assert!(!receipt.attempts[0].was_sent());
     assert_eq!(receipt.billed_attempts(), 1);
+    assert_eq!(receipt.calls(), 1);
     assert_eq!(&text(response).await[..], b"backup");
     assert_eq!(script.calls.load(Ordering::SeqCst), 0);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
