@@ -921,4 +921,18 @@ async fn bedrock_errors_by_their_declared_type() {
         failure.message(),
         Some("Too many tokens per day, please wait before trying again.")
     );
+
+    // AWS names every bad request `ValidationException`: a body in the
+    // layer's own shape behind AWS says what it is.
+    run(
+        ClassifyLayer::openai(),
+        &[Case {
+            name: "400 ValidationException, an OpenAI-shaped context error",
+            status: 400,
+            headers: &[(TYPE, "ValidationException")],
+            body: r#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+            expect: expect(Permanent, Code::ContextTooLong, Surface),
+        }],
+    )
+    .await;
 }

@@ -73,7 +73,12 @@ pub(super) fn error_rule(d: &Declared<'_>) -> Option<Verdict> {
         {
             Verdict::Fixed(Permanent, Code::ContextTooLong)
         }
-        "ValidationException" => Verdict::Fixed(Permanent, Code::BadRequest),
+        // Any other: the body's own words decide, as the layer's provider
+        // reads them (400 is `bad_request` there too). `ValidationException`
+        // is AWS's name for every bad request, also of a service in another
+        // provider's shape behind AWS whose body says more ("maximum
+        // context length").
+        "ValidationException" => return None,
         // A 424, "The request failed due to an error while processing the
         // model" (in a stream, `ModelStreamErrorException`): the model
         // failed, not the request, and the 4xx rule blamed the request.
