@@ -128,7 +128,7 @@ mod assembled {
         /// continuation anew.
         pub(crate) fn layer_for<C>(&self, classify: &ClassifyLayer<C>) -> ResumeLayer {
             let layer = self.layer.clone().quota_wall_or(classify.get_quota_wall());
-            match self.stack.retry().get_idempotency_key() {
+            match self.stack.retry().given_idempotency_key() {
                 Some(name) => layer.idempotency_key(name.clone()),
                 None => layer,
             }

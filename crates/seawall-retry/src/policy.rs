@@ -161,7 +161,7 @@ impl RetryPolicy {
     /// The header given with [`idempotency_key`](Self::idempotency_key),
     /// if one was (a resume layer above must not send the caller's key in
     /// it on a continuation).
-    pub fn get_idempotency_key(&self) -> Option<&HeaderName> {
+    pub fn given_idempotency_key(&self) -> Option<&HeaderName> {
         self.idempotency_key.as_ref()
     }
 
