@@ -104,21 +104,10 @@ pub(super) fn error_rule(d: &Declared<'_>) -> Option<Verdict> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::SystemTime;
-
-    use super::super::{ErrorContext, Provider, classify_bedrock_error};
+    use super::super::tests::cx;
+    use super::super::{Provider, classify_bedrock_error};
     use super::exception;
-    use crate::hint::RetryHint;
     use crate::{Class, Code};
-
-    fn cx(status: u16) -> ErrorContext {
-        ErrorContext {
-            status: Some(status),
-            hint: RetryHint::default(),
-            quota_wall: Default::default(),
-            now: SystemTime::UNIX_EPOCH,
-        }
-    }
 
     const THROTTLED: &[u8] =
         b"ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/";

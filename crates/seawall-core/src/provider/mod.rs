@@ -987,7 +987,9 @@ mod tests {
     use super::*;
     use crate::Action;
 
-    fn cx(status: u16) -> ErrorContext {
+    /// The context of an answer with `status`, no hint, the default quota
+    /// wall, at a fixed instant.
+    pub(super) fn cx(status: u16) -> ErrorContext {
         ErrorContext {
             status: Some(status),
             hint: RetryHint::default(),
