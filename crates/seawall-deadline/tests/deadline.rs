@@ -8,8 +8,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use http::{HeaderName, Request, Response};
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
-use seawall_core::{Action, AnswerBy, Class, Code, Deadline, Failure, Progress};
+use seawall_core::facts::OperationSlots;
+use seawall_core::recording::{DEFAULT_MAX_REPLAY_BYTES, ReplayBody};
+use seawall_core::{Action, AnswerBy, Class, Code, Deadline, Failure, Progress, RequestFacts};
 use seawall_deadline::{DeadlineLayer, WireTimeout};
 use tokio::time::Instant;
 use tower::{BoxError, Layer, ServiceExt, service_fn};
@@ -1094,4 +1097,132 @@ async fn an_attempt_alone_never_lengthens_the_callers_timeout_on_the_wire() {
             );
         }
     }
+}
+
+/// A request body as a retry ladder sends it: recorded for replay, filling
+/// the operation's facts (`RequestFacts::body_sent`) when it ends. `chunks`
+/// frames of 4 bytes, one every 100 ms (`None`: without end).
+fn uploading(chunks: Option<u32>) -> Request<ReplayBody<UnsyncBoxBody<Bytes, Infallible>>> {
+    let frames = stream::unfold(0u32, move |sent| async move {
+        if chunks.is_some_and(|chunks| sent == chunks) {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Some((
+            Ok(http_body::Frame::data(Bytes::from_static(b"0123"))),
+            sent + 1,
+        ))
+    });
+    recorded(StreamBody::new(frames).boxed_unsync())
+}
+
+fn recorded<B: http_body::Body>(body: B) -> Request<ReplayBody<B>> {
+    let slots = Arc::new(OperationSlots::default());
+    let body = ReplayBody::recorded(body, DEFAULT_MAX_REPLAY_BYTES).fill_facts(slots.clone());
+    let mut request = Request::new(body);
+    request
+        .extensions_mut()
+        .insert(RequestFacts::default().with_slots(slots));
+    request
+}
+
+/// A server that reads the whole request body, as a client-streaming
+/// handler does, and only then answers (after `then`, or never), counting
+/// its calls. The body is read on a task of its own, as a client sends it:
+/// the response future is not woken as it goes.
+fn reads_the_body_then_answers<B>(
+    then: Option<Duration>,
+    calls: Arc<AtomicUsize>,
+) -> impl tower::Service<
+    Request<B>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Body>, Infallible>>,
+> + Clone
+where
+    B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
+{
+    service_fn(move |request: Request<B>| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        let sent = tokio::spawn(request.into_body().collect());
+        async move {
+            sent.await.unwrap().unwrap();
+            match then {
+                Some(then) => tokio::time::sleep(then).await,
+                None => std::future::pending().await,
+            }
+            Ok(Response::new(Full::new(Bytes::from_static(b"ok"))))
+        }
+    })
+}
+
+/// A client-streaming upload longer than the attempt's bound: the server
+/// answers once it has read the whole body, so the bound does not run
+/// while the body is still being sent.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_bound_does_not_run_while_the_request_body_is_sent() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let svc = DeadlineLayer::per_attempt(Duration::from_millis(300)).layer(
+        reads_the_body_then_answers(Some(Duration::from_millis(50)), calls.clone()),
+    );
+    let start = Instant::now();
+    let response = svc.oneshot(uploading(Some(10))).await.unwrap();
+    assert_eq!(start.elapsed(), Duration::from_millis(1050));
+    assert_eq!(
+        response.into_body().collect().await.unwrap().to_bytes(),
+        "ok"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// Once the body has been sent, the bound runs: a server that then sends
+/// no head is given up on as before, as `timeout`.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_bound_runs_once_the_request_body_is_sent() {
+    let bound = Duration::from_millis(300);
+    // Sent at once: the bound fires when it always did.
+    let whole = recorded(Full::new(Bytes::from_static(b"{}")).map_err(BoxError::from));
+    let start = Instant::now();
+    let err = DeadlineLayer::per_attempt(bound)
+        .layer(reads_the_body_then_answers(None, Arc::default()))
+        .oneshot(whole)
+        .await
+        .unwrap_err();
+    assert_eq!(start.elapsed(), bound);
+    assert_eq!(failure(&err).code(), Code::Timeout);
+    assert_eq!(failure(&err).evidence().elapsed, Some(bound));
+
+    // Sent over 1 s: the server has the whole bound after the body ended
+    // (and at most one bound more: the layer looks when the bound would
+    // have fired).
+    let start = Instant::now();
+    let err = DeadlineLayer::per_attempt(bound)
+        .layer(reads_the_body_then_answers(None, Arc::default()))
+        .oneshot(uploading(Some(10)))
+        .await
+        .unwrap_err();
+    let ended = Duration::from_secs(1);
+    assert!(
+        (ended + bound..=ended + 2 * bound).contains(&start.elapsed()),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(failure(&err).code(), Code::Timeout);
+    assert_eq!(failure(&err).action(), Action::Retry);
+}
+
+/// The operation's deadline still cuts a body that is sent on and on.
+#[tokio::test(start_paused = true)]
+async fn the_operation_deadline_cuts_a_request_body_sent_forever() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let svc = DeadlineLayer::new(Duration::from_secs(2)).layer(
+        DeadlineLayer::per_attempt(Duration::from_millis(300))
+            .layer(reads_the_body_then_answers(None, calls.clone())),
+    );
+    let start = Instant::now();
+    let err = svc.oneshot(uploading(None)).await.unwrap_err();
+    assert_eq!(start.elapsed(), Duration::from_secs(2));
+    assert_eq!(failure(&err).code(), Code::DeadlineExceeded);
+    assert_eq!(failure(&err).action(), Action::Surface);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
