@@ -1,11 +1,10 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
 
 use http::Response;
 use pin_project_lite::pin_project;
-use seawall_core::{BoxError, Code, Deadline, Evidence, Failure, Progress, RequestFacts};
+use seawall_core::{BoxError, Code, Deadline, Evidence, Failure, Progress};
 use tokio::time::{Instant, Sleep, sleep_until};
 
 use crate::body::DeadlineBody;
@@ -30,27 +29,6 @@ pub(crate) struct Expiry {
     /// The caller's [`AnswerBy`](seawall_core::AnswerBy) is the bound
     /// that fires, not the operation's deadline: the failure says so.
     pub(crate) answer_by: bool,
-    /// An attempt's own bound, held off while the request body is still
-    /// being sent; only an attempt whose body was not sent yet when it
-    /// started has it.
-    pub(crate) sending: Option<Sending>,
-}
-
-/// What an attempt's bound needs to hold off while its request body is
-/// still being sent: a server answers a client-streaming call only once it
-/// has read the whole body (see the [crate docs](crate)).
-#[derive(Debug)]
-pub(crate) struct Sending {
-    /// The operation's facts, whose recording of the body says when it
-    /// ended ([`RequestFacts::body_sent`]).
-    pub(crate) facts: RequestFacts,
-    /// The attempt's bound, run again from each look.
-    pub(crate) bound: Duration,
-    /// The operation's deadline, which holding off never passes, and
-    /// whether it is the caller's [`AnswerBy`](seawall_core::AnswerBy).
-    pub(crate) operation: Option<(Deadline, bool)>,
-    /// The last look found the body still being sent.
-    pub(crate) seen: bool,
 }
 
 impl Expiry {
@@ -67,36 +45,6 @@ impl Expiry {
             return failure.with_message(seawall_core::AnswerBy::PASSED);
         }
         failure
-    }
-
-    /// The attempt's own bound passed: when the request body is still
-    /// being sent, or was at the last look, the bound runs again from now
-    /// (to the operation's deadline at most) and this says when it passes
-    /// next. `None`: the bound fires.
-    ///
-    /// The body's end is only seen by looking, when the bound passes: the
-    /// first look that finds it sent gives the server the whole bound
-    /// again, so a server answers in time when it answers within the
-    /// bound of the body's end (and is given up on within two).
-    pub(crate) fn hold_off(&mut self) -> Option<Instant> {
-        let sending = self.sending.as_mut()?;
-        let still = sending.facts.body_sent() == Some(false);
-        if !still && !sending.seen {
-            return None;
-        }
-        sending.seen = still;
-        let own = Deadline::after(sending.bound);
-        match sending.operation {
-            // Ties go to the attempt, as when it started.
-            Some((operation, answer_by)) if operation < own => {
-                self.deadline = operation;
-                self.fires_as = Code::DeadlineExceeded;
-                self.answer_by = answer_by;
-                self.sending = None;
-            }
-            _ => self.deadline = own,
-        }
-        Some(self.deadline.instant())
     }
 }
 
@@ -225,16 +173,7 @@ where
                 let Some(deadline) = expiry.as_ref().map(|expiry| expiry.deadline) else {
                     return Poll::Pending;
                 };
-                let mut sleep = sleep;
-                loop {
-                    ready!(poll_timer(sleep.as_mut(), deadline.instant(), cx));
-                    let Some(next) = expiry.as_mut().and_then(Expiry::hold_off) else {
-                        break;
-                    };
-                    if let Some(sleep) = sleep.as_mut().as_pin_mut() {
-                        sleep.reset(next);
-                    }
-                }
+                ready!(poll_timer(sleep, deadline.instant(), cx));
                 let error = fire(expiry);
                 // The call the bound cut is dropped before the bound's
                 // failure is handed up: what the layers below record of

@@ -53,10 +53,7 @@ impl DeadlineLayer {
     /// When this bound fires first the failure is a transient `timeout`
     /// carrying the attempt's evidence; when the operation's deadline is the
     /// earlier bound, it is `deadline_exceeded`. The response body is not
-    /// bounded here (the operation deadline bounds it), nor is a request
-    /// body still being sent: a client-streaming upload longer than
-    /// `attempt` succeeds, the bound running from the body's end (see the
-    /// [crate docs](crate)).
+    /// bounded here (the operation deadline bounds it).
     pub fn per_attempt(attempt: Duration) -> Self {
         DeadlineLayer::with_bound(Bound::PerAttempt(attempt))
     }

@@ -23,20 +23,6 @@
 //! the stream guard releases the response at first content, and a long,
 //! healthy stream must not die because one attempt's bound was short.
 //!
-//! Nor does a request body still being sent use up the attempt's bound: a
-//! server answers a client-streaming call (an audio upload sent as it is
-//! recorded) only once it has read the whole body, so a bound counted from
-//! the attempt's start would fail every upload longer than it, and the
-//! retry would send the body again. Where the body's recording under a
-//! retry ladder tells when it ended
-//! ([`RequestFacts::body_sent`](seawall_core::RequestFacts::body_sent)),
-//! the bound looks when it would fire: while the body is still being
-//! sent, or was at the last look, it runs again from then. The server so
-//! has the whole bound after the body's end (and is given up on within
-//! two). The operation's deadline bounds the sending throughout. A body
-//! past the recording's cap reads as still being sent (it cannot be sent
-//! again anyway): only the operation's deadline bounds that attempt.
-//!
 //! A deadline only shrinks: an earlier one already in the extensions (set by
 //! the caller, or read from the wire with [`DeadlineLayer::from_incoming`])
 //! is kept. With [`DeadlineLayer::propagate_grpc_timeout`] or
@@ -72,9 +58,6 @@
 //!
 //! Cost on the success path: one clock read, and one timer that is only
 //! registered when the inner future (or the body) is not ready at once.
-//! An attempt whose request body is not sent yet keeps the request's
-//! facts (reference counts, no allocation), read again, with the clock,
-//! only when its bound passes.
 //! Under the total deadline the body reads the clock once per data frame,
 //! so a body whose frames are always ready still ends at the deadline.
 //!
@@ -110,12 +93,6 @@
 //!   end is a [`Deadline`](seawall_core::Deadline) in the request
 //!   extensions, set once and only shrinking, which the retry and fallback
 //!   layers read before they wait; a per-attempt bound fits inside it.
-//! - **A request body still being sent does not use up the attempt's
-//!   bound**: tower's `Timeout` runs from the call, so a client-streaming
-//!   upload longer than it always fails. Here an attempt's bound runs
-//!   from when the request body was sent (as Envoy's per-try timeout
-//!   does, and as gRPC sets no bound on a call but its deadline); the
-//!   operation's deadline bounds the sending.
 //! - **The body is bounded**: both tower's and tower-http's `Timeout` stop
 //!   at the response head, and tower-http's `ResponseBodyTimeout` bounds
 //!   the wait for each frame (keep-alives reset it), not the answer. The

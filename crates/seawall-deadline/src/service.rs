@@ -1,12 +1,12 @@
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
-use seawall_core::{AnswerBy, BoxError, Code, Deadline, Progress, RequestFacts};
+use seawall_core::{AnswerBy, BoxError, Code, Deadline, Progress};
 use tokio::time::Instant;
 use tower_service::Service;
 
 use crate::body::DeadlineBody;
-use crate::future::{Expiry, ResponseFuture, Sending};
+use crate::future::{Expiry, ResponseFuture};
 use crate::layer::{Bound, Config};
 
 /// The operation's deadline as the wire should carry it, left in the
@@ -125,7 +125,6 @@ where
                     // `Deadline` to, earlier still.
                     answer_by: answer_by == Some(deadline)
                         && operation.is_none_or(|operation| deadline < operation),
-                    sending: None,
                 })
             }
             Bound::PerAttempt(bound) => {
@@ -156,25 +155,8 @@ where
                 // The operation's deadline an outer total bound narrowed to
                 // the caller's `AnswerBy`: the attempt fires at that same
                 // instant, and says whose bound it was.
-                let is_answer_by = |request: &Request<B>| {
-                    AnswerBy::of(request).is_some_and(|by| Some(by.0) == operation)
-                };
-                let answer_by = fires_as == Code::DeadlineExceeded && is_answer_by(&request);
-                // Held off while the request body is still being sent,
-                // where a recording reports its end (a retry ladder's).
-                // The facts are kept only while it has not ended (a first
-                // attempt), not on a retry of a body already sent whole;
-                // nor where the operation's deadline fires first anyway.
-                let sending = (fires_as == Code::Timeout)
-                    .then(|| request.extensions().get::<RequestFacts>())
-                    .flatten()
-                    .filter(|facts| facts.body_sent() == Some(false))
-                    .map(|facts| Sending {
-                        facts: facts.clone(),
-                        bound,
-                        operation: operation.map(|at| (at, is_answer_by(&request))),
-                        seen: false,
-                    });
+                let answer_by = fires_as == Code::DeadlineExceeded
+                    && AnswerBy::of(&request).is_some_and(|by| Some(by.0) == operation);
                 let progress = Progress::start_attempt(&mut request);
                 Some(Expiry {
                     deadline,
@@ -183,7 +165,6 @@ where
                     fires_as,
                     progress: Some(progress),
                     answer_by,
-                    sending,
                 })
             }
         };
