@@ -22,6 +22,13 @@
 //! its answer ends. The per-attempt bound covers only the response future:
 //! the stream guard releases the response at first content, and a long,
 //! healthy stream must not die because one attempt's bound was short.
+//! It runs from the attempt's start, the request's sending included: a
+//! client-streaming or bidirectional call whose server answers only once
+//! the upload ends (a tonic handler reading the whole stream) fails at
+//! the attempt's bound if the upload takes longer. Give such calls a
+//! total deadline only. (The request's facts cannot yet tell a body still
+//! being sent from one never read, as over a connection that hangs before
+//! it is made, which the attempt's bound must still cut.)
 //!
 //! A deadline only shrinks: an earlier one already in the extensions (set by
 //! the caller, or read from the wire with [`DeadlineLayer::from_incoming`])
