@@ -120,3 +120,36 @@ async fn a_failure_before_any_answer_is_not_billed() {
     assert_eq!(billed, [false, true]);
     assert_eq!(receipt.usage().output_tokens, 8);
 }
+
+/// A server that ignores `stream` and answers one whole JSON answer with
+/// no content type: the answer it is, checked once, its usage read — not
+/// a stream that failed to come, billed and retried.
+#[tokio::test]
+async fn an_unlabelled_json_answer_to_a_stream_request_is_the_answer() {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let upstream = tower::service_fn(move |_: http::Request<_>| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async {
+            let answer = r#"{"id":"c1","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"w1 w2"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}"#;
+            Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(Bytes::from(answer))))
+        }
+    });
+    let service = common::short_stack().build(&ClassifyLayer::openai(), upstream);
+    let request = http::Request::post("http://provider.test/v1/chat/completions")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body(Provider::OpenAi, true))))
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(10), service.oneshot(request))
+        .await
+        .unwrap()
+        .unwrap_or_else(|error| panic!("{error}"));
+    let receipt = response.extensions().get::<Receipt>().cloned().unwrap();
+    assert_eq!(receipt.attempts.len(), 1, "{receipt:?}");
+    assert_eq!(receipt.billed_attempts(), 1);
+    assert_eq!(receipt.usage().input_tokens, 5, "{receipt:?}");
+    assert_eq!(receipt.usage().output_tokens, 2);
+    let text = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&text).contains("w2"));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
