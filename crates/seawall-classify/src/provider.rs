@@ -232,6 +232,16 @@ impl Classifier for ProviderClassifier {
         }
         match unary::check(provider, body, generation, cx.facts.background_requested()) {
             checked @ Checked::Answer { .. } => checked,
+            // A stored response read back or cancelled: a `failed` or
+            // `cancelled` status is the object's data, recorded earlier,
+            // not this call's failure (retried, it would read the same; a
+            // breaker would blame the route now for it).
+            Checked::Fail(_)
+                if cx.facts.reads_stored()
+                    && !without_bom(body).iter().all(u8::is_ascii_whitespace) =>
+            {
+                Checked::Deliver(None)
+            }
             // The answer's own refusal or filter, delivered where asked: an
             // error the body declares instead of an answer (below) stays
             // one.

@@ -936,3 +936,45 @@ async fn bedrock_errors_by_their_declared_type() {
     )
     .await;
 }
+
+/// A stored Responses object read back or cancelled is the object as it
+/// is: its `failed` or `cancelled` status is data recorded earlier, not
+/// this call's failure. A new response's same status is a failure.
+#[tokio::test]
+async fn a_stored_response_read_back_is_delivered_as_it_is() {
+    use tower::{Layer, ServiceExt};
+    let cancelled = r#"{"id":"resp_1","object":"response","status":"cancelled","output":[]}"#;
+    let failed = r#"{"id":"resp_1","object":"response","status":"failed","error":{"code":"rate_limit_exceeded","message":"x"},"output":[]}"#;
+    let call = |method: http::Method, path: &'static str, body: &'static str| async move {
+        let inner = tower::service_fn(move |_: http::Request<()>| async move {
+            Ok::<_, std::convert::Infallible>(response(200, &[JSON], body))
+        });
+        let request = http::Request::builder()
+            .method(method)
+            .uri(format!("https://api.openai.com{path}"))
+            .body(())
+            .unwrap();
+        ClassifyLayer::openai_responses()
+            .layer(inner)
+            .oneshot(request)
+            .await
+            .map(|response| response.status())
+    };
+    for (method, path, body) in [
+        (http::Method::POST, "/v1/responses/resp_1/cancel", cancelled),
+        (http::Method::GET, "/v1/responses/resp_1", failed),
+        (http::Method::GET, "/v1/responses/resp_1", cancelled),
+    ] {
+        let answer = call(method.clone(), path, body).await;
+        assert_eq!(
+            answer.map_err(|error| error.to_string()),
+            Ok(http::StatusCode::OK),
+            "{method} {path}"
+        );
+    }
+    // Asked for anew, the same status is the generation's failure.
+    let error = call(http::Method::POST, "/v1/responses", failed)
+        .await
+        .unwrap_err();
+    assert_eq!(found(&error).code(), Code::RateLimited);
+}

@@ -61,6 +61,8 @@ pub struct RequestFacts {
     /// The endpoint answers JSON and nothing else
     /// ([`RequestFacts::answers_json`]).
     json_answer: bool,
+    /// The request reads a stored generation ([`RequestFacts::reads_stored`]).
+    stored: bool,
 }
 
 /// Whether a request to `uri` asks Gemini for its JSON-array stream:
@@ -194,7 +196,16 @@ impl RequestFacts {
             continues: false,
             json_array: provider == Some(Provider::Gemini) && asks_json_array(uri),
             json_answer: crate::provider::answers_json(method, path),
+            stored: crate::provider::reads_stored(method, path),
         }
+    }
+
+    /// Whether the request reads or acts on a generation the provider
+    /// stored ([`reads_stored`](crate::provider::reads_stored): a `GET` of
+    /// a stored response, a cancel): its answer is that object as it is,
+    /// whatever status it records.
+    pub fn reads_stored(&self) -> bool {
+        self.stored
     }
 
     /// Whether the request calls an endpoint, no generation, whose every

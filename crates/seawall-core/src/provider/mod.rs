@@ -95,6 +95,28 @@ pub fn answers_json(method: &http::Method, path: &str) -> bool {
         || counts_tokens(path)
 }
 
+/// Whether a `method` request to `path` (no query) reads or acts on a
+/// generation the provider stored, rather than asking for one: a `GET`
+/// of `…/responses/{id}` or `…/chat/completions/{id}`, a `POST` to
+/// `…/responses/{id}/cancel`. Its answer is the stored object as it is:
+/// a response whose `status` is `failed` or `cancelled` is that object's
+/// data (a cancel's success returns one), not a failure of this call.
+pub fn reads_stored(method: &http::Method, path: &str) -> bool {
+    let path = path.strip_suffix('/').unwrap_or(path);
+    let mut segments = path.rsplit('/');
+    let (Some(last), Some(before)) = (segments.next(), segments.next()) else {
+        return false;
+    };
+    if method == http::Method::GET {
+        let stored = |collection: &str| before == collection && !last.is_empty();
+        return stored("responses") || (stored("completions") && segments.next() == Some("chat"));
+    }
+    method == http::Method::POST
+        && last == "cancel"
+        && !before.is_empty()
+        && segments.next() == Some("responses")
+}
+
 impl Provider {
     /// The stable name.
     pub const fn as_str(self) -> &'static str {
@@ -986,6 +1008,26 @@ impl Declared<'_> {
 mod tests {
     use super::*;
     use crate::Action;
+
+    #[test]
+    fn stored_generations_are_told_from_new_ones() {
+        use http::Method;
+        for (method, path, stored) in [
+            (Method::GET, "/v1/responses/resp_1", true),
+            (Method::GET, "/v1/responses/resp_1/", true),
+            (Method::POST, "/v1/responses/resp_1/cancel", true),
+            (Method::GET, "/v1/chat/completions/chatcmpl_1", true),
+            (Method::POST, "/v1/responses", false),
+            (Method::GET, "/v1/responses", false),
+            (Method::POST, "/v1/responses/resp_1", false),
+            (Method::GET, "/v1/responses/resp_1/input_items", false),
+            (Method::POST, "/v1/chat/completions", false),
+            (Method::GET, "/v1/chat/completions", false),
+            (Method::POST, "/v1/responses/cancel", false),
+        ] {
+            assert_eq!(reads_stored(&method, path), stored, "{method} {path}");
+        }
+    }
 
     /// The context of an answer with `status`, no hint, the default quota
     /// wall, at a fixed instant.
