@@ -1115,10 +1115,11 @@ fn receipt_json(
         }
     };
     // Unknown without a receipt (stopped before any came back): `null`,
-    // not a guess.
+    // not a guess. The upstream calls (`Receipt::calls`), as the gateway
+    // counts them: a breaker's refusal called no one.
     let attempts = match verdict {
         Verdict::Usage => Some(0),
-        _ => receipt.map(|r| r.attempts.len()),
+        _ => receipt.map(Receipt::calls),
     };
     let outcome = match verdict {
         Verdict::Delivered if unfinished.is_none() => "ok",

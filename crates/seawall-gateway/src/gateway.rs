@@ -1000,8 +1000,10 @@ impl Gateway {
                     // spoke of the refusal, not of the 502 it now is.
                     error.upstream_headers = None;
                 }
+                // The upstream calls, as `x-seawall-attempts` counts them:
+                // no refusal of seawall's, no call never sent.
                 if let Some(receipt) = failure.and_then(Failure::receipt) {
-                    tracker.answered(answered_by.unwrap_or("-"), receipt.attempts.len());
+                    tracker.answered(answered_by.unwrap_or("-"), receipt.calls());
                 }
                 tracker.end(End::Failed, Some(error.code));
                 let mut response = error.response(wire);

@@ -3,25 +3,9 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-
 use common::*;
 use seawall_chaos::ChaosServer;
 use seawall_gateway::Wire;
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// A client names the model: in the log it is one escaped, bounded
 /// value. A newline in it cannot start a line of its own (a forged

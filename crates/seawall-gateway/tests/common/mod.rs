@@ -270,3 +270,19 @@ pub(crate) fn chunk(text: &str) -> Step {
 pub(crate) fn config_over(wire: Wire, base_url: &str) -> Config {
     config_at(wire, &[("main", base_url.to_owned())])
 }
+
+/// What a `tracing_subscriber::fmt` writer wrote: the log lines, for the
+/// tests of the gateway's log line.
+#[derive(Clone, Default)]
+pub(crate) struct Captured(pub(crate) std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
