@@ -12,13 +12,7 @@ use seawall_gateway::Wire;
 /// record), and a megabyte of name is not a megabyte of log.
 #[tokio::test]
 async fn a_model_name_cannot_forge_or_flood_the_log() {
-    let log = Captured::default();
-    let writer = log.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .init();
+    let log = Captured::install();
     let chaos = ChaosServer::builder().start().await.unwrap();
     // The model `*`: every name is served.
     let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;

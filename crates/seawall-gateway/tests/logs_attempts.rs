@@ -10,13 +10,7 @@ use seawall_gateway::Wire;
 
 #[tokio::test]
 async fn a_refused_request_logs_the_calls_its_header_counts() {
-    let log = Captured::default();
-    let writer = log.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .init();
+    let log = Captured::install();
     let chaos = ChaosServer::builder().start().await.unwrap();
     let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
     let url = gateway.url("/v1/chat/completions");

@@ -276,6 +276,21 @@ pub(crate) fn config_over(wire: Wire, base_url: &str) -> Config {
 #[derive(Clone, Default)]
 pub(crate) struct Captured(pub(crate) std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
+impl Captured {
+    /// A capture, behind the process's global `fmt` subscriber at `INFO`,
+    /// as the `seawall` binary writes its log: once per test binary.
+    pub(crate) fn install() -> Captured {
+        let log = Captured::default();
+        let writer = log.clone();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .init();
+        log
+    }
+}
+
 impl std::io::Write for Captured {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         self.0.lock().unwrap().extend_from_slice(data);
