@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use metrics_util::debugging::DebuggingRecorder;
 use seawall_core::Code;
-use seawall_core::metric_names::STREAM_INTERRUPTIONS_TOTAL;
+use seawall_core::metric_names::{STREAM_INTERRUPTIONS_TOTAL, TOKENS_TOTAL};
 use seawall_stream::StreamGuardLayer;
 use seawall_test::metrics::{counter, snapshot};
 
@@ -84,4 +84,48 @@ async fn a_reset_after_content_is_counted_as_transport() {
         1
     );
     assert_eq!(counter(&snapshot, STREAM_INTERRUPTIONS_TOTAL, &[]), 1);
+}
+
+/// A stored Responses answer read again as a stream (`GET
+/// …/responses/{id}?stream=true`: a resume of a background response, a
+/// caller re-reading one) bills nothing: its `response.completed` usage is
+/// the stored answer's, counted when it was made, and the report still
+/// carries it. The same stream answering a `POST` is the work billed, and
+/// its tokens are counted.
+#[tokio::test(start_paused = true)]
+async fn a_stored_answer_read_again_counts_no_tokens() {
+    let delta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\",\"sequence_number\":1}\n\n";
+    let completed = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"incomplete_details\":null,\"error\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":5,\"total_tokens\":15}},\"sequence_number\":2}\n\n";
+    let read_again = http::Request::get(
+        "https://provider.example/v1/responses/resp_1?stream=true&starting_after=0",
+    )
+    .body(())
+    .unwrap();
+    for (request, counted) in [(read_again, 0), (request(RESPONSES), 15)] {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let _recording = metrics::set_default_local_recorder(&recorder);
+        let method = request.method().clone();
+        let response = call_with(
+            StreamGuardLayer::interactive(),
+            request,
+            scripted(vec![send(delta), send(completed)]),
+        )
+        .await
+        .expect("content arrives");
+        let d = drain(response).await;
+        assert!(d.error.is_none(), "{method}: {:?}", d.error);
+        let usage = d.report.usage.expect("the report keeps the usage");
+        assert_eq!(
+            (usage.input_tokens, usage.output_tokens),
+            (10, 5),
+            "{method}"
+        );
+        let snapshot = snapshot(&snapshotter);
+        assert_eq!(
+            counter(&snapshot, TOKENS_TOTAL, &[]),
+            counted,
+            "{method}: tokens counted"
+        );
+    }
 }

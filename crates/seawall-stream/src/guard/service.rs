@@ -74,6 +74,8 @@ where
             spans: AttemptSpans::of(request.extensions()).cloned(),
             #[cfg(feature = "metrics")]
             route: seawall_core::RouteId::of_request(&request),
+            #[cfg(feature = "metrics")]
+            bills: seawall_core::billable(request.method(), request.uri().path()),
             answer_by: AnswerBy::of(&request).map(|by| by.0.instant()),
             head_request: request.method() == http::Method::HEAD,
         };

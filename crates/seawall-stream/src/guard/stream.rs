@@ -262,12 +262,15 @@ fn opens_like_event_stream(opening: &mut Opening, data: &[u8]) -> Option<bool> {
 /// interruptions' `code` label.
 /// `delivered`: bytes of the stream reached the caller (content, or a
 /// hold handed on before it): a failure then is an interruption.
+/// `bills`: the request bills ([`seawall_core::billable`]): only then are
+/// the usage's tokens counted.
 #[cfg(feature = "metrics")]
 fn record(
     report: &StreamReport,
     route: &seawall_core::RouteId,
     cause: Option<Code>,
     delivered: bool,
+    bills: bool,
 ) {
     use seawall_core::metric_names::{
         STREAM_INTERRUPTIONS_TOTAL, TIME_TO_FIRST_BYTE_SECONDS, TIME_TO_FIRST_CONTENT_SECONDS,
@@ -290,7 +293,11 @@ fn record(
         metrics::counter!(STREAM_INTERRUPTIONS_TOTAL, "route" => route.to_shared(), "code" => code.as_str())
             .increment(1);
     }
-    if let Some(usage) = report.usage {
+    // A stored answer read again (`GET …/responses/{id}?stream=true`, a
+    // resume's or a caller's) carries the usage of the work that made it,
+    // counted then: counted again, the metric would bill it twice, unlike
+    // the receipt, which leaves such an attempt out.
+    if let Some(usage) = report.usage.filter(|_| bills) {
         seawall_core::record::tokens(route, usage);
     }
 }
@@ -321,6 +328,10 @@ pub(crate) struct Setup {
     /// The route, for metric labels.
     #[cfg(feature = "metrics")]
     pub(crate) route: seawall_core::RouteId,
+    /// The request bills ([`seawall_core::billable`]): its usage is
+    /// counted in the token metric.
+    #[cfg(feature = "metrics")]
+    pub(crate) bills: bool,
     /// When a caller's wait for its answer to begin ends ([`AnswerBy`](seawall_core::AnswerBy)).
     pub(crate) answer_by: Option<Instant>,
     /// When this attempt's own bound ends (the [`Deadline`](seawall_core::Deadline)
@@ -396,6 +407,9 @@ pub(crate) struct Track {
     bound: Option<Bound>,
     #[cfg(feature = "metrics")]
     route: seawall_core::RouteId,
+    /// The request bills: see [`Setup::bills`].
+    #[cfg(feature = "metrics")]
+    bills: bool,
     /// What broke the stream, in its own terms, for the metric's label.
     #[cfg(feature = "metrics")]
     cause: Option<Code>,
@@ -414,6 +428,8 @@ impl Track {
             json_array: _,
             #[cfg(feature = "metrics")]
             route,
+            #[cfg(feature = "metrics")]
+            bills,
             answer_by,
             attempt_by,
             head_request: _,
@@ -472,6 +488,8 @@ impl Track {
             bound: None,
             #[cfg(feature = "metrics")]
             route,
+            #[cfg(feature = "metrics")]
+            bills,
             #[cfg(feature = "metrics")]
             cause: None,
         }
@@ -1127,7 +1145,13 @@ impl Track {
             None => trace(&report),
         }
         #[cfg(feature = "metrics")]
-        record(&report, &self.route, self.cause, self.delivered());
+        record(
+            &report,
+            &self.route,
+            self.cause,
+            self.delivered(),
+            self.bills,
+        );
         self.handle.set(report);
     }
 

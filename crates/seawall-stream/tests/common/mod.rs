@@ -120,12 +120,25 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    call_with(layer, request(path), body).await
+}
+
+/// [`call`] with a request of the test's own (another method, headers).
+pub(crate) async fn call_with<B>(
+    layer: StreamGuardLayer,
+    request: Request<()>,
+    body: B,
+) -> Result<Response<GuardBody<B>>, BoxError>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     let mut body = Some(body);
     let provider = tower::service_fn(move |_req: Request<()>| {
         let body = body.take().expect("called once");
         async move { Ok::<_, Infallible>(sse(body)) }
     });
-    layer.layer(provider).oneshot(request(path)).await
+    layer.layer(provider).oneshot(request).await
 }
 
 /// What reading a guarded body to its end gave.
