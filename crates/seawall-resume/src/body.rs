@@ -230,8 +230,11 @@ where
     /// The continuation in flight retrieves the stored stream (a
     /// background response): its events are the original's own.
     retrieving: bool,
-    /// The provider refused to retrieve it (not stored, expired): the
-    /// continuations are generated.
+    /// The stored stream no longer continues the answer: the provider
+    /// refused to retrieve it (not stored, expired), or a generated
+    /// continuation took over (the response failed in the stream, or
+    /// could not be retrieved by its id). The continuations are
+    /// generated.
     no_retrieval: bool,
     /// The interruption being resumed.
     failure: Option<Failure>,
@@ -974,8 +977,11 @@ where
         }
         // The stored stream's own events need no text to continue from
         // (a reasoning model cut while it thinks included), and carry a
-        // tool call or a JSON answer on as they were.
-        if self.retrievable() {
+        // tool call or a JSON answer on as they were — when only the
+        // connection was cut. A response the provider failed in the
+        // stream failed in storage too: it is continued, if at all, as a
+        // generated continuation, within that one's limits.
+        if connection_cut(failure) && self.retrievable() {
             return Ok(());
         }
         self.unresumable(failure)
@@ -1202,6 +1208,11 @@ where
             .interrupted()
             .and_then(|i| i.cause)
             .unwrap_or(failure.code());
+        // Only a cut connection leaves the rest in the stored stream: past
+        // the cursor of a response the provider failed in the stream
+        // (`response.failed`, an `error` event) is that same failure,
+        // replayed at the cost of a request per resume.
+        let cut = connection_cut(failure);
         if self.resumes == 0 {
             let route = RouteId::of_request(&self.head);
             self.styles = self.learned.styles(&route, self.model(), self.styles);
@@ -1216,13 +1227,18 @@ where
         }
         let after = self.tail.as_deref().and_then(last_sequence_number);
         let retrieval = match after {
-            Some(after) if self.retrievable() => self.retrieval(after),
+            Some(after) if cut && self.retrievable() => self.retrieval(after),
             _ => None,
         };
         self.retrieving = retrieval.is_some();
         let mut request = match retrieval {
             Some(request) => request,
             None => {
+                // A generated continuation's events are spliced into the
+                // stream and renumbered: past it, the original's stored
+                // stream (its id, its numbering) is no longer what the
+                // caller reads, and a later cut is continued as this one.
+                self.no_retrieval = true;
                 // Retrieval was the reason the limits of a generated
                 // continuation were not checked.
                 if let Some(failure) = self.failure.clone()
@@ -1622,6 +1638,35 @@ fn continuable(error: &BoxError) -> Result<&Failure, &'static str> {
         return Err("finished");
     }
     Ok(failure)
+}
+
+/// Whether the interruption `failure` (one [`continuable`] accepted) cut
+/// only the connection the answer was read over — a reset, a clean end
+/// short of the finish, an idle gap the guard closed, the connection's own
+/// timeout — and not the response: a background response generated on,
+/// and its stored stream holds the rest. An error the provider declared in
+/// the stream (`response.failed`, an `error` event: `server_error`,
+/// `overloaded`, a `vector_store_timeout` too, which reads as a timeout
+/// closed by them) failed the response itself, and its stored stream
+/// holds that failure after any cursor. The guard names such an error's
+/// code as the cause and keeps its declared type or code (and a failed
+/// response that declared neither is `provider_unavailable`, no
+/// connection's cause).
+fn connection_cut(failure: &Failure) -> bool {
+    let declared = failure.provider_type().is_some() || failure.provider_code().is_some();
+    match failure.code() {
+        // The stream ended cleanly without its finish: the connection, or
+        // whatever relayed it, stopped; the provider names no failure.
+        Code::Truncated => true,
+        Code::StreamInterrupted => {
+            !declared
+                && matches!(
+                    failure.interrupted().and_then(|i| i.cause),
+                    Some(Code::Transport | Code::IdleTimeout | Code::Timeout | Code::Truncated)
+                )
+        }
+        _ => false,
+    }
 }
 
 /// Whether giving an answer up for `reason` lost what could have been

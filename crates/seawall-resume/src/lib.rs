@@ -134,9 +134,9 @@
 //!
 //! # Never resumed
 //!
-//! (By a generated continuation. A background response's stored stream
-//! is retrieved past a tool call in flight and structured output: see
-//! below.)
+//! (By a generated continuation. A background response whose connection
+//! was cut has its stored stream retrieved past a tool call in flight and
+//! structured output: see below.)
 //!
 //! - A refusal, a filter, a `length` cut or a `stop`: the model finished;
 //!   these are verdicts, not interruptions.
@@ -285,7 +285,9 @@
 //! is generated whatever the connection does, and its events are kept:
 //! the API resumes such a stream from a cursor, `GET
 //! /v1/responses/{id}?stream=true&starting_after=N`. The layer reads the
-//! id from the stream's first events and continues a cut by that GET,
+//! id from the stream's first events and continues a cut of the
+//! *connection* — a reset, a clean end short of the finish, an idle gap,
+//! the connection's own read timeout — by that GET,
 //! after the last whole event the caller read (the original's query, an
 //! Azure `api-version`, kept): the events that follow are the original's
 //! own, numbered and named as they were, and pass as they come — nothing
@@ -300,6 +302,17 @@
 //! is asked for a generated continuation instead. The refused retrieval,
 //! like a prefill the model refuses, was a way of asking, not a
 //! continuation: it gives its resume back.
+//!
+//! A stream the provider itself ended with an error (`response.failed`,
+//! an `error` event: a `server_error`, `overloaded`, a
+//! `vector_store_timeout`) is not retrieved: the stored response failed
+//! too, and its events after the cursor are that failure again. It is
+//! continued as a response not in the background is — by a generated
+//! continuation, within that one's limits (a tool call in flight,
+//! structured output, a cut before any text, … end it with the
+//! interruption, `gave_up` saying why), and so is every later cut of the
+//! answer: past a generated continuation the stream the caller reads is
+//! no longer the original's stored one.
 //!
 //! # Per provider
 //!
