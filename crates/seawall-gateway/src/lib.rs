@@ -23,7 +23,10 @@
 //!   `x-should-retry: false` (the ladder already ran). After content, one
 //!   final SSE error event an SDK raises — never a silent EOF.
 //! - **Headers**: `x-seawall-attempts` and `x-seawall-served-by` on every
-//!   answer.
+//!   answer a route gave (a success, or a failure the ladder ended in); a
+//!   refusal the gateway makes before any route (no token, a body it
+//!   cannot read, a model no route serves) and its own endpoints
+//!   (`/v1/models`, `/healthz`, `/metrics`) carry neither.
 //! - **Who gets in**: loopback by default; when a route has its own key,
 //!   clients need the gateway's token. A client's own key goes only to
 //!   routes without one.
