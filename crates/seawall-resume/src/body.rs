@@ -202,6 +202,12 @@ where
     /// The last frame passed on, kept where continuations must be
     /// renumbered (Anthropic, Responses).
     tail: Option<Bytes>,
+    /// The last frame passed on that says where the answer's text is
+    /// (Responses: an event naming an output item), kept apart from
+    /// `tail`: a `keepalive` after it (OpenAI sends them on long
+    /// requests, and the guard's idle bound cuts after them) numbers the
+    /// stream but names no place, and the place is learned from this.
+    place: Option<Bytes>,
     fix: Option<Fix>,
     phase: Phase<S::Future, B>,
     /// The text the caller was shown before the current stream (and, as
@@ -307,6 +313,7 @@ where
                     skip_lf: false,
                     out: VecDeque::new(),
                     tail: None,
+                    place: None,
                     fix: None,
                     phase: Phase::Live,
                     delivered: String::new(),
@@ -405,6 +412,13 @@ where
             Provider::OpenAiResponses => {
                 if self.lifecycle.is_none() && names_a_response(bytes) {
                     self.lifecycle = Some(bytes.clone());
+                }
+                // Every event that is about an output item says its
+                // `output_index` (a text delta, a content part, the item's
+                // own `output_item.*`); a `keepalive`, a lifecycle event
+                // does not. The sequence number is any event's.
+                if memchr::memmem::find(bytes, b"\"output_index\"").is_some() {
+                    self.place = Some(bytes.clone());
                 }
                 b"\"sequence_number\""
             }
@@ -1272,29 +1286,36 @@ where
                 }
             }
             let stored = self.stores_responses();
-            match self.tail.take() {
-                Some(tail) => {
-                    let fix = self.fix.get_or_insert_with(Fix::default);
-                    fix.learn(self.provider, &tail);
-                    // A stored continuation's terminal response keeps its
-                    // own id: that stored response holds the whole answer
-                    // (the question, the delivered text as an assistant
-                    // item, the rest), where the original holds only its
-                    // cut part, if it was kept at all. A caller chaining
-                    // the next turn (`previous_response_id`) from the id
-                    // the stream ended with chains from what it was
-                    // shown. Unstored, neither can be chained from: the
-                    // answer keeps the one id it opened with.
-                    if !stored {
-                        fix.of_response(self.lifecycle.as_ref().and_then(response_id));
-                    }
-                }
+            // Where the text is, from the last frame that said it, then
+            // the numbering from the last frame of all (a keep-alive after
+            // the text): learned in that order, each keeps what the
+            // other said where it says nothing.
+            let (place, tail) = (self.place.take(), self.tail.take());
+            let same = |a: &Bytes, b: &Bytes| a.as_ptr() == b.as_ptr() && a.len() == b.len();
+            let place = place.filter(|place| tail.as_ref().is_none_or(|tail| !same(place, tail)));
+            let shown: Vec<Bytes> = place.into_iter().chain(tail).collect();
+            if shown.is_empty() {
                 // Nothing new was shown: the numbers stay, but the next
                 // continuation's own are its own.
-                None => {
-                    if let Some(fix) = self.fix.as_mut() {
-                        fix.next_continuation();
-                    }
+                if let Some(fix) = self.fix.as_mut() {
+                    fix.next_continuation();
+                }
+            } else {
+                let fix = self.fix.get_or_insert_with(Fix::default);
+                for frame in &shown {
+                    fix.learn(self.provider, frame);
+                }
+                // A stored continuation's terminal response keeps its own
+                // id: that stored response holds the whole answer (the
+                // question, the delivered text as an assistant item, the
+                // rest), where the original holds only its cut part, if it
+                // was kept at all. A caller chaining the next turn
+                // (`previous_response_id`) from the id the stream ended
+                // with chains from what it was shown. Unstored, neither
+                // can be chained from: the answer keeps the one id it
+                // opened with.
+                if !stored {
+                    fix.of_response(self.lifecycle.as_ref().and_then(response_id));
                 }
             }
         }

@@ -16,10 +16,12 @@
 //!   a `user` turn asking to continue ([`GeminiStyle`]).
 //! - OpenAI Responses API: the delivered text as a trailing `assistant`
 //!   item of `input` (a string `input` becomes one user item first). A
-//!   background response (`"background": true`) needs none: the layer
-//!   retrieves the rest of its stored stream
+//!   background response (`"background": true`) whose connection was cut
+//!   needs none: the layer retrieves the rest of its stored stream
 //!   (`GET /responses/{id}?stream=true&starting_after=N`) and builds a
-//!   continuation here only when the provider will not give it.
+//!   continuation here only when the provider will not give it, or when
+//!   the provider failed the response in the stream (`response.failed`,
+//!   an `error` event), whose stored stream holds that failure again.
 //!
 //! Models often repeat the tail of what they were given; the layer trims
 //! that overlap when it splices the continuation in.

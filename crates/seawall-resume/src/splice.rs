@@ -358,6 +358,32 @@ fn numbered(data: &[u8]) -> Option<Value> {
     read_members(data, &NUMBERED, scalar).map(Value::Object)
 }
 
+/// The id of the message item an `output_item.*` event's data says, and
+/// the index of its last text part (0 before it has one: the first part
+/// is the text's); `None` for another item. Its parts are stepped over,
+/// never read into values: a message's `output_item.done` holds its
+/// whole text.
+fn message_at(data: &[u8]) -> Option<(String, u64)> {
+    let item = member(data, "item")?.get().as_bytes();
+    let is = |json: &[u8], kind: &str| {
+        member(json, "type")
+            .and_then(scalar)
+            .is_some_and(|t| t == kind)
+    };
+    if !is(item, "message") {
+        return None;
+    }
+    let id = member(item, "id").and_then(scalar)?.as_str()?.to_owned();
+    let parts: Vec<&RawValue> = member(item, "content")
+        .and_then(|parts| serde_json::from_str(parts.get()).ok())
+        .unwrap_or_default();
+    let text = parts
+        .iter()
+        .rposition(|part| is(part.get().as_bytes(), "output_text"))
+        .unwrap_or(0);
+    Some((id, text as u64))
+}
+
 /// `theirs` moved to where `base` (theirs for the continued block) sits
 /// in the original, `ours`.
 fn shifted(theirs: u64, base: Option<u64>, ours: u64) -> u64 {
@@ -400,6 +426,25 @@ impl Fix {
                     if let Some(seq) = last_sequence_number(&event) {
                         self.sequence = Some(seq.saturating_add(1));
                     }
+                    // An item's own events (`output_item.added`, `.done`)
+                    // name it in `item.id`, and its parts in `item.content`;
+                    // only a message's text is continued, so another item's
+                    // (a reasoning item, a function call) says nothing of
+                    // where the text is.
+                    let seen = match json.get("type").and_then(Value::as_str) {
+                        Some(kind) if kind.starts_with("response.output_item.") => {
+                            let Some((id, part)) = with_event(&event, |_, data| message_at(data))
+                            else {
+                                continue;
+                            };
+                            Numbers {
+                                item_id: Some(id),
+                                content_index: Some(part),
+                                ..seen
+                            }
+                        }
+                        _ => seen,
+                    };
                     self.ours.item_id = seen.item_id.or(self.ours.item_id.take());
                     self.ours.output_index = seen.output_index.or(self.ours.output_index);
                     self.ours.content_index = seen.content_index.or(self.ours.content_index);
