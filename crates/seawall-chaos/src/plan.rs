@@ -170,10 +170,11 @@ fn plan_stream(fault: &Fault, ctx: &Ctx) -> Plan {
         Fault::ToolCallResetAfter { tokens, answer } => {
             preamble(&mut steps);
             stream_tokens(ctx.first_token, *tokens, ms(answer.delay_ms), &mut steps);
-            steps.push_back(Step::Bytes(
-                wire::tool_call_delta(ctx, sent(ctx, *tokens)),
-                0,
-            ));
+            let sent = wire::Sent {
+                count: sent(ctx, *tokens),
+                last: *tokens,
+            };
+            steps.push_back(Step::Bytes(wire::tool_call_delta(ctx, sent), 0));
             steps.push_back(Step::Reset);
         }
         Fault::ResetMidEvent { tokens, answer } => {

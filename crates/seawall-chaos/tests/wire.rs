@@ -555,3 +555,274 @@ async fn a_stall_continues_a_resumed_answer_without_repeating_it() {
         vec![5, 9]
     );
 }
+
+/// The frames of `tool_call_reset_after` replayed through accumulators that
+/// hold each provider's stream to its official SDK's rules: an item or
+/// block is opened before anything points at it, at the next index. For
+/// every provider, with text before the call, without any (`tokens=0`), and
+/// in a resumed continuation that sends no text before the call.
+#[tokio::test]
+async fn a_tool_call_cut_opens_what_its_deltas_point_at() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let addr = chaos.addr();
+    // (route, fresh body, resumed after `w3`, accumulator).
+    type Check = fn(&str) -> Result<Vec<String>, String>;
+    let cases: [(&str, String, String, Check); 4] = [
+        (
+            OPENAI,
+            OPENAI_STREAM_BODY.to_owned(),
+            r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"w1 w2 w3"}]}"#.to_owned(),
+            sdk::chat,
+        ),
+        (
+            ANTHROPIC,
+            ANTHROPIC_STREAM_BODY.to_owned(),
+            r#"{"model":"claude-x","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"w1 w2 w3"}]}"#.to_owned(),
+            sdk::anthropic,
+        ),
+        (
+            GEMINI_STREAM,
+            GEMINI_BODY.to_owned(),
+            r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"w1 w2 w3"}]}]}"#.to_owned(),
+            sdk::gemini,
+        ),
+        (
+            RESPONSES,
+            RESPONSES_STREAM_BODY.to_owned(),
+            r#"{"model":"gpt-x","stream":true,"input":[{"role":"user","content":"hi"},{"role":"assistant","content":"w1 w2 w3"}]}"#.to_owned(),
+            sdk::responses,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (route, fresh, resumed, check) in cases {
+        // (which, body, tokens, whether text precedes the call)
+        for (which, body, tokens, text) in [
+            ("fresh", &fresh, 2, true),
+            ("fresh", &fresh, 0, false),
+            ("resumed after w3", &resumed, 2, false),
+        ] {
+            let fault = format!("tool_call_reset_after;tokens={tokens}");
+            let reply = post(addr, route, &[("x-chaos-fault", &fault)], body).await;
+            assert_eq!(reply.status, 200, "{route} {fault}");
+            assert!(reply.error.is_some(), "{route} {fault}: not cut");
+            let stream = reply.text();
+            let expected: &[&str] = if text { &["text", "tool"] } else { &["tool"] };
+            match check(&stream) {
+                Ok(items) if items == expected => {}
+                Ok(items) => failures.push(format!("{route} {fault} {which}: built {items:?}")),
+                Err(e) => failures.push(format!("{route} {fault} {which}: {e}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Stream accumulators with the rules of the official SDKs' parsers
+/// (openai-python's `ChatCompletionStreamState` and `ResponseStreamState`,
+/// anthropic-sdk-python's `accumulate_event`, google-genai's chunks). Each
+/// returns the kinds of the items it built, `text` or `tool`, in order.
+mod sdk {
+    use serde_json::Value;
+
+    fn json(data: &str) -> Result<Value, String> {
+        serde_json::from_str(data).map_err(|e| format!("bad JSON {data}: {e}"))
+    }
+
+    fn index(v: &Value, field: &str) -> Result<usize, String> {
+        v[field]
+            .as_u64()
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("no {field} in {v}"))
+    }
+
+    /// Chat completions: a tool call's first delta (a new `index`, the
+    /// next one) carries its id, type and name.
+    pub(super) fn chat(stream: &str) -> Result<Vec<String>, String> {
+        let mut items: Vec<String> = Vec::new();
+        let mut calls = 0;
+        for data in super::data_lines(stream) {
+            let v = json(&data)?;
+            let delta = &v["choices"][0]["delta"];
+            if delta["content"].as_str().is_some_and(|t| !t.is_empty())
+                && items.last().map(String::as_str) != Some("text")
+            {
+                items.push("text".to_owned());
+            }
+            for call in delta["tool_calls"].as_array().into_iter().flatten() {
+                let i = index(call, "index")?;
+                if i == calls {
+                    if call["id"].as_str().is_none()
+                        || call["type"] != "function"
+                        || call["function"]["name"].as_str().is_none()
+                    {
+                        return Err(format!("tool call {i} opens without id/type/name: {call}"));
+                    }
+                    calls += 1;
+                    items.push("tool".to_owned());
+                } else if i > calls {
+                    return Err(format!("tool call index {i} skips {calls}"));
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    /// Anthropic: `message_start` first; `content_block_start` appends at
+    /// the next index; a delta or stop names an open block of its kind.
+    pub(super) fn anthropic(stream: &str) -> Result<Vec<String>, String> {
+        let mut blocks: Vec<(String, bool)> = Vec::new();
+        let mut started = false;
+        for data in super::data_lines(stream) {
+            let v = json(&data)?;
+            let kind = v["type"].as_str().unwrap_or_default();
+            if !started {
+                if kind != "message_start" {
+                    return Err(format!("{kind} before message_start"));
+                }
+                started = true;
+                continue;
+            }
+            match kind {
+                "content_block_start" => {
+                    let i = index(&v, "index")?;
+                    if i != blocks.len() {
+                        return Err(format!("block {i} started, {} expected", blocks.len()));
+                    }
+                    let block = match v["content_block"]["type"].as_str() {
+                        Some("text") => "text",
+                        Some("tool_use") => "tool",
+                        other => return Err(format!("block type {other:?}")),
+                    };
+                    blocks.push((block.to_owned(), true));
+                }
+                "content_block_delta" | "content_block_stop" => {
+                    let i = index(&v, "index")?;
+                    let Some((block, open)) = blocks.get_mut(i) else {
+                        return Err(format!("{kind} for block {i}, never started"));
+                    };
+                    if !*open {
+                        return Err(format!("{kind} for block {i}, already stopped"));
+                    }
+                    if kind == "content_block_stop" {
+                        *open = false;
+                    } else {
+                        let want = match v["delta"]["type"].as_str() {
+                            Some("text_delta") => "text",
+                            Some("input_json_delta") => "tool",
+                            other => return Err(format!("delta type {other:?}")),
+                        };
+                        if block != want {
+                            return Err(format!("{want} delta into a {block} block {i}"));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(blocks.into_iter().map(|(b, _)| b).collect())
+    }
+
+    /// Gemini: each chunk's candidate 0 holds parts that are text or a
+    /// named `functionCall`.
+    pub(super) fn gemini(stream: &str) -> Result<Vec<String>, String> {
+        let mut items: Vec<String> = Vec::new();
+        for data in super::data_lines(stream) {
+            let v = json(&data)?;
+            let candidate = &v["candidates"][0];
+            if candidate["index"] != 0 {
+                return Err(format!("candidate index in {v}"));
+            }
+            for part in candidate["content"]["parts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                if part["text"].as_str().is_some_and(|t| !t.is_empty()) {
+                    if items.last().map(String::as_str) != Some("text") {
+                        items.push("text".to_owned());
+                    }
+                } else if part.get("functionCall").is_some() {
+                    if part["functionCall"]["name"].as_str().is_none() {
+                        return Err(format!("unnamed functionCall: {part}"));
+                    }
+                    items.push("tool".to_owned());
+                } else if part.get("text").is_none() {
+                    return Err(format!("unknown part {part}"));
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    /// Responses: `response.created` first, `sequence_number` from 0
+    /// without gaps; `response.output_item.added` at the next
+    /// `output_index`; every other event names an added item of the right
+    /// type, by index and id (`Received a content event for output index N
+    /// before receiving its output item`, says the SDK).
+    pub(super) fn responses(stream: &str) -> Result<Vec<String>, String> {
+        // (type, id, content parts)
+        let mut items: Vec<(String, String, usize)> = Vec::new();
+        for (n, e) in super::events(stream).into_iter().enumerate() {
+            let v = e.data;
+            if v["sequence_number"] != n as u64 {
+                return Err(format!("event {n} numbered {}", v["sequence_number"]));
+            }
+            if n == 0 && e.name != "response.created" {
+                return Err(format!("{} before response.created", e.name));
+            }
+            if e.name == "response.created" || e.name == "response.in_progress" {
+                continue;
+            }
+            let i = index(&v, "output_index")?;
+            if e.name == "response.output_item.added" {
+                if i != items.len() {
+                    return Err(format!("item added at {i}, {} expected", items.len()));
+                }
+                let kind = v["item"]["type"].as_str().unwrap_or_default().to_owned();
+                let id = v["item"]["id"].as_str().unwrap_or_default().to_owned();
+                if kind == "function_call"
+                    && (v["item"]["call_id"].as_str().is_none()
+                        || v["item"]["name"].as_str().is_none()
+                        || v["item"]["arguments"] != "")
+                {
+                    return Err(format!("function_call item incomplete: {v}"));
+                }
+                items.push((kind, id, 0));
+                continue;
+            }
+            let Some((kind, id, parts)) = items.get_mut(i) else {
+                return Err(format!(
+                    "Received a content event for output index {i} before receiving its output item ({})",
+                    e.name
+                ));
+            };
+            let item_id = v["item_id"].as_str().or(v["item"]["id"].as_str());
+            if item_id != Some(id.as_str()) {
+                return Err(format!("{} names item {item_id:?}, {id} is at {i}", e.name));
+            }
+            let want = match e.name.as_str() {
+                "response.content_part.added" => {
+                    *parts += 1;
+                    "message"
+                }
+                "response.output_text.delta"
+                | "response.output_text.done"
+                | "response.content_part.done" => {
+                    if index(&v, "content_index")? >= *parts {
+                        return Err(format!("{} for a part never added", e.name));
+                    }
+                    "message"
+                }
+                "response.function_call_arguments.delta" => "function_call",
+                _ => kind.as_str(),
+            };
+            if kind != want {
+                return Err(format!("{} on a {kind} item", e.name));
+            }
+        }
+        Ok(items
+            .into_iter()
+            .map(|(kind, _, _)| if kind == "message" { "text" } else { "tool" }.to_owned())
+            .collect())
+    }
+}

@@ -280,8 +280,8 @@ const TOOL_CALL_RESET_AFTER: FaultSpec = FaultSpec {
     name: "tool_call_reset_after",
     params: CUT,
     about: "`tokens` tokens, then one tool-call delta (OpenAI `delta.tool_calls`, Anthropic a \
-            `tool_use` block and its `input_json_delta`, Gemini a `functionCall` part, Responses \
-            `response.function_call_arguments.delta`), then a TCP reset with the call in flight",
+            `tool_use` block and its `input_json_delta`, Gemini a `functionCall` part, Responses a \
+            `function_call` output item and its `response.function_call_arguments.delta`), then a TCP reset with the call in flight",
     example: r#"curl -N localhost:8080/v1/chat/completions -H 'x-chaos-fault: tool_call_reset_after;tokens=3' -d "$B""#,
     parse: |p| {
         let (tokens, answer) = p.cut()?;

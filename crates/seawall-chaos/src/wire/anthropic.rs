@@ -14,12 +14,20 @@ const BLOCK_START: &str = "event: content_block_start\ndata: {\"type\":\"content
 const BLOCK_STOP: &str =
     "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n";
 
-/// The text block closes, a `tool_use` block opens and its input starts.
-pub(super) const TOOL_CALL: &str = concat!(
-    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
-    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_chaos\",\"name\":\"lookup\",\"input\":{}}}\n\n",
-    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"q\\\": \"}}\n\n",
-);
+/// A `tool_use` block opens and its input starts streaming, after `sent`
+/// text tokens of this stream. The SDKs' accumulators (anthropic-sdk-python's
+/// `accumulate_event`) append a block per `content_block_start` and index
+/// deltas and stops by position, so, as the API does: the text block (index
+/// 0) is closed only when this stream opened it, and the tool block takes
+/// the next index — 0 when no text was sent (`tokens=0`, or a resumed
+/// continuation that sent nothing before the call).
+pub(super) fn tool_call(sent: u32) -> String {
+    let (stop, index) = if sent > 0 { (BLOCK_STOP, 1) } else { ("", 0) };
+    format!(
+        "{stop}event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{index},\"content_block\":{{\"type\":\"tool_use\",\"id\":\"toolu_chaos\",\"name\":\"lookup\",\"input\":{{}}}}}}\n\n\
+         event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"{{\\\"q\\\": \"}}}}\n\n"
+    )
+}
 
 pub(super) fn message_start(ctx: &Ctx) -> String {
     format!(

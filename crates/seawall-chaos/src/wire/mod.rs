@@ -247,14 +247,15 @@ pub(crate) fn finish(ctx: &Ctx, finish: Finish, sent: Sent) -> Bytes {
     .into()
 }
 
-/// One tool-call delta after `tokens` content tokens: the call has started
-/// and its arguments are streaming.
-pub(crate) fn tool_call_delta(ctx: &Ctx, tokens: u32) -> Bytes {
+/// A tool call started after the content tokens `sent`, its arguments
+/// streaming: every frame the provider sends up to its first arguments
+/// delta, each block or item opened before anything points at it.
+pub(crate) fn tool_call_delta(ctx: &Ctx, sent: Sent) -> Bytes {
     match ctx.provider {
         Provider::OpenAi => openai::tool_call_chunk(ctx),
-        Provider::Anthropic => anthropic::TOOL_CALL.to_owned(),
+        Provider::Anthropic => anthropic::tool_call(sent.count),
         Provider::Gemini => gemini::tool_call_frame(ctx),
-        Provider::OpenAiResponses => openai_responses::tool_call_delta(tokens),
+        Provider::OpenAiResponses => openai_responses::tool_call_events(ctx, sent),
     }
     .into()
 }

@@ -179,10 +179,8 @@ pub(super) fn finish_events(ctx: &Ctx, finish: Finish, sent: Sent) -> String {
     let mut out = String::new();
     let mut parts = Vec::new();
     if sent.count > 0 {
-        let text = sent.text();
-        out += &part_text_event(ctx, "response.output_text.done", 0, "text", &text, next());
-        let part = text_part(&text);
-        out += &part_event(ctx, "response.content_part.done", 0, &part, next());
+        let (events, part) = close_text(ctx, sent, &mut next);
+        out += &events;
         parts.push(part);
     }
     if finish == Finish::Refusal {
@@ -229,6 +227,16 @@ pub(super) fn finish_events(ctx: &Ctx, finish: Finish, sent: Sent) -> String {
     out
 }
 
+/// `response.output_text.done` and `response.content_part.done` of the
+/// text part holding the `sent` run, numbered by `next`; and that part, done.
+fn close_text(ctx: &Ctx, sent: Sent, mut next: impl FnMut() -> u32) -> (String, String) {
+    let text = sent.text();
+    let mut out = part_text_event(ctx, "response.output_text.done", 0, "text", &text, next());
+    let part = text_part(&text);
+    out += &part_event(ctx, "response.content_part.done", 0, &part, next());
+    (out, part)
+}
+
 /// The in-stream error after `tokens` text deltas.
 pub(super) fn stream_error(tokens: u32) -> String {
     event(
@@ -238,13 +246,49 @@ pub(super) fn stream_error(tokens: u32) -> String {
     )
 }
 
-/// A function call's arguments streaming, after `tokens` text deltas.
-pub(super) fn tool_call_delta(tokens: u32) -> String {
-    event(
+/// A function call opens and its arguments start streaming, after the
+/// `sent` run of text deltas. As the API streams it, and as the SDKs'
+/// accumulators (openai-python's `ResponseStreamState`) require, every event
+/// about an output item follows that item's `response.output_item.added`
+/// at the same `output_index`: the message item, when this stream opened
+/// one, is closed first (text done, part done, item done); the call is then
+/// added after it (index 1), or first (index 0) when no text was sent
+/// (`tokens=0`, or a resumed continuation that sent nothing before the
+/// call); then its first arguments delta. All numbered on from the deltas.
+pub(super) fn tool_call_events(ctx: &Ctx, sent: Sent) -> String {
+    let mut seq = next_seq(sent.count);
+    let mut next = || {
+        seq += 1;
+        seq - 1
+    };
+    let mut out = String::new();
+    let mut output_index = 0;
+    if sent.count > 0 {
+        let (events, part) = close_text(ctx, sent, &mut next);
+        out += &events;
+        let item = message_item(ctx, "completed", &part);
+        out += &event(
+            "response.output_item.done",
+            &format!(r#""output_index":0,"item":{item}"#),
+            next(),
+        );
+        output_index = 1;
+    }
+    let tail = ctx.id.strip_prefix("resp_").unwrap_or(&ctx.id);
+    let item_id = format!("fc_{tail}");
+    out += &event(
+        "response.output_item.added",
+        &format!(
+            r#""output_index":{output_index},"item":{{"type":"function_call","id":"{item_id}","call_id":"call_chaos","name":"lookup","arguments":"","status":"in_progress"}}"#
+        ),
+        next(),
+    );
+    out += &event(
         "response.function_call_arguments.delta",
-        r#""item_id":"fc_chaos","output_index":1,"delta":"{\"q\":""#,
-        next_seq(tokens),
-    )
+        &format!(r#""item_id":"{item_id}","output_index":{output_index},"delta":"{{\"q\":""#),
+        next(),
+    );
+    out
 }
 
 /// The unary response split around its text. Without tokens there is no
@@ -325,6 +369,16 @@ mod tests {
         cut += &stream_error(1);
         let seqs = sequence_numbers(&cut);
         assert!(seqs.iter().copied().eq(0..seqs.len() as u64), "{cut}");
+        // A tool call cut after 0 or 2 tokens numbers on from the deltas.
+        for count in [0, 2] {
+            let mut cut = preamble(&ctx);
+            for i in 1..=count {
+                cut += &token_events(&ctx, i, i - 1);
+            }
+            cut += &tool_call_events(&ctx, Sent { count, last: count });
+            let seqs = sequence_numbers(&cut);
+            assert!(seqs.iter().copied().eq(0..seqs.len() as u64), "{cut}");
+        }
     }
 
     #[test]
