@@ -34,7 +34,9 @@ SCRIPTS AND JOURNAL
     curl localhost:8080/_chaos/script -d '{"route":"openai","faults":["status;code=503","status;code=503","ok"]}'
   Every request is journaled (add `x-chaos-request-id: ID` to find yours):
     curl localhost:8080/_chaos/journal                # at most 1000 rows a GET
-    curl 'localhost:8080/_chaos/journal?since=1000'   # the rows after seq 1000
+    curl 'localhost:8080/_chaos/journal?since=1000'   # the rows after cursor 1000
+  Page on with since = the last row's "cursor" (the order rows entered the
+  journal), not its "seq" (arrival order: a slow body is journaled late).
     curl -X POST localhost:8080/_chaos/reset
 
 FAULTS BY API KEY

@@ -53,7 +53,17 @@ pub enum FaultSource {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JournalEntry {
     /// Arrival order, from 1, unique for the server's life (not reset by `reset`).
+    /// Not the order rows enter the journal: a request is numbered when its
+    /// head arrives and journaled once its body is read, so a slow body's row
+    /// appears after rows of requests that arrived later.
     pub seq: u64,
+    /// Journal order, from 1, unique for the server's life (not reset by
+    /// `reset`): numbered as the row enters the journal, under the journal's
+    /// lock, so a row seen in a page has a higher `cursor` than every row
+    /// visible before it. `GET /_chaos/journal?since=N` pages on it: a
+    /// client reads on with `since` set to the last `cursor` it got, and
+    /// misses no row however slowly its request's body arrived.
+    pub cursor: u64,
     /// Arrival, in milliseconds since the Unix epoch.
     pub arrived_unix_ms: u64,
     /// Request path, without the query.
@@ -121,25 +131,39 @@ pub const MAX_JOURNAL_ROWS: usize = 100_000;
 /// `limit`: a page is cloned and serialised whole, so a GET costs at most
 /// this many rows of memory however long the journal, and concurrent GETs
 /// multiply a page, not the journal. A client reads on with `since` set to
-/// the last `seq` it got.
+/// the last [`cursor`](JournalEntry::cursor) it got.
 pub const MAX_JOURNAL_PAGE: usize = 1_000;
 
-/// Rows in arrival order, and a signal for those waiting on a row to end.
+/// The rows in `cursor` order, which is the order they were pushed.
+#[derive(Debug, Default)]
+struct Rows {
+    rows: VecDeque<JournalEntry>,
+    /// The `cursor` of the last row pushed; kept across `clear`, so cursors
+    /// stay unique and a client paging across a reset misses nothing.
+    last_cursor: u64,
+}
+
+/// Rows in journal order, and a signal for those waiting on a row to end.
 #[derive(Debug, Default)]
 pub(crate) struct Journal {
-    rows: Mutex<VecDeque<JournalEntry>>,
+    rows: Mutex<Rows>,
     ended: Notify,
 }
 
 impl Journal {
-    pub(crate) fn push(&self, entry: JournalEntry) {
+    /// Adds `entry`, numbering its `cursor` (any value it had is replaced).
+    pub(crate) fn push(&self, mut entry: JournalEntry) {
         let ended = entry.outcome.is_final();
         {
             let mut rows = lock(&self.rows);
-            if rows.len() == MAX_JOURNAL_ROWS {
-                rows.pop_front();
+            // Numbered under the lock that makes the row visible: cursors
+            // rise in the order rows appear, which `page` relies on.
+            rows.last_cursor += 1;
+            entry.cursor = rows.last_cursor;
+            if rows.rows.len() == MAX_JOURNAL_ROWS {
+                rows.rows.pop_front();
             }
-            rows.push_back(entry);
+            rows.rows.push_back(entry);
         }
         if ended {
             self.ended.notify_waiters();
@@ -152,7 +176,7 @@ impl Journal {
             // Concurrent requests push rows slightly out of `seq` order, and open
             // rows are the recent ones: search from the end. A row missing here
             // was cleared by `reset`.
-            if let Some(row) = rows.iter_mut().rev().find(|r| r.seq == seq) {
+            if let Some(row) = rows.rows.iter_mut().rev().find(|r| r.seq == seq) {
                 row.outcome = ending.outcome;
                 row.bytes_written = ending.bytes_written;
                 row.tokens_written = ending.tokens_written;
@@ -164,27 +188,25 @@ impl Journal {
 
     /// The rows in `seq` (arrival) order.
     pub(crate) fn snapshot(&self) -> Vec<JournalEntry> {
-        let mut rows: Vec<JournalEntry> = lock(&self.rows).iter().cloned().collect();
+        let mut rows: Vec<JournalEntry> = lock(&self.rows).rows.iter().cloned().collect();
         rows.sort_by_key(|r| r.seq);
         rows
     }
 
-    /// At most `limit` rows with a `seq` above `since`, the earliest
-    /// first: only those are cloned.
+    /// At most `limit` rows with a `cursor` above `since`, in `cursor`
+    /// order: only those are cloned. Not `seq`: a row with a lower `seq`
+    /// than one already paged past can still be pushed (its body was slow),
+    /// and paging on `seq` would never show it.
     pub(crate) fn page(&self, since: u64, limit: usize) -> Vec<JournalEntry> {
-        let rows = lock(&self.rows);
-        let mut after: Vec<&JournalEntry> = rows.iter().filter(|r| r.seq > since).collect();
-        if limit < after.len() {
-            // Rows are only nearly in `seq` order: keep the `limit` lowest.
-            after.select_nth_unstable_by_key(limit, |r| r.seq);
-            after.truncate(limit);
-        }
-        after.sort_by_key(|r| r.seq);
-        after.into_iter().cloned().collect()
+        let rows = &lock(&self.rows).rows;
+        // Pushed in `cursor` order, so the rows after `since` are a tail.
+        let start = rows.partition_point(|r| r.cursor <= since);
+        rows.range(start..).take(limit).cloned().collect()
     }
 
+    /// Forgets every row; cursors go on from where they were.
     pub(crate) fn clear(&self) {
-        lock(&self.rows).clear();
+        lock(&self.rows).rows.clear();
     }
 
     /// Waits until a row matching `pred` has ended, and returns it.
@@ -220,7 +242,7 @@ impl Journal {
             tokio::pin!(notified);
             // Register before looking, so an end between the look and the wait is not missed.
             notified.as_mut().enable();
-            if let Some(found) = look(&lock(&self.rows)) {
+            if let Some(found) = look(&lock(&self.rows).rows) {
                 return found;
             }
             notified.await;
@@ -265,6 +287,7 @@ mod bound {
     fn row(seq: u64) -> JournalEntry {
         JournalEntry {
             seq,
+            cursor: 0,
             arrived_unix_ms: 0,
             path: "/v1/chat/completions".to_owned(),
             provider: None,
@@ -285,14 +308,18 @@ mod bound {
     }
 
     /// One page's body stays under a fixed size however many rows the
-    /// journal holds, each as long as a row can be.
+    /// journal holds, each as long as a row can be; paging on from the last
+    /// `cursor` reads every row once, whatever the `seq` order of pushes.
     #[test]
     fn a_page_is_bounded_and_pages_on() {
         let journal = Journal::default();
         let long = "x".repeat(crate::MAX_FAULT_LEN);
         let rows = 3 * MAX_JOURNAL_PAGE as u64;
-        // Pushed a little out of `seq` order, as concurrent requests do.
-        for seq in (1..=rows).map(|s| if s % 2 == 0 { s - 1 } else { s + 1 }) {
+        // Pushed out of `seq` order, as concurrent requests and slow bodies do.
+        let pushed: Vec<u64> = (1..=rows)
+            .map(|s| if s % 2 == 0 { s - 1 } else { s + 1 })
+            .collect();
+        for &seq in &pushed {
             let mut row = row(seq);
             row.fault = long.clone();
             journal.push(row);
@@ -300,14 +327,36 @@ mod bound {
         let page = journal.page(0, MAX_JOURNAL_PAGE);
         let body = serde_json::to_string(&page).unwrap();
         assert!(body.len() < MAX_JOURNAL_PAGE * 2048, "{}", body.len());
-        let seqs: Vec<u64> = page.iter().map(|r| r.seq).collect();
-        assert_eq!(seqs, (1..=MAX_JOURNAL_PAGE as u64).collect::<Vec<_>>());
+        let cursors: Vec<u64> = page.iter().map(|r| r.cursor).collect();
+        assert_eq!(cursors, (1..=MAX_JOURNAL_PAGE as u64).collect::<Vec<_>>());
         let next = journal.page(MAX_JOURNAL_PAGE as u64, 2);
         assert_eq!(
-            next.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            next.iter().map(|r| r.cursor).collect::<Vec<_>>(),
             [MAX_JOURNAL_PAGE as u64 + 1, MAX_JOURNAL_PAGE as u64 + 2]
         );
+        // Page by page, every row once, in the order pushed.
+        let (mut seen, mut since) = (Vec::new(), 0);
+        loop {
+            let page = journal.page(since, 7);
+            let Some(last) = page.last() else { break };
+            since = last.cursor;
+            seen.extend(page.iter().map(|r| r.seq));
+        }
+        assert_eq!(seen, pushed);
         assert!(journal.page(rows, MAX_JOURNAL_PAGE).is_empty());
+    }
+
+    /// A reset empties the journal, and cursors go on: a client paging
+    /// across it misses none of the rows after it.
+    #[test]
+    fn cursors_go_on_across_a_clear() {
+        let journal = Journal::default();
+        journal.push(row(1));
+        journal.push(row(2));
+        journal.clear();
+        journal.push(row(3));
+        let page = journal.page(2, MAX_JOURNAL_PAGE);
+        assert_eq!(page.iter().map(|r| r.cursor).collect::<Vec<_>>(), [3]);
     }
 
     #[test]

@@ -51,9 +51,11 @@
 //! last [`MAX_JOURNAL_ROWS`] rows, each of bounded size (a refused fault
 //! header keeps only its first 128 bytes), and one journal GET answers one
 //! page, `GET /_chaos/journal?since=N&limit=M`: at most `M` rows (default
-//! and cap [`MAX_JOURNAL_PAGE`]) with a `seq` above `N` (default 0), in
-//! `seq` order; a client reads on with `since` set to the last `seq` it
-//! got.
+//! and cap [`MAX_JOURNAL_PAGE`]) with a
+//! [`cursor`](JournalEntry::cursor) above `N` (default 0), in `cursor`
+//! order; a client reads on with `since` set to the last `cursor` it got.
+//! Not the last `seq`: `seq` numbers arrivals, and a request whose body is
+//! slow to arrive is journaled after requests that arrived later.
 
 mod body;
 pub mod cli;

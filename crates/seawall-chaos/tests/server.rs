@@ -199,6 +199,92 @@ async fn the_journal_is_read_page_by_page() {
     );
 }
 
+/// One `GET /_chaos/journal{query}`: its rows.
+async fn journal_page(addr: std::net::SocketAddr, query: &str) -> Vec<JournalEntry> {
+    let res = open(
+        addr,
+        http::Request::get(format!("/_chaos/journal{query}"))
+            .header("host", "x")
+            .body(Default::default())
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 200);
+    let (body, _) = drain(res.into_body()).await;
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// A request whose body is slow takes its `seq` on arrival but is
+/// journaled once its body is read, after a later request already was and
+/// was paged past: paging on from the last row's `cursor` still finds it.
+/// (Paging on `seq` lost it: `since` = B's seq 2 skipped A's seq 1.)
+#[tokio::test]
+async fn paging_on_finds_a_slow_body_journaled_after_later_requests() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let addr = chaos.addr();
+    let body = OPENAI_UNARY_BODY.as_bytes();
+    let (first, rest) = body.split_at(body.len() / 2);
+    // A: the head and half the body, over a raw connection.
+    let mut a = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST {OPENAI} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+         x-chaos-request-id: a\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    a.write_all(head.as_bytes()).await.unwrap();
+    a.write_all(first).await.unwrap();
+    a.flush().await.unwrap();
+    // B, whole, until one arrives after A: a gap in the B's `seq`s (or a
+    // first B at 2) is A's.
+    let mut expected = 1;
+    let mut after_a = false;
+    for _ in 0..50 {
+        let b = post(
+            addr,
+            OPENAI,
+            &[("x-chaos-request-id", "b")],
+            OPENAI_UNARY_BODY,
+        )
+        .await;
+        assert_eq!(b.status, 200);
+        let seq: u64 = b.header("x-chaos-seq").unwrap().parse().unwrap();
+        if seq > expected {
+            after_a = true;
+            break;
+        }
+        expected = seq + 1;
+    }
+    assert!(after_a, "A's head never reached the server");
+    // The first page: only B's; A is still reading its body.
+    let page = journal_page(addr, "").await;
+    assert!(!page.is_empty());
+    assert!(page.iter().all(|r| r.request_id.as_deref() == Some("b")));
+    let last = page.last().unwrap();
+    let a_seq = expected;
+    assert!(last.seq > a_seq, "{page:?}");
+    // A's body ends; its row is journaled and ends.
+    a.write_all(rest).await.unwrap();
+    let row = tokio::time::timeout(Duration::from_secs(10), chaos.wait_for_request("a"))
+        .await
+        .expect("A's row");
+    assert_eq!((row.seq, row.outcome), (a_seq, Outcome::Completed));
+    // Paging on from the last row read shows A, and nothing read before.
+    let next = journal_page(addr, &format!("?since={}", last.cursor)).await;
+    let ids: Vec<(Option<&str>, u64)> = next
+        .iter()
+        .map(|r| (r.request_id.as_deref(), r.seq))
+        .collect();
+    assert_eq!(ids, [(Some("a"), a_seq)]);
+    assert!(next[0].cursor > last.cursor);
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), a.read_to_end(&mut response))
+        .await
+        .expect("A's answer")
+        .unwrap();
+    assert!(response.starts_with(b"HTTP/1.1 200"), "{response:?}");
+}
+
 #[tokio::test]
 async fn unknown_routes_and_methods() {
     let chaos = ChaosServer::builder().start().await.unwrap();

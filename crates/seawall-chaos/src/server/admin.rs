@@ -2,8 +2,10 @@
 //! `POST /_chaos/reset`, `POST /_chaos/script` and `POST /_chaos/key`.
 //!
 //! `GET /_chaos/journal?since=N&limit=M` answers one page: at most `M`
-//! rows (default and cap [`MAX_JOURNAL_PAGE`]) with a `seq` above `N`
-//! (default 0), in `seq` order.
+//! rows (default and cap [`MAX_JOURNAL_PAGE`]) with a `cursor` above `N`
+//! (default 0), in `cursor` order: the order rows entered the journal, so
+//! paging on from the last `cursor` read misses no row (see
+//! [`JournalEntry::cursor`](crate::JournalEntry::cursor)).
 
 use http::{Method, Request, Response};
 use hyper::body::Incoming;

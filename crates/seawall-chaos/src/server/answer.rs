@@ -171,6 +171,8 @@ impl<'a> Exchange<'a> {
             vendor_request_id: format!("req_chaos{seq}"),
             row: JournalEntry {
                 seq,
+                // Numbered by the journal when the row is pushed.
+                cursor: 0,
                 arrived_unix_ms: unix_ms(SystemTime::now()),
                 path: seawall_internal::excerpt(&path, MAX_JOURNAL_PATH).to_owned(),
                 provider: Some(provider),
