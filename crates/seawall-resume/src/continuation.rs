@@ -9,8 +9,9 @@
 //!   `add_generation_prompt: false` ([`OpenAiStyle::ContinueFinalMessage`]).
 //! - Anthropic messages: an assistant *prefill* (right-stripped: the API
 //!   rejects a final assistant turn ending in white space), or, for models
-//!   that refuse prefill, a `user` message asking to continue from the
-//!   delivered text.
+//!   that refuse prefill, the delivered text as an `assistant` turn
+//!   followed by a `user` turn asking to continue it
+//!   ([`AnthropicStyle::AskToContinue`]).
 //! - Gemini: the delivered text as a trailing `model` turn, or, for
 //!   models that refuse a request ending with one, that turn followed by
 //!   a `user` turn asking to continue ([`GeminiStyle`]).
@@ -65,7 +66,14 @@ pub enum AnthropicStyle {
     /// them ask in a user turn from their first continuation.
     #[default]
     Prefill,
-    /// A user turn quoting the delivered text, for models that refuse prefill.
+    /// The delivered text as an assistant turn, then a user turn asking
+    /// to continue it ([`CONTINUE_PROMPT`]), for models that refuse
+    /// prefill. The text is not quoted in the user turn: after an agent's
+    /// tool results that turn would merge into theirs (the API joins
+    /// consecutive user turns), and text right after a `tool_result` is
+    /// what Anthropic's "Handling stop reasons" guide names as the common
+    /// cause of an empty `end_turn` answer — read here as the answer
+    /// having been whole.
     AskToContinue,
 }
 
@@ -153,8 +161,7 @@ impl Styles {
 /// right after the last word, before the finish: a model then has nothing
 /// to add, and is asked to say so by answering nothing (which the layer
 /// reads as the answer's end) rather than with a remark that would be
-/// spliced into it. Anthropic's user turn ends the same way, and
-/// Gemini's is this one.
+/// spliced into it. Anthropic's and Gemini's user turns are this one.
 pub const CONTINUE_PROMPT: &str = "Your previous message was cut off. Continue exactly where it \
      stops, without repeating any of it. If it was already complete, reply with nothing.";
 
@@ -237,19 +244,22 @@ pub fn continuation_with(
                 "messages",
                 json!({"role": "assistant", "content": delivered.trim_end()}),
             ),
-            AnthropicStyle::AskToContinue => (
-                "messages",
-                json!({"role": "user", "content": format!(
-                    "Your previous answer was cut off. It ended with the text below. \
-                     Continue exactly where it stops, without repeating any of it. If it was \
-                     already complete, reply with nothing.\n\n{delivered}"
-                )}),
-            ),
+            // The user turn follows the delivered text's own assistant
+            // turn, as Gemini's does: the request still ends with a user
+            // turn, and no text lands right after the tool results an
+            // agent's last user turn holds.
+            AnthropicStyle::AskToContinue => {
+                extra = Some(json!({"role": "user", "content": CONTINUE_PROMPT}));
+                (
+                    "messages",
+                    json!({"role": "assistant", "content": delivered}),
+                )
+            }
         },
         Provider::Gemini => {
             // The user turn follows the delivered text's own model turn
-            // rather than quoting it in a turn of its own (as Anthropic's
-            // does): the Gemini API may refuse two user turns in a row
+            // rather than quoting it in a turn of its own: the Gemini API
+            // may refuse two user turns in a row
             // ("Please ensure that multiturn requests alternate between
             // user and model"), and the question's turn is a user turn.
             if styles.gemini == GeminiStyle::AskToContinue {
@@ -476,13 +486,11 @@ mod tests {
             AnthropicStyle::AskToContinue,
         )
         .unwrap();
-        assert_eq!(ask["messages"][1]["role"], json!("user"));
-        assert!(
-            ask["messages"][1]["content"]
-                .as_str()
-                .unwrap()
-                .ends_with("Hello ")
-        );
+        assert_eq!(ask["messages"][1]["role"], json!("assistant"));
+        assert_eq!(ask["messages"][1]["content"], json!("Hello "));
+        assert_eq!(ask["messages"][2]["role"], json!("user"));
+        assert_eq!(ask["messages"][2]["content"], json!(CONTINUE_PROMPT));
+        assert_eq!(ask["messages"].as_array().unwrap().len(), 3);
     }
 
     #[test]

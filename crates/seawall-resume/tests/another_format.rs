@@ -571,8 +571,9 @@ async fn a_prefill_refused_on_another_format_is_asked_in_a_user_turn_next() {
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = asked.clone();
     let chaos_route = attempt::<Full<Bytes>>(Provider::Anthropic);
-    // A server that refuses a prefill and continues the text a user turn
-    // quotes (played by chaos, given that text as the prefill it continues).
+    // A server that refuses a prefill and continues the text of the
+    // assistant turn a user turn asks it to continue (played by chaos,
+    // given that text as the prefill it continues).
     let refusing = tower::service_fn(move |request: http::Request<Full<Bytes>>| {
         let route = chaos_route.clone();
         let seen = seen.clone();
@@ -591,10 +592,11 @@ async fn a_prefill_refused_on_another_format_is_asked_in_a_user_turn_next() {
                     .with_message("Prefilling assistant messages is not supported for this model.");
                 return Err(Box::new(refused) as BoxError);
             }
-            let quoted = last["content"].as_str().unwrap();
-            let delivered = quoted.rsplit("\n\n").next().unwrap().trim_end().to_owned();
             messages.pop();
-            messages.push(json!({"role": "assistant", "content": delivered}));
+            let turn = messages.last_mut().unwrap();
+            assert_eq!(turn["role"], "assistant", "the text is the model's turn");
+            let delivered = turn["content"].as_str().unwrap().trim_end().to_owned();
+            turn["content"] = json!(delivered);
             let request =
                 http::Request::from_parts(parts, Full::new(Bytes::from(json.to_string())));
             route.oneshot(request).await

@@ -1200,6 +1200,60 @@ async fn a_refused_prefill_is_asked_for_in_a_user_turn_next() {
     assert_eq!(deltas, 3, "w1, w2, then w3 of the continuation");
 }
 
+/// An agent's request whose last turn holds tool results, its text answer
+/// cut, and a model that refuses prefill: the user turn that asks to
+/// continue comes after the delivered text as the model's own turn,
+/// never as text in a user turn right after the tool results (Anthropic
+/// merges consecutive user turns, and its "Handling stop reasons" guide
+/// names text right after a `tool_result` as what makes Claude answer
+/// with an empty `end_turn`, which would read as the answer being whole).
+#[tokio::test]
+async fn a_user_turn_after_tool_results_follows_the_delivered_text() {
+    let request = serde_json::json!({"model": "claude-x", "max_tokens": 100, "stream": true,
+    "messages": [
+        {"role": "user", "content": "what is the weather?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+            "name": "weather", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+            "content": "sunny"}]},
+    ]});
+    let rest = anthropic_continuation(" w3", &anthropic_end("end_turn"));
+    let spliced = splice(
+        ResumeLayer::new(),
+        "/v1/messages",
+        request,
+        anthropic_cut(),
+        move |body: &serde_json::Value| {
+            let last = body["messages"].as_array().unwrap().last().unwrap();
+            if last["role"] == "assistant" {
+                let refused = Failure::new(Code::BadRequest)
+                    .with_status(400)
+                    .with_message("Prefilling assistant messages is not supported for this model.");
+                return Err(Box::new(refused));
+            }
+            Ok(Bytes::from(rest.clone()))
+        },
+    )
+    .await;
+    assert!(spliced.error.is_none(), "{:?}", spliced.error);
+    assert_eq!(spliced.continuations.len(), 2);
+    let messages = spliced.continuations[1]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 5, "{messages:?}");
+    assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+    assert_eq!(messages[3]["role"], "assistant");
+    assert_eq!(messages[3]["content"], "w1 w2");
+    assert_eq!(messages[4]["role"], "user");
+    let prompt = messages[4]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("Continue exactly where it stops"),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("w1 w2"),
+        "the text is the model's turn: {prompt}"
+    );
+}
+
 /// Claude continues a prefill in place: what follows it is new text even
 /// when it looks like the delivered tail (a number in a matrix, a word
 /// said twice), never a repeat to trim. Only the whitespace the delivered
