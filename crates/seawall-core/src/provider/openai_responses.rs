@@ -52,15 +52,27 @@ pub fn output_item(ty: &str) -> OutputItem {
 /// start and then only keep-alives until the answer), `compaction` (the
 /// conversation summarised, opaque), and a tool the provider runs
 /// itself — `image_generation_call`, `code_interpreter_call`,
-/// `web_search_call`, `file_search_call`, `mcp_call` — from its item's
-/// start (already content: the caller shows its result) to its end (an
-/// image render takes minutes). While such an item is open, its
-/// keep-alives are the model working, not a stream that merely stays
-/// open: cut at the first-content bound, it would be asked again and
-/// reason (and be billed) as long again; cut at the idle bound while a
-/// tool runs, the billed result is lost, and a call delivered is not
-/// resumed. A tool the caller runs (`function_call`, `local_shell_call`,
-/// `computer_call`) is not running at the provider: nothing to wait for.
+/// `web_search_call`, `file_search_call`, `mcp_call`, and the hosted
+/// shell's `shell_call_output` (an item only a hosted run sends: the
+/// caller of a local shell sends it as input) — from its item's start
+/// (already content: the caller shows its result) to its end (an image
+/// render takes minutes, a build as long as it takes). While such an
+/// item is open, its keep-alives are the model working, not a stream
+/// that merely stays open: cut at the first-content bound, it would be
+/// asked again and reason (and be billed) as long again; cut at the idle
+/// bound while a tool runs, the billed result is lost, and a call
+/// delivered is not resumed.
+///
+/// Not a tool the caller runs, whose item ends the turn: `function_call`,
+/// `custom_tool_call`, `local_shell_call`, `computer_call`,
+/// `apply_patch_call` (the caller applies the patch), a `shell_call`
+/// (its commands; hosted, they run after the item ends:
+/// [`runs_at_the_provider`]), `mcp_approval_request` (the caller
+/// approves). Nor `tool_search_call` (run by the server or by the
+/// caller, as its `execution` says; a server's search is a lookup of
+/// tool definitions, done in its output's start) or `program` (the
+/// code of programmatic tool calling, whose tool calls are items of
+/// their own).
 pub fn works_unseen(ty: &str) -> bool {
     matches!(
         ty,
@@ -71,7 +83,23 @@ pub fn works_unseen(ty: &str) -> bool {
             | "web_search_call"
             | "file_search_call"
             | "mcp_call"
+            | "shell_call_output"
     )
+}
+
+/// Whether an output item of type `ty`, once done, is a call the
+/// provider runs before the next item starts: a `shell_call` whose
+/// `environment` (its item's `environment.type`) is a container
+/// (`container_reference`; `container_auto` as the tool names it), not
+/// `local` nor absent (the caller runs those, and the turn ends with
+/// the call). The hosted shell writes its commands in the call's item,
+/// ends it, runs them, and only then starts the `shell_call_output`
+/// item, already `completed` (as captured in vercel/ai's
+/// `openai-shell-skills.1.chunks.txt`): a command that prints nothing
+/// for longer than the idle bound sends only keep-alives meanwhile, and
+/// cut there, the billed run is lost.
+pub fn runs_at_the_provider(ty: &str, environment: Option<&str>) -> bool {
+    ty == "shell_call" && environment.is_some_and(|env| env != "local")
 }
 
 /// What a stream event is, by its `type`.
@@ -96,8 +124,9 @@ pub enum StreamEvent {
     /// `error`: the provider's failure.
     Error,
     /// `keepalive`: a keep-alive, but inside an open item that
-    /// [`works_unseen`] (reasoning, compaction, a hosted tool running)
-    /// the model at work.
+    /// [`works_unseen`] (reasoning, compaction, a hosted tool running),
+    /// after a call that [`runs_at_the_provider`], or while the response
+    /// is queued, the model at work.
     KeepAlive,
     /// `response.reasoning_text.delta` / `.reasoning_summary_text.delta`:
     /// the model thinking before (or between) its answer's parts.
@@ -505,7 +534,9 @@ pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
 
 #[cfg(test)]
 mod tests {
-    use super::{StreamEvent, last_sequence_number, stream_event, works_unseen};
+    use super::{
+        StreamEvent, last_sequence_number, runs_at_the_provider, stream_event, works_unseen,
+    };
 
     /// A compaction's progress is its own event, the model at work; the
     /// items whose keep-alives are the model at work are reasoning,
@@ -525,8 +556,16 @@ mod tests {
             ("web_search_call", true),
             ("file_search_call", true),
             ("mcp_call", true),
+            ("shell_call_output", true),
             ("message", false),
             ("local_shell_call", false),
+            ("shell_call", false),
+            ("apply_patch_call", false),
+            ("apply_patch_call_output", false),
+            ("tool_search_call", false),
+            ("tool_search_output", false),
+            ("program", false),
+            ("mcp_approval_request", false),
             ("computer_call", false),
             ("custom_tool_call", false),
             ("mcp_list_tools", false),
@@ -535,6 +574,28 @@ mod tests {
             ("", false),
         ] {
             assert_eq!(works_unseen(ty), unseen, "{ty}");
+        }
+    }
+
+    /// A shell call runs at the provider after its item ends when its
+    /// environment is a container; a local one (named, or not named at
+    /// all as before hosted shells) is the caller's to run.
+    #[test]
+    fn a_hosted_shell_call_runs_at_the_provider() {
+        for (ty, environment, runs) in [
+            ("shell_call", Some("container_reference"), true),
+            ("shell_call", Some("container_auto"), true),
+            ("shell_call", Some("local"), false),
+            ("shell_call", None, false),
+            ("local_shell_call", Some("container_reference"), false),
+            ("function_call", None, false),
+            ("shell_call_output", Some("container_reference"), false),
+        ] {
+            assert_eq!(
+                runs_at_the_provider(ty, environment),
+                runs,
+                "{ty} {environment:?}"
+            );
         }
     }
 

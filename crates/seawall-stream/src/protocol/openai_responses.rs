@@ -8,11 +8,13 @@
 //! which makes the whole answer a refusal) or a tool call's arguments
 //! (`response.function_call_arguments.delta`); everything else is the
 //! response's lifecycle and counts as progress, but the model at work
-//! before its answer (reasoning text, a compaction's progress, and a
-//! `keepalive` inside an open reasoning or compaction item or while a
-//! hosted tool runs: see [`keepalive`]), which is thinking. The terminal
-//! event's response says how it ended (its `status` over the event's name: vLLM
-//! ends every stream with `response.completed`), and, when no content
+//! before its answer (reasoning text, a compaction's progress, a
+//! response waiting `queued` in the provider's queue, and a `keepalive`
+//! inside an open reasoning or compaction item, while a hosted tool runs
+//! or while the response is queued: see [`keepalive`] and [`decode`]),
+//! which is thinking. The terminal event's response says how it ended
+//! (its `status` over the event's name: vLLM ends every stream with
+//! `response.completed`), and, when no content
 //! came before it, holds the answer itself (a proxy's stream made from a
 //! unary answer). A live stream's `cancelled` is the engine's abort,
 //! asked again before content; a stored response's (the unary check's)
@@ -20,7 +22,7 @@
 
 use seawall_core::provider::openai_responses::{
     OutputItem, StreamEvent, answer_in_event, declared_failure, error_event, incomplete_kind,
-    output_item, stream_event, works_unseen,
+    output_item, runs_at_the_provider, stream_event, works_unseen,
 };
 use seawall_core::usage::UsageFields;
 use seawall_core::{FinishKind, Usage};
@@ -47,6 +49,15 @@ seawall_core::later_wins! {
 
 seawall_core::later_wins! {
     struct Item<'a> {
+        ty: Option<Text<'a>> = "type",
+        /// A shell call's, where its commands run: a container, or
+        /// `local` (the caller's).
+        environment: Option<Environment<'a>> = "environment",
+    }
+}
+
+seawall_core::later_wins! {
+    struct Environment<'a> {
         ty: Option<Text<'a>> = "type",
     }
 }
@@ -76,14 +87,17 @@ seawall_core::later_wins! {
     }
 }
 
-/// A `keepalive`: a keep-alive, but while an item that works unseen is
-/// open (`at_work`: a `reasoning` or `compaction` item, or a hosted
-/// tool's call, was added and is not done: [`works_unseen`]), the model
-/// at work. With its summary off (the default), a long reasoning run
-/// sends its item's start and then only keep-alives until the answer, as
-/// a compaction may: cut at the first-content bound (or, between the
-/// answer's parts, at the idle bound), the retry would reason and be
-/// billed as long again. A hosted tool (an image render takes minutes)
+/// A `keepalive`: a keep-alive, but while the model is at work out of
+/// sight (`at_work`), the model at work: while an item that works unseen
+/// is open (a `reasoning` or `compaction` item, or a hosted tool's call
+/// or output, was added and is not done: [`works_unseen`]), after a
+/// hosted shell call's item until the next item starts (its commands run
+/// then: [`runs_at_the_provider`]), and while the response is `queued`
+/// (see [`decode`]). With its summary off (the default), a long
+/// reasoning run sends its item's start and then only keep-alives until
+/// the answer, as a compaction may: cut at the first-content bound (or,
+/// between the answer's parts, at the idle bound), the retry would
+/// reason and be billed as long again. A hosted tool (an image render takes minutes)
 /// sends its item's start, which is content, then only keep-alives until
 /// its result: cut at the idle bound, the billed result is lost and the
 /// call is not resumed. Read as thinking, they keep those bounds off
@@ -97,10 +111,33 @@ fn keepalive(at_work: bool) -> Signal<'static> {
     }
 }
 
-/// `content_seen`: a content event came before this one. `at_work`: an
-/// item that works unseen is open (see [`keepalive`]); set at its
-/// `response.output_item.added`, cleared at the next item's start or end,
-/// at the terminal event and at an `error`.
+/// `content_seen`: a content event came before this one. `at_work`: the
+/// model is at work out of sight (see [`keepalive`]): set at the
+/// `response.output_item.added` of an item that works unseen, at the
+/// `.done` of a call the provider runs, and by a response whose status
+/// is `queued`; cleared at the next item's start or end, by a response
+/// with any other status (`response.in_progress`: the run began), at the
+/// terminal event and at an `error`.
+///
+/// A background response (`background: true`) may wait in the
+/// provider's queue before it runs: `response.created` and
+/// `response.queued` say `queued`, and `response.in_progress` comes
+/// when it leaves the queue, which may be long after. The provider has
+/// said where the response is, so the wait is the provider's work, not
+/// a stalled stream: the queued status is read as the model at work
+/// (thinking), and so are its keep-alives until `response.in_progress`
+/// or the first item. The guard hands a background stream on at its
+/// head, but its bounds still run: cut at the first-content bound
+/// while still queued, it is an interruption for the caller while the
+/// stored response stays queued, runs and is billed (a background run
+/// is not cancelled by a closed stream), and the caller's retry queues
+/// a second one. So that bound gives way while
+/// keep-alives keep coming within the idle bound (and a held stream of
+/// a queued response is handed on before the attempt's bound rather
+/// than cut and asked again, as a thinking model's is). A queue that
+/// falls silent is still cut (at the first-content bound, or past it at
+/// the idle bound after its last keep-alive), and the attempt's
+/// deadline and `max_duration` still bound the whole.
 pub(super) fn decode<'a>(
     data: &'a [u8],
     refused: &mut bool,
@@ -124,15 +161,33 @@ pub(super) fn decode<'a>(
     let mut kind = stream_event(&event.ty.0);
     match kind {
         // Items stream one after another (each one's `.done` before the
-        // next one's `.added`): any item's start or end ends the one
-        // that works unseen, and only such an item's start opens one.
+        // next one's `.added`): any item's start or end ends the work
+        // before it; only the start of an item that works unseen, or the
+        // end of a call the provider then runs, opens some.
         StreamEvent::Item => {
-            *at_work = event.ty.0 == "response.output_item.added"
-                && event
-                    .item
-                    .as_ref()
-                    .and_then(|item| item.ty.as_ref())
-                    .is_some_and(|ty| works_unseen(&ty.0));
+            let item = event.item.as_ref();
+            let ty = item.and_then(|item| item.ty.as_ref());
+            *at_work = match ty {
+                Some(Text(ty)) if event.ty.0 == "response.output_item.added" => works_unseen(ty),
+                Some(Text(ty)) => runs_at_the_provider(
+                    ty,
+                    item.and_then(|item| item.environment.as_ref())
+                        .and_then(|env| env.ty.as_ref())
+                        .map(|env| &*env.0),
+                ),
+                None => false,
+            };
+        }
+        // The response's status in a lifecycle event (`response.created`,
+        // `.queued`, `.in_progress`): queued is the provider's work (see
+        // above), any other ends it.
+        StreamEvent::Lifecycle => {
+            if let Some(Text(status)) = event.response.as_ref().and_then(|r| r.status.as_ref()) {
+                *at_work = status == "queued";
+                if *at_work {
+                    return Signal::Thinking;
+                }
+            }
         }
         StreamEvent::Completed
         | StreamEvent::Incomplete
@@ -551,8 +606,13 @@ mod tests {
             ("web_search_call", true),
             ("file_search_call", true),
             ("mcp_call", true),
+            // The hosted shell's output: only a hosted run sends it.
+            ("shell_call_output", true),
             ("function_call", false),
             ("local_shell_call", false),
+            // A shell call without a container is the caller's to run.
+            ("shell_call", false),
+            ("apply_patch_call", false),
             ("computer_call", false),
         ] {
             let running = if hosted { "thinking" } else { "keepalive" };
@@ -585,6 +645,154 @@ mod tests {
                 assert_eq!(got, *expected, "{ty} step {at}: {data}");
             }
         }
+    }
+
+    /// What each event of `steps` decodes to, in one stream, as the
+    /// stream names it (`event:` beside its `type`).
+    fn decode_all(steps: &[(&str, &str)]) -> Vec<&'static str> {
+        let mut decoder =
+            super::super::Decoder::new(seawall_core::provider::Provider::OpenAiResponses);
+        steps
+            .iter()
+            .map(|(name, data)| {
+                let signal = decoder.decode(crate::sse::Item::Event(crate::sse::Event {
+                    name: name.as_bytes(),
+                    data: data.as_bytes(),
+                    start: 0,
+                    end: data.len(),
+                }));
+                match signal {
+                    Signal::Thinking => "thinking",
+                    Signal::KeepAlive => "keepalive",
+                    Signal::Progress => "progress",
+                    Signal::Content { .. } => "content",
+                    Signal::Finish(_) => "finish",
+                    _ => "other",
+                }
+            })
+            .collect()
+    }
+
+    /// A hosted shell writes its commands in the call's item, ends it,
+    /// runs them, and only then starts the output item (already
+    /// `completed`, as captured): from the call's end to the next
+    /// item's start, keep-alives are the command running. A call
+    /// without a container (local, or named by no environment) ends
+    /// the turn: its keep-alives stay keep-alives.
+    #[test]
+    fn a_keepalive_while_a_hosted_shell_command_runs_is_the_model_at_work() {
+        let keepalive = r#"{"type":"keepalive","sequence_number":9}"#;
+        let call = |event: &str, environment: &str| {
+            format!(
+                r#"{{"type":"response.output_item.{event}","output_index":0,"item":{{"id":"sh_1","type":"shell_call","status":"completed","action":{{"commands":["make"]}},"call_id":"c"{environment}}}}}"#
+            )
+        };
+        let output = |event: &str| {
+            format!(
+                r#"{{"type":"response.output_item.{event}","output_index":1,"item":{{"id":"sho_1","type":"shell_call_output","status":"completed","call_id":"c","output":[]}}}}"#
+            )
+        };
+        let command = r#"{"type":"response.shell_call_command.delta","command_index":0,"delta":"make","output_index":0}"#;
+        let message = r#"{"type":"response.output_item.added","output_index":2,"item":{"id":"m","type":"message","content":[]}}"#;
+        let hosted = r#","environment":{"type":"container_reference","container_id":"cntr_1"}"#;
+        for (environment, running) in [
+            (hosted, "thinking"),
+            (r#","environment":{"type":"local"}"#, "keepalive"),
+            (r#","environment":null"#, "keepalive"),
+            ("", "keepalive"),
+        ] {
+            let (added, done) = (call("added", environment), call("done", environment));
+            let (out_added, out_done) = (output("added"), output("done"));
+            let steps = [
+                ("response.output_item.added", added.as_str()),
+                ("keepalive", keepalive),
+                ("response.shell_call_command.delta", command),
+                ("response.output_item.done", done.as_str()),
+                ("keepalive", keepalive),
+                ("keepalive", keepalive),
+                ("response.output_item.added", out_added.as_str()),
+                ("keepalive", keepalive),
+                ("response.output_item.done", out_done.as_str()),
+                ("keepalive", keepalive),
+                ("response.output_item.added", message),
+                ("keepalive", keepalive),
+            ];
+            assert_eq!(
+                decode_all(&steps),
+                [
+                    "content",
+                    "keepalive",
+                    "progress",
+                    "content",
+                    running,
+                    running,
+                    "content",
+                    "thinking",
+                    "content",
+                    "keepalive",
+                    "progress",
+                    "keepalive",
+                ],
+                "{environment}"
+            );
+        }
+    }
+
+    /// A background response waiting in the provider's queue: its
+    /// `queued` status (in `response.created` and `response.queued`) and
+    /// the keep-alives while it lasts are the model at work, until
+    /// `response.in_progress` or an item; a response that is not queued
+    /// is progress and its keep-alives are keep-alives.
+    #[test]
+    fn a_queued_response_is_the_model_at_work() {
+        let keepalive = r#"{"type":"keepalive","sequence_number":9}"#;
+        let lifecycle = |ty: &str, status: &str| {
+            format!(
+                r#"{{"type":"response.{ty}","sequence_number":0,"response":{{"id":"resp_1","object":"response","status":"{status}","background":true,"output":[]}}}}"#
+            )
+        };
+        let created = lifecycle("created", "queued");
+        let queued = lifecycle("queued", "queued");
+        let running = lifecycle("in_progress", "in_progress");
+        let plain = lifecycle("created", "in_progress");
+        let message = r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"m","type":"message","content":[]}}"#;
+        assert_eq!(
+            decode_all(&[
+                ("response.created", &created),
+                ("keepalive", keepalive),
+                ("response.queued", &queued),
+                ("keepalive", keepalive),
+                ("response.in_progress", &running),
+                ("keepalive", keepalive),
+            ]),
+            [
+                "thinking",
+                "thinking",
+                "thinking",
+                "thinking",
+                "progress",
+                "keepalive"
+            ]
+        );
+        // An item's start ends the wait too (a server that sends no
+        // `response.in_progress`).
+        assert_eq!(
+            decode_all(&[
+                ("response.queued", &queued),
+                ("response.output_item.added", message),
+                ("keepalive", keepalive),
+            ]),
+            ["thinking", "progress", "keepalive"]
+        );
+        assert_eq!(
+            decode_all(&[
+                ("response.created", &plain),
+                ("keepalive", keepalive),
+                ("response.in_progress", &running),
+                ("keepalive", keepalive),
+            ]),
+            ["progress", "keepalive", "progress", "keepalive"]
+        );
     }
 
     /// The nested rate limit keeps its hint, as a chat error body's does.
