@@ -192,7 +192,9 @@ fn parse_provider(text: &str) -> Result<Provider, String> {
 /// query or fragment is refused: the endpoint's path is appended to the
 /// base, so a query would end up inside the path
 /// (`…?key=…/v1beta/models/…`), and a key in it would be shown in every
-/// line that names the URL.
+/// line that names the URL. So is a port that is not one (`:80800`, `:`,
+/// `:0`; see [`seawall_internal::uri::port_error`]): `http` reads no port
+/// there, and the request and its key would go to port 80 or 443.
 pub fn parse_base_url(text: &str) -> Result<BaseUrl, String> {
     // The parser's message never quotes the URL: it may hold a secret.
     let uri: Uri = text
@@ -209,6 +211,9 @@ pub fn parse_base_url(text: &str) -> Result<BaseUrl, String> {
     else {
         return Err("expected an http:// or https:// URL with a host".to_owned());
     };
+    if let Some(why) = seawall_internal::uri::port_error(authority) {
+        return Err(why.to_owned());
+    }
     let authority = authority.as_str();
     let host = authority
         .rsplit_once('@')
@@ -1179,6 +1184,30 @@ mod tests {
             let err = parse_base_url(refused).unwrap_err();
             assert!(!err.contains("secret"), "{err}");
         }
+    }
+
+    /// `http` parses a port past 65535 and reads it as none, and the
+    /// connector then goes to port 80 or 443 with the key: refused here,
+    /// the URL not quoted.
+    #[test]
+    fn base_urls_with_a_port_no_connection_goes_to_are_refused() {
+        for refused in [
+            "http://127.0.0.1:80800",
+            "http://user:secret@127.0.0.1:80800/v1",
+            "https://api.example:65536",
+            "http://127.0.0.1:abc",
+            "http://127.0.0.1:",
+            "http://127.0.0.1:0",
+        ] {
+            let err = parse_base_url(refused).unwrap_err();
+            assert!(err.contains("port"), "{refused}: {err}");
+            assert!(
+                !err.contains("secret") && !err.contains("127.0.0.1"),
+                "{err}"
+            );
+        }
+        let url = parse_base_url("http://127.0.0.1:65535/v1").unwrap();
+        assert_eq!(url.as_str(), "http://127.0.0.1:65535/v1");
     }
 
     #[test]

@@ -667,12 +667,19 @@ fn check_base_url(text: &str) -> Result<(), String> {
                 .to_owned(),
         );
     }
-    match (uri.scheme_str(), uri.authority()) {
-        (Some("http" | "https"), Some(authority)) if !authority.as_str().contains('@') => Ok(()),
+    let authority = match (uri.scheme_str(), uri.authority()) {
+        (Some("http" | "https"), Some(authority)) if !authority.as_str().contains('@') => authority,
         (Some("http" | "https"), Some(_)) => {
-            Err("base_url must not carry credentials; use key_env".to_owned())
+            return Err("base_url must not carry credentials; use key_env".to_owned());
         }
-        _ => Err("base_url must be an http:// or https:// URL with a host".to_owned()),
+        _ => return Err("base_url must be an http:// or https:// URL with a host".to_owned()),
+    };
+    // `http` reads no port in `:80800` (nor `:abc`, `:`), and the
+    // connector then goes to 80 or 443: the route's requests, with their
+    // key, would reach another server than the one configured.
+    match seawall_internal::uri::port_error(authority) {
+        Some(why) => Err(format!("base_url: {why}")),
+        None => Ok(()),
     }
 }
 
@@ -955,6 +962,33 @@ mod tests {
             let err = Config::from_routes(&[spec]).unwrap_err().to_string();
             assert!(!err.contains("sk-secret"), "{err}");
             assert!(err.contains("--route"), "{err}");
+        }
+    }
+
+    /// A port `http` parses but reads as none (past 65535, not digits)
+    /// would send the route's requests, and their keys, to the scheme's
+    /// default port: the configuration is refused, the URL not quoted.
+    #[test]
+    fn base_urls_with_a_port_no_connection_goes_to_are_refused() {
+        for url in [
+            "http://llm.internal:80800",
+            "https://llm.internal:65536/v1",
+            "http://llm.internal:abc",
+            "http://llm.internal:",
+            "http://llm.internal:0",
+            "http://[::1]:99999",
+        ] {
+            let config = Config::from_routes(&[format!("main=openai@{url}").as_str()]).unwrap();
+            let err = config.validate().unwrap_err().to_string();
+            assert!(
+                err.contains("route `main`") && err.contains("port"),
+                "{url}: {err}"
+            );
+            assert!(!err.contains("llm.internal"), "{err}");
+        }
+        for url in ["http://llm.internal:65535", "http://[::1]:8080/v1"] {
+            let config = Config::from_routes(&[format!("main=openai@{url}").as_str()]).unwrap();
+            config.validate().unwrap();
         }
     }
 

@@ -24,6 +24,7 @@
 //!   a declared `content-length`.
 //! - [`cursor`]: the strict JSON cursor that reads the few fields a
 //!   decision needs and gives up (to serde) on anything it is unsure of.
+//! - [`uri`]: the port check on a URL given as where requests go.
 #![deny(missing_docs)]
 
 pub mod cursor;
@@ -35,6 +36,7 @@ pub mod json;
 mod millis;
 pub mod nesting;
 pub mod random;
+pub mod uri;
 pub mod window;
 
 pub use doubling::capped_doubling;

@@ -68,9 +68,11 @@ impl Member {
     /// Sends this member's requests to `base`'s scheme and authority (the
     /// path and query stay the request's; a `Host` header, when the
     /// request has one, follows). A base without a scheme or host, with
-    /// userinfo (a key in a URL would end up in logs), or with a path
-    /// other than `/` is refused with [`RouteSetError::Origin`]: a path
-    /// prefix or a model in the path is a [`rewrite`](crate::RouteSetLayer::rewrite).
+    /// userinfo (a key in a URL would end up in logs), with a port that is
+    /// not one (`:80800`, `:`, `:0`: `http` reads no port there and the
+    /// request would go to 80 or 443), or with a path other than `/` is
+    /// refused with [`RouteSetError::Origin`]: a path prefix or a model in
+    /// the path is a [`rewrite`](crate::RouteSetLayer::rewrite).
     pub fn origin(mut self, base: &str) -> Result<Self, RouteSetError> {
         let bad = |why: &'static str| RouteSetError::Origin {
             route: self.route.clone(),
@@ -81,6 +83,12 @@ impl Member {
         let authority = uri.authority().cloned().ok_or_else(|| bad("no host"))?;
         if authority.as_str().contains('@') {
             return Err(bad("userinfo in the URL; send the key in a header"));
+        }
+        // `http` reads no port in `:80800` (nor `:abc`, `:`), and the
+        // connector then goes to 80 or 443: the member's requests, with
+        // its key, would reach another server than the one given.
+        if let Some(why) = seawall_internal::uri::port_error(&authority) {
+            return Err(bad(why));
         }
         if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
             return Err(bad("a path or query; rewrite the path instead"));
@@ -814,5 +822,24 @@ mod tests {
             seen[set.choose().unwrap()] += 1;
         }
         assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
+    }
+
+    /// A port `http` parses but reads as none would send the member's
+    /// requests, with its key, to the scheme's default port: refused.
+    #[test]
+    fn an_origin_with_a_port_no_connection_goes_to_is_refused() {
+        for base in [
+            "http://127.0.0.1:80800",
+            "https://api.example.com:65536",
+            "http://127.0.0.1:",
+            "http://127.0.0.1:0",
+        ] {
+            let Err(err) = Member::new("a").origin(base) else {
+                panic!("{base} passed");
+            };
+            assert_eq!(err.code(), "route_set_bad_origin", "{base}");
+            assert!(err.to_string().contains("port"), "{base}: {err}");
+        }
+        assert!(Member::new("a").origin("http://127.0.0.1:65535").is_ok());
     }
 }
