@@ -997,9 +997,11 @@ fn a_ladder_over_a_fallback_counts_its_primarys_answer_once() {
 }
 
 /// The same ladder over a fallback, its caller gone while the fallback's
-/// route was called: one call in flight, one cancelled attempt. The ladder
-/// counts the call it was waiting for; the fallback, sent the request by
-/// a ladder, leaves it to it (both counted it).
+/// route was called: one call in flight, one cancelled attempt, the
+/// spare's. The ladder counts the call it was waiting for, under the route
+/// the fallback sent it to (it counted the primary's, where the call was
+/// not); the fallback, sent the request by a ladder, leaves it to it (both
+/// counted it).
 #[test]
 fn a_ladder_over_a_fallback_counts_a_dropped_call_once() {
     let snapshotter = recorded(async {
@@ -1023,6 +1025,215 @@ fn a_ladder_over_a_fallback_counts_a_dropped_call_once() {
         counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
         1,
         "{snapshot:?}"
+    );
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("route", "spare"), ("code", "cancelled")]
+        ),
+        1,
+        "{snapshot:?}"
+    );
+}
+
+/// The same ladder over a fallback, its caller gone while the spare's
+/// service was not ready for the call: nothing was sent, and no attempt
+/// is cancelled (the fallback alone counts none by the same rule).
+#[test]
+fn a_ladder_over_a_fallback_counts_no_call_its_route_never_got() {
+    let snapshotter = recorded_on(true, async {
+        let call = ladder_over_fallback(NeverReady).oneshot(prim_request());
+        let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
+        assert!(gave_up.is_err(), "the spare is never ready");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
+        0,
+        "{snapshot:?}"
+    );
+    // The primary's failure, counted by the fallback.
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1, "{snapshot:?}");
+}
+
+/// A ladder over a fallback whose primary and spare are both rate-limited
+/// for 2 s: the fallback waits for the first back, and a caller that gives
+/// up at 100 ms cancelled no call (the two made were counted as they
+/// failed).
+#[test]
+fn a_ladder_over_a_fallback_waiting_for_a_route_counts_no_cancelled_call() {
+    use seawall::core::{Code, Failure, RouteId};
+    use seawall::fallback::FallbackLayer;
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use tower::Layer;
+    let snapshotter = recorded_on(true, async {
+        let limited = || {
+            tower::service_fn(|_: TwiceRecorded| async {
+                Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(
+                    Failure::new(Code::RateLimited).with_retry_after(Duration::from_secs(2)),
+                ))
+            })
+        };
+        let fallback = FallbackLayer::new(limited())
+            .route(RouteId::new("spare"))
+            .layer(limited());
+        let service =
+            RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).layer(fallback);
+        let call = service.oneshot(prim_request());
+        let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
+        assert!(gave_up.is_err(), "the fallback waits for a route");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
+        0,
+        "{snapshot:?}"
+    );
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "rate_limited")]),
+        2,
+        "{snapshot:?}"
+    );
+}
+
+/// A service never ready for a call.
+#[derive(Clone)]
+struct NeverReady;
+
+impl tower::Service<TwiceRecorded> for NeverReady {
+    type Response = http::Response<Full<Bytes>>;
+    type Error = tower::BoxError;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Pending
+    }
+
+    fn call(&mut self, _: TwiceRecorded) -> Self::Future {
+        unreachable!("never ready, never called")
+    }
+}
+
+/// A ladder (two attempts, no wait) over a route set of `key-a` and
+/// `key-b` over `upstream`, each member cooling (rate-limited) until the
+/// instant `cooling` gives it, if any.
+fn ladder_over_route_set<S>(
+    upstream: S,
+    cooling: impl Fn(&str) -> Option<tokio::time::Instant> + Send + Sync + 'static,
+) -> impl tower::Service<
+    http::Request<Full<Bytes>>,
+    Response = http::Response<impl http_body::Body>,
+    Error = tower::BoxError,
+>
+where
+    S: tower::Service<
+            http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
+            Response = http::Response<Full<Bytes>>,
+            Error = tower::BoxError,
+        > + Clone,
+{
+    use seawall::core::{Code, RouteId};
+    use seawall::fallback::{Member, RouteSetLayer};
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use std::sync::Arc;
+    use tower::Layer;
+    let cooling = Arc::new(cooling);
+    let set = RouteSetLayer::new([Member::new("key-a"), Member::new("key-b")])
+        .unwrap()
+        .seed(7)
+        .health(move |route: &RouteId| {
+            let (cooling, route) = (cooling.clone(), route.clone());
+            move || {
+                let until = cooling(route.as_str())?;
+                let left = until.saturating_duration_since(tokio::time::Instant::now());
+                (!left.is_zero()).then_some((Code::RateLimited, Some(left)))
+            }
+        });
+    RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).layer(set.layer(upstream))
+}
+
+/// A call never answered, its route named by the route set.
+fn hangs(
+    called: tokio::sync::oneshot::Sender<()>,
+) -> impl tower::Service<
+    http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
+    Response = http::Response<Full<Bytes>>,
+    Error = tower::BoxError,
+> + Clone {
+    let called = std::sync::Arc::new(std::sync::Mutex::new(Some(called)));
+    tower::service_fn(move |_| {
+        if let Some(called) = called.lock().unwrap().take() {
+            let _ = called.send(());
+        }
+        std::future::pending::<Result<http::Response<Full<Bytes>>, tower::BoxError>>()
+    })
+}
+
+/// Under a route set, a call in flight on a member its caller stopped
+/// waiting for is a cancelled attempt of that member, as its answer or
+/// failure would have been: not of the ladder's route (the request's
+/// authority), which no call went to.
+#[test]
+fn a_route_set_members_dropped_call_is_the_members_cancelled_attempt() {
+    let snapshotter = recorded_on(true, async {
+        let later = tokio::time::Instant::now() + Duration::from_secs(60);
+        let (called, member_called) = tokio::sync::oneshot::channel();
+        // Only `key-a` can take the call.
+        let service = ladder_over_route_set(hangs(called), move |route| {
+            (route == "key-b").then_some(later)
+        });
+        tokio::select! {
+            result = service.oneshot(prim_request()) => {
+                panic!("the member never answers: {:?}", result.err())
+            }
+            _ = member_called => {}
+        }
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("route", "key-a"), ("code", "cancelled")]
+        ),
+        1,
+        "{snapshot:?}"
+    );
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1, "{snapshot:?}");
+}
+
+/// Every member of a route set cooling for 2 s: the call waits in the set,
+/// and a caller that gives up at 100 ms sent nothing: no upstream attempt
+/// is counted, cancelled or other (one was, under the ladder's route).
+#[test]
+fn a_call_given_up_while_every_member_cools_is_no_attempt() {
+    let snapshotter = recorded_on(true, async {
+        let back = tokio::time::Instant::now() + Duration::from_secs(2);
+        let (called, _never) = tokio::sync::oneshot::channel();
+        let service = ladder_over_route_set(hangs(called), move |_| Some(back));
+        let call = service.oneshot(prim_request());
+        let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
+        assert!(gave_up.is_err(), "the set waits for a member");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
+        0,
+        "{snapshot:?}"
+    );
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 0, "{snapshot:?}");
+    assert_eq!(
+        samples(
+            &snapshot,
+            OPERATION_DURATION_SECONDS,
+            &[("outcome", "cancelled")]
+        ),
+        1,
+        "the operation was cancelled all the same"
     );
 }
 

@@ -28,10 +28,12 @@
 //! [`RequestFacts::of_request`] reads it back, or the head alone when no
 //! layer put one there.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
 
+use crate::RouteId;
 use crate::progress::Counters;
 use crate::provider::Provider;
 use seawall_internal::json::RequestMembers;
@@ -80,12 +82,54 @@ pub fn asks_json_array(uri: &http::Uri) -> bool {
 /// request body (filled by the body recording when the body ends) and the
 /// [`Progress`](crate::Progress) of the attempt in flight (counted here when a per-attempt
 /// bound starts an attempt, instead of in an allocation and an extension
-/// of its own per attempt).
+/// of its own per attempt), and what the layers below a retry ladder did
+/// with its attempt in flight ([`CallBelow`]).
 #[derive(Debug, Default)]
 pub struct OperationSlots {
     body: OnceLock<BodyFacts>,
     pub(crate) progress: Counters,
+    below: Below,
 }
+
+/// What a layer below a retry ladder did with the ladder's attempt in
+/// flight, as [`RequestFacts::call_below`] reads it: the ladder reads it
+/// only when its caller drops it, to count the cancelled attempt under the
+/// route whose call was in flight — or none, when nothing was sent.
+///
+/// A layer that chooses where an attempt goes (a route set, a fallback)
+/// says it as it chooses ([`RequestFacts::call_held`],
+/// [`RequestFacts::call_sent`]); the outermost ladder clears it as it
+/// sends each attempt ([`RequestFacts::attempt_sent`]). The deepest layer
+/// speaks last (each says it before it calls the layer below), so a route
+/// set under a fallback's route names its member, not the route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallBelow {
+    /// No layer below said anything: the ladder's service took the call
+    /// as it was sent, to the ladder's own route.
+    Unrecorded,
+    /// A layer below holds the call and sent nothing: a route set waiting
+    /// for a member to come back, a fallback waiting for a route (or for
+    /// its service's readiness), between a failed call and the next.
+    Held,
+    /// Sent to this route, whose call is in flight.
+    Sent(RouteId),
+}
+
+/// [`CallBelow`] as the slots keep it: a state written with one atomic
+/// store, and the route written only when a layer below sends (a route
+/// set's member, a fallback's route), read only on a cancel. A ladder over
+/// a plain service writes one byte per attempt and reads nothing.
+#[derive(Debug, Default)]
+struct Below {
+    state: AtomicU8,
+    /// The route of the last call a layer below sent; meaningful only
+    /// while `state` is [`SENT`].
+    route: Mutex<Option<RouteId>>,
+}
+
+const UNRECORDED: u8 = 0;
+const HELD: u8 = 1;
+const SENT: u8 = 2;
 
 impl OperationSlots {
     /// Reads `body` (the whole request body) once; later calls are ignored.
@@ -97,6 +141,15 @@ impl OperationSlots {
 
     fn get(&self) -> Option<&BodyFacts> {
         self.body.get()
+    }
+
+    fn route(&self) -> std::sync::MutexGuard<'_, Option<RouteId>> {
+        // A panic while the route was written left a route or none: either
+        // is a route to read.
+        self.below
+            .route
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -329,6 +382,60 @@ impl RequestFacts {
     /// The operation's shared slots, when a recording fills them.
     pub(crate) fn slots(&self) -> Option<&Arc<OperationSlots>> {
         self.body.as_ref()
+    }
+
+    /// The outermost retry ladder sends an attempt: what a layer below
+    /// said of the attempt before is no longer so ([`CallBelow`]). Zeroed
+    /// here, by the ladder, not where the attempt's progress is zeroed
+    /// (the per-attempt bound, below a route set, which would erase the
+    /// member the set just named). One atomic store; nothing without
+    /// slots.
+    pub fn attempt_sent(&self) {
+        if let Some(slots) = &self.body {
+            slots.below.state.store(UNRECORDED, Ordering::Release);
+        }
+    }
+
+    /// A layer below the ladder holds the attempt's call and sends
+    /// nothing for now ([`CallBelow::Held`]).
+    pub fn call_held(&self) {
+        if let Some(slots) = &self.body {
+            slots.below.state.store(HELD, Ordering::Release);
+        }
+    }
+
+    /// A layer below the ladder sends the attempt's call to `route`
+    /// ([`CallBelow::Sent`]). Says it before calling on, so a layer further
+    /// down that chooses again speaks after it. The route is copied (a
+    /// reference count) only when it is not the one already kept: a retry
+    /// on the same member copies nothing.
+    pub fn call_sent(&self, route: &RouteId) {
+        let Some(slots) = &self.body else { return };
+        {
+            let mut kept = slots.route();
+            if kept.as_ref() != Some(route) {
+                *kept = Some(route.clone());
+            }
+        }
+        slots.below.state.store(SENT, Ordering::Release);
+    }
+
+    /// What the layers below the ladder did with its attempt in flight
+    /// (see [`CallBelow`]): [`CallBelow::Unrecorded`] without slots (no
+    /// recording: a ladder of one attempt with nothing above that made
+    /// them), as when no layer below chose.
+    pub fn call_below(&self) -> CallBelow {
+        let Some(slots) = &self.body else {
+            return CallBelow::Unrecorded;
+        };
+        match slots.below.state.load(Ordering::Acquire) {
+            HELD => CallBelow::Held,
+            SENT => match slots.route().clone() {
+                Some(route) => CallBelow::Sent(route),
+                None => CallBelow::Unrecorded,
+            },
+            _ => CallBelow::Unrecorded,
+        }
     }
 
     /// The provider whose generation endpoint the request calls, if any.
@@ -760,6 +867,34 @@ mod tests {
         let told =
             RequestFacts::from_head(&request("/v1/chat/completions", None)).with_model("gpt-x");
         assert_eq!(told.head_model(), Some("gpt-x"));
+    }
+
+    /// What a layer below said of the attempt in flight, as the ladder
+    /// reads it on a cancel; cleared by the next attempt; nothing kept
+    /// without slots.
+    #[test]
+    fn the_call_below_is_the_last_word_of_the_attempt() {
+        let slots = Arc::new(OperationSlots::default());
+        let facts = RequestFacts::default().with_slots(slots);
+        assert_eq!(facts.call_below(), CallBelow::Unrecorded);
+        facts.call_held();
+        assert_eq!(facts.call_below(), CallBelow::Held);
+        // A fallback sends to its route, a route set under it to a member.
+        facts.call_sent(&RouteId::new("spare"));
+        facts.call_sent(&RouteId::new("key-a"));
+        assert_eq!(facts.call_below(), CallBelow::Sent(RouteId::new("key-a")));
+        // The same operation's facts elsewhere share the slots.
+        let moved = facts.moved_to(&request("/v1/messages", None));
+        assert_eq!(moved.call_below(), CallBelow::Sent(RouteId::new("key-a")));
+        facts.attempt_sent();
+        assert_eq!(moved.call_below(), CallBelow::Unrecorded);
+        facts.call_held();
+        facts.call_sent(&RouteId::new("key-a"));
+        assert_eq!(facts.call_below(), CallBelow::Sent(RouteId::new("key-a")));
+
+        let bare = RequestFacts::default();
+        bare.call_sent(&RouteId::new("key-a"));
+        assert_eq!(bare.call_below(), CallBelow::Unrecorded);
     }
 
     #[test]

@@ -98,11 +98,11 @@ pin_project! {
     }
 }
 
-impl<Svc, Request> Sending<Svc, Request, Svc::Future>
+impl<Svc, T> Sending<Svc, http::Request<T>, Svc::Future>
 where
-    Svc: Service<Request>,
+    Svc: Service<http::Request<T>>,
 {
-    fn new(service: Svc, request: Request) -> Self {
+    fn new(service: Svc, request: http::Request<T>) -> Self {
         Sending::Unready {
             service,
             request: Some(request),
@@ -110,17 +110,24 @@ where
     }
 
     /// Waits for the service, calls it (then sets `sent`), and waits for
-    /// the answer.
+    /// the answer. `says`: the route to name to a ladder above as the one
+    /// the call went to ([`RequestFacts::call_sent`]), said before the
+    /// call so a layer below that chooses again (a route set) speaks after.
     fn poll_send(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        sent: &mut bool,
+        (sent, says): (&mut bool, Option<&RouteId>),
     ) -> Poll<Result<Svc::Response, Svc::Error>> {
         loop {
             match self.as_mut().project() {
                 SendingProj::Unready { service, request } => {
                     ready!(service.poll_ready(cx))?;
                     let request = request.take().expect("a call is sent once");
+                    if let Some(route) = says
+                        && let Some(facts) = request.extensions().get::<RequestFacts>()
+                    {
+                        facts.call_sent(route);
+                    }
                     let future = service.call(request);
                     *sent = true;
                     self.set(Sending::Called { future });
@@ -259,6 +266,7 @@ where
     /// returned `error`. The walk starts from it as from a failed call.
     pub(crate) fn primary_unready(error: BoxError, route: RouteId, plan: Plan<S, F, R, B>) -> Self {
         let header = plan.shared.settings.served_by_header;
+        held(&plan);
         ResponseFuture {
             state: State::Unready { error: Some(error) },
             primary_route: Some(route),
@@ -344,7 +352,7 @@ where
                     let walk = this.walk.as_mut().expect("a walk waited");
                     let result = {
                         let _entered = walk.span.clone().entered();
-                        ready!(future.as_mut().poll_send(cx, &mut walk.sent))
+                        ready!(future.as_mut().poll_send(cx, walk.sending()))
                     };
                     let plan = this.plan.as_ref().expect("polled after completion");
                     match result {
@@ -358,7 +366,7 @@ where
                     let walk = this.walk.as_mut().expect("a walk called a route");
                     let result = {
                         let _entered = walk.span.clone().entered();
-                        ready!(future.poll_send(cx, &mut walk.sent))
+                        ready!(future.poll_send(cx, walk.sending()))
                     };
                     let plan = this.plan.as_ref().expect("polled after completion");
                     match result {
@@ -395,6 +403,19 @@ where
                 Step::Done(error) => return Poll::Ready(Err(error)),
             }
         }
+    }
+}
+
+/// Tells a ladder above that this layer holds its attempt and sent nothing
+/// for now ([`RequestFacts::call_held`]): between a failed call and the
+/// next, through a wait for a cooling route, while a route's service is
+/// not ready. A caller that gives up meanwhile cancelled no upstream
+/// attempt. Nobody else reads it: said only under a ladder.
+fn held<S, F, R, B>(plan: &Plan<S, F, R, B>) {
+    if plan.ladder_above
+        && let Some(facts) = plan.facts()
+    {
+        facts.call_held();
     }
 }
 
@@ -538,6 +559,7 @@ impl Walk {
             ladder_above: plan.ladder_above,
         });
         walk.visit(Target::Primary, from, failure, shared);
+        held(plan);
         let step = walk.next_step(error, plan, kept);
         Ok((walk, step))
     }
@@ -849,6 +871,18 @@ impl Walk {
         self.sent = false;
     }
 
+    /// What a move's call needs as it is sent: where to say it was sent,
+    /// and the route to name to a ladder above, if there is one
+    /// ([`Sending::poll_send`]).
+    fn sending(&mut self) -> (&mut bool, Option<&RouteId>) {
+        let says = self
+            .current
+            .as_ref()
+            .filter(|_| self.ladder_above)
+            .map(|(_, route)| route);
+        (&mut self.sent, says)
+    }
+
     /// The call in flight failed: its attempts join the receipt, then the
     /// next step.
     fn failed<S, F, R, B>(&mut self, error: BoxError, plan: &Plan<S, F, R, B>) -> Step<B>
@@ -870,6 +904,7 @@ impl Walk {
             single(route, failure, self.bills, plan.facts())
         });
         self.join(own, target);
+        held(plan);
         self.visit(target, route.clone(), failure, &plan.shared);
         self.left = route;
         let Some(kept) = plan.request.as_ref() else {
@@ -957,7 +992,9 @@ impl Walk {
     /// readiness). A route's attempt, which
     /// no ladder of its own counts, is counted `cancelled` here; the
     /// primary's ladder counts its own, and a ladder above this layer the
-    /// call it was waiting for (this one). A caller that stops waiting
+    /// call it was waiting for (this one), under the route this layer
+    /// named to it as it sent the call (`Walk::sending`) — or none, when
+    /// nothing was sent (`held`). A caller that stops waiting
     /// broke nothing: the move's span says `cancelled` without an error
     /// status.
     #[cold]

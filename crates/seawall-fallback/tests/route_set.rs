@@ -359,3 +359,34 @@ async fn a_member_that_hangs_until_its_callers_give_up_stops_drawing_calls() {
     assert_eq!(gave_up, hung, "every call to a was given up on");
     assert!(hung <= 2, "a drew {hung} of 20 calls");
 }
+
+/// A call dropped before its first poll (a `select!` whose other branch
+/// was ready, an aborted task) sent nothing: it is no latency sample of
+/// its member. Measured at its microsecond, it made an unmeasured member
+/// the fastest of the set, and cut a measured member's estimate by a
+/// quarter per drop.
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_before_its_first_poll_is_not_measured() {
+    let provider = tower::service_fn(|_: http::Request<()>| async {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        Ok::<_, BoxError>(http::Response::new(Full::new(Bytes::from_static(b"ok"))))
+    });
+    let mut set = RouteSetLayer::new([Member::new("a")])
+        .unwrap()
+        .layer(provider);
+    let latency = |set: &seawall_fallback::RouteSet<_>| set.handle().members()[0].latency;
+    set.ready().await.unwrap();
+    drop(tower::Service::call(&mut set, request(None)));
+    assert_eq!(latency(&set), None, "never polled, never measured");
+    assert_eq!(set.handle().members()[0].in_flight, 0);
+
+    set.clone().oneshot(request(None)).await.expect("answered");
+    let measured = latency(&set).expect("measured by its answer");
+    assert!(measured >= Duration::from_millis(400), "{measured:?}");
+    for _ in 0..4 {
+        set.ready().await.unwrap();
+        drop(tower::Service::call(&mut set, request(None)));
+    }
+    let after = latency(&set).expect("still measured");
+    assert!(after >= measured, "{measured:?} became {after:?}");
+}

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use pin_project_lite::pin_project;
+use seawall_core::facts::CallBelow;
 use seawall_core::provider::Provider;
 use seawall_core::recording::ReplayBody;
 use seawall_core::span::{self, SpanName};
@@ -375,6 +376,18 @@ impl<S, B> Ladder<S, B> {
     /// The ladder runs under another one, which counts the operation.
     pub(crate) fn nested(&mut self) {
         self.nested = true;
+    }
+
+    /// Before each attempt is sent: what a layer below said of the last
+    /// one ([`CallBelow`]) is no longer so. Only by the outermost ladder,
+    /// which reads it: a nested one under a fallback's route would erase
+    /// the route the fallback named.
+    fn clear_call_below(&self) {
+        if !self.nested
+            && let Some(facts) = &self.facts
+        {
+            facts.attempt_sent();
+        }
     }
 
     /// The attempt that ended reported `usage`: on its span, and the
@@ -1026,7 +1039,10 @@ impl<S, B> Ladder<S, B> {
     /// attempt's span open until then); with the `traceparent` feature,
     /// the request also carries the attempt span's W3C trace context. Only
     /// when a subscriber records the spans: else nothing is inserted.
+    /// Called as each attempt is sent, it also clears what a layer below
+    /// said of the last one ([`clear_call_below`](Self::clear_call_below)).
     pub(crate) fn mark(&self, request: &mut Request<ReplayBody<B>>) {
+        self.clear_call_below();
         if self.attempt_span.is_disabled() {
             return;
         }
@@ -1099,11 +1115,31 @@ impl<S, B> Ladder<S, B> {
     /// `cancelled` without an error status. Under an outer ladder, which
     /// is dropped with this one and counts its own attempt in flight (this
     /// ladder's operation), only the spans are this one's.
+    ///
+    /// The attempt in flight is the ladder's to count only as far as a
+    /// layer below sent it ([`CallBelow`]): under the member a route set
+    /// sent it to, or the route a fallback did, as its answer or failure
+    /// would have been counted; not at all when nothing was sent (a route
+    /// set or a fallback waiting for a route to come back, a route's
+    /// service not ready for the call). Read on a cancel only: a ladder
+    /// over a plain service finds nothing said, and counts its own route.
     #[cold]
     fn cancelled(&mut self) {
         if self.in_flight {
-            if !self.nested {
-                metrics::attempt(&self.route, Some(Code::Cancelled));
+            let below = self
+                .facts
+                .as_ref()
+                .map_or(CallBelow::Unrecorded, RequestFacts::call_below);
+            let sent = match below {
+                CallBelow::Unrecorded => Some(self.route.clone()),
+                CallBelow::Held => None,
+                CallBelow::Sent(route) => Some(route),
+            };
+            if let Some(route) = sent {
+                if !self.nested {
+                    metrics::attempt(&route, Some(Code::Cancelled));
+                }
+                self.attempt_on(&route);
             }
             self.attempt_span
                 .record("error.type", Code::Cancelled.as_str());

@@ -32,6 +32,9 @@ pub(crate) struct InFlight {
     /// it (its caller gave up: a timeout, a client gone) is measured as it
     /// is dropped, so a member that hangs stops drawing calls.
     unanswered: Option<Instant>,
+    /// The call's future was polled: only then did the member have the
+    /// call (a client's future sends nothing until it is polled).
+    polled: bool,
 }
 
 impl InFlight {
@@ -41,6 +44,7 @@ impl InFlight {
             set,
             index,
             unanswered: Some(Instant::now()),
+            polled: false,
         }
     }
 
@@ -99,8 +103,14 @@ impl Drop for InFlight {
         // Given up on before its outcome: the time it was kept waiting is
         // the member's latency as its caller saw it (as tower's `PeakEwma`
         // counts a cancelled call). Peak-sensitive, a long wait counts at
-        // once. A cancel is no local refusal: the member had the call.
-        if let Some(started) = self.unanswered.take() {
+        // once. A cancel is no local refusal: the member had the call —
+        // unless its future was never polled (dropped unpolled in a
+        // `select!` whose other branch was ready, a task aborted): nothing
+        // was sent, and its microsecond would make an unmeasured member
+        // the fastest, or cut a measured one's estimate by a quarter.
+        if let Some(started) = self.unanswered.take()
+            && self.polled
+        {
             self.set.measured(self.index, started.elapsed());
         }
         self.set.leave(self.index);
@@ -237,6 +247,9 @@ where
                     });
                 }
                 StateProj::Called { future, in_flight } => {
+                    if let Some(in_flight) = in_flight.as_mut() {
+                        in_flight.polled = true;
+                    }
                     let result = ready!(future.poll(cx));
                     let mut in_flight = in_flight.take().expect("a called future is polled once");
                     return match result {

@@ -36,7 +36,8 @@
 //!   so a new one is tried. A call its caller gives up on before the
 //!   answer (a timeout, a client gone) counts the time it waited, as
 //!   tower's `PeakEwma` counts it: a member that takes calls and never
-//!   answers stops drawing them. The draw comes from a seedable generator
+//!   answers stops drawing them (a call dropped before it was ever polled
+//!   sent nothing, and is no sample). The draw comes from a seedable generator
 //!   ([`seed`](RouteSetLayer::seed)).
 //! - **Never a refused member**: with [`health`](RouteSetLayer::health)
 //!   (the breaker's per-route probe; `Stack::build_with_route_set` wires
@@ -81,7 +82,11 @@
 //! - **The choice is recorded**: the response carries the member's
 //!   `RouteId` in its extensions and a failure names its member, so the
 //!   ladder's [`Receipt`](seawall_core::Receipt) lists the member of every
-//!   attempt. The member is counted in flight until its response body ends
+//!   attempt, and the set tells the ladder which member a call went to
+//!   ([`CallBelow`](seawall_core::facts::CallBelow)): an attempt its
+//!   caller gave up on is counted `cancelled` under that member, and a
+//!   call given up on while it waited for a member to come back is no
+//!   attempt at all. The member is counted in flight until its response body ends
 //!   or is dropped ([`RouteSetBody`]).
 //!
 //! Attempts, the deadline, the retry budget and body replay stay the

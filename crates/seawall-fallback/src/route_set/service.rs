@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use seawall_core::{BoxError, Deadline, RouteId};
+use seawall_core::{BoxError, Deadline, RequestFacts, RouteId};
 use tower_service::Service;
 
 use crate::RouteSetHandle;
@@ -102,6 +102,11 @@ where
             }
             Err(earliest) => earliest,
         };
+        // A ladder above whose caller gives up from here until a member
+        // is sent the call has no attempt of it to count.
+        if let Some(facts) = request.extensions().get::<RequestFacts>() {
+            facts.call_held();
+        }
         // Every member refused: nothing is sent now. What `poll_ready`
         // reserved below (a `Buffer`'s slot, a `ConcurrencyLimit`'s permit)
         // is given back by dropping the instance that holds it: kept, the
@@ -146,6 +151,12 @@ where
         route = member.route().as_str(),
         "member chosen"
     );
+    // Said before the call, so a layer below that chooses again speaks
+    // after it: a ladder above whose caller gives up counts the cancelled
+    // attempt under this member.
+    if let Some(facts) = request.extensions().get::<RequestFacts>() {
+        facts.call_sent(member.route());
+    }
     let in_flight = InFlight::enter(Arc::clone(set), index);
     (inner.call(request), in_flight)
 }
