@@ -113,92 +113,10 @@ pub(crate) fn run(args: FleetArgs) -> ExitCode {
     if !args.backoff.is_empty() {
         return run_aws(&args);
     }
-    let clients = args.clients.unwrap_or(1000);
-    if !(1..=10_000).contains(&clients) {
-        return usage("--clients must be between 1 and 10000");
-    }
-    // Refused below the fleet's floor rather than run at the floor: the
-    // table would measure another rate than the one asked for.
-    if !(seawall_fleet::MIN_RATE..=seawall_fleet::MAX_RATE).contains(&args.rate) {
-        return usage(&format!(
-            "--rate must be between {:e} and {} operations per second",
-            seawall_fleet::MIN_RATE,
-            seawall_fleet::MAX_RATE
-        ));
-    }
-    if !(args.headroom.is_finite() && args.headroom >= 0.0) {
-        return usage("--headroom must be a non-negative multiple");
-    }
-    if !(args.reject_cost.is_finite() && args.reject_cost >= 0.0) {
-        return usage("--reject-cost must be a non-negative share");
-    }
-    let max_latency_ms = seawall_fleet::MAX_LATENCY.as_millis();
-    for (value, flag) in [
-        (args.latency_ms, "--latency-ms"),
-        (args.error_latency_ms, "--error-latency-ms"),
-    ] {
-        if u128::from(value) > max_latency_ms {
-            return usage(&format!("{flag} must be at most {max_latency_ms}"));
-        }
-    }
-    let mut stacks = Vec::new();
-    for name in &args.stacks {
-        match StackKind::parse(name.trim()) {
-            Some(kind) => stacks.push(kind),
-            None => return usage(&format!("unknown stack {name:?}")),
-        }
-    }
-    let outage = match args.brownout {
-        None => OutageKind::Total,
-        Some(share) if (0.0..=1.0).contains(&share) => OutageKind::Brownout { capacity: share },
-        Some(_) => return usage("--brownout must be a share between 0 and 1"),
+    let config = match config(&args) {
+        Ok(config) => config,
+        Err(why) => return usage(&why),
     };
-    let (duration, outage_start, outage_len) = match (
-        seconds(args.duration, "duration"),
-        seconds(args.outage_start, "outage-start"),
-        seconds(args.outage, "outage"),
-    ) {
-        (Ok(d), Ok(s), Ok(l)) => (d, s, l),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return usage(&e),
-    };
-    if outage_len < seawall_fleet::SLOT {
-        return usage(&format!(
-            "--outage must last at least {} s: the figures are kept per slot \
-             of that length, and a shorter outage starts no operation",
-            seawall_fleet::SLOT.as_secs_f64()
-        ));
-    }
-    if outage_start + outage_len + AFTER_OUTAGE > duration {
-        return usage(&format!(
-            "--duration ({} s) must run at least {} s past the outage's end ({} s): \
-             recovery is measured after it",
-            duration.as_secs_f64(),
-            AFTER_OUTAGE.as_secs(),
-            (outage_start + outage_len).as_secs_f64()
-        ));
-    }
-    let defaults = FleetConfig::default();
-    let config = FleetConfig {
-        clients,
-        rate: args.rate,
-        duration,
-        outage_start,
-        outage_len,
-        outage,
-        headroom: args.headroom,
-        latency: Duration::from_millis(args.latency_ms),
-        error_latency: Duration::from_millis(args.error_latency_ms),
-        reject_cost: args.reject_cost,
-        retry_after: args.retry_after,
-        seed: args.seed,
-        stacks,
-        threads: args.threads.unwrap_or(defaults.threads),
-    };
-    // Every flag is checked above; this keeps the library's own refusal
-    // (which `run` would panic on) a usage error should the two drift.
-    if let Err(why) = config.check() {
-        return usage(&why);
-    }
     let reports = seawall_fleet::run(&config);
     let mut out = std::io::stdout();
     let mut lines = Vec::new();
@@ -229,6 +147,112 @@ pub(crate) fn run(args: FleetArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The run `args` ask for, or why it cannot run (a usage error).
+fn config(args: &FleetArgs) -> Result<FleetConfig, String> {
+    let clients = args.clients.unwrap_or(1000);
+    if !(1..=10_000).contains(&clients) {
+        return Err("--clients must be between 1 and 10000".to_owned());
+    }
+    // Refused below the fleet's floor rather than run at the floor: the
+    // table would measure another rate than the one asked for.
+    if !(seawall_fleet::MIN_RATE..=seawall_fleet::MAX_RATE).contains(&args.rate) {
+        return Err(format!(
+            "--rate must be between {:e} and {} operations per second",
+            seawall_fleet::MIN_RATE,
+            seawall_fleet::MAX_RATE
+        ));
+    }
+    if !(args.headroom.is_finite() && args.headroom >= 0.0) {
+        return Err("--headroom must be a non-negative multiple".to_owned());
+    }
+    if !(args.reject_cost.is_finite() && args.reject_cost >= 0.0) {
+        return Err("--reject-cost must be a non-negative share".to_owned());
+    }
+    let max_latency_ms = seawall_fleet::MAX_LATENCY.as_millis();
+    for (value, flag) in [
+        (args.latency_ms, "--latency-ms"),
+        (args.error_latency_ms, "--error-latency-ms"),
+    ] {
+        if u128::from(value) > max_latency_ms {
+            return Err(format!("{flag} must be at most {max_latency_ms}"));
+        }
+    }
+    let mut stacks = Vec::new();
+    for name in &args.stacks {
+        match StackKind::parse(name.trim()) {
+            Some(kind) => stacks.push(kind),
+            None => return Err(format!("unknown stack {name:?}")),
+        }
+    }
+    let outage = match args.brownout {
+        None => OutageKind::Total,
+        Some(share) if (0.0..=1.0).contains(&share) => OutageKind::Brownout { capacity: share },
+        Some(_) => return Err("--brownout must be a share between 0 and 1".to_owned()),
+    };
+    let (duration, outage_start, outage_len) = match (
+        seconds(args.duration, "duration"),
+        seconds(args.outage_start, "outage-start"),
+        seconds(args.outage, "outage"),
+    ) {
+        (Ok(d), Ok(s), Ok(l)) => (d, s, l),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Err(e),
+    };
+    if outage_len < seawall_fleet::SLOT {
+        return Err(format!(
+            "--outage must last at least {} s: the figures are kept per slot \
+             of that length, and a shorter outage starts no operation",
+            seawall_fleet::SLOT.as_secs_f64()
+        ));
+    }
+    if outage_start + outage_len + AFTER_OUTAGE > duration {
+        return Err(format!(
+            "--duration ({} s) must run at least {} s past the outage's end ({} s): \
+             recovery is measured after it",
+            duration.as_secs_f64(),
+            AFTER_OUTAGE.as_secs(),
+            (outage_start + outage_len).as_secs_f64()
+        ));
+    }
+    let defaults = FleetConfig::default();
+    let config = FleetConfig {
+        clients,
+        rate: args.rate,
+        duration,
+        outage_start,
+        outage_len,
+        outage,
+        headroom: args.headroom,
+        latency: Duration::from_millis(args.latency_ms),
+        error_latency: Duration::from_millis(args.error_latency_ms),
+        reject_cost: args.reject_cost,
+        retry_after: args.retry_after,
+        seed: args.seed,
+        stacks,
+        threads: args.threads.unwrap_or(defaults.threads),
+    };
+    // Each flag's own bound does not bound their product: every operation
+    // in flight is held in memory, and 10 000 clients at 1000 operations a
+    // second (each flag allowed) would hold tens of millions of them.
+    if let Some((kind, held)) = config.in_flight()
+        && held > seawall_fleet::MAX_IN_FLIGHT as f64
+    {
+        return Err(format!(
+            "--clients ({clients}) × --rate ({}) × the longest an operation can last \
+             ({} s in the {} stack, from the latencies and --retry-after) is up to \
+             {held:.0} operations in flight at once, over the {} a run holds: lower \
+             --clients, --rate or the latencies",
+            args.rate,
+            config.longest_operation(kind).as_secs_f64(),
+            kind.as_str(),
+            seawall_fleet::MAX_IN_FLIGHT
+        ));
+    }
+    // Every flag is checked above; this keeps the library's own refusal
+    // (which `run` would panic on) a usage error should the two drift.
+    config.check()?;
+    Ok(config)
 }
 
 fn run_aws(args: &FleetArgs) -> ExitCode {
@@ -272,4 +296,54 @@ fn run_aws(args: &FleetArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: FleetArgs,
+    }
+
+    fn args(flags: &[&str]) -> FleetArgs {
+        let line = std::iter::once("fleet").chain(flags.iter().copied());
+        Cli::try_parse_from(line).expect("flags parse").args
+    }
+
+    /// Every flag within its own bound, their product past what a run
+    /// holds in memory: 10 000 clients at 1000 operations a second once
+    /// ran until memory ran out. A usage error (exit 2) naming the
+    /// product, found before anything runs: the configuration is checked
+    /// first, so that without the check the test fails instead of running
+    /// such a fleet.
+    #[test]
+    fn a_fleet_holding_too_many_operations_at_once_is_a_usage_error() {
+        for flags in [
+            &["--clients", "10000", "--rate", "1000"][..],
+            &[
+                "--clients",
+                "10000",
+                "--rate",
+                "1000",
+                "--latency-ms",
+                "60000",
+            ][..],
+            &["--clients", "10000", "--latency-ms", "60000"][..],
+        ] {
+            let why = config(&args(flags)).expect_err("refused");
+            for part in ["--clients", "--rate", "in flight"] {
+                assert!(why.contains(part), "{flags:?}: {why}");
+            }
+            let code = run(args(flags));
+            assert_eq!(format!("{code:?}"), format!("{:?}", ExitCode::from(2)));
+        }
+        // The README's scale run still runs (checked, not run here).
+        let scale = config(&args(&["--clients", "10000", "--duration", "600"]));
+        assert!(scale.is_ok(), "{scale:?}");
+    }
 }

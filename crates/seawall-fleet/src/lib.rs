@@ -121,6 +121,26 @@ pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 /// so an unbounded latency would be an unbounded wait.
 pub const MAX_LATENCY: Duration = Duration::from_secs(60);
 
+/// The most operations a run may hold in flight at once, per stack
+/// simulated at once: every one is held in memory until it ends (its
+/// stack's future, boxed; measured at about 0.7 KB in the naive and SDK
+/// stacks and 5 KB in the seawall ones, debug build), and each flag's own
+/// bound does not bound their product. [`FleetConfig::check`] refuses a
+/// configuration whose [`in_flight`](FleetConfig::in_flight) bound is over
+/// this one. A million holds the documented scale, 10 000 clients at one
+/// operation a second whose operations last up to the seawall stacks' 60 s
+/// deadline.
+pub const MAX_IN_FLIGHT: u64 = 1_000_000;
+
+/// The seawall stacks' operation deadline (`Stack::interactive()`'s
+/// total): no seawall operation lasts longer, whatever its ladder does.
+const SEAWALL_DEADLINE: Duration = Duration::from_secs(60);
+
+/// What the paused clock may add to an operation: it rounds each timer up
+/// to the next millisecond, and an operation of the naive or SDK stack
+/// waits on five of them in turn (three answers, two pauses).
+const TIMER_ROUNDING: Duration = Duration::from_millis(5);
+
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
@@ -152,8 +172,10 @@ impl FleetConfig {
     /// or over [`MAX_RATE`], a run over [`MAX_DURATION`], a latency over
     /// [`MAX_LATENCY`], an outage shorter than one [`SLOT`] (the figures
     /// are kept per slot: it would start no operation in it, and its
-    /// amplification would read 0) or one that ends past any time.
-    /// [`run`] and [`run_stack`] refuse it.
+    /// amplification would read 0) or one that ends past any time, or more
+    /// operations in flight at once than [`MAX_IN_FLIGHT`] (see
+    /// [`in_flight`](Self::in_flight)). [`run`] and [`run_stack`] refuse
+    /// it.
     pub fn check(&self) -> Result<(), String> {
         if self.clients == 0 {
             return Err("clients must be at least 1".to_owned());
@@ -184,7 +206,70 @@ impl FleetConfig {
         if self.outage_start.checked_add(self.outage_len).is_none() {
             return Err("the outage must end at a representable time".to_owned());
         }
+        // Last: it reads the rate and the latencies checked above.
+        if let Some((kind, held)) = self.in_flight()
+            && held > MAX_IN_FLIGHT as f64
+        {
+            return Err(format!(
+                "clients × rate × the longest an operation can last ({} s in the {} \
+                 stack) is up to {held:.0} operations in flight at once, over the \
+                 {MAX_IN_FLIGHT} a run holds",
+                self.longest_operation(kind).as_secs_f64(),
+                kind.as_str()
+            ));
+        }
         Ok(())
+    }
+
+    /// The longest an operation of `kind` can last, from its start to its
+    /// last answer, on this configuration's provider: what the stack's
+    /// ladder allows with every answer as slow as it may be (`latency` or
+    /// `error_latency`, the longer), plus the paused clock's rounding.
+    ///
+    /// - naive: three attempts and two 1 s pauses;
+    /// - sdk: three attempts and two sleeps, each the `retry-after` when
+    ///   the SDK takes it (more than zero, at most 60 s), else its backoff,
+    ///   0.5 s then 1 s (its jitter only shortens them);
+    /// - seawall, seawall-fleet: the operation's deadline, 60 s, which
+    ///   ends it whatever its ladder, budget or breaker do.
+    pub fn longest_operation(&self, kind: StackKind) -> Duration {
+        let answer = self.latency.max(self.error_latency);
+        // Saturating: this is public, and may be asked of a configuration
+        // `check` refuses for its latencies.
+        let attempts = answer.saturating_mul(3);
+        let ladder = match kind {
+            StackKind::Naive => attempts.saturating_add(Duration::from_secs(2)),
+            StackKind::Sdk => {
+                let hint = self
+                    .retry_after
+                    .filter(|s| (1..=60).contains(s))
+                    .map_or(Duration::ZERO, |s| Duration::from_secs(s.into()));
+                attempts
+                    .saturating_add(hint.max(Duration::from_millis(500)))
+                    .saturating_add(hint.max(Duration::from_secs(1)))
+            }
+            StackKind::Seawall | StackKind::SeawallFleet => SEAWALL_DEADLINE,
+        };
+        ladder.saturating_add(TIMER_ROUNDING)
+    }
+
+    /// The most operations the run can hold in flight at once, and the
+    /// stack of [`stacks`](Self::stacks) that holds them; `None` without
+    /// stacks. A client starts one operation a period, so at any time it
+    /// holds at most those started within the last
+    /// [`longest_operation`](Self::longest_operation):
+    /// `⌊rate × longest⌋ + 1` of them (at least one, however low the
+    /// rate), times the clients. Stacks run on their own runtimes, so the
+    /// bound is per stack simulated at once, the largest of them.
+    pub fn in_flight(&self) -> Option<(StackKind, f64)> {
+        let rate = self.effective_rate();
+        self.stacks
+            .iter()
+            .map(|&kind| {
+                let per_client = (rate * self.longest_operation(kind).as_secs_f64()).floor() + 1.0;
+                (kind, self.clients as f64 * per_client)
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1))
     }
 
     /// The rate simulated: [`rate`](Self::rate), at least [`MIN_RATE`].
@@ -251,7 +336,8 @@ pub struct StackReport {
     pub amplification: f64,
     /// Successful operations per second, over the whole run.
     pub goodput: f64,
-    /// Successful operations per second before the outage (its last 30 s).
+    /// Successful operations per second before the outage (its last 30 s,
+    /// from 5 s into the run; with no time there, the fleet's own load).
     pub goodput_before: f64,
     /// Median operation latency (successes and failures), seconds.
     pub p50_s: f64,
@@ -259,8 +345,15 @@ pub struct StackReport {
     pub p99_s: f64,
     /// Seconds after the outage ends until goodput is back to 95 % of its
     /// level before and stays there (5 s); `None`: not within
-    /// [`horizon_s`](Self::horizon_s).
+    /// [`horizon_s`](Self::horizon_s), or not measured (see
+    /// [`recover_measured`](Self::recover_measured)).
     pub recover_s: Option<f64>,
+    /// Whether [`recover_s`](Self::recover_s) was measured: not when no
+    /// operation succeeded in the time before the outage
+    /// ([`goodput_before`](Self::goodput_before) is 0). There is no level
+    /// to be back to then, and any second after the outage would read as
+    /// an instant recovery.
+    pub recover_measured: bool,
     /// Seconds after the outage ends until the load offered to the
     /// provider is within its capacity and stays there (5 s); `None`: not
     /// within [`horizon_s`](Self::horizon_s).
@@ -349,6 +442,12 @@ fn client_seed(seed: u64, client: usize, salt: u64) -> u64 {
 /// When [`FleetConfig::check`] refuses `config`, as [`run`].
 pub fn run_stack(config: &FleetConfig, kind: StackKind) -> StackReport {
     refuse_unrunnable(config);
+    let (log, provider) = simulate(config, kind);
+    report(config, kind, &log, &provider)
+}
+
+/// The simulation of [`run_stack`], before its figures are drawn up.
+fn simulate(config: &FleetConfig, kind: StackKind) -> (OpLog, ProviderLog) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -390,7 +489,7 @@ pub fn run_stack(config: &FleetConfig, kind: StackKind) -> StackReport {
                 drive(config, &schedule, clients, origin).await
             }
         };
-        report(config, kind, &log, &provider.log())
+        (log, provider.log())
     })
 }
 
@@ -420,6 +519,9 @@ struct OpLog {
     latency_ms: Vec<u64>,
     /// Operations in flight when the drain ended.
     unfinished: u64,
+    /// The most operations in flight at once (what
+    /// [`FleetConfig::in_flight`] bounds).
+    peak_in_flight: usize,
 }
 
 const LATENCY_BUCKETS: usize = 300_000;
@@ -522,6 +624,7 @@ where
                 };
                 (at, origin.elapsed(), ok)
             });
+            log.peak_in_flight = log.peak_in_flight.max(inflight.len());
         }
         round += 1;
     }
@@ -614,7 +717,10 @@ fn report(
         config.clients as f64 * config.effective_rate()
     };
     let threshold = 0.95 * goodput_before;
-    let recover = settles(&log.succeeded, end, last, |ok| ok as f64 >= threshold);
+    // A threshold of zero holds for every window: not a recovery.
+    let recover_measured = goodput_before > 0.0;
+    let recover = settles(&log.succeeded, end, last, |ok| ok as f64 >= threshold)
+        .filter(|_| recover_measured);
     let capacity = config.capacity();
     let over = settles(&provider.calls, end, last, |calls| calls as f64 <= capacity);
     let after = |slot: Option<usize>| slot.map(|s| (s - end) as f64 / per_s as f64);
@@ -650,6 +756,7 @@ fn report(
         p50_s: percentile(&log.latency_ms, 0.5),
         p99_s: percentile(&log.latency_ms, 0.99),
         recover_s: after(recover),
+        recover_measured,
         over_capacity_s: after(over),
         horizon_s: horizon as f64 / per_s as f64,
         series,
@@ -666,7 +773,8 @@ pub fn table_header() -> String {
 
 /// One table line. A recovery not seen within the run reads `>` its
 /// [`horizon_s`](StackReport::horizon_s): the run ended too soon to say
-/// more.
+/// more; one not measured (no success before the outage,
+/// [`recover_measured`](StackReport::recover_measured)) reads `-`.
 pub fn table_line(report: &StackReport) -> String {
     let opt = |v: Option<f64>| {
         v.map_or_else(
@@ -687,8 +795,118 @@ pub fn table_line(report: &StackReport) -> String {
         ok_pct,
         report.p50_s,
         report.p99_s,
-        opt(report.recover_s),
+        if report.recover_measured {
+            opt(report.recover_s)
+        } else {
+            "-".to_owned()
+        },
         opt(report.over_capacity_s),
         report.failed
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The longest latency in `log`, to the millisecond.
+    fn longest(log: &OpLog) -> Duration {
+        let ms = log.latency_ms.iter().rposition(|&n| n > 0).unwrap_or(0);
+        assert!(ms < LATENCY_BUCKETS - 1, "past the histogram");
+        Duration::from_millis(ms as u64)
+    }
+
+    /// The seawall stacks' bound is their deadline: the presets' total.
+    #[test]
+    fn the_seawall_deadline_is_the_presets_total() {
+        let total = format!("total: {SEAWALL_DEADLINE:?},");
+        for stack in [stacks::seawall_preset(), stacks::seawall_fleet_preset()] {
+            let stack = format!("{stack:?}");
+            assert!(stack.contains(&total), "{total} not in {stack}");
+        }
+    }
+
+    /// The bound [`FleetConfig::check`] holds a run to is a bound: with
+    /// every answer as slow as each stack's ladder allows, no operation
+    /// outlasts [`FleetConfig::longest_operation`] and the run never holds
+    /// more than [`FleetConfig::in_flight`] at once.
+    #[test]
+    fn no_stack_outlasts_its_longest_operation_or_holds_more_than_bounded() {
+        let small = FleetConfig {
+            clients: 3,
+            rate: 1.0,
+            duration: Duration::from_secs(30),
+            outage_start: Duration::from_secs(5),
+            outage_len: Duration::from_secs(5),
+            threads: 1,
+            ..FleetConfig::default()
+        };
+        let cases = [
+            // No capacity: every attempt refused, after as long as a
+            // refusal may take.
+            (
+                StackKind::Naive,
+                FleetConfig {
+                    headroom: 0.0,
+                    error_latency: MAX_LATENCY,
+                    ..small.clone()
+                },
+            ),
+            // The longest retry-after the SDK takes, on every refusal
+            // (under the 300 s the latency histogram keeps).
+            (
+                StackKind::Sdk,
+                FleetConfig {
+                    headroom: 0.0,
+                    error_latency: Duration::from_secs(50),
+                    retry_after: Some(60),
+                    ..small.clone()
+                },
+            ),
+            // Served (headroom enough for the bucket to hold a token at
+            // three clients), each answer after a minute: attempts time
+            // out, and the deadline ends the ladder.
+            (
+                StackKind::Seawall,
+                FleetConfig {
+                    latency: MAX_LATENCY,
+                    headroom: 10.0,
+                    ..small.clone()
+                },
+            ),
+            (
+                StackKind::SeawallFleet,
+                FleetConfig {
+                    latency: MAX_LATENCY,
+                    headroom: 10.0,
+                    ..small.clone()
+                },
+            ),
+        ];
+        for (kind, config) in cases {
+            let config = FleetConfig {
+                stacks: vec![kind],
+                ..config
+            };
+            assert_eq!(config.check(), Ok(()), "{kind:?}");
+            let (log, _) = simulate(&config, kind);
+            assert_eq!(log.unfinished, 0, "{kind:?}");
+            let bound = config.longest_operation(kind);
+            let seen = longest(&log);
+            assert!(seen <= bound, "{kind:?}: {seen:?} > {bound:?}");
+            // The naive and SDK bounds are their ladders', not a guess far
+            // above them. The seawall stacks' is their deadline, which
+            // their ladders, budgets and breakers stop short of.
+            if matches!(kind, StackKind::Naive | StackKind::Sdk) {
+                let close = seen + Duration::from_secs(2);
+                assert!(close >= bound, "{kind:?}: {seen:?} << {bound:?}");
+            }
+            let (_, held) = config.in_flight().expect("one stack");
+            assert!(
+                log.peak_in_flight as f64 <= held,
+                "{kind:?}: {} > {held}",
+                log.peak_in_flight
+            );
+        }
+    }
 }

@@ -295,3 +295,76 @@ fn a_rate_under_the_floor_is_the_floor_everywhere() {
     assert_eq!(config.capacity(), 10.0 * seawall_fleet::MIN_RATE * 2.0);
     assert_eq!(config.provider().capacity, config.capacity());
 }
+
+/// Every operation in flight is held in memory until it ends, so the
+/// flags' product is what a run holds: 10 000 clients at 1000 operations a
+/// second, each flag within its own bound, once ran until memory ran out.
+/// Refused before anything runs; the check alone is asserted first, so
+/// that without it the test fails instead of running such a fleet.
+#[test]
+fn a_fleet_holding_too_many_operations_at_once_is_refused_at_entry() {
+    let base = FleetConfig {
+        clients: 10_000,
+        rate: seawall_fleet::MAX_RATE,
+        stacks: vec![StackKind::Naive],
+        ..FleetConfig::default()
+    };
+    for config in [
+        base.clone(),
+        FleetConfig {
+            latency: seawall_fleet::MAX_LATENCY,
+            ..base.clone()
+        },
+        // Each flag's own extreme but the rate: 10 000 clients whose
+        // operations last minutes.
+        FleetConfig {
+            rate: 1.0,
+            latency: seawall_fleet::MAX_LATENCY,
+            stacks: StackKind::ALL.to_vec(),
+            ..base.clone()
+        },
+    ] {
+        let why = config.check().expect_err("refused");
+        assert!(why.contains("in flight"), "{why}");
+        let ran = std::panic::catch_unwind(|| seawall_fleet::run(&config));
+        assert!(ran.is_err(), "ran: {config:?}");
+    }
+    // The README's scale run is within the bound (checked, not run).
+    let scale = FleetConfig {
+        clients: 10_000,
+        duration: Duration::from_secs(600),
+        ..FleetConfig::default()
+    };
+    assert_eq!(scale.check(), Ok(()));
+    let (_, held) = scale.in_flight().expect("stacks");
+    assert!(held <= seawall_fleet::MAX_IN_FLIGHT as f64, "{held}");
+}
+
+/// With no success in the 30 s before the outage there is no level to
+/// recover to: the recovery reads "not measured" (`null` with
+/// `recover_measured: false`, `-` in the table), where it once read an
+/// instant recovery (0.0) against a threshold of zero.
+#[test]
+fn a_recovery_without_a_baseline_is_not_measured() {
+    let config = FleetConfig {
+        clients: 1,
+        rate: 0.01,
+        duration: Duration::from_secs(180),
+        outage_start: Duration::from_secs(60),
+        outage_len: Duration::from_secs(30),
+        stacks: StackKind::ALL.to_vec(),
+        ..FleetConfig::default()
+    };
+    for report in seawall_fleet::run(&config) {
+        assert_eq!(report.goodput_before, 0.0, "{report:?}");
+        assert_eq!(report.recover_s, None, "{report:?}");
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["recover_s"], serde_json::Value::Null, "{json}");
+        assert_eq!(json["recover_measured"], false, "{json}");
+        let line = seawall_fleet::table_line(&report);
+        let recover = line.split_whitespace().nth(6);
+        assert_eq!(recover, Some("-"), "{line}");
+        // The capacity settles whatever the goodput was: still measured.
+        assert!(report.over_capacity_s.is_some(), "{report:?}");
+    }
+}
