@@ -1590,9 +1590,10 @@ where
     S: Service<Request<ResumeRequestBody<B>>>,
 {
     /// The caller dropped the body before it ended: a continuation being
-    /// sent, awaited, or lined up was cancelled.
+    /// sent, awaited, or lined up was cancelled — unless the caller held
+    /// the answer's finish already (it stopped reading at `[DONE]`).
     fn drop(&mut self) {
-        if self.resumes > 0 && !matches!(self.phase, Phase::Done) {
+        if self.resumes > 0 && !matches!(self.phase, Phase::Done) && !self.finished_on_drop() {
             self.cancelled();
         }
     }
@@ -1602,6 +1603,48 @@ impl<S, B, RB> State<S, B, RB>
 where
     S: Service<Request<ResumeRequestBody<B>>>,
 {
+    /// The body was dropped with a continuation in the caller's own
+    /// format spliced in and everything it said passed on (Rust OpenAI
+    /// clients drop the body once they read `[DONE]`, before its end is
+    /// polled): the stream guard, whose body is dropped first so it
+    /// writes its report, judges that drop finished when the finish was
+    /// read, and so does the breaker. What the end would have recorded
+    /// ([`State::on_end`]: the finish, the usage, on the report and the
+    /// resume's span) is recorded then; true when it was. A continuation
+    /// still lining up, or with events held back, showed the caller no
+    /// finish: nothing is recorded, whatever its guard read.
+    #[cold]
+    fn finished_on_drop(&mut self) -> bool {
+        let passed_on = matches!(self.phase, Phase::Live)
+            && matches!(self.segment, Segment::Pass | Segment::Fixing)
+            && self.protocol == self.provider
+            && self.body.is_some()
+            && self.out.is_empty()
+            && self.partial.is_empty();
+        if !passed_on
+            || !self
+                .resumed
+                .lock()
+                .resumes
+                .last()
+                .is_some_and(|last| last.spliced)
+        {
+            return false;
+        }
+        self.body = None;
+        let Some(report) = self.report.as_ref().and_then(|r| r.get()) else {
+            return false;
+        };
+        if report.code.is_some() || report.finish.is_none() {
+            return false;
+        }
+        let finish = report.finish.clone();
+        record_end(&self.span, finish.as_ref(), report.usage, None);
+        self.resumed.lock().finish = finish;
+        self.phase = Phase::Done;
+        true
+    }
+
     /// The body was dropped before it ended. A continuation with no
     /// outcome yet (not answered, or answered but not lined up) is
     /// recorded `cancelled`, the receipt of an answer that came kept, and

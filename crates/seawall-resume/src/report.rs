@@ -52,7 +52,9 @@ pub struct ResumeRecord {
 pub struct ResumeReport {
     /// Every continuation, in order.
     pub resumes: Vec<ResumeRecord>,
-    /// The finish of the answer, once the body ended with one.
+    /// The finish of the answer, once the body ended with one, or was
+    /// dropped once the caller held it (a client that stops reading at
+    /// `[DONE]`, as the stream guard judges such a drop finished).
     pub finish: Option<Finish>,
     /// Why the layer did not resume the interruption the body ended with,
     /// if it ended with one: `not_resumable`, `max_resumes`, `deadline`,

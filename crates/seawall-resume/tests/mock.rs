@@ -2407,3 +2407,91 @@ async fn a_continuation_dropped_before_it_lines_up_keeps_its_receipt() {
     assert_eq!(record.receipt, Some(kept), "the answer's receipt is kept");
     assert_eq!(report.gave_up, Some("cancelled"));
 }
+
+/// A body dropped right after the continuation's end marker (Rust OpenAI
+/// clients stop reading at `[DONE]`): the answer finished, as the stream
+/// guard judges that drop, and the record says its finish — on the
+/// report and on the resume's span — never an answer left without one.
+#[tokio::test(start_paused = true)]
+async fn a_body_dropped_at_the_continuations_end_keeps_its_finish() {
+    use futures_util::StreamExt;
+    use std::time::Duration;
+    use tracing::Instrument;
+
+    let recorder = seawall_test::trace::Recorder::new();
+    let _guard = recorder.install();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let guard =
+        seawall_stream::StreamGuardLayer::interactive().idle_timeout(Duration::from_secs(5));
+    let service = ServiceBuilder::new()
+        .layer(ResumeLayer::new())
+        .layer(guard)
+        .service(service_fn(
+            move |_req: http::Request<ResumeRequestBody<Full<Bytes>>>| {
+                let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+                let frames: Vec<Bytes> = if first {
+                    // Then nothing: the guard's idle bound cuts it.
+                    vec![chunk("w1"), chunk(" w2")]
+                } else {
+                    vec![
+                        chunk(" w3"),
+                        Bytes::from_static(
+                            b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3,\"total_tokens\":8}}\n\n",
+                        ),
+                        Bytes::from_static(b"data: [DONE]\n\n"),
+                    ]
+                };
+                async move {
+                    // The server keeps the connection open after its last frame.
+                    let frames = futures_util::stream::iter(frames)
+                        .map(|data| Ok(http_body::Frame::data(data)))
+                        .chain(futures_util::stream::pending());
+                    let response = http::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(http_body_util::StreamBody::new(Box::pin(frames) as Frames))
+                        .unwrap();
+                    Ok::<_, BoxError>(response)
+                }
+            },
+        ));
+    let request = http::Request::post("http://api.example/v1/chat/completions")
+        .body(Full::new(Bytes::from(
+            serde_json::json!({"model": "m", "stream": true,
+                "messages": [{"role": "user", "content": "hi"}]})
+            .to_string(),
+        )))
+        .unwrap();
+    let response = service
+        .oneshot(request)
+        .instrument(tracing::info_span!("call"))
+        .await
+        .unwrap();
+    let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
+    let mut body = Box::pin(response.into_body());
+    let mut shown = Vec::new();
+    while !shown.ends_with(b"data: [DONE]\n\n") {
+        let frame = tokio::time::timeout(Duration::from_secs(60), body.frame())
+            .await
+            .expect("the continuation comes")
+            .expect("the body has not ended")
+            .expect("no error");
+        shown.extend_from_slice(&frame.into_data().unwrap());
+    }
+    assert_eq!(text_of(&shown), "w1 w2 w3");
+    drop(body);
+
+    let report = resumed.report();
+    assert_eq!(report.resumes.len(), 1, "{report:?}");
+    assert!(report.resumes[0].spliced);
+    assert_eq!(report.gave_up, None);
+    let finish = report.finish.as_ref().expect("the answer's finish");
+    assert_eq!(finish.reason.as_ref(), "stop");
+    let span = recorder.span("resume");
+    assert_eq!(
+        span.fields.get("gen_ai.response.finish_reasons"),
+        Some("stop"),
+        "{span:?}"
+    );
+    assert_eq!(span.fields.get("gen_ai.usage.output_tokens"), Some("3"));
+    assert!(!span.fields.has("error.type"), "{span:?}");
+}
