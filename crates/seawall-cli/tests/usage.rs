@@ -165,6 +165,17 @@ fn fleet_runs_past_what_the_simulation_keeps_are_refused() {
             &["fleet", "--outage", "0", "--clients", "1"][..],
             "--outage",
         ),
+        // Each flag within its bound, their product not: every operation
+        // in flight is held in memory, and these once ran out of it (run
+        // only with the check in place: without it they would eat memory).
+        (
+            &["fleet", "--clients", "10000", "--rate", "1000"][..],
+            "--clients",
+        ),
+        (
+            &["fleet", "--clients", "10000", "--latency-ms", "60000"][..],
+            "in flight",
+        ),
     ] {
         let (code, log) = seawall(args);
         assert_eq!(code, Some(2), "{args:?}: {log}");
