@@ -15,6 +15,27 @@ fn quote(text: &str) -> String {
 use crate::config::{Endpoint, Wire};
 use crate::secret::{Redactor, may_end_at_cut};
 
+/// The status Anthropic answers an error of type `ty` with (its API's
+/// errors page: `billing_error` 402, `permission_error` 403, …), for a
+/// type of Anthropic's.
+fn anthropic_status(ty: &str) -> Option<StatusCode> {
+    let status = match ty {
+        "invalid_request_error" => 400,
+        "authentication_error" => 401,
+        "billing_error" => 402,
+        "permission_error" => 403,
+        "not_found_error" => 404,
+        "conflict_error" => 409,
+        "request_too_large" => 413,
+        "rate_limit_error" => 429,
+        "api_error" => 500,
+        "timeout_error" => 504,
+        "overloaded_error" => 529,
+        _ => return None,
+    };
+    StatusCode::from_u16(status).ok()
+}
+
 /// The header naming the seawall code of a failure.
 pub const CODE_HEADER: &str = "x-seawall-code";
 /// The header counting the upstream calls behind an answer (attempts
@@ -62,6 +83,12 @@ pub(crate) struct WireError {
     /// the status (a route's own key refused, a 502): they spoke of the
     /// provider's status, not of that one.
     pub upstream_headers: Option<http::HeaderMap>,
+    /// For an error the provider declared with no error status of its own
+    /// (an event in a stream, an error body in a 2xx) in one of
+    /// Anthropic's types: the status `status` was set to from seawall's
+    /// code, and the status Anthropic answers that type with, which
+    /// Anthropic's wire answers in its place ([`status_on`](Self::status_on)).
+    anthropic_status: Option<(StatusCode, StatusCode)>,
 }
 
 impl WireError {
@@ -80,6 +107,7 @@ impl WireError {
             param: None,
             request_id: None,
             upstream_headers: None,
+            anthropic_status: None,
         }
     }
 
@@ -211,6 +239,21 @@ impl WireError {
                 Code::NotFound => StatusCode::NOT_FOUND,
                 _ => StatusCode::BAD_GATEWAY,
             });
+        // On Anthropic's wire, an error Anthropic declared answers as
+        // Anthropic answers its type unstreamed: seawall's code folds types
+        // whose statuses differ (a `billing_error`, 402, and a spend cap,
+        // 429, are both `quota_exhausted`; a `permission_error`, 403, is
+        // `auth`), and anthropic-python picks its exception by the status
+        // alone: a credit wall answered 429 is a `RateLimitError`, which
+        // retry wrappers keep retrying. Only where the status is seawall's
+        // own pick: an upstream error status is passed on as it came, and a
+        // route refused or cooling answers as seawall does.
+        let passed_on = failure.status() == Some(status.as_u16());
+        let anthropic_status = failure
+            .provider_type()
+            .filter(|_| !passed_on && !code.is_refusal() && cooled_as.is_none())
+            .and_then(anthropic_status)
+            .map(|anthropic| (status, anthropic));
         let retry_after = failure
             .retry_after()
             .map(|after| after.as_secs() + u64::from(after.subsec_nanos() > 0));
@@ -227,6 +270,18 @@ impl WireError {
             param: None,
             request_id: None,
             upstream_headers: None,
+            anthropic_status,
+        }
+    }
+
+    /// The status this error answers with on `wire`: on Anthropic's, the
+    /// status Anthropic gives the error's declared type where seawall
+    /// picked one from its code, unless the gateway set another since (a
+    /// route's own key refused, a 502); else `status`.
+    pub(crate) fn status_on(&self, wire: Wire) -> StatusCode {
+        match (wire, self.anthropic_status) {
+            (Wire::Anthropic, Some((picked, anthropic))) if picked == self.status => anthropic,
+            _ => self.status,
         }
     }
 
@@ -305,8 +360,9 @@ impl WireError {
 
     /// The whole error response.
     pub(crate) fn response(&self, wire: Wire) -> Response {
+        let status = self.status_on(wire);
         let mut response = Response::new(Body::from(self.json(wire)));
-        *response.status_mut() = self.status;
+        *response.status_mut() = status;
         let headers = response.headers_mut();
         // First: the gateway's own headers below take their place.
         if let Some(upstream) = &self.upstream_headers {
@@ -336,7 +392,7 @@ impl WireError {
         // A 401 carries a challenge (RFC 9110, 15.5.2): the gateway's
         // token, or a keyless route's provider refusing the client's own
         // key, both sent as a bearer credential.
-        if self.status == StatusCode::UNAUTHORIZED {
+        if status == StatusCode::UNAUTHORIZED {
             headers.insert(
                 http::header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer"),
@@ -462,6 +518,82 @@ mod tests {
         assert!(!error.json(Wire::OpenAi).contains("request_id"));
         let unnamed = WireError::before_content(&Failure::new(Code::Overloaded), "busy".into());
         assert!(!unnamed.json(Wire::Anthropic).contains("request_id"));
+    }
+
+    /// An error Anthropic declared in its stream before content (status
+    /// 200: no error status of its own) answers on Anthropic's wire with
+    /// the status Anthropic gives its type, as anthropic-python picks its
+    /// exception by it: a credit wall 402 (400 where it says so in an
+    /// `invalid_request_error`), never a 429 `RateLimitError`; a
+    /// `permission_error` 403, with no challenge. OpenAI's wire answers
+    /// by seawall's code as before (its `insufficient_quota` is a 429).
+    #[test]
+    fn an_anthropic_error_in_a_stream_answers_with_anthropics_status() {
+        let declared = |code: Code, ty: &str| {
+            let failure = Failure::new(code).with_status(200).with_provider_type(ty);
+            WireError::before_content(&failure, "walled".into())
+                .with_provider_words(&failure, &Redactor::default())
+        };
+        for (code, ty, anthropic, openai) in [
+            (Code::QuotaExhausted, "billing_error", 402, 429),
+            (Code::QuotaExhausted, "invalid_request_error", 400, 429),
+            (Code::QuotaExhausted, "rate_limit_error", 429, 429),
+            (Code::Auth, "permission_error", 403, 401),
+            (Code::Auth, "authentication_error", 401, 401),
+            (Code::ProviderUnavailable, "api_error", 500, 502),
+            (Code::Overloaded, "overloaded_error", 529, 529),
+            (Code::ContextTooLong, "invalid_request_error", 400, 400),
+        ] {
+            let error = declared(code, ty);
+            assert_eq!(error.status_on(Wire::Anthropic).as_u16(), anthropic, "{ty}");
+            assert_eq!(error.status_on(Wire::OpenAi).as_u16(), openai, "{ty}");
+            let response = error.response(Wire::Anthropic);
+            assert_eq!(response.status().as_u16(), anthropic, "{ty}");
+            assert_eq!(
+                response
+                    .headers()
+                    .contains_key(http::header::WWW_AUTHENTICATE),
+                anthropic == 401,
+                "{ty}"
+            );
+            assert_eq!(error.response(Wire::OpenAi).status().as_u16(), openai);
+        }
+        // The declared type is kept beside seawall's code.
+        let body: serde_json::Value = serde_json::from_str(
+            &declared(Code::QuotaExhausted, "billing_error").json(Wire::Anthropic),
+        )
+        .unwrap();
+        assert_eq!(body["error"]["type"], "quota_exhausted");
+        assert_eq!(body["error"]["provider_type"], "billing_error");
+        // A type not Anthropic's (a proxy's, or OpenAI's): seawall's code.
+        let error = declared(Code::QuotaExhausted, "insufficient_quota");
+        assert_eq!(
+            error.status_on(Wire::Anthropic),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        // The gateway's own status set since (a route's key refused, a
+        // 502) stands.
+        let mut error = declared(Code::Auth, "permission_error");
+        error.status = StatusCode::BAD_GATEWAY;
+        assert_eq!(error.status_on(Wire::Anthropic), StatusCode::BAD_GATEWAY);
+        // An upstream error status is passed on as it came.
+        let failure = Failure::new(Code::QuotaExhausted)
+            .with_status(429)
+            .with_provider_type("billing_error");
+        let error = WireError::before_content(&failure, "walled".into());
+        assert_eq!(
+            error.status_on(Wire::Anthropic),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        // A route cooling after a wall answers as seawall does.
+        let failure = Failure::new(Code::RouteCoolingDown)
+            .with_cooled_by(Code::QuotaExhausted)
+            .with_provider_type("billing_error");
+        let error = WireError::before_content(&failure, "cooling".into());
+        assert_eq!(
+            error.status_on(Wire::Anthropic),
+            StatusCode::TOO_MANY_REQUESTS
+        );
     }
 
     #[test]
