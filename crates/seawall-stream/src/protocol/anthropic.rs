@@ -72,13 +72,21 @@ fn merge_usage(report: Option<&UsageFields>, kept: &mut UsageFields) {
 /// names none of its events (some compatible servers) is read by its
 /// data's types instead, as clients that read it so do: every event of
 /// it would be passed over, and the answer asked for again and again.
-const MESSAGE_EVENTS: [&[u8]; 6] = [
+///
+/// `message` is read too, by its data's `type` like every other: the SDK
+/// reads it since 0.92.0, and a compatible server that names every event
+/// `message` was otherwise judged empty (or cut) while the SDK showed its
+/// answer. The SDK's other names (its managed agents' `agent.*`,
+/// `session.*`, `span.*`, …) belong to other APIs' streams, not to a
+/// message's.
+const MESSAGE_EVENTS: [&[u8]; 7] = [
     b"message_start",
     b"message_delta",
     b"message_stop",
     b"content_block_start",
     b"content_block_delta",
     b"content_block_stop",
+    b"message",
 ];
 
 /// Whether an event named `name` is read, in a stream that `named` its
@@ -246,5 +254,60 @@ pub(super) fn decode<'a>(
             Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall))
         }
         _ => Signal::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use seawall_core::FinishKind;
+
+    use super::*;
+
+    /// A stream whose every event is named `message` (a compatible
+    /// server's): read by its data's types, as the SDK reads it since
+    /// 0.92.0 — its text is content and its `stop_reason` a finish, not
+    /// events passed over.
+    #[test]
+    fn events_named_message_are_read_by_their_data() {
+        let (mut named, mut at_work, mut tool_running) = (false, false, false);
+        let mut kept = UsageFields::default();
+        let mut read = |data: &'static str| {
+            decode(
+                b"message",
+                data.as_bytes(),
+                &mut named,
+                &mut at_work,
+                &mut tool_running,
+                &mut kept,
+                QuotaWall::default(),
+            )
+            .into_owned()
+        };
+        assert!(matches!(
+            read(r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":3}}}"#),
+            Signal::Progress
+        ));
+        let Signal::Content { text, finish, .. } = read(
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+        ) else {
+            panic!("the delta's text is content");
+        };
+        assert_eq!((text.as_deref(), finish), (Some("Hi"), None));
+        let Signal::Finish(reason) = read(
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}"#,
+        ) else {
+            panic!("the stop reason is a finish");
+        };
+        assert_eq!(
+            (reason.kind, &*reason.reason),
+            (FinishKind::Complete, "end_turn")
+        );
+        assert!(matches!(read(r#"{"type":"message_stop"}"#), Signal::Done));
+        // With no `type` of its own, the SDK fills in `message`: no event
+        // of a message's stream.
+        assert!(matches!(read(r#"{"text":"Hi"}"#), Signal::Other));
+        // Named: an unnamed event after it is passed over, as before.
+        assert!(named);
+        assert_eq!(kept.usage().map(|u| u.input_tokens), Some(3));
     }
 }
