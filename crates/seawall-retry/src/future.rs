@@ -1026,10 +1026,14 @@ impl<S, B> Ladder<S, B> {
     }
 
     /// The operation's duration, with how it ended: once per operation,
-    /// by the outermost ladder.
+    /// by the outermost ladder. Not by a continuation's (a resumed
+    /// stream's): the caller's operation was recorded by the ladder that
+    /// handed the stream on, when it judged it (at its first content, or
+    /// its head), and a continuation is a retry of it, counted as one as
+    /// it starts.
     #[cfg(feature = "metrics")]
     fn count_operation(&self, outcome: metrics::Outcome) {
-        if !self.nested {
+        if !self.nested && !self.facts.as_ref().is_some_and(RequestFacts::continues) {
             metrics::operation(self.started.elapsed(), outcome);
         }
     }

@@ -120,10 +120,17 @@ where
         };
         // A resume (a continuation of an answer cut after content) is a
         // retry of the operation that was cut, not a new one: the budget
-        // pays for it as for a retry, or refuses it without a call.
-        let paid = if facts.as_ref().is_some_and(RequestFacts::continues) {
+        // pays for it as for a retry, or refuses it without a call, and
+        // the metrics count it as one.
+        let paid = if let Some(facts) = facts.as_ref().filter(|facts| facts.continues()) {
             match self.shared.budget.failed(false, true) {
-                Some(grant) => Some(grant),
+                Some(grant) => {
+                    // An outer ladder counts it, not a nested one.
+                    if !nested {
+                        count_resume(facts, &route);
+                    }
+                    Some(grant)
+                }
                 None => return ResponseFuture::refused(budget_refusal()),
             }
         } else {
@@ -197,6 +204,23 @@ where
         body.read_ahead(READ_AHEAD_FRAMES);
     }
 }
+
+/// A resume the budget paid for is counted as the retry it is: under the
+/// route whose call was cut (the last a layer below sent the operation to,
+/// else the ladder's own), with the code the cut carries. Only with the
+/// feature: the route is read under a lock.
+#[cfg(feature = "metrics")]
+fn count_resume(facts: &RequestFacts, route: &RouteId) {
+    use seawall_core::facts::CallBelow;
+    let cut = match facts.call_below() {
+        CallBelow::Sent(cut) => cut,
+        CallBelow::Unrecorded | CallBelow::Held => route.clone(),
+    };
+    crate::metrics::retry(&cut, Code::StreamInterrupted);
+}
+
+#[cfg(not(feature = "metrics"))]
+fn count_resume(_: &RequestFacts, _: &RouteId) {}
 
 /// A resume the retry budget cannot pay: no call, the budget's stop in its
 /// receipt.
