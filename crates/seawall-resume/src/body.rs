@@ -1491,9 +1491,16 @@ where
     fn on_call_failed(&mut self, error: BoxError) {
         let failed = Failure::find(&*error);
         let code = failed.map_or(Code::Unknown, Failure::code);
-        let route = failed
-            .and_then(Failure::receipt)
-            .and_then(|r| r.attempts.last().map(|a| a.route.clone()));
+        // The route whose failure this is: not the receipt's last attempt,
+        // which may be a fallback's route skipped without a call (cooling
+        // down) after the primary failed. The last attempt that called an
+        // upstream where the failure names no route.
+        let route = failed.and_then(Failure::route).cloned().or_else(|| {
+            failed
+                .and_then(Failure::receipt)
+                .and_then(|r| r.attempts.iter().rev().find(|a| a.was_sent()))
+                .map(|a| a.route.clone())
+        });
         let route = route.unwrap_or_else(|| RouteId::of_request(&self.head));
         let own_route = route == RouteId::of_request(&self.head);
         // The way of asking that replaced a refused one failed too.
