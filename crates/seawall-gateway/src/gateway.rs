@@ -1000,17 +1000,11 @@ impl Gateway {
                     // spoke of the refusal, not of the 502 it now is.
                     error.upstream_headers = None;
                 }
-                // The upstream calls, as `x-seawall-attempts` counts them:
-                // no refusal of seawall's, no call never sent.
-                if let Some(receipt) = failure.and_then(Failure::receipt) {
-                    tracker.answered(answered_by.unwrap_or("-"), receipt.calls());
-                }
-                tracker.end(End::Failed, Some(error.code));
-                let mut response = error.response(wire);
                 // The route whose answer (or refusal) is returned, as a
                 // success names the route that served it: which route
                 // failed is what an operator asks first. Beside
-                // `x-seawall-attempts`, which counts every attempt.
+                // `x-seawall-attempts`, which counts every attempt. Built
+                // once: the log line says it as the header does.
                 let served_by = answered_by.map(|route| {
                     if route == model.primary.name {
                         route.to_owned()
@@ -1018,6 +1012,13 @@ impl Gateway {
                         format!("{route}; fallback")
                     }
                 });
+                // The upstream calls, as `x-seawall-attempts` counts them:
+                // no refusal of seawall's, no call never sent.
+                if let Some(receipt) = failure.and_then(Failure::receipt) {
+                    tracker.answered(served_by.as_deref().unwrap_or("-"), receipt.calls());
+                }
+                tracker.end(End::Failed, Some(error.code));
+                let mut response = error.response(wire);
                 if let Some(value) = served_by.and_then(|s| HeaderValue::from_str(&s).ok()) {
                     response.headers_mut().insert(SERVED_BY_HEADER, value);
                 }
