@@ -1365,3 +1365,62 @@ fn nested_ladders_record_one_operation() {
     );
     assert_eq!(samples(&snapshot, OPERATION_DURATION_SECONDS, &[]), 1);
 }
+
+/// A stream the operation's deadline cuts after content broke the answer
+/// the caller was reading (it reads `deadline_exceeded` mid-answer): the
+/// interruption is counted with that code, not taken for a caller that
+/// stopped reading (`cancelled`, which is not counted), though the
+/// deadline layer leaves the guarded body to be dropped by the caller.
+/// With a caller's wait for the answer to begin (`AnswerBy`, as `seawall
+/// gateway` reads it), which the operation's bound narrows the attempts'
+/// deadline to, keeping its own for the body.
+#[test]
+fn a_stream_cut_by_the_operations_deadline_is_an_interruption() {
+    let snapshotter =
+        recorded(async {
+            // 50 tokens 20 ms apart: a second of answer, cut at 500 ms.
+            let chaos = common::chaos_scripted(&["ok;tokens=50;delay_ms=20"]).await;
+            let stack = common::short_stack().total_deadline(Duration::from_millis(500));
+            let service = stack.build(&ClassifyLayer::openai(), common::client());
+            let mut request = chat(&chaos.base_url(), true);
+            request.extensions_mut().insert(seawall::core::AnswerBy(
+                seawall::core::Deadline::after(Duration::from_millis(400)),
+            ));
+            let response = tokio::time::timeout(Duration::from_secs(5), service.oneshot(request))
+                .await
+                .expect("the answer began in time")
+                .expect("an answer");
+            let mut body = Box::pin(response.into_body());
+            let mut content = 0;
+            let error = loop {
+                match tokio::time::timeout(Duration::from_secs(5), body.frame())
+                    .await
+                    .expect("the deadline cut the stream")
+                {
+                    Some(Ok(_)) => content += 1,
+                    Some(Err(error)) => break error,
+                    None => panic!("the stream ended before the deadline cut it"),
+                }
+            };
+            assert!(content > 0, "content came before the deadline");
+            let failure = seawall::core::Failure::find(&*error).expect("a failure");
+            assert_eq!(failure.code(), seawall::core::Code::DeadlineExceeded);
+            drop(body);
+        });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(
+            &snapshot,
+            STREAM_INTERRUPTIONS_TOTAL,
+            &[("code", "deadline_exceeded")]
+        ),
+        1,
+        "{snapshot:?}"
+    );
+    assert_eq!(counter(&snapshot, STREAM_INTERRUPTIONS_TOTAL, &[]), 1);
+    // The ladder's verdict was given at the first content, as before.
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("outcome", "success")]),
+        1
+    );
+}

@@ -55,6 +55,25 @@ where
                 .unwrap_or(Provider::Http)
         });
         let progress = Progress::of_request(&request);
+        // The continuation of an answer (a resumed stream's, a background
+        // response's stream retrieved after a cut) brings the rest of a
+        // generation: a retrieval is a `GET`, yet its terminal event
+        // carries the usage the cut stream never saw, counted nowhere
+        // else. A stored response merely read again does not continue.
+        #[cfg(feature = "metrics")]
+        let bills =
+            facts.continues() || seawall_core::billable(request.method(), request.uri().path());
+        // The deadline the operation's total bound cuts the body at: the
+        // one it keeps beside the `Deadline` (`AnswerBy::operation`). Not
+        // the `Deadline` itself: a per-attempt bound, a fallback's reserve
+        // or the caller's `AnswerBy` narrow that to an instant the body
+        // runs past, and a caller stopping after it would be taken for one
+        // the deadline cut. Where none is kept, where the body is cut is
+        // not known here, and a stream dropped unfinished stays the
+        // caller's `cancelled`.
+        let operation_by = AnswerBy::operation(&request)
+            .flatten()
+            .map(|deadline| deadline.instant());
         let setup = Setup {
             config: self.config.clone(),
             facts,
@@ -75,7 +94,8 @@ where
             #[cfg(feature = "metrics")]
             route: seawall_core::RouteId::of_request(&request),
             #[cfg(feature = "metrics")]
-            bills: seawall_core::billable(request.method(), request.uri().path()),
+            bills,
+            operation_by,
             answer_by: AnswerBy::of(&request).map(|by| by.0.instant()),
             head_request: request.method() == http::Method::HEAD,
         };

@@ -262,8 +262,9 @@ fn opens_like_event_stream(opening: &mut Opening, data: &[u8]) -> Option<bool> {
 /// interruptions' `code` label.
 /// `delivered`: bytes of the stream reached the caller (content, or a
 /// hold handed on before it): a failure then is an interruption.
-/// `bills`: the request bills ([`seawall_core::billable`]): only then are
-/// the usage's tokens counted.
+/// `bills`: the request bills ([`seawall_core::billable`]) or continues
+/// an answer (a retrieval of a cut background stream): only then are the
+/// usage's tokens counted.
 #[cfg(feature = "metrics")]
 fn record(
     report: &StreamReport,
@@ -294,9 +295,12 @@ fn record(
             .increment(1);
     }
     // A stored answer read again (`GET …/responses/{id}?stream=true`, a
-    // resume's or a caller's) carries the usage of the work that made it,
-    // counted then: counted again, the metric would bill it twice, unlike
-    // the receipt, which leaves such an attempt out.
+    // caller's) carries the usage of the work that made it, counted then:
+    // counted again, the metric would bill it twice, unlike the receipt,
+    // which leaves such an attempt out. A resume's retrieval of a cut
+    // background stream bills (`bills`): the cut stream saw no usage
+    // (only the terminal event carries it), and the receipt moves this
+    // usage onto the cut attempt, so it is counted here, once.
     if let Some(usage) = report.usage.filter(|_| bills) {
         seawall_core::record::tokens(route, usage);
     }
@@ -328,10 +332,14 @@ pub(crate) struct Setup {
     /// The route, for metric labels.
     #[cfg(feature = "metrics")]
     pub(crate) route: seawall_core::RouteId,
-    /// The request bills ([`seawall_core::billable`]): its usage is
-    /// counted in the token metric.
+    /// The request bills ([`seawall_core::billable`]) or continues an
+    /// answer ([`RequestFacts::continues`]): its usage is counted in the
+    /// token metric.
     #[cfg(feature = "metrics")]
     pub(crate) bills: bool,
+    /// When the operation's deadline passes, the one its total bound cuts
+    /// the response body at, if it has one (see `Track::operation_by`).
+    pub(crate) operation_by: Option<Instant>,
     /// When a caller's wait for its answer to begin ends ([`AnswerBy`](seawall_core::AnswerBy)).
     pub(crate) answer_by: Option<Instant>,
     /// When this attempt's own bound ends (the [`Deadline`](seawall_core::Deadline)
@@ -410,6 +418,12 @@ pub(crate) struct Track {
     /// The request bills: see [`Setup::bills`].
     #[cfg(feature = "metrics")]
     bills: bool,
+    /// When the operation's deadline passes. The deadline layer that
+    /// bounds the operation cuts the body there with `deadline_exceeded`
+    /// and keeps this stream alive until its caller drops it: dropped
+    /// unfinished once it passed, the stream was broken by the deadline,
+    /// not given up by its caller (see `Drop`).
+    operation_by: Option<Instant>,
     /// What broke the stream, in its own terms, for the metric's label.
     #[cfg(feature = "metrics")]
     cause: Option<Code>,
@@ -430,6 +444,7 @@ impl Track {
             route,
             #[cfg(feature = "metrics")]
             bills,
+            operation_by,
             answer_by,
             attempt_by,
             head_request: _,
@@ -490,6 +505,7 @@ impl Track {
             route,
             #[cfg(feature = "metrics")]
             bills,
+            operation_by,
             #[cfg(feature = "metrics")]
             cause: None,
         }
@@ -1194,7 +1210,9 @@ impl Drop for Track {
     /// already come to is its end, read or not: a stop found in a frame
     /// handed on (the provider's error event after it), a finish that is
     /// a refusal or filter. Otherwise it finished if the message was
-    /// complete, else it was `cancelled` — never a provider failure.
+    /// complete, else it was `cancelled` — never a provider failure —
+    /// or, delivered and past the operation's deadline, cut by that
+    /// deadline (`deadline_exceeded`).
     fn drop(&mut self) {
         if self.reported {
             return;
@@ -1209,12 +1227,23 @@ impl Drop for Track {
         if self.tally.empty_finish_at.is_some() && !self.content_seen() {
             self.fail(Cause::FinishedEmpty, now);
         } else if !self.message_complete() {
-            self.report(
-                Some(Code::Cancelled),
-                ClosedBy::Us,
-                now,
-                self.decoder.usage(),
-            );
+            // Past the operation's deadline, a delivered stream was cut by
+            // it: the caller read `deadline_exceeded` mid-answer from the
+            // deadline layer around this body, and the broken answer is
+            // an interruption (counted, the span's error), as the guard's
+            // own `max_duration` cut is. A caller that stops reading for
+            // its own reasons after the deadline passed cannot be told
+            // from one the deadline cut, and need not be: the answer could
+            // no longer finish, so it is broken either way. Before the
+            // deadline, or before anything was handed on (the ladder and
+            // the deadline layer record that one), it is the caller's
+            // `cancelled`.
+            let code = if self.delivered() && self.operation_by.is_some_and(|at| now >= at) {
+                Code::DeadlineExceeded
+            } else {
+                Code::Cancelled
+            };
+            self.report(Some(code), ClosedBy::Us, now, self.decoder.usage());
         } else if let Some(verdict) = self.finish_verdict() {
             self.fail(Cause::PolicyFinish(verdict), now);
         } else {
