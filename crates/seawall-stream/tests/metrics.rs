@@ -87,11 +87,12 @@ async fn a_reset_after_content_is_counted_as_transport() {
 }
 
 /// A stored Responses answer read again as a stream (`GET
-/// …/responses/{id}?stream=true`: a resume of a background response, a
-/// caller re-reading one) bills nothing: its `response.completed` usage is
-/// the stored answer's, counted when it was made, and the report still
-/// carries it. The same stream answering a `POST` is the work billed, and
-/// its tokens are counted.
+/// …/responses/{id}?stream=true`, a caller re-reading one) bills nothing:
+/// its `response.completed` usage is the stored answer's, counted when it
+/// was made, and the report still carries it. The same stream answering a
+/// `POST` is the work billed, and its tokens are counted. (A resume's
+/// retrieval after a cut continues the answer, its facts say so, and its
+/// tokens are counted: `tests/operation_metrics.rs`.)
 #[tokio::test(start_paused = true)]
 async fn a_stored_answer_read_again_counts_no_tokens() {
     let delta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\",\"sequence_number\":1}\n\n";
