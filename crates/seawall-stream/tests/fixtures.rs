@@ -309,6 +309,34 @@ async fn openai_truncated_and_empty() {
     assert!(failure.evidence().finish_seen);
 }
 
+/// Content, then `[DONE]` with no `finish_reason` (a proxy ending an
+/// abandoned stream with the marker, or stripping the finish chunk): cut
+/// short, as openai-node's `ChatCompletionStream` rejects it (`missing
+/// finish_reason for choice 0`) and the unary check calls an answer
+/// without its finish; with no finish made up for it, so a continuation
+/// can carry it on. A refusal's finish is implied: still a refusal.
+#[tokio::test]
+async fn openai_done_after_content_without_a_finish_is_cut_short() {
+    let head = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n\
+                data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello, the answer is\"},\"finish_reason\":null}]}\n\n";
+    let stream = format!("{head}{DONE}");
+    let d = delivered(run(CHAT, &stream).await);
+    assert_interrupted(&d, Code::Truncated, "Hello, the answer is");
+    let failure = d.error.as_ref().unwrap();
+    assert!(!failure.evidence().finish_seen, "no finish made up");
+    assert_eq!(d.report.finish, None);
+    assert!(!d.report.completed_task());
+    // Nor is `[DONE]` handed on: an SDK stops at it, before the verdict.
+    assert_eq!(d.bytes, head.as_bytes());
+
+    let refused = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":\"I can't\"},\"finish_reason\":null}]}\n\n\
+                   data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sorry\"},\"finish_reason\":null}]}\n\n";
+    let d = delivered(run(CHAT, &format!("{refused}{DONE}")).await);
+    let finish = d.report.finish.as_ref().expect("the refusal's finish");
+    assert_eq!(finish.kind, FinishKind::Refused);
+    assert_eq!(d.error.map(|e| e.code()), Some(Code::Refused));
+}
+
 #[tokio::test]
 async fn anthropic_normal_end_pings_do_not_count() {
     let f = fixture!("anthropic/normal.sse");

@@ -1262,10 +1262,18 @@ fn judge(tally: &mut Tally, decoder: &mut Decoder, item: Item<'_>, now: Instant)
     if matches!(item, Item::Event(_)) {
         tally.events += 1;
     }
-    tally.apply(decoder.decode(item), now);
+    let signal = decoder.decode(item);
+    // The end marker with a choice cut short (`Decoder::choice_unfinished`):
+    // as a stream that ended without its finish (`truncated` after
+    // content), with no finish made up for it: none came, and a
+    // continuation can carry the answer on.
+    if matches!(signal, Signal::Done) && decoder.choice_unfinished() {
+        tally.stop = Some(Cause::Eof);
+        return true;
+    }
+    tally.apply(signal, now);
     wait_after_empty_finish(tally, decoder, now);
-    // The end marker with a choice cut short: as a stream that ended
-    // without its finish (`truncated` after content).
+    // So a `[DONE]` where the protocol has none of its own.
     if decoder.ended() && decoder.choice_unfinished() && tally.stop.is_none() {
         tally.stop = Some(Cause::Eof);
     }

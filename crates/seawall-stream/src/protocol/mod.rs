@@ -403,13 +403,24 @@ impl Decoder {
         })
     }
 
-    /// Whether, of several choices (`n > 1`), one has not finished: the
-    /// end marker then ends a message with that choice cut short, never a
-    /// whole one, whatever the others said (a choice that first shows up
-    /// after the others finished included). A lone choice's `[DONE]`
-    /// without a finish still closes it.
+    /// Whether a choice has not finished: of several (`n > 1`), one that
+    /// has not, whatever the others said (a choice that first shows up
+    /// after the others finished included); on OpenAI's chat wire, a lone
+    /// choice whose content came without a finish (but a refusal, whose
+    /// finish is implied). The end marker then ends a message with that
+    /// choice cut short, never a whole one, and makes up no finish for it:
+    /// a proxy that ends an abandoned stream with `[DONE]`, or strips the
+    /// finish chunk, leaves an answer openai-node's `ChatCompletionStream`
+    /// rejects (`missing finish_reason for choice 0`) and the unary check
+    /// calls cut short. A `[DONE]` before any content still closes an
+    /// empty message; Anthropic's `message_stop` closes one without a
+    /// `stop_reason`, as its SDK does.
     pub fn choice_unfinished(&self) -> bool {
         self.choices.one_unfinished()
+            || (self.provider == Provider::OpenAi
+                && self.content
+                && !self.finished
+                && !self.refused)
     }
 
     /// A line the event-stream format ignores. Google's API writes an
