@@ -15,10 +15,10 @@ use http_body::{Body, Frame, SizeHint};
 use memchr::memchr2;
 use seawall::core::provider::openai_responses::last_sequence_number;
 use seawall::core::{BoxError, Code, Failure, MESSAGE_EXCERPT_BYTES};
-use seawall_internal::json::DONE_MARKER;
+use seawall_internal::json::{DONE_MARKER, UTF8_BOM, bom_so_far, is_blank, without_bom};
 use seawall_internal::millis;
 
-use crate::config::Endpoint;
+use crate::config::{Endpoint, Wire};
 use crate::cut::Cut;
 use crate::secret::{Redactor, may_end_at_cut};
 use crate::upstream::UpstreamBody;
@@ -210,12 +210,13 @@ const GATHER_TURNS: u8 = 2;
 const BATCH_FRAMES: usize = 16;
 const BATCH_BYTES: usize = 64 * 1024;
 
-/// The response body: the provider's bytes pass through unchanged; a body
-/// error after content becomes one final error event (for an event
-/// stream), then the body fails, so hyper ends the response without its
-/// last chunk: a client whose SDK reads past an event it cannot decode
-/// (async-openai parses the error event as a chat chunk, fails, and reads
-/// on) still sees the answer broken, never a clean end.
+/// The response body: the provider's bytes pass through unchanged (but
+/// for the events and the mark an SDK misreads, below); a body error after
+/// content becomes one final error event (for an event stream), then the
+/// body fails, so hyper ends the response without its last chunk: a
+/// client whose SDK reads past an event it cannot decode (async-openai
+/// parses the error event as a chat chunk, fails, and reads on) still
+/// sees the answer broken, never a clean end.
 ///
 /// An event stream is relayed whole events at a time: the bytes after the
 /// last complete event (a blank line ends one; lines end with CRLF, LF or
@@ -237,6 +238,22 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// event, quoting the provider's message scrubbed of keys, is the one error
 /// the client reads.
 ///
+/// On the OpenAI wire an event that the OpenAI SDKs would dispatch with no
+/// data, or data of blanks only (a bare `event: ping`, an empty `data:`
+/// heartbeat, a lone `id:`), is not relayed: seawall reads it as a
+/// keep-alive, but openai-python and openai-node dispatch it and parse its
+/// data as JSON, and `""` is none, so the answer failed mid-way. Comments
+/// and blank lines go on, keeping proxies' idle timers alive: neither SDK
+/// dispatches them, but once an `id` has gone by (openai-python keeps the
+/// last one, as WHATWG says, and dispatches every blank line after it)
+/// they are dropped too. Anthropic's SDK skips events it does not know:
+/// Messages streams keep them all.
+///
+/// A UTF-8 byte order mark that opens an event stream is not relayed:
+/// seawall's scanner skips it (WHATWG HTML 9.2.6), but the Python SDKs
+/// split lines on `:` without it, so their first field was `\u{feff}data`
+/// and the first event was lost.
+///
 /// An event stream's frames leave in batches when the upstream has several
 /// ready at once (see `GATHER_TURNS`); their bytes and order are kept.
 pub(crate) struct Relay {
@@ -247,6 +264,16 @@ pub(crate) struct Relay {
     sse: bool,
     /// Where the event stream's lines and events end, across frames.
     lines: Lines,
+    /// The body's first bytes while they may still be a byte order mark
+    /// split across frames (event streams); `None` once past where a mark
+    /// can be.
+    head: Option<BytesMut>,
+    /// An `id` field has been relayed on the OpenAI wire: openai-python
+    /// now dispatches at every blank line, a comment's too.
+    id_seen: bool,
+    /// An event dropped at a frame's end ended with a CR: an LF that opens
+    /// the next frame is its line end, not a blank line of the next event.
+    orphan_lf: bool,
     /// The start of an event whose end has not come yet (event streams).
     partial: BytesMut,
     /// The last byte sent: a CR may still be waiting for its LF.
@@ -310,6 +337,68 @@ fn is_done_event(event: &[u8]) -> bool {
     first_data.is_some_and(seawall_internal::json::is_done_marker)
 }
 
+/// What the OpenAI SDKs' event decoders make of one whole event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dispatched {
+    /// An event with data that holds more than blanks.
+    Data,
+    /// An event with no data, or blanks only: an `event`, `data`, `id` or
+    /// `retry` field made openai-python dispatch it (openai-node: an
+    /// `event` or a `data`), and `json.loads("")` raises.
+    Empty,
+    /// Nothing: comments, blank lines, fields neither SDK reads. Only
+    /// openai-python, once it has seen an `id`, dispatches an empty event
+    /// at the blank line.
+    Nothing,
+}
+
+/// What the OpenAI SDKs make of `event` (one whole event). Stops at the
+/// start of the first data line that holds something: an event that is
+/// data costs the lines before it (none for a chat chunk, a Responses
+/// event's name), never its data again.
+fn dispatched(event: &[u8]) -> Dispatched {
+    let mut fields = false;
+    let mut at = 0;
+    while at < event.len() {
+        // A data line that opens with something: the event is data, known
+        // without reading the line to its end (a chat chunk's JSON).
+        if let Some(value) = event[at..].strip_prefix(b"data:") {
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            if value.first().is_some_and(|&byte| !is_blank(byte)) {
+                return Dispatched::Data;
+            }
+        }
+        let end = memchr2(b'\n', b'\r', &event[at..]).map_or(event.len(), |found| at + found);
+        let line = &event[at..end];
+        at = end + 1;
+        // A blank line, or a comment.
+        if line.first().is_none_or(|&byte| byte == b':') {
+            continue;
+        }
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(colon) => (&line[..colon], &line[colon + 1..]),
+            None => (line, &[][..]),
+        };
+        match name {
+            b"data" if value.iter().any(|&byte| !is_blank(byte)) => return Dispatched::Data,
+            b"data" | b"event" | b"id" | b"retry" => fields = true,
+            _ => {}
+        }
+    }
+    if fields {
+        Dispatched::Empty
+    } else {
+        Dispatched::Nothing
+    }
+}
+
+/// Whether a line of `event` (one whole event) may be an `id` field: one
+/// starts with `id` (see [`Lines`]).
+fn has_id_line(event: &[u8]) -> bool {
+    event.starts_with(b"id")
+        || memchr::memchr2_iter(b'\n', b'\r', event).any(|end| event[end + 1..].starts_with(b"id"))
+}
+
 /// Where an event stream's lines end (CRLF, LF or CR) and so where its
 /// events end (a blank line), followed across frames.
 #[derive(Debug, Clone, Copy)]
@@ -318,6 +407,10 @@ struct Lines {
     blank: bool,
     /// The last byte was a CR: an LF right after it ends no other line.
     cr: bool,
+    /// A line that starts with `id` (an `id` field, maybe) has begun.
+    /// JSON holds no raw line end, so a data line's `"id"` is none. The
+    /// start of a line split between `i` and `d` is missed here.
+    id: bool,
 }
 
 impl Default for Lines {
@@ -325,6 +418,7 @@ impl Default for Lines {
         Lines {
             blank: true,
             cr: false,
+            id: false,
         }
     }
 }
@@ -343,6 +437,10 @@ impl Lines {
             if std::mem::take(&mut self.cr) && data[at] == b'\n' {
                 at += 1;
                 continue;
+            }
+            // Each line start is here once, the first of the frame too.
+            if self.blank && data[at..].starts_with(b"id") {
+                self.id = true;
             }
             let Some(found) = memchr2(b'\n', b'\r', &data[at..]) else {
                 self.blank = false;
@@ -378,6 +476,9 @@ impl Relay {
             endpoint,
             sse,
             lines: Lines::default(),
+            head: sse.then(BytesMut::new),
+            id_seen: false,
+            orphan_lf: false,
             partial: BytesMut::new(),
             last: b'\n',
             last_run: Bytes::new(),
@@ -438,27 +539,83 @@ impl Relay {
         if !self.sse {
             return self.send(data);
         }
+        let Some(mut data) = self.past_bom(data) else {
+            return;
+        };
+        if !data.is_empty() && std::mem::take(&mut self.orphan_lf) && data[0] == b'\n' {
+            // The dropped event's LF: it goes with it, and ends no line.
+            self.lines.cr = false;
+            data = data.slice(1..);
+        }
         // Looked for once a frame; only a frame that has one is relayed
         // event by event.
         let screen = memchr::memmem::find(&data, DONE_MARKER).is_some();
+        // On the OpenAI wire each event is looked at, but the look stops
+        // at the first data line that holds something (the first line of
+        // a chat chunk, the second of a Responses event): runs of events
+        // that all go still leave as one slice of the frame.
+        let openai = self.endpoint.wire() == Wire::OpenAi;
         let mut from = 0;
         let mut sent = 0;
         while let Some(end) = self.lines.next_event_end(&data, from) {
-            if !self.partial.is_empty() {
+            // Known once the event's lines have been walked: the next
+            // event's first line counts too, which at worst drops one
+            // keep-alive more.
+            self.id_seen |= openai && self.lines.id;
+            let dropped = if !self.partial.is_empty() {
                 // The event begun in an earlier frame ends here.
                 self.partial.extend_from_slice(&data[from..end]);
                 let joined = self.partial.split().freeze();
-                self.send_event(joined);
+                if openai && !self.id_seen {
+                    // An `id` line split by the frames' edge.
+                    self.id_seen = has_id_line(&joined);
+                }
                 sent = end;
-            } else if screen {
+                !self.send_event(joined)
+            } else if screen || (openai && self.dispatches_nothing(&data[from..end])) {
                 self.send(data.slice(sent..from));
-                self.send_event(data.slice(from..end));
                 sent = end;
-            }
+                !self.send_event(data.slice(from..end))
+            } else {
+                false
+            };
+            self.orphan_lf = dropped && end == data.len() && data[end - 1] == b'\r';
             from = end;
         }
         self.send(data.slice(sent..from));
         self.partial.extend_from_slice(&data[from..]);
+    }
+
+    /// `data` past a byte order mark that opens the body, held back while
+    /// it may be the first bytes of one split across frames: `None` while
+    /// all that came may still be one.
+    fn past_bom(&mut self, data: Bytes) -> Option<Bytes> {
+        let Some(head) = self.head.as_mut() else {
+            return Some(data);
+        };
+        let data = if head.is_empty() {
+            data
+        } else {
+            head.extend_from_slice(&data);
+            head.split().freeze()
+        };
+        if data.len() < UTF8_BOM.len() && bom_so_far(&data) {
+            head.extend_from_slice(&data);
+            return None;
+        }
+        self.head = None;
+        let mark = data.len() - without_bom(&data).len();
+        Some(data.slice(mark..))
+    }
+
+    /// Whether an OpenAI SDK would read `event` (one whole event) as
+    /// nothing, or as an event with no data to parse: dropped.
+    fn dispatches_nothing(&self, event: &[u8]) -> bool {
+        match dispatched(event) {
+            Dispatched::Data => false,
+            Dispatched::Empty => true,
+            Dispatched::Nothing => self.id_seen,
+        }
     }
 
     /// Queues one whole event, but for a `[DONE]` on a wire that has no
@@ -466,14 +623,21 @@ impl Relay {
     /// every stream with it, and the OpenAI SDK stops reading there, so a
     /// stream cut after it looked finished, seawall's final event unread
     /// behind it. The stream guard judged it nothing (no end, no content).
-    fn send_event(&mut self, event: Bytes) {
+    /// On the OpenAI wire an event with no data to parse is dropped (see
+    /// [`Relay`]). Whether the event is relayed (a held `[DONE]` is).
+    fn send_event(&mut self, event: Bytes) -> bool {
+        if self.endpoint.wire() == Wire::OpenAi && self.dispatches_nothing(&event) {
+            return false;
+        }
         if is_done_event(&event) {
             if !self.endpoint.has_no_done_marker() {
                 self.held_done = Some(event);
+                return true;
             }
-            return;
+            return false;
         }
         self.send(event);
+        true
     }
 
     /// The stream ended well. An event still waiting for its blank line is
@@ -639,7 +803,13 @@ mod tests {
 
     /// An upstream body that plays a script: `Some(bytes)` a ready frame
     /// (`"!"` a body error), `None` a pending turn.
-    struct Script(VecDeque<Option<&'static str>>);
+    struct Script(VecDeque<Option<&'static [u8]>>);
+
+    impl Script {
+        fn new(script: &[Option<&'static str>]) -> Script {
+            Script(script.iter().map(|s| s.map(str::as_bytes)).collect())
+        }
+    }
 
     impl Body for Script {
         type Data = Bytes;
@@ -650,10 +820,8 @@ mod tests {
             _cx: &mut Context<'_>,
         ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
             match self.0.pop_front() {
-                Some(Some("!")) => Poll::Ready(Some(Err("upstream reset".into()))),
-                Some(Some(text)) => {
-                    Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(text.as_bytes())))))
-                }
+                Some(Some(b"!")) => Poll::Ready(Some(Err("upstream reset".into()))),
+                Some(Some(bytes)) => Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(bytes))))),
                 Some(None) => Poll::Pending,
                 None => Poll::Ready(None),
             }
@@ -665,7 +833,11 @@ mod tests {
     }
 
     fn relay_at(endpoint: Endpoint, sse: bool, script: &[Option<&'static str>]) -> Relay {
-        let inner = Script(script.iter().copied().collect()).boxed_unsync();
+        relay_script(endpoint, sse, Script::new(script))
+    }
+
+    fn relay_script(endpoint: Endpoint, sse: bool, script: Script) -> Relay {
+        let inner = script.boxed_unsync();
         let tracker = Tracker::new(Arc::default(), "m", endpoint, sse);
         Relay::new(inner, endpoint, sse, tracker, Arc::default())
     }
@@ -692,7 +864,10 @@ mod tests {
             let before = count.0.load(Ordering::Relaxed);
             match Pin::new(&mut relay).poll_frame(&mut cx) {
                 Poll::Ready(Some(Ok(frame))) => {
-                    seen.push(String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap())
+                    // Lossy: a byte order mark's first bytes alone are no
+                    // UTF-8, and still show where they went.
+                    let data = frame.into_data().unwrap();
+                    seen.push(String::from_utf8_lossy(&data).into_owned())
                 }
                 Poll::Ready(Some(Err(_))) => {
                     seen.push("failed".into());
@@ -748,7 +923,7 @@ mod tests {
     fn a_request_ends_when_its_last_frame_is_handed_on() {
         fn relay_counted(script: &[Option<&'static str>]) -> (Relay, Arc<Counters>) {
             let counters = Arc::new(Counters::default());
-            let inner = Script(script.iter().copied().collect()).boxed_unsync();
+            let inner = Script::new(script).boxed_unsync();
             let tracker = Tracker::new(Arc::clone(&counters), "m", Endpoint::ChatCompletions, true);
             let relay = Relay::new(
                 inner,
@@ -938,6 +1113,161 @@ mod tests {
         .filter(|turn| turn != "~" && turn != "-")
         .collect();
         assert_eq!(seen, format!("{delta}data: [DONE]\n\nend"));
+    }
+
+    /// The relayed body, pending turns left out.
+    fn body(relay: Relay) -> String {
+        polls(relay)
+            .into_iter()
+            .filter(|turn| turn != "~" && turn != "-")
+            .collect()
+    }
+
+    /// An event the OpenAI SDKs would dispatch with no data (a ping some
+    /// servers send, an empty `data:` heartbeat) is relayed to no OpenAI
+    /// client: openai-python's `json.loads("")` and openai-node's
+    /// `JSON.parse("")` raised mid-answer. Every data event goes, in order.
+    #[test]
+    fn events_without_data_go_to_no_openai_client() {
+        let chunk = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n";
+        let finish =
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+        let done = "data: [DONE]\n\n";
+        let answer = format!("{chunk}{finish}{done}end");
+        for ping in [
+            "event: ping\n\n",
+            "event: ping\ndata:\n\n",
+            "data:\n\n",
+            "data: \t \r\n\r\n",
+            "data\ndata: \n\n",
+            "id: 7\n\n",
+            "retry: 3000\r\r",
+            ": a comment\nevent: ping\n\n",
+        ] {
+            // A frame an event, or all in one frame (the frame is cut
+            // around the ping), or the ping split over frames.
+            let seen = body(relay(
+                true,
+                &[Some(chunk), Some(ping), Some(finish), Some(done)],
+            ));
+            assert_eq!(seen, answer, "{ping:?}");
+            let one: &'static str = format!("{chunk}{ping}{finish}{done}").leak();
+            assert_eq!(body(relay(true, &[Some(one)])), answer, "{ping:?}");
+            let (a, b) = ping.split_at(3);
+            let split: &'static str = format!("{chunk}{a}").leak();
+            let seen = body(relay(
+                true,
+                &[Some(split), Some(b), Some(finish), Some(done)],
+            ));
+            assert_eq!(seen, answer, "{ping:?}");
+        }
+        // The Responses API's SDK reads events the same way.
+        let delta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"delta\":\"a\"}\n\n";
+        let seen = body(relay_at(
+            Endpoint::Responses,
+            true,
+            &[Some(&*format!("event: ping\n\n{delta}data:\n\n").leak())],
+        ));
+        assert_eq!(seen, format!("{delta}end"));
+        // Anthropic's SDK skips events it does not know: all go.
+        let ping = "event: ping\n\nevent: ping\ndata:\n\n";
+        let seen = body(relay_at(Endpoint::Messages, true, &[Some(ping)]));
+        assert_eq!(seen, format!("{ping}end"));
+    }
+
+    /// Comments and blank lines keep proxies' idle timers alive and no
+    /// OpenAI SDK dispatches them, until an `id` has gone by: then
+    /// openai-python dispatches an empty event at every blank line.
+    #[test]
+    fn comments_go_until_an_id_has_gone_by() {
+        let chunk = "data: {\"choices\":[]}\n\n";
+        let keep_alive = ": keep-alive\n\n";
+        let seen = body(relay(
+            true,
+            &[Some(keep_alive), Some(chunk), Some(keep_alive), Some("\n")],
+        ));
+        assert_eq!(seen, format!("{keep_alive}{chunk}{keep_alive}\nend"));
+        let with_id = "id: 1\ndata: {\"choices\":[]}\n\n";
+        for script in [
+            &[Some(with_id), Some(keep_alive), Some("\n"), Some(chunk)][..],
+            &[Some(&*format!("{with_id}{keep_alive}\n{chunk}").leak())][..],
+            // The `id` split by the frames' edge.
+            &[
+                Some("data: {}\ni"),
+                Some("d: 1\n\n"),
+                Some(keep_alive),
+                Some(chunk),
+            ][..],
+        ] {
+            let seen = body(relay(true, script));
+            assert!(!seen.contains("keep-alive"), "{seen:?}");
+            assert!(seen.ends_with(&format!("\n\n{chunk}end")), "{seen:?}");
+        }
+    }
+
+    /// An event dropped at a frame's end with a CR: the LF that opens the
+    /// next frame goes with it, not as a blank line of its own.
+    #[test]
+    fn a_dropped_events_lf_goes_with_it() {
+        let seen = body(relay(
+            true,
+            &[
+                Some("data: a\r\r"),
+                Some("\nevent: ping\r\r"),
+                Some("\ndata: b\r\n\r\n"),
+            ],
+        ));
+        // The LF after `a`'s CRs opened the dropped event's frame, and
+        // went with it: `a` still ends at its `\r\r`.
+        assert_eq!(seen, "data: a\r\rdata: b\r\n\r\nend");
+    }
+
+    /// A byte order mark that opens an event stream is not relayed, whole
+    /// or split over frames: the Python SDKs read the first field as
+    /// `\u{feff}data` and lost the first event. One that is not at the
+    /// start, or the start of a mark that is none, goes as it came.
+    #[test]
+    fn an_opening_byte_order_mark_is_not_relayed() {
+        let event: &[u8] = b"data: {\"choices\":[]}\n\n";
+        let with_mark: &'static [u8] = [&UTF8_BOM[..], event].concat().leak();
+        for endpoint in [Endpoint::ChatCompletions, Endpoint::Messages] {
+            for script in [
+                vec![Some(with_mark)],
+                vec![Some(&UTF8_BOM[..1]), Some(&with_mark[1..])],
+                vec![
+                    Some(&UTF8_BOM[..1]),
+                    None,
+                    Some(&UTF8_BOM[1..]),
+                    Some(event),
+                ],
+                vec![Some(&with_mark[..2]), Some(&with_mark[2..])],
+                vec![Some(&b""[..]), Some(&UTF8_BOM[..]), Some(event)],
+            ] {
+                let seen = body(relay_script(endpoint, true, Script(script.into())));
+                assert_eq!(seen.as_bytes(), [event, b"end"].concat(), "{endpoint:?}");
+            }
+        }
+        let twice: &'static [u8] = [&UTF8_BOM[..], with_mark].concat().leak();
+        let seen = body(relay_script(
+            Endpoint::Messages,
+            true,
+            Script([Some(twice)].into()),
+        ));
+        assert!(seen.starts_with('\u{feff}'), "{seen:?}");
+        // No mark after all: its first bytes go, as content.
+        let seen = body(relay_script(
+            Endpoint::Messages,
+            true,
+            Script([Some(&UTF8_BOM[..2]), Some(b"x\n\n")].into()),
+        ));
+        assert_eq!(seen, String::from_utf8_lossy(b"\xEF\xBBx\n\nend"));
+        // A unary body is relayed as it came.
+        let seen = body(relay_script(
+            Endpoint::ChatCompletions,
+            false,
+            Script([Some(&UTF8_BOM[..]), Some(b"{}")].into()),
+        ));
+        assert_eq!(seen, "\u{feff}{}end");
     }
 
     #[test]
