@@ -1060,6 +1060,55 @@ async fn several_choices_finish_when_every_choice_has() {
     );
 }
 
+/// Several choices in one chunk (`n > 1`; OpenAI's chunk schema: choices
+/// "can contain more than one element"): every choice is read, not the
+/// first only. One choice's `stop` does not hide another's cut at its
+/// limit, and a stream cut while choice 1 never finished is truncated.
+/// The delivered text is choice 0's.
+#[tokio::test]
+async fn several_choices_in_one_chunk_are_each_read() {
+    let both = |first: &str, second: &str| format!("data: {{\"choices\":[{first},{second}]}}\n\n");
+    let choice = |index: u32, delta: &str, finish: &str| {
+        format!(r#"{{"index":{index},"delta":{delta},"finish_reason":{finish}}}"#)
+    };
+    let written = both(
+        &choice(0, r#"{"content":"A"}"#, "null"),
+        &choice(1, r#"{"content":"B"}"#, "null"),
+    );
+    // Choice 1 never finishes: the connection cut, or `[DONE]`.
+    let cut = written.clone()
+        + &both(
+            &choice(0, "{}", r#""stop""#),
+            &choice(1, r#"{"content":"C"}"#, "null"),
+        );
+    for stream in [cut.clone(), cut + DONE] {
+        let d = delivered(run(CHAT, &stream).await);
+        let error = d.error.as_ref().expect("not complete");
+        assert_eq!(error.code(), Code::Truncated, "{stream}");
+        assert_eq!(
+            error
+                .interrupted()
+                .and_then(|i| i.delivered_text.as_deref()),
+            Some("A"),
+            "choice 0's text"
+        );
+    }
+    // Whole: choice 1's cut at its limit is the message's finish.
+    let whole = written
+        + &both(
+            &choice(0, "{}", r#""stop""#),
+            &choice(1, "{}", r#""length""#),
+        )
+        + DONE;
+    let d = delivered(run(CHAT, &whole).await);
+    let finish = d.report.finish.as_ref().expect("a finish");
+    assert_eq!(
+        (finish.kind, &*finish.reason),
+        (FinishKind::Truncated, "length")
+    );
+    assert!(d.error.is_none(), "{:?}", d.error);
+}
+
 /// Several Gemini candidates (`candidateCount > 1`): in one chunk each, or
 /// one per chunk with its `index` (the first's left out). The first to
 /// finish does not finish the message; one cut while another finished is

@@ -17,8 +17,8 @@ use seawall_core::{FinishKind, Usage};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::choices::Choices;
-use super::wire::{First, Text, Truthy, declared_reason, parse_text};
+use super::choices::{Choices, bit, notable};
+use super::wire::{First, Text, Truthy, declared_reason, fold_seq, parse_text};
 use super::{Reason, Signal, in_stream_error};
 use seawall_core::provider::{Provider, QuotaWall};
 use seawall_internal::cursor::{Cursor, Holes, Scan};
@@ -28,7 +28,7 @@ use seawall_internal::cursor::{Cursor, Holes, Scan};
 seawall_core::later_wins! {
     #[cfg_attr(test, derive(Debug, PartialEq))]
     struct Chunk<'a> {
-        choices: First<Choice<'a>> = "choices",
+        choices: Listed<'a> = "choices",
         /// An `error` member that says something ([`Truthy`]): what
         /// openai-python raises on.
         error: Truthy = "error",
@@ -38,10 +38,119 @@ seawall_core::later_wins! {
     }
 }
 
+/// A chunk's `choices`: the first read whole, as a chunk of one choice
+/// (every chunk OpenAI sends) needs it; any after it folded one by one
+/// ([`Several`]). With `n > 1` a chunk "can contain more than one element"
+/// (OpenAI's chunk schema): read for its first only, a second choice's
+/// finish was never seen, and one choice's `stop` hid another's cut.
+#[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct Listed<'a> {
+    first: First<Choice<'a>>,
+    rest: Several<'a>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Listed<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // One at a time where they lie: nothing kept per choice, so a
+        // chunk of many costs no more memory than one of two.
+        fold_seq(
+            deserializer,
+            Listed::default(),
+            |listed: &mut Listed<'a>, choice: Choice<'a>| match listed.first {
+                First(None) => listed.first = First(Some(choice)),
+                First(Some(_)) => listed.rest.add(choice),
+            },
+        )
+    }
+}
+
+/// Several choices folded into what the guard needs, as Gemini's
+/// candidates are: which were seen and finished, the most telling finish
+/// (the first not a plain stop, else the first), whether any is content,
+/// and the text of choice 0, the delivered one.
+#[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct Several<'a> {
+    /// Choices folded in.
+    count: u32,
+    seen: u64,
+    finished: u64,
+    finish: Option<Reason<'a>>,
+    content: bool,
+    acts: bool,
+    thinking: bool,
+    refusal: bool,
+    text: Option<Cow<'a, str>>,
+}
+
+impl<'a> Several<'a> {
+    fn add(&mut self, choice: Choice<'a>) {
+        self.count = self.count.saturating_add(1);
+        // As one choice's chunk reads it: no index (or none a count) is
+        // the first's.
+        let index = choice.index.as_ref().and_then(serde_json::Number::as_u64);
+        let index = index.unwrap_or(0);
+        let bit = bit(index).unwrap_or(0);
+        self.seen |= bit;
+        if let Some(Text(reason)) = declared_reason(choice.finish_reason) {
+            self.finished |= bit;
+            let finish = Reason {
+                kind: finish_kind(&reason),
+                reason,
+            };
+            if self
+                .finish
+                .as_ref()
+                .is_none_or(|kept| !notable(kept.kind) && notable(finish.kind))
+            {
+                self.finish = Some(finish);
+            }
+        }
+        let (text, acts, thinking) = match choice.delta {
+            Some(delta) => {
+                self.refusal |= delta.refusal.and_then(Text::non_empty).is_some();
+                (delta.content, delta.acts, delta.thinking)
+            }
+            None => (choice.text, false, false),
+        };
+        let text = text.and_then(Text::non_empty);
+        self.content |= text.is_some() || acts;
+        self.acts |= acts;
+        self.thinking |= thinking;
+        if index == 0 && self.text.is_none() {
+            self.text = text;
+        }
+    }
+
+    /// Folds in `other`'s choices, which came after these.
+    fn absorb(&mut self, other: Several<'a>) {
+        self.count = self.count.saturating_add(other.count);
+        self.seen |= other.seen;
+        self.finished |= other.finished;
+        if let Some(finish) = other.finish
+            && self
+                .finish
+                .as_ref()
+                .is_none_or(|kept| !notable(kept.kind) && notable(finish.kind))
+        {
+            self.finish = Some(finish);
+        }
+        self.content |= other.content;
+        self.acts |= other.acts;
+        self.thinking |= other.thinking;
+        self.refusal |= other.refusal;
+        if self.text.is_none() {
+            self.text = other.text;
+        }
+    }
+}
+
 seawall_core::later_wins! {
     #[cfg_attr(test, derive(Debug, PartialEq))]
     struct Choice<'a> {
-        /// Which choice (`n > 1` asks for several, one per chunk).
+        /// Which choice (`n > 1` asks for several: one per chunk from
+        /// OpenAI and vLLM, several in one from other servers).
         index: Option<serde_json::Number> = "index",
         delta: Option<Delta<'a>> = "delta",
         finish_reason: Option<Text<'a>> = "finish_reason",
@@ -227,7 +336,7 @@ fn scan(text: &str) -> Scan<Chunk<'_>> {
 fn scan_holes(text: &str) -> Scan<(Chunk<'_>, Holes)> {
     let mut cursor = Cursor::new(text);
     let mut chunk = Chunk {
-        choices: First(None),
+        choices: Listed::default(),
         error: Truthy(false),
         usage: Truthy(false),
     };
@@ -235,7 +344,8 @@ fn scan_holes(text: &str) -> Scan<(Chunk<'_>, Holes)> {
         match field {
             0 => {
                 let choice = cursor.nullable(|cursor| cursor.lone_element(scan_choice))?;
-                chunk.choices = First(choice.flatten());
+                // More than one element is left to serde (`lone_element`).
+                chunk.choices.first = First(choice.flatten());
             }
             1 => chunk.error = Truthy(cursor.truthy()?),
             _ => chunk.usage = Truthy(cursor.truthy()?),
@@ -439,7 +549,11 @@ pub(super) fn decode<'a>(
     // bookkeeping chunk): progress, not content; one that carries nothing
     // is a keep-alive ([`is_bookkeeping`]). Unless it is an error object
     // itself, as vLLM's and FastChat's are (`"object":"error"`).
-    let Some(mut choice) = chunk.choices.0 else {
+    let Listed {
+        first: First(first),
+        rest,
+    } = chunk.choices;
+    let Some(mut choice) = first else {
         if is_error_object(data) {
             return Signal::Error(in_stream_error(Provider::OpenAi, data, quota_wall));
         }
@@ -450,6 +564,9 @@ pub(super) fn decode<'a>(
             Signal::KeepAlive
         };
     };
+    if rest.count > 0 {
+        return several(choice, rest, refused, usage, text, chunk.usage.0, choices);
+    }
     choice.finish_reason = declared_reason(choice.finish_reason.take());
     // The usage comes with the finish (Groq's `x_groq`), or after it in a
     // chunk of its own that still has a choice, with no finish (OpenRouter,
@@ -521,6 +638,55 @@ pub(super) fn decode<'a>(
         (true, finish) => Signal::Content { text, finish, act },
         (false, Some(reason)) => Signal::Finish(reason),
         (false, None) if thinking => Signal::Thinking,
+        (false, None) => Signal::Progress,
+    }
+}
+
+/// A chunk of several choices (`n > 1`, from a server that sends them
+/// together): read as Gemini's candidates are, every choice's finish
+/// noted, the message's finish only once every choice seen has
+/// finished, and the delivered text choice 0's. Never a kept shape's:
+/// the cursor reads one choice only, and leaves these to serde.
+fn several<'a>(
+    first: Choice<'a>,
+    rest: Several<'a>,
+    refused: &mut bool,
+    usage: &mut Option<Usage>,
+    text: &'a str,
+    carries_usage: bool,
+    choices: &mut Choices,
+) -> Signal<'a> {
+    let mut all = Several::default();
+    all.add(first);
+    all.absorb(rest);
+    // A refusal delta is the model declining, in whichever choice (as one
+    // choice a chunk reads it).
+    *refused |= all.refusal;
+    if all.finish.is_some() || carries_usage {
+        read_usage(text, usage);
+    }
+    let finish = all.finish.map(|reason| Reason {
+        kind: if *refused {
+            FinishKind::Refused
+        } else {
+            reason.kind
+        },
+        reason: reason.reason,
+    });
+    let finish = choices.settle(all.seen, all.finished, finish);
+    match (all.content, finish) {
+        (true, finish) => Signal::Content {
+            // Content with no text of choice 0's and no act is another
+            // choice's text: text (`""`), not a call.
+            text: match all.text {
+                None if !all.acts => Some(Cow::Borrowed("")),
+                text => text,
+            },
+            finish,
+            act: all.acts,
+        },
+        (false, Some(reason)) => Signal::Finish(reason),
+        (false, None) if all.thinking => Signal::Thinking,
         (false, None) => Signal::Progress,
     }
 }
@@ -788,6 +954,79 @@ mod tests {
         assert_eq!(
             shape.recognise(same.as_bytes()).map(|s| format!("{s:?}")),
             Some(r#"Content { text: Some("hi"), finish: None, act: false }"#.to_owned())
+        );
+    }
+
+    /// A chunk of several choices is never a kept shape's, however like
+    /// one its first choice is: every choice is read, and one choice's
+    /// finish waits for the other's.
+    #[test]
+    fn several_choices_in_a_chunk_are_each_read() {
+        let head = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":null}"#;
+        let tail = r#"],"obfuscation":"a1"}"#;
+        let two = |second: &str| format!("{head},{second}{tail}");
+        let mut shape = trained();
+        let mut choices = Choices::default();
+        let mut decode_with = |data: &str| {
+            format!(
+                "{:?}",
+                decode(
+                    data.as_bytes(),
+                    &mut false,
+                    &mut None,
+                    &mut shape,
+                    &mut choices,
+                    QuotaWall::default()
+                )
+            )
+        };
+        let both =
+            two(r#"{"index":1,"delta":{"content":"yo"},"logprobs":null,"finish_reason":null}"#);
+        assert!(trained().recognise(both.as_bytes()).is_none());
+        assert_eq!(
+            decode_with(&both),
+            r#"Content { text: Some("hi"), finish: None, act: false }"#
+        );
+        // Choice 0 stops, choice 1 is cut at its limit: the message's
+        // finish is the cut, once both finished.
+        let finished = r#"{"choices":[{"index":1,"delta":{},"finish_reason":"length"},{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+        assert_eq!(
+            decode_with(finished),
+            r#"Finish(Reason { kind: Truncated, reason: "length" })"#
+        );
+        // Text of choice 0's only, wherever it lies in the list; another
+        // choice's is `""`.
+        let read = |data: &str| {
+            format!(
+                "{:?}",
+                decode(
+                    data.as_bytes(),
+                    &mut false,
+                    &mut None,
+                    &mut Shape::default(),
+                    &mut Choices::default(),
+                    QuotaWall::default()
+                )
+            )
+        };
+        assert_eq!(
+            read(
+                r#"{"choices":[{"index":1,"delta":{"content":"B"}},{"index":0,"delta":{"content":"A"}}]}"#
+            ),
+            r#"Content { text: Some("A"), finish: None, act: false }"#
+        );
+        assert_eq!(
+            read(
+                r#"{"choices":[{"index":1,"delta":{"content":"B"}},{"index":2,"delta":{"content":"C"}}]}"#
+            ),
+            r#"Content { text: Some(""), finish: None, act: false }"#
+        );
+        // One finished, the other not yet: no finish of the message's.
+        assert_eq!(
+            read(
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"},{"index":1,"delta":{"role":"assistant"}}]}"#
+            ),
+            "Progress"
         );
     }
 
