@@ -1424,3 +1424,161 @@ fn a_stream_cut_by_the_operations_deadline_is_an_interruption() {
         1
     );
 }
+
+/// A fallback with no ladder above (the `build_with_fallback` shape: its
+/// primary a ladder of one attempt that fails at once with
+/// `provider_unavailable`) whose one route, named `spare`, is a route set
+/// of `key-a` and `key-b` over `upstream`, each member cooling
+/// (rate-limited) until the instant `cooling` gives it, if any.
+fn fallback_to_route_set<S>(
+    upstream: S,
+    cooling: impl Fn(&str) -> Option<tokio::time::Instant> + Send + Sync + 'static,
+) -> impl tower::Service<
+    http::Request<Full<Bytes>>,
+    Response = http::Response<impl http_body::Body>,
+    Error = tower::BoxError,
+>
+where
+    S: tower::Service<
+            http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
+            Response = http::Response<Full<Bytes>>,
+            Error = tower::BoxError,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    use seawall::core::{Code, Failure, RouteId};
+    use seawall::fallback::{FallbackLayer, Member, RouteSetLayer};
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use std::sync::Arc;
+    use tower::Layer;
+    let cooling = Arc::new(cooling);
+    let set = RouteSetLayer::new([Member::new("key-a"), Member::new("key-b")])
+        .unwrap()
+        .seed(7)
+        .health(move |route: &RouteId| {
+            let (cooling, route) = (cooling.clone(), route.clone());
+            move || {
+                let until = cooling(route.as_str())?;
+                let left = until.saturating_duration_since(tokio::time::Instant::now());
+                (!left.is_zero()).then_some((Code::RateLimited, Some(left)))
+            }
+        });
+    // The set answers with its own body type: both routes answer a boxed
+    // body.
+    type Boxed = http_body_util::combinators::UnsyncBoxBody<Bytes, tower::BoxError>;
+    let primary = RetryBudgetLayer::new(RetryPolicy::no_wait(1), Budget::unlimited()).layer(
+        tower::service_fn(|_: TwiceRecorded| async {
+            Err::<http::Response<Boxed>, _>(tower::BoxError::from(Failure::new(
+                Code::ProviderUnavailable,
+            )))
+        }),
+    );
+    let spare = tower::ServiceBuilder::new()
+        .map_response(|response: http::Response<_>| {
+            response.map(|body| BodyExt::map_err(body, Into::into).boxed_unsync())
+        })
+        .service(set.layer(upstream));
+    FallbackLayer::new(spare)
+        .route(RouteId::new("spare"))
+        .layer(primary)
+}
+
+/// A fallback with no ladder above, its spare a route set: a call its
+/// caller dropped while a member had it is that member's cancelled
+/// attempt, as the member's answer or failure would have been, not the
+/// route's (`spare`), where no call went.
+#[test]
+fn a_fallback_counts_a_dropped_call_under_its_route_sets_member() {
+    let snapshotter = recorded_on(true, async {
+        let later = tokio::time::Instant::now() + Duration::from_secs(60);
+        let (called, member_called) = tokio::sync::oneshot::channel();
+        // Only `key-a` can take the call.
+        let service = fallback_to_route_set(hangs_sendable(called), move |route| {
+            (route == "key-b").then_some(later)
+        });
+        tokio::select! {
+            result = service.oneshot(prim_request()) => {
+                panic!("the member never answers: {:?}", result.err())
+            }
+            _ = member_called => {}
+        }
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("route", "key-a"), ("code", "cancelled")]
+        ),
+        1,
+        "{snapshot:?}"
+    );
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("route", "spare")]),
+        0,
+        "{snapshot:?}"
+    );
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
+        1,
+        "{snapshot:?}"
+    );
+}
+
+/// A fallback with no ladder above whose spare, a route set, holds the
+/// call while every member cools: a caller that gives up then sent the
+/// spare nothing, and no attempt is cancelled (the primary's failure is
+/// the one attempt).
+#[test]
+fn a_fallback_counts_no_call_its_route_set_held() {
+    let snapshotter = recorded_on(true, async {
+        let back = tokio::time::Instant::now() + Duration::from_secs(2);
+        let (called, _never) = tokio::sync::oneshot::channel();
+        let service = fallback_to_route_set(hangs_sendable(called), move |_| Some(back));
+        let call = service.oneshot(prim_request());
+        let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
+        assert!(gave_up.is_err(), "the set waits for a member");
+    });
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
+        0,
+        "{snapshot:?}"
+    );
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("route", "spare")]),
+        0,
+        "{snapshot:?}"
+    );
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("code", "provider_unavailable")]
+        ),
+        1,
+        "{snapshot:?}"
+    );
+}
+
+/// As [`hangs`], its futures sendable (a fallback's routes must be).
+fn hangs_sendable(
+    called: tokio::sync::oneshot::Sender<()>,
+) -> impl tower::Service<
+    http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
+    Response = http::Response<Full<Bytes>>,
+    Error = tower::BoxError,
+    Future = std::future::Pending<Result<http::Response<Full<Bytes>>, tower::BoxError>>,
+> + Clone
++ Send
++ 'static {
+    let called = std::sync::Arc::new(std::sync::Mutex::new(Some(called)));
+    tower::service_fn(move |_| {
+        if let Some(called) = called.lock().unwrap().take() {
+            let _ = called.send(());
+        }
+        std::future::pending::<Result<http::Response<Full<Bytes>>, tower::BoxError>>()
+    })
+}

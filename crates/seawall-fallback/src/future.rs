@@ -110,9 +110,10 @@ where
     }
 
     /// Waits for the service, calls it (then sets `sent`), and waits for
-    /// the answer. `says`: the route to name to a ladder above as the one
-    /// the call went to ([`RequestFacts::call_sent`]), said before the
-    /// call so a layer below that chooses again (a route set) speaks after.
+    /// the answer. `says`: the route to name as the one the call went to
+    /// ([`RequestFacts::call_sent`]), to a ladder above or to this layer's
+    /// own count of a cancel; said before the call so a layer below that
+    /// chooses again (a route set) speaks after.
     fn poll_send(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -235,6 +236,11 @@ struct Walk {
     span: tracing::Span,
     /// See [`Plan::ladder_above`].
     ladder_above: bool,
+    /// The operation's facts, to read what a layer below did with a call
+    /// its caller dropped ([`Walk::cancelled`]). Kept only without a ladder
+    /// above (which reads it itself), as the walk starts: a failure's
+    /// path, never a first call's answer.
+    facts: Option<RequestFacts>,
 }
 
 /// What to do next. Returned and consumed at once, never stored: boxing
@@ -557,6 +563,11 @@ impl Walk {
             moves: 0,
             span: tracing::Span::none(),
             ladder_above: plan.ladder_above,
+            facts: if plan.ladder_above {
+                None
+            } else {
+                plan.facts().cloned()
+            },
         });
         walk.visit(Target::Primary, from, failure, shared);
         held(plan);
@@ -872,14 +883,12 @@ impl Walk {
     }
 
     /// What a move's call needs as it is sent: where to say it was sent,
-    /// and the route to name to a ladder above, if there is one
-    /// ([`Sending::poll_send`]).
+    /// and the route to name as the one it went to ([`Sending::poll_send`]).
+    /// Named with or without a ladder above: this layer reads it back too
+    /// on a cancel ([`Walk::cancelled`]), where a route set below has said
+    /// the member it sent the call to since, or that it holds the call.
     fn sending(&mut self) -> (&mut bool, Option<&RouteId>) {
-        let says = self
-            .current
-            .as_ref()
-            .filter(|_| self.ladder_above)
-            .map(|(_, route)| route);
+        let says = self.current.as_ref().map(|(_, route)| route);
         (&mut self.sent, says)
     }
 
@@ -997,14 +1006,33 @@ impl Walk {
     /// nothing was sent (`held`). A caller that stops waiting
     /// broke nothing: the move's span says `cancelled` without an error
     /// status.
+    ///
+    /// Counted here, it is counted where the call went as a layer below
+    /// said it ([`CallBelow`](seawall_core::facts::CallBelow)): under the member a route set sent it to,
+    /// not the route's name; none when the set holds it, every member
+    /// cooling (nothing was sent upstream). Nothing said (no slots to say
+    /// it in): the move's route, which took the call as it was sent.
     #[cold]
     fn cancelled(&self, target: Target, route: &RouteId) {
         #[cfg(feature = "metrics")]
         if target != Target::Primary && !self.ladder_above {
-            seawall_core::record::attempt(route, Some(Code::Cancelled));
+            use seawall_core::facts::CallBelow;
+            let below = self
+                .facts
+                .as_ref()
+                .map_or(CallBelow::Unrecorded, RequestFacts::call_below);
+            match below {
+                CallBelow::Unrecorded => {
+                    seawall_core::record::attempt(route, Some(Code::Cancelled));
+                }
+                CallBelow::Sent(sent) => {
+                    seawall_core::record::attempt(&sent, Some(Code::Cancelled));
+                }
+                CallBelow::Held => {}
+            }
         }
         #[cfg(not(feature = "metrics"))]
-        let _ = (target, route, self.ladder_above);
+        let _ = (target, route, self.ladder_above, &self.facts);
         self.span.record("error.type", Code::Cancelled.as_str());
     }
 }
