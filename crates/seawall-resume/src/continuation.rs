@@ -212,6 +212,18 @@ pub fn continuation_with(
 ) -> Result<Value, ResumeError> {
     let mut body = original.clone();
     let mut extra = None;
+    // Only whitespace delivered (a first delta "\n\n"): nothing visible
+    // to continue. Asked in a user turn, the text goes in a turn before
+    // the question, which Anthropic refuses with a 400 when it is
+    // whitespace only ("text content blocks must contain non-whitespace
+    // text": a final assistant turn alone may be). Left out, the question
+    // would follow the user's own turn: merged into it by Anthropic (after
+    // tool results, the empty `end_turn` the style avoids), two user turns
+    // in a row that Gemini may refuse. The conversation goes as it was:
+    // the answer starts over, and the layer trims the whitespace said
+    // again.
+    let nothing_visible = delivered.trim().is_empty();
+    let mut as_it_was = false;
     let (key, turn) = match provider {
         Provider::OpenAi => {
             let mut turn = json!({"role": "assistant", "content": delivered});
@@ -249,6 +261,7 @@ pub fn continuation_with(
             // turn, and no text lands right after the tool results an
             // agent's last user turn holds.
             AnthropicStyle::AskToContinue => {
+                as_it_was = nothing_visible;
                 extra = Some(json!({"role": "user", "content": CONTINUE_PROMPT}));
                 (
                     "messages",
@@ -263,6 +276,7 @@ pub fn continuation_with(
             // ("Please ensure that multiturn requests alternate between
             // user and model"), and the question's turn is a user turn.
             if styles.gemini == GeminiStyle::AskToContinue {
+                as_it_was = nothing_visible;
                 extra = Some(json!({"role": "user", "parts": [{"text": CONTINUE_PROMPT}]}));
             }
             (
@@ -285,8 +299,10 @@ pub fn continuation_with(
         .get_mut(key)
         .and_then(Value::as_array_mut)
         .ok_or(ResumeError::NoConversation(key))?;
-    turns.push(turn);
-    turns.extend(extra);
+    if !as_it_was {
+        turns.push(turn);
+        turns.extend(extra);
+    }
     Ok(body)
 }
 
@@ -491,6 +507,29 @@ mod tests {
         assert_eq!(ask["messages"][2]["role"], json!("user"));
         assert_eq!(ask["messages"][2]["content"], json!(CONTINUE_PROMPT));
         assert_eq!(ask["messages"].as_array().unwrap().len(), 3);
+    }
+
+    /// A cut after whitespace only (a first delta `"\n\n"`) delivered
+    /// nothing visible: asking to continue it would send a whitespace-only
+    /// assistant (model) turn before the question, which Anthropic refuses
+    /// with a 400 ("text content blocks must contain non-whitespace
+    /// text"). The conversation goes as it was, without the question: the
+    /// layer trims the whitespace said again.
+    #[test]
+    fn asking_to_continue_whitespace_sends_no_whitespace_turn() {
+        let claude = json!({"model": "c", "messages": [{"role": "user", "content": "hi"}]});
+        let ask = Styles::default().asking_in_a_user_turn(Provider::Anthropic);
+        let next = continuation_with(Provider::Anthropic, &claude, "\n\n", &ask).unwrap();
+        assert_eq!(next, claude);
+        let gemini = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+        let ask = Styles::default().asking_in_a_user_turn(Provider::Gemini);
+        let next = continuation_with(Provider::Gemini, &gemini, " \n", &ask).unwrap();
+        assert_eq!(next, gemini);
+        // Still a request with a conversation to take it.
+        assert_eq!(
+            continuation_with(Provider::Anthropic, &json!({"prompt": "x"}), "\n", &ask),
+            Err(ResumeError::NoConversation("messages"))
+        );
     }
 
     #[test]
