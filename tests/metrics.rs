@@ -1563,6 +1563,9 @@ fn a_fallback_counts_no_call_its_route_set_held() {
     );
 }
 
+/// A call that never answers, as [`hangs_sendable`] makes it.
+type Hanging = std::future::Pending<Result<http::Response<Full<Bytes>>, tower::BoxError>>;
+
 /// As [`hangs`], its futures sendable (a fallback's routes must be).
 fn hangs_sendable(
     called: tokio::sync::oneshot::Sender<()>,
@@ -1570,7 +1573,7 @@ fn hangs_sendable(
     http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
     Response = http::Response<Full<Bytes>>,
     Error = tower::BoxError,
-    Future = std::future::Pending<Result<http::Response<Full<Bytes>>, tower::BoxError>>,
+    Future = Hanging,
 > + Clone
 + Send
 + 'static {
@@ -1581,4 +1584,66 @@ fn hangs_sendable(
         }
         std::future::pending::<Result<http::Response<Full<Bytes>>, tower::BoxError>>()
     })
+}
+
+/// Two nested ladders, the inner one sleeping a second before its retry
+/// after its first call failed (`provider_unavailable`, counted by it):
+/// a caller that gives up during that sleep cancelled no call, none was
+/// in flight. The outer ladder, whose attempt (the inner's run) was still
+/// "in flight" by its own word, counted one under its route.
+#[test]
+fn nested_ladders_count_no_call_while_the_inner_one_sleeps() {
+    use seawall::core::{Code, Failure};
+    use seawall::retry::{Backoff, Budget, Jitter, RetryBudgetLayer, RetryPolicy};
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let snapshotter = recorded_on(true, {
+        let calls = calls.clone();
+        async move {
+            // Fails its first call, never answers a later one.
+            let upstream = tower::service_fn(move |_: TwiceRecorded| {
+                let first = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        return Err::<http::Response<Full<Bytes>>, _>(tower::BoxError::from(
+                            Failure::new(Code::ProviderUnavailable),
+                        ));
+                    }
+                    std::future::pending().await
+                }
+            });
+            let backoff = Backoff::exponential(Duration::from_secs(1), Duration::from_secs(1))
+                .with_jitter(Jitter::None);
+            let service = tower::ServiceBuilder::new()
+                .layer(RetryBudgetLayer::new(
+                    RetryPolicy::no_wait(2),
+                    Budget::unlimited(),
+                ))
+                .layer(RetryBudgetLayer::new(
+                    RetryPolicy::no_wait(2).backoff(backoff).allow_nested(),
+                    Budget::unlimited(),
+                ))
+                .service(upstream);
+            let call = service.oneshot(prim_request());
+            // Dropped at 100 ms, a second before the inner ladder's retry.
+            let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
+            assert!(gave_up.is_err(), "the inner ladder sleeps");
+        }
+    });
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let snapshot = snapshot(&snapshotter);
+    assert_eq!(
+        counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
+        0,
+        "{snapshot:?}"
+    );
+    assert_eq!(
+        counter(
+            &snapshot,
+            ATTEMPTS_TOTAL,
+            &[("code", "provider_unavailable")]
+        ),
+        1,
+        "{snapshot:?}"
+    );
+    assert_eq!(counter(&snapshot, ATTEMPTS_TOTAL, &[]), 1, "{snapshot:?}");
 }

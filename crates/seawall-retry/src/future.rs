@@ -236,11 +236,15 @@ where
                     }
                     Err(err) => match ladder.failed(err.into()) {
                         Next::Stop(err) => return Poll::Ready(Err(err)),
-                        Next::Retry(Duration::ZERO) => this.state.set(State::Readying {
-                            until: ladder.readiness_until(),
-                            bound: None,
-                        }),
+                        Next::Retry(Duration::ZERO) => {
+                            ladder.between_calls();
+                            this.state.set(State::Readying {
+                                until: ladder.readiness_until(),
+                                bound: None,
+                            });
+                        }
                         Next::Retry(delay) => {
+                            ladder.between_calls();
                             ladder.release_readiness();
                             this.state.set(State::Sleeping {
                                 sleep: sleep(delay),
@@ -387,6 +391,33 @@ impl<S, B> Ladder<S, B> {
             && let Some(facts) = &self.facts
         {
             facts.attempt_sent();
+        }
+    }
+
+    /// A nested ladder stops having a call in flight until its retry (its
+    /// backoff, a cooldown waited out, its service's readiness): it says
+    /// so to the outermost ladder ([`RequestFacts::call_held`]), whose own
+    /// attempt (this ladder's run) is still in flight by its word. A
+    /// caller that gives up meanwhile cancelled no upstream call. The
+    /// outermost ladder has none in flight itself then, and reads nothing.
+    fn between_calls(&self) {
+        if self.nested
+            && let Some(facts) = &self.facts
+        {
+            facts.call_held();
+        }
+    }
+
+    /// A nested ladder sends its retry to its route: what it said as it
+    /// stopped ([`between_calls`](Self::between_calls)) is no longer so,
+    /// and a layer below that chooses again (a route set) speaks after.
+    /// Its first attempt says nothing: the layer above that sent it (a
+    /// fallback, a route set) named the route as it did.
+    fn retry_sent(&self) {
+        if self.nested
+            && let Some(facts) = &self.facts
+        {
+            facts.call_sent(&self.route);
         }
     }
 
@@ -906,6 +937,7 @@ impl<S, B> Ladder<S, B> {
         let mut request = again.template.request(body);
         previous_attempts(&mut request, self.attempt - 1);
         self.mark(&mut request);
+        self.retry_sent();
         // Inside the new attempt's span (the operation's is entered).
         let _attempt = self.attempt_span.clone().entered();
         let again = self.again.as_mut().expect("checked above");
