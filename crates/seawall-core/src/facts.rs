@@ -94,11 +94,13 @@ pub struct OperationSlots {
 /// What a layer below a retry ladder did with the ladder's attempt in
 /// flight, as [`RequestFacts::call_below`] reads it: the ladder reads it
 /// only when its caller drops it, to count the cancelled attempt under the
-/// route whose call was in flight — or none, when nothing was sent.
+/// route whose call was in flight — or none, when nothing was sent. A
+/// fallback with no ladder above reads it the same way for a route's call.
 ///
 /// A layer that chooses where an attempt goes (a route set, a fallback)
 /// says it as it chooses ([`RequestFacts::call_held`],
-/// [`RequestFacts::call_sent`]); the outermost ladder clears it as it
+/// [`RequestFacts::call_sent`]), and so does a nested ladder between its
+/// calls and as it sends a retry; the outermost ladder clears it as it
 /// sends each attempt ([`RequestFacts::attempt_sent`]). The deepest layer
 /// speaks last (each says it before it calls the layer below), so a route
 /// set under a fallback's route names its member, not the route.
