@@ -29,8 +29,10 @@ pub(crate) fn contains_ci(haystack: &str, needle: &str) -> bool {
 /// keys travel there (Gemini's `?key=`, a base URL's `user:key@`), and an
 /// HTTP client's error names the URL it failed on (reqwest: "error sending
 /// request for url (…)"). A URL runs from its scheme to the first white
-/// space, quote or bracket; its query to the fragment or that end. Borrowed
-/// when there is nothing to take out.
+/// space, quote or bracket — except an IP literal's brackets
+/// (`http://[::1]:8080/`, `http://user:key@[::1]/`), which belong to the
+/// authority; its query runs to the fragment or that end. Borrowed when
+/// there is nothing to take out.
 pub fn without_url_secrets(text: &str) -> std::borrow::Cow<'_, str> {
     const END: &[u8] = b" \t\r\n\"'<>()[]{},";
     let bytes = text.as_bytes();
@@ -39,10 +41,7 @@ pub fn without_url_secrets(text: &str) -> std::borrow::Cow<'_, str> {
     let mut from = 0;
     while let Some(found) = memchr::memmem::find(&bytes[from..], b"://") {
         let authority_start = from + found + 3;
-        let url_end = bytes[authority_start..]
-            .iter()
-            .position(|b| END.contains(b))
-            .map_or(bytes.len(), |at| authority_start + at);
+        let url_end = url_end(bytes, authority_start, END);
         let url = &bytes[authority_start..url_end];
         let authority_len = url
             .iter()
@@ -80,6 +79,35 @@ pub fn without_url_secrets(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Where the URL whose authority begins at `authority_start` ends: at the
+/// first byte of `end`, except that a `[` opening the host (right after
+/// `://` or the userinfo's `@`) runs to its `]`, for an IPv6 literal would
+/// otherwise end the URL before the query that holds the key. Such a `[`
+/// left unclosed (before an ending byte) does not end the URL either:
+/// taking too much out of a message costs less than showing a key.
+fn url_end(bytes: &[u8], authority_start: usize, end: &[u8]) -> usize {
+    let mut at = authority_start;
+    let mut in_authority = true;
+    while let Some(&b) = bytes.get(at) {
+        if b == b'[' && in_authority && (at == authority_start || bytes[at - 1] == b'@') {
+            let closed = bytes[at + 1..]
+                .iter()
+                .position(|b| end.contains(b))
+                .filter(|&close| bytes[at + 1 + close] == b']');
+            at += closed.map_or(1, |close| close + 2);
+            continue;
+        }
+        if end.contains(&b) {
+            return at;
+        }
+        if matches!(b, b'/' | b'?' | b'#') {
+            in_authority = false;
+        }
+        at += 1;
+    }
+    bytes.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +133,26 @@ mod tests {
             ),
             ("no url here, just text", "no url here, just text"),
             ("a scheme at the end://", "a scheme at the end://"),
+            (
+                "error sending request for url (http://[::1]:8080/v1?key=SECRET): refused",
+                "error sending request for url (http://[::1]:8080/v1): refused",
+            ),
+            (
+                "connect to http://user:SECRET@[::1]/v1 failed",
+                "connect to http://[::1]/v1 failed",
+            ),
+            (
+                "http://[fe80::1%25eth0]:1/x?key=SECRET#f",
+                "http://[fe80::1%25eth0]:1/x#f",
+            ),
+            ("(see https://x/y?key=s) then", "(see https://x/y) then"),
+            ("[https://x?key=s]", "[https://x]"),
+            (
+                "see [https://x/a?key=s] and (https://y/b?key=t), http://[::1]/c?key=u.",
+                "see [https://x/a] and (https://y/b), http://[::1]/c",
+            ),
+            // A host's bracket never closed does not end the URL early.
+            ("http://[::1?key=s", "http://[::1"),
         ];
         for (text, shown) in cases {
             assert_eq!(without_url_secrets(text), shown, "{text}");
