@@ -148,29 +148,37 @@ struct Passed {
     status: u16,
     frames: u64,
     bytes: u64,
+    /// The content events that reached the caller: a body's data frames,
+    /// a gRPC answer's whole messages (a frame may carry several, or a
+    /// part of one, and a caller reads messages).
+    events: u64,
     ended: bool,
 }
 
 impl Passed {
-    fn new(status: u16, head: Option<&Bytes>) -> Self {
+    /// What passed once `head` (`events` content events) was handed on.
+    fn new(status: u16, head: Option<&Bytes>, events: u64) -> Self {
         Passed {
             status,
             frames: u64::from(head.is_some()),
             bytes: head.map_or(0, |head| head.len() as u64),
+            events,
             ended: false,
         }
     }
 
-    fn count(&mut self, data: &Bytes) {
+    /// `data` handed on, `events` content events with it.
+    fn count(&mut self, data: &Bytes, events: u64) {
         self.frames += 1;
         self.bytes += data.len() as u64;
+        self.events += events;
     }
 
     /// `failure` (a `stream_interrupted` or a `truncated`, caused by
     /// `cause`) with what was passed; the body ends with it.
     fn fail(&mut self, failure: Failure, cause: Code, what: &'static str) -> BoxError {
         let mut delivered = Interrupted::default();
-        delivered.content_events = self.frames;
+        delivered.content_events = self.events;
         delivered.bytes = self.bytes;
         delivered.cause = Some(cause);
         self.end(failure.with_interrupted(delivered), true, cause, what)
@@ -261,7 +269,7 @@ impl Length {
         }
         Some(Length {
             declared,
-            passed: Passed::new(status, None),
+            passed: Passed::new(status, None, 0),
         })
     }
 
@@ -284,7 +292,7 @@ impl Length {
                     ));
                     return Some(Err(self.passed.interrupted(&cause, WHAT)));
                 }
-                self.passed.count(data);
+                self.passed.count(data, 1);
                 Some(Ok(frame))
             }
             None if self.passed.bytes < self.declared => {
@@ -348,8 +356,9 @@ fn judge_grpc<E: Into<BoxError>>(
     };
     let mut frame = frame;
     if let Some(data) = frame.data_ref() {
-        passed.count(data);
+        let before = framing.messages;
         framing.feed(data);
+        passed.count(data, framing.messages - before);
         return Some(Ok(frame));
     }
     let Some(trailers) = frame.trailers_mut() else {
@@ -428,7 +437,7 @@ fn judge_past_cap<E: Into<BoxError>>(
         Some(Ok(frame)) => frame,
     };
     if let Some(data) = frame.data_ref() {
-        passed.count(data);
+        passed.count(data, 1);
         if passed.bytes > ceiling {
             let failure = answer_too_large(ceiling);
             return Some(Err(passed.fail(failure, Code::AnswerTooLarge, WHAT)));
@@ -493,7 +502,7 @@ impl<B> ClassifiedBody<B> {
         framing.feed(head.as_deref().unwrap_or_default());
         ClassifiedBody {
             kind: Kind::Judged {
-                passed: Passed::new(status, head.as_ref()),
+                passed: Passed::new(status, head.as_ref(), framing.messages),
                 judge: Judge::Grpc(quota_wall, framing),
                 head,
                 rest,
@@ -509,7 +518,7 @@ impl<B> ClassifiedBody<B> {
         end.feed(seawall_internal::json::without_bom(&head));
         ClassifiedBody {
             kind: Kind::Judged {
-                passed: Passed::new(status, Some(&head)),
+                passed: Passed::new(status, Some(&head), 1),
                 judge: Judge::PastCap(end, ceiling),
                 head: Some(head),
                 rest,
@@ -521,7 +530,7 @@ impl<B> ClassifiedBody<B> {
     /// for [`inner`](Self::inner), the head already passed.
     pub(crate) fn resumed(head: Bytes, rest: Pin<Box<B>>, length: Option<Length>) -> Self {
         let length = length.map(|mut length| {
-            length.passed = Passed::new(length.passed.status, Some(&head));
+            length.passed = Passed::new(length.passed.status, Some(&head), 1);
             length
         });
         ClassifiedBody {
@@ -840,5 +849,52 @@ mod tests {
             assert_eq!(cut.interrupted().map(|i| i.content_events), Some(1));
             assert!(cut.evidence().content_seen);
         }
+    }
+
+    /// A gRPC interruption counts the messages that reached the caller,
+    /// its content events, not the DATA frames that carried them: three
+    /// messages in one frame are three, one message over several frames
+    /// one.
+    #[tokio::test]
+    async fn a_grpc_interruption_counts_messages_not_frames() {
+        let three = [MESSAGE, MESSAGE, MESSAGE].concat();
+        let cut = grpc_end(vec![
+            http_body::Frame::data(Bytes::from(three)),
+            trailers(&[("grpc-status", "14")]),
+        ])
+        .await;
+        let delivered = cut.interrupted().expect("an interruption");
+        assert_eq!(delivered.content_events, 3, "{cut:?}");
+        assert_eq!(delivered.bytes, 3 * MESSAGE.len() as u64);
+        // The frames are still the evidence's chunks.
+        assert_eq!(cut.evidence().chunks, 1);
+
+        let mut split: Vec<_> = MESSAGE
+            .iter()
+            .map(|byte| http_body::Frame::data(Bytes::copy_from_slice(&[*byte])))
+            .collect();
+        split.push(trailers(&[("grpc-status", "14")]));
+        let cut = grpc_end(split).await;
+        assert_eq!(
+            cut.interrupted().map(|i| i.content_events),
+            Some(1),
+            "{cut:?}"
+        );
+        assert_eq!(cut.evidence().chunks, MESSAGE.len() as u64);
+
+        // A head read before the answer was handed on is its first message.
+        let body = ClassifiedBody::watching_trailers(
+            Some(Bytes::from([MESSAGE, MESSAGE].concat())),
+            Box::pin(Frames(vec![trailers(&[("grpc-status", "14")])])),
+            200,
+            seawall_core::provider::QuotaWall::default(),
+        );
+        let error = body.collect().await.expect_err("a bad end");
+        let cut = seawall_core::Failure::find(&*error).expect("classified");
+        assert_eq!(
+            cut.interrupted().map(|i| i.content_events),
+            Some(2),
+            "{cut:?}"
+        );
     }
 }
