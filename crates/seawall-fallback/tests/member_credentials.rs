@@ -20,6 +20,11 @@ const URI_SEEN: HeaderName = HeaderName::from_static("x-test-uri");
 const ORGANIZATION: HeaderName = HeaderName::from_static("openai-organization");
 const PROJECT: HeaderName = HeaderName::from_static("openai-project");
 
+/// An AWS session token (sent beside a SigV4 signature) and the seawall
+/// gateway's client token: credentials, though in no provider's key header.
+const AWS_TOKEN: HeaderName = HeaderName::from_static("x-amz-security-token");
+const GATEWAY_TOKEN: HeaderName = HeaderName::from_static("x-seawall-token");
+
 /// What each call reached the provider with: its member and headers.
 type Seen = Arc<Mutex<Vec<(String, HeaderMap)>>>;
 
@@ -54,7 +59,8 @@ fn provider(
 
 /// The caller's request, as async-openai sends it: its own OpenAI key and
 /// the account it belongs to (and here a cookie, the `Host` a proxy
-/// forwards and a key in the query, as Gemini's clients send it).
+/// forwards and a key in the query, as Gemini's clients send it, an AWS
+/// session token and a seawall gateway's token).
 fn request() -> http::Request<()> {
     http::Request::post("https://api.openai.com/v1/chat/completions?key=caller-key&a=b")
         .header(AUTHORIZATION, "Bearer sk-caller")
@@ -62,6 +68,8 @@ fn request() -> http::Request<()> {
         .header(PROJECT, "proj-caller")
         .header(COOKIE, "session=caller")
         .header(HOST, "api.openai.com")
+        .header(AWS_TOKEN, "aws-session-caller")
+        .header(GATEWAY_TOKEN, "gateway-token-caller")
         .body(())
         .unwrap()
 }
@@ -101,6 +109,8 @@ async fn a_member_with_its_own_key_never_gets_the_callers() {
             assert!(headers.get(COOKIE).is_none(), "{route}: {headers:?}");
             assert!(headers.get(ORGANIZATION).is_none(), "{route}: {headers:?}");
             assert!(headers.get(PROJECT).is_none(), "{route}: {headers:?}");
+            assert!(headers.get(AWS_TOKEN).is_none(), "{route}: {headers:?}");
+            assert!(headers.get(GATEWAY_TOKEN).is_none(), "{route}: {headers:?}");
             let uri = headers[URI_SEEN].to_str().unwrap();
             assert!(uri.ends_with("/v1/chat/completions?a=b"), "{route}: {uri}");
             match route.as_str() {
@@ -143,7 +153,29 @@ async fn members_without_keys_send_the_callers_to_each() {
         assert_eq!(headers[AUTHORIZATION], "Bearer sk-caller", "{route}");
         assert_eq!(headers[COOKIE], "session=caller", "{route}");
         assert_eq!(headers[ORGANIZATION], "org-caller", "{route}");
+        assert_eq!(headers[AWS_TOKEN], "aws-session-caller", "{route}");
+        assert_eq!(headers[GATEWAY_TOKEN], "gateway-token-caller", "{route}");
         let uri = headers[URI_SEEN].to_str().unwrap();
         assert!(uri.ends_with("?key=caller-key&a=b"), "{route}: {uri}");
     }
+}
+
+/// A member whose own credential is an AWS session token brings
+/// credentials: the caller's go, theirs alone is sent.
+#[tokio::test(start_paused = true)]
+async fn a_session_token_is_a_members_own_credential() {
+    let members = [Member::new("bedrock")
+        .origin("https://bedrock-runtime.us-east-1.amazonaws.com")
+        .unwrap()
+        .header(AWS_TOKEN, HeaderValue::from_static("aws-session-member"))];
+    let set = RouteSetLayer::new(members).unwrap();
+    let seen = Seen::default();
+    attempts(&set, &seen, "none", "bedrock").await;
+    let seen = seen.lock().unwrap();
+    let (_, headers) = &seen[0];
+    assert_eq!(headers[AWS_TOKEN], "aws-session-member");
+    assert!(headers.get(AUTHORIZATION).is_none(), "{headers:?}");
+    assert!(headers.get(GATEWAY_TOKEN).is_none(), "{headers:?}");
+    let uri = headers[URI_SEEN].to_str().unwrap();
+    assert!(uri.ends_with("/v1/chat/completions?a=b"), "{uri}");
 }

@@ -11,14 +11,19 @@ use http::uri::Authority;
 /// bearer token (OpenAI and the many APIs shaped like it), Anthropic's
 /// `x-api-key`, Azure OpenAI's `api-key`, Gemini's `x-goog-api-key`, and
 /// the generic `proxy-authorization` and `cookie` (which an HTTPS proxy
-/// tunnel would carry to the origin itself).
-pub const CREDENTIAL_HEADERS: [HeaderName; 6] = [
+/// tunnel would carry to the origin itself), AWS's `x-amz-security-token`
+/// (the session token that goes with a SigV4 signature: Bedrock) and
+/// `x-seawall-token`, the seawall gateway's own client token (a caller of
+/// a gateway sends it; no other origin is meant to see it).
+pub const CREDENTIAL_HEADERS: [HeaderName; 8] = [
     AUTHORIZATION,
     HeaderName::from_static("x-api-key"),
     HeaderName::from_static("api-key"),
     HeaderName::from_static("x-goog-api-key"),
     PROXY_AUTHORIZATION,
     COOKIE,
+    HeaderName::from_static("x-amz-security-token"),
+    HeaderName::from_static("x-seawall-token"),
 ];
 
 /// The headers that name the account behind the caller's own key:
@@ -139,6 +144,10 @@ mod tests {
     fn credential_headers_are_known_by_name() {
         assert!(is_credential(&AUTHORIZATION));
         assert!(is_credential(&HeaderName::from_static("x-goog-api-key")));
+        assert!(is_credential(&HeaderName::from_static(
+            "x-amz-security-token"
+        )));
+        assert!(is_credential(&HeaderName::from_static("x-seawall-token")));
         assert!(!is_credential(&HeaderName::from_static(
             "anthropic-version"
         )));
