@@ -145,6 +145,11 @@ impl BreakerLayer {
     /// retry ladder above bounds the wait for its retries by its own time,
     /// and by its `max_retry_after` (then a `timeout` that fails over).
     ///
+    /// A waiting instance looks at its route again at least once a second,
+    /// so a route forced closed by [`BreakerHandle::reset`] in the middle
+    /// of its break or cooldown is ready within a second, not at the
+    /// break's end.
+    ///
     /// Once ready, an instance stays ready until it is called, as tower's
     /// `poll_ready` contract asks: if the route opens in between (another
     /// clone's failure), that call is refused, and the next `poll_ready`

@@ -14,7 +14,14 @@ use crate::shared::{Permit, RequestHead, RouteFn, Shared};
 use crate::state::{BreakerState, RouteBreaker};
 
 /// How often readiness gating looks again at an isolated route, which has
-/// no probe time of its own (nor has a cooldown until a reset).
+/// no probe time of its own (nor has a cooldown until a reset); and the
+/// longest a gate sleeps at all. A reset wakes nobody, so a gate that
+/// slept to the probe time (up to the break's cap of minutes) or to a
+/// cooldown's end would keep its route out of a balancer's rotation that
+/// long after an operator reset it. A waiting instance's wake-up a
+/// second is all it costs, and only while it waits; a waker list that
+/// `reset` notified would need a lock and memory for every waiting
+/// instance, dropped ones included.
 const ISOLATED_RECHECK: Duration = Duration::from_secs(1);
 
 /// How often readiness gating looks again at a half-open route whose trial
@@ -146,7 +153,7 @@ where
             && !self.readied
             && let Some(wait) = self.gated_for()
         {
-            let until = Instant::now() + wait;
+            let until = Instant::now() + wait.min(ISOLATED_RECHECK);
             let gate = self
                 .gate
                 .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
