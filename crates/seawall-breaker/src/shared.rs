@@ -4,14 +4,18 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use seawall_core::{BoxError, Failure, RouteId};
+use seawall_core::{BoxError, Failure, RouteId, ShownUri};
 
 use crate::error::CircuitOpen;
 use crate::policy::counts;
 use crate::state::{Outcome, Policy, RouteBreaker, Ticket};
 
 /// The head of a request, given to a user's route function.
-#[derive(Debug, Clone, Copy)]
+///
+/// Its `Debug` shows the method, the URI as [`ShownUri`] shows it (no
+/// userinfo, no query: keys travel there) and the headers' names only:
+/// their values carry the caller's keys.
+#[derive(Clone, Copy)]
 #[non_exhaustive]
 pub struct RequestHead<'a> {
     /// The request method.
@@ -38,6 +42,25 @@ impl<'a> RequestHead<'a> {
     /// [`RouteId`] in the extensions, else the URI's authority.
     pub fn default_route(&self) -> RouteId {
         RouteId::of_head(self.extensions, self.uri)
+    }
+}
+
+impl std::fmt::Debug for RequestHead<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestHead")
+            .field("method", self.method)
+            .field("uri", &ShownUri(self.uri))
+            .field("headers", &HeaderNames(self.headers))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A header map shown by its names alone.
+struct HeaderNames<'a>(&'a http::HeaderMap);
+
+impl std::fmt::Debug for HeaderNames<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
     }
 }
 
@@ -347,5 +370,28 @@ mod tests {
         let routes = shared.routes.read().unwrap();
         let (key, _) = routes.iter().next().unwrap();
         assert!(std::ptr::eq(key.as_ref(), forced.route.as_str()));
+    }
+
+    /// A route function's head, formatted (`{head:?}` in a log line),
+    /// shows no key: not the bearer token, not the URI's query or userinfo.
+    #[test]
+    fn a_request_heads_debug_shows_no_key() {
+        let request = http::Request::post(
+            "https://user:sk-SECRET@generativelanguage.googleapis.com/v1beta/models/g:generateContent?key=SECRET&alt=sse",
+        )
+        .header(http::header::AUTHORIZATION, "Bearer sk-SECRET")
+        .header("x-goog-api-key", "SECRET")
+        .body(())
+        .unwrap();
+        let shown = format!("{:?}", RequestHead::of(&request));
+        assert!(!shown.contains("SECRET"), "{shown}");
+        for part in [
+            "POST",
+            "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent",
+            "authorization",
+            "x-goog-api-key",
+        ] {
+            assert!(shown.contains(part), "{part}: {shown}");
+        }
     }
 }
