@@ -73,7 +73,8 @@ pub(crate) struct FleetArgs {
         ]
     )]
     backoff: Vec<String>,
-    /// Runs averaged in the backoff comparison (with --backoff only).
+    /// Runs averaged in the backoff comparison (with --backoff only): at
+    /// most 10000.
     #[arg(long, default_value_t = 100, requires = "backoff")]
     trials: usize,
     /// One JSON object per row instead of the table.
@@ -232,6 +233,14 @@ fn config(args: &FleetArgs) -> Result<FleetConfig, String> {
         stacks,
         threads: args.threads.unwrap_or(defaults.threads),
     };
+    // A finite headroom may still make an infinite capacity with the
+    // fleet's load, which the provider refuses: named here by its flag.
+    if !config.capacity().is_finite() {
+        return Err(format!(
+            "--headroom ({}) × --clients × --rate must be a finite capacity",
+            args.headroom
+        ));
+    }
     // Each flag's own bound does not bound their product: every operation
     // in flight is held in memory, and 10 000 clients at 1000 operations a
     // second (each flag allowed) would hold tens of millions of them.
@@ -255,6 +264,35 @@ fn config(args: &FleetArgs) -> Result<FleetConfig, String> {
     Ok(config)
 }
 
+/// The comparison `args` ask for, or why it cannot run (a usage error).
+fn aws_config(args: &FleetArgs) -> Result<AwsConfig, String> {
+    let clients = args.clients.unwrap_or(100);
+    if !(1..=aws::MAX_CLIENTS).contains(&clients) {
+        return Err(format!(
+            "--clients must be between 1 and {}",
+            aws::MAX_CLIENTS
+        ));
+    }
+    // The trials run one after another: an unbounded count is a run that
+    // never ends.
+    if !(1..=aws::MAX_TRIALS).contains(&args.trials) {
+        return Err(format!(
+            "--trials must be between 1 and {}",
+            aws::MAX_TRIALS
+        ));
+    }
+    let config = AwsConfig {
+        clients,
+        trials: args.trials,
+        seed: args.seed,
+        ..AwsConfig::default()
+    };
+    // The flags are checked above, in their own names; this keeps the
+    // library's refusal a usage error should the two drift.
+    config.check()?;
+    Ok(config)
+}
+
 fn run_aws(args: &FleetArgs) -> ExitCode {
     let mut kinds = Vec::new();
     for name in &args.backoff {
@@ -266,20 +304,15 @@ fn run_aws(args: &FleetArgs) -> ExitCode {
             },
         }
     }
-    let clients = args.clients.unwrap_or(100);
-    if !(1..=10_000).contains(&clients) {
-        return usage("--clients must be between 1 and 10000");
-    }
-    if args.trials == 0 {
-        return usage("--trials must be at least 1");
-    }
-    let config = AwsConfig {
-        clients,
-        trials: args.trials,
-        seed: args.seed,
-        ..AwsConfig::default()
+    let config = match aws_config(args) {
+        Ok(config) => config,
+        Err(why) => return usage(&why),
     };
-    let reports = aws::run(&config, &kinds);
+    let reports = match aws::run(&config, &kinds) {
+        Ok(reports) => reports,
+        // Checked above; kept a usage error should the two drift.
+        Err(why) => return usage(&why),
+    };
     let mut out = std::io::stdout();
     let mut lines = Vec::new();
     if args.json {

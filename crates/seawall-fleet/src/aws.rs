@@ -73,8 +73,14 @@ impl BackoffKind {
     /// seawall's first retry sleeps `initial`, the blog's `2 × base`, so
     /// `initial` is 10 ms; decorrelated jitter starts from `base` itself
     /// (`random(5 ms, 15 ms)` first), as in the blog.
+    ///
+    /// # Panics
+    ///
+    /// As [`Backoff::exponential`]: when `base` is zero and `cap` is not.
+    /// [`AwsConfig::check`] refuses such a base.
     pub fn backoff(self, base: Duration, cap: Duration) -> Backoff {
-        let exponential = Backoff::exponential(base * 2, cap);
+        // Saturating: a base past half of any duration is capped anyway.
+        let exponential = Backoff::exponential(base.saturating_mul(2), cap);
         match self {
             BackoffKind::None => Backoff::none(),
             BackoffKind::Exp => exponential.with_jitter(Jitter::None),
@@ -87,20 +93,37 @@ impl BackoffKind {
     }
 }
 
+/// The most clients contending for the row: each is a task holding its
+/// own retry stack for the whole trial.
+pub const MAX_CLIENTS: usize = 10_000;
+
+/// The most trials averaged: they run one after another, so the count is
+/// the run's length.
+pub const MAX_TRIALS: usize = 10_000;
+
+/// The longest backoff base or cap, and the longest mean or standard
+/// deviation of a hop's delay: a minute. Every delay of a trial is then a
+/// duration a timer can wait (a hop's delay is at most its mean plus some
+/// 38 standard deviations), where a base or a delay near
+/// [`Duration::MAX`] once panicked.
+pub const MAX_DELAY: Duration = Duration::from_secs(60);
+
 /// The comparison's settings.
 #[derive(Debug, Clone)]
 pub struct AwsConfig {
-    /// Contending clients (default 100).
+    /// Contending clients (default 100): at least 1, at most
+    /// [`MAX_CLIENTS`].
     pub clients: usize,
-    /// Runs averaged (default 100).
+    /// Runs averaged (default 100): at least 1, at most [`MAX_TRIALS`].
     pub trials: usize,
-    /// The backoff base (default 5 ms).
+    /// The backoff base (default 5 ms): above zero, at most
+    /// [`MAX_DELAY`].
     pub base: Duration,
-    /// The backoff cap (default 2 s).
+    /// The backoff cap (default 2 s): at most [`MAX_DELAY`].
     pub cap: Duration,
-    /// Mean network delay per hop (default 10 ms).
+    /// Mean network delay per hop (default 10 ms): at most [`MAX_DELAY`].
     pub net_mean: Duration,
-    /// Its standard deviation (default 2 ms).
+    /// Its standard deviation (default 2 ms): at most [`MAX_DELAY`].
     pub net_sd: Duration,
     /// The seed.
     pub seed: u64,
@@ -117,6 +140,36 @@ impl Default for AwsConfig {
             net_sd: Duration::from_millis(2),
             seed: 1,
         }
+    }
+}
+
+impl AwsConfig {
+    /// Why this comparison cannot run, when it cannot: no clients or
+    /// trials (there is no last client, nor a mean), more than
+    /// [`MAX_CLIENTS`] or [`MAX_TRIALS`], a zero base (seawall's backoff
+    /// grows from it), or a base, cap or network delay over
+    /// [`MAX_DELAY`]. [`run`] refuses it.
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=MAX_CLIENTS).contains(&self.clients) {
+            return Err(format!("clients must be between 1 and {MAX_CLIENTS}"));
+        }
+        if !(1..=MAX_TRIALS).contains(&self.trials) {
+            return Err(format!("trials must be between 1 and {MAX_TRIALS}"));
+        }
+        if self.base.is_zero() {
+            return Err("the backoff base must be above zero".to_owned());
+        }
+        for (value, name) in [
+            (self.base, "the backoff base"),
+            (self.cap, "the backoff cap"),
+            (self.net_mean, "the mean network delay"),
+            (self.net_sd, "the network delay's standard deviation"),
+        ] {
+            if value > MAX_DELAY {
+                return Err(format!("{name} must be at most {} s", MAX_DELAY.as_secs()));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -202,9 +255,11 @@ impl<B> tower::Service<Request<B>> for Occ {
     }
 }
 
-/// Runs the comparison for each of `kinds`.
-pub fn run(config: &AwsConfig, kinds: &[BackoffKind]) -> Vec<AwsReport> {
-    kinds.iter().map(|&kind| run_kind(config, kind)).collect()
+/// Runs the comparison for each of `kinds`; or, before anything runs,
+/// why it cannot, when [`AwsConfig::check`] refuses `config`.
+pub fn run(config: &AwsConfig, kinds: &[BackoffKind]) -> Result<Vec<AwsReport>, String> {
+    config.check()?;
+    Ok(kinds.iter().map(|&kind| run_kind(config, kind)).collect())
 }
 
 fn run_kind(config: &AwsConfig, kind: BackoffKind) -> AwsReport {

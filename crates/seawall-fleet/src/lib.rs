@@ -76,7 +76,7 @@ pub struct FleetConfig {
     /// What it is (default total).
     pub outage: OutageKind,
     /// The provider's capacity as a multiple of the fleet's own load
-    /// (`clients × rate`; default 1.2).
+    /// (`clients × rate`; default 1.2): finite, at least 0.
     pub headroom: f64,
     /// The provider's latency for a served request (default 200 ms); at
     /// most [`MAX_LATENCY`].
@@ -86,7 +86,7 @@ pub struct FleetConfig {
     #[serde(serialize_with = "secs")]
     pub error_latency: Duration,
     /// Capacity a refusal costs, as a share of a served request (default
-    /// 0.25).
+    /// 0.25): finite, at least 0.
     pub reject_cost: f64,
     /// A `retry-after` on the provider's 429s, in seconds (default none).
     pub retry_after: Option<u32>,
@@ -172,8 +172,11 @@ impl FleetConfig {
     /// or over [`MAX_RATE`], a run over [`MAX_DURATION`], a latency over
     /// [`MAX_LATENCY`], an outage shorter than one [`SLOT`] (the figures
     /// are kept per slot: it would start no operation in it, and its
-    /// amplification would read 0) or one that ends past any time, or more
-    /// operations in flight at once than [`MAX_IN_FLIGHT`] (see
+    /// amplification would read 0) or one that ends past any time, a
+    /// headroom that is not a finite number at least zero, a
+    /// [`provider`](Self::provider) script [`ProviderConfig::check`]
+    /// refuses (a `reject_cost` or a brown-out share out of range), or
+    /// more operations in flight at once than [`MAX_IN_FLIGHT`] (see
     /// [`in_flight`](Self::in_flight)). [`run`] and [`run_stack`] refuse
     /// it.
     pub fn check(&self) -> Result<(), String> {
@@ -206,6 +209,13 @@ impl FleetConfig {
         if self.outage_start.checked_add(self.outage_len).is_none() {
             return Err("the outage must end at a representable time".to_owned());
         }
+        if !(self.headroom.is_finite() && self.headroom >= 0.0) {
+            return Err("headroom must be a finite multiple, at least 0".to_owned());
+        }
+        // The provider's own script (reject_cost, the brown-out's share,
+        // and a capacity the headroom's product may still overflow): the
+        // run builds it, and must not find it refused halfway.
+        self.provider().check()?;
         // Last: it reads the rate and the latencies checked above.
         if let Some((kind, held)) = self.in_flight()
             && held > MAX_IN_FLIGHT as f64
@@ -299,7 +309,9 @@ impl FleetConfig {
     }
 
     fn outage_end(&self) -> Duration {
-        self.outage_start + self.outage_len
+        // Saturating: `check` refuses an end past any time, but this is
+        // cheaper than a panic should a caller get here without it.
+        self.outage_start.saturating_add(self.outage_len)
     }
 
     /// How long after [`duration`](Self::duration) the run waits for the
@@ -309,7 +321,10 @@ impl FleetConfig {
     /// longest ladder two 60 s retry-afters); each of at most three
     /// attempts then waits for its answer.
     pub fn drain(&self) -> Duration {
-        Duration::from_secs(180) + 3 * self.latency.max(self.error_latency)
+        // Saturating: this is public, and may be asked of a configuration
+        // `check` refuses for its latencies.
+        Duration::from_secs(180)
+            .saturating_add(self.latency.max(self.error_latency).saturating_mul(3))
     }
 }
 
@@ -455,7 +470,10 @@ fn simulate(config: &FleetConfig, kind: StackKind) -> (OpLog, ProviderLog) {
         .expect("a current-thread runtime");
     runtime.block_on(async {
         let origin = Instant::now();
-        let provider = Provider::new(config.provider(), origin);
+        // `run` and `run_stack` checked `config`, and its check includes
+        // the provider's: this refusal cannot happen.
+        let provider = Provider::new(config.provider(), origin)
+            .expect("FleetConfig::check checks the provider's script");
         let schedule = schedule(config);
         // The stacks are built in the order they are called: every period
         // walks them from first to last, so consecutive operations touch

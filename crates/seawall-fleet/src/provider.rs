@@ -51,13 +51,16 @@ pub enum OutageKind {
 /// The provider's script.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct ProviderConfig {
-    /// Requests per second it serves when healthy.
+    /// Requests per second it serves when healthy: finite, at least 0.
     pub capacity: f64,
-    /// Time to answer a served request.
+    /// Time to answer a served request: at most
+    /// [`MAX_LATENCY`](crate::MAX_LATENCY).
     pub latency: Duration,
-    /// Time to answer a refused one.
+    /// Time to answer a refused one: at most
+    /// [`MAX_LATENCY`](crate::MAX_LATENCY).
     pub error_latency: Duration,
-    /// Capacity a refusal costs, as a share of a served request.
+    /// Capacity a refusal costs, as a share of a served request: finite,
+    /// at least 0.
     pub reject_cost: f64,
     /// A `retry-after` (seconds) on the `429`s, if any.
     pub retry_after: Option<u32>,
@@ -70,9 +73,54 @@ pub struct ProviderConfig {
 }
 
 impl ProviderConfig {
+    /// Why a provider cannot follow this script, when it cannot: a
+    /// capacity or a `reject_cost` that is not a finite number at least
+    /// zero, a latency over [`MAX_LATENCY`](crate::MAX_LATENCY) (each
+    /// answer is due at its arrival plus its latency, a time that must
+    /// exist), an outage that ends past any time, or a brown-out share
+    /// outside `0..=1`. [`Provider::new`] refuses it.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.capacity.is_finite() && self.capacity >= 0.0) {
+            return Err(
+                "the provider's capacity must be a finite number of requests per second, \
+                 at least 0"
+                    .to_owned(),
+            );
+        }
+        if !(self.reject_cost.is_finite() && self.reject_cost >= 0.0) {
+            return Err("reject_cost must be a finite share of a request, at least 0".to_owned());
+        }
+        if self.latency > crate::MAX_LATENCY || self.error_latency > crate::MAX_LATENCY {
+            return Err(format!(
+                "the provider's latencies must be at most {} s",
+                crate::MAX_LATENCY.as_secs()
+            ));
+        }
+        if self.outage_start.checked_add(self.outage_len).is_none() {
+            return Err("the outage must end at a representable time".to_owned());
+        }
+        if let OutageKind::Brownout { capacity } = self.outage
+            && !(0.0..=1.0).contains(&capacity)
+        {
+            return Err("a brown-out's share of capacity must be between 0 and 1".to_owned());
+        }
+        Ok(())
+    }
+
+    /// Whether `t` from the start of the run is within the outage. An
+    /// outage whose end is past any time (a script [`check`](Self::check)
+    /// refuses) never ends, rather than panicking here.
+    fn in_outage(&self, t: Duration) -> bool {
+        t >= self.outage_start
+            && self
+                .outage_start
+                .checked_add(self.outage_len)
+                .is_none_or(|end| t < end)
+    }
+
     /// The capacity (requests/s) at `t` from the start of the run.
     pub fn capacity_at(&self, t: Duration) -> f64 {
-        if t >= self.outage_start && t < self.outage_start + self.outage_len {
+        if self.in_outage(t) {
             match self.outage {
                 OutageKind::Total => 0.0,
                 OutageKind::Brownout { capacity } => self.capacity * capacity.clamp(0.0, 1.0),
@@ -83,9 +131,7 @@ impl ProviderConfig {
     }
 
     fn down_at(&self, t: Duration) -> bool {
-        self.outage == OutageKind::Total
-            && t >= self.outage_start
-            && t < self.outage_start + self.outage_len
+        self.outage == OutageKind::Total && self.in_outage(t)
     }
 }
 
@@ -137,9 +183,12 @@ enum Verdict {
 }
 
 impl Provider {
-    /// A provider following `config`, its clock starting now.
-    pub fn new(config: ProviderConfig, origin: Instant) -> Self {
-        Provider {
+    /// A provider following `config`, its clock starting at `origin`; or
+    /// why it cannot, when [`ProviderConfig::check`] refuses `config` (a
+    /// latency past any timer once panicked at the first request).
+    pub fn new(config: ProviderConfig, origin: Instant) -> Result<Self, String> {
+        config.check()?;
+        Ok(Provider {
             shared: Arc::new(Shared {
                 config,
                 origin,
@@ -149,7 +198,7 @@ impl Provider {
                     log: ProviderLog::default(),
                 }),
             }),
-        }
+        })
     }
 
     /// What reached the provider so far.

@@ -89,7 +89,7 @@ fn the_aws_comparison_has_the_blogs_shape() {
         trials: 8,
         ..AwsConfig::default()
     };
-    let reports = aws::run(&config, &BackoffKind::ALL);
+    let reports = aws::run(&config, &BackoffKind::ALL).expect("the comparison runs");
     let get = |kind| reports.iter().find(|r| r.backoff == kind).expect("ran");
     let none = get(BackoffKind::None);
     let exp = get(BackoffKind::Exp);
