@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use http::header::HOST;
 use pin_project_lite::pin_project;
+use seawall_core::hint::MAX_RETRY_HINT;
 use seawall_core::recording::{HeadCopy, ReplayBody};
 use seawall_core::{
     Action, Attempt, AttemptSpans, BoxError, Code, Cooldown, Deadline, Failure, Finish, Receipt,
@@ -150,7 +151,8 @@ enum Target {
 #[derive(Debug, Clone, Copy)]
 struct Back {
     code: Code,
-    /// `None`: not before an operator resets it.
+    /// `None`: not before an operator resets it, or at no time known (a
+    /// hint at the clamp).
     at: Option<Instant>,
 }
 
@@ -184,7 +186,17 @@ impl Back {
                 Some(after),
             ) => Some(Back {
                 code,
-                at: now.checked_add(after),
+                // A hint at the clamp (`MAX_RETRY_HINT`) is "a week or
+                // more": the parsers cut every longer wait to it (a 30-day
+                // quota wall reads as 7 days), so it names no return. Read
+                // as the operator's wait (`None`), the route stays out for
+                // the whole operation: never the earliest back, never
+                // waited for however long `max_wait` is. A later instant
+                // (`now + hint`) would be waited out, under a long enough
+                // `max_wait`, as if the route were back then.
+                at: (after < MAX_RETRY_HINT)
+                    .then(|| now.checked_add(after))
+                    .flatten(),
             }),
             _ => None,
         }

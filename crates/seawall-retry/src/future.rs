@@ -8,6 +8,7 @@ use std::time::Duration;
 use http::{Request, Response};
 use pin_project_lite::pin_project;
 use seawall_core::facts::CallBelow;
+use seawall_core::hint::MAX_RETRY_HINT;
 use seawall_core::provider::Provider;
 use seawall_core::recording::ReplayBody;
 use seawall_core::span::{self, SpanName};
@@ -817,11 +818,16 @@ impl<S, B> Ladder<S, B> {
                 .random
                 .with(|rng| policy.backoff.delay(self.retries_before(), self.slept, rng))
         };
+        // A hint at the clamp (`MAX_RETRY_HINT`) is "a week or more": the
+        // parsers cut every longer wait to it, so a 30-day quota wall reads
+        // as 7 days. Slept on, it calls the route again three weeks early,
+        // however long a wait the policy allows.
+        let too_long = |hint: Duration| hint > policy.max_retry_after || hint >= MAX_RETRY_HINT;
         let delay = match failure.retry_after() {
             _ if move_now => Duration::ZERO,
             // The hint is the failed route's; the next attempt goes elsewhere.
-            Some(hint) if hint > policy.max_retry_after && moving => Duration::ZERO,
-            Some(hint) if hint > policy.max_retry_after => return Err(StopReason::HintTooLong),
+            Some(hint) if too_long(hint) && moving => Duration::ZERO,
+            Some(hint) if too_long(hint) => return Err(StopReason::HintTooLong),
             // With a fallback to go to, a wait past the backoff's cap is
             // the fallback's cue (see `Scope`'s table): the operations the
             // breaker refuses meanwhile are served there at once, and this

@@ -102,6 +102,12 @@ impl RetryPolicy {
     /// rate limit: the ladder stops (`StopReason::HintTooLong` in the
     /// receipt) and returns the failure with its hint, for the caller to
     /// schedule.
+    ///
+    /// A hint at [`MAX_RETRY_HINT`](seawall_core::hint::MAX_RETRY_HINT)
+    /// (a week) is never waited out, whatever `max`: every longer hint is
+    /// clamped to it when parsed, so it means "a week or more" (a 30-day
+    /// quota wall reads as 7 days), and the ladder stops on it as on a
+    /// hint past `max`.
     pub fn max_retry_after(mut self, max: Duration) -> Self {
         self.max_retry_after = max;
         self
