@@ -41,6 +41,14 @@
 //!   `OpenAIRetryLayer` stacked above the adapter by mistake never fires:
 //!   one ladder, seawall's. async-openai reads a stream in a task of its
 //!   own and never sends it again.
+//! - A stream asked for (`create_stream`: `"stream": true` in the body, or
+//!   `Accept: text/event-stream`) and answered 2xx with anything but
+//!   `text/event-stream` — a server that ignores `"stream": true` and sends
+//!   one whole JSON answer — fails as `OpenAIError::Boxed` of a permanent
+//!   `protocol_violation` (in the [`Outcome`] too), the body unread.
+//!   async-openai would read it as server-sent events, find no `data:`
+//!   line and end the stream with no item and no error: an empty answer
+//!   that looks complete, generated and billed all the same.
 //! - Call `with_http_service` last: async-openai's
 //!   `Client::with_http_client` puts its own executor (and its retry)
 //!   back, and the stack is then bypassed. `Client::build(http, config)`
@@ -110,7 +118,8 @@ use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use seawall_core::{BoxError, Code, Failure, Receipt};
+use seawall_core::facts::OperationSlots;
+use seawall_core::{BoxError, Class, Code, Failure, Receipt, RequestFacts};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -427,8 +436,8 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let outcome = Outcome::current().map(|outcome| outcome.begin());
         let future = async move {
-            let request = match build_once(&factory).await {
-                Ok(request) => request,
+            let (request, asked) = match build_once(&factory).await {
+                Ok(built) => built,
                 Err(error) => {
                     if let Some(outcome) = &outcome {
                         outcome.failed(&error);
@@ -438,8 +447,18 @@ where
             };
             match inner.call(request).await {
                 Ok(response) => {
+                    let receipt = response.extensions().get::<Receipt>().cloned();
                     if let Some(outcome) = &outcome {
-                        outcome.answered(response.extensions().get::<Receipt>().cloned());
+                        outcome.answered(receipt.clone());
+                    }
+                    if let Some(failure) = asked.refuses(&response, receipt) {
+                        // Dropped unread: its bytes are no stream async-openai
+                        // can read, and the failure says what it was.
+                        drop(response);
+                        if let Some(outcome) = &outcome {
+                            outcome.failed(&failure);
+                        }
+                        return Err(OpenAIError::Boxed(Box::new(failure)));
                     }
                     let response =
                         response.map(|body| reqwest::Body::wrap(OutcomeBody { body, outcome }));
@@ -460,12 +479,100 @@ where
     }
 }
 
-/// The one build of a call's request, as an `http::Request`.
+/// The one build of a call's request, as an `http::Request`, and what it
+/// asked for.
 async fn build_once(
     factory: &HttpRequestFactory,
-) -> Result<http::Request<reqwest::Body>, OpenAIError> {
+) -> Result<(http::Request<reqwest::Body>, Asked), OpenAIError> {
     let request = factory.build().await?;
-    http::Request::try_from(request).map_err(OpenAIError::Reqwest)
+    // A body whole in memory (async-openai's JSON) is shared, not copied:
+    // it is read only if the answer turns out not to be a stream.
+    let body = request
+        .try_clone()
+        .and_then(|mut copy| copy.body_mut().take());
+    let request = http::Request::try_from(request).map_err(OpenAIError::Reqwest)?;
+    let asked = Asked {
+        head: RequestFacts::from_head(&request),
+        body,
+    };
+    Ok((request, asked))
+}
+
+/// What a call's request asked for, read only when its answer needs it.
+struct Asked {
+    /// The facts of the request's head (`Accept: text/event-stream`).
+    head: RequestFacts,
+    /// The request body, when it was whole in memory.
+    body: Option<reqwest::Body>,
+}
+
+impl Asked {
+    /// Whether the request asked for a stream, as seawall's
+    /// [`RequestFacts`] read its head and its body's top-level `"stream"`.
+    fn stream(self) -> bool {
+        if self.head.stream_requested() == Some(true) {
+            return true;
+        }
+        let Some(body) = self.body.as_ref().and_then(reqwest::Body::as_bytes) else {
+            return false;
+        };
+        let slots = Arc::new(OperationSlots::default());
+        slots.fill(&Bytes::copy_from_slice(body));
+        self.head.with_slots(slots).stream_requested() == Some(true)
+    }
+
+    /// The failure of a 2xx answer that is no event stream to a request
+    /// for one, or `None` for any other answer.
+    ///
+    /// async-openai reads a stream's body as server-sent events whatever
+    /// it is: a whole JSON answer (a server that ignores `"stream": true`)
+    /// holds no `data:` line, so it would read no event and end the stream
+    /// cleanly — an empty answer that looks complete, generated and billed
+    /// all the same. An event stream a server labelled JSON is no such
+    /// answer: `ClassifyLayer` under a retry ladder (any `Stack`), which
+    /// reads the request's `"stream"`, relabels it `text/event-stream` by
+    /// its first byte before it gets here.
+    fn refuses<B>(self, response: &http::Response<B>, receipt: Option<Receipt>) -> Option<Failure> {
+        if !response.status().is_success() {
+            return None;
+        }
+        let media = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .map(|value| {
+                value
+                    .as_bytes()
+                    .split(|&b| b == b';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_ascii()
+            });
+        if media.is_some_and(|media| media.eq_ignore_ascii_case(b"text/event-stream")) {
+            return None;
+        }
+        // The body is read only here, once the answer is no stream.
+        if !self.stream() {
+            return None;
+        }
+        let label = media.map_or_else(
+            || "no content type".to_owned(),
+            |media| format!("`{}`", String::from_utf8_lossy(media)),
+        );
+        // Permanent: a server that ignores `"stream": true` answers every
+        // attempt the same way.
+        let failure = Failure::with_class(Class::Permanent, Code::ProtocolViolation)
+            .with_status(response.status().as_u16())
+            .with_message(&format!(
+                "a stream was asked for and the {} answer is {label}, not text/event-stream: \
+                 the server ignored the request for a stream, and async-openai would read \
+                 no event from it (call `create` for one whole answer)",
+                response.status().as_u16()
+            ));
+        Some(match receipt {
+            Some(receipt) => failure.with_receipt(receipt),
+            None => failure,
+        })
+    }
 }
 
 type Boxed = Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;

@@ -563,3 +563,126 @@ async fn a_body_error_without_a_receipt_keeps_the_answers() {
     assert_eq!(outcome.attempts(), 1, "{receipt:?}");
     assert_eq!(receipt.billed_attempts(), 1, "{receipt:?}");
 }
+
+/// One whole chat completion.
+const CHAT_COMPLETION: &str = "{\"id\":\"c1\",\"object\":\"chat.completion\",\"created\":0,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"w1 w2\"},\"finish_reason\":\"stop\"}]}";
+
+/// One whole Responses API response.
+const RESPONSE: &str = "{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":0,\"status\":\"completed\",\"model\":\"gpt-x\",\"output\":[{\"type\":\"message\",\"id\":\"m1\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"w1 w2\",\"annotations\":[]}]}]}";
+
+/// A server that ignores `"stream": true` and answers every request with
+/// `body`, one whole answer as JSON (a 200 `application/json`).
+async fn json_only_server(
+    body: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicU32>) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(AtomicU32::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buffer = vec![0; 64 * 1024];
+                let _ = socket.read(&mut buffer).await;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    (base, hits)
+}
+
+/// An async-openai client over the short stack to `base`.
+fn client_to(base: &str) -> Client<OpenAIConfig> {
+    let http = common::reqwest_client();
+    let stack = common::short_stack().build(
+        &ClassifyLayer::openai(),
+        seawall_reqwest::ReqwestService::new(http.clone()),
+    );
+    Client::build(http, config(base)).with_http_service(OpenAiService::new(stack))
+}
+
+/// A stream asked for and a whole JSON answer given: async-openai would
+/// read it as an event stream with no event and end it cleanly, an empty
+/// answer that looks complete (generated and billed all the same). The
+/// caller gets an error instead, and the scope says why.
+#[tokio::test]
+async fn a_stream_answered_with_json_is_an_error_not_an_empty_stream() {
+    let (base, hits) = json_only_server(CHAT_COMPLETION).await;
+    let client = client_to(&base);
+    let (items, outcome) = seawall_reqwest::scope(async {
+        match client.chat().create_stream(request()).await {
+            Err(error) => vec![Err(error)],
+            Ok(chunks) => chunks.collect::<Vec<_>>().await,
+        }
+    })
+    .await;
+    assert!(
+        items.iter().any(Result::is_err),
+        "an error, not a clean end: {items:?}"
+    );
+    assert_eq!(outcome.code(), Some(Code::ProtocolViolation), "{outcome:?}");
+    assert!(!outcome.is_ok(), "{outcome:?}");
+    let failure = outcome.failure().expect("the failure");
+    assert!(
+        failure
+            .message()
+            .unwrap_or("")
+            .contains("text/event-stream"),
+        "{failure:?}"
+    );
+    // Sent once: the server answered, and asking again would only be
+    // answered (and billed) the same way.
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// The Responses API's stream, answered with one JSON object, alike.
+#[tokio::test]
+async fn a_responses_stream_answered_with_json_is_an_error() {
+    let (base, _) = json_only_server(RESPONSE).await;
+    let client = client_to(&base);
+    let request = async_openai::types::responses::CreateResponseArgs::default()
+        .model("gpt-x")
+        .input("Say eight words.")
+        .build()
+        .expect("a request");
+    let (items, outcome) = seawall_reqwest::scope(async {
+        match client.responses().create_stream(request).await {
+            Err(error) => vec![Err(error)],
+            Ok(events) => events.collect::<Vec<_>>().await,
+        }
+    })
+    .await;
+    assert!(
+        items.iter().any(Result::is_err),
+        "an error, not a clean end: {items:?}"
+    );
+    assert_eq!(outcome.code(), Some(Code::ProtocolViolation), "{outcome:?}");
+    // The same answer to a unary call is one.
+    let unary = async_openai::types::responses::CreateResponseArgs::default()
+        .model("gpt-x")
+        .input("Say eight words.")
+        .build()
+        .expect("a request");
+    let (answer, outcome) = seawall_reqwest::scope(client.responses().create(unary)).await;
+    answer.expect("an answer");
+    assert!(outcome.is_ok(), "{outcome:?}");
+}
+
+/// The same server's JSON for a unary call is the answer asked for.
+#[tokio::test]
+async fn a_unary_call_answered_with_json_is_unchanged() {
+    let (base, _) = json_only_server(CHAT_COMPLETION).await;
+    let client = client_to(&base);
+    let (answer, outcome) = seawall_reqwest::scope(client.chat().create(request())).await;
+    let answer = answer.expect("an answer");
+    assert_eq!(answer.choices[0].message.content.as_deref(), Some("w1 w2"));
+    assert!(outcome.is_ok(), "{outcome:?}");
+}
