@@ -12,6 +12,8 @@
 //! does.
 
 mod common;
+#[path = "common/stored_stream.rs"]
+mod stored_stream;
 
 use common::quick_ladder;
 use std::future::Future;
@@ -20,6 +22,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
+use stored_stream::{ID, WORDS, answer, background, event, renumbered, stream, text_and_sequence};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -32,88 +35,8 @@ use seawall_test::body::Chunks;
 use serde_json::{Value, json};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
-const ID: &str = "resp_bg123";
-const WORDS: usize = 12;
 /// The original is cut after the preamble (events 0 ..= 3) and five words.
 const CUT: usize = 9;
-
-fn event(kind: &str, mut data: Value, seq: usize) -> String {
-    data["type"] = json!(kind);
-    data["sequence_number"] = json!(seq);
-    format!("event: {kind}\ndata: {data}\n\n")
-}
-
-fn answer() -> String {
-    (1..=WORDS).map(|n| format!("w{n} ")).collect()
-}
-
-/// The whole stream of the answer `w1 … w12`, every event numbered.
-fn stream() -> Vec<String> {
-    let response = |status: &str| json!({"id": ID, "object": "response", "status": status});
-    let mut events = vec![
-        event(
-            "response.created",
-            json!({"response": response("in_progress")}),
-            0,
-        ),
-        event(
-            "response.in_progress",
-            json!({"response": response("in_progress")}),
-            1,
-        ),
-        event(
-            "response.output_item.added",
-            json!({"output_index": 0, "item": {"type": "message", "id": "msg_1",
-                "status": "in_progress", "role": "assistant", "content": []}}),
-            2,
-        ),
-        event(
-            "response.content_part.added",
-            json!({"item_id": "msg_1", "output_index": 0, "content_index": 0,
-                "part": {"type": "output_text", "text": "", "annotations": []}}),
-            3,
-        ),
-    ];
-    for n in 1..=WORDS {
-        let seq = events.len();
-        events.push(event(
-            "response.output_text.delta",
-            json!({"item_id": "msg_1", "output_index": 0, "content_index": 0,
-                "delta": format!("w{n} ")}),
-            seq,
-        ));
-    }
-    let text = answer();
-    let seq = events.len();
-    events.push(event(
-        "response.output_text.done",
-        json!({"item_id": "msg_1", "output_index": 0, "content_index": 0, "text": text}),
-        seq,
-    ));
-    let mut done = response("completed");
-    done["output"] = json!([{"type": "message", "id": "msg_1", "status": "completed",
-        "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}]}]);
-    done["usage"] = json!({"input_tokens": 5, "output_tokens": WORDS, "total_tokens": 5 + WORDS});
-    let seq = events.len();
-    events.push(event("response.completed", json!({"response": done}), seq));
-    events
-}
-
-/// `events` numbered from 0 as a new response (`id`) numbers its own.
-fn renumbered<'a>(events: impl Iterator<Item = &'a String>, id: &str) -> Vec<String> {
-    events
-        .enumerate()
-        .map(|(seq, event)| {
-            let (name, data) = event.trim_end().split_once("\ndata: ").unwrap();
-            let mut data: Value = serde_json::from_str(data).unwrap();
-            data["sequence_number"] = json!(seq);
-            if data["response"]["id"] == ID {
-                data["response"]["id"] = json!(id);
-            }
-            format!("{name}\ndata: {data}\n\n")
-        })
-        .collect()
-}
 
 /// How the provider ends the creating POST's stream after [`CUT`] events.
 #[derive(Clone, Copy, Debug)]
@@ -313,33 +236,13 @@ async fn run(provider: &Upstream, body: Value) -> Read {
             }
         }
     }
-    let mut read = Read {
-        text: String::new(),
-        sequence: Vec::new(),
+    let (text, sequence) = text_and_sequence(bytes);
+    Read {
+        text,
+        sequence,
         error,
         report: resumed.report(),
-    };
-    for line in String::from_utf8(bytes).unwrap().lines() {
-        let Some(data) = line.strip_prefix("data: ") else {
-            continue;
-        };
-        let json: Value = serde_json::from_str(data).unwrap();
-        read.sequence
-            .push(json["sequence_number"].as_u64().unwrap());
-        if json["type"] == "response.output_text.delta" {
-            read.text.push_str(json["delta"].as_str().unwrap());
-        }
     }
-    read
-}
-
-fn background(structured: bool) -> Value {
-    let mut body = json!({"model": "gpt-x", "input": "Count.", "stream": true, "background": true});
-    if structured {
-        body["text"] = json!({"format": {"type": "json_schema", "name": "n",
-            "schema": {"type": "object"}}});
-    }
-    body
 }
 
 const GET: http::Method = http::Method::GET;
