@@ -1,40 +1,19 @@
 //! Continuations the chaos server does not produce: built by hand.
 
+#[path = "common/chat_script.rs"]
+mod chat_script;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use seawall_core::{BoxError, ClosedBy, Code, Failure, Interrupted};
+use seawall_core::{BoxError, ClosedBy, Code, Failure};
 use seawall_resume::{OpenAiStyle, ResumeLayer, ResumeRequestBody, Resumed};
-use seawall_test::body::Script;
 use seawall_test::trace::Fields;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
-fn chunk(text: &str) -> Bytes {
-    Bytes::from(format!(
-        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
-    ))
-}
-
-fn cut(delivered: &str) -> Box<Failure> {
-    let mut interrupted = Interrupted::default();
-    interrupted.delivered_text = Some(delivered.to_owned());
-    interrupted.content_events = 2;
-    interrupted.cause = Some(Code::Transport);
-    Box::new(Failure::new(Code::StreamInterrupted).with_interrupted(interrupted))
-}
-
-fn stream(items: Vec<Result<Bytes, Box<Failure>>>) -> http::Response<Script> {
-    http::Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Script::items(
-            items
-                .into_iter()
-                .map(|item| item.map_err(|failure| failure as BoxError)),
-        ))
-        .unwrap()
-}
+use chat_script::{chunk, cut, stream};
 
 type Frames = std::pin::Pin<
     Box<dyn futures_util::Stream<Item = Result<http_body::Frame<Bytes>, BoxError>> + Send>,

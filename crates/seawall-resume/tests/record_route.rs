@@ -1,30 +1,20 @@
 //! Which route a failed continuation's record names: the one that failed
 //! it, not a fallback the walk after it skipped without a call.
 
+#[path = "common/chat_script.rs"]
+mod chat_script;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use seawall_core::{Attempt, BoxError, Code, Failure, Interrupted, Receipt, RouteId};
+use seawall_core::{Attempt, BoxError, Code, Failure, Receipt, RouteId};
 use seawall_resume::{ResumeLayer, ResumeRequestBody, Resumed};
-use seawall_test::body::Script;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
-fn chunk(text: &str) -> Bytes {
-    Bytes::from(format!(
-        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
-    ))
-}
-
-fn cut(delivered: &str) -> Box<Failure> {
-    let mut interrupted = Interrupted::default();
-    interrupted.delivered_text = Some(delivered.to_owned());
-    interrupted.content_events = 2;
-    interrupted.cause = Some(Code::Transport);
-    Box::new(Failure::new(Code::StreamInterrupted).with_interrupted(interrupted))
-}
+use chat_script::{chunk, cut, stream};
 
 /// What a fallback hands back when its primary answers a continuation
 /// 503 and its one other route is cooling down: the primary's failure,
@@ -62,15 +52,11 @@ async fn routes_recorded(named: bool) -> Vec<Option<RouteId>> {
                 let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
                 async move {
                     if first {
-                        let items = [Ok(chunk("w1")), Ok(chunk(" w2")), Err(cut("w1 w2"))];
-                        Ok(http::Response::builder()
-                            .header("content-type", "text/event-stream")
-                            .body(Script::items(
-                                items
-                                    .into_iter()
-                                    .map(|item| item.map_err(|failure| failure as BoxError)),
-                            ))
-                            .unwrap())
+                        Ok(stream(vec![
+                            Ok(chunk("w1")),
+                            Ok(chunk(" w2")),
+                            Err(cut("w1 w2")),
+                        ]))
                     } else {
                         Err(primary_503_then_cooling_skip(named) as BoxError)
                     }
