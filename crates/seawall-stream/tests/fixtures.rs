@@ -468,23 +468,15 @@ async fn anthropic_compaction_that_falls_silent_is_cut() {
     stopped.extend(every(10.0, events[2], 9));
     stopped.extend([send(events[3]), send(events[4])]);
     stopped.extend(every(10.0, events[2], 30));
-    for (name, mut script, cut_at, bound) in [
+    let cases = [
         ("silent", silent, 60, "first_content"),
         ("stalled", stalled, 120, "idle bound of 30s"),
         ("stopped", stopped, 120, "idle bound of 30s"),
-    ] {
-        script.push(Step::Hang);
-        let failure =
-            failure_of(call(StreamGuardLayer::interactive(), MESSAGES, scripted(script)).await);
-        assert_eq!(failure.code(), Code::Timeout, "{name}");
-        assert_eq!(failure.action(), Action::Retry, "{name}");
-        assert_eq!(
-            failure.evidence().elapsed,
-            Some(Duration::from_secs(cut_at)),
-            "{name}"
-        );
-        assert!(failure.message().unwrap().contains(bound), "{name}");
-    }
+    ];
+    let interactive = |(name, script, cut_at, bound)| {
+        (name, StreamGuardLayer::interactive(), script, cut_at, bound)
+    };
+    assert_cut_before_content(MESSAGES, cases.map(interactive)).await;
 }
 
 /// The long-reasoning fixture's events, each with its blank line: the
@@ -518,11 +510,6 @@ fn responses_compaction_events() -> Vec<&'static str> {
     assert!(events[4].starts_with("event: keepalive"));
     assert!(events[5].starts_with("event: response.output_item.done"));
     events
-}
-
-/// `count` copies of `event`, one every `secs` seconds.
-fn every(secs: f64, event: &'static str, count: usize) -> Vec<Step> {
-    (0..count).flat_map(|_| [wait(secs), send(event)]).collect()
 }
 
 /// The Responses API sends `keepalive` events while the model reasons
@@ -634,24 +621,16 @@ async fn responses_keepalives_outside_reasoning_fail_at_the_first_content_bound(
     done.extend(every(15.0, events[4], 6));
     done.push(send(events[5]));
     done.extend(every(15.0, events[2], 20));
-    for (name, mut script, cut_at, bound) in [
+    let cases = [
         ("outside", outside, 60, "first_content"),
         ("silent", silent, 60, "first_content"),
         ("stalled", stalled, 120, "idle bound of 30s"),
         ("done", done, 120, "idle bound of 30s"),
-    ] {
-        script.push(Step::Hang);
-        let failure =
-            failure_of(call(StreamGuardLayer::interactive(), RESPONSES, scripted(script)).await);
-        assert_eq!(failure.code(), Code::Timeout, "{name}");
-        assert_eq!(failure.action(), Action::Retry, "{name}");
-        assert_eq!(
-            failure.evidence().elapsed,
-            Some(Duration::from_secs(cut_at)),
-            "{name}"
-        );
-        assert!(failure.message().unwrap().contains(bound), "{name}");
-    }
+    ];
+    let interactive = |(name, script, cut_at, bound)| {
+        (name, StreamGuardLayer::interactive(), script, cut_at, bound)
+    };
+    assert_cut_before_content(RESPONSES, cases.map(interactive)).await;
 }
 
 #[tokio::test]

@@ -16,26 +16,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::*;
 use http_body_util::{BodyExt, Full};
+use seawall_core::RequestFacts;
 use seawall_core::facts::OperationSlots;
 use seawall_core::recording::ReplayBody;
-use seawall_core::{Action, Code, RequestFacts};
 use seawall_stream::{GuardBody, StreamGuardLayer};
 use tower::{Layer, ServiceExt};
-
-const KEEPALIVE: &str =
-    "event: keepalive\ndata: {\"type\":\"keepalive\",\"sequence_number\":99}\n\n";
-
-/// `count` copies of `event`, one every `secs` seconds.
-fn every(secs: f64, event: &'static str, count: usize) -> Vec<Step> {
-    (0..count).flat_map(|_| [wait(secs), send(event)]).collect()
-}
-
-fn sends<E: AsRef<str>>(events: &[E]) -> Vec<Step> {
-    events
-        .iter()
-        .map(|event| send(event.as_ref().to_owned()))
-        .collect()
-}
 
 /// A background response's head: created and queued.
 const QUEUED: [&str; 2] = [
@@ -103,7 +88,7 @@ async fn keepalives_while_queued_are_still_bounded() {
     let mut endless = sends(&QUEUED);
     endless.extend(every(10.0, KEEPALIVE, 100));
     let bounded = StreamGuardLayer::interactive().max_duration(Some(Duration::from_secs(150)));
-    for (name, layer, mut script, cut_at, bound) in [
+    let cases = [
         (
             "not queued",
             StreamGuardLayer::interactive(),
@@ -133,19 +118,8 @@ async fn keepalives_while_queued_are_still_bounded() {
             "first_content",
         ),
         ("endless", bounded, endless, 150, "max_duration"),
-    ] {
-        script.push(Step::Hang);
-        let failure = failure_of(call(layer, RESPONSES, scripted(script)).await);
-        assert_eq!(failure.code(), Code::Timeout, "{name}");
-        assert_eq!(failure.action(), Action::Retry, "{name}");
-        assert_eq!(
-            failure.evidence().elapsed,
-            Some(Duration::from_secs(cut_at)),
-            "{name}"
-        );
-        let message = failure.message().unwrap();
-        assert!(message.contains(bound), "{name}: {message}");
-    }
+    ];
+    assert_cut_before_content(RESPONSES, cases).await;
 }
 
 /// Calls the interactive guard as a background response's stream is
@@ -299,7 +273,7 @@ async fn keepalives_while_a_hosted_shell_command_runs_are_still_bounded() {
     let mut unnamed_run = head(&unnamed);
     unnamed_run.extend(every(10.0, KEEPALIVE, 6));
     let bounded = StreamGuardLayer::interactive().max_duration(Some(Duration::from_secs(150)));
-    for (name, layer, mut script, cut_at, bound) in [
+    let cases = [
         (
             "stalled",
             StreamGuardLayer::interactive(),
@@ -322,19 +296,6 @@ async fn keepalives_while_a_hosted_shell_command_runs_are_still_bounded() {
             30,
             "idle",
         ),
-    ] {
-        script.push(Step::Hang);
-        let response = call(layer, RESPONSES, scripted(script))
-            .await
-            .expect("content came first");
-        let failure = drain(response).await.error.expect("cut");
-        assert_eq!(failure.code(), Code::StreamInterrupted, "{name}");
-        assert_eq!(
-            failure.evidence().elapsed,
-            Some(Duration::from_secs(cut_at)),
-            "{name}"
-        );
-        let message = failure.message().unwrap();
-        assert!(message.contains(bound), "{name}: {message}");
-    }
+    ];
+    assert_cut_after_content(RESPONSES, cases).await;
 }

@@ -11,25 +11,13 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use seawall_core::{Action, Code};
 use seawall_stream::StreamGuardLayer;
 
 const PING: &str = "event: ping\ndata: {\"type\":\"ping\"}\n\n";
-const KEEPALIVE: &str =
-    "event: keepalive\ndata: {\"type\":\"keepalive\",\"sequence_number\":99}\n\n";
 
 /// A recorded stream's events, each with its blank line.
 fn events(fixture: &'static str) -> Vec<&'static str> {
     fixture.split_inclusive("\n\n").collect()
-}
-
-/// `count` copies of `event`, one every `secs` seconds.
-fn every(secs: f64, event: &'static str, count: usize) -> Vec<Step> {
-    (0..count).flat_map(|_| [wait(secs), send(event)]).collect()
-}
-
-fn sends(events: &[&'static str]) -> Vec<Step> {
-    events.iter().map(|&event| send(event)).collect()
 }
 
 /// Thinking with `display: "omitted"`: `message_start`, the thinking
@@ -113,7 +101,7 @@ async fn pings_in_a_thinking_block_are_still_bounded() {
     let mut no_block = sends(&events[..1]);
     no_block.extend(every(10.0, PING, 30));
     let bounded = StreamGuardLayer::interactive().max_duration(Some(Duration::from_secs(150)));
-    for (name, layer, mut script, cut_at, bound) in [
+    let cases = [
         ("endless", bounded, endless, 150, "max_duration"),
         (
             "silent",
@@ -143,19 +131,8 @@ async fn pings_in_a_thinking_block_are_still_bounded() {
             60,
             "first_content",
         ),
-    ] {
-        script.push(Step::Hang);
-        let failure = failure_of(call(layer, MESSAGES, scripted(script)).await);
-        assert_eq!(failure.code(), Code::Timeout, "{name}");
-        assert_eq!(failure.action(), Action::Retry, "{name}");
-        assert_eq!(
-            failure.evidence().elapsed,
-            Some(Duration::from_secs(cut_at)),
-            "{name}"
-        );
-        let message = failure.message().unwrap();
-        assert!(message.contains(bound), "{name}: {message}");
-    }
+    ];
+    assert_cut_before_content(MESSAGES, cases).await;
 }
 
 /// A hosted image render: the response's head, a reasoning item, the
@@ -228,7 +205,7 @@ async fn a_tool_run_is_still_bounded(
     done.extend(sends(result));
     done.extend(every(10.0, sign, 20));
     let bounded = StreamGuardLayer::interactive().max_duration(Some(Duration::from_secs(150)));
-    for (name, layer, mut script, cut_at, bound) in [
+    let cases = [
         ("endless", bounded, endless, 150, "max_duration"),
         (
             "silent",
@@ -245,21 +222,8 @@ async fn a_tool_run_is_still_bounded(
             "idle",
         ),
         ("done", StreamGuardLayer::interactive(), done, 90, "idle"),
-    ] {
-        script.push(Step::Hang);
-        let response = call(layer, path, scripted(script))
-            .await
-            .expect("content came first");
-        let failure = drain(response).await.error.expect("cut");
-        assert_eq!(failure.code(), Code::StreamInterrupted, "{name}");
-        assert_eq!(
-            failure.evidence().elapsed,
-            Some(Duration::from_secs(cut_at)),
-            "{name}"
-        );
-        let message = failure.message().unwrap();
-        assert!(message.contains(bound), "{name}: {message}");
-    }
+    ];
+    assert_cut_after_content(path, cases).await;
 }
 
 /// Keep-alives while a hosted tool runs move only the idle bound:

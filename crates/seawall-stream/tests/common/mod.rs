@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Full};
-use seawall_core::{BoxError, Failure};
+use seawall_core::{Action, BoxError, Code, Failure};
 use seawall_stream::{GuardBody, StreamGuardLayer, StreamReport, StreamReportHandle};
 use tokio::sync::mpsc;
 use tower::{Layer, ServiceExt};
@@ -56,6 +56,23 @@ pub(crate) fn wait(secs: f64) -> Step {
 
 pub(crate) fn send(frame: impl Into<Bytes>) -> Step {
     Step::Send(frame.into())
+}
+
+/// The Responses API's keep-alive event.
+pub(crate) const KEEPALIVE: &str =
+    "event: keepalive\ndata: {\"type\":\"keepalive\",\"sequence_number\":99}\n\n";
+
+/// `count` copies of `event`, one every `secs` seconds.
+pub(crate) fn every(secs: f64, event: &'static str, count: usize) -> Vec<Step> {
+    (0..count).flat_map(|_| [wait(secs), send(event)]).collect()
+}
+
+/// Each of `events` sent at once, in order.
+pub(crate) fn sends<E: AsRef<str>>(events: &[E]) -> Vec<Step> {
+    events
+        .iter()
+        .map(|event| send(event.as_ref().to_owned()))
+        .collect()
 }
 
 #[derive(Debug)]
@@ -192,6 +209,49 @@ where
 pub(crate) fn failure_of<T: std::fmt::Debug>(result: Result<T, BoxError>) -> Failure {
     let error = result.expect_err("the guard fails before content");
     Failure::downcast(error).expect("the error is a Failure")
+}
+
+/// A case for a guard's bounds: its name, the guard, its script (a hang
+/// is added at its end), when the guard cuts it (seconds) and a word of
+/// the bound that does, as the cut's message names it.
+pub(crate) type Cut = (&'static str, StreamGuardLayer, Vec<Step>, u64, &'static str);
+
+/// Each case answered on `path`, cut before content: a retryable
+/// timeout when and by the bound the case says.
+pub(crate) async fn assert_cut_before_content(path: &str, cases: impl IntoIterator<Item = Cut>) {
+    for (name, layer, mut script, cut_at, bound) in cases {
+        script.push(Step::Hang);
+        let failure = failure_of(call(layer, path, scripted(script)).await);
+        assert_eq!(failure.code(), Code::Timeout, "{name}");
+        assert_eq!(failure.action(), Action::Retry, "{name}");
+        assert_eq!(
+            failure.evidence().elapsed,
+            Some(Duration::from_secs(cut_at)),
+            "{name}"
+        );
+        let message = failure.message().unwrap();
+        assert!(message.contains(bound), "{name}: {message}");
+    }
+}
+
+/// Each case answered on `path`, cut after content: the stream
+/// interrupted when and by the bound the case says.
+pub(crate) async fn assert_cut_after_content(path: &str, cases: impl IntoIterator<Item = Cut>) {
+    for (name, layer, mut script, cut_at, bound) in cases {
+        script.push(Step::Hang);
+        let response = call(layer, path, scripted(script))
+            .await
+            .expect("content came first");
+        let failure = drain(response).await.error.expect("cut");
+        assert_eq!(failure.code(), Code::StreamInterrupted, "{name}");
+        assert_eq!(
+            failure.evidence().elapsed,
+            Some(Duration::from_secs(cut_at)),
+            "{name}"
+        );
+        let message = failure.message().unwrap();
+        assert!(message.contains(bound), "{name}: {message}");
+    }
 }
 
 #[allow(unused_imports)] // each test binary uses its own part
