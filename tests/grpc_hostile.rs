@@ -1271,3 +1271,104 @@ async fn a_broken_grpc_message_does_not_change_the_verdict() {
     assert!(status.message().contains("%zz 100%"), "{status:?}");
     assert!(status.message().ends_with("down"), "{status:?}");
 }
+
+// ---------------------------------------------------------------------------
+// A call still sending, its answer handed on at its headers.
+// ---------------------------------------------------------------------------
+
+/// Messages as the bytes they are, for a call tonic has no stub for.
+struct Raw;
+
+impl tonic::codec::Encoder for Raw {
+    type Item = bytes::Bytes;
+    type Error = Status;
+
+    fn encode(
+        &mut self,
+        item: bytes::Bytes,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), Status> {
+        bytes::BufMut::put_slice(dst, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for Raw {
+    type Item = bytes::Bytes;
+    type Error = Status;
+
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<bytes::Bytes>, Status> {
+        let len = bytes::Buf::remaining(src);
+        Ok(Some(bytes::Buf::copy_to_bytes(src, len)))
+    }
+}
+
+impl tonic::codec::Codec for Raw {
+    type Encode = bytes::Bytes;
+    type Decode = bytes::Bytes;
+    type Encoder = Raw;
+    type Decoder = Raw;
+
+    fn encoder(&mut self) -> Raw {
+        Raw
+    }
+
+    fn decoder(&mut self) -> Raw {
+        Raw
+    }
+}
+
+/// A bidirectional call still sending (its answer handed on at its
+/// headers, not held for a message) whose answer breaks after its headers
+/// and before any message, through `GrpcStatusLayer`: the code tonic
+/// gives the fault, as for a held answer — REFUSED_STREAM and a lost
+/// connection `Unavailable`, nothing having reached the caller — not an
+/// interruption of content it never had, read as `Unknown`. Not sent
+/// again: the request went as it was made.
+#[tokio::test]
+async fn a_call_still_sending_broken_before_a_message_has_the_code_of_its_fault() {
+    type Cut = fn(u32) -> Act;
+    let cuts: [(&str, Cut, tonic::Code); 3] = [
+        (
+            "REFUSED_STREAM",
+            |stream| reset(stream, REFUSED_STREAM),
+            tonic::Code::Unavailable,
+        ),
+        (
+            "INTERNAL_ERROR",
+            |stream| reset(stream, INTERNAL_ERROR),
+            tonic::Code::Internal,
+        ),
+        ("closed", |_| Act::Close, tonic::Code::Unavailable),
+    ];
+    for (what, cut, expected) in cuts {
+        let (url, calls) =
+            always(move |stream| vec![grpc_head(stream), Act::Sleep(SETTLE), cut(stream)]).await;
+        let mut grpc =
+            tonic::client::Grpc::new(GrpcStatusLayer::new().layer(service(&url, stack())));
+        // Held open: the call is still sending when the answer comes.
+        let (_tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(1);
+        bounded(grpc.ready()).await.expect("ready");
+        let call = grpc.streaming(
+            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx)),
+            "/echo.Echo/Chat".parse().unwrap(),
+            Raw,
+        );
+        let mut inbound = bounded(call)
+            .await
+            .expect("answered at the headers")
+            .into_inner();
+        let status = bounded(inbound.message())
+            .await
+            .expect_err("broken before a message");
+        assert_eq!(status.code(), expected, "{what}: {status:?}");
+        let failure = failure_of(&status).expect("seawall's verdict is the source");
+        assert_eq!(failure.code(), Code::Transport, "{what}: {failure:?}");
+        assert!(failure.interrupted().is_none(), "{what}: {failure:?}");
+        assert!(!failure.evidence().content_seen, "{what}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "{what}: not sent again");
+    }
+}

@@ -152,6 +152,11 @@ struct Passed {
     /// a gRPC answer's whole messages (a frame may carry several, or a
     /// part of one, and a caller reads messages).
     events: u64,
+    /// Whether the answer reached the caller at its head, content before
+    /// any event: an HTTP body handed on unread, its bad end an
+    /// interruption whatever had passed. A gRPC answer's caller has
+    /// nothing before a whole message.
+    seen_at_head: bool,
     ended: bool,
 }
 
@@ -163,8 +168,24 @@ impl Passed {
             frames: u64::from(head.is_some()),
             bytes: head.map_or(0, |head| head.len() as u64),
             events,
+            seen_at_head: false,
             ended: false,
         }
+    }
+
+    /// What passed of an HTTP answer handed on unread, `head` first: the
+    /// answer reached the caller at its head.
+    fn unread(status: u16, head: Option<&Bytes>) -> Self {
+        Passed {
+            seen_at_head: true,
+            ..Passed::new(status, head, u64::from(head.is_some()))
+        }
+    }
+
+    /// Whether nothing the caller reads as content has passed: a bad end
+    /// is then the answer's own verdict, no interruption.
+    fn before_content(&self) -> bool {
+        !self.seen_at_head && self.events == 0
     }
 
     /// `data` handed on, `events` content events with it.
@@ -174,9 +195,21 @@ impl Passed {
         self.events += events;
     }
 
-    /// `failure` (a `stream_interrupted` or a `truncated`, caused by
-    /// `cause`) with what was passed; the body ends with it.
-    fn fail(&mut self, failure: Failure, cause: Code, what: &'static str) -> BoxError {
+    /// `failure` (a `truncated`, an `answer_too_large`: its own code
+    /// after content as before) with what was passed, recorded as an
+    /// interruption once content reached the caller; the body ends with
+    /// it.
+    fn fail(&mut self, failure: Failure, what: &'static str) -> BoxError {
+        if self.before_content() {
+            return self.fail_before_content(failure, what);
+        }
+        let cause = failure.code();
+        self.record(failure, cause, what)
+    }
+
+    /// `failure`, caused by `cause`, with the interruption of the content
+    /// that passed; the body ends with it.
+    fn record(&mut self, failure: Failure, cause: Code, what: &'static str) -> BoxError {
         let mut delivered = Interrupted::default();
         delivered.content_events = self.events;
         delivered.bytes = self.bytes;
@@ -224,20 +257,43 @@ impl Passed {
         Box::new(failure)
     }
 
-    /// The interruption `cause` amounts to.
-    fn interrupted(&mut self, cause: &Failure, what: &'static str) -> BoxError {
-        self.fail(Failure::interrupted_by(cause), cause.code(), what)
+    /// The interruption `cause` amounts to once content passed; before,
+    /// `cause` itself.
+    fn interrupted(&mut self, cause: Failure, what: &'static str) -> BoxError {
+        self.cut(cause, None, what)
     }
 
-    /// The inner body's own error, after bytes passed: an interruption
-    /// by what the error was (a reset, a decoder's refusal).
+    /// The inner body's own error: once content passed, an interruption
+    /// by what the error was (a reset, a decoder's refusal); before, the
+    /// fault it is (a `REFUSED_STREAM` the refusal, nothing generated, a
+    /// lost connection `transport`), as the held answer's read says.
     fn broken(&mut self, error: BoxError, what: &'static str) -> BoxError {
         let cause = Failure::find(&*error)
             .cloned()
             .or_else(|| transport_failure(&*error))
             .unwrap_or_else(|| Failure::new(Code::Transport).with_message(&error.to_string()));
-        let failure = Failure::interrupted_by(&cause).with_cause(error);
-        self.fail(failure, cause.code(), what)
+        self.cut(cause, Some(error), what)
+    }
+
+    /// The end `cause` makes, `error` (the inner body's) its source. The
+    /// decision is here, not in each judge, so that no judge reports an
+    /// interruption of content the caller never had: that reads as
+    /// delivered (`content_seen` surfaces it, and gRPC's reading of a
+    /// refusal or a lost connection as `UNAVAILABLE` is lost to it).
+    fn cut(&mut self, cause: Failure, error: Option<BoxError>, what: &'static str) -> BoxError {
+        if self.before_content() {
+            let cause = match error {
+                Some(error) => cause.with_cause(error),
+                None => cause,
+            };
+            return self.fail_before_content(cause, what);
+        }
+        let code = cause.code();
+        let mut failure = Failure::interrupted_by(&cause);
+        if let Some(error) = error {
+            failure = failure.with_cause(error);
+        }
+        self.record(failure, code, what)
     }
 }
 
@@ -269,7 +325,7 @@ impl Length {
         }
         Some(Length {
             declared,
-            passed: Passed::new(status, None, 0),
+            passed: Passed::unread(status, None),
         })
     }
 
@@ -290,7 +346,7 @@ impl Length {
                         "the answer sent more than the {} bytes its content-length declared",
                         self.declared
                     ));
-                    return Some(Err(self.passed.interrupted(&cause, WHAT)));
+                    return Some(Err(self.passed.interrupted(cause, WHAT)));
                 }
                 self.passed.count(data, 1);
                 Some(Ok(frame))
@@ -300,7 +356,7 @@ impl Length {
                     "the answer ended after {} of the {} bytes its content-length declared",
                     self.passed.bytes, self.declared
                 ));
-                Some(Err(self.passed.fail(failure, Code::Truncated, WHAT)))
+                Some(Err(self.passed.fail(failure, WHAT)))
             }
             other => other,
         }
@@ -331,13 +387,14 @@ fn judge_grpc<E: Into<BoxError>>(
 ) -> Option<Result<Frame<Bytes>, BoxError>> {
     const WHAT: &str = "gRPC status failed after messages";
     // The end `cause` makes: an interruption once a whole message has
-    // passed, the answer's own verdict before.
+    // passed, the answer's own verdict before (`Passed` decides; the
+    // event says which).
+    let said = |framing: &Framing, what| match framing.messages {
+        0 => "gRPC answer failed before any message",
+        _ => what,
+    };
     let ended_by = |passed: &mut Passed, framing: &Framing, cause: Failure, what| {
-        if framing.messages == 0 {
-            passed.fail_before_content(cause, "gRPC answer failed before any message")
-        } else {
-            passed.interrupted(&cause, what)
-        }
+        passed.interrupted(cause, said(framing, what))
     };
     let frame = match frame {
         None => {
@@ -347,10 +404,10 @@ fn judge_grpc<E: Into<BoxError>>(
         }
         // A reset after messages is an interruption, as for any answer
         // handed on: the caller and the breaker get seawall's verdict.
+        // Before one it is the fault it is (a refusal, a lost connection).
         Some(Err(error)) => {
-            return Some(Err(
-                passed.broken(error.into(), "gRPC answer broke after messages")
-            ));
+            let what = said(framing, "gRPC answer broke after messages");
+            return Some(Err(passed.broken(error.into(), what)));
         }
         Some(Ok(frame)) => frame,
     };
@@ -424,12 +481,12 @@ fn judge_past_cap<E: Into<BoxError>>(
                     let failure = Failure::new(Code::Truncated).with_message(
                         "the JSON answer ended before its value closed (past the check cap)",
                     );
-                    Some(Err(passed.fail(failure, Code::Truncated, WHAT)))
+                    Some(Err(passed.fail(failure, WHAT)))
                 }
                 Ending::Trailing => {
                     let cause = Failure::new(Code::ProtocolViolation)
                         .with_message("bytes after the JSON answer's value");
-                    Some(Err(passed.interrupted(&cause, WHAT)))
+                    Some(Err(passed.interrupted(cause, WHAT)))
                 }
             };
         }
@@ -440,7 +497,7 @@ fn judge_past_cap<E: Into<BoxError>>(
         passed.count(data, 1);
         if passed.bytes > ceiling {
             let failure = answer_too_large(ceiling);
-            return Some(Err(passed.fail(failure, Code::AnswerTooLarge, WHAT)));
+            return Some(Err(passed.fail(failure, WHAT)));
         }
         end.feed(data);
     }
@@ -530,7 +587,7 @@ impl<B> ClassifiedBody<B> {
     /// for [`inner`](Self::inner), the head already passed.
     pub(crate) fn resumed(head: Bytes, rest: Pin<Box<B>>, length: Option<Length>) -> Self {
         let length = length.map(|mut length| {
-            length.passed = Passed::new(length.passed.status, Some(&head), 1);
+            length.passed = Passed::unread(length.passed.status, Some(&head));
             length
         });
         ClassifiedBody {
@@ -896,5 +953,70 @@ mod tests {
             Some(2),
             "{cut:?}"
         );
+    }
+
+    /// A body that sends `frames`, then fails with `error` (a reset, a
+    /// lost connection).
+    struct Breaks(Vec<http_body::Frame<Bytes>>, Option<std::io::ErrorKind>);
+
+    impl http_body::Body for Breaks {
+        type Data = Bytes;
+        type Error = std::io::Error;
+
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+            std::task::Poll::Ready(match self.0.is_empty() {
+                false => Some(Ok(self.0.remove(0))),
+                true => self.1.take().map(|kind| Err(kind.into())),
+            })
+        }
+    }
+
+    /// How a gRPC answer handed on at its headers breaks after `frames`.
+    async fn grpc_broken(frames: Vec<http_body::Frame<Bytes>>) -> seawall_core::Failure {
+        let body = ClassifiedBody::watching_trailers(
+            None,
+            Box::pin(Breaks(frames, Some(std::io::ErrorKind::ConnectionReset))),
+            200,
+            seawall_core::provider::QuotaWall::default(),
+        );
+        let error = body.collect().await.expect_err("broken");
+        seawall_core::Failure::find(&*error)
+            .expect("classified")
+            .clone()
+    }
+
+    /// A gRPC answer handed on at its headers (a call still sending) that
+    /// breaks before a whole message reached the caller is the fault it
+    /// is, as the held answer's read says: `transport`, no interruption,
+    /// no content seen, the error kept as its source. After a message it
+    /// is an interruption by that fault.
+    #[tokio::test]
+    async fn a_grpc_answer_broken_before_a_message_is_the_fault_not_an_interruption() {
+        use seawall_core::Code;
+
+        let half = || http_body::Frame::data(Bytes::from_static(&MESSAGE[..6]));
+        for (frames, what) in [(vec![], "at once"), (vec![half()], "inside a message")] {
+            let broken = grpc_broken(frames).await;
+            assert_eq!(broken.code(), Code::Transport, "{what}: {broken:?}");
+            assert!(broken.interrupted().is_none(), "{what}: {broken:?}");
+            assert!(!broken.evidence().content_seen, "{what}");
+            assert_eq!(broken.evidence().status, Some(200), "{what}");
+            let source = broken.cause().expect("the reset kept");
+            let reset = source
+                .downcast_ref::<std::io::Error>()
+                .map(std::io::Error::kind);
+            assert_eq!(reset, Some(std::io::ErrorKind::ConnectionReset), "{what}");
+        }
+
+        let message = http_body::Frame::data(Bytes::from_static(MESSAGE));
+        let cut = grpc_broken(vec![message, half()]).await;
+        assert_eq!(cut.code(), Code::StreamInterrupted, "{cut:?}");
+        let delivered = cut.interrupted().expect("an interruption");
+        assert_eq!(delivered.content_events, 1);
+        assert_eq!(delivered.cause, Some(Code::Transport));
+        assert!(cut.evidence().content_seen);
     }
 }
