@@ -424,6 +424,13 @@ pub async fn run_with(
         Ok(fallbacks) => fallbacks,
         Err(message) => return usage(log, &message),
     };
+    // From here on stderr carries what the network and errors said: an
+    // upstream's error body may quote the key it was sent (a 401's
+    // "Incorrect API key provided: sk-…"), a client error the URL.
+    let keys = std::iter::once(&primary)
+        .chain(&fallbacks)
+        .filter_map(|route| route.api_key.clone());
+    let log = &mut Scrubbed::new(log, keys.collect());
     let mut stack = match args.preset.as_str() {
         "batch" => Stack::batch(),
         "reasoning" => Stack::reasoning(),
@@ -786,6 +793,77 @@ struct Session {
     started: Instant,
     /// The answer goes to a terminal: a newline ends it.
     out_is_terminal: bool,
+}
+
+/// The shortest key scrubbed from text: a shorter value would scrub
+/// ordinary words, and no provider issues one.
+const MIN_SCRUBBED_KEY: usize = 8;
+
+/// The longest line held back before it is scrubbed and written without
+/// its end: memory stays bounded whatever a message holds.
+const MAX_HELD_LINE: usize = 1 << 20;
+
+/// A writer for stderr that shows no key: each line is written with the
+/// URLs in it stripped of userinfo and query
+/// ([`without_url_secrets`](seawall::core::without_url_secrets)) and every
+/// copy of the chat's keys replaced by `[redacted]`. Lines are held until
+/// their end, so a key is never split across two writes unseen.
+struct Scrubbed<'a, W: Write> {
+    inner: &'a mut W,
+    keys: Vec<String>,
+    line: Vec<u8>,
+}
+
+impl<'a, W: Write> Scrubbed<'a, W> {
+    fn new(inner: &'a mut W, mut keys: Vec<String>) -> Self {
+        keys.retain(|key| key.len() >= MIN_SCRUBBED_KEY);
+        // The longest first: a key that contains another is replaced whole.
+        keys.sort_by_key(|key| std::cmp::Reverse(key.len()));
+        keys.dedup();
+        Scrubbed {
+            inner,
+            keys,
+            line: Vec::new(),
+        }
+    }
+
+    fn emit(&mut self, end: usize) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(&self.line[..end]);
+        let mut text = seawall::core::without_url_secrets(&text).into_owned();
+        for key in &self.keys {
+            if text.contains(key.as_str()) {
+                text = text.replace(key.as_str(), "[redacted]");
+            }
+        }
+        self.line.drain(..end);
+        self.inner.write_all(text.as_bytes())
+    }
+}
+
+impl<W: Write> Write for Scrubbed<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.line.extend_from_slice(buf);
+        while let Some(at) = self.line.iter().position(|&b| b == b'\n') {
+            self.emit(at + 1)?;
+        }
+        if self.line.len() > MAX_HELD_LINE {
+            self.emit(self.line.len())?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            self.emit(self.line.len())?;
+        }
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for Scrubbed<'_, W> {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
 }
 
 /// What to tell the user about a failure besides its own line, if anything.
@@ -1217,6 +1295,24 @@ mod tests {
                 "invalid value 'ftp://user:secret@host/x' and http://h:1 and https://k@h"
             ),
             "invalid value 'ftp://host/x' and http://h:1 and https://h"
+        );
+    }
+
+    /// A key written in pieces, or on a line never ended, is scrubbed
+    /// all the same; a key too short to tell from a word is left alone.
+    #[test]
+    fn stderr_lines_lose_the_keys_however_written() {
+        let mut log = Vec::new();
+        {
+            let keys = vec!["sk-SECRET-0123".to_owned(), "short".to_owned()];
+            let mut scrubbed = Scrubbed::new(&mut log, keys);
+            scrubbed.write_all(b"401: Bearer sk-SEC").unwrap();
+            scrubbed.write_all(b"RET-0123 is wrong, short\n").unwrap();
+            write!(scrubbed, "url http://[::1]:1/v1?key=sk-SECRET-0123").unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(log).unwrap(),
+            "401: Bearer [redacted] is wrong, short\nurl http://[::1]:1/v1"
         );
     }
 
