@@ -212,6 +212,14 @@ impl Stack {
     /// with the stack's [`seed`](Self::seed) when one was given before
     /// (which makes its state anew: take its handle from
     /// [`breaker_layer`](Self::breaker_layer) after).
+    ///
+    /// A breaker that gates readiness ([`BreakerLayer::gate_readiness`],
+    /// for a balancer's endpoints, one route each) gates what
+    /// [`build`](Self::build) and [`attempt`](Self::attempt) make; the
+    /// stack ungates it over the same breakers where one instance sends
+    /// to many routes: a fallback's primary
+    /// ([`build_with_fallback`](Self::build_with_fallback)) and a route
+    /// set's members ([`build_with_route_set`](Self::build_with_route_set)).
     pub fn breaker(mut self, breaker: BreakerLayer) -> Self {
         self.breaker = match self.seed {
             Some(seed) => breaker.seed(seed),
@@ -383,6 +391,13 @@ impl Stack {
     /// none for a chain that fires only on failures that come at once. Without it a ladder of slow transient failures
     /// could spend the deadline to the end, and the fallback configured for
     /// exactly that case would find no time left to fire.
+    ///
+    /// The primary's breaker does not gate its readiness, even when this
+    /// stack's does ([`BreakerLayer::gate_readiness`]): the fallback asks
+    /// only the primary whether it is ready, and a gated primary would
+    /// hold the caller for its route's break instead of letting the
+    /// fallback answer. It reads the same breakers
+    /// ([`BreakerLayer::ungated`]).
     pub fn build_with_fallback<S: Clone, C: Clone, F: Clone, R>(
         &self,
         classify: &ClassifyLayer<C>,
@@ -404,7 +419,9 @@ impl Stack {
         if let Some(seed) = self.seed {
             ladder = ladder.seed(seed);
         }
-        let primary = ladder.layer(self.attempt(classify, client));
+        // The fallback asks only the primary whether it is ready: gated,
+        // it would hold the caller for a break the fallback is there for.
+        let primary = ladder.layer(self.attempt_through(&self.breaker.ungated(), classify, client));
         let handle = self.breaker.handle();
         let fallback =
             fallback.health_or(move |route: &seawall_core::RouteId| handle.cooldown(route));
@@ -427,6 +444,14 @@ impl Stack {
     /// another member while one can be tried (see
     /// [`seawall_fallback::route_set`]).
     ///
+    /// The members' breaker does not gate its readiness, even when this
+    /// stack's does ([`BreakerLayer::gate_readiness`], for one route per
+    /// instance): the set's instances send to every member, and a gate on
+    /// the member called last would hold the next attempt, bound for a
+    /// healthy member, until that one's cooldown or break is over. It reads
+    /// the same breakers ([`BreakerLayer::ungated`]); the set itself skips
+    /// a member that would refuse.
+    ///
     /// Configuring the set makes it anew: a handle taken from `route_set`
     /// before this call reads a set nothing calls. Take it from the
     /// service: `service.get_ref().get_ref().handle()` (the total
@@ -445,7 +470,10 @@ impl Stack {
         if let Some(seed) = self.seed {
             route_set = route_set.seed(seed);
         }
-        let keyed = self.breaker.keyed_by_route_id();
+        // The set's instances send to every member: a readiness gate (for
+        // one route per instance) would hold the move to a healthy member
+        // while the member called last cools down.
+        let keyed = self.breaker.keyed_by_route_id().ungated();
         let members = route_set.layer(self.attempt_through(&keyed, classify, client));
         self.total_deadline_layer()
             .layer(self.ladder().layer(members))

@@ -31,6 +31,12 @@ pub struct BreakerLayer {
     /// Services key breakers by each request's `RouteId`, the route
     /// function aside ([`keyed_by_route_id`](Self::keyed_by_route_id)).
     by_route_id: bool,
+    /// Services never gate their readiness, whatever
+    /// [`gate_readiness`](Self::gate_readiness) says
+    /// ([`ungated`](Self::ungated)): the gate is each service's, not the
+    /// breakers', so services that send to many routes can share breakers
+    /// with gated ones.
+    ungated: bool,
 }
 
 #[derive(Clone)]
@@ -93,6 +99,7 @@ impl BreakerLayer {
             config,
             shared,
             by_route_id: false,
+            ungated: false,
         }
     }
 
@@ -170,9 +177,14 @@ impl BreakerLayer {
     /// breaker, or drop the instance after a refusal. Under a fallback
     /// (`Stack::build_with_fallback`), `poll_ready` asks the primary only:
     /// a gated primary would hold the caller for the break instead of
-    /// letting the fallback answer — don't gate there.
+    /// letting the fallback answer — don't gate there. seawall's `Stack`
+    /// does not: its fallback's primary and its route set's members are
+    /// built from [`ungated`](Self::ungated).
     pub fn gate_readiness(self, gate: bool) -> Self {
-        self.with(|c| c.gate_readiness = gate)
+        BreakerLayer {
+            ungated: false,
+            ..self.with(|c| c.gate_readiness = gate)
+        }
     }
 
     /// The most routes tracked (default 1024). Calls to further routes go
@@ -245,6 +257,24 @@ impl BreakerLayer {
         }
     }
 
+    /// This layer without readiness gating, over the same breakers: for
+    /// services that send to many routes beside a gated balancer's
+    /// endpoints, as a route set's members or a fallback's primary are
+    /// (seawall's `Stack::build_with_route_set` and
+    /// `Stack::build_with_fallback` use it). The gate is for one route per
+    /// instance: gated, such a service waits in `poll_ready` for whichever
+    /// route it called last, though the next request goes elsewhere.
+    ///
+    /// A further builder call makes a fresh set of breakers, as always,
+    /// and stays ungated, unless it is
+    /// [`gate_readiness`](Self::gate_readiness).
+    pub fn ungated(&self) -> BreakerLayer {
+        BreakerLayer {
+            ungated: true,
+            ..self.clone()
+        }
+    }
+
     /// A handle to read and force the state of this layer's breakers.
     pub fn handle(&self) -> BreakerHandle {
         BreakerHandle {
@@ -261,7 +291,10 @@ impl<S> Layer<S> for BreakerLayer {
             true => None,
             false => self.config.route_fn.clone(),
         };
-        Breaker::new(inner, Arc::clone(&self.shared), route_fn)
+        // As configured (the breakers keep the setting for this alone),
+        // unless this layer is `ungated`.
+        let gate_readiness = self.shared.gate_readiness && !self.ungated;
+        Breaker::new(inner, Arc::clone(&self.shared), route_fn, gate_readiness)
     }
 }
 
@@ -273,7 +306,10 @@ impl std::fmt::Debug for BreakerLayer {
             .field("close_after", &self.config.close_after)
             .field("break_duration", &self.config.break_duration)
             .field("rate_limited_counts", &self.config.rate_limited_counts)
-            .field("gate_readiness", &self.config.gate_readiness)
+            .field(
+                "gate_readiness",
+                &(self.config.gate_readiness && !self.ungated),
+            )
             .field("max_routes", &self.config.max_routes)
             .field("route_fn", &self.config.route_fn.is_some())
             .field("keyed_by_route_id", &self.by_route_id)

@@ -40,6 +40,9 @@ pub struct Breaker<S> {
     /// `RouteId`; `None`: each request's `RouteId` names its route.
     route_fn: Option<RouteFn>,
     last: Option<Arc<RouteBreaker>>,
+    /// `poll_ready` waits while `last` would refuse a call. The layer's,
+    /// not the breakers': services over the same breakers may differ.
+    gate_readiness: bool,
     gate: Option<Pin<Box<Sleep>>>,
     /// `poll_ready` said ready and no call has been made since: the gate
     /// stays open until one is. tower's contract: once ready, repeated
@@ -50,12 +53,18 @@ pub struct Breaker<S> {
 }
 
 impl<S> Breaker<S> {
-    pub(crate) fn new(inner: S, shared: Arc<Shared>, route_fn: Option<RouteFn>) -> Self {
+    pub(crate) fn new(
+        inner: S,
+        shared: Arc<Shared>,
+        route_fn: Option<RouteFn>,
+        gate_readiness: bool,
+    ) -> Self {
         Breaker {
             inner,
             shared,
             route_fn,
             last: None,
+            gate_readiness,
             gate: None,
             readied: false,
         }
@@ -123,6 +132,7 @@ impl<S: Clone> Clone for Breaker<S> {
             shared: Arc::clone(&self.shared),
             route_fn: self.route_fn.clone(),
             last: self.last.clone(),
+            gate_readiness: self.gate_readiness,
             gate: None,
             readied: false,
         }
@@ -149,7 +159,7 @@ where
     type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        if self.shared.gate_readiness
+        if self.gate_readiness
             && !self.readied
             && let Some(wait) = self.gated_for()
         {
