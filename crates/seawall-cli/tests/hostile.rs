@@ -433,6 +433,9 @@ async fn userinfo_in_a_base_url_is_never_shown_nor_sent() {
     let raw = Raw::start(json(answer)).await;
     let keyed = format!("http://user:secret@{}", raw.addr);
     let unreachable = "http://user:secret@127.0.0.1:1".to_owned();
+    // An IPv6 host: its brackets once ended the URL in a message, before
+    // the userinfo or query that followed was taken out.
+    let unreachable_v6 = "http://user:secret@[::1]:1".to_owned();
     let runs = [
         // A healthy answer, every layer logging.
         (vec!["--base-url", keyed.as_str()], Some(0)),
@@ -449,6 +452,8 @@ async fn userinfo_in_a_base_url_is_never_shown_nor_sent() {
             Some(0),
         ),
         (vec!["--base-url", unreachable.as_str()], Some(1)),
+        (vec!["--base-url", unreachable_v6.as_str()], Some(1)),
+        (vec!["--base-url", "http://[::1]:1/v1?key=secret"], Some(2)),
         // URLs the parser rejects: a key in the query would be appended
         // to and shown with every request's URL.
         (vec!["--base-url", "ftp://user:secret@example.com"], Some(2)),
