@@ -65,7 +65,7 @@ impl Config {
             on_transition: self.on_transition.clone(),
             random: Random::from_seed(self.seed),
         };
-        Shared::new(policy, self.gate_readiness, self.max_routes.max(1))
+        Shared::new(policy, self.max_routes.max(1))
     }
 }
 
@@ -291,9 +291,7 @@ impl<S> Layer<S> for BreakerLayer {
             true => None,
             false => self.config.route_fn.clone(),
         };
-        // As configured (the breakers keep the setting for this alone),
-        // unless this layer is `ungated`.
-        let gate_readiness = self.shared.gate_readiness && !self.ungated;
+        let gate_readiness = self.config.gate_readiness && !self.ungated;
         Breaker::new(inner, Arc::clone(&self.shared), route_fn, gate_readiness)
     }
 }

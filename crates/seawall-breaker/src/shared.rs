@@ -72,7 +72,6 @@ pub(crate) const MAX_ROUTE_NAME: usize = seawall_core::MAX_KEPT_NAME;
 
 pub(crate) struct Shared {
     pub(crate) policy: Arc<Policy>,
-    pub(crate) gate_readiness: bool,
     pub(crate) max_routes: usize,
     /// Keyed by the breaker's own `RouteId` text: one copy of each name.
     routes: RwLock<HashMap<Arc<str>, Arc<RouteBreaker>>>,
@@ -88,10 +87,9 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(policy: Policy, gate_readiness: bool, max_routes: usize) -> Self {
+    pub(crate) fn new(policy: Policy, max_routes: usize) -> Self {
         Shared {
             policy: Arc::new(policy),
-            gate_readiness,
             max_routes,
             routes: RwLock::new(HashMap::new()),
             first: OnceLock::new(),
@@ -333,7 +331,7 @@ mod tests {
             on_transition: None,
             random: Random::Thread,
         };
-        Shared::new(policy, false, max_routes)
+        Shared::new(policy, max_routes)
     }
 
     /// A request's route name of megabytes (a route function keyed by the
