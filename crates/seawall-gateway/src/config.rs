@@ -958,6 +958,9 @@ mod tests {
             "main:openai@https://u:sk-secret@api.example.com",
             "main=openai",
             "main:openai@https://api.example.com?key=sk-secret",
+            // An IPv6 host's brackets do not end the quoted URL early.
+            "main:openai@http://[::1]:8080/v1?key=sk-secret",
+            "main:openai@http://u:sk-secret@[::1]:8080/v1",
         ] {
             let err = Config::from_routes(&[spec]).unwrap_err().to_string();
             assert!(!err.contains("sk-secret"), "{err}");

@@ -101,7 +101,8 @@ impl Member {
     /// the request's own. The value is marked sensitive and never shown.
     ///
     /// A credential header — `authorization`, `x-api-key`, `api-key`,
-    /// `x-goog-api-key`, `proxy-authorization` or `cookie` — makes the
+    /// `x-goog-api-key`, `proxy-authorization`, `cookie`,
+    /// `x-amz-security-token` or `x-seawall-token` — makes the
     /// member one that brings credentials of its own, and its requests
     /// then carry only its own: every other of those headers the request
     /// came with (the caller's key) is removed, so a 401 on an OpenAI
