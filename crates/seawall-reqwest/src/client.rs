@@ -15,7 +15,13 @@ pub fn crypto_provider() -> Arc<CryptoProvider> {
 /// verifies servers with the platform's verifier (the system's roots on
 /// Linux), offering HTTP/1.1 by ALPN.
 ///
-/// Built explicitly, so it needs no process-wide default provider.
+/// Built explicitly, so it needs no process-wide default provider. For a
+/// builder of your own that must not depend on one
+/// (`reqwest::ClientBuilder::tls_backend_preconfigured`); but a client
+/// given a preconfigured TLS configuration uses it as it is: reqwest
+/// then ignores every TLS setting of its builder (roots, identity,
+/// `danger_accept_invalid_certs`, TLS versions). [`client_builder`] does
+/// not use it, so that those settings take effect.
 pub fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
     let mut config = rustls::ClientConfig::builder_with_provider(crypto_provider())
         .with_safe_default_protocol_versions()?
@@ -31,8 +37,9 @@ pub fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
 ///
 /// reqwest's `rustls-no-provider` feature (the one this workspace uses, so
 /// that aws-lc-rs is never built) panics when it builds a `reqwest::Client`
-/// with its own TLS and finds no default, and async-openai's
-/// `Client::new()` and `Client::with_config()` build one. This crate's
+/// with its own TLS and finds no default: [`client_builder`]'s client is
+/// one, and async-openai's `Client::new()` and `Client::with_config()`
+/// build another. This crate's
 /// constructors ([`client_builder`], [`client`],
 /// [`ReqwestService::new`](crate::ReqwestService::new), `OpenAiService::new`,
 /// `openai_client`) call it, so code that built any of them first needs no
@@ -61,21 +68,26 @@ pub fn install_crypto_provider() {
 /// - reqwest's own **decompression is off** (`no_gzip`, `no_brotli`,
 ///   `no_deflate`, `no_zstd`), whatever reqwest features the build turns
 ///   on: seawall's stack decodes answers itself;
-/// - TLS from [`tls_config`] (ring, preconfigured: no default provider
-///   needed).
+/// - TLS by reqwest's **rustls** backend (`tls_backend_rustls`), over the
+///   process default crypto provider, which this call makes ring unless
+///   one is installed already ([`install_crypto_provider`]), and the
+///   platform's verifier (the system's roots on Linux), as [`tls_config`];
+/// - **HTTP/1.1 only** (`http1_only`): the one version this workspace
+///   builds reqwest with, offered alone by ALPN whatever reqwest features
+///   the build turns on, as before.
 ///
-/// Add what your deployment needs (proxies, a user agent, pool settings),
-/// but leave `timeout`, `read_timeout`, `connect_timeout` beyond a generous
-/// connect bound, and `retry` alone: see the
-/// [crate docs](crate#one-deadline-one-ladder).
+/// Add what your deployment needs (proxies, a user agent, pool settings,
+/// and TLS: `add_root_certificate` for a corporate CA, `identity` for
+/// mTLS, `tls_version_min`, `danger_accept_invalid_certs` for a test
+/// server), but leave `timeout`, `read_timeout`, `connect_timeout` beyond
+/// a generous connect bound, and `retry` alone: see the
+/// [crate docs](crate#one-deadline-one-ladder). reqwest builds the TLS
+/// configuration from those settings when the client is built; a
+/// preconfigured one (`tls_backend_preconfigured`, e.g. [`tls_config`])
+/// would replace them all, silently.
 ///
-/// Should the TLS configuration fail to build (no usable platform
-/// verifier), the builder keeps reqwest's own.
-///
-/// Installs ring as the process default provider first, unless one is
-/// installed ([`install_crypto_provider`]): the client built here needs
-/// none, but reqwest's own TLS (the fallback above, and the client
-/// async-openai's `Client::with_config` builds) does.
+/// Building the client fails (a builder error, no panic) when no platform
+/// verifier can be made.
 pub fn client_builder() -> reqwest::ClientBuilder {
     install_crypto_provider();
     // reqwest's decoders are features, and features unify across a build:
@@ -84,17 +96,25 @@ pub fn client_builder() -> reqwest::ClientBuilder {
     // corrupt compressed body would surface as a reqwest body error, a
     // transport failure retried, not through seawall's own decompression
     // and its verdict. These exist whether the features are on or not.
-    let builder = reqwest::Client::builder()
+    //
+    // TLS is reqwest's own rustls configuration, built from the builder's
+    // settings, not a preconfigured one: reqwest uses a preconfigured
+    // configuration as it is given, and every TLS setting added to this
+    // builder (a root, an identity, a version bound) was silently dropped,
+    // so a deployment behind a corporate CA could not connect at all. It
+    // needs the process default provider installed above. Named, so that
+    // a native-tls feature turned on elsewhere in the build does not take
+    // over. `http1_only` keeps the ALPN the preconfigured configuration
+    // offered (HTTP/1.1 alone) should the build turn reqwest's `http2` on.
+    reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .retry(reqwest::retry::never())
         .no_gzip()
         .no_brotli()
         .no_deflate()
-        .no_zstd();
-    match tls_config() {
-        Ok(config) => builder.tls_backend_preconfigured(config),
-        Err(_) => builder,
-    }
+        .no_zstd()
+        .tls_backend_rustls()
+        .http1_only()
 }
 
 /// [`client_builder`], built.

@@ -117,14 +117,18 @@
 //! asks for the default panics. This crate uses reqwest's
 //! `rustls-no-provider` feature and async-openai without default features,
 //! so aws-lc-rs is never built (`cargo tree -p seawall-reqwest
-//! --all-features -i aws-lc-rs` finds nothing), and [`tls_config`] builds
-//! the rustls configuration over ring explicitly.
+//! --all-features -i aws-lc-rs` finds nothing).
 //!
 //! A `reqwest::Client` built with reqwest's own TLS needs a process default
-//! provider, or reqwest panics ("No rustls crypto provider is configured"),
-//! and async-openai's `Client::new()` and `Client::with_config()` build
+//! provider, or reqwest panics ("No rustls crypto provider is configured"):
+//! [`client_builder`]'s client is one (its TLS settings, a corporate root
+//! or a client identity, are read only by reqwest's own TLS), and
+//! async-openai's `Client::new()` and `Client::with_config()` build
 //! one, before `with_http_service` replaces it (async-openai keeps it only
-//! to build requests). So this crate's constructors — [`client_builder`],
+//! to build requests). [`tls_config`] builds a rustls configuration over
+//! ring explicitly, for a builder that must not depend on a default (then
+//! reqwest reads none of that builder's TLS settings). So this crate's
+//! constructors — [`client_builder`],
 //! [`client`], [`ReqwestService::new`], `OpenAiService::new` and
 //! `openai_client` — install ring as the process default, unless one is
 //! installed already ([`install_crypto_provider`], idempotent). What that

@@ -117,3 +117,57 @@ async fn a_refused_certificate_is_permanent_not_retried() {
     assert_eq!(failure.receipt().map(|r| r.attempts.len()), Some(1));
     assert_eq!(handshakes.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// TLS settings added to [`client_builder`](seawall_reqwest::client_builder)
+/// take effect: a deployment's own roots, a client identity, a minimum
+/// version. Here the bluntest, `danger_accept_invalid_certs`: the
+/// certificate the default refuses is accepted, the handshake completes,
+/// and the call fails only because the server never answers HTTP.
+#[tokio::test]
+async fn tls_settings_added_to_the_builder_take_effect() {
+    let (port, handshakes) = seawall_test::tls::refused_certificate_server().await;
+    let client = seawall_reqwest::client_builder()
+        .no_proxy()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .expect("a reqwest client");
+    let request = http::Request::post(format!("https://localhost:{port}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(common::chat_body(false))))
+        .unwrap();
+    let error = seawall_reqwest::ReqwestService::new(client)
+        .oneshot(request)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, seawall_reqwest::Error::Transport(_)),
+        "the handshake passed, the connection closed after it: {error:?}"
+    );
+    // Past the connect (TCP and the handshake: `client error (Connect)`
+    // when either fails): the request was sent and the peer hung up.
+    let said = error.to_string();
+    assert!(
+        !said.contains("certificate") && !said.contains("(Connect)"),
+        "{said}"
+    );
+    assert_eq!(handshakes.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// The TLS versions set on the builder are read: a minimum above the
+/// maximum is refused when the client is built, not silently dropped.
+#[tokio::test]
+async fn a_minimum_tls_version_is_read() {
+    // TLS 1.3 only: reqwest builds it over ring.
+    seawall_reqwest::client_builder()
+        .tls_version_min(reqwest::tls::Version::TLS_1_3)
+        .build()
+        .expect("a TLS 1.3-only client");
+    // A maximum under the minimum leaves no version: reqwest refuses it,
+    // which it can only do if it reads them.
+    let error = seawall_reqwest::client_builder()
+        .tls_version_min(reqwest::tls::Version::TLS_1_3)
+        .tls_version_max(reqwest::tls::Version::TLS_1_2)
+        .build()
+        .expect_err("no TLS version left");
+    assert!(error.is_builder(), "{error:?}");
+}
