@@ -1118,31 +1118,16 @@ impl tower::Service<TwiceRecorded> for NeverReady {
     }
 }
 
-/// A ladder (two attempts, no wait) over a route set of `key-a` and
-/// `key-b` over `upstream`, each member cooling (rate-limited) until the
-/// instant `cooling` gives it, if any.
-fn ladder_over_route_set<S>(
-    upstream: S,
+/// A route set of `key-a` and `key-b`, each member cooling (rate-limited)
+/// until the instant `cooling` gives it, if any.
+fn cooling_route_set(
     cooling: impl Fn(&str) -> Option<tokio::time::Instant> + Send + Sync + 'static,
-) -> impl tower::Service<
-    http::Request<Full<Bytes>>,
-    Response = http::Response<impl http_body::Body>,
-    Error = tower::BoxError,
->
-where
-    S: tower::Service<
-            http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
-            Response = http::Response<Full<Bytes>>,
-            Error = tower::BoxError,
-        > + Clone,
-{
+) -> seawall::fallback::RouteSetLayer {
     use seawall::core::{Code, RouteId};
     use seawall::fallback::{Member, RouteSetLayer};
-    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
     use std::sync::Arc;
-    use tower::Layer;
     let cooling = Arc::new(cooling);
-    let set = RouteSetLayer::new([Member::new("key-a"), Member::new("key-b")])
+    RouteSetLayer::new([Member::new("key-a"), Member::new("key-b")])
         .unwrap()
         .seed(7)
         .health(move |route: &RouteId| {
@@ -1152,18 +1137,41 @@ where
                 let left = until.saturating_duration_since(tokio::time::Instant::now());
                 (!left.is_zero()).then_some((Code::RateLimited, Some(left)))
             }
-        });
-    RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).layer(set.layer(upstream))
+        })
 }
 
-/// A call never answered, its route named by the route set.
+/// A ladder (two attempts, no wait) over a [`cooling_route_set`] over
+/// [`hangs`] (`called` hears of its first call).
+fn ladder_over_route_set(
+    called: tokio::sync::oneshot::Sender<()>,
+    cooling: Cooling,
+) -> impl tower::Service<
+    http::Request<Full<Bytes>>,
+    Response = http::Response<impl http_body::Body>,
+    Error = tower::BoxError,
+> {
+    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
+    use tower::Layer;
+    let set = cooling_route_set(cooling);
+    RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited())
+        .layer(set.layer(hangs(called)))
+}
+
+/// A call that never answers, as [`hangs`] makes it.
+type Hanging = std::future::Pending<Result<http::Response<Full<Bytes>>, tower::BoxError>>;
+
+/// A call never answered, its route named by the route set; `called` hears
+/// of the first. Its futures are sendable, as a fallback's routes must be.
 fn hangs(
     called: tokio::sync::oneshot::Sender<()>,
 ) -> impl tower::Service<
     http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
     Response = http::Response<Full<Bytes>>,
     Error = tower::BoxError,
-> + Clone {
+    Future = Hanging,
+> + Clone
++ Send
++ 'static {
     let called = std::sync::Arc::new(std::sync::Mutex::new(Some(called)));
     tower::service_fn(move |_| {
         if let Some(called) = called.lock().unwrap().take() {
@@ -1173,26 +1181,72 @@ fn hangs(
     })
 }
 
-/// Under a route set, a call in flight on a member its caller stopped
-/// waiting for is a cancelled attempt of that member, as its answer or
-/// failure would have been: not of the ladder's route (the request's
-/// authority), which no call went to.
-#[test]
-fn a_route_set_members_dropped_call_is_the_members_cancelled_attempt() {
-    let snapshotter = recorded_on(true, async {
+/// When each member of a [`cooling_route_set`] cools until, if at all.
+type Cooling = Box<dyn Fn(&str) -> Option<tokio::time::Instant> + Send + Sync>;
+
+/// Runs one call through the service `build` makes of a route set over
+/// [`hangs`] (told by the oneshot sender it is given), its members cooling
+/// as it is told, `key-b` cooling for a minute: `key-a` takes the call and never
+/// answers it, and the caller drops it once `key-a` has it. What the call
+/// recorded.
+fn dropped_while_a_member_has_it<S, B>(
+    build: impl FnOnce(tokio::sync::oneshot::Sender<()>, Cooling) -> S,
+) -> Snapshotter
+where
+    S: tower::Service<
+            http::Request<Full<Bytes>>,
+            Response = http::Response<B>,
+            Error = tower::BoxError,
+        >,
+{
+    recorded_on(true, async {
         let later = tokio::time::Instant::now() + Duration::from_secs(60);
         let (called, member_called) = tokio::sync::oneshot::channel();
         // Only `key-a` can take the call.
-        let service = ladder_over_route_set(hangs(called), move |route| {
-            (route == "key-b").then_some(later)
-        });
+        let service = build(
+            called,
+            Box::new(move |route| (route == "key-b").then_some(later)),
+        );
         tokio::select! {
             result = service.oneshot(prim_request()) => {
                 panic!("the member never answers: {:?}", result.err())
             }
             _ = member_called => {}
         }
-    });
+    })
+}
+
+/// Runs one call through the service `build` makes of a route set over
+/// [`hangs`], its members cooling as it is told, every one for 2 s: the
+/// call waits in the set, and its caller gives up at 100 ms. What the call
+/// recorded.
+fn given_up_while_every_member_cools<S, B>(
+    build: impl FnOnce(tokio::sync::oneshot::Sender<()>, Cooling) -> S,
+) -> Snapshotter
+where
+    S: tower::Service<
+            http::Request<Full<Bytes>>,
+            Response = http::Response<B>,
+            Error = tower::BoxError,
+        >,
+{
+    recorded_on(true, async {
+        let back = tokio::time::Instant::now() + Duration::from_secs(2);
+        let (called, _never) = tokio::sync::oneshot::channel();
+        let service = build(called, Box::new(move |_| Some(back)));
+        let call = service.oneshot(prim_request());
+        let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
+        assert!(gave_up.is_err(), "the set waits for a member");
+    })
+}
+
+/// Under a route set, a call in flight on a member its caller stopped
+/// waiting for is a cancelled attempt of that member, as its answer or
+/// failure would have been: not of the ladder's route (the request's
+/// authority), which no call went to.
+#[test]
+fn a_route_set_members_dropped_call_is_the_members_cancelled_attempt() {
+    let snapshotter = dropped_while_a_member_has_it(ladder_over_route_set);
     let snapshot = snapshot(&snapshotter);
     assert_eq!(
         counter(
@@ -1211,14 +1265,7 @@ fn a_route_set_members_dropped_call_is_the_members_cancelled_attempt() {
 /// is counted, cancelled or other (one was, under the ladder's route).
 #[test]
 fn a_call_given_up_while_every_member_cools_is_no_attempt() {
-    let snapshotter = recorded_on(true, async {
-        let back = tokio::time::Instant::now() + Duration::from_secs(2);
-        let (called, _never) = tokio::sync::oneshot::channel();
-        let service = ladder_over_route_set(hangs(called), move |_| Some(back));
-        let call = service.oneshot(prim_request());
-        let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
-        assert!(gave_up.is_err(), "the set waits for a member");
-    });
+    let snapshotter = given_up_while_every_member_cools(ladder_over_route_set);
     let snapshot = snapshot(&snapshotter);
     assert_eq!(
         counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
@@ -1427,44 +1474,21 @@ fn a_stream_cut_by_the_operations_deadline_is_an_interruption() {
 
 /// A fallback with no ladder above (the `build_with_fallback` shape: its
 /// primary a ladder of one attempt that fails at once with
-/// `provider_unavailable`) whose one route, named `spare`, is a route set
-/// of `key-a` and `key-b` over `upstream`, each member cooling
-/// (rate-limited) until the instant `cooling` gives it, if any.
-fn fallback_to_route_set<S>(
-    upstream: S,
-    cooling: impl Fn(&str) -> Option<tokio::time::Instant> + Send + Sync + 'static,
+/// `provider_unavailable`) whose one route, named `spare`, is a
+/// [`cooling_route_set`] over [`hangs`] (`called` hears of its first call).
+fn fallback_to_route_set(
+    called: tokio::sync::oneshot::Sender<()>,
+    cooling: Cooling,
 ) -> impl tower::Service<
     http::Request<Full<Bytes>>,
     Response = http::Response<impl http_body::Body>,
     Error = tower::BoxError,
->
-where
-    S: tower::Service<
-            http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
-            Response = http::Response<Full<Bytes>>,
-            Error = tower::BoxError,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
+> {
     use seawall::core::{Code, Failure, RouteId};
-    use seawall::fallback::{FallbackLayer, Member, RouteSetLayer};
+    use seawall::fallback::FallbackLayer;
     use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
-    use std::sync::Arc;
     use tower::Layer;
-    let cooling = Arc::new(cooling);
-    let set = RouteSetLayer::new([Member::new("key-a"), Member::new("key-b")])
-        .unwrap()
-        .seed(7)
-        .health(move |route: &RouteId| {
-            let (cooling, route) = (cooling.clone(), route.clone());
-            move || {
-                let until = cooling(route.as_str())?;
-                let left = until.saturating_duration_since(tokio::time::Instant::now());
-                (!left.is_zero()).then_some((Code::RateLimited, Some(left)))
-            }
-        });
+    let set = cooling_route_set(cooling);
     // The set answers with its own body type: both routes answer a boxed
     // body.
     type Boxed = http_body_util::combinators::UnsyncBoxBody<Bytes, tower::BoxError>;
@@ -1479,7 +1503,7 @@ where
         .map_response(|response: http::Response<_>| {
             response.map(|body| BodyExt::map_err(body, Into::into).boxed_unsync())
         })
-        .service(set.layer(upstream));
+        .service(set.layer(hangs(called)));
     FallbackLayer::new(spare)
         .route(RouteId::new("spare"))
         .layer(primary)
@@ -1491,20 +1515,7 @@ where
 /// route's (`spare`), where no call went.
 #[test]
 fn a_fallback_counts_a_dropped_call_under_its_route_sets_member() {
-    let snapshotter = recorded_on(true, async {
-        let later = tokio::time::Instant::now() + Duration::from_secs(60);
-        let (called, member_called) = tokio::sync::oneshot::channel();
-        // Only `key-a` can take the call.
-        let service = fallback_to_route_set(hangs_sendable(called), move |route| {
-            (route == "key-b").then_some(later)
-        });
-        tokio::select! {
-            result = service.oneshot(prim_request()) => {
-                panic!("the member never answers: {:?}", result.err())
-            }
-            _ = member_called => {}
-        }
-    });
+    let snapshotter = dropped_while_a_member_has_it(fallback_to_route_set);
     let snapshot = snapshot(&snapshotter);
     assert_eq!(
         counter(
@@ -1533,14 +1544,7 @@ fn a_fallback_counts_a_dropped_call_under_its_route_sets_member() {
 /// the one attempt).
 #[test]
 fn a_fallback_counts_no_call_its_route_set_held() {
-    let snapshotter = recorded_on(true, async {
-        let back = tokio::time::Instant::now() + Duration::from_secs(2);
-        let (called, _never) = tokio::sync::oneshot::channel();
-        let service = fallback_to_route_set(hangs_sendable(called), move |_| Some(back));
-        let call = service.oneshot(prim_request());
-        let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
-        assert!(gave_up.is_err(), "the set waits for a member");
-    });
+    let snapshotter = given_up_while_every_member_cools(fallback_to_route_set);
     let snapshot = snapshot(&snapshotter);
     assert_eq!(
         counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
@@ -1561,29 +1565,6 @@ fn a_fallback_counts_no_call_its_route_set_held() {
         1,
         "{snapshot:?}"
     );
-}
-
-/// A call that never answers, as [`hangs_sendable`] makes it.
-type Hanging = std::future::Pending<Result<http::Response<Full<Bytes>>, tower::BoxError>>;
-
-/// As [`hangs`], its futures sendable (a fallback's routes must be).
-fn hangs_sendable(
-    called: tokio::sync::oneshot::Sender<()>,
-) -> impl tower::Service<
-    http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
-    Response = http::Response<Full<Bytes>>,
-    Error = tower::BoxError,
-    Future = Hanging,
-> + Clone
-+ Send
-+ 'static {
-    let called = std::sync::Arc::new(std::sync::Mutex::new(Some(called)));
-    tower::service_fn(move |_| {
-        if let Some(called) = called.lock().unwrap().take() {
-            let _ = called.send(());
-        }
-        std::future::pending::<Result<http::Response<Full<Bytes>>, tower::BoxError>>()
-    })
 }
 
 /// Two nested ladders, the inner one sleeping a second before its retry
