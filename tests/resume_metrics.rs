@@ -3,19 +3,13 @@
 //! operation, not an operation of its own.
 #![cfg(all(feature = "metrics", feature = "resume"))]
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+mod common;
+
 use metrics_util::MetricKind;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use seawall::classify::ClassifyLayer;
 use seawall::core::metric_names::{ATTEMPTS_TOTAL, OPERATION_DURATION_SECONDS, RETRIES_TOTAL};
-use seawall::resume::{ResumeLayer, Resumed};
-use seawall::stack::Stack;
-use seawall_chaos::{ChaosServer, Fault, answer_text};
+use seawall_chaos::answer_text;
 use seawall_test::metrics::{counter, matching, snapshot};
-use tower::ServiceExt;
 
 /// A stream reset after 400 of its 600 tokens, resumed once: the caller
 /// made one operation, recorded once (by the ladder that handed the
@@ -33,38 +27,10 @@ fn a_resume_is_a_retry_of_the_operation_not_another_operation() {
             .build()
             .unwrap()
             .block_on(async {
-                let chaos = ChaosServer::builder().start().await.unwrap();
-                let faults = ["reset_after;tokens=400;total=600", "ok;tokens=600"]
-                    .iter()
-                    .map(|f| f.parse::<Fault>().unwrap())
-                    .collect();
-                chaos.script("openai", faults).unwrap();
-                let service = Stack::interactive().resume(ResumeLayer::new()).build(
-                    &ClassifyLayer::openai(),
-                    Client::builder(TokioExecutor::new()).build_http(),
-                );
-                let request =
-                    http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
-                        .body(Full::new(Bytes::from_static(
-                            br#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"Count."}]}"#,
-                        )))
-                        .unwrap();
-                let response = service.oneshot(request).await.unwrap();
-                let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
-                let body = response.into_body().collect().await.unwrap().to_bytes();
-                let text: String = String::from_utf8_lossy(&body)
-                    .split("\n\n")
-                    .filter_map(|event| event.strip_prefix("data: "))
-                    .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
-                    .filter_map(|chunk| {
-                        chunk["choices"][0]["delta"]["content"]
-                            .as_str()
-                            .map(str::to_owned)
-                    })
-                    .collect();
-                assert_eq!(text, answer_text(600));
-                assert_eq!(resumed.count(), 1);
-                assert_eq!(chaos.journal().len(), 2);
+                let incident = common::resume::reset_stream_resumed().await;
+                assert_eq!(incident.text, answer_text(600));
+                assert_eq!(incident.resumed.count(), 1);
+                assert_eq!(incident.chaos.journal().len(), 2);
             })
     });
     let snapshot = snapshot(&snapshotter);

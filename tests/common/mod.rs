@@ -8,6 +8,8 @@
 #![allow(dead_code)] // each test file uses its own part of this module
 
 pub(crate) mod grpc;
+#[cfg(feature = "resume")]
+pub(crate) mod resume;
 pub(crate) mod spans;
 
 use std::time::Duration;
