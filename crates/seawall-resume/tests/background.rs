@@ -11,10 +11,10 @@ mod stored_stream;
 use common::quick_ladder;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use stored_stream::{ID, WORDS, answer, background, renumbered, stream, text_and_sequence};
+use stored_stream::{ID, WORDS, answer, background, read_events, renumbered, stream};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use seawall_classify::ClassifyLayer;
@@ -147,22 +147,7 @@ where
         .unwrap();
     let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
     let receipt = response.extensions().get::<Receipt>().cloned();
-    let mut body = std::pin::pin!(response.into_body());
-    let mut bytes = Vec::new();
-    let mut error = None;
-    while let Some(frame) = tokio::time::timeout(Duration::from_secs(10), body.frame())
-        .await
-        .unwrap()
-    {
-        match frame {
-            Ok(frame) => bytes.extend_from_slice(&frame.into_data().unwrap_or_default()),
-            Err(e) => {
-                error = Some(e.into());
-                break;
-            }
-        }
-    }
-    let (text, sequence) = text_and_sequence(bytes);
+    let (text, sequence, error) = read_events(response.into_body(), Duration::from_secs(10)).await;
     Read {
         text,
         sequence,

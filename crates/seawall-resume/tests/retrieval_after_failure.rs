@@ -22,7 +22,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use stored_stream::{ID, WORDS, answer, background, event, renumbered, stream, text_and_sequence};
+use stored_stream::{ID, WORDS, answer, background, event, read_events, renumbered, stream};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -224,19 +224,7 @@ async fn run(provider: &Upstream, body: Value) -> Read {
         .unwrap()
         .unwrap();
     let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
-    let mut body = std::pin::pin!(response.into_body());
-    let mut bytes = Vec::new();
-    let mut error = None;
-    while let Some(frame) = tokio::time::timeout(PATIENCE, body.frame()).await.unwrap() {
-        match frame {
-            Ok(frame) => bytes.extend_from_slice(&frame.into_data().unwrap_or_default()),
-            Err(e) => {
-                error = Some(e);
-                break;
-            }
-        }
-    }
-    let (text, sequence) = text_and_sequence(bytes);
+    let (text, sequence, error) = read_events(response.into_body(), PATIENCE).await;
     Read {
         text,
         sequence,

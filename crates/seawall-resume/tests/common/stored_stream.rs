@@ -4,6 +4,11 @@
 //! events the caller got. Included by `#[path]` in those suites only, so
 //! the other suites that include `common` compile none of it.
 
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use seawall_core::BoxError;
 use serde_json::{Value, json};
 
 /// The response the provider stores.
@@ -103,9 +108,29 @@ pub(crate) fn background(structured: bool) -> Value {
     body
 }
 
-/// From the bytes the caller read: the text of its text deltas, and the
-/// sequence number of every event, in order.
-pub(crate) fn text_and_sequence(bytes: Vec<u8>) -> (String, Vec<u64>) {
+/// Reads `body` to its end, or to its error, as a caller does, each frame
+/// within `patience`: the text of its text deltas, the sequence number of
+/// every event in order, and the error it ended with, if any.
+pub(crate) async fn read_events<B>(
+    body: B,
+    patience: Duration,
+) -> (String, Vec<u64>, Option<BoxError>)
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut bytes = Vec::new();
+    let mut error = None;
+    while let Some(frame) = tokio::time::timeout(patience, body.frame()).await.unwrap() {
+        match frame {
+            Ok(frame) => bytes.extend_from_slice(&frame.into_data().unwrap_or_default()),
+            Err(e) => {
+                error = Some(e.into());
+                break;
+            }
+        }
+    }
     let mut text = String::new();
     let mut sequence = Vec::new();
     for line in String::from_utf8(bytes).unwrap().lines() {
@@ -118,5 +143,5 @@ pub(crate) fn text_and_sequence(bytes: Vec<u8>) -> (String, Vec<u64>) {
             text.push_str(json["delta"].as_str().unwrap());
         }
     }
-    (text, sequence)
+    (text, sequence, error)
 }
