@@ -17,6 +17,7 @@ use seawall::core::provider::openai_responses::last_sequence_number;
 use seawall::core::{BoxError, Code, Failure, MESSAGE_EXCERPT_BYTES};
 use seawall_internal::json::{DONE_MARKER, UTF8_BOM, bom_so_far, is_blank, without_bom};
 use seawall_internal::millis;
+use seawall_internal::sse_field;
 
 use crate::config::{Endpoint, Wire};
 use crate::cut::Cut;
@@ -327,13 +328,10 @@ fn is_done_event(event: &[u8]) -> bool {
     if memchr::memmem::find(event, DONE_MARKER).is_none() {
         return false;
     }
-    let first_data = event.split(|&b| b == b'\n' || b == b'\r').find_map(|line| {
-        match line.strip_prefix(b"data")? {
-            [] => Some(&[][..]),
-            [b':', value @ ..] => Some(value.strip_prefix(b" ").unwrap_or(value)),
-            _ => None,
-        }
-    });
+    let first_data = event
+        .split(|&b| b == b'\n' || b == b'\r')
+        .map(sse_field::field)
+        .find_map(|(name, value)| (name == b"data").then_some(value));
     first_data.is_some_and(seawall_internal::json::is_done_marker)
 }
 
@@ -361,9 +359,11 @@ fn dispatched(event: &[u8]) -> Dispatched {
     let mut at = 0;
     while at < event.len() {
         // A data line that opens with something: the event is data, known
-        // without reading the line to its end (a chat chunk's JSON).
-        if let Some(value) = event[at..].strip_prefix(b"data:") {
-            let value = value.strip_prefix(b" ").unwrap_or(value);
+        // without reading the line to its end (a chat chunk's JSON): a
+        // line that opens `data:` is a data field whatever follows, and
+        // its value's first byte is read off the rest of the event.
+        if event[at..].starts_with(b"data:") {
+            let (_, value) = sse_field::field(&event[at..]);
             if value.first().is_some_and(|&byte| !is_blank(byte)) {
                 return Dispatched::Data;
             }
@@ -375,13 +375,11 @@ fn dispatched(event: &[u8]) -> Dispatched {
         if line.first().is_none_or(|&byte| byte == b':') {
             continue;
         }
-        let (name, value) = match memchr::memchr(b':', line) {
-            Some(colon) => (&line[..colon], &line[colon + 1..]),
-            None => (line, &[][..]),
-        };
-        match name {
-            b"data" if value.iter().any(|&byte| !is_blank(byte)) => return Dispatched::Data,
-            b"data" | b"event" | b"id" | b"retry" => fields = true,
+        match sse_field::field(line) {
+            (b"data", value) if value.iter().any(|&byte| !is_blank(byte)) => {
+                return Dispatched::Data;
+            }
+            (b"data" | b"event" | b"id" | b"retry", _) => fields = true,
             _ => {}
         }
     }

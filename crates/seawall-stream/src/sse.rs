@@ -17,7 +17,8 @@
 
 use std::mem;
 
-use memchr::{memchr, memchr2};
+use memchr::memchr2;
+use seawall_internal::sse_field;
 
 /// The default cap on one line, and on one event's data: 8 MiB. A
 /// generated image arrives as one event: Gemini's `inlineData` part (a 2K
@@ -372,13 +373,7 @@ impl Scanner {
             on_item(Item::Comment(&line[1..]));
             return Ok(());
         }
-        let (field, value) = match memchr(b':', line) {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-            }
-            None => (line, &[][..]),
-        };
+        let (field, value) = sse_field::field(line);
         match field {
             b"data" => {
                 let held = in_frame.map_or(self.data.len(), <[u8]>::len);
