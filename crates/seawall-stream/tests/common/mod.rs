@@ -216,6 +216,17 @@ pub(crate) fn failure_of<T: std::fmt::Debug>(result: Result<T, BoxError>) -> Fai
 /// the bound that does, as the cut's message names it.
 pub(crate) type Cut = (&'static str, StreamGuardLayer, Vec<Step>, u64, &'static str);
 
+/// `failure` came when (seconds) and from the bound the case `name` says.
+fn assert_cut_at(failure: &Failure, name: &str, cut_at: u64, bound: &str) {
+    assert_eq!(
+        failure.evidence().elapsed,
+        Some(Duration::from_secs(cut_at)),
+        "{name}"
+    );
+    let message = failure.message().unwrap();
+    assert!(message.contains(bound), "{name}: {message}");
+}
+
 /// Each case answered on `path`, cut before content: a retryable
 /// timeout when and by the bound the case says.
 pub(crate) async fn assert_cut_before_content(path: &str, cases: impl IntoIterator<Item = Cut>) {
@@ -224,13 +235,7 @@ pub(crate) async fn assert_cut_before_content(path: &str, cases: impl IntoIterat
         let failure = failure_of(call(layer, path, scripted(script)).await);
         assert_eq!(failure.code(), Code::Timeout, "{name}");
         assert_eq!(failure.action(), Action::Retry, "{name}");
-        assert_eq!(
-            failure.evidence().elapsed,
-            Some(Duration::from_secs(cut_at)),
-            "{name}"
-        );
-        let message = failure.message().unwrap();
-        assert!(message.contains(bound), "{name}: {message}");
+        assert_cut_at(&failure, name, cut_at, bound);
     }
 }
 
@@ -244,13 +249,7 @@ pub(crate) async fn assert_cut_after_content(path: &str, cases: impl IntoIterato
             .expect("content came first");
         let failure = drain(response).await.error.expect("cut");
         assert_eq!(failure.code(), Code::StreamInterrupted, "{name}");
-        assert_eq!(
-            failure.evidence().elapsed,
-            Some(Duration::from_secs(cut_at)),
-            "{name}"
-        );
-        let message = failure.message().unwrap();
-        assert!(message.contains(bound), "{name}: {message}");
+        assert_cut_at(&failure, name, cut_at, bound);
     }
 }
 
