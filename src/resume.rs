@@ -146,54 +146,11 @@ mod assembled {
     feature = "fallback"
 ))]
 mod tests {
-    use bytes::Bytes;
-    use http_body_util::{BodyExt, Full};
-    use hyper_util::client::legacy::Client;
-    use hyper_util::rt::TokioExecutor;
-    use seawall_chaos::{ChaosServer, Fault, REQUEST_ID_HEADER, answer_text};
     use seawall_classify::ClassifyLayer;
-    use tower::ServiceExt;
 
     use super::*;
     use crate::stack::Stack;
 
-    /// The assembled stack with `Stack::resume`: incident 3 reads as one
-    /// answer, every token once.
-    #[tokio::test]
-    async fn the_assembled_stack_resumes_a_reset_stream() {
-        let chaos = ChaosServer::builder().start().await.unwrap();
-        let faults = ["reset_after;tokens=400;total=600", "ok;tokens=600"]
-            .iter()
-            .map(|f| f.parse::<Fault>().unwrap())
-            .collect();
-        chaos.script("openai", faults).unwrap();
-        let service = Stack::interactive().resume(ResumeLayer::new()).build(
-            &ClassifyLayer::openai(),
-            Client::builder(TokioExecutor::new()).build_http(),
-        );
-        let request = http::Request::post(format!("{}/v1/chat/completions", chaos.base_url()))
-            .header(REQUEST_ID_HEADER, "stack")
-            .body(Full::new(Bytes::from_static(
-                br#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"Count."}]}"#,
-            )))
-            .unwrap();
-        let response = service.oneshot(request).await.unwrap();
-        let resumed = response.extensions().get::<Resumed>().cloned().unwrap();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        let text: String = String::from_utf8_lossy(&body)
-            .split("\n\n")
-            .filter_map(|event| event.strip_prefix("data: "))
-            .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
-            .filter_map(|chunk| {
-                chunk["choices"][0]["delta"]["content"]
-                    .as_str()
-                    .map(str::to_owned)
-            })
-            .collect();
-        assert_eq!(text, answer_text(600));
-        assert_eq!(resumed.count(), 1);
-        assert_eq!(chaos.journal().len(), 2);
-    }
     /// The resume layer judges a hint against the classifier's quota wall
     /// unless it was given its own threshold.
     #[test]
