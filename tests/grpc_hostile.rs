@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::grpc::{Mapped, ask, client, failure_of, service, serving, stack};
+use common::grpc::{Mapped, Raw, ask, client, failure_of, service, serving, stack};
 use seawall_test::proto::{bytes_field, status_with_detail, varint};
 use seawall_test::raw_h2::{
     Act, CANCEL, ENHANCE_YOUR_CALM, INTERNAL_ERROR, NO_ERROR, REFUSED_STREAM, data, goaway,
@@ -1275,51 +1275,6 @@ async fn a_broken_grpc_message_does_not_change_the_verdict() {
 // ---------------------------------------------------------------------------
 // A call still sending, its answer handed on at its headers.
 // ---------------------------------------------------------------------------
-
-/// Messages as the bytes they are, for a call tonic has no stub for.
-struct Raw;
-
-impl tonic::codec::Encoder for Raw {
-    type Item = bytes::Bytes;
-    type Error = Status;
-
-    fn encode(
-        &mut self,
-        item: bytes::Bytes,
-        dst: &mut tonic::codec::EncodeBuf<'_>,
-    ) -> Result<(), Status> {
-        bytes::BufMut::put_slice(dst, &item);
-        Ok(())
-    }
-}
-
-impl tonic::codec::Decoder for Raw {
-    type Item = bytes::Bytes;
-    type Error = Status;
-
-    fn decode(
-        &mut self,
-        src: &mut tonic::codec::DecodeBuf<'_>,
-    ) -> Result<Option<bytes::Bytes>, Status> {
-        let len = bytes::Buf::remaining(src);
-        Ok(Some(bytes::Buf::copy_to_bytes(src, len)))
-    }
-}
-
-impl tonic::codec::Codec for Raw {
-    type Encode = bytes::Bytes;
-    type Decode = bytes::Bytes;
-    type Encoder = Raw;
-    type Decoder = Raw;
-
-    fn encoder(&mut self) -> Raw {
-        Raw
-    }
-
-    fn decoder(&mut self) -> Raw {
-        Raw
-    }
-}
 
 /// A bidirectional call still sending (its answer handed on at its
 /// headers, not held for a message) whose answer breaks after its headers

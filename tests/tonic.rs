@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::grpc::{ask, client, failure_of, service, serving, stack};
+use common::grpc::{Raw, ask, client, failure_of, service, serving, stack};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -673,52 +673,6 @@ mod with_grpc_status {
         let status = messages.message().await.expect_err("out of time");
         assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
         assert!(started.elapsed() < Duration::from_secs(10));
-    }
-}
-
-/// Raw bytes as gRPC messages, for a call no generated client makes.
-#[derive(Clone, Copy, Default)]
-struct Raw;
-
-impl tonic::codec::Encoder for Raw {
-    type Item = bytes::Bytes;
-    type Error = Status;
-
-    fn encode(
-        &mut self,
-        item: bytes::Bytes,
-        dst: &mut tonic::codec::EncodeBuf<'_>,
-    ) -> Result<(), Status> {
-        bytes::BufMut::put_slice(dst, &item);
-        Ok(())
-    }
-}
-
-impl tonic::codec::Decoder for Raw {
-    type Item = bytes::Bytes;
-    type Error = Status;
-
-    fn decode(
-        &mut self,
-        src: &mut tonic::codec::DecodeBuf<'_>,
-    ) -> Result<Option<bytes::Bytes>, Status> {
-        let len = bytes::Buf::remaining(src);
-        Ok(Some(bytes::Buf::copy_to_bytes(src, len)))
-    }
-}
-
-impl tonic::codec::Codec for Raw {
-    type Encode = bytes::Bytes;
-    type Decode = bytes::Bytes;
-    type Encoder = Raw;
-    type Decoder = Raw;
-
-    fn encoder(&mut self) -> Raw {
-        Raw
-    }
-
-    fn decoder(&mut self) -> Raw {
-        Raw
     }
 }
 

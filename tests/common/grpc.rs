@@ -83,3 +83,50 @@ pub(crate) fn serving() -> HealthCheckResponse {
         status: ServingStatus::Serving as i32,
     }
 }
+
+/// Raw bytes as gRPC messages, for a call no generated client makes (a
+/// client or bidirectional stream tonic has no stub for here).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Raw;
+
+impl tonic::codec::Encoder for Raw {
+    type Item = bytes::Bytes;
+    type Error = Status;
+
+    fn encode(
+        &mut self,
+        item: bytes::Bytes,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), Status> {
+        bytes::BufMut::put_slice(dst, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for Raw {
+    type Item = bytes::Bytes;
+    type Error = Status;
+
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<bytes::Bytes>, Status> {
+        let len = bytes::Buf::remaining(src);
+        Ok(Some(bytes::Buf::copy_to_bytes(src, len)))
+    }
+}
+
+impl tonic::codec::Codec for Raw {
+    type Encode = bytes::Bytes;
+    type Decode = bytes::Bytes;
+    type Encoder = Raw;
+    type Decoder = Raw;
+
+    fn encoder(&mut self) -> Raw {
+        Raw
+    }
+
+    fn decoder(&mut self) -> Raw {
+        Raw
+    }
+}
