@@ -82,6 +82,7 @@ use seawall::fallback::{FallbackLayer, FallbackRoute, ServedBy};
 use seawall::resume::{AnsweredIn, Continuation, ResumeLayer, Resumed};
 use seawall::stack::Stack;
 use seawall_internal::millis;
+use seawall_internal::redact::{Redactor, Secret};
 use serde_json::json;
 use tower::{Service, ServiceExt};
 
@@ -795,46 +796,55 @@ struct Session {
     out_is_terminal: bool,
 }
 
-/// The shortest key scrubbed from text: a shorter value would scrub
-/// ordinary words, and no provider issues one.
-const MIN_SCRUBBED_KEY: usize = 8;
-
 /// The longest line held back before it is scrubbed and written without
 /// its end: memory stays bounded whatever a message holds.
 const MAX_HELD_LINE: usize = 1 << 20;
 
 /// A writer for stderr that shows no key: each line is written with the
 /// URLs in it stripped of userinfo and query
-/// ([`without_url_secrets`](seawall::core::without_url_secrets)) and every
-/// copy of the chat's keys replaced by `[redacted]`. Lines are held until
-/// their end, so a key is never split across two writes unseen.
+/// ([`without_url_secrets`](seawall::core::without_url_secrets)) and the
+/// chat's keys scrubbed as the gateway scrubs its own
+/// ([`Redactor`]): every copy, and a key's start that ends the line. Lines
+/// are held until their end, so a key is never split across two writes
+/// unseen; one too long to hold is cut, and a key's start ending the piece
+/// written is scrubbed however short.
 struct Scrubbed<'a, W: Write> {
     inner: &'a mut W,
-    keys: Vec<String>,
+    redactor: Redactor,
     line: Vec<u8>,
 }
 
 impl<'a, W: Write> Scrubbed<'a, W> {
-    fn new(inner: &'a mut W, mut keys: Vec<String>) -> Self {
-        keys.retain(|key| key.len() >= MIN_SCRUBBED_KEY);
-        // The longest first: a key that contains another is replaced whole.
-        keys.sort_by_key(|key| std::cmp::Reverse(key.len()));
-        keys.dedup();
+    fn new(inner: &'a mut W, keys: Vec<String>) -> Self {
+        // The redactor leaves out keys too short to tell from a word, holds
+        // each once, and replaces one that contains another whole.
+        let mut redactor = Redactor::default();
+        for key in keys {
+            redactor.push(&Secret::new(key));
+        }
         Scrubbed {
             inner,
-            keys,
+            redactor,
             line: Vec::new(),
         }
     }
 
-    fn emit(&mut self, end: usize) -> std::io::Result<()> {
+    /// Writes the held bytes up to `end`: a whole line (ending in `\n`), or
+    /// when `cut`, a piece of one whose end is still to come.
+    fn emit(&mut self, end: usize, cut: bool) -> std::io::Result<()> {
         let text = String::from_utf8_lossy(&self.line[..end]);
-        let mut text = seawall::core::without_url_secrets(&text).into_owned();
-        for key in &self.keys {
-            if text.contains(key.as_str()) {
-                text = text.replace(key.as_str(), "[redacted]");
-            }
-        }
+        // The start rule looks at the text's end: the line's, before its
+        // line break, which is put back after.
+        let (text, line_break) = match text.strip_suffix('\n') {
+            Some(text) => match text.strip_suffix('\r') {
+                Some(text) => (text, "\r\n"),
+                None => (text, "\n"),
+            },
+            None => (&*text, ""),
+        };
+        let text = seawall::core::without_url_secrets(text);
+        let mut text = self.redactor.scrub(&text, cut);
+        text.push_str(line_break);
         self.line.drain(..end);
         self.inner.write_all(text.as_bytes())
     }
@@ -844,17 +854,17 @@ impl<W: Write> Write for Scrubbed<'_, W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.line.extend_from_slice(buf);
         while let Some(at) = self.line.iter().position(|&b| b == b'\n') {
-            self.emit(at + 1)?;
+            self.emit(at + 1, false)?;
         }
         if self.line.len() > MAX_HELD_LINE {
-            self.emit(self.line.len())?;
+            self.emit(self.line.len(), true)?;
         }
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         if !self.line.is_empty() {
-            self.emit(self.line.len())?;
+            self.emit(self.line.len(), false)?;
         }
         self.inner.flush()
     }
@@ -1313,6 +1323,39 @@ mod tests {
         assert_eq!(
             String::from_utf8(log).unwrap(),
             "401: Bearer [redacted] is wrong, short\nurl http://[::1]:1/v1"
+        );
+    }
+
+    /// A line too long to hold is written in pieces without its end: a
+    /// key that straddles the cut leaves its start ending the piece, and
+    /// that start is scrubbed, however short. A line that ends is not cut
+    /// there: only a start of four bytes or more ending it is scrubbed.
+    #[test]
+    fn a_keys_start_ending_a_piece_of_a_long_line_hides() {
+        const KEY: &str = "sk-SECRET-0123456789";
+        let filler = "x".repeat(MAX_HELD_LINE);
+        let mut log = Vec::new();
+        {
+            let mut scrubbed = Scrubbed::new(&mut log, vec![KEY.to_owned()]);
+            // One write each: `write!` would hand the filler over alone.
+            for piece in [
+                format!("{filler} {}", &KEY[..10]),
+                format!("{} was echoed\n", &KEY[10..]),
+                format!("{filler} {}", &KEY[..2]),
+                format!("{}\nkey sk-\nkey sk-S\n", &KEY[2..]),
+            ] {
+                scrubbed.write_all(piece.as_bytes()).unwrap();
+            }
+        }
+        let log = String::from_utf8(log).unwrap();
+        let shown = log.replace(&filler, "…");
+        assert!(!shown.contains(&KEY[..10]), "{shown}");
+        assert_eq!(
+            shown,
+            "… [redacted]0123456789 was echoed\n\
+             … [redacted]-SECRET-0123456789\n\
+             key sk-\n\
+             key [redacted]\n"
         );
     }
 

@@ -36,6 +36,7 @@ pub mod json;
 mod millis;
 pub mod nesting;
 pub mod random;
+pub mod redact;
 pub mod sse_field;
 pub mod uri;
 pub mod window;
