@@ -328,20 +328,34 @@ pub(crate) fn spend_budget(provider: Provider, body: &mut Value, spent: u64) -> 
     };
     let mut left = true;
     for key in keys {
-        // A whole number written as one (`1024.0`) is a budget too.
         if let Some(slot) = body.pointer_mut(key)
-            && let Some(budget) = slot.as_u64().or_else(|| {
-                slot.as_f64()
-                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < u64::MAX as f64)
-                    .map(|f| f as u64)
-            })
+            && let Some(budget) = whole(provider, slot)
         {
             let rest = budget.saturating_sub(spent);
             left &= rest > 0;
+            // A number, however the caller wrote it: every reader takes one.
             *slot = rest.into();
         }
     }
     left
+}
+
+/// A whole, non-negative number in a request member: an integer, one
+/// written with a fraction (`1024.0`), or, for Gemini, either written as
+/// a string (`"1024"`). Google reads request JSON under the proto3 JSON
+/// mapping, where an integer field takes a number or a string holding it;
+/// OpenAI refuses a string `n`, so no other provider's strings count.
+fn whole(provider: Provider, value: &Value) -> Option<u64> {
+    let of_float =
+        |f: f64| (f >= 0.0 && f.fract() == 0.0 && f < u64::MAX as f64).then_some(f as u64);
+    match value {
+        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().and_then(of_float)),
+        Value::String(s) if provider == Provider::Gemini => s
+            .parse::<u64>()
+            .ok()
+            .or_else(|| s.parse::<f64>().ok().and_then(of_float)),
+        _ => None,
+    }
 }
 
 /// Why a request must never be continued, whatever happens to its stream:
@@ -352,8 +366,12 @@ pub(crate) fn spend_budget(provider: Provider, body: &mut Value, spent: u64) -> 
 /// answer at the schema's start, so a continuation is a second object,
 /// never the rest of the cut one).
 pub fn never_resume(provider: Provider, original: &Value) -> Option<&'static str> {
-    // A count written as a number with a fraction (`2.0`) counts too.
-    let count = |v: Option<&Value>| v.and_then(Value::as_f64).unwrap_or(1.0);
+    // A count written as a number with a fraction (`2.0`) counts too, and
+    // Gemini's written as a string (`"2"`, see `whole`).
+    let count = |v: Option<&Value>| {
+        v.and_then(|v| v.as_f64().or_else(|| whole(provider, v).map(|n| n as f64)))
+            .unwrap_or(1.0)
+    };
     let config = google(original, "generationConfig", "generation_config");
     match provider {
         Provider::OpenAi if count(original.get("n")) > 1.0 => Some("n_choices"),
@@ -731,6 +749,61 @@ mod tests {
         }
         // No budget asked for: none to spend.
         assert!(spend_budget(Provider::OpenAi, &mut json!({}), 1_000));
+    }
+
+    #[test]
+    fn gemini_counts_written_as_strings_count() {
+        // Google reads request JSON under the proto3 JSON mapping: an
+        // integer field takes a string holding it as well as a number.
+        assert_eq!(
+            never_resume(
+                Provider::Gemini,
+                &json!({"generationConfig": {"candidateCount": "2"}})
+            ),
+            Some("n_choices")
+        );
+        assert_eq!(
+            never_resume(
+                Provider::Gemini,
+                &json!({"generation_config": {"candidate_count": "3"}})
+            ),
+            Some("n_choices")
+        );
+        assert_eq!(
+            never_resume(
+                Provider::Gemini,
+                &json!({"generationConfig": {"candidateCount": "1"}})
+            ),
+            None
+        );
+        // OpenAI refuses a string `n`: no count of several there.
+        assert_eq!(never_resume(Provider::OpenAi, &json!({"n": "2"})), None);
+    }
+
+    #[test]
+    fn gemini_budgets_written_as_strings_are_spent() {
+        for (mut body, key) in [
+            (
+                json!({"generationConfig": {"maxOutputTokens": "10"}}),
+                "/generationConfig/maxOutputTokens",
+            ),
+            (
+                json!({"generation_config": {"max_output_tokens": "10"}}),
+                "/generation_config/max_output_tokens",
+            ),
+        ] {
+            assert!(spend_budget(Provider::Gemini, &mut body, 4));
+            // Written back as a number.
+            assert_eq!(body.pointer(key), Some(&json!(6)), "{body}");
+            assert!(!spend_budget(Provider::Gemini, &mut body, 6));
+        }
+        // Spent already: nothing left to ask for.
+        let mut body = json!({"generationConfig": {"maxOutputTokens": "1000"}});
+        assert!(!spend_budget(Provider::Gemini, &mut body, 1_000));
+        // Another provider's string is no budget it reads: left as it is.
+        let mut body = json!({"max_tokens": "10"});
+        assert!(spend_budget(Provider::OpenAi, &mut body, 4));
+        assert_eq!(body["max_tokens"], json!("10"));
     }
 
     #[test]
