@@ -850,6 +850,47 @@ impl<'a, W: Write> Scrubbed<'a, W> {
     }
 }
 
+impl<W: Write> Scrubbed<'_, W> {
+    /// Where a piece of a held line too long to hold whole ends: before
+    /// any copy of a key the line's bytes so far may hold or begin, so a
+    /// key is never split across two pieces (its rest shown at the start
+    /// of the next), and on a character boundary. The tail kept back is
+    /// shorter than the longest key; a key longer than half the hold is
+    /// not waited for. `None` when no such end is found: the piece then
+    /// ends where the line does, its end scrubbed as a cut.
+    fn piece_end(&self) -> Option<usize> {
+        let line = &self.line;
+        let keys = self
+            .redactor
+            .secrets()
+            .iter()
+            .map(|secret| secret.expose().as_bytes())
+            .filter(|key| key.len() <= MAX_HELD_LINE / 2);
+        let longest = keys.clone().map(<[u8]>::len).max().unwrap_or(1);
+        let mut end = line.len() + 1 - longest;
+        loop {
+            while end > 0 && line[end] & 0xC0 == 0x80 {
+                end -= 1;
+            }
+            // A whole copy across the end moves the end before it (which
+            // may put another's across it: again until none is).
+            let across = keys.clone().find_map(|key| {
+                let from = end.saturating_sub(key.len() - 1);
+                line[from..]
+                    .windows(key.len())
+                    .position(|window| window == key)
+                    .map(|at| from + at)
+                    .filter(|&at| at < end)
+            });
+            match across {
+                Some(start) => end = start,
+                None => break,
+            }
+        }
+        (end > 0).then_some(end)
+    }
+}
+
 impl<W: Write> Write for Scrubbed<'_, W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.line.extend_from_slice(buf);
@@ -857,7 +898,11 @@ impl<W: Write> Write for Scrubbed<'_, W> {
             self.emit(at + 1, false)?;
         }
         if self.line.len() > MAX_HELD_LINE {
-            self.emit(self.line.len(), true)?;
+            // Cut only when no end kept every key whole.
+            match self.piece_end() {
+                Some(end) => self.emit(end, false)?,
+                None => self.emit(self.line.len(), true)?,
+            }
         }
         Ok(buf.len())
     }
@@ -1326,12 +1371,13 @@ mod tests {
         );
     }
 
-    /// A line too long to hold is written in pieces without its end: a
-    /// key that straddles the cut leaves its start ending the piece, and
-    /// that start is scrubbed, however short. A line that ends is not cut
-    /// there: only a start of four bytes or more ending it is scrubbed.
+    /// A line too long to hold is written in pieces, each ending before
+    /// any key it may begin or hold across its end: a key is seen whole,
+    /// never split with its rest shown at the next piece's start. A line
+    /// that ends is not cut there: only a start of four bytes or more
+    /// ending it is scrubbed.
     #[test]
-    fn a_keys_start_ending_a_piece_of_a_long_line_hides() {
+    fn a_key_across_a_long_lines_piece_is_never_split() {
         const KEY: &str = "sk-SECRET-0123456789";
         let filler = "x".repeat(MAX_HELD_LINE);
         let mut log = Vec::new();
@@ -1343,6 +1389,9 @@ mod tests {
                 format!("{} was echoed\n", &KEY[10..]),
                 format!("{filler} {}", &KEY[..2]),
                 format!("{}\nkey sk-\nkey sk-S\n", &KEY[2..]),
+                // Whole, but across where the piece would end.
+                format!("{filler} {KEY} tail"),
+                "\n".to_owned(),
             ] {
                 scrubbed.write_all(piece.as_bytes()).unwrap();
             }
@@ -1352,10 +1401,11 @@ mod tests {
         assert!(!shown.contains(&KEY[..10]), "{shown}");
         assert_eq!(
             shown,
-            "… [redacted]0123456789 was echoed\n\
-             … [redacted]-SECRET-0123456789\n\
+            "… [redacted] was echoed\n\
+             … [redacted]\n\
              key sk-\n\
-             key [redacted]\n"
+             key [redacted]\n\
+             … [redacted] tail\n"
         );
     }
 

@@ -25,6 +25,10 @@
 //! - [`cursor`]: the strict JSON cursor that reads the few fields a
 //!   decision needs and gives up (to serde) on anything it is unsure of.
 //! - [`uri`]: the port check on a URL given as where requests go.
+//! - [`sse_field`]: one event-stream line read as a field (WHATWG), for
+//!   the stream scanner and the gateway's relay.
+//! - [`redact`]: keys and tokens never printed, and scrubbed from text
+//!   that is shown (the gateway's answers, `seawall chat`'s stderr).
 #![deny(missing_docs)]
 
 pub mod cursor;

@@ -86,6 +86,11 @@ impl Redactor {
         self.0.insert(at, secret.clone());
     }
 
+    /// The secrets held, the longest first.
+    pub fn secrets(&self) -> &[Secret] {
+        &self.0
+    }
+
     /// `text` with every whole copy of a secret replaced by `[redacted]`,
     /// and a secret's start that ends it: any start when `cut` (the text
     /// may end at a cut), one of at least [`MIN_START_LEN`] bytes
