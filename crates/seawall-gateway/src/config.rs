@@ -268,7 +268,9 @@ pub struct Config {
     /// the call counted `cancelled`).
     pub client_stall: Duration,
     /// How many client connections may be open at once (default 512); past
-    /// it, new ones wait in the listener's backlog until one closes.
+    /// it, new ones wait in the listener's backlog until one closes (each
+    /// serving thread holds at most one accepted connection waiting for
+    /// its slot).
     /// Unbounded, a client holding idle connections could take every
     /// descriptor, and the upstream connections that then failed to open
     /// were counted against healthy routes. Keep it well below the

@@ -44,40 +44,56 @@ impl Gateway {
         let mut connections = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
         let slots = Arc::clone(self.connection_slots());
-        loop {
-            tokio::select! {
-                // A permit first (`Config::max_connections`): past the cap,
-                // new connections wait in the listener's backlog.
-                (accepted, permit) = async {
-                    let permit = Arc::clone(&slots).acquire_owned().await;
-                    (listener.accept().await, permit)
-                } => {
-                    let Ok(permit) = permit else { break };
-                    let (stream, _peer) = match accepted {
-                        Ok(accepted) => accepted,
-                        Err(err) => {
-                            // Out of descriptors, or a connection reset
-                            // before accept: keep serving the others.
-                            tracing::warn!(target: "seawall::gateway", error = %err, "accept failed");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                            continue;
-                        }
-                    };
-                    let _ = stream.set_nodelay(true);
-                    let service = TowerToHyperService::new(router.clone());
-                    let stream = StallBound::new(stream, self.config().client_stall);
-                    let connection = http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .header_read_timeout(HEADER_READ_TIMEOUT)
-                        .serve_connection(TokioIo::new(stream), service);
-                    let connection = graceful.watch(connection);
-                    connections.spawn(async move {
-                        let _ = connection.await;
-                        drop(permit);
-                    });
+        // A connection first, then a permit (`Config::max_connections`):
+        // past the cap, the one accepted waits for a slot and the next
+        // ones in the listener's backlog. Permit first, a thread of
+        // `serve_per_thread` waiting in `accept` on its idle listener held
+        // a slot no connection used, and the slots' fair queue handed it
+        // the one a busy listener's connection freed. The future outlives
+        // the loop's turns: dropped while it waits for a permit, it would
+        // drop the connection it accepted.
+        {
+            let accept = || async {
+                let accepted = listener.accept().await;
+                let permit = match accepted {
+                    Ok(_) => Some(Arc::clone(&slots).acquire_owned().await),
+                    Err(_) => None,
+                };
+                (accepted, permit)
+            };
+            let mut next = std::pin::pin!(accept());
+            loop {
+                tokio::select! {
+                    (accepted, permit) = &mut next => {
+                        next.set(accept());
+                        let (stream, _peer) = match accepted {
+                            Ok(accepted) => accepted,
+                            Err(err) => {
+                                // Out of descriptors, or a connection reset
+                                // before accept: keep serving the others.
+                                tracing::warn!(target: "seawall::gateway", error = %err, "accept failed");
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                                continue;
+                            }
+                        };
+                        // The slots are never closed; were they, stop.
+                        let Some(Ok(permit)) = permit else { break };
+                        let _ = stream.set_nodelay(true);
+                        let service = TowerToHyperService::new(router.clone());
+                        let stream = StallBound::new(stream, self.config().client_stall);
+                        let connection = http1::Builder::new()
+                            .timer(TokioTimer::new())
+                            .header_read_timeout(HEADER_READ_TIMEOUT)
+                            .serve_connection(TokioIo::new(stream), service);
+                        let connection = graceful.watch(connection);
+                        connections.spawn(async move {
+                            let _ = connection.await;
+                            drop(permit);
+                        });
+                    }
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                    () = &mut shutdown => break,
                 }
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
-                () = &mut shutdown => break,
             }
         }
         drop(listener);
