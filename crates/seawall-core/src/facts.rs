@@ -195,7 +195,11 @@ impl BodyFacts {
         // as it is) is no part of it.
         let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
         let text = &text[bom..];
-        let Ok(members) = RequestMembers::read(text) else {
+        // A member named twice takes its last value, as the provider
+        // reads it (Python's `json`, Go's `encoding/json`) and as the
+        // resume layer does: refusing the body would leave no facts, and
+        // a background stream then looks like any other.
+        let Ok(members) = RequestMembers::read_last_wins(text) else {
             return BodyFacts::default();
         };
         let model = match (members.model_span(text), &members.model) {
@@ -779,11 +783,12 @@ mod tests {
     #[test]
     fn a_body_that_is_not_a_json_object_gives_no_facts() {
         let gzip = [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03];
+        // A member named twice is no such body: its last value is read
+        // (`a_member_named_twice_takes_its_last_value`).
         for body in [
             &b"not json"[..],
             b"[1,2]",
             b"[\"m\",true]",
-            b"{\"model\":\"a\",\"model\":\"b\"}",
             b"{\"model\":\"m\",\"stream\":true,\"other\":\"\xff\"}",
             b"{\"stream\":\"yes\"}",
             b"",
@@ -801,6 +806,49 @@ mod tests {
                 assert_eq!(facts.model(), None);
             }
         }
+    }
+
+    /// A member named twice takes its last value, as the provider reads
+    /// it (Python's `json`, Go's `encoding/json`): a background stream so
+    /// named is one still, never held and asked for a second time.
+    #[test]
+    fn a_member_named_twice_takes_its_last_value() {
+        let read = |path: &str, body: &'static str| {
+            let slot = Arc::new(OperationSlots::default());
+            let facts = RequestFacts::from_head(&request(path, None)).with_slots(slot.clone());
+            slot.fill(&Bytes::from_static(body.as_bytes()));
+            facts
+        };
+        let facts = read(
+            "/v1/responses",
+            r#"{"model":"o3-pro","input":"x","background":true,"stream":false,"stream":true}"#,
+        );
+        assert!(facts.background_stream());
+        assert_eq!(facts.background_requested(), Some(true));
+        assert_eq!(facts.stream_requested(), Some(true));
+        assert_eq!(facts.model(), Some("o3-pro"));
+        let facts = read("/v1/chat/completions", r#"{"model":"a","model":"b"}"#);
+        assert_eq!(facts.model(), Some("b"));
+        let facts = read(
+            "/v1/responses",
+            r#"{"background":true,"stream":true,"background":false}"#,
+        );
+        assert!(!facts.background_stream());
+        assert_eq!(facts.background_requested(), Some(false));
+        // Only the last value's type counts: an earlier one of another
+        // type is dropped with it.
+        let facts = read(
+            "/v1/chat/completions",
+            r#"{"model":7,"stream":"yes","model":"m","stream":true}"#,
+        );
+        assert_eq!(facts.model(), Some("m"));
+        assert_eq!(facts.stream_requested(), Some(true));
+        let facts = read(
+            "/v1/chat/completions",
+            r#"{"model":"m","stream":true,"stream":"yes"}"#,
+        );
+        assert_eq!(facts.stream_requested(), None);
+        assert_eq!(facts.model(), None);
     }
 
     #[test]

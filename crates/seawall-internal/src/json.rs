@@ -409,13 +409,20 @@ impl<'a> RequestMembers<'a> {
     pub fn read(body: &'a str) -> serde_json::Result<Self> {
         // serde's derive also reads a struct from an array (`["m",
         // true]`): not a request body.
-        let start = body.trim_start_matches([' ', '\t', '\n', '\r']);
-        if !start.starts_with('{') {
-            return Err(<serde_json::Error as serde::de::Error>::custom(
-                "expected a JSON object",
-            ));
-        }
+        an_object(body)?;
         serde_json::from_str(body)
+    }
+
+    /// [`read`](Self::read), but a member named twice takes its last
+    /// value, as the providers' readers do (Python's `json`, Go's
+    /// `encoding/json`): for a reader that must see the body as the
+    /// provider will (the request facts), where `read` is for one that
+    /// refuses such a body (the gateway). Only the last value's type
+    /// counts: an earlier one is dropped with it. Allocates no more than
+    /// `read`.
+    pub fn read_last_wins(body: &'a str) -> serde_json::Result<Self> {
+        an_object(body)?;
+        serde_json::from_str::<LastWins<'a>>(body).map(|last| last.0)
     }
 
     /// Where the model's name stands in `body` (the text it was read
@@ -443,6 +450,154 @@ impl<'a> RequestMembers<'a> {
             Cow::Borrowed(_) => self.model_span(body),
             Cow::Owned(_) => escaped_model_span(body),
         }
+    }
+}
+
+/// An error unless `body` opens with an object (blanks before it aside).
+fn an_object(body: &str) -> serde_json::Result<()> {
+    let start = body.trim_start_matches([' ', '\t', '\n', '\r']);
+    if start.starts_with('{') {
+        Ok(())
+    } else {
+        Err(serde::de::Error::custom("expected a JSON object"))
+    }
+}
+
+/// [`RequestMembers`] read with the last of a repeated member winning
+/// ([`RequestMembers::read_last_wins`]).
+struct LastWins<'a>(RequestMembers<'a>);
+
+/// A member of the request body that [`LastWins`] reads.
+enum Key {
+    Model,
+    Stream,
+    Background,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member's name")
+            }
+            // An escaped name comes here unescaped, from serde_json's
+            // scratch buffer: no copy.
+            fn visit_str<E>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "model" => Key::Model,
+                    "stream" => Key::Stream,
+                    "background" => Key::Background,
+                    _ => Key::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+/// A value of `model` or `stream`, of whatever type: its type is checked
+/// only once it is known to be the last (an earlier value of another type
+/// is dropped, as the provider drops it).
+enum Member<'a> {
+    Null,
+    Bool(bool),
+    Text(Text<'a>),
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MemberVisitor<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for MemberVisitor<'a> {
+            type Value = Member<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Member::Text(Text(Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Member::Text(Text(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(Member::Bool(v))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Member::Null)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Member::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Member::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Member::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Member::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Member::Other)
+            }
+        }
+        deserializer.deserialize_any(MemberVisitor(PhantomData))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for LastWins<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LastWinsVisitor<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for LastWinsVisitor<'a> {
+            type Value = LastWins<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                use serde::de::Error;
+                let (mut model, mut stream) = (Member::Null, Member::Null);
+                let mut background = Flag::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Model => model = map.next_value()?,
+                        Key::Stream => stream = map.next_value()?,
+                        Key::Background => background = map.next_value()?,
+                        Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                // As `read` takes them: a string or `null`, a boolean or
+                // `null`.
+                let model = match model {
+                    Member::Null => None,
+                    Member::Text(name) => Some(name),
+                    _ => return Err(A::Error::custom("\"model\" is not a string")),
+                };
+                let stream = match stream {
+                    Member::Null => None,
+                    Member::Bool(stream) => Some(stream),
+                    _ => return Err(A::Error::custom("\"stream\" is not a boolean")),
+                };
+                Ok(LastWins(RequestMembers {
+                    model,
+                    stream,
+                    background,
+                }))
+            }
+        }
+        deserializer.deserialize_map(LastWinsVisitor(PhantomData))
     }
 }
 
@@ -664,6 +819,56 @@ mod tests {
         ] {
             assert!(RequestMembers::read(refused).is_err(), "{refused}");
         }
+    }
+
+    #[test]
+    fn request_members_read_last_wins_keeps_the_last_of_a_repeat() {
+        let body = r#"{"model":"a","n":[1,{"model":"no"}],"stream":false,"model":"b","stream":true,"background":true}"#;
+        let members = RequestMembers::read_last_wins(body).unwrap();
+        assert_eq!(members.stream, Some(true));
+        assert!(members.background.0);
+        let span = members.model_span(body).unwrap();
+        assert_eq!(&body[span], "b");
+        // An escaped key is the same key; an escaped name is unescaped.
+        let escaped = r#"{"model":"a","mod\u0065l":"x\/y","background":true,"background":1}"#;
+        let members = RequestMembers::read_last_wins(escaped).unwrap();
+        assert_eq!(members.model.as_ref().map(|m| &*m.0), Some("x/y"));
+        assert!(!members.background.0);
+        // Only the last value's type counts.
+        let members = RequestMembers::read_last_wins(
+            r#"{"model":7,"model":"m","stream":"yes","stream":null}"#,
+        )
+        .unwrap();
+        assert_eq!(members.model.as_ref().map(|m| &*m.0), Some("m"));
+        assert_eq!(members.stream, None);
+        // What `read` reads, it reads alike.
+        let plain = r#" {"messages":[],"model":"gpt-x","stream":true}"#;
+        let (strict, last) = (
+            RequestMembers::read(plain).unwrap(),
+            RequestMembers::read_last_wins(plain).unwrap(),
+        );
+        assert_eq!(strict.model_span(plain), last.model_span(plain));
+        assert_eq!(
+            (strict.stream, strict.background),
+            (last.stream, last.background)
+        );
+        for refused in [
+            r#"["gpt-x",true]"#,
+            r#"{"model":7}"#,
+            r#"{"model":"a","model":7}"#,
+            r#"{"model":"a","stream":"true"}"#,
+            r#"{"model":"a"} x"#,
+            r#"{"model":"a""#,
+            "",
+            "null",
+        ] {
+            assert!(
+                RequestMembers::read_last_wins(refused).is_err(),
+                "{refused}"
+            );
+        }
+        // The strict reader still refuses a repeat.
+        assert!(RequestMembers::read(body).is_err());
     }
 
     #[test]
