@@ -213,6 +213,18 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     if status == Some(498) || is("capacity_exceeded") {
         return Some(Verdict::Fixed(Transient, Code::Overloaded));
     }
+    // A model or deployment this route lacks, whatever the status: OpenAI
+    // answers `model_not_found` with a 404 and, for a model it retired or
+    // never had, a 400 ("The requested model '…' does not exist"); Azure
+    // answers `DeploymentNotFound`, and `OperationNotSupported` for a
+    // deployment whose model does not serve the operation ("The
+    // chatCompletion operation does not work with the specified model"),
+    // either as a 400. Read as the 400's `bad_request`, the request took
+    // the blame and no other route, which may serve the model, was tried.
+    // The Responses API declares the code in a stream too (no status).
+    if is("model_not_found") || is("DeploymentNotFound") || is("OperationNotSupported") {
+        return Some(Verdict::Fixed(Permanent, Code::NotFound));
+    }
     match status {
         Some(429) => {
             if contains_ci(message, "request too large") && contains_ci(message, "tokens per min") {
