@@ -176,8 +176,9 @@ fn map_status(status: Option<u16>, map: &HeaderMap, quota_wall: QuotaWall) -> St
     status_failure(map, cx)
 }
 
-/// Reads `grpc-status`, `grpc-message` and the `google.rpc.RetryInfo` and
-/// `google.rpc.QuotaFailure` in `grpc-status-details-bin` from `map`
+/// Reads `grpc-status`, `grpc-message` and the `google.rpc.RetryInfo`,
+/// `google.rpc.QuotaFailure` and `google.rpc.ErrorInfo` in
+/// `grpc-status-details-bin` from `map`
 /// (headers or trailers). A delay in `RetryInfo` is a hint like
 /// `grpc-retry-pushback-ms`; the header wins where both are sent.
 pub(crate) fn status_failure(map: &HeaderMap, cx: ErrorContext) -> Status {
@@ -263,7 +264,8 @@ fn decode_details(encoded: &[u8]) -> Option<Vec<u8>> {
 
 /// What the details (a `google.rpc.Status`) say about retrying: the
 /// `retry_delay` of a `google.rpc.RetryInfo` (capped at
-/// [`MAX_RETRY_HINT`]) and the `quota_id`s of a `google.rpc.QuotaFailure`.
+/// [`MAX_RETRY_HINT`]), the `quota_id`s of a `google.rpc.QuotaFailure` and
+/// the quota a `google.rpc.ErrorInfo`'s metadata names.
 /// Anything malformed reads as nothing said.
 fn status_details(status: &[u8]) -> StatusDetails {
     let mut details = StatusDetails::default();
@@ -278,9 +280,11 @@ fn status_details(status: &[u8]) -> StatusDetails {
 
 const RETRY_INFO: &[u8] = b"type.googleapis.com/google.rpc.RetryInfo";
 const QUOTA_FAILURE: &[u8] = b"type.googleapis.com/google.rpc.QuotaFailure";
+const ERROR_INFO: &[u8] = b"type.googleapis.com/google.rpc.ErrorInfo";
 
 /// A `google.protobuf.Any` (1 = type URL, 2 = value): a `RetryInfo`'s
-/// delay or a `QuotaFailure`'s quota ids, into `details`.
+/// delay, a `QuotaFailure`'s quota ids or an `ErrorInfo`'s quota, into
+/// `details`.
 fn read_detail(any: &[u8], details: &mut StatusDetails) {
     let (mut url, mut value) = (None, None);
     for (number, field) in Fields::new(any) {
@@ -306,7 +310,37 @@ fn read_detail(any: &[u8], details: &mut StatusDetails) {
                 }
             }
         }
+        Some(ERROR_INFO) => error_info_quota(value, details),
         _ => {}
+    }
+}
+
+/// What an `ErrorInfo`'s metadata says of the quota met, as over REST
+/// (`RATE_LIMIT_EXCEEDED` names it there, often with no `QuotaFailure`):
+/// `quota_limit` names the limit as a violation's `quota_id` does, a
+/// per-day one a wall until the day's end; `quota_limit_value` is its
+/// value, zero a wall with no end.
+fn error_info_quota(error_info: &[u8], details: &mut StatusDetails) {
+    // ErrorInfo: 3 = map<string, string> metadata, each entry a message
+    // of 1 = key, 2 = value.
+    for (number, field) in Fields::new(error_info) {
+        let (3, Field::Bytes(entry)) = (number, field) else {
+            continue;
+        };
+        let (mut key, mut value) = (None, None);
+        for (number, field) in Fields::new(entry) {
+            match (number, field) {
+                (1, Field::Bytes(bytes)) => key = Some(bytes),
+                (2, Field::Bytes(bytes)) => value = Some(bytes),
+                _ => {}
+            }
+        }
+        let Some(value) = value else { continue };
+        match key {
+            Some(b"quota_limit") => details.add_quota_id(&String::from_utf8_lossy(value)),
+            Some(b"quota_limit_value") => details.add_quota_value(&String::from_utf8_lossy(value)),
+            _ => {}
+        }
     }
 }
 
@@ -485,6 +519,55 @@ mod tests {
         ));
         assert_eq!(minute.code(), seawall_core::Code::RateLimited);
         assert_eq!(minute.retry_after(), Some(Duration::from_secs(26)));
+    }
+
+    /// Gemini's 429 whose `ErrorInfo` names the quota (metadata
+    /// `quota_limit`, `quota_limit_value`), over gRPC: a limit of zero or
+    /// a per-day limit is a wall, as over REST; a per-minute limit of 60
+    /// stays a rate limit with its delay.
+    #[test]
+    fn error_info_naming_the_quota_is_a_wall_as_over_rest() {
+        let failure = |limit: &[u8], value: &[u8]| {
+            // ErrorInfo { reason: 1, domain: 2, metadata: 3 (map entries:
+            // key 1, value 2) }
+            let mut error_info = Vec::new();
+            bytes_field(1, b"RATE_LIMIT_EXCEEDED", &mut error_info);
+            bytes_field(2, b"googleapis.com", &mut error_info);
+            for (key, value) in [
+                (&b"quota_unit"[..], &b"1/min/{project}/{region}"[..]),
+                (b"quota_limit", limit),
+                (b"quota_limit_value", value),
+            ] {
+                let mut entry = Vec::new();
+                bytes_field(1, key, &mut entry);
+                bytes_field(2, value, &mut entry);
+                bytes_field(3, &entry, &mut error_info);
+            }
+            let mut status = status_with_delay(26, 0);
+            bytes_field(3, &any(ERROR_INFO, &error_info), &mut status);
+            let mut trailers = HeaderMap::new();
+            trailers.insert("grpc-status", "8".parse().unwrap());
+            trailers.insert(
+                "grpc-status-details-bin",
+                STANDARD.encode(status).parse().unwrap(),
+            );
+            match trailers_status(200, &trailers, QuotaWall::default()) {
+                Status::Failed(failure) => failure,
+                other => panic!("{other:?}"),
+            }
+        };
+        let minute = b"GenerateContentRequestsPerMinutePerProjectPerRegion";
+        let zero = failure(minute, b"0");
+        assert_eq!(zero.code(), seawall_core::Code::QuotaExhausted);
+        assert_eq!(zero.action(), seawall_core::Action::Surface);
+        assert_eq!((zero.retry_after(), zero.reset_at()), (None, None));
+        let day = failure(b"GenerateRequestsPerDayPerProjectPerModel", b"250");
+        assert_eq!(day.code(), seawall_core::Code::QuotaExhausted);
+        assert_eq!(day.retry_after(), None);
+        assert!(day.reset_at().is_some(), "lifts at the day's end");
+        let sixty = failure(minute, b"60");
+        assert_eq!(sixty.code(), seawall_core::Code::RateLimited);
+        assert_eq!(sixty.retry_after(), Some(Duration::from_secs(26)));
     }
 
     /// What the base64 details `encoded` say, as the status read does.

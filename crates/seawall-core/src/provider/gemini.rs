@@ -6,7 +6,7 @@
 //! one [`part_field`] table.
 
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use seawall_internal::json::fold_seq;
 
@@ -264,16 +264,26 @@ impl<'de: 'a, 'a> Deserialize<'de> for GeminiDetails<'a> {
                 }
                 if ty.ends_with("google.rpc.ErrorInfo") {
                     acc.reason = detail.reason;
+                    // `RATE_LIMIT_EXCEEDED` names the quota met in its
+                    // metadata (Google's `ErrorReason` reference), often
+                    // with no `QuotaFailure` beside it: a limit of zero or
+                    // a per-day one is a wall there just the same.
+                    absorb(&mut acc.details, detail.metadata.details);
                 }
                 if ty.ends_with("google.rpc.QuotaFailure") {
-                    let violations = detail.violations.details;
-                    acc.details.quota_gone |= violations.quota_gone;
-                    acc.details.per_day |= violations.per_day;
-                    acc.details.limit_zero |= violations.limit_zero;
+                    absorb(&mut acc.details, detail.violations.details);
                 }
             },
         )
     }
+}
+
+/// What one detail's quota members (a `QuotaFailure`'s violations, an
+/// `ErrorInfo`'s metadata) said, added to what the others said.
+fn absorb(into: &mut StatusDetails, from: StatusDetails) {
+    into.quota_gone |= from.quota_gone;
+    into.per_day |= from.per_day;
+    into.limit_zero |= from.limit_zero;
 }
 
 #[derive(Deserialize)]
@@ -286,6 +296,68 @@ struct GeminiDetail<'a> {
     violations: GeminiViolations,
     #[serde(borrow, default)]
     reason: Option<Text<'a>>,
+    #[serde(default)]
+    metadata: ErrorInfoMetadata,
+}
+
+/// What an `ErrorInfo`'s `metadata` (a `map<string, string>`) says of
+/// the quota, read entry by entry (the detail's `@type` may come after
+/// it): `quota_limit` names the limit as a `QuotaFailure`'s `quotaId` does
+/// (`GenerateRequestsPerDayPerProjectPerModel`), `quota_limit_value` is
+/// its value as `quotaValue` is. Anything but an object, and any entry
+/// that is not a string or a number, says nothing: metadata is about the
+/// error, never a reason to leave the error's reason unread.
+#[derive(Default)]
+struct ErrorInfoMetadata {
+    details: StatusDetails,
+}
+
+impl<'de> Deserialize<'de> for ErrorInfoMetadata {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetadataVisitor;
+        impl<'de> Visitor<'de> for MetadataVisitor {
+            type Value = ErrorInfoMetadata;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut details = StatusDetails::default();
+                while let Some(key) = map.next_key::<Text<'_>>()? {
+                    let value = map.next_value::<StrOrNum<'_>>()?;
+                    let Some(value) = value.0 else { continue };
+                    match &*key.0 {
+                        "quota_limit" => details.add_quota_id(&value.0),
+                        "quota_limit_value" => details.add_quota_value(&value.0),
+                        _ => {}
+                    }
+                }
+                Ok(ErrorInfoMetadata { details })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(ErrorInfoMetadata::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(ErrorInfoMetadata::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ErrorInfoMetadata::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(ErrorInfoMetadata::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(ErrorInfoMetadata::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ErrorInfoMetadata::default())
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(ErrorInfoMetadata::default())
+            }
+        }
+        deserializer.deserialize_any(MetadataVisitor)
+    }
 }
 
 /// What a `QuotaFailure`'s violations say, read one at a time (the

@@ -1390,4 +1390,62 @@ mod tests {
             assert_eq!(provider.genai_name(host), name, "{provider:?} at {host}");
         }
     }
+
+    /// `ErrorInfo.metadata` names the quota a 429 met
+    /// (`RATE_LIMIT_EXCEEDED`, Google's `ErrorReason` reference): a limit
+    /// of zero (`quota_limit_value: "0"`, a region or tier without the
+    /// model) is a wall with no reset, a per-day `quota_limit` a wall that
+    /// lifts at the day's end as a per-day `QuotaFailure` does, and a
+    /// per-minute limit of 60 stays a rate limit.
+    #[test]
+    fn gemini_error_info_metadata_names_the_quota() {
+        let body = |limit: &str, value: &str| {
+            format!(
+                r#"{{"error":{{"code":429,"message":"Quota exceeded for quota metric 'Generate Content API requests per minute' and limit 'GenerateContent request limit per minute for a region' of service 'generativelanguage.googleapis.com' for consumer 'project_number:1'.","status":"RESOURCE_EXHAUSTED","details":[{{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","domain":"googleapis.com","metadata":{{"quota_unit":"1/min/{{project}}/{{region}}","quota_limit":"{limit}","quota_limit_value":{value},"quota_metric":"generativelanguage.googleapis.com/generate_content_requests"}}}}]}}}}"#
+            )
+        };
+        let classify = |body: String| classify_error(Provider::Gemini, body.as_bytes(), cx(429));
+        for zero in [r#""0""#, "0"] {
+            let f = classify(body(
+                "GenerateContentRequestsPerMinutePerProjectPerRegion",
+                zero,
+            ));
+            assert_eq!(
+                (f.class(), f.code(), f.reset_at()),
+                (Class::Permanent, Code::QuotaExhausted, None),
+                "{zero}"
+            );
+        }
+        let per_day_failure = br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel"}]}]}}"#;
+        let daily_reset = classify_error(Provider::Gemini, per_day_failure, cx(429)).reset_at();
+        assert_eq!(
+            daily_reset,
+            Some(cx(429).now + Duration::from_secs(24 * 3600))
+        );
+        for day in [
+            "GenerateRequestsPerDayPerProjectPerModel",
+            "defaultPerDayPerProject",
+        ] {
+            let f = classify(body(day, r#""250""#));
+            assert_eq!(
+                (f.class(), f.code(), f.reset_at()),
+                (Class::Permanent, Code::QuotaExhausted, daily_reset),
+                "{day}"
+            );
+        }
+        let f = classify(body(
+            "GenerateContentRequestsPerMinutePerProjectPerRegion",
+            r#""60""#,
+        ));
+        assert_eq!((f.class(), f.code()), (Class::Transient, Code::RateLimited));
+        // Metadata of another shape says nothing, and costs the rest of
+        // the error nothing: the key's reason is still read.
+        for metadata in [r#""x""#, "[1]", "null", r#"{"quota_limit_value":{"a":0}}"#] {
+            let odd = format!(
+                r#"{{"error":{{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT","details":[{{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","metadata":{metadata}}}]}}}}"#
+            );
+            let f = classify_error(Provider::Gemini, odd.as_bytes(), cx(400));
+            assert_eq!(f.code(), Code::Auth, "{metadata}");
+        }
+    }
 }
