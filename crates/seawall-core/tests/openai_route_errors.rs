@@ -1,6 +1,7 @@
 //! OpenAI-wire errors whose reading decides whether another route is
-//! tried: a model or deployment the route lacks (whatever the status) —
-//! over HTTP and, where the Responses API can declare it, in a stream.
+//! tried: a model or deployment the route lacks (whatever the status),
+//! and the image-safety block — over HTTP and, where the Responses API
+//! can declare them, in a stream.
 
 use std::time::{Duration, SystemTime};
 
@@ -35,6 +36,8 @@ const MODEL_NOT_FOUND: &str = r#"{"error":{"message":"The requested model 'gpt-4
 const AZURE_OPERATION_NOT_SUPPORTED: &str = r#"{"error":{"code":"OperationNotSupported","message":"The chatCompletion operation does not work with the specified model, gpt-5.1-codex. Please choose different model and try again. You can learn more about which models can be used with each operation here: https://go.microsoft.com/fwlink/?linkid=2197993."}}"#;
 
 const AZURE_DEPLOYMENT_NOT_FOUND: &str = r#"{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."}}"#;
+
+const MODERATION_BLOCKED: &str = r#"{"error":{"message":"Your request was rejected by the safety system. If you believe this is an error, contact us at help.openai.com and include the request ID req_1. safety_violations=[sexual].","type":"image_generation_user_error","param":null,"code":"moderation_blocked","moderation_details":{"moderation_stage":"output","categories":["sexual"]}}}"#;
 
 /// A model or deployment this route lacks is the route's, sent as a 400
 /// as much as a 404: another route may serve the model. The request is
@@ -86,4 +89,31 @@ fn a_model_the_route_lacks_declared_in_a_stream_is_not_found() {
         ErrorContext::in_stream(now()),
     );
     assert_eq!(reading(&in_stream), not_found);
+}
+
+/// The image model's safety system blocked the request or its output: a
+/// policy outcome, as its sibling `content_policy_violation` is.
+#[test]
+fn the_image_safety_block_is_content_filtered() {
+    let filtered = (
+        Code::ContentFiltered,
+        Class::Policy,
+        Action::Escalate,
+        false,
+    );
+    for provider in [Provider::OpenAi, Provider::OpenAiResponses] {
+        assert_eq!(
+            reading(&http(provider, 400, MODERATION_BLOCKED)),
+            filtered,
+            "{provider}"
+        );
+    }
+    let event = br#"{"type":"error","code":"moderation_blocked","message":"Your request was rejected by the safety system. safety_violations=[sexual].","param":null,"sequence_number":3}"#;
+    assert_eq!(reading(&error_event(event, QuotaWall::default())), filtered);
+    let failed = declared_failure(
+        Some("moderation_blocked"),
+        Some("Your request was rejected by the safety system."),
+        QuotaWall::default(),
+    );
+    assert_eq!(reading(&failed), filtered);
 }

@@ -169,7 +169,10 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     // prompt was flagged as potentially violating our usage policy"), and
     // the Responses API's `ResponseError.code` names
     // `image_content_policy_violation`, and `bio_policy` and
-    // `cyber_policy` (flagged for biological or cyber risk).
+    // `cyber_policy` (flagged for biological or cyber risk). The image
+    // models' safety system names its block `moderation_blocked` ("Your
+    // request was rejected by the safety system", a 400 over HTTP, with
+    // `moderation_details` naming the categories), in an `error` event too.
     //
     // OpenRouter's Responses API names every failed validation
     // `invalid_prompt` ("Request or prompt validation failed"): a prompt
@@ -181,6 +184,7 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     if is("content_filter")
         || is("content_policy_violation")
         || is("image_content_policy_violation")
+        || is("moderation_blocked")
         || flagged_prompt
         || is("bio_policy")
         || is("cyber_policy")
