@@ -866,7 +866,8 @@ impl<W: Write> Scrubbed<'_, W> {
             .iter()
             .map(|secret| secret.expose().as_bytes())
             .filter(|key| key.len() <= MAX_HELD_LINE / 2);
-        let longest = keys.clone().map(<[u8]>::len).max().unwrap_or(1);
+        // No key to keep whole: the piece is all the line holds.
+        let longest = keys.clone().map(<[u8]>::len).max()?;
         let mut end = line.len() + 1 - longest;
         loop {
             while end > 0 && line[end] & 0xC0 == 0x80 {
@@ -1376,6 +1377,19 @@ mod tests {
     /// never split with its rest shown at the next piece's start. A line
     /// that ends is not cut there: only a start of four bytes or more
     /// ending it is scrubbed.
+    #[test]
+    fn a_long_line_with_no_key_to_hide_goes_on_whole() {
+        let line = "x".repeat(MAX_HELD_LINE + 1);
+        for keys in [vec![], vec!["short".to_owned()]] {
+            let mut log = Vec::new();
+            {
+                let mut scrubbed = Scrubbed::new(&mut log, keys);
+                scrubbed.write_all(line.as_bytes()).unwrap();
+            }
+            assert_eq!(log, line.as_bytes());
+        }
+    }
+
     #[test]
     fn a_key_across_a_long_lines_piece_is_never_split() {
         const KEY: &str = "sk-SECRET-0123456789";
