@@ -607,22 +607,24 @@ fn judge_by(
 pub struct StatusDetails {
     /// `RetryInfo.retry_delay`, as sent.
     pub retry_delay: Option<Duration>,
-    /// A `QuotaFailure` violation says the quota does not come back within
-    /// minutes: it names a per-day window
+    /// A `QuotaFailure` violation or an `ErrorInfo`'s metadata says the
+    /// quota does not come back within minutes: it names a per-day window
     /// ([`add_quota_id`](Self::add_quota_id)) or a limit of zero
     /// ([`add_quota_value`](Self::add_quota_value)).
     pub quota_gone: bool,
-    /// A `QuotaFailure` violation names a per-day window: the quota comes
-    /// back at the day's end ([`resets_daily`](Self::resets_daily)).
+    /// A `QuotaFailure` violation or an `ErrorInfo`'s metadata names a
+    /// per-day window: the quota comes back at the day's end
+    /// ([`resets_daily`](Self::resets_daily)).
     pub per_day: bool,
-    /// A limit of zero, in a `QuotaFailure` violation or the message: no
-    /// day's end brings the quota back.
+    /// A limit of zero, in a `QuotaFailure` violation, an `ErrorInfo`'s
+    /// metadata or the message: no day's end brings the quota back.
     pub limit_zero: bool,
 }
 
 impl StatusDetails {
-    /// Notes the `quota_id` of a `QuotaFailure` violation: an id naming a
-    /// per-day window (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`)
+    /// Notes the `quota_id` of a `QuotaFailure` violation (or the
+    /// `quota_limit` of an `ErrorInfo`'s metadata): an id naming a per-day
+    /// window (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`)
     /// makes the failure a per-day quota.
     pub fn add_quota_id(&mut self, quota_id: &str) {
         let per_day = contains_ci(quota_id, "perday");
@@ -630,8 +632,9 @@ impl StatusDetails {
         self.quota_gone |= per_day;
     }
 
-    /// Notes the `quota_value` of a `QuotaFailure` violation: a limit of
-    /// zero (`"quotaValue":"0"`, the message's "limit: 0") is a model the
+    /// Notes the `quota_value` of a `QuotaFailure` violation (or the
+    /// `quota_limit_value` of an `ErrorInfo`'s metadata): a limit of zero
+    /// (`"quotaValue":"0"`, the message's "limit: 0") is a model the
     /// key's tier does not include at all. Waiting for its window brings
     /// nothing back: a wall, not a rate limit.
     pub fn add_quota_value(&mut self, quota_value: &str) {
@@ -976,8 +979,8 @@ struct Declared<'a> {
     /// OpenAI's `param`: the request member the error is about.
     param: Option<Cow<'a, str>>,
     body_hint: Option<Duration>,
-    /// A `QuotaFailure` said the quota does not come back within minutes
-    /// ([`StatusDetails::quota_gone`]).
+    /// A `QuotaFailure` or an `ErrorInfo`'s metadata said the quota does
+    /// not come back within minutes ([`StatusDetails::quota_gone`]).
     quota_gone: bool,
     /// A per-day quota walled the request, not a zero one
     /// ([`StatusDetails::resets_daily`]).
