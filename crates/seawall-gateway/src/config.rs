@@ -257,7 +257,10 @@ pub struct Config {
     pub listen: SocketAddr,
     /// The environment variable holding the gateway's own client token.
     pub token_env: Option<String>,
-    /// The largest request body accepted (default 8 MiB).
+    /// The largest request body accepted (default 8 MiB). A body is
+    /// refused with a 408 when nothing of it comes for 60 s, or when it is
+    /// not whole within a minute plus this cap's worth at 8 KiB/s (18 min
+    /// for 8 MiB): a larger cap gives a slow upload more time.
     pub max_body_bytes: usize,
     /// How long in-flight answers may run on after a shutdown signal.
     pub shutdown_grace: Duration,

@@ -31,8 +31,79 @@ use crate::wire_error::{ATTEMPTS_HEADER, SERVED_BY_HEADER, WireError};
 /// `Authorization: Bearer`, leaving `Authorization` for its own key.
 pub const TOKEN_HEADER: &str = "x-seawall-token";
 
-/// How long a client may take to send a request body.
-const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a request body may go without a byte before it is refused
+/// with a 408: between two reads (nginx's `client_body_timeout`), not
+/// over the whole upload, whose time grows with its size (8 MiB at
+/// 1 Mbit/s takes 67 s, and was refused). A client that stopped sending
+/// holds its slot no longer than this.
+const BODY_READ_GAP: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The slowest a whole request body may arrive, in bytes a second, past
+/// one [`BODY_READ_GAP`]: the gap alone bounds nothing (a byte every 59 s
+/// held a connection for as long as the cap lasted), so the whole read is
+/// bounded by [`body_read_bound`], a minute and the cap's worth at this
+/// rate (18 min for the default 8 MiB), far past what a slow but honest
+/// link takes.
+const BODY_FLOOR_RATE: u64 = 8 * 1024;
+
+/// How long a whole request body under a cap of `cap` bytes may take.
+fn body_read_bound(cap: usize) -> std::time::Duration {
+    let at_floor = std::time::Duration::from_secs(cap as u64 / BODY_FLOOR_RATE);
+    BODY_READ_GAP.saturating_add(at_floor)
+}
+
+/// How reading a request body ended ([`read_body`]).
+enum BodyRead {
+    /// The body, whole.
+    Whole(Bytes),
+    /// Nothing came for [`BODY_READ_GAP`].
+    Stopped,
+    /// Not whole within this ([`body_read_bound`]).
+    TooSlow(std::time::Duration),
+    /// The body failed, or passed the cap (a [`LengthLimitError`]).
+    Failed(axum::BoxError),
+}
+
+/// Reads `body` whole, up to `cap` bytes (past it, `Failed` with a
+/// [`LengthLimitError`]), within [`BODY_READ_GAP`] of each frame and
+/// [`body_read_bound`] of the start.
+async fn read_body(body: &mut Unread, cap: usize) -> BodyRead {
+    let bound = body_read_bound(cap);
+    let mut limited = Limited::new(body, cap);
+    let read = async {
+        // Memory stays within the cap: `Limited` fails past it.
+        let mut chunks: Vec<Bytes> = Vec::new();
+        loop {
+            match tokio::time::timeout(BODY_READ_GAP, limited.frame()).await {
+                Err(_) => return BodyRead::Stopped,
+                Ok(None) => break,
+                Ok(Some(Err(err))) => return BodyRead::Failed(err),
+                // Trailers are not read (as `collect().to_bytes()`).
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data()
+                        && !data.is_empty()
+                    {
+                        chunks.push(data);
+                    }
+                }
+            }
+        }
+        BodyRead::Whole(match chunks.len() {
+            0 => Bytes::new(),
+            1 => chunks.pop().unwrap_or_default(),
+            _ => {
+                let mut whole = bytes::BytesMut::with_capacity(chunks.iter().map(Bytes::len).sum());
+                for chunk in &chunks {
+                    whole.extend_from_slice(chunk);
+                }
+                whole.freeze()
+            }
+        })
+    };
+    tokio::time::timeout(bound, read)
+        .await
+        .unwrap_or(BodyRead::TooSlow(bound))
+}
 
 /// How long, and how much, of a refused request's body is read and thrown
 /// away while the refusal is written ([`drain`]).
@@ -719,27 +790,38 @@ impl Gateway {
             );
         }
         // Read through a borrow: a body past the cap is drained after.
-        let read = tokio::time::timeout(BODY_READ_TIMEOUT, Limited::new(&mut body, cap).collect());
-        let bytes = match read.await {
-            Ok(Ok(collected)) => collected.to_bytes(),
-            Err(_) => {
+        let bytes = match read_body(&mut body, cap).await {
+            BodyRead::Whole(bytes) => bytes,
+            BodyRead::Stopped => {
                 return refuse(
                     StatusCode::REQUEST_TIMEOUT,
                     Code::Timeout,
                     format!(
-                        "the request body did not arrive within {} s",
-                        BODY_READ_TIMEOUT.as_secs()
+                        "the request body stopped arriving: nothing came for {} s",
+                        BODY_READ_GAP.as_secs()
                     ),
                 );
             }
-            Ok(Err(err)) if err.downcast_ref::<LengthLimitError>().is_some() => {
+            BodyRead::TooSlow(bound) => {
+                return refuse(
+                    StatusCode::REQUEST_TIMEOUT,
+                    Code::Timeout,
+                    format!(
+                        "the request body did not arrive within {} s (a minute, and {} KiB/s \
+                         for the gateway's cap of {cap} bytes)",
+                        bound.as_secs(),
+                        BODY_FLOOR_RATE / 1024
+                    ),
+                );
+            }
+            BodyRead::Failed(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
                 return refuse(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     Code::RequestTooLarge,
                     too_large(),
                 );
             }
-            Ok(Err(err)) if client_went_away(&*err) => {
+            BodyRead::Failed(err) if client_went_away(&*err) => {
                 inner.counters.went_away();
                 tracing::info!(
                     target: "seawall::gateway",
@@ -750,7 +832,7 @@ impl Gateway {
                 // Nobody reads it.
                 return StatusCode::BAD_REQUEST.into_response();
             }
-            Ok(Err(_)) => {
+            BodyRead::Failed(_) => {
                 return refuse(
                     StatusCode::BAD_REQUEST,
                     Code::BadRequest,

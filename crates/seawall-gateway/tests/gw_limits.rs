@@ -66,3 +66,104 @@ async fn a_thread_waiting_for_a_connection_holds_no_slot() {
         .unwrap()
         .unwrap();
 }
+
+/// A chat request whose body comes as `parts`, each after its wait, to a
+/// gateway in front of a fresh chaos server with the body cap `cap`: the
+/// answer's status, its `x-should-retry`, when it came, and how many
+/// calls went upstream.
+async fn upload(
+    parts: Vec<(Duration, bytes::Bytes)>,
+    cap: Option<usize>,
+) -> (http::StatusCode, String, Duration, usize) {
+    use http_body_util::{BodyExt, StreamBody};
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    if let Some(cap) = cap {
+        config.max_body_bytes = cap;
+    }
+    let gateway = Running::start(config).await;
+    let frames = futures_util::StreamExt::then(
+        futures_util::stream::iter(parts),
+        |(wait, part)| async move {
+            tokio::time::sleep(wait).await;
+            Ok::<_, BoxError>(http_body::Frame::data(part))
+        },
+    );
+    let request = http::Request::post(gateway.url("/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(BodyExt::boxed(StreamBody::new(frames)))
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let response = tokio::time::timeout(Duration::from_secs(3600), client().request(request))
+        .await
+        .expect("an answer on the paused clock")
+        .expect("a response");
+    let elapsed = started.elapsed();
+    let retry = response
+        .headers()
+        .get("x-should-retry")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let status = response.status();
+    let _ = response.into_body().collect().await;
+    (status, retry, elapsed, chaos.journal().len())
+}
+
+/// `{"model":"gpt-x",...,"pad":"`, then `pads` parts of `size` spaces each
+/// after `every`, then the closing `"}` after `every`.
+fn padded(pads: usize, size: usize, every: Duration) -> Vec<(Duration, bytes::Bytes)> {
+    let head = r#"{"model":"gpt-x","messages":[{"role":"user","content":"hi"}],"pad":""#;
+    let mut parts = vec![(Duration::ZERO, bytes::Bytes::from_static(head.as_bytes()))];
+    let pad = bytes::Bytes::from(vec![b' '; size]);
+    parts.extend((0..pads).map(|_| (every, pad.clone())));
+    parts.push((every, bytes::Bytes::from_static(b"\"}")));
+    parts
+}
+
+/// The body's read timeout is a gap between two reads, not a bound on the
+/// whole upload: 100 KiB every 5 s for 90 s (a slow link, under the cap)
+/// goes upstream. The 60 s bounded the whole upload: a large body on a
+/// slow link got a 408 it was told not to retry. On the paused clock.
+#[tokio::test(start_paused = true)]
+async fn a_slow_upload_that_keeps_coming_goes_upstream() {
+    let (status, _, elapsed, calls) =
+        upload(padded(17, 100 << 10, Duration::from_secs(5)), None).await;
+    assert_eq!(status, 200);
+    assert!(elapsed >= Duration::from_secs(90), "{elapsed:?}");
+    assert_eq!(calls, 1);
+}
+
+/// A body that stops coming for more than 60 s is refused with a 408 not
+/// to be retried, a minute after its last bytes; nothing goes upstream.
+/// On the paused clock.
+#[tokio::test(start_paused = true)]
+async fn an_upload_that_stops_gets_408() {
+    let mut parts = padded(3, 1024, Duration::from_secs(5));
+    parts.last_mut().unwrap().0 = Duration::from_secs(120);
+    let (status, retry, elapsed, calls) = upload(parts, None).await;
+    assert_eq!(status, 408);
+    assert_eq!(retry, "false");
+    assert!(
+        elapsed >= Duration::from_secs(75) && elapsed < Duration::from_secs(80),
+        "{elapsed:?}"
+    );
+    assert_eq!(calls, 0);
+}
+
+/// A trickle that never stops long enough is still bounded on the whole:
+/// a minute plus the cap's worth at 8 KiB/s (here 64 KiB: 68 s), so a
+/// byte every 59 s cannot hold a connection for as long as the cap lasts.
+/// On the paused clock.
+#[tokio::test(start_paused = true)]
+async fn a_trickle_is_bounded_on_the_whole() {
+    let (status, retry, elapsed, calls) =
+        upload(padded(10, 1, Duration::from_secs(59)), Some(64 << 10)).await;
+    assert_eq!(status, 408);
+    assert_eq!(retry, "false");
+    assert!(
+        elapsed >= Duration::from_secs(68) && elapsed < Duration::from_secs(70),
+        "{elapsed:?}"
+    );
+    assert_eq!(calls, 0);
+}
