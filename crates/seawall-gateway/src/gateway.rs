@@ -1281,11 +1281,17 @@ fn presents_token(headers: &HeaderMap, token: &Secret) -> bool {
 }
 
 /// The credentials of an `Authorization: Bearer <credentials>` value; the
-/// scheme is case-insensitive (RFC 9110, 11.1).
+/// scheme is case-insensitive (RFC 9110, 11.1) and is followed by one or
+/// more spaces (11.4). With exactly one read, a token after two was
+/// refused, and, with the token also in `x-seawall-token`, not seen as
+/// the gateway's by `client_credential` and forwarded.
 fn bearer(value: &HeaderValue) -> Option<&[u8]> {
     let value = value.as_bytes();
-    let (scheme, rest) = value.split_at_checked(7)?;
-    scheme.eq_ignore_ascii_case(b"bearer ").then_some(rest)
+    let (scheme, rest) = value.split_at_checked(6)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer") || !rest.starts_with(b" ") {
+        return None;
+    }
+    Some(rest.trim_ascii_start())
 }
 
 /// The client's own key, forwarded only to routes without a key of their
@@ -1755,6 +1761,37 @@ mod tests {
             .iter()
             .map(|(n, v)| (HeaderName::from_static(n), HeaderValue::from_static(v)))
             .collect()
+    }
+
+    /// One or more spaces between the scheme and the token (RFC 9110,
+    /// 11.4: `1*SP`): with two, the client was refused with a 401, and a
+    /// token also sent in `x-seawall-token` was forwarded upstream as the
+    /// client's own key.
+    #[test]
+    fn a_bearer_token_after_more_than_one_space_is_the_token() {
+        let secret = Secret::new("gateway-token-0123456789".into());
+        let token = Some(&secret);
+        for value in [
+            "Bearer  gateway-token-0123456789",
+            "bearer    gateway-token-0123456789",
+        ] {
+            let sent = headers(&[("authorization", value)]);
+            assert!(presents_token(&sent, &secret), "{value:?}");
+            assert_eq!(client_credential(&sent, Wire::OpenAi, token), None);
+            let sent = headers(&[
+                ("x-seawall-token", "gateway-token-0123456789"),
+                ("authorization", value),
+            ]);
+            assert!(presents_token(&sent, &secret), "{value:?}");
+            for wire in [Wire::OpenAi, Wire::Anthropic] {
+                assert_eq!(client_credential(&sent, wire, token), None, "{value:?}");
+            }
+        }
+        // No space, or no credentials: not a bearer token.
+        for value in ["Bearergateway-token-0123456789", "Bearer", "Bearer   "] {
+            let sent = headers(&[("authorization", value)]);
+            assert!(!presents_token(&sent, &secret), "{value:?}");
+        }
     }
 
     #[test]
