@@ -22,6 +22,12 @@ use crate::{Action, Class, Code, Failure};
 /// `Route` scope too — but content seen wins: nothing moves after content
 /// reached the caller, whatever the scope.
 ///
+/// One `Request`-scoped failure moves all the same: `request_too_large`
+/// answered with a 429, a request over the route account's per-minute
+/// token limit, which another account may not have
+/// ([`Failure::moves_route`]). It stays `Request` scope: the route is
+/// fine for smaller requests.
+///
 /// Precedence between retrying and moving, for the layers that can move:
 ///
 /// | failure | on the same route | with another route |
@@ -31,7 +37,7 @@ use crate::{Action, Class, Code, Failure};
 /// | permanent, `Route` scope (`quota_exhausted`, `auth`, `not_found`, `redirected`) | surface | move at once |
 /// | an attempt's `timeout` with no byte of an answer | retry, then fail over on the second | move after the first |
 /// | `first_byte_timeout` (headers, then nothing) | fail over after the first (action `failover`: with no other route, the caller gets it) | move after the first |
-/// | `Request` scope | as `Action::decide` says | never move |
+/// | `Request` scope | as `Action::decide` says | never move (but a 429 `request_too_large`: move at once) |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// Any route would fail the same way.
@@ -87,8 +93,16 @@ impl Failure {
     ///
     /// A transient failure whose action says to leave it be (the provider's
     /// `x-should-retry: false`) is not moved: the action decides there.
+    ///
+    /// One request-scoped code moves too: `request_too_large` answered
+    /// with a 429, a request over the per-minute token limit of the
+    /// route's account (OpenAI's "Request too large … on tokens per min").
+    /// The limit is the account's, not the request's shape: another
+    /// account or provider may allow more. A 413 (a body past what the
+    /// server reads) stays the request's.
     pub fn moves_route(&self) -> bool {
-        if self.scope() != Scope::Route || self.evidence().content_seen {
+        let over_account_limit = self.code() == Code::RequestTooLarge && self.status() == Some(429);
+        if (self.scope() != Scope::Route && !over_account_limit) || self.evidence().content_seen {
             return false;
         }
         if matches!(self.code(), Code::StreamInterrupted | Code::Truncated) {
@@ -296,6 +310,21 @@ mod tests {
             );
         }
         assert!(!Failure::new(Code::ContextTooLong).moves_route());
+        // Over the account's per-minute token limit (a 429) moves; over
+        // the server's body limit (a 413), or with no status, does not.
+        let too_large = |status| Failure::new(Code::RequestTooLarge).with_status(status);
+        assert!(too_large(429).moves_route());
+        assert!(!too_large(413).moves_route());
+        assert!(!Failure::new(Code::RequestTooLarge).moves_route());
+        let seen_429 = Evidence {
+            status: Some(429),
+            ..after.clone()
+        };
+        assert!(
+            !Failure::new(Code::RequestTooLarge)
+                .with_evidence(seen_429)
+                .moves_route()
+        );
         assert!(!Failure::new(Code::StreamInterrupted).moves_route());
         // The provider said not to try again: the action decides.
         let stay = Failure::new(Code::Overloaded).with_action(Action::Surface);

@@ -1,7 +1,8 @@
 //! OpenAI-wire errors whose reading decides whether another route is
 //! tried: a model or deployment the route lacks (whatever the status),
-//! and the image-safety block — over HTTP and, where the Responses API
-//! can declare them, in a stream.
+//! the image-safety block, and a request past the organisation's
+//! tokens-per-minute limit — over HTTP and, where the Responses API can
+//! declare them, in a stream.
 
 use std::time::{Duration, SystemTime};
 
@@ -38,6 +39,8 @@ const AZURE_OPERATION_NOT_SUPPORTED: &str = r#"{"error":{"code":"OperationNotSup
 const AZURE_DEPLOYMENT_NOT_FOUND: &str = r#"{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."}}"#;
 
 const MODERATION_BLOCKED: &str = r#"{"error":{"message":"Your request was rejected by the safety system. If you believe this is an error, contact us at help.openai.com and include the request ID req_1. safety_violations=[sexual].","type":"image_generation_user_error","param":null,"code":"moderation_blocked","moderation_details":{"moderation_stage":"output","categories":["sexual"]}}}"#;
+
+const TPM_TOO_LARGE: &str = r#"{"error":{"message":"Request too large for gpt-4o in organization org-X on tokens per min (TPM): Limit 30000, Requested 35064. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#;
 
 /// A model or deployment this route lacks is the route's, sent as a 400
 /// as much as a 404: another route may serve the model. The request is
@@ -116,4 +119,46 @@ fn the_image_safety_block_is_content_filtered() {
         QuotaWall::default(),
     );
     assert_eq!(reading(&failed), filtered);
+}
+
+/// A request larger than the organisation's tokens-per-minute limit never
+/// fits this route, so it is not retried here; it is no mistake of the
+/// model's to hand back; and another route (another organisation, another
+/// provider) may have a higher limit, so it moves. It is not a quota
+/// wall: the route stays open to smaller requests.
+#[test]
+fn a_request_past_the_tpm_limit_moves_and_is_never_retried_here() {
+    let f = http(Provider::OpenAi, 429, TPM_TOO_LARGE);
+    assert_eq!(
+        reading(&f),
+        (
+            Code::RequestTooLarge,
+            Class::Permanent,
+            Action::Surface,
+            true
+        )
+    );
+    assert_eq!(f.retry_after(), None);
+    assert!(!f.is_about_account());
+    assert_eq!(f.cooldown(now()), None);
+    // Echoed in a stream's error with no status of its own: the same.
+    let echoed = br#"{"error":{"code":429,"message":"Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 50000."}}"#;
+    let f = classify_error(Provider::OpenAi, echoed, ErrorContext::in_stream(now()));
+    assert_eq!(
+        (f.code(), f.class(), f.action()),
+        (Code::RequestTooLarge, Class::Permanent, Action::Surface)
+    );
+    // A body over the server's size limit (413) is the request's shape:
+    // every route refuses it.
+    let f = http(Provider::OpenAi, 413, r#"{"error":{"message":"too big"}}"#);
+    assert_eq!(
+        reading(&f),
+        (
+            Code::RequestTooLarge,
+            Class::Permanent,
+            Action::Surface,
+            false
+        )
+    );
+    assert_eq!(f.scope(), Scope::Request);
 }

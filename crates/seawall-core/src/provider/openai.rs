@@ -231,8 +231,16 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     }
     match status {
         Some(429) => {
+            // "Request too large for gpt-4o in organization org-… on tokens
+            // per min (TPM): Limit 30000, Requested 35064": the request
+            // alone is over this organisation's per-minute limit, so no
+            // wait lets it through here — but no mistake of the model's
+            // either (handed back, it cannot shrink the prompt it was
+            // given), and another route's account may allow more
+            // (`Failure::moves_route`). Not `quota_exhausted`: that would
+            // cool the route for the smaller requests it still serves.
             if contains_ci(message, "request too large") && contains_ci(message, "tokens per min") {
-                Some(Verdict::Fixed(ModelFixable, Code::RequestTooLarge))
+                Some(Verdict::Fixed(Permanent, Code::RequestTooLarge))
             } else {
                 Some(Verdict::RateLimit)
             }
