@@ -42,13 +42,16 @@
 //!   one ladder, seawall's. async-openai reads a stream in a task of its
 //!   own and never sends it again.
 //! - A stream asked for (`create_stream`: `"stream": true` in the body, or
-//!   `Accept: text/event-stream`) and answered 2xx with anything but
-//!   `text/event-stream` — a server that ignores `"stream": true` and sends
-//!   one whole JSON answer — fails as `OpenAIError::Boxed` of a permanent
+//!   `Accept: text/event-stream`) and answered 2xx labelled JSON
+//!   (`application/json` or any `+json` type, parameters and case
+//!   ignored) — a server that ignores `"stream": true` and sends one whole
+//!   JSON answer — fails as `OpenAIError::Boxed` of a permanent
 //!   `protocol_violation` (in the [`Outcome`] too), the body unread.
 //!   async-openai would read it as server-sent events, find no `data:`
 //!   line and end the stream with no item and no error: an empty answer
-//!   that looks complete, generated and billed all the same.
+//!   that looks complete, generated and billed all the same. Any other
+//!   label (`text/plain`, none at all) streams as it comes: async-openai
+//!   reads the events whatever the label says.
 //! - Call `with_http_service` last: async-openai's
 //!   `Client::with_http_client` puts its own executor (and its retry)
 //!   back, and the stack is then bypassed. `Client::build(http, config)`
@@ -521,58 +524,59 @@ impl Asked {
         self.head.with_slots(slots).stream_requested() == Some(true)
     }
 
-    /// The failure of a 2xx answer that is no event stream to a request
-    /// for one, or `None` for any other answer.
+    /// The failure of a 2xx answer labelled JSON to a request for a
+    /// stream, or `None` for any other answer.
     ///
     /// async-openai reads a stream's body as server-sent events whatever
     /// it is: a whole JSON answer (a server that ignores `"stream": true`)
     /// holds no `data:` line, so it would read no event and end the stream
     /// cleanly — an empty answer that looks complete, generated and billed
-    /// all the same. An event stream a server labelled JSON is no such
-    /// answer: `ClassifyLayer` under a retry ladder (any `Stack`), which
-    /// reads the request's `"stream"`, relabels it `text/event-stream` by
-    /// its first byte before it gets here.
+    /// all the same. Only a JSON label says so: async-openai never reads
+    /// the label, so an event stream labelled `text/plain` or not at all
+    /// streams as well as one labelled `text/event-stream`, and refusing
+    /// it would drop an answer generated and billed. An event stream a
+    /// server labelled JSON is no such answer either: `ClassifyLayer`
+    /// under a retry ladder (any `Stack`), which reads the request's
+    /// `"stream"`, relabels it `text/event-stream` by its first byte before
+    /// it gets here.
     fn refuses<B>(self, response: &http::Response<B>, receipt: Option<Receipt>) -> Option<Failure> {
         if !response.status().is_success() {
             return None;
         }
-        let media = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .map(|value| {
-                value
-                    .as_bytes()
-                    .split(|&b| b == b';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim_ascii()
-            });
-        if media.is_some_and(|media| media.eq_ignore_ascii_case(b"text/event-stream")) {
-            return None;
-        }
-        // The body is read only here, once the answer is no stream.
+        let media = json_media(response.headers())?;
+        // The body is read only here, once the answer is labelled JSON.
         if !self.stream() {
             return None;
         }
-        let label = media.map_or_else(
-            || "no content type".to_owned(),
-            |media| format!("`{}`", String::from_utf8_lossy(media)),
-        );
         // Permanent: a server that ignores `"stream": true` answers every
         // attempt the same way.
         let failure = Failure::with_class(Class::Permanent, Code::ProtocolViolation)
             .with_status(response.status().as_u16())
             .with_message(&format!(
-                "a stream was asked for and the {} answer is {label}, not text/event-stream: \
+                "a stream was asked for and the {} answer is `{}`, not text/event-stream: \
                  the server ignored the request for a stream, and async-openai would read \
                  no event from it (call `create` for one whole answer)",
-                response.status().as_u16()
+                response.status().as_u16(),
+                String::from_utf8_lossy(media)
             ));
         Some(match receipt {
             Some(receipt) => failure.with_receipt(receipt),
             None => failure,
         })
     }
+}
+
+/// The media type of an answer (its `content-type`, parameters dropped)
+/// when it is JSON: `application/json` or any `+json` type, case ignored.
+fn json_media(headers: &http::HeaderMap) -> Option<&[u8]> {
+    let value = headers.get(http::header::CONTENT_TYPE)?;
+    let media = value.as_bytes().split(|&b| b == b';').next()?.trim_ascii();
+    let json = media.eq_ignore_ascii_case(b"application/json")
+        || media
+            .len()
+            .checked_sub(5)
+            .is_some_and(|at| at > 0 && media[at..].eq_ignore_ascii_case(b"+json"));
+    json.then_some(media)
 }
 
 type Boxed = Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;

@@ -575,20 +575,31 @@ const RESPONSE: &str = "{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\
 async fn json_only_server(
     body: &'static str,
 ) -> (String, std::sync::Arc<std::sync::atomic::AtomicU32>) {
+    raw_server(Some("application/json"), body).await
+}
+
+/// A server that answers every request with a 200 of `body`, labelled
+/// `content_type` (no `content-type` header when `None`), and counts them.
+async fn raw_server(
+    content_type: Option<&'static str>,
+    body: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicU32>) {
     use std::sync::atomic::{AtomicU32, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let hits = std::sync::Arc::new(AtomicU32::new(0));
     let counter = hits.clone();
+    let label = content_type.map_or_else(String::new, |media| format!("content-type: {media}\r\n"));
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             counter.fetch_add(1, Ordering::SeqCst);
+            let label = label.clone();
             tokio::spawn(async move {
                 let mut buffer = vec![0; 64 * 1024];
                 let _ = socket.read(&mut buffer).await;
                 let answer = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 200 OK\r\n{label}content-length: {}\r\nconnection: close\r\n\r\n{body}",
                     body.len()
                 );
                 let _ = socket.write_all(answer.as_bytes()).await;
@@ -685,4 +696,101 @@ async fn a_unary_call_answered_with_json_is_unchanged() {
     let answer = answer.expect("an answer");
     assert_eq!(answer.choices[0].message.content.as_deref(), Some("w1 w2"));
     assert!(outcome.is_ok(), "{outcome:?}");
+}
+
+/// A chat stream of two chunks and `[DONE]`, as server-sent events.
+const CHAT_STREAM: &str = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"w1 \"},\"finish_reason\":null}]}\n\n\
+data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w2\"},\"finish_reason\":\"stop\"}]}\n\n\
+data: [DONE]\n\n";
+
+/// A chat `create_stream` against a server answering [`CHAT_STREAM`]
+/// labelled `content_type`: the text read, the chunks, any error, the
+/// outcome and how many requests the server saw.
+async fn stream_labelled(
+    content_type: Option<&'static str>,
+) -> (
+    String,
+    usize,
+    Option<async_openai::error::OpenAIError>,
+    Outcome,
+    u32,
+) {
+    let (base, hits) = raw_server(content_type, CHAT_STREAM).await;
+    let client = client_to(&base);
+    let ((text, chunks, error), outcome) = seawall_reqwest::scope(async {
+        let mut text = String::new();
+        let mut count = 0;
+        let mut stream = match client.chat().create_stream(request()).await {
+            Ok(stream) => stream,
+            Err(error) => return (text, count, Some(error)),
+        };
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(chunk) => {
+                    count += 1;
+                    for choice in chunk.choices {
+                        text.extend(choice.delta.content);
+                    }
+                }
+                Err(error) => return (text, count, Some(error)),
+            }
+        }
+        (text, count, None)
+    })
+    .await;
+    let hits = hits.load(std::sync::atomic::Ordering::SeqCst);
+    (text, chunks, error, outcome, hits)
+}
+
+/// An event stream labelled `text/plain` is read as the stream it is:
+/// async-openai never reads the label, and refusing it would drop an
+/// answer generated and billed.
+#[tokio::test]
+async fn a_stream_labelled_text_plain_streams() {
+    let (text, chunks, error, outcome, hits) = stream_labelled(Some("text/plain")).await;
+    assert!(error.is_none(), "{error:?} {outcome:?}");
+    assert_eq!((text.as_str(), chunks), ("w1 w2", 2), "{outcome:?}");
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!(hits, 1);
+}
+
+/// An event stream with no `content-type` at all, alike.
+#[tokio::test]
+async fn a_stream_with_no_content_type_streams() {
+    let (text, chunks, error, outcome, hits) = stream_labelled(None).await;
+    assert!(error.is_none(), "{error:?} {outcome:?}");
+    assert_eq!((text.as_str(), chunks), ("w1 w2", 2), "{outcome:?}");
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!(hits, 1);
+}
+
+/// A JSON label is JSON whatever its parameters and its case: the whole
+/// answer to a stream asked for is refused all the same.
+#[tokio::test]
+async fn a_stream_answered_with_json_any_case_or_parameters_is_an_error() {
+    for label in [
+        "application/json; charset=utf-8",
+        "APPLICATION/JSON",
+        "application/vnd.api+json",
+    ] {
+        let (base, hits) = raw_server(Some(label), CHAT_COMPLETION).await;
+        let client = client_to(&base);
+        let (items, outcome) = seawall_reqwest::scope(async {
+            match client.chat().create_stream(request()).await {
+                Err(error) => vec![Err(error)],
+                Ok(chunks) => chunks.collect::<Vec<_>>().await,
+            }
+        })
+        .await;
+        assert!(
+            items.iter().any(Result::is_err),
+            "{label}: an error, not a clean end: {items:?}"
+        );
+        assert_eq!(
+            outcome.code(),
+            Some(Code::ProtocolViolation),
+            "{label}: {outcome:?}"
+        );
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1, "{label}");
+    }
 }
