@@ -9,8 +9,8 @@ use common::{Expect, expect, found, response, through};
 use seawall_classify::ClassifyLayer;
 use seawall_core::{Action, Class, Code};
 
-use Action::{Retry, ReturnToModel, Surface};
-use Class::{ModelFixable, Permanent, Transient};
+use Action::{Retry, Surface};
+use Class::{Permanent, Transient};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
 
@@ -95,7 +95,7 @@ async fn openai() {
             status: 429,
             headers: &[],
             body: r#"{"error":{"message":"Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 41234. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#,
-            expect: expect(ModelFixable, Code::RequestTooLarge, ReturnToModel),
+            expect: expect(Permanent, Code::RequestTooLarge, Surface),
         },
         Case {
             name: "400 context_length_exceeded",
