@@ -273,7 +273,8 @@ pub struct Config {
     /// How many client connections may be open at once (default 512); past
     /// it, new ones wait in the listener's backlog until one closes (each
     /// serving thread holds at most one accepted connection waiting for
-    /// its slot).
+    /// its slot). A new connection that sends no request within 5 s is
+    /// dropped, so connections left idle cannot hold every slot for long.
     /// Unbounded, a client holding idle connections could take every
     /// descriptor, and the upstream connections that then failed to open
     /// were counted against healthy routes. Keep it well below the

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hyper::server::conn::http1;
@@ -13,6 +14,7 @@ use hyper_util::service::TowerToHyperService;
 use seawall_internal::millis;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
+use tower::ServiceExt;
 
 use crate::args::GatewayArgs;
 use crate::gateway::{Gateway, GatewayError};
@@ -20,6 +22,14 @@ use crate::stall::StallBound;
 
 /// How long a client may take to send a request's headers.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a new connection may take to send its first request's head
+/// before it is dropped (see `Config::max_connections`): a connection
+/// holds one of the capped slots from its accept, and connections that
+/// sent nothing held every slot for [`HEADER_READ_TIMEOUT`] while clients
+/// with the token waited in the backlog. Once a request came, the
+/// connection runs under hyper's bounds alone.
+const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long the answers cut at the end of the shutdown grace period have
 /// to write their last words before their connections are dropped.
@@ -79,7 +89,15 @@ impl Gateway {
                         // The slots are never closed; were they, stop.
                         let Some(Ok(permit)) = permit else { break };
                         let _ = stream.set_nodelay(true);
-                        let service = TowerToHyperService::new(router.clone());
+                        // Set as the first request's head is read.
+                        let asked = Arc::new(AtomicBool::new(false));
+                        let service = TowerToHyperService::new(router.clone().map_request({
+                            let asked = Arc::clone(&asked);
+                            move |request| {
+                                asked.store(true, Ordering::Relaxed);
+                                request
+                            }
+                        }));
                         let stream = StallBound::new(stream, self.config().client_stall);
                         let connection = http1::Builder::new()
                             .timer(TokioTimer::new())
@@ -87,7 +105,17 @@ impl Gateway {
                             .serve_connection(TokioIo::new(stream), service);
                         let connection = graceful.watch(connection);
                         connections.spawn(async move {
-                            let _ = connection.await;
+                            let mut connection = std::pin::pin!(connection);
+                            tokio::select! {
+                                _ = &mut connection => {}
+                                () = tokio::time::sleep(FIRST_REQUEST_TIMEOUT) => {
+                                    // With no request yet, it is
+                                    // dropped (closed), its slot freed.
+                                    if asked.load(Ordering::Relaxed) {
+                                        let _ = connection.await;
+                                    }
+                                }
+                            }
                             drop(permit);
                         });
                     }

@@ -167,3 +167,43 @@ async fn a_trickle_is_bounded_on_the_whole() {
     );
     assert_eq!(calls, 0);
 }
+
+/// Connections that send nothing give up their slots a few seconds after
+/// they opened: with two slots held by two such connections, a third
+/// client's request is answered at 5 s, not at hyper's 30 s bound for a
+/// request head, and the silent ones are closed. On the paused clock.
+#[tokio::test(start_paused = true)]
+async fn silent_connections_give_up_their_slots() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let mut config = config(Wire::OpenAi, &[("main", &chaos)]);
+    config.max_connections = 2;
+    let gateway = Running::start(config).await;
+    let connect = || tokio::net::TcpStream::connect(gateway.addr);
+    let mut silent = [connect().await.unwrap(), connect().await.unwrap()];
+    let started = tokio::time::Instant::now();
+    let line = health(gateway.addr, Duration::from_secs(60)).await;
+    let elapsed = started.elapsed();
+    assert_eq!(line.as_deref(), Some("HTTP/1.1 200 OK"));
+    assert!(
+        elapsed >= Duration::from_secs(4) && elapsed < Duration::from_secs(6),
+        "{elapsed:?}"
+    );
+    for stream in &mut silent {
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(1), stream.read(&mut byte))
+            .await
+            .expect("closed");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    }
+}
+
+/// A connection that asked once is not bound so: a request whose body
+/// and answer take longer than the first request's bound is served.
+/// On the paused clock.
+#[tokio::test(start_paused = true)]
+async fn a_connection_that_asked_runs_past_the_first_requests_bound() {
+    let (status, _, elapsed, calls) = upload(padded(2, 10, Duration::from_secs(4)), None).await;
+    assert_eq!(status, 200);
+    assert!(elapsed >= Duration::from_secs(12), "{elapsed:?}");
+    assert_eq!(calls, 1);
+}
