@@ -101,6 +101,15 @@ pub const MAX_CLIENTS: usize = 10_000;
 /// the run's length.
 pub const MAX_TRIALS: usize = 10_000;
 
+/// The most work one comparison may ask for, counted as clients squared
+/// times trials: every client's failed write is another's success, so a
+/// trial's writes grow with the square of its clients (with no backoff,
+/// about a fifth of it: 1 000 clients write some 200 000 times), and the
+/// trials run one after another. 10 000 clients for one trial, or 1 000
+/// for 100, is minutes of work; the two largest counts together would be
+/// days.
+pub const MAX_CONTENTION: u64 = 100_000_000;
+
 /// The longest backoff base or cap, and the longest mean or standard
 /// deviation of a hop's delay: a minute. Every delay of a trial is then a
 /// duration a timer can wait (a hop's delay is at most its mean plus some
@@ -146,7 +155,8 @@ impl Default for AwsConfig {
 impl AwsConfig {
     /// Why this comparison cannot run, when it cannot: no clients or
     /// trials (there is no last client, nor a mean), more than
-    /// [`MAX_CLIENTS`] or [`MAX_TRIALS`], a zero base (seawall's backoff
+    /// [`MAX_CLIENTS`] or [`MAX_TRIALS`], more work than
+    /// [`MAX_CONTENTION`], a zero base (seawall's backoff
     /// grows from it), or a base, cap or network delay over
     /// [`MAX_DELAY`]. [`run`] refuses it.
     pub fn check(&self) -> Result<(), String> {
@@ -155,6 +165,17 @@ impl AwsConfig {
         }
         if !(1..=MAX_TRIALS).contains(&self.trials) {
             return Err(format!("trials must be between 1 and {MAX_TRIALS}"));
+        }
+        let contention = (self.clients as u64)
+            .saturating_mul(self.clients as u64)
+            .saturating_mul(self.trials as u64);
+        if contention > MAX_CONTENTION {
+            return Err(format!(
+                "clients squared times trials must be at most {MAX_CONTENTION} (the writes \
+                 grow with the square of the clients): {} clients allow at most {} trials",
+                self.clients,
+                (MAX_CONTENTION / (self.clients as u64 * self.clients as u64)).max(1)
+            ));
         }
         if self.base.is_zero() {
             return Err("the backoff base must be above zero".to_owned());

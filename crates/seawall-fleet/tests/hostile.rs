@@ -292,6 +292,23 @@ fn an_aws_comparison_out_of_range_is_refused() {
                 ..small()
             },
         ),
+        // Each count within its own bound, the two together days of work.
+        (
+            "squared times trials",
+            AwsConfig {
+                clients: aws::MAX_CLIENTS,
+                trials: 2,
+                ..small()
+            },
+        ),
+        (
+            "squared times trials",
+            AwsConfig {
+                clients: 1_001,
+                trials: 100,
+                ..small()
+            },
+        ),
         (
             "base",
             AwsConfig {
@@ -348,6 +365,20 @@ fn an_aws_comparison_out_of_range_is_refused() {
         // Refused before any trial runs (the counts above would run for
         // ever, or allocate without end).
         assert_eq!(aws::run(&config, &BackoffKind::ALL), Err(why), "{config:?}");
+    }
+}
+
+/// The most work allowed is still allowed: the largest count of each at
+/// the contention's bound.
+#[test]
+fn the_largest_counts_within_the_contention_bound_are_allowed() {
+    for (clients, trials) in [(aws::MAX_CLIENTS, 1), (1_000, 100), (100, aws::MAX_TRIALS)] {
+        let config = AwsConfig {
+            clients,
+            trials,
+            ..AwsConfig::default()
+        };
+        assert_eq!(config.check(), Ok(()), "{config:?}");
     }
 }
 
