@@ -386,10 +386,11 @@ fn http_error(provider: Provider, parts: &Parts, body: &[u8], cx: ErrorContext) 
     }
 }
 
-/// The media type of the answer, parameters dropped.
+/// The media type of the answer, parameters dropped
+/// ([`seawall_internal::headers::media_type`], the one reading of it the
+/// crates share).
 pub(crate) fn media_type(parts: &Parts) -> Option<&[u8]> {
-    let value = parts.headers.get(http::header::CONTENT_TYPE)?;
-    Some(value.as_bytes().split(|&b| b == b';').next()?.trim_ascii())
+    seawall_internal::headers::media_type(&parts.headers)
 }
 
 /// `application/grpc-web`, `application/grpc-web-text`, with or without a

@@ -3,7 +3,8 @@
 use http::HeaderMap;
 use http::Uri;
 use http::header::{
-    AUTHORIZATION, CONTENT_LENGTH, COOKIE, HOST, HeaderName, HeaderValue, PROXY_AUTHORIZATION,
+    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HOST, HeaderName, HeaderValue,
+    PROXY_AUTHORIZATION,
 };
 use http::uri::Authority;
 
@@ -86,6 +87,14 @@ pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
     value.trim().parse().ok()
 }
 
+/// The media type a message's `content-type` names: its value with the
+/// parameters dropped and the blanks around it trimmed, case kept; `None`
+/// when it has no `content-type`.
+pub fn media_type(headers: &HeaderMap) -> Option<&[u8]> {
+    let value = headers.get(CONTENT_TYPE)?;
+    Some(value.as_bytes().split(|&b| b == b';').next()?.trim_ascii())
+}
+
 /// Whether a `content-type` value is gRPC's own: `application/grpc`,
 /// alone or with a suffix (`+proto`, `+json`: the protocol's
 /// `"application/grpc" [("+proto" / "+json" / {custom})]`), parameters
@@ -106,6 +115,21 @@ pub fn is_grpc_media(value: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn media_type_drops_parameters_and_blanks() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(media_type(&headers), None);
+        for (value, media) in [
+            ("application/json", &b"application/json"[..]),
+            (" APPLICATION/JSON ; charset=utf-8", b"APPLICATION/JSON"),
+            ("text/event-stream;charset=utf-8", b"text/event-stream"),
+            ("", b""),
+        ] {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(value));
+            assert_eq!(media_type(&headers), Some(media), "{value:?}");
+        }
+    }
 
     #[test]
     fn grpc_media_is_grpcs_own_type_and_its_suffixes() {

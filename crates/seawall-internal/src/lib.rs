@@ -21,7 +21,7 @@
 //! - [`error`]: an error's source chain, walked through io payloads.
 //! - [`headers`]: header readings and rewrites more than one crate makes:
 //!   the headers that carry credentials, `Host` following a new origin,
-//!   a declared `content-length`.
+//!   a declared `content-length`, a message's media type.
 //! - [`cursor`]: the strict JSON cursor that reads the few fields a
 //!   decision needs and gives up (to serde) on anything it is unsure of.
 //! - [`uri`]: the port check on a URL given as where requests go.

@@ -123,6 +123,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use seawall_core::facts::OperationSlots;
 use seawall_core::{BoxError, Class, Code, Failure, Receipt, RequestFacts};
+use seawall_internal::headers::media_type;
+use seawall_internal::json::is_json_media;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -543,7 +545,9 @@ impl Asked {
         if !response.status().is_success() {
             return None;
         }
-        let media = json_media(response.headers())?;
+        // The shared readings, the classifier's own: what it hands on as
+        // JSON is what is refused here.
+        let media = media_type(response.headers()).filter(|media| is_json_media(media))?;
         // The body is read only here, once the answer is labelled JSON.
         if !self.stream() {
             return None;
@@ -564,19 +568,6 @@ impl Asked {
             None => failure,
         })
     }
-}
-
-/// The media type of an answer (its `content-type`, parameters dropped)
-/// when it is JSON: `application/json` or any `+json` type, case ignored.
-fn json_media(headers: &http::HeaderMap) -> Option<&[u8]> {
-    let value = headers.get(http::header::CONTENT_TYPE)?;
-    let media = value.as_bytes().split(|&b| b == b';').next()?.trim_ascii();
-    let json = media.eq_ignore_ascii_case(b"application/json")
-        || media
-            .len()
-            .checked_sub(5)
-            .is_some_and(|at| at > 0 && media[at..].eq_ignore_ascii_case(b"+json"));
-    json.then_some(media)
 }
 
 type Boxed = Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;
