@@ -3,6 +3,7 @@ use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use seawall_core::hint::MAX_RETRY_HINT;
 use seawall_core::{BoxError, Code, Failure, RouteId};
 
 /// What a [`Breaker`](crate::Breaker) fails with: its own refusal of an
@@ -181,6 +182,12 @@ impl fmt::Display for CircuitOpen {
             Some(code) => {
                 write!(f, "route {} cooling down after {code}", self.route)?;
                 match self.retry_after {
+                    // Learnt from a hint at the clamp (see
+                    // `RouteBreaker::cooling`): a millisecond count would
+                    // name a return the provider never gave.
+                    Some(after) if after >= MAX_RETRY_HINT => {
+                        f.write_str(", back in a week or more")
+                    }
                     Some(after) => write!(f, ", back in {} ms", after.as_millis()),
                     None => f.write_str(", until reset"),
                 }
@@ -291,6 +298,20 @@ mod tests {
         let converted = Failure::from(open);
         assert_eq!(converted.code(), read.code());
         assert_eq!(converted.message(), read.message());
+    }
+
+    /// A cooldown learnt from a hint at the clamp names no return: its
+    /// refusal carries the clamp, and says "a week or more".
+    #[test]
+    fn a_cooldown_refusal_at_the_clamp_names_no_return() {
+        let route = RouteId::new("api.example.com");
+        let open = CircuitOpen::cooling(route, Code::RateLimited, Some(MAX_RETRY_HINT));
+        let failure = open.as_failure();
+        assert_eq!(failure.retry_after(), Some(MAX_RETRY_HINT));
+        assert_eq!(
+            failure.message(),
+            Some("route api.example.com cooling down after rate_limited, back in a week or more")
+        );
     }
 
     /// A cooldown is as permanent as what caused it: after a quota wall or

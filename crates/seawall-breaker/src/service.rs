@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use seawall_core::hint::MAX_RETRY_HINT;
 use seawall_core::{BoxError, RouteId};
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
@@ -108,11 +109,13 @@ impl<S> Breaker<S> {
     /// rejected credentials is as permanent as its cause
     /// ([`Cooldown::worth_waiting`](seawall_core::Cooldown::worth_waiting)):
     /// the service is ready, and the call is refused at once, not waited
-    /// for.
+    /// for. So is a cooldown learnt from a hint at the clamp (its time
+    /// left is [`MAX_RETRY_HINT`]): "a week or more" names no return.
     fn gated_for(&self) -> Option<Duration> {
         let last = self.last.as_ref()?;
         if let Some((cause, left)) = last.cooling()
             && seawall_core::Cooldown::worth_waiting(cause)
+            && left.is_none_or(|left| left < MAX_RETRY_HINT)
         {
             return Some(left.unwrap_or(ISOLATED_RECHECK));
         }

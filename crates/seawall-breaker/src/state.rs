@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use std::time::SystemTime;
 
+use seawall_core::hint::MAX_RETRY_HINT;
 use seawall_core::{Code, Cooldown, Failure, RouteId};
 use seawall_internal::millis;
 use seawall_internal::random::Random;
@@ -109,16 +110,26 @@ const STATE_MASK: u64 = 0b11;
 // The cooldown word: | end (40 bits) | code (8 bits) | resets (16 bits) |
 // end: ms since `Policy::epoch` (0: none; `COOL_FOREVER`: until a reset;
 // `COOL_PROBING`: over, and one call is out probing the route); code: what
-// cooled the route, its index in `Code::ALL`; resets: how many resets so
-// far, wrapping. A cooldown whose end has passed stays in the word until
-// a call probes the route and its answer ends it: until then the first
-// call admitted becomes the probe, and while it is out the others are
-// refused.
+// cooled the route, its index in `Code::ALL` (7 bits), and `COOL_AT_CLAMP`;
+// resets: how many resets so far, wrapping. A cooldown whose end has
+// passed stays in the word until a call probes the route and its answer
+// ends it: until then the first call admitted becomes the probe, and
+// while it is out the others are refused.
 const COOL_FOREVER: u64 = (1 << 40) - 1;
 const COOL_PROBING: u64 = COOL_FOREVER - 1;
 /// The end a probe that learnt nothing leaves: past, so the next call
 /// probes again.
 const COOL_OVER: u64 = 1;
+/// In the code's byte: the cooldown was learnt from a hint at the clamp
+/// ([`MAX_RETRY_HINT`]), which every longer hint is cut to when parsed (a
+/// 30-day quota wall reads as 7 days). It still ends then (the route is
+/// probed), but its time left names no return: the refusals meanwhile
+/// carry the clamp itself, which the ladder never sleeps on and the
+/// fallback never waits for. Told by the time left, 7 days less a second
+/// would be waited out, and the route called weeks early.
+const COOL_AT_CLAMP: u64 = 0x80;
+// Every code's index fits below the marker.
+const _: () = assert!(Code::ALL.len() < COOL_AT_CLAMP as usize);
 /// How soon a call refused while a cooldown's probe is out may look again:
 /// the probe's answer decides, and it usually comes within this.
 const PROBE_RECHECK: Duration = Duration::from_millis(100);
@@ -141,7 +152,11 @@ fn cool_end(word: u64) -> u64 {
 }
 
 fn cool_code(word: u64) -> usize {
-    ((word >> 16) & 0xFF) as usize
+    ((word >> 16) & (COOL_AT_CLAMP - 1)) as usize
+}
+
+fn cool_at_clamp(word: u64) -> bool {
+    (word >> 16) & COOL_AT_CLAMP != 0
 }
 
 fn cool_resets(word: u64) -> u64 {
@@ -377,9 +392,15 @@ impl RouteBreaker {
         let Some(cooldown) = failure.cooldown(SystemTime::now()) else {
             return;
         };
+        let mut at_clamp = 0;
         let until = match cooldown {
             Cooldown::UntilReset => COOL_FOREVER,
             Cooldown::For(after) => {
+                // The failure's own hint (a reset time it names is a
+                // known return, whatever its length).
+                if after >= MAX_RETRY_HINT && failure.retry_after() == Some(after) {
+                    at_clamp = COOL_AT_CLAMP;
+                }
                 let after = millis(after);
                 self.policy
                     .now_ms()
@@ -391,6 +412,7 @@ impl RouteBreaker {
             .iter()
             .position(|c| *c == failure.code())
             .unwrap_or(0) as u64;
+        let code = code | at_clamp;
         let longer = self
             .cooldown
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
@@ -417,7 +439,9 @@ impl RouteBreaker {
     /// The code that cooled the route and the time left (`None`: until a
     /// reset), while it is cooling down. A cooldown whose end has passed
     /// is over for this look (the next call probes the route); while its
-    /// probe is out, a short time to look again is left.
+    /// probe is out, a short time to look again is left. A cooldown learnt
+    /// from a hint at the clamp ([`MAX_RETRY_HINT`]) has the clamp left
+    /// until its end: "a week or more", no known return.
     pub(crate) fn cooling(&self) -> Option<(Code, Option<Duration>)> {
         self.cooling_in(self.cooldown.load(Ordering::Acquire))
     }
@@ -439,7 +463,11 @@ impl RouteBreaker {
         if now >= until {
             return None;
         }
-        let left = (until != COOL_FOREVER).then(|| Duration::from_millis(until - now));
+        let left = match until {
+            COOL_FOREVER => None,
+            _ if cool_at_clamp(word) => Some(MAX_RETRY_HINT),
+            _ => Some(Duration::from_millis(until - now)),
+        };
         Some((code, left))
     }
 

@@ -160,8 +160,13 @@ impl Back {
     fn of((code, left): Cooling, now: Instant) -> Self {
         Back {
             code,
-            // A wait past what the clock holds is no wait that ends.
-            at: left.and_then(|left| now.checked_add(left)),
+            // A wait past what the clock holds is no wait that ends; nor
+            // is a hint at the clamp, "a week or more" (a breaker cooling
+            // a route after a 30-day `Retry-After` says so for as long as
+            // it cools it), as in `from_failure`.
+            at: left
+                .filter(|&left| left < MAX_RETRY_HINT)
+                .and_then(|left| now.checked_add(left)),
         }
     }
 
