@@ -38,7 +38,10 @@ impl BreakerHandle {
     /// until [`reset`](Self::reset)), while it is cooling down. After its
     /// end, while the one call probing the route is out, the time left is
     /// a short time to look again; `None` once the probe was answered, or
-    /// while the next call would be the probe.
+    /// while the next call would be the probe. A cooldown learnt from a
+    /// hint at [`MAX_RETRY_HINT`](seawall_core::hint::MAX_RETRY_HINT)
+    /// (every longer hint is clamped to it) reports exactly that much left
+    /// until it ends: a week or more, no known return.
     pub fn cooldown(&self, route: &RouteId) -> Option<(Code, Option<Duration>)> {
         self.shared.existing(route.as_str())?.cooling()
     }

@@ -353,9 +353,9 @@ impl<F, R> FallbackLayer<F, R> {
     /// otherwise it fails at once with seawall's refusal of that route
     /// (`route_cooling_down`, [`cooled_by`](seawall_core::Failure::cooled_by)
     /// `rate_limited`), carrying its return time as `retry_after`. Routes behind a quota
-    /// wall or rejected credentials are not waited for, nor (without a
-    /// [`health`](Self::health) registry) a route whose failure's hint is
-    /// at [`MAX_RETRY_HINT`](seawall_core::hint::MAX_RETRY_HINT), which
+    /// wall or rejected credentials are not waited for, nor a route whose
+    /// failure's hint, or whose registry's time left, is at
+    /// [`MAX_RETRY_HINT`](seawall_core::hint::MAX_RETRY_HINT), which
     /// every longer hint is clamped to and so names no return: when no
     /// route is cooling after a rate limit, it fails at once with the last
     /// failure.
