@@ -7,73 +7,22 @@
 //! a healthy member, a fallback's answer. In-process providers on the
 //! paused clock.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, HeaderValue};
+use common::route_set;
 use http_body_util::{BodyExt, Full};
 use seawall::breaker::{BreakDuration, BreakerLayer, Trip};
 use seawall::classify::ClassifyLayer;
 use seawall::core::recording::ReplayBody;
 use seawall::core::{Code, Receipt, RouteId};
-use seawall::fallback::{FallbackLayer, Member, RouteSetLayer, ServedBy};
+use seawall::fallback::{FallbackLayer, RouteSetLayer, ServedBy};
 use seawall::stack::Stack;
-use tower::{Service, ServiceExt};
-
-type Req = http::Request<ReplayBody<Full<Bytes>>>;
-
-/// Key `key-a` answers 429 with `retry-after: 30`; any other key answers.
-/// Counts each key's calls.
-fn provider(
-    calls_a: Arc<AtomicU32>,
-    calls_b: Arc<AtomicU32>,
-) -> impl Service<
-    Req,
-    Response = http::Response<Full<Bytes>>,
-    Error = std::convert::Infallible,
-    Future = impl Send,
-> + Clone
-+ Send {
-    tower::service_fn(move |req: Req| {
-        let limited = req.headers()[AUTHORIZATION] == "Bearer key-a";
-        match limited {
-            true => calls_a.fetch_add(1, Ordering::SeqCst),
-            false => calls_b.fetch_add(1, Ordering::SeqCst),
-        };
-        async move {
-            let response = if limited {
-                http::Response::builder()
-                    .status(429)
-                    .header("retry-after", "30")
-                    .header("content-type", "application/json")
-                    .body(Full::new(Bytes::from_static(
-                        br#"{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}"#,
-                    )))
-            } else {
-                http::Response::builder()
-                    .header("content-type", "application/json")
-                    .body(Full::new(Bytes::from_static(
-                        br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w8"},"finish_reason":"stop"}]}"#,
-                    )))
-            };
-            Ok(response.unwrap())
-        }
-    })
-}
-
-fn members() -> Vec<Member> {
-    ["key-a", "key-b"]
-        .into_iter()
-        .map(|key| {
-            Member::new(key).header(
-                AUTHORIZATION,
-                HeaderValue::try_from(format!("Bearer {key}")).unwrap(),
-            )
-        })
-        .collect()
-}
+use tower::ServiceExt;
 
 fn chat_request() -> http::Request<Full<Bytes>> {
     http::Request::post("http://api.example.com/v1/chat/completions")
@@ -94,12 +43,21 @@ async fn a_gated_breaker_does_not_hold_a_route_sets_move_to_a_healthy_member() {
     let stack = Stack::interactive()
         .breaker(BreakerLayer::new().gate_readiness(true))
         .seed(SEED);
-    let set = RouteSetLayer::new(members()).unwrap();
-    let service = stack.build_with_route_set(
-        &ClassifyLayer::openai(),
-        provider(calls_a.clone(), calls_b.clone()),
-        set,
-    );
+    let set = RouteSetLayer::new(route_set::members(&["key-a", "key-b"])).unwrap();
+    // Key `key-a` answers 429 with `retry-after: 30`; any other key answers.
+    let provider = {
+        let (calls_a, calls_b) = (Arc::clone(&calls_a), Arc::clone(&calls_b));
+        route_set::per_key(move |key| {
+            if key == "Bearer key-a" {
+                calls_a.fetch_add(1, Ordering::SeqCst);
+                route_set::rate_limited("30")
+            } else {
+                calls_b.fetch_add(1, Ordering::SeqCst);
+                route_set::chat_completion()
+            }
+        })
+    };
+    let service = stack.build_with_route_set(&ClassifyLayer::openai(), provider, set);
     let response = tokio::time::timeout(Duration::from_secs(2), service.oneshot(chat_request()))
         .await
         .expect("the set moves on to key-b at once, not after key-a's cooldown")
@@ -127,15 +85,6 @@ async fn a_gated_breaker_does_not_hold_a_route_sets_move_to_a_healthy_member() {
     assert_eq!(calls_b.load(Ordering::SeqCst), 1);
 }
 
-fn answer() -> http::Response<Full<Bytes>> {
-    http::Response::builder()
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from_static(
-            br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w8"},"finish_reason":"stop"}]}"#,
-        )))
-        .unwrap()
-}
-
 /// The primary answers 503 and its breaker opens on that one failure, for
 /// 30 s. Ungated, the ladder's retry is refused at once (`circuit_open`,
 /// a failover) and the fallback answers; gated, the retry waited in the
@@ -149,24 +98,15 @@ async fn a_gated_breaker_does_not_hold_the_fallback_behind_an_open_primary() {
         tower::service_fn(
             move |_req: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| {
                 calls.fetch_add(1, Ordering::SeqCst);
-                async {
-                    let response = http::Response::builder()
-                        .status(503)
-                        .header("content-type", "application/json")
-                        .body(Full::new(Bytes::from_static(
-                            br#"{"error":{"message":"overloaded","type":"server_error"}}"#,
-                        )))
-                        .unwrap();
-                    Ok::<_, std::convert::Infallible>(response)
-                }
+                async { Ok::<_, std::convert::Infallible>(route_set::overloaded()) }
             },
         )
     };
     let healthy = {
         let calls = Arc::clone(&fallback_calls);
-        tower::service_fn(move |_req: Req| {
+        tower::service_fn(move |_req: route_set::Req| {
             calls.fetch_add(1, Ordering::SeqCst);
-            async { Ok::<_, std::convert::Infallible>(answer()) }
+            async { Ok::<_, std::convert::Infallible>(route_set::chat_completion()) }
         })
     };
     let breaker = BreakerLayer::new()

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Ask, client, request};
+use common::{Ask, client, request, route_set};
 use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full};
 use seawall::classify::ClassifyLayer;
@@ -224,7 +224,7 @@ fn limited_provider(
     limited: u32,
     calls: Arc<AtomicU32>,
 ) -> impl Service<
-    http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>,
+    route_set::Req,
     Response = http::Response<Full<Bytes>>,
     Error = std::convert::Infallible,
     Future = impl Send,
@@ -234,48 +234,20 @@ fn limited_provider(
         String,
         u32,
     >::new()));
-    tower::service_fn(
-        move |req: http::Request<seawall::core::recording::ReplayBody<Full<Bytes>>>| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            let key = req.headers()[AUTHORIZATION].to_str().unwrap().to_owned();
-            let n = {
-                let mut seen = seen.lock().unwrap();
-                let n = seen.entry(key).or_default();
-                *n += 1;
-                *n
-            };
-            async move {
-                let response = if n <= limited {
-                    http::Response::builder()
-                        .status(429)
-                        .header("retry-after", hint.to_string())
-                        .header("content-type", "application/json")
-                        .body(Full::new(Bytes::from_static(
-                            br#"{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}"#,
-                        )))
-                } else {
-                    http::Response::builder()
-                        .header("content-type", "application/json")
-                        .body(Full::new(Bytes::from_static(
-                            br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w8"},"finish_reason":"stop"}]}"#,
-                        )))
-                };
-                Ok(response.unwrap())
-            }
-        },
-    )
-}
-
-fn members(names: &[&str]) -> Vec<Member> {
-    names
-        .iter()
-        .map(|key| {
-            Member::new(*key).header(
-                AUTHORIZATION,
-                HeaderValue::try_from(format!("Bearer {key}")).unwrap(),
-            )
-        })
-        .collect()
+    route_set::per_key(move |key| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        let n = {
+            let mut seen = seen.lock().unwrap();
+            let n = seen.entry(key.to_owned()).or_default();
+            *n += 1;
+            *n
+        };
+        if n <= limited {
+            route_set::rate_limited(&hint.to_string())
+        } else {
+            route_set::chat_completion()
+        }
+    })
 }
 
 #[tokio::test(start_paused = true)]
@@ -284,7 +256,7 @@ async fn every_member_rate_limited_past_the_deadline_fails_at_once() {
     let stack = Stack::interactive()
         .total_deadline(Duration::from_secs(10))
         .seed(3);
-    let set = RouteSetLayer::new(members(&["key-a", "key-b"])).unwrap();
+    let set = RouteSetLayer::new(route_set::members(&["key-a", "key-b"])).unwrap();
     let mut service = stack.build_with_route_set(
         &ClassifyLayer::openai(),
         limited_provider(60, u32::MAX, calls.clone()),
@@ -332,7 +304,7 @@ async fn every_member_rate_limited_briefly_is_waited_for() {
     for (stack, keys) in cases {
         let calls = Arc::new(AtomicU32::new(0));
         let stack = stack.total_deadline(Duration::from_secs(10)).seed(3);
-        let set = RouteSetLayer::new(members(keys)).unwrap();
+        let set = RouteSetLayer::new(route_set::members(keys)).unwrap();
         let mut service = stack.build_with_route_set(
             &ClassifyLayer::openai(),
             limited_provider(2, 1, calls.clone()),
@@ -372,7 +344,7 @@ async fn a_burst_while_every_member_cools_waits_without_spending_the_budget() {
         .total_deadline(Duration::from_secs(10))
         .budget(seawall::retry::Budget::grpc(3, 0.1))
         .seed(9);
-    let set = RouteSetLayer::new(members(&["key-a", "key-b"])).unwrap();
+    let set = RouteSetLayer::new(route_set::members(&["key-a", "key-b"])).unwrap();
     let service = stack.build_with_route_set(
         &ClassifyLayer::openai(),
         limited_provider(2, 1, calls.clone()),

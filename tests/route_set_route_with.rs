@@ -10,67 +10,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Ask, request};
-use http::header::{AUTHORIZATION, HeaderValue};
+use common::{Ask, request, route_set};
 use http_body_util::{BodyExt, Full};
 use seawall::breaker::{BreakDuration, BreakerLayer, BreakerState, Trip};
 use seawall::classify::ClassifyLayer;
 use seawall::core::provider::Provider;
-use seawall::core::recording::ReplayBody;
 use seawall::core::{Code, Receipt, RouteId};
-use seawall::fallback::{Member, RouteSetLayer};
+use seawall::fallback::RouteSetLayer;
 use seawall::stack::Stack;
 use tower::{Service, ServiceExt};
-
-type Req = http::Request<ReplayBody<Full<Bytes>>>;
-
-/// Key `key-a` answers 503 (`provider_unavailable`) every time; any other
-/// key answers.
-fn provider(
-    calls_a: Arc<AtomicU32>,
-) -> impl Service<
-    Req,
-    Response = http::Response<Full<Bytes>>,
-    Error = std::convert::Infallible,
-    Future = impl Send,
-> + Clone
-+ Send {
-    tower::service_fn(move |req: Req| {
-        let overloaded = req.headers()[AUTHORIZATION] == "Bearer key-a";
-        if overloaded {
-            calls_a.fetch_add(1, Ordering::SeqCst);
-        }
-        async move {
-            let response = if overloaded {
-                http::Response::builder()
-                    .status(503)
-                    .header("content-type", "application/json")
-                    .body(Full::new(Bytes::from_static(
-                        br#"{"error":{"message":"overloaded","type":"server_error"}}"#,
-                    )))
-            } else {
-                http::Response::builder()
-                    .header("content-type", "application/json")
-                    .body(Full::new(Bytes::from_static(
-                        br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"w8"},"finish_reason":"stop"}]}"#,
-                    )))
-            };
-            Ok(response.unwrap())
-        }
-    })
-}
-
-fn members() -> Vec<Member> {
-    ["key-a", "key-b"]
-        .iter()
-        .map(|key| {
-            Member::new(*key).header(
-                AUTHORIZATION,
-                HeaderValue::try_from(format!("Bearer {key}")).unwrap(),
-            )
-        })
-        .collect()
-}
 
 /// One operation's receipt (it must succeed).
 async fn one<S, B>(service: &mut S, id: &str) -> Receipt
@@ -125,10 +73,23 @@ async fn a_member_opened_under_a_route_function_is_seen_by_the_set() {
                 .route_with(|head| RouteId::new(format!("{}#model", head.default_route()))),
         )
         .seed(5);
+    // Key `key-a` answers 503 (`provider_unavailable`) every time; any
+    // other key answers.
+    let provider = {
+        let calls_a = Arc::clone(&calls_a);
+        route_set::per_key(move |key| {
+            if key == "Bearer key-a" {
+                calls_a.fetch_add(1, Ordering::SeqCst);
+                route_set::overloaded()
+            } else {
+                route_set::chat_completion()
+            }
+        })
+    };
     let mut service = stack.build_with_route_set(
         &ClassifyLayer::openai(),
-        provider(calls_a.clone()),
-        RouteSetLayer::new(members()).unwrap(),
+        provider,
+        RouteSetLayer::new(route_set::members(&["key-a", "key-b"])).unwrap(),
     );
     let handle = stack.breaker_layer().handle();
     // Operations until one meets A's overload (the set may try B first).

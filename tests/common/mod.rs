@@ -10,6 +10,7 @@
 pub(crate) mod grpc;
 #[cfg(feature = "resume")]
 pub(crate) mod resume;
+pub(crate) mod route_set;
 pub(crate) mod spans;
 
 use std::time::Duration;
