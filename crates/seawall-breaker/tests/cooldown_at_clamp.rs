@@ -13,7 +13,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Plan, Provider, request, route};
-use seawall_breaker::{BreakerLayer, Trip};
+use seawall_breaker::{Breaker, BreakerHandle, BreakerLayer, Trip};
 use seawall_core::hint::MAX_RETRY_HINT;
 use seawall_core::{Code, Failure};
 use tower::{Layer, Service, ServiceExt};
@@ -33,19 +33,26 @@ fn gated() -> BreakerLayer {
         .gate_readiness(true)
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_cooldown_at_the_clamp_is_refused_at_once_with_the_clamp() {
+/// A gated service whose one call was rate-limited for `after`, a second
+/// later: its handle, its provider and the service.
+async fn cooled_for(after: Duration) -> (BreakerHandle, Provider, Breaker<Provider>) {
     let layer = gated();
     let handle = layer.handle();
     let provider = Provider::new();
     let mut service = layer.layer(provider.clone());
     service.ready().await.unwrap();
     service
-        .call(request(Plan::Fail(rate_limited(MAX_RETRY_HINT))))
+        .call(request(Plan::Fail(rate_limited(after))))
         .await
         .unwrap_err();
 
     tokio::time::advance(SEC).await;
+    (handle, provider, service)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cooldown_at_the_clamp_is_refused_at_once_with_the_clamp() {
+    let (handle, provider, mut service) = cooled_for(MAX_RETRY_HINT).await;
     assert_eq!(
         handle.cooldown(&route()),
         Some((Code::RateLimited, Some(MAX_RETRY_HINT))),
@@ -73,17 +80,7 @@ async fn a_cooldown_at_the_clamp_is_refused_at_once_with_the_clamp() {
 
 #[tokio::test(start_paused = true)]
 async fn a_shorter_cooldown_still_says_its_time_left_and_is_waited_for() {
-    let layer = gated();
-    let handle = layer.handle();
-    let provider = Provider::new();
-    let mut service = layer.layer(provider.clone());
-    service.ready().await.unwrap();
-    service
-        .call(request(Plan::Fail(rate_limited(60 * SEC))))
-        .await
-        .unwrap_err();
-
-    tokio::time::advance(SEC).await;
+    let (handle, provider, mut service) = cooled_for(60 * SEC).await;
     assert_eq!(
         handle.cooldown(&route()),
         Some((Code::RateLimited, Some(59 * SEC)))
