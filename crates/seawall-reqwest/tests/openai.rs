@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
 use async_openai::middleware::retry::OpenAIRetryLayer;
 use async_openai::types::chat::{
     ChatCompletionRequestUserMessage, CreateChatCompletionRequest, CreateChatCompletionRequestArgs,
@@ -620,6 +621,24 @@ fn client_to(base: &str) -> Client<OpenAIConfig> {
     Client::build(http, config(base)).with_http_service(OpenAiService::new(stack))
 }
 
+/// Runs `create_stream` (a chat or Responses call, not yet awaited) in a
+/// scope and reads its stream to the end: every item, or the call's error
+/// as the one item, and the outcome.
+async fn collect_in_scope<S, T>(
+    create_stream: impl Future<Output = Result<S, OpenAIError>>,
+) -> (Vec<Result<T, OpenAIError>>, Outcome)
+where
+    S: futures_util::Stream<Item = Result<T, OpenAIError>>,
+{
+    seawall_reqwest::scope(async {
+        match create_stream.await {
+            Err(error) => vec![Err(error)],
+            Ok(items) => items.collect::<Vec<_>>().await,
+        }
+    })
+    .await
+}
+
 /// A stream asked for and a whole JSON answer given: async-openai would
 /// read it as an event stream with no event and end it cleanly, an empty
 /// answer that looks complete (generated and billed all the same). The
@@ -628,13 +647,7 @@ fn client_to(base: &str) -> Client<OpenAIConfig> {
 async fn a_stream_answered_with_json_is_an_error_not_an_empty_stream() {
     let (base, hits) = json_only_server(CHAT_COMPLETION).await;
     let client = client_to(&base);
-    let (items, outcome) = seawall_reqwest::scope(async {
-        match client.chat().create_stream(request()).await {
-            Err(error) => vec![Err(error)],
-            Ok(chunks) => chunks.collect::<Vec<_>>().await,
-        }
-    })
-    .await;
+    let (items, outcome) = collect_in_scope(client.chat().create_stream(request())).await;
     assert!(
         items.iter().any(Result::is_err),
         "an error, not a clean end: {items:?}"
@@ -664,13 +677,7 @@ async fn a_responses_stream_answered_with_json_is_an_error() {
         .input("Say eight words.")
         .build()
         .expect("a request");
-    let (items, outcome) = seawall_reqwest::scope(async {
-        match client.responses().create_stream(request).await {
-            Err(error) => vec![Err(error)],
-            Ok(events) => events.collect::<Vec<_>>().await,
-        }
-    })
-    .await;
+    let (items, outcome) = collect_in_scope(client.responses().create_stream(request)).await;
     assert!(
         items.iter().any(Result::is_err),
         "an error, not a clean end: {items:?}"
@@ -775,13 +782,7 @@ async fn a_stream_answered_with_json_any_case_or_parameters_is_an_error() {
     ] {
         let (base, hits) = raw_server(Some(label), CHAT_COMPLETION).await;
         let client = client_to(&base);
-        let (items, outcome) = seawall_reqwest::scope(async {
-            match client.chat().create_stream(request()).await {
-                Err(error) => vec![Err(error)],
-                Ok(chunks) => chunks.collect::<Vec<_>>().await,
-            }
-        })
-        .await;
+        let (items, outcome) = collect_in_scope(client.chat().create_stream(request())).await;
         assert!(
             items.iter().any(Result::is_err),
             "{label}: an error, not a clean end: {items:?}"
