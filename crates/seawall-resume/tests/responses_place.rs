@@ -7,6 +7,12 @@
 //! is still said in the caller's item, and its end still says the
 //! caller's whole text.
 
+// Only its `event` is used here: the stored stream is the background
+// suites'.
+#[allow(dead_code)]
+#[path = "common/stored_stream.rs"]
+mod stored_stream;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use seawall_core::provider::Provider;
@@ -40,10 +46,8 @@ fn stream(items: Items) -> http::Response<Script> {
         .unwrap()
 }
 
-fn event(kind: &str, mut data: Value, seq: usize) -> Result<Bytes, Box<Failure>> {
-    data["type"] = json!(kind);
-    data["sequence_number"] = json!(seq);
-    Ok(Bytes::from(format!("event: {kind}\ndata: {data}\n\n")))
+fn event(kind: &str, data: Value, seq: usize) -> Result<Bytes, Box<Failure>> {
+    Ok(Bytes::from(stored_stream::event(kind, data, seq)))
 }
 
 /// A Responses API answer that said `w1 w2` in `msg_1`, its output item 0

@@ -1,8 +1,9 @@
 //! What the background suites (`background.rs`, `retrieval_after_failure.rs`)
 //! share: the stream a provider stores for a Responses API background
 //! response, the request that asks for one, and how a test reads the
-//! events the caller got. Included by `#[path]` in those suites only, so
-//! the other suites that include `common` compile none of it.
+//! events the caller got. Included by `#[path]` in those suites (and in
+//! `responses_place.rs`, for its `event`) only, so the other suites that
+//! include `common` compile none of it.
 
 use std::time::Duration;
 
