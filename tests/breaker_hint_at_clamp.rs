@@ -5,13 +5,12 @@
 //! a fallback never waits for the route. A shorter hint's cooldown is
 //! still waited out — on tokio's paused clock.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
+use common::scripted::{Provider, request};
 use http::{HeaderMap, HeaderValue};
-use http_body_util::Full;
 use seawall::breaker::{BreakerLayer, Trip};
 use seawall::core::hint::{MAX_RETRY_HINT, RetryHint};
 use seawall::core::recording::ReplayBody;
@@ -19,12 +18,10 @@ use seawall::core::{Code, Failure, RouteId, StopReason};
 use seawall::fallback::{FallbackLayer, FallbackRoute};
 use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use tokio::time::Instant;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, ServiceExt};
 
 const SEC: Duration = Duration::from_secs(1);
 const DAY: Duration = Duration::from_secs(24 * 3600);
-
-type Req = http::Request<ReplayBody<Full<Bytes>>>;
 
 /// A 429 whose `Retry-After` header is `value`, read through the one
 /// parser, clamp and all.
@@ -37,50 +34,9 @@ fn rate_limited(value: &'static str) -> Failure {
         .with_retry_after(hint.after.expect("a hint"))
 }
 
-/// The provider: plays `script` (`Some` a failure, `None` an answer),
-/// then answers, noting when each call came.
-#[derive(Clone)]
-struct Provider {
-    script: Arc<Mutex<VecDeque<Option<Failure>>>>,
-    calls: Arc<Mutex<Vec<Instant>>>,
-}
-
-impl Provider {
-    fn new(script: impl IntoIterator<Item = Option<Failure>>) -> Self {
-        Provider {
-            script: Arc::new(Mutex::new(script.into_iter().collect())),
-            calls: Arc::default(),
-        }
-    }
-
-    fn service(
-        &self,
-    ) -> impl Service<Req, Response = http::Response<Full<Bytes>>, Error = tower::BoxError>
-    + Clone
-    + Send
-    + 'static {
-        let provider = self.clone();
-        tower::service_fn(move |_request: Req| {
-            let provider = provider.clone();
-            async move {
-                provider.calls.lock().unwrap().push(Instant::now());
-                match provider.script.lock().unwrap().pop_front().flatten() {
-                    Some(failure) => Err(tower::BoxError::from(failure)),
-                    None => Ok(http::Response::new(Full::new(Bytes::from_static(b"ok")))),
-                }
-            }
-        })
-    }
-
-    fn calls(&self) -> Vec<Instant> {
-        self.calls.lock().unwrap().clone()
-    }
-}
-
-fn request() -> http::Request<Full<Bytes>> {
-    http::Request::post("http://prim.example/v1/chat/completions")
-        .body(Full::new(Bytes::from_static(br#"{"model":"m"}"#)))
-        .unwrap()
+/// The provider here plays its script, then answers.
+fn provider(script: impl IntoIterator<Item = Option<Failure>>) -> Provider {
+    Provider::new(script, None)
 }
 
 fn breaker() -> BreakerLayer {
@@ -109,7 +65,7 @@ fn stop(failure: &Failure) -> Option<StopReason> {
 
 #[tokio::test(start_paused = true)]
 async fn a_cooldown_from_a_30_day_hint_is_never_waited_out_by_a_ladder() {
-    let provider = Provider::new([Some(rate_limited("2592000")), None, None]);
+    let provider = provider([Some(rate_limited("2592000")), None, None]);
     let breaker = breaker();
 
     let first = operation(&breaker, &provider).await.expect_err("the wall");
@@ -146,7 +102,7 @@ async fn a_cooldown_from_a_30_day_hint_is_never_waited_out_by_a_ladder() {
 
 #[tokio::test(start_paused = true)]
 async fn a_cooldown_from_a_60_second_hint_is_still_waited_out() {
-    let provider = Provider::new([Some(rate_limited("60")), None, None]);
+    let provider = provider([Some(rate_limited("60")), None, None]);
     let breaker = breaker();
     // Another request's 429, with no ladder: the route cools down.
     let error = breaker
@@ -181,8 +137,8 @@ async fn a_cooldown_from_a_60_second_hint_is_still_waited_out() {
 /// route its own breaker cooled so: neither is waited for.
 #[tokio::test(start_paused = true)]
 async fn a_fallback_does_not_wait_for_a_route_cooled_at_the_clamp() {
-    let primary = Provider::new([Some(rate_limited("2592000")), None]);
-    let other = Provider::new([Some(rate_limited("2592000")), None]);
+    let primary = provider([Some(rate_limited("2592000")), None]);
+    let other = provider([Some(rate_limited("2592000")), None]);
     let breaker = breaker();
     let handle = breaker.handle();
     // The other route behind the same breakers, which cool it too.

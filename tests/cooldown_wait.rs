@@ -3,12 +3,11 @@
 //! out without spending one of the ladder's attempts, its backoff steps
 //! or a retry the budget granted (tokio's paused clock).
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
+use common::scripted::{Provider, request};
 use seawall::breaker::{BreakerLayer, Trip};
 use seawall::core::recording::ReplayBody;
 use seawall::core::{Code, Failure, Receipt};
@@ -21,59 +20,18 @@ const SEC: Duration = Duration::from_secs(1);
 /// The header of the request the provider rate-limits.
 const RATE_LIMITED: &str = "x-test-rate-limited";
 
-type Req = http::Request<ReplayBody<Full<Bytes>>>;
-
 /// The provider: a request marked [`RATE_LIMITED`] gets a 429 asking for
 /// two seconds; the others play `script` (`true` an answer, `false` a
 /// 503), then 503s, and are noted with when they came.
-#[derive(Clone, Default)]
-struct Provider {
-    script: Arc<Mutex<VecDeque<bool>>>,
-    calls: Arc<Mutex<Vec<Instant>>>,
-}
-
-impl Provider {
-    fn new(script: impl IntoIterator<Item = bool>) -> Self {
-        Provider {
-            script: Arc::new(Mutex::new(script.into_iter().collect())),
-            calls: Arc::default(),
-        }
-    }
-
-    fn service(
-        &self,
-    ) -> impl Service<Req, Response = http::Response<Full<Bytes>>, Error = tower::BoxError>
-    + Clone
-    + Send
-    + 'static {
-        let provider = self.clone();
-        tower::service_fn(move |request: Req| {
-            let provider = provider.clone();
-            async move {
-                if request.headers().contains_key(RATE_LIMITED) {
-                    let limited = Failure::new(Code::RateLimited).with_retry_after(2 * SEC);
-                    return Err(tower::BoxError::from(limited));
-                }
-                provider.calls.lock().unwrap().push(Instant::now());
-                match provider.script.lock().unwrap().pop_front() {
-                    Some(true) => Ok(http::Response::new(Full::new(Bytes::from_static(b"ok")))),
-                    _ => Err(tower::BoxError::from(Failure::new(
-                        Code::ProviderUnavailable,
-                    ))),
-                }
-            }
-        })
-    }
-
-    fn calls(&self) -> Vec<Instant> {
-        self.calls.lock().unwrap().clone()
-    }
-}
-
-fn request() -> http::Request<Full<Bytes>> {
-    http::Request::post("http://prim.example/v1/chat/completions")
-        .body(Full::new(Bytes::from_static(br#"{"model":"m"}"#)))
-        .unwrap()
+fn provider(script: impl IntoIterator<Item = bool>) -> Provider {
+    let unavailable = || Some(Failure::new(Code::ProviderUnavailable));
+    let script = script
+        .into_iter()
+        .map(move |answer| if answer { None } else { unavailable() });
+    Provider::new(script, unavailable()).refusing_marked(
+        RATE_LIMITED,
+        Failure::new(Code::RateLimited).with_retry_after(2 * SEC),
+    )
 }
 
 /// Another request's 429 through `breaker`: the route cools down for two
@@ -103,7 +61,7 @@ fn breaker() -> BreakerLayer {
 /// as a retry made (2 s where 1 s is the first step).
 #[tokio::test(start_paused = true)]
 async fn a_refusal_waited_out_spends_no_attempt() {
-    let provider = Provider::new([]);
+    let provider = provider([]);
     let breaker = breaker();
     cool_down(&breaker, &provider).await;
     let cooled_at = Instant::now();
@@ -140,7 +98,7 @@ async fn a_refusal_waited_out_spends_no_attempt() {
 /// withdrew goes back, as for a retry dropped before it was sent.
 #[tokio::test(start_paused = true)]
 async fn a_granted_retry_refused_by_a_cooldown_is_given_back() {
-    let provider = Provider::new([false, true]);
+    let provider = provider([false, true]);
     let breaker = breaker();
     let budget = Budget::aws_standard();
     let full = budget.tokens();

@@ -11,6 +11,7 @@ pub(crate) mod grpc;
 #[cfg(feature = "resume")]
 pub(crate) mod resume;
 pub(crate) mod route_set;
+pub(crate) mod scripted;
 pub(crate) mod spans;
 
 use std::time::Duration;
