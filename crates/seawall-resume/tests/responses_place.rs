@@ -7,6 +7,10 @@
 //! is still said in the caller's item, and its end still says the
 //! caller's whole text.
 
+// Only its `stream` is used here: the chunks are the chat suites'.
+#[allow(dead_code)]
+#[path = "common/chat_script.rs"]
+mod chat_script;
 // Only its `event` is used here: the stored stream is the background
 // suites'.
 #[allow(dead_code)]
@@ -14,11 +18,11 @@
 mod stored_stream;
 
 use bytes::Bytes;
+use chat_script::stream;
 use http_body_util::{BodyExt, Full};
 use seawall_core::provider::Provider;
 use seawall_core::{BoxError, Code, Failure, Interrupted};
 use seawall_resume::{AnsweredIn, ResumeLayer, ResumeReport, ResumeRequestBody, Resumed};
-use seawall_test::body::Script;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tower::{ServiceBuilder, ServiceExt, service_fn};
@@ -33,17 +37,6 @@ fn cut(text: &str, content_events: u64) -> Box<Failure> {
     interrupted.content_events = content_events;
     interrupted.cause = Some(Code::Transport);
     Box::new(Failure::new(Code::StreamInterrupted).with_interrupted(interrupted))
-}
-
-fn stream(items: Items) -> http::Response<Script> {
-    http::Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Script::items(
-            items
-                .into_iter()
-                .map(|item| item.map_err(|failure| failure as BoxError)),
-        ))
-        .unwrap()
 }
 
 fn event(kind: &str, data: Value, seq: usize) -> Result<Bytes, Box<Failure>> {

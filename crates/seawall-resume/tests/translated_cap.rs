@@ -3,12 +3,17 @@
 //! it the caller is still shown the text, but the record says it is a
 //! prefix, and no end event says a prefix as the caller's whole text.
 
+// Only its `stream` is used here: the chunks are the chat suites'.
+#[allow(dead_code)]
+#[path = "common/chat_script.rs"]
+mod chat_script;
+
 use bytes::Bytes;
+use chat_script::stream;
 use http_body_util::{BodyExt, Full};
 use seawall_core::provider::Provider;
 use seawall_core::{BoxError, Code, Failure, Interrupted};
 use seawall_resume::{AnsweredIn, ResumeLayer, ResumeReport, ResumeRequestBody, Resumed};
-use seawall_test::body::Script;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tower::{ServiceBuilder, ServiceExt, service_fn};
@@ -24,17 +29,6 @@ fn cut(text: &str, content_events: u64, capped: bool) -> Box<Failure> {
     interrupted.content_events = content_events;
     interrupted.cause = Some(Code::Transport);
     Box::new(Failure::new(Code::StreamInterrupted).with_interrupted(interrupted))
-}
-
-fn stream(items: Vec<Result<Bytes, Box<Failure>>>) -> http::Response<Script> {
-    http::Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Script::items(
-            items
-                .into_iter()
-                .map(|item| item.map_err(|failure| failure as BoxError)),
-        ))
-        .unwrap()
 }
 
 fn anthropic(name: &str, data: Value) -> Bytes {

@@ -1,7 +1,8 @@
 //! What the hand-built suites (`mock.rs`, `record_route.rs`) script a
 //! provider's OpenAI chat stream with: its content chunks, the guard's
 //! cut after content, and the streamed response. Included by `#[path]`
-//! in those suites only, so the other suites that include `common`
+//! in those suites (and in `responses_place.rs` and `translated_cap.rs`,
+//! for its `stream`) only, so the other suites that include `common`
 //! compile none of it.
 
 use bytes::Bytes;
