@@ -1,5 +1,7 @@
 //! The acceptance figures, on a smaller fleet than the README's run.
 
+mod common;
+
 use std::time::Duration;
 
 use seawall_fleet::aws::{self, AwsConfig, BackoffKind};
@@ -146,14 +148,7 @@ fn the_seawall_stacks_are_the_presets_they_name() {
 /// needed gigabytes of per-slot figures.
 #[test]
 fn unrunnable_configurations_are_refused_at_entry() {
-    let small = FleetConfig {
-        clients: 1,
-        duration: Duration::from_secs(20),
-        outage_start: Duration::from_secs(5),
-        outage_len: Duration::from_secs(5),
-        stacks: vec![StackKind::Naive],
-        ..FleetConfig::default()
-    };
+    let small = common::small_fleet();
     for config in [
         FleetConfig {
             clients: 0,

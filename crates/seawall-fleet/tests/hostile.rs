@@ -3,10 +3,12 @@
 //! timer once panicked at the provider's first request, and a backoff base
 //! or network delay near `Duration::MAX` panicked inside the comparison.
 
+mod common;
+
 use std::time::Duration;
 
 use seawall_fleet::aws::{self, AwsConfig, BackoffKind};
-use seawall_fleet::{FleetConfig, OutageKind, Provider, ProviderConfig, StackKind};
+use seawall_fleet::{FleetConfig, OutageKind, Provider, ProviderConfig};
 use tokio::time::Instant;
 
 /// A script the provider follows: the default fleet's.
@@ -178,14 +180,7 @@ fn an_outage_past_any_time_reads_as_never_ending() {
 /// would: a run does not find its provider refused halfway.
 #[test]
 fn a_fleet_whose_provider_is_refused_is_refused() {
-    let small = FleetConfig {
-        clients: 1,
-        duration: Duration::from_secs(20),
-        outage_start: Duration::from_secs(5),
-        outage_len: Duration::from_secs(5),
-        stacks: vec![StackKind::Naive],
-        ..FleetConfig::default()
-    };
+    let small = common::small_fleet();
     for (word, config) in [
         (
             "headroom",
