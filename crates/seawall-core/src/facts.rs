@@ -33,9 +33,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
 
-use crate::RouteId;
 use crate::progress::Counters;
 use crate::provider::Provider;
+use crate::{Deadline, RouteId};
 use seawall_internal::json::RequestMembers;
 
 /// What a request asked for. See the [module docs](self).
@@ -82,13 +82,22 @@ pub fn asks_json_array(uri: &http::Uri) -> bool {
 /// request body (filled by the body recording when the body ends) and the
 /// [`Progress`](crate::Progress) of the attempt in flight (counted here when a per-attempt
 /// bound starts an attempt, instead of in an allocation and an extension
-/// of its own per attempt), and what the layers below a retry ladder did
-/// with its attempt in flight ([`CallBelow`]).
+/// of its own per attempt), what the layers below a retry ladder did
+/// with its attempt in flight ([`CallBelow`]), and the operation's own
+/// deadline ([`OperationSlots::for_operation`]).
+///
+/// [`Default`] gives slots that know no deadline.
 #[derive(Debug, Default)]
 pub struct OperationSlots {
     body: OnceLock<BodyFacts>,
     pub(crate) progress: Counters,
     below: Below,
+    /// The deadline the operation's total bound cuts the response body
+    /// at: a plain value set when the slots are made, so a layer close to
+    /// the wire (the stream guard) knows it where the request's
+    /// [`Deadline`] is narrowed to an attempt's bound or a fallback's
+    /// reserve, at no cost of its own (no extension, no allocation).
+    deadline: Option<Deadline>,
 }
 
 /// What a layer below a retry ladder did with the ladder's attempt in
@@ -134,6 +143,38 @@ const HELD: u8 = 1;
 const SENT: u8 = 2;
 
 impl OperationSlots {
+    /// Slots for an operation whose own deadline (the one its total bound
+    /// cuts the response body at) is `deadline`: `None` when it has none.
+    /// The layer that makes the slots (the outermost of a retry ladder, a
+    /// fallback, a resume) passes the deadline as it receives the
+    /// request, before it or anything below narrows it: the one
+    /// [`AnswerBy::operation`](crate::AnswerBy::operation) kept when a
+    /// total bound narrowed the request's [`Deadline`] to a caller's
+    /// `AnswerBy`, else the request's `Deadline`
+    /// ([`OperationSlots::of_request`]).
+    pub fn for_operation(deadline: Option<Deadline>) -> Self {
+        OperationSlots {
+            deadline,
+            ..OperationSlots::default()
+        }
+    }
+
+    /// Slots for the operation of `request`, as it reaches the layer that
+    /// makes them: [`OperationSlots::for_operation`] with the deadline a
+    /// total bound kept beside a narrowed [`Deadline`]
+    /// ([`AnswerBy::operation`](crate::AnswerBy::operation)), else the
+    /// request's `Deadline`.
+    pub fn of_request<B>(request: &http::Request<B>) -> Self {
+        let deadline = crate::AnswerBy::operation(request).unwrap_or_else(|| Deadline::of(request));
+        OperationSlots::for_operation(deadline)
+    }
+
+    /// The operation's own deadline these slots were made with
+    /// ([`OperationSlots::for_operation`]), if any.
+    pub fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
     /// Reads `body` (the whole request body) once; later calls are ignored.
     /// The model's name is kept as a view of `body` (a reference count),
     /// not a copy.
@@ -390,6 +431,15 @@ impl RequestFacts {
         self.body.as_ref()
     }
 
+    /// The operation's own deadline, as the layer that made its slots
+    /// received it ([`OperationSlots::for_operation`]): `None` without
+    /// slots, or when the operation has no deadline. Unlike the request's
+    /// [`Deadline`], never narrowed to an attempt's bound, a fallback's
+    /// reserve or a caller's [`AnswerBy`](crate::AnswerBy).
+    pub fn operation_deadline(&self) -> Option<Deadline> {
+        self.body.as_deref().and_then(OperationSlots::deadline)
+    }
+
     /// The outermost retry ladder sends an attempt: what a layer below
     /// said of the attempt before is no longer so ([`CallBelow`]). Zeroed
     /// here, by the ladder, not where the attempt's progress is zeroed
@@ -562,6 +612,33 @@ fn accepts_event_stream(headers: &http::HeaderMap) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The slots keep the operation's own deadline: the one a total bound
+    /// kept beside a `Deadline` it narrowed to a caller's `AnswerBy`, else
+    /// the request's `Deadline`; none when the kept one says the
+    /// operation has none, or without slots.
+    #[tokio::test(start_paused = true)]
+    async fn slots_keep_the_operations_deadline() {
+        let operation = Deadline::after(std::time::Duration::from_secs(5));
+        let narrowed = Deadline::after(std::time::Duration::from_secs(1));
+        let mut request = http::Request::new(());
+        assert_eq!(OperationSlots::of_request(&request).deadline(), None);
+        request.extensions_mut().insert(operation);
+        assert_eq!(
+            OperationSlots::of_request(&request).deadline(),
+            Some(operation)
+        );
+        request.extensions_mut().insert(narrowed);
+        crate::AnswerBy::keep_operation(&mut request, Some(operation));
+        let slots = Arc::new(OperationSlots::of_request(&request));
+        assert_eq!(slots.deadline(), Some(operation));
+        let facts = RequestFacts::default().with_slots(slots);
+        assert_eq!(facts.operation_deadline(), Some(operation));
+        crate::AnswerBy::keep_operation(&mut request, None);
+        assert_eq!(OperationSlots::of_request(&request).deadline(), None);
+        assert_eq!(RequestFacts::default().operation_deadline(), None);
+        assert_eq!(OperationSlots::default().deadline(), None);
+    }
 
     fn request(path: &str, accept: Option<&str>) -> http::Request<()> {
         let mut builder = http::Request::post(format!("http://api.example{path}"));

@@ -196,11 +196,16 @@ where
             .extensions()
             .get::<seawall_core::recording::OuterLadder>()
             .is_some();
+        let facts_above = request.extensions().get::<RequestFacts>().is_some();
+        // The operation's own deadline, as this layer receives it, for the
+        // slots made here (read by the stream guard): a ladder below
+        // narrows the `Deadline` to its reserve's window.
+        let slots = (!facts_above).then(|| OperationSlots::of_request(&request));
         let (mut parts, body) = request.into_parts();
         let mut body = ReplayBody::recorded(body, settings.max_replay_bytes);
         // The recording tells both routes what the body asked for.
-        if parts.extensions.get::<RequestFacts>().is_none() {
-            let slot = Arc::new(OperationSlots::default());
+        if let Some(slots) = slots {
+            let slot = Arc::new(slots);
             parts
                 .extensions
                 .insert(RequestFacts::from_parts(&parts).with_slots(slot.clone()));

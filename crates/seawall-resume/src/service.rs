@@ -63,10 +63,16 @@ where
             let request = request.map(|body| ResumeRequestBody::original(ReplayBody::once(body)));
             return ResponseFuture::new(self.inner.call(request), None);
         };
+        // The operation's own deadline, for the slots: the continuation's
+        // ladder below finds them made and the stream guard reads the
+        // deadline there (the one a total bound kept beside a `Deadline`
+        // narrowed to the caller's `AnswerBy`, as `AnswerBy::lift` below
+        // puts back).
+        let slots = OperationSlots::of_request(&request);
         let (mut parts, body) = request.into_parts();
         // The recording tells the layers below what the body asked for,
         // as the retry layer's would.
-        let slot = Arc::new(OperationSlots::default());
+        let slot = Arc::new(slots);
         if parts.extensions.get::<RequestFacts>().is_none() {
             let facts = RequestFacts::from_parts(&parts).with_slots(slot.clone());
             parts.extensions.insert(facts);

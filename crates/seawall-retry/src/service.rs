@@ -7,7 +7,8 @@ use http_body::Body;
 use seawall_core::facts::OperationSlots;
 use seawall_core::recording::ReplayBody;
 use seawall_core::{
-    BoxError, Code, Deadline, Failure, OtherRoutes, Receipt, RequestFacts, RouteId, StopReason,
+    AnswerBy, BoxError, Code, Deadline, Failure, OtherRoutes, Receipt, RequestFacts, RouteId,
+    StopReason,
 };
 use tower_service::Service;
 
@@ -89,12 +90,21 @@ where
             *slot = window;
         }
         let (mut first, again) = if policy.max_attempts > 1 {
+            // The operation's own deadline, for the slots: the one a total
+            // bound kept beside a `Deadline` it narrowed to a caller's
+            // `AnswerBy`, else the `Deadline` as it came (read before the
+            // fallback reserve's window replaced it; the per-attempt
+            // bounds below narrow it later). The stream guard tells by it
+            // a stream the operation's deadline cut from one its caller
+            // dropped. A plain value in the slots made anyway: no
+            // allocation of its own.
+            let operation = AnswerBy::operation(&request).unwrap_or(deadline);
             let (mut parts, body) = request.into_parts();
             // The recording tells every layer below what the body asked
             // for (a stream, a model) once it has been sent.
             let mut body = ReplayBody::recorded(body, policy.max_replay_bytes);
             if parts.extensions.get::<RequestFacts>().is_none() {
-                let slot = Arc::new(OperationSlots::default());
+                let slot = Arc::new(OperationSlots::for_operation(operation));
                 let facts = RequestFacts::from_parts(&parts).with_slots(slot.clone());
                 parts.extensions.insert(facts);
                 body = body.fill_facts(slot);

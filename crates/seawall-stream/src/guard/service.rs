@@ -64,16 +64,22 @@ where
         let bills =
             facts.continues() || seawall_core::billable(request.method(), request.uri().path());
         // The deadline the operation's total bound cuts the body at: the
-        // one it keeps beside the `Deadline` (`AnswerBy::operation`). Not
-        // the `Deadline` itself: a per-attempt bound, a fallback's reserve
-        // or the caller's `AnswerBy` narrow that to an instant the body
-        // runs past, and a caller stopping after it would be taken for one
-        // the deadline cut. Where none is kept, where the body is cut is
-        // not known here, and a stream dropped unfinished stays the
-        // caller's `cancelled`.
-        let operation_by = AnswerBy::operation(&request)
-            .flatten()
-            .map(|deadline| deadline.instant());
+        // one it keeps beside the `Deadline` (`AnswerBy::operation`), else
+        // the one the operation's slots were made with (the retry ladder,
+        // a fallback or a resume sets it as it receives the request; a
+        // plain value read, no extension of its own). Not the `Deadline`
+        // itself: a per-attempt bound, a fallback's reserve or the
+        // caller's `AnswerBy` narrow that to an instant the body runs
+        // past, and a caller stopping after it would be taken for one the
+        // deadline cut. Where neither is known (no slots: a single
+        // attempt's ladder, or none), where the body is cut is not known
+        // here, and a stream dropped unfinished stays the caller's
+        // `cancelled`.
+        let operation_by = match AnswerBy::operation(&request) {
+            Some(kept) => kept,
+            None => facts.operation_deadline(),
+        }
+        .map(|deadline| deadline.instant());
         let setup = Setup {
             config: self.config.clone(),
             facts,
