@@ -3,8 +3,11 @@
 //! gateway` command.
 
 use std::future::Future;
+use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper::server::conn::http1;
@@ -12,9 +15,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use seawall_internal::millis;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
-use tower::ServiceExt;
 
 use crate::args::GatewayArgs;
 use crate::gateway::{Gateway, GatewayError};
@@ -23,12 +26,14 @@ use crate::stall::StallBound;
 /// How long a client may take to send a request's headers.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long a new connection may take to send its first request's head
-/// before it is dropped (see `Config::max_connections`): a connection
-/// holds one of the capped slots from its accept, and connections that
-/// sent nothing held every slot for [`HEADER_READ_TIMEOUT`] while clients
-/// with the token waited in the backlog. Once a request came, the
-/// connection runs under hyper's bounds alone.
+/// How long a new connection may stay silent (send not a byte) before it
+/// is dropped (see `Config::max_connections`): a connection holds one of
+/// the capped slots from its accept, and connections that sent nothing
+/// held every slot for [`HEADER_READ_TIMEOUT`] while clients with the
+/// token waited in the backlog. Once a byte came, the connection runs
+/// under hyper's bounds alone: a client still sending its first head
+/// (slowly, or from far away) has [`HEADER_READ_TIMEOUT`] for it, as it
+/// would for any later one, rather than being cut mid-head unanswered.
 const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long the answers cut at the end of the shutdown grace period have
@@ -89,15 +94,10 @@ impl Gateway {
                         // The slots are never closed; were they, stop.
                         let Some(Ok(permit)) = permit else { break };
                         let _ = stream.set_nodelay(true);
-                        // Set as the first request's head is read.
-                        let asked = Arc::new(AtomicBool::new(false));
-                        let service = TowerToHyperService::new(router.clone().map_request({
-                            let asked = Arc::clone(&asked);
-                            move |request| {
-                                asked.store(true, Ordering::Relaxed);
-                                request
-                            }
-                        }));
+                        // Set by the first byte read from the client.
+                        let spoke = Arc::new(AtomicBool::new(false));
+                        let service = TowerToHyperService::new(router.clone());
+                        let stream = Spoke::new(stream, Arc::clone(&spoke));
                         let stream = StallBound::new(stream, self.config().client_stall);
                         let connection = http1::Builder::new()
                             .timer(TokioTimer::new())
@@ -109,9 +109,10 @@ impl Gateway {
                             tokio::select! {
                                 _ = &mut connection => {}
                                 () = tokio::time::sleep(FIRST_REQUEST_TIMEOUT) => {
-                                    // With no request yet, it is
-                                    // dropped (closed), its slot freed.
-                                    if asked.load(Ordering::Relaxed) {
+                                    // Silent so far, it is dropped
+                                    // (closed), its slot freed; one that
+                                    // sent anything is hyper's to bound.
+                                    if spoke.load(Ordering::Relaxed) {
                                         let _ = connection.await;
                                     }
                                 }
@@ -158,6 +159,69 @@ impl Gateway {
             }
         }
         Ok(())
+    }
+}
+
+/// A client's connection that sets `spoke` once a read from it returned
+/// a byte: the first-request bound ([`FIRST_REQUEST_TIMEOUT`]) is for
+/// connections that send nothing. Set at the read, not when hyper hands
+/// over a parsed request: a head that arrives in parts over more than the
+/// bound was cut unanswered, with hyper's [`HEADER_READ_TIMEOUT`] never
+/// reached. Writes pass through.
+#[derive(Debug)]
+struct Spoke<T> {
+    io: T,
+    spoke: Arc<AtomicBool>,
+}
+
+impl<T> Spoke<T> {
+    fn new(io: T, spoke: Arc<AtomicBool>) -> Self {
+        Spoke { io, spoke }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Spoke<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.spoke.store(true, Ordering::Relaxed);
+        }
+        poll
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Spoke<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
 

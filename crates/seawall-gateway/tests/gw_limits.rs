@@ -197,6 +197,35 @@ async fn silent_connections_give_up_their_slots() {
     }
 }
 
+/// A client that is sending its first request's head is not silent: one
+/// whose head comes in two parts 6 s apart (past the first request's 5 s
+/// bound, within hyper's 30 s for a head) is answered, not closed. On the
+/// paused clock.
+#[tokio::test(start_paused = true)]
+async fn a_head_that_comes_slowly_is_not_silence() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let mut stream = tokio::net::TcpStream::connect(gateway.addr).await.unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Written whether or not the gateway closed its end; a closed one
+    // shows as a read of 0 bytes (or a reset) below.
+    let _ = stream.write_all(b"connection: close\r\n\r\n").await;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+        .await
+        .expect("answered within 10 s");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 200 OK"),
+        "{read:?}, {} bytes: {answer:?}",
+        answer.len()
+    );
+}
+
 /// A connection that asked once is not bound so: a request whose body
 /// and answer take longer than the first request's bound is served.
 /// On the paused clock.
