@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
 use http::uri::{Authority, Scheme};
+use seawall_core::hint::MAX_RETRY_HINT;
 use seawall_core::{Code, Cooldown, Deadline, Failure, RouteId};
 use seawall_internal::random::Random;
 use seawall_internal::{headers, millis};
@@ -548,10 +549,13 @@ impl Earliest {
         // A cooldown after a rate limit ends when the provider said it
         // would answer again; a wall, rejected keys or an open breaker is
         // no return to wait for (a single route's ladder waits for none of
-        // them either).
+        // them either); nor is a cooldown learnt from a hint at the clamp,
+        // which reports `MAX_RETRY_HINT` left: a week or more, no known
+        // return (the ladder stops on it, the fallback does not wait).
         if let Some(left) = left
             && code != Code::CircuitOpen
             && Cooldown::worth_waiting(code)
+            && left < MAX_RETRY_HINT
             && self.worth.is_none_or(|(_, known)| left < known)
         {
             self.worth = Some((index, left));
@@ -607,6 +611,18 @@ mod tests {
     use seawall_core::Class;
 
     use super::*;
+
+    /// A cooldown learnt from a hint at the clamp reports `MAX_RETRY_HINT`
+    /// left: a week or more, no known return, never a wait worth making
+    /// (the ladder stops on it, the fallback does not wait); a minute's is.
+    #[test]
+    fn a_cooldown_at_the_clamp_is_not_worth_waiting_for() {
+        let mut earliest = Earliest::default();
+        earliest.add(0, Code::RateLimited, Some(MAX_RETRY_HINT));
+        assert_eq!(earliest.worth, None);
+        earliest.add(1, Code::RateLimited, Some(Duration::from_secs(60)));
+        assert_eq!(earliest.worth, Some((1, Duration::from_secs(60))));
+    }
 
     fn set(n: usize, seed: u64) -> Set {
         let members: Vec<_> = (0..n)
