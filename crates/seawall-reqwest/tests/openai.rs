@@ -795,3 +795,29 @@ async fn a_stream_answered_with_json_any_case_or_parameters_is_an_error() {
         assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1, "{label}");
     }
 }
+
+/// A page a proxy or a captive portal answers with 200 holds no event
+/// either: the classifier under the stack refuses it (retried, then an
+/// error), never read as an empty stream that looks complete.
+#[tokio::test]
+async fn a_stream_answered_with_a_page_is_an_error() {
+    let page = "<html><body>Sign in to the network</body></html>";
+    for label in ["text/html; charset=utf-8", "application/xhtml+xml"] {
+        let (base, hits) = raw_server(Some(label), page).await;
+        let client = client_to(&base);
+        let (items, outcome) = collect_in_scope(client.chat().create_stream(request())).await;
+        assert!(
+            items.iter().any(Result::is_err),
+            "{label}: an error, not a clean end: {items:?}"
+        );
+        assert_eq!(
+            outcome.code(),
+            Some(Code::ProtocolViolation),
+            "{label}: {outcome:?}"
+        );
+        assert!(
+            hits.load(std::sync::atomic::Ordering::SeqCst) >= 1,
+            "{label}"
+        );
+    }
+}
