@@ -108,6 +108,22 @@ fn chat() -> http::Request<Full<Bytes>> {
         .expect("a request")
 }
 
+/// The stream `service` answers [`chat`] with: the guard's report handle
+/// and the body, to read.
+async fn streamed<S, B>(service: S) -> (StreamReportHandle, std::pin::Pin<Box<B>>)
+where
+    S: tower::Service<http::Request<Full<Bytes>>, Response = http::Response<B>>,
+    S::Error: std::fmt::Debug,
+{
+    let response = service.oneshot(chat()).await.expect("an answer");
+    let report = response
+        .extensions()
+        .get::<StreamReportHandle>()
+        .cloned()
+        .expect("the guard's report");
+    (report, Box::pin(response.into_body()))
+}
+
 /// Reads the stream `service` answers [`chat`] with until the operation's
 /// deadline cuts it after its content: the caller reads
 /// `deadline_exceeded` mid-answer, and the guard reports the same once the
@@ -121,13 +137,7 @@ where
     B::Error: Into<tower::BoxError>,
 {
     let started = tokio::time::Instant::now();
-    let response = service.oneshot(chat()).await.expect("an answer");
-    let report = response
-        .extensions()
-        .get::<StreamReportHandle>()
-        .cloned()
-        .expect("the guard's report");
-    let mut body = Box::pin(response.into_body());
+    let (report, mut body) = streamed(service).await;
     let mut content = 0;
     let error = loop {
         match body.frame().await {
@@ -210,13 +220,7 @@ fn a_stream_cut_by_the_operations_deadline_under_a_resume_is_an_interruption() {
 fn a_stream_dropped_before_the_operations_deadline_is_the_callers_cancel() {
     let snapshotter = recorded(async {
         let service = stack().build(&ClassifyLayer::openai(), stalling_provider());
-        let response = service.oneshot(chat()).await.expect("an answer");
-        let report = response
-            .extensions()
-            .get::<StreamReportHandle>()
-            .cloned()
-            .expect("the guard's report");
-        let mut body = Box::pin(response.into_body());
+        let (report, mut body) = streamed(service).await;
         let first = body.frame().await.expect("a frame").expect("content");
         assert!(first.is_data());
         // Past the attempt's bound, before the operation's deadline.

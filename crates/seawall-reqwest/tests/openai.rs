@@ -771,6 +771,25 @@ async fn a_stream_with_no_content_type_streams() {
     assert_eq!(hits, 1);
 }
 
+/// A chat `create_stream` answered 200 with `body` labelled `label`:
+/// asserts it ends as a `protocol_violation` error, not a clean end, and
+/// gives how many requests the server saw.
+async fn refused_stream(label: &'static str, body: &'static str) -> u32 {
+    let (base, hits) = raw_server(Some(label), body).await;
+    let client = client_to(&base);
+    let (items, outcome) = collect_in_scope(client.chat().create_stream(request())).await;
+    assert!(
+        items.iter().any(Result::is_err),
+        "{label}: an error, not a clean end: {items:?}"
+    );
+    assert_eq!(
+        outcome.code(),
+        Some(Code::ProtocolViolation),
+        "{label}: {outcome:?}"
+    );
+    hits.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// A JSON label is JSON whatever its parameters and its case: the whole
 /// answer to a stream asked for is refused all the same.
 #[tokio::test]
@@ -780,19 +799,7 @@ async fn a_stream_answered_with_json_any_case_or_parameters_is_an_error() {
         "APPLICATION/JSON",
         "application/vnd.api+json",
     ] {
-        let (base, hits) = raw_server(Some(label), CHAT_COMPLETION).await;
-        let client = client_to(&base);
-        let (items, outcome) = collect_in_scope(client.chat().create_stream(request())).await;
-        assert!(
-            items.iter().any(Result::is_err),
-            "{label}: an error, not a clean end: {items:?}"
-        );
-        assert_eq!(
-            outcome.code(),
-            Some(Code::ProtocolViolation),
-            "{label}: {outcome:?}"
-        );
-        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1, "{label}");
+        assert_eq!(refused_stream(label, CHAT_COMPLETION).await, 1, "{label}");
     }
 }
 
@@ -803,21 +810,6 @@ async fn a_stream_answered_with_json_any_case_or_parameters_is_an_error() {
 async fn a_stream_answered_with_a_page_is_an_error() {
     let page = "<html><body>Sign in to the network</body></html>";
     for label in ["text/html; charset=utf-8", "application/xhtml+xml"] {
-        let (base, hits) = raw_server(Some(label), page).await;
-        let client = client_to(&base);
-        let (items, outcome) = collect_in_scope(client.chat().create_stream(request())).await;
-        assert!(
-            items.iter().any(Result::is_err),
-            "{label}: an error, not a clean end: {items:?}"
-        );
-        assert_eq!(
-            outcome.code(),
-            Some(Code::ProtocolViolation),
-            "{label}: {outcome:?}"
-        );
-        assert!(
-            hits.load(std::sync::atomic::Ordering::SeqCst) >= 1,
-            "{label}"
-        );
+        assert!(refused_stream(label, page).await >= 1, "{label}");
     }
 }
