@@ -1140,21 +1140,57 @@ fn cooling_route_set(
         })
 }
 
-/// A ladder (two attempts, no wait) over a [`cooling_route_set`] over
-/// [`hangs`] (`called` hears of its first call).
-fn ladder_over_route_set(
+/// What stands above a [`cooling_route_set`] over [`hangs`] in the
+/// route-set scenarios.
+#[derive(Debug, Clone, Copy)]
+enum AboveTheSet {
+    /// A ladder (two attempts, no wait).
+    Ladder,
+    /// A fallback with no ladder above (the `build_with_fallback` shape:
+    /// its primary a ladder of one attempt that fails at once with
+    /// `provider_unavailable`) whose one route, named `spare`, is the set.
+    Fallback,
+}
+
+/// A boxed answer, so that either shape in [`AboveTheSet`] is one service
+/// type (the set answers with its own body type).
+type Boxed = http_body_util::combinators::UnsyncBoxBody<Bytes, tower::BoxError>;
+
+/// The service a route-set scenario calls: `above` over a
+/// [`cooling_route_set`] over [`hangs`] (`called` hears of its first call).
+fn over_route_set(
+    above: AboveTheSet,
     called: tokio::sync::oneshot::Sender<()>,
     cooling: Cooling,
-) -> impl tower::Service<
-    http::Request<Full<Bytes>>,
-    Response = http::Response<impl http_body::Body>,
-    Error = tower::BoxError,
-> {
+) -> tower::util::UnsyncBoxService<http::Request<Full<Bytes>>, http::Response<Boxed>, tower::BoxError>
+{
+    use seawall::core::{Code, Failure, RouteId};
+    use seawall::fallback::FallbackLayer;
     use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
     use tower::Layer;
-    let set = cooling_route_set(cooling);
-    RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited())
-        .layer(set.layer(hangs(called)))
+    let set = tower::ServiceBuilder::new()
+        .map_response(|response: http::Response<_>| {
+            response.map(|body| BodyExt::map_err(body, Into::into).boxed_unsync())
+        })
+        .service(cooling_route_set(cooling).layer(hangs(called)));
+    match above {
+        AboveTheSet::Ladder => tower::util::UnsyncBoxService::new(
+            RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).layer(set),
+        ),
+        AboveTheSet::Fallback => {
+            let primary = RetryBudgetLayer::new(RetryPolicy::no_wait(1), Budget::unlimited())
+                .layer(tower::service_fn(|_: TwiceRecorded| async {
+                    Err::<http::Response<Boxed>, _>(tower::BoxError::from(Failure::new(
+                        Code::ProviderUnavailable,
+                    )))
+                }));
+            tower::util::UnsyncBoxService::new(
+                FallbackLayer::new(set)
+                    .route(RouteId::new("spare"))
+                    .layer(primary),
+            )
+        }
+    }
 }
 
 /// A call that never answers, as [`hangs`] makes it.
@@ -1184,26 +1220,17 @@ fn hangs(
 /// When each member of a [`cooling_route_set`] cools until, if at all.
 type Cooling = Box<dyn Fn(&str) -> Option<tokio::time::Instant> + Send + Sync>;
 
-/// Runs one call through the service `build` makes of a route set over
-/// [`hangs`] (told by the oneshot sender it is given), its members cooling
-/// as it is told, `key-b` cooling for a minute: `key-a` takes the call and never
-/// answers it, and the caller drops it once `key-a` has it. What the call
+/// Runs one call through `above` over a route set over [`hangs`],
+/// `key-b` cooling for a minute: `key-a` takes the call and never answers
+/// it, and the caller drops it once `key-a` has it. What the call
 /// recorded.
-fn dropped_while_a_member_has_it<S, B>(
-    build: impl FnOnce(tokio::sync::oneshot::Sender<()>, Cooling) -> S,
-) -> Snapshotter
-where
-    S: tower::Service<
-            http::Request<Full<Bytes>>,
-            Response = http::Response<B>,
-            Error = tower::BoxError,
-        >,
-{
+fn dropped_while_a_member_has_it(above: AboveTheSet) -> Snapshotter {
     recorded_on(true, async {
         let later = tokio::time::Instant::now() + Duration::from_secs(60);
         let (called, member_called) = tokio::sync::oneshot::channel();
         // Only `key-a` can take the call.
-        let service = build(
+        let service = over_route_set(
+            above,
             called,
             Box::new(move |route| (route == "key-b").then_some(later)),
         );
@@ -1216,24 +1243,14 @@ where
     })
 }
 
-/// Runs one call through the service `build` makes of a route set over
-/// [`hangs`], its members cooling as it is told, every one for 2 s: the
-/// call waits in the set, and its caller gives up at 100 ms. What the call
-/// recorded.
-fn given_up_while_every_member_cools<S, B>(
-    build: impl FnOnce(tokio::sync::oneshot::Sender<()>, Cooling) -> S,
-) -> Snapshotter
-where
-    S: tower::Service<
-            http::Request<Full<Bytes>>,
-            Response = http::Response<B>,
-            Error = tower::BoxError,
-        >,
-{
+/// Runs one call through `above` over a route set over [`hangs`], every
+/// member cooling for 2 s: the call waits in the set, and its caller gives
+/// up at 100 ms. What the call recorded.
+fn given_up_while_every_member_cools(above: AboveTheSet) -> Snapshotter {
     recorded_on(true, async {
         let back = tokio::time::Instant::now() + Duration::from_secs(2);
         let (called, _never) = tokio::sync::oneshot::channel();
-        let service = build(called, Box::new(move |_| Some(back)));
+        let service = over_route_set(above, called, Box::new(move |_| Some(back)));
         let call = service.oneshot(prim_request());
         let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
         assert!(gave_up.is_err(), "the set waits for a member");
@@ -1246,7 +1263,7 @@ where
 /// authority), which no call went to.
 #[test]
 fn a_route_set_members_dropped_call_is_the_members_cancelled_attempt() {
-    let snapshotter = dropped_while_a_member_has_it(ladder_over_route_set);
+    let snapshotter = dropped_while_a_member_has_it(AboveTheSet::Ladder);
     let snapshot = snapshot(&snapshotter);
     assert_eq!(
         counter(
@@ -1265,7 +1282,7 @@ fn a_route_set_members_dropped_call_is_the_members_cancelled_attempt() {
 /// is counted, cancelled or other (one was, under the ladder's route).
 #[test]
 fn a_call_given_up_while_every_member_cools_is_no_attempt() {
-    let snapshotter = given_up_while_every_member_cools(ladder_over_route_set);
+    let snapshotter = given_up_while_every_member_cools(AboveTheSet::Ladder);
     let snapshot = snapshot(&snapshotter);
     assert_eq!(
         counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
@@ -1472,50 +1489,13 @@ fn a_stream_cut_by_the_operations_deadline_is_an_interruption() {
     );
 }
 
-/// A fallback with no ladder above (the `build_with_fallback` shape: its
-/// primary a ladder of one attempt that fails at once with
-/// `provider_unavailable`) whose one route, named `spare`, is a
-/// [`cooling_route_set`] over [`hangs`] (`called` hears of its first call).
-fn fallback_to_route_set(
-    called: tokio::sync::oneshot::Sender<()>,
-    cooling: Cooling,
-) -> impl tower::Service<
-    http::Request<Full<Bytes>>,
-    Response = http::Response<impl http_body::Body>,
-    Error = tower::BoxError,
-> {
-    use seawall::core::{Code, Failure, RouteId};
-    use seawall::fallback::FallbackLayer;
-    use seawall::retry::{Budget, RetryBudgetLayer, RetryPolicy};
-    use tower::Layer;
-    let set = cooling_route_set(cooling);
-    // The set answers with its own body type: both routes answer a boxed
-    // body.
-    type Boxed = http_body_util::combinators::UnsyncBoxBody<Bytes, tower::BoxError>;
-    let primary = RetryBudgetLayer::new(RetryPolicy::no_wait(1), Budget::unlimited()).layer(
-        tower::service_fn(|_: TwiceRecorded| async {
-            Err::<http::Response<Boxed>, _>(tower::BoxError::from(Failure::new(
-                Code::ProviderUnavailable,
-            )))
-        }),
-    );
-    let spare = tower::ServiceBuilder::new()
-        .map_response(|response: http::Response<_>| {
-            response.map(|body| BodyExt::map_err(body, Into::into).boxed_unsync())
-        })
-        .service(set.layer(hangs(called)));
-    FallbackLayer::new(spare)
-        .route(RouteId::new("spare"))
-        .layer(primary)
-}
-
 /// A fallback with no ladder above, its spare a route set: a call its
 /// caller dropped while a member had it is that member's cancelled
 /// attempt, as the member's answer or failure would have been, not the
 /// route's (`spare`), where no call went.
 #[test]
 fn a_fallback_counts_a_dropped_call_under_its_route_sets_member() {
-    let snapshotter = dropped_while_a_member_has_it(fallback_to_route_set);
+    let snapshotter = dropped_while_a_member_has_it(AboveTheSet::Fallback);
     let snapshot = snapshot(&snapshotter);
     assert_eq!(
         counter(
@@ -1544,7 +1524,7 @@ fn a_fallback_counts_a_dropped_call_under_its_route_sets_member() {
 /// the one attempt).
 #[test]
 fn a_fallback_counts_no_call_its_route_set_held() {
-    let snapshotter = given_up_while_every_member_cools(fallback_to_route_set);
+    let snapshotter = given_up_while_every_member_cools(AboveTheSet::Fallback);
     let snapshot = snapshot(&snapshotter);
     assert_eq!(
         counter(&snapshot, ATTEMPTS_TOTAL, &[("code", "cancelled")]),
