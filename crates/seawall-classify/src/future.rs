@@ -22,6 +22,7 @@ use crate::body::Length;
 use crate::classifier::{Classifier, Inspection, SuccessContext};
 use crate::json_end::{Ending, JsonEnd};
 use crate::layer::Settings;
+use crate::transport::chain_message;
 use crate::{ClassifiedBody, error_context, grpc, transport_failure};
 use seawall_internal::headers::declared_length;
 
@@ -891,7 +892,10 @@ fn read_failure<C: Classifier>(
         || classifier.classify_error(&*error).is_some();
     if !recognised {
         let mut failure = Failure::new(Code::ProtocolViolation)
-            .with_message(&format!("the 2xx answer broke while read: {error}"))
+            .with_message(&format!(
+                "the 2xx answer broke while read: {}",
+                chain_message(&*error)
+            ))
             .with_cause(error);
         evidence(failure.evidence_mut());
         return report(failure);
@@ -916,8 +920,11 @@ pub(crate) fn classify_inner_error<C: Classifier>(
         .or_else(|| tonic_status_failure(&*error, settings))
         .or_else(|| transport_failure(&*error))
         .unwrap_or_else(|| {
+            // The whole chain: a wrapper's words alone ("signing
+            // middleware failed") hide why, and the cause is reachable
+            // only through `Failure::cause`, which logs do not print.
             Failure::with_class(settings.unknown_errors, Code::Unknown)
-                .with_message(&error.to_string())
+                .with_message(&chain_message(&*error))
         });
     // The client's own error stays reachable under the verdict.
     let mut failure = failure.with_cause(error);

@@ -3,11 +3,16 @@
 use std::error::Error as StdError;
 use std::io;
 
-use seawall_core::{ClosedBy, Code, Failure};
+use seawall_core::{ClosedBy, Code, Failure, MESSAGE_EXCERPT_BYTES};
 use seawall_internal::error::links;
 
 /// How deep a source chain is followed; real chains are a handful of links.
 const MAX_DEPTH: usize = 32;
+
+/// Past this many bytes [`chain_message`] adds no link: a failure keeps
+/// [`MESSAGE_EXCERPT_BYTES`] of its message, with room for the URL
+/// secrets taken out before the cut.
+const CHAIN_MESSAGE_BYTES: usize = 4 * MESSAGE_EXCERPT_BYTES;
 
 /// The failure a transport error amounts to, found by walking its source
 /// chain: `timeout` when any link is a timeout (`io::ErrorKind::TimedOut`,
@@ -222,10 +227,16 @@ fn body_cut_short(error: &(dyn StdError + 'static)) -> bool {
 /// words the one before it already quotes is not said twice). hyper-util's
 /// client says only `client error (SendRequest)`; why (the response head
 /// it could not parse, the connection refused) is further down the chain.
-fn chain_message(error: &(dyn StdError + 'static)) -> String {
+/// No link is added once the text is well past what a failure keeps of
+/// it ([`MESSAGE_EXCERPT_BYTES`], after URL secrets are taken out): a
+/// long chain of long errors costs no more than its first links.
+pub(crate) fn chain_message(error: &(dyn StdError + 'static)) -> String {
     let mut message = error.to_string();
     let mut current = error.source();
     for _ in 0..MAX_DEPTH {
+        if message.len() >= CHAIN_MESSAGE_BYTES {
+            break;
+        }
         let Some(link) = current else { break };
         let said = link.to_string();
         if !said.is_empty() && !message.contains(&said) {
@@ -374,5 +385,44 @@ fn io_code(kind: io::ErrorKind) -> Option<Code> {
             Some(Code::Transport)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A link that says a long text and has `next` as its source.
+    #[derive(Debug)]
+    struct Long(usize, Option<Box<Long>>);
+
+    impl std::fmt::Display for Long {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "link {} {}", self.0, "x".repeat(1000))
+        }
+    }
+
+    impl StdError for Long {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            self.1.as_deref().map(|next| next as _)
+        }
+    }
+
+    #[test]
+    fn a_chain_message_stops_past_what_a_failure_keeps() {
+        let chain = (0..MAX_DEPTH)
+            .rev()
+            .fold(None, |next, n| Some(Box::new(Long(n, next))));
+        let chain = chain.expect("a chain");
+        let message = chain_message(&*chain);
+        assert!(message.starts_with("link 0 "), "the first link first");
+        assert!(message.contains("link 1 "), "then its source");
+        // One link's words past the bound at most, not all 32 links'.
+        assert!(
+            message.len() < CHAIN_MESSAGE_BYTES + 1100,
+            "{} bytes",
+            message.len()
+        );
+        assert!(!message.contains(&format!("link {} ", MAX_DEPTH - 1)));
     }
 }
