@@ -17,26 +17,19 @@ fn script() -> ProviderConfig {
 }
 
 /// Builds a provider on `config` and, when it is accepted, sends it one
-/// request (its answer due after the latency) on the paused clock: the
-/// request is where an unchecked latency panicked.
-fn provider(config: ProviderConfig) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime");
-    runtime.block_on(async {
-        let mut provider = Provider::new(config, Instant::now())?;
-        let response = tower::Service::call(&mut provider, http::Request::new(()))
-            .await
-            .expect("the provider answers");
-        assert!(!response.status().is_informational());
-        Ok(())
-    })
+/// request (its answer due after the latency; run it on the paused
+/// clock): the request is where an unchecked latency panicked.
+async fn provider(config: ProviderConfig) -> Result<(), String> {
+    let mut provider = Provider::new(config, Instant::now())?;
+    let response = tower::Service::call(&mut provider, http::Request::new(()))
+        .await
+        .expect("the provider answers");
+    assert!(!response.status().is_informational());
+    Ok(())
 }
 
-#[test]
-fn a_provider_script_out_of_range_is_refused() {
+#[tokio::test(start_paused = true)]
+async fn a_provider_script_out_of_range_is_refused() {
     let brownout = |capacity| OutageKind::Brownout { capacity };
     let cases = [
         (
@@ -137,7 +130,7 @@ fn a_provider_script_out_of_range_is_refused() {
     for (word, config) in cases {
         let why = config.check().expect_err("refused");
         assert!(why.contains(word), "{config:?}: {why}");
-        assert_eq!(provider(config), Err(why), "{config:?}");
+        assert_eq!(provider(config).await, Err(why), "{config:?}");
     }
     // The edges are scripts.
     for config in [
@@ -159,7 +152,7 @@ fn a_provider_script_out_of_range_is_refused() {
             ..script()
         },
     ] {
-        assert_eq!(provider(config), Ok(()), "{config:?}");
+        assert_eq!(provider(config).await, Ok(()), "{config:?}");
     }
 }
 
