@@ -125,6 +125,17 @@ pub fn at_end_of_stream(provider: seawall_core::provider::Provider) -> &'static 
     }
 }
 
+/// Where the first line end (LF or CR) in `rest` is. Every event ends in a
+/// blank line, which starts with its line end: found without setting up a
+/// vector search (as costly as the rest of a short line's scan).
+#[inline]
+fn line_end(rest: &[u8]) -> Option<usize> {
+    match rest.first() {
+        Some(b'\n' | b'\r') => Some(0),
+        _ => memchr2(b'\n', b'\r', rest),
+    }
+}
+
 /// The incremental scanner. Feed it frames in order; it calls back with
 /// every complete comment and event, whatever the frame boundaries were.
 #[derive(Debug)]
@@ -243,7 +254,7 @@ impl Scanner {
         }
         // The current event's only data line so far, still in the frame.
         let mut in_frame = None;
-        while let Some(end) = memchr2(b'\n', b'\r', rest) {
+        while let Some(end) = line_end(rest) {
             let next = if rest[end] == b'\r' {
                 match rest.get(end + 1) {
                     Some(b'\n') => end + 2,
@@ -480,6 +491,16 @@ mod tests {
         // Byte by byte, including inside the BOM and every CRLF.
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();
         assert_eq!(scan(&bytes), expected);
+    }
+
+    #[test]
+    fn a_line_end_is_found_first_or_later() {
+        assert_eq!(line_end(b""), None);
+        assert_eq!(line_end(b"data: x"), None);
+        assert_eq!(line_end(b"\n"), Some(0));
+        assert_eq!(line_end(b"\r\n"), Some(0));
+        assert_eq!(line_end(b"data: x\r\n"), Some(7));
+        assert_eq!(line_end(b"data: x\n\n"), Some(7));
     }
 
     #[test]

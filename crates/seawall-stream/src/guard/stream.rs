@@ -828,13 +828,14 @@ impl Track {
     /// then finds it ended (`is_end_stream`) on that frame, the answer
     /// reported and a breaker above counting it a success, where judging
     /// the end on the next poll left a body dropped half-read.
-    fn after_frame(&mut self, stop: Option<Cause>, ended: &mut bool) {
+    /// `now` is when the frame was read.
+    fn after_frame(&mut self, stop: Option<Cause>, ended: &mut bool, now: Instant) {
         self.pending = match stop {
             // A bound that passed on the very frame that ended the
             // protocol came too late to matter: the answer is whole (and
             // `close` would have said so a poll later).
             None | Some(Cause::Timeout(_)) if self.protocol_ended() => {
-                let cause = self.end_of_stream(Instant::now());
+                let cause = self.end_of_stream(now);
                 *ended = cause.is_none();
                 cause
             }
@@ -1399,8 +1400,10 @@ impl Held {
 
 /// One step of reading the body.
 enum Step {
-    /// A frame, and why the stream must stop after it, if it must.
-    Frame(Frame<Bytes>, Option<Cause>),
+    /// A frame, why the stream must stop after it, if it must, and when
+    /// it was read: what the frame decides is judged at that instant (a
+    /// clock read costs as much as judging a small event).
+    Frame(Frame<Bytes>, Option<Cause>, Instant),
     /// Clean EOF.
     End,
     Fail(Cause),
@@ -1474,7 +1477,7 @@ where
                 if stop.is_none() && now >= at {
                     stop = Some(Cause::Timeout(bound));
                 }
-                return Poll::Ready(Step::Frame(frame, stop));
+                return Poll::Ready(Step::Frame(frame, stop, now));
             }
             Poll::Ready(Some(Err(error))) => {
                 return Poll::Ready(Step::Fail(Cause::Transport(error.into())));
@@ -1520,16 +1523,15 @@ where
         loop {
             let step = ready!(self.as_mut().poll_step(cx));
             let this = self.as_mut().project();
-            let now = Instant::now();
             match step {
-                Step::Frame(frame, stop) => {
+                Step::Frame(frame, stop, now) => {
                     // An empty data frame holds nothing to hand on.
                     if !frame.data_ref().is_some_and(Bytes::is_empty) {
                         *this.held_bytes += held_cost(&frame);
                         this.held.push_back(frame);
                     }
                     if this.track.answered() {
-                        this.track.after_frame(stop, this.ended);
+                        this.track.after_frame(stop, this.ended, now);
                         return Poll::Ready(Ok(()));
                     }
                     if let Some(cause) = stop {
@@ -1589,13 +1591,16 @@ where
                     // which failure it is.
                     // `None`: the end made the message an answer (and is
                     // reported).
+                    let now = Instant::now();
                     let Some(cause) = this.track.end_of_stream(now) else {
                         *this.ended = true;
                         return Poll::Ready(Ok(()));
                     };
                     return Poll::Ready(Err(this.track.fail(cause, now)));
                 }
-                Step::Fail(cause) => return Poll::Ready(Err(this.track.fail(cause, now))),
+                Step::Fail(cause) => {
+                    return Poll::Ready(Err(this.track.fail(cause, Instant::now())));
+                }
             }
         }
     }
@@ -1607,8 +1612,11 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.as_mut().project();
         // Back from the consumer: the time it held the stream since the
-        // last frame was handed on is not the upstream's silence.
-        if let Some(handed) = this.track.handed_at.take() {
+        // last frame was handed on is not the upstream's silence. Once the
+        // stream ended no bound is asked again: no clock read for it.
+        if let Some(handed) = this.track.handed_at.take()
+            && !*this.ended
+        {
             this.track.credit_consumer(handed);
         }
         if let Some(frame) = this.held.pop_front() {
@@ -1635,8 +1643,8 @@ where
         let step = ready!(self.as_mut().poll_step(cx));
         let this = self.project();
         match step {
-            Step::Frame(frame, stop) => {
-                this.track.after_frame(stop, this.ended);
+            Step::Frame(frame, stop, now) => {
+                this.track.after_frame(stop, this.ended, now);
                 this.track.handed_at = this.track.read_at;
                 Poll::Ready(Some(Ok(frame)))
             }
