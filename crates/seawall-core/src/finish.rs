@@ -22,7 +22,8 @@ pub enum FinishKind {
     Truncated,
     /// The model refused (`refusal`).
     Refused,
-    /// A content filter ended it (`content_filter`, `SAFETY`, `RECITATION`, …).
+    /// A content filter ended it (`content_filter`, `SAFETY`, `RECITATION`,
+    /// Zhipu's `sensitive`, a Bedrock guardrail's `guardrail_intervened`, …).
     Filtered,
     /// The model produced a malformed call (`MALFORMED_FUNCTION_CALL`).
     Malformed,
@@ -31,8 +32,8 @@ pub enum FinishKind {
     Rejected,
     /// The provider stopped the generation before its end for reasons of
     /// its own (vLLM's `abort`: an engine shutdown, scale-down or pause;
-    /// DeepSeek's `insufficient_system_resource`; a `finish_reason` of
-    /// `error`), then ended the answer as if whole. Not
+    /// DeepSeek's `insufficient_system_resource`; Zhipu's `network_error`;
+    /// a `finish_reason` of `error`), then ended the answer as if whole. Not
     /// an answer, and nothing the request did: `provider_unavailable`,
     /// transient; after content, an interruption.
     Aborted,
@@ -107,6 +108,17 @@ impl FinishKind {
             FinishKind::Other => "other",
         }
     }
+}
+
+/// Whether a finish reason as sent says something: not the empty string,
+/// which SGLang 0.4.3 and older Ollama send on every stream chunk
+/// (sgl-project/sglang#3912, ollama/ollama#4357), nor the string `"null"`
+/// (KoboldCpp). Either is no finish at all, in a stream chunk and in a
+/// whole answer alike: read as a reason, it was one seawall does not know,
+/// so complete — an empty answer retried, or a cut one delivered whole.
+/// The unary checks and the stream decoders both ask here.
+pub fn is_declared(reason: &str) -> bool {
+    !reason.is_empty() && reason != "null"
 }
 
 /// What an answer without content amounts to, given how it finished
@@ -184,6 +196,15 @@ const KNOWN_REASONS: &[&str] = &[
     "MISSING_THOUGHT_SIGNATURE",
     "done",
     "eof",
+    "model_length",
+    "abort",
+    "error",
+    "insufficient_system_resource",
+    "sensitive",
+    "network_error",
+    "time_limit",
+    "content_filtered",
+    "guardrail_intervened",
 ];
 
 impl Finish {

@@ -6,6 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use seawall_core::FinishKind;
 use seawall_stream::StreamGuardLayer;
 
 /// Perplexity's concise mode while it searches the web (`stream_mode:
@@ -46,4 +47,71 @@ async fn a_perplexity_search_outlives_the_first_content_bound() {
         Some(Duration::from_secs(70))
     );
     assert_eq!(d.report.content_events, 1);
+}
+
+/// A chat stream ending in `finish`, with `text` before it (none: an
+/// empty answer): its error code (or `ok`) and its finish.
+async fn ended_by(text: Option<&str>, finish: &str) -> (String, Option<(FinishKind, String)>) {
+    let content = text.map(openai_delta).unwrap_or_default();
+    let stream = format!(
+        "{OPENAI_ROLE}{content}data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish}\"}}]}}\n\n{DONE}"
+    );
+    match run(CHAT, &stream).await {
+        Outcome::Failed(failure) => (format!("failed {}", failure.code()), None),
+        Outcome::Delivered(d) => (
+            d.error
+                .as_ref()
+                .map_or("ok".to_owned(), |f| format!("cut {}", f.code())),
+            d.report
+                .finish
+                .as_ref()
+                .map(|f| (f.kind, f.reason.to_string())),
+        ),
+    }
+}
+
+/// The finish words of other servers, in the stream as in a whole
+/// answer, mean what the OpenAI word of the same sense does: Zhipu's
+/// `sensitive` is a filter (before content not an empty answer retried
+/// until the review lets it pass), `network_error` and watsonx's
+/// `cancelled` an abort, watsonx's `time_limit` and a proxied
+/// `MAX_TOKENS` a limit (an empty one delivered, as an empty `length`
+/// is, not billed again), `SAFETY` a filter, `refusal` a refusal.
+#[tokio::test(start_paused = true)]
+async fn compatible_servers_finish_words_mean_what_the_openai_word_does() {
+    for (word, like) in [
+        ("sensitive", "content_filter"),
+        ("SAFETY", "content_filter"),
+        ("guardrail_intervened", "content_filter"),
+        ("network_error", "abort"),
+        ("cancelled", "abort"),
+        ("time_limit", "length"),
+        ("MAX_TOKENS", "length"),
+        ("max_tokens", "length"),
+    ] {
+        for text in [Some("Hello"), None] {
+            let (code, finish) = ended_by(text, word).await;
+            let (expected, expected_finish) = ended_by(text, like).await;
+            assert_eq!(code, expected, "{word} after {text:?}");
+            assert_ne!(code, "failed empty_response", "{word} after {text:?}");
+            assert_eq!(
+                finish.map(|(kind, reason)| (kind, reason == word)),
+                expected_finish.map(|(kind, _)| (kind, true)),
+                "{word} after {text:?}"
+            );
+        }
+    }
+    // A refusal is a refusal with content or without.
+    for text in [Some("Hello"), None] {
+        let (code, _) = ended_by(text, "refusal").await;
+        assert!(code.ends_with("refused"), "{text:?}: {code}");
+    }
+    // A word nobody documents stays complete, as before.
+    assert_eq!(
+        ended_by(Some("Hello"), "eos_token_new").await,
+        (
+            "ok".to_owned(),
+            Some((FinishKind::Other, "eos_token_new".to_owned()))
+        )
+    );
 }

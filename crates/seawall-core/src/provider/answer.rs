@@ -10,6 +10,7 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use crate::finish::is_declared;
 use crate::usage::UsageFields;
 use crate::{Code, Failure, Finish, FinishKind, Usage};
 use seawall_internal::json::{Text, fold_seq};
@@ -89,6 +90,17 @@ pub(super) fn verdict(
 
 pub(super) fn usage_of(fields: Option<UsageFields>) -> Option<Usage> {
     fields.as_ref().and_then(UsageFields::usage)
+}
+
+/// A finish reason as sent, with what `kind` reads it as; `""` and
+/// `"null"` are none, as in a stream ([`is_declared`]).
+pub(super) fn declared_finish<'a>(
+    reason: Option<Text<'a>>,
+    kind: fn(&str) -> FinishKind,
+) -> Option<(FinishKind, Text<'a>)> {
+    reason
+        .filter(|reason| is_declared(&reason.0))
+        .map(|reason| (kind(&reason.0), reason))
 }
 
 /// The failure a finish reason amounts to, with the reason as the

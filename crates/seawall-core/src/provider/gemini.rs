@@ -11,8 +11,8 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use seawall_internal::json::fold_seq;
 
 use super::answer::{
-    AnswerCheck, AnyAnswer, Candidacy, FromKey, Key, Outcome, Part, Presence, finish_failure,
-    unreadable, usage_of, verdict,
+    AnswerCheck, AnyAnswer, Candidacy, FromKey, Key, Outcome, Part, Presence, declared_finish,
+    finish_failure, unreadable, usage_of, verdict,
 };
 use super::openai::StrOrNum;
 use super::{Declared, StatusDetails, Verdict};
@@ -516,8 +516,7 @@ impl<'a> Candidacy<'a> for Candidate<'a> {
     }
 
     fn finish(self) -> Option<(FinishKind, Text<'a>)> {
-        self.finish_reason
-            .map(|reason| (finish_kind(&reason.0), reason))
+        declared_finish(self.finish_reason, finish_kind)
     }
 }
 

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::answer::{
-    AnswerCheck, Candidacy, FromKey, Key, Members, ObjectOr, Outcome, Presence, finish_failure,
-    unreadable, usage_of, verdict,
+    AnswerCheck, Candidacy, FromKey, Key, Members, ObjectOr, Outcome, Presence, declared_finish,
+    finish_failure, unreadable, usage_of, verdict,
 };
 use super::{Declared, Verdict};
 use crate::text::contains_ci;
@@ -87,23 +87,65 @@ pub const MESSAGE_TEXT: usize = 0;
 /// follow it.
 pub const MESSAGE_REFUSAL: usize = 1;
 
+/// The `finish_reason` words seawall reads, OpenAI's and those of the
+/// servers that speak its wire, and what each means. Each names where it
+/// comes from. The words of other wires are here too: proxies and
+/// gateways that translate another provider's answer into this shape
+/// pass its reason through unchanged, in its own case.
+const FINISH_REASONS: &[(&str, FinishKind)] = &[
+    // OpenAI.
+    ("stop", FinishKind::Complete),
+    ("tool_calls", FinishKind::Complete),
+    ("function_call", FinishKind::Complete),
+    ("length", FinishKind::Truncated),
+    ("content_filter", FinishKind::Filtered),
+    // The Responses API's incomplete reason, sent by servers that mix the
+    // two wires.
+    ("max_output_tokens", FinishKind::Truncated),
+    // Mistral: its context window ended the turn.
+    ("model_length", FinishKind::Truncated),
+    // Anthropic's and Gemini's token limit (`max_tokens`, `MAX_TOKENS`),
+    // passed through by proxies; IBM watsonx's text generation too.
+    ("max_tokens", FinishKind::Truncated),
+    // IBM watsonx: "time_limit - Time limit reached".
+    ("time_limit", FinishKind::Truncated),
+    // Zhipu (docs.bigmodel.cn, z.ai): "sensitive" means the content was
+    // stopped by its safety review.
+    ("sensitive", FinishKind::Filtered),
+    // Gemini's `SAFETY` and `RECITATION`, passed through by proxies.
+    ("safety", FinishKind::Filtered),
+    ("recitation", FinishKind::Filtered),
+    // Bedrock's Converse `stopReason`, passed through by proxies:
+    // `content_filtered`, and a guardrail's `guardrail_intervened`.
+    ("content_filtered", FinishKind::Filtered),
+    ("guardrail_intervened", FinishKind::Filtered),
+    // Anthropic's `stop_reason` when the model declined, passed through.
+    ("refusal", FinishKind::Refused),
+    // The provider's own stop before the end, then an answer ended as if
+    // whole: vLLM's `abort` (an engine shutdown, scale-down or pause,
+    // then `[DONE]`: vllm-project/vllm#57082); DeepSeek's
+    // `insufficient_system_resource` ("the request is interrupted due to
+    // insufficient resource of the inference system"); Mistral's and IBM
+    // watsonx's `error`; Zhipu's `network_error` ("model inference
+    // error"); IBM watsonx's `cancelled` (the request was cancelled).
+    ("abort", FinishKind::Aborted),
+    ("error", FinishKind::Aborted),
+    ("insufficient_system_resource", FinishKind::Aborted),
+    ("network_error", FinishKind::Aborted),
+    ("cancelled", FinishKind::Aborted),
+];
+
 /// What a `finish_reason` means, OpenAI's and those of the servers that
-/// speak its wire. `max_output_tokens` is the Responses API's incomplete
-/// reason, read here too for servers that mix the two; Mistral's
-/// `model_length` is its context window ending the turn. The rest end an
-/// answer that is not one, as if it were whole: vLLM's
-/// `abort` (an engine shutdown, scale-down or pause, then `[DONE]`:
-/// vllm-project/vllm#57082), DeepSeek's `insufficient_system_resource`
-/// ("the request is interrupted due to insufficient resource of the
-/// inference system"), Mistral's `error`.
+/// speak its wire (its table, `FINISH_REASONS`, names each word and its source),
+/// compared ASCII-case-insensitively: a proxy passes Gemini's
+/// `MAX_TOKENS` or `SAFETY` through as sent. A reason in no table is
+/// [`FinishKind::Other`], read as complete and reported as sent: a word
+/// seawall does not know is not taken for a failure.
 pub fn finish_kind(reason: &str) -> FinishKind {
-    match reason {
-        "stop" | "tool_calls" | "function_call" => FinishKind::Complete,
-        "length" | "max_output_tokens" | "model_length" => FinishKind::Truncated,
-        "content_filter" => FinishKind::Filtered,
-        "abort" | "error" | "insufficient_system_resource" => FinishKind::Aborted,
-        _ => FinishKind::Other,
-    }
+    FINISH_REASONS
+        .iter()
+        .find(|(word, _)| word.eq_ignore_ascii_case(reason))
+        .map_or(FinishKind::Other, |(_, kind)| *kind)
 }
 
 // The error table.
@@ -678,8 +720,7 @@ impl<'a> Candidacy<'a> for Choice<'a> {
     }
 
     fn finish(self) -> Option<(FinishKind, Text<'a>)> {
-        self.finish_reason
-            .map(|reason| (finish_kind(&reason.0), reason))
+        declared_finish(self.finish_reason, finish_kind)
     }
 }
 

@@ -5,13 +5,10 @@
 pub(super) use seawall_internal::json::{First, Present, Text, Truthy, fold_seq, parse};
 use serde::de::Deserialize;
 
-/// A finish reason that says something: not the empty string, which SGLang
-/// 0.4.3 and older Ollama send on every chunk (sgl-project/sglang#3912,
-/// ollama/ollama#4357), nor the string `"null"` (KoboldCpp). Read as a
-/// finish, either ended the answer at its first chunk: an empty answer to
-/// retry, or one called complete however it broke after.
+/// A finish reason that says something ([`seawall_core::finish::is_declared`],
+/// the unary checks' reading too): `""` and `"null"` are none.
 pub(super) fn declared_reason(reason: Option<Text<'_>>) -> Option<Text<'_>> {
-    reason.filter(|Text(reason)| !reason.is_empty() && &**reason != "null")
+    reason.filter(|Text(reason)| seawall_core::finish::is_declared(reason))
 }
 
 /// Reads an event's JSON already checked as UTF-8.
