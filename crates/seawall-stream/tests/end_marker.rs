@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use seawall_core::FinishKind;
+use seawall_core::{Code, FinishKind};
 use seawall_stream::StreamGuardLayer;
 
 /// `frames`, then a connection held open forever, through the guard on
@@ -719,5 +719,64 @@ async fn a_head_answer_is_not_guarded() {
             Err(error) => Err(error),
         };
         assert_eq!(read.is_err(), guarded, "{method}: {read:?}");
+    }
+}
+
+/// Content, then `message_stop` with no `stop_reason` (no `message_delta`,
+/// or one whose `stop_reason` is null): a proxy closing an abandoned
+/// stream with the marker. Cut short, as a chat stream's `[DONE]` without
+/// its finish is and as the unary check reads a message without its
+/// `stop_reason`; no finish is made up for it, and the marker is not
+/// handed on. Before any content the marker still closes an empty
+/// message.
+#[tokio::test(start_paused = true)]
+async fn message_stop_after_content_without_a_stop_reason_is_cut_short() {
+    let head = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"c\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"The answer is\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+    );
+    let null_reason = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":null,\"stop_sequence\":null},\"usage\":{\"output_tokens\":4}}\n\n";
+    let stop = "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    for before_stop in ["", null_reason] {
+        let kept = format!("{head}{before_stop}");
+        let (drained, took) = read_then_hang(MESSAGES, vec![format!("{kept}{stop}")]).await;
+        let failure = drained.error.as_ref().expect("cut short");
+        assert_eq!(failure.code(), Code::Truncated, "{before_stop:?}");
+        assert!(failure.evidence().content_seen);
+        assert!(!failure.evidence().finish_seen, "no finish made up");
+        assert_eq!(drained.report.finish, None);
+        assert!(!drained.report.completed_task());
+        assert_eq!(text(&drained), kept, "the marker is not handed on");
+        assert!(took < Duration::from_secs(1), "{took:?}");
+    }
+    // The same stream with its `stop_reason` is whole.
+    let whole = format!(
+        "{head}event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"end_turn\"}},\"usage\":{{\"output_tokens\":4}}}}\n\n{stop}"
+    );
+    let (drained, _) = read_then_hang(MESSAGES, vec![whole]).await;
+    assert!(drained.error.is_none(), "{:?}", drained.error);
+    assert!(drained.report.completed_task());
+}
+
+/// Gemini's stream and the Responses API's have no end marker: one that
+/// ends after content without its finish (`finishReason`, the terminal
+/// event), cleanly or at a `[DONE]` a proxy adds, is cut short.
+#[tokio::test(start_paused = true)]
+async fn gemini_and_responses_streams_without_their_finish_are_cut_short() {
+    let gemini = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"The answer is\"}],\"role\":\"model\"},\"index\":0}]}\n\n";
+    let responses = concat!(
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"status\":\"in_progress\",\"output\":[]},\"sequence_number\":0}\n\n",
+        "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,\"content_index\":0,\"delta\":\"The answer is\",\"sequence_number\":1}\n\n",
+    );
+    for (path, stream) in [(GEMINI, gemini), (RESPONSES, responses)] {
+        for end in ["", "data: [DONE]\n\n"] {
+            let d = delivered(run(path, &format!("{stream}{end}")).await);
+            let failure = d.error.as_ref().expect("cut short");
+            assert_eq!(failure.code(), Code::Truncated, "{path} {end:?}");
+            assert!(failure.evidence().content_seen);
+            assert_eq!(d.report.finish, None);
+        }
     }
 }

@@ -405,19 +405,23 @@ impl Decoder {
 
     /// Whether a choice has not finished: of several (`n > 1`), one that
     /// has not, whatever the others said (a choice that first shows up
-    /// after the others finished included); on OpenAI's chat wire, a lone
-    /// choice whose content came without a finish (but a refusal, whose
-    /// finish is implied). The end marker then ends a message with that
-    /// choice cut short, never a whole one, and makes up no finish for it:
-    /// a proxy that ends an abandoned stream with `[DONE]`, or strips the
-    /// finish chunk, leaves an answer openai-node's `ChatCompletionStream`
-    /// rejects (`missing finish_reason for choice 0`) and the unary check
-    /// calls cut short. A `[DONE]` before any content still closes an
-    /// empty message; Anthropic's `message_stop` closes one without a
-    /// `stop_reason`, as its SDK does.
+    /// after the others finished included); on OpenAI's chat wire and
+    /// Anthropic's, a lone message whose content came without a finish
+    /// (but a refusal, whose finish is implied). The end marker then ends
+    /// a message cut short, never a whole one, and makes up no finish for
+    /// it: a proxy that ends an abandoned stream with `[DONE]` or
+    /// `message_stop`, or strips the finish chunk (`message_delta`'s
+    /// `stop_reason`), leaves an answer openai-node's
+    /// `ChatCompletionStream` rejects (`missing finish_reason for choice
+    /// 0`) and the unary check calls cut short (Anthropic's unary
+    /// `stop_reason` is "always non-null"). An end marker before any
+    /// content still closes an empty message. Gemini's stream and the
+    /// Responses API's have no end marker of their own: one that ends
+    /// without its finish (`finishReason`, the terminal event) is cut
+    /// however it ends.
     pub fn choice_unfinished(&self) -> bool {
         self.choices.one_unfinished()
-            || (self.provider == Provider::OpenAi
+            || (matches!(self.provider, Provider::OpenAi | Provider::Anthropic)
                 && self.content
                 && !self.finished
                 && !self.refused)
