@@ -36,6 +36,70 @@ fn anthropic_status(ty: &str) -> Option<StatusCode> {
     StatusCode::from_u16(status).ok()
 }
 
+/// The status a failure with seawall's `code` answers with where no
+/// upstream status says otherwise: 503 for a route refused without a
+/// call, 504 for a time bound, the status the providers give the same
+/// error (429, 529, 400, 413, 401, 404), else 502.
+fn code_status(code: Code) -> StatusCode {
+    match code {
+        code if code.is_refusal() => StatusCode::SERVICE_UNAVAILABLE,
+        code if code.is_timeout() || code == Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
+        Code::RateLimited | Code::QuotaExhausted => StatusCode::TOO_MANY_REQUESTS,
+        // Anthropic's `overloaded_error` status.
+        Code::Overloaded => StatusCode::from_u16(529).unwrap_or(StatusCode::BAD_GATEWAY),
+        Code::ContextTooLong
+        | Code::BadRequest
+        | Code::BadArguments
+        | Code::ContentFiltered
+        | Code::Refused => StatusCode::BAD_REQUEST,
+        Code::RequestTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        Code::Auth => StatusCode::UNAUTHORIZED,
+        Code::NotFound => StatusCode::NOT_FOUND,
+        _ => StatusCode::BAD_GATEWAY,
+    }
+}
+
+/// OpenAI's `type` for an error whose provider named none (the gateway's
+/// own refusals, a bare status): `insufficient_quota` for a quota wall
+/// (`quota`), OpenAI's type for it, which SDKs that retry on their own
+/// (async-openai) take as "do not retry" where they would sleep out the
+/// wall's `Retry-After`; `requests` for another 429, as OpenAI types a
+/// request-rate limit; `invalid_request_error` for another 4xx, as
+/// OpenAI types every client error (a bad key's 401 too); else
+/// `server_error`.
+fn openai_type(status: StatusCode, quota: bool) -> &'static str {
+    match status.as_u16() {
+        _ if quota => "insufficient_quota",
+        429 => "requests",
+        400..=499 => "invalid_request_error",
+        _ => "server_error",
+    }
+}
+
+/// Anthropic's `error.type` for an error whose provider named none of
+/// Anthropic's types: the type Anthropic answers `status` with (its errors
+/// page: 402 `billing_error`, 429 `rate_limit_error`, any other 4xx
+/// `invalid_request_error`), and for a 5xx of no type of its own by
+/// seawall's `code`: `overloaded_error` for an overload, `timeout_error`
+/// for a time bound, else `api_error`. Always one of Anthropic's
+/// `ErrorType`s: apps and SDKs match on that list.
+fn anthropic_type(status: StatusCode, code: Code) -> &'static str {
+    match status.as_u16() {
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        504 => "timeout_error",
+        529 => "overloaded_error",
+        _ if status.is_client_error() => "invalid_request_error",
+        _ if code == Code::Overloaded => "overloaded_error",
+        _ if code.is_timeout() || code == Code::DeadlineExceeded => "timeout_error",
+        _ => "api_error",
+    }
+}
+
 /// The header naming the seawall code of a failure.
 pub const CODE_HEADER: &str = "x-seawall-code";
 /// The header counting the upstream calls behind an answer (attempts
@@ -52,18 +116,24 @@ pub const SERVED_BY_HEADER: &str = "x-seawall-served-by";
 pub(crate) struct WireError {
     pub status: StatusCode,
     pub code: &'static str,
-    /// The seawall class (`transient`, `permanent`, …), the OpenAI `type`.
-    pub class: &'static str,
     pub message: String,
     pub retry_after: Option<u64>,
     /// A route cooling after a quota wall: the wall's OpenAI `type`.
     pub quota: bool,
     pub attempts: Option<usize>,
-    /// The provider's own error type and code, when it said them: kept
-    /// beside seawall's for clients that branch on the provider's words
-    /// (`context_length_exceeded`, `overloaded_error`).
+    /// The provider's own error type and code, when it said them: the
+    /// body's `type` and `code` (Anthropic's `error.type` and
+    /// `error.details.error_code`), as clients branch on the provider's
+    /// words (`context_length_exceeded`, `insufficient_quota`, the
+    /// Anthropic SDK's exception for `enforced_spend_limit_reached`), and
+    /// kept beside them as `provider_type` and `provider_code`.
     pub provider_type: Option<String>,
     pub provider_code: Option<String>,
+    /// The status this error had when the provider's words were taken: a
+    /// status the gateway set since (a route's own key refused, now a 502)
+    /// is no answer of the provider's, and its words would mislead (an
+    /// `invalid_api_key` sends the client to check a key that was fine).
+    words_for: Option<StatusCode>,
     /// The request member the error is about: OpenAI's `param`, written
     /// in every OpenAI-shaped error (`null` when none is named), as
     /// OpenAI writes it (`messages` on a context that is too long).
@@ -97,13 +167,13 @@ impl WireError {
         WireError {
             status,
             code: code.as_str(),
-            class: code.default_class().as_str(),
             message: message.into(),
             retry_after: None,
             quota: false,
             attempts: None,
             provider_type: None,
             provider_code: None,
+            words_for: None,
             param: None,
             request_id: None,
             upstream_headers: None,
@@ -133,6 +203,7 @@ impl WireError {
         };
         self.provider_type = failure.provider_type().map(word);
         self.provider_code = failure.provider_code().map(word);
+        self.words_for = Some(self.status);
         self.param = failure.provider_param().map(word);
         self.request_id = failure
             .request_id()
@@ -164,6 +235,45 @@ impl WireError {
             }
         }
         members
+    }
+
+    /// The provider's type and code where they answer this error: taken
+    /// with the status it still has (not one the gateway set since).
+    fn providers_words(&self) -> (Option<&str>, Option<&str>) {
+        if self.words_for != Some(self.status) {
+            return (None, None);
+        }
+        (self.provider_type.as_deref(), self.provider_code.as_deref())
+    }
+
+    /// Seawall's code as a [`Code`].
+    fn seawall_code(&self) -> Code {
+        self.code.parse().unwrap_or(Code::Unknown)
+    }
+
+    /// OpenAI's `type` and `code`: the provider's, each where it said it;
+    /// else OpenAI's type for `status` ([`openai_type`]) and seawall's code.
+    fn openai_words(&self, status: StatusCode) -> (&str, &str) {
+        let (ty, code) = self.providers_words();
+        let quota = self.quota || self.code == Code::QuotaExhausted.as_str();
+        (
+            ty.unwrap_or_else(|| openai_type(status, quota)),
+            code.unwrap_or(self.code),
+        )
+    }
+
+    /// Anthropic's `error.type` and `error.details.error_code`: the
+    /// provider's type where it is one of Anthropic's, with its code as
+    /// the details' (Anthropic's SDKs pick their exception by it, such as
+    /// `EnforcedSpendLimitReachedError`); else the type Anthropic gives
+    /// `status` ([`anthropic_type`]) and no details: a code said without
+    /// one of Anthropic's types is no code of Anthropic's (a finish
+    /// reason, a proxy's word).
+    fn anthropic_words(&self, status: StatusCode) -> (&str, Option<&str>) {
+        match self.providers_words() {
+            (Some(ty), code) if anthropic_status(ty).is_some() => (ty, code),
+            _ => (anthropic_type(status, self.seawall_code()), None),
+        }
     }
 
     /// A failure of the stack before any content: the upstream status if
@@ -221,24 +331,7 @@ impl WireError {
             .status()
             .filter(|s| (400..=599).contains(s))
             .and_then(|s| StatusCode::from_u16(s).ok())
-            .unwrap_or(match cooled_as.unwrap_or(code) {
-                code if code.is_refusal() => StatusCode::SERVICE_UNAVAILABLE,
-                code if code.is_timeout() || code == Code::DeadlineExceeded => {
-                    StatusCode::GATEWAY_TIMEOUT
-                }
-                Code::RateLimited | Code::QuotaExhausted => StatusCode::TOO_MANY_REQUESTS,
-                // Anthropic's `overloaded_error` status.
-                Code::Overloaded => StatusCode::from_u16(529).unwrap_or(StatusCode::BAD_GATEWAY),
-                Code::ContextTooLong
-                | Code::BadRequest
-                | Code::BadArguments
-                | Code::ContentFiltered
-                | Code::Refused => StatusCode::BAD_REQUEST,
-                Code::RequestTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-                Code::Auth => StatusCode::UNAUTHORIZED,
-                Code::NotFound => StatusCode::NOT_FOUND,
-                _ => StatusCode::BAD_GATEWAY,
-            });
+            .unwrap_or(code_status(cooled_as.unwrap_or(code)));
         // On Anthropic's wire, an error Anthropic declared answers as
         // Anthropic answers its type unstreamed: seawall's code folds types
         // whose statuses differ (a `billing_error`, 402, and a spend cap,
@@ -260,13 +353,13 @@ impl WireError {
         WireError {
             status,
             code: code.as_str(),
-            class: failure.class().as_str(),
             message,
             retry_after,
             quota: cooled_as == Some(Code::QuotaExhausted),
             attempts: failure.receipt().map(Receipt::calls),
             provider_type: None,
             provider_code: None,
+            words_for: None,
             param: None,
             request_id: None,
             upstream_headers: None,
@@ -285,59 +378,72 @@ impl WireError {
         }
     }
 
-    /// The JSON error body in `wire`'s shape, carrying the seawall code.
+    /// The JSON error body in `wire`'s shape, in the provider's words,
+    /// carrying the seawall code.
     ///
-    /// OpenAI: `{"error":{"message","type","param","code"}}` (`type` is the seawall
-    /// class — but `insufficient_quota` for a quota wall, OpenAI's own type
-    /// for it, which SDKs that retry on their own (async-openai) take as
-    /// "do not retry" where they would sleep out the wall's `Retry-After` —,
+    /// OpenAI: `{"error":{"message","type","param","code","seawall_code"}}`
+    /// (`type` and `code` the provider's where it said them, else an
+    /// OpenAI type for the status ([`openai_type`]) and the seawall code;
     /// `param` the request member the error is about or `null`, as OpenAI
-    /// always writes it, `code` the seawall code). Anthropic:
-    /// `{"type":"error","error":{"type","message"},"request_id"}` (`type`
-    /// is the seawall code; `request_id`, as Anthropic's error bodies
-    /// carry it, when the provider named one). Both add `provider_type`
-    /// and `provider_code` inside the error when the provider said them.
+    /// always writes it). Anthropic:
+    /// `{"type":"error","error":{"type","message","details","seawall_code"},"request_id"}`
+    /// (`type` the provider's where it is one of Anthropic's, else
+    /// Anthropic's type for the status ([`anthropic_type`]); `details`
+    /// `{"error_code"}` when the provider said one beside its type;
+    /// `request_id`, as Anthropic's error bodies carry it, when the
+    /// provider named one). Both add `provider_type` and `provider_code`
+    /// last inside the error when the provider said them.
     pub(crate) fn json(&self, wire: Wire) -> String {
         let request_id = self.request_id.as_ref().and_then(|id| id.to_str().ok());
-        self.shaped(wire, request_id)
+        self.shaped(wire, self.status_on(wire), request_id)
     }
 
-    /// The error in `wire`'s shape, with a top-level `request_id` on
-    /// Anthropic's wire when one is given: its error bodies carry one, its
-    /// in-stream error events none.
-    fn shaped(&self, wire: Wire, request_id: Option<&str>) -> String {
-        // Written by hand for a stable field order: the providers' own.
+    /// The error in `wire`'s shape for an answer of `status`, with a
+    /// top-level `request_id` on Anthropic's wire when one is given: its
+    /// error bodies carry one, its in-stream error events none.
+    fn shaped(&self, wire: Wire, status: StatusCode, request_id: Option<&str>) -> String {
+        // Written by hand for a stable field order: the providers' own,
+        // then seawall's.
         let message = quote(&self.message);
+        let seawall = quote(self.code);
         let provider = self.provider_members();
         match wire {
-            Wire::OpenAi => format!(
-                r#"{{"error":{{"message":{message},"type":{},"param":{},"code":{}{provider}}}}}"#,
-                quote(match self.code {
-                    "quota_exhausted" => "insufficient_quota",
-                    _ if self.quota => "insufficient_quota",
-                    _ => self.class,
-                }),
-                self.param_json(),
-                quote(self.code)
-            ),
-            Wire::Anthropic => format!(
-                r#"{{"type":"error","error":{{"type":{},"message":{message}{provider}}}{}}}"#,
-                quote(self.code),
-                request_id.map_or_else(String::new, |id| format!(r#","request_id":{}"#, quote(id)))
-            ),
+            Wire::OpenAi => {
+                let (ty, code) = self.openai_words(status);
+                format!(
+                    r#"{{"error":{{"message":{message},"type":{},"param":{},"code":{},"seawall_code":{seawall}{provider}}}}}"#,
+                    quote(ty),
+                    self.param_json(),
+                    quote(code)
+                )
+            }
+            Wire::Anthropic => {
+                let (ty, error_code) = self.anthropic_words(status);
+                let details = error_code.map_or_else(String::new, |code| {
+                    format!(r#","details":{{"error_code":{}}}"#, quote(code))
+                });
+                format!(
+                    r#"{{"type":"error","error":{{"type":{},"message":{message}{details},"seawall_code":{seawall}{provider}}}{}}}"#,
+                    quote(ty),
+                    request_id
+                        .map_or_else(String::new, |id| format!(r#","request_id":{}"#, quote(id)))
+                )
+            }
         }
     }
 
     /// The final SSE event that ends a stream of `endpoint` interrupted
     /// after content; a Responses API stream's next event number is
-    /// `sequence_number`.
+    /// `sequence_number`. Its words are the body's, for the status the
+    /// same error answers with unstreamed (the stream's own is a 200).
     ///
     /// The Responses API's is its documented `error` event (`code`,
     /// `message`, `param`, `sequence_number`: what async-openai reads), with
     /// the error also nested under `error`, as OpenAI's own production
     /// streams send it (what the Python SDK raises on).
     pub(crate) fn event(&self, endpoint: Endpoint, sequence_number: u64) -> Bytes {
-        let data = self.shaped(endpoint.wire(), None);
+        let status = code_status(self.seawall_code());
+        let data = self.shaped(endpoint.wire(), status, None);
         Bytes::from(match endpoint {
             // Embeddings and token counts never stream: their wire's shape.
             Endpoint::ChatCompletions | Endpoint::Embeddings => format!("data: {data}\n\n"),
@@ -345,14 +451,16 @@ impl WireError {
                 format!("event: error\ndata: {data}\n\n")
             }
             Endpoint::Responses => {
-                let (code, message) = (quote(self.code), quote(&self.message));
+                let (ty, code) = self.openai_words(status);
+                let (ty, code) = (quote(ty), quote(code));
+                let (message, seawall) = (quote(&self.message), quote(self.code));
                 let provider = self.provider_members();
                 let param = self.param_json();
                 format!(
                     "event: error\ndata: {{\"type\":\"error\",\"code\":{code},\"message\":{message},\
-                     \"param\":{param},\"sequence_number\":{sequence_number},\"error\":{{\"type\":{},\
-                     \"code\":{code},\"message\":{message},\"param\":{param}{provider}}}}}\n\n",
-                    quote(self.class)
+                     \"param\":{param},\"sequence_number\":{sequence_number},\"error\":{{\"type\":{ty},\
+                     \"code\":{code},\"message\":{message},\"param\":{param},\
+                     \"seawall_code\":{seawall}{provider}}}}}\n\n"
                 )
             }
         })
@@ -450,33 +558,311 @@ mod tests {
         }
     }
 
-    /// The provider's own words ride beside seawall's, in every shape.
+    /// The body's words, in one wire's shape or the other, read as a
+    /// client reads them.
+    fn words(error: &WireError, wire: Wire) -> serde_json::Value {
+        serde_json::from_str(&error.json(wire)).unwrap()
+    }
+
+    /// The data of an SSE event.
+    fn event_data(event: &Bytes) -> serde_json::Value {
+        let text = std::str::from_utf8(event).unwrap();
+        let data = text.lines().find_map(|line| line.strip_prefix("data: "));
+        serde_json::from_str(data.unwrap()).unwrap()
+    }
+
+    /// The provider's own type and code are the body's `type` and `code`,
+    /// as an SDK and the apps on it read them (`e.code ==
+    /// "context_length_exceeded"`), with seawall's code beside them, in
+    /// every shape; the provider's words are also kept in their members.
     #[test]
-    fn the_providers_type_and_code_are_kept() {
+    fn the_providers_type_and_code_are_the_bodys() {
         let failure = Failure::new(Code::ContextTooLong)
+            .with_status(400)
             .with_provider_type("invalid_request_error")
             .with_provider_code("context_length_exceeded");
         let error = WireError::before_content(&failure, "too long".into())
             .with_provider_words(&failure, &Redactor::default());
-        let openai: serde_json::Value = serde_json::from_str(&error.json(Wire::OpenAi)).unwrap();
-        assert_eq!(openai["error"]["code"], "context_too_long");
+        let openai = words(&error, Wire::OpenAi);
+        assert_eq!(openai["error"]["code"], "context_length_exceeded");
+        assert_eq!(openai["error"]["type"], "invalid_request_error");
+        assert_eq!(openai["error"]["seawall_code"], "context_too_long");
         assert_eq!(openai["error"]["provider_code"], "context_length_exceeded");
         assert_eq!(openai["error"]["provider_type"], "invalid_request_error");
-        let anthropic: serde_json::Value =
-            serde_json::from_str(&error.json(Wire::Anthropic)).unwrap();
-        assert_eq!(anthropic["error"]["type"], "context_too_long");
+        let anthropic = words(&error, Wire::Anthropic);
+        assert_eq!(anthropic["error"]["type"], "invalid_request_error");
+        assert_eq!(anthropic["error"]["seawall_code"], "context_too_long");
         assert_eq!(anthropic["error"]["provider_type"], "invalid_request_error");
-        let event = error.event(Endpoint::Responses, 3);
-        let data = std::str::from_utf8(&event).unwrap().lines().nth(1).unwrap();
-        let responses: serde_json::Value =
-            serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
-        assert_eq!(
-            responses["error"]["provider_code"],
-            "context_length_exceeded"
-        );
-        // None said: no member.
+        for endpoint in [Endpoint::ChatCompletions, Endpoint::Responses] {
+            let data = event_data(&error.event(endpoint, 3));
+            assert_eq!(data["error"]["code"], "context_length_exceeded", "{data}");
+            assert_eq!(data["error"]["type"], "invalid_request_error", "{data}");
+            assert_eq!(data["error"]["seawall_code"], "context_too_long", "{data}");
+        }
+        let data = event_data(&error.event(Endpoint::Responses, 3));
+        assert_eq!(data["code"], "context_length_exceeded");
+        assert!(data.get("seawall_code").is_none(), "{data}");
+        // None said: seawall's code, an OpenAI type, no provider member.
         let plain = WireError::before_content(&Failure::new(Code::Timeout), "slow".into());
+        let openai = words(&plain, Wire::OpenAi);
+        assert_eq!(openai["error"]["code"], "timeout");
+        assert_eq!(openai["error"]["type"], "server_error");
+        assert_eq!(openai["error"]["seawall_code"], "timeout");
         assert!(!plain.json(Wire::OpenAi).contains("provider_"));
+        // A type said without a code (OpenAI's 500s: `"code":null`):
+        // the provider's type, seawall's code.
+        let failure = Failure::new(Code::ProviderUnavailable)
+            .with_status(500)
+            .with_provider_type("server_error");
+        let error = WireError::before_content(&failure, "oops".into())
+            .with_provider_words(&failure, &Redactor::default());
+        let openai = words(&error, Wire::OpenAi);
+        assert_eq!(openai["error"]["type"], "server_error");
+        assert_eq!(openai["error"]["code"], "provider_unavailable");
+    }
+
+    /// OpenAI's own codes for its quota, rate and key errors pass as it
+    /// said them: an app stops retrying on `insufficient_quota`.
+    #[test]
+    fn openais_codes_pass_as_said() {
+        for (code, status, ty, said) in [
+            (
+                Code::QuotaExhausted,
+                429,
+                "insufficient_quota",
+                "insufficient_quota",
+            ),
+            (Code::RateLimited, 429, "tokens", "rate_limit_exceeded"),
+            (Code::Auth, 401, "invalid_request_error", "invalid_api_key"),
+        ] {
+            let failure = Failure::new(code)
+                .with_status(status)
+                .with_provider_type(ty)
+                .with_provider_code(said);
+            let error = WireError::before_content(&failure, "no".into())
+                .with_provider_words(&failure, &Redactor::default());
+            let openai = words(&error, Wire::OpenAi);
+            assert_eq!(openai["error"]["type"], ty, "{openai}");
+            assert_eq!(openai["error"]["code"], said, "{openai}");
+            assert_eq!(openai["error"]["seawall_code"], code.as_str(), "{openai}");
+        }
+    }
+
+    /// Anthropic's type and `details.error_code` pass as it said them:
+    /// anthropic-python picks its exception by (status, error_code), an
+    /// `EnforcedSpendLimitReachedError` for a spend limit.
+    #[test]
+    fn anthropics_type_and_details_pass_as_said() {
+        for (code, status, ty, said) in [
+            (
+                Code::QuotaExhausted,
+                429,
+                "rate_limit_error",
+                "enforced_spend_limit_reached",
+            ),
+            (
+                Code::QuotaExhausted,
+                402,
+                "billing_error",
+                "linked_organization_spend_limit_reached",
+            ),
+            (
+                Code::Overloaded,
+                529,
+                "overloaded_error",
+                "compaction_unavailable",
+            ),
+        ] {
+            let failure = Failure::new(code)
+                .with_status(status)
+                .with_provider_type(ty)
+                .with_provider_code(said)
+                .with_request_id("req_1");
+            let error = WireError::before_content(&failure, "walled".into())
+                .with_provider_words(&failure, &Redactor::default());
+            assert_eq!(error.status_on(Wire::Anthropic).as_u16(), status);
+            let body = words(&error, Wire::Anthropic);
+            assert_eq!(body["error"]["type"], ty, "{body}");
+            assert_eq!(body["error"]["details"]["error_code"], said, "{body}");
+            assert_eq!(body["error"]["seawall_code"], code.as_str(), "{body}");
+            assert_eq!(body["error"]["message"], "walled", "{body}");
+            assert_eq!(body["request_id"], "req_1", "{body}");
+            // The in-stream event carries the same words.
+            let data = event_data(&error.event(Endpoint::Messages, 0));
+            assert_eq!(data["error"]["type"], ty, "{data}");
+            assert_eq!(data["error"]["details"]["error_code"], said, "{data}");
+        }
+        // A type said without a code: no details.
+        let failure = Failure::new(Code::Overloaded)
+            .with_status(529)
+            .with_provider_type("overloaded_error");
+        let error = WireError::before_content(&failure, "busy".into())
+            .with_provider_words(&failure, &Redactor::default());
+        assert!(
+            words(&error, Wire::Anthropic)["error"]
+                .get("details")
+                .is_none()
+        );
+    }
+
+    /// A word that is no Anthropic type (a proxy's, OpenAI's), or a code
+    /// said with none (a finish reason: `refusal`), does not stand in
+    /// Anthropic's `error.type` or its details: Anthropic's type for the
+    /// status does, the provider's words ride in their own members.
+    #[test]
+    fn anthropic_words_are_anthropics() {
+        let failure = Failure::new(Code::QuotaExhausted)
+            .with_status(429)
+            .with_provider_type("insufficient_quota")
+            .with_provider_code("insufficient_quota");
+        let error = WireError::before_content(&failure, "walled".into())
+            .with_provider_words(&failure, &Redactor::default());
+        let body = words(&error, Wire::Anthropic);
+        assert_eq!(body["error"]["type"], "rate_limit_error", "{body}");
+        assert!(body["error"].get("details").is_none(), "{body}");
+        assert_eq!(body["error"]["provider_type"], "insufficient_quota");
+        let failure = Failure::new(Code::Refused).with_provider_code("refusal");
+        let error = WireError::before_content(&failure, "no".into())
+            .with_provider_words(&failure, &Redactor::default());
+        let body = words(&error, Wire::Anthropic);
+        assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+        assert!(body["error"].get("details").is_none(), "{body}");
+        // OpenAI's wire: the finish reason is OpenAI's own code.
+        assert_eq!(words(&error, Wire::OpenAi)["error"]["code"], "refusal");
+    }
+
+    /// A status the gateway set after the provider's words were taken (a
+    /// route's own key refused: a 502) is no answer of the provider's: its
+    /// words would send the client to check a key that was fine.
+    #[test]
+    fn a_rewritten_status_drops_the_providers_words() {
+        let failure = Failure::new(Code::Auth)
+            .with_status(401)
+            .with_provider_type("authentication_error")
+            .with_provider_code("invalid_api_key");
+        let mut error = WireError::before_content(&failure, "refused".into())
+            .with_provider_words(&failure, &Redactor::default());
+        error.status = StatusCode::BAD_GATEWAY;
+        let openai = words(&error, Wire::OpenAi);
+        assert_eq!(openai["error"]["code"], "auth", "{openai}");
+        assert_eq!(openai["error"]["type"], "server_error", "{openai}");
+        let anthropic = words(&error, Wire::Anthropic);
+        assert_eq!(anthropic["error"]["type"], "api_error", "{anthropic}");
+        assert!(anthropic["error"].get("details").is_none());
+    }
+
+    /// The gateway's own failures (no word of a provider's): OpenAI's
+    /// `code` is seawall's and its `type` one of OpenAI's for the status;
+    /// Anthropic's `error.type` one of its documented types, for the
+    /// status the answer has, or for a 5xx by seawall's code; the same in
+    /// the in-stream event, for the status the error has unstreamed.
+    #[test]
+    fn the_gateways_own_failures_speak_each_wires_words() {
+        let cooling = |cause| {
+            Failure::new(Code::RouteCoolingDown)
+                .with_cooled_by(cause)
+                .with_retry_after(std::time::Duration::from_secs(30))
+        };
+        for (failure, status, openai_type, anthropic_type) in [
+            (
+                Failure::new(Code::CircuitOpen),
+                503,
+                "server_error",
+                "api_error",
+            ),
+            (
+                Failure::new(Code::DeadlineExceeded),
+                504,
+                "server_error",
+                "timeout_error",
+            ),
+            (
+                Failure::new(Code::FirstByteTimeout),
+                504,
+                "server_error",
+                "timeout_error",
+            ),
+            (
+                Failure::new(Code::EmptyResponse),
+                502,
+                "server_error",
+                "api_error",
+            ),
+            (
+                Failure::new(Code::BudgetExhausted),
+                502,
+                "server_error",
+                "api_error",
+            ),
+            (
+                Failure::new(Code::Overloaded).with_status(503),
+                503,
+                "server_error",
+                "overloaded_error",
+            ),
+            (
+                cooling(Code::QuotaExhausted),
+                429,
+                "insufficient_quota",
+                "rate_limit_error",
+            ),
+            (
+                cooling(Code::RateLimited),
+                429,
+                "requests",
+                "rate_limit_error",
+            ),
+            (
+                Failure::new(Code::RequestTooLarge),
+                413,
+                "invalid_request_error",
+                "request_too_large",
+            ),
+            (
+                Failure::new(Code::NotFound),
+                404,
+                "invalid_request_error",
+                "not_found_error",
+            ),
+            (
+                Failure::new(Code::Unknown).with_status(422),
+                422,
+                "invalid_request_error",
+                "invalid_request_error",
+            ),
+        ] {
+            let code = failure.code().as_str();
+            let error = WireError::before_content(&failure, "no".into())
+                .with_provider_words(&failure, &Redactor::default());
+            assert_eq!(error.status.as_u16(), status, "{code}");
+            let openai = words(&error, Wire::OpenAi);
+            assert_eq!(openai["error"]["code"], code, "{openai}");
+            assert_eq!(openai["error"]["type"], openai_type, "{openai}");
+            assert_eq!(openai["error"]["seawall_code"], code, "{openai}");
+            let anthropic = words(&error, Wire::Anthropic);
+            assert_eq!(anthropic["error"]["type"], anthropic_type, "{anthropic}");
+            assert_eq!(anthropic["error"]["seawall_code"], code, "{anthropic}");
+            let response = error.response(Wire::Anthropic);
+            assert_eq!(response.headers()[CODE_HEADER], code);
+        }
+        // The gateway's own refusals before any route.
+        let error = WireError::gateway(StatusCode::UNAUTHORIZED, Code::Auth, "token");
+        assert_eq!(
+            words(&error, Wire::OpenAi)["error"]["type"],
+            "invalid_request_error"
+        );
+        assert_eq!(
+            words(&error, Wire::Anthropic)["error"]["type"],
+            "authentication_error"
+        );
+        // In a stream: by the status the code answers with unstreamed, not
+        // the 502 an interrupted stream's error is built with.
+        let error = WireError::gateway(StatusCode::BAD_GATEWAY, Code::DeadlineExceeded, "late");
+        let data = event_data(&error.event(Endpoint::Messages, 0));
+        assert_eq!(data["error"]["type"], "timeout_error", "{data}");
+        let data = event_data(&error.event(Endpoint::Responses, 0));
+        assert_eq!(data["error"]["type"], "server_error", "{data}");
+        assert_eq!(data["code"], "deadline_exceeded", "{data}");
     }
 
     /// The provider's `param` is OpenAI's own member, in every OpenAI
@@ -497,7 +883,7 @@ mod tests {
         let plain = WireError::before_content(&Failure::new(Code::Timeout), "slow".into());
         let openai: serde_json::Value = serde_json::from_str(&plain.json(Wire::OpenAi)).unwrap();
         assert!(openai["error"]["param"].is_null(), "{openai}");
-        assert_eq!(openai["error"].as_object().unwrap().len(), 4, "{openai}");
+        assert_eq!(openai["error"].as_object().unwrap().len(), 5, "{openai}");
     }
 
     /// Anthropic's error bodies carry the request's id at the top, beside
@@ -510,7 +896,7 @@ mod tests {
             .with_provider_words(&failure, &Redactor::default());
         assert_eq!(
             error.json(Wire::Anthropic),
-            r#"{"type":"error","error":{"type":"overloaded","message":"busy"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}"#
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"busy","seawall_code":"overloaded"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}"#
         );
         let event = error.event(Endpoint::Messages, 0);
         assert!(!std::str::from_utf8(&event).unwrap().contains("request_id"));
@@ -558,12 +944,13 @@ mod tests {
             );
             assert_eq!(error.response(Wire::OpenAi).status().as_u16(), openai);
         }
-        // The declared type is kept beside seawall's code.
-        let body: serde_json::Value = serde_json::from_str(
-            &declared(Code::QuotaExhausted, "billing_error").json(Wire::Anthropic),
-        )
-        .unwrap();
-        assert_eq!(body["error"]["type"], "quota_exhausted");
+        // The declared type is the body's, beside seawall's code.
+        let body = words(
+            &declared(Code::QuotaExhausted, "billing_error"),
+            Wire::Anthropic,
+        );
+        assert_eq!(body["error"]["type"], "billing_error");
+        assert_eq!(body["error"]["seawall_code"], "quota_exhausted");
         assert_eq!(body["error"]["provider_type"], "billing_error");
         // A type not Anthropic's (a proxy's, or OpenAI's): seawall's code.
         let error = declared(Code::QuotaExhausted, "insufficient_quota");
@@ -601,14 +988,14 @@ mod tests {
         let error = WireError::gateway(StatusCode::BAD_GATEWAY, Code::StreamInterrupted, "cut");
         assert_eq!(
             error.event(Endpoint::ChatCompletions, 0),
-            r#"data: {"error":{"message":"cut","type":"transient","param":null,"code":"stream_interrupted"}}
+            r#"data: {"error":{"message":"cut","type":"server_error","param":null,"code":"stream_interrupted","seawall_code":"stream_interrupted"}}
 
 "#
         );
         assert_eq!(
             error.event(Endpoint::Messages, 0),
             r#"event: error
-data: {"type":"error","error":{"type":"stream_interrupted","message":"cut"}}
+data: {"type":"error","error":{"type":"api_error","message":"cut","seawall_code":"stream_interrupted"}}
 
 "#
         );
@@ -617,8 +1004,8 @@ data: {"type":"error","error":{"type":"stream_interrupted","message":"cut"}}
             concat!(
                 "event: error\n",
                 r#"data: {"type":"error","code":"stream_interrupted","message":"cut","param":null,"#,
-                r#""sequence_number":7,"error":{"type":"transient","code":"stream_interrupted","#,
-                r#""message":"cut","param":null}}"#,
+                r#""sequence_number":7,"error":{"type":"server_error","code":"stream_interrupted","#,
+                r#""message":"cut","param":null,"seawall_code":"stream_interrupted"}}"#,
                 "\n\n"
             )
         );

@@ -41,6 +41,7 @@ async fn an_anthropic_error_in_the_stream_keeps_anthropics_status() {
             true,
             "quota_exhausted",
             402,
+            "billing_error",
         ),
         (
             error(
@@ -50,6 +51,7 @@ async fn an_anthropic_error_in_the_stream_keeps_anthropics_status() {
             true,
             "quota_exhausted",
             400,
+            "invalid_request_error",
         ),
         (
             error(
@@ -59,6 +61,7 @@ async fn an_anthropic_error_in_the_stream_keeps_anthropics_status() {
             false,
             "auth",
             403,
+            "permission_error",
         ),
         (
             error(
@@ -68,9 +71,12 @@ async fn an_anthropic_error_in_the_stream_keeps_anthropics_status() {
             true,
             "auth",
             502,
+            // The gateway's own key refused: no word of the refusal's, which
+            // would send the client to check a key that was fine.
+            "api_error",
         ),
     ];
-    for (data, keyed, code, status) in rows {
+    for (data, keyed, code, status, ty) in rows {
         let upstream = raw_upstream(streamed_error(&data)).await;
         let mut config = config_over(Wire::Anthropic, &upstream);
         if !keyed {
@@ -87,8 +93,65 @@ async fn an_anthropic_error_in_the_stream_keeps_anthropics_status() {
         assert_eq!(header(&headers, "x-seawall-code"), code, "{text}");
         let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(body["type"], "error", "{text}");
-        assert_eq!(body["error"]["type"], code, "{text}");
-        let ty = serde_json::from_str::<serde_json::Value>(&data).unwrap()["error"]["type"].clone();
-        assert_eq!(body["error"]["provider_type"], ty, "{text}");
+        assert_eq!(body["error"]["type"], ty, "{text}");
+        assert_eq!(body["error"]["seawall_code"], code, "{text}");
+        let said =
+            serde_json::from_str::<serde_json::Value>(&data).unwrap()["error"]["type"].clone();
+        assert_eq!(body["error"]["provider_type"], said, "{text}");
+    }
+}
+
+/// An upstream error answer of Anthropic's, status and body.
+fn answered(status: &str, body: &str) -> Vec<Step> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nrequest-id: req_1\r\n\
+         content-length: {}\r\n\r\n",
+        body.len()
+    );
+    vec![Step::Write(format!("{head}{body}").into_bytes())]
+}
+
+/// Anthropic's errors with `details.error_code` come back as Anthropic
+/// sent them: anthropic-python picks its exception by (status,
+/// `error.details.error_code`), an `EnforcedSpendLimitReachedError` for a
+/// spend limit reached, which a plain `RateLimitError` is not.
+#[tokio::test]
+async fn anthropics_error_details_reach_the_client() {
+    for (status, ty, error_code, code) in [
+        (
+            "429 Too Many Requests",
+            "rate_limit_error",
+            "enforced_spend_limit_reached",
+            "quota_exhausted",
+        ),
+        (
+            "402 Payment Required",
+            "billing_error",
+            "linked_organization_spend_limit_reached",
+            "quota_exhausted",
+        ),
+    ] {
+        let body = format!(
+            r#"{{"type":"error","error":{{"type":"{ty}","message":"You have reached your specified API usage limits.","details":{{"error_code":"{error_code}"}}}},"request_id":"req_1"}}"#
+        );
+        let upstream = raw_upstream(answered(status, &body)).await;
+        let gateway = Running::start(config_over(Wire::Anthropic, &upstream)).await;
+        let (got, headers, answer) = send(
+            &client(),
+            post(&gateway.url("/v1/messages"), ANTHROPIC_UNARY, &[]),
+        )
+        .await;
+        let text = String::from_utf8_lossy(&answer);
+        assert_eq!(got.as_u16(), status[..3].parse::<u16>().unwrap(), "{text}");
+        assert_eq!(header(&headers, "x-seawall-code"), code, "{text}");
+        let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(answer["type"], "error", "{text}");
+        assert_eq!(answer["error"]["type"], ty, "{text}");
+        assert_eq!(
+            answer["error"]["details"]["error_code"], error_code,
+            "{text}"
+        );
+        assert_eq!(answer["error"]["seawall_code"], code, "{text}");
+        assert_eq!(answer["request_id"], "req_1", "{text}");
     }
 }

@@ -205,7 +205,9 @@ async fn openai_interruption_ends_with_one_error_event() {
     let last = data.last().unwrap();
     let error: serde_json::Value = serde_json::from_str(last).unwrap();
     assert_eq!(error["error"]["code"], "stream_interrupted", "{last}");
-    assert_eq!(error["error"]["type"], "transient");
+    // OpenAI's type for a server's failure, not seawall's class.
+    assert_eq!(error["error"]["type"], "server_error");
+    assert_eq!(error["error"]["seawall_code"], "stream_interrupted");
     assert!(
         error["error"]["message"]
             .as_str()
@@ -218,7 +220,11 @@ async fn openai_interruption_ends_with_one_error_event() {
         .keys()
         .cloned()
         .collect();
-    assert_eq!(keys.len(), 4, "message, type, param, code: {last}");
+    assert_eq!(
+        keys.len(),
+        5,
+        "message, type, param, code, seawall_code: {last}"
+    );
     assert!(error["error"]["param"].is_null(), "{last}");
     assert!(text.ends_with(&format!("data: {last}\n\n")), "{text}");
     assert!(last.starts_with(r#"{"error":{"message":"#), "{last}");
@@ -244,8 +250,11 @@ async fn anthropic_interruption_ends_with_one_error_event() {
     );
     let error: serde_json::Value = serde_json::from_str(last).unwrap();
     assert_eq!(error["type"], "error");
-    assert_eq!(error["error"]["type"], "stream_interrupted");
-    assert_eq!(error["error"].as_object().unwrap().len(), 2, "{last}");
+    // One of Anthropic's types (the cut is no word of the provider's),
+    // seawall's code beside it.
+    assert_eq!(error["error"]["type"], "api_error");
+    assert_eq!(error["error"]["seawall_code"], "stream_interrupted");
+    assert_eq!(error["error"].as_object().unwrap().len(), 3, "{last}");
     assert!(!text.contains("message_stop"));
 }
 
@@ -1208,8 +1217,10 @@ async fn failures_before_content_keep_the_status_and_retry_after() {
     assert_eq!(header(&headers, "x-should-retry"), "false");
     let code = header(&headers, "x-seawall-code").to_owned();
     let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(error["error"]["code"], code.as_str());
+    assert_eq!(error["error"]["seawall_code"], code.as_str());
     assert_eq!(code, "rate_limited");
+    // The provider's own code, as an SDK reads it.
+    assert_eq!(error["error"]["code"], "rate_limit_exceeded", "{error}");
     let text = String::from_utf8_lossy(&body);
     assert!(!text.contains("sk-route"), "no key in errors: {text}");
     for (name, value) in &headers {
@@ -1288,8 +1299,10 @@ async fn anthropic_failure_before_content_is_in_anthropic_shape() {
     assert_eq!(header(&headers, "x-seawall-code"), "context_too_long");
     let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(error["type"], "error");
-    assert_eq!(error["error"]["type"], "context_too_long");
-    // Anthropic's own type rides beside seawall's code.
+    // Anthropic's own type, as anthropic-python and apps read it, with
+    // seawall's code beside it.
+    assert_eq!(error["error"]["type"], "invalid_request_error");
+    assert_eq!(error["error"]["seawall_code"], "context_too_long");
     assert_eq!(error["error"]["provider_type"], "invalid_request_error");
     // One attempt: a context-length 400 is never retried.
     assert_eq!(chaos.journal().len(), 1);
@@ -1306,8 +1319,15 @@ async fn anthropic_failure_before_content_is_in_anthropic_shape() {
     )
     .await;
     assert_eq!(status, 400);
+    // What openai-python's `BadRequestError` reads: OpenAI's own `code`
+    // and `type` (agent frameworks trim their history on this code).
     let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(error["error"]["code"], "context_too_long");
+    assert_eq!(error["error"]["code"], "context_length_exceeded", "{error}");
+    assert_eq!(error["error"]["type"], "invalid_request_error", "{error}");
+    assert_eq!(
+        error["error"]["seawall_code"], "context_too_long",
+        "{error}"
+    );
     assert_eq!(error["error"]["provider_code"], "context_length_exceeded");
 }
 
@@ -1843,7 +1863,8 @@ async fn a_configured_model_is_retrieved_as_listed() {
         let body = json(&body);
         if headers == anthropic {
             assert_eq!(body["type"], "error", "{body}");
-            assert_eq!(body["error"]["type"], "not_found", "{body}");
+            assert_eq!(body["error"]["type"], "not_found_error", "{body}");
+            assert_eq!(body["error"]["seawall_code"], "not_found", "{body}");
         } else {
             assert_eq!(body["error"]["code"], "not_found", "{body}");
         }
@@ -1901,7 +1922,8 @@ async fn a_model_id_that_is_no_utf8_is_the_wires_404_after_the_token() {
             let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
             if wire == "anthropic" {
                 assert_eq!(body["type"], "error", "{body}");
-                assert_eq!(body["error"]["type"], "not_found", "{body}");
+                assert_eq!(body["error"]["type"], "not_found_error", "{body}");
+                assert_eq!(body["error"]["seawall_code"], "not_found", "{body}");
             } else {
                 assert_eq!(body["error"]["code"], "not_found", "{body}");
             }
@@ -2106,8 +2128,9 @@ async fn metrics_are_served_for_prometheus() {
 }
 
 /// A provider's own in-stream error after content is replaced by seawall's
-/// event: the client reads one error, with seawall's code and the
-/// provider's message.
+/// event: the client reads one error, in the provider's words where it
+/// said them (Anthropic's `overloaded_error`; OpenAI's event names a type
+/// and no code), with seawall's code and the provider's message.
 #[tokio::test]
 async fn a_provider_error_event_becomes_one_seawall_event() {
     for (wire, body, event, provider_text) in [
@@ -2140,11 +2163,16 @@ async fn a_provider_error_event_becomes_one_seawall_event() {
         assert_eq!(text.matches(event).count(), 1, "{text}");
         let last = data_lines(&out).pop().unwrap();
         let error: serde_json::Value = serde_json::from_str(&last).unwrap();
-        let (code, message) = match wire {
-            Wire::OpenAi => (&error["error"]["code"], &error["error"]["message"]),
-            Wire::Anthropic => (&error["error"]["type"], &error["error"]["message"]),
+        let (word, said) = match wire {
+            Wire::OpenAi => (&error["error"]["code"], "stream_interrupted"),
+            Wire::Anthropic => (&error["error"]["type"], "overloaded_error"),
         };
-        assert_eq!(code, "stream_interrupted", "{text}");
+        assert_eq!(word, said, "{text}");
+        assert_eq!(
+            error["error"]["seawall_code"], "stream_interrupted",
+            "{text}"
+        );
+        let message = &error["error"]["message"];
         assert!(message.as_str().unwrap().contains(provider_text), "{text}");
         assert!(text.contains("w2") && !text.contains("w3"), "{text}");
     }

@@ -26,11 +26,15 @@ async fn metrics_ask_for_the_gateways_token() {
     let (status, headers, body) = send(&client, get(&url, &[])).await;
     assert_eq!(status, 401);
     assert_eq!(header(&headers, "x-seawall-code"), "auth");
+    // The error body, not the metrics: it names seawall's code
+    // (`seawall_code`), never a metric family.
     let text = String::from_utf8_lossy(&body);
     assert!(
-        !text.contains("seawall_"),
+        !text.contains("# TYPE") && !text.contains("seawall_attempts"),
         "no metrics without the token: {text}"
     );
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["seawall_code"], "auth", "{text}");
     let (status, _, _) = send(
         &client,
         get(&url, &[("authorization", "Bearer wrong-token")]),
