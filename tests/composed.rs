@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use bytes::Bytes;
+use common::timed::{self, Then};
 use common::{Ask, Ending};
 use http_body::Frame;
 use http_body_util::combinators::BoxBody;
@@ -195,22 +196,7 @@ async fn silent_primary_fails_over_after_exactly_one_first_byte_bound_on_paused_
 
     // 200 and event-stream headers, then a body that never yields. Both
     // routes answer with one body type, as a fallback needs.
-    let silent = {
-        let calls = Arc::clone(&primary_calls);
-        service_fn(
-            move |_req: http::Request<ReplayBody<ReplayBody<Full<Bytes>>>>| {
-                calls.fetch_add(1, Ordering::SeqCst);
-                async {
-                    let never = futures_util::stream::pending::<Result<Frame<Bytes>, Infallible>>();
-                    let response = http::Response::builder()
-                        .header("content-type", "text/event-stream")
-                        .body(StreamBody::new(never).boxed())
-                        .expect("a response");
-                    Ok::<_, Infallible>(response)
-                }
-            },
-        )
-    };
+    let silent = timed::provider(vec![], Then::Stall, Arc::clone(&primary_calls));
     let healthy = {
         let calls = Arc::clone(&fallback_calls);
         service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| {
@@ -414,41 +400,6 @@ const START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"m
 const THINKING: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
 const TEXT: &str = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 
-/// A provider that answers every call with an event stream of `script`:
-/// each frame after its wait, in seconds (on the paused clock). Counts
-/// the calls in `calls`.
-fn timed_provider(
-    script: Vec<(f64, &'static str)>,
-    calls: Arc<AtomicU32>,
-) -> impl tower::Service<
-    http::Request<ReplayBody<Full<Bytes>>>,
-    Response = http::Response<BoxBody<Bytes, Infallible>>,
-    Error = Infallible,
-    Future: Send,
-> + Clone
-+ Send
-+ Sync
-+ 'static {
-    service_fn(move |_req: http::Request<ReplayBody<Full<Bytes>>>| {
-        calls.fetch_add(1, Ordering::SeqCst);
-        let script = script.clone();
-        async move {
-            let frames = futures_util::StreamExt::then(
-                futures_util::stream::iter(script),
-                |(wait, frame)| async move {
-                    tokio::time::sleep(std::time::Duration::from_secs_f64(wait)).await;
-                    Ok::<_, Infallible>(Frame::data(Bytes::from_static(frame.as_bytes())))
-                },
-            );
-            let response = http::Response::builder()
-                .header("content-type", "text/event-stream")
-                .body(StreamBody::new(frames).boxed())
-                .expect("a response");
-            Ok::<_, Infallible>(response)
-        }
-    })
-}
-
 /// A streamed Anthropic messages request.
 fn messages_request() -> http::Request<Full<Bytes>> {
     common::post_json("http://primary.example/v1/messages", r#"{"stream":true}"#)
@@ -466,7 +417,7 @@ async fn a_thinking_stream_begins_before_the_callers_wait_ends() {
     use std::time::Duration;
     let calls = Arc::new(AtomicU32::new(0));
     let script = vec![(0.0, START), (1.5, THINKING), (1.5, THINKING), (1.5, TEXT)];
-    let provider = timed_provider(script, Arc::clone(&calls));
+    let provider = timed::provider(script, Then::End, Arc::clone(&calls));
     let service = seawall::stack::Stack::interactive().build(&ClassifyLayer::anthropic(), provider);
     let mut request = messages_request();
     request
@@ -501,7 +452,7 @@ async fn a_model_still_thinking_is_handed_on_at_the_attempts_bound() {
         let mut script = vec![(0.0, START)];
         script.extend([(5.0, working); 7]);
         script.push((0.0, TEXT));
-        timed_provider(script, calls)
+        timed::provider(script, Then::End, calls)
     };
     let request = messages_request;
 

@@ -8,12 +8,12 @@
 //! provider (feature `metrics`).
 #![cfg(feature = "metrics")]
 
-use std::convert::Infallible;
+mod common;
+
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::Frame;
-use http_body_util::{BodyExt, Full, StreamBody};
+use http_body_util::{BodyExt, Full};
 use metrics_util::debugging::{DebuggingRecorder, Snapshotter};
 use seawall::classify::ClassifyLayer;
 use seawall::core::metric_names::STREAM_INTERRUPTIONS_TOTAL;
@@ -24,7 +24,7 @@ use seawall::retry::{Backoff, Budget, RetryPolicy};
 use seawall::stack::Stack;
 use seawall::stream::{StreamGuardLayer, StreamReportHandle};
 use seawall_test::metrics::{counter, snapshot};
-use tower::{ServiceExt, service_fn};
+use tower::ServiceExt;
 
 /// The operation's total deadline.
 const TOTAL: Duration = Duration::from_millis(500);
@@ -70,32 +70,6 @@ fn stack() -> Stack {
                 .first_content_timeout(Duration::from_secs(10))
                 .idle_timeout(Duration::from_secs(10)),
         )
-}
-
-/// A provider whose event stream sends [`CONTENT`] at once and then
-/// stalls forever. Over whatever request body the layers above send.
-fn stalling_provider<B>() -> impl tower::Service<
-    http::Request<B>,
-    Response = http::Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>,
-    Error = Infallible,
-    Future: Send,
-> + Clone
-+ Send
-+ Sync
-+ 'static {
-    service_fn(|_req: http::Request<B>| async {
-        let frames = futures_util::StreamExt::chain(
-            futures_util::stream::iter([Ok::<_, Infallible>(Frame::data(Bytes::from_static(
-                CONTENT.as_bytes(),
-            )))]),
-            futures_util::stream::pending(),
-        );
-        let response = http::Response::builder()
-            .header("content-type", "text/event-stream")
-            .body(StreamBody::new(frames).boxed())
-            .expect("a response");
-        Ok::<_, Infallible>(response)
-    })
 }
 
 /// A streamed chat completion.
@@ -177,7 +151,7 @@ fn one_deadline_interruption(snapshotter: &Snapshotter) {
 #[test]
 fn a_stream_cut_by_the_operations_deadline_is_an_interruption_without_an_answer_by() {
     let snapshotter = recorded(async {
-        let service = stack().build(&ClassifyLayer::openai(), stalling_provider());
+        let service = stack().build(&ClassifyLayer::openai(), common::timed::stalling(CONTENT));
         cut_by_the_operations_deadline(service).await;
     });
     one_deadline_interruption(&snapshotter);
@@ -191,10 +165,11 @@ fn a_stream_cut_by_the_operations_deadline_under_a_fallback_is_an_interruption()
         let stack = stack();
         let classify = ClassifyLayer::openai();
         let fallback = FallbackLayer::chain([FallbackRoute::new(
-            stack.attempt(&classify, stalling_provider()),
+            stack.attempt(&classify, common::timed::stalling(CONTENT)),
         )
         .route(RouteId::new("spare"))]);
-        let service = stack.build_with_fallback(&classify, stalling_provider(), fallback);
+        let service =
+            stack.build_with_fallback(&classify, common::timed::stalling(CONTENT), fallback);
         cut_by_the_operations_deadline(service).await;
     });
     one_deadline_interruption(&snapshotter);
@@ -207,7 +182,7 @@ fn a_stream_cut_by_the_operations_deadline_under_a_resume_is_an_interruption() {
     let snapshotter = recorded(async {
         let service = stack()
             .resume(ResumeLayer::new())
-            .build(&ClassifyLayer::openai(), stalling_provider());
+            .build(&ClassifyLayer::openai(), common::timed::stalling(CONTENT));
         cut_by_the_operations_deadline(service).await;
     });
     one_deadline_interruption(&snapshotter);
@@ -219,7 +194,7 @@ fn a_stream_cut_by_the_operations_deadline_under_a_resume_is_an_interruption() {
 #[test]
 fn a_stream_dropped_before_the_operations_deadline_is_the_callers_cancel() {
     let snapshotter = recorded(async {
-        let service = stack().build(&ClassifyLayer::openai(), stalling_provider());
+        let service = stack().build(&ClassifyLayer::openai(), common::timed::stalling(CONTENT));
         let (report, mut body) = streamed(service).await;
         let first = body.frame().await.expect("a frame").expect("content");
         assert!(first.is_data());

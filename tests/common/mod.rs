@@ -13,6 +13,7 @@ pub(crate) mod resume;
 pub(crate) mod route_set;
 pub(crate) mod scripted;
 pub(crate) mod spans;
+pub(crate) mod timed;
 
 use std::time::Duration;
 
