@@ -558,6 +558,42 @@ mod with_grpc_status {
         assert_eq!(scripted.calls.load(Ordering::SeqCst), 1, "never replayed");
     }
 
+    /// A route cooled by what its server said answers the next call, refused
+    /// here without a call, with the code the server gave: a quota wall's
+    /// `RESOURCE_EXHAUSTED`, rejected credentials' `UNAUTHENTICATED` — not
+    /// `UNAVAILABLE`, which tells a caller to retry with a backoff.
+    #[tokio::test]
+    async fn a_cooling_route_answers_as_what_cooled_it() {
+        let quota = || {
+            let details = ErrorDetails::with_retry_info(Some(Duration::from_secs(48_489)));
+            Status::with_error_details(tonic::Code::ResourceExhausted, "quota", details)
+        };
+        let rejected = || Status::unauthenticated("bad key");
+        for (said, cause, code) in [
+            (
+                quota(),
+                Code::QuotaExhausted,
+                tonic::Code::ResourceExhausted,
+            ),
+            (rejected(), Code::Auth, tonic::Code::Unauthenticated),
+        ] {
+            let (url, scripted) = server(vec![Step::Fail(said), Step::Serve]).await;
+            let mut client = client(&url, stack());
+            let first = client.check(ask()).await.expect_err("the server's refusal");
+            assert_eq!(first.code(), code, "{first}");
+            let status = client.check(ask()).await.expect_err("the route is cooling");
+            let refusal = failure_of(&status).expect("seawall's verdict is the source");
+            assert_eq!(refusal.code(), Code::RouteCoolingDown, "{refusal:?}");
+            assert_eq!(refusal.cooled_by(), Some(cause));
+            assert_eq!(status.code(), code, "as the first call answered: {status}");
+            assert_eq!(
+                scripted.calls.load(Ordering::SeqCst),
+                1,
+                "the cooling route was not called"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn a_retried_call_answers_as_without_the_layer() {
         let (url, scripted) =

@@ -27,9 +27,14 @@
 //!   `ENHANCE_YOUR_CALM` `ResourceExhausted`, `INADEQUATE_SECURITY`
 //!   `PermissionDenied`, `REFUSED_STREAM` `Unavailable`); else seawall's
 //!   own verdict, by [`code_of`]: a deadline or timeout
-//!   `DeadlineExceeded`, a lost connection, an open breaker, a cooling
-//!   route or a spent retry budget `Unavailable`, a broken or empty answer
-//!   `Internal`, a rate limit, quota or size cap `ResourceExhausted`.
+//!   `DeadlineExceeded`, a lost connection, an open breaker, a route
+//!   cooling after an overload or an outage, or a spent retry budget
+//!   `Unavailable`, a broken or empty answer `Internal`, a rate limit,
+//!   quota or size cap `ResourceExhausted`. A route cooling after a rate
+//!   limit, a quota wall or rejected credentials answers as what cooled it
+//!   ([`Failure::cooled_by`]: `ResourceExhausted`, `Unauthenticated`), as
+//!   the call that met it did: `Unavailable` would tell the caller to
+//!   retry a wall.
 //!   Once a message reached the caller, seawall's reading is never
 //!   `Unavailable` (gRPC's "safe to retry": a caller's own retry would
 //!   replay a delivered stream) but `Unknown`, what tonic says of a stream
@@ -44,8 +49,20 @@
 //! - **metadata**: the rest of the server's trailers (of its head, for a
 //!   trailers-only answer), as tonic keeps them — request ids,
 //!   `grpc-retry-pushback-ms` — up to a bound
-//!   ([`Failure::status_metadata`]);
-//! - **source**: the original error, so [`Failure::find`] on
+//!   ([`Failure::status_metadata`]). Where the server sent no
+//!   `grpc-retry-pushback-ms` and a transient failure before any message
+//!   carries a wait ([`Failure::retry_after`]: a rate limit's hint, a
+//!   cooling route's time left), the wait is written there, in
+//!   milliseconds: gRPC's server pushback (gRFC A6), which a gRPC client
+//!   with a retry policy (grpc-go, grpc-java) reads from a trailers-only
+//!   answer and waits for instead of its backoff — the answer a tonic
+//!   server sends when it returns the status. A permanent failure (a
+//!   quota wall, a route cooling after one) gets none: a client would
+//!   wait its hours out to its deadline;
+//! - **source**: the original error, under a wrapper that prints only
+//!   the code and the route (tonic's `Display` of a status prints its
+//!   source's `Debug`: a whole `Failure`, receipt and all, repeated the
+//!   message and grew with every attempt), so [`Failure::find`] on
 //!   `status.source()` still gives seawall's whole verdict (class, code,
 //!   receipt, what an interrupted stream had delivered).
 //!
@@ -96,21 +113,65 @@ pub use layer::GrpcStatusLayer;
 pub use service::{GrpcStatus, ResponseFuture};
 
 use std::error::Error as StdError;
+use std::fmt;
 use std::sync::Arc;
 
 use ::tonic::Code as GrpcCode;
 use ::tonic::metadata::MetadataMap;
-use seawall_core::{BoxError, Code, Failure};
+use seawall_core::hint::MAX_RETRY_HINT;
+use seawall_core::{BoxError, Class, Code, Failure};
 
 /// `error` as a boxed `tonic::Status` when it carries a [`Failure`]
 /// (see the [module docs](self)), else untouched.
 pub fn into_status(error: BoxError) -> BoxError {
     match status_of(&*error) {
         Some(mut status) => {
-            status.set_source(Arc::from(error));
+            status.set_source(Arc::new(Verdict(error)));
             Box::new(status)
         }
         None => error,
+    }
+}
+
+/// A status's source: the error it was made of, printed short. tonic's
+/// `Display` of a status writes its source's `Debug`; a `Failure`'s is
+/// every field, its receipt's attempts included, which repeats the
+/// status's message and grows with each attempt. `source()` is the error
+/// itself, so [`Failure::find`] on `status.source()` reaches the verdict.
+struct Verdict(BoxError);
+
+impl Verdict {
+    /// The failure in the wrapped error (there is one: [`into_status`]
+    /// wraps no other).
+    fn failure(&self) -> Option<&Failure> {
+        Failure::find(&*self.0)
+    }
+}
+
+impl fmt::Debug for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.failure() {
+            Some(failure) => {
+                write!(f, "seawall({}", failure.code())?;
+                if let Some(route) = failure.route() {
+                    write!(f, ", route {route}")?;
+                }
+                f.write_str(")")
+            }
+            None => f.write_str("seawall"),
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl StdError for Verdict {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.0)
     }
 }
 
@@ -130,13 +191,39 @@ pub fn status_of(error: &(dyn StdError + 'static)) -> Option<::tonic::Status> {
     let details = failure
         .status_details()
         .map_or_else(bytes::Bytes::new, bytes::Bytes::copy_from_slice);
-    let metadata = failure
+    let mut metadata = failure
         .status_metadata()
         .map(|map| MetadataMap::from_headers(map.clone()))
         .unwrap_or_default();
+    if let Some(pushback) = pushback_of(failure)
+        && !metadata.contains_key(PUSHBACK)
+    {
+        metadata.insert(PUSHBACK, pushback.into());
+    }
     Some(::tonic::Status::with_details_and_metadata(
         code, message, details, metadata,
     ))
+}
+
+/// gRPC's server pushback (gRFC A6): the milliseconds a client's own
+/// retry policy waits before its next attempt, read from a trailers-only
+/// answer's trailers.
+const PUSHBACK: &str = "grpc-retry-pushback-ms";
+
+/// The pushback `failure`'s wait amounts to: its `retry_after` in
+/// milliseconds, for a transient failure before any content. None for a
+/// permanent one (a quota wall's hours would have a client with a retry
+/// policy sleep to its deadline), after content (no retry is valid once
+/// the answer began), or for a hint at the clamp ("a week or more" names
+/// no return).
+fn pushback_of(failure: &Failure) -> Option<i32> {
+    let wait = failure.retry_after()?;
+    let before_content =
+        failure.interrupted().is_none() && failure.code() != Code::StreamInterrupted;
+    (failure.class() == Class::Transient && before_content && wait < MAX_RETRY_HINT)
+        // A6's value is a signed 32-bit count; past it, read as "do not
+        // retry". A week fits.
+        .then(|| i32::try_from(wait.as_millis()).unwrap_or(i32::MAX))
 }
 
 /// The gRPC code a server sent, when `failure` came from a `grpc-status`
@@ -184,6 +271,7 @@ pub fn code_of(failure: &Failure) -> GrpcCode {
         (Code::StreamInterrupted, Some(interrupted)) => {
             interrupted.cause.unwrap_or(Code::StreamInterrupted)
         }
+        (Code::RouteCoolingDown, _) => cooled_as(failure),
         (code, _) => code,
     };
     let grpc = match code {
@@ -199,6 +287,20 @@ pub fn code_of(failure: &Failure) -> GrpcCode {
         // is no refusal either.
         GrpcCode::Unavailable if delivered => GrpcCode::Unknown,
         grpc => grpc,
+    }
+}
+
+/// What a route cooling down answers as: what cooled it, when that is a
+/// rate limit or something a wait does not cure (a quota wall, rejected
+/// credentials). The call that met it answered `RESOURCE_EXHAUSTED` or
+/// `UNAUTHENTICATED`; the next one, refused here, answering `UNAVAILABLE`
+/// (gRPC's "retry with a backoff") would have a caller retry a wall. A
+/// cooling after an overload or an outage stays a refusal: `Unavailable`.
+fn cooled_as(failure: &Failure) -> Code {
+    match failure.cooled_by() {
+        Some(cause @ Code::RateLimited) => cause,
+        Some(cause) if cause.default_class() != Class::Transient && !cause.is_refusal() => cause,
+        _ => Code::RouteCoolingDown,
     }
 }
 
@@ -256,7 +358,7 @@ fn by_code(code: Code) -> GrpcCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use seawall_core::Interrupted;
+    use seawall_core::{Attempt, Interrupted, Receipt, RouteId};
 
     fn tonic_status(failure: Failure) -> ::tonic::Status {
         let error: BoxError = Box::new(failure);
@@ -427,6 +529,109 @@ mod tests {
         let sent = Failure::new(Code::ProviderUnavailable).with_provider_code("14");
         let status = tonic_status(after_content(&sent));
         assert_eq!(status.code(), GrpcCode::Unavailable);
+    }
+
+    /// A 429 after `attempts` attempts, each on the receipt.
+    fn rate_limited_after(attempts: usize) -> Failure {
+        let failure = Failure::new(Code::RateLimited)
+            .with_status(429)
+            .with_route(RouteId::new("api.example"))
+            .with_retry_after(std::time::Duration::from_secs(2))
+            .with_message("slow down");
+        let mut receipt = Receipt::default();
+        for _ in 0..attempts {
+            receipt.push(Attempt::failed(
+                RouteId::new("api.example"),
+                std::time::Duration::from_millis(10),
+                &failure,
+            ));
+        }
+        failure.with_receipt(receipt)
+    }
+
+    #[test]
+    fn a_statuss_text_is_short_and_its_source_still_the_verdict() {
+        let one = tonic_status(rate_limited_after(1)).to_string();
+        let status = tonic_status(rate_limited_after(3));
+        let three = status.to_string();
+        assert!(!three.contains("Receipt"), "{three}");
+        assert_eq!(three.len(), one.len(), "no longer per attempt: {three}");
+        assert_eq!(
+            three.matches("slow down").count(),
+            1,
+            "the message once: {three}"
+        );
+        assert!(three.contains("rate_limited"), "{three}");
+        assert!(three.len() < 200, "{} bytes: {three}", three.len());
+        let source = std::error::Error::source(&status).expect("the original error");
+        let failure = Failure::find(source).expect("seawall's verdict under the wrapper");
+        assert_eq!(failure.receipt().map(Receipt::calls), Some(3));
+        assert_eq!(failure.route().map(RouteId::as_str), Some("api.example"));
+    }
+
+    fn pushback(failure: Failure) -> Option<String> {
+        let status = tonic_status(failure);
+        let value = status.metadata().get(PUSHBACK)?;
+        Some(value.to_str().expect("ascii").to_owned())
+    }
+
+    #[test]
+    fn a_transient_wait_is_a_pushback_a_permanent_one_none() {
+        assert_eq!(pushback(rate_limited_after(1)).as_deref(), Some("2000"));
+        let cooling = Failure::route_refusal(Some(Code::RateLimited))
+            .with_retry_after(std::time::Duration::from_millis(750));
+        assert_eq!(pushback(cooling).as_deref(), Some("750"));
+        // The server's own pushback is its word.
+        let said = Failure::new(Code::RateLimited)
+            .with_retry_after(std::time::Duration::from_secs(2))
+            .with_status_metadata(
+                &[(
+                    http::HeaderName::from_static(PUSHBACK),
+                    http::HeaderValue::from_static("50"),
+                )]
+                .into_iter()
+                .collect(),
+            );
+        assert_eq!(pushback(said).as_deref(), Some("50"));
+        let hours = std::time::Duration::from_secs(5 * 3600);
+        for none in [
+            // A wall, met or remembered: nothing to wait out.
+            Failure::new(Code::QuotaExhausted).with_retry_after(hours),
+            Failure::route_refusal(Some(Code::QuotaExhausted)).with_retry_after(hours),
+            // After content no retry is valid.
+            after_content(&rate_limited_after(1)),
+            // A hint at the clamp names no return.
+            Failure::new(Code::RateLimited).with_retry_after(MAX_RETRY_HINT),
+            // No wait, no pushback.
+            Failure::new(Code::Overloaded),
+        ] {
+            let shown = none.to_string();
+            assert_eq!(pushback(none), None, "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_cooling_route_answers_as_what_cooled_it() {
+        for (cause, code) in [
+            (Code::QuotaExhausted, GrpcCode::ResourceExhausted),
+            (Code::RateLimited, GrpcCode::ResourceExhausted),
+            (Code::Auth, GrpcCode::Unauthenticated),
+            (Code::Overloaded, GrpcCode::Unavailable),
+            (Code::ProviderUnavailable, GrpcCode::Unavailable),
+        ] {
+            let refusal = Failure::route_refusal(Some(cause));
+            assert_eq!(refusal.code(), Code::RouteCoolingDown);
+            assert_eq!(code_of(&refusal), code, "{cause}");
+        }
+        // A registry's word for a route shut, with no cause: a refusal.
+        assert_eq!(
+            code_of(&Failure::route_refusal(None)),
+            GrpcCode::Unavailable
+        );
+        assert_eq!(
+            code_of(&Failure::new(Code::RouteCoolingDown)),
+            GrpcCode::Unavailable
+        );
     }
 
     #[test]
