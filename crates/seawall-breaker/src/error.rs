@@ -25,8 +25,14 @@ use seawall_core::{BoxError, Code, Failure, RouteId};
 /// itself, an inner error the very box it came in, so
 /// [`Failure::downcast`] sees it as if no breaker stood in between.
 ///
+/// Its text says only that the breaker refused the call (and, for an open
+/// circuit, when it probes next) or that the call through it failed; the
+/// failure's own text follows in the source chain, which a printer of a
+/// whole chain (`anyhow`'s `{:#}`) shows once.
+///
 /// [`into_box`]: BreakerError::into_box
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum BreakerError {
     /// The route's circuit is open or isolated: the inner service was not
     /// called.
@@ -56,11 +62,21 @@ impl BreakerError {
     }
 }
 
+/// Only the breaker's part: the text of the failure, its source, is not
+/// repeated.
 impl fmt::Display for BreakerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BreakerError::Open(open) => open.fmt(f),
-            BreakerError::Inner(error) => error.fmt(f),
+            BreakerError::Open(open) => {
+                f.write_str("refused by the breaker")?;
+                // A cooldown's failure says its time left in its message;
+                // an open circuit's says nothing of the next probe.
+                match (open.cooled_by, open.retry_after) {
+                    (None, Some(after)) => write!(f, ", next probe in {} ms", after.as_millis()),
+                    _ => Ok(()),
+                }
+            }
+            BreakerError::Inner(_) => f.write_str("the call through the breaker failed"),
         }
     }
 }
@@ -232,7 +248,7 @@ mod tests {
         let error = BreakerError::Open(refusal);
         assert_eq!(
             error.to_string(),
-            "circuit open for route api.example.com, next probe in 1500 ms"
+            "refused by the breaker, next probe in 1500 ms"
         );
         let failure = Failure::downcast(error.into_box()).unwrap();
         assert_eq!(failure.code(), Code::CircuitOpen);
@@ -277,12 +293,38 @@ mod tests {
         let inner: BoxError = Box::new(Failure::new(Code::Overloaded));
         let error: BoxError = BreakerError::Inner(inner).into();
         assert_eq!(Failure::find(&*error).unwrap().code(), Code::Overloaded);
-        assert_eq!(error.to_string(), "overloaded (transient)");
+        assert_eq!(error.to_string(), "the call through the breaker failed");
 
         let plain: BoxError = "connection reset".into();
         let error: BoxError = BreakerError::Inner(plain).into();
         assert!(Failure::find(&*error).is_none());
         assert_eq!(error.source().unwrap().to_string(), "connection reset");
+    }
+
+    /// The breaker's text is its own part only: the failure's, its
+    /// source's, is not said again before it (a printer of the chain
+    /// would show it twice, three times for a cooldown, whose failure's
+    /// message is the refusal's text).
+    #[test]
+    fn its_text_does_not_repeat_its_source() {
+        let route = RouteId::new("api.example.com");
+        let inner: BoxError = Box::new(Failure::new(Code::Overloaded).with_status(529));
+        for error in [
+            BreakerError::Open(CircuitOpen::cooling(
+                route.clone(),
+                Code::QuotaExhausted,
+                None,
+            )),
+            BreakerError::Open(CircuitOpen::new(route, Some(Duration::from_millis(1500)))),
+            BreakerError::Inner(inner),
+        ] {
+            let source = error.source().expect("the failure").to_string();
+            let own = error.to_string();
+            assert!(!own.contains(&source), "{own}: {source}");
+            if let Some(message) = Failure::find(&error).unwrap().message() {
+                assert!(!own.contains(message), "{own}: {source}");
+            }
+        }
     }
 
     #[test]

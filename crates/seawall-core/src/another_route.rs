@@ -24,7 +24,8 @@ use crate::Failure;
 /// after the usual backoff (the member's own hint no longer applies: the
 /// next attempt goes elsewhere).
 ///
-/// Its [`source`](StdError::source) is the failure, so
+/// Its text is the signal only; its [`source`](StdError::source) is the
+/// failure (whose text a printer of the chain shows next), so
 /// [`Failure::find`] and [`Failure::extract`] see through it; a layer that
 /// does not know the signal sees the member's failure.
 #[derive(Debug, Clone)]
@@ -51,7 +52,9 @@ impl AnotherRoute {
 
 impl fmt::Display for AnotherRoute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}; another route can be tried", self.failure)
+        // The member's failure is the source: a printer of the chain
+        // shows it after this.
+        f.write_str("another route can be tried")
     }
 }
 
@@ -71,5 +74,19 @@ mod tests {
         let boxed: BoxError = Box::new(AnotherRoute::new(Failure::new(Code::Auth)));
         assert_eq!(Failure::find(&*boxed).unwrap().code(), Code::Auth);
         assert_eq!(Failure::extract(boxed).unwrap().code(), Code::Auth);
+    }
+
+    /// The signal says only itself: the failure's text is its source's,
+    /// which a printer of the chain shows next, not twice.
+    #[test]
+    fn its_text_does_not_repeat_the_failure() {
+        let failure = Failure::new(Code::Auth).with_route(crate::RouteId::new("r"));
+        let signal = AnotherRoute::new(failure.clone());
+        assert!(
+            !signal.to_string().contains(&failure.to_string()),
+            "{signal}"
+        );
+        let source = StdError::source(&signal).expect("the failure");
+        assert_eq!(source.to_string(), failure.to_string());
     }
 }
