@@ -19,21 +19,8 @@ use crate::secret::{Redactor, may_end_at_cut};
 /// errors page: `billing_error` 402, `permission_error` 403, …), for a
 /// type of Anthropic's.
 fn anthropic_status(ty: &str) -> Option<StatusCode> {
-    let status = match ty {
-        "invalid_request_error" => 400,
-        "authentication_error" => 401,
-        "billing_error" => 402,
-        "permission_error" => 403,
-        "not_found_error" => 404,
-        "conflict_error" => 409,
-        "request_too_large" => 413,
-        "rate_limit_error" => 429,
-        "api_error" => 500,
-        "timeout_error" => 504,
-        "overloaded_error" => 529,
-        _ => return None,
-    };
-    StatusCode::from_u16(status).ok()
+    seawall_internal::anthropic_errors::status_of_type(ty)
+        .and_then(|status| StatusCode::from_u16(status).ok())
 }
 
 /// The status a failure with seawall's `code` answers with where no
@@ -84,19 +71,12 @@ fn openai_type(status: StatusCode, quota: bool) -> &'static str {
 /// for a time bound, else `api_error`. Always one of Anthropic's
 /// `ErrorType`s: apps and SDKs match on that list.
 fn anthropic_type(status: StatusCode, code: Code) -> &'static str {
-    match status.as_u16() {
-        401 => "authentication_error",
-        402 => "billing_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        413 => "request_too_large",
-        429 => "rate_limit_error",
-        504 => "timeout_error",
-        529 => "overloaded_error",
-        _ if status.is_client_error() => "invalid_request_error",
-        _ if code == Code::Overloaded => "overloaded_error",
-        _ if code.is_timeout() || code == Code::DeadlineExceeded => "timeout_error",
-        _ => "api_error",
+    use seawall_internal::anthropic_errors::type_of_status;
+    match type_of_status(status.as_u16()) {
+        // A 5xx Anthropic names no type for: by what seawall met.
+        "api_error" if code == Code::Overloaded => "overloaded_error",
+        "api_error" if code.is_timeout() || code == Code::DeadlineExceeded => "timeout_error",
+        ty => ty,
     }
 }
 

@@ -29,8 +29,11 @@
 //!   the stream scanner and the gateway's relay.
 //! - [`redact`]: keys and tokens never printed, and scrubbed from text
 //!   that is shown (the gateway's answers, `seawall chat`'s stderr).
+//! - [`anthropic_errors`]: Anthropic's error types and their statuses,
+//!   for the gateway's answers and the fault server's.
 #![deny(missing_docs)]
 
+pub mod anthropic_errors;
 pub mod cursor;
 mod doubling;
 pub mod error;

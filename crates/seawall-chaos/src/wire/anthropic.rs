@@ -81,19 +81,7 @@ pub(super) fn unary_parts(ctx: &Ctx, finish: Finish, tokens: u32) -> (String, St
 }
 
 fn error_type(status: u16) -> &'static str {
-    match status {
-        400 => "invalid_request_error",
-        401 => "authentication_error",
-        402 => "billing_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        413 => "request_too_large",
-        429 => "rate_limit_error",
-        504 => "timeout_error",
-        529 => "overloaded_error",
-        s if s >= 500 => "api_error",
-        _ => "invalid_request_error",
-    }
+    seawall_internal::anthropic_errors::type_of_status(status)
 }
 
 fn envelope(kind: &str, message: &str, request_id: &str) -> Value {
