@@ -487,8 +487,10 @@ impl Receipt {
 
     /// `error`, which is no seawall [`Failure`](crate::Failure) (a
     /// client's own, a service's), carrying this receipt: the attempts
-    /// made before it were made, and billed, all the same. It displays as
-    /// `error`, which is its [`source`](std::error::Error::source);
+    /// made before it were made, and billed, all the same. Its text says
+    /// how many attempts were made and why the ladder stopped; `error` is
+    /// its [`source`](std::error::Error::source), whose text a printer of
+    /// the chain shows next;
     /// [`of_error`](Self::of_error) finds the receipt. A failure keeps its
     /// receipt itself ([`Failure::with_receipt`](crate::Failure::with_receipt)).
     pub fn attach(self, error: BoxError) -> BoxError {
@@ -544,9 +546,16 @@ struct WithReceipt {
     receipt: Receipt,
 }
 
+/// The receipt's part only: the error's text is its source's.
 impl std::fmt::Display for WithReceipt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(&self.error, f)
+        let attempts = self.receipt.attempts.as_slice().len();
+        let plural = if attempts == 1 { "" } else { "s" };
+        write!(f, "failed after {attempts} attempt{plural}")?;
+        match self.receipt.stop {
+            Some(stop) => write!(f, " (stop: {})", stop.as_str()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -596,6 +605,27 @@ mod tests {
         assert_eq!(receipt.billed_attempts(), 1);
         assert_eq!(receipt.may_be_billed_attempts(), 1);
         assert_eq!(receipt.billed_without_usage(), 1);
+    }
+
+    /// An attached receipt says the attempts and the stop, not the error's
+    /// text, which is its source's: the chain says it once.
+    #[test]
+    fn an_attached_receipt_does_not_repeat_the_error() {
+        let mut receipt = Receipt::default();
+        receipt.push(Attempt::new(
+            RouteId::new("a"),
+            Some(Code::Unknown),
+            Duration::ZERO,
+        ));
+        receipt.stop = Some(StopReason::NotRetryable);
+        let error = receipt.attach("connection reset".into());
+        assert_eq!(
+            error.to_string(),
+            "failed after 1 attempt (stop: not_retryable)"
+        );
+        let source = error.source().expect("the error");
+        assert_eq!(source.to_string(), "connection reset");
+        assert!(Receipt::of_error(&*error).is_some());
     }
 
     #[test]

@@ -15,8 +15,8 @@ use seawall_core::{BoxError, Code, Failure};
 ///
 /// - [`Error::Transport`] holds an [`io::Error`] whose kind says what
 ///   happened (`TimedOut`, `ConnectionRefused`, `ConnectionAborted`, …) and
-///   whose payload is reqwest's own error, with hyper's and the socket's
-///   errors below it: `transport` or `timeout`, retryable, but for a
+///   whose [`source`](StdError::source) is reqwest's own error, with
+///   hyper's and the socket's errors below it: `transport` or `timeout`, retryable, but for a
 ///   connection refused alike on every attempt, which the classifier
 ///   reads in that chain as a permanent `transport` (a proxy that asks for
 ///   credentials).
@@ -25,12 +25,18 @@ use seawall_core::{BoxError, Code, Failure};
 ///   whatever its settings for unknown errors: a request reqwest cannot send
 ///   fails the same way every time, and a body that broke mid-send must not
 ///   be sent again half-read.
+///
+/// Each variant's text names only what failed; the rest is in its source
+/// chain (the [`Failure`] and its message, or reqwest's error and its
+/// causes), which a printer of the whole chain (`anyhow`'s `{:#}`) shows
+/// once. A variant that carries a `Failure` keeps reqwest's error, without
+/// its URL, as the failure's [`cause`](Failure::cause).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The `http::Request` cannot be turned into a request reqwest sends:
     /// a relative URI, a scheme other than `http`/`https`, no host.
-    #[error("reqwest cannot send a request to `{uri}`: {reason}")]
+    #[error("invalid request")]
     InvalidRequest {
         /// The request's URI, without userinfo or query
         /// ([`ShownUri`](seawall_core::ShownUri)).
@@ -44,7 +50,7 @@ pub enum Error {
     /// The request body failed while it was being sent, or ended short
     /// of the length its `Content-Length` declared. The attempt is over,
     /// and nothing sends it again.
-    #[error("the request body failed while it was being sent: {reason}")]
+    #[error("request body failed")]
     RequestBody {
         /// The body's own error, as text (its source chain is not followed:
         /// a body reading a socket may fail with `ConnectionReset`, which
@@ -57,11 +63,12 @@ pub enum Error {
     /// The network or the HTTP exchange failed: connect, reset, timeout, a
     /// response body that broke off.
     ///
-    /// Its text is reqwest's followed by the causes below it
-    /// (`error sending request: client error (Connect): tcp connect error:
-    /// Connection refused`): reqwest's own names only the phase, and the
-    /// classifier takes a failure's message from this text.
-    #[error("{}", Causes(.0))]
+    /// The io error's source is reqwest's error (`error sending request`),
+    /// the causes below it after it (`client error (Connect)`, `tcp
+    /// connect error`, `Connection refused`): the classifier takes a
+    /// failure's message from that chain, and a walk by `source` reaches
+    /// `reqwest::Error` (`is_connect`, `is_timeout`) and the types below.
+    #[error("transport failed")]
     Transport(#[source] io::Error),
     /// The client followed a redirect (a `reqwest::Client` not built by
     /// [`client_builder`](crate::client_builder)): the answer is another
@@ -73,7 +80,7 @@ pub enum Error {
     /// than `http`/`https`. `redirected`, permanent, as the classifier
     /// calls a 3xx the client did not follow: the route's answer was a
     /// redirect, not the request's fault.
-    #[error("{}", .failure.message().unwrap_or_default())]
+    #[error("redirected")]
     Redirected {
         /// Where to (where the policy stopped: the URL that answered with
         /// the redirect, or the `Location` it refused), without userinfo or
@@ -88,7 +95,7 @@ pub enum Error {
     /// same on every attempt. Its `transport` failure is permanent, so no
     /// ladder retries it (a route set or a fallback may still move on: the
     /// route is at fault) and the breaker does not count it.
-    #[error("{reason}")]
+    #[error("TLS handshake refused")]
     Tls {
         /// What was refused, from rustls.
         reason: String,
@@ -98,30 +105,24 @@ pub enum Error {
     },
 }
 
-/// How deep [`Causes`] follows a chain.
-const MAX_CAUSES: usize = 8;
+/// The payload of an [`Error::Transport`]'s io error: reqwest's error as
+/// its source. `io::Error::source` skips a payload and returns the
+/// payload's source, so reqwest's error as the payload itself would be out
+/// of reach of a walk by `source`; one level down, it is the next link.
+#[derive(Debug)]
+struct Sent(reqwest::Error);
 
-/// An [`Error::Transport`]'s text: its payload's, then each source's in
-/// turn, a text that only repeats the one before it left out.
-struct Causes<'a>(&'a io::Error);
-
-impl fmt::Display for Causes<'_> {
+impl fmt::Display for Sent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut last = self.0.to_string();
-        f.write_str(&last)?;
-        // `io::Error::source` skips the payload (whose text is the io
-        // error's own): start below it.
-        let mut current = self.0.get_ref().and_then(|payload| payload.source());
-        for _ in 0..MAX_CAUSES {
-            let Some(link) = current else { break };
-            let text = link.to_string();
-            if text != last {
-                write!(f, ": {text}")?;
-            }
-            last = text;
-            current = link.source();
-        }
-        Ok(())
+        // The io error's text, which its source (reqwest's) follows in a
+        // chain: only the client's name, not reqwest's words again.
+        f.write_str("reqwest")
+    }
+}
+
+impl StdError for Sent {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&self.0)
     }
 }
 
@@ -130,33 +131,69 @@ impl Error {
     /// [`Error::InvalidRequest`].
     pub(crate) fn from_reqwest(error: reqwest::Error, uri: &dyn fmt::Display) -> Error {
         if let Some(body) = request_body_error(&error) {
-            return Error::request_body(body.0.to_string());
+            let mapped = Error::request_body(body.0.to_string());
+            return mapped.caused_by(error);
         }
         if let Some(stopped) = redirect_stopped(&error, uri) {
-            return stopped;
+            return stopped.caused_by(error);
         }
         // reqwest's own message names the full URL, key and all.
         let error = error.without_url();
         if error.is_builder() {
-            return Error::invalid_request(uri, &error);
+            return Error::invalid_request(uri, &error).caused_by(error);
         }
         if let Some(failure) = seawall_classify::transport_failure(&error) {
             let reason = || failure.message().unwrap_or_default().to_owned();
             if failure.code() == Code::BadRequest {
                 // A body shorter than its Content-Length.
-                return Error::RequestBody {
+                let mapped = Error::RequestBody {
                     reason: reason(),
                     failure,
                 };
+                return mapped.caused_by(error);
             }
             if seawall_classify::certificate_refused(&error).is_some() {
-                return Error::Tls {
+                let mapped = Error::Tls {
                     reason: reason(),
                     failure,
                 };
+                return mapped.caused_by(error);
             }
         }
-        Error::Transport(io::Error::new(transport_kind(&error), error))
+        Error::Transport(io::Error::new(transport_kind(&error), Sent(error)))
+    }
+
+    /// This error, its [`Failure`] keeping `error` (without its URL,
+    /// which may carry a key) as the [`cause`](Failure::cause) a caller
+    /// downcasts to `reqwest::Error`. Kept out of the source chain, as
+    /// `with_cause` keeps it: the classifier does not read a body's own
+    /// failure in it as the route's.
+    fn caused_by(self, error: reqwest::Error) -> Error {
+        let cause = error.without_url();
+        match self {
+            Error::InvalidRequest {
+                uri,
+                reason,
+                failure,
+            } => Error::InvalidRequest {
+                uri,
+                reason,
+                failure: failure.with_cause(cause),
+            },
+            Error::RequestBody { reason, failure } => Error::RequestBody {
+                reason,
+                failure: failure.with_cause(cause),
+            },
+            Error::Redirected { to, failure } => Error::Redirected {
+                to,
+                failure: failure.with_cause(cause),
+            },
+            Error::Tls { reason, failure } => Error::Tls {
+                reason,
+                failure: failure.with_cause(cause),
+            },
+            transport @ Error::Transport(_) => transport,
+        }
     }
 
     pub(crate) fn invalid_request(uri: &dyn fmt::Display, reason: &dyn fmt::Display) -> Error {
@@ -304,8 +341,26 @@ mod tests {
         let error = Error::invalid_request(&"/v1/chat/completions", &"relative URL");
         let failure = Failure::find(&error).unwrap();
         assert_eq!(failure.code(), Code::BadRequest);
-        assert!(error.to_string().contains("`/v1/chat/completions`"));
+        assert!(failure.to_string().contains("`/v1/chat/completions`"));
         let error = Error::request_body("disk gone".into());
         assert_eq!(Failure::find(&error).unwrap().code(), Code::BadRequest);
+    }
+
+    /// A variant names what failed; the failure's text follows as its
+    /// source, once.
+    #[test]
+    fn a_variants_text_does_not_repeat_its_failure() {
+        let to = reqwest::Url::parse("https://elsewhere.example/login?next=1").unwrap();
+        for error in [
+            Error::invalid_request(&"/v1/chat/completions", &"relative URL"),
+            Error::request_body("disk gone".into()),
+            Error::redirected(&to),
+        ] {
+            let failure = Failure::find(&error).unwrap();
+            let message = failure.message().unwrap();
+            let source = StdError::source(&error).unwrap().to_string();
+            assert!(source.contains(message), "{source}");
+            assert!(!error.to_string().contains(message), "{error}");
+        }
     }
 }

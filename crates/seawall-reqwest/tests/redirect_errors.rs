@@ -42,7 +42,10 @@ async fn failure(url: String) -> (Failure, String) {
     let request = http::Request::get(url).body(Empty::<Bytes>::new()).unwrap();
     let error = service.oneshot(request).await.map(drop).unwrap_err();
     let failure = Failure::find(&*error).expect("classified").clone();
-    (failure, error.to_string())
+    // The failure's text, the error's source: the error's own names only
+    // what failed.
+    let said = failure.to_string();
+    (failure, said)
 }
 
 /// What the client said of a `GET` answered `answer` every time: checked

@@ -41,11 +41,16 @@ async fn an_unclassified_error_comes_back_with_the_receipt() {
         .await
         .unwrap_err();
     assert_eq!(calls.load(Ordering::SeqCst), 2, "not retried");
-    // The error as it was: its text, and in the source chain.
-    assert_eq!(err.to_string(), "the client's own error");
+    // The error as it was, the source of the receipt's text (which says
+    // the attempts, not the error's text again).
+    assert_eq!(
+        err.to_string(),
+        "failed after 2 attempts (stop: not_retryable)"
+    );
     assert!(Failure::find(&*err).is_none());
     let source = std::error::Error::source(&*err).expect("the error");
     assert!(source.is::<std::io::Error>());
+    assert_eq!(source.to_string(), "the client's own error");
     let receipt = Receipt::of_error(&*err).expect("the receipt").clone();
     let codes: Vec<_> = receipt.attempts.iter().map(|a| a.code).collect();
     assert_eq!(codes, [Some(Code::EmptyResponse), Some(Code::Unknown)]);
