@@ -231,21 +231,7 @@ fn body_cut_short(error: &(dyn StdError + 'static)) -> bool {
 /// it ([`MESSAGE_EXCERPT_BYTES`], after URL secrets are taken out): a
 /// long chain of long errors costs no more than its first links.
 pub(crate) fn chain_message(error: &(dyn StdError + 'static)) -> String {
-    let mut message = error.to_string();
-    let mut current = error.source();
-    for _ in 0..MAX_DEPTH {
-        if message.len() >= CHAIN_MESSAGE_BYTES {
-            break;
-        }
-        let Some(link) = current else { break };
-        let said = link.to_string();
-        if !said.is_empty() && !message.contains(&said) {
-            message.push_str(": ");
-            message.push_str(&said);
-        }
-        current = link.source();
-    }
-    message
+    seawall_internal::error::chain_text(error, CHAIN_MESSAGE_BYTES)
 }
 
 /// A TLS handshake refused for good, found in `error`'s chain: what

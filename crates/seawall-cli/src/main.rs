@@ -179,6 +179,9 @@ fn gateway_exit(err: &seawall_gateway::GatewayError) -> ExitCode {
         GatewayError::Config(ConfigError::Read { .. }) | GatewayError::Bind { .. } => {
             ExitCode::FAILURE
         }
+        // A reason added later (both enums are `#[non_exhaustive]`): the
+        // machine's failing until it is placed above.
+        _ => ExitCode::FAILURE,
     }
 }
 

@@ -306,8 +306,10 @@ impl Default for Config {
 }
 
 /// A configuration the gateway cannot run with. The message names the
-/// field and never a key's value.
+/// field and never a key's value. More reasons may come: a match on it
+/// needs a wildcard arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
     #[error("cannot read {path}: {source}")]

@@ -393,8 +393,10 @@ pub const MIN_TOKEN_LEN: usize = 16;
 pub const MIN_KEY_LEN: usize = crate::secret::MIN_SECRET_LEN;
 
 /// Why the gateway will not start. Messages name variables and routes,
-/// never a key's or token's value.
+/// never a key's or token's value. More reasons may come: a match on it
+/// needs a wildcard arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GatewayError {
     /// The configuration is invalid.
     #[error("seawall gateway: {0}")]

@@ -22,6 +22,29 @@ pub fn links<'a>(
     .take(MAX_DEPTH)
 }
 
+/// What every link of `error`'s chain says, joined with `: `, as
+/// `anyhow`'s `{:#}` prints a chain (a link whose words the text so far
+/// already holds is not said twice: a wrapper that quotes its source).
+/// No link is added once the text has `max_bytes`: a long chain of long
+/// errors costs no more than its first links.
+pub fn chain_text(error: &(dyn StdError + 'static), max_bytes: usize) -> String {
+    let mut text = error.to_string();
+    let mut current = error.source();
+    for _ in 0..MAX_DEPTH {
+        if text.len() >= max_bytes {
+            break;
+        }
+        let Some(link) = current else { break };
+        let said = link.to_string();
+        if !said.is_empty() && !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        current = link.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +65,27 @@ mod tests {
         let found: Vec<String> = links(&outer).map(ToString::to_string).collect();
         assert_eq!(found, ["inner", "inner"]);
         assert!(links(&outer).any(|link| link.is::<Inner>()));
+    }
+
+    #[derive(Debug)]
+    struct Outer(Inner);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("outer")
+        }
+    }
+    impl StdError for Outer {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    /// Each link once, in order; nothing past the bound.
+    #[test]
+    fn a_chains_text_says_each_link_once_within_its_bound() {
+        assert_eq!(chain_text(&Outer(Inner), 1024), "outer: inner");
+        assert_eq!(chain_text(&Outer(Inner), 3), "outer");
+        let quoting = io::Error::other("inner");
+        assert_eq!(chain_text(&quoting, 1024), "inner");
     }
 }

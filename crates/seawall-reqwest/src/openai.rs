@@ -226,6 +226,9 @@ impl Outcome {
 
     /// An error that is not a seawall [`Failure`]: async-openai's own
     /// (building the request) or one from a stack without `ClassifyLayer`.
+    /// Its whole chain's text, each error's then its source's, joined by
+    /// `: `: a wrapper's own text (the receipt a ladder attached) names
+    /// only its part.
     pub fn error(&self) -> Option<String> {
         self.lock().error.clone()
     }
@@ -303,7 +306,7 @@ impl Call {
             match Failure::find(error) {
                 Some(failure) => state.failure = Some(failure.clone()),
                 None => {
-                    state.error = Some(error.to_string());
+                    state.error = Some(chain_text(error));
                     // The attempts made before an error of another kind
                     // were made, and billed, all the same. One with no
                     // receipt of its own (a body error after the answer,
@@ -322,6 +325,15 @@ impl Call {
             state.ended = true;
         }
     }
+}
+
+/// The most of an error's chain [`Outcome::error`] says, in bytes.
+const CHAIN_TEXT_BYTES: usize = 4096;
+
+/// `error`'s text, then each source's, joined by `: `, as `anyhow`'s
+/// `{:#}` prints a chain.
+fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
+    seawall_internal::error::chain_text(error, CHAIN_TEXT_BYTES)
 }
 
 /// The service for `async_openai::Client::with_http_service`, over `S`: a

@@ -37,10 +37,12 @@ use crate::error::Error;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 /// let service = ReqwestService::new(seawall_reqwest::client()?);
-/// // A URI reqwest cannot send is an error naming it, not a panic.
+/// // A URI reqwest cannot send is an error naming it (in its failure,
+/// // its source), not a panic.
 /// let request = http::Request::post("/v1/chat/completions").body(Full::new(Bytes::new()))?;
 /// let error = service.oneshot(request).await.unwrap_err();
-/// assert!(error.to_string().contains("`/v1/chat/completions`"));
+/// let failure = seawall_core::Failure::find(&error).expect("bad_request");
+/// assert!(failure.to_string().contains("`/v1/chat/completions`"));
 /// # Ok(())
 /// # }
 /// ```

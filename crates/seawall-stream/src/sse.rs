@@ -20,13 +20,17 @@ use std::mem;
 use memchr::memchr2;
 use seawall_internal::sse_field;
 
-/// The default cap on one line, and on one event's data: 8 MiB. A
-/// generated image arrives as one event: Gemini's `inlineData` part (a 2K
-/// PNG is well over 1 MiB of base64; python-genai#2248), the Responses
-/// API's `image_generation_call` result, repeated whole in
-/// `response.completed`. 8 MiB is the unary answer cap too (seawall-classify's
-/// `DEFAULT_MAX_SUCCESS_BODY`): an answer fits streamed if it fits whole.
-pub const DEFAULT_MAX_LINE: usize = 8 << 20;
+/// The default cap on one line, and on one event's data: 32 MiB. A
+/// generated image arrives as one event: Gemini's `inlineData` part (a 4K
+/// PNG is about 7.8 MB, some 10.4 MB of base64; python-genai#2248), the
+/// Responses API's `image_generation_call` result, repeated whole in
+/// `response.completed`. Such an answer is billed whole before it is sent,
+/// so the cap is set well above the largest image the providers make:
+/// refusing it would throw away what the caller paid for. It is larger
+/// than the unary check cap (seawall-classify's `DEFAULT_MAX_SUCCESS_BODY`,
+/// 8 MiB) on purpose: a unary answer past that cap is handed on unchecked,
+/// while a stream's event past this one fails the stream.
+pub const DEFAULT_MAX_LINE: usize = 32 << 20;
 
 use seawall_internal::json::UTF8_BOM as BOM;
 
@@ -77,8 +81,10 @@ pub struct Event<'a> {
     pub end: usize,
 }
 
-/// Why the scanner gave up.
+/// Why the scanner gave up. More reasons may come: a match on it needs a
+/// wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScanError {
     /// A `data:` line without a line end grew past the cap: an answer's
     /// part larger than the reader was set to hold.
