@@ -46,7 +46,8 @@ impl StreamGuardLayer {
                 max_line: crate::sse::DEFAULT_MAX_LINE,
                 max_event: crate::sse::DEFAULT_MAX_LINE,
                 // The cap on one event and 4 MiB besides: an image that is
-                // the first content is held whole before it is released.
+                // the first content (a 4K one is some 10.4 MB of base64) is
+                // held whole before it is released.
                 max_held: crate::sse::DEFAULT_MAX_LINE + (4 << 20),
                 max_text: Some(seawall_core::DEFAULT_MAX_DELIVERED_TEXT),
                 provider: None,
@@ -100,7 +101,9 @@ impl StreamGuardLayer {
     }
 
     /// The longest line, and the largest event, the scanner accepts
-    /// (default 8 MiB, [`DEFAULT_MAX_LINE`](crate::sse::DEFAULT_MAX_LINE));
+    /// (default 32 MiB, [`DEFAULT_MAX_LINE`](crate::sse::DEFAULT_MAX_LINE):
+    /// a generated 4K image, some 10.4 MB of base64 in one event or
+    /// JSON-array element, fits with room to spare);
     /// past it the stream fails as `answer_too_large` (permanent: our cap,
     /// not the provider's fault; `stream_interrupted` after content)
     /// instead of growing. Raise [`max_held_bytes`](Self::max_held_bytes)
@@ -110,9 +113,12 @@ impl StreamGuardLayer {
     /// event buffers (each at most this cap, in capacity up to about twice
     /// it), the held frames before the first content (`max_held_bytes`)
     /// and the delivered text (`delivered_text`). With the defaults, at
-    /// most about 8 + 8 MiB of buffers (up to 32 MiB of capacity), 12 MiB
-    /// held and 1 MiB of text; a chat stream of small events holds a few
-    /// KiB.
+    /// most about 32 + 32 MiB of buffers (up to 128 MiB of capacity),
+    /// 36 MiB held and 1 MiB of text — reached only by a stream that sends
+    /// an event that large; a chat stream of small events holds a few KiB,
+    /// and a 10.4 MB image about three times its size while it is read.
+    /// Lower the cap where many such streams run at once and no images are
+    /// expected.
     pub fn max_event_bytes(mut self, cap: usize) -> Self {
         self.config.max_line = cap;
         self.config.max_event = cap;
@@ -120,7 +126,7 @@ impl StreamGuardLayer {
     }
 
     /// The most bytes held back before the first content event (default
-    /// 12 MiB: the event cap and 4 MiB besides). Past it, a stream that has
+    /// 36 MiB: the event cap and 4 MiB besides). Past it, a stream that has
     /// shown the model thinking (thinking or reasoning deltas) is handed on
     /// as it stands and goes on live, never replayed from there — a model
     /// that thinks at length would fill the hold again on every retry, and
