@@ -231,15 +231,28 @@ impl WireError {
         self.code.parse().unwrap_or(Code::Unknown)
     }
 
-    /// OpenAI's `type` and `code`: the provider's, each where it said it;
-    /// else OpenAI's type for `status` ([`openai_type`]) and seawall's code.
+    /// OpenAI's `type` and `code`: the provider's where its error said
+    /// them; else OpenAI's type for `status` ([`openai_type`]) and
+    /// seawall's code. A quota wall's type is `insufficient_quota`
+    /// whoever said it (Anthropic's `rate_limit_error`, Gemini's
+    /// `RESOURCE_EXHAUSTED`): async-openai stops retrying a 429 only on
+    /// that type, and would sleep out the wall's `Retry-After` three
+    /// times. A provider's code is taken only beside its type, from an
+    /// error it declared: a code with no type is a finish reason (an
+    /// empty answer's `stop`), no error code of the provider's.
     fn openai_words(&self, status: StatusCode) -> (&str, &str) {
-        let (ty, code) = self.providers_words();
         let quota = self.quota || self.code == Code::QuotaExhausted.as_str();
-        (
-            ty.unwrap_or_else(|| openai_type(status, quota)),
-            code.unwrap_or(self.code),
-        )
+        let (provider_type, provider_code) = self.providers_words();
+        let code = match (provider_type, provider_code) {
+            (Some(_), Some(code)) => code,
+            _ => self.code,
+        };
+        let ty = match provider_type {
+            _ if quota => "insufficient_quota",
+            Some(ty) => ty,
+            None => openai_type(status, quota),
+        };
+        (ty, code)
     }
 
     /// Anthropic's `error.type` and `error.details.error_code`: the
@@ -277,8 +290,11 @@ impl WireError {
         // the limit did, 429 with the time left: the operation that met
         // the limit passed its 429 on, and an SDK raises the same error
         // for both (openai-python's `RateLimitError`, not a server error).
+        // One cooling after its credentials were refused answers as the
+        // refusal did (401, a 502 for a route's own key): a 503 has SDKs
+        // that retry every 5xx sleep out a failure no wait mends.
         let cooled_as = match failure.cooled_by() {
-            Some(cause @ (Code::QuotaExhausted | Code::RateLimited))
+            Some(cause @ (Code::QuotaExhausted | Code::RateLimited | Code::Auth))
                 if code == Code::RouteCoolingDown =>
             {
                 Some(cause)
@@ -707,8 +723,50 @@ mod tests {
         let body = words(&error, Wire::Anthropic);
         assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
         assert!(body["error"].get("details").is_none(), "{body}");
-        // OpenAI's wire: the finish reason is OpenAI's own code.
-        assert_eq!(words(&error, Wire::OpenAi)["error"]["code"], "refusal");
+        // OpenAI's wire: a code with no type is a finish reason, not an
+        // error code of the provider's: seawall's code.
+        assert_eq!(words(&error, Wire::OpenAi)["error"]["code"], "refused");
+        assert_eq!(
+            words(&error, Wire::OpenAi)["error"]["provider_code"],
+            "refusal"
+        );
+    }
+
+    /// An empty answer's finish reason is no error code: `code` stays
+    /// seawall's on OpenAI's wire, as in the in-stream event.
+    #[test]
+    fn an_empty_answer_is_not_coded_by_its_finish() {
+        let failure = Failure::new(Code::EmptyResponse).with_provider_code("stop");
+        let error = WireError::before_content(&failure, "empty".into())
+            .with_provider_words(&failure, &Redactor::default());
+        assert_eq!(
+            words(&error, Wire::OpenAi)["error"]["code"],
+            "empty_response"
+        );
+        let event = event_data(&error.event(Endpoint::Responses, 3));
+        assert_eq!(event["code"], "empty_response", "{event}");
+    }
+
+    /// A quota wall is `insufficient_quota` on OpenAI's wire whoever said
+    /// it: async-openai stops retrying a 429 only on that type.
+    #[test]
+    fn a_quota_wall_is_insufficient_quota_on_openais_wire_whoever_said_it() {
+        for ty in [
+            "rate_limit_error",
+            "RESOURCE_EXHAUSTED",
+            "insufficient_quota",
+        ] {
+            let failure = Failure::new(Code::QuotaExhausted)
+                .with_status(429)
+                .with_provider_type(ty)
+                .with_provider_code("enforced_spend_limit_reached");
+            let error = WireError::before_content(&failure, "walled".into())
+                .with_provider_words(&failure, &Redactor::default());
+            let body = words(&error, Wire::OpenAi);
+            assert_eq!(body["error"]["type"], "insufficient_quota", "{body}");
+            assert_eq!(body["error"]["code"], "enforced_spend_limit_reached");
+            assert_eq!(body["error"]["provider_type"], ty);
+        }
     }
 
     /// A status the gateway set after the provider's words were taken (a
@@ -791,6 +849,21 @@ mod tests {
                 429,
                 "requests",
                 "rate_limit_error",
+            ),
+            // Cooling after refused credentials: as the refusal answered
+            // (the gateway makes it a 502 for a route's own key).
+            (
+                cooling(Code::Auth),
+                401,
+                "invalid_request_error",
+                "authentication_error",
+            ),
+            // Cooling after faults a wait may mend: unavailable.
+            (
+                cooling(Code::ProviderUnavailable),
+                503,
+                "server_error",
+                "api_error",
             ),
             (
                 Failure::new(Code::RequestTooLarge),
