@@ -276,7 +276,9 @@ mod tests {
         let cases = [
             (Provider::OpenAi, "stop", FinishKind::Complete),
             (Provider::OpenAi, "length", FinishKind::Truncated),
-            (Provider::OpenAi, "end_turn", FinishKind::Other),
+            // Another wire's word passed through by a proxy: its meaning.
+            (Provider::OpenAi, "end_turn", FinishKind::Complete),
+            (Provider::OpenAi, "eos", FinishKind::Other),
             (Provider::Anthropic, "end_turn", FinishKind::Complete),
             (Provider::Anthropic, "refusal", FinishKind::Refused),
             (Provider::Anthropic, "length", FinishKind::Other),

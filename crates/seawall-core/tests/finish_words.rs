@@ -7,17 +7,17 @@
 //!   error".
 //! - IBM watsonx chat (`TextChatResultChoice.FinishReason`): "time_limit -
 //!   Time limit reached", "cancelled - Request canceled by the client".
-//! - Gemini's `MAX_TOKENS`, `SAFETY`, `RECITATION`; Anthropic's
-//!   `max_tokens` and `refusal`; Bedrock Converse's `content_filtered` and
-//!   `guardrail_intervened`: passed through by proxies that translate
-//!   those answers into this shape.
-//! - Bedrock InvokeModel with a guardrail adds
-//!   `"amazon-bedrock-guardrailAction": "INTERVENED | NONE"` at the top of
-//!   the model's own answer (the InvokeModel API reference's example
-//!   response).
+//! - Gemini's and Anthropic's reasons (`MAX_TOKENS`, `SAFETY`,
+//!   `PROHIBITED_CONTENT`, `max_tokens`, `refusal`,
+//!   `model_context_window_exceeded`, …), read by their own wire's table;
+//!   Bedrock Converse's `content_filtered` and `malformed_*`: passed
+//!   through by proxies that translate those answers into this shape.
+//! - A Bedrock guardrail that intervened (`guardrail_intervened`, or
+//!   InvokeModel's `"amazon-bedrock-guardrailAction": "INTERVENED"`) may
+//!   only have masked a detail: the answer is the model's, delivered.
 
 use seawall_core::provider::{AnswerCheck, Provider, check_answer};
-use seawall_core::{Code, FinishKind};
+use seawall_core::FinishKind;
 
 /// What a whole answer comes to: `answer <kind> <reason>` or
 /// `fail <code> <provider code>`.
@@ -54,7 +54,12 @@ const WORDS: &[(&str, FinishKind)] = &[
     ("RECITATION", FinishKind::Filtered),
     ("refusal", FinishKind::Refused),
     ("content_filtered", FinishKind::Filtered),
-    ("guardrail_intervened", FinishKind::Filtered),
+    ("malformed_tool_use", FinishKind::Malformed),
+    ("guardrail_intervened", FinishKind::Other),
+    ("PROHIBITED_CONTENT", FinishKind::Filtered),
+    ("model_context_window_exceeded", FinishKind::Truncated),
+    ("pause_turn", FinishKind::Truncated),
+    ("MALFORMED_FUNCTION_CALL", FinishKind::Malformed),
     ("Length", FinishKind::Truncated),
     ("CONTENT_FILTER", FinishKind::Filtered),
     ("STOP", FinishKind::Complete),
@@ -67,6 +72,48 @@ fn compatible_servers_finish_words_mean_what_their_servers_say() {
         assert_eq!(
             FinishKind::for_provider(Provider::Http, word),
             *kind,
+            "{word}"
+        );
+    }
+    // Every word another wire's table knows means here what it means
+    // there, in any case: a proxy passes it through as it was.
+    for word in [
+        "STOP",
+        "MAX_TOKENS",
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "LANGUAGE",
+        "IMAGE_SAFETY",
+        "MODEL_ARMOR",
+        "MALFORMED_FUNCTION_CALL",
+        "UNEXPECTED_TOOL_CALL",
+        "TOO_MANY_TOOL_CALLS",
+        "MISSING_THOUGHT_SIGNATURE",
+        "OTHER",
+    ] {
+        let gemini = FinishKind::for_provider(Provider::Gemini, word);
+        assert_eq!(FinishKind::openai(word), gemini, "{word}");
+        assert_eq!(
+            FinishKind::openai(&word.to_ascii_lowercase()),
+            gemini,
+            "{word}"
+        );
+    }
+    for word in [
+        "end_turn",
+        "max_tokens",
+        "refusal",
+        "model_context_window_exceeded",
+        "pause_turn",
+    ] {
+        let anthropic = FinishKind::for_provider(Provider::Anthropic, word);
+        assert_eq!(FinishKind::openai(word), anthropic, "{word}");
+        assert_eq!(
+            FinishKind::openai(&word.to_ascii_uppercase()),
+            anthropic,
             "{word}"
         );
     }
@@ -107,6 +154,15 @@ fn compatible_servers_finish_words_decide_the_unary_verdict() {
             FinishKind::Aborted => (
                 format!("fail provider_unavailable {word}"),
                 format!("fail provider_unavailable {word}"),
+            ),
+            FinishKind::Malformed => (
+                format!("fail bad_arguments {word}"),
+                format!("fail bad_arguments {word}"),
+            ),
+            // A word no table knows: read as complete, reported as sent.
+            FinishKind::Other => (
+                format!("answer other {word}"),
+                format!("fail empty_response {word}"),
             ),
             other => panic!("no case for {other}"),
         };
@@ -150,37 +206,32 @@ fn an_empty_or_null_finish_reason_is_no_finish_in_a_whole_answer() {
     }
 }
 
-/// A Bedrock guardrail that intervened replaced the model's output with
-/// its own message and ended it `end_turn`: filtered, not the model's
-/// answer. `NONE`, or no member, is the model's answer.
+/// A Bedrock guardrail that intervened may only have masked a detail
+/// (PII anonymised: Bedrock says `INTERVENED` for a mask as for a block):
+/// the answer is the model's, delivered as `NONE` or no member is.
 #[test]
-fn a_bedrock_guardrail_intervention_is_content_filtered() {
+fn a_bedrock_guardrail_intervention_keeps_the_answer() {
     let body = |action: &str| {
         format!(
-            r#"{{"id":"msg_bdrk_1","type":"message","role":"assistant","model":"claude-sonnet-4","content":[{{"type":"text","text":"Sorry, the model cannot answer this question."}}],"stop_reason":"end_turn","stop_sequence":null,"usage":{{"input_tokens":12,"output_tokens":9}}{action}}}"#
+            r#"{{"id":"msg_bdrk_1","type":"message","role":"assistant","model":"claude-sonnet-4","content":[{{"type":"text","text":"Write to {{EMAIL}} for the refund."}}],"stop_reason":"end_turn","stop_sequence":null,"usage":{{"input_tokens":12,"output_tokens":9}}{action}}}"#
         )
     };
-    for action in ["INTERVENED", "intervened"] {
-        let member = format!(r#","amazon-bedrock-guardrailAction":"{action}""#);
-        assert_eq!(
-            verdict(Provider::Anthropic, &body(&member)),
-            "fail content_filtered guardrail_intervened",
-            "{action}"
-        );
-    }
-    let AnswerCheck::Fail(failure) = check_answer(
-        Provider::Anthropic,
-        body(r#","amazon-bedrock-guardrailAction":"INTERVENED""#).as_bytes(),
-    ) else {
-        panic!("a failure");
-    };
-    assert_eq!(failure.code(), Code::ContentFiltered);
-    assert!(failure.usage().is_some(), "the blocked answer was billed");
-    for member in ["", r#","amazon-bedrock-guardrailAction":"NONE""#] {
+    for member in [
+        "",
+        r#","amazon-bedrock-guardrailAction":"NONE""#,
+        r#","amazon-bedrock-guardrailAction":"INTERVENED""#,
+    ] {
         assert_eq!(
             verdict(Provider::Anthropic, &body(member)),
             "answer complete end_turn",
             "{member}"
         );
     }
+    assert_eq!(
+        verdict(
+            Provider::OpenAi,
+            &chat("Write to {EMAIL}", "guardrail_intervened")
+        ),
+        "answer other guardrail_intervened"
+    );
 }

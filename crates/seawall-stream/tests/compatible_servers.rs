@@ -82,7 +82,8 @@ async fn compatible_servers_finish_words_mean_what_the_openai_word_does() {
     for (word, like) in [
         ("sensitive", "content_filter"),
         ("SAFETY", "content_filter"),
-        ("guardrail_intervened", "content_filter"),
+        ("PROHIBITED_CONTENT", "content_filter"),
+        ("model_context_window_exceeded", "length"),
         ("network_error", "abort"),
         ("cancelled", "abort"),
         ("time_limit", "length"),

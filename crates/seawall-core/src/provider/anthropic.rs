@@ -181,20 +181,8 @@ crate::later_wins! {
         content: AnyAnswer<ContentBlock<'a>> = "content",
         stop_reason: Option<Text<'a>> = "stop_reason",
         usage: Option<UsageFields> = "usage",
-        guardrail_action: Option<Text<'a>> = "amazon-bedrock-guardrailAction",
     }
 }
-
-/// What Bedrock's InvokeModel adds at the top of a Claude answer when a
-/// guardrail was applied: `"amazon-bedrock-guardrailAction": "INTERVENED"`
-/// (or `"NONE"`). An intervention replaces the model's output with the
-/// guardrail's blocked message and ends it with an ordinary `end_turn`:
-/// read as an answer, the guardrail's words were delivered as the model's.
-const GUARDRAIL_INTERVENED: &str = "INTERVENED";
-
-/// The provider code of an answer a Bedrock guardrail blocked: the word
-/// Bedrock's Converse API ends such an answer with (`stopReason`).
-const GUARDRAIL_CODE: &str = "guardrail_intervened";
 
 crate::later_wins! {
     struct ContentBlock<'a> {
@@ -223,15 +211,11 @@ pub(super) fn check_answer(body: &[u8]) -> AnswerCheck {
         return AnswerCheck::OtherShape;
     }
     let finish = declared_finish(message.stop_reason, finish_kind);
-    let intervened = message
-        .guardrail_action
-        .is_some_and(|action| action.0.eq_ignore_ascii_case(GUARDRAIL_INTERVENED));
-    let policy = if intervened {
-        finish_failure(FinishKind::Filtered, GUARDRAIL_CODE)
-    } else {
-        finish
-            .as_ref()
-            .and_then(|(kind, reason)| finish_failure(*kind, &reason.0))
-    };
+    // Bedrock's `"amazon-bedrock-guardrailAction": "INTERVENED"` is not
+    // read: a guardrail that only masked a detail (PII anonymised)
+    // intervened too, and its answer is the model's.
+    let policy = finish
+        .as_ref()
+        .and_then(|(kind, reason)| finish_failure(*kind, &reason.0));
     verdict(policy, message.content.0, finish, usage_of(message.usage))
 }

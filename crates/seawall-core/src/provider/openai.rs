@@ -104,23 +104,20 @@ const FINISH_REASONS: &[(&str, FinishKind)] = &[
     ("max_output_tokens", FinishKind::Truncated),
     // Mistral: its context window ended the turn.
     ("model_length", FinishKind::Truncated),
-    // Anthropic's and Gemini's token limit (`max_tokens`, `MAX_TOKENS`),
-    // passed through by proxies; IBM watsonx's text generation too.
-    ("max_tokens", FinishKind::Truncated),
     // IBM watsonx: "time_limit - Time limit reached".
     ("time_limit", FinishKind::Truncated),
     // Zhipu (docs.bigmodel.cn, z.ai): "sensitive" means the content was
     // stopped by its safety review.
     ("sensitive", FinishKind::Filtered),
-    // Gemini's `SAFETY` and `RECITATION`, passed through by proxies.
-    ("safety", FinishKind::Filtered),
-    ("recitation", FinishKind::Filtered),
     // Bedrock's Converse `stopReason`, passed through by proxies:
-    // `content_filtered`, and a guardrail's `guardrail_intervened`.
+    // `content_filtered` is a block; `malformed_model_output` and
+    // `malformed_tool_use` the model's output at fault. Its
+    // `guardrail_intervened` is not here: a guardrail that masked a
+    // detail (PII anonymised) intervened too, and its answer is the
+    // model's — read as complete, reported as sent.
     ("content_filtered", FinishKind::Filtered),
-    ("guardrail_intervened", FinishKind::Filtered),
-    // Anthropic's `stop_reason` when the model declined, passed through.
-    ("refusal", FinishKind::Refused),
+    ("malformed_model_output", FinishKind::Malformed),
+    ("malformed_tool_use", FinishKind::Malformed),
     // The provider's own stop before the end, then an answer ended as if
     // whole: vLLM's `abort` (an engine shutdown, scale-down or pause,
     // then `[DONE]`: vllm-project/vllm#57082); DeepSeek's
@@ -142,10 +139,35 @@ const FINISH_REASONS: &[(&str, FinishKind)] = &[
 /// [`FinishKind::Other`], read as complete and reported as sent: a word
 /// seawall does not know is not taken for a failure.
 pub fn finish_kind(reason: &str) -> FinishKind {
-    FINISH_REASONS
+    let own = FINISH_REASONS
         .iter()
         .find(|(word, _)| word.eq_ignore_ascii_case(reason))
-        .map_or(FinishKind::Other, |(_, kind)| *kind)
+        .map(|(_, kind)| *kind);
+    own.unwrap_or_else(|| passed_through(reason))
+}
+
+/// A reason of another wire's, which proxies and gateways that translate
+/// its answers into this shape pass through as it was (Gemini's
+/// `MAX_TOKENS` or `PROHIBITED_CONTENT`, Anthropic's `refusal` or
+/// `model_context_window_exceeded`): read by that wire's own table, in
+/// its own case, so every word it knows means here what it means there.
+/// A word no table knows is [`FinishKind::Other`].
+#[cold]
+fn passed_through(reason: &str) -> FinishKind {
+    // The longest word of either table is under 32 bytes.
+    let mut buffer = [0u8; 32];
+    let Some(word) = buffer.get_mut(..reason.len()) else {
+        return FinishKind::Other;
+    };
+    word.copy_from_slice(reason.as_bytes());
+    word.make_ascii_uppercase();
+    // ASCII case changes keep UTF-8 whole.
+    let gemini = std::str::from_utf8(word).map_or(FinishKind::Other, super::gemini::finish_kind);
+    if gemini != FinishKind::Other {
+        return gemini;
+    }
+    word.make_ascii_lowercase();
+    std::str::from_utf8(word).map_or(FinishKind::Other, super::anthropic::finish_kind)
 }
 
 // The error table.
