@@ -21,8 +21,12 @@ use tower::{ServiceBuilder, ServiceExt, service_fn};
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
-/// The stream guard's cap on one event.
-use seawall_stream::sse::DEFAULT_MAX_LINE as EVENT_CAP;
+/// The size of a padded event: 8 MiB, within the stream guard's cap on
+/// one event (`DEFAULT_MAX_LINE`, 32 MiB) — large enough that a value
+/// tree of it would show, small enough that a debug build reads it in
+/// seconds (at the cap itself this test took 40 s).
+const EVENT_CAP: usize = 8 << 20;
+const _: () = assert!(EVENT_CAP <= seawall_stream::sse::DEFAULT_MAX_LINE);
 
 fn event(name: &str, data: &str) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
