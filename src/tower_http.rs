@@ -51,6 +51,9 @@ use seawall_core::provider::{
     ErrorContext, GRPC_UNKNOWN, QuotaWall, classify_grpc, grpc_message_bytes, grpc_status_code,
 };
 use seawall_core::{BoxError, Code, Failure};
+
+/// The most of an unclassified error's chain its class says, in bytes.
+const ERROR_TEXT_BYTES: usize = 4096;
 use tower_http::classify::{ClassifiedResponse, ClassifyEos, ClassifyResponse, MakeClassifier};
 
 /// Classifies responses and errors of a seawall stack by seawall's code.
@@ -108,7 +111,17 @@ impl FailureClass {
         }
         // An HTTP client's error names the URL it failed on, keys and all
         // (`?key=`): shown as every failure message is.
-        FailureClass::Error(seawall_core::without_url_secrets(&error.to_string()).into_owned())
+        // The whole chain, bounded: a wrapper's own text names only its
+        // part (`transport failed`), the cause is its source's.
+        let text = match any
+            .downcast_ref::<BoxError>()
+            .map(|boxed| -> &(dyn std::error::Error + 'static) { &**boxed })
+            .or_else(|| layer_error(any))
+        {
+            Some(error) => seawall_internal::error::chain_text(error, ERROR_TEXT_BYTES),
+            None => error.to_string(),
+        };
+        FailureClass::Error(seawall_core::without_url_secrets(&text).into_owned())
     }
 }
 
@@ -297,6 +310,12 @@ mod tests {
         assert_eq!(
             SeawallClassifier.classify_error(&io),
             FailureClass::Error("reset".into())
+        );
+        // A wrapper names only its part: the class says the whole chain.
+        let attached = seawall_core::Receipt::default().attach("connection reset".into());
+        assert_eq!(
+            SeawallClassifier.classify_error(&attached),
+            FailureClass::Error("failed before any call was sent: connection reset".into())
         );
     }
 

@@ -957,7 +957,10 @@ where
         Ok(response) => response,
         Err(err) => {
             let failure = Failure::find(&*err);
-            let _ = writeln!(log, "seawall chat: {err}");
+            // The whole chain, bounded: a wrapper's own text names only
+            // its part, the cause is its source's.
+            let said = seawall_internal::error::chain_text(&*err, 4096);
+            let _ = writeln!(log, "seawall chat: {said}");
             if let Some(advice) = failure.and_then(advice) {
                 let _ = writeln!(log, "seawall chat: {advice}");
             }

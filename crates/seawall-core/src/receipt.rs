@@ -549,9 +549,13 @@ struct WithReceipt {
 /// The receipt's part only: the error's text is its source's.
 impl std::fmt::Display for WithReceipt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let attempts = self.receipt.attempts.as_slice().len();
-        let plural = if attempts == 1 { "" } else { "s" };
-        write!(f, "failed after {attempts} attempt{plural}")?;
+        // The calls sent, as `x-seawall-attempts` counts them: a route
+        // refused or skipped while cooling is no attempt made.
+        match self.receipt.calls() {
+            0 => write!(f, "failed before any call was sent")?,
+            1 => write!(f, "failed after 1 attempt")?,
+            calls => write!(f, "failed after {calls} attempts")?,
+        }
         match self.receipt.stop {
             Some(stop) => write!(f, " (stop: {})", stop.as_str()),
             None => Ok(()),
@@ -617,8 +621,14 @@ mod tests {
             Some(Code::Unknown),
             Duration::ZERO,
         ));
+        // A route refused without a call is no attempt made.
+        receipt.push(Attempt::new(
+            RouteId::new("b"),
+            Some(Code::CircuitOpen),
+            Duration::ZERO,
+        ));
         receipt.stop = Some(StopReason::NotRetryable);
-        let error = receipt.attach("connection reset".into());
+        let error = receipt.clone().attach("connection reset".into());
         assert_eq!(
             error.to_string(),
             "failed after 1 attempt (stop: not_retryable)"
@@ -626,6 +636,14 @@ mod tests {
         let source = error.source().expect("the error");
         assert_eq!(source.to_string(), "connection reset");
         assert!(Receipt::of_error(&*error).is_some());
+        let mut refused = Receipt::default();
+        refused.push(Attempt::new(
+            RouteId::new("b"),
+            Some(Code::CircuitOpen),
+            Duration::ZERO,
+        ));
+        let error = refused.attach("not ready".into());
+        assert_eq!(error.to_string(), "failed before any call was sent");
     }
 
     #[test]

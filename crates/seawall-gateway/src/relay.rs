@@ -191,7 +191,15 @@ pub(crate) fn describe(failure: Option<&Failure>, err: &BoxError, redactor: &Red
                 .is_some_and(|message| may_end_at_cut(message, MESSAGE_EXCERPT_BYTES));
             redactor.scrub(&format!("seawall: {failure}"), cut)
         }
-        None => redactor.scrub(&format!("seawall: {err}"), false),
+        // The whole chain, bounded: a wrapper's own text names only its
+        // part (`failed after 2 attempts`), the cause is its source's.
+        None => redactor.scrub(
+            &format!(
+                "seawall: {}",
+                seawall_internal::error::chain_text(&**err, MESSAGE_EXCERPT_BYTES)
+            ),
+            false,
+        ),
     }
 }
 

@@ -114,6 +114,12 @@ pub(crate) struct WireError {
     /// is no answer of the provider's, and its words would mislead (an
     /// `invalid_api_key` sends the client to check a key that was fine).
     words_for: Option<StatusCode>,
+    /// The provider's code came from an error it declared (an error
+    /// status, or an error with its type: Azure's 400 `content_filter`
+    /// has `"type": null`), not from a finish reason an answer ended with
+    /// (an empty answer's `stop`), which is no error code of the
+    /// provider's.
+    code_declared: bool,
     /// The request member the error is about: OpenAI's `param`, written
     /// in every OpenAI-shaped error (`null` when none is named), as
     /// OpenAI writes it (`messages` on a context that is too long).
@@ -154,6 +160,7 @@ impl WireError {
             provider_type: None,
             provider_code: None,
             words_for: None,
+            code_declared: false,
             param: None,
             request_id: None,
             upstream_headers: None,
@@ -184,6 +191,8 @@ impl WireError {
         self.provider_type = failure.provider_type().map(word);
         self.provider_code = failure.provider_code().map(word);
         self.words_for = Some(self.status);
+        self.code_declared = failure.provider_type().is_some()
+            || failure.status().is_some_and(|status| status >= 400);
         self.param = failure.provider_param().map(word);
         self.request_id = failure
             .request_id()
@@ -237,14 +246,14 @@ impl WireError {
     /// whoever said it (Anthropic's `rate_limit_error`, Gemini's
     /// `RESOURCE_EXHAUSTED`): async-openai stops retrying a 429 only on
     /// that type, and would sleep out the wall's `Retry-After` three
-    /// times. A provider's code is taken only beside its type, from an
-    /// error it declared: a code with no type is a finish reason (an
-    /// empty answer's `stop`), no error code of the provider's.
+    /// times. A provider's code is taken only from an error it declared
+    /// (`code_declared`): a finish reason (an empty answer's `stop`) is
+    /// no error code of the provider's.
     fn openai_words(&self, status: StatusCode) -> (&str, &str) {
         let quota = self.quota || self.code == Code::QuotaExhausted.as_str();
         let (provider_type, provider_code) = self.providers_words();
-        let code = match (provider_type, provider_code) {
-            (Some(_), Some(code)) => code,
+        let code = match provider_code {
+            Some(code) if self.code_declared => code,
             _ => self.code,
         };
         let ty = match provider_type {
@@ -356,6 +365,7 @@ impl WireError {
             provider_type: None,
             provider_code: None,
             words_for: None,
+            code_declared: false,
             param: None,
             request_id: None,
             upstream_headers: None,
@@ -745,6 +755,21 @@ mod tests {
         );
         let event = event_data(&error.event(Endpoint::Responses, 3));
         assert_eq!(event["code"], "empty_response", "{event}");
+    }
+
+    /// Azure's content filter 400 names its code with `"type": null`:
+    /// the code is the provider's all the same, as Azure's docs have apps
+    /// check it.
+    #[test]
+    fn a_code_declared_without_a_type_is_kept() {
+        let failure = Failure::new(Code::ContentFiltered)
+            .with_status(400)
+            .with_provider_code("content_filter");
+        let error = WireError::before_content(&failure, "filtered".into())
+            .with_provider_words(&failure, &Redactor::default());
+        let body = words(&error, Wire::OpenAi);
+        assert_eq!(body["error"]["code"], "content_filter", "{body}");
+        assert_eq!(body["error"]["seawall_code"], "content_filtered", "{body}");
     }
 
     /// A quota wall is `insufficient_quota` on OpenAI's wire whoever said

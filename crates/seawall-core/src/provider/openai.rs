@@ -161,6 +161,12 @@ fn passed_through(reason: &str) -> FinishKind {
     };
     word.copy_from_slice(reason.as_bytes());
     word.make_ascii_uppercase();
+    // Gemini's catch-alls (`OTHER`, `FINISH_REASON_UNSPECIFIED`) are no
+    // word a proxy passes through with a meaning: `other` is what relays
+    // write for a reason they could not map. Left unknown, as sent.
+    if matches!(&*word, b"OTHER" | b"FINISH_REASON_UNSPECIFIED") {
+        return FinishKind::Other;
+    }
     // ASCII case changes keep UTF-8 whole.
     let gemini = std::str::from_utf8(word).map_or(FinishKind::Other, super::gemini::finish_kind);
     if gemini != FinishKind::Other {
