@@ -228,7 +228,14 @@ async fn a_primary_not_ready_with_an_unclassified_error_fails_only_the_call() {
         FallbackLayer::new(backup(&calls)).layer(Closed(Arc::new(AtomicUsize::new(0))));
     service.ready().await.expect("the service stays");
     let error = service.call(request()).await.expect_err("not understood");
-    assert_eq!(error.to_string(), "buffer's worker closed unexpectedly");
+    // The receipt says its part (no call was sent); the error itself is
+    // its source, whole.
+    assert_eq!(
+        error.to_string(),
+        "failed before any call was sent (stop: not_retryable)"
+    );
+    let source = std::error::Error::source(&*error).expect("the error itself");
+    assert_eq!(source.to_string(), "buffer's worker closed unexpectedly");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     service.ready().await.expect("a fresh primary is ready");
     let response = service.call(request()).await.expect("the primary answers");

@@ -384,7 +384,13 @@ async fn unclassified_errors_pass_through_after_one_attempt() {
     ));
     let err = svc.oneshot(request()).await.unwrap_err();
     assert!(Failure::find(&*err).is_none());
-    assert_eq!(err.to_string(), "connection reset by a test");
+    // The receipt says its part; the error itself is its source, whole.
+    assert_eq!(
+        err.to_string(),
+        "failed after 1 attempt (stop: not_retryable)"
+    );
+    let source = std::error::Error::source(&*err).expect("the error itself");
+    assert_eq!(source.to_string(), "connection reset by a test");
 }
 
 #[tokio::test(start_paused = true)]
