@@ -598,8 +598,11 @@ mod tests {
             // A wall, met or remembered: nothing to wait out.
             Failure::new(Code::QuotaExhausted).with_retry_after(hours),
             Failure::route_refusal(Some(Code::QuotaExhausted)).with_retry_after(hours),
-            // After content no retry is valid.
-            after_content(&rate_limited_after(1)),
+            // After content no retry is valid, whatever wait it carries
+            // (an interruption keeps none of its cause's: given here, so
+            // the case is refused for being after content, not waitless).
+            after_content(&rate_limited_after(1))
+                .with_retry_after(std::time::Duration::from_secs(2)),
             // A hint at the clamp names no return.
             Failure::new(Code::RateLimited).with_retry_after(MAX_RETRY_HINT),
             // No wait, no pushback.
