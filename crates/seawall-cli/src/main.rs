@@ -131,7 +131,9 @@ fn main() -> ExitCode {
             Command::Gateway(args) => match seawall_gateway::run(args).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    eprintln!("{err}");
+                    // The whole chain: the gateway's error names its part
+                    // (a configuration, an address) and its source why.
+                    eprintln!("{}", seawall_internal::error::chain_text(&err, 4096));
                     gateway_exit(&err)
                 }
             },

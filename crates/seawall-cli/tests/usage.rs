@@ -197,4 +197,6 @@ fn a_bad_gateway_configuration_is_a_usage_error_a_taken_port_is_not() {
     let (code, log) = seawall(&["gateway", "--route", route, "--listen", &listen]);
     assert_eq!(code, Some(1), "{log}");
     assert!(log.contains("cannot listen"), "{log}");
+    // Why, said once: the error names the address, its source the reason.
+    assert_eq!(log.matches("in use").count(), 1, "{log}");
 }

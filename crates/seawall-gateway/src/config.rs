@@ -312,7 +312,7 @@ impl Default for Config {
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         /// The file.
         path: String,
@@ -768,9 +768,21 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("line 2"), "{text}");
         assert!(text.contains("not UTF-8"), "{text}");
-        // A file that is not there is still the machine's failure.
+        // A file that is not there is still the machine's failure; the
+        // error names the file and its source says why, once.
         let err = Config::from_file(&path).unwrap_err();
         assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
+        let why = std::error::Error::source(&err)
+            .expect("the io error")
+            .to_string();
+        assert!(!err.to_string().contains(&why), "{err}");
+        let chain = seawall_internal::error::chain_text(&err, 4096);
+        assert_eq!(chain.matches(&why).count(), 1, "{chain}");
+        let err = crate::GatewayError::from(err);
+        assert_eq!(err.to_string(), "seawall gateway: configuration");
+        let chain = seawall_internal::error::chain_text(&err, 4096);
+        assert!(chain.contains("cannot read"), "{chain}");
+        assert_eq!(chain.matches(&why).count(), 1, "{chain}");
     }
 
     #[test]

@@ -398,8 +398,9 @@ pub const MIN_KEY_LEN: usize = crate::secret::MIN_SECRET_LEN;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GatewayError {
-    /// The configuration is invalid.
-    #[error("seawall gateway: {0}")]
+    /// The configuration could not be read, or is invalid: which, and
+    /// why, is the [`source`](std::error::Error::source).
+    #[error("seawall gateway: configuration")]
     Config(#[from] crate::config::ConfigError),
     /// A key or token variable is not set, or set but empty.
     #[error(
@@ -418,11 +419,11 @@ pub enum GatewayError {
     #[error("seawall gateway: {0}")]
     Unsafe(String),
     /// The address could not be bound.
-    #[error("seawall gateway: cannot listen on {addr}: {source}")]
+    #[error("seawall gateway: cannot listen on {addr}")]
     Bind {
         /// The address.
         addr: std::net::SocketAddr,
-        /// Why.
+        /// Why: the [`source`](std::error::Error::source).
         source: std::io::Error,
     },
 }
