@@ -143,9 +143,10 @@ impl<'a> Cursor<'a> {
         self.at
     }
 
-    /// The holes met so far.
-    pub fn holes(&self) -> Holes {
-        self.holes
+    /// The holes met so far (borrowed: they are some 130 bytes, copied
+    /// only by a caller that keeps them).
+    pub fn holes(&self) -> &Holes {
+        &self.holes
     }
 
     fn bytes(&self) -> &'a [u8] {
