@@ -200,12 +200,19 @@ const LLAMA_CPP_CONTEXT_TYPE: &str = "exceed_context_size_error";
 ///   requested output tokens (at least 1) is longer than the maximum model
 ///   length of 8192";
 /// - SGLang: "The input (9412 tokens) is longer than the model's context
-///   length (8192 tokens)".
-const CONTEXT_OVERFLOW_TEXTS: [&str; 4] = [
+///   length (8192 tokens)";
+/// - xAI: "This model's maximum prompt length is 131072 but the request
+///   contains 136973 tokens." (a 400, cline/cline#3120);
+/// - Cerebras: "Please reduce the length of the messages or completion.
+///   Current length is 42328 while limit is 40000" (a 400,
+///   cline/cline#5140, anomalyco/opencode#1551).
+const CONTEXT_OVERFLOW_TEXTS: [&str; 6] = [
     "maximum context length",
     "exceeds the available context size",
     "is longer than the maximum model length",
     "is longer than the model's context length",
+    "maximum prompt length is",
+    "reduce the length of the messages or completion",
 ];
 
 pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdict> {
@@ -299,6 +306,16 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
     if is("model_not_found") || is("DeploymentNotFound") || is("OperationNotSupported") {
         return Some(Verdict::Fixed(Permanent, Code::NotFound));
     }
+    // OpenRouter's in-flight spending budget: a 402 whose
+    // `metadata.limit_source` is `openrouter_in_flight_budget` says the
+    // requests running or just settled fill the budget, "transient", with
+    // a `Retry-After` to wait (OpenRouter, "Limits": "branch on
+    // `limit_source`"). A wait, as a 429 is, for the quota wall to judge
+    // by that hint; read as any 402 it was a wall that cooled the route
+    // while the budget freed itself. Any other 402 stays a wall.
+    if status == Some(402) && d.reason.as_deref() == Some(OPENROUTER_IN_FLIGHT_BUDGET) {
+        return Some(Verdict::RateLimit);
+    }
     match status {
         Some(429) => {
             // "Request too large for gpt-4o in organization org-… on tokens
@@ -326,10 +343,109 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         // text of OpenAI's server error, which an error declared with
         // neither (`"code": null`, no type) still carries. Nothing known:
         // a status the body echoes decides, else `unknown` (`judge`).
+        // xAI names its in-stream errors by their gRPC status
+        // (`grpc_status_named`), after the chat words. Groq's stop (its
+        // `x_groq.error`) declares nothing else.
         None => declared_rule(code)
+            .or_else(|| {
+                let status = grpc_status_named(code)?;
+                Some(super::status_verdict(status, Some(message), false))
+            })
             .or_else(|| declared_rule(ty))
-            .or_else(|| server_error_text(message)),
+            .or_else(|| server_error_text(message))
+            .or_else(|| {
+                // "An error string indicating why a stream was stopped
+                // early" (groq-python's `XGroq.error`), "over capacity":
+                // the server's own stop, which Groq's clients retry as a
+                // passing one.
+                (d.reason.as_deref() == Some(GROQ_STOPPED_EARLY))
+                    .then_some(Verdict::Fixed(Transient, Code::Overloaded))
+            }),
     }
+}
+
+/// The `limit_source` OpenRouter names its in-flight spending budget by,
+/// kept as the declared reason ([`Metadata`]).
+const OPENROUTER_IN_FLIGHT_BUDGET: &str = "openrouter_in_flight_budget";
+
+/// The declared reason of an error read from Groq's `x_groq.error`: Groq
+/// names no type nor code for a stream it stopped early, only why, in
+/// words; the member it came in is what says it is one.
+const GROQ_STOPPED_EARLY: &str = "x_groq.error";
+
+/// gRPC's status codes by name, as servers that speak OpenAI's wire put
+/// them in an error's `code`: xAI's in-stream errors carry the English
+/// description of gRPC's canonical codes (tonic's `Code::description`:
+/// `{"code":"The service is currently unavailable","error":"Timed out
+/// waiting for first token"}`, vercel/ai#10533), its other errors the
+/// name in kebab case (`"code":"invalid-argument"`); others write it in
+/// snake case or as gRPC's constant (`RESOURCE_EXHAUSTED`). Each is read
+/// by the gRPC table (`status_verdict`), as a `grpc-status` is.
+const GRPC_STATUS_NAMES: [(u32, &str, &str); 16] = [
+    (1, "cancelled", "The operation was cancelled"),
+    (2, "unknown", "Unknown error"),
+    (
+        3,
+        "invalid_argument",
+        "Client specified an invalid argument",
+    ),
+    (
+        4,
+        "deadline_exceeded",
+        "Deadline expired before operation could complete",
+    ),
+    (5, "not_found", "Some requested entity was not found"),
+    (
+        6,
+        "already_exists",
+        "Some entity that we attempted to create already exists",
+    ),
+    (
+        7,
+        "permission_denied",
+        "The caller does not have permission to execute the specified operation",
+    ),
+    (8, "resource_exhausted", "Some resource has been exhausted"),
+    (
+        9,
+        "failed_precondition",
+        "The system is not in a state required for the operation's execution",
+    ),
+    (10, "aborted", "The operation was aborted"),
+    (
+        11,
+        "out_of_range",
+        "Operation was attempted past the valid range",
+    ),
+    (
+        12,
+        "unimplemented",
+        "Operation is not implemented or not supported",
+    ),
+    (13, "internal", "Internal error"),
+    (14, "unavailable", "The service is currently unavailable"),
+    (15, "data_loss", "Unrecoverable data loss or corruption"),
+    (
+        16,
+        "unauthenticated",
+        "The request does not have valid authentication credentials",
+    ),
+];
+
+/// The gRPC status `code` names ([`GRPC_STATUS_NAMES`]), in any ASCII
+/// case, a `-` read as `_`; `None` for any other word.
+fn grpc_status_named(code: &str) -> Option<u32> {
+    let named = |name: &str| {
+        code.len() == name.len()
+            && code
+                .bytes()
+                .zip(name.bytes())
+                .all(|(c, n)| c.to_ascii_lowercase() == n || (c == b'-' && n == b'_'))
+    };
+    GRPC_STATUS_NAMES
+        .iter()
+        .find(|(_, name, description)| named(name) || code.eq_ignore_ascii_case(description))
+        .map(|(status, _, _)| *status)
 }
 
 /// What a declared error code or type means without a status: the chat
@@ -460,11 +576,14 @@ impl<'a> StrOrNum<'a> {
 /// An error body in the shapes servers that speak OpenAI's wire send:
 /// `{"error":{…}}` (OpenAI's); `{"error":"text","error_type":"…"}`
 /// (Hugging Face's text-generation-inference, in a stream and as an
-/// error body); and the error object itself, `{"object":"error",
-/// "message":…,"type":…,"code":…}` (vLLM's and FastChat's error
-/// responses).
+/// error body) and `{"error":"text","code":"…"}` (xAI's); the error
+/// object itself, `{"object":"error", "message":…,"type":…,"code":…}`
+/// (vLLM's and FastChat's error responses); and a chunk Groq stopped
+/// early, `{"choices":[…],"x_groq":{"error":"over capacity"}}`.
 #[derive(Deserialize)]
 struct OpenAiEnvelope<'a> {
+    #[serde(borrow, default)]
+    x_groq: Option<ObjectOr<GroqExtra<'a>>>,
     #[serde(borrow, default)]
     error: Option<ErrorMember<'a>>,
     #[serde(borrow, default)]
@@ -481,6 +600,42 @@ struct OpenAiEnvelope<'a> {
     code: Option<StrOrNum<'a>>,
     #[serde(borrow, default)]
     param: MaybeText<'a>,
+}
+
+/// Groq's `x_groq` member: its `error`, "An error string indicating why a
+/// stream was stopped early" (groq-python's `XGroq`). A member of another
+/// shape says nothing, and leaves the body readable.
+#[derive(Default)]
+struct GroqExtra<'a> {
+    error: MaybeText<'a>,
+}
+
+/// A member of [`GroqExtra`].
+enum GroqField {
+    Error,
+    Other,
+}
+
+impl FromKey for GroqField {
+    fn from_key(key: &str) -> Self {
+        match key {
+            "error" => GroqField::Error,
+            _ => GroqField::Other,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Members<'de> for GroqExtra<'a> {
+    type Key = GroqField;
+    fn member<A: MapAccess<'de>>(&mut self, key: GroqField, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            GroqField::Error => self.error = map.next_value()?,
+            GroqField::Other => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The `error` member: OpenAI's object, or a plain message.
@@ -528,59 +683,72 @@ pub(super) struct OpenAiError<'a> {
     #[serde(borrow, default)]
     param: MaybeText<'a>,
     /// OpenRouter's moderation names what it flagged here (`reasons`,
-    /// `flagged_input`).
+    /// `flagged_input`), and a 402 which limit it met (`limit_source`).
     #[serde(default)]
-    metadata: Option<Moderation>,
+    metadata: Option<Metadata>,
 }
 
-/// What an error's `metadata` says of a moderation flag: OpenRouter's 403
-/// "Your chosen model requires moderation and your input was flagged"
-/// carries `reasons` and `flagged_input` there. Metadata of another shape
-/// (a string, a list) flags nothing, and leaves the body readable.
-struct Moderation {
+/// What an error's `metadata` says: OpenRouter's 403 "Your chosen model
+/// requires moderation and your input was flagged" carries `reasons` and
+/// `flagged_input` there, and its 402 the `limit_source` it met.
+/// Metadata of another shape (a string, a list) says nothing, and leaves
+/// the body readable.
+#[derive(Default)]
+struct Metadata {
     flagged: bool,
+    /// `limit_source` is [`OPENROUTER_IN_FLIGHT_BUDGET`] (the later one,
+    /// if named twice).
+    in_flight_budget: bool,
 }
 
-impl<'de> Deserialize<'de> for Moderation {
+/// A member of [`Metadata`].
+enum MetadataField {
+    /// `reasons`, `flagged_input`: whether either holds anything, however
+    /// often named.
+    Flag,
+    LimitSource,
+    Other,
+}
+
+impl FromKey for MetadataField {
+    fn from_key(key: &str) -> Self {
+        match key {
+            "reasons" | "flagged_input" => MetadataField::Flag,
+            "limit_source" => MetadataField::LimitSource,
+            _ => MetadataField::Other,
+        }
+    }
+}
+
+impl<'de> Members<'de> for Metadata {
+    type Key = MetadataField;
+    fn member<A: MapAccess<'de>>(
+        &mut self,
+        key: MetadataField,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match key {
+            MetadataField::Flag => self.flagged |= map.next_value::<Presence>()?.0,
+            MetadataField::LimitSource => {
+                let MaybeText(source) = map.next_value()?;
+                self.in_flight_budget =
+                    source.is_some_and(|Text(s)| s == OPENROUTER_IN_FLIGHT_BUDGET);
+            }
+            MetadataField::Other => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Deserialize<'de> for Metadata {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Whether `reasons` or `flagged_input` holds anything, however
-        /// often named.
-        #[derive(Default)]
-        struct Flagged(bool);
-        enum Field {
-            Flag,
-            Other,
-        }
-        impl FromKey for Field {
-            fn from_key(key: &str) -> Self {
-                match key {
-                    "reasons" | "flagged_input" => Field::Flag,
-                    _ => Field::Other,
-                }
-            }
-        }
-        impl<'de> Members<'de> for Flagged {
-            type Key = Field;
-            fn member<A: MapAccess<'de>>(
-                &mut self,
-                key: Field,
-                map: &mut A,
-            ) -> Result<(), A::Error> {
-                match key {
-                    Field::Flag => self.0 |= map.next_value::<Presence>()?.0,
-                    Field::Other => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-                Ok(())
-            }
-        }
         // Read where it lies: an in-stream error event may be megabytes.
-        let flagged = match ObjectOr::<Flagged>::deserialize(deserializer)? {
-            ObjectOr::Object(Flagged(flagged)) => flagged,
-            ObjectOr::Value(_) => false,
-        };
-        Ok(Moderation { flagged })
+        Ok(match ObjectOr::<Metadata>::deserialize(deserializer)? {
+            ObjectOr::Object(metadata) => metadata,
+            ObjectOr::Value(_) => Metadata::default(),
+        })
     }
 }
 
@@ -592,7 +760,13 @@ impl<'a> OpenAiError<'a> {
             error_code: self.code.and_then(StrOrNum::into_cow),
             message: self.message.and_then(StrOrNum::into_cow),
             param: self.param.0.map(|Text(param)| param),
-            flagged: self.metadata.is_some_and(|m| m.flagged),
+            flagged: self.metadata.as_ref().is_some_and(|m| m.flagged),
+            // The limit met is the error's cause, where the error table
+            // reads it.
+            reason: self
+                .metadata
+                .is_some_and(|m| m.in_flight_budget)
+                .then_some(Cow::Borrowed(OPENROUTER_IN_FLIGHT_BUDGET)),
             ..Declared::default()
         }
     }
@@ -626,6 +800,8 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
                 .error_type
                 .and_then(StrOrNum::into_cow)
                 .or_else(|| envelope.ty?.into_cow()),
+            // xAI's status, beside its message.
+            error_code: envelope.code.and_then(StrOrNum::into_cow),
             message: Some(message.0),
             ..Declared::default()
         }),
@@ -642,7 +818,18 @@ pub(super) fn parse_error(body: &[u8]) -> Option<Declared<'_>> {
                 ..Declared::default()
             })
         }
-        None => None,
+        // Groq's stop says why in words alone; the member it came in is
+        // kept as the reason, for the error table.
+        None => match envelope.x_groq {
+            Some(ObjectOr::Object(GroqExtra {
+                error: MaybeText(Some(Text(message))),
+            })) if !message.is_empty() => Some(Declared {
+                message: Some(message),
+                reason: Some(Cow::Borrowed(GROQ_STOPPED_EARLY)),
+                ..Declared::default()
+            }),
+            _ => None,
+        },
     }
 }
 
