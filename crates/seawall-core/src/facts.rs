@@ -36,7 +36,13 @@ use bytes::Bytes;
 use crate::progress::Counters;
 use crate::provider::Provider;
 use crate::{Deadline, RouteId};
-use seawall_internal::json::RequestMembers;
+use seawall_internal::json::{Count, RequestMembers};
+
+/// The most choices (OpenAI's `n`, Gemini's candidates) a request is
+/// known to ask for ([`RequestFacts::choices_asked`]): a stream's reader
+/// follows each of the first 64 in one bit of a word. A request for more
+/// is known to ask for at least these.
+pub const MAX_CHOICES: u8 = 64;
 
 /// What a request asked for. See the [module docs](self).
 ///
@@ -206,6 +212,11 @@ struct BodyFacts {
     stream: Option<bool>,
     model: Option<Model>,
     background: bool,
+    /// OpenAI's `n` and Gemini's `generationConfig.candidateCount`, as
+    /// written: which counts is the provider's to say
+    /// ([`RequestFacts::choices_asked`]).
+    n: Count,
+    candidate_count: Count,
 }
 
 /// The model's name: where it stands in the recorded body (no copy), or a
@@ -253,6 +264,8 @@ impl BodyFacts {
             stream: members.stream,
             model,
             background: members.background.0,
+            n: members.n,
+            candidate_count: members.candidate_count,
         }
     }
 }
@@ -544,6 +557,31 @@ impl RequestFacts {
             }
             (None, _) => None,
         }
+    }
+
+    /// How many choices the request asks for, when it asks for several:
+    /// OpenAI's `"n"` (chat and legacy completions), Gemini's
+    /// `generationConfig.candidateCount` (or `generation_config.
+    /// candidate_count`, which Google's proto3 JSON reading takes too),
+    /// the last of a member named twice. A whole number: an integer, one
+    /// written with a zero fraction (`2.0`), or for Gemini a string
+    /// holding one (`"2"`, as proto3 JSON reads an integer), as the
+    /// resume layer counts choices; capped at [`MAX_CHOICES`] (the
+    /// choices a stream's reader follows).
+    ///
+    /// `None` when it asks for one, or says nothing a provider would
+    /// serve several choices for: the member missing, `0` or `1`, a
+    /// fraction, a negative number, one past `u64`, another type; a body
+    /// not recorded, not yet sent or not readable; and every other wire
+    /// (the Responses API and Anthropic's ask for one answer only).
+    pub fn choices_asked(&self) -> Option<u8> {
+        let body = self.body.as_ref()?.get()?;
+        let count = match self.provider? {
+            Provider::OpenAi => body.n.whole(false),
+            Provider::Gemini => body.candidate_count.whole(true),
+            Provider::OpenAiResponses | Provider::Anthropic | Provider::Http => None,
+        }?;
+        (count > 1).then(|| count.min(u64::from(MAX_CHOICES)) as u8)
     }
 
     /// The model: named before the body was read, else the one the body
@@ -926,6 +964,104 @@ mod tests {
         );
         assert_eq!(facts.stream_requested(), None);
         assert_eq!(facts.model(), None);
+    }
+
+    /// The choices asked for: OpenAI's `n`, Gemini's candidate count
+    /// nested in its generation config, each on its own wire only; one
+    /// choice, or a count no provider serves several for, is no claim.
+    #[test]
+    fn the_body_says_how_many_choices_it_asks_for() {
+        const GEMINI: &str = "/v1beta/models/gemini-x:streamGenerateContent";
+        let asked = |path: &str, body: &str| {
+            let slot = Arc::new(OperationSlots::default());
+            let facts = RequestFacts::from_head(&request(path, None)).with_slots(slot.clone());
+            assert_eq!(facts.choices_asked(), None, "not sent yet");
+            slot.fill(&Bytes::copy_from_slice(body.as_bytes()));
+            facts.choices_asked()
+        };
+        let chat = |body: &str| asked("/v1/chat/completions", body);
+        let gemini = |body: &str| asked(GEMINI, body);
+        for (body, expected) in [
+            (r#"{"model":"m","n":2,"stream":true}"#, Some(2)),
+            (r#"{"n":3}"#, Some(3)),
+            (r#"{"n":2.0}"#, Some(2)),
+            (r#"{"n":64}"#, Some(64)),
+            (r#"{"n":128}"#, Some(MAX_CHOICES)),
+            (r#"{"n":18446744073709551615}"#, Some(MAX_CHOICES)),
+            // Named twice, the last counts, whatever the first was.
+            (r#"{"n":1,"n":2}"#, Some(2)),
+            (r#"{"n":"x","n":4}"#, Some(4)),
+            (r#"{"n":2,"n":1}"#, None),
+            (r#"{"n":2,"n":null}"#, None),
+            (r#"{"model":"m"}"#, None),
+            (r#"{"n":1}"#, None),
+            (r#"{"n":0}"#, None),
+            (r#"{"n":-2}"#, None),
+            (r#"{"n":2.5}"#, None),
+            (r#"{"n":1e30}"#, None),
+            (r#"{"n":99999999999999999999999}"#, None),
+            // OpenAI refuses a string `n`.
+            (r#"{"n":"2"}"#, None),
+            (r#"{"n":true}"#, None),
+            (r#"{"n":[2]}"#, None),
+            (r#"{"n":{"n":2}}"#, None),
+            // Not at the top: a message's member, Gemini's spelling.
+            (r#"{"messages":[{"n":2}],"metadata":{"n":3}}"#, None),
+            (r#"{"generationConfig":{"candidateCount":2}}"#, None),
+        ] {
+            assert_eq!(chat(body), expected, "{body}");
+        }
+        for (body, expected) in [
+            (
+                r#"{"contents":[],"generationConfig":{"temperature":1,"candidateCount":2}}"#,
+                Some(2),
+            ),
+            (r#"{"generation_config":{"candidate_count":3}}"#, Some(3)),
+            (r#"{"generationConfig":{"candidate_count":3}}"#, Some(3)),
+            // proto3 JSON reads an integer from a string too.
+            (r#"{"generationConfig":{"candidateCount":"4"}}"#, Some(4)),
+            (r#"{"generationConfig":{"candidateCount":"2.0"}}"#, Some(2)),
+            (r#"{"generationConfig":{"candidateCount":2.0}}"#, Some(2)),
+            (r#"{"generationConfig":{"candidateCount":100}}"#, Some(64)),
+            (
+                r#"{"generationConfig":{"candidateCount":1,"candidateCount":3}}"#,
+                Some(3),
+            ),
+            // The last config counts whole: one without a count asks for
+            // one.
+            (
+                r#"{"generationConfig":{"candidateCount":3},"generationConfig":{"topK":1}}"#,
+                None,
+            ),
+            (r#"{"generationConfig":{"candidateCount":1}}"#, None),
+            (r#"{"generationConfig":{"candidateCount":0}}"#, None),
+            (r#"{"generationConfig":{"candidateCount":"two"}}"#, None),
+            (r#"{"generationConfig":{"candidateCount":2.5}}"#, None),
+            (r#"{"generationConfig":{"candidateCount":[2]}}"#, None),
+            (r#"{"generationConfig":null}"#, None),
+            (r#"{"generationConfig":[{"candidateCount":2}]}"#, None),
+            (r#"{"generationConfig":"candidateCount"}"#, None),
+            // Not at the top, nor OpenAI's member.
+            (r#"{"candidateCount":2}"#, None),
+            (r#"{"n":2}"#, None),
+        ] {
+            assert_eq!(gemini(body), expected, "{body}");
+        }
+        // A count of the wrong type costs the body's other facts nothing.
+        let slot = Arc::new(OperationSlots::default());
+        let facts = RequestFacts::from_head(&request("/v1/chat/completions", None))
+            .with_slots(slot.clone());
+        slot.fill(&Bytes::from_static(
+            br#"{"model":"g","n":{"x":[1]},"generationConfig":[],"stream":true}"#,
+        ));
+        assert_eq!(facts.stream_requested(), Some(true));
+        assert_eq!(facts.model(), Some("g"));
+        assert_eq!(facts.choices_asked(), None);
+        // No such member on the other wires: nothing is claimed there.
+        for path in ["/v1/responses", "/v1/messages", "/v1/embeddings"] {
+            let body = r#"{"n":2,"generationConfig":{"candidateCount":2}}"#;
+            assert_eq!(asked(path, body), None, "{path}");
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Borrowed JSON text and the UTF-8-once parse: what seawall-core's
-//! provider tables and seawall-stream's decoders read JSON with; the two
+//! provider tables and seawall-stream's decoders read JSON with; the
 //! members of a request body that seawall reads; and how a body opens
 //! (byte order mark, blanks), for the classification and the stream guard.
 
@@ -306,11 +306,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for MaybeText<'a> {
 }
 
 /// The members of a generation request's body that seawall reads: the
-/// model it names and whether it asks for a stream. Every other member is
-/// stepped over, never built into values, so a long conversation costs one
-/// scan and no allocation (a `serde_json::Value` of the body would cost
-/// one per string). The request facts (seawall-core) and the gateway read
-/// bodies with it.
+/// model it names, whether it asks for a stream, and (read by
+/// [`read_last_wins`](Self::read_last_wins) only) how many choices it
+/// asks for. Every other member is stepped over, never built into values,
+/// so a long conversation costs one scan and no allocation (a
+/// `serde_json::Value` of the body would cost one per string). The
+/// request facts (seawall-core) and the gateway read bodies with it.
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct RequestMembers<'a> {
     /// `"model"`, a string (or `null`, or missing).
@@ -324,6 +325,164 @@ pub struct RequestMembers<'a> {
     /// other value is not true, and no error.
     #[serde(default)]
     pub background: Flag,
+    /// `"n"`: how many choices an OpenAI chat or completions request asks
+    /// for. Read by [`read_last_wins`](Self::read_last_wins) only: `read`
+    /// (the gateway's) steps over it, so a body naming it twice is not
+    /// refused for a member the gateway does not use.
+    #[serde(skip)]
+    pub n: Count,
+    /// `generationConfig.candidateCount` (or `generation_config.
+    /// candidate_count`: Google's proto3 JSON reading takes either
+    /// spelling): how many candidates a Gemini request asks for. Read by
+    /// [`read_last_wins`](Self::read_last_wins) only, as `n` is.
+    #[serde(skip)]
+    pub candidate_count: Count,
+}
+
+/// A member that counts something, read leniently: never an error for a
+/// well-formed value, so a count of another type leaves the body's other
+/// members read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// A whole, non-negative number: an integer, or one written with a
+    /// zero fraction (`2.0`, which pydantic-based servers take as `2`).
+    Number(u64),
+    /// A string holding a whole, non-negative number (`"2"`), as the
+    /// proto3 JSON mapping reads an integer field (Google's APIs).
+    Quoted(u64),
+    /// Missing, `null`, or anything else: a fraction, a negative number,
+    /// one past `u64`, another type.
+    #[default]
+    Other,
+}
+
+impl Count {
+    /// The number, taking a [`Count::Quoted`] one only when `quoted` (the
+    /// reader's wire reads integers from strings).
+    pub fn whole(self, quoted: bool) -> Option<u64> {
+        match self {
+            Count::Number(count) => Some(count),
+            Count::Quoted(count) if quoted => Some(count),
+            _ => None,
+        }
+    }
+}
+
+/// The longest string read as a [`Count::Quoted`]: `u64::MAX` is 20
+/// digits, and `"2.0"` spellings a few more.
+const MAX_QUOTED_COUNT: usize = 32;
+
+/// `value` as a whole, non-negative number, when it is one.
+fn whole(value: f64) -> Option<u64> {
+    // `u64::MAX as f64` rounds up to 2^64, itself out of range.
+    (value >= 0.0 && value.fract() == 0.0 && value < u64::MAX as f64).then_some(value as u64)
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+        impl<'de> Visitor<'de> for CountVisitor {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
+                Ok(Count::Other)
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Count, E> {
+                Ok(Count::Number(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Count, E> {
+                Ok(u64::try_from(v).map_or(Count::Other, Count::Number))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Count, E> {
+                Ok(whole(v).map_or(Count::Other, Count::Number))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Count, E> {
+                // No count is spelled in more than a few digits: a long
+                // string is none, and is not scanned again.
+                if v.len() > MAX_QUOTED_COUNT {
+                    return Ok(Count::Other);
+                }
+                let count = v
+                    .parse::<u64>()
+                    .ok()
+                    .or_else(|| v.parse::<f64>().ok().and_then(whole));
+                Ok(count.map_or(Count::Other, Count::Quoted))
+            }
+            fn visit_unit<E>(self) -> Result<Count, E> {
+                Ok(Count::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Count::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Count, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Count::Other)
+            }
+        }
+        deserializer.deserialize_any(CountVisitor)
+    }
+}
+
+/// Gemini's `generationConfig`, for its candidate count alone: any other
+/// member is stepped over, and a value that is no object counts nothing
+/// (never an error).
+struct GenerationConfig(Count);
+
+impl<'de> Deserialize<'de> for GenerationConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ConfigVisitor;
+        impl<'de> Visitor<'de> for ConfigVisitor {
+            type Value = GenerationConfig;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<GenerationConfig, A::Error> {
+                let mut count = Count::Other;
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        // Named twice, the last one counts.
+                        Key::CandidateCount => count = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GenerationConfig(count))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(GenerationConfig(Count::Other))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(GenerationConfig(Count::Other))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(GenerationConfig(Count::Other))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(GenerationConfig(Count::Other))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(GenerationConfig(Count::Other))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(GenerationConfig(Count::Other))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(GenerationConfig(Count::Other))
+            }
+        }
+        deserializer.deserialize_any(ConfigVisitor)
+    }
 }
 
 /// A member that counts when it is `true`; any other value (another type
@@ -472,6 +631,10 @@ enum Key {
     Model,
     Stream,
     Background,
+    N,
+    GenerationConfig,
+    /// Inside `generationConfig` only.
+    CandidateCount,
     Other,
 }
 
@@ -490,6 +653,9 @@ impl<'de> Deserialize<'de> for Key {
                     "model" => Key::Model,
                     "stream" => Key::Stream,
                     "background" => Key::Background,
+                    "n" => Key::N,
+                    "generationConfig" | "generation_config" => Key::GenerationConfig,
+                    "candidateCount" | "candidate_count" => Key::CandidateCount,
                     _ => Key::Other,
                 })
             }
@@ -568,12 +734,18 @@ impl<'de: 'a, 'a> Deserialize<'de> for LastWins<'a> {
                 use serde::de::Error;
                 let (mut model, mut stream) = (Member::Null, Member::Null);
                 let mut background = Flag::default();
+                let (mut n, mut candidate_count) = (Count::Other, Count::Other);
                 while let Some(key) = map.next_key::<Key>()? {
                     match key {
                         Key::Model => model = map.next_value()?,
                         Key::Stream => stream = map.next_value()?,
                         Key::Background => background = map.next_value()?,
-                        Key::Other => {
+                        Key::N => n = map.next_value()?,
+                        Key::GenerationConfig => {
+                            candidate_count = map.next_value::<GenerationConfig>()?.0;
+                        }
+                        // Counts only inside `generationConfig`.
+                        Key::CandidateCount | Key::Other => {
                             map.next_value::<IgnoredAny>()?;
                         }
                     }
@@ -594,6 +766,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for LastWins<'a> {
                     model,
                     stream,
                     background,
+                    n,
+                    candidate_count,
                 }))
             }
         }
@@ -818,6 +992,63 @@ mod tests {
             "null",
         ] {
             assert!(RequestMembers::read(refused).is_err(), "{refused}");
+        }
+    }
+
+    /// The counts of choices: read by `read_last_wins`, the last of a
+    /// repeat winning, leniently (never an error, so the body's other
+    /// members stay read); `read` steps over them, and refuses no body
+    /// for naming them twice.
+    #[test]
+    fn choice_counts_are_read_leniently_the_last_winning() {
+        let body = r#"{"n":1,"model":"m","generationConfig":{"candidateCount":"3","candidate_count":2},"n":2.0,"stream":true}"#;
+        let members = RequestMembers::read_last_wins(body).unwrap();
+        assert_eq!(members.n, Count::Number(2));
+        assert_eq!(members.candidate_count, Count::Number(2));
+        assert_eq!(members.stream, Some(true));
+        let strict = RequestMembers::read(body).unwrap();
+        assert_eq!(
+            (strict.n, strict.candidate_count),
+            (Count::Other, Count::Other)
+        );
+        for (value, count) in [
+            ("7", Count::Number(7)),
+            ("0", Count::Number(0)),
+            ("1e1", Count::Number(10)),
+            (r#""5""#, Count::Quoted(5)),
+            (r#""5.0""#, Count::Quoted(5)),
+            ("-1", Count::Other),
+            ("0.5", Count::Other),
+            ("1e300", Count::Other),
+            (r#""-5""#, Count::Other),
+            (r#""five""#, Count::Other),
+            (r#""00000000000000000000000000000000002""#, Count::Other),
+            ("null", Count::Other),
+            ("false", Count::Other),
+            (r#"[1,{"a":[]}]"#, Count::Other),
+            (r#"{"candidateCount":2}"#, Count::Other),
+        ] {
+            let body =
+                format!(r#"{{"n":{value},"generation_config":{{"candidateCount":{value}}}}}"#);
+            let members = RequestMembers::read_last_wins(&body).unwrap();
+            assert_eq!(
+                (members.n, members.candidate_count),
+                (count, count),
+                "{body}"
+            );
+        }
+        assert_eq!(Count::Quoted(5).whole(false), None);
+        assert_eq!(Count::Quoted(5).whole(true), Some(5));
+        assert_eq!(Count::Number(5).whole(false), Some(5));
+        // A config that is no object counts nothing, and breaks nothing.
+        for config in ["null", "3", r#""x""#, "[3]", "true"] {
+            let body = format!(r#"{{"generationConfig":{config},"model":"m"}}"#);
+            let members = RequestMembers::read_last_wins(&body).unwrap();
+            assert_eq!(members.candidate_count, Count::Other, "{body}");
+            assert_eq!(
+                members.model.map(|m| m.0.into_owned()).as_deref(),
+                Some("m")
+            );
         }
     }
 

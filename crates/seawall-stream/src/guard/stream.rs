@@ -454,7 +454,16 @@ impl Track {
                 Some(Recognised::JsonArray) => Framing::JsonArray(Splitter::new(config.max_event)),
                 _ => Framing::Sse(Scanner::new(config.max_line, config.max_event)),
             },
-            decoder: Decoder::new(provider).with_quota_wall(config.quota_wall.unwrap_or_default()),
+            decoder: Decoder::new(provider)
+                .with_quota_wall(config.quota_wall.unwrap_or_default())
+                // The choices the body asked for, read on the wire it
+                // asked them on: a stream cut before one of them showed
+                // up is cut, not whole.
+                .with_choices_asked(
+                    facts
+                        .choices_asked()
+                        .filter(|_| facts.provider() == Some(provider)),
+                ),
             tally: Tally {
                 events: 0,
                 content_events: 0,

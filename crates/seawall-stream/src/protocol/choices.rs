@@ -4,15 +4,17 @@
 use std::borrow::Cow;
 
 use seawall_core::FinishKind;
+use seawall_core::facts::MAX_CHOICES;
 
 use super::Reason;
 
 /// The choices (OpenAI) or candidates (Gemini) of one stream, each
 /// finishing on its own. OpenAI and vLLM send one choice per chunk; Gemini
 /// sends several candidates in a chunk, or one each with its `index`. The
-/// message is finished when every choice seen has: the first to finish
-/// does not finish the others (a break after it would have called them
-/// complete).
+/// message is finished when every choice seen, and every choice the
+/// request asked for ([`Choices::asked`]), has: the first to finish does
+/// not finish the others (a break after it would have called them
+/// complete), nor does a break before another's first chunk.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Choices {
     /// The choices seen (index < 64), and those finished.
@@ -25,8 +27,21 @@ pub(super) struct Choices {
 }
 
 impl Choices {
-    /// Several choices were seen and one of them never finished: an end
-    /// marker now ends a message with a choice cut short.
+    /// The choices of a stream whose request asked for `asked` (at most
+    /// the first 64 are followed): each counts as seen from the start, so
+    /// a stream that ends before one of them showed up ends with it
+    /// unfinished, as one that ends inside it does.
+    pub(super) fn asked(asked: u8) -> Choices {
+        let seen = bit(u64::from(asked)).map_or(u64::MAX, |past| past - 1);
+        Choices {
+            seen,
+            ..Choices::default()
+        }
+    }
+
+    /// Several choices were seen (or asked for) and one of them never
+    /// finished: an end marker now ends a message with a choice cut
+    /// short.
     pub(super) fn one_unfinished(&self) -> bool {
         self.seen.count_ones() > 1 && self.seen & !self.finished != 0
     }
@@ -84,7 +99,54 @@ pub(super) fn notable(kind: FinishKind) -> bool {
     kind != FinishKind::Complete
 }
 
-/// The bit of choice `index`, for the first 64.
+/// The bit of choice `index`, for the first [`MAX_CHOICES`].
 pub(super) fn bit(index: u64) -> Option<u64> {
-    (index < 64).then(|| 1u64 << index)
+    (index < u64::from(MAX_CHOICES)).then(|| 1u64 << index)
+}
+
+// One bit of a word per choice followed.
+const _: () = assert!(MAX_CHOICES as u32 <= u64::BITS);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stop() -> Option<Reason<'static>> {
+        Some(Reason {
+            kind: FinishKind::Complete,
+            reason: "stop".into(),
+        })
+    }
+
+    /// Asked for two, the first's finish is no message's finish, and the
+    /// message stays unfinished until the second (never seen) finishes.
+    #[test]
+    fn choices_asked_count_before_they_show_up() {
+        let mut choices = Choices::asked(2);
+        assert!(choices.one_unfinished());
+        assert_eq!(choices.finish(0, stop()), None);
+        assert!(choices.one_unfinished());
+        assert!(choices.finish(1, stop()).is_some());
+        assert!(!choices.one_unfinished());
+        // Seen but not asked: still waited for.
+        let mut choices = Choices::asked(2);
+        choices.finish(0, stop());
+        choices.finish(1, stop());
+        assert_eq!(choices.finish(2, None), None);
+        assert!(choices.one_unfinished());
+        // One asked is none seen before: its finish is the message's.
+        for asked in [0, 1] {
+            let mut choices = Choices::asked(asked);
+            assert!(!choices.one_unfinished());
+            assert!(choices.finish(0, stop()).is_some(), "{asked}");
+        }
+        // All 64 followed, past it each finish is its own.
+        let mut choices = Choices::asked(MAX_CHOICES);
+        for index in 0..63 {
+            assert_eq!(choices.finish(index, stop()), None, "{index}");
+        }
+        assert!(choices.one_unfinished());
+        assert!(choices.finish(63, stop()).is_some());
+        assert!(!choices.one_unfinished());
+    }
 }

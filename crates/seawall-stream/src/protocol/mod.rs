@@ -235,6 +235,23 @@ impl Decoder {
         self
     }
 
+    /// The same decoder, for a stream whose request asked for `asked`
+    /// choices ([`RequestFacts::choices_asked`](seawall_core::RequestFacts::choices_asked):
+    /// OpenAI's `n`, Gemini's `candidateCount`): the message is finished
+    /// only once each of them has, so a stream that ends (its `[DONE]`,
+    /// its clean end, the JSON array's `]`) before one of them showed up
+    /// is cut short ([`Decoder::choice_unfinished`]), not whole. Only
+    /// OpenAI's chat wire and Gemini's have several choices: on any other
+    /// (and for `None`, or one choice) the decoder is left as it was.
+    pub fn with_choices_asked(mut self, asked: Option<u8>) -> Decoder {
+        if let Some(asked) =
+            asked.filter(|_| matches!(self.provider, Provider::OpenAi | Provider::Gemini))
+        {
+            self.choices = choices::Choices::asked(asked);
+        }
+        self
+    }
+
     /// This decoder, for events read one at a time from within an answer
     /// whose content came before them: a terminal event is then its
     /// finish alone, never an answer of its own (see the Responses API's
@@ -405,7 +422,8 @@ impl Decoder {
 
     /// Whether a choice has not finished: of several (`n > 1`), one that
     /// has not, whatever the others said (a choice that first shows up
-    /// after the others finished included); on OpenAI's chat wire and
+    /// after the others finished included, and one asked for that never
+    /// showed up: [`Decoder::with_choices_asked`]); on OpenAI's chat wire and
     /// Anthropic's, a lone message whose content came without a finish
     /// (but a refusal, whose finish is implied). The end marker then ends
     /// a message cut short, never a whole one, and makes up no finish for
