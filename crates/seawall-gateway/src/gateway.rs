@@ -277,6 +277,23 @@ const NODE_HEADERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs
 /// forwarded upstream.
 pub const NODE_HEADERS_TIMEOUT_HEADER: &str = "x-seawall-headers-timeout";
 
+/// Whether the Vercel AI SDK on Node sent the call: its `user-agent`
+/// names `ai-sdk/` and the runtime (`runtime/node.js/v20.20.2`, or
+/// `runtime/Node.js/22` where Node gives `navigator.userAgent`). It sends
+/// no `x-stainless-*` headers, fetches with Node's own `fetch` (undici),
+/// and retries a timeout waiting for the head as any other network error
+/// (`isRetryable`): a call held past undici's wait is run again whole.
+fn ai_sdk_on_node(headers: &HeaderMap) -> bool {
+    let Some(agent) = headers
+        .get(http::header::USER_AGENT)
+        .map(|agent| agent.as_bytes().to_ascii_lowercase())
+    else {
+        return false;
+    };
+    let has = |needle: &[u8]| agent.windows(needle.len()).any(|w| w == needle);
+    has(b"ai-sdk/") && has(b"runtime/node.js/")
+}
+
 /// Whether a JavaScript SDK's own headers say it fetches with undici
 /// (Node's built-in `fetch`), so that undici's 300 s wait for a head
 /// bounds a whole answer too: openai-node from 5.0 (4.x fetches with
@@ -323,8 +340,10 @@ fn sdk_on_undici(headers: &HeaderMap) -> bool {
 /// so every Node stream is bounded. A whole answer cannot be handed on:
 /// it ends in a 504 the SDK does not retry, one ladder run where the
 /// SDK's own timeout would have run it three times over, but only for a
-/// client known to be on undici ([`sdk_on_undici`], or the header
-/// stated): one on node-fetch would have waited, and its answer is lost.
+/// client known to be on undici ([`sdk_on_undici`], the Vercel AI SDK on
+/// Node ([`ai_sdk_on_node`]), or the header stated, with or without
+/// `x-stainless-runtime`): one on node-fetch would have waited, and its
+/// answer is lost.
 ///
 /// Past that wait the SDK raises a timeout and, by default, sends the
 /// request again: a ladder that outlives the client is run again whole
@@ -346,11 +365,15 @@ fn client_wait(headers: &HeaderMap, stream: bool) -> Option<std::time::Duration>
         .filter_map(stated)
         .reduce(f64::min)
         .map(bound);
-    let on_node = headers
-        .get("x-stainless-runtime")
-        .is_some_and(|runtime| runtime.as_bytes().eq_ignore_ascii_case(b"node"));
-    let bounded = on_node
-        && (stream || headers.contains_key(NODE_HEADERS_TIMEOUT_HEADER) || sdk_on_undici(headers));
+    // A client that states undici's bound is on undici, whatever else it
+    // sends (the Vercel AI SDK sends no `x-stainless-runtime`).
+    let stated_undici = headers.contains_key(NODE_HEADERS_TIMEOUT_HEADER);
+    let on_undici = stated_undici || ai_sdk_on_node(headers);
+    let on_node = on_undici
+        || headers
+            .get("x-stainless-runtime")
+            .is_some_and(|runtime| runtime.as_bytes().eq_ignore_ascii_case(b"node"));
+    let bounded = on_node && (stream || on_undici || sdk_on_undici(headers));
     // undici's `headersTimeout` as the client set it: `0` is none, as in
     // undici; a malformed or negative value is undici's default.
     let undici = match seconds(NODE_HEADERS_TIMEOUT_HEADER).filter(|&s| s >= 0.0) {
@@ -1016,6 +1039,12 @@ impl Gateway {
                 strip_upstream_headers(&mut head.headers);
                 head.headers
                     .insert(ATTEMPTS_HEADER, HeaderValue::from(attempts));
+                // The ladder ran for this answer too: Anthropic's SDK
+                // sends a whole call again when its 2xx body breaks while
+                // it reads it (a new generation, billed), unless told not
+                // to.
+                head.headers
+                    .insert("x-should-retry", HeaderValue::from_static("false"));
                 if let Ok(value) = HeaderValue::from_str(&served_by) {
                     head.headers.insert(SERVED_BY_HEADER, value);
                 }
@@ -1706,10 +1735,51 @@ mod tests {
                 client_wait(&headers(&[("x-stainless-timeout", "600")]), stream),
                 Some(Duration::from_secs(599))
             );
+            // Stating undici's bound says the client is on undici, with
+            // no `x-stainless-runtime` (the Vercel AI SDK sends none).
             assert_eq!(
                 client_wait(&headers(&[(NODE_HEADERS_TIMEOUT_HEADER, "100")]), stream),
+                Some(Duration::from_secs(99))
+            );
+            assert_eq!(
+                client_wait(&headers(&[(NODE_HEADERS_TIMEOUT_HEADER, "0")]), stream),
                 None
             );
+        }
+    }
+
+    /// The Vercel AI SDK on Node names itself and its runtime in its
+    /// `user-agent` and fetches with undici: its calls, whole or streamed,
+    /// are bounded by undici's wait. The same SDK in a browser or on
+    /// another runtime, or another client on Node, is not.
+    #[test]
+    fn the_ai_sdk_on_node_waits_no_longer_than_undici() {
+        use std::time::Duration;
+        let agent =
+            |ua: &'static str, stream: bool| client_wait(&headers(&[("user-agent", ua)]), stream);
+        for ua in [
+            "ai/6.0.333 ai-sdk/provider-utils/4.0.66 runtime/node.js/v20.20.2",
+            "ai/5.0.30 ai-sdk/provider-utils/3.0.7 runtime/Node.js/22",
+            "my-app/1.0 ai/6.0.1 ai-sdk/openai/3.0.1 ai-sdk/provider-utils/4.0.1 runtime/node.js/22",
+        ] {
+            for stream in [true, false] {
+                assert_eq!(agent(ua, stream), Some(Duration::from_secs(299)), "{ua}");
+            }
+            // Its own timeout, stated, still wins when shorter.
+            let pairs = [("user-agent", ua), ("x-stainless-timeout", "10")];
+            assert_eq!(
+                client_wait(&headers(&pairs), false),
+                Some(Duration::from_secs(9))
+            );
+        }
+        for ua in [
+            "ai/6.0.333 ai-sdk/provider-utils/4.0.66 runtime/Mozilla/5.0",
+            "ai/6.0.333 ai-sdk/provider-utils/4.0.66 runtime/Deno/2.1",
+            "node-fetch/1.0 runtime/node.js/v20.20.2",
+            "curl/8.5.0",
+        ] {
+            assert_eq!(agent(ua, true), None, "{ua}");
+            assert_eq!(agent(ua, false), None, "{ua}");
         }
     }
 

@@ -41,6 +41,9 @@ async fn byte_identical(wire: Wire, body: &'static str, fault: &str) {
     );
     assert_eq!(header(&headers, "x-seawall-attempts"), "1");
     assert_eq!(header(&headers, "x-seawall-served-by"), "main");
+    // The ladder ran for a success too: a client whose read of the body
+    // breaks must not send the call again (Anthropic's SDK would).
+    assert_eq!(header(&headers, "x-should-retry"), "false");
     assert_eq!(
         header(&headers, "content-type"),
         header(&direct_headers, "content-type")
