@@ -56,6 +56,30 @@
 //!   a fallback instead of each meeting the wall.
 //!   [`BreakerHandle::cooldown`] lists it; [`BreakerHandle::reset`] ends it.
 //!
+//!   **One model's limit cools that model**: a rate limit or quota wall
+//!   the provider keeps per model ([`Failure::cools`](seawall_core::Failure::cools):
+//!   Gemini's `…PerModel…` quotas, OpenAI's "Rate limit reached for
+//!   gpt-4o in organization …"), for a request that names its model
+//!   ([`RequestFacts::model`](seawall_core::RequestFacts::model), from the
+//!   facts a layer above, the retry ladder, put in the request), refuses
+//!   only the calls for that model on the route, the same way; calls for
+//!   the route's other models go. The account's walls (OpenAI's
+//!   `insufficient_quota`, a 402, a spend cap), rejected credentials,
+//!   a limit whose evidence names no model, and a request naming none
+//!   cool the whole route, as above. The rate of failures stays the
+//!   route's. A model's cooldown ends for every caller at its end (no
+//!   probe: the route's other calls show the route is there), is not in
+//!   [`BreakerHandle::cooldown`] (the route's), and ends at
+//!   [`BreakerHandle::reset`]. A route keeps at most
+//!   [`MAX_MODELS_COOLING`] models cooling on their own; past them a
+//!   model's wall cools the whole route. A call whose model is not known
+//!   when it is admitted (an OpenAI body not yet sent, on a first attempt
+//!   the retry ladder did not read ahead) is admitted: it may meet its
+//!   model's wall once more, which cools that model again. While no
+//!   model cools, an admission reads one more atomic word and no model;
+//!   an admitted call keeps the request's facts (reference counts, no
+//!   allocation) for its failure to name the model.
+//!
 //!   **At a wall's end, one probe**: after a quota wall or rejected keys,
 //!   the first call admitted after the end goes to the route; every other
 //!   call meanwhile is refused locally as before (`route_cooling_down`,
@@ -167,6 +191,7 @@ mod error;
 mod future;
 mod handle;
 mod layer;
+mod models;
 mod policy;
 mod probe;
 mod service;
@@ -178,6 +203,7 @@ pub use error::{BreakerError, CircuitOpen};
 pub use future::ResponseFuture;
 pub use handle::BreakerHandle;
 pub use layer::BreakerLayer;
+pub use models::MAX_MODELS_COOLING;
 pub use policy::{BreakDuration, Trip};
 pub use probe::RouteProbe;
 pub use service::Breaker;

@@ -197,7 +197,7 @@ where
         let Some(breaker) = &self.last else {
             return ResponseFuture::called(self.inner.call(request), None);
         };
-        match Permit::admit(breaker) {
+        match Permit::admit(breaker, &request) {
             Ok(permit) => ResponseFuture::called(self.inner.call(request), Some(permit)),
             Err(refusal) => ResponseFuture::refused(refusal),
         }

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use seawall_core::{BoxError, Failure, RouteId, ShownUri};
+use seawall_core::cools::Cools;
+use seawall_core::{BoxError, Failure, RequestFacts, RouteId, ShownUri};
 
 use crate::error::CircuitOpen;
 use crate::policy::counts;
@@ -232,11 +233,41 @@ pub(crate) struct Permit {
     ticket: Option<Ticket>,
     /// The route's resets at admission (`RouteBreaker::learn`).
     resets: u64,
+    /// The request's facts, as a layer above (the retry ladder) put them
+    /// in its extensions: the model a limit kept per model cools alone
+    /// (read at the failure, when the body is sent and names it).
+    facts: Option<RequestFacts>,
 }
 
 impl Permit {
-    /// Admits a call to `breaker`'s route: its permit, or the refusal.
-    pub(crate) fn admit(breaker: &Arc<RouteBreaker>) -> Result<Self, CircuitOpen> {
+    /// Admits a call to `breaker`'s route, with the request's `facts` if
+    /// a layer above put them in its extensions: its permit, or the
+    /// refusal. A call for a model cooling on its own is refused before
+    /// the route is asked (it takes no trial, no probe); while no model
+    /// cools, the model is not read.
+    pub(crate) fn admit<B>(
+        breaker: &Arc<RouteBreaker>,
+        request: &http::Request<B>,
+    ) -> Result<Self, CircuitOpen> {
+        let facts = request.extensions().get::<RequestFacts>();
+        if breaker.models_cooling() {
+            // The head's facts when no layer put any: a Gemini path names
+            // its model. A model not known yet (a body not sent) goes:
+            // calls for the route's other models must.
+            let head;
+            let facts = match facts {
+                Some(facts) => facts,
+                None => {
+                    head = RequestFacts::from_head(request);
+                    &head
+                }
+            };
+            if let Some(model) = facts.model()
+                && let Some((code, left)) = breaker.model_cooling(model)
+            {
+                return Err(CircuitOpen::cooling(breaker.route.clone(), code, left));
+            }
+        }
         // The resets are read before the admission: a reset landing during
         // it leaves the call counted as admitted before the reset, and its
         // 401 (for the key the reset was made for) cools nothing. Read
@@ -247,6 +278,7 @@ impl Permit {
             breaker: Arc::clone(breaker),
             ticket: Some(ticket),
             resets,
+            facts: facts.cloned(),
         })
     }
 
@@ -289,7 +321,17 @@ impl Permit {
             return;
         }
         let probe = self.ticket.is_some_and(Ticket::is_probe);
-        self.breaker.learn(failure, self.resets, probe);
+        // A limit the provider keeps per model cools that model alone,
+        // when the request names it; anything else, the route.
+        let model = self
+            .facts
+            .as_ref()
+            .and_then(RequestFacts::model)
+            .filter(|_| failure.cools() == Cools::Model);
+        match model {
+            Some(model) => self.breaker.learn_model(model, failure, self.resets, probe),
+            None => self.breaker.learn(failure, self.resets, probe),
+        }
         if counts(failure, self.breaker.policy.rate_limited_counts) {
             self.record(Outcome::Failure);
         }

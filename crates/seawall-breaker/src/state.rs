@@ -22,6 +22,7 @@ use seawall_internal::window::Window;
 use tokio::time::Instant;
 
 use crate::error::CircuitOpen;
+use crate::models::{Cooled, ModelCooldowns};
 use crate::policy::{BreakDuration, TripRule};
 
 /// The state of one route's breaker.
@@ -313,6 +314,8 @@ pub(crate) struct RouteBreaker {
     /// call that named it; see [`CREDENTIALS_UNKNOWN`]): what a provider
     /// says of an account is not the route's.
     callers_credentials: AtomicU8,
+    /// The models cooling on their own on this route ([`learn_model`](Self::learn_model)).
+    models: ModelCooldowns,
 }
 
 impl fmt::Debug for RouteBreaker {
@@ -347,6 +350,7 @@ impl RouteBreaker {
                 Some(false) => CREDENTIALS_ROUTES,
                 Some(true) => CREDENTIALS_CALLERS,
             }),
+            models: ModelCooldowns::default(),
         }
     }
 
@@ -381,19 +385,12 @@ impl RouteBreaker {
         cool_resets(self.cooldown.load(Ordering::Relaxed))
     }
 
-    /// Cools the route down as `failure` says (see
-    /// [`Failure::cooldown`]): no call goes to it until then. A longer
-    /// cooldown already running is kept. A call admitted before the last
-    /// reset (`resets` is [`resets`](Self::resets) at its admission)
-    /// learns nothing: its 401 was for the key the reset was made for.
-    /// While a cooldown's probe is out, only the probe (`probe`) cools the
-    /// route again: what an older call says now is older than its answer.
-    pub(crate) fn learn(&self, failure: &Failure, resets: u64, probe: bool) {
-        let Some(cooldown) = failure.cooldown(SystemTime::now()) else {
-            return;
-        };
+    /// When `failure` says its route (or model) should cool until, on the
+    /// breaker's clock, and its code's byte (its index in `Code::ALL`,
+    /// with `COOL_AT_CLAMP`): `None` when it says nothing of the kind.
+    fn cools_until(&self, failure: &Failure) -> Option<(u64, u64)> {
         let mut at_clamp = 0;
-        let until = match cooldown {
+        let until = match failure.cooldown(SystemTime::now())? {
             Cooldown::UntilReset => COOL_FOREVER,
             Cooldown::For(after) => {
                 // The failure's own hint (a reset time it names is a
@@ -412,7 +409,25 @@ impl RouteBreaker {
             .iter()
             .position(|c| *c == failure.code())
             .unwrap_or(0) as u64;
-        let code = code | at_clamp;
+        Some((until, code | at_clamp))
+    }
+
+    /// Cools the route down as `failure` says (see
+    /// [`Failure::cooldown`]): no call goes to it until then. A longer
+    /// cooldown already running is kept. A call admitted before the last
+    /// reset (`resets` is [`resets`](Self::resets) at its admission)
+    /// learns nothing: its 401 was for the key the reset was made for.
+    /// While a cooldown's probe is out, only the probe (`probe`) cools the
+    /// route again: what an older call says now is older than its answer.
+    pub(crate) fn learn(&self, failure: &Failure, resets: u64, probe: bool) {
+        let Some((until, code)) = self.cools_until(failure) else {
+            return;
+        };
+        self.cool_route(failure, until, code, resets, probe);
+    }
+
+    /// [`learn`](Self::learn) for the whole route, its end and code read.
+    fn cool_route(&self, failure: &Failure, until: u64, code: u64, resets: u64, probe: bool) {
         let longer = self
             .cooldown
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
@@ -426,14 +441,75 @@ impl RouteBreaker {
             })
             .is_ok();
         if longer {
-            tracing::warn!(
-                target: "seawall::breaker",
-                route = %self.route,
-                code = failure.code().as_str(),
-                cooldown_ms = (until != COOL_FOREVER).then(|| until.saturating_sub(self.policy.now_ms())),
-                "route cooling down"
-            );
+            self.said_cooling(failure, until, None);
         }
+    }
+
+    /// Cools `model` alone on the route as `failure` (a limit the
+    /// provider keeps per model: [`Failure::cools`]) says: calls for other
+    /// models still go. As [`learn`](Self::learn) otherwise; past
+    /// [`MAX_MODELS_COOLING`] models cooling at once, or for a name too
+    /// long to keep, it cools the whole route.
+    ///
+    /// [`MAX_MODELS_COOLING`]: crate::MAX_MODELS_COOLING
+    pub(crate) fn learn_model(&self, model: &str, failure: &Failure, resets: u64, probe: bool) {
+        let Some((until, code)) = self.cools_until(failure) else {
+            return;
+        };
+        if model.len() > seawall_core::MAX_KEPT_NAME {
+            return self.cool_route(failure, until, code, resets, probe);
+        }
+        let cooled = self.models.cool(
+            model,
+            until,
+            failure.code(),
+            code & COOL_AT_CLAMP != 0,
+            self.policy.now_ms(),
+            // Under the models' lock, which a reset takes after it counts
+            // itself: a call admitted before a reset learns nothing.
+            || self.resets() == resets,
+        );
+        match cooled {
+            Cooled::Longer => self.said_cooling(failure, until, Some(model)),
+            Cooled::Kept => {}
+            Cooled::Full => self.cool_route(failure, until, code, resets, probe),
+        }
+    }
+
+    fn said_cooling(&self, failure: &Failure, until: u64, model: Option<&str>) {
+        tracing::warn!(
+            target: "seawall::breaker",
+            route = %self.route,
+            model,
+            code = failure.code().as_str(),
+            cooldown_ms = (until != COOL_FOREVER).then(|| until.saturating_sub(self.policy.now_ms())),
+            "route cooling down"
+        );
+    }
+
+    /// The code that cooled `model` on this route and the time left
+    /// (`None`: until a reset), while it cools on its own
+    /// ([`learn_model`](Self::learn_model)). One relaxed load while no
+    /// model cools. A model's cooldown ends for every call at its end (no
+    /// probe: the wall is one model's, and the route's other calls show
+    /// the route is there).
+    pub(crate) fn model_cooling(&self, model: &str) -> Option<(Code, Option<Duration>)> {
+        if !self.models.any() {
+            return None;
+        }
+        let now = self.policy.now_ms();
+        let (code, until, at_clamp) = self.models.cooling(model, now)?;
+        let left = match until {
+            COOL_FOREVER => None,
+            _ if at_clamp => Some(MAX_RETRY_HINT),
+            _ => Some(Duration::from_millis(until - now)),
+        };
+        Some((code, left))
+    }
+
+    /// Whether some model may be cooling on its own on this route.
+    pub(crate) fn models_cooling(&self) -> bool {
+        self.models.any()
     }
 
     /// The code that cooled the route and the time left (`None`: until a
@@ -790,6 +866,9 @@ impl RouteBreaker {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
                 Some(cool_word(0, 0, cool_resets(word).wrapping_add(1)))
             });
+        // After the count: a model's cooldown learnt by a call admitted
+        // before it is refused under the same lock.
+        self.models.clear();
         // The consecutive failures are the spell's own. The window is
         // cleared before the new spell is published, so that its first
         // outcome never meets the old spell's counts (a reset of an open

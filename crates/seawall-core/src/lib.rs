@@ -34,6 +34,7 @@
 mod action;
 mod another_route;
 mod class;
+pub mod cools;
 mod code;
 mod deadline;
 mod evidence;

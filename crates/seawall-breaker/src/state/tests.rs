@@ -275,12 +275,12 @@ fn a_401_of_a_call_admitted_across_a_reset_cools_nothing() {
     let breaker = Arc::new(breaker(Trip::default()));
     let rejected: BoxError = Box::new(Failure::new(Code::Auth));
     in_the_gap(Gap::Admitting, RouteBreaker::reset);
-    let permit = Permit::admit(&breaker).unwrap();
+    let permit = Permit::admit(&breaker, &http::Request::new(())).unwrap();
     assert!(gap_played());
     permit.fail(&rejected);
     assert_eq!(breaker.cooling(), None);
 
-    let permit = Permit::admit(&breaker).unwrap();
+    let permit = Permit::admit(&breaker, &http::Request::new(())).unwrap();
     permit.fail(&rejected);
     assert_eq!(breaker.cooling().map(|(code, _)| code), Some(Code::Auth));
 }

@@ -1,0 +1,211 @@
+//! A limit the provider keeps per model cools that model alone on its
+//! route, on tokio's paused clock: gemini-2.5-pro's per-day wall leaves
+//! gemini-2.5-flash on the same route called; the account's walls, and a
+//! wall for a request that names no model, still cool the whole route; a
+//! route keeps only a few models cooling on their own.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Empty;
+use seawall_breaker::{Breaker, BreakerHandle, BreakerLayer, MAX_MODELS_COOLING};
+use seawall_core::{BoxError, Code, Failure, RequestFacts, RouteId};
+use tower::util::BoxCloneService;
+use tower::{Layer, ServiceExt};
+
+const ROUTE: &str = "generativelanguage.googleapis.com";
+const DAY_WALL: Duration = Duration::from_secs(12 * 3600);
+
+type Response = http::Response<Empty<Bytes>>;
+
+/// Gemini's per-day, per-model wall as the classifier reads it: the
+/// message names the quota's model.
+fn day_wall(model: &str) -> Failure {
+    Failure::new(Code::QuotaExhausted)
+        .with_status(429)
+        .with_provider_type("RESOURCE_EXHAUSTED")
+        .with_retry_after(DAY_WALL)
+        .with_message(&format!(
+            "You exceeded your current quota, please check your plan and billing details.\n\
+             * Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, \
+             limit: 50, model: {model}"
+        ))
+}
+
+/// OpenAI's billing wall: the account's, whatever model was asked.
+fn billing_wall() -> Failure {
+    Failure::new(Code::QuotaExhausted)
+        .with_status(429)
+        .with_provider_type("insufficient_quota")
+        .with_provider_code("insufficient_quota")
+        .with_retry_after(DAY_WALL)
+        .with_message(
+            "You exceeded your current quota, please check your plan and billing details.",
+        )
+}
+
+type Provider = BoxCloneService<http::Request<()>, Response, BoxError>;
+
+/// A provider that fails a call whose path names a model of `walled` with
+/// the wall `wall` gives for that model, and answers every other.
+fn provider(walled: &'static [&'static str], wall: fn(&str) -> Failure) -> Provider {
+    BoxCloneService::new(tower::service_fn(move |request: http::Request<()>| {
+        let path = request.uri().path().to_owned();
+        async move {
+            match walled
+                .iter()
+                .find(|model| path.contains(&format!("/{model}:")))
+            {
+                Some(model) => Err(wall(model).into()),
+                None => Ok(http::Response::new(Empty::new())),
+            }
+        }
+    }))
+}
+
+/// A Gemini generation for `model` (`None`: a request that names none),
+/// with the request facts the retry ladder puts in its extensions.
+fn ask(model: Option<&str>) -> http::Request<()> {
+    let uri = match model {
+        Some(model) => {
+            format!("https://{ROUTE}/v1beta/models/{model}:generateContent")
+        }
+        None => format!("https://{ROUTE}/v1beta/files"),
+    };
+    let mut request = http::Request::post(uri).body(()).unwrap();
+    let facts = RequestFacts::from_head(&request);
+    request.extensions_mut().insert(facts);
+    request
+}
+
+/// The call's outcome: `Ok` when answered, else the failure's code
+/// (`route_cooling_down` for a refusal without a call).
+async fn outcome(service: &Breaker<Provider>, request: http::Request<()>) -> Result<(), Code> {
+    match service.clone().oneshot(request).await {
+        Ok(_) => Ok(()),
+        Err(error) => Err(Failure::downcast(error.into_box())
+            .expect("a failure")
+            .code()),
+    }
+}
+
+fn layer() -> (BreakerLayer, BreakerHandle) {
+    let layer = BreakerLayer::new();
+    let handle = layer.handle();
+    (layer, handle)
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_models_day_wall_leaves_the_routes_other_models_called() {
+    let (layer, handle) = layer();
+    let service = layer.layer(provider(&["gemini-2.5-pro"], day_wall));
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-pro"))).await,
+        Err(Code::QuotaExhausted)
+    );
+    // The other model's quota is untouched: it is called and answered.
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-flash"))).await,
+        Ok(())
+    );
+    // The walled model is refused here, without a call.
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-pro"))).await,
+        Err(Code::RouteCoolingDown)
+    );
+    // Not the route's cooldown: the route reports none.
+    assert_eq!(handle.cooldown(&RouteId::new(ROUTE)), None);
+    // Hours later, still; after the wall's end the model is called again.
+    tokio::time::advance(DAY_WALL - Duration::from_secs(60)).await;
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-pro"))).await,
+        Err(Code::RouteCoolingDown)
+    );
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-flash"))).await,
+        Ok(())
+    );
+    tokio::time::advance(Duration::from_secs(61)).await;
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-pro"))).await,
+        Err(Code::QuotaExhausted),
+        "the wall's end: the model is called again"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_accounts_wall_still_cools_every_model() {
+    let (layer, handle) = layer();
+    let service = layer.layer(provider(&["gpt-x"], |_| billing_wall()));
+    assert_eq!(
+        outcome(&service, ask(Some("gpt-x"))).await,
+        Err(Code::QuotaExhausted)
+    );
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-flash"))).await,
+        Err(Code::RouteCoolingDown)
+    );
+    assert_eq!(
+        handle.cooldown(&RouteId::new(ROUTE)).map(|(code, _)| code),
+        Some(Code::QuotaExhausted)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wall_for_a_request_naming_no_model_cools_the_route() {
+    let (layer, handle) = layer();
+    let service = layer.layer(BoxCloneService::new(tower::service_fn(
+        |_: http::Request<()>| async {
+            Err::<Response, BoxError>(day_wall("gemini-2.5-pro").into())
+        },
+    )));
+    assert_eq!(
+        outcome(&service, ask(None)).await,
+        Err(Code::QuotaExhausted)
+    );
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-flash"))).await,
+        Err(Code::RouteCoolingDown)
+    );
+    assert!(handle.cooldown(&RouteId::new(ROUTE)).is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn past_the_models_a_route_keeps_a_wall_cools_the_route() {
+    const MODELS: [&str; MAX_MODELS_COOLING + 1] =
+        ["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8"];
+    let (layer, handle) = layer();
+    let service = layer.layer(provider(&MODELS, day_wall));
+    let route = RouteId::new(ROUTE);
+    for model in &MODELS[..MAX_MODELS_COOLING] {
+        assert_eq!(
+            outcome(&service, ask(Some(model))).await,
+            Err(Code::QuotaExhausted)
+        );
+        assert_eq!(handle.cooldown(&route), None, "{model}");
+    }
+    assert_eq!(outcome(&service, ask(Some("fresh"))).await, Ok(()));
+    // One more model's wall: no place left, the route cools.
+    assert_eq!(
+        outcome(&service, ask(Some(MODELS[MAX_MODELS_COOLING]))).await,
+        Err(Code::QuotaExhausted)
+    );
+    assert!(handle.cooldown(&route).is_some());
+    assert_eq!(
+        outcome(&service, ask(Some("fresh"))).await,
+        Err(Code::RouteCoolingDown)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reset_ends_the_models_cooldowns() {
+    let (layer, handle) = layer();
+    let service = layer.layer(provider(&["gemini-2.5-pro"], day_wall));
+    let _ = outcome(&service, ask(Some("gemini-2.5-pro"))).await;
+    handle.reset(&RouteId::new(ROUTE));
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-pro"))).await,
+        Err(Code::QuotaExhausted),
+        "called again after the reset"
+    );
+}
