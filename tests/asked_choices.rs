@@ -1,11 +1,14 @@
-//! A stream asked for several choices (OpenAI's `"n": 2`, Gemini's
-//! `generationConfig.candidateCount: 2`) that ends (its `[DONE]`, its
-//! clean end, the JSON array's `]`) before the second choice's first
-//! chunk is cut, not whole: through the assembled stack, against a server
-//! on loopback that reads the request and writes the stream as given. The
-//! same stream with every choice asked for finished, or asked for one
-//! choice, is whole, as before; so is one on a wire that has no choices
-//! (Anthropic's, with an `n` it ignores in its body).
+//! A stream asked for several choices (OpenAI's `"n": 2`) that ends
+//! without its `[DONE]` (the body's clean end) before the second choice's
+//! first chunk is cut, not whole: through the assembled stack, against a
+//! server on loopback that reads the request and writes the stream as
+//! given. With its `[DONE]` it is whole as the server gave it (a server
+//! that ignores `n`, as OpenRouter and llama-cpp-python do, writes one
+//! choice and its end marker: a retry would only buy the same again).
+//! The same stream with every choice asked for finished, or asked for one
+//! choice, is whole, as before; Gemini's `candidateCount` changes nothing
+//! (its stream has no end marker to tell a cut from a server that ignored
+//! it); nor does an `n` on a wire that has no choices (Anthropic's).
 
 mod common;
 
@@ -106,26 +109,24 @@ fn chat_stream(choices: &[u32], done: bool) -> String {
 }
 
 #[tokio::test]
-async fn openai_n_2_cut_before_the_second_choice_is_truncated() {
+async fn openai_n_2_cut_before_the_second_choice_without_done_is_truncated() {
     const TWO: &str =
         r#"{"model":"gpt-x","stream":true,"n":2,"messages":[{"role":"user","content":"hi"}]}"#;
     let openai = ClassifyLayer::openai;
     let event_stream = "text/event-stream";
-    // Choice 0 whole, then `[DONE]`, or the body's clean end: choice 1
-    // never came. Every case is run before any is judged, so each is seen
-    // to fail alone.
+    // Choice 0 whole, then the body's clean end with no `[DONE]`: choice
+    // 1 never came. Every case is run before any is judged, so each is
+    // seen to fail alone.
     let mut cut = Vec::new();
-    for done in [true, false] {
-        let code = outcome(openai(), CHAT, TWO, event_stream, chat_stream(&[0], done)).await;
-        cut.push((format!("[DONE]: {done}"), code));
-    }
+    let code = outcome(openai(), CHAT, TWO, event_stream, chat_stream(&[0], false)).await;
+    cut.push(("n: 2".to_owned(), code));
     // `n` written `2.0` asks for two as well.
     let code = outcome(
         openai(),
         CHAT,
         r#"{"model":"gpt-x","stream":true,"n":2.0,"messages":[]}"#,
         event_stream,
-        chat_stream(&[0], true),
+        chat_stream(&[0], false),
     )
     .await;
     cut.push(("n: 2.0".to_owned(), code));
@@ -134,6 +135,10 @@ async fn openai_n_2_cut_before_the_second_choice_is_truncated() {
         .filter(|(_, code)| *code != Some(Code::Truncated))
         .collect();
     assert!(whole.is_empty(), "not cut: {whole:?}");
+    // Choice 0 whole and its `[DONE]`: a server that ignored `n` said the
+    // answer is whole.
+    let code = outcome(openai(), CHAT, TWO, event_stream, chat_stream(&[0], true)).await;
+    assert_eq!(code, None);
     // Both choices whole, one after the other or interleaved: whole.
     let code = outcome(
         openai(),
@@ -239,27 +244,24 @@ async fn gemini(body: &'static str, candidates: &[u32], array: bool) -> Option<C
     .await
 }
 
+/// Gemini's `candidateCount` changes nothing: a stream of one candidate
+/// ends as it would have (its JSON array's `]` closes a cut and a server
+/// that ignored the count alike; its event stream has no end marker).
 #[tokio::test]
-async fn gemini_candidate_count_2_cut_before_the_second_is_truncated() {
+async fn gemini_candidate_count_2_changes_nothing() {
     const TWO: &str = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"temperature":1,"candidateCount":2}}"#;
     const SNAKE: &str = r#"{"contents":[],"generation_config":{"candidate_count":"2"}}"#;
-    // Every case is run before any is judged, so each is seen to fail
-    // alone.
-    let mut not_cut = Vec::new();
     for array in [false, true] {
         for body in [TWO, SNAKE] {
-            let code = gemini(body, &[0], array).await;
-            if code != Some(Code::Truncated) {
-                not_cut.push((body, array, code));
+            for candidates in [&[0][..], &[0, 1]] {
+                assert_eq!(
+                    gemini(body, candidates, array).await,
+                    None,
+                    "{body} array: {array} {candidates:?}"
+                );
             }
-            assert_eq!(
-                gemini(body, &[0, 1], array).await,
-                None,
-                "{body} array: {array}"
-            );
         }
     }
-    assert!(not_cut.is_empty(), "not cut: {not_cut:?}");
 }
 
 #[tokio::test]

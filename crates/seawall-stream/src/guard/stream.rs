@@ -458,7 +458,7 @@ impl Track {
                 .with_quota_wall(config.quota_wall.unwrap_or_default())
                 // The choices the body asked for, read on the wire it
                 // asked them on: a stream cut before one of them showed
-                // up is cut, not whole.
+                // up, with no end marker, is cut, not whole.
                 .with_choices_asked(
                     facts
                         .choices_asked()
@@ -632,9 +632,13 @@ impl Track {
     /// (the JSON array's `]`; an event stream has nothing to close). Of
     /// several choices, one that first showed up after the others finished
     /// is still being written: no whole message (Gemini has no end marker
-    /// to say so at).
+    /// to say so at); nor is one whose asked choice never showed up before
+    /// a stream that has an end marker ended without it.
     fn message_complete(&self) -> bool {
-        self.tally.finish.is_some() && self.framing.closed() && !self.decoder.choice_unfinished()
+        self.tally.finish.is_some()
+            && self.framing.closed()
+            && !self.decoder.choice_unfinished()
+            && !self.decoder.asked_choice_missing()
     }
 
     /// Scans one data frame; returns why the stream must stop, if it must.

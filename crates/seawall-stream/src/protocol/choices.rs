@@ -11,15 +11,18 @@ use super::Reason;
 /// The choices (OpenAI) or candidates (Gemini) of one stream, each
 /// finishing on its own. OpenAI and vLLM send one choice per chunk; Gemini
 /// sends several candidates in a chunk, or one each with its `index`. The
-/// message is finished when every choice seen, and every choice the
-/// request asked for ([`Choices::asked`]), has: the first to finish does
-/// not finish the others (a break after it would have called them
-/// complete), nor does a break before another's first chunk.
+/// message is finished when every choice seen has: the first to finish
+/// does not finish the others (a break after it would have called them
+/// complete). The choices the request asked for ([`Choices::asked`]) are
+/// kept apart: one that never showed up is a cut only where the server
+/// gave no end marker ([`Choices::asked_unseen`]).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Choices {
     /// The choices seen (index < 64), and those finished.
     seen: u64,
     finished: u64,
+    /// The choices the request asked for (the first 64).
+    asked: u64,
     /// The first finish that was not a plain stop, kept for the message's
     /// finish: a choice cut at its token limit is not hidden by another's
     /// `stop`.
@@ -28,20 +31,28 @@ pub(super) struct Choices {
 
 impl Choices {
     /// The choices of a stream whose request asked for `asked` (at most
-    /// the first 64 are followed): each counts as seen from the start, so
-    /// a stream that ends before one of them showed up ends with it
-    /// unfinished, as one that ends inside it does.
+    /// the first 64 are followed).
+    ///
+    /// A choice asked for is not counted as seen: servers that ignore `n`
+    /// (OpenRouter, llama-cpp-python) write one whole choice and their
+    /// `[DONE]`, an answer whole as they give it, that a retry would only
+    /// buy again. One that never showed up tells of a cut only where no
+    /// end marker came ([`Choices::asked_unseen`]).
     pub(super) fn asked(asked: u8) -> Choices {
-        let seen = bit(u64::from(asked)).map_or(u64::MAX, |past| past - 1);
+        let asked = bit(u64::from(asked)).map_or(u64::MAX, |past| past - 1);
         Choices {
-            seen,
+            asked,
             ..Choices::default()
         }
     }
 
-    /// Several choices were seen (or asked for) and one of them never
-    /// finished: an end marker now ends a message with a choice cut
-    /// short.
+    /// A choice the request asked for never showed up.
+    pub(super) fn asked_unseen(&self) -> bool {
+        self.asked & !self.seen != 0
+    }
+
+    /// Several choices were seen and one of them never finished: an end
+    /// marker now ends a message with a choice cut short.
     pub(super) fn one_unfinished(&self) -> bool {
         self.seen.count_ones() > 1 && self.seen & !self.finished != 0
     }
@@ -118,35 +129,36 @@ mod tests {
         })
     }
 
-    /// Asked for two, the first's finish is no message's finish, and the
-    /// message stays unfinished until the second (never seen) finishes.
+    /// Asked for two, the first's finish is the message's while the
+    /// second never showed up (a server that ignores `n` ends there), and
+    /// the second is told apart as asked and unseen; once it shows up, it
+    /// is waited for as any choice seen.
     #[test]
-    fn choices_asked_count_before_they_show_up() {
+    fn choices_asked_are_told_apart_until_they_show_up() {
         let mut choices = Choices::asked(2);
-        assert!(choices.one_unfinished());
-        assert_eq!(choices.finish(0, stop()), None);
+        assert!(choices.asked_unseen());
+        assert!(!choices.one_unfinished());
+        assert!(choices.finish(0, stop()).is_some());
+        assert!(choices.asked_unseen());
+        assert_eq!(choices.finish(1, None), None);
+        assert!(!choices.asked_unseen());
         assert!(choices.one_unfinished());
         assert!(choices.finish(1, stop()).is_some());
         assert!(!choices.one_unfinished());
-        // Seen but not asked: still waited for.
-        let mut choices = Choices::asked(2);
-        choices.finish(0, stop());
-        choices.finish(1, stop());
-        assert_eq!(choices.finish(2, None), None);
-        assert!(choices.one_unfinished());
-        // One asked is none seen before: its finish is the message's.
-        for asked in [0, 1] {
-            let mut choices = Choices::asked(asked);
-            assert!(!choices.one_unfinished());
-            assert!(choices.finish(0, stop()).is_some(), "{asked}");
-        }
-        // All 64 followed, past it each finish is its own.
+        // One asked is unseen only until it shows up; none, never.
+        assert!(!Choices::asked(0).asked_unseen());
+        let mut choices = Choices::asked(1);
+        assert!(choices.asked_unseen());
+        assert!(choices.finish(0, stop()).is_some());
+        assert!(!choices.asked_unseen());
+        // All 64 followed: the last one seen leaves none unseen.
         let mut choices = Choices::asked(MAX_CHOICES);
         for index in 0..63 {
-            assert_eq!(choices.finish(index, stop()), None, "{index}");
+            choices.finish(index, None);
         }
+        assert!(choices.asked_unseen());
+        choices.finish(63, None);
+        assert!(!choices.asked_unseen());
         assert!(choices.one_unfinished());
-        assert!(choices.finish(63, stop()).is_some());
-        assert!(!choices.one_unfinished());
     }
 }

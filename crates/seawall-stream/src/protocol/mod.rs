@@ -236,17 +236,17 @@ impl Decoder {
     }
 
     /// The same decoder, for a stream whose request asked for `asked`
-    /// choices ([`RequestFacts::choices_asked`](seawall_core::RequestFacts::choices_asked):
-    /// OpenAI's `n`, Gemini's `candidateCount`): the message is finished
-    /// only once each of them has, so a stream that ends (its `[DONE]`,
-    /// its clean end, the JSON array's `]`) before one of them showed up
-    /// is cut short ([`Decoder::choice_unfinished`]), not whole. Only
-    /// OpenAI's chat wire and Gemini's have several choices: on any other
-    /// (and for `None`, or one choice) the decoder is left as it was.
+    /// choices ([`RequestFacts::choices_asked`](seawall_core::RequestFacts::choices_asked),
+    /// OpenAI's `n`): a stream that ends without its `[DONE]` before one
+    /// of them showed up is cut short ([`Decoder::asked_choice_missing`]),
+    /// not whole. With its `[DONE]` it is whole as the server gave it: a
+    /// server that ignores `n` writes one choice and its end marker.
+    /// Gemini's stream has no end marker to tell the two apart (the JSON
+    /// array's `]` closes both), so its `candidateCount` changes nothing;
+    /// on any other wire (and for `None`, or one choice) the decoder is
+    /// left as it was.
     pub fn with_choices_asked(mut self, asked: Option<u8>) -> Decoder {
-        if let Some(asked) =
-            asked.filter(|_| matches!(self.provider, Provider::OpenAi | Provider::Gemini))
-        {
+        if let Some(asked) = asked.filter(|_| self.provider == Provider::OpenAi) {
             self.choices = choices::Choices::asked(asked);
         }
         self
@@ -420,10 +420,16 @@ impl Decoder {
         })
     }
 
+    /// A choice the request asked for ([`Decoder::with_choices_asked`])
+    /// never showed up and no end marker came: the stream was cut before
+    /// it began.
+    pub fn asked_choice_missing(&self) -> bool {
+        !self.ended && self.choices.asked_unseen()
+    }
+
     /// Whether a choice has not finished: of several (`n > 1`), one that
     /// has not, whatever the others said (a choice that first shows up
-    /// after the others finished included, and one asked for that never
-    /// showed up: [`Decoder::with_choices_asked`]); on OpenAI's chat wire and
+    /// after the others finished included); on OpenAI's chat wire and
     /// Anthropic's, a lone message whose content came without a finish
     /// (but a refusal, whose finish is implied). The end marker then ends
     /// a message cut short, never a whole one, and makes up no finish for
