@@ -35,6 +35,65 @@ seawall_core::later_wins! {
         /// A `usage` that says something ([`Truthy`]; OpenAI's per-chunk
         /// `"usage":null` does not): the chunk is worth [`read_usage`].
         usage: Truthy = "usage",
+        /// Groq stopped the stream early ([`GroqStop`]).
+        x_groq: GroqStop = "x_groq",
+    }
+}
+
+/// Whether a chunk's `x_groq` holds an `error` that says something
+/// ([`Truthy`]): "An error string indicating why a stream was stopped
+/// early" (groq-python's `XGroq`), beside a finish that reads as whole.
+/// Groq's clients raise on it. An `x_groq` of another shape says nothing,
+/// and leaves the chunk readable.
+#[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct GroqStop(bool);
+
+impl<'de> Deserialize<'de> for GroqStop {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StopVisitor;
+        impl<'de> Visitor<'de> for StopVisitor {
+            type Value = GroqStop;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<GroqStop, A::Error> {
+                // The later `error`, if named twice, as the SDKs read it.
+                let mut stop = false;
+                while let Some(field) = map.next_key_seed(KeyIn(&["error"]))? {
+                    match field {
+                        Some(_) => stop = map.next_value::<Truthy>()?.0,
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(GroqStop(stop))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<GroqStop, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(GroqStop(false))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<GroqStop, E> {
+                Ok(GroqStop(false))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<GroqStop, E> {
+                Ok(GroqStop(false))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<GroqStop, E> {
+                Ok(GroqStop(false))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<GroqStop, E> {
+                Ok(GroqStop(false))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<GroqStop, E> {
+                Ok(GroqStop(false))
+            }
+            fn visit_unit<E>(self) -> Result<GroqStop, E> {
+                Ok(GroqStop(false))
+            }
+        }
+        deserializer.deserialize_any(StopVisitor)
     }
 }
 
@@ -341,6 +400,7 @@ impl Chunk<'_> {
             choices: Listed::default(),
             error: Truthy(false),
             usage: Truthy(false),
+            x_groq: GroqStop(false),
         }
     }
 }
@@ -351,7 +411,7 @@ impl Chunk<'_> {
 /// from one result to the next was an eighth of the cost of decoding a
 /// chunk (callgrind, the stack bench's stream).
 fn scan_into<'a>(cursor: &mut Cursor<'a>, chunk: &mut Chunk<'a>) -> Scan<()> {
-    cursor.fields(["choices", "error", "usage"], |cursor, field| {
+    cursor.fields(["choices", "error", "usage", "x_groq"], |cursor, field| {
         match field {
             0 => {
                 // More than one element is left to serde (`lone_element`).
@@ -363,7 +423,20 @@ fn scan_into<'a>(cursor: &mut Cursor<'a>, chunk: &mut Chunk<'a>) -> Scan<()> {
                 })?;
             }
             1 => chunk.error = Truthy(cursor.truthy()?),
-            _ => chunk.usage = Truthy(cursor.truthy()?),
+            2 => chunk.usage = Truthy(cursor.truthy()?),
+            // Read, not stepped over: a kept shape steps over the strings
+            // it skipped, and a Groq error would pass as one. Anything
+            // but an object or `null` is left to serde.
+            _ => {
+                let mut stop = false;
+                cursor.nullable(|cursor| {
+                    cursor.fields(["error"], |cursor, _| {
+                        stop = cursor.truthy()?;
+                        Ok(())
+                    })
+                })?;
+                chunk.x_groq = GroqStop(stop);
+            }
         }
         Ok(())
     })?;
@@ -566,7 +639,9 @@ pub(super) fn decode<'a>(
             None => return Signal::Other,
         };
     }
-    if chunk.error.0 {
+    // Groq's stop, checked before the finish beside it is read: that
+    // finish says `stop` of a cut answer.
+    if chunk.error.0 || chunk.x_groq.0 {
         return Signal::Error(in_stream_error(Provider::OpenAi, data, quota_wall));
     }
     // A chunk without choices is the usage-only final chunk (or another
