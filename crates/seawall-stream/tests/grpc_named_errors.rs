@@ -59,3 +59,24 @@ async fn xai_in_stream_errors_are_read_by_their_grpc_status() {
     let failure = failed(run(CHAT, &stream).await);
     assert_eq!(failure.code(), Code::Unknown);
 }
+
+/// A code that happens to be a gRPC name beside a declared type or
+/// OpenAI's server-error text is read by those: a `server_error` coded
+/// `internal` (as OpenAI-compatible proxies write it) is a passing failure,
+/// retried, not an unknown one surfaced.
+#[tokio::test]
+async fn a_grpc_named_code_beside_a_type_is_read_by_the_type() {
+    for body in [
+        r#"{"error":{"message":"internal error occurred","type":"server_error","code":"internal"}}"#,
+        r#"{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":null,"code":"unknown"}}"#,
+        r#"{"error":{"message":"Overloaded","type":"overloaded_error","code":"cancelled"}}"#,
+    ] {
+        let stream = format!("{OPENAI_ROLE}data: {body}\n\n{DONE}");
+        let failure = failed(run(CHAT, &stream).await);
+        assert_eq!(
+            (failure.class(), failure.action()),
+            (Class::Transient, Action::Retry),
+            "{body}: {failure:?}"
+        );
+    }
+}

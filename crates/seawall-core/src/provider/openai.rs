@@ -344,15 +344,19 @@ pub(super) fn error_rule(status: Option<u16>, d: &Declared<'_>) -> Option<Verdic
         // neither (`"code": null`, no type) still carries. Nothing known:
         // a status the body echoes decides, else `unknown` (`judge`).
         // xAI names its in-stream errors by their gRPC status
-        // (`grpc_status_named`), after the chat words. Groq's stop (its
-        // `x_groq.error`) declares nothing else.
+        // (`grpc_status_named`), read last: a code that happens to be a
+        // gRPC name (`internal`, `unknown`, `cancelled`) beside a type or
+        // OpenAI's server-error text is read by those, as before (a
+        // `server_error` coded `internal` is a passing failure, not an
+        // unknown one). Groq's stop (its `x_groq.error`) declares nothing
+        // else.
         None => declared_rule(code)
+            .or_else(|| declared_rule(ty))
+            .or_else(|| server_error_text(message))
             .or_else(|| {
                 let status = grpc_status_named(code)?;
                 Some(super::status_verdict(status, Some(message), false))
             })
-            .or_else(|| declared_rule(ty))
-            .or_else(|| server_error_text(message))
             .or_else(|| {
                 // "An error string indicating why a stream was stopped
                 // early" (groq-python's `XGroq.error`), "over capacity":
