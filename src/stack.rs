@@ -65,6 +65,7 @@ use std::time::Duration;
 use seawall_breaker::{Breaker, BreakerLayer};
 use seawall_classify::encoding::CanonicalEncoding;
 use seawall_classify::{CanonicalEncodingLayer, Classify, ClassifyLayer};
+use seawall_core::provider::QuotaWall;
 use seawall_deadline::{DeadlineLayer, DeadlineService, WireTimeout};
 use seawall_fallback::{Fallback, FallbackLayer, RouteSet, RouteSetLayer};
 use seawall_retry::{Budget, RetryBudget, RetryBudgetLayer, RetryPolicy};
@@ -196,7 +197,10 @@ impl Stack {
         self
     }
 
-    /// The retry ladder.
+    /// The retry ladder. Its [`max_retry_after`](RetryPolicy::max_retry_after),
+    /// where longer than the default quota wall, raises the wall of a
+    /// classifier that has the default (see [`Stack::attempt`]): a rate
+    /// limit's hint the ladder may wait is waited, not judged a wall.
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
@@ -281,6 +285,14 @@ impl Stack {
     /// StreamGuard → Classify → Decompression. This is also what a fallback
     /// route should be: one attempt, no ladder of its own.
     ///
+    /// The classifier's quota wall, where it is the default (60 s), is
+    /// raised to the ladder's longer
+    /// [`max_retry_after`](RetryPolicy::max_retry_after), and the stream
+    /// guard judges in-stream errors against the same wall: with
+    /// `max_retry_after(300 s)`, OpenAI's "try again in 4m" is a rate
+    /// limit the ladder waits out, not a `quota_exhausted` it returns at
+    /// once. A wall the classifier was given is kept.
+    ///
     /// Decompression (tower-http's, gzip, deflate and br) sits innermost,
     /// so the classifier and the stream guard read decoded bytes; it asks
     /// for compressed answers with `Accept-Encoding` when the request names
@@ -319,14 +331,15 @@ impl Stack {
                 .asking_only_for(DECODED)
                 .layer(client),
         );
-        let classified = classify.layer(decoded);
+        let quota_wall = self.quota_wall(classify);
+        let classified = classify.clone().quota_wall(quota_wall).layer(decoded);
         // An error inside a stream meets the classifier's quota wall, so a
         // rate limit's hint means one thing whether it came in a 429 or
         // an error event; a threshold the guard was given stays its own.
         let guarded = self
             .guard
             .clone()
-            .quota_wall_or(classify.get_quota_wall())
+            .quota_wall_or(quota_wall)
             .layer(classified);
         let mut bound = DeadlineLayer::per_attempt(self.per_attempt);
         bound = match &self.propagate {
@@ -338,6 +351,31 @@ impl Stack {
         };
         let bounded = bound.layer(guarded);
         breaker.layer(bounded)
+    }
+
+    /// The quota wall the stack's attempts judge a rate limit's hint
+    /// against: `classify`'s, raised to the ladder's
+    /// [`max_retry_after`](RetryPolicy::max_retry_after) where that is
+    /// longer and the classifier's is the default
+    /// ([`QuotaWall::DEFAULT_THRESHOLD`]).
+    ///
+    /// The two are one question, how long a wait is worth waiting: with a
+    /// wall below the ladder's bound, a hint between the two (OpenAI's
+    /// "try again in 4m" under `max_retry_after(300 s)`) is judged a wall,
+    /// which the ladder never waits, and raising the bound did nothing. A
+    /// wall the classifier was given (any other threshold) is the
+    /// caller's word and kept: hints past it are walls to schedule, and
+    /// the ladder's bound still holds for every other hint (a 503's
+    /// `Retry-After`, a gRPC pushback). A wall set explicitly to the
+    /// default, 60 s, reads as the default: the classifier does not say
+    /// which it was.
+    pub(crate) fn quota_wall<C>(&self, classify: &ClassifyLayer<C>) -> Duration {
+        let own = classify.get_quota_wall();
+        if own == QuotaWall::DEFAULT_THRESHOLD {
+            own.max(self.retry.get_max_retry_after())
+        } else {
+            own
+        }
     }
 
     /// The ladder's retry policy.

@@ -231,9 +231,11 @@ impl Failure {
     /// What this failure says of its route's near future, for a registry of
     /// route health that outlives one request:
     ///
-    /// - `quota_exhausted`: until its reset (`retry_after`, else `reset_at`
-    ///   at most [`MAX_QUOTA_COOLDOWN`] away, else
-    ///   [`DEFAULT_QUOTA_COOLDOWN`]);
+    /// - `quota_exhausted`: until its reset (`reset_at`, at most
+    ///   [`MAX_QUOTA_COOLDOWN`] away, else [`DEFAULT_QUOTA_COOLDOWN`]), or
+    ///   for its `retry_after` if that is later: a header's hint never
+    ///   shortens a wall (a `Retry-After: 41` on a per-day quota speaks of
+    ///   the per-minute window; the day's wall is still there in 42 s);
     /// - `rate_limited` with a hint: for the hint;
     /// - `auth`: for [`AUTH_COOLDOWN`];
     /// - anything else: nothing (the breaker judges rates of failure).
@@ -244,10 +246,9 @@ impl Failure {
                     .reset_at()
                     .and_then(|at| at.duration_since(now).ok())
                     .map(|wait| wait.min(MAX_QUOTA_COOLDOWN));
+                let known = until_reset.unwrap_or(DEFAULT_QUOTA_COOLDOWN);
                 Some(Cooldown::For(
-                    self.retry_after()
-                        .or(until_reset)
-                        .unwrap_or(DEFAULT_QUOTA_COOLDOWN),
+                    self.retry_after().map_or(known, |hint| hint.max(known)),
                 ))
             }
             Code::RateLimited => self.retry_after().map(Cooldown::For),

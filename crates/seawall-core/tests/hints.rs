@@ -148,7 +148,7 @@ fn a_per_day_wall_lifts_at_the_next_midnight_pacific() {
 
 /// The same over gRPC: a per-day `QuotaFailure` in the status details.
 /// A per-minute quota names no reset, nor a limit of zero, which no day's
-/// end lifts; a header's wait, where sent, is the wall's own.
+/// end lifts; a header's wait, where sent, is kept beside the reset.
 #[test]
 fn a_grpc_per_day_wall_lifts_at_midnight_pacific() {
     let mut per_day = StatusDetails::default();
@@ -183,10 +183,16 @@ fn a_grpc_per_day_wall_lifts_at_midnight_pacific() {
         },
         ..cx(Some(200))
     };
+    // The pushback is kept as sent, and the day's reset with it: the
+    // later of the two cools the route.
     let f = classify_grpc_details(8, None, per_day, pushed);
     assert_eq!(
         (f.code(), f.retry_after(), f.reset_at()),
-        (Code::QuotaExhausted, Some(Duration::from_secs(3600)), None)
+        (
+            Code::QuotaExhausted,
+            Some(Duration::from_secs(3600)),
+            Some(pst_midnight())
+        )
     );
 }
 

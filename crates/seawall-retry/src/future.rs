@@ -20,6 +20,7 @@ use seawall_internal::millis;
 use tokio::time::{Instant, Sleep, sleep};
 use tower_service::Service;
 
+use crate::Jitter;
 use crate::budget::{Grant, Now};
 use crate::layer::Shared;
 use crate::metrics;
@@ -823,10 +824,12 @@ impl<S, B> Ladder<S, B> {
         // as 7 days. Slept on, it calls the route again three weeks early,
         // however long a wait the policy allows.
         let too_long = |hint: Duration| hint > policy.max_retry_after || hint >= MAX_RETRY_HINT;
-        let delay = match failure.retry_after() {
-            _ if move_now => Duration::ZERO,
+        // The least wait, and how a spread above it is drawn (the hint is
+        // a floor: nothing drawn ever comes back before it).
+        let (floor, above) = match failure.retry_after() {
+            _ if move_now => (Duration::ZERO, Above::Nothing),
             // The hint is the failed route's; the next attempt goes elsewhere.
-            Some(hint) if too_long(hint) && moving => Duration::ZERO,
+            Some(hint) if too_long(hint) && moving => (Duration::ZERO, Above::Nothing),
             Some(hint) if too_long(hint) => return Err(StopReason::HintTooLong),
             // With a fallback to go to, a wait past the backoff's cap is
             // the fallback's cue (see `Scope`'s table): the operations the
@@ -839,27 +842,56 @@ impl<S, B> Ladder<S, B> {
             // instant the cooldown ends, the same for every operation it
             // refused meanwhile: waited out exactly, they all called the
             // route in the same millisecond, the burst that meets the next
-            // 429. The backoff's jitter spreads them after it.
+            // 429. The backoff's jitter spreads them after it, cut to what
+            // the bounds leave (below: a 59 s cooldown and a 30 s backoff
+            // slept 89 s under a 60 s `max_retry_after`).
             Some(hint) if !moving && failure.code() == Code::RouteCoolingDown => {
-                hint.saturating_add(backoff())
+                (hint, Above::Backoff(backoff()))
             }
             // The hint is the earliest the route will answer, never leave to
             // come back sooner than the backoff: a `Retry-After: 0` (or 1 ms)
             // on a 429 would otherwise fire every attempt at once. The SDKs
-            // ignore such hints and back off too.
-            Some(hint) if !moving => hint.max(backoff()),
-            _ => backoff(),
+            // ignore such hints and back off too. A hint longer than the
+            // backoff is the same for every operation the route told it
+            // (twenty told `Retry-After: 2` all came back at 2 000 ms and
+            // met the next 429 together): a draw spreads them above it, as
+            // a route set spreads the calls waiting for a member.
+            Some(hint) if !moving => match backoff() {
+                backoff if backoff > hint => (backoff, Above::Nothing),
+                // Lockstep is what `Jitter::None` asks for.
+                _ if policy.backoff.jitter() == Jitter::None => (hint, Above::Nothing),
+                _ => (hint, Above::Spread),
+            },
+            _ => (backoff(), Above::Nothing),
+        };
+        // What the bounds leave above the floor: a hint's wait never runs
+        // past `max_retry_after` (the hint itself is within it), and no
+        // wait past the deadline.
+        let mut spare = match above {
+            Above::Nothing => Duration::ZERO,
+            _ => policy.max_retry_after.saturating_sub(floor),
         };
         if let Some(deadline) = self.deadline {
             let latest = deadline.instant().checked_sub(policy.fallback_reserve);
             let ready_by = now
-                .checked_add(delay)
+                .checked_add(floor)
                 .and_then(|at| at.checked_add(policy.min_attempt_time));
             match (latest, ready_by) {
-                (Some(latest), Some(ready_by)) if ready_by <= latest => {}
+                (Some(latest), Some(ready_by)) if ready_by <= latest => {
+                    spare = spare.min(latest - ready_by);
+                }
+                // The floor does not fit: no spread makes it fit.
                 _ => return Err(StopReason::Deadline),
             }
         }
+        // What is drawn above the floor is cut to fit the bounds, never a
+        // reason to stop: the floor fits, and a retry that fits is not
+        // given up for a draw meant only to keep operations apart.
+        let delay = match above {
+            Above::Nothing => floor,
+            Above::Backoff(backoff) => floor.saturating_add(backoff.min(spare)),
+            Above::Spread => self.shared.random.spread(floor, spare),
+        };
         self.next_body = Some(body);
         Ok(delay)
     }
@@ -1337,4 +1369,16 @@ fn attempt_span(
         error.type = tracing::field::Empty,
         seawall.stream.bound = tracing::field::Empty,
     )
+}
+
+/// What a wait draws above its floor (a hint), to keep the operations told
+/// one return apart; cut to what the ladder's bounds leave.
+#[derive(Debug, Clone, Copy)]
+enum Above {
+    /// Nothing: the floor is the backoff's own draw, or lockstep was asked.
+    Nothing,
+    /// This backoff, after a cooldown's end.
+    Backoff(Duration),
+    /// A [spread](seawall_internal::random::Random::spread) above a hint.
+    Spread,
 }

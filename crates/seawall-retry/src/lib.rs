@@ -28,7 +28,12 @@
 //!    `Retry-After` hint when it is longer (a hint longer than
 //!    `max_retry_after` stops the ladder, and so does one longer than the
 //!    backoff's cap when a fallback can take the request; a hint of 0 is
-//!    no reason to hurry).
+//!    no reason to hurry). A hint is a floor: the operations one hint
+//!    told come back spread above it, by a draw of up to a quarter of it
+//!    (at most a second; none under [`Jitter::None`]), and those a
+//!    breaker refused through one cooldown by the backoff after its end.
+//!    What is drawn above a hint is cut to fit `max_retry_after` and the
+//!    deadline, never a reason to stop.
 //! 5. **Deadline**: `now + delay + min_attempt_time` must fit before the
 //!    operation's [`Deadline`](seawall_core::Deadline) less the fallback
 //!    reserve. A hint past the deadline stops at once, never sleeps. The

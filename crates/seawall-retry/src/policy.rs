@@ -101,7 +101,14 @@ impl RetryPolicy {
     /// longer hint is not shortened, since retrying early only buys another
     /// rate limit: the ladder stops (`StopReason::HintTooLong` in the
     /// receipt) and returns the failure with its hint, for the caller to
-    /// schedule.
+    /// schedule. The spread the ladder draws above a hint, to keep apart
+    /// the operations one hint told, never takes a wait past `max`.
+    ///
+    /// A rate limit's hint longer than the classifier's quota wall (60 s
+    /// by default) is a `quota_exhausted` the ladder never waits, whatever
+    /// `max`: raise the wall too (`ClassifyLayer::quota_wall`). A `Stack`
+    /// does it for you: its classifier's default wall follows a longer
+    /// `max`.
     ///
     /// A hint at [`MAX_RETRY_HINT`](seawall_core::hint::MAX_RETRY_HINT)
     /// (a week) is never waited out, whatever `max`: every longer hint is
@@ -111,6 +118,14 @@ impl RetryPolicy {
     pub fn max_retry_after(mut self, max: Duration) -> Self {
         self.max_retry_after = max;
         self
+    }
+
+    /// The longest hint the ladder sleeps
+    /// ([`max_retry_after`](Self::max_retry_after)): a stack raises its
+    /// classifier's quota wall to it, so that a rate limit's hint the
+    /// ladder may wait is not judged a wall it never waits.
+    pub fn get_max_retry_after(&self) -> Duration {
+        self.max_retry_after
     }
 
     /// The least time an attempt needs to be worth making (default 1 s): a

@@ -587,10 +587,12 @@ fn judge_by(
     }
     if let Some(message) = declared.message {
         // A wall that says when it lifts cools its route until then, not
-        // for the default minute (then a call a minute until it lifts).
+        // for the default minute (then a call a minute until it lifts),
+        // nor for a header's hint sent with it (a `retry-after: 30` on a
+        // spend cap is the front door's, not the cap's): the hint is kept
+        // as sent, and the cooldown is the later of the two.
         if failure.code() == Code::QuotaExhausted
             && failure.reset_at().is_none()
-            && failure.retry_after().is_none()
             && let Some(at) = parse_text_reset(&message).filter(|at| *at > cx.now)
         {
             failure = failure.with_reset_at(at);
@@ -789,12 +791,15 @@ pub fn classify_grpc_details(
 /// A per-day quota's wall that names no reset of its own lifts at the next
 /// midnight Pacific time ([`StatusDetails::resets_daily`]): its route
 /// cools until then, not for the default minute (then one call a minute
-/// meets the wall again, all day).
+/// meets the wall again, all day). A header's hint sent with it
+/// (`Retry-After: 41`, `grpc-retry-pushback-ms`) speaks of the per-minute
+/// window, as its `RetryInfo` would: it stays the failure's
+/// `retry_after`, as sent, and never shortens the wall
+/// ([`Failure::cooldown`] takes the later).
 fn with_daily_reset(failure: Failure, resets_daily: bool, now: SystemTime) -> Failure {
     if resets_daily
         && failure.code() == Code::QuotaExhausted
         && failure.reset_at().is_none()
-        && failure.retry_after().is_none()
         && let Some(at) = crate::hint::next_pacific_midnight(now)
     {
         return failure.with_reset_at(at);
