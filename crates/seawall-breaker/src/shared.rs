@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::time::Duration;
 
 use seawall_core::cools::Cools;
 use seawall_core::{BoxError, Failure, RequestFacts, RouteId, ShownUri};
@@ -239,6 +240,16 @@ pub(crate) struct Permit {
     facts: Option<RequestFacts>,
 }
 
+/// Whether a cooldown with `a` left ends no earlier than one with `b`
+/// left (`None`: until a reset).
+fn ends_later(a: Option<Duration>, b: Option<Duration>) -> bool {
+    match (a, b) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(a), Some(b)) => a >= b,
+    }
+}
+
 impl Permit {
     /// Admits a call to `breaker`'s route, with the request's `facts` if
     /// a layer above put them in its extensions: its permit, or the
@@ -263,8 +274,16 @@ impl Permit {
                 }
             };
             if let Some(model) = facts.model()
-                && let Some((code, left)) = breaker.model_cooling(model)
+                && let Some(model_cooling) = breaker.model_cooling(model)
             {
+                // The route may be cooling too, for a cause of its own
+                // (refused credentials): the refusal says the one that
+                // ends later, so a ladder or a fallback does not take a
+                // model's short wait for the route's return.
+                let (code, left) = match breaker.cooling() {
+                    Some(route) if ends_later(route.1, model_cooling.1) => route,
+                    _ => model_cooling,
+                };
                 return Err(CircuitOpen::cooling(breaker.route.clone(), code, left));
             }
         }

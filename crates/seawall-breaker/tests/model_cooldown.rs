@@ -209,3 +209,48 @@ async fn a_reset_ends_the_models_cooldowns() {
         "called again after the reset"
     );
 }
+
+/// A model cooling for a short rate limit while the route cools for a
+/// cause of its own (its credentials refused): a call for the model is
+/// refused with the route's longer wait, not the model's, so a ladder or
+/// a fallback does not take the model's seconds for the route's return.
+#[tokio::test(start_paused = true)]
+async fn a_models_short_wait_does_not_hide_the_routes_longer_one() {
+    fn limited(model: &str) -> Failure {
+        if model == "gpt-a" {
+            Failure::new(Code::RateLimited)
+                .with_status(429)
+                .with_retry_after(Duration::from_secs(2))
+                .with_message(&format!(
+                    "Rate limit reached for {model} in organization org-x on requests per min (RPM): Limit 3."
+                ))
+        } else {
+            Failure::new(Code::Auth).with_status(401)
+        }
+    }
+    let (layer, _handle) = layer();
+    let service = layer.layer(provider(&["gpt-a", "gpt-b"], limited));
+    let ask_for = |model: &str| {
+        let mut request = http::Request::post(format!(
+            "https://{ROUTE}/v1beta/models/{model}:generateContent"
+        ))
+        .body(())
+        .unwrap();
+        let facts = RequestFacts::from_head(&request).with_model(model);
+        request.extensions_mut().insert(facts);
+        request
+    };
+    assert_eq!(
+        outcome(&service, ask_for("gpt-a")).await,
+        Err(Code::RateLimited)
+    );
+    assert_eq!(outcome(&service, ask_for("gpt-b")).await, Err(Code::Auth));
+    let refusal = service.clone().oneshot(ask_for("gpt-a")).await.unwrap_err();
+    let failure = Failure::find(&refusal).expect("a failure");
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
+    let wait = failure.retry_after();
+    assert!(
+        wait.is_none_or(|wait| wait > Duration::from_secs(2)),
+        "the route's wait, not the model's 2 s: {failure:?}"
+    );
+}

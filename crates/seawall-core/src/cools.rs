@@ -104,12 +104,19 @@ fn names_quota_model(message: &str) -> bool {
 }
 
 /// OpenAI's rate-limit message naming its model: "Rate limit reached for
-/// MODEL in organization …" (one word: a model's name).
+/// MODEL in organization …" (one word: a model's name), and Groq's, which
+/// writes "Rate limit reached for model `MODEL` in organization `org_…`".
 fn names_rate_limit_model(message: &str) -> bool {
     message
         .split_once("Rate limit reached for ")
         .and_then(|(_, rest)| rest.split_once(" in organization"))
-        .is_some_and(|(model, _)| !model.is_empty() && !model.contains(char::is_whitespace))
+        .is_some_and(|(model, _)| {
+            let model = model
+                .strip_prefix("model `")
+                .and_then(|quoted| quoted.strip_suffix('`'))
+                .unwrap_or(model);
+            !model.is_empty() && !model.contains(char::is_whitespace)
+        })
 }
 
 /// Whether `haystack` holds `needle` (lowercase ASCII), ignoring ASCII case.
@@ -149,6 +156,16 @@ mod tests {
             "Rate limit reached for gpt-4o in organization org-x on requests per min (RPM): Limit 500.",
         );
         assert_eq!(openai.cools(), Cools::Model);
+        // Groq's words for its per-model daily tokens.
+        let groq = Failure::new(Code::QuotaExhausted).with_message(
+            "Rate limit reached for model `llama-3.3-70b-versatile` in organization `org_01` \
+             service tier `on_demand` on tokens per day (TPD): Limit 100000, Used 99000, \
+             Requested 2000. Please try again in 1h34m.",
+        );
+        assert_eq!(groq.cools(), Cools::Model);
+        let spaced = Failure::new(Code::RateLimited)
+            .with_message("Rate limit reached for model `two words` in organization `org_01`");
+        assert_eq!(spaced.cools(), Cools::Route);
         // The same limit, its long wait read as a wall.
         let long = Failure::new(Code::QuotaExhausted)
             .with_provider_code("rate_limit_exceeded")
