@@ -122,12 +122,17 @@ mod assembled {
         }
 
         /// The resume layer, judging a rate limit's hint against the
-        /// classifier's quota wall unless it was given its own, and
+        /// stack's attempts' quota wall (the classifier's, raised to the
+        /// ladder's longer `max_retry_after` where it is the default:
+        /// `Stack::quota_wall`) unless it was given its own, and
         /// sending no continuation with the caller's key in the header the
         /// ladder keys its attempts with: the ladder then keys each
         /// continuation anew.
         pub(crate) fn layer_for<C>(&self, classify: &ClassifyLayer<C>) -> ResumeLayer {
-            let layer = self.layer.clone().quota_wall_or(classify.get_quota_wall());
+            let layer = self
+                .layer
+                .clone()
+                .quota_wall_or(self.stack.quota_wall(classify));
             match self.stack.retry().given_idempotency_key() {
                 Some(name) => layer.idempotency_key(name.clone()),
                 None => layer,

@@ -372,7 +372,11 @@ impl Stack {
     pub(crate) fn quota_wall<C>(&self, classify: &ClassifyLayer<C>) -> Duration {
         let own = classify.get_quota_wall();
         if own == QuotaWall::DEFAULT_THRESHOLD {
-            own.max(self.retry.get_max_retry_after())
+            // Below the clamp: a hint at it is "a week or more", a wall
+            // whatever the ladder's bound (the ladder never sleeps it).
+            let below_clamp =
+                seawall_core::hint::MAX_RETRY_HINT.saturating_sub(Duration::from_nanos(1));
+            own.max(self.retry.get_max_retry_after().min(below_clamp))
         } else {
             own
         }

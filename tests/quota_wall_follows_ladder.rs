@@ -27,6 +27,15 @@ const ANSWER: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":
 /// first call 429 ("try again in 4m", `retry-after: 240`), then 200: the
 /// instants of its calls, and the failure if the operation failed.
 async fn run(stack: Stack, classify: ClassifyLayer) -> (Vec<Instant>, Option<Code>) {
+    run_told(stack, classify, "240").await
+}
+
+/// [`run`], the 429 saying `retry-after: <retry_after>`.
+async fn run_told(
+    stack: Stack,
+    classify: ClassifyLayer,
+    retry_after: &'static str,
+) -> (Vec<Instant>, Option<Code>) {
     let calls = Arc::new(Mutex::new(Vec::new()));
     let client = {
         let calls = calls.clone();
@@ -46,7 +55,7 @@ async fn run(stack: Stack, classify: ClassifyLayer) -> (Vec<Instant>, Option<Cod
                     http::Response::builder()
                         .status(status)
                         .header("content-type", "application/json")
-                        .header("retry-after", "240")
+                        .header("retry-after", retry_after)
                         .body(Full::new(Bytes::from_static(body.as_bytes())))
                         .unwrap(),
                 )
@@ -96,6 +105,19 @@ async fn the_default_bound_keeps_the_default_wall() {
 async fn a_wall_given_to_the_classifier_is_kept() {
     let classify = ClassifyLayer::openai().quota_wall(30 * SEC);
     let (calls, failed) = run(patient(), classify).await;
+    assert_eq!(failed, Some(Code::QuotaExhausted));
+    assert_eq!(calls.len(), 1);
+}
+
+/// A bound at or past the hint's clamp (a week) raises the wall only to
+/// below it: a hint at the clamp is "a week or more", still a wall.
+#[tokio::test(start_paused = true)]
+async fn a_bound_past_the_clamp_leaves_a_week_a_wall() {
+    let endless = Stack::batch()
+        .retry_policy(RetryPolicy::batch().max_retry_after(Duration::MAX))
+        .seed(1);
+    let month = "2592000";
+    let (calls, failed) = run_told(endless, ClassifyLayer::openai(), month).await;
     assert_eq!(failed, Some(Code::QuotaExhausted));
     assert_eq!(calls.len(), 1);
 }

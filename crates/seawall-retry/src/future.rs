@@ -864,12 +864,17 @@ impl<S, B> Ladder<S, B> {
             },
             _ => (backoff(), Above::Nothing),
         };
-        // What the bounds leave above the floor: a hint's wait never runs
-        // past `max_retry_after` (the hint itself is within it), and no
-        // wait past the deadline.
+        // What the bounds leave above the floor: a wait runs past
+        // `max_retry_after` (the longest hint slept; the hint itself is
+        // within it) by at most `MAX_SPREAD`, so operations told a hint at
+        // the bound still come back apart, and no wait runs past the
+        // deadline.
         let mut spare = match above {
             Above::Nothing => Duration::ZERO,
-            _ => policy.max_retry_after.saturating_sub(floor),
+            _ => policy
+                .max_retry_after
+                .saturating_sub(floor)
+                .max(seawall_internal::random::MAX_SPREAD),
         };
         if let Some(deadline) = self.deadline {
             let latest = deadline.instant().checked_sub(policy.fallback_reserve);

@@ -990,7 +990,10 @@ struct Declared<'a> {
     /// A per-day quota walled the request, not a zero one
     /// ([`StatusDetails::resets_daily`]).
     resets_daily: bool,
-    /// Gemini `google.rpc.ErrorInfo.reason`, e.g. `API_KEY_INVALID`.
+    /// Why the error came, in a word the provider's table reads: Gemini's
+    /// `google.rpc.ErrorInfo.reason` (`API_KEY_INVALID`); for OpenAI's
+    /// wire, OpenRouter's in-flight budget (its `metadata.limit_source`)
+    /// and Groq's stop (`x_groq.error`), as `openai.rs` names them.
     reason: Option<Cow<'a, str>>,
     /// The provider's moderation flagged the request (OpenRouter's 403
     /// names what in the error's `metadata`): the request's content, not

@@ -238,13 +238,6 @@ pub(crate) fn time_for_a_call(deadline: Option<Deadline>) -> bool {
     })
 }
 
-/// The most a wait for a member runs past its return, drawn at random: a
-/// quarter of the wait, at most this. The calls refused through one
-/// cooldown would otherwise all come back in the instant it ends, the
-/// burst that meets the next 429 (the ladder spreads a single route's the
-/// same way, by its backoff).
-const MAX_SPREAD: Duration = Duration::from_secs(1);
-
 impl Set {
     pub(crate) fn new(
         members: &[Member],
@@ -371,8 +364,10 @@ impl Set {
     /// rejected credentials, nor one whose breaker is open) that comes back
     /// first, when that is within `max_wait` and leaves [`MIN_CALL_TIME`]
     /// before `deadline`. A draw of up to a quarter of the wait (at most
-    /// [`MAX_SPREAD`], within those bounds) is added, so the calls refused
-    /// through one cooldown come back spread.
+    /// [`MAX_SPREAD`](seawall_internal::random::MAX_SPREAD), within those
+    /// bounds: [`Random::spread`], as the ladder spreads the operations one
+    /// `Retry-After` told) is added, so the calls refused through one
+    /// cooldown come back spread.
     pub(crate) fn wait_for(
         &self,
         earliest: &Earliest,
@@ -388,15 +383,7 @@ impl Set {
         }
         .min(self.max_wait);
         let spare = room.checked_sub(left)?;
-        let spread = u64::try_from((left / 4).min(MAX_SPREAD).min(spare).as_nanos()).unwrap_or(0);
-        let extra = match spread {
-            0 => 0,
-            spread => {
-                let draw = self.random.with(|rng| rng.next_u64());
-                ((u128::from(draw) * u128::from(spread + 1)) >> 64) as u64
-            }
-        };
-        let wait = left + Duration::from_nanos(extra);
+        let wait = self.random.spread(left, spare);
         tracing::debug!(
             target: "seawall::route_set",
             route = self.slots[index].member.route.as_str(),
