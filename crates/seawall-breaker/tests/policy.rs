@@ -160,25 +160,25 @@ const SEC: Duration = Duration::from_secs(1);
 #[tokio::test(start_paused = true)]
 async fn a_quota_wall_cools_the_route_for_its_hint_then_lets_calls_through() {
     let rig = Rig::new(consecutive(100));
-    let wall = Failure::new(Code::QuotaExhausted).with_retry_after(30 * SEC);
+    let wall = Failure::new(Code::QuotaExhausted).with_retry_after(90 * SEC);
     assert_eq!(rig.send(Some(wall)).await, Some(Code::QuotaExhausted));
     assert_eq!(
         rig.handle.cooldown(&route()),
-        Some((Code::QuotaExhausted, Some(30 * SEC)))
+        Some((Code::QuotaExhausted, Some(90 * SEC)))
     );
     let refused = rig.refusal().await;
     assert_eq!(refused.cooled_by(), Some(Code::QuotaExhausted));
-    assert_eq!(refused.retry_after(), Some(30 * SEC));
+    assert_eq!(refused.retry_after(), Some(90 * SEC));
     assert_eq!(refused.as_failure().code(), Code::RouteCoolingDown);
     assert_eq!(rig.calls(), 1, "refused locally, without a call");
     // The time left counts down on the breaker's clock.
     tokio::time::advance(10 * SEC).await;
     assert_eq!(
         rig.handle.cooldown(&route()),
-        Some((Code::QuotaExhausted, Some(20 * SEC)))
+        Some((Code::QuotaExhausted, Some(80 * SEC)))
     );
-    assert_eq!(rig.refusal().await.retry_after(), Some(20 * SEC));
-    tokio::time::advance(20 * SEC - Duration::from_millis(1)).await;
+    assert_eq!(rig.refusal().await.retry_after(), Some(80 * SEC));
+    tokio::time::advance(80 * SEC - Duration::from_millis(1)).await;
     assert_eq!(
         rig.handle.cooldown(&route()),
         Some((Code::QuotaExhausted, Some(Duration::from_millis(1))))
@@ -197,7 +197,7 @@ async fn a_quota_wall_cools_the_route_for_its_hint_then_lets_calls_through() {
 #[tokio::test(start_paused = true)]
 async fn a_longer_cooldown_already_running_is_kept_with_its_code() {
     let limited = |after| Some(Failure::new(Code::RateLimited).with_retry_after(after));
-    let wall = || Some(Failure::new(Code::QuotaExhausted).with_retry_after(30 * SEC));
+    let wall = || Some(Failure::new(Code::QuotaExhausted).with_retry_after(90 * SEC));
     // Three calls admitted together, finishing one after another.
     let rig = Rig::new(consecutive(100));
     let (a, first) = rig.start();
@@ -208,11 +208,11 @@ async fn a_longer_cooldown_already_running_is_kept_with_its_code() {
     // A shorter cooldown, and one exactly as long, change nothing.
     b.send(limited(5 * SEC)).unwrap();
     second.finish().await;
-    c.send(limited(30 * SEC)).unwrap();
+    c.send(limited(90 * SEC)).unwrap();
     third.finish().await;
     assert_eq!(
         rig.handle.cooldown(&route()),
-        Some((Code::QuotaExhausted, Some(30 * SEC)))
+        Some((Code::QuotaExhausted, Some(90 * SEC)))
     );
     // A longer one replaces a shorter one, code and all.
     let rig = Rig::new(consecutive(100));
@@ -228,7 +228,7 @@ async fn a_longer_cooldown_already_running_is_kept_with_its_code() {
     second.finish().await;
     assert_eq!(
         rig.handle.cooldown(&route()),
-        Some((Code::QuotaExhausted, Some(30 * SEC)))
+        Some((Code::QuotaExhausted, Some(90 * SEC)))
     );
     assert_eq!(rig.refusal().await.cooled_by(), Some(Code::QuotaExhausted));
 }

@@ -174,7 +174,11 @@ async fn a_call_the_open_circuit_refuses_leaves_the_probe_to_the_next() {
     let ticket = breaker.admit().unwrap();
     breaker.record(ticket, Outcome::Failure);
     assert_eq!(breaker.state(), BreakerState::Open);
-    let wall = Failure::new(Code::QuotaExhausted).with_retry_after(Duration::from_secs(1));
+    // A wall whose reset is a second away (one with no known reset
+    // cools a minute at least, `DEFAULT_QUOTA_COOLDOWN`, past the open
+    // circuit's break).
+    let wall = Failure::new(Code::QuotaExhausted)
+        .with_reset_at(std::time::SystemTime::now() + Duration::from_secs(1));
     breaker.learn(&wall, breaker.resets(), false);
     tokio::time::advance(Duration::from_secs(1)).await;
 
