@@ -133,7 +133,12 @@ fn main() -> ExitCode {
                 Err(err) => {
                     // The whole chain: the gateway's error names its part
                     // (a configuration, an address) and its source why.
-                    eprintln!("{}", seawall_internal::error::chain_text(&err, 4096));
+                    let text = seawall_internal::error::chain_text(&err, 4096);
+                    if text.starts_with("seawall gateway") {
+                        eprintln!("{text}");
+                    } else {
+                        eprintln!("seawall gateway: {text}");
+                    }
                     gateway_exit(&err)
                 }
             },

@@ -421,9 +421,10 @@ pub const MIN_KEY_LEN: usize = crate::secret::MIN_SECRET_LEN;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GatewayError {
-    /// The configuration could not be read, or is invalid: which, and
-    /// why, is the [`source`](std::error::Error::source).
-    #[error("seawall gateway: configuration")]
+    /// The configuration could not be read, or is invalid: its own words,
+    /// and its [`source`](std::error::Error::source) (an unreadable
+    /// file's io error).
+    #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     /// A key or token variable is not set, or set but empty.
     #[error(
