@@ -34,8 +34,8 @@
 mod action;
 mod another_route;
 mod class;
-pub mod cools;
 mod code;
+pub mod cools;
 mod deadline;
 mod evidence;
 pub mod facts;
