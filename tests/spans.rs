@@ -84,10 +84,11 @@ fn a_retried_call_is_one_operation_span_with_one_child_per_attempt() {
     }
 }
 
-/// A single attempt records no body: its span still names the operation
-/// and the provider, read from the request's head.
+/// A single attempt reads the body for its facts as a ladder that may
+/// retry does: its span names the operation, the provider and the model
+/// the body names.
 #[test]
-fn a_single_attempt_is_named_by_its_head() {
+fn a_single_attempt_is_named_by_its_body_too() {
     let spans = spans_of(async {
         let chaos = common::chaos().await;
         let stack = common::short_stack()
@@ -102,7 +103,8 @@ fn a_single_attempt_is_named_by_its_head() {
     });
     let op = operation(&spans);
     let field = |name: &str| op.fields.get(name).cloned().unwrap_or_default();
-    assert_eq!(field("otel.name"), "chat");
+    assert_eq!(field("otel.name"), "chat gpt-x");
+    assert_eq!(field("gen_ai.request.model"), "gpt-x");
     assert_eq!(field("gen_ai.operation.name"), "chat");
     assert_eq!(field("gen_ai.provider.name"), "openai");
     assert_eq!(field("seawall.attempts"), "1");

@@ -137,8 +137,11 @@
 //! started OpenTelemetry spans are renamed `"chat gpt-4o"` through their
 //! context; without it they are exported as `"chat"`, the model in their
 //! `gen_ai.request.model` alone. A retry's span is named from its start.
-//! A single attempt (`max_attempts` 1) records no body: its spans name the
-//! model only from the head.
+//! A single attempt (`max_attempts` 1) reads its body for the same facts
+//! (the model, a stream asked for) and names its spans the same way; its
+//! recording replays nothing. A ladder that finds a caller's own
+//! [`RequestFacts`](seawall_core::RequestFacts) without the operation's
+//! slots keeps what they say and adds the body's.
 //!
 //! A streamed answer's finish, usage and an interruption after content
 //! come after the headers: each attempt's request carries its spans

@@ -89,7 +89,14 @@ where
         {
             *slot = window;
         }
-        let (mut first, again) = if policy.max_attempts > 1 {
+        // Facts that read no body: none yet, or a caller's own
+        // (`RequestFacts::with_model`) without the operation's slots. A
+        // layer above that made slots (a fallback, a resume) fills them.
+        let reads_no_body = request
+            .extensions()
+            .get::<RequestFacts>()
+            .is_none_or(|facts| facts.body_sent().is_none());
+        let (mut first, again) = if policy.max_attempts > 1 || reads_no_body {
             // The operation's own deadline, for the slots: the one a total
             // bound kept beside a `Deadline` it narrowed to a caller's
             // `AnswerBy`, else the `Deadline` as it came (read before the
@@ -101,29 +108,39 @@ where
             let operation = AnswerBy::operation(&request).unwrap_or(deadline);
             let (mut parts, body) = request.into_parts();
             // The recording tells every layer below what the body asked
-            // for (a stream, a model) once it has been sent.
+            // for (a stream, a model) once it has been sent: a single
+            // attempt too, or the breaker would cool the whole route for
+            // one model's limit, and classification would not know a
+            // stream was asked for. For a single attempt the recording
+            // replays nothing; it holds the body's frames (shared bytes,
+            // no copies) until the operation ends.
             let mut body = ReplayBody::recorded(body, policy.max_replay_bytes);
-            if parts.extensions.get::<RequestFacts>().is_none() {
+            if reads_no_body {
                 let slot = Arc::new(OperationSlots::for_operation(operation));
-                let facts = RequestFacts::from_parts(&parts).with_slots(slot.clone());
-                parts.extensions.insert(facts);
+                // A caller's own facts keep what they say (a model named
+                // before the body is read); the body's are added.
+                let facts = match parts.extensions.remove::<RequestFacts>() {
+                    Some(told) => told,
+                    None => RequestFacts::from_parts(&parts),
+                };
+                parts.extensions.insert(facts.with_slots(slot.clone()));
                 body = body.fill_facts(slot);
             }
-            let template_body = body.replay().expect("a fresh recording replays");
             let mut first = Request::from_parts(parts, body);
-            // Taken before the mark goes in; each retry is marked when it is
-            // made.
-            let template = Template::of(&mut first, template_body);
-            (first, Some(template))
+            let template = (policy.max_attempts > 1).then(|| {
+                let template_body = first.body().replay().expect("a fresh recording replays");
+                // Taken before the mark goes in; each retry is marked when
+                // it is made.
+                Template::of(&mut first, template_body)
+            });
+            (first, template)
         } else {
             (request.map(ReplayBody::once), None)
         };
         first.extensions_mut().insert(OuterLadder);
-        // A single attempt records no body and puts no facts in: its spans
-        // still name the operation and the provider, from the head (the
-        // model too where the path names it). Read whether or not a
-        // subscriber records them: a filter that enables spans alone
-        // answers `enabled!` no, and the span would name nothing.
+        // The facts are read whether or not a subscriber records the
+        // spans: a filter that enables spans alone answers `enabled!` no,
+        // and the span would name nothing.
         let facts = match first.extensions().get::<RequestFacts>() {
             Some(facts) => Some(facts.clone()),
             None => Some(RequestFacts::from_head(&first)),
