@@ -114,6 +114,14 @@
 //! the `Failure` through the chain ([`Failure::extract`]), so there a
 //! refused call does allocate.
 //!
+//! The breaker takes what comes back to it for its route's answer: its
+//! place is below a fallback or a route set (as `seawall::stack::Stack`
+//! puts it), never above one, where a backup's answer and a backup's
+//! refused key would count as its primary's. The model a per-model limit
+//! names is read from the request's facts, which a retry ladder above
+//! (one of a single attempt too) fills from the body; with no ladder
+//! above, only a model the path names is known.
+//!
 //! [`route_with`]: BreakerLayer::route_with
 //! [`Failure::find`]: seawall_core::Failure::find
 //! [`Failure::extract`]: seawall_core::Failure::extract
