@@ -175,6 +175,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Consumes `null` when it comes next.
+    #[inline]
     fn null(&mut self) -> bool {
         let found = self.peek() == Some(b'n') && self.bytes()[self.at..].starts_with(b"null");
         if found {
@@ -193,6 +194,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads the members of an object, calling `member` with each key; it
     /// must consume the value.
+    #[inline(always)]
     fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Scan<()>) -> Scan<()> {
         let mut more = self.open(b'{', b'}')?;
         while more {
@@ -238,16 +240,26 @@ impl<'a> Cursor<'a> {
     /// Reads an object for the members `names` (by their index in it),
     /// skipping the others. `field` must consume the value. A name twice is
     /// left to serde, which refuses a duplicate field.
+    ///
+    /// Inlined, so that `names` are constants where the keys are matched:
+    /// each comparison is then a load or two, not a call to `bcmp`.
+    #[inline(always)]
     pub fn fields<const N: usize>(
         &mut self,
         names: [&str; N],
         mut field: impl FnMut(&mut Self, usize) -> Scan<()>,
     ) -> Scan<()> {
-        let mut seen = [false; N];
+        // One bit a name: clearing an array of flags was a store a name
+        // each time.
+        const { assert!(N <= 64, "one bit a name") };
+        let mut seen = 0u64;
         self.object(
             |cursor, key| match names.iter().position(|name| *name == key) {
-                Some(index) if std::mem::replace(&mut seen[index], true) => Err(GiveUp),
-                Some(index) => field(cursor, index),
+                Some(index) if seen & (1 << index) != 0 => Err(GiveUp),
+                Some(index) => {
+                    seen |= 1 << index;
+                    field(cursor, index)
+                }
                 None => cursor.skip(),
             },
         )
@@ -281,18 +293,30 @@ impl<'a> Cursor<'a> {
     /// Reads a plain count: digits only, fitting a `u64`. Anything else (a
     /// sign, a fraction, an exponent, another type) gives up: serde reads
     /// those its own way.
+    #[inline]
     pub fn count(&mut self) -> Scan<u64> {
-        if !self.peek().is_some_and(|byte| byte.is_ascii_digit()) {
+        self.peek();
+        // Read here, not by `number` and `str::parse`: an index is a digit
+        // or two, and those cost some hundred instructions a count. A run
+        // of digits is a count unless it has a leading zero or a fraction
+        // or an exponent follows (what `number` would take further).
+        let rest = &self.bytes()[self.at..];
+        let run = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
+        let digits = &rest[..run];
+        if digits.is_empty()
+            || (digits.len() > 1 && digits[0] == b'0')
+            || matches!(rest.get(run), Some(b'.' | b'e' | b'E'))
+        {
             return Err(GiveUp);
         }
-        let start = self.at;
-        self.number()?;
-        let digits = &self.text[start..self.at];
-        if digits.bytes().all(|byte| byte.is_ascii_digit()) {
-            digits.parse().map_err(|_| GiveUp)
-        } else {
-            Err(GiveUp)
-        }
+        let value = digits
+            .iter()
+            .try_fold(0u64, |value, &digit| {
+                value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
+            })
+            .ok_or(GiveUp)?;
+        self.at += run;
+        Ok(value)
     }
 
     /// Steps over one value, telling whether it holds anything (seawall-core's
@@ -325,6 +349,7 @@ impl<'a> Cursor<'a> {
     /// Reads `null` or a string, telling whether it holds any text;
     /// gives up on any other value (a list of parts is the caller's
     /// serde reading). Escapes are checked, not decoded.
+    #[inline]
     pub fn holds_text(&mut self) -> Scan<bool> {
         if self.null() {
             return Ok(false);
@@ -334,6 +359,7 @@ impl<'a> Cursor<'a> {
 
     /// As [`text`](Self::text), and a string read is the event's text
     /// hole (see [`Holes`]).
+    #[inline]
     pub fn text_hole(&mut self) -> Scan<Option<Text<'a>>> {
         if self.null() {
             return Ok(None);
@@ -363,6 +389,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads `null` as `None` and a string as its text (serde's
     /// `Option<Text>`).
+    #[inline]
     pub fn text(&mut self) -> Scan<Option<Text<'a>>> {
         if self.null() {
             return Ok(None);
@@ -405,21 +432,13 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a string: borrowed when it has no escapes, unescaped otherwise.
+    #[inline]
     pub fn string(&mut self) -> Scan<Cow<'a, str>> {
         let (raw, escaped) = self.pass_string()?;
         if !escaped {
             return Ok(Cow::Borrowed(raw));
         }
-        // Escapes are rare in the fields read: decode them in a second walk.
-        let mut text = String::with_capacity(raw.len());
-        let mut inner = Cursor::new(raw);
-        while let Some(found) = memchr(b'\\', &inner.bytes()[inner.at..]) {
-            text.push_str(&raw[inner.at..inner.at + found]);
-            inner.at += found;
-            text.push(inner.escape()?);
-        }
-        text.push_str(&raw[inner.at..]);
-        Ok(Cow::Owned(text))
+        unescape(raw).map(Cow::Owned)
     }
 
     /// Steps over a string, checking it: its raw content, and whether it
@@ -615,6 +634,22 @@ impl<'a> Cursor<'a> {
         self.pass_hole()?;
         self.expect(b':')
     }
+}
+
+/// The text of a checked string's raw content `raw`, which holds escapes.
+/// Apart from [`Cursor::string`]: escapes are rare in the fields read, and
+/// the plain case stays small enough to inline.
+#[cold]
+fn unescape(raw: &str) -> Scan<String> {
+    let mut text = String::with_capacity(raw.len());
+    let mut inner = Cursor::new(raw);
+    while let Some(found) = memchr(b'\\', &inner.bytes()[inner.at..]) {
+        text.push_str(&raw[inner.at..inner.at + found]);
+        inner.at += found;
+        text.push(inner.escape()?);
+    }
+    text.push_str(&raw[inner.at..]);
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -815,7 +850,11 @@ mod tests {
             "-0",
             "1.0",
             "1e3",
+            "1E3",
+            "1.",
             "01",
+            "00",
+            "-",
             "\"7\"",
             "null",
             "",
