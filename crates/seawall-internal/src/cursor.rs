@@ -327,7 +327,7 @@ impl<'a> Cursor<'a> {
 
     fn holds_within(&mut self, depth: usize) -> Scan<bool> {
         match self.peek().ok_or(GiveUp)? {
-            b'"' => Ok(!self.pass_string()?.0.is_empty()),
+            b'"' => Ok(!self.string_here()?.0.is_empty()),
             b'n' if self.null() => Ok(false),
             b'[' => {
                 // Half the limit: an object inside is skipped with a depth
@@ -354,19 +354,19 @@ impl<'a> Cursor<'a> {
         if self.null() {
             return Ok(false);
         }
-        Ok(!self.pass_string()?.0.is_empty())
+        Ok(!self.string_here()?.0.is_empty())
     }
 
     /// As [`text`](Self::text), and a string read is the event's text
     /// hole (see [`Holes`]).
     #[inline]
     pub fn text_hole(&mut self) -> Scan<Option<Text<'a>>> {
+        // `null` looked past the whitespace: the string starts here.
         if self.null() {
             return Ok(None);
         }
-        self.peek();
         let start = self.at;
-        let text = self.string()?;
+        let text = self.string_text()?;
         if self.holes.text.is_none() {
             self.holes.text = Some(self.holes.len);
             self.holes.push(start, self.at);
@@ -381,8 +381,14 @@ impl<'a> Cursor<'a> {
     #[inline(always)]
     pub fn pass_hole(&mut self) -> Scan<()> {
         self.peek();
+        self.hole_here()
+    }
+
+    /// As [`pass_hole`](Self::pass_hole), the whitespace passed already.
+    #[inline(always)]
+    fn hole_here(&mut self) -> Scan<()> {
         let start = self.at;
-        self.pass_string()?;
+        self.string_here()?;
         self.holes.push(start, self.at);
         Ok(())
     }
@@ -394,7 +400,7 @@ impl<'a> Cursor<'a> {
         if self.null() {
             return Ok(None);
         }
-        self.string().map(|text| Some(Text(text)))
+        self.string_text().map(|text| Some(Text(text)))
     }
 
     /// Steps over one value, telling whether it says something
@@ -404,7 +410,7 @@ impl<'a> Cursor<'a> {
         // A string is read, not passed as a hole: whether it is empty
         // decides (a kept shape steps over the strings in its holes).
         if self.peek() == Some(b'"') {
-            return Ok(!self.pass_string()?.0.is_empty());
+            return Ok(!self.string_here()?.0.is_empty());
         }
         let start = self.at;
         self.skip()?;
@@ -434,7 +440,14 @@ impl<'a> Cursor<'a> {
     /// Reads a string: borrowed when it has no escapes, unescaped otherwise.
     #[inline]
     pub fn string(&mut self) -> Scan<Cow<'a, str>> {
-        let (raw, escaped) = self.pass_string()?;
+        self.peek();
+        self.string_text()
+    }
+
+    /// As [`string`](Self::string), the whitespace passed already.
+    #[inline(always)]
+    fn string_text(&mut self) -> Scan<Cow<'a, str>> {
+        let (raw, escaped) = self.string_here()?;
         if !escaped {
             return Ok(Cow::Borrowed(raw));
         }
@@ -445,7 +458,20 @@ impl<'a> Cursor<'a> {
     /// holds escapes.
     #[inline(always)]
     fn pass_string(&mut self) -> Scan<(&'a str, bool)> {
-        self.expect(b'"')?;
+        self.peek();
+        self.string_here()
+    }
+
+    /// As [`pass_string`](Self::pass_string), for a caller that has
+    /// looked past the whitespace already (`peek`, `null`): the string
+    /// starts right at the cursor. Looking again cost a few instructions
+    /// a string, on every string of every event.
+    #[inline(always)]
+    fn string_here(&mut self) -> Scan<(&'a str, bool)> {
+        if self.bytes().get(self.at) != Some(&b'"') {
+            return Err(GiveUp);
+        }
+        self.at += 1;
         let start = self.at;
         let mut escaped = false;
         loop {
@@ -522,7 +548,7 @@ impl<'a> Cursor<'a> {
         loop {
             // A value.
             match self.peek().ok_or(GiveUp)? {
-                b'"' => self.pass_hole()?,
+                b'"' => self.hole_here()?,
                 b'n' if self.null() => {}
                 b't' => self.literal(b"true")?,
                 b'f' => self.literal(b"false")?,
