@@ -234,7 +234,14 @@ impl Scanner {
             b"" if !self.line.is_empty() => b"\n",
             tail => tail,
         };
-        self.feed(tail, &mut on_item)?;
+        // Nothing to feed (the usual end: every line closed) scans nothing
+        // and dispatches nothing; only the frame's boundary is reset, as a
+        // feed would.
+        if tail.is_empty() {
+            self.boundary = 0;
+        } else {
+            self.feed(tail, &mut on_item)?;
+        }
         Ok((self.has_data || self.name == b"error").then_some(Event {
             name: &self.name,
             data: &self.data,

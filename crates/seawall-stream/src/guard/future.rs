@@ -10,7 +10,7 @@ use seawall_core::{BoxError, ClosedBy, Code, Evidence, Failure, Progress};
 use tokio::time::{Instant, Sleep, sleep_until};
 
 use super::GuardBody;
-use super::stream::{Setup, Stream, Track};
+use super::stream::{Setup, Stream};
 use crate::report::StreamReportHandle;
 
 pin_project! {
@@ -201,10 +201,10 @@ where
                     let handle = StreamReportHandle::default();
                     parts.extensions.insert(handle.usage_slot());
                     parts.extensions.insert(handle.clone());
-                    let track = Track::new(setup, parts.status.as_u16(), handle);
+                    let status = parts.status.as_u16();
                     State::Holding {
                         parts: Some(parts),
-                        stream: Some(Stream::new(body, track)),
+                        stream: Some(Stream::new(body, setup, status, handle)),
                     }
                 }
                 StateProj::Holding { parts, stream } => {

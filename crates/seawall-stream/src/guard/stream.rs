@@ -40,8 +40,11 @@ const EMPTY_FINISH_WAIT: Duration = Duration::from_secs(2);
 /// Why a stream stopped early.
 #[derive(Debug)]
 enum Cause {
-    /// The provider sent an error event.
-    InStream(Failure),
+    /// The provider sent an error event. Boxed, as the other failure
+    /// here: a `Cause` lives in the stream's box and in every step read
+    /// (`Option<Cause>`), and an inline `Failure` made each 200 bytes
+    /// that a healthy stream copies and never fills.
+    InStream(Box<Failure>),
     /// A finish or done marker before any content.
     FinishedEmpty,
     /// A clean EOF without the finish marker.
@@ -49,7 +52,7 @@ enum Cause {
     /// The message finished after content with a verdict that is no
     /// success: a refusal or filter (policy) or a malformed call
     /// (model-fixable). Delivered, and never silently equal to success.
-    PolicyFinish(Failure),
+    PolicyFinish(Box<Failure>),
     /// The body failed (reset, broken pipe, protocol error).
     Transport(BoxError),
     Timeout(Bound),
@@ -164,7 +167,7 @@ impl Tally {
                 self.finish(reason);
                 self.stop_if_empty();
             }
-            Signal::Error(failure) => self.stop = Some(Cause::InStream(failure)),
+            Signal::Error(failure) => self.stop = Some(Cause::InStream(Box::new(failure))),
             Signal::Done => {
                 // `[DONE]` or `message_stop` without a reason still closes
                 // the message.
@@ -882,7 +885,8 @@ impl Track {
         if !(self.message_complete() && self.answered()) {
             return Some(Cause::Eof);
         }
-        self.finish_verdict().map(Cause::PolicyFinish)
+        self.finish_verdict()
+            .map(|verdict| Cause::PolicyFinish(Box::new(verdict)))
     }
 
     /// Ends the live body on `cause`: a failure, unless the message was
@@ -898,9 +902,9 @@ impl Track {
             && self.answered();
         let verdict = after_finish.then(|| self.finish_verdict()).flatten();
         match cause {
-            _ if let Some(verdict) = verdict => {
-                Some(Err(Box::new(self.fail(Cause::PolicyFinish(verdict), now))))
-            }
+            _ if let Some(verdict) = verdict => Some(Err(Box::new(
+                self.fail(Cause::PolicyFinish(Box::new(verdict)), now),
+            ))),
             Cause::Transport(_) if after_finish => {
                 self.report(None, ClosedBy::Them, now, self.decoder.usage());
                 None
@@ -957,14 +961,14 @@ impl Track {
         let (failure, closed_by) = match cause {
             // Unless the provider's failure counted usage of its own.
             Cause::InStream(failure) if !generation_shown && failure.usage().is_none() => {
-                (failure.with_nothing_generated(), ClosedBy::Them)
+                ((*failure).with_nothing_generated(), ClosedBy::Them)
             }
-            Cause::InStream(failure) if !content => (failure, ClosedBy::Them),
+            Cause::InStream(failure) if !content => (*failure, ClosedBy::Them),
             // A policy or model verdict stays what it is after content.
             Cause::InStream(failure)
                 if matches!(failure.class(), Class::Policy | Class::ModelFixable) =>
             {
-                (failure, ClosedBy::Them)
+                (*failure, ClosedBy::Them)
             }
             Cause::InStream(failure) => (Failure::interrupted_by(&failure), ClosedBy::Them),
             Cause::FinishedEmpty => (
@@ -978,7 +982,7 @@ impl Track {
             Cause::PolicyFinish(verdict) if verdict.class() == Class::Transient => {
                 (Failure::interrupted_by(&verdict), ClosedBy::Them)
             }
-            Cause::PolicyFinish(verdict) => (verdict, ClosedBy::Them),
+            Cause::PolicyFinish(verdict) => (*verdict, ClosedBy::Them),
             Cause::Eof if content => (Failure::new(Code::Truncated), ClosedBy::Them),
             Cause::Eof => (Failure::new(Code::EmptyResponse), ClosedBy::Them),
             // A body error that is already classified (a layer below knew
@@ -1259,7 +1263,7 @@ impl Drop for Track {
             };
             self.report(Some(code), ClosedBy::Us, now, self.decoder.usage());
         } else if let Some(verdict) = self.finish_verdict() {
-            self.fail(Cause::PolicyFinish(verdict), now);
+            self.fail(Cause::PolicyFinish(Box::new(verdict)), now);
         } else {
             self.report(None, ClosedBy::Us, now, self.decoder.usage());
         }
@@ -1386,24 +1390,31 @@ fn held_cost(frame: &Frame<Bytes>) -> usize {
 
 /// The frames held back until the first content event, in order. Content
 /// usually comes in the first frame, so that one is kept inline and only a
-/// longer hold allocates.
+/// longer hold allocates. Kept as its bytes: a `Frame` (its trailers'
+/// variant) is three times their size, in a box every stream copies.
 #[derive(Debug, Default)]
 struct Held {
-    first: Option<Frame<Bytes>>,
+    first: Option<Bytes>,
     rest: VecDeque<Frame<Bytes>>,
 }
 
 impl Held {
     fn push_back(&mut self, frame: Frame<Bytes>) {
         if self.first.is_none() && self.rest.is_empty() {
-            self.first = Some(frame);
+            match frame.into_data() {
+                Ok(data) => self.first = Some(data),
+                Err(frame) => self.rest.push_back(frame),
+            }
         } else {
             self.rest.push_back(frame);
         }
     }
 
     fn pop_front(&mut self) -> Option<Frame<Bytes>> {
-        self.first.take().or_else(|| self.rest.pop_front())
+        match self.first.take() {
+            Some(data) => Some(Frame::data(data)),
+            None => self.rest.pop_front(),
+        }
     }
 
     fn is_empty(&self) -> bool {
@@ -1445,17 +1456,33 @@ where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
-    pub(crate) fn new(body: B, track: Track) -> Pin<Box<Self>> {
-        let (at, _) = track.deadline();
-        Box::pin(Stream {
+    /// The stream of `body`, its track made from `setup` in place: built
+    /// apart and moved in, the track (most of the box) was copied twice.
+    pub(crate) fn new(
+        body: B,
+        setup: Setup,
+        status: u16,
+        handle: StreamReportHandle,
+    ) -> Pin<Box<Self>> {
+        // The first bound, as `Track::deadline` reads it before anything
+        // was read.
+        let config = &setup.config;
+        let first = setup.started + config.first_byte.min(config.first_content);
+        let at = match config.max_duration {
+            Some(max) if setup.started + max < first => setup.started + max,
+            _ => first,
+        };
+        let stream = Box::pin(Stream {
             body,
             timer: sleep_until(at),
             armed: at,
             held: Held::default(),
             held_bytes: 0,
             ended: false,
-            track,
-        })
+            track: Track::new(setup, status, handle),
+        });
+        debug_assert!(stream.track.deadline().0 == at);
+        stream
     }
 
     fn poll_step(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Step> {

@@ -166,11 +166,8 @@ pub struct Decoder {
     /// The usage the stream reported so far (the last report wins: every
     /// provider sends cumulative counts), but Anthropic's.
     usage: Option<Usage>,
-    /// The counts Anthropic reported so far, field by field: it reports
-    /// them in parts, and its usage is their sum.
-    usage_parts: UsageFields,
-    /// The shape of an OpenAI stream's plain chunks.
-    shape: openai::Shape,
+    /// What only the stream's own wire keeps ([`WireState`]).
+    wire: WireState,
     /// The choices of a stream asked for several (OpenAI's `n > 1`,
     /// Gemini's `candidateCount > 1`).
     choices: choices::Choices,
@@ -180,6 +177,20 @@ pub struct Decoder {
     /// The threshold past which an error event's rate-limit hint is a
     /// quota wall.
     quota_wall: QuotaWall,
+}
+
+/// The state only one wire keeps, in one place: a stream is read on one
+/// wire, and kept side by side they made every decoder (in the guard's
+/// box of each stream) some 150 bytes larger, to build and copy.
+#[derive(Debug, Clone)]
+enum WireState {
+    /// OpenAI's chat wire: the shape of its plain chunks.
+    OpenAi(openai::Shape),
+    /// Anthropic's: the counts reported so far, field by field. It reports
+    /// them in parts, and its usage is their sum.
+    Anthropic(UsageFields),
+    /// Any other wire keeps nothing of its own.
+    Other,
 }
 
 /// Stray lines that open a JSON object, and where that object is.
@@ -216,8 +227,11 @@ impl Decoder {
             at_work: false,
             tool_running: false,
             usage: None,
-            usage_parts: UsageFields::default(),
-            shape: openai::Shape::default(),
+            wire: match provider {
+                Provider::OpenAi => WireState::OpenAi(openai::Shape::default()),
+                Provider::Anthropic => WireState::Anthropic(UsageFields::default()),
+                _ => WireState::Other,
+            },
             choices: choices::Choices::default(),
             stray: None,
             quota_wall: QuotaWall::default(),
@@ -268,8 +282,8 @@ impl Decoder {
 
     /// The token usage the stream reported so far, if it reported any.
     pub fn usage(&self) -> Option<Usage> {
-        match self.provider {
-            Provider::Anthropic => self.usage_parts.usage(),
+        match &self.wire {
+            WireState::Anthropic(parts) => parts.usage(),
             _ => self.usage,
         }
     }
@@ -521,16 +535,16 @@ impl Decoder {
 
     /// What an event's data means in the provider's format.
     fn decode_data<'a>(&mut self, name: &'a [u8], data: &'a [u8]) -> Signal<'a> {
-        match self.provider {
-            Provider::OpenAi => openai::decode(
+        match (self.provider, &mut self.wire) {
+            (Provider::OpenAi, WireState::OpenAi(shape)) => openai::decode(
                 data,
                 &mut self.refused,
                 &mut self.usage,
-                &mut self.shape,
+                shape,
                 &mut self.choices,
                 self.quota_wall,
             ),
-            Provider::OpenAiResponses => openai_responses::decode(
+            (Provider::OpenAiResponses, _) => openai_responses::decode(
                 data,
                 &mut self.refused,
                 &mut self.at_work,
@@ -538,19 +552,23 @@ impl Decoder {
                 self.content,
                 self.quota_wall,
             ),
-            Provider::Anthropic => anthropic::decode(
+            (Provider::Anthropic, WireState::Anthropic(parts)) => anthropic::decode(
                 name,
                 data,
                 &mut self.named,
                 &mut self.at_work,
                 &mut self.tool_running,
-                &mut self.usage_parts,
+                parts,
                 self.quota_wall,
             ),
-            Provider::Gemini => {
+            (Provider::Gemini, _) => {
                 gemini::decode(data, &mut self.usage, &mut self.choices, self.quota_wall)
             }
-            Provider::Http => generic::decode(name, data),
+            // `Decoder::new` gives OpenAI and Anthropic their own state, so
+            // only plain HTTP comes here.
+            (Provider::Http | Provider::OpenAi | Provider::Anthropic, _) => {
+                generic::decode(name, data)
+            }
         }
     }
 
