@@ -96,7 +96,7 @@ where
                 .and_then(|_| Deadline::of(&request))
                 .map(|deadline| deadline.instant()),
             progress,
-            spans: AttemptSpans::of(request.extensions()).cloned(),
+            spans: AttemptSpans::of(request.extensions()).map(|spans| Box::new(spans.clone())),
             #[cfg(feature = "metrics")]
             route: seawall_core::RouteId::of_request(&request),
             #[cfg(feature = "metrics")]
