@@ -114,6 +114,9 @@ struct Tally {
 }
 
 impl Tally {
+    // Inlined into `judge`, its caller for every event: out of line the
+    // call cost about a third of what the tally itself does.
+    #[inline(always)]
     fn apply(&mut self, signal: Signal<'_>, now: Instant) {
         if self.stop.is_some() {
             return;
@@ -460,16 +463,16 @@ impl Track {
                 Some(Recognised::JsonArray) => Framing::JsonArray(Splitter::new(config.max_event)),
                 _ => Framing::Sse(Scanner::new(config.max_line, config.max_event)),
             },
-            decoder: Decoder::new(provider)
-                .with_quota_wall(config.quota_wall.unwrap_or_default())
+            decoder: Decoder::for_stream(
+                provider,
+                config.quota_wall.unwrap_or_default(),
                 // The choices the body asked for, read on the wire it
                 // asked them on: a stream cut before one of them showed
                 // up, with no end marker, is cut, not whole.
-                .with_choices_asked(
-                    facts
-                        .choices_asked()
-                        .filter(|_| facts.provider() == Some(provider)),
-                ),
+                facts
+                    .choices_asked()
+                    .filter(|_| facts.provider() == Some(provider)),
+            ),
             tally: Tally {
                 events: 0,
                 content_events: 0,

@@ -215,6 +215,14 @@ struct StrayError {
 impl Decoder {
     /// A decoder for one stream of `provider`'s.
     pub fn new(provider: Provider) -> Decoder {
+        Decoder::for_stream(provider, QuotaWall::default(), None)
+    }
+
+    /// [`Decoder::new`] with [`with_quota_wall`](Decoder::with_quota_wall)
+    /// and [`with_choices_asked`](Decoder::with_choices_asked), built in
+    /// one go: the guard makes one per stream, and each builder step moved
+    /// the whole decoder.
+    pub(crate) fn for_stream(provider: Provider, wall: QuotaWall, asked: Option<u8>) -> Decoder {
         Decoder {
             provider,
             refused: false,
@@ -232,9 +240,12 @@ impl Decoder {
                 Provider::Anthropic => WireState::Anthropic(UsageFields::default()),
                 _ => WireState::Other,
             },
-            choices: choices::Choices::default(),
+            choices: match asked.filter(|_| provider == Provider::OpenAi) {
+                Some(asked) => choices::Choices::asked(asked),
+                None => choices::Choices::default(),
+            },
             stray: None,
-            quota_wall: QuotaWall::default(),
+            quota_wall: wall,
         }
     }
 
@@ -358,6 +369,19 @@ impl Decoder {
                     Provider::OpenAiResponses,
                 )
         );
+        // What a decoder read is returned as it stands, at once: only what
+        // it could not read, and the end marker, are read on.
+        if !matches!(signal, Signal::Other | Signal::Done) {
+            self.finished |= matches!(
+                signal,
+                Signal::Finish(_)
+                    | Signal::Content {
+                        finish: Some(_),
+                        ..
+                    }
+            );
+            return signal;
+        }
         match signal {
             // OpenAI's end marker on a stream whose protocol has none:
             // some compatible servers end every stream with it. Anthropic's
@@ -411,17 +435,7 @@ impl Decoder {
                 Some(reason) => Signal::Finish(reason),
                 None => Signal::Done,
             },
-            signal => {
-                self.finished |= matches!(
-                    signal,
-                    Signal::Finish(_)
-                        | Signal::Content {
-                            finish: Some(_),
-                            ..
-                        }
-                );
-                signal
-            }
+            signal => signal,
         }
     }
 
