@@ -190,7 +190,7 @@ where
                     *stopped = Some(own(format!("sse_undecodable_event: {why}"), delivery));
                 }
                 // The stream failed: an SDK raises here, whatever came before.
-                Signal::Error(failure) => *stopped = Some(failure),
+                Signal::Error(failure) => *stopped = Some(*failure),
                 Signal::Progress
                 | Signal::Thinking
                 | Signal::KeepAlive

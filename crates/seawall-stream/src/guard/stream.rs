@@ -170,7 +170,7 @@ impl Tally {
                 self.finish(reason);
                 self.stop_if_empty();
             }
-            Signal::Error(failure) => self.stop = Some(Cause::InStream(Box::new(failure))),
+            Signal::Error(failure) => self.stop = Some(Cause::InStream(failure)),
             Signal::Done => {
                 // `[DONE]` or `message_stop` without a reason still closes
                 // the message.

@@ -153,7 +153,11 @@ pub(super) fn decode<'a>(
         b"ping" => return ping(*at_work || *tool_running),
         b"error" => {
             (*at_work, *tool_running) = (false, false);
-            return Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall));
+            return Signal::Error(Box::new(in_stream_error(
+                Provider::Anthropic,
+                data,
+                quota_wall,
+            )));
         }
         name if !reads(name, *named) => return Signal::Other,
         b"" => {}
@@ -251,7 +255,11 @@ pub(super) fn decode<'a>(
         }
         "error" => {
             (*at_work, *tool_running) = (false, false);
-            Signal::Error(in_stream_error(Provider::Anthropic, data, quota_wall))
+            Signal::Error(Box::new(in_stream_error(
+                Provider::Anthropic,
+                data,
+                quota_wall,
+            )))
         }
         _ => Signal::Other,
     }

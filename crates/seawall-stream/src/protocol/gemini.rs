@@ -219,7 +219,11 @@ pub(super) fn decode<'a>(
         *usage = Some(found);
     }
     if chunk.error.is_some() {
-        return Signal::Error(in_stream_error(Provider::Gemini, data, quota_wall));
+        return Signal::Error(Box::new(in_stream_error(
+            Provider::Gemini,
+            data,
+            quota_wall,
+        )));
     }
     // A chunk without candidates that reports usage or prompt feedback is
     // progress; one that says nothing (`{}`) is a keep-alive: read as

@@ -81,8 +81,11 @@ pub enum Signal<'a> {
     KeepAlive,
     /// The finish reason, on an event without content.
     Finish(Reason<'a>),
-    /// An error sent inside the stream, classified.
-    Error(Failure),
+    /// An error sent inside the stream, classified. Boxed: a `Failure` is
+    /// several times the size of every other signal, and each decoded
+    /// event moves its signal through the decoder and the guard, while an
+    /// error comes once per stream at most.
+    Error(Box<Failure>),
     /// The protocol's end marker (`[DONE]`, `message_stop`).
     Done,
     /// Well-formed JSON this protocol does not know (an event type added
@@ -603,7 +606,11 @@ impl Decoder {
     }
 
     fn error(&self, data: &[u8]) -> Signal<'static> {
-        Signal::Error(in_stream_error(self.provider, data, self.quota_wall))
+        Signal::Error(Box::new(in_stream_error(
+            self.provider,
+            data,
+            self.quota_wall,
+        )))
     }
 }
 

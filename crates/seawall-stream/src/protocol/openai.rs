@@ -642,7 +642,11 @@ pub(super) fn decode<'a>(
     // Groq's stop, checked before the finish beside it is read: that
     // finish says `stop` of a cut answer.
     if chunk.error.0 || chunk.x_groq.0 {
-        return Signal::Error(in_stream_error(Provider::OpenAi, data, quota_wall));
+        return Signal::Error(Box::new(in_stream_error(
+            Provider::OpenAi,
+            data,
+            quota_wall,
+        )));
     }
     // A chunk without choices is the usage-only final chunk (or another
     // bookkeeping chunk): progress, not content; one that carries nothing
@@ -654,7 +658,11 @@ pub(super) fn decode<'a>(
     } = chunk.choices;
     let Some(mut choice) = first else {
         if is_error_object(data) {
-            return Signal::Error(in_stream_error(Provider::OpenAi, data, quota_wall));
+            return Signal::Error(Box::new(in_stream_error(
+                Provider::OpenAi,
+                data,
+                quota_wall,
+            )));
         }
         read_usage(text, usage);
         return if is_bookkeeping(text) {

@@ -284,14 +284,14 @@ pub(super) fn decode<'a>(
             );
             // The terminal event's usage is the whole count of what the
             // response used before it failed: billed.
-            Signal::Error(match reported {
+            Signal::Error(Box::new(match reported {
                 Some(found) => failure.with_usage(found),
                 None => failure,
-            })
+            }))
         }
         // Read again, by core's reader of OpenAI's error object: the event
         // comes flat or nested, and ends the stream, so once.
-        StreamEvent::Error => Signal::Error(error_event(data, quota_wall)),
+        StreamEvent::Error => Signal::Error(Box::new(error_event(data, quota_wall))),
         StreamEvent::KeepAlive => keepalive(*at_work),
         // New summary content sampled: the model at work.
         StreamEvent::Compacting => Signal::Thinking,
