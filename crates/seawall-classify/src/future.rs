@@ -24,7 +24,6 @@ use crate::json_end::{Ending, JsonEnd};
 use crate::layer::Settings;
 use crate::transport::chain_message;
 use crate::{ClassifiedBody, error_context, grpc, transport_failure};
-use seawall_internal::headers::declared_length;
 
 pin_project! {
     /// The future of [`Classify`](crate::Classify): the inner call, then,
@@ -268,11 +267,12 @@ where
                 }
                 State::ReadingError(mut reading, mut wait) => {
                     if reading
-                        .poll_error_body(cx, settings.max_error_body, started)
+                        .poll_error_body(cx, settings.max_error_body)
                         .is_pending()
                     {
                         let timer = wait.get_or_insert_with(|| Box::pin(sleep(ERROR_BODY_WAIT)));
                         if timer.as_mut().poll(cx).is_pending() {
+                            reading.time_first_byte(started);
                             *this.state = State::ReadingError(reading, wait);
                             return Poll::Pending;
                         }
@@ -289,10 +289,10 @@ where
                         settings
                             .max_success_body
                             .min(usize::try_from(settings.max_answer_body).unwrap_or(usize::MAX)),
-                        started,
                         this.facts,
                     ) {
                         Poll::Pending => {
+                            reading.time_first_byte(started);
                             *this.state = State::CheckingSuccess(reading);
                             return Poll::Pending;
                         }
@@ -307,14 +307,14 @@ where
                     ));
                 }
                 State::AwaitingTrailers(mut reading) => {
-                    let first =
-                        match reading.poll_first_message(cx, grpc::FIRST_MESSAGE_HOLD, started) {
-                            Poll::Pending => {
-                                *this.state = State::AwaitingTrailers(reading);
-                                return Poll::Pending;
-                            }
-                            Poll::Ready(first) => first,
-                        };
+                    let first = match reading.poll_first_message(cx, grpc::FIRST_MESSAGE_HOLD) {
+                        Poll::Pending => {
+                            reading.time_first_byte(started);
+                            *this.state = State::AwaitingTrailers(reading);
+                            return Poll::Pending;
+                        }
+                        Poll::Ready(first) => first,
+                    };
                     return Poll::Ready(
                         reading.first_message(first, classifier, &settings, started),
                     );
@@ -341,7 +341,7 @@ struct Reading<B> {
     blank: usize,
     pulled: u64,
     chunks: u64,
-    first_byte: Option<Duration>,
+    first_byte: FirstByte,
     /// Where the buffered answer is in its one JSON value, followed only
     /// when the body goes quiet (see `poll_success_body`), up to
     /// `scanned` bytes of the buffer.
@@ -350,6 +350,17 @@ struct Reading<B> {
     /// An error body's read refused by what was decoding it (no network
     /// failure): what it said, for the verdict's message.
     undecodable: Option<String>,
+}
+
+/// When a body's first byte came, as the time since the call began.
+#[derive(Debug, Clone, Copy)]
+enum FirstByte {
+    /// Not yet.
+    Awaited,
+    /// In the poll under way: not timed yet ([`Reading::time_first_byte`]).
+    Came,
+    /// This long after the call began.
+    At(Duration),
 }
 
 /// How reading a 2xx body ended.
@@ -385,7 +396,7 @@ where
             blank: 0,
             pulled: 0,
             chunks: 0,
-            first_byte: None,
+            first_byte: FirstByte::Awaited,
             json_end: JsonEnd::default(),
             scanned: 0,
             undecodable: None,
@@ -406,20 +417,31 @@ where
         self.json_end.ending() == Ending::Whole
     }
 
-    fn count(&mut self, data: &Bytes, started: Instant) {
+    fn count(&mut self, data: &Bytes) {
         if let Some(progress) = &self.progress {
             progress.add_bytes(data.len() as u64);
         }
         self.pulled += data.len() as u64;
         self.chunks += 1;
-        if self.first_byte.is_none() && !data.is_empty() {
-            self.first_byte = Some(started.elapsed());
+        if matches!(self.first_byte, FirstByte::Awaited) && !data.is_empty() {
+            self.first_byte = FirstByte::Came;
+        }
+    }
+
+    /// Times the first byte, if it came in this poll: the future is about
+    /// to wait, and the clock would run on. One that comes in the poll that
+    /// concludes is timed with the conclusion's own reading of the clock
+    /// (`fill`), so a body read whole at once reads the clock for it only
+    /// if it fails.
+    fn time_first_byte(&mut self, started: Instant) {
+        if let FirstByte::Came = self.first_byte {
+            self.first_byte = FirstByte::At(started.elapsed());
         }
     }
 
     /// Reads until the body ends, fails, or `cap` bytes are kept. Past the
     /// cap the body is not polled again: it is dropped with the future.
-    fn poll_error_body(&mut self, cx: &mut Context<'_>, cap: usize, started: Instant) -> Poll<()> {
+    fn poll_error_body(&mut self, cx: &mut Context<'_>, cap: usize) -> Poll<()> {
         loop {
             let room = cap.saturating_sub(self.buffer.len());
             if room == 0 {
@@ -428,7 +450,7 @@ where
             match ready!(self.body.as_mut().poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) => {
-                        self.count(&data, started);
+                        self.count(&data);
                         if data.len() <= room {
                             self.buffer.push(data);
                         } else {
@@ -458,7 +480,6 @@ where
         &mut self,
         cx: &mut Context<'_>,
         cap: usize,
-        started: Instant,
         facts: &RequestFacts,
     ) -> Poll<SuccessRead> {
         loop {
@@ -483,7 +504,7 @@ where
                 Some(Err(error)) => return Poll::Ready(SuccessRead::Failed(error.into())),
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) => {
-                        self.count(&data, started);
+                        self.count(&data);
                         self.buffer.push(data);
                         if !self.object_seen {
                             // A unary answer is an object; an array is a
@@ -550,8 +571,13 @@ where
         evidence.status = Some(self.parts.status.as_u16());
         evidence.bytes = self.pulled;
         evidence.chunks = self.chunks;
-        evidence.time_to_first_byte = self.first_byte;
-        evidence.elapsed = Some(started.elapsed());
+        let elapsed = started.elapsed();
+        evidence.time_to_first_byte = match self.first_byte {
+            FirstByte::Awaited => None,
+            FirstByte::Came => Some(elapsed),
+            FirstByte::At(at) => Some(at),
+        };
+        evidence.elapsed = Some(elapsed);
     }
 
     fn error_failure<C: Classifier>(
@@ -657,10 +683,7 @@ where
                         // Delivered when its JSON closed, before a framing
                         // that never ended: the server's length is not the
                         // body's, and a server relaying it would abort.
-                        let declared = declared_length(&parts.headers);
-                        if parts.headers.contains_key(http::header::CONTENT_LENGTH)
-                            && declared != Some(body.len() as u64)
-                        {
+                        if declares_other_length(&parts.headers, body.len()) {
                             parts.headers.remove(http::header::CONTENT_LENGTH);
                         }
                         let body = ClassifiedBody::read(body, self.trailers);
@@ -699,6 +722,19 @@ where
             })),
         }
     }
+}
+
+/// Whether `headers` carry a `content-length` other than `len` (or one
+/// that is no number): one lookup, where `declared_length` and a second
+/// for whether there is one at all took two.
+fn declares_other_length(headers: &HeaderMap, len: usize) -> bool {
+    headers
+        .get(http::header::CONTENT_LENGTH)
+        .is_some_and(|value| {
+            // Read as `declared_length` reads it.
+            let declared = value.to_str().ok().and_then(|v| v.trim().parse().ok());
+            declared != Some(len as u64)
+        })
 }
 
 /// Whether a 2xx body that does not open a JSON object may still be an
@@ -740,20 +776,22 @@ fn may_stream(parts: &Parts, facts: &RequestFacts) -> bool {
 ///   to this check whatever it reads of the request later, and the
 ///   caller's client reads it as JSON.
 fn relabel(first: u8, parts: &mut Parts, facts: &RequestFacts) {
-    let media = crate::provider::media_type(parts);
-    let label = if opens_event_stream(first)
-        && facts.stream_requested() == Some(true)
-        && media.is_some_and(is_json_media)
-    {
-        "text/event-stream"
-    } else if first == b'{'
-        && facts.unary_requested()
-        && media.is_some_and(|media| media.eq_ignore_ascii_case(b"text/event-stream"))
-    {
-        "application/json"
-    } else {
+    // What the request asked for first: the label is looked up only when
+    // it could be wrong (a stream's first byte where a stream was asked
+    // for, an object where one whole answer was), not on every answer.
+    let (label, mislabelled): (_, fn(&[u8]) -> bool) =
+        if opens_event_stream(first) && facts.stream_requested() == Some(true) {
+            ("text/event-stream", is_json_media)
+        } else if first == b'{' && facts.unary_requested() {
+            ("application/json", |media| {
+                media.eq_ignore_ascii_case(b"text/event-stream")
+            })
+        } else {
+            return;
+        };
+    if !crate::provider::media_type(parts).is_some_and(mislabelled) {
         return;
-    };
+    }
     parts.headers.insert(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static(label),
@@ -769,12 +807,7 @@ where
     /// how long; one whose prefix and bytes pass `cap` goes on at its
     /// prefix), or to what ends it before one: trailers, an error, the end.
     /// An empty DATA frame (a body ended by one) delivers nothing.
-    fn poll_first_message(
-        &mut self,
-        cx: &mut Context<'_>,
-        cap: usize,
-        started: Instant,
-    ) -> Poll<FirstRead> {
+    fn poll_first_message(&mut self, cx: &mut Context<'_>, cap: usize) -> Poll<FirstRead> {
         loop {
             let frame = match ready!(self.body.as_mut().poll_frame(cx)) {
                 None => return Poll::Ready(FirstRead::Ended),
@@ -784,7 +817,7 @@ where
             match frame.into_data() {
                 Ok(data) if data.is_empty() => {}
                 Ok(data) => {
-                    self.count(&data, started);
+                    self.count(&data);
                     self.buffer.push(data);
                     if grpc::first_message_ready(self.buffer.as_slice(), cap) {
                         return Poll::Ready(FirstRead::Message);
