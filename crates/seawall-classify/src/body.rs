@@ -13,6 +13,7 @@ use seawall_core::{Code, Evidence, Failure, Interrupted};
 use seawall_internal::millis;
 use tower::BoxError;
 
+use crate::future::Reading;
 use crate::grpc;
 use crate::json_end::{Ending, JsonEnd};
 use crate::transport::transport_failure;
@@ -44,8 +45,8 @@ pin_project! {
     enum Kind<B> {
         Inner { #[pin] body: B, length: Option<Length> },
         Read { data: Option<Bytes>, trailers: Option<HeaderMap> },
-        Resumed { head: Option<Bytes>, rest: Pin<Box<B>>, length: Option<Length> },
-        Judged { head: Option<Bytes>, rest: Pin<Box<B>>, passed: Passed, judge: Judge },
+        Resumed { head: Option<Bytes>, rest: Pin<Box<Reading<B>>>, length: Option<Length> },
+        Judged { head: Option<Bytes>, rest: Pin<Box<Reading<B>>>, passed: Passed, judge: Judge },
     }
 }
 
@@ -551,7 +552,7 @@ impl<B> ClassifiedBody<B> {
     /// trailers that end it are judged as they pass.
     pub(crate) fn watching_trailers(
         head: Option<Bytes>,
-        rest: Pin<Box<B>>,
+        rest: Pin<Box<Reading<B>>>,
         status: u16,
         quota_wall: QuotaWall,
     ) -> Self {
@@ -570,7 +571,12 @@ impl<B> ClassifiedBody<B> {
     /// A JSON answer read up to the check cap (`head`, its opening brace
     /// first) and handed on: whether its value closes is followed to the
     /// end.
-    pub(crate) fn past_cap(head: Bytes, rest: Pin<Box<B>>, status: u16, ceiling: u64) -> Self {
+    pub(crate) fn past_cap(
+        head: Bytes,
+        rest: Pin<Box<Reading<B>>>,
+        status: u16,
+        ceiling: u64,
+    ) -> Self {
         let mut end = JsonEnd::default();
         end.feed(seawall_internal::json::without_bom(&head));
         ClassifiedBody {
@@ -585,7 +591,7 @@ impl<B> ClassifiedBody<B> {
 
     /// A body read in part (`head`) and handed on unchecked; `length` as
     /// for [`inner`](Self::inner), the head already passed.
-    pub(crate) fn resumed(head: Bytes, rest: Pin<Box<B>>, length: Option<Length>) -> Self {
+    pub(crate) fn resumed(head: Bytes, rest: Pin<Box<Reading<B>>>, length: Option<Length>) -> Self {
         let length = length.map(|mut length| {
             length.passed = Passed::unread(length.passed.status, Some(&head));
             length
@@ -756,6 +762,7 @@ mod tests {
     use seawall_test::trace::Recorder;
 
     use super::ClassifiedBody;
+    use crate::future::Reading;
 
     /// A body that sends `frames`, then goes quiet for good: a framing
     /// that promised more than it sent.
@@ -782,7 +789,7 @@ mod tests {
     async fn a_closed_value_past_the_cap_ends_when_the_body_goes_quiet() {
         let head = Bytes::from_static(b"{\"data\":[");
         let rest = || {
-            Box::pin(Quiet(vec![
+            Reading::unread(Quiet(vec![
                 Bytes::from_static(b"1,2"),
                 Bytes::from_static(b"]} \n"),
             ]))
@@ -794,7 +801,7 @@ mod tests {
             .expect("a whole answer");
         assert_eq!(whole.to_bytes(), Bytes::from_static(b"{\"data\":[1,2]} \n"));
 
-        let open = Box::pin(Quiet(vec![Bytes::from_static(b"1,2]")]));
+        let open = Reading::unread(Quiet(vec![Bytes::from_static(b"1,2]")]));
         let body = ClassifiedBody::past_cap(head, open, 200, 1 << 20);
         let waited = tokio::time::timeout(std::time::Duration::from_secs(60), body.collect()).await;
         assert!(
@@ -810,7 +817,7 @@ mod tests {
     async fn a_failure_made_in_the_body_has_the_classified_fields() {
         let recorder = Recorder::new();
         let _guard = recorder.install();
-        let rest = Box::pin(Full::new(Bytes::from_static(b"\"more\"")));
+        let rest = Reading::unread(Full::new(Bytes::from_static(b"\"more\"")));
         let body = ClassifiedBody::past_cap(Bytes::from_static(b"{\"text\":"), rest, 200, 1 << 20);
         body.collect().await.expect_err("the value never closes");
         let events = recorder.events();
@@ -840,7 +847,7 @@ mod tests {
     async fn grpc_end(frames: Vec<http_body::Frame<Bytes>>) -> seawall_core::Failure {
         let body = ClassifiedBody::watching_trailers(
             None,
-            Box::pin(Frames(frames)),
+            Reading::unread(Frames(frames)),
             200,
             seawall_core::provider::QuotaWall::default(),
         );
@@ -942,7 +949,7 @@ mod tests {
         // A head read before the answer was handed on is its first message.
         let body = ClassifiedBody::watching_trailers(
             Some(Bytes::from([MESSAGE, MESSAGE].concat())),
-            Box::pin(Frames(vec![trailers(&[("grpc-status", "14")])])),
+            Reading::unread(Frames(vec![trailers(&[("grpc-status", "14")])])),
             200,
             seawall_core::provider::QuotaWall::default(),
         );
@@ -978,7 +985,7 @@ mod tests {
     async fn grpc_broken(frames: Vec<http_body::Frame<Bytes>>) -> seawall_core::Failure {
         let body = ClassifiedBody::watching_trailers(
             None,
-            Box::pin(Breaks(frames, Some(std::io::ErrorKind::ConnectionReset))),
+            Reading::unread(Breaks(frames, Some(std::io::ErrorKind::ConnectionReset))),
             200,
             seawall_core::provider::QuotaWall::default(),
         );

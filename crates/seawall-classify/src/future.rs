@@ -126,12 +126,12 @@ enum State<B> {
     /// A non-2xx answer: its body is read up to `max_error_body`, for at
     /// most [`ERROR_BODY_WAIT`] once it keeps the reader waiting (the
     /// timer, boxed: made only for a body that does).
-    ReadingError(Reading<B>, Option<Pin<Box<Sleep>>>),
+    ReadingError(Pin<Box<Reading<B>>>, Option<Pin<Box<Sleep>>>),
     /// A 2xx answer the classifier wants to check: read up to `max_success_body`.
-    CheckingSuccess(Reading<B>),
+    CheckingSuccess(Pin<Box<Reading<B>>>),
     /// A 2xx answer whose status comes in its trailers: held until its
     /// first whole message (or what ends it before one).
-    AwaitingTrailers(Reading<B>),
+    AwaitingTrailers(Pin<Box<Reading<B>>>),
     Done,
 }
 
@@ -244,7 +244,7 @@ where
                         Inspection::AwaitTrailers if this.facts.body_sent() == Some(false) => {
                             let body = ClassifiedBody::watching_trailers(
                                 None,
-                                Box::pin(body),
+                                Reading::unread(body),
                                 parts.status.as_u16(),
                                 settings.quota_wall,
                             );
@@ -267,23 +267,25 @@ where
                 }
                 State::ReadingError(mut reading, mut wait) => {
                     if reading
+                        .as_mut()
                         .poll_error_body(cx, settings.max_error_body)
                         .is_pending()
                     {
                         let timer = wait.get_or_insert_with(|| Box::pin(sleep(ERROR_BODY_WAIT)));
                         if timer.as_mut().poll(cx).is_pending() {
-                            reading.time_first_byte(started);
+                            reading.as_mut().read().time_first_byte(started);
                             *this.state = State::ReadingError(reading, wait);
                             return Poll::Pending;
                         }
                         // What came by then is judged, the status first.
                     }
-                    return Poll::Ready(Err(
-                        reading.error_failure(classifier, &settings, started, this.facts)
-                    ));
+                    return Poll::Ready(Err(reading
+                        .as_mut()
+                        .read()
+                        .error_failure(classifier, &settings, started, this.facts)));
                 }
                 State::CheckingSuccess(mut reading) => {
-                    let read = match reading.poll_success_body(
+                    let read = match reading.as_mut().poll_success_body(
                         cx,
                         // Never read past what the answer may weigh at all.
                         settings
@@ -292,7 +294,7 @@ where
                         this.facts,
                     ) {
                         Poll::Pending => {
-                            reading.time_first_byte(started);
+                            reading.as_mut().read().time_first_byte(started);
                             *this.state = State::CheckingSuccess(reading);
                             return Poll::Pending;
                         }
@@ -307,9 +309,12 @@ where
                     ));
                 }
                 State::AwaitingTrailers(mut reading) => {
-                    let first = match reading.poll_first_message(cx, grpc::FIRST_MESSAGE_HOLD) {
+                    let first = match reading
+                        .as_mut()
+                        .poll_first_message(cx, grpc::FIRST_MESSAGE_HOLD)
+                    {
                         Poll::Pending => {
-                            reading.time_first_byte(started);
+                            reading.as_mut().read().time_first_byte(started);
                             *this.state = State::AwaitingTrailers(reading);
                             return Poll::Pending;
                         }
@@ -325,12 +330,30 @@ where
     }
 }
 
-/// A response whose body is being read.
-struct Reading<B> {
+pin_project! {
+    /// A response whose body is being read, in one allocation with the
+    /// body: the future, which every layer above moves whole, holds a
+    /// pointer where it held some 350 bytes, and a body handed on after a
+    /// read goes on in the allocation the read made. As a [`Body`], it is
+    /// the rest of the inner body (what was read is taken out first).
+    pub(crate) struct Reading<B> {
+        read: Read,
+        #[pin]
+        body: B,
+    }
+}
+
+/// A head with nothing in it (no allocation): what is left where one
+/// was taken, never read.
+fn no_parts() -> Parts {
+    Response::new(()).into_parts().0
+}
+
+/// What a read keeps of a response besides its body.
+struct Read {
     /// The attempt's progress, fed as bytes are read.
     progress: Option<Progress>,
     parts: Parts,
-    body: Pin<Box<B>>,
     buffer: Buffer,
     trailers: Option<HeaderMap>,
     /// Whether the body's first non-blank byte opened a JSON object.
@@ -357,7 +380,7 @@ struct Reading<B> {
 enum FirstByte {
     /// Not yet.
     Awaited,
-    /// In the poll under way: not timed yet ([`Reading::time_first_byte`]).
+    /// In the poll under way: not timed yet (`Read::time_first_byte`).
     Came,
     /// This long after the call began.
     At(Duration),
@@ -380,16 +403,52 @@ enum SuccessRead {
     NotAnAnswer(u8),
 }
 
-impl<B> Reading<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
-    fn new(parts: Parts, body: B, progress: Option<Progress>) -> Self {
-        Reading {
+impl<B> Reading<B> {
+    fn new(parts: Parts, body: B, progress: Option<Progress>) -> Pin<Box<Self>> {
+        Box::pin(Reading {
+            read: Read::new(parts, progress),
+            body,
+        })
+    }
+
+    /// A body handed on unread, in the allocation a read would have made
+    /// (the body of a response handed on after a read goes on in its
+    /// read's).
+    pub(crate) fn unread(body: B) -> Pin<Box<Self>> {
+        Reading::new(no_parts(), body, None)
+    }
+
+    fn read(self: Pin<&mut Self>) -> &mut Read {
+        self.project().read
+    }
+}
+
+/// The rest of the inner body.
+impl<B: Body> Body for Reading<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Read {
+    fn new(parts: Parts, progress: Option<Progress>) -> Self {
+        Read {
             progress,
             parts,
-            body: Box::pin(body),
             buffer: Buffer::Empty,
             trailers: None,
             object_seen: false,
@@ -401,6 +460,20 @@ where
             scanned: 0,
             undecodable: None,
         }
+    }
+
+    /// The response's head, for the response handed on; what is left in
+    /// its place is never read.
+    fn take_parts(&mut self) -> Parts {
+        mem::replace(&mut self.parts, no_parts())
+    }
+
+    /// What was read and the head, for a response whose body goes on in
+    /// this allocation: the read is over, so the attempt's progress is
+    /// let go as it was when the read was dropped.
+    fn hand_on(&mut self) -> (Bytes, Parts) {
+        self.progress = None;
+        (self.buffer.take(), self.take_parts())
     }
 
     /// Whether the buffer holds one whole JSON value, blanks at most after
@@ -439,118 +512,6 @@ where
         }
     }
 
-    /// Reads until the body ends, fails, or `cap` bytes are kept. Past the
-    /// cap the body is not polled again: it is dropped with the future.
-    fn poll_error_body(&mut self, cx: &mut Context<'_>, cap: usize) -> Poll<()> {
-        loop {
-            let room = cap.saturating_sub(self.buffer.len());
-            if room == 0 {
-                return Poll::Ready(());
-            }
-            match ready!(self.body.as_mut().poll_frame(cx)) {
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => {
-                        self.count(&data);
-                        if data.len() <= room {
-                            self.buffer.push(data);
-                        } else {
-                            self.buffer.push(Bytes::copy_from_slice(&data[..room]));
-                        }
-                    }
-                    // Kept: a gRPC status in them is the call's.
-                    Err(frame) => self.trailers = frame.into_trailers().ok(),
-                },
-                // A failed read classifies by what arrived: the status at
-                // least. An error that is no network failure is a decoder
-                // refusing the bytes (a corrupt gzip, raw deflate labelled
-                // `deflate`): what it gave before is no text to read.
-                Some(Err(error)) => {
-                    let error = error.into();
-                    if Failure::find(&*error).is_none() && transport_failure(&*error).is_none() {
-                        self.undecodable = Some(error.to_string());
-                    }
-                    return Poll::Ready(());
-                }
-                None => return Poll::Ready(()),
-            }
-        }
-    }
-
-    fn poll_success_body(
-        &mut self,
-        cx: &mut Context<'_>,
-        cap: usize,
-        facts: &RequestFacts,
-    ) -> Poll<SuccessRead> {
-        loop {
-            let polled = match self.body.as_mut().poll_frame(cx) {
-                Poll::Ready(polled) => polled,
-                // The answer's object has closed and the body goes quiet
-                // without ending: a framing that promised more than it
-                // sent (a length one byte long, a chunked body without
-                // its last chunk, a close-delimited body on a connection
-                // kept open). The answer is whole by its own structure;
-                // waiting for an end that never comes discarded it at the
-                // attempt's bound and asked for it again. A well-framed
-                // body seldom pauses there (its end comes with its last
-                // bytes), and then only ends a moment sooner.
-                Poll::Pending if self.object_seen && self.holds_a_whole_value() => {
-                    return Poll::Ready(SuccessRead::Whole);
-                }
-                Poll::Pending => return Poll::Pending,
-            };
-            match polled {
-                None => return Poll::Ready(SuccessRead::Whole),
-                Some(Err(error)) => return Poll::Ready(SuccessRead::Failed(error.into())),
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => {
-                        self.count(&data);
-                        self.buffer.push(data);
-                        if !self.object_seen {
-                            // A unary answer is an object; an array is a
-                            // stream of objects (Gemini without `alt=sse`)
-                            // and must not be held back until it ends.
-                            let all = self.buffer.as_slice();
-                            let first = match self.blank {
-                                0 => opening(all),
-                                blank => all[blank..]
-                                    .iter()
-                                    .copied()
-                                    .find(|byte| !byte.is_ascii_whitespace()),
-                            };
-                            match first {
-                                Some(b'{') => {
-                                    self.object_seen = true;
-                                    relabel(b'{', &mut self.parts, facts);
-                                }
-                                Some(first) => {
-                                    if !is_answer_opening(first, &self.parts, facts) {
-                                        return Poll::Ready(SuccessRead::NotAnAnswer(first));
-                                    }
-                                    relabel(first, &mut self.parts, facts);
-                                    return Poll::Ready(SuccessRead::Unchecked);
-                                }
-                                // The first bytes of a byte order mark:
-                                // the rest of it is still to come.
-                                None if self.blank == 0
-                                    && seawall_internal::json::bom_so_far(all) => {}
-                                None => self.blank = self.buffer.len(),
-                            }
-                        }
-                        if self.buffer.len() > cap {
-                            return Poll::Ready(SuccessRead::PastCap);
-                        }
-                    }
-                    Err(frame) => {
-                        if let Ok(trailers) = frame.into_trailers() {
-                            self.trailers = Some(trailers);
-                        }
-                    }
-                },
-            }
-        }
-    }
-
     /// The failure this answer came to, with what was read as its evidence,
     /// the provider's id of the request (its `x-request-id` or
     /// `request-id`, what the provider's support asks for) and its
@@ -581,7 +542,7 @@ where
     }
 
     fn error_failure<C: Classifier>(
-        mut self,
+        &mut self,
         classifier: &C,
         settings: &Settings,
         started: Instant,
@@ -629,21 +590,144 @@ where
         };
         self.conclude(failure, started)
     }
+}
+
+impl<B> Reading<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    /// Reads until the body ends, fails, or `cap` bytes are kept. Past the
+    /// cap the body is not polled again: it is dropped with the future.
+    fn poll_error_body(self: Pin<&mut Self>, cx: &mut Context<'_>, cap: usize) -> Poll<()> {
+        let this = self.project();
+        let (mut body, read) = (this.body, this.read);
+        loop {
+            let room = cap.saturating_sub(read.buffer.len());
+            if room == 0 {
+                return Poll::Ready(());
+            }
+            match ready!(body.as_mut().poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
+                        read.count(&data);
+                        if data.len() <= room {
+                            read.buffer.push(data);
+                        } else {
+                            read.buffer.push(Bytes::copy_from_slice(&data[..room]));
+                        }
+                    }
+                    // Kept: a gRPC status in them is the call's.
+                    Err(frame) => read.trailers = frame.into_trailers().ok(),
+                },
+                // A failed read classifies by what arrived: the status at
+                // least. An error that is no network failure is a decoder
+                // refusing the bytes (a corrupt gzip, raw deflate labelled
+                // `deflate`): what it gave before is no text to read.
+                Some(Err(error)) => {
+                    let error = error.into();
+                    if Failure::find(&*error).is_none() && transport_failure(&*error).is_none() {
+                        read.undecodable = Some(error.to_string());
+                    }
+                    return Poll::Ready(());
+                }
+                None => return Poll::Ready(()),
+            }
+        }
+    }
+
+    fn poll_success_body(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        cap: usize,
+        facts: &RequestFacts,
+    ) -> Poll<SuccessRead> {
+        let this = self.project();
+        let (mut body, read) = (this.body, this.read);
+        loop {
+            let polled = match body.as_mut().poll_frame(cx) {
+                Poll::Ready(polled) => polled,
+                // The answer's object has closed and the body goes quiet
+                // without ending: a framing that promised more than it
+                // sent (a length one byte long, a chunked body without
+                // its last chunk, a close-delimited body on a connection
+                // kept open). The answer is whole by its own structure;
+                // waiting for an end that never comes discarded it at the
+                // attempt's bound and asked for it again. A well-framed
+                // body seldom pauses there (its end comes with its last
+                // bytes), and then only ends a moment sooner.
+                Poll::Pending if read.object_seen && read.holds_a_whole_value() => {
+                    return Poll::Ready(SuccessRead::Whole);
+                }
+                Poll::Pending => return Poll::Pending,
+            };
+            match polled {
+                None => return Poll::Ready(SuccessRead::Whole),
+                Some(Err(error)) => return Poll::Ready(SuccessRead::Failed(error.into())),
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
+                        read.count(&data);
+                        read.buffer.push(data);
+                        if !read.object_seen {
+                            // A unary answer is an object; an array is a
+                            // stream of objects (Gemini without `alt=sse`)
+                            // and must not be held back until it ends.
+                            let all = read.buffer.as_slice();
+                            let first = match read.blank {
+                                0 => opening(all),
+                                blank => all[blank..]
+                                    .iter()
+                                    .copied()
+                                    .find(|byte| !byte.is_ascii_whitespace()),
+                            };
+                            match first {
+                                Some(b'{') => {
+                                    read.object_seen = true;
+                                    relabel(b'{', &mut read.parts, facts);
+                                }
+                                Some(first) => {
+                                    if !is_answer_opening(first, &read.parts, facts) {
+                                        return Poll::Ready(SuccessRead::NotAnAnswer(first));
+                                    }
+                                    relabel(first, &mut read.parts, facts);
+                                    return Poll::Ready(SuccessRead::Unchecked);
+                                }
+                                // The first bytes of a byte order mark:
+                                // the rest of it is still to come.
+                                None if read.blank == 0
+                                    && seawall_internal::json::bom_so_far(all) => {}
+                                None => read.blank = read.buffer.len(),
+                            }
+                        }
+                        if read.buffer.len() > cap {
+                            return Poll::Ready(SuccessRead::PastCap);
+                        }
+                    }
+                    Err(frame) => {
+                        if let Ok(trailers) = frame.into_trailers() {
+                            read.trailers = Some(trailers);
+                        }
+                    }
+                },
+            }
+        }
+    }
 
     fn finish_success<C: Classifier>(
-        self,
-        read: SuccessRead,
+        mut self: Pin<Box<Self>>,
+        outcome: SuccessRead,
         classifier: &C,
         settings: &Settings,
         success_cx: &SuccessContext<'_>,
         started: Instant,
     ) -> Result<Response<ClassifiedBody<B>>, BoxError> {
-        match read {
+        let read = self.as_mut().read();
+        match outcome {
             // A bound below the check cap holds there too (the read stops
             // at it): the answer is never begun past it.
-            SuccessRead::PastCap if self.buffer.len() as u64 > settings.max_answer_body => {
+            SuccessRead::PastCap if read.buffer.len() as u64 > settings.max_answer_body => {
                 let failure = crate::body::answer_too_large(settings.max_answer_body);
-                Err(self.conclude(failure, started))
+                Err(read.conclude(failure, started))
             }
             SuccessRead::NotAnAnswer(first) => {
                 let (endpoint, what) = if !success_cx.facts.is_generation() {
@@ -659,66 +743,63 @@ where
                 };
                 let failure = Failure::new(Code::ProtocolViolation).with_message(&format!(
                     "the 2xx answer of {endpoint} is {what} (content type {:?}, first byte {:?})",
-                    self.parts
+                    read.parts
                         .headers
                         .get(http::header::CONTENT_TYPE)
                         .map_or("none", |v| v.to_str().unwrap_or("unreadable")),
                     char::from(first),
                 ));
-                Err(self.conclude(failure, started))
+                Err(read.conclude(failure, started))
             }
             SuccessRead::Whole => {
                 let checked =
-                    classifier.check_success(&self.parts, self.buffer.as_slice(), success_cx);
+                    classifier.check_success(&read.parts, read.buffer.as_slice(), success_cx);
                 match checked.delivered() {
                     Ok((finish, usage)) => {
-                        let mut parts = self.parts;
+                        let mut parts = read.take_parts();
                         if let Some(finish) = finish {
                             parts.extensions.insert(finish);
                         }
                         if let Some(usage) = usage {
                             parts.extensions.insert(usage);
                         }
-                        let body = self.buffer.into_bytes();
+                        let body = read.buffer.take();
                         // Delivered when its JSON closed, before a framing
                         // that never ended: the server's length is not the
                         // body's, and a server relaying it would abort.
                         if declares_other_length(&parts.headers, body.len()) {
                             parts.headers.remove(http::header::CONTENT_LENGTH);
                         }
-                        let body = ClassifiedBody::read(body, self.trailers);
+                        let body = ClassifiedBody::read(body, read.trailers.take());
                         Ok(Response::from_parts(parts, body))
                     }
-                    Err(failure) => Err(self.conclude(*failure, started)),
+                    Err(failure) => Err(read.conclude(*failure, started)),
                 }
             }
             SuccessRead::Unchecked => {
                 tracing::debug!(
                     target: "seawall::classify",
-                    bytes = self.pulled,
+                    bytes = read.pulled,
                     "2xx body handed on unchecked: not a JSON object"
                 );
-                let length = Length::of(&self.parts);
-                let body = ClassifiedBody::resumed(self.buffer.into_bytes(), self.body, length);
-                Ok(Response::from_parts(self.parts, body))
+                let length = Length::of(&read.parts);
+                let (head, parts) = read.hand_on();
+                let body = ClassifiedBody::resumed(head, self, length);
+                Ok(Response::from_parts(parts, body))
             }
             SuccessRead::PastCap => {
                 tracing::debug!(
                     target: "seawall::classify",
-                    bytes = self.pulled,
+                    bytes = read.pulled,
                     "2xx body handed on unchecked: longer than the check cap"
                 );
-                let status = self.parts.status.as_u16();
-                let body = ClassifiedBody::past_cap(
-                    self.buffer.into_bytes(),
-                    self.body,
-                    status,
-                    settings.max_answer_body,
-                );
-                Ok(Response::from_parts(self.parts, body))
+                let status = read.parts.status.as_u16();
+                let (head, parts) = read.hand_on();
+                let body = ClassifiedBody::past_cap(head, self, status, settings.max_answer_body);
+                Ok(Response::from_parts(parts, body))
             }
             SuccessRead::Failed(error) => Err(read_failure(classifier, settings, error, |e| {
-                self.fill(e, started)
+                read.fill(e, started)
             })),
         }
     }
@@ -807,9 +888,15 @@ where
     /// how long; one whose prefix and bytes pass `cap` goes on at its
     /// prefix), or to what ends it before one: trailers, an error, the end.
     /// An empty DATA frame (a body ended by one) delivers nothing.
-    fn poll_first_message(&mut self, cx: &mut Context<'_>, cap: usize) -> Poll<FirstRead> {
+    fn poll_first_message(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        cap: usize,
+    ) -> Poll<FirstRead> {
+        let this = self.project();
+        let (mut body, read) = (this.body, this.read);
         loop {
-            let frame = match ready!(self.body.as_mut().poll_frame(cx)) {
+            let frame = match ready!(body.as_mut().poll_frame(cx)) {
                 None => return Poll::Ready(FirstRead::Ended),
                 Some(Err(error)) => return Poll::Ready(FirstRead::Failed(error.into())),
                 Some(Ok(frame)) => frame,
@@ -817,15 +904,15 @@ where
             match frame.into_data() {
                 Ok(data) if data.is_empty() => {}
                 Ok(data) => {
-                    self.count(&data);
-                    self.buffer.push(data);
-                    if grpc::first_message_ready(self.buffer.as_slice(), cap) {
+                    read.count(&data);
+                    read.buffer.push(data);
+                    if grpc::first_message_ready(read.buffer.as_slice(), cap) {
                         return Poll::Ready(FirstRead::Message);
                     }
                     // A message over several frames is joined into room
                     // for all of it, not grown frame by frame.
-                    if let Some(whole) = grpc::message_length(self.buffer.as_slice()) {
-                        self.buffer.reserve_total(whole);
+                    if let Some(whole) = grpc::message_length(read.buffer.as_slice()) {
+                        read.buffer.reserve_total(whole);
                     }
                 }
                 Err(frame) => {
@@ -843,55 +930,56 @@ where
     /// reached the caller: the trailers' status decides, or the answer is
     /// broken, and either can still be retried.
     fn first_message<C: Classifier>(
-        mut self,
+        mut self: Pin<Box<Self>>,
         first: FirstRead,
         classifier: &C,
         settings: &Settings,
         started: Instant,
     ) -> Result<Response<ClassifiedBody<B>>, BoxError> {
-        let status = self.parts.status.as_u16();
-        let cut_short = self.buffer.len() > 0;
-        let broken = |reading: Self, message: &str| {
+        let read = self.as_mut().read();
+        let status = read.parts.status.as_u16();
+        let cut_short = read.buffer.len() > 0;
+        let broken = |read: &Read, message: &str| {
             let mut failure = Failure::new(Code::ProtocolViolation).with_message(message);
-            reading.fill(failure.evidence_mut(), started);
+            read.fill(failure.evidence_mut(), started);
             Err(report(failure))
         };
         match first {
             FirstRead::Message => {
-                let first = std::mem::replace(&mut self.buffer, Buffer::Empty).into_bytes();
+                let (first, parts) = read.hand_on();
                 let body = ClassifiedBody::watching_trailers(
                     Some(first),
-                    self.body,
+                    self,
                     status,
                     settings.quota_wall,
                 );
-                Ok(Response::from_parts(self.parts, body))
+                Ok(Response::from_parts(parts, body))
             }
             FirstRead::Failed(error) => Err(read_failure(classifier, settings, error, |e| {
-                self.fill(e, started)
+                read.fill(e, started)
             })),
             FirstRead::Ended if cut_short => broken(
-                self,
+                read,
                 "the gRPC answer ended inside its first message, without a grpc-status",
             ),
-            FirstRead::Ended => broken(self, "the gRPC answer ended without a grpc-status"),
+            FirstRead::Ended => broken(read, "the gRPC answer ended without a grpc-status"),
             FirstRead::Trailers(mut trailers) => {
                 match grpc::trailers_status(status, &trailers, settings.quota_wall) {
                     // No whole message came before it: nothing was
                     // generated, whatever HTTP's 200 says.
                     grpc::Status::Failed(failure) => {
-                        Err(self.conclude(failure.with_nothing_generated(), started))
+                        Err(read.conclude(failure.with_nothing_generated(), started))
                     }
                     grpc::Status::Ok if cut_short => broken(
-                        self,
+                        read,
                         "the gRPC answer's trailers came inside its first message",
                     ),
                     grpc::Status::Ok => {
                         grpc::readable_details(&mut trailers);
                         let body = ClassifiedBody::read(Bytes::new(), Some(trailers));
-                        Ok(Response::from_parts(self.parts, body))
+                        Ok(Response::from_parts(read.take_parts(), body))
                     }
-                    grpc::Status::Absent => broken(self, "the gRPC trailers carry no grpc-status"),
+                    grpc::Status::Absent => broken(read, "the gRPC trailers carry no grpc-status"),
                 }
             }
         }
@@ -1040,6 +1128,11 @@ impl Buffer {
         if let Buffer::Many(joined) = self {
             joined.reserve(total.saturating_sub(joined.len()));
         }
+    }
+
+    /// What was read, the buffer left empty.
+    fn take(&mut self) -> Bytes {
+        mem::replace(self, Buffer::Empty).into_bytes()
     }
 
     fn into_bytes(self) -> Bytes {
