@@ -118,21 +118,39 @@ pub fn transport_failure(error: &(dyn StdError + 'static)) -> Option<Failure> {
 }
 
 /// The request never reached the server, found in `error`'s chain: the
-/// connection was never made (hyper-util's connect error, a connection
-/// refused), or the server reset the stream with HTTP/2's
-/// `REFUSED_STREAM`, which says it did no processing (RFC 9113 §8.7).
+/// connection was never made (hyper-util's connect error, tonic's
+/// `ConnectError` — every failure of its connect phase, a name not found
+/// or a TLS handshake reset alike —, a connection refused), hyper gave
+/// the request back unwritten (`is_canceled`: the connection closed or
+/// was not ready before the request was queued on it), tower's
+/// `LoadShed` refused it here, or the server said it did no processing:
+/// HTTP/2's `REFUSED_STREAM` (RFC 9113 §8.7), or its GOAWAY. h2 gives a
+/// stream the peer's GOAWAY as its error only where the stream's id is
+/// above the frame's last-stream-id or the stream was opened after it
+/// (RFC 9113 §6.8: such a stream "was not or will not be processed");
+/// a stream the server took sees a broken pipe when the connection goes.
 /// Nothing was generated, so nothing was billed: an attempt cut so is
 /// not among those that may have been.
 fn never_reached(error: &(dyn StdError + 'static)) -> bool {
     links(error).any(|link| {
+        if let Some(h2) = link.downcast_ref::<h2::Error>() {
+            return h2.is_remote()
+                && (h2.is_go_away()
+                    || h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM));
+        }
+        #[cfg(feature = "tonic")]
+        if link.is::<tonic::ConnectError>() {
+            return true;
+        }
         link.downcast_ref::<hyper_util::client::legacy::Error>()
             .is_some_and(|error| error.is_connect())
             || link
+                .downcast_ref::<hyper::Error>()
+                .is_some_and(hyper::Error::is_canceled)
+            || link.is::<tower::load_shed::error::Overloaded>()
+            || link
                 .downcast_ref::<io::Error>()
                 .is_some_and(|io| io.kind() == io::ErrorKind::ConnectionRefused)
-            || link.downcast_ref::<h2::Error>().is_some_and(|h2| {
-                h2.is_reset() && h2.is_remote() && h2.reason() == Some(h2::Reason::REFUSED_STREAM)
-            })
     })
 }
 
