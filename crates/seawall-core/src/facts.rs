@@ -28,7 +28,7 @@
 //! [`RequestFacts::of_request`] reads it back, or the head alone when no
 //! layer put one there.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
@@ -98,6 +98,11 @@ pub struct OperationSlots {
     body: OnceLock<BodyFacts>,
     pub(crate) progress: Counters,
     below: Below,
+    /// Whether the body handle of the latest sending (an attempt, a
+    /// route's call) sent the body to its end: set by that handle, cleared
+    /// when a recording hands out a handle for the next sending. What
+    /// [`RequestFacts::attempt_sent_whole`] reads.
+    attempt_sent_whole: AtomicBool,
     /// The deadline the operation's total bound cuts the response body
     /// at: a plain value set when the slots are made, so a layer close to
     /// the wire (the stream guard) knows it where the request's
@@ -173,6 +178,17 @@ impl OperationSlots {
     pub fn of_request<B>(request: &http::Request<B>) -> Self {
         let deadline = crate::AnswerBy::operation(request).unwrap_or_else(|| Deadline::of(request));
         OperationSlots::for_operation(deadline)
+    }
+
+    /// The recording handed out a handle for another sending: nothing of
+    /// it is sent yet ([`RequestFacts::attempt_sent_whole`]).
+    pub(crate) fn sending_starts(&self) {
+        self.attempt_sent_whole.store(false, Ordering::Release);
+    }
+
+    /// The handle of the sending in flight sent the body to its end.
+    pub(crate) fn sent_whole(&self) {
+        self.attempt_sent_whole.store(true, Ordering::Release);
     }
 
     /// The operation's own deadline these slots were made with
@@ -534,6 +550,21 @@ impl RequestFacts {
     /// reports it.
     pub fn body_sent(&self) -> Option<bool> {
         Some(self.body.as_ref()?.get().is_some())
+    }
+
+    /// Whether the body of the sending in flight, or of the last one (an
+    /// attempt, a fallback's call to a route), went to its end: the
+    /// recording's handle for that sending says so as it sends the last
+    /// byte (or the end), and the recording clears it as it hands out the
+    /// handle for the next. Unlike [`body_sent`](Self::body_sent), which is
+    /// the operation's (the body read once, by any sending or a read
+    /// ahead), this is the one sending's: an attempt that never wrote its
+    /// body (a connect that never finished) after one that did reads
+    /// `false`. `false` when no recording reports it.
+    pub fn attempt_sent_whole(&self) -> bool {
+        self.body
+            .as_ref()
+            .is_some_and(|slots| slots.attempt_sent_whole.load(Ordering::Acquire))
     }
 
     /// Whether a stream was asked for: `Some(true)` or `Some(false)` when

@@ -200,12 +200,13 @@ impl Attempt {
     /// never made, a stream refused unprocessed:
     /// [`Failure::nothing_generated`](crate::Failure::nothing_generated)).
     ///
-    /// The body's fact is the operation's: once one attempt sent the body
-    /// whole (or the ladder read it ahead), a later attempt cut in a way
-    /// seawall cannot place before or after the write reads as sent too.
-    /// An upper bound, over rather than under; a body whose sending
-    /// nobody records (a single attempt, no retry ladder) says nothing,
-    /// and its attempt is not counted.
+    /// The body's fact is the attempt's own
+    /// ([`RequestFacts::attempt_sent_whole`](crate::RequestFacts::attempt_sent_whole)):
+    /// an attempt whose request never went out whole (a connect that never
+    /// finished, cut by its bound) is not counted because an earlier one
+    /// sent it, nor because the ladder read the body ahead for its facts.
+    /// A body whose sending nobody records (no retry ladder, no fallback)
+    /// says nothing, and its attempt is not counted.
     pub fn unanswered_after_sending(
         bills: bool,
         facts: &crate::RequestFacts,
@@ -215,7 +216,7 @@ impl Attempt {
             && failure.status().is_none()
             && !failure.is_refused_here()
             && !failure.nothing_generated()
-            && facts.body_sent() == Some(true)
+            && facts.attempt_sent_whole()
     }
 
     /// This record with the usage the answer reported.

@@ -91,8 +91,12 @@ struct Shared<B> {
     /// The original body's exact length, when it announced one.
     exact_len: Option<u64>,
     /// Filled with the request facts the whole recording gives, when the
-    /// body ends within the cap.
+    /// body ends within the cap; told too which sending sent it whole
+    /// ([`RequestFacts::attempt_sent_whole`](crate::RequestFacts::attempt_sent_whole)).
     facts: Option<Arc<OperationSlots>>,
+    /// True once `facts` has the body's facts (or the body outgrew the
+    /// cap, when it has none to give).
+    told: bool,
 }
 
 /// What a read ahead kept of the original body without recording it.
@@ -136,6 +140,23 @@ impl<B> Shared<B> {
         recorded
     }
 
+    /// A handle sent the body to its end: the sending it serves sent the
+    /// request whole.
+    fn sent_whole(&self) {
+        if let Some(slot) = &self.facts {
+            slot.sent_whole();
+        }
+    }
+
+    /// A handle has sent `sent` bytes: all of them, when the body
+    /// announced that length (a client stops there, never polling for the
+    /// end).
+    fn sent_up_to(&self, sent: u64) {
+        if self.exact_len == Some(sent) {
+            self.sent_whole();
+        }
+    }
+
     /// The original body ended: the recording, if whole, tells the facts.
     fn end(&mut self) {
         self.body_done = true;
@@ -147,10 +168,11 @@ impl<B> Shared<B> {
     /// stops once the length is sent), so this runs as soon as the last
     /// announced byte is recorded, too.
     fn tell_facts(&mut self) {
-        if self.capped {
+        if self.capped || self.told {
             return;
         }
-        if let Some(slot) = self.facts.take() {
+        self.told = true;
+        if let Some(slot) = &self.facts {
             match (&self.chunks.first, self.chunks.rest.is_empty()) {
                 (None, _) => slot.fill(&Bytes::new()),
                 (Some(first), true) => slot.fill(first),
@@ -235,6 +257,7 @@ impl<B> ReplayBody<B> {
                     held: None,
                     exact_len,
                     facts: None,
+                    told: false,
                 })),
                 next_chunk: 0,
                 sent: 0,
@@ -246,8 +269,14 @@ impl<B> ReplayBody<B> {
     /// Has the recording fill `slot` with the request's facts when the body
     /// ends within the cap (see [`RequestFacts`](crate::RequestFacts)). A
     /// body sent once records nothing and fills nothing.
+    ///
+    /// The slot is told too whether the handle of the latest sending sent
+    /// the body to its end: a new recording is a new sending, nothing of
+    /// it sent yet, and so is each handle [`replay`](Self::replay) hands
+    /// out.
     pub fn fill_facts(self, slot: Arc<OperationSlots>) -> Self {
         if let Mode::Replay { shared, .. } = &self.mode {
+            slot.sending_starts();
             lock(shared).facts = Some(slot);
         }
         self
@@ -373,17 +402,25 @@ impl<B> ReplayBody<B> {
     /// that is not possible (sent once, over the cap, or the body failed:
     /// its recording is a prefix, never the whole request).
     pub fn replay(&self) -> Option<Self> {
-        match &self.mode {
-            Mode::Replay { shared, .. } if lock(shared).replayable() => Some(ReplayBody {
-                mode: Mode::Replay {
-                    shared: Arc::clone(shared),
-                    next_chunk: 0,
-                    sent: 0,
-                    trailers_sent: false,
-                },
-            }),
-            _ => None,
+        let Mode::Replay { shared, .. } = &self.mode else {
+            return None;
+        };
+        let state = lock(shared);
+        if !state.replayable() {
+            return None;
         }
+        if let Some(slot) = &state.facts {
+            slot.sending_starts();
+        }
+        drop(state);
+        Some(ReplayBody {
+            mode: Mode::Replay {
+                shared: Arc::clone(shared),
+                next_chunk: 0,
+                sent: 0,
+                trailers_sent: false,
+            },
+        })
     }
 }
 
@@ -426,6 +463,7 @@ where
                     let chunk = chunk.clone();
                     *next_chunk += 1;
                     *sent += chunk.len() as u64;
+                    state.sent_up_to(*sent);
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }
                 // This handle has sent the whole recording. If another handle
@@ -434,6 +472,7 @@ where
                     return Poll::Ready(Some(Err(ReplayCapExceeded.into())));
                 }
                 if state.body_done {
+                    state.sent_whole();
                     if !*trailers_sent {
                         *trailers_sent = true;
                         if let Some(trailers) = state.trailers.clone() {
@@ -455,6 +494,7 @@ where
                             if state.read(&chunk) {
                                 *next_chunk = state.chunks.len();
                             }
+                            state.sent_up_to(*sent);
                             Ok(Frame::data(chunk))
                         }
                         Held::Failed(err) => {
@@ -467,6 +507,7 @@ where
                 let frame = match frame {
                     None => {
                         state.end();
+                        state.sent_whole();
                         *trailers_sent = true;
                         return Poll::Ready(None);
                     }
@@ -483,12 +524,14 @@ where
                         if state.read(&chunk) {
                             *next_chunk = state.chunks.len();
                         }
+                        state.sent_up_to(*sent);
                         Poll::Ready(Some(Ok(Frame::data(chunk))))
                     }
                     Err(frame) => {
                         let trailers = frame.into_trailers().ok();
                         state.trailers = trailers.clone();
                         state.end();
+                        state.sent_whole();
                         *trailers_sent = true;
                         Poll::Ready(trailers.map(|t| Ok(Frame::trailers(t))))
                     }
@@ -733,6 +776,55 @@ mod tests {
         assert_eq!(facts.model(), Some("m"));
         assert_eq!(facts.body_sent(), Some(true));
         assert_eq!(crate::RequestFacts::default().body_sent(), None);
+    }
+
+    #[tokio::test]
+    async fn each_sending_says_whether_it_sent_the_body_whole() {
+        use std::future::poll_fn;
+        let slot = Arc::new(OperationSlots::default());
+        let facts = crate::RequestFacts::default().with_slots(slot.clone());
+        let body = Full::new(Bytes::from_static(br#"{"model":"m"}"#));
+        let mut first = ReplayBody::recorded(body, 1024).fill_facts(slot);
+        let template = first.replay().unwrap();
+        assert!(!facts.attempt_sent_whole(), "nothing sent yet");
+        // Its announced length sent, as a client reads it: never polled to
+        // its end.
+        poll_fn(|cx| Pin::new(&mut first).poll_frame(cx))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(facts.attempt_sent_whole());
+        // The next sending's handle: nothing of it sent, though the body
+        // was, once.
+        let mut again = template.replay().unwrap();
+        assert!(!facts.attempt_sent_whole());
+        assert_eq!(facts.body_sent(), Some(true), "the operation's fact stays");
+        poll_fn(|cx| Pin::new(&mut again).poll_frame(cx))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(facts.attempt_sent_whole());
+
+        // A body in chunks, of no announced length: at its end.
+        let slot = Arc::new(OperationSlots::default());
+        let facts = crate::RequestFacts::default().with_slots(slot.clone());
+        let mut body = ReplayBody::recorded(chunked(&["ab", "cd"]), 1024).fill_facts(slot);
+        poll_fn(|cx| Pin::new(&mut body).poll_frame(cx))
+            .await
+            .unwrap()
+            .unwrap();
+        poll_fn(|cx| Pin::new(&mut body).poll_frame(cx))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!facts.attempt_sent_whole(), "its end not seen yet");
+        assert!(
+            poll_fn(|cx| Pin::new(&mut body).poll_frame(cx))
+                .await
+                .is_none()
+        );
+        assert!(facts.attempt_sent_whole());
+        assert!(!crate::RequestFacts::default().attempt_sent_whole());
     }
 
     #[tokio::test]

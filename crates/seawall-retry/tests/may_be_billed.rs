@@ -118,3 +118,36 @@ async fn a_refusal_of_seawalls_is_not() {
     assert_eq!(receipt.may_be_billed_attempts(), 0);
     assert_eq!(receipt.billed_attempts(), 0);
 }
+
+/// The body's fact is each attempt's own: the first attempt's request
+/// went out whole and its connection reset (it may have been billed); the
+/// second never had its body read (a connect that never finished) and its
+/// bound cut it. Only the first counts.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_that_never_sent_its_body_is_not_though_one_before_did() {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let upstream = service_fn(move |request: Request<ReplayBody<String>>| {
+        let call = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move {
+            if call == 0 {
+                request.into_body().collect().await?;
+                return Err::<Response<String>, BoxError>(Box::new(
+                    Failure::new(Code::Transport).with_message("connection reset"),
+                ));
+            }
+            // Connecting for ever: the body is never polled.
+            std::future::pending::<()>().await;
+            unreachable!("the bound cuts the attempt")
+        }
+    });
+    let svc = ServiceBuilder::new()
+        .layer(ladder())
+        .layer(DeadlineLayer::per_attempt(20 * SEC))
+        .service(upstream);
+    let err = svc.oneshot(chat()).await.unwrap_err();
+    let receipt = receipt(&err);
+    assert_eq!(receipt.attempts.len(), 2);
+    assert!(receipt.attempts[0].may_be_billed(), "{receipt:?}");
+    assert!(!receipt.attempts[1].may_be_billed(), "{receipt:?}");
+    assert_eq!(receipt.may_be_billed_attempts(), 1);
+}
