@@ -197,11 +197,24 @@ where
 /// an attempt's bound says so: it is the one around the client, and it
 /// names whose bound it was (ties go to the attempt's own); above it, the
 /// ladder's verdict on the attempt stands.
+///
+/// A `deadline_exceeded` below counts too where this attempt's own bound
+/// is the one that passed (it fires as `timeout`): an attempt bound
+/// inside this one, with no ladder in between, reads this bound's
+/// deadline in the request as the operation's and fires as
+/// `deadline_exceeded` at the same instant; the operation's deadline had
+/// not passed, and the attempt is to be retried, not surfaced.
 fn own_bound(error: BoxError, expiry: &mut Option<Expiry>) -> BoxError {
-    let fired_together = expiry.as_ref().is_some_and(|expiry| {
-        expiry.progress.is_some() && Instant::now() >= expiry.deadline.instant()
-    }) && Failure::find(&*error)
-        .is_some_and(|failure| failure.code().is_timeout());
+    let Some(bound) = expiry
+        .as_ref()
+        .filter(|expiry| expiry.progress.is_some() && Instant::now() >= expiry.deadline.instant())
+    else {
+        return error;
+    };
+    let fired_together = Failure::find(&*error).is_some_and(|failure| {
+        failure.code().is_timeout()
+            || (failure.code() == Code::DeadlineExceeded && bound.fires_as == Code::Timeout)
+    });
     if fired_together { fire(expiry) } else { error }
 }
 

@@ -18,6 +18,13 @@
 //! | `per_attempt(d)` | the operation deadline is the earlier bound and fires | `deadline_exceeded` | `Surface` |
 //! | either | the deadline already passed on entry | the same, at once, without calling the inner service | |
 //!
+//! Two attempt bounds with no retry ladder between them (a caller's and a
+//! stack's) bound the same attempt: the inner one counts in the outer
+//! one's [`Progress`](seawall_core::Progress), and when the outer, shorter
+//! bound passes, the attempt fails with its `timeout` and the bytes that
+//! arrived, not a `deadline_exceeded` the inner one read into the outer
+//! one's deadline.
+//!
 //! The total deadline also bounds the response body: an operation ends when
 //! its answer ends. The per-attempt bound covers only the response future:
 //! the stream guard releases the response at first content, and a long,

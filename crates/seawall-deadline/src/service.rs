@@ -157,7 +157,16 @@ where
                 // instant, and says whose bound it was.
                 let answer_by = fires_as == Code::DeadlineExceeded
                     && AnswerBy::of(&request).is_some_and(|by| Some(by.0) == operation);
-                let progress = Progress::start_attempt(&mut request);
+                // An attempt bound outside this one with no ladder in
+                // between bounds the same attempt: it counts in the
+                // `Progress` that one started, or a cut of the outer bound
+                // would read a count no layer feeds (the layers nearer the
+                // wire find the innermost). Under a ladder the attempt's
+                // counts are its operation's slots, not an extension.
+                let progress = match request.extensions().get::<Progress>() {
+                    Some(outer) => outer.clone(),
+                    None => Progress::start_attempt(&mut request),
+                };
                 Some(Expiry {
                     deadline,
                     body: None,

@@ -231,6 +231,35 @@ async fn per_attempt_timeout_carries_the_progress_the_attempt_made() {
     assert_eq!(failure.action(), Action::Retry);
 }
 
+/// Two attempt bounds with no retry ladder above (one the caller's, one
+/// a stack's): they bound the same attempt, so they count it in one
+/// `Progress`. When the outer, shorter one cuts, it reads the bytes that
+/// arrived, not a count the inner one started afresh and kept to itself.
+#[tokio::test(start_paused = true)]
+async fn an_outer_attempt_bound_reads_the_bytes_an_inner_one_saw_counted() {
+    let trickle = service_fn(|req: Request<()>| {
+        let progress = Progress::of_request(&req).expect("the attempt's progress");
+        async move {
+            progress.add_bytes(17);
+            progress.add_content_events(1);
+            std::future::pending::<()>().await;
+            Ok::<_, Infallible>(Response::new(Body::default()))
+        }
+    });
+    let inner = DeadlineLayer::per_attempt(Duration::from_secs(30)).layer(trickle);
+    let err = DeadlineLayer::per_attempt(Duration::from_secs(5))
+        .layer(inner)
+        .oneshot(Request::new(()))
+        .await
+        .unwrap_err();
+    let failure = failure(&err);
+    assert_eq!(failure.code(), Code::Timeout);
+    assert_eq!(failure.evidence().elapsed, Some(Duration::from_secs(5)));
+    assert_eq!(failure.evidence().bytes, 17, "{failure:?}");
+    assert_eq!(failure.evidence().content_events, 1);
+    assert!(!failure.is_route_shaped());
+}
+
 #[tokio::test(start_paused = true)]
 async fn per_attempt_inside_an_earlier_operation_deadline_fires_as_deadline_exceeded() {
     let seen = Arc::new(std::sync::Mutex::new(None));
