@@ -5,7 +5,7 @@ use std::task::{Context, Poll, ready};
 
 use http_body::Body;
 use pin_project_lite::pin_project;
-use seawall_core::BoxError;
+use seawall_core::{BoxError, UsageSlot};
 
 use crate::body::BreakerBody;
 use crate::error::{BreakerError, CircuitOpen};
@@ -74,7 +74,14 @@ where
                         drop(permit.take());
                         None
                     };
-                    Poll::Ready(Ok(response.map(|body| BreakerBody::new(body, permit))))
+                    // The stream guard's usage slot says a reader below
+                    // ends the body at the protocol's end; looked up only
+                    // for a body whose outcome is still to come.
+                    let guarded =
+                        permit.is_some() && response.extensions().get::<UsageSlot>().is_some();
+                    Poll::Ready(Ok(
+                        response.map(|body| BreakerBody::new(body, permit, guarded))
+                    ))
                 }
                 Err(error) => {
                     let error = error.into();

@@ -102,8 +102,31 @@
 //! end is the body's last frame when the body says so (`is_end_stream`):
 //! the stream guard does on the frame that ends the protocol, so a reader
 //! that stops at `[DONE]` and drops the body (async-openai) has read a
-//! success. A future or body dropped before its end records nothing and
-//! gives back its half-open place.
+//! success. A future dropped before its answer records nothing and gives
+//! back its half-open place.
+//!
+//! A body dropped before its end is judged by what is below the breaker:
+//!
+//! - **Under a stream guard** (its [`UsageSlot`](seawall_core::UsageSlot)
+//!   in the response extensions says a reader of the protocol is below),
+//!   the guard ends the body at the protocol's end, so a body dropped
+//!   before it is a caller that left before the answer was whole: it
+//!   records nothing.
+//! - **With no stream guard below** (a deadline or a body timeout alone,
+//!   or a response the guard let through unread), nothing marks the
+//!   protocol's end: the body ends with the connection, and an SDK stops
+//!   reading at `data: [DONE]` before that. A body dropped after it
+//!   delivered data, with no error, while no read of it was waiting on
+//!   the route, records a success: the route answered. Counted as nothing
+//!   instead, healthy streams would leave the window to the stalls a bound
+//!   below cuts (each an `idle_timeout` failure), and a route with a few
+//!   stalls among many good streams would trip. A body dropped while a
+//!   read waited (the caller's own timeout gave up on a silence), or
+//!   before any data, records nothing: that says nothing of the route
+//!   either way. A stream the provider cut cleanly half-way reads as a
+//!   success here too, when its reader stops at the cut: only a reader
+//!   of the protocol knows an answer was not whole, so put the stream
+//!   guard below to count those.
 //!
 //! The success path takes no lock and allocates nothing: each service clone
 //! keeps the breaker of the last route it called, and a breaker's state and
