@@ -1,6 +1,6 @@
 use std::error::Error as StdError;
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use seawall_core::hint::MAX_RETRY_HINT;
@@ -98,12 +98,16 @@ impl StdError for BreakerError {
 /// reset). Either the circuit is open (failures tripped it, or an operator
 /// isolated it) or the route is cooling down after what it said last — a
 /// quota wall, a rate limit's hint, rejected credentials
-/// ([`cooled_by`](Self::cooled_by)).
+/// ([`cooled_by`](Self::cooled_by)) — or the call's model is cooling on
+/// its own on the route ([`model`](Self::model)).
 #[derive(Clone)]
 pub struct CircuitOpen {
     route: RouteId,
     retry_after: Option<Duration>,
     cooled_by: Option<Code>,
+    /// The model cooling on its own that refused the call: the breaker's
+    /// own copy of the name, shared (no allocation).
+    model: Option<Arc<str>>,
     /// The refusal as a `Failure`, built (and boxed) when first read: a
     /// refusal nobody inspects allocates nothing.
     failure: OnceLock<Box<Failure>>,
@@ -114,6 +118,7 @@ impl PartialEq for CircuitOpen {
         self.route == other.route
             && self.retry_after == other.retry_after
             && self.cooled_by == other.cooled_by
+            && self.model == other.model
     }
 }
 
@@ -125,6 +130,7 @@ impl fmt::Debug for CircuitOpen {
             .field("route", &self.route)
             .field("retry_after", &self.retry_after)
             .field("cooled_by", &self.cooled_by)
+            .field("model", &self.model)
             .finish()
     }
 }
@@ -135,6 +141,7 @@ impl CircuitOpen {
             route,
             retry_after,
             cooled_by: None,
+            model: None,
             failure: OnceLock::new(),
         }
     }
@@ -144,8 +151,30 @@ impl CircuitOpen {
             route,
             retry_after,
             cooled_by: Some(cooled_by),
+            model: None,
             failure: OnceLock::new(),
         }
+    }
+
+    /// A refusal by `model`'s own cooldown on `route`.
+    pub(crate) fn model_cooling(
+        route: RouteId,
+        model: Arc<str>,
+        cooled_by: Code,
+        retry_after: Option<Duration>,
+    ) -> Self {
+        CircuitOpen {
+            model: Some(model),
+            ..CircuitOpen::cooling(route, cooled_by, retry_after)
+        }
+    }
+
+    /// The model whose own cooldown refused the call (a limit the provider
+    /// keeps per model), when it was that and not the route's cooldown or
+    /// circuit: the route's other models are still called. The refusal's
+    /// text names it.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 
     /// The failure that cooled the route down, when the refusal is a
@@ -196,7 +225,14 @@ impl fmt::Display for CircuitOpen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.cooled_by {
             Some(code) => {
-                write!(f, "route {} cooling down after {code}", self.route)?;
+                match &self.model {
+                    Some(model) => write!(
+                        f,
+                        "model {model} cooling down on route {} after {code}",
+                        self.route
+                    )?,
+                    None => write!(f, "route {} cooling down after {code}", self.route)?,
+                }
                 match self.retry_after {
                     // Learnt from a hint at the clamp (see
                     // `RouteBreaker::cooling`): a millisecond count would

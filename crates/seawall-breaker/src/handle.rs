@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use seawall_core::{Code, RouteId};
 
-use crate::shared::Shared;
+use crate::shared::{Shared, ends_later};
 use crate::state::BreakerState;
 
 /// Manual control of a layer's breakers: read a route's state, force it
@@ -41,12 +41,61 @@ impl BreakerHandle {
     /// while the next call would be the probe. A cooldown learnt from a
     /// hint at [`MAX_RETRY_HINT`](seawall_core::hint::MAX_RETRY_HINT)
     /// (every longer hint is clamped to it) reports exactly that much left
-    /// until it ends: a week or more, no known return.
+    /// until it ends: a week or more, no known return. A model cooling on
+    /// its own leaves the route's cooldown `None`: see
+    /// [`model_cooldown`](Self::model_cooldown) and
+    /// [`models_cooling`](Self::models_cooling).
     pub fn cooldown(&self, route: &RouteId) -> Option<(Code, Option<Duration>)> {
         self.shared.existing(route.as_str())?.cooling()
     }
 
-    /// Forces a route closed with a clean window, and ends its cooldown.
+    /// The cooldown a call for `model` on a route meets, while it would be
+    /// refused for one: the model's own (a limit the provider keeps per
+    /// model cooled it alone), or the route's where that ends later (the
+    /// one the refusal names, as [`cooldown`](Self::cooldown) gives it).
+    /// `None` while a call for `model` would go. A model's own cooldown
+    /// has no probe: its time left runs to its end.
+    ///
+    /// ```
+    /// use seawall_breaker::BreakerLayer;
+    /// use seawall_core::RouteId;
+    ///
+    /// let handle = BreakerLayer::new().handle();
+    /// let route = RouteId::new("api.openai.com");
+    /// assert_eq!(handle.model_cooldown(&route, "gpt-4o"), None);
+    /// ```
+    pub fn model_cooldown(&self, route: &RouteId, model: &str) -> Option<(Code, Option<Duration>)> {
+        let breaker = self.shared.existing(route.as_str())?;
+        let route_cooling = breaker.cooling();
+        match breaker.model_cooling(model) {
+            Some((_, code, left))
+                if !route_cooling.is_some_and(|(_, route_left)| ends_later(route_left, left)) =>
+            {
+                Some((code, left))
+            }
+            _ => route_cooling,
+        }
+    }
+
+    /// The models cooling on their own on a route (each a limit the
+    /// provider keeps per model), with what cooled each and its time left
+    /// (`None`: until [`reset`](Self::reset)), sorted by model. The
+    /// route's own cooldown is [`cooldown`](Self::cooldown)'s.
+    pub fn models_cooling(&self, route: &RouteId) -> Vec<(String, Code, Option<Duration>)> {
+        let Some(breaker) = self.shared.existing(route.as_str()) else {
+            return Vec::new();
+        };
+        let mut models: Vec<_> = breaker
+            .models_cooling_now()
+            .into_iter()
+            .map(|(model, code, left)| (model.to_string(), code, left))
+            .collect();
+        models.sort_by(|a, b| a.0.cmp(&b.0));
+        models
+    }
+
+    /// Forces a route closed with a clean window, and ends its cooldown
+    /// and its models' own.
     pub fn reset(&self, route: &RouteId) {
         if let Some(breaker) = self.shared.existing(route.as_str()) {
             breaker.reset();

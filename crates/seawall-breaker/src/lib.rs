@@ -68,9 +68,14 @@
 //!   a limit whose evidence names no model, and a request naming none
 //!   cool the whole route, as above. The rate of failures stays the
 //!   route's. A model's cooldown ends for every caller at its end (no
-//!   probe: the route's other calls show the route is there), is not in
-//!   [`BreakerHandle::cooldown`] (the route's), and ends at
-//!   [`BreakerHandle::reset`]. A route keeps at most
+//!   probe: the route's other calls show the route is there), and ends at
+//!   [`BreakerHandle::reset`]. Its refusal names the model
+//!   ([`CircuitOpen::model`], and its text: "model X cooling down on
+//!   route R after …"). [`BreakerHandle::cooldown`] stays the route's
+//!   own; [`BreakerHandle::model_cooldown`] gives the one a call for a
+//!   model meets (the model's, or the route's where that ends later), and
+//!   [`BreakerHandle::models_cooling`] lists a route's models cooling on
+//!   their own. A route keeps at most
 //!   [`MAX_MODELS_COOLING`] models cooling on their own; past them a
 //!   model's wall cools the whole route. A call whose model is not known
 //!   when it is admitted (an OpenAI body not yet sent, on a first attempt

@@ -10,7 +10,7 @@
 //! [`Failure::cools`]: seawall_core::Failure::cools
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use seawall_core::Code;
 
@@ -20,7 +20,9 @@ pub const MAX_MODELS_COOLING: usize = 8;
 
 /// One model's cooldown on its route.
 struct Cooling {
-    model: Box<str>,
+    /// Shared with the refusals it makes: a refusal names its model
+    /// without allocating.
+    model: Arc<str>,
     /// Its end, on the breaker's millisecond clock (`COOL_FOREVER`: until
     /// a reset).
     until: u64,
@@ -63,24 +65,53 @@ impl ModelCooldowns {
         self.held.load(Ordering::Relaxed) != 0
     }
 
-    /// `model`'s cooldown at `now`: (what cooled it, its end, at the
-    /// clamp), while it runs. Ended ones are dropped on the way.
-    pub(crate) fn cooling(&self, model: &str, now: u64) -> Option<(Code, u64, bool)> {
-        let mut places = self.places();
+    /// `model`'s cooldown at `now`: (its name as kept, what cooled it,
+    /// its end, at the clamp), while it runs. Ended ones are dropped on
+    /// the way.
+    pub(crate) fn cooling(&self, model: &str, now: u64) -> Option<(Arc<str>, Code, u64, bool)> {
         let mut found = None;
+        self.each(now, |cooling| {
+            if &*cooling.model == model {
+                found = Some((
+                    Arc::clone(&cooling.model),
+                    cooling.code,
+                    cooling.until,
+                    cooling.at_clamp,
+                ));
+            }
+        });
+        found
+    }
+
+    /// Every model cooling at `now`, as [`cooling`](Self::cooling) gives
+    /// one.
+    pub(crate) fn all(&self, now: u64) -> Vec<(Arc<str>, Code, u64, bool)> {
+        let mut all = Vec::new();
+        self.each(now, |cooling| {
+            all.push((
+                Arc::clone(&cooling.model),
+                cooling.code,
+                cooling.until,
+                cooling.at_clamp,
+            ));
+        });
+        all
+    }
+
+    /// Calls `f` with each cooldown still running at `now`, dropping the
+    /// ended ones.
+    fn each(&self, now: u64, mut f: impl FnMut(&Cooling)) {
+        let mut places = self.places();
         for place in places.iter_mut() {
             match place {
                 Some(cooling) if now >= cooling.until => {
                     *place = None;
                     self.held.fetch_sub(1, Ordering::Relaxed);
                 }
-                Some(cooling) if &*cooling.model == model => {
-                    found = Some((cooling.code, cooling.until, cooling.at_clamp));
-                }
-                _ => {}
+                Some(cooling) => f(cooling),
+                None => {}
             }
         }
-        found
     }
 
     /// Cools `model` until `until` (kept when it already cools longer),

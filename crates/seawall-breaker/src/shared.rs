@@ -242,7 +242,7 @@ pub(crate) struct Permit {
 
 /// Whether a cooldown with `a` left ends no earlier than one with `b`
 /// left (`None`: until a reset).
-fn ends_later(a: Option<Duration>, b: Option<Duration>) -> bool {
+pub(crate) fn ends_later(a: Option<Duration>, b: Option<Duration>) -> bool {
     match (a, b) {
         (None, _) => true,
         (Some(_), None) => false,
@@ -280,11 +280,14 @@ impl Permit {
                 // (refused credentials): the refusal says the one that
                 // ends later, so a ladder or a fallback does not take a
                 // model's short wait for the route's return.
-                let (code, left) = match breaker.cooling() {
-                    Some(route) if ends_later(route.1, model_cooling.1) => route,
-                    _ => model_cooling,
-                };
-                return Err(CircuitOpen::cooling(breaker.route.clone(), code, left));
+                let route = breaker.route.clone();
+                let (model, code, left) = model_cooling;
+                return Err(match breaker.cooling() {
+                    Some((code, route_left)) if ends_later(route_left, left) => {
+                        CircuitOpen::cooling(route, code, route_left)
+                    }
+                    _ => CircuitOpen::model_cooling(route, model, code, left),
+                });
             }
         }
         // The resets are read before the admission: a reset landing during

@@ -327,6 +327,19 @@ impl fmt::Debug for RouteBreaker {
     }
 }
 
+/// One model's cooldown on a route: the model as kept, what cooled it,
+/// and the time left (`None`: until a reset).
+pub(crate) type ModelCooling = (Arc<str>, Code, Option<Duration>);
+
+/// The time left at `now` of a model's cooldown ending at `until`.
+fn model_left(until: u64, at_clamp: bool, now: u64) -> Option<Duration> {
+    match until {
+        COOL_FOREVER => None,
+        _ if at_clamp => Some(MAX_RETRY_HINT),
+        _ => Some(Duration::from_millis(until - now)),
+    }
+}
+
 impl RouteBreaker {
     pub(crate) fn new(
         route: RouteId,
@@ -493,18 +506,27 @@ impl RouteBreaker {
     /// model cools. A model's cooldown ends for every call at its end (no
     /// probe: the wall is one model's, and the route's other calls show
     /// the route is there).
-    pub(crate) fn model_cooling(&self, model: &str) -> Option<(Code, Option<Duration>)> {
+    pub(crate) fn model_cooling(&self, model: &str) -> Option<ModelCooling> {
         if !self.models.any() {
             return None;
         }
         let now = self.policy.now_ms();
-        let (code, until, at_clamp) = self.models.cooling(model, now)?;
-        let left = match until {
-            COOL_FOREVER => None,
-            _ if at_clamp => Some(MAX_RETRY_HINT),
-            _ => Some(Duration::from_millis(until - now)),
-        };
-        Some((code, left))
+        let (model, code, until, at_clamp) = self.models.cooling(model, now)?;
+        Some((model, code, model_left(until, at_clamp, now)))
+    }
+
+    /// Every model cooling on its own on this route, as
+    /// [`model_cooling`](Self::model_cooling) gives one.
+    pub(crate) fn models_cooling_now(&self) -> Vec<ModelCooling> {
+        if !self.models.any() {
+            return Vec::new();
+        }
+        let now = self.policy.now_ms();
+        self.models
+            .all(now)
+            .into_iter()
+            .map(|(model, code, until, at_clamp)| (model, code, model_left(until, at_clamp, now)))
+            .collect()
     }
 
     /// Whether some model may be cooling on its own on this route.

@@ -228,7 +228,7 @@ async fn a_models_short_wait_does_not_hide_the_routes_longer_one() {
             Failure::new(Code::Auth).with_status(401)
         }
     }
-    let (layer, _handle) = layer();
+    let (layer, handle) = layer();
     let service = layer.layer(provider(&["gpt-a", "gpt-b"], limited));
     let ask_for = |model: &str| {
         let mut request = http::Request::post(format!(
@@ -253,4 +253,77 @@ async fn a_models_short_wait_does_not_hide_the_routes_longer_one() {
         wait.is_none_or(|wait| wait > Duration::from_secs(2)),
         "the route's wait, not the model's 2 s: {failure:?}"
     );
+    // The route's refusal names no model; the handle gives a call for
+    // gpt-a the same cooldown.
+    assert_eq!(refusal.as_open().unwrap().model(), None);
+    let route = RouteId::new(ROUTE);
+    assert_eq!(
+        handle.model_cooldown(&route, "gpt-a"),
+        handle.cooldown(&route)
+    );
+    assert_eq!(
+        handle.model_cooldown(&route, "gpt-a").map(|(code, _)| code),
+        Some(Code::Auth)
+    );
+    assert_eq!(handle.models_cooling(&route).len(), 1, "gpt-a's own, kept");
+}
+
+/// A model cooling on its own is visible through the handle, as a call for
+/// it meets it, and its refusal names it: an operator (or the gateway's
+/// error message) says which model is held back, not "the route cooling".
+#[tokio::test(start_paused = true)]
+async fn a_models_cooldown_is_seen_through_the_handle_and_named_by_its_refusal() {
+    let (layer, handle) = layer();
+    let route = RouteId::new(ROUTE);
+    let service = layer.layer(provider(&["gemini-2.5-pro"], day_wall));
+    assert_eq!(handle.model_cooldown(&route, "gemini-2.5-pro"), None);
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-pro"))).await,
+        Err(Code::QuotaExhausted)
+    );
+    tokio::time::advance(Duration::from_secs(60)).await;
+    let left = DAY_WALL - Duration::from_secs(60);
+    assert_eq!(
+        handle.model_cooldown(&route, "gemini-2.5-pro"),
+        Some((Code::QuotaExhausted, Some(left)))
+    );
+    assert_eq!(handle.model_cooldown(&route, "gemini-2.5-flash"), None);
+    assert_eq!(
+        handle.models_cooling(&route),
+        vec![(
+            "gemini-2.5-pro".to_owned(),
+            Code::QuotaExhausted,
+            Some(left)
+        )]
+    );
+    assert_eq!(handle.cooldown(&route), None, "the route's own: none");
+
+    let error = service
+        .clone()
+        .oneshot(ask(Some("gemini-2.5-pro")))
+        .await
+        .unwrap_err();
+    let refusal = error.as_open().expect("refused without a call");
+    assert_eq!(refusal.model(), Some("gemini-2.5-pro"));
+    assert_eq!(refusal.cooled_by(), Some(Code::QuotaExhausted));
+    let failure = Failure::downcast(error.into_box()).unwrap();
+    assert_eq!(failure.code(), Code::RouteCoolingDown);
+    let message = failure.message().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!(
+            "model gemini-2.5-pro cooling down on route {ROUTE} after quota_exhausted"
+        )),
+        "{message}"
+    );
+
+    // At the wall's end, and after a reset, nothing is left to see.
+    tokio::time::advance(left).await;
+    assert_eq!(handle.model_cooldown(&route, "gemini-2.5-pro"), None);
+    assert!(handle.models_cooling(&route).is_empty());
+    assert_eq!(
+        outcome(&service, ask(Some("gemini-2.5-pro"))).await,
+        Err(Code::QuotaExhausted)
+    );
+    handle.reset(&route);
+    assert!(handle.models_cooling(&route).is_empty());
 }
