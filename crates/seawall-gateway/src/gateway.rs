@@ -14,7 +14,7 @@ use axum::routing::{get, post};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use seawall::core::{AnswerBy, Code, Deadline, Failure, Receipt};
+use seawall::core::{AnswerBy, Code, Deadline, Failure, Receipt, RequestFacts};
 use seawall::fallback::ServedBy;
 use seawall::stream::StreamReportHandle;
 use seawall_internal::json::RequestMembers;
@@ -953,6 +953,7 @@ impl Gateway {
             body: bytes,
             model_span,
             names_model: model_name.is_some(),
+            model: model_name.as_deref().map(Arc::from),
             query: parts.uri.query().map(str::to_owned),
             headers: ClientCall::forwarded_headers(&parts.headers),
             credential: client_credential(&parts.headers, wire, inner.token.as_ref()),
@@ -967,6 +968,10 @@ impl Gateway {
                     .response(wire);
             }
         };
+        let facts = model
+            .primary
+            .told_model(&call, RequestFacts::from_head(&upstream));
+        upstream.extensions_mut().insert(facts);
         upstream.extensions_mut().insert(call);
         // The client's own wait bounds the wait for the answer to begin,
         // as an `AnswerBy`: the ladder plans within it (a `Retry-After` it

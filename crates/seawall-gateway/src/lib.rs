@@ -20,7 +20,9 @@
 //! - **Failures in the client's wire format**: before content, a JSON error
 //!   with the upstream status (429 keeps `Retry-After`), the status an
 //!   error declared inside a 2xx names, 429 for a route cooling after a
-//!   wall or a limit, or 502/503/504 (the crate's README has the table), the
+//!   wall or a limit (or for the model asked: a limit the provider keeps
+//!   per model holds back that model alone, from its next request's first
+//!   attempt, and the message names it), or 502/503/504 (the crate's README has the table), the
 //!   seawall code in the body and in `x-seawall-code`, and
 //!   `x-should-retry: false` (the ladder already ran). After content, one
 //!   final SSE error event an SDK raises — never a silent EOF.

@@ -14,7 +14,7 @@ use hyper_util::rt::TokioExecutor;
 use seawall::breaker::BreakerLayer;
 use seawall::classify::ClassifyLayer;
 use seawall::core::recording::ReplayBody;
-use seawall::core::{BoxError, CallerCredentials, RouteId};
+use seawall::core::{BoxError, CallerCredentials, RequestFacts, RouteId};
 use seawall::fallback::{FallbackLayer, FallbackRoute};
 use seawall::retry::{Budget, RetryPolicy};
 use seawall::stack::Stack;
@@ -156,6 +156,8 @@ pub(crate) struct ClientCall {
     /// model the client named. A Responses call may name none and leave
     /// it to its stored prompt (`prompt.id`), served through `*` as sent.
     pub names_model: bool,
+    /// The model the client named, as the gateway read it.
+    pub model: Option<Arc<str>>,
     /// The query the client's URL carried (anthropic-python's beta
     /// client posts to `/v1/messages?beta=true`), passed on as sent.
     pub query: Option<String>,
@@ -241,6 +243,28 @@ impl Target {
             key,
             rename: route.model.clone(),
             preset: route.preset,
+        }
+    }
+
+    /// The model this route's request names: the route's own name for it
+    /// where it renames the client's, else the client's.
+    pub(crate) fn upstream_model(&self, call: &ClientCall) -> Option<Arc<str>> {
+        match &self.rename {
+            Some(model) if call.names_model => Some(Arc::from(model.as_str())),
+            _ => call.model.clone(),
+        }
+    }
+
+    /// The request's facts, naming the model this route is asked for
+    /// before its body is sent: the breaker then holds back a call for a
+    /// model cooling on its own (a limit the provider keeps per model) on
+    /// its first attempt too, and its refusal names the model. Read from
+    /// the body only once sent, a first attempt would be admitted and
+    /// meet the model's limit again upstream.
+    pub(crate) fn told_model(&self, call: &ClientCall, facts: RequestFacts) -> RequestFacts {
+        match self.upstream_model(call) {
+            Some(model) => facts.with_model(model),
+            None => facts,
         }
     }
 
@@ -460,6 +484,13 @@ fn rebuild(
                 let extensions = request.extensions_mut();
                 extensions.remove::<CallerCredentials>();
                 extensions.extend(own);
+                // The model named for the primary is not this route's
+                // where either renames it: its limits are this model's.
+                if let Some(call) = extensions.get::<Arc<ClientCall>>().cloned()
+                    && let Some(facts) = extensions.get_mut::<RequestFacts>()
+                {
+                    *facts = target.told_model(&call, facts.clone());
+                }
                 request.map(ReplayBody::once)
             }
             // No call attached (the gateway always attaches one), or this
@@ -522,6 +553,7 @@ mod tests {
             endpoint: Endpoint::ChatCompletions,
             model_span: span_of(&body),
             names_model: true,
+            model: Some(Arc::from("m")),
             body,
             query: None,
             headers: ClientCall::forwarded_headers(&client_headers),
@@ -552,6 +584,7 @@ mod tests {
                 body: Bytes::from_static(body.as_bytes()),
                 model_span: span_of(body.as_bytes()),
                 names_model: true,
+                model: Some(Arc::from("m")),
                 query: None,
                 headers: HeaderMap::new(),
                 credential: None,
@@ -633,6 +666,29 @@ mod tests {
         // Once only `authorization` and `x-api-key` were removed.
         assert!(!headers.contains_key("cookie"));
         assert_eq!(headers["x-chaos-fault"], "ok");
+    }
+
+    /// The request's facts name the model each route is asked for: the
+    /// primary's (here the client's own) on the primary's request, the
+    /// fallback's own name on the fallback's, so a limit the provider
+    /// keeps per model cools the model that route was asked for, and a
+    /// call for it is held back there.
+    #[test]
+    fn each_routes_facts_name_the_model_it_is_asked_for() {
+        let call = Arc::new(call(None));
+        let primary_target = Target::new(&route(Wire::OpenAi, None, None), None);
+        let mut primary = primary_target.request(&call).unwrap();
+        let facts = primary_target.told_model(&call, RequestFacts::from_head(&primary));
+        assert_eq!(facts.model(), Some("m"));
+        primary.extensions_mut().insert(facts);
+        primary.extensions_mut().insert(Arc::clone(&call));
+        let fallback = Arc::new(Target::new(
+            &route(Wire::OpenAi, None, Some("m-backup")),
+            None,
+        ));
+        let request = rebuild(&fallback)(primary.map(ReplayBody::once));
+        let facts = request.extensions().get::<RequestFacts>().unwrap();
+        assert_eq!(facts.model(), Some("m-backup"));
     }
 
     /// A header the client's `Connection` names is for that hop alone

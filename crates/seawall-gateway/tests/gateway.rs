@@ -1281,10 +1281,10 @@ async fn a_route_cooling_after_a_quota_wall_or_a_rate_limit_answers_as_it() {
     // A rate limit longer than the test config's 10 s deadline (not waited
     // for) whose words name its model ("Rate limit reached for gpt-x in
     // organization …", the model's limit) cools that model on the route,
-    // not the route: on OpenAI's wire the model is in the body, known
-    // once the first attempt sent it, so the next operation's first
-    // attempt is sent (here answered; a provider still limited answers
-    // 429 again, unbilled), and a call for another model is answered.
+    // not the route: the gateway names the model it read from the body
+    // before the first attempt is sent, so the next operation for gpt-x
+    // is refused without a call, as the limit answered, and the refusal
+    // names the model; a call for another model is answered.
     let chaos = ChaosServer::builder().start().await.unwrap();
     let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
     let url = gateway.url("/v1/chat/completions");
@@ -1296,7 +1296,19 @@ async fn a_route_cooling_after_a_quota_wall_or_a_rate_limit_answers_as_it() {
     .await;
     assert_eq!(status, 429);
     assert_eq!(header(&headers, "x-seawall-code"), "rate_limited");
-    let (status, _, body) = send(&client(), post(&url, OPENAI_UNARY, &[])).await;
+    let (status, headers, body) = send(&client(), post(&url, OPENAI_UNARY, &[])).await;
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(header(&headers, "x-seawall-code"), "route_cooling_down");
+    assert!(
+        body.contains("model gpt-x cooling down on route main after rate_limited"),
+        "{body}"
+    );
+    let left: u64 = header(&headers, "retry-after").parse().unwrap();
+    assert!((25..=30).contains(&left), "{left}");
+    assert_eq!(chaos.journal().len(), 1, "gpt-x was not called again");
+    let other = r#"{"model":"gpt-y","messages":[{"role":"user","content":"hi"}]}"#;
+    let (status, _, body) = send(&client(), post(&url, other, &[])).await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     assert_eq!(chaos.journal().len(), 2);
 }

@@ -43,3 +43,41 @@ async fn one_models_rate_limit_leaves_another_model_served() {
     assert_eq!(status, 200, "gpt-b is served after gpt-a's limit: {body}");
     assert_eq!(chaos.journal().len(), sent + 1, "gpt-b was sent");
 }
+
+/// gpt-a's next call after its limit is refused by the gateway without a
+/// call, and the refusal names gpt-a, not the route: the client's other
+/// models are served, so "route main cooling" would send its operator to
+/// the wrong place.
+#[tokio::test]
+async fn a_models_cooldown_refusal_names_the_model() {
+    let chaos = ChaosServer::builder().start().await.unwrap();
+    let gateway = Running::start(config(Wire::OpenAi, &[("main", &chaos)])).await;
+    let url = gateway.url(path(Wire::OpenAi));
+
+    let (status, body) = send(post(
+        &url,
+        MODEL_A,
+        &[("x-chaos-fault", "status;code=429;retry_after=600")],
+    ))
+    .await;
+    assert_eq!(status, 429, "{body}");
+    let sent = chaos.journal().len();
+
+    let response = client().request(post(&url, MODEL_A, &[])).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let body = String::from_utf8_lossy(&body).into_owned();
+    assert_eq!(
+        chaos.journal().len(),
+        sent,
+        "gpt-a is not sent again: {body}"
+    );
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("route_cooling_down"), "{body}");
+    assert!(
+        body.contains("model gpt-a cooling down on route main"),
+        "the refusal names the model: {body}"
+    );
+    assert!(headers.contains_key("retry-after"), "{headers:?}");
+}
