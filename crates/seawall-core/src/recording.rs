@@ -623,11 +623,25 @@ pub struct OuterLadder;
 /// kept as values (each `Copy` or an `Arc` clone), and a map is built only
 /// for a copy actually made. Any other extension, and the whole map is
 /// copied as [`clone_head`] copies it.
+///
+/// The header fields are kept the same way: as a list of names and values
+/// (each a reference-count bump or a copy of a known name), one
+/// allocation where a `HeaderMap` clone makes two (its index and its
+/// entries) and a drop frees both; the map is built for a request
+/// actually made.
 pub struct HeadCopy<B> {
-    head: http::Request<B>,
-    /// The extensions, kept as values; `None` when `head` carries a copy
-    /// of the whole map.
+    method: http::Method,
+    uri: http::Uri,
+    version: http::Version,
+    /// Every header field, one value each, in the map's order.
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    body: B,
+    /// The extensions, kept as values; `None` when `extensions` holds a
+    /// copy of the whole map.
     known: Option<KnownExtensions>,
+    /// The copy of the whole map, when `known` is `None`; else empty (no
+    /// allocation).
+    extensions: http::Extensions,
 }
 
 /// The extensions a [`HeadCopy`] keeps as values.
@@ -657,30 +671,39 @@ impl<B> HeadCopy<B> {
         let route = extensions.get::<crate::RouteId>();
         let facts = extensions.get::<crate::RequestFacts>();
         let other_routes = extensions.get::<crate::OtherRoutes>().is_some();
-        let known = usize::from(deadline.is_some())
+        let count = usize::from(deadline.is_some())
             + usize::from(route.is_some())
             + usize::from(facts.is_some())
             + usize::from(other_routes)
             + usize::from(marked);
-        if extensions.len() != known {
-            return HeadCopy {
-                head: clone_head(request, body),
-                known: None,
+        let (known, extensions) = if extensions.len() == count {
+            let known = KnownExtensions {
+                deadline: deadline.copied(),
+                route: route.cloned(),
+                facts: facts.cloned(),
+                other_routes,
             };
-        }
-        let known = KnownExtensions {
-            deadline: deadline.copied(),
-            route: route.cloned(),
-            facts: facts.cloned(),
-            other_routes,
+            (Some(known), http::Extensions::new())
+        } else {
+            (None, extensions.clone())
         };
-        // Copy the head without the map: set it aside for the copy.
-        let extensions = std::mem::take(request.extensions_mut());
-        let head = clone_head(request, body);
-        *request.extensions_mut() = extensions;
+        // Sized first: the iterator does not tell its length, and a list
+        // grown as it is filled would allocate more than once.
+        let mut headers = Vec::with_capacity(request.headers().len());
+        headers.extend(
+            request
+                .headers()
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
         HeadCopy {
-            head,
-            known: Some(known),
+            method: request.method().clone(),
+            uri: request.uri().clone(),
+            version: request.version(),
+            headers,
+            body,
+            known,
+            extensions,
         }
     }
 
@@ -689,40 +712,52 @@ impl<B> HeadCopy<B> {
     pub fn facts(&self) -> Option<&crate::RequestFacts> {
         match &self.known {
             Some(known) => known.facts.as_ref(),
-            None => self.head.extensions().get::<crate::RequestFacts>(),
+            None => self.extensions.get::<crate::RequestFacts>(),
         }
     }
 
     /// The body handle kept with the head.
     pub fn body(&self) -> &B {
-        self.head.body()
+        &self.body
     }
 
     /// The operation's deadline, as the request carried it.
     pub fn deadline(&self) -> Option<crate::Deadline> {
         match &self.known {
             Some(known) => known.deadline,
-            None => crate::Deadline::of(&self.head),
+            None => self.extensions.get::<crate::Deadline>().copied(),
         }
     }
 
     /// A request with the copied head and `body`.
     pub fn request(&self, body: B) -> http::Request<B> {
-        let mut request = clone_head(&self.head, body);
-        if let Some(known) = &self.known {
-            let extensions = request.extensions_mut();
-            if let Some(deadline) = known.deadline {
-                extensions.insert(deadline);
+        let mut request = http::Request::new(body);
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.version_mut() = self.version;
+        let headers = request.headers_mut();
+        headers.reserve(self.headers.len());
+        for (name, value) in &self.headers {
+            // `append`: a name with several values keeps them all, in order.
+            headers.append(name.clone(), value.clone());
+        }
+        let extensions = request.extensions_mut();
+        match &self.known {
+            Some(known) => {
+                if let Some(deadline) = known.deadline {
+                    extensions.insert(deadline);
+                }
+                if let Some(route) = &known.route {
+                    extensions.insert(route.clone());
+                }
+                if let Some(facts) = &known.facts {
+                    extensions.insert(facts.clone());
+                }
+                if known.other_routes {
+                    extensions.insert(crate::OtherRoutes);
+                }
             }
-            if let Some(route) = &known.route {
-                extensions.insert(route.clone());
-            }
-            if let Some(facts) = &known.facts {
-                extensions.insert(facts.clone());
-            }
-            if known.other_routes {
-                extensions.insert(crate::OtherRoutes);
-            }
+            None => *extensions = self.extensions.clone(),
         }
         request
     }
@@ -731,8 +766,8 @@ impl<B> HeadCopy<B> {
 impl<B> fmt::Debug for HeadCopy<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HeadCopy")
-            .field("method", self.head.method())
-            .field("uri", self.head.uri())
+            .field("method", &self.method)
+            .field("uri", &self.uri)
             .field("extensions_as_values", &self.known.is_some())
             .finish_non_exhaustive()
     }
@@ -1054,6 +1089,25 @@ mod tests {
             // was copied.
             assert_eq!(got.get::<Mark>().is_some(), marked && foreign);
         }
+    }
+
+    /// A head copy keeps every value of a header named more than once, in
+    /// order, and the request's version.
+    #[test]
+    fn a_head_copy_keeps_repeated_headers_in_order() {
+        let mut request = http::Request::post("http://h/v1")
+            .version(http::Version::HTTP_2)
+            .header("x-m", "1")
+            .header("x-a", "a")
+            .header("x-m", "2")
+            .body(0)
+            .unwrap();
+        let made = HeadCopy::of(&mut request, 1).request(2);
+        assert_eq!(made.version(), http::Version::HTTP_2);
+        assert_eq!(made.headers(), request.headers());
+        let values: Vec<_> = made.headers().get_all("x-m").iter().collect();
+        assert_eq!(values, ["1", "2"]);
+        assert_eq!(made.headers().len(), 3);
     }
 
     #[test]
