@@ -28,7 +28,7 @@
 //! [`RequestFacts::of_request`] reads it back, or the head alone when no
 //! layer put one there.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
@@ -103,6 +103,12 @@ pub struct OperationSlots {
     /// when a recording hands out a handle for the next sending. What
     /// [`RequestFacts::attempt_sent_whole`] reads.
     attempt_sent_whole: AtomicBool,
+    /// The recording whose handles say it (its address): the one that
+    /// handed out the latest handle. Under a fallback a ladder records
+    /// the fallback's handle again; the ladder's recording then speaks,
+    /// and the fallback's handle, read by the ladder (ahead, or once for
+    /// all its attempts), says nothing.
+    sender: AtomicUsize,
     /// The deadline the operation's total bound cuts the response body
     /// at: a plain value set when the slots are made, so a layer close to
     /// the wire (the stream guard) knows it where the request's
@@ -182,13 +188,25 @@ impl OperationSlots {
 
     /// The recording handed out a handle for another sending: nothing of
     /// it is sent yet ([`RequestFacts::attempt_sent_whole`]).
-    pub(crate) fn sending_starts(&self) {
+    /// `recording` speaks for the sendings from now on.
+    pub(crate) fn sending_starts(&self, recording: usize) {
+        self.sender.store(recording, Ordering::Release);
         self.attempt_sent_whole.store(false, Ordering::Release);
     }
 
     /// The handle of the sending in flight sent the body to its end.
-    pub(crate) fn sent_whole(&self) {
-        self.attempt_sent_whole.store(true, Ordering::Release);
+    /// Said by a handle of `recording`: heard only from the recording
+    /// that speaks for the sendings.
+    pub(crate) fn sent_whole(&self, recording: usize) {
+        if self.sender.load(Ordering::Acquire) == recording {
+            self.attempt_sent_whole.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether the body's facts are known already: a recording below
+    /// another need not join its chunks to tell them again.
+    pub(crate) fn has_body_facts(&self) -> bool {
+        self.body.get().is_some()
     }
 
     /// The operation's own deadline these slots were made with

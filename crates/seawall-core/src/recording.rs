@@ -144,8 +144,14 @@ impl<B> Shared<B> {
     /// request whole.
     fn sent_whole(&self) {
         if let Some(slot) = &self.facts {
-            slot.sent_whole();
+            slot.sent_whole(self.id());
         }
+    }
+
+    /// This recording, as the slots know it: its address, fixed while it
+    /// lives (inside its `Arc`).
+    fn id(&self) -> usize {
+        std::ptr::from_ref(self).addr()
     }
 
     /// A handle has sent `sent` bytes: all of them, when the body
@@ -172,7 +178,7 @@ impl<B> Shared<B> {
             return;
         }
         self.told = true;
-        if let Some(slot) = &self.facts {
+        if let Some(slot) = self.facts.as_ref().filter(|slot| !slot.has_body_facts()) {
             match (&self.chunks.first, self.chunks.rest.is_empty()) {
                 (None, _) => slot.fill(&Bytes::new()),
                 (Some(first), true) => slot.fill(first),
@@ -273,13 +279,28 @@ impl<B> ReplayBody<B> {
     /// The slot is told too whether the handle of the latest sending sent
     /// the body to its end: a new recording is a new sending, nothing of
     /// it sent yet, and so is each handle [`replay`](Self::replay) hands
-    /// out.
+    /// out. The recording that last did either speaks for the sendings;
+    /// a recording above it (whose handle this one reads, ahead of
+    /// sending or once for all its own sendings) says nothing more.
     pub fn fill_facts(self, slot: Arc<OperationSlots>) -> Self {
         if let Mode::Replay { shared, .. } = &self.mode {
-            slot.sending_starts();
-            lock(shared).facts = Some(slot);
+            let mut state = lock(shared);
+            slot.sending_starts(state.id());
+            state.facts = Some(slot);
         }
         self
+    }
+
+    /// [`fill_facts`](Self::fill_facts) with the slots `facts` carry, if
+    /// any: for a layer that records a body whose facts a layer above
+    /// fills (a ladder under a fallback or a resume). Its recording then
+    /// speaks for its own sendings; the body's facts, once known, are not
+    /// read again.
+    pub fn fill_facts_of(self, facts: &crate::RequestFacts) -> Self {
+        match facts.slots() {
+            Some(slot) => self.fill_facts(Arc::clone(slot)),
+            None => self,
+        }
     }
 
     /// True when another handle can send the whole body again: the body is
@@ -410,7 +431,7 @@ impl<B> ReplayBody<B> {
             return None;
         }
         if let Some(slot) = &state.facts {
-            slot.sending_starts();
+            slot.sending_starts(state.id());
         }
         drop(state);
         Some(ReplayBody {

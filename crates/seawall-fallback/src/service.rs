@@ -196,20 +196,34 @@ where
             .extensions()
             .get::<seawall_core::recording::OuterLadder>()
             .is_some();
-        let facts_above = request.extensions().get::<RequestFacts>().is_some();
+        // Facts a layer above made with the operation's slots (a ladder, a
+        // resume), which its recording fills; a caller's own facts
+        // (`RequestFacts::with_model`) have none and read no body.
+        let slots_above = request
+            .extensions()
+            .get::<RequestFacts>()
+            .is_some_and(|facts| facts.body_sent().is_some());
         // The operation's own deadline, as this layer receives it, for the
         // slots made here (read by the stream guard): a ladder below
         // narrows the `Deadline` to its reserve's window.
-        let slots = (!facts_above).then(|| OperationSlots::of_request(&request));
+        let slots = (!slots_above).then(|| OperationSlots::of_request(&request));
         let (mut parts, body) = request.into_parts();
         let mut body = ReplayBody::recorded(body, settings.max_replay_bytes);
         // The recording tells both routes what the body asked for.
         if let Some(slots) = slots {
             let slot = Arc::new(slots);
-            parts
-                .extensions
-                .insert(RequestFacts::from_parts(&parts).with_slots(slot.clone()));
+            // A caller's own facts keep what they say (a model named
+            // before the body is read); the body's are added.
+            let facts = match parts.extensions.remove::<RequestFacts>() {
+                Some(told) => told,
+                None => RequestFacts::from_parts(&parts),
+            };
+            parts.extensions.insert(facts.with_slots(slot.clone()));
             body = body.fill_facts(slot);
+        } else if let Some(facts) = parts.extensions.get::<RequestFacts>() {
+            // Only this recording knows which route's call sent the body
+            // whole.
+            body = body.fill_facts_of(facts);
         }
         // A ladder below may move on sooner: this layer has another route
         // for it. Not when no route would take it (a chain of routes only

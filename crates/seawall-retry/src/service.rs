@@ -125,6 +125,12 @@ where
                 };
                 parts.extensions.insert(facts.with_slots(slot.clone()));
                 body = body.fill_facts(slot);
+            } else if let Some(facts) = parts.extensions.get::<RequestFacts>() {
+                // Slots a layer above made (a fallback, a resume): they
+                // know the body's facts from its recording, but only this
+                // recording knows which of this ladder's attempts sent
+                // the body whole.
+                body = body.fill_facts_of(facts);
             }
             let mut first = Request::from_parts(parts, body);
             let template = (policy.max_attempts > 1).then(|| {
