@@ -1,6 +1,7 @@
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
+use seawall_core::recording::OuterLadder;
 use seawall_core::{AnswerBy, BoxError, Code, Deadline, Progress};
 use tokio::time::Instant;
 use tower_service::Service;
@@ -162,10 +163,20 @@ where
                 // `Progress` that one started, or a cut of the outer bound
                 // would read a count no layer feeds (the layers nearer the
                 // wire find the innermost). Under a ladder the attempt's
-                // counts are its operation's slots, not an extension.
+                // counts are its operation's slots, zeroed for each
+                // attempt: a `Progress` an attempt bound above the ladder
+                // put in the request (copied into every attempt) would
+                // carry one attempt's count into the next, and is taken
+                // out so the layers below find the slots.
                 let progress = match request.extensions().get::<Progress>() {
-                    Some(outer) => outer.clone(),
                     None => Progress::start_attempt(&mut request),
+                    Some(outer) if request.extensions().get::<OuterLadder>().is_none() => {
+                        outer.clone()
+                    }
+                    Some(_) => {
+                        request.extensions_mut().remove::<Progress>();
+                        Progress::start_attempt(&mut request)
+                    }
                 };
                 Some(Expiry {
                     deadline,
