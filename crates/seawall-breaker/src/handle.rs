@@ -53,8 +53,10 @@ impl BreakerHandle {
     /// refused for one: the model's own (a limit the provider keeps per
     /// model cooled it alone), or the route's where that ends later (the
     /// one the refusal names, as [`cooldown`](Self::cooldown) gives it).
-    /// `None` while a call for `model` would go. A model's own cooldown
-    /// has no probe: its time left runs to its end.
+    /// `None` while no cooldown holds `model` back; the route's circuit
+    /// may refuse the call all the same (open after failures, or
+    /// isolated), which this does not read. A model's own cooldown has no
+    /// probe: its time left runs to its end.
     ///
     /// ```
     /// use seawall_breaker::BreakerLayer;
