@@ -34,6 +34,15 @@ pub(crate) struct Counters {
     counting: AtomicBool,
 }
 
+impl Counters {
+    fn restart(&self) {
+        self.bytes.store(0, Ordering::Relaxed);
+        self.content_events.store(0, Ordering::Relaxed);
+        self.status.store(0, Ordering::Relaxed);
+        self.counting.store(true, Ordering::Relaxed);
+    }
+}
+
 impl Progress {
     /// Starts counting an attempt of `request`: in its operation's slots
     /// when its facts have them (zeroed first), else in a new `Progress`
@@ -44,16 +53,21 @@ impl Progress {
             .get::<RequestFacts>()
             .and_then(RequestFacts::slots)
         {
-            let counters = &slots.progress;
-            counters.bytes.store(0, Ordering::Relaxed);
-            counters.content_events.store(0, Ordering::Relaxed);
-            counters.status.store(0, Ordering::Relaxed);
-            counters.counting.store(true, Ordering::Relaxed);
+            slots.progress.restart();
             return Progress(Arc::clone(slots));
         }
         let progress = Progress::default();
         request.extensions_mut().insert(progress.clone());
         progress
+    }
+
+    /// Counts another attempt from zero in this same progress: for an
+    /// attempt bound under a retry ladder that finds a `Progress` an
+    /// attempt bound above the ladder put in the request (copied into
+    /// every attempt). Both bounds, and the layers below, then read the
+    /// attempt in flight.
+    pub fn restart(&self) {
+        self.counters().restart();
     }
 
     /// The progress an attempt bound counts for `request`, if one does:

@@ -158,24 +158,22 @@ where
                 // instant, and says whose bound it was.
                 let answer_by = fires_as == Code::DeadlineExceeded
                     && AnswerBy::of(&request).is_some_and(|by| Some(by.0) == operation);
-                // An attempt bound outside this one with no ladder in
-                // between bounds the same attempt: it counts in the
-                // `Progress` that one started, or a cut of the outer bound
-                // would read a count no layer feeds (the layers nearer the
-                // wire find the innermost). Under a ladder the attempt's
-                // counts are its operation's slots, zeroed for each
-                // attempt: a `Progress` an attempt bound above the ladder
-                // put in the request (copied into every attempt) would
-                // carry one attempt's count into the next, and is taken
-                // out so the layers below find the slots.
+                // An attempt bound outside this one bounds the same
+                // attempt: it counts in the `Progress` that one started,
+                // or a cut of the outer bound would read a count no layer
+                // feeds (the layers nearer the wire find the innermost).
+                // With a ladder in between, that `Progress` is copied into
+                // every attempt: counted from zero again for each, or an
+                // attempt would carry the one before's bytes (and a silent
+                // retry would read as no silence). Without one, under a
+                // ladder, the counts are the operation's slots.
                 let progress = match request.extensions().get::<Progress>() {
                     None => Progress::start_attempt(&mut request),
-                    Some(outer) if request.extensions().get::<OuterLadder>().is_none() => {
+                    Some(outer) => {
+                        if request.extensions().get::<OuterLadder>().is_some() {
+                            outer.restart();
+                        }
                         outer.clone()
-                    }
-                    Some(_) => {
-                        request.extensions_mut().remove::<Progress>();
-                        Progress::start_attempt(&mut request)
                     }
                 };
                 Some(Expiry {

@@ -47,3 +47,29 @@ async fn a_second_silent_attempt_reads_no_bytes_of_the_first() {
     );
     assert!(failure.is_zero_byte_timeout());
 }
+
+/// The caller's bound, above the ladder, cuts first: it reads the bytes
+/// of the attempt in flight, as the layers below counted them.
+#[tokio::test(start_paused = true)]
+async fn the_outer_bound_reads_the_attempt_in_flight() {
+    let upstream = service_fn(move |req: Request<ReplayBody<String>>| {
+        let progress = Progress::of_request(&req).expect("progress");
+        async move {
+            progress.add_bytes(17);
+            std::future::pending::<()>().await;
+            Ok::<Response<String>, BoxError>(Response::new(String::new()))
+        }
+    });
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::per_attempt(Duration::from_secs(5)))
+        .layer(RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).seed(4))
+        .layer(DeadlineLayer::per_attempt(Duration::from_secs(100)))
+        .service(upstream);
+    let request = Request::post("https://api.openai.example/v1/chat/completions")
+        .body(String::from(r#"{"model":"m","messages":[]}"#))
+        .unwrap();
+    let err = svc.oneshot(request).await.unwrap_err();
+    let failure = Failure::find(&*err).unwrap();
+    assert_eq!(failure.evidence().bytes, 17);
+    assert!(!failure.is_zero_byte_timeout());
+}
