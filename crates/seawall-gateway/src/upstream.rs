@@ -491,7 +491,18 @@ fn rebuild(
                 {
                     *facts = target.told_model(&call, facts.clone());
                 }
-                request.map(ReplayBody::once)
+                // Recorded (the one frame kept, shared, whatever its size:
+                // no copy) only so that it says when this route's call sent
+                // it whole: the receipt's "may be billed" reads it. It is
+                // never sent again.
+                let facts = request.extensions().get::<RequestFacts>().cloned();
+                request.map(|body| {
+                    let body = ReplayBody::recorded(body, 0);
+                    match &facts {
+                        Some(facts) => body.fill_facts_of(facts),
+                        None => body,
+                    }
+                })
             }
             // No call attached (the gateway always attaches one), or this
             // route's request could not be built from it: send the
