@@ -16,7 +16,7 @@ use seawall_core::recording::ReplayBody;
 use seawall_core::{Code, Failure, RequestFacts};
 use seawall_deadline::DeadlineLayer;
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
-use tower::{BoxError, Layer, ServiceBuilder, ServiceExt, service_fn};
+use tower::{BoxError, ServiceBuilder, ServiceExt, service_fn};
 
 const SEC: Duration = Duration::from_secs(1);
 
