@@ -94,9 +94,6 @@ struct Shared<B> {
     /// body ends within the cap; told too which sending sent it whole
     /// ([`RequestFacts::attempt_sent_whole`](crate::RequestFacts::attempt_sent_whole)).
     facts: Option<Arc<OperationSlots>>,
-    /// True once `facts` has the body's facts (or the body outgrew the
-    /// cap, when it has none to give).
-    told: bool,
 }
 
 /// What a read ahead kept of the original body without recording it.
@@ -174,10 +171,11 @@ impl<B> Shared<B> {
     /// stops once the length is sent), so this runs as soon as the last
     /// announced byte is recorded, too.
     fn tell_facts(&mut self) {
-        if self.capped || self.told {
+        if self.capped {
             return;
         }
-        self.told = true;
+        // Told once: by this recording, or by another reading the same
+        // body (a recording above or below it).
         if let Some(slot) = self.facts.as_ref().filter(|slot| !slot.has_body_facts()) {
             match (&self.chunks.first, self.chunks.rest.is_empty()) {
                 (None, _) => slot.fill(&Bytes::new()),
@@ -263,7 +261,6 @@ impl<B> ReplayBody<B> {
                     held: None,
                     exact_len,
                     facts: None,
-                    told: false,
                 })),
                 next_chunk: 0,
                 sent: 0,
@@ -300,6 +297,42 @@ impl<B> ReplayBody<B> {
         match facts.slots() {
             Some(slot) => self.fill_facts(Arc::clone(slot)),
             None => self,
+        }
+    }
+
+    /// The recording of `body`, up to `max_bytes`, for the operation of
+    /// the request whose head is `parts`, by a layer that may send it
+    /// again (a ladder, a fallback). `slots`: the operation's slots to
+    /// make, where no layer above made any (`None` where one did). Made
+    /// here, they go into the request's facts — a caller's own facts
+    /// (`RequestFacts::with_model`, no slots) keep what they say, the
+    /// body's are added — and the recording fills them; found above,
+    /// the recording only speaks for its own sendings
+    /// ([`fill_facts_of`](Self::fill_facts_of)).
+    pub fn recorded_for(
+        parts: &mut http::request::Parts,
+        body: B,
+        max_bytes: usize,
+        slots: Option<OperationSlots>,
+    ) -> Self
+    where
+        B: Body,
+    {
+        let body = ReplayBody::recorded(body, max_bytes);
+        match slots {
+            Some(slots) => {
+                let slot = Arc::new(slots);
+                let facts = match parts.extensions.remove::<crate::RequestFacts>() {
+                    Some(told) => told,
+                    None => crate::RequestFacts::from_parts(parts),
+                };
+                parts.extensions.insert(facts.with_slots(Arc::clone(&slot)));
+                body.fill_facts(slot)
+            }
+            None => match parts.extensions.get::<crate::RequestFacts>() {
+                Some(facts) => body.fill_facts_of(facts),
+                None => body,
+            },
         }
     }
 

@@ -208,23 +208,9 @@ where
         // narrows the `Deadline` to its reserve's window.
         let slots = (!slots_above).then(|| OperationSlots::of_request(&request));
         let (mut parts, body) = request.into_parts();
-        let mut body = ReplayBody::recorded(body, settings.max_replay_bytes);
-        // The recording tells both routes what the body asked for.
-        if let Some(slots) = slots {
-            let slot = Arc::new(slots);
-            // A caller's own facts keep what they say (a model named
-            // before the body is read); the body's are added.
-            let facts = match parts.extensions.remove::<RequestFacts>() {
-                Some(told) => told,
-                None => RequestFacts::from_parts(&parts),
-            };
-            parts.extensions.insert(facts.with_slots(slot.clone()));
-            body = body.fill_facts(slot);
-        } else if let Some(facts) = parts.extensions.get::<RequestFacts>() {
-            // Only this recording knows which route's call sent the body
-            // whole.
-            body = body.fill_facts_of(facts);
-        }
+        // The recording tells both routes what the body asked for, and
+        // which route's call sent it whole.
+        let body = ReplayBody::recorded_for(&mut parts, body, settings.max_replay_bytes, slots);
         // A ladder below may move on sooner: this layer has another route
         // for it. Not when no route would take it (a chain of routes only
         // for a context overflow): the primary keeps its retries.

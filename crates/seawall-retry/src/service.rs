@@ -114,24 +114,11 @@ where
             // stream was asked for. For a single attempt the recording
             // replays nothing; it holds the body's frames (shared bytes,
             // no copies) until the operation ends.
-            let mut body = ReplayBody::recorded(body, policy.max_replay_bytes);
-            if reads_no_body {
-                let slot = Arc::new(OperationSlots::for_operation(operation));
-                // A caller's own facts keep what they say (a model named
-                // before the body is read); the body's are added.
-                let facts = match parts.extensions.remove::<RequestFacts>() {
-                    Some(told) => told,
-                    None => RequestFacts::from_parts(&parts),
-                };
-                parts.extensions.insert(facts.with_slots(slot.clone()));
-                body = body.fill_facts(slot);
-            } else if let Some(facts) = parts.extensions.get::<RequestFacts>() {
-                // Slots a layer above made (a fallback, a resume): they
-                // know the body's facts from its recording, but only this
-                // recording knows which of this ladder's attempts sent
-                // the body whole.
-                body = body.fill_facts_of(facts);
-            }
+            // Under slots a layer above made (a fallback, a resume), which
+            // know the body's facts from its recording, only this recording
+            // knows which of this ladder's attempts sent the body whole.
+            let slots = reads_no_body.then(|| OperationSlots::for_operation(operation));
+            let body = ReplayBody::recorded_for(&mut parts, body, policy.max_replay_bytes, slots);
             let mut first = Request::from_parts(parts, body);
             let template = (policy.max_attempts > 1).then(|| {
                 let template_body = first.body().replay().expect("a fresh recording replays");
