@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use seawall_core::{Code, RouteId};
 
-use crate::shared::{Shared, ends_later};
+use crate::shared::Shared;
 use crate::state::BreakerState;
 
 /// Manual control of a layer's breakers: read a route's state, force it
@@ -68,14 +68,12 @@ impl BreakerHandle {
     /// ```
     pub fn model_cooldown(&self, route: &RouteId, model: &str) -> Option<(Code, Option<Duration>)> {
         let breaker = self.shared.existing(route.as_str())?;
-        let route_cooling = breaker.cooling();
-        match breaker.model_cooling(model) {
-            Some((_, code, left))
-                if !route_cooling.is_some_and(|(_, route_left)| ends_later(route_left, left)) =>
-            {
-                Some((code, left))
-            }
-            _ => route_cooling,
+        match breaker.model_refusal(model) {
+            // A cooldown's refusal names what cooled it.
+            Some(refusal) => refusal
+                .cooled_by()
+                .map(|code| (code, refusal.retry_after())),
+            None => breaker.cooling(),
         }
     }
 

@@ -242,11 +242,31 @@ pub(crate) struct Permit {
 
 /// Whether a cooldown with `a` left ends no earlier than one with `b`
 /// left (`None`: until a reset).
-pub(crate) fn ends_later(a: Option<Duration>, b: Option<Duration>) -> bool {
+fn ends_later(a: Option<Duration>, b: Option<Duration>) -> bool {
     match (a, b) {
         (None, _) => true,
         (Some(_), None) => false,
         (Some(a), Some(b)) => a >= b,
+    }
+}
+
+impl RouteBreaker {
+    /// The refusal of a call for `model` while it cools on its own, if it
+    /// does. The route may be cooling too, for a cause of its own (refused
+    /// credentials): the refusal says the one that ends later, so a ladder
+    /// or a fallback does not take a model's short wait for the route's
+    /// return. What [`Permit::admit`] refuses with, and
+    /// [`BreakerHandle::model_cooldown`](crate::BreakerHandle::model_cooldown)
+    /// reports.
+    pub(crate) fn model_refusal(&self, model: &str) -> Option<CircuitOpen> {
+        let (model, code, left) = self.model_cooling(model)?;
+        let route = self.route.clone();
+        Some(match self.cooling() {
+            Some((code, route_left)) if ends_later(route_left, left) => {
+                CircuitOpen::cooling(route, code, route_left)
+            }
+            _ => CircuitOpen::model_cooling(route, model, code, left),
+        })
     }
 }
 
@@ -273,21 +293,8 @@ impl Permit {
                     &head
                 }
             };
-            if let Some(model) = facts.model()
-                && let Some(model_cooling) = breaker.model_cooling(model)
-            {
-                // The route may be cooling too, for a cause of its own
-                // (refused credentials): the refusal says the one that
-                // ends later, so a ladder or a fallback does not take a
-                // model's short wait for the route's return.
-                let route = breaker.route.clone();
-                let (model, code, left) = model_cooling;
-                return Err(match breaker.cooling() {
-                    Some((code, route_left)) if ends_later(route_left, left) => {
-                        CircuitOpen::cooling(route, code, route_left)
-                    }
-                    _ => CircuitOpen::model_cooling(route, model, code, left),
-                });
+            if let Some(refusal) = facts.model().and_then(|model| breaker.model_refusal(model)) {
+                return Err(refusal);
             }
         }
         // The resets are read before the admission: a reset landing during
