@@ -14,32 +14,38 @@ use seawall_deadline::DeadlineLayer;
 use seawall_retry::{Budget, RetryBudgetLayer, RetryPolicy};
 use tower::{BoxError, ServiceBuilder, ServiceExt, service_fn};
 
-/// A caller's attempt bound above a stack (its ladder, its own attempt
-/// bound): each attempt's count is its own.
-#[tokio::test(start_paused = true)]
-async fn a_second_silent_attempt_reads_no_bytes_of_the_first() {
+/// Runs a chat completion through `outer` attempt bound → ladder of two
+/// attempts → `inner` attempt bound → an upstream that counts the bytes
+/// `bytes(call)` says for each call and then never answers; the failure
+/// the caller meets.
+async fn cut(outer: u64, inner: u64, bytes: fn(usize) -> u64) -> Failure {
     let calls = Arc::new(AtomicUsize::new(0));
     let upstream = service_fn(move |req: Request<ReplayBody<String>>| {
         let call = calls.fetch_add(1, Ordering::SeqCst);
         let progress = Progress::of_request(&req).expect("progress");
         async move {
-            if call == 0 {
-                progress.add_bytes(17);
-            }
+            progress.add_bytes(bytes(call));
             std::future::pending::<()>().await;
             Ok::<Response<String>, BoxError>(Response::new(String::new()))
         }
     });
     let svc = ServiceBuilder::new()
-        .layer(DeadlineLayer::per_attempt(Duration::from_secs(100)))
+        .layer(DeadlineLayer::per_attempt(Duration::from_secs(outer)))
         .layer(RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).seed(4))
-        .layer(DeadlineLayer::per_attempt(Duration::from_secs(5)))
+        .layer(DeadlineLayer::per_attempt(Duration::from_secs(inner)))
         .service(upstream);
     let request = Request::post("https://api.openai.example/v1/chat/completions")
         .body(String::from(r#"{"model":"m","messages":[]}"#))
         .unwrap();
     let err = svc.oneshot(request).await.unwrap_err();
-    let failure = Failure::find(&*err).unwrap();
+    Failure::find(&*err).unwrap().clone()
+}
+
+/// The stack's own bound cuts each attempt: the second, silent, reads no
+/// byte of the first.
+#[tokio::test(start_paused = true)]
+async fn a_second_silent_attempt_reads_no_bytes_of_the_first() {
+    let failure = cut(100, 5, |call| if call == 0 { 17 } else { 0 }).await;
     assert_eq!(
         failure.evidence().bytes,
         0,
@@ -52,24 +58,7 @@ async fn a_second_silent_attempt_reads_no_bytes_of_the_first() {
 /// of the attempt in flight, as the layers below counted them.
 #[tokio::test(start_paused = true)]
 async fn the_outer_bound_reads_the_attempt_in_flight() {
-    let upstream = service_fn(move |req: Request<ReplayBody<String>>| {
-        let progress = Progress::of_request(&req).expect("progress");
-        async move {
-            progress.add_bytes(17);
-            std::future::pending::<()>().await;
-            Ok::<Response<String>, BoxError>(Response::new(String::new()))
-        }
-    });
-    let svc = ServiceBuilder::new()
-        .layer(DeadlineLayer::per_attempt(Duration::from_secs(5)))
-        .layer(RetryBudgetLayer::new(RetryPolicy::no_wait(2), Budget::unlimited()).seed(4))
-        .layer(DeadlineLayer::per_attempt(Duration::from_secs(100)))
-        .service(upstream);
-    let request = Request::post("https://api.openai.example/v1/chat/completions")
-        .body(String::from(r#"{"model":"m","messages":[]}"#))
-        .unwrap();
-    let err = svc.oneshot(request).await.unwrap_err();
-    let failure = Failure::find(&*err).unwrap();
+    let failure = cut(5, 100, |_| 17).await;
     assert_eq!(failure.evidence().bytes, 17);
     assert!(!failure.is_zero_byte_timeout());
 }
